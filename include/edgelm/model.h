@@ -1,0 +1,114 @@
+/* The one in-memory model type every loader produces (ARCHITECTURE.md: "loaders translate into one
+ * model type"). Nothing after the loader knows which file layout the model came from.
+ *
+ * Tensors use GGUF names and ggml shape conventions: ne[0] is the contiguous dimension, so a
+ * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. RoPE is always the interleaved
+ * form (pairs x[2i], x[2i+1]); loaders of rotate-half layouts (Hugging Face) permute q/k rows. */
+#ifndef EDGELM_MODEL_H
+#define EDGELM_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include "edgelm/error.h"
+#include "edgelm/types.h"
+#include "edgelm/vocab.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ELM_MAX_DIMS 4
+#define ELM_NAME_MAX 96
+
+typedef struct elm_tensor {
+    char name[ELM_NAME_MAX];
+    elm_type type;
+    int n_dims;
+    int64_t ne[ELM_MAX_DIMS]; /* ne[0] contiguous; unused dims are 1 */
+    void *data;               /* points into a mapping or an owned buffer of the model */
+    size_t nbytes;
+} elm_tensor;
+
+typedef struct elm_hparams {
+    char arch[32];         /* "llama" */
+    int32_t n_vocab;
+    int32_t dim;           /* embedding length */
+    int32_t n_layers;
+    int32_t n_heads;
+    int32_t n_kv_heads;    /* grouped-query attention: n_heads % n_kv_heads == 0 */
+    int32_t head_dim;      /* dim / n_heads */
+    int32_t ffn_dim;       /* SwiGLU hidden size */
+    int32_t n_ctx_train;   /* trained context length, tokens */
+    int32_t rope_dim;      /* rotated dimensions per head (== head_dim here) */
+    float rms_eps;
+    float rope_theta;
+    bool tied_output;      /* output projection is the token embedding */
+} elm_hparams;
+
+typedef struct elm_layer {
+    elm_tensor *attn_norm, *wq, *wk, *wv, *wo;
+    elm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+} elm_layer;
+
+typedef struct elm_model_storage elm_model_storage; /* private: mappings and owned buffers */
+
+typedef struct elm_model {
+    char path[512];        /* what was loaded */
+    char format[16];       /* "gguf", "hf", "llama2c" */
+    char name[128];        /* general.name or folder name */
+    elm_hparams hp;
+    int32_t n_tensors;
+    elm_tensor *tensors;   /* [n_tensors], file order */
+    elm_tensor *tok_embd, *output_norm, *output; /* output == tok_embd when tied */
+    elm_layer *layers;     /* [hp.n_layers] */
+    elm_vocab vocab;
+    uint32_t file_type;    /* general.file_type (llama.cpp ftype) when known, else 0 */
+    elm_model_storage *storage;
+} elm_model;
+
+typedef struct elm_load_opts {
+    const char *tokenizer_path; /* llama2.c: tokenizer.bin when not beside the checkpoint */
+} elm_load_opts;
+
+/* Loads a model from a GGUF file, a Hugging Face directory (config.json + safetensors) or a
+ * llama2.c checkpoint, chosen by what `path` is (directory, "GGUF" magic, else llama2.c).
+ * opts may be NULL. On success *out owns everything; free with elm_model_free. Errors name the
+ * file and the problem: ELM_ERR_IO (missing), ELM_ERR_FORMAT, ELM_ERR_UNSUPPORTED. */
+elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model **out,
+                          elm_error *err);
+
+void elm_model_free(elm_model *m);
+
+/* Tensor by name, or NULL. */
+elm_tensor *elm_model_find(const elm_model *m, const char *name);
+
+/* Total bytes of all tensors, and parameter count. */
+size_t elm_model_bytes(const elm_model *m);
+int64_t elm_model_params(const elm_model *m);
+
+/* ---- for loaders (src/formats) ---- */
+
+/* Creates an empty model for `path`/`format`. */
+elm_model *elm_model_new(const char *path, const char *format, elm_error *err);
+
+/* Adds a tensor (name copied, data borrowed from storage the model owns). Validates n_dims in
+ * [1,4], every ne >= 1, the element count and byte size against overflow and against `type`
+ * (ne[0] a multiple of the block size); nbytes must equal the computed size. */
+elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, int n_dims,
+                                const int64_t *ne, void *data, size_t nbytes, elm_error *err);
+
+/* Hands a malloc'd buffer or an mmap to the model, freed by elm_model_free. */
+elm_status elm_model_own_buffer(elm_model *m, void *buf, elm_error *err);
+elm_status elm_model_own_mapping(elm_model *m, void *addr, size_t len, elm_error *err);
+
+/* After tensors and hparams are set: validates hparams (positive sizes, heads dividing dim,
+ * n_heads % n_kv_heads == 0, arch "llama"), finds every tensor by GGUF name, checks its shape,
+ * ties the output to the embedding when output.weight is absent, and checks the vocab size
+ * matches. Errors name m->path and the tensor. */
+elm_status elm_model_bind(elm_model *m, elm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,60 @@
+/* Tensor element types (ggml type ids, GGUF spec) and their traits table: block size, bytes per
+ * block, conversion to float and the round-to-nearest reference quantizer (FORMATS.md, "ggml
+ * blocks"). One table drives dequantization, quantization and the kernels for every type. */
+#ifndef EDGELM_TYPES_H
+#define EDGELM_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum elm_type {
+    ELM_TYPE_F32 = 0,
+    ELM_TYPE_F16 = 1,
+    ELM_TYPE_Q4_0 = 2,
+    ELM_TYPE_Q4_1 = 3,
+    ELM_TYPE_Q5_0 = 6,
+    ELM_TYPE_Q5_1 = 7,
+    ELM_TYPE_Q8_0 = 8,
+    ELM_TYPE_BF16 = 30,
+    ELM_TYPE_COUNT = 31 /* one past the largest id; not a type */
+} elm_type;
+
+#define ELM_QK 32 /* weights per block for every quantized type here */
+
+typedef struct elm_type_traits {
+    const char *name;    /* "f32", "q4_0", ... as llama.cpp spells them */
+    int block_size;      /* elements per block: 1 for float types, 32 for quantized */
+    size_t block_bytes;  /* bytes per block */
+    double bits_per_weight;
+    /* Decodes n elements (n a multiple of block_size) from src into dst. */
+    void (*to_float)(const void *src, float *dst, int64_t n);
+    /* Round-to-nearest reference encoding of n elements (n a multiple of block_size), bit-exact
+     * with llama-quantize without importance matrix. */
+    void (*from_float)(const float *src, void *dst, int64_t n);
+} elm_type_traits;
+
+/* Traits of a supported type, or NULL for an id edgelm does not handle. */
+const elm_type_traits *elm_type_get(uint32_t type);
+
+/* Parses "q4_0", "f16", ... (case-insensitive); returns false if unknown. */
+bool elm_type_from_name(const char *name, elm_type *out);
+
+/* Bytes of a row of n elements, or 0 if n is not a multiple of the block size. */
+size_t elm_row_bytes(elm_type type, int64_t n);
+
+/* IEEE half <-> float (round to nearest even) and bfloat16 <-> float (round to nearest even,
+ * NaN kept quiet), the conversions ggml uses. */
+float elm_f16_to_f32(uint16_t h);
+uint16_t elm_f32_to_f16(float f);
+float elm_bf16_to_f32(uint16_t h);
+uint16_t elm_f32_to_bf16(float f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build needs when they are missing (as root), or says exactly what to install.
+set -eu
+need=()
+command -v cmake >/dev/null 2>&1 || need+=(cmake)
+command -v cc >/dev/null 2>&1 || need+=(gcc)
+[ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "edgelm: installing ${need[*]} with apt-get" >&2
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+else
+  echo "edgelm: missing packages; run: sudo apt-get install -y ${need[*]}" >&2
+  exit 1
+fi

@@ -1,0 +1,34 @@
+/* elm_error: formatted error messages that name the file and the problem. */
+#include <stdarg.h>
+#include <stdio.h>
+#include "edgelm/error.h"
+
+elm_status elm_errorf(elm_error *err, elm_status code, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->code = code;
+    }
+    return code;
+}
+
+void elm_error_clear(elm_error *err) {
+    if (err) {
+        err->code = ELM_OK;
+        err->msg[0] = '\0';
+    }
+}
+
+const char *elm_status_str(elm_status code) {
+    switch (code) {
+    case ELM_OK: return "ok";
+    case ELM_ERR_IO: return "I/O error";
+    case ELM_ERR_FORMAT: return "format error";
+    case ELM_ERR_UNSUPPORTED: return "unsupported";
+    case ELM_ERR_NOMEM: return "out of memory";
+    case ELM_ERR_ARG: return "invalid argument";
+    }
+    return "unknown error";
+}

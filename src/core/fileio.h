@@ -1,0 +1,37 @@
+/* File access shared by loaders and writers: read-only mappings, whole-file reads, and atomic
+ * writes (temporary file in the same folder, renamed on success, removed on failure). */
+#ifndef EDGELM_CORE_FILEIO_H
+#define EDGELM_CORE_FILEIO_H
+
+#include <stdio.h>
+#include <stddef.h>
+#include <stdbool.h>
+#include "edgelm/error.h"
+
+/* Maps `path` read-only. An empty file gives addr NULL, size 0. ELM_ERR_IO names the file and
+ * strerror on failure. Unmap with elm_unmap. */
+elm_status elm_map_file(const char *path, void **addr, size_t *size, elm_error *err);
+void elm_unmap(void *addr, size_t size);
+
+/* Reads a whole file into a malloc'd buffer with a NUL appended (not counted in *size). Refuses
+ * files larger than max_bytes (ELM_ERR_FORMAT). */
+elm_status elm_read_file(const char *path, size_t max_bytes, char **buf, size_t *size,
+                         elm_error *err);
+
+bool elm_is_dir(const char *path);
+bool elm_file_exists(const char *path);
+
+/* Atomic output: elm_out_open creates "<path>.tmp.XXXXXX" beside path; elm_out_commit flushes,
+ * closes and renames it over path; elm_out_abort closes and unlinks it. */
+typedef struct elm_out {
+    FILE *f;
+    char path[1024];
+    char tmp[1040];
+} elm_out;
+
+elm_status elm_out_open(elm_out *o, const char *path, elm_error *err);
+elm_status elm_out_write(elm_out *o, const void *buf, size_t n, elm_error *err);
+elm_status elm_out_commit(elm_out *o, elm_error *err);
+void elm_out_abort(elm_out *o);
+
+#endif

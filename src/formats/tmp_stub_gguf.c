@@ -1,0 +1,3 @@
+/* TEMPORARY stub, deleted by whoever implements gguf_read.c */
+#include "formats/loaders.h"
+elm_status elm_load_gguf(elm_model *m, const char *path, elm_error *err) { (void)m; return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: GGUF loader not built yet", path); }

@@ -1,0 +1,41 @@
+/* edgelm: one binary, one subcommand per job. Each subcommand lives in cmd_<name>.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    cli_command_fn fn;
+    const char *help;
+} commands[] = {
+    {"inspect", cmd_inspect, "print architecture, hyper-parameters and the tensor table"},
+    {"tokenize", cmd_tokenize, "turn text into token ids"},
+    {"run", cmd_run, "generate text from a prompt (streaming), with stats"},
+    {"quantize", cmd_quantize, "write a GGUF quantized by round-to-nearest"},
+    {"perplexity", cmd_perplexity, "score a text file the way llama-perplexity does"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: edgelm <command> [options]   (edgelm <command> --help for details)\n\n"
+               "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\nMODEL is a GGUF file, a Hugging Face folder (config.json + safetensors) or a "
+               "llama2.c model.bin.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return 1;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    cli_fail("unknown command '%s' (try 'edgelm --help')", argv[1]);
+    return 1;
+}
