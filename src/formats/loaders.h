@@ -10,6 +10,10 @@
 /* GGUF v2/v3, mmapped (gguf_read.c). */
 elm_status elm_load_gguf(elm_model *m, const char *path, elm_error *err);
 
+/* Only the tokenizer of a GGUF file (vocab-only files such as ../shared/fixtures/vocab/*.gguf have
+ * no tensors): fills and finalizes v (gguf_read.c). */
+elm_status elm_load_gguf_vocab(const char *path, elm_vocab *v, elm_error *err);
+
 /* Hugging Face directory: config.json + model.safetensors or model.safetensors.index.json, and
  * tokenizer.json (hf.c). */
 elm_status elm_load_hf(elm_model *m, const char *dir, elm_error *err);
