@@ -10,7 +10,7 @@
 /* GGUF v2/v3, mmapped (gguf_read.c). */
 elm_status elm_load_gguf(elm_model *m, const char *path, elm_error *err);
 
-/* Only the tokenizer of a GGUF file (vocab-only files such as ../shared/fixtures/vocab/*.gguf have
+/* Only the tokenizer of a GGUF file (vocab-only files, e.g. the fixtures vocab/ggml-vocab-*.gguf, have
  * no tensors): fills and finalizes v (gguf_read.c). */
 elm_status elm_load_gguf_vocab(const char *path, elm_vocab *v, elm_error *err);
 

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
 
 int cli_fail(const char *fmt, ...) {
     va_list ap;
@@ -69,4 +72,19 @@ double cli_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+char *cli_read_text(const char *path, size_t *len) {
+    char *buf = NULL;
+    elm_error err;
+    if (elm_read_file(path, (size_t)1 << 31, &buf, len, &err) != ELM_OK) {
+        cli_fail("%s", err.msg);
+        return NULL;
+    }
+    return buf;
+}
+
+int cli_default_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
 }

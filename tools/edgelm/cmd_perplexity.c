@@ -1,3 +1,82 @@
-/* PLACEHOLDER until written: replaced by the real subcommand. */
+/* edgelm perplexity: llama-perplexity's figure for a model on a text file. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
-int cmd_perplexity(int argc, char **argv) { (void)argc; (void)argv; return cli_fail("perplexity: not built yet"); }
+#include "edgelm/perplexity.h"
+
+static void usage(FILE *f) {
+    fputs("usage: edgelm perplexity -m MODEL -f TEXT [-c CTX] [-b BATCH] [-t N] [--json]\n"
+          "  Scores the second half of each CTX-token chunk of TEXT, as llama-perplexity does.\n"
+          "  -m, --model PATH      GGUF file, Hugging Face folder or llama2.c model.bin\n"
+          "  -f, --file TEXT       UTF-8 text to score (needs at least 2 x CTX tokens)\n"
+          "  -c, --ctx-size N      tokens per chunk (default 512)\n"
+          "  -b, --batch-size N    tokens per forward pass (default CTX)\n"
+          "  -t, --threads N       threads (default: all cores)\n"
+          "      --tokenizer PATH  llama2.c tokenizer.bin when not beside model.bin\n"
+          "      --json            print ppl, ppl_stderr, n_ctx, chunks, scored_tokens, mean_nll\n",
+          f);
+}
+
+static void on_chunk(int32_t chunk, int32_t n_chunks, double ppl, void *user) {
+    (void)user;
+    fprintf(stderr, "\rperplexity: chunk %d/%d, running PPL %.4f", chunk, n_chunks, ppl);
+    if (chunk == n_chunks) fputc('\n', stderr);
+}
+
+int cmd_perplexity(int argc, char **argv) {
+    const char *model = NULL, *file = NULL, *tokenizer = NULL;
+    long n_ctx = 512, n_batch = 0, n_threads = cli_default_threads();
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(model);
+        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) CLI_STR(file);
+        else if (!strcmp(a, "--tokenizer")) CLI_STR(tokenizer);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) CLI_LONG(0, 1 << 20, n_ctx);
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) CLI_LONG(1, 1 << 20, n_batch);
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) CLI_LONG(1, 512, n_threads);
+        else if (!strcmp(a, "--json")) json = true;
+        else return cli_fail("perplexity: unknown option '%s' (see edgelm perplexity --help)", a);
+    }
+    if (!model || !file) return cli_fail("perplexity: -m MODEL and -f TEXT are required");
+    if (n_ctx < 4) return cli_fail("-c: context size %ld too small (need at least 4)", n_ctx);
+
+    size_t len;
+    char *text = cli_read_text(file, &len);
+    if (!text) return 1;
+    elm_model *m = cli_load_model(model, tokenizer);
+    if (!m) {
+        free(text);
+        return 1;
+    }
+    elm_ppl_params p = {.n_ctx = (int32_t)n_ctx, .n_batch = (int32_t)n_batch, .n_threads = (int32_t)n_threads};
+    elm_ppl_result r;
+    elm_error err;
+    elm_error_clear(&err);
+    int rc = 0;
+    if (elm_perplexity(m, text, len, &p, on_chunk, NULL, &r, &err)) {
+        rc = cli_fail("%s: %s", file, err.msg);
+    } else if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "ppl", r.ppl);
+        cJSON_AddNumberToObject(o, "ppl_stderr", r.ppl_stderr);
+        cJSON_AddNumberToObject(o, "n_ctx", r.n_ctx);
+        cJSON_AddNumberToObject(o, "chunks", r.chunks);
+        cJSON_AddNumberToObject(o, "scored_tokens", (double)r.scored_tokens);
+        cJSON_AddNumberToObject(o, "mean_nll", r.mean_nll);
+        char *s = cJSON_Print(o);
+        if (s) puts(s);
+        free(s);
+        cJSON_Delete(o);
+    } else {
+        printf("PPL = %.4f +/- %.4f  (%d chunks of %d tokens, %lld scored tokens, mean NLL %.6f)\n",
+               r.ppl, r.ppl_stderr, r.chunks, r.n_ctx, (long long)r.scored_tokens, r.mean_nll);
+    }
+    elm_model_free(m);
+    free(text);
+    return rc;
+}

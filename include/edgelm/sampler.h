@@ -1,0 +1,45 @@
+/* Token sampling from logits, in llama.cpp's default order: repetition penalty over the last N
+ * tokens, top-k, top-p (nucleus, Holtzman et al. 2019, arXiv:1904.09751), min-p (Nguyen et al.
+ * 2024, arXiv:2407.01082), temperature, then a draw from the renormalised distribution.
+ * temp <= 0 is greedy: the argmax after the penalty. */
+#ifndef EDGELM_SAMPLER_H
+#define EDGELM_SAMPLER_H
+
+#include <stdint.h>
+#include "edgelm/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct elm_sampler_params {
+    float temp;            /* <= 0: greedy; default 0.8 */
+    int32_t top_k;         /* <= 0: off; default 40 */
+    float top_p;           /* >= 1: off; default 0.95 */
+    float min_p;           /* <= 0: off; default 0.05 */
+    float repeat_penalty;  /* 1: off (default); > 1 penalises tokens seen in the window */
+    int32_t repeat_last_n; /* window in tokens; default 64 */
+    uint64_t seed;         /* RNG seed */
+} elm_sampler_params;
+
+/* llama.cpp's defaults (seed 0: caller should set it). */
+elm_sampler_params elm_sampler_defaults(void);
+
+typedef struct elm_sampler elm_sampler;
+
+/* n_vocab > 0; the sampler keeps scratch for n_vocab candidates. NULL on allocation failure. */
+elm_sampler *elm_sampler_new(const elm_sampler_params *p, int32_t n_vocab);
+void elm_sampler_free(elm_sampler *s);
+
+/* Picks the next token from logits [n_vocab] (modified in place by the penalty) given the token
+ * history (the last repeat_last_n entries are used). */
+int32_t elm_sampler_sample(elm_sampler *s, float *logits, const int32_t *history,
+                           int32_t n_history);
+
+/* Index of the largest value (first on ties). */
+int32_t elm_argmax(const float *x, int32_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,90 @@
+/* Chunked evaluation and perplexity (see perplexity.h). The NLL at each scored position is the
+ * log-softmax computed in double, as llama-perplexity does. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "edgelm/context.h"
+#include "edgelm/perplexity.h"
+
+static double nll_of(const float *logits, int32_t n_vocab, int32_t next) {
+    float max = logits[0];
+    for (int32_t i = 1; i < n_vocab; i++) max = logits[i] > max ? logits[i] : max;
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - max);
+    return -((double)logits[next] - max - log(sum));
+}
+
+elm_status elm_eval_chunks(const elm_model *m, const int32_t *tokens, int64_t n_tokens,
+                           const elm_ppl_params *p, elm_scored_fn on_scored, elm_chunk_fn on_chunk,
+                           void *user, elm_ppl_result *out, elm_error *err) {
+    memset(out, 0, sizeof *out);
+    const int32_t n_ctx = p->n_ctx, n_vocab = m->hp.n_vocab;
+    if (n_ctx < 4) return elm_errorf(err, ELM_ERR_ARG, "context size %d too small (need >= 4)", n_ctx);
+    if (n_tokens < 2 * (int64_t)n_ctx)
+        return elm_errorf(err, ELM_ERR_ARG,
+                          "text has %lld tokens; need at least %d (2 x context %d)",
+                          (long long)n_tokens, 2 * n_ctx, n_ctx);
+    if (m->vocab.bos_id < 0) return elm_errorf(err, ELM_ERR_ARG, "%s: model has no BOS token", m->path);
+    elm_context *c = NULL;
+    elm_context_params cp = {.n_ctx = n_ctx, .n_batch = p->n_batch, .n_threads = p->n_threads};
+    elm_status st = elm_context_new(m, &cp, &c, err);
+    if (st) return st;
+    const int32_t n_batch = elm_context_n_batch(c);
+    float *logits = malloc(sizeof(float) * (size_t)n_batch * (size_t)n_vocab);
+    int32_t *window = malloc(sizeof(int32_t) * (size_t)n_ctx);
+    if (!logits || !window) {
+        st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for %d x %d logits", n_batch, n_vocab);
+        goto done;
+    }
+    const int32_t n_chunks = (int32_t)(n_tokens / n_ctx), first = n_ctx / 2;
+    double sum = 0, sum2 = 0;
+    int64_t count = 0;
+    for (int32_t ch = 0; ch < n_chunks; ch++) {
+        memcpy(window, tokens + (int64_t)ch * n_ctx, sizeof(int32_t) * (size_t)n_ctx);
+        window[0] = m->vocab.bos_id;
+        elm_context_reset(c);
+        for (int32_t off = 0; off < n_ctx; off += n_batch) {
+            const int32_t nb = n_ctx - off < n_batch ? n_ctx - off : n_batch;
+            if ((st = elm_forward(c, window + off, nb, logits, true, err))) goto done;
+            for (int32_t t = 0; t < nb; t++) {
+                const int32_t j = off + t;
+                if (j < first || j >= n_ctx - 1) continue;
+                const float *lj = logits + (size_t)t * n_vocab;
+                const double nll = nll_of(lj, n_vocab, window[j + 1]);
+                sum += nll;
+                sum2 += nll * nll;
+                count++;
+                if (on_scored) on_scored(lj, n_vocab, window[j + 1], user);
+            }
+        }
+        if (on_chunk) on_chunk(ch + 1, n_chunks, exp(sum / count), user);
+    }
+    const double mean = sum / count, var = sum2 / count - mean * mean;
+    out->mean_nll = mean;
+    out->ppl = exp(mean);
+    out->ppl_stderr = count > 1 && var > 0 ? out->ppl * sqrt(var / (count - 1)) : 0;
+    out->n_ctx = n_ctx;
+    out->chunks = n_chunks;
+    out->n_tokens = n_tokens;
+    out->scored_tokens = count;
+done:
+    free(window);
+    free(logits);
+    elm_context_free(c);
+    return st;
+}
+
+elm_status elm_perplexity(const elm_model *m, const char *text, size_t len, const elm_ppl_params *p,
+                          elm_chunk_fn on_chunk, void *user, elm_ppl_result *out, elm_error *err) {
+    /* one token per byte plus BOS is an upper bound for byte-fallback BPE */
+    const int64_t cap = (int64_t)len + 2;
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)cap);
+    if (!ids) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory tokenizing %zu bytes", len);
+    const int64_t n = elm_tokenize(&m->vocab, text, len, true, ids, cap, err);
+    elm_status st = n < 0 ? err->code : ELM_OK;
+    if (!st && n > cap) st = elm_errorf(err, ELM_ERR_FORMAT, "tokenizer produced more tokens than bytes");
+    if (!st) st = elm_eval_chunks(m, ids, n, p, NULL, on_chunk, user, out, err);
+    free(ids);
+    return st;
+}

@@ -1,0 +1,82 @@
+/* Generation loop (see generate.h): prefill in batches of the context's n_batch, then decode. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "edgelm/generate.h"
+#include "edgelm/vocab.h"
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
+                        const elm_gen_params *p, elm_token_cb cb, void *user, int32_t *out_ids,
+                        int32_t max_out, int32_t *n_out, elm_gen_stats *stats, elm_error *err) {
+    const elm_model *m = elm_context_model(c);
+    const int32_t n_vocab = m->hp.n_vocab, n_ctx = elm_context_n_ctx(c);
+    *n_out = 0;
+    memset(stats, 0, sizeof *stats);
+    if (n_prompt <= 0) return elm_errorf(err, ELM_ERR_ARG, "empty prompt");
+    if (elm_context_n_past(c) + n_prompt > n_ctx)
+        return elm_errorf(err, ELM_ERR_ARG, "prompt has %d tokens, context holds %d", n_prompt,
+                          n_ctx - elm_context_n_past(c));
+    if (p->n_predict <= 0) return elm_errorf(err, ELM_ERR_ARG, "n_predict must be > 0");
+
+    /* history = prompt + generated ids, for the repetition penalty */
+    int32_t *history = malloc(sizeof(int32_t) * ((size_t)n_prompt + (size_t)p->n_predict));
+    float *logits = malloc(sizeof(float) * (size_t)n_vocab);
+    elm_sampler *s = elm_sampler_new(&p->sampling, n_vocab);
+    elm_status st = ELM_OK;
+    if (!history || !logits || !s) {
+        st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory starting generation");
+        goto done;
+    }
+    memcpy(history, prompt, sizeof(int32_t) * (size_t)n_prompt);
+    int32_t n_hist = n_prompt;
+
+    const double t0 = now_ms();
+    const int32_t n_batch = elm_context_n_batch(c);
+    for (int32_t off = 0; off < n_prompt && !st; off += n_batch) {
+        const int32_t chunk = n_prompt - off < n_batch ? n_prompt - off : n_batch;
+        st = elm_forward(c, prompt + off, chunk, off + chunk == n_prompt ? logits : NULL, false, err);
+    }
+    if (st) goto done;
+    const double t_prefill = now_ms();
+    stats->prompt_tokens = n_prompt;
+    stats->prefill_ms = t_prefill - t0;
+
+    elm_detok dt;
+    elm_detok_init(&dt, &m->vocab, false); /* the continuation keeps its leading space */
+    char piece[512];
+    double t_first = t_prefill;
+    for (int32_t i = 0; i < p->n_predict; i++) {
+        const int32_t id = elm_sampler_sample(s, logits, history, n_hist);
+        if (i == 0) t_first = now_ms();
+        if (id == m->vocab.eos_id && !p->ignore_eos) break;
+        history[n_hist++] = id;
+        if (out_ids && *n_out < max_out) out_ids[*n_out] = id;
+        (*n_out)++;
+        size_t len = elm_detok_push(&dt, id, piece, sizeof piece);
+        if (cb && cb(piece, len, id, user)) break;
+        if (i + 1 == p->n_predict || elm_context_n_past(c) >= n_ctx) break;
+        if ((st = elm_forward(c, &id, 1, logits, false, err))) goto done;
+    }
+    const double t_end = now_ms();
+    size_t len = elm_detok_flush(&dt, piece, sizeof piece);
+    if (cb) cb(piece, len, -1, user);
+
+    stats->generated_tokens = *n_out;
+    stats->ttft_ms = t_first - t0;
+    stats->decode_ms = t_end - t_first;
+    stats->prefill_tps = stats->prefill_ms > 0 ? n_prompt / (stats->prefill_ms / 1e3) : 0;
+    stats->decode_tps =
+        *n_out > 1 && stats->decode_ms > 0 ? (*n_out - 1) / (stats->decode_ms / 1e3) : 0;
+done:
+    elm_sampler_free(s);
+    free(logits);
+    free(history);
+    return st;
+}

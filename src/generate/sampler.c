@@ -1,0 +1,123 @@
+/* The sampler chain (see sampler.h). Candidates are sorted once by logit; each filter shrinks the
+ * kept prefix, which keeps top-k, top-p and min-p simple and in llama.cpp's order. */
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "edgelm/sampler.h"
+
+typedef struct { float logit, p; int32_t id; } candidate;
+
+struct elm_sampler {
+    elm_sampler_params p;
+    int32_t n_vocab;
+    candidate *cand;
+    uint64_t rng;
+};
+
+elm_sampler_params elm_sampler_defaults(void) {
+    return (elm_sampler_params){.temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f,
+                                .repeat_penalty = 1.0f, .repeat_last_n = 64, .seed = 0};
+}
+
+elm_sampler *elm_sampler_new(const elm_sampler_params *p, int32_t n_vocab) {
+    if (n_vocab <= 0) return NULL;
+    elm_sampler *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->cand = malloc(sizeof(candidate) * (size_t)n_vocab);
+    if (!s->cand) {
+        free(s);
+        return NULL;
+    }
+    s->p = *p;
+    s->n_vocab = n_vocab;
+    s->rng = p->seed ^ 0x9E3779B97F4A7C15ull;
+    return s;
+}
+
+void elm_sampler_free(elm_sampler *s) {
+    if (!s) return;
+    free(s->cand);
+    free(s);
+}
+
+int32_t elm_argmax(const float *x, int32_t n) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+/* splitmix64 (Steele et al. 2014): small, fast, good enough for sampling. */
+static double next_uniform(elm_sampler *s) {
+    uint64_t z = (s->rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53;
+}
+
+static int by_logit_desc(const void *a, const void *b) {
+    const candidate *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit < y->logit ? 1 : -1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* CTRL's penalty (Keskar et al. 2019): positive logits divided, negative multiplied. */
+static void apply_repeat_penalty(const elm_sampler *s, float *logits, const int32_t *history,
+                                 int32_t n_history) {
+    if (s->p.repeat_penalty == 1.0f || s->p.repeat_last_n <= 0) return;
+    int32_t from = n_history > s->p.repeat_last_n ? n_history - s->p.repeat_last_n : 0;
+    for (int32_t i = from; i < n_history; i++) {
+        int32_t id = history[i];
+        if (id < 0 || id >= s->n_vocab) continue;
+        bool seen = false; /* penalise each distinct token once */
+        for (int32_t j = from; j < i && !seen; j++) seen = history[j] == id;
+        if (seen) continue;
+        logits[id] = logits[id] > 0 ? logits[id] / s->p.repeat_penalty
+                                    : logits[id] * s->p.repeat_penalty;
+    }
+}
+
+/* Softmax over the first n candidates (sorted by logit) at temperature t. */
+static void softmax_candidates(candidate *c, int32_t n, float t) {
+    double sum = 0;
+    for (int32_t i = 0; i < n; i++) sum += c[i].p = expf((c[i].logit - c[0].logit) / t);
+    for (int32_t i = 0; i < n; i++) c[i].p = (float)(c[i].p / sum);
+}
+
+int32_t elm_sampler_sample(elm_sampler *s, float *logits, const int32_t *history,
+                           int32_t n_history) {
+    apply_repeat_penalty(s, logits, history, n_history);
+    if (s->p.temp <= 0) return elm_argmax(logits, s->n_vocab);
+
+    candidate *c = s->cand;
+    for (int32_t i = 0; i < s->n_vocab; i++) c[i] = (candidate){logits[i], 0, i};
+    qsort(c, (size_t)s->n_vocab, sizeof *c, by_logit_desc);
+    int32_t n = s->n_vocab;
+    if (s->p.top_k > 0 && s->p.top_k < n) n = s->p.top_k;
+    softmax_candidates(c, n, 1.0f);
+    if (s->p.top_p < 1.0f) {
+        double cum = 0;
+        for (int32_t i = 0; i < n; i++) {
+            cum += c[i].p;
+            if (cum >= s->p.top_p) {
+                n = i + 1;
+                break;
+            }
+        }
+    }
+    if (s->p.min_p > 0) {
+        const float floor = c[0].p * s->p.min_p;
+        int32_t keep = 1;
+        while (keep < n && c[keep].p >= floor) keep++;
+        n = keep;
+    }
+    softmax_candidates(c, n, s->p.temp);
+    double r = next_uniform(s), cum = 0;
+    for (int32_t i = 0; i < n; i++) {
+        cum += c[i].p;
+        if (r < cum) return c[i].id;
+    }
+    return c[n - 1].id;
+}

@@ -1,0 +1,88 @@
+/* elm_context: allocation of the KV cache and scratch buffers, preallocated for n_ctx tokens so
+ * generation never allocates. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/context.h"
+
+static float *alloc_f32(size_t n, bool *ok) {
+    float *p = calloc(n ? n : 1, sizeof(float));
+    if (!p) *ok = false;
+    return p;
+}
+
+/* Norm weights may be stored as F32, F16 or BF16; the pass wants floats. */
+static void decode_vector(const elm_tensor *t, float *out) {
+    elm_type_get(t->type)->to_float(t->data, out, t->ne[0]);
+}
+
+elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_context **out,
+                           elm_error *err) {
+    *out = NULL;
+    if (p->n_ctx <= 0 || p->n_ctx > (1 << 20))
+        return elm_errorf(err, ELM_ERR_ARG, "context size %d out of range 1..1048576", p->n_ctx);
+    if (p->n_batch < 0)
+        return elm_errorf(err, ELM_ERR_ARG, "batch size %d is negative", p->n_batch);
+    const elm_hparams *hp = &m->hp;
+    elm_context *c = calloc(1, sizeof *c);
+    if (!c) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory creating context");
+    elm_status st = elm_pool_new(p->n_threads, &c->pool, err);
+    if (st) {
+        free(c);
+        return st;
+    }
+    c->m = m;
+    c->k = elm_kernels_best();
+    c->n_ctx = p->n_ctx;
+    c->n_batch = p->n_batch ? (p->n_batch < p->n_ctx ? p->n_batch : p->n_ctx) : p->n_ctx;
+    c->kv_dim = hp->n_kv_heads * hp->head_dim;
+    c->scratch_cols = hp->dim > hp->ffn_dim ? hp->dim : hp->ffn_dim;
+
+    const size_t nb = (size_t)c->n_batch, nt = (size_t)p->n_threads;
+    const size_t cache = (size_t)hp->n_layers * (size_t)c->n_ctx * (size_t)c->kv_dim;
+    bool ok = true;
+    c->k_cache = alloc_f32(cache, &ok);
+    c->v_cache = alloc_f32(cache, &ok);
+    c->x = alloc_f32(nb * hp->dim, &ok);
+    c->xb = alloc_f32(nb * hp->dim, &ok);
+    c->q = alloc_f32(nb * hp->dim, &ok);
+    c->kb = alloc_f32(nb * c->kv_dim, &ok);
+    c->vb = alloc_f32(nb * c->kv_dim, &ok);
+    c->att = alloc_f32(nb * hp->dim, &ok);
+    c->hg = alloc_f32(nb * hp->ffn_dim, &ok);
+    c->hu = alloc_f32(nb * hp->ffn_dim, &ok);
+    c->scores = alloc_f32(nt * (size_t)c->n_ctx, &ok);
+    c->scratch = alloc_f32(nt * (size_t)c->scratch_cols, &ok);
+    c->norms = alloc_f32(((size_t)hp->n_layers * 2 + 1) * hp->dim, &ok);
+    c->inv_freq = alloc_f32((size_t)hp->rope_dim / 2, &ok);
+    if (!ok) {
+        elm_context_free(c);
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory allocating a %d-token context",
+                          p->n_ctx);
+    }
+    for (int l = 0; l < hp->n_layers; l++) {
+        decode_vector(m->layers[l].attn_norm, c->norms + (size_t)(2 * l) * hp->dim);
+        decode_vector(m->layers[l].ffn_norm, c->norms + (size_t)(2 * l + 1) * hp->dim);
+    }
+    decode_vector(m->output_norm, c->norms + (size_t)(2 * hp->n_layers) * hp->dim);
+    for (int i = 0; i < hp->rope_dim / 2; i++)
+        c->inv_freq[i] = (float)pow(hp->rope_theta, -2.0 * i / hp->rope_dim);
+    *out = c;
+    return ELM_OK;
+}
+
+void elm_context_free(elm_context *c) {
+    if (!c) return;
+    elm_pool_free(c->pool);
+    float *bufs[] = {c->k_cache, c->v_cache, c->x,  c->xb,     c->q,       c->kb,    c->vb,
+                     c->att,     c->hg,      c->hu, c->scores, c->scratch, c->norms, c->inv_freq};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
+    free(c);
+}
+
+void elm_context_reset(elm_context *c) { c->n_past = 0; }
+int32_t elm_context_n_past(const elm_context *c) { return c->n_past; }
+int32_t elm_context_n_ctx(const elm_context *c) { return c->n_ctx; }
+int32_t elm_context_n_batch(const elm_context *c) { return c->n_batch; }
+const elm_model *elm_context_model(const elm_context *c) { return c->m; }
