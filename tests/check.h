@@ -22,6 +22,12 @@ extern int check_passed, check_failed;
 /* Path under the fixtures folder given on the command line (static buffer, rotated 8 deep). */
 const char *fixture(const char *rel);
 void check_init(int argc, char **argv);
+
+/* Parses a JSON file (a golden); NULL (and a recorded failure) if unreadable. Free with cJSON_Delete. */
+struct cJSON *check_load_json(const char *path);
+
+/* Copies of int arrays from a JSON array of numbers; returns the count (<= cap). */
+int check_json_ids(const struct cJSON *arr, int *out, int cap);
 int check_done(void);
 
 #endif

@@ -1,0 +1,72 @@
+/* Sampler chain: greedy, determinism per seed, top-k/top-p/min-p filtering, temperature and the
+ * repetition penalty, each checked on hand-made logits where the answer is known. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "edgelm/sampler.h"
+
+#define V 8
+
+static int draw_counts(elm_sampler_params p, const float *logits, int n_draws, int *counts) {
+    elm_sampler *s = elm_sampler_new(&p, V);
+    int distinct = 0;
+    for (int i = 0; i < V; i++) counts[i] = 0;
+    for (int d = 0; d < n_draws; d++) {
+        float l[V];
+        for (int i = 0; i < V; i++) l[i] = logits[i];
+        int id = elm_sampler_sample(s, l, NULL, 0);
+        if (id >= 0 && id < V && counts[id]++ == 0) distinct++;
+    }
+    elm_sampler_free(s);
+    return distinct;
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    const float logits[V] = {1.0f, 3.0f, 2.9f, 0.5f, -1.0f, 2.0f, 0.0f, -3.0f};
+    int counts[V];
+    elm_sampler_params p = elm_sampler_defaults();
+
+    p.temp = 0;
+    CHECK(draw_counts(p, logits, 20, counts) == 1 && counts[1] == 20, "greedy picks the argmax");
+
+    p = elm_sampler_defaults();
+    p.top_k = 0, p.top_p = 1, p.min_p = 0, p.temp = 1, p.seed = 42;
+    int distinct = draw_counts(p, logits, 4000, counts);
+    CHECK(distinct >= 6, "full distribution reaches most tokens (%d)", distinct);
+    /* p(1)/p(2) = e^0.1 ≈ 1.105 */
+    double ratio = (double)counts[1] / counts[2];
+    CHECK(ratio > 0.95 && ratio < 1.3, "frequencies follow softmax (ratio %.3f)", ratio);
+    int again[V];
+    draw_counts(p, logits, 4000, again);
+    int same = 1;
+    for (int i = 0; i < V; i++) same &= again[i] == counts[i];
+    CHECK(same, "same seed, same draws");
+
+    p.top_k = 2;
+    CHECK(draw_counts(p, logits, 500, counts) == 2 && counts[1] + counts[2] == 500, "top-k 2");
+    p.top_k = 0, p.top_p = 0.5f;
+    CHECK(draw_counts(p, logits, 500, counts) <= 2 && counts[0] == 0, "top-p 0.5 keeps the head");
+    p.top_p = 1, p.min_p = 0.5f; /* keeps tokens with p >= p_max / 2: ids 1, 2 and 5 */
+    draw_counts(p, logits, 2000, counts);
+    CHECK(counts[0] == 0 && counts[3] == 0 && counts[5] > 0 && counts[1] > 0, "min-p 0.5");
+    p.min_p = 0, p.temp = 0.05f; /* near-greedy */
+    draw_counts(p, logits, 200, counts);
+    CHECK(counts[1] > 170, "low temperature concentrates on the argmax (%d)", counts[1]);
+
+    /* repetition penalty: token 1 seen recently drops below token 2 */
+    p = elm_sampler_defaults();
+    p.temp = 0, p.repeat_penalty = 1.5f, p.repeat_last_n = 4;
+    elm_sampler *s = elm_sampler_new(&p, V);
+    float l[V];
+    for (int i = 0; i < V; i++) l[i] = logits[i];
+    const int32_t hist[] = {1, 6};
+    CHECK(elm_sampler_sample(s, l, hist, 2) == 2, "penalised token loses");
+    for (int i = 0; i < V; i++) l[i] = logits[i];
+    const int32_t old[] = {1, 6, 6, 6, 6, 6};
+    CHECK(elm_sampler_sample(s, l, old, 6) == 1, "outside the window, no penalty");
+    elm_sampler_free(s);
+    CHECK(elm_argmax(logits, V) == 1, "argmax");
+    return check_done();
+}
