@@ -4,6 +4,7 @@ set -eu
 need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v python3 >/dev/null 2>&1 || need+=(python3)  # JSON checks in the CLI tests and the demo table
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

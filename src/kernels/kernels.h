@@ -33,4 +33,12 @@ typedef struct elm_kernels {
 const elm_kernels *elm_kernels_best(void);
 const elm_kernels *elm_kernels_scalar(void);
 
+/* The x86-64 AVX2+FMA+F16C table, or NULL when this CPU (or build) lacks it. */
+const elm_kernels *elm_kernels_avx2(void);
+
+/* Scalar element-wise kernels SIMD tables reuse where vector code would not pay. */
+void elm_scalar_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps);
+void elm_scalar_softmax(float *x, int64_t n);
+void elm_scalar_swiglu(float *out, const float *g, const float *u, int64_t n);
+
 #endif
