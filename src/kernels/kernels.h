@@ -27,6 +27,17 @@ typedef struct elm_kernels {
 
     /* out[i] = silu(g[i]) · u[i] (SwiGLU, Shazeer 2020). */
     void (*swiglu)(float *out, const float *g, const float *u, int64_t n);
+
+    /* Interleaved RoPE (Su et al. 2021): for each of n_heads heads of head_dim floats in v, pairs
+     * (v[2i], v[2i+1]), i < rope_dim/2, rotate by angle pos · inv_freq[i]. */
+    void (*rope)(float *v, int n_heads, int head_dim, int rope_dim, const float *inv_freq,
+                 int32_t pos);
+
+    /* One query head over n_pos cached positions: out[head_dim] = Σ_p softmax_p(q·k_p · scale)
+     * v_p. k and v point at position 0 of this KV head; consecutive positions are `stride`
+     * floats apart. scores holds n_pos floats of scratch. */
+    void (*attention)(const float *q, const float *k, const float *v, size_t stride, int32_t n_pos,
+                      int head_dim, float scale, float *scores, float *out);
 } elm_kernels;
 
 /* The table for this CPU (EDGELM_ISA=scalar forces the oracle). Never NULL. */
@@ -40,5 +51,9 @@ const elm_kernels *elm_kernels_avx2(void);
 void elm_scalar_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps);
 void elm_scalar_softmax(float *x, int64_t n);
 void elm_scalar_swiglu(float *out, const float *g, const float *u, int64_t n);
+void elm_scalar_rope(float *v, int n_heads, int head_dim, int rope_dim, const float *inv_freq,
+                     int32_t pos);
+void elm_scalar_attention(const float *q, const float *k, const float *v, size_t stride,
+                          int32_t n_pos, int head_dim, float scale, float *scores, float *out);
 
 #endif

@@ -31,21 +31,6 @@ static void matmul(elm_context *c, const elm_tensor *w, const float *x, int64_t 
     elm_pool_run(c->pool, matmul_worker, &j);
 }
 
-/* Rotates pairs (v[2i], v[2i+1]) of each head by pos·inv_freq[i] (interleaved RoPE). */
-static void rope(const elm_context *c, float *v, int n_heads, int32_t pos) {
-    const elm_hparams *hp = &c->m->hp;
-    for (int i = 0; i < hp->rope_dim / 2; i++) {
-        const float angle = (float)pos * c->inv_freq[i];
-        const float cs = cosf(angle), sn = sinf(angle);
-        for (int h = 0; h < n_heads; h++) {
-            float *p = v + (size_t)h * hp->head_dim + 2 * i;
-            const float a = p[0], b = p[1];
-            p[0] = a * cs - b * sn;
-            p[1] = a * sn + b * cs;
-        }
-    }
-}
-
 typedef struct {
     elm_context *c;
     int layer;
@@ -72,15 +57,8 @@ static void attention_worker(void *arg, int ith, int nth) {
         const float *q = c->q + (size_t)t * hp->dim + (size_t)h * hd;
         const float *kc = c->k_cache + layer_off + (size_t)kvh * hd;
         const float *vc = c->v_cache + layer_off + (size_t)kvh * hd;
-        for (int32_t p = 0; p <= pos; p++)
-            scores[p] = c->k->dot_f32(q, kc + (size_t)p * c->kv_dim, hd) * scale;
-        c->k->softmax(scores, pos + 1);
-        float *out = c->att + (size_t)t * hp->dim + (size_t)h * hd;
-        memset(out, 0, sizeof(float) * hd);
-        for (int32_t p = 0; p <= pos; p++) {
-            const float *v = vc + (size_t)p * c->kv_dim;
-            for (int d = 0; d < hd; d++) out[d] += scores[p] * v[d];
-        }
+        c->k->attention(q, kc, vc, (size_t)c->kv_dim, pos + 1, hd, scale, scores,
+                        c->att + (size_t)t * hp->dim + (size_t)h * hd);
     }
 }
 
@@ -107,8 +85,8 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     const size_t layer_off = (size_t)l * c->n_ctx * kv;
     for (int32_t t = 0; t < n; t++) {
         const int32_t pos = c->n_past + t;
-        rope(c, c->q + (size_t)t * dim, hp->n_heads, pos);
-        rope(c, c->kb + (size_t)t * kv, hp->n_kv_heads, pos);
+        c->k->rope(c->q + (size_t)t * dim, hp->n_heads, hp->head_dim, hp->rope_dim, c->inv_freq, pos);
+        c->k->rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, c->inv_freq, pos);
         memcpy(c->k_cache + layer_off + (size_t)pos * kv, c->kb + (size_t)t * kv, sizeof(float) * kv);
         memcpy(c->v_cache + layer_off + (size_t)pos * kv, c->vb + (size_t)t * kv, sizeof(float) * kv);
     }

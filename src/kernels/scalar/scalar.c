@@ -42,6 +42,31 @@ void elm_scalar_swiglu(float *out, const float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) out[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+void elm_scalar_rope(float *v, int n_heads, int head_dim, int rope_dim, const float *inv_freq,
+                     int32_t pos) {
+    for (int i = 0; i < rope_dim / 2; i++) {
+        const float angle = (float)pos * inv_freq[i];
+        const float cs = cosf(angle), sn = sinf(angle);
+        for (int h = 0; h < n_heads; h++) {
+            float *p = v + (size_t)h * head_dim + 2 * i;
+            const float a = p[0], b = p[1];
+            p[0] = a * cs - b * sn;
+            p[1] = a * sn + b * cs;
+        }
+    }
+}
+
+void elm_scalar_attention(const float *q, const float *k, const float *v, size_t stride,
+                          int32_t n_pos, int head_dim, float scale, float *scores, float *out) {
+    for (int32_t p = 0; p < n_pos; p++) scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
+    elm_scalar_softmax(scores, n_pos);
+    for (int d = 0; d < head_dim; d++) out[d] = 0;
+    for (int32_t p = 0; p < n_pos; p++) {
+        const float *vp = v + (size_t)p * stride;
+        for (int d = 0; d < head_dim; d++) out[d] += scores[p] * vp[d];
+    }
+}
+
 static const elm_kernels scalar_kernels = {
     .isa = "scalar",
     .dot_f32 = dot_f32,
@@ -49,6 +74,8 @@ static const elm_kernels scalar_kernels = {
     .rmsnorm = elm_scalar_rmsnorm,
     .softmax = elm_scalar_softmax,
     .swiglu = elm_scalar_swiglu,
+    .rope = elm_scalar_rope,
+    .attention = elm_scalar_attention,
 };
 
 const elm_kernels *elm_kernels_scalar(void) { return &scalar_kernels; }

@@ -45,6 +45,8 @@ static const elm_kernels avx2_kernels = {
     .rmsnorm = elm_scalar_rmsnorm,
     .softmax = elm_scalar_softmax,
     .swiglu = elm_scalar_swiglu,
+    .rope = elm_scalar_rope,
+    .attention = elm_scalar_attention,
 };
 
 const elm_kernels *elm_kernels_avx2(void) {
