@@ -37,6 +37,15 @@ int32_t elm_context_n_ctx(const elm_context *c);
 int32_t elm_context_n_batch(const elm_context *c); /* most tokens per elm_forward call */
 const elm_model *elm_context_model(const elm_context *c);
 
+/* Observer of every linear layer's input, called before the product with the weight w, the layer
+ * index (-1 for the output projection) and its input x [n_tok, w->ne[0]] f32. Activation capture
+ * for calibration (AWQ, GPTQ) hooks in here instead of re-implementing the forward pass. */
+typedef void (*elm_matmul_hook)(const elm_tensor *w, int layer, const float *x, int64_t n_tok,
+                                void *user);
+
+/* Installs (or, with NULL, removes) the hook. */
+void elm_context_set_hook(elm_context *c, elm_matmul_hook hook, void *user);
+
 /* Runs n tokens at positions n_past .. n_past+n-1 in one batched pass (prefill when n > 1, decode
  * when n == 1), appending their keys and values to the KV cache. logits receives [n, n_vocab] when
  * all_logits, else [n_vocab] for the last token; may be NULL to only fill the cache.

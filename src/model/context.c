@@ -82,6 +82,11 @@ void elm_context_free(elm_context *c) {
 }
 
 void elm_context_reset(elm_context *c) { c->n_past = 0; }
+
+void elm_context_set_hook(elm_context *c, elm_matmul_hook hook, void *user) {
+    c->hook = hook;
+    c->hook_user = user;
+}
 int32_t elm_context_n_past(const elm_context *c) { return c->n_past; }
 int32_t elm_context_n_ctx(const elm_context *c) { return c->n_ctx; }
 int32_t elm_context_n_batch(const elm_context *c) { return c->n_batch; }

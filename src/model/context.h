@@ -25,6 +25,8 @@ struct elm_context {
     int64_t scratch_cols;
     float *norms;    /* float copies: [n_layers, 2, dim] attn/ffn norms, then [dim] output norm */
     float *inv_freq; /* [rope_dim / 2] RoPE frequencies */
+    elm_matmul_hook hook;
+    void *hook_user;
 };
 
 #endif

@@ -25,8 +25,10 @@ static void matmul_worker(void *arg, int ith, int nth) {
                              j->c->scratch + (size_t)ith * j->c->scratch_cols);
 }
 
-/* Y[n_tok, rows] = X[n_tok, cols] · Wᵀ */
-static void matmul(elm_context *c, const elm_tensor *w, const float *x, int64_t n_tok, float *y) {
+/* Y[n_tok, rows] = X[n_tok, cols] · Wᵀ, for layer `layer` (-1: output) */
+static void matmul(elm_context *c, int layer, const elm_tensor *w, const float *x, int64_t n_tok,
+                   float *y) {
+    if (c->hook) c->hook(w, layer, x, n_tok, c->hook_user);
     matmul_job j = {c, w, x, n_tok, y};
     elm_pool_run(c->pool, matmul_worker, &j);
 }
@@ -79,9 +81,9 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
 
     for (int32_t t = 0; t < n; t++)
         c->k->rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, attn_norm, dim, hp->rms_eps);
-    matmul(c, L->wq, c->xb, n, c->q);
-    matmul(c, L->wk, c->xb, n, c->kb);
-    matmul(c, L->wv, c->xb, n, c->vb);
+    matmul(c, l, L->wq, c->xb, n, c->q);
+    matmul(c, l, L->wk, c->xb, n, c->kb);
+    matmul(c, l, L->wv, c->xb, n, c->vb);
     const size_t layer_off = (size_t)l * c->n_ctx * kv;
     for (int32_t t = 0; t < n; t++) {
         const int32_t pos = c->n_past + t;
@@ -92,15 +94,15 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     }
     attention_job aj = {c, l, n, c->n_past};
     elm_pool_run(c->pool, attention_worker, &aj);
-    matmul(c, L->wo, c->att, n, c->xb);
+    matmul(c, l, L->wo, c->att, n, c->xb);
     for (size_t i = 0; i < (size_t)n * dim; i++) c->x[i] += c->xb[i];
 
     for (int32_t t = 0; t < n; t++)
         c->k->rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, ffn_norm, dim, hp->rms_eps);
-    matmul(c, L->w_gate, c->xb, n, c->hg);
-    matmul(c, L->w_up, c->xb, n, c->hu);
+    matmul(c, l, L->w_gate, c->xb, n, c->hg);
+    matmul(c, l, L->w_up, c->xb, n, c->hu);
     c->k->swiglu(c->hg, c->hg, c->hu, (int64_t)n * hp->ffn_dim);
-    matmul(c, L->w_down, c->hg, n, c->xb);
+    matmul(c, l, L->w_down, c->hg, n, c->xb);
     for (size_t i = 0; i < (size_t)n * dim; i++) c->x[i] += c->xb[i];
 }
 
@@ -126,6 +128,6 @@ elm_status elm_forward(elm_context *c, const int32_t *tokens, int32_t n, float *
     for (int32_t t = 0; t < n_out; t++)
         c->k->rmsnorm(c->xb + (size_t)t * hp->dim, c->x + (size_t)(first + t) * hp->dim, out_norm,
                       hp->dim, hp->rms_eps);
-    matmul(c, c->m->output, c->xb, n_out, logits);
+    matmul(c, -1, c->m->output, c->xb, n_out, logits);
     return ELM_OK;
 }

@@ -14,6 +14,9 @@ static const struct {
     {"run", cmd_run, "generate text from a prompt (streaming), with stats"},
     {"quantize", cmd_quantize, "write a GGUF quantized by round-to-nearest"},
     {"perplexity", cmd_perplexity, "score a text file the way llama-perplexity does"},
+    {"eval", cmd_eval, "compare quantized models with their baseline: KLD, top-1, similarity"},
+    {"synth", cmd_synth, "write a random-weight model of a real model's shapes (for speed tests)"},
+    {"bench", cmd_bench, "measure prefill/decode speed and memory bandwidth"},
 };
 
 static void usage(FILE *f) {
