@@ -1,3 +1,147 @@
-/* PLACEHOLDER until written: replaced by the real subcommand. */
+/* edgelm inspect: what a model file holds — format, architecture, hyper-parameters, vocabulary,
+ * the tensor table ([rows, cols], type, bytes) and totals — as text or, with --json, as one JSON
+ * object built with cJSON. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "cli.h"
-int cmd_inspect(int argc, char **argv) { (void)argc; (void)argv; return cli_fail("inspect: not built yet"); }
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: edgelm inspect MODEL [--json] [--tokenizer PATH]\n\n"
+            "Prints the format, architecture, hyper-parameters, vocabulary summary and tensor table\n"
+            "of MODEL (GGUF file, Hugging Face folder or llama2.c model.bin).\n\n"
+            "  --json             one JSON object on stdout instead of text\n"
+            "  --tokenizer PATH   llama2.c tokenizer.bin when not beside the model\n"
+            "  -h, --help         this help\n");
+}
+
+/* "[rows, cols]" with the contiguous dimension last (ne reversed). */
+static void shape_str(const elm_tensor *t, char *buf, size_t cap) {
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (int d = t->n_dims - 1; d >= 0 && n < cap; d--)
+        n += (size_t)snprintf(buf + n, cap - n, "%lld%s", (long long)t->ne[d], d ? ", " : "]");
+}
+
+static double bits_per_weight(const elm_model *m) {
+    int64_t p = elm_model_params(m);
+    return p ? 8.0 * (double)elm_model_bytes(m) / (double)p : 0;
+}
+
+static void print_text(const elm_model *m) {
+    const elm_hparams *hp = &m->hp;
+    const elm_vocab *v = &m->vocab;
+    printf("file          %s\n", m->path);
+    printf("format        %s\n", m->format);
+    printf("name          %s\n", m->name[0] ? m->name : "-");
+    printf("architecture  %s\n", hp->arch);
+    printf("file type     %u\n", m->file_type);
+    printf("hyper-parameters\n"
+           "  dim %d, layers %d, heads %d, kv heads %d, head dim %d, ffn %d, vocab %d\n"
+           "  context %d, rope dim %d, rope base %g, rms eps %g, tied output %s\n",
+           hp->dim, hp->n_layers, hp->n_heads, hp->n_kv_heads, hp->head_dim, hp->ffn_dim,
+           hp->n_vocab, hp->n_ctx_train, hp->rope_dim, hp->rope_theta, hp->rms_eps,
+           hp->tied_output ? "yes" : "no");
+    printf("vocab         %d tokens (%s), bos %d, eos %d, unk %d, add_bos %s, add_eos %s, "
+           "%d merges, chat template %s\n",
+           v->n_tokens, v->model, v->bos_id, v->eos_id, v->unk_id, v->add_bos ? "yes" : "no",
+           v->add_eos ? "yes" : "no", v->n_merges, v->chat_template ? "yes" : "no");
+    printf("tensors       %d\n", m->n_tensors);
+    printf("  %-32s %-16s %-6s %12s\n", "name", "shape", "type", "bytes");
+    for (int32_t i = 0; i < m->n_tensors; i++) {
+        const elm_tensor *t = &m->tensors[i];
+        char shape[96];
+        shape_str(t, shape, sizeof shape);
+        printf("  %-32s %-16s %-6s %12zu\n", t->name, shape, elm_type_get(t->type)->name,
+               t->nbytes);
+    }
+    printf("total         %zu bytes (%.2f MiB), %lld parameters, %.2f bits/weight\n",
+           elm_model_bytes(m), elm_model_bytes(m) / 1048576.0, (long long)elm_model_params(m),
+           bits_per_weight(m));
+}
+
+static cJSON *build_json(const elm_model *m) {
+    const elm_hparams *hp = &m->hp;
+    const elm_vocab *v = &m->vocab;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "path", m->path);
+    cJSON_AddStringToObject(o, "format", m->format);
+    cJSON_AddStringToObject(o, "name", m->name);
+    cJSON_AddStringToObject(o, "architecture", hp->arch);
+    cJSON_AddNumberToObject(o, "file_type", m->file_type);
+    cJSON *h = cJSON_AddObjectToObject(o, "hparams");
+    const struct { const char *k; double v; } hv[] = {
+        {"dim", hp->dim},           {"n_layers", hp->n_layers},     {"n_heads", hp->n_heads},
+        {"n_kv_heads", hp->n_kv_heads}, {"head_dim", hp->head_dim}, {"ffn_dim", hp->ffn_dim},
+        {"n_vocab", hp->n_vocab},   {"n_ctx_train", hp->n_ctx_train}, {"rope_dim", hp->rope_dim},
+        {"rope_theta", hp->rope_theta}, {"rms_eps", hp->rms_eps},
+    };
+    for (size_t i = 0; i < sizeof hv / sizeof hv[0]; i++)
+        cJSON_AddNumberToObject(h, hv[i].k, hv[i].v);
+    cJSON_AddBoolToObject(h, "tied_output", hp->tied_output);
+    cJSON *vj = cJSON_AddObjectToObject(o, "vocab");
+    cJSON_AddNumberToObject(vj, "n_tokens", v->n_tokens);
+    cJSON_AddStringToObject(vj, "model", v->model);
+    cJSON_AddNumberToObject(vj, "bos_id", v->bos_id);
+    cJSON_AddNumberToObject(vj, "eos_id", v->eos_id);
+    cJSON_AddNumberToObject(vj, "unk_id", v->unk_id);
+    cJSON_AddBoolToObject(vj, "add_bos", v->add_bos);
+    cJSON_AddBoolToObject(vj, "add_eos", v->add_eos);
+    cJSON_AddNumberToObject(vj, "n_merges", v->n_merges);
+    cJSON_AddBoolToObject(vj, "chat_template", v->chat_template != NULL);
+    cJSON *ts = cJSON_AddArrayToObject(o, "tensors");
+    for (int32_t i = 0; i < m->n_tensors; i++) {
+        const elm_tensor *t = &m->tensors[i];
+        cJSON *tj = cJSON_CreateObject();
+        cJSON_AddStringToObject(tj, "name", t->name);
+        cJSON *shape = cJSON_AddArrayToObject(tj, "shape");
+        for (int d = t->n_dims - 1; d >= 0; d--)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->ne[d]));
+        cJSON_AddStringToObject(tj, "type", elm_type_get(t->type)->name);
+        cJSON_AddNumberToObject(tj, "bytes", (double)t->nbytes);
+        cJSON_AddItemToArray(ts, tj);
+    }
+    cJSON_AddNumberToObject(o, "total_bytes", (double)elm_model_bytes(m));
+    cJSON_AddNumberToObject(o, "n_params", (double)elm_model_params(m));
+    cJSON_AddNumberToObject(o, "bits_per_weight", bits_per_weight(m));
+    return o;
+}
+
+int cmd_inspect(int argc, char **argv) {
+    const char *path = NULL, *tok = NULL;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else if (!strcmp(a, "--tokenizer")) {
+            if (!(tok = cli_value(argc, argv, &i))) return 1;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!(path = cli_value(argc, argv, &i))) return 1;
+        } else if (a[0] == '-' || path) {
+            return cli_fail("inspect: unexpected argument '%s' (try 'edgelm inspect --help')", a);
+        } else {
+            path = a;
+        }
+    }
+    if (!path) return cli_fail("inspect: no MODEL given (try 'edgelm inspect --help')");
+    elm_model *m = cli_load_model(path, tok);
+    if (!m) return 1;
+    if (!json) {
+        print_text(m);
+        elm_model_free(m);
+        return 0;
+    }
+    cJSON *o = build_json(m);
+    elm_model_free(m);
+    char *s = o ? cJSON_Print(o) : NULL;
+    cJSON_Delete(o);
+    if (!s) return cli_fail("inspect: out of memory building JSON");
+    puts(s);
+    cJSON_free(s);
+    return 0;
+}

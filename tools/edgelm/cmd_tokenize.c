@@ -1,3 +1,159 @@
-/* PLACEHOLDER until written: replaced by the real subcommand. */
+/* edgelm tokenize: text -> token ids with the model's tokenizer, printed the way llama-tokenize
+ * does (one "id<TAB>'piece'" line per token), as a bare id list (--ids) or as JSON (--json).
+ * A GGUF file is read for its tokenizer only, so vocab-only GGUF files work too. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli.h"
-int cmd_tokenize(int argc, char **argv) { (void)argc; (void)argv; return cli_fail("tokenize: not built yet"); }
+#include "core/fileio.h"
+#include "formats/loaders.h"
+
+/* Prompt files larger than this are refused (the tokenizer's own limit is 512 MiB). */
+#define TOKENIZE_MAX_FILE ((size_t)256 << 20)
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: edgelm tokenize -m MODEL (-p TEXT | -f FILE) [--ids | --json] [--no-bos]\n"
+            "                       [--tokenizer PATH]\n\n"
+            "Encodes TEXT with the tokenizer of MODEL (GGUF file, vocab-only GGUF, Hugging Face\n"
+            "folder or llama2.c model.bin) and prints one line per token: id, TAB, 'piece'.\n\n"
+            "  -m, --model MODEL  the model or tokenizer to use\n"
+            "  -p, --prompt TEXT  the text to encode\n"
+            "  -f, --file FILE    read the text from FILE instead\n"
+            "  --ids              print only the id list: [1, 403, ...]\n"
+            "  --json             print {\"ids\": [...], \"pieces\": [...]}\n"
+            "  --no-bos           do not prepend the BOS token\n"
+            "  --tokenizer PATH   llama2.c tokenizer.bin when not beside the model\n"
+            "  -h, --help         this help\n");
+}
+
+typedef struct opts {
+    const char *model, *prompt, *file, *tokenizer;
+    bool ids_only, json, no_bos;
+} opts;
+
+/* Returns 0 when parsed, 1 on error (reported), -1 after --help. */
+static int parse_args(int argc, char **argv, opts *o) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char **dst = NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return -1;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) dst = &o->model;
+        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) dst = &o->prompt;
+        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) dst = &o->file;
+        else if (!strcmp(a, "--tokenizer")) dst = &o->tokenizer;
+        else if (!strcmp(a, "--ids")) o->ids_only = true;
+        else if (!strcmp(a, "--json")) o->json = true;
+        else if (!strcmp(a, "--no-bos")) o->no_bos = true;
+        else return cli_fail("tokenize: unknown option '%s' (try 'edgelm tokenize --help')", a);
+        if (dst && !(*dst = cli_value(argc, argv, &i))) return 1;
+    }
+    if (!o->model) return cli_fail("tokenize: no model given (-m MODEL)");
+    if (!o->prompt == !o->file)
+        return cli_fail("tokenize: give the text with either -p TEXT or -f FILE");
+    if (o->ids_only && o->json) return cli_fail("tokenize: --ids and --json exclude each other");
+    return 0;
+}
+
+static bool is_gguf(const char *path) {
+    FILE *f = fopen(path, "rb");
+    char magic[4];
+    bool yes = f && fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
+    if (f) fclose(f);
+    return yes;
+}
+
+/* How a token reads in a listing: text pieces as text ("▁" shown as a space), other tokens
+ * ("<s>", "<0x0A>") by their piece, since their bytes alone may be unprintable or nothing. */
+static const char *display_piece(const elm_vocab *v, int32_t id, char *buf, size_t cap) {
+    int32_t t = v->types[id];
+    if (t == ELM_TOKEN_NORMAL || t == ELM_TOKEN_USER_DEFINED) {
+        buf[elm_token_to_bytes(v, id, buf, cap - 1)] = '\0';
+        return buf;
+    }
+    return v->pieces[id];
+}
+
+static int print_ids(const elm_vocab *v, const int32_t *ids, int64_t n, const opts *o) {
+    if (o->ids_only) {
+        putchar('[');
+        for (int64_t i = 0; i < n; i++) printf("%s%d", i ? ", " : "", ids[i]);
+        puts("]");
+        return 0;
+    }
+    size_t cap = 8;
+    for (int64_t i = 0; i < n; i++)
+        if (v->piece_len[ids[i]] + 1 > cap) cap = v->piece_len[ids[i]] + 1;
+    char *buf = malloc(cap);
+    cJSON *root = o->json ? cJSON_CreateObject() : NULL;
+    cJSON *jids = root ? cJSON_AddArrayToObject(root, "ids") : NULL;
+    cJSON *jpieces = root ? cJSON_AddArrayToObject(root, "pieces") : NULL;
+    if (!buf || (o->json && (!jids || !jpieces))) {
+        free(buf);
+        cJSON_Delete(root);
+        return cli_fail("tokenize: out of memory");
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const char *piece = display_piece(v, ids[i], buf, cap);
+        if (!o->json) printf("%d\t'%s'\n", ids[i], piece);
+        else {
+            cJSON_AddItemToArray(jids, cJSON_CreateNumber(ids[i]));
+            cJSON_AddItemToArray(jpieces, cJSON_CreateString(piece));
+        }
+    }
+    free(buf);
+    if (root) {
+        char *s = cJSON_PrintUnformatted(root);
+        cJSON_Delete(root);
+        if (!s) return cli_fail("tokenize: out of memory");
+        puts(s);
+        cJSON_free(s);
+    }
+    return 0;
+}
+
+static int tokenize_text(const elm_vocab *v, const char *text, size_t len, const opts *o) {
+    elm_error err;
+    bool bos = v->add_bos && !o->no_bos;
+    int64_t n = elm_tokenize(v, text, len, bos, NULL, 0, &err);
+    if (n < 0) return cli_fail("%s", err.msg);
+    int32_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
+    if (!ids) return cli_fail("tokenize: out of memory for %lld ids", (long long)n);
+    elm_tokenize(v, text, len, bos, ids, n, &err);
+    int rc = print_ids(v, ids, n, o);
+    free(ids);
+    return rc;
+}
+
+int cmd_tokenize(int argc, char **argv) {
+    opts o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return rc < 0 ? 0 : rc;
+
+    elm_error err;
+    char *file_text = NULL;
+    size_t len = 0;
+    if (o.file && elm_read_file(o.file, TOKENIZE_MAX_FILE, &file_text, &len, &err) != ELM_OK)
+        return cli_fail("%s", err.msg);
+    const char *text = o.file ? file_text : o.prompt;
+    if (!o.file) len = strlen(o.prompt);
+
+    if (is_gguf(o.model)) {
+        elm_vocab v;
+        if (elm_load_gguf_vocab(o.model, &v, &err) != ELM_OK) rc = cli_fail("%s", err.msg);
+        else {
+            rc = tokenize_text(&v, text, len, &o);
+            elm_vocab_free(&v);
+        }
+    } else {
+        elm_model *m = cli_load_model(o.model, o.tokenizer);
+        rc = m ? tokenize_text(&m->vocab, text, len, &o) : 1;
+        elm_model_free(m);
+    }
+    free(file_text);
+    return rc;
+}

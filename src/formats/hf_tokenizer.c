@@ -1,0 +1,261 @@
+/* Hugging Face tokenizer.json (+ tokenizer_config.json) -> elm_vocab (see hf.h).
+ *
+ * Only the SentencePiece-derived form Llama uses is accepted: a BPE model ranked by its merges,
+ * with byte fallback, and either a Prepend("▁") + Replace(" " -> "▁") normalizer or a Metaspace
+ * pre-tokenizer giving the leading "▁". Byte-level BPE (GPT-2 style) is refused because the vocab
+ * kind "llama" would tokenize it wrongly. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+
+#include "core/fileio.h"
+#include "formats/hf.h"
+#include "formats/json_num.h"
+
+#define SP_SPACE "\xe2\x96\x81" /* U+2581, SentencePiece's visible space */
+
+/* True when node, or a member of its Sequence list `list_key`, has "type" == type; *found is set
+ * to that node. */
+static bool find_type(const cJSON *node, const char *list_key, const char *type,
+                      const cJSON **found) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(node, "type");
+    if (cJSON_IsString(t) && strcmp(t->valuestring, type) == 0) {
+        *found = node;
+        return true;
+    }
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(node, list_key);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, list) if (find_type(e, list_key, type, found)) return true;
+    return false;
+}
+
+static bool string_is(const cJSON *item, const char *s) {
+    return cJSON_IsString(item) && strcmp(item->valuestring, s) == 0;
+}
+
+/* SentencePiece adds a leading "▁": HF writes this as a Prepend normalizer (older exports) or as
+ * a Metaspace pre-tokenizer with a prepend scheme (newer ones). */
+static bool leading_space(const cJSON *root) {
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "normalizer"), *f;
+    if (find_type(n, "normalizers", "Prepend", &f) &&
+        string_is(cJSON_GetObjectItemCaseSensitive(f, "prepend"), SP_SPACE))
+        return true;
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
+    if (!find_type(pre, "pretokenizers", "Metaspace", &f)) return false;
+    const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(f, "prepend_scheme");
+    if (cJSON_IsString(scheme)) return strcmp(scheme->valuestring, "never") != 0;
+    return !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(f, "add_prefix_space"));
+}
+
+static bool is_byte_piece(const char *s) {
+    const char *hex = "0123456789ABCDEF";
+    return strlen(s) == 6 && strncmp(s, "<0x", 3) == 0 && s[5] == '>' && s[3] && s[4] &&
+           strchr(hex, s[3]) && strchr(hex, s[4]);
+}
+
+/* Token id of a piece, -1 if absent (a handful of look-ups per load: linear is fine). */
+static int32_t find_piece(const elm_vocab *v, const char *s) {
+    for (int32_t i = 0; i < v->n_tokens; i++)
+        if (strcmp(v->pieces[i], s) == 0) return i;
+    return -1;
+}
+
+/* Places piece s at id; an id already taken must hold the same piece (added_tokens repeat vocab
+ * entries). */
+static elm_status put_piece(const char *path, elm_vocab *v, uint64_t id, const char *s,
+                            elm_error *err) {
+    if (v->pieces[id]) {
+        if (strcmp(v->pieces[id], s) == 0) return ELM_OK;
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: id %llu is used by both '%.64s' and '%.64s'",
+                          path, (unsigned long long)id, v->pieces[id], s);
+    }
+    return elm_vocab_set_piece(v, (int32_t)id, s, strlen(s), err);
+}
+
+/* Reads the ids of model.vocab and added_tokens into v, checking they are dense 0..n-1. */
+static elm_status read_pieces(const char *path, const cJSON *vocab, const cJSON *added,
+                              elm_vocab *v, bool **special, elm_error *err) {
+    const uint64_t max_id = (UINT64_C(1) << 24) - 1;
+    uint64_t top = 0, id;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, vocab) {
+        if (!elm_json_uint(e, max_id, &id))
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: token '%.64s' has an invalid id", path,
+                              e->string);
+        if (id > top) top = id;
+    }
+    cJSON_ArrayForEach(e, added) {
+        if (!elm_json_uint(cJSON_GetObjectItemCaseSensitive(e, "id"), max_id, &id) ||
+            !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "content")))
+            return elm_errorf(err, ELM_ERR_FORMAT,
+                              "%s: added_tokens entry needs 'id' and 'content'", path);
+        if (id > top) top = id;
+    }
+    elm_status st = elm_vocab_alloc(v, (int32_t)top + 1, false, err);
+    if (st) return st;
+    if (!(*special = calloc(top + 1, sizeof **special)))
+        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    cJSON_ArrayForEach(e, vocab) {
+        elm_json_uint(e, max_id, &id);
+        if ((st = put_piece(path, v, id, e->string, err))) return st;
+    }
+    cJSON_ArrayForEach(e, added) {
+        elm_json_uint(cJSON_GetObjectItemCaseSensitive(e, "id"), max_id, &id);
+        const char *s = cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring;
+        if ((st = put_piece(path, v, id, s, err))) return st;
+        (*special)[id] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "special"));
+    }
+    for (int32_t i = 0; i < v->n_tokens; i++)
+        if (!v->pieces[i])
+            return elm_errorf(err, ELM_ERR_FORMAT,
+                              "%s: token ids are not dense: no token has id %d", path, i);
+    return ELM_OK;
+}
+
+/* Merges as "left right" strings, from either spelling tokenizer.json uses. */
+static elm_status read_merges(const char *path, const cJSON *merges, elm_vocab *v,
+                              elm_error *err) {
+    int n = cJSON_GetArraySize(merges);
+    /* Allocated even when empty: a non-NULL list is what marks the vocab as ranked by merges. */
+    if (!(v->merges = calloc((size_t)n + 1, sizeof *v->merges)))
+        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    const cJSON *e;
+    cJSON_ArrayForEach(e, merges) {
+        const cJSON *a = cJSON_GetArrayItem(e, 0), *b = cJSON_GetArrayItem(e, 1);
+        char *s = NULL;
+        if (cJSON_IsString(e)) {
+            s = strdup(e->valuestring);
+        } else if (cJSON_GetArraySize(e) == 2 && cJSON_IsString(a) && cJSON_IsString(b)) {
+            size_t la = strlen(a->valuestring), lb = strlen(b->valuestring);
+            if ((s = malloc(la + lb + 2))) {
+                memcpy(s, a->valuestring, la);
+                s[la] = ' ';
+                memcpy(s + la + 1, b->valuestring, lb + 1);
+            }
+        } else {
+            return elm_errorf(err, ELM_ERR_FORMAT,
+                              "%s: merge %d is neither \"a b\" nor [\"a\", \"b\"]", path,
+                              v->n_merges);
+        }
+        if (!s) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+        v->merges[v->n_merges++] = s;
+    }
+    return ELM_OK;
+}
+
+/* A special token in tokenizer_config.json: a string or an AddedToken object {"content": ...}. */
+static const char *token_string(const cJSON *cfg, const char *key) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(cfg, key);
+    if (cJSON_IsObject(t)) t = cJSON_GetObjectItemCaseSensitive(t, "content");
+    return cJSON_IsString(t) ? t->valuestring : NULL;
+}
+
+/* Special ids and flags: tokenizer_config.json when it names them, config.json otherwise. */
+static elm_status apply_tokenizer_config(const char *dir, const elm_hf_config *c, elm_vocab *v,
+                                         elm_error *err) {
+    v->bos_id = c->bos_id;
+    v->eos_id = c->eos_id;
+    v->add_bos = true;
+    v->add_eos = false;
+    char path[1100];
+    if (snprintf(path, sizeof path, "%s/tokenizer_config.json", dir) >= (int)sizeof path)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: path too long", dir);
+    if (!elm_file_exists(path)) return ELM_OK;
+    char *text;
+    size_t len;
+    elm_status st = elm_read_file(path, ELM_HF_MAX_JSON, &text, &len, err);
+    if (st) return st;
+    cJSON *cfg = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!cJSON_IsObject(cfg)) {
+        cJSON_Delete(cfg);
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: not a JSON object", path);
+    }
+    struct { const char *key; int32_t *id; } ids[] = {
+        {"bos_token", &v->bos_id}, {"eos_token", &v->eos_id}, {"pad_token", &v->pad_id}};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        const char *s = token_string(cfg, ids[i].key);
+        int32_t id = s ? find_piece(v, s) : -1;
+        if (id >= 0) *ids[i].id = id;
+    }
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(cfg, "add_bos_token");
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(cfg, "add_eos_token");
+    if (cJSON_IsBool(b)) v->add_bos = cJSON_IsTrue(b);
+    if (cJSON_IsBool(e)) v->add_eos = cJSON_IsTrue(e);
+    const cJSON *tmpl = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
+    if (cJSON_IsString(tmpl) && !(v->chat_template = strdup(tmpl->valuestring)))
+        st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    cJSON_Delete(cfg);
+    return st;
+}
+
+static elm_status parse_tokenizer(const char *path, const cJSON *root, elm_vocab *v,
+                                  elm_error *err) {
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(model, "type");
+    if (!string_is(type, "BPE"))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tokenizer model '%.32s' is not supported "
+                          "(BPE expected)", path, cJSON_IsString(type) ? type->valuestring : "?");
+    const cJSON *found;
+    if (find_type(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), "pretokenizers",
+                  "ByteLevel", &found))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: byte-level BPE (ByteLevel pre-tokenizer) is not supported", path);
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+    const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
+    if (!cJSON_IsObject(vocab) || (added && !cJSON_IsArray(added) && !cJSON_IsNull(added)) ||
+        (merges && !cJSON_IsArray(merges)))
+        return elm_errorf(err, ELM_ERR_FORMAT,
+                          "%s: needs model.vocab (object), model.merges and added_tokens (arrays)",
+                          path);
+    bool *special = NULL;
+    elm_status st = read_pieces(path, vocab, added, v, &special, err);
+    if (!st) st = read_merges(path, merges, v, err);
+    if (st) {
+        free(special);
+        return st;
+    }
+    const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
+    const char *unk_piece = cJSON_IsString(unk) ? unk->valuestring : "<unk>";
+    for (int32_t i = 0; i < v->n_tokens; i++) {
+        if (strcmp(v->pieces[i], unk_piece) == 0) {
+            v->types[i] = ELM_TOKEN_UNKNOWN;
+            v->unk_id = i;
+        } else if (special[i]) {
+            v->types[i] = ELM_TOKEN_CONTROL;
+        } else if (is_byte_piece(v->pieces[i])) {
+            v->types[i] = ELM_TOKEN_BYTE;
+        } else {
+            v->types[i] = ELM_TOKEN_NORMAL;
+        }
+    }
+    free(special);
+    snprintf(v->model, sizeof v->model, "llama");
+    v->byte_fallback = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback"));
+    v->add_space_prefix = leading_space(root);
+    return ELM_OK;
+}
+
+elm_status elm_hf_read_tokenizer(const char *dir, const elm_hf_config *c, elm_vocab *v,
+                                 elm_error *err) {
+    char path[1100];
+    if (snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= (int)sizeof path)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: path too long", dir);
+    char *text;
+    size_t len;
+    elm_status st = elm_read_file(path, ELM_HF_MAX_JSON, &text, &len, err);
+    if (st) return st;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!cJSON_IsObject(root))
+        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: not a JSON object", path);
+    else
+        st = parse_tokenizer(path, root, v, err);
+    cJSON_Delete(root);
+    if (!st) st = apply_tokenizer_config(dir, c, v, err);
+    if (!st) st = elm_vocab_finalize(v, path, err);
+    if (st) elm_vocab_free(v);
+    return st;
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# CLI test of `edgelm tokenize`: the golden ids of "Once upon a time" from each model layout and
+# output form, text from a file, and bad input (exit status 1, one "edgelm: ..." line on stderr,
+# nothing on stdout). Usage: bash tests/cli_tokenize.sh EDGELM_BINARY FIXTURES_DIR
+set -u
+bin=$1
+fix=$2
+gguf=$fix/stories260K/stories260K-f32.gguf
+tmp=$(mktemp -d /tmp/edgelm-cli-tokenize.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failed=1
+}
+
+# expect_out WANT ARGS...: exit 0 and stdout exactly WANT
+expect_out() {
+    local want=$1 got
+    shift
+    got=$("$bin" tokenize "$@" 2>"$tmp/err") ||
+        fail "tokenize $*: exit status $?: $(cat "$tmp/err")"
+    [ "$got" = "$want" ] || fail "tokenize $*: got '$got', want '$want'"
+}
+
+# expect_error PATTERN ARGS...: exit 1, stdout empty, stderr one line "edgelm: ..." matching PATTERN
+expect_error() {
+    local pattern=$1 rc
+    shift
+    "$bin" tokenize "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" = 1 ] || fail "tokenize $*: exit status $rc, want 1"
+    [ -s "$tmp/out" ] && fail "tokenize $*: printed on stdout: $(cat "$tmp/out")"
+    [ "$(wc -l <"$tmp/err")" = 1 ] || fail "tokenize $*: stderr is not one line: $(cat "$tmp/err")"
+    grep -q "^edgelm: .*$pattern" "$tmp/err" ||
+        fail "tokenize $*: stderr '$(cat "$tmp/err")' lacks '$pattern'"
+}
+
+text="Once upon a time"
+ids="[1, 403, 407, 261, 378]"
+expect_out "$ids" -m "$gguf" -p "$text" --ids
+expect_out "$ids" -m "$fix/stories260K/hf-f32" -p "$text" --ids
+expect_out "$ids" -m "$fix/stories260K/model.bin" --tokenizer "$fix/stories260K/tok512.bin" \
+    -p "$text" --ids
+expect_out "[403, 407, 261, 378]" -m "$gguf" -p "$text" --ids --no-bos
+expect_out '{"ids":[1,403,407,261,378],"pieces":["<s>"," Once"," upon"," a"," time"]}' \
+    -m "$gguf" -p "$text" --json
+listing=$(printf "1\t'<s>'\n403\t' Once'\n407\t' upon'\n261\t' a'\n378\t' time'")
+expect_out "$listing" -m "$gguf" -p "$text"
+printf '%s' "$text" >"$tmp/prompt.txt"
+expect_out "$ids" -m "$gguf" -f "$tmp/prompt.txt" --ids
+expect_out "[1]" -m "$gguf" -p "" --ids
+
+"$bin" tokenize --help >"$tmp/out" 2>&1 || fail "--help: exit status $?"
+grep -q "^usage: edgelm tokenize" "$tmp/out" || fail "--help prints no usage"
+
+head -c 1000 "$gguf" >"$tmp/truncated.gguf"
+expect_error "truncated.gguf" -m "$tmp/truncated.gguf" -p "$text"
+expect_error "missing.gguf" -m "$tmp/missing.gguf" -p "$text"
+expect_error "missing.txt" -m "$gguf" -f "$tmp/missing.txt"
+expect_error "gpt2" -m "$fix/vocab/ggml-vocab-gpt-2.gguf" -p "$text"
+expect_error "-p TEXT or -f FILE" -m "$gguf"
+expect_error "unknown option" -m "$gguf" -p "$text" --bogus
+expect_error "needs a value" -m "$gguf" -p
+
+[ "$failed" = 0 ] && echo "cli_tokenize: all passed"
+exit "$failed"
