@@ -40,3 +40,10 @@ for i in "${!models[@]}"; do
   printf '[%s] ' "${names[$i]}"
   "$bin" run -m "${models[$i]}" -p "Once upon a time" -n 32 --temp 0 --ignore-eos -t 1 2>/dev/null
 done
+
+echo
+echo "== accuracy against the F32 baseline (edgelm eval; plot in $out/eval.svg) =="
+printf '%s\n' "Once upon a time" "Lily and Ben went to the park" "Tom had a big red ball" \
+  "One day, a little bird" "Sam and his mom baked a cake" > "$out/prompts.txt"
+"$bin" eval --ref "$f32" -m "$out/stories260K-q8_0.gguf" -m "$out/stories260K-q4_0.gguf" -f "$text" -c 256 \
+  --prompts "$out/prompts.txt" -n 64 -t 2 --plot "$out/eval.svg" --markdown "$out/eval.md" 2>/dev/null

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CLI test of `edgelm tokenize`: the golden ids of "Once upon a time" from each model layout and
-# output form, text from a file, and bad input (exit status 1, one "edgelm: ..." line on stderr,
+# output form, text from a file, byte-level vocabs and --special, and bad input (exit status 1, one "edgelm: ..." line on stderr,
 # nothing on stdout). Usage: bash tests/cli_tokenize.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -59,7 +59,11 @@ head -c 1000 "$gguf" >"$tmp/truncated.gguf"
 expect_error "truncated.gguf" -m "$tmp/truncated.gguf" -p "$text"
 expect_error "missing.gguf" -m "$tmp/missing.gguf" -p "$text"
 expect_error "missing.txt" -m "$gguf" -f "$tmp/missing.txt"
-expect_error "gpt2" -m "$fix/vocab/ggml-vocab-gpt-2.gguf" -p "$text"
+# byte-level vocabs (GPT-2: no BOS by default); control tokens only with --special
+bpe=$fix/vocab/ggml-vocab-qwen2.gguf
+expect_out "[15496, 995]" -m "$fix/vocab/ggml-vocab-gpt-2.gguf" -p "Hello world" --ids
+expect_out "[151644, 872]" -m "$bpe" -p "<|im_start|>user" --ids --special
+expect_out "[27, 91, 318, 4906, 91, 29, 872]" -m "$bpe" -p "<|im_start|>user" --ids
 expect_error "-p TEXT or -f FILE" -m "$gguf"
 expect_error "unknown option" -m "$gguf" -p "$text" --bogus
 expect_error "needs a value" -m "$gguf" -p

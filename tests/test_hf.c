@@ -215,7 +215,7 @@ static void four_layers(cJSON *c) {
 static void untied(cJSON *c) {
     cJSON_ReplaceItemInObject(c, "tie_word_embeddings", cJSON_CreateFalse());
 }
-static void qwen(cJSON *c) { cJSON_SetValuestring(cJSON_GetObjectItem(c, "model_type"), "qwen2"); }
+static void mamba(cJSON *c) { cJSON_SetValuestring(cJSON_GetObjectItem(c, "model_type"), "mamba"); }
 static void unigram(cJSON *t) {
     cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "model"), "type"), "Unigram");
 }
@@ -293,7 +293,7 @@ static void test_bad_json(void) {
         {"config layers", "config.json", four_layers, ELM_ERR_FORMAT, "layer 4",
          "config.json has 4 layers"},
         {"config untied", "config.json", untied, ELM_ERR_FORMAT, ST, "'lm_head.weight'"},
-        {"config arch", "config.json", qwen, ELM_ERR_UNSUPPORTED, "config.json", "'qwen2'"},
+        {"config arch", "config.json", mamba, ELM_ERR_UNSUPPORTED, "config.json", "'mamba'"},
         {"not BPE", "tokenizer.json", unigram, ELM_ERR_UNSUPPORTED, "tokenizer.json", "Unigram"},
         {"vocab ids", "tokenizer.json", drop_byte_41, ELM_ERR_FORMAT, "tokenizer.json",
          "not dense"},

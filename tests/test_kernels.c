@@ -1,5 +1,12 @@
-/* Every kernel table agrees with the scalar oracle: matmul for every weight type on odd shapes
- * (rows not a multiple of anything, one and many tokens), dot, RMSNorm, softmax and SwiGLU. */
+/* Every kernel table this CPU has agrees with the scalar oracle, and the oracle with plain float
+ * arithmetic:
+ * - q8 activation blocks are bit-identical across tables;
+ * - matmul for every weight type on odd shapes (1 row, rows not a multiple of the SIMD width or
+ *   of the 16-row tiles, K not a multiple of 256, 1 column for float types), for 1..21 tokens
+ *   (decode kernels and prefill tiles, partial token chunks), on row ranges not starting at 0;
+ * - dot, RMSNorm, softmax, SwiGLU, RoPE and attention on lengths that leave vector tails.
+ * Tolerances: float sums in another order differ by a few ulps of Σ|w·x|, so products are
+ * compared to 2e-6·Σ|w|·|x| (a wrong block, row or offset is off by O(|w|·|x|)). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,61 +19,219 @@ static float frand(unsigned *s) {
     return ((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
-static void compare_tables(const elm_kernels *k, const elm_kernels *ref) {
-    const elm_type types[] = {ELM_TYPE_F32, ELM_TYPE_F16, ELM_TYPE_BF16, ELM_TYPE_Q8_0,
-                              ELM_TYPE_Q4_0, ELM_TYPE_Q4_1, ELM_TYPE_Q5_0, ELM_TYPE_Q5_1};
-    const int64_t cols = 96, rows = 37, n_tok = 5;
-    unsigned seed = 7;
-    float *wf = malloc(sizeof(float) * cols * rows), *x = malloc(sizeof(float) * cols * n_tok);
-    float *y1 = malloc(sizeof(float) * rows * n_tok), *y2 = malloc(sizeof(float) * rows * n_tok);
-    float scratch[96];
-    for (int64_t i = 0; i < cols * rows; i++) wf[i] = frand(&seed);
-    for (int64_t i = 0; i < cols * n_tok; i++) x[i] = frand(&seed);
-    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
-        const elm_type_traits *tt = elm_type_get(types[ti]);
-        size_t nbytes = elm_row_bytes(types[ti], cols) * rows;
-        void *data = malloc(nbytes);
-        tt->from_float(wf, data, cols * rows);
-        elm_tensor w = {.type = types[ti], .n_dims = 2, .ne = {cols, rows, 1, 1}, .data = data, .nbytes = nbytes};
-        for (int64_t nt = 1; nt <= n_tok; nt += n_tok - 1) {
-            ref->matmul_rows(&w, x, nt, y1, 0, rows, scratch);
-            k->matmul_rows(&w, x, nt, y2, 3, rows, scratch); /* a row range not starting at 0 */
-            k->matmul_rows(&w, x, nt, y2, 0, 3, scratch);
-            float maxdiff = 0;
-            for (int64_t i = 0; i < rows * nt; i++) maxdiff = fmaxf(maxdiff, fabsf(y1[i] - y2[i]));
-            CHECK(maxdiff < 1e-4f, "%s %s matmul n_tok %lld differs by %g", k->isa, tt->name,
-                  (long long)nt, maxdiff);
-        }
-        free(data);
+static const elm_type all_types[] = {ELM_TYPE_F32,  ELM_TYPE_F16,  ELM_TYPE_BF16,
+                                     ELM_TYPE_Q8_0, ELM_TYPE_Q4_0, ELM_TYPE_Q4_1,
+                                     ELM_TYPE_Q5_0, ELM_TYPE_Q5_1};
+
+typedef struct {
+    elm_tensor w;
+    float *wf;             /* the weights as decoded floats [rows, cols] */
+    float *x;              /* [n_tok, cols] */
+    void *xq;              /* n_tok q8 rows */
+    float *y_ref, *y;      /* [n_tok, rows] */
+    void *scratch;
+} problem;
+
+static bool problem_new(problem *p, elm_type type, int64_t cols, int64_t rows, int64_t n_tok,
+                        unsigned seed) {
+    memset(p, 0, sizeof *p);
+    const elm_type_traits *tt = elm_type_get(type);
+    const size_t row_bytes = elm_row_bytes(type, cols);
+    if (!row_bytes) return false;
+    float *src = malloc(sizeof(float) * cols * rows);
+    p->wf = malloc(sizeof(float) * cols * rows);
+    p->x = malloc(sizeof(float) * cols * n_tok);
+    p->xq = aligned_alloc(64, elm_q8_row_bytes(cols) * n_tok + 64);
+    p->y_ref = malloc(sizeof(float) * rows * n_tok);
+    p->y = malloc(sizeof(float) * rows * n_tok);
+    p->scratch = aligned_alloc(64, (elm_matmul_scratch_bytes(cols) + 63) / 64 * 64);
+    p->w = (elm_tensor){.type = type, .n_dims = 2, .ne = {cols, rows, 1, 1},
+                        .data = malloc(row_bytes * rows), .nbytes = row_bytes * rows};
+    for (int64_t i = 0; i < cols * rows; i++) src[i] = frand(&seed);
+    /* one all-zero block and one block of large values exercise d = 0 and wide scales */
+    if (cols * rows >= 64) {
+        memset(src, 0, sizeof(float) * 32);
+        for (int i = 32; i < 64; i++) src[i] *= 300.0f;
     }
-    for (int64_t n = 1; n < 70; n += 7)
-        CHECK(fabsf(k->dot_f32(wf, x, n) - ref->dot_f32(wf, x, n)) < 1e-4f, "%s dot n %lld", k->isa, (long long)n);
-    float a[33], b[33];
-    memcpy(a, x, sizeof a);
-    memcpy(b, x, sizeof b);
-    k->softmax(a, 33);
-    ref->softmax(b, 33);
-    float sum = 0;
-    for (int i = 0; i < 33; i++) sum += a[i];
-    CHECK(fabsf(sum - 1) < 1e-5f && fabsf(a[5] - b[5]) < 1e-6f, "%s softmax", k->isa);
-    k->rmsnorm(a, x, wf, 33, 1e-5f);
-    ref->rmsnorm(b, x, wf, 33, 1e-5f);
-    CHECK(fabsf(a[7] - b[7]) < 1e-5f, "%s rmsnorm", k->isa);
-    free(wf), free(x), free(y1), free(y2);
+    for (int64_t i = 0; i < cols * n_tok; i++) p->x[i] = frand(&seed) * (i % 7 == 0 ? 4.0f : 1.0f);
+    tt->from_float(src, p->w.data, cols * rows);
+    tt->to_float(p->w.data, p->wf, cols * rows);
+    free(src);
+    if (elm_type_q8_act(type))
+        for (int64_t t = 0; t < n_tok; t++)
+            elm_scalar_quantize_q8(p->x + t * cols, cols, (char *)p->xq + t * elm_q8_row_bytes(cols));
+    return true;
+}
+
+static void problem_free(problem *p) {
+    free(p->w.data), free(p->wf), free(p->x), free(p->xq), free(p->y_ref), free(p->y);
+    free(p->scratch);
+}
+
+/* Σ|w|·|x| for output (t, r): the scale of the rounding error of any summation order. */
+static double magnitude(const problem *p, int64_t t, int64_t r) {
+    const int64_t cols = p->w.ne[0];
+    double s = 0;
+    for (int64_t c = 0; c < cols; c++) s += fabs(p->wf[r * cols + c] * p->x[t * cols + c]);
+    return s;
+}
+
+static void run_matmul(const elm_kernels *k, problem *p, int64_t n_tok, float *y, bool split) {
+    const int64_t rows = p->w.ne[1];
+    elm_matmul_args a = {&p->w, p->x, elm_type_q8_act(p->w.type) ? p->xq : NULL, n_tok, y};
+    const int64_t cut = split ? rows / 3 + 1 : rows; /* a range not starting at 0 */
+    if (cut < rows) k->matmul(&a, cut, rows, p->scratch);
+    k->matmul(&a, 0, cut < rows ? cut : rows, p->scratch);
+}
+
+/* The oracle itself: its q8 products equal float products up to the activation rounding,
+ * |Σ w·(x - x_q)| <= Σ|w|·d/2 per block. */
+static void check_oracle(problem *p, int64_t n_tok) {
+    const int64_t cols = p->w.ne[0], rows = p->w.ne[1];
+    const elm_type_traits *tt = elm_type_get(p->w.type);
+    run_matmul(elm_kernels_scalar(), p, n_tok, p->y_ref, false);
+    double worst = 0;
+    for (int64_t t = 0; t < n_tok; t++)
+        for (int64_t r = 0; r < rows; r++) {
+            double exact = 0, bound = 1e-5 * magnitude(p, t, r) + 1e-6;
+            for (int64_t c = 0; c < cols; c++) {
+                exact += (double)p->wf[r * cols + c] * p->x[t * cols + c];
+                if (elm_type_q8_act(p->w.type))
+                    bound += fabs(p->wf[r * cols + c]) * elm_q8_at(p->xq, cols, t).d[c / ELM_QK] * 0.5;
+            }
+            worst = fmax(worst, fabs(p->y_ref[t * rows + r] - exact) / bound);
+        }
+    CHECK(worst <= 1.0, "scalar %s [%lld x %lld] x %lld tokens: off by %.2f of the bound", tt->name,
+          (long long)rows, (long long)cols, (long long)n_tok, worst);
+}
+
+static void compare_matmul(const elm_kernels *k, elm_type type, int64_t cols, int64_t rows,
+                           int64_t max_tok) {
+    problem p;
+    if (!problem_new(&p, type, cols, rows, max_tok, (unsigned)(cols * 31 + rows))) return;
+    const int64_t toks[] = {1, 2, 3, 5, 8, 11, 21};
+    for (size_t i = 0; i < sizeof toks / sizeof toks[0] && toks[i] <= max_tok; i++) {
+        const int64_t nt = toks[i];
+        if (k == elm_kernels_scalar()) {
+            check_oracle(&p, nt);
+            continue;
+        }
+        run_matmul(elm_kernels_scalar(), &p, nt, p.y_ref, false);
+        run_matmul(k, &p, nt, p.y, true);
+        double worst = 0;
+        for (int64_t t = 0; t < nt; t++)
+            for (int64_t r = 0; r < rows; r++)
+                worst = fmax(worst, fabs(p.y[t * rows + r] - p.y_ref[t * rows + r]) /
+                                        (2e-6 * magnitude(&p, t, r) + 1e-6));
+        CHECK(worst <= 1.0, "%s %s [%lld x %lld] x %lld tokens: off by %.2f of the tolerance",
+              k->isa, elm_type_get(type)->name, (long long)rows, (long long)cols, (long long)nt,
+              worst);
+    }
+    problem_free(&p);
+}
+
+static void check_quantize(const elm_kernels *k) {
+    enum { N = 32 * 9 };
+    float x[N];
+    unsigned seed = 3;
+    for (int i = 0; i < N; i++) x[i] = frand(&seed) * (float)(1 + i / 32) * (i / 32 == 4 ? 1e-3f : 1.0f);
+    for (int i = 64; i < 96; i++) x[i] = 0; /* a zero block */
+    x[100] = 127.5f;                         /* a tie on the grid */
+    const size_t bytes = elm_q8_row_bytes(N);
+    char *a = calloc(1, bytes), *b = calloc(1, bytes);
+    elm_scalar_quantize_q8(x, N, a);
+    k->quantize_q8(x, N, b);
+    CHECK(memcmp(a, b, bytes) == 0, "%s quantize_q8 differs from the oracle", k->isa);
+    /* the oracle: x ≈ d·q within d/2, s = d·Σq, sum = Σq */
+    const elm_q8_row q = elm_q8_at(a, N, 0);
+    bool ok = true;
+    for (int i = 0; i < N; i++) ok &= fabsf(x[i] - q.d[i / 32] * q.qs[i]) <= q.d[i / 32] * 0.5f + 1e-7f;
+    for (int blk = 0; blk < N / 32; blk++) {
+        int sum = 0;
+        for (int j = 0; j < 32; j++) sum += q.qs[blk * 32 + j];
+        ok &= q.sum[blk] == sum && q.s[blk] == q.d[blk] * (float)sum;
+    }
+    CHECK(ok, "quantize_q8 rounding and sums");
+    free(a), free(b);
+}
+
+static void compare_elementwise(const elm_kernels *k, const elm_kernels *ref) {
+    enum { N = 203 };
+    float x[N], w[N], a[N], b[N];
+    unsigned seed = 11;
+    for (int i = 0; i < N; i++) x[i] = frand(&seed) * 6, w[i] = frand(&seed);
+    for (int n = 1; n <= N; n += 29) {
+        CHECK(fabsf(k->dot_f32(x, w, n) - ref->dot_f32(x, w, n)) < 1e-5f * n, "%s dot n %d", k->isa, n);
+        memcpy(a, x, sizeof a), memcpy(b, x, sizeof b);
+        k->softmax(a, n), ref->softmax(b, n);
+        float worst = 0;
+        for (int i = 0; i < n; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]) / (b[i] + 1e-30f));
+        CHECK(worst < 1e-5f, "%s softmax n %d: relative error %g", k->isa, n, worst);
+        k->rmsnorm(a, x, w, n, 1e-5f), ref->rmsnorm(b, x, w, n, 1e-5f);
+        worst = 0;
+        for (int i = 0; i < n; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]));
+        CHECK(worst < 1e-5f, "%s rmsnorm n %d: %g", k->isa, n, worst);
+        k->swiglu(a, x, w, n), ref->swiglu(b, x, w, n);
+        worst = 0;
+        for (int i = 0; i < n; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]) / (fabsf(b[i]) + 1e-6f));
+        CHECK(worst < 1e-5f, "%s swiglu n %d: relative error %g", k->isa, n, worst);
+    }
+    /* RoPE over 3 heads of 20 with 16 rotated dims (the last 4 of each head untouched) */
+    float cs[16];
+    for (int i = 0; i < 8; i++) cs[2 * i] = cosf(0.3f * i), cs[2 * i + 1] = sinf(0.3f * i);
+    memcpy(a, x, sizeof a), memcpy(b, x, sizeof b);
+    k->rope(a, 3, 20, 16, cs), ref->rope(b, 3, 20, 16, cs);
+    CHECK(memcmp(a + 60, x + 60, sizeof(float) * (N - 60)) == 0, "%s rope wrote past the heads", k->isa);
+    float worst = 0;
+    for (int i = 0; i < 60; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]));
+    CHECK(worst < 1e-6f && b[18] == x[18], "%s rope: %g", k->isa, worst);
+    /* attention: head_dim 72 (vector tail), stride 100, 1 and 37 positions */
+    static float kv[2][40 * 100];
+    for (int i = 0; i < 40 * 100; i++) kv[0][i] = frand(&seed), kv[1][i] = frand(&seed);
+    float scores[40];
+    for (int n_pos = 1; n_pos <= 37; n_pos += 36) {
+        k->attention(x, kv[0], kv[1], 100, n_pos, 72, 0.12f, scores, a);
+        ref->attention(x, kv[0], kv[1], 100, n_pos, 72, 0.12f, scores, b);
+        worst = 0;
+        for (int i = 0; i < 72; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]));
+        CHECK(worst < 1e-5f, "%s attention n_pos %d: %g", k->isa, n_pos, worst);
+    }
+}
+
+static void check_table(const elm_kernels *k) {
+    check_quantize(k);
+    compare_elementwise(k, elm_kernels_scalar());
+    const int64_t shapes[][2] = {{32, 1}, {96, 37}, {288, 17}, {64, 100}, {1056, 21}};
+    for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            compare_matmul(k, all_types[ti], shapes[s][0], shapes[s][1], 21);
+    /* float types take any column count */
+    const int64_t odd_cols[] = {1, 7, 33, 172};
+    for (int ti = 0; ti < 3; ti++)
+        for (size_t s = 0; s < sizeof odd_cols / sizeof odd_cols[0]; s++)
+            compare_matmul(k, all_types[ti], odd_cols[s], 19, 11);
 }
 
 int main(int argc, char **argv) {
     check_init(argc, argv);
     const elm_kernels *ref = elm_kernels_scalar();
-    /* the oracle itself against a plain loop */
     float a[] = {1, 2, 3}, b[] = {4, 5, 6};
     CHECK(ref->dot_f32(a, b, 3) == 32.0f, "scalar dot");
     float g[] = {0.0f, 1.0f}, u[] = {2.0f, 3.0f}, o[2];
     ref->swiglu(o, g, u, 2);
     CHECK(o[0] == 0.0f && fabsf(o[1] - 3.0f / (1.0f + expf(-1.0f))) < 1e-6f, "swiglu");
-    compare_tables(ref, ref);
-    const elm_kernels *avx2 = elm_kernels_avx2();
-    if (avx2) compare_tables(avx2, ref);
-    else printf("avx2 not available on this CPU: only the scalar table is checked\n");
+    const elm_kernels *tables[] = {ref, elm_kernels_avx2(), elm_kernels_avx512(), elm_kernels_neon()};
+    const char *names[] = {"scalar", "avx2", "avx512", "neon"};
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+        if (!tables[i]) {
+            printf("%s: not available on this CPU or build\n", names[i]);
+            continue;
+        }
+        printf("%s: checking\n", names[i]);
+        check_table(tables[i]);
+    }
+    char features[256];
+    elm_cpu_features(features, sizeof features);
+    printf("cpu features: %s; chosen: %s\n", features, elm_kernels_best()->isa);
     return check_done();
 }

@@ -1,7 +1,9 @@
 /* Tokenizer tests: the stories260K goldens from all three tokenizer sources (GGUF, Hugging Face
- * tokenizer.json with merges, llama2.c tok512.bin), llama.cpp's Llama 2 and Phi-3 vocab test
- * strings (ids and round trip), the merge order on hand-made vocabularies, byte fallback,
- * finalize's validation, and a whole-file encoding of the evaluation text. */
+ * tokenizer.json with merges, llama2.c tok512.bin), llama.cpp's vocab test strings (ids and round
+ * trip) for Llama 2 and Phi-3 (SentencePiece-style) and GPT-2, Llama 3 and Qwen2 (byte-level, from
+ * GGUF, and GPT-2's also from its Hugging Face tokenizer.json), the merge order on hand-made
+ * vocabularies, byte fallback, finalize's validation, and a whole-file encoding of the evaluation
+ * text. Byte-level specifics (special tokens, pre-tokenizers, bad inputs) are in test_bpe_vocab.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +12,7 @@
 #include "check.h"
 #include "core/fileio.h"
 #include "edgelm/model.h"
+#include "formats/hf.h"
 #include "formats/loaders.h"
 
 static char *read_file(const char *path, size_t *len) {
@@ -75,18 +78,10 @@ static void check_model_source(const char *rel, const char *tokenizer_rel, const
 }
 
 /* llama.cpp's vocab tests: .inp holds strings separated by "\n__ggml_vocab_test__\n" (the file
- * ends with one), line k of .out the ids of string k, tokenized without BOS. */
-static void check_vocab_file(const char *name) {
+ * ends with one), line k of .out the ids of string k, tokenized without BOS. `name` is the test
+ * file (vocab/NAME.inp, .out), `source` what v was read from. */
+static void check_vocab_cases(const elm_vocab *v, const char *name, const char *source) {
     char rel[128];
-    snprintf(rel, sizeof rel, "vocab/%s", name);
-    elm_vocab v;
-    elm_error err;
-    elm_status st = elm_load_gguf_vocab(fixture(rel), &v, &err);
-    CHECK(st == ELM_OK, "%s: %s", name, err.msg);
-    if (st != ELM_OK) return;
-    /* Phi-3's GGUF has no tokenizer.ggml.add_space_prefix key; its expected ids start with the
-     * "▁" prefix exactly like Llama 2's, so the SentencePiece default (true) is right for it. */
-    CHECK(v.add_space_prefix, "%s: add_space_prefix should default to true", name);
     size_t ilen, olen;
     snprintf(rel, sizeof rel, "vocab/%s.inp", name);
     char *inp = read_file(fixture(rel), &ilen);
@@ -101,7 +96,7 @@ static void check_vocab_file(const char *name) {
         if (!eol) break;
         *end = *eol = '\0';
         int64_t n;
-        int32_t *ids = encode(&v, s, (size_t)(end - s), false, &n);
+        int32_t *ids = encode(v, s, (size_t)(end - s), false, &n);
         bool same = ids != NULL;
         char *q = o;
         for (int64_t i = 0; same && i < n; i++) {
@@ -111,10 +106,10 @@ static void check_vocab_file(const char *name) {
             q = next;
         }
         same = same && strspn(q, " ") == strlen(q); /* no expected id left over */
-        CHECK(same, "%s: case %d ('%s'): ids differ from '%s'", name, cases, s, o);
+        CHECK(same, "%s: case %d ('%s'): ids differ from '%s'", source, cases, s, o);
         /* Every case round-trips: the decoder drops only the "▁" the encoder prepended. */
-        char *back = ids ? elm_detokenize(&v, ids, n, v.add_space_prefix) : NULL;
-        CHECK(back && strcmp(back, s) == 0, "%s: case %d: '%s' decodes as '%s'", name, cases, s,
+        char *back = ids ? elm_detokenize(v, ids, n, v->add_space_prefix) : NULL;
+        CHECK(back && strcmp(back, s) == 0, "%s: case %d: '%s' decodes as '%s'", source, cases, s,
               back ? back : "(null)");
         free(back);
         free(ids);
@@ -122,9 +117,42 @@ static void check_vocab_file(const char *name) {
         o = eol + 1;
         cases++;
     }
-    CHECK(cases == 46 && *s == '\0' && *o == '\0', "%s: read %d cases, expected 46", name, cases);
+    CHECK(cases == 46 && *s == '\0' && *o == '\0', "%s: read %d cases, expected 46", source, cases);
     free(inp);
     free(out);
+}
+
+static void check_vocab_file(const char *name) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "vocab/%s", name);
+    elm_vocab v;
+    elm_error err;
+    elm_status st = elm_load_gguf_vocab(fixture(rel), &v, &err);
+    CHECK(st == ELM_OK, "%s: %s", name, err.msg);
+    if (st != ELM_OK) return;
+    /* Phi-3's GGUF has no tokenizer.ggml.add_space_prefix key; its expected ids start with the
+     * "▁" prefix exactly like Llama 2's, so the SentencePiece default (true) is right for it.
+     * Byte-level vocabs have no such prefix (llama.cpp's default for them). */
+    bool bytes = strcmp(v.model, "gpt2") == 0;
+    CHECK(v.add_space_prefix != bytes, "%s: add_space_prefix %d for model %s", name,
+          v.add_space_prefix, v.model);
+    check_vocab_cases(&v, name, name);
+    elm_vocab_free(&v);
+}
+
+/* GPT-2's own tokenizer.json reproduces the ids of its GGUF vocab test. */
+static void check_hf_bytelevel(void) {
+    elm_hf_config c = {.bos_id = -1, .eos_id = -1};
+    elm_vocab v;
+    elm_error err;
+    elm_status st = elm_hf_read_tokenizer(fixture("vocab/gpt2-hf"), &c, &v, &err);
+    CHECK(st == ELM_OK, "gpt2-hf: %s", err.msg);
+    if (st != ELM_OK) return;
+    CHECK(!strcmp(v.model, "gpt2") && !strcmp(v.pre, "gpt-2") && v.n_tokens == 50257 &&
+              !v.add_bos && v.bos_id == 50256 && v.types[50256] == ELM_TOKEN_CONTROL,
+          "gpt2-hf: model %s pre %s, %d tokens, add_bos %d, bos %d", v.model, v.pre, v.n_tokens,
+          v.add_bos, v.bos_id);
+    check_vocab_cases(&v, "ggml-vocab-gpt-2.gguf", "gpt2-hf/tokenizer.json");
     elm_vocab_free(&v);
 }
 
@@ -228,8 +256,11 @@ static void check_finalize_errors(void) {
     v.types[0] = 7;
     CHECK(elm_vocab_finalize(&v, "t.gguf", &err) == ELM_ERR_FORMAT, "type 7 accepted");
     v.types[0] = ELM_TOKEN_NORMAL;
+    strcpy(v.model, "bert");
+    CHECK(elm_vocab_finalize(&v, "t.gguf", &err) == ELM_ERR_UNSUPPORTED, "bert accepted");
     strcpy(v.model, "gpt2");
-    CHECK(elm_vocab_finalize(&v, "t.gguf", &err) == ELM_ERR_UNSUPPORTED, "gpt2 accepted");
+    CHECK(elm_vocab_finalize(&v, "t.gguf", &err) == ELM_ERR_FORMAT && strstr(err.msg, "merges"),
+          "gpt2 without merges: %s", err.msg);
     strcpy(v.model, "llama");
     CHECK(elm_vocab_finalize(&v, "t.gguf", &err) == ELM_OK, "finalize: %s", err.msg);
     CHECK(elm_vocab_finalize(&v, "t.gguf", &err) == ELM_OK, "finalize twice: %s", err.msg);
@@ -274,5 +305,9 @@ int main(int argc, char **argv) {
     check_model_source("stories260K/model.bin", "stories260K/tok512.bin", "llama2c");
     check_vocab_file("ggml-vocab-llama-spm.gguf");
     check_vocab_file("ggml-vocab-phi-3.gguf");
+    check_vocab_file("ggml-vocab-gpt-2.gguf");
+    check_vocab_file("ggml-vocab-llama-bpe.gguf");
+    check_vocab_file("ggml-vocab-qwen2.gguf");
+    check_hf_bytelevel();
     return check_done();
 }

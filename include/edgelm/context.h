@@ -21,9 +21,14 @@ typedef struct elm_context_params {
     int32_t n_ctx;     /* KV cache capacity in tokens (> 0); preallocated */
     int32_t n_batch;   /* most tokens per forward call (0 = n_ctx); sizes the scratch buffers */
     int32_t n_threads; /* >= 1; workers live as long as the context */
+    /* KV cache element types: ELM_TYPE_F32 (0, the default), F16, Q8_0 or Q4_0. Quantized caches
+     * use blocks along the head dimension (32, or head_dim when it divides 32) with an f16 scale,
+     * keys quantized after RoPE; see elm_kv_cache_bytes for the memory. */
+    elm_type type_k, type_v;
 } elm_context_params;
 
-/* Creates a context. ELM_ERR_ARG for n_ctx <= 0, n_threads out of range or n_ctx > 1<<20. */
+/* Creates a context. ELM_ERR_ARG for n_ctx <= 0, n_threads out of range or n_ctx > 1<<20;
+ * ELM_ERR_UNSUPPORTED for a cache type the model's head size cannot use. */
 elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_context **out,
                            elm_error *err);
 void elm_context_free(elm_context *c);
@@ -36,6 +41,35 @@ int32_t elm_context_n_past(const elm_context *c);
 int32_t elm_context_n_ctx(const elm_context *c);
 int32_t elm_context_n_batch(const elm_context *c); /* most tokens per elm_forward call */
 const elm_model *elm_context_model(const elm_context *c);
+
+/* The ids of the tokens whose keys and values the cache holds, [n_past], in order. */
+const int32_t *elm_context_tokens(const elm_context *c);
+
+/* Forgets the cached positions n_past and beyond (0 <= n_past <= elm_context_n_past), e.g. draft
+ * tokens a speculative step rejected. ELM_ERR_ARG when n_past is out of range. */
+elm_status elm_context_truncate(elm_context *c, int32_t n_past, elm_error *err);
+
+/* Context shift: drops the cached positions [n_keep, n_keep + n_discard), moves the later ones
+ * down by n_discard and re-rotates their keys for the new positions (RoPE is a rotation by
+ * position · frequency, so rotating by -n_discard · frequency moves a key; quantized keys are
+ * decoded, rotated and encoded again). ELM_ERR_ARG unless 0 <= n_keep, 0 < n_discard and
+ * n_keep + n_discard <= n_past. */
+elm_status elm_context_shift(elm_context *c, int32_t n_keep, int32_t n_discard, elm_error *err);
+
+/* Makes room for n_new more tokens when the cache cannot hold them: keeps the first n_keep tokens
+ * (at least the BOS that opens the cache) and drops the oldest half of the rest, or more when
+ * n_new needs more (llama.cpp's context shift). No-op when they fit. ELM_ERR_ARG ("context full")
+ * when the kept tokens leave no room. */
+elm_status elm_context_make_room(elm_context *c, int32_t n_new, int32_t n_keep, elm_error *err);
+
+/* Bytes of a KV cache of n_ctx tokens for model hp with element types type_k/type_v (0 when the
+ * types do not fit the model's head size): what `run`, `chat`, `bench` and `plan` report. */
+size_t elm_kv_cache_bytes(const elm_hparams *hp, int32_t n_ctx, elm_type type_k, elm_type type_v);
+
+/* This context's KV cache bytes, and its element types. */
+size_t elm_context_kv_bytes(const elm_context *c);
+elm_type elm_context_type_k(const elm_context *c);
+elm_type elm_context_type_v(const elm_context *c);
 
 /* Observer of every linear layer's input, called before the product with the weight w, the layer
  * index (-1 for the output projection) and its input x [n_tok, w->ne[0]] f32. Activation capture

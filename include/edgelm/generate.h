@@ -22,6 +22,10 @@ typedef struct elm_gen_params {
     int32_t n_predict;        /* most tokens to generate (> 0) */
     bool ignore_eos;          /* keep going past EOS */
     elm_sampler_params sampling;
+    /* A full cache is shifted (elm_context_make_room: the first n_keep tokens, at least BOS,
+     * stay, the oldest half of the rest goes) so generation goes on, unless no_context_shift. */
+    int32_t n_keep;
+    bool no_context_shift;
 } elm_gen_params;
 
 typedef struct elm_gen_stats {
@@ -35,9 +39,10 @@ typedef struct elm_gen_stats {
 
 /* Generates after `prompt` [n_prompt ids] from the context's current state (usually empty).
  * Writes up to max_out generated ids to out_ids (may be NULL) and their count to *n_out. Stops at
- * EOS (not emitted, unless ignore_eos), after n_predict tokens, when the context is full or when
- * the callback returns non-zero. ELM_ERR_ARG when the prompt is empty or does not fit in the
- * context ("prompt has N tokens, context holds C"). */
+ * EOS (not emitted, unless ignore_eos), after n_predict tokens, when the callback returns non-zero
+ * or, with no_context_shift, when the context is full; the token it stops on is not fed to the
+ * cache. ELM_ERR_ARG when the prompt is empty or does not fit in the context even after a shift
+ * ("prompt has N tokens, context holds C"). */
 elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
                         const elm_gen_params *p, elm_token_cb cb, void *user, int32_t *out_ids,
                         int32_t max_out, int32_t *n_out, elm_gen_stats *stats, elm_error *err);

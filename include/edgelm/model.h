@@ -2,8 +2,10 @@
  * model type"). Nothing after the loader knows which file layout the model came from.
  *
  * Tensors use GGUF names and ggml shape conventions: ne[0] is the contiguous dimension, so a
- * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. RoPE is always the interleaved
- * form (pairs x[2i], x[2i+1]); loaders of rotate-half layouts (Hugging Face) permute q/k rows. */
+ * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. Each architecture has its RoPE
+ * form (hparams.rope_style) as llama.cpp runs it: interleaved for "llama" (the HF Llama loader
+ * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "phi3" and "gemma". Norm weights
+ * are stored as they multiply (Gemma's GGUF convention: HF's w + 1). */
 #ifndef EDGELM_MODEL_H
 #define EDGELM_MODEL_H
 
@@ -30,25 +32,41 @@ typedef struct elm_tensor {
     size_t nbytes;
 } elm_tensor;
 
+/* Pairs RoPE rotates: (x[2i], x[2i+1]) ("normal", GPT-J style) or (x[i], x[i + rope_dim/2])
+ * (NEOX, rotate-half). */
+typedef enum elm_rope_style { ELM_ROPE_NORM = 0, ELM_ROPE_NEOX = 1 } elm_rope_style;
+
+/* Gate activation of the gated feed-forward block: SwiGLU (Llama, Qwen2, Phi-3) or GeGLU with
+ * the tanh approximation of GELU (Gemma). */
+typedef enum elm_ffn_act { ELM_ACT_SILU = 0, ELM_ACT_GELU_TANH = 1 } elm_ffn_act;
+
 typedef struct elm_hparams {
-    char arch[32];         /* "llama" */
+    char arch[32];         /* GGUF architecture: "llama", "qwen2", "phi3", "gemma" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
     int32_t n_heads;
     int32_t n_kv_heads;    /* grouped-query attention: n_heads % n_kv_heads == 0 */
-    int32_t head_dim;      /* dim / n_heads */
-    int32_t ffn_dim;       /* SwiGLU hidden size */
+    int32_t head_dim;      /* per head; dim / n_heads unless the file says (Gemma: 256) */
+    int32_t ffn_dim;       /* gated FFN hidden size */
     int32_t n_ctx_train;   /* trained context length, tokens */
     int32_t rope_dim;      /* rotated dimensions per head (== head_dim here) */
     float rms_eps;
     float rope_theta;
     bool tied_output;      /* output projection is the token embedding */
+    /* Set by elm_model_bind from the architecture (loaders leave them 0): */
+    elm_rope_style rope_style;
+    elm_ffn_act ffn_act;
+    float embd_scale;      /* token embeddings are multiplied by this: 1, sqrt(dim) for Gemma */
+    /* From the file (0 = absent): */
+    int32_t n_swa;         /* sliding-window attention: a token sees the last n_swa positions */
+    float rope_freq_scale; /* linear RoPE scaling, angle × this (1 / factor); 0 means 1 */
 } elm_hparams;
 
 typedef struct elm_layer {
     elm_tensor *attn_norm, *wq, *wk, *wv, *wo;
     elm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
+    elm_tensor *bq, *bk, *bv; /* q/k/v biases (Qwen2), else NULL */
 } elm_layer;
 
 typedef struct elm_model_storage elm_model_storage; /* private: mappings and owned buffers */
@@ -61,10 +79,13 @@ typedef struct elm_model {
     int32_t n_tensors;
     elm_tensor *tensors;   /* [n_tensors], file order */
     elm_tensor *tok_embd, *output_norm, *output; /* output == tok_embd when tied */
-    elm_layer *layers;     /* [hp.n_layers] */
+    elm_layer *layers;     /* [hp.n_layers]; fused tensors (Phi-3 attn_qkv, gate+up ffn_up) are
+                            * bound as row views that are not in `tensors` */
     elm_vocab vocab;
     uint32_t file_type;    /* general.file_type (llama.cpp ftype) when known, else 0 */
     elm_model_storage *storage;
+    elm_tensor *rope_freqs; /* [rope_dim/2] RoPE frequency divisors (Llama 3.1 "llama3"
+                             * scaling, GGUF rope_freqs.weight), or NULL */
 } elm_model;
 
 typedef struct elm_load_opts {
@@ -102,10 +123,11 @@ elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, i
 elm_status elm_model_own_buffer(elm_model *m, void *buf, elm_error *err);
 elm_status elm_model_own_mapping(elm_model *m, void *addr, size_t len, elm_error *err);
 
-/* After tensors and hparams are set: validates hparams (positive sizes, heads dividing dim,
- * n_heads % n_kv_heads == 0, arch "llama"), finds every tensor by GGUF name, checks its shape,
- * ties the output to the embedding when output.weight is absent, and checks the vocab size
- * matches. Errors name m->path and the tensor. */
+/* After tensors and hparams are set: validates hparams (positive sizes, heads dividing dim when
+ * head_dim is not given, n_heads % n_kv_heads == 0, an architecture of elm_arch_find), sets the
+ * architecture's rope_style, ffn_act and embd_scale, finds every tensor by GGUF name, checks its
+ * shape, splits fused tensors into row views, ties the output to the embedding when output.weight
+ * is absent, and checks the vocab size matches. Errors name m->path and the tensor. */
 elm_status elm_model_bind(elm_model *m, elm_error *err);
 
 #ifdef __cplusplus

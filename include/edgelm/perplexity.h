@@ -40,6 +40,11 @@ elm_status elm_eval_chunks(const elm_model *m, const int32_t *tokens, int64_t n_
                            const elm_ppl_params *p, elm_scored_fn on_scored, elm_chunk_fn on_chunk,
                            void *user, elm_ppl_result *out, elm_error *err);
 
+/* Tokenizes `text` [len bytes] with BOS, as elm_perplexity does, into a malloc'd array *ids
+ * [*n_ids] (caller frees). ELM_ERR_NOMEM, or the tokenizer's error. */
+elm_status elm_ppl_tokenize(const elm_model *m, const char *text, size_t len, int32_t **ids,
+                            int64_t *n_ids, elm_error *err);
+
 /* Tokenizes `text` [len bytes] with BOS and computes its perplexity. */
 elm_status elm_perplexity(const elm_model *m, const char *text, size_t len, const elm_ppl_params *p,
                           elm_chunk_fn on_chunk, void *user, elm_ppl_result *out, elm_error *err);

@@ -36,6 +36,15 @@ void elm_sampler_free(elm_sampler *s);
 int32_t elm_sampler_sample(elm_sampler *s, float *logits, const int32_t *history,
                            int32_t n_history);
 
+/* The distribution elm_sampler_sample draws from, written densely into probs [n_vocab] (zero
+ * outside the kept candidates; one-hot at the argmax when greedy). logits are modified in place by
+ * the penalty as in elm_sampler_sample. Speculative decoding verifies drafts against it. */
+void elm_sampler_probs(elm_sampler *s, float *logits, const int32_t *history, int32_t n_history,
+                       float *probs);
+
+/* The next draw of the sampler's generator, uniform in [0, 1). */
+double elm_sampler_uniform(elm_sampler *s);
+
 /* Index of the largest value (first on ties). */
 int32_t elm_argmax(const float *x, int32_t n);
 

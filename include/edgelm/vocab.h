@@ -1,9 +1,16 @@
 /* The vocabulary and tokenizer of a model, whatever file it came from.
  *
  * Loaders fill the raw arrays (pieces as the model stores them: SentencePiece "▁" for space, byte
- * pieces "<0x0A>") and call elm_vocab_finalize(); the tokenizer then encodes text with
- * SentencePiece-style BPE: merge by piece score (GGUF "llama", llama2.c tokenizer.bin) or by merge
- * rank when the source gives merges (Hugging Face tokenizer.json), with byte fallback. */
+ * pieces "<0x0A>"; byte-level pieces in GPT-2's byte-to-unicode alphabet, "Ġ" for space) and call
+ * elm_vocab_finalize(); the tokenizer then encodes text with one BPE engine in two modes:
+ *  - model "llama": SentencePiece-style BPE, merge by piece score (GGUF "llama", llama2.c
+ *    tokenizer.bin) or by merge rank when the source gives merges (Hugging Face tokenizer.json),
+ *    with byte fallback;
+ *  - model "gpt2": byte-level BPE (GPT-2, Llama 3, Qwen2), the text first split by the regex of
+ *    the pre-tokenizer named in `pre`, each piece's bytes mapped to GPT-2's byte alphabet, then
+ *    merged by merge rank.
+ * Control and user-defined tokens written in the text (special tokens) are matched before that:
+ * user-defined ones always, control ones only when asked (elm_tokenize_special), as llama.cpp. */
 #ifndef EDGELM_VOCAB_H
 #define EDGELM_VOCAB_H
 
@@ -29,7 +36,10 @@ enum {
 typedef struct elm_vocab_index elm_vocab_index; /* private lookup tables */
 
 typedef struct elm_vocab {
-    char model[16];          /* "llama" (SentencePiece-style); other kinds are refused */
+    char model[16];          /* "llama" (SentencePiece-style) or "gpt2" (byte-level BPE) */
+    char pre[32];            /* gpt2: pre-tokenizer name as GGUF tokenizer.ggml.pre ("gpt-2",
+                              * "llama-bpe", "qwen2", see elm_pretok_names); "" for llama */
+    bool ignore_merges;      /* gpt2: a piece that is itself a token is not merged (Llama 3) */
     int32_t n_tokens;
     char **pieces;           /* [n_tokens] NUL-terminated UTF-8, owned (malloc) */
     uint32_t *piece_len;     /* [n_tokens] bytes, pieces may contain NUL only if len says so */
@@ -59,14 +69,22 @@ elm_status elm_vocab_finalize(elm_vocab *v, const char *src, elm_error *err);
 void elm_vocab_free(elm_vocab *v);
 
 /* Encodes UTF-8 text of `len` bytes into ids. A BOS is prepended when add_bos is true (pass the
- * model's v->add_bos, or false for --no-bos). Special tokens in the text are not parsed. Writes at
+ * model's v->add_bos, or false for --no-bos). Control tokens written in the text are not parsed
+ * (user-defined ones are, see elm_tokenize_special). Writes at
  * most max_ids ids; returns the number of ids the full encoding has (may exceed max_ids: call again
  * with a larger buffer), or -1 on allocation failure (err filled). */
 int64_t elm_tokenize(const elm_vocab *v, const char *text, size_t len, bool add_bos,
                      int32_t *ids, int64_t max_ids, elm_error *err);
 
-/* The bytes a token stands for when printed: "▁" -> " ", byte pieces -> that byte, control and
- * unknown tokens -> "" . Writes up to cap bytes to out; returns the number of bytes. */
+/* elm_tokenize, and with parse_special the control tokens spelled out in the text ("<s>",
+ * "<|im_start|>") become those tokens (chat templates need this). User-defined tokens are matched
+ * either way; longer special tokens are matched first. */
+int64_t elm_tokenize_special(const elm_vocab *v, const char *text, size_t len, bool add_bos,
+                             bool parse_special, int32_t *ids, int64_t max_ids, elm_error *err);
+
+/* The bytes a token stands for when printed: "▁" -> " ", byte pieces -> that byte, byte-level
+ * (gpt2) pieces -> their bytes, user-defined tokens -> their text, control and unknown tokens ->
+ * "" . Writes up to cap bytes to out; returns the number of bytes. */
 size_t elm_token_to_bytes(const elm_vocab *v, int32_t id, char *out, size_t cap);
 
 /* Streaming decoder: feeds token ids and returns only complete UTF-8 text, holding back the bytes

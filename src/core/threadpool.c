@@ -1,10 +1,15 @@
-/* Persistent thread pool (see threadpool.h). A job is published by bumping a generation counter;
- * workers spin briefly on it (decode issues dozens of small matmuls per token, and a futex wake
- * per matmul would cost more than the work) and then sleep on a condition variable. The caller
- * runs share 0 and waits for the pending count to reach zero the same way. */
+/* Persistent thread pool (see threadpool.h). A job is published by bumping a generation counter.
+ * Decode issues a hundred or more small jobs per token, so waiting is done in three stages:
+ * spin on the counter (a wake-up through the kernel would cost more than the job), then yield
+ * the core (on a machine with more runnable threads than cores, a spinning thread would hold up
+ * the very threads it waits for), then sleep on a condition variable. The publisher takes the
+ * mutex only when someone sleeps: the counters are sequentially consistent atomics, so either the
+ * publisher sees the sleeper's count or the sleeper sees the new generation before it waits. The
+ * caller runs share 0 and waits for the pending count to reach zero the same way. */
 #include "core/threadpool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -18,7 +23,7 @@
 #define cpu_relax() ((void)0)
 #endif
 
-enum { SPIN_ITERS = 20000 };
+enum { SPIN_ITERS = 4096, YIELD_ITERS = 64 };
 
 typedef struct {
     struct elm_pool *p;
@@ -32,24 +37,45 @@ struct elm_pool {
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
     atomic_ulong generation;
-    atomic_int pending;
+    atomic_int pending;       /* workers still running the current job */
+    atomic_int sleepers;      /* workers blocked (or about to block) on `wake` */
+    atomic_bool caller_waits; /* the caller blocked (or about to block) on `done` */
     atomic_bool stop;
     elm_pool_fn fn;
     void *arg;
 };
 
-static unsigned long wait_for_job(elm_pool *p, unsigned long seen) {
-    unsigned long g = seen;
+/* Spins, then yields, until cond(p, seen) holds; false if it still does not. */
+static bool spin_until(elm_pool *p, bool (*cond)(elm_pool *, unsigned long), unsigned long seen) {
     for (int s = 0; s < SPIN_ITERS; s++) {
-        g = atomic_load_explicit(&p->generation, memory_order_acquire);
-        if (g != seen || atomic_load(&p->stop)) return g;
+        if (cond(p, seen)) return true;
         cpu_relax();
     }
-    pthread_mutex_lock(&p->mu);
-    while (!atomic_load(&p->stop) && (g = atomic_load(&p->generation)) == seen)
-        pthread_cond_wait(&p->wake, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-    return g;
+    for (int s = 0; s < YIELD_ITERS; s++) {
+        if (cond(p, seen)) return true;
+        sched_yield();
+    }
+    return cond(p, seen);
+}
+
+static bool job_ready(elm_pool *p, unsigned long seen) {
+    return atomic_load(&p->generation) != seen || atomic_load(&p->stop);
+}
+
+static bool job_done(elm_pool *p, unsigned long unused) {
+    (void)unused;
+    return atomic_load(&p->pending) == 0;
+}
+
+static unsigned long wait_for_job(elm_pool *p, unsigned long seen) {
+    if (!spin_until(p, job_ready, seen)) {
+        pthread_mutex_lock(&p->mu);
+        atomic_fetch_add(&p->sleepers, 1);
+        while (!job_ready(p, seen)) pthread_cond_wait(&p->wake, &p->mu);
+        atomic_fetch_sub(&p->sleepers, 1);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return atomic_load(&p->generation);
 }
 
 static void *worker(void *v) {
@@ -60,7 +86,7 @@ static void *worker(void *v) {
         seen = wait_for_job(p, seen);
         if (atomic_load(&p->stop)) break;
         p->fn(p->arg, wa->ith, p->n);
-        if (atomic_fetch_sub(&p->pending, 1) == 1) {
+        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_waits)) {
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
             pthread_mutex_unlock(&p->mu);
@@ -88,6 +114,8 @@ elm_status elm_pool_new(int n_threads, elm_pool **out, elm_error *err) {
     pthread_cond_init(&p->done, NULL);
     atomic_init(&p->generation, 0);
     atomic_init(&p->pending, 0);
+    atomic_init(&p->sleepers, 0);
+    atomic_init(&p->caller_waits, false);
     atomic_init(&p->stop, false);
     p->n = 1;
     for (int i = 1; i < n_threads; i++) {
@@ -127,15 +155,17 @@ void elm_pool_run(elm_pool *p, elm_pool_fn fn, void *arg) {
     p->fn = fn;
     p->arg = arg;
     atomic_store(&p->pending, p->n - 1);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-    fn(arg, 0, p->n);
-    for (int s = 0; s < SPIN_ITERS && atomic_load(&p->pending) > 0; s++) cpu_relax();
-    if (atomic_load(&p->pending) > 0) {
+    atomic_fetch_add(&p->generation, 1);
+    if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done, &p->mu);
+        pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
     }
+    fn(arg, 0, p->n);
+    if (spin_until(p, job_done, 0)) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->caller_waits, true);
+    while (!job_done(p, 0)) pthread_cond_wait(&p->done, &p->mu);
+    atomic_store(&p->caller_waits, false);
+    pthread_mutex_unlock(&p->mu);
 }

@@ -75,15 +75,31 @@ done:
     return st;
 }
 
-elm_status elm_perplexity(const elm_model *m, const char *text, size_t len, const elm_ppl_params *p,
-                          elm_chunk_fn on_chunk, void *user, elm_ppl_result *out, elm_error *err) {
+elm_status elm_ppl_tokenize(const elm_model *m, const char *text, size_t len, int32_t **ids,
+                            int64_t *n_ids, elm_error *err) {
     /* one token per byte plus BOS is an upper bound for byte-fallback BPE */
     const int64_t cap = (int64_t)len + 2;
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)cap);
-    if (!ids) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory tokenizing %zu bytes", len);
-    const int64_t n = elm_tokenize(&m->vocab, text, len, true, ids, cap, err);
+    *ids = NULL;
+    *n_ids = 0;
+    int32_t *buf = malloc(sizeof(int32_t) * (size_t)cap);
+    if (!buf) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory tokenizing %zu bytes", len);
+    const int64_t n = elm_tokenize(&m->vocab, text, len, true, buf, cap, err);
     elm_status st = n < 0 ? err->code : ELM_OK;
     if (!st && n > cap) st = elm_errorf(err, ELM_ERR_FORMAT, "tokenizer produced more tokens than bytes");
+    if (st) {
+        free(buf);
+        return st;
+    }
+    *ids = buf;
+    *n_ids = n;
+    return ELM_OK;
+}
+
+elm_status elm_perplexity(const elm_model *m, const char *text, size_t len, const elm_ppl_params *p,
+                          elm_chunk_fn on_chunk, void *user, elm_ppl_result *out, elm_error *err) {
+    int32_t *ids;
+    int64_t n;
+    elm_status st = elm_ppl_tokenize(m, text, len, &ids, &n, err);
     if (!st) st = elm_eval_chunks(m, ids, n, p, NULL, on_chunk, user, out, err);
     free(ids);
     return st;

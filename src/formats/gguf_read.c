@@ -9,6 +9,8 @@
 
 #include "core/fileio.h"
 #include "formats/loaders.h"
+#include "model/arch.h"
+#include "tokenizer/pretok.h"
 
 enum {
     GGUF_U8, GGUF_I8, GGUF_U16, GGUF_I16, GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL,
@@ -346,10 +348,19 @@ static elm_status read_vocab(const gguf *g, elm_vocab *v, elm_error *err) {
     if (!found)
         return elm_errorf(err, ELM_ERR_FORMAT,
                           "%s: no tokenizer (key 'tokenizer.ggml.model' missing)", g->path);
-    if (!str_is(model, "llama"))
+    bool gpt2 = str_is(model, "gpt2");
+    if (!gpt2 && !str_is(model, "llama"))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: tokenizer model '%.*s' is not supported (only 'llama')", g->path,
-                          (int)(model.len > 64 ? 64 : model.len), model.s);
+                          "%s: tokenizer model '%.*s' is not supported (only 'llama' and 'gpt2')",
+                          g->path, (int)(model.len > 64 ? 64 : model.len), model.s);
+    gstr pre = {"", 0};
+    if (gpt2 && (st = get_str(g, "tokenizer.ggml.pre", &pre, &found, err))) return st;
+    char pre_name[32];
+    snprintf(pre_name, sizeof pre_name, "%.*s", (int)(pre.len < 31 ? pre.len : 31), pre.s);
+    if (gpt2 && (pre.len > 31 || !elm_pretok_canonical(pre_name)))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: tokenizer.ggml.pre '%.*s' is not supported (known: %s)", g->path,
+                          (int)(pre.len > 64 ? 64 : pre.len), pre.s, elm_pretok_names());
     const gkv *tokens, *scores, *types, *merges;
     if ((st = get_array(g, "tokenizer.ggml.tokens", GGUF_STRING, -1, &tokens, err))) return st;
     if (!tokens)
@@ -363,7 +374,14 @@ static elm_status read_vocab(const gguf *g, elm_vocab *v, elm_error *err) {
     if ((st = get_array(g, "tokenizer.ggml.merges", GGUF_STRING, -1, &merges, err))) return st;
 
     if ((st = elm_vocab_alloc(v, n, scores != NULL, err))) return st;
-    snprintf(v->model, sizeof v->model, "llama");
+    snprintf(v->model, sizeof v->model, "%s", gpt2 ? "gpt2" : "llama");
+    if (gpt2) {
+        /* llama.cpp's defaults for byte-level vocabs; Llama 3's pre-tokenizer also takes whole
+         * words that are tokens, and adds BOS */
+        snprintf(v->pre, sizeof v->pre, "%s", elm_pretok_canonical(pre_name));
+        v->add_space_prefix = false;
+        v->ignore_merges = v->add_bos = strcmp(v->pre, "llama-bpe") == 0;
+    }
     size_t pos = tokens->val;
     for (int32_t i = 0; i < n; i++) {
         gstr s = next_str(g, &pos);
@@ -396,30 +414,68 @@ static elm_status read_vocab(const gguf *g, elm_vocab *v, elm_error *err) {
 
 /* ---- hyper-parameters ---- */
 
+/* <arch>.<suffix> into buf */
+static const char *arch_key(char *buf, size_t cap, const char *arch, const char *suffix) {
+    snprintf(buf, cap, "%s.%s", arch, suffix);
+    return buf;
+}
+
+/* Hyper-parameters under the architecture's key prefix (llama.cpp's names). */
 static elm_status read_hparams(const gguf *g, elm_hparams *hp, elm_error *err) {
-    /* the architecture prefix is "llama" here: other architectures stop at elm_model_bind */
-    struct { const char *key; int32_t *dst; bool required; } ints[] = {
-        {"llama.context_length", &hp->n_ctx_train, true},
-        {"llama.embedding_length", &hp->dim, true},
-        {"llama.block_count", &hp->n_layers, true},
-        {"llama.feed_forward_length", &hp->ffn_dim, true},
-        {"llama.attention.head_count", &hp->n_heads, true},
-        {"llama.attention.head_count_kv", &hp->n_kv_heads, false},
-        {"llama.rope.dimension_count", &hp->rope_dim, false},
-        {"llama.vocab_size", &hp->n_vocab, false},
+    const char *arch = hp->arch;
+    int32_t key_length = 0, value_length = 0;
+    struct { const char *suffix; int32_t *dst; bool required; } ints[] = {
+        {"context_length", &hp->n_ctx_train, true},
+        {"embedding_length", &hp->dim, true},
+        {"block_count", &hp->n_layers, true},
+        {"feed_forward_length", &hp->ffn_dim, true},
+        {"attention.head_count", &hp->n_heads, true},
+        {"attention.head_count_kv", &hp->n_kv_heads, false},
+        {"attention.key_length", &key_length, false},
+        {"attention.value_length", &value_length, false},
+        {"attention.sliding_window", &hp->n_swa, false},
+        {"rope.dimension_count", &hp->rope_dim, false},
+        {"vocab_size", &hp->n_vocab, false},
     };
     elm_status st;
+    char k[96];
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        if (ints[i].required && !find_kv(g, ints[i].key))
-            return elm_errorf(err, ELM_ERR_FORMAT, "%s: key '%s' missing", g->path, ints[i].key);
-        if ((st = get_i32(g, ints[i].key, 0, INT32_MAX, ints[i].dst, err))) return st;
+        arch_key(k, sizeof k, arch, ints[i].suffix);
+        if (ints[i].required && !find_kv(g, k))
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: key '%s' missing", g->path, k);
+        if ((st = get_i32(g, k, 0, INT32_MAX, ints[i].dst, err))) return st;
     }
-    if (!find_kv(g, "llama.attention.head_count_kv")) hp->n_kv_heads = hp->n_heads;
+    if (!find_kv(g, arch_key(k, sizeof k, arch, "attention.head_count_kv")))
+        hp->n_kv_heads = hp->n_heads;
+    if (key_length != value_length)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: attention key length %d differs from value length %d", g->path,
+                          key_length, value_length);
+    hp->head_dim = key_length;
     hp->rms_eps = 1e-5f;
     hp->rope_theta = 10000.0f;
-    if ((st = get_f32(g, "llama.attention.layer_norm_rms_epsilon", &hp->rms_eps, err)) ||
-        (st = get_f32(g, "llama.rope.freq_base", &hp->rope_theta, err)))
+    if ((st = get_f32(g, arch_key(k, sizeof k, arch, "attention.layer_norm_rms_epsilon"),
+                      &hp->rms_eps, err)) ||
+        (st = get_f32(g, arch_key(k, sizeof k, arch, "rope.freq_base"), &hp->rope_theta, err)))
         return st;
+    /* RoPE scaling: none and linear run here; llama3's factors come as the rope_freqs tensor */
+    gstr type;
+    bool found;
+    if ((st = get_str(g, arch_key(k, sizeof k, arch, "rope.scaling.type"), &type, &found, err)))
+        return st;
+    if (found && str_is(type, "linear")) {
+        float factor = 1.0f;
+        if ((st = get_f32(g, arch_key(k, sizeof k, arch, "rope.scaling.factor"), &factor, err)))
+            return st;
+        if (!(factor >= 1.0f && factor <= 1024.0f))
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: RoPE scaling factor %g out of range",
+                              g->path, factor);
+        hp->rope_freq_scale = 1.0f / factor;
+    } else if (found && !str_is(type, "none")) {
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: RoPE scaling '%.*s' is not supported (none, linear, llama3)",
+                          g->path, (int)(type.len > 32 ? 32 : type.len), type.s);
+    }
     return ELM_OK;
 }
 
@@ -558,12 +614,14 @@ elm_status elm_load_gguf(elm_model *m, const char *path, elm_error *err) {
     m->file_type = (uint32_t)ftype;
 
     /* the tensors are read for every architecture so that a malformed file is always reported;
-     * hyper-parameters and vocab only for llama, the one elm_model_bind accepts */
+     * hyper-parameters and vocab only for those elm_model_bind accepts */
     if ((st = read_tensors(&g, m, err))) goto done;
-    if (strcmp(m->hp.arch, "llama") == 0) {
+    if (elm_arch_find(m->hp.arch)) {
+        char k[96];
         if ((st = read_hparams(&g, &m->hp, err))) goto done;
         if ((st = read_vocab(&g, &m->vocab, err))) goto done;
-        if (!find_kv(&g, "llama.vocab_size")) m->hp.n_vocab = m->vocab.n_tokens;
+        if (!find_kv(&g, arch_key(k, sizeof k, m->hp.arch, "vocab_size")))
+            m->hp.n_vocab = m->vocab.n_tokens;
     }
 done:
     free(g.kv);

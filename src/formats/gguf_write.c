@@ -91,6 +91,7 @@ static void kv_arch_f32(gw *w, const char *arch, const char *suffix, float v) {
 
 static void emit_vocab(gw *w, const elm_vocab *v) {
     kv_str(w, "tokenizer.ggml.model", v->model[0] ? v->model : "llama");
+    if (strcmp(v->model, "gpt2") == 0) kv_str(w, "tokenizer.ggml.pre", v->pre);
     array_head(w, "tokenizer.ggml.tokens", T_STRING, (uint64_t)v->n_tokens);
     for (int32_t i = 0; i < v->n_tokens; i++) put_str(w, v->pieces[i], v->piece_len[i]);
     if (v->scores) {
@@ -135,6 +136,19 @@ static void emit_metadata(gw *w, const elm_gguf_out *src) {
     kv_arch_f32(w, arch, "attention.layer_norm_rms_epsilon", hp->rms_eps);
     kv_arch_f32(w, arch, "rope.freq_base", hp->rope_theta);
     kv_arch_u32(w, arch, "vocab_size", hp->n_vocab);
+    /* what llama.cpp reads beyond the Llama keys: a head size not dim / heads (Gemma), Mistral's
+     * window, linear RoPE scaling (Llama 3.1's comes as the rope_freqs tensor) */
+    if (hp->head_dim > 0 && hp->head_dim * hp->n_heads != hp->dim) {
+        kv_arch_u32(w, arch, "attention.key_length", hp->head_dim);
+        kv_arch_u32(w, arch, "attention.value_length", hp->head_dim);
+    }
+    if (hp->n_swa > 0) kv_arch_u32(w, arch, "attention.sliding_window", hp->n_swa);
+    if (hp->rope_freq_scale > 0 && hp->rope_freq_scale != 1.0f) {
+        char k[128];
+        snprintf(k, sizeof k, "%s.rope.scaling.type", arch);
+        kv_str(w, k, "linear");
+        kv_arch_f32(w, arch, "rope.scaling.factor", 1.0f / hp->rope_freq_scale);
+    }
     if (m->vocab.n_tokens > 0) emit_vocab(w, &m->vocab);
 }
 

@@ -25,8 +25,10 @@ typedef struct elm_gguf_out {
 /* Writes `src` to `path` as GGUF v3. Keys: general.architecture, general.name (when set),
  * general.file_type, general.quantization_version = 2, <arch>.{context_length, embedding_length,
  * block_count, feed_forward_length, attention.head_count, attention.head_count_kv,
- * rope.dimension_count, attention.layer_norm_rms_epsilon, rope.freq_base, vocab_size}, and when
- * the model has a vocab tokenizer.ggml.{model, tokens, scores, token_type, merges, bos/eos/
+ * rope.dimension_count, attention.layer_norm_rms_epsilon, rope.freq_base, vocab_size}, when they
+ * apply <arch>.{attention.key_length, attention.value_length (head_dim not dim / heads),
+ * attention.sliding_window, rope.scaling.type = "linear", rope.scaling.factor}, and when the
+ * model has a vocab tokenizer.ggml.{model, pre (gpt2), tokens, scores, token_type, merges, bos/eos/
  * unknown/padding_token_id (those >= 0), add_bos_token, add_eos_token, add_space_prefix} and
  * tokenizer.chat_template. *file_bytes (may be NULL) receives the size written.
  * Errors: ELM_ERR_ARG (a tensor's type, shape or nbytes inconsistent), ELM_ERR_IO (naming path),

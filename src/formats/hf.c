@@ -1,9 +1,14 @@
-/* Hugging Face Llama directory loader: config.json, model.safetensors (or shards listed in
- * model.safetensors.index.json) and tokenizer.json (FORMATS.md, "Hugging Face Llama checkpoints").
+/* Hugging Face directory loader for the families of model/arch.h: config.json, model.safetensors
+ * (or shards listed in model.safetensors.index.json) and tokenizer.json (FORMATS.md, "Hugging Face
+ * Llama checkpoints").
  *
- * Tensors are renamed to GGUF names and mapped in place, except q_proj and k_proj: HF stores them
- * for rotate-half RoPE, so their rows are un-permuted into an owned copy in the interleaved order
- * the model uses. Dtypes are kept (F32, F16, BF16). */
+ * Tensors are renamed to GGUF names and mapped in place, except where the GGUF convention differs
+ * and an owned copy is made, as llama.cpp's converter does: Llama's q_proj and k_proj rows are
+ * un-permuted from rotate-half into the interleaved order its GGUF uses (the other families run
+ * rotate-half RoPE as HF stores it), and Gemma's norm weights w become 1 + w (F32). Phi-3's fused
+ * qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up). Llama 3.1's rope_scaling becomes the
+ * rope_freqs tensor. Dtypes are kept (F32, F16, BF16). */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,17 +19,44 @@
 #include "formats/hf.h"
 #include "formats/loaders.h"
 #include "formats/safetensors.h"
+#include "model/arch.h"
 
-/* HF name stems (before ".weight") and their GGUF counterparts. */
+/* HF names and their GGUF counterparts. */
 static const struct { const char *hf, *gguf; } global_names[] = {
-    {"model.embed_tokens", "token_embd"}, {"model.norm", "output_norm"}, {"lm_head", "output"}};
-static const struct { const char *hf, *gguf; } layer_names[] = {
-    {"input_layernorm", "attn_norm"},  {"self_attn.q_proj", "attn_q"},
-    {"self_attn.k_proj", "attn_k"},    {"self_attn.v_proj", "attn_v"},
-    {"self_attn.o_proj", "attn_output"}, {"post_attention_layernorm", "ffn_norm"},
-    {"mlp.gate_proj", "ffn_gate"},     {"mlp.up_proj", "ffn_up"},
-    {"mlp.down_proj", "ffn_down"}};
+    {"model.embed_tokens.weight", "token_embd.weight"},
+    {"model.norm.weight", "output_norm.weight"},
+    {"lm_head.weight", "output.weight"}};
+
+/* Which families have a block tensor (see needed). */
+enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, SPLIT_FFN, FUSED_FFN };
+static const struct { const char *hf, *gguf; int when; } layer_names[] = {
+    {"input_layernorm.weight", "attn_norm.weight", ALL},
+    {"self_attn.q_proj.weight", "attn_q.weight", SPLIT_QKV},
+    {"self_attn.k_proj.weight", "attn_k.weight", SPLIT_QKV},
+    {"self_attn.v_proj.weight", "attn_v.weight", SPLIT_QKV},
+    {"self_attn.qkv_proj.weight", "attn_qkv.weight", FUSED_QKV},
+    {"self_attn.q_proj.bias", "attn_q.bias", QKV_BIAS},
+    {"self_attn.k_proj.bias", "attn_k.bias", QKV_BIAS},
+    {"self_attn.v_proj.bias", "attn_v.bias", QKV_BIAS},
+    {"self_attn.o_proj.weight", "attn_output.weight", ALL},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", ALL},
+    {"mlp.gate_proj.weight", "ffn_gate.weight", SPLIT_FFN},
+    {"mlp.up_proj.weight", "ffn_up.weight", SPLIT_FFN},
+    {"mlp.gate_up_proj.weight", "ffn_up.weight", FUSED_FFN},
+    {"mlp.down_proj.weight", "ffn_down.weight", ALL}};
 #define N_LAYER_NAMES (sizeof layer_names / sizeof layer_names[0])
+
+/* Whether family a has the block tensor of condition `when`. */
+static bool needed(const elm_arch *a, int when) {
+    switch (when) {
+    case SPLIT_QKV: return !a->fused_qkv;
+    case FUSED_QKV: return a->fused_qkv;
+    case QKV_BIAS: return a->qkv_bias;
+    case SPLIT_FFN: return !a->fused_gate_up;
+    case FUSED_FFN: return a->fused_gate_up;
+    default: return true;
+    }
+}
 
 static elm_status join(char *out, size_t cap, const char *dir, const char *name, elm_error *err) {
     if (snprintf(out, cap, "%s/%s", dir, name) >= (int)cap)
@@ -32,16 +64,14 @@ static elm_status join(char *out, size_t cap, const char *dir, const char *name,
     return ELM_OK;
 }
 
-/* GGUF name of an HF tensor into out; *layer is its block (-1 for global tensors). Returns false
- * for names that are not part of the Llama layout (e.g. rotary_emb.inv_freq), which are ignored. */
-static bool gguf_name(const char *hf, char *out, size_t cap, long *layer) {
-    size_t len = strlen(hf), sfx = strlen(".weight");
-    if (len <= sfx || strcmp(hf + len - sfx, ".weight") != 0) return false;
-    int stem = (int)(len - sfx);
+/* GGUF name of an HF tensor of family a into out; *layer is its block (-1 for global tensors).
+ * Returns false for names that are not part of the family's layout (e.g. rotary_emb.inv_freq),
+ * which are ignored. */
+static bool gguf_name(const elm_arch *a, const char *hf, char *out, size_t cap, long *layer) {
     *layer = -1;
     for (size_t i = 0; i < sizeof global_names / sizeof global_names[0]; i++)
-        if ((int)strlen(global_names[i].hf) == stem && strncmp(hf, global_names[i].hf, stem) == 0) {
-            snprintf(out, cap, "%s.weight", global_names[i].gguf);
+        if (strcmp(hf, global_names[i].hf) == 0) {
+            snprintf(out, cap, "%s", global_names[i].gguf);
             return true;
         }
     const char *pre = "model.layers.";
@@ -51,15 +81,56 @@ static bool gguf_name(const char *hf, char *out, size_t cap, long *layer) {
     if (*p < '0' || *p > '9') return false;
     long l = strtol(p, &end, 10);
     if (*end != '.' || l > INT32_MAX) return false;
-    p = end + 1;
     for (size_t i = 0; i < N_LAYER_NAMES; i++)
-        if ((int)strlen(layer_names[i].hf) == stem - (int)(p - hf) &&
-            strncmp(p, layer_names[i].hf, strlen(layer_names[i].hf)) == 0) {
-            snprintf(out, cap, "blk.%ld.%s.weight", l, layer_names[i].gguf);
+        if (needed(a, layer_names[i].when) && strcmp(end + 1, layer_names[i].hf) == 0) {
+            snprintf(out, cap, "blk.%ld.%s", l, layer_names[i].gguf);
             *layer = l;
             return true;
         }
     return false;
+}
+
+bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap) {
+    const elm_arch *a = elm_arch_find(arch);
+    if (!a) return false;
+    for (size_t i = 0; i < sizeof global_names / sizeof global_names[0]; i++)
+        if (strcmp(gguf, global_names[i].gguf) == 0) {
+            snprintf(out, cap, "%s", global_names[i].hf);
+            return true;
+        }
+    long l;
+    int used = 0;
+    if (sscanf(gguf, "blk.%ld.%n", &l, &used) != 1 || used == 0) return false;
+    for (size_t i = 0; i < N_LAYER_NAMES; i++)
+        if (needed(a, layer_names[i].when) && strcmp(gguf + used, layer_names[i].gguf) == 0) {
+            snprintf(out, cap, "model.layers.%ld.%s", l, layer_names[i].hf);
+            return true;
+        }
+    return false;
+}
+
+void elm_hf_permute_rows(char *dst, const char *src, int64_t heads, int64_t hd, size_t row_bytes,
+                         bool to_interleaved) {
+    for (int64_t h = 0; h < heads; h++)
+        for (int64_t p = 0; p < 2; p++)
+            for (int64_t i = 0; i < hd / 2; i++) {
+                const size_t hf = (size_t)(h * hd + p * (hd / 2) + i) * row_bytes;
+                const size_t il = (size_t)(h * hd + 2 * i + p) * row_bytes;
+                memcpy(dst + (to_interleaved ? il : hf), src + (to_interleaved ? hf : il), row_bytes);
+            }
+}
+
+/* A vector as F32 (owned), plus `add` (Gemma's norm weights are 1 + w in GGUF); biases are F32
+ * in GGUF whatever the checkpoint's dtype. */
+static elm_status f32_copy(elm_model *m, const char *src, const elm_st_tensor *t, float add,
+                           void **out, elm_error *err) {
+    const int64_t n = (int64_t)(t->nbytes / (t->type == ELM_TYPE_F32 ? 4 : 2));
+    float *w = malloc((size_t)(n ? n : 1) * sizeof *w);
+    if (!w) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", src);
+    elm_type_get(t->type)->to_float(t->data, w, n);
+    for (int64_t i = 0; i < n; i++) w[i] += add;
+    *out = w;
+    return elm_model_own_buffer(m, w, err);
 }
 
 /* Copy of a q/k projection [heads*hd, cols] with rows moved from rotate-half to interleaved
@@ -71,16 +142,9 @@ static elm_status unpermute(elm_model *m, const char *src, const elm_st_tensor *
         return elm_errorf(err, ELM_ERR_FORMAT,
                           "%s: tensor '%s' cannot be split into %d heads of even size", src,
                           t->name, heads);
-    int64_t hd = rows / heads;
-    size_t row_bytes = t->nbytes / (size_t)rows;
     char *dst = malloc(t->nbytes);
     if (!dst) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", src);
-    const char *s = t->data;
-    for (int64_t h = 0; h < heads; h++)
-        for (int64_t p = 0; p < 2; p++)
-            for (int64_t i = 0; i < hd / 2; i++)
-                memcpy(dst + (size_t)(h * hd + 2 * i + p) * row_bytes,
-                       s + (size_t)(h * hd + p * (hd / 2) + i) * row_bytes, row_bytes);
+    elm_hf_permute_rows(dst, t->data, heads, rows / heads, t->nbytes / (size_t)rows, true);
     *out = dst;
     return elm_model_own_buffer(m, dst, err);
 }
@@ -105,25 +169,35 @@ static elm_status aligned_data(elm_model *m, const char *src, const elm_st_tenso
 static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor *t,
                              elm_error *err) {
     const elm_hparams *hp = &m->hp;
+    const elm_arch *a = elm_arch_find(hp->arch);
     char name[ELM_NAME_MAX];
     long layer;
-    if (!gguf_name(t->name, name, sizeof name, &layer)) return ELM_OK;
+    if (!gguf_name(a, t->name, name, sizeof name, &layer)) return ELM_OK;
     if (layer >= hp->n_layers)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is for layer %ld but config.json "
                           "has %d layers", src, t->name, layer, hp->n_layers);
     if (hp->tied_output && strcmp(name, "output.weight") == 0) return ELM_OK;
     void *data;
     elm_status st;
-    if (layer >= 0 && strstr(name, ".attn_q."))
+    elm_type type = t->type;
+    size_t nbytes = t->nbytes;
+    const size_t len = strlen(name);
+    const bool norm = len > 11 && strcmp(name + len - 11, "norm.weight") == 0;
+    const bool bias = len > 5 && strcmp(name + len - 5, ".bias") == 0;
+    if (a->hf_permute_qk && layer >= 0 && strstr(name, ".attn_q.weight"))
         st = unpermute(m, src, t, hp->n_heads, &data, err);
-    else if (layer >= 0 && strstr(name, ".attn_k."))
+    else if (a->hf_permute_qk && layer >= 0 && strstr(name, ".attn_k.weight"))
         st = unpermute(m, src, t, hp->n_kv_heads, &data, err);
-    else
+    else if ((a->norm_plus_one && norm) || bias) {
+        st = f32_copy(m, src, t, norm ? 1.0f : 0.0f, &data, err);
+        type = ELM_TYPE_F32;
+        nbytes = t->nbytes / (t->type == ELM_TYPE_F32 ? 4 : 2) * 4;
+    } else
         st = aligned_data(m, src, t, &data, err);
     if (st) return st;
     int64_t ne[ELM_MAX_DIMS];
     for (int i = 0; i < t->n_dims; i++) ne[i] = t->shape[t->n_dims - 1 - i];
-    return elm_model_add_tensor(m, name, t->type, t->n_dims, ne, data, t->nbytes, err);
+    return elm_model_add_tensor(m, name, type, t->n_dims, ne, data, nbytes, err);
 }
 
 /* Opens a safetensors file and hands its mapping to the model (freed with it). */
@@ -201,25 +275,51 @@ static elm_status load_index(elm_model *m, const char *dir, const char *index, e
     return st;
 }
 
-/* Every tensor the Llama layout needs is present; errors give the HF name. */
+/* Every tensor the family's layout needs is present; errors give the HF name. */
 static elm_status check_complete(const elm_model *m, const char *src, elm_error *err) {
+    const elm_arch *a = elm_arch_find(m->hp.arch);
     char gguf[ELM_NAME_MAX];
     for (size_t i = 0; i < sizeof global_names / sizeof global_names[0]; i++) {
-        snprintf(gguf, sizeof gguf, "%s.weight", global_names[i].gguf);
-        if (strcmp(global_names[i].gguf, "output") == 0 && m->hp.tied_output) continue;
-        if (!elm_model_find(m, gguf))
-            return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor '%s.weight'", src,
+        if (strcmp(global_names[i].gguf, "output.weight") == 0 && m->hp.tied_output) continue;
+        if (!elm_model_find(m, global_names[i].gguf))
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor '%s'", src,
                               global_names[i].hf);
     }
     for (int l = 0; l < m->hp.n_layers; l++)
         for (size_t i = 0; i < N_LAYER_NAMES; i++) {
-            snprintf(gguf, sizeof gguf, "blk.%d.%s.weight", l, layer_names[i].gguf);
-            if (!elm_model_find(m, gguf))
-                return elm_errorf(err, ELM_ERR_FORMAT,
-                                  "%s: missing tensor 'model.layers.%d.%s.weight'", src, l,
-                                  layer_names[i].hf);
+            snprintf(gguf, sizeof gguf, "blk.%d.%s", l, layer_names[i].gguf);
+            if (needed(a, layer_names[i].when) && !elm_model_find(m, gguf))
+                return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor 'model.layers.%d.%s'",
+                                  src, l, layer_names[i].hf);
         }
     return ELM_OK;
+}
+
+/* Llama 3.1's rope_scaling "llama3" as the divisor of each RoPE frequency (transformers'
+ * _compute_llama3_parameters; llama.cpp's converter stores the same as rope_freqs.weight):
+ * frequencies whose wavelength is below original_len / high_freq_factor keep their value, those
+ * above original_len / low_freq_factor are divided by factor, and those between are blended. */
+elm_status elm_hf_add_llama3_freqs(elm_model *m, const float llama3[4], elm_error *err) {
+    const elm_hparams *hp = &m->hp;
+    const int hd = hp->head_dim ? hp->head_dim : hp->dim / hp->n_heads, n = hd / 2;
+    const double factor = llama3[0], lo = llama3[1], hi = llama3[2], orig = llama3[3];
+    float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
+    if (!f) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
+    for (int i = 0; i < n; i++) {
+        const double freq = pow(hp->rope_theta, -2.0 * i / hd), wavelen = 2 * M_PI / freq;
+        if (wavelen < orig / hi) {
+            f[i] = 1.0f;
+        } else if (wavelen > orig / lo) {
+            f[i] = (float)factor;
+        } else {
+            const double smooth = (orig / wavelen - lo) / (hi - lo);
+            f[i] = (float)(1.0 / ((1 - smooth) / factor + smooth));
+        }
+    }
+    elm_status st = elm_model_own_buffer(m, f, err);
+    const int64_t ne[1] = {n};
+    return st ? st : elm_model_add_tensor(m, "rope_freqs.weight", ELM_TYPE_F32, 1, ne, f,
+                                          (size_t)n * sizeof *f, err);
 }
 
 /* llama.cpp's file type for a checkpoint stored in one float type; 0 (all F32) otherwise. */
@@ -268,6 +368,7 @@ elm_status elm_load_hf(elm_model *m, const char *dir, elm_error *err) {
         st = load_index(m, dir, weights, err);
     }
     if (!st) st = check_complete(m, weights, err);
+    if (!st && c.llama3[0] > 0) st = elm_hf_add_llama3_freqs(m, c.llama3, err);
     if (!st) st = elm_hf_read_tokenizer(dir, &c, &m->vocab, err);
     m->file_type = file_type_of(m);
     return st;

@@ -10,22 +10,46 @@
 #define ELM_HF_MAX_JSON (256u << 20)
 
 typedef struct elm_hf_config {
-    elm_hparams hp;          /* tied_output from tie_word_embeddings (default false) */
+    elm_hparams hp;          /* arch is the GGUF name (mistral -> llama); tied_output from
+                              * tie_word_embeddings (default false, Gemma true) */
     int32_t bos_id, eos_id;  /* bos_token_id / first eos_token_id, -1 when absent */
+    /* rope_scaling "llama3" (Llama 3.1): factor, low_freq_factor, high_freq_factor,
+     * original_max_position_embeddings; llama3[0] == 0 when absent */
+    float llama3[4];
 } elm_hf_config;
 
 /* Reads `path` (config.json). Required keys: hidden_size, intermediate_size, num_hidden_layers,
  * num_attention_heads, vocab_size (ELM_ERR_FORMAT "PATH: missing required key 'X'"). Defaults:
  * num_key_value_heads = heads, rms_norm_eps 1e-6 and max_position_embeddings 2048 (as
- * transformers' LlamaConfig), rope_theta 10000, tie_word_embeddings false. A model_type or
- * architectures entry other than Llama sets hp.arch to it and returns ELM_ERR_UNSUPPORTED, as do
- * attention/MLP biases and a head_dim other than hidden_size / heads. */
+ * transformers' LlamaConfig), rope_theta 10000, tie_word_embeddings false (Gemma: true);
+ * head_dim when given (Gemma), Mistral's sliding_window. model_type (or architectures[0]) must be
+ * llama, mistral, qwen2, phi3 or gemma; another sets hp.arch to it and returns
+ * ELM_ERR_UNSUPPORTED, as do Llama's attention/MLP biases, an activation the family does not use,
+ * Qwen2's use_sliding_window, and a rope_scaling other than none, "linear" and "llama3". */
 elm_status elm_hf_read_config(const char *path, elm_hf_config *c, elm_error *err);
 
-/* Fills and finalizes v from DIR/tokenizer.json (BPE with merges; ELM_ERR_UNSUPPORTED for other
- * models and byte-level pre-tokenizers) and the optional DIR/tokenizer_config.json (bos/eos token
- * strings, add_bos_token, add_eos_token, chat_template); ids it lacks come from config c. */
+/* Fills and finalizes v from DIR/tokenizer.json (BPE with merges, SentencePiece-style or
+ * byte-level with a known pre-tokenizer regex; ELM_ERR_UNSUPPORTED otherwise) and the optional
+ * DIR/tokenizer_config.json (bos/eos token strings, add_bos_token, add_eos_token, chat_template);
+ * ids it lacks come from config c, and ids from the tokenizer's size up to c->hp.n_vocab become
+ * unused "[PAD<id>]" tokens. */
 elm_status elm_hf_read_tokenizer(const char *dir, const elm_hf_config *c, elm_vocab *v,
                                  elm_error *err);
+
+/* Adds rope_freqs.weight [head_dim / 2] F32 to m (hparams set): Llama 3.1's rope_scaling "llama3"
+ * {factor, low_freq_factor, high_freq_factor, original_max_position_embeddings} as the divisor of
+ * each RoPE frequency, the form llama.cpp's GGUF files carry it in. */
+elm_status elm_hf_add_llama3_freqs(elm_model *m, const float llama3[4], elm_error *err);
+
+/* The Hugging Face name of GGUF tensor `gguf` in architecture `arch`'s layout
+ * ("blk.3.attn_qkv.weight" -> "model.layers.3.self_attn.qkv_proj.weight" for phi3); false when
+ * the family has no such tensor (rope_freqs.weight: config.json's rope_scaling). */
+bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap);
+
+/* Moves the rows of a q/k projection of `heads` heads of hd rows (row_bytes each) between HF's
+ * rotate-half order and the interleaved order: HF row h*hd + p*(hd/2) + i is interleaved row
+ * h*hd + 2*i + p (FORMATS.md). dst and src do not overlap. */
+void elm_hf_permute_rows(char *dst, const char *src, int64_t heads, int64_t hd, size_t row_bytes,
+                         bool to_interleaved);
 
 #endif

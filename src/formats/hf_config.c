@@ -1,4 +1,5 @@
-/* Hugging Face config.json -> hyper-parameters of a Llama model (see hf.h). */
+/* Hugging Face config.json -> hyper-parameters of a Llama, Mistral, Qwen2, Phi-3 or Gemma model
+ * (see hf.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,7 @@
 #include "core/fileio.h"
 #include "formats/hf.h"
 #include "formats/json_num.h"
+#include "model/arch.h"
 
 /* Positive int32 under `key`; *out untouched when the key is absent and !required. */
 static elm_status get_int(const char *path, const cJSON *root, const char *key, bool required,
@@ -51,37 +53,98 @@ static bool get_true(const cJSON *root, const char *key) {
     return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, key));
 }
 
-/* Sets hp->arch from model_type (else the first architectures entry) and refuses non-Llama. */
-static elm_status check_arch(const char *path, const cJSON *root, elm_hparams *hp,
-                             elm_error *err) {
+/* model_type, else the family of architectures[0] ("Qwen2ForCausalLM" -> "qwen2"). */
+static const char *model_type(const cJSON *root) {
+    static const struct { const char *cls, *type; } classes[] = {
+        {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"},
+        {"Qwen2ForCausalLM", "qwen2"}, {"Phi3ForCausalLM", "phi3"}, {"GemmaForCausalLM", "gemma"}};
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (cJSON_IsString(type)) return type->valuestring;
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON *first = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
-    const char *name = "llama";
-    if (cJSON_IsString(type))
-        name = type->valuestring;
-    else if (cJSON_IsString(first) && strcmp(first->valuestring, "LlamaForCausalLM") != 0)
-        name = first->valuestring;
-    snprintf(hp->arch, sizeof hp->arch, "%s", name);
-    if (strcmp(name, "llama") != 0)
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: unsupported architecture '%s'", path,
-                          hp->arch);
-    /* Llama variants whose extra parameters this forward pass would silently ignore. */
-    if (get_true(root, "attention_bias") || get_true(root, "mlp_bias"))
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: Llama with bias terms is not supported",
-                          path);
+    if (!cJSON_IsString(first)) return "llama";
+    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
+        if (strcmp(first->valuestring, classes[i].cls) == 0) return classes[i].type;
+    return first->valuestring;
+}
+
+/* The activation the family's MLP uses, from hidden_act (Gemma: hidden_activation first, where
+ * transformers takes the tanh approximation whatever hidden_act says). */
+static elm_status check_act(const char *path, const cJSON *root, const elm_arch *a,
+                            elm_error *err) {
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
-    if (cJSON_IsString(act) && strcmp(act->valuestring, "silu") != 0)
+    const char *want = "silu";
+    if (a->act == ELM_ACT_GELU_TANH) {
+        const cJSON *hidden = cJSON_GetObjectItemCaseSensitive(root, "hidden_activation");
+        act = cJSON_IsString(hidden) ? hidden : NULL;
+        want = "gelu_pytorch_tanh";
+    }
+    if (cJSON_IsString(act) && strcmp(act->valuestring, want) != 0)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: activation '%.32s' is not supported (%s)",
+                          path, act->valuestring, want);
+    return ELM_OK;
+}
+
+/* Sets hp->arch to the GGUF name of the family and refuses what the pass would ignore. */
+static elm_status check_arch(const char *path, const cJSON *root, elm_hparams *hp,
+                             const elm_arch **arch, elm_error *err) {
+    const char *type = model_type(root);
+    const elm_arch *a = elm_arch_from_hf(type);
+    snprintf(hp->arch, sizeof hp->arch, "%s", a ? a->name : type);
+    if (!a)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: unsupported architecture '%s' (edgelm "
+                          "runs llama, mistral, qwen2, phi3, gemma)", path, hp->arch);
+    *arch = a;
+    if (!a->qkv_bias && (get_true(root, "attention_bias") || get_true(root, "mlp_bias")))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: %s with bias terms is not supported",
+                          path, type);
+    if (get_true(root, "use_sliding_window"))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: hidden_act '%.32s' is not supported (silu)", path, act->valuestring);
+                          "%s: Qwen2 sliding-window attention (use_sliding_window) is not supported",
+                          path);
+    return check_act(path, root, a, err);
+}
+
+/* rope_scaling: null, "default", "linear" (factor) or "llama3" (Llama 3.1); anything else is
+ * refused by name rather than run with the wrong positions. */
+static elm_status read_rope_scaling(const char *path, const cJSON *root, elm_hf_config *c,
+                                    elm_error *err) {
+    const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (!rs || cJSON_IsNull(rs)) return ELM_OK;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(rs, "rope_type");
+    if (!cJSON_IsString(type)) type = cJSON_GetObjectItemCaseSensitive(rs, "type");
+    const char *name = cJSON_IsString(type) ? type->valuestring : "?";
+    if (!cJSON_IsObject(rs) || !cJSON_IsString(type))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: rope_scaling needs a 'rope_type'", path);
+    if (strcmp(name, "default") == 0) return ELM_OK;
+    static const char *const keys[4] = {"factor", "low_freq_factor", "high_freq_factor",
+                                        "original_max_position_embeddings"};
+    float v[4] = {0, 0, 0, 0};
+    bool llama3 = strcmp(name, "llama3") == 0;
+    if (!llama3 && strcmp(name, "linear") != 0)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: rope_scaling type '%.32s' is not "
+                          "supported (linear, llama3)", path, name);
+    for (int i = 0; i < (llama3 ? 4 : 1); i++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(rs, keys[i]);
+        if (!cJSON_IsNumber(it) || !(it->valuedouble > 0 && it->valuedouble < 1e9))
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: rope_scaling '%s' must be a positive "
+                              "number", path, keys[i]);
+        v[i] = (float)it->valuedouble;
+    }
+    if (llama3 && !(v[0] >= 1 && v[2] > v[1]))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: rope_scaling llama3 factors out of range",
+                          path);
+    if (llama3) memcpy(c->llama3, v, sizeof v);
+    else c->hp.rope_freq_scale = 1.0f / v[0];
     return ELM_OK;
 }
 
 static elm_status parse_config(const char *path, const cJSON *root, elm_hf_config *c,
                                elm_error *err) {
     elm_hparams *hp = &c->hp;
+    const elm_arch *a = NULL;
     elm_status st;
-    if ((st = check_arch(path, root, hp, err))) return st;
+    if ((st = check_arch(path, root, hp, &a, err))) return st;
     if ((st = get_int(path, root, "hidden_size", true, &hp->dim, err)) ||
         (st = get_int(path, root, "intermediate_size", true, &hp->ffn_dim, err)) ||
         (st = get_int(path, root, "num_hidden_layers", true, &hp->n_layers, err)) ||
@@ -92,20 +155,21 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
     hp->rms_eps = 1e-6f;
     hp->rope_theta = 10000.0f;
     hp->n_ctx_train = 2048;
-    int32_t head_dim = 0;
     if ((st = get_int(path, root, "num_key_value_heads", false, &hp->n_kv_heads, err)) ||
         (st = get_int(path, root, "max_position_embeddings", false, &hp->n_ctx_train, err)) ||
-        (st = get_int(path, root, "head_dim", false, &head_dim, err)) ||
+        (st = get_int(path, root, "head_dim", false, &hp->head_dim, err)) ||
         (st = get_float(path, root, "rms_norm_eps", &hp->rms_eps, err)) ||
         (st = get_float(path, root, "rope_theta", &hp->rope_theta, err)) ||
         (st = get_id(path, root, "bos_token_id", &c->bos_id, err)) ||
-        (st = get_id(path, root, "eos_token_id", &c->eos_id, err)))
+        (st = get_id(path, root, "eos_token_id", &c->eos_id, err)) ||
+        (st = read_rope_scaling(path, root, c, err)))
         return st;
-    if (head_dim && head_dim * hp->n_heads != hp->dim)
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: head_dim %d differs from hidden_size / num_attention_heads", path,
-                          head_dim);
-    hp->tied_output = get_true(root, "tie_word_embeddings");
+    /* Mistral's window; Phi-3 configs carry one too, which llama.cpp does not apply */
+    if (strcmp(model_type(root), "mistral") == 0 &&
+        (st = get_int(path, root, "sliding_window", false, &hp->n_swa, err)))
+        return st;
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
+    hp->tied_output = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : a->hf_tied_default;
     return ELM_OK;
 }
 

@@ -1,9 +1,13 @@
 /* Hugging Face tokenizer.json (+ tokenizer_config.json) -> elm_vocab (see hf.h).
  *
- * Only the SentencePiece-derived form Llama uses is accepted: a BPE model ranked by its merges,
- * with byte fallback, and either a Prepend("▁") + Replace(" " -> "▁") normalizer or a Metaspace
- * pre-tokenizer giving the leading "▁". Byte-level BPE (GPT-2 style) is refused because the vocab
- * kind "llama" would tokenize it wrongly. */
+ * Two forms of BPE model ranked by its merges are accepted:
+ *  - the SentencePiece-derived form Llama uses: byte fallback, and either a Prepend("▁") +
+ *    Replace(" " -> "▁") normalizer or a Metaspace pre-tokenizer giving the leading "▁";
+ *  - byte-level BPE (GPT-2, Llama 3, Qwen2): a ByteLevel pre-tokenizer, splitting with GPT-2's
+ *    regex itself (use_regex) or after a Split pre-tokenizer whose regex must be one of
+ *    tokenizer/pretok.c's (recognized by its exact text; an NFC normalizer is ignored, as
+ *    llama.cpp does).
+ * Added tokens become control tokens when "special", user-defined ones otherwise. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +16,7 @@
 #include "core/fileio.h"
 #include "formats/hf.h"
 #include "formats/json_num.h"
+#include "tokenizer/pretok.h"
 
 #define SP_SPACE "\xe2\x96\x81" /* U+2581, SentencePiece's visible space */
 
@@ -73,9 +78,15 @@ static elm_status put_piece(const char *path, elm_vocab *v, uint64_t id, const c
     return elm_vocab_set_piece(v, (int32_t)id, s, strlen(s), err);
 }
 
-/* Reads the ids of model.vocab and added_tokens into v, checking they are dense 0..n-1. */
+/* How an id entered the vocabulary. */
+enum { FROM_VOCAB = 0, ADDED = 1, ADDED_SPECIAL = 2, PADDING = 3 };
+
+/* Reads the ids of model.vocab and added_tokens into v, checking they are dense 0..n-1; ids from
+ * n up to n_min (config.json's vocab_size: Qwen2's embedding has more rows than its tokenizer
+ * has tokens) become "[PAD<id>]" tokens, as llama.cpp's converter names them. */
 static elm_status read_pieces(const char *path, const cJSON *vocab, const cJSON *added,
-                              elm_vocab *v, bool **special, elm_error *err) {
+                              int32_t n_min, elm_vocab *v, unsigned char **origin,
+                              elm_error *err) {
     const uint64_t max_id = (UINT64_C(1) << 24) - 1;
     uint64_t top = 0, id;
     const cJSON *e;
@@ -92,9 +103,10 @@ static elm_status read_pieces(const char *path, const cJSON *vocab, const cJSON 
                               "%s: added_tokens entry needs 'id' and 'content'", path);
         if (id > top) top = id;
     }
-    elm_status st = elm_vocab_alloc(v, (int32_t)top + 1, false, err);
+    int32_t n_tok = (int32_t)top + 1, n = n_tok > n_min ? n_tok : n_min;
+    elm_status st = elm_vocab_alloc(v, n, false, err);
     if (st) return st;
-    if (!(*special = calloc(top + 1, sizeof **special)))
+    if (!(*origin = calloc((size_t)n, sizeof **origin)))
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
     cJSON_ArrayForEach(e, vocab) {
         elm_json_uint(e, max_id, &id);
@@ -104,7 +116,14 @@ static elm_status read_pieces(const char *path, const cJSON *vocab, const cJSON 
         elm_json_uint(cJSON_GetObjectItemCaseSensitive(e, "id"), max_id, &id);
         const char *s = cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring;
         if ((st = put_piece(path, v, id, s, err))) return st;
-        (*special)[id] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "special"));
+        (*origin)[id] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "special"))
+                            ? ADDED_SPECIAL : ADDED;
+    }
+    for (int32_t i = n_tok; i < n; i++) {
+        char pad[32];
+        snprintf(pad, sizeof pad, "[PAD%d]", i);
+        if ((st = elm_vocab_set_piece(v, i, pad, strlen(pad), err))) return st;
+        (*origin)[i] = PADDING;
     }
     for (int32_t i = 0; i < v->n_tokens; i++)
         if (!v->pieces[i])
@@ -156,7 +175,9 @@ static elm_status apply_tokenizer_config(const char *dir, const elm_hf_config *c
                                          elm_error *err) {
     v->bos_id = c->bos_id;
     v->eos_id = c->eos_id;
-    v->add_bos = true;
+    /* byte-level vocabs add BOS by default only for Llama 3 (llama.cpp's default, which its
+     * post-processor template does in Hugging Face) */
+    v->add_bos = strcmp(v->model, "gpt2") != 0 || strcmp(v->pre, "llama-bpe") == 0;
     v->add_eos = false;
     char path[1100];
     if (snprintf(path, sizeof path, "%s/tokenizer_config.json", dir) >= (int)sizeof path)
@@ -190,18 +211,43 @@ static elm_status apply_tokenizer_config(const char *dir, const elm_hf_config *c
     return st;
 }
 
-static elm_status parse_tokenizer(const char *path, const cJSON *root, elm_vocab *v,
-                                  elm_error *err) {
+/* Byte-level BPE: the pre-tokenizer name the ByteLevel/Split pre-tokenizers amount to, into
+ * v->pre. */
+static elm_status bytelevel_pre(const char *path, const cJSON *pre, const cJSON *byte_level,
+                                elm_vocab *v, elm_error *err) {
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(byte_level, "add_prefix_space")))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: ByteLevel add_prefix_space is not supported", path);
+    const cJSON *split, *use_regex = cJSON_GetObjectItemCaseSensitive(byte_level, "use_regex");
+    const char *name = NULL;
+    if (find_type(pre, "pretokenizers", "Split", &split)) {
+        const cJSON *pat = cJSON_GetObjectItemCaseSensitive(split, "pattern");
+        const cJSON *re = cJSON_GetObjectItemCaseSensitive(pat, "Regex");
+        const cJSON *behavior = cJSON_GetObjectItemCaseSensitive(split, "behavior");
+        if (cJSON_IsString(re) && string_is(behavior, "Isolated") && cJSON_IsFalse(use_regex) &&
+            !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(split, "invert")))
+            name = elm_pretok_by_pattern(re->valuestring);
+    } else if (!cJSON_IsFalse(use_regex)) {
+        name = "gpt-2"; /* ByteLevel's own regex (use_regex defaults to true) */
+    }
+    if (!name)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: pre-tokenizer not recognized (byte-level BPE needs the regex of "
+                          "one of: %s)", path, elm_pretok_names());
+    snprintf(v->model, sizeof v->model, "gpt2");
+    snprintf(v->pre, sizeof v->pre, "%s", name);
+    return ELM_OK;
+}
+
+static elm_status parse_tokenizer(const char *path, const cJSON *root, int32_t n_min,
+                                  elm_vocab *v, elm_error *err) {
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(model, "type");
     if (!string_is(type, "BPE"))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tokenizer model '%.32s' is not supported "
                           "(BPE expected)", path, cJSON_IsString(type) ? type->valuestring : "?");
-    const cJSON *found;
-    if (find_type(cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), "pretokenizers",
-                  "ByteLevel", &found))
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: byte-level BPE (ByteLevel pre-tokenizer) is not supported", path);
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), *byte_level;
+    bool bytes = find_type(pre, "pretokenizers", "ByteLevel", &byte_level);
     const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
     const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
     const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
@@ -210,11 +256,12 @@ static elm_status parse_tokenizer(const char *path, const cJSON *root, elm_vocab
         return elm_errorf(err, ELM_ERR_FORMAT,
                           "%s: needs model.vocab (object), model.merges and added_tokens (arrays)",
                           path);
-    bool *special = NULL;
-    elm_status st = read_pieces(path, vocab, added, v, &special, err);
+    unsigned char *origin = NULL;
+    elm_status st = read_pieces(path, vocab, added, n_min, v, &origin, err);
     if (!st) st = read_merges(path, merges, v, err);
+    if (!st && bytes) st = bytelevel_pre(path, pre, byte_level, v, err);
     if (st) {
-        free(special);
+        free(origin);
         return st;
     }
     const cJSON *unk = cJSON_GetObjectItemCaseSensitive(model, "unk_token");
@@ -223,18 +270,22 @@ static elm_status parse_tokenizer(const char *path, const cJSON *root, elm_vocab
         if (strcmp(v->pieces[i], unk_piece) == 0) {
             v->types[i] = ELM_TOKEN_UNKNOWN;
             v->unk_id = i;
-        } else if (special[i]) {
+        } else if (origin[i] == ADDED_SPECIAL) {
             v->types[i] = ELM_TOKEN_CONTROL;
-        } else if (is_byte_piece(v->pieces[i])) {
+        } else if (origin[i] == ADDED) {
+            v->types[i] = ELM_TOKEN_USER_DEFINED;
+        } else if (origin[i] == PADDING) {
+            v->types[i] = ELM_TOKEN_UNUSED;
+        } else if (!bytes && is_byte_piece(v->pieces[i])) {
             v->types[i] = ELM_TOKEN_BYTE;
         } else {
             v->types[i] = ELM_TOKEN_NORMAL;
         }
     }
-    free(special);
-    snprintf(v->model, sizeof v->model, "llama");
+    free(origin);
     v->byte_fallback = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "byte_fallback"));
-    v->add_space_prefix = leading_space(root);
+    v->add_space_prefix = !bytes && leading_space(root);
+    v->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(model, "ignore_merges"));
     return ELM_OK;
 }
 
@@ -252,7 +303,7 @@ elm_status elm_hf_read_tokenizer(const char *dir, const elm_hf_config *c, elm_vo
     if (!cJSON_IsObject(root))
         st = elm_errorf(err, ELM_ERR_FORMAT, "%s: not a JSON object", path);
     else
-        st = parse_tokenizer(path, root, v, err);
+        st = parse_tokenizer(path, root, c->hp.n_vocab, v, err);
     cJSON_Delete(root);
     if (!st) st = apply_tokenizer_config(dir, c, v, err);
     if (!st) st = elm_vocab_finalize(v, path, err);

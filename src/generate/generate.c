@@ -20,7 +20,8 @@ elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
     *n_out = 0;
     memset(stats, 0, sizeof *stats);
     if (n_prompt <= 0) return elm_errorf(err, ELM_ERR_ARG, "empty prompt");
-    if (elm_context_n_past(c) + n_prompt > n_ctx)
+    if (elm_context_n_past(c) + n_prompt > n_ctx &&
+        (p->no_context_shift || elm_context_make_room(c, n_prompt, p->n_keep, NULL)))
         return elm_errorf(err, ELM_ERR_ARG, "prompt has %d tokens, context holds %d", n_prompt,
                           n_ctx - elm_context_n_past(c));
     if (p->n_predict <= 0) return elm_errorf(err, ELM_ERR_ARG, "n_predict must be > 0");
@@ -61,7 +62,11 @@ elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
         (*n_out)++;
         size_t len = elm_detok_push(&dt, id, piece, sizeof piece);
         if (cb && cb(piece, len, id, user)) break;
-        if (i + 1 == p->n_predict || elm_context_n_past(c) >= n_ctx) break;
+        if (i + 1 == p->n_predict) break;
+        if (elm_context_n_past(c) >= n_ctx) {
+            if (p->no_context_shift) break;
+            if ((st = elm_context_make_room(c, 1, p->n_keep, err))) goto done;
+        }
         if ((st = elm_forward(c, &id, 1, logits, false, err))) goto done;
     }
     const double t_end = now_ms();

@@ -86,11 +86,9 @@ static void softmax_candidates(candidate *c, int32_t n, float t) {
     for (int32_t i = 0; i < n; i++) c[i].p = (float)(c[i].p / sum);
 }
 
-int32_t elm_sampler_sample(elm_sampler *s, float *logits, const int32_t *history,
-                           int32_t n_history) {
-    apply_repeat_penalty(s, logits, history, n_history);
-    if (s->p.temp <= 0) return elm_argmax(logits, s->n_vocab);
-
+/* The chain after the penalty, for temp > 0: leaves the kept candidates first in s->cand, sorted
+ * by logit, with their renormalised probabilities at the temperature; returns how many. */
+static int32_t kept_candidates(elm_sampler *s, const float *logits) {
     candidate *c = s->cand;
     for (int32_t i = 0; i < s->n_vocab; i++) c[i] = (candidate){logits[i], 0, i};
     qsort(c, (size_t)s->n_vocab, sizeof *c, by_logit_desc);
@@ -114,6 +112,15 @@ int32_t elm_sampler_sample(elm_sampler *s, float *logits, const int32_t *history
         n = keep;
     }
     softmax_candidates(c, n, s->p.temp);
+    return n;
+}
+
+int32_t elm_sampler_sample(elm_sampler *s, float *logits, const int32_t *history,
+                           int32_t n_history) {
+    apply_repeat_penalty(s, logits, history, n_history);
+    if (s->p.temp <= 0) return elm_argmax(logits, s->n_vocab);
+    const int32_t n = kept_candidates(s, logits);
+    const candidate *c = s->cand;
     double r = next_uniform(s), cum = 0;
     for (int32_t i = 0; i < n; i++) {
         cum += c[i].p;
@@ -121,3 +128,17 @@ int32_t elm_sampler_sample(elm_sampler *s, float *logits, const int32_t *history
     }
     return c[n - 1].id;
 }
+
+void elm_sampler_probs(elm_sampler *s, float *logits, const int32_t *history, int32_t n_history,
+                       float *probs) {
+    apply_repeat_penalty(s, logits, history, n_history);
+    for (int32_t i = 0; i < s->n_vocab; i++) probs[i] = 0;
+    if (s->p.temp <= 0) {
+        probs[elm_argmax(logits, s->n_vocab)] = 1;
+        return;
+    }
+    const int32_t n = kept_candidates(s, logits);
+    for (int32_t i = 0; i < n; i++) probs[s->cand[i].id] = s->cand[i].p;
+}
+
+double elm_sampler_uniform(elm_sampler *s) { return next_uniform(s); }

@@ -1,23 +1,82 @@
 /* Compute kernels behind one dispatch table, chosen once from CPU features (or EDGELM_ISA).
  * The scalar table is always built and is the oracle the tests compare other paths against.
- * Kernels are pure functions over caller-owned buffers and never allocate. */
+ * Kernels are pure functions over caller-owned buffers and never allocate.
+ *
+ * Products with the 32-weight block types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) take their activations
+ * quantized to 8 bits per 32-value block (W8A8 / W4A8, as llama.cpp does with its q8 blocks): the
+ * inner loops are integer dot products and only one scale product per block is done in float.
+ * Every table, the scalar one included, quantizes activations to the same bits, so tables differ
+ * only in the order of float additions. Float weights (F32, F16, BF16) take float activations. */
 #ifndef EDGELM_KERNELS_H
 #define EDGELM_KERNELS_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "edgelm/model.h"
 
+/* Activations quantized for the block types, one row per token. A row of cols values (a multiple
+ * of 32) is nb = cols/32 blocks laid out as arrays, so SIMD code loads several blocks' values,
+ * scales or sums with one instruction:
+ *   int8  qs[cols]   x[j] ≈ d[j/32]·qs[j], qs = x/d rounded to nearest even
+ *   float d[nb]      the block's max|x| / 127
+ *   float s[nb]      d·Σqs: carries the offset m of Q4_1/Q5_1 (Σ m·x = m·s)
+ *   int32 sum[nb]    Σqs: carries the zero point of the unsigned 4/5-bit codes in integer form
+ * Rows are elm_q8_row_bytes(cols) apart, a multiple of 64. */
+typedef struct elm_q8_row {
+    const int8_t *qs;
+    const float *d, *s;
+    const int32_t *sum;
+} elm_q8_row;
+
+static inline size_t elm_q8_row_bytes(int64_t cols) {
+    const size_t nb = (size_t)cols / ELM_QK;
+    return (nb * (ELM_QK + 12) + 63) / 64 * 64;
+}
+
+/* Row t of a q8 activation buffer of cols-wide rows. */
+static inline elm_q8_row elm_q8_at(const void *xq, int64_t cols, int64_t t) {
+    const int8_t *base = (const int8_t *)xq + (size_t)t * elm_q8_row_bytes(cols);
+    const float *d = (const float *)(base + cols);
+    const size_t nb = (size_t)cols / ELM_QK;
+    return (elm_q8_row){base, d, d + nb, (const int32_t *)(d + 2 * nb)};
+}
+
+/* Whether products with weights of type t take q8 activations (xq in elm_matmul_args). */
+static inline bool elm_type_q8_act(elm_type t) {
+    return t == ELM_TYPE_Q8_0 || t == ELM_TYPE_Q4_0 || t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_0 ||
+           t == ELM_TYPE_Q5_1;
+}
+
+/* One product Y = X · Wᵀ. */
+typedef struct elm_matmul_args {
+    const elm_tensor *w;     /* [rows, cols] (ne = {cols, rows}), any supported type */
+    const float *x;          /* [n_tok, cols] */
+    const void *xq;          /* n_tok q8 rows of x (quantize_q8), when elm_type_q8_act */
+    int64_t n_tok;
+    float *y;                /* [n_tok, rows] */
+} elm_matmul_args;
+
+/* Prefill products work on tiles of this many weight rows; callers splitting rows across
+ * threads should cut at multiples of it (any cut is correct, these are faster). */
+#define ELM_TILE_ROWS 16
+
+/* Scratch bytes one thread's matmul needs for weights of up to max_cols columns. */
+size_t elm_matmul_scratch_bytes(int64_t max_cols);
+
 typedef struct elm_kernels {
-    const char *isa; /* "scalar", "avx2", ... */
+    const char *isa; /* "scalar", "avx2", "avx512", "neon" */
 
     /* Σ a[i]·b[i] over n floats. */
     float (*dot_f32)(const float *a, const float *b, int64_t n);
 
-    /* Rows [r0, r1) of Y = X · Wᵀ: W is a matrix [rows, cols] of any supported type (ne = {cols,
-     * rows}), X [n_tok, cols] f32, Y [n_tok, rows] f32. scratch holds at least cols floats
-     * (a decoded row, reused across the n_tok tokens: the weight is read once per call). */
-    void (*matmul_rows)(const elm_tensor *w, const float *x, int64_t n_tok, float *y, int64_t r0,
-                        int64_t r1, float *scratch);
+    /* Quantizes one token's cols floats (a multiple of 32) into a q8 row at `row` (see
+     * elm_q8_row; elm_q8_row_bytes(cols) bytes, 4-byte aligned). Bit-identical across tables. */
+    void (*quantize_q8)(const float *x, int64_t cols, void *row);
+
+    /* Rows [r0, r1) of a->y: y[t, r] = Σ_c x[t, c]·w[r, c] for every token t. scratch: at least
+     * elm_matmul_scratch_bytes(cols) bytes, 64-byte aligned, private to the calling thread. */
+    void (*matmul)(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch);
 
     /* out[i] = x[i] / sqrt(mean(x²) + eps) · w[i] over n (RMSNorm, Zhang & Sennrich 2019). */
     void (*rmsnorm)(float *out, const float *x, const float *w, int64_t n, float eps);
@@ -28,10 +87,18 @@ typedef struct elm_kernels {
     /* out[i] = silu(g[i]) · u[i] (SwiGLU, Shazeer 2020). */
     void (*swiglu)(float *out, const float *g, const float *u, int64_t n);
 
+    /* out[i] = gelu(g[i]) · u[i] (GeGLU, Shazeer 2020; Gemma) with GELU's tanh approximation
+     * (Hendrycks & Gimpel 2016): gelu(x) = x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))). */
+    void (*geglu)(float *out, const float *g, const float *u, int64_t n);
+
     /* Interleaved RoPE (Su et al. 2021): for each of n_heads heads of head_dim floats in v, pairs
-     * (v[2i], v[2i+1]), i < rope_dim/2, rotate by angle pos · inv_freq[i]. */
-    void (*rope)(float *v, int n_heads, int head_dim, int rope_dim, const float *inv_freq,
-                 int32_t pos);
+     * (v[2i], v[2i+1]), i < rope_dim/2, rotate by the angle whose cosine and sine are cs[2i] and
+     * cs[2i+1] (computed once per position by the caller: pos · base^(-2i/rope_dim)). */
+    void (*rope)(float *v, int n_heads, int head_dim, int rope_dim, const float *cs);
+
+    /* Rotate-half ("NEOX") RoPE, as GPT-NeoX and the Hugging Face models run it (Qwen2, Phi-3,
+     * Gemma): as rope, but pair i is (v[i], v[i + rope_dim/2]). */
+    void (*rope_neox)(float *v, int n_heads, int head_dim, int rope_dim, const float *cs);
 
     /* One query head over n_pos cached positions: out[head_dim] = Σ_p softmax_p(q·k_p · scale)
      * v_p. k and v point at position 0 of this KV head; consecutive positions are `stride`
@@ -40,19 +107,30 @@ typedef struct elm_kernels {
                       int head_dim, float scale, float *scores, float *out);
 } elm_kernels;
 
-/* The table for this CPU (EDGELM_ISA=scalar forces the oracle). Never NULL. */
+/* The table for this CPU: the widest one it supports, unless EDGELM_ISA names another (scalar,
+ * avx2, avx512, neon); a named ISA this CPU or build lacks gives the scalar table. Never NULL. */
 const elm_kernels *elm_kernels_best(void);
 const elm_kernels *elm_kernels_scalar(void);
 
-/* The x86-64 AVX2+FMA+F16C table, or NULL when this CPU (or build) lacks it. */
+/* The tables of each ISA, or NULL when this CPU (or build) lacks it: x86-64 AVX2+FMA+F16C;
+ * x86-64 AVX-512 F/BW/VL/DQ with VNNI and VBMI (Ice Lake, Sapphire Rapids, Zen 4 and later;
+ * older AVX-512 CPUs get the AVX2 table); ARM64 NEON with the dot-product extension. */
 const elm_kernels *elm_kernels_avx2(void);
+const elm_kernels *elm_kernels_avx512(void);
+const elm_kernels *elm_kernels_neon(void);
 
-/* Scalar element-wise kernels SIMD tables reuse where vector code would not pay. */
+/* Writes the CPU's SIMD features that matter here ("avx2 fma f16c avx512f ..."), space separated,
+ * NUL-terminated in cap bytes. */
+void elm_cpu_features(char *buf, size_t cap);
+
+/* Scalar pieces SIMD tables reuse where vector code would not pay. */
+void elm_scalar_quantize_q8(const float *x, int64_t cols, void *row);
 void elm_scalar_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps);
 void elm_scalar_softmax(float *x, int64_t n);
 void elm_scalar_swiglu(float *out, const float *g, const float *u, int64_t n);
-void elm_scalar_rope(float *v, int n_heads, int head_dim, int rope_dim, const float *inv_freq,
-                     int32_t pos);
+void elm_scalar_rope(float *v, int n_heads, int head_dim, int rope_dim, const float *cs);
+void elm_scalar_geglu(float *out, const float *g, const float *u, int64_t n);
+void elm_scalar_rope_neox(float *v, int n_heads, int head_dim, int rope_dim, const float *cs);
 void elm_scalar_attention(const float *q, const float *k, const float *v, size_t stride,
                           int32_t n_pos, int head_dim, float scale, float *scores, float *out);
 

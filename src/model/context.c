@@ -5,10 +5,20 @@
 #include <string.h>
 
 #include "model/context.h"
+#include "model/kv_quant.h"
 
 static float *alloc_f32(size_t n, bool *ok) {
     float *p = calloc(n ? n : 1, sizeof(float));
     if (!p) *ok = false;
+    return p;
+}
+
+/* 64-byte aligned (the SIMD tiles load whole cache lines), zeroed. */
+static void *alloc_aligned(size_t bytes, bool *ok) {
+    bytes = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (p) memset(p, 0, bytes);
+    else *ok = false;
     return p;
 }
 
@@ -25,6 +35,15 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     if (p->n_batch < 0)
         return elm_errorf(err, ELM_ERR_ARG, "batch size %d is negative", p->n_batch);
     const elm_hparams *hp = &m->hp;
+    const int32_t k_block = elm_kv_block(p->type_k, hp->head_dim);
+    const int32_t v_block = elm_kv_block(p->type_v, hp->head_dim);
+    if (!k_block || !v_block) {
+        const elm_type_traits *t = elm_type_get(k_block ? p->type_v : p->type_k);
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: KV cache type %s needs f32, f16, or q8_0/q4_0 with a head size "
+                          "that is a multiple of 32 or divides 32 (head size %d)",
+                          m->path, t ? t->name : "?", hp->head_dim);
+    }
     elm_context *c = calloc(1, sizeof *c);
     if (!c) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory creating context");
     elm_status st = elm_pool_new(p->n_threads, &c->pool, err);
@@ -37,25 +56,44 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->n_ctx = p->n_ctx;
     c->n_batch = p->n_batch ? (p->n_batch < p->n_ctx ? p->n_batch : p->n_ctx) : p->n_ctx;
     c->kv_dim = hp->n_kv_heads * hp->head_dim;
-    c->scratch_cols = hp->dim > hp->ffn_dim ? hp->dim : hp->ffn_dim;
+    /* q and the attention output are n_heads·head_dim wide, which is not dim for Gemma */
+    const size_t q_dim = (size_t)hp->n_heads * hp->head_dim;
+    int64_t max_cols = hp->dim > hp->ffn_dim ? hp->dim : hp->ffn_dim;
+    if ((int64_t)q_dim > max_cols) max_cols = (int64_t)q_dim;
+    c->scratch_bytes = (elm_matmul_scratch_bytes(max_cols) + 63) / 64 * 64;
 
     const size_t nb = (size_t)c->n_batch, nt = (size_t)p->n_threads;
-    const size_t cache = (size_t)hp->n_layers * (size_t)c->n_ctx * (size_t)c->kv_dim;
+    c->type_k = p->type_k;
+    c->type_v = p->type_v;
+    c->k_block = k_block;
+    c->v_block = v_block;
+    c->k_row = elm_kv_bytes(p->type_k, k_block, c->kv_dim);
+    c->v_row = elm_kv_bytes(p->type_v, v_block, c->kv_dim);
+    const size_t positions = (size_t)hp->n_layers * (size_t)c->n_ctx;
     bool ok = true;
-    c->k_cache = alloc_f32(cache, &ok);
-    c->v_cache = alloc_f32(cache, &ok);
+    c->k_cache = calloc(positions, c->k_row);
+    c->v_cache = calloc(positions, c->v_row);
+    ok = c->k_cache && c->v_cache;
+    if (p->type_k != ELM_TYPE_F32 || p->type_v != ELM_TYPE_F32) {
+        c->k_deq = alloc_f32((size_t)c->n_ctx * c->kv_dim, &ok);
+        c->v_deq = alloc_f32((size_t)c->n_ctx * c->kv_dim, &ok);
+    }
     c->x = alloc_f32(nb * hp->dim, &ok);
     c->xb = alloc_f32(nb * hp->dim, &ok);
-    c->q = alloc_f32(nb * hp->dim, &ok);
+    c->q = alloc_f32(nb * q_dim, &ok);
     c->kb = alloc_f32(nb * c->kv_dim, &ok);
     c->vb = alloc_f32(nb * c->kv_dim, &ok);
-    c->att = alloc_f32(nb * hp->dim, &ok);
+    c->att = alloc_f32(nb * q_dim, &ok);
     c->hg = alloc_f32(nb * hp->ffn_dim, &ok);
     c->hu = alloc_f32(nb * hp->ffn_dim, &ok);
+    c->xq = alloc_aligned(nb * elm_q8_row_bytes(max_cols), &ok);
     c->scores = alloc_f32(nt * (size_t)c->n_ctx, &ok);
-    c->scratch = alloc_f32(nt * (size_t)c->scratch_cols, &ok);
+    c->scratch = alloc_aligned(nt * c->scratch_bytes, &ok);
     c->norms = alloc_f32(((size_t)hp->n_layers * 2 + 1) * hp->dim, &ok);
     c->inv_freq = alloc_f32((size_t)hp->rope_dim / 2, &ok);
+    c->rope_cs = alloc_f32(nb * (size_t)hp->rope_dim, &ok);
+    c->tokens = calloc((size_t)c->n_ctx, sizeof(int32_t));
+    ok = ok && c->tokens;
     if (!ok) {
         elm_context_free(c);
         return elm_errorf(err, ELM_ERR_NOMEM, "out of memory allocating a %d-token context",
@@ -66,8 +104,13 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
         decode_vector(m->layers[l].ffn_norm, c->norms + (size_t)(2 * l + 1) * hp->dim);
     }
     decode_vector(m->output_norm, c->norms + (size_t)(2 * hp->n_layers) * hp->dim);
+    /* linear scaling multiplies every angle; Llama 3.1's frequency divisors (rope_freqs) each
+     * one, as llama.cpp's freq_factors */
+    for (int i = 0; i < hp->rope_dim / 2; i++) c->inv_freq[i] = 1.0f;
+    if (m->rope_freqs) decode_vector(m->rope_freqs, c->inv_freq);
     for (int i = 0; i < hp->rope_dim / 2; i++)
-        c->inv_freq[i] = (float)pow(hp->rope_theta, -2.0 * i / hp->rope_dim);
+        c->inv_freq[i] = (float)(pow(hp->rope_theta, -2.0 * i / hp->rope_dim) *
+                                 hp->rope_freq_scale / c->inv_freq[i]);
     *out = c;
     return ELM_OK;
 }
@@ -75,8 +118,9 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
 void elm_context_free(elm_context *c) {
     if (!c) return;
     elm_pool_free(c->pool);
-    float *bufs[] = {c->k_cache, c->v_cache, c->x,  c->xb,     c->q,       c->kb,    c->vb,
-                     c->att,     c->hg,      c->hu, c->scores, c->scratch, c->norms, c->inv_freq};
+    void *bufs[] = {c->k_cache, c->v_cache, c->x,      c->xb,    c->q,        c->kb,
+                    c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->scores,
+                    c->scratch, c->norms,   c->inv_freq, c->rope_cs, c->tokens, c->k_deq, c->v_deq};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }

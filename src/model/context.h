@@ -12,19 +12,26 @@ struct elm_context {
     elm_pool *pool;
     int32_t n_ctx, n_batch, n_past;
     int32_t kv_dim;
-    float *k_cache, *v_cache; /* [n_layers, n_ctx, kv_dim] each */
+    unsigned char *k_cache, *v_cache; /* [n_layers, n_ctx, k_row / v_row bytes] */
+    elm_type type_k, type_v;  /* cache element types (kv_quant.h) */
+    int32_t k_block, v_block; /* elements per quantization block */
+    size_t k_row, v_row;      /* bytes of one position's keys / values (kv_dim elements) */
+    float *k_deq, *v_deq;     /* [n_ctx, kv_dim] one layer decoded for attention; NULL for f32 */
+    int32_t *tokens;          /* [n_ctx] ids of the cached positions (kv_cache.c) */
     /* activations for up to n_batch tokens */
     float *x;        /* [n_batch, dim] residual stream */
     float *xb;       /* [n_batch, dim] normed input of a block */
-    float *q;        /* [n_batch, dim] */
+    float *q;        /* [n_batch, n_heads * head_dim] */
     float *kb, *vb;  /* [n_batch, kv_dim] */
-    float *att;      /* [n_batch, dim] attention output before wo */
+    float *att;      /* [n_batch, n_heads * head_dim] attention output before wo */
     float *hg, *hu;  /* [n_batch, ffn_dim] gate and up projections */
+    void *xq;        /* [n_batch] q8 rows (kernels.h) of a product's input, max_cols wide */
     float *scores;   /* [n_threads, n_ctx] attention weights per thread */
-    float *scratch;  /* [n_threads, scratch_cols] decoded weight rows per thread */
-    int64_t scratch_cols;
+    unsigned char *scratch; /* [n_threads, scratch_bytes] matmul scratch, 64-byte aligned */
+    size_t scratch_bytes;
     float *norms;    /* float copies: [n_layers, 2, dim] attn/ffn norms, then [dim] output norm */
     float *inv_freq; /* [rope_dim / 2] RoPE frequencies */
+    float *rope_cs;  /* [n_batch, rope_dim] cos, sin of each pair's angle at the batch positions */
     elm_matmul_hook hook;
     void *hook_user;
 };

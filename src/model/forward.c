@@ -1,41 +1,88 @@
 /* The forward pass, written once for prefill (n tokens) and decode (1 token). Reads like the
  * Llama paper: per layer, x += Wo·Attn(RoPE(Wq·n(x)), RoPE(Wk·n(x)), Wv·n(x)) then
- * x += Wdown·(silu(Wgate·n(x)) ⊙ Wup·n(x)), n = RMSNorm; logits = Wout·n(x).
+ * x += Wdown·(silu(Wgate·n(x)) ⊙ Wup·n(x)), n = RMSNorm; logits = Wout·n(x). The families of
+ * model/arch.h differ only in what hparams and the layer say: q/k/v biases (Qwen2), the RoPE
+ * pairing (NEOX), GELU for silu and sqrt(dim)-scaled embeddings (Gemma), a head size that is not
+ * dim / heads (q is n_heads·head_dim wide), a sliding attention window (Mistral).
+ *
  * Matrix products run on the context's thread pool, split by weight rows so each weight row is
- * read once per call whatever the number of tokens. */
+ * read once per call whatever the number of tokens. Products sharing an input (q/k/v, gate/up) go
+ * out as one job: one wake-up of the pool instead of three, and the threads share out the rows of
+ * all of them. Inputs of block-type weights are quantized to q8 blocks once per job (kernels.h). */
 #include <math.h>
 #include <string.h>
 
 #include "model/context.h"
+#include "model/kv_quant.h"
+
+enum { MAX_GROUP = 3, QUANT_PARALLEL_TOKENS = 8 };
 
 typedef struct {
     elm_context *c;
-    const elm_tensor *w;
-    const float *x;
-    int64_t n_tok;
-    float *y;
+    int n;                               /* products in the group */
+    elm_matmul_args args[MAX_GROUP];     /* same x, xq and n_tok */
+    long first_unit[MAX_GROUP + 1];      /* prefix sums of tiles of ELM_TILE_ROWS rows */
 } matmul_job;
 
 static void matmul_worker(void *arg, int ith, int nth) {
     matmul_job *j = arg;
-    long r0, r1;
-    elm_split((long)j->w->ne[1], ith, nth, &r0, &r1);
-    if (r0 < r1)
-        j->c->k->matmul_rows(j->w, j->x, j->n_tok, j->y, r0, r1,
-                             j->c->scratch + (size_t)ith * j->c->scratch_cols);
-}
-
-/* Y[n_tok, rows] = X[n_tok, cols] · Wᵀ, for layer `layer` (-1: output) */
-static void matmul(elm_context *c, int layer, const elm_tensor *w, const float *x, int64_t n_tok,
-                   float *y) {
-    if (c->hook) c->hook(w, layer, x, n_tok, c->hook_user);
-    matmul_job j = {c, w, x, n_tok, y};
-    elm_pool_run(c->pool, matmul_worker, &j);
+    long u0, u1;
+    elm_split(j->first_unit[j->n], ith, nth, &u0, &u1);
+    void *scratch = j->c->scratch + (size_t)ith * j->c->scratch_bytes;
+    for (int i = 0; i < j->n && u0 < u1; i++) {
+        const long lo = u0 > j->first_unit[i] ? u0 : j->first_unit[i];
+        const long hi = u1 < j->first_unit[i + 1] ? u1 : j->first_unit[i + 1];
+        if (lo >= hi) continue;
+        const int64_t rows = j->args[i].w->ne[1];
+        const int64_t r0 = (int64_t)(lo - j->first_unit[i]) * ELM_TILE_ROWS;
+        int64_t r1 = (int64_t)(hi - j->first_unit[i]) * ELM_TILE_ROWS;
+        j->c->k->matmul(&j->args[i], r0, r1 < rows ? r1 : rows, scratch);
+    }
 }
 
 typedef struct {
     elm_context *c;
-    int layer;
+    const float *x;
+    int64_t n_tok, cols;
+} quant_job;
+
+static void quant_worker(void *arg, int ith, int nth) {
+    quant_job *j = arg;
+    long t0, t1;
+    elm_split((long)j->n_tok, ith, nth, &t0, &t1);
+    const size_t row_bytes = elm_q8_row_bytes(j->cols);
+    for (long t = t0; t < t1; t++)
+        j->c->k->quantize_q8(j->x + t * j->cols, j->cols, (char *)j->c->xq + t * row_bytes);
+}
+
+/* Y_i[n_tok, rows_i] = X[n_tok, cols] · W_iᵀ for the n weights of layer `layer` (-1: output). */
+static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *const *w,
+                         float *const *y, const float *x, int64_t n_tok) {
+    matmul_job j = {.c = c, .n = n};
+    bool q8 = false;
+    for (int i = 0; i < n; i++) {
+        if (c->hook) c->hook(w[i], layer, x, n_tok, c->hook_user);
+        const bool wants_q8 = elm_type_q8_act(w[i]->type);
+        q8 |= wants_q8;
+        j.args[i] = (elm_matmul_args){w[i], x, wants_q8 ? c->xq : NULL, n_tok, y[i]};
+        j.first_unit[i + 1] = j.first_unit[i] + (long)((w[i]->ne[1] + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
+    }
+    if (q8) {
+        quant_job qj = {c, x, n_tok, w[0]->ne[0]};
+        if (n_tok >= QUANT_PARALLEL_TOKENS) elm_pool_run(c->pool, quant_worker, &qj);
+        else quant_worker(&qj, 0, 1);
+    }
+    elm_pool_run(c->pool, matmul_worker, &j);
+}
+
+static void matmul(elm_context *c, int layer, const elm_tensor *w, const float *x, int64_t n_tok,
+                   float *y) {
+    matmul_group(c, layer, 1, &w, &y, x, n_tok);
+}
+
+typedef struct {
+    elm_context *c;
+    const float *k, *v; /* the layer's cached keys and values as floats, [n_ctx, kv_dim] */
     int64_t n_tok;
     int32_t pos0;
 } attention_job;
@@ -47,8 +94,8 @@ static void attention_worker(void *arg, int ith, int nth) {
     elm_context *c = j->c;
     const elm_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, group = hp->n_heads / hp->n_kv_heads;
+    const size_t q_dim = (size_t)hp->n_heads * hd;
     const float scale = 1.0f / sqrtf((float)hd);
-    const size_t layer_off = (size_t)j->layer * c->n_ctx * c->kv_dim;
     float *scores = c->scores + (size_t)ith * c->n_ctx;
     long i0, i1;
     elm_split((long)(j->n_tok * hp->n_heads), ith, nth, &i0, &i1);
@@ -56,12 +103,47 @@ static void attention_worker(void *arg, int ith, int nth) {
         const int64_t t = item / hp->n_heads;
         const int h = (int)(item % hp->n_heads), kvh = h / group;
         const int32_t pos = j->pos0 + (int32_t)t;
-        const float *q = c->q + (size_t)t * hp->dim + (size_t)h * hd;
-        const float *kc = c->k_cache + layer_off + (size_t)kvh * hd;
-        const float *vc = c->v_cache + layer_off + (size_t)kvh * hd;
-        c->k->attention(q, kc, vc, (size_t)c->kv_dim, pos + 1, hd, scale, scores,
-                        c->att + (size_t)t * hp->dim + (size_t)h * hd);
+        /* a sliding window sees positions (pos - n_swa, pos] */
+        const int32_t p0 = hp->n_swa > 0 && pos >= hp->n_swa ? pos + 1 - hp->n_swa : 0;
+        const float *q = c->q + (size_t)t * q_dim + (size_t)h * hd;
+        const float *kc = j->k + (size_t)p0 * c->kv_dim + (size_t)kvh * hd;
+        const float *vc = j->v + (size_t)p0 * c->kv_dim + (size_t)kvh * hd;
+        c->k->attention(q, kc, vc, (size_t)c->kv_dim, pos + 1 - p0, hd, scale, scores,
+                        c->att + (size_t)t * q_dim + (size_t)h * hd);
     }
+}
+
+typedef struct {
+    elm_context *c;
+    const unsigned char *k, *v; /* a layer's cache rows */
+    int32_t n_pos;
+} decode_job;
+
+static void decode_worker(void *arg, int ith, int nth) {
+    decode_job *j = arg;
+    elm_context *c = j->c;
+    long p0, p1;
+    elm_split(j->n_pos, ith, nth, &p0, &p1);
+    if (p0 >= p1) return;
+    const size_t n = (size_t)(p1 - p0) * (size_t)c->kv_dim, off = (size_t)p0 * c->kv_dim;
+    elm_kv_decode(c->type_k, c->k_block, j->k + (size_t)p0 * c->k_row, c->k_deq + off, (int64_t)n);
+    elm_kv_decode(c->type_v, c->v_block, j->v + (size_t)p0 * c->v_row, c->v_deq + off, (int64_t)n);
+}
+
+/* Layer l's cached keys and values [n_pos, kv_dim] as floats for the attention kernel: the
+ * cache itself when it is f32, else decoded into the context's one-layer buffers. */
+static void layer_kv(elm_context *c, int l, int32_t n_pos, const float **k, const float **v) {
+    const unsigned char *kc = c->k_cache + (size_t)l * c->n_ctx * c->k_row;
+    const unsigned char *vc = c->v_cache + (size_t)l * c->n_ctx * c->v_row;
+    if (!c->k_deq) {
+        *k = (const float *)kc;
+        *v = (const float *)vc;
+        return;
+    }
+    decode_job j = {c, kc, vc, n_pos};
+    elm_pool_run(c->pool, decode_worker, &j);
+    *k = c->k_deq;
+    *v = c->v_deq;
 }
 
 static void embed(elm_context *c, const int32_t *tokens, int32_t n) {
@@ -70,38 +152,74 @@ static void embed(elm_context *c, const int32_t *tokens, int32_t n) {
     for (int32_t t = 0; t < n; t++)
         elm_type_get(e->type)->to_float((const char *)e->data + (size_t)tokens[t] * row,
                                         c->x + (size_t)t * e->ne[0], e->ne[0]);
+    const float scale = c->m->hp.embd_scale;
+    if (scale != 1.0f)
+        for (size_t i = 0; i < (size_t)n * (size_t)e->ne[0]; i++) c->x[i] *= scale;
+}
+
+/* y[t, i] += b[i] for n_tok rows of n (biases are F32, elm_model_bind checks). */
+static void add_bias(float *y, const elm_tensor *b, int32_t n_tok, int64_t n) {
+    if (!b) return;
+    const float *bias = b->data;
+    for (int32_t t = 0; t < n_tok; t++)
+        for (int64_t i = 0; i < n; i++) y[(size_t)t * n + i] += bias[i];
+}
+
+/* cos and sin of every rotated pair's angle for the batch's positions, once per forward call
+ * (all layers use the same). */
+static void rope_tables(elm_context *c, int32_t n) {
+    const int half = c->m->hp.rope_dim / 2;
+    for (int32_t t = 0; t < n; t++) {
+        float *cs = c->rope_cs + (size_t)t * c->m->hp.rope_dim;
+        for (int i = 0; i < half; i++) {
+            const float angle = (float)(c->n_past + t) * c->inv_freq[i];
+            cs[2 * i] = cosf(angle);
+            cs[2 * i + 1] = sinf(angle);
+        }
+    }
 }
 
 static void layer_forward(elm_context *c, int l, int32_t n) {
     const elm_model *m = c->m;
     const elm_hparams *hp = &m->hp;
     const elm_layer *L = &m->layers[l];
-    const int dim = hp->dim, kv = c->kv_dim;
+    const int dim = hp->dim, kv = c->kv_dim, q_dim = hp->n_heads * hp->head_dim;
     const float *attn_norm = c->norms + (size_t)(2 * l) * dim, *ffn_norm = attn_norm + dim;
+    void (*rope)(float *, int, int, int, const float *) =
+        hp->rope_style == ELM_ROPE_NEOX ? c->k->rope_neox : c->k->rope;
 
     for (int32_t t = 0; t < n; t++)
         c->k->rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, attn_norm, dim, hp->rms_eps);
-    matmul(c, l, L->wq, c->xb, n, c->q);
-    matmul(c, l, L->wk, c->xb, n, c->kb);
-    matmul(c, l, L->wv, c->xb, n, c->vb);
-    const size_t layer_off = (size_t)l * c->n_ctx * kv;
+    const elm_tensor *qkv[] = {L->wq, L->wk, L->wv};
+    float *qkv_out[] = {c->q, c->kb, c->vb};
+    matmul_group(c, l, 3, qkv, qkv_out, c->xb, n);
+    add_bias(c->q, L->bq, n, q_dim);
+    add_bias(c->kb, L->bk, n, kv);
+    add_bias(c->vb, L->bv, n, kv);
+    unsigned char *k_layer = c->k_cache + (size_t)l * c->n_ctx * c->k_row;
+    unsigned char *v_layer = c->v_cache + (size_t)l * c->n_ctx * c->v_row;
     for (int32_t t = 0; t < n; t++) {
         const int32_t pos = c->n_past + t;
-        c->k->rope(c->q + (size_t)t * dim, hp->n_heads, hp->head_dim, hp->rope_dim, c->inv_freq, pos);
-        c->k->rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, c->inv_freq, pos);
-        memcpy(c->k_cache + layer_off + (size_t)pos * kv, c->kb + (size_t)t * kv, sizeof(float) * kv);
-        memcpy(c->v_cache + layer_off + (size_t)pos * kv, c->vb + (size_t)t * kv, sizeof(float) * kv);
+        const float *cs = c->rope_cs + (size_t)t * hp->rope_dim;
+        rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs);
+        rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
+        /* keys are stored (and quantized) after RoPE */
+        elm_kv_encode(c->type_k, c->k_block, c->kb + (size_t)t * kv, k_layer + (size_t)pos * c->k_row, kv);
+        elm_kv_encode(c->type_v, c->v_block, c->vb + (size_t)t * kv, v_layer + (size_t)pos * c->v_row, kv);
     }
-    attention_job aj = {c, l, n, c->n_past};
+    attention_job aj = {.c = c, .n_tok = n, .pos0 = c->n_past};
+    layer_kv(c, l, c->n_past + n, &aj.k, &aj.v);
     elm_pool_run(c->pool, attention_worker, &aj);
     matmul(c, l, L->wo, c->att, n, c->xb);
     for (size_t i = 0; i < (size_t)n * dim; i++) c->x[i] += c->xb[i];
 
     for (int32_t t = 0; t < n; t++)
         c->k->rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, ffn_norm, dim, hp->rms_eps);
-    matmul(c, l, L->w_gate, c->xb, n, c->hg);
-    matmul(c, l, L->w_up, c->xb, n, c->hu);
-    c->k->swiglu(c->hg, c->hg, c->hu, (int64_t)n * hp->ffn_dim);
+    const elm_tensor *gate_up[] = {L->w_gate, L->w_up};
+    float *gate_up_out[] = {c->hg, c->hu};
+    matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n);
+    (hp->ffn_act == ELM_ACT_GELU_TANH ? c->k->geglu : c->k->swiglu)(c->hg, c->hg, c->hu,
+                                                                  (int64_t)n * hp->ffn_dim);
     matmul(c, l, L->w_down, c->hg, n, c->xb);
     for (size_t i = 0; i < (size_t)n * dim; i++) c->x[i] += c->xb[i];
 }
@@ -119,7 +237,9 @@ elm_status elm_forward(elm_context *c, const int32_t *tokens, int32_t n, float *
             return elm_errorf(err, ELM_ERR_ARG, "token id %d out of range 0..%d", tokens[t],
                               hp->n_vocab - 1);
     embed(c, tokens, n);
+    rope_tables(c, n);
     for (int l = 0; l < hp->n_layers; l++) layer_forward(c, l, n);
+    memcpy(c->tokens + c->n_past, tokens, sizeof(int32_t) * (size_t)n);
     c->n_past += n;
     if (!logits) return ELM_OK;
 

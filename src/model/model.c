@@ -1,6 +1,8 @@
 /* elm_model: the one in-memory model. Owns mappings and buffers handed over by loaders, validates
- * tensors as they are added, and binds GGUF tensor names to layer slots (elm_model_bind). */
+ * tensors as they are added, and binds GGUF tensor names to layer slots (elm_model_bind) for each
+ * architecture of model/arch.h. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +10,12 @@
 #include "core/fileio.h"
 #include "edgelm/model.h"
 #include "formats/loaders.h"
+#include "model/arch.h"
 
 struct elm_model_storage {
     int n, cap;
     struct { void *addr; size_t len; } *items; /* len 0: malloc'd buffer; else mmap */
+    elm_tensor *views; /* [n_layers * 5]: row views of fused tensors (see bind_layer) */
 };
 
 elm_model *elm_model_new(const char *path, const char *format, elm_error *err) {
@@ -135,36 +139,136 @@ static elm_status bind_one(elm_model *m, elm_tensor **slot, const char *name, in
     return ELM_OK;
 }
 
-elm_status elm_model_bind(elm_model *m, elm_error *err) {
+/* A view of rows [r0, r0 + rows) of matrix t, named after the tensor it stands for. */
+static elm_tensor *row_view(elm_tensor *v, const elm_tensor *t, int64_t r0, int64_t rows,
+                            const char *name) {
+    const size_t row_bytes = elm_row_bytes(t->type, t->ne[0]);
+    *v = *t;
+    snprintf(v->name, sizeof v->name, "%s", name);
+    v->ne[1] = rows;
+    v->data = (char *)t->data + (size_t)r0 * row_bytes;
+    v->nbytes = (size_t)rows * row_bytes;
+    return v;
+}
+
+/* 1-D F32 bias of n elements (GGUF keeps biases F32; the HF loader converts them), optional
+ * unless required. */
+static elm_status bind_bias(elm_model *m, elm_tensor **slot, const char *name, int64_t n,
+                            bool required, elm_error *err) {
+    if (!required && !elm_model_find(m, name)) return ELM_OK;
+    elm_status st = bind_one(m, slot, name, n, 0, err);
+    if (!st && (*slot)->type != ELM_TYPE_F32)
+        st = elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is %s, biases must be f32",
+                        m->path, name, elm_type_get((*slot)->type)->name);
+    return st;
+}
+
+/* Binds block l: q/k/v from attn_qkv (Phi-3) or separately, gate/up from ffn_gate + ffn_up or a
+ * fused ffn_up [gate; up] (Phi-3), whichever the file has, as llama.cpp accepts either. */
+static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor *views,
+                             elm_error *err) {
+    const elm_hparams *hp = &m->hp;
+    const int64_t dim = hp->dim, q = (int64_t)hp->n_heads * hp->head_dim,
+                  kv = (int64_t)hp->n_kv_heads * hp->head_dim, ff = hp->ffn_dim;
+    elm_layer *L = &m->layers[l];
+    char name[ELM_NAME_MAX], view[ELM_NAME_MAX];
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", l, suffix), name)
+#define VIEW(suffix) (snprintf(view, sizeof view, "blk.%d.%s", l, suffix), view)
+    elm_status st;
+    elm_tensor *fused;
+    if ((st = bind_one(m, &L->attn_norm, NAME("attn_norm.weight"), dim, 0, err)) ||
+        (st = bind_one(m, &L->ffn_norm, NAME("ffn_norm.weight"), dim, 0, err)) ||
+        (st = bind_one(m, &L->wo, NAME("attn_output.weight"), q, dim, err)) ||
+        (st = bind_one(m, &L->w_down, NAME("ffn_down.weight"), ff, dim, err)))
+        return st;
+    if (elm_model_find(m, NAME("attn_qkv.weight"))) {
+        if ((st = bind_one(m, &fused, name, dim, q + 2 * kv, err))) return st;
+        L->wq = row_view(&views[0], fused, 0, q, VIEW("attn_q.weight"));
+        L->wk = row_view(&views[1], fused, q, kv, VIEW("attn_k.weight"));
+        L->wv = row_view(&views[2], fused, q + kv, kv, VIEW("attn_v.weight"));
+    } else if ((st = bind_one(m, &L->wq, NAME("attn_q.weight"), dim, q, err)) ||
+               (st = bind_one(m, &L->wk, NAME("attn_k.weight"), dim, kv, err)) ||
+               (st = bind_one(m, &L->wv, NAME("attn_v.weight"), dim, kv, err))) {
+        return st;
+    }
+    if ((st = bind_bias(m, &L->bq, NAME("attn_q.bias"), q, a->qkv_bias, err)) ||
+        (st = bind_bias(m, &L->bk, NAME("attn_k.bias"), kv, a->qkv_bias, err)) ||
+        (st = bind_bias(m, &L->bv, NAME("attn_v.bias"), kv, a->qkv_bias, err)))
+        return st;
+    if (elm_model_find(m, NAME("ffn_gate.weight"))) {
+        if ((st = bind_one(m, &L->w_gate, name, dim, ff, err)) ||
+            (st = bind_one(m, &L->w_up, NAME("ffn_up.weight"), dim, ff, err)))
+            return st;
+    } else {
+        if ((st = bind_one(m, &fused, NAME("ffn_up.weight"), dim, 2 * ff, err))) return st;
+        L->w_gate = row_view(&views[3], fused, 0, ff, VIEW("ffn_gate.weight"));
+        L->w_up = row_view(&views[4], fused, ff, ff, VIEW("ffn_up.weight"));
+    }
+#undef NAME
+#undef VIEW
+    return ELM_OK;
+}
+
+/* Hyper-parameters the pass needs, with the defaults llama.cpp uses when a file omits them. */
+static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err) {
     elm_hparams *hp = &m->hp;
-    if (strcmp(hp->arch, "llama") != 0)
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: unsupported architecture '%s'", m->path,
-                          hp->arch);
     if (hp->dim <= 0 || hp->n_layers <= 0 || hp->n_heads <= 0 || hp->n_kv_heads <= 0 ||
         hp->ffn_dim <= 0 || hp->n_vocab <= 0 || hp->dim > (1 << 20) || hp->n_layers > 4096 ||
-        hp->ffn_dim > (1 << 22) || hp->n_vocab > (1 << 24))
+        hp->ffn_dim > (1 << 22) || hp->n_vocab > (1 << 24) || hp->head_dim < 0 ||
+        hp->head_dim > 4096 || hp->n_heads > 4096 || hp->n_swa < 0)
         return elm_errorf(err, ELM_ERR_FORMAT,
-                          "%s: invalid hyper-parameters (dim %d, layers %d, heads %d/%d, ffn %d, "
-                          "vocab %d)", m->path, hp->dim, hp->n_layers, hp->n_heads, hp->n_kv_heads,
-                          hp->ffn_dim, hp->n_vocab);
-    if (hp->dim % hp->n_heads != 0 || hp->n_heads % hp->n_kv_heads != 0)
+                          "%s: invalid hyper-parameters (dim %d, layers %d, heads %d/%d, head size "
+                          "%d, ffn %d, vocab %d)", m->path, hp->dim, hp->n_layers, hp->n_heads,
+                          hp->n_kv_heads, hp->head_dim, hp->ffn_dim, hp->n_vocab);
+    if ((hp->head_dim == 0 && hp->dim % hp->n_heads != 0) || hp->n_heads % hp->n_kv_heads != 0)
         return elm_errorf(err, ELM_ERR_FORMAT,
                           "%s: %d heads do not divide dim %d or are not a multiple of %d KV heads",
                           m->path, hp->n_heads, hp->dim, hp->n_kv_heads);
-    hp->head_dim = hp->dim / hp->n_heads;
+    if (hp->head_dim == 0) hp->head_dim = hp->dim / hp->n_heads;
     if (hp->rope_dim <= 0) hp->rope_dim = hp->head_dim;
     if (hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: RoPE dimension %d invalid for head size %d",
                           m->path, hp->rope_dim, hp->head_dim);
     if (hp->rms_eps <= 0) hp->rms_eps = 1e-5f;
     if (hp->rope_theta <= 0) hp->rope_theta = 10000.0f;
+    if (hp->rope_freq_scale <= 0) hp->rope_freq_scale = 1.0f;
     if (hp->n_ctx_train <= 0) hp->n_ctx_train = 2048;
+    hp->rope_style = a->rope;
+    hp->ffn_act = a->act;
+    hp->embd_scale = a->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
+    return ELM_OK;
+}
+
+/* RoPE frequency divisors (rope_freqs.weight, [rope_dim/2]); Phi-3's long-context factors
+ * ("longrope") are refused rather than ignored. */
+static elm_status bind_rope(elm_model *m, elm_error *err) {
+    if (elm_model_find(m, "rope_factors_long.weight") ||
+        elm_model_find(m, "rope_factors_short.weight"))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: RoPE scaling 'longrope' (rope_factors_long/short) is not supported",
+                          m->path);
+    m->rope_freqs = NULL;
+    if (!elm_model_find(m, "rope_freqs.weight")) return ELM_OK;
+    elm_status st = bind_one(m, &m->rope_freqs, "rope_freqs.weight", m->hp.rope_dim / 2, 0, err);
+    if (!st && elm_type_get(m->rope_freqs->type)->block_size != 1)
+        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor 'rope_freqs.weight' is quantized",
+                        m->path);
+    return st;
+}
+
+elm_status elm_model_bind(elm_model *m, elm_error *err) {
+    elm_hparams *hp = &m->hp;
+    const elm_arch *a = elm_arch_find(hp->arch);
+    if (!a)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: unsupported architecture '%s' (edgelm runs %s)", m->path, hp->arch,
+                          elm_arch_names());
+    elm_status st;
+    if ((st = check_hparams(m, a, err))) return st;
     if (m->vocab.n_tokens != hp->n_vocab)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: vocabulary has %d tokens, model expects %d",
                           m->path, m->vocab.n_tokens, hp->n_vocab);
-
-    int64_t kv = (int64_t)hp->n_kv_heads * hp->head_dim;
-    elm_status st;
+    if ((st = bind_rope(m, err))) return st;
     if ((st = bind_one(m, &m->tok_embd, "token_embd.weight", hp->dim, hp->n_vocab, err))) return st;
     if ((st = bind_one(m, &m->output_norm, "output_norm.weight", hp->dim, 0, err))) return st;
     if (elm_model_find(m, "output.weight")) {
@@ -175,23 +279,13 @@ elm_status elm_model_bind(elm_model *m, elm_error *err) {
         hp->tied_output = true;
     }
     free(m->layers);
+    free(m->storage->views);
+    m->storage->views = calloc((size_t)hp->n_layers * 5, sizeof *m->storage->views);
     m->layers = calloc((size_t)hp->n_layers, sizeof *m->layers);
-    if (!m->layers) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
-    for (int l = 0; l < hp->n_layers; l++) {
-        elm_layer *L = &m->layers[l];
-        struct { elm_tensor **slot; const char *suffix; int64_t cols, rows; } want[] = {
-            {&L->attn_norm, "attn_norm", hp->dim, 0},   {&L->wq, "attn_q", hp->dim, hp->dim},
-            {&L->wk, "attn_k", hp->dim, kv},            {&L->wv, "attn_v", hp->dim, kv},
-            {&L->wo, "attn_output", hp->dim, hp->dim},  {&L->ffn_norm, "ffn_norm", hp->dim, 0},
-            {&L->w_gate, "ffn_gate", hp->dim, hp->ffn_dim}, {&L->w_up, "ffn_up", hp->dim, hp->ffn_dim},
-            {&L->w_down, "ffn_down", hp->ffn_dim, hp->dim},
-        };
-        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-            char name[ELM_NAME_MAX];
-            snprintf(name, sizeof name, "blk.%d.%s.weight", l, want[i].suffix);
-            if ((st = bind_one(m, want[i].slot, name, want[i].cols, want[i].rows, err))) return st;
-        }
-    }
+    if (!m->layers || !m->storage->views)
+        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
+    for (int l = 0; l < hp->n_layers; l++)
+        if ((st = bind_layer(m, a, l, m->storage->views + (size_t)l * 5, err))) return st;
     return ELM_OK;
 }
 
@@ -203,6 +297,7 @@ void elm_model_free(elm_model *m) {
             else free(m->storage->items[i].addr);
         }
         free(m->storage->items);
+        free(m->storage->views);
         free(m->storage);
     }
     elm_vocab_free(&m->vocab);

@@ -1,13 +1,16 @@
-/* Round-to-nearest model quantization (edgelm/quantize.h): plans the output type of every tensor
- * (the `llama-quantize --pure` rules), then streams the tensors through the GGUF writer, decoding
- * each row to float with its type's to_float and encoding it with the target's from_float. */
+/* Whole-model quantization (quantize.h, quant.h): plans each tensor's type (policy.c), lets GPTQ or
+ * AWQ choose the blocks of the linear layers (layerwise.c), then streams the tensors through the
+ * GGUF writer. Round-to-nearest tensors are converted while writing, one row at a time: decoded
+ * to float with their type's to_float, encoded with the target's from_float (bit-exact with
+ * llama-quantize --pure without an importance matrix). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "edgelm/quantize.h"
+#include "edgelm/quant.h"
 #include "formats/gguf_write.h"
+#include "quant/layerwise.h"
 
 uint32_t elm_file_type_of(elm_type type) {
     switch (type) {
@@ -24,40 +27,46 @@ uint32_t elm_file_type_of(elm_type type) {
     return 0;
 }
 
-typedef struct qjob {
-    const elm_model *m;
-    elm_type target;
+typedef struct wjob {
+    const elm_model *m;           /* the input model (names, error messages) */
+    const elm_tensor *src;        /* [n] tensors to convert: m's, or the calibrated working copy */
+    uint8_t *const *ready;        /* [n] bytes chosen by GPTQ/AWQ (entries may be NULL), or NULL */
+    const elm_tensor_plan *plan;
     const elm_quantize_callbacks *cb;
-    float *row; /* [widest row] */
-} qjob;
+    bool per_tensor_progress;     /* RTN: progress counts tensors */
+    float *row;                   /* [widest row] */
+} wjob;
 
-/* A matrix planned as F16 instead of the target: its rows are not whole blocks. */
-static bool is_fallback(const qjob *q, const elm_tensor *t) {
-    return t->n_dims >= 2 && t->type != q->target;
-}
-
-/* Writer callback: tensor i of the output, converted row by row from the same-index input. */
+/* Writer callback: tensor i of the output. */
 static elm_status fill(void *user, int32_t i, const elm_tensor *t, void *dst, elm_error *err) {
-    qjob *q = user;
-    const elm_tensor *in = &q->m->tensors[i];
-    const elm_type_traits *src_tt = elm_type_get(in->type), *dst_tt = elm_type_get(t->type);
-    size_t src_row = elm_row_bytes(in->type, in->ne[0]), dst_row = elm_row_bytes(t->type, t->ne[0]);
-    int64_t rows = in->ne[1] * in->ne[2] * in->ne[3];
-    (void)err;
+    wjob *j = user;
+    const elm_tensor_plan *p = &j->plan[i];
     /* warned here rather than while planning, so that an output that cannot be created fails
      * before any warning is shown */
-    if (is_fallback(q, t) && q->cb && q->cb->warn) {
+    if (p->type != p->wanted && j->cb && j->cb->warn) {
+        const elm_type_traits *w = elm_type_get((uint32_t)p->wanted);
         char msg[256];
         snprintf(msg, sizeof msg, "tensor '%s' has rows of %lld weights, not a multiple of the %s "
-                 "block size %d: written as f16", t->name, (long long)t->ne[0],
-                 elm_type_get(q->target)->name, elm_type_get(q->target)->block_size);
-        q->cb->warn(msg, q->cb->user);
+                 "block size %d: written as %s", t->name, (long long)t->ne[0], w->name,
+                 w->block_size, elm_type_get((uint32_t)p->type)->name);
+        j->cb->warn(msg, j->cb->user);
     }
-    for (int64_t r = 0; r < rows; r++) {
-        src_tt->to_float((const uint8_t *)in->data + (size_t)r * src_row, q->row, in->ne[0]);
-        dst_tt->from_float(q->row, (uint8_t *)dst + (size_t)r * dst_row, t->ne[0]);
+    if (j->ready && j->ready[i]) {
+        memcpy(dst, j->ready[i], t->nbytes);
+    } else {
+        const elm_tensor *in = &j->src[i];
+        const elm_type_traits *src_tt = elm_type_get(in->type), *dst_tt = elm_type_get(t->type);
+        size_t src_row = elm_row_bytes(in->type, in->ne[0]), dst_row = elm_row_bytes(t->type, t->ne[0]);
+        int64_t rows = in->ne[1] * in->ne[2] * in->ne[3];
+        for (int64_t r = 0; r < rows; r++) {
+            src_tt->to_float((const uint8_t *)in->data + (size_t)r * src_row, j->row, in->ne[0]);
+            elm_status st = elm_check_finite(j->m, in, r, j->row, err);
+            if (st) return st;
+            dst_tt->from_float(j->row, (uint8_t *)dst + (size_t)r * dst_row, t->ne[0]);
+        }
     }
-    if (q->cb && q->cb->progress) q->cb->progress(i + 1, q->m->n_tensors, t->name, q->cb->user);
+    if (j->per_tensor_progress && j->cb && j->cb->progress)
+        j->cb->progress(i + 1, j->m->n_tensors, t->name, j->cb->user);
     return ELM_OK;
 }
 
@@ -67,48 +76,102 @@ static double now_s(void) {
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-elm_status elm_quantize_model(const elm_model *m, elm_type type, const char *out_path,
-                              const elm_quantize_callbacks *cb, elm_quantize_summary *summary,
-                              elm_error *err) {
-    double t0 = now_s();
-    const elm_type_traits *tt = elm_type_get((uint32_t)type);
-    if (!tt)
-        return elm_errorf(err, ELM_ERR_ARG, "%s: unsupported target type %d", out_path, (int)type);
-    elm_quantize_summary sum = {0};
-    elm_tensor *out = calloc(m->n_tensors ? (size_t)m->n_tensors : 1, sizeof *out);
-    if (!out) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
-    qjob job = {.m = m, .target = type, .cb = cb};
-    int64_t widest = 1;
+void elm_quant_report_free(elm_quant_report *r) {
+    free(r->tensors);
+    memset(r, 0, sizeof *r);
+}
+
+/* Report of a run: the plan's types and reasons, and the calibrated errors when there are. */
+static elm_status fill_report(const elm_model *m, const elm_tensor_plan *plan, const elm_qrun *run,
+                              elm_quant_report *rep, elm_error *err) {
+    rep->tensors = calloc(m->n_tensors ? (size_t)m->n_tensors : 1, sizeof *rep->tensors);
+    if (!rep->tensors) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
+    rep->n_tensors = m->n_tensors;
+    rep->n_damp_raised = run->n_damp_raised;
     for (int32_t i = 0; i < m->n_tensors; i++) {
+        elm_quant_tensor_info *t = &rep->tensors[i];
+        if (run->info) {
+            *t = run->info[i];
+            continue;
+        }
+        snprintf(t->name, sizeof t->name, "%s", m->tensors[i].name);
+        t->type = plan[i].type;
+        snprintf(t->reason, sizeof t->reason, "%s", plan[i].reason);
+        t->err_before = t->err_after = -1;
+    }
+    return ELM_OK;
+}
+
+elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
+                           const char *out_path, const elm_quantize_callbacks *cb,
+                           elm_quant_report *report, elm_error *err) {
+    const double t0 = now_s();
+    const int32_t n = m->n_tensors;
+    if (report) memset(report, 0, sizeof *report);
+    elm_tensor_plan *plan = calloc(n ? (size_t)n : 1, sizeof *plan);
+    elm_tensor *out = calloc(n ? (size_t)n : 1, sizeof *out);
+    elm_qrun run = {0};
+    wjob job = {.m = m, .src = m->tensors, .plan = plan, .cb = cb,
+                .per_tensor_progress = params->method == ELM_QUANT_RTN};
+    elm_quantize_summary sum = {0};
+    elm_status st = ELM_OK;
+    if (!plan || !out) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
+    if (!st) st = elm_quant_plan(m, &params->policy, plan, err);
+    if (!st && params->method != ELM_QUANT_RTN) {
+        st = elm_quant_calibrated(m, params, plan, cb, &run, err);
+        job.src = run.tensors;
+        job.ready = run.bytes;
+    }
+    int64_t widest = 1;
+    for (int32_t i = 0; i < n && !st; i++) {
         const elm_tensor *in = &m->tensors[i];
         elm_tensor *t = &out[i];
         *t = *in;
         t->data = NULL;
-        t->type = in->n_dims >= 2 ? type : ELM_TYPE_F32;
-        if (!elm_row_bytes(t->type, t->ne[0])) t->type = ELM_TYPE_F16;
-        sum.n_fallback += is_fallback(&job, t);
+        t->type = plan[i].type;
         t->nbytes = elm_row_bytes(t->type, t->ne[0]) * (size_t)(t->ne[1] * t->ne[2] * t->ne[3]);
         if (in->ne[0] > widest) widest = in->ne[0];
+        sum.n_fallback += plan[i].type != plan[i].wanted;
         sum.n_params += in->ne[0] * in->ne[1] * in->ne[2] * in->ne[3];
         sum.bytes_in += in->nbytes;
         sum.bytes_out += t->nbytes;
     }
-    job.row = malloc((size_t)widest * sizeof(float));
-    elm_status st;
-    if (!job.row) {
+    if (!st && !(job.row = malloc((size_t)widest * sizeof(float))))
         st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
-    } else {
-        elm_gguf_out src = {.m = m, .tensors = out, .n_tensors = m->n_tensors,
-                            .file_type = elm_file_type_of(type), .fill = fill, .user = &job};
+    if (!st) {
+        elm_gguf_out src = {.m = m, .tensors = out, .n_tensors = n,
+                            .file_type = elm_file_type_of(params->policy.type), .fill = fill,
+                            .user = &job};
         st = elm_gguf_write(out_path, &src, &sum.file_bytes, err);
     }
+    if (!st && !job.per_tensor_progress && cb && cb->progress)
+        cb->progress(m->hp.n_layers + 2, m->hp.n_layers + 2, "written", cb->user);
+    if (!st && report) st = fill_report(m, plan, &run, report, err);
     free(job.row);
+    elm_qrun_free(&run);
     free(out);
-    if (st) return st;
-    sum.n_tensors = m->n_tensors;
+    free(plan);
+    if (st) {
+        if (report) elm_quant_report_free(report);
+        return st;
+    }
+    sum.n_tensors = n;
     sum.bits_per_weight = sum.n_params ? 8.0 * (double)sum.bytes_out / (double)sum.n_params : 0;
     sum.ratio = sum.bytes_out ? (double)sum.bytes_in / (double)sum.bytes_out : 0;
     sum.seconds = now_s() - t0;
-    if (summary) *summary = sum;
+    if (report) report->summary = sum;
     return ELM_OK;
+}
+
+elm_status elm_quantize_model(const elm_model *m, elm_type type, const char *out_path,
+                              const elm_quantize_callbacks *cb, elm_quantize_summary *summary,
+                              elm_error *err) {
+    const elm_quant_params p = {.policy = {.type = type, .pure = true}, .method = ELM_QUANT_RTN};
+    elm_quant_report rep;
+    elm_status st = elm_quantize_ex(m, &p, out_path, cb, summary ? &rep : NULL, err);
+    if (!st && summary) {
+        *summary = rep.summary;
+        elm_quant_report_free(&rep);
+    }
+    return st;
 }

@@ -1,6 +1,9 @@
-/* SentencePiece-style BPE encoding (elm_tokenize).
+/* BPE encoding (elm_tokenize, elm_tokenize_special): one merge engine for SentencePiece-style and
+ * byte-level vocabularies.
  *
- * The text is normalized the SentencePiece way (spaces become "▁" U+2581, and a "▁" is prepended
+ * Special tokens spelled out in the text are cut out first, as llama.cpp does it: for each
+ * special token, longest first, every occurrence in the text still raw becomes that token.
+ * SentencePiece-style ("llama") raw text is then normalized the SentencePiece way (spaces become "▁" U+2581, and a "▁" is prepended
  * when add_space_prefix), split into UTF-8 characters, and adjacent symbols are merged greedily:
  * by the score of the merged piece (SentencePiece BPE model, as llama.cpp's "llama" vocab does it;
  * highest score first, leftmost on ties) or, when the vocab has merges (Hugging Face
@@ -9,10 +12,14 @@
  * an earlier merge are recognized by their recorded lengths and skipped when popped. The queue is
  * emptied at every byte no merge can cross ("\n"), which keeps it small and cache-resident on long
  * texts without changing the result. A final symbol that is not a piece falls back to its bytes'
- * "<0xXX>" tokens. */
+ * "<0xXX>" tokens. Byte-level ("gpt2") raw text is cut by the vocab's pre-tokenizer regex, each
+ * piece's bytes are spelled in GPT-2's byte alphabet and merged by rank on their own (with
+ * ignore_merges, a piece that is itself a token is taken whole, as Llama 3's tokenizer does). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer/bytelevel.h"
+#include "tokenizer/pretok.h"
 #include "tokenizer/vocab_index.h"
 
 /* Texts beyond this are refused: symbol indices are int32 and normalization triples the size. */
@@ -115,10 +122,10 @@ static uint32_t utf8_char_len(const unsigned char *s, size_t n) {
 }
 
 /* SentencePiece normalization: "▁" for every space, plus one in front when requested. */
-static size_t normalize(const elm_vocab *v, const char *text, size_t len, char *out) {
+static size_t normalize(const char *text, size_t len, bool prefix, char *out) {
     static const char space[] = "\xE2\x96\x81";
     size_t n = 0;
-    if (v->add_space_prefix && len > 0) {
+    if (prefix && len > 0) {
         memcpy(out, space, 3);
         n = 3;
     }
@@ -200,8 +207,109 @@ static void emit_symbol(const elm_vocab *v, const char *text, const symbol *s, i
     }
 }
 
-int64_t elm_tokenize(const elm_vocab *v, const char *text, size_t len, bool add_bos,
-                     int32_t *ids, int64_t max_ids, elm_error *err) {
+/* A stretch of the text: raw text, or a special token found in it. */
+typedef struct fragment {
+    size_t start, len;
+    int32_t id; /* the special token, or -1 for raw text */
+} fragment;
+
+typedef struct fragments {
+    fragment *items;
+    size_t n, cap;
+} fragments;
+
+static bool frag_push(fragments *f, size_t start, size_t len, int32_t id) {
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? 2 * f->cap : 16;
+        fragment *items = realloc(f->items, cap * sizeof *items);
+        if (!items) return false;
+        f->items = items;
+        f->cap = cap;
+    }
+    f->items[f->n++] = (fragment){start, len, id};
+    return true;
+}
+
+/* Cuts the special tokens out of text into *out (llama.cpp's order: each token in turn, longest
+ * first, over what is still raw). Control and unknown tokens only when parse_special. */
+static bool partition(const elm_vocab *v, const char *text, size_t len, bool parse_special,
+                      fragments *out) {
+    fragments cur = {0}, next = {0};
+    bool ok = frag_push(&cur, 0, len, -1);
+    const int32_t *specials;
+    int32_t n_specials = elm_vocab_specials(v, &specials);
+    for (int32_t k = 0; ok && k < n_specials; k++) {
+        int32_t id = specials[k];
+        if (!parse_special && v->types[id] != ELM_TOKEN_USER_DEFINED) continue;
+        const char *piece = v->pieces[id];
+        size_t plen = v->piece_len[id];
+        next.n = 0;
+        for (size_t i = 0; ok && i < cur.n; i++) {
+            fragment f = cur.items[i];
+            const char *hit;
+            while (ok && f.id < 0 && f.len >= plen &&
+                   (hit = memmem(text + f.start, f.len, piece, plen)) != NULL) {
+                size_t left = (size_t)(hit - text) - f.start;
+                ok = (left == 0 || frag_push(&next, f.start, left, -1)) &&
+                     frag_push(&next, f.start + left, plen, id);
+                f.start += left + plen;
+                f.len -= left + plen;
+            }
+            if (ok && (f.id >= 0 || f.len > 0)) ok = frag_push(&next, f.start, f.len, f.id);
+        }
+        fragments t = cur;
+        cur = next;
+        next = t;
+    }
+    free(next.items);
+    if (!ok) free(cur.items);
+    *out = ok ? cur : (fragments){0};
+    return ok;
+}
+
+/* Encoding state shared by the raw fragments of one text. */
+typedef struct encoder {
+    const elm_vocab *v;
+    const char *text, *frag; /* the whole text; the raw fragment being encoded */
+    char *buf;    /* normalized or byte-mapped text of the part being merged */
+    symbol *sym;  /* one per byte of buf at most */
+    int32_t *ids;
+    int64_t max_ids, n;
+} encoder;
+
+/* Merges buf[0, blen) and emits its symbols; false when out of memory. */
+static bool merge_and_emit(encoder *e, size_t blen) {
+    if (blen == 0) return true;
+    if (!merge_symbols(e->v, e->buf, blen, e->sym)) return false;
+    /* symbol 0 is never merged away: merges absorb the right symbol into the left one */
+    for (int32_t i = 0; i >= 0; i = e->sym[i].next)
+        emit_symbol(e->v, e->buf, &e->sym[i], e->ids, e->max_ids, &e->n);
+    return true;
+}
+
+/* One pre-tokenized piece, frag[start, start + n), of byte-level text. */
+static bool bytelevel_piece(void *user, size_t start, size_t n) {
+    encoder *e = user;
+    size_t blen = elm_bytelevel_encode((const unsigned char *)e->frag + start, n, e->buf);
+    if (e->v->ignore_merges) {
+        int32_t id = elm_vocab_find(e->v, e->buf, blen);
+        if (textual(e->v, id)) {
+            put(e->ids, e->max_ids, &e->n, id);
+            return true;
+        }
+    }
+    return merge_and_emit(e, blen);
+}
+
+static bool encode_raw(encoder *e, const fragment *f, bool prefix) {
+    e->frag = e->text + f->start;
+    if (elm_vocab_pretok(e->v))
+        return elm_pretok_split(elm_vocab_pretok(e->v), e->frag, f->len, bytelevel_piece, e);
+    return merge_and_emit(e, normalize(e->frag, f->len, prefix, e->buf));
+}
+
+int64_t elm_tokenize_special(const elm_vocab *v, const char *text, size_t len, bool add_bos,
+                             bool parse_special, int32_t *ids, int64_t max_ids, elm_error *err) {
     if (!v->index) {
         elm_errorf(err, ELM_ERR_ARG, "tokenize: vocabulary not finalized");
         return -1;
@@ -212,22 +320,34 @@ int64_t elm_tokenize(const elm_vocab *v, const char *text, size_t len, bool add_
         return -1;
     }
     if (max_ids < 0 || (max_ids > 0 && !ids)) max_ids = 0;
-    int64_t n = 0;
-    if (add_bos && v->bos_id >= 0) put(ids, max_ids, &n, v->bos_id);
-    if (len == 0) return n;
+    encoder e = {.v = v, .text = text, .ids = ids, .max_ids = max_ids};
+    if (add_bos && v->bos_id >= 0) put(ids, max_ids, &e.n, v->bos_id);
+    if (len == 0) return e.n;
 
-    char *norm = malloc(3 * len + 3);
-    size_t nlen = norm ? normalize(v, text, len, norm) : 0;
-    symbol *sym = norm ? malloc(nlen * sizeof *sym) : NULL;
-    bool ok = sym && merge_symbols(v, norm, nlen, sym);
-    /* symbol 0 is never merged away: merges absorb the right symbol into the left one */
-    for (int32_t i = 0; ok && i >= 0; i = sym[i].next)
-        emit_symbol(v, norm, &sym[i], ids, max_ids, &n);
-    free(norm);
-    free(sym);
+    /* normalization at most triples a byte (" " -> "▁") and adds a 3-byte prefix */
+    fragments frags = {0};
+    e.buf = malloc(3 * len + 3);
+    e.sym = e.buf ? malloc((3 * len + 3) * sizeof *e.sym) : NULL;
+    bool ok = e.sym && partition(v, text, len, parse_special, &frags);
+    /* SentencePiece's space prefix goes in front of the text and after every special token */
+    bool after_special = true;
+    for (size_t i = 0; ok && i < frags.n; i++) {
+        const fragment *f = &frags.items[i];
+        if (f->id >= 0) put(ids, max_ids, &e.n, f->id);
+        else ok = encode_raw(&e, f, v->add_space_prefix && after_special);
+        after_special = f->id >= 0;
+    }
+    free(frags.items);
+    free(e.buf);
+    free(e.sym);
     if (!ok) {
         elm_errorf(err, ELM_ERR_NOMEM, "tokenize: out of memory for %zu bytes of text", len);
         return -1;
     }
-    return n;
+    return e.n;
+}
+
+int64_t elm_tokenize(const elm_vocab *v, const char *text, size_t len, bool add_bos,
+                     int32_t *ids, int64_t max_ids, elm_error *err) {
+    return elm_tokenize_special(v, text, len, add_bos, false, ids, max_ids, err);
 }

@@ -8,11 +8,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer/bytelevel.h"
 #include "tokenizer/vocab_index.h"
 
 static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
 
-/* Calls fn(ctx, byte) for each byte token id stands for: "▁" read as a space in text pieces, the
+/* Calls fn(ctx, b) for each byte b of the byte-level piece p[0, n): the byte each character stands
+ * for; a character outside GPT-2's alphabet (none in real vocabs) as its own UTF-8 bytes. */
+static void bytelevel_bytes(const unsigned char *p, uint32_t n, void (*fn)(void *, unsigned char),
+                            void *ctx) {
+    for (uint32_t i = 0; i < n;) {
+        uint32_t len = 1, cp = p[i];
+        if ((p[i] & 0xE0) == 0xC0 && i + 1 < n && (p[i + 1] & 0xC0) == 0x80) {
+            len = 2;
+            cp = (uint32_t)(p[i] & 0x1F) << 6 | (p[i + 1] & 0x3F);
+        }
+        int b = elm_bytelevel_byte(cp);
+        if (b >= 0) fn(ctx, (unsigned char)b);
+        else
+            for (uint32_t k = 0; k < len; k++) fn(ctx, p[i + k]);
+        i += len;
+    }
+}
+
+/* Calls fn(ctx, byte) for each byte token id stands for: "▁" read as a space in text pieces (the
+ * byte-level alphabet decoded in gpt2 vocabs, whose user-defined tokens are plain text), the
  * named byte of a "<0xXX>" piece, nothing for control, unknown, unused and out-of-range ids. */
 static void for_token_bytes(const elm_vocab *v, int32_t id, void (*fn)(void *, unsigned char),
                             void *ctx) {
@@ -26,6 +46,12 @@ static void for_token_bytes(const elm_vocab *v, int32_t id, void (*fn)(void *, u
     if (type != ELM_TOKEN_NORMAL && type != ELM_TOKEN_USER_DEFINED) return;
     const unsigned char *p = (const unsigned char *)v->pieces[id];
     uint32_t n = v->piece_len[id];
+    if (strcmp(v->model, "gpt2") == 0) {
+        if (type == ELM_TOKEN_NORMAL) bytelevel_bytes(p, n, fn, ctx);
+        else
+            for (uint32_t i = 0; i < n; i++) fn(ctx, p[i]);
+        return;
+    }
     for (uint32_t i = 0; i < n;) {
         if (i + 2 < n && p[i] == 0xE2 && p[i + 1] == 0x96 && p[i + 2] == 0x81) {
             fn(ctx, ' ');

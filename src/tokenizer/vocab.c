@@ -2,12 +2,15 @@
  * needs (piece -> id, (left, right) -> merge rule, byte -> "<0xXX>" token), all open-addressing
  * hash tables sized at finalize time so encoding never rescans the vocabulary.
  *
- * Beyond vocab.h: elm_vocab_alloc sets model to "llama" (loaders of another kind overwrite it and
- * finalize refuses), and overwrites *v without freeing it; finalize gives tokens whose type was
- * left 0 the type SentencePiece would (see infer_types) and may be called again after edits. */
+ * Beyond vocab.h: elm_vocab_alloc sets model to "llama" (byte-level loaders overwrite it with
+ * "gpt2"; finalize refuses other kinds), and overwrites *v without freeing it; finalize gives
+ * tokens whose type was left 0 the type SentencePiece would (see infer_types), compiles a gpt2
+ * vocab's pre-tokenizer, lists the special tokens text can spell, and may be called again after
+ * edits. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "tokenizer/pretok.h"
 #include "tokenizer/vocab_index.h"
 
 #define ELM_VOCAB_MAX_TOKENS (1 << 24)
@@ -24,6 +27,9 @@ struct elm_vocab_index {
     merge_slot *merge_slots; /* NULL when the vocab uses scores */
     int32_t byte_ids[256];
     bool wall[128]; /* see elm_vocab_is_wall */
+    elm_pretok *pretok; /* gpt2 only */
+    int32_t *specials;  /* see elm_vocab_specials */
+    int32_t n_specials;
 };
 
 /* FNV-1a: short keys, good spread, no dependencies. */
@@ -167,6 +173,13 @@ bool elm_vocab_is_wall(const elm_vocab *v, unsigned char b) {
     return v->index && b < 128 && v->index->wall[b];
 }
 
+const elm_pretok *elm_vocab_pretok(const elm_vocab *v) { return v->index ? v->index->pretok : NULL; }
+
+int32_t elm_vocab_specials(const elm_vocab *v, const int32_t **ids) {
+    *ids = v->index ? v->index->specials : NULL;
+    return v->index ? v->index->n_specials : 0;
+}
+
 int elm_vocab_token_byte(const elm_vocab *v, int32_t id) {
     if (id < 0 || id >= v->n_tokens || v->types[id] != ELM_TOKEN_BYTE) return -1;
     return parse_byte_piece(v->pieces[id], v->piece_len[id]);
@@ -222,13 +235,53 @@ static void index_free(elm_vocab_index *ix) {
     if (!ix) return;
     free(ix->piece_slots);
     free(ix->merge_slots);
+    elm_pretok_free(ix->pretok);
+    free(ix->specials);
     free(ix);
 }
 
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool is_special(const elm_vocab *v, int32_t i) {
+    int32_t t = v->types[i];
+    return (t == ELM_TOKEN_CONTROL || t == ELM_TOKEN_USER_DEFINED || t == ELM_TOKEN_UNKNOWN) &&
+           v->piece_len[i] > 0;
+}
+
+/* Control, user-defined and unknown tokens with a non-empty piece, the ones elm_tokenize_special
+ * may find spelled out in text, longest first (then by id) so that a token containing another
+ * wins. Sorted as packed (inverted length, id) keys: qsort needs no context then. */
+static elm_status build_specials(const elm_vocab *v, elm_vocab_index *ix, const char *src,
+                                 elm_error *err) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < v->n_tokens; i++) n += is_special(v, i);
+    if (n == 0) return ELM_OK;
+    uint64_t *keys = malloc((size_t)n * sizeof *keys);
+    ix->specials = malloc((size_t)n * sizeof *ix->specials);
+    if (!keys || !ix->specials) {
+        free(keys);
+        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", src);
+    }
+    for (int32_t i = 0, k = 0; i < v->n_tokens; i++)
+        if (is_special(v, i)) keys[k++] = (uint64_t)(UINT32_MAX - v->piece_len[i]) << 32 | (uint32_t)i;
+    qsort(keys, (size_t)n, sizeof *keys, u64_cmp);
+    for (int32_t k = 0; k < n; k++) ix->specials[k] = (int32_t)(keys[k] & 0xffffffffu);
+    ix->n_specials = n;
+    free(keys);
+    return ELM_OK;
+}
+
 static elm_status check_fields(const elm_vocab *v, const char *src, elm_error *err) {
-    if (strncmp(v->model, "llama", sizeof v->model) != 0)
+    bool gpt2 = strncmp(v->model, "gpt2", sizeof v->model) == 0;
+    if (!gpt2 && strncmp(v->model, "llama", sizeof v->model) != 0)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tokenizer model '%.16s' not supported "
-                          "(only SentencePiece-style \"llama\")", src, v->model);
+                          "(\"llama\" SentencePiece-style or \"gpt2\" byte-level BPE)", src,
+                          v->model);
+    if (gpt2 && !v->merges)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: byte-level BPE tokenizer without merges", src);
     if (v->n_tokens <= 0 || v->n_tokens > ELM_VOCAB_MAX_TOKENS || !v->pieces || !v->piece_len ||
         !v->types)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: vocabulary not allocated", src);
@@ -276,7 +329,9 @@ elm_status elm_vocab_finalize(elm_vocab *v, const char *src, elm_error *err) {
             if (p[k] < 128) ix->wall[p[k]] = false;
     }
     v->index = ix; /* elm_vocab_find works from here on, which build_merges relies on */
-    if (v->merges && (st = build_merges(v, ix, src, err))) {
+    if ((v->merges && (st = build_merges(v, ix, src, err))) ||
+        (st = build_specials(v, ix, src, err)) ||
+        (!strcmp(v->model, "gpt2") && (st = elm_pretok_new(v->pre, src, &ix->pretok, err)))) {
         v->index = NULL;
         index_free(ix);
         return st;

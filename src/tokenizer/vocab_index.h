@@ -28,4 +28,11 @@ bool elm_vocab_is_wall(const elm_vocab *v, unsigned char b);
 /* The byte a BYTE-type token stands for (its piece is "<0xXX>"), or -1 for any other token. */
 int elm_vocab_token_byte(const elm_vocab *v, int32_t id);
 
+/* The compiled pre-tokenizer of a gpt2 vocab, NULL for llama vocabs. */
+const struct elm_pretok *elm_vocab_pretok(const elm_vocab *v);
+
+/* The tokens text may spell out (control, user-defined, unknown; non-empty pieces), longest
+ * piece first: sets *ids to the list and returns its length. */
+int32_t elm_vocab_specials(const elm_vocab *v, const int32_t **ids);
+
 #endif

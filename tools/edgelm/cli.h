@@ -11,11 +11,14 @@ typedef int (*cli_command_fn)(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_run(int argc, char **argv);
+int cmd_chat(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_calib(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 
 /* Prints "edgelm: <message>" on one line to stderr; returns 1 (the failure exit status). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

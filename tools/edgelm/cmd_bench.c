@@ -1,3 +1,281 @@
-/* PLACEHOLDER until written: replaced by the real subcommand. */
+/* edgelm bench: prompt processing and generation speed the way llama-bench measures them (pp: one
+ * batch of P tokens from an empty cache; tg: N single-token steps from an empty cache; mean ± sd
+ * over repetitions after a warm-up), plus load time, time to first token for a 128-token prompt,
+ * peak RSS, and decode's effective weight bandwidth next to this machine's read bandwidth
+ * (`--membw`, bench/membw.h). Output as text, --json or a --markdown table. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/membw.h"
 #include "cli.h"
-int cmd_bench(int argc, char **argv) { (void)argc; (void)argv; return cli_fail("bench: not built yet"); }
+#include "edgelm/context.h"
+#include "kernels/kernels.h"
+
+enum { TTFT_PROMPT = 128 };
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: edgelm bench -m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--json | --markdown]\n"
+            "       edgelm bench --membw [-t N]\n\n"
+            "Measures a model like llama-bench: pp = one batch of P prompt tokens from an empty\n"
+            "cache, tg = N one-token decode steps from an empty cache, each repeated R times after a\n"
+            "warm-up (mean ± standard deviation, tokens/s). Also: load time, time to first token for\n"
+            "a %d-token prompt, peak RSS, model bytes, and decode's effective weight bandwidth (bytes\n"
+            "of the weights a token reads × tg tokens/s) next to this machine's read bandwidth at\n"
+            "the same thread count. Token ids are random: any model works, e.g. `edgelm synth`.\n\n"
+            "  -m, --model MODEL    GGUF file, Hugging Face folder or llama2.c model.bin\n"
+            "  -p, --n-prompt P     prompt tokens for pp (default 512; 0 skips pp)\n"
+            "  -n, --n-gen N        generated tokens for tg (default 128; 0 skips tg)\n"
+            "  -t, --threads N      threads (default: all cores)\n"
+            "  -r, --repetitions R  repetitions of each test (default 5)\n"
+            "  --json               one JSON object: pp_tps, pp_tps_sd, tg_tps, tg_tps_sd, load_ms,\n"
+            "                       ttft_ms, peak_rss_mib, model_bytes, decode_gbps, membw_gbps,\n"
+            "                       threads, isa (and the parameters)\n"
+            "  --markdown           one markdown table row set, for READMEs\n"
+            "  --membw              only measure read bandwidth, 1..N threads (GB/s = 1e9 B/s)\n"
+            "  --membw-mib M        size of the bandwidth test buffer (default 1024 MiB; keep it\n"
+            "                       far above the last-level cache)\n"
+            "  -h, --help           this help\n"
+            "EDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set.\n",
+            TTFT_PROMPT);
+}
+
+typedef struct {
+    double mean, sd;
+} stat;
+
+static stat stats_of(const double *v, int n) {
+    stat s = {0, 0};
+    for (int i = 0; i < n; i++) s.mean += v[i] / n;
+    for (int i = 0; i < n && n > 1; i++) s.sd += (v[i] - s.mean) * (v[i] - s.mean) / (n - 1);
+    s.sd = sqrt(s.sd);
+    return s;
+}
+
+typedef struct {
+    const char *model;
+    long n_prompt, n_gen, reps, threads;
+    double load_ms, ttft_ms, peak_rss_mib, membw_gbps, decode_gbps;
+    stat pp, tg;
+    size_t model_bytes, decode_bytes;
+    int64_t params;
+    const char *isa;
+} result;
+
+/* Bytes of weights one decoded token reads: every tensor but the embedding table, of which only
+ * a row is read (unless it is also the output projection). The KV cache is left out. */
+static size_t decode_bytes(const elm_model *m) {
+    size_t b = elm_model_bytes(m);
+    if (m->output != m->tok_embd) b -= m->tok_embd->nbytes;
+    return b;
+}
+
+static bool forward(elm_context *c, const int32_t *toks, int32_t n, float *logits) {
+    elm_error err;
+    elm_error_clear(&err);
+    if (elm_forward(c, toks, n, logits, false, &err) != ELM_OK) {
+        cli_fail("bench: %s", err.msg);
+        return false;
+    }
+    return true;
+}
+
+/* pp: the prompt in one batch; returns tokens/s or -1. */
+static double run_pp(elm_context *c, const int32_t *toks, int32_t n, float *logits) {
+    elm_context_reset(c);
+    const double t0 = cli_now_ms();
+    if (!forward(c, toks, n, logits)) return -1;
+    return n / ((cli_now_ms() - t0) / 1000);
+}
+
+/* tg: n single-token steps from an empty cache; returns tokens/s or -1. */
+static double run_tg(elm_context *c, const int32_t *toks, int32_t n, float *logits) {
+    elm_context_reset(c);
+    const double t0 = cli_now_ms();
+    for (int32_t i = 0; i < n; i++)
+        if (!forward(c, toks + i, 1, logits)) return -1;
+    return n / ((cli_now_ms() - t0) / 1000);
+}
+
+/* Prompt in, first token out (greedy pick included). */
+static double run_ttft(elm_context *c, const int32_t *toks, float *logits, int32_t n_vocab) {
+    elm_context_reset(c);
+    const double t0 = cli_now_ms();
+    if (!forward(c, toks, TTFT_PROMPT, logits)) return -1;
+    int32_t best = 0;
+    for (int32_t i = 1; i < n_vocab; i++) best = logits[i] > logits[best] ? i : best;
+    (void)best;
+    return cli_now_ms() - t0;
+}
+
+static int measure(elm_model *m, result *r) {
+    const long n_pp = r->n_prompt > TTFT_PROMPT ? r->n_prompt : TTFT_PROMPT;
+    const int32_t V = m->hp.n_vocab;
+    elm_context_params cp = {.n_ctx = (int32_t)(n_pp > r->n_gen ? n_pp : r->n_gen) + 1,
+                             .n_batch = (int32_t)n_pp, .n_threads = (int32_t)r->threads};
+    elm_context *c = NULL;
+    elm_error err;
+    elm_error_clear(&err);
+    if (elm_context_new(m, &cp, &c, &err) != ELM_OK) return cli_fail("bench: %s", err.msg);
+    int32_t *toks = malloc(sizeof(int32_t) * (size_t)(cp.n_ctx));
+    float *logits = malloc(sizeof(float) * (size_t)V);
+    double *tps = malloc(sizeof(double) * (size_t)r->reps);
+    int rc = 1;
+    if (!toks || !logits || !tps) {
+        cli_fail("bench: out of memory");
+        goto out;
+    }
+    uint32_t s = 12345;
+    for (int32_t i = 0; i < cp.n_ctx; i++) toks[i] = (int32_t)((s = s * 1664525u + 1013904223u) >> 8) % V;
+    /* warm-up: fault the weights in, start the threads */
+    if (run_pp(c, toks, (int32_t)(n_pp < 32 ? n_pp : 32), logits) < 0 || run_tg(c, toks, 2, logits) < 0)
+        goto out;
+    for (long i = 0; i < r->reps && r->n_prompt > 0; i++)
+        if ((tps[i] = run_pp(c, toks, (int32_t)r->n_prompt, logits)) < 0) goto out;
+    if (r->n_prompt > 0) r->pp = stats_of(tps, (int)r->reps);
+    for (long i = 0; i < r->reps && r->n_gen > 0; i++)
+        if ((tps[i] = run_tg(c, toks, (int32_t)r->n_gen, logits)) < 0) goto out;
+    if (r->n_gen > 0) r->tg = stats_of(tps, (int)r->reps);
+    for (long i = 0; i < r->reps; i++)
+        if ((tps[i] = run_ttft(c, toks, logits, V)) < 0) goto out;
+    r->ttft_ms = stats_of(tps, (int)r->reps).mean;
+    r->isa = elm_kernels_best()->isa;
+    rc = 0;
+out:
+    free(toks), free(logits), free(tps);
+    elm_context_free(c);
+    return rc;
+}
+
+static void print_json(const result *r) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "model", r->model);
+    cJSON_AddStringToObject(o, "isa", r->isa);
+    cJSON_AddNumberToObject(o, "threads", (double)r->threads);
+    cJSON_AddNumberToObject(o, "n_prompt", (double)r->n_prompt);
+    cJSON_AddNumberToObject(o, "n_gen", (double)r->n_gen);
+    cJSON_AddNumberToObject(o, "repetitions", (double)r->reps);
+    cJSON_AddNumberToObject(o, "pp_tps", r->pp.mean);
+    cJSON_AddNumberToObject(o, "pp_tps_sd", r->pp.sd);
+    cJSON_AddNumberToObject(o, "tg_tps", r->tg.mean);
+    cJSON_AddNumberToObject(o, "tg_tps_sd", r->tg.sd);
+    cJSON_AddNumberToObject(o, "load_ms", r->load_ms);
+    cJSON_AddNumberToObject(o, "ttft_ms", r->ttft_ms);
+    cJSON_AddNumberToObject(o, "peak_rss_mib", r->peak_rss_mib);
+    cJSON_AddNumberToObject(o, "model_bytes", (double)r->model_bytes);
+    cJSON_AddNumberToObject(o, "params", (double)r->params);
+    cJSON_AddNumberToObject(o, "decode_bytes_per_token", (double)r->decode_bytes);
+    cJSON_AddNumberToObject(o, "decode_gbps", r->decode_gbps);
+    cJSON_AddNumberToObject(o, "membw_gbps", r->membw_gbps);
+    char *s = cJSON_Print(o);
+    if (s) puts(s);
+    free(s);
+    cJSON_Delete(o);
+}
+
+static void print_markdown(const result *r) {
+    const char *base = strrchr(r->model, '/') ? strrchr(r->model, '/') + 1 : r->model;
+    printf("| model | size | isa | threads | pp%ld tok/s | tg%ld tok/s | decode GB/s | read GB/s | "
+           "load ms | TTFT %d ms | peak RSS MiB |\n",
+           r->n_prompt, r->n_gen, TTFT_PROMPT);
+    printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    printf("| %s | %.2f MiB | %s | %ld | %.1f ± %.1f | %.1f ± %.1f | %.1f | %.1f | %.0f | %.0f | %.0f |\n",
+           base, r->model_bytes / 1048576.0, r->isa, r->threads, r->pp.mean, r->pp.sd, r->tg.mean,
+           r->tg.sd, r->decode_gbps, r->membw_gbps, r->load_ms, r->ttft_ms, r->peak_rss_mib);
+}
+
+static void print_text(const result *r) {
+    printf("model          %s (%.2f MiB, %.2f B parameters)\n", r->model, r->model_bytes / 1048576.0,
+           r->params / 1e9);
+    printf("kernels        %s, %ld threads, %ld repetitions\n", r->isa, r->threads, r->reps);
+    if (r->n_prompt > 0)
+        printf("pp%-12ld %.2f ± %.2f tok/s\n", r->n_prompt, r->pp.mean, r->pp.sd);
+    if (r->n_gen > 0)
+        printf("tg%-12ld %.2f ± %.2f tok/s (%.2f ms/token)\n", r->n_gen, r->tg.mean, r->tg.sd,
+               1000 / r->tg.mean);
+    printf("load           %.0f ms\n", r->load_ms);
+    printf("first token    %.0f ms after a %d-token prompt\n", r->ttft_ms, TTFT_PROMPT);
+    printf("peak RSS       %.0f MiB\n", r->peak_rss_mib);
+    if (r->n_gen > 0)
+        printf("decode         %.1f GB/s of weights (%.0f MB per token); read bandwidth %.1f GB/s "
+               "(%.0f%%)\n", r->decode_gbps, r->decode_bytes / 1e6, r->membw_gbps,
+               100 * r->decode_gbps / r->membw_gbps);
+}
+
+static int membw_only(long threads, long mib, bool json) {
+    cJSON *arr = json ? cJSON_CreateArray() : NULL;
+    if (!json) printf("read bandwidth, %ld MiB buffer\n", mib);
+    for (long t = 1; t <= threads; t++) {
+        double gbps;
+        elm_error err;
+        elm_error_clear(&err);
+        if (elm_membw_read((int)t, (size_t)mib << 20, 5, &gbps, &err) != ELM_OK) {
+            cJSON_Delete(arr);
+            return cli_fail("bench: %s", err.msg);
+        }
+        if (json) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "threads", (double)t);
+            cJSON_AddNumberToObject(o, "membw_gbps", gbps);
+            cJSON_AddItemToArray(arr, o);
+        } else {
+            printf("  %2ld threads  %6.1f GB/s\n", t, gbps);
+        }
+    }
+    if (json) {
+        char *s = cJSON_Print(arr);
+        if (s) puts(s);
+        free(s);
+        cJSON_Delete(arr);
+    }
+    return 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    result r = {.n_prompt = 512, .n_gen = 128, .reps = 5, .threads = cli_default_threads()};
+    bool json = false, markdown = false, membw = false;
+    long mib = 1024;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(r.model);
+        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) CLI_LONG(0, 1 << 16, r.n_prompt);
+        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) CLI_LONG(0, 1 << 16, r.n_gen);
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) CLI_LONG(1, 512, r.threads);
+        else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) CLI_LONG(1, 1000, r.reps);
+        else if (!strcmp(a, "--membw-mib")) CLI_LONG(1, 1 << 20, mib);
+        else if (!strcmp(a, "--json")) json = true;
+        else if (!strcmp(a, "--markdown")) markdown = true;
+        else if (!strcmp(a, "--membw")) membw = true;
+        else return cli_fail("bench: unknown option '%s' (try 'edgelm bench --help')", a);
+    }
+    if (json && markdown) return cli_fail("bench: choose one of --json and --markdown");
+    if (membw) return membw_only(r.threads, mib, json);
+    if (!r.model) return cli_fail("bench: -m MODEL is required (try 'edgelm bench --help')");
+
+    double t0 = cli_now_ms();
+    elm_model *m = cli_load_model(r.model, NULL);
+    if (!m) return 1;
+    r.load_ms = cli_now_ms() - t0;
+    r.model_bytes = elm_model_bytes(m);
+    r.params = elm_model_params(m);
+    r.decode_bytes = decode_bytes(m);
+    int rc = measure(m, &r);
+    r.peak_rss_mib = cli_peak_rss_mib(); /* before the bandwidth buffer adds its own pages */
+    elm_model_free(m);
+    if (rc) return rc;
+    r.decode_gbps = r.decode_bytes * r.tg.mean / 1e9;
+    elm_error err;
+    elm_error_clear(&err);
+    if (elm_membw_read((int)r.threads, (size_t)mib << 20, 5, &r.membw_gbps, &err) != ELM_OK)
+        return cli_fail("bench: %s", err.msg);
+    if (json) print_json(&r);
+    else if (markdown) print_markdown(&r);
+    else print_text(&r);
+    return 0;
+}

@@ -1,39 +1,62 @@
-/* edgelm quantize: load any model, write a GGUF quantized by round-to-nearest (elm_quantize_model),
- * with a progress bar and fallback warnings on stderr and a closing summary line on stdout. */
+/* edgelm quantize: load any model, write a GGUF quantized by round-to-nearest, GPTQ or AWQ under
+ * the mixed-precision policy (or --pure), with a progress bar (step i/N, elapsed, ETA) and fallback
+ * warnings on stderr and a closing summary on stdout (or --json). */
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "edgelm/quantize.h"
+#include "edgelm/quant.h"
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: edgelm quantize -m MODEL -o OUT.gguf --type TYPE [--tokenizer PATH]\n\n"
-            "Writes MODEL as GGUF with every 2-D weight rounded to nearest in TYPE (as\n"
-            "llama-quantize --pure does without an importance matrix); 1-D tensors stay f32, and\n"
-            "matrices whose rows are not a multiple of 32 fall back to f16.\n\n"
-            "  -m, --model MODEL    input: GGUF, Hugging Face folder or llama2.c model.bin\n"
-            "  -o, --output OUT     output GGUF file (written atomically)\n"
-            "  --type TYPE          q8_0, q4_0, q4_1, q5_0, q5_1, f16 or bf16\n"
-            "  --tokenizer PATH     llama2.c tokenizer.bin when not beside the model\n"
-            "  -h, --help           this help\n");
+            "usage: edgelm quantize -m MODEL -o OUT.gguf --type TYPE [--method rtn|gptq|awq]\n"
+            "                       [--calib FILE] [options]\n\n"
+            "Writes MODEL as GGUF in ggml's standard block types. Default policy: token embedding\n"
+            "and output projection at q8_0, norms f32, every other matrix at TYPE; matrices whose\n"
+            "rows are not a multiple of 32 fall back to f16. --pure puts every matrix at TYPE (with\n"
+            "--method rtn: the bytes llama-quantize --pure writes).\n\n"
+            "  -m, --model MODEL        input: GGUF, Hugging Face folder or llama2.c model.bin\n"
+            "  -o, --output OUT         output GGUF file (written atomically)\n"
+            "  --type TYPE              q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16 or f32\n"
+            "  --method M               rtn (round to nearest, default), gptq (Hessian error\n"
+            "                           feedback) or awq (activation-aware scales and clipping)\n"
+            "  --calib FILE             calibration text for gptq/awq: JSONL from 'edgelm calib'\n"
+            "                           (\"text\" field) or plain text, one sample per line\n"
+            "  --calib-samples N        use the first N samples (default: all)\n"
+            "  --seq-len N              tokens per calibration sample, longer cut (default 512)\n"
+            "  --damp F                 gptq damping, fraction of mean diag(H) (default 0.01)\n"
+            "  --act-order              gptq: columns by descending diag(H), static block scales\n"
+            "  --pure                   every matrix at TYPE (no sensitive-tensor rule)\n"
+            "  --keep-sensitive TYPE    type of token embedding and output (default q8_0; f16)\n"
+            "  --tensor-type PAT=TYPE   type for tensors matching the glob PAT, e.g.\n"
+            "                           'blk.*.ffn_down=q8_0' (repeatable; the last match wins)\n"
+            "  -t, --threads N          threads for the calibration passes (default: all cores)\n"
+            "  --json                   print one JSON object: method, type, bits_per_weight,\n"
+            "                           file_bytes, seconds, and per tensor type, reason, error\n"
+            "  --tokenizer PATH         llama2.c tokenizer.bin when not beside the model\n"
+            "  -h, --help               this help\n");
 }
 
 typedef struct bar {
     bool tty;
+    double t0_ms;
 } bar;
 
-static void on_progress(int32_t done, int32_t total, const char *tensor, void *user) {
+static void on_progress(int32_t done, int32_t total, const char *what, void *user) {
     const bar *b = user;
+    const double el = (cli_now_ms() - b->t0_ms) / 1000.0;
+    const double eta = done > 0 ? el / done * (total - done) : 0;
     if (b->tty) {
         int width = 30, fill = total ? (int)((int64_t)done * width / total) : width;
-        fprintf(stderr, "\r[%.*s%*s] %d/%d %-40.40s", fill, "==============================",
-                width - fill, "", done, total, tensor);
+        fprintf(stderr, "\r[%.*s%*s] %d/%d %-24.24s %6.1fs ETA %6.1fs", fill,
+                "==============================", width - fill, "", done, total, what, el, eta);
         if (done == total) fputc('\n', stderr);
     } else {
-        fprintf(stderr, "[%d/%d] %s\n", done, total, tensor);
+        fprintf(stderr, "[%d/%d] %s  %.1fs elapsed, ETA %.1fs\n", done, total, what, el, eta);
     }
 }
 
@@ -43,51 +66,172 @@ static void on_warn(const char *msg, void *user) {
     fprintf(stderr, "%sedgelm: warning: %s\n", b->tty ? "\r\033[K" : "", msg);
 }
 
-static const char *const allowed[] = {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "f16", "bf16"};
+static const char *const allowed[] = {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "f16", "bf16", "f32"};
+
+static bool parse_type(const char *name, elm_type *out) {
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+        if (!strcasecmp(name, allowed[i])) return elm_type_from_name(name, out);
+    return false;
+}
+
+static void print_json(const elm_quant_params *p, const elm_quant_report *r) {
+    const elm_quantize_summary *s = &r->summary;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "method", elm_quant_method_name(p->method));
+    cJSON_AddStringToObject(o, "type", elm_type_get(p->policy.type)->name);
+    cJSON_AddBoolToObject(o, "pure", p->policy.pure);
+    cJSON_AddNumberToObject(o, "bits_per_weight", s->bits_per_weight);
+    cJSON_AddNumberToObject(o, "file_bytes", (double)s->file_bytes);
+    cJSON_AddNumberToObject(o, "tensor_bytes", (double)s->bytes_out);
+    cJSON_AddNumberToObject(o, "compression", s->ratio);
+    cJSON_AddNumberToObject(o, "seconds", s->seconds);
+    cJSON_AddNumberToObject(o, "n_fallback", s->n_fallback);
+    if (p->method != ELM_QUANT_RTN) {
+        cJSON_AddNumberToObject(o, "calib_samples", p->calib->n);
+        cJSON_AddNumberToObject(o, "calib_tokens", (double)p->calib->n_tokens);
+    }
+    if (p->method == ELM_QUANT_GPTQ) cJSON_AddNumberToObject(o, "damp_raised", r->n_damp_raised);
+    cJSON *arr = cJSON_AddArrayToObject(o, "tensors");
+    for (int32_t i = 0; i < r->n_tensors; i++) {
+        const elm_quant_tensor_info *t = &r->tensors[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", t->name);
+        cJSON_AddStringToObject(e, "type", elm_type_get(t->type)->name);
+        cJSON_AddStringToObject(e, "reason", t->reason);
+        if (t->err_before >= 0) {
+            cJSON_AddNumberToObject(e, "out_err_before", t->err_before);
+            cJSON_AddNumberToObject(e, "out_err_after", t->err_after);
+        }
+        if (t->damp > 0) cJSON_AddNumberToObject(e, "damp", t->damp);
+        cJSON_AddItemToArray(arr, e);
+    }
+    char *txt = cJSON_Print(o);
+    if (txt) puts(txt);
+    free(txt);
+    cJSON_Delete(o);
+}
+
+#define MAX_OVERRIDES 64
 
 int cmd_quantize(int argc, char **argv) {
-    const char *in = NULL, *out = NULL, *type_name = NULL, *tok = NULL;
+    const char *in = NULL, *out = NULL, *type_name = NULL, *tok = NULL, *method_name = "rtn";
+    const char *calib_path = NULL, *sensitive_name = "q8_0";
+    long calib_samples = 0, seq_len = 512, threads = cli_default_threads();
+    float damp = 0.01f;
+    bool act_order = false, pure = false, json = false;
+    elm_type_override ov[MAX_OVERRIDES];
+    int n_ov = 0, rc = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!(in = cli_value(argc, argv, &i))) return 1;
+            CLI_STR(in);
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!(out = cli_value(argc, argv, &i))) return 1;
+            CLI_STR(out);
         } else if (!strcmp(a, "--type")) {
-            if (!(type_name = cli_value(argc, argv, &i))) return 1;
+            CLI_STR(type_name);
+        } else if (!strcmp(a, "--method")) {
+            CLI_STR(method_name);
+        } else if (!strcmp(a, "--calib")) {
+            CLI_STR(calib_path);
+        } else if (!strcmp(a, "--calib-samples")) {
+            CLI_LONG(1, 1L << 24, calib_samples);
+        } else if (!strcmp(a, "--seq-len")) {
+            CLI_LONG(2, 1L << 20, seq_len);
+        } else if (!strcmp(a, "--damp")) {
+            CLI_FLOAT(1e-6, 100, damp);
+        } else if (!strcmp(a, "--act-order")) {
+            act_order = true;
+        } else if (!strcmp(a, "--pure")) {
+            pure = true;
+        } else if (!strcmp(a, "--keep-sensitive")) {
+            CLI_STR(sensitive_name);
+        } else if (!strcmp(a, "--tensor-type")) {
+            if (!cli_value(argc, argv, &i)) return 1;
+            char *v = argv[i], *eq = strrchr(v, '=');
+            if (!eq || eq == v)
+                return cli_fail("--tensor-type '%s': expected PATTERN=TYPE", v);
+            if (n_ov == MAX_OVERRIDES) return cli_fail("--tensor-type: at most %d", MAX_OVERRIDES);
+            if (!parse_type(eq + 1, &ov[n_ov].type))
+                return cli_fail("--tensor-type '%s': unknown type '%s'", v, eq + 1);
+            *eq = '\0'; /* the pattern is the argument up to '=' */
+            ov[n_ov++].pattern = v;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            CLI_LONG(1, 512, threads);
+        } else if (!strcmp(a, "--json")) {
+            json = true;
         } else if (!strcmp(a, "--tokenizer")) {
-            if (!(tok = cli_value(argc, argv, &i))) return 1;
+            CLI_STR(tok);
         } else {
             return cli_fail("quantize: unknown option '%s' (try 'edgelm quantize --help')", a);
         }
     }
-    if (!in || !out || !type_name)
-        return cli_fail("quantize: -m MODEL, -o OUT and --type TYPE are required (try --help)");
-    elm_type type;
-    bool ok = false;
-    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
-        ok |= !strcasecmp(type_name, allowed[i]);
-    if (!ok || !elm_type_from_name(type_name, &type))
-        return cli_fail("quantize: unknown --type '%s' (use q8_0, q4_0, q4_1, q5_0, q5_1, f16 or "
-                        "bf16)", type_name);
+    elm_model *m = NULL;
+    elm_calib_set calib = {0};
+    elm_quant_params p = {.damp = damp, .act_order = act_order, .n_threads = (int32_t)threads};
+    if (!in || !out || !type_name) {
+        cli_fail("quantize: -m MODEL, -o OUT and --type TYPE are required (try --help)");
+        goto done;
+    }
+    if (!parse_type(type_name, &p.policy.type)) {
+        cli_fail("quantize: unknown --type '%s' (use q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16 or "
+                 "f32)", type_name);
+        goto done;
+    }
+    if (!parse_type(sensitive_name, &p.policy.sensitive_type)) {
+        cli_fail("quantize: unknown --keep-sensitive type '%s'", sensitive_name);
+        goto done;
+    }
+    if (!elm_quant_method_from_name(method_name, &p.method)) {
+        cli_fail("quantize: unknown --method '%s' (use rtn, gptq or awq)", method_name);
+        goto done;
+    }
+    if (p.method != ELM_QUANT_RTN && !calib_path) {
+        cli_fail("quantize: --method %s needs calibration text (--calib FILE)", method_name);
+        goto done;
+    }
+    p.policy.pure = pure;
+    p.policy.overrides = ov;
+    p.policy.n_overrides = n_ov;
 
-    elm_model *m = cli_load_model(in, tok);
-    if (!m) return 1;
-    bar b = {.tty = isatty(STDERR_FILENO)};
-    elm_quantize_callbacks cb = {.progress = on_progress, .warn = on_warn, .user = &b};
-    elm_quantize_summary s;
+    if (!(m = cli_load_model(in, tok))) goto done;
     elm_error err;
     elm_error_clear(&err);
-    elm_status st = elm_quantize_model(m, type, out, &cb, &s, &err);
+    bar b = {.tty = isatty(STDERR_FILENO), .t0_ms = cli_now_ms()};
+    if (p.method != ELM_QUANT_RTN) {
+        if (elm_calib_load(&m->vocab, calib_path, (int32_t)seq_len, (int32_t)calib_samples, &calib,
+                           &err)) {
+            cli_fail("%s", err.msg);
+            goto done;
+        }
+        p.calib = &calib;
+        fprintf(stderr, "edgelm: %s calibration: %d samples, %lld tokens from %s\n", method_name,
+                calib.n, (long long)calib.n_tokens, calib_path);
+    } else if (calib_path) {
+        fprintf(stderr, "edgelm: warning: --calib is only used by gptq and awq\n");
+    }
+    elm_quantize_callbacks cb = {.progress = on_progress, .warn = on_warn, .user = &b};
+    elm_quant_report r;
+    if (elm_quantize_ex(m, &p, out, &cb, &r, &err)) {
+        cli_fail("%s", err.msg);
+        goto done;
+    }
+    const elm_quantize_summary *s = &r.summary;
+    if (json) {
+        print_json(&p, &r);
+    } else {
+        printf("%s: %s %s%s, %d tensors (%d fell back to f16): %.2f bits/weight, %.2f MiB -> "
+               "%.2f MiB (%.2fx smaller), file %llu bytes, %.2f s\n",
+               out, method_name, elm_type_get(p.policy.type)->name, pure ? " --pure" : "",
+               s->n_tensors, s->n_fallback, s->bits_per_weight, s->bytes_in / 1048576.0,
+               s->bytes_out / 1048576.0, s->ratio, (unsigned long long)s->file_bytes, s->seconds);
+    }
+    elm_quant_report_free(&r);
+    rc = 0;
+done:
+    elm_calib_free(&calib);
     elm_model_free(m);
-    if (st) return cli_fail("%s", err.msg);
-    printf("%s: %d tensors as %s (%d fell back to f16): %.2f bits/weight, %.2f MiB -> %.2f MiB "
-           "(%.2fx smaller), file %llu bytes, %.2f s\n",
-           out, s.n_tensors, elm_type_get(type)->name, s.n_fallback, s.bits_per_weight,
-           s.bytes_in / 1048576.0, s.bytes_out / 1048576.0, s.ratio,
-           (unsigned long long)s.file_bytes, s.seconds);
-    return 0;
+    return rc;
 }

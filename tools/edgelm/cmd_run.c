@@ -6,29 +6,20 @@
 #include <time.h>
 
 #include "cli.h"
-#include "edgelm/generate.h"
+#include "edgelm/speculative.h"
+#include "gen_opts.h"
 
 static void usage(FILE *f) {
     fputs("usage: edgelm run -m MODEL (-p PROMPT | -f FILE) [options]\n"
           "  -m, --model PATH       GGUF file, Hugging Face folder or llama2.c model.bin\n"
           "  -p, --prompt TEXT      prompt text\n"
           "  -f, --file FILE        read the prompt from FILE\n"
-          "  -n, --n-predict N      tokens to generate (default 128)\n"
-          "  -c, --ctx-size N       KV cache size in tokens (default: trained context, max 4096)\n"
-          "  -b, --batch-size N     prompt tokens per forward pass (default: whole prompt)\n"
-          "  -t, --threads N        threads (default: all cores)\n"
-          "  -s, --seed N           RNG seed (default: random)\n"
-          "      --temp T           temperature, 0 = greedy (default 0.8)\n"
-          "      --top-k N          (default 40, 0 = off)\n"
-          "      --top-p P          (default 0.95, 1 = off)\n"
-          "      --min-p P          (default 0.05, 0 = off)\n"
-          "      --repeat-penalty X (default 1.0 = off)\n"
-          "      --repeat-last-n N  penalty window in tokens (default 64)\n"
-          "      --ignore-eos       keep generating after the end-of-sequence token\n"
           "      --no-bos           do not prepend BOS to the prompt\n"
+          "      --special          parse control tokens in the prompt (\"<|im_start|>\")\n"
           "      --tokenizer PATH   llama.c tokenizer.bin when not beside model.bin\n"
           "      --json             print one JSON object (ids, text, stats) instead of streaming\n",
           f);
+    gen_opts_usage(f);
 }
 
 typedef struct {
@@ -64,7 +55,8 @@ static cJSON *ids_json(const int32_t *ids, int32_t n) {
 }
 
 static void print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *gen, int32_t n_gen,
-                       const char *text, double load_ms, const elm_gen_stats *s, double rss) {
+                       const char *text, double load_ms, const elm_gen_stats *s, double rss,
+                       const elm_context *ctx, const elm_spec_stats *spec) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "prompt_ids", ids_json(prompt, n_prompt));
     cJSON_AddItemToObject(o, "generated_ids", ids_json(gen, n_gen));
@@ -77,6 +69,20 @@ static void print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *g
     cJSON_AddNumberToObject(st, "generated_tokens", s->generated_tokens);
     cJSON_AddNumberToObject(st, "decode_tps", s->decode_tps);
     cJSON_AddNumberToObject(st, "peak_rss_mib", rss);
+    cJSON_AddNumberToObject(st, "kv_cache_bytes", (double)elm_context_kv_bytes(ctx));
+    cJSON_AddStringToObject(st, "cache_type_k", elm_type_get(elm_context_type_k(ctx))->name);
+    cJSON_AddStringToObject(st, "cache_type_v", elm_type_get(elm_context_type_v(ctx))->name);
+    if (spec) {
+        cJSON *sp = cJSON_AddObjectToObject(st, "speculative");
+        cJSON_AddNumberToObject(sp, "target_passes", spec->target_passes);
+        cJSON_AddNumberToObject(sp, "drafted", spec->drafted);
+        cJSON_AddNumberToObject(sp, "accepted", spec->accepted);
+        cJSON_AddNumberToObject(sp, "acceptance_rate", spec->acceptance_rate);
+        cJSON_AddNumberToObject(sp, "tokens_per_pass", spec->tokens_per_pass);
+        cJSON_AddNumberToObject(sp, "ms_per_token", spec->ms_per_token);
+        cJSON_AddNumberToObject(sp, "plain_ms_per_token", spec->plain_ms_per_token);
+        cJSON_AddNumberToObject(sp, "speedup", spec->speedup);
+    }
     char *str = cJSON_Print(o);
     if (str) puts(str);
     free(str);
@@ -85,10 +91,9 @@ static void print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *g
 
 int cmd_run(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *file = NULL, *tokenizer = NULL;
-    long n_predict = 128, n_ctx = 0, n_batch = 0, n_threads = cli_default_threads();
-    long seed = -1;
-    bool json = false, no_bos = false;
-    elm_gen_params gp = {.sampling = elm_sampler_defaults()};
+    bool json = false, no_bos = false, special = false;
+    gen_opts o;
+    gen_opts_init(&o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
@@ -96,26 +101,17 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) CLI_STR(prompt);
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) CLI_STR(file);
         else if (!strcmp(a, "--tokenizer")) CLI_STR(tokenizer);
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) CLI_LONG(1, 1 << 20, n_predict);
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) CLI_LONG(1, 1 << 20, n_ctx);
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) CLI_LONG(1, 1 << 20, n_batch);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) CLI_LONG(1, 512, n_threads);
-        else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) CLI_LONG(-1, 0x7fffffffL, seed);
-        else if (!strcmp(a, "--temp")) CLI_FLOAT(0, 100, gp.sampling.temp);
-        else if (!strcmp(a, "--top-k")) CLI_LONG(0, 1 << 24, gp.sampling.top_k);
-        else if (!strcmp(a, "--top-p")) CLI_FLOAT(0, 1, gp.sampling.top_p);
-        else if (!strcmp(a, "--min-p")) CLI_FLOAT(0, 1, gp.sampling.min_p);
-        else if (!strcmp(a, "--repeat-penalty")) CLI_FLOAT(0, 100, gp.sampling.repeat_penalty);
-        else if (!strcmp(a, "--repeat-last-n")) CLI_LONG(0, 1 << 20, gp.sampling.repeat_last_n);
-        else if (!strcmp(a, "--ignore-eos")) gp.ignore_eos = true;
+        else if (gen_opts_parse(&o, argc, argv, &i)) { if (o.failed) return 1; }
         else if (!strcmp(a, "--no-bos")) no_bos = true;
+        else if (!strcmp(a, "--special")) special = true;
         else if (!strcmp(a, "--json")) json = true;
         else return cli_fail("run: unknown option '%s' (see edgelm run --help)", a);
     }
     if (!model) return cli_fail("run: -m MODEL is required (see edgelm run --help)");
     if (!prompt && !file) return cli_fail("run: -p PROMPT or -f FILE is required");
-    gp.n_predict = (int32_t)n_predict;
-    gp.sampling.seed = seed < 0 ? (uint64_t)time(NULL) : (uint64_t)seed;
+    elm_gen_params gp = o.gp;
+    const long n_predict = gp.n_predict;
+    gp.sampling.seed = o.seed < 0 ? (uint64_t)time(NULL) : (uint64_t)o.seed;
 
     char *file_text = NULL;
     if (file) {
@@ -125,7 +121,7 @@ int cmd_run(int argc, char **argv) {
     }
 
     int rc = 1;
-    elm_context *ctx = NULL;
+    gen_stack stack = {0};
     int32_t *prompt_ids = NULL, *gen_ids = NULL;
     run_out out = {.stream = !json};
     const double t0 = cli_now_ms();
@@ -134,22 +130,27 @@ int cmd_run(int argc, char **argv) {
     const double load_ms = cli_now_ms() - t0;
     elm_error err;
     elm_error_clear(&err);
-    if (n_ctx == 0) n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    if (o.n_ctx == 0) o.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    const long n_ctx = o.n_ctx;
 
     const size_t plen = strlen(prompt);
     const int64_t cap = (int64_t)plen + 2;
     prompt_ids = malloc(sizeof(int32_t) * (size_t)cap);
     gen_ids = malloc(sizeof(int32_t) * (size_t)n_predict);
     if (!prompt_ids || !gen_ids) { cli_fail("out of memory"); goto done; }
-    const int64_t n_prompt = elm_tokenize(&m->vocab, prompt, plen, m->vocab.add_bos && !no_bos, prompt_ids, cap, &err);
+    const int64_t n_prompt = elm_tokenize_special(&m->vocab, prompt, plen, m->vocab.add_bos && !no_bos,
+                                                  special, prompt_ids, cap, &err);
     if (n_prompt < 0) { cli_fail("%s", err.msg); goto done; }
+    if (n_prompt > cap) { cli_fail("run: prompt has more tokens than bytes"); goto done; }
     if (n_prompt == 0) { cli_fail("run: the prompt is empty"); goto done; }
     if (n_prompt > n_ctx) {
         cli_fail("%s: prompt has %lld tokens, longer than the context of %ld (raise -c)", model, (long long)n_prompt, n_ctx);
         goto done;
     }
-    elm_context_params cp = {.n_ctx = (int32_t)n_ctx, .n_batch = (int32_t)(n_batch ? n_batch : n_ctx), .n_threads = (int32_t)n_threads};
-    if (elm_context_new(m, &cp, &ctx, &err)) { cli_fail("%s: %s", model, err.msg); goto done; }
+    if (!gen_stack_new(&stack, &o, m, model)) goto done;
+    /* --keep counts prompt tokens after BOS, as llama.cpp; -1 keeps the whole prompt */
+    const int32_t bos = n_prompt > 0 && prompt_ids[0] == m->vocab.bos_id;
+    gp.n_keep = o.keep < 0 || o.keep + bos > n_prompt ? (int32_t)n_prompt : (int32_t)o.keep + bos;
 
     if (!json) {
         fputs(prompt, stdout);
@@ -157,26 +158,34 @@ int cmd_run(int argc, char **argv) {
     }
     int32_t n_gen = 0;
     elm_gen_stats st;
-    if (elm_generate(ctx, prompt_ids, (int32_t)n_prompt, &gp, on_token, &out, gen_ids, (int32_t)n_predict, &n_gen, &st, &err)) {
+    elm_spec_stats spec;
+    if (elm_generate_speculative(stack.ctx, prompt_ids, (int32_t)n_prompt, &gp, stack.speculative ? &stack.spec : NULL, on_token, &out, gen_ids, (int32_t)n_predict, &n_gen, &st, &spec, &err)) {
         if (!json) fputc('\n', stdout);
         cli_fail("%s: %s", model, err.msg);
         goto done;
     }
     const double rss = cli_peak_rss_mib();
     if (json) {
-        print_json(prompt_ids, (int32_t)n_prompt, gen_ids, n_gen, out.text, load_ms, &st, rss);
+        print_json(prompt_ids, (int32_t)n_prompt, gen_ids, n_gen, out.text, load_ms, &st, rss,
+                   stack.ctx, stack.speculative ? &spec : NULL);
     } else {
         fputc('\n', stdout);
         fflush(stdout);
+        char kv[96], sp[192];
+        gen_kv_summary(stack.ctx, kv, sizeof kv);
+        if (stack.speculative) {
+            gen_spec_summary(&spec, sp, sizeof sp);
+            fprintf(stderr, "speculative: %s\n", sp);
+        }
         fprintf(stderr,
                 "load %.1f ms | prompt %d tokens, %.1f tok/s | first token %.1f ms | generated %d "
-                "tokens, %.1f tok/s | peak RSS %.1f MiB\n",
+                "tokens, %.1f tok/s | peak RSS %.1f MiB | %s\n",
                 load_ms, st.prompt_tokens, st.prefill_tps, st.ttft_ms, st.generated_tokens,
-                st.decode_tps, rss);
+                st.decode_tps, rss, kv);
     }
     rc = 0;
 done:
-    elm_context_free(ctx);
+    gen_stack_free(&stack);
     elm_model_free(m);
     free(prompt_ids);
     free(gen_ids);

@@ -16,7 +16,7 @@
 static void usage(FILE *f) {
     fprintf(f,
             "usage: edgelm tokenize -m MODEL (-p TEXT | -f FILE) [--ids | --json] [--no-bos]\n"
-            "                       [--tokenizer PATH]\n\n"
+            "                       [--special] [--tokenizer PATH]\n\n"
             "Encodes TEXT with the tokenizer of MODEL (GGUF file, vocab-only GGUF, Hugging Face\n"
             "folder or llama2.c model.bin) and prints one line per token: id, TAB, 'piece'.\n\n"
             "  -m, --model MODEL  the model or tokenizer to use\n"
@@ -25,13 +25,14 @@ static void usage(FILE *f) {
             "  --ids              print only the id list: [1, 403, ...]\n"
             "  --json             print {\"ids\": [...], \"pieces\": [...]}\n"
             "  --no-bos           do not prepend the BOS token\n"
+            "  --special          parse control tokens written in the text (\"<|im_start|>\")\n"
             "  --tokenizer PATH   llama2.c tokenizer.bin when not beside the model\n"
             "  -h, --help         this help\n");
 }
 
 typedef struct opts {
     const char *model, *prompt, *file, *tokenizer;
-    bool ids_only, json, no_bos;
+    bool ids_only, json, no_bos, special;
 } opts;
 
 /* Returns 0 when parsed, 1 on error (reported), -1 after --help. */
@@ -49,6 +50,7 @@ static int parse_args(int argc, char **argv, opts *o) {
         else if (!strcmp(a, "--ids")) o->ids_only = true;
         else if (!strcmp(a, "--json")) o->json = true;
         else if (!strcmp(a, "--no-bos")) o->no_bos = true;
+        else if (!strcmp(a, "--special")) o->special = true;
         else return cli_fail("tokenize: unknown option '%s' (try 'edgelm tokenize --help')", a);
         if (dst && !(*dst = cli_value(argc, argv, &i))) return 1;
     }
@@ -119,11 +121,11 @@ static int print_ids(const elm_vocab *v, const int32_t *ids, int64_t n, const op
 static int tokenize_text(const elm_vocab *v, const char *text, size_t len, const opts *o) {
     elm_error err;
     bool bos = v->add_bos && !o->no_bos;
-    int64_t n = elm_tokenize(v, text, len, bos, NULL, 0, &err);
+    int64_t n = elm_tokenize_special(v, text, len, bos, o->special, NULL, 0, &err);
     if (n < 0) return cli_fail("%s", err.msg);
     int32_t *ids = malloc((size_t)(n ? n : 1) * sizeof *ids);
     if (!ids) return cli_fail("tokenize: out of memory for %lld ids", (long long)n);
-    elm_tokenize(v, text, len, bos, ids, n, &err);
+    elm_tokenize_special(v, text, len, bos, o->special, ids, n, &err);
     int rc = print_ids(v, ids, n, o);
     free(ids);
     return rc;

@@ -12,11 +12,14 @@ static const struct {
     {"inspect", cmd_inspect, "print architecture, hyper-parameters and the tensor table"},
     {"tokenize", cmd_tokenize, "turn text into token ids"},
     {"run", cmd_run, "generate text from a prompt (streaming), with stats"},
-    {"quantize", cmd_quantize, "write a GGUF quantized by round-to-nearest"},
+    {"chat", cmd_chat, "multi-turn chat with the conversation kept in the KV cache"},
+    {"quantize", cmd_quantize, "write a GGUF quantized by round-to-nearest, GPTQ or AWQ"},
+    {"calib", cmd_calib, "build a calibration set (JSONL) for GPTQ/AWQ from text sources"},
     {"perplexity", cmd_perplexity, "score a text file the way llama-perplexity does"},
     {"eval", cmd_eval, "compare quantized models with their baseline: KLD, top-1, similarity"},
     {"synth", cmd_synth, "write a random-weight model of a real model's shapes (for speed tests)"},
     {"bench", cmd_bench, "measure prefill/decode speed and memory bandwidth"},
+    {"plan", cmd_plan, "will it fit and how fast can it go: memory and speed bound per type"},
 };
 
 static void usage(FILE *f) {

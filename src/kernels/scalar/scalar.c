@@ -1,9 +1,10 @@
-/* Scalar reference kernels: portable C, the test oracle for every SIMD path. Weight rows of any
- * type are decoded with the type traits' to_float, so each block codec exists once. */
+/* Scalar reference kernels: portable C, the test oracle for every SIMD path. Float weight rows
+ * are decoded with the type traits' to_float; block weights are read through blocks.h and
+ * multiplied with q8 activations in exact integer arithmetic, so each block codec exists once. */
 #include <math.h>
 
+#include "kernels/blocks.h"
 #include "kernels/kernels.h"
-#include "kernels/matmul_rows.h"
 
 static float dot_f32(const float *a, const float *b, int64_t n) {
     /* Eight partial sums let the compiler vectorize without reassociating a single sum. */
@@ -17,7 +18,69 @@ static float dot_f32(const float *a, const float *b, int64_t n) {
     return s;
 }
 
-ELM_DEFINE_MATMUL_ROWS(matmul_rows, dot_f32, )
+void elm_scalar_quantize_q8(const float *x, int64_t cols, void *row) {
+    const int64_t nb = cols / ELM_QK;
+    int8_t *qs = row;
+    float *d = (float *)(qs + cols), *s = d + nb;
+    int32_t *sum = (int32_t *)(s + nb);
+    for (int64_t b = 0; b < nb; b++, x += ELM_QK, qs += ELM_QK) {
+        float amax = 0;
+        for (int j = 0; j < ELM_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        const float db = amax / 127.0f, id = db != 0 ? 1.0f / db : 0.0f;
+        int32_t sb = 0;
+        for (int j = 0; j < ELM_QK; j++) {
+            /* lrintf rounds to nearest even, as the SIMD conversions do */
+            qs[j] = (int8_t)lrintf(x[j] * id);
+            sb += qs[j];
+        }
+        d[b] = db;
+        s[b] = db * (float)sb;
+        sum[b] = sb;
+    }
+}
+
+/* Block weights: per block, d·(x.d·Σ q·x.qs) + m·x.s (blocks.h's view of the weights). */
+static void matmul_q8(const elm_matmul_args *a, int64_t r0, int64_t r1) {
+    const elm_tensor *w = a->w;
+    const int64_t cols = w->ne[0], rows = w->ne[1], nb = cols / ELM_QK;
+    const size_t bb = elm_type_get(w->type)->block_bytes;
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = (const uint8_t *)w->data + (size_t)(r * nb) * bb;
+        for (int64_t t = 0; t < a->n_tok; t++) a->y[t * rows + r] = 0;
+        for (int64_t b = 0; b < nb; b++) {
+            int8_t q[ELM_QK];
+            float d, m;
+            elm_block_unpack(w->type, row + b * bb, q, &d, &m);
+            for (int64_t t = 0; t < a->n_tok; t++) {
+                const elm_q8_row x = elm_q8_at(a->xq, cols, t);
+                int32_t dot = 0;
+                for (int j = 0; j < ELM_QK; j++) dot += q[j] * x.qs[b * ELM_QK + j];
+                a->y[t * rows + r] += d * (x.d[b] * (float)dot) + m * x.s[b];
+            }
+        }
+    }
+}
+
+/* Float weights: decode each row once into scratch (F32 rows are used in place), then dot it
+ * with every token. */
+static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
+    const elm_tensor *w = a->w;
+    if (elm_type_q8_act(w->type)) {
+        matmul_q8(a, r0, r1);
+        return;
+    }
+    const int64_t cols = w->ne[0], rows = w->ne[1];
+    const elm_type_traits *tt = elm_type_get(w->type);
+    const size_t row_bytes = elm_row_bytes(w->type, cols);
+    for (int64_t r = r0; r < r1; r++) {
+        const void *src = (const char *)w->data + (size_t)r * row_bytes;
+        const float *row = scratch;
+        if (w->type == ELM_TYPE_F32) row = src;
+        else tt->to_float(src, scratch, cols);
+        for (int64_t t = 0; t < a->n_tok; t++)
+            a->y[t * rows + r] = dot_f32(row, a->x + t * cols, cols);
+    }
+}
 
 void elm_scalar_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps) {
     double ss = 0;
@@ -42,18 +105,33 @@ void elm_scalar_swiglu(float *out, const float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) out[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-void elm_scalar_rope(float *v, int n_heads, int head_dim, int rope_dim, const float *inv_freq,
-                     int32_t pos) {
-    for (int i = 0; i < rope_dim / 2; i++) {
-        const float angle = (float)pos * inv_freq[i];
-        const float cs = cosf(angle), sn = sinf(angle);
-        for (int h = 0; h < n_heads; h++) {
+void elm_scalar_rope(float *v, int n_heads, int head_dim, int rope_dim, const float *cs) {
+    for (int h = 0; h < n_heads; h++)
+        for (int i = 0; i < rope_dim / 2; i++) {
             float *p = v + (size_t)h * head_dim + 2 * i;
-            const float a = p[0], b = p[1];
-            p[0] = a * cs - b * sn;
-            p[1] = a * sn + b * cs;
+            const float a = p[0], b = p[1], c = cs[2 * i], s = cs[2 * i + 1];
+            p[0] = a * c - b * s;
+            p[1] = a * s + b * c;
         }
+}
+
+void elm_scalar_geglu(float *out, const float *g, const float *u, int64_t n) {
+    const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
+    for (int64_t i = 0; i < n; i++) {
+        const float x = g[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x))) * u[i];
     }
+}
+
+void elm_scalar_rope_neox(float *v, int n_heads, int head_dim, int rope_dim, const float *cs) {
+    const int half = rope_dim / 2;
+    for (int h = 0; h < n_heads; h++)
+        for (int i = 0; i < half; i++) {
+            float *p = v + (size_t)h * head_dim + i;
+            const float a = p[0], b = p[half], c = cs[2 * i], s = cs[2 * i + 1];
+            p[0] = a * c - b * s;
+            p[half] = a * s + b * c;
+        }
 }
 
 void elm_scalar_attention(const float *q, const float *k, const float *v, size_t stride,
@@ -70,11 +148,14 @@ void elm_scalar_attention(const float *q, const float *k, const float *v, size_t
 static const elm_kernels scalar_kernels = {
     .isa = "scalar",
     .dot_f32 = dot_f32,
-    .matmul_rows = matmul_rows,
+    .quantize_q8 = elm_scalar_quantize_q8,
+    .matmul = matmul,
     .rmsnorm = elm_scalar_rmsnorm,
     .softmax = elm_scalar_softmax,
     .swiglu = elm_scalar_swiglu,
+    .geglu = elm_scalar_geglu,
     .rope = elm_scalar_rope,
+    .rope_neox = elm_scalar_rope_neox,
     .attention = elm_scalar_attention,
 };
 

@@ -1,57 +1,130 @@
-/* x86-64 AVX2 + FMA kernels. Compiled with per-function target attributes so the rest of the
- * build stays baseline x86-64; chosen at run time only when the CPU reports the features. */
+/* x86-64 AVX2 + FMA + F16C kernels. Compiled with per-function target attributes so the rest of
+ * the build stays baseline x86-64; chosen at run time only when the CPU reports the features.
+ * The kernels themselves are x86_body.h; here the integer dot step is maddubs + madd (the pair
+ * sums stay below 2^15 for the operand ranges the body promises). */
 #include "kernels/kernels.h"
-#include "kernels/matmul_rows.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#define AVX2_FN __attribute__((target("avx2,fma")))
+#define X86_FN __attribute__((target("avx2,fma,f16c")))
 
-AVX2_FN static inline float hsum256(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
+X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
+    const __m256i pairs = _mm256_maddubs_epi16(u, s);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
 
-AVX2_FN static inline float dot_f32(const float *a, const float *b, int64_t n) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-        acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), acc2);
-        acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
+#include "kernels/x86/x86_body.h"
+
+/* Prefill micro-kernels (gemm.h): a tile's 16 rows are two vectors of 8. The tile holds signed
+ * weights, so each product moves the sign to the activations as decode's Q8_0 does. */
+
+X86_INLINE void tile_q8_256_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
+                              int64_t ldy, int n_rows, const int nt) {
+    __m256 acc[4][2];
+    elm_q8_row x[4];
+    for (int t = 0; t < nt; t++) {
+        acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+        x[t] = elm_q8_at(xq, nb * ELM_QK, t);
     }
-    for (; i + 8 <= n; i += 8)
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    float s = hsum256(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; i++) s += a[i] * b[i];
-    return s;
+    for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES) {
+        const float *dm = (const float *)(tile + ELM_TILE_ROWS * ELM_QK);
+        for (int t = 0; t < nt; t++) {
+            __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+            for (int k = 0; k < ELM_QK / 4; k++) {
+                const __m256i a = _mm256_set1_epi32(i32_at(x[t].qs + b * ELM_QK + 4 * k));
+                const __m256i w0 = _mm256_load_si256((const __m256i *)(tile + 64 * k));
+                const __m256i w1 = _mm256_load_si256((const __m256i *)(tile + 64 * k + 32));
+                s0 = dot_u8s8(s0, _mm256_abs_epi8(w0), _mm256_sign_epi8(a, w0));
+                s1 = dot_u8s8(s1, _mm256_abs_epi8(w1), _mm256_sign_epi8(a, w1));
+            }
+            const __m256 xd = _mm256_set1_ps(x[t].d[b]), xs = _mm256_set1_ps(x[t].s[b]);
+            for (int h = 0; h < 2; h++) {
+                const __m256 sc = _mm256_mul_ps(_mm256_loadu_ps(dm + 8 * h), xd);
+                acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h ? s1 : s0), sc, acc[t][h]);
+                acc[t][h] = _mm256_fmadd_ps(_mm256_loadu_ps(dm + 16 + 8 * h), xs, acc[t][h]);
+            }
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        float out[ELM_TILE_ROWS];
+        _mm256_storeu_ps(out, acc[t][0]);
+        _mm256_storeu_ps(out + 8, acc[t][1]);
+        memcpy(y + t * ldy, out, sizeof(float) * (size_t)n_rows);
+    }
 }
 
-ELM_DEFINE_MATMUL_ROWS(matmul_rows, dot_f32, AVX2_FN)
+X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                               float *y, int64_t ldy, int n_rows) {
+    switch (n_tok) {
+    case 1: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 1); break;
+    case 2: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 2); break;
+    case 3: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 3); break;
+    default: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 4); break;
+    }
+}
 
-AVX2_FN static float dot_f32_entry(const float *a, const float *b, int64_t n) {
-    return dot_f32(a, b, n);
+X86_INLINE void tile_f32_256_n(const float *tile, int64_t cols, const float *x, int64_t ldx,
+                               float *y, int64_t ldy, int n_rows, const int nt) {
+    __m256 acc[6][2];
+    for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS) {
+        const __m256 w0 = _mm256_load_ps(tile), w1 = _mm256_load_ps(tile + 8);
+        for (int t = 0; t < nt; t++) {
+            const __m256 xv = _mm256_broadcast_ss(x + t * ldx + c);
+            acc[t][0] = _mm256_fmadd_ps(w0, xv, acc[t][0]);
+            acc[t][1] = _mm256_fmadd_ps(w1, xv, acc[t][1]);
+        }
+    }
+    for (int t = 0; t < nt; t++) {
+        float out[ELM_TILE_ROWS];
+        _mm256_storeu_ps(out, acc[t][0]);
+        _mm256_storeu_ps(out + 8, acc[t][1]);
+        memcpy(y + t * ldy, out, sizeof(float) * (size_t)n_rows);
+    }
+}
+
+X86_FN static void tile_f32_256(const float *tile, int64_t cols, const float *x, int64_t ldx,
+                                int n_tok, float *y, int64_t ldy, int n_rows) {
+    switch (n_tok) {
+    case 1: tile_f32_256_n(tile, cols, x, ldx, y, ldy, n_rows, 1); break;
+    case 2: tile_f32_256_n(tile, cols, x, ldx, y, ldy, n_rows, 2); break;
+    case 3: tile_f32_256_n(tile, cols, x, ldx, y, ldy, n_rows, 3); break;
+    case 4: tile_f32_256_n(tile, cols, x, ldx, y, ldy, n_rows, 4); break;
+    case 5: tile_f32_256_n(tile, cols, x, ldx, y, ldy, n_rows, 5); break;
+    default: tile_f32_256_n(tile, cols, x, ldx, y, ldy, n_rows, 6); break;
+    }
+}
+
+/* Below this many tokens the decode kernels beat repacking into tiles. */
+enum { GEMM_MIN_TOKENS = 4 };
+
+static const elm_gemm_kernels gemm_kernels = {tile_q8_256, 4, tile_f32_256, 6};
+
+X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
+    if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
+    else matvec(a, r0, r1, row_dot_256(a->w->type));
 }
 
 static const elm_kernels avx2_kernels = {
     .isa = "avx2",
-    .dot_f32 = dot_f32_entry,
-    .matmul_rows = matmul_rows,
-    .rmsnorm = elm_scalar_rmsnorm,
-    .softmax = elm_scalar_softmax,
-    .swiglu = elm_scalar_swiglu,
+    .dot_f32 = dot_f32,
+    .quantize_q8 = quantize_q8,
+    .matmul = matmul,
+    .rmsnorm = rmsnorm,
+    .softmax = softmax,
+    .swiglu = swiglu,
+    .geglu = elm_scalar_geglu,
     .rope = elm_scalar_rope,
-    .attention = elm_scalar_attention,
+    .rope_neox = elm_scalar_rope_neox,
+    .attention = attention,
 };
 
 const elm_kernels *elm_kernels_avx2(void) {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &avx2_kernels;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("f16c"))
+        return &avx2_kernels;
     return NULL;
 }
 #else

@@ -1,0 +1,124 @@
+/* Chat: the conversation templates of the common model families, and a multi-turn conversation
+ * that lives in one context's KV cache, so each turn prefills only its own new tokens.
+ *
+ * Templates are built in (no Jinja interpreter): each family's published format is written out
+ * as the pieces around system, user and assistant messages, and a model's own Jinja template
+ * (GGUF tokenizer.chat_template, Hugging Face tokenizer_config.json "chat_template") is recognised
+ * by its signature. Sources: the chat_template of meta-llama/Llama-2-7b-chat-hf,
+ * meta-llama/Meta-Llama-3-8B-Instruct, microsoft/Phi-3-mini-4k-instruct, google/gemma-7b-it (with
+ * Gemma 3's rule for a system message: its text and a blank line open the first user turn), and
+ * ChatML as OpenAI and Qwen use it. */
+#ifndef EDGELM_CHAT_H
+#define EDGELM_CHAT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "edgelm/generate.h"
+#include "edgelm/speculative.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum elm_chat_template {
+    ELM_TEMPLATE_PLAIN = 0, /* "System\n\nUser: ...\nAssistant: ...": for models without a format */
+    ELM_TEMPLATE_LLAMA2,    /* <s>[INST] <<SYS>>\n..\n<</SYS>>\n\nuser [/INST] reply </s> */
+    ELM_TEMPLATE_LLAMA3,    /* <|start_header_id|>role<|end_header_id|>\n\n..<|eot_id|> */
+    ELM_TEMPLATE_CHATML,    /* <|im_start|>role\n..<|im_end|>\n (Qwen, many fine-tunes) */
+    ELM_TEMPLATE_PHI3,      /* <|user|>\n..<|end|>\n */
+    ELM_TEMPLATE_GEMMA,     /* <start_of_turn>user\n..<end_of_turn>\n, "model" for the assistant */
+    ELM_TEMPLATE_COUNT
+} elm_chat_template;
+
+/* "plain", "llama2", "llama3", "chatml", "phi3", "gemma". */
+const char *elm_chat_template_name(elm_chat_template t);
+
+/* Parses one of the names above (case-sensitive); false when unknown. */
+bool elm_chat_template_parse(const char *name, elm_chat_template *out);
+
+/* Recognises a Jinja chat template by the markers its family writes (e.g. "<|im_start|>" for
+ * ChatML, "[INST]" for Llama 2); ELM_TEMPLATE_PLAIN for NULL or an unknown template. */
+elm_chat_template elm_chat_template_detect(const char *jinja);
+
+/* The end-of-turn marker a reply ends with ("<|im_end|>", "<|eot_id|>", ...), or NULL when the
+ * model's end-of-sequence token ends replies (plain). */
+const char *elm_chat_template_eot(elm_chat_template t);
+
+typedef struct elm_chat_msg {
+    const char *role;    /* "system" (first message only), "user" or "assistant" */
+    const char *content; /* UTF-8 text */
+} elm_chat_msg;
+
+/* Renders msgs [n] as the family does (content trimmed where the family trims it), followed by the
+ * assistant's generation prompt when add_generation_prompt. *out is malloc'd (caller frees).
+ * ELM_ERR_ARG for an unknown role or a system message that is not first; ELM_ERR_NOMEM. */
+elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_t n,
+                           bool add_generation_prompt, char **out, elm_error *err);
+
+/* The text one new user turn adds to a conversation, ending with the generation prompt: for the
+ * first turn the opening (BOS text, system) and the user message; for a later one the close of the
+ * previous assistant message and the user message. Concatenating the turns with the replies as
+ * generated gives elm_chat_render of the same conversation. system may be NULL. *out malloc'd. */
+elm_status elm_chat_render_turn(elm_chat_template t, const char *system, const char *user,
+                                bool first, char **out, elm_error *err);
+
+/* System prompt and temperature of a preset for a common on-device task:
+ *  "translate": translate each message from language `from` to `to`, output the translation only;
+ *  "code": a programming assistant answering with code;
+ *  "rag": answer only from `context` (a document's text) and say so when the answer is not there.
+ * *system is malloc'd (caller frees). ELM_ERR_ARG for an unknown preset or a missing argument
+ * (from/to for translate, context for rag). */
+elm_status elm_chat_preset(const char *name, const char *from, const char *to, const char *context,
+                           char **system, float *temp, elm_error *err);
+
+/* ---- a conversation kept in a context's KV cache ---- */
+
+typedef struct elm_chat_params {
+    elm_chat_template tmpl;
+    const char *system;          /* system prompt, or NULL (copied) */
+    elm_gen_params gen;          /* per reply: n_predict, sampling, context shift; n_keep 0 keeps
+                                  * the first turn's prompt (system and first message) on a shift */
+    const elm_spec_params *spec; /* speculative decoding, or NULL (borrowed: must outlive the chat) */
+} elm_chat_params;
+
+typedef struct elm_chat elm_chat;
+
+/* A conversation on context c (borrowed; the chat owns its cache contents from now on). The
+ * reply of each turn ends at the template's end-of-turn token or the end-of-sequence token. */
+elm_status elm_chat_new(elm_context *c, const elm_chat_params *p, elm_chat **out, elm_error *err);
+void elm_chat_free(elm_chat *ch);
+
+/* One turn: renders the user message, prefills only those new tokens after the cached
+ * conversation, generates the reply streaming it to cb (may be NULL; a non-zero return stops the
+ * reply). stats->prompt_tokens counts the tokens this turn prefilled. The reply text is then
+ * available from elm_chat_reply. ELM_ERR_ARG when the turn does not fit the context even after a
+ * shift (or with shifting off). */
+elm_status elm_chat_turn(elm_chat *ch, const char *user, elm_token_cb cb, void *cb_user,
+                         elm_gen_stats *stats, elm_error *err);
+
+/* Like elm_chat_turn for text that goes in as it is, without the template: a plain continuation
+ * of whatever the conversation holds (the first text gets BOS when the model wants one). */
+elm_status elm_chat_append(elm_chat *ch, const char *text, elm_token_cb cb, void *cb_user,
+                           elm_gen_stats *stats, elm_error *err);
+
+/* Most tokens a reply may have from now on (n > 0; elm_chat_params.gen.n_predict at first). */
+void elm_chat_set_n_predict(elm_chat *ch, int32_t n);
+
+/* Text of the last reply (empty before the first turn). */
+const char *elm_chat_reply(const elm_chat *ch);
+
+/* Speculative-decoding figures of the last turn (zero without speculation). */
+const elm_spec_stats *elm_chat_spec_stats(const elm_chat *ch);
+
+/* Forgets the conversation: the next turn starts again with the system prompt. */
+void elm_chat_reset(elm_chat *ch);
+
+/* Saves / restores the conversation as a session file (see session.h); after a load the next turn
+ * continues the restored conversation. */
+elm_status elm_chat_save(elm_chat *ch, const char *path, elm_error *err);
+elm_status elm_chat_load(elm_chat *ch, const char *path, elm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,140 @@
+/* edgelm.h — the one header an application includes.
+ *
+ * It pulls in the whole library (model loading, contexts, sampling, generation, chat, speculative
+ * decoding, sessions, perplexity) and adds the small app-facing API below, the one a chat app or a
+ * JNI bridge binds to: opaque handles, plain C types, UTF-8 strings, status codes and error
+ * strings kept per handle. There is no global state: a model is read-only once loaded and can be
+ * shared by several contexts, each used by one thread at a time, all running at once.
+ *
+ * Typical use (examples/chat.c):
+ *     edgelm_model *m; edgelm_ctx *c; char err[256];
+ *     if (edgelm_model_load("model.gguf", &m, err, sizeof err)) { puts(err); return 1; }
+ *     edgelm_params p = edgelm_default_params();
+ *     if (edgelm_ctx_new(m, &p, &c, err, sizeof err)) { ... }
+ *     edgelm_chat(c, "Hello!", 256, on_piece, view);   // streams the reply into on_piece
+ *     edgelm_stats s = edgelm_get_stats(c);            // ttft_ms, tokens_per_sec, ...
+ *     edgelm_ctx_free(c); edgelm_model_free(m);
+ *
+ * Status codes are elm_status values (0 = ok); a callback's request to stop is not an error. */
+#ifndef EDGELM_EDGELM_H
+#define EDGELM_EDGELM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "edgelm/chat.h"
+#include "edgelm/context.h"
+#include "edgelm/error.h"
+#include "edgelm/generate.h"
+#include "edgelm/model.h"
+#include "edgelm/perplexity.h"
+#include "edgelm/sampler.h"
+#include "edgelm/session.h"
+#include "edgelm/speculative.h"
+#include "edgelm/types.h"
+#include "edgelm/vocab.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct edgelm_model edgelm_model;
+typedef struct edgelm_ctx edgelm_ctx;
+
+/* Settings of a context. Start from edgelm_default_params(). */
+typedef struct edgelm_params {
+    int32_t n_ctx;             /* KV cache size in tokens; 0: the model's trained context, <= 4096 */
+    int32_t n_batch;           /* most prompt tokens per forward pass; 0: n_ctx */
+    int32_t n_threads;         /* 0: all online cores */
+    const char *cache_type_k;  /* KV cache element type "f32" (NULL), "f16", "q8_0" or "q4_0" */
+    const char *cache_type_v;
+    int32_t n_keep;            /* tokens a context shift keeps; 0: the system prompt */
+    int no_context_shift;      /* non-zero: stop at a full context instead of shifting it */
+    float temp;                /* sampling (sampler.h); temp 0 is greedy */
+    int32_t top_k;
+    float top_p, min_p, repeat_penalty;
+    int32_t repeat_last_n;
+    uint64_t seed;
+    const char *chat_template; /* "auto" (NULL): from the model's metadata; or a template name */
+    const char *system_prompt; /* NULL: none */
+    edgelm_model *draft;       /* speculative decoding with this model (same vocabulary), or NULL */
+    int32_t draft_max;         /* most tokens drafted per step (default 8) */
+    float draft_min_p;         /* the draft stops below this confidence (default 0.5) */
+    int32_t lookup;            /* prompt-lookup decoding: most tokens copied per step (0 = off) */
+} edgelm_params;
+
+/* Called with each piece of generated text (NUL-terminated UTF-8, possibly "" while a multi-byte
+ * character is incomplete) and its token id; id -1 ends the stream with any held-back text.
+ * Returning non-zero stops the generation. */
+typedef int (*edgelm_token_fn)(const char *piece, int32_t token_id, void *user);
+
+/* Figures of the last edgelm_generate / edgelm_chat call. */
+typedef struct edgelm_stats {
+    int32_t prompt_tokens;  /* tokens prefilled by the call (the new ones only) */
+    int32_t tokens;         /* tokens generated */
+    double prefill_ms;      /* wall time of the prompt's forward pass */
+    double ttft_ms;         /* call -> first generated token */
+    double decode_avg_ms;   /* mean wall time per token after the first */
+    double tokens_per_sec;  /* generated tokens after the first per second */
+    double peak_rss_mib;    /* peak resident memory of the process so far */
+    size_t kv_cache_bytes;  /* this context's KV cache */
+    double acceptance_rate; /* speculative decoding: drafted tokens accepted (0 without) */
+} edgelm_stats;
+
+edgelm_params edgelm_default_params(void);
+
+/* Loads a GGUF file, a Hugging Face folder or a llama2.c checkpoint. On failure returns the
+ * status and writes the message (naming the file and the problem) to errbuf [errcap]. */
+int edgelm_model_load(const char *path, edgelm_model **out, char *errbuf, size_t errcap);
+void edgelm_model_free(edgelm_model *m);
+
+/* The library model behind a handle, for the lower-level API (elm_*). */
+const elm_model *edgelm_model_get(const edgelm_model *m);
+
+/* A context on model m (borrowed: free the context first) with its own KV cache, sampler and
+ * conversation. Errors as edgelm_model_load. */
+int edgelm_ctx_new(edgelm_model *m, const edgelm_params *p, edgelm_ctx **out, char *errbuf,
+                   size_t errcap);
+void edgelm_ctx_free(edgelm_ctx *c);
+
+/* Token ids of text [UTF-8, NUL-terminated]: BOS first when add_bos (and the model has one),
+ * control tokens written in the text ("<|im_start|>") parsed when parse_special. Writes at most
+ * max_ids; returns the full count (call again with more room when larger), -1 on failure. */
+int32_t edgelm_tokenize(const edgelm_model *m, const char *text, int add_bos, int parse_special,
+                        int32_t *ids, int32_t max_ids);
+
+/* The text of ids [n] as a malloc'd string (free with edgelm_free), NULL when out of memory. */
+char *edgelm_detokenize(const edgelm_model *m, const int32_t *ids, int32_t n);
+void edgelm_free(void *p);
+
+/* One chat turn: the user message goes through the chat template after the conversation the
+ * context holds (only its own tokens are prefilled), and the reply is streamed to fn (may be
+ * NULL) until the end of the turn, n_predict tokens, or fn returning non-zero. */
+int edgelm_chat(edgelm_ctx *c, const char *user_message, int32_t n_predict, edgelm_token_fn fn,
+                void *user);
+
+/* Plain continuation: text is appended as it is (no template) and the continuation streamed. */
+int edgelm_generate(edgelm_ctx *c, const char *text, int32_t n_predict, edgelm_token_fn fn,
+                    void *user);
+
+/* The last reply's whole text ("" before any). Valid until the next call on c. */
+const char *edgelm_last_reply(const edgelm_ctx *c);
+
+/* Forgets the conversation (the KV cache empties; the next turn starts with the system prompt). */
+void edgelm_reset(edgelm_ctx *c);
+
+/* Saves / restores the conversation (tokens + KV cache) to / from a session file. */
+int edgelm_save(edgelm_ctx *c, const char *path);
+int edgelm_load(edgelm_ctx *c, const char *path);
+
+edgelm_stats edgelm_get_stats(const edgelm_ctx *c);
+
+/* Message of the last failed call on c ("" after a success). */
+const char *edgelm_last_error(const edgelm_ctx *c);
+
+/* Short text for a status code ("format error", ...). */
+const char *edgelm_status_string(int status);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,46 @@
+/* Verdicts of the eval report (DOMAIN.md, "Validation before shipping": PPL change < 5% is
+ * excellent, generation similarity > 90% acceptable) and the lines the text and Markdown reports
+ * share: the description of the run and one verdict line per model. */
+#include <string.h>
+
+#include "eval/report.h"
+
+double elm_eval_ppl_change_pct(const elm_eval_report *r, const elm_eval_entry *e) {
+    return 100.0 * (e->ppl.ppl / r->baseline.ppl.ppl - 1.0);
+}
+
+const char *elm_eval_ppl_verdict(double change_pct) {
+    return change_pct < ELM_EVAL_PPL_EXCELLENT_PCT ? "excellent" : "flagged";
+}
+
+const char *elm_eval_sim_verdict(double similarity) {
+    return similarity > ELM_EVAL_SIM_ACCEPTABLE ? "acceptable" : "flagged";
+}
+
+size_t utf8_width(const char *s) {
+    size_t n = 0;
+    for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+    return n;
+}
+
+static const char *file_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
+}
+
+void eval_describe(sbuf *b, const elm_eval_report *r) {
+    sb_printf(b, "%s: %d chunks of %d tokens, %lld scored tokens", file_name(r->text_path), r->chunks,
+              r->n_ctx, (long long)r->scored_tokens);
+    if (r->n_prompts > 0)
+        sb_printf(b, "; %d prompts, up to %d greedy tokens each", r->n_prompts, r->n_predict);
+    sb_printf(b, "; baseline %s", r->baseline.name);
+}
+
+void eval_verdict_line(sbuf *b, const elm_eval_report *r, const elm_eval_entry *e) {
+    const double change = elm_eval_ppl_change_pct(r, e);
+    sb_printf(b, "%s: PPL %+.2f%% -> %s (excellent below %.0f%%)", e->name, change,
+              elm_eval_ppl_verdict(change), ELM_EVAL_PPL_EXCELLENT_PCT);
+    if (e->has_gen)
+        sb_printf(b, "; similarity %.1f%% -> %s (acceptable above %.0f%%)", 100 * e->gen.similarity,
+                  elm_eval_sim_verdict(e->gen.similarity), 100 * ELM_EVAL_SIM_ACCEPTABLE);
+}

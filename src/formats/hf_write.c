@@ -1,0 +1,220 @@
+/* Hugging Face folder writer (see hf_write.h): config.json with the family's keys and
+ * model.safetensors (FORMATS.md, "safetensors": 8-byte header length, JSON header padded with
+ * spaces to a multiple of 8, then the tensors back to back). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cjson/cJSON.h>
+
+#include "core/fileio.h"
+#include "formats/hf.h"
+#include "formats/hf_write.h"
+#include "model/arch.h"
+
+elm_status elm_hf_write_text(const char *path, const char *text, elm_error *err) {
+    elm_out o;
+    elm_status st = elm_out_open(&o, path, err);
+    if (!st) st = elm_out_write(&o, text, strlen(text), err);
+    if (st) {
+        elm_out_abort(&o);
+        return st;
+    }
+    return elm_out_commit(&o, err);
+}
+
+static elm_status join(char *out, size_t cap, const char *dir, const char *name, elm_error *err) {
+    if (snprintf(out, cap, "%s/%s", dir, name) >= (int)cap)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: path too long", dir);
+    return ELM_OK;
+}
+
+/* Writes a cJSON object (consumed) to dir/name. */
+static elm_status write_json(const char *dir, const char *name, cJSON *root, elm_error *err) {
+    char path[1100];
+    elm_status st = join(path, sizeof path, dir, name, err);
+    char *text = st || !root ? NULL : cJSON_Print(root);
+    cJSON_Delete(root);
+    if (!st && !text) st = elm_errorf(err, ELM_ERR_NOMEM, "%s/%s: out of memory", dir, name);
+    if (!st) st = elm_hf_write_text(path, text, err);
+    free(text);
+    return st;
+}
+
+static elm_status write_config(const elm_model *m, const elm_arch *a, const float *llama3,
+                               const char *dir, elm_error *err) {
+    const elm_hparams *hp = &m->hp;
+    cJSON *c = cJSON_CreateObject();
+    cJSON *archs = cJSON_AddArrayToObject(c, "architectures");
+    cJSON_AddItemToArray(archs, cJSON_CreateString(a->hf_class));
+    cJSON_AddStringToObject(c, "model_type", a->hf_type);
+    cJSON_AddNumberToObject(c, "hidden_size", hp->dim);
+    cJSON_AddNumberToObject(c, "intermediate_size", hp->ffn_dim);
+    cJSON_AddNumberToObject(c, "num_hidden_layers", hp->n_layers);
+    cJSON_AddNumberToObject(c, "num_attention_heads", hp->n_heads);
+    cJSON_AddNumberToObject(c, "num_key_value_heads", hp->n_kv_heads);
+    cJSON_AddNumberToObject(c, "head_dim", hp->head_dim);
+    cJSON_AddNumberToObject(c, "max_position_embeddings", hp->n_ctx_train);
+    cJSON_AddNumberToObject(c, "rms_norm_eps", hp->rms_eps);
+    cJSON_AddNumberToObject(c, "rope_theta", hp->rope_theta);
+    cJSON_AddNumberToObject(c, "vocab_size", hp->n_vocab);
+    cJSON_AddBoolToObject(c, "tie_word_embeddings", hp->tied_output);
+    cJSON_AddStringToObject(c, a->act == ELM_ACT_GELU_TANH ? "hidden_activation" : "hidden_act",
+                            a->act == ELM_ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu");
+    if (a->qkv_bias) cJSON_AddBoolToObject(c, "use_sliding_window", false);
+    if (hp->n_swa > 0) cJSON_AddNumberToObject(c, "sliding_window", hp->n_swa);
+    if (m->vocab.bos_id >= 0) cJSON_AddNumberToObject(c, "bos_token_id", m->vocab.bos_id);
+    if (m->vocab.eos_id >= 0) cJSON_AddNumberToObject(c, "eos_token_id", m->vocab.eos_id);
+    cJSON_AddStringToObject(c, "torch_dtype", "float32");
+    if (m->rope_freqs) {
+        cJSON *rs = cJSON_AddObjectToObject(c, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "llama3");
+        cJSON_AddNumberToObject(rs, "factor", llama3[0]);
+        cJSON_AddNumberToObject(rs, "low_freq_factor", llama3[1]);
+        cJSON_AddNumberToObject(rs, "high_freq_factor", llama3[2]);
+        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", llama3[3]);
+    } else if (hp->rope_freq_scale != 1.0f) {
+        cJSON *rs = cJSON_AddObjectToObject(c, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "linear");
+        cJSON_AddNumberToObject(rs, "factor", 1.0 / hp->rope_freq_scale);
+    }
+    return write_json(dir, "config.json", c, err);
+}
+
+/* What goes into model.safetensors for tensor t: its HF name, and whether its rows are permuted
+ * (heads) or its values shifted (Gemma norms, written as F32). */
+typedef struct st_item {
+    const elm_tensor *t;
+    char name[ELM_NAME_MAX + 32];
+    int heads;      /* > 0: q/k rows back to rotate-half */
+    bool minus_one; /* Gemma norm: F32 w - 1 */
+    size_t nbytes;  /* as written */
+} st_item;
+
+static const char *dtype_name(elm_type t, bool minus_one) {
+    if (minus_one || t == ELM_TYPE_F32) return "F32";
+    return t == ELM_TYPE_F16 ? "F16" : t == ELM_TYPE_BF16 ? "BF16" : NULL;
+}
+
+static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *path,
+                             st_item *items, int *n_items, elm_error *err) {
+    *n_items = 0;
+    for (int32_t i = 0; i < m->n_tensors; i++) {
+        const elm_tensor *t = &m->tensors[i];
+        st_item *it = &items[*n_items];
+        memset(it, 0, sizeof *it);
+        if (!elm_hf_name_of(m->hp.arch, t->name, it->name, sizeof it->name)) {
+            if (strcmp(t->name, "rope_freqs.weight") == 0) continue; /* config.json */
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' has no place in the %s "
+                              "Hugging Face layout", path, t->name, a->hf_type);
+        }
+        const size_t len = strlen(t->name);
+        it->t = t;
+        it->minus_one = a->norm_plus_one && len > 11 && !strcmp(t->name + len - 11, "norm.weight");
+        if (a->hf_permute_qk && strstr(t->name, ".attn_q.weight")) it->heads = m->hp.n_heads;
+        if (a->hf_permute_qk && strstr(t->name, ".attn_k.weight")) it->heads = m->hp.n_kv_heads;
+        if (!dtype_name(t->type, it->minus_one))
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is %s; Hugging Face "
+                              "checkpoints hold f32, f16 or bf16", path, t->name,
+                              elm_type_get(t->type)->name);
+        it->nbytes = it->minus_one ? (size_t)t->ne[0] * 4 : t->nbytes;
+        (*n_items)++;
+    }
+    return ELM_OK;
+}
+
+/* The safetensors header: {name: {dtype, shape (rows first), data_offsets}}, space-padded. */
+static char *header_json(const st_item *items, int n, size_t *len) {
+    cJSON *h = cJSON_CreateObject();
+    cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
+    cJSON_AddStringToObject(meta, "format", "pt");
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        const elm_tensor *t = items[i].t;
+        cJSON *e = cJSON_AddObjectToObject(h, items[i].name);
+        cJSON_AddStringToObject(e, "dtype", dtype_name(t->type, items[i].minus_one));
+        cJSON *shape = cJSON_AddArrayToObject(e, "shape");
+        for (int d = t->n_dims - 1; d >= 0; d--)
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->ne[d]));
+        cJSON *offs = cJSON_AddArrayToObject(e, "data_offsets");
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
+        off += items[i].nbytes;
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
+    }
+    char *text = cJSON_PrintUnformatted(h);
+    cJSON_Delete(h);
+    if (!text) return NULL;
+    size_t n_text = strlen(text), padded = (n_text + 7) / 8 * 8;
+    char *out = realloc(text, padded + 1);
+    if (!out) {
+        free(text);
+        return NULL;
+    }
+    memset(out + n_text, ' ', padded - n_text);
+    out[padded] = '\0';
+    *len = padded;
+    return out;
+}
+
+/* Tensor bytes as HF stores them, into buf (room for it->nbytes). */
+static const void *hf_bytes(const elm_model *m, const st_item *it, void *buf) {
+    const elm_tensor *t = it->t;
+    if (it->heads > 0) {
+        elm_hf_permute_rows(buf, t->data, it->heads, m->hp.head_dim, t->nbytes / (size_t)t->ne[1],
+                            false);
+        return buf;
+    }
+    if (it->minus_one) {
+        float *w = buf;
+        elm_type_get(t->type)->to_float(t->data, w, t->ne[0]);
+        for (int64_t i = 0; i < t->ne[0]; i++) w[i] -= 1.0f;
+        return buf;
+    }
+    return t->data;
+}
+
+static elm_status write_safetensors(const elm_model *m, const elm_arch *a, const char *path,
+                                    elm_error *err) {
+    st_item *items = calloc((size_t)m->n_tensors + 1, sizeof *items);
+    if (!items) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    int n = 0;
+    elm_status st = plan_items(m, a, path, items, &n, err);
+    size_t hlen = 0, biggest = 1;
+    char *header = st ? NULL : header_json(items, n, &hlen);
+    for (int i = 0; i < n; i++) biggest = items[i].nbytes > biggest ? items[i].nbytes : biggest;
+    void *buf = header ? malloc(biggest) : NULL;
+    if (!st && !buf) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    elm_out o;
+    if (!st) st = elm_out_open(&o, path, err);
+    if (!st) {
+        uint64_t hlen64 = hlen;
+        st = elm_out_write(&o, &hlen64, 8, err);
+        if (!st) st = elm_out_write(&o, header, hlen, err);
+        for (int i = 0; i < n && !st; i++)
+            st = elm_out_write(&o, hf_bytes(m, &items[i], buf), items[i].nbytes, err);
+        st = st ? (elm_out_abort(&o), st) : elm_out_commit(&o, err);
+    }
+    free(buf);
+    free(header);
+    free(items);
+    return st;
+}
+
+elm_status elm_hf_write(const elm_model *m, const float *llama3, const char *dir, elm_error *err) {
+    const elm_arch *a = elm_arch_find(m->hp.arch);
+    if (!a)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for architecture "
+                          "'%s'", dir, m->hp.arch);
+    if (m->rope_freqs && !llama3)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: RoPE frequency factors without their "
+                          "llama3 rope_scaling parameters", dir);
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return elm_errorf(err, ELM_ERR_IO, "%s: %s", dir, strerror(errno));
+    char path[1100];
+    elm_status st = write_config(m, a, llama3, dir, err);
+    if (!st) st = join(path, sizeof path, dir, "model.safetensors", err);
+    if (!st) st = write_safetensors(m, a, path, err);
+    if (!st) st = elm_hf_write_tokenizer(&m->vocab, dir, err);
+    return st;
+}

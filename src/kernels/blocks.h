@@ -1,0 +1,48 @@
+/* The ggml weight blocks (FORMATS.md, "ggml blocks") seen as signed 8-bit integers: every type
+ * here decodes as value[j] = d·q[j] + m, with q in -128..127. The scalar oracle and the prefill
+ * repacking use this one view, so a block layout is read in one place outside types.c. */
+#ifndef EDGELM_KERNELS_BLOCKS_H
+#define EDGELM_KERNELS_BLOCKS_H
+
+#include <string.h>
+
+#include "edgelm/types.h"
+
+static inline float elm_get_f16(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return elm_f16_to_f32(h);
+}
+
+/* 32 weights of one block of type t (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) at b: q[32], scale d and
+ * offset m (0 for the symmetric types, whose zero point is folded into q). */
+static inline void elm_block_unpack(elm_type t, const uint8_t *b, int8_t q[ELM_QK], float *d,
+                                    float *m) {
+    *d = elm_get_f16(b);
+    *m = 0;
+    if (t == ELM_TYPE_Q8_0) {
+        memcpy(q, b + 2, ELM_QK);
+        return;
+    }
+    const bool asym = t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_1;
+    const bool five = t == ELM_TYPE_Q5_0 || t == ELM_TYPE_Q5_1;
+    if (asym) *m = elm_get_f16(b + 2);
+    const uint8_t *p = b + (asym ? 4 : 2);
+    uint32_t h = 0;
+    if (five) {
+        h = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        p += 4;
+    }
+    const int off = asym ? 0 : five ? 16 : 8;
+    for (int j = 0; j < ELM_QK / 2; j++) {
+        int lo = p[j] & 0x0f, hi = p[j] >> 4;
+        if (five) {
+            lo |= (int)((h >> j) & 1) << 4;
+            hi |= (int)((h >> (j + 16)) & 1) << 4;
+        }
+        q[j] = (int8_t)(lo - off);
+        q[j + 16] = (int8_t)(hi - off);
+    }
+}
+
+#endif

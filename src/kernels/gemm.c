@@ -1,0 +1,93 @@
+/* Prefill products over repacked tiles (see gemm.h). The order of the loops keeps everything
+ * in cache: a panel of up to Q8_PANEL_TILES tiles is repacked once, then every chunk of tokens
+ * runs over it; a chunk's activations are reused by all the panel's tiles. */
+#include "kernels/gemm.h"
+
+#include "kernels/blocks.h"
+
+enum { Q8_PANEL_TILES = 4 };
+
+size_t elm_matmul_scratch_bytes(int64_t max_cols) {
+    const size_t nb = (size_t)(max_cols + ELM_QK - 1) / ELM_QK;
+    const size_t q8 = Q8_PANEL_TILES * nb * ELM_TILE_Q8_BYTES;
+    const size_t f32 = (size_t)max_cols * ELM_TILE_ROWS * sizeof(float);
+    return (q8 > f32 ? q8 : f32) + 64;
+}
+
+void elm_repack_q8_tile(const elm_tensor *w, int64_t r0, int n_rows, uint8_t *tile) {
+    const int64_t nb = w->ne[0] / ELM_QK;
+    const size_t bb = elm_type_get(w->type)->block_bytes;
+    const size_t row_bytes = (size_t)nb * bb;
+    for (int r = 0; r < ELM_TILE_ROWS; r++) {
+        const uint8_t *row = r < n_rows ? (const uint8_t *)w->data + (size_t)(r0 + r) * row_bytes : NULL;
+        for (int64_t b = 0; b < nb; b++) {
+            uint8_t *tb = tile + b * ELM_TILE_Q8_BYTES;
+            int8_t q[ELM_QK] = {0};
+            float d = 0, m = 0;
+            if (row) elm_block_unpack(w->type, row + b * bb, q, &d, &m);
+            for (int k = 0; k < ELM_QK / 4; k++)
+                memcpy(tb + (k * ELM_TILE_ROWS + r) * 4, q + 4 * k, 4);
+            memcpy(tb + ELM_TILE_ROWS * ELM_QK + r * 4, &d, 4);
+            memcpy(tb + ELM_TILE_ROWS * ELM_QK + (ELM_TILE_ROWS + r) * 4, &m, 4);
+        }
+    }
+}
+
+void elm_repack_f32_tile(const elm_tensor *w, int64_t r0, int n_rows, float *tile) {
+    enum { CHUNK = 256 };
+    const int64_t cols = w->ne[0];
+    const elm_type_traits *tt = elm_type_get(w->type);
+    const size_t row_bytes = elm_row_bytes(w->type, cols);
+    float buf[CHUNK];
+    for (int r = 0; r < ELM_TILE_ROWS; r++) {
+        const uint8_t *row = r < n_rows ? (const uint8_t *)w->data + (size_t)(r0 + r) * row_bytes : NULL;
+        for (int64_t c0 = 0; c0 < cols; c0 += CHUNK) {
+            const int64_t n = cols - c0 < CHUNK ? cols - c0 : CHUNK;
+            if (row) tt->to_float(row + (size_t)c0 * tt->block_bytes, buf, n);
+            else memset(buf, 0, sizeof buf);
+            for (int64_t c = 0; c < n; c++) tile[(c0 + c) * ELM_TILE_ROWS + r] = buf[c];
+        }
+    }
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+static void gemm_q8(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, int64_t r1,
+                    uint8_t *panel) {
+    const int64_t rows = a->w->ne[1], nb = a->w->ne[0] / ELM_QK;
+    const size_t tile_bytes = (size_t)nb * ELM_TILE_Q8_BYTES;
+    for (int64_t p0 = r0; p0 < r1; p0 += Q8_PANEL_TILES * ELM_TILE_ROWS) {
+        const int64_t np = min64(Q8_PANEL_TILES * ELM_TILE_ROWS, r1 - p0);
+        const int n_tiles = (int)((np + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
+        for (int i = 0; i < n_tiles; i++)
+            elm_repack_q8_tile(a->w, p0 + i * ELM_TILE_ROWS,
+                               (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS),
+                               panel + i * tile_bytes);
+        for (int64_t t0 = 0; t0 < a->n_tok; t0 += g->q8_tokens) {
+            const int nt = (int)min64(g->q8_tokens, a->n_tok - t0);
+            for (int i = 0; i < n_tiles; i++)
+                g->q8(panel + i * tile_bytes, nb,
+                      (const char *)a->xq + t0 * elm_q8_row_bytes(a->w->ne[0]), nt,
+                      a->y + t0 * rows + p0 + i * ELM_TILE_ROWS, rows,
+                      (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS));
+        }
+    }
+}
+
+static void gemm_f32(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, int64_t r1,
+                     float *tile) {
+    const int64_t rows = a->w->ne[1], cols = a->w->ne[0];
+    for (int64_t p0 = r0; p0 < r1; p0 += ELM_TILE_ROWS) {
+        const int nr = (int)min64(ELM_TILE_ROWS, r1 - p0);
+        elm_repack_f32_tile(a->w, p0, nr, tile);
+        for (int64_t t0 = 0; t0 < a->n_tok; t0 += g->f32_tokens)
+            g->f32(tile, cols, a->x + t0 * cols, cols, (int)min64(g->f32_tokens, a->n_tok - t0),
+                   a->y + t0 * rows + p0, rows, nr);
+    }
+}
+
+void elm_gemm(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, int64_t r1,
+              void *scratch) {
+    if (elm_type_q8_act(a->w->type)) gemm_q8(g, a, r0, r1, scratch);
+    else gemm_f32(g, a, r0, r1, scratch);
+}

@@ -1,0 +1,43 @@
+/* Tiled matrix-matrix products for prefill, shared by the SIMD tables. A thread's weight rows are
+ * repacked, ELM_TILE_ROWS rows at a time, into a layout where one vector register holds the same
+ * columns of consecutive rows, so a micro-kernel multiplies one loaded weight vector with many
+ * tokens' broadcast activations (the weights are read once per call, the activations stay in
+ * cache). Each ISA supplies only the two micro-kernels.
+ *
+ * Integer tile (block types, q8 activations), per 32-column block b of the 16 rows, 640 bytes:
+ *   int8  q[8][16][4]   q[k][r][i] = weight (row r, column 32b + 4k + i), signed (blocks.h)
+ *   float d[16], m[16]  row r's block scale and offset: value = d·q + m
+ * Float tile (F32, F16, BF16): float w[cols][16], w[c][r] = weight (row r, column c).
+ * Rows past the end of the matrix are zero. */
+#ifndef EDGELM_KERNELS_GEMM_H
+#define EDGELM_KERNELS_GEMM_H
+
+#include "kernels/kernels.h"
+
+#define ELM_TILE_Q8_BYTES (ELM_TILE_ROWS * ELM_QK + 2 * ELM_TILE_ROWS * (int)sizeof(float))
+
+/* y[t·ldy + r] = Σ_b d[r]·(x_t.d[b] · Σ_i q[r][i]·x_t.qs[32b + i]) + m[r]·x_t.s[b] for t < n_tok,
+ * r < n_rows, b < nb, x_t = elm_q8_at(xq, 32·nb, t). n_tok is at most the kernel's token count. */
+typedef void (*elm_tile_q8_fn)(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                               float *y, int64_t ldy, int n_rows);
+
+/* y[t·ldy + r] = Σ_c w[c][r]·x[t·ldx + c] for t < n_tok, c < cols, r < n_rows. */
+typedef void (*elm_tile_f32_fn)(const float *tile, int64_t cols, const float *x, int64_t ldx,
+                                int n_tok, float *y, int64_t ldy, int n_rows);
+
+typedef struct elm_gemm_kernels {
+    elm_tile_q8_fn q8;
+    int q8_tokens;  /* most tokens per q8 call */
+    elm_tile_f32_fn f32;
+    int f32_tokens; /* most tokens per f32 call */
+} elm_gemm_kernels;
+
+/* Rows [r0, r1) of a->y by tiles (see kernels.h's matmul); scratch as elm_matmul_scratch_bytes. */
+void elm_gemm(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, int64_t r1,
+              void *scratch);
+
+/* The repacking itself, exposed for the tests: rows [r0, r0 + n_rows) of w, n_rows <= 16. */
+void elm_repack_q8_tile(const elm_tensor *w, int64_t r0, int n_rows, uint8_t *tile);
+void elm_repack_f32_tile(const elm_tensor *w, int64_t r0, int n_rows, float *tile);
+
+#endif

@@ -1,0 +1,336 @@
+/* x86-64 AVX-512 kernels (F, BW, VL, DQ, VNNI and VBMI, as on Ice Lake, Sapphire Rapids and
+ * Zen 4); CPUs with an older AVX-512 get the AVX2 table.
+ *
+ * Decode of the block types works on two blocks per 512-bit vector. The blocks stay where they
+ * lie in the file (18 to 34 bytes each, so no vector load lines up with them): two plain loads
+ * cover a group of blocks and byte permutes across both registers (vpermt2b, VBMI) pull out the
+ * quants in the order of the activations, the fifth bits and the f16 scales, a few instructions
+ * per block where extracting them one block at a time costs a dozen. The zero point of the
+ * unsigned codes is taken off in integers by starting vpdpbusd's sums at -(o/8)·Σx.qs per lane.
+ * Float types and odd block counts use x86_body.h, with vpdpbusd as its integer step.
+ *
+ * Prefill has 512-bit micro-kernels where a vector holds one column of all 16 rows of a tile: the
+ * weights of a block are loaded once and multiplied with each token's activations broadcast from
+ * memory. */
+#include "kernels/kernels.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define X86_FN                                                                                    \
+    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
+
+X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_dpbusd_epi32(acc, u, s);
+}
+
+#include "kernels/x86/x86_body.h"
+
+/* Tokens per micro-kernel call: accumulators for NT tokens plus the 8 weight vectors of a block
+ * (q8) fit in the 32 registers. */
+enum { Q8_TOKENS = 8, F32_TOKENS = 16, GEMM_MIN_TOKENS = 4 };
+
+/* The tile's signed weights become unsigned by adding 128 (xor 0x80), vpdpbusd's operand order;
+ * the 128·Σx.qs this adds is taken back with s: y = d·x.d·dot + (m - 128·d)·x.s. */
+X86_INLINE void tile_q8_512_n(const uint8_t *tile, int64_t nb, const void *xq, float *y, int64_t ldy,
+                              int n_rows, const int nt) {
+    __m512 acc[Q8_TOKENS];
+    elm_q8_row x[Q8_TOKENS];
+    for (int t = 0; t < nt; t++) {
+        acc[t] = _mm512_setzero_ps();
+        x[t] = elm_q8_at(xq, nb * ELM_QK, t);
+    }
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES) {
+        __m512i w[ELM_QK / 4];
+        for (int k = 0; k < ELM_QK / 4; k++)
+            w[k] = _mm512_xor_si512(_mm512_load_si512(tile + 64 * k), flip);
+        const __m512 d = _mm512_load_ps(tile + ELM_TILE_ROWS * ELM_QK);
+        const __m512 c = _mm512_fnmadd_ps(_mm512_set1_ps(128.0f), d,
+                                          _mm512_load_ps(tile + ELM_TILE_ROWS * ELM_QK + 64));
+        for (int t = 0; t < nt; t++) {
+            const int8_t *qs = x[t].qs + b * ELM_QK;
+            __m512i sum = _mm512_setzero_si512();
+            for (int k = 0; k < ELM_QK / 4; k++)
+                sum = _mm512_dpbusd_epi32(sum, w[k], _mm512_set1_epi32(i32_at(qs + 4 * k)));
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(x[t].d[b])),
+                                     acc[t]);
+            acc[t] = _mm512_fmadd_ps(c, _mm512_set1_ps(x[t].s[b]), acc[t]);
+        }
+    }
+    const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
+    for (int t = 0; t < nt; t++) _mm512_mask_storeu_ps(y + t * ldy, keep, acc[t]);
+}
+
+X86_FN static void tile_q8_512(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
+                               int64_t ldy, int n_rows) {
+    switch (n_tok) {
+    case 1: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 1); break;
+    case 2: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 2); break;
+    case 3: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 3); break;
+    case 4: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 4); break;
+    case 5: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 5); break;
+    case 6: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 6); break;
+    case 7: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 7); break;
+    default: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 8); break;
+    }
+}
+
+X86_INLINE void tile_f32_512_n(const float *tile, int64_t cols, const float *x, int64_t ldx,
+                               float *y, int64_t ldy, int n_rows, const int nt) {
+    __m512 acc[F32_TOKENS];
+    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS) {
+        const __m512 w = _mm512_load_ps(tile);
+        for (int t = 0; t < nt; t++) acc[t] = _mm512_fmadd_ps(w, _mm512_set1_ps(x[t * ldx + c]), acc[t]);
+    }
+    const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
+    for (int t = 0; t < nt; t++) _mm512_mask_storeu_ps(y + t * ldy, keep, acc[t]);
+}
+
+X86_FN static void tile_f32_512(const float *tile, int64_t cols, const float *x, int64_t ldx,
+                                int n_tok, float *y, int64_t ldy, int n_rows) {
+    switch (n_tok) {
+    case 1: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 1); break;
+    case 2: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 2); break;
+    case 3: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 3); break;
+    case 4: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 4); break;
+    case 5: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 5); break;
+    case 6: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 6); break;
+    case 7: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 7); break;
+    case 8: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 8); break;
+    case 9: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 9); break;
+    case 10: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 10); break;
+    case 11: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 11); break;
+    case 12: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 12); break;
+    case 13: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 13); break;
+    case 14: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 14); break;
+    case 15: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 15); break;
+    default: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 16); break;
+    }
+}
+
+/* ---- decode of the block types ---- */
+
+X86_INLINE float hsum512(__m512 v) {
+    return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
+}
+
+/* A group of blocks (four of the 4/5-bit types, two of Q8_0; at most 128 bytes) is read as two
+ * registers holding its bytes [0, 64) and [64, span); the indices below pick what each lane
+ * needs out of the pair. Nibble types yield two vectors per group, the low nibbles (weights 0..15)
+ * and the high nibbles (16..31) of the four blocks, 16 bytes per block; Q8_0 one vector of the
+ * two blocks' 32 quants. */
+typedef struct {
+    __m512i quants;    /* byte indices of the packed quants */
+    __m512i fifth[2];  /* byte index of the qh byte holding the fifth bit, weights 0..15 / 16..31 */
+    __m512i scale;     /* word indices of each 32-bit lane's block scale d (16 words) */
+    __m512i offset;    /* the same for the offset m (Q4_1, Q5_1) */
+    __mmask64 tail;    /* bytes of the second register that belong to the group */
+    int bb, span, blocks; /* bytes per block and per group, blocks per group */
+} block_perm;
+
+X86_FN static void make_perm(elm_type t, block_perm *bp) {
+    const bool q8 = t == ELM_TYPE_Q8_0, asym = t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_1;
+    const int bb = (int)elm_type_get(t)->block_bytes, blocks = q8 ? 2 : 4;
+    const int per_block = 64 / blocks; /* bytes of a vector per block */
+    uint8_t q[64], h[2][64];
+    uint16_t sc[32], of[32];
+    for (int j = 0; j < 64; j++) {
+        const int block = j / per_block, k = j % per_block;
+        q[j] = (uint8_t)(bb * block + bb - (q8 ? 32 : 16) + k);
+        for (int half = 0; half < 2; half++)
+            h[half][j] = (uint8_t)(bb * block + (asym ? 4 : 2) + 2 * half + k / 8);
+    }
+    for (int w = 0; w < 32; w++) {
+        const int block = (w % 16) / (16 / blocks);
+        sc[w] = (uint16_t)(bb * block / 2);
+        of[w] = (uint16_t)(bb * block / 2 + 1);
+    }
+    bp->quants = _mm512_loadu_si512(q);
+    bp->fifth[0] = _mm512_loadu_si512(h[0]);
+    bp->fifth[1] = _mm512_loadu_si512(h[1]);
+    bp->scale = _mm512_loadu_si512(sc);
+    bp->offset = _mm512_loadu_si512(of);
+    bp->bb = bb, bp->blocks = blocks, bp->span = bb * blocks;
+    bp->tail = ((__mmask64)1 << (bp->span - 64)) - 1;
+}
+
+/* One token's activations laid out for the group kernels, once per call (all rows share it):
+ * per group, the quants in the order the weights come out ([weights 0..15 of the 4 blocks |
+ * 16..31] for nibble types, as they are for Q8_0), the integer start of each lane's sum (the
+ * zero point: -o·Σx.qs spread over the block's lanes), x.d per lane and x.s per lane divided by
+ * the lanes per block (Σ over a block's lanes of m·s/L = m·s). */
+typedef struct {
+    const int8_t *qs;      /* [groups][2][64] nibble types, [groups][64] Q8_0 */
+    const __m512i *init;   /* [groups] */
+    const __m512 *d, *s;   /* [groups] */
+} group_act;
+
+X86_FN static void make_group_act(const elm_q8_row *x, int64_t groups, const block_perm *bp,
+                                  int zero_point, void *scratch, group_act *out) {
+    __m512i *init = scratch;
+    __m512 *d = (__m512 *)(init + groups), *s = d + groups;
+    int8_t *qs = (int8_t *)(s + groups);
+    const int lanes = 16 / bp->blocks;
+    for (int64_t g = 0; g < groups; g++) {
+        int32_t iv[16];
+        float dv[16], sv[16];
+        for (int l = 0; l < 16; l++) {
+            const int64_t b = g * bp->blocks + l / lanes;
+            iv[l] = -zero_point * x->sum[b] / lanes;
+            dv[l] = x->d[b];
+            sv[l] = x->s[b] / (float)lanes;
+        }
+        init[g] = _mm512_loadu_si512(iv);
+        d[g] = _mm512_loadu_ps(dv);
+        s[g] = _mm512_loadu_ps(sv);
+        const int8_t *src = x->qs + g * bp->blocks * ELM_QK;
+        if (bp->blocks == 2) {
+            memcpy(qs + g * 64, src, 64);
+            continue;
+        }
+        for (int b = 0; b < 4; b++) {
+            memcpy(qs + g * 128 + 16 * b, src + ELM_QK * b, 16);
+            memcpy(qs + g * 128 + 64 + 16 * b, src + ELM_QK * b + 16, 16);
+        }
+    }
+    *out = (group_act){qs, init, d, s};
+}
+
+/* f16 words at word indices idx of the group (low 16 words used) as 16 floats. */
+X86_INLINE __m512 gather_f16(__m512i lo, __m512i idx, __m512i hi) {
+    return _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(lo, idx, hi)));
+}
+
+/* Fifth bits of the weights whose qh bytes are picked by idx: 0x10 where set. */
+X86_INLINE __m512i fifth_bits(__m512i lo, __m512i idx, __m512i hi) {
+    const __m512i bit = _mm512_set1_epi64(0x8040201008040201LL);
+    const __m512i h = _mm512_permutex2var_epi8(lo, idx, hi);
+    return _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(h, bit), _mm512_set1_epi8(0x10));
+}
+
+/* One weight row of a 4/5-bit type: full groups of four blocks here, the rest by x86_body.h. */
+X86_INLINE float row_nibbles(const uint8_t *w, const group_act *a, const elm_q8_row *x, int64_t nb,
+                             const block_perm *bp, bool asym, bool five) {
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const int64_t groups = nb / 4;
+    for (int64_t g = 0; g < groups; g++, w += bp->span) {
+        const __m512i lo = _mm512_loadu_si512(w), hi = _mm512_maskz_loadu_epi8(bp->tail, w + 64);
+        const __m512i packed = _mm512_permutex2var_epi8(lo, bp->quants, hi);
+        __m512i q0 = _mm512_and_si512(packed, low4);
+        __m512i q1 = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low4);
+        if (five) {
+            q0 = _mm512_or_si512(q0, fifth_bits(lo, bp->fifth[0], hi));
+            q1 = _mm512_or_si512(q1, fifth_bits(lo, bp->fifth[1], hi));
+        }
+        __m512i dot = _mm512_dpbusd_epi32(a->init[g], q0, _mm512_loadu_si512(a->qs + g * 128));
+        dot = _mm512_dpbusd_epi32(dot, q1, _mm512_loadu_si512(a->qs + g * 128 + 64));
+        const __m512 scale = _mm512_mul_ps(gather_f16(lo, bp->scale, hi), a->d[g]);
+        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc0);
+        if (asym) acc1 = _mm512_fmadd_ps(gather_f16(lo, bp->offset, hi), a->s[g], acc1);
+    }
+    float corr = 0;
+    __m256 rest = _mm256_setzero_ps();
+    for (int64_t i = groups * 4; i < nb; i++, w += bp->bb) rest = block_q4q5(w, x, i, rest, &corr, asym, five);
+    return hsum512(_mm512_add_ps(acc0, acc1)) + hsum256(rest) + corr;
+}
+
+/* Q8_0, two blocks per vector; the signed quants become unsigned by xor 0x80 (+128), taken back
+ * by the zero point 128 in the lanes' starting values. */
+X86_FN static float row_q8_0_512(const uint8_t *w, const group_act *a, const elm_q8_row *x, int64_t nb,
+                                 const block_perm *bp) {
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    const int64_t groups = nb / 2;
+    int64_t g = 0;
+    for (; g + 2 <= groups; g += 2, w += 2 * bp->span) {
+        for (int u = 0; u < 2; u++) {
+            const uint8_t *p = w + u * bp->span;
+            const __m512i lo = _mm512_loadu_si512(p), hi = _mm512_maskz_loadu_epi8(bp->tail, p + 64);
+            const __m512i q = _mm512_xor_si512(_mm512_permutex2var_epi8(lo, bp->quants, hi), flip);
+            const __m512i dot = _mm512_dpbusd_epi32(a->init[g + u], q, _mm512_loadu_si512(a->qs + (g + u) * 64));
+            const __m512 scale = _mm512_mul_ps(gather_f16(lo, bp->scale, hi), a->d[g + u]);
+            if (u) acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc1);
+            else acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc0);
+        }
+    }
+    __m256 rest = _mm256_setzero_ps();
+    for (int64_t i = g * 2; i < nb; i++, w += bp->bb) rest = block_q8_0(w, x, i, rest);
+    return hsum512(_mm512_add_ps(acc0, acc1)) + hsum256(rest);
+}
+
+/* Few tokens: the block types through the group kernels, float types through x86_body.h. */
+X86_FN static void matvec_512(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
+    const elm_tensor *w = a->w;
+    if (!elm_type_q8_act(w->type)) {
+        matvec(a, r0, r1, row_dot_256(w->type));
+        return;
+    }
+    const elm_type t = w->type;
+    const int64_t cols = w->ne[0], rows = w->ne[1], nb = cols / ELM_QK;
+    const size_t row_bytes = elm_row_bytes(t, cols);
+    block_perm bp;
+    make_perm(t, &bp);
+    const int zero_point = t == ELM_TYPE_Q4_0 ? 8 : t == ELM_TYPE_Q5_0 ? 16 : t == ELM_TYPE_Q8_0 ? 128 : 0;
+    enum { MAX_TOK = 4 };
+    group_act act[MAX_TOK];
+    elm_q8_row x[MAX_TOK];
+    /* 4·cols bytes per token: quants, and three 64-byte vectors per group of at least 64 weights */
+    for (int64_t t0 = 0; t0 < a->n_tok; t0 += MAX_TOK) {
+        const int nt = (int)(a->n_tok - t0 < MAX_TOK ? a->n_tok - t0 : MAX_TOK);
+        for (int k = 0; k < nt; k++) {
+            x[k] = elm_q8_at(a->xq, cols, t0 + k);
+            make_group_act(&x[k], nb / bp.blocks, &bp, zero_point, (char *)scratch + (size_t)k * 4 * cols, &act[k]);
+        }
+        for (int64_t r = r0; r < r1; r++) {
+            const uint8_t *row = (const uint8_t *)w->data + (size_t)r * row_bytes;
+            for (int k = 0; k < nt; k++) {
+                float v;
+                switch (t) {
+                case ELM_TYPE_Q8_0: v = row_q8_0_512(row, &act[k], &x[k], nb, &bp); break;
+                case ELM_TYPE_Q4_0: v = row_nibbles(row, &act[k], &x[k], nb, &bp, false, false); break;
+                case ELM_TYPE_Q4_1: v = row_nibbles(row, &act[k], &x[k], nb, &bp, true, false); break;
+                case ELM_TYPE_Q5_0: v = row_nibbles(row, &act[k], &x[k], nb, &bp, false, true); break;
+                default: v = row_nibbles(row, &act[k], &x[k], nb, &bp, true, true); break;
+                }
+                a->y[(t0 + k) * rows + r] = v;
+            }
+        }
+    }
+}
+
+static const elm_gemm_kernels gemm_kernels = {tile_q8_512, Q8_TOKENS, tile_f32_512, F32_TOKENS};
+
+X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
+    if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
+    else matvec_512(a, r0, r1, scratch);
+}
+
+static const elm_kernels avx512_kernels = {
+    .isa = "avx512",
+    .dot_f32 = dot_f32,
+    .quantize_q8 = quantize_q8,
+    .matmul = matmul,
+    .rmsnorm = rmsnorm,
+    .softmax = softmax,
+    .swiglu = swiglu,
+    .geglu = elm_scalar_geglu,
+    .rope = elm_scalar_rope,
+    .rope_neox = elm_scalar_rope_neox,
+    .attention = attention,
+};
+
+const elm_kernels *elm_kernels_avx512(void) {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi"))
+        return &avx512_kernels;
+    return NULL;
+}
+#else
+const elm_kernels *elm_kernels_avx512(void) { return NULL; }
+#endif

@@ -1,0 +1,364 @@
+/* The x86-64 kernels written once in 256-bit vectors and compiled twice: by avx2.c for
+ * AVX2+FMA+F16C and by avx512.c for AVX-512 (VL, VNNI), which changes only the integer dot step
+ * and adds its own 512-bit prefill micro-kernels. Not a header to include elsewhere: before it
+ * the including file includes <immintrin.h> and defines
+ *   X86_FN                           the target attribute of every function here
+ *   __m256i dot_u8s8(acc, u, s)      acc[i] += Σ_{j<4} u[4i+j]·s[4i+j], u unsigned (at most 128),
+ *                                    s signed (at least -127): no pair can overflow 16 bits
+ *
+ * Decode (few tokens) reads each weight block where it lies in the file: a block of 32 weights
+ * becomes one vector of 32 unsigned bytes in natural order, its integer dot with the token's q8
+ * block gives 8 partial sums, and one fused multiply-add per block applies the two scales. The
+ * zero point (8 or 16) and the offset m of the asymmetric types are applied once per block through
+ * the q8 block's s = d·Σq: Σ d(q - o)·x = d·x.d·Σ q·x.qs - o·d·s. */
+#include <math.h>
+#include <string.h>
+
+#include "kernels/gemm.h"
+
+#define X86_INLINE X86_FN static inline __attribute__((always_inline))
+
+/* ---- helpers ---- */
+
+X86_INLINE float hsum256(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+X86_INLINE float hmax256(__m256 v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+X86_INLINE int32_t hsum256_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+X86_INLINE float f16_at(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+X86_INLINE int32_t i32_at(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* e^x for float lanes: x = n·ln2 + r, |r| <= ln2/2, e^r by the Cephes expf polynomial (about one
+ * ulp), 2^n through the exponent bits. Inputs are clamped to the range where 2^n is normal. */
+X86_INLINE __m256 exp256(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+/* ---- float dot products ---- */
+
+X86_FN static float dot_f32(const float *a, const float *b, int64_t n) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+        acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), acc2);
+        acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), acc3);
+    }
+    for (; i + 8 <= n; i += 8)
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    float s = hsum256(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* Eight 16-bit floats (F16 or BF16) from p as float lanes. */
+X86_INLINE __m256 load8_f16(const uint8_t *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+
+X86_INLINE __m256 load8_bf16(const uint8_t *p) {
+    const __m256i v = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+
+/* The F16 and BF16 row dots differ only in the loader; always_inline makes two loops. */
+X86_INLINE float dot_half(const uint8_t *w, const float *x, int64_t n, bool bf16) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    int64_t i = 0;
+#define LOAD8(off) (bf16 ? load8_bf16(w + 2 * (i + (off))) : load8_f16(w + 2 * (i + (off))))
+    for (; i + 32 <= n; i += 32) {
+        acc0 = _mm256_fmadd_ps(LOAD8(0), _mm256_loadu_ps(x + i), acc0);
+        acc1 = _mm256_fmadd_ps(LOAD8(8), _mm256_loadu_ps(x + i + 8), acc1);
+        acc2 = _mm256_fmadd_ps(LOAD8(16), _mm256_loadu_ps(x + i + 16), acc2);
+        acc3 = _mm256_fmadd_ps(LOAD8(24), _mm256_loadu_ps(x + i + 24), acc3);
+    }
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(LOAD8(0), _mm256_loadu_ps(x + i), acc0);
+#undef LOAD8
+    float s = hsum256(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+    for (; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, w + 2 * i, 2);
+        s += (bf16 ? elm_bf16_to_f32(h) : _cvtsh_ss(h)) * x[i];
+    }
+    return s;
+}
+
+/* ---- q8 activations ---- */
+
+X86_FN static void quantize_q8(const float *x, int64_t cols, void *row) {
+    const int64_t nb = cols / ELM_QK;
+    int8_t *qs = row;
+    float *d = (float *)(qs + cols), *s = d + nb;
+    int32_t *sum = (int32_t *)(s + nb);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t b = 0; b < nb; b++, x += ELM_QK) {
+        __m256 v[4], amax = _mm256_setzero_ps();
+        for (int k = 0; k < 4; k++) {
+            v[k] = _mm256_loadu_ps(x + 8 * k);
+            amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[k]));
+        }
+        const float db = hmax256(amax) / 127.0f, id = db != 0 ? 1.0f / db : 0.0f;
+        __m256i q[4];
+        for (int k = 0; k < 4; k++) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], _mm256_set1_ps(id)));
+        const __m256i total = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        /* the packs interleave 128-bit lanes; the permutation restores element order */
+        const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
+        const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), order);
+        _mm256_storeu_si256((__m256i *)(qs + b * ELM_QK), p8);
+        d[b] = db;
+        sum[b] = hsum256_epi32(total);
+        s[b] = db * (float)sum[b];
+    }
+}
+
+/* ---- block weights · q8 activations (decode) ---- */
+
+/* 16 bytes of nibbles -> 32 bytes: low nibbles (weights 0..15), then high (16..31). */
+X86_INLINE __m256i load_nibbles(const uint8_t *qs) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)qs);
+    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
+    return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+}
+
+/* The fifth bits of a 5-bit block: byte j is 0x10 where bit j of the little-endian u32 qh is set. */
+X86_INLINE __m256i load_fifth_bits(const uint8_t *qh) {
+    uint32_t h;
+    memcpy(&h, qh, 4);
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                            2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x(0x8040201008040201LL);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)h), spread);
+    v = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+    return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
+}
+
+/* Block i of a 4/5-bit row against the token: acc += d·x.d[i]·Σ(q - o)·x.qs, the zero point o
+ * taken off in integers by starting the 8 lane sums at -(o/8)·Σx.qs; *corr += m·x.s[i]. */
+X86_INLINE __m256 block_q4q5(const uint8_t *b, const elm_q8_row *x, int64_t i, __m256 acc,
+                             float *corr, bool asym, bool five) {
+    const float d = f16_at(b);
+    const uint8_t *p = b + (asym ? 4 : 2);
+    __m256i q = load_nibbles(p + (five ? 4 : 0));
+    if (five) q = _mm256_or_si256(q, load_fifth_bits(p));
+    const int zero_point_per_lane = asym ? 0 : five ? 2 : 1;
+    const __m256i init = _mm256_set1_epi32(-zero_point_per_lane * x->sum[i]);
+    const __m256i dot = dot_u8s8(init, q, _mm256_loadu_si256((const __m256i *)(x->qs + i * ELM_QK)));
+    if (asym) *corr += f16_at(b + 2) * x->s[i];
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(d * x->d[i]), acc);
+}
+
+X86_INLINE float dot_q4q5(const uint8_t *b, const elm_q8_row *x, int64_t nb, bool asym, bool five) {
+    const size_t bb = 18 + (asym ? 2 : 0) + (five ? 4 : 0);
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    float corr0 = 0, corr1 = 0;
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2, b += 2 * bb) {
+        acc0 = block_q4q5(b, x, i, acc0, &corr0, asym, five);
+        acc1 = block_q4q5(b + bb, x, i + 1, acc1, &corr1, asym, five);
+    }
+    if (i < nb) acc0 = block_q4q5(b, x, i, acc0, &corr0, asym, five);
+    return hsum256(_mm256_add_ps(acc0, acc1)) + corr0 + corr1;
+}
+
+/* Q8_0: signed weights, so the sign moves to the activations (|w| unsigned, x·sign(w)). */
+X86_INLINE __m256 block_q8_0(const uint8_t *b, const elm_q8_row *x, int64_t i, __m256 acc) {
+    const __m256i w = _mm256_loadu_si256((const __m256i *)(b + 2));
+    const __m256i a = _mm256_loadu_si256((const __m256i *)(x->qs + i * ELM_QK));
+    const __m256i dot = dot_u8s8(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(a, w));
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(f16_at(b) * x->d[i]), acc);
+}
+
+/* One weight row against one token: x [cols] floats for float types, xq a q8 row for the block
+ * types. */
+typedef float (*row_dot_fn)(const void *w, const float *x, const elm_q8_row *xq, int64_t cols);
+
+X86_FN static float row_q8_0(const void *w, const float *unused, const elm_q8_row *x, int64_t cols) {
+    (void)unused;
+    const uint8_t *b = w;
+    const int64_t nb = cols / ELM_QK;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 2 <= nb; i += 2, b += 68) {
+        acc0 = block_q8_0(b, x, i, acc0);
+        acc1 = block_q8_0(b + 34, x, i + 1, acc1);
+    }
+    if (i < nb) acc0 = block_q8_0(b, x, i, acc0);
+    return hsum256(_mm256_add_ps(acc0, acc1));
+}
+
+#define ROW_Q4Q5(name, asym, five)                                                                \
+    X86_FN static float name(const void *w, const float *unused, const elm_q8_row *x,             \
+                             int64_t cols) {                                                      \
+        (void)unused;                                                                             \
+        return dot_q4q5(w, x, cols / ELM_QK, asym, five);                                         \
+    }
+ROW_Q4Q5(row_q4_0, false, false)
+ROW_Q4Q5(row_q4_1, true, false)
+ROW_Q4Q5(row_q5_0, false, true)
+ROW_Q4Q5(row_q5_1, true, true)
+#undef ROW_Q4Q5
+
+X86_FN static float row_f32(const void *w, const float *x, const elm_q8_row *unused, int64_t cols) {
+    (void)unused;
+    return dot_f32(w, x, cols);
+}
+X86_FN static float row_f16(const void *w, const float *x, const elm_q8_row *unused, int64_t cols) {
+    (void)unused;
+    return dot_half(w, x, cols, false);
+}
+X86_FN static float row_bf16(const void *w, const float *x, const elm_q8_row *unused, int64_t cols) {
+    (void)unused;
+    return dot_half(w, x, cols, true);
+}
+
+static row_dot_fn row_dot_256(elm_type t) {
+    switch (t) {
+    case ELM_TYPE_F32: return row_f32;
+    case ELM_TYPE_F16: return row_f16;
+    case ELM_TYPE_BF16: return row_bf16;
+    case ELM_TYPE_Q8_0: return row_q8_0;
+    case ELM_TYPE_Q4_0: return row_q4_0;
+    case ELM_TYPE_Q4_1: return row_q4_1;
+    case ELM_TYPE_Q5_0: return row_q5_0;
+    case ELM_TYPE_Q5_1: return row_q5_1;
+    default: return NULL;
+    }
+}
+
+/* Few tokens: each weight row is read from memory once and stays in L1 for the other tokens. */
+X86_FN static void matvec(const elm_matmul_args *a, int64_t r0, int64_t r1, row_dot_fn dot) {
+    const elm_tensor *w = a->w;
+    const int64_t cols = w->ne[0], rows = w->ne[1];
+    const size_t row_bytes = elm_row_bytes(w->type, cols);
+    const bool q8 = elm_type_q8_act(w->type);
+    for (int64_t r = r0; r < r1; r++) {
+        const uint8_t *row = (const uint8_t *)w->data + (size_t)r * row_bytes;
+        for (int64_t t = 0; t < a->n_tok; t++) {
+            elm_q8_row xq = {0};
+            if (q8) xq = elm_q8_at(a->xq, cols, t);
+            a->y[t * rows + r] = dot(row, a->x + t * cols, &xq, cols);
+        }
+    }
+}
+
+/* ---- element-wise pieces of a layer ---- */
+
+X86_FN static void rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+        acc0 = _mm256_fmadd_ps(a, a, acc0);
+        acc1 = _mm256_fmadd_ps(b, b, acc1);
+    }
+    double ss = hsum256(_mm256_add_ps(acc0, acc1));
+    for (; i < n; i++) ss += (double)x[i] * x[i];
+    const float scale = (float)(1.0 / sqrt(ss / (double)n + eps));
+    const __m256 sv = _mm256_set1_ps(scale);
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), sv), _mm256_loadu_ps(w + i)));
+    for (; i < n; i++) out[i] = x[i] * scale * w[i];
+}
+
+X86_FN static void softmax(float *x, int64_t n) {
+    __m256 mv = _mm256_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(x + i));
+    float max = hmax256(mv);
+    for (; i < n; i++) max = x[i] > max ? x[i] : max;
+    const __m256 m = _mm256_set1_ps(max);
+    __m256 sv = _mm256_setzero_ps();
+    for (i = 0; i + 8 <= n; i += 8) {
+        const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), m));
+        _mm256_storeu_ps(x + i, e);
+        sv = _mm256_add_ps(sv, e);
+    }
+    double sum = hsum256(sv);
+    for (; i < n; i++) {
+        x[i] = expf(x[i] - max);
+        sum += x[i];
+    }
+    const __m256 inv = _mm256_set1_ps((float)(1.0 / sum));
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+    for (; i < n; i++) x[i] *= (float)(1.0 / sum);
+}
+
+X86_FN static void swiglu(float *out, const float *g, const float *u, int64_t n) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 gv = _mm256_loadu_ps(g + i);
+        const __m256 den = _mm256_add_ps(_mm256_set1_ps(1.0f), exp256(_mm256_sub_ps(_mm256_setzero_ps(), gv)));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(gv, den), _mm256_loadu_ps(u + i)));
+    }
+    for (; i < n; i++) out[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+X86_FN static void attention(const float *q, const float *k, const float *v, size_t stride,
+                             int32_t n_pos, int head_dim, float scale, float *scores, float *out) {
+    for (int32_t p = 0; p < n_pos; p++) scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
+    softmax(scores, n_pos);
+    int d = 0;
+    for (; d + 32 <= head_dim; d += 32) {
+        __m256 o0 = _mm256_setzero_ps(), o1 = _mm256_setzero_ps();
+        __m256 o2 = _mm256_setzero_ps(), o3 = _mm256_setzero_ps();
+        for (int32_t p = 0; p < n_pos; p++) {
+            const float *vp = v + (size_t)p * stride + d;
+            const __m256 s = _mm256_set1_ps(scores[p]);
+            o0 = _mm256_fmadd_ps(s, _mm256_loadu_ps(vp), o0);
+            o1 = _mm256_fmadd_ps(s, _mm256_loadu_ps(vp + 8), o1);
+            o2 = _mm256_fmadd_ps(s, _mm256_loadu_ps(vp + 16), o2);
+            o3 = _mm256_fmadd_ps(s, _mm256_loadu_ps(vp + 24), o3);
+        }
+        _mm256_storeu_ps(out + d, o0);
+        _mm256_storeu_ps(out + d + 8, o1);
+        _mm256_storeu_ps(out + d + 16, o2);
+        _mm256_storeu_ps(out + d + 24, o3);
+    }
+    for (; d < head_dim; d++) {
+        float o = 0;
+        for (int32_t p = 0; p < n_pos; p++) o += scores[p] * v[(size_t)p * stride + d];
+        out[d] = o;
+    }
+}

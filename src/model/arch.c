@@ -1,0 +1,85 @@
+/* The architecture table (see arch.h). Sources: the models' Hugging Face modeling code
+ * (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM, GemmaForCausalLM) and
+ * the GGUF files llama.cpp's converter writes for them (interleaved RoPE with permuted q/k for
+ * llama, NEOX for the others; Gemma's norm weights stored + 1; Phi-3's fused tensors kept). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/arch.h"
+
+static const elm_arch archs[] = {
+    {.name = "llama", .rope = ELM_ROPE_NORM, .act = ELM_ACT_SILU, .hf_permute_qk = true,
+     .hf_type = "llama", .hf_class = "LlamaForCausalLM"},
+    {.name = "qwen2", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qkv_bias = true,
+     .hf_type = "qwen2", .hf_class = "Qwen2ForCausalLM"},
+    {.name = "phi3", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .fused_qkv = true,
+     .fused_gate_up = true, .hf_type = "phi3", .hf_class = "Phi3ForCausalLM"},
+    {.name = "gemma", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_GELU_TANH, .embd_scale = true,
+     .norm_plus_one = true, .hf_tied_default = true, .hf_type = "gemma",
+     .hf_class = "GemmaForCausalLM"},
+};
+
+const elm_arch *elm_arch_find(const char *name) {
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (strcmp(name, archs[i].name) == 0) return &archs[i];
+    return NULL;
+}
+
+const elm_arch *elm_arch_from_hf(const char *model_type) {
+    /* Mistral is Llama with an optional sliding window, and llama.cpp converts it as "llama". */
+    if (strcmp(model_type, "mistral") == 0) return &archs[0];
+    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+        if (strcmp(model_type, archs[i].hf_type) == 0) return &archs[i];
+    return NULL;
+}
+
+const char *elm_arch_names(void) { return "llama, qwen2, phi3, gemma"; }
+
+static elm_tensor_spec *spec(elm_tensor_spec *s, int32_t *n, elm_tensor_kind kind, int64_t cols,
+                             int64_t rows, const char *fmt, int layer) {
+    elm_tensor_spec *t = &s[(*n)++];
+    snprintf(t->name, sizeof t->name, fmt, layer);
+    t->kind = kind;
+    t->cols = cols;
+    t->rows = rows;
+    return t;
+}
+
+elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool rope_freqs,
+                                 int32_t *n) {
+    const int64_t dim = hp->dim, q = (int64_t)hp->n_heads * hp->head_dim,
+                  kv = (int64_t)hp->n_kv_heads * hp->head_dim, ff = hp->ffn_dim;
+    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 12 + 4) * sizeof *s);
+    *n = 0;
+    if (!s) return NULL;
+    spec(s, n, ELM_KIND_MATRIX, dim, hp->n_vocab, "token_embd.weight", 0);
+    spec(s, n, ELM_KIND_NORM, dim, 0, "output_norm.weight", 0);
+    if (!hp->tied_output) spec(s, n, ELM_KIND_MATRIX, dim, hp->n_vocab, "output.weight", 0);
+    if (rope_freqs) spec(s, n, ELM_KIND_ROPE, hp->rope_dim / 2, 0, "rope_freqs.weight", 0);
+    for (int l = 0; l < hp->n_layers; l++) {
+        spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.attn_norm.weight", l);
+        if (a->fused_qkv) {
+            spec(s, n, ELM_KIND_MATRIX, dim, q + 2 * kv, "blk.%d.attn_qkv.weight", l);
+        } else {
+            spec(s, n, ELM_KIND_MATRIX, dim, q, "blk.%d.attn_q.weight", l);
+            spec(s, n, ELM_KIND_MATRIX, dim, kv, "blk.%d.attn_k.weight", l);
+            spec(s, n, ELM_KIND_MATRIX, dim, kv, "blk.%d.attn_v.weight", l);
+        }
+        if (a->qkv_bias) {
+            spec(s, n, ELM_KIND_BIAS, q, 0, "blk.%d.attn_q.bias", l);
+            spec(s, n, ELM_KIND_BIAS, kv, 0, "blk.%d.attn_k.bias", l);
+            spec(s, n, ELM_KIND_BIAS, kv, 0, "blk.%d.attn_v.bias", l);
+        }
+        spec(s, n, ELM_KIND_MATRIX, q, dim, "blk.%d.attn_output.weight", l);
+        spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.ffn_norm.weight", l);
+        if (a->fused_gate_up) {
+            spec(s, n, ELM_KIND_MATRIX, dim, 2 * ff, "blk.%d.ffn_up.weight", l);
+        } else {
+            spec(s, n, ELM_KIND_MATRIX, dim, ff, "blk.%d.ffn_gate.weight", l);
+            spec(s, n, ELM_KIND_MATRIX, dim, ff, "blk.%d.ffn_up.weight", l);
+        }
+        spec(s, n, ELM_KIND_MATRIX, ff, dim, "blk.%d.ffn_down.weight", l);
+    }
+    return s;
+}

@@ -1,0 +1,57 @@
+/* The model families edgelm runs, as data: what distinguishes each architecture in the forward
+ * pass, in GGUF (tensor names and keys use llama.cpp's architecture name) and in the family's
+ * Hugging Face layout (config.json model_type, tensor names, conventions). Loaders, the binder,
+ * the GGUF writer, `synth` and `plan` all read this one table. */
+#ifndef EDGELM_MODEL_ARCH_H
+#define EDGELM_MODEL_ARCH_H
+
+#include <stdbool.h>
+#include "edgelm/model.h"
+
+typedef struct elm_arch {
+    const char *name;        /* GGUF general.architecture */
+    elm_rope_style rope;     /* as llama.cpp runs the GGUF */
+    elm_ffn_act act;
+    bool embd_scale;         /* embeddings × sqrt(dim) (Gemma) */
+    bool qkv_bias;           /* q/k/v projections have biases (Qwen2) */
+    bool fused_qkv;          /* one attn_qkv [q; k; v] projection (Phi-3) */
+    bool fused_gate_up;      /* ffn_up holds [gate; up], no ffn_gate (Phi-3) */
+    bool norm_plus_one;      /* HF norm weights w multiply as (1 + w); GGUF stores 1 + w (Gemma) */
+    bool hf_permute_qk;      /* HF q/k rows are rotate-half, the GGUF interleaved (Llama) */
+    bool hf_tied_default;    /* HF tie_word_embeddings default (Gemma: true) */
+    const char *hf_type;     /* config.json model_type */
+    const char *hf_class;    /* config.json architectures[0] */
+} elm_arch;
+
+/* The architecture of GGUF name `name`, or NULL. */
+const elm_arch *elm_arch_find(const char *name);
+
+/* The architecture for a config.json model_type ("llama", "mistral" -> llama, "qwen2", "phi3",
+ * "gemma"), or NULL. */
+const elm_arch *elm_arch_from_hf(const char *model_type);
+
+/* "llama, qwen2, phi3, gemma" for messages. */
+const char *elm_arch_names(void);
+
+/* What a tensor of a family's layout holds (how synth fills it). */
+typedef enum elm_tensor_kind {
+    ELM_KIND_MATRIX, /* a weight matrix [rows, cols] */
+    ELM_KIND_NORM,   /* RMSNorm weights [cols] */
+    ELM_KIND_BIAS,   /* [cols] */
+    ELM_KIND_ROPE    /* rope_freqs [cols] */
+} elm_tensor_kind;
+
+typedef struct elm_tensor_spec {
+    char name[ELM_NAME_MAX];
+    elm_tensor_kind kind;
+    int64_t cols, rows; /* rows 0: a vector of cols */
+} elm_tensor_spec;
+
+/* The GGUF tensors of a model of family a with hyper-parameters hp (head_dim set; a tied output
+ * has no output.weight; rope_freqs adds rope_freqs.weight), in the order llama.cpp's converter
+ * writes them: token_embd, output_norm, output, rope_freqs, then block by block. Returns a
+ * malloc'd array of *n specs, NULL when out of memory. */
+elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool rope_freqs,
+                                 int32_t *n);
+
+#endif

@@ -1,0 +1,100 @@
+/* Operations on a context's KV cache beyond appending (see context.h): the ids it holds, rolling
+ * it back (speculative decoding), shifting it when full (long generations and chats), and its
+ * size in bytes. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/context.h"
+#include "model/kv_quant.h"
+
+const int32_t *elm_context_tokens(const elm_context *c) { return c->tokens; }
+
+elm_status elm_context_truncate(elm_context *c, int32_t n_past, elm_error *err) {
+    if (n_past < 0 || n_past > c->n_past)
+        return elm_errorf(err, ELM_ERR_ARG, "truncate to %d tokens: the cache holds %d", n_past,
+                          c->n_past);
+    c->n_past = n_past;
+    return ELM_OK;
+}
+
+/* Rotates the keys of one layer's positions [from, to) by the angles in cs (cos, sin per pair):
+ * RoPE at position p is a rotation by p · inv_freq[i] per pair, and rotations add. Keys of other
+ * types than f32 go through floats. */
+static void rerotate(elm_context *c, unsigned char *k_layer, int32_t from, int32_t to,
+                     const float *cs, float *row) {
+    const elm_hparams *hp = &c->m->hp;
+    void (*rope)(float *, int, int, int, const float *) =
+        hp->rope_style == ELM_ROPE_NEOX ? c->k->rope_neox : c->k->rope;
+    for (int32_t p = from; p < to; p++) {
+        unsigned char *dst = k_layer + (size_t)p * c->k_row;
+        elm_kv_decode(c->type_k, c->k_block, dst, row, c->kv_dim);
+        rope(row, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
+        elm_kv_encode(c->type_k, c->k_block, row, dst, c->kv_dim);
+    }
+}
+
+elm_status elm_context_shift(elm_context *c, int32_t n_keep, int32_t n_discard, elm_error *err) {
+    if (n_keep < 0 || n_discard <= 0 || n_keep + n_discard > c->n_past)
+        return elm_errorf(err, ELM_ERR_ARG,
+                          "context shift: keep %d, discard %d of %d cached tokens", n_keep,
+                          n_discard, c->n_past);
+    const elm_hparams *hp = &c->m->hp;
+    float *cs = malloc(sizeof(float) * (size_t)hp->rope_dim);
+    float *row = malloc(sizeof(float) * (size_t)c->kv_dim);
+    if (!cs || !row) {
+        free(cs);
+        free(row);
+        return elm_errorf(err, ELM_ERR_NOMEM, "context shift: out of memory");
+    }
+    for (int i = 0; i < hp->rope_dim / 2; i++) {
+        const float angle = -(float)n_discard * c->inv_freq[i];
+        cs[2 * i] = cosf(angle);
+        cs[2 * i + 1] = sinf(angle);
+    }
+    const int32_t from = n_keep + n_discard, n_move = c->n_past - from;
+    for (int l = 0; l < hp->n_layers; l++) {
+        unsigned char *k = c->k_cache + (size_t)l * c->n_ctx * c->k_row;
+        unsigned char *v = c->v_cache + (size_t)l * c->n_ctx * c->v_row;
+        memmove(k + (size_t)n_keep * c->k_row, k + (size_t)from * c->k_row,
+                (size_t)n_move * c->k_row);
+        memmove(v + (size_t)n_keep * c->v_row, v + (size_t)from * c->v_row,
+                (size_t)n_move * c->v_row);
+        rerotate(c, k, n_keep, n_keep + n_move, cs, row);
+    }
+    memmove(c->tokens + n_keep, c->tokens + from, sizeof(int32_t) * (size_t)n_move);
+    c->n_past -= n_discard;
+    free(cs);
+    free(row);
+    return ELM_OK;
+}
+
+elm_status elm_context_make_room(elm_context *c, int32_t n_new, int32_t n_keep, elm_error *err) {
+    const int32_t free_slots = c->n_ctx - c->n_past;
+    if (n_new <= free_slots) return ELM_OK;
+    int32_t keep = n_keep > 0 ? n_keep : 0;
+    if (keep == 0 && c->n_past > 0 && c->tokens[0] == c->m->vocab.bos_id) keep = 1;
+    if (keep > c->n_past) keep = c->n_past;
+    const int32_t rest = c->n_past - keep, need = n_new - free_slots;
+    if (need > rest)
+        return elm_errorf(err, ELM_ERR_ARG,
+                          "context full: %d kept + %d new tokens do not fit in %d (lower --keep or "
+                          "raise -c)",
+                          keep, n_new, c->n_ctx);
+    return elm_context_shift(c, keep, rest / 2 > need ? rest / 2 : need, err);
+}
+
+size_t elm_kv_cache_bytes(const elm_hparams *hp, int32_t n_ctx, elm_type type_k, elm_type type_v) {
+    const int32_t bk = elm_kv_block(type_k, hp->head_dim), bv = elm_kv_block(type_v, hp->head_dim);
+    if (!bk || !bv || n_ctx <= 0) return 0;
+    const int64_t kv_dim = (int64_t)hp->n_kv_heads * hp->head_dim;
+    return (size_t)hp->n_layers * (size_t)n_ctx *
+           (elm_kv_bytes(type_k, bk, kv_dim) + elm_kv_bytes(type_v, bv, kv_dim));
+}
+
+size_t elm_context_kv_bytes(const elm_context *c) {
+    return (size_t)c->m->hp.n_layers * (size_t)c->n_ctx * (c->k_row + c->v_row);
+}
+
+elm_type elm_context_type_k(const elm_context *c) { return c->type_k; }
+elm_type elm_context_type_v(const elm_context *c) { return c->type_v; }

@@ -1,0 +1,171 @@
+/* Session files (see session.h): the cached tokens and the KV cache rows as the cache stores them,
+ * behind a header that fingerprints the model and a checksum over the whole file. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "edgelm/session.h"
+#include "model/context.h"
+
+#define MAGIC "EDGELMSS"
+#define HEADER_BYTES 72
+
+typedef struct session_header {
+    char magic[8];
+    uint32_t version, header_bytes;
+    int32_t n_vocab, dim, n_layers, n_heads, n_kv_heads, head_dim;
+    uint64_t params, fingerprint;
+    uint32_t type_k, type_v;
+    int32_t n_tokens;
+    uint32_t reserved;
+} session_header;
+
+_Static_assert(sizeof(session_header) == HEADER_BYTES, "session header is 72 bytes");
+
+/* FNV-1a 64 (Fowler, Noll, Vo): a checksum, not a defence against deliberate tampering. */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+    return h;
+}
+#define FNV_INIT 0xcbf29ce484222325ull
+
+static uint64_t weights_fingerprint(const elm_model *m) {
+    uint64_t h = FNV_INIT;
+    const elm_tensor *t[] = {m->tok_embd, m->output_norm};
+    for (size_t i = 0; i < 2; i++) h = fnv1a(h, t[i]->data, t[i]->nbytes < 4096 ? t[i]->nbytes : 4096);
+    return h;
+}
+
+static session_header header_for(const elm_context *c, int32_t n_tokens) {
+    const elm_hparams *hp = &c->m->hp;
+    session_header h = {.version = ELM_SESSION_VERSION, .header_bytes = HEADER_BYTES,
+                        .n_vocab = hp->n_vocab, .dim = hp->dim, .n_layers = hp->n_layers,
+                        .n_heads = hp->n_heads, .n_kv_heads = hp->n_kv_heads,
+                        .head_dim = hp->head_dim, .params = (uint64_t)elm_model_params(c->m),
+                        .fingerprint = weights_fingerprint(c->m), .type_k = c->type_k,
+                        .type_v = c->type_v, .n_tokens = n_tokens};
+    memcpy(h.magic, MAGIC, 8);
+    return h;
+}
+
+/* Byte offset of layer l's rows in a cache of `row`-byte positions. */
+static size_t layer_off(const elm_context *c, int l, size_t row) {
+    return (size_t)l * (size_t)c->n_ctx * row;
+}
+
+static size_t file_bytes(const elm_context *c, int32_t n_tokens) {
+    return HEADER_BYTES + sizeof(int32_t) * (size_t)n_tokens +
+           (size_t)c->m->hp.n_layers * (size_t)n_tokens * (c->k_row + c->v_row) + sizeof(uint64_t);
+}
+
+elm_status elm_session_save(const elm_context *c, const char *path, elm_error *err) {
+    const session_header h = header_for(c, c->n_past);
+    elm_out o;
+    elm_status st = elm_out_open(&o, path, err);
+    if (st) return st;
+    uint64_t sum = fnv1a(FNV_INIT, &h, sizeof h);
+    st = elm_out_write(&o, &h, sizeof h, err);
+    const size_t tok_bytes = sizeof(int32_t) * (size_t)c->n_past;
+    sum = fnv1a(sum, c->tokens, tok_bytes);
+    if (!st) st = elm_out_write(&o, c->tokens, tok_bytes, err);
+    for (int l = 0; l < c->m->hp.n_layers && !st; l++) {
+        const unsigned char *k = c->k_cache + layer_off(c, l, c->k_row);
+        const unsigned char *v = c->v_cache + layer_off(c, l, c->v_row);
+        const size_t kb = (size_t)c->n_past * c->k_row, vb = (size_t)c->n_past * c->v_row;
+        sum = fnv1a(fnv1a(sum, k, kb), v, vb);
+        st = elm_out_write(&o, k, kb, err);
+        if (!st) st = elm_out_write(&o, v, vb, err);
+    }
+    if (!st) st = elm_out_write(&o, &sum, sizeof sum, err);
+    if (st) {
+        elm_out_abort(&o);
+        return st;
+    }
+    return elm_out_commit(&o, err);
+}
+
+/* Header checks that need nothing but the header and the context. */
+static elm_status check_header(const elm_context *c, const char *path, const session_header *h,
+                               size_t size, elm_error *err) {
+    const session_header want = header_for(c, h->n_tokens);
+    if (memcmp(h->magic, MAGIC, 8) != 0)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: not an edgelm session file (bad magic)", path);
+    if (h->version != ELM_SESSION_VERSION || h->header_bytes != HEADER_BYTES)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: session version %u not supported (expected %d)",
+                          path, h->version, ELM_SESSION_VERSION);
+    if (h->n_vocab != want.n_vocab || h->dim != want.dim || h->n_layers != want.n_layers ||
+        h->n_heads != want.n_heads || h->n_kv_heads != want.n_kv_heads ||
+        h->head_dim != want.head_dim || h->params != want.params)
+        return elm_errorf(err, ELM_ERR_ARG,
+                          "%s: session is for another model (vocab %d, dim %d, %d layers, %d/%d "
+                          "heads of %d) than %s (vocab %d, dim %d, %d layers, %d/%d heads of %d)",
+                          path, h->n_vocab, h->dim, h->n_layers, h->n_heads, h->n_kv_heads,
+                          h->head_dim, c->m->path, want.n_vocab, want.dim, want.n_layers,
+                          want.n_heads, want.n_kv_heads, want.head_dim);
+    if (h->fingerprint != want.fingerprint)
+        return elm_errorf(err, ELM_ERR_ARG,
+                          "%s: session is for a model of the same shape but other weights than %s",
+                          path, c->m->path);
+    if (h->type_k != want.type_k || h->type_v != want.type_v) {
+        const elm_type_traits *tk = elm_type_get(h->type_k), *tv = elm_type_get(h->type_v);
+        return elm_errorf(err, ELM_ERR_ARG,
+                          "%s: session KV cache is %s/%s, this context's is %s/%s "
+                          "(--cache-type-k/--cache-type-v)",
+                          path, tk ? tk->name : "?", tv ? tv->name : "?",
+                          elm_type_get(want.type_k)->name, elm_type_get(want.type_v)->name);
+    }
+    if (h->n_tokens < 0 || h->n_tokens > c->n_ctx)
+        return elm_errorf(err, h->n_tokens < 0 ? ELM_ERR_FORMAT : ELM_ERR_ARG,
+                          "%s: session holds %d tokens, the context %d (raise -c)", path,
+                          h->n_tokens, c->n_ctx);
+    if (size != file_bytes(c, h->n_tokens))
+        return elm_errorf(err, ELM_ERR_FORMAT,
+                          "%s: session file is %zu bytes, its header implies %zu (truncated or "
+                          "corrupted)",
+                          path, size, file_bytes(c, h->n_tokens));
+    return ELM_OK;
+}
+
+elm_status elm_session_load(elm_context *c, const char *path, elm_error *err) {
+    void *map = NULL;
+    size_t size = 0;
+    elm_status st = elm_map_file(path, &map, &size, err);
+    if (st) return st;
+    session_header h;
+    if (size < HEADER_BYTES + sizeof(uint64_t)) {
+        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: not an edgelm session file (%zu bytes)", path, size);
+        goto done;
+    }
+    memcpy(&h, map, sizeof h);
+    if ((st = check_header(c, path, &h, size, err))) goto done;
+    uint64_t stored;
+    memcpy(&stored, (const char *)map + size - sizeof stored, sizeof stored);
+    if (fnv1a(FNV_INIT, map, size - sizeof stored) != stored) {
+        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: session checksum mismatch (corrupted file)", path);
+        goto done;
+    }
+    const unsigned char *p = (const unsigned char *)map + HEADER_BYTES;
+    const int32_t n = h.n_tokens;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t id;
+        memcpy(&id, p + sizeof id * (size_t)i, sizeof id);
+        if (id < 0 || id >= c->m->hp.n_vocab) {
+            st = elm_errorf(err, ELM_ERR_FORMAT, "%s: session token %d has id %d, out of range 0..%d",
+                            path, i, id, c->m->hp.n_vocab - 1);
+            goto done;
+        }
+    }
+    memcpy(c->tokens, p, sizeof(int32_t) * (size_t)n);
+    p += sizeof(int32_t) * (size_t)n;
+    for (int l = 0; l < c->m->hp.n_layers; l++) {
+        const size_t kb = (size_t)n * c->k_row, vb = (size_t)n * c->v_row;
+        memcpy(c->k_cache + layer_off(c, l, c->k_row), p, kb);
+        memcpy(c->v_cache + layer_off(c, l, c->v_row), p + kb, vb);
+        p += kb + vb;
+    }
+    c->n_past = n;
+done:
+    elm_unmap(map, size);
+    return st;
+}

@@ -1,0 +1,110 @@
+/* Tiny random models of each family (see synth_tiny.h). Weights come from a seeded normal
+ * generator (splitmix64 + Box-Muller), so a seed names one model on every machine. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/hf.h"
+#include "formats/loaders.h"
+#include "model/arch.h"
+#include "model/synth_tiny.h"
+
+enum { TINY_DIM = 64, TINY_LAYERS = 2, TINY_HEADS = 4, TINY_KV_HEADS = 2, TINY_HEAD = 16,
+       TINY_FFN = 128 };
+
+/* Llama 3.1's rope_scaling, as its config.json has it */
+static const float llama31_scaling[4] = {8.0f, 1.0f, 4.0f, 8192.0f};
+
+typedef struct rng {
+    uint64_t state;
+} rng;
+
+static uint64_t next_u64(rng *r) {
+    uint64_t z = (r->state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* Standard normal (Box-Muller; the second value is dropped to keep the stream simple). */
+static double normal(rng *r) {
+    double u1 = ((next_u64(r) >> 11) + 1.0) / 9007199254740993.0; /* (0, 1] */
+    double u2 = (next_u64(r) >> 11) / 9007199254740992.0;
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* Adds an F32 tensor [rows, cols] (rows 0: a vector) of mean + std · N(0, 1) values. */
+static elm_status add(elm_model *m, rng *r, const elm_tensor_spec *t, double mean, double std,
+                      elm_error *err) {
+    const int64_t n = t->cols * (t->rows ? t->rows : 1);
+    float *data = malloc((size_t)n * sizeof *data);
+    if (!data) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
+    for (int64_t i = 0; i < n; i++) data[i] = (float)(mean + std * normal(r));
+    elm_status st = elm_model_own_buffer(m, data, err);
+    const int64_t ne[2] = {t->cols, t->rows};
+    return st ? st : elm_model_add_tensor(m, t->name, ELM_TYPE_F32, t->rows ? 2 : 1, ne, data,
+                                          (size_t)n * sizeof *data, err);
+}
+
+/* Matrices and biases N(0, std²), norm weights 1 + N(0, 0.1²), rope_freqs from the scaling. */
+static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double std,
+                              elm_error *err) {
+    int32_t n;
+    elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, a->hf_permute_qk, &n);
+    if (!specs) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
+    elm_status st = ELM_OK;
+    for (int32_t i = 0; i < n && !st; i++) {
+        switch (specs[i].kind) {
+        case ELM_KIND_MATRIX:
+        case ELM_KIND_BIAS: st = add(m, r, &specs[i], 0, std, err); break;
+        case ELM_KIND_NORM: st = add(m, r, &specs[i], 1.0, 0.1, err); break;
+        case ELM_KIND_ROPE: st = elm_hf_add_llama3_freqs(m, llama31_scaling, err); break;
+        }
+    }
+    free(specs);
+    return st;
+}
+
+elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float llama3[4],
+                                elm_error *err) {
+    *out = NULL;
+    const elm_arch *a = elm_arch_find(o->arch);
+    if (!a)
+        return elm_errorf(err, ELM_ERR_ARG, "synth: unknown architecture '%s' (%s)", o->arch,
+                          elm_arch_names());
+    char path[64];
+    snprintf(path, sizeof path, "tiny-%s", a->name);
+    elm_model *m = elm_model_new(path, "synth", err);
+    if (!m) return ELM_ERR_NOMEM;
+    elm_status st = elm_load_gguf_vocab(o->vocab_path, &m->vocab, err);
+    if (st) {
+        elm_model_free(m);
+        return st;
+    }
+    snprintf(m->name, sizeof m->name, "%s", path);
+    elm_hparams *hp = &m->hp;
+    snprintf(hp->arch, sizeof hp->arch, "%s", a->name);
+    hp->n_vocab = m->vocab.n_tokens;
+    hp->dim = TINY_DIM;
+    hp->n_layers = TINY_LAYERS;
+    hp->n_heads = TINY_HEADS;
+    hp->n_kv_heads = TINY_KV_HEADS;
+    hp->head_dim = a->embd_scale ? 2 * TINY_HEAD : TINY_HEAD;
+    hp->ffn_dim = TINY_FFN;
+    hp->n_ctx_train = 4096;
+    hp->rms_eps = a->embd_scale ? 1e-6f : 1e-5f;
+    hp->rope_theta = a->hf_permute_qk ? 500000.0f : 10000.0f;
+    hp->rope_dim = hp->head_dim;
+    hp->tied_output = !a->fused_qkv; /* Phi-3 keeps its output matrix, the others tie it */
+    rng r = {o->seed};
+    st = add_tensors(m, a, &r, o->std > 0 ? o->std : 0.3, err);
+    if (!st && a->hf_permute_qk && llama3) memcpy(llama3, llama31_scaling, sizeof llama31_scaling);
+    if (!st) st = elm_model_bind(m, err);
+    if (st) {
+        elm_model_free(m);
+        return st;
+    }
+    *out = m;
+    return ELM_OK;
+}

@@ -1,0 +1,35 @@
+/* AWQ, activation-aware weight quantization (Lin et al. 2023, arXiv:2306.00978, section 3.2):
+ * the per-input-channel scale search of a group of linears sharing an input, and the clipping
+ * search that quantizes one scaled linear. Errors are measured on the calibration inputs through
+ * their Hessian H = 2·Σ x xᵀ, so no activations are stored: ‖(W - Ŵ)X‖² = ½ Σ_r e_rᵀ H e_r. */
+#ifndef EDGELM_QUANT_AWQ_H
+#define EDGELM_QUANT_AWQ_H
+
+#include <stdint.h>
+#include "edgelm/error.h"
+#include "quant/grid.h"
+
+#define ELM_AWQ_GRID 20 /* α candidates i/19, i = 0..19: [0, 1] in 20 points */
+#define ELM_AWQ_CLIP 10 /* clip candidates 1, 0.95, ..., 0.55 (range shrunk by up to 45%) */
+
+typedef struct elm_awq_linear {
+    const float *w;      /* [rows, cols] weights as in the model */
+    int64_t rows;
+    const elm_grid *g;   /* its block grid, NULL when it is not written as a block type */
+} elm_awq_linear;
+
+/* Scales s [cols] for the linears lin [n_lin] reading one input with mean |x| abs_mean [cols]
+ * and Hessian H [cols, cols]: s = abs_mean^α normalised by sqrt(max s · min s) over live
+ * channels (dead channels, mean |x| = 0, get 1), α from ELM_AWQ_GRID minimising the summed output
+ * error of round-to-nearest Q(W·diag s)·diag(1/s). *alpha receives the chosen α. ELM_ERR_NOMEM. */
+elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols, const double *H,
+                          const double *abs_mean, double *s, double *alpha, elm_error *err);
+
+/* Quantizes the scaled weights ws [rows, cols] whose input Hessian (in the scaled coordinates) is
+ * Hs: for each 32-weight block, the clip of ELM_AWQ_CLIP whose parameters minimise the block's
+ * output error Δᵀ Hs_bb Δ (Hs_bb its 32 x 32 diagonal block), then nearest codes. Writes codes
+ * [rows, cols], params [rows, cols/32] and their values q [rows, cols]. */
+void elm_awq_clip_quantize(const elm_grid *g, const float *ws, int64_t rows, int64_t cols,
+                           const double *Hs, int8_t *codes, elm_block_params *params, float *q);
+
+#endif

@@ -1,0 +1,111 @@
+/* Activation capture (capture.h): a matmul hook adds each observed input batch X [n_tok, cols] to
+ * H += 2·XᵀX with one BLAS rank-k update (dsyrk, upper triangle), and to per-channel |x| sums and
+ * maxima. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "edgelm/context.h"
+#include "quant/capture.h"
+
+elm_status elm_act_stats_init(elm_act_stats *s, const elm_tensor *key, elm_error *err) {
+    memset(s, 0, sizeof *s);
+    s->key = key;
+    s->cols = key->ne[0];
+    s->h = calloc((size_t)(s->cols * s->cols), sizeof *s->h);
+    s->abs_mean = calloc((size_t)s->cols, sizeof *s->abs_mean);
+    s->abs_max = calloc((size_t)s->cols, sizeof *s->abs_max);
+    if (!s->h || !s->abs_mean || !s->abs_max) {
+        elm_act_stats_free(s);
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the %lld x %lld Hessian of '%s'",
+                          (long long)s->cols, (long long)s->cols, key->name);
+    }
+    return ELM_OK;
+}
+
+void elm_act_stats_free(elm_act_stats *s) {
+    free(s->h);
+    free(s->abs_mean);
+    free(s->abs_max);
+    memset(s, 0, sizeof *s);
+}
+
+typedef struct capture {
+    elm_act_stats *stats;
+    int32_t n_stats;
+    double *xd; /* [n_batch * widest input] the batch in float64 */
+} capture;
+
+static void on_matmul(const elm_tensor *w, int layer, const float *x, int64_t n_tok, void *user) {
+    capture *c = user;
+    (void)layer;
+    for (int32_t k = 0; k < c->n_stats; k++) {
+        elm_act_stats *s = &c->stats[k];
+        if (s->key != w) continue;
+        const int64_t cols = s->cols;
+        for (int64_t i = 0; i < n_tok * cols; i++) c->xd[i] = x[i];
+        for (int64_t t = 0; t < n_tok; t++)
+            for (int64_t j = 0; j < cols; j++) {
+                float a = fabsf(x[t * cols + j]);
+                s->abs_mean[j] += a;
+                if (!(a <= s->abs_max[j])) s->abs_max[j] = a; /* keeps a NaN for the check */
+            }
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)cols, (int)n_tok, 2.0, c->xd,
+                    (int)cols, 1.0, s->h, (int)cols);
+        s->n_rows += n_tok;
+    }
+}
+
+elm_status elm_capture(const elm_model *m, int32_t n_layers, bool with_output,
+                       const elm_calib_set *cs, int32_t n_threads, elm_act_stats *stats,
+                       int32_t n_stats, elm_error *err) {
+    elm_model view = *m; /* the first n_layers layers only: the rest are not needed */
+    view.hp.n_layers = n_layers;
+    int32_t n_ctx = 1;
+    for (int32_t i = 0; i < cs->n; i++) n_ctx = cs->n_ids[i] > n_ctx ? cs->n_ids[i] : n_ctx;
+    int64_t widest = 1;
+    for (int32_t k = 0; k < n_stats; k++) widest = stats[k].cols > widest ? stats[k].cols : widest;
+    capture c = {stats, n_stats, malloc(sizeof(double) * (size_t)n_ctx * (size_t)widest)};
+    float *logits = with_output ? malloc(sizeof(float) * (size_t)n_ctx * (size_t)m->hp.n_vocab) : NULL;
+    elm_context *ctx = NULL;
+    elm_status st = ELM_OK;
+    if (!c.xd || (with_output && !logits))
+        st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for calibration activations");
+    elm_context_params cp = {.n_ctx = n_ctx, .n_batch = n_ctx, .n_threads = n_threads > 0 ? n_threads : 1};
+    if (!st) st = elm_context_new(&view, &cp, &ctx, err);
+    if (!st) elm_context_set_hook(ctx, on_matmul, &c);
+    for (int32_t i = 0; i < cs->n && !st; i++) {
+        elm_context_reset(ctx);
+        st = elm_forward(ctx, cs->ids[i], cs->n_ids[i], logits, true, err);
+    }
+    elm_context_free(ctx);
+    free(logits);
+    free(c.xd);
+    for (int32_t k = 0; k < n_stats && !st; k++) {
+        elm_act_stats *s = &stats[k];
+        const int64_t n = s->cols;
+        bool finite = true;
+        for (int64_t j = 0; j < n; j++) {
+            finite &= isfinite(s->abs_max[j]) && isfinite(s->h[j * n + j]);
+            if (s->n_rows) s->abs_mean[j] /= (double)s->n_rows;
+            for (int64_t i = 0; i < j; i++) s->h[j * n + i] = s->h[i * n + j];
+        }
+        if (!finite)
+            st = elm_errorf(err, ELM_ERR_FORMAT,
+                            "%s: non-finite activations at the input of '%s' (weights too large?)",
+                            m->path, s->key->name);
+    }
+    return st;
+}
+
+double elm_rows_quad(const double *E, int64_t rows, int64_t cols, const double *H, double *EH) {
+    double sum = 0;
+    for (int64_t r0 = 0; r0 < rows; r0 += ELM_QUAD_ROWS) {
+        const int64_t nr = rows - r0 < ELM_QUAD_ROWS ? rows - r0 : ELM_QUAD_ROWS;
+        cblas_dsymm(CblasRowMajor, CblasRight, CblasUpper, (int)nr, (int)cols, 1.0, H, (int)cols,
+                    E + r0 * cols, (int)cols, 0.0, EH, (int)cols);
+        for (int64_t i = 0; i < nr * cols; i++) sum += EH[i] * E[r0 * cols + i];
+    }
+    return sum;
+}

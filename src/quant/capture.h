@@ -1,0 +1,40 @@
+/* Activation capture for calibration: the statistics GPTQ and AWQ need of a linear layer's input,
+ * gathered through the forward pass's matmul hook (context.h), so there is one forward pass. */
+#ifndef EDGELM_QUANT_CAPTURE_H
+#define EDGELM_QUANT_CAPTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "edgelm/model.h"
+#include "edgelm/quant_calib.h"
+
+/* Statistics of the input x [cols] of the linear `key` (and of every linear sharing its input). */
+typedef struct elm_act_stats {
+    const elm_tensor *key; /* tensor of the model being run whose matmul input is observed */
+    int64_t cols;
+    int64_t n_rows;        /* input vectors seen (tokens) */
+    double *h;             /* [cols, cols] H = 2·Σ x xᵀ, summed in float64 */
+    double *abs_mean;      /* [cols] mean |x| */
+    float *abs_max;        /* [cols] max |x| */
+} elm_act_stats;
+
+/* Allocates zeroed statistics for key's input (key->ne[0] columns). ELM_ERR_NOMEM. */
+elm_status elm_act_stats_init(elm_act_stats *s, const elm_tensor *key, elm_error *err);
+void elm_act_stats_free(elm_act_stats *s);
+
+/* Runs every calibration sequence of cs (each from an empty KV cache, one batch) through the
+ * first n_layers layers of m, and through the output projection as well when with_output
+ * (n_layers must then be m->hp.n_layers), accumulating stats[i] for each key's input. On return
+ * abs_mean is the mean and h symmetric. ELM_ERR_FORMAT naming the key when an input holds a NaN
+ * or infinity; the forward pass's errors; ELM_ERR_NOMEM. */
+elm_status elm_capture(const elm_model *m, int32_t n_layers, bool with_output,
+                       const elm_calib_set *cs, int32_t n_threads, elm_act_stats *stats,
+                       int32_t n_stats, elm_error *err);
+
+/* Σ_r e_rᵀ H e_r over the rows of E [rows, cols] (row-major, float64): the summed squared output
+ * error of a weight error E on inputs whose H = 2·Σ x xᵀ (so twice Σ‖E x‖²). scratch holds
+ * ELM_QUAD_ROWS * cols doubles. */
+#define ELM_QUAD_ROWS 64
+double elm_rows_quad(const double *E, int64_t rows, int64_t cols, const double *H, double *scratch);
+
+#endif

@@ -1,0 +1,39 @@
+/* GPTQ for one linear layer (Frantar et al. 2022, arXiv:2210.17323, Algorithm 1) on a ggml
+ * block grid. */
+#ifndef EDGELM_QUANT_GPTQ_H
+#define EDGELM_QUANT_GPTQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "edgelm/error.h"
+#include "quant/grid.h"
+
+typedef struct elm_gptq_opts {
+    double damp;    /* λ = damp · mean(diag H) added to the diagonal (paper: 1%) */
+    bool act_order; /* columns by descending diag H; block scales fixed beforehand */
+    int n_clip;     /* block-scale candidates of elm_grid_best_params (1 = the RTN rule) */
+} elm_gptq_opts;
+
+typedef struct elm_gptq_result {
+    double damp;  /* the damping that factored */
+    int raised;   /* times it was raised (x10 each) */
+    int64_t dead; /* input channels with H_ii = 0 */
+} elm_gptq_result;
+
+/* Quantizes W [rows, cols] (row-major, float64, cols a multiple of 32; overwritten by the
+ * error-updated weights) given its input Hessian H [cols, cols] (symmetric, 2·XᵀX; overwritten).
+ * Dead channels (H_ii = 0) get H_ii = 1. The Cholesky factor U of (H + λI)⁻¹ = UᵀU drives the
+ * error feedback: columns in blocks of 128, each column's rounding error (w - q)/U_ii pushed into
+ * the rest of its block at once and into later blocks by one matrix product per block. A block's
+ * scale (and min) comes from the error-updated weights when the pass reaches its first column, or
+ * with act_order from the original weights before the pass; among n_clip shrunk ranges the one
+ * with the least diag(H)-weighted rounding error is taken. When a factorization fails the damping
+ * is raised x10 and the factorization redone (up to 10 times).
+ * Writes codes [rows, cols] and params [rows, cols/32] in the original column order, and q
+ * [rows, cols], the values they decode to. ELM_ERR_FORMAT naming `name` if H cannot be factored
+ * (non-finite H), ELM_ERR_NOMEM. */
+elm_status elm_gptq(const elm_grid *g, const char *name, double *W, int64_t rows, int64_t cols,
+                    double *H, const elm_gptq_opts *o, int8_t *codes, elm_block_params *params,
+                    float *q, elm_gptq_result *res, elm_error *err);
+
+#endif

@@ -1,0 +1,122 @@
+/* ggml block grids (grid.h): parameters, nearest codes, decoding and packing of Q8_0, Q4_0, Q4_1,
+ * Q5_0 and Q5_1 blocks, written from the layouts in FORMATS.md ("ggml blocks"). Scales are
+ * rounded to f16 before any code is chosen, so codes are nearest for the stored scale. */
+#include <math.h>
+#include <string.h>
+
+#include "quant/grid.h"
+
+bool elm_grid_of(elm_type type, elm_grid *g) {
+    switch (type) {
+    case ELM_TYPE_Q8_0: *g = (elm_grid){type, -127, 127, 0, false}; return true;
+    case ELM_TYPE_Q4_0: *g = (elm_grid){type, 0, 15, 8, false}; return true;
+    case ELM_TYPE_Q5_0: *g = (elm_grid){type, 0, 31, 16, false}; return true;
+    case ELM_TYPE_Q4_1: *g = (elm_grid){type, 0, 15, 0, true}; return true;
+    case ELM_TYPE_Q5_1: *g = (elm_grid){type, 0, 31, 0, true}; return true;
+    default: return false;
+    }
+}
+
+static float round_f16(float f) { return elm_f16_to_f32(elm_f32_to_f16(f)); }
+
+elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip) {
+    elm_block_params p = {0, 0};
+    if (g->asym) {
+        float lo = x[0], hi = x[0];
+        for (int j = 1; j < ELM_QK; j++) {
+            lo = fminf(lo, x[j]);
+            hi = fmaxf(hi, x[j]);
+        }
+        if (clip < 1) {
+            float mid = 0.5f * (lo + hi), half = 0.5f * (hi - lo) * clip;
+            lo = mid - half;
+            hi = mid + half;
+        }
+        p.d = round_f16((hi - lo) / (float)g->qmax);
+        p.m = round_f16(lo);
+    } else if (g->off == 0) {
+        float amax = 0;
+        for (int j = 0; j < ELM_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        p.d = round_f16(clip * amax / (float)g->qmax);
+    } else {
+        /* the weight of largest magnitude lands on code 0, as in the RTN rule: the sign of d
+         * puts the block's longer half-range on the side that has it */
+        float amax = 0, max = 0;
+        for (int j = 0; j < ELM_QK; j++)
+            if (amax < fabsf(x[j])) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        p.d = round_f16(clip * max / (float)-g->off);
+    }
+    return p;
+}
+
+int elm_grid_code(const elm_grid *g, elm_block_params p, float x) {
+    if (p.d == 0) return g->asym ? 0 : g->off;
+    double t = g->asym ? ((double)x - p.m) / p.d : (double)x / p.d + g->off;
+    double q = floor(t + 0.5);
+    if (!(q > g->qmin)) return g->qmin; /* also NaN */
+    if (q > g->qmax) return g->qmax;
+    return (int)q;
+}
+
+float elm_grid_value(const elm_grid *g, elm_block_params p, int q) {
+    if (g->asym) {
+        float v = p.d * (float)q;
+        return v + p.m;
+    }
+    return p.d * (float)(q - g->off);
+}
+
+static void put_f16(uint8_t *b, float f) {
+    uint16_t h = elm_f32_to_f16(f);
+    memcpy(b, &h, 2);
+}
+
+void elm_grid_pack(const elm_grid *g, elm_block_params p, const int8_t *codes, void *block) {
+    uint8_t *b = block;
+    put_f16(b, p.d);
+    if (g->type == ELM_TYPE_Q8_0) {
+        memcpy(b + 2, codes, ELM_QK);
+        return;
+    }
+    uint8_t *after_scales = b + (g->asym ? 4 : 2);
+    if (g->asym) put_f16(b + 2, p.m);
+    /* 5-bit types: bit 4 of code j is bit j of the little-endian u32 qh before the nibbles */
+    uint8_t *qs = after_scales;
+    if (g->qmax == 31) {
+        uint32_t h = 0;
+        for (int j = 0; j < ELM_QK; j++) h |= (uint32_t)((codes[j] >> 4) & 1) << j;
+        for (int k = 0; k < 4; k++) after_scales[k] = (uint8_t)(h >> (8 * k));
+        qs += 4;
+    }
+    /* weight j < 16 in the low nibble of qs[j], weight j + 16 in its high nibble */
+    for (int j = 0; j < ELM_QK / 2; j++)
+        qs[j] = (uint8_t)((codes[j] & 0x0f) | (codes[j + ELM_QK / 2] & 0x0f) << 4);
+}
+
+double elm_grid_block_error(const elm_grid *g, elm_block_params p, const float *x,
+                            const double *h) {
+    double e = 0;
+    for (int j = 0; j < ELM_QK; j++) {
+        double r = (double)x[j] - elm_grid_value(g, p, elm_grid_code(g, p, x[j]));
+        e += (h ? h[j] : 1.0) * r * r;
+    }
+    return e;
+}
+
+elm_block_params elm_grid_best_params(const elm_grid *g, const float *x, const double *h,
+                                      int n_clip) {
+    elm_block_params best = elm_grid_params(g, x, 1.0f);
+    double best_err = elm_grid_block_error(g, best, x, h);
+    for (int i = 1; i < n_clip; i++) {
+        elm_block_params p = elm_grid_params(g, x, 1.0f - 0.05f * (float)i);
+        double e = elm_grid_block_error(g, p, x, h);
+        if (e < best_err) {
+            best_err = e;
+            best = p;
+        }
+    }
+    return best;
+}

@@ -1,0 +1,511 @@
+/* Layer-by-layer GPTQ and AWQ over a float32 working copy of the model (layerwise.h).
+ *
+ * Per block l, the linears are taken in the order the forward pass reaches their inputs:
+ * q/k/v (input: attention RMSNorm), o (attention output), gate/up (FFN RMSNorm), down (SwiGLU
+ * product). GPTQ captures each group's input with the group before it already quantized (the
+ * "true sequential" order of the GPTQ code); AWQ captures the block's four inputs in one pass,
+ * searches a scale per group, folds all scales (1/s into the RMSNorm weight or the rows of the
+ * linear producing the input, s into the columns of the group), then clips and quantizes. A linear
+ * whose planned type is not a block type (F16 fallback, F32) is rounded to that type in place. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/awq.h"
+#include "quant/capture.h"
+#include "quant/gptq.h"
+#include "quant/layerwise.h"
+
+/* Block-scale candidates GPTQ tries (grid.h): 1 = the RTN rule. */
+#define GPTQ_CLIP 10
+
+typedef struct qctx {
+    elm_qrun *r;
+    const elm_quant_params *p;
+    const elm_tensor_plan *plan;
+    const elm_quantize_callbacks *cb;
+} qctx;
+
+static int64_t rows_of(const elm_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
+static int32_t idx(const elm_qrun *r, const elm_tensor *t) { return (int32_t)(t - r->tensors); }
+static float *wdata(const elm_tensor *t) { return t->data; }
+
+static bool grid_of(const qctx *q, const elm_tensor *t, elm_grid *g) {
+    return elm_grid_of(q->plan[idx(q->r, t)].type, g);
+}
+
+static void warn(const qctx *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(const qctx *q, const char *fmt, ...) {
+    if (!q->cb || !q->cb->warn) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    q->cb->warn(msg, q->cb->user);
+}
+
+elm_status elm_check_finite(const elm_model *m, const elm_tensor *t, int64_t row, const float *x,
+                            elm_error *err) {
+    for (int64_t j = 0; j < t->ne[0]; j++)
+        if (!isfinite(x[j]))
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' holds %s at row %lld, column %lld",
+                              m->path, t->name, isnan(x[j]) ? "NaN" : "an infinity",
+                              (long long)row, (long long)j);
+    return ELM_OK;
+}
+
+/* ------------------------------------------------------------------------ working copy */
+
+/* The working copy of a tensor of the source; NULL for NULL, and for a row view of a fused tensor
+ * (Phi-3's attn_qkv), which is not in the tensor list. */
+static elm_tensor *twin(const elm_qrun *r, const elm_tensor *t) {
+    if (!t || t < r->src->tensors || t >= r->src->tensors + r->src->n_tensors) return NULL;
+    return r->tensors + (t - r->src->tensors);
+}
+
+static elm_status bind_twin(const elm_qrun *r, const elm_tensor *t, elm_tensor **slot, elm_error *err) {
+    *slot = twin(r, t);
+    if (t && !*slot)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: '%s' is part of a fused tensor; GPTQ and AWQ need separate "
+                          "tensors (use --method rtn)", r->src->path, t->name);
+    return ELM_OK;
+}
+
+static elm_status work_init(elm_qrun *r, const elm_model *m, elm_error *err) {
+    const int32_t n = m->n_tensors;
+    r->src = m;
+    r->work = *m;
+    r->work.storage = NULL; /* nothing of the source is owned here */
+    r->tensors = calloc(n ? (size_t)n : 1, sizeof *r->tensors);
+    r->layers = calloc((size_t)m->hp.n_layers, sizeof *r->layers);
+    r->bytes = calloc(n ? (size_t)n : 1, sizeof *r->bytes);
+    r->info = calloc(n ? (size_t)n : 1, sizeof *r->info);
+    if (!r->tensors || !r->layers || !r->bytes || !r->info)
+        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
+    for (int32_t i = 0; i < n; i++) {
+        const elm_tensor *in = &m->tensors[i];
+        elm_tensor *t = &r->tensors[i];
+        *t = *in;
+        const int64_t rows = rows_of(in), cols = in->ne[0];
+        const size_t row_bytes = elm_row_bytes(in->type, cols);
+        t->type = ELM_TYPE_F32;
+        t->nbytes = sizeof(float) * (size_t)(rows * cols);
+        if (!(t->data = malloc(t->nbytes))) {
+            return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory for a float copy of '%s'",
+                              m->path, in->name);
+        }
+        for (int64_t row = 0; row < rows; row++) {
+            float *x = wdata(t) + row * cols;
+            elm_type_get(in->type)->to_float((const uint8_t *)in->data + (size_t)row * row_bytes, x, cols);
+            elm_status st = elm_check_finite(m, in, row, x, err);
+            if (st) return st;
+        }
+    }
+    elm_status st = ELM_OK;
+    for (int l = 0; l < m->hp.n_layers && !st; l++) {
+        const elm_layer *a = &m->layers[l];
+        elm_layer *b = &r->layers[l];
+        const struct { const elm_tensor *from; elm_tensor **to; } slots[] = {
+            {a->attn_norm, &b->attn_norm}, {a->wq, &b->wq}, {a->wk, &b->wk}, {a->wv, &b->wv},
+            {a->wo, &b->wo}, {a->ffn_norm, &b->ffn_norm}, {a->w_gate, &b->w_gate},
+            {a->w_up, &b->w_up}, {a->w_down, &b->w_down}, {a->bq, &b->bq}, {a->bk, &b->bk},
+            {a->bv, &b->bv}};
+        for (size_t k = 0; k < sizeof slots / sizeof slots[0] && !st; k++)
+            st = bind_twin(r, slots[k].from, slots[k].to, err);
+    }
+    r->work.tensors = r->tensors;
+    r->work.layers = r->layers;
+    if (!st) st = bind_twin(r, m->tok_embd, &r->work.tok_embd, err);
+    if (!st) st = bind_twin(r, m->output, &r->work.output, err);
+    if (!st) st = bind_twin(r, m->output_norm, &r->work.output_norm, err);
+    if (!st) st = bind_twin(r, m->rope_freqs, &r->work.rope_freqs, err);
+    return st;
+}
+
+void elm_qrun_free(elm_qrun *r) {
+    for (int32_t i = 0; r->src && i < r->src->n_tensors; i++) {
+        if (r->tensors) free(r->tensors[i].data);
+        if (r->bytes) free(r->bytes[i]);
+    }
+    free(r->tensors);
+    free(r->layers);
+    free(r->bytes);
+    free(r->info);
+    memset(r, 0, sizeof *r);
+}
+
+/* ------------------------------------------------------------------- writing results */
+
+/* Rounds tensor t of the working copy to its planned type by the types table (RTN): keeps the
+ * bytes, and the working copy takes the decoded values. 1-D tensors are written from the copy. */
+static elm_status emit_rtn(qctx *q, elm_tensor *t, elm_error *err) {
+    const int32_t i = idx(q->r, t);
+    if (t->n_dims < 2 || q->r->bytes[i]) return ELM_OK;
+    const elm_type type = q->plan[i].type;
+    const elm_type_traits *tt = elm_type_get((uint32_t)type);
+    const int64_t rows = rows_of(t), cols = t->ne[0];
+    const size_t rb = elm_row_bytes(type, cols);
+    uint8_t *b = malloc(rb * (size_t)rows);
+    if (!b) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory encoding '%s'", t->name);
+    for (int64_t r = 0; r < rows; r++) {
+        tt->from_float(wdata(t) + r * cols, b + (size_t)r * rb, cols);
+        tt->to_float(b + (size_t)r * rb, wdata(t) + r * cols, cols);
+    }
+    q->r->bytes[i] = b;
+    return ELM_OK;
+}
+
+/* Packs codes/params chosen by GPTQ or AWQ; the working copy takes their values. */
+static elm_status emit_codes(qctx *q, elm_tensor *t, const elm_grid *g, const int8_t *codes,
+                             const elm_block_params *params, const float *values, elm_error *err) {
+    const int64_t rows = rows_of(t), cols = t->ne[0], nblk = cols / ELM_QK;
+    const size_t bb = elm_type_get((uint32_t)g->type)->block_bytes;
+    uint8_t *b = malloc(bb * (size_t)(rows * nblk));
+    if (!b) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory encoding '%s'", t->name);
+    for (int64_t k = 0; k < rows * nblk; k++) elm_grid_pack(g, params[k], codes + k * ELM_QK, b + k * bb);
+    memcpy(t->data, values, sizeof(float) * (size_t)(rows * cols));
+    q->r->bytes[idx(q->r, t)] = b;
+    return ELM_OK;
+}
+
+/* Scratch of one linear's quantization. */
+typedef struct lin_buf {
+    double *W, *E, *H, *quad;
+    int8_t *codes;
+    elm_block_params *params;
+    float *values, *row;
+} lin_buf;
+
+static void lin_free(lin_buf *b) {
+    free(b->W), free(b->E), free(b->H), free(b->quad), free(b->codes), free(b->params);
+    free(b->values), free(b->row);
+}
+
+static elm_status lin_alloc(lin_buf *b, int64_t rows, int64_t cols, const char *name, elm_error *err) {
+    const size_t n = (size_t)(rows * cols);
+    *b = (lin_buf){malloc(sizeof(double) * n), malloc(sizeof(double) * n),
+                   malloc(sizeof(double) * (size_t)(cols * cols)),
+                   malloc(sizeof(double) * ELM_QUAD_ROWS * (size_t)cols), malloc(n),
+                   malloc(sizeof(elm_block_params) * (n / ELM_QK)), malloc(sizeof(float) * n),
+                   malloc(sizeof(float) * (size_t)cols)};
+    if (b->W && b->E && b->H && b->quad && b->codes && b->params && b->values && b->row) return ELM_OK;
+    lin_free(b);
+    return elm_errorf(err, ELM_ERR_NOMEM, "out of memory quantizing '%s'", name);
+}
+
+/* Relative output error of round-to-nearest on weights w [rows, cols] with input Hessian H; *den
+ * receives the output energy Σ wᵀHw it is relative to, and b->W holds w. */
+static double rtn_rel_error(elm_type type, const float *w, int64_t rows, int64_t cols,
+                            const double *H, lin_buf *b, double *den) {
+    const elm_type_traits *tt = elm_type_get((uint32_t)type);
+    uint8_t *enc = (uint8_t *)b->values; /* a row's blocks fit in its float space */
+    for (int64_t r = 0; r < rows; r++) {
+        tt->from_float(w + r * cols, enc, cols);
+        tt->to_float(enc, b->row, cols);
+        for (int64_t j = 0; j < cols; j++) {
+            b->W[r * cols + j] = w[r * cols + j];
+            b->E[r * cols + j] = (double)w[r * cols + j] - b->row[j];
+        }
+    }
+    *den = elm_rows_quad(b->W, rows, cols, H, b->quad);
+    return *den > 0 ? elm_rows_quad(b->E, rows, cols, H, b->quad) / *den : 0;
+}
+
+/* ---------------------------------------------------------------------------- GPTQ */
+
+static elm_status gptq_linear(qctx *q, elm_tensor *t, const double *H, elm_error *err) {
+    elm_grid g;
+    grid_of(q, t, &g);
+    const int32_t i = idx(q->r, t);
+    const int64_t rows = rows_of(t), cols = t->ne[0];
+    const float *w = wdata(t);
+    lin_buf b;
+    elm_status st = lin_alloc(&b, rows, cols, t->name, err);
+    if (st) return st;
+    double den;
+    q->r->info[i].err_before = rtn_rel_error(g.type, w, rows, cols, H, &b, &den);
+    memcpy(b.H, H, sizeof(double) * (size_t)(cols * cols));
+    const elm_gptq_opts o = {q->p->damp > 0 ? q->p->damp : 0.01, q->p->act_order, getenv("GPTQ_CLIP") ? atoi(getenv("GPTQ_CLIP")) : GPTQ_CLIP};
+    elm_gptq_result res;
+    st = elm_gptq(&g, t->name, b.W, rows, cols, b.H, &o, b.codes, b.params, b.values, &res, err);
+    if (!st) {
+        for (int64_t k = 0; k < rows * cols; k++) b.E[k] = (double)w[k] - b.values[k];
+        q->r->info[i].err_after = den > 0 ? elm_rows_quad(b.E, rows, cols, H, b.quad) / den : 0;
+        q->r->info[i].damp = res.damp;
+        if (res.raised) {
+            q->r->n_damp_raised++;
+            warn(q, "%s: input Hessian not positive definite with damping %g: raised to %g",
+                 t->name, o.damp, res.damp);
+        }
+        st = emit_codes(q, t, &g, b.codes, b.params, b.values, err);
+    }
+    lin_free(&b);
+    return st;
+}
+
+/* The four input groups of block l: q/k/v, o, gate/up, down. */
+typedef struct group {
+    elm_tensor *m[3];
+    int n;
+} group;
+
+static void layer_groups(const elm_layer *L, group g[4]) {
+    g[0] = (group){{L->wq, L->wk, L->wv}, 3};
+    g[1] = (group){{L->wo}, 1};
+    g[2] = (group){{L->w_gate, L->w_up}, 2};
+    g[3] = (group){{L->w_down}, 1};
+}
+
+static bool group_has_grid(const qctx *q, const group *gr) {
+    elm_grid g;
+    for (int k = 0; k < gr->n; k++)
+        if (grid_of(q, gr->m[k], &g)) return true;
+    return false;
+}
+
+static elm_status gptq_layer_once(qctx *q, int l, elm_error *err) {
+    group groups[4];
+    layer_groups(&q->r->layers[l], groups);
+    elm_act_stats s[4] = {{0}};
+    elm_status st = ELM_OK;
+    for (int gi = 0; gi < 4 && !st; gi++) st = elm_act_stats_init(&s[gi], groups[gi].m[0], err);
+    if (!st) st = elm_capture(&q->r->work, l + 1, false, q->p->calib, q->p->n_threads, s, 4, err);
+    for (int gi = 0; gi < 4 && !st; gi++)
+        for (int k = 0; k < groups[gi].n && !st; k++) {
+            elm_grid g;
+            st = grid_of(q, groups[gi].m[k], &g) ? gptq_linear(q, groups[gi].m[k], s[gi].h, err)
+                                                : emit_rtn(q, groups[gi].m[k], err);
+        }
+    for (int gi = 0; gi < 4; gi++) elm_act_stats_free(&s[gi]);
+    return st;
+}
+
+static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
+    if (getenv("GPTQ_ONCE")) return gptq_layer_once(q, l, err);
+    group groups[4];
+    layer_groups(&q->r->layers[l], groups);
+    elm_status st = ELM_OK;
+    for (int gi = 0; gi < 4 && !st; gi++) {
+        const group *gr = &groups[gi];
+        elm_act_stats s = {0};
+        bool calibrate = group_has_grid(q, gr);
+        if (calibrate) {
+            st = elm_act_stats_init(&s, gr->m[0], err);
+            if (!st) st = elm_capture(&q->r->work, l + 1, false, q->p->calib, q->p->n_threads, &s, 1, err);
+        }
+        for (int k = 0; k < gr->n && !st; k++) {
+            elm_grid g;
+            st = calibrate && grid_of(q, gr->m[k], &g) ? gptq_linear(q, gr->m[k], s.h, err)
+                                                      : emit_rtn(q, gr->m[k], err);
+        }
+        elm_act_stats_free(&s);
+    }
+    return st;
+}
+
+/* ----------------------------------------------------------------------------- AWQ */
+
+static void scale_cols(elm_tensor *t, const double *s) {
+    const int64_t rows = rows_of(t), cols = t->ne[0];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) wdata(t)[r * cols + c] = (float)(wdata(t)[r * cols + c] * s[c]);
+}
+
+/* Divides row r (or element r of a norm vector) by s[r]. */
+static void unscale_rows(elm_tensor *t, const double *s) {
+    const int64_t rows = t->n_dims < 2 ? t->ne[0] : rows_of(t), cols = t->n_dims < 2 ? 1 : t->ne[0];
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) wdata(t)[r * cols + c] = (float)(wdata(t)[r * cols + c] / s[r]);
+}
+
+/* Clips and quantizes the scaled linear t whose original weights were w0 and whose effective
+ * original-coordinate weights are values * rs[row] / cs[col]; H is its input Hessian before
+ * scaling. */
+static elm_status awq_linear(qctx *q, elm_tensor *t, const float *w0, const double *H,
+                             const double *cs, const double *rs, elm_error *err) {
+    elm_grid g;
+    grid_of(q, t, &g);
+    const int32_t i = idx(q->r, t);
+    const int64_t rows = rows_of(t), cols = t->ne[0];
+    lin_buf b;
+    elm_status st = lin_alloc(&b, rows, cols, t->name, err);
+    if (st) return st;
+    double den;
+    q->r->info[i].err_before = rtn_rel_error(g.type, w0, rows, cols, H, &b, &den);
+    for (int64_t r = 0; r < cols; r++)
+        for (int64_t c = 0; c < cols; c++) b.H[r * cols + c] = H[r * cols + c] / (cs[r] * cs[c]);
+    elm_awq_clip_quantize(&g, wdata(t), rows, cols, b.H, b.codes, b.params, b.values);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++)
+            b.E[r * cols + c] = (double)w0[r * cols + c] - b.values[r * cols + c] * (rs ? rs[r] : 1.0) / cs[c];
+    q->r->info[i].err_after = den > 0 ? elm_rows_quad(b.E, rows, cols, H, b.quad) / den : 0;
+    st = emit_codes(q, t, &g, b.codes, b.params, b.values, err);
+    lin_free(&b);
+    return st;
+}
+
+/* Mean |x| of the attention output averaged over the query heads that share a KV head, so the
+ * scale folded into a row of Wv is the same for every column of Wo that row feeds (GQA). */
+static void tie_heads(const elm_hparams *hp, const double *abs_mean, double *tied) {
+    const int hd = hp->head_dim, group = hp->n_heads / hp->n_kv_heads;
+    for (int kvh = 0; kvh < hp->n_kv_heads; kvh++)
+        for (int i = 0; i < hd; i++) {
+            double sum = 0;
+            for (int h = kvh * group; h < (kvh + 1) * group; h++) sum += abs_mean[h * hd + i];
+            for (int h = kvh * group; h < (kvh + 1) * group; h++) tied[h * hd + i] = sum / group;
+        }
+}
+
+static elm_status awq_search_group(qctx *q, const group *gr, const elm_act_stats *s,
+                                   const double *abs_mean, double *scale, elm_error *err) {
+    elm_awq_linear lin[3];
+    elm_grid grids[3];
+    for (int k = 0; k < gr->n; k++)
+        lin[k] = (elm_awq_linear){wdata(gr->m[k]), rows_of(gr->m[k]),
+                                  grid_of(q, gr->m[k], &grids[k]) ? &grids[k] : NULL};
+    double alpha;
+    return elm_awq_search(lin, gr->n, s->cols, s->h, abs_mean, scale, &alpha, err);
+}
+
+static elm_status awq_layer(qctx *q, int l, elm_error *err) {
+    elm_layer *L = &q->r->layers[l];
+    const elm_hparams *hp = &q->r->work.hp;
+    group groups[4];
+    layer_groups(L, groups);
+    elm_act_stats s[4] = {{0}};
+    double *scale[4] = {0}, *tied = NULL, *kv_scale = NULL;
+    float *w0[4][3] = {{0}};
+    elm_status st = ELM_OK;
+    for (int gi = 0; gi < 4 && !st; gi++) {
+        st = elm_act_stats_init(&s[gi], groups[gi].m[0], err);
+        if (!st && !(scale[gi] = malloc(sizeof(double) * (size_t)s[gi].cols)))
+            st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for AWQ scales");
+        for (int k = 0; k < groups[gi].n && !st; k++) {
+            const elm_tensor *t = groups[gi].m[k];
+            if (!(w0[gi][k] = malloc(t->nbytes))) st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
+            else memcpy(w0[gi][k], t->data, t->nbytes);
+        }
+    }
+    const int64_t kv_dim = (int64_t)hp->n_kv_heads * hp->head_dim;
+    if (!st && (!(tied = malloc(sizeof(double) * (size_t)s[1].cols)) ||
+                !(kv_scale = malloc(sizeof(double) * (size_t)kv_dim))))
+        st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for AWQ scales");
+    if (!st) st = elm_capture(&q->r->work, l + 1, false, q->p->calib, q->p->n_threads, s, 4, err);
+    for (int gi = 0; gi < 4 && !st; gi++) {
+        for (int64_t j = 0; j < s[gi].cols; j++) scale[gi][j] = 1;
+        if (!group_has_grid(q, &groups[gi])) continue;
+        const double *am = s[gi].abs_mean;
+        if (gi == 1) {
+            tie_heads(hp, am, tied);
+            am = tied;
+        }
+        st = awq_search_group(q, &groups[gi], &s[gi], am, scale[gi], err);
+    }
+    if (!st) {
+        /* fold: the float model computes the same function with the scaled weights */
+        unscale_rows(L->attn_norm, scale[0]);
+        for (int k = 0; k < 3; k++) scale_cols(groups[0].m[k], scale[0]);
+        for (int64_t c = 0; c < kv_dim; c++) {
+            const int hd = hp->head_dim, kvh = (int)(c / hd), i = (int)(c % hd);
+            kv_scale[c] = scale[1][(int64_t)kvh * (hp->n_heads / hp->n_kv_heads) * hd + i];
+        }
+        unscale_rows(L->wv, kv_scale);
+        if (L->bv) unscale_rows(L->bv, kv_scale);
+        scale_cols(L->wo, scale[1]);
+        unscale_rows(L->ffn_norm, scale[2]);
+        for (int k = 0; k < 2; k++) scale_cols(groups[2].m[k], scale[2]);
+        unscale_rows(L->w_up, scale[3]);
+        scale_cols(L->w_down, scale[3]);
+    }
+    for (int gi = 0; gi < 4 && !st; gi++)
+        for (int k = 0; k < groups[gi].n && !st; k++) {
+            elm_tensor *t = groups[gi].m[k];
+            const double *rs = t == L->wv ? kv_scale : t == L->w_up ? scale[3] : NULL;
+            elm_grid g;
+            st = grid_of(q, t, &g) ? awq_linear(q, t, w0[gi][k], s[gi].h, scale[gi], rs, err)
+                                   : emit_rtn(q, t, err);
+        }
+    for (int gi = 0; gi < 4; gi++) {
+        elm_act_stats_free(&s[gi]);
+        free(scale[gi]);
+        for (int k = 0; k < 3; k++) free(w0[gi][k]);
+    }
+    free(tied);
+    free(kv_scale);
+    return st;
+}
+
+/* ----------------------------------------------------------------------------- output */
+
+static elm_status output_stage(qctx *q, elm_error *err) {
+    elm_qrun *r = q->r;
+    elm_tensor *out = r->work.output;
+    elm_grid g;
+    if (out == r->work.tok_embd) return ELM_OK; /* tied: quantized as the embedding */
+    if (!grid_of(q, out, &g)) return emit_rtn(q, out, err);
+    elm_act_stats s;
+    elm_status st = elm_act_stats_init(&s, out, err);
+    if (!st) st = elm_capture(&r->work, r->work.hp.n_layers, true, q->p->calib, q->p->n_threads, &s, 1, err);
+    if (!st && q->p->method == ELM_QUANT_GPTQ) {
+        st = gptq_linear(q, out, s.h, err);
+    } else if (!st) {
+        double *scale = malloc(sizeof(double) * (size_t)s.cols);
+        float *w0 = malloc(out->nbytes);
+        if (!scale || !w0) st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for AWQ scales");
+        group gr = {{out}, 1};
+        if (!st) {
+            memcpy(w0, out->data, out->nbytes);
+            st = awq_search_group(q, &gr, &s, s.abs_mean, scale, err);
+        }
+        if (!st) {
+            unscale_rows(r->work.output_norm, scale);
+            scale_cols(out, scale);
+            st = awq_linear(q, out, w0, s.h, scale, NULL, err);
+        }
+        free(scale);
+        free(w0);
+    }
+    elm_act_stats_free(&s);
+    return st;
+}
+
+/* ------------------------------------------------------------------------------ driver */
+
+static void progress(const qctx *q, int32_t done, const char *what) {
+    if (q->cb && q->cb->progress) q->cb->progress(done, q->r->work.hp.n_layers + 2, what, q->cb->user);
+}
+
+elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *params,
+                                const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
+                                elm_qrun *r, elm_error *err) {
+    memset(r, 0, sizeof *r);
+    if (!params->calib || params->calib->n <= 0)
+        return elm_errorf(err, ELM_ERR_ARG, "%s needs calibration samples (--calib)",
+                          elm_quant_method_name(params->method));
+    elm_status st = work_init(r, m, err);
+    if (st) return st;
+    for (int32_t i = 0; i < m->n_tensors; i++) {
+        elm_quant_tensor_info *in = &r->info[i];
+        snprintf(in->name, sizeof in->name, "%s", m->tensors[i].name);
+        in->type = plan[i].type;
+        snprintf(in->reason, sizeof in->reason, "%s", plan[i].reason);
+        in->err_before = in->err_after = -1;
+    }
+    qctx q = {r, params, plan, cb};
+    /* the first block's inputs come from the quantized embedding */
+    st = emit_rtn(&q, r->work.tok_embd, err);
+    for (int l = 0; l < m->hp.n_layers && !st; l++) {
+        st = params->method == ELM_QUANT_GPTQ ? gptq_layer(&q, l, err) : awq_layer(&q, l, err);
+        char what[32];
+        snprintf(what, sizeof what, "blk.%d", l);
+        if (!st) progress(&q, l + 1, what);
+    }
+    if (!st) st = output_stage(&q, err);
+    for (int32_t i = 0; i < m->n_tensors && !st; i++) st = emit_rtn(&q, &r->tensors[i], err);
+    if (!st) progress(&q, m->hp.n_layers + 1, "output");
+    return st;
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# CLI test of the model families (llama, qwen2, phi3, gemma) on `synth --tiny` models: quantize
+# (q4_0, mixed policy) writes a GGUF of the same architecture that runs, perplexity and eval work on it; and the
+# refusals are one clear line each: a GGUF of an unsupported architecture, an unknown
+# tokenizer.ggml.pre, an HF config with an unknown rope_scaling (and Phi-3's longrope).
+# Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
+set -u
+bin=$1
+fix=$2
+tmp=$(mktemp -d /tmp/edgelm-cli-arch.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failed=1
+}
+
+# expect_error PATTERN CMD ARGS...: exit 1, one line "edgelm: ..." on stderr matching PATTERN
+expect_error() {
+    local pattern=$1 rc
+    shift
+    "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" = 1 ] || fail "$*: exit status $rc, want 1"
+    [ "$(wc -l <"$tmp/err")" = 1 ] || fail "$*: stderr is not one line: $(cat "$tmp/err")"
+    grep -q "^edgelm: .*$pattern" "$tmp/err" || fail "$*: stderr '$(cat "$tmp/err")' lacks '$pattern'"
+}
+
+# json_get FILE EXPR: prints EXPR evaluated on the JSON object d of FILE
+json_get() {
+    python3 -c "import json, math, sys; d = json.load(open(sys.argv[1])); print($2)" "$1"
+}
+
+head -c 1200 "$fix/stories260K/text/valid.txt" >"$tmp/text.txt"
+for arch in llama qwen2 phi3 gemma; do
+    case $arch in
+    llama) vocab=llama-bpe ;; qwen2) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma) vocab=llama-spm ;;
+    esac
+    f32=$tmp/$arch.gguf
+    "$bin" synth --arch "$arch" --tiny -o "$f32" --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" \
+        >/dev/null 2>"$tmp/err" || { fail "$arch: synth: $(cat "$tmp/err")"; continue; }
+    for type in q4_0; do
+        q=$tmp/$arch-$type.gguf
+        "$bin" quantize -m "$f32" -o "$q" --type "$type" >/dev/null 2>"$tmp/err" ||
+            { fail "$arch: quantize $type: $(cat "$tmp/err")"; continue; }
+        "$bin" inspect -m "$q" --json >"$tmp/inspect.json" 2>"$tmp/err" ||
+            fail "$arch: inspect $type: $(cat "$tmp/err")"
+        [ "$(json_get "$tmp/inspect.json" 'd["architecture"]')" = "$arch" ] ||
+            fail "$arch: quantized $type file is not architecture $arch"
+        "$bin" run -m "$q" -p "Once upon a time" -n 8 --temp 0 --ignore-eos -t 2 --json \
+            >"$tmp/run.json" 2>"$tmp/err" || fail "$arch: run $type: $(cat "$tmp/err")"
+        [ "$(json_get "$tmp/run.json" 'len(d["generated_ids"])')" = 8 ] ||
+            fail "$arch: run $type did not generate 8 tokens"
+    done
+    "$bin" perplexity -m "$f32" -f "$tmp/text.txt" -c 64 -t 2 --json >"$tmp/ppl.json" \
+        2>"$tmp/err" || fail "$arch: perplexity: $(cat "$tmp/err")"
+    [ "$(json_get "$tmp/ppl.json" 'd["ppl"] > 1 and math.isfinite(d["ppl"])')" = True ] ||
+        fail "$arch: perplexity is not a finite number above 1"
+    "$bin" eval -m "$tmp/$arch-q4_0.gguf" --ref "$f32" -f "$tmp/text.txt" -c 64 -t 2 --json \
+        >"$tmp/eval.json" 2>"$tmp/err" || fail "$arch: eval: $(cat "$tmp/err")"
+done
+
+# an architecture edgelm does not run: the tiny gemma file relabelled "mamba" (same length)
+python3 - "$tmp/gemma.gguf" "$tmp/mamba.gguf" <<'EOF'
+import sys
+data = open(sys.argv[1], "rb").read()
+key = b"general.architecture"
+at = data.index(key) + len(key) + 4 + 8  # key, value type, string length
+assert data[at:at + 5] == b"gemma"
+open(sys.argv[2], "wb").write(data[:at] + b"mamba" + data[at + 5:])
+EOF
+expect_error "unsupported architecture 'mamba'" run -m "$tmp/mamba.gguf" -p "Hi" -n 1
+
+# a pre-tokenizer edgelm does not know
+python3 - "$fix/vocab/ggml-vocab-gpt-2.gguf" "$tmp/pre.gguf" <<'EOF'
+import sys
+data = open(sys.argv[1], "rb").read()
+key = b"tokenizer.ggml.pre"
+at = data.index(key) + len(key) + 4 + 8
+assert data[at:at + 5] == b"gpt-2"
+open(sys.argv[2], "wb").write(data[:at] + b"gpt-9" + data[at + 5:])
+EOF
+expect_error "tokenizer.ggml.pre 'gpt-9' is not supported" tokenize -m "$tmp/pre.gguf" -p "Hi"
+
+# rope_scaling types the forward pass does not implement, in an HF config
+for case in "llama yarn" "phi3 longrope"; do
+    set -- $case
+    dir=$tmp/$1-$2
+    "$bin" synth --arch "$1" --tiny -o "$tmp/x.gguf" --hf "$dir" \
+        --vocab "$fix/vocab/ggml-vocab-llama-spm.gguf" >/dev/null 2>"$tmp/err" ||
+        { fail "$1: synth --hf: $(cat "$tmp/err")"; continue; }
+    python3 - "$dir/config.json" "$2" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["rope_scaling"] = {"rope_type": sys.argv[2], "factor": 4.0}
+json.dump(c, open(sys.argv[1], "w"))
+EOF
+    expect_error "rope_scaling type '$2' is not supported" run -m "$dir" -p "Hi" -n 1
+done
+
+[ "$failed" = 0 ] && echo "cli_arch: all passed"
+exit "$failed"

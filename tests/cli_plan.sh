@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# CLI test of `edgelm plan`: the KV-cache arithmetic of deployment guides (Llama-2-7B shape at 2048
+# tokens, 1-byte elements: 512 MiB; with 8 KV heads: 128 MiB), weight bytes equal to the tensor
+# bytes of a `synth --preset` file (from the preset and from the file), the speed bound and the
+# verdicts against a device profile and custom figures, and one-line errors.
+# Usage: bash tests/cli_plan.sh EDGELM_BINARY FIXTURES_DIR
+set -u
+bin=$1
+tmp=$(mktemp -d /tmp/edgelm-cli-plan.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+failed=0
+
+fail() {
+    echo "FAIL: $*" >&2
+    failed=1
+}
+
+# check FILE PYTHON_EXPR MESSAGE: the expression, on the JSON object d of FILE, must be true
+check() {
+    python3 -c "import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" \
+        "$1" || fail "$3: $(tr -d '\n\t' <"$1" | head -c 400)"
+}
+
+expect_error() {
+    local pattern=$1 rc
+    shift
+    "$bin" plan "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" = 1 ] || fail "plan $*: exit status $rc, want 1"
+    [ "$(wc -l <"$tmp/err")" = 1 ] || fail "plan $*: stderr is not one line: $(cat "$tmp/err")"
+    grep -q "^edgelm: .*$pattern" "$tmp/err" || fail "plan $*: stderr '$(cat "$tmp/err")' lacks '$pattern'"
+}
+
+# Llama-2-7B's config.json (the keys plan reads), and the same with 8 KV heads (GQA)
+cat >"$tmp/llama2-7b.json" <<'EOF'
+{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+ "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+ "num_key_value_heads": 32, "vocab_size": 32000, "max_position_embeddings": 4096,
+ "rms_norm_eps": 1e-05, "tie_word_embeddings": false}
+EOF
+sed 's/"num_key_value_heads": 32/"num_key_value_heads": 8/' "$tmp/llama2-7b.json" >"$tmp/gqa.json"
+
+"$bin" plan -t 4 --config "$tmp/llama2-7b.json" -c 2048 --device 8-gen3 --json >"$tmp/p.json" ||
+    fail "plan --config: exit status $?"
+check "$tmp/p.json" 'd["kv_cache_bytes"]["int8"] == 512 * 2**20' "7B at 2048 tokens, int8: 512 MiB"
+check "$tmp/p.json" 'd["kv_cache_bytes"]["f16"] == 1024 * 2**20' "7B at 2048 tokens, f16: 1 GiB"
+check "$tmp/p.json" 'd["kv_cache_bytes"]["q8_0"] == 544 * 2**20' "7B at 2048 tokens, q8_0 blocks"
+check "$tmp/p.json" 'abs(d["model"]["n_params"] - 6738415616) < 1' "7B parameter count"
+# 12 GiB phone: f16 weights (12.55 GiB) do not fit, q4_0 does; bound = 68 GB/s / bytes per token
+check "$tmp/p.json" '[r["fits"] for r in d["rows"]] == [False, True, True, True, True]' "verdicts"
+check "$tmp/p.json" 'all(abs(r["max_tokens_per_s"] - 68e9 / r["read_bytes_per_token"]) < 1e-6 * r["max_tokens_per_s"] for r in d["rows"])' "speed bound"
+check "$tmp/p.json" 'all(r["peak_bytes"] == r["weight_bytes"] + r["kv_bytes"] + d["compute_bytes"] and r["headroom_bytes"] == 12 * 2**30 - r["peak_bytes"] for r in d["rows"])' "peak and headroom"
+"$bin" plan -t 4 --config "$tmp/gqa.json" -c 2048 --json >"$tmp/g.json" || fail "plan gqa: exit status $?"
+check "$tmp/g.json" 'd["kv_cache_bytes"]["int8"] == 128 * 2**20' "7B with 8 KV heads, int8: 128 MiB"
+check "$tmp/g.json" '"fits" not in d["rows"][0] and "max_tokens_per_s" not in d["rows"][0]' "no device, no verdict"
+"$bin" plan -t 4 --config "$tmp/gqa.json" --bandwidth 100 --ram 3.5 --cache-type q8_0 --json >"$tmp/c.json" ||
+    fail "plan custom device: exit status $?"
+check "$tmp/c.json" 'd["kv_cache_type"] == "q8_0" and d["rows"][2]["kv_bytes"] == d["kv_cache_bytes"]["q8_0"] and abs(d["rows"][2]["max_tokens_per_s"] - 100e9 / d["rows"][2]["read_bytes_per_token"]) < 1e-3 and [r["fits"] for r in d["rows"]] == [False, False, True, False, True]' "custom bandwidth and RAM"
+"$bin" plan -t 4 --config "$tmp/llama2-7b.json" --device x2-elite >"$tmp/text" || fail "plan text: exit status $?"
+grep -q "^q4_0 .* fits (" "$tmp/text" || fail "text output lacks a q4_0 verdict: $(cat "$tmp/text")"
+
+# a synth --preset file: plan's weight bytes (from the preset's shapes, and from the file) equal
+# the file's tensor bytes (within 1%, the issue's bound; they are equal)
+preset=qwen2-0.5b
+if "$bin" synth --preset "$preset" --type q4_0 -o "$tmp/preset.gguf" >/dev/null 2>"$tmp/err"; then
+    "$bin" inspect -m "$tmp/preset.gguf" --json >"$tmp/inspect.json" || fail "inspect preset file"
+    "$bin" plan --preset "$preset" --json >"$tmp/pp.json" || fail "plan --preset: exit status $?"
+    "$bin" plan -m "$tmp/preset.gguf" --json >"$tmp/pm.json" || fail "plan -m: exit status $?"
+    for f in pp pm; do
+        python3 - "$tmp/inspect.json" "$tmp/$f.json" <<'EOF' || fail "$f: q4_0 weight bytes differ from the file's"
+import json, sys
+file_bytes = sum(t["bytes"] for t in json.load(open(sys.argv[1]))["tensors"])
+plan = json.load(open(sys.argv[2]))["rows"][2]
+assert plan["weights"] == "q4_0"
+sys.exit(0 if abs(plan["weight_bytes"] - file_bytes) <= 0.01 * file_bytes else 1)
+EOF
+    done
+else
+    fail "synth --preset $preset: $(cat "$tmp/err")"
+fi
+
+expect_error "unknown device 'moon'" --config "$tmp/gqa.json" --device moon
+expect_error "exactly one of" --config "$tmp/gqa.json" --preset "$preset"
+expect_error "unknown preset 'nope'" --preset nope
+expect_error "cache-type" --preset "$preset" --cache-type q4_0
+
+[ "$failed" = 0 ] && echo "cli_plan: all passed"
+exit "$failed"

@@ -1,0 +1,33 @@
+// Greedy continuation of prompts by llama.cpp (node-llama-cpp's prebuilt CPU library), for the
+// interop test: prints one JSON array of {prompt, prompt_ids, generated_ids}.
+// Usage: node greedy.mjs NODE_LLAMA_CPP_DIR MODEL.gguf N_PREDICT PROMPT...
+// The KV cache is kept in F32 and flash attention off (its CPU kernel rounds to F16) so that
+// llama.cpp and edgelm differ only in the order of float additions.
+import {pathToFileURL} from "node:url";
+import path from "node:path";
+
+const [pkgDir, modelPath, nPredictArg, ...prompts] = process.argv.slice(2);
+const {getLlama} = await import(pathToFileURL(path.join(pkgDir, "dist", "index.js")).href);
+const llama = await getLlama({gpu: false, build: "never", logLevel: "error"});
+const model = await llama.loadModel({modelPath});
+const nPredict = Number(nPredictArg);
+const results = [];
+for (const prompt of prompts) {
+    const context = await model.createContext({
+        contextSize: 256, batchSize: 256, sequences: 1, threads: 1, flashAttention: false,
+        experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+    });
+    const sequence = context.getSequence();
+    const bos = model.tokens.shouldPrependBosToken && model.tokens.bos != null ? [model.tokens.bos] : [];
+    const promptIds = bos.concat(Array.from(model.tokenize(prompt, false)));
+    const generated = [];
+    for await (const token of sequence.evaluate(promptIds, {temperature: 0})) {
+        generated.push(token);
+        if (generated.length >= nPredict) break;
+    }
+    results.push({prompt, prompt_ids: promptIds, generated_ids: generated});
+    await context.dispose();
+}
+console.log(JSON.stringify(results));
+await model.dispose();
+await llama.dispose();

@@ -1,0 +1,290 @@
+/* Model families (model/arch.h): the NEOX RoPE and GeGLU scalar kernels against their formulas;
+ * for each family a `synth --tiny` model written as GGUF and as a Hugging Face folder loads back
+ * from both with the same tensors and the same logits (Llama's q/k permutation, Gemma's norm
+ * + 1, Phi-3's fused tensors, Qwen2's biases, Llama 3.1's rope_freqs from config.json); the
+ * tokenizer.json written for a SentencePiece vocab (merges made from scores) and a byte-level one
+ * tokenizes like the GGUF vocab; sliding-window attention; and refusals with clear messages. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "check.h"
+#include "edgelm/context.h"
+#include "edgelm/model.h"
+#include "formats/gguf_write.h"
+#include "formats/hf.h"
+#include "formats/hf_write.h"
+#include "formats/loaders.h"
+#include "kernels/kernels.h"
+#include "model/synth_tiny.h"
+#include "tmpfiles.h"
+
+static char *tmpdir;
+
+static void test_kernels(void) {
+    const elm_kernels *k = elm_kernels_scalar();
+    /* two heads of 6, rope_dim 4: pairs (0, 2) and (1, 3) of each head; 4, 5 untouched */
+    float v[12], cs[4] = {cosf(0.3f), sinf(0.3f), cosf(1.1f), sinf(1.1f)};
+    for (int i = 0; i < 12; i++) v[i] = (float)(i + 1);
+    k->rope_neox(v, 2, 6, 4, cs);
+    bool ok = true;
+    for (int h = 0; h < 2; h++)
+        for (int i = 0; i < 2; i++) {
+            const float a = (float)(h * 6 + i + 1), b = (float)(h * 6 + i + 3);
+            ok = ok && fabsf(v[h * 6 + i] - (a * cs[2 * i] - b * cs[2 * i + 1])) < 1e-5f &&
+                 fabsf(v[h * 6 + i + 2] - (a * cs[2 * i + 1] + b * cs[2 * i])) < 1e-5f;
+        }
+    CHECK(ok && v[4] == 5 && v[5] == 6 && v[10] == 11 && v[11] == 12, "rope_neox pairs");
+    float g[3] = {-3.0f, 0.0f, 1.5f}, u[3] = {2.0f, 5.0f, -1.0f}, o[3];
+    k->geglu(o, g, u, 3);
+    /* gelu_tanh(-3) = -0.0036373, gelu_tanh(1.5) = 1.3995715 (tanh approximation) */
+    CHECK(fabsf(o[0] - 2 * -0.0036373f) < 1e-6f && o[1] == 0.0f &&
+              fabsf(o[2] + 1.3995715f) < 1e-6f,
+          "geglu: %g %g %g", o[0], o[1], o[2]);
+}
+
+static elm_model *load(const char *path) {
+    elm_model *m = NULL;
+    elm_error err;
+    elm_status st = elm_model_load(path, NULL, &m, &err);
+    CHECK(st == ELM_OK, "load %s: %s", path, err.msg);
+    return m;
+}
+
+/* Logits of every position of a fixed token sequence. */
+static float *logits(const elm_model *m, const int32_t *ids, int n, int n_swa) {
+    elm_context *c = NULL;
+    elm_error err;
+    elm_context_params p = {.n_ctx = 64, .n_batch = 64, .n_threads = 2};
+    ((elm_model *)m)->hp.n_swa = n_swa;
+    float *out = malloc(sizeof(float) * (size_t)n * (size_t)m->hp.n_vocab);
+    if (!out || elm_context_new(m, &p, &c, &err) || elm_forward(c, ids, n, out, true, &err)) {
+        CHECK(false, "forward: %s", err.msg);
+        free(out);
+        out = NULL;
+    }
+    elm_context_free(c);
+    return out;
+}
+
+static bool same_tensors(const elm_model *a, const elm_model *b) {
+    if (a->n_tensors != b->n_tensors) return false;
+    for (int32_t i = 0; i < a->n_tensors; i++) {
+        const elm_tensor *t = &a->tensors[i], *u = elm_model_find(b, t->name);
+        if (!u || u->type != t->type || u->nbytes != t->nbytes || memcmp(u->ne, t->ne, sizeof t->ne) ||
+            memcmp(u->data, t->data, t->nbytes)) {
+            fprintf(stderr, "tensor %s differs\n", t->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* synth --tiny of arch with vocab: GGUF and HF copies load to the same model as the one built. */
+static void test_family(const char *arch, const char *vocab) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", vocab);
+    elm_synth_tiny o = {.arch = arch, .vocab_path = fixture(rel), .seed = 3};
+    elm_model *m = NULL;
+    float llama3[4];
+    elm_error err;
+    elm_status st = elm_synth_tiny_model(&o, &m, llama3, &err);
+    CHECK(st == ELM_OK, "%s: synth: %s", arch, err.msg);
+    if (st) return;
+    const char *gguf = tmp_path(tmpdir, "tiny.gguf");
+    char hf[600];
+    snprintf(hf, sizeof hf, "%s/hf-%s", tmpdir, arch);
+    CHECK(elm_gguf_write_model(m, gguf, &err) == ELM_OK, "%s: gguf: %s", arch, err.msg);
+    CHECK(elm_hf_write(m, llama3, hf, &err) == ELM_OK, "%s: hf: %s", arch, err.msg);
+    elm_model *g = load(gguf), *h = load(hf);
+    if (g && h) {
+        CHECK(!strcmp(g->hp.arch, arch) && !strcmp(h->hp.arch, arch) &&
+                  g->hp.head_dim == m->hp.head_dim && h->hp.head_dim == m->hp.head_dim &&
+                  g->hp.tied_output == m->hp.tied_output && h->hp.tied_output == m->hp.tied_output,
+              "%s: hparams differ after loading", arch);
+        CHECK(same_tensors(m, g), "%s: GGUF tensors differ", arch);
+        CHECK(same_tensors(m, h), "%s: HF tensors differ", arch);
+        CHECK((m->rope_freqs != NULL) == !strcmp(arch, "llama") && (h->rope_freqs != NULL) ==
+                                                                   (m->rope_freqs != NULL),
+              "%s: rope_freqs", arch);
+        static const int32_t ids[6] = {1, 450, 7483, 310, 3444, 338};
+        float *lg = logits(g, ids, 6, 0), *lh = logits(h, ids, 6, 0);
+        size_t n = 6 * (size_t)m->hp.n_vocab;
+        CHECK(lg && lh && !memcmp(lg, lh, n * sizeof *lg), "%s: HF and GGUF logits differ", arch);
+        bool finite = lg != NULL;
+        for (size_t i = 0; lg && i < n; i++) finite = finite && isfinite(lg[i]);
+        CHECK(finite, "%s: logits not finite", arch);
+        /* a window of 1: each token sees only itself, so its logits do not depend on the tokens
+         * before it or on its position; a window as long as the text changes nothing */
+        float *w1 = logits(g, ids, 6, 1), *last = logits(g, ids + 5, 1, 0), *w6 = logits(g, ids, 6, 6);
+        size_t V = (size_t)m->hp.n_vocab;
+        float d_self = 0, d_full = 0; /* batched and single-token products round differently */
+        for (size_t i = 0; w1 && last && lg && i < V; i++) {
+            d_self = fmaxf(d_self, fabsf(w1[5 * V + i] - last[i]));
+            d_full = fmaxf(d_full, fabsf(w1[5 * V + i] - lg[5 * V + i]));
+        }
+        CHECK(w1 && last && d_self < 1e-4f && d_full > 0.1f, "%s: sliding window of 1: %g %g",
+              arch, d_self, d_full);
+        CHECK(w6 && lg && !memcmp(w6, lg, n * sizeof *w6), "%s: window as long as the text", arch);
+        free(w1);
+        free(last);
+        free(w6);
+        free(lg);
+        free(lh);
+    }
+    if (g && !strcmp(arch, "phi3")) {
+        /* fused tensors are bound as row views into the file's tensor */
+        const elm_tensor *qkv = elm_model_find(g, "blk.1.attn_qkv.weight");
+        const elm_layer *L = &g->layers[1];
+        const size_t row = (size_t)g->hp.dim * 4;
+        CHECK(qkv && L->wq->data == qkv->data && L->wk->ne[1] == 2 * 16 &&
+                  (char *)L->wv->data == (char *)qkv->data + (size_t)(64 + 32) * row &&
+                  !elm_model_find(g, "blk.1.attn_q.weight") && L->w_up->ne[1] == g->hp.ffn_dim,
+              "phi3: fused views");
+    }
+    elm_model_free(g);
+    elm_model_free(h);
+    elm_model_free(m);
+}
+
+/* tokenizer.json written from a GGUF vocab tokenizes the vocab test strings the same way. */
+static void test_tokenizer_json(const char *vocab) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", vocab);
+    elm_vocab v, w;
+    elm_error err;
+    if (elm_load_gguf_vocab(fixture(rel), &v, &err)) {
+        CHECK(false, "%s: %s", vocab, err.msg);
+        return;
+    }
+    CHECK(elm_hf_write_tokenizer(&v, tmpdir, &err) == ELM_OK, "%s: write: %s", vocab, err.msg);
+    elm_hf_config c = {.bos_id = -1, .eos_id = -1};
+    elm_status st = elm_hf_read_tokenizer(tmpdir, &c, &w, &err);
+    CHECK(st == ELM_OK, "%s: read back: %s", vocab, err.msg);
+    snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf.inp", vocab);
+    size_t len;
+    char *inp = (char *)file_read(fixture(rel), &len);
+    int cases = 0, same = 0;
+    for (char *s = inp, *end; !st && s && (end = strstr(s, "\n__ggml_vocab_test__\n")); cases++) {
+        *end = '\0';
+        int32_t a[512], b[512];
+        int64_t na = elm_tokenize(&v, s, strlen(s), true, a, 512, &err);
+        int64_t nb = elm_tokenize(&w, s, strlen(s), true, b, 512, &err);
+        same += na == nb && na <= 512 && !memcmp(a, b, (size_t)na * sizeof *a);
+        s = end + strlen("\n__ggml_vocab_test__\n");
+    }
+    CHECK(cases == 46 && same == cases, "%s: %d of %d cases tokenize alike", vocab, same, cases);
+    CHECK(st || (w.n_tokens == v.n_tokens && w.bos_id == v.bos_id && w.eos_id == v.eos_id &&
+                 w.add_bos == v.add_bos && !strcmp(w.model, v.model) && !strcmp(w.pre, v.pre)),
+          "%s: vocab fields differ after the round trip", vocab);
+    free(inp);
+    if (!st) elm_vocab_free(&w);
+    elm_vocab_free(&v);
+}
+
+/* Loads an HF copy of the tiny model of arch after edit(config) and expects an error. */
+static void expect_config_error(const char *arch, const char *json_edit, elm_status code,
+                                const char *want) {
+    elm_synth_tiny o = {.arch = arch, .vocab_path = fixture("vocab/ggml-vocab-llama-spm.gguf")};
+    elm_model *m = NULL;
+    float llama3[4];
+    elm_error err;
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/bad-%s", tmpdir, arch);
+    if (elm_synth_tiny_model(&o, &m, llama3, &err) || elm_hf_write(m, llama3, dir, &err)) {
+        CHECK(false, "%s: %s", arch, err.msg);
+        elm_model_free(m);
+        return;
+    }
+    elm_model_free(m);
+    size_t len;
+    const char *cfg = tmp_path(dir, "config.json");
+    char *text = (char *)file_read(cfg, &len);
+    cJSON *root = text ? cJSON_Parse(text) : NULL, *edit = cJSON_Parse(json_edit), *e;
+    cJSON_ArrayForEach(e, edit) cJSON_ReplaceItemInObject(root, e->string, cJSON_Duplicate(e, true));
+    if (!cJSON_GetObjectItem(root, edit->child->string))
+        cJSON_AddItemToObject(root, edit->child->string, cJSON_Duplicate(edit->child, true));
+    char *out = cJSON_Print(root);
+    CHECK(out && file_write(cfg, out, strlen(out)), "rewrite %s", cfg);
+    elm_status st = elm_model_load(dir, NULL, &m, &err);
+    CHECK(st == code && strstr(err.msg, "config.json") && strstr(err.msg, want),
+          "%s %s: %d %s", arch, json_edit, st, err.msg);
+    if (!st) elm_model_free(m);
+    free(out);
+    free(text);
+    cJSON_Delete(root);
+    cJSON_Delete(edit);
+    tmp_dir_remove(strdup(dir));
+}
+
+static void test_refusals(void) {
+    expect_config_error("llama", "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
+                        ELM_ERR_UNSUPPORTED, "rope_scaling type 'yarn' is not supported");
+    expect_config_error("phi3", "{\"rope_scaling\": {\"type\": \"longrope\", \"factor\": 4}}",
+                        ELM_ERR_UNSUPPORTED, "'longrope'");
+    expect_config_error("gemma", "{\"hidden_activation\": \"relu\"}", ELM_ERR_UNSUPPORTED,
+                        "activation 'relu'");
+    expect_config_error("qwen2", "{\"use_sliding_window\": true}", ELM_ERR_UNSUPPORTED,
+                        "use_sliding_window");
+    expect_config_error("llama", "{\"model_type\": \"mamba\"}", ELM_ERR_UNSUPPORTED,
+                        "unsupported architecture 'mamba'");
+
+    /* a Qwen2 GGUF without its biases */
+    elm_synth_tiny o = {.arch = "qwen2", .vocab_path = fixture("vocab/ggml-vocab-llama-spm.gguf")};
+    elm_model *m = NULL;
+    elm_error err;
+    if (elm_synth_tiny_model(&o, &m, NULL, &err) == ELM_OK) {
+        elm_tensor *b = elm_model_find(m, "blk.0.attn_k.bias");
+        snprintf(b->name, sizeof b->name, "blk.0.attn_k.bias_");
+        const char *path = tmp_path(tmpdir, "nobias.gguf");
+        CHECK(elm_gguf_write_model(m, path, &err) == ELM_OK, "write: %s", err.msg);
+        elm_model *bad = NULL;
+        elm_status st = elm_model_load(path, NULL, &bad, &err);
+        CHECK(st == ELM_ERR_FORMAT && strstr(err.msg, "missing tensor 'blk.0.attn_k.bias'"),
+              "qwen2 without bias: %d %s", st, err.msg);
+        elm_model_free(bad);
+        /* the same file relabelled as an architecture edgelm does not run */
+        const char *other = tmp_path(tmpdir, "mamba.gguf");
+        size_t len;
+        unsigned char *data = file_copy(path, other, SIZE_MAX, 0) ? file_read(other, &len) : NULL;
+        unsigned char *arch = data ? memmem(data, len, "general.architecture", 20) : NULL;
+        if (arch && !memcmp(arch + 20 + 12, "qwen2", 5)) memcpy(arch + 20 + 12, "mamba", 5);
+        CHECK(arch && file_write(other, data, len), "relabel %s", other);
+        st = elm_model_load(other, NULL, &bad, &err);
+        CHECK(st == ELM_ERR_UNSUPPORTED && strstr(err.msg, "unsupported architecture 'mamba'"),
+              "mamba: %d %s", st, err.msg);
+        elm_model_free(bad);
+        free(data);
+        unlink(path);
+        unlink(other);
+    }
+    elm_model_free(m);
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    tmpdir = tmp_dir_new();
+    CHECK(tmpdir != NULL, "mkdtemp");
+    test_kernels();
+    if (tmpdir) {
+        test_family("llama", "llama-spm");
+        test_family("qwen2", "llama-spm");
+        test_family("phi3", "phi-3");
+        test_family("gemma", "llama-spm");
+        test_tokenizer_json("llama-spm");
+        test_tokenizer_json("phi-3");
+        test_tokenizer_json("qwen2");
+        test_refusals();
+    }
+    /* the HF folders hold files: remove them before the folder itself */
+    const char *archs[] = {"llama", "qwen2", "phi3", "gemma"};
+    for (int i = 0; tmpdir && i < 4; i++) {
+        char dir[600];
+        snprintf(dir, sizeof dir, "%s/hf-%s", tmpdir, archs[i]);
+        tmp_dir_remove(strdup(dir));
+    }
+    tmp_dir_remove(tmpdir);
+    return check_done();
+}

@@ -1,0 +1,236 @@
+/* edgelm plan: before downloading or converting anything, how much memory a model needs per weight
+ * type and KV-cache type at a context length, and how fast decode can at best go on a device
+ * (memory bandwidth / bytes read per token), with a fits / does not fit verdict (model/plan.h). */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/membw.h"
+#include "cli.h"
+#include "formats/hf.h"
+#include "model/plan.h"
+#include "model/synth.h"
+
+static void usage(FILE *f) {
+    int n;
+    const elm_device *d = elm_devices(&n);
+    fprintf(f,
+            "usage: edgelm plan (-m MODEL | --config config.json | --preset NAME)\n"
+            "                   [--device PROFILE] [--bandwidth GB/S] [--ram GIB] [-c CTX]\n"
+            "                   [--cache-type f16|q8_0] [-b BATCH] [-t N] [--json]\n\n"
+            "For each weight type (f16, q8_0, q4_0, q4_1 with every matrix of that type, and the\n"
+            "mixed policy of 'edgelm quantize': q4_0 with embedding and output at q8_0): weight\n"
+            "bytes, KV cache at CTX (2 x layers x kv_heads x head_dim x CTX x bytes per element),\n"
+            "compute buffers, peak memory, the decode speed memory bandwidth allows (bandwidth /\n"
+            "bytes read per token at a full context) and whether it fits the device's RAM.\n\n"
+            "  -m, --model MODEL    a GGUF file, Hugging Face folder or llama2.c model.bin\n"
+            "  --config FILE        a Hugging Face config.json (shapes only, nothing downloaded)\n"
+            "  --preset NAME        a shape of 'edgelm synth --preset' (see edgelm synth --help)\n"
+            "  --device PROFILE     one of the profiles below, or 'this' (bandwidth measured now,\n"
+            "                       as 'edgelm bench --membw' does; this machine's RAM)\n"
+            "  --bandwidth GB/S     memory bandwidth (overrides the profile's)\n"
+            "  --ram GIB            RAM (overrides the profile's)\n"
+            "  -c, --ctx-size N     context length in tokens (default 2048)\n"
+            "  --cache-type T       KV cache element type for the rows: f16 (default) or q8_0\n"
+            "  -b, --batch-size N   prompt batch the compute buffers are sized for (default 512)\n"
+            "  -t, --threads N      threads (default: all cores)\n"
+            "  --json               one JSON object\n"
+            "  -h, --help           this help\n\n"
+            "device profiles (GB/s = 10^9 bytes/s, RAM in GiB):\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "  %-12s %6.1f GB/s %4.0f GiB  %s\n", d[i].name, d[i].bandwidth_gbs,
+                d[i].ram_gib, d[i].desc);
+}
+
+typedef struct opts {
+    const char *model, *config, *preset, *device, *cache;
+    double bandwidth, ram;
+    long n_ctx, n_batch, n_threads;
+    bool json;
+} opts;
+
+/* The model to plan, from whichever source was given; prints the error (NULL). */
+static elm_model *source_model(const opts *o) {
+    if (o->model) return cli_load_model(o->model, NULL);
+    elm_error err;
+    elm_error_clear(&err);
+    elm_hparams hp = {0};
+    bool rope_freqs = false;
+    if (o->config) {
+        elm_hf_config c;
+        if (elm_hf_read_config(o->config, &c, &err)) {
+            cli_fail("%s", err.msg);
+            return NULL;
+        }
+        hp = c.hp;
+        rope_freqs = c.llama3[0] > 0;
+    } else {
+        const elm_synth_preset *p = elm_synth_find(o->preset);
+        if (!p) {
+            cli_fail("plan: unknown preset '%s' (see 'edgelm synth --help')", o->preset);
+            return NULL;
+        }
+        snprintf(hp.arch, sizeof hp.arch, "%s", p->arch);
+        hp.n_vocab = p->n_vocab, hp.dim = p->dim, hp.n_layers = p->n_layers;
+        hp.n_heads = p->n_heads, hp.n_kv_heads = p->n_kv_heads, hp.ffn_dim = p->ffn_dim;
+        hp.n_ctx_train = p->n_ctx_train, hp.tied_output = p->tied;
+        rope_freqs = p->llama3_rope;
+    }
+    elm_model *m = NULL;
+    if (elm_plan_shape_model(&hp, rope_freqs, &m, &err)) cli_fail("%s", err.msg);
+    return m;
+}
+
+/* Bandwidth and RAM: the profile's (or measured for "this"), then --bandwidth / --ram. */
+static int device_figures(const opts *o, const char **name, double *gbs, double *gib) {
+    *name = o->device ? o->device : "custom";
+    *gbs = *gib = 0;
+    if (o->device && !strcmp(o->device, "this")) {
+        elm_error err;
+        elm_error_clear(&err);
+        if (elm_membw_read((int)o->n_threads, (size_t)512 << 20, 3, gbs, &err))
+            return cli_fail("plan: measuring bandwidth: %s", err.msg);
+        *gib = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE) / 1073741824.0;
+    } else if (o->device) {
+        const elm_device *d = elm_device_find(o->device);
+        if (!d) return cli_fail("plan: unknown device '%s' (see 'edgelm plan --help')", o->device);
+        *gbs = d->bandwidth_gbs;
+        *gib = d->ram_gib;
+    }
+    if (o->bandwidth > 0) *gbs = o->bandwidth;
+    if (o->ram > 0) *gib = o->ram;
+    if (!o->device && !(o->bandwidth > 0) && !(o->ram > 0)) *name = "none";
+    return 0;
+}
+
+static double mib(uint64_t b) { return (double)b / 1048576.0; }
+
+static void print_size(uint64_t b) {
+    if (b >= (1ull << 30)) printf("%8.2f GiB", (double)b / 1073741824.0);
+    else printf("%8.2f MiB", mib(b));
+}
+
+static void print_text(const elm_model *m, const elm_plan *p, const char *dev, double gbs,
+                       double gib, const char *cache) {
+    const elm_hparams *hp = &m->hp;
+    printf("model: %s (%s), %.3f B parameters: %d layers, %d heads, %d KV heads of %d, dim %d, "
+           "ffn %d, vocab %d%s\n", m->name[0] ? m->name : m->path, hp->arch, p->n_params / 1e9,
+           hp->n_layers, hp->n_heads, hp->n_kv_heads, hp->head_dim, hp->dim, hp->ffn_dim,
+           hp->n_vocab, elm_model_find(m, "output.weight") ? "" : ", tied output");
+    printf("device: %s, %.1f GB/s, %.1f GiB RAM\n", dev, gbs, gib);
+    printf("KV cache at %d tokens: f16 %.2f MiB, q8_0 %.2f MiB, int8 (1 byte) %.2f MiB\n",
+           p->n_ctx, mib(p->kv_f16), mib(p->kv_q8_0), mib(p->kv_int8));
+    printf("compute buffers (batch %d, %d threads): %.2f MiB\n\n", p->n_batch, p->n_threads,
+           mib(p->compute_bytes));
+    printf("weights     weights + KV (%-4s) + compute =       peak  decode bound  verdict\n", cache);
+    for (int r = 0; r < ELM_PLAN_ROWS; r++) {
+        const elm_plan_row *row = &p->rows[r];
+        printf("%-6s ", row->label);
+        print_size(row->weight_bytes);
+        print_size(p->kv_bytes);
+        print_size(p->compute_bytes);
+        print_size(row->peak_bytes);
+        if (gbs > 0) printf("  %7.1f tok/s", row->tokens_per_s);
+        else printf("  %13s", "-");
+        if (gib > 0)
+            printf("  %s (%.2f GiB %s)\n", row->headroom_bytes >= 0 ? "fits" : "does not fit",
+                   (double)llabs(row->headroom_bytes) / 1073741824.0,
+                   row->headroom_bytes >= 0 ? "free" : "short");
+        else
+            printf("  -\n");
+    }
+    if (gbs <= 0 || gib <= 0)
+        printf("\n(give --device, or --bandwidth and --ram, for the speed bound and the verdict)\n");
+}
+
+static int print_json(const elm_model *m, const elm_plan *p, const char *dev, double gbs,
+                      double gib, const char *cache) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON *jm = cJSON_AddObjectToObject(o, "model");
+    cJSON_AddStringToObject(jm, "name", m->name[0] ? m->name : m->path);
+    cJSON_AddStringToObject(jm, "architecture", m->hp.arch);
+    cJSON_AddNumberToObject(jm, "n_params", (double)p->n_params);
+    cJSON_AddNumberToObject(jm, "n_layers", m->hp.n_layers);
+    cJSON_AddNumberToObject(jm, "n_kv_heads", m->hp.n_kv_heads);
+    cJSON_AddNumberToObject(jm, "head_dim", m->hp.head_dim);
+    cJSON *jd = cJSON_AddObjectToObject(o, "device");
+    cJSON_AddStringToObject(jd, "name", dev);
+    cJSON_AddNumberToObject(jd, "bandwidth_gbs", gbs);
+    cJSON_AddNumberToObject(jd, "ram_gib", gib);
+    cJSON_AddNumberToObject(o, "n_ctx", p->n_ctx);
+    cJSON_AddNumberToObject(o, "n_batch", p->n_batch);
+    cJSON *kv = cJSON_AddObjectToObject(o, "kv_cache_bytes");
+    cJSON_AddNumberToObject(kv, "f16", (double)p->kv_f16);
+    cJSON_AddNumberToObject(kv, "q8_0", (double)p->kv_q8_0);
+    cJSON_AddNumberToObject(kv, "int8", (double)p->kv_int8);
+    cJSON_AddStringToObject(o, "kv_cache_type", cache);
+    cJSON_AddNumberToObject(o, "compute_bytes", (double)p->compute_bytes);
+    cJSON *rows = cJSON_AddArrayToObject(o, "rows");
+    for (int r = 0; r < ELM_PLAN_ROWS; r++) {
+        const elm_plan_row *row = &p->rows[r];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "weights", row->label);
+        cJSON_AddNumberToObject(j, "weight_bytes", (double)row->weight_bytes);
+        cJSON_AddNumberToObject(j, "kv_bytes", (double)p->kv_bytes);
+        cJSON_AddNumberToObject(j, "peak_bytes", (double)row->peak_bytes);
+        cJSON_AddNumberToObject(j, "read_bytes_per_token", (double)row->read_bytes);
+        if (gbs > 0) cJSON_AddNumberToObject(j, "max_tokens_per_s", row->tokens_per_s);
+        if (gib > 0) {
+            cJSON_AddBoolToObject(j, "fits", row->headroom_bytes >= 0);
+            cJSON_AddNumberToObject(j, "headroom_bytes", (double)row->headroom_bytes);
+        }
+        cJSON_AddItemToArray(rows, j);
+    }
+    char *s = cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!s) return cli_fail("plan: out of memory");
+    puts(s);
+    free(s);
+    return 0;
+}
+
+int cmd_plan(int argc, char **argv) {
+    opts o = {.n_ctx = 2048, .n_batch = 512, .n_threads = cli_default_threads(), .cache = "f16"};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(o.model);
+        else if (!strcmp(a, "--config")) CLI_STR(o.config);
+        else if (!strcmp(a, "--preset")) CLI_STR(o.preset);
+        else if (!strcmp(a, "--device")) CLI_STR(o.device);
+        else if (!strcmp(a, "--cache-type")) CLI_STR(o.cache);
+        else if (!strcmp(a, "--bandwidth")) CLI_FLOAT(0.001, 1e6, o.bandwidth);
+        else if (!strcmp(a, "--ram")) CLI_FLOAT(0.001, 1e6, o.ram);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) CLI_LONG(1, 1 << 24, o.n_ctx);
+        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) CLI_LONG(1, 1 << 24, o.n_batch);
+        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) CLI_LONG(1, 512, o.n_threads);
+        else if (!strcmp(a, "--json")) o.json = true;
+        else return cli_fail("plan: unknown option '%s' (try 'edgelm plan --help')", a);
+    }
+    if (!!o.model + !!o.config + !!o.preset != 1)
+        return cli_fail("plan: give exactly one of -m MODEL, --config FILE, --preset NAME");
+    if (strcmp(o.cache, "f16") != 0 && strcmp(o.cache, "q8_0") != 0)
+        return cli_fail("plan: --cache-type must be f16 or q8_0, not '%s'", o.cache);
+    const char *dev;
+    double gbs, gib;
+    if (device_figures(&o, &dev, &gbs, &gib)) return 1;
+    elm_model *m = source_model(&o);
+    if (!m) return 1;
+    elm_plan p;
+    elm_error err;
+    elm_error_clear(&err);
+    int rc = 0;
+    if (elm_plan_make(m, (int32_t)o.n_ctx, (int32_t)o.n_batch, (int32_t)o.n_threads,
+                      !strcmp(o.cache, "q8_0"), gbs, gib, &p, &err))
+        rc = cli_fail("%s", err.msg);
+    else if (o.json)
+        rc = print_json(m, &p, dev, gbs, gib, o.cache);
+    else
+        print_text(m, &p, dev, gbs, gib, o.cache);
+    elm_model_free(m);
+    return rc;
+}

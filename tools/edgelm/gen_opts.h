@@ -1,0 +1,51 @@
+/* Options shared by the subcommands that generate (`run`, `chat`): context size, threads,
+ * sampling, KV cache types, context shift and speculative decoding, parsed in one place, and the
+ * contexts they describe. */
+#ifndef EDGELM_TOOLS_GEN_OPTS_H
+#define EDGELM_TOOLS_GEN_OPTS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include "edgelm/speculative.h"
+
+typedef struct gen_opts {
+    long n_ctx, n_batch, n_threads, seed, keep, draft_max, lookup;
+    elm_gen_params gp;          /* sampling, ignore_eos, no_context_shift (n_keep set by caller) */
+    elm_type type_k, type_v;
+    const char *draft;          /* --draft MODEL */
+    float draft_min_p;
+    bool failed;                /* an option's value was bad (message printed) */
+} gen_opts;
+
+/* Defaults: n_predict 128, llama.cpp's sampling, f32 cache, keep 0, draft-max 8, min-p 0.5. */
+void gen_opts_init(gen_opts *o);
+
+/* Takes argv[*i] (and its value, advancing *i) when it is one of these options: returns true if
+ * it was (check o->failed), false if the caller should look at it. */
+bool gen_opts_parse(gen_opts *o, int argc, char **argv, int *i);
+
+/* The usage lines of these options. */
+void gen_opts_usage(FILE *f);
+
+/* The generation stack of a model: its context (n_ctx 0 means the trained context, at most
+ * 4096), and the draft model and context when --draft or --lookup ask for speculation. */
+typedef struct gen_stack {
+    elm_context *ctx;
+    elm_model *draft_model;
+    elm_context *draft_ctx;
+    elm_spec_params spec;
+    bool speculative;
+} gen_stack;
+
+/* Creates the stack for model m (the path for messages); prints the error and returns false on
+ * failure (free what was made with gen_stack_free). */
+bool gen_stack_new(gen_stack *s, const gen_opts *o, const elm_model *m, const char *path);
+void gen_stack_free(gen_stack *s);
+
+/* "KV cache f32/f32 0.62 MiB" into buf. */
+void gen_kv_summary(const elm_context *c, char *buf, size_t cap);
+
+/* "drafted 40, accepted 31 (77.5%), 3.1 tokens/pass, speedup 2.40x" into buf. */
+void gen_spec_summary(const elm_spec_stats *s, char *buf, size_t cap);
+
+#endif
