@@ -2,10 +2,11 @@
 JOBS    ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD   ?= build
 ASAN    ?= build-asan
+ARM64   ?= build-arm64
 PREFIX  ?= /usr/local
 SHARED  ?= $(CURDIR)/../shared
 
-.PHONY: all deps build asan test test-release test-asan demo install clean
+.PHONY: all deps build asan test test-release test-asan test-arm64 demo install clean
 
 all: build
 
@@ -26,13 +27,19 @@ test-release: build
 test-asan: asan
 	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
-test: test-release test-asan
+# ARM64 cross build, kernel and greedy golden tests under qemu-aarch64 (skipped with one line
+# when the cross tools cannot be installed).
+test-arm64:
+	@bash scripts/test_arm64.sh $(ARM64) $(SHARED)
+
+test: test-release test-asan test-arm64
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)/edgelm
 
 install: build
-	@cmake --install $(BUILD) --prefix $(PREFIX)
+	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN)
+	rm -rf $(BUILD) $(ASAN) $(ARM64)

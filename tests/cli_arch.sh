@@ -35,24 +35,23 @@ json_get() {
 head -c 1200 "$fix/stories260K/text/valid.txt" >"$tmp/text.txt"
 for arch in llama qwen2 phi3 gemma; do
     case $arch in
-    llama) vocab=llama-bpe ;; qwen2) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma) vocab=llama-spm ;;
+    llama) vocab=llama-spm ;; qwen2) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma) vocab=llama-spm ;;
     esac
     f32=$tmp/$arch.gguf
     "$bin" synth --arch "$arch" --tiny -o "$f32" --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" \
         >/dev/null 2>"$tmp/err" || { fail "$arch: synth: $(cat "$tmp/err")"; continue; }
-    for type in q4_0; do
-        q=$tmp/$arch-$type.gguf
-        "$bin" quantize -m "$f32" -o "$q" --type "$type" >/dev/null 2>"$tmp/err" ||
-            { fail "$arch: quantize $type: $(cat "$tmp/err")"; continue; }
-        "$bin" inspect -m "$q" --json >"$tmp/inspect.json" 2>"$tmp/err" ||
-            fail "$arch: inspect $type: $(cat "$tmp/err")"
-        [ "$(json_get "$tmp/inspect.json" 'd["architecture"]')" = "$arch" ] ||
-            fail "$arch: quantized $type file is not architecture $arch"
-        "$bin" run -m "$q" -p "Once upon a time" -n 8 --temp 0 --ignore-eos -t 2 --json \
-            >"$tmp/run.json" 2>"$tmp/err" || fail "$arch: run $type: $(cat "$tmp/err")"
-        [ "$(json_get "$tmp/run.json" 'len(d["generated_ids"])')" = 8 ] ||
-            fail "$arch: run $type did not generate 8 tokens"
-    done
+    type=q4_0
+    q=$tmp/$arch-$type.gguf
+    "$bin" quantize -m "$f32" -o "$q" --type "$type" >/dev/null 2>"$tmp/err" ||
+        { fail "$arch: quantize: $(cat "$tmp/err")"; continue; }
+    "$bin" inspect -m "$q" --json >"$tmp/inspect.json" 2>"$tmp/err" ||
+        fail "$arch: inspect $type: $(cat "$tmp/err")"
+    [ "$(json_get "$tmp/inspect.json" 'd["architecture"]')" = "$arch" ] ||
+        fail "$arch: quantized $type file is not architecture $arch"
+    "$bin" run -m "$q" -p "Once upon a time" -n 8 --temp 0 --ignore-eos -t 2 --json \
+        >"$tmp/run.json" 2>"$tmp/err" || fail "$arch: run $type: $(cat "$tmp/err")"
+    [ "$(json_get "$tmp/run.json" 'len(d["generated_ids"])')" = 8 ] ||
+        fail "$arch: run $type did not generate 8 tokens"
     "$bin" perplexity -m "$f32" -f "$tmp/text.txt" -c 64 -t 2 --json >"$tmp/ppl.json" \
         2>"$tmp/err" || fail "$arch: perplexity: $(cat "$tmp/err")"
     [ "$(json_get "$tmp/ppl.json" 'd["ppl"] > 1 and math.isfinite(d["ppl"])')" = True ] ||

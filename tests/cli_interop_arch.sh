@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
 # Interop test of every model family against llama.cpp: for llama, qwen2, phi3 and gemma, a
 # `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3 prompts by edgelm and
-# by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1, installed once into
-# build/npm; tests/interop/greedy.mjs); prompt ids and generated ids must be equal, and the HF
-# copy must give the GGUF's tokens. Skipped (one line, exit 0) only when node/npm are missing or
+# by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1, installed once by
+# scripts/node-llama.sh; tests/interop/greedy.mjs); prompt ids and generated ids must be equal, and
+# the HF copy must give the GGUF's tokens. Skipped (one line, exit 0) only when node is missing or
 # npm cannot reach the registry. Usage: bash tests/cli_interop_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
 fix=$2
-npm_dir=${EDGELM_NPM_DIR:-build/npm}
-pkg=$npm_dir/node_modules/node-llama-cpp
 tmp=$(mktemp -d /tmp/edgelm-cli-interop.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 failed=0
@@ -24,22 +22,13 @@ skip() {
     exit 0
 }
 
-command -v node >/dev/null && command -v npm >/dev/null || skip "node and npm are not installed"
-# One install shared by every build folder; the lock keeps parallel test runs from racing.
-mkdir -p "$npm_dir"
-(
-    flock 9
-    if ! grep -q '"version": "3.21.1"' "$pkg/package.json" 2>/dev/null; then
-        cd "$npm_dir" || exit 1
-        [ -f package.json ] || echo '{"name": "edgelm-interop", "private": true}' >package.json
-        timeout 600 npm i -E --no-audit --no-fund node-llama-cpp@3.21.1 >npm-install.log 2>&1
-    fi
-) 9>"$npm_dir/.lock"
-if ! grep -q '"version": "3.21.1"' "$pkg/package.json" 2>/dev/null; then
-    timeout 30 npm ping >/dev/null 2>&1 || skip "npm cannot reach the registry"
-    echo "FAIL: npm install of node-llama-cpp@3.21.1 failed: $(tail -3 "$npm_dir/npm-install.log")" >&2
-    exit 1
-fi
+command -v node >/dev/null || skip "node is not installed"
+# one shared, locked install (scripts/node-llama.sh); exit 2 there means no registry
+npm_dir=$(bash scripts/node-llama.sh 2>"$tmp/err")
+rc=$?
+[ "$rc" = 2 ] && skip "$(cat "$tmp/err")"
+[ "$rc" = 0 ] || { echo "FAIL: $(cat "$tmp/err")" >&2; exit 1; }
+pkg=$npm_dir/node_modules/node-llama-cpp
 
 prompts=("Once upon a time" "The capital of France is" $'def fib(n):\n    return')
 for arch in llama qwen2 phi3 gemma; do

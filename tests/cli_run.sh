@@ -45,7 +45,7 @@ expect_error "prompt longer than context" "prompt has 9 tokens, longer than the 
 expect_error "unknown option" "unknown option '--bogus'" -- "$bin" run -m "$model" -p hi --bogus
 expect_error "bad temp" "invalid value 'x'" -- "$bin" run -m "$model" -p hi --temp x
 expect_error "no prompt" "-p PROMPT" -- "$bin" run -m "$model"
-expect_error "ppl ctx 0" "context size 0 too small" -- "$bin" perplexity -m "$model" -f "$fx/stories260K/text/valid.txt" -c 0
+expect_error "ppl ctx 0" "invalid value .0. (expected an integer in 4" -- "$bin" perplexity -m "$model" -f "$fx/stories260K/text/valid.txt" -c 0
 expect_error "ppl missing text" "nope.txt" -- "$bin" perplexity -m "$model" -f /tmp/nope.txt
 expect_error "ppl short text" "need at least" -- "$bin" perplexity -m "$model" -f "$fx/stories260K/text/prompts.txt" -c 256
 expect_error "unknown command" "unknown command" -- "$bin" frobnicate

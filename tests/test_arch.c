@@ -3,7 +3,8 @@
  * from both with the same tensors and the same logits (Llama's q/k permutation, Gemma's norm
  * + 1, Phi-3's fused tensors, Qwen2's biases, Llama 3.1's rope_freqs from config.json); the
  * tokenizer.json written for a SentencePiece vocab (merges made from scores) and a byte-level one
- * tokenizes like the GGUF vocab; sliding-window attention; and refusals with clear messages. */
+ * tokenizes like the GGUF vocab; sliding-window attention and Mistral's window through HF and
+ * GGUF; and refusals with clear messages. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,38 +185,72 @@ static void test_tokenizer_json(const char *vocab) {
     elm_vocab_free(&v);
 }
 
-/* Loads an HF copy of the tiny model of arch after edit(config) and expects an error. */
-static void expect_config_error(const char *arch, const char *json_edit, elm_status code,
-                                const char *want) {
+/* Writes an HF copy of the tiny model of arch into dir, its config.json keys set as in the JSON
+ * object json_edit. */
+static bool hf_copy_with(const char *arch, const char *json_edit, const char *dir) {
     elm_synth_tiny o = {.arch = arch, .vocab_path = fixture("vocab/ggml-vocab-llama-spm.gguf")};
     elm_model *m = NULL;
     float llama3[4];
     elm_error err;
-    char dir[600];
-    snprintf(dir, sizeof dir, "%s/bad-%s", tmpdir, arch);
     if (elm_synth_tiny_model(&o, &m, llama3, &err) || elm_hf_write(m, llama3, dir, &err)) {
         CHECK(false, "%s: %s", arch, err.msg);
         elm_model_free(m);
-        return;
+        return false;
     }
     elm_model_free(m);
     size_t len;
     const char *cfg = tmp_path(dir, "config.json");
     char *text = (char *)file_read(cfg, &len);
     cJSON *root = text ? cJSON_Parse(text) : NULL, *edit = cJSON_Parse(json_edit), *e;
-    cJSON_ArrayForEach(e, edit) cJSON_ReplaceItemInObject(root, e->string, cJSON_Duplicate(e, true));
-    if (!cJSON_GetObjectItem(root, edit->child->string))
-        cJSON_AddItemToObject(root, edit->child->string, cJSON_Duplicate(edit->child, true));
+    cJSON_ArrayForEach(e, edit) {
+        if (cJSON_HasObjectItem(root, e->string))
+            cJSON_ReplaceItemInObject(root, e->string, cJSON_Duplicate(e, true));
+        else
+            cJSON_AddItemToObject(root, e->string, cJSON_Duplicate(e, true));
+    }
     char *out = cJSON_Print(root);
-    CHECK(out && file_write(cfg, out, strlen(out)), "rewrite %s", cfg);
-    elm_status st = elm_model_load(dir, NULL, &m, &err);
-    CHECK(st == code && strstr(err.msg, "config.json") && strstr(err.msg, want),
-          "%s %s: %d %s", arch, json_edit, st, err.msg);
-    if (!st) elm_model_free(m);
+    bool ok = out && file_write(cfg, out, strlen(out));
+    CHECK(ok, "rewrite %s", cfg);
     free(out);
     free(text);
     cJSON_Delete(root);
     cJSON_Delete(edit);
+    return ok;
+}
+
+/* Loads an HF copy of the tiny model of arch after json_edit and expects an error. */
+static void expect_config_error(const char *arch, const char *json_edit, elm_status code,
+                                const char *want) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/bad-%s", tmpdir, arch);
+    elm_model *m = NULL;
+    elm_error err;
+    if (hf_copy_with(arch, json_edit, dir)) {
+        elm_status st = elm_model_load(dir, NULL, &m, &err);
+        CHECK(st == code && strstr(err.msg, "config.json") && strstr(err.msg, want),
+              "%s %s: %d %s", arch, json_edit, st, err.msg);
+        if (!st) elm_model_free(m);
+    }
+    tmp_dir_remove(strdup(dir));
+}
+
+/* Mistral is Llama with a sliding window: config.json's window survives a GGUF round trip. */
+static void test_mistral(void) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/mistral", tmpdir);
+    if (hf_copy_with("llama", "{\"model_type\": \"mistral\", \"sliding_window\": 4, "
+                              "\"architectures\": [\"MistralForCausalLM\"]}", dir)) {
+        elm_model *m = load(dir), *g = NULL;
+        elm_error err;
+        const char *gguf = tmp_path(tmpdir, "mistral.gguf");
+        CHECK(m && !strcmp(m->hp.arch, "llama") && m->hp.n_swa == 4, "mistral: arch %s window %d",
+              m ? m->hp.arch : "-", m ? m->hp.n_swa : -1);
+        if (m && elm_gguf_write_model(m, gguf, &err) == ELM_OK) g = load(gguf);
+        CHECK(g && g->hp.n_swa == 4, "mistral: window lost in GGUF");
+        elm_model_free(m);
+        elm_model_free(g);
+        unlink(gguf);
+    }
     tmp_dir_remove(strdup(dir));
 }
 
@@ -277,6 +312,7 @@ int main(int argc, char **argv) {
         test_tokenizer_json("phi-3");
         test_tokenizer_json("qwen2");
         test_refusals();
+        test_mistral();
     }
     /* the HF folders hold files: remove them before the folder itself */
     const char *archs[] = {"llama", "qwen2", "phi3", "gemma"};

@@ -161,8 +161,13 @@ static void against_llamacpp(const elm_ref *ref, const cJSON *files) {
     if (compare("stories260K/reference-quants/llamacpp-q8_0-pure.gguf", ref, &ppl, &k)) {
         fprintf(stderr, "q8_0: PPL %.6f KLD %.6f top1 %.3f\n", ppl.ppl, k.kld_mean, k.top1_pct);
         const double want_kld = golden(files, "q8_0-pure", "kld_mean");
-        CHECK(k.kld_mean > 0 && k.kld_mean <= want_kld, "q8_0 KLD %.6f vs llama.cpp %.6f", k.kld_mean, want_kld);
-        CHECK(k.top1_pct >= 98.3, "q8_0 top-1 %.3f", k.top1_pct);
+        if (full) {
+            CHECK(k.kld_mean > 0 && k.kld_mean <= want_kld, "q8_0 KLD %.6f vs llama.cpp %.6f", k.kld_mean, want_kld);
+            CHECK(k.top1_pct >= 98.3, "q8_0 top-1 %.3f", k.top1_pct);
+        } else {
+            CHECK(k.kld_mean > 0 && k.kld_mean < 2 * want_kld && k.top1_pct > 97, "q8_0 on a prefix: KLD %.6f top-1 %.3f",
+                  k.kld_mean, k.top1_pct);
+        }
     }
 }
 

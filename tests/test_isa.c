@@ -3,7 +3,10 @@
  * - greedy ids of the F32 fixture equal golden/greedy.json (2 threads, so rows are split);
  * - for the F32 model and llama.cpp's q8_0, q4_0 and q4_1 files, a batched prefill (the tiled
  *   matrix-matrix kernels) gives the logits of token-by-token decode (the matrix-vector kernels),
- *   and every table gives the scalar table's logits, within 1e-3 of the logit range. */
+ *   and every table gives the scalar table's logits: within 1e-3 of the logit range for F32; within
+ *   2e-2 for the block types, whose activations are rounded to 8 bits, so that a last-bit difference
+ *   upstream can move one activation by a quantization step (about 0.4% of the range at the
+ *   logits here) - a wrong block, scale or offset is off by far more. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
@@ -111,15 +114,16 @@ int main(int argc, char **argv) {
         for (int i = 0; i < N_MODELS; i++) {
             if (!m[i]) continue;
             const int n = N_TOK * m[i]->hp.n_vocab;
+            const float tol = i == 0 ? 1e-3f : 2e-2f;
             float *batched = logits_of(m[i], true), *single = logits_of(m[i], false), range;
             float d = max_diff(batched, single, n, &range);
-            CHECK(d <= 1e-3f * range, "%s %s: prefill and decode logits differ by %g (range %g)",
+            CHECK(d <= tol * range, "%s %s: prefill and decode logits differ by %g (range %g)",
                   isas[k].name, models[i], d, range);
             if (!ref[i]) {
                 ref[i] = batched; /* the scalar table's, which runs first */
             } else {
                 d = max_diff(batched, ref[i], n, &range);
-                CHECK(d <= 1e-3f * range, "%s %s: logits differ from scalar by %g (range %g)",
+                CHECK(d <= tol * range, "%s %s: logits differ from scalar by %g (range %g)",
                       isas[k].name, models[i], d, range);
                 free(batched);
             }

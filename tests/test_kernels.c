@@ -2,8 +2,9 @@
  * arithmetic:
  * - q8 activation blocks are bit-identical across tables;
  * - matmul for every weight type on odd shapes (1 row, rows not a multiple of the SIMD width or
- *   of the 16-row tiles, K not a multiple of 256, 1 column for float types), for 1..21 tokens
- *   (decode kernels and prefill tiles, partial token chunks), on row ranges not starting at 0;
+ *   of the 16-row tiles, K not a multiple of 256, 1 column and long odd rows for float types),
+ *   for 1..21 tokens (decode kernels and prefill tiles, partial token chunks), on row ranges
+ *   not starting at 0;
  * - dot, RMSNorm, softmax, SwiGLU, RoPE and attention on lengths that leave vector tails.
  * Tolerances: float sums in another order differ by a few ulps of Σ|w·x|, so products are
  * compared to 2e-6·Σ|w|·|x| (a wrong block, row or offset is off by O(|w|·|x|)). */
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "kernels/gemm.h"
 #include "kernels/kernels.h"
 
 static float frand(unsigned *s) {
@@ -28,6 +30,7 @@ typedef struct {
     float *wf;             /* the weights as decoded floats [rows, cols] */
     float *x;              /* [n_tok, cols] */
     void *xq;              /* n_tok q8 rows */
+    float *xt;             /* x by transposed 16-token chunks */
     float *y_ref, *y;      /* [n_tok, rows] */
     void *scratch;
 } problem;
@@ -42,6 +45,7 @@ static bool problem_new(problem *p, elm_type type, int64_t cols, int64_t rows, i
     p->wf = malloc(sizeof(float) * cols * rows);
     p->x = malloc(sizeof(float) * cols * n_tok);
     p->xq = aligned_alloc(64, elm_q8_row_bytes(cols) * n_tok + 64);
+    p->xt = malloc(sizeof(float) * cols * (size_t)((n_tok + 15) / 16 * 16));
     p->y_ref = malloc(sizeof(float) * rows * n_tok);
     p->y = malloc(sizeof(float) * rows * n_tok);
     p->scratch = aligned_alloc(64, (elm_matmul_scratch_bytes(cols) + 63) / 64 * 64);
@@ -57,6 +61,8 @@ static bool problem_new(problem *p, elm_type type, int64_t cols, int64_t rows, i
     tt->from_float(src, p->w.data, cols * rows);
     tt->to_float(p->w.data, p->wf, cols * rows);
     free(src);
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 16)
+        elm_transpose_x16(p->x + t0 * cols, cols, (int)(n_tok - t0 < 16 ? n_tok - t0 : 16), cols, p->xt + t0 * cols);
     if (elm_type_q8_act(type))
         for (int64_t t = 0; t < n_tok; t++)
             elm_scalar_quantize_q8(p->x + t * cols, cols, (char *)p->xq + t * elm_q8_row_bytes(cols));
@@ -64,7 +70,7 @@ static bool problem_new(problem *p, elm_type type, int64_t cols, int64_t rows, i
 }
 
 static void problem_free(problem *p) {
-    free(p->w.data), free(p->wf), free(p->x), free(p->xq), free(p->y_ref), free(p->y);
+    free(p->w.data), free(p->wf), free(p->x), free(p->xq), free(p->xt), free(p->y_ref), free(p->y);
     free(p->scratch);
 }
 
@@ -76,9 +82,13 @@ static double magnitude(const problem *p, int64_t t, int64_t r) {
     return s;
 }
 
+/* split: two row ranges, the first not starting at 0, and the transposed activations given (for
+ * float types) as the forward pass gives them, so both ways of getting them are exercised. */
 static void run_matmul(const elm_kernels *k, problem *p, int64_t n_tok, float *y, bool split) {
     const int64_t rows = p->w.ne[1];
-    elm_matmul_args a = {&p->w, p->x, elm_type_q8_act(p->w.type) ? p->xq : NULL, n_tok, y};
+    const bool q8 = elm_type_q8_act(p->w.type);
+    elm_matmul_args a = {.w = &p->w, .x = p->x, .xq = q8 ? p->xq : NULL,
+                         .xt = !q8 && split ? p->xt : NULL, .n_tok = n_tok, .y = y};
     const int64_t cut = split ? rows / 3 + 1 : rows; /* a range not starting at 0 */
     if (cut < rows) k->matmul(&a, cut, rows, p->scratch);
     k->matmul(&a, 0, cut < rows ? cut : rows, p->scratch);
@@ -198,15 +208,27 @@ static void compare_elementwise(const elm_kernels *k, const elm_kernels *ref) {
     }
 }
 
+static void check_transpose(const elm_kernels *k) {
+    enum { COLS = 37 };
+    float x[11 * COLS], a[16 * COLS], b[16 * COLS];
+    unsigned seed = 5;
+    for (int i = 0; i < 11 * COLS; i++) x[i] = frand(&seed);
+    elm_transpose_x16(x, COLS, 11, COLS, a);
+    k->transpose16(x, COLS, 11, COLS, b);
+    CHECK(memcmp(a, b, sizeof a) == 0 && a[16 * 5 + 3] == x[3 * COLS + 5] && a[16 * 5 + 12] == 0.0f,
+          "%s transpose16", k->isa);
+}
+
 static void check_table(const elm_kernels *k) {
     check_quantize(k);
+    check_transpose(k);
     compare_elementwise(k, elm_kernels_scalar());
     const int64_t shapes[][2] = {{32, 1}, {96, 37}, {288, 17}, {64, 100}, {1056, 21}};
     for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             compare_matmul(k, all_types[ti], shapes[s][0], shapes[s][1], 21);
-    /* float types take any column count */
-    const int64_t odd_cols[] = {1, 7, 33, 172};
+    /* float types take any column count; past 4096 columns decode takes rows in fours */
+    const int64_t odd_cols[] = {1, 7, 33, 172, 4109};
     for (int ti = 0; ti < 3; ti++)
         for (size_t s = 0; s < sizeof odd_cols / sizeof odd_cols[0]; s++)
             compare_matmul(k, all_types[ti], odd_cols[s], 19, 11);

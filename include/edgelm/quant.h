@@ -74,7 +74,8 @@ typedef struct elm_quant_params {
     elm_quant_policy policy;
     elm_quant_method method;
     const elm_calib_set *calib; /* GPTQ/AWQ: calibration sequences (required, n > 0) */
-    float damp;                 /* GPTQ: damping, a fraction of mean(diag H) (0 = 0.01) */
+    double damp;                /* GPTQ: damping, a fraction of mean(diag H) (0 = 0.01); raised
+                                 * x10 when H is not positive definite or does not factor */
     bool act_order;             /* GPTQ: columns by descending diag H, static block scales */
     int32_t n_threads;          /* forward passes over the calibration set (0 = 1) */
 } elm_quant_params;
@@ -88,6 +89,7 @@ typedef struct elm_quant_tensor_info {
      * not measured (not a linear layer, or not a block type) */
     double err_before, err_after;
     double damp; /* GPTQ: the damping that factored (raised from params.damp when needed), else 0 */
+    int64_t dead_inputs; /* GPTQ: input channels that were 0 on every calibration token */
 } elm_quant_tensor_info;
 
 typedef struct elm_quant_report {

@@ -44,9 +44,10 @@ uint32_t elm_file_type_of(elm_type type);
 
 /* Writes m quantized to `type` (any type of elm_type_get) into out_path as GGUF v3, with m's
  * metadata and vocab and general.file_type = elm_file_type_of(type). Input tensors of any type
- * are decoded to float first, one row at a time. cb and summary may be NULL.
- * Errors: ELM_ERR_ARG (type not supported), ELM_ERR_IO naming out_path; no file is left at
- * out_path on any error. */
+ * are decoded to float first, one row at a time. cb and summary may be NULL. (edgelm/quant.h has
+ * the mixed-precision policy and the calibrated methods.)
+ * Errors: ELM_ERR_ARG (type not supported), ELM_ERR_FORMAT naming the tensor when a weight is NaN
+ * or infinite, ELM_ERR_IO naming out_path; no file is left at out_path on any error. */
 elm_status elm_quantize_model(const elm_model *m, elm_type type, const char *out_path,
                               const elm_quantize_callbacks *cb, elm_quantize_summary *summary,
                               elm_error *err);

@@ -82,6 +82,11 @@ int64_t elm_tokenize(const elm_vocab *v, const char *text, size_t len, bool add_
 int64_t elm_tokenize_special(const elm_vocab *v, const char *text, size_t len, bool add_bos,
                              bool parse_special, int32_t *ids, int64_t max_ids, elm_error *err);
 
+/* elm_tokenize_special into a malloc'd array that fits (*ids, *n_ids ids; caller frees *ids).
+ * ELM_ERR_NOMEM on allocation failure. */
+elm_status elm_tokenize_alloc(const elm_vocab *v, const char *text, size_t len, bool add_bos,
+                              bool parse_special, int32_t **ids, int64_t *n_ids, elm_error *err);
+
 /* The bytes a token stands for when printed: "▁" -> " ", byte pieces -> that byte, byte-level
  * (gpt2) pieces -> their bytes, user-defined tokens -> their text, control and unknown tokens ->
  * "" . Writes up to cap bytes to out; returns the number of bytes. */

@@ -85,22 +85,61 @@ bool elm_file_exists(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The output is first an unnamed file (O_TMPFILE) in the target's folder, so an interrupted or
+ * killed run leaves nothing behind; it gets a name only at commit. Filesystems without O_TMPFILE
+ * fall back to a named temporary (mkstemp) that abort removes. */
 elm_status elm_out_open(elm_out *o, const char *path, elm_error *err) {
     memset(o, 0, sizeof *o);
-    if (strlen(path) >= sizeof o->path)
+    size_t len = strlen(path);
+    if (len == 0) return elm_errorf(err, ELM_ERR_ARG, "output path is empty");
+    if (len >= sizeof o->path - 32)
         return elm_errorf(err, ELM_ERR_ARG, "%s: output path too long", path);
+    if (path[len - 1] == '/')
+        return elm_errorf(err, ELM_ERR_ARG, "%s: output path names a folder, not a file", path);
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return elm_errorf(err, ELM_ERR_IO,
+                          "%s: exists and is not a regular file (outputs replace regular files only)",
+                          path);
     strcpy(o->path, path);
-    snprintf(o->tmp, sizeof o->tmp, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(o->tmp);
+    char dir[sizeof o->path];
+    const char *slash = strrchr(path, '/');
+    if (!slash) strcpy(dir, ".");
+    else if (slash == path) strcpy(dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.XXXXXX", path);
+        fd = mkstemp(o->tmp);
+        if (fd >= 0) fchmod(fd, 0644);
+        else o->tmp[0] = '\0';
+    }
     if (fd < 0) return elm_errorf(err, ELM_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    fchmod(fd, 0644);
     o->f = fdopen(fd, "wb");
     if (!o->f) {
+        int e = errno;
         close(fd);
-        unlink(o->tmp);
-        return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(errno));
+        if (o->tmp[0]) unlink(o->tmp);
+        return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(e));
     }
     return ELM_OK;
+}
+
+/* Gives the unnamed file a temporary name beside the target (o->tmp), through /proc or, failing
+ * that, AT_EMPTY_PATH. */
+static int name_tmpfile(elm_out *o, int fd) {
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    for (int k = 0; k < 100; k++) {
+        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", o->path, (long)getpid(), k);
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, o->tmp, AT_SYMLINK_FOLLOW) == 0) return 0;
+        if (errno == EEXIST) continue;
+        if (linkat(fd, "", AT_FDCWD, o->tmp, AT_EMPTY_PATH) == 0) return 0;
+        if (errno != EEXIST) break;
+    }
+    o->tmp[0] = '\0';
+    return -1;
 }
 
 elm_status elm_out_write(elm_out *o, const void *buf, size_t n, elm_error *err) {
@@ -110,12 +149,14 @@ elm_status elm_out_write(elm_out *o, const void *buf, size_t n, elm_error *err) 
 }
 
 elm_status elm_out_commit(elm_out *o, elm_error *err) {
+    const bool unnamed = o->tmp[0] == '\0';
     int bad = fflush(o->f) != 0 || fsync(fileno(o->f)) != 0;
     int e = errno;
+    if (!bad && unnamed && name_tmpfile(o, fileno(o->f)) != 0) bad = 1, e = errno;
     bad |= fclose(o->f) != 0;
     o->f = NULL;
     if (bad) {
-        unlink(o->tmp);
+        if (o->tmp[0]) unlink(o->tmp);
         return elm_errorf(err, ELM_ERR_IO, "%s: write failed: %s", o->path, strerror(e));
     }
     if (rename(o->tmp, o->path) != 0) {

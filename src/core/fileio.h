@@ -21,12 +21,14 @@ elm_status elm_read_file(const char *path, size_t max_bytes, char **buf, size_t 
 bool elm_is_dir(const char *path);
 bool elm_file_exists(const char *path);
 
-/* Atomic output: elm_out_open creates "<path>.tmp.XXXXXX" beside path; elm_out_commit flushes,
- * closes and renames it over path; elm_out_abort closes and unlinks it. */
+/* Atomic output: elm_out_open creates an unnamed file in path's folder (O_TMPFILE; a named
+ * "<path>.tmp.XXXXXX" where unsupported) after checking that path is not a folder, device or other
+ * non-regular file; elm_out_commit flushes, names and renames it over path; elm_out_abort closes
+ * and removes it. An interrupted process leaves no partial output. */
 typedef struct elm_out {
     FILE *f;
     char path[1024];
-    char tmp[1040];
+    char tmp[1088]; /* temporary name, empty while the file is unnamed */
 } elm_out;
 
 elm_status elm_out_open(elm_out *o, const char *path, elm_error *err);

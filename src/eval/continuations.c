@@ -23,7 +23,8 @@ elm_status elm_eval_continuations(const elm_model *m, const char *const *prompts
     if (n_prompts <= 0) return elm_errorf(err, ELM_ERR_ARG, "no prompts");
     out->texts = calloc((size_t)n_prompts, sizeof(char *));
     out->n_tokens = calloc((size_t)n_prompts, sizeof(int32_t));
-    if (!out->texts || !out->n_tokens) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for %d prompts", n_prompts);
+    if (!out->texts || !out->n_tokens)
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for %d prompts", n_prompts);
     out->n = n_prompts;
 
     /* tokenize every prompt first: the context is sized for the longest */
@@ -31,20 +32,20 @@ elm_status elm_eval_continuations(const elm_model *m, const char *const *prompts
     int32_t *n_ids = calloc((size_t)n_prompts, sizeof(int32_t));
     int32_t *gen = malloc(sizeof(int32_t) * (size_t)n_predict);
     elm_context *c = NULL;
-    elm_status st = ids && n_ids && gen ? ELM_OK : elm_errorf(err, ELM_ERR_NOMEM, "out of memory for %d prompts", n_prompts);
+    elm_status st = ELM_OK;
+    if (!ids || !n_ids || !gen) st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for %d prompts", n_prompts);
     int64_t longest = 0;
     for (int32_t i = 0; i < n_prompts && !st; i++) {
         const size_t len = strlen(prompts[i]);
-        const int64_t cap = (int64_t)len + 2;
         if (len == 0) st = elm_errorf(err, ELM_ERR_ARG, "prompt %d is empty", i + 1);
-        else if (cap > (1 << 20)) st = elm_errorf(err, ELM_ERR_ARG, "prompt %d is too long (%zu bytes)", i + 1, len);
-        else if (!(ids[i] = malloc(sizeof(int32_t) * (size_t)cap)))
-            st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory tokenizing prompt %d", i + 1);
+        else if (len > (1 << 20))
+            st = elm_errorf(err, ELM_ERR_ARG, "prompt %d is too long (%zu bytes)", i + 1, len);
         if (st) break;
-        const int64_t n = elm_tokenize(&m->vocab, prompts[i], len, m->vocab.add_bos, ids[i], cap, err);
-        if (n < 0) st = err->code;
-        else if (n == 0 || n > cap) st = elm_errorf(err, ELM_ERR_ARG, "prompt %d gives %lld tokens", i + 1, (long long)n);
-        else n_ids[i] = (int32_t)n;
+        int64_t n = 0;
+        st = elm_tokenize_alloc(&m->vocab, prompts[i], len, m->vocab.add_bos, false, &ids[i], &n, err);
+        if (!st && n == 0) st = elm_errorf(err, ELM_ERR_ARG, "prompt %d gives no tokens", i + 1);
+        if (st) break;
+        n_ids[i] = (int32_t)n;
         longest = n > longest ? n : longest;
     }
     if (!st) {

@@ -77,22 +77,7 @@ done:
 
 elm_status elm_ppl_tokenize(const elm_model *m, const char *text, size_t len, int32_t **ids,
                             int64_t *n_ids, elm_error *err) {
-    /* one token per byte plus BOS is an upper bound for byte-fallback BPE */
-    const int64_t cap = (int64_t)len + 2;
-    *ids = NULL;
-    *n_ids = 0;
-    int32_t *buf = malloc(sizeof(int32_t) * (size_t)cap);
-    if (!buf) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory tokenizing %zu bytes", len);
-    const int64_t n = elm_tokenize(&m->vocab, text, len, true, buf, cap, err);
-    elm_status st = n < 0 ? err->code : ELM_OK;
-    if (!st && n > cap) st = elm_errorf(err, ELM_ERR_FORMAT, "tokenizer produced more tokens than bytes");
-    if (st) {
-        free(buf);
-        return st;
-    }
-    *ids = buf;
-    *n_ids = n;
-    return ELM_OK;
+    return elm_tokenize_alloc(&m->vocab, text, len, true, false, ids, n_ids, err);
 }
 
 elm_status elm_perplexity(const elm_model *m, const char *text, size_t len, const elm_ppl_params *p,

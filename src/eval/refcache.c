@@ -106,7 +106,8 @@ static elm_status validate(const char *path, const unsigned char *p, size_t size
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: not an edgelm reference log-prob file (bad magic)", path);
     decode_header(p, info);
     if (info->version != ELM_REF_VERSION)
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: reference file version %u not supported (this edgelm reads version %d)",
+        return elm_errorf(err, ELM_ERR_FORMAT,
+                          "%s: reference file version %u not supported (this edgelm reads version %d)",
                           path, info->version, ELM_REF_VERSION);
     if (info->n_vocab < 1 || info->n_vocab > MAX_VOCAB || info->n_ctx < 4 || info->n_ctx > MAX_CTX ||
         info->n_chunks < 1 || info->n_chunks > MAX_CHUNKS)
@@ -114,8 +115,10 @@ static elm_status validate(const char *path, const unsigned char *p, size_t size
                           path, info->n_vocab, info->n_ctx, info->n_chunks);
     if (info->n_scored != (int64_t)info->n_chunks * scored_per_chunk(info->n_ctx) ||
         info->n_text_tokens < (int64_t)info->n_chunks * info->n_ctx)
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: inconsistent header (%lld scored positions, %lld text tokens for %d chunks of %d)",
-                          path, (long long)info->n_scored, (long long)info->n_text_tokens, info->n_chunks, info->n_ctx);
+        return elm_errorf(err, ELM_ERR_FORMAT,
+                          "%s: inconsistent header (%lld scored positions, %lld text tokens for %d chunks of %d)",
+                          path, (long long)info->n_scored, (long long)info->n_text_tokens, info->n_chunks,
+                          info->n_ctx);
     const uint64_t want = HEADER_BYTES + payload_bytes(info->n_vocab, info->n_ctx, info->n_chunks);
     if ((uint64_t)size < want)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: truncated reference file (%zu bytes, the header implies %llu)",
@@ -163,11 +166,13 @@ elm_status elm_ref_check(const elm_ref *r, int32_t n_vocab, int32_t n_ctx, const
                           r->path, in->n_ctx, n_ctx);
     const int64_t chunks = n_tokens / n_ctx;
     if (chunks != in->n_chunks)
-        return elm_errorf(err, ELM_ERR_ARG, "%s: reference was made from other tokens (%d chunks, this text has %lld)",
-                          r->path, in->n_chunks, (long long)chunks);
+        return elm_errorf(err, ELM_ERR_ARG,
+                          "%s: reference was made from other tokens (%d chunks, this text has %lld)", r->path,
+                          in->n_chunks, (long long)chunks);
     for (int64_t i = 0; i < chunks * n_ctx; i++)
         if (tokens[i] != r->tokens[i])
-            return elm_errorf(err, ELM_ERR_ARG, "%s: reference was made from other tokens (token %lld is %d here, %d there)",
+            return elm_errorf(err, ELM_ERR_ARG,
+                              "%s: reference was made from other tokens (token %lld is %d here, %d there)",
                               r->path, (long long)i, tokens[i], r->tokens[i]);
     return ELM_OK;
 }

@@ -88,13 +88,15 @@ static void draw_axes(sbuf *b, const axis *x, const axis *y, const char *xlabel,
     const int nx = axis_ticks(x, ticks, 64);
     for (int i = 0; i < nx; i++) {
         const double px = axis_px(x, ticks[i]);
-        sb_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e5e5e5\"/>\n", px, TOP, px, H - BOTTOM);
+        sb_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e5e5e5\"/>\n", px, TOP, px,
+                  H - BOTTOM);
         sb_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", px, H - BOTTOM + 18, ticks[i]);
     }
     const int ny = axis_ticks(y, ticks, 64);
     for (int i = 0; i < ny; i++) {
         const double py = axis_px(y, ticks[i]);
-        sb_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", LEFT, py, W - RIGHT, py);
+        sb_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", LEFT, py,
+                  W - RIGHT, py);
         sb_printf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", LEFT - 8, py + 4, ticks[i]);
     }
     sb_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n",

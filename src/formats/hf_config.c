@@ -1,5 +1,6 @@
 /* Hugging Face config.json -> hyper-parameters of a Llama, Mistral, Qwen2, Phi-3 or Gemma model
  * (see hf.h). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,6 +165,16 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
         (st = get_id(path, root, "eos_token_id", &c->eos_id, err)) ||
         (st = read_rope_scaling(path, root, c, err)))
         return st;
+    /* RoPE on the first part of each head only (Phi-3 family variants) */
+    float partial = 1.0f;
+    if ((st = get_float(path, root, "partial_rotary_factor", &partial, err))) return st;
+    if (partial < 1.0f) {
+        const int32_t hd = hp->head_dim ? hp->head_dim : hp->dim / hp->n_heads;
+        hp->rope_dim = (int32_t)lroundf((float)hd * partial);
+        if (hp->rope_dim <= 0 || hp->rope_dim % 2 || fabsf((float)hp->rope_dim - hd * partial) > 1e-3f)
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: partial_rotary_factor %g of head size %d "
+                              "is not an even number of dimensions", path, partial, hd);
+    }
     /* Mistral's window; Phi-3 configs carry one too, which llama.cpp does not apply */
     if (strcmp(model_type(root), "mistral") == 0 &&
         (st = get_int(path, root, "sliding_window", false, &hp->n_swa, err)))

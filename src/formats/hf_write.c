@@ -55,6 +55,8 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
     cJSON_AddNumberToObject(c, "num_attention_heads", hp->n_heads);
     cJSON_AddNumberToObject(c, "num_key_value_heads", hp->n_kv_heads);
     cJSON_AddNumberToObject(c, "head_dim", hp->head_dim);
+    if (hp->rope_dim != hp->head_dim)
+        cJSON_AddNumberToObject(c, "partial_rotary_factor", (double)hp->rope_dim / hp->head_dim);
     cJSON_AddNumberToObject(c, "max_position_embeddings", hp->n_ctx_train);
     cJSON_AddNumberToObject(c, "rms_norm_eps", hp->rms_eps);
     cJSON_AddNumberToObject(c, "rope_theta", hp->rope_theta);

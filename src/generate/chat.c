@@ -40,23 +40,19 @@ static int32_t special_id(const elm_vocab *v, const char *text) {
  * with it. *ids [*n] is malloc'd (also on failure: the caller frees it). */
 static elm_status tokenize_turn(const elm_chat *ch, const char *text, bool first, int32_t **ids,
                                 int64_t *n_ids, elm_error *err) {
-    const size_t len = strlen(text);
+    int32_t *text_ids = NULL;
+    int64_t k = 0;
+    elm_status st = elm_tokenize_alloc(ch->vocab, text, strlen(text), false, true, &text_ids, &k, err);
+    if (st) return st;
     const int64_t head = 2; /* room for the held-back token and a BOS in front */
-    int64_t cap = (int64_t)len + 8, k = 0;
-    for (;;) {
-        int32_t *p = realloc(*ids, sizeof(int32_t) * (size_t)(head + cap));
-        if (!p) return elm_errorf(err, ELM_ERR_NOMEM, "chat: out of memory tokenizing a turn");
-        *ids = p;
-        elm_error e;
-        k = elm_tokenize_special(ch->vocab, text, len, false, true, p + head, cap, &e);
-        if (k < 0) {
-            if (err) *err = e;
-            return e.code;
-        }
-        if (k <= cap) break;
-        cap = k;
+    int32_t *p = realloc(*ids, sizeof(int32_t) * (size_t)(head + k));
+    if (!p) {
+        free(text_ids);
+        return elm_errorf(err, ELM_ERR_NOMEM, "chat: out of memory tokenizing a turn");
     }
-    int32_t *p = *ids;
+    *ids = p;
+    memcpy(p + head, text_ids, sizeof(int32_t) * (size_t)k);
+    free(text_ids);
     int64_t n = 0;
     if (ch->pending >= 0) p[n++] = ch->pending;
     if (first && ch->vocab->add_bos && ch->vocab->bos_id >= 0 &&

@@ -1,16 +1,17 @@
 /* Prefill products over repacked tiles (see gemm.h). The order of the loops keeps everything
- * in cache: a panel of up to Q8_PANEL_TILES tiles is repacked once, then every chunk of tokens
- * runs over it; a chunk's activations are reused by all the panel's tiles. */
+ * in cache: a panel of up to PANEL_TILES tiles is repacked once, then every chunk of tokens runs
+ * over it; a chunk's activations (transposed, for float weights) are reused by all the panel's
+ * tiles. */
 #include "kernels/gemm.h"
 
 #include "kernels/blocks.h"
 
-enum { Q8_PANEL_TILES = 4 };
+enum { PANEL_TILES = 4, CHUNK = 16 };
 
 size_t elm_matmul_scratch_bytes(int64_t max_cols) {
     const size_t nb = (size_t)(max_cols + ELM_QK - 1) / ELM_QK;
-    const size_t q8 = Q8_PANEL_TILES * nb * ELM_TILE_Q8_BYTES;
-    const size_t f32 = (size_t)max_cols * ELM_TILE_ROWS * sizeof(float);
+    const size_t q8 = PANEL_TILES * nb * ELM_TILE_Q8_BYTES;
+    const size_t f32 = (PANEL_TILES + 1) * (size_t)max_cols * ELM_TILE_ROWS * sizeof(float);
     return (q8 > f32 ? q8 : f32) + 64;
 }
 
@@ -56,11 +57,12 @@ static void gemm_q8(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t
                     uint8_t *panel) {
     const int64_t rows = a->w->ne[1], nb = a->w->ne[0] / ELM_QK;
     const size_t tile_bytes = (size_t)nb * ELM_TILE_Q8_BYTES;
-    for (int64_t p0 = r0; p0 < r1; p0 += Q8_PANEL_TILES * ELM_TILE_ROWS) {
-        const int64_t np = min64(Q8_PANEL_TILES * ELM_TILE_ROWS, r1 - p0);
+    for (int64_t p0 = r0; p0 < r1; p0 += PANEL_TILES * ELM_TILE_ROWS) {
+        const int64_t np = min64(PANEL_TILES * ELM_TILE_ROWS, r1 - p0);
         const int n_tiles = (int)((np + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
+        const elm_repack_q8_fn repack = g->repack_q8 ? g->repack_q8 : elm_repack_q8_tile;
         for (int i = 0; i < n_tiles; i++)
-            elm_repack_q8_tile(a->w, p0 + i * ELM_TILE_ROWS,
+            repack(a->w, p0 + i * ELM_TILE_ROWS,
                                (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS),
                                panel + i * tile_bytes);
         for (int64_t t0 = 0; t0 < a->n_tok; t0 += g->q8_tokens) {
@@ -74,15 +76,34 @@ static void gemm_q8(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t
     }
 }
 
+void elm_transpose_x16(const float *x, int64_t ldx, int n_tok, int64_t cols, float *xt) {
+    for (int64_t c = 0; c < cols; c++)
+        for (int t = 0; t < CHUNK; t++) xt[c * CHUNK + t] = t < n_tok ? x[t * ldx + c] : 0.0f;
+}
+
 static void gemm_f32(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, int64_t r1,
-                     float *tile) {
+                     float *panel) {
     const int64_t rows = a->w->ne[1], cols = a->w->ne[0];
-    for (int64_t p0 = r0; p0 < r1; p0 += ELM_TILE_ROWS) {
-        const int nr = (int)min64(ELM_TILE_ROWS, r1 - p0);
-        elm_repack_f32_tile(a->w, p0, nr, tile);
-        for (int64_t t0 = 0; t0 < a->n_tok; t0 += g->f32_tokens)
-            g->f32(tile, cols, a->x + t0 * cols, cols, (int)min64(g->f32_tokens, a->n_tok - t0),
-                   a->y + t0 * rows + p0, rows, nr);
+    const size_t tile_floats = (size_t)cols * ELM_TILE_ROWS;
+    float *xt = panel + PANEL_TILES * tile_floats;
+    const elm_repack_f32_fn repack = g->repack_f32 ? g->repack_f32 : elm_repack_f32_tile;
+    const elm_transpose_fn transpose = g->transpose ? g->transpose : elm_transpose_x16;
+    for (int64_t p0 = r0; p0 < r1; p0 += PANEL_TILES * ELM_TILE_ROWS) {
+        const int64_t np = min64(PANEL_TILES * ELM_TILE_ROWS, r1 - p0);
+        const int n_tiles = (int)((np + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
+        for (int i = 0; i < n_tiles; i++)
+            repack(a->w, p0 + i * ELM_TILE_ROWS, (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS),
+                   panel + i * tile_floats);
+        for (int64_t t0 = 0; t0 < a->n_tok; t0 += CHUNK) {
+            const int nt = (int)min64(CHUNK, a->n_tok - t0);
+            const float *chunk = a->xt ? a->xt + t0 * cols : xt;
+            if (!a->xt) transpose(a->x + t0 * cols, cols, nt, cols, xt);
+            for (int i = 0; i < n_tiles; i++)
+                for (int tt = 0; tt < nt; tt += g->f32_tokens)
+                    g->f32(panel + i * tile_floats, cols, chunk + tt, nt - tt < g->f32_tokens ? nt - tt : g->f32_tokens,
+                           a->y + (t0 + tt) * rows + p0 + i * ELM_TILE_ROWS, rows,
+                           (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS));
+        }
     }
 }
 

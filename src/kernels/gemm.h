@@ -7,7 +7,8 @@
  * Integer tile (block types, q8 activations), per 32-column block b of the 16 rows, 640 bytes:
  *   int8  q[8][16][4]   q[k][r][i] = weight (row r, column 32b + 4k + i), signed (blocks.h)
  *   float d[16], m[16]  row r's block scale and offset: value = d·q + m
- * Float tile (F32, F16, BF16): float w[cols][16], w[c][r] = weight (row r, column c).
+ * Float tile (F32, F16, BF16): float w[cols][16], w[c][r] = weight (row r, column c); the
+ * activations are transposed alike, 16 tokens at a time.
  * Rows past the end of the matrix are zero. */
 #ifndef EDGELM_KERNELS_GEMM_H
 #define EDGELM_KERNELS_GEMM_H
@@ -21,23 +22,36 @@
 typedef void (*elm_tile_q8_fn)(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
                                float *y, int64_t ldy, int n_rows);
 
-/* y[t·ldy + r] = Σ_c w[c][r]·x[t·ldx + c] for t < n_tok, c < cols, r < n_rows. */
-typedef void (*elm_tile_f32_fn)(const float *tile, int64_t cols, const float *x, int64_t ldx,
-                                int n_tok, float *y, int64_t ldy, int n_rows);
+/* y[t·ldy + r] = Σ_c w[c][r]·xt[16c + t] for t < n_tok, c < cols, r < n_rows: the activations
+ * of a chunk of up to 16 tokens transposed ([cols][16]), so a kernel broadcasts them from one
+ * pointer at fixed offsets. n_tok is at most the kernel's token count. */
+typedef void (*elm_tile_f32_fn)(const float *tile, int64_t cols, const float *xt, int n_tok, float *y,
+                                int64_t ldy, int n_rows);
+
+/* Rows [r0, r0 + n_rows) of w (n_rows <= 16) into one tile of the layout above. */
+typedef void (*elm_repack_q8_fn)(const elm_tensor *w, int64_t r0, int n_rows, uint8_t *tile);
+typedef void (*elm_repack_f32_fn)(const elm_tensor *w, int64_t r0, int n_rows, float *tile);
+
+/* As elm_kernels.transpose16. */
+typedef void (*elm_transpose_fn)(const float *x, int64_t ldx, int n_tok, int64_t cols, float *xt);
 
 typedef struct elm_gemm_kernels {
     elm_tile_q8_fn q8;
     int q8_tokens;  /* most tokens per q8 call */
     elm_tile_f32_fn f32;
     int f32_tokens; /* most tokens per f32 call */
+    elm_repack_q8_fn repack_q8;   /* SIMD repacking, or NULL for elm_repack_q8_tile */
+    elm_repack_f32_fn repack_f32; /* or NULL for elm_repack_f32_tile */
+    elm_transpose_fn transpose;   /* or NULL for elm_transpose_x16 */
 } elm_gemm_kernels;
 
 /* Rows [r0, r1) of a->y by tiles (see kernels.h's matmul); scratch as elm_matmul_scratch_bytes. */
 void elm_gemm(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, int64_t r1,
               void *scratch);
 
-/* The repacking itself, exposed for the tests: rows [r0, r0 + n_rows) of w, n_rows <= 16. */
+/* The portable repacking (the reference for the SIMD ones). */
 void elm_repack_q8_tile(const elm_tensor *w, int64_t r0, int n_rows, uint8_t *tile);
 void elm_repack_f32_tile(const elm_tensor *w, int64_t r0, int n_rows, float *tile);
+void elm_transpose_x16(const float *x, int64_t ldx, int n_tok, int64_t cols, float *xt);
 
 #endif

@@ -53,6 +53,9 @@ typedef struct elm_matmul_args {
     const elm_tensor *w;     /* [rows, cols] (ne = {cols, rows}), any supported type */
     const float *x;          /* [n_tok, cols] */
     const void *xq;          /* n_tok q8 rows of x (quantize_q8), when elm_type_q8_act */
+    const float *xt;         /* float weights, optional: x transposed by chunks of 16 tokens
+                              * ([ceil(n_tok/16)][cols][16], transpose16), which prefill kernels
+                              * would otherwise redo for every panel of rows; NULL if absent */
     int64_t n_tok;
     float *y;                /* [n_tok, rows] */
 } elm_matmul_args;
@@ -60,6 +63,9 @@ typedef struct elm_matmul_args {
 /* Prefill products work on tiles of this many weight rows; callers splitting rows across
  * threads should cut at multiples of it (any cut is correct, these are faster). */
 #define ELM_TILE_ROWS 16
+
+/* From this many tokens on, callers should pass elm_matmul_args.xt for float weights. */
+#define ELM_XT_MIN_TOKENS 16
 
 /* Scratch bytes one thread's matmul needs for weights of up to max_cols columns. */
 size_t elm_matmul_scratch_bytes(int64_t max_cols);
@@ -73,6 +79,10 @@ typedef struct elm_kernels {
     /* Quantizes one token's cols floats (a multiple of 32) into a q8 row at `row` (see
      * elm_q8_row; elm_q8_row_bytes(cols) bytes, 4-byte aligned). Bit-identical across tables. */
     void (*quantize_q8)(const float *x, int64_t cols, void *row);
+
+    /* xt[16c + t] = x[t·ldx + c] for t < n_tok (at most 16; zeros up to 16), c < cols: one
+     * chunk of elm_matmul_args.xt. */
+    void (*transpose16)(const float *x, int64_t ldx, int n_tok, int64_t cols, float *xt);
 
     /* Rows [r0, r1) of a->y: y[t, r] = Σ_c x[t, c]·w[r, c] for every token t. scratch: at least
      * elm_matmul_scratch_bytes(cols) bytes, 64-byte aligned, private to the calling thread. */

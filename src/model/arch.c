@@ -36,6 +36,7 @@ const elm_arch *elm_arch_from_hf(const char *model_type) {
 
 const char *elm_arch_names(void) { return "llama, qwen2, phi3, gemma"; }
 
+/* Appends a spec named fmt with the block number (global names have no %d: it goes unused). */
 static elm_tensor_spec *spec(elm_tensor_spec *s, int32_t *n, elm_tensor_kind kind, int64_t cols,
                              int64_t rows, const char *fmt, int layer) {
     elm_tensor_spec *t = &s[(*n)++];

@@ -22,6 +22,17 @@ static void *alloc_aligned(size_t bytes, bool *ok) {
     return p;
 }
 
+/* Whether a product's weight is F32, F16 or BF16 (those take transposed activations, xt). */
+static bool has_float_matrix(const elm_model *m) {
+    bool any = !elm_type_q8_act(m->output->type);
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        const elm_layer *L = &m->layers[l];
+        const elm_tensor *w[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) any |= !elm_type_q8_act(w[i]->type);
+    }
+    return any;
+}
+
 /* Norm weights may be stored as F32, F16 or BF16; the pass wants floats. */
 static void decode_vector(const elm_tensor *t, float *out) {
     elm_type_get(t->type)->to_float(t->data, out, t->ne[0]);
@@ -87,6 +98,8 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->hg = alloc_f32(nb * hp->ffn_dim, &ok);
     c->hu = alloc_f32(nb * hp->ffn_dim, &ok);
     c->xq = alloc_aligned(nb * elm_q8_row_bytes(max_cols), &ok);
+    if (has_float_matrix(m))
+        c->xt = alloc_aligned((nb + 15) / 16 * 16 * (size_t)max_cols * sizeof(float), &ok);
     c->scores = alloc_f32(nt * (size_t)c->n_ctx, &ok);
     c->scratch = alloc_aligned(nt * c->scratch_bytes, &ok);
     c->norms = alloc_f32(((size_t)hp->n_layers * 2 + 1) * hp->dim, &ok);
@@ -119,7 +132,7 @@ void elm_context_free(elm_context *c) {
     if (!c) return;
     elm_pool_free(c->pool);
     void *bufs[] = {c->k_cache, c->v_cache, c->x,      c->xb,    c->q,        c->kb,
-                    c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->scores,
+                    c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->xt,    c->scores,
                     c->scratch, c->norms,   c->inv_freq, c->rope_cs, c->tokens, c->k_deq, c->v_deq};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);

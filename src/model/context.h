@@ -26,6 +26,8 @@ struct elm_context {
     float *att;      /* [n_batch, n_heads * head_dim] attention output before wo */
     float *hg, *hu;  /* [n_batch, ffn_dim] gate and up projections */
     void *xq;        /* [n_batch] q8 rows (kernels.h) of a product's input, max_cols wide */
+    float *xt;       /* [n_batch rounded up to 16, max_cols] a product's input by 16-token chunks,
+                      * transposed (elm_matmul_args.xt) */
     float *scores;   /* [n_threads, n_ctx] attention weights per thread */
     unsigned char *scratch; /* [n_threads, scratch_bytes] matmul scratch, 64-byte aligned */
     size_t scratch_bytes;

@@ -8,14 +8,14 @@
  * Matrix products run on the context's thread pool, split by weight rows so each weight row is
  * read once per call whatever the number of tokens. Products sharing an input (q/k/v, gate/up) go
  * out as one job: one wake-up of the pool instead of three, and the threads share out the rows of
- * all of them. Inputs of block-type weights are quantized to q8 blocks once per job (kernels.h). */
+ * all of them. Their input is prepared once per group (prep_job). */
 #include <math.h>
 #include <string.h>
 
 #include "model/context.h"
 #include "model/kv_quant.h"
 
-enum { MAX_GROUP = 3, QUANT_PARALLEL_TOKENS = 8 };
+enum { MAX_GROUP = 3, PREP_PARALLEL_TOKENS = 8 };
 
 typedef struct {
     elm_context *c;
@@ -40,38 +40,49 @@ static void matmul_worker(void *arg, int ith, int nth) {
     }
 }
 
+/* The inputs of a group of products, prepared once for all of them: q8 rows for block weights,
+ * 16-token transposed chunks for float weights in prefill (kernels.h, elm_matmul_args). */
 typedef struct {
     elm_context *c;
     const float *x;
     int64_t n_tok, cols;
-} quant_job;
+    bool q8, xt;
+} prep_job;
 
-static void quant_worker(void *arg, int ith, int nth) {
-    quant_job *j = arg;
+static void prep_worker(void *arg, int ith, int nth) {
+    prep_job *j = arg;
+    const elm_kernels *k = j->c->k;
     long t0, t1;
-    elm_split((long)j->n_tok, ith, nth, &t0, &t1);
-    const size_t row_bytes = elm_q8_row_bytes(j->cols);
-    for (long t = t0; t < t1; t++)
-        j->c->k->quantize_q8(j->x + t * j->cols, j->cols, (char *)j->c->xq + t * row_bytes);
+    if (j->q8) {
+        const size_t row_bytes = elm_q8_row_bytes(j->cols);
+        elm_split((long)j->n_tok, ith, nth, &t0, &t1);
+        for (long t = t0; t < t1; t++)
+            k->quantize_q8(j->x + t * j->cols, j->cols, (char *)j->c->xq + t * row_bytes);
+    }
+    if (j->xt) {
+        elm_split((long)((j->n_tok + 15) / 16), ith, nth, &t0, &t1);
+        for (long ch = t0; ch < t1; ch++) {
+            const int64_t first = ch * 16, nt = j->n_tok - first < 16 ? j->n_tok - first : 16;
+            k->transpose16(j->x + first * j->cols, j->cols, (int)nt, j->cols, j->c->xt + first * j->cols);
+        }
+    }
 }
 
 /* Y_i[n_tok, rows_i] = X[n_tok, cols] · W_iᵀ for the n weights of layer `layer` (-1: output). */
 static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *const *w,
                          float *const *y, const float *x, int64_t n_tok) {
     matmul_job j = {.c = c, .n = n};
-    bool q8 = false;
+    prep_job pj = {c, x, n_tok, w[0]->ne[0], false, false};
     for (int i = 0; i < n; i++) {
         if (c->hook) c->hook(w[i], layer, x, n_tok, c->hook_user);
-        const bool wants_q8 = elm_type_q8_act(w[i]->type);
-        q8 |= wants_q8;
-        j.args[i] = (elm_matmul_args){w[i], x, wants_q8 ? c->xq : NULL, n_tok, y[i]};
+        const bool q8 = elm_type_q8_act(w[i]->type), xt = !q8 && c->xt && n_tok >= ELM_XT_MIN_TOKENS;
+        pj.q8 |= q8;
+        pj.xt |= xt;
+        j.args[i] = (elm_matmul_args){w[i], x, q8 ? c->xq : NULL, xt ? c->xt : NULL, n_tok, y[i]};
         j.first_unit[i + 1] = j.first_unit[i] + (long)((w[i]->ne[1] + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
     }
-    if (q8) {
-        quant_job qj = {c, x, n_tok, w[0]->ne[0]};
-        if (n_tok >= QUANT_PARALLEL_TOKENS) elm_pool_run(c->pool, quant_worker, &qj);
-        else quant_worker(&qj, 0, 1);
-    }
+    if (n_tok >= PREP_PARALLEL_TOKENS) elm_pool_run(c->pool, prep_worker, &pj);
+    else if (pj.q8 || pj.xt) prep_worker(&pj, 0, 1);
     elm_pool_run(c->pool, matmul_worker, &j);
 }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/fileio.h"
 #include "edgelm/model.h"
@@ -317,6 +318,9 @@ elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model
         if (!(m = elm_model_new(path, "hf", err))) return ELM_ERR_NOMEM;
         st = elm_load_hf(m, path, err);
     } else {
+        /* a FIFO or device would block or stream forever */
+        if (access(path, F_OK) == 0 && !elm_file_exists(path))
+            return elm_errorf(err, ELM_ERR_IO, "%s: not a regular file or a model folder", path);
         FILE *f = fopen(path, "rb");
         if (!f) return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(errno));
         unsigned char magic[4] = {0};

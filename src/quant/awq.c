@@ -22,9 +22,10 @@ elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols
     double *E = malloc(sizeof *E * (size_t)(widest * cols));
     double *scratch = malloc(sizeof *scratch * ELM_QUAD_ROWS * (size_t)cols);
     float *row = malloc(sizeof *row * (size_t)cols), *qrow = malloc(sizeof *qrow * (size_t)cols);
+    elm_status st = ELM_OK;
     if (!cand || !E || !scratch || !row || !qrow) {
-        free(cand), free(E), free(scratch), free(row), free(qrow);
-        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the AWQ scale search");
+        st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the AWQ scale search");
+        goto done;
     }
     double best = INFINITY;
     *alpha = 0;
@@ -57,8 +58,13 @@ elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols
             memcpy(s, cand, sizeof *s * (size_t)cols);
         }
     }
-    free(cand), free(E), free(scratch), free(row), free(qrow);
-    return ELM_OK;
+done:
+    free(cand);
+    free(E);
+    free(scratch);
+    free(row);
+    free(qrow);
+    return st;
 }
 
 /* Δᵀ Hbb Δ for the block starting at column b0 of an n-column Hessian. */

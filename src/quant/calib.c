@@ -25,19 +25,23 @@ static void shuffle(int32_t *idx, int32_t n, uint64_t *rng) {
     }
 }
 
-/* Tokenizes text with BOS into a malloc'd array (*ids, *n); one token per byte plus BOS bounds
- * byte-fallback BPE. */
+/* Tokenizes text with BOS into a malloc'd array (*ids, *n), sized by a first guess of one token
+ * per byte (byte-fallback BPE never needs more) and grown when a vocabulary does need more. */
 static elm_status tokenize(const elm_vocab *v, const char *text, int32_t **ids, int64_t *n,
                            elm_error *err) {
-    size_t len = strlen(text);
+    const size_t len = strlen(text);
     int64_t cap = (int64_t)len + 2;
     *n = 0;
-    *ids = malloc(sizeof(int32_t) * (size_t)cap);
-    if (!*ids) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory tokenizing %zu bytes", len);
-    *n = elm_tokenize(v, text, len, v->add_bos, *ids, cap, err);
-    if (*n < 0) return err ? err->code : ELM_ERR_NOMEM;
-    if (*n > cap) return elm_errorf(err, ELM_ERR_FORMAT, "tokenizer produced more tokens than bytes");
-    return ELM_OK;
+    *ids = NULL;
+    for (;;) {
+        int32_t *p = realloc(*ids, sizeof(int32_t) * (size_t)cap);
+        if (!p) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory tokenizing %zu bytes", len);
+        *ids = p;
+        *n = elm_tokenize(v, text, len, v->add_bos, *ids, cap, err);
+        if (*n < 0) return err->code;
+        if (*n <= cap) return ELM_OK;
+        cap = *n;
+    }
 }
 
 /* --------------------------------------------------------------------------- build */

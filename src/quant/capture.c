@@ -95,6 +95,9 @@ elm_status elm_capture(const elm_model *m, int32_t n_layers, bool with_output,
             st = elm_errorf(err, ELM_ERR_FORMAT,
                             "%s: non-finite activations at the input of '%s' (weights too large?)",
                             m->path, s->key->name);
+        else if (s->n_rows == 0 && cs->n > 0)
+            st = elm_errorf(err, ELM_ERR_ARG, "%s: the forward pass never reached '%s'", m->path,
+                            s->key->name);
     }
     return st;
 }

@@ -26,7 +26,8 @@ void elm_act_stats_free(elm_act_stats *s);
  * first n_layers layers of m, and through the output projection as well when with_output
  * (n_layers must then be m->hp.n_layers), accumulating stats[i] for each key's input. On return
  * abs_mean is the mean and h symmetric. ELM_ERR_FORMAT naming the key when an input holds a NaN
- * or infinity; the forward pass's errors; ELM_ERR_NOMEM. */
+ * or infinity, ELM_ERR_ARG when a key's product never ran; the forward pass's errors;
+ * ELM_ERR_NOMEM. */
 elm_status elm_capture(const elm_model *m, int32_t n_layers, bool with_output,
                        const elm_calib_set *cs, int32_t n_threads, elm_act_stats *stats,
                        int32_t n_stats, elm_error *err);

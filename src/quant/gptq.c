@@ -85,6 +85,14 @@ elm_status elm_gptq(const elm_grid *g, const char *name, double *W, int64_t rows
         for (int64_t i = 0; i < n; i++) Wp[r * n + i] = W[r * n + perm[i]];
 
     res->damp = o->damp;
+    /* A Hessian that is not positive definite (fewer independent calibration inputs than
+     * columns) leaves directions the calibration never saw, into which the error feedback would
+     * push the rounding errors unchecked: start those at a tenfold damping. */
+    memcpy(U, Hp, sizeof(double) * (size_t)(n * n));
+    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, U, (lapack_int)n) != 0) {
+        res->damp *= 10;
+        res->raised++;
+    }
     while (!inverse_cholesky(Hp, n, res->damp * mean_diag, U)) {
         if (res->raised == GPTQ_MAX_RAISES || !isfinite(mean_diag)) {
             st = elm_errorf(err, ELM_ERR_FORMAT,

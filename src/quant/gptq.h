@@ -27,8 +27,9 @@ typedef struct elm_gptq_result {
  * the rest of its block at once and into later blocks by one matrix product per block. A block's
  * scale (and min) comes from the error-updated weights when the pass reaches its first column, or
  * with act_order from the original weights before the pass; among n_clip shrunk ranges the one
- * with the least diag(H)-weighted rounding error is taken. When a factorization fails the damping
- * is raised x10 and the factorization redone (up to 10 times).
+ * with the least diag(H)-weighted rounding error is taken. When H itself is not positive definite
+ * (rank-deficient: fewer independent inputs than columns) the damping starts 10x higher, and when
+ * a factorization of the damped H fails it is raised x10 and redone (up to 10 times).
  * Writes codes [rows, cols] and params [rows, cols/32] in the original column order, and q
  * [rows, cols], the values they decode to. ELM_ERR_FORMAT naming `name` if H cannot be factored
  * (non-finite H), ELM_ERR_NOMEM. */

@@ -1,14 +1,16 @@
 /* Layer-by-layer GPTQ and AWQ over a float32 working copy of the model (layerwise.h).
  *
- * Per block l, the linears are taken in the order the forward pass reaches their inputs:
- * q/k/v (input: attention RMSNorm), o (attention output), gate/up (FFN RMSNorm), down (SwiGLU
- * product). GPTQ captures each group's input with the group before it already quantized (the
- * "true sequential" order of the GPTQ code); AWQ captures the block's four inputs in one pass,
- * searches a scale per group, folds all scales (1/s into the RMSNorm weight or the rows of the
- * linear producing the input, s into the columns of the group), then clips and quantizes. A linear
- * whose planned type is not a block type (F16 fallback, F32) is rounded to that type in place. */
+ * Block l's linears form four groups by shared input: q/k/v (attention RMSNorm), o (attention
+ * output), gate/up (FFN RMSNorm), down (gated product). One forward pass over the calibration set
+ * through blocks 0..l (already-quantized 0..l-1, float l) captures the four inputs, as the GPTQ
+ * and AWQ reference code do per block. (Capturing each group after the one before it is quantized,
+ * GPTQ's "true sequential" option, costs four passes and measured no better on the fixture.) GPTQ
+ * then quantizes each linear; AWQ searches a scale per group, folds all scales (1/s into the
+ * RMSNorm weight or the rows of the linear producing the input, s into the group's columns), then
+ * clips and quantizes. A linear planned at a float type (F16 fallback) is rounded to it in place. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +64,8 @@ elm_status elm_check_finite(const elm_model *m, const elm_tensor *t, int64_t row
 /* The working copy of a tensor of the source; NULL for NULL, and for a row view of a fused tensor
  * (Phi-3's attn_qkv), which is not in the tensor list. */
 static elm_tensor *twin(const elm_qrun *r, const elm_tensor *t) {
-    if (!t || t < r->src->tensors || t >= r->src->tensors + r->src->n_tensors) return NULL;
+    const uintptr_t p = (uintptr_t)t, lo = (uintptr_t)r->src->tensors;
+    if (!t || p < lo || p >= lo + sizeof *t * (size_t)r->src->n_tensors) return NULL;
     return r->tensors + (t - r->src->tensors);
 }
 
@@ -181,8 +184,8 @@ typedef struct lin_buf {
 } lin_buf;
 
 static void lin_free(lin_buf *b) {
-    free(b->W), free(b->E), free(b->H), free(b->quad), free(b->codes), free(b->params);
-    free(b->values), free(b->row);
+    void *p[] = {b->W, b->E, b->H, b->quad, b->codes, b->params, b->values, b->row};
+    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
 }
 
 static elm_status lin_alloc(lin_buf *b, int64_t rows, int64_t cols, const char *name, elm_error *err) {
@@ -229,13 +232,14 @@ static elm_status gptq_linear(qctx *q, elm_tensor *t, const double *H, elm_error
     double den;
     q->r->info[i].err_before = rtn_rel_error(g.type, w, rows, cols, H, &b, &den);
     memcpy(b.H, H, sizeof(double) * (size_t)(cols * cols));
-    const elm_gptq_opts o = {q->p->damp > 0 ? q->p->damp : 0.01, q->p->act_order, getenv("GPTQ_CLIP") ? atoi(getenv("GPTQ_CLIP")) : GPTQ_CLIP};
+    const elm_gptq_opts o = {q->p->damp > 0 ? q->p->damp : 0.01, q->p->act_order, GPTQ_CLIP};
     elm_gptq_result res;
     st = elm_gptq(&g, t->name, b.W, rows, cols, b.H, &o, b.codes, b.params, b.values, &res, err);
     if (!st) {
         for (int64_t k = 0; k < rows * cols; k++) b.E[k] = (double)w[k] - b.values[k];
         q->r->info[i].err_after = den > 0 ? elm_rows_quad(b.E, rows, cols, H, b.quad) / den : 0;
         q->r->info[i].damp = res.damp;
+        q->r->info[i].dead_inputs = res.dead;
         if (res.raised) {
             q->r->n_damp_raised++;
             warn(q, "%s: input Hessian not positive definite with damping %g: raised to %g",
@@ -267,11 +271,22 @@ static bool group_has_grid(const qctx *q, const group *gr) {
     return false;
 }
 
-static elm_status gptq_layer_once(qctx *q, int l, elm_error *err) {
+/* A block with no block-type linear needs no calibration pass: its linears are rounded. */
+static bool rounded_only(qctx *q, const group groups[4], elm_status *st, elm_error *err) {
+    for (int gi = 0; gi < 4; gi++)
+        if (group_has_grid(q, &groups[gi])) return false;
+    *st = ELM_OK;
+    for (int gi = 0; gi < 4 && !*st; gi++)
+        for (int k = 0; k < groups[gi].n && !*st; k++) *st = emit_rtn(q, groups[gi].m[k], err);
+    return true;
+}
+
+static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
     group groups[4];
     layer_groups(&q->r->layers[l], groups);
     elm_act_stats s[4] = {{0}};
     elm_status st = ELM_OK;
+    if (rounded_only(q, groups, &st, err)) return st;
     for (int gi = 0; gi < 4 && !st; gi++) st = elm_act_stats_init(&s[gi], groups[gi].m[0], err);
     if (!st) st = elm_capture(&q->r->work, l + 1, false, q->p->calib, q->p->n_threads, s, 4, err);
     for (int gi = 0; gi < 4 && !st; gi++)
@@ -281,29 +296,6 @@ static elm_status gptq_layer_once(qctx *q, int l, elm_error *err) {
                                                 : emit_rtn(q, groups[gi].m[k], err);
         }
     for (int gi = 0; gi < 4; gi++) elm_act_stats_free(&s[gi]);
-    return st;
-}
-
-static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
-    if (getenv("GPTQ_ONCE")) return gptq_layer_once(q, l, err);
-    group groups[4];
-    layer_groups(&q->r->layers[l], groups);
-    elm_status st = ELM_OK;
-    for (int gi = 0; gi < 4 && !st; gi++) {
-        const group *gr = &groups[gi];
-        elm_act_stats s = {0};
-        bool calibrate = group_has_grid(q, gr);
-        if (calibrate) {
-            st = elm_act_stats_init(&s, gr->m[0], err);
-            if (!st) st = elm_capture(&q->r->work, l + 1, false, q->p->calib, q->p->n_threads, &s, 1, err);
-        }
-        for (int k = 0; k < gr->n && !st; k++) {
-            elm_grid g;
-            st = calibrate && grid_of(q, gr->m[k], &g) ? gptq_linear(q, gr->m[k], s.h, err)
-                                                      : emit_rtn(q, gr->m[k], err);
-        }
-        elm_act_stats_free(&s);
-    }
     return st;
 }
 
@@ -380,6 +372,7 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     double *scale[4] = {0}, *tied = NULL, *kv_scale = NULL;
     float *w0[4][3] = {{0}};
     elm_status st = ELM_OK;
+    if (rounded_only(q, groups, &st, err)) return st;
     for (int gi = 0; gi < 4 && !st; gi++) {
         st = elm_act_stats_init(&s[gi], groups[gi].m[0], err);
         if (!st && !(scale[gi] = malloc(sizeof(double) * (size_t)s[gi].cols)))

@@ -32,7 +32,7 @@ elm_status elm_quant_plan(const elm_model *m, const elm_quant_policy *p, elm_ten
         elm_tensor_plan *out = &plan[i];
         if (t->n_dims < 2) {
             out->type = out->wanted = ELM_TYPE_F32;
-            snprintf(out->reason, sizeof out->reason, "1-D (norm): kept f32");
+            snprintf(out->reason, sizeof out->reason, "1-D (norm, bias): kept f32");
             continue;
         }
         bool sensitive = !strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "output.weight");

@@ -110,7 +110,7 @@ static int parse_byte_piece(const char *p, uint32_t len) {
     return b;
 }
 
-/* Sources without token types (llama.c tokenizer.bin, tokenizer.json) leave them 0; give each
+/* Sources without token types (llama2.c tokenizer.bin, tokenizer.json) leave them 0; give each
  * token the type SentencePiece would: byte pieces, the unknown token, BOS/EOS as control. */
 static void infer_types(elm_vocab *v) {
     for (int32_t i = 0; i < v->n_tokens; i++) {

@@ -64,6 +64,10 @@ const char *cli_value(int argc, char **argv, int *i);
  * error and returns NULL on failure. */
 char *cli_read_text(const char *path, size_t *len);
 
+/* Progress on stderr: "\r<text>" redrawn in place on a terminal; in a log (not a terminal) one
+ * line at each tenth of the work and at the end. done counts from 1 to total. */
+void cli_progress(long done, long total, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Default thread count: the online cores. */
 int cli_default_threads(void);
 

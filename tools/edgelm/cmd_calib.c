@@ -123,7 +123,7 @@ int cmd_calib(int argc, char **argv) {
         } else if (!strcmp(a, "-i") || !strcmp(a, "--input") || !strcmp(a, "--source")) {
             if (!cli_value(argc, argv, &i)) return 1;
             if (n_src == MAX_SOURCES) return cli_fail("calib: at most %d sources", MAX_SOURCES);
-            if (a[1] == 'i' || a[2] == 'i') src[n_src++] = (elm_calib_source){argv[i], 1};
+            if (strcmp(a, "--source") != 0) src[n_src++] = (elm_calib_source){argv[i], 1};
             else if (!parse_source(argv[i], &src[n_src++]))
                 return cli_fail("--source '%s': the weight must be a positive number", argv[i]);
         } else if (!strcmp(a, "-n")) {

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -18,7 +17,7 @@ static void usage(FILE *f) {
           "                         gemma or plain\n"
           "      --preset NAME      translate (with --from L --to L), code, or rag (with\n"
           "                         --context FILE: answers only from that text)\n"
-          "      --tokenizer PATH   llama.c tokenizer.bin when not beside model.bin\n",
+          "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n",
           f);
     gen_opts_usage(f);
     fputs("  -n is the most tokens per reply here (default 256).\n"
@@ -163,7 +162,7 @@ int cmd_chat(int argc, char **argv) {
     char *owned_system = NULL;
     if (!system_prompt(preset, from, to, context_file, temp_set, &o, &system, &owned_system))
         return 1;
-    o.gp.sampling.seed = o.seed < 0 ? (uint64_t)time(NULL) : (uint64_t)o.seed;
+    o.gp.sampling.seed = gen_opts_seed(&o);
 
     int rc = 1;
     gen_stack stack = {0};

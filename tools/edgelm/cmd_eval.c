@@ -83,8 +83,7 @@ typedef struct {
 
 static void on_chunk(int32_t chunk, int32_t n_chunks, double ppl, void *user) {
     const progress *p = user;
-    fprintf(stderr, "\reval: %s: chunk %d/%d, running PPL %.4f", p->name, chunk, n_chunks, ppl);
-    if (chunk == n_chunks) fputc('\n', stderr);
+    cli_progress(chunk, n_chunks, "eval: %s: chunk %d/%d, running PPL %.4f", p->name, chunk, n_chunks, ppl);
 }
 
 /* Splits the prompts file into its non-empty lines (pointers into buf, which is modified). */
@@ -275,8 +274,10 @@ static int check_opts(const eval_opts *o) {
     if (!o->ref && !o->ref_logits) return cli_fail("eval: --ref BASELINE or --ref-logits FILE is required");
     if (o->save_ref && !o->ref) return cli_fail("eval: --save-ref needs --ref BASELINE");
     if (o->save_ref && o->ref_logits) return cli_fail("eval: --save-ref and --ref-logits exclude each other");
-    if (o->n_models == 0 && !o->save_ref) return cli_fail("eval: -m QUANT is required (or --save-ref FILE to only save the reference)");
-    if (o->prompts && !o->ref) return cli_fail("eval: --prompts needs the baseline model (--ref) for its continuations");
+    if (o->n_models == 0 && !o->save_ref)
+        return cli_fail("eval: -m QUANT is required (or --save-ref FILE to only save the reference)");
+    if (o->prompts && !o->ref)
+        return cli_fail("eval: --prompts needs the baseline model (--ref) for its continuations");
     if (o->n_ctx < 4) return cli_fail("-c: context size %ld too small (need at least 4)", o->n_ctx);
     /* a missing file is reported before the baseline pass, not after it */
     for (int k = 0; k < o->n_models; k++)

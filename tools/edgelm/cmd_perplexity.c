@@ -22,8 +22,7 @@ static void usage(FILE *f) {
 
 static void on_chunk(int32_t chunk, int32_t n_chunks, double ppl, void *user) {
     (void)user;
-    fprintf(stderr, "\rperplexity: chunk %d/%d, running PPL %.4f", chunk, n_chunks, ppl);
-    if (chunk == n_chunks) fputc('\n', stderr);
+    cli_progress(chunk, n_chunks, "perplexity: chunk %d/%d, running PPL %.4f", chunk, n_chunks, ppl);
 }
 
 int cmd_perplexity(int argc, char **argv) {
@@ -36,14 +35,13 @@ int cmd_perplexity(int argc, char **argv) {
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(model);
         else if (!strcmp(a, "-f") || !strcmp(a, "--file")) CLI_STR(file);
         else if (!strcmp(a, "--tokenizer")) CLI_STR(tokenizer);
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) CLI_LONG(0, 1 << 20, n_ctx);
+        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) CLI_LONG(4, 1 << 20, n_ctx);
         else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) CLI_LONG(1, 1 << 20, n_batch);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) CLI_LONG(1, 512, n_threads);
         else if (!strcmp(a, "--json")) json = true;
         else return cli_fail("perplexity: unknown option '%s' (see edgelm perplexity --help)", a);
     }
     if (!model || !file) return cli_fail("perplexity: -m MODEL and -f TEXT are required");
-    if (n_ctx < 4) return cli_fail("-c: context size %ld too small (need at least 4)", n_ctx);
 
     size_t len;
     char *text = cli_read_text(file, &len);

@@ -102,7 +102,10 @@ static void print_json(const elm_quant_params *p, const elm_quant_report *r) {
             cJSON_AddNumberToObject(e, "out_err_before", t->err_before);
             cJSON_AddNumberToObject(e, "out_err_after", t->err_after);
         }
-        if (t->damp > 0) cJSON_AddNumberToObject(e, "damp", t->damp);
+        if (t->damp > 0) {
+            cJSON_AddNumberToObject(e, "damp", t->damp);
+            cJSON_AddNumberToObject(e, "dead_inputs", (double)t->dead_inputs);
+        }
         cJSON_AddItemToArray(arr, e);
     }
     char *txt = cJSON_Print(o);
@@ -117,7 +120,7 @@ int cmd_quantize(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *type_name = NULL, *tok = NULL, *method_name = "rtn";
     const char *calib_path = NULL, *sensitive_name = "q8_0";
     long calib_samples = 0, seq_len = 512, threads = cli_default_threads();
-    float damp = 0.01f;
+    double damp = 0.01;
     bool act_order = false, pure = false, json = false;
     elm_type_override ov[MAX_OVERRIDES];
     int n_ov = 0, rc = 1;
@@ -141,7 +144,10 @@ int cmd_quantize(int argc, char **argv) {
         } else if (!strcmp(a, "--seq-len")) {
             CLI_LONG(2, 1L << 20, seq_len);
         } else if (!strcmp(a, "--damp")) {
-            CLI_FLOAT(1e-6, 100, damp);
+            const char *v;
+            CLI_STR(v);
+            if (!cli_parse_float(v, 1e-6, 100, &damp))
+                return cli_fail("--damp: invalid value '%s' (expected a number in 1e-06..100)", v);
         } else if (!strcmp(a, "--act-order")) {
             act_order = true;
         } else if (!strcmp(a, "--pure")) {

@@ -3,20 +3,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cli.h"
 #include "edgelm/speculative.h"
 #include "gen_opts.h"
 
 static void usage(FILE *f) {
-    fputs("usage: edgelm run -m MODEL (-p PROMPT | -f FILE) [options]\n"
+    fputs("usage: edgelm run -m MODEL (-p PROMPT | -f FILE) [options]\n\n"
+          "Generates text after PROMPT: one batched prefill, then one decode step per token,\n"
+          "streamed to stdout; a stats line goes to stderr (load, prefill, first token, decode,\n"
+          "peak RSS).\n\n"
           "  -m, --model PATH       GGUF file, Hugging Face folder or llama2.c model.bin\n"
           "  -p, --prompt TEXT      prompt text\n"
           "  -f, --file FILE        read the prompt from FILE\n"
           "      --no-bos           do not prepend BOS to the prompt\n"
           "      --special          parse control tokens in the prompt (\"<|im_start|>\")\n"
-          "      --tokenizer PATH   llama.c tokenizer.bin when not beside model.bin\n"
+          "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n"
+          "  -h, --help             this help\n"
           "      --json             print one JSON object (ids, text, stats) instead of streaming\n",
           f);
     gen_opts_usage(f);
@@ -111,12 +114,13 @@ int cmd_run(int argc, char **argv) {
     if (!prompt && !file) return cli_fail("run: -p PROMPT or -f FILE is required");
     elm_gen_params gp = o.gp;
     const long n_predict = gp.n_predict;
-    gp.sampling.seed = o.seed < 0 ? (uint64_t)time(NULL) : (uint64_t)o.seed;
+    gp.sampling.seed = gen_opts_seed(&o);
 
+    if (prompt && file) return cli_fail("run: give -p PROMPT or -f FILE, not both");
     char *file_text = NULL;
+    size_t plen = prompt ? strlen(prompt) : 0;
     if (file) {
-        size_t len;
-        if (!(file_text = cli_read_text(file, &len))) return 1;
+        if (!(file_text = cli_read_text(file, &plen))) return 1;
         prompt = file_text;
     }
 
@@ -133,15 +137,11 @@ int cmd_run(int argc, char **argv) {
     if (o.n_ctx == 0) o.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     const long n_ctx = o.n_ctx;
 
-    const size_t plen = strlen(prompt);
-    const int64_t cap = (int64_t)plen + 2;
-    prompt_ids = malloc(sizeof(int32_t) * (size_t)cap);
+    int64_t n_prompt = 0;
+    if (elm_tokenize_alloc(&m->vocab, prompt, plen, m->vocab.add_bos && !no_bos, special,
+                           &prompt_ids, &n_prompt, &err)) { cli_fail("%s", err.msg); goto done; }
     gen_ids = malloc(sizeof(int32_t) * (size_t)n_predict);
-    if (!prompt_ids || !gen_ids) { cli_fail("out of memory"); goto done; }
-    const int64_t n_prompt = elm_tokenize_special(&m->vocab, prompt, plen, m->vocab.add_bos && !no_bos,
-                                                  special, prompt_ids, cap, &err);
-    if (n_prompt < 0) { cli_fail("%s", err.msg); goto done; }
-    if (n_prompt > cap) { cli_fail("run: prompt has more tokens than bytes"); goto done; }
+    if (!gen_ids) { cli_fail("out of memory"); goto done; }
     if (n_prompt == 0) { cli_fail("run: the prompt is empty"); goto done; }
     if (n_prompt > n_ctx) {
         cli_fail("%s: prompt has %lld tokens, longer than the context of %ld (raise -c)", model, (long long)n_prompt, n_ctx);

@@ -2,6 +2,8 @@
 #include "gen_opts.h"
 
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -85,7 +87,7 @@ bool gen_opts_parse(gen_opts *o, int argc, char **argv, int *ip) {
     if (IS("--top-k")) LONG_OPT(0, 1 << 24, o->gp.sampling.top_k);
     if (IS("--top-p")) FLOAT_OPT(0, 1, o->gp.sampling.top_p);
     if (IS("--min-p")) FLOAT_OPT(0, 1, o->gp.sampling.min_p);
-    if (IS("--repeat-penalty")) FLOAT_OPT(0, 100, o->gp.sampling.repeat_penalty);
+    if (IS("--repeat-penalty")) FLOAT_OPT(0.01, 100, o->gp.sampling.repeat_penalty);
     if (IS("--repeat-last-n")) LONG_OPT(0, 1 << 20, o->gp.sampling.repeat_last_n);
     if (IS("--keep")) LONG_OPT(-1, 1 << 20, o->keep);
     if (IS("--draft-max")) LONG_OPT(1, 256, o->draft_max);
@@ -167,4 +169,11 @@ void gen_spec_summary(const elm_spec_stats *s, char *buf, size_t cap) {
              "speedup %.2fx",
              s->drafted, s->accepted, 100 * s->acceptance_rate, s->tokens_per_pass,
              s->ms_per_token, s->plain_ms_per_token, s->speedup);
+}
+
+uint64_t gen_opts_seed(const gen_opts *o) {
+    if (o->seed >= 0) return (uint64_t)o->seed;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 32);
 }

@@ -24,6 +24,9 @@ void gen_opts_init(gen_opts *o);
  * it was (check o->failed), false if the caller should look at it. */
 bool gen_opts_parse(gen_opts *o, int argc, char **argv, int *i);
 
+/* The sampling seed: -s, or when not given (-1) one drawn from the clock and the process id. */
+uint64_t gen_opts_seed(const gen_opts *o);
+
 /* The usage lines of these options. */
 void gen_opts_usage(FILE *f);
 

@@ -314,20 +314,19 @@ NEON_FN static void tile_q8(const uint8_t *tile, int64_t nb, const void *xq, int
     }
 }
 
-NEON_INLINE void tile_f32_n(const float *tile, int64_t cols, const float *x, int64_t ldx, float *y,
-                            int64_t ldy, int n_rows, const int nt) {
+NEON_INLINE void tile_f32_n(const float *tile, int64_t cols, const float *xt, float *y, int64_t ldy,
+                            int n_rows, const int nt) {
     float32x4_t acc[F32_TOKENS][4];
     for (int t = 0; t < nt; t++)
         for (int h = 0; h < 4; h++) acc[t][h] = vdupq_n_f32(0);
-    for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS) {
+    for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS, xt += 16) {
         const float32x4_t w0 = vld1q_f32(tile), w1 = vld1q_f32(tile + 4);
         const float32x4_t w2 = vld1q_f32(tile + 8), w3 = vld1q_f32(tile + 12);
         for (int t = 0; t < nt; t++) {
-            const float xv = x[t * ldx + c];
-            acc[t][0] = vfmaq_n_f32(acc[t][0], w0, xv);
-            acc[t][1] = vfmaq_n_f32(acc[t][1], w1, xv);
-            acc[t][2] = vfmaq_n_f32(acc[t][2], w2, xv);
-            acc[t][3] = vfmaq_n_f32(acc[t][3], w3, xv);
+            acc[t][0] = vfmaq_n_f32(acc[t][0], w0, xt[t]);
+            acc[t][1] = vfmaq_n_f32(acc[t][1], w1, xt[t]);
+            acc[t][2] = vfmaq_n_f32(acc[t][2], w2, xt[t]);
+            acc[t][3] = vfmaq_n_f32(acc[t][3], w3, xt[t]);
         }
     }
     for (int t = 0; t < nt; t++) {
@@ -337,19 +336,19 @@ NEON_INLINE void tile_f32_n(const float *tile, int64_t cols, const float *x, int
     }
 }
 
-NEON_FN static void tile_f32(const float *tile, int64_t cols, const float *x, int64_t ldx, int n_tok,
-                             float *y, int64_t ldy, int n_rows) {
+NEON_FN static void tile_f32(const float *tile, int64_t cols, const float *xt, int n_tok, float *y,
+                             int64_t ldy, int n_rows) {
     switch (n_tok) {
-    case 1: tile_f32_n(tile, cols, x, ldx, y, ldy, n_rows, 1); break;
-    case 2: tile_f32_n(tile, cols, x, ldx, y, ldy, n_rows, 2); break;
-    case 3: tile_f32_n(tile, cols, x, ldx, y, ldy, n_rows, 3); break;
-    case 4: tile_f32_n(tile, cols, x, ldx, y, ldy, n_rows, 4); break;
-    case 5: tile_f32_n(tile, cols, x, ldx, y, ldy, n_rows, 5); break;
-    default: tile_f32_n(tile, cols, x, ldx, y, ldy, n_rows, 6); break;
+    case 1: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 1); break;
+    case 2: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 2); break;
+    case 3: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 3); break;
+    case 4: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 4); break;
+    case 5: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 5); break;
+    default: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 6); break;
     }
 }
 
-static const elm_gemm_kernels gemm_kernels = {tile_q8, Q8_TOKENS, tile_f32, F32_TOKENS};
+static const elm_gemm_kernels gemm_kernels = {tile_q8, Q8_TOKENS, tile_f32, F32_TOKENS, NULL, NULL, NULL};
 
 NEON_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
@@ -359,6 +358,7 @@ NEON_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, voi
 static const elm_kernels neon_kernels = {
     .isa = "neon",
     .dot_f32 = dot_f32,
+    .transpose16 = elm_transpose_x16,
     .quantize_q8 = quantize_q8,
     .matmul = matmul,
     .rmsnorm = rmsnorm,

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "kernels/blocks.h"
+#include "kernels/gemm.h"
 #include "kernels/kernels.h"
 
 static float dot_f32(const float *a, const float *b, int64_t n) {
@@ -148,6 +149,7 @@ void elm_scalar_attention(const float *q, const float *k, const float *v, size_t
 static const elm_kernels scalar_kernels = {
     .isa = "scalar",
     .dot_f32 = dot_f32,
+    .transpose16 = elm_transpose_x16,
     .quantize_q8 = elm_scalar_quantize_q8,
     .matmul = matmul,
     .rmsnorm = elm_scalar_rmsnorm,

@@ -2,6 +2,7 @@
  * the build stays baseline x86-64; chosen at run time only when the CPU reports the features.
  * The kernels themselves are x86_body.h; here the integer dot step is maddubs + madd (the pair
  * sums stay below 2^15 for the operand ranges the body promises). */
+#include "kernels/gemm.h"
 #include "kernels/kernels.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -64,14 +65,14 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
     }
 }
 
-X86_INLINE void tile_f32_256_n(const float *tile, int64_t cols, const float *x, int64_t ldx,
-                               float *y, int64_t ldy, int n_rows, const int nt) {
+X86_INLINE void tile_f32_256_n(const float *tile, int64_t cols, const float *xt, float *y, int64_t ldy,
+                               int n_rows, const int nt) {
     __m256 acc[6][2];
     for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-    for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS) {
+    for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS, xt += 16) {
         const __m256 w0 = _mm256_load_ps(tile), w1 = _mm256_load_ps(tile + 8);
         for (int t = 0; t < nt; t++) {
-            const __m256 xv = _mm256_broadcast_ss(x + t * ldx + c);
+            const __m256 xv = _mm256_broadcast_ss(xt + t);
             acc[t][0] = _mm256_fmadd_ps(w0, xv, acc[t][0]);
             acc[t][1] = _mm256_fmadd_ps(w1, xv, acc[t][1]);
         }
@@ -84,22 +85,22 @@ X86_INLINE void tile_f32_256_n(const float *tile, int64_t cols, const float *x, 
     }
 }
 
-X86_FN static void tile_f32_256(const float *tile, int64_t cols, const float *x, int64_t ldx,
-                                int n_tok, float *y, int64_t ldy, int n_rows) {
+X86_FN static void tile_f32_256(const float *tile, int64_t cols, const float *xt, int n_tok, float *y,
+                                int64_t ldy, int n_rows) {
     switch (n_tok) {
-    case 1: tile_f32_256_n(tile, cols, x, ldx, y, ldy, n_rows, 1); break;
-    case 2: tile_f32_256_n(tile, cols, x, ldx, y, ldy, n_rows, 2); break;
-    case 3: tile_f32_256_n(tile, cols, x, ldx, y, ldy, n_rows, 3); break;
-    case 4: tile_f32_256_n(tile, cols, x, ldx, y, ldy, n_rows, 4); break;
-    case 5: tile_f32_256_n(tile, cols, x, ldx, y, ldy, n_rows, 5); break;
-    default: tile_f32_256_n(tile, cols, x, ldx, y, ldy, n_rows, 6); break;
+    case 1: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 1); break;
+    case 2: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 2); break;
+    case 3: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 3); break;
+    case 4: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 4); break;
+    case 5: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 5); break;
+    default: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 6); break;
     }
 }
 
 /* Below this many tokens the decode kernels beat repacking into tiles. */
 enum { GEMM_MIN_TOKENS = 4 };
 
-static const elm_gemm_kernels gemm_kernels = {tile_q8_256, 4, tile_f32_256, 6};
+static const elm_gemm_kernels gemm_kernels = {tile_q8_256, 4, tile_f32_256, 6, NULL, NULL, NULL};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
@@ -109,6 +110,7 @@ X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void
 static const elm_kernels avx2_kernels = {
     .isa = "avx2",
     .dot_f32 = dot_f32,
+    .transpose16 = elm_transpose_x16,
     .quantize_q8 = quantize_q8,
     .matmul = matmul,
     .rmsnorm = rmsnorm,

@@ -76,38 +76,18 @@ X86_FN static void tile_q8_512(const uint8_t *tile, int64_t nb, const void *xq, 
     }
 }
 
-X86_INLINE void tile_f32_512_n(const float *tile, int64_t cols, const float *x, int64_t ldx,
-                               float *y, int64_t ldy, int n_rows, const int nt) {
-    __m512 acc[F32_TOKENS];
-    for (int t = 0; t < nt; t++) acc[t] = _mm512_setzero_ps();
-    for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS) {
+/* All 16 tokens of the chunk (the padding ones are zeros), only n_tok stored: one weight vector
+ * load and 16 fused multiply-adds with broadcast activations per column. */
+X86_FN static void tile_f32_512(const float *tile, int64_t cols, const float *xt, int n_tok, float *y,
+                                int64_t ldy, int n_rows) {
+    __m512 acc[16];
+    for (int t = 0; t < 16; t++) acc[t] = _mm512_setzero_ps();
+    for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS, xt += 16) {
         const __m512 w = _mm512_load_ps(tile);
-        for (int t = 0; t < nt; t++) acc[t] = _mm512_fmadd_ps(w, _mm512_set1_ps(x[t * ldx + c]), acc[t]);
+        for (int t = 0; t < 16; t++) acc[t] = _mm512_fmadd_ps(w, _mm512_set1_ps(xt[t]), acc[t]);
     }
     const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
-    for (int t = 0; t < nt; t++) _mm512_mask_storeu_ps(y + t * ldy, keep, acc[t]);
-}
-
-X86_FN static void tile_f32_512(const float *tile, int64_t cols, const float *x, int64_t ldx,
-                                int n_tok, float *y, int64_t ldy, int n_rows) {
-    switch (n_tok) {
-    case 1: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 1); break;
-    case 2: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 2); break;
-    case 3: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 3); break;
-    case 4: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 4); break;
-    case 5: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 5); break;
-    case 6: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 6); break;
-    case 7: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 7); break;
-    case 8: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 8); break;
-    case 9: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 9); break;
-    case 10: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 10); break;
-    case 11: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 11); break;
-    case 12: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 12); break;
-    case 13: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 13); break;
-    case 14: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 14); break;
-    case 15: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 15); break;
-    default: tile_f32_512_n(tile, cols, x, ldx, y, ldy, n_rows, 16); break;
-    }
+    for (int t = 0; t < n_tok; t++) _mm512_mask_storeu_ps(y + t * ldy, keep, acc[t]);
 }
 
 /* ---- decode of the block types ---- */
@@ -217,6 +197,8 @@ X86_INLINE float row_nibbles(const uint8_t *w, const group_act *a, const elm_q8_
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     const int64_t groups = nb / 4;
     for (int64_t g = 0; g < groups; g++, w += bp->span) {
+        _mm_prefetch((const char *)w + PREFETCH, _MM_HINT_T0);
+        _mm_prefetch((const char *)w + PREFETCH + 64, _MM_HINT_T0);
         const __m512i lo = _mm512_loadu_si512(w), hi = _mm512_maskz_loadu_epi8(bp->tail, w + 64);
         const __m512i packed = _mm512_permutex2var_epi8(lo, bp->quants, hi);
         __m512i q0 = _mm512_and_si512(packed, low4);
@@ -248,6 +230,8 @@ X86_FN static float row_q8_0_512(const uint8_t *w, const group_act *a, const elm
     for (; g + 2 <= groups; g += 2, w += 2 * bp->span) {
         for (int u = 0; u < 2; u++) {
             const uint8_t *p = w + u * bp->span;
+            _mm_prefetch((const char *)p + PREFETCH, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + PREFETCH + 64, _MM_HINT_T0);
             const __m512i lo = _mm512_loadu_si512(p), hi = _mm512_maskz_loadu_epi8(bp->tail, p + 64);
             const __m512i q = _mm512_xor_si512(_mm512_permutex2var_epi8(lo, bp->quants, hi), flip);
             const __m512i dot = _mm512_dpbusd_epi32(a->init[g + u], q, _mm512_loadu_si512(a->qs + (g + u) * 64));
@@ -261,7 +245,8 @@ X86_FN static float row_q8_0_512(const uint8_t *w, const group_act *a, const elm
     return hsum512(_mm512_add_ps(acc0, acc1)) + hsum256(rest);
 }
 
-/* Few tokens: the block types through the group kernels, float types through x86_body.h. */
+/* Few tokens: the block types through the group kernels, float types through x86_body.h (whose
+ * 256-bit F16 loop streams faster on Zen 4 than a 512-bit one: vcvtph2ps on 512 bits is slow). */
 X86_FN static void matvec_512(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     const elm_tensor *w = a->w;
     if (!elm_type_q8_act(w->type)) {
@@ -301,7 +286,157 @@ X86_FN static void matvec_512(const elm_matmul_args *a, int64_t r0, int64_t r1, 
     }
 }
 
-static const elm_gemm_kernels gemm_kernels = {tile_q8_512, Q8_TOKENS, tile_f32_512, F32_TOKENS};
+/* ---- repacking for the tiles (gemm.h) ---- */
+
+/* One block's 32 weights as signed bytes in natural order (blocks.h's q), with d and m. */
+X86_INLINE __m256i block_signed(elm_type t, const uint8_t *b, float *d, float *m) {
+    *d = f16_at(b);
+    *m = 0;
+    switch (t) {
+    case ELM_TYPE_Q8_0: return _mm256_loadu_si256((const __m256i *)(b + 2));
+    case ELM_TYPE_Q4_0: return _mm256_sub_epi8(load_nibbles(b + 2), _mm256_set1_epi8(8));
+    case ELM_TYPE_Q4_1: *m = f16_at(b + 2); return load_nibbles(b + 4);
+    case ELM_TYPE_Q5_0:
+        return _mm256_sub_epi8(_mm256_or_si256(load_nibbles(b + 6), load_fifth_bits(b + 2)),
+                               _mm256_set1_epi8(16));
+    default: *m = f16_at(b + 2); return _mm256_or_si256(load_nibbles(b + 8), load_fifth_bits(b + 4));
+    }
+}
+
+/* 16 rows of one block, each 8 dwords of 4 weights, become the tile's 8 vectors of one dword per
+ * row: a 16x8 transpose in three rounds of two-source permutes (rows in pairs, then the four
+ * dwords of two row quads, then the two dwords of two row octets). */
+X86_FN static void repack_q8_512(const elm_tensor *w, int64_t r0, int n_rows, uint8_t *tile) {
+    const elm_type t = w->type;
+    const int64_t nb = w->ne[0] / ELM_QK;
+    const size_t bb = elm_type_get(t)->block_bytes, row_bytes = (size_t)nb * bb;
+    int32_t ia[2][16], ib[2][16], ic[2][16];
+    for (int p = 0; p < 16; p++) {
+        const int kk4 = p / 4, rr4 = p % 4, kk8 = p / 8, rr8 = p % 8;
+        for (int h = 0; h < 2; h++) {
+            /* round 1: [k][row] for k in 4h..4h+3 of rows 4i..4i+3 (rows 2 per source) */
+            ia[h][p] = (rr4 < 2 ? 0 : 16) + (rr4 % 2) * 8 + 4 * h + kk4;
+            /* round 2: [k][row] for k in 2h..2h+1 (of round 1's four) of rows 8g..8g+7 */
+            ib[h][p] = (rr8 < 4 ? 0 : 16) + (2 * h + kk8) * 4 + rr8 % 4;
+            /* round 3: row order for k = h of round 2's two */
+            ic[h][p] = (p < 8 ? 0 : 16) + h * 8 + p % 8;
+        }
+    }
+    __m512i A[2], B[2], C[2];
+    for (int h = 0; h < 2; h++) {
+        A[h] = _mm512_loadu_si512(ia[h]);
+        B[h] = _mm512_loadu_si512(ib[h]);
+        C[h] = _mm512_loadu_si512(ic[h]);
+    }
+    const uint8_t *base = (const uint8_t *)w->data + (size_t)r0 * row_bytes;
+    for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES) {
+        __m256i q[16];
+        float d[16], m[16];
+        for (int r = 0; r < 16; r++) {
+            d[r] = m[r] = 0;
+            q[r] = r < n_rows ? block_signed(t, base + (size_t)r * row_bytes + b * bb, &d[r], &m[r])
+                              : _mm256_setzero_si256();
+        }
+        __m512i z[8], a[4][2], bq[2][2][2];
+        for (int j = 0; j < 8; j++) z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(q[2 * j]), q[2 * j + 1], 1);
+        for (int i = 0; i < 4; i++)
+            for (int h = 0; h < 2; h++) a[i][h] = _mm512_permutex2var_epi32(z[2 * i], A[h], z[2 * i + 1]);
+        for (int g = 0; g < 2; g++)
+            for (int h = 0; h < 2; h++)
+                for (int k = 0; k < 2; k++)
+                    bq[g][h][k] = _mm512_permutex2var_epi32(a[2 * g][h], B[k], a[2 * g + 1][h]);
+        for (int h = 0; h < 2; h++)
+            for (int k = 0; k < 2; k++)
+                for (int kk = 0; kk < 2; kk++)
+                    _mm512_store_si512(tile + 64 * (4 * h + 2 * k + kk),
+                                       _mm512_permutex2var_epi32(bq[0][h][k], C[kk], bq[1][h][k]));
+        _mm512_store_ps(tile + ELM_TILE_ROWS * ELM_QK, _mm512_loadu_ps(d));
+        _mm512_store_ps(tile + ELM_TILE_ROWS * ELM_QK + 64, _mm512_loadu_ps(m));
+    }
+}
+
+/* Index vectors of a 16x16 transpose by four rounds of butterflies: round s swaps the
+ * off-diagonal halves of blocks of H = 8 >> s lanes between rows r and r + H. */
+typedef struct {
+    __m512i lo[4], hi[4];
+} butterflies;
+
+X86_FN static void make_butterflies(butterflies *b) {
+    for (int s = 0; s < 4; s++) {
+        const int H = 8 >> s;
+        int32_t lo[16], hi[16];
+        for (int p = 0; p < 16; p++) {
+            lo[p] = (p / H) % 2 == 0 ? p : 16 + p - H;
+            hi[p] = (p / H) % 2 == 0 ? p + H : 16 + p;
+        }
+        b->lo[s] = _mm512_loadu_si512(lo);
+        b->hi[s] = _mm512_loadu_si512(hi);
+    }
+}
+
+/* v[r] (16 lanes each) becomes column r of the 16x16 matrix whose rows were v. */
+X86_INLINE void transpose16(__m512 v[16], const butterflies *b) {
+    for (int s = 0; s < 4; s++) {
+        const int H = 8 >> s;
+        for (int r = 0; r < 16; r++) {
+            if ((r / H) % 2) continue;
+            const __m512 x = v[r], y = v[r + H];
+            v[r] = _mm512_permutex2var_ps(x, b->lo[s], y);
+            v[r + H] = _mm512_permutex2var_ps(x, b->hi[s], y);
+        }
+    }
+}
+
+/* 16 rows of float weights, 16 columns at a time, through transpose16. */
+X86_FN static void repack_f32_512(const elm_tensor *w, int64_t r0, int n_rows, float *tile) {
+    const int64_t cols = w->ne[0];
+    const size_t row_bytes = elm_row_bytes(w->type, cols);
+    butterflies bf;
+    make_butterflies(&bf);
+    const uint8_t *base = (const uint8_t *)w->data + (size_t)r0 * row_bytes;
+    int64_t c0 = 0;
+    for (; c0 + 16 <= cols; c0 += 16) {
+        __m512 v[16];
+        for (int r = 0; r < 16; r++) {
+            const uint8_t *src = base + (size_t)r * row_bytes;
+            if (r >= n_rows) v[r] = _mm512_setzero_ps();
+            else if (w->type == ELM_TYPE_F32) v[r] = _mm512_loadu_ps((const float *)src + c0);
+            else if (w->type == ELM_TYPE_F16)
+                v[r] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + 2 * c0)));
+            else
+                v[r] = _mm512_castsi512_ps(_mm512_slli_epi32(
+                    _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * c0))), 16));
+        }
+        transpose16(v, &bf);
+        for (int c = 0; c < 16; c++) _mm512_store_ps(tile + (c0 + c) * ELM_TILE_ROWS, v[c]);
+    }
+    /* the last cols % 16 columns the portable way */
+    const elm_type_traits *tt = elm_type_get(w->type);
+    for (int r = 0; r < ELM_TILE_ROWS && c0 < cols; r++)
+        for (int64_t c = c0; c < cols; c++) {
+            float f = 0;
+            if (r < n_rows) tt->to_float(base + (size_t)r * row_bytes + (size_t)c * tt->block_bytes, &f, 1);
+            tile[c * ELM_TILE_ROWS + r] = f;
+        }
+}
+
+/* The activations of up to 16 tokens, 16 columns at a time, through transpose16. */
+X86_FN static void transpose_x_512(const float *x, int64_t ldx, int n_tok, int64_t cols, float *xt) {
+    butterflies bf;
+    make_butterflies(&bf);
+    int64_t c0 = 0;
+    for (; c0 + 16 <= cols; c0 += 16) {
+        __m512 v[16];
+        for (int t = 0; t < 16; t++) v[t] = t < n_tok ? _mm512_loadu_ps(x + t * ldx + c0) : _mm512_setzero_ps();
+        transpose16(v, &bf);
+        for (int c = 0; c < 16; c++) _mm512_storeu_ps(xt + (c0 + c) * 16, v[c]);
+    }
+    for (int64_t c = c0; c < cols; c++)
+        for (int t = 0; t < 16; t++) xt[c * 16 + t] = t < n_tok ? x[t * ldx + c] : 0.0f;
+}
+
+static const elm_gemm_kernels gemm_kernels = {tile_q8_512, Q8_TOKENS, tile_f32_512, F32_TOKENS,
+                                              repack_q8_512, repack_f32_512, transpose_x_512};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
@@ -311,6 +446,7 @@ X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void
 static const elm_kernels avx512_kernels = {
     .isa = "avx512",
     .dot_f32 = dot_f32,
+    .transpose16 = transpose_x_512,
     .quantize_q8 = quantize_q8,
     .matmul = matmul,
     .rmsnorm = rmsnorm,
