@@ -3,10 +3,10 @@
  * - greedy ids of the F32 fixture equal golden/greedy.json (2 threads, so rows are split);
  * - for the F32 model and llama.cpp's q8_0, q4_0 and q4_1 files, a batched prefill (the tiled
  *   matrix-matrix kernels) gives the logits of token-by-token decode (the matrix-vector kernels),
- *   and every table gives the scalar table's logits: within 1e-3 of the logit range for F32; within
- *   2e-2 for the block types, whose activations are rounded to 8 bits, so that a last-bit difference
- *   upstream can move one activation by a quantization step (about 0.4% of the range at the
- *   logits here) - a wrong block, scale or offset is off by far more. */
+ *   and every table gives the scalar table's logits: within 1e-3 of the logit range for F32;
+ *   within 2e-2 for the block types, whose activations are rounded to 8 bits, so that a last-bit
+ *   difference upstream can move one activation by a quantization step (about 0.4% of the range
+ *   at the logits here) - a wrong block, scale or offset is off by far more. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
@@ -48,7 +48,8 @@ static void greedy_golden(elm_model *m, const char *isa) {
         check_json_ids(cJSON_GetObjectItem(cs, "generated_ids"), golden, 32);
         elm_context *c = context(m, 2);
         if (!c) break;
-        elm_gen_params gp = {.n_predict = 32, .ignore_eos = true, .sampling = elm_sampler_defaults()};
+        elm_gen_params gp = {
+            .n_predict = 32, .ignore_eos = true, .sampling = elm_sampler_defaults()};
         gp.sampling.temp = 0;
         int32_t p32[64], out[32], n_out = 0;
         for (int i = 0; i < np; i++) p32[i] = prompt[i];
@@ -71,10 +72,10 @@ static float *logits_of(elm_model *m, bool batched) {
     float *out = malloc(sizeof(float) * N_TOK * V);
     elm_context *c = context(m, 2);
     elm_error err;
-    if (c && batched)
-        CHECK(elm_forward(c, toks, N_TOK, out, true, &err) == ELM_OK, "%s", err.msg);
+    if (c && batched) CHECK(elm_forward(c, toks, N_TOK, out, true, &err) == ELM_OK, "%s", err.msg);
     for (int t = 0; c && !batched && t < N_TOK; t++)
-        CHECK(elm_forward(c, toks + t, 1, out + (size_t)t * V, false, &err) == ELM_OK, "%s", err.msg);
+        CHECK(elm_forward(c, toks + t, 1, out + (size_t)t * V, false, &err) == ELM_OK, "%s",
+              err.msg);
     elm_context_free(c);
     return out;
 }

@@ -21,17 +21,16 @@ static float frand(unsigned *s) {
     return ((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
-static const elm_type all_types[] = {ELM_TYPE_F32,  ELM_TYPE_F16,  ELM_TYPE_BF16,
-                                     ELM_TYPE_Q8_0, ELM_TYPE_Q4_0, ELM_TYPE_Q4_1,
-                                     ELM_TYPE_Q5_0, ELM_TYPE_Q5_1};
+static const elm_type all_types[] = {ELM_TYPE_F32,  ELM_TYPE_F16,  ELM_TYPE_BF16, ELM_TYPE_Q8_0,
+                                     ELM_TYPE_Q4_0, ELM_TYPE_Q4_1, ELM_TYPE_Q5_0, ELM_TYPE_Q5_1};
 
 typedef struct {
     elm_tensor w;
-    float *wf;             /* the weights as decoded floats [rows, cols] */
-    float *x;              /* [n_tok, cols] */
-    void *xq;              /* n_tok q8 rows */
-    float *xt;             /* x by transposed 16-token chunks */
-    float *y_ref, *y;      /* [n_tok, rows] */
+    float *wf;        /* the weights as decoded floats [rows, cols] */
+    float *x;         /* [n_tok, cols] */
+    void *xq;         /* n_tok q8 rows */
+    float *xt;        /* x by transposed 16-token chunks */
+    float *y_ref, *y; /* [n_tok, rows] */
     void *scratch;
 } problem;
 
@@ -49,8 +48,11 @@ static bool problem_new(problem *p, elm_type type, int64_t cols, int64_t rows, i
     p->y_ref = malloc(sizeof(float) * rows * n_tok);
     p->y = malloc(sizeof(float) * rows * n_tok);
     p->scratch = aligned_alloc(64, (elm_matmul_scratch_bytes(cols) + 63) / 64 * 64);
-    p->w = (elm_tensor){.type = type, .n_dims = 2, .ne = {cols, rows, 1, 1},
-                        .data = malloc(row_bytes * rows), .nbytes = row_bytes * rows};
+    p->w = (elm_tensor){.type = type,
+                        .n_dims = 2,
+                        .ne = {cols, rows, 1, 1},
+                        .data = malloc(row_bytes * rows),
+                        .nbytes = row_bytes * rows};
     for (int64_t i = 0; i < cols * rows; i++) src[i] = frand(&seed);
     /* one all-zero block and one block of large values exercise d = 0 and wide scales */
     if (cols * rows >= 64) {
@@ -62,10 +64,12 @@ static bool problem_new(problem *p, elm_type type, int64_t cols, int64_t rows, i
     tt->to_float(p->w.data, p->wf, cols * rows);
     free(src);
     for (int64_t t0 = 0; t0 < n_tok; t0 += 16)
-        elm_transpose_x16(p->x + t0 * cols, cols, (int)(n_tok - t0 < 16 ? n_tok - t0 : 16), cols, p->xt + t0 * cols);
+        elm_transpose_x16(p->x + t0 * cols, cols, (int)(n_tok - t0 < 16 ? n_tok - t0 : 16), cols,
+                          p->xt + t0 * cols);
     if (elm_type_q8_act(type))
         for (int64_t t = 0; t < n_tok; t++)
-            elm_scalar_quantize_q8(p->x + t * cols, cols, (char *)p->xq + t * elm_q8_row_bytes(cols));
+            elm_scalar_quantize_q8(p->x + t * cols, cols,
+                                   (char *)p->xq + t * elm_q8_row_bytes(cols));
     return true;
 }
 
@@ -87,8 +91,12 @@ static double magnitude(const problem *p, int64_t t, int64_t r) {
 static void run_matmul(const elm_kernels *k, problem *p, int64_t n_tok, float *y, bool split) {
     const int64_t rows = p->w.ne[1];
     const bool q8 = elm_type_q8_act(p->w.type);
-    elm_matmul_args a = {.w = &p->w, .x = p->x, .xq = q8 ? p->xq : NULL,
-                         .xt = !q8 && split ? p->xt : NULL, .n_tok = n_tok, .y = y};
+    elm_matmul_args a = {.w = &p->w,
+                         .x = p->x,
+                         .xq = q8 ? p->xq : NULL,
+                         .xt = !q8 && split ? p->xt : NULL,
+                         .n_tok = n_tok,
+                         .y = y};
     const int64_t cut = split ? rows / 3 + 1 : rows; /* a range not starting at 0 */
     if (cut < rows) k->matmul(&a, cut, rows, p->scratch);
     k->matmul(&a, 0, cut < rows ? cut : rows, p->scratch);
@@ -107,7 +115,8 @@ static void check_oracle(problem *p, int64_t n_tok) {
             for (int64_t c = 0; c < cols; c++) {
                 exact += (double)p->wf[r * cols + c] * p->x[t * cols + c];
                 if (elm_type_q8_act(p->w.type))
-                    bound += fabs(p->wf[r * cols + c]) * elm_q8_at(p->xq, cols, t).d[c / ELM_QK] * 0.5;
+                    bound +=
+                        fabs(p->wf[r * cols + c]) * elm_q8_at(p->xq, cols, t).d[c / ELM_QK] * 0.5;
             }
             worst = fmax(worst, fabs(p->y_ref[t * rows + r] - exact) / bound);
         }
@@ -144,22 +153,28 @@ static void check_quantize(const elm_kernels *k) {
     enum { N = 32 * 9 };
     float x[N];
     unsigned seed = 3;
-    for (int i = 0; i < N; i++) x[i] = frand(&seed) * (float)(1 + i / 32) * (i / 32 == 4 ? 1e-3f : 1.0f);
+    for (int i = 0; i < N; i++)
+        x[i] = frand(&seed) * (float)(1 + i / 32) * (i / 32 == 4 ? 1e-3f : 1.0f);
     for (int i = 64; i < 96; i++) x[i] = 0; /* a zero block */
-    x[100] = 127.5f;                         /* a tie on the grid */
+    x[100] = 127.5f;                        /* a tie on the grid */
     const size_t bytes = elm_q8_row_bytes(N);
     char *a = calloc(1, bytes), *b = calloc(1, bytes);
     elm_scalar_quantize_q8(x, N, a);
     k->quantize_q8(x, N, b);
     CHECK(memcmp(a, b, bytes) == 0, "%s quantize_q8 differs from the oracle", k->isa);
-    /* the oracle: x ≈ d·q within d/2, s = d·Σq, sum = Σq */
+    /* the oracle: d = max|x|/127, q = x/d rounded to nearest even, s = d·Σq, sum = Σq */
     const elm_q8_row q = elm_q8_at(a, N, 0);
     bool ok = true;
-    for (int i = 0; i < N; i++) ok &= fabsf(x[i] - q.d[i / 32] * q.qs[i]) <= q.d[i / 32] * 0.5f + 1e-7f;
     for (int blk = 0; blk < N / 32; blk++) {
+        float amax = 0;
         int sum = 0;
-        for (int j = 0; j < 32; j++) sum += q.qs[blk * 32 + j];
-        ok &= q.sum[blk] == sum && q.s[blk] == q.d[blk] * (float)sum;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[blk * 32 + j]));
+        const float d = amax / 127.0f;
+        for (int j = 0; j < 32; j++) {
+            ok &= q.qs[blk * 32 + j] == (int8_t)lrintf(x[blk * 32 + j] * (d != 0 ? 1.0f / d : 0));
+            sum += q.qs[blk * 32 + j];
+        }
+        ok &= q.d[blk] == d && q.sum[blk] == sum && q.s[blk] == d * (float)sum;
     }
     CHECK(ok, "quantize_q8 rounding and sums");
     free(a), free(b);
@@ -171,7 +186,8 @@ static void compare_elementwise(const elm_kernels *k, const elm_kernels *ref) {
     unsigned seed = 11;
     for (int i = 0; i < N; i++) x[i] = frand(&seed) * 6, w[i] = frand(&seed);
     for (int n = 1; n <= N; n += 29) {
-        CHECK(fabsf(k->dot_f32(x, w, n) - ref->dot_f32(x, w, n)) < 1e-5f * n, "%s dot n %d", k->isa, n);
+        CHECK(fabsf(k->dot_f32(x, w, n) - ref->dot_f32(x, w, n)) < 1e-5f * n, "%s dot n %d", k->isa,
+              n);
         memcpy(a, x, sizeof a), memcpy(b, x, sizeof b);
         k->softmax(a, n), ref->softmax(b, n);
         float worst = 0;
@@ -183,7 +199,8 @@ static void compare_elementwise(const elm_kernels *k, const elm_kernels *ref) {
         CHECK(worst < 1e-5f, "%s rmsnorm n %d: %g", k->isa, n, worst);
         k->swiglu(a, x, w, n), ref->swiglu(b, x, w, n);
         worst = 0;
-        for (int i = 0; i < n; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]) / (fabsf(b[i]) + 1e-6f));
+        for (int i = 0; i < n; i++)
+            worst = fmaxf(worst, fabsf(a[i] - b[i]) / (fabsf(b[i]) + 1e-6f));
         CHECK(worst < 1e-5f, "%s swiglu n %d: relative error %g", k->isa, n, worst);
     }
     /* RoPE over 3 heads of 20 with 16 rotated dims (the last 4 of each head untouched) */
@@ -191,7 +208,8 @@ static void compare_elementwise(const elm_kernels *k, const elm_kernels *ref) {
     for (int i = 0; i < 8; i++) cs[2 * i] = cosf(0.3f * i), cs[2 * i + 1] = sinf(0.3f * i);
     memcpy(a, x, sizeof a), memcpy(b, x, sizeof b);
     k->rope(a, 3, 20, 16, cs), ref->rope(b, 3, 20, 16, cs);
-    CHECK(memcmp(a + 60, x + 60, sizeof(float) * (N - 60)) == 0, "%s rope wrote past the heads", k->isa);
+    CHECK(memcmp(a + 60, x + 60, sizeof(float) * (N - 60)) == 0, "%s rope wrote past the heads",
+          k->isa);
     float worst = 0;
     for (int i = 0; i < 60; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]));
     CHECK(worst < 1e-6f && b[18] == x[18], "%s rope: %g", k->isa, worst);
@@ -242,7 +260,8 @@ int main(int argc, char **argv) {
     float g[] = {0.0f, 1.0f}, u[] = {2.0f, 3.0f}, o[2];
     ref->swiglu(o, g, u, 2);
     CHECK(o[0] == 0.0f && fabsf(o[1] - 3.0f / (1.0f + expf(-1.0f))) < 1e-6f, "swiglu");
-    const elm_kernels *tables[] = {ref, elm_kernels_avx2(), elm_kernels_avx512(), elm_kernels_neon()};
+    const elm_kernels *tables[] = {ref, elm_kernels_avx2(), elm_kernels_avx512(),
+                                   elm_kernels_neon()};
     const char *names[] = {"scalar", "avx2", "avx512", "neon"};
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         if (!tables[i]) {

@@ -1,18 +1,28 @@
-/* Persistent thread pool (see threadpool.h). A job is published by bumping a generation counter.
- * Decode issues a hundred or more small jobs per token, so waiting is done in three stages:
- * spin on the counter (a wake-up through the kernel would cost more than the job), then yield
- * the core (on a machine with more runnable threads than cores, a spinning thread would hold up
- * the very threads it waits for), then sleep on a condition variable. The publisher takes the
- * mutex only when someone sleeps: the counters are sequentially consistent atomics, so either the
- * publisher sees the sleeper's count or the sleeper sees the new generation before it waits. The
- * caller runs share 0 and waits for the pending count to reach zero the same way. */
+/* Persistent thread pool (see threadpool.h).
+ *
+ * A job is published through one atomic word, the gate: its high half is the job's sequence
+ * number, the low half a count of the workers that joined it (shared jobs) and two flags. Decode
+ * issues a hundred or more small jobs per token, a few microseconds apart, so a waiting thread
+ * first spins on the gate for up to SPIN_US (a wake-up through the kernel would cost more than
+ * the gap), then sleeps on a condition variable. The spin is bounded in time, not in iterations,
+ * because pause lasts 10 to 140 cycles depending on the CPU; and it is short, because on a
+ * machine with more runnable threads than cores a spinning thread holds up the very thread it
+ * waits for (sleeping lets the scheduler's wake-up preemption run it at once; yielding would send
+ * the spinner to the back of the queue for a whole time slice). The publisher takes the mutex only
+ * when someone sleeps: the counters are sequentially consistent atomics, so either the publisher
+ * sees the sleeper's count or the sleeper sees the new gate before it waits.
+ *
+ * Static jobs (elm_pool_run): every worker runs fn once; the caller waits for the pending count to
+ * reach zero. Shared jobs (elm_pool_run_shared): a worker joins by incrementing the count with a
+ * compare-and-swap that fails once the caller has closed the gate (its own fn returned, so no work
+ * is left to claim); the caller waits only for the workers that joined. A late worker touches no
+ * job data. */
 #include "core/threadpool.h"
 
 #include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
-#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -23,7 +33,13 @@
 #define cpu_relax() ((void)0)
 #endif
 
-enum { SPIN_ITERS = 4096, YIELD_ITERS = 64 };
+enum { SPIN_US = 50, CHECK_CLOCK_EVERY = 64 };
+
+/* The gate: [63:32] job sequence, bit 31 closed, bit 30 static job, [29:0] workers joined. */
+#define GATE_SEQ(g) ((g) >> 32)
+#define GATE_CLOSED 0x80000000ull
+#define GATE_STATIC 0x40000000ull
+#define GATE_COUNT 0x3fffffffull
 
 typedef struct {
     struct elm_pool *p;
@@ -36,8 +52,10 @@ struct elm_pool {
     worker_arg *args;
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
-    atomic_ulong generation;
-    atomic_int pending;       /* workers still running the current job */
+    _Atomic uint64_t gate;
+    atomic_int pending;       /* static job: workers still running it */
+    atomic_uint finished;     /* shared job: workers that joined and are done */
+    unsigned joined;          /* shared job: workers that joined (the caller's copy) */
     atomic_int sleepers;      /* workers blocked (or about to block) on `wake` */
     atomic_bool caller_waits; /* the caller blocked (or about to block) on `done` */
     atomic_bool stop;
@@ -45,29 +63,36 @@ struct elm_pool {
     void *arg;
 };
 
-/* Spins, then yields, until cond(p, seen) holds; false if it still does not. */
-static bool spin_until(elm_pool *p, bool (*cond)(elm_pool *, unsigned long), unsigned long seen) {
-    for (int s = 0; s < SPIN_ITERS; s++) {
+static uint64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Spins until cond(p, seen) holds or SPIN_US pass; returns whether it holds. */
+static bool spin_until(elm_pool *p, bool (*cond)(elm_pool *, uint64_t), uint64_t seen) {
+    uint64_t deadline = 0;
+    for (unsigned i = 0;; i++) {
         if (cond(p, seen)) return true;
+        if (i % CHECK_CLOCK_EVERY == 0) {
+            const uint64_t t = now_us();
+            if (!deadline) deadline = t + SPIN_US;
+            else if (t >= deadline) return cond(p, seen);
+        }
         cpu_relax();
     }
-    for (int s = 0; s < YIELD_ITERS; s++) {
-        if (cond(p, seen)) return true;
-        sched_yield();
-    }
-    return cond(p, seen);
 }
 
-static bool job_ready(elm_pool *p, unsigned long seen) {
-    return atomic_load(&p->generation) != seen || atomic_load(&p->stop);
+static bool job_ready(elm_pool *p, uint64_t seen) {
+    return GATE_SEQ(atomic_load(&p->gate)) != seen || atomic_load(&p->stop);
 }
 
-static bool job_done(elm_pool *p, unsigned long unused) {
-    (void)unused;
-    return atomic_load(&p->pending) == 0;
+static bool job_done(elm_pool *p, uint64_t shared) {
+    return shared ? atomic_load(&p->finished) == p->joined : atomic_load(&p->pending) == 0;
 }
 
-static unsigned long wait_for_job(elm_pool *p, unsigned long seen) {
+/* Waits for a job with another sequence than seen; returns the gate (or anything on stop). */
+static uint64_t wait_for_job(elm_pool *p, uint64_t seen) {
     if (!spin_until(p, job_ready, seen)) {
         pthread_mutex_lock(&p->mu);
         atomic_fetch_add(&p->sleepers, 1);
@@ -75,21 +100,38 @@ static unsigned long wait_for_job(elm_pool *p, unsigned long seen) {
         atomic_fetch_sub(&p->sleepers, 1);
         pthread_mutex_unlock(&p->mu);
     }
-    return atomic_load(&p->generation);
+    return atomic_load(&p->gate);
+}
+
+static void wake_caller(elm_pool *p) {
+    if (!atomic_load(&p->caller_waits)) return;
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_signal(&p->done);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Joins shared job seq unless it is closed or over; true if joined. */
+static bool join(elm_pool *p, uint64_t g, uint64_t seq) {
+    while (GATE_SEQ(g) == seq && !(g & GATE_CLOSED))
+        if (atomic_compare_exchange_weak(&p->gate, &g, g + 1)) return true;
+    return false;
 }
 
 static void *worker(void *v) {
     worker_arg *wa = v;
     elm_pool *p = wa->p;
-    unsigned long seen = 0;
+    uint64_t seen = 0;
     for (;;) {
-        seen = wait_for_job(p, seen);
+        const uint64_t g = wait_for_job(p, seen);
         if (atomic_load(&p->stop)) break;
-        p->fn(p->arg, wa->ith, p->n);
-        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_waits)) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->done);
-            pthread_mutex_unlock(&p->mu);
+        seen = GATE_SEQ(g);
+        if (g & GATE_STATIC) {
+            p->fn(p->arg, wa->ith, p->n);
+            if (atomic_fetch_sub(&p->pending, 1) == 1) wake_caller(p);
+        } else if (join(p, g, seen)) {
+            p->fn(p->arg, wa->ith, p->n);
+            atomic_fetch_add(&p->finished, 1);
+            wake_caller(p);
         }
     }
     return NULL;
@@ -112,8 +154,9 @@ elm_status elm_pool_new(int n_threads, elm_pool **out, elm_error *err) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
-    atomic_init(&p->generation, 0);
+    atomic_init(&p->gate, 0);
     atomic_init(&p->pending, 0);
+    atomic_init(&p->finished, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_waits, false);
     atomic_init(&p->stop, false);
@@ -147,7 +190,8 @@ void elm_pool_free(elm_pool *p) {
 
 int elm_pool_size(const elm_pool *p) { return p->n; }
 
-void elm_pool_run(elm_pool *p, elm_pool_fn fn, void *arg) {
+/* Publishes job fn(arg) (static or shared), runs the caller's part and waits for the workers. */
+static void run(elm_pool *p, elm_pool_fn fn, void *arg, bool shared) {
     if (p->n == 1) {
         fn(arg, 0, 1);
         return;
@@ -155,17 +199,24 @@ void elm_pool_run(elm_pool *p, elm_pool_fn fn, void *arg) {
     p->fn = fn;
     p->arg = arg;
     atomic_store(&p->pending, p->n - 1);
-    atomic_fetch_add(&p->generation, 1);
+    atomic_store(&p->finished, 0);
+    const uint64_t seq = GATE_SEQ(atomic_load(&p->gate)) + 1;
+    atomic_store(&p->gate, seq << 32 | (shared ? 0 : GATE_STATIC));
     if (atomic_load(&p->sleepers) > 0) {
         pthread_mutex_lock(&p->mu);
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->mu);
     }
     fn(arg, 0, p->n);
-    if (spin_until(p, job_done, 0)) return;
+    if (shared) p->joined = (unsigned)(atomic_fetch_or(&p->gate, GATE_CLOSED) & GATE_COUNT);
+    if (spin_until(p, job_done, shared)) return;
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->caller_waits, true);
-    while (!job_done(p, 0)) pthread_cond_wait(&p->done, &p->mu);
+    while (!job_done(p, shared)) pthread_cond_wait(&p->done, &p->mu);
     atomic_store(&p->caller_waits, false);
     pthread_mutex_unlock(&p->mu);
 }
+
+void elm_pool_run(elm_pool *p, elm_pool_fn fn, void *arg) { run(p, fn, arg, false); }
+
+void elm_pool_run_shared(elm_pool *p, elm_pool_fn fn, void *arg) { run(p, fn, arg, true); }

@@ -1,8 +1,17 @@
 /* A persistent thread pool: workers start once per context and wait between jobs, so decode does
- * not pay thread start-up per matmul. A job is fn(arg, ith, nth) run by every thread, the caller
- * being thread 0; elm_pool_run returns when all have finished. */
+ * not pay thread start-up per matmul. A job is fn(arg, ith, nth), the caller being thread 0.
+ *
+ * elm_pool_run: every thread runs fn, and the call returns when all have finished; for work
+ * split statically by ith (elm_split).
+ * elm_pool_run_shared: fn runs on the caller and on each worker that picks the job up before the
+ * caller's own fn returns; the call returns when those have finished. For work claimed
+ * dynamically (elm_pool_work_claim): a worker that is late - descheduled on a busy machine, or on
+ * a slower core of a big.LITTLE phone - then neither holds the job up nor leaves its share undone. */
 #ifndef EDGELM_CORE_THREADPOOL_H
 #define EDGELM_CORE_THREADPOOL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
 
 #include "edgelm/error.h"
 
@@ -14,12 +23,52 @@ elm_status elm_pool_new(int n_threads, elm_pool **out, elm_error *err);
 void elm_pool_free(elm_pool *p);
 int elm_pool_size(const elm_pool *p);
 void elm_pool_run(elm_pool *p, elm_pool_fn fn, void *arg);
+void elm_pool_run_shared(elm_pool *p, elm_pool_fn fn, void *arg);
 
 /* The [begin, end) share of n items for thread ith of nth (contiguous, balanced). */
 static inline void elm_split(long n, int ith, int nth, long *begin, long *end) {
     long per = n / nth, extra = n % nth;
     *begin = ith * per + (ith < extra ? ith : extra);
     *end = *begin + per + (ith < extra ? 1 : 0);
+}
+
+/* Dynamically claimed work of n items (elm_pool_run_shared): the items are split into one
+ * contiguous home range per thread, and thread ith claims chunks of its home range first, in
+ * order, then whatever is left of the others'. Each thread so streams through its own contiguous
+ * rows as with a static split (interleaving chunks between threads measured a third slower in
+ * decode), and a late thread's range is done by the others. */
+enum { ELM_POOL_MAX_HOMES = 32 };
+
+typedef struct elm_pool_work {
+    struct {
+        atomic_long next; /* claimed offset into the range */
+        char pad[64 - sizeof(atomic_long)];
+    } home[ELM_POOL_MAX_HOMES];
+    long n;
+    int homes;
+} elm_pool_work;
+
+static inline void elm_pool_work_init(elm_pool_work *w, long n, int nth) {
+    w->n = n;
+    w->homes = nth < ELM_POOL_MAX_HOMES ? nth : ELM_POOL_MAX_HOMES;
+    for (int i = 0; i < w->homes; i++) atomic_init(&w->home[i].next, 0);
+}
+
+/* The next [begin, end) of up to chunk items for thread ith; false when none are left. */
+static inline bool elm_pool_work_claim(elm_pool_work *w, int ith, long chunk, long *begin,
+                                       long *end) {
+    for (int k = 0; k < w->homes; k++) {
+        const int r = (ith + k) % w->homes;
+        long lo, hi;
+        elm_split(w->n, r, w->homes, &lo, &hi);
+        const long b = lo + atomic_fetch_add_explicit(&w->home[r].next, chunk, memory_order_relaxed);
+        if (b < hi) {
+            *begin = b;
+            *end = b + chunk < hi ? b + chunk : hi;
+            return true;
+        }
+    }
+    return false;
 }
 
 #endif

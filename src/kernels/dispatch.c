@@ -15,7 +15,8 @@ const elm_kernels *elm_kernels_best(void) {
     const struct {
         const char *name;
         const elm_kernels *(*get)(void);
-    } isas[] = {{"avx512", elm_kernels_avx512}, {"avx2", elm_kernels_avx2}, {"neon", elm_kernels_neon}};
+    } isas[] = {
+        {"avx512", elm_kernels_avx512}, {"avx2", elm_kernels_avx2}, {"neon", elm_kernels_neon}};
     const char *want = getenv("EDGELM_ISA");
     if (want && *want) {
         for (size_t i = 0; i < sizeof isas / sizeof isas[0]; i++)
@@ -43,7 +44,8 @@ void elm_cpu_features(char *buf, size_t cap) {
     buf[0] = '\0';
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
-#define FEATURE(f) if (__builtin_cpu_supports(f)) append(buf, cap, &len, f)
+#define FEATURE(f)                                                                                 \
+    if (__builtin_cpu_supports(f)) append(buf, cap, &len, f)
     FEATURE("sse4.2");
     FEATURE("avx");
     FEATURE("avx2");
@@ -54,6 +56,7 @@ void elm_cpu_features(char *buf, size_t cap) {
     FEATURE("avx512vl");
     FEATURE("avx512dq");
     FEATURE("avx512vnni");
+    FEATURE("avx512vbmi");
     FEATURE("avx512bf16");
 #undef FEATURE
 #elif defined(__aarch64__) && defined(__linux__)

@@ -20,7 +20,8 @@ void elm_repack_q8_tile(const elm_tensor *w, int64_t r0, int n_rows, uint8_t *ti
     const size_t bb = elm_type_get(w->type)->block_bytes;
     const size_t row_bytes = (size_t)nb * bb;
     for (int r = 0; r < ELM_TILE_ROWS; r++) {
-        const uint8_t *row = r < n_rows ? (const uint8_t *)w->data + (size_t)(r0 + r) * row_bytes : NULL;
+        const uint8_t *row =
+            r < n_rows ? (const uint8_t *)w->data + (size_t)(r0 + r) * row_bytes : NULL;
         for (int64_t b = 0; b < nb; b++) {
             uint8_t *tb = tile + b * ELM_TILE_Q8_BYTES;
             int8_t q[ELM_QK] = {0};
@@ -41,7 +42,8 @@ void elm_repack_f32_tile(const elm_tensor *w, int64_t r0, int n_rows, float *til
     const size_t row_bytes = elm_row_bytes(w->type, cols);
     float buf[CHUNK];
     for (int r = 0; r < ELM_TILE_ROWS; r++) {
-        const uint8_t *row = r < n_rows ? (const uint8_t *)w->data + (size_t)(r0 + r) * row_bytes : NULL;
+        const uint8_t *row =
+            r < n_rows ? (const uint8_t *)w->data + (size_t)(r0 + r) * row_bytes : NULL;
         for (int64_t c0 = 0; c0 < cols; c0 += CHUNK) {
             const int64_t n = cols - c0 < CHUNK ? cols - c0 : CHUNK;
             if (row) tt->to_float(row + (size_t)c0 * tt->block_bytes, buf, n);
@@ -62,9 +64,8 @@ static void gemm_q8(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t
         const int n_tiles = (int)((np + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
         const elm_repack_q8_fn repack = g->repack_q8 ? g->repack_q8 : elm_repack_q8_tile;
         for (int i = 0; i < n_tiles; i++)
-            repack(a->w, p0 + i * ELM_TILE_ROWS,
-                               (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS),
-                               panel + i * tile_bytes);
+            repack(a->w, p0 + i * ELM_TILE_ROWS, (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS),
+                   panel + i * tile_bytes);
         for (int64_t t0 = 0; t0 < a->n_tok; t0 += g->q8_tokens) {
             const int nt = (int)min64(g->q8_tokens, a->n_tok - t0);
             for (int i = 0; i < n_tiles; i++)
@@ -100,7 +101,8 @@ static void gemm_f32(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_
             if (!a->xt) transpose(a->x + t0 * cols, cols, nt, cols, xt);
             for (int i = 0; i < n_tiles; i++)
                 for (int tt = 0; tt < nt; tt += g->f32_tokens)
-                    g->f32(panel + i * tile_floats, cols, chunk + tt, nt - tt < g->f32_tokens ? nt - tt : g->f32_tokens,
+                    g->f32(panel + i * tile_floats, cols, chunk + tt,
+                           nt - tt < g->f32_tokens ? nt - tt : g->f32_tokens,
                            a->y + (t0 + tt) * rows + p0 + i * ELM_TILE_ROWS, rows,
                            (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS));
         }

@@ -19,14 +19,14 @@
 
 /* y[t·ldy + r] = Σ_b d[r]·(x_t.d[b] · Σ_i q[r][i]·x_t.qs[32b + i]) + m[r]·x_t.s[b] for t < n_tok,
  * r < n_rows, b < nb, x_t = elm_q8_at(xq, 32·nb, t). n_tok is at most the kernel's token count. */
-typedef void (*elm_tile_q8_fn)(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                               float *y, int64_t ldy, int n_rows);
+typedef void (*elm_tile_q8_fn)(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
+                               int64_t ldy, int n_rows);
 
 /* y[t·ldy + r] = Σ_c w[c][r]·xt[16c + t] for t < n_tok, c < cols, r < n_rows: the activations
  * of a chunk of up to 16 tokens transposed ([cols][16]), so a kernel broadcasts them from one
  * pointer at fixed offsets. n_tok is at most the kernel's token count. */
-typedef void (*elm_tile_f32_fn)(const float *tile, int64_t cols, const float *xt, int n_tok, float *y,
-                                int64_t ldy, int n_rows);
+typedef void (*elm_tile_f32_fn)(const float *tile, int64_t cols, const float *xt, int n_tok,
+                                float *y, int64_t ldy, int n_rows);
 
 /* Rows [r0, r0 + n_rows) of w (n_rows <= 16) into one tile of the layout above. */
 typedef void (*elm_repack_q8_fn)(const elm_tensor *w, int64_t r0, int n_rows, uint8_t *tile);
@@ -37,9 +37,9 @@ typedef void (*elm_transpose_fn)(const float *x, int64_t ldx, int n_tok, int64_t
 
 typedef struct elm_gemm_kernels {
     elm_tile_q8_fn q8;
-    int q8_tokens;  /* most tokens per q8 call */
+    int q8_tokens; /* most tokens per q8 call */
     elm_tile_f32_fn f32;
-    int f32_tokens; /* most tokens per f32 call */
+    int f32_tokens;               /* most tokens per f32 call */
     elm_repack_q8_fn repack_q8;   /* SIMD repacking, or NULL for elm_repack_q8_tile */
     elm_repack_f32_fn repack_f32; /* or NULL for elm_repack_f32_tile */
     elm_transpose_fn transpose;   /* or NULL for elm_transpose_x16 */

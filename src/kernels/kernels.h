@@ -50,14 +50,14 @@ static inline bool elm_type_q8_act(elm_type t) {
 
 /* One product Y = X · Wᵀ. */
 typedef struct elm_matmul_args {
-    const elm_tensor *w;     /* [rows, cols] (ne = {cols, rows}), any supported type */
-    const float *x;          /* [n_tok, cols] */
-    const void *xq;          /* n_tok q8 rows of x (quantize_q8), when elm_type_q8_act */
-    const float *xt;         /* float weights, optional: x transposed by chunks of 16 tokens
-                              * ([ceil(n_tok/16)][cols][16], transpose16), which prefill kernels
-                              * would otherwise redo for every panel of rows; NULL if absent */
+    const elm_tensor *w; /* [rows, cols] (ne = {cols, rows}), any supported type */
+    const float *x;      /* [n_tok, cols] */
+    const void *xq;      /* n_tok q8 rows of x (quantize_q8), when elm_type_q8_act */
+    /* Float weights, optional: x transposed by chunks of 16 tokens ([ceil(n_tok/16)][cols][16],
+     * transpose16), which prefill kernels would otherwise redo for every panel of rows; or NULL */
+    const float *xt;
     int64_t n_tok;
-    float *y;                /* [n_tok, rows] */
+    float *y; /* [n_tok, rows] */
 } elm_matmul_args;
 
 /* Prefill products work on tiles of this many weight rows; callers splitting rows across

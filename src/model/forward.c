@@ -15,28 +15,34 @@
 #include "model/context.h"
 #include "model/kv_quant.h"
 
-enum { MAX_GROUP = 3, PREP_PARALLEL_TOKENS = 8 };
+/* CHUNK_TILES: 256 rows, four prefill panels (gemm.c); smaller chunks measured slower in decode */
+enum { MAX_GROUP = 3, PREP_PARALLEL_TOKENS = 8, CHUNK_TILES = 16 };
 
 typedef struct {
     elm_context *c;
-    int n;                               /* products in the group */
-    elm_matmul_args args[MAX_GROUP];     /* same x, xq and n_tok */
-    long first_unit[MAX_GROUP + 1];      /* prefix sums of tiles of ELM_TILE_ROWS rows */
+    int n;                           /* products in the group */
+    elm_matmul_args args[MAX_GROUP]; /* same x, xq and n_tok */
+    long first_unit[MAX_GROUP + 1];  /* prefix sums of tiles of ELM_TILE_ROWS rows */
+    elm_pool_work tiles;             /* the tiles of all products, claimed by the threads */
 } matmul_job;
 
+/* Threads claim CHUNK_TILES tiles at a time until none are left (elm_pool_run_shared), so a
+ * thread that starts late or runs on a slower core takes less. */
 static void matmul_worker(void *arg, int ith, int nth) {
+    (void)nth;
     matmul_job *j = arg;
-    long u0, u1;
-    elm_split(j->first_unit[j->n], ith, nth, &u0, &u1);
     void *scratch = j->c->scratch + (size_t)ith * j->c->scratch_bytes;
-    for (int i = 0; i < j->n && u0 < u1; i++) {
-        const long lo = u0 > j->first_unit[i] ? u0 : j->first_unit[i];
-        const long hi = u1 < j->first_unit[i + 1] ? u1 : j->first_unit[i + 1];
-        if (lo >= hi) continue;
-        const int64_t rows = j->args[i].w->ne[1];
-        const int64_t r0 = (int64_t)(lo - j->first_unit[i]) * ELM_TILE_ROWS;
-        int64_t r1 = (int64_t)(hi - j->first_unit[i]) * ELM_TILE_ROWS;
-        j->c->k->matmul(&j->args[i], r0, r1 < rows ? r1 : rows, scratch);
+    long u0, u1;
+    while (elm_pool_work_claim(&j->tiles, ith, CHUNK_TILES, &u0, &u1)) {
+        for (int i = 0; i < j->n && u0 < u1; i++) {
+            const long lo = u0 > j->first_unit[i] ? u0 : j->first_unit[i];
+            const long hi = u1 < j->first_unit[i + 1] ? u1 : j->first_unit[i + 1];
+            if (lo >= hi) continue;
+            const int64_t rows = j->args[i].w->ne[1];
+            const int64_t r0 = (int64_t)(lo - j->first_unit[i]) * ELM_TILE_ROWS;
+            const int64_t r1 = (int64_t)(hi - j->first_unit[i]) * ELM_TILE_ROWS;
+            j->c->k->matmul(&j->args[i], r0, r1 < rows ? r1 : rows, scratch);
+        }
     }
 }
 
@@ -47,24 +53,22 @@ typedef struct {
     const float *x;
     int64_t n_tok, cols;
     bool q8, xt;
+    elm_pool_work tokens, chunks; /* the rows to quantize, the 16-token chunks to transpose */
 } prep_job;
 
 static void prep_worker(void *arg, int ith, int nth) {
+    (void)nth;
     prep_job *j = arg;
     const elm_kernels *k = j->c->k;
     long t0, t1;
-    if (j->q8) {
-        const size_t row_bytes = elm_q8_row_bytes(j->cols);
-        elm_split((long)j->n_tok, ith, nth, &t0, &t1);
+    const size_t row_bytes = elm_q8_row_bytes(j->cols);
+    while (j->q8 && elm_pool_work_claim(&j->tokens, ith, 4, &t0, &t1))
         for (long t = t0; t < t1; t++)
             k->quantize_q8(j->x + t * j->cols, j->cols, (char *)j->c->xq + t * row_bytes);
-    }
-    if (j->xt) {
-        elm_split((long)((j->n_tok + 15) / 16), ith, nth, &t0, &t1);
-        for (long ch = t0; ch < t1; ch++) {
-            const int64_t first = ch * 16, nt = j->n_tok - first < 16 ? j->n_tok - first : 16;
-            k->transpose16(j->x + first * j->cols, j->cols, (int)nt, j->cols, j->c->xt + first * j->cols);
-        }
+    while (j->xt && elm_pool_work_claim(&j->chunks, ith, 1, &t0, &t1)) {
+        const int64_t first = t0 * 16, nt = j->n_tok - first < 16 ? j->n_tok - first : 16;
+        k->transpose16(j->x + first * j->cols, j->cols, (int)nt, j->cols,
+                       j->c->xt + first * j->cols);
     }
 }
 
@@ -72,18 +76,23 @@ static void prep_worker(void *arg, int ith, int nth) {
 static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *const *w,
                          float *const *y, const float *x, int64_t n_tok) {
     matmul_job j = {.c = c, .n = n};
-    prep_job pj = {c, x, n_tok, w[0]->ne[0], false, false};
+    prep_job pj = {.c = c, .x = x, .n_tok = n_tok, .cols = w[0]->ne[0]};
+    elm_pool_work_init(&pj.tokens, (long)n_tok, elm_pool_size(c->pool));
+    elm_pool_work_init(&pj.chunks, (long)((n_tok + 15) / 16), elm_pool_size(c->pool));
     for (int i = 0; i < n; i++) {
         if (c->hook) c->hook(w[i], layer, x, n_tok, c->hook_user);
-        const bool q8 = elm_type_q8_act(w[i]->type), xt = !q8 && c->xt && n_tok >= ELM_XT_MIN_TOKENS;
+        const bool q8 = elm_type_q8_act(w[i]->type);
+        const bool xt = !q8 && c->xt && n_tok >= ELM_XT_MIN_TOKENS;
         pj.q8 |= q8;
         pj.xt |= xt;
         j.args[i] = (elm_matmul_args){w[i], x, q8 ? c->xq : NULL, xt ? c->xt : NULL, n_tok, y[i]};
-        j.first_unit[i + 1] = j.first_unit[i] + (long)((w[i]->ne[1] + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
+        j.first_unit[i + 1] =
+            j.first_unit[i] + (long)((w[i]->ne[1] + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
     }
-    if (n_tok >= PREP_PARALLEL_TOKENS) elm_pool_run(c->pool, prep_worker, &pj);
+    if (n_tok >= PREP_PARALLEL_TOKENS) elm_pool_run_shared(c->pool, prep_worker, &pj);
     else if (pj.q8 || pj.xt) prep_worker(&pj, 0, 1);
-    elm_pool_run(c->pool, matmul_worker, &j);
+    elm_pool_work_init(&j.tiles, j.first_unit[n], elm_pool_size(c->pool));
+    elm_pool_run_shared(c->pool, matmul_worker, &j);
 }
 
 static void matmul(elm_context *c, int layer, const elm_tensor *w, const float *x, int64_t n_tok,
@@ -96,11 +105,13 @@ typedef struct {
     const float *k, *v; /* the layer's cached keys and values as floats, [n_ctx, kv_dim] */
     int64_t n_tok;
     int32_t pos0;
+    elm_pool_work items; /* (token, head) pairs, claimed a few at a time */
 } attention_job;
 
 /* Causal attention of each (token, head) over the cache positions [0, pos]; query heads share
- * KV heads in groups (GQA). */
+ * KV heads in groups (GQA). (token, head) pairs are claimed a few at a time (as products are). */
 static void attention_worker(void *arg, int ith, int nth) {
+    (void)nth;
     attention_job *j = arg;
     elm_context *c = j->c;
     const elm_hparams *hp = &c->m->hp;
@@ -109,18 +120,19 @@ static void attention_worker(void *arg, int ith, int nth) {
     const float scale = 1.0f / sqrtf((float)hd);
     float *scores = c->scores + (size_t)ith * c->n_ctx;
     long i0, i1;
-    elm_split((long)(j->n_tok * hp->n_heads), ith, nth, &i0, &i1);
-    for (long item = i0; item < i1; item++) {
-        const int64_t t = item / hp->n_heads;
-        const int h = (int)(item % hp->n_heads), kvh = h / group;
-        const int32_t pos = j->pos0 + (int32_t)t;
-        /* a sliding window sees positions (pos - n_swa, pos] */
-        const int32_t p0 = hp->n_swa > 0 && pos >= hp->n_swa ? pos + 1 - hp->n_swa : 0;
-        const float *q = c->q + (size_t)t * q_dim + (size_t)h * hd;
-        const float *kc = j->k + (size_t)p0 * c->kv_dim + (size_t)kvh * hd;
-        const float *vc = j->v + (size_t)p0 * c->kv_dim + (size_t)kvh * hd;
-        c->k->attention(q, kc, vc, (size_t)c->kv_dim, pos + 1 - p0, hd, scale, scores,
-                        c->att + (size_t)t * q_dim + (size_t)h * hd);
+    while (elm_pool_work_claim(&j->items, ith, 4, &i0, &i1)) {
+        for (long item = i0; item < i1; item++) {
+            const int64_t t = item / hp->n_heads;
+            const int h = (int)(item % hp->n_heads), kvh = h / group;
+            const int32_t pos = j->pos0 + (int32_t)t;
+            /* a sliding window sees positions (pos - n_swa, pos] */
+            const int32_t p0 = hp->n_swa > 0 && pos >= hp->n_swa ? pos + 1 - hp->n_swa : 0;
+            const float *q = c->q + (size_t)t * q_dim + (size_t)h * hd;
+            const float *kc = j->k + (size_t)p0 * c->kv_dim + (size_t)kvh * hd;
+            const float *vc = j->v + (size_t)p0 * c->kv_dim + (size_t)kvh * hd;
+            c->k->attention(q, kc, vc, (size_t)c->kv_dim, pos + 1 - p0, hd, scale, scores,
+                            c->att + (size_t)t * q_dim + (size_t)h * hd);
+        }
     }
 }
 
@@ -219,8 +231,9 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
         elm_kv_encode(c->type_v, c->v_block, c->vb + (size_t)t * kv, v_layer + (size_t)pos * c->v_row, kv);
     }
     attention_job aj = {.c = c, .n_tok = n, .pos0 = c->n_past};
+    elm_pool_work_init(&aj.items, (long)n * hp->n_heads, elm_pool_size(c->pool));
     layer_kv(c, l, c->n_past + n, &aj.k, &aj.v);
-    elm_pool_run(c->pool, attention_worker, &aj);
+    elm_pool_run_shared(c->pool, attention_worker, &aj);
     matmul(c, l, L->wo, c->att, n, c->xb);
     for (size_t i = 0; i < (size_t)n * dim; i++) c->x[i] += c->xb[i];
 

@@ -102,7 +102,8 @@ static elm_status fill(void *user, int32_t i, const elm_tensor *t, void *dst, el
             for (int64_t c = 0; c < cols; c += 2) {
                 const uint64_t v = splitmix64(&rng);
                 s->row[c] = ((float)(uint32_t)v * 0x1p-32f - 0.5f) * 0.07f;
-                if (c + 1 < cols) s->row[c + 1] = ((float)(uint32_t)(v >> 32) * 0x1p-32f - 0.5f) * 0.07f;
+                if (c + 1 < cols)
+                    s->row[c + 1] = ((float)(uint32_t)(v >> 32) * 0x1p-32f - 0.5f) * 0.07f;
             }
             break;
         }
@@ -183,20 +184,22 @@ elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char 
                            uint64_t *file_bytes, elm_error *err) {
     const elm_arch *arch = elm_arch_find(p->arch);
     if (!elm_row_bytes(type, p->dim) || !elm_row_bytes(type, p->ffn_dim))
-        return elm_errorf(err, ELM_ERR_ARG, "%s: %s rows of %d and %d columns cannot be %s",
-                          path, p->name, p->dim, p->ffn_dim, elm_type_get(type)->name);
+        return elm_errorf(err, ELM_ERR_ARG, "%s: %s rows of %d and %d columns cannot be %s", path,
+                          p->name, p->dim, p->ffn_dim, elm_type_get(type)->name);
     elm_model *m = elm_model_new(path, "gguf", err);
     if (!m) return ELM_ERR_NOMEM;
-    const int32_t per_layer = 9 + (arch && arch->qkv_bias ? 3 : 0), n_max = 4 + p->n_layers * per_layer;
-    tensor_list l = {calloc((size_t)n_max, sizeof(elm_tensor)), calloc((size_t)n_max, sizeof(fill_kind)), 0};
+    const int32_t per_layer = 9 + (arch && arch->qkv_bias ? 3 : 0),
+                  n_max = 4 + p->n_layers * per_layer;
+    tensor_list l = {calloc((size_t)n_max, sizeof(elm_tensor)),
+                     calloc((size_t)n_max, sizeof(fill_kind)), 0};
     const int64_t widest = p->ffn_dim > p->dim ? p->ffn_dim : p->dim;
     synth_state s = {p, seed, l.kind, malloc(sizeof(float) * (size_t)widest), progress, user, 0};
     elm_status st = ELM_OK;
     if (!l.t || !l.kind || !s.row) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
     if (!st) st = placeholder_vocab(&m->vocab, p->n_vocab, err);
     if (!st) {
-        snprintf(m->name, sizeof m->name, "%s random weights (for speed and memory measurement only)",
-                 p->name);
+        snprintf(m->name, sizeof m->name,
+                 "%s random weights (for speed and memory measurement only)", p->name);
         elm_hparams *hp = &m->hp;
         snprintf(hp->arch, sizeof hp->arch, "%s", p->arch);
         hp->n_vocab = p->n_vocab, hp->dim = p->dim, hp->n_layers = p->n_layers;
@@ -206,8 +209,12 @@ elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char 
         hp->tied_output = p->tied;
         list_tensors(p, type, arch && arch->qkv_bias, &l);
         s.n_tensors = l.n;
-        elm_gguf_out out = {.m = m, .tensors = l.t, .n_tensors = l.n,
-                            .file_type = file_type_of(type), .fill = fill, .user = &s};
+        elm_gguf_out out = {.m = m,
+                            .tensors = l.t,
+                            .n_tensors = l.n,
+                            .file_type = file_type_of(type),
+                            .fill = fill,
+                            .user = &s};
         st = elm_gguf_write(path, &out, file_bytes, err);
     }
     free(l.t), free(l.kind), free(s.row);

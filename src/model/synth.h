@@ -9,13 +9,13 @@
 #include "edgelm/model.h"
 
 typedef struct elm_synth_preset {
-    const char *name;        /* "tinyllama-1.1b", ... */
-    const char *source;      /* the Hugging Face config the shapes come from */
-    const char *arch;        /* GGUF general.architecture (model/arch.h) */
+    const char *name;   /* "tinyllama-1.1b", ... */
+    const char *source; /* the Hugging Face config the shapes come from */
+    const char *arch;   /* GGUF general.architecture (model/arch.h) */
     int32_t n_vocab, dim, n_layers, n_heads, n_kv_heads, ffn_dim, n_ctx_train;
     float rms_eps, rope_theta;
-    bool tied;               /* tie_word_embeddings: no output.weight */
-    bool llama3_rope;        /* rope_scaling "llama3" (factor 32, low 1, high 4, original 8192),
+    bool tied;        /* tie_word_embeddings: no output.weight */
+    bool llama3_rope; /* rope_scaling "llama3" (factor 32, low 1, high 4, original 8192),
                               * written as llama.cpp does: a rope_freqs.weight tensor */
 } elm_synth_preset;
 

@@ -4,29 +4,38 @@
 #include <string.h>
 
 #include "quant/awq.h"
-#include "quant/capture.h"
 
-/* Round-to-nearest on the grid of each block of row x [cols], into out. */
-static void rtn_row(const elm_grid *g, const float *x, int64_t cols, float *out) {
-    for (int64_t b = 0; b < cols; b += ELM_QK) {
-        elm_block_params p = elm_grid_params(g, x + b, 1.0f);
-        for (int j = 0; j < ELM_QK; j++) out[b + j] = elm_grid_value(g, p, elm_grid_code(g, p, x[b + j]));
+/* Δᵀ Hbb Δ for the block starting at column b0 of an n-column Hessian. */
+static double block_quad(const double *H, int64_t n, int64_t b0, const double *delta) {
+    double sum = 0;
+    for (int i = 0; i < ELM_QK; i++) {
+        const double *hrow = H + (b0 + i) * n + b0;
+        double t = 0;
+        for (int j = 0; j < ELM_QK; j++) t += hrow[j] * delta[j];
+        sum += delta[i] * t;
     }
+    return sum;
+}
+
+/* Output error of round-to-nearest Q(w·s)/s for one row w [cols]: Σ_b Δ_bᵀ H_bb Δ_b. */
+static double row_error(const elm_grid *g, const float *w, const double *s, int64_t cols,
+                        const double *H) {
+    double total = 0, delta[ELM_QK];
+    float x[ELM_QK];
+    for (int64_t b = 0; b < cols; b += ELM_QK) {
+        for (int j = 0; j < ELM_QK; j++) x[j] = (float)(w[b + j] * s[b + j]);
+        const elm_block_params p = elm_grid_params(g, x, 1.0f);
+        for (int j = 0; j < ELM_QK; j++)
+            delta[j] = w[b + j] - elm_grid_value(g, p, elm_grid_code(g, p, x[j])) / s[b + j];
+        total += block_quad(H, cols, b, delta);
+    }
+    return total;
 }
 
 elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols, const double *H,
                           const double *abs_mean, double *s, double *alpha, elm_error *err) {
-    int64_t widest = 1;
-    for (int32_t k = 0; k < n_lin; k++) widest = lin[k].rows > widest ? lin[k].rows : widest;
     double *cand = malloc(sizeof *cand * (size_t)cols);
-    double *E = malloc(sizeof *E * (size_t)(widest * cols));
-    double *scratch = malloc(sizeof *scratch * ELM_QUAD_ROWS * (size_t)cols);
-    float *row = malloc(sizeof *row * (size_t)cols), *qrow = malloc(sizeof *qrow * (size_t)cols);
-    elm_status st = ELM_OK;
-    if (!cand || !E || !scratch || !row || !qrow) {
-        st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the AWQ scale search");
-        goto done;
-    }
+    if (!cand) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the AWQ scale search");
     double best = INFINITY;
     *alpha = 0;
     for (int64_t j = 0; j < cols; j++) s[j] = 1;
@@ -42,41 +51,17 @@ elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols
         const double norm = hi > 0 ? sqrt(lo * hi) : 1;
         for (int64_t j = 0; j < cols; j++) cand[j] = abs_mean[j] > 0 ? cand[j] / norm : 1;
         double total = 0;
-        for (int32_t k = 0; k < n_lin; k++) {
-            if (!lin[k].g) continue;
-            for (int64_t r = 0; r < lin[k].rows; r++) {
-                const float *w = lin[k].w + r * cols;
-                for (int64_t j = 0; j < cols; j++) row[j] = (float)(w[j] * cand[j]);
-                rtn_row(lin[k].g, row, cols, qrow);
-                for (int64_t j = 0; j < cols; j++) E[r * cols + j] = w[j] - qrow[j] / cand[j];
-            }
-            total += elm_rows_quad(E, lin[k].rows, cols, H, scratch);
-        }
+        for (int32_t k = 0; k < n_lin; k++)
+            for (int64_t r = 0; lin[k].g && r < lin[k].rows; r++)
+                total += row_error(lin[k].g, lin[k].w + r * cols, cand, cols, H);
         if (total < best) {
             best = total;
             *alpha = a;
             memcpy(s, cand, sizeof *s * (size_t)cols);
         }
     }
-done:
     free(cand);
-    free(E);
-    free(scratch);
-    free(row);
-    free(qrow);
-    return st;
-}
-
-/* Δᵀ Hbb Δ for the block starting at column b0 of an n-column Hessian. */
-static double block_quad(const double *H, int64_t n, int64_t b0, const double *delta) {
-    double sum = 0;
-    for (int i = 0; i < ELM_QK; i++) {
-        const double *hrow = H + (b0 + i) * n + b0;
-        double t = 0;
-        for (int j = 0; j < ELM_QK; j++) t += hrow[j] * delta[j];
-        sum += delta[i] * t;
-    }
-    return sum;
+    return ELM_OK;
 }
 
 void elm_awq_clip_quantize(const elm_grid *g, const float *ws, int64_t rows, int64_t cols,

@@ -1,5 +1,7 @@
 // Greedy continuation of prompts by llama.cpp (node-llama-cpp's prebuilt CPU library), for the
-// interop test: prints one JSON array of {prompt, prompt_ids, generated_ids}.
+// interop tests: prints one JSON array of {prompt, prompt_ids, generated_ids, top}, top[i] being
+// llama.cpp's 4 most probable [id, probability] pairs at generated step i (so a test can tell a
+// near-tie, which rounding decides, from a real difference).
 // Usage: node greedy.mjs NODE_LLAMA_CPP_DIR MODEL.gguf N_PREDICT PROMPT...
 // The KV cache is kept in F32 and flash attention off (its CPU kernel rounds to F16) so that
 // llama.cpp and edgelm differ only in the order of float additions.
@@ -20,12 +22,14 @@ for (const prompt of prompts) {
     const sequence = context.getSequence();
     const bos = model.tokens.shouldPrependBosToken && model.tokens.bos != null ? [model.tokens.bos] : [];
     const promptIds = bos.concat(Array.from(model.tokenize(prompt, false)));
-    const generated = [];
-    for await (const token of sequence.evaluate(promptIds, {temperature: 0})) {
-        generated.push(token);
+    const generated = [], top = [];
+    for await (const step of sequence.evaluateWithMetadata(promptIds, {probabilities: true},
+                                                           {temperature: 0})) {
+        generated.push(step.token);
+        top.push([...step.probabilities.entries()].sort((a, b) => b[1] - a[1]).slice(0, 4));
         if (generated.length >= nPredict) break;
     }
-    results.push({prompt, prompt_ids: promptIds, generated_ids: generated});
+    results.push({prompt, prompt_ids: promptIds, generated_ids: generated, top});
     await context.dispose();
 }
 console.log(JSON.stringify(results));

@@ -17,30 +17,31 @@
 enum { TTFT_PROMPT = 128 };
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: edgelm bench -m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--json | --markdown]\n"
-            "       edgelm bench --membw [-t N]\n\n"
-            "Measures a model like llama-bench: pp = one batch of P prompt tokens from an empty\n"
-            "cache, tg = N one-token decode steps from an empty cache, each repeated R times after a\n"
-            "warm-up (mean ± standard deviation, tokens/s). Also: load time, time to first token for\n"
-            "a %d-token prompt, peak RSS, model bytes, and decode's effective weight bandwidth (bytes\n"
-            "of the weights a token reads × tg tokens/s) next to this machine's read bandwidth at\n"
-            "the same thread count. Token ids are random: any model works, e.g. `edgelm synth`.\n\n"
-            "  -m, --model MODEL    GGUF file, Hugging Face folder or llama2.c model.bin\n"
-            "  -p, --n-prompt P     prompt tokens for pp (default 512; 0 skips pp)\n"
-            "  -n, --n-gen N        generated tokens for tg (default 128; 0 skips tg)\n"
-            "  -t, --threads N      threads (default: all cores)\n"
-            "  -r, --repetitions R  repetitions of each test (default 5)\n"
-            "  --json               one JSON object: pp_tps, pp_tps_sd, tg_tps, tg_tps_sd, load_ms,\n"
-            "                       ttft_ms, peak_rss_mib, model_bytes, decode_gbps, membw_gbps,\n"
-            "                       threads, isa (and the parameters)\n"
-            "  --markdown           one markdown table row set, for READMEs\n"
-            "  --membw              only measure read bandwidth, 1..N threads (GB/s = 1e9 B/s)\n"
-            "  --membw-mib M        size of the bandwidth test buffer (default 1024 MiB; keep it\n"
-            "                       far above the last-level cache)\n"
-            "  -h, --help           this help\n"
-            "EDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set.\n",
-            TTFT_PROMPT);
+    fprintf(
+        f,
+        "usage: edgelm bench -m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--json | --markdown]\n"
+        "       edgelm bench --membw [-t N]\n\n"
+        "Measures a model like llama-bench: pp = one batch of P prompt tokens from an empty\n"
+        "cache, tg = N one-token decode steps from an empty cache, each repeated R times after a\n"
+        "warm-up (mean ± standard deviation, tokens/s). Also: load time, time to first token for\n"
+        "a %d-token prompt, peak RSS, model bytes, and decode's effective weight bandwidth (bytes\n"
+        "of the weights a token reads × tg tokens/s) next to this machine's read bandwidth at\n"
+        "the same thread count. Token ids are random: any model works, e.g. `edgelm synth`.\n\n"
+        "  -m, --model MODEL    GGUF file, Hugging Face folder or llama2.c model.bin\n"
+        "  -p, --n-prompt P     prompt tokens for pp (default 512; 0 skips pp)\n"
+        "  -n, --n-gen N        generated tokens for tg (default 128; 0 skips tg)\n"
+        "  -t, --threads N      threads (default: all cores)\n"
+        "  -r, --repetitions R  repetitions of each test (default 5)\n"
+        "  --json               one JSON object: pp_tps, pp_tps_sd, tg_tps, tg_tps_sd, load_ms,\n"
+        "                       ttft_ms, peak_rss_mib, model_bytes, decode_gbps, membw_gbps,\n"
+        "                       threads, isa (and the parameters)\n"
+        "  --markdown           one markdown table row set, for READMEs\n"
+        "  --membw              only measure read bandwidth, 1..N threads (GB/s = 1e9 B/s)\n"
+        "  --membw-mib M        size of the bandwidth test buffer (default 1024 MiB; keep it\n"
+        "                       far above the last-level cache)\n"
+        "  -h, --help           this help\n"
+        "EDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set.\n",
+        TTFT_PROMPT);
 }
 
 typedef struct {
@@ -115,7 +116,8 @@ static int measure(elm_model *m, result *r) {
     const long n_pp = r->n_prompt > TTFT_PROMPT ? r->n_prompt : TTFT_PROMPT;
     const int32_t V = m->hp.n_vocab;
     elm_context_params cp = {.n_ctx = (int32_t)(n_pp > r->n_gen ? n_pp : r->n_gen) + 1,
-                             .n_batch = (int32_t)n_pp, .n_threads = (int32_t)r->threads};
+                             .n_batch = (int32_t)n_pp,
+                             .n_threads = (int32_t)r->threads};
     elm_context *c = NULL;
     elm_error err;
     elm_error_clear(&err);
@@ -129,9 +131,11 @@ static int measure(elm_model *m, result *r) {
         goto out;
     }
     uint32_t s = 12345;
-    for (int32_t i = 0; i < cp.n_ctx; i++) toks[i] = (int32_t)((s = s * 1664525u + 1013904223u) >> 8) % V;
+    for (int32_t i = 0; i < cp.n_ctx; i++)
+        toks[i] = (int32_t)((s = s * 1664525u + 1013904223u) >> 8) % V;
     /* warm-up: fault the weights in, start the threads */
-    if (run_pp(c, toks, (int32_t)(n_pp < 32 ? n_pp : 32), logits) < 0 || run_tg(c, toks, 2, logits) < 0)
+    if (run_pp(c, toks, (int32_t)(n_pp < 32 ? n_pp : 32), logits) < 0 ||
+        run_tg(c, toks, 2, logits) < 0)
         goto out;
     for (long i = 0; i < r->reps && r->n_prompt > 0; i++)
         if ((tps[i] = run_pp(c, toks, (int32_t)r->n_prompt, logits)) < 0) goto out;
@@ -182,17 +186,17 @@ static void print_markdown(const result *r) {
            "load ms | TTFT %d ms | peak RSS MiB |\n",
            r->n_prompt, r->n_gen, TTFT_PROMPT);
     printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    printf("| %s | %.2f MiB | %s | %ld | %.1f ± %.1f | %.1f ± %.1f | %.1f | %.1f | %.0f | %.0f | %.0f |\n",
+    printf("| %s | %.2f MiB | %s | %ld | %.1f ± %.1f | %.1f ± %.1f | %.1f | %.1f | %.0f | %.0f | "
+           "%.0f |\n",
            base, r->model_bytes / 1048576.0, r->isa, r->threads, r->pp.mean, r->pp.sd, r->tg.mean,
            r->tg.sd, r->decode_gbps, r->membw_gbps, r->load_ms, r->ttft_ms, r->peak_rss_mib);
 }
 
 static void print_text(const result *r) {
-    printf("model          %s (%.2f MiB, %.2f B parameters)\n", r->model, r->model_bytes / 1048576.0,
-           r->params / 1e9);
+    printf("model          %s (%.2f MiB, %.2f B parameters)\n", r->model,
+           r->model_bytes / 1048576.0, r->params / 1e9);
     printf("kernels        %s, %ld threads, %ld repetitions\n", r->isa, r->threads, r->reps);
-    if (r->n_prompt > 0)
-        printf("pp%-12ld %.2f ± %.2f tok/s\n", r->n_prompt, r->pp.mean, r->pp.sd);
+    if (r->n_prompt > 0) printf("pp%-12ld %.2f ± %.2f tok/s\n", r->n_prompt, r->pp.mean, r->pp.sd);
     if (r->n_gen > 0)
         printf("tg%-12ld %.2f ± %.2f tok/s (%.2f ms/token)\n", r->n_gen, r->tg.mean, r->tg.sd,
                1000 / r->tg.mean);
@@ -201,7 +205,8 @@ static void print_text(const result *r) {
     printf("peak RSS       %.0f MiB\n", r->peak_rss_mib);
     if (r->n_gen > 0)
         printf("decode         %.1f GB/s of weights (%.0f MB per token); read bandwidth %.1f GB/s "
-               "(%.0f%%)\n", r->decode_gbps, r->decode_bytes / 1e6, r->membw_gbps,
+               "(%.0f%%)\n",
+               r->decode_gbps, r->decode_bytes / 1e6, r->membw_gbps,
                100 * r->decode_gbps / r->membw_gbps);
 }
 

@@ -6,14 +6,18 @@
 #include <string.h>
 
 #include "cli.h"
+#include "system_info.h"
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: edgelm inspect MODEL [--json] [--tokenizer PATH]\n\n"
+            "usage: edgelm inspect MODEL [--json] [--tokenizer PATH]\n"
+            "       edgelm inspect --system [--json]\n\n"
             "Prints the format, architecture, hyper-parameters, vocabulary summary and tensor table\n"
             "of MODEL (GGUF file, Hugging Face folder or llama2.c model.bin).\n\n"
             "  --json             one JSON object on stdout instead of text\n"
             "  --tokenizer PATH   llama2.c tokenizer.bin when not beside the model\n"
+            "  --system           the CPU, its SIMD features and the kernels chosen (no MODEL;\n"
+            "                     EDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set)\n"
             "  -h, --help         this help\n");
 }
 
@@ -110,7 +114,7 @@ static cJSON *build_json(const elm_model *m) {
 
 int cmd_inspect(int argc, char **argv) {
     const char *path = NULL, *tok = NULL;
-    bool json = false;
+    bool json = false, system = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -118,6 +122,8 @@ int cmd_inspect(int argc, char **argv) {
             return 0;
         } else if (!strcmp(a, "--json")) {
             json = true;
+        } else if (!strcmp(a, "--system")) {
+            system = true;
         } else if (!strcmp(a, "--tokenizer")) {
             if (!(tok = cli_value(argc, argv, &i))) return 1;
         } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
@@ -128,6 +134,7 @@ int cmd_inspect(int argc, char **argv) {
             path = a;
         }
     }
+    if (system) return path ? cli_fail("inspect: --system takes no MODEL") : cli_print_system(json);
     if (!path) return cli_fail("inspect: no MODEL given (try 'edgelm inspect --help')");
     elm_model *m = cli_load_model(path, tok);
     if (!m) return 1;

@@ -20,14 +20,15 @@ static void usage(FILE *f) {
             "usage: edgelm synth --preset NAME --type TYPE -o OUT.gguf [-s SEED]\n"
             "       edgelm synth --arch llama|qwen2|phi3|gemma --tiny -o OUT.gguf [--hf DIR]\n"
             "                    [--vocab VOCAB.gguf] [-s SEED] [--std X]\n\n"
-            "Writes a model with random weights and placeholder token strings but the exact tensor\n"
-            "shapes, vocabulary size and tied/untied output of a real model. FOR SPEED AND MEMORY\n"
-            "MEASUREMENT ONLY: the weights are noise and the text it produces is meaningless.\n"
-            "Every matrix (embedding and output too, like llama-quantize --pure) is TYPE; norms and\n"
-            "biases are f32. llama.cpp runs the same file (bench/side_by_side.sh).\n\n"
+            "Writes a model with random weights and placeholder token strings but the exact\n"
+            "tensor shapes, vocabulary size and tied/untied output of a real model.\n"
+            "For speed and memory measurement only: the weights are noise, its text meaningless.\n"
+            "Every matrix (embedding and output too, like llama-quantize --pure) is TYPE; norms\n"
+            "and biases are f32. llama.cpp runs the same file (bench/side_by_side.py).\n\n"
             "  --preset NAME   one of:\n");
     for (int i = 0; i < n; i++)
-        fprintf(f, "                    %-15s %s: dim %d, %d layers, %d/%d heads, ffn %d, vocab %d%s\n",
+        fprintf(f,
+                "                    %-15s %s: dim %d, %d layers, %d/%d heads, ffn %d, vocab %d%s\n",
                 p[i].name, p[i].source, p[i].dim, p[i].n_layers, p[i].n_heads, p[i].n_kv_heads,
                 p[i].ffn_dim, p[i].n_vocab, p[i].tied ? ", tied output" : "");
     fprintf(f,

@@ -22,7 +22,8 @@
 /* ---- floats ---- */
 
 NEON_FN static float dot_f32(const float *a, const float *b, int64_t n) {
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0), acc2 = vdupq_n_f32(0), acc3 = vdupq_n_f32(0);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0), acc2 = vdupq_n_f32(0),
+                acc3 = vdupq_n_f32(0);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         acc0 = vfmaq_f32(acc0, vld1q_f32(a + i), vld1q_f32(b + i));
@@ -44,7 +45,8 @@ NEON_INLINE float32x4_t load4_half(const uint8_t *p, bool bf16) {
 }
 
 NEON_INLINE float dot_half(const uint8_t *w, const float *x, int64_t n, bool bf16) {
-    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0), acc2 = vdupq_n_f32(0), acc3 = vdupq_n_f32(0);
+    float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0), acc2 = vdupq_n_f32(0),
+                acc3 = vdupq_n_f32(0);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         acc0 = vfmaq_f32(acc0, load4_half(w + 2 * i, bf16), vld1q_f32(x + i));
@@ -52,7 +54,8 @@ NEON_INLINE float dot_half(const uint8_t *w, const float *x, int64_t n, bool bf1
         acc2 = vfmaq_f32(acc2, load4_half(w + 2 * i + 16, bf16), vld1q_f32(x + i + 8));
         acc3 = vfmaq_f32(acc3, load4_half(w + 2 * i + 24, bf16), vld1q_f32(x + i + 12));
     }
-    for (; i + 4 <= n; i += 4) acc0 = vfmaq_f32(acc0, load4_half(w + 2 * i, bf16), vld1q_f32(x + i));
+    for (; i + 4 <= n; i += 4)
+        acc0 = vfmaq_f32(acc0, load4_half(w + 2 * i, bf16), vld1q_f32(x + i));
     float s = vaddvq_f32(vaddq_f32(vaddq_f32(acc0, acc1), vaddq_f32(acc2, acc3)));
     for (; i < n; i++) {
         uint16_t h;
@@ -122,11 +125,13 @@ NEON_FN static void rmsnorm(float *out, const float *x, const float *w, int64_t 
 
 NEON_FN static void attention(const float *q, const float *k, const float *v, size_t stride,
                               int32_t n_pos, int head_dim, float scale, float *scores, float *out) {
-    for (int32_t p = 0; p < n_pos; p++) scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
+    for (int32_t p = 0; p < n_pos; p++)
+        scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
     softmax(scores, n_pos);
     int d = 0;
     for (; d + 16 <= head_dim; d += 16) {
-        float32x4_t o0 = vdupq_n_f32(0), o1 = vdupq_n_f32(0), o2 = vdupq_n_f32(0), o3 = vdupq_n_f32(0);
+        float32x4_t o0 = vdupq_n_f32(0), o1 = vdupq_n_f32(0), o2 = vdupq_n_f32(0),
+                    o3 = vdupq_n_f32(0);
         for (int32_t p = 0; p < n_pos; p++) {
             const float *vp = v + (size_t)p * stride + d;
             o0 = vfmaq_n_f32(o0, vld1q_f32(vp), scores[p]);
@@ -184,13 +189,14 @@ NEON_INLINE uint8x16_t fifth_bits(const uint8_t *qh, int half) {
     static const uint8_t bit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
     uint32_t h;
     memcpy(&h, qh, 4);
-    const uint8x16_t bytes = vqtbl1q_u8(vreinterpretq_u8_u32(vdupq_n_u32(h)), vld1q_u8(spread[half]));
+    const uint8x16_t bytes =
+        vqtbl1q_u8(vreinterpretq_u8_u32(vdupq_n_u32(h)), vld1q_u8(spread[half]));
     return vandq_u8(vtstq_u8(bytes, vld1q_u8(bit)), vdupq_n_u8(0x10));
 }
 
 /* One 4/5-bit block: the integer dot with the zero point taken off, d·x.d and m·x.s applied. */
-NEON_INLINE float32x4_t block_q4q5(const uint8_t *b, const elm_q8_row *x, int64_t i, float32x4_t acc,
-                                   float *corr, bool asym, bool five) {
+NEON_INLINE float32x4_t block_q4q5(const uint8_t *b, const elm_q8_row *x, int64_t i,
+                                   float32x4_t acc, float *corr, bool asym, bool five) {
     const float d = elm_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
     const uint8_t *p = b + (asym ? 4 : 2);
     const uint8x16_t v = vld1q_u8(p + (five ? 4 : 0));
@@ -207,7 +213,8 @@ NEON_INLINE float32x4_t block_q4q5(const uint8_t *b, const elm_q8_row *x, int64_
     return vfmaq_n_f32(acc, vcvtq_f32_s32(dot), d * x->d[i]);
 }
 
-NEON_INLINE float dot_q4q5(const uint8_t *b, const elm_q8_row *x, int64_t nb, bool asym, bool five) {
+NEON_INLINE float dot_q4q5(const uint8_t *b, const elm_q8_row *x, int64_t nb, bool asym,
+                           bool five) {
     const size_t bb = 18 + (asym ? 2 : 0) + (five ? 4 : 0);
     float32x4_t acc0 = vdupq_n_f32(0), acc1 = vdupq_n_f32(0);
     float corr = 0;
@@ -220,10 +227,13 @@ NEON_INLINE float dot_q4q5(const uint8_t *b, const elm_q8_row *x, int64_t nb, bo
     return vaddvq_f32(vaddq_f32(acc0, acc1)) + corr;
 }
 
-NEON_INLINE float32x4_t block_q8_0(const uint8_t *b, const elm_q8_row *x, int64_t i, float32x4_t acc) {
-    int32x4_t dot = vdotq_s32(vdupq_n_s32(0), vld1q_s8((const int8_t *)b + 2), vld1q_s8(x->qs + i * ELM_QK));
+NEON_INLINE float32x4_t block_q8_0(const uint8_t *b, const elm_q8_row *x, int64_t i,
+                                   float32x4_t acc) {
+    int32x4_t dot =
+        vdotq_s32(vdupq_n_s32(0), vld1q_s8((const int8_t *)b + 2), vld1q_s8(x->qs + i * ELM_QK));
     dot = vdotq_s32(dot, vld1q_s8((const int8_t *)b + 18), vld1q_s8(x->qs + i * ELM_QK + 16));
-    return vfmaq_n_f32(acc, vcvtq_f32_s32(dot), elm_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * x->d[i]);
+    return vfmaq_n_f32(acc, vcvtq_f32_s32(dot),
+                       elm_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * x->d[i]);
 }
 
 NEON_FN static float row_q8_0(const uint8_t *b, const elm_q8_row *x, int64_t nb) {
@@ -279,7 +289,8 @@ NEON_INLINE void tile_q8_n(const uint8_t *tile, int64_t nb, const void *xq, floa
     for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES) {
         const float *dm = (const float *)(tile + ELM_TILE_ROWS * ELM_QK);
         for (int t = 0; t < nt; t++) {
-            const int8x16_t a0 = vld1q_s8(x[t].qs + b * ELM_QK), a1 = vld1q_s8(x[t].qs + b * ELM_QK + 16);
+            const int8x16_t a0 = vld1q_s8(x[t].qs + b * ELM_QK),
+                            a1 = vld1q_s8(x[t].qs + b * ELM_QK + 16);
             int32x4_t s[4] = {vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0), vdupq_n_s32(0)};
             for (int h = 0; h < 4; h++) {
                 const int8_t *w = (const int8_t *)tile + 16 * h;
@@ -348,7 +359,8 @@ NEON_FN static void tile_f32(const float *tile, int64_t cols, const float *xt, i
     }
 }
 
-static const elm_gemm_kernels gemm_kernels = {tile_q8, Q8_TOKENS, tile_f32, F32_TOKENS, NULL, NULL, NULL};
+static const elm_gemm_kernels gemm_kernels = {tile_q8, Q8_TOKENS, tile_f32, F32_TOKENS,
+                                              NULL,    NULL,      NULL};
 
 NEON_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);

@@ -55,8 +55,8 @@ X86_INLINE void tile_q8_256_n(const uint8_t *tile, int64_t nb, const void *xq, f
     }
 }
 
-X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                               float *y, int64_t ldy, int n_rows) {
+X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
+                               int64_t ldy, int n_rows) {
     switch (n_tok) {
     case 1: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 1); break;
     case 2: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 2); break;
@@ -65,8 +65,8 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
     }
 }
 
-X86_INLINE void tile_f32_256_n(const float *tile, int64_t cols, const float *xt, float *y, int64_t ldy,
-                               int n_rows, const int nt) {
+X86_INLINE void tile_f32_256_n(const float *tile, int64_t cols, const float *xt, float *y,
+                               int64_t ldy, int n_rows, const int nt) {
     __m256 acc[6][2];
     for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
     for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS, xt += 16) {
@@ -85,8 +85,8 @@ X86_INLINE void tile_f32_256_n(const float *tile, int64_t cols, const float *xt,
     }
 }
 
-X86_FN static void tile_f32_256(const float *tile, int64_t cols, const float *xt, int n_tok, float *y,
-                                int64_t ldy, int n_rows) {
+X86_FN static void tile_f32_256(const float *tile, int64_t cols, const float *xt, int n_tok,
+                                float *y, int64_t ldy, int n_rows) {
     switch (n_tok) {
     case 1: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 1); break;
     case 2: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 2); break;

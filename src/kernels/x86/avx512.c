@@ -1,13 +1,14 @@
 /* x86-64 AVX-512 kernels (F, BW, VL, DQ, VNNI and VBMI, as on Ice Lake, Sapphire Rapids and
  * Zen 4); CPUs with an older AVX-512 get the AVX2 table.
  *
- * Decode of the block types works on two blocks per 512-bit vector. The blocks stay where they
- * lie in the file (18 to 34 bytes each, so no vector load lines up with them): two plain loads
- * cover a group of blocks and byte permutes across both registers (vpermt2b, VBMI) pull out the
- * quants in the order of the activations, the fifth bits and the f16 scales, a few instructions
- * per block where extracting them one block at a time costs a dozen. The zero point of the
- * unsigned codes is taken off in integers by starting vpdpbusd's sums at -(o/8)·Σx.qs per lane.
- * Float types and odd block counts use x86_body.h, with vpdpbusd as its integer step.
+ * Decode of the 4/5-bit block types works on four blocks per 512-bit vector pair. The blocks stay
+ * where they lie in the file (18 to 24 bytes each, so no vector load lines up with them): two
+ * plain loads cover a group of four and byte permutes across both registers (vpermt2b, VBMI) pull
+ * out the quants, the fifth bits and the f16 scales, a few instructions per block where extracting
+ * them one block at a time costs a dozen; the activations are laid out once per call in the order
+ * the quants come out. The zero point of the unsigned codes is taken off in integers by starting
+ * vpdpbusd's sums at -(o/4)·Σx.qs per lane. Q8_0, float types and odd block counts use
+ * x86_body.h, with vpdpbusd as its integer step.
  *
  * Prefill has 512-bit micro-kernels where a vector holds one column of all 16 rows of a tile: the
  * weights of a block are loaded once and multiplied with each token's activations broadcast from
@@ -17,8 +18,9 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#define X86_FN                                                                                    \
-    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
+#define X86_FN                                                                                     \
+    __attribute__((                                                                                \
+        target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
 
 X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
     return _mm256_dpbusd_epi32(acc, u, s);
@@ -31,9 +33,9 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 enum { Q8_TOKENS = 8, F32_TOKENS = 16, GEMM_MIN_TOKENS = 4 };
 
 /* The tile's signed weights become unsigned by adding 128 (xor 0x80), vpdpbusd's operand order;
- * the 128·Σx.qs this adds is taken back with s: y = d·x.d·dot + (m - 128·d)·x.s. */
-X86_INLINE void tile_q8_512_n(const uint8_t *tile, int64_t nb, const void *xq, float *y, int64_t ldy,
-                              int n_rows, const int nt) {
+ * the 128·Σx.qs this adds is taken back in integers: y = d·x.d·(dot - 128·x.sum) + m·x.s. */
+X86_INLINE void tile_q8_512_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
+                              int64_t ldy, int n_rows, const int nt) {
     __m512 acc[Q8_TOKENS];
     elm_q8_row x[Q8_TOKENS];
     for (int t = 0; t < nt; t++) {
@@ -46,16 +48,15 @@ X86_INLINE void tile_q8_512_n(const uint8_t *tile, int64_t nb, const void *xq, f
         for (int k = 0; k < ELM_QK / 4; k++)
             w[k] = _mm512_xor_si512(_mm512_load_si512(tile + 64 * k), flip);
         const __m512 d = _mm512_load_ps(tile + ELM_TILE_ROWS * ELM_QK);
-        const __m512 c = _mm512_fnmadd_ps(_mm512_set1_ps(128.0f), d,
-                                          _mm512_load_ps(tile + ELM_TILE_ROWS * ELM_QK + 64));
+        const __m512 m = _mm512_load_ps(tile + ELM_TILE_ROWS * ELM_QK + 64);
         for (int t = 0; t < nt; t++) {
             const int8_t *qs = x[t].qs + b * ELM_QK;
-            __m512i sum = _mm512_setzero_si512();
+            __m512i sum = _mm512_set1_epi32(-128 * x[t].sum[b]);
             for (int k = 0; k < ELM_QK / 4; k++)
                 sum = _mm512_dpbusd_epi32(sum, w[k], _mm512_set1_epi32(i32_at(qs + 4 * k)));
-            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(d, _mm512_set1_ps(x[t].d[b])),
-                                     acc[t]);
-            acc[t] = _mm512_fmadd_ps(c, _mm512_set1_ps(x[t].s[b]), acc[t]);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
+                                     _mm512_mul_ps(d, _mm512_set1_ps(x[t].d[b])), acc[t]);
+            acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(x[t].s[b]), acc[t]);
         }
     }
     const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
@@ -78,8 +79,8 @@ X86_FN static void tile_q8_512(const uint8_t *tile, int64_t nb, const void *xq, 
 
 /* All 16 tokens of the chunk (the padding ones are zeros), only n_tok stored: one weight vector
  * load and 16 fused multiply-adds with broadcast activations per column. */
-X86_FN static void tile_f32_512(const float *tile, int64_t cols, const float *xt, int n_tok, float *y,
-                                int64_t ldy, int n_rows) {
+X86_FN static void tile_f32_512(const float *tile, int64_t cols, const float *xt, int n_tok,
+                                float *y, int64_t ldy, int n_rows) {
     __m512 acc[16];
     for (int t = 0; t < 16; t++) acc[t] = _mm512_setzero_ps();
     for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS, xt += 16) {
@@ -90,89 +91,88 @@ X86_FN static void tile_f32_512(const float *tile, int64_t cols, const float *xt
     for (int t = 0; t < n_tok; t++) _mm512_mask_storeu_ps(y + t * ldy, keep, acc[t]);
 }
 
-/* ---- decode of the block types ---- */
+/* ---- decode of the 4/5-bit block types ---- */
+
+/* The group kernel computes more per byte than the hardware prefetcher alone keeps up with;
+ * prefetching this far ahead (into the next row at a row's end) gave +20-30% single-thread
+ * bandwidth on Zen 4. (The plain 256-bit loops of x86_body.h do better without.) */
+enum { PREFETCH = 2048 };
 
 X86_INLINE float hsum512(__m512 v) {
     return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
 }
 
-/* A group of blocks (four of the 4/5-bit types, two of Q8_0; at most 128 bytes) is read as two
- * registers holding its bytes [0, 64) and [64, span); the indices below pick what each lane
- * needs out of the pair. Nibble types yield two vectors per group, the low nibbles (weights 0..15)
- * and the high nibbles (16..31) of the four blocks, 16 bytes per block; Q8_0 one vector of the
- * two blocks' 32 quants. */
+/* A group of four blocks (72 to 96 bytes) is read as two registers holding its bytes [0, 64) and
+ * [64, span); the indices below pick what each lane needs out of the pair: the packed quants of
+ * the four blocks (16 bytes each: low nibbles give weights 0..15, high nibbles 16..31), the qh
+ * byte holding each weight's fifth bit, and per 32-bit lane its block's scale d and offset m. */
 typedef struct {
-    __m512i quants;    /* byte indices of the packed quants */
-    __m512i fifth[2];  /* byte index of the qh byte holding the fifth bit, weights 0..15 / 16..31 */
-    __m512i scale;     /* word indices of each 32-bit lane's block scale d (16 words) */
-    __m512i offset;    /* the same for the offset m (Q4_1, Q5_1) */
-    __mmask64 tail;    /* bytes of the second register that belong to the group */
-    int bb, span, blocks; /* bytes per block and per group, blocks per group */
+    __m512i quants;   /* byte indices */
+    __m512i fifth[2]; /* byte indices, for weights 0..15 and 16..31 of each block */
+    __m512i scale;    /* word indices: lanes 4b..4b+3 take block b's d (16 words) */
+    __m512i offset;   /* the same for m (Q4_1, Q5_1) */
+    __mmask64 tail;   /* bytes of the second register that belong to the group */
+    int bb, span;     /* bytes per block and per group */
 } block_perm;
 
 X86_FN static void make_perm(elm_type t, block_perm *bp) {
-    const bool q8 = t == ELM_TYPE_Q8_0, asym = t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_1;
-    const int bb = (int)elm_type_get(t)->block_bytes, blocks = q8 ? 2 : 4;
-    const int per_block = 64 / blocks; /* bytes of a vector per block */
+    const bool asym = t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_1;
+    const int bb = (int)elm_type_get(t)->block_bytes;
     uint8_t q[64], h[2][64];
     uint16_t sc[32], of[32];
     for (int j = 0; j < 64; j++) {
-        const int block = j / per_block, k = j % per_block;
-        q[j] = (uint8_t)(bb * block + bb - (q8 ? 32 : 16) + k);
+        const int block = j / 16, k = j % 16;
+        q[j] = (uint8_t)(bb * block + bb - 16 + k);
         for (int half = 0; half < 2; half++)
             h[half][j] = (uint8_t)(bb * block + (asym ? 4 : 2) + 2 * half + k / 8);
     }
     for (int w = 0; w < 32; w++) {
-        const int block = (w % 16) / (16 / blocks);
-        sc[w] = (uint16_t)(bb * block / 2);
-        of[w] = (uint16_t)(bb * block / 2 + 1);
+        sc[w] = (uint16_t)(bb * ((w % 16) / 4) / 2);
+        of[w] = (uint16_t)(sc[w] + 1);
     }
     bp->quants = _mm512_loadu_si512(q);
     bp->fifth[0] = _mm512_loadu_si512(h[0]);
     bp->fifth[1] = _mm512_loadu_si512(h[1]);
     bp->scale = _mm512_loadu_si512(sc);
     bp->offset = _mm512_loadu_si512(of);
-    bp->bb = bb, bp->blocks = blocks, bp->span = bb * blocks;
+    bp->bb = bb, bp->span = 4 * bb;
     bp->tail = ((__mmask64)1 << (bp->span - 64)) - 1;
 }
 
-/* One token's activations laid out for the group kernels, once per call (all rows share it):
- * per group, the quants in the order the weights come out ([weights 0..15 of the 4 blocks |
- * 16..31] for nibble types, as they are for Q8_0), the integer start of each lane's sum (the
- * zero point: -o·Σx.qs spread over the block's lanes), x.d per lane and x.s per lane divided by
- * the lanes per block (Σ over a block's lanes of m·s/L = m·s). */
+/* One token's activations laid out for the group kernel, once per call (all rows share it): per
+ * group, the quants in the order the weights come out ([weights 0..15 of the 4 blocks | 16..31]),
+ * the integer start of each lane's sum (the zero point: -o·Σx.qs spread over the block's 4 lanes),
+ * x.d per lane and x.s / 4 per lane (a block's 4 lanes add up m·s). */
 typedef struct {
-    const int8_t *qs;      /* [groups][2][64] nibble types, [groups][64] Q8_0 */
-    const __m512i *init;   /* [groups] */
-    const __m512 *d, *s;   /* [groups] */
+    const int8_t *qs;    /* [groups][2][64] */
+    const __m512i *init; /* [groups] */
+    const __m512 *d, *s; /* [groups] */
 } group_act;
 
-X86_FN static void make_group_act(const elm_q8_row *x, int64_t groups, const block_perm *bp,
-                                  int zero_point, void *scratch, group_act *out) {
+/* Scratch bytes make_group_act uses for cols activations (3 vectors of 64 bytes per 128 weights,
+ * and the quants), rounded up so that consecutive tokens' vectors stay 64-byte aligned. */
+#define GROUP_ACT_BYTES(cols) (((size_t)(cols) / 128 * 192 + (size_t)(cols) + 63) / 64 * 64)
+
+X86_FN static void make_group_act(const elm_q8_row *x, int64_t groups, int zero_point,
+                                  void *scratch, group_act *out) {
     __m512i *init = scratch;
     __m512 *d = (__m512 *)(init + groups), *s = d + groups;
     int8_t *qs = (int8_t *)(s + groups);
-    const int lanes = 16 / bp->blocks;
     for (int64_t g = 0; g < groups; g++) {
         int32_t iv[16];
         float dv[16], sv[16];
         for (int l = 0; l < 16; l++) {
-            const int64_t b = g * bp->blocks + l / lanes;
-            iv[l] = -zero_point * x->sum[b] / lanes;
+            const int64_t b = 4 * g + l / 4;
+            iv[l] = -zero_point * x->sum[b] / 4;
             dv[l] = x->d[b];
-            sv[l] = x->s[b] / (float)lanes;
+            sv[l] = x->s[b] * 0.25f;
         }
         init[g] = _mm512_loadu_si512(iv);
         d[g] = _mm512_loadu_ps(dv);
         s[g] = _mm512_loadu_ps(sv);
-        const int8_t *src = x->qs + g * bp->blocks * ELM_QK;
-        if (bp->blocks == 2) {
-            memcpy(qs + g * 64, src, 64);
-            continue;
-        }
         for (int b = 0; b < 4; b++) {
-            memcpy(qs + g * 128 + 16 * b, src + ELM_QK * b, 16);
-            memcpy(qs + g * 128 + 64 + 16 * b, src + ELM_QK * b + 16, 16);
+            memcpy(qs + g * 128 + 16 * b, x->qs + (4 * g + b) * ELM_QK, 16);
+            memcpy(qs + g * 128 + 64 + 16 * b, x->qs + (4 * g + b) * ELM_QK + 16, 16);
         }
     }
     *out = (group_act){qs, init, d, s};
@@ -215,71 +215,46 @@ X86_INLINE float row_nibbles(const uint8_t *w, const group_act *a, const elm_q8_
     }
     float corr = 0;
     __m256 rest = _mm256_setzero_ps();
-    for (int64_t i = groups * 4; i < nb; i++, w += bp->bb) rest = block_q4q5(w, x, i, rest, &corr, asym, five);
+    for (int64_t i = groups * 4; i < nb; i++, w += bp->bb)
+        rest = block_q4q5(w, x, i, rest, &corr, asym, five);
     return hsum512(_mm512_add_ps(acc0, acc1)) + hsum256(rest) + corr;
 }
 
-/* Q8_0, two blocks per vector; the signed quants become unsigned by xor 0x80 (+128), taken back
- * by the zero point 128 in the lanes' starting values. */
-X86_FN static float row_q8_0_512(const uint8_t *w, const group_act *a, const elm_q8_row *x, int64_t nb,
-                                 const block_perm *bp) {
-    const __m512i flip = _mm512_set1_epi8((char)0x80);
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-    const int64_t groups = nb / 2;
-    int64_t g = 0;
-    for (; g + 2 <= groups; g += 2, w += 2 * bp->span) {
-        for (int u = 0; u < 2; u++) {
-            const uint8_t *p = w + u * bp->span;
-            _mm_prefetch((const char *)p + PREFETCH, _MM_HINT_T0);
-            _mm_prefetch((const char *)p + PREFETCH + 64, _MM_HINT_T0);
-            const __m512i lo = _mm512_loadu_si512(p), hi = _mm512_maskz_loadu_epi8(bp->tail, p + 64);
-            const __m512i q = _mm512_xor_si512(_mm512_permutex2var_epi8(lo, bp->quants, hi), flip);
-            const __m512i dot = _mm512_dpbusd_epi32(a->init[g + u], q, _mm512_loadu_si512(a->qs + (g + u) * 64));
-            const __m512 scale = _mm512_mul_ps(gather_f16(lo, bp->scale, hi), a->d[g + u]);
-            if (u) acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc1);
-            else acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc0);
-        }
-    }
-    __m256 rest = _mm256_setzero_ps();
-    for (int64_t i = g * 2; i < nb; i++, w += bp->bb) rest = block_q8_0(w, x, i, rest);
-    return hsum512(_mm512_add_ps(acc0, acc1)) + hsum256(rest);
-}
-
-/* Few tokens: the block types through the group kernels, float types through x86_body.h (whose
- * 256-bit F16 loop streams faster on Zen 4 than a 512-bit one: vcvtph2ps on 512 bits is slow). */
+/* Few tokens: the 4/5-bit types through the group kernel; Q8_0 (32 contiguous quants a block,
+ * measured faster 256 bits at a time) and float types through x86_body.h, whose 256-bit F16 loop
+ * also streams faster on Zen 4 than a 512-bit one. */
 X86_FN static void matvec_512(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     const elm_tensor *w = a->w;
-    if (!elm_type_q8_act(w->type)) {
-        matvec(a, r0, r1, row_dot_256(w->type));
+    const elm_type t = w->type;
+    if (!elm_type_q8_act(t) || t == ELM_TYPE_Q8_0) {
+        matvec(a, r0, r1, row_dot_256(t));
         return;
     }
-    const elm_type t = w->type;
     const int64_t cols = w->ne[0], rows = w->ne[1], nb = cols / ELM_QK;
     const size_t row_bytes = elm_row_bytes(t, cols);
+    const bool asym = t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_1;
+    const bool five = t == ELM_TYPE_Q5_0 || t == ELM_TYPE_Q5_1;
+    const int zero_point = asym ? 0 : five ? 16 : 8;
     block_perm bp;
     make_perm(t, &bp);
-    const int zero_point = t == ELM_TYPE_Q4_0 ? 8 : t == ELM_TYPE_Q5_0 ? 16 : t == ELM_TYPE_Q8_0 ? 128 : 0;
     enum { MAX_TOK = 4 };
     group_act act[MAX_TOK];
     elm_q8_row x[MAX_TOK];
-    /* 4·cols bytes per token: quants, and three 64-byte vectors per group of at least 64 weights */
     for (int64_t t0 = 0; t0 < a->n_tok; t0 += MAX_TOK) {
         const int nt = (int)(a->n_tok - t0 < MAX_TOK ? a->n_tok - t0 : MAX_TOK);
         for (int k = 0; k < nt; k++) {
             x[k] = elm_q8_at(a->xq, cols, t0 + k);
-            make_group_act(&x[k], nb / bp.blocks, &bp, zero_point, (char *)scratch + (size_t)k * 4 * cols, &act[k]);
+            make_group_act(&x[k], nb / 4, zero_point, (char *)scratch + k * GROUP_ACT_BYTES(cols),
+                           &act[k]);
         }
         for (int64_t r = r0; r < r1; r++) {
             const uint8_t *row = (const uint8_t *)w->data + (size_t)r * row_bytes;
             for (int k = 0; k < nt; k++) {
                 float v;
-                switch (t) {
-                case ELM_TYPE_Q8_0: v = row_q8_0_512(row, &act[k], &x[k], nb, &bp); break;
-                case ELM_TYPE_Q4_0: v = row_nibbles(row, &act[k], &x[k], nb, &bp, false, false); break;
-                case ELM_TYPE_Q4_1: v = row_nibbles(row, &act[k], &x[k], nb, &bp, true, false); break;
-                case ELM_TYPE_Q5_0: v = row_nibbles(row, &act[k], &x[k], nb, &bp, false, true); break;
-                default: v = row_nibbles(row, &act[k], &x[k], nb, &bp, true, true); break;
-                }
+                if (!asym && !five) v = row_nibbles(row, &act[k], &x[k], nb, &bp, false, false);
+                else if (!five) v = row_nibbles(row, &act[k], &x[k], nb, &bp, true, false);
+                else if (!asym) v = row_nibbles(row, &act[k], &x[k], nb, &bp, false, true);
+                else v = row_nibbles(row, &act[k], &x[k], nb, &bp, true, true);
                 a->y[(t0 + k) * rows + r] = v;
             }
         }
@@ -299,7 +274,9 @@ X86_INLINE __m256i block_signed(elm_type t, const uint8_t *b, float *d, float *m
     case ELM_TYPE_Q5_0:
         return _mm256_sub_epi8(_mm256_or_si256(load_nibbles(b + 6), load_fifth_bits(b + 2)),
                                _mm256_set1_epi8(16));
-    default: *m = f16_at(b + 2); return _mm256_or_si256(load_nibbles(b + 8), load_fifth_bits(b + 4));
+    default:
+        *m = f16_at(b + 2);
+        return _mm256_or_si256(load_nibbles(b + 8), load_fifth_bits(b + 4));
     }
 }
 
@@ -338,9 +315,11 @@ X86_FN static void repack_q8_512(const elm_tensor *w, int64_t r0, int n_rows, ui
                               : _mm256_setzero_si256();
         }
         __m512i z[8], a[4][2], bq[2][2][2];
-        for (int j = 0; j < 8; j++) z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(q[2 * j]), q[2 * j + 1], 1);
+        for (int j = 0; j < 8; j++)
+            z[j] = _mm512_inserti64x4(_mm512_castsi256_si512(q[2 * j]), q[2 * j + 1], 1);
         for (int i = 0; i < 4; i++)
-            for (int h = 0; h < 2; h++) a[i][h] = _mm512_permutex2var_epi32(z[2 * i], A[h], z[2 * i + 1]);
+            for (int h = 0; h < 2; h++)
+                a[i][h] = _mm512_permutex2var_epi32(z[2 * i], A[h], z[2 * i + 1]);
         for (int g = 0; g < 2; g++)
             for (int h = 0; h < 2; h++)
                 for (int k = 0; k < 2; k++)
@@ -405,7 +384,8 @@ X86_FN static void repack_f32_512(const elm_tensor *w, int64_t r0, int n_rows, f
                 v[r] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + 2 * c0)));
             else
                 v[r] = _mm512_castsi512_ps(_mm512_slli_epi32(
-                    _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * c0))), 16));
+                    _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + 2 * c0))),
+                    16));
         }
         transpose16(v, &bf);
         for (int c = 0; c < 16; c++) _mm512_store_ps(tile + (c0 + c) * ELM_TILE_ROWS, v[c]);
@@ -415,19 +395,22 @@ X86_FN static void repack_f32_512(const elm_tensor *w, int64_t r0, int n_rows, f
     for (int r = 0; r < ELM_TILE_ROWS && c0 < cols; r++)
         for (int64_t c = c0; c < cols; c++) {
             float f = 0;
-            if (r < n_rows) tt->to_float(base + (size_t)r * row_bytes + (size_t)c * tt->block_bytes, &f, 1);
+            if (r < n_rows)
+                tt->to_float(base + (size_t)r * row_bytes + (size_t)c * tt->block_bytes, &f, 1);
             tile[c * ELM_TILE_ROWS + r] = f;
         }
 }
 
 /* The activations of up to 16 tokens, 16 columns at a time, through transpose16. */
-X86_FN static void transpose_x_512(const float *x, int64_t ldx, int n_tok, int64_t cols, float *xt) {
+X86_FN static void transpose_x_512(const float *x, int64_t ldx, int n_tok, int64_t cols,
+                                   float *xt) {
     butterflies bf;
     make_butterflies(&bf);
     int64_t c0 = 0;
     for (; c0 + 16 <= cols; c0 += 16) {
         __m512 v[16];
-        for (int t = 0; t < 16; t++) v[t] = t < n_tok ? _mm512_loadu_ps(x + t * ldx + c0) : _mm512_setzero_ps();
+        for (int t = 0; t < 16; t++)
+            v[t] = t < n_tok ? _mm512_loadu_ps(x + t * ldx + c0) : _mm512_setzero_ps();
         transpose16(v, &bf);
         for (int c = 0; c < 16; c++) _mm512_storeu_ps(xt + (c0 + c) * 16, v[c]);
     }
@@ -435,8 +418,9 @@ X86_FN static void transpose_x_512(const float *x, int64_t ldx, int n_tok, int64
         for (int t = 0; t < 16; t++) xt[c * 16 + t] = t < n_tok ? x[t * ldx + c] : 0.0f;
 }
 
-static const elm_gemm_kernels gemm_kernels = {tile_q8_512, Q8_TOKENS, tile_f32_512, F32_TOKENS,
-                                              repack_q8_512, repack_f32_512, transpose_x_512};
+static const elm_gemm_kernels gemm_kernels = {tile_q8_512,    Q8_TOKENS,     tile_f32_512,
+                                              F32_TOKENS,     repack_q8_512, repack_f32_512,
+                                              transpose_x_512};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);

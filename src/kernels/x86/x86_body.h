@@ -18,11 +18,6 @@
 
 #define X86_INLINE X86_FN static inline __attribute__((always_inline))
 
-/* Decode streams weights from memory row after row; prefetching this far ahead of the loads
- * (into the next row at a row's end) keeps more misses in flight than the hardware prefetcher
- * alone: +20-30% single-thread bandwidth on Zen 4. */
-enum { PREFETCH = 2048 };
-
 /* ---- helpers ---- */
 
 X86_INLINE float hsum256(__m256 v) {
@@ -73,7 +68,8 @@ X86_INLINE __m256 exp256(__m256 x) {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
     p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -108,20 +104,17 @@ X86_INLINE __m256 load8_bf16(const uint8_t *p) {
 
 /* The F16 and BF16 row dots differ only in the loader; always_inline makes two loops. */
 X86_INLINE float dot_half(const uint8_t *w, const float *x, int64_t n, bool bf16) {
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+    __m256 acc[8];
+    for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
     int64_t i = 0;
 #define LOAD8(off) (bf16 ? load8_bf16(w + 2 * (i + (off))) : load8_f16(w + 2 * (i + (off))))
-    for (; i + 32 <= n; i += 32) {
-        _mm_prefetch((const char *)(w + 2 * i) + PREFETCH, _MM_HINT_T0);
-        acc0 = _mm256_fmadd_ps(LOAD8(0), _mm256_loadu_ps(x + i), acc0);
-        acc1 = _mm256_fmadd_ps(LOAD8(8), _mm256_loadu_ps(x + i + 8), acc1);
-        acc2 = _mm256_fmadd_ps(LOAD8(16), _mm256_loadu_ps(x + i + 16), acc2);
-        acc3 = _mm256_fmadd_ps(LOAD8(24), _mm256_loadu_ps(x + i + 24), acc3);
-    }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(LOAD8(0), _mm256_loadu_ps(x + i), acc0);
+    for (; i + 64 <= n; i += 64)
+        for (int k = 0; k < 8; k++)
+            acc[k] = _mm256_fmadd_ps(LOAD8(8 * k), _mm256_loadu_ps(x + i + 8 * k), acc[k]);
+    for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(LOAD8(0), _mm256_loadu_ps(x + i), acc[0]);
 #undef LOAD8
-    float s = hsum256(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
+    for (int k = 1; k < 8; k++) acc[0] = _mm256_add_ps(acc[0], acc[k]);
+    float s = hsum256(acc[0]);
     for (; i < n; i++) {
         uint16_t h;
         memcpy(&h, w + 2 * i, 2);
@@ -134,7 +127,9 @@ X86_INLINE float dot_half(const uint8_t *w, const float *x, int64_t n, bool bf16
  * for the four rows, which keeps the L1 traffic of long rows (FFN down: 5632 columns, a 22 KB
  * x) from evicting x while the weights stream through. */
 X86_INLINE __m256 load8_weights(elm_type t, const uint8_t *p) {
-    return t == ELM_TYPE_F32 ? _mm256_loadu_ps((const float *)p) : t == ELM_TYPE_F16 ? load8_f16(p) : load8_bf16(p);
+    return t == ELM_TYPE_F32   ? _mm256_loadu_ps((const float *)p)
+           : t == ELM_TYPE_F16 ? load8_f16(p)
+                               : load8_bf16(p);
 }
 
 X86_INLINE void dot_float4(elm_type t, const uint8_t *w, size_t stride, const float *x, int64_t n,
@@ -144,7 +139,6 @@ X86_INLINE void dot_float4(elm_type t, const uint8_t *w, size_t stride, const fl
     for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        for (int r = 0; r < 4; r++) _mm_prefetch((const char *)(w + r * stride + es * i) + PREFETCH, _MM_HINT_T0);
         for (int h = 0; h < 32; h += 16) {
             const __m256 x0 = _mm256_loadu_ps(x + i + h), x1 = _mm256_loadu_ps(x + i + h + 8);
             for (int r = 0; r < 4; r++) {
@@ -168,7 +162,9 @@ X86_INLINE void dot_float4(elm_type t, const uint8_t *w, size_t stride, const fl
         for (int64_t j = i; j < n; j++) {
             uint16_t h;
             memcpy(&h, p + 2 * j, 2);
-            const float v = t == ELM_TYPE_F32 ? ((const float *)p)[j] : t == ELM_TYPE_F16 ? _cvtsh_ss(h) : elm_bf16_to_f32(h);
+            const float v = t == ELM_TYPE_F32   ? ((const float *)p)[j]
+                            : t == ELM_TYPE_F16 ? _cvtsh_ss(h)
+                                                : elm_bf16_to_f32(h);
             out[r] += v * x[j];
         }
     }
@@ -176,10 +172,10 @@ X86_INLINE void dot_float4(elm_type t, const uint8_t *w, size_t stride, const fl
 
 typedef void (*rows4_fn)(const uint8_t *w, size_t stride, const float *x, int64_t n, float out[4]);
 
-#define ROWS4(name, type)                                                                         \
-    X86_FN static void name(const uint8_t *w, size_t stride, const float *x, int64_t n,          \
-                            float out[4]) {                                                       \
-        dot_float4(type, w, stride, x, n, out);                                                   \
+#define ROWS4(name, type)                                                                          \
+    X86_FN static void name(const uint8_t *w, size_t stride, const float *x, int64_t n,            \
+                            float out[4]) {                                                        \
+        dot_float4(type, w, stride, x, n, out);                                                    \
     }
 ROWS4(rows4_f32, ELM_TYPE_F32)
 ROWS4(rows4_f16, ELM_TYPE_F16)
@@ -203,8 +199,10 @@ X86_FN static void quantize_q8(const float *x, int64_t cols, void *row) {
         }
         const float db = hmax256(amax) / 127.0f, id = db != 0 ? 1.0f / db : 0.0f;
         __m256i q[4];
-        for (int k = 0; k < 4; k++) q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], _mm256_set1_ps(id)));
-        const __m256i total = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+        for (int k = 0; k < 4; k++)
+            q[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], _mm256_set1_ps(id)));
+        const __m256i total =
+            _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
         /* the packs interleave 128-bit lanes; the permutation restores element order */
         const __m256i p16a = _mm256_packs_epi32(q[0], q[1]), p16b = _mm256_packs_epi32(q[2], q[3]);
         const __m256i p8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b), order);
@@ -220,11 +218,13 @@ X86_FN static void quantize_q8(const float *x, int64_t cols, void *row) {
 /* 16 bytes of nibbles -> 32 bytes: low nibbles (weights 0..15), then high (16..31). */
 X86_INLINE __m256i load_nibbles(const uint8_t *qs) {
     const __m128i v = _mm_loadu_si128((const __m128i *)qs);
-    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
+    const __m256i both =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1);
     return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
 }
 
-/* The fifth bits of a 5-bit block: byte j is 0x10 where bit j of the little-endian u32 qh is set. */
+/* The fifth bits of a 5-bit block: byte j is 0x10 where bit j of the little-endian u32 qh is
+ * set. */
 X86_INLINE __m256i load_fifth_bits(const uint8_t *qh) {
     uint32_t h;
     memcpy(&h, qh, 4);
@@ -246,7 +246,8 @@ X86_INLINE __m256 block_q4q5(const uint8_t *b, const elm_q8_row *x, int64_t i, _
     if (five) q = _mm256_or_si256(q, load_fifth_bits(p));
     const int zero_point_per_lane = asym ? 0 : five ? 2 : 1;
     const __m256i init = _mm256_set1_epi32(-zero_point_per_lane * x->sum[i]);
-    const __m256i dot = dot_u8s8(init, q, _mm256_loadu_si256((const __m256i *)(x->qs + i * ELM_QK)));
+    const __m256i dot =
+        dot_u8s8(init, q, _mm256_loadu_si256((const __m256i *)(x->qs + i * ELM_QK)));
     if (asym) *corr += f16_at(b + 2) * x->s[i];
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(d * x->d[i]), acc);
 }
@@ -268,7 +269,8 @@ X86_INLINE float dot_q4q5(const uint8_t *b, const elm_q8_row *x, int64_t nb, boo
 X86_INLINE __m256 block_q8_0(const uint8_t *b, const elm_q8_row *x, int64_t i, __m256 acc) {
     const __m256i w = _mm256_loadu_si256((const __m256i *)(b + 2));
     const __m256i a = _mm256_loadu_si256((const __m256i *)(x->qs + i * ELM_QK));
-    const __m256i dot = dot_u8s8(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(a, w));
+    const __m256i dot =
+        dot_u8s8(_mm256_setzero_si256(), _mm256_abs_epi8(w), _mm256_sign_epi8(a, w));
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(f16_at(b) * x->d[i]), acc);
 }
 
@@ -276,7 +278,8 @@ X86_INLINE __m256 block_q8_0(const uint8_t *b, const elm_q8_row *x, int64_t i, _
  * types. */
 typedef float (*row_dot_fn)(const void *w, const float *x, const elm_q8_row *xq, int64_t cols);
 
-X86_FN static float row_q8_0(const void *w, const float *unused, const elm_q8_row *x, int64_t cols) {
+X86_FN static float row_q8_0(const void *w, const float *unused, const elm_q8_row *x,
+                             int64_t cols) {
     (void)unused;
     const uint8_t *b = w;
     const int64_t nb = cols / ELM_QK;
@@ -290,11 +293,11 @@ X86_FN static float row_q8_0(const void *w, const float *unused, const elm_q8_ro
     return hsum256(_mm256_add_ps(acc0, acc1));
 }
 
-#define ROW_Q4Q5(name, asym, five)                                                                \
-    X86_FN static float name(const void *w, const float *unused, const elm_q8_row *x,             \
-                             int64_t cols) {                                                      \
-        (void)unused;                                                                             \
-        return dot_q4q5(w, x, cols / ELM_QK, asym, five);                                         \
+#define ROW_Q4Q5(name, asym, five)                                                                 \
+    X86_FN static float name(const void *w, const float *unused, const elm_q8_row *x,              \
+                             int64_t cols) {                                                       \
+        (void)unused;                                                                              \
+        return dot_q4q5(w, x, cols / ELM_QK, asym, five);                                          \
     }
 ROW_Q4Q5(row_q4_0, false, false)
 ROW_Q4Q5(row_q4_1, true, false)
@@ -310,7 +313,8 @@ X86_FN static float row_f16(const void *w, const float *x, const elm_q8_row *unu
     (void)unused;
     return dot_half(w, x, cols, false);
 }
-X86_FN static float row_bf16(const void *w, const float *x, const elm_q8_row *unused, int64_t cols) {
+X86_FN static float row_bf16(const void *w, const float *x, const elm_q8_row *unused,
+                             int64_t cols) {
     (void)unused;
     return dot_half(w, x, cols, true);
 }
@@ -338,8 +342,11 @@ X86_FN static void matvec(const elm_matmul_args *a, int64_t r0, int64_t r1, row_
     /* rows of a long x in fours (see dot_float4); shorter ones one by one, which streams the
      * weights strictly in order (measured faster when x fits in L1 with room to spare) */
     const bool long_x = cols * sizeof(float) > 16384;
-    const rows4_fn four = !long_x ? NULL : w->type == ELM_TYPE_F32 ? rows4_f32 : w->type == ELM_TYPE_F16 ? rows4_f16
-                        : w->type == ELM_TYPE_BF16 ? rows4_bf16 : NULL;
+    const rows4_fn four = !long_x                    ? NULL
+                          : w->type == ELM_TYPE_F32  ? rows4_f32
+                          : w->type == ELM_TYPE_F16  ? rows4_f16
+                          : w->type == ELM_TYPE_BF16 ? rows4_bf16
+                                                     : NULL;
     for (; four && r0 + 4 <= r1; r0 += 4) {
         const uint8_t *row = (const uint8_t *)w->data + (size_t)r0 * row_bytes;
         for (int64_t t = 0; t < a->n_tok; t++) {
@@ -373,7 +380,8 @@ X86_FN static void rmsnorm(float *out, const float *x, const float *w, int64_t n
     const float scale = (float)(1.0 / sqrt(ss / (double)n + eps));
     const __m256 sv = _mm256_set1_ps(scale);
     for (i = 0; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), sv), _mm256_loadu_ps(w + i)));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), sv),
+                                                _mm256_loadu_ps(w + i)));
     for (; i < n; i++) out[i] = x[i] * scale * w[i];
 }
 
@@ -396,7 +404,8 @@ X86_FN static void softmax(float *x, int64_t n) {
         sum += x[i];
     }
     const __m256 inv = _mm256_set1_ps((float)(1.0 / sum));
-    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+    for (i = 0; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
     for (; i < n; i++) x[i] *= (float)(1.0 / sum);
 }
 
@@ -404,36 +413,48 @@ X86_FN static void swiglu(float *out, const float *g, const float *u, int64_t n)
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m256 gv = _mm256_loadu_ps(g + i);
-        const __m256 den = _mm256_add_ps(_mm256_set1_ps(1.0f), exp256(_mm256_sub_ps(_mm256_setzero_ps(), gv)));
+        const __m256 den =
+            _mm256_add_ps(_mm256_set1_ps(1.0f), exp256(_mm256_sub_ps(_mm256_setzero_ps(), gv)));
         _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(gv, den), _mm256_loadu_ps(u + i)));
     }
     for (; i < n; i++) out[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+/* Four dot products of q with k rows (stride floats apart) of head_dim = 8·n8 floats, reduced
+ * together: one horizontal sum for four positions. */
+X86_INLINE __m128 dot4_q(const float *q, const float *k, size_t stride, int n8) {
+    __m256 a[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps()};
+    for (int j = 0; j < n8; j++) {
+        const __m256 qv = _mm256_loadu_ps(q + 8 * j);
+        for (int r = 0; r < 4; r++)
+            a[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + r * stride + 8 * j), a[r]);
+    }
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+/* Heads of up to 128 dimensions in multiples of 8 (every Llama-family model) keep the output in
+ * registers over the positions; other sizes take the scalar oracle. */
 X86_FN static void attention(const float *q, const float *k, const float *v, size_t stride,
                              int32_t n_pos, int head_dim, float scale, float *scores, float *out) {
-    for (int32_t p = 0; p < n_pos; p++) scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
+    if (head_dim % 8 || head_dim > 128) {
+        elm_scalar_attention(q, k, v, stride, n_pos, head_dim, scale, scores, out);
+        return;
+    }
+    const int n8 = head_dim / 8;
+    int32_t p = 0;
+    for (; p + 4 <= n_pos; p += 4)
+        _mm_storeu_ps(scores + p, _mm_mul_ps(dot4_q(q, k + (size_t)p * stride, stride, n8),
+                                             _mm_set1_ps(scale)));
+    for (; p < n_pos; p++) scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
     softmax(scores, n_pos);
-    int d = 0;
-    for (; d + 32 <= head_dim; d += 32) {
-        __m256 o0 = _mm256_setzero_ps(), o1 = _mm256_setzero_ps();
-        __m256 o2 = _mm256_setzero_ps(), o3 = _mm256_setzero_ps();
-        for (int32_t p = 0; p < n_pos; p++) {
-            const float *vp = v + (size_t)p * stride + d;
-            const __m256 s = _mm256_set1_ps(scores[p]);
-            o0 = _mm256_fmadd_ps(s, _mm256_loadu_ps(vp), o0);
-            o1 = _mm256_fmadd_ps(s, _mm256_loadu_ps(vp + 8), o1);
-            o2 = _mm256_fmadd_ps(s, _mm256_loadu_ps(vp + 16), o2);
-            o3 = _mm256_fmadd_ps(s, _mm256_loadu_ps(vp + 24), o3);
-        }
-        _mm256_storeu_ps(out + d, o0);
-        _mm256_storeu_ps(out + d + 8, o1);
-        _mm256_storeu_ps(out + d + 16, o2);
-        _mm256_storeu_ps(out + d + 24, o3);
+    __m256 o[16];
+    for (int j = 0; j < n8; j++) o[j] = _mm256_setzero_ps();
+    for (p = 0; p < n_pos; p++) {
+        const float *vp = v + (size_t)p * stride;
+        const __m256 sp = _mm256_set1_ps(scores[p]);
+        for (int j = 0; j < n8; j++) o[j] = _mm256_fmadd_ps(sp, _mm256_loadu_ps(vp + 8 * j), o[j]);
     }
-    for (; d < head_dim; d++) {
-        float o = 0;
-        for (int32_t p = 0; p < n_pos; p++) o += scores[p] * v[(size_t)p * stride + d];
-        out[d] = o;
-    }
+    for (int j = 0; j < n8; j++) _mm256_storeu_ps(out + 8 * j, o[j]);
 }

@@ -1,0 +1,131 @@
+/* edgelm synth (model/synth.h): the presets carry the published shapes (parameter counts of the
+ * real models), and a small custom preset written to disk loads back with the tensor list,
+ * types, tied/untied output, biases and metadata a real file of that architecture has, and runs. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "edgelm/context.h"
+#include "model/synth.h"
+
+/* Parameters of a preset's model as the tensor list counts them. */
+static int64_t params_of(const elm_synth_preset *p, bool bias) {
+    const int64_t d = p->dim, kv = (int64_t)p->n_kv_heads * (p->dim / p->n_heads), f = p->ffn_dim;
+    const int64_t layer = 2 * d + d * d * 2 + 2 * d * kv + 3 * d * f + (bias ? d + 2 * kv : 0);
+    return (int64_t)p->n_vocab * d * (p->tied ? 1 : 2) + d + p->n_layers * layer;
+}
+
+static void presets(void) {
+    /* published sizes: TinyLlama 1.1B = 1,100,048,384; Llama 3.2 1B = 1,235,814,400;
+     * Llama 2 7B = 6,738,415,616; Qwen2 0.5B = 494,032,768 */
+    const struct {
+        const char *name;
+        int64_t params;
+    } want[] = {{"tinyllama-1.1b", 1100048384LL},
+                {"llama-3.2-1b", 1235814400LL},
+                {"llama-2-7b", 6738415616LL},
+                {"qwen2-0.5b", 494032768LL}};
+    int n;
+    elm_synth_presets(&n);
+    CHECK(n == 4, "%d presets", n);
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const elm_synth_preset *p = elm_synth_find(want[i].name);
+        CHECK(p != NULL, "preset %s", want[i].name);
+        if (!p) continue;
+        const int64_t got = params_of(p, !strcmp(p->arch, "qwen2"));
+        CHECK(got == want[i].params, "%s: %lld parameters, want %lld", p->name, (long long)got,
+              (long long)want[i].params);
+    }
+    CHECK(elm_synth_find("gpt-5") == NULL, "unknown preset found");
+}
+
+static char dir[] = "/tmp/edgelm-test-synth-XXXXXX";
+
+static const char *tmp_path(const char *name) {
+    static char buf[4][600];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+    return buf[k];
+}
+
+static elm_model *write_and_load(const elm_synth_preset *p, elm_type type, const char *path) {
+    elm_error err;
+    uint64_t bytes = 0;
+    CHECK(elm_synth_write(p, type, path, 7, NULL, NULL, &bytes, &err) == ELM_OK, "synth: %s",
+          err.msg);
+    elm_model *m = NULL;
+    CHECK(elm_model_load(path, NULL, &m, &err) == ELM_OK, "load %s: %s", path, err.msg);
+    return m;
+}
+
+static void small_llama(void) {
+    const elm_synth_preset p = {"tiny", "test", "llama", 300,   64,       2,     4,
+                                2,      96,     256,     1e-5f, 10000.0f, false, true};
+    elm_model *m = write_and_load(&p, ELM_TYPE_Q4_0, tmp_path("tiny-q4_0.gguf"));
+    if (!m) return;
+    CHECK(m->hp.n_vocab == 300 && m->hp.dim == 64 && m->hp.n_layers == 2 && m->hp.n_kv_heads == 2 &&
+              m->hp.ffn_dim == 96 && !m->hp.tied_output,
+          "hyper-parameters");
+    CHECK(m->output != m->tok_embd && m->output->type == ELM_TYPE_Q4_0 &&
+              m->tok_embd->type == ELM_TYPE_Q4_0 && m->layers[1].w_down->type == ELM_TYPE_Q4_0 &&
+              m->layers[0].attn_norm->type == ELM_TYPE_F32,
+          "tensor types");
+    CHECK(m->rope_freqs != NULL && m->vocab.n_tokens == 300 && m->vocab.bos_id == 1 &&
+              strstr(m->name, "speed and memory measurement only") != NULL,
+          "rope_freqs, vocab, name '%s'", m->name);
+    /* Llama 3's frequency divisors: 1 for the fastest pairs, the factor (32) for the slowest */
+    const float *rf = m->rope_freqs->data;
+    CHECK(rf[0] == 1.0f && rf[m->rope_freqs->ne[0] - 1] == 32.0f, "rope_freqs %g .. %g", rf[0],
+          rf[m->rope_freqs->ne[0] - 1]);
+    elm_context *c = NULL;
+    elm_error err;
+    elm_context_params cp = {.n_ctx = 32, .n_threads = 2};
+    CHECK(elm_context_new(m, &cp, &c, &err) == ELM_OK, "%s", err.msg);
+    const int32_t toks[] = {1, 17, 299, 4};
+    float logits[300];
+    CHECK(c && elm_forward(c, toks, 4, logits, false, &err) == ELM_OK, "forward: %s", err.msg);
+    bool finite = true;
+    for (int i = 0; i < 300; i++)
+        finite &= logits[i] == logits[i] && logits[i] < 1e30f && logits[i] > -1e30f;
+    CHECK(finite, "logits not finite");
+    elm_context_free(c);
+    elm_model_free(m);
+}
+
+static void small_qwen2(void) {
+    const elm_synth_preset p = {"tiny-qwen2", "test", "qwen2", 300,  64,   2,    4, 2,
+                                96,           256,    1e-6f,   1e6f, true, false};
+    elm_model *m = write_and_load(&p, ELM_TYPE_F16, tmp_path("tiny-f16.gguf"));
+    if (!m) return;
+    CHECK(!strcmp(m->hp.arch, "qwen2") && m->output == m->tok_embd && m->hp.tied_output,
+          "qwen2, tied output");
+    CHECK(m->layers[0].bq && m->layers[0].bk && m->layers[1].bv && m->layers[0].bq->ne[0] == 64 &&
+              m->layers[0].bk->ne[0] == 32 && m->layers[0].bq->type == ELM_TYPE_F32,
+          "q/k/v biases");
+    CHECK(m->layers[0].wq->type == ELM_TYPE_F16 && m->rope_freqs == NULL, "types");
+    elm_model_free(m);
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    presets();
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return check_done();
+    }
+    small_llama();
+    small_qwen2();
+    /* shapes that do not fit the type are refused and leave no file */
+    const elm_synth_preset odd = {"odd", "test", "llama", 300,   48,   1,    4,
+                                  4,     80,     64,      1e-5f, 1e4f, true, false};
+    const char *path = tmp_path("odd.gguf");
+    elm_error err;
+    CHECK(elm_synth_write(&odd, ELM_TYPE_Q8_0, path, 1, NULL, NULL, NULL, &err) == ELM_ERR_ARG &&
+              access(path, F_OK) != 0,
+          "odd shapes accepted: %s", err.msg);
+    unlink(tmp_path("tiny-q4_0.gguf")), unlink(tmp_path("tiny-f16.gguf"));
+    rmdir(dir);
+    return check_done();
+}
