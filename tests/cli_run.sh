@@ -20,6 +20,9 @@ expect_error() {
 
 out=$("$bin" run -m "$model" -p "Once upon a time" -n 8 --temp 0 2>/dev/null)
 [ "$out" = "Once upon a time, there was a little girl" ] && ok || bad "greedy text: '$out'"
+# a mapped file (--mmap) and one read into memory (the default) give the same tokens
+mapped=$("$bin" run -m "$model" -p "Once upon a time" -n 8 --temp 0 --mmap 2>/dev/null)
+[ -n "$out" ] && [ "$out" = "$mapped" ] && ok || bad "--mmap output '$mapped' differs from '$out'"
 stats=$("$bin" run -m "$model" -p "Once upon a time" -n 8 --temp 0 2>&1 >/dev/null)
 echo "$stats" | grep -Eq '^load .* ms \| prompt 5 tokens, .* tok/s \| first token .* ms \| generated 8 tokens, .* tok/s \| peak RSS .* MiB$' \
   && ok || bad "stats line: '$stats'"

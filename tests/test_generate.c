@@ -8,14 +8,17 @@
 #include "check.h"
 #include "edgelm/generate.h"
 
-static elm_model *load(const char *path) {
+static elm_model *load_as(const char *path, bool in_memory) {
     elm_model *m = NULL;
     elm_error err;
     elm_error_clear(&err);
-    elm_status st = elm_model_load(path, NULL, &m, &err);
+    const elm_load_opts opts = {.in_memory = in_memory};
+    elm_status st = elm_model_load(path, &opts, &m, &err);
     CHECK(st == ELM_OK, "%s: %s", path, err.msg);
     return m;
 }
+
+static elm_model *load(const char *path) { return load_as(path, false); }
 
 /* Greedy ids after prompt_ids; returns how many of the first n_check match golden. */
 static int greedy_matches(elm_model *m, const int *prompt, int n_prompt, const int *golden,
@@ -41,8 +44,8 @@ static int greedy_matches(elm_model *m, const int *prompt, int n_prompt, const i
     return same;
 }
 
-static void golden_greedy(const char *rel, int n_check) {
-    elm_model *m = load(fixture(rel));
+static void golden_greedy(const char *rel, int n_check, bool in_memory) {
+    elm_model *m = load_as(fixture(rel), in_memory);
     cJSON *g = check_load_json(fixture("stories260K/golden/greedy.json"));
     if (!m || !g) goto out;
     const cJSON *cs;
@@ -100,10 +103,11 @@ static void prefill_equals_decode(void) {
 
 int main(int argc, char **argv) {
     check_init(argc, argv);
-    golden_greedy("stories260K/stories260K-f32.gguf", 32);
-    golden_greedy("stories260K/hf-f32", 32);
-    golden_greedy("stories260K/model.bin", 32);
-    golden_greedy("stories260K/hf-bf16-sharded", 8);
+    golden_greedy("stories260K/stories260K-f32.gguf", 32, false);
+    golden_greedy("stories260K/stories260K-f32.gguf", 32, true); /* read into memory */
+    golden_greedy("stories260K/hf-f32", 32, false);
+    golden_greedy("stories260K/model.bin", 32, false);
+    golden_greedy("stories260K/hf-bf16-sharded", 8, false);
     prefill_equals_decode();
     return check_done();
 }

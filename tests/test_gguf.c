@@ -122,26 +122,32 @@ static const char *patch64(const char *name, size_t at, uint64_t v) {
     return patched(name, at, &v, 8, 0);
 }
 
-/* Loads `path` through elm_model_load (or elm_load_gguf directly when `direct`); expects failure
- * with `code` (or any error when code is ELM_OK) and a message holding the path and `phrase`. */
+/* Loads `path` through elm_model_load (or elm_load_gguf directly when `direct`), mapped and read
+ * into memory; expects failure with `code` (or any error when code is ELM_OK) and a message
+ * holding the path and `phrase`. */
 static void expect_fail_as(const char *what, const char *path, bool direct, elm_status code,
                            const char *phrase) {
-    elm_error err;
-    elm_error_clear(&err);
-    elm_status st;
-    if (direct) {
-        elm_model *m = elm_model_new(path, "gguf", &err);
-        st = elm_load_gguf(m, path, &err);
-        elm_model_free(m);
-    } else {
+    for (int in_memory = 0; in_memory < 2; in_memory++) {
+        elm_error err;
+        elm_error_clear(&err);
+        elm_status st;
         elm_model *m = NULL;
-        st = elm_model_load(path, NULL, &m, &err);
+        if (direct) {
+            m = elm_model_new(path, "gguf", &err);
+            st = elm_load_gguf(m, path, in_memory, &err);
+        } else {
+            const elm_load_opts opts = {.in_memory = in_memory};
+            st = elm_model_load(path, &opts, &m, &err);
+        }
         elm_model_free(m);
+        CHECK(st != ELM_OK, "%s: loaded without error", what);
+        if (code != ELM_OK)
+            CHECK(st == code, "%s: status %d, expected %d (%s)", what, st, code, err.msg);
+        CHECK(strstr(err.msg, path) != NULL, "%s: message does not name the file: %s", what,
+              err.msg);
+        CHECK(strstr(err.msg, phrase) != NULL, "%s: message lacks '%s': %s", what, phrase,
+              err.msg);
     }
-    CHECK(st != ELM_OK, "%s: loaded without error", what);
-    if (code != ELM_OK) CHECK(st == code, "%s: status %d, expected %d (%s)", what, st, code, err.msg);
-    CHECK(strstr(err.msg, path) != NULL, "%s: message does not name the file: %s", what, err.msg);
-    CHECK(strstr(err.msg, phrase) != NULL, "%s: message lacks '%s': %s", what, phrase, err.msg);
 }
 
 static void expect_fail(const char *what, const char *path, elm_status code, const char *phrase) {
@@ -296,7 +302,7 @@ static void test_truncated(void) {
         elm_model *m = elm_model_new("x", "gguf", NULL);
         elm_error err;
         const char *p = patched("cut.gguf", 0, NULL, 0, at);
-        if (elm_load_gguf(m, p, &err) == ELM_OK || !strstr(err.msg, p)) loaded++;
+        if (elm_load_gguf(m, p, at % 2, &err) == ELM_OK || !strstr(err.msg, p)) loaded++;
         elm_model_free(m);
     }
     CHECK(loaded == 0, "%d truncated copies loaded or gave a message without the path", loaded);

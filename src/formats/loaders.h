@@ -8,7 +8,7 @@
 #include "edgelm/model.h"
 
 /* GGUF v2/v3, mmapped (gguf_read.c). */
-elm_status elm_load_gguf(elm_model *m, const char *path, elm_error *err);
+elm_status elm_load_gguf(elm_model *m, const char *path, bool in_memory, elm_error *err);
 
 /* Only the tokenizer of a GGUF file (vocab-only files, e.g. the fixtures vocab/ggml-vocab-*.gguf, have
  * no tensors): fills and finalizes v (gguf_read.c). */

@@ -328,7 +328,7 @@ elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model
         fclose(f);
         bool gguf = got == 4 && memcmp(magic, "GGUF", 4) == 0;
         if (!(m = elm_model_new(path, gguf ? "gguf" : "llama2c", err))) return ELM_ERR_NOMEM;
-        st = gguf ? elm_load_gguf(m, path, err)
+        st = gguf ? elm_load_gguf(m, path, opts && opts->in_memory, err)
                   : elm_load_llama2c(m, path, opts ? opts->tokenizer_path : NULL, err);
     }
     if (!st) st = elm_model_bind(m, err);

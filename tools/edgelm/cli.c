@@ -50,16 +50,23 @@ const char *cli_value(int argc, char **argv, int *i) {
     return argv[++*i];
 }
 
-elm_model *cli_load_model(const char *path, const char *tokenizer_path) {
+static elm_model *load(const char *path, const elm_load_opts *opts) {
     elm_error err;
     elm_error_clear(&err);
     elm_model *m = NULL;
-    elm_load_opts opts = {.tokenizer_path = tokenizer_path};
-    if (elm_model_load(path, &opts, &m, &err) != ELM_OK) {
+    if (elm_model_load(path, opts, &m, &err) != ELM_OK) {
         cli_fail("%s", err.msg);
         return NULL;
     }
     return m;
+}
+
+elm_model *cli_load_model(const char *path, const char *tokenizer_path) {
+    return load(path, &(elm_load_opts){.tokenizer_path = tokenizer_path});
+}
+
+elm_model *cli_load_model_to_run(const char *path, const char *tokenizer_path, bool mmap) {
+    return load(path, &(elm_load_opts){.tokenizer_path = tokenizer_path, .in_memory = !mmap});
 }
 
 double cli_peak_rss_mib(void) {

@@ -74,6 +74,15 @@ int cli_default_threads(void);
 /* Loads a model, printing the library's error on failure (NULL). */
 elm_model *cli_load_model(const char *path, const char *tokenizer_path);
 
+/* The same for commands that run the model: a GGUF file is read into memory (elm_load_opts
+ * in_memory: faster decode) unless `mmap` (the --mmap option) asks to map it. */
+elm_model *cli_load_model_to_run(const char *path, const char *tokenizer_path, bool mmap);
+
+/* --mmap's line in the commands' --help. */
+#define CLI_MMAP_HELP                                                                              \
+    "      --mmap             map the GGUF file instead of reading it into memory: instant\n"     \
+    "                         load, shared page cache, slower decode (4 KiB pages)\n"
+
 /* Peak resident set size of this process in MiB (getrusage). */
 double cli_peak_rss_mib(void);
 

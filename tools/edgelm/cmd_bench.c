@@ -32,6 +32,8 @@ static void usage(FILE *f) {
         "  -n, --n-gen N        generated tokens for tg (default 128; 0 skips tg)\n"
         "  -t, --threads N      threads (default: all cores)\n"
         "  -r, --repetitions R  repetitions of each test (default 5)\n"
+        "  --mmap               map the GGUF file instead of reading it into memory (load_ms\n"
+        "                       then excludes the copy; decode is slower, 4 KiB pages)\n"
         "  --json               one JSON object: pp_tps, pp_tps_sd, tg_tps, tg_tps_sd, load_ms,\n"
         "                       ttft_ms, peak_rss_mib, model_bytes, decode_gbps, membw_gbps,\n"
         "                       threads, isa (and the parameters)\n"
@@ -241,7 +243,7 @@ static int membw_only(long threads, long mib, bool json) {
 
 int cmd_bench(int argc, char **argv) {
     result r = {.n_prompt = 512, .n_gen = 128, .reps = 5, .threads = cli_default_threads()};
-    bool json = false, markdown = false, membw = false;
+    bool json = false, markdown = false, membw = false, mmap = false;
     long mib = 1024;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -257,6 +259,7 @@ int cmd_bench(int argc, char **argv) {
         else if (!strcmp(a, "--json")) json = true;
         else if (!strcmp(a, "--markdown")) markdown = true;
         else if (!strcmp(a, "--membw")) membw = true;
+        else if (!strcmp(a, "--mmap")) mmap = true;
         else return cli_fail("bench: unknown option '%s' (try 'edgelm bench --help')", a);
     }
     if (json && markdown) return cli_fail("bench: choose one of --json and --markdown");
@@ -264,7 +267,7 @@ int cmd_bench(int argc, char **argv) {
     if (!r.model) return cli_fail("bench: -m MODEL is required (try 'edgelm bench --help')");
 
     double t0 = cli_now_ms();
-    elm_model *m = cli_load_model(r.model, NULL);
+    elm_model *m = cli_load_model_to_run(r.model, NULL, mmap);
     if (!m) return 1;
     r.load_ms = cli_now_ms() - t0;
     r.model_bytes = elm_model_bytes(m);

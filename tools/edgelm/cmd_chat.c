@@ -167,7 +167,7 @@ int cmd_chat(int argc, char **argv) {
     int rc = 1;
     gen_stack stack = {0};
     elm_chat *chat = NULL;
-    elm_model *m = cli_load_model(model, tokenizer);
+    elm_model *m = cli_load_model_to_run(model, tokenizer, o.mmap);
     if (!m || !gen_stack_new(&stack, &o, m, model)) goto done;
     if (!strcmp(tmpl_name, "auto")) tmpl = elm_chat_template_detect(m->vocab.chat_template);
     elm_error err;

@@ -36,7 +36,8 @@ static void usage(FILE *f) {
           "      --plot FILE.svg    also write a plot of file size against KLD (or --plot-y ppl)\n"
           "      --plot-y kld|ppl   y axis of the plot (default kld)\n"
           "  -t, --threads N        threads (default: all cores)\n"
-          "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n",
+          "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n"
+          "      --mmap             map GGUF files instead of reading them into memory\n",
           f);
 }
 
@@ -45,7 +46,7 @@ typedef struct {
     int n_models;
     const char *ref, *ref_logits, *save_ref, *file, *prompts, *markdown, *plot, *tokenizer;
     long n_ctx, n_batch, n_predict, n_threads;
-    bool json;
+    bool json, mmap;
     elm_plot_y plot_y;
 } eval_opts;
 
@@ -179,7 +180,7 @@ static int tokenize_text(const eval_run *r, const elm_model *m, int32_t **ids, i
 /* The reference (live or cached) and the baseline's own entry and continuations. */
 static int prepare_baseline(eval_run *r, const elm_ppl_params *pp) {
     const eval_opts *o = r->o;
-    elm_model *base = o->ref ? cli_load_model(o->ref, o->tokenizer) : NULL;
+    elm_model *base = o->ref ? cli_load_model_to_run(o->ref, o->tokenizer, o->mmap) : NULL;
     if (o->ref && !base) return 1;
     int32_t *ids = NULL;
     int64_t n_ids = 0;
@@ -219,7 +220,7 @@ static int evaluate_model(eval_run *r, int k, const elm_ppl_params *pp) {
     elm_eval_entry *e = &r->models[k];
     e->name = file_name(path);
     e->path = path;
-    elm_model *m = cli_load_model(path, r->o->tokenizer);
+    elm_model *m = cli_load_model_to_run(path, r->o->tokenizer, r->o->mmap);
     if (!m) return 1;
     int32_t *ids = NULL;
     int64_t n_ids = 0;
@@ -332,6 +333,7 @@ int cmd_eval(int argc, char **argv) {
         else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) CLI_LONG(1, 1 << 16, o.n_predict);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) CLI_LONG(1, 512, o.n_threads);
         else if (!strcmp(a, "--json")) o.json = true;
+        else if (!strcmp(a, "--mmap")) o.mmap = true;
         else return cli_fail("eval: unknown option '%s' (see edgelm eval --help)", a);
     }
     if (check_opts(&o)) return 1;

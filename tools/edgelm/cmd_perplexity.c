@@ -16,6 +16,7 @@ static void usage(FILE *f) {
           "  -b, --batch-size N    tokens per forward pass (default CTX)\n"
           "  -t, --threads N       threads (default: all cores)\n"
           "      --tokenizer PATH  llama2.c tokenizer.bin when not beside model.bin\n"
+          "      --mmap            map the GGUF file instead of reading it into memory\n"
           "      --json            print ppl, ppl_stderr, n_ctx, chunks, scored_tokens, mean_nll\n",
           f);
 }
@@ -28,7 +29,7 @@ static void on_chunk(int32_t chunk, int32_t n_chunks, double ppl, void *user) {
 int cmd_perplexity(int argc, char **argv) {
     const char *model = NULL, *file = NULL, *tokenizer = NULL;
     long n_ctx = 512, n_batch = 0, n_threads = cli_default_threads();
-    bool json = false;
+    bool json = false, mmap = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
@@ -39,6 +40,7 @@ int cmd_perplexity(int argc, char **argv) {
         else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) CLI_LONG(1, 1 << 20, n_batch);
         else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) CLI_LONG(1, 512, n_threads);
         else if (!strcmp(a, "--json")) json = true;
+        else if (!strcmp(a, "--mmap")) mmap = true;
         else return cli_fail("perplexity: unknown option '%s' (see edgelm perplexity --help)", a);
     }
     if (!model || !file) return cli_fail("perplexity: -m MODEL and -f TEXT are required");
@@ -46,7 +48,7 @@ int cmd_perplexity(int argc, char **argv) {
     size_t len;
     char *text = cli_read_text(file, &len);
     if (!text) return 1;
-    elm_model *m = cli_load_model(model, tokenizer);
+    elm_model *m = cli_load_model_to_run(model, tokenizer, mmap);
     if (!m) {
         free(text);
         return 1;

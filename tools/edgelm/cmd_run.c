@@ -129,7 +129,7 @@ int cmd_run(int argc, char **argv) {
     int32_t *prompt_ids = NULL, *gen_ids = NULL;
     run_out out = {.stream = !json};
     const double t0 = cli_now_ms();
-    elm_model *m = cli_load_model(model, tokenizer);
+    elm_model *m = cli_load_model_to_run(model, tokenizer, o.mmap);
     if (!m) goto done;
     const double load_ms = cli_now_ms() - t0;
     elm_error err;

@@ -36,7 +36,8 @@ void gen_opts_usage(FILE *f) {
           "      --draft-max N      most tokens drafted per target pass (default 8)\n"
           "      --draft-min-p P    stop drafting below this draft confidence (default 0.5)\n"
           "      --lookup N         prompt-lookup decoding: copy up to N tokens that followed\n"
-          "                         an earlier occurrence of the last n-gram (0 = off)\n",
+          "                         an earlier occurrence of the last n-gram (0 = off)\n"
+          CLI_MMAP_HELP,
           f);
 }
 
@@ -99,6 +100,10 @@ bool gen_opts_parse(gen_opts *o, int argc, char **argv, int *ip) {
         o->gp.ignore_eos = true;
         return true;
     }
+    if (IS("--mmap")) {
+        o->mmap = true;
+        return true;
+    }
     if (IS("--no-context-shift")) {
         o->gp.no_context_shift = true;
         return true;
@@ -137,7 +142,7 @@ bool gen_stack_new(gen_stack *s, const gen_opts *o, const elm_model *m, const ch
     s->spec = (elm_spec_params){.draft_max = (int32_t)o->draft_max,
                                 .draft_min_p = o->draft_min_p, .lookup = (int32_t)o->lookup};
     if (!o->draft) return true;
-    if (!(s->draft_model = cli_load_model(o->draft, NULL))) return false;
+    if (!(s->draft_model = cli_load_model_to_run(o->draft, NULL, o->mmap))) return false;
     if (s->draft_model->hp.n_vocab != m->hp.n_vocab) {
         cli_fail("%s: draft vocabulary has %d tokens, %s has %d", o->draft,
                  s->draft_model->hp.n_vocab, path, m->hp.n_vocab);

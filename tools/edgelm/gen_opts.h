@@ -14,6 +14,7 @@ typedef struct gen_opts {
     elm_type type_k, type_v;
     const char *draft;          /* --draft MODEL */
     float draft_min_p;
+    bool mmap;                  /* --mmap: map GGUF files instead of reading them */
     bool failed;                /* an option's value was bad (message printed) */
 } gen_opts;
 

@@ -196,9 +196,9 @@ X86_INLINE float row_nibbles(const uint8_t *w, const group_act *a, const elm_q8_
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     const int64_t groups = nb / 4;
+    const uint8_t *pf = w + PREFETCH;
     for (int64_t g = 0; g < groups; g++, w += bp->span) {
-        _mm_prefetch((const char *)w + PREFETCH, _MM_HINT_T0);
-        _mm_prefetch((const char *)w + PREFETCH + 64, _MM_HINT_T0);
+        for (; pf < w + PREFETCH + bp->span; pf += 64) _mm_prefetch((const char *)pf, _MM_HINT_T0);
         const __m512i lo = _mm512_loadu_si512(w), hi = _mm512_maskz_loadu_epi8(bp->tail, w + 64);
         const __m512i packed = _mm512_permutex2var_epi8(lo, bp->quants, hi);
         __m512i q0 = _mm512_and_si512(packed, low4);
