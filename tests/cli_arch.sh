@@ -7,25 +7,7 @@
 set -u
 bin=$1
 fix=$2
-tmp=$(mktemp -d /tmp/edgelm-cli-arch.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failed=1
-}
-
-# expect_error PATTERN CMD ARGS...: exit 1, one line "edgelm: ..." on stderr matching PATTERN
-expect_error() {
-    local pattern=$1 rc
-    shift
-    "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    [ "$rc" = 1 ] || fail "$*: exit status $rc, want 1"
-    [ "$(wc -l <"$tmp/err")" = 1 ] || fail "$*: stderr is not one line: $(cat "$tmp/err")"
-    grep -q "^edgelm: .*$pattern" "$tmp/err" || fail "$*: stderr '$(cat "$tmp/err")' lacks '$pattern'"
-}
+. "$(dirname "$0")/lib/cli.sh"
 
 # json_get FILE EXPR: prints EXPR evaluated on the JSON object d of FILE
 json_get() {
@@ -69,7 +51,7 @@ at = data.index(key) + len(key) + 4 + 8  # key, value type, string length
 assert data[at:at + 5] == b"gemma"
 open(sys.argv[2], "wb").write(data[:at] + b"mamba" + data[at + 5:])
 EOF
-expect_error "unsupported architecture 'mamba'" run -m "$tmp/mamba.gguf" -p "Hi" -n 1
+expect_error "mamba" "unsupported architecture 'mamba'" "$bin" run -m "$tmp/mamba.gguf" -p "Hi" -n 1
 
 # a pre-tokenizer edgelm does not know
 python3 - "$fix/vocab/ggml-vocab-gpt-2.gguf" "$tmp/pre.gguf" <<'EOF'
@@ -80,7 +62,7 @@ at = data.index(key) + len(key) + 4 + 8
 assert data[at:at + 5] == b"gpt-2"
 open(sys.argv[2], "wb").write(data[:at] + b"gpt-9" + data[at + 5:])
 EOF
-expect_error "tokenizer.ggml.pre 'gpt-9' is not supported" tokenize -m "$tmp/pre.gguf" -p "Hi"
+expect_error "gpt-9" "tokenizer.ggml.pre 'gpt-9' is not supported" "$bin" tokenize -m "$tmp/pre.gguf" -p "Hi"
 
 # rope_scaling types the forward pass does not implement, in an HF config
 for case in "llama yarn" "phi3 longrope"; do
@@ -95,8 +77,8 @@ c = json.load(open(sys.argv[1]))
 c["rope_scaling"] = {"rope_type": sys.argv[2], "factor": 4.0}
 json.dump(c, open(sys.argv[1], "w"))
 EOF
-    expect_error "rope_scaling type '$2' is not supported" run -m "$dir" -p "Hi" -n 1
+    expect_error "$1 $2" "rope_scaling type '$2' is not supported" "$bin" run -m "$dir" -p "Hi" -n 1
 done
 
-[ "$failed" = 0 ] && echo "cli_arch: all passed"
-exit "$failed"
+[ "$failed" -eq 0 ] && echo "cli_arch: all passed"
+exit $((failed > 0))

@@ -8,18 +8,7 @@
 set -u
 bin=$1 fx=$2
 model=$fx/stories260K/stories260K-f32.gguf
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-
-# expect_error NAME PATTERN -- command...: exit 1, exactly one stderr line matching PATTERN
-expect_error() {
-  local name=$1 pattern=$2; shift 3
-  local err; err=$("$@" 2>&1 >/dev/null); local rc=$?
-  local lines; lines=$(printf '%s\n' "$err" | grep -c .)
-  if [ "$rc" -eq 1 ] && [ "$lines" -eq 1 ] && printf '%s' "$err" | grep -q -- "$pattern"; then ok
-  else bad "$name: rc=$rc lines=$lines stderr='$err'"; fi
-}
+. "$(dirname "$0")/lib/cli.sh"
 
 small=(-m "$model" -p 16 -n 8 -r 2 -t 2 --membw-mib 8)
 "$bin" bench "${small[@]}" --json | python3 -c '
@@ -35,46 +24,46 @@ assert 1_000_000 < d["model_bytes"] < 1_200_000, d["model_bytes"]  # the F32 fix
 # decode reads every tensor once per token (the tied embedding is the output)
 assert abs(d["decode_gbps"] - d["decode_bytes_per_token"] * d["tg_tps"] / 1e9) < 1e-6 * d["decode_gbps"] + 1e-12, d
 assert d["isa"] in ("scalar", "avx2", "avx512", "neon"), d["isa"]
-' && ok || bad "bench --json"
+' && ok || fail "bench --json"
 
 EDGELM_ISA=scalar "$bin" bench "${small[@]}" --json | python3 -c '
 import json, sys
-assert json.load(sys.stdin)["isa"] == "scalar"' && ok || bad "EDGELM_ISA=scalar not reported"
+assert json.load(sys.stdin)["isa"] == "scalar"' && ok || fail "EDGELM_ISA=scalar not reported"
 
 md=$("$bin" bench "${small[@]}" --markdown)
-echo "$md" | grep -q '^| model | size | isa | threads | pp16 tok/s | tg8 tok/s |' && ok || bad "markdown header: $md"
-[ "$(echo "$md" | grep -c '^|')" -eq 3 ] && ok || bad "markdown rows: $md"
+echo "$md" | grep -q '^| model | size | isa | threads | pp16 tok/s | tg8 tok/s |' && ok || fail "markdown header: $md"
+[ "$(echo "$md" | grep -c '^|')" -eq 3 ] && ok || fail "markdown rows: $md"
 
 txt=$("$bin" bench "${small[@]}")
 echo "$txt" | grep -Eq '^pp16 +[0-9.]+ ± [0-9.]+ tok/s' && echo "$txt" | grep -Eq '^tg8 +[0-9.]+ ± ' &&
-  echo "$txt" | grep -q 'read bandwidth' && ok || bad "text output: $txt"
+  echo "$txt" | grep -q 'read bandwidth' && ok || fail "text output: $txt"
 
 "$bin" bench --membw -t 2 --membw-mib 8 --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
-assert [e["threads"] for e in d] == [1, 2] and all(e["membw_gbps"] > 0 for e in d), d' && ok || bad "bench --membw"
+assert [e["threads"] for e in d] == [1, 2] and all(e["membw_gbps"] > 0 for e in d), d' && ok || fail "bench --membw"
 
-"$bin" bench --help | grep -q -- "--membw" && ok || bad "bench --help"
-"$bin" synth --help | grep -qi "for speed and memory measurement only" && ok || bad "synth --help warning"
-"$bin" synth --help | grep -q "tinyllama-1.1b" && ok || bad "synth --help presets"
+"$bin" bench --help | grep -q -- "--membw" && ok || fail "bench --help"
+"$bin" synth --help | grep -qi "for speed and memory measurement only" && ok || fail "synth --help warning"
+"$bin" synth --help | grep -q "tinyllama-1.1b" && ok || fail "synth --help presets"
 
 EDGELM_ISA=scalar "$bin" inspect --system --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 assert d["isa"] == "scalar" and d["forced"] == "scalar" and "scalar" in d["available"], d
-assert d["cores"] >= 1 and isinstance(d["features"], list), d' && ok || bad "inspect --system --json"
-"$bin" inspect --system | grep -Eq '^kernels +(avx512|avx2|neon|scalar) \(available: ' && ok || bad "inspect --system"
-expect_error "inspect --system MODEL" "takes no MODEL" -- "$bin" inspect --system "$model"
+assert d["cores"] >= 1 and isinstance(d["features"], list), d' && ok || fail "inspect --system --json"
+"$bin" inspect --system | grep -Eq '^kernels +(avx512|avx2|neon|scalar) \(available: ' && ok || fail "inspect --system"
+expect_error "inspect --system MODEL" "takes no MODEL" "$bin" inspect --system "$model"
 
-expect_error "bench no model" "bench: -m MODEL is required" -- "$bin" bench -p 4
-expect_error "bench missing file" "no-such.gguf" -- "$bin" bench -m /nonexistent/no-such.gguf
-expect_error "bench bad -p" "invalid value 'abc'" -- "$bin" bench -m "$model" -p abc
-expect_error "bench json+markdown" "choose one" -- "$bin" bench -m "$model" --json --markdown
-expect_error "bench unknown option" "unknown option '--fast'" -- "$bin" bench --fast
-expect_error "synth no args" "required" -- "$bin" synth
-expect_error "synth preset" "unknown preset 'gpt-5'" -- "$bin" synth --preset gpt-5 --type q4_0 -o /tmp/x.gguf
-expect_error "synth type" "unknown type 'q3_k'" -- "$bin" synth --preset tinyllama-1.1b --type q3_k -o /tmp/x.gguf
-expect_error "synth output dir" "/nonexistent-dir/" -- "$bin" synth --preset qwen2-0.5b --type q8_0 -o /nonexistent-dir/x.gguf
+expect_error "bench no model" "bench: -m MODEL is required" "$bin" bench -p 4
+expect_error "bench missing file" "no-such.gguf" "$bin" bench -m /nonexistent/no-such.gguf
+expect_error "bench bad -p" "invalid value 'abc'" "$bin" bench -m "$model" -p abc
+expect_error "bench json+markdown" "choose one" "$bin" bench -m "$model" --json --markdown
+expect_error "bench unknown option" "unknown option '--fast'" "$bin" bench --fast
+expect_error "synth no args" "required" "$bin" synth
+expect_error "synth preset" "unknown preset 'gpt-5'" "$bin" synth --preset gpt-5 --type q4_0 -o /tmp/x.gguf
+expect_error "synth type" "unknown type 'q3_k'" "$bin" synth --preset tinyllama-1.1b --type q3_k -o /tmp/x.gguf
+expect_error "synth output dir" "/nonexistent-dir/" "$bin" synth --preset qwen2-0.5b --type q8_0 -o /nonexistent-dir/x.gguf
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -12,29 +12,16 @@ f32=$st/stories260K-f32.gguf
 q8=$st/reference-quants/llamacpp-q8_0-pure.gguf
 q4=$st/reference-quants/llamacpp-q4_0-pure.gguf
 schema=$(dirname "$0")/../docs/eval.schema.json
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-tmp=$(mktemp -d /tmp/edgelm-cli-eval-XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/lib/cli.sh"
 
 head -c 5000 "$st/text/valid.txt" > "$tmp/text.txt"
 tail -c 5000 "$st/text/valid.txt" > "$tmp/other.txt"
 head -n 3 "$st/text/prompts.txt" > "$tmp/prompts.txt"
 common=(-f "$tmp/text.txt" -c 128 -t 2)
 
-# expect_error NAME PATTERN -- command...: exit 1, exactly one stderr line matching PATTERN
-expect_error() {
-  local name=$1 pattern=$2; shift 3
-  local err; err=$("$@" 2>&1 >/dev/null); local rc=$?
-  local lines; lines=$(printf '%s\n' "$err" | grep -c .)
-  if [ "$rc" -eq 1 ] && [ "$lines" -eq 1 ] && printf '%s' "$err" | grep -q -- "$pattern"; then ok
-  else bad "$name: rc=$rc lines=$lines stderr='$err'"; fi
-}
-
 # the baseline against itself: KLD exactly 0, top-1 100%, similarity 100%
 "$bin" eval -m "$f32" --ref "$f32" "${common[@]}" --prompts "$tmp/prompts.txt" -n 16 --json 2>/dev/null > "$tmp/self.json" &&
-python3 - "$tmp/self.json" <<'EOF' && ok || bad "baseline against itself"
+python3 - "$tmp/self.json" <<'EOF' && ok || fail "baseline against itself"
 import json, sys
 d = json.load(open(sys.argv[1]))
 m = d["models"][0]
@@ -49,9 +36,9 @@ EOF
 # two quantized files: JSON against the schema, SVG, Markdown, progress on stderr only
 "$bin" eval -m "$q8" -m "$q4" --ref "$f32" "${common[@]}" --prompts "$tmp/prompts.txt" -n 16 --json \
   --plot "$tmp/plot.svg" --markdown "$tmp/report.md" 2>"$tmp/progress.txt" > "$tmp/two.json"
-[ $? -eq 0 ] && ok || bad "eval of two files failed: $(tail -1 "$tmp/progress.txt")"
-grep -q "chunk .*/.*running PPL" "$tmp/progress.txt" && ok || bad "no progress on stderr"
-python3 - "$schema" "$tmp/two.json" <<'EOF' && ok || bad "--json does not validate against docs/eval.schema.json"
+[ $? -eq 0 ] && ok || fail "eval of two files failed: $(tail -1 "$tmp/progress.txt")"
+grep -q "chunk .*/.*running PPL" "$tmp/progress.txt" && ok || fail "no progress on stderr"
+python3 - "$schema" "$tmp/two.json" <<'EOF' && ok || fail "--json does not validate against docs/eval.schema.json"
 import copy, json, sys
 schema, doc = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 
@@ -120,7 +107,7 @@ assert 0 < q8["kld_mean"] < q4["kld_mean"] and q8["top1_pct"] > q4["top1_pct"] >
 assert q4["verdicts"]["ppl"] == "flagged" and q8["verdicts"]["ppl"] == "excellent", (q4["verdicts"], q8["verdicts"])
 assert q4["size_mib"] < q8["size_mib"] < doc["baseline"]["size_mib"]
 EOF
-python3 - "$tmp/plot.svg" <<'EOF' && ok || bad "SVG is not well-formed XML with one point per file"
+python3 - "$tmp/plot.svg" <<'EOF' && ok || fail "SVG is not well-formed XML with one point per file"
 import sys
 import xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
@@ -138,18 +125,18 @@ for c in points:
 assert not any(e.tag.endswith(("script", "image", "use")) for e in root.iter()), "not self-contained"
 EOF
 grep -q '^| metric | stories260K-f32.gguf (baseline) | llamacpp-q8_0-pure.gguf | change | llamacpp-q4_0-pure.gguf | change |$' "$tmp/report.md" &&
-  grep -q '^| PPL verdict (< 5%) |  | excellent |  | flagged |  |$' "$tmp/report.md" && ok || bad "markdown report: $(head -5 "$tmp/report.md")"
+  grep -q '^| PPL verdict (< 5%) |  | excellent |  | flagged |  |$' "$tmp/report.md" && ok || fail "markdown report: $(head -5 "$tmp/report.md")"
 
 # the terminal table, and the perplexity plot
 out=$("$bin" eval -m "$q4" --ref "$f32" "${common[@]}" --plot "$tmp/ppl.svg" --plot-y ppl 2>/dev/null)
-echo "$out" | grep -Eq '^perplexity +\| +[0-9.]+ ± [0-9.]+ \| +[0-9.]+ ± [0-9.]+ \| +\+[0-9.]+%$' && ok || bad "table: $out"
-echo "$out" | grep -q "llamacpp-q4_0-pure.gguf: PPL +.*% -> flagged" && ok || bad "verdict line: $out"
-grep -q "<text[^>]*>perplexity</text>" "$tmp/ppl.svg" && ok || bad "--plot-y ppl axis"
+echo "$out" | grep -Eq '^perplexity +\| +[0-9.]+ ± [0-9.]+ \| +[0-9.]+ ± [0-9.]+ \| +\+[0-9.]+%$' && ok || fail "table: $out"
+echo "$out" | grep -q "llamacpp-q4_0-pure.gguf: PPL +.*% -> flagged" && ok || fail "verdict line: $out"
+grep -q "<text[^>]*>perplexity</text>" "$tmp/ppl.svg" && ok || fail "--plot-y ppl axis"
 
 # --save-ref, then --ref-logits without the baseline: the same figures as the live run
 "$bin" eval -m "$q4" --ref "$f32" "${common[@]}" --save-ref "$tmp/ref.elmref" --json 2>/dev/null > "$tmp/live.json" &&
 "$bin" eval -m "$q4" --ref-logits "$tmp/ref.elmref" "${common[@]}" --json 2>/dev/null > "$tmp/cached.json" &&
-python3 - "$tmp/live.json" "$tmp/cached.json" <<'EOF' && ok || bad "cached reference differs from the live one"
+python3 - "$tmp/live.json" "$tmp/cached.json" <<'EOF' && ok || fail "cached reference differs from the live one"
 import json, sys
 live, cached = (json.load(open(p)) for p in sys.argv[1:])
 for k in ("ppl", "ref_ppl", "kld_mean", "kld_median", "kld_p99", "kld_max", "top1_pct", "top5_overlap_pct", "rms_dp_pct"):
@@ -157,36 +144,36 @@ for k in ("ppl", "ref_ppl", "kld_mean", "kld_median", "kld_p99", "kld_max", "top
 assert cached["baseline"]["name"] == "stories260K-f32.gguf" and cached["baseline"]["size_mib"] == live["baseline"]["size_mib"]
 EOF
 "$bin" eval --ref "$f32" "${common[@]}" --save-ref "$tmp/only.elmref" >/dev/null 2>&1 && cmp -s "$tmp/only.elmref" "$tmp/ref.elmref" \
-  && ok || bad "--save-ref without -m"
+  && ok || fail "--save-ref without -m"
 
 # rejected reference files
 head -c 100000 "$tmp/ref.elmref" > "$tmp/cut.elmref"
-expect_error "truncated cache" "cut.elmref: truncated reference file" -- "$bin" eval -m "$q4" --ref-logits "$tmp/cut.elmref" "${common[@]}"
-expect_error "cache for another n_ctx" "made with -c 128, this run uses -c 64" -- \
+expect_error "truncated cache" "cut.elmref: truncated reference file" "$bin" eval -m "$q4" --ref-logits "$tmp/cut.elmref" "${common[@]}"
+expect_error "cache for another n_ctx" "made with -c 128, this run uses -c 64" \
   "$bin" eval -m "$q4" --ref-logits "$tmp/ref.elmref" -f "$tmp/text.txt" -c 64 -t 2
-expect_error "cache for other tokens" "ref.elmref: reference was made from other tokens" -- \
+expect_error "cache for other tokens" "ref.elmref: reference was made from other tokens" \
   "$bin" eval -m "$q4" --ref-logits "$tmp/ref.elmref" -f "$tmp/other.txt" -c 128 -t 2
-expect_error "cache of another baseline" "ref.elmref: reference was made from other tokens" -- \
+expect_error "cache of another baseline" "ref.elmref: reference was made from other tokens" \
   "$bin" eval -m "$q4" --ref "$f32" --ref-logits "$tmp/ref.elmref" -f "$tmp/other.txt" -c 128 -t 2
 printf 'not a reference' > "$tmp/junk.elmref"
-expect_error "not a cache" "junk.elmref: truncated reference file" -- "$bin" eval -m "$q4" --ref-logits "$tmp/junk.elmref" "${common[@]}"
+expect_error "not a cache" "junk.elmref: truncated reference file" "$bin" eval -m "$q4" --ref-logits "$tmp/junk.elmref" "${common[@]}"
 
 # arguments
-"$bin" eval --help | grep -q -- "--ref-logits" && ok || bad "eval --help"
-expect_error "no text" "-f TEXT is required" -- "$bin" eval -m "$q4" --ref "$f32"
-expect_error "no baseline" "--ref BASELINE or --ref-logits FILE is required" -- "$bin" eval -m "$q4" -f "$tmp/text.txt"
-expect_error "no model" "-m QUANT is required" -- "$bin" eval --ref "$f32" -f "$tmp/text.txt"
-expect_error "bad plot axis" "--plot-y: invalid value 'size'" -- "$bin" eval -m "$q4" --ref "$f32" -f "$tmp/text.txt" --plot-y size
-expect_error "prompts without baseline" "--prompts needs the baseline model" -- \
+"$bin" eval --help | grep -q -- "--ref-logits" && ok || fail "eval --help"
+expect_error "no text" "-f TEXT is required" "$bin" eval -m "$q4" --ref "$f32"
+expect_error "no baseline" "--ref BASELINE or --ref-logits FILE is required" "$bin" eval -m "$q4" -f "$tmp/text.txt"
+expect_error "no model" "-m QUANT is required" "$bin" eval --ref "$f32" -f "$tmp/text.txt"
+expect_error "bad plot axis" "--plot-y: invalid value 'size'" "$bin" eval -m "$q4" --ref "$f32" -f "$tmp/text.txt" --plot-y size
+expect_error "prompts without baseline" "--prompts needs the baseline model" \
   "$bin" eval -m "$q4" --ref-logits "$tmp/ref.elmref" -f "$tmp/text.txt" --prompts "$tmp/prompts.txt"
-expect_error "save and load" "exclude each other" -- \
+expect_error "save and load" "exclude each other" \
   "$bin" eval -m "$q4" --ref "$f32" --ref-logits "$tmp/ref.elmref" --save-ref "$tmp/x" -f "$tmp/text.txt"
-expect_error "missing model" "no-such.gguf" -- "$bin" eval -m /tmp/no-such.gguf --ref "$f32" "${common[@]}"
-expect_error "short text" "prompts.txt: text has .* tokens; need at least 512" -- "$bin" eval -m "$q4" --ref "$f32" -f "$tmp/prompts.txt" -c 256
+expect_error "missing model" "no-such.gguf" "$bin" eval -m /tmp/no-such.gguf --ref "$f32" "${common[@]}"
+expect_error "short text" "prompts.txt: text has .* tokens; need at least 512" "$bin" eval -m "$q4" --ref "$f32" -f "$tmp/prompts.txt" -c 256
 printf '\n\n' > "$tmp/empty.txt"
-expect_error "empty prompts" "empty.txt: no prompts" -- "$bin" eval -m "$q4" --ref "$f32" "${common[@]}" --prompts "$tmp/empty.txt"
-expect_error "unknown option" "unknown option '--bogus'" -- "$bin" eval --bogus
-[ ! -e "$tmp/x" ] && ok || bad "output written after an argument error"
+expect_error "empty prompts" "empty.txt: no prompts" "$bin" eval -m "$q4" --ref "$f32" "${common[@]}" --prompts "$tmp/empty.txt"
+expect_error "unknown option" "unknown option '--bogus'" "$bin" eval --bogus
+[ ! -e "$tmp/x" ] && ok || fail "output written after an argument error"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

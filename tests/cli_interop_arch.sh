@@ -8,26 +8,8 @@
 set -u
 bin=$1
 fix=$2
-tmp=$(mktemp -d /tmp/edgelm-cli-interop.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failed=1
-}
-
-skip() {
-    echo "cli_interop_arch: SKIPPED: $*"
-    exit 0
-}
-
-command -v node >/dev/null || skip "node is not installed"
-# one shared, locked install (scripts/node-llama.sh); exit 2 there means no registry
-npm_dir=$(bash scripts/node-llama.sh 2>"$tmp/err")
-rc=$?
-[ "$rc" = 2 ] && skip "$(cat "$tmp/err")"
-[ "$rc" = 0 ] || { echo "FAIL: $(cat "$tmp/err")" >&2; exit 1; }
+. "$(dirname "$0")/lib/cli.sh"
+require_node_llama
 pkg=$npm_dir/node_modules/node-llama-cpp
 
 prompts=("Once upon a time" "The capital of France is" $'def fib(n):\n    return')
@@ -59,5 +41,5 @@ EOF
     done
 done
 
-[ "$failed" = 0 ] && echo "cli_interop_arch: all passed"
-exit "$failed"
+[ "$failed" -eq 0 ] && echo "cli_interop_arch: all passed"
+exit $((failed > 0))

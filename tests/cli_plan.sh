@@ -6,29 +6,12 @@
 # Usage: bash tests/cli_plan.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
-tmp=$(mktemp -d /tmp/edgelm-cli-plan.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failed=1
-}
+. "$(dirname "$0")/lib/cli.sh"
 
 # check FILE PYTHON_EXPR MESSAGE: the expression, on the JSON object d of FILE, must be true
 check() {
     python3 -c "import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" \
         "$1" || fail "$3: $(tr -d '\n\t' <"$1" | head -c 400)"
-}
-
-expect_error() {
-    local pattern=$1 rc
-    shift
-    "$bin" plan "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    [ "$rc" = 1 ] || fail "plan $*: exit status $rc, want 1"
-    [ "$(wc -l <"$tmp/err")" = 1 ] || fail "plan $*: stderr is not one line: $(cat "$tmp/err")"
-    grep -q "^edgelm: .*$pattern" "$tmp/err" || fail "plan $*: stderr '$(cat "$tmp/err")' lacks '$pattern'"
 }
 
 # Llama-2-7B's config.json (the keys plan reads), and the same with 8 KV heads (GQA)
@@ -79,10 +62,10 @@ else
     fail "synth --preset $preset: $(cat "$tmp/err")"
 fi
 
-expect_error "unknown device 'moon'" --config "$tmp/gqa.json" --device moon
-expect_error "exactly one of" --config "$tmp/gqa.json" --preset "$preset"
-expect_error "unknown preset 'nope'" --preset nope
-expect_error "cache-type" --preset "$preset" --cache-type q4_0
+expect_error "plan --device moon" "unknown device 'moon'" "$bin" plan --config "$tmp/gqa.json" --device moon
+expect_error "plan --config --preset" "exactly one of" "$bin" plan --config "$tmp/gqa.json" --preset "$preset"
+expect_error "plan --preset nope" "unknown preset 'nope'" "$bin" plan --preset nope
+expect_error "plan --cache-type q4_0" "cache-type" "$bin" plan --preset "$preset" --cache-type q4_0
 
-[ "$failed" = 0 ] && echo "cli_plan: all passed"
-exit "$failed"
+[ "$failed" -eq 0 ] && echo "cli_plan: all passed"
+exit $((failed > 0))

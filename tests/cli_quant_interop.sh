@@ -14,25 +14,8 @@ set -u
 bin=$1
 fix=$2
 f32=$fix/stories260K/stories260K-f32.gguf
-tmp=$(mktemp -d /tmp/edgelm-cli-quant-interop.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failed=1
-}
-
-skip() {
-    echo "cli_quant_interop: SKIPPED: $*"
-    exit 0
-}
-
-command -v node >/dev/null || skip "node is not installed"
-npm_dir=$(bash scripts/node-llama.sh 2>"$tmp/npm.err")
-rc=$?
-[ $rc -eq 2 ] && skip "$(cat "$tmp/npm.err")"
-[ $rc -eq 0 ] || { echo "FAIL: node-llama-cpp install: $(cat "$tmp/npm.err")" >&2; exit 1; }
+. "$(dirname "$0")/lib/cli.sh"
+require_node_llama
 
 prompts=()
 mapfile -d '' prompts < <(python3 -c 'import json, sys
@@ -75,5 +58,5 @@ PY
     done
 done
 
-[ "$failed" = 0 ] && echo "cli_quant_interop: all passed"
-exit "$failed"
+[ "$failed" -eq 0 ] && echo "cli_quant_interop: all passed"
+exit $((failed > 0))

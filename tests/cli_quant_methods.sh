@@ -11,26 +11,7 @@ bin=$1
 fix=$2
 f32=$fix/stories260K/stories260K-f32.gguf
 text=$fix/stories260K/text
-tmp=$(mktemp -d /tmp/edgelm-cli-quant.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failed=1
-}
-
-# expect_error NAME NEEDLE CMD...: exit status 1 and one stderr line "edgelm: ..." holding NEEDLE
-expect_error() {
-    local name=$1 needle=$2
-    shift 2
-    "$@" >"$tmp/out" 2>"$tmp/err"
-    local rc=$?
-    [ $rc -eq 1 ] || { fail "$name: exit status $rc"; return; }
-    [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q '^edgelm: ' "$tmp/err" ||
-        fail "$name: stderr is not one 'edgelm:' line: $(cat "$tmp/err")"
-    grep -qF -- "$needle" "$tmp/err" || fail "$name: stderr lacks '$needle': $(cat "$tmp/err")"
-}
+. "$(dirname "$0")/lib/cli.sh"
 
 # ------------------------------------------------------------------------------- calib
 calib() { "$bin" calib -m "$f32" --source "$text/calib.txt:3" --source "$text/calib.jsonl:1" \
@@ -130,5 +111,5 @@ expect_error "bad --tensor-type" "expected PATTERN=TYPE" "$bin" quantize -m "$f3
 [ -e "$tmp/y.gguf" ] && fail "a failed quantize left its output"
 "$bin" quantize --help | grep -q -- "--method" || fail "quantize --help"
 
-[ "$failed" = 0 ] && echo "cli_quant_methods: all passed"
-exit "$failed"
+[ "$failed" -eq 0 ] && echo "cli_quant_methods: all passed"
+exit $((failed > 0))

@@ -5,27 +5,16 @@
 set -u
 bin=$1 fx=$2
 model=$fx/stories260K/stories260K-f32.gguf
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
-
-# expect_error NAME PATTERN -- command...: exit 1, exactly one stderr line matching PATTERN
-expect_error() {
-  local name=$1 pattern=$2; shift 3
-  local err; err=$("$@" 2>&1 >/dev/null); local rc=$?
-  local lines; lines=$(printf '%s\n' "$err" | grep -c .)
-  if [ "$rc" -eq 1 ] && [ "$lines" -eq 1 ] && printf '%s' "$err" | grep -q -- "$pattern"; then ok
-  else bad "$name: rc=$rc lines=$lines stderr='$err'"; fi
-}
+. "$(dirname "$0")/lib/cli.sh"
 
 out=$("$bin" run -m "$model" -p "Once upon a time" -n 8 --temp 0 2>/dev/null)
-[ "$out" = "Once upon a time, there was a little girl" ] && ok || bad "greedy text: '$out'"
+[ "$out" = "Once upon a time, there was a little girl" ] && ok || fail "greedy text: '$out'"
 # a mapped file (--mmap) and one read into memory (the default) give the same tokens
 mapped=$("$bin" run -m "$model" -p "Once upon a time" -n 8 --temp 0 --mmap 2>/dev/null)
-[ -n "$out" ] && [ "$out" = "$mapped" ] && ok || bad "--mmap output '$mapped' differs from '$out'"
+[ -n "$out" ] && [ "$out" = "$mapped" ] && ok || fail "--mmap output '$mapped' differs from '$out'"
 stats=$("$bin" run -m "$model" -p "Once upon a time" -n 8 --temp 0 2>&1 >/dev/null)
 echo "$stats" | grep -Eq '^load .* ms \| prompt 5 tokens, .* tok/s \| first token .* ms \| generated 8 tokens, .* tok/s \| peak RSS .* MiB$' \
-  && ok || bad "stats line: '$stats'"
+  && ok || fail "stats line: '$stats'"
 "$bin" run -m "$model" -p "Once upon a time" -n 8 --temp 0 --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
@@ -34,24 +23,24 @@ assert len(d["generated_ids"]) == 8
 assert d["text"] == ", there was a little girl", d["text"]
 for k in ("load_ms", "prompt_tokens", "prefill_tps", "ttft_ms", "generated_tokens", "decode_tps", "peak_rss_mib"):
     assert k in d["stats"], k
-' && ok || bad "run --json"
+' && ok || fail "run --json"
 # same seed, same sampled text
 a=$("$bin" run -m "$model" -p "Lily" -n 16 -s 7 --temp 1 2>/dev/null)
 b=$("$bin" run -m "$model" -p "Lily" -n 16 -s 7 --temp 1 2>/dev/null)
-[ "$a" = "$b" ] && ok || bad "seeded sampling not deterministic"
-"$bin" run --help | grep -q -- "--temp" && ok || bad "run --help"
+[ "$a" = "$b" ] && ok || fail "seeded sampling not deterministic"
+"$bin" run --help | grep -q -- "--temp" && ok || fail "run --help"
 
-expect_error "missing model" "no-such.gguf: No such file" -- "$bin" run -m /tmp/no-such.gguf -p hi
-expect_error "ctx 0" "invalid value '0'" -- "$bin" run -m "$model" -p hi -c 0
-expect_error "prompt longer than context" "prompt has 9 tokens, longer than the context of 4" -- \
+expect_error "missing model" "no-such.gguf: No such file" "$bin" run -m /tmp/no-such.gguf -p hi
+expect_error "ctx 0" "invalid value '0'" "$bin" run -m "$model" -p hi -c 0
+expect_error "prompt longer than context" "prompt has 9 tokens, longer than the context of 4" \
   "$bin" run -m "$model" -p "Lily and Ben are friends" -c 4
-expect_error "unknown option" "unknown option '--bogus'" -- "$bin" run -m "$model" -p hi --bogus
-expect_error "bad temp" "invalid value 'x'" -- "$bin" run -m "$model" -p hi --temp x
-expect_error "no prompt" "-p PROMPT" -- "$bin" run -m "$model"
-expect_error "ppl ctx 0" "invalid value .0. (expected an integer in 4" -- "$bin" perplexity -m "$model" -f "$fx/stories260K/text/valid.txt" -c 0
-expect_error "ppl missing text" "nope.txt" -- "$bin" perplexity -m "$model" -f /tmp/nope.txt
-expect_error "ppl short text" "need at least" -- "$bin" perplexity -m "$model" -f "$fx/stories260K/text/prompts.txt" -c 256
-expect_error "unknown command" "unknown command" -- "$bin" frobnicate
+expect_error "unknown option" "unknown option '--bogus'" "$bin" run -m "$model" -p hi --bogus
+expect_error "bad temp" "invalid value 'x'" "$bin" run -m "$model" -p hi --temp x
+expect_error "no prompt" "-p PROMPT" "$bin" run -m "$model"
+expect_error "ppl ctx 0" "invalid value .0. (expected an integer in 4" "$bin" perplexity -m "$model" -f "$fx/stories260K/text/valid.txt" -c 0
+expect_error "ppl missing text" "nope.txt" "$bin" perplexity -m "$model" -f /tmp/nope.txt
+expect_error "ppl short text" "need at least" "$bin" perplexity -m "$model" -f "$fx/stories260K/text/prompts.txt" -c 256
+expect_error "unknown command" "unknown command" "$bin" frobnicate
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

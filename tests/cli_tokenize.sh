@@ -6,14 +6,7 @@ set -u
 bin=$1
 fix=$2
 gguf=$fix/stories260K/stories260K-f32.gguf
-tmp=$(mktemp -d /tmp/edgelm-cli-tokenize.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    failed=1
-}
+. "$(dirname "$0")/lib/cli.sh"
 
 # expect_out WANT ARGS...: exit 0 and stdout exactly WANT
 expect_out() {
@@ -24,17 +17,12 @@ expect_out() {
     [ "$got" = "$want" ] || fail "tokenize $*: got '$got', want '$want'"
 }
 
-# expect_error PATTERN ARGS...: exit 1, stdout empty, stderr one line "edgelm: ..." matching PATTERN
-expect_error() {
-    local pattern=$1 rc
+# tokenize_error PATTERN ARGS...: expect_error on `edgelm tokenize ARGS`, which prints nothing on stdout
+tokenize_error() {
+    local pattern=$1
     shift
-    "$bin" tokenize "$@" >"$tmp/out" 2>"$tmp/err"
-    rc=$?
-    [ "$rc" = 1 ] || fail "tokenize $*: exit status $rc, want 1"
-    [ -s "$tmp/out" ] && fail "tokenize $*: printed on stdout: $(cat "$tmp/out")"
-    [ "$(wc -l <"$tmp/err")" = 1 ] || fail "tokenize $*: stderr is not one line: $(cat "$tmp/err")"
-    grep -q "^edgelm: .*$pattern" "$tmp/err" ||
-        fail "tokenize $*: stderr '$(cat "$tmp/err")' lacks '$pattern'"
+    expect_error "tokenize $*" "$pattern" "$bin" tokenize "$@"
+    [ ! -s "$tmp/expect.out" ] || fail "tokenize $*: printed on stdout: $(cat "$tmp/expect.out")"
 }
 
 text="Once upon a time"
@@ -56,17 +44,17 @@ expect_out "[1]" -m "$gguf" -p "" --ids
 grep -q "^usage: edgelm tokenize" "$tmp/out" || fail "--help prints no usage"
 
 head -c 1000 "$gguf" >"$tmp/truncated.gguf"
-expect_error "truncated.gguf" -m "$tmp/truncated.gguf" -p "$text"
-expect_error "missing.gguf" -m "$tmp/missing.gguf" -p "$text"
-expect_error "missing.txt" -m "$gguf" -f "$tmp/missing.txt"
+tokenize_error "truncated.gguf" -m "$tmp/truncated.gguf" -p "$text"
+tokenize_error "missing.gguf" -m "$tmp/missing.gguf" -p "$text"
+tokenize_error "missing.txt" -m "$gguf" -f "$tmp/missing.txt"
 # byte-level vocabs (GPT-2: no BOS by default); control tokens only with --special
 bpe=$fix/vocab/ggml-vocab-qwen2.gguf
 expect_out "[15496, 995]" -m "$fix/vocab/ggml-vocab-gpt-2.gguf" -p "Hello world" --ids
 expect_out "[151644, 872]" -m "$bpe" -p "<|im_start|>user" --ids --special
 expect_out "[27, 91, 318, 4906, 91, 29, 872]" -m "$bpe" -p "<|im_start|>user" --ids
-expect_error "-p TEXT or -f FILE" -m "$gguf"
-expect_error "unknown option" -m "$gguf" -p "$text" --bogus
-expect_error "needs a value" -m "$gguf" -p
+tokenize_error "-p TEXT or -f FILE" -m "$gguf"
+tokenize_error "unknown option" -m "$gguf" -p "$text" --bogus
+tokenize_error "needs a value" -m "$gguf" -p
 
-[ "$failed" = 0 ] && echo "cli_tokenize: all passed"
-exit "$failed"
+[ "$failed" -eq 0 ] && echo "cli_tokenize: all passed"
+exit $((failed > 0))

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/fileio.h"
 /* the scratch-directory helpers; not every test here copies fixture files */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"
@@ -56,19 +57,12 @@ static void qe_on_base(const float *logits, int32_t n_vocab, int32_t next, void 
 static bool qe_base_init(qe_base *b, const elm_model *f32) {
     memset(b, 0, sizeof *b);
     size_t len;
-    char *text = NULL;
+    char *text;
     elm_error err;
-    FILE *f = fopen(fixture("stories260K/text/valid.txt"), "rb");
-    if (f) {
-        fseek(f, 0, SEEK_END);
-        len = (size_t)ftell(f);
-        fseek(f, 0, SEEK_SET);
-        text = malloc(len + 1);
-        if (text && fread(text, 1, len, f) != len) len = 0;
-        fclose(f);
-    }
-    if (!text || elm_ppl_tokenize(f32, text, len, &b->ids, &b->n_ids, &err) != ELM_OK) {
-        CHECK(0, "cannot read and tokenize valid.txt");
+    const char *path = fixture("stories260K/text/valid.txt");
+    if (elm_read_file(path, 1 << 24, &text, &len, &err) != ELM_OK ||
+        elm_ppl_tokenize(f32, text, len, &b->ids, &b->n_ids, &err) != ELM_OK) {
+        CHECK(0, "cannot read and tokenize valid.txt: %s", err.msg);
         free(text);
         return false;
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "core/fileio.h"
 #include "edgelm/eval.h"
 #include "edgelm/generate.h"
 #include "model/context.h"
@@ -104,21 +105,14 @@ static void accuracy(const elm_model *m) {
 #else
     const int max_chunks = 1 << 30, report_chunks = 32;
 #endif
-    size_t len = 0;
-    char *text = NULL;
+    size_t len;
+    char *text;
     elm_error err;
-    FILE *f = fopen(fixture("stories260K/text/valid.txt"), "rb");
-    if (f) {
-        fseek(f, 0, SEEK_END);
-        len = (size_t)ftell(f);
-        fseek(f, 0, SEEK_SET);
-        text = malloc(len + 1);
-        if (text && fread(text, 1, len, f) != len) len = 0;
-        fclose(f);
-    }
     int32_t *ids = NULL;
     int64_t n_ids = 0;
-    CHECK(text && len && elm_ppl_tokenize(m, text, len, &ids, &n_ids, &err) == ELM_OK,
+    const char *path = fixture("stories260K/text/valid.txt");
+    CHECK(elm_read_file(path, 1 << 24, &text, &len, &err) == ELM_OK &&
+              elm_ppl_tokenize(m, text, len, &ids, &n_ids, &err) == ELM_OK,
           "valid.txt: %s", err.msg);
     free(text);
     if (!ids) return;

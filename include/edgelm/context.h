@@ -87,6 +87,19 @@ void elm_context_set_hook(elm_context *c, elm_matmul_hook hook, void *user);
 elm_status elm_forward(elm_context *c, const int32_t *tokens, int32_t n, float *logits,
                        bool all_logits, elm_error *err);
 
+/* elm_forward with hidden states in and out: exactly one of tokens [n] (embedded as elm_forward
+ * does) and x [n, dim] (f32 residual-stream states that take the embeddings' place) is non-NULL.
+ * Runs the context's model's layers at positions n_past .. n_past+n-1 (keys and values appended,
+ * n_past advanced, the matmul hook called), then writes the states after the last layer, before
+ * the output RMSNorm, to x_out [n, dim] when x_out is non-NULL (x_out may be x), and the logits
+ * as elm_forward (logits may be NULL). Positions entered as states have id -1 in
+ * elm_context_tokens. A model that is a view of some layers of another (layers pointing into
+ * its array, hp.n_layers of them, 0 for only the output RMSNorm and projection) runs just
+ * those: calibration goes block by block this way. ELM_ERR_ARG when both or neither of tokens
+ * and x are given, and in elm_forward's cases. */
+elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float *x, int32_t n,
+                              float *x_out, float *logits, bool all_logits, elm_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -17,6 +17,7 @@
 
 #include "core/fileio.h"
 #include "formats/hf.h"
+#include "formats/json_file.h"
 #include "formats/loaders.h"
 #include "formats/safetensors.h"
 #include "model/arch.h"
@@ -260,12 +261,9 @@ static elm_status load_shards(elm_model *m, const char *dir, const char *index,
 }
 
 static elm_status load_index(elm_model *m, const char *dir, const char *index, elm_error *err) {
-    char *text;
-    size_t len;
-    elm_status st = elm_read_file(index, ELM_HF_MAX_JSON, &text, &len, err);
+    cJSON *root;
+    elm_status st = elm_json_read_object(index, ELM_HF_MAX_JSON, &root, err);
     if (st) return st;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
     const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map");
     if (!cJSON_IsObject(map) || !map->child)
         st = elm_errorf(err, ELM_ERR_FORMAT, "%s: no weight_map object", index);

@@ -2,12 +2,11 @@
  * (see hf.h). */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
 
-#include "core/fileio.h"
 #include "formats/hf.h"
+#include "formats/json_file.h"
 #include "formats/json_num.h"
 #include "model/arch.h"
 
@@ -187,16 +186,10 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
 elm_status elm_hf_read_config(const char *path, elm_hf_config *c, elm_error *err) {
     memset(c, 0, sizeof *c);
     c->bos_id = c->eos_id = -1;
-    char *text;
-    size_t len;
-    elm_status st = elm_read_file(path, ELM_HF_MAX_JSON, &text, &len, err);
+    cJSON *root;
+    elm_status st = elm_json_read_object(path, ELM_HF_MAX_JSON, &root, err);
     if (st) return st;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!cJSON_IsObject(root))
-        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: not a JSON object", path);
-    else
-        st = parse_config(path, root, c, err);
+    st = parse_config(path, root, c, err);
     cJSON_Delete(root);
     return st;
 }

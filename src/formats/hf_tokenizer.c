@@ -15,6 +15,7 @@
 
 #include "core/fileio.h"
 #include "formats/hf.h"
+#include "formats/json_file.h"
 #include "formats/json_num.h"
 #include "tokenizer/pretok.h"
 
@@ -183,16 +184,9 @@ static elm_status apply_tokenizer_config(const char *dir, const elm_hf_config *c
     if (snprintf(path, sizeof path, "%s/tokenizer_config.json", dir) >= (int)sizeof path)
         return elm_errorf(err, ELM_ERR_ARG, "%s: path too long", dir);
     if (!elm_file_exists(path)) return ELM_OK;
-    char *text;
-    size_t len;
-    elm_status st = elm_read_file(path, ELM_HF_MAX_JSON, &text, &len, err);
+    cJSON *cfg;
+    elm_status st = elm_json_read_object(path, ELM_HF_MAX_JSON, &cfg, err);
     if (st) return st;
-    cJSON *cfg = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!cJSON_IsObject(cfg)) {
-        cJSON_Delete(cfg);
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: not a JSON object", path);
-    }
     struct { const char *key; int32_t *id; } ids[] = {
         {"bos_token", &v->bos_id}, {"eos_token", &v->eos_id}, {"pad_token", &v->pad_id}};
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
@@ -294,16 +288,10 @@ elm_status elm_hf_read_tokenizer(const char *dir, const elm_hf_config *c, elm_vo
     char path[1100];
     if (snprintf(path, sizeof path, "%s/tokenizer.json", dir) >= (int)sizeof path)
         return elm_errorf(err, ELM_ERR_ARG, "%s: path too long", dir);
-    char *text;
-    size_t len;
-    elm_status st = elm_read_file(path, ELM_HF_MAX_JSON, &text, &len, err);
+    cJSON *root;
+    elm_status st = elm_json_read_object(path, ELM_HF_MAX_JSON, &root, err);
     if (st) return st;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!cJSON_IsObject(root))
-        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: not a JSON object", path);
-    else
-        st = parse_tokenizer(path, root, c->hp.n_vocab, v, err);
+    st = parse_tokenizer(path, root, c->hp.n_vocab, v, err);
     cJSON_Delete(root);
     if (!st) st = apply_tokenizer_config(dir, c, v, err);
     if (!st) st = elm_vocab_finalize(v, path, err);

@@ -82,8 +82,9 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->v_row = elm_kv_bytes(p->type_v, v_block, c->kv_dim);
     const size_t positions = (size_t)hp->n_layers * (size_t)c->n_ctx;
     bool ok = true;
-    c->k_cache = calloc(positions, c->k_row);
-    c->v_cache = calloc(positions, c->v_row);
+    /* a view of 0 layers (elm_forward_hidden) has no cache; calloc(0) may give NULL */
+    c->k_cache = calloc(positions ? positions : 1, c->k_row);
+    c->v_cache = calloc(positions ? positions : 1, c->v_row);
     ok = c->k_cache && c->v_cache;
     if (p->type_k != ELM_TYPE_F32 || p->type_v != ELM_TYPE_F32) {
         c->k_deq = alloc_f32((size_t)c->n_ctx * c->kv_dim, &ok);

@@ -8,7 +8,10 @@
  * Matrix products run on the context's thread pool, split by weight rows so each weight row is
  * read once per call whatever the number of tokens. Products sharing an input (q/k/v, gate/up) go
  * out as one job: one wake-up of the pool instead of three, and the threads share out the rows of
- * all of them. Their input is prepared once per group (prep_job). */
+ * all of them. Their input is prepared once per group (prep_job).
+ *
+ * The pass may start from hidden states instead of tokens and hand back the states after the
+ * last layer (elm_forward_hidden): calibration then runs a model view of one block at a time. */
 #include <math.h>
 #include <string.h>
 
@@ -248,23 +251,29 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     for (size_t i = 0; i < (size_t)n * dim; i++) c->x[i] += c->xb[i];
 }
 
-elm_status elm_forward(elm_context *c, const int32_t *tokens, int32_t n, float *logits,
-                       bool all_logits, elm_error *err) {
+elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float *x, int32_t n,
+                              float *x_out, float *logits, bool all_logits, elm_error *err) {
     const elm_hparams *hp = &c->m->hp;
+    if (!tokens == !x)
+        return elm_errorf(err, ELM_ERR_ARG, "forward: give exactly one of tokens and states");
     if (n <= 0 || n > c->n_batch)
         return elm_errorf(err, ELM_ERR_ARG, "batch of %d tokens out of range 1..%d", n, c->n_batch);
     if (c->n_past + n > c->n_ctx)
         return elm_errorf(err, ELM_ERR_ARG, "context full: %d cached + %d new tokens > %d",
                           c->n_past, n, c->n_ctx);
-    for (int32_t t = 0; t < n; t++)
+    for (int32_t t = 0; tokens && t < n; t++)
         if (tokens[t] < 0 || tokens[t] >= hp->n_vocab)
             return elm_errorf(err, ELM_ERR_ARG, "token id %d out of range 0..%d", tokens[t],
                               hp->n_vocab - 1);
-    embed(c, tokens, n);
+    const size_t n_x = (size_t)n * (size_t)hp->dim;
+    if (tokens) embed(c, tokens, n);
+    else memcpy(c->x, x, sizeof(float) * n_x);
     rope_tables(c, n);
     for (int l = 0; l < hp->n_layers; l++) layer_forward(c, l, n);
-    memcpy(c->tokens + c->n_past, tokens, sizeof(int32_t) * (size_t)n);
+    /* positions entered as hidden states have no id: -1 matches no token (speculative.c) */
+    for (int32_t t = 0; t < n; t++) c->tokens[c->n_past + t] = tokens ? tokens[t] : -1;
     c->n_past += n;
+    if (x_out) memcpy(x_out, c->x, sizeof(float) * n_x);
     if (!logits) return ELM_OK;
 
     const int32_t first = all_logits ? 0 : n - 1, n_out = n - first;
@@ -274,4 +283,9 @@ elm_status elm_forward(elm_context *c, const int32_t *tokens, int32_t n, float *
                       hp->dim, hp->rms_eps);
     matmul(c, -1, c->m->output, c->xb, n_out, logits);
     return ELM_OK;
+}
+
+elm_status elm_forward(elm_context *c, const int32_t *tokens, int32_t n, float *logits,
+                       bool all_logits, elm_error *err) {
+    return elm_forward_hidden(c, tokens, NULL, n, NULL, logits, all_logits, err);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edgelm/quantize.h"
 #include "formats/gguf_write.h"
 #include "model/arch.h"
 
@@ -31,21 +32,6 @@ const elm_synth_preset *elm_synth_find(const char *name) {
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         if (!strcmp(presets[i].name, name)) return &presets[i];
     return NULL;
-}
-
-/* llama.cpp's ftype for a file whose matrices are all `t`. */
-static uint32_t file_type_of(elm_type t) {
-    switch (t) {
-    case ELM_TYPE_F32: return 0;
-    case ELM_TYPE_F16: return 1;
-    case ELM_TYPE_Q4_0: return 2;
-    case ELM_TYPE_Q4_1: return 3;
-    case ELM_TYPE_Q8_0: return 7;
-    case ELM_TYPE_Q5_0: return 8;
-    case ELM_TYPE_Q5_1: return 9;
-    case ELM_TYPE_BF16: return 32;
-    default: return 0;
-    }
 }
 
 /* What a tensor is filled with. */
@@ -212,7 +198,7 @@ elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char 
         elm_gguf_out out = {.m = m,
                             .tensors = l.t,
                             .n_tensors = l.n,
-                            .file_type = file_type_of(type),
+                            .file_type = elm_file_type_of(type),
                             .fill = fill,
                             .user = &s};
         st = elm_gguf_write(path, &out, file_bytes, err);

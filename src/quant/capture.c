@@ -1,6 +1,7 @@
 /* Activation capture (capture.h): a matmul hook adds each observed input batch X [n_tok, cols] to
  * H += 2·XᵀX with one BLAS rank-k update (dsyrk, upper triangle), and to per-channel |x| sums and
- * maxima. */
+ * maxima. Keys are matched by tensor pointer, not by the hook's layer index, which counts from the
+ * first layer of the model view run. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -39,7 +40,7 @@ typedef struct capture {
 
 static void on_matmul(const elm_tensor *w, int layer, const float *x, int64_t n_tok, void *user) {
     capture *c = user;
-    (void)layer;
+    (void)layer; /* the view's index: keys are found by pointer */
     for (int32_t k = 0; k < c->n_stats; k++) {
         elm_act_stats *s = &c->stats[k];
         if (s->key != w) continue;
@@ -57,10 +58,16 @@ static void on_matmul(const elm_tensor *w, int layer, const float *x, int64_t n_
     }
 }
 
-elm_status elm_capture(const elm_model *m, int32_t n_layers, bool with_output,
-                       const elm_calib_set *cs, int32_t n_threads, elm_act_stats *stats,
-                       int32_t n_stats, elm_error *err) {
-    elm_model view = *m; /* the first n_layers layers only: the rest are not needed */
+elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool with_output,
+                       const elm_calib_set *cs, int32_t n_threads, const float *x_in,
+                       float *x_out, elm_act_stats *stats, int32_t n_stats, elm_error *err) {
+    if (first < 0 || n_layers < 0 || first + n_layers > m->hp.n_layers ||
+        (with_output && first + n_layers != m->hp.n_layers))
+        return elm_errorf(err, ELM_ERR_ARG, "%s: capture of layers %d..%d%s of %d", m->path,
+                          first, first + n_layers - 1, with_output ? " and the output" : "",
+                          m->hp.n_layers);
+    elm_model view = *m; /* the layers asked for only: the others are not run */
+    view.layers = m->layers + first;
     view.hp.n_layers = n_layers;
     int32_t n_ctx = 1;
     for (int32_t i = 0; i < cs->n; i++) n_ctx = cs->n_ids[i] > n_ctx ? cs->n_ids[i] : n_ctx;
@@ -75,9 +82,12 @@ elm_status elm_capture(const elm_model *m, int32_t n_layers, bool with_output,
     elm_context_params cp = {.n_ctx = n_ctx, .n_batch = n_ctx, .n_threads = n_threads > 0 ? n_threads : 1};
     if (!st) st = elm_context_new(&view, &cp, &ctx, err);
     if (!st) elm_context_set_hook(ctx, on_matmul, &c);
+    size_t off = 0; /* of sample i's states in x_in and x_out */
     for (int32_t i = 0; i < cs->n && !st; i++) {
         elm_context_reset(ctx);
-        st = elm_forward(ctx, cs->ids[i], cs->n_ids[i], logits, true, err);
+        st = elm_forward_hidden(ctx, x_in ? NULL : cs->ids[i], x_in ? x_in + off : NULL,
+                                cs->n_ids[i], x_out ? x_out + off : NULL, logits, true, err);
+        off += (size_t)cs->n_ids[i] * (size_t)m->hp.dim;
     }
     elm_context_free(ctx);
     free(logits);

@@ -22,15 +22,19 @@ typedef struct elm_act_stats {
 elm_status elm_act_stats_init(elm_act_stats *s, const elm_tensor *key, elm_error *err);
 void elm_act_stats_free(elm_act_stats *s);
 
-/* Runs every calibration sequence of cs (each from an empty KV cache, one batch) through the
- * first n_layers layers of m, and through the output projection as well when with_output
- * (n_layers must then be m->hp.n_layers), accumulating stats[i] for each key's input. On return
- * abs_mean is the mean and h symmetric. ELM_ERR_FORMAT naming the key when an input holds a NaN
- * or infinity, ELM_ERR_ARG when a key's product never ran; the forward pass's errors;
- * ELM_ERR_NOMEM. */
-elm_status elm_capture(const elm_model *m, int32_t n_layers, bool with_output,
-                       const elm_calib_set *cs, int32_t n_threads, elm_act_stats *stats,
-                       int32_t n_stats, elm_error *err);
+/* Runs every calibration sequence of cs (each from an empty KV cache at position 0, one batch)
+ * through the layers first .. first+n_layers-1 of m only (a model view: elm_forward_hidden),
+ * and through the output RMSNorm and projection as well when with_output (first + n_layers must
+ * then be m->hp.n_layers; n_layers may be 0), accumulating stats[i] for each key's input
+ * (n_stats may be 0). The sequences start from x_in, or from their token embeddings when x_in is
+ * NULL; when x_out is non-NULL it receives the states after the last layer run. x_in and x_out
+ * hold [Σ n_ids, dim] floats, the samples' [n_ids[i], dim] states one after another; x_out may be
+ * x_in (advanced in place). On return abs_mean is the mean and h symmetric. ELM_ERR_ARG for a
+ * layer range outside m or a key whose product never ran, ELM_ERR_FORMAT naming the key when an
+ * input holds a NaN or infinity; the forward pass's errors; ELM_ERR_NOMEM. */
+elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool with_output,
+                       const elm_calib_set *cs, int32_t n_threads, const float *x_in,
+                       float *x_out, elm_act_stats *stats, int32_t n_stats, elm_error *err);
 
 /* Σ_r e_rᵀ H e_r over the rows of E [rows, cols] (row-major, float64): the summed squared output
  * error of a weight error E on inputs whose H = 2·Σ x xᵀ (so twice Σ‖E x‖²). scratch holds

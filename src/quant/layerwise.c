@@ -1,10 +1,12 @@
 /* Layer-by-layer GPTQ and AWQ over a float32 working copy of the model (layerwise.h).
  *
  * Block l's linears form four groups by shared input: q/k/v (attention RMSNorm), o (attention
- * output), gate/up (FFN RMSNorm), down (gated product). One forward pass over the calibration set
- * through blocks 0..l (already-quantized 0..l-1, float l) captures the four inputs, as the GPTQ
- * and AWQ reference code do per block. (Capturing each group after the one before it is quantized,
- * GPTQ's "true sequential" option, costs four passes and measured no better on the fixture.) GPTQ
+ * output), gate/up (FFN RMSNorm), down (gated product). The hidden states of every calibration
+ * sample at block l's input are kept (they come from the already-quantized blocks 0..l-1); running
+ * block l alone, in float, from them captures the four inputs, as the GPTQ and AWQ reference code
+ * do per block, and running it again once quantized advances them to block l+1's input: two block
+ * passes per block. (Capturing each group after the one before it is quantized, GPTQ's "true
+ * sequential" option, costs four passes and measured no better on the fixture.) GPTQ
  * then quantizes each linear; AWQ searches a scale per group, folds all scales (1/s into the
  * RMSNorm weight or the rows of the linear producing the input, s into the group's columns), then
  * clips and quantizes. A linear planned at a float type (F16 fallback) is rounded to it in place. */
@@ -28,6 +30,7 @@ typedef struct qctx {
     const elm_quant_params *p;
     const elm_tensor_plan *plan;
     const elm_quantize_callbacks *cb;
+    float *x; /* [Σ calib n_ids, dim] each sample's hidden states at the current block's input */
 } qctx;
 
 static int64_t rows_of(const elm_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
@@ -281,6 +284,12 @@ static bool rounded_only(qctx *q, const group groups[4], elm_status *st, elm_err
     return true;
 }
 
+/* The statistics of block l's four inputs: block l alone, still float, run from the states. */
+static elm_status capture_block(const qctx *q, int l, elm_act_stats s[4], elm_error *err) {
+    return elm_capture(&q->r->work, l, 1, false, q->p->calib, q->p->n_threads, q->x, NULL, s, 4,
+                       err);
+}
+
 static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
     group groups[4];
     layer_groups(&q->r->layers[l], groups);
@@ -288,7 +297,7 @@ static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
     elm_status st = ELM_OK;
     if (rounded_only(q, groups, &st, err)) return st;
     for (int gi = 0; gi < 4 && !st; gi++) st = elm_act_stats_init(&s[gi], groups[gi].m[0], err);
-    if (!st) st = elm_capture(&q->r->work, l + 1, false, q->p->calib, q->p->n_threads, s, 4, err);
+    if (!st) st = capture_block(q, l, s, err);
     for (int gi = 0; gi < 4 && !st; gi++)
         for (int k = 0; k < groups[gi].n && !st; k++) {
             elm_grid g;
@@ -387,7 +396,7 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     if (!st && (!(tied = malloc(sizeof(double) * (size_t)s[1].cols)) ||
                 !(kv_scale = malloc(sizeof(double) * (size_t)kv_dim))))
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for AWQ scales");
-    if (!st) st = elm_capture(&q->r->work, l + 1, false, q->p->calib, q->p->n_threads, s, 4, err);
+    if (!st) st = capture_block(q, l, s, err);
     for (int gi = 0; gi < 4 && !st; gi++) {
         for (int64_t j = 0; j < s[gi].cols; j++) scale[gi][j] = 1;
         if (!group_has_grid(q, &groups[gi])) continue;
@@ -442,7 +451,9 @@ static elm_status output_stage(qctx *q, elm_error *err) {
     if (!grid_of(q, out, &g)) return emit_rtn(q, out, err);
     elm_act_stats s;
     elm_status st = elm_act_stats_init(&s, out, err);
-    if (!st) st = elm_capture(&r->work, r->work.hp.n_layers, true, q->p->calib, q->p->n_threads, &s, 1, err);
+    if (!st)
+        st = elm_capture(&r->work, r->work.hp.n_layers, 0, true, q->p->calib, q->p->n_threads, q->x,
+                         NULL, &s, 1, err);
     if (!st && q->p->method == ELM_QUANT_GPTQ) {
         st = gptq_linear(q, out, s.h, err);
     } else if (!st) {
@@ -488,11 +499,25 @@ elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *para
         snprintf(in->reason, sizeof in->reason, "%s", plan[i].reason);
         in->err_before = in->err_after = -1;
     }
-    qctx q = {r, params, plan, cb};
+    /* The samples' hidden states, Σ n_ids × dim floats (256 samples of 512 tokens at dim 2048:
+     * 1 GiB), spare the re-run of blocks 0..l-1 for each block l. */
+    const elm_calib_set *cs = params->calib;
+    size_t n_x = 0;
+    for (int32_t i = 0; i < cs->n; i++) n_x += (size_t)cs->n_ids[i];
+    n_x *= (size_t)m->hp.dim;
+    qctx q = {r, params, plan, cb, malloc(sizeof(float) * (n_x ? n_x : 1))};
+    if (!q.x)
+        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory for the calibration states "
+                          "(%zu floats)", m->path, n_x);
     /* the first block's inputs come from the quantized embedding */
     st = emit_rtn(&q, r->work.tok_embd, err);
+    if (!st) st = elm_capture(&r->work, 0, 0, false, cs, params->n_threads, NULL, q.x, NULL, 0,
+                              err);
     for (int l = 0; l < m->hp.n_layers && !st; l++) {
         st = params->method == ELM_QUANT_GPTQ ? gptq_layer(&q, l, err) : awq_layer(&q, l, err);
+        /* block l is quantized now: its output is block l+1's input */
+        if (!st)
+            st = elm_capture(&r->work, l, 1, false, cs, params->n_threads, q.x, q.x, NULL, 0, err);
         char what[32];
         snprintf(what, sizeof what, "blk.%d", l);
         if (!st) progress(&q, l + 1, what);
@@ -500,5 +525,6 @@ elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *para
     if (!st) st = output_stage(&q, err);
     for (int32_t i = 0; i < m->n_tensors && !st; i++) st = emit_rtn(&q, &r->tensors[i], err);
     if (!st) progress(&q, m->hp.n_layers + 1, "output");
+    free(q.x);
     return st;
 }

@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "core/fileio.h"
 
 int cli_fail(const char *fmt, ...) {
@@ -20,6 +22,15 @@ int cli_fail(const char *fmt, ...) {
     fputc('\n', stderr);
     va_end(ap);
     return 1;
+}
+
+int cli_print_json(cJSON *o, const char *cmd) {
+    char *s = o ? cJSON_Print(o) : NULL;
+    cJSON_Delete(o);
+    if (!s) return cli_fail("%s: out of memory building JSON", cmd);
+    puts(s);
+    cJSON_free(s);
+    return 0;
 }
 
 bool cli_parse_long(const char *s, long lo, long hi, long *out) {

@@ -60,6 +60,13 @@ const char *cli_value(int argc, char **argv, int *i);
         dst = (float)d_;                                                                          \
     } while (0)
 
+struct cJSON;
+
+/* The output of a --json option: prints o formatted, and a newline, on stdout, and deletes o.
+ * Returns 0, or 1 after printing "edgelm: <cmd>: out of memory building JSON" when o is NULL (a
+ * failed cJSON_Create*) or cannot be printed. */
+int cli_print_json(struct cJSON *o, const char *cmd);
+
 /* Reads a whole file (prompt, evaluation text) into a NUL-terminated malloc'd buffer; prints the
  * error and returns NULL on failure. */
 char *cli_read_text(const char *path, size_t *len);

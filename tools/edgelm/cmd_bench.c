@@ -156,7 +156,7 @@ out:
     return rc;
 }
 
-static void print_json(const result *r) {
+static int print_json(const result *r) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model", r->model);
     cJSON_AddStringToObject(o, "isa", r->isa);
@@ -176,10 +176,7 @@ static void print_json(const result *r) {
     cJSON_AddNumberToObject(o, "decode_bytes_per_token", (double)r->decode_bytes);
     cJSON_AddNumberToObject(o, "decode_gbps", r->decode_gbps);
     cJSON_AddNumberToObject(o, "membw_gbps", r->membw_gbps);
-    char *s = cJSON_Print(o);
-    if (s) puts(s);
-    free(s);
-    cJSON_Delete(o);
+    return cli_print_json(o, "bench");
 }
 
 static void print_markdown(const result *r) {
@@ -232,13 +229,7 @@ static int membw_only(long threads, long mib, bool json) {
             printf("  %2ld threads  %6.1f GB/s\n", t, gbps);
         }
     }
-    if (json) {
-        char *s = cJSON_Print(arr);
-        if (s) puts(s);
-        free(s);
-        cJSON_Delete(arr);
-    }
-    return 0;
+    return json ? cli_print_json(arr, "bench") : 0;
 }
 
 int cmd_bench(int argc, char **argv) {
@@ -282,8 +273,8 @@ int cmd_bench(int argc, char **argv) {
     elm_error_clear(&err);
     if (elm_membw_read((int)r.threads, (size_t)mib << 20, 5, &r.membw_gbps, &err) != ELM_OK)
         return cli_fail("bench: %s", err.msg);
-    if (json) print_json(&r);
-    else if (markdown) print_markdown(&r);
+    if (json) return print_json(&r);
+    if (markdown) print_markdown(&r);
     else print_text(&r);
     return 0;
 }

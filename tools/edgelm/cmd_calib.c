@@ -60,8 +60,9 @@ static bool parse_source(char *arg, elm_calib_source *out) {
     return true;
 }
 
-static void print_summary(const elm_calib_built *b, const elm_calib_source *src, const char *out,
-                          uint64_t seed, bool json) {
+/* The summary on stdout, as text or JSON; returns the exit status. */
+static int print_summary(const elm_calib_built *b, const elm_calib_source *src, const char *out,
+                         uint64_t seed, bool json) {
     long long total = 0;
     int32_t lo = b->n ? b->samples[0].n_tokens : 0, hi = lo;
     for (int32_t i = 0; i < b->n; i++) {
@@ -76,7 +77,7 @@ static void print_summary(const elm_calib_built *b, const elm_calib_source *src,
         for (int32_t i = 0; i < b->n_sources; i++)
             printf("  %s (weight %g): %d taken of %d eligible, %d read\n", src[i].path,
                    src[i].weight, b->selected[i], b->eligible[i], b->read[i]);
-        return;
+        return 0;
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "output", out);
@@ -96,10 +97,7 @@ static void print_summary(const elm_calib_built *b, const elm_calib_source *src,
         cJSON_AddNumberToObject(e, "count", b->selected[i]);
         cJSON_AddItemToArray(arr, e);
     }
-    char *txt = cJSON_Print(o);
-    if (txt) puts(txt);
-    free(txt);
-    cJSON_Delete(o);
+    return cli_print_json(o, "calib");
 }
 
 #define MAX_SOURCES 64
@@ -166,15 +164,16 @@ int cmd_calib(int argc, char **argv) {
     elm_error_clear(&err);
     elm_status st = elm_calib_build(&m->vocab, src, n_src, &p, &b, &err);
     if (!st) st = elm_calib_write_jsonl(&b, src, out, &err);
+    int rc = 1;
     if (!st) {
         if (b.n < n)
             fprintf(stderr, "edgelm: warning: only %d of the %ld samples asked for are eligible\n",
                     b.n, n);
-        print_summary(&b, src, out, (uint64_t)seed, json);
+        rc = print_summary(&b, src, out, (uint64_t)seed, json);
     } else {
         cli_fail("%s", err.msg);
     }
     elm_calib_built_free(&b);
     elm_model_free(m);
-    return st ? 1 : 0;
+    return rc;
 }

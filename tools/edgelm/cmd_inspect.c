@@ -145,10 +145,5 @@ int cmd_inspect(int argc, char **argv) {
     }
     cJSON *o = build_json(m);
     elm_model_free(m);
-    char *s = o ? cJSON_Print(o) : NULL;
-    cJSON_Delete(o);
-    if (!s) return cli_fail("inspect: out of memory building JSON");
-    puts(s);
-    cJSON_free(s);
-    return 0;
+    return cli_print_json(o, "inspect");
 }

@@ -68,10 +68,7 @@ int cmd_perplexity(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "chunks", r.chunks);
         cJSON_AddNumberToObject(o, "scored_tokens", (double)r.scored_tokens);
         cJSON_AddNumberToObject(o, "mean_nll", r.mean_nll);
-        char *s = cJSON_Print(o);
-        if (s) puts(s);
-        free(s);
-        cJSON_Delete(o);
+        rc = cli_print_json(o, "perplexity");
     } else {
         printf("PPL = %.4f +/- %.4f  (%d chunks of %d tokens, %lld scored tokens, mean NLL %.6f)\n",
                r.ppl, r.ppl_stderr, r.chunks, r.n_ctx, (long long)r.scored_tokens, r.mean_nll);

@@ -183,12 +183,7 @@ static int print_json(const elm_model *m, const elm_plan *p, const char *dev, do
         }
         cJSON_AddItemToArray(rows, j);
     }
-    char *s = cJSON_Print(o);
-    cJSON_Delete(o);
-    if (!s) return cli_fail("plan: out of memory");
-    puts(s);
-    free(s);
-    return 0;
+    return cli_print_json(o, "plan");
 }
 
 int cmd_plan(int argc, char **argv) {

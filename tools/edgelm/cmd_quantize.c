@@ -74,7 +74,7 @@ static bool parse_type(const char *name, elm_type *out) {
     return false;
 }
 
-static void print_json(const elm_quant_params *p, const elm_quant_report *r) {
+static int print_json(const elm_quant_params *p, const elm_quant_report *r) {
     const elm_quantize_summary *s = &r->summary;
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "method", elm_quant_method_name(p->method));
@@ -108,10 +108,7 @@ static void print_json(const elm_quant_params *p, const elm_quant_report *r) {
         }
         cJSON_AddItemToArray(arr, e);
     }
-    char *txt = cJSON_Print(o);
-    if (txt) puts(txt);
-    free(txt);
-    cJSON_Delete(o);
+    return cli_print_json(o, "quantize");
 }
 
 #define MAX_OVERRIDES 64
@@ -226,16 +223,16 @@ int cmd_quantize(int argc, char **argv) {
     }
     const elm_quantize_summary *s = &r.summary;
     if (json) {
-        print_json(&p, &r);
+        rc = print_json(&p, &r);
     } else {
         printf("%s: %s %s%s, %d tensors (%d fell back to f16): %.2f bits/weight, %.2f MiB -> "
                "%.2f MiB (%.2fx smaller), file %llu bytes, %.2f s\n",
                out, method_name, elm_type_get(p.policy.type)->name, pure ? " --pure" : "",
                s->n_tensors, s->n_fallback, s->bits_per_weight, s->bytes_in / 1048576.0,
                s->bytes_out / 1048576.0, s->ratio, (unsigned long long)s->file_bytes, s->seconds);
+        rc = 0;
     }
     elm_quant_report_free(&r);
-    rc = 0;
 done:
     elm_calib_free(&calib);
     elm_model_free(m);

@@ -57,9 +57,9 @@ static cJSON *ids_json(const int32_t *ids, int32_t n) {
     return a;
 }
 
-static void print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *gen, int32_t n_gen,
-                       const char *text, double load_ms, const elm_gen_stats *s, double rss,
-                       const elm_context *ctx, const elm_spec_stats *spec) {
+static int print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *gen, int32_t n_gen,
+                      const char *text, double load_ms, const elm_gen_stats *s, double rss,
+                      const elm_context *ctx, const elm_spec_stats *spec) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "prompt_ids", ids_json(prompt, n_prompt));
     cJSON_AddItemToObject(o, "generated_ids", ids_json(gen, n_gen));
@@ -86,10 +86,7 @@ static void print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *g
         cJSON_AddNumberToObject(sp, "plain_ms_per_token", spec->plain_ms_per_token);
         cJSON_AddNumberToObject(sp, "speedup", spec->speedup);
     }
-    char *str = cJSON_Print(o);
-    if (str) puts(str);
-    free(str);
-    cJSON_Delete(o);
+    return cli_print_json(o, "run");
 }
 
 int cmd_run(int argc, char **argv) {
@@ -166,8 +163,8 @@ int cmd_run(int argc, char **argv) {
     }
     const double rss = cli_peak_rss_mib();
     if (json) {
-        print_json(prompt_ids, (int32_t)n_prompt, gen_ids, n_gen, out.text, load_ms, &st, rss,
-                   stack.ctx, stack.speculative ? &spec : NULL);
+        rc = print_json(prompt_ids, (int32_t)n_prompt, gen_ids, n_gen, out.text, load_ms, &st,
+                        rss, stack.ctx, stack.speculative ? &spec : NULL);
     } else {
         fputc('\n', stdout);
         fflush(stdout);
@@ -182,8 +179,8 @@ int cmd_run(int argc, char **argv) {
                 "tokens, %.1f tok/s | peak RSS %.1f MiB | %s\n",
                 load_ms, st.prompt_tokens, st.prefill_tps, st.ttft_ms, st.generated_tokens,
                 st.decode_tps, rss, kv);
+        rc = 0;
     }
-    rc = 0;
 done:
     gen_stack_free(&stack);
     elm_model_free(m);

@@ -66,10 +66,5 @@ int cli_print_system(bool json) {
     cJSON_AddStringToObject(o, "isa", chosen);
     if (forced && *forced) cJSON_AddStringToObject(o, "forced", forced);
     else cJSON_AddNullToObject(o, "forced");
-    char *s = cJSON_Print(o);
-    cJSON_Delete(o);
-    if (!s) return cli_fail("inspect: out of memory building JSON");
-    puts(s);
-    cJSON_free(s);
-    return 0;
+    return cli_print_json(o, "inspect");
 }

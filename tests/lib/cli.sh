@@ -1,0 +1,56 @@
+# Helpers shared by the CLI tests, sourced by each tests/cli_*.sh after it has read its arguments:
+#   . "$(dirname "$0")/lib/cli.sh"
+# It lives below tests/ because CMake registers every tests/cli_*.sh as a test of its own. It gives
+# $tmp (a fresh folder, removed on exit), the counters $passed and $failed kept by ok and fail,
+# expect_error for the CLI's error convention, and require_node_llama for the llama.cpp interop
+# tests. Each script prints its own last line from the counters and exits 0 only when $failed is 0.
+
+tmp=$(mktemp -d "/tmp/edgelm-$(basename "$0" .sh).XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+# ok: one check passed
+ok() {
+    passed=$((passed + 1))
+}
+
+# fail MESSAGE...: one check failed; MESSAGE goes to stderr as "FAIL: MESSAGE"
+fail() {
+    failed=$((failed + 1))
+    echo "FAIL: $*" >&2
+}
+
+# expect_error NAME PATTERN CMD...: CMD exits with status 1 and writes exactly one line to stderr,
+# "edgelm: ..." matching the grep pattern PATTERN (the convention of every edgelm error). CMD's
+# stdout is left in $tmp/expect.out for the callers that want it empty too.
+expect_error() {
+    local name=$1 pattern=$2 rc
+    shift 2
+    "$@" >"$tmp/expect.out" 2>"$tmp/expect.err"
+    rc=$?
+    if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/expect.err")" -eq 1 ] &&
+        grep -q -- "^edgelm: .*$pattern" "$tmp/expect.err"; then
+        ok
+    else
+        fail "$name: exit status $rc, stderr '$(cat "$tmp/expect.err")'; want 1 and one line '^edgelm: .*$pattern'"
+    fi
+}
+
+# skip REASON: ends the test as passed, with one line saying why it did not run
+skip() {
+    echo "$(basename "$0" .sh): SKIPPED: $*"
+    exit 0
+}
+
+# require_node_llama: sets npm_dir to the shared install of llama.cpp's prebuilt CPU library
+# (node-llama-cpp, by scripts/node-llama.sh, run from the repository root); skips the test when node
+# is missing or npm cannot reach the registry, and fails it on any other install error.
+require_node_llama() {
+    local rc
+    command -v node >/dev/null || skip "node is not installed"
+    npm_dir=$(bash scripts/node-llama.sh 2>"$tmp/npm.err")
+    rc=$?
+    [ "$rc" -eq 2 ] && skip "$(cat "$tmp/npm.err")"
+    [ "$rc" -eq 0 ] || { echo "FAIL: node-llama-cpp install: $(cat "$tmp/npm.err")" >&2; exit 1; }
+}
