@@ -25,6 +25,12 @@ typedef struct elm_context_params {
      * use blocks along the head dimension (32, or head_dim when it divides 32) with an f16 scale,
      * keys quantized after RoPE; see elm_kv_cache_bytes for the memory. */
     elm_type type_k, type_v;
+    /* Round activations as ggml does: the 8-bit activation blocks' scales d and d·Σq to f16, and
+     * the input of an F16 (BF16) product to f16 (bf16). Logits then equal llama.cpp's up to the
+     * order of float additions, so greedy near-ties break the same way; for cross-checking. The
+     * default (false) keeps both in f32, which measured slightly more accurate (lower KLD and
+     * perplexity: docs/quantization.md). */
+    bool ggml_rounding;
 } elm_context_params;
 
 /* Creates a context. ELM_ERR_ARG for n_ctx <= 0, n_threads out of range or n_ctx > 1<<20;

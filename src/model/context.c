@@ -76,6 +76,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     const size_t nb = (size_t)c->n_batch, nt = (size_t)p->n_threads;
     c->type_k = p->type_k;
     c->type_v = p->type_v;
+    c->ggml_rounding = p->ggml_rounding;
     c->k_block = k_block;
     c->v_block = v_block;
     c->k_row = elm_kv_bytes(p->type_k, k_block, c->kv_dim);
@@ -101,6 +102,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->xq = alloc_aligned(nb * elm_q8_row_bytes(max_cols), &ok);
     if (has_float_matrix(m))
         c->xt = alloc_aligned((nb + 15) / 16 * 16 * (size_t)max_cols * sizeof(float), &ok);
+    if (p->ggml_rounding) c->xr = alloc_f32(nb * (size_t)max_cols, &ok);
     c->scores = alloc_f32(nt * (size_t)c->n_ctx, &ok);
     c->scratch = alloc_aligned(nt * c->scratch_bytes, &ok);
     c->norms = alloc_f32(((size_t)hp->n_layers * 2 + 1) * hp->dim, &ok);
@@ -133,7 +135,7 @@ void elm_context_free(elm_context *c) {
     if (!c) return;
     elm_pool_free(c->pool);
     void *bufs[] = {c->k_cache, c->v_cache, c->x,      c->xb,    c->q,        c->kb,
-                    c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->xt,    c->scores,
+                    c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->xt,    c->xr,  c->scores,
                     c->scratch, c->norms,   c->inv_freq, c->rope_cs, c->tokens, c->k_deq, c->v_deq};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);

@@ -14,6 +14,7 @@ struct elm_context {
     int32_t kv_dim;
     unsigned char *k_cache, *v_cache; /* [n_layers, n_ctx, k_row / v_row bytes] */
     elm_type type_k, type_v;  /* cache element types (kv_quant.h) */
+    bool ggml_rounding;       /* elm_context_params.ggml_rounding */
     int32_t k_block, v_block; /* elements per quantization block */
     size_t k_row, v_row;      /* bytes of one position's keys / values (kv_dim elements) */
     float *k_deq, *v_deq;     /* [n_ctx, kv_dim] one layer decoded for attention; NULL for f32 */
@@ -28,6 +29,8 @@ struct elm_context {
     void *xq;        /* [n_batch] q8 rows (kernels.h) of a product's input, max_cols wide */
     float *xt;       /* [n_batch rounded up to 16, max_cols] a product's input by 16-token chunks,
                       * transposed (elm_matmul_args.xt) */
+    float *xr;       /* [n_batch, max_cols] with ggml_rounding: an F16/BF16 product's input
+                      * rounded to its weights' type, else NULL */
     float *scores;   /* [n_threads, n_ctx] attention weights per thread */
     unsigned char *scratch; /* [n_threads, scratch_bytes] matmul scratch, 64-byte aligned */
     size_t scratch_bytes;

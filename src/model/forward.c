@@ -50,50 +50,95 @@ static void matmul_worker(void *arg, int ith, int nth) {
 }
 
 /* The inputs of a group of products, prepared once for all of them: q8 rows for block weights,
- * 16-token transposed chunks for float weights in prefill (kernels.h, elm_matmul_args). */
+ * 16-token transposed chunks for float weights in prefill (kernels.h, elm_matmul_args), and with
+ * ggml_rounding the float input rounded to the weights' F16/BF16 type (xr). */
 typedef struct {
     elm_context *c;
     const float *x;
     int64_t n_tok, cols;
     bool q8, xt;
+    elm_type round; /* F16 or BF16: the float products' input goes through xr; else F32 */
     elm_pool_work tokens, chunks; /* the rows to quantize, the 16-token chunks to transpose */
 } prep_job;
 
+/* ggml's rounding (elm_context_params.ggml_rounding): q8 block scales held in f16. */
+static void round_q8_scales(void *row, int64_t cols) {
+    const elm_q8_row q = elm_q8_at(row, cols, 0);
+    float *d = (float *)q.d, *s = (float *)q.s;
+    for (int64_t b = 0; b < cols / ELM_QK; b++) {
+        d[b] = elm_f16_to_f32(elm_f32_to_f16(d[b]));
+        s[b] = elm_f16_to_f32(elm_f32_to_f16(s[b]));
+    }
+}
+
+static float round_to(elm_type t, float v) {
+    return t == ELM_TYPE_BF16 ? elm_bf16_to_f32(elm_f32_to_bf16(v))
+                              : elm_f16_to_f32(elm_f32_to_f16(v));
+}
+
+/* A 16-token chunk is rounded and transposed by the same thread, so no thread reads rows another
+ * is still writing. */
 static void prep_worker(void *arg, int ith, int nth) {
     (void)nth;
     prep_job *j = arg;
-    const elm_kernels *k = j->c->k;
+    elm_context *c = j->c;
+    const bool round = j->round != ELM_TYPE_F32;
     long t0, t1;
     const size_t row_bytes = elm_q8_row_bytes(j->cols);
     while (j->q8 && elm_pool_work_claim(&j->tokens, ith, 4, &t0, &t1))
-        for (long t = t0; t < t1; t++)
-            k->quantize_q8(j->x + t * j->cols, j->cols, (char *)j->c->xq + t * row_bytes);
-    while (j->xt && elm_pool_work_claim(&j->chunks, ith, 1, &t0, &t1)) {
+        for (long t = t0; t < t1; t++) {
+            void *row = (char *)c->xq + t * row_bytes;
+            c->k->quantize_q8(j->x + t * j->cols, j->cols, row);
+            if (c->ggml_rounding) round_q8_scales(row, j->cols);
+        }
+    while ((j->xt || round) && elm_pool_work_claim(&j->chunks, ith, 1, &t0, &t1)) {
         const int64_t first = t0 * 16, nt = j->n_tok - first < 16 ? j->n_tok - first : 16;
-        k->transpose16(j->x + first * j->cols, j->cols, (int)nt, j->cols,
-                       j->c->xt + first * j->cols);
+        const float *x = j->x + first * j->cols;
+        if (round) {
+            float *xr = c->xr + first * j->cols;
+            for (int64_t i = 0; i < nt * j->cols; i++) xr[i] = round_to(j->round, x[i]);
+            x = xr;
+        }
+        if (j->xt) c->k->transpose16(x, j->cols, (int)nt, j->cols, c->xt + first * j->cols);
     }
+}
+
+/* The type a product's float input is rounded to: with ggml_rounding, its F16/BF16 weights' type;
+ * else F32 (none). */
+static elm_type act_round(const elm_context *c, const elm_tensor *w) {
+    return c->ggml_rounding && (w->type == ELM_TYPE_F16 || w->type == ELM_TYPE_BF16)
+               ? w->type
+               : ELM_TYPE_F32;
 }
 
 /* Y_i[n_tok, rows_i] = X[n_tok, cols] · W_iᵀ for the n weights of layer `layer` (-1: output). */
 static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *const *w,
                          float *const *y, const float *x, int64_t n_tok) {
+    /* float products share xt and xr, so they go out together only when rounded alike */
+    for (int i = 1; i < n; i++)
+        if (!elm_type_q8_act(w[i]->type) && !elm_type_q8_act(w[0]->type) &&
+            act_round(c, w[i]) != act_round(c, w[0])) {
+            for (int k = 0; k < n; k++) matmul_group(c, layer, 1, &w[k], &y[k], x, n_tok);
+            return;
+        }
     matmul_job j = {.c = c, .n = n};
-    prep_job pj = {.c = c, .x = x, .n_tok = n_tok, .cols = w[0]->ne[0]};
+    prep_job pj = {.c = c, .x = x, .n_tok = n_tok, .cols = w[0]->ne[0], .round = ELM_TYPE_F32};
     elm_pool_work_init(&pj.tokens, (long)n_tok, elm_pool_size(c->pool));
     elm_pool_work_init(&pj.chunks, (long)((n_tok + 15) / 16), elm_pool_size(c->pool));
     for (int i = 0; i < n; i++) {
         if (c->hook) c->hook(w[i], layer, x, n_tok, c->hook_user);
         const bool q8 = elm_type_q8_act(w[i]->type);
         const bool xt = !q8 && c->xt && n_tok >= ELM_XT_MIN_TOKENS;
+        if (!q8) pj.round = act_round(c, w[i]);
+        const float *xf = !q8 && pj.round != ELM_TYPE_F32 ? c->xr : x;
         pj.q8 |= q8;
         pj.xt |= xt;
-        j.args[i] = (elm_matmul_args){w[i], x, q8 ? c->xq : NULL, xt ? c->xt : NULL, n_tok, y[i]};
+        j.args[i] = (elm_matmul_args){w[i], xf, q8 ? c->xq : NULL, xt ? c->xt : NULL, n_tok, y[i]};
         j.first_unit[i + 1] =
             j.first_unit[i] + (long)((w[i]->ne[1] + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
     }
     if (n_tok >= PREP_PARALLEL_TOKENS) elm_pool_run_shared(c->pool, prep_worker, &pj);
-    else if (pj.q8 || pj.xt) prep_worker(&pj, 0, 1);
+    else if (pj.q8 || pj.xt || pj.round != ELM_TYPE_F32) prep_worker(&pj, 0, 1);
     elm_pool_work_init(&j.tiles, j.first_unit[n], elm_pool_size(c->pool));
     elm_pool_run_shared(c->pool, matmul_worker, &j);
 }

@@ -37,7 +37,10 @@ void gen_opts_usage(FILE *f) {
           "      --draft-min-p P    stop drafting below this draft confidence (default 0.5)\n"
           "      --lookup N         prompt-lookup decoding: copy up to N tokens that followed\n"
           "                         an earlier occurrence of the last n-gram (0 = off)\n"
-          CLI_MMAP_HELP,
+          CLI_MMAP_HELP
+          "      --ggml-rounding    round activations as ggml does (f16 block scales, f16 input\n"
+          "                         of F16 products): logits equal llama.cpp's up to the order\n"
+          "                         of additions, for cross-checking (default: f32, more precise)\n",
           f);
 }
 
@@ -104,6 +107,10 @@ bool gen_opts_parse(gen_opts *o, int argc, char **argv, int *ip) {
         o->mmap = true;
         return true;
     }
+    if (IS("--ggml-rounding")) {
+        o->ggml_rounding = true;
+        return true;
+    }
     if (IS("--no-context-shift")) {
         o->gp.no_context_shift = true;
         return true;
@@ -132,7 +139,8 @@ bool gen_stack_new(gen_stack *s, const gen_opts *o, const elm_model *m, const ch
                                    .n_batch = (int32_t)(o->n_batch ? o->n_batch : n_ctx),
                                    .n_threads = (int32_t)o->n_threads,
                                    .type_k = o->type_k,
-                                   .type_v = o->type_v};
+                                   .type_v = o->type_v,
+                                   .ggml_rounding = o->ggml_rounding};
     if (elm_context_new(m, &cp, &s->ctx, &err)) {
         cli_fail("%s: %s", path, err.msg);
         return false;

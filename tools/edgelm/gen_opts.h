@@ -15,6 +15,7 @@ typedef struct gen_opts {
     const char *draft;          /* --draft MODEL */
     float draft_min_p;
     bool mmap;                  /* --mmap: map GGUF files instead of reading them */
+    bool ggml_rounding;         /* --ggml-rounding (elm_context_params) */
     bool failed;                /* an option's value was bad (message printed) */
 } gen_opts;
 
