@@ -100,6 +100,10 @@ PY
 "$bin" inspect "$tmp/mixed.gguf" | grep -q "token_embd.weight  *\[512, 64\]  *q8_0" || fail "inspect of the mixed file"
 : >"$tmp/empty.txt"
 expect_error "gptq without --calib" "--calib" "$bin" quantize -m "$f32" -o "$tmp/y.gguf" --type q4_0 --method gptq
+# a FIFO as calibration file: refused at once (opening it for reading would wait for a writer)
+mkfifo "$tmp/fifo.txt"
+expect_error "gptq --calib FIFO" "fifo.txt: not a regular file" timeout 20 "$bin" quantize -m "$f32" \
+    -o "$tmp/y.gguf" --type q4_0 --method gptq --calib "$tmp/fifo.txt"
 expect_error "missing --calib file" "$tmp/nofile.txt" "$bin" quantize -m "$f32" -o "$tmp/y.gguf" \
     --type q4_0 --method awq --calib "$tmp/nofile.txt"
 expect_error "empty --calib file" "no calibration samples" "$bin" quantize -m "$f32" -o "$tmp/y.gguf" \

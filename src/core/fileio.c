@@ -10,21 +10,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Opens a regular file for reading into *fd with its stat. O_NONBLOCK: opening a FIFO for
+ * reading would otherwise wait for a writer before the check could refuse it (it has no effect
+ * on regular files). */
+static elm_status open_regular(const char *path, int *fd, struct stat *st, elm_error *err) {
+    *fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (*fd < 0) return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(errno));
+    if (fstat(*fd, st) != 0) {
+        const int e = errno;
+        close(*fd);
+        return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st->st_mode)) {
+        close(*fd);
+        return elm_errorf(err, ELM_ERR_IO, "%s: not a regular file", path);
+    }
+    return ELM_OK;
+}
+
 elm_status elm_map_file(const char *path, void **addr, size_t *size, elm_error *err) {
     *addr = NULL;
     *size = 0;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return elm_errorf(err, ELM_ERR_IO, "%s: not a regular file", path);
-    }
+    elm_status status = open_regular(path, &fd, &st, err);
+    if (status) return status;
     if (st.st_size == 0) {
         close(fd);
         return ELM_OK;
@@ -58,15 +68,10 @@ static void *map_aligned(size_t n) {
 elm_status elm_read_file_huge(const char *path, void **addr, size_t *size, elm_error *err) {
     *addr = NULL;
     *size = 0;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        const int e = errno;
-        close(fd);
-        return elm_errorf(err, ELM_ERR_IO, "%s: %s", path,
-                          S_ISREG(st.st_mode) ? strerror(e) : "not a regular file");
-    }
+    elm_status status = open_regular(path, &fd, &st, err);
+    if (status) return status;
     const size_t n = (size_t)st.st_size;
     if (n == 0) {
         close(fd);
@@ -104,12 +109,15 @@ elm_status elm_read_file(const char *path, size_t max_bytes, char **buf, size_t 
                          elm_error *err) {
     *buf = NULL;
     *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        return elm_errorf(err, ELM_ERR_IO, "%s: not a regular file", path);
+    elm_status status = open_regular(path, &fd, &st, err);
+    if (status) return status;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        const int e = errno;
+        close(fd);
+        return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(e));
     }
     if ((unsigned long long)st.st_size > max_bytes) {
         fclose(f);

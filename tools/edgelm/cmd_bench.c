@@ -192,8 +192,11 @@ static void print_markdown(const result *r) {
 }
 
 static void print_text(const result *r) {
-    printf("model          %s (%.2f MiB, %.2f B parameters)\n", r->model,
-           r->model_bytes / 1048576.0, r->params / 1e9);
+    const double params = (double)r->params;
+    const int unit = params >= 1e9 ? 0 : params >= 1e6 ? 1 : 2;
+    printf("model          %s (%.2f MiB, %.2f %s parameters)\n", r->model,
+           r->model_bytes / 1048576.0, params / (unit == 0 ? 1e9 : unit == 1 ? 1e6 : 1e3),
+           unit == 0 ? "B" : unit == 1 ? "M" : "K");
     printf("kernels        %s, %ld threads, %ld repetitions\n", r->isa, r->threads, r->reps);
     if (r->n_prompt > 0) printf("pp%-12ld %.2f ± %.2f tok/s\n", r->n_prompt, r->pp.mean, r->pp.sd);
     if (r->n_gen > 0)
