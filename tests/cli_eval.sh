@@ -146,6 +146,12 @@ EOF
 "$bin" eval --ref "$f32" "${common[@]}" --save-ref "$tmp/only.elmref" >/dev/null 2>&1 && cmp -s "$tmp/only.elmref" "$tmp/ref.elmref" \
   && ok || fail "--save-ref without -m"
 
+# a broken -m file is reported before the baseline runs (nothing saved by --save-ref)
+head -c 1000 "$q4" > "$tmp/cut.gguf"
+expect_error "broken -m before the baseline" "cut.gguf:" "$bin" eval --ref "$f32" -m "$tmp/cut.gguf" \
+    "${common[@]}" --save-ref "$tmp/early.elmref"
+[ ! -e "$tmp/early.elmref" ] && ok || fail "the baseline ran before a broken -m file was reported"
+
 # rejected reference files
 head -c 100000 "$tmp/ref.elmref" > "$tmp/cut.elmref"
 expect_error "truncated cache" "cut.elmref: truncated reference file" "$bin" eval -m "$q4" --ref-logits "$tmp/cut.elmref" "${common[@]}"
