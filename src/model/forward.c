@@ -61,19 +61,16 @@ typedef struct {
     elm_pool_work tokens, chunks; /* the rows to quantize, the 16-token chunks to transpose */
 } prep_job;
 
-/* ggml's rounding (elm_context_params.ggml_rounding): q8 block scales held in f16. */
-static void round_q8_scales(void *row, int64_t cols) {
-    const elm_q8_row q = elm_q8_at(row, cols, 0);
-    float *d = (float *)q.d, *s = (float *)q.s;
-    for (int64_t b = 0; b < cols / ELM_QK; b++) {
-        d[b] = elm_f16_to_f32(elm_f32_to_f16(d[b]));
-        s[b] = elm_f16_to_f32(elm_f32_to_f16(s[b]));
+/* out[i] = x[i] stored as type t (F16 or BF16) and read back through the type's codec, i < n;
+ * out may be x. ggml_rounding's rounding of activations and of q8 block scales. */
+static void round_through(elm_type t, const float *x, int64_t n, float *out) {
+    const elm_type_traits *tt = elm_type_get(t);
+    uint16_t buf[256];
+    for (int64_t i = 0; i < n; i += 256) {
+        const int64_t m = n - i < 256 ? n - i : 256;
+        tt->from_float(x + i, buf, m);
+        tt->to_float(buf, out + i, m);
     }
-}
-
-static float round_to(elm_type t, float v) {
-    return t == ELM_TYPE_BF16 ? elm_bf16_to_f32(elm_f32_to_bf16(v))
-                              : elm_f16_to_f32(elm_f32_to_f16(v));
 }
 
 /* A 16-token chunk is rounded and transposed by the same thread, so no thread reads rows another
@@ -89,15 +86,18 @@ static void prep_worker(void *arg, int ith, int nth) {
         for (long t = t0; t < t1; t++) {
             void *row = (char *)c->xq + t * row_bytes;
             c->k->quantize_q8(j->x + t * j->cols, j->cols, row);
-            if (c->ggml_rounding) round_q8_scales(row, j->cols);
+            if (c->ggml_rounding) { /* ggml's q8 blocks hold d and d·Σq in f16 */
+                const elm_q8_row q = elm_q8_at(row, j->cols, 0);
+                round_through(ELM_TYPE_F16, q.d, j->cols / ELM_QK, (float *)q.d);
+                round_through(ELM_TYPE_F16, q.s, j->cols / ELM_QK, (float *)q.s);
+            }
         }
     while ((j->xt || round) && elm_pool_work_claim(&j->chunks, ith, 1, &t0, &t1)) {
         const int64_t first = t0 * 16, nt = j->n_tok - first < 16 ? j->n_tok - first : 16;
         const float *x = j->x + first * j->cols;
         if (round) {
-            float *xr = c->xr + first * j->cols;
-            for (int64_t i = 0; i < nt * j->cols; i++) xr[i] = round_to(j->round, x[i]);
-            x = xr;
+            round_through(j->round, x, nt * j->cols, c->xr + first * j->cols);
+            x = c->xr + first * j->cols;
         }
         if (j->xt) c->k->transpose16(x, j->cols, (int)nt, j->cols, c->xt + first * j->cols);
     }

@@ -299,8 +299,8 @@ static int run_eval(eval_run *r) {
     }
     const elm_ppl_params pp = {.n_ctx = (int32_t)o->n_ctx, .n_batch = (int32_t)o->n_batch,
                                .n_threads = (int32_t)o->n_threads};
-    /* a broken model file is reported before the baseline's minutes of work: mapping a model
-     * validates its header and tensor table without reading the weights */
+    /* a broken model file is reported before the baseline's minutes of work: mapping a GGUF
+     * file validates its header and tensor table without reading the weights */
     for (int k = 0; k < o->n_models; k++) {
         elm_model *m = cli_load_model(o->models[k], o->tokenizer);
         if (!m) return 1;
