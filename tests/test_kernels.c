@@ -25,7 +25,7 @@ static const elm_type all_types[] = {ELM_TYPE_F32,  ELM_TYPE_F16,  ELM_TYPE_BF16
                                      ELM_TYPE_Q4_0, ELM_TYPE_Q4_1, ELM_TYPE_Q5_0, ELM_TYPE_Q5_1};
 
 typedef struct {
-    elm_tensor w;
+    elm_weights w;
     float *wf;        /* the weights as decoded floats [rows, cols] */
     float *x;         /* [n_tok, cols] */
     void *xq;         /* n_tok q8 rows */
@@ -48,11 +48,7 @@ static bool problem_new(problem *p, elm_type type, int64_t cols, int64_t rows, i
     p->y_ref = malloc(sizeof(float) * rows * n_tok);
     p->y = malloc(sizeof(float) * rows * n_tok);
     p->scratch = aligned_alloc(64, (elm_matmul_scratch_bytes(cols) + 63) / 64 * 64);
-    p->w = (elm_tensor){.type = type,
-                        .n_dims = 2,
-                        .ne = {cols, rows, 1, 1},
-                        .data = malloc(row_bytes * rows),
-                        .nbytes = row_bytes * rows};
+    p->w = (elm_weights){.type = type, .data = malloc(row_bytes * rows), .rows = rows, .cols = cols};
     for (int64_t i = 0; i < cols * rows; i++) src[i] = frand(&seed);
     /* one all-zero block and one block of large values exercise d = 0 and wide scales */
     if (cols * rows >= 64) {
@@ -60,7 +56,7 @@ static bool problem_new(problem *p, elm_type type, int64_t cols, int64_t rows, i
         for (int i = 32; i < 64; i++) src[i] *= 300.0f;
     }
     for (int64_t i = 0; i < cols * n_tok; i++) p->x[i] = frand(&seed) * (i % 7 == 0 ? 4.0f : 1.0f);
-    tt->from_float(src, p->w.data, cols * rows);
+    tt->from_float(src, (void *)p->w.data, cols * rows);
     tt->to_float(p->w.data, p->wf, cols * rows);
     free(src);
     for (int64_t t0 = 0; t0 < n_tok; t0 += 16)
@@ -74,13 +70,13 @@ static bool problem_new(problem *p, elm_type type, int64_t cols, int64_t rows, i
 }
 
 static void problem_free(problem *p) {
-    free(p->w.data), free(p->wf), free(p->x), free(p->xq), free(p->xt), free(p->y_ref), free(p->y);
+    free((void *)p->w.data), free(p->wf), free(p->x), free(p->xq), free(p->xt), free(p->y_ref), free(p->y);
     free(p->scratch);
 }
 
 /* Σ|w|·|x| for output (t, r): the scale of the rounding error of any summation order. */
 static double magnitude(const problem *p, int64_t t, int64_t r) {
-    const int64_t cols = p->w.ne[0];
+    const int64_t cols = p->w.cols;
     double s = 0;
     for (int64_t c = 0; c < cols; c++) s += fabs(p->wf[r * cols + c] * p->x[t * cols + c]);
     return s;
@@ -89,9 +85,9 @@ static double magnitude(const problem *p, int64_t t, int64_t r) {
 /* split: two row ranges, the first not starting at 0, and the transposed activations given (for
  * float types) as the forward pass gives them, so both ways of getting them are exercised. */
 static void run_matmul(const elm_kernels *k, problem *p, int64_t n_tok, float *y, bool split) {
-    const int64_t rows = p->w.ne[1];
+    const int64_t rows = p->w.rows;
     const bool q8 = elm_type_q8_act(p->w.type);
-    elm_matmul_args a = {.w = &p->w,
+    elm_matmul_args a = {.w = p->w,
                          .x = p->x,
                          .xq = q8 ? p->xq : NULL,
                          .xt = !q8 && split ? p->xt : NULL,
@@ -105,7 +101,7 @@ static void run_matmul(const elm_kernels *k, problem *p, int64_t n_tok, float *y
 /* The oracle itself: its q8 products equal float products up to the activation rounding,
  * |Σ w·(x - x_q)| <= Σ|w|·d/2 per block. */
 static void check_oracle(problem *p, int64_t n_tok) {
-    const int64_t cols = p->w.ne[0], rows = p->w.ne[1];
+    const int64_t cols = p->w.cols, rows = p->w.rows;
     const elm_type_traits *tt = elm_type_get(p->w.type);
     run_matmul(elm_kernels_scalar(), p, n_tok, p->y_ref, false);
     double worst = 0;

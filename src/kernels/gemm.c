@@ -15,8 +15,8 @@ size_t elm_matmul_scratch_bytes(int64_t max_cols) {
     return (q8 > f32 ? q8 : f32) + 64;
 }
 
-void elm_repack_q8_tile(const elm_tensor *w, int64_t r0, int n_rows, uint8_t *tile) {
-    const int64_t nb = w->ne[0] / ELM_QK;
+void elm_repack_q8_tile(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile) {
+    const int64_t nb = w->cols / ELM_QK;
     const size_t bb = elm_type_get(w->type)->block_bytes;
     const size_t row_bytes = (size_t)nb * bb;
     for (int r = 0; r < ELM_TILE_ROWS; r++) {
@@ -35,9 +35,9 @@ void elm_repack_q8_tile(const elm_tensor *w, int64_t r0, int n_rows, uint8_t *ti
     }
 }
 
-void elm_repack_f32_tile(const elm_tensor *w, int64_t r0, int n_rows, float *tile) {
+void elm_repack_f32_tile(const elm_weights *w, int64_t r0, int n_rows, float *tile) {
     enum { CHUNK = 256 };
-    const int64_t cols = w->ne[0];
+    const int64_t cols = w->cols;
     const elm_type_traits *tt = elm_type_get(w->type);
     const size_t row_bytes = elm_row_bytes(w->type, cols);
     float buf[CHUNK];
@@ -57,20 +57,20 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 static void gemm_q8(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, int64_t r1,
                     uint8_t *panel) {
-    const int64_t rows = a->w->ne[1], nb = a->w->ne[0] / ELM_QK;
+    const int64_t rows = a->w.rows, nb = a->w.cols / ELM_QK;
     const size_t tile_bytes = (size_t)nb * ELM_TILE_Q8_BYTES;
     for (int64_t p0 = r0; p0 < r1; p0 += PANEL_TILES * ELM_TILE_ROWS) {
         const int64_t np = min64(PANEL_TILES * ELM_TILE_ROWS, r1 - p0);
         const int n_tiles = (int)((np + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
         const elm_repack_q8_fn repack = g->repack_q8 ? g->repack_q8 : elm_repack_q8_tile;
         for (int i = 0; i < n_tiles; i++)
-            repack(a->w, p0 + i * ELM_TILE_ROWS, (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS),
+            repack(&a->w, p0 + i * ELM_TILE_ROWS, (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS),
                    panel + i * tile_bytes);
         for (int64_t t0 = 0; t0 < a->n_tok; t0 += g->q8_tokens) {
             const int nt = (int)min64(g->q8_tokens, a->n_tok - t0);
             for (int i = 0; i < n_tiles; i++)
                 g->q8(panel + i * tile_bytes, nb,
-                      (const char *)a->xq + t0 * elm_q8_row_bytes(a->w->ne[0]), nt,
+                      (const char *)a->xq + t0 * elm_q8_row_bytes(a->w.cols), nt,
                       a->y + t0 * rows + p0 + i * ELM_TILE_ROWS, rows,
                       (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS));
         }
@@ -84,7 +84,7 @@ void elm_transpose_x16(const float *x, int64_t ldx, int n_tok, int64_t cols, flo
 
 static void gemm_f32(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, int64_t r1,
                      float *panel) {
-    const int64_t rows = a->w->ne[1], cols = a->w->ne[0];
+    const int64_t rows = a->w.rows, cols = a->w.cols;
     const size_t tile_floats = (size_t)cols * ELM_TILE_ROWS;
     float *xt = panel + PANEL_TILES * tile_floats;
     const elm_repack_f32_fn repack = g->repack_f32 ? g->repack_f32 : elm_repack_f32_tile;
@@ -93,7 +93,7 @@ static void gemm_f32(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_
         const int64_t np = min64(PANEL_TILES * ELM_TILE_ROWS, r1 - p0);
         const int n_tiles = (int)((np + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
         for (int i = 0; i < n_tiles; i++)
-            repack(a->w, p0 + i * ELM_TILE_ROWS, (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS),
+            repack(&a->w, p0 + i * ELM_TILE_ROWS, (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS),
                    panel + i * tile_floats);
         for (int64_t t0 = 0; t0 < a->n_tok; t0 += CHUNK) {
             const int nt = (int)min64(CHUNK, a->n_tok - t0);
@@ -111,6 +111,6 @@ static void gemm_f32(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_
 
 void elm_gemm(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, int64_t r1,
               void *scratch) {
-    if (elm_type_q8_act(a->w->type)) gemm_q8(g, a, r0, r1, scratch);
+    if (elm_type_q8_act(a->w.type)) gemm_q8(g, a, r0, r1, scratch);
     else gemm_f32(g, a, r0, r1, scratch);
 }

@@ -29,8 +29,8 @@ typedef void (*elm_tile_f32_fn)(const float *tile, int64_t cols, const float *xt
                                 float *y, int64_t ldy, int n_rows);
 
 /* Rows [r0, r0 + n_rows) of w (n_rows <= 16) into one tile of the layout above. */
-typedef void (*elm_repack_q8_fn)(const elm_tensor *w, int64_t r0, int n_rows, uint8_t *tile);
-typedef void (*elm_repack_f32_fn)(const elm_tensor *w, int64_t r0, int n_rows, float *tile);
+typedef void (*elm_repack_q8_fn)(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile);
+typedef void (*elm_repack_f32_fn)(const elm_weights *w, int64_t r0, int n_rows, float *tile);
 
 /* As elm_kernels.transpose16. */
 typedef void (*elm_transpose_fn)(const float *x, int64_t ldx, int n_tok, int64_t cols, float *xt);
@@ -50,8 +50,8 @@ void elm_gemm(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, i
               void *scratch);
 
 /* The portable repacking (the reference for the SIMD ones). */
-void elm_repack_q8_tile(const elm_tensor *w, int64_t r0, int n_rows, uint8_t *tile);
-void elm_repack_f32_tile(const elm_tensor *w, int64_t r0, int n_rows, float *tile);
+void elm_repack_q8_tile(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile);
+void elm_repack_f32_tile(const elm_weights *w, int64_t r0, int n_rows, float *tile);
 void elm_transpose_x16(const float *x, int64_t ldx, int n_tok, int64_t cols, float *xt);
 
 #endif

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "edgelm/model.h"
+#include "edgelm/types.h"
 
 /* Activations quantized for the block types, one row per token. A row of cols values (a multiple
  * of 32) is nb = cols/32 blocks laid out as arrays, so SIMD code loads several blocks' values,
@@ -48,9 +48,17 @@ static inline bool elm_type_q8_act(elm_type t) {
            t == ELM_TYPE_Q5_1;
 }
 
+/* A weight matrix as the kernels see it: rows × cols elements of one type, row after row
+ * (elm_row_bytes(type, cols) bytes apart), as a linear layer's W in y = W·x. */
+typedef struct elm_weights {
+    elm_type type;
+    const void *data;
+    int64_t rows, cols;
+} elm_weights;
+
 /* One product Y = X · Wᵀ. */
 typedef struct elm_matmul_args {
-    const elm_tensor *w; /* [rows, cols] (ne = {cols, rows}), any supported type */
+    elm_weights w;       /* any supported type */
     const float *x;      /* [n_tok, cols] */
     const void *xq;      /* n_tok q8 rows of x (quantize_q8), when elm_type_q8_act */
     /* Float weights, optional: x transposed by chunks of 16 tokens ([ceil(n_tok/16)][cols][16],

@@ -41,7 +41,7 @@ static void matmul_worker(void *arg, int ith, int nth) {
             const long lo = u0 > j->first_unit[i] ? u0 : j->first_unit[i];
             const long hi = u1 < j->first_unit[i + 1] ? u1 : j->first_unit[i + 1];
             if (lo >= hi) continue;
-            const int64_t rows = j->args[i].w->ne[1];
+            const int64_t rows = j->args[i].w.rows;
             const int64_t r0 = (int64_t)(lo - j->first_unit[i]) * ELM_TILE_ROWS;
             const int64_t r1 = (int64_t)(hi - j->first_unit[i]) * ELM_TILE_ROWS;
             j->c->k->matmul(&j->args[i], r0, r1 < rows ? r1 : rows, scratch);
@@ -133,7 +133,8 @@ static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
         const float *xf = !q8 && pj.round != ELM_TYPE_F32 ? c->xr : x;
         pj.q8 |= q8;
         pj.xt |= xt;
-        j.args[i] = (elm_matmul_args){w[i], xf, q8 ? c->xq : NULL, xt ? c->xt : NULL, n_tok, y[i]};
+        const elm_weights wi = {w[i]->type, w[i]->data, w[i]->ne[1], w[i]->ne[0]};
+        j.args[i] = (elm_matmul_args){wi, xf, q8 ? c->xq : NULL, xt ? c->xt : NULL, n_tok, y[i]};
         j.first_unit[i + 1] =
             j.first_unit[i] + (long)((w[i]->ne[1] + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
     }

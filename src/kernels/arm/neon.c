@@ -249,11 +249,11 @@ NEON_FN static float row_q8_0(const uint8_t *b, const elm_q8_row *x, int64_t nb)
 
 /* One weight row against token t (float or q8 activations by type). */
 NEON_FN static float row_dot(const elm_matmul_args *a, const uint8_t *row, int64_t t) {
-    const int64_t cols = a->w->ne[0], nb = cols / ELM_QK;
+    const int64_t cols = a->w.cols, nb = cols / ELM_QK;
     const float *x = a->x + t * cols;
     elm_q8_row q = {0};
-    if (elm_type_q8_act(a->w->type)) q = elm_q8_at(a->xq, cols, t);
-    switch (a->w->type) {
+    if (elm_type_q8_act(a->w.type)) q = elm_q8_at(a->xq, cols, t);
+    switch (a->w.type) {
     case ELM_TYPE_F32: return dot_f32((const float *)row, x, cols);
     case ELM_TYPE_F16: return dot_half(row, x, cols, false);
     case ELM_TYPE_BF16: return dot_half(row, x, cols, true);
@@ -266,10 +266,10 @@ NEON_FN static float row_dot(const elm_matmul_args *a, const uint8_t *row, int64
 }
 
 NEON_FN static void matvec(const elm_matmul_args *a, int64_t r0, int64_t r1) {
-    const int64_t cols = a->w->ne[0], rows = a->w->ne[1];
-    const size_t row_bytes = elm_row_bytes(a->w->type, cols);
+    const int64_t cols = a->w.cols, rows = a->w.rows;
+    const size_t row_bytes = elm_row_bytes(a->w.type, cols);
     for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *row = (const uint8_t *)a->w->data + (size_t)r * row_bytes;
+        const uint8_t *row = (const uint8_t *)a->w.data + (size_t)r * row_bytes;
         for (int64_t t = 0; t < a->n_tok; t++) a->y[t * rows + r] = row_dot(a, row, t);
     }
 }

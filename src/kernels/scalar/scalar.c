@@ -42,8 +42,8 @@ void elm_scalar_quantize_q8(const float *x, int64_t cols, void *row) {
 
 /* Block weights: per block, d·(x.d·Σ q·x.qs) + m·x.s (blocks.h's view of the weights). */
 static void matmul_q8(const elm_matmul_args *a, int64_t r0, int64_t r1) {
-    const elm_tensor *w = a->w;
-    const int64_t cols = w->ne[0], rows = w->ne[1], nb = cols / ELM_QK;
+    const elm_weights *w = &a->w;
+    const int64_t cols = w->cols, rows = w->rows, nb = cols / ELM_QK;
     const size_t bb = elm_type_get(w->type)->block_bytes;
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *row = (const uint8_t *)w->data + (size_t)(r * nb) * bb;
@@ -65,12 +65,12 @@ static void matmul_q8(const elm_matmul_args *a, int64_t r0, int64_t r1) {
 /* Float weights: decode each row once into scratch (F32 rows are used in place), then dot it
  * with every token. */
 static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    const elm_tensor *w = a->w;
+    const elm_weights *w = &a->w;
     if (elm_type_q8_act(w->type)) {
         matmul_q8(a, r0, r1);
         return;
     }
-    const int64_t cols = w->ne[0], rows = w->ne[1];
+    const int64_t cols = w->cols, rows = w->rows;
     const elm_type_traits *tt = elm_type_get(w->type);
     const size_t row_bytes = elm_row_bytes(w->type, cols);
     for (int64_t r = r0; r < r1; r++) {

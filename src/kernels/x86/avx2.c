@@ -104,7 +104,7 @@ static const elm_gemm_kernels gemm_kernels = {tile_q8_256, 4, tile_f32_256, 6, N
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
-    else matvec(a, r0, r1, row_dot_256(a->w->type));
+    else matvec(a, r0, r1, row_dot_256(a->w.type));
 }
 
 static const elm_kernels avx2_kernels = {

@@ -224,13 +224,13 @@ X86_INLINE float row_nibbles(const uint8_t *w, const group_act *a, const elm_q8_
  * measured faster 256 bits at a time) and float types through x86_body.h, whose 256-bit F16 loop
  * also streams faster on Zen 4 than a 512-bit one. */
 X86_FN static void matvec_512(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    const elm_tensor *w = a->w;
+    const elm_weights *w = &a->w;
     const elm_type t = w->type;
     if (!elm_type_q8_act(t) || t == ELM_TYPE_Q8_0) {
         matvec(a, r0, r1, row_dot_256(t));
         return;
     }
-    const int64_t cols = w->ne[0], rows = w->ne[1], nb = cols / ELM_QK;
+    const int64_t cols = w->cols, rows = w->rows, nb = cols / ELM_QK;
     const size_t row_bytes = elm_row_bytes(t, cols);
     const bool asym = t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_1;
     const bool five = t == ELM_TYPE_Q5_0 || t == ELM_TYPE_Q5_1;
@@ -283,9 +283,9 @@ X86_INLINE __m256i block_signed(elm_type t, const uint8_t *b, float *d, float *m
 /* 16 rows of one block, each 8 dwords of 4 weights, become the tile's 8 vectors of one dword per
  * row: a 16x8 transpose in three rounds of two-source permutes (rows in pairs, then the four
  * dwords of two row quads, then the two dwords of two row octets). */
-X86_FN static void repack_q8_512(const elm_tensor *w, int64_t r0, int n_rows, uint8_t *tile) {
+X86_FN static void repack_q8_512(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile) {
     const elm_type t = w->type;
-    const int64_t nb = w->ne[0] / ELM_QK;
+    const int64_t nb = w->cols / ELM_QK;
     const size_t bb = elm_type_get(t)->block_bytes, row_bytes = (size_t)nb * bb;
     int32_t ia[2][16], ib[2][16], ic[2][16];
     for (int p = 0; p < 16; p++) {
@@ -367,8 +367,8 @@ X86_INLINE void transpose16(__m512 v[16], const butterflies *b) {
 }
 
 /* 16 rows of float weights, 16 columns at a time, through transpose16. */
-X86_FN static void repack_f32_512(const elm_tensor *w, int64_t r0, int n_rows, float *tile) {
-    const int64_t cols = w->ne[0];
+X86_FN static void repack_f32_512(const elm_weights *w, int64_t r0, int n_rows, float *tile) {
+    const int64_t cols = w->cols;
     const size_t row_bytes = elm_row_bytes(w->type, cols);
     butterflies bf;
     make_butterflies(&bf);

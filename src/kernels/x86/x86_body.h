@@ -335,8 +335,8 @@ static row_dot_fn row_dot_256(elm_type t) {
 
 /* Few tokens: each weight row is read from memory once and stays in L1 for the other tokens. */
 X86_FN static void matvec(const elm_matmul_args *a, int64_t r0, int64_t r1, row_dot_fn dot) {
-    const elm_tensor *w = a->w;
-    const int64_t cols = w->ne[0], rows = w->ne[1];
+    const elm_weights *w = &a->w;
+    const int64_t cols = w->cols, rows = w->rows;
     const size_t row_bytes = elm_row_bytes(w->type, cols);
     const bool q8 = elm_type_q8_act(w->type);
     /* rows of a long x in fours (see dot_float4); shorter ones one by one, which streams the
