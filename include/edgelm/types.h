@@ -20,21 +20,30 @@ typedef enum elm_type {
     ELM_TYPE_Q5_0 = 6,
     ELM_TYPE_Q5_1 = 7,
     ELM_TYPE_Q8_0 = 8,
+    ELM_TYPE_Q2_K = 10,
+    ELM_TYPE_Q3_K = 11,
+    ELM_TYPE_Q4_K = 12,
+    ELM_TYPE_Q5_K = 13,
+    ELM_TYPE_Q6_K = 14,
+    ELM_TYPE_IQ4_NL = 20,
+    ELM_TYPE_IQ4_XS = 23,
     ELM_TYPE_BF16 = 30,
     ELM_TYPE_COUNT = 31 /* one past the largest id; not a type */
 } elm_type;
 
-#define ELM_QK 32 /* weights per block for every quantized type here */
+#define ELM_QK 32   /* weights per block of the legacy types (Q4_0 ... Q8_0) and IQ4_NL */
+#define ELM_QK_K 256 /* weights per super-block of the k-quants and IQ4_XS */
 
 typedef struct elm_type_traits {
     const char *name;    /* "f32", "q4_0", ... as llama.cpp spells them */
-    int block_size;      /* elements per block: 1 for float types, 32 for quantized */
+    int block_size;      /* elements per block: 1 for float types, 32 or 256 for quantized */
     size_t block_bytes;  /* bytes per block */
     double bits_per_weight;
     /* Decodes n elements (n a multiple of block_size) from src into dst. */
     void (*to_float)(const void *src, float *dst, int64_t n);
     /* Round-to-nearest reference encoding of n elements (n a multiple of block_size), bit-exact
-     * with llama-quantize without importance matrix. */
+     * with llama-quantize without importance matrix; NULL for a type edgelm reads but does not
+     * write yet. */
     void (*from_float)(const float *src, void *dst, int64_t n);
 } elm_type_traits;
 
