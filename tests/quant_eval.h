@@ -14,6 +14,7 @@
 
 #include "check.h"
 #include "core/fileio.h"
+#include "model/builder.h"
 /* the scratch-directory helpers; not every test here copies fixture files */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-function"

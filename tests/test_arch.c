@@ -19,7 +19,7 @@
 #include "formats/hf_write.h"
 #include "formats/loaders.h"
 #include "kernels/kernels.h"
-#include "model/synth_tiny.h"
+#include "shapes/synth_tiny.h"
 #include "tmpfiles.h"
 
 static char *tmpdir;
@@ -156,7 +156,7 @@ static void test_tokenizer_json(const char *vocab) {
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", vocab);
     elm_vocab v, w;
     elm_error err;
-    if (elm_load_gguf_vocab(fixture(rel), &v, &err)) {
+    if (elm_vocab_load(fixture(rel), &v, &err)) {
         CHECK(false, "%s: %s", vocab, err.msg);
         return;
     }

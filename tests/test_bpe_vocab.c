@@ -37,7 +37,7 @@ static bool encodes_as(const elm_vocab *v, const char *text, bool special, const
 
 static bool load(const char *rel, elm_vocab *v) {
     elm_error err;
-    elm_status st = elm_load_gguf_vocab(fixture(rel), v, &err);
+    elm_status st = elm_vocab_load(fixture(rel), v, &err);
     CHECK(st == ELM_OK, "%s: %s", rel, err.msg);
     return st == ELM_OK;
 }
@@ -147,13 +147,13 @@ static void test_bad_pre(void) {
     elm_vocab v;
     elm_error err;
     const char *path = with_pre("gpt-X");
-    elm_status st = elm_load_gguf_vocab(path, &v, &err);
+    elm_status st = elm_vocab_load(path, &v, &err);
     CHECK(st == ELM_ERR_UNSUPPORTED && strstr(err.msg, path) &&
               strstr(err.msg, "tokenizer.ggml.pre 'gpt-X' is not supported") &&
               !strchr(err.msg, '\n'),
           "unknown pre: %d %s", st, err.msg);
     /* aliases llama.cpp knows work: "phi-2" is GPT-2's regex */
-    st = elm_load_gguf_vocab(with_pre("phi-2"), &v, &err);
+    st = elm_vocab_load(with_pre("phi-2"), &v, &err);
     CHECK(st == ELM_OK && !strcmp(v.pre, "gpt-2"), "phi-2 alias: %s", err.msg);
     if (!st) elm_vocab_free(&v);
 }

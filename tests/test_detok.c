@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
     check_init(argc, argv);
     elm_vocab v;
     elm_error err;
-    elm_status st = elm_load_gguf_vocab(fixture("stories260K/stories260K-f32.gguf"), &v, &err);
+    elm_status st = elm_vocab_load(fixture("stories260K/stories260K-f32.gguf"), &v, &err);
     CHECK(st == ELM_OK, "%s", err.msg);
     if (st == ELM_OK) {
         check_split_character(&v);

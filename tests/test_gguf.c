@@ -232,7 +232,7 @@ static void test_good(void) {
     elm_model_free(m);
 
     elm_vocab voc;
-    st = elm_load_gguf_vocab(fixture("vocab/ggml-vocab-llama-spm.gguf"), &voc, &err);
+    st = elm_vocab_load(fixture("vocab/ggml-vocab-llama-spm.gguf"), &voc, &err);
     CHECK(st == ELM_OK, "vocab-only load: %s", err.msg);
     if (!st) {
         CHECK(voc.n_tokens == 32000 && voc.bos_id == 1 && voc.eos_id == 2 && voc.add_bos &&
@@ -240,11 +240,11 @@ static void test_good(void) {
               "llama-spm vocab: %d tokens, bos %d", voc.n_tokens, voc.bos_id);
         elm_vocab_free(&voc);
     }
-    st = elm_load_gguf_vocab(fixture("vocab/ggml-vocab-gpt-2.gguf"), &voc, &err);
+    st = elm_vocab_load(fixture("vocab/ggml-vocab-gpt-2.gguf"), &voc, &err);
     CHECK(st == ELM_OK && voc.n_tokens == 50257 && !strcmp(voc.model, "gpt2") && voc.merges,
           "gpt2 vocab: %d %s", st, err.msg);
     if (!st) elm_vocab_free(&voc);
-    st = elm_load_gguf_vocab(fixture("stories260K/stories260K-f32.gguf"), &voc, &err);
+    st = elm_vocab_load(fixture("stories260K/stories260K-f32.gguf"), &voc, &err);
     CHECK(st == ELM_OK && voc.n_tokens == 512, "vocab of the model file: %s", err.msg);
     if (!st) elm_vocab_free(&voc);
 }
@@ -345,7 +345,7 @@ static void test_kv(void) {
     const char *p = write_file("tokens-i32.gguf", b.b, b.n);
     elm_vocab v;
     elm_error err;
-    elm_status st = elm_load_gguf_vocab(p, &v, &err);
+    elm_status st = elm_vocab_load(p, &v, &err);
     CHECK(st == ELM_ERR_FORMAT && strstr(err.msg, p) &&
               strstr(err.msg,
                      "'tokenizer.ggml.tokens' is an array of i32, expected an array of string"),

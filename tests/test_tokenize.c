@@ -127,7 +127,7 @@ static void check_vocab_file(const char *name) {
     snprintf(rel, sizeof rel, "vocab/%s", name);
     elm_vocab v;
     elm_error err;
-    elm_status st = elm_load_gguf_vocab(fixture(rel), &v, &err);
+    elm_status st = elm_vocab_load(fixture(rel), &v, &err);
     CHECK(st == ELM_OK, "%s: %s", name, err.msg);
     if (st != ELM_OK) return;
     /* Phi-3's GGUF has no tokenizer.ggml.add_space_prefix key; its expected ids start with the
@@ -292,7 +292,7 @@ int main(int argc, char **argv) {
 
     elm_vocab v;
     elm_error err;
-    elm_status st = elm_load_gguf_vocab(fixture("stories260K/stories260K-f32.gguf"), &v, &err);
+    elm_status st = elm_vocab_load(fixture("stories260K/stories260K-f32.gguf"), &v, &err);
     CHECK(st == ELM_OK, "%s", err.msg);
     if (st == ELM_OK) {
         check_golden(&v, "gguf vocab");

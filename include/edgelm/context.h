@@ -20,7 +20,8 @@ typedef struct elm_context elm_context;
 typedef struct elm_context_params {
     int32_t n_ctx;     /* KV cache capacity in tokens (> 0); preallocated */
     int32_t n_batch;   /* most tokens per forward call (0 = n_ctx); sizes the scratch buffers */
-    int32_t n_threads; /* >= 1; workers live as long as the context */
+    int32_t n_threads; /* 0: all online cores (elm_online_cores); workers live as long as the
+                        * context */
     /* KV cache element types: ELM_TYPE_F32 (0, the default), F16, Q8_0 or Q4_0. Quantized caches
      * use blocks along the head dimension (32, or head_dim when it divides 32) with an f16 scale,
      * keys quantized after RoPE; see elm_kv_cache_bytes for the memory. */
@@ -72,6 +73,11 @@ elm_status elm_context_make_room(elm_context *c, int32_t n_new, int32_t n_keep, 
  * types do not fit the model's head size): what `run`, `chat`, `bench` and `plan` report. */
 size_t elm_kv_cache_bytes(const elm_hparams *hp, int32_t n_ctx, elm_type type_k, elm_type type_v);
 
+/* The KV cache element types a context takes, by name: "f32", "f16", "q8_0" or "q4_0"
+ * (ELM_KV_TYPE_NAMES); false for anything else. */
+#define ELM_KV_TYPE_NAMES "f32, f16, q8_0 or q4_0"
+bool elm_kv_type_from_name(const char *name, elm_type *out);
+
 /* This context's KV cache bytes, and its element types. */
 size_t elm_context_kv_bytes(const elm_context *c);
 elm_type elm_context_type_k(const elm_context *c);
@@ -92,6 +98,17 @@ void elm_context_set_hook(elm_context *c, elm_matmul_hook hook, void *user);
  * ELM_ERR_ARG when n <= 0, n > n_batch, n_past + n > n_ctx or a token id is out of range. */
 elm_status elm_forward(elm_context *c, const int32_t *tokens, int32_t n, float *logits,
                        bool all_logits, elm_error *err);
+
+/* Called after each batch of elm_forward_batched with all_logits: rows [n, n_vocab] for tokens
+ * [off, off + n). A non-zero status stops the feed and is returned. */
+typedef elm_status (*elm_batch_cb)(const float *logits, int32_t off, int32_t n, void *user);
+
+/* Feeds tokens [n] through elm_forward in batches of at most elm_context_n_batch tokens (the one
+ * prefill loop of generation, speculative decoding and perplexity). Without all_logits, logits
+ * (may be NULL) receives the last token's row; with it, logits holds n_batch rows and cb sees
+ * each batch's. Errors: elm_forward's. */
+elm_status elm_forward_batched(elm_context *c, const int32_t *tokens, int32_t n, float *logits,
+                               bool all_logits, elm_batch_cb cb, void *user, elm_error *err);
 
 /* elm_forward with hidden states in and out: exactly one of tokens [n] (embedded as elm_forward
  * does) and x [n, dim] (f32 residual-stream states that take the embeddings' place) is non-NULL.

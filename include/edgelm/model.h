@@ -106,34 +106,16 @@ elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model
 
 void elm_model_free(elm_model *m);
 
+/* Only the tokenizer of a GGUF file (vocab-only files such as llama.cpp's ggml-vocab-*.gguf have
+ * no tensors): fills and finalizes v, to free with elm_vocab_free. Errors name the file. */
+elm_status elm_vocab_load(const char *path, elm_vocab *v, elm_error *err);
+
 /* Tensor by name, or NULL. */
 elm_tensor *elm_model_find(const elm_model *m, const char *name);
 
 /* Total bytes of all tensors, and parameter count. */
 size_t elm_model_bytes(const elm_model *m);
 int64_t elm_model_params(const elm_model *m);
-
-/* ---- for loaders (src/formats) ---- */
-
-/* Creates an empty model for `path`/`format`. */
-elm_model *elm_model_new(const char *path, const char *format, elm_error *err);
-
-/* Adds a tensor (name copied, data borrowed from storage the model owns). Validates n_dims in
- * [1,4], every ne >= 1, the element count and byte size against overflow and against `type`
- * (ne[0] a multiple of the block size); nbytes must equal the computed size. */
-elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, int n_dims,
-                                const int64_t *ne, void *data, size_t nbytes, elm_error *err);
-
-/* Hands a malloc'd buffer or an mmap to the model, freed by elm_model_free. */
-elm_status elm_model_own_buffer(elm_model *m, void *buf, elm_error *err);
-elm_status elm_model_own_mapping(elm_model *m, void *addr, size_t len, elm_error *err);
-
-/* After tensors and hparams are set: validates hparams (positive sizes, heads dividing dim when
- * head_dim is not given, n_heads % n_kv_heads == 0, an architecture of elm_arch_find), sets the
- * architecture's rope_style, ffn_act and embd_scale, finds every tensor by GGUF name, checks its
- * shape, splits fused tensors into row views, ties the output to the embedding when output.weight
- * is absent, and checks the vocab size matches. Errors name m->path and the tensor. */
-elm_status elm_model_bind(elm_model *m, elm_error *err);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,7 @@ extern "C" {
 typedef struct elm_ppl_params {
     int32_t n_ctx;     /* tokens per chunk (>= 4) */
     int32_t n_batch;   /* tokens per forward call (0 = n_ctx) */
-    int32_t n_threads; /* >= 1 */
+    int32_t n_threads; /* 0: all online cores */
 } elm_ppl_params;
 
 typedef struct elm_ppl_result {

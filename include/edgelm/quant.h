@@ -77,7 +77,7 @@ typedef struct elm_quant_params {
     double damp;                /* GPTQ: damping, a fraction of mean(diag H) (0 = 0.01); raised
                                  * x10 when H is not positive definite or does not factor */
     bool act_order;             /* GPTQ: columns by descending diag H, static block scales */
-    int32_t n_threads;          /* forward passes over the calibration set (0 = 1) */
+    int32_t n_threads;          /* forward passes over the calibration set (0: all online cores) */
 } elm_quant_params;
 
 typedef struct elm_quant_tensor_info {

@@ -28,20 +28,15 @@ static bool cache_type(const char *name, elm_type *out) {
         *out = ELM_TYPE_F32;
         return true;
     }
-    return elm_type_from_name(name, out) && (*out == ELM_TYPE_F32 || *out == ELM_TYPE_F16 ||
-                                             *out == ELM_TYPE_Q8_0 || *out == ELM_TYPE_Q4_0);
+    return elm_kv_type_from_name(name, out);
 }
 
 static elm_status setup(edgelm_ctx *h, const edgelm_params *p, elm_error *err) {
     const elm_model *m = h->model->m;
     elm_context_params cp = {.n_ctx = p->n_ctx, .n_batch = p->n_batch, .n_threads = p->n_threads};
     if (!cp.n_ctx) cp.n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
-    if (!cp.n_threads) {
-        const long n = sysconf(_SC_NPROCESSORS_ONLN);
-        cp.n_threads = n < 1 ? 1 : n > 64 ? 64 : (int32_t)n;
-    }
     if (!cache_type(p->cache_type_k, &cp.type_k) || !cache_type(p->cache_type_v, &cp.type_v))
-        return elm_errorf(err, ELM_ERR_ARG, "cache type '%s'/'%s': expected f32, f16, q8_0 or q4_0",
+        return elm_errorf(err, ELM_ERR_ARG, "cache type '%s'/'%s': expected " ELM_KV_TYPE_NAMES,
                           p->cache_type_k ? p->cache_type_k : "f32",
                           p->cache_type_v ? p->cache_type_v : "f32");
     elm_status st = elm_context_new(m, &cp, &h->c, err);

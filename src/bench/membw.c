@@ -1,9 +1,10 @@
-/* Streaming read bandwidth (see membw.h): each thread runs the widest dot product of the kernel
+/* Streaming read bandwidth (elm_membw_read, edgelm/system.h): each thread runs the widest dot product of the kernel
  * table (the loads decode itself issues: 256-bit or wider, several accumulators) over its share
  * of a buffer of ones, dotted with itself, so every byte comes from memory once; the sums are
  * checked, so the reads cannot be dropped. Threads come from the same persistent pool the forward
  * pass uses, and the time is the wall time of the whole pass. */
-#include "bench/membw.h"
+#include "core/clock.h"
+#include "edgelm/system.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -27,12 +28,6 @@ static void read_worker(void *arg, int ith, int nth) {
     j->sums[ith] = j->k->dot_f32(p, p, (int64_t)(e - b) * 1024);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 elm_status elm_membw_read(int n_threads, size_t bytes, int reps, double *gbps, elm_error *err) {
     *gbps = 0;
     if (n_threads < 1 || n_threads > 512 || reps < 1 || bytes < ((size_t)1 << 20))
@@ -54,9 +49,9 @@ elm_status elm_membw_read(int n_threads, size_t bytes, int reps, double *gbps, e
     elm_pool_run(pool, read_worker, &j);            /* and warms the threads */
     bool ok = true;
     for (int r = 0; r < reps; r++) {
-        const double t0 = now_s();
+        const double t0 = elm_now_s();
         elm_pool_run(pool, read_worker, &j);
-        const double dt = now_s() - t0;
+        const double dt = elm_now_s() - t0;
         if (dt > 0 && bytes / dt / 1e9 > *gbps) *gbps = bytes / dt / 1e9;
         double total = 0;
         for (int i = 0; i < n_threads; i++) total += j.sums[i];

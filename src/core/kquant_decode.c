@@ -5,18 +5,13 @@
  * read as bytes (little-endian f16 fields), so no struct layout or alignment is assumed. */
 #include <string.h>
 
+#include "core/half.h"
 #include "core/kquant.h"
 
 /* The 16 signed levels of the non-linear 4-bit grid of IQ4_NL and IQ4_XS (llama.cpp's
  * kvalues_iq4nl): denser near zero, where most weights are. */
 const int8_t elm_iq4nl_grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                    1,    13,   25,  38,  53,  69,  89,  113};
-
-static float f16_at(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return elm_f16_to_f32(h);
-}
 
 void elm_kquant_scale_min(int j, const uint8_t *s, uint8_t *sc, uint8_t *m) {
     if (j < 4) {
@@ -43,7 +38,7 @@ void elm_q3_k_scales(const uint8_t *s, int8_t out[16]) {
 void elm_q2_k_to_float(const void *src, float *y, int64_t n) {
     const uint8_t *b = src;
     for (int64_t i = 0; i < n / ELM_QK_K; i++, b += 84, y += ELM_QK_K) {
-        const float d = f16_at(b + 80), dmin = f16_at(b + 82);
+        const float d = elm_load_f16(b + 80), dmin = elm_load_f16(b + 82);
         for (int w = 0; w < ELM_QK_K; w++) {
             const int h = w / 128, k = (w % 128) / 32, l = w % 32;
             const uint8_t sc = b[8 * h + 2 * k + l / 16];
@@ -59,7 +54,7 @@ void elm_q2_k_to_float(const void *src, float *y, int64_t n) {
 void elm_q3_k_to_float(const void *src, float *y, int64_t n) {
     const uint8_t *b = src;
     for (int64_t i = 0; i < n / ELM_QK_K; i++, b += 110, y += ELM_QK_K) {
-        const float d = f16_at(b + 108);
+        const float d = elm_load_f16(b + 108);
         int8_t sc[16];
         elm_q3_k_scales(b + 96, sc);
         for (int w = 0; w < ELM_QK_K; w++) {
@@ -76,7 +71,7 @@ void elm_q3_k_to_float(const void *src, float *y, int64_t n) {
  * s = 0, high for s = 1; Q5_K adds 16 when bit 2p + s of qh[l] is set; sub-block 2p + s. */
 static void q45_k_to_float(const uint8_t *b, float *y, int64_t n, size_t bytes, bool five) {
     for (int64_t i = 0; i < n / ELM_QK_K; i++, b += bytes, y += ELM_QK_K) {
-        const float d = f16_at(b), dmin = f16_at(b + 2);
+        const float d = elm_load_f16(b), dmin = elm_load_f16(b + 2);
         const uint8_t *qh = b + 16, *qs = b + (five ? 48 : 16);
         for (int w = 0; w < ELM_QK_K; w++) {
             const int p = w / 64, s = (w % 64) / 32, l = w % 32;
@@ -98,7 +93,7 @@ void elm_q5_k_to_float(const void *s, float *y, int64_t n) { q45_k_to_float(s, y
 void elm_q6_k_to_float(const void *src, float *y, int64_t n) {
     const uint8_t *b = src;
     for (int64_t i = 0; i < n / ELM_QK_K; i++, b += 210, y += ELM_QK_K) {
-        const float d = f16_at(b + 208);
+        const float d = elm_load_f16(b + 208);
         const int8_t *sc = (const int8_t *)(b + 192);
         for (int w = 0; w < ELM_QK_K; w++) {
             const int h = w / 128, k = (w % 128) / 32, l = w % 32;
@@ -114,7 +109,7 @@ void elm_q6_k_to_float(const void *src, float *y, int64_t n) {
 void elm_iq4_nl_to_float(const void *src, float *y, int64_t n) {
     const uint8_t *b = src;
     for (int64_t i = 0; i < n / ELM_QK; i++, b += 18, y += ELM_QK) {
-        const float d = f16_at(b);
+        const float d = elm_load_f16(b);
         for (int l = 0; l < 16; l++) {
             y[l] = d * (float)elm_iq4nl_grid[b[2 + l] & 0x0f];
             y[l + 16] = d * (float)elm_iq4nl_grid[b[2 + l] >> 4];
@@ -128,7 +123,7 @@ void elm_iq4_nl_to_float(const void *src, float *y, int64_t n) {
 void elm_iq4_xs_to_float(const void *src, float *y, int64_t n) {
     const uint8_t *b = src;
     for (int64_t i = 0; i < n / ELM_QK_K; i++, b += 136, y += ELM_QK_K) {
-        const float d = f16_at(b);
+        const float d = elm_load_f16(b);
         const unsigned sh = (unsigned)b[2] | (unsigned)b[3] << 8;
         for (int j = 0; j < 8; j++) {
             const int ls = ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((sh >> (2 * j)) & 3) << 4;

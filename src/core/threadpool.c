@@ -17,6 +17,7 @@
  * compare-and-swap that fails once the caller has closed the gate (its own fn returned, so no work
  * is left to claim); the caller waits only for the workers that joined. A late worker touches no
  * job data. */
+#include "core/clock.h"
 #include "core/threadpool.h"
 
 #include <pthread.h>
@@ -63,11 +64,7 @@ struct elm_pool {
     void *arg;
 };
 
-static uint64_t now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
+static uint64_t now_us(void) { return (uint64_t)(elm_now_s() * 1e6); }
 
 /* Spins until cond(p, seen) holds or SPIN_US pass; returns whether it holds. */
 static bool spin_until(elm_pool *p, bool (*cond)(elm_pool *, uint64_t), uint64_t seen) {

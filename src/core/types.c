@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/half.h"
 #include "core/kquant.h"
 #include "edgelm/types.h"
 
@@ -76,17 +77,6 @@ uint16_t elm_f32_to_bf16(float f) {
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
 }
 
-static float get_f16(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return elm_f16_to_f32(h);
-}
-
-static void put_f16(uint8_t *p, float f) {
-    uint16_t h = elm_f32_to_f16(f);
-    memcpy(p, &h, 2);
-}
-
 /* ---- float types ---- */
 
 static void f32_to_float(const void *src, float *dst, int64_t n) {
@@ -99,12 +89,12 @@ static void f32_from_float(const float *src, void *dst, int64_t n) {
 
 static void f16_to_float(const void *src, float *dst, int64_t n) {
     const uint8_t *s = src;
-    for (int64_t i = 0; i < n; i++) dst[i] = get_f16(s + 2 * i);
+    for (int64_t i = 0; i < n; i++) dst[i] = elm_load_f16(s + 2 * i);
 }
 
 static void f16_from_float(const float *src, void *dst, int64_t n) {
     uint8_t *d = dst;
-    for (int64_t i = 0; i < n; i++) put_f16(d + 2 * i, src[i]);
+    for (int64_t i = 0; i < n; i++) elm_store_f16(d + 2 * i, src[i]);
 }
 
 static void bf16_to_float(const void *src, float *dst, int64_t n) {
@@ -161,7 +151,7 @@ static int trunc_q(float v, int qmax) {
 static void q8_0_to_float(const void *src, float *dst, int64_t n) {
     const uint8_t *b = src;
     for (int64_t i = 0; i < n / ELM_QK; i++, b += 34, dst += ELM_QK) {
-        float d = get_f16(b);
+        float d = elm_load_f16(b);
         for (int j = 0; j < ELM_QK; j++) dst[j] = d * (float)(int8_t)b[2 + j];
     }
 }
@@ -173,7 +163,7 @@ static void q8_0_from_float(const float *src, void *dst, int64_t n) {
         for (int j = 0; j < ELM_QK; j++) amax = fmaxf(amax, fabsf(src[j]));
         float d = amax / 127.0f;
         float id = d != 0 ? 1.0f / d : 0.0f;
-        put_f16(b, d);
+        elm_store_f16(b, d);
         for (int j = 0; j < ELM_QK; j++) {
             /* |x * id| <= 127 for finite input; NaN/inf input is pinned, not overflowed */
             float v = roundf(src[j] * id);
@@ -189,7 +179,7 @@ static void sym_to_float(const uint8_t *b, float *dst, int64_t n, size_t bytes, 
     int q[ELM_QK];
     const int off = 1 << (bits - 1);
     for (int64_t i = 0; i < n / ELM_QK; i++, b += bytes, dst += ELM_QK) {
-        float d = get_f16(b);
+        float d = elm_load_f16(b);
         unpack_q(b + bytes - 16, bits == 5 ? b + 2 : NULL, q);
         for (int j = 0; j < ELM_QK; j++) dst[j] = d * (float)(q[j] - off);
     }
@@ -210,7 +200,7 @@ static void sym_from_float(const float *src, uint8_t *b, int64_t n, size_t bytes
             }
         float d = max / (float)-off;
         float id = d != 0 ? 1.0f / d : 0.0f;
-        put_f16(b, d);
+        elm_store_f16(b, d);
         for (int j = 0; j < ELM_QK; j++) q[j] = trunc_q(src[j] * id + ((float)off + 0.5f), qmax);
         pack_q(q, b + bytes - 16, bits == 5 ? b + 2 : NULL);
     }
@@ -221,7 +211,7 @@ static void sym_from_float(const float *src, uint8_t *b, int64_t n, size_t bytes
 static void asym_to_float(const uint8_t *b, float *dst, int64_t n, size_t bytes, int bits) {
     int q[ELM_QK];
     for (int64_t i = 0; i < n / ELM_QK; i++, b += bytes, dst += ELM_QK) {
-        float d = get_f16(b), m = get_f16(b + 2);
+        float d = elm_load_f16(b), m = elm_load_f16(b + 2);
         unpack_q(b + bytes - 16, bits == 5 ? b + 4 : NULL, q);
         for (int j = 0; j < ELM_QK; j++) dst[j] = d * (float)q[j] + m;
     }
@@ -239,8 +229,8 @@ static void asym_from_float(const float *src, uint8_t *b, int64_t n, size_t byte
         }
         float d = (max - min) / (float)qmax;
         float id = d != 0 ? 1.0f / d : 0.0f;
-        put_f16(b, d);
-        put_f16(b + 2, min);
+        elm_store_f16(b, d);
+        elm_store_f16(b + 2, min);
         for (int j = 0; j < ELM_QK; j++) q[j] = trunc_q((src[j] - min) * id + 0.5f, qmax);
         pack_q(q, b + bytes - 16, bits == 5 ? b + 4 : NULL);
     }

@@ -15,6 +15,32 @@ static double nll_of(const float *logits, int32_t n_vocab, int32_t next) {
     return -((double)logits[next] - max - log(sum));
 }
 
+/* The running sums of one evaluation, and the chunk being scored. */
+typedef struct scorer {
+    const int32_t *window;
+    int32_t n_ctx, n_vocab, first;
+    double sum, sum2;
+    int64_t count;
+    elm_scored_fn on_scored;
+    void *user;
+} scorer;
+
+/* Scores the positions of a batch that fall in the second half of the chunk (not the last). */
+static elm_status score_batch(const float *logits, int32_t off, int32_t nb, void *arg) {
+    scorer *s = arg;
+    for (int32_t t = 0; t < nb; t++) {
+        const int32_t j = off + t;
+        if (j < s->first || j >= s->n_ctx - 1) continue;
+        const float *lj = logits + (size_t)t * s->n_vocab;
+        const double nll = nll_of(lj, s->n_vocab, s->window[j + 1]);
+        s->sum += nll;
+        s->sum2 += nll * nll;
+        s->count++;
+        if (s->on_scored) s->on_scored(lj, s->n_vocab, s->window[j + 1], s->user);
+    }
+    return ELM_OK;
+}
+
 elm_status elm_eval_chunks(const elm_model *m, const int32_t *tokens, int64_t n_tokens,
                            const elm_ppl_params *p, elm_scored_fn on_scored, elm_chunk_fn on_chunk,
                            void *user, elm_ppl_result *out, elm_error *err) {
@@ -37,30 +63,18 @@ elm_status elm_eval_chunks(const elm_model *m, const int32_t *tokens, int64_t n_
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for %d x %d logits", n_batch, n_vocab);
         goto done;
     }
-    const int32_t n_chunks = (int32_t)(n_tokens / n_ctx), first = n_ctx / 2;
-    double sum = 0, sum2 = 0;
-    int64_t count = 0;
+    const int32_t n_chunks = (int32_t)(n_tokens / n_ctx);
+    scorer s = {window, n_ctx, n_vocab, n_ctx / 2, 0, 0, 0, on_scored, user};
     for (int32_t ch = 0; ch < n_chunks; ch++) {
         memcpy(window, tokens + (int64_t)ch * n_ctx, sizeof(int32_t) * (size_t)n_ctx);
         window[0] = m->vocab.bos_id;
         elm_context_reset(c);
-        for (int32_t off = 0; off < n_ctx; off += n_batch) {
-            const int32_t nb = n_ctx - off < n_batch ? n_ctx - off : n_batch;
-            if ((st = elm_forward(c, window + off, nb, logits, true, err))) goto done;
-            for (int32_t t = 0; t < nb; t++) {
-                const int32_t j = off + t;
-                if (j < first || j >= n_ctx - 1) continue;
-                const float *lj = logits + (size_t)t * n_vocab;
-                const double nll = nll_of(lj, n_vocab, window[j + 1]);
-                sum += nll;
-                sum2 += nll * nll;
-                count++;
-                if (on_scored) on_scored(lj, n_vocab, window[j + 1], user);
-            }
-        }
-        if (on_chunk) on_chunk(ch + 1, n_chunks, exp(sum / count), user);
+        if ((st = elm_forward_batched(c, window, n_ctx, logits, true, score_batch, &s, err)))
+            goto done;
+        if (on_chunk) on_chunk(ch + 1, n_chunks, exp(s.sum / s.count), user);
     }
-    const double mean = sum / count, var = sum2 / count - mean * mean;
+    const int64_t count = s.count;
+    const double mean = s.sum / count, var = s.sum2 / count - mean * mean;
     out->mean_nll = mean;
     out->ppl = exp(mean);
     out->ppl_stderr = count > 1 && var > 0 ? out->ppl * sqrt(var / (count - 1)) : 0;

@@ -629,7 +629,7 @@ done:
     return st;
 }
 
-elm_status elm_load_gguf_vocab(const char *path, elm_vocab *v, elm_error *err) {
+elm_status elm_vocab_load(const char *path, elm_vocab *v, elm_error *err) {
     memset(v, 0, sizeof *v);
     void *addr;
     size_t size;

@@ -1,18 +1,14 @@
-/* Entry points of the per-layout loaders. Each fills an empty elm_model (from elm_model_new):
- * hyper-parameters, tensors under GGUF names (interleaved RoPE order), and a finalized vocab.
- * elm_model_load then calls elm_model_bind. Every size, offset and count is validated before use;
+/* Entry points of the per-layout loaders, called by elm_model_load (load.c). Each fills an empty
+ * elm_model (from elm_model_new, model/builder.h): hyper-parameters, tensors under GGUF names
+ * (interleaved RoPE order), and a finalized vocab. elm_model_load then calls elm_model_bind. Every size, offset and count is validated before use;
  * errors name the file and the problem. */
 #ifndef EDGELM_FORMATS_LOADERS_H
 #define EDGELM_FORMATS_LOADERS_H
 
-#include "edgelm/model.h"
+#include "model/builder.h"
 
 /* GGUF v2/v3, mmapped (gguf_read.c). */
 elm_status elm_load_gguf(elm_model *m, const char *path, bool in_memory, elm_error *err);
-
-/* Only the tokenizer of a GGUF file (vocab-only files, e.g. the fixtures vocab/ggml-vocab-*.gguf, have
- * no tensors): fills and finalizes v (gguf_read.c). */
-elm_status elm_load_gguf_vocab(const char *path, elm_vocab *v, elm_error *err);
 
 /* Hugging Face directory: config.json + model.safetensors or model.safetensors.index.json, and
  * tokenizer.json (hf.c). */

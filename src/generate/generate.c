@@ -3,14 +3,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "edgelm/generate.h"
+#include "generate/gen_stats.h"
 #include "edgelm/vocab.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
                         const elm_gen_params *p, elm_token_cb cb, void *user, int32_t *out_ids,
@@ -38,16 +34,9 @@ elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
     memcpy(history, prompt, sizeof(int32_t) * (size_t)n_prompt);
     int32_t n_hist = n_prompt;
 
-    const double t0 = now_ms();
-    const int32_t n_batch = elm_context_n_batch(c);
-    for (int32_t off = 0; off < n_prompt && !st; off += n_batch) {
-        const int32_t chunk = n_prompt - off < n_batch ? n_prompt - off : n_batch;
-        st = elm_forward(c, prompt + off, chunk, off + chunk == n_prompt ? logits : NULL, false, err);
-    }
-    if (st) goto done;
-    const double t_prefill = now_ms();
-    stats->prompt_tokens = n_prompt;
-    stats->prefill_ms = t_prefill - t0;
+    const double t0 = elm_now_ms();
+    if ((st = elm_forward_batched(c, prompt, n_prompt, logits, false, NULL, NULL, err))) goto done;
+    const double t_prefill = elm_now_ms();
 
     elm_detok dt;
     elm_detok_init(&dt, &m->vocab, false); /* the continuation keeps its leading space */
@@ -55,7 +44,7 @@ elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
     double t_first = t_prefill;
     for (int32_t i = 0; i < p->n_predict; i++) {
         const int32_t id = elm_sampler_sample(s, logits, history, n_hist);
-        if (i == 0) t_first = now_ms();
+        if (i == 0) t_first = elm_now_ms();
         if (id == m->vocab.eos_id && !p->ignore_eos) break;
         history[n_hist++] = id;
         if (out_ids && *n_out < max_out) out_ids[*n_out] = id;
@@ -69,16 +58,11 @@ elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
         }
         if ((st = elm_forward(c, &id, 1, logits, false, err))) goto done;
     }
-    const double t_end = now_ms();
+    const double t_end = elm_now_ms();
     size_t len = elm_detok_flush(&dt, piece, sizeof piece);
     if (cb) cb(piece, len, -1, user);
 
-    stats->generated_tokens = *n_out;
-    stats->ttft_ms = t_first - t0;
-    stats->decode_ms = t_end - t_first;
-    stats->prefill_tps = stats->prefill_ms > 0 ? n_prompt / (stats->prefill_ms / 1e3) : 0;
-    stats->decode_tps =
-        *n_out > 1 && stats->decode_ms > 0 ? (*n_out - 1) / (stats->decode_ms / 1e3) : 0;
+    elm_gen_stats_set(stats, n_prompt, *n_out, t0, t_prefill, t_first, t_end);
 done:
     elm_sampler_free(s);
     free(logits);

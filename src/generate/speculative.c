@@ -18,14 +18,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "edgelm/speculative.h"
 #include "edgelm/vocab.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
+#include "generate/gen_stats.h"
 
 int32_t elm_lookup_propose(const int32_t *tokens, int32_t n_tokens, int32_t max_ngram,
                            int32_t max_draft, int32_t *draft) {
@@ -84,11 +80,7 @@ static elm_status draft_sync(spec_run *r, const int32_t *seq, int32_t n_seq, elm
     int32_t common = 0, n_have = elm_context_n_past(d);
     while (common < n_have && common < n_seq - 1 && have[common] == seq[common]) common++;
     elm_status st = elm_context_truncate(d, common, err);
-    const int32_t nb = elm_context_n_batch(d);
-    for (int32_t off = common; off < n_seq && !st; off += nb) {
-        const int32_t chunk = n_seq - off < nb ? n_seq - off : nb;
-        st = elm_forward(d, seq + off, chunk, off + chunk == n_seq ? r->dlogits : NULL, false, err);
-    }
+    if (!st) st = elm_forward_batched(d, seq + common, n_seq - common, r->dlogits, false, NULL, NULL, err);
     return st;
 }
 
@@ -139,7 +131,7 @@ typedef struct emitter {
 } emitter;
 
 static bool emit(emitter *e, spec_run *r, int32_t id) {
-    if (*e->n_out == 0) e->t_first = now_ms();
+    if (*e->n_out == 0) e->t_first = elm_now_ms();
     if (id == e->vocab->eos_id && !e->p->ignore_eos) return true;
     r->hist[r->n_hist++] = id;
     if (e->out_ids && *e->n_out < e->max_out) e->out_ids[*e->n_out] = id;
@@ -155,129 +147,135 @@ static double plain_step_ms(spec_run *r, int32_t cur) {
     elm_context *c = r->c;
     const int32_t n0 = elm_context_n_past(c), reps = 3;
     if (n0 + reps > elm_context_n_ctx(c)) return 0;
-    const double t0 = now_ms();
+    const double t0 = elm_now_ms();
     int32_t tok = cur;
     for (int32_t i = 0; i < reps; i++) {
         if (elm_forward(c, &tok, 1, r->logits, false, NULL)) return 0;
         tok = elm_sampler_sample(r->s, r->logits, r->hist, r->n_hist);
     }
-    const double ms = (now_ms() - t0) / reps;
+    const double ms = (elm_now_ms() - t0) / reps;
     elm_context_truncate(c, n0, NULL);
     return ms;
 }
 
-static elm_status run_loop(spec_run *r, const int32_t *prompt, int32_t n_prompt, emitter *e,
-                           elm_gen_stats *stats, elm_spec_stats *ss, elm_error *err) {
+/* Proposals for the tokens after cur at position P (the cache holds P tokens): prompt lookup
+ * first, else the draft model; at most what n_predict, the batch and the context leave room for.
+ * Fills r->seq [P + 1 + *k] and r->prop. */
+static elm_status spec_propose(spec_run *r, int32_t cur, int32_t n_out, int32_t *k, elm_error *err) {
     elm_context *c = r->c;
-    const elm_gen_params *p = r->p;
     const elm_spec_params *sp = r->sp;
-    const int32_t V = r->n_vocab, n_ctx = elm_context_n_ctx(c);
-    const int32_t n_batch = elm_context_n_batch(c);
-    const bool greedy = p->sampling.temp <= 0;
-    elm_status st = ELM_OK;
-
-    const double t0 = now_ms();
-    for (int32_t off = 0; off < n_prompt - 1 && !st; off += n_batch) {
-        const int32_t chunk = n_prompt - 1 - off < n_batch ? n_prompt - 1 - off : n_batch;
-        st = elm_forward(c, prompt + off, chunk, NULL, false, err);
-    }
-    if (st) return st;
-    const double t_prefill = now_ms();
-    stats->prompt_tokens = n_prompt;
-    stats->prefill_ms = t_prefill - t0;
-    e->t_first = t_prefill;
-
-    int32_t cur = prompt[n_prompt - 1];
+    const int32_t n_ctx = elm_context_n_ctx(c), P = elm_context_n_past(c);
     const int32_t lookup_max = sp->lookup, draft_max = sp->draft ? sp->draft_max : 0;
-    const int32_t ngram = sp->lookup_ngram > 0 ? sp->lookup_ngram : 3;
-    bool done = false;
-    while (!done) {
-        /* room for cur: the cache shifts exactly where plain decoding shifts it (so greedy
-         * output stays the same through shifts); proposals only use the room that is left */
-        if (elm_context_n_past(c) + 1 > n_ctx) {
-            if (p->no_context_shift) break;
-            if ((st = elm_context_make_room(c, 1, p->n_keep, err))) return st;
-        }
-        int32_t k_max = lookup_max > draft_max ? lookup_max : draft_max;
-        const int32_t left = p->n_predict - *e->n_out - 1; /* tokens beyond the next one */
-        if (k_max > left) k_max = left;
-        if (k_max > n_batch - 1) k_max = n_batch - 1;
-        if (k_max > n_ctx - elm_context_n_past(c) - 1) k_max = n_ctx - elm_context_n_past(c) - 1;
+    int32_t k_max = lookup_max > draft_max ? lookup_max : draft_max;
+    const int32_t left = r->p->n_predict - n_out - 1; /* tokens beyond the next one */
+    if (k_max > left) k_max = left;
+    if (k_max > elm_context_n_batch(c) - 1) k_max = elm_context_n_batch(c) - 1;
+    if (k_max > n_ctx - P - 1) k_max = n_ctx - P - 1;
 
-        const int32_t P = elm_context_n_past(c);
-        memcpy(r->seq, elm_context_tokens(c), sizeof(int32_t) * (size_t)P);
-        r->seq[P] = cur;
-        int32_t k = 0;
-        r->q_point = true;
-        if (lookup_max > 0 && k_max > 0)
-            k = elm_lookup_propose(r->seq, P + 1, ngram, k_max < lookup_max ? k_max : lookup_max,
-                                   r->prop);
-        if (k == 0 && r->draft && k_max > 0) {
-            if ((st = propose_draft(r, P + 1, k_max < draft_max ? k_max : draft_max, &k, err)))
-                return st;
-            r->q_point = greedy;
-        }
-        ss->drafted += k;
-
-        memcpy(r->seq + P + 1, r->prop, sizeof(int32_t) * (size_t)k);
-        if ((st = elm_forward(c, r->seq + P, k + 1, r->logits, true, err))) return st;
-        ss->target_passes++;
-
-        /* walk the rows: accepted drafts, then one corrected or bonus token */
-        int32_t emitted = 0;
-        for (int32_t i = 0; i <= k && !done; i++) {
-            float *row = r->logits + (size_t)i * V;
-            elm_sampler_probs(r->s, row, r->hist, r->n_hist, r->probs);
-            int32_t tok;
-            bool accepted = false;
-            if (i < k) {
-                const int32_t d = r->prop[i];
-                const double qd = r->q_point ? 1.0 : r->q[(size_t)i * V + d];
-                if (greedy) accepted = r->probs[d] > 0;
-                else accepted = r->probs[d] > 0 && elm_sampler_uniform(r->s) * qd < r->probs[d];
-                if (accepted) {
-                    tok = d;
-                    ss->accepted++;
-                } else {
-                    /* residual norm(max(0, p - q)); a point mass just removes d. It is empty
-                     * only when p == q up to rounding, where p itself is the answer. */
-                    double sum = 0;
-                    for (int32_t x = 0; x < V; x++) {
-                        const float qx = r->q_point ? (x == d) : r->q[(size_t)i * V + x];
-                        r->resid[x] = r->probs[x] > qx ? r->probs[x] - qx : 0;
-                        sum += r->resid[x];
-                    }
-                    const float *from = sum > 0 ? r->resid : r->probs;
-                    if (greedy) tok = elm_argmax(from, V);
-                    else tok = draw(from, V, elm_sampler_uniform(r->s) * (sum > 0 ? sum : 1));
-                }
-            } else {
-                tok = greedy ? elm_argmax(r->probs, V) : draw(r->probs, V, elm_sampler_uniform(r->s));
-            }
-            emitted = i + 1;
-            done = emit(e, r, tok);
-            cur = tok;
-            if (!accepted) break;
-        }
-        /* keep cur and the drafts before the last emitted token */
-        if ((st = elm_context_truncate(c, P + emitted, err))) return st;
+    memcpy(r->seq, elm_context_tokens(c), sizeof(int32_t) * (size_t)P);
+    r->seq[P] = cur;
+    *k = 0;
+    r->q_point = true;
+    if (lookup_max > 0 && k_max > 0)
+        *k = elm_lookup_propose(r->seq, P + 1, sp->lookup_ngram > 0 ? sp->lookup_ngram : 3,
+                                k_max < lookup_max ? k_max : lookup_max, r->prop);
+    if (*k == 0 && r->draft && k_max > 0) {
+        elm_status st = propose_draft(r, P + 1, k_max < draft_max ? k_max : draft_max, k, err);
+        if (st) return st;
+        r->q_point = r->p->sampling.temp <= 0;
     }
-    const double t_end = now_ms();
+    memcpy(r->seq + P + 1, r->prop, sizeof(int32_t) * (size_t)*k);
+    return ELM_OK;
+}
+
+/* The token row i of the target's logits gives when proposal i (if i < k) is drawn against it:
+ * the proposal itself when accepted (*accepted), else a draw from the residual. */
+static int32_t spec_row_token(spec_run *r, int32_t i, int32_t k, bool *accepted) {
+    const int32_t V = r->n_vocab;
+    const bool greedy = r->p->sampling.temp <= 0;
+    elm_sampler_probs(r->s, r->logits + (size_t)i * V, r->hist, r->n_hist, r->probs);
+    *accepted = false;
+    if (i == k) return greedy ? elm_argmax(r->probs, V) : draw(r->probs, V, elm_sampler_uniform(r->s));
+    const int32_t d = r->prop[i];
+    const double qd = r->q_point ? 1.0 : r->q[(size_t)i * V + d];
+    if (greedy) *accepted = r->probs[d] > 0;
+    else *accepted = r->probs[d] > 0 && elm_sampler_uniform(r->s) * qd < r->probs[d];
+    if (*accepted) return d;
+    /* residual norm(max(0, p - q)); a point mass just removes d. It is empty only when p == q up
+     * to rounding, where p itself is the answer. */
+    double sum = 0;
+    for (int32_t x = 0; x < V; x++) {
+        const float qx = r->q_point ? (x == d) : r->q[(size_t)i * V + x];
+        r->resid[x] = r->probs[x] > qx ? r->probs[x] - qx : 0;
+        sum += r->resid[x];
+    }
+    const float *from = sum > 0 ? r->resid : r->probs;
+    if (greedy) return elm_argmax(from, V);
+    return draw(from, V, elm_sampler_uniform(r->s) * (sum > 0 ? sum : 1));
+}
+
+/* One target pass over cur and k proposals (r->seq from position P): emits the accepted drafts
+ * and one corrected or bonus token, leaves the last emitted in *cur, and keeps in the cache only
+ * what precedes it. */
+static elm_status spec_verify(spec_run *r, emitter *e, elm_spec_stats *ss, int32_t k, int32_t *cur,
+                              bool *done, elm_error *err) {
+    const int32_t P = elm_context_n_past(r->c);
+    elm_status st = elm_forward(r->c, r->seq + P, k + 1, r->logits, true, err);
+    if (st) return st;
+    ss->target_passes++;
+    int32_t emitted = 0;
+    for (int32_t i = 0; i <= k && !*done; i++) {
+        bool accepted;
+        const int32_t tok = spec_row_token(r, i, k, &accepted);
+        if (accepted) ss->accepted++;
+        emitted = i + 1;
+        *done = emit(e, r, tok);
+        *cur = tok;
+        if (!accepted) break;
+    }
+    return elm_context_truncate(r->c, P + emitted, err);
+}
+
+/* Flushes the detokenizer and fills the stats. */
+static void spec_finish(spec_run *r, emitter *e, int32_t n_prompt, int32_t cur, double t0,
+                        double t_prefill, elm_gen_stats *stats, elm_spec_stats *ss) {
+    const double t_end = elm_now_ms();
     char piece[64];
     const size_t len = elm_detok_flush(&e->dt, piece, sizeof piece);
     if (e->cb) e->cb(piece, len, -1, e->user);
-
     const int32_t n = *e->n_out;
-    stats->generated_tokens = n;
-    stats->ttft_ms = e->t_first - t0;
-    stats->decode_ms = t_end - e->t_first;
-    stats->prefill_tps = stats->prefill_ms > 0 ? n_prompt / (stats->prefill_ms / 1e3) : 0;
-    stats->decode_tps = n > 1 && stats->decode_ms > 0 ? (n - 1) / (stats->decode_ms / 1e3) : 0;
+    elm_gen_stats_set(stats, n_prompt, n, t0, t_prefill, e->t_first, t_end);
     ss->acceptance_rate = ss->drafted ? (double)ss->accepted / ss->drafted : 0;
     ss->tokens_per_pass = ss->target_passes ? (double)n / ss->target_passes : 0;
     ss->ms_per_token = n ? (t_end - t_prefill) / n : 0;
     ss->plain_ms_per_token = r->measure_plain ? plain_step_ms(r, cur) : 0;
     ss->speedup = ss->ms_per_token > 0 ? ss->plain_ms_per_token / ss->ms_per_token : 0;
+}
+
+/* Prefill all but the last prompt token, then propose and verify until done. */
+static elm_status run_loop(spec_run *r, const int32_t *prompt, int32_t n_prompt, emitter *e,
+                           elm_gen_stats *stats, elm_spec_stats *ss, elm_error *err) {
+    elm_context *c = r->c;
+    const double t0 = elm_now_ms();
+    elm_status st = elm_forward_batched(c, prompt, n_prompt - 1, NULL, false, NULL, NULL, err);
+    if (st) return st;
+    const double t_prefill = elm_now_ms();
+    e->t_first = t_prefill;
+    int32_t cur = prompt[n_prompt - 1];
+    bool done = false;
+    while (!done) {
+        /* room for cur: the cache shifts exactly where plain decoding shifts it (so greedy
+         * output stays the same through shifts); proposals only use the room that is left */
+        if (elm_context_n_past(c) + 1 > elm_context_n_ctx(c)) {
+            if (r->p->no_context_shift) break;
+            if ((st = elm_context_make_room(c, 1, r->p->n_keep, err))) return st;
+        }
+        int32_t k;
+        if ((st = spec_propose(r, cur, *e->n_out, &k, err))) return st;
+        ss->drafted += k;
+        if ((st = spec_verify(r, e, ss, k, &cur, &done, err))) return st;
+    }
+    spec_finish(r, e, n_prompt, cur, t0, t_prefill, stats, ss);
     return ELM_OK;
 }
 

@@ -6,19 +6,14 @@
 
 #include <string.h>
 
+#include "core/half.h"
 #include "edgelm/types.h"
-
-static inline float elm_get_f16(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return elm_f16_to_f32(h);
-}
 
 /* 32 weights of one block of type t (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) at b: q[32], scale d and
  * offset m (0 for the symmetric types, whose zero point is folded into q). */
 static inline void elm_block_unpack(elm_type t, const uint8_t *b, int8_t q[ELM_QK], float *d,
                                     float *m) {
-    *d = elm_get_f16(b);
+    *d = elm_load_f16(b);
     *m = 0;
     if (t == ELM_TYPE_Q8_0) {
         memcpy(q, b + 2, ELM_QK);
@@ -26,7 +21,7 @@ static inline void elm_block_unpack(elm_type t, const uint8_t *b, int8_t q[ELM_Q
     }
     const bool asym = t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_1;
     const bool five = t == ELM_TYPE_Q5_0 || t == ELM_TYPE_Q5_1;
-    if (asym) *m = elm_get_f16(b + 2);
+    if (asym) *m = elm_load_f16(b + 2);
     const uint8_t *p = b + (asym ? 4 : 2);
     uint32_t h = 0;
     if (five) {

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "edgelm/system.h"
 #include "edgelm/types.h"
 
 /* Activations quantized for the block types, one row per token. A row of cols values (a multiple
@@ -137,9 +138,6 @@ const elm_kernels *elm_kernels_avx2(void);
 const elm_kernels *elm_kernels_avx512(void);
 const elm_kernels *elm_kernels_neon(void);
 
-/* Writes the CPU's SIMD features that matter here ("avx2 fma f16c avx512f ..."), space separated,
- * NUL-terminated in cap bytes. */
-void elm_cpu_features(char *buf, size_t cap);
 
 /* Scalar pieces SIMD tables reuse where vector code would not pay. */
 void elm_scalar_quantize_q8(const float *x, int64_t cols, void *row);

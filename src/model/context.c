@@ -57,7 +57,8 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     }
     elm_context *c = calloc(1, sizeof *c);
     if (!c) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory creating context");
-    elm_status st = elm_pool_new(p->n_threads, &c->pool, err);
+    const int32_t n_threads = p->n_threads ? p->n_threads : elm_online_cores();
+    elm_status st = elm_pool_new(n_threads, &c->pool, err);
     if (st) {
         free(c);
         return st;
@@ -73,7 +74,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     if ((int64_t)q_dim > max_cols) max_cols = (int64_t)q_dim;
     c->scratch_bytes = (elm_matmul_scratch_bytes(max_cols) + 63) / 64 * 64;
 
-    const size_t nb = (size_t)c->n_batch, nt = (size_t)p->n_threads;
+    const size_t nb = (size_t)c->n_batch, nt = (size_t)n_threads;
     c->type_k = p->type_k;
     c->type_v = p->type_v;
     c->ggml_rounding = p->ggml_rounding;

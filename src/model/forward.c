@@ -335,3 +335,15 @@ elm_status elm_forward(elm_context *c, const int32_t *tokens, int32_t n, float *
                        bool all_logits, elm_error *err) {
     return elm_forward_hidden(c, tokens, NULL, n, NULL, logits, all_logits, err);
 }
+
+elm_status elm_forward_batched(elm_context *c, const int32_t *tokens, int32_t n, float *logits,
+                               bool all_logits, elm_batch_cb cb, void *user, elm_error *err) {
+    elm_status st = ELM_OK;
+    for (int32_t off = 0; off < n && !st; off += c->n_batch) {
+        const int32_t nb = n - off < c->n_batch ? n - off : c->n_batch;
+        const bool last = off + nb == n;
+        st = elm_forward(c, tokens + off, nb, all_logits || last ? logits : NULL, all_logits, err);
+        if (!st && all_logits && cb) st = cb(logits, off, nb, user);
+    }
+    return st;
+}

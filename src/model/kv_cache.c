@@ -84,6 +84,11 @@ elm_status elm_context_make_room(elm_context *c, int32_t n_new, int32_t n_keep, 
     return elm_context_shift(c, keep, rest / 2 > need ? rest / 2 : need, err);
 }
 
+bool elm_kv_type_from_name(const char *name, elm_type *out) {
+    return elm_type_from_name(name, out) && (*out == ELM_TYPE_F32 || *out == ELM_TYPE_F16 ||
+                                             *out == ELM_TYPE_Q8_0 || *out == ELM_TYPE_Q4_0);
+}
+
 size_t elm_kv_cache_bytes(const elm_hparams *hp, int32_t n_ctx, elm_type type_k, elm_type type_v) {
     const int32_t bk = elm_kv_block(type_k, hp->head_dim), bv = elm_kv_block(type_v, hp->head_dim);
     if (!bk || !bv || n_ctx <= 0) return 0;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "model/kv_quant.h"
 
 int32_t elm_kv_block(elm_type t, int32_t head_dim) {
@@ -25,22 +26,11 @@ size_t elm_kv_bytes(elm_type t, int32_t block, int64_t n) {
     }
 }
 
-static void put_f16(uint8_t *p, float f) {
-    uint16_t h = elm_f32_to_f16(f);
-    memcpy(p, &h, 2);
-}
-
-static float get_f16(const uint8_t *p) {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return elm_f16_to_f32(h);
-}
-
 static void q8_encode(int32_t B, const float *x, uint8_t *b) {
     float amax = 0;
     for (int32_t j = 0; j < B; j++) amax = fmaxf(amax, fabsf(x[j]));
     const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
-    put_f16(b, d);
+    elm_store_f16(b, d);
     for (int32_t j = 0; j < B; j++) {
         const float v = roundf(x[j] * id); /* NaN/inf input pinned, not overflowed */
         b[2 + j] = (uint8_t)(int8_t)(v >= 127 ? 127 : v <= -127 ? -127 : v == v ? v : 0);
@@ -55,7 +45,7 @@ static void q4_encode(int32_t B, const float *x, uint8_t *b) {
             max = x[j];
         }
     const float d = max / -8.0f, id = d != 0 ? 1.0f / d : 0.0f;
-    put_f16(b, d);
+    elm_store_f16(b, d);
     uint8_t *qs = b + 2;
     for (int32_t j = 0; j < B / 2; j++) {
         int q[2];
@@ -72,7 +62,7 @@ void elm_kv_encode(elm_type t, int32_t B, const float *x, void *dst, int64_t n) 
     switch (t) {
     case ELM_TYPE_F32: memcpy(dst, x, (size_t)n * sizeof(float)); break;
     case ELM_TYPE_F16:
-        for (int64_t i = 0; i < n; i++) put_f16(b + 2 * i, x[i]);
+        for (int64_t i = 0; i < n; i++) elm_store_f16(b + 2 * i, x[i]);
         break;
     case ELM_TYPE_Q8_0:
         for (int64_t i = 0; i < n; i += B, b += 2 + B) q8_encode(B, x + i, b);
@@ -89,17 +79,17 @@ void elm_kv_decode(elm_type t, int32_t B, const void *src, float *y, int64_t n) 
     switch (t) {
     case ELM_TYPE_F32: memcpy(y, src, (size_t)n * sizeof(float)); break;
     case ELM_TYPE_F16:
-        for (int64_t i = 0; i < n; i++) y[i] = get_f16(b + 2 * i);
+        for (int64_t i = 0; i < n; i++) y[i] = elm_load_f16(b + 2 * i);
         break;
     case ELM_TYPE_Q8_0:
         for (int64_t i = 0; i < n; i += B, b += 2 + B) {
-            const float d = get_f16(b);
+            const float d = elm_load_f16(b);
             for (int32_t j = 0; j < B; j++) y[i + j] = d * (float)(int8_t)b[2 + j];
         }
         break;
     case ELM_TYPE_Q4_0:
         for (int64_t i = 0; i < n; i += B, b += 2 + B / 2) {
-            const float d = get_f16(b);
+            const float d = elm_load_f16(b);
             for (int32_t j = 0; j < B / 2; j++) {
                 y[i + j] = d * (float)((b[2 + j] & 0x0f) - 8);
                 y[i + j + B / 2] = d * (float)((b[2 + j] >> 4) - 8);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/fileio.h"
 #include "edgelm/session.h"
 #include "model/context.h"
@@ -22,18 +23,11 @@ typedef struct session_header {
 
 _Static_assert(sizeof(session_header) == HEADER_BYTES, "session header is 72 bytes");
 
-/* FNV-1a 64 (Fowler, Noll, Vo): a checksum, not a defence against deliberate tampering. */
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n) {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-    return h;
-}
-#define FNV_INIT 0xcbf29ce484222325ull
 
 static uint64_t weights_fingerprint(const elm_model *m) {
-    uint64_t h = FNV_INIT;
+    uint64_t h = ELM_FNV1A_INIT;
     const elm_tensor *t[] = {m->tok_embd, m->output_norm};
-    for (size_t i = 0; i < 2; i++) h = fnv1a(h, t[i]->data, t[i]->nbytes < 4096 ? t[i]->nbytes : 4096);
+    for (size_t i = 0; i < 2; i++) h = elm_fnv1a(h, t[i]->data, t[i]->nbytes < 4096 ? t[i]->nbytes : 4096);
     return h;
 }
 
@@ -64,16 +58,16 @@ elm_status elm_session_save(const elm_context *c, const char *path, elm_error *e
     elm_out o;
     elm_status st = elm_out_open(&o, path, err);
     if (st) return st;
-    uint64_t sum = fnv1a(FNV_INIT, &h, sizeof h);
+    uint64_t sum = elm_fnv1a(ELM_FNV1A_INIT, &h, sizeof h);
     st = elm_out_write(&o, &h, sizeof h, err);
     const size_t tok_bytes = sizeof(int32_t) * (size_t)c->n_past;
-    sum = fnv1a(sum, c->tokens, tok_bytes);
+    sum = elm_fnv1a(sum, c->tokens, tok_bytes);
     if (!st) st = elm_out_write(&o, c->tokens, tok_bytes, err);
     for (int l = 0; l < c->m->hp.n_layers && !st; l++) {
         const unsigned char *k = c->k_cache + layer_off(c, l, c->k_row);
         const unsigned char *v = c->v_cache + layer_off(c, l, c->v_row);
         const size_t kb = (size_t)c->n_past * c->k_row, vb = (size_t)c->n_past * c->v_row;
-        sum = fnv1a(fnv1a(sum, k, kb), v, vb);
+        sum = elm_fnv1a(elm_fnv1a(sum, k, kb), v, vb);
         st = elm_out_write(&o, k, kb, err);
         if (!st) st = elm_out_write(&o, v, vb, err);
     }
@@ -141,7 +135,7 @@ elm_status elm_session_load(elm_context *c, const char *path, elm_error *err) {
     if ((st = check_header(c, path, &h, size, err))) goto done;
     uint64_t stored;
     memcpy(&stored, (const char *)map + size - sizeof stored, sizeof stored);
-    if (fnv1a(FNV_INIT, map, size - sizeof stored) != stored) {
+    if (elm_fnv1a(ELM_FNV1A_INIT, map, size - sizeof stored) != stored) {
         st = elm_errorf(err, ELM_ERR_FORMAT, "%s: session checksum mismatch (corrupted file)", path);
         goto done;
     }

@@ -79,7 +79,7 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
     elm_status st = ELM_OK;
     if (!c.xd || (with_output && !logits))
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for calibration activations");
-    elm_context_params cp = {.n_ctx = n_ctx, .n_batch = n_ctx, .n_threads = n_threads > 0 ? n_threads : 1};
+    elm_context_params cp = {.n_ctx = n_ctx, .n_batch = n_ctx, .n_threads = n_threads};
     if (!st) st = elm_context_new(&view, &cp, &ctx, err);
     if (!st) elm_context_set_hook(ctx, on_matmul, &c);
     size_t off = 0; /* of sample i's states in x_in and x_out */

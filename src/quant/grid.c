@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "quant/grid.h"
 
 bool elm_grid_of(elm_type type, elm_grid *g) {
@@ -16,8 +17,6 @@ bool elm_grid_of(elm_type type, elm_grid *g) {
     default: return false;
     }
 }
-
-static float round_f16(float f) { return elm_f16_to_f32(elm_f32_to_f16(f)); }
 
 elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip) {
     elm_block_params p = {0, 0};
@@ -32,12 +31,12 @@ elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip) 
             lo = mid - half;
             hi = mid + half;
         }
-        p.d = round_f16((hi - lo) / (float)g->qmax);
-        p.m = round_f16(lo);
+        p.d = elm_round_f16((hi - lo) / (float)g->qmax);
+        p.m = elm_round_f16(lo);
     } else if (g->off == 0) {
         float amax = 0;
         for (int j = 0; j < ELM_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
-        p.d = round_f16(clip * amax / (float)g->qmax);
+        p.d = elm_round_f16(clip * amax / (float)g->qmax);
     } else {
         /* the weight of largest magnitude lands on code 0, as in the RTN rule: the sign of d
          * puts the block's longer half-range on the side that has it */
@@ -47,7 +46,7 @@ elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip) 
                 amax = fabsf(x[j]);
                 max = x[j];
             }
-        p.d = round_f16(clip * max / (float)-g->off);
+        p.d = elm_round_f16(clip * max / (float)-g->off);
     }
     return p;
 }
@@ -69,20 +68,15 @@ float elm_grid_value(const elm_grid *g, elm_block_params p, int q) {
     return p.d * (float)(q - g->off);
 }
 
-static void put_f16(uint8_t *b, float f) {
-    uint16_t h = elm_f32_to_f16(f);
-    memcpy(b, &h, 2);
-}
-
 void elm_grid_pack(const elm_grid *g, elm_block_params p, const int8_t *codes, void *block) {
     uint8_t *b = block;
-    put_f16(b, p.d);
+    elm_store_f16(b, p.d);
     if (g->type == ELM_TYPE_Q8_0) {
         memcpy(b + 2, codes, ELM_QK);
         return;
     }
     uint8_t *after_scales = b + (g->asym ? 4 : 2);
-    if (g->asym) put_f16(b + 2, p.m);
+    if (g->asym) elm_store_f16(b + 2, p.m);
     /* 5-bit types: bit 4 of code j is bit j of the little-endian u32 qh before the nibbles */
     uint8_t *qs = after_scales;
     if (g->qmax == 31) {

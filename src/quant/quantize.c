@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "edgelm/quant.h"
 #include "formats/gguf_write.h"
 #include "quant/layerwise.h"
@@ -78,12 +79,6 @@ static elm_status fill(void *user, int32_t i, const elm_tensor *t, void *dst, el
     return ELM_OK;
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 void elm_quant_report_free(elm_quant_report *r) {
     free(r->tensors);
     memset(r, 0, sizeof *r);
@@ -113,7 +108,7 @@ static elm_status fill_report(const elm_model *m, const elm_tensor_plan *plan, c
 elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
                            const char *out_path, const elm_quantize_callbacks *cb,
                            elm_quant_report *report, elm_error *err) {
-    const double t0 = now_s();
+    const double t0 = elm_now_s();
     const int32_t n = m->n_tensors;
     if (report) memset(report, 0, sizeof *report);
     elm_tensor_plan *plan = calloc(n ? (size_t)n : 1, sizeof *plan);
@@ -166,7 +161,7 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
     sum.n_tensors = n;
     sum.bits_per_weight = sum.n_params ? 8.0 * (double)sum.bytes_out / (double)sum.n_params : 0;
     sum.ratio = sum.bytes_out ? (double)sum.bytes_in / (double)sum.bytes_out : 0;
-    sum.seconds = now_s() - t0;
+    sum.seconds = elm_now_s() - t0;
     if (report) report->summary = sum;
     return ELM_OK;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "tokenizer/pretok.h"
 #include "tokenizer/vocab_index.h"
 
@@ -33,14 +34,7 @@ struct elm_vocab_index {
 };
 
 /* FNV-1a: short keys, good spread, no dependencies. */
-static uint64_t hash_bytes(const char *s, size_t len) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
+static uint64_t hash_bytes(const char *s, size_t len) { return elm_fnv1a(ELM_FNV1A_INIT, s, len); }
 
 static uint64_t hash_pair(int32_t a, int32_t b) {
     uint64_t h = ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;

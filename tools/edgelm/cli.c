@@ -86,12 +86,6 @@ double cli_peak_rss_mib(void) {
     return ru.ru_maxrss / 1024.0; /* Linux reports KiB */
 }
 
-double cli_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 char *cli_read_text(const char *path, size_t *len) {
     char *buf = NULL;
     elm_error err;

@@ -3,7 +3,9 @@
 #define EDGELM_TOOLS_CLI_H
 
 #include <stdbool.h>
+#include "core/clock.h"
 #include "edgelm/model.h"
+#include "edgelm/system.h"
 
 /* Every subcommand: argc/argv start at the subcommand name; returns the exit status. */
 typedef int (*cli_command_fn)(int argc, char **argv);
@@ -92,8 +94,5 @@ elm_model *cli_load_model_to_run(const char *path, const char *tokenizer_path, b
 
 /* Peak resident set size of this process in MiB (getrusage). */
 double cli_peak_rss_mib(void);
-
-/* Monotonic clock in milliseconds. */
-double cli_now_ms(void);
 
 #endif

@@ -2,17 +2,16 @@
  * batch of P tokens from an empty cache; tg: N single-token steps from an empty cache; mean ± sd
  * over repetitions after a warm-up), plus load time, time to first token for a 128-token prompt,
  * peak RSS, and decode's effective weight bandwidth next to this machine's read bandwidth
- * (`--membw`, bench/membw.h). Output as text, --json or a --markdown table. */
+ * (`--membw`, elm_membw_read in edgelm/system.h). Output as text, --json or a --markdown table. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/membw.h"
+#include "edgelm/system.h"
 #include "cli.h"
 #include "edgelm/context.h"
-#include "kernels/kernels.h"
 
 enum { TTFT_PROMPT = 128 };
 
@@ -89,29 +88,29 @@ static bool forward(elm_context *c, const int32_t *toks, int32_t n, float *logit
 /* pp: the prompt in one batch; returns tokens/s or -1. */
 static double run_pp(elm_context *c, const int32_t *toks, int32_t n, float *logits) {
     elm_context_reset(c);
-    const double t0 = cli_now_ms();
+    const double t0 = elm_now_ms();
     if (!forward(c, toks, n, logits)) return -1;
-    return n / ((cli_now_ms() - t0) / 1000);
+    return n / ((elm_now_ms() - t0) / 1000);
 }
 
 /* tg: n single-token steps from an empty cache; returns tokens/s or -1. */
 static double run_tg(elm_context *c, const int32_t *toks, int32_t n, float *logits) {
     elm_context_reset(c);
-    const double t0 = cli_now_ms();
+    const double t0 = elm_now_ms();
     for (int32_t i = 0; i < n; i++)
         if (!forward(c, toks + i, 1, logits)) return -1;
-    return n / ((cli_now_ms() - t0) / 1000);
+    return n / ((elm_now_ms() - t0) / 1000);
 }
 
 /* Prompt in, first token out (greedy pick included). */
 static double run_ttft(elm_context *c, const int32_t *toks, float *logits, int32_t n_vocab) {
     elm_context_reset(c);
-    const double t0 = cli_now_ms();
+    const double t0 = elm_now_ms();
     if (!forward(c, toks, TTFT_PROMPT, logits)) return -1;
     int32_t best = 0;
     for (int32_t i = 1; i < n_vocab; i++) best = logits[i] > logits[best] ? i : best;
     (void)best;
-    return cli_now_ms() - t0;
+    return elm_now_ms() - t0;
 }
 
 static int measure(elm_model *m, result *r) {
@@ -148,7 +147,7 @@ static int measure(elm_model *m, result *r) {
     for (long i = 0; i < r->reps; i++)
         if ((tps[i] = run_ttft(c, toks, logits, V)) < 0) goto out;
     r->ttft_ms = stats_of(tps, (int)r->reps).mean;
-    r->isa = elm_kernels_best()->isa;
+    r->isa = elm_kernel_isa();
     rc = 0;
 out:
     free(toks), free(logits), free(tps);
@@ -236,7 +235,7 @@ static int membw_only(long threads, long mib, bool json) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    result r = {.n_prompt = 512, .n_gen = 128, .reps = 5, .threads = cli_default_threads()};
+    result r = {.n_prompt = 512, .n_gen = 128, .reps = 5, .threads = elm_online_cores()};
     bool json = false, markdown = false, membw = false, mmap = false;
     long mib = 1024;
     for (int i = 1; i < argc; i++) {
@@ -260,10 +259,10 @@ int cmd_bench(int argc, char **argv) {
     if (membw) return membw_only(r.threads, mib, json);
     if (!r.model) return cli_fail("bench: -m MODEL is required (try 'edgelm bench --help')");
 
-    double t0 = cli_now_ms();
+    double t0 = elm_now_ms();
     elm_model *m = cli_load_model_to_run(r.model, NULL, mmap);
     if (!m) return 1;
-    r.load_ms = cli_now_ms() - t0;
+    r.load_ms = elm_now_ms() - t0;
     r.model_bytes = elm_model_bytes(m);
     r.params = elm_model_params(m);
     r.decode_bytes = decode_bytes(m);

@@ -312,7 +312,7 @@ static int run_eval(eval_run *r) {
 }
 
 int cmd_eval(int argc, char **argv) {
-    eval_opts o = {.n_ctx = 512, .n_predict = 64, .n_threads = cli_default_threads()};
+    eval_opts o = {.n_ctx = 512, .n_predict = 64, .n_threads = elm_online_cores()};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *y = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }

@@ -28,7 +28,7 @@ static void on_chunk(int32_t chunk, int32_t n_chunks, double ppl, void *user) {
 
 int cmd_perplexity(int argc, char **argv) {
     const char *model = NULL, *file = NULL, *tokenizer = NULL;
-    long n_ctx = 512, n_batch = 0, n_threads = cli_default_threads();
+    long n_ctx = 512, n_batch = 0, n_threads = elm_online_cores();
     bool json = false, mmap = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

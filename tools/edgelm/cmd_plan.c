@@ -1,17 +1,17 @@
 /* edgelm plan: before downloading or converting anything, how much memory a model needs per weight
  * type and KV-cache type at a context length, and how fast decode can at best go on a device
- * (memory bandwidth / bytes read per token), with a fits / does not fit verdict (model/plan.h). */
+ * (memory bandwidth / bytes read per token), with a fits / does not fit verdict (shapes/plan.h). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/membw.h"
+#include "edgelm/system.h"
 #include "cli.h"
 #include "formats/hf.h"
-#include "model/plan.h"
-#include "model/synth.h"
+#include "shapes/plan.h"
+#include "shapes/synth.h"
 
 static void usage(FILE *f) {
     int n;
@@ -187,7 +187,7 @@ static int print_json(const elm_model *m, const elm_plan *p, const char *dev, do
 }
 
 int cmd_plan(int argc, char **argv) {
-    opts o = {.n_ctx = 2048, .n_batch = 512, .n_threads = cli_default_threads(), .cache = "f16"};
+    opts o = {.n_ctx = 2048, .n_batch = 512, .n_threads = elm_online_cores(), .cache = "f16"};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

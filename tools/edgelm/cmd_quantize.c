@@ -48,7 +48,7 @@ typedef struct bar {
 
 static void on_progress(int32_t done, int32_t total, const char *what, void *user) {
     const bar *b = user;
-    const double el = (cli_now_ms() - b->t0_ms) / 1000.0;
+    const double el = (elm_now_ms() - b->t0_ms) / 1000.0;
     const double eta = done > 0 ? el / done * (total - done) : 0;
     if (b->tty) {
         int width = 30, fill = total ? (int)((int64_t)done * width / total) : width;
@@ -116,7 +116,7 @@ static int print_json(const elm_quant_params *p, const elm_quant_report *r) {
 int cmd_quantize(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *type_name = NULL, *tok = NULL, *method_name = "rtn";
     const char *calib_path = NULL, *sensitive_name = "q8_0";
-    long calib_samples = 0, seq_len = 512, threads = cli_default_threads();
+    long calib_samples = 0, seq_len = 512, threads = elm_online_cores();
     double damp = 0.01;
     bool act_order = false, pure = false, json = false;
     elm_type_override ov[MAX_OVERRIDES];
@@ -202,7 +202,7 @@ int cmd_quantize(int argc, char **argv) {
     if (!(m = cli_load_model(in, tok))) goto done;
     elm_error err;
     elm_error_clear(&err);
-    bar b = {.tty = isatty(STDERR_FILENO), .t0_ms = cli_now_ms()};
+    bar b = {.tty = isatty(STDERR_FILENO), .t0_ms = elm_now_ms()};
     if (p.method != ELM_QUANT_RTN) {
         if (elm_calib_load(&m->vocab, calib_path, (int32_t)seq_len, (int32_t)calib_samples, &calib,
                            &err)) {

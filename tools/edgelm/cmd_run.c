@@ -125,10 +125,10 @@ int cmd_run(int argc, char **argv) {
     gen_stack stack = {0};
     int32_t *prompt_ids = NULL, *gen_ids = NULL;
     run_out out = {.stream = !json};
-    const double t0 = cli_now_ms();
+    const double t0 = elm_now_ms();
     elm_model *m = cli_load_model_to_run(model, tokenizer, o.mmap);
     if (!m) goto done;
-    const double load_ms = cli_now_ms() - t0;
+    const double load_ms = elm_now_ms() - t0;
     elm_error err;
     elm_error_clear(&err);
     if (o.n_ctx == 0) o.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;

@@ -1,6 +1,6 @@
-/* edgelm synth: write a random-weight GGUF with the exact shapes of a real model (model/synth.h),
+/* edgelm synth: write a random-weight GGUF with the exact shapes of a real model (shapes/synth.h),
  * for speed and memory measurement at real sizes without downloads; or, with --arch A --tiny, a
- * tiny random model of family A with a real vocabulary (model/synth_tiny.h), as GGUF and with --hf
+ * tiny random model of family A with a real vocabulary (shapes/synth_tiny.h), as GGUF and with --hf
  * also in the family's Hugging Face layout, for comparing runtimes and loaders. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +10,8 @@
 #include "cli.h"
 #include "formats/gguf_write.h"
 #include "formats/hf_write.h"
-#include "model/synth.h"
-#include "model/synth_tiny.h"
+#include "shapes/synth.h"
+#include "shapes/synth_tiny.h"
 
 static void usage(FILE *f) {
     int n;
@@ -121,13 +121,13 @@ int cmd_synth(int argc, char **argv) {
         return cli_fail("synth: unknown type '%s' (q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16, f32)",
                         type_name);
     bool tty = isatty(STDERR_FILENO);
-    const double t0 = cli_now_ms();
+    const double t0 = elm_now_ms();
     uint64_t bytes = 0;
     elm_error err;
     elm_error_clear(&err);
     if (elm_synth_write(p, type, out, (uint64_t)seed, on_progress, &tty, &bytes, &err) != ELM_OK)
         return cli_fail("%s", err.msg);
     printf("%s: %s %s, %.2f MiB, random weights (speed and memory measurement only), %.1f s\n", out,
-           p->name, elm_type_get(type)->name, bytes / 1048576.0, (cli_now_ms() - t0) / 1000);
+           p->name, elm_type_get(type)->name, bytes / 1048576.0, (elm_now_ms() - t0) / 1000);
     return 0;
 }

@@ -146,7 +146,7 @@ int cmd_tokenize(int argc, char **argv) {
 
     if (is_gguf(o.model)) {
         elm_vocab v;
-        if (elm_load_gguf_vocab(o.model, &v, &err) != ELM_OK) rc = cli_fail("%s", err.msg);
+        if (elm_vocab_load(o.model, &v, &err) != ELM_OK) rc = cli_fail("%s", err.msg);
         else {
             rc = tokenize_text(&v, text, len, &o);
             elm_vocab_free(&v);

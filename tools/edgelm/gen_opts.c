@@ -8,7 +8,7 @@
 #include "cli.h"
 
 void gen_opts_init(gen_opts *o) {
-    *o = (gen_opts){.n_threads = cli_default_threads(), .seed = -1, .draft_max = 8,
+    *o = (gen_opts){.n_threads = elm_online_cores(), .seed = -1, .draft_max = 8,
                     .draft_min_p = 0.5f, .type_k = ELM_TYPE_F32, .type_v = ELM_TYPE_F32};
     o->gp.n_predict = 128;
     o->gp.sampling = elm_sampler_defaults();
@@ -45,10 +45,8 @@ void gen_opts_usage(FILE *f) {
 }
 
 static bool cache_type(const char *opt, const char *v, elm_type *out) {
-    if (elm_type_from_name(v, out) && (*out == ELM_TYPE_F32 || *out == ELM_TYPE_F16 ||
-                                       *out == ELM_TYPE_Q8_0 || *out == ELM_TYPE_Q4_0))
-        return true;
-    cli_fail("%s: invalid value '%s' (expected f32, f16, q8_0 or q4_0)", opt, v);
+    if (elm_kv_type_from_name(v, out)) return true;
+    cli_fail("%s: invalid value '%s' (expected " ELM_KV_TYPE_NAMES ")", opt, v);
     return false;
 }
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "kernels/kernels.h"
+#include "edgelm/system.h"
 
 /* The CPU's name from /proc/cpuinfo: "model name" on x86 and on newer ARM kernels, "Hardware" on
  * older ARM ones; "unknown" elsewhere. */
@@ -30,25 +30,15 @@ static void cpu_model(char *buf, size_t cap) {
 }
 
 int cli_print_system(bool json) {
-    const struct {
-        const char *name;
-        const elm_kernels *k;
-    } tables[] = {{"avx512", elm_kernels_avx512()},
-                  {"avx2", elm_kernels_avx2()},
-                  {"neon", elm_kernels_neon()},
-                  {"scalar", elm_kernels_scalar()}};
-    char model[256], features[512], available[128] = "";
+    char model[256], features[512], available[128];
     cpu_model(model, sizeof model);
     elm_cpu_features(features, sizeof features);
-    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
-        if (tables[i].k)
-            snprintf(available + strlen(available), sizeof available - strlen(available), "%s%s",
-                     available[0] ? " " : "", tables[i].name);
+    elm_kernel_isas(available, sizeof available);
     const char *forced = getenv("EDGELM_ISA");
-    const char *chosen = elm_kernels_best()->isa;
+    const char *chosen = elm_kernel_isa();
     if (!json) {
         printf("cpu           %s\n", model);
-        printf("cores         %d online\n", cli_default_threads());
+        printf("cores         %d online\n", elm_online_cores());
         printf("features      %s\n", features[0] ? features : "-");
         printf("kernels       %s (available: %s)%s%s\n", chosen, available,
                forced && *forced ? ", EDGELM_ISA=" : "", forced && *forced ? forced : "");
@@ -56,13 +46,13 @@ int cli_print_system(bool json) {
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "cpu", model);
-    cJSON_AddNumberToObject(o, "cores", cli_default_threads());
+    cJSON_AddNumberToObject(o, "cores", elm_online_cores());
     cJSON *f = cJSON_AddArrayToObject(o, "features");
     for (char *tok = strtok(features, " "); tok; tok = strtok(NULL, " "))
         cJSON_AddItemToArray(f, cJSON_CreateString(tok));
     cJSON *av = cJSON_AddArrayToObject(o, "available");
-    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
-        if (tables[i].k) cJSON_AddItemToArray(av, cJSON_CreateString(tables[i].name));
+    for (char *tok = strtok(available, " "); tok; tok = strtok(NULL, " "))
+        cJSON_AddItemToArray(av, cJSON_CreateString(tok));
     cJSON_AddStringToObject(o, "isa", chosen);
     if (forced && *forced) cJSON_AddStringToObject(o, "forced", forced);
     else cJSON_AddNullToObject(o, "forced");

@@ -7,16 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edgelm/context.h"
 #include "edgelm/quant.h"
 #include "kernels/kernels.h"
 #include "model/arch.h"
-#include "model/plan.h"
-
-uint64_t elm_plan_kv_bytes(const elm_hparams *hp, int32_t n_ctx, double bytes_per_element) {
-    const uint64_t elements = 2ull * (uint64_t)hp->n_layers * (uint64_t)hp->n_kv_heads *
-                              (uint64_t)hp->head_dim * (uint64_t)n_ctx;
-    return (uint64_t)llround((double)elements * bytes_per_element);
-}
+#include "model/builder.h"
+#include "shapes/plan.h"
 
 elm_status elm_plan_shape_model(const elm_hparams *hp, bool rope_freqs, elm_model **out,
                                 elm_error *err) {
@@ -102,9 +98,9 @@ elm_status elm_plan_make(const elm_model *m, int32_t n_ctx, int32_t n_batch, int
     out->n_batch = n_batch < n_ctx ? n_batch : n_ctx;
     out->n_threads = n_threads;
     out->n_params = elm_model_params(m);
-    out->kv_f16 = elm_plan_kv_bytes(hp, n_ctx, 2.0);
-    out->kv_q8_0 = elm_plan_kv_bytes(hp, n_ctx, 34.0 / 32.0);
-    out->kv_int8 = elm_plan_kv_bytes(hp, n_ctx, 1.0);
+    out->kv_f16 = elm_kv_cache_bytes(hp, n_ctx, ELM_TYPE_F16, ELM_TYPE_F16);
+    out->kv_q8_0 = elm_kv_cache_bytes(hp, n_ctx, ELM_TYPE_Q8_0, ELM_TYPE_Q8_0);
+    out->kv_int8 = out->kv_f16 / 2; /* one byte per element, as runtimes with int8 caches */
     out->kv_bytes = kv_cache_q8 ? out->kv_q8_0 : out->kv_f16;
     out->compute_bytes = compute_bytes(hp, n_ctx, out->n_batch, n_threads);
     const bool tied = elm_model_find(m, "output.weight") == NULL;

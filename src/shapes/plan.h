@@ -21,9 +21,6 @@ typedef struct elm_device {
 const elm_device *elm_devices(int *n);
 const elm_device *elm_device_find(const char *name);
 
-/* KV-cache bytes as deployment guides count them: 2 (K and V) x layers x kv_heads x head_dim x
- * n_ctx x bytes_per_element (Llama-2-7B at 2048 tokens, 1 byte: 512 MiB exactly). */
-uint64_t elm_plan_kv_bytes(const elm_hparams *hp, int32_t n_ctx, double bytes_per_element);
 
 /* A model of `arch` with hyper-parameters hp whose tensors have shapes but no data (F32), for
  * planning: from a config.json (elm_hf_read_config) or a synth preset. rope_freqs adds Llama

@@ -8,7 +8,7 @@
 #include "formats/hf.h"
 #include "formats/loaders.h"
 #include "model/arch.h"
-#include "model/synth_tiny.h"
+#include "shapes/synth_tiny.h"
 
 enum { TINY_DIM = 64, TINY_LAYERS = 2, TINY_HEADS = 4, TINY_KV_HEADS = 2, TINY_HEAD = 16,
        TINY_FFN = 128 };
@@ -77,7 +77,7 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
     snprintf(path, sizeof path, "tiny-%s", a->name);
     elm_model *m = elm_model_new(path, "synth", err);
     if (!m) return ELM_ERR_NOMEM;
-    elm_status st = elm_load_gguf_vocab(o->vocab_path, &m->vocab, err);
+    elm_status st = elm_vocab_load(o->vocab_path, &m->vocab, err);
     if (st) {
         elm_model_free(m);
         return st;

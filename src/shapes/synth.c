@@ -1,7 +1,7 @@
 /* Random-weight models of real shapes (see synth.h). The shapes come from each model's Hugging
  * Face config.json; the tensor list and the metadata are what llama.cpp's converter writes for
  * that architecture, so llama.cpp runs the same files (the side-by-side benchmarks need that). */
-#include "model/synth.h"
+#include "shapes/synth.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +11,7 @@
 #include "edgelm/quantize.h"
 #include "formats/gguf_write.h"
 #include "model/arch.h"
+#include "model/builder.h"
 
 static const elm_synth_preset presets[] = {
     {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama", 32000, 2048, 22, 32, 4, 5632,

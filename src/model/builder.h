@@ -1,0 +1,29 @@
+/* The builder interface loaders (src/formats) and model writers (src/shapes) use to fill an
+ * elm_model: create it, add tensors over storage it owns, then bind names to layer slots. Not part
+ * of the public API: apps get models from elm_model_load. */
+#ifndef EDGELM_MODEL_BUILDER_H
+#define EDGELM_MODEL_BUILDER_H
+
+#include "edgelm/model.h"
+
+/* Creates an empty model for `path`/`format`. */
+elm_model *elm_model_new(const char *path, const char *format, elm_error *err);
+
+/* Adds a tensor (name copied, data borrowed from storage the model owns). Validates n_dims in
+ * [1,4], every ne >= 1, the element count and byte size against overflow and against `type`
+ * (ne[0] a multiple of the block size); nbytes must equal the computed size. */
+elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, int n_dims,
+                                const int64_t *ne, void *data, size_t nbytes, elm_error *err);
+
+/* Hands a malloc'd buffer or an mmap to the model, freed by elm_model_free. */
+elm_status elm_model_own_buffer(elm_model *m, void *buf, elm_error *err);
+elm_status elm_model_own_mapping(elm_model *m, void *addr, size_t len, elm_error *err);
+
+/* After tensors and hparams are set: validates hparams (positive sizes, heads dividing dim when
+ * head_dim is not given, n_heads % n_kv_heads == 0, an architecture of elm_arch_find), sets the
+ * architecture's rope_style, ffn_act and embd_scale, finds every tensor by GGUF name, checks its
+ * shape, splits fused tensors into row views, ties the output to the embedding when output.weight
+ * is absent, and checks the vocab size matches. Errors name m->path and the tensor. */
+elm_status elm_model_bind(elm_model *m, elm_error *err);
+
+#endif
