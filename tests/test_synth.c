@@ -1,4 +1,4 @@
-/* edgelm synth (shapes/synth.h): the presets carry the published shapes (parameter counts of the
+/* edgelm synth (edgelm/shapes.h): the presets carry the published shapes (parameter counts of the
  * real models), and a small custom preset written to disk loads back with the tensor list,
  * types, tied/untied output, biases and metadata a real file of that architecture has, and runs. */
 #include <stdlib.h>
@@ -7,7 +7,7 @@
 
 #include "check.h"
 #include "edgelm/context.h"
-#include "shapes/synth.h"
+#include "edgelm/shapes.h"
 
 /* Parameters of a preset's model as the tensor list counts them. */
 static int64_t params_of(const elm_synth_preset *p, bool bias) {

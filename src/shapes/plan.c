@@ -9,13 +9,16 @@
 
 #include "edgelm/context.h"
 #include "edgelm/quant.h"
+#include "edgelm/shapes.h"
+#include "formats/hf.h"
 #include "kernels/kernels.h"
 #include "model/arch.h"
 #include "model/builder.h"
-#include "shapes/plan.h"
 
-elm_status elm_plan_shape_model(const elm_hparams *hp, bool rope_freqs, elm_model **out,
-                                elm_error *err) {
+/* A model of hp's architecture whose tensors have shapes but no data (F32); rope_freqs adds Llama
+ * 3.1's frequency tensor. Errors: ELM_ERR_UNSUPPORTED for an unknown arch, elm_model_bind's. */
+static elm_status shape_model(const elm_hparams *hp, bool rope_freqs, elm_model **out,
+                              elm_error *err) {
     *out = NULL;
     const elm_arch *a = elm_arch_find(hp->arch);
     if (!a)
@@ -129,4 +132,20 @@ elm_status elm_plan_make(const elm_model *m, int32_t n_ctx, int32_t n_batch, int
     }
     free(plan);
     return st;
+}
+
+elm_status elm_plan_shape_config(const char *config_path, elm_model **out, elm_error *err) {
+    *out = NULL;
+    elm_hf_config c;
+    elm_status st = elm_hf_read_config(config_path, &c, err);
+    return st ? st : shape_model(&c.hp, c.llama3[0] > 0, out, err);
+}
+
+elm_status elm_plan_shape_preset(const elm_synth_preset *p, elm_model **out, elm_error *err) {
+    elm_hparams hp = {0};
+    snprintf(hp.arch, sizeof hp.arch, "%s", p->arch);
+    hp.n_vocab = p->n_vocab, hp.dim = p->dim, hp.n_layers = p->n_layers;
+    hp.n_heads = p->n_heads, hp.n_kv_heads = p->n_kv_heads, hp.ffn_dim = p->ffn_dim;
+    hp.n_ctx_train = p->n_ctx_train, hp.tied_output = p->tied;
+    return shape_model(&hp, p->llama3_rope, out, err);
 }

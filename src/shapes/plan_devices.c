@@ -3,7 +3,7 @@
  * width), which decode cannot exceed; RAM is what the device ships with. */
 #include <string.h>
 
-#include "shapes/plan.h"
+#include "edgelm/shapes.h"
 
 static const elm_device devices[] = {
     {"x2-elite", "Snapdragon X2 Elite laptop, LPDDR5X-8533 (128-bit)", 136.5, 64},

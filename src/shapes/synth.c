@@ -1,7 +1,7 @@
 /* Random-weight models of real shapes (see synth.h). The shapes come from each model's Hugging
  * Face config.json; the tensor list and the metadata are what llama.cpp's converter writes for
  * that architecture, so llama.cpp runs the same files (the side-by-side benchmarks need that). */
-#include "shapes/synth.h"
+#include "edgelm/shapes.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/gguf_write.h"
 #include "formats/hf.h"
+#include "formats/hf_write.h"
 #include "formats/loaders.h"
 #include "model/arch.h"
 #include "shapes/synth_tiny.h"
@@ -107,4 +109,17 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
     }
     *out = m;
     return ELM_OK;
+}
+
+elm_status elm_synth_tiny_write(const elm_synth_tiny *o, const char *gguf_path, const char *hf_dir,
+                                int64_t *n_params, int32_t *n_vocab, elm_error *err) {
+    elm_model *m = NULL;
+    float llama3[4];
+    elm_status st = elm_synth_tiny_model(o, &m, llama3, err);
+    if (!st) st = elm_gguf_write_model(m, gguf_path, err);
+    if (!st && hf_dir) st = elm_hf_write(m, llama3, hf_dir, err);
+    if (!st && n_params) *n_params = elm_model_params(m);
+    if (!st && n_vocab) *n_vocab = m->hp.n_vocab;
+    elm_model_free(m);
+    return st;
 }

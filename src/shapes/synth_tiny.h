@@ -1,18 +1,9 @@
-/* Tiny random models of each family (`edgelm synth --arch A --tiny`): small enough to write and
- * run in a test, with a real vocabulary, and weights drawn so that next-token distributions are
- * peaked (greedy decoding is then insensitive to the rounding differences between runtimes). */
-#ifndef EDGELM_MODEL_SYNTH_TINY_H
-#define EDGELM_MODEL_SYNTH_TINY_H
+/* The in-memory tiny models behind elm_synth_tiny_write (edgelm/shapes.h), for tests that run
+ * them without a file. */
+#ifndef EDGELM_SHAPES_SYNTH_TINY_H
+#define EDGELM_SHAPES_SYNTH_TINY_H
 
-#include <stdint.h>
-#include "edgelm/model.h"
-
-typedef struct elm_synth_tiny {
-    const char *arch;       /* GGUF architecture: llama, qwen2, phi3, gemma */
-    const char *vocab_path; /* a GGUF file with a tokenizer (vocab-only files work) */
-    uint64_t seed;
-    float std;              /* standard deviation of the weights; 0 means 0.3 */
-} elm_synth_tiny;
+#include "edgelm/shapes.h"
 
 /* Builds the model in memory, F32, bound and ready to run or write. Shapes: dim 64, 2 layers,
  * 4 heads of 16 and 2 KV heads (grouped-query attention), FFN 128; Gemma's heads are 32 wide, so

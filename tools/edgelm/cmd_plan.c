@@ -1,17 +1,15 @@
 /* edgelm plan: before downloading or converting anything, how much memory a model needs per weight
  * type and KV-cache type at a context length, and how fast decode can at best go on a device
- * (memory bandwidth / bytes read per token), with a fits / does not fit verdict (shapes/plan.h). */
+ * (memory bandwidth / bytes read per token), with a fits / does not fit verdict (edgelm/shapes.h). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "edgelm/system.h"
 #include "cli.h"
-#include "formats/hf.h"
-#include "shapes/plan.h"
-#include "shapes/synth.h"
+#include "edgelm/shapes.h"
+#include "edgelm/system.h"
 
 static void usage(FILE *f) {
     int n;
@@ -56,30 +54,14 @@ static elm_model *source_model(const opts *o) {
     if (o->model) return cli_load_model(o->model, NULL);
     elm_error err;
     elm_error_clear(&err);
-    elm_hparams hp = {0};
-    bool rope_freqs = false;
-    if (o->config) {
-        elm_hf_config c;
-        if (elm_hf_read_config(o->config, &c, &err)) {
-            cli_fail("%s", err.msg);
-            return NULL;
-        }
-        hp = c.hp;
-        rope_freqs = c.llama3[0] > 0;
-    } else {
-        const elm_synth_preset *p = elm_synth_find(o->preset);
-        if (!p) {
-            cli_fail("plan: unknown preset '%s' (see 'edgelm synth --help')", o->preset);
-            return NULL;
-        }
-        snprintf(hp.arch, sizeof hp.arch, "%s", p->arch);
-        hp.n_vocab = p->n_vocab, hp.dim = p->dim, hp.n_layers = p->n_layers;
-        hp.n_heads = p->n_heads, hp.n_kv_heads = p->n_kv_heads, hp.ffn_dim = p->ffn_dim;
-        hp.n_ctx_train = p->n_ctx_train, hp.tied_output = p->tied;
-        rope_freqs = p->llama3_rope;
-    }
     elm_model *m = NULL;
-    if (elm_plan_shape_model(&hp, rope_freqs, &m, &err)) cli_fail("%s", err.msg);
+    const elm_synth_preset *p = o->config ? NULL : elm_synth_find(o->preset);
+    if (!o->config && !p) {
+        cli_fail("plan: unknown preset '%s' (see 'edgelm synth --help')", o->preset);
+        return NULL;
+    }
+    if (o->config ? elm_plan_shape_config(o->config, &m, &err) : elm_plan_shape_preset(p, &m, &err))
+        cli_fail("%s", err.msg);
     return m;
 }
 

@@ -1,4 +1,4 @@
-/* edgelm synth: write a random-weight GGUF with the exact shapes of a real model (shapes/synth.h),
+/* edgelm synth: write a random-weight GGUF with the exact shapes of a real model (edgelm/shapes.h),
  * for speed and memory measurement at real sizes without downloads; or, with --arch A --tiny, a
  * tiny random model of family A with a real vocabulary (shapes/synth_tiny.h), as GGUF and with --hf
  * also in the family's Hugging Face layout, for comparing runtimes and loaders. */
@@ -8,10 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "formats/gguf_write.h"
-#include "formats/hf_write.h"
-#include "shapes/synth.h"
-#include "shapes/synth_tiny.h"
+#include "edgelm/shapes.h"
 
 static void usage(FILE *f) {
     int n;
@@ -71,18 +68,14 @@ static int synth_tiny(const char *arch, const char *vocab, const char *out, cons
         vocab = vocab_path;
     }
     elm_synth_tiny o = {.arch = arch, .vocab_path = vocab, .seed = (uint64_t)seed, .std = std};
-    elm_model *m = NULL;
-    float llama3[4];
+    int64_t n_params;
+    int32_t n_vocab;
     elm_error err;
     elm_error_clear(&err);
-    elm_status st = elm_synth_tiny_model(&o, &m, llama3, &err);
-    if (!st) st = elm_gguf_write_model(m, out, &err);
-    if (!st && hf) st = elm_hf_write(m, llama3, hf, &err);
-    if (!st)
-        printf("%s: tiny %s, %lld parameters, %d-token vocabulary%s%s\n", out, arch,
-               (long long)elm_model_params(m), m->hp.n_vocab, hf ? ", and " : "", hf ? hf : "");
-    elm_model_free(m);
-    return st ? cli_fail("%s", err.msg) : 0;
+    if (elm_synth_tiny_write(&o, out, hf, &n_params, &n_vocab, &err)) return cli_fail("%s", err.msg);
+    printf("%s: tiny %s, %lld parameters, %d-token vocabulary%s%s\n", out, arch,
+           (long long)n_params, n_vocab, hf ? ", and " : "", hf ? hf : "");
+    return 0;
 }
 
 int cmd_synth(int argc, char **argv) {

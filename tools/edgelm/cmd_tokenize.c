@@ -8,7 +8,6 @@
 
 #include "cli.h"
 #include "core/fileio.h"
-#include "formats/loaders.h"
 
 /* Prompt files larger than this are refused (the tokenizer's own limit is 512 MiB). */
 #define TOKENIZE_MAX_FILE ((size_t)256 << 20)

@@ -1,0 +1,123 @@
+/* Model shapes without a checkpoint: random-weight GGUF files with the exact shapes of real
+ * models (`edgelm synth`), tiny random models of each family for cross-runtime tests, and
+ * deployability plans (`edgelm plan`): weights, KV cache and peak memory per type and the decode
+ * speed a device's memory bandwidth allows. Synthetic weights are noise: for speed and memory
+ * measurement only, never for text. */
+#ifndef EDGELM_SHAPES_H
+#define EDGELM_SHAPES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "edgelm/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- synth: real shapes */
+
+typedef struct elm_synth_preset {
+    const char *name;   /* "tinyllama-1.1b", ... */
+    const char *source; /* the Hugging Face config the shapes come from */
+    const char *arch;   /* GGUF general.architecture (model/arch.h) */
+    int32_t n_vocab, dim, n_layers, n_heads, n_kv_heads, ffn_dim, n_ctx_train;
+    float rms_eps, rope_theta;
+    bool tied;        /* tie_word_embeddings: no output.weight */
+    bool llama3_rope; /* rope_scaling "llama3" (factor 32, low 1, high 4, original 8192),
+                              * written as llama.cpp does: a rope_freqs.weight tensor */
+} elm_synth_preset;
+
+/* The presets, *n of them. */
+const elm_synth_preset *elm_synth_presets(int *n);
+
+/* The preset called name, or NULL. */
+const elm_synth_preset *elm_synth_find(const char *name);
+
+/* Called after each tensor is written: done of total tensors. */
+typedef void (*elm_synth_progress)(void *user, int32_t done, int32_t total);
+
+/* Writes preset p as a GGUF file at path: every matrix (embedding and output included, like
+ * llama-quantize --pure) of `type`, norms and biases F32, weights uniform in ±0.035 (about the
+ * spread of trained Llama weights) from seed. general.name says the file is random. The model's
+ * bytes go to *file_bytes (may be NULL). Errors: ELM_ERR_ARG when the shapes do not fit `type`
+ * (columns not a multiple of its block), ELM_ERR_IO / ELM_ERR_NOMEM naming path. */
+elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char *path,
+                           uint64_t seed, elm_synth_progress progress, void *user,
+                           uint64_t *file_bytes, elm_error *err);
+
+/* ---------------------------------------------------------------- synth: tiny families */
+
+typedef struct elm_synth_tiny {
+    const char *arch;       /* GGUF architecture: llama, qwen2, phi3, gemma */
+    const char *vocab_path; /* a GGUF file with a tokenizer (vocab-only files work) */
+    uint64_t seed;
+    float std;              /* standard deviation of the weights; 0 means 0.3 */
+} elm_synth_tiny;
+
+/* Writes the tiny model of o (see elm_synth_tiny_model in src/shapes/synth_tiny.h for its shapes)
+ * as GGUF at gguf_path and, when hf_dir is not NULL, as a Hugging Face folder there. Its parameter
+ * count and vocabulary size go to *n_params and *n_vocab (may be NULL). Errors: ELM_ERR_ARG for an
+ * unknown arch, the vocab loader's and the writers' (naming the path). */
+elm_status elm_synth_tiny_write(const elm_synth_tiny *o, const char *gguf_path, const char *hf_dir,
+                                int64_t *n_params, int32_t *n_vocab, elm_error *err);
+
+/* ---------------------------------------------------------------- plan */
+
+/* A device profile: figures practitioners quote (vendor specifications; docs/bench.md). */
+typedef struct elm_device {
+    const char *name;         /* "x2-elite", ... */
+    const char *desc;
+    double bandwidth_gbs;     /* memory bandwidth, GB/s (10^9 bytes per second) */
+    double ram_gib;           /* RAM, GiB */
+} elm_device;
+
+/* The profiles (data, plan_devices.c), *n of them; elm_device_find: by name or NULL. */
+const elm_device *elm_devices(int *n);
+const elm_device *elm_device_find(const char *name);
+
+
+/* A model whose tensors have shapes but no data (F32), for planning: from a Hugging Face
+ * config.json (the keys elm_model_load reads), or from a synth preset. Free with elm_model_free.
+ * Errors name the file and key, or the preset: ELM_ERR_FORMAT, ELM_ERR_UNSUPPORTED for an
+ * architecture edgelm does not run. */
+elm_status elm_plan_shape_config(const char *config_path, elm_model **out, elm_error *err);
+elm_status elm_plan_shape_preset(const elm_synth_preset *p, elm_model **out, elm_error *err);
+
+
+enum { ELM_PLAN_ROWS = 5 };
+
+typedef struct elm_plan_row {
+    char label[8];            /* "f16", "q8_0", "q4_0", "q4_1": every matrix of that type, as
+                               * llama-quantize --pure; "mixed": quantize's default policy (q4_0,
+                               * embedding and output q8_0) */
+    uint64_t weight_bytes;    /* all tensors */
+    uint64_t read_bytes;      /* weights + KV cache read per decoded token at a full context
+                               * (an untied embedding contributes one row) */
+    uint64_t peak_bytes;      /* weights + KV cache + compute buffers */
+    double tokens_per_s;      /* upper bound: bandwidth / read_bytes (0 without a bandwidth) */
+    int64_t headroom_bytes;   /* RAM - peak; negative: does not fit (0 without a RAM size) */
+} elm_plan_row;
+
+typedef struct elm_plan {
+    int32_t n_ctx, n_batch, n_threads;
+    int64_t n_params;
+    uint64_t kv_f16, kv_q8_0, kv_int8; /* KV cache at n_ctx: 2, 34/32 (ggml q8_0), 1 bytes */
+    uint64_t kv_bytes;        /* the one the rows use (kv_cache_q8: kv_q8_0, else kv_f16) */
+    uint64_t compute_bytes;   /* edgelm's activations for an n_batch batch, the attention scores
+                               * of n_threads threads and one token's logits */
+    elm_plan_row rows[ELM_PLAN_ROWS];
+} elm_plan;
+
+/* Plans model m (its tensors' shapes; data is not read) at n_ctx tokens, prompt batches of
+ * n_batch, n_threads threads, a KV cache of F16 or (kv_cache_q8) Q8_0, for a device of
+ * bandwidth_gbs GB/s and ram_gib GiB (0: unknown, no speed bound or headroom). ELM_ERR_ARG for
+ * sizes out of range. */
+elm_status elm_plan_make(const elm_model *m, int32_t n_ctx, int32_t n_batch, int32_t n_threads,
+                         bool kv_cache_q8, double bandwidth_gbs, double ram_gib, elm_plan *out,
+                         elm_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
