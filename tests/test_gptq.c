@@ -4,7 +4,7 @@
  *    <= 0.85 x its imatrix q4_1 (0.0619), at q8_0 <= llama.cpp's q8_0 (0.000773) with perplexity
  *    within 0.1% of F32; with act-order every layer's output error stays below RTN's;
  *  - no hidden state: the file's blocks, decoded by an independent q4_0 decoder written here from
- *    FORMATS.md and by the types table, are bit for bit the values GPTQ chose and the later
+ *    docs/formats.md and by the types table, are bit for bit the values GPTQ chose and the later
  *    layers' calibration ran on; same inputs give a byte-identical file;
  *  - robustness: one 6-token calibration line (damping raised, nothing non-finite), an all-zero
  *    block, an input channel that is always 0, NaN and infinite weights (error naming the tensor,
@@ -124,7 +124,7 @@ static float f16_value(const uint8_t *p) {
     return h & 0x8000 ? -mag : mag;
 }
 
-/* FORMATS.md: Q4_0 = f16 d; u8 qs[16]; weight j = d * (q - 8), q the low nibble of qs[j] for
+/* docs/formats.md: Q4_0 = f16 d; u8 qs[16]; weight j = d * (q - 8), q the low nibble of qs[j] for
  * j < 16, the high nibble of qs[j - 16] otherwise. */
 static void decode_q4_0(const uint8_t *b, int64_t n, float *out) {
     for (int64_t k = 0; k < n / 32; k++, b += 18)

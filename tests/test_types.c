@@ -1,5 +1,5 @@
 /* Type traits (src/core/types.c) against an independent block decoder written here from the
- * FORMATS.md table: the library's to_float must agree exactly with it on llama.cpp's reference
+ * docs/formats.md table: the library's to_float must agree exactly with it on llama.cpp's reference
  * quantizations and on random data the library quantized; f16/bf16 conversions round to nearest
  * even (checked against neighbours, not against the library); RTN error stays within the bound
  * each type's scale allows. */
@@ -11,7 +11,7 @@
 #include "edgelm/model.h"
 #include "edgelm/types.h"
 
-/* ---- independent reference decoder (FORMATS.md "ggml blocks") ---- */
+/* ---- independent reference decoder (docs/formats.md "ggml blocks") ---- */
 
 static float ref_half(const uint8_t *p) {
     int h = p[0] | p[1] << 8;

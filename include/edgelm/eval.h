@@ -5,8 +5,8 @@
  * Data flow: the baseline's pass writes its log-probabilities at every scored position to a
  * reference file (docs/eval-ref-cache.md), which is then memory-mapped and read by each quantized
  * model's pass. A live baseline and a cached one go through the same file, so they give the same
- * figures bit for bit. Definitions follow FORMATS.md ("KL divergence and friends", "Generation
- * similarity"); thresholds follow DOMAIN.md ("Validation before shipping"). */
+ * figures bit for bit. Definitions follow docs/formats.md ("KL divergence and friends", "Generation
+ * similarity"); thresholds follow docs/deployment.md ("Validation before shipping"). */
 #ifndef EDGELM_EVAL_H
 #define EDGELM_EVAL_H
 
@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-/* Verdict thresholds (DOMAIN.md): PPL change below 5% is "excellent", similarity above 90%
+/* Verdict thresholds (docs/deployment.md): PPL change below 5% is "excellent", similarity above 90%
  * "acceptable"; a continuation is "complete" when longer than 10 characters before EOS. */
 #define ELM_EVAL_PPL_EXCELLENT_PCT 5.0
 #define ELM_EVAL_SIM_ACCEPTABLE 0.90

@@ -1,4 +1,4 @@
-/* Perplexity exactly as llama.cpp's llama-perplexity computes it (FORMATS.md, "Perplexity, the
+/* Perplexity exactly as llama.cpp's llama-perplexity computes it (docs/formats.md, "Perplexity, the
  * llama.cpp way"): the text is tokenized once with BOS, cut into floor(n_tokens / n_ctx) chunks,
  * each evaluated from an empty KV cache with its first token replaced by BOS, and the second half
  * of each chunk scored (positions j in [n_ctx/2, n_ctx-1) predict token j+1). */

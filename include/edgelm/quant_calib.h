@@ -2,7 +2,7 @@
  * mix of several sources by weight (`edgelm calib`), and the token sequences the quantizers run
  * through the model.
  *
- * Recipes follow common practice (DOMAIN.md, "Calibration sets"): 128-512 samples, Alpaca-style
+ * Recipes follow common practice (docs/deployment.md, "Calibration sets"): 128-512 samples, Alpaca-style
  * instructions rendered with the Alpaca prompt template, short samples dropped, long ones truncated
  * to the sequence length, a fixed seed for reproducibility. */
 #ifndef EDGELM_QUANT_CALIB_H

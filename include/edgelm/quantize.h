@@ -1,5 +1,5 @@
 /* Round-to-nearest quantization of a whole model into a GGUF file, the way `llama-quantize --pure`
- * does it without an importance matrix (FORMATS.md, "ggml blocks"): every 2-D weight becomes the
+ * does it without an importance matrix (docs/formats.md, "ggml blocks"): every 2-D weight becomes the
  * target type, 1-D tensors (norm weights) stay F32, and a matrix whose rows are not a multiple of
  * the 32-weight block falls back to F16. */
 #ifndef EDGELM_QUANTIZE_H
@@ -38,7 +38,7 @@ typedef struct elm_quantize_summary {
     double seconds;          /* wall time of the whole call */
 } elm_quantize_summary;
 
-/* llama.cpp's general.file_type for a model mostly of `type` (FORMATS.md): f32 0, f16 1, q4_0 2,
+/* llama.cpp's general.file_type for a model mostly of `type` (docs/formats.md): f32 0, f16 1, q4_0 2,
  * q4_1 3, q8_0 7, q5_0 8, q5_1 9, bf16 32. */
 uint32_t elm_file_type_of(elm_type type);
 

@@ -1,5 +1,5 @@
 /* Tensor element types (ggml type ids, GGUF spec) and their traits table: block size, bytes per
- * block, conversion to float and the round-to-nearest reference quantizer (FORMATS.md, "ggml
+ * block, conversion to float and the round-to-nearest reference quantizer (docs/formats.md, "ggml
  * blocks"). One table drives dequantization, quantization and the kernels for every type. */
 #ifndef EDGELM_TYPES_H
 #define EDGELM_TYPES_H

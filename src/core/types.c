@@ -1,6 +1,6 @@
 /* The tensor type traits table (types.h): block geometry, decoding to float and the
  * round-to-nearest reference encoders for F32, F16, BF16 and the ggml 32-weight block types
- * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (FORMATS.md, "ggml blocks"), plus IEEE half and bfloat16
+ * Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (docs/formats.md, "ggml blocks"), plus IEEE half and bfloat16
  * conversions.
  *
  * The encoders must write the same bytes as llama-quantize (no importance matrix), so their

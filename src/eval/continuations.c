@@ -1,4 +1,4 @@
-/* Generation quality (DOMAIN.md, "Validation before shipping"): greedy continuations of each
+/* Generation quality (docs/deployment.md, "Validation before shipping"): greedy continuations of each
  * prompt from the baseline and from a quantized model, compared by difflib similarity, exact
  * match, completion (longer than 10 characters before EOS) and average length. */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Per-position comparison of two next-token distributions (FORMATS.md, "KL divergence and
+/* Per-position comparison of two next-token distributions (docs/formats.md, "KL divergence and
  * friends"): KL(P_ref || P_q), argmax agreement, top-5 overlap and Δp of the true next token,
  * accumulated over the scored positions and summarised with mean ± stderr, median, p99 and max.
  *

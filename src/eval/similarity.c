@@ -1,5 +1,5 @@
 /* Generation similarity as Python's difflib.SequenceMatcher(None, a, b).ratio() computes it
- * (FORMATS.md, "Generation similarity"; CPython Lib/difflib.py), over Unicode code points.
+ * (docs/formats.md, "Generation similarity"; CPython Lib/difflib.py), over Unicode code points.
  *
  * Ratcliff/Obershelp: find the longest matching block of a[alo:ahi] and b[blo:bhi], then do the
  * same to the pieces left and right of it; ratio = 2*M/T with M the matched elements. difflib's

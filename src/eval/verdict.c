@@ -1,4 +1,4 @@
-/* Verdicts of the eval report (DOMAIN.md, "Validation before shipping": PPL change < 5% is
+/* Verdicts of the eval report (docs/deployment.md, "Validation before shipping": PPL change < 5% is
  * excellent, generation similarity > 90% acceptable) and the lines the text and Markdown reports
  * share: the description of the run and one verdict line per model. */
 #include <string.h>

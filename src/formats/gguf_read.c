@@ -1,4 +1,4 @@
-/* GGUF v2/v3 reader (FORMATS.md, "GGUF v3"): maps the file, indexes every key/value pair, reads
+/* GGUF v2/v3 reader (docs/formats.md, "GGUF v3"): maps the file, indexes every key/value pair, reads
  * the Llama hyper-parameters and the tokenizer, and points the model's tensors into the mapping.
  *
  * Every count, length and offset read from the file is checked against the bytes that remain

@@ -1,4 +1,4 @@
-/* GGUF v3 writer (see gguf_write.h; layout from FORMATS.md, "GGUF v3").
+/* GGUF v3 writer (see gguf_write.h; layout from docs/formats.md, "GGUF v3").
  *
  * The header needs the number of key/value pairs before any of them is written, so the metadata
  * is emitted twice by one function: a dry pass that only counts, then the real pass. Errors are

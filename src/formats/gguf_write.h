@@ -1,6 +1,6 @@
 /* GGUF v3 writer: the only place edgelm lays out model files (ARCHITECTURE.md). Writes a model's
  * metadata (general.*, the Llama hyper-parameters under the architecture prefix, the tokenizer)
- * and a list of tensors, aligned to 32 bytes with zero padding (FORMATS.md, "GGUF v3"). Output
+ * and a list of tensors, aligned to 32 bytes with zero padding (docs/formats.md, "GGUF v3"). Output
  * goes through elm_out_*: a failed write leaves no file behind. */
 #ifndef EDGELM_FORMATS_GGUF_WRITE_H
 #define EDGELM_FORMATS_GGUF_WRITE_H

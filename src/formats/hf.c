@@ -1,5 +1,5 @@
 /* Hugging Face directory loader for the families of model/arch.h: config.json, model.safetensors
- * (or shards listed in model.safetensors.index.json) and tokenizer.json (FORMATS.md, "Hugging Face
+ * (or shards listed in model.safetensors.index.json) and tokenizer.json (docs/formats.md, "Hugging Face
  * Llama checkpoints").
  *
  * Tensors are renamed to GGUF names and mapped in place, except where the GGUF convention differs
@@ -135,7 +135,7 @@ static elm_status f32_copy(elm_model *m, const char *src, const elm_st_tensor *t
 }
 
 /* Copy of a q/k projection [heads*hd, cols] with rows moved from rotate-half to interleaved
- * order: for head h, HF row h*hd + p*(hd/2) + i becomes row h*hd + 2*i + p (FORMATS.md). */
+ * order: for head h, HF row h*hd + p*(hd/2) + i becomes row h*hd + 2*i + p (docs/formats.md). */
 static elm_status unpermute(elm_model *m, const char *src, const elm_st_tensor *t, int heads,
                             void **out, elm_error *err) {
     int64_t rows = t->shape[0];

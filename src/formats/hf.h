@@ -1,6 +1,6 @@
 /* Private interface between the parts of the Hugging Face directory loader: hf_config.c reads
  * config.json, hf_tokenizer.c reads tokenizer.json (+ tokenizer_config.json), hf.c maps the
- * safetensors weights and puts it together (FORMATS.md, "Hugging Face Llama checkpoints"). */
+ * safetensors weights and puts it together (docs/formats.md, "Hugging Face Llama checkpoints"). */
 #ifndef EDGELM_FORMATS_HF_H
 #define EDGELM_FORMATS_HF_H
 
@@ -48,7 +48,7 @@ bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap);
 
 /* Moves the rows of a q/k projection of `heads` heads of hd rows (row_bytes each) between HF's
  * rotate-half order and the interleaved order: HF row h*hd + p*(hd/2) + i is interleaved row
- * h*hd + 2*i + p (FORMATS.md). dst and src do not overlap. */
+ * h*hd + 2*i + p (docs/formats.md). dst and src do not overlap. */
 void elm_hf_permute_rows(char *dst, const char *src, int64_t heads, int64_t hd, size_t row_bytes,
                          bool to_interleaved);
 

@@ -1,5 +1,5 @@
 /* Hugging Face folder writer (see hf_write.h): config.json with the family's keys and
- * model.safetensors (FORMATS.md, "safetensors": 8-byte header length, JSON header padded with
+ * model.safetensors (docs/formats.md, "safetensors": 8-byte header length, JSON header padded with
  * spaces to a multiple of 8, then the tensors back to back). */
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* llama2.c checkpoint (`model.bin`, version 0) and `tokenizer.bin` loader (FORMATS.md, "llama2.c
+/* llama2.c checkpoint (`model.bin`, version 0) and `tokenizer.bin` loader (docs/formats.md, "llama2.c
  * checkpoint"). The checkpoint has no magic, so the header is checked field by field and the file
  * size must equal exactly what the header implies; anything else is reported as "not a GGUF file
  * and not a llama2.c checkpoint". The F32 arrays are mmapped in place. */

@@ -1,4 +1,4 @@
-/* safetensors reader (FORMATS.md, "safetensors"): `uint64 N` (LE), N bytes of JSON describing each
+/* safetensors reader (docs/formats.md, "safetensors"): `uint64 N` (LE), N bytes of JSON describing each
  * tensor's dtype, shape and byte range, then the data buffer. The file is mmapped and every entry
  * validated before anyone touches the data: header within the file, known dtype, 1..4 dimensions,
  * byte range within the buffer and equal to product(shape) * dtype size, no two ranges overlapping.

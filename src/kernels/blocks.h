@@ -1,4 +1,4 @@
-/* The ggml weight blocks (FORMATS.md, "ggml blocks") seen as signed 8-bit integers: every type
+/* The ggml weight blocks (docs/formats.md, "ggml blocks") seen as signed 8-bit integers: every type
  * here decodes as value[j] = d·q[j] + m, with q in -128..127. The scalar oracle and the prefill
  * repacking use this one view, so a block layout is read in one place outside types.c. */
 #ifndef EDGELM_KERNELS_BLOCKS_H

@@ -1,5 +1,5 @@
 /* Element codecs of the KV cache: f32, f16, and the symmetric 8- and 4-bit block formats of ggml's
- * Q8_0 and Q4_0 with a block length chosen per model along the head dimension (FORMATS.md, "ggml
+ * Q8_0 and Q4_0 with a block length chosen per model along the head dimension (docs/formats.md, "ggml
  * blocks"; llama.cpp quantizes its cache the same way with 32-element blocks). A head of 8
  * dimensions gets blocks of 8, so a block never mixes two heads; with 32-element blocks the bytes
  * are exactly ggml's Q8_0 / Q4_0. */

@@ -1,5 +1,5 @@
 /* ggml block grids (grid.h): parameters, nearest codes, decoding and packing of Q8_0, Q4_0, Q4_1,
- * Q5_0 and Q5_1 blocks, written from the layouts in FORMATS.md ("ggml blocks"). Scales are
+ * Q5_0 and Q5_1 blocks, written from the layouts in docs/formats.md ("ggml blocks"). Scales are
  * rounded to f16 before any code is chosen, so codes are nearest for the stored scale. */
 #include <math.h>
 #include <string.h>

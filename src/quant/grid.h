@@ -1,4 +1,4 @@
-/* The value grid of a ggml 32-weight block type (FORMATS.md, "ggml blocks"): the scale (and min)
+/* The value grid of a ggml 32-weight block type (docs/formats.md, "ggml blocks"): the scale (and min)
  * of a block, the integer code nearest to a weight, the value a code decodes to, and the packing
  * of codes into the block's bytes. GPTQ and AWQ choose codes themselves (error feedback, clipped
  * ranges), so they need the grid as separate steps rather than the all-in-one RTN encoder of the

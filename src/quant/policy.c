@@ -1,5 +1,5 @@
 /* Mixed-precision policy (quant.h, elm_quant_plan): which type each tensor is written in, and why.
- * The defaults follow deployment practice (DOMAIN.md): the token embedding and output projection
+ * The defaults follow deployment practice (docs/deployment.md): the token embedding and output projection
  * are the most sensitive tensors and stay at 8 bits, norms stay F32. */
 #include <fnmatch.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* Deployability estimate (see plan.h). Weight bytes come from quantize's own planner
  * (elm_quant_plan: the same types and F16 fallbacks `edgelm quantize` would write), the KV cache
  * from the formula deployment guides use, the compute buffers from what elm_context_new
- * allocates, and the speed bound from decode being memory-bound (DOMAIN.md, "Why quantize"). */
+ * allocates, and the speed bound from decode being memory-bound (docs/deployment.md, "Why quantize"). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Device profiles for `edgelm plan`: the memory bandwidth and RAM practitioners quote for the
- * devices edgelm targets (DOMAIN.md). Bandwidth is the LPDDR interface's peak (transfers/s x bus
+ * devices edgelm targets (docs/deployment.md). Bandwidth is the LPDDR interface's peak (transfers/s x bus
  * width), which decode cannot exceed; RAM is what the device ships with. */
 #include <string.h>
 
