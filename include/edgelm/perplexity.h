@@ -1,5 +1,5 @@
-/* Perplexity exactly as llama.cpp's llama-perplexity computes it (docs/formats.md, "Perplexity, the
- * llama.cpp way"): the text is tokenized once with BOS, cut into floor(n_tokens / n_ctx) chunks,
+/* Perplexity exactly as llama.cpp's llama-perplexity computes it (docs/formats.md, "Perplexity"):
+ * the text is tokenized once with BOS, cut into floor(n_tokens / n_ctx) chunks,
  * each evaluated from an empty KV cache with its first token replaced by BOS, and the second half
  * of each chunk scored (positions j in [n_ctx/2, n_ctx-1) predict token j+1). */
 #ifndef EDGELM_PERPLEXITY_H
