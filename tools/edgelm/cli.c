@@ -96,11 +96,6 @@ char *cli_read_text(const char *path, size_t *len) {
     return buf;
 }
 
-int cli_default_threads(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
-}
-
 void cli_progress(long done, long total, const char *fmt, ...) {
     const bool tty = isatty(STDERR_FILENO);
     if (!tty && done != total && (done * 10 / total) == ((done - 1) * 10 / total)) return;

@@ -77,9 +77,6 @@ char *cli_read_text(const char *path, size_t *len);
  * line at each tenth of the work and at the end. done counts from 1 to total. */
 void cli_progress(long done, long total, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Default thread count: the online cores. */
-int cli_default_threads(void);
-
 /* Loads a model, printing the library's error on failure (NULL). */
 elm_model *cli_load_model(const char *path, const char *tokenizer_path);
 
