@@ -8,21 +8,37 @@
 #include "cli.h"
 #include "edgelm/chat.h"
 #include "gen_opts.h"
+#include "opts.h"
 
-static void usage(FILE *f) {
-    fputs("usage: edgelm chat -m MODEL [options]   (then one message per line; /help for commands)\n"
-          "  -m, --model PATH       GGUF file, Hugging Face folder or llama2.c model.bin\n"
-          "      --system TEXT      system prompt\n"
-          "      --template NAME    auto (default: from the model), llama2, llama3, chatml, phi3,\n"
-          "                         gemma or plain\n"
-          "      --preset NAME      translate (with --from L --to L), code, or rag (with\n"
-          "                         --context FILE: answers only from that text)\n"
-          "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n",
-          f);
-    gen_opts_usage(f);
-    fputs("  -n is the most tokens per reply here (default 256).\n"
-          "commands: /reset  /stats  /save FILE  /load FILE  /help  /quit\n",
-          f);
+typedef struct chat_opts {
+    const char *model, *system, *tmpl_name, *preset, *from, *to, *context_file, *tokenizer;
+    gen_opts gen;
+} chat_opts;
+
+/* The command's interface, bound to o (static: /help prints it during the chat). */
+static const cli_spec *chat_spec(chat_opts *o) {
+    static cli_opt opts[10];
+    static const cli_opt *tables[3];
+    static cli_spec spec;
+    const cli_opt t[] = {
+        {"-m, --model", "PATH", CLI_TEXT, &o->model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        {"--system", "TEXT", CLI_TEXT, &o->system, 0, 0, "system prompt", 0},
+        {"--template", "NAME", CLI_TEXT, &o->tmpl_name, 0, 0, "auto (default: from the model), llama2, llama3, chatml, phi3,\ngemma or plain", 0},
+        {"--preset", "NAME", CLI_TEXT, &o->preset, 0, 0, "translate (with --from L --to L), code, or rag (with\n--context FILE: answers only from that text)", 0},
+        {"--from", "LANG", CLI_TEXT, &o->from, 0, 0, "translate: source language", 0},
+        {"--to", "LANG", CLI_TEXT, &o->to, 0, 0, "translate: target language", 0},
+        {"--context", "FILE", CLI_TEXT, &o->context_file, 0, 0, "rag: the text answers come from", 0},
+        {"--tokenizer", "PATH", CLI_TEXT, &o->tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
+        {0}};
+    memcpy(opts, t, sizeof t);
+    tables[0] = opts;
+    tables[1] = gen_opts_table(&o->gen);
+    spec = (cli_spec){"chat", "-m MODEL [options]   (then one message per line; /help for commands)",
+                      NULL, tables,
+                      "-n is the most tokens per reply here (default 256).\n"
+                      "commands: /reset  /stats  /save FILE  /load FILE  /help  /quit",
+                      NULL};
+    return &spec;
 }
 
 static int on_piece(const char *text, size_t len, int32_t id, void *user) {
@@ -39,6 +55,7 @@ typedef struct chat_cli {
     elm_gen_stats last;
     elm_chat_template tmpl;
     bool speculative;
+    const cli_spec *spec; /* for /help */
 } chat_cli;
 
 static void print_stats(const chat_cli *s) {
@@ -70,7 +87,7 @@ static bool command(chat_cli *s, const char *line, bool *quit) {
     if (CMD("/quit") || CMD("/exit")) {
         *quit = true;
     } else if (CMD("/help")) {
-        usage(stdout);
+        cli_help(s->spec, stdout);
     } else if (CMD("/reset")) {
         elm_chat_reset(s->chat);
         fputs("edgelm: conversation cleared\n", stderr);
@@ -131,62 +148,18 @@ static bool system_prompt(const char *preset, const char *from, const char *to,
     return true;
 }
 
-int cmd_chat(int argc, char **argv) {
-    const char *model = NULL, *system = NULL, *tmpl_name = "auto", *preset = NULL, *from = NULL;
-    const char *to = NULL, *context_file = NULL, *tokenizer = NULL;
-    gen_opts o;
-    gen_opts_init(&o);
-    o.gp.n_predict = 256;
-    bool temp_set = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(model);
-        else if (!strcmp(a, "--system")) CLI_STR(system);
-        else if (!strcmp(a, "--template")) CLI_STR(tmpl_name);
-        else if (!strcmp(a, "--preset")) CLI_STR(preset);
-        else if (!strcmp(a, "--from")) CLI_STR(from);
-        else if (!strcmp(a, "--to")) CLI_STR(to);
-        else if (!strcmp(a, "--context")) CLI_STR(context_file);
-        else if (!strcmp(a, "--tokenizer")) CLI_STR(tokenizer);
-        else if (gen_opts_parse(&o, argc, argv, &i)) {
-            if (o.failed) return 1;
-            temp_set |= !strcmp(a, "--temp");
-        } else return cli_fail("chat: unknown option '%s' (see edgelm chat --help)", a);
-    }
-    if (!model) return cli_fail("chat: -m MODEL is required (see edgelm chat --help)");
-    elm_chat_template tmpl = ELM_TEMPLATE_PLAIN;
-    if (strcmp(tmpl_name, "auto") != 0 && !elm_chat_template_parse(tmpl_name, &tmpl))
-        return cli_fail("--template: invalid value '%s' (expected auto, llama2, llama3, chatml, "
-                        "phi3, gemma or plain)", tmpl_name);
-    char *owned_system = NULL;
-    if (!system_prompt(preset, from, to, context_file, temp_set, &o, &system, &owned_system))
-        return 1;
-    o.gp.sampling.seed = gen_opts_seed(&o);
-
-    int rc = 1;
-    gen_stack stack = {0};
-    elm_chat *chat = NULL;
-    elm_model *m = cli_load_model_to_run(model, tokenizer, o.mmap);
-    if (!m || !gen_stack_new(&stack, &o, m, model)) goto done;
-    if (!strcmp(tmpl_name, "auto")) tmpl = elm_chat_template_detect(m->vocab.chat_template);
+/* Reads messages (and /commands) from stdin until EOF or /quit; returns the exit status: 1 when
+ * a turn or command failed with stdin not a terminal (a script), else 0. */
+static int repl(chat_cli *s, const char *model) {
     elm_error err;
     elm_error_clear(&err);
-    o.gp.n_keep = (int32_t)(o.keep < 0 ? 0 : o.keep); /* 0: the chat keeps its system turn */
-    const elm_chat_params cp = {.tmpl = tmpl, .system = system, .gen = o.gp,
-                                .spec = stack.speculative ? &stack.spec : NULL};
-    if (elm_chat_new(stack.ctx, &cp, &chat, &err)) {
-        cli_fail("%s: %s", model, err.msg);
-        goto done;
-    }
-    chat_cli s = {.chat = chat, .stack = &stack, .tmpl = tmpl, .speculative = stack.speculative};
     const bool tty = isatty(STDIN_FILENO);
     if (tty) {
         char kv[96];
-        gen_kv_summary(stack.ctx, kv, sizeof kv);
+        gen_kv_summary(s->stack->ctx, kv, sizeof kv);
         fprintf(stderr, "edgelm: chat with %s | template %s | context %d tokens | %s | /help for "
                         "commands\n",
-                model, elm_chat_template_name(tmpl), elm_context_n_ctx(stack.ctx), kv);
+                model, elm_chat_template_name(s->tmpl), elm_context_n_ctx(s->stack->ctx), kv);
     }
     char *line = NULL;
     size_t cap = 0;
@@ -201,10 +174,10 @@ int cmd_chat(int argc, char **argv) {
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = '\0';
         if (n == 0) continue;
         if (line[0] == '/') {
-            failed |= !command(&s, line, &quit);
+            failed |= !command(s, line, &quit);
             continue;
         }
-        if (elm_chat_turn(chat, line, on_piece, NULL, &s.last, &err)) {
+        if (elm_chat_turn(s->chat, line, on_piece, NULL, &s->last, &err)) {
             fputc('\n', stdout);
             cli_fail("%s: %s", model, err.msg);
             failed = true;
@@ -214,7 +187,50 @@ int cmd_chat(int argc, char **argv) {
         fflush(stdout);
     }
     free(line);
-    rc = failed && !tty ? 1 : 0;
+    return failed && !tty ? 1 : 0;
+}
+
+int cmd_chat(int argc, char **argv) {
+    chat_opts o = {.tmpl_name = "auto"};
+    gen_opts_init(&o.gen);
+    o.gen.gp.n_predict = 256;
+    const float temp_default = o.gen.gp.sampling.temp;
+    o.gen.gp.sampling.temp = -1; /* unset: a preset may choose it */
+    const cli_spec *spec = chat_spec(&o);
+    const int pr = cli_parse(spec, argc, argv);
+    if (pr) return cli_parse_exit(pr);
+    const bool temp_set = o.gen.gp.sampling.temp >= 0;
+    if (!temp_set) o.gen.gp.sampling.temp = temp_default;
+    if (!o.model) return cli_fail("chat: -m MODEL is required (see edgelm chat --help)");
+    elm_chat_template tmpl = ELM_TEMPLATE_PLAIN;
+    if (strcmp(o.tmpl_name, "auto") != 0 && !elm_chat_template_parse(o.tmpl_name, &tmpl))
+        return cli_fail("--template: invalid value '%s' (expected auto, llama2, llama3, chatml, "
+                        "phi3, gemma or plain)", o.tmpl_name);
+    const char *system = o.system, *model = o.model;
+    char *owned_system = NULL;
+    if (!system_prompt(o.preset, o.from, o.to, o.context_file, temp_set, &o.gen, &system,
+                       &owned_system))
+        return 1;
+    o.gen.gp.sampling.seed = gen_opts_seed(&o.gen);
+
+    int rc = 1;
+    gen_stack stack = {0};
+    elm_chat *chat = NULL;
+    elm_model *m = cli_load_model_to_run(model, o.tokenizer, o.gen.mmap);
+    if (!m || !gen_stack_new(&stack, &o.gen, m, model)) goto done;
+    if (!strcmp(o.tmpl_name, "auto")) tmpl = elm_chat_template_detect(m->vocab.chat_template);
+    elm_error err;
+    elm_error_clear(&err);
+    o.gen.gp.n_keep = (int32_t)(o.gen.keep < 0 ? 0 : o.gen.keep); /* 0: the chat keeps its system turn */
+    const elm_chat_params cp = {.tmpl = tmpl, .system = system, .gen = o.gen.gp,
+                                .spec = stack.speculative ? &stack.spec : NULL};
+    if (elm_chat_new(stack.ctx, &cp, &chat, &err)) {
+        cli_fail("%s: %s", model, err.msg);
+        goto done;
+    }
+    chat_cli s = {.chat = chat, .stack = &stack, .tmpl = tmpl, .speculative = stack.speculative,
+                  .spec = spec};
+    rc = repl(&s, model);
 done:
     elm_chat_free(chat);
     gen_stack_free(&stack);

@@ -6,20 +6,7 @@
 
 #include "cli.h"
 #include "edgelm/perplexity.h"
-
-static void usage(FILE *f) {
-    fputs("usage: edgelm perplexity -m MODEL -f TEXT [-c CTX] [-b BATCH] [-t N] [--json]\n"
-          "  Scores the second half of each CTX-token chunk of TEXT, as llama-perplexity does.\n"
-          "  -m, --model PATH      GGUF file, Hugging Face folder or llama2.c model.bin\n"
-          "  -f, --file TEXT       UTF-8 text to score (needs at least 2 x CTX tokens)\n"
-          "  -c, --ctx-size N      tokens per chunk (default 512)\n"
-          "  -b, --batch-size N    tokens per forward pass (default CTX)\n"
-          "  -t, --threads N       threads (default: all cores)\n"
-          "      --tokenizer PATH  llama2.c tokenizer.bin when not beside model.bin\n"
-          "      --mmap            map the GGUF file instead of reading it into memory\n"
-          "      --json            print ppl, ppl_stderr, n_ctx, chunks, scored_tokens, mean_nll\n",
-          f);
-}
+#include "opts.h"
 
 static void on_chunk(int32_t chunk, int32_t n_chunks, double ppl, void *user) {
     (void)user;
@@ -30,19 +17,21 @@ int cmd_perplexity(int argc, char **argv) {
     const char *model = NULL, *file = NULL, *tokenizer = NULL;
     long n_ctx = 512, n_batch = 0, n_threads = elm_online_cores();
     bool json = false, mmap = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(model);
-        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) CLI_STR(file);
-        else if (!strcmp(a, "--tokenizer")) CLI_STR(tokenizer);
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) CLI_LONG(4, 1 << 20, n_ctx);
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) CLI_LONG(1, 1 << 20, n_batch);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) CLI_LONG(1, 512, n_threads);
-        else if (!strcmp(a, "--json")) json = true;
-        else if (!strcmp(a, "--mmap")) mmap = true;
-        else return cli_fail("perplexity: unknown option '%s' (see edgelm perplexity --help)", a);
-    }
+    const cli_opt opts[] = {
+        {"-m, --model", "PATH", CLI_TEXT, &model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        {"-f, --file", "TEXT", CLI_TEXT, &file, 0, 0, "UTF-8 text to score (needs at least 2 x CTX tokens)", 0},
+        {"-c, --ctx-size", "N", CLI_INT, &n_ctx, 4, 1 << 20, "tokens per chunk (default 512)", 0},
+        {"-b, --batch-size", "N", CLI_INT, &n_batch, 1, 1 << 20, "tokens per forward pass (default CTX)", 0},
+        {"-t, --threads", "N", CLI_INT, &n_threads, 1, 512, "threads (default: all cores)", 0},
+        {"--tokenizer", "PATH", CLI_TEXT, &tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
+        {"--mmap", NULL, CLI_FLAG, &mmap, 0, 0, CLI_MMAP_HELP, 0},
+        {"--json", NULL, CLI_FLAG, &json, 0, 0, "print ppl, ppl_stderr, n_ctx, chunks, scored_tokens, mean_nll", 0},
+        {0}};
+    const cli_spec spec = {"perplexity", "-m MODEL -f TEXT [-c CTX] [-b BATCH] [-t N] [--json]",
+                           "Scores the second half of each CTX-token chunk of TEXT, as llama-perplexity does.",
+                           (const cli_opt *const[]){opts, NULL}, NULL, NULL};
+    const int pr = cli_parse(&spec, argc, argv);
+    if (pr) return cli_parse_exit(pr);
     if (!model || !file) return cli_fail("perplexity: -m MODEL and -f TEXT are required");
 
     size_t len;

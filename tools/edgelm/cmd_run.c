@@ -7,23 +7,7 @@
 #include "cli.h"
 #include "edgelm/speculative.h"
 #include "gen_opts.h"
-
-static void usage(FILE *f) {
-    fputs("usage: edgelm run -m MODEL (-p PROMPT | -f FILE) [options]\n\n"
-          "Generates text after PROMPT: one batched prefill, then one decode step per token,\n"
-          "streamed to stdout; a stats line goes to stderr (load, prefill, first token, decode,\n"
-          "peak RSS).\n\n"
-          "  -m, --model PATH       GGUF file, Hugging Face folder or llama2.c model.bin\n"
-          "  -p, --prompt TEXT      prompt text\n"
-          "  -f, --file FILE        read the prompt from FILE\n"
-          "      --no-bos           do not prepend BOS to the prompt\n"
-          "      --special          parse control tokens in the prompt (\"<|im_start|>\")\n"
-          "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n"
-          "  -h, --help             this help\n"
-          "      --json             print one JSON object (ids, text, stats) instead of streaming\n",
-          f);
-    gen_opts_usage(f);
-}
+#include "opts.h"
 
 typedef struct {
     bool stream;
@@ -89,104 +73,139 @@ static int print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *ge
     return cli_print_json(o, "run");
 }
 
-int cmd_run(int argc, char **argv) {
-    const char *model = NULL, *prompt = NULL, *file = NULL, *tokenizer = NULL;
-    bool json = false, no_bos = false, special = false;
-    gen_opts o;
-    gen_opts_init(&o);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(model);
-        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) CLI_STR(prompt);
-        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) CLI_STR(file);
-        else if (!strcmp(a, "--tokenizer")) CLI_STR(tokenizer);
-        else if (gen_opts_parse(&o, argc, argv, &i)) { if (o.failed) return 1; }
-        else if (!strcmp(a, "--no-bos")) no_bos = true;
-        else if (!strcmp(a, "--special")) special = true;
-        else if (!strcmp(a, "--json")) json = true;
-        else return cli_fail("run: unknown option '%s' (see edgelm run --help)", a);
-    }
-    if (!model) return cli_fail("run: -m MODEL is required (see edgelm run --help)");
-    if (!prompt && !file) return cli_fail("run: -p PROMPT or -f FILE is required");
-    elm_gen_params gp = o.gp;
-    const long n_predict = gp.n_predict;
-    gp.sampling.seed = gen_opts_seed(&o);
+typedef struct run_opts {
+    const char *model, *prompt, *file, *tokenizer;
+    bool json, no_bos, special;
+    gen_opts gen;
+} run_opts;
 
-    if (prompt && file) return cli_fail("run: give -p PROMPT or -f FILE, not both");
-    char *file_text = NULL;
-    size_t plen = prompt ? strlen(prompt) : 0;
-    if (file) {
-        if (!(file_text = cli_read_text(file, &plen))) return 1;
-        prompt = file_text;
-    }
+/* Parses the options; 0 to run, else cli_parse's result (-1: help printed). */
+static int parse(run_opts *o, int argc, char **argv) {
+    const cli_opt opts[] = {
+        {"-m, --model", "PATH", CLI_TEXT, &o->model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        {"-p, --prompt", "TEXT", CLI_TEXT, &o->prompt, 0, 0, "prompt text", 0},
+        {"-f, --file", "FILE", CLI_TEXT, &o->file, 0, 0, "read the prompt from FILE", 0},
+        {"--no-bos", NULL, CLI_FLAG, &o->no_bos, 0, 0, "do not prepend BOS to the prompt", 0},
+        {"--special", NULL, CLI_FLAG, &o->special, 0, 0, "parse control tokens in the prompt (\"<|im_start|>\")", 0},
+        {"--tokenizer", "PATH", CLI_TEXT, &o->tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
+        {"--json", NULL, CLI_FLAG, &o->json, 0, 0, "print one JSON object (ids, text, stats) instead of streaming", 0},
+        {0}};
+    const cli_spec spec = {
+        "run", "-m MODEL (-p PROMPT | -f FILE) [options]",
+        "Generates text after PROMPT: one batched prefill, then one decode step per token,\n"
+        "streamed to stdout; a stats line goes to stderr (load, prefill, first token, decode,\n"
+        "peak RSS).",
+        (const cli_opt *const[]){opts, gen_opts_table(&o->gen), NULL}, NULL, NULL};
+    const int r = cli_parse(&spec, argc, argv);
+    if (r) return r;
+    if (!o->model) return cli_fail("run: -m MODEL is required (see edgelm run --help)");
+    if (!o->prompt && !o->file) return cli_fail("run: -p PROMPT or -f FILE is required");
+    if (o->prompt && o->file) return cli_fail("run: give -p PROMPT or -f FILE, not both");
+    return 0;
+}
 
-    int rc = 1;
-    gen_stack stack = {0};
-    int32_t *prompt_ids = NULL, *gen_ids = NULL;
-    run_out out = {.stream = !json};
-    const double t0 = elm_now_ms();
-    elm_model *m = cli_load_model_to_run(model, tokenizer, o.mmap);
-    if (!m) goto done;
-    const double load_ms = elm_now_ms() - t0;
-    elm_error err;
-    elm_error_clear(&err);
-    if (o.n_ctx == 0) o.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
-    const long n_ctx = o.n_ctx;
-
-    int64_t n_prompt = 0;
-    if (elm_tokenize_alloc(&m->vocab, prompt, plen, m->vocab.add_bos && !no_bos, special,
-                           &prompt_ids, &n_prompt, &err)) { cli_fail("%s", err.msg); goto done; }
-    gen_ids = malloc(sizeof(int32_t) * (size_t)n_predict);
-    if (!gen_ids) { cli_fail("out of memory"); goto done; }
-    if (n_prompt == 0) { cli_fail("run: the prompt is empty"); goto done; }
-    if (n_prompt > n_ctx) {
-        cli_fail("%s: prompt has %lld tokens, longer than the context of %ld (raise -c)", model, (long long)n_prompt, n_ctx);
-        goto done;
+/* The stats line on stderr. */
+static void print_stats(const gen_stack *stack, const elm_gen_stats *st, const elm_spec_stats *spec,
+                        double load_ms, double rss) {
+    char kv[96], sp[192];
+    gen_kv_summary(stack->ctx, kv, sizeof kv);
+    if (stack->speculative) {
+        gen_spec_summary(spec, sp, sizeof sp);
+        fprintf(stderr, "speculative: %s\n", sp);
     }
-    if (!gen_stack_new(&stack, &o, m, model)) goto done;
+    fprintf(stderr,
+            "load %.1f ms | prompt %d tokens, %.1f tok/s | first token %.1f ms | generated %d "
+            "tokens, %.1f tok/s | peak RSS %.1f MiB | %s\n",
+            load_ms, st->prompt_tokens, st->prefill_tps, st->ttft_ms, st->generated_tokens,
+            st->decode_tps, rss, kv);
+}
+
+/* Generates after prompt_ids with model m and prints the result; returns the exit status. */
+static int generate(const run_opts *o, elm_model *m, const int32_t *prompt_ids, int32_t n_prompt,
+                    const char *prompt, double load_ms) {
+    elm_gen_params gp = o->gen.gp;
+    gp.sampling.seed = gen_opts_seed(&o->gen);
     /* --keep counts prompt tokens after BOS, as llama.cpp; -1 keeps the whole prompt */
     const int32_t bos = n_prompt > 0 && prompt_ids[0] == m->vocab.bos_id;
-    gp.n_keep = o.keep < 0 || o.keep + bos > n_prompt ? (int32_t)n_prompt : (int32_t)o.keep + bos;
-
-    if (!json) {
+    gp.n_keep = o->gen.keep < 0 || o->gen.keep + bos > n_prompt ? n_prompt : (int32_t)o->gen.keep + bos;
+    int rc = 1;
+    gen_stack stack = {0};
+    run_out out = {.stream = !o->json};
+    int32_t *gen_ids = malloc(sizeof(int32_t) * (size_t)gp.n_predict);
+    if (!gen_ids) {
+        cli_fail("out of memory");
+        goto done;
+    }
+    if (!gen_stack_new(&stack, &o->gen, m, o->model)) goto done;
+    if (!o->json) {
         fputs(prompt, stdout);
         fflush(stdout);
     }
     int32_t n_gen = 0;
     elm_gen_stats st;
     elm_spec_stats spec;
-    if (elm_generate_speculative(stack.ctx, prompt_ids, (int32_t)n_prompt, &gp, stack.speculative ? &stack.spec : NULL, on_token, &out, gen_ids, (int32_t)n_predict, &n_gen, &st, &spec, &err)) {
-        if (!json) fputc('\n', stdout);
-        cli_fail("%s: %s", model, err.msg);
+    elm_error err;
+    elm_error_clear(&err);
+    if (elm_generate_speculative(stack.ctx, prompt_ids, n_prompt, &gp,
+                                 stack.speculative ? &stack.spec : NULL, on_token, &out, gen_ids,
+                                 gp.n_predict, &n_gen, &st, &spec, &err)) {
+        if (!o->json) fputc('\n', stdout);
+        cli_fail("%s: %s", o->model, err.msg);
         goto done;
     }
     const double rss = cli_peak_rss_mib();
-    if (json) {
-        rc = print_json(prompt_ids, (int32_t)n_prompt, gen_ids, n_gen, out.text, load_ms, &st,
-                        rss, stack.ctx, stack.speculative ? &spec : NULL);
+    if (o->json) {
+        rc = print_json(prompt_ids, n_prompt, gen_ids, n_gen, out.text, load_ms, &st, rss,
+                        stack.ctx, stack.speculative ? &spec : NULL);
     } else {
         fputc('\n', stdout);
         fflush(stdout);
-        char kv[96], sp[192];
-        gen_kv_summary(stack.ctx, kv, sizeof kv);
-        if (stack.speculative) {
-            gen_spec_summary(&spec, sp, sizeof sp);
-            fprintf(stderr, "speculative: %s\n", sp);
-        }
-        fprintf(stderr,
-                "load %.1f ms | prompt %d tokens, %.1f tok/s | first token %.1f ms | generated %d "
-                "tokens, %.1f tok/s | peak RSS %.1f MiB | %s\n",
-                load_ms, st.prompt_tokens, st.prefill_tps, st.ttft_ms, st.generated_tokens,
-                st.decode_tps, rss, kv);
+        print_stats(&stack, &st, &spec, load_ms, rss);
         rc = 0;
     }
 done:
     gen_stack_free(&stack);
-    elm_model_free(m);
-    free(prompt_ids);
     free(gen_ids);
     free(out.text);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv) {
+    run_opts o = {0};
+    gen_opts_init(&o.gen);
+    const int pr = parse(&o, argc, argv);
+    if (pr) return cli_parse_exit(pr);
+    char *file_text = NULL;
+    const char *prompt = o.prompt;
+    size_t plen = prompt ? strlen(prompt) : 0;
+    if (o.file) {
+        if (!(file_text = cli_read_text(o.file, &plen))) return 1;
+        prompt = file_text;
+    }
+    int rc = 1;
+    int32_t *prompt_ids = NULL;
+    const double t0 = elm_now_ms();
+    elm_model *m = cli_load_model_to_run(o.model, o.tokenizer, o.gen.mmap);
+    if (!m) goto done;
+    const double load_ms = elm_now_ms() - t0;
+    if (o.gen.n_ctx == 0) o.gen.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    elm_error err;
+    elm_error_clear(&err);
+    int64_t n_prompt = 0;
+    if (elm_tokenize_alloc(&m->vocab, prompt, plen, m->vocab.add_bos && !o.no_bos, o.special,
+                           &prompt_ids, &n_prompt, &err)) {
+        cli_fail("%s", err.msg);
+    } else if (n_prompt == 0) {
+        cli_fail("run: the prompt is empty");
+    } else if (n_prompt > o.gen.n_ctx) {
+        cli_fail("%s: prompt has %lld tokens, longer than the context of %ld (raise -c)", o.model,
+                 (long long)n_prompt, o.gen.n_ctx);
+    } else {
+        rc = generate(&o, m, prompt_ids, (int32_t)n_prompt, prompt, load_ms);
+    }
+done:
+    elm_model_free(m);
+    free(prompt_ids);
     free(file_text);
     return rc;
 }

@@ -14,117 +14,40 @@ void gen_opts_init(gen_opts *o) {
     o->gp.sampling = elm_sampler_defaults();
 }
 
-void gen_opts_usage(FILE *f) {
-    fputs("  -n, --n-predict N      tokens to generate (default 128)\n"
-          "  -c, --ctx-size N       KV cache size in tokens (default: trained context, max 4096)\n"
-          "  -b, --batch-size N     prompt tokens per forward pass (default: whole prompt)\n"
-          "  -t, --threads N        threads (default: all cores)\n"
-          "  -s, --seed N           RNG seed (default: random)\n"
-          "      --temp T           temperature, 0 = greedy (default 0.8)\n"
-          "      --top-k N          (default 40, 0 = off)\n"
-          "      --top-p P          (default 0.95, 1 = off)\n"
-          "      --min-p P          (default 0.05, 0 = off)\n"
-          "      --repeat-penalty X (default 1.0 = off)\n"
-          "      --repeat-last-n N  penalty window in tokens (default 64)\n"
-          "      --ignore-eos       keep generating after the end-of-sequence token\n"
-          "      --cache-type-k T   KV cache keys: f32 (default), f16, q8_0, q4_0\n"
-          "      --cache-type-v T   KV cache values: f32 (default), f16, q8_0, q4_0\n"
-          "      --keep N           tokens of the prompt kept when the full context shifts\n"
-          "                         (default 0: BOS only; -1: the whole prompt)\n"
-          "      --no-context-shift stop when the context is full instead of shifting it\n"
-          "      --draft MODEL      speculative decoding with this smaller model (same vocab)\n"
-          "      --draft-max N      most tokens drafted per target pass (default 8)\n"
-          "      --draft-min-p P    stop drafting below this draft confidence (default 0.5)\n"
-          "      --lookup N         prompt-lookup decoding: copy up to N tokens that followed\n"
-          "                         an earlier occurrence of the last n-gram (0 = off)\n"
-          CLI_MMAP_HELP
-          "      --ggml-rounding    round activations as ggml does (f16 block scales, f16 input\n"
-          "                         of F16 products): logits equal llama.cpp's up to the order\n"
-          "                         of additions, for cross-checking (default: f32, more precise)\n",
-          f);
-}
-
-static bool cache_type(const char *opt, const char *v, elm_type *out) {
-    if (elm_kv_type_from_name(v, out)) return true;
+static bool cache_type(const char *opt, const char *v, void *dst) {
+    if (elm_kv_type_from_name(v, dst)) return true;
     cli_fail("%s: invalid value '%s' (expected " ELM_KV_TYPE_NAMES ")", opt, v);
     return false;
 }
 
-bool gen_opts_parse(gen_opts *o, int argc, char **argv, int *ip) {
-    const char *a = argv[*ip];
-    long l = 0;
-    double d = 0;
-    /* each option: its names, a range, and where the value goes */
-#define IS(x) (!strcmp(a, x))
-#define LONG_OPT(lo, hi, dst)                                                                     \
-    do {                                                                                          \
-        const char *v = cli_value(argc, argv, ip);                                                \
-        if (!v || !cli_parse_long(v, lo, hi, &l)) {                                               \
-            if (v)                                                                                \
-                cli_fail("%s: invalid value '%s' (expected an integer in %ld..%ld)", a, v,        \
-                         (long)(lo), (long)(hi));                                                 \
-            o->failed = true;                                                                     \
-        } else                                                                                    \
-            dst = l;                                                                              \
-        return true;                                                                              \
-    } while (0)
-#define FLOAT_OPT(lo, hi, dst)                                                                    \
-    do {                                                                                          \
-        const char *v = cli_value(argc, argv, ip);                                                \
-        if (!v || !cli_parse_float(v, lo, hi, &d)) {                                              \
-            if (v)                                                                                \
-                cli_fail("%s: invalid value '%s' (expected a number in %g..%g)", a, v,            \
-                         (double)(lo), (double)(hi));                                             \
-            o->failed = true;                                                                     \
-        } else                                                                                    \
-            dst = (float)d;                                                                       \
-        return true;                                                                              \
-    } while (0)
-    if (IS("-n") || IS("--n-predict")) LONG_OPT(1, 1 << 20, o->gp.n_predict);
-    if (IS("-c") || IS("--ctx-size")) LONG_OPT(1, 1 << 20, o->n_ctx);
-    if (IS("-b") || IS("--batch-size")) LONG_OPT(1, 1 << 20, o->n_batch);
-    if (IS("-t") || IS("--threads")) LONG_OPT(1, 512, o->n_threads);
-    if (IS("-s") || IS("--seed")) LONG_OPT(-1, 0x7fffffffL, o->seed);
-    if (IS("--temp")) FLOAT_OPT(0, 100, o->gp.sampling.temp);
-    if (IS("--top-k")) LONG_OPT(0, 1 << 24, o->gp.sampling.top_k);
-    if (IS("--top-p")) FLOAT_OPT(0, 1, o->gp.sampling.top_p);
-    if (IS("--min-p")) FLOAT_OPT(0, 1, o->gp.sampling.min_p);
-    if (IS("--repeat-penalty")) FLOAT_OPT(0.01, 100, o->gp.sampling.repeat_penalty);
-    if (IS("--repeat-last-n")) LONG_OPT(0, 1 << 20, o->gp.sampling.repeat_last_n);
-    if (IS("--keep")) LONG_OPT(-1, 1 << 20, o->keep);
-    if (IS("--draft-max")) LONG_OPT(1, 256, o->draft_max);
-    if (IS("--draft-min-p")) FLOAT_OPT(0, 1, o->draft_min_p);
-    if (IS("--lookup")) LONG_OPT(0, 256, o->lookup);
-#undef LONG_OPT
-#undef FLOAT_OPT
-    if (IS("--ignore-eos")) {
-        o->gp.ignore_eos = true;
-        return true;
-    }
-    if (IS("--mmap")) {
-        o->mmap = true;
-        return true;
-    }
-    if (IS("--ggml-rounding")) {
-        o->ggml_rounding = true;
-        return true;
-    }
-    if (IS("--no-context-shift")) {
-        o->gp.no_context_shift = true;
-        return true;
-    }
-    if (IS("--draft")) {
-        if (!(o->draft = cli_value(argc, argv, ip))) o->failed = true;
-        return true;
-    }
-    if (IS("--cache-type-k") || IS("--cache-type-v")) {
-        const char *v = cli_value(argc, argv, ip);
-        if (!v || !cache_type(a, v, IS("--cache-type-k") ? &o->type_k : &o->type_v))
-            o->failed = true;
-        return true;
-    }
-#undef IS
-    return false;
+const cli_opt *gen_opts_table(gen_opts *o) {
+    static cli_opt t[32];
+    const cli_opt opts[] = {
+        {"-n, --n-predict", "N", CLI_I32, &o->gp.n_predict, 1, 1 << 20, "tokens to generate (default 128)", 0},
+        {"-c, --ctx-size", "N", CLI_INT, &o->n_ctx, 1, 1 << 20, "KV cache size in tokens (default: trained context, max 4096)", 0},
+        {"-b, --batch-size", "N", CLI_INT, &o->n_batch, 1, 1 << 20, "prompt tokens per forward pass (default: whole prompt)", 0},
+        {"-t, --threads", "N", CLI_INT, &o->n_threads, 1, 512, "threads (default: all cores)", 0},
+        {"-s, --seed", "N", CLI_INT, &o->seed, -1, 0x7fffffffL, "RNG seed (default: random)", 0},
+        {"--temp", "T", CLI_FLOAT, &o->gp.sampling.temp, 0, 100, "temperature, 0 = greedy (default 0.8)", 0},
+        {"--top-k", "N", CLI_I32, &o->gp.sampling.top_k, 0, 1 << 24, "(default 40, 0 = off)", 0},
+        {"--top-p", "P", CLI_FLOAT, &o->gp.sampling.top_p, 0, 1, "(default 0.95, 1 = off)", 0},
+        {"--min-p", "P", CLI_FLOAT, &o->gp.sampling.min_p, 0, 1, "(default 0.05, 0 = off)", 0},
+        {"--repeat-penalty", "X", CLI_FLOAT, &o->gp.sampling.repeat_penalty, 0.01, 100, "(default 1.0 = off)", 0},
+        {"--repeat-last-n", "N", CLI_I32, &o->gp.sampling.repeat_last_n, 0, 1 << 20, "penalty window in tokens (default 64)", 0},
+        {"--ignore-eos", NULL, CLI_FLAG, &o->gp.ignore_eos, 0, 0, "keep generating after the end-of-sequence token", 0},
+        {"--cache-type-k", "T", CLI_CALL, &o->type_k, 0, 0, "KV cache keys: f32 (default), f16, q8_0, q4_0", cache_type},
+        {"--cache-type-v", "T", CLI_CALL, &o->type_v, 0, 0, "KV cache values: f32 (default), f16, q8_0, q4_0", cache_type},
+        {"--keep", "N", CLI_INT, &o->keep, -1, 1 << 20, "tokens of the prompt kept when the full context shifts\n(default 0: BOS only; -1: the whole prompt)", 0},
+        {"--no-context-shift", NULL, CLI_FLAG, &o->gp.no_context_shift, 0, 0, "stop when the context is full instead of shifting it", 0},
+        {"--draft", "MODEL", CLI_TEXT, &o->draft, 0, 0, "speculative decoding with this smaller model (same vocab)", 0},
+        {"--draft-max", "N", CLI_INT, &o->draft_max, 1, 256, "most tokens drafted per target pass (default 8)", 0},
+        {"--draft-min-p", "P", CLI_FLOAT, &o->draft_min_p, 0, 1, "stop drafting below this draft confidence (default 0.5)", 0},
+        {"--lookup", "N", CLI_INT, &o->lookup, 0, 256, "prompt-lookup decoding: copy up to N tokens that followed\nan earlier occurrence of the last n-gram (0 = off)", 0},
+        {"--mmap", NULL, CLI_FLAG, &o->mmap, 0, 0, CLI_MMAP_HELP, 0},
+        {"--ggml-rounding", NULL, CLI_FLAG, &o->ggml_rounding, 0, 0, "round activations as ggml does (f16 block scales, f16 input\nof F16 products): logits equal llama.cpp's up to the order\nof additions, for cross-checking (default: f32, more precise)", 0},
+        {0}};
+    memcpy(t, opts, sizeof opts);
+    return t;
 }
 
 bool gen_stack_new(gen_stack *s, const gen_opts *o, const elm_model *m, const char *path) {

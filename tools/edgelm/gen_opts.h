@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include "edgelm/speculative.h"
+#include "opts.h"
 
 typedef struct gen_opts {
     long n_ctx, n_batch, n_threads, seed, keep, draft_max, lookup;
@@ -16,21 +17,17 @@ typedef struct gen_opts {
     float draft_min_p;
     bool mmap;                  /* --mmap: map GGUF files instead of reading them */
     bool ggml_rounding;         /* --ggml-rounding (elm_context_params) */
-    bool failed;                /* an option's value was bad (message printed) */
 } gen_opts;
 
 /* Defaults: n_predict 128, llama.cpp's sampling, f32 cache, keep 0, draft-max 8, min-p 0.5. */
 void gen_opts_init(gen_opts *o);
 
-/* Takes argv[*i] (and its value, advancing *i) when it is one of these options: returns true if
- * it was (check o->failed), false if the caller should look at it. */
-bool gen_opts_parse(gen_opts *o, int argc, char **argv, int *i);
+/* The option table of these options, bound to o's fields (one table at a time: the next call
+ * rebinds it). */
+const cli_opt *gen_opts_table(gen_opts *o);
 
 /* The sampling seed: -s, or when not given (-1) one drawn from the clock and the process id. */
 uint64_t gen_opts_seed(const gen_opts *o);
-
-/* The usage lines of these options. */
-void gen_opts_usage(FILE *f);
 
 /* The generation stack of a model: its context (n_ctx 0 means the trained context, at most
  * 4096), and the draft model and context when --draft or --lookup ask for speculation. */

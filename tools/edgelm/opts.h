@@ -1,0 +1,56 @@
+/* Each subcommand declares its options once, in a table: names, value kind, range and help line.
+ * Parsing, one-line errors for missing or out-of-range values, unknown options and --help all come
+ * from that table, so a command's body starts with its options already checked. */
+#ifndef EDGELM_TOOLS_OPTS_H
+#define EDGELM_TOOLS_OPTS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef enum cli_opt_kind {
+    CLI_FLAG,  /* no value; dst: bool, set to true */
+    CLI_TEXT,  /* dst: const char *, the value as given */
+    CLI_INT,   /* dst: long, a whole number in [lo, hi] */
+    CLI_I32,   /* dst: int32_t, a whole number in [lo, hi] */
+    CLI_FLOAT, /* dst: float, a number in [lo, hi] */
+    CLI_DOUBLE, /* dst: double, a number in [lo, hi] */
+    CLI_CALL,  /* call(value, dst): parses the value itself; prints its one-line error and returns
+                * false to stop (a repeated option, a value from a list) */
+} cli_opt_kind;
+
+typedef struct cli_opt {
+    const char *names; /* "-m, --model" or "--json": the accepted spellings, ", " separated */
+    const char *arg;   /* the value's name in --help ("PATH", "N"); NULL for CLI_FLAG */
+    cli_opt_kind kind;
+    void *dst;
+    double lo, hi;     /* CLI_INT, CLI_FLOAT, CLI_DOUBLE: the accepted range */
+    const char *help;  /* --help text; '\n' starts a continuation line */
+    bool (*call)(const char *opt, const char *value, void *dst); /* CLI_CALL */
+} cli_opt;
+
+/* A command's interface. `tables` is a NULL-terminated list of option tables, each ended by an
+ * entry whose names is NULL (tables shared by several commands, such as run and chat's, are
+ * listed beside the command's own). `positional`, when not NULL, receives the one argument that
+ * is not an option (inspect's MODEL). */
+typedef struct cli_spec {
+    const char *cmd;     /* "perplexity" */
+    const char *usage;   /* after "usage: edgelm <cmd> " */
+    const char *about;   /* what the command does, printed before the options; may be NULL */
+    const cli_opt *const *tables;
+    const char *epilog;  /* printed after the options; may be NULL */
+    const char **positional;
+} cli_spec;
+
+/* Parses argv[1 .. argc) (argv[0] is the command's name). Returns 0 when the command should run,
+ * 1 after printing a one-line error ("option X needs a value", "X: invalid value 'V' (expected
+ * ...)", "<cmd>: unknown option 'X' (see 'edgelm <cmd> --help')"), and -1 after printing --help on
+ * stdout (the command then exits 0). */
+int cli_parse(const cli_spec *s, int argc, char **argv);
+
+/* Prints the --help of s on f. */
+void cli_help(const cli_spec *s, FILE *f);
+
+/* The exit status cli_parse's result stands for, for a command that returns right away. */
+static inline int cli_parse_exit(int r) { return r < 0 ? 0 : r; }
+
+#endif
