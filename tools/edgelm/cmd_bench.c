@@ -12,38 +12,9 @@
 #include "edgelm/system.h"
 #include "cli.h"
 #include "edgelm/context.h"
+#include "opts.h"
 
 enum { TTFT_PROMPT = 128 };
-
-static void usage(FILE *f) {
-    fprintf(
-        f,
-        "usage: edgelm bench -m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--json | --markdown]\n"
-        "       edgelm bench --membw [-t N]\n\n"
-        "Measures a model like llama-bench: pp = one batch of P prompt tokens from an empty\n"
-        "cache, tg = N one-token decode steps from an empty cache, each repeated R times after a\n"
-        "warm-up (mean ± standard deviation, tokens/s). Also: load time, time to first token for\n"
-        "a %d-token prompt, peak RSS, model bytes, and decode's effective weight bandwidth (bytes\n"
-        "of the weights a token reads × tg tokens/s) next to this machine's read bandwidth at\n"
-        "the same thread count. Token ids are random: any model works, e.g. `edgelm synth`.\n\n"
-        "  -m, --model MODEL    GGUF file, Hugging Face folder or llama2.c model.bin\n"
-        "  -p, --n-prompt P     prompt tokens for pp (default 512; 0 skips pp)\n"
-        "  -n, --n-gen N        generated tokens for tg (default 128; 0 skips tg)\n"
-        "  -t, --threads N      threads (default: all cores)\n"
-        "  -r, --repetitions R  repetitions of each test (default 5)\n"
-        "  --mmap               map the GGUF file instead of reading it into memory (load_ms\n"
-        "                       then excludes the copy; decode is slower, 4 KiB pages)\n"
-        "  --json               one JSON object: pp_tps, pp_tps_sd, tg_tps, tg_tps_sd, load_ms,\n"
-        "                       ttft_ms, peak_rss_mib, model_bytes, decode_gbps, membw_gbps,\n"
-        "                       threads, isa (and the parameters)\n"
-        "  --markdown           one markdown table row set, for READMEs\n"
-        "  --membw              only measure read bandwidth, 1..N threads (GB/s = 1e9 B/s)\n"
-        "  --membw-mib M        size of the bandwidth test buffer (default 1024 MiB; keep it\n"
-        "                       far above the last-level cache)\n"
-        "  -h, --help           this help\n"
-        "EDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set.\n",
-        TTFT_PROMPT);
-}
 
 typedef struct {
     double mean, sd;
@@ -238,23 +209,31 @@ int cmd_bench(int argc, char **argv) {
     result r = {.n_prompt = 512, .n_gen = 128, .reps = 5, .threads = elm_online_cores()};
     bool json = false, markdown = false, membw = false, mmap = false;
     long mib = 1024;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(r.model);
-        else if (!strcmp(a, "-p") || !strcmp(a, "--n-prompt")) CLI_LONG(0, 1 << 16, r.n_prompt);
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-gen")) CLI_LONG(0, 1 << 16, r.n_gen);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) CLI_LONG(1, 512, r.threads);
-        else if (!strcmp(a, "-r") || !strcmp(a, "--repetitions")) CLI_LONG(1, 1000, r.reps);
-        else if (!strcmp(a, "--membw-mib")) CLI_LONG(1, 1 << 20, mib);
-        else if (!strcmp(a, "--json")) json = true;
-        else if (!strcmp(a, "--markdown")) markdown = true;
-        else if (!strcmp(a, "--membw")) membw = true;
-        else if (!strcmp(a, "--mmap")) mmap = true;
-        else return cli_fail("bench: unknown option '%s' (try 'edgelm bench --help')", a);
-    }
+    const cli_opt opts[] = {
+        {"-m, --model", "MODEL", CLI_TEXT, &r.model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        {"-p, --n-prompt", "P", CLI_INT, &r.n_prompt, 0, 1 << 16, "prompt tokens for pp (default 512; 0 skips pp)", 0},
+        {"-n, --n-gen", "N", CLI_INT, &r.n_gen, 0, 1 << 16, "generated tokens for tg (default 128; 0 skips tg)", 0},
+        {"-t, --threads", "N", CLI_INT, &r.threads, 1, 512, "threads (default: all cores)", 0},
+        {"-r, --repetitions", "R", CLI_INT, &r.reps, 1, 1000, "repetitions of each test (default 5)", 0},
+        {"--mmap", NULL, CLI_FLAG, &mmap, 0, 0, "map the GGUF file instead of reading it into memory (load_ms\nthen excludes the copy; decode is slower, 4 KiB pages)", 0},
+        {"--json", NULL, CLI_FLAG, &json, 0, 0, "one JSON object: pp_tps, pp_tps_sd, tg_tps, tg_tps_sd, load_ms,\nttft_ms, peak_rss_mib, model_bytes, decode_gbps, membw_gbps,\nthreads, isa (and the parameters)", 0},
+        {"--markdown", NULL, CLI_FLAG, &markdown, 0, 0, "one markdown table row set, for READMEs", 0},
+        {"--membw", NULL, CLI_FLAG, &membw, 0, 0, "only measure read bandwidth, 1..N threads (GB/s = 1e9 B/s)", 0},
+        {"--membw-mib", "M", CLI_INT, &mib, 1, 1 << 20, "size of the bandwidth test buffer (default 1024 MiB; keep it\nfar above the last-level cache)", 0},
+        {0}};
+    const cli_spec spec = {
+        "bench", "-m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--json | --markdown]\n"
+        "       edgelm bench --membw [-t N]",
+        "Measures a model like llama-bench: pp = one batch of P prompt tokens from an empty\n"
+        "cache, tg = N one-token decode steps from an empty cache, each repeated R times after a\n"
+        "warm-up (mean ± standard deviation, tokens/s). Also: load time, time to first token for\n"
+        "a 128-token prompt, peak RSS, model bytes, and decode's effective weight bandwidth (bytes\n"
+        "of the weights a token reads × tg tokens/s) next to this machine's read bandwidth at\n"
+        "the same thread count. Token ids are random: any model works, e.g. `edgelm synth`.",
+        (const cli_opt *const[]){opts, NULL},
+        "EDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set.", NULL};
+    const int pr = cli_parse(&spec, argc, argv);
+    if (pr) return cli_parse_exit(pr);
     if (json && markdown) return cli_fail("bench: choose one of --json and --markdown");
     if (membw) return membw_only(r.threads, mib, json);
     if (!r.model) return cli_fail("bench: -m MODEL is required (try 'edgelm bench --help')");

@@ -8,30 +8,7 @@
 
 #include "cli.h"
 #include "edgelm/quant_calib.h"
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: edgelm calib -m MODEL -o OUT.jsonl (-i FILE | --source FILE:WEIGHT ...)\n"
-            "                    [options]\n\n"
-            "Writes a calibration set for 'edgelm quantize --calib': samples from plain text (one\n"
-            "per line, or per paragraph) or JSONL (\"text\", or Alpaca instruction/input/output in\n"
-            "the Alpaca prompt template, or --template), mixed from several sources by weight,\n"
-            "truncated to --seq-len tokens; the same inputs and seed give the same file.\n\n"
-            "  -m, --model MODEL        model whose tokenizer counts tokens\n"
-            "  -o, --output OUT         output JSONL (written atomically)\n"
-            "  -i, --input FILE         a source of weight 1\n"
-            "  --source FILE:WEIGHT     a source and its share, e.g. dialogue.jsonl:3 (repeatable)\n"
-            "  -n N                     samples (default 128)\n"
-            "  --seq-len N              most tokens per sample, BOS included (default 512)\n"
-            "  --min-tokens N           drop samples with fewer tokens (default 16)\n"
-            "  -s, --seed N             shuffle seed (default 0)\n"
-            "  --split line|paragraph   how plain text is cut into samples (default line)\n"
-            "  --template T             JSONL: render each object as T, {field} placeholders,\n"
-            "                           \\n and \\t escapes, e.g. 'Q: {question}\\nA: {answer}'\n"
-            "  --json                   print the summary as JSON\n"
-            "  --tokenizer PATH         llama2.c tokenizer.bin when not beside the model\n"
-            "  -h, --help               this help\n");
-}
+#include "opts.h"
 
 /* Turns the escapes \n, \t and \\ of a command-line template into their characters, in place. */
 static void unescape(char *s) {
@@ -102,50 +79,65 @@ static int print_summary(const elm_calib_built *b, const elm_calib_source *src, 
 
 #define MAX_SOURCES 64
 
+typedef struct sources {
+    elm_calib_source src[MAX_SOURCES];
+    int32_t n;
+} sources;
+
+/* -i FILE (weight 1) and --source FILE:WEIGHT, repeatable. */
+static bool add_source(const char *opt, const char *v, void *dst) {
+    sources *s = dst;
+    if (s->n == MAX_SOURCES) {
+        cli_fail("calib: at most %d sources", MAX_SOURCES);
+        return false;
+    }
+    if (strcmp(opt, "--source") != 0) {
+        s->src[s->n++] = (elm_calib_source){v, 1};
+    } else if (!parse_source((char *)v, &s->src[s->n++])) {
+        cli_fail("--source '%s': the weight must be a positive number", v);
+        return false;
+    }
+    return true;
+}
+
+/* --template T with its \n and \t escapes turned into characters. */
+static bool take_template(const char *opt, const char *v, void *dst) {
+    (void)opt;
+    unescape((char *)v);
+    *(const char **)dst = v;
+    return true;
+}
+
 int cmd_calib(int argc, char **argv) {
-    const char *model = NULL, *out = NULL, *tok = NULL, *split = "line";
-    char *tmpl = NULL;
+    const char *model = NULL, *out = NULL, *tok = NULL, *split = "line", *tmpl = NULL;
     long n = 128, seq_len = 512, min_tokens = 16, seed = 0;
     bool json = false;
-    elm_calib_source src[MAX_SOURCES];
-    int32_t n_src = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            CLI_STR(model);
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            CLI_STR(out);
-        } else if (!strcmp(a, "-i") || !strcmp(a, "--input") || !strcmp(a, "--source")) {
-            if (!cli_value(argc, argv, &i)) return 1;
-            if (n_src == MAX_SOURCES) return cli_fail("calib: at most %d sources", MAX_SOURCES);
-            if (strcmp(a, "--source") != 0) src[n_src++] = (elm_calib_source){argv[i], 1};
-            else if (!parse_source(argv[i], &src[n_src++]))
-                return cli_fail("--source '%s': the weight must be a positive number", argv[i]);
-        } else if (!strcmp(a, "-n")) {
-            CLI_LONG(1, 1L << 24, n);
-        } else if (!strcmp(a, "--seq-len")) {
-            CLI_LONG(2, 1L << 20, seq_len);
-        } else if (!strcmp(a, "--min-tokens")) {
-            CLI_LONG(0, 1L << 20, min_tokens);
-        } else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) {
-            CLI_LONG(0, 0x7fffffffL, seed);
-        } else if (!strcmp(a, "--split")) {
-            CLI_STR(split);
-        } else if (!strcmp(a, "--template")) {
-            if (!cli_value(argc, argv, &i)) return 1;
-            tmpl = argv[i];
-            unescape(tmpl);
-        } else if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (!strcmp(a, "--tokenizer")) {
-            CLI_STR(tok);
-        } else {
-            return cli_fail("calib: unknown option '%s' (try 'edgelm calib --help')", a);
-        }
-    }
+    sources s = {.n = 0};
+    const cli_opt opts[] = {
+        {"-m, --model", "MODEL", CLI_TEXT, &model, 0, 0, "model whose tokenizer counts tokens", 0},
+        {"-o, --output", "OUT", CLI_TEXT, &out, 0, 0, "output JSONL (written atomically)", 0},
+        {"-i, --input", "FILE", CLI_CALL, &s, 0, 0, "a source of weight 1", add_source},
+        {"--source", "FILE:WEIGHT", CLI_CALL, &s, 0, 0, "a source and its share, e.g. dialogue.jsonl:3 (repeatable)", add_source},
+        {"-n", "N", CLI_INT, &n, 1, 1L << 24, "samples (default 128)", 0},
+        {"--seq-len", "N", CLI_INT, &seq_len, 2, 1L << 20, "most tokens per sample, BOS included (default 512)", 0},
+        {"--min-tokens", "N", CLI_INT, &min_tokens, 0, 1L << 20, "drop samples with fewer tokens (default 16)", 0},
+        {"-s, --seed", "N", CLI_INT, &seed, 0, 0x7fffffffL, "shuffle seed (default 0)", 0},
+        {"--split", "line|paragraph", CLI_TEXT, &split, 0, 0, "how plain text is cut into samples (default line)", 0},
+        {"--template", "T", CLI_CALL, &tmpl, 0, 0, "JSONL: render each object as T, {field} placeholders,\n\\n and \\t escapes, e.g. 'Q: {question}\\nA: {answer}'", take_template},
+        {"--json", NULL, CLI_FLAG, &json, 0, 0, "print the summary as JSON", 0},
+        {"--tokenizer", "PATH", CLI_TEXT, &tok, 0, 0, "llama2.c tokenizer.bin when not beside the model", 0},
+        {0}};
+    const cli_spec spec = {
+        "calib", "-m MODEL -o OUT.jsonl (-i FILE | --source FILE:WEIGHT ...) [options]",
+        "Writes a calibration set for 'edgelm quantize --calib': samples from plain text (one\n"
+        "per line, or per paragraph) or JSONL (\"text\", or Alpaca instruction/input/output in\n"
+        "the Alpaca prompt template, or --template), mixed from several sources by weight,\n"
+        "truncated to --seq-len tokens; the same inputs and seed give the same file.",
+        (const cli_opt *const[]){opts, NULL}, NULL, NULL};
+    const int pr = cli_parse(&spec, argc, argv);
+    if (pr) return cli_parse_exit(pr);
+    elm_calib_source *src = s.src;
+    const int32_t n_src = s.n;
     if (!model || !out || n_src == 0)
         return cli_fail("calib: -m MODEL, -o OUT and at least one -i FILE or --source FILE:WEIGHT "
                         "are required (try --help)");

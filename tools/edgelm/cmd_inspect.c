@@ -6,20 +6,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "opts.h"
 #include "system_info.h"
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: edgelm inspect MODEL [--json] [--tokenizer PATH]\n"
-            "       edgelm inspect --system [--json]\n\n"
-            "Prints the format, architecture, hyper-parameters, vocabulary summary and tensor table\n"
-            "of MODEL (GGUF file, Hugging Face folder or llama2.c model.bin).\n\n"
-            "  --json             one JSON object on stdout instead of text\n"
-            "  --tokenizer PATH   llama2.c tokenizer.bin when not beside the model\n"
-            "  --system           the CPU, its SIMD features and the kernels chosen (no MODEL;\n"
-            "                     EDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set)\n"
-            "  -h, --help         this help\n");
-}
 
 /* "[rows, cols]" with the contiguous dimension last (ne reversed). */
 static void shape_str(const elm_tensor *t, char *buf, size_t cap) {
@@ -115,25 +103,19 @@ static cJSON *build_json(const elm_model *m) {
 int cmd_inspect(int argc, char **argv) {
     const char *path = NULL, *tok = NULL;
     bool json = false, system = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (!strcmp(a, "--system")) {
-            system = true;
-        } else if (!strcmp(a, "--tokenizer")) {
-            if (!(tok = cli_value(argc, argv, &i))) return 1;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!(path = cli_value(argc, argv, &i))) return 1;
-        } else if (a[0] == '-' || path) {
-            return cli_fail("inspect: unexpected argument '%s' (try 'edgelm inspect --help')", a);
-        } else {
-            path = a;
-        }
-    }
+    const cli_opt opts[] = {
+        {"-m, --model", "PATH", CLI_TEXT, &path, 0, 0, "the model (or give it as the argument)", 0},
+        {"--json", NULL, CLI_FLAG, &json, 0, 0, "one JSON object on stdout instead of text", 0},
+        {"--tokenizer", "PATH", CLI_TEXT, &tok, 0, 0, "llama2.c tokenizer.bin when not beside the model", 0},
+        {"--system", NULL, CLI_FLAG, &system, 0, 0, "the CPU, its SIMD features and the kernels chosen (no MODEL;\nEDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set)", 0},
+        {0}};
+    const cli_spec spec = {
+        "inspect", "MODEL [--json] [--tokenizer PATH]\n       edgelm inspect --system [--json]",
+        "Prints the format, architecture, hyper-parameters, vocabulary summary and tensor table\n"
+        "of MODEL (GGUF file, Hugging Face folder or llama2.c model.bin).",
+        (const cli_opt *const[]){opts, NULL}, NULL, &path};
+    const int pr = cli_parse(&spec, argc, argv);
+    if (pr) return cli_parse_exit(pr);
     if (system) return path ? cli_fail("inspect: --system takes no MODEL") : cli_print_system(json);
     if (!path) return cli_fail("inspect: no MODEL given (try 'edgelm inspect --help')");
     elm_model *m = cli_load_model(path, tok);

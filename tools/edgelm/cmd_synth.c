@@ -9,38 +9,23 @@
 
 #include "cli.h"
 #include "edgelm/shapes.h"
+#include "opts.h"
 
-static void usage(FILE *f) {
+/* The presets, one line each, for --help. */
+static const char *preset_lines(void) {
+    static char buf[4096];
     int n;
+    size_t len = 0;
     const elm_synth_preset *p = elm_synth_presets(&n);
-    fprintf(f,
-            "usage: edgelm synth --preset NAME --type TYPE -o OUT.gguf [-s SEED]\n"
-            "       edgelm synth --arch llama|qwen2|phi3|gemma --tiny -o OUT.gguf [--hf DIR]\n"
-            "                    [--vocab VOCAB.gguf] [-s SEED] [--std X]\n\n"
-            "Writes a model with random weights and placeholder token strings but the exact\n"
-            "tensor shapes, vocabulary size and tied/untied output of a real model.\n"
-            "For speed and memory measurement only: the weights are noise, its text meaningless.\n"
-            "Every matrix (embedding and output too, like llama-quantize --pure) is TYPE; norms\n"
-            "and biases are f32. llama.cpp runs the same file (bench/side_by_side.py).\n\n"
-            "  --preset NAME   one of:\n");
-    for (int i = 0; i < n; i++)
-        fprintf(f,
-                "                    %-15s %s: dim %d, %d layers, %d/%d heads, ffn %d, vocab %d%s\n",
-                p[i].name, p[i].source, p[i].dim, p[i].n_layers, p[i].n_heads, p[i].n_kv_heads,
-                p[i].ffn_dim, p[i].n_vocab, p[i].tied ? ", tied output" : "");
-    fprintf(f,
-            "  --type TYPE     q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16 or f32\n"
-            "  -o, --output    output GGUF file (written atomically)\n"
-            "  -s, --seed N    random seed (default 1)\n"
-            "  -h, --help      this help\n\n"
-            "--tiny: a 2-layer, 64-wide F32 model of the family (Llama in Llama 3.1's shape with\n"
-            "\"llama3\" RoPE scaling, Qwen2 with biases, Phi-3 with fused tensors, Gemma with GeGLU),\n"
-            "weights N(0, X²) so that greedy decoding is stable, and the tokenizer of VOCAB.gguf\n"
-            "(default ../shared/fixtures/vocab/ggml-vocab-<llama-bpe|qwen2|phi-3|llama-spm>.gguf).\n"
-            "  --arch A        llama, qwen2, phi3 or gemma\n"
-            "  --hf DIR        also write the same model as a Hugging Face folder\n"
-            "  --vocab PATH    GGUF file whose tokenizer the model uses\n"
-            "  --std X         weight standard deviation (default 0.3)\n");
+    len += (size_t)snprintf(buf, sizeof buf, "presets:\n");
+    for (int i = 0; i < n && len < sizeof buf; i++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len,
+                                "  %-15s %s: dim %d, %d layers, %d/%d heads, ffn %d, vocab %d%s\n",
+                                p[i].name, p[i].source, p[i].dim, p[i].n_layers, p[i].n_heads,
+                                p[i].n_kv_heads, p[i].ffn_dim, p[i].n_vocab,
+                                p[i].tied ? ", tied output" : "");
+    if (len > 0 && len < sizeof buf) buf[len - 1] = '\0';
+    return buf;
 }
 
 static void on_progress(void *user, int32_t done, int32_t total) {
@@ -84,22 +69,28 @@ int cmd_synth(int argc, char **argv) {
     bool tiny = false;
     float std = 0.3f;
     long seed = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--preset")) CLI_STR(preset);
-        else if (!strcmp(a, "--type")) CLI_STR(type_name);
-        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) CLI_STR(out);
-        else if (!strcmp(a, "-s") || !strcmp(a, "--seed")) CLI_LONG(0, 0x7fffffffL, seed);
-        else if (!strcmp(a, "--arch")) CLI_STR(arch);
-        else if (!strcmp(a, "--tiny")) tiny = true;
-        else if (!strcmp(a, "--hf")) CLI_STR(hf);
-        else if (!strcmp(a, "--vocab")) CLI_STR(vocab);
-        else if (!strcmp(a, "--std")) CLI_FLOAT(0.001, 10, std);
-        else return cli_fail("synth: unknown option '%s' (try 'edgelm synth --help')", a);
-    }
+    const cli_opt opts[] = {
+        {"--preset", "NAME", CLI_TEXT, &preset, 0, 0, "one of the presets below", 0},
+        {"--type", "TYPE", CLI_TEXT, &type_name, 0, 0, "q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16 or f32", 0},
+        {"-o, --output", "OUT", CLI_TEXT, &out, 0, 0, "output GGUF file (written atomically)", 0},
+        {"-s, --seed", "N", CLI_INT, &seed, 0, 0x7fffffffL, "random seed (default 1)", 0},
+        {"--arch", "A", CLI_TEXT, &arch, 0, 0, "--tiny: llama, qwen2, phi3 or gemma", 0},
+        {"--tiny", NULL, CLI_FLAG, &tiny, 0, 0, "a 2-layer, 64-wide F32 model of the family (Llama in Llama 3.1's\nshape with \"llama3\" RoPE scaling, Qwen2 with biases, Phi-3 with\nfused tensors, Gemma with GeGLU), weights N(0, X²) so that greedy\ndecoding is stable, and the tokenizer of VOCAB.gguf (default\n../shared/fixtures/vocab/ggml-vocab-<llama-bpe|qwen2|phi-3|llama-spm>.gguf)", 0},
+        {"--hf", "DIR", CLI_TEXT, &hf, 0, 0, "--tiny: also write the same model as a Hugging Face folder", 0},
+        {"--vocab", "PATH", CLI_TEXT, &vocab, 0, 0, "--tiny: GGUF file whose tokenizer the model uses", 0},
+        {"--std", "X", CLI_FLOAT, &std, 0.001, 10, "--tiny: weight standard deviation (default 0.3)", 0},
+        {0}};
+    const cli_spec spec = {
+        "synth", "--preset NAME --type TYPE -o OUT.gguf [-s SEED]\n"
+        "       edgelm synth --arch llama|qwen2|phi3|gemma --tiny -o OUT.gguf [--hf DIR] [--vocab VOCAB.gguf]",
+        "Writes a model with random weights and placeholder token strings but the exact\n"
+        "tensor shapes, vocabulary size and tied/untied output of a real model.\n"
+        "For speed and memory measurement only: the weights are noise, its text meaningless.\n"
+        "Every matrix (embedding and output too, like llama-quantize --pure) is TYPE; norms\n"
+        "and biases are f32. llama.cpp runs the same file (bench/side_by_side.py).",
+        (const cli_opt *const[]){opts, NULL}, preset_lines(), NULL};
+    const int pr = cli_parse(&spec, argc, argv);
+    if (pr) return cli_parse_exit(pr);
     if (arch || tiny) {
         if (!arch || !tiny || !out || preset)
             return cli_fail("synth: a tiny model needs --arch A --tiny -o OUT.gguf (no --preset)");

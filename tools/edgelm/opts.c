@@ -69,7 +69,8 @@ int cli_parse(const cli_spec *s, int argc, char **argv) {
                 *s->positional = a;
                 continue;
             }
-            return cli_fail("%s: unknown option '%s' (see 'edgelm %s --help')", s->cmd, a, s->cmd);
+            return cli_fail("%s: %s '%s' (see 'edgelm %s --help')", s->cmd,
+                            a[0] == '-' ? "unknown option" : "unexpected argument", a, s->cmd);
         }
         const char *v = NULL;
         if (o->kind != CLI_FLAG && !(v = cli_value(argc, argv, &i))) return 1;
