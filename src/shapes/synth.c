@@ -170,6 +170,9 @@ elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char 
                            uint64_t seed, elm_synth_progress progress, void *user,
                            uint64_t *file_bytes, elm_error *err) {
     const elm_arch *arch = elm_arch_find(p->arch);
+    const elm_type_traits *tt = elm_type_get(type);
+    if (!tt || !tt->from_float)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: type %u cannot be written", path, (unsigned)type);
     if (!elm_row_bytes(type, p->dim) || !elm_row_bytes(type, p->ffn_dim))
         return elm_errorf(err, ELM_ERR_ARG, "%s: %s rows of %d and %d columns cannot be %s", path,
                           p->name, p->dim, p->ffn_dim, elm_type_get(type)->name);

@@ -101,7 +101,7 @@ int cmd_synth(int argc, char **argv) {
     const elm_synth_preset *p = elm_synth_find(preset);
     if (!p) return cli_fail("synth: unknown preset '%s' (see 'edgelm synth --help')", preset);
     elm_type type;
-    if (!elm_type_from_name(type_name, &type))
+    if (!elm_type_from_name(type_name, &type) || !elm_type_get(type)->from_float)
         return cli_fail("synth: unknown type '%s' (q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16, f32)",
                         type_name);
     bool tty = isatty(STDERR_FILENO);
