@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "edgelm/context.h"
 #include "edgelm/edgelm.h"
+#include "edgelm/model.h"
 
 #define F32 "stories260K/stories260K-f32.gguf"
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)

@@ -1,9 +1,9 @@
 /* edgelm.h — the one header an application includes.
  *
- * It pulls in the whole library (model loading, contexts, sampling, generation, chat, speculative
- * decoding, sessions, perplexity) and adds the small app-facing API below, the one a chat app or a
- * JNI bridge binds to: opaque handles, plain C types, UTF-8 strings, status codes and error
- * strings kept per handle. There is no global state: a model is read-only once loaded and can be
+ * The small app-facing API a chat app or a JNI bridge binds to: opaque handles, plain C types,
+ * UTF-8 strings, status codes and error strings kept per handle. It needs no other edgelm header;
+ * the elm_* headers beside it (model.h, context.h, chat.h, ...) are the full library for advanced
+ * use. There is no global state: a model is read-only once loaded and can be
  * shared by several contexts, each used by one thread at a time, all running at once.
  *
  * Typical use (examples/chat.c):
@@ -21,17 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "edgelm/chat.h"
-#include "edgelm/context.h"
 #include "edgelm/error.h"
-#include "edgelm/generate.h"
-#include "edgelm/model.h"
-#include "edgelm/perplexity.h"
-#include "edgelm/sampler.h"
-#include "edgelm/session.h"
-#include "edgelm/speculative.h"
-#include "edgelm/types.h"
-#include "edgelm/vocab.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -87,7 +77,8 @@ edgelm_params edgelm_default_params(void);
 int edgelm_model_load(const char *path, edgelm_model **out, char *errbuf, size_t errcap);
 void edgelm_model_free(edgelm_model *m);
 
-/* The library model behind a handle, for the lower-level API (elm_*). */
+/* The library model behind a handle, for the lower-level API (elm_*, edgelm/model.h). */
+typedef struct elm_model elm_model;
 const elm_model *edgelm_model_get(const edgelm_model *m);
 
 /* A context on model m (borrowed: free the context first) with its own KV cache, sampler and

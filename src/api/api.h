@@ -2,7 +2,14 @@
 #ifndef EDGELM_API_API_H
 #define EDGELM_API_API_H
 
+#include "edgelm/chat.h"
+#include "edgelm/context.h"
 #include "edgelm/edgelm.h"
+#include "edgelm/generate.h"
+#include "edgelm/model.h"
+#include "edgelm/session.h"
+#include "edgelm/speculative.h"
+#include "edgelm/vocab.h"
 
 struct edgelm_model {
     elm_model *m;
