@@ -5,40 +5,40 @@
 #include "eval/report.h"
 
 /* Table cells may hold file names: '|' would end the cell. */
-static void cell(sbuf *b, const char *s) {
+static void cell(elm_sbuf *b, const char *s) {
     for (const char *bar; (bar = strchr(s, '|')); s = bar + 1) {
-        sb_printf(b, "%.*s\\|", (int)(bar - s), s);
+        elm_sb_printf(b, "%.*s\\|", (int)(bar - s), s);
     }
-    sb_puts(b, s);
+    elm_sb_puts(b, s);
 }
 
 char *elm_report_markdown(const elm_eval_report *r) {
     eval_table *t = eval_table_build(r);
     if (!t) return NULL;
-    sbuf b = {0};
-    sb_puts(&b, "# edgelm eval\n\n");
+    elm_sbuf b = {0};
+    elm_sb_puts(&b, "# edgelm eval\n\n");
     eval_describe(&b, r);
-    sb_puts(&b, ".\n\n");
+    elm_sb_puts(&b, ".\n\n");
     for (int row = 0; row < t->rows; row++) {
-        sb_puts(&b, "|");
+        elm_sb_puts(&b, "|");
         for (int c = 0; c < t->cols; c++) {
-            sb_puts(&b, " ");
+            elm_sb_puts(&b, " ");
             cell(&b, eval_table_cell(t, row, c));
-            sb_puts(&b, " |");
+            elm_sb_puts(&b, " |");
         }
-        sb_puts(&b, "\n");
+        elm_sb_puts(&b, "\n");
         if (row == 0) {
-            sb_puts(&b, "|");
-            for (int c = 0; c < t->cols; c++) sb_puts(&b, t->numeric[c] ? "---:|" : ":---|");
-            sb_puts(&b, "\n");
+            elm_sb_puts(&b, "|");
+            for (int c = 0; c < t->cols; c++) elm_sb_puts(&b, t->numeric[c] ? "---:|" : ":---|");
+            elm_sb_puts(&b, "\n");
         }
     }
-    if (r->n_models > 0) sb_puts(&b, "\n## Verdicts\n\n");
+    if (r->n_models > 0) elm_sb_puts(&b, "\n## Verdicts\n\n");
     for (int k = 0; k < r->n_models; k++) {
-        sb_puts(&b, "- ");
+        elm_sb_puts(&b, "- ");
         eval_verdict_line(&b, r, &r->models[k]);
-        sb_puts(&b, "\n");
+        elm_sb_puts(&b, "\n");
     }
     eval_table_free(t);
-    return sb_finish(&b);
+    return elm_sb_finish(&b);
 }

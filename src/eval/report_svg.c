@@ -70,43 +70,43 @@ static int axis_ticks(const axis *a, double *ticks, int cap) {
     return n;
 }
 
-static void xml_text(sbuf *b, const char *s) {
+static void xml_text(elm_sbuf *b, const char *s) {
     for (; *s; s++) {
         switch (*s) {
-        case '&': sb_puts(b, "&amp;"); break;
-        case '<': sb_puts(b, "&lt;"); break;
-        case '>': sb_puts(b, "&gt;"); break;
-        case '"': sb_puts(b, "&quot;"); break;
-        case '\'': sb_puts(b, "&apos;"); break;
-        default: sb_printf(b, "%c", *s);
+        case '&': elm_sb_puts(b, "&amp;"); break;
+        case '<': elm_sb_puts(b, "&lt;"); break;
+        case '>': elm_sb_puts(b, "&gt;"); break;
+        case '"': elm_sb_puts(b, "&quot;"); break;
+        case '\'': elm_sb_puts(b, "&apos;"); break;
+        default: elm_sb_printf(b, "%c", *s);
         }
     }
 }
 
-static void draw_axes(sbuf *b, const axis *x, const axis *y, const char *xlabel, const char *ylabel) {
+static void draw_axes(elm_sbuf *b, const axis *x, const axis *y, const char *xlabel, const char *ylabel) {
     double ticks[64];
     const int nx = axis_ticks(x, ticks, 64);
     for (int i = 0; i < nx; i++) {
         const double px = axis_px(x, ticks[i]);
-        sb_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e5e5e5\"/>\n", px, TOP, px,
+        elm_sb_printf(b, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e5e5e5\"/>\n", px, TOP, px,
                   H - BOTTOM);
-        sb_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", px, H - BOTTOM + 18, ticks[i]);
+        elm_sb_printf(b, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", px, H - BOTTOM + 18, ticks[i]);
     }
     const int ny = axis_ticks(y, ticks, 64);
     for (int i = 0; i < ny; i++) {
         const double py = axis_px(y, ticks[i]);
-        sb_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", LEFT, py,
+        elm_sb_printf(b, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e5e5e5\"/>\n", LEFT, py,
                   W - RIGHT, py);
-        sb_printf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", LEFT - 8, py + 4, ticks[i]);
+        elm_sb_printf(b, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n", LEFT - 8, py + 4, ticks[i]);
     }
-    sb_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n",
+    elm_sb_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" stroke=\"#444\"/>\n",
               LEFT, TOP, W - LEFT - RIGHT, H - TOP - BOTTOM);
-    sb_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (LEFT + W - RIGHT) / 2, H - 18);
+    elm_sb_printf(b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">", (LEFT + W - RIGHT) / 2, H - 18);
     xml_text(b, xlabel);
-    sb_printf(b, "</text>\n<text transform=\"translate(20 %d) rotate(-90)\" text-anchor=\"middle\">",
+    elm_sb_printf(b, "</text>\n<text transform=\"translate(20 %d) rotate(-90)\" text-anchor=\"middle\">",
               (TOP + H - BOTTOM) / 2);
     xml_text(b, ylabel);
-    sb_puts(b, "</text>\n");
+    elm_sb_puts(b, "</text>\n");
 }
 
 typedef struct {
@@ -163,27 +163,27 @@ char *elm_report_svg(const elm_eval_report *r, elm_plot_y which) {
     const axis ay = axis_fit(ymin, ymax, which == ELM_PLOT_PPL, which == ELM_PLOT_KLD, H - BOTTOM, TOP);
     const char *what = which == ELM_PLOT_PPL ? "perplexity" : "mean KL divergence";
 
-    sbuf b = {0};
-    sb_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    sb_printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
+    elm_sbuf b = {0};
+    elm_sb_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    elm_sb_printf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" "
                   "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"12\" fill=\"#222\">\n",
               W, H, W, H);
-    sb_printf(&b, "<title>edgelm eval: %s against file size</title>\n", what);
-    sb_printf(&b, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
-    sb_printf(&b, "<text x=\"%d\" y=\"24\" font-size=\"15\" font-weight=\"bold\">%s%s against file size</text>\n",
+    elm_sb_printf(&b, "<title>edgelm eval: %s against file size</title>\n", what);
+    elm_sb_printf(&b, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
+    elm_sb_printf(&b, "<text x=\"%d\" y=\"24\" font-size=\"15\" font-weight=\"bold\">%s%s against file size</text>\n",
               LEFT, which == ELM_PLOT_PPL ? "Perplexity" : "Mean KL divergence from the baseline",
               which == ELM_PLOT_PPL ? "" : ",");
-    sb_printf(&b, "<text x=\"%d\" y=\"42\" fill=\"#666\">", LEFT);
-    sbuf desc = {0};
+    elm_sb_printf(&b, "<text x=\"%d\" y=\"42\" fill=\"#666\">", LEFT);
+    elm_sbuf desc = {0};
     eval_describe(&desc, r);
-    char *d = sb_finish(&desc);
+    char *d = elm_sb_finish(&desc);
     if (d) xml_text(&b, d);
     free(d);
-    sb_puts(&b, "</text>\n");
+    elm_sb_puts(&b, "</text>\n");
     draw_axes(&b, &ax, &ay, ax.log ? "file size (MiB, log scale)" : "file size (MiB)",
               which == ELM_PLOT_PPL ? (ay.log ? "perplexity (log scale)" : "perplexity")
                                     : "mean KLD (nats)");
-    sb_puts(&b, "<g class=\"points\">\n");
+    elm_sb_puts(&b, "<g class=\"points\">\n");
     for (int k = -1; k < r->n_models; k++) {
         const elm_eval_entry *e = k < 0 ? &r->baseline : &r->models[k];
         const double px = axis_px(&ax, e->size_mib), py = axis_px(&ay, y_of(e, which));
@@ -193,17 +193,17 @@ char *elm_report_svg(const elm_eval_report *r, elm_plot_y which) {
         bool end = false;
         const box bx = place_label(placed, k + 1, px, py, label, &end);
         placed[k + 1] = bx;
-        sb_printf(&b, "<circle class=\"point%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"><title>",
+        elm_sb_printf(&b, "<circle class=\"point%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"5\" fill=\"%s\"><title>",
                   k < 0 ? " baseline" : "", px, py, color);
         xml_text(&b, e->name);
-        sb_printf(&b, ": %.3f MiB, %s %.6g</title></circle>\n", e->size_mib,
+        elm_sb_printf(&b, ": %.3f MiB, %s %.6g</title></circle>\n", e->size_mib,
                   which == ELM_PLOT_PPL ? "PPL" : "KLD", y_of(e, which));
-        sb_printf(&b, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\"%s>", end ? bx.x1 : bx.x0, bx.y0 + 11,
+        elm_sb_printf(&b, "<text class=\"label\" x=\"%.1f\" y=\"%.1f\"%s>", end ? bx.x1 : bx.x0, bx.y0 + 11,
                   end ? " text-anchor=\"end\"" : "");
         xml_text(&b, label);
-        sb_puts(&b, "</text>\n");
+        elm_sb_puts(&b, "</text>\n");
     }
-    sb_puts(&b, "</g>\n</svg>\n");
+    elm_sb_puts(&b, "</g>\n</svg>\n");
     free(placed);
-    return sb_finish(&b);
+    return elm_sb_finish(&b);
 }

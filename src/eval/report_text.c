@@ -3,8 +3,8 @@
 
 #include "eval/report.h"
 
-static void pad(sbuf *b, size_t n) {
-    for (size_t i = 0; i < n; i++) sb_puts(b, " ");
+static void pad(elm_sbuf *b, size_t n) {
+    for (size_t i = 0; i < n; i++) elm_sb_puts(b, " ");
 }
 
 char *elm_report_text(const elm_eval_report *r) {
@@ -19,36 +19,36 @@ char *elm_report_text(const elm_eval_report *r) {
             const size_t w = utf8_width(eval_table_cell(t, row, c));
             width[c] = w > width[c] ? w : width[c];
         }
-    sbuf b = {0};
-    sb_puts(&b, "edgelm eval: ");
+    elm_sbuf b = {0};
+    elm_sb_puts(&b, "edgelm eval: ");
     eval_describe(&b, r);
-    sb_puts(&b, "\n\n");
+    elm_sb_puts(&b, "\n\n");
     for (int row = 0; row < t->rows; row++) {
         for (int c = 0; c < t->cols; c++) {
             const char *s = eval_table_cell(t, row, c);
             const size_t gap = width[c] - utf8_width(s);
-            if (c > 0) sb_puts(&b, " | ");
+            if (c > 0) elm_sb_puts(&b, " | ");
             if (t->numeric[c] && row > 0) pad(&b, gap);
-            sb_puts(&b, s);
+            elm_sb_puts(&b, s);
             if (!(t->numeric[c] && row > 0) && c + 1 < t->cols) pad(&b, gap);
         }
         while (!b.oom && b.len > 0 && b.s[b.len - 1] == ' ') b.len--; /* empty change cells */
-        sb_puts(&b, "\n");
+        elm_sb_puts(&b, "\n");
         if (row == 0) {
             for (int c = 0; c < t->cols; c++) {
-                if (c > 0) sb_puts(&b, "-+-");
-                for (size_t i = 0; i < width[c]; i++) sb_puts(&b, "-");
+                if (c > 0) elm_sb_puts(&b, "-+-");
+                for (size_t i = 0; i < width[c]; i++) elm_sb_puts(&b, "-");
             }
-            sb_puts(&b, "\n");
+            elm_sb_puts(&b, "\n");
         }
     }
-    if (r->n_models > 0) sb_puts(&b, "\nverdicts:\n");
+    if (r->n_models > 0) elm_sb_puts(&b, "\nverdicts:\n");
     for (int k = 0; k < r->n_models; k++) {
-        sb_puts(&b, "  ");
+        elm_sb_puts(&b, "  ");
         eval_verdict_line(&b, r, &r->models[k]);
-        sb_puts(&b, "\n");
+        elm_sb_puts(&b, "\n");
     }
     free(width);
     eval_table_free(t);
-    return sb_finish(&b);
+    return elm_sb_finish(&b);
 }

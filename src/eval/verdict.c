@@ -28,19 +28,19 @@ static const char *file_name(const char *path) {
     return slash && slash[1] ? slash + 1 : path;
 }
 
-void eval_describe(sbuf *b, const elm_eval_report *r) {
-    sb_printf(b, "%s: %d chunks of %d tokens, %lld scored tokens", file_name(r->text_path), r->chunks,
+void eval_describe(elm_sbuf *b, const elm_eval_report *r) {
+    elm_sb_printf(b, "%s: %d chunks of %d tokens, %lld scored tokens", file_name(r->text_path), r->chunks,
               r->n_ctx, (long long)r->scored_tokens);
     if (r->n_prompts > 0)
-        sb_printf(b, "; %d prompts, up to %d greedy tokens each", r->n_prompts, r->n_predict);
-    sb_printf(b, "; baseline %s", r->baseline.name);
+        elm_sb_printf(b, "; %d prompts, up to %d greedy tokens each", r->n_prompts, r->n_predict);
+    elm_sb_printf(b, "; baseline %s", r->baseline.name);
 }
 
-void eval_verdict_line(sbuf *b, const elm_eval_report *r, const elm_eval_entry *e) {
+void eval_verdict_line(elm_sbuf *b, const elm_eval_report *r, const elm_eval_entry *e) {
     const double change = elm_eval_ppl_change_pct(r, e);
-    sb_printf(b, "%s: PPL %+.2f%% -> %s (excellent below %.0f%%)", e->name, change,
+    elm_sb_printf(b, "%s: PPL %+.2f%% -> %s (excellent below %.0f%%)", e->name, change,
               elm_eval_ppl_verdict(change), ELM_EVAL_PPL_EXCELLENT_PCT);
     if (e->has_gen)
-        sb_printf(b, "; similarity %.1f%% -> %s (acceptable above %.0f%%)", 100 * e->gen.similarity,
+        elm_sb_printf(b, "; similarity %.1f%% -> %s (acceptable above %.0f%%)", 100 * e->gen.similarity,
                   elm_eval_sim_verdict(e->gen.similarity), 100 * ELM_EVAL_SIM_ACCEPTABLE);
 }

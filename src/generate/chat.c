@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "edgelm/chat.h"
 #include "edgelm/session.h"
 
@@ -22,8 +23,7 @@ struct elm_chat {
     int32_t eot_id;  /* the template's end-of-turn token, or -1 */
     int32_t pending; /* last reply token not in the cache, or -1 */
     int32_t n_keep;  /* tokens a context shift keeps */
-    char *reply;
-    size_t reply_len, reply_cap;
+    elm_sbuf reply; /* the last reply's text */
     elm_spec_stats spec_stats;
 };
 
@@ -104,7 +104,7 @@ elm_status elm_chat_new(elm_context *c, const elm_chat_params *p, elm_chat **out
 void elm_chat_free(elm_chat *ch) {
     if (!ch) return;
     free(ch->system);
-    free(ch->reply);
+    free(ch->reply.s);
     free(ch);
 }
 
@@ -114,25 +114,7 @@ typedef struct turn_cb {
     void *user;
     int32_t last;     /* last id generated */
     bool stop_token;  /* the reply ended at end-of-turn or EOS */
-    bool oom;
 } turn_cb;
-
-static void reply_append(turn_cb *t, const char *s, size_t n) {
-    elm_chat *ch = t->ch;
-    if (ch->reply_len + n + 1 > ch->reply_cap) {
-        const size_t cap = (ch->reply_len + n + 1) * 2;
-        char *r = realloc(ch->reply, cap);
-        if (!r) {
-            t->oom = true;
-            return;
-        }
-        ch->reply = r;
-        ch->reply_cap = cap;
-    }
-    memcpy(ch->reply + ch->reply_len, s, n);
-    ch->reply_len += n;
-    ch->reply[ch->reply_len] = '\0';
-}
 
 static int on_token(const char *text, size_t len, int32_t id, void *user) {
     turn_cb *t = user;
@@ -143,8 +125,8 @@ static int on_token(const char *text, size_t len, int32_t id, void *user) {
             return 1;
         }
     }
-    reply_append(t, text, len);
-    if (t->oom) return 1;
+    elm_sb_put(&t->ch->reply, text, len);
+    if (t->ch->reply.oom) return 1;
     return t->cb ? t->cb(text, len, id, t->user) : 0;
 }
 
@@ -153,8 +135,7 @@ static elm_status run_turn(elm_chat *ch, const char *text, bool first, elm_token
                            void *cb_user, elm_gen_stats *stats, elm_error *err) {
     memset(stats, 0, sizeof *stats);
     memset(&ch->spec_stats, 0, sizeof ch->spec_stats);
-    ch->reply_len = 0;
-    if (ch->reply) ch->reply[0] = '\0';
+    elm_sb_clear(&ch->reply);
     int32_t *ids = NULL;
     int64_t n = 0;
     elm_status st = tokenize_turn(ch, text, first, &ids, &n, err);
@@ -182,7 +163,7 @@ static elm_status run_turn(elm_chat *ch, const char *text, bool first, elm_token
     }
     /* the prompt is in the cache now; of the reply, all but its last token */
     ch->pending = t.stop_token || t.last < 0 ? -1 : t.last;
-    if (t.oom) return elm_errorf(err, ELM_ERR_NOMEM, "chat: out of memory for the reply");
+    if (ch->reply.oom) return elm_errorf(err, ELM_ERR_NOMEM, "chat: out of memory for the reply");
     return ELM_OK;
 }
 
@@ -209,15 +190,14 @@ void elm_chat_set_n_predict(elm_chat *ch, int32_t n) {
     if (n > 0) ch->gen.n_predict = n;
 }
 
-const char *elm_chat_reply(const elm_chat *ch) { return ch->reply ? ch->reply : ""; }
+const char *elm_chat_reply(const elm_chat *ch) { return ch->reply.s ? ch->reply.s : ""; }
 
 const elm_spec_stats *elm_chat_spec_stats(const elm_chat *ch) { return &ch->spec_stats; }
 
 void elm_chat_reset(elm_chat *ch) {
     elm_context_reset(ch->c);
     ch->pending = -1;
-    ch->reply_len = 0;
-    if (ch->reply) ch->reply[0] = '\0';
+    elm_sb_clear(&ch->reply);
 }
 
 elm_status elm_chat_save(elm_chat *ch, const char *path, elm_error *err) {
@@ -237,7 +217,6 @@ elm_status elm_chat_load(elm_chat *ch, const char *path, elm_error *err) {
     elm_status st = elm_session_load(ch->c, path, err);
     if (st) return st;
     ch->pending = -1;
-    ch->reply_len = 0;
-    if (ch->reply) ch->reply[0] = '\0';
+    elm_sb_clear(&ch->reply);
     return ELM_OK;
 }

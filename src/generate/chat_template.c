@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "edgelm/chat.h"
 
 typedef struct tmpl_spec {
@@ -96,30 +97,10 @@ const char *elm_chat_template_eot(elm_chat_template t) {
 }
 
 /* A growing string; `ok` turns false on the first failed allocation and stays so. */
-typedef struct text {
-    char *s;
-    size_t len, cap;
-    bool ok;
-} text;
+typedef elm_sbuf text;
 
-static void put_n(text *t, const char *s, size_t n) {
-    if (!t->ok) return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = (t->len + n + 1) * 2;
-        char *p = realloc(t->s, cap);
-        if (!p) {
-            t->ok = false;
-            return;
-        }
-        t->s = p;
-        t->cap = cap;
-    }
-    memcpy(t->s + t->len, s, n);
-    t->len += n;
-    t->s[t->len] = '\0';
-}
-
-static void put(text *t, const char *s) { put_n(t, s, strlen(s)); }
+static void put_n(text *t, const char *s, size_t n) { elm_sb_put(t, s, n); }
+static void put(text *t, const char *s) { elm_sb_puts(t, s); }
 
 static bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
@@ -158,11 +139,7 @@ static void put_opening(text *t, const tmpl_spec *s, const char *system) {
 }
 
 static elm_status finish(text *t, char **out, elm_error *err) {
-    if (!t->ok) {
-        free(t->s);
-        return elm_errorf(err, ELM_ERR_NOMEM, "chat template: out of memory");
-    }
-    *out = t->s;
+    if (!(*out = elm_sb_finish(t))) return elm_errorf(err, ELM_ERR_NOMEM, "chat template: out of memory");
     return ELM_OK;
 }
 
@@ -178,7 +155,7 @@ elm_status elm_chat_render(elm_chat_template tm, const elm_chat_msg *msgs, int32
         system = msgs[0].content;
         first = 1;
     }
-    text t = {.ok = true};
+    text t = {0};
     put(&t, ""); /* an empty conversation renders as "" rather than NULL */
     put_opening(&t, s, system);
     bool pending_system = system != NULL;
@@ -206,7 +183,7 @@ elm_status elm_chat_render_turn(elm_chat_template tm, const char *system, const 
     if ((unsigned)tm >= ELM_TEMPLATE_COUNT)
         return elm_errorf(err, ELM_ERR_ARG, "chat template %d unknown", (int)tm);
     const tmpl_spec *s = &specs[tm];
-    text t = {.ok = true};
+    text t = {0};
     put(&t, "");
     if (first) put_opening(&t, s, system);
     else put(&t, s->asst_post);

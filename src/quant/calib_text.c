@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "core/fileio.h"
 #include "edgelm/quant_calib.h"
 
@@ -19,32 +20,6 @@ static const char alpaca_head_input[] =
     "Below is an instruction that describes a task, paired with an input that provides further "
     "context. Write a response that appropriately completes the request.\n\n### Instruction:\n";
 
-/* A growing byte string; `ok` turns false on allocation failure and stays so. */
-typedef struct sbuf {
-    char *s;
-    size_t len, cap;
-    bool ok;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *p, size_t n) {
-    if (!b->ok) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *s = realloc(b->s, cap);
-        if (!s) {
-            b->ok = false;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, p, n);
-    b->len += n;
-    b->s[b->len] = 0;
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
 
 static elm_status push(elm_text_set *s, const char *p, size_t n, int32_t *cap, const char *path,
                        elm_error *err) {
@@ -111,12 +86,12 @@ static size_t placeholder(const char *p) {
     return p[n] == '}' && n > 1 ? n + 1 : 0;
 }
 
-static elm_status render_template(const cJSON *o, const char *tmpl, sbuf *b, const char *where,
+static elm_status render_template(const cJSON *o, const char *tmpl, elm_sbuf *b, const char *where,
                                   elm_error *err) {
     for (const char *p = tmpl; *p;) {
         size_t n = placeholder(p);
         if (!n) {
-            sb_add(b, p++, 1);
+            elm_sb_put(b, p++, 1);
             continue;
         }
         char name[256];
@@ -127,19 +102,19 @@ static elm_status render_template(const cJSON *o, const char *tmpl, sbuf *b, con
             return nomem ? elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", where)
                          : elm_errorf(err, ELM_ERR_FORMAT, "%s: no field '%s' for the template",
                                       where, name);
-        sb_str(b, v);
+        elm_sb_puts(b, v);
         free(v);
         p += n;
     }
     return ELM_OK;
 }
 
-static elm_status render_object(const cJSON *o, const char *tmpl, sbuf *b, const char *where,
+static elm_status render_object(const cJSON *o, const char *tmpl, elm_sbuf *b, const char *where,
                                 elm_error *err) {
     if (tmpl) return render_template(o, tmpl, b, where, err);
     const cJSON *text = cJSON_GetObjectItemCaseSensitive(o, "text");
     if (cJSON_IsString(text)) {
-        sb_str(b, text->valuestring);
+        elm_sb_puts(b, text->valuestring);
         return ELM_OK;
     }
     const cJSON *ins = cJSON_GetObjectItemCaseSensitive(o, "instruction");
@@ -150,14 +125,14 @@ static elm_status render_object(const cJSON *o, const char *tmpl, sbuf *b, const
                           "%s: no string field 'text' nor 'instruction'/'input'/'output' (use a "
                           "template for other fields)", where);
     bool has_input = inp && inp->valuestring[0];
-    sb_str(b, has_input ? alpaca_head_input : alpaca_head);
-    sb_str(b, ins->valuestring);
+    elm_sb_puts(b, has_input ? alpaca_head_input : alpaca_head);
+    elm_sb_puts(b, ins->valuestring);
     if (has_input) {
-        sb_str(b, "\n\n### Input:\n");
-        sb_str(b, inp->valuestring);
+        elm_sb_puts(b, "\n\n### Input:\n");
+        elm_sb_puts(b, inp->valuestring);
     }
-    sb_str(b, "\n\n### Response:\n");
-    if (outp) sb_str(b, outp->valuestring);
+    elm_sb_puts(b, "\n\n### Response:\n");
+    if (outp) elm_sb_puts(b, outp->valuestring);
     return ELM_OK;
 }
 
@@ -166,7 +141,7 @@ static elm_status read_jsonl(const char *buf, size_t size, const char *tmpl, con
     int32_t cap = 0;
     const char *end = buf + size;
     long lineno = 0;
-    sbuf b = {.ok = true};
+    elm_sbuf b = {0};
     elm_status st = ELM_OK;
     for (const char *line = buf; line < end && !st;) {
         const char *nl = memchr(line, '\n', (size_t)(end - line));
@@ -176,7 +151,7 @@ static elm_status read_jsonl(const char *buf, size_t size, const char *tmpl, con
             char where[1100];
             snprintf(where, sizeof where, "%s:%ld", path, lineno);
             cJSON *o = cJSON_ParseWithLength(line, (size_t)(eol - line));
-            b.len = 0;
+            elm_sb_clear(&b);
             if (!o)
                 st = elm_errorf(err, ELM_ERR_FORMAT, "%s: invalid JSON", where);
             else if (!cJSON_IsObject(o))
@@ -184,7 +159,7 @@ static elm_status read_jsonl(const char *buf, size_t size, const char *tmpl, con
             else
                 st = render_object(o, tmpl, &b, where, err);
             cJSON_Delete(o);
-            if (!st && !b.ok) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", where);
+            if (!st && b.oom) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", where);
             if (!st && b.len) st = push(out, b.s, b.len, &cap, path, err);
         }
         line = nl ? nl + 1 : end;

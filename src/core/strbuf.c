@@ -1,15 +1,16 @@
-/* The growing string the report renderers write into (see report.h). */
+/* The growing string of strbuf.h. */
+#include "core/strbuf.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval/report.h"
-
-static bool reserve(sbuf *b, size_t more) {
+/* Room for `more` bytes and the NUL; false (and oom) when it cannot be had. */
+static bool reserve(elm_sbuf *b, size_t more) {
     if (b->oom) return false;
     if (b->len + more + 1 <= b->cap) return true;
-    size_t cap = b->cap ? b->cap : 256;
+    size_t cap = b->cap ? b->cap : 64;
     while (cap < b->len + more + 1) cap *= 2;
     char *s = realloc(b->s, cap);
     if (!s) {
@@ -21,7 +22,16 @@ static bool reserve(sbuf *b, size_t more) {
     return true;
 }
 
-void sb_printf(sbuf *b, const char *fmt, ...) {
+void elm_sb_put(elm_sbuf *b, const char *p, size_t n) {
+    if (!reserve(b, n)) return;
+    memcpy(b->s + b->len, p, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+void elm_sb_puts(elm_sbuf *b, const char *s) { elm_sb_put(b, s, strlen(s)); }
+
+void elm_sb_printf(elm_sbuf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     const int n = vsnprintf(NULL, 0, fmt, ap);
@@ -33,16 +43,16 @@ void sb_printf(sbuf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 
-void sb_puts(sbuf *b, const char *s) {
-    const size_t n = strlen(s);
-    if (!reserve(b, n)) return;
-    memcpy(b->s + b->len, s, n + 1);
-    b->len += n;
+void elm_sb_clear(elm_sbuf *b) {
+    b->len = 0;
+    b->oom = false;
+    if (b->s) b->s[0] = '\0';
 }
 
-char *sb_finish(sbuf *b) {
-    if (b->oom || !reserve(b, 0)) {
+char *elm_sb_finish(elm_sbuf *b) {
+    if (!reserve(b, 0)) {
         free(b->s);
+        b->s = NULL;
         return NULL;
     }
     b->s[b->len] = '\0';
