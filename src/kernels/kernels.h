@@ -133,6 +133,10 @@ const elm_kernels *elm_kernels_neon(void);
  * NUL-terminated in cap bytes. */
 void elm_cpu_features(char *buf, size_t cap);
 
+/* The SIMD tables this build compiled and the extensions each was compiled for, as
+ * "isa(target attribute) ...": e.g. "neon(arch=armv8.2-a+dotprod)". A static string. */
+const char *elm_kernels_built(void);
+
 /* Scalar pieces SIMD tables reuse where vector code would not pay. */
 void elm_scalar_quantize_q8(const float *x, int64_t cols, void *row);
 void elm_scalar_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps);

@@ -50,6 +50,7 @@ int cli_print_system(bool json) {
         printf("cpu           %s\n", model);
         printf("cores         %d online\n", cli_default_threads());
         printf("features      %s\n", features[0] ? features : "-");
+        printf("built         %s\n", elm_kernels_built());
         printf("kernels       %s (available: %s)%s%s\n", chosen, available,
                forced && *forced ? ", EDGELM_ISA=" : "", forced && *forced ? forced : "");
         return 0;
@@ -63,6 +64,7 @@ int cli_print_system(bool json) {
     cJSON *av = cJSON_AddArrayToObject(o, "available");
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++)
         if (tables[i].k) cJSON_AddItemToArray(av, cJSON_CreateString(tables[i].name));
+    cJSON_AddStringToObject(o, "built", elm_kernels_built());
     cJSON_AddStringToObject(o, "isa", chosen);
     if (forced && *forced) cJSON_AddStringToObject(o, "forced", forced);
     else cJSON_AddNullToObject(o, "forced");
