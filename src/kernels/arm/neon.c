@@ -1,6 +1,7 @@
 /* ARM64 NEON kernels with the dot-product extension (ARMv8.2 sdot: four int8 products summed
  * into each int32 lane), as on every Snapdragon since the 855. Compiled for ELM_TARGET_NEON
- * (targets.h) while the rest of the build stays baseline ARMv8; chosen at run time from the kernel's HWCAP.
+ * (targets.h) while the rest of the build stays baseline ARMv8; chosen at run time from the
+ * kernel's HWCAP.
  *
  * sdot multiplies signed by signed, so unlike x86 no sign juggling is needed: 4/5-bit codes go in
  * as they are (0..15, 0..31) and their zero point comes off in integers by starting the lane sums

@@ -12,7 +12,7 @@ static unsigned long long xcr0(void) {
     return ((unsigned long long)hi << 32) | lo;
 }
 
-unsigned elm_x86_features(void) {
+static unsigned read_features(void) {
     unsigned a, b, c, d, f = 0;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
     if (c & (1u << 20)) f |= ELM_X86_SSE42;
@@ -39,6 +39,19 @@ unsigned elm_x86_features(void) {
         if (a & (1u << 5)) f |= ELM_X86_AVX512BF16;
     }
     return f;
+}
+
+/* cpuid traps to the hypervisor in a VM, so it is read once; racing first calls store the same
+ * value. The top bit marks "read", so that a CPU with none of the features is not read again. */
+unsigned elm_x86_features(void) {
+    const unsigned read_bit = 1u << 31;
+    static unsigned cached;
+    unsigned f = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (!f) {
+        f = read_features() | read_bit;
+        __atomic_store_n(&cached, f, __ATOMIC_RELAXED);
+    }
+    return f & ~read_bit;
 }
 #else
 unsigned elm_x86_features(void) { return 0; }
