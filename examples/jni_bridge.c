@@ -11,7 +11,11 @@
  *    flag the UI sets, returning non-zero to stop;
  *  - errors come back as status codes with edgelm_last_error(ctx) for the message.
  *
- *   build:  make   (build/example_jni_bridge MODEL) */
+ * Compiled with -DEDGELM_JNI against <jni.h>, the same file is the real bridge: the Java_ entry
+ * points at the end (class org.edgelm.EdgeLm, docs/android.md) wrap the native_ functions, and
+ * the simulated Java side is left out. CMake builds it so as libedgelm_jni.so when jni.h is found.
+ *
+ *   build:  make   (build/example_jni_bridge MODEL; build/libedgelm_jni.so) */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -20,7 +24,11 @@
 
 #include "edgelm/edgelm.h"
 
+#ifdef EDGELM_JNI
+#include <jni.h>
+#else
 typedef int64_t jlong; /* what JNI hands back and forth */
+#endif
 
 /* The listener interface the Java side implements (onToken, onDone). */
 typedef struct java_listener {
@@ -64,6 +72,7 @@ static void native_free(jlong ctx, jlong model) {
     edgelm_model_free((edgelm_model *)(intptr_t)model);
 }
 
+#ifndef EDGELM_JNI
 /* ---- the "Java side" ---- */
 
 typedef struct chat_view {
@@ -128,3 +137,90 @@ int main(int argc, char **argv) {
     native_free(ctx, model);
     return 0;
 }
+#else
+/* ---- the JNI entry points of org.edgelm.EdgeLm ----
+ *   static native long nativeLoad(String path);                  0 + IllegalStateException
+ *   static native long nativeNewChat(long model, String system); 0 + IllegalStateException
+ *   static native int nativeChat(long ctx, String message, Listener l);   0 or an edgelm status
+ *   static native void nativeFree(long ctx, long model);
+ * with interface Listener { boolean onToken(String piece, int id);   false stops the reply
+ *                           void onDone(String errorOrNull, float tokensPerSec); } */
+
+static void throw_error(JNIEnv *env, const char *msg) {
+    jclass c = (*env)->FindClass(env, "java/lang/IllegalStateException");
+    if (c) (*env)->ThrowNew(env, c, msg);
+}
+
+JNIEXPORT jlong JNICALL Java_org_edgelm_EdgeLm_nativeLoad(JNIEnv *env, jclass cls, jstring path) {
+    (void)cls;
+    const char *p = (*env)->GetStringUTFChars(env, path, NULL);
+    if (!p) return 0; /* OutOfMemoryError pending */
+    char err[512];
+    const jlong m = native_load(p, err, sizeof err);
+    (*env)->ReleaseStringUTFChars(env, path, p);
+    if (!m) throw_error(env, err);
+    return m;
+}
+
+JNIEXPORT jlong JNICALL Java_org_edgelm_EdgeLm_nativeNewChat(JNIEnv *env, jclass cls, jlong model,
+                                                             jstring system) {
+    (void)cls;
+    const char *s = system ? (*env)->GetStringUTFChars(env, system, NULL) : NULL;
+    if (system && !s) return 0;
+    char err[512];
+    const jlong c = native_new_chat(model, s, err, sizeof err);
+    if (s) (*env)->ReleaseStringUTFChars(env, system, s);
+    if (!c) throw_error(env, err);
+    return c;
+}
+
+/* The Java listener behind a java_listener, called on the thread that called nativeChat. */
+typedef struct jni_listener {
+    JNIEnv *env;
+    jobject obj;
+    jmethodID on_token, on_done;
+    java_listener *l;
+} jni_listener;
+
+static void jni_token(void *self, const char *piece, int32_t id) {
+    jni_listener *j = self;
+    JNIEnv *env = j->env;
+    jstring s = (*env)->NewStringUTF(env, piece);
+    const jboolean go = s && (*env)->CallBooleanMethod(env, j->obj, j->on_token, s, (jint)id);
+    if (s) (*env)->DeleteLocalRef(env, s);
+    if (!go || (*env)->ExceptionCheck(env)) atomic_store(&j->l->cancel, 1);
+}
+
+static void jni_done(void *self, const edgelm_stats *stats, const char *error) {
+    jni_listener *j = self;
+    JNIEnv *env = j->env;
+    if ((*env)->ExceptionCheck(env)) return; /* Java sees the listener's exception instead */
+    jstring e = error ? (*env)->NewStringUTF(env, error) : NULL;
+    (*env)->CallVoidMethod(env, j->obj, j->on_done, e, (jfloat)stats->tokens_per_sec);
+    if (e) (*env)->DeleteLocalRef(env, e);
+}
+
+JNIEXPORT jint JNICALL Java_org_edgelm_EdgeLm_nativeChat(JNIEnv *env, jclass cls, jlong ctx,
+                                                         jstring message, jobject listener) {
+    (void)cls;
+    jclass lc = (*env)->GetObjectClass(env, listener);
+    jni_listener j = {env, listener,
+                      (*env)->GetMethodID(env, lc, "onToken", "(Ljava/lang/String;I)Z"),
+                      (*env)->GetMethodID(env, lc, "onDone", "(Ljava/lang/String;F)V"), NULL};
+    if (!j.on_token || !j.on_done) return -1; /* NoSuchMethodError pending */
+    const char *m = (*env)->GetStringUTFChars(env, message, NULL);
+    if (!m) return -1;
+    java_listener l = {.on_token = jni_token, .on_done = jni_done, .self = &j};
+    j.l = &l;
+    const int st = native_chat(ctx, m, &l);
+    (*env)->ReleaseStringUTFChars(env, message, m);
+    return st;
+}
+
+JNIEXPORT void JNICALL Java_org_edgelm_EdgeLm_nativeFree(JNIEnv *env, jclass cls, jlong ctx,
+                                                         jlong model) {
+    (void)env;
+    (void)cls;
+    native_free(ctx, model);
+}
+#endif

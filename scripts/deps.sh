@@ -4,6 +4,10 @@ set -eu
 need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v cc >/dev/null 2>&1 || need+=(gcc)
+command -v clang >/dev/null 2>&1 || need+=(clang)  # `make test` builds the tree with clang too
+command -v readelf >/dev/null 2>&1 || need+=(binutils)  # the JNI bridge test reads its symbols
+# jni.h for the JNI bridge (cmake/jni.cmake): any JDK's include folder will do
+ls /usr/lib/jvm/*/include/jni.h 2>/dev/null | grep -q . || need+=(default-jdk-headless)
 command -v python3 >/dev/null 2>&1 || need+=(python3)  # JSON checks in the CLI tests and the demo table
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 [ -f /usr/include/pcre2.h ] || need+=(libpcre2-dev)  # byte-level BPE pre-tokenizer regexes

@@ -22,6 +22,10 @@ void elm_cpu_features(char *buf, size_t cap);
  * forced ISA this CPU or build lacks gives "scalar"). */
 const char *elm_kernel_isa(void);
 
+/* The SIMD tables this build compiled and the extensions each was compiled for, as
+ * "isa(target attribute) ...": e.g. "neon(arch=armv8.2-a+dotprod)". A static string. */
+const char *elm_kernels_built(void);
+
 /* The kernel tables this CPU and build can run, widest first, space separated, in cap bytes. */
 void elm_kernel_isas(char *buf, size_t cap);
 

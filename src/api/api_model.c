@@ -18,8 +18,17 @@ int edgelm_model_load(const char *path, edgelm_model **out, char *errbuf, size_t
         edgelm_error_out(errbuf, errcap, "out of memory");
         return ELM_ERR_NOMEM;
     }
-    /* apps run the model: read it into memory for faster decode (elm_load_opts) */
-    const elm_status st = elm_model_load(path, &(elm_load_opts){.in_memory = true}, &h->m, &err);
+    /* Desktop apps run the model: read it into memory for faster decode (elm_load_opts). On a
+     * phone (Android, or the -DEDGELM_MINIMAL=ON library an app links) map it instead: loading
+     * is then immediate, and the weights are clean file pages the OS can drop and re-read under
+     * memory pressure rather than anonymous memory that counts against the app. */
+#if defined(__ANDROID__) || defined(EDGELM_MINIMAL)
+    const bool in_memory = false;
+#else
+    const bool in_memory = true;
+#endif
+    const elm_status st =
+        elm_model_load(path, &(elm_load_opts){.in_memory = in_memory}, &h->m, &err);
     if (st) {
         edgelm_error_out(errbuf, errcap, err.msg);
         free(h);

@@ -175,7 +175,14 @@ elm_status elm_out_open(elm_out *o, const char *path, elm_error *err) {
     else if (slash == path) strcpy(dir, "/");
     else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
 
+#if defined(O_TMPFILE) && !defined(__ANDROID__)
     int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+#else
+    /* Android: naming an unnamed file (linkat through /proc/self/fd) is not something app SELinux
+     * domains can count on, so apps take the named temporary; libcs without O_TMPFILE do too. */
+    int fd = -1;
+    errno = EOPNOTSUPP;
+#endif
     if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
         snprintf(o->tmp, sizeof o->tmp, "%s.tmp.XXXXXX", path);
         fd = mkstemp(o->tmp);
@@ -202,7 +209,9 @@ static int name_tmpfile(elm_out *o, int fd) {
         snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld.%d", o->path, (long)getpid(), k);
         if (linkat(AT_FDCWD, proc, AT_FDCWD, o->tmp, AT_SYMLINK_FOLLOW) == 0) return 0;
         if (errno == EEXIST) continue;
+#ifdef AT_EMPTY_PATH
         if (linkat(fd, "", AT_FDCWD, o->tmp, AT_EMPTY_PATH) == 0) return 0;
+#endif
         if (errno != EEXIST) break;
     }
     o->tmp[0] = '\0';

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/targets.h"
+#include "kernels/x86/cpuid.h"
 
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
@@ -43,22 +45,18 @@ void elm_cpu_features(char *buf, size_t cap) {
     if (!cap) return;
     buf[0] = '\0';
 #if defined(__x86_64__) && defined(__GNUC__)
-    __builtin_cpu_init();
-#define FEATURE(f)                                                                                 \
-    if (__builtin_cpu_supports(f)) append(buf, cap, &len, f)
-    FEATURE("sse4.2");
-    FEATURE("avx");
-    FEATURE("avx2");
-    FEATURE("fma");
-    FEATURE("f16c");
-    FEATURE("avx512f");
-    FEATURE("avx512bw");
-    FEATURE("avx512vl");
-    FEATURE("avx512dq");
-    FEATURE("avx512vnni");
-    FEATURE("avx512vbmi");
-    FEATURE("avx512bf16");
-#undef FEATURE
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } features[] = {{ELM_X86_SSE42, "sse4.2"},         {ELM_X86_AVX, "avx"},
+                    {ELM_X86_AVX2, "avx2"},            {ELM_X86_FMA, "fma"},
+                    {ELM_X86_F16C, "f16c"},            {ELM_X86_AVX512F, "avx512f"},
+                    {ELM_X86_AVX512BW, "avx512bw"},    {ELM_X86_AVX512VL, "avx512vl"},
+                    {ELM_X86_AVX512DQ, "avx512dq"},    {ELM_X86_AVX512VNNI, "avx512vnni"},
+                    {ELM_X86_AVX512VBMI, "avx512vbmi"}, {ELM_X86_AVX512BF16, "avx512bf16"}};
+    const unsigned have = elm_x86_features();
+    for (size_t i = 0; i < sizeof features / sizeof features[0]; i++)
+        if (have & features[i].bit) append(buf, cap, &len, features[i].name);
 #elif defined(__aarch64__) && defined(__linux__)
     const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
     append(buf, cap, &len, "neon");
@@ -71,5 +69,15 @@ void elm_cpu_features(char *buf, size_t cap) {
 #endif
 #else
     append(buf, cap, &len, "none");
+#endif
+}
+
+const char *elm_kernels_built(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    return "avx512(" ELM_TARGET_AVX512 ") avx2(" ELM_TARGET_AVX2 ")";
+#elif defined(__aarch64__) && defined(__GNUC__) && defined(__linux__)
+    return "neon(" ELM_TARGET_NEON ")";
+#else
+    return "scalar only";
 #endif
 }

@@ -139,6 +139,7 @@ const elm_kernels *elm_kernels_avx512(void);
 const elm_kernels *elm_kernels_neon(void);
 
 
+
 /* Scalar pieces SIMD tables reuse where vector code would not pay. */
 void elm_scalar_quantize_q8(const float *x, int64_t cols, void *row);
 void elm_scalar_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps);

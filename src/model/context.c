@@ -16,7 +16,9 @@ static float *alloc_f32(size_t n, bool *ok) {
 /* 64-byte aligned (the SIMD tiles load whole cache lines), zeroed. */
 static void *alloc_aligned(size_t bytes, bool *ok) {
     bytes = (bytes + 63) / 64 * 64;
-    void *p = aligned_alloc(64, bytes ? bytes : 64);
+    /* posix_memalign, not C11 aligned_alloc: Android's bionic has that only from API level 28. */
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64)) p = NULL;
     if (p) memset(p, 0, bytes);
     else *ok = false;
     return p;

@@ -40,6 +40,7 @@ int cli_print_system(bool json) {
         printf("cpu           %s\n", model);
         printf("cores         %d online\n", elm_online_cores());
         printf("features      %s\n", features[0] ? features : "-");
+        printf("built         %s\n", elm_kernels_built());
         printf("kernels       %s (available: %s)%s%s\n", chosen, available,
                forced && *forced ? ", EDGELM_ISA=" : "", forced && *forced ? forced : "");
         return 0;
@@ -53,6 +54,7 @@ int cli_print_system(bool json) {
     cJSON *av = cJSON_AddArrayToObject(o, "available");
     for (char *tok = strtok(available, " "); tok; tok = strtok(NULL, " "))
         cJSON_AddItemToArray(av, cJSON_CreateString(tok));
+    cJSON_AddStringToObject(o, "built", elm_kernels_built());
     cJSON_AddStringToObject(o, "isa", chosen);
     if (forced && *forced) cJSON_AddStringToObject(o, "forced", forced);
     else cJSON_AddNullToObject(o, "forced");

@@ -1,12 +1,14 @@
 /* ARM64 NEON kernels with the dot-product extension (ARMv8.2 sdot: four int8 products summed
- * into each int32 lane), as on every Snapdragon since the 855. Compiled with a target attribute
- * so a baseline ARMv8 build still runs elsewhere; chosen at run time from the kernel's HWCAP.
+ * into each int32 lane), as on every Snapdragon since the 855. Compiled for ELM_TARGET_NEON
+ * (targets.h) while the rest of the build stays baseline ARMv8; chosen at run time from the
+ * kernel's HWCAP.
  *
  * sdot multiplies signed by signed, so unlike x86 no sign juggling is needed: 4/5-bit codes go in
  * as they are (0..15, 0..31) and their zero point comes off in integers by starting the lane sums
  * at -(o/4)·Σx.qs; Q8_0 quants multiply directly. Prefill uses the tiles of gemm.h: 4 vectors of
  * 4 rows per 4 columns, with sdot's lane form broadcasting 4 activation bytes from a register. */
 #include "kernels/kernels.h"
+#include "kernels/targets.h"
 
 #if defined(__aarch64__) && defined(__GNUC__) && defined(__linux__)
 #include <arm_neon.h>
@@ -16,7 +18,14 @@
 
 #include "kernels/gemm.h"
 
-#define NEON_FN __attribute__((target("arch=armv8.2-a+dotprod")))
+#ifdef __ARM_FEATURE_DOTPROD
+/* The whole file is compiled for ELM_TARGET_NEON (cmake/kernels.cmake, for clang: its arm_neon.h
+ * before version 16 declares the dot-product intrinsics only then); elm_kernels_neon below is
+ * plain C and still runs on a baseline ARMv8 CPU. */
+#define NEON_FN
+#else
+#define NEON_FN __attribute__((target("arch=" ELM_TARGET_NEON)))
+#endif
 #define NEON_INLINE NEON_FN static inline __attribute__((always_inline))
 
 /* ---- floats ---- */

@@ -4,11 +4,13 @@
  * sums stay below 2^15 for the operand ranges the body promises). */
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
+#include "kernels/targets.h"
+#include "kernels/x86/cpuid.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#define X86_FN __attribute__((target("avx2,fma,f16c")))
+#define X86_FN __attribute__((target(ELM_TARGET_AVX2)))
 
 X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
     const __m256i pairs = _mm256_maddubs_epi16(u, s);
@@ -123,11 +125,8 @@ static const elm_kernels avx2_kernels = {
 };
 
 const elm_kernels *elm_kernels_avx2(void) {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
-        return &avx2_kernels;
-    return NULL;
+    const unsigned need = ELM_X86_AVX2 | ELM_X86_FMA | ELM_X86_F16C;
+    return (elm_x86_features() & need) == need ? &avx2_kernels : NULL;
 }
 #else
 const elm_kernels *elm_kernels_avx2(void) { return NULL; }

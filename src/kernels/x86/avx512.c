@@ -14,13 +14,13 @@
  * weights of a block are loaded once and multiplied with each token's activations broadcast from
  * memory. */
 #include "kernels/kernels.h"
+#include "kernels/targets.h"
+#include "kernels/x86/cpuid.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#define X86_FN                                                                                     \
-    __attribute__((                                                                                \
-        target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi")))
+#define X86_FN __attribute__((target(ELM_TARGET_AVX512)))
 
 X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
     return _mm256_dpbusd_epi32(acc, u, s);
@@ -443,13 +443,10 @@ static const elm_kernels avx512_kernels = {
 };
 
 const elm_kernels *elm_kernels_avx512(void) {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi"))
-        return &avx512_kernels;
-    return NULL;
+    const unsigned need = ELM_X86_AVX2 | ELM_X86_FMA | ELM_X86_F16C | ELM_X86_AVX512F |
+                          ELM_X86_AVX512BW | ELM_X86_AVX512VL | ELM_X86_AVX512DQ |
+                          ELM_X86_AVX512VNNI | ELM_X86_AVX512VBMI;
+    return (elm_x86_features() & need) == need ? &avx512_kernels : NULL;
 }
 #else
 const elm_kernels *elm_kernels_avx512(void) { return NULL; }
