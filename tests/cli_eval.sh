@@ -192,7 +192,7 @@ expect_error "prompts without baseline" "--prompts needs the baseline model" \
   "$bin" eval -m "$q4" --ref-logits "$tmp/ref.elmref" -f "$tmp/text.txt" --prompts "$tmp/prompts.txt"
 expect_error "save and load" "exclude each other" \
   "$bin" eval -m "$q4" --ref "$f32" --ref-logits "$tmp/ref.elmref" --save-ref "$tmp/x" -f "$tmp/text.txt"
-expect_error "missing model" "no-such.gguf" "$bin" eval -m /tmp/no-such.gguf --ref "$f32" "${common[@]}"
+expect_error "missing model" "no-such.gguf" "$bin" eval -m "$tmp/no-such.gguf" --ref "$f32" "${common[@]}"
 expect_error "short text" "prompts.txt: text has .* tokens; need at least 512" "$bin" eval -m "$q4" --ref "$f32" -f "$tmp/prompts.txt" -c 256
 printf '\n\n' > "$tmp/empty.txt"
 expect_error "empty prompts" "empty.txt: no prompts" "$bin" eval -m "$q4" --ref "$f32" "${common[@]}" --prompts "$tmp/empty.txt"

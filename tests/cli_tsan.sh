@@ -2,19 +2,20 @@
 # ThreadSanitizer check of the "no global state" promise: builds tests/test_api.c (two contexts on
 # one model generating in two threads, plus the thread pool inside each) with -fsanitize=thread in
 # a build folder of its own, cached between runs, and runs it; any race report fails the test.
-# Skips (passing) when the compiler or the kernel cannot run TSan programs.
+# Skipped (exit 77, ctest's skip code) when the compiler or the kernel cannot run TSan programs.
+# The TSan build is cached in build-tsan/ (shared by the release and ASan suites).
 # usage: cli_tsan.sh EDGELM FIXTURES   (run from the repository root)
 set -u
 fx=$2
 repo=$(pwd)
-dir=${TMPDIR:-/tmp}/edgelm-tsan-$(printf '%s' "$repo" | md5sum | cut -c1-12)
+dir=$repo/build-tsan
 mkdir -p "$dir"
 
 probe=$dir/probe
 if ! printf 'int main(void) { return 0; }\n' | cc -fsanitize=thread -x c - -o "$probe" 2>/dev/null ||
    ! "$probe" >/dev/null 2>&1; then
-  echo "SKIP: this compiler or kernel cannot run ThreadSanitizer programs"
-  exit 0
+  echo "SKIPPED: this compiler or kernel cannot run ThreadSanitizer programs"
+  exit 77
 fi
 
 # one build at a time (ctest may run the release and ASan suites at once)

@@ -72,8 +72,11 @@ static void test_acceptance(const elm_model *m, const qe_base *b, const elm_cali
     if (!qe_compare(b, rtn_path, &rtn, &ppl)) return;
     printf("rtn  q4_0 --pure: KLD %.6f, top-1 %.2f%%, PPL %.4f (F32 %.4f)\n", rtn.kld_mean,
            rtn.top1_pct, ppl.ppl, b->ppl.ppl);
+    const char *golden = "stories260K/golden/quant_reference.json";
     const struct { elm_type type; double limit; } cases[] = {
-        {ELM_TYPE_Q4_0, 0.0857}, {ELM_TYPE_Q4_1, 0.0619}, {ELM_TYPE_Q8_0, 0.000773}};
+        {ELM_TYPE_Q4_0, 0.8 * check_golden_number(golden, "files.q4_0-pure-imat.kld_mean")},
+        {ELM_TYPE_Q4_1, 0.85 * check_golden_number(golden, "files.q4_1-pure-imat.kld_mean")},
+        {ELM_TYPE_Q8_0, check_golden_number(golden, "files.q8_0-pure.kld_mean")}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const char *name = elm_type_get(cases[c].type)->name;
         elm_quant_params p = gptq(cases[c].type, cs);
