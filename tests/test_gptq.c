@@ -26,14 +26,16 @@ static char *dir;
 typedef struct qe_warns {
     const char *needle;
     int n, hits;
-    char last[512];
+    char last[512], last_hit[512];
 } qe_warns;
 
 static void qe_on_warn(const char *msg, void *user) {
     qe_warns *w = user;
     w->n++;
-    w->hits += w->needle && strstr(msg, w->needle) != NULL;
+    const bool hit = w->needle && strstr(msg, w->needle) != NULL;
+    w->hits += hit;
     snprintf(w->last, sizeof w->last, "%s", msg);
+    if (hit) snprintf(w->last_hit, sizeof w->last_hit, "%s", msg);
 }
 
 static elm_model *load_f32(void) {
@@ -235,10 +237,18 @@ static void test_zero_block_and_dead_channel(const elm_calib_set *cs) {
     memset(q + 5 * 64, 0, 32 * sizeof(float)); /* row 5, first block */
     float *norm = qe_writable(m, "blk.0.attn_norm.weight");
     norm[7] = 0; /* input channel 7 of blk.0's q/k/v is always 0 */
+    /* and its weights are outliers: zeroed, they must not set block 0's scales */
+    float *q0 = qe_writable(m, "blk.0.attn_q.weight");
+    for (int r = 0; r < 64; r++) q0[r * 64 + 7] = 100;
+    norm = qe_writable(m, "blk.1.attn_norm.weight");
+    for (int j = 0; j < 40; j++) norm[j] = 0; /* blk.1's q/k/v: 40 of 64 inputs dead */
+    qe_warns w = {.needle = "input channels never active in calibration"};
     elm_quant_params p = gptq(ELM_TYPE_Q4_0, cs);
     elm_quant_report rep;
     const char *path = tmp_path(dir, "zero.gguf");
-    if (quantize(m, &p, path, &rep, NULL)) {
+    if (quantize(m, &p, path, &rep, &w)) {
+        CHECK(w.hits == 3 && strstr(w.last_hit, "blk.1.attn_") && strstr(w.last_hit, "40 of 64"),
+              "mostly dead blk.1 q/k/v: %d warnings (%s)", w.hits, w.last_hit);
         CHECK(rep.n_damp_raised == 0, "a dead channel raised the damping (%d layers)",
               rep.n_damp_raised);
         for (int32_t i = 0; i < rep.n_tensors; i++)
@@ -259,6 +269,16 @@ static void test_zero_block_and_dead_channel(const elm_calib_set *cs) {
             int nonzero = 0;
             for (int j = 0; j < 32; j++) nonzero += v[j] != 0;
             CHECK(nonzero == 0, "the all-zero block decodes with %d non-zero weights", nonzero);
+            t = elm_model_find(out, "blk.0.attn_q.weight");
+            int dead_nonzero = 0, live_nonzero = 0;
+            for (int r = 0; r < 64; r++) {
+                elm_type_get(t->type)->to_float((const uint8_t *)t->data + r * 2 * 18, v, 32);
+                dead_nonzero += v[7] != 0;
+                for (int j = 0; j < 32; j++) live_nonzero += j != 7 && v[j] != 0;
+            }
+            CHECK(dead_nonzero == 0 && live_nonzero > 64 * 31 * 3 / 4,
+                  "dead outlier column: %d rows keep it, %d of %d live weights non-zero",
+                  dead_nonzero, live_nonzero, 64 * 31);
             elm_model_free(out);
         }
     }
