@@ -6,7 +6,9 @@ ARM64   ?= build-arm64
 PREFIX  ?= /usr/local
 SHARED  ?= $(CURDIR)/../shared
 
-.PHONY: all deps build asan test test-release test-asan test-arm64 demo install clean
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps build asan test test-release test-asan test-arm64 demo install clean fuzz
 
 all: build
 
@@ -35,6 +37,10 @@ test-arm64:
 # Tests that could not run here end with ctest's skip code: listed once more at the very end.
 test: test-release test-asan test-arm64
 	@bash scripts/skipped.sh $(BUILD) $(ASAN) $(ARM64)
+
+# Each libFuzzer harness in turn for FUZZ_SECONDS (docs/testing.md); `make test` replays the corpora.
+fuzz: build
+	@bash scripts/fuzz.sh run $(FUZZ_SECONDS)
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)/edgelm

@@ -50,7 +50,9 @@ void elm_cpu_features(char *buf, size_t cap) {
     FEATURE("avx");
     FEATURE("avx2");
     FEATURE("fma");
+#if !defined(__clang__) || __clang_major__ >= 16 /* clang 14 (the fuzz build) lacks this name */
     FEATURE("f16c");
+#endif
     FEATURE("avx512f");
     FEATURE("avx512bw");
     FEATURE("avx512vl");

@@ -122,10 +122,20 @@ static const elm_kernels avx2_kernels = {
     .attention = attention,
 };
 
+#if defined(__clang__) && __clang_major__ < 16
+/* clang 14 (the fuzz build) has no "f16c" for __builtin_cpu_supports: CPUID leaf 1, ECX bit 29 */
+#include <cpuid.h>
+static int has_f16c(void) {
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#else
+static int has_f16c(void) { return __builtin_cpu_supports("f16c"); }
+#endif
+
 const elm_kernels *elm_kernels_avx2(void) {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("f16c"))
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
         return &avx2_kernels;
     return NULL;
 }
