@@ -8,6 +8,7 @@
 #                                    one line per run appended to build-fuzz/fuzz-log.tsv
 #   scripts/fuzz.sh replay           every corpus input and every saved crash input
 #                                    (tests/fuzz/crashes/NAME/*) through its harness, once
+#   scripts/fuzz.sh table            docs/testing.md's table rows from build-fuzz/fuzz-log.tsv
 # Environment: EDGELM_FIXTURES (default ../shared/fixtures), EDGELM_CLI (an edgelm binary for
 # the seeds that are written by the CLI; default build/edgelm).
 set -u
@@ -120,10 +121,20 @@ replay() {
   return $rc
 }
 
+# The docs/testing.md table rows from build-fuzz/fuzz-log.tsv: hours, executions, the highest
+# coverage (libFuzzer's "cov", edges) and the saved crash inputs, per harness.
+table() {
+  awk -F'\t' -v repo="$repo" '{ s[$2] += $3; e[$2] += $4; if ($5 > c[$2]) c[$2] = $5 }
+    END { for (h in s) {
+      cmd = "ls " repo "/tests/fuzz/crashes/" h " 2>/dev/null | wc -l"; cmd | getline n; close(cmd)
+      printf "| %s | %.2f | %d | %d | %d |\n", h, s[h] / 3600, e[h], c[h], n } }' "$out/fuzz-log.tsv" | sort
+}
+
 case ${1:-} in
   build) build ;;
   seeds) seeds ;;
   run) build && { [ -d "$out/corpus" ] || seeds; } && run "${2:-60}" ;;
   replay) replay ;;
-  *) echo "usage: scripts/fuzz.sh build|seeds|run SECONDS|replay" >&2; exit 2 ;;
+  table) table ;;
+  *) echo "usage: scripts/fuzz.sh build|seeds|run SECONDS|replay|table" >&2; exit 2 ;;
 esac
