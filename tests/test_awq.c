@@ -1,7 +1,7 @@
 /* AWQ (quant.h, awq.c, layerwise.c) on the stories260K fixture, calibrated on text/calib.txt and
  * scored against the F32 model on text/valid.txt (n_ctx 256, llama.cpp's chunking):
  *  - acceptance: at --pure q4_0 mean KLD below round-to-nearest's; at q8_0 (AWQ and RTN) mean KLD
- *    <= llama.cpp's q8_0 figure (0.000773) and perplexity within 0.1% of F32;
+ *    <= llama.cpp's q8_0 figure (golden/quant_reference.json) and perplexity within 0.1% of F32;
  *  - the scales are folded into the RMSNorm weights (the file's norms differ from the input's)
  *    while the model's function is kept (the q8_0 figures);
  *  - robustness: one 6-token calibration line, an all-zero block, an input channel that is

@@ -1,7 +1,7 @@
 /* GPTQ (quant.h, gptq.c, layerwise.c) on the stories260K fixture, calibrated on text/calib.txt and
  * scored against the F32 model on text/valid.txt (n_ctx 256, llama.cpp's chunking):
- *  - acceptance: at --pure q4_0 mean KLD <= 0.8 x llama.cpp's imatrix q4_0 (0.0857), at q4_1
- *    <= 0.85 x its imatrix q4_1 (0.0619), at q8_0 <= llama.cpp's q8_0 (0.000773) with perplexity
+ *  - acceptance: at --pure q4_0 mean KLD <= 0.8 x llama.cpp's imatrix q4_0, at q4_1 <= 0.85 x
+ *    its imatrix q4_1, at q8_0 <= llama.cpp's q8_0 (golden/quant_reference.json) with perplexity
  *    within 0.1% of F32; with act-order every layer's output error stays below RTN's;
  *  - no hidden state: the file's blocks, decoded by an independent q4_0 decoder written here from
  *    FORMATS.md and by the types table, are bit for bit the values GPTQ chose and the later
