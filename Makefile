@@ -7,7 +7,9 @@ ARM64   ?= build-arm64
 PREFIX  ?= /usr/local
 SHARED  ?= $(CURDIR)/../shared
 
-.PHONY: all deps build asan clang test test-release test-clang test-asan test-arm64 demo install clean
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps build asan clang test test-release test-clang test-asan test-arm64 demo install clean fuzz
 
 all: build
 
@@ -28,7 +30,7 @@ clang: deps
 	@cmake --build $(CLANG) -j $(JOBS) -- --no-print-directory
 
 test-release: build
-	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -O ctest.log
 
 # The whole release suite again with clang's build, but for two tests whose work does not depend on
 # the compiler (docs/building.md): cli_tsan builds its own ThreadSanitizer tree with `cc`, and
@@ -36,10 +38,10 @@ test-release: build
 # test_isa) and cli_quant_interop check clang's numerics.
 CLANG_SKIP ?= ^(cli_tsan|cli_interop_arch)$$
 test-clang: clang
-	@cd $(CLANG) && ctest --output-on-failure -j $(JOBS) -E '$(CLANG_SKIP)'
+	@cd $(CLANG) && ctest --output-on-failure -j $(JOBS) -E '$(CLANG_SKIP)' -O ctest.log
 
 test-asan: asan
-	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -O ctest.log
 
 # ARM64 cross builds with gcc and with clang (the latter -DEDGELM_MINIMAL=ON): kernel, greedy golden
 # and ISA tests under qemu-aarch64, the JNI bridge (skipped with one line when the cross tools
@@ -47,7 +49,13 @@ test-asan: asan
 test-arm64:
 	@bash scripts/test_arm64.sh $(ARM64) $(SHARED)
 
+# Tests that could not run here end with ctest's skip code: listed once more at the very end.
 test: test-release test-clang test-asan test-arm64
+	@bash scripts/skipped.sh $(BUILD) $(CLANG) $(ASAN) $(ARM64) $(ARM64)-clang
+
+# Each libFuzzer harness in turn for FUZZ_SECONDS (docs/testing.md); `make test` replays the corpora.
+fuzz: build
+	@bash scripts/fuzz.sh run $(FUZZ_SECONDS)
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)/edgelm
@@ -57,4 +65,4 @@ install: build
 	@cmake --install $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(CLANG) $(ASAN) $(ARM64) $(ARM64)-clang
+	rm -rf $(BUILD) $(CLANG) $(ASAN) $(ARM64) $(ARM64)-clang build-tsan

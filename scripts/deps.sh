@@ -12,6 +12,9 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)  # JSON checks in the CLI 
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 [ -f /usr/include/pcre2.h ] || need+=(libpcre2-dev)  # byte-level BPE pre-tokenizer regexes
 [ -f /usr/include/lapacke.h ] || need+=(liblapacke-dev)  # GPTQ's Cholesky factorizations
+command -v clang >/dev/null 2>&1 || need+=(clang)  # libFuzzer harnesses (scripts/fuzz.sh)
+ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null | grep -q . ||
+  [ "$(uname -m)" != x86_64 ] || need+=(libclang-rt-14-dev)  # libFuzzer's runtime
 ls /usr/lib/*/libopenblas.so /usr/lib/libopenblas.so 2>/dev/null | grep -q . || need+=(libopenblas-dev)  # CBLAS
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -152,6 +152,24 @@ expect_error "broken -m before the baseline" "cut.gguf:" "$bin" eval --ref "$f32
     "${common[@]}" --save-ref "$tmp/early.elmref"
 [ ! -e "$tmp/early.elmref" ] && ok || fail "the baseline ran before a broken -m file was reported"
 
+# a model whose vocabulary is not the baseline's (one piece changed, same size) is named before the
+# baseline runs; so is a --plot/--markdown folder that does not exist
+python3 - "$f32" "$tmp/vocab.gguf" <<'EOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+i = b.index(b"time")
+b[i + 2:i + 3] = b"M"
+open(sys.argv[2], "wb").write(b)
+EOF
+expect_error "other vocabulary" "vocab.gguf: vocabulary (512 tokens) differs from the reference .*stories260K-f32.gguf's" \
+    "$bin" eval --ref "$f32" -m "$tmp/vocab.gguf" "${common[@]}" --save-ref "$tmp/early.elmref"
+[ ! -e "$tmp/early.elmref" ] && ok || fail "the baseline ran before a foreign vocabulary was reported"
+for opt in --plot --markdown; do
+    expect_error "$opt into a missing folder" "$tmp/no-such/out: folder '$tmp/no-such' does not exist" \
+        "$bin" eval --ref "$f32" -m "$q4" "${common[@]}" --save-ref "$tmp/early.elmref" $opt "$tmp/no-such/out"
+    [ ! -e "$tmp/early.elmref" ] && ok || fail "the baseline ran before $opt's missing folder was reported"
+done
+
 # rejected reference files
 head -c 100000 "$tmp/ref.elmref" > "$tmp/cut.elmref"
 expect_error "truncated cache" "cut.elmref: truncated reference file" "$bin" eval -m "$q4" --ref-logits "$tmp/cut.elmref" "${common[@]}"
@@ -174,7 +192,7 @@ expect_error "prompts without baseline" "--prompts needs the baseline model" \
   "$bin" eval -m "$q4" --ref-logits "$tmp/ref.elmref" -f "$tmp/text.txt" --prompts "$tmp/prompts.txt"
 expect_error "save and load" "exclude each other" \
   "$bin" eval -m "$q4" --ref "$f32" --ref-logits "$tmp/ref.elmref" --save-ref "$tmp/x" -f "$tmp/text.txt"
-expect_error "missing model" "no-such.gguf" "$bin" eval -m /tmp/no-such.gguf --ref "$f32" "${common[@]}"
+expect_error "missing model" "no-such.gguf" "$bin" eval -m "$tmp/no-such.gguf" --ref "$f32" "${common[@]}"
 expect_error "short text" "prompts.txt: text has .* tokens; need at least 512" "$bin" eval -m "$q4" --ref "$f32" -f "$tmp/prompts.txt" -c 256
 printf '\n\n' > "$tmp/empty.txt"
 expect_error "empty prompts" "empty.txt: no prompts" "$bin" eval -m "$q4" --ref "$f32" "${common[@]}" --prompts "$tmp/empty.txt"

@@ -30,7 +30,7 @@ b=$("$bin" run -m "$model" -p "Lily" -n 16 -s 7 --temp 1 2>/dev/null)
 [ "$a" = "$b" ] && ok || fail "seeded sampling not deterministic"
 "$bin" run --help | grep -q -- "--temp" && ok || fail "run --help"
 
-expect_error "missing model" "no-such.gguf: No such file" "$bin" run -m /tmp/no-such.gguf -p hi
+expect_error "missing model" "no-such.gguf: No such file" "$bin" run -m "$tmp/no-such.gguf" -p hi
 expect_error "ctx 0" "invalid value '0'" "$bin" run -m "$model" -p hi -c 0
 expect_error "prompt longer than context" "prompt has 9 tokens, longer than the context of 4" \
   "$bin" run -m "$model" -p "Lily and Ben are friends" -c 4
@@ -38,7 +38,7 @@ expect_error "unknown option" "unknown option '--bogus'" "$bin" run -m "$model" 
 expect_error "bad temp" "invalid value 'x'" "$bin" run -m "$model" -p hi --temp x
 expect_error "no prompt" "-p PROMPT" "$bin" run -m "$model"
 expect_error "ppl ctx 0" "invalid value .0. (expected an integer in 4" "$bin" perplexity -m "$model" -f "$fx/stories260K/text/valid.txt" -c 0
-expect_error "ppl missing text" "nope.txt" "$bin" perplexity -m "$model" -f /tmp/nope.txt
+expect_error "ppl missing text" "nope.txt" "$bin" perplexity -m "$model" -f "$tmp/nope.txt"
 expect_error "ppl short text" "need at least" "$bin" perplexity -m "$model" -f "$fx/stories260K/text/prompts.txt" -c 256
 expect_error "unknown command" "unknown command" "$bin" frobnicate
 

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # ThreadSanitizer check of the "no global state" promise: builds tests/test_api.c (two contexts on
-# one model generating in two threads, plus the thread pool inside each) with -fsanitize=thread in
-# a build folder of its own, cached between runs, and runs it; any race report fails the test.
-# Skips (passing) when the compiler or the kernel cannot run TSan programs.
+# one model generating in two threads, plus the thread pool inside each) and the edgelm CLI with
+# -fsanitize=thread in a build folder of its own, cached between runs, and runs test_api and every
+# command that runs the thread pool (run, chat, bench, bench --membw, perplexity, eval, quantize
+# --method gptq and awq, each with -t 2) on the fixture; any race report fails the test.
+# Skipped (exit 77, ctest's skip code) when the compiler or the kernel cannot run TSan programs.
+# The TSan build is cached in build-tsan/ (shared by the release and ASan suites).
 # usage: cli_tsan.sh EDGELM FIXTURES   (run from the repository root)
 set -u
 fx=$2
 repo=$(pwd)
-dir=${TMPDIR:-/tmp}/edgelm-tsan-$(printf '%s' "$repo" | md5sum | cut -c1-12)
+dir=$repo/build-tsan
 mkdir -p "$dir"
 
 probe=$dir/probe
 if ! printf 'int main(void) { return 0; }\n' | cc -fsanitize=thread -x c - -o "$probe" 2>/dev/null ||
    ! "$probe" >/dev/null 2>&1; then
-  echo "SKIP: this compiler or kernel cannot run ThreadSanitizer programs"
-  exit 0
+  echo "SKIPPED: this compiler or kernel cannot run ThreadSanitizer programs"
+  exit 77
 fi
 
 # one build at a time (ctest may run the release and ASan suites at once)
@@ -23,7 +26,7 @@ flock 9
 if ! cmake -S "$repo" -B "$dir/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEDGELM_SHARED="$fx/.." \
        -DCMAKE_C_FLAGS="-fsanitize=thread -fno-omit-frame-pointer" \
        -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >"$dir/configure.log" 2>&1 ||
-   ! cmake --build "$dir/build" --target test_api -j 2 >"$dir/build.log" 2>&1; then
+   ! cmake --build "$dir/build" --target test_api edgelm-cli -j 2 >"$dir/build.log" 2>&1; then
   echo "FAIL: TSan build (see $dir/*.log)" >&2
   tail -20 "$dir/build.log" >&2
   exit 1
@@ -38,4 +41,39 @@ if [ $rc -ne 0 ] || grep -q "ThreadSanitizer" "$log"; then
   exit 1
 fi
 tail -1 "$log"
-echo "1 passed, 0 failed"
+
+# every command that runs the thread pool, 2 threads, small sizes (TSan is ~10x slower)
+st=$fx/stories260K
+f32=$st/stories260K-f32.gguf q4=$st/reference-quants/llamacpp-q4_0-pure.gguf
+cli=$dir/build/edgelm
+work=$(mktemp -d -t edgelm-tsan.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+head -c 3000 "$st/text/valid.txt" > "$work/text.txt"
+printf 'Hello\nTell me a story\n' > "$work/chat.txt"
+passed=1 failed=0
+tsan_cli() {
+  local name=$1
+  shift
+  TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$@" >"$work/out" 2>"$work/err" <"$work/chat.txt"
+  local rc=$?
+  if [ $rc -ne 0 ] || grep -q "ThreadSanitizer" "$work/err"; then
+    echo "FAIL: edgelm $name under ThreadSanitizer (rc $rc)" >&2
+    head -60 "$work/err" >&2
+    failed=$((failed + 1))
+  else
+    passed=$((passed + 1))
+  fi
+}
+tsan_cli run "$cli" run -m "$f32" -p "Once upon a time" -n 16 --temp 0 -t 2
+tsan_cli chat "$cli" chat -m "$f32" --temp 0 -n 16 -t 2
+tsan_cli bench "$cli" bench -m "$q4" -p 32 -n 8 -r 1 -t 2
+tsan_cli "bench --membw" "$cli" bench --membw --membw-mib 16 -t 2
+tsan_cli perplexity "$cli" perplexity -m "$q4" -f "$work/text.txt" -c 128 -t 2
+tsan_cli eval "$cli" eval -m "$q4" --ref "$f32" -f "$work/text.txt" -c 128 -t 2
+tsan_cli calib "$cli" calib -m "$f32" -i "$st/text/calib.txt" -n 4 --seq-len 64 -o "$work/calib.jsonl"
+for method in gptq awq; do
+  tsan_cli "quantize --method $method" "$cli" quantize -m "$f32" -o "$work/$method.gguf" --type q4_0 \
+    --pure --method "$method" --calib "$work/calib.jsonl" -t 2
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

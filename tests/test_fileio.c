@@ -20,8 +20,8 @@ static int entries(const char *dir) {
 
 int main(int argc, char **argv) {
     check_init(argc, argv);
-    char dir[] = "/tmp/edgelm-fileio-XXXXXX";
-    if (!mkdtemp(dir)) return check_done();
+    char *dir = check_tmp_dir();
+    if (!dir) return check_skip("cannot create a temporary folder");
     char path[256];
     snprintf(path, sizeof path, "%s/out.bin", dir);
     elm_out o;
@@ -54,5 +54,6 @@ int main(int argc, char **argv) {
 
     unlink(path);
     rmdir(dir);
+    free(dir);
     return check_done();
 }

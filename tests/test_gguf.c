@@ -12,7 +12,7 @@
 #include "edgelm/model.h"
 #include "formats/loaders.h"
 
-static char tmpdir[] = "/tmp/edgelm-test-gguf-XXXXXX";
+static char *tmpdir;
 static uint8_t *orig;
 static size_t orig_size;
 
@@ -81,6 +81,13 @@ static void walk(void) {
         p += 12;
     }
     L.data_at = (p + 31) / 32 * 32;
+}
+
+static int t_index(const char *name) {
+    for (int i = 0; i < L.n_t; i++)
+        if (get64(L.t_at[i]) == strlen(name) && !memcmp(orig + L.t_at[i] + 8, name, strlen(name)))
+            return i;
+    return 0;
 }
 
 static int kv_index(const char *key) {
@@ -351,6 +358,44 @@ static void test_kv(void) {
                      "'tokenizer.ggml.tokens' is an array of i32, expected an array of string"),
           "tokens as i32: %d %s", st, err.msg);
 
+    /* a key given twice: neither copy may silently win */
+    b.n = 0;
+    header(&b, 0, 3);
+    kv_str(&b, "general.architecture", "llama");
+    kv_str(&b, "tokenizer.ggml.model", "llama");
+    kv_str(&b, "general.architecture", "qwen2");
+    expect_fail("architecture twice", write_file("arch2.gguf", b.b, b.n), ELM_ERR_FORMAT,
+                "metadata key 'general.architecture' appears more than once");
+    b.n = 0;
+    header(&b, 0, 3);
+    kv_str(&b, "tokenizer.ggml.model", "llama");
+    kv_tokens(&b, 8);
+    kv_tokens(&b, 8);
+    p = write_file("tokens2.gguf", b.b, b.n);
+    st = elm_vocab_load(p, &v, &err);
+    CHECK(st == ELM_ERR_FORMAT && strstr(err.msg, p) &&
+              strstr(err.msg, "metadata key 'tokenizer.ggml.tokens' appears more than once"),
+          "tokens twice: %d %s", st, err.msg);
+
+    /* hyper-parameters that parse but cannot run */
+    const uint32_t nan = 0x7fc00000u, inf = 0x7f800000u;
+    int eps = kv_index("llama.attention.layer_norm_rms_epsilon");
+    CHECK(eps >= 0, "fixture has no rms epsilon key");
+    if (eps >= 0) {
+        expect_fail("rms_eps NaN", patch32("eps-nan.gguf", L.val_at[eps], nan), ELM_ERR_FORMAT,
+                    "hyper-parameter rms_eps = nan is out of range");
+        float neg = -1e-5f;
+        expect_fail("rms_eps < 0", patched("eps-neg.gguf", L.val_at[eps], &neg, 4, 0),
+                    ELM_ERR_FORMAT, "hyper-parameter rms_eps = -1e-05 is out of range");
+    }
+    /* the fixture has no rope.freq_base: an infinite epsilon stands for the other floats */
+    if (eps >= 0)
+        expect_fail("rms_eps inf", patch32("eps-inf.gguf", L.val_at[eps], inf), ELM_ERR_FORMAT,
+                    "hyper-parameter rms_eps = inf is out of range");
+    expect_fail("context 2^31-1",
+                patch32("ctx.gguf", L.val_at[kv_index("llama.context_length")], INT32_MAX),
+                ELM_ERR_FORMAT, "hyper-parameter context_length = 2.14748e+09 is out of range");
+
     /* a well-formed file of another architecture is stopped by elm_model_bind */
     b.n = 0;
     header(&b, 0, 3);
@@ -400,6 +445,16 @@ static void test_tensors(void) {
                 "tensor 'output.weight' has unsupported tensor type 99");
     expect_fail("name length past EOF", patch64("tname.gguf", L.t_at[0], orig_size),
                 ELM_ERR_FORMAT, "past end of file");
+    /* data ranges that share bytes: attn_k moved into attn_q's range, output onto the embedding */
+    int q = t_index("blk.0.attn_q.weight"), k = t_index("blk.0.attn_k.weight");
+    int emb = t_index("token_embd.weight"), out = t_index("output.weight");
+    const char *p = patch64("k-in-q.gguf", L.t_off_at[k], get64(L.t_off_at[q]) + 4096);
+    expect_fail("attn_k inside attn_q", p, ELM_ERR_FORMAT,
+                "tensors 'blk.0.attn_q.weight' and 'blk.0.attn_k.weight' have overlapping offsets");
+    p = patch64("out-on-emb.gguf", L.t_off_at[out], get64(L.t_off_at[emb]));
+    expect_fail("output on token_embd", p, ELM_ERR_FORMAT, "overlapping offsets");
+    expect_fail("output on token_embd", p, ELM_ERR_FORMAT, "'token_embd.weight'");
+    expect_fail("output on token_embd", p, ELM_ERR_FORMAT, "'output.weight'");
     /* blk.0.attn_k.weight renamed to blk.0.attn_q.weight (same length) */
     expect_fail("duplicate name", patched("dup.gguf", L.t_at[4] + 8, "blk.0.attn_q.weight", 19, 0),
                 ELM_ERR_FORMAT, "duplicate tensor 'blk.0.attn_q.weight'");
@@ -431,10 +486,11 @@ static void test_flips(void) {
 int main(int argc, char **argv) {
     check_init(argc, argv);
     FILE *f = fopen(fixture("stories260K/stories260K-f32.gguf"), "rb");
-    if (!f || !mkdtemp(tmpdir)) {
+    if (!f) {
         perror("setup");
         return 1;
     }
+    if (!(tmpdir = check_tmp_dir())) return check_skip("cannot create a temporary folder");
     fseek(f, 0, SEEK_END);
     orig_size = (size_t)ftell(f);
     rewind(f);
@@ -455,6 +511,7 @@ int main(int argc, char **argv) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     CHECK(system(cmd) == 0, "cleanup of %s", tmpdir);
+    free(tmpdir);
     free(orig);
     return check_done();
 }

@@ -215,6 +215,11 @@ static void four_layers(cJSON *c) {
 static void untied(cJSON *c) {
     cJSON_ReplaceItemInObject(c, "tie_word_embeddings", cJSON_CreateFalse());
 }
+static void eps_half(cJSON *c) { cJSON_SetNumberValue(cJSON_GetObjectItem(c, "rms_norm_eps"), 0.5); }
+static void theta_huge(cJSON *c) {
+    cJSON_DeleteItemFromObject(c, "rope_theta");
+    cJSON_AddNumberToObject(c, "rope_theta", 1e20);
+}
 static void mamba(cJSON *c) { cJSON_SetValuestring(cJSON_GetObjectItem(c, "model_type"), "mamba"); }
 static void unigram(cJSON *t) {
     cJSON_SetValuestring(cJSON_GetObjectItem(cJSON_GetObjectItem(t, "model"), "type"), "Unigram");
@@ -293,6 +298,10 @@ static void test_bad_json(void) {
         {"config layers", "config.json", four_layers, ELM_ERR_FORMAT, "layer 4",
          "config.json has 4 layers"},
         {"config untied", "config.json", untied, ELM_ERR_FORMAT, ST, "'lm_head.weight'"},
+        {"config rms_norm_eps", "config.json", eps_half, ELM_ERR_FORMAT, "edgelm-test-",
+         "hyper-parameter rms_eps = 0.5 is out of range"},
+        {"config rope_theta", "config.json", theta_huge, ELM_ERR_FORMAT, "edgelm-test-",
+         "hyper-parameter rope_theta = 1e+20 is out of range"},
         {"config arch", "config.json", mamba, ELM_ERR_UNSUPPORTED, "config.json", "'mamba'"},
         {"not BPE", "tokenizer.json", unigram, ELM_ERR_UNSUPPORTED, "tokenizer.json", "Unigram"},
         {"vocab ids", "tokenizer.json", drop_byte_41, ELM_ERR_FORMAT, "tokenizer.json",

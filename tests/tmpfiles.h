@@ -11,16 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Creates a fresh directory /tmp/edgelm-test-XXXXXX; the returned buffer is the caller's to free
- * with tmp_dir_remove. NULL on failure. */
-static char *tmp_dir_new(void) {
-    char *d = strdup("/tmp/edgelm-test-XXXXXX");
-    if (d && !mkdtemp(d)) {
-        free(d);
-        d = NULL;
-    }
-    return d;
-}
+#include "check.h"
+
+/* Creates a fresh directory $TMPDIR/edgelm-test-XXXXXX (check_tmp_dir); the returned buffer is
+ * the caller's to free with tmp_dir_remove. NULL on failure. */
+static char *tmp_dir_new(void) { return check_tmp_dir(); }
 
 /* "dir/name" in one of 8 rotating static buffers. */
 static const char *tmp_path(const char *dir, const char *name) {

@@ -89,7 +89,8 @@ typedef struct elm_quant_tensor_info {
      * not measured (not a linear layer, or not a block type) */
     double err_before, err_after;
     double damp; /* GPTQ: the damping that factored (raised from params.damp when needed), else 0 */
-    int64_t dead_inputs; /* GPTQ: input channels that were 0 on every calibration token */
+    int64_t dead_inputs; /* GPTQ: input channels that were 0 on every calibration token (their
+                          * weights are zeroed; more than half dead: a warning names the tensor) */
 } elm_quant_tensor_info;
 
 typedef struct elm_quant_report {

@@ -9,6 +9,7 @@
 
 #include "core/fileio.h"
 #include "formats/loaders.h"
+#include "formats/ranges.h"
 #include "model/arch.h"
 #include "tokenizer/pretok.h"
 
@@ -142,6 +143,28 @@ static elm_status skip_value(gguf *g, uint32_t t, int depth, const gstr *key, el
 
 /* ---- header and key/value index ---- */
 
+static int cmp_gstr(const void *a, const void *b) {
+    const gstr *x = a, *y = b;
+    int c = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* A key given twice would be read as whichever copy a lookup meets first: refused instead. */
+static elm_status check_unique_keys(const gguf *g, elm_error *err) {
+    if (g->n_kv < 2) return ELM_OK;
+    gstr *keys = malloc((size_t)g->n_kv * sizeof *keys);
+    if (!keys) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", g->path);
+    for (uint64_t i = 0; i < g->n_kv; i++) keys[i] = g->kv[i].key;
+    qsort(keys, (size_t)g->n_kv, sizeof *keys, cmp_gstr);
+    elm_status st = ELM_OK;
+    for (uint64_t i = 1; i < g->n_kv && !st; i++)
+        if (cmp_gstr(&keys[i - 1], &keys[i]) == 0)
+            st = elm_errorf(err, ELM_ERR_FORMAT, "%s: metadata key '%.*s' appears more than once",
+                            g->path, (int)(keys[i].len > 96 ? 96 : keys[i].len), keys[i].s);
+    free(keys);
+    return st;
+}
+
 static elm_status parse_header(gguf *g, elm_error *err) {
     uint32_t magic, version;
     elm_status st;
@@ -183,7 +206,7 @@ static elm_status parse_header(gguf *g, elm_error *err) {
         }
         if ((st = skip_value(g, kv->type, 0, &kv->key, err))) return st;
     }
-    return ELM_OK;
+    return check_unique_keys(g, err);
 }
 
 static const gkv *find_kv(const gguf *g, const char *key) {
@@ -575,6 +598,13 @@ static elm_status read_tensors(gguf *g, elm_model *m, elm_error *err) {
                                       (void *)(g->base + data_start + t->offset), (size_t)t->nbytes,
                                       err);
     }
+    /* two tensors sharing bytes would alias each other's weights */
+    elm_byte_range *r = st ? NULL : malloc((g->n_tensors ? (size_t)g->n_tensors : 1) * sizeof *r);
+    if (!st && !r) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", g->path);
+    for (uint64_t i = 0; i < g->n_tensors && !st; i++)
+        r[i] = (elm_byte_range){ti[i].name, ti[i].offset, ti[i].offset + ti[i].nbytes};
+    if (!st) st = elm_ranges_check_disjoint(g->path, r, (size_t)g->n_tensors, err);
+    free(r);
     free(ti);
     return st;
 }

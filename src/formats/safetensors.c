@@ -7,18 +7,13 @@
 
 #include "core/fileio.h"
 #include "formats/json_num.h"
+#include "formats/ranges.h"
 
 static const struct { const char *name; elm_type type; size_t size; } st_dtypes[] = {
     {"F32", ELM_TYPE_F32, 4}, {"F16", ELM_TYPE_F16, 2}, {"BF16", ELM_TYPE_BF16, 2}};
 
 static int cmp_name(const void *a, const void *b) {
     return strcmp(((const elm_st_tensor *)a)->name, ((const elm_st_tensor *)b)->name);
-}
-
-static int cmp_begin(const void *a, const void *b) {
-    const elm_st_tensor *x = *(const elm_st_tensor *const *)a;
-    const elm_st_tensor *y = *(const elm_st_tensor *const *)b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin;
 }
 
 /* Fills t from one header entry {"dtype", "shape", "data_offsets"}; buf_size bounds the range. */
@@ -116,15 +111,11 @@ static elm_status parse_header(elm_st_file *f, const char *json, size_t len, con
         if (strcmp(f->tensors[i - 1].name, f->tensors[i].name) == 0)
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: duplicate tensor '%s'", f->path,
                               f->tensors[i].name);
-    const elm_st_tensor **by_off = malloc((size_t)f->n_tensors * sizeof *by_off);
+    elm_byte_range *by_off = malloc((size_t)f->n_tensors * sizeof *by_off);
     if (!by_off) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", f->path);
-    for (int32_t i = 0; i < f->n_tensors; i++) by_off[i] = &f->tensors[i];
-    qsort(by_off, (size_t)f->n_tensors, sizeof *by_off, cmp_begin);
-    for (int32_t i = 1; i < f->n_tensors && !st; i++)
-        if (by_off[i]->begin < by_off[i - 1]->end)
-            st = elm_errorf(err, ELM_ERR_FORMAT,
-                            "%s: tensors '%s' and '%s' have overlapping offsets", f->path,
-                            by_off[i - 1]->name, by_off[i]->name);
+    for (int32_t i = 0; i < f->n_tensors; i++)
+        by_off[i] = (elm_byte_range){f->tensors[i].name, f->tensors[i].begin, f->tensors[i].end};
+    st = elm_ranges_check_disjoint(f->path, by_off, (size_t)f->n_tensors, err);
     free(by_off);
     return st;
 }

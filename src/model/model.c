@@ -229,10 +229,20 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
     if (hp->rope_dim > hp->head_dim || hp->rope_dim % 2)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: RoPE dimension %d invalid for head size %d",
                           m->path, hp->rope_dim, hp->head_dim);
-    if (hp->rms_eps <= 0) hp->rms_eps = 1e-5f;
-    if (hp->rope_theta <= 0) hp->rope_theta = 10000.0f;
-    if (hp->rope_freq_scale <= 0) hp->rope_freq_scale = 1.0f;
+    if (hp->rms_eps == 0) hp->rms_eps = 1e-5f;
+    if (hp->rope_theta == 0) hp->rope_theta = 10000.0f;
+    if (hp->rope_freq_scale == 0) hp->rope_freq_scale = 1.0f;
     if (hp->n_ctx_train <= 0) hp->n_ctx_train = 2048;
+    /* a NaN epsilon or frequency base loads fine and then poisons every activation */
+    const struct { const char *name; double v, lo, hi; } f[] = {
+        {"rms_eps", hp->rms_eps, 1e-12, 0.1}, {"rope_theta", hp->rope_theta, 1, 1e12},
+        {"rope_freq_scale", hp->rope_freq_scale, 1e-6, 1e3},
+        {"context_length", hp->n_ctx_train, 1, 1 << 24}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (!(f[i].v >= f[i].lo && f[i].v <= f[i].hi))
+            return elm_errorf(err, ELM_ERR_FORMAT,
+                              "%s: hyper-parameter %s = %g is out of range [%g, %g]", m->path,
+                              f[i].name, f[i].v, f[i].lo, f[i].hi);
     hp->rope_style = a->rope;
     hp->ffn_act = a->act;
     hp->embd_scale = a->embd_scale ? sqrtf((float)hp->dim) : 1.0f;

@@ -61,8 +61,11 @@ elm_status elm_gptq(const elm_grid *g, const char *name, double *W, int64_t rows
     }
     for (int64_t j = 0; j < n; j++) {
         if (H[j * n + j] == 0) {
-            /* never active: nothing to compensate there; a unit diagonal keeps H invertible */
+            /* never active: nothing to compensate there; a unit diagonal keeps H invertible, and
+             * the weights are zeroed (as the GPTQ reference does) so that block scales come from
+             * the live columns rather than from weights no calibration input ever multiplies */
             H[j * n + j] = 1;
+            for (int64_t r = 0; r < rows; r++) W[r * n + j] = 0;
             res->dead++;
         }
         dh[j] = H[j * n + j];

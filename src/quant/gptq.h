@@ -22,7 +22,7 @@ typedef struct elm_gptq_result {
 
 /* Quantizes W [rows, cols] (row-major, float64, cols a multiple of 32; overwritten by the
  * error-updated weights) given its input Hessian H [cols, cols] (symmetric, 2·XᵀX; overwritten).
- * Dead channels (H_ii = 0) get H_ii = 1. The Cholesky factor U of (H + λI)⁻¹ = UᵀU drives the
+ * Dead channels (H_ii = 0) get H_ii = 1 and their weights set to 0 (reference GPTQ). The Cholesky factor U of (H + λI)⁻¹ = UᵀU drives the
  * error feedback: columns in blocks of 128, each column's rounding error (w - q)/U_ii pushed into
  * the rest of its block at once and into later blocks by one matrix product per block. A block's
  * scale (and min) comes from the error-updated weights when the pass reaches its first column, or

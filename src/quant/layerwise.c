@@ -243,6 +243,11 @@ static elm_status gptq_linear(qctx *q, elm_tensor *t, const double *H, elm_error
         q->r->info[i].err_after = den > 0 ? elm_rows_quad(b.E, rows, cols, H, b.quad) / den : 0;
         q->r->info[i].damp = res.damp;
         q->r->info[i].dead_inputs = res.dead;
+        /* a layer calibration (nearly) never reaches is quantized almost blind */
+        if (2 * res.dead > cols)
+            warn(q, "%s: %lld of %lld input channels never active in calibration (zeroed): "
+                 "calibrate with text that reaches this layer", t->name, (long long)res.dead,
+                 (long long)cols);
         if (res.raised) {
             q->r->n_damp_raised++;
             warn(q, "%s: input Hessian not positive definite with damping %g: raised to %g",

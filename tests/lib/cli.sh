@@ -1,11 +1,11 @@
 # Helpers shared by the CLI tests, sourced by each tests/cli_*.sh after it has read its arguments:
 #   . "$(dirname "$0")/lib/cli.sh"
-# It lives below tests/ because CMake registers every tests/cli_*.sh as a test of its own. It gives
+# $tmp is under $TMPDIR (default /tmp). It lives below tests/ because CMake registers every tests/cli_*.sh as a test of its own. It gives
 # $tmp (a fresh folder, removed on exit), the counters $passed and $failed kept by ok and fail,
 # expect_error for the CLI's error convention, and require_node_llama for the llama.cpp interop
 # tests. Each script prints its own last line from the counters and exits 0 only when $failed is 0.
 
-tmp=$(mktemp -d "/tmp/edgelm-$(basename "$0" .sh).XXXXXX")
+tmp=$(mktemp -d -t "edgelm-$(basename "$0" .sh).XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
@@ -37,10 +37,11 @@ expect_error() {
     fi
 }
 
-# skip REASON: ends the test as passed, with one line saying why it did not run
+# skip REASON: ends the test with ctest's skip code (SKIP_RETURN_CODE in CMakeLists.txt, the 77 of
+# tests/check.h), so it is listed as skipped, never as passed; one line says why it did not run
 skip() {
     echo "$(basename "$0" .sh): SKIPPED: $*"
-    exit 0
+    exit 77
 }
 
 # require_node_llama: sets npm_dir to the shared install of llama.cpp's prebuilt CPU library

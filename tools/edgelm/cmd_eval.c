@@ -113,6 +113,30 @@ static int write_atomic(const char *path, const char *doc) {
     return 0;
 }
 
+/* Same token pieces, in the same order. */
+static bool same_pieces(const elm_vocab *a, const elm_vocab *b) {
+    if (a->n_tokens != b->n_tokens) return false;
+    for (int32_t i = 0; i < a->n_tokens; i++)
+        if (a->piece_len[i] != b->piece_len[i] || memcmp(a->pieces[i], b->pieces[i], a->piece_len[i]))
+            return false;
+    return true;
+}
+
+/* --markdown and --plot are written at the end: a folder that is missing is said up front. */
+static int check_outputs(const eval_opts *o) {
+    const char *outs[] = {o->markdown, o->plot, o->save_ref};
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
+        if (!outs[i]) continue;
+        char dir[4096];
+        const char *slash = strrchr(outs[i], '/');
+        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - outs[i] + (slash == outs[i])) : 1,
+                 slash ? outs[i] : ".");
+        if (!elm_is_dir(dir) || access(dir, W_OK) != 0)
+            return cli_fail("%s: folder '%s' does not exist or is not writable", outs[i], dir);
+    }
+    return 0;
+}
+
 /* --------------------------------------------------------------------- the evaluation */
 
 typedef struct {
@@ -299,14 +323,31 @@ static int run_eval(eval_run *r) {
     }
     const elm_ppl_params pp = {.n_ctx = (int32_t)o->n_ctx, .n_batch = (int32_t)o->n_batch,
                                .n_threads = (int32_t)o->n_threads};
-    /* a broken model file is reported before the baseline's minutes of work: mapping a GGUF
-     * file validates its header and tensor table without reading the weights */
-    for (int k = 0; k < o->n_models; k++) {
+    /* a broken model file, or one whose vocabulary is not the baseline's, is reported before the
+     * baseline's minutes of work: mapping a GGUF file validates its header and tensor table
+     * without reading the weights */
+    elm_model *ref = o->ref ? cli_load_model(o->ref, o->tokenizer) : NULL;
+    if (o->ref && !ref) return 1;
+    int32_t ref_vocab = ref ? ref->hp.n_vocab : 0;
+    if (!ref) {
+        elm_ref *cache;
+        elm_error err;
+        if (elm_ref_open(o->ref_logits, &cache, &err)) return cli_fail("%s", err.msg);
+        ref_vocab = cache->info.n_vocab;
+        elm_ref_close(cache);
+    }
+    int rc = 0;
+    for (int k = 0; k < o->n_models && !rc; k++) {
         elm_model *m = cli_load_model(o->models[k], o->tokenizer);
-        if (!m) return 1;
+        if (!m) rc = 1;
+        else if (m->hp.n_vocab != ref_vocab || (ref && !same_pieces(&m->vocab, &ref->vocab)))
+            rc = cli_fail("%s: vocabulary (%d tokens) differs from the reference %s's (%d tokens)",
+                          o->models[k], m->hp.n_vocab, ref ? o->ref : o->ref_logits, ref_vocab);
         elm_model_free(m);
     }
-    int rc = prepare_baseline(r, &pp);
+    elm_model_free(ref);
+    if (!rc) rc = check_outputs(o);
+    if (!rc) rc = prepare_baseline(r, &pp);
     for (int k = 0; k < o->n_models && !rc; k++) rc = evaluate_model(r, k, &pp);
     return rc ? rc : emit(r);
 }

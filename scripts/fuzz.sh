@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# libFuzzer harnesses of the parsers (tests/fuzz/fuzz_*.c), built with clang's
+# -fsanitize=fuzzer,address,undefined in build-fuzz/ (cached; one build at a time).
+#   scripts/fuzz.sh build            configure and build the harnesses; exit 77 without clang
+#   scripts/fuzz.sh seeds            seed corpora from ../shared/fixtures into build-fuzz/corpus/NAME
+#   scripts/fuzz.sh run SECONDS      fuzz each harness in turn for SECONDS (nice -n 10, one process),
+#                                    corpus grown in place, crashes saved to build-fuzz/crashes/NAME/,
+#                                    one line per run appended to build-fuzz/fuzz-log.tsv
+#   scripts/fuzz.sh replay           every corpus input and every saved crash input
+#                                    (tests/fuzz/crashes/NAME/*) through its harness, once
+#   scripts/fuzz.sh table            docs/testing.md's table rows from build-fuzz/fuzz-log.tsv
+# Environment: EDGELM_FIXTURES (default ../shared/fixtures), EDGELM_CLI (an edgelm binary for
+# the seeds that are written by the CLI; default build/edgelm).
+set -u
+repo=$(cd "$(dirname "$0")/.." && pwd)
+out=$repo/build-fuzz
+export EDGELM_FIXTURES=${EDGELM_FIXTURES:-$(cd "$repo/../shared/fixtures" 2>/dev/null && pwd)}
+fx=$EDGELM_FIXTURES
+harnesses() { for f in "$repo"/tests/fuzz/fuzz_*.c; do basename "$f" .c; done; }
+
+build() {
+  command -v clang >/dev/null 2>&1 || { echo "SKIPPED: clang is not installed (scripts/deps.sh installs it as root)"; exit 77; }
+  mkdir -p "$out"
+  exec 9>"$out/lock"
+  flock 9
+  CC=clang cmake -S "$repo" -B "$out" -DCMAKE_BUILD_TYPE=Debug -DEDGELM_FUZZ=ON \
+    -DEDGELM_SHARED="$fx/.." >"$out/configure.log" 2>&1 &&
+    cmake --build "$out" --target fuzzers -j 2 >"$out/build.log" 2>&1 ||
+    { echo "FAIL: fuzz build (see $out/*.log)" >&2; tail -20 "$out/build.log" >&2; exit 1; }
+  flock -u 9
+}
+
+# put NAME FILE [PREFIX_BYTE]: one seed, optionally after a leading byte
+put() {
+  local d=$out/corpus/$1
+  mkdir -p "$d"
+  if [ $# -gt 2 ]; then
+    { printf "\\x$3"; cat "$2"; } >"$d/seed-$(basename "$(dirname "$2")")-$(basename "$2")-$3"
+  else
+    cp "$2" "$d/seed-$(basename "$(dirname "$2")")-$(basename "$2")"
+  fi
+}
+
+seeds() {
+  local st=$fx/stories260K cli=${EDGELM_CLI:-$repo/build/edgelm} t
+  t=$(mktemp -d -t edgelm-fuzz-seeds.XXXXXX)
+  mkdir -p "$out/corpus"
+  # GGUF: llama.cpp's q4_0 file, and tiny models of two families (small inputs fuzz faster)
+  put fuzz_gguf "$st/reference-quants/llamacpp-q4_0-pure.gguf"
+  for arch in llama qwen2; do
+    "$cli" synth --arch $arch --tiny --vocab "$st/stories260K-f32.gguf" -o "$t/tiny-$arch.gguf" >/dev/null 2>&1 &&
+      "$cli" quantize -m "$t/tiny-$arch.gguf" -o "$t/tiny-$arch-q4_0.gguf" --type q4_0 --pure >/dev/null 2>&1 &&
+      put fuzz_gguf "$t/tiny-$arch-q4_0.gguf"
+  done
+  # safetensors: a single file, and index + first shard
+  put fuzz_safetensors "$st/hf-bf16-sharded/model-00002-of-00002.safetensors"
+  { cat "$st/hf-bf16-sharded/model.safetensors.index.json"; printf '\n--\n'
+    cat "$st/hf-bf16-sharded/model-00001-of-00002.safetensors"; } >"$t/index-and-shard"
+  put fuzz_safetensors "$t/index-and-shard"
+  # config.json (first byte odd) and tokenizer.json (even)
+  put fuzz_hf_json "$st/hf-f32/config.json" 01
+  put fuzz_hf_json "$st/hf-bf16-sharded/config.json" 01
+  put fuzz_hf_json "$st/hf-f32/tokenizer.json" 00
+  # llama2.c: the tokenizer alone, and a model.bin (header + truncated arrays) with it
+  put fuzz_llama2c "$st/tok512.bin"
+  { head -c 4096 "$st/model.bin"; printf '\n--\n'; cat "$st/tok512.bin"; } >"$t/model-and-tok"
+  put fuzz_llama2c "$t/model-and-tok"
+  # calibration: text and JSONL, each split mode and template
+  head -n 20 "$st/text/calib.txt" >"$t/calib.txt"
+  head -n 8 "$st/text/calib.jsonl" >"$t/calib.jsonl"
+  printf '{"question": "2+2?", "answer": "4", "n": [1, {"a": null}]}\n' >"$t/qa.jsonl"
+  put fuzz_calib "$t/calib.txt" 00
+  put fuzz_calib "$t/calib.txt" 01
+  put fuzz_calib "$t/calib.jsonl" 00
+  put fuzz_calib "$t/qa.jsonl" 02
+  # a session (chat's /save) and an eval reference cache
+  printf 'Hello\n/save %s\n' "$t/chat.session" | "$cli" chat -m "$st/stories260K-f32.gguf" -n 4 --temp 0 -c 64 -t 1 >/dev/null 2>&1 &&
+    put fuzz_session "$t/chat.session" 01
+  head -c 2400 "$st/text/valid.txt" >"$t/text.txt"
+  "$cli" eval --ref "$st/stories260K-f32.gguf" -f "$t/text.txt" -c 128 -t 1 --save-ref "$t/ref.elmref" >/dev/null 2>&1 &&
+    put fuzz_session "$t/ref.elmref" 00
+  # chat messages: system, user, assistant, user separated by NUL, each template
+  printf 'You tell stories.\0Hello <|im_end|> [INST]\0Once upon a time\0\xe2\x96\x81more\0' >"$t/msgs"
+  for k in 00 01 02 03 84 85; do put fuzz_chat_template "$t/msgs" $k; done
+  rm -rf "$t"
+  for h in $(harnesses); do
+    [ -n "$(ls "$out/corpus/$h" 2>/dev/null)" ] || { echo "FAIL: no seed for $h" >&2; exit 1; }
+  done
+}
+
+run() {
+  local secs=$1 h log
+  for h in $(harnesses); do
+    mkdir -p "$out/crashes/$h" "$out/corpus/$h"
+    log=$out/$h.log
+    nice -n 10 "$out/$h" "$out/corpus/$h" -max_total_time="$secs" -max_len=1048576 -rss_limit_mb=4096 \
+      -timeout=30 -print_final_stats=1 -artifact_prefix="$out/crashes/$h/" >"$log" 2>&1
+    local rc=$?
+    local execs cov
+    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$h" "$secs" "${execs:-0}" "${cov:-0}" "$rc" |
+      tee -a "$out/fuzz-log.tsv"
+  done
+}
+
+replay() {
+  local h rc=0 crashes
+  for h in $(harnesses); do
+    if [ -d "$out/corpus/$h" ]; then
+      "$out/$h" "$out/corpus/$h" -runs=0 >"$out/$h.replay.log" 2>&1 ||
+        { echo "FAIL: $h on its corpus (see $out/$h.replay.log)" >&2; tail -30 "$out/$h.replay.log" >&2; rc=1; }
+    fi
+    crashes=$(ls "$repo/tests/fuzz/crashes/$h"/* 2>/dev/null)
+    if [ -n "$crashes" ]; then
+      # shellcheck disable=SC2086
+      "$out/$h" $crashes >"$out/$h.crashes.log" 2>&1 ||
+        { echo "FAIL: $h on a saved crash input (see $out/$h.crashes.log)" >&2; tail -30 "$out/$h.crashes.log" >&2; rc=1; }
+    fi
+  done
+  return $rc
+}
+
+# The docs/testing.md table rows from build-fuzz/fuzz-log.tsv: hours, executions, the highest
+# coverage (libFuzzer's "cov", edges) and the saved crash inputs, per harness.
+table() {
+  awk -F'\t' -v repo="$repo" '{ s[$2] += $3; e[$2] += $4; if ($5 > c[$2]) c[$2] = $5 }
+    END { for (h in s) {
+      cmd = "ls " repo "/tests/fuzz/crashes/" h " 2>/dev/null | wc -l"; cmd | getline n; close(cmd)
+      printf "| %s | %.2f | %d | %d | %d |\n", h, s[h] / 3600, e[h], c[h], n } }' "$out/fuzz-log.tsv" | sort
+}
+
+case ${1:-} in
+  build) build ;;
+  seeds) seeds ;;
+  run) build && { [ -d "$out/corpus" ] || seeds; } && run "${2:-60}" ;;
+  replay) replay ;;
+  table) table ;;
+  *) echo "usage: scripts/fuzz.sh build|seeds|run SECONDS|replay|table" >&2; exit 2 ;;
+esac
