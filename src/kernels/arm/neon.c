@@ -7,6 +7,7 @@
  * at -(o/4)·Σx.qs; Q8_0 quants multiply directly. Prefill uses the tiles of gemm.h: 4 vectors of
  * 4 rows per 4 columns, with sdot's lane form broadcasting 4 activation bytes from a register. */
 #include "kernels/kernels.h"
+#include "kernels/kquant.h"
 
 #if defined(__aarch64__) && defined(__GNUC__) && defined(__linux__)
 #include <arm_neon.h>
@@ -363,7 +364,8 @@ static const elm_gemm_kernels gemm_kernels = {tile_q8, Q8_TOKENS, tile_f32, F32_
                                               NULL,    NULL,      NULL};
 
 NEON_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
+    if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_neon, a, r0, r1, scratch);
+    else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else matvec(a, r0, r1);
 }
 
