@@ -18,9 +18,14 @@ void elm_quantize_q8_k(const float *x, int64_t cols, void *row) {
     float *d = (float *)(qs + cols);
     int16_t *bsum = (int16_t *)(d + nsb);
     for (int64_t s = 0; s < nsb; s++, x += ELM_QK_K, qs += ELM_QK_K, bsum += ELM_QK_K / 16) {
+        /* the first value of largest magnitude, found in two passes that vectorize */
         float amax = 0, max = 0;
+        for (int j = 0; j < ELM_QK_K; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
         for (int j = 0; j < ELM_QK_K; j++)
-            if (fabsf(x[j]) > amax) amax = fabsf(x[j]), max = x[j];
+            if (fabsf(x[j]) == amax) {
+                max = x[j];
+                break;
+            }
         if (amax == 0) {
             d[s] = 0;
             memset(qs, 0, ELM_QK_K);
@@ -30,7 +35,12 @@ void elm_quantize_q8_k(const float *x, int64_t cols, void *row) {
         /* -127/max: the largest value maps to -127 whatever its sign, so |q| <= 127 */
         const float iscale = -127.0f / max;
         for (int j = 0; j < ELM_QK_K; j++) {
-            const long v = lrintf(iscale * x[j]);
+            /* round to nearest even through the float adder (|v| < 2^22), as ggml's nearest_int:
+             * inline and vectorizable, unlike lrintf */
+            const float f = iscale * x[j] + 12582912.0f;
+            int32_t v;
+            memcpy(&v, &f, 4);
+            v = (v & 0x007fffff) - 0x00400000;
             qs[j] = (int8_t)(v > 127 ? 127 : v);
         }
         for (int g = 0; g < ELM_QK_K / 16; g++) {
@@ -122,21 +132,26 @@ void elm_kq_unpack_scalar(elm_type t, const uint8_t *src, int64_t n, elm_kq_bloc
         }
 }
 
-static float dot_scalar(const elm_kq_block *w, elm_q8k_row x, int64_t n, bool mins) {
-    float acc = 0;
-    for (int64_t s = 0; s < n; s++, w++) {
-        const int8_t *xq = x.qs + s * ELM_QK_K;
-        int32_t isum = 0, msum = 0;
-        for (int g = 0; g < 16; g++) {
-            int32_t dot = 0;
-            for (int i = 0; i < 16; i++) dot += w->q[16 * g + i] * xq[16 * g + i];
-            isum += w->sc[g] * dot;
-            msum += w->m[g] * x.bsum[16 * s + g];
+static void dot_scalar(const elm_kq_block *w0, const elm_q8k_row *xs, int nx, int64_t n,
+                       bool mins, float *out) {
+    for (int i = 0; i < nx; i++) {
+        const elm_kq_block *w = w0;
+        const elm_q8k_row x = xs[i];
+        float acc = 0;
+        for (int64_t s = 0; s < n; s++, w++) {
+            const int8_t *xq = x.qs + s * ELM_QK_K;
+            int32_t isum = 0, msum = 0;
+            for (int g = 0; g < 16; g++) {
+                int32_t dot = 0;
+                for (int j = 0; j < 16; j++) dot += w->q[16 * g + j] * xq[16 * g + j];
+                isum += w->sc[g] * dot;
+                msum += w->m[g] * x.bsum[16 * s + g];
+            }
+            acc += w->d * x.d[s] * (float)isum;
+            if (mins) acc -= w->dmin * x.d[s] * (float)msum;
         }
-        acc += w->d * x.d[s] * (float)isum;
-        if (mins) acc -= w->dmin * x.d[s] * (float)msum;
+        out[i] = acc;
     }
-    return acc;
 }
 
 static void unpack_iq4_nl_scalar(const uint8_t *src, int64_t n, int8_t *q, float *d) {
@@ -200,8 +215,14 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
         for (int64_t t = 0; t < nt; t++) elm_quantize_q8_k(a->x + (t0 + t) * cols, cols, xq + t * xrow);
         for (int64_t r = r0; r < r1; r++) {
             kk.unpack(a->w.type, (const uint8_t *)a->w.data + (size_t)r * row_bytes, nsb, blk);
-            for (int64_t t = 0; t < nt; t++)
-                a->y[(t0 + t) * rows + r] = kk.dot(blk, elm_q8k_at(xq, cols, t), nsb, mins);
+            for (int64_t t = 0; t < nt; t += 4) {
+                const int nx = nt - t < 4 ? (int)(nt - t) : 4;
+                elm_q8k_row x[4];
+                float out[4];
+                for (int i = 0; i < nx; i++) x[i] = elm_q8k_at(xq, cols, t + i);
+                kk.dot(blk, x, nx, nsb, mins, out);
+                for (int i = 0; i < nx; i++) a->y[(t0 + t + i) * rows + r] = out[i];
+            }
         }
     }
 }

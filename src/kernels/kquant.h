@@ -60,8 +60,10 @@ static inline elm_q8k_row elm_q8k_at(const void *buf, int64_t cols, int64_t t) {
 typedef struct elm_kq_kernels {
     /* Unpacks n super-blocks of type t (not IQ4_NL) at src into out[n]. */
     void (*unpack)(elm_type t, const uint8_t *src, int64_t n, elm_kq_block *out);
-    /* Σ over n super-blocks of w · x (the float result above); mins: whether any m is non-zero. */
-    float (*dot)(const elm_kq_block *w, elm_q8k_row x, int64_t n, bool mins);
+    /* out[i] = Σ over n super-blocks of w · x[i] (the float result above) for i < nx <= 4
+     * tokens (the weights are loaded once for all of them); mins: whether any m is non-zero. */
+    void (*dot)(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64_t n, bool mins,
+                float *out);
     /* IQ4_NL: n 32-weight blocks at src as q[32n] (grid values) and d[n]. */
     void (*unpack_iq4_nl)(const uint8_t *src, int64_t n, int8_t *q, float *d);
     /* Σ_b d[b]·(x.d[b]·Σ_i q[32b+i]·x.qs[32b+i]) over n blocks. */

@@ -65,7 +65,7 @@ NEON_FN static void unpack(elm_type t, const uint8_t *src, int64_t n, elm_kq_blo
     else elm_kq_unpack_scalar(t, src, n, out);
 }
 
-NEON_FN static float dot(const elm_kq_block *w, elm_q8k_row x, int64_t n, bool mins) {
+NEON_INLINE float dot1(const elm_kq_block *w, elm_q8k_row x, int64_t n, bool mins) {
     float acc = 0;
     for (int64_t s = 0; s < n; s++, w++) {
         const int8_t *xq = x.qs + s * ELM_QK_K;
@@ -90,6 +90,12 @@ NEON_FN static float dot(const elm_kq_block *w, elm_q8k_row x, int64_t n, bool m
         }
     }
     return acc;
+}
+
+/* Tokens one after another: the unpacked row (at most a few KiB) stays in L1 between them. */
+NEON_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64_t n, bool mins,
+                        float *out) {
+    for (int i = 0; i < nx; i++) out[i] = dot1(w, x[i], n, mins);
 }
 
 NEON_FN static void unpack_iq4_nl(const uint8_t *src, int64_t n, int8_t *q, float *d) {

@@ -163,36 +163,49 @@ KQ_FN static void unpack(elm_type t, const uint8_t *src, int64_t n, elm_kq_block
     }
 }
 
-KQ_FN static float dot(const elm_kq_block *w, elm_q8k_row x, int64_t n, bool mins) {
+/* Up to 4 tokens per pass over the weights: the weight bytes, their absolute values and the
+ * spread scales are computed once and used for every token. */
+KQ_INLINE void dot_n(const elm_kq_block *w, const elm_q8k_row *x, const int nx, int64_t n,
+                     bool mins, float *out) {
     /* byte pairs (0,1) of the scale pair in the low lane, (2,3) in the high lane */
     const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
                                             3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
-    float acc = 0;
+    float acc[4] = {0, 0, 0, 0};
     for (int64_t s = 0; s < n; s++, w++) {
-        const int8_t *xq = x.qs + s * ELM_QK_K;
-        __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-        for (int g = 0; g < 8; g += 2) {
-            int32_t sc0, sc1;
-            memcpy(&sc0, w->sc + 2 * g, 4);
-            memcpy(&sc1, w->sc + 2 * g + 2, 4);
-            const __m256i p0 = kq_pairs(_mm256_load_si256((const __m256i *)(w->q + 32 * g)),
-                                        kq_load(xq + 32 * g));
-            const __m256i p1 = kq_pairs(_mm256_load_si256((const __m256i *)(w->q + 32 * g + 32)),
-                                        kq_load(xq + 32 * g + 32));
-            a0 = _mm256_add_epi32(
-                a0, _mm256_madd_epi16(p0, _mm256_shuffle_epi8(_mm256_set1_epi32(sc0), spread)));
-            a1 = _mm256_add_epi32(
-                a1, _mm256_madd_epi16(p1, _mm256_shuffle_epi8(_mm256_set1_epi32(sc1), spread)));
+        __m256i a[4];
+        for (int i = 0; i < nx; i++) a[i] = _mm256_setzero_si256();
+        for (int g = 0; g < 8; g++) {
+            int32_t sc;
+            memcpy(&sc, w->sc + 2 * g, 4);
+            const __m256i q = _mm256_load_si256((const __m256i *)(w->q + 32 * g));
+            const __m256i aq = _mm256_abs_epi8(q);
+            const __m256i scv = _mm256_shuffle_epi8(_mm256_set1_epi32(sc), spread);
+            for (int i = 0; i < nx; i++) {
+                const __m256i xv = kq_load(x[i].qs + s * ELM_QK_K + 32 * g);
+                const __m256i p = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(xv, q));
+                a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(p, scv));
+            }
         }
-        const int32_t isum = kq_hsum_epi32(_mm256_add_epi32(a0, a1));
-        acc += w->d * x.d[s] * (float)isum;
-        if (mins) {
-            const __m256i m = _mm256_madd_epi16(_mm256_load_si256((const __m256i *)w->m),
-                                                kq_load(x.bsum + 16 * s));
-            acc -= w->dmin * x.d[s] * (float)kq_hsum_epi32(m);
+        const __m256i m = _mm256_load_si256((const __m256i *)w->m);
+        for (int i = 0; i < nx; i++) {
+            const float xd = x[i].d[s];
+            acc[i] += w->d * xd * (float)kq_hsum_epi32(a[i]);
+            if (mins)
+                acc[i] -= w->dmin * xd *
+                          (float)kq_hsum_epi32(_mm256_madd_epi16(m, kq_load(x[i].bsum + 16 * s)));
         }
     }
-    return acc;
+    for (int i = 0; i < nx; i++) out[i] = acc[i];
+}
+
+KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64_t n, bool mins,
+                      float *out) {
+    switch (nx) {
+    case 1: dot_n(w, x, 1, n, mins, out); break;
+    case 2: dot_n(w, x, 2, n, mins, out); break;
+    case 3: dot_n(w, x, 3, n, mins, out); break;
+    default: dot_n(w, x, 4, n, mins, out); break;
+    }
 }
 
 KQ_FN static void unpack_iq4_nl(const uint8_t *src, int64_t n, int8_t *q, float *d) {
