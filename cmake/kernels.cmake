@@ -8,5 +8,5 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(aarch64|arm64|ARM64)$" AND CMAKE_C_COMPILER
     message(FATAL_ERROR "ELM_TARGET_NEON not found in src/kernels/targets.h")
   endif()
   set_source_files_properties(${PROJECT_SOURCE_DIR}/src/kernels/arm/neon.c
-    PROPERTIES COMPILE_OPTIONS "-march=${CMAKE_MATCH_1}")
+    ${PROJECT_SOURCE_DIR}/src/kernels/arm/kquant_neon.c PROPERTIES COMPILE_OPTIONS "-march=${CMAKE_MATCH_1}")
 endif()

@@ -46,7 +46,7 @@ void elm_repack_f32_tile(const elm_weights *w, int64_t r0, int n_rows, float *ti
             r < n_rows ? (const uint8_t *)w->data + (size_t)(r0 + r) * row_bytes : NULL;
         for (int64_t c0 = 0; c0 < cols; c0 += CHUNK) {
             const int64_t n = cols - c0 < CHUNK ? cols - c0 : CHUNK;
-            if (row) tt->to_float(row + (size_t)c0 * tt->block_bytes, buf, n);
+            if (row) tt->to_float(row + (size_t)c0 / tt->block_size * tt->block_bytes, buf, n);
             else memset(buf, 0, sizeof buf);
             for (int64_t c = 0; c < n; c++) tile[(c0 + c) * ELM_TILE_ROWS + r] = buf[c];
         }

@@ -9,4 +9,14 @@
 /* ARMv8.2-A with the dot-product extension (sdot/udot); i8mm (smmla) is not used. */
 #define ELM_TARGET_NEON "armv8.2-a+dotprod"
 
+#ifdef __ARM_FEATURE_DOTPROD
+/* The NEON kernel files are compiled for ELM_TARGET_NEON as a whole (cmake/kernels.cmake, for
+ * clang: its arm_neon.h before version 16 declares the dot-product intrinsics only then); the
+ * tables' getters are plain C and still run on a baseline ARMv8 CPU. */
+#define NEON_FN
+#else
+#define NEON_FN __attribute__((target("arch=" ELM_TARGET_NEON)))
+#endif
+#define NEON_INLINE NEON_FN static inline __attribute__((always_inline))
+
 #endif

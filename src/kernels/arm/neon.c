@@ -9,6 +9,7 @@
  * 4 rows per 4 columns, with sdot's lane form broadcasting 4 activation bytes from a register. */
 #include "kernels/kernels.h"
 #include "kernels/targets.h"
+#include "kernels/kquant.h"
 
 #if defined(__aarch64__) && defined(__GNUC__) && defined(__linux__)
 #include <arm_neon.h>
@@ -18,15 +19,6 @@
 
 #include "kernels/gemm.h"
 
-#ifdef __ARM_FEATURE_DOTPROD
-/* The whole file is compiled for ELM_TARGET_NEON (cmake/kernels.cmake, for clang: its arm_neon.h
- * before version 16 declares the dot-product intrinsics only then); elm_kernels_neon below is
- * plain C and still runs on a baseline ARMv8 CPU. */
-#define NEON_FN
-#else
-#define NEON_FN __attribute__((target("arch=" ELM_TARGET_NEON)))
-#endif
-#define NEON_INLINE NEON_FN static inline __attribute__((always_inline))
 
 /* ---- floats ---- */
 
@@ -372,7 +364,8 @@ static const elm_gemm_kernels gemm_kernels = {tile_q8, Q8_TOKENS, tile_f32, F32_
                                               NULL,    NULL,      NULL};
 
 NEON_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
+    if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_neon, a, r0, r1, scratch);
+    else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else matvec(a, r0, r1);
 }
 

@@ -6,6 +6,7 @@
 #include "kernels/blocks.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
+#include "kernels/kquant.h"
 
 static float dot_f32(const float *a, const float *b, int64_t n) {
     /* Eight partial sums let the compiler vectorize without reassociating a single sum. */
@@ -66,6 +67,10 @@ static void matmul_q8(const elm_matmul_args *a, int64_t r0, int64_t r1) {
  * with every token. */
 static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     const elm_weights *w = &a->w;
+    if (elm_type_kquant(w->type)) {
+        elm_kquant_matmul(&elm_kq_scalar, a, r0, r1, scratch);
+        return;
+    }
     if (elm_type_q8_act(w->type)) {
         matmul_q8(a, r0, r1);
         return;

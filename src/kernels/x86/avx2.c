@@ -6,6 +6,7 @@
 #include "kernels/kernels.h"
 #include "kernels/targets.h"
 #include "kernels/x86/cpuid.h"
+#include "kernels/kquant.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -105,7 +106,8 @@ enum { GEMM_MIN_TOKENS = 4 };
 static const elm_gemm_kernels gemm_kernels = {tile_q8_256, 4, tile_f32_256, 6, NULL, NULL, NULL};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
+    if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);
+    else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else matvec(a, r0, r1, row_dot_256(a->w.type));
 }
 

@@ -16,6 +16,7 @@
 #include "kernels/kernels.h"
 #include "kernels/targets.h"
 #include "kernels/x86/cpuid.h"
+#include "kernels/kquant.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -423,7 +424,8 @@ static const elm_gemm_kernels gemm_kernels = {tile_q8_512,    Q8_TOKENS,     til
                                               transpose_x_512};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
+    if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx512, a, r0, r1, scratch);
+    else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else matvec_512(a, r0, r1, scratch);
 }
 

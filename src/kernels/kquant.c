@@ -1,0 +1,228 @@
+/* The k-quant/i-quant products (kquant.h): q8_K activations, the scalar unpacking and integer dot
+ * products that define the bits, and the driver every table's matmul hands these types to. */
+#include "kernels/kquant.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/kquant.h"
+#include "kernels/blocks.h"
+
+/* Tokens quantized per pass: their q8_K rows and one unpacked weight row fit the scratch of
+ * elm_matmul_scratch_bytes (320 bytes per column) with room to spare. */
+enum { TOKEN_CHUNK = 64 };
+
+void elm_quantize_q8_k(const float *x, int64_t cols, void *row) {
+    const int64_t nsb = cols / ELM_QK_K;
+    int8_t *qs = row;
+    float *d = (float *)(qs + cols);
+    int16_t *bsum = (int16_t *)(d + nsb);
+    for (int64_t s = 0; s < nsb; s++, x += ELM_QK_K, qs += ELM_QK_K, bsum += ELM_QK_K / 16) {
+        /* the first value of largest magnitude, found in two passes that vectorize */
+        float amax = 0, max = 0;
+        for (int j = 0; j < ELM_QK_K; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+        for (int j = 0; j < ELM_QK_K; j++)
+            if (fabsf(x[j]) == amax) {
+                max = x[j];
+                break;
+            }
+        if (amax == 0) {
+            d[s] = 0;
+            memset(qs, 0, ELM_QK_K);
+            memset(bsum, 0, ELM_QK_K / 16 * sizeof *bsum);
+            continue;
+        }
+        /* -127/max: the largest value maps to -127 whatever its sign, so |q| <= 127 */
+        const float iscale = -127.0f / max;
+        for (int j = 0; j < ELM_QK_K; j++) {
+            /* round to nearest even through the float adder (|v| < 2^22), as ggml's nearest_int:
+             * inline and vectorizable, unlike lrintf */
+            const float f = iscale * x[j] + 12582912.0f;
+            int32_t v;
+            memcpy(&v, &f, 4);
+            v = (v & 0x007fffff) - 0x00400000;
+            qs[j] = (int8_t)(v > 127 ? 127 : v);
+        }
+        for (int g = 0; g < ELM_QK_K / 16; g++) {
+            int sum = 0;
+            for (int i = 0; i < 16; i++) sum += qs[16 * g + i];
+            bsum[g] = (int16_t)sum;
+        }
+        d[s] = 1 / iscale;
+    }
+}
+
+/* ---- scalar unpacking (layouts: src/core/kquant_decode.c, docs/kquants.md) ---- */
+
+static void unpack_q2_k(const uint8_t *b, elm_kq_block *o) {
+    o->d = elm_load_f16(b + 80), o->dmin = elm_load_f16(b + 82);
+    for (int g = 0; g < 16; g++) o->sc[g] = b[g] & 0x0f, o->m[g] = b[g] >> 4;
+    for (int w = 0; w < ELM_QK_K; w++) {
+        const int h = w / 128, k = (w % 128) / 32, l = w % 32;
+        o->q[w] = (int8_t)((b[16 + 32 * h + l] >> (2 * k)) & 3);
+    }
+}
+
+static void unpack_q3_k(const uint8_t *b, elm_kq_block *o) {
+    o->d = elm_load_f16(b + 108), o->dmin = 0;
+    int8_t sc[16];
+    elm_q3_k_scales(b + 96, sc);
+    for (int g = 0; g < 16; g++) o->sc[g] = sc[g], o->m[g] = 0;
+    for (int w = 0; w < ELM_QK_K; w++) {
+        const int h = w / 128, k = (w % 128) / 32, l = w % 32;
+        int q = (b[32 + 32 * h + l] >> (2 * k)) & 3;
+        if (!(b[l] & (1 << (4 * h + k)))) q -= 4;
+        o->q[w] = (int8_t)q;
+    }
+}
+
+static void unpack_q45_k(const uint8_t *b, elm_kq_block *o, bool five) {
+    o->d = elm_load_f16(b), o->dmin = elm_load_f16(b + 2);
+    const uint8_t *qh = b + 16, *qs = b + (five ? 48 : 16);
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        elm_kquant_scale_min(j, b + 4, &sc, &m);
+        o->sc[2 * j] = o->sc[2 * j + 1] = sc;
+        o->m[2 * j] = o->m[2 * j + 1] = m;
+    }
+    for (int w = 0; w < ELM_QK_K; w++) {
+        const int p = w / 64, s = (w % 64) / 32, l = w % 32;
+        int q = s ? qs[32 * p + l] >> 4 : qs[32 * p + l] & 0x0f;
+        if (five && (qh[l] & (1 << (2 * p + s)))) q += 16;
+        o->q[w] = (int8_t)q;
+    }
+}
+
+static void unpack_q6_k(const uint8_t *b, elm_kq_block *o) {
+    o->d = elm_load_f16(b + 208), o->dmin = 0;
+    for (int g = 0; g < 16; g++) o->sc[g] = (int8_t)b[192 + g], o->m[g] = 0;
+    for (int w = 0; w < ELM_QK_K; w++) {
+        const int h = w / 128, k = (w % 128) / 32, l = w % 32;
+        const uint8_t lo = b[64 * h + l + 32 * (k & 1)];
+        o->q[w] = (int8_t)(((k < 2 ? lo & 0x0f : lo >> 4) |
+                            ((b[128 + 32 * h + l] >> (2 * k)) & 3) << 4) -
+                           32);
+    }
+}
+
+static void unpack_iq4_xs(const uint8_t *b, elm_kq_block *o) {
+    o->d = elm_load_f16(b), o->dmin = 0;
+    const unsigned sh = (unsigned)b[2] | (unsigned)b[3] << 8;
+    for (int j = 0; j < 8; j++) {
+        const int ls = ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((sh >> (2 * j)) & 3) << 4;
+        o->sc[2 * j] = o->sc[2 * j + 1] = (int16_t)(ls - 32);
+        o->m[2 * j] = o->m[2 * j + 1] = 0;
+        const uint8_t *qs = b + 8 + 16 * j;
+        for (int l = 0; l < 16; l++) {
+            o->q[32 * j + l] = elm_iq4nl_grid[qs[l] & 0x0f];
+            o->q[32 * j + l + 16] = elm_iq4nl_grid[qs[l] >> 4];
+        }
+    }
+}
+
+void elm_kq_unpack_scalar(elm_type t, const uint8_t *src, int64_t n, elm_kq_block *out) {
+    const size_t bb = elm_type_get(t)->block_bytes;
+    for (int64_t i = 0; i < n; i++, src += bb, out++) switch (t) {
+        case ELM_TYPE_Q2_K: unpack_q2_k(src, out); break;
+        case ELM_TYPE_Q3_K: unpack_q3_k(src, out); break;
+        case ELM_TYPE_Q4_K: unpack_q45_k(src, out, false); break;
+        case ELM_TYPE_Q5_K: unpack_q45_k(src, out, true); break;
+        case ELM_TYPE_Q6_K: unpack_q6_k(src, out); break;
+        default: unpack_iq4_xs(src, out); break;
+        }
+}
+
+static void dot_scalar(const elm_kq_block *w0, const elm_q8k_row *xs, int nx, int64_t n,
+                       bool mins, float *out) {
+    for (int i = 0; i < nx; i++) {
+        const elm_kq_block *w = w0;
+        const elm_q8k_row x = xs[i];
+        float acc = 0;
+        for (int64_t s = 0; s < n; s++, w++) {
+            const int8_t *xq = x.qs + s * ELM_QK_K;
+            int32_t isum = 0, msum = 0;
+            for (int g = 0; g < 16; g++) {
+                int32_t dot = 0;
+                for (int j = 0; j < 16; j++) dot += w->q[16 * g + j] * xq[16 * g + j];
+                isum += w->sc[g] * dot;
+                msum += w->m[g] * x.bsum[16 * s + g];
+            }
+            acc += w->d * x.d[s] * (float)isum;
+            if (mins) acc -= w->dmin * x.d[s] * (float)msum;
+        }
+        out[i] = acc;
+    }
+}
+
+static void unpack_iq4_nl_scalar(const uint8_t *src, int64_t n, int8_t *q, float *d) {
+    for (int64_t b = 0; b < n; b++, src += 18, q += ELM_QK) {
+        d[b] = elm_load_f16(src);
+        for (int l = 0; l < 16; l++) {
+            q[l] = elm_iq4nl_grid[src[2 + l] & 0x0f];
+            q[l + 16] = elm_iq4nl_grid[src[2 + l] >> 4];
+        }
+    }
+}
+
+static float dot_iq4_nl_scalar(const int8_t *q, const float *d, elm_q8_row x, int64_t n) {
+    float acc = 0;
+    for (int64_t b = 0; b < n; b++) {
+        int32_t dot = 0;
+        for (int i = 0; i < ELM_QK; i++) dot += q[ELM_QK * b + i] * x.qs[ELM_QK * b + i];
+        acc += d[b] * x.d[b] * (float)dot;
+    }
+    return acc;
+}
+
+const elm_kq_kernels elm_kq_scalar = {elm_kq_unpack_scalar, dot_scalar, unpack_iq4_nl_scalar,
+                                      dot_iq4_nl_scalar};
+
+static bool has_mins(elm_type t) {
+    return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
+}
+
+static void matmul_iq4_nl(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0,
+                          int64_t r1, void *scratch) {
+    const int64_t cols = a->w.cols, rows = a->w.rows, nb = cols / ELM_QK;
+    const size_t row_bytes = elm_row_bytes(a->w.type, cols);
+    int8_t *q = scratch;
+    float *d = (float *)(q + (cols + 63) / 64 * 64);
+    for (int64_t r = r0; r < r1; r++) {
+        k->unpack_iq4_nl((const uint8_t *)a->w.data + (size_t)r * row_bytes, nb, q, d);
+        for (int64_t t = 0; t < a->n_tok; t++)
+            a->y[t * rows + r] = k->dot_iq4_nl(q, d, elm_q8_at(a->xq, cols, t), nb);
+    }
+}
+
+void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0, int64_t r1,
+                       void *scratch) {
+    const elm_kq_kernels *s = &elm_kq_scalar;
+    const elm_kq_kernels kk = {k->unpack ? k->unpack : s->unpack, k->dot ? k->dot : s->dot,
+                               k->unpack_iq4_nl ? k->unpack_iq4_nl : s->unpack_iq4_nl,
+                               k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl};
+    if (a->w.type == ELM_TYPE_IQ4_NL) {
+        matmul_iq4_nl(&kk, a, r0, r1, scratch);
+        return;
+    }
+    const int64_t cols = a->w.cols, rows = a->w.rows, nsb = cols / ELM_QK_K;
+    const size_t row_bytes = elm_row_bytes(a->w.type, cols), xrow = elm_q8k_row_bytes(cols);
+    const bool mins = has_mins(a->w.type);
+    elm_kq_block *blk = scratch;
+    uint8_t *xq = (uint8_t *)(blk + nsb);
+    xq += (64 - (uintptr_t)xq % 64) % 64;
+    for (int64_t t0 = 0; t0 < a->n_tok; t0 += TOKEN_CHUNK) {
+        const int64_t nt = a->n_tok - t0 < TOKEN_CHUNK ? a->n_tok - t0 : TOKEN_CHUNK;
+        for (int64_t t = 0; t < nt; t++) elm_quantize_q8_k(a->x + (t0 + t) * cols, cols, xq + t * xrow);
+        for (int64_t r = r0; r < r1; r++) {
+            kk.unpack(a->w.type, (const uint8_t *)a->w.data + (size_t)r * row_bytes, nsb, blk);
+            for (int64_t t = 0; t < nt; t += 4) {
+                const int nx = nt - t < 4 ? (int)(nt - t) : 4;
+                elm_q8k_row x[4];
+                float out[4];
+                for (int i = 0; i < nx; i++) x[i] = elm_q8k_at(xq, cols, t + i);
+                kk.dot(blk, x, nx, nsb, mins, out);
+                for (int i = 0; i < nx; i++) a->y[(t0 + t + i) * rows + r] = out[i];
+            }
+        }
+    }
+}

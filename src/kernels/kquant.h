@@ -1,0 +1,89 @@
+/* Products with ggml's super-block weight types (k-quants Q2_K..Q6_K, IQ4_XS) and IQ4_NL, in
+ * integers as llama.cpp computes them.
+ *
+ * Activations: for the 256-weight types, q8_K rows (llama.cpp's block_q8_K scheme, here laid out
+ * as arrays): per 256 values a float scale d = max/-127 with max the signed value of largest
+ * magnitude, int8 quants q = round(x/d) (to nearest even, at most 127), and the int16 sums of
+ * each 16 quants. IQ4_NL takes the q8 rows of the 32-weight types (kernels.h), as llama.cpp
+ * pairs it with q8_0.
+ *
+ * Weights: every super-block type is decoded ("unpacked") into one canonical form, so one integer
+ * dot product serves all of them:
+ *   value[j] = d·sc[j/16]·q[j] - dmin·m[j/16],  q int8 with |q| <= 127, sc and m int16.
+ * A super-block against a q8_K block then gives, exactly in integers,
+ *   isum = Σ_g sc[g]·Σ_{j in g} q[j]·x.q[j],   msum = Σ_g m[g]·x.bsum[g],
+ * and the float result x.d·(d·isum) - x.d·(dmin·msum). The scalar table defines these bits; the
+ * SIMD tables compute the same integers, with float rounding that may differ by contraction.
+ *
+ * The kernel matmul of each table hands these types to elm_kquant_matmul, which quantizes the
+ * activations itself, a chunk of tokens at a time, into the thread's scratch; a row of weights is
+ * unpacked once per chunk and dotted with each of its tokens, so prefill pays the unpacking once
+ * per 64 tokens and decode's unpacked row stays in L1. */
+#ifndef EDGELM_KERNELS_KQUANT_H
+#define EDGELM_KERNELS_KQUANT_H
+
+#include "kernels/kernels.h"
+
+/* Whether products with weights of type t go through elm_kquant_matmul. */
+static inline bool elm_type_kquant(elm_type t) {
+    return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q3_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K ||
+           t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_IQ4_NL;
+}
+
+/* One unpacked super-block (see above); 32-byte aligned for the SIMD loads. */
+typedef struct elm_kq_block {
+    int8_t q[ELM_QK_K];
+    int16_t sc[ELM_QK_K / 16];
+    int16_t m[ELM_QK_K / 16];
+    float d, dmin;
+} __attribute__((aligned(32))) elm_kq_block;
+
+/* A q8_K activation row of cols values (a multiple of 256): int8 qs[cols], float d[cols/256],
+ * int16 bsum[cols/16]; rows are elm_q8k_row_bytes(cols) apart, a multiple of 64. */
+typedef struct elm_q8k_row {
+    const int8_t *qs;
+    const float *d;
+    const int16_t *bsum;
+} elm_q8k_row;
+
+static inline size_t elm_q8k_row_bytes(int64_t cols) {
+    return ((size_t)cols + (size_t)cols / ELM_QK_K * 4 + (size_t)cols / 16 * 2 + 63) / 64 * 64;
+}
+
+static inline elm_q8k_row elm_q8k_at(const void *buf, int64_t cols, int64_t t) {
+    const int8_t *base = (const int8_t *)buf + (size_t)t * elm_q8k_row_bytes(cols);
+    const float *d = (const float *)(base + cols);
+    return (elm_q8k_row){base, d, (const int16_t *)(d + cols / ELM_QK_K)};
+}
+
+/* The pieces an ISA supplies (NULL entries fall back to the scalar ones). */
+typedef struct elm_kq_kernels {
+    /* Unpacks n super-blocks of type t (not IQ4_NL) at src into out[n]. */
+    void (*unpack)(elm_type t, const uint8_t *src, int64_t n, elm_kq_block *out);
+    /* out[i] = Σ over n super-blocks of w · x[i] (the float result above) for i < nx <= 4
+     * tokens (the weights are loaded once for all of them); mins: whether any m is non-zero. */
+    void (*dot)(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64_t n, bool mins,
+                float *out);
+    /* IQ4_NL: n 32-weight blocks at src as q[32n] (grid values) and d[n]. */
+    void (*unpack_iq4_nl)(const uint8_t *src, int64_t n, int8_t *q, float *d);
+    /* Σ_b d[b]·(x.d[b]·Σ_i q[32b+i]·x.qs[32b+i]) over n blocks. */
+    float (*dot_iq4_nl)(const int8_t *q, const float *d, elm_q8_row x, int64_t n);
+} elm_kq_kernels;
+
+/* Quantizes cols floats (a multiple of 256) into a q8_K row at row (llama.cpp's
+ * quantize_row_q8_K_ref, bit for bit). */
+void elm_quantize_q8_k(const float *x, int64_t cols, void *row);
+
+/* Rows [r0, r1) of a->y for k-quant/i-quant weights (kernels.h's matmul contract: a->xq holds q8
+ * rows for IQ4_NL; the 256-weight types ignore it). scratch: elm_matmul_scratch_bytes(cols). */
+void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0, int64_t r1,
+                       void *scratch);
+
+/* The scalar pieces (the oracle). */
+extern const elm_kq_kernels elm_kq_scalar;
+void elm_kq_unpack_scalar(elm_type t, const uint8_t *src, int64_t n, elm_kq_block *out);
+
+/* The SIMD pieces of each ISA (defined only where built). */
+extern const elm_kq_kernels elm_kq_avx2, elm_kq_avx512, elm_kq_neon;
+
+#endif

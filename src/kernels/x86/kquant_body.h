@@ -1,0 +1,230 @@
+/* The k-quant/i-quant pieces of kernels/kquant.h in 256-bit AVX2 vectors, compiled twice: by
+ * kquant_avx2.c (AVX2+FMA+F16C) and kquant_avx512.c (the same code with AVX-512VL encodings).
+ * Not a header to include elsewhere: the including file includes <immintrin.h> and defines
+ *   KQ_FN     the target attribute of every function here
+ *   KQ_TABLE  the name of the elm_kq_kernels table to define
+ *
+ * Unpacking turns each super-block's bit fields into bytes with shifts, masks and (for the
+ * non-linear grid) one table lookup per 32 weights. The dot products use maddubs, which wants
+ * unsigned × signed bytes: the sign of each weight moves onto the activation (|q|·sign(x, q)),
+ * exact since |q| and |x| are at most 127, so a pair of products stays below 2^15. The pair
+ * sums are then multiplied by the 16-weight group's scale with madd. */
+#include <string.h>
+
+#include "core/kquant.h"
+#include "kernels/blocks.h"
+#include "kernels/kquant.h"
+
+#define KQ_INLINE KQ_FN static inline __attribute__((always_inline))
+
+KQ_INLINE int32_t kq_hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
+KQ_INLINE __m256i kq_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+KQ_INLINE void kq_store(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
+
+/* Σ q·x over 32 signed bytes as 16 int16 pair sums (see above). */
+KQ_INLINE __m256i kq_pairs(__m256i q, __m256i x) {
+    return _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(x, q));
+}
+
+/* (x >> shift) & mask on bytes (AVX2 shifts 16-bit lanes; the mask drops what crossed over). */
+KQ_INLINE __m256i kq_bits(__m256i x, int shift, int mask) {
+    return _mm256_and_si256(_mm256_srli_epi16(x, shift), _mm256_set1_epi8((char)mask));
+}
+
+KQ_INLINE void unpack_q2_k(const uint8_t *b, elm_kq_block *o) {
+    o->d = elm_load_f16(b + 80), o->dmin = elm_load_f16(b + 82);
+    const __m128i s = _mm_loadu_si128((const __m128i *)b);
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    _mm256_store_si256((__m256i *)o->sc, _mm256_cvtepu8_epi16(_mm_and_si128(s, m4)));
+    _mm256_store_si256((__m256i *)o->m,
+                       _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(s, 4), m4)));
+    for (int h = 0; h < 2; h++) {
+        const __m256i q = kq_load(b + 16 + 32 * h);
+        for (int k = 0; k < 4; k++) kq_store(o->q + 128 * h + 32 * k, kq_bits(q, 2 * k, 3));
+    }
+}
+
+KQ_INLINE void unpack_q3_k(const uint8_t *b, elm_kq_block *o) {
+    o->d = elm_load_f16(b + 108), o->dmin = 0;
+    int8_t sc[16];
+    elm_q3_k_scales(b + 96, sc);
+    _mm256_store_si256((__m256i *)o->sc, _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)));
+    _mm256_store_si256((__m256i *)o->m, _mm256_setzero_si256());
+    const __m256i hm = kq_load(b), four = _mm256_set1_epi8(4);
+    for (int h = 0; h < 2; h++) {
+        const __m256i q = kq_load(b + 32 + 32 * h);
+        for (int k = 0; k < 4; k++) {
+            /* the high bit set means no offset: q = low + 4·bit - 4 */
+            const __m256i bit = _mm256_set1_epi8((char)(1 << (4 * h + k)));
+            const __m256i hi = _mm256_and_si256(
+                _mm256_cmpeq_epi8(_mm256_and_si256(hm, bit), bit), four);
+            kq_store(o->q + 128 * h + 32 * k,
+                     _mm256_sub_epi8(_mm256_or_si256(kq_bits(q, 2 * k, 3), hi), four));
+        }
+    }
+}
+
+KQ_INLINE void unpack_q45_k(const uint8_t *b, elm_kq_block *o, bool five) {
+    o->d = elm_load_f16(b), o->dmin = elm_load_f16(b + 2);
+    for (int j = 0; j < 8; j++) {
+        uint8_t sc, m;
+        elm_kquant_scale_min(j, b + 4, &sc, &m);
+        o->sc[2 * j] = o->sc[2 * j + 1] = sc;
+        o->m[2 * j] = o->m[2 * j + 1] = m;
+    }
+    const uint8_t *qs = b + (five ? 48 : 16);
+    const __m256i qh = kq_load(b + 16), sixteen = _mm256_set1_epi8(16);
+    for (int p = 0; p < 4; p++) {
+        const __m256i q = kq_load(qs + 32 * p);
+        __m256i lo = _mm256_and_si256(q, _mm256_set1_epi8(0x0f)), hi = kq_bits(q, 4, 0x0f);
+        if (five) {
+            const __m256i b0 = _mm256_set1_epi8((char)(1 << (2 * p)));
+            const __m256i b1 = _mm256_set1_epi8((char)(1 << (2 * p + 1)));
+            lo = _mm256_or_si256(
+                lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b0), b0), sixteen));
+            hi = _mm256_or_si256(
+                hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b1), b1), sixteen));
+        }
+        kq_store(o->q + 64 * p, lo);
+        kq_store(o->q + 64 * p + 32, hi);
+    }
+}
+
+KQ_INLINE void unpack_q6_k(const uint8_t *b, elm_kq_block *o) {
+    o->d = elm_load_f16(b + 208), o->dmin = 0;
+    _mm256_store_si256((__m256i *)o->sc,
+                       _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192))));
+    _mm256_store_si256((__m256i *)o->m, _mm256_setzero_si256());
+    const __m256i m4 = _mm256_set1_epi8(0x0f), off = _mm256_set1_epi8(32);
+    for (int h = 0; h < 2; h++) {
+        const __m256i l0 = kq_load(b + 64 * h), l1 = kq_load(b + 64 * h + 32);
+        const __m256i qh = kq_load(b + 128 + 32 * h);
+        const __m256i lows[4] = {_mm256_and_si256(l0, m4), _mm256_and_si256(l1, m4),
+                                 kq_bits(l0, 4, 0x0f), kq_bits(l1, 4, 0x0f)};
+        for (int k = 0; k < 4; k++) {
+            const __m256i high = _mm256_slli_epi16(kq_bits(qh, 2 * k, 3), 4);
+            kq_store(o->q + 128 * h + 32 * k, _mm256_sub_epi8(_mm256_or_si256(lows[k], high), off));
+        }
+    }
+}
+
+/* The grid lookups of 32 packed bytes: low nibbles and high nibbles, in byte order. */
+KQ_INLINE void kq_grid(__m256i packed, __m256i *lo, __m256i *hi) {
+    const __m256i grid =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid));
+    *lo = _mm256_shuffle_epi8(grid, _mm256_and_si256(packed, _mm256_set1_epi8(0x0f)));
+    *hi = _mm256_shuffle_epi8(grid, kq_bits(packed, 4, 0x0f));
+}
+
+KQ_INLINE void unpack_iq4_xs(const uint8_t *b, elm_kq_block *o) {
+    o->d = elm_load_f16(b), o->dmin = 0;
+    const unsigned sh = (unsigned)b[2] | (unsigned)b[3] << 8;
+    for (int j = 0; j < 8; j++) {
+        const int ls = ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((sh >> (2 * j)) & 3) << 4;
+        o->sc[2 * j] = o->sc[2 * j + 1] = (int16_t)(ls - 32);
+    }
+    _mm256_store_si256((__m256i *)o->m, _mm256_setzero_si256());
+    for (int j = 0; j < 8; j += 2) {
+        /* sub-blocks j and j+1: each 128-bit lane holds one sub-block's 16 packed bytes */
+        __m256i lo, hi;
+        kq_grid(kq_load(b + 8 + 16 * j), &lo, &hi);
+        kq_store(o->q + 32 * j, _mm256_permute2x128_si256(lo, hi, 0x20));
+        kq_store(o->q + 32 * j + 32, _mm256_permute2x128_si256(lo, hi, 0x31));
+    }
+}
+
+KQ_FN static void unpack(elm_type t, const uint8_t *src, int64_t n, elm_kq_block *out) {
+    const size_t bb = elm_type_get(t)->block_bytes;
+    switch (t) {
+    case ELM_TYPE_Q2_K:
+        for (int64_t i = 0; i < n; i++) unpack_q2_k(src + i * bb, out + i);
+        break;
+    case ELM_TYPE_Q3_K:
+        for (int64_t i = 0; i < n; i++) unpack_q3_k(src + i * bb, out + i);
+        break;
+    case ELM_TYPE_Q4_K:
+        for (int64_t i = 0; i < n; i++) unpack_q45_k(src + i * bb, out + i, false);
+        break;
+    case ELM_TYPE_Q5_K:
+        for (int64_t i = 0; i < n; i++) unpack_q45_k(src + i * bb, out + i, true);
+        break;
+    case ELM_TYPE_Q6_K:
+        for (int64_t i = 0; i < n; i++) unpack_q6_k(src + i * bb, out + i);
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) unpack_iq4_xs(src + i * bb, out + i);
+        break;
+    }
+}
+
+/* Up to 4 tokens per pass over the weights: the weight bytes, their absolute values and the
+ * spread scales are computed once and used for every token. */
+KQ_INLINE void dot_n(const elm_kq_block *w, const elm_q8k_row *x, const int nx, int64_t n,
+                     bool mins, float *out) {
+    /* byte pairs (0,1) of the scale pair in the low lane, (2,3) in the high lane */
+    const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
+                                            3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    float acc[4] = {0, 0, 0, 0};
+    for (int64_t s = 0; s < n; s++, w++) {
+        __m256i a[4];
+        for (int i = 0; i < nx; i++) a[i] = _mm256_setzero_si256();
+        for (int g = 0; g < 8; g++) {
+            int32_t sc;
+            memcpy(&sc, w->sc + 2 * g, 4);
+            const __m256i q = _mm256_load_si256((const __m256i *)(w->q + 32 * g));
+            const __m256i aq = _mm256_abs_epi8(q);
+            const __m256i scv = _mm256_shuffle_epi8(_mm256_set1_epi32(sc), spread);
+            for (int i = 0; i < nx; i++) {
+                const __m256i xv = kq_load(x[i].qs + s * ELM_QK_K + 32 * g);
+                const __m256i p = _mm256_maddubs_epi16(aq, _mm256_sign_epi8(xv, q));
+                a[i] = _mm256_add_epi32(a[i], _mm256_madd_epi16(p, scv));
+            }
+        }
+        const __m256i m = _mm256_load_si256((const __m256i *)w->m);
+        for (int i = 0; i < nx; i++) {
+            const float xd = x[i].d[s];
+            acc[i] += w->d * xd * (float)kq_hsum_epi32(a[i]);
+            if (mins)
+                acc[i] -= w->dmin * xd *
+                          (float)kq_hsum_epi32(_mm256_madd_epi16(m, kq_load(x[i].bsum + 16 * s)));
+        }
+    }
+    for (int i = 0; i < nx; i++) out[i] = acc[i];
+}
+
+KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64_t n, bool mins,
+                      float *out) {
+    switch (nx) {
+    case 1: dot_n(w, x, 1, n, mins, out); break;
+    case 2: dot_n(w, x, 2, n, mins, out); break;
+    case 3: dot_n(w, x, 3, n, mins, out); break;
+    default: dot_n(w, x, 4, n, mins, out); break;
+    }
+}
+
+KQ_FN static void unpack_iq4_nl(const uint8_t *src, int64_t n, int8_t *q, float *d) {
+    for (int64_t b = 0; b < n; b++, src += 18, q += ELM_QK) {
+        d[b] = elm_load_f16(src);
+        __m256i lo, hi;
+        kq_grid(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(src + 2))), &lo, &hi);
+        kq_store(q, _mm256_permute2x128_si256(lo, hi, 0x20));
+    }
+}
+
+KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int64_t n) {
+    float acc = 0;
+    for (int64_t b = 0; b < n; b++) {
+        const __m256i p = kq_pairs(kq_load(q + ELM_QK * b), kq_load(x.qs + ELM_QK * b));
+        const int32_t dot = kq_hsum_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+        acc += d[b] * x.d[b] * (float)dot;
+    }
+    return acc;
+}
+
+const elm_kq_kernels KQ_TABLE = {unpack, dot, unpack_iq4_nl, dot_iq4_nl};
