@@ -1,0 +1,69 @@
+/* The super-block encoders against llama-quantize: quantizing wide256's F32 model to each k-quant
+ * and i-quant with --pure writes, tensor for tensor, the bytes of
+ * wide256/reference-quants/llamacpp-TYPE-pure.gguf, and general.file_type as llama.cpp sets it. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "edgelm/model.h"
+#include "edgelm/quantize.h"
+
+/* Every tensor of ref_rel is in the file at path with the same type, shape and bytes. */
+static void compare_file(const char *path, const char *ref_rel, const char *what) {
+    elm_model *ours = NULL, *ref = NULL;
+    elm_error err;
+    if (elm_model_load(path, NULL, &ours, &err) || elm_model_load(fixture(ref_rel), NULL, &ref, &err)) {
+        CHECK(0, "%s: load: %s", what, err.msg);
+        elm_model_free(ours);
+        return;
+    }
+    CHECK(ours->n_tensors == ref->n_tensors, "%s: %d tensors, reference has %d", what,
+          ours->n_tensors, ref->n_tensors);
+    int bad = 0;
+    for (int32_t i = 0; i < ref->n_tensors; i++) {
+        const elm_tensor *r = &ref->tensors[i], *t = elm_model_find(ours, r->name);
+        bool same = t && t->type == r->type && !memcmp(t->ne, r->ne, sizeof t->ne) &&
+                    t->nbytes == r->nbytes && !memcmp(t->data, r->data, r->nbytes);
+        if (!same && bad++ < 4) {
+            size_t first = 0;
+            if (t && t->nbytes == r->nbytes)
+                while (first < r->nbytes && ((const uint8_t *)t->data)[first] ==
+                                                ((const uint8_t *)r->data)[first])
+                    first++;
+            CHECK(0, "%s: tensor '%s' differs (type %d vs %d, first differing byte %zu)", what,
+                  r->name, t ? (int)t->type : -1, (int)r->type, first);
+        }
+    }
+    CHECK(bad == 0, "%s: %d of %d tensors differ from llama-quantize's", what, bad, ref->n_tensors);
+    CHECK(ours->file_type == ref->file_type, "%s: file_type %u, reference %u", what,
+          ours->file_type, ref->file_type);
+    elm_model_free(ours);
+    elm_model_free(ref);
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    char dir[] = "/tmp/edgelm-test-kquant-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    elm_model *in = NULL;
+    elm_error err;
+    elm_status st = elm_model_load(fixture("wide256/wide-f32.gguf"), NULL, &in, &err);
+    CHECK(st == ELM_OK, "load: %s", err.msg);
+    const elm_type types[] = {ELM_TYPE_Q2_K, ELM_TYPE_Q3_K, ELM_TYPE_Q4_K, ELM_TYPE_Q5_K,
+                              ELM_TYPE_Q6_K, ELM_TYPE_IQ4_NL, ELM_TYPE_IQ4_XS};
+    for (size_t c = 0; !st && c < sizeof types / sizeof types[0]; c++) {
+        const char *name = elm_type_get(types[c])->name;
+        char out[256], ref[128];
+        snprintf(out, sizeof out, "%s/%s.gguf", dir, name);
+        snprintf(ref, sizeof ref, "wide256/reference-quants/llamacpp-%s-pure.gguf", name);
+        st = elm_quantize_model(in, types[c], out, NULL, NULL, &err);
+        CHECK(st == ELM_OK, "quantize %s: %s", name, err.msg);
+        if (!st) compare_file(out, ref, name);
+        unlink(out);
+        st = ELM_OK;
+    }
+    elm_model_free(in);
+    rmdir(dir);
+    return check_done();
+}
