@@ -1,13 +1,15 @@
 /* The super-block encoders against llama-quantize: quantizing wide256's F32 model to each k-quant
  * and i-quant with --pure writes, tensor for tensor, the bytes of
- * wide256/reference-quants/llamacpp-TYPE-pure.gguf, and general.file_type as llama.cpp sets it. */
+ * wide256/reference-quants/llamacpp-TYPE-pure.gguf, and general.file_type as llama.cpp sets it;
+ * the recipes (q2_k, q3_k_m, q4_k_s, q4_k_m, q5_k_m, q6_k) pick llama.cpp's type for every tensor
+ * and write llamacpp-RECIPE.gguf's bytes. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "edgelm/model.h"
-#include "edgelm/quantize.h"
+#include "edgelm/quant.h"
 
 /* Every tensor of ref_rel is in the file at path with the same type, shape and bytes. */
 static void compare_file(const char *path, const char *ref_rel, const char *what) {
@@ -63,6 +65,23 @@ int main(int argc, char **argv) {
         unlink(out);
         st = ELM_OK;
     }
+    const char *recipes[] = {"q2_k", "q3_k_m", "q4_k_s", "q4_k_m", "q5_k_m", "q6_k"};
+    for (size_t c = 0; !st && c < sizeof recipes / sizeof recipes[0]; c++) {
+        char out[256], ref[128];
+        snprintf(out, sizeof out, "%s/%s.gguf", dir, recipes[c]);
+        snprintf(ref, sizeof ref, "wide256/reference-quants/llamacpp-%s.gguf", recipes[c]);
+        elm_quant_params p = {.method = ELM_QUANT_RTN};
+        CHECK(elm_quant_recipe_from_name(recipes[c], &p.policy.recipe, &p.policy.type),
+              "recipe %s unknown", recipes[c]);
+        st = elm_quantize_ex(in, &p, out, NULL, NULL, &err);
+        CHECK(st == ELM_OK, "quantize %s: %s", recipes[c], err.msg);
+        if (!st) compare_file(out, ref, recipes[c]);
+        unlink(out);
+        st = ELM_OK;
+    }
+    uint32_t ft;
+    elm_type base;
+    CHECK(!elm_quant_recipe_from_name("q4_k_x", &ft, &base), "unknown recipe accepted");
     elm_model_free(in);
     rmdir(dir);
     return check_done();

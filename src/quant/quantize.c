@@ -148,7 +148,10 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
         st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
     if (!st) {
         elm_gguf_out src = {.m = m, .tensors = out, .n_tensors = n,
-                            .file_type = elm_file_type_of(params->policy.type), .fill = fill,
+                            .file_type = params->policy.recipe && !params->policy.pure
+                                             ? params->policy.recipe
+                                             : elm_file_type_of(params->policy.type),
+                            .fill = fill,
                             .user = &job};
         st = elm_gguf_write(out_path, &src, &sum.file_bytes, err);
     }
