@@ -2,7 +2,8 @@
  * and i-quant with --pure writes, tensor for tensor, the bytes of
  * wide256/reference-quants/llamacpp-TYPE-pure.gguf, and general.file_type as llama.cpp sets it;
  * the recipes (q2_k, q3_k_m, q4_k_s, q4_k_m, q5_k_m, q6_k) pick llama.cpp's type for every tensor
- * and write llamacpp-RECIPE.gguf's bytes. */
+ * and write llamacpp-RECIPE.gguf's bytes; with llama-imatrix's importance matrix, Q4_K_M and IQ4_XS
+ * (wide256) and Q4_0 --pure (stories260K) write the bytes of llama-quantize --imatrix. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -76,6 +77,38 @@ int main(int argc, char **argv) {
         st = elm_quantize_ex(in, &p, out, NULL, NULL, &err);
         CHECK(st == ELM_OK, "quantize %s: %s", recipes[c], err.msg);
         if (!st) compare_file(out, ref, recipes[c]);
+        unlink(out);
+        st = ELM_OK;
+    }
+    const struct { const char *model, *imatrix, *type, *ref; bool pure; } im[] = {
+        {"wide256/wide-f32.gguf", "wide256/reference-quants/llamacpp-imatrix-calib.gguf", "q4_k_m",
+         "wide256/reference-quants/llamacpp-q4_k_m-imat.gguf", false},
+        {"wide256/wide-f32.gguf", "wide256/reference-quants/llamacpp-imatrix-calib.gguf", "iq4_xs",
+         "wide256/reference-quants/llamacpp-iq4_xs-imat.gguf", false},
+        {"stories260K/stories260K-f32.gguf",
+         "stories260K/reference-quants/llamacpp-imatrix-calib.gguf", "q4_0",
+         "stories260K/reference-quants/llamacpp-q4_0-pure-imatrix.gguf", true},
+    };
+    for (size_t c = 0; c < sizeof im / sizeof im[0]; c++) {
+        char out[256], what[64];
+        snprintf(out, sizeof out, "%s/imat.gguf", dir);
+        snprintf(what, sizeof what, "%s --imatrix", im[c].type);
+        elm_model *m = NULL;
+        elm_imatrix imx;
+        elm_quant_params p = {.method = ELM_QUANT_RTN, .imatrix = &imx,
+                              .imatrix_path = fixture(im[c].imatrix)};
+        p.policy.pure = im[c].pure;
+        if (!elm_quant_recipe_from_name(im[c].type, &p.policy.recipe, &p.policy.type))
+            elm_type_from_name(im[c].type, &p.policy.type);
+        st = elm_model_load(fixture(im[c].model), NULL, &m, &err);
+        if (!st) {
+            st = elm_imatrix_load(fixture(im[c].imatrix), &imx, &err);
+            if (!st) st = elm_quantize_ex(m, &p, out, NULL, NULL, &err);
+            if (!st) compare_file(out, im[c].ref, what);
+            elm_imatrix_free(&imx);
+        }
+        CHECK(st == ELM_OK, "%s: %s", what, err.msg);
+        elm_model_free(m);
         unlink(out);
         st = ELM_OK;
     }

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "edgelm/error.h"
+#include "edgelm/imatrix.h"
 #include "edgelm/model.h"
 #include "edgelm/quant_calib.h"
 #include "edgelm/quantize.h"
@@ -90,6 +91,9 @@ typedef struct elm_quant_params {
                                  * x10 when H is not positive definite or does not factor */
     bool act_order;             /* GPTQ: columns by descending diag H, static block scales */
     int32_t n_threads;          /* forward passes over the calibration set (0 = 1) */
+    const elm_imatrix *imatrix; /* RTN: importance weights (llama-quantize --imatrix), or NULL;
+                                 * its entries must match m (elm_imatrix_check) */
+    const char *imatrix_path;   /* the imatrix file, for error messages */
 } elm_quant_params;
 
 typedef struct elm_quant_tensor_info {
@@ -116,7 +120,10 @@ void elm_quant_report_free(elm_quant_report *r);
 /* Quantizes m with params into out_path (GGUF v3, m's metadata and vocab, general.file_type of
  * the policy's type). cb (may be NULL): progress per tensor for RTN, per layer for GPTQ/AWQ
  * (done of total steps, label "blk.N" / "output"); warn for fallbacks and raised damping. report
- * may be NULL. Errors: ELM_ERR_ARG (type not writable, GPTQ/AWQ without calibration samples),
+ * may be NULL. With an imatrix, each tensor it names is encoded weighted by it (elm_encode_row)
+ * and the recipe follows llama.cpp's rules for imatrix files.
+ * Errors: ELM_ERR_ARG (type not writable, GPTQ/AWQ without calibration samples), ELM_ERR_FORMAT
+ * naming the imatrix file and tensor when an entry does not match m,
  * ELM_ERR_FORMAT naming the model file and tensor when an input weight is NaN or infinite,
  * ELM_ERR_NOMEM, ELM_ERR_IO naming out_path; no file is left at out_path on any error. */
 elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
