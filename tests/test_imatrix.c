@@ -50,7 +50,7 @@ static void test_compute(const elm_model *m, const elm_imatrix *ref) {
     elm_imatrix im;
     elm_status st = elm_read_file(fixture("stories260K/text/calib.txt"), 1 << 26, &text, &len, &err);
     if (!st) st = elm_tokenize_alloc(&m->vocab, text, len, true, false, &ids, &n_ids, &err);
-    if (!st) st = elm_imatrix_compute(m, ids, n_ids, 256, 2, "calib.txt", &im, &err);
+    if (!st) st = elm_imatrix_compute(m, ids, n_ids, 256, 2, "calib.txt", NULL, NULL, &im, &err);
     CHECK(st == ELM_OK, "compute: %s", err.msg);
     if (!st) {
         compare(&im, ref, 1e-3, "computed");

@@ -45,20 +45,24 @@ const elm_imatrix_entry *elm_imatrix_find(const elm_imatrix *im, const char *nam
  * (1 where a matrix saw no token), n values into out. */
 void elm_imatrix_weights(const elm_imatrix_entry *e, float *out);
 
-/* Every entry of im names a 2-D tensor of m with as many input columns as the entry has values;
- * else ELM_ERR_FORMAT naming `path` (the imatrix file) and the tensor. */
+/* Every entry of im names a 2-D tensor of m with as many input columns as the entry has values,
+ * its sums are finite and >= 0 and its counts >= 0; else ELM_ERR_FORMAT naming `path` (the imatrix
+ * file) and the tensor. */
 elm_status elm_imatrix_check(const elm_imatrix *im, const elm_model *m, const char *path,
                              elm_error *err);
 
 /* llama-imatrix's computation: tokens (the text with its BOS) cut into n_tokens / n_ctx chunks of
  * n_ctx tokens, each run from an empty KV cache with its first token replaced by BOS (when the
  * vocab adds one); for every linear weight of the blocks ("blk.*"), Σ x² of each input column over
- * all tokens and the token count. dataset names the text in the file. n_threads as elsewhere.
+ * all tokens and the token count. dataset names the text in the file. n_threads as elsewhere;
+ * progress (may be NULL) is called after each chunk with done of total chunks.
  * ELM_ERR_ARG when there are fewer than 2·n_ctx tokens or n_ctx exceeds the model's context;
  * the forward pass's errors; ELM_ERR_NOMEM. Free with elm_imatrix_free. */
+typedef void (*elm_imatrix_progress_fn)(int32_t done, int32_t total, void *user);
 elm_status elm_imatrix_compute(const elm_model *m, const int32_t *tokens, int64_t n_tokens,
                                int32_t n_ctx, int32_t n_threads, const char *dataset,
-                               elm_imatrix *im, elm_error *err);
+                               elm_imatrix_progress_fn progress, void *user, elm_imatrix *im,
+                               elm_error *err);
 
 /* Writes im to path in the layout above (temporary file, renamed on success). ELM_ERR_IO. */
 elm_status elm_imatrix_save(const elm_imatrix *im, const char *path, elm_error *err);

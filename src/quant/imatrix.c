@@ -166,7 +166,7 @@ static elm_status fill_entries(cursor *c, elm_imatrix *im, tinfo *ti, uint64_t n
                 return elm_errorf(c->err, ELM_ERR_FORMAT, "%s: tensor '%s' runs past the end of "
                                   "the file", c->path, parts[k]->name);
         elm_imatrix_entry *e = &im->entries[im->n++];
-        snprintf(e->name, sizeof e->name, "%s", base);
+        memcpy(e->name, base, strlen(base) + 1); /* shorter than ELM_NAME_MAX: checked above */
         e->n = ti[i].n;
         e->n_mat = cnt->n;
         e->sum2 = malloc((size_t)e->n * 4);
@@ -269,6 +269,10 @@ elm_status elm_imatrix_check(const elm_imatrix *im, const elm_model *m, const ch
             if (!isfinite(e->sum2[j]) || e->sum2[j] < 0)
                 return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s': value %lld is %g", path,
                                   e->name, (long long)j, e->sum2[j]);
+        for (int64_t k = 0; k < e->n_mat; k++)
+            if (!(e->count[k] >= 0 && e->count[k] < 1e15f))
+                return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s': count %g", path, e->name,
+                                  e->count[k]);
     }
     return ELM_OK;
 }

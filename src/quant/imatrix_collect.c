@@ -27,7 +27,8 @@ static void on_matmul(const elm_tensor *w, int layer, const float *x, int64_t n_
 
 elm_status elm_imatrix_compute(const elm_model *m, const int32_t *tokens, int64_t n_tokens,
                                int32_t n_ctx, int32_t n_threads, const char *dataset,
-                               elm_imatrix *im, elm_error *err) {
+                               elm_imatrix_progress_fn progress, void *user, elm_imatrix *im,
+                               elm_error *err) {
     memset(im, 0, sizeof *im);
     if (n_ctx < 2 || n_tokens < 2 * (int64_t)n_ctx)
         return elm_errorf(err, ELM_ERR_ARG, "imatrix: %lld tokens, need at least %d for a context "
@@ -54,6 +55,7 @@ elm_status elm_imatrix_compute(const elm_model *m, const int32_t *tokens, int64_
         if (m->vocab.add_bos && m->vocab.bos_id >= 0) window[0] = m->vocab.bos_id;
         elm_context_reset(ctx);
         st = elm_forward(ctx, window, n_ctx, NULL, false, err);
+        if (!st && progress) progress(ch + 1, n_chunks, user);
     }
     elm_context_free(ctx);
     free(window);

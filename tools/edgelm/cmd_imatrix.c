@@ -23,6 +23,11 @@ static void usage(FILE *f) {
             "  -h, --help               this help\n");
 }
 
+static void on_chunk(int32_t done, int32_t total, void *user) {
+    (void)user;
+    cli_progress(done, total, "imatrix: chunk %d/%d", done, total);
+}
+
 int cmd_imatrix(int argc, char **argv) {
     const char *model = NULL, *file = NULL, *out = NULL, *tok = NULL;
     long n_ctx = 512, threads = cli_default_threads();
@@ -60,7 +65,8 @@ int cmd_imatrix(int argc, char **argv) {
     elm_model *m = cli_load_model(model, tok);
     if (!m) goto done;
     if (elm_tokenize_alloc(&m->vocab, text, len, m->vocab.add_bos, false, &ids, &n_ids, &err) ||
-        elm_imatrix_compute(m, ids, n_ids, (int32_t)n_ctx, (int32_t)threads, file, &im, &err) ||
+        elm_imatrix_compute(m, ids, n_ids, (int32_t)n_ctx, (int32_t)threads, file, on_chunk,
+                            NULL, &im, &err) ||
         elm_imatrix_save(&im, out, &err)) {
         cli_fail("%s", err.msg);
         goto done;
