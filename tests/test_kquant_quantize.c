@@ -4,11 +4,13 @@
  * the recipes (q2_k, q3_k_m, q4_k_s, q4_k_m, q5_k_m, q6_k) pick llama.cpp's type for every tensor
  * and write llamacpp-RECIPE.gguf's bytes; with llama-imatrix's importance matrix, Q4_K_M and IQ4_XS
  * (wide256) and Q4_0 --pure (stories260K) write the bytes of llama-quantize --imatrix. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "core/encode.h"
 #include "edgelm/model.h"
 #include "edgelm/quant.h"
 
@@ -45,8 +47,47 @@ static void compare_file(const char *path, const char *ref_rel, const char *what
     elm_model_free(ref);
 }
 
+/* Degenerate rows (zeros, one spike, a constant, tiny and huge magnitudes), with and without
+ * importance weights: every encoder writes blocks that decode to finite values, zeros to zeros,
+ * and a constant or spike within the type's coarse error. */
+static void test_edge_rows(void) {
+    const elm_type types[] = {ELM_TYPE_Q2_K, ELM_TYPE_Q3_K, ELM_TYPE_Q4_K, ELM_TYPE_Q5_K,
+                              ELM_TYPE_Q6_K, ELM_TYPE_IQ4_NL, ELM_TYPE_IQ4_XS, ELM_TYPE_Q4_0,
+                              ELM_TYPE_Q4_1, ELM_TYPE_Q5_0, ELM_TYPE_Q5_1};
+    enum { N = 512 };
+    float x[N], y[N], qw[N];
+    uint8_t buf[N * 2];
+    for (int j = 0; j < N; j++) qw[j] = (float)(j % 7);
+    for (int kind = 0; kind < 5; kind++) {
+        for (int j = 0; j < N; j++)
+            x[j] = kind == 0 ? 0.f : kind == 1 ? (j == 300 ? 5.f : 0.f) : kind == 2 ? -0.75f
+                 : kind == 3 ? 1e-20f * (float)(j % 5 - 2) : 5e3f * (float)(j % 9 - 4); /* min -2e4: within f16 */
+        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+            for (int weighted = 0; weighted < 2; weighted++) {
+                elm_encode_row(types[t], x, buf, N, weighted ? qw : NULL);
+                elm_type_get(types[t])->to_float(buf, y, N);
+                double err2 = 0, ref2 = 0;
+                bool finite = true;
+                for (int j = 0; j < N; j++) {
+                    finite &= isfinite(y[j]);
+                    err2 += ((double)y[j] - x[j]) * ((double)y[j] - x[j]);
+                    ref2 += (double)x[j] * x[j];
+                }
+                const char *name = elm_type_get(types[t])->name;
+                CHECK(finite, "%s row kind %d weighted %d: non-finite decode", name, kind, weighted);
+                if (kind == 0 || kind == 3)
+                    CHECK(err2 <= 1e-30, "%s row kind %d weighted %d: error %g", name, kind,
+                          weighted, err2);
+                else
+                    CHECK(err2 <= 0.3 * ref2, "%s row kind %d weighted %d: error %g of %g", name,
+                          kind, weighted, err2, ref2);
+            }
+    }
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
+    test_edge_rows();
     char dir[] = "/tmp/edgelm-test-kquant-XXXXXX";
     if (!mkdtemp(dir)) return 1;
     elm_model *in = NULL;
