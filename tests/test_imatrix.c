@@ -50,10 +50,36 @@ static void test_compute(const elm_model *m, const elm_imatrix *ref) {
     elm_imatrix im;
     elm_status st = elm_read_file(fixture("stories260K/text/calib.txt"), 1 << 26, &text, &len, &err);
     if (!st) st = elm_tokenize_alloc(&m->vocab, text, len, true, false, &ids, &n_ids, &err);
+#if defined(__SANITIZE_ADDRESS__)
+    /* the sanitizer build runs the forward pass ~30x slower: 16 of the 400 chunks there, whose
+     * per-weight mean of E[x²] must be near the whole text's; the release build checks all */
+    const bool sample = true;
+    if (!st) n_ids = 16 * 256;
+#else
+    const bool sample = false;
+#endif
     if (!st) st = elm_imatrix_compute(m, ids, n_ids, 256, 2, "calib.txt", NULL, NULL, &im, &err);
     CHECK(st == ELM_OK, "compute: %s", err.msg);
-    if (!st) {
+    if (!st && sample) {
+        int bad = 0;
+        for (int32_t i = 0; i < ref->n; i++) {
+            const elm_imatrix_entry *r = &ref->entries[i], *e = elm_imatrix_find(&im, r->name);
+            if (!e || e->n != r->n || e->count[0] != 16 * 256) {
+                bad++;
+                continue;
+            }
+            double se = 0, sr = 0;
+            for (int64_t j = 0; j < r->n; j++) {
+                se += e->sum2[j] / e->count[0];
+                sr += r->sum2[j] / r->count[0];
+            }
+            bad += !(fabs(se - sr) <= 0.25 * sr);
+        }
+        CHECK(bad == 0 && im.chunk_count == 16, "16 chunks: %d entries far from the reference", bad);
+    } else if (!st) {
         compare(&im, ref, 1e-3, "computed");
+    }
+    if (!st) {
         char path[256];
         snprintf(path, sizeof path, "%s/im.gguf", dir);
         elm_imatrix back;
