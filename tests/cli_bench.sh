@@ -62,7 +62,7 @@ expect_error "bench json+markdown" "choose one" "$bin" bench -m "$model" --json 
 expect_error "bench unknown option" "unknown option '--fast'" "$bin" bench --fast
 expect_error "synth no args" "required" "$bin" synth
 expect_error "synth preset" "unknown preset 'gpt-5'" "$bin" synth --preset gpt-5 --type q4_0 -o "$tmp/x.gguf"
-expect_error "synth type" "unknown type 'q3_k'" "$bin" synth --preset tinyllama-1.1b --type q3_k -o "$tmp/x.gguf"
+expect_error "synth type" "unknown type 'q3_k_x'" "$bin" synth --preset tinyllama-1.1b --type q3_k_x -o "$tmp/x.gguf"
 expect_error "synth output dir" "/nonexistent-dir/" "$bin" synth --preset qwen2-0.5b --type q8_0 -o /nonexistent-dir/x.gguf
 
 echo "$passed passed, $failed failed"

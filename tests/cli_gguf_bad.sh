@@ -30,8 +30,8 @@ assert len(d["tensors"]) == 48 and d["tensors"][0]["shape"] == [512, 64], d["ten
 "$BIN" inspect --help | grep -q "usage: edgelm inspect" || fail "inspect --help"
 
 # quantize: bad --type, missing folder, output path that is a folder
-expect_error "quantize bad type" "unknown --type 'q3_k'" \
-    "$BIN" quantize -m "$MODEL" -o "$tmp/x.gguf" --type q3_k
+expect_error "quantize bad type" "unknown --type 'q3_k_x'" \
+    "$BIN" quantize -m "$MODEL" -o "$tmp/x.gguf" --type q3_k_x
 [ -e "$tmp/x.gguf" ] && fail "bad --type left $tmp/x.gguf"
 expect_error "quantize missing -o" "required" "$BIN" quantize -m "$MODEL" --type q4_0
 expect_error "quantize into missing folder" "$tmp/nodir/out.gguf" \

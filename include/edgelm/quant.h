@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "edgelm/error.h"
+#include "edgelm/imatrix.h"
 #include "edgelm/model.h"
 #include "edgelm/quant_calib.h"
 #include "edgelm/quantize.h"
@@ -41,7 +42,17 @@ typedef struct elm_quant_policy {
                               * default, F16 with --keep-sensitive f16; never below `type` */
     const elm_type_override *overrides;
     int32_t n_overrides;
+    uint32_t recipe;         /* llama.cpp file type of a recipe (elm_quant_recipe_from_name), or 0:
+                              * unless pure, every tensor's type by llama-quantize's rules for it
+                              * (sensitive_type unused) */
+    bool imatrix;            /* the recipe's rules for a file quantized with an importance matrix */
 } elm_quant_policy;
+
+/* llama-quantize's recipes: "q2_k", "q3_k_s", "q3_k_m" (or "q3_k"), "q3_k_l", "q4_k_s", "q4_k_m"
+ * (or "q4_k"), "q5_k_s", "q5_k_m" (or "q5_k"), "q6_k", "iq4_nl", "iq4_xs" (case-insensitive):
+ * *ftype gets llama.cpp's file type (general.file_type) and *base the recipe's main tensor type.
+ * false for any other name. */
+bool elm_quant_recipe_from_name(const char *name, uint32_t *ftype, elm_type *base);
 
 #define ELM_REASON_MAX 80
 
@@ -51,10 +62,12 @@ typedef struct elm_tensor_plan {
     char reason[ELM_REASON_MAX]; /* why this type, e.g. "1-D (norm): kept f32", "override '...'" */
 } elm_tensor_plan;
 
-/* The type of every tensor of m: 1-D tensors (norms) F32; the token embedding and the output
- * projection at sensitive_type unless pure; other 2-D tensors at type; overrides after that; and
- * a block type on rows that are not a multiple of 32 falls back to F16. plan has m->n_tensors
- * entries. ELM_ERR_ARG naming the type when one is not writable. */
+/* The type of every tensor of m: 1-D tensors (norms) F32; with a recipe (not pure) llama.cpp's
+ * choice for each tensor (src/quant/recipe.c); else the token embedding and the output projection
+ * at sensitive_type unless pure, other 2-D tensors at type; overrides after that; and a type whose
+ * block does not divide the rows falls back as llama-quantize does (Q2_K, Q3_K -> Q4_0, Q4_K ->
+ * Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL; then F16). plan has m->n_tensors entries.
+ * ELM_ERR_ARG naming the type when one is not writable. */
 elm_status elm_quant_plan(const elm_model *m, const elm_quant_policy *p, elm_tensor_plan *plan,
                           elm_error *err);
 
@@ -78,6 +91,9 @@ typedef struct elm_quant_params {
                                  * x10 when H is not positive definite or does not factor */
     bool act_order;             /* GPTQ: columns by descending diag H, static block scales */
     int32_t n_threads;          /* forward passes over the calibration set (0: all online cores) */
+    const elm_imatrix *imatrix; /* RTN: importance weights (llama-quantize --imatrix), or NULL;
+                                 * its entries must match m (elm_imatrix_check) */
+    const char *imatrix_path;   /* the imatrix file, for error messages */
 } elm_quant_params;
 
 typedef struct elm_quant_tensor_info {
@@ -105,7 +121,10 @@ void elm_quant_report_free(elm_quant_report *r);
 /* Quantizes m with params into out_path (GGUF v3, m's metadata and vocab, general.file_type of
  * the policy's type). cb (may be NULL): progress per tensor for RTN, per layer for GPTQ/AWQ
  * (done of total steps, label "blk.N" / "output"); warn for fallbacks and raised damping. report
- * may be NULL. Errors: ELM_ERR_ARG (type not writable, GPTQ/AWQ without calibration samples),
+ * may be NULL. With an imatrix, each tensor it names is encoded weighted by it (elm_encode_row)
+ * and the recipe follows llama.cpp's rules for imatrix files.
+ * Errors: ELM_ERR_ARG (type not writable, GPTQ/AWQ without calibration samples), ELM_ERR_FORMAT
+ * naming the imatrix file and tensor when an entry does not match m,
  * ELM_ERR_FORMAT naming the model file and tensor when an input weight is NaN or infinite,
  * ELM_ERR_NOMEM, ELM_ERR_IO naming out_path; no file is left at out_path on any error. */
 elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,

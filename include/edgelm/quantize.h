@@ -1,7 +1,8 @@
 /* Round-to-nearest quantization of a whole model into a GGUF file, the way `llama-quantize --pure`
  * does it without an importance matrix (docs/formats.md, "ggml blocks"): every 2-D weight becomes the
- * target type, 1-D tensors (norm weights) stay F32, and a matrix whose rows are not a multiple of
- * the 32-weight block falls back to F16. */
+ * target type, 1-D tensors (norm weights) stay F32, and a matrix whose rows the type's block does
+ * not divide falls back as llama-quantize does (a 256-weight type to its 32-weight stand-in, then
+ * F16; edgelm/quant.h, elm_quant_plan). */
 #ifndef EDGELM_QUANTIZE_H
 #define EDGELM_QUANTIZE_H
 
@@ -39,7 +40,8 @@ typedef struct elm_quantize_summary {
 } elm_quantize_summary;
 
 /* llama.cpp's general.file_type for a model mostly of `type` (docs/formats.md): f32 0, f16 1, q4_0 2,
- * q4_1 3, q8_0 7, q5_0 8, q5_1 9, bf16 32. */
+ * q4_1 3, q8_0 7, q5_0 8, q5_1 9, bf16 32; q2_k 10, q3_k 12, q4_k 15, q5_k 17, q6_k 18, iq4_nl 25,
+ * iq4_xs 30 (llama.cpp's Q3_K_M, Q4_K_M, Q5_K_M for the mid k-quants). */
 uint32_t elm_file_type_of(elm_type type);
 
 /* Writes m quantized to `type` (any type of elm_type_get) into out_path as GGUF v3, with m's

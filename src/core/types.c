@@ -256,14 +256,14 @@ static const elm_type_traits traits[ELM_TYPE_COUNT] = {
     [ELM_TYPE_Q4_1] = {"q4_1", ELM_QK, 20, 5.0, q4_1_to_float, q4_1_from_float},
     [ELM_TYPE_Q5_0] = {"q5_0", ELM_QK, 22, 5.5, q5_0_to_float, q5_0_from_float},
     [ELM_TYPE_Q5_1] = {"q5_1", ELM_QK, 24, 6.0, q5_1_to_float, q5_1_from_float},
-    /* super-block types: kquant_decode.c */
-    [ELM_TYPE_Q2_K] = {"q2_k", ELM_QK_K, 84, 2.625, elm_q2_k_to_float, NULL},
-    [ELM_TYPE_Q3_K] = {"q3_k", ELM_QK_K, 110, 3.4375, elm_q3_k_to_float, NULL},
-    [ELM_TYPE_Q4_K] = {"q4_k", ELM_QK_K, 144, 4.5, elm_q4_k_to_float, NULL},
-    [ELM_TYPE_Q5_K] = {"q5_k", ELM_QK_K, 176, 5.5, elm_q5_k_to_float, NULL},
-    [ELM_TYPE_Q6_K] = {"q6_k", ELM_QK_K, 210, 6.5625, elm_q6_k_to_float, NULL},
-    [ELM_TYPE_IQ4_NL] = {"iq4_nl", ELM_QK, 18, 4.5, elm_iq4_nl_to_float, NULL},
-    [ELM_TYPE_IQ4_XS] = {"iq4_xs", ELM_QK_K, 136, 4.25, elm_iq4_xs_to_float, NULL},
+    /* super-block types: kquant_decode.c, kquant_encode.c */
+    [ELM_TYPE_Q2_K] = {"q2_k", ELM_QK_K, 84, 2.625, elm_q2_k_to_float, elm_q2_k_from_float},
+    [ELM_TYPE_Q3_K] = {"q3_k", ELM_QK_K, 110, 3.4375, elm_q3_k_to_float, elm_q3_k_from_float},
+    [ELM_TYPE_Q4_K] = {"q4_k", ELM_QK_K, 144, 4.5, elm_q4_k_to_float, elm_q4_k_from_float},
+    [ELM_TYPE_Q5_K] = {"q5_k", ELM_QK_K, 176, 5.5, elm_q5_k_to_float, elm_q5_k_from_float},
+    [ELM_TYPE_Q6_K] = {"q6_k", ELM_QK_K, 210, 6.5625, elm_q6_k_to_float, elm_q6_k_from_float},
+    [ELM_TYPE_IQ4_NL] = {"iq4_nl", ELM_QK, 18, 4.5, elm_iq4_nl_to_float, elm_iq4_nl_from_float},
+    [ELM_TYPE_IQ4_XS] = {"iq4_xs", ELM_QK_K, 136, 4.25, elm_iq4_xs_to_float, elm_iq4_xs_from_float},
 };
 
 const elm_type_traits *elm_type_get(uint32_t type) {

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "edgelm/quant.h"
+#include "quant/recipe.h"
 
 static bool matches(const char *pattern, const char *name) {
     if (fnmatch(pattern, name, 0) == 0) return true;
@@ -15,7 +16,10 @@ static bool matches(const char *pattern, const char *name) {
     return fnmatch(with, name, 0) == 0;
 }
 
-static bool writable(elm_type t) { return elm_type_get((uint32_t)t) != NULL; }
+static bool writable(elm_type t) {
+    const elm_type_traits *tt = elm_type_get((uint32_t)t);
+    return tt && tt->from_float;
+}
 
 elm_status elm_quant_plan(const elm_model *m, const elm_quant_policy *p, elm_tensor_plan *plan,
                           elm_error *err) {
@@ -27,6 +31,11 @@ elm_status elm_quant_plan(const elm_model *m, const elm_quant_policy *p, elm_ten
             return elm_errorf(err, ELM_ERR_ARG, "override '%s': unsupported type %d",
                               p->overrides[k].pattern, (int)p->overrides[k].type);
     const elm_type_traits *target = elm_type_get((uint32_t)p->type);
+    const bool recipe = p->recipe && !p->pure;
+    if (recipe) {
+        elm_status st = elm_recipe_plan(m, p->recipe, p->imatrix, plan, err);
+        if (st) return st;
+    }
     for (int32_t i = 0; i < m->n_tensors; i++) {
         const elm_tensor *t = &m->tensors[i];
         elm_tensor_plan *out = &plan[i];
@@ -36,7 +45,9 @@ elm_status elm_quant_plan(const elm_model *m, const elm_quant_policy *p, elm_ten
             continue;
         }
         bool sensitive = !strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "output.weight");
-        if (!p->pure && sensitive &&
+        if (recipe) {
+            /* elm_recipe_plan chose it */
+        } else if (!p->pure && sensitive &&
             elm_type_get((uint32_t)p->sensitive_type)->bits_per_weight > target->bits_per_weight) {
             out->type = p->sensitive_type;
             snprintf(out->reason, sizeof out->reason, "sensitive (%s)",
@@ -52,11 +63,11 @@ elm_status elm_quant_plan(const elm_model *m, const elm_quant_policy *p, elm_ten
                          p->overrides[k].pattern);
             }
         out->wanted = out->type;
-        if (!elm_row_bytes(out->type, t->ne[0])) {
-            snprintf(out->reason, sizeof out->reason, "rows of %lld not a multiple of %d: f16",
-                     (long long)t->ne[0], elm_type_get((uint32_t)out->type)->block_size);
-            out->type = ELM_TYPE_F16;
-        }
+        out->type = elm_type_fallback(out->wanted, t->ne[0]);
+        if (out->type != out->wanted)
+            snprintf(out->reason, sizeof out->reason, "rows of %lld not a multiple of %d: %s",
+                     (long long)t->ne[0], elm_type_get((uint32_t)out->wanted)->block_size,
+                     elm_type_get((uint32_t)out->type)->name);
     }
     return ELM_OK;
 }

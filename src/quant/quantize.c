@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/encode.h"
 #include "edgelm/quant.h"
 #include "formats/gguf_write.h"
 #include "quant/layerwise.h"
@@ -44,6 +45,8 @@ typedef struct wjob {
     const elm_quantize_callbacks *cb;
     bool per_tensor_progress;     /* RTN: progress counts tensors */
     float *row;                   /* [widest row] */
+    const elm_imatrix *imatrix;   /* or NULL */
+    float *qw;                    /* [widest row]: importance weights of the current tensor */
 } wjob;
 
 /* Writer callback: tensor i of the output. */
@@ -67,11 +70,16 @@ static elm_status fill(void *user, int32_t i, const elm_tensor *t, void *dst, el
         const elm_type_traits *src_tt = elm_type_get(in->type), *dst_tt = elm_type_get(t->type);
         size_t src_row = elm_row_bytes(in->type, in->ne[0]), dst_row = elm_row_bytes(t->type, t->ne[0]);
         int64_t rows = in->ne[1] * in->ne[2] * in->ne[3];
+        const elm_imatrix_entry *e = j->imatrix ? elm_imatrix_find(j->imatrix, t->name) : NULL;
+        if (e && e->n != in->ne[0]) e = NULL; /* (3-D weights, which edgelm does not have) */
+        if (e) elm_imatrix_weights(e, j->qw); /* 2-D: one weight per column */
         for (int64_t r = 0; r < rows; r++) {
             src_tt->to_float((const uint8_t *)in->data + (size_t)r * src_row, j->row, in->ne[0]);
             elm_status st = elm_check_finite(j->m, in, r, j->row, err);
             if (st) return st;
-            dst_tt->from_float(j->row, (uint8_t *)dst + (size_t)r * dst_row, t->ne[0]);
+            uint8_t *out = (uint8_t *)dst + (size_t)r * dst_row;
+            if (e) elm_encode_row(t->type, j->row, out, t->ne[0], j->qw);
+            else dst_tt->from_float(j->row, out, t->ne[0]);
         }
     }
     if (j->per_tensor_progress && j->cb && j->cb->progress)
@@ -115,11 +123,17 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
     elm_tensor *out = calloc(n ? (size_t)n : 1, sizeof *out);
     elm_qrun run = {0};
     wjob job = {.m = m, .src = m->tensors, .plan = plan, .cb = cb,
-                .per_tensor_progress = params->method == ELM_QUANT_RTN};
+                .per_tensor_progress = params->method == ELM_QUANT_RTN,
+                .imatrix = params->imatrix};
+    elm_quant_policy policy = params->policy;
+    policy.imatrix |= params->imatrix != NULL;
     elm_quantize_summary sum = {0};
     elm_status st = ELM_OK;
     if (!plan || !out) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
-    if (!st) st = elm_quant_plan(m, &params->policy, plan, err);
+    if (!st && params->imatrix)
+        st = elm_imatrix_check(params->imatrix, m,
+                               params->imatrix_path ? params->imatrix_path : "imatrix", err);
+    if (!st) st = elm_quant_plan(m, &policy, plan, err);
     if (!st && params->method != ELM_QUANT_RTN) {
         st = elm_quant_calibrated(m, params, plan, cb, &run, err);
         job.src = run.tensors;
@@ -139,11 +153,14 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
         sum.bytes_in += in->nbytes;
         sum.bytes_out += t->nbytes;
     }
-    if (!st && !(job.row = malloc((size_t)widest * sizeof(float))))
+    if (!st && (!(job.row = malloc((size_t)widest * sizeof(float))) ||
+                !(job.qw = malloc((size_t)widest * sizeof(float)))))
         st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
     if (!st) {
         elm_gguf_out src = {.m = m, .tensors = out, .n_tensors = n,
-                            .file_type = elm_file_type_of(params->policy.type), .fill = fill,
+                            .file_type = policy.recipe ? policy.recipe
+                                                       : elm_file_type_of(policy.type),
+                            .fill = fill,
                             .user = &job};
         st = elm_gguf_write(out_path, &src, &sum.file_bytes, err);
     }
@@ -151,6 +168,7 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
         cb->progress(m->hp.n_layers + 2, m->hp.n_layers + 2, "written", cb->user);
     if (!st && report) st = fill_report(m, plan, &run, report, err);
     free(job.row);
+    free(job.qw);
     elm_qrun_free(&run);
     free(out);
     free(plan);

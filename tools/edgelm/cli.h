@@ -15,6 +15,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
+int cmd_imatrix(int argc, char **argv);
 int cmd_calib(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
 int cmd_eval(int argc, char **argv);

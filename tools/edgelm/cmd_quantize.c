@@ -18,10 +18,17 @@ static void usage(FILE *f) {
             "Writes MODEL as GGUF in ggml's standard block types. Default policy: token embedding\n"
             "and output projection at q8_0, norms f32, every other matrix at TYPE; matrices whose\n"
             "rows are not a multiple of 32 fall back to f16. --pure puts every matrix at TYPE (with\n"
-            "--method rtn: the bytes llama-quantize --pure writes).\n\n"
+            "--method rtn: the bytes llama-quantize --pure writes). A k-quant or i-quant name\n"
+            "without --pure is llama-quantize's recipe of that name: each tensor's type by its\n"
+            "rules (q4_k_m: the file llama-quantize Q4_K_M writes).\n\n"
             "  -m, --model MODEL        input: GGUF, Hugging Face folder or llama2.c model.bin\n"
             "  -o, --output OUT         output GGUF file (written atomically)\n"
-            "  --type TYPE              q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16 or f32\n"
+            "  --type TYPE              q8_0, q6_k, q5_k, q5_0, q5_1, q4_k, q4_0, q4_1, iq4_xs,\n"
+            "                           iq4_nl, q3_k, q2_k, f16, bf16 or f32; or a recipe:\n"
+            "                           q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s,\n"
+            "                           q5_k_m, q6_k\n"
+            "  --imatrix FILE           importance matrix (llama-imatrix / 'edgelm imatrix'\n"
+            "                           GGUF): rtn weighted by it, as llama-quantize --imatrix\n"
             "  --method M               rtn (round to nearest, default), gptq (Hessian error\n"
             "                           feedback) or awq (activation-aware scales and clipping)\n"
             "  --calib FILE             calibration text for gptq/awq: JSONL from 'edgelm calib'\n"
@@ -115,7 +122,7 @@ static int print_json(const elm_quant_params *p, const elm_quant_report *r) {
 
 int cmd_quantize(int argc, char **argv) {
     const char *in = NULL, *out = NULL, *type_name = NULL, *tok = NULL, *method_name = "rtn";
-    const char *calib_path = NULL, *sensitive_name = "q8_0";
+    const char *calib_path = NULL, *sensitive_name = "q8_0", *imatrix_path = NULL;
     long calib_samples = 0, seq_len = 512, threads = elm_online_cores();
     double damp = 0.01;
     bool act_order = false, pure = false, json = false;
@@ -136,6 +143,8 @@ int cmd_quantize(int argc, char **argv) {
             CLI_STR(method_name);
         } else if (!strcmp(a, "--calib")) {
             CLI_STR(calib_path);
+        } else if (!strcmp(a, "--imatrix")) {
+            CLI_STR(imatrix_path);
         } else if (!strcmp(a, "--calib-samples")) {
             CLI_LONG(1, 1L << 24, calib_samples);
         } else if (!strcmp(a, "--seq-len")) {
@@ -173,14 +182,17 @@ int cmd_quantize(int argc, char **argv) {
     }
     elm_model *m = NULL;
     elm_calib_set calib = {0};
+    elm_imatrix imatrix = {0};
     elm_quant_params p = {.damp = damp, .act_order = act_order, .n_threads = (int32_t)threads};
     if (!in || !out || !type_name) {
         cli_fail("quantize: -m MODEL, -o OUT and --type TYPE are required (try --help)");
         goto done;
     }
-    if (!parse_type(type_name, &p.policy.type)) {
-        cli_fail("quantize: unknown --type '%s' (use q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16 or "
-                 "f32)", type_name);
+    if (!elm_quant_recipe_from_name(type_name, &p.policy.recipe, &p.policy.type) &&
+        !parse_type(type_name, &p.policy.type)) {
+        cli_fail("quantize: unknown --type '%s' (use a type: q8_0, q6_k, q5_k, q5_0, q5_1, q4_k, "
+                 "q4_0, q4_1, iq4_xs, iq4_nl, q3_k, q2_k, f16, bf16, f32; or a recipe: q2_k, "
+                 "q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k)", type_name);
         goto done;
     }
     if (!parse_type(sensitive_name, &p.policy.sensitive_type)) {
@@ -202,6 +214,18 @@ int cmd_quantize(int argc, char **argv) {
     if (!(m = cli_load_model(in, tok))) goto done;
     elm_error err;
     elm_error_clear(&err);
+    if (imatrix_path) {
+        if (p.method != ELM_QUANT_RTN) {
+            cli_fail("quantize: --imatrix is used by --method rtn only");
+            goto done;
+        }
+        if (elm_imatrix_load(imatrix_path, &imatrix, &err)) {
+            cli_fail("%s", err.msg);
+            goto done;
+        }
+        p.imatrix = &imatrix;
+        p.imatrix_path = imatrix_path;
+    }
     bar b = {.tty = isatty(STDERR_FILENO), .t0_ms = elm_now_ms()};
     if (p.method != ELM_QUANT_RTN) {
         if (elm_calib_load(&m->vocab, calib_path, (int32_t)seq_len, (int32_t)calib_samples, &calib,
@@ -234,6 +258,7 @@ int cmd_quantize(int argc, char **argv) {
     }
     elm_quant_report_free(&r);
 done:
+    elm_imatrix_free(&imatrix);
     elm_calib_free(&calib);
     elm_model_free(m);
     return rc;

@@ -14,6 +14,7 @@ static const struct {
     {"run", cmd_run, "generate text from a prompt (streaming), with stats"},
     {"chat", cmd_chat, "multi-turn chat with the conversation kept in the KV cache"},
     {"quantize", cmd_quantize, "write a GGUF quantized by round-to-nearest, GPTQ or AWQ"},
+    {"imatrix", cmd_imatrix, "compute an importance matrix (llama.cpp's imatrix GGUF) on a text"},
     {"calib", cmd_calib, "build a calibration set (JSONL) for GPTQ/AWQ from text sources"},
     {"perplexity", cmd_perplexity, "score a text file the way llama-perplexity does"},
     {"eval", cmd_eval, "compare quantized models with their baseline: KLD, top-1, similarity"},

@@ -1,0 +1,425 @@
+/* Encoders of ggml's super-block types (layouts: docs/kquants.md), bit-exact with llama.cpp's
+ * quantize_row_q*_K_ref (llama-quantize without an importance matrix) and with its importance-
+ * weighted quantize_row_q*_K_impl / quantize_row_iq4_nl_impl (with one). Each super-block gets
+ * per-sub-block scales (and mins) from a scale search (quant_search.c); those are quantized to 4,
+ * 6 or 8 bits against one or two f16 super-block scales, and the weights are then re-rounded
+ * against the scales as stored, so that the codes fit what a decoder will multiply them by. */
+#include <math.h>
+#include <string.h>
+
+#include "core/kquant.h"
+#include "core/quant_search.h"
+
+static float f16_round(uint8_t *p, float f) {
+    const uint16_t h = elm_f32_to_f16(f);
+    memcpy(p, &h, 2);
+    return elm_f16_to_f32(h);
+}
+
+static void put_f16(uint8_t *p, float f) { (void)f16_round(p, f); }
+
+/* Four 2-bit codes of weights 128h + 32k + l (k = 0..3) in byte 32h + l, k-th bit pair. */
+static void pack_2bit(const uint8_t *L, uint8_t *qs) {
+    for (int j = 0; j < ELM_QK_K; j += 128)
+        for (int l = 0; l < 32; l++)
+            qs[j / 4 + l] = (uint8_t)(L[j + l] | L[j + l + 32] << 2 | L[j + l + 64] << 4 |
+                                      L[j + l + 96] << 6);
+}
+
+/* Q4_K/Q5_K's twelve scale bytes: 6-bit scale and min of the eight 32-weight sub-blocks. */
+static void pack_scale_min(const uint8_t ls[8], const uint8_t lm[8], uint8_t *s) {
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) {
+            s[j] = ls[j];
+            s[j + 4] = lm[j];
+        } else {
+            s[j + 4] = (uint8_t)((ls[j] & 0xF) | (lm[j] & 0xF) << 4);
+            s[j - 4] |= (uint8_t)((ls[j] >> 4) << 6);
+            s[j] |= (uint8_t)((lm[j] >> 4) << 6);
+        }
+    }
+}
+
+/* Codes of x against the stored scales: L = round((x + m)/d) in [0, nmax] per sub-block of
+ * `sub` weights (sub-blocks whose scale is 0 keep the codes of the search). */
+static void requant_k(const float *x, const uint8_t *b, float d, float dmin, int sub,
+                      uint8_t *L, int nmax) {
+    for (int j = 0; j < ELM_QK_K / sub; j++) {
+        uint8_t sc, m;
+        if (sub == 32) {
+            elm_kquant_scale_min(j, b, &sc, &m);
+        } else {
+            sc = b[j] & 0xF;
+            m = b[j] >> 4;
+        }
+        const float dl = d * sc;
+        if (!dl) continue;
+        const float dm = dmin * m;
+        for (int i = 0; i < sub; i++) {
+            int l = elm_nearest_int((x[sub * j + i] + dm) / dl);
+            L[sub * j + i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
+        }
+    }
+}
+
+/* ---- Q2_K: u8 scales[16], u8 qs[64], f16 d, f16 dmin (84 bytes) ---- */
+
+static void q2_k_block(const float *x, uint8_t *b, const float *qw) {
+    uint8_t L[ELM_QK_K], Laux[16];
+    float w[16], mins[16], scales[16];
+    uint8_t *sc = b, *qs = b + 16;
+    float d, dmin;
+    if (!qw) {
+        float max_scale = 0, max_min = 0;
+        for (int j = 0; j < 16; j++) {
+            for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
+            scales[j] = elm_make_qkx_quants(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux,
+                                            -0.5f, 0.1f, 15, true);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        if (max_scale > 0) {
+            const float iscale = 15.f / max_scale;
+            for (int j = 0; j < 16; j++) sc[j] = (uint8_t)elm_nearest_int(iscale * scales[j]);
+            d = f16_round(b + 80, max_scale / 15.f);
+        } else {
+            memset(sc, 0, 16);
+            d = f16_round(b + 80, 0.f);
+        }
+        if (max_min > 0) {
+            const float iscale = 15.f / max_min;
+            for (int j = 0; j < 16; j++) sc[j] |= (uint8_t)(elm_nearest_int(iscale * mins[j]) << 4);
+            dmin = f16_round(b + 82, max_min / 15.f);
+        } else {
+            dmin = f16_round(b + 82, 0.f);
+        }
+    } else {
+        float sw[16] = {0}, sumx2 = 0;
+        uint8_t Ls[16], Lm[16];
+        for (int j = 0; j < ELM_QK_K; j++) sumx2 += x[j] * x[j];
+        const float sigma2 = sumx2 / ELM_QK_K;
+        for (int j = 0; j < 16; j++) {
+            for (int l = 0; l < 16; l++)
+                w[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
+            for (int l = 0; l < 16; l++) sw[j] += w[l];
+            scales[j] = elm_make_qkx_quants(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux,
+                                            -0.9f, 0.05f, 36, false);
+        }
+        const float dm = elm_make_qp_quants(16, 15, scales, Ls, sw);
+        const float mm = elm_make_qp_quants(16, 15, mins, Lm, sw);
+        d = f16_round(b + 80, dm);
+        dmin = f16_round(b + 82, mm);
+        for (int j = 0; j < 16; j++) sc[j] = (uint8_t)(Ls[j] | Lm[j] << 4);
+    }
+    requant_k(x, sc, d, dmin, 16, L, 3);
+    pack_2bit(L, qs);
+}
+
+/* ---- Q3_K: u8 hmask[32], u8 qs[64], u8 scales[12], f16 d (110 bytes) ---- */
+
+static void q3_k_block(const float *x, uint8_t *b, const float *qw) {
+    int8_t L[ELM_QK_K], Ls[16];
+    float scales[16];
+    uint8_t *hmask = b, *qs = b + 32, *s = b + 96;
+    memset(s, 0, 12);
+    if (!qw) {
+        float max_scale = 0, amax = 0;
+        for (int j = 0; j < 16; j++) {
+            scales[j] = elm_make_q3_quants(16, 4, x + 16 * j, L + 16 * j);
+            const float a = fabsf(scales[j]);
+            if (a > amax) {
+                amax = a;
+                max_scale = scales[j];
+            }
+        }
+        if (max_scale) {
+            const float iscale = -32.f / max_scale;
+            for (int j = 0; j < 16; j++) {
+                const int8_t l = (int8_t)elm_nearest_int(iscale * scales[j]);
+                Ls[j] = (int8_t)((l < -32 ? -32 : l > 31 ? 31 : l) + 32);
+            }
+            put_f16(b + 108, 1 / iscale);
+        } else {
+            memset(Ls, 0, sizeof Ls);
+            put_f16(b + 108, 0.f);
+        }
+    } else {
+        float w[16], sw[16], sumx2 = 0;
+        for (int j = 0; j < ELM_QK_K; j++) sumx2 += x[j] * x[j];
+        const float sigma2 = 2 * sumx2 / ELM_QK_K;
+        for (int j = 0; j < 16; j++) {
+            for (int l = 0; l < 16; l++)
+                w[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
+            float sumw = 0;
+            for (int l = 0; l < 16; l++) sumw += w[l];
+            sw[j] = sumw;
+            scales[j] = elm_make_qx_quants(16, 4, x + 16 * j, L + 16 * j, w);
+        }
+        put_f16(b + 108, elm_make_qx_quants(16, 32, scales, Ls, sw));
+    }
+    for (int j = 0; j < 16; j++) { /* the 6-bit scales, offset 32 (docs/kquants.md) */
+        const int l = Ls[j];
+        if (j < 8) s[j] = (uint8_t)(l & 0xF);
+        else s[j - 8] |= (uint8_t)((l & 0xF) << 4);
+        s[8 + j % 4] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
+    }
+    int8_t sc[16];
+    elm_q3_k_scales(s, sc);
+    uint16_t dh;
+    memcpy(&dh, b + 108, 2);
+    const float d = elm_f16_to_f32(dh);
+    for (int j = 0; j < 16; j++) {
+        const float dl = d * sc[j];
+        if (!dl) continue;
+        for (int i = 0; i < 16; i++) {
+            const int l = elm_nearest_int(x[16 * j + i] / dl);
+            L[16 * j + i] = (int8_t)((l < -4 ? -4 : l > 3 ? 3 : l) + 4);
+        }
+    }
+    /* bit k of hmask[m] is the high bit of weight 32k + m */
+    memset(hmask, 0, 32);
+    uint8_t U[ELM_QK_K];
+    for (int j = 0; j < ELM_QK_K; j++) {
+        int l = L[j];
+        if (l > 3) {
+            hmask[j % 32] |= (uint8_t)(1 << (j / 32));
+            l -= 4;
+        }
+        U[j] = (uint8_t)l;
+    }
+    pack_2bit(U, qs);
+}
+
+/* ---- Q4_K (f16 d, f16 dmin, u8 scales[12], u8 qs[128]; 144 bytes) and Q5_K (the same with
+ * u8 qh[32] before qs; 176 bytes) ---- */
+
+static void q45_k_block(const float *x, uint8_t *b, const float *qw, bool five) {
+    const int nmax = five ? 31 : 15;
+    uint8_t L[ELM_QK_K], Laux[32], Ls[8], Lm[8];
+    float w[32], mins[8], scales[8];
+    float d, dmin;
+    memset(b + 4, 0, 12);
+    if (!qw) {
+        float max_scale = 0, max_min = 0;
+        for (int j = 0; j < 8; j++) {
+            float sum_x2 = 0;
+            for (int l = 0; l < 32; l++) sum_x2 += x[32 * j + l] * x[32 * j + l];
+            const float av_x = sqrtf(sum_x2 / 32);
+            for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(x[32 * j + l]);
+            scales[j] = elm_make_qkx_quants(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux,
+                                            five ? -0.5f : -1.f, 0.1f, five ? 15 : 20, false);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+        const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+        for (int j = 0; j < 8; j++) {
+            const uint8_t ls = (uint8_t)elm_nearest_int(inv_scale * scales[j]);
+            const uint8_t lm = (uint8_t)elm_nearest_int(inv_min * mins[j]);
+            Ls[j] = ls < 63 ? ls : 63;
+            Lm[j] = lm < 63 ? lm : 63;
+        }
+        d = f16_round(b, max_scale / 63.f);
+        dmin = f16_round(b + 2, max_min / 63.f);
+    } else {
+        float sw[8], sum_x2 = 0;
+        for (int l = 0; l < ELM_QK_K; l++) sum_x2 += x[l] * x[l];
+        const float sigma2 = 2 * sum_x2 / ELM_QK_K;
+        for (int j = 0; j < 8; j++) {
+            for (int l = 0; l < 32; l++)
+                w[l] = qw[32 * j + l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
+            float sumw = 0;
+            for (int l = 0; l < 32; l++) sumw += w[l];
+            sw[j] = sumw;
+            scales[j] = elm_make_qkx_quants(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux,
+                                            -0.9f, 0.05f, 36, false);
+        }
+        const float d_block = elm_make_qp_quants(8, 63, scales, Ls, sw);
+        const float m_block = elm_make_qp_quants(8, 63, mins, Lm, sw);
+        d = f16_round(b, d_block);
+        dmin = f16_round(b + 2, m_block);
+    }
+    pack_scale_min(Ls, Lm, b + 4);
+    requant_k(x, b + 4, d, dmin, 32, L, nmax);
+    /* codes of weights 64p + l and 64p + 32 + l share byte 32p + l (low, high nibble); Q5_K's
+     * fifth bits go to bits 2p and 2p + 1 of qh[l] */
+    uint8_t *qh = b + 16, *ql = b + (five ? 48 : 16);
+    if (five) memset(qh, 0, 32);
+    for (int p = 0; p < 4; p++)
+        for (int l = 0; l < 32; l++) {
+            int l1 = L[64 * p + l], l2 = L[64 * p + l + 32];
+            if (l1 > 15) {
+                l1 -= 16;
+                qh[l] |= (uint8_t)(1 << (2 * p));
+            }
+            if (l2 > 15) {
+                l2 -= 16;
+                qh[l] |= (uint8_t)(2 << (2 * p));
+            }
+            ql[32 * p + l] = (uint8_t)(l1 | l2 << 4);
+        }
+}
+
+/* ---- Q6_K: u8 ql[128], u8 qh[64], i8 scales[16], f16 d (210 bytes) ---- */
+
+static void q6_k_block(const float *x, uint8_t *b, const float *qw) {
+    int8_t L[ELM_QK_K];
+    float scales[16];
+    float max_scale = 0, max_abs_scale = 0;
+    for (int j = 0; j < 16; j++) {
+        /* the weighted variant takes the importance weights as they are */
+        scales[j] = elm_make_qx_quants(16, 32, x + 16 * j, L + 16 * j, qw ? qw + 16 * j : NULL);
+        const float a = fabsf(scales[j]);
+        if (a > max_abs_scale) {
+            max_abs_scale = a;
+            max_scale = scales[j];
+        }
+    }
+    if (max_abs_scale < ELM_GROUP_EPS) {
+        memset(b, 0, 210);
+        return;
+    }
+    const float iscale = -128.f / max_scale;
+    const float d = f16_round(b + 208, 1 / iscale);
+    int8_t *sc = (int8_t *)(b + 192);
+    for (int j = 0; j < 16; j++) {
+        const int l = elm_nearest_int(iscale * scales[j]);
+        sc[j] = (int8_t)(l < 127 ? l : 127);
+    }
+    for (int j = 0; j < 16; j++) {
+        const float dl = d * sc[j];
+        if (!dl) continue;
+        for (int i = 0; i < 16; i++) {
+            const int l = elm_nearest_int(x[16 * j + i] / dl);
+            L[16 * j + i] = (int8_t)((l < -32 ? -32 : l > 31 ? 31 : l) + 32);
+        }
+    }
+    uint8_t *ql = b, *qh = b + 128;
+    for (int h = 0; h < 2; h++, ql += 64, qh += 32)
+        for (int l = 0; l < 32; l++) {
+            const int8_t *q = L + 128 * h + l;
+            ql[l] = (uint8_t)((q[0] & 0xF) | (q[64] & 0xF) << 4);
+            ql[l + 32] = (uint8_t)((q[32] & 0xF) | (q[96] & 0xF) << 4);
+            qh[l] = (uint8_t)((q[0] >> 4) | (q[32] >> 4) << 2 | (q[64] >> 4) << 4 | (q[96] >> 4) << 6);
+        }
+}
+
+/* ---- IQ4_NL (f16 d, u8 qs[16]; 18 bytes per 32 weights) and IQ4_XS (f16 d, u16 scales_h,
+ * u8 scales_l[4], u8 qs[128]; 136 bytes per 256) ----
+ * Each 32-weight block: the scale maximising the weighted fit (Σwqx)²/Σwq² over 15 candidates
+ * around max/grid[0], codes the nearest grid entries. IQ4_XS then quantizes the eight block scales
+ * to 6 bits against d = -max_scale/32 and re-picks the codes. Weights are x² without an
+ * importance matrix, qw·sqrt(σ² + x²) with one (σ² = 2·mean x² of the super-block). */
+static void iq4_block(const float *x, int n, uint8_t *dh, uint8_t *qs, uint8_t *scales_hl,
+                      const float *qw) {
+    const int8_t *values = elm_iq4nl_grid;
+    const int ntry = 7;
+    uint8_t L[ELM_QK_K];
+    float w[32], scales[8];
+    float sigma2 = 0;
+    for (int j = 0; j < n; j++) sigma2 += x[j] * x[j];
+    sigma2 *= 2.f / n;
+    put_f16(dh, 0.f);
+    float max_scale = 0, amax_scale = 0;
+    for (int ib = 0; ib < n / 32; ib++) {
+        const float *xb = x + 32 * ib;
+        uint8_t *Lb = L + 32 * ib;
+        for (int j = 0; j < 32; j++)
+            w[j] = qw ? qw[32 * ib + j] * sqrtf(sigma2 + xb[j] * xb[j]) : xb[j] * xb[j];
+        float amax = 0, max = 0;
+        for (int j = 0; j < 32; j++)
+            if (fabsf(xb[j]) > amax) {
+                amax = fabsf(xb[j]);
+                max = xb[j];
+            }
+        if (amax < ELM_GROUP_EPS) {
+            scales[ib] = 0;
+            continue;
+        }
+        float d = -max / values[0];
+        float id = 1 / d;
+        float sumqx = 0, sumq2 = 0;
+        for (int j = 0; j < 32; j++) {
+            const int l = elm_best_index_int8(16, values, id * xb[j]);
+            Lb[j] = (uint8_t)l;
+            const float q = values[l];
+            sumqx += w[j] * q * xb[j];
+            sumq2 += w[j] * q * q;
+        }
+        d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
+        float best = d * sumqx;
+        for (int itry = -ntry; itry <= ntry; itry++) {
+            id = (itry + values[0]) / max;
+            sumqx = sumq2 = 0;
+            for (int j = 0; j < 32; j++) {
+                const float q = values[elm_best_index_int8(16, values, id * xb[j])];
+                sumqx += w[j] * q * xb[j];
+                sumq2 += w[j] * q * q;
+            }
+            if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+                d = sumqx / sumq2;
+                best = d * sumqx;
+            }
+        }
+        scales[ib] = d;
+        if (fabsf(d) > amax_scale) {
+            amax_scale = fabsf(d);
+            max_scale = d;
+        }
+    }
+    if (n > 32) {
+        uint16_t sh = 0;
+        uint8_t *sl = scales_hl + 2;
+        const float d = -max_scale / 32;
+        put_f16(dh, d);
+        const float id = d ? 1 / d : 0.f;
+        for (int ib = 0; ib < n / 32; ib++) {
+            int l = elm_nearest_int(id * scales[ib]);
+            l = l < -32 ? -32 : l > 31 ? 31 : l;
+            const float dl = d * l;
+            const float idl = dl ? 1 / dl : 0.f;
+            for (int j = 0; j < 32; j++)
+                L[32 * ib + j] = (uint8_t)elm_best_index_int8(16, values, idl * x[32 * ib + j]);
+            l += 32;
+            if (ib % 2 == 0) sl[ib / 2] = (uint8_t)(l & 0xf);
+            else sl[ib / 2] |= (uint8_t)((l & 0xf) << 4);
+            sh |= (uint16_t)((l >> 4) << (2 * ib));
+        }
+        scales_hl[0] = (uint8_t)sh;
+        scales_hl[1] = (uint8_t)(sh >> 8);
+    } else {
+        put_f16(dh, scales[0]);
+        const float id = scales[0] ? 1 / scales[0] : 0;
+        for (int j = 0; j < 32; j++) L[j] = (uint8_t)elm_best_index_int8(16, values, id * x[j]);
+    }
+    for (int i = 0; i < n / 32; i++)
+        for (int j = 0; j < 16; j++)
+            qs[16 * i + j] = (uint8_t)(L[32 * i + j] | L[32 * i + 16 + j] << 4);
+}
+
+/* ---- entry points ---- */
+
+void elm_kquant_encode(elm_type type, const float *x, void *dst, int64_t n, const float *qw) {
+    uint8_t *b = dst;
+    const int bs = type == ELM_TYPE_IQ4_NL ? ELM_QK : ELM_QK_K;
+    for (int64_t i = 0; i < n / bs; i++, x += bs, qw = qw ? qw + bs : NULL) {
+        switch (type) {
+        case ELM_TYPE_Q2_K: q2_k_block(x, b, qw); b += 84; break;
+        case ELM_TYPE_Q3_K: q3_k_block(x, b, qw); b += 110; break;
+        case ELM_TYPE_Q4_K: q45_k_block(x, b, qw, false); b += 144; break;
+        case ELM_TYPE_Q5_K: q45_k_block(x, b, qw, true); b += 176; break;
+        case ELM_TYPE_Q6_K: q6_k_block(x, b, qw); b += 210; break;
+        case ELM_TYPE_IQ4_NL: iq4_block(x, 32, b, b + 2, NULL, qw); b += 18; break;
+        case ELM_TYPE_IQ4_XS: iq4_block(x, 256, b, b + 8, b + 2, qw); b += 136; break;
+        default: return;
+        }
+    }
+}
+
+void elm_q2_k_from_float(const float *s, void *d, int64_t n) { elm_kquant_encode(ELM_TYPE_Q2_K, s, d, n, NULL); }
+void elm_q3_k_from_float(const float *s, void *d, int64_t n) { elm_kquant_encode(ELM_TYPE_Q3_K, s, d, n, NULL); }
+void elm_q4_k_from_float(const float *s, void *d, int64_t n) { elm_kquant_encode(ELM_TYPE_Q4_K, s, d, n, NULL); }
+void elm_q5_k_from_float(const float *s, void *d, int64_t n) { elm_kquant_encode(ELM_TYPE_Q5_K, s, d, n, NULL); }
+void elm_q6_k_from_float(const float *s, void *d, int64_t n) { elm_kquant_encode(ELM_TYPE_Q6_K, s, d, n, NULL); }
+void elm_iq4_nl_from_float(const float *s, void *d, int64_t n) { elm_kquant_encode(ELM_TYPE_IQ4_NL, s, d, n, NULL); }
+void elm_iq4_xs_from_float(const float *s, void *d, int64_t n) { elm_kquant_encode(ELM_TYPE_IQ4_XS, s, d, n, NULL); }

@@ -1,0 +1,45 @@
+/* The scale searches behind ggml's k-quant, i-quant and importance-weighted encoders (llama.cpp's
+ * ggml-quants.c: nearest_int, make_qx_quants, make_q3_quants, make_qkx2/3_quants, make_qp_quants,
+ * best_index_int8), shared by kquant_encode.c and quant_weighted.c. Their float operations are
+ * done in the reference order, term by term, so that the encoders write llama-quantize's bytes;
+ * this relies on no FMA contraction (GCC's default in ISO C mode, which the build uses). */
+#ifndef EDGELM_CORE_QUANT_SEARCH_H
+#define EDGELM_CORE_QUANT_SEARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Amax below which a group counts as all zeros. */
+#define ELM_GROUP_EPS 1e-15f
+
+/* Round to nearest, ties to even, for |v| < 2^22 (ggml's nearest_int: adding 1.5·2^23 leaves the
+ * rounded integer in the low mantissa bits). Outside that range the result is unspecified but
+ * defined. */
+int elm_nearest_int(float v);
+
+/* Symmetric codes L[i] = l + nmax, l in [-nmax, nmax-1], for n values x, with the scale that
+ * minimises Σ w·(x - scale·l)², w = qw[i] (or x² when qw is NULL), over 19 candidate inverse
+ * scales (nmax + 0.1·k)/-max, k = -9..9. Returns the scale (0 for an all-zero group). */
+float elm_make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float *qw);
+
+/* Q3_K's variant: w = x², after the first rounding up to 5 rounds of moving single codes while
+ * that lowers the error. L[i] = l + nmax. */
+float elm_make_q3_quants(int n, int nmax, const float *x, int8_t *L);
+
+/* Asymmetric codes L[i] in [0, nmax] with x ≈ scale·L - *neg_min (*neg_min >= 0): weighted error
+ * (|d| when use_mad, else d²) minimised over nstep+1 inverse scales (rmin + rdelta·k + nmax) /
+ * (max - min), each followed by a weighted least-squares fit of scale and min. Laux[n] is
+ * scratch. Returns the scale. (make_qkx2_quants and make_qkx3_quants with weights.) */
+float elm_make_qkx_quants(int n, int nmax, const float *x, const float *w, uint8_t *L,
+                          float *neg_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
+                          bool use_mad);
+
+/* Codes L[i] in [0, nmax] of the non-negative values x (sub-block scales or mins), weighted by
+ * qw, as make_qp_quants: 9 candidate scales, then up to 5 rounds of single-code moves. Returns
+ * the scale. */
+float elm_make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *qw);
+
+/* Index of the entry of the ascending table val[n] nearest to x (the upper one on ties). */
+int elm_best_index_int8(int n, const int8_t *val, float x);
+
+#endif

@@ -1,0 +1,19 @@
+/* llama-quantize's per-tensor type rules (llama.cpp src/llama-quant.cpp, llama_tensor_get_type)
+ * for its k-quant and i-quant recipes, and its fallbacks for rows a block does not divide. */
+#ifndef EDGELM_QUANT_RECIPE_H
+#define EDGELM_QUANT_RECIPE_H
+
+#include "edgelm/quant.h"
+
+/* plan[i].type and .reason for every 2-D tensor of m under the recipe with llama.cpp file type
+ * ftype (elm_quant_recipe_from_name), before fallbacks; with_imatrix as llama-quantize --imatrix.
+ * 1-D entries are left alone. ELM_ERR_NOMEM. */
+elm_status elm_recipe_plan(const elm_model *m, uint32_t ftype, bool with_imatrix,
+                           elm_tensor_plan *plan, elm_error *err);
+
+/* The type llama-quantize writes for `type` on rows of ne0 weights: type itself when its block
+ * divides ne0, else its smaller-block stand-in (Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1,
+ * Q6_K -> Q8_0, IQ4_XS -> IQ4_NL), else F16. */
+elm_type elm_type_fallback(elm_type type, int64_t ne0);
+
+#endif

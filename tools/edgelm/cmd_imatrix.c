@@ -1,0 +1,83 @@
+/* edgelm imatrix: an importance matrix of a model on a calibration text, in llama.cpp's imatrix
+ * GGUF (llama-imatrix's chunks and values), for `quantize --imatrix`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "edgelm/imatrix.h"
+#include "edgelm/vocab.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: edgelm imatrix -m MODEL -f TEXT -o OUT.gguf [-c N] [-t N]\n\n"
+            "Runs TEXT through MODEL in chunks of N tokens (each from an empty cache, starting\n"
+            "with BOS, as llama-imatrix) and writes, for every linear weight of the blocks, the\n"
+            "sum of squared inputs per column and the tokens seen (llama.cpp's imatrix GGUF).\n\n"
+            "  -m, --model MODEL        GGUF, Hugging Face folder or llama2.c model.bin\n"
+            "  -f, --file TEXT          calibration text (plain UTF-8)\n"
+            "  -o, --output OUT         output file (written atomically)\n"
+            "  -c, --ctx-size N         tokens per chunk (default 512)\n"
+            "  -t, --threads N          threads (default: all cores)\n"
+            "  --tokenizer PATH         llama2.c tokenizer.bin when not beside the model\n"
+            "  -h, --help               this help\n");
+}
+
+static void on_chunk(int32_t done, int32_t total, void *user) {
+    (void)user;
+    cli_progress(done, total, "imatrix: chunk %d/%d", done, total);
+}
+
+int cmd_imatrix(int argc, char **argv) {
+    const char *model = NULL, *file = NULL, *out = NULL, *tok = NULL;
+    long n_ctx = 512, threads = elm_online_cores();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            CLI_STR(model);
+        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
+            CLI_STR(file);
+        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            CLI_STR(out);
+        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
+            CLI_LONG(2, 1L << 20, n_ctx);
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            CLI_LONG(1, 512, threads);
+        } else if (!strcmp(a, "--tokenizer")) {
+            CLI_STR(tok);
+        } else {
+            return cli_fail("imatrix: unknown option '%s' (try 'edgelm imatrix --help')", a);
+        }
+    }
+    if (!model || !file || !out)
+        return cli_fail("imatrix: -m MODEL, -f TEXT and -o OUT are required (try --help)");
+    size_t len = 0;
+    char *text = cli_read_text(file, &len);
+    if (!text) return 1;
+    int rc = 1;
+    int32_t *ids = NULL;
+    int64_t n_ids = 0;
+    elm_imatrix im = {0};
+    elm_error err;
+    elm_model *m = cli_load_model(model, tok);
+    if (!m) goto done;
+    if (elm_tokenize_alloc(&m->vocab, text, len, m->vocab.add_bos, false, &ids, &n_ids, &err) ||
+        elm_imatrix_compute(m, ids, n_ids, (int32_t)n_ctx, (int32_t)threads, file, on_chunk,
+                            NULL, &im, &err) ||
+        elm_imatrix_save(&im, out, &err)) {
+        cli_fail("%s", err.msg);
+        goto done;
+    }
+    printf("%s: %d weights, %u chunks of %ld tokens from %s\n", out, im.n, im.chunk_count, n_ctx,
+           file);
+    rc = 0;
+done:
+    elm_imatrix_free(&im);
+    free(ids);
+    free(text);
+    elm_model_free(m);
+    return rc;
+}
