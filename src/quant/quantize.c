@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/memstat.h"
 #include "edgelm/quant.h"
 #include "formats/gguf_write.h"
 #include "quant/layerwise.h"
@@ -114,6 +115,7 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
                            const char *out_path, const elm_quantize_callbacks *cb,
                            elm_quant_report *report, elm_error *err) {
     const double t0 = now_s();
+    elm_mem_sampler *mem = elm_mem_sampler_start(10);
     const int32_t n = m->n_tensors;
     if (report) memset(report, 0, sizeof *report);
     elm_tensor_plan *plan = calloc(n ? (size_t)n : 1, sizeof *plan);
@@ -126,7 +128,7 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
     if (!plan || !out) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
     if (!st) st = elm_quant_plan(m, &params->policy, plan, err);
     if (!st && params->method != ELM_QUANT_RTN) {
-        st = elm_quant_calibrated(m, params, plan, cb, &run, err);
+        st = elm_quant_calibrated(m, params, plan, cb, false, &run, err);
         job.src = run.tensors;
         job.ready = run.bytes;
     }
@@ -159,6 +161,7 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
     elm_qrun_free(&run);
     free(out);
     free(plan);
+    const elm_mem_usage mu = elm_mem_sampler_stop(mem);
     if (st) {
         if (report) elm_quant_report_free(report);
         return st;
@@ -167,6 +170,8 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
     sum.bits_per_weight = sum.n_params ? 8.0 * (double)sum.bytes_out / (double)sum.n_params : 0;
     sum.ratio = sum.bytes_out ? (double)sum.bytes_in / (double)sum.bytes_out : 0;
     sum.seconds = now_s() - t0;
+    sum.peak_rss = mu.peak_rss;
+    sum.peak_anon = mu.rss_anon;
     if (report) report->summary = sum;
     return ELM_OK;
 }
