@@ -572,10 +572,10 @@ elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *para
         /* block l is quantized now: its output is block l+1's input */
         if (!st)
             st = elm_capture(&r->work, l, 1, false, cs, params->n_threads, q.x, q.x, NULL, 0, err);
-        for (int k = 0; k < 12 && !st; k++) release(r, bt[k]);
         char what[32];
         snprintf(what, sizeof what, "blk.%d", l);
         if (!st) progress(&q, l + 1, what);
+        for (int k = 0; k < 12 && !st; k++) release(r, bt[k]);
     }
     if (!st) st = output_stage(&q, err);
     for (int32_t i = 0; i < m->n_tensors && !st; i++) {
