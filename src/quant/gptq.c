@@ -24,17 +24,33 @@ static int by_diag_desc(const void *a, const void *b, void *diag) {
     return i < j ? -1 : i > j;
 }
 
-/* U with (A + λI)⁻¹ = UᵀU, upper triangle of U (row-major), lower zeroed. Returns false when a
- * Cholesky factorization fails or the result is not finite. */
+/* Reverses the order of both indices of the n x n matrix a (a[i][j] <-> a[n-1-i][n-1-j]), which
+ * is the reversal of its n² elements. */
+static void reverse(float *a, int64_t n) {
+    for (int64_t k = 0, l = n * n - 1; k < l; k++, l--) {
+        const float t = a[k];
+        a[k] = a[l];
+        a[l] = t;
+    }
+}
+
+/* U with (A + λI)⁻¹ = UᵀU, upper triangle of U (row-major), lower zeroed. With J the index
+ * reversal, the Cholesky factor L of J(A + λI)J gives A + λI = VVᵀ with V = JLJ upper, so
+ * (A + λI)⁻¹ = V⁻ᵀV⁻¹ and U = V⁻¹ = J L⁻¹ J (the factor is unique): one spotrf and one strtri,
+ * half the arithmetic of factoring, inverting and factoring again. Returns false when the
+ * factorization fails or the result is not finite. */
 static bool inverse_cholesky(const float *A, int64_t n, float lambda, float *U) {
     memcpy(U, A, sizeof(float) * (size_t)(n * n));
     for (int64_t i = 0; i < n; i++) U[i * n + i] += lambda;
-    if (LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, U, (lapack_int)n) != 0) return false;
-    if (LAPACKE_spotri(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, U, (lapack_int)n) != 0) return false;
-    if (LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, U, (lapack_int)n) != 0) return false;
+    reverse(U, n);
+    if (LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, U, (lapack_int)n) != 0) return false;
+    if (LAPACKE_strtri(LAPACK_ROW_MAJOR, 'L', 'N', (lapack_int)n, U, (lapack_int)n) != 0) return false;
+    reverse(U, n);
     for (int64_t i = 0; i < n; i++) {
         for (int64_t j = 0; j < i; j++) U[i * n + j] = 0;
         if (!isfinite(U[i * n + i]) || !(U[i * n + i] > 0)) return false;
+        for (int64_t j = i + 1; j < n; j++)
+            if (!isfinite(U[i * n + j])) return false;
     }
     return true;
 }
