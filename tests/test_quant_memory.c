@@ -6,8 +6,8 @@
  *  - the run's peak anonymous memory (elm_quantize_ex's report, RssAnon sampled from
  *    /proc/self/status) stays below the anonymous memory before it plus a bound derived from one
  *    block: its float32 matrices, its four input Hessians, the largest linear's GPTQ scratch, the
- *    calibration states, the float32 embedding and output, and the encoded output (held until it
- *    is written), with 16 MiB for thread stacks and allocator slack. A float32 copy of the whole
+ *    calibration states, the float32 embedding and output, and the block's encoded bytes (written
+ *    to the file when the block is done), with 16 MiB for thread stacks and allocator slack. A float32 copy of the whole
  *    model (52 MiB more) exceeds it. Sanitizer builds (whose allocator keeps freed memory in
  *    quarantine) check the first part only. */
 #include <stdio.h>
@@ -133,8 +133,9 @@ int main(int argc, char **argv) {
             const int64_t scratch = 13 * d * f + 12 * f * f + 8 * f * f + 4 * d * f;
             const int64_t states = 4 * cs.n_tokens * d;
             const int64_t ends = 2 * 4 * (int64_t)shape.n_vocab * d;
-            const int64_t bound = block + hessians + scratch + states + ends +
-                                  (int64_t)rep.summary.bytes_out + (16 << 20);
+            /* a block's q4_0 bytes (18 per 32 weights) until written, and the writer's copy */
+            const int64_t encoded = 2 * block / 4 / 32 * 18;
+            const int64_t bound = block + hessians + scratch + states + ends + encoded + (16 << 20);
             printf("peak anonymous memory %.1f MiB: %.1f MiB above the %.1f MiB before, bound "
                    "%.1f MiB; peak RSS %.1f MiB\n", rep.summary.peak_anon / 1048576.0,
                    (rep.summary.peak_anon - before) / 1048576.0, before / 1048576.0,

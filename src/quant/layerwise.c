@@ -170,6 +170,8 @@ void elm_qrun_free(elm_qrun *r) {
     free(r->layers);
     free(r->bytes);
     free(r->info);
+    free(r->final_stage);
+    free(r->x);
     memset(r, 0, sizeof *r);
 }
 
@@ -529,11 +531,14 @@ static void progress(const qctx *q, int32_t done, const char *what) {
     if (q->cb && q->cb->progress) q->cb->progress(done, q->r->work.hp.n_layers + 2, what, q->cb->user);
 }
 
-elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *params,
-                                const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
-                                bool keep_work, elm_qrun *r, elm_error *err) {
+elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
+                          const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
+                          bool keep_work, elm_qrun *r, elm_error *err) {
     memset(r, 0, sizeof *r);
     r->keep_work = keep_work;
+    r->params = params;
+    r->plan = plan;
+    r->cb = cb;
     if (!params->calib || params->calib->n <= 0)
         return elm_errorf(err, ELM_ERR_ARG, "%s needs calibration samples (--calib)",
                           elm_quant_method_name(params->method));
@@ -541,12 +546,21 @@ elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *para
     if (params->n_threads > 0) openblas_set_num_threads(params->n_threads);
     elm_status st = work_init(r, m, err);
     if (st) return st;
+    if (!(r->final_stage = malloc(sizeof *r->final_stage * (size_t)(m->n_tensors ? m->n_tensors : 1))))
+        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
     for (int32_t i = 0; i < m->n_tensors; i++) {
         elm_quant_tensor_info *in = &r->info[i];
         snprintf(in->name, sizeof in->name, "%s", m->tensors[i].name);
         in->type = plan[i].type;
         snprintf(in->reason, sizeof in->reason, "%s", plan[i].reason);
         in->err_before = in->err_after = -1;
+        r->final_stage[i] = m->hp.n_layers + 1;
+    }
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        elm_tensor *bt[12];
+        block_tensors(&r->layers[l], bt);
+        for (int k = 0; k < 12; k++)
+            if (bt[k]) r->final_stage[bt[k] - r->tensors] = l + 1;
     }
     /* The samples' hidden states, Σ n_ids × dim floats (256 samples of 512 tokens at dim 2048:
      * 1 GiB), spare the re-run of blocks 0..l-1 for each block l. */
@@ -554,15 +568,25 @@ elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *para
     size_t n_x = 0;
     for (int32_t i = 0; i < cs->n; i++) n_x += (size_t)cs->n_ids[i];
     n_x *= (size_t)m->hp.dim;
-    qctx q = {r, params, plan, cb, malloc(sizeof(float) * (n_x ? n_x : 1))};
-    if (!q.x)
+    if (!(r->x = malloc(sizeof(float) * (n_x ? n_x : 1))))
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory for the calibration states "
                           "(%zu floats)", m->path, n_x);
     /* the first block's inputs come from the quantized embedding */
+    qctx q = {r, params, plan, cb, r->x};
     st = emit_rtn(&q, r->work.tok_embd, err);
     if (!st) st = elm_capture(&r->work, 0, 0, false, cs, params->n_threads, NULL, q.x, NULL, 0,
                               err);
-    for (int l = 0; l < m->hp.n_layers && !st; l++) {
+    if (!st) r->final_stage[r->work.tok_embd - r->tensors] = 0;
+    return st;
+}
+
+elm_status elm_qrun_step(elm_qrun *r, elm_error *err) {
+    const elm_model *m = r->src;
+    const elm_quant_params *params = r->params;
+    qctx q = {r, params, r->plan, r->cb, r->x};
+    elm_status st = ELM_OK;
+    if (r->stage < m->hp.n_layers) {
+        const int l = r->stage;
         elm_tensor *bt[12];
         block_tensors(&r->layers[l], bt);
         for (int k = 0; k < 12 && !st; k++)
@@ -571,18 +595,31 @@ elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *para
             st = params->method == ELM_QUANT_GPTQ ? gptq_layer(&q, l, err) : awq_layer(&q, l, err);
         /* block l is quantized now: its output is block l+1's input */
         if (!st)
-            st = elm_capture(&r->work, l, 1, false, cs, params->n_threads, q.x, q.x, NULL, 0, err);
+            st = elm_capture(&r->work, l, 1, false, params->calib, params->n_threads, q.x, q.x,
+                             NULL, 0, err);
         char what[32];
         snprintf(what, sizeof what, "blk.%d", l);
         if (!st) progress(&q, l + 1, what);
         for (int k = 0; k < 12 && !st; k++) release(r, bt[k]);
+    } else if (r->stage == m->hp.n_layers) {
+        st = output_stage(&q, err);
+        for (int32_t i = 0; i < m->n_tensors && !st; i++) {
+            /* the embedding's and the blocks' are done (and maybe written already) */
+            if (r->final_stage[i] > m->hp.n_layers) st = emit_rtn(&q, &r->tensors[i], err);
+            release(r, &r->tensors[i]);
+        }
+        if (!st) progress(&q, m->hp.n_layers + 1, "output");
+        free(r->x);
+        r->x = NULL;
     }
-    if (!st) st = output_stage(&q, err);
-    for (int32_t i = 0; i < m->n_tensors && !st; i++) {
-        st = emit_rtn(&q, &r->tensors[i], err);
-        release(r, &r->tensors[i]);
-    }
-    if (!st) progress(&q, m->hp.n_layers + 1, "output");
-    free(q.x);
+    if (!st) r->stage++;
+    return st;
+}
+
+elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *params,
+                                const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
+                                bool keep_work, elm_qrun *r, elm_error *err) {
+    elm_status st = elm_qrun_start(m, params, plan, cb, keep_work, r, err);
+    while (!st && r->stage <= m->hp.n_layers) st = elm_qrun_step(r, err);
     return st;
 }

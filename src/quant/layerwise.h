@@ -21,6 +21,13 @@ typedef struct elm_qrun {
     int32_t n_damp_raised;
     bool keep_work;        /* keep every matrix's float values (tests); else each block's are
                             * dropped when it is done, as their bytes are final */
+    const elm_quant_params *params;
+    const elm_tensor_plan *plan;
+    const elm_quantize_callbacks *cb;
+    float *x;              /* the calibration states between steps */
+    int32_t stage;         /* steps done: blocks 0..stage-1 (stage n_layers+1: all) */
+    int32_t *final_stage;  /* [n] the stage after which tensor i is final (bytes or 1-D values):
+                            * 0 the embedding, l+1 block l's, n_layers+1 the rest */
 } elm_qrun;
 
 /* Runs params->method (GPTQ or AWQ) over m with the types of plan [m->n_tensors]; progress steps
@@ -33,6 +40,17 @@ typedef struct elm_qrun {
 elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *params,
                                 const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
                                 bool keep_work, elm_qrun *r, elm_error *err);
+
+/* The same run in steps, for a writer that streams each tensor as soon as it is final (params,
+ * plan and cb must outlive r): elm_qrun_start quantizes the embedding and sets up the states
+ * (stage 0); each elm_qrun_step does the next block (stage l+1 when block l is done), and the one
+ * after the last block does the output and every remaining tensor (stage n_layers+1). A tensor i
+ * is final once r->stage >= r->final_stage[i]; the caller may then take and free r->bytes[i]
+ * (setting it NULL). Errors as elm_quant_calibrated's; free r with elm_qrun_free after an error. */
+elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
+                          const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
+                          bool keep_work, elm_qrun *r, elm_error *err);
+elm_status elm_qrun_step(elm_qrun *r, elm_error *err);
 void elm_qrun_free(elm_qrun *r);
 
 /* Checks a decoded row of tensor t for NaN and infinities: ELM_ERR_FORMAT naming the model
