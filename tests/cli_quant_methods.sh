@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # CLI test of `edgelm calib` and `edgelm quantize --method rtn|gptq|awq`: a calibration set mixed
 # from two sources by weight (counts, truncation, same seed -> same file, --split, --template, bad
-# input); quantize with each method (JSON report: bits/weight, file size, per-tensor type, reason
-# and output error before/after; progress with layer i/N and ETA on stderr), the default policy
-# (q8_0 embedding/output, f16 fallback), --keep-sensitive, --tensor-type, determinism and the
-# errors (no/missing/empty calibration). Usage: bash tests/cli_quant_methods.sh EDGELM_BINARY
-# FIXTURES_DIR
+# input); quantize with each method (JSON report: bits/weight, file size, peak memory, per-tensor
+# type, reason and output error before/after; progress with layer i/N and ETA on stderr), the
+# default policy (q8_0 embedding/output, f16 fallback), --keep-sensitive, --tensor-type,
+# determinism and the errors (no/missing/empty calibration). Usage: bash tests/cli_quant_methods.sh
+# EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
 fix=$2
@@ -59,6 +59,8 @@ d = json.load(open(sys.argv[1]))
 method = sys.argv[3]
 assert d["method"] == method and d["type"] == "q4_0" and d["pure"] is True, d
 assert d["file_bytes"] == os.path.getsize(sys.argv[2]) and d["seconds"] > 0, d
+# the process's peak resident set and the largest anonymous part of it seen (/proc/self/status)
+assert 0 < d["peak_anon_mib"] <= d["peak_rss_mib"] < 1024, d
 assert abs(d["bits_per_weight"] - 6.7) < 0.1, d["bits_per_weight"]  # q4_0 + f16 ffn_down
 t = {x["name"]: x for x in d["tensors"]}
 assert len(t) == 48 and t["blk.0.ffn_down.weight"]["type"] == "f16", t["blk.0.ffn_down.weight"]

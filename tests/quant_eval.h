@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "check.h"
 #include "core/fileio.h"
 #include "model/builder.h"
@@ -116,6 +118,23 @@ static bool qe_compare(const qe_base *b, const char *path, elm_kld_stats *kld, e
     free(c.q_lp);
     elm_model_free(m);
     return st == ELM_OK;
+}
+
+/* The KLD bound of `key` ("gptq q4_0", ...) from tests/data/quant_kld.json: its float64-era figure
+ * plus the allowed margin; a negative value (and a failed check) when the file lacks it. */
+static double qe_kld_bound(const char *key) {
+    /* beside this header, wherever the test runs from */
+    char path[4096];
+    const char *slash = strrchr(__FILE__, '/');
+    snprintf(path, sizeof path, "%.*sdata/quant_kld.json", slash ? (int)(slash - __FILE__ + 1) : 0,
+             __FILE__);
+    cJSON *j = check_load_json(path);
+    const cJSON *m = cJSON_GetObjectItem(j, "margin"),
+                *v = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "measured"), key);
+    const double bound = cJSON_IsNumber(m) && cJSON_IsNumber(v) ? v->valuedouble + m->valuedouble : -1;
+    CHECK(bound >= 0, "tests/data/quant_kld.json: no figure for '%s'", key);
+    cJSON_Delete(j);
+    return bound;
 }
 
 /* The calibration sequences of the tests: calib.txt, whole in release builds. */

@@ -37,6 +37,10 @@ typedef struct elm_quantize_summary {
     double bits_per_weight;  /* 8 * bytes_out / n_params */
     double ratio;            /* bytes_in / bytes_out */
     double seconds;          /* wall time of the whole call */
+    int64_t peak_rss;        /* bytes: the process's peak resident set (VmHWM) at the end */
+    int64_t peak_anon;       /* bytes: the largest anonymous resident memory (RssAnon) of the
+                              * process seen during the call, sampled every 10 ms; 0 both
+                              * without Linux's /proc */
 } elm_quantize_summary;
 
 /* llama.cpp's general.file_type for a model mostly of `type` (docs/formats.md): f32 0, f16 1, q4_0 2,

@@ -1,13 +1,16 @@
 /* GPTQ (gptq.h). Notation of the paper: H the input Hessian, U the upper Cholesky factor of H⁻¹,
  * B = 128 columns per lazy batch. Rows are independent given U, so each row walks the columns of a
- * batch on its own (row-major, cache friendly); the batch's errors then update the remaining
- * columns of all rows with one dgemm. */
+ * batch on its own (row-major, cache friendly; the rows split over the threads); the batch's
+ * errors then update the remaining columns of all rows with one sgemm. float32 throughout, as in
+ * the paper's reference code: the feedback is a sum of bounded rounding errors, and the float64 it
+ * ran in before changed no file's quality on the fixture (KLD within 0.001). */
 #include <cblas.h>
 #include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/threadpool.h"
 #include "quant/gptq.h"
 
 #define GPTQ_BLOCK 128
@@ -21,44 +24,91 @@ static int by_diag_desc(const void *a, const void *b, void *diag) {
     return i < j ? -1 : i > j;
 }
 
-/* U with (A + λI)⁻¹ = UᵀU, upper triangle of U (row-major), lower zeroed. Returns false when a
- * Cholesky factorization fails or the result is not finite. */
-static bool inverse_cholesky(const double *A, int64_t n, double lambda, double *U) {
-    memcpy(U, A, sizeof(double) * (size_t)(n * n));
+/* Reverses the order of both indices of the n x n matrix a (a[i][j] <-> a[n-1-i][n-1-j]), which
+ * is the reversal of its n² elements. */
+static void reverse(float *a, int64_t n) {
+    for (int64_t k = 0, l = n * n - 1; k < l; k++, l--) {
+        const float t = a[k];
+        a[k] = a[l];
+        a[l] = t;
+    }
+}
+
+/* U with (A + λI)⁻¹ = UᵀU, upper triangle of U (row-major), lower zeroed. With J the index
+ * reversal, the Cholesky factor L of J(A + λI)J gives A + λI = VVᵀ with V = JLJ upper, so
+ * (A + λI)⁻¹ = V⁻ᵀV⁻¹ and U = V⁻¹ = J L⁻¹ J (the factor is unique): one spotrf and one strtri,
+ * half the arithmetic of factoring, inverting and factoring again. Returns false when the
+ * factorization fails or the result is not finite. */
+static bool inverse_cholesky(const float *A, int64_t n, float lambda, float *U) {
+    memcpy(U, A, sizeof(float) * (size_t)(n * n));
     for (int64_t i = 0; i < n; i++) U[i * n + i] += lambda;
-    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, U, (lapack_int)n) != 0) return false;
-    if (LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, U, (lapack_int)n) != 0) return false;
-    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, U, (lapack_int)n) != 0) return false;
+    reverse(U, n);
+    if (LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, U, (lapack_int)n) != 0) return false;
+    if (LAPACKE_strtri(LAPACK_ROW_MAJOR, 'L', 'N', (lapack_int)n, U, (lapack_int)n) != 0) return false;
+    reverse(U, n);
     for (int64_t i = 0; i < n; i++) {
         for (int64_t j = 0; j < i; j++) U[i * n + j] = 0;
         if (!isfinite(U[i * n + i]) || !(U[i * n + i] > 0)) return false;
+        for (int64_t j = i + 1; j < n; j++)
+            if (!isfinite(U[i * n + j])) return false;
     }
     return true;
 }
 
-static void block_params(const elm_grid *g, const double *w, const double *h, int n_clip,
-                         elm_block_params *out) {
-    float x[ELM_QK];
-    for (int j = 0; j < ELM_QK; j++) x[j] = (float)w[j];
-    *out = elm_grid_best_params(g, x, h, n_clip);
+/* One batch [i1, i2) of the column walk, for the rows of thread ith. */
+typedef struct walk {
+    const elm_grid *g;
+    const elm_gptq_opts *o;
+    const int64_t *perm;
+    const double *dh;
+    const float *U;
+    float *Wp, *Err, *q;
+    int8_t *codes;
+    elm_block_params *params;
+    int64_t rows, n, i1, i2;
+} walk;
+
+static void walk_rows(void *arg, int ith, int nth) {
+    const walk *k = arg;
+    const int64_t n = k->n, nblk = n / ELM_QK, nb = k->i2 - k->i1;
+    long r0, r1;
+    elm_split((long)k->rows, ith, nth, &r0, &r1);
+    for (int64_t r = r0; r < r1; r++) {
+        float *w = k->Wp + r * n;
+        for (int64_t i = k->i1; i < k->i2; i++) {
+            const int64_t col = k->perm[i], b = col / ELM_QK;
+            elm_block_params *p = &k->params[r * nblk + b];
+            if (!k->o->act_order && col % ELM_QK == 0)
+                *p = elm_grid_best_params(k->g, w + i, k->dh + i, k->o->n_clip);
+            const int c = elm_grid_code(k->g, *p, w[i]);
+            const float v = elm_grid_value(k->g, *p, c);
+            k->codes[r * n + col] = (int8_t)c;
+            k->q[r * n + col] = v;
+            const float e = (w[i] - v) / k->U[i * n + i], *u = k->U + i * n;
+            k->Err[r * nb + (i - k->i1)] = e;
+            for (int64_t j = i + 1; j < k->i2; j++) w[j] -= e * u[j];
+        }
+    }
 }
 
-elm_status elm_gptq(const elm_grid *g, const char *name, double *W, int64_t rows, int64_t cols,
+elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows, int64_t cols,
                     double *H, const elm_gptq_opts *o, int8_t *codes, elm_block_params *params,
                     float *q, elm_gptq_result *res, elm_error *err) {
     const int64_t n = cols, nblk = cols / ELM_QK;
     memset(res, 0, sizeof *res);
     int64_t *perm = malloc(sizeof *perm * (size_t)n);
     double *dh = malloc(sizeof *dh * (size_t)n);
-    double *Hp = malloc(sizeof *Hp * (size_t)(n * n));
-    double *U = malloc(sizeof *U * (size_t)(n * n));
-    double *Wp = malloc(sizeof *Wp * (size_t)(rows * n));
-    double *Err = malloc(sizeof *Err * (size_t)(rows * GPTQ_BLOCK));
+    float *Hp = malloc(sizeof *Hp * (size_t)(n * n));
+    float *U = malloc(sizeof *U * (size_t)(n * n));
+    float *Wp = malloc(sizeof *Wp * (size_t)(rows * n));
+    float *Err = malloc(sizeof *Err * (size_t)(rows * GPTQ_BLOCK));
+    elm_pool *pool = NULL;
     elm_status st = ELM_OK;
     if (!perm || !dh || !Hp || !U || !Wp || !Err) {
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for GPTQ of '%s'", name);
         goto done;
     }
+    if ((st = elm_pool_new(o->n_threads > 0 ? o->n_threads : 1, &pool, err))) goto done;
     for (int64_t j = 0; j < n; j++) {
         if (H[j * n + j] == 0) {
             /* never active: nothing to compensate there; a unit diagonal keeps H invertible, and
@@ -74,14 +124,14 @@ elm_status elm_gptq(const elm_grid *g, const char *name, double *W, int64_t rows
     if (o->act_order) {
         for (int64_t r = 0; r < rows; r++)
             for (int64_t b = 0; b < nblk; b++)
-                block_params(g, W + r * n + b * ELM_QK, dh + b * ELM_QK, o->n_clip,
-                             &params[r * nblk + b]);
+                params[r * nblk + b] = elm_grid_best_params(g, W + r * n + b * ELM_QK,
+                                                            dh + b * ELM_QK, o->n_clip);
         qsort_r(perm, (size_t)n, sizeof *perm, by_diag_desc, dh);
     }
     double mean_diag = 0;
     for (int64_t i = 0; i < n; i++) {
         mean_diag += dh[i];
-        for (int64_t j = 0; j < n; j++) Hp[i * n + j] = H[perm[i] * n + perm[j]];
+        for (int64_t j = 0; j < n; j++) Hp[i * n + j] = (float)H[perm[i] * n + perm[j]];
     }
     mean_diag /= (double)n;
     for (int64_t r = 0; r < rows; r++)
@@ -91,12 +141,12 @@ elm_status elm_gptq(const elm_grid *g, const char *name, double *W, int64_t rows
     /* A Hessian that is not positive definite (fewer independent calibration inputs than
      * columns) leaves directions the calibration never saw, into which the error feedback would
      * push the rounding errors unchecked: start those at a tenfold damping. */
-    memcpy(U, Hp, sizeof(double) * (size_t)(n * n));
-    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, U, (lapack_int)n) != 0) {
+    memcpy(U, Hp, sizeof(float) * (size_t)(n * n));
+    if (LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, U, (lapack_int)n) != 0) {
         res->damp *= 10;
         res->raised++;
     }
-    while (!inverse_cholesky(Hp, n, res->damp * mean_diag, U)) {
+    while (!inverse_cholesky(Hp, n, (float)(res->damp * mean_diag), U)) {
         if (res->raised == GPTQ_MAX_RAISES || !isfinite(mean_diag)) {
             st = elm_errorf(err, ELM_ERR_FORMAT,
                             "'%s': input Hessian cannot be factored even with damping %g",
@@ -107,30 +157,20 @@ elm_status elm_gptq(const elm_grid *g, const char *name, double *W, int64_t rows
         res->raised++;
     }
 
+    walk k = {g, o, perm, dh, U, Wp, Err, q, codes, params, rows, n, 0, 0};
     for (int64_t i1 = 0; i1 < n; i1 += GPTQ_BLOCK) {
         const int64_t i2 = i1 + GPTQ_BLOCK < n ? i1 + GPTQ_BLOCK : n, nb = i2 - i1;
-        for (int64_t r = 0; r < rows; r++) {
-            double *w = Wp + r * n;
-            for (int64_t i = i1; i < i2; i++) {
-                const int64_t col = perm[i], b = col / ELM_QK;
-                elm_block_params *p = &params[r * nblk + b];
-                if (!o->act_order && col % ELM_QK == 0) block_params(g, w + i, dh + i, o->n_clip, p);
-                const int c = elm_grid_code(g, *p, (float)w[i]);
-                const float v = elm_grid_value(g, *p, c);
-                codes[r * n + col] = (int8_t)c;
-                q[r * n + col] = v;
-                const double e = (w[i] - v) / U[i * n + i];
-                Err[r * nb + (i - i1)] = e;
-                for (int64_t j = i + 1; j < i2; j++) w[j] -= e * U[i * n + j];
-            }
-        }
+        k.i1 = i1;
+        k.i2 = i2;
+        elm_pool_run(pool, walk_rows, &k);
         if (i2 < n)
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)(n - i2), (int)nb,
-                        -1.0, Err, (int)nb, U + i1 * n + i2, (int)n, 1.0, Wp + i2, (int)n);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)(n - i2), (int)nb,
+                        -1.0f, Err, (int)nb, U + i1 * n + i2, (int)n, 1.0f, Wp + i2, (int)n);
     }
     for (int64_t r = 0; r < rows; r++)
         for (int64_t i = 0; i < n; i++) W[r * n + perm[i]] = Wp[r * n + i];
 done:
+    elm_pool_free(pool);
     free(perm);
     free(dh);
     free(Hp);

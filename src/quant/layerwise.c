@@ -10,6 +10,7 @@
  * then quantizes each linear; AWQ searches a scale per group, folds all scales (1/s into the
  * RMSNorm weight or the rows of the linear producing the input, s into the group's columns), then
  * clips and quantizes. A linear planned at a float type (F16 fallback) is rounded to it in place. */
+#include <cblas.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -81,6 +82,46 @@ static elm_status bind_twin(const elm_qrun *r, const elm_tensor *t, elm_tensor *
     return ELM_OK;
 }
 
+/* Gives tensor t of the working copy float32 values of its own, decoded from the source (mapped,
+ * read row by row) and checked finite, unless it has them already. */
+static elm_status materialize(elm_qrun *r, elm_tensor *t, elm_error *err) {
+    const elm_tensor *in = &r->src->tensors[t - r->tensors];
+    if (t->data != in->data) return ELM_OK;
+    const int64_t rows = rows_of(in), cols = in->ne[0];
+    const size_t row_bytes = elm_row_bytes(in->type, cols), nbytes = sizeof(float) * (size_t)(rows * cols);
+    float *x = malloc(nbytes ? nbytes : 1);
+    if (!x)
+        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory for a float copy of '%s'",
+                          r->src->path, in->name);
+    for (int64_t row = 0; row < rows; row++) {
+        elm_type_get(in->type)->to_float((const uint8_t *)in->data + (size_t)row * row_bytes,
+                                         x + row * cols, cols);
+        elm_status st = elm_check_finite(r->src, in, row, x + row * cols, err);
+        if (st) {
+            free(x);
+            return st;
+        }
+    }
+    t->type = ELM_TYPE_F32;
+    t->nbytes = nbytes;
+    t->data = x;
+    return ELM_OK;
+}
+
+/* Drops the float copy of a matrix whose bytes are chosen (unless the run keeps its working
+ * copy): later blocks never run it again, and the writer takes its bytes. */
+static void release(elm_qrun *r, elm_tensor *t) {
+    if (!t || r->keep_work || t->n_dims < 2) return;
+    const int32_t i = (int32_t)(t - r->tensors);
+    if (!r->bytes[i] || t->data == r->src->tensors[i].data) return;
+    free(t->data);
+    *t = r->src->tensors[i];
+}
+
+/* The working copy starts as the source's tensors (mapped, any type); a matrix gets its float32
+ * copy when its block (or the output stage) begins and drops it when the block is done, so one
+ * block's matrices (plus the embedding) are held at a time. 1-D tensors (norms, biases, which AWQ
+ * folds scales into and the writer takes from here) are copied at once. */
 static elm_status work_init(elm_qrun *r, const elm_model *m, elm_error *err) {
     const int32_t n = m->n_tensors;
     r->src = m;
@@ -93,21 +134,9 @@ static elm_status work_init(elm_qrun *r, const elm_model *m, elm_error *err) {
     if (!r->tensors || !r->layers || !r->bytes || !r->info)
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
     for (int32_t i = 0; i < n; i++) {
-        const elm_tensor *in = &m->tensors[i];
-        elm_tensor *t = &r->tensors[i];
-        *t = *in;
-        const int64_t rows = rows_of(in), cols = in->ne[0];
-        const size_t row_bytes = elm_row_bytes(in->type, cols);
-        t->type = ELM_TYPE_F32;
-        t->nbytes = sizeof(float) * (size_t)(rows * cols);
-        if (!(t->data = malloc(t->nbytes))) {
-            return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory for a float copy of '%s'",
-                              m->path, in->name);
-        }
-        for (int64_t row = 0; row < rows; row++) {
-            float *x = wdata(t) + row * cols;
-            elm_type_get(in->type)->to_float((const uint8_t *)in->data + (size_t)row * row_bytes, x, cols);
-            elm_status st = elm_check_finite(m, in, row, x, err);
+        r->tensors[i] = m->tensors[i];
+        if (m->tensors[i].n_dims < 2) {
+            elm_status st = materialize(r, &r->tensors[i], err);
             if (st) return st;
         }
     }
@@ -134,13 +163,15 @@ static elm_status work_init(elm_qrun *r, const elm_model *m, elm_error *err) {
 
 void elm_qrun_free(elm_qrun *r) {
     for (int32_t i = 0; r->src && i < r->src->n_tensors; i++) {
-        if (r->tensors) free(r->tensors[i].data);
+        if (r->tensors && r->tensors[i].data != r->src->tensors[i].data) free(r->tensors[i].data);
         if (r->bytes) free(r->bytes[i]);
     }
     free(r->tensors);
     free(r->layers);
     free(r->bytes);
     free(r->info);
+    free(r->final_stage);
+    free(r->x);
     memset(r, 0, sizeof *r);
 }
 
@@ -151,6 +182,8 @@ void elm_qrun_free(elm_qrun *r) {
 static elm_status emit_rtn(qctx *q, elm_tensor *t, elm_error *err) {
     const int32_t i = idx(q->r, t);
     if (t->n_dims < 2 || q->r->bytes[i]) return ELM_OK;
+    elm_status st = materialize(q->r, t, err);
+    if (st) return st;
     const elm_type type = q->plan[i].type;
     const elm_type_traits *tt = elm_type_get((uint32_t)type);
     const int64_t rows = rows_of(t), cols = t->ne[0];
@@ -178,35 +211,41 @@ static elm_status emit_codes(qctx *q, elm_tensor *t, const elm_grid *g, const in
     return ELM_OK;
 }
 
-/* Scratch of one linear's quantization. */
+/* Scratch of one linear's quantization: W and E float32 weights and errors, H a float64 Hessian
+ * GPTQ or AWQ works on, Hf the float32 copy of the input Hessian the error figures use. */
 typedef struct lin_buf {
-    double *W, *E, *H, *quad;
+    float *W, *E, *Hf, *quad;
+    double *H;
     int8_t *codes;
     elm_block_params *params;
     float *values, *row;
 } lin_buf;
 
 static void lin_free(lin_buf *b) {
-    void *p[] = {b->W, b->E, b->H, b->quad, b->codes, b->params, b->values, b->row};
+    void *p[] = {b->W, b->E, b->Hf, b->quad, b->H, b->codes, b->params, b->values, b->row};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
 }
 
-static elm_status lin_alloc(lin_buf *b, int64_t rows, int64_t cols, const char *name, elm_error *err) {
-    const size_t n = (size_t)(rows * cols);
-    *b = (lin_buf){malloc(sizeof(double) * n), malloc(sizeof(double) * n),
-                   malloc(sizeof(double) * (size_t)(cols * cols)),
-                   malloc(sizeof(double) * ELM_QUAD_ROWS * (size_t)cols), malloc(n),
+static elm_status lin_alloc(lin_buf *b, int64_t rows, int64_t cols, const double *H,
+                            const char *name, elm_error *err) {
+    const size_t n = (size_t)(rows * cols), nn = (size_t)(cols * cols);
+    *b = (lin_buf){malloc(sizeof(float) * n), malloc(sizeof(float) * n), malloc(sizeof(float) * nn),
+                   malloc(sizeof(float) * ELM_QUAD_ROWS * (size_t)cols),
+                   malloc(sizeof(double) * nn), malloc(n),
                    malloc(sizeof(elm_block_params) * (n / ELM_QK)), malloc(sizeof(float) * n),
                    malloc(sizeof(float) * (size_t)cols)};
-    if (b->W && b->E && b->H && b->quad && b->codes && b->params && b->values && b->row) return ELM_OK;
+    if (b->W && b->E && b->Hf && b->quad && b->H && b->codes && b->params && b->values && b->row) {
+        for (size_t k = 0; k < nn; k++) b->Hf[k] = (float)H[k];
+        return ELM_OK;
+    }
     lin_free(b);
     return elm_errorf(err, ELM_ERR_NOMEM, "out of memory quantizing '%s'", name);
 }
 
-/* Relative output error of round-to-nearest on weights w [rows, cols] with input Hessian H; *den
- * receives the output energy Σ wᵀHw it is relative to, and b->W holds w. */
-static double rtn_rel_error(elm_type type, const float *w, int64_t rows, int64_t cols,
-                            const double *H, lin_buf *b, double *den) {
+/* Relative output error of round-to-nearest on weights w [rows, cols] with input Hessian b->Hf;
+ * *den receives the output energy Σ wᵀHw it is relative to, and b->W holds w. */
+static double rtn_rel_error(elm_type type, const float *w, int64_t rows, int64_t cols, lin_buf *b,
+                            double *den) {
     const elm_type_traits *tt = elm_type_get((uint32_t)type);
     uint8_t *enc = (uint8_t *)b->values; /* a row's blocks fit in its float space */
     for (int64_t r = 0; r < rows; r++) {
@@ -214,11 +253,11 @@ static double rtn_rel_error(elm_type type, const float *w, int64_t rows, int64_t
         tt->to_float(enc, b->row, cols);
         for (int64_t j = 0; j < cols; j++) {
             b->W[r * cols + j] = w[r * cols + j];
-            b->E[r * cols + j] = (double)w[r * cols + j] - b->row[j];
+            b->E[r * cols + j] = w[r * cols + j] - b->row[j];
         }
     }
-    *den = elm_rows_quad(b->W, rows, cols, H, b->quad);
-    return *den > 0 ? elm_rows_quad(b->E, rows, cols, H, b->quad) / *den : 0;
+    *den = elm_rows_quad(b->W, rows, cols, b->Hf, b->quad);
+    return *den > 0 ? elm_rows_quad(b->E, rows, cols, b->Hf, b->quad) / *den : 0;
 }
 
 /* ---------------------------------------------------------------------------- GPTQ */
@@ -230,17 +269,18 @@ static elm_status gptq_linear(qctx *q, elm_tensor *t, const double *H, elm_error
     const int64_t rows = rows_of(t), cols = t->ne[0];
     const float *w = wdata(t);
     lin_buf b;
-    elm_status st = lin_alloc(&b, rows, cols, t->name, err);
+    elm_status st = lin_alloc(&b, rows, cols, H, t->name, err);
     if (st) return st;
     double den;
-    q->r->info[i].err_before = rtn_rel_error(g.type, w, rows, cols, H, &b, &den);
+    q->r->info[i].err_before = rtn_rel_error(g.type, w, rows, cols, &b, &den);
     memcpy(b.H, H, sizeof(double) * (size_t)(cols * cols));
-    const elm_gptq_opts o = {q->p->damp > 0 ? q->p->damp : 0.01, q->p->act_order, GPTQ_CLIP};
+    const elm_gptq_opts o = {q->p->damp > 0 ? q->p->damp : 0.01, q->p->act_order, GPTQ_CLIP,
+                             q->p->n_threads};
     elm_gptq_result res;
     st = elm_gptq(&g, t->name, b.W, rows, cols, b.H, &o, b.codes, b.params, b.values, &res, err);
     if (!st) {
-        for (int64_t k = 0; k < rows * cols; k++) b.E[k] = (double)w[k] - b.values[k];
-        q->r->info[i].err_after = den > 0 ? elm_rows_quad(b.E, rows, cols, H, b.quad) / den : 0;
+        for (int64_t k = 0; k < rows * cols; k++) b.E[k] = w[k] - b.values[k];
+        q->r->info[i].err_after = den > 0 ? elm_rows_quad(b.E, rows, cols, b.Hf, b.quad) / den : 0;
         q->r->info[i].damp = res.damp;
         q->r->info[i].dead_inputs = res.dead;
         /* a layer calibration (nearly) never reaches is quantized almost blind */
@@ -338,17 +378,17 @@ static elm_status awq_linear(qctx *q, elm_tensor *t, const float *w0, const doub
     const int32_t i = idx(q->r, t);
     const int64_t rows = rows_of(t), cols = t->ne[0];
     lin_buf b;
-    elm_status st = lin_alloc(&b, rows, cols, t->name, err);
+    elm_status st = lin_alloc(&b, rows, cols, H, t->name, err);
     if (st) return st;
     double den;
-    q->r->info[i].err_before = rtn_rel_error(g.type, w0, rows, cols, H, &b, &den);
+    q->r->info[i].err_before = rtn_rel_error(g.type, w0, rows, cols, &b, &den);
     for (int64_t r = 0; r < cols; r++)
         for (int64_t c = 0; c < cols; c++) b.H[r * cols + c] = H[r * cols + c] / (cs[r] * cs[c]);
     elm_awq_clip_quantize(&g, wdata(t), rows, cols, b.H, b.codes, b.params, b.values);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++)
-            b.E[r * cols + c] = (double)w0[r * cols + c] - b.values[r * cols + c] * (rs ? rs[r] : 1.0) / cs[c];
-    q->r->info[i].err_after = den > 0 ? elm_rows_quad(b.E, rows, cols, H, b.quad) / den : 0;
+            b.E[r * cols + c] = (float)(w0[r * cols + c] - b.values[r * cols + c] * (rs ? rs[r] : 1.0) / cs[c]);
+    q->r->info[i].err_after = den > 0 ? elm_rows_quad(b.E, rows, cols, b.Hf, b.quad) / den : 0;
     st = emit_codes(q, t, &g, b.codes, b.params, b.values, err);
     lin_free(&b);
     return st;
@@ -454,8 +494,9 @@ static elm_status output_stage(qctx *q, elm_error *err) {
     elm_grid g;
     if (out == r->work.tok_embd) return ELM_OK; /* tied: quantized as the embedding */
     if (!grid_of(q, out, &g)) return emit_rtn(q, out, err);
-    elm_act_stats s;
-    elm_status st = elm_act_stats_init(&s, out, err);
+    elm_act_stats s = {0};
+    elm_status st = materialize(r, out, err);
+    if (!st) st = elm_act_stats_init(&s, out, err);
     if (!st)
         st = elm_capture(&r->work, r->work.hp.n_layers, 0, true, q->p->calib, q->p->n_threads, q->x,
                          NULL, &s, 1, err);
@@ -484,25 +525,47 @@ static elm_status output_stage(qctx *q, elm_error *err) {
 
 /* ------------------------------------------------------------------------------ driver */
 
+/* The tensors of block l the calibrated methods run and quantize (NULL entries for absent ones). */
+static void block_tensors(const elm_layer *L, elm_tensor *t[12]) {
+    elm_tensor *list[12] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->ffn_norm, L->w_gate,
+                            L->w_up, L->w_down, L->bq, L->bk, L->bv};
+    memcpy(t, list, sizeof list);
+}
+
 static void progress(const qctx *q, int32_t done, const char *what) {
     if (q->cb && q->cb->progress) q->cb->progress(done, q->r->work.hp.n_layers + 2, what, q->cb->user);
 }
 
-elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *params,
-                                const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
-                                elm_qrun *r, elm_error *err) {
+elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
+                          const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
+                          bool keep_work, elm_qrun *r, elm_error *err) {
     memset(r, 0, sizeof *r);
+    r->keep_work = keep_work;
+    r->params = params;
+    r->plan = plan;
+    r->cb = cb;
     if (!params->calib || params->calib->n <= 0)
         return elm_errorf(err, ELM_ERR_ARG, "%s needs calibration samples (--calib)",
                           elm_quant_method_name(params->method));
+    /* BLAS (Hessian SYRK, GPTQ's factorizations and batch updates) on the -t threads */
+    if (params->n_threads > 0) openblas_set_num_threads(params->n_threads);
     elm_status st = work_init(r, m, err);
     if (st) return st;
+    if (!(r->final_stage = malloc(sizeof *r->final_stage * (size_t)(m->n_tensors ? m->n_tensors : 1))))
+        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
     for (int32_t i = 0; i < m->n_tensors; i++) {
         elm_quant_tensor_info *in = &r->info[i];
         snprintf(in->name, sizeof in->name, "%s", m->tensors[i].name);
         in->type = plan[i].type;
         snprintf(in->reason, sizeof in->reason, "%s", plan[i].reason);
         in->err_before = in->err_after = -1;
+        r->final_stage[i] = m->hp.n_layers + 1;
+    }
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        elm_tensor *bt[12];
+        block_tensors(&r->layers[l], bt);
+        for (int k = 0; k < 12; k++)
+            if (bt[k]) r->final_stage[bt[k] - r->tensors] = l + 1;
     }
     /* The samples' hidden states, Σ n_ids × dim floats (256 samples of 512 tokens at dim 2048:
      * 1 GiB), spare the re-run of blocks 0..l-1 for each block l. */
@@ -510,26 +573,58 @@ elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *para
     size_t n_x = 0;
     for (int32_t i = 0; i < cs->n; i++) n_x += (size_t)cs->n_ids[i];
     n_x *= (size_t)m->hp.dim;
-    qctx q = {r, params, plan, cb, malloc(sizeof(float) * (n_x ? n_x : 1))};
-    if (!q.x)
+    if (!(r->x = malloc(sizeof(float) * (n_x ? n_x : 1))))
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory for the calibration states "
                           "(%zu floats)", m->path, n_x);
     /* the first block's inputs come from the quantized embedding */
+    qctx q = {r, params, plan, cb, r->x};
     st = emit_rtn(&q, r->work.tok_embd, err);
     if (!st) st = elm_capture(&r->work, 0, 0, false, cs, params->n_threads, NULL, q.x, NULL, 0,
                               err);
-    for (int l = 0; l < m->hp.n_layers && !st; l++) {
-        st = params->method == ELM_QUANT_GPTQ ? gptq_layer(&q, l, err) : awq_layer(&q, l, err);
+    if (!st) r->final_stage[r->work.tok_embd - r->tensors] = 0;
+    return st;
+}
+
+elm_status elm_qrun_step(elm_qrun *r, elm_error *err) {
+    const elm_model *m = r->src;
+    const elm_quant_params *params = r->params;
+    qctx q = {r, params, r->plan, r->cb, r->x};
+    elm_status st = ELM_OK;
+    if (r->stage < m->hp.n_layers) {
+        const int l = r->stage;
+        elm_tensor *bt[12];
+        block_tensors(&r->layers[l], bt);
+        for (int k = 0; k < 12 && !st; k++)
+            if (bt[k]) st = materialize(r, bt[k], err);
+        if (!st)
+            st = params->method == ELM_QUANT_GPTQ ? gptq_layer(&q, l, err) : awq_layer(&q, l, err);
         /* block l is quantized now: its output is block l+1's input */
         if (!st)
-            st = elm_capture(&r->work, l, 1, false, cs, params->n_threads, q.x, q.x, NULL, 0, err);
+            st = elm_capture(&r->work, l, 1, false, params->calib, params->n_threads, q.x, q.x,
+                             NULL, 0, err);
         char what[32];
         snprintf(what, sizeof what, "blk.%d", l);
         if (!st) progress(&q, l + 1, what);
+        for (int k = 0; k < 12 && !st; k++) release(r, bt[k]);
+    } else if (r->stage == m->hp.n_layers) {
+        st = output_stage(&q, err);
+        for (int32_t i = 0; i < m->n_tensors && !st; i++) {
+            /* the embedding's and the blocks' are done (and maybe written already) */
+            if (r->final_stage[i] > m->hp.n_layers) st = emit_rtn(&q, &r->tensors[i], err);
+            release(r, &r->tensors[i]);
+        }
+        if (!st) progress(&q, m->hp.n_layers + 1, "output");
+        free(r->x);
+        r->x = NULL;
     }
-    if (!st) st = output_stage(&q, err);
-    for (int32_t i = 0; i < m->n_tensors && !st; i++) st = emit_rtn(&q, &r->tensors[i], err);
-    if (!st) progress(&q, m->hp.n_layers + 1, "output");
-    free(q.x);
+    if (!st) r->stage++;
+    return st;
+}
+
+elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *params,
+                                const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
+                                bool keep_work, elm_qrun *r, elm_error *err) {
+    elm_status st = elm_qrun_start(m, params, plan, cb, keep_work, r, err);
+    while (!st && r->stage <= m->hp.n_layers) st = elm_qrun_step(r, err);
     return st;
 }

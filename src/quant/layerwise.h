@@ -1,10 +1,12 @@
-/* The layer-by-layer driver of the calibrated methods (GPTQ, AWQ): a float32 working copy of the
- * model that takes each tensor's quantized values as soon as they are chosen, so the calibration
- * inputs of block l+1 come from the already-quantized blocks 0..l (both papers do this), and the
- * output bytes of every matrix. */
+/* The layer-by-layer driver of the calibrated methods (GPTQ, AWQ): a working copy of the model
+ * whose matrices get float32 values one block at a time (the source's mapped tensors elsewhere),
+ * taking each tensor's quantized values as soon as they are chosen, so the calibration inputs of
+ * block l+1 come from the already-quantized blocks 0..l (both papers do this), and the output
+ * bytes of every matrix. */
 #ifndef EDGELM_QUANT_LAYERWISE_H
 #define EDGELM_QUANT_LAYERWISE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "edgelm/quant.h"
 
@@ -17,15 +19,38 @@ typedef struct elm_qrun {
                             * which are written from work */
     elm_quant_tensor_info *info; /* [n] */
     int32_t n_damp_raised;
+    bool keep_work;        /* keep every matrix's float values (tests); else each block's are
+                            * dropped when it is done, as their bytes are final */
+    const elm_quant_params *params;
+    const elm_tensor_plan *plan;
+    const elm_quantize_callbacks *cb;
+    float *x;              /* the calibration states between steps */
+    int32_t stage;         /* steps done: blocks 0..stage-1 (stage n_layers+1: all) */
+    int32_t *final_stage;  /* [n] the stage after which tensor i is final (bytes or 1-D values):
+                            * 0 the embedding, l+1 block l's, n_layers+1 the rest */
 } elm_qrun;
 
 /* Runs params->method (GPTQ or AWQ) over m with the types of plan [m->n_tensors]; progress steps
- * 1..n_layers+1 of n_layers+2 go to cb. ELM_ERR_ARG without calibration sequences, ELM_ERR_FORMAT
+ * 1..n_layers+1 of n_layers+2 go to cb. With keep_work every matrix of r->work keeps the float32
+ * values it was quantized to; without, the matrices end as m's own tensors again (r->bytes holds
+ * their encodings) and the float32 copy never holds more than one block's matrices, the token
+ * embedding and the output. ELM_ERR_ARG without calibration sequences, ELM_ERR_FORMAT
  * naming the tensor for a non-finite weight, errors of capture and GPTQ, ELM_ERR_NOMEM. Free r
  * with elm_qrun_free (also after an error). */
 elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *params,
                                 const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
-                                elm_qrun *r, elm_error *err);
+                                bool keep_work, elm_qrun *r, elm_error *err);
+
+/* The same run in steps, for a writer that streams each tensor as soon as it is final (params,
+ * plan and cb must outlive r): elm_qrun_start quantizes the embedding and sets up the states
+ * (stage 0); each elm_qrun_step does the next block (stage l+1 when block l is done), and the one
+ * after the last block does the output and every remaining tensor (stage n_layers+1). A tensor i
+ * is final once r->stage >= r->final_stage[i]; the caller may then take and free r->bytes[i]
+ * (setting it NULL). Errors as elm_quant_calibrated's; free r with elm_qrun_free after an error. */
+elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
+                          const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
+                          bool keep_work, elm_qrun *r, elm_error *err);
+elm_status elm_qrun_step(elm_qrun *r, elm_error *err);
 void elm_qrun_free(elm_qrun *r);
 
 /* Checks a decoded row of tensor t for NaN and infinities: ELM_ERR_FORMAT naming the model

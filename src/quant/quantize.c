@@ -10,6 +10,7 @@
 
 #include "core/clock.h"
 #include "core/encode.h"
+#include "core/memstat.h"
 #include "edgelm/quant.h"
 #include "formats/gguf_write.h"
 #include "quant/layerwise.h"
@@ -40,7 +41,8 @@ uint32_t elm_file_type_of(elm_type type) {
 typedef struct wjob {
     const elm_model *m;           /* the input model (names, error messages) */
     const elm_tensor *src;        /* [n] tensors to convert: m's, or the calibrated working copy */
-    uint8_t *const *ready;        /* [n] bytes chosen by GPTQ/AWQ (entries may be NULL), or NULL */
+    elm_qrun *run;                /* the calibrated run, stepped as the writer needs, or NULL */
+    const int32_t *order;         /* [n] source index of output tensor i, or NULL (the same) */
     const elm_tensor_plan *plan;
     const elm_quantize_callbacks *cb;
     bool per_tensor_progress;     /* RTN: progress counts tensors */
@@ -50,8 +52,9 @@ typedef struct wjob {
 } wjob;
 
 /* Writer callback: tensor i of the output. */
-static elm_status fill(void *user, int32_t i, const elm_tensor *t, void *dst, elm_error *err) {
+static elm_status fill(void *user, int32_t k, const elm_tensor *t, void *dst, elm_error *err) {
     wjob *j = user;
+    const int32_t i = j->order ? j->order[k] : k;
     const elm_tensor_plan *p = &j->plan[i];
     /* warned here rather than while planning, so that an output that cannot be created fails
      * before any warning is shown */
@@ -63,8 +66,15 @@ static elm_status fill(void *user, int32_t i, const elm_tensor *t, void *dst, el
                  w->block_size, elm_type_get((uint32_t)p->type)->name);
         j->cb->warn(msg, j->cb->user);
     }
-    if (j->ready && j->ready[i]) {
-        memcpy(dst, j->ready[i], t->nbytes);
+    /* a calibrated run goes on until this tensor is final; its bytes are freed once copied */
+    while (j->run && j->run->stage < j->run->final_stage[i]) {
+        elm_status st = elm_qrun_step(j->run, err);
+        if (st) return st;
+    }
+    if (j->run && j->run->bytes[i]) {
+        memcpy(dst, j->run->bytes[i], t->nbytes);
+        free(j->run->bytes[i]);
+        j->run->bytes[i] = NULL;
     } else {
         const elm_tensor *in = &j->src[i];
         const elm_type_traits *src_tt = elm_type_get(in->type), *dst_tt = elm_type_get(t->type);
@@ -83,7 +93,7 @@ static elm_status fill(void *user, int32_t i, const elm_tensor *t, void *dst, el
         }
     }
     if (j->per_tensor_progress && j->cb && j->cb->progress)
-        j->cb->progress(i + 1, j->m->n_tensors, t->name, j->cb->user);
+        j->cb->progress(k + 1, j->m->n_tensors, t->name, j->cb->user);
     return ELM_OK;
 }
 
@@ -94,13 +104,14 @@ void elm_quant_report_free(elm_quant_report *r) {
 
 /* Report of a run: the plan's types and reasons, and the calibrated errors when there are. */
 static elm_status fill_report(const elm_model *m, const elm_tensor_plan *plan, const elm_qrun *run,
-                              elm_quant_report *rep, elm_error *err) {
+                              const int32_t *order, elm_quant_report *rep, elm_error *err) {
     rep->tensors = calloc(m->n_tensors ? (size_t)m->n_tensors : 1, sizeof *rep->tensors);
     if (!rep->tensors) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
     rep->n_tensors = m->n_tensors;
     rep->n_damp_raised = run->n_damp_raised;
-    for (int32_t i = 0; i < m->n_tensors; i++) {
-        elm_quant_tensor_info *t = &rep->tensors[i];
+    for (int32_t k = 0; k < m->n_tensors; k++) {
+        const int32_t i = order ? order[k] : k; /* file order */
+        elm_quant_tensor_info *t = &rep->tensors[k];
         if (run->info) {
             *t = run->info[i];
             continue;
@@ -117,6 +128,7 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
                            const char *out_path, const elm_quantize_callbacks *cb,
                            elm_quant_report *report, elm_error *err) {
     const double t0 = elm_now_s();
+    elm_mem_sampler *mem = elm_mem_sampler_start(10);
     const int32_t n = m->n_tensors;
     if (report) memset(report, 0, sizeof *report);
     elm_tensor_plan *plan = calloc(n ? (size_t)n : 1, sizeof *plan);
@@ -134,10 +146,21 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
         st = elm_imatrix_check(params->imatrix, m,
                                params->imatrix_path ? params->imatrix_path : "imatrix", err);
     if (!st) st = elm_quant_plan(m, &policy, plan, err);
+    int32_t *order = NULL;
+    elm_tensor *outw = out;
     if (!st && params->method != ELM_QUANT_RTN) {
-        st = elm_quant_calibrated(m, params, plan, cb, &run, err);
+        st = elm_qrun_start(m, params, plan, cb, false, &run, err);
         job.src = run.tensors;
-        job.ready = run.bytes;
+        job.run = &run;
+        /* the file lists the tensors in the order they become final (stable within a stage), so
+         * each block's bytes are written, and freed, when the block is done */
+        order = malloc(sizeof *order * (n ? (size_t)n : 1));
+        outw = malloc(sizeof *outw * (n ? (size_t)n : 1));
+        if (!st && (!order || !outw)) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
+        for (int32_t s = 0, k = 0; !st && s <= m->hp.n_layers + 1; s++)
+            for (int32_t i = 0; i < n; i++)
+                if (run.final_stage[i] == s) order[k++] = i;
+        job.order = order;
     }
     int64_t widest = 1;
     for (int32_t i = 0; i < n && !st; i++) {
@@ -156,8 +179,9 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
     if (!st && (!(job.row = malloc((size_t)widest * sizeof(float))) ||
                 !(job.qw = malloc((size_t)widest * sizeof(float)))))
         st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
+    for (int32_t k = 0; order && outw && k < n && !st; k++) outw[k] = out[order[k]];
     if (!st) {
-        elm_gguf_out src = {.m = m, .tensors = out, .n_tensors = n,
+        elm_gguf_out src = {.m = m, .tensors = outw, .n_tensors = n,
                             .file_type = policy.recipe ? policy.recipe
                                                        : elm_file_type_of(policy.type),
                             .fill = fill,
@@ -166,12 +190,15 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
     }
     if (!st && !job.per_tensor_progress && cb && cb->progress)
         cb->progress(m->hp.n_layers + 2, m->hp.n_layers + 2, "written", cb->user);
-    if (!st && report) st = fill_report(m, plan, &run, report, err);
+    if (!st && report) st = fill_report(m, plan, &run, order, report, err);
     free(job.row);
     free(job.qw);
     elm_qrun_free(&run);
+    if (outw != out) free(outw);
+    free(order);
     free(out);
     free(plan);
+    const elm_mem_usage mu = elm_mem_sampler_stop(mem);
     if (st) {
         if (report) elm_quant_report_free(report);
         return st;
@@ -180,6 +207,8 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
     sum.bits_per_weight = sum.n_params ? 8.0 * (double)sum.bytes_out / (double)sum.n_params : 0;
     sum.ratio = sum.bytes_out ? (double)sum.bytes_in / (double)sum.bytes_out : 0;
     sum.seconds = elm_now_s() - t0;
+    sum.peak_rss = mu.peak_rss;
+    sum.peak_anon = mu.rss_anon;
     if (report) report->summary = sum;
     return ELM_OK;
 }

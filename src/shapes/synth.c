@@ -20,6 +20,10 @@ static const elm_synth_preset presets[] = {
      1e-5f, 500000.0f, true, true},
     {"llama-2-7b", "meta-llama/Llama-2-7b-hf", "llama", 32000, 4096, 32, 32, 32, 11008, 4096, 1e-5f,
      10000.0f, false, false},
+    {"llama-2-13b", "meta-llama/Llama-2-13b-hf", "llama", 32000, 5120, 40, 40, 40, 13824, 4096,
+     1e-5f, 10000.0f, false, false},
+    {"llama-3-8b", "meta-llama/Meta-Llama-3-8B", "llama", 128256, 4096, 32, 32, 8, 14336, 8192,
+     1e-5f, 500000.0f, false, false},
     {"qwen2-0.5b", "Qwen/Qwen2-0.5B", "qwen2", 151936, 896, 24, 14, 2, 4864, 131072, 1e-6f,
      1000000.0f, true, false},
 };

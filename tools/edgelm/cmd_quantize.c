@@ -41,9 +41,11 @@ static void usage(FILE *f) {
             "  --keep-sensitive TYPE    type of token embedding and output (default q8_0; f16)\n"
             "  --tensor-type PAT=TYPE   type for tensors matching the glob PAT, e.g.\n"
             "                           'blk.*.ffn_down=q8_0' (repeatable; the last match wins)\n"
-            "  -t, --threads N          threads for the calibration passes (default: all cores)\n"
+            "  -t, --threads N          threads for the calibration passes and GPTQ's linear\n"
+            "                           algebra (default: all cores)\n"
             "  --json                   print one JSON object: method, type, bits_per_weight,\n"
-            "                           file_bytes, seconds, and per tensor type, reason, error\n"
+            "                           file_bytes, seconds, peak_rss_mib, peak_anon_mib, and per\n"
+            "                           tensor type, reason, error\n"
             "  --tokenizer PATH         llama2.c tokenizer.bin when not beside the model\n"
             "  -h, --help               this help\n");
 }
@@ -92,6 +94,8 @@ static int print_json(const elm_quant_params *p, const elm_quant_report *r) {
     cJSON_AddNumberToObject(o, "tensor_bytes", (double)s->bytes_out);
     cJSON_AddNumberToObject(o, "compression", s->ratio);
     cJSON_AddNumberToObject(o, "seconds", s->seconds);
+    cJSON_AddNumberToObject(o, "peak_rss_mib", (double)s->peak_rss / 1048576.0);
+    cJSON_AddNumberToObject(o, "peak_anon_mib", (double)s->peak_anon / 1048576.0);
     cJSON_AddNumberToObject(o, "n_fallback", s->n_fallback);
     if (p->method != ELM_QUANT_RTN) {
         cJSON_AddNumberToObject(o, "calib_samples", p->calib->n);
@@ -250,10 +254,12 @@ int cmd_quantize(int argc, char **argv) {
         rc = print_json(&p, &r);
     } else {
         printf("%s: %s %s%s, %d tensors (%d fell back to f16): %.2f bits/weight, %.2f MiB -> "
-               "%.2f MiB (%.2fx smaller), file %llu bytes, %.2f s\n",
+               "%.2f MiB (%.2fx smaller), file %llu bytes, %.2f s, peak RSS %.1f MiB "
+               "(anonymous %.1f MiB)\n",
                out, method_name, elm_type_get(p.policy.type)->name, pure ? " --pure" : "",
                s->n_tensors, s->n_fallback, s->bits_per_weight, s->bytes_in / 1048576.0,
-               s->bytes_out / 1048576.0, s->ratio, (unsigned long long)s->file_bytes, s->seconds);
+               s->bytes_out / 1048576.0, s->ratio, (unsigned long long)s->file_bytes, s->seconds,
+               (double)s->peak_rss / 1048576.0, (double)s->peak_anon / 1048576.0);
         rc = 0;
     }
     elm_quant_report_free(&r);
