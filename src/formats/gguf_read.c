@@ -348,11 +348,11 @@ static elm_status read_vocab(const gguf *g, elm_vocab *v, elm_error *err) {
     if (!found)
         return elm_errorf(err, ELM_ERR_FORMAT,
                           "%s: no tokenizer (key 'tokenizer.ggml.model' missing)", g->path);
-    bool gpt2 = str_is(model, "gpt2");
-    if (!gpt2 && !str_is(model, "llama"))
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: tokenizer model '%.*s' is not supported (only 'llama' and 'gpt2')",
-                          g->path, (int)(model.len > 64 ? 64 : model.len), model.s);
+    bool gpt2 = str_is(model, "gpt2"), gemma4 = str_is(model, "gemma4");
+    if (!gpt2 && !gemma4 && !str_is(model, "llama"))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tokenizer model '%.*s' is not supported "
+                          "(only 'llama', 'gpt2' and 'gemma4')", g->path,
+                          (int)(model.len > 64 ? 64 : model.len), model.s);
     gstr pre = {"", 0};
     if (gpt2 && (st = get_str(g, "tokenizer.ggml.pre", &pre, &found, err))) return st;
     char pre_name[32];
@@ -381,6 +381,14 @@ static elm_status read_vocab(const gguf *g, elm_vocab *v, elm_error *err) {
         snprintf(v->pre, sizeof v->pre, "%s", elm_pretok_canonical(pre_name));
         v->add_space_prefix = false;
         v->ignore_merges = v->add_bos = strcmp(v->pre, "llama-bpe") == 0;
+    } else if (gemma4) {
+        /* SentencePiece-style BPE ranked by merges on raw UTF-8 with "<0xXX>" byte fallback,
+         * no space prefix, cut at runs of newlines (llama.cpp's "gemma4" tokenizer) */
+        if (!merges)
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: gemma4 tokenizer without "
+                              "'tokenizer.ggml.merges'", g->path);
+        snprintf(v->pre, sizeof v->pre, "gemma4");
+        v->add_space_prefix = false;
     }
     size_t pos = tokens->val;
     for (int32_t i = 0; i < n; i++) {
@@ -401,6 +409,7 @@ static elm_status read_vocab(const gguf *g, elm_vocab *v, elm_error *err) {
         (st = get_bool(g, "tokenizer.ggml.add_eos_token", &v->add_eos, err)) ||
         (st = get_bool(g, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix, err)))
         return st;
+    if (gemma4) v->add_bos = true; /* as llama.cpp: Gemma 4 files may say false, wrongly */
     gstr tmpl;
     if ((st = get_str(g, "tokenizer.chat_template", &tmpl, &found, err))) return st;
     if (found) {
