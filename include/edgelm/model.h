@@ -95,6 +95,10 @@ typedef struct elm_load_opts {
      * on x86-64 Linux, for a load-time copy (about 4 GB/s). Mapping (false) loads at once and
      * shares the page cache: for tools that read a model once (inspect, quantize). */
     bool in_memory;
+    /* For looking at a file, not running it: a GGUF file without tensors (vocab-only) or of an
+     * architecture edgelm does not run is returned as read, unbound (layers NULL, derived
+     * hyper-parameters unset) instead of refused. */
+    bool inspect;
 } elm_load_opts;
 
 /* Loads a model from a GGUF file, a Hugging Face directory (config.json + safetensors) or a

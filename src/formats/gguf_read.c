@@ -624,7 +624,8 @@ elm_status elm_load_gguf(elm_model *m, const char *path, bool in_memory, elm_err
     m->file_type = (uint32_t)ftype;
 
     /* the tensors are read for every architecture so that a malformed file is always reported;
-     * hyper-parameters and vocab only for those elm_model_bind accepts */
+     * hyper-parameters only for those elm_model_bind accepts, and the vocab also from a
+     * vocab-only file of any other (tokenizing needs nothing else; bind still refuses it) */
     if ((st = read_tensors(&g, m, err))) goto done;
     if (elm_arch_find(m->hp.arch)) {
         char k[96];
@@ -632,6 +633,8 @@ elm_status elm_load_gguf(elm_model *m, const char *path, bool in_memory, elm_err
         if ((st = read_vocab(&g, &m->vocab, err))) goto done;
         if (!find_kv(&g, arch_key(k, sizeof k, m->hp.arch, "vocab_size")))
             m->hp.n_vocab = m->vocab.n_tokens;
+    } else if (g.n_tensors == 0 && find_kv(&g, "tokenizer.ggml.model")) {
+        if ((st = read_vocab(&g, &m->vocab, err))) goto done;
     }
 done:
     free(g.kv);

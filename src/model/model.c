@@ -331,7 +331,8 @@ elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model
         st = gguf ? elm_load_gguf(m, path, opts && opts->in_memory, err)
                   : elm_load_llama2c(m, path, opts ? opts->tokenizer_path : NULL, err);
     }
-    if (!st) st = elm_model_bind(m, err);
+    bool as_read = opts && opts->inspect && (m->n_tensors == 0 || !elm_arch_find(m->hp.arch));
+    if (!st && !as_read) st = elm_model_bind(m, err);
     if (st) {
         elm_model_free(m);
         return st;
