@@ -135,6 +135,22 @@ static void test_family(const char *arch, const char *vocab) {
         free(lg);
         free(lh);
     }
+    if (!strcmp(arch, "qwen3")) {
+        /* the q/k norms are bound per layer and used: scaling layer 0's q norm changes logits
+         * (the synth model's tensors are its own F32 buffers) */
+        static const int32_t ids[3] = {1, 450, 7483};
+        const elm_layer *L = &m->layers[0];
+        float *before = logits(m, ids, 3, 0);
+        for (int64_t i = 0; L->q_norm && i < L->q_norm->ne[0]; i++)
+            ((float *)L->q_norm->data)[i] *= 3.0f;
+        float *after = logits(m, ids, 3, 0);
+        CHECK(L->q_norm && L->k_norm && L->q_norm->ne[0] == m->hp.head_dim && before && after &&
+                  memcmp(before, after, 3 * (size_t)m->hp.n_vocab * sizeof *before) != 0,
+              "qwen3: q norm not applied");
+        CHECK(!elm_model_find(m, "blk.0.attn_q.bias"), "qwen3 has q/k/v biases");
+        free(before);
+        free(after);
+    }
     if (g && !strcmp(arch, "phi3")) {
         /* fused tensors are bound as row views into the file's tensor */
         const elm_tensor *qkv = elm_model_find(g, "blk.1.attn_qkv.weight");
@@ -306,6 +322,7 @@ int main(int argc, char **argv) {
     if (tmpdir) {
         test_family("llama", "llama-spm");
         test_family("qwen2", "llama-spm");
+        test_family("qwen3", "qwen2");
         test_family("phi3", "phi-3");
         test_family("gemma", "llama-spm");
         test_tokenizer_json("llama-spm");
@@ -315,8 +332,8 @@ int main(int argc, char **argv) {
         test_mistral();
     }
     /* the HF folders hold files: remove them before the folder itself */
-    const char *archs[] = {"llama", "qwen2", "phi3", "gemma"};
-    for (int i = 0; tmpdir && i < 4; i++) {
+    const char *archs[] = {"llama", "qwen2", "qwen3", "phi3", "gemma"};
+    for (int i = 0; tmpdir && i < 5; i++) {
         char dir[600];
         snprintf(dir, sizeof dir, "%s/hf-%s", tmpdir, archs[i]);
         tmp_dir_remove(strdup(dir));

@@ -4,7 +4,7 @@
  * Tensors use GGUF names and ggml shape conventions: ne[0] is the contiguous dimension, so a
  * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. Each architecture has its RoPE
  * form (hparams.rope_style) as llama.cpp runs it: interleaved for "llama" (the HF Llama loader
- * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "phi3" and "gemma". Norm weights
+ * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3" and "gemma". Norm weights
  * are stored as they multiply (Gemma's GGUF convention: HF's w + 1). */
 #ifndef EDGELM_MODEL_H
 #define EDGELM_MODEL_H
@@ -41,7 +41,7 @@ typedef enum elm_rope_style { ELM_ROPE_NORM = 0, ELM_ROPE_NEOX = 1 } elm_rope_st
 typedef enum elm_ffn_act { ELM_ACT_SILU = 0, ELM_ACT_GELU_TANH = 1 } elm_ffn_act;
 
 typedef struct elm_hparams {
-    char arch[32];         /* GGUF architecture: "llama", "qwen2", "phi3", "gemma" */
+    char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
@@ -67,6 +67,7 @@ typedef struct elm_layer {
     elm_tensor *attn_norm, *wq, *wk, *wv, *wo;
     elm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
     elm_tensor *bq, *bk, *bv; /* q/k/v biases (Qwen2), else NULL */
+    elm_tensor *q_norm, *k_norm; /* per-head q/k RMSNorm weights [head_dim] (Qwen3), else NULL */
 } elm_layer;
 
 typedef struct elm_model_storage elm_model_storage; /* private: mappings and owned buffers */

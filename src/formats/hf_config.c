@@ -57,7 +57,8 @@ static bool get_true(const cJSON *root, const char *key) {
 static const char *model_type(const cJSON *root) {
     static const struct { const char *cls, *type; } classes[] = {
         {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"},
-        {"Qwen2ForCausalLM", "qwen2"}, {"Phi3ForCausalLM", "phi3"}, {"GemmaForCausalLM", "gemma"}};
+        {"Qwen2ForCausalLM", "qwen2"}, {"Qwen3ForCausalLM", "qwen3"}, {"Phi3ForCausalLM", "phi3"},
+        {"GemmaForCausalLM", "gemma"}};
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     if (cJSON_IsString(type)) return type->valuestring;
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
@@ -93,7 +94,7 @@ static elm_status check_arch(const char *path, const cJSON *root, elm_hparams *h
     snprintf(hp->arch, sizeof hp->arch, "%s", a ? a->name : type);
     if (!a)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: unsupported architecture '%s' (edgelm "
-                          "runs llama, mistral, qwen2, phi3, gemma)", path, hp->arch);
+                          "runs llama, mistral, qwen2, qwen3, phi3, gemma)", path, hp->arch);
     *arch = a;
     if (!a->qkv_bias && (get_true(root, "attention_bias") || get_true(root, "mlp_bias")))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: %s with bias terms is not supported",
