@@ -41,7 +41,8 @@ typedef enum elm_rope_style { ELM_ROPE_NORM = 0, ELM_ROPE_NEOX = 1 } elm_rope_st
 typedef enum elm_ffn_act { ELM_ACT_SILU = 0, ELM_ACT_GELU_TANH = 1 } elm_ffn_act;
 
 typedef struct elm_hparams {
-    char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma" */
+    char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
+                            * "smollm3" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
@@ -58,6 +59,8 @@ typedef struct elm_hparams {
     elm_rope_style rope_style;
     elm_ffn_act ffn_act;
     float embd_scale;      /* token embeddings are multiplied by this: 1, sqrt(dim) for Gemma */
+    int32_t nope_every;    /* layers l with (l + 1) % nope_every == 0 skip RoPE (NoPE; SmolLM3:
+                            * 4); 0: every layer rotates */
     /* From the file (0 = absent): */
     int32_t n_swa;         /* sliding-window attention: a token sees the last n_swa positions */
     float rope_freq_scale; /* linear RoPE scaling, angle × this (1 / factor); 0 means 1 */

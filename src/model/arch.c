@@ -1,6 +1,6 @@
 /* The architecture table (see arch.h). Sources: the models' Hugging Face modeling code
  * (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM,
- * GemmaForCausalLM) and
+ * GemmaForCausalLM, SmolLM3ForCausalLM) and
  * the GGUF files llama.cpp's converter writes for them (interleaved RoPE with permuted q/k for
  * llama, NEOX for the others; Gemma's norm weights stored + 1; Phi-3's fused tensors kept). */
 #include <stdio.h>
@@ -21,6 +21,9 @@ static const elm_arch archs[] = {
     {.name = "gemma", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_GELU_TANH, .embd_scale = true,
      .norm_plus_one = true, .hf_tied_default = true, .hf_type = "gemma",
      .hf_class = "GemmaForCausalLM"},
+    /* Llama's layout and RoPE pairing (llama.cpp's converter permutes it like Llama's) */
+    {.name = "smollm3", .rope = ELM_ROPE_NORM, .act = ELM_ACT_SILU, .nope_every = 4,
+     .hf_permute_qk = true, .hf_type = "smollm3", .hf_class = "SmolLM3ForCausalLM"},
 };
 
 const elm_arch *elm_arch_find(const char *name) {
@@ -37,7 +40,7 @@ const elm_arch *elm_arch_from_hf(const char *model_type) {
     return NULL;
 }
 
-const char *elm_arch_names(void) { return "llama, qwen2, qwen3, phi3, gemma"; }
+const char *elm_arch_names(void) { return "llama, qwen2, qwen3, phi3, gemma, smollm3"; }
 
 /* Appends a spec named fmt with the block number (global names have no %d: it goes unused). */
 static elm_tensor_spec *spec(elm_tensor_spec *s, int32_t *n, elm_tensor_kind kind, int64_t cols,

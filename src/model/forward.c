@@ -2,7 +2,7 @@
  * Llama paper: per layer, x += Wo·Attn(RoPE(Wq·n(x)), RoPE(Wk·n(x)), Wv·n(x)) then
  * x += Wdown·(silu(Wgate·n(x)) ⊙ Wup·n(x)), n = RMSNorm; logits = Wout·n(x). The families of
  * model/arch.h differ only in what hparams and the layer say: q/k/v biases (Qwen2), per-head
- * q/k RMSNorm (Qwen3), the RoPE
+ * q/k RMSNorm (Qwen3), layers without RoPE (SmolLM3), the RoPE
  * pairing (NEOX), GELU for silu and sqrt(dim)-scaled embeddings (Gemma), a head size that is not
  * dim / heads (q is n_heads·head_dim wide), a sliding attention window (Mistral).
  *
@@ -284,11 +284,14 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     if (c->qk_norms) qk_norm(c, l, n);
     unsigned char *k_layer = c->k_cache + (size_t)l * c->n_ctx * c->k_row;
     unsigned char *v_layer = c->v_cache + (size_t)l * c->n_ctx * c->v_row;
+    const bool nope = hp->nope_every > 0 && (l + 1) % hp->nope_every == 0;
     for (int32_t t = 0; t < n; t++) {
         const int32_t pos = c->n_past + t;
         const float *cs = c->rope_cs + (size_t)t * hp->rope_dim;
-        rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs);
-        rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
+        if (!nope) {
+            rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs);
+            rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
+        }
         /* keys are stored (and quantized) after RoPE */
         elm_kv_encode(c->type_k, c->k_block, c->kb + (size_t)t * kv, k_layer + (size_t)pos * c->k_row, kv);
         elm_kv_encode(c->type_v, c->v_block, c->vb + (size_t)t * kv, v_layer + (size_t)pos * c->v_row, kv);

@@ -242,6 +242,7 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
     hp->rope_style = a->rope;
     hp->ffn_act = a->act;
     hp->embd_scale = a->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
+    hp->nope_every = a->nope_every;
     return ELM_OK;
 }
 

@@ -8,7 +8,7 @@
 #include "edgelm/model.h"
 
 typedef struct elm_synth_tiny {
-    const char *arch;       /* GGUF architecture: llama, qwen2, qwen3, phi3, gemma */
+    const char *arch;       /* GGUF architecture: llama, qwen2, qwen3, phi3, gemma, smollm3 */
     const char *vocab_path; /* a GGUF file with a tokenizer (vocab-only files work) */
     uint64_t seed;
     float std;              /* standard deviation of the weights; 0 means 0.3 */

@@ -18,7 +18,7 @@ static void usage(FILE *f) {
     const elm_synth_preset *p = elm_synth_presets(&n);
     fprintf(f,
             "usage: edgelm synth --preset NAME --type TYPE -o OUT.gguf [-s SEED]\n"
-            "       edgelm synth --arch llama|qwen2|qwen3|phi3|gemma --tiny -o OUT.gguf [--hf DIR]\n"
+            "       edgelm synth --arch llama|qwen2|qwen3|phi3|gemma|smollm3 --tiny -o OUT.gguf [--hf DIR]\n"
             "                    [--vocab VOCAB.gguf] [-s SEED] [--std X]\n\n"
             "Writes a model with random weights and placeholder token strings but the exact\n"
             "tensor shapes, vocabulary size and tied/untied output of a real model.\n"
@@ -40,7 +40,7 @@ static void usage(FILE *f) {
             "\"llama3\" RoPE scaling, Qwen2 with biases, Phi-3 with fused tensors, Gemma with GeGLU),\n"
             "weights N(0, X²) so that greedy decoding is stable, and the tokenizer of VOCAB.gguf\n"
             "(default ../shared/fixtures/vocab/ggml-vocab-<llama-bpe|qwen2|phi-3|llama-spm>.gguf).\n"
-            "  --arch A        llama, qwen2, qwen3, phi3 or gemma\n"
+            "  --arch A        llama, qwen2, qwen3, phi3, gemma or smollm3\n"
             "  --hf DIR        also write the same model as a Hugging Face folder\n"
             "  --vocab PATH    GGUF file whose tokenizer the model uses\n"
             "  --std X         weight standard deviation (default 0.3)\n");
