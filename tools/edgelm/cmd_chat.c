@@ -14,7 +14,10 @@ static void usage(FILE *f) {
           "  -m, --model PATH       GGUF file, Hugging Face folder or llama2.c model.bin\n"
           "      --system TEXT      system prompt\n"
           "      --template NAME    auto (default: from the model), llama2, llama3, chatml, phi3,\n"
-          "                         gemma or plain\n"
+          "                         gemma, qwen3, qwen3-no-think, smollm3, smollm3-no-think or\n"
+          "                         plain\n"
+          "      --think on|off     thinking models (Qwen3, SmolLM3): reason in a <think> block\n"
+          "                         first (on, their default) or answer at once (off)\n"
           "      --preset NAME      translate (with --from L --to L), code, or rag (with\n"
           "                         --context FILE: answers only from that text)\n"
           "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n",
@@ -133,7 +136,7 @@ static bool system_prompt(const char *preset, const char *from, const char *to,
 
 int cmd_chat(int argc, char **argv) {
     const char *model = NULL, *system = NULL, *tmpl_name = "auto", *preset = NULL, *from = NULL;
-    const char *to = NULL, *context_file = NULL, *tokenizer = NULL;
+    const char *to = NULL, *context_file = NULL, *tokenizer = NULL, *think = NULL;
     gen_opts o;
     gen_opts_init(&o);
     o.gp.n_predict = 256;
@@ -144,6 +147,7 @@ int cmd_chat(int argc, char **argv) {
         else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(model);
         else if (!strcmp(a, "--system")) CLI_STR(system);
         else if (!strcmp(a, "--template")) CLI_STR(tmpl_name);
+        else if (!strcmp(a, "--think")) CLI_STR(think);
         else if (!strcmp(a, "--preset")) CLI_STR(preset);
         else if (!strcmp(a, "--from")) CLI_STR(from);
         else if (!strcmp(a, "--to")) CLI_STR(to);
@@ -157,8 +161,10 @@ int cmd_chat(int argc, char **argv) {
     if (!model) return cli_fail("chat: -m MODEL is required (see edgelm chat --help)");
     elm_chat_template tmpl = ELM_TEMPLATE_PLAIN;
     if (strcmp(tmpl_name, "auto") != 0 && !elm_chat_template_parse(tmpl_name, &tmpl))
-        return cli_fail("--template: invalid value '%s' (expected auto, llama2, llama3, chatml, "
-                        "phi3, gemma or plain)", tmpl_name);
+        return cli_fail("--template: invalid value '%s' (expected auto, %s)", tmpl_name,
+                        elm_chat_template_names());
+    if (think && strcmp(think, "on") != 0 && strcmp(think, "off") != 0)
+        return cli_fail("--think: invalid value '%s' (expected on or off)", think);
     char *owned_system = NULL;
     if (!system_prompt(preset, from, to, context_file, temp_set, &o, &system, &owned_system))
         return 1;
@@ -169,7 +175,20 @@ int cmd_chat(int argc, char **argv) {
     elm_chat *chat = NULL;
     elm_model *m = cli_load_model_to_run(model, tokenizer, o.mmap);
     if (!m || !gen_stack_new(&stack, &o, m, model)) goto done;
-    if (!strcmp(tmpl_name, "auto")) tmpl = elm_chat_template_detect(m->vocab.chat_template);
+    if (!strcmp(tmpl_name, "auto") && !elm_chat_template_recognise(m->vocab.chat_template, &tmpl)) {
+        cli_fail("%s: chat template not recognised (choose one with --template: %s)", model,
+                 elm_chat_template_names());
+        goto done;
+    }
+    if (think) {
+        elm_chat_template switched = elm_chat_template_thinking(tmpl, !strcmp(think, "on"));
+        if (switched == tmpl && elm_chat_template_thinking(tmpl, strcmp(think, "on") != 0) == tmpl) {
+            cli_fail("--think: template %s has no thinking switch (qwen3, smollm3 have one)",
+                     elm_chat_template_name(tmpl));
+            goto done;
+        }
+        tmpl = switched;
+    }
     elm_error err;
     elm_error_clear(&err);
     o.gp.n_keep = (int32_t)(o.keep < 0 ? 0 : o.keep); /* 0: the chat keeps its system turn */
