@@ -158,14 +158,17 @@ static void test_bad_pre(void) {
     if (!st) elm_vocab_free(&v);
 }
 
-/* gpt2-hf copied into tmpdir with its pre_tokenizer replaced by the JSON `pre`, then read:
- * the status, and *v filled when ELM_OK (the caller frees it). */
-static elm_status read_with_pre(const char *pre_json, elm_vocab *v, elm_error *err) {
+/* The tokenizer.json of fixture folder `dir` copied into tmpdir with its pre_tokenizer replaced
+ * by the JSON `pre`, then read: the status, and *v filled when ELM_OK (the caller frees it). */
+static elm_status read_dir_with_pre(const char *dir, const char *pre_json, elm_vocab *v,
+                                    elm_error *err) {
     size_t len;
-    char *json = (char *)file_read(fixture("vocab/gpt2-hf/tokenizer.json"), &len);
+    char rel[128];
+    snprintf(rel, sizeof rel, "%s/tokenizer.json", dir);
+    char *json = (char *)file_read(fixture(rel), &len);
     cJSON *root = json ? cJSON_ParseWithLength(json, len) : NULL;
     free(json);
-    CHECK(root != NULL, "gpt2-hf/tokenizer.json unreadable");
+    CHECK(root != NULL, "%s unreadable", rel);
     if (!root) return ELM_ERR_IO;
     cJSON *pre = cJSON_Parse(pre_json);
     CHECK(pre != NULL, "bad test JSON %s", pre_json);
@@ -178,6 +181,10 @@ static elm_status read_with_pre(const char *pre_json, elm_vocab *v, elm_error *e
     elm_status st = elm_hf_read_tokenizer(tmpdir, &c, v, err);
     unlink(tmp_path(tmpdir, "tokenizer.json"));
     return st;
+}
+
+static elm_status read_with_pre(const char *pre_json, elm_vocab *v, elm_error *err) {
+    return read_dir_with_pre("vocab/gpt2-hf", pre_json, v, err);
 }
 
 /* tokenizer.json pre-tokenizers are interpreted step by step, not looked up: Digits then
@@ -208,6 +215,18 @@ static void test_pre_tokenizer_json(void) {
           "Split regex \\w+|\\s+ not applied");
     if (!st) elm_vocab_free(&v);
 
+    /* a SentencePiece-style vocab: Gemma's Split on " " never cuts (spaces are "▁" by then) */
+    st = read_dir_with_pre("stories260K/hf-f32",
+                           "{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, "
+                           "\"behavior\": \"MergedWithPrevious\", \"invert\": false}", &v, &err);
+    CHECK(st == ELM_OK && !v.n_pre_regex, "SentencePiece Split \" \": %d %s", st, err.msg);
+    if (!st) elm_vocab_free(&v);
+    st = read_with_pre("{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "
+                       "\"pattern\": {\"String\": \" \"}, \"behavior\": \"MergedWithPrevious\", "
+                       "\"invert\": false}, {\"type\": \"ByteLevel\"}]}", &v, &err);
+    CHECK(st == ELM_ERR_UNSUPPORTED && strstr(err.msg, "Isolated"),
+          "byte-level Split MergedWithPrevious: %d %s", st, err.msg);
+    if (!st) elm_vocab_free(&v);
     st = read_with_pre("{\"type\": \"Whitespace\"}", &v, &err);
     CHECK(st == ELM_ERR_UNSUPPORTED && strstr(err.msg, "tokenizer.json") &&
               strstr(err.msg, "pre-tokenizer 'Whitespace' is not supported"),

@@ -209,9 +209,11 @@ static elm_status apply_tokenizer_config(const char *dir, const elm_hf_config *c
  * ELM_PRETOK_MAX_REGEX): Sequence walks its members, Split "Isolated" gives its regex (a String
  * pattern quoted), Digits "\p{N}" (individual_digits) or "\p{N}+", ByteLevel with use_regex (its
  * default) GPT-2's regex; Metaspace cuts nothing here (the SentencePiece-style encoder handles
- * its "▁"). Anything else is refused naming its type. */
-static elm_status pre_regexes(const char *path, const cJSON *node, char **list, int *n_list,
-                              elm_error *err) {
+ * its "▁"). In a SentencePiece-style vocab (sp) the normalizer has already made every space
+ * "▁", so a Split on the string " " (Gemma's, any behavior) never cuts and is skipped. Anything
+ * else is refused naming its type. */
+static elm_status pre_regexes(const char *path, const cJSON *node, bool sp, char **list,
+                              int *n_list, elm_error *err) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
     const char *t = cJSON_IsString(type) ? type->valuestring : "?";
     const char *add = NULL;
@@ -219,12 +221,14 @@ static elm_status pre_regexes(const char *path, const cJSON *node, char **list, 
     if (!strcmp(t, "Sequence")) {
         const cJSON *e, *members = cJSON_GetObjectItemCaseSensitive(node, "pretokenizers");
         elm_status st;
-        cJSON_ArrayForEach(e, members) if ((st = pre_regexes(path, e, list, n_list, err))) return st;
+        cJSON_ArrayForEach(e, members) if ((st = pre_regexes(path, e, sp, list, n_list, err)))
+            return st;
         return ELM_OK;
     } else if (!strcmp(t, "Split")) {
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(node, "pattern");
         const cJSON *re = cJSON_GetObjectItemCaseSensitive(pat, "Regex");
         const cJSON *str = cJSON_GetObjectItemCaseSensitive(pat, "String");
+        if (sp && string_is(str, " ")) return ELM_OK;
         if (!string_is(cJSON_GetObjectItemCaseSensitive(node, "behavior"), "Isolated") ||
             cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(node, "invert")) ||
             (!cJSON_IsString(re) && !cJSON_IsString(str)))
@@ -283,7 +287,8 @@ static elm_status read_pre(const char *path, const cJSON *pre, bool bytes, elm_v
                            elm_error *err) {
     char *list[ELM_PRETOK_MAX_REGEX];
     int n = 0;
-    elm_status st = pre && !cJSON_IsNull(pre) ? pre_regexes(path, pre, list, &n, err) : ELM_OK;
+    elm_status st =
+        pre && !cJSON_IsNull(pre) ? pre_regexes(path, pre, !bytes, list, &n, err) : ELM_OK;
     if (!st && !bytes && n == 0) return ELM_OK;
     if (!st && n == 0)
         st = elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: byte-level pre-tokenizer splits nothing "
