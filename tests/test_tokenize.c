@@ -14,6 +14,7 @@
 #include "core/fileio.h"
 #include "edgelm/model.h"
 #include "formats/hf.h"
+#include "formats/gguf_write.h"
 #include "formats/hf_write.h"
 #include "formats/loaders.h"
 
@@ -181,6 +182,48 @@ static void check_vocab_file(const char *name, const int *lossy, bool with_hf) {
     }
     if (made) rmdir(dir);
     elm_vocab_free(&v);
+}
+
+/* A vocab written into a GGUF file (no tensors) keeps its tokenizer: Gemma 4's comes back as
+ * "gemma4" and tokenizes the test strings the same; a tokenizer.json pre-tokenizer GGUF cannot
+ * name is refused rather than written as one it is not. */
+static void check_gguf_rewrite(void) {
+    char path[] = "/tmp/edgelm-test-vocab-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0) return;
+    close(fd);
+    elm_error err;
+    elm_model *m = elm_model_new("gemma-4 vocab", "gguf", &err);
+    elm_status st = m ? elm_load_gguf_vocab(fixture("vocab/ggml-vocab-gemma-4.gguf"), &m->vocab, &err)
+                      : ELM_ERR_NOMEM;
+    if (!st) {
+        snprintf(m->hp.arch, sizeof m->hp.arch, "gemma4");
+        st = elm_gguf_write_model(m, path, &err);
+    }
+    elm_vocab v;
+    if (!st) st = elm_load_gguf_vocab(path, &v, &err);
+    CHECK(st == ELM_OK, "gemma-4 vocab through GGUF: %s", err.msg);
+    if (!st) {
+        CHECK(!strcmp(v.pre, "gemma4") && !strcmp(v.model, "llama") && v.merges,
+              "gemma-4 rewritten: model %s pre %s", v.model, v.pre);
+        check_vocab_cases(&v, "ggml-vocab-gemma-4.gguf", "gemma-4 rewritten", NULL);
+        elm_vocab_free(&v);
+    }
+    elm_model_free(m);
+    m = elm_model_new("gpt-2 vocab", "gguf", &err);
+    st = m ? elm_load_gguf_vocab(fixture("vocab/ggml-vocab-gpt-2.gguf"), &m->vocab, &err)
+           : ELM_ERR_NOMEM;
+    if (!st) { /* as the tokenizer.json reader leaves a Split regex it has no name for */
+        m->vocab.pre[0] = '\0';
+        m->vocab.pre_regex = calloc(1, sizeof *m->vocab.pre_regex);
+        if (m->vocab.pre_regex) m->vocab.pre_regex[m->vocab.n_pre_regex++] = strdup("\\w+|\\s+");
+        st = elm_gguf_write_model(m, path, &err);
+        CHECK(st == ELM_ERR_UNSUPPORTED && strstr(err.msg, "none GGUF can name"),
+              "unnamed pre-tokenizer written: %d %s", st, err.msg);
+    }
+    elm_model_free(m);
+    unlink(path);
 }
 
 /* GPT-2's own tokenizer.json reproduces the ids of its GGUF vocab test. */
@@ -362,5 +405,6 @@ int main(int argc, char **argv) {
     check_vocab_file("ggml-vocab-deepseek-coder.gguf", NULL, true);
     check_vocab_file("ggml-vocab-gemma-4.gguf", NULL, true);
     check_hf_bytelevel();
+    check_gguf_rewrite();
     return check_done();
 }
