@@ -18,17 +18,20 @@ static int64_t params_of(const elm_synth_preset *p, bool bias) {
 
 static void presets(void) {
     /* published sizes: TinyLlama 1.1B = 1,100,048,384; Llama 3.2 1B = 1,235,814,400;
-     * Llama 2 7B = 6,738,415,616; Qwen2 0.5B = 494,032,768 */
+     * Llama 2 7B = 6,738,415,616; Qwen2 0.5B = 494,032,768; Llama 3.2 3B = 3,212,749,824;
+     * SmolLM3 3B = 3,075,098,624 ("3.08B" on its model card) */
     const struct {
         const char *name;
         int64_t params;
     } want[] = {{"tinyllama-1.1b", 1100048384LL},
                 {"llama-3.2-1b", 1235814400LL},
                 {"llama-2-7b", 6738415616LL},
-                {"qwen2-0.5b", 494032768LL}};
+                {"qwen2-0.5b", 494032768LL},
+                {"llama-3.2-3b", 3212749824LL},
+                {"smollm3-3b", 3075098624LL}};
     int n;
     elm_synth_presets(&n);
-    CHECK(n == 4, "%d presets", n);
+    CHECK(n == 6, "%d presets", n);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const elm_synth_preset *p = elm_synth_find(want[i].name);
         CHECK(p != NULL, "preset %s", want[i].name);

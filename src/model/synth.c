@@ -21,6 +21,11 @@ static const elm_synth_preset presets[] = {
      10000.0f, false, false},
     {"qwen2-0.5b", "Qwen/Qwen2-0.5B", "qwen2", 151936, 896, 24, 14, 2, 4864, 131072, 1e-6f,
      1000000.0f, true, false},
+    {"llama-3.2-3b", "meta-llama/Llama-3.2-3B", "llama", 128256, 3072, 28, 24, 8, 8192, 131072,
+     1e-5f, 500000.0f, true, true},
+    /* Llama's tensors; its NoPE layers are the architecture's, not the file's */
+    {"smollm3-3b", "HuggingFaceTB/SmolLM3-3B", "smollm3", 128256, 2048, 36, 16, 4, 11008, 65536,
+     1e-6f, 5000000.0f, true, false},
 };
 
 const elm_synth_preset *elm_synth_presets(int *n) {
