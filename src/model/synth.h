@@ -17,6 +17,7 @@ typedef struct elm_synth_preset {
     bool tied;        /* tie_word_embeddings: no output.weight */
     bool llama3_rope; /* rope_scaling "llama3" (factor 32, low 1, high 4, original 8192),
                               * written as llama.cpp does: a rope_freqs.weight tensor */
+    int32_t head_dim; /* per head when config.json's head_dim is not dim / heads (Qwen3), else 0 */
 } elm_synth_preset;
 
 /* The presets, *n of them. */
