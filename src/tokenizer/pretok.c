@@ -1,8 +1,9 @@
-/* Regex pre-tokenizers of byte-level BPE vocabularies (see pretok.h).
+/* Regex pre-tokenizers of BPE vocabularies (see pretok.h).
  *
  * The patterns are those the models' own Hugging Face tokenizers declare (GPT-2's ByteLevel
- * default, and the Split patterns of Llama 3's and Qwen2's tokenizer.json); the GGUF names and
- * their aliases are llama.cpp's tokenizer.ggml.pre values. PCRE2 runs them with UTF and Unicode
+ * default; the Split patterns of Llama 3's, Qwen2's and Qwen3.5's tokenizer.json; StarCoder's
+ * Digits; DeepSeek-Coder's five Splits), and Gemma 4's cut at newline runs as llama.cpp makes it;
+ * the GGUF names and their aliases are llama.cpp's tokenizer.ggml.pre values. PCRE2 runs them with UTF and Unicode
  * properties (\p{L}, \p{N}, Unicode \s), and with PCRE2_MATCH_INVALID_UTF so that text which is
  * not valid UTF-8 is still split (its bad bytes never match) instead of being refused. */
 #define PCRE2_CODE_UNIT_WIDTH 8

@@ -285,6 +285,11 @@ static elm_status check_fields(const elm_vocab *v, const char *src, elm_error *e
     if (v->n_tokens <= 0 || v->n_tokens > ELM_VOCAB_MAX_TOKENS || !v->pieces || !v->piece_len ||
         !v->types)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: vocabulary not allocated", src);
+    if (v->n_pre_regex < 0 || (v->n_pre_regex > 0 && !v->pre_regex))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: pre-tokenizer regex list missing", src);
+    for (int32_t i = 0; i < v->n_pre_regex; i++)
+        if (!v->pre_regex[i])
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: pre-tokenizer regex %d missing", src, i);
     if (!v->merges && !v->scores)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: tokenizer has neither scores nor merges", src);
     const struct { const char *name; int32_t id; } ids[] = {
