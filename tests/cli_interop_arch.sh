@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Interop test of every model family against llama.cpp: for llama, qwen2, phi3 and gemma, a
+# Interop test of every model family against llama.cpp: for llama, qwen2, qwen3, phi3, gemma and smollm3, a
 # `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3 prompts by edgelm and
 # by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1, installed once by
 # scripts/node-llama.sh; tests/interop/greedy.mjs); prompt ids and generated ids must be equal, and
@@ -13,9 +13,9 @@ require_node_llama
 pkg=$npm_dir/node_modules/node-llama-cpp
 
 prompts=("Once upon a time" "The capital of France is" $'def fib(n):\n    return')
-for arch in llama qwen2 phi3 gemma; do
+for arch in llama qwen2 qwen3 phi3 gemma smollm3; do
     case $arch in
-    llama) vocab=llama-bpe ;; qwen2) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma) vocab=llama-spm ;;
+    llama | smollm3) vocab=llama-bpe ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma) vocab=llama-spm ;;
     esac
     gguf=$tmp/$arch.gguf
     "$bin" synth --arch "$arch" --tiny -o "$gguf" --hf "$tmp/$arch-hf" \

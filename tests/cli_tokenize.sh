@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CLI test of `edgelm tokenize`: the golden ids of "Once upon a time" from each model layout and
-# output form, text from a file, byte-level vocabs and --special, and bad input (exit status 1, one "edgelm: ..." line on stderr,
+# output form, text from a file, byte-level vocabs and --special, vocab files of architectures
+# edgelm does not run (tokenize, inspect, run refused), and bad input (exit status 1, one "edgelm: ..." line on stderr,
 # nothing on stdout). Usage: bash tests/cli_tokenize.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -52,6 +53,32 @@ bpe=$fix/vocab/ggml-vocab-qwen2.gguf
 expect_out "[15496, 995]" -m "$fix/vocab/ggml-vocab-gpt-2.gguf" -p "Hello world" --ids
 expect_out "[151644, 872]" -m "$bpe" -p "<|im_start|>user" --ids --special
 expect_out "[27, 91, 318, 4906, 91, 29, 872]" -m "$bpe" -p "<|im_start|>user" --ids
+# llama.cpp's test case 19 ("w048 7tuijk dsdfhu": digits, letters, spaces) of the vocabs whose
+# pre-tokenizers differ in how they cut it, against the ids in its .out (line 20)
+for name in mpt refact command-r deepseek-coder qwen35 gemma-4; do
+    vocab=$fix/vocab/ggml-vocab-$name.gguf
+    case_text=$(awk -v RS='\n__ggml_vocab_test__\n' 'NR == 20' "$vocab.inp")
+    want=$(sed -n 20p "$vocab.out" | sed 's/^ *//; s/ *$//; s/ /, /g')
+    [ -n "$case_text" ] && [ -n "$want" ] || fail "$name: case 19 not found in $vocab.inp/.out"
+    expect_out "[$want]" -m "$vocab" -p "$case_text" --ids --no-bos
+done
+# any vocab file: inspect shows one whose architecture edgelm does not run (or that has no
+# tensors) as read; running it is refused with the architectures edgelm runs
+for name in mpt refact command-r gemma-4 llama-bpe; do
+    vocab=$fix/vocab/ggml-vocab-$name.gguf
+    "$bin" inspect "$vocab" >"$tmp/inspect.txt" 2>"$tmp/err" ||
+        fail "inspect $name: exit status $?: $(cat "$tmp/err")"
+    grep -q "^not bound  " "$tmp/inspect.txt" && grep -q "^vocab  *[0-9]* tokens" "$tmp/inspect.txt" ||
+        fail "inspect $name: $(cat "$tmp/inspect.txt")"
+done
+"$bin" inspect "$fix/vocab/ggml-vocab-mpt.gguf" --json >"$tmp/inspect.json" ||
+    fail "inspect --json mpt: exit status $?"
+grep -q '"hparams":[[:space:]]*null' "$tmp/inspect.json" && grep -q '"n_tokens":[[:space:]]*50432' "$tmp/inspect.json" ||
+    fail "inspect --json mpt: $(head -c 400 "$tmp/inspect.json")"
+expect_error "run mpt vocab" "ggml-vocab-mpt.gguf: unsupported architecture 'mpt' (edgelm runs llama" \
+    "$bin" run -m "$fix/vocab/ggml-vocab-mpt.gguf" -p "Hi" -n 1
+expect_error "run command-r vocab" "unsupported architecture 'command-r' (edgelm runs llama" \
+    "$bin" run -m "$fix/vocab/ggml-vocab-command-r.gguf" -p "Hi" -n 1
 tokenize_error "-p TEXT or -f FILE" -m "$gguf"
 tokenize_error "unknown option" -m "$gguf" -p "$text" --bogus
 tokenize_error "needs a value" -m "$gguf" -p

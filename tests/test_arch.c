@@ -135,6 +135,35 @@ static void test_family(const char *arch, const char *vocab) {
         free(lg);
         free(lh);
     }
+    if (!strcmp(arch, "qwen3")) {
+        /* the q/k norms are bound per layer and used: scaling layer 0's q norm changes logits
+         * (the synth model's tensors are its own F32 buffers) */
+        static const int32_t ids[3] = {1, 450, 7483};
+        const elm_layer *L = &m->layers[0];
+        float *before = logits(m, ids, 3, 0);
+        for (int64_t i = 0; L->q_norm && i < L->q_norm->ne[0]; i++)
+            ((float *)L->q_norm->data)[i] *= 3.0f;
+        float *after = logits(m, ids, 3, 0);
+        CHECK(L->q_norm && L->k_norm && L->q_norm->ne[0] == m->hp.head_dim && before && after &&
+                  memcmp(before, after, 3 * (size_t)m->hp.n_vocab * sizeof *before) != 0,
+              "qwen3: q norm not applied");
+        CHECK(!elm_model_find(m, "blk.0.attn_q.bias"), "qwen3 has q/k/v biases");
+        free(before);
+        free(after);
+    }
+    if (!strcmp(arch, "smollm3")) {
+        /* the last of its 4 layers runs without RoPE: rotating it too changes the logits */
+        static const int32_t ids[3] = {1, 450, 7483};
+        float *nope = logits(m, ids, 3, 0);
+        m->hp.nope_every = 0;
+        float *rope = logits(m, ids, 3, 0);
+        m->hp.nope_every = 4;
+        CHECK(m->hp.n_layers == 4 && nope && rope &&
+                  memcmp(nope, rope, 3 * (size_t)m->hp.n_vocab * sizeof *nope) != 0,
+              "smollm3: NoPE layer not honoured");
+        free(nope);
+        free(rope);
+    }
     if (g && !strcmp(arch, "phi3")) {
         /* fused tensors are bound as row views into the file's tensor */
         const elm_tensor *qkv = elm_model_find(g, "blk.1.attn_qkv.weight");
@@ -203,7 +232,9 @@ static bool hf_copy_with(const char *arch, const char *json_edit, const char *di
     char *text = (char *)file_read(cfg, &len);
     cJSON *root = text ? cJSON_Parse(text) : NULL, *edit = cJSON_Parse(json_edit), *e;
     cJSON_ArrayForEach(e, edit) {
-        if (cJSON_HasObjectItem(root, e->string))
+        if (cJSON_IsNull(e)) /* null removes the key */
+            cJSON_DeleteItemFromObjectCaseSensitive(root, e->string);
+        else if (cJSON_HasObjectItem(root, e->string))
             cJSON_ReplaceItemInObject(root, e->string, cJSON_Duplicate(e, true));
         else
             cJSON_AddItemToObject(root, e->string, cJSON_Duplicate(e, true));
@@ -265,6 +296,10 @@ static void test_refusals(void) {
                         "use_sliding_window");
     expect_config_error("llama", "{\"model_type\": \"mamba\"}", ELM_ERR_UNSUPPORTED,
                         "unsupported architecture 'mamba'");
+    expect_config_error("smollm3", "{\"no_rope_layers\": null}", ELM_ERR_FORMAT,
+                        "key 'no_rope_layers' missing");
+    expect_config_error("smollm3", "{\"no_rope_layers\": [1, 1, 0, 1]}", ELM_ERR_UNSUPPORTED,
+                        "no_rope_layers must leave out RoPE on every 4th layer");
 
     /* a Qwen2 GGUF without its biases */
     elm_synth_tiny o = {.arch = "qwen2", .vocab_path = fixture("vocab/ggml-vocab-llama-spm.gguf")};
@@ -306,8 +341,10 @@ int main(int argc, char **argv) {
     if (tmpdir) {
         test_family("llama", "llama-spm");
         test_family("qwen2", "llama-spm");
+        test_family("qwen3", "qwen2");
         test_family("phi3", "phi-3");
         test_family("gemma", "llama-spm");
+        test_family("smollm3", "llama-spm");
         test_tokenizer_json("llama-spm");
         test_tokenizer_json("phi-3");
         test_tokenizer_json("qwen2");
@@ -315,8 +352,8 @@ int main(int argc, char **argv) {
         test_mistral();
     }
     /* the HF folders hold files: remove them before the folder itself */
-    const char *archs[] = {"llama", "qwen2", "phi3", "gemma"};
-    for (int i = 0; tmpdir && i < 4; i++) {
+    const char *archs[] = {"llama", "qwen2", "qwen3", "phi3", "gemma", "smollm3"};
+    for (int i = 0; tmpdir && i < 6; i++) {
         char dir[600];
         snprintf(dir, sizeof dir, "%s/hf-%s", tmpdir, archs[i]);
         tmp_dir_remove(strdup(dir));

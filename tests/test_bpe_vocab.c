@@ -158,32 +158,85 @@ static void test_bad_pre(void) {
     if (!st) elm_vocab_free(&v);
 }
 
-/* gpt2-hf copied with its ByteLevel pre-tokenizer replaced by a Split with another regex. */
-static void test_bad_split(void) {
+/* The tokenizer.json of fixture folder `dir` copied into tmpdir with its pre_tokenizer replaced
+ * by the JSON `pre`, then read: the status, and *v filled when ELM_OK (the caller frees it). */
+static elm_status read_dir_with_pre(const char *dir, const char *pre_json, elm_vocab *v,
+                                    elm_error *err) {
     size_t len;
-    char *json = (char *)file_read(fixture("vocab/gpt2-hf/tokenizer.json"), &len);
+    char rel[128];
+    snprintf(rel, sizeof rel, "%s/tokenizer.json", dir);
+    char *json = (char *)file_read(fixture(rel), &len);
     cJSON *root = json ? cJSON_ParseWithLength(json, len) : NULL;
     free(json);
-    CHECK(root != NULL, "gpt2-hf/tokenizer.json unreadable");
-    if (!root) return;
-    cJSON *pre = cJSON_Parse("{\"type\": \"Sequence\", \"pretokenizers\": ["
-                             "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\w+|\\\\s+\"}, "
-                             "\"behavior\": \"Isolated\", \"invert\": false},"
-                             "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
-                             "\"use_regex\": false}]}");
+    CHECK(root != NULL, "%s unreadable", rel);
+    if (!root) return ELM_ERR_IO;
+    cJSON *pre = cJSON_Parse(pre_json);
+    CHECK(pre != NULL, "bad test JSON %s", pre_json);
     cJSON_ReplaceItemInObject(root, "pre_tokenizer", pre);
     char *out = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     CHECK(out && file_write(tmp_path(tmpdir, "tokenizer.json"), out, strlen(out)), "write");
     free(out);
     elm_hf_config c = {.bos_id = -1, .eos_id = -1};
+    elm_status st = elm_hf_read_tokenizer(tmpdir, &c, v, err);
+    unlink(tmp_path(tmpdir, "tokenizer.json"));
+    return st;
+}
+
+static elm_status read_with_pre(const char *pre_json, elm_vocab *v, elm_error *err) {
+    return read_dir_with_pre("vocab/gpt2-hf", pre_json, v, err);
+}
+
+/* tokenizer.json pre-tokenizers are interpreted step by step, not looked up: Digits then
+ * ByteLevel is StarCoder's (llama.cpp's "refact"), any Split regex runs as written, and what
+ * cannot be interpreted is refused naming the step. */
+static void test_pre_tokenizer_json(void) {
     elm_vocab v;
     elm_error err;
-    elm_status st = elm_hf_read_tokenizer(tmpdir, &c, &v, &err);
+    elm_status st = read_with_pre("{\"type\": \"Sequence\", \"pretokenizers\": ["
+                                  "{\"type\": \"Digits\", \"individual_digits\": true},"
+                                  "{\"type\": \"ByteLevel\", \"add_prefix_space\": false}]}",
+                                  &v, &err);
+    CHECK(st == ELM_OK && !strcmp(v.pre, "refact"), "Digits + ByteLevel: %d %s pre '%s'", st,
+          err.msg, st ? "" : v.pre);
+    /* "a 123": "a", "Ġ", then each digit alone ('0' is id 15) */
+    CHECK(st || encodes_as(&v, "a 123", false, (int32_t[]){64, 220, 16, 17, 18}, 5),
+          "Digits: 'a 123' not split into single digits");
+    if (!st) elm_vocab_free(&v);
+
+    st = read_with_pre("{\"type\": \"Sequence\", \"pretokenizers\": ["
+                       "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"\\\\w+|\\\\s+\"}, "
+                       "\"behavior\": \"Isolated\", \"invert\": false},"
+                       "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                       "\"use_regex\": false}]}", &v, &err);
+    CHECK(st == ELM_OK && !strcmp(v.pre, ""), "Split \\w+|\\s+: %d %s", st, err.msg);
+    /* the space is cut off the word, unlike GPT-2's own regex (" world" 995) */
+    CHECK(st || encodes_as(&v, "hello world", false, (int32_t[]){31373, 220, 6894}, 3),
+          "Split regex \\w+|\\s+ not applied");
+    if (!st) elm_vocab_free(&v);
+
+    /* a SentencePiece-style vocab: Gemma's Split on " " never cuts (spaces are "▁" by then) */
+    st = read_dir_with_pre("stories260K/hf-f32",
+                           "{\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, "
+                           "\"behavior\": \"MergedWithPrevious\", \"invert\": false}", &v, &err);
+    CHECK(st == ELM_OK && !v.n_pre_regex, "SentencePiece Split \" \": %d %s", st, err.msg);
+    if (!st) elm_vocab_free(&v);
+    st = read_with_pre("{\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Split\", "
+                       "\"pattern\": {\"String\": \" \"}, \"behavior\": \"MergedWithPrevious\", "
+                       "\"invert\": false}, {\"type\": \"ByteLevel\"}]}", &v, &err);
+    CHECK(st == ELM_ERR_UNSUPPORTED && strstr(err.msg, "Isolated"),
+          "byte-level Split MergedWithPrevious: %d %s", st, err.msg);
+    if (!st) elm_vocab_free(&v);
+    st = read_with_pre("{\"type\": \"Whitespace\"}", &v, &err);
     CHECK(st == ELM_ERR_UNSUPPORTED && strstr(err.msg, "tokenizer.json") &&
-              strstr(err.msg, "pre-tokenizer not recognized"),
-          "unknown Split regex: %d %s", st, err.msg);
-    unlink(tmp_path(tmpdir, "tokenizer.json"));
+              strstr(err.msg, "pre-tokenizer 'Whitespace' is not supported"),
+          "Whitespace pre-tokenizer: %d %s", st, err.msg);
+    if (!st) elm_vocab_free(&v);
+    st = read_with_pre("{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, "
+                       "\"behavior\": \"Isolated\", \"invert\": false}", &v, &err);
+    CHECK(st == ELM_ERR_UNSUPPORTED && strstr(err.msg, "tokenizer.json") &&
+              strstr(err.msg, "does not compile"), "bad Split regex: %d %s", st, err.msg);
+    if (!st) elm_vocab_free(&v);
 }
 
 int main(int argc, char **argv) {
@@ -195,7 +248,7 @@ int main(int argc, char **argv) {
     test_special();
     if (tmpdir) {
         test_bad_pre();
-        test_bad_split();
+        test_pre_tokenizer_json();
     }
     tmp_dir_remove(tmpdir);
     return check_done();

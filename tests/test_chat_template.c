@@ -168,6 +168,18 @@ static void detection(void) {
         {"{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\\\n' + "
          "system_message %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}",
          ELM_TEMPLATE_LLAMA2},
+        /* Qwen3: ChatML with enable_thinking; SmolLM3: ChatML under its metadata block; Gemma 3:
+         * Gemma's turns with the system text as first_user_prefix */
+        {"{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' }}{% endfor %}"
+         "{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\\n\\n"
+         "</think>\\n\\n' }}{%- endif %}",
+         ELM_TEMPLATE_QWEN3},
+        {"{{- \"<|im_start|>system\\n\" -}}{{- \"Reasoning Mode: \" + reasoning_mode + "
+         "\"\\n\\n\" -}}{%- if enable_thinking -%}{%- endif -%}",
+         ELM_TEMPLATE_SMOLLM3},
+        {"{%- set first_user_prefix = messages[0]['content'] + '\\n\\n' -%}{{ '<start_of_turn>' "
+         "+ role + '\\n' + (first_user_prefix if loop.first else \"\") }}",
+         ELM_TEMPLATE_GEMMA},
         {"{{ messages }}", ELM_TEMPLATE_PLAIN},
         {NULL, ELM_TEMPLATE_PLAIN},
     };
@@ -176,6 +188,10 @@ static void detection(void) {
         CHECK(got == d[i].want, "detect case %zu: %s, want %s", i, elm_chat_template_name(got),
               elm_chat_template_name(d[i].want));
     }
+    elm_chat_template t;
+    CHECK(!elm_chat_template_recognise("{{ messages }}", &t) &&
+              elm_chat_template_recognise(NULL, &t) && t == ELM_TEMPLATE_PLAIN,
+          "an unknown template is not recognised, no template is plain");
     CHECK(!strcmp(elm_chat_template_eot(ELM_TEMPLATE_CHATML), "<|im_end|>"), "chatml eot");
     CHECK(elm_chat_template_eot(ELM_TEMPLATE_PLAIN) == NULL, "plain has no eot token");
 }
@@ -205,6 +221,138 @@ static void presets(void) {
           "unknown preset: %s", err.msg);
 }
 
+
+/* Qwen3, Gemma 3 and SmolLM3, three conversations each (a system prompt; an earlier reply with
+ * its reasoning in a think block; a finished reply without generation prompt), as their Jinja
+ * templates (Qwen/Qwen3-0.6B, google/gemma-3-1b-it, HuggingFaceTB/SmolLM3-3B in llama.cpp's
+ * models/templates) render them, with thinking on and off. Written out by hand from the Jinja. */
+#define SMOL_HEAD "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nReasoning Mode: "
+#define SMOL_THINK_DEFAULT                                                                        \
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an "       \
+    "assistant involves thoroughly exploring questions through a systematic thinking process "    \
+    "before providing the final precise and accurate solutions. This requires engaging in a "     \
+    "comprehensive cycle of analysis, summarizing, exploration, reassessment, reflection, "       \
+    "backtracking, and iteration to develop well-considered thinking process. Please structure "  \
+    "your response into two main sections: Thought and Solution using the specified format: "     \
+    "<think> Thought section </think> Solution section. In the Thought section, detail your "     \
+    "reasoning process in steps. Each step should include detailed considerations such as "       \
+    "analysing questions, summarizing relevant findings, brainstorming new ideas, verifying the " \
+    "accuracy of the current steps, refining any errors, and revisiting previous steps. In the "  \
+    "Solution section, based on various attempts, explorations, and reflections from the Thought "\
+    "section, systematically present the final solution that you deem correct. The Solution "     \
+    "section should be logical, accurate, and concise and detail necessary steps needed to reach "\
+    "the conclusion."
+#define SMOL_NO_THINK_HEAD                                                                       \
+    SMOL_HEAD "/no_think\n\n## Custom Instructions\n\nYou are a helpful AI assistant named "       \
+              "SmolLM, trained by Hugging Face.\n\n<|im_end|>\n"
+#define SMOL_THINK_HEAD SMOL_HEAD "/think\n\n## Custom Instructions\n\n" SMOL_THINK_DEFAULT "\n\n<|im_end|>\n"
+
+static void thinking_families(void) {
+    static const elm_chat_msg a[] = {{"system", "You are a helpful assistant."},
+                                     {"user", "Hi there!"}};
+    static const elm_chat_msg b[] = {
+        {"user", "Hi there!"},
+        {"assistant", "<think>\nThe user greets.\n</think>\n\nHello! How can I help?"},
+        {"user", "Tell me a joke."}};
+    static const elm_chat_msg c[] = {{"user", "Hi there!"}, {"assistant", "Hello!"}};
+    static const elm_chat_msg d[] = {{"system", "Be brief. /no_think"}, {"user", "Hi"}};
+    const struct {
+        elm_chat_template t;
+        const elm_chat_msg *msgs;
+        int n;
+        bool gen;
+        const char *want;
+    } k[] = {
+        {ELM_TEMPLATE_QWEN3, a, 2, true,
+         "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHi "
+         "there!<|im_end|>\n<|im_start|>assistant\n"},
+        {ELM_TEMPLATE_QWEN3, b, 3, true,
+         "<|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\nHello! How can I "
+         "help?<|im_end|>\n<|im_start|>user\nTell me a joke.<|im_end|>\n<|im_start|>assistant\n"},
+        {ELM_TEMPLATE_QWEN3, c, 2, false,
+         "<|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+         "Hello!<|im_end|>\n"},
+        {ELM_TEMPLATE_QWEN3_NO_THINK, a, 2, true,
+         "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHi "
+         "there!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"},
+        {ELM_TEMPLATE_QWEN3_NO_THINK, b, 3, true,
+         "<|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\nHello! How can I "
+         "help?<|im_end|>\n<|im_start|>user\nTell me a joke.<|im_end|>\n<|im_start|>assistant\n"
+         "<think>\n\n</think>\n\n"},
+        {ELM_TEMPLATE_QWEN3_NO_THINK, c, 2, false,
+         "<|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+         "Hello!<|im_end|>\n"},
+        /* Gemma 3: the system text and a blank line open the first user turn; content | trim */
+        {ELM_TEMPLATE_GEMMA, a, 2, true,
+         "<bos><start_of_turn>user\nYou are a helpful assistant.\n\nHi there!<end_of_turn>\n"
+         "<start_of_turn>model\n"},
+        {ELM_TEMPLATE_GEMMA, b, 3, true,
+         "<bos><start_of_turn>user\nHi there!<end_of_turn>\n<start_of_turn>model\n<think>\nThe "
+         "user greets.\n</think>\n\nHello! How can I help?<end_of_turn>\n<start_of_turn>user\n"
+         "Tell me a joke.<end_of_turn>\n<start_of_turn>model\n"},
+        {ELM_TEMPLATE_GEMMA, c, 2, false,
+         "<bos><start_of_turn>user\nHi there!<end_of_turn>\n<start_of_turn>model\nHello!"
+         "<end_of_turn>\n"},
+        {ELM_TEMPLATE_SMOLLM3, a, 2, true,
+         SMOL_HEAD "/think\n\n## Custom Instructions\n\nYou are a helpful assistant.\n\n"
+                   "<|im_end|>\n<|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\n"},
+        {ELM_TEMPLATE_SMOLLM3, b, 3, true,
+         SMOL_THINK_HEAD "<|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\n<think>\n"
+                         "The user greets.\n</think>\n\nHello! How can I help?<|im_end|>\n"
+                         "<|im_start|>user\nTell me a joke.<|im_end|>\n<|im_start|>assistant\n"},
+        {ELM_TEMPLATE_SMOLLM3, c, 2, false,
+         SMOL_THINK_HEAD "<|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\nHello!"
+                         "<|im_end|>\n"},
+        {ELM_TEMPLATE_SMOLLM3, d, 2, true, /* the system message switches thinking off */
+         SMOL_HEAD "/no_think\n\n## Custom Instructions\n\nBe brief.\n\n<|im_end|>\n"
+                   "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n"},
+        {ELM_TEMPLATE_SMOLLM3_NO_THINK, a, 2, true,
+         SMOL_HEAD "/no_think\n\n## Custom Instructions\n\nYou are a helpful assistant.\n\n"
+                   "<|im_end|>\n<|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\n"
+                   "<think>\n\n</think>\n"},
+        {ELM_TEMPLATE_SMOLLM3_NO_THINK, b, 3, true,
+         SMOL_NO_THINK_HEAD "<|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\n"
+                            "<think>\n\n</think>\n<think>\nThe user greets.\n</think>\n\nHello! How "
+                            "can I help?<|im_end|>\n<|im_start|>user\nTell me a joke.<|im_end|>\n"
+                            "<|im_start|>assistant\n<think>\n\n</think>\n"},
+        {ELM_TEMPLATE_SMOLLM3_NO_THINK, c, 2, false,
+         SMOL_NO_THINK_HEAD "<|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\n"
+                            "<think>\n\n</think>\nHello!<|im_end|>\n"},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        char *out = NULL;
+        elm_error err;
+        CHECK(elm_chat_render(k[i].t, k[i].msgs, k[i].n, k[i].gen, &out, &err) == ELM_OK,
+              "case %zu: %s", i, err.msg);
+        CHECK(out && !strcmp(out, k[i].want), "%s case %zu:\n got [%s]\nwant [%s]",
+              elm_chat_template_name(k[i].t), i, out ? out : "", k[i].want);
+        free(out);
+    }
+    /* the thinking switch pairs the variants; other families have none */
+    CHECK(elm_chat_template_thinking(ELM_TEMPLATE_QWEN3, false) == ELM_TEMPLATE_QWEN3_NO_THINK &&
+              elm_chat_template_thinking(ELM_TEMPLATE_QWEN3_NO_THINK, true) == ELM_TEMPLATE_QWEN3 &&
+              elm_chat_template_thinking(ELM_TEMPLATE_QWEN3, true) == ELM_TEMPLATE_QWEN3 &&
+              elm_chat_template_thinking(ELM_TEMPLATE_SMOLLM3, false) ==
+                  ELM_TEMPLATE_SMOLLM3_NO_THINK &&
+              elm_chat_template_thinking(ELM_TEMPLATE_GEMMA, false) == ELM_TEMPLATE_GEMMA,
+          "thinking switch");
+    /* SmolLM3 turns concatenate to the whole conversation in both modes */
+    for (int off = 0; off < 2; off++) {
+        elm_chat_template t = off ? ELM_TEMPLATE_SMOLLM3_NO_THINK : ELM_TEMPLATE_SMOLLM3;
+        char *t1 = NULL, *t2 = NULL, *whole = NULL, joined[4096];
+        const elm_chat_msg conv3[] = {b[0], {"assistant", "Hello!"}, b[2]};
+        elm_chat_render_turn(t, NULL, b[0].content, true, &t1, NULL);
+        elm_chat_render_turn(t, NULL, b[2].content, false, &t2, NULL);
+        elm_chat_render(t, conv3, 3, true, &whole, NULL);
+        snprintf(joined, sizeof joined, "%s%s%s", t1 ? t1 : "", "Hello!", t2 ? t2 : "");
+        CHECK(whole && !strcmp(joined, whole), "%s turns:\n got [%s]\nwant [%s]",
+              elm_chat_template_name(t), joined, whole ? whole : "");
+        free(t1);
+        free(t2);
+        free(whole);
+    }
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     render_cases();
@@ -212,5 +360,6 @@ int main(int argc, char **argv) {
     bad_input();
     detection();
     presets();
+    thinking_families();
     return check_done();
 }

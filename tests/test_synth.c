@@ -11,15 +11,22 @@
 
 /* Parameters of a preset's model as the tensor list counts them. */
 static int64_t params_of(const elm_synth_preset *p, bool bias) {
-    const int64_t d = p->dim, kv = (int64_t)p->n_kv_heads * (p->dim / p->n_heads), f = p->ffn_dim;
-    const int64_t layer = 2 * d + d * d * 2 + 2 * d * kv + 3 * d * f + (bias ? d + 2 * kv : 0);
+    const int64_t d = p->dim, head = p->head_dim ? p->head_dim : p->dim / p->n_heads,
+                  q = (int64_t)p->n_heads * head, kv = (int64_t)p->n_kv_heads * head,
+                  f = p->ffn_dim;
+    const bool qk_norm = !strcmp(p->arch, "qwen3");
+    const int64_t layer = 2 * d + 2 * d * q + 2 * d * kv + 3 * d * f + (bias ? q + 2 * kv : 0) +
+                          (qk_norm ? 2 * head : 0);
     return (int64_t)p->n_vocab * d * (p->tied ? 1 : 2) + d + p->n_layers * layer;
 }
 
 static void presets(void) {
     /* published sizes: TinyLlama 1.1B = 1,100,048,384; Llama 3.2 1B = 1,235,814,400;
      * Llama 2 7B = 6,738,415,616; Llama 2 13B = 13,015,864,320; Llama 3 8B = 8,030,261,248;
-     * Qwen2 0.5B = 494,032,768 */
+     * Qwen2 0.5B = 494,032,768; Llama 3.2 3B = 3,212,749,824;
+     * SmolLM3 3B = 3,075,098,624 ("3.08B" on its model card); Qwen3 0.6B, 1.7B and 4B =
+     * 596,049,920, 1,720,574,976 and 4,022,468,096 (their model cards: 0.44B, 1.4B and 3.6B
+     * without the embedding, 155,582,464, 311,164,928 and 388,956,160) */
     const struct {
         const char *name;
         int64_t params;
@@ -28,10 +35,15 @@ static void presets(void) {
                 {"llama-2-7b", 6738415616LL},
                 {"llama-2-13b", 13015864320LL},
                 {"llama-3-8b", 8030261248LL},
-                {"qwen2-0.5b", 494032768LL}};
+                {"qwen2-0.5b", 494032768LL},
+                {"llama-3.2-3b", 3212749824LL},
+                {"smollm3-3b", 3075098624LL},
+                {"qwen3-0.6b", 596049920LL},
+                {"qwen3-1.7b", 1720574976LL},
+                {"qwen3-4b", 4022468096LL}};
     int n;
     elm_synth_presets(&n);
-    CHECK(n == 6, "%d presets", n);
+    CHECK(n == 11, "%d presets", n);
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const elm_synth_preset *p = elm_synth_find(want[i].name);
         CHECK(p != NULL, "preset %s", want[i].name);
@@ -65,7 +77,7 @@ static elm_model *write_and_load(const elm_synth_preset *p, elm_type type, const
 
 static void small_llama(void) {
     const elm_synth_preset p = {"tiny", "test", "llama", 300,   64,       2,     4,
-                                2,      96,     256,     1e-5f, 10000.0f, false, true};
+                                2,      96,     256,     1e-5f, 10000.0f, false, true, 0};
     elm_model *m = write_and_load(&p, ELM_TYPE_Q4_0, tmp_path("tiny-q4_0.gguf"));
     if (!m) return;
     CHECK(m->hp.n_vocab == 300 && m->hp.dim == 64 && m->hp.n_layers == 2 && m->hp.n_kv_heads == 2 &&
@@ -99,7 +111,7 @@ static void small_llama(void) {
 
 static void small_qwen2(void) {
     const elm_synth_preset p = {"tiny-qwen2", "test", "qwen2", 300,  64,   2,    4, 2,
-                                96,           256,    1e-6f,   1e6f, true, false};
+                                96,           256,    1e-6f,   1e6f, true, false, 0};
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, tmp_path("tiny-f16.gguf"));
     if (!m) return;
     CHECK(!strcmp(m->hp.arch, "qwen2") && m->output == m->tok_embd && m->hp.tied_output,
@@ -111,15 +123,41 @@ static void small_qwen2(void) {
     elm_model_free(m);
 }
 
+/* Qwen3: a head size that is not dim / heads (q is 4 · 32 = 128 wide for dim 64) and per-head
+ * q/k norms; the file loads and runs. */
+static void small_qwen3(void) {
+    const elm_synth_preset p = {"tiny-qwen3", "test", "qwen3", 300,  64,   2,    4, 2,
+                                96,           256,    1e-6f,   1e6f, true, false, 32};
+    const char *path = tmp_path("tiny-qwen3.gguf");
+    elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
+    if (!m) return;
+    CHECK(m->hp.head_dim == 32 && m->layers[0].wq->ne[1] == 128 && m->layers[1].wo->ne[0] == 128 &&
+              m->layers[0].q_norm && m->layers[1].k_norm && m->layers[1].k_norm->ne[0] == 32 &&
+              !m->layers[0].bq,
+          "qwen3 shapes");
+    elm_context *c = NULL;
+    elm_error err;
+    elm_context_params cp = {.n_ctx = 16, .n_threads = 2};
+    float logits[300];
+    const int32_t toks[] = {1, 17, 299};
+    CHECK(elm_context_new(m, &cp, &c, &err) == ELM_OK &&
+              elm_forward(c, toks, 3, logits, false, &err) == ELM_OK,
+          "qwen3 forward: %s", err.msg);
+    elm_context_free(c);
+    elm_model_free(m);
+    unlink(path);
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     presets();
     if (!(dir = check_tmp_dir())) return check_skip("cannot create a temporary folder");
     small_llama();
     small_qwen2();
+    small_qwen3();
     /* shapes that do not fit the type are refused and leave no file */
     const elm_synth_preset odd = {"odd", "test", "llama", 300,   48,   1,    4,
-                                  4,     80,     64,      1e-5f, 1e4f, true, false};
+                                  4,     80,     64,      1e-5f, 1e4f, true, false, 0};
     const char *path = tmp_path("odd.gguf");
     elm_error err;
     CHECK(elm_synth_write(&odd, ELM_TYPE_Q8_0, path, 1, NULL, NULL, NULL, &err) == ELM_ERR_ARG &&

@@ -6,6 +6,7 @@
  * text. Byte-level specifics (special tokens, pre-tokenizers, bad inputs) are in test_bpe_vocab.c. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -13,6 +14,8 @@
 #include "core/fileio.h"
 #include "edgelm/model.h"
 #include "formats/hf.h"
+#include "formats/gguf_write.h"
+#include "formats/hf_write.h"
 #include "formats/loaders.h"
 
 static char *read_file(const char *path, size_t *len) {
@@ -77,10 +80,13 @@ static void check_model_source(const char *rel, const char *tokenizer_rel, const
     elm_model_free(m);
 }
 
-/* llama.cpp's vocab tests: .inp holds strings separated by "\n__ggml_vocab_test__\n" (the file
- * ends with one), line k of .out the ids of string k, tokenized without BOS. `name` is the test
- * file (vocab/NAME.inp, .out), `source` what v was read from. */
-static void check_vocab_cases(const elm_vocab *v, const char *name, const char *source) {
+/* llama.cpp's vocab tests: .inp holds strings separated by "\n__ggml_vocab_test__\n" (the last
+ * one may end the file without it), line k of .out the ids of string k, tokenized without BOS.
+ * `name` is the test file (vocab/NAME.inp, .out), `source` what v was read from. Every string
+ * decodes back to itself except those listed in `lossy` (case numbers, -1 terminated): those the
+ * model's own decoder does not give back either. */
+static void check_vocab_cases(const elm_vocab *v, const char *name, const char *source,
+                              const int *lossy) {
     char rel[128];
     size_t ilen, olen;
     snprintf(rel, sizeof rel, "vocab/%s.inp", name);
@@ -88,12 +94,17 @@ static void check_vocab_cases(const elm_vocab *v, const char *name, const char *
     snprintf(rel, sizeof rel, "vocab/%s.out", name);
     char *out = read_file(fixture(rel), &olen);
     CHECK(inp && out, "%s: test strings missing", name);
+    int want_cases = 0;
+    for (size_t i = 0; out && i < olen; i++) want_cases += out[i] == '\n';
     static const char sep[] = "\n__ggml_vocab_test__\n";
     int cases = 0;
     char *s = inp, *o = out, *end;
-    while (inp && out && (end = strstr(s, sep)) != NULL) {
+    while (inp && out && *s) {
         char *eol = strchr(o, '\n');
         if (!eol) break;
+        end = strstr(s, sep);
+        char *next_s = end ? end + strlen(sep) : s + strlen(s);
+        if (!end) end = next_s; /* the last string, without a separator */
         *end = *eol = '\0';
         int64_t n;
         int32_t *ids = encode(v, s, (size_t)(end - s), false, &n);
@@ -107,22 +118,28 @@ static void check_vocab_cases(const elm_vocab *v, const char *name, const char *
         }
         same = same && strspn(q, " ") == strlen(q); /* no expected id left over */
         CHECK(same, "%s: case %d ('%s'): ids differ from '%s'", source, cases, s, o);
-        /* Every case round-trips: the decoder drops only the "▁" the encoder prepended. */
+        /* The decoder drops only the "▁" the encoder prepended. */
+        bool listed = false;
+        for (const int *l = lossy; l && *l >= 0; l++) listed |= *l == cases;
         char *back = ids ? elm_detokenize(v, ids, n, v->add_space_prefix) : NULL;
-        CHECK(back && strcmp(back, s) == 0, "%s: case %d: '%s' decodes as '%s'", source, cases, s,
-              back ? back : "(null)");
+        bool round_trip = back && strcmp(back, s) == 0;
+        CHECK(round_trip != listed, "%s: case %d: '%s' decodes as '%s'%s", source, cases, s,
+              back ? back : "(null)", listed ? " (listed as lossy)" : "");
         free(back);
         free(ids);
-        s = end + strlen(sep);
+        s = next_s;
         o = eol + 1;
         cases++;
     }
-    CHECK(cases == 46 && *s == '\0' && *o == '\0', "%s: read %d cases, expected 46", source, cases);
+    CHECK(cases == want_cases && cases >= 46 && *s == '\0' && *o == '\0',
+          "%s: read %d cases, expected %d", source, cases, want_cases);
     free(inp);
     free(out);
 }
 
-static void check_vocab_file(const char *name) {
+/* with_hf: also through tokenizer.json (for the pre-tokenizers that differ in their steps; the
+ * older vocabs go through it in test_arch.c) */
+static void check_vocab_file(const char *name, const int *lossy, bool with_hf) {
     char rel[128];
     snprintf(rel, sizeof rel, "vocab/%s", name);
     elm_vocab v;
@@ -134,10 +151,79 @@ static void check_vocab_file(const char *name) {
      * "▁" prefix exactly like Llama 2's, so the SentencePiece default (true) is right for it.
      * Byte-level vocabs have no such prefix (llama.cpp's default for them). */
     bool bytes = strcmp(v.model, "gpt2") == 0;
-    CHECK(v.add_space_prefix != bytes, "%s: add_space_prefix %d for model %s", name,
+    /* Gemma 4's SentencePiece-style BPE has no prefix either (its pre-tokenizer is "gemma4"). */
+    CHECK(v.add_space_prefix == (!bytes && !v.pre[0]), "%s: add_space_prefix %d for model %s", name,
           v.add_space_prefix, v.model);
-    check_vocab_cases(&v, name, name);
+    check_vocab_cases(&v, name, name, lossy);
+    if (!with_hf) {
+        elm_vocab_free(&v);
+        return;
+    }
+    /* The same tokenizer written as a Hugging Face tokenizer.json (its pre-tokenizer as a
+     * Sequence of Split regexes) and read back, which interprets that Sequence. */
+    char dir[] = "/tmp/edgelm-test-XXXXXX", path[64];
+    bool made = mkdtemp(dir) != NULL;
+    elm_hf_config c = {.bos_id = -1, .eos_id = -1};
+    elm_vocab h;
+    st = made ? elm_hf_write_tokenizer(&v, dir, &err) : ELM_ERR_IO;
+    if (!st) st = elm_hf_read_tokenizer(dir, &c, &h, &err);
+    CHECK(st == ELM_OK, "%s as tokenizer.json: %s", name, err.msg);
+    if (st == ELM_OK) {
+        char source[160];
+        snprintf(source, sizeof source, "%s as tokenizer.json", name);
+        CHECK(!strcmp(h.model, v.model) && !strcmp(h.pre, v.pre), "%s: model %s pre '%s'",
+              source, h.model, h.pre);
+        check_vocab_cases(&h, name, source, lossy);
+        elm_vocab_free(&h);
+    }
+    for (int k = 0; made && k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, k ? "tokenizer_config.json" : "tokenizer.json");
+        unlink(path);
+    }
+    if (made) rmdir(dir);
     elm_vocab_free(&v);
+}
+
+/* A vocab written into a GGUF file (no tensors) keeps its tokenizer: Gemma 4's comes back as
+ * "gemma4" and tokenizes the test strings the same; a tokenizer.json pre-tokenizer GGUF cannot
+ * name is refused rather than written as one it is not. */
+static void check_gguf_rewrite(void) {
+    char path[] = "/tmp/edgelm-test-vocab-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0) return;
+    close(fd);
+    elm_error err;
+    elm_model *m = elm_model_new("gemma-4 vocab", "gguf", &err);
+    elm_status st = m ? elm_vocab_load(fixture("vocab/ggml-vocab-gemma-4.gguf"), &m->vocab, &err)
+                      : ELM_ERR_NOMEM;
+    if (!st) {
+        snprintf(m->hp.arch, sizeof m->hp.arch, "gemma4");
+        st = elm_gguf_write_model(m, path, &err);
+    }
+    elm_vocab v;
+    if (!st) st = elm_vocab_load(path, &v, &err);
+    CHECK(st == ELM_OK, "gemma-4 vocab through GGUF: %s", err.msg);
+    if (!st) {
+        CHECK(!strcmp(v.pre, "gemma4") && !strcmp(v.model, "llama") && v.merges,
+              "gemma-4 rewritten: model %s pre %s", v.model, v.pre);
+        check_vocab_cases(&v, "ggml-vocab-gemma-4.gguf", "gemma-4 rewritten", NULL);
+        elm_vocab_free(&v);
+    }
+    elm_model_free(m);
+    m = elm_model_new("gpt-2 vocab", "gguf", &err);
+    st = m ? elm_vocab_load(fixture("vocab/ggml-vocab-gpt-2.gguf"), &m->vocab, &err)
+           : ELM_ERR_NOMEM;
+    if (!st) { /* as the tokenizer.json reader leaves a Split regex it has no name for */
+        m->vocab.pre[0] = '\0';
+        m->vocab.pre_regex = calloc(1, sizeof *m->vocab.pre_regex);
+        if (m->vocab.pre_regex) m->vocab.pre_regex[m->vocab.n_pre_regex++] = strdup("\\w+|\\s+");
+        st = elm_gguf_write_model(m, path, &err);
+        CHECK(st == ELM_ERR_UNSUPPORTED && strstr(err.msg, "none GGUF can name"),
+              "unnamed pre-tokenizer written: %d %s", st, err.msg);
+    }
+    elm_model_free(m);
+    unlink(path);
 }
 
 /* GPT-2's own tokenizer.json reproduces the ids of its GGUF vocab test. */
@@ -152,7 +238,7 @@ static void check_hf_bytelevel(void) {
               !v.add_bos && v.bos_id == 50256 && v.types[50256] == ELM_TOKEN_CONTROL,
           "gpt2-hf: model %s pre %s, %d tokens, add_bos %d, bos %d", v.model, v.pre, v.n_tokens,
           v.add_bos, v.bos_id);
-    check_vocab_cases(&v, "ggml-vocab-gpt-2.gguf", "gpt2-hf/tokenizer.json");
+    check_vocab_cases(&v, "ggml-vocab-gpt-2.gguf", "gpt2-hf/tokenizer.json", NULL);
     elm_vocab_free(&v);
 }
 
@@ -303,11 +389,22 @@ int main(int argc, char **argv) {
     check_model_source("stories260K/stories260K-f32.gguf", NULL, "gguf");
     check_model_source("stories260K/hf-f32", NULL, "hf");
     check_model_source("stories260K/model.bin", "stories260K/tok512.bin", "llama2c");
-    check_vocab_file("ggml-vocab-llama-spm.gguf");
-    check_vocab_file("ggml-vocab-phi-3.gguf");
-    check_vocab_file("ggml-vocab-gpt-2.gguf");
-    check_vocab_file("ggml-vocab-llama-bpe.gguf");
-    check_vocab_file("ggml-vocab-qwen2.gguf");
+    check_vocab_file("ggml-vocab-llama-spm.gguf", NULL, false);
+    check_vocab_file("ggml-vocab-phi-3.gguf", NULL, false);
+    check_vocab_file("ggml-vocab-gpt-2.gguf", NULL, false);
+    check_vocab_file("ggml-vocab-llama-bpe.gguf", NULL, false);
+    check_vocab_file("ggml-vocab-qwen2.gguf", NULL, false);
+    /* Every case of the new vocabs decodes back to itself here. llama.cpp's own decoder (as
+     * node-llama-cpp 3.21.1 runs it, with its tokenizer clean-up of spaces) does not for cases
+     * 32 and 45 of mpt, refact and gemma-4: " ?" comes back as "?" ("How are you 😁 ?我想" ->
+     * "How are you 😁?我想"); measured 2026-12-01, its encoder gives every .out line. */
+    check_vocab_file("ggml-vocab-qwen35.gguf", NULL, true);
+    check_vocab_file("ggml-vocab-mpt.gguf", NULL, false);
+    check_vocab_file("ggml-vocab-refact.gguf", NULL, true);
+    check_vocab_file("ggml-vocab-command-r.gguf", NULL, false);
+    check_vocab_file("ggml-vocab-deepseek-coder.gguf", NULL, true);
+    check_vocab_file("ggml-vocab-gemma-4.gguf", NULL, true);
     check_hf_bytelevel();
+    check_gguf_rewrite();
     return check_done();
 }

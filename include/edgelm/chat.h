@@ -6,8 +6,9 @@
  * (GGUF tokenizer.chat_template, Hugging Face tokenizer_config.json "chat_template") is recognised
  * by its signature. Sources: the chat_template of meta-llama/Llama-2-7b-chat-hf,
  * meta-llama/Meta-Llama-3-8B-Instruct, microsoft/Phi-3-mini-4k-instruct, google/gemma-7b-it (with
- * Gemma 3's rule for a system message: its text and a blank line open the first user turn), and
- * ChatML as OpenAI and Qwen use it. */
+ * Gemma 3's rule for a system message: its text and a blank line open the first user turn; Gemma
+ * 3's template renders exactly this), ChatML as OpenAI and Qwen use it, Qwen/Qwen3-0.6B and
+ * HuggingFaceTB/SmolLM3-3B (as llama.cpp's models/templates has it: no date line). */
 #ifndef EDGELM_CHAT_H
 #define EDGELM_CHAT_H
 
@@ -26,12 +27,31 @@ typedef enum elm_chat_template {
     ELM_TEMPLATE_LLAMA3,    /* <|start_header_id|>role<|end_header_id|>\n\n..<|eot_id|> */
     ELM_TEMPLATE_CHATML,    /* <|im_start|>role\n..<|im_end|>\n (Qwen, many fine-tunes) */
     ELM_TEMPLATE_PHI3,      /* <|user|>\n..<|end|>\n */
-    ELM_TEMPLATE_GEMMA,     /* <start_of_turn>user\n..<end_of_turn>\n, "model" for the assistant */
+    ELM_TEMPLATE_GEMMA,     /* <start_of_turn>user\n..<end_of_turn>\n, "model" for the assistant
+                             * (Gemma 3's template renders the same text) */
+    ELM_TEMPLATE_QWEN3,     /* ChatML with thinking: the last assistant message in a <think> block,
+                             * earlier ones without theirs */
+    ELM_TEMPLATE_QWEN3_NO_THINK,   /* Qwen3 with enable_thinking false: an empty <think> block
+                                    * opens the reply */
+    ELM_TEMPLATE_SMOLLM3,          /* ChatML under SmolLM3's metadata system block, "/think" */
+    ELM_TEMPLATE_SMOLLM3_NO_THINK, /* the same in "/no_think" mode */
     ELM_TEMPLATE_COUNT
 } elm_chat_template;
 
-/* "plain", "llama2", "llama3", "chatml", "phi3", "gemma". */
+/* "plain", "llama2", "llama3", "chatml", "phi3", "gemma", "qwen3", "qwen3-no-think", "smollm3",
+ * "smollm3-no-think". */
 const char *elm_chat_template_name(elm_chat_template t);
+
+/* The names above, comma-separated, for messages. */
+const char *elm_chat_template_names(void);
+
+/* The template of t's family with thinking on or off (Qwen3's enable_thinking, SmolLM3's /think
+ * and /no_think); t itself for families without the switch. */
+elm_chat_template elm_chat_template_thinking(elm_chat_template t, bool on);
+
+/* Recognises jinja as elm_chat_template_detect does, into *out; false when jinja is a template
+ * none of the built-in ones matches (NULL, no template, gives plain and true). */
+bool elm_chat_template_recognise(const char *jinja, elm_chat_template *out);
 
 /* Parses one of the names above (case-sensitive); false when unknown. */
 bool elm_chat_template_parse(const char *name, elm_chat_template *out);

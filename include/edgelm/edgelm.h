@@ -44,7 +44,10 @@ typedef struct edgelm_params {
     float top_p, min_p, repeat_penalty;
     int32_t repeat_last_n;
     uint64_t seed;
-    const char *chat_template; /* "auto" (NULL): from the model's metadata; or a template name */
+    const char *chat_template; /* "auto" (NULL): from the model's metadata (an unrecognised one
+                                * is an error); or a template name */
+    int no_think;              /* non-zero: thinking models (Qwen3, SmolLM3) answer without
+                                * reasoning first (enable_thinking false, /no_think) */
     const char *system_prompt; /* NULL: none */
     edgelm_model *draft;       /* speculative decoding with this model (same vocabulary), or NULL */
     int32_t draft_max;         /* most tokens drafted per step (default 8) */

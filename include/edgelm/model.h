@@ -4,7 +4,7 @@
  * Tensors use GGUF names and ggml shape conventions: ne[0] is the contiguous dimension, so a
  * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. Each architecture has its RoPE
  * form (hparams.rope_style) as llama.cpp runs it: interleaved for "llama" (the HF Llama loader
- * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "phi3" and "gemma". Norm weights
+ * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3" and "gemma". Norm weights
  * are stored as they multiply (Gemma's GGUF convention: HF's w + 1). */
 #ifndef EDGELM_MODEL_H
 #define EDGELM_MODEL_H
@@ -41,7 +41,8 @@ typedef enum elm_rope_style { ELM_ROPE_NORM = 0, ELM_ROPE_NEOX = 1 } elm_rope_st
 typedef enum elm_ffn_act { ELM_ACT_SILU = 0, ELM_ACT_GELU_TANH = 1 } elm_ffn_act;
 
 typedef struct elm_hparams {
-    char arch[32];         /* GGUF architecture: "llama", "qwen2", "phi3", "gemma" */
+    char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
+                            * "smollm3" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
@@ -58,6 +59,8 @@ typedef struct elm_hparams {
     elm_rope_style rope_style;
     elm_ffn_act ffn_act;
     float embd_scale;      /* token embeddings are multiplied by this: 1, sqrt(dim) for Gemma */
+    int32_t nope_every;    /* layers l with (l + 1) % nope_every == 0 skip RoPE (NoPE; SmolLM3:
+                            * 4); 0: every layer rotates */
     /* From the file (0 = absent): */
     int32_t n_swa;         /* sliding-window attention: a token sees the last n_swa positions */
     float rope_freq_scale; /* linear RoPE scaling, angle × this (1 / factor); 0 means 1 */
@@ -67,6 +70,7 @@ typedef struct elm_layer {
     elm_tensor *attn_norm, *wq, *wk, *wv, *wo;
     elm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
     elm_tensor *bq, *bk, *bv; /* q/k/v biases (Qwen2), else NULL */
+    elm_tensor *q_norm, *k_norm; /* per-head q/k RMSNorm weights [head_dim] (Qwen3), else NULL */
 } elm_layer;
 
 typedef struct elm_model_storage elm_model_storage; /* private: mappings and owned buffers */
@@ -95,6 +99,10 @@ typedef struct elm_load_opts {
      * on x86-64 Linux, for a load-time copy (about 4 GB/s). Mapping (false) loads at once and
      * shares the page cache: for tools that read a model once (inspect, quantize). */
     bool in_memory;
+    /* For looking at a file, not running it: a GGUF file without tensors (vocab-only) or of an
+     * architecture edgelm does not run is returned as read, unbound (layers NULL, derived
+     * hyper-parameters unset) instead of refused. */
+    bool inspect;
 } elm_load_opts;
 
 /* Loads a model from a GGUF file, a Hugging Face directory (config.json + safetensors) or a
@@ -105,6 +113,11 @@ elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model
                           elm_error *err);
 
 void elm_model_free(elm_model *m);
+
+/* Whether edgelm runs GGUF architecture `arch`, and the names of those it runs ("llama, qwen2,
+ * qwen3, phi3, gemma, smollm3"), for messages. */
+bool elm_arch_supported(const char *arch);
+const char *elm_arch_names(void);
 
 /* Only the tokenizer of a GGUF file (vocab-only files such as llama.cpp's ggml-vocab-*.gguf have
  * no tensors): fills and finalizes v, to free with elm_vocab_free. Errors name the file. */

@@ -26,6 +26,7 @@ typedef struct elm_synth_preset {
     bool tied;        /* tie_word_embeddings: no output.weight */
     bool llama3_rope; /* rope_scaling "llama3" (factor 32, low 1, high 4, original 8192),
                               * written as llama.cpp does: a rope_freqs.weight tensor */
+    int32_t head_dim; /* per head when config.json's head_dim is not dim / heads (Qwen3), else 0 */
 } elm_synth_preset;
 
 /* The presets, *n of them. */
@@ -49,7 +50,7 @@ elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char 
 /* ---------------------------------------------------------------- synth: tiny families */
 
 typedef struct elm_synth_tiny {
-    const char *arch;       /* GGUF architecture: llama, qwen2, phi3, gemma */
+    const char *arch;       /* GGUF architecture: llama, qwen2, qwen3, phi3, gemma, smollm3 */
     const char *vocab_path; /* a GGUF file with a tokenizer (vocab-only files work) */
     uint64_t seed;
     float std;              /* standard deviation of the weights; 0 means 0.3 */

@@ -37,8 +37,13 @@ typedef struct elm_vocab_index elm_vocab_index; /* private lookup tables */
 
 typedef struct elm_vocab {
     char model[16];          /* "llama" (SentencePiece-style) or "gpt2" (byte-level BPE) */
-    char pre[32];            /* gpt2: pre-tokenizer name as GGUF tokenizer.ggml.pre ("gpt-2",
-                              * "llama-bpe", "qwen2", see elm_pretok_names); "" for llama */
+    char pre[32];            /* pre-tokenizer name as GGUF tokenizer.ggml.pre ("gpt-2",
+                              * "llama-bpe", "qwen2", see elm_pretok_names; "gemma4" cuts a
+                              * llama vocab's text at newline runs); "" for plain llama */
+    char **pre_regex;        /* owned, or NULL: the regexes applied in turn instead of those
+                              * `pre` names (a tokenizer.json pre_tokenizer); `pre` is then the
+                              * known name with the same regexes, or "" */
+    int32_t n_pre_regex;
     bool ignore_merges;      /* gpt2: a piece that is itself a token is not merged (Llama 3) */
     int32_t n_tokens;
     char **pieces;           /* [n_tokens] NUL-terminated UTF-8, owned (malloc) */

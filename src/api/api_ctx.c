@@ -43,10 +43,15 @@ static elm_status setup(edgelm_ctx *h, const edgelm_params *p, elm_error *err) {
     if (st) return st;
 
     elm_chat_params chp = {.system = p->system_prompt};
-    if (!p->chat_template || !strcmp(p->chat_template, "auto"))
-        chp.tmpl = elm_chat_template_detect(m->vocab.chat_template);
-    else if (!elm_chat_template_parse(p->chat_template, &chp.tmpl))
-        return elm_errorf(err, ELM_ERR_ARG, "unknown chat template '%s'", p->chat_template);
+    if (!p->chat_template || !strcmp(p->chat_template, "auto")) {
+        if (!elm_chat_template_recognise(m->vocab.chat_template, &chp.tmpl))
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: chat template not recognised (set "
+                              "chat_template to one of: %s)", m->path, elm_chat_template_names());
+    } else if (!elm_chat_template_parse(p->chat_template, &chp.tmpl)) {
+        return elm_errorf(err, ELM_ERR_ARG, "unknown chat template '%s' (%s)", p->chat_template,
+                          elm_chat_template_names());
+    }
+    if (p->no_think) chp.tmpl = elm_chat_template_thinking(chp.tmpl, false);
     chp.gen.n_predict = 1; /* set per call */
     chp.gen.n_keep = p->n_keep;
     chp.gen.no_context_shift = p->no_context_shift != 0;

@@ -371,11 +371,11 @@ static elm_status read_vocab(const gguf *g, elm_vocab *v, elm_error *err) {
     if (!found)
         return elm_errorf(err, ELM_ERR_FORMAT,
                           "%s: no tokenizer (key 'tokenizer.ggml.model' missing)", g->path);
-    bool gpt2 = str_is(model, "gpt2");
-    if (!gpt2 && !str_is(model, "llama"))
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: tokenizer model '%.*s' is not supported (only 'llama' and 'gpt2')",
-                          g->path, (int)(model.len > 64 ? 64 : model.len), model.s);
+    bool gpt2 = str_is(model, "gpt2"), gemma4 = str_is(model, "gemma4");
+    if (!gpt2 && !gemma4 && !str_is(model, "llama"))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tokenizer model '%.*s' is not supported "
+                          "(only 'llama', 'gpt2' and 'gemma4')", g->path,
+                          (int)(model.len > 64 ? 64 : model.len), model.s);
     gstr pre = {"", 0};
     if (gpt2 && (st = get_str(g, "tokenizer.ggml.pre", &pre, &found, err))) return st;
     char pre_name[32];
@@ -404,6 +404,14 @@ static elm_status read_vocab(const gguf *g, elm_vocab *v, elm_error *err) {
         snprintf(v->pre, sizeof v->pre, "%s", elm_pretok_canonical(pre_name));
         v->add_space_prefix = false;
         v->ignore_merges = v->add_bos = strcmp(v->pre, "llama-bpe") == 0;
+    } else if (gemma4) {
+        /* SentencePiece-style BPE ranked by merges on raw UTF-8 with "<0xXX>" byte fallback,
+         * no space prefix, cut at runs of newlines (llama.cpp's "gemma4" tokenizer) */
+        if (!merges)
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: gemma4 tokenizer without "
+                              "'tokenizer.ggml.merges'", g->path);
+        snprintf(v->pre, sizeof v->pre, "gemma4");
+        v->add_space_prefix = false;
     }
     size_t pos = tokens->val;
     for (int32_t i = 0; i < n; i++) {
@@ -424,6 +432,7 @@ static elm_status read_vocab(const gguf *g, elm_vocab *v, elm_error *err) {
         (st = get_bool(g, "tokenizer.ggml.add_eos_token", &v->add_eos, err)) ||
         (st = get_bool(g, "tokenizer.ggml.add_space_prefix", &v->add_space_prefix, err)))
         return st;
+    if (gemma4) v->add_bos = true; /* as llama.cpp: Gemma 4 files may say false, wrongly */
     gstr tmpl;
     if ((st = get_str(g, "tokenizer.chat_template", &tmpl, &found, err))) return st;
     if (found) {
@@ -646,7 +655,8 @@ elm_status elm_load_gguf(elm_model *m, const char *path, bool in_memory, elm_err
     m->file_type = (uint32_t)ftype;
 
     /* the tensors are read for every architecture so that a malformed file is always reported;
-     * hyper-parameters and vocab only for those elm_model_bind accepts */
+     * hyper-parameters only for those elm_model_bind accepts, and the vocab also from a
+     * vocab-only file of any other (tokenizing needs nothing else; bind still refuses it) */
     if ((st = read_tensors(&g, m, err))) goto done;
     if (elm_arch_find(m->hp.arch)) {
         char k[96];
@@ -654,6 +664,8 @@ elm_status elm_load_gguf(elm_model *m, const char *path, bool in_memory, elm_err
         if ((st = read_vocab(&g, &m->vocab, err))) goto done;
         if (!find_kv(&g, arch_key(k, sizeof k, m->hp.arch, "vocab_size")))
             m->hp.n_vocab = m->vocab.n_tokens;
+    } else if (g.n_tensors == 0 && find_kv(&g, "tokenizer.ggml.model")) {
+        if ((st = read_vocab(&g, &m->vocab, err))) goto done;
     }
 done:
     free(g.kv);

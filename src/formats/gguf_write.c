@@ -8,6 +8,7 @@
 
 #include "core/fileio.h"
 #include "formats/gguf_write.h"
+#include "tokenizer/pretok.h"
 
 #define GGUF_ALIGNMENT 32
 #define GGUF_VERSION 3
@@ -90,7 +91,9 @@ static void kv_arch_f32(gw *w, const char *arch, const char *suffix, float v) {
 }
 
 static void emit_vocab(gw *w, const elm_vocab *v) {
-    kv_str(w, "tokenizer.ggml.model", v->model[0] ? v->model : "llama");
+    /* Gemma 4's tokenizer is a llama vocab cut at newlines here, its own model name in GGUF */
+    const bool gemma4 = strcmp(v->pre, "gemma4") == 0;
+    kv_str(w, "tokenizer.ggml.model", gemma4 ? "gemma4" : v->model[0] ? v->model : "llama");
     if (strcmp(v->model, "gpt2") == 0) kv_str(w, "tokenizer.ggml.pre", v->pre);
     array_head(w, "tokenizer.ggml.tokens", T_STRING, (uint64_t)v->n_tokens);
     for (int32_t i = 0; i < v->n_tokens; i++) put_str(w, v->pieces[i], v->piece_len[i]);
@@ -169,6 +172,12 @@ static elm_status check_tensor(const char *path, const elm_tensor *t, elm_error 
 elm_status elm_gguf_write(const char *path, const elm_gguf_out *src, uint64_t *file_bytes,
                           elm_error *err) {
     size_t max_bytes = 0;
+    const elm_vocab *v = &src->m->vocab;
+    /* GGUF names a pre-tokenizer; regexes from a tokenizer.json that match none cannot be said */
+    if (v->n_tokens > 0 && !strcmp(v->model, "gpt2") && !v->pre[0])
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: the tokenizer's pre-tokenizer (regexes "
+                          "from tokenizer.json) is none GGUF can name (%s)", path,
+                          elm_pretok_names());
     for (int32_t i = 0; i < src->n_tensors; i++) {
         elm_status st = check_tensor(path, &src->tensors[i], err);
         if (st) return st;

@@ -29,7 +29,7 @@ static const struct { const char *hf, *gguf; } global_names[] = {
     {"lm_head.weight", "output.weight"}};
 
 /* Which families have a block tensor (see needed). */
-enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, SPLIT_FFN, FUSED_FFN };
+enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN };
 static const struct { const char *hf, *gguf; int when; } layer_names[] = {
     {"input_layernorm.weight", "attn_norm.weight", ALL},
     {"self_attn.q_proj.weight", "attn_q.weight", SPLIT_QKV},
@@ -39,6 +39,8 @@ static const struct { const char *hf, *gguf; int when; } layer_names[] = {
     {"self_attn.q_proj.bias", "attn_q.bias", QKV_BIAS},
     {"self_attn.k_proj.bias", "attn_k.bias", QKV_BIAS},
     {"self_attn.v_proj.bias", "attn_v.bias", QKV_BIAS},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight", QK_NORM},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight", QK_NORM},
     {"self_attn.o_proj.weight", "attn_output.weight", ALL},
     {"post_attention_layernorm.weight", "ffn_norm.weight", ALL},
     {"mlp.gate_proj.weight", "ffn_gate.weight", SPLIT_FFN},
@@ -53,6 +55,7 @@ static bool needed(const elm_arch *a, int when) {
     case SPLIT_QKV: return !a->fused_qkv;
     case FUSED_QKV: return a->fused_qkv;
     case QKV_BIAS: return a->qkv_bias;
+    case QK_NORM: return a->qk_norm;
     case SPLIT_FFN: return !a->fused_gate_up;
     case FUSED_FFN: return a->fused_gate_up;
     default: return true;

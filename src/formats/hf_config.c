@@ -57,7 +57,8 @@ static bool get_true(const cJSON *root, const char *key) {
 static const char *model_type(const cJSON *root) {
     static const struct { const char *cls, *type; } classes[] = {
         {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"},
-        {"Qwen2ForCausalLM", "qwen2"}, {"Phi3ForCausalLM", "phi3"}, {"GemmaForCausalLM", "gemma"}};
+        {"Qwen2ForCausalLM", "qwen2"}, {"Qwen3ForCausalLM", "qwen3"}, {"Phi3ForCausalLM", "phi3"},
+        {"GemmaForCausalLM", "gemma"}, {"SmolLM3ForCausalLM", "smollm3"}};
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     if (cJSON_IsString(type)) return type->valuestring;
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
@@ -93,7 +94,7 @@ static elm_status check_arch(const char *path, const cJSON *root, elm_hparams *h
     snprintf(hp->arch, sizeof hp->arch, "%s", a ? a->name : type);
     if (!a)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: unsupported architecture '%s' (edgelm "
-                          "runs llama, mistral, qwen2, phi3, gemma)", path, hp->arch);
+                          "runs llama, mistral, qwen2, qwen3, phi3, gemma, smollm3)", path, hp->arch);
     *arch = a;
     if (!a->qkv_bias && (get_true(root, "attention_bias") || get_true(root, "mlp_bias")))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: %s with bias terms is not supported",
@@ -139,6 +140,30 @@ static elm_status read_rope_scaling(const char *path, const cJSON *root, elm_hf_
     return ELM_OK;
 }
 
+/* SmolLM3's layers without RoPE: no_rope_layers (1 = RoPE, 0 = none, one per layer) must be
+ * the family's pattern, every nope_every-th layer without, which is all a GGUF file can say
+ * (llama.cpp fixes it by architecture); no_rope_layer_interval, when given, must agree. Missing
+ * no_rope_layers is an error rather than a guess. */
+static elm_status check_nope(const char *path, const cJSON *root, const elm_arch *a,
+                             const elm_hparams *hp, elm_error *err) {
+    int32_t interval = a->nope_every;
+    elm_status st = get_int(path, root, "no_rope_layer_interval", false, &interval, err);
+    if (st) return st;
+    const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "no_rope_layers");
+    if (!layers) return elm_errorf(err, ELM_ERR_FORMAT, "%s: key 'no_rope_layers' missing", path);
+    bool same = interval == a->nope_every && cJSON_IsArray(layers) &&
+                cJSON_GetArraySize(layers) == hp->n_layers;
+    for (int l = 0; same && l < hp->n_layers; l++) {
+        const cJSON *e = cJSON_GetArrayItem(layers, l);
+        same = cJSON_IsNumber(e) && e->valueint == ((l + 1) % a->nope_every != 0);
+    }
+    if (!same)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no_rope_layers must leave out RoPE on "
+                          "every %dth layer exactly (as GGUF %s does)", path, a->nope_every,
+                          a->name);
+    return ELM_OK;
+}
+
 static elm_status parse_config(const char *path, const cJSON *root, elm_hf_config *c,
                                elm_error *err) {
     elm_hparams *hp = &c->hp;
@@ -178,6 +203,7 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
     if (strcmp(model_type(root), "mistral") == 0 &&
         (st = get_int(path, root, "sliding_window", false, &hp->n_swa, err)))
         return st;
+    if (a->nope_every && (st = check_nope(path, root, a, hp, err))) return st;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     hp->tied_output = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : a->hf_tied_default;
     return ELM_OK;

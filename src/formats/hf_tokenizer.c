@@ -3,10 +3,10 @@
  * Two forms of BPE model ranked by its merges are accepted:
  *  - the SentencePiece-derived form Llama uses: byte fallback, and either a Prepend("▁") +
  *    Replace(" " -> "▁") normalizer or a Metaspace pre-tokenizer giving the leading "▁";
- *  - byte-level BPE (GPT-2, Llama 3, Qwen2): a ByteLevel pre-tokenizer, splitting with GPT-2's
- *    regex itself (use_regex) or after a Split pre-tokenizer whose regex must be one of
- *    tokenizer/pretok.c's (recognized by its exact text; an NFC normalizer is ignored, as
- *    llama.cpp does).
+ *  - byte-level BPE (GPT-2, Llama 3, Qwen2, StarCoder, DeepSeek-Coder...): a ByteLevel
+ *    pre-tokenizer, after any Sequence of Split (regex or string, "Isolated") and Digits steps,
+ *    each interpreted as the regex it applies (see pre_regexes; an NFC normalizer is ignored,
+ *    as llama.cpp does).
  * Added tokens become control tokens when "special", user-defined ones otherwise. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -205,31 +205,105 @@ static elm_status apply_tokenizer_config(const char *dir, const elm_hf_config *c
     return st;
 }
 
-/* Byte-level BPE: the pre-tokenizer name the ByteLevel/Split pre-tokenizers amount to, into
- * v->pre. */
-static elm_status bytelevel_pre(const char *path, const cJSON *pre, const cJSON *byte_level,
-                                elm_vocab *v, elm_error *err) {
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(byte_level, "add_prefix_space")))
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: ByteLevel add_prefix_space is not supported", path);
-    const cJSON *split, *use_regex = cJSON_GetObjectItemCaseSensitive(byte_level, "use_regex");
-    const char *name = NULL;
-    if (find_type(pre, "pretokenizers", "Split", &split)) {
-        const cJSON *pat = cJSON_GetObjectItemCaseSensitive(split, "pattern");
+/* The regexes a pre_tokenizer amounts to, in order, appended to *list (n_list of them, at most
+ * ELM_PRETOK_MAX_REGEX): Sequence walks its members, Split "Isolated" gives its regex (a String
+ * pattern quoted), Digits "\p{N}" (individual_digits) or "\p{N}+", ByteLevel with use_regex (its
+ * default) GPT-2's regex; Metaspace cuts nothing here (the SentencePiece-style encoder handles
+ * its "▁"). In a SentencePiece-style vocab (sp) the normalizer has already made every space
+ * "▁", so a Split on the string " " (Gemma's, any behavior) never cuts and is skipped. Anything
+ * else is refused naming its type. */
+static elm_status pre_regexes(const char *path, const cJSON *node, bool sp, char **list,
+                              int *n_list, elm_error *err) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(node, "type");
+    const char *t = cJSON_IsString(type) ? type->valuestring : "?";
+    const char *add = NULL;
+    char *quoted = NULL;
+    if (!strcmp(t, "Sequence")) {
+        const cJSON *e, *members = cJSON_GetObjectItemCaseSensitive(node, "pretokenizers");
+        elm_status st;
+        cJSON_ArrayForEach(e, members) if ((st = pre_regexes(path, e, sp, list, n_list, err)))
+            return st;
+        return ELM_OK;
+    } else if (!strcmp(t, "Split")) {
+        const cJSON *pat = cJSON_GetObjectItemCaseSensitive(node, "pattern");
         const cJSON *re = cJSON_GetObjectItemCaseSensitive(pat, "Regex");
-        const cJSON *behavior = cJSON_GetObjectItemCaseSensitive(split, "behavior");
-        if (cJSON_IsString(re) && string_is(behavior, "Isolated") && cJSON_IsFalse(use_regex) &&
-            !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(split, "invert")))
-            name = elm_pretok_by_pattern(re->valuestring);
-    } else if (!cJSON_IsFalse(use_regex)) {
-        name = "gpt-2"; /* ByteLevel's own regex (use_regex defaults to true) */
+        const cJSON *str = cJSON_GetObjectItemCaseSensitive(pat, "String");
+        if (sp && string_is(str, " ")) return ELM_OK;
+        if (!string_is(cJSON_GetObjectItemCaseSensitive(node, "behavior"), "Isolated") ||
+            cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(node, "invert")) ||
+            (!cJSON_IsString(re) && !cJSON_IsString(str)))
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: pre-tokenizer Split is supported "
+                              "only with a pattern, behavior \"Isolated\" and no invert", path);
+        if (cJSON_IsString(re)) add = re->valuestring;
+        else {
+            size_t len = strlen(str->valuestring);
+            if (!(quoted = malloc(len + 5)))
+                return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+            snprintf(quoted, len + 5, "\\Q%s\\E", str->valuestring);
+            add = quoted;
+        }
+    } else if (!strcmp(t, "Digits")) {
+        bool single = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(node, "individual_digits"));
+        add = single ? "\\p{N}" : "\\p{N}+";
+    } else if (!strcmp(t, "ByteLevel")) {
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(node, "add_prefix_space")))
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                              "%s: ByteLevel add_prefix_space is not supported", path);
+        const char *const *gpt2;
+        elm_pretok_patterns("gpt-2", &gpt2);
+        if (!cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(node, "use_regex"))) add = gpt2[0];
+    } else if (strcmp(t, "Metaspace") != 0) {
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: pre-tokenizer '%.32s' is not supported "
+                          "(Sequence, Split, Digits, ByteLevel, Metaspace)", path, t);
     }
-    if (!name)
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: pre-tokenizer not recognized (byte-level BPE needs the regex of "
-                          "one of: %s)", path, elm_pretok_names());
-    snprintf(v->model, sizeof v->model, "gpt2");
-    snprintf(v->pre, sizeof v->pre, "%s", name);
+    if (!add) return ELM_OK;
+    if (*n_list == ELM_PRETOK_MAX_REGEX) {
+        free(quoted);
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: pre-tokenizer of more than %d steps",
+                          path, ELM_PRETOK_MAX_REGEX);
+    }
+    list[*n_list] = quoted ? quoted : strdup(add);
+    if (!list[*n_list]) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    (*n_list)++;
+    return ELM_OK;
+}
+
+/* The known pre-tokenizer whose regexes are exactly list[0, n), or NULL. */
+static const char *known_pre(char *const *list, int n) {
+    static const char *const names[] = {"gpt-2", "llama-bpe", "qwen2", "qwen35", "refact",
+                                        "deepseek-coder", "gemma4"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *const *p;
+        bool same = elm_pretok_patterns(names[i], &p) == n;
+        for (int k = 0; same && k < n; k++) same = strcmp(p[k], list[k]) == 0;
+        if (same) return names[i];
+    }
+    return NULL;
+}
+
+/* The regexes the pre_tokenizer applies, into v->pre_regex (and v->pre, the known name they
+ * amount to, or ""); byte-level BPE (bytes) is made "gpt2" and must split somehow. */
+static elm_status read_pre(const char *path, const cJSON *pre, bool bytes, elm_vocab *v,
+                           elm_error *err) {
+    char *list[ELM_PRETOK_MAX_REGEX];
+    int n = 0;
+    elm_status st =
+        pre && !cJSON_IsNull(pre) ? pre_regexes(path, pre, !bytes, list, &n, err) : ELM_OK;
+    if (!st && !bytes && n == 0) return ELM_OK;
+    if (!st && n == 0)
+        st = elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: byte-level pre-tokenizer splits nothing "
+                        "(no Split regex and ByteLevel use_regex false)", path);
+    if (!st && !(v->pre_regex = malloc((size_t)n * sizeof *v->pre_regex)))
+        st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    if (st) {
+        for (int i = 0; i < n; i++) free(list[i]);
+        return st;
+    }
+    memcpy(v->pre_regex, list, (size_t)n * sizeof *list);
+    v->n_pre_regex = n;
+    const char *name = known_pre(list, n);
+    if (bytes) snprintf(v->model, sizeof v->model, "gpt2");
+    snprintf(v->pre, sizeof v->pre, "%s", name ? name : "");
     return ELM_OK;
 }
 
@@ -253,7 +327,7 @@ static elm_status parse_tokenizer(const char *path, const cJSON *root, int32_t n
     unsigned char *origin = NULL;
     elm_status st = read_pieces(path, vocab, added, n_min, v, &origin, err);
     if (!st) st = read_merges(path, merges, v, err);
-    if (!st && bytes) st = bytelevel_pre(path, pre, byte_level, v, err);
+    if (!st) st = read_pre(path, pre, bytes, v, err);
     if (st) {
         free(origin);
         return st;

@@ -103,18 +103,23 @@ static cJSON *replace(const char *from, const char *to) {
     return o;
 }
 
-/* Byte-level: GPT-2's ByteLevel regex, or a Split with the pre-tokenizer's regex first. */
-static cJSON *bytelevel_pre(const elm_vocab *v) {
-    if (strcmp(v->pre, "gpt-2") == 0) return byte_level(true);
+/* A Split for each of the pre-tokenizer's regexes, then (byte-level) ByteLevel; GPT-2's own is
+ * ByteLevel with its regex. */
+static cJSON *pre_tokenizer(const elm_vocab *v, bool bytes) {
+    if (bytes && !v->n_pre_regex && strcmp(v->pre, "gpt-2") == 0) return byte_level(true);
+    const char *const *patterns = (const char *const *)v->pre_regex;
+    int n = v->n_pre_regex ? v->n_pre_regex : elm_pretok_patterns(v->pre, &patterns);
     cJSON *seq = typed("Sequence");
     cJSON *list = cJSON_AddArrayToObject(seq, "pretokenizers");
-    cJSON *split = typed("Split");
-    cJSON *pat = cJSON_AddObjectToObject(split, "pattern");
-    cJSON_AddStringToObject(pat, "Regex", elm_pretok_pattern(v->pre));
-    cJSON_AddStringToObject(split, "behavior", "Isolated");
-    cJSON_AddBoolToObject(split, "invert", false);
-    cJSON_AddItemToArray(list, split);
-    cJSON_AddItemToArray(list, byte_level(false));
+    for (int i = 0; i < n; i++) {
+        cJSON *split = typed("Split");
+        cJSON *pat = cJSON_AddObjectToObject(split, "pattern");
+        cJSON_AddStringToObject(pat, "Regex", patterns[i]);
+        cJSON_AddStringToObject(split, "behavior", "Isolated");
+        cJSON_AddBoolToObject(split, "invert", false);
+        cJSON_AddItemToArray(list, split);
+    }
+    if (bytes) cJSON_AddItemToArray(list, byte_level(false));
     return seq;
 }
 
@@ -172,7 +177,8 @@ static cJSON *tokenizer_json(const elm_vocab *v) {
     }
     if (bytes) cJSON_AddNullToObject(root, "normalizer");
     else cJSON_AddItemToObject(root, "normalizer", sp_normalizer(v));
-    if (bytes) cJSON_AddItemToObject(root, "pre_tokenizer", bytelevel_pre(v));
+    if (bytes || v->n_pre_regex || v->pre[0])
+        cJSON_AddItemToObject(root, "pre_tokenizer", pre_tokenizer(v, bytes));
     else cJSON_AddNullToObject(root, "pre_tokenizer");
     cJSON_AddNullToObject(root, "post_processor");
     cJSON_AddItemToObject(root, "decoder", bytes ? byte_level(true) : sp_decoder());

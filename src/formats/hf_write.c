@@ -66,6 +66,12 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
                             a->act == ELM_ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu");
     if (a->qkv_bias) cJSON_AddBoolToObject(c, "use_sliding_window", false);
     if (hp->n_swa > 0) cJSON_AddNumberToObject(c, "sliding_window", hp->n_swa);
+    if (a->nope_every) {
+        cJSON_AddNumberToObject(c, "no_rope_layer_interval", a->nope_every);
+        cJSON *nope = cJSON_AddArrayToObject(c, "no_rope_layers");
+        for (int l = 0; l < hp->n_layers; l++)
+            cJSON_AddItemToArray(nope, cJSON_CreateNumber((l + 1) % a->nope_every != 0));
+    }
     if (m->vocab.bos_id >= 0) cJSON_AddNumberToObject(c, "bos_token_id", m->vocab.bos_id);
     if (m->vocab.eos_id >= 0) cJSON_AddNumberToObject(c, "eos_token_id", m->vocab.eos_id);
     cJSON_AddStringToObject(c, "torch_dtype", "float32");

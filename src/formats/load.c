@@ -8,6 +8,7 @@
 
 #include "core/fileio.h"
 #include "formats/loaders.h"
+#include "model/arch.h"
 
 elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model **out,
                           elm_error *err) {
@@ -31,7 +32,9 @@ elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model
         st = gguf ? elm_load_gguf(m, path, opts && opts->in_memory, err)
                   : elm_load_llama2c(m, path, opts ? opts->tokenizer_path : NULL, err);
     }
-    if (!st) st = elm_model_bind(m, err);
+    /* inspect reads vocab-only files and families edgelm does not run, unbound */
+    const bool as_read = opts && opts->inspect && (m->n_tensors == 0 || !elm_arch_find(m->hp.arch));
+    if (!st && !as_read) st = elm_model_bind(m, err);
     if (st) {
         elm_model_free(m);
         return st;

@@ -20,7 +20,39 @@ typedef struct tmpl_spec {
     const char *end_no_gen;             /* closes a conversation rendered without it */
     const char *eot;                    /* end-of-turn token text, NULL: end-of-sequence */
     bool trim;                          /* message content | trim */
+    bool think_history;  /* Qwen3: earlier assistant messages lose their <think> part, the last
+                          * one (after the last user message) is written with its block */
+    bool smollm3;        /* SmolLM3: metadata system block, reasoning mode (see smollm3_mode) */
+    bool no_think;       /* thinking off by default (Qwen3 enable_thinking false, /no_think) */
+    elm_chat_template think_pair; /* the same family with thinking switched */
 } tmpl_spec;
+
+#define CHATML_BODY                                                                               \
+    .bos = "", .sys_pre = "<|im_start|>system\n", .sys_post = "<|im_end|>\n",                     \
+    .user_pre = "<|im_start|>user\n", .user_post = "<|im_end|>\n",                                \
+    .asst_pre = "<|im_start|>assistant\n", .asst_post = "<|im_end|>\n", .end_no_gen = "",         \
+    .eot = "<|im_end|>"
+
+/* SmolLM3's system block: reasoning mode, then the custom instructions (the system message less
+ * its /think and /no_think) or the default ones of the mode. */
+#define SMOLLM3_HEAD "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\n"
+#define SMOLLM3_THINK_DEFAULT                                                                     \
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an "       \
+    "assistant involves thoroughly exploring questions through a systematic thinking process "    \
+    "before providing the final precise and accurate solutions. This requires engaging in a "     \
+    "comprehensive cycle of analysis, summarizing, exploration, reassessment, reflection, "       \
+    "backtracking, and iteration to develop well-considered thinking process. Please structure "  \
+    "your response into two main sections: Thought and Solution using the specified format: "     \
+    "<think> Thought section </think> Solution section. In the Thought section, detail your "     \
+    "reasoning process in steps. Each step should include detailed considerations such as "       \
+    "analysing questions, summarizing relevant findings, brainstorming new ideas, verifying the " \
+    "accuracy of the current steps, refining any errors, and revisiting previous steps. In the "  \
+    "Solution section, based on various attempts, explorations, and reflections from the Thought "\
+    "section, systematically present the final solution that you deem correct. The Solution "     \
+    "section should be logical, accurate, and concise and detail necessary steps needed to reach "\
+    "the conclusion."
+#define SMOLLM3_NO_THINK_DEFAULT "You are a helpful AI assistant named SmolLM, trained by Hugging Face."
+#define EMPTY_THINK "<think>\n\n</think>\n"
 
 static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
     [ELM_TEMPLATE_PLAIN] = {.name = "plain", .bos = "", .sys_pre = "", .sys_post = "\n\n",
@@ -61,13 +93,26 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
                             .asst_pre = "<start_of_turn>model\n", .asst_post = "<end_of_turn>\n",
                             .gen_prompt = "<start_of_turn>model\n", .end_no_gen = "",
                             .eot = "<end_of_turn>", .trim = true},
+    [ELM_TEMPLATE_QWEN3] = {.name = "qwen3", .sig = {"<|im_start|>", "enable_thinking"},
+                            CHATML_BODY, .gen_prompt = "<|im_start|>assistant\n",
+                            .think_history = true, .think_pair = ELM_TEMPLATE_QWEN3_NO_THINK},
+    [ELM_TEMPLATE_QWEN3_NO_THINK] = {.name = "qwen3-no-think", CHATML_BODY,
+                                     .gen_prompt = "<|im_start|>assistant\n" EMPTY_THINK "\n",
+                                     .think_history = true, .no_think = true,
+                                     .think_pair = ELM_TEMPLATE_QWEN3},
+    [ELM_TEMPLATE_SMOLLM3] = {.name = "smollm3", .sig = {"<|im_start|>", "Reasoning Mode"},
+                              CHATML_BODY, .gen_prompt = "<|im_start|>assistant\n",
+                              .smollm3 = true, .think_pair = ELM_TEMPLATE_SMOLLM3_NO_THINK},
+    [ELM_TEMPLATE_SMOLLM3_NO_THINK] = {.name = "smollm3-no-think", CHATML_BODY,
+                                       .gen_prompt = "<|im_start|>assistant\n", .smollm3 = true,
+                                       .no_think = true, .think_pair = ELM_TEMPLATE_SMOLLM3},
 };
 
 /* Detection order: the more specific markers first (Phi-3 and Llama 3 templates may also mention
  * tokens of other families in comments; ChatML's marker is the most widely borrowed). */
-static const elm_chat_template detect_order[] = {ELM_TEMPLATE_LLAMA3, ELM_TEMPLATE_PHI3,
-                                                 ELM_TEMPLATE_GEMMA, ELM_TEMPLATE_CHATML,
-                                                 ELM_TEMPLATE_LLAMA2};
+static const elm_chat_template detect_order[] = {
+    ELM_TEMPLATE_LLAMA3, ELM_TEMPLATE_PHI3,   ELM_TEMPLATE_GEMMA, ELM_TEMPLATE_SMOLLM3,
+    ELM_TEMPLATE_QWEN3,  ELM_TEMPLATE_CHATML, ELM_TEMPLATE_LLAMA2};
 
 const char *elm_chat_template_name(elm_chat_template t) {
     return (unsigned)t < ELM_TEMPLATE_COUNT ? specs[t].name : "unknown";
@@ -82,14 +127,33 @@ bool elm_chat_template_parse(const char *name, elm_chat_template *out) {
     return false;
 }
 
-elm_chat_template elm_chat_template_detect(const char *jinja) {
-    if (!jinja) return ELM_TEMPLATE_PLAIN;
+const char *elm_chat_template_names(void) {
+    return "plain, llama2, llama3, chatml, phi3, gemma, qwen3, qwen3-no-think, smollm3, "
+           "smollm3-no-think";
+}
+
+elm_chat_template elm_chat_template_thinking(elm_chat_template t, bool on) {
+    if ((unsigned)t >= ELM_TEMPLATE_COUNT || !specs[t].think_pair) return t;
+    return specs[t].no_think == !on ? t : specs[t].think_pair;
+}
+
+bool elm_chat_template_recognise(const char *jinja, elm_chat_template *out) {
+    *out = ELM_TEMPLATE_PLAIN;
+    if (!jinja) return true;
     for (size_t i = 0; i < sizeof detect_order / sizeof detect_order[0]; i++) {
         const tmpl_spec *s = &specs[detect_order[i]];
-        if (strstr(jinja, s->sig[0]) && (!s->sig[1] || strstr(jinja, s->sig[1])))
-            return detect_order[i];
+        if (strstr(jinja, s->sig[0]) && (!s->sig[1] || strstr(jinja, s->sig[1]))) {
+            *out = detect_order[i];
+            return true;
+        }
     }
-    return ELM_TEMPLATE_PLAIN;
+    return false;
+}
+
+elm_chat_template elm_chat_template_detect(const char *jinja) {
+    elm_chat_template t;
+    elm_chat_template_recognise(jinja, &t);
+    return t;
 }
 
 const char *elm_chat_template_eot(elm_chat_template t) {
@@ -128,8 +192,77 @@ static void put_user(text *t, const tmpl_spec *s, const char *system, const char
     put(t, s->user_post);
 }
 
+/* SmolLM3's reasoning mode: the template's unless the system message says /no_think or /think. */
+static bool smollm3_thinks(const tmpl_spec *s, const char *system) {
+    if (system && strstr(system, "/no_think")) return false;
+    if (system && strstr(system, "/think")) return true;
+    return !s->no_think;
+}
+
+/* SmolLM3's system block, written whether or not there is a system message. */
+static void put_smollm3_head(text *t, const tmpl_spec *s, const char *system) {
+    const bool think = smollm3_thinks(s, system);
+    put(t, SMOLLM3_HEAD "Reasoning Mode: ");
+    put(t, think ? "/think" : "/no_think");
+    put(t, "\n\n## Custom Instructions\n\n");
+    /* the system message without /no_think and /think (replaced in that order), right-trimmed */
+    text custom = {0};
+    put(&custom, "");
+    for (const char *p = system; p && *p;) {
+        if (!strncmp(p, "/no_think", 9)) p += 9;
+        else if (!strncmp(p, "/think", 6)) p += 6;
+        else put_n(&custom, p++, 1);
+    }
+    while (!custom.oom && custom.len > 0 && is_space(custom.s[custom.len - 1])) custom.len--;
+    if (!custom.oom && custom.len > 0) put_n(t, custom.s, custom.len);
+    else put(t, think ? SMOLLM3_THINK_DEFAULT : SMOLLM3_NO_THINK_DEFAULT);
+    t->oom = t->oom || custom.oom;
+    free(custom.s);
+    put(t, "\n\n<|im_end|>\n");
+}
+
+/* What opens an assistant message and the generation prompt: SmolLM3 without thinking adds an
+ * empty think block (one newline after it, where Qwen3's has two). */
+static void put_asst_open(text *t, const tmpl_spec *s, const char *system, bool generation) {
+    put(t, generation ? s->gen_prompt : s->asst_pre);
+    if (s->smollm3 && !smollm3_thinks(s, system)) put(t, EMPTY_THINK);
+}
+
+/* An assistant message's text without leading newlines (lstrip("\n")). */
+static const char *skip_newlines(const char *s) {
+    while (*s == '\n') s++;
+    return s;
+}
+
+/* A finished Qwen3 assistant message: the part after "</think>" (without leading newlines) and,
+ * for one after the last user message, first its reasoning (between "<think>" and "</think>",
+ * newlines stripped) in a think block, which the last message gets even when empty. */
+static void put_qwen3_reply(text *t, const char *content, bool after_query, bool last) {
+    const char *end = strstr(content, "</think>"), *answer = content;
+    const char *r0 = content, *r1 = content;
+    if (end) {
+        for (const char *p = strstr(content, "</think>"); p; p = strstr(p + 1, "</think>"))
+            answer = skip_newlines(p + 8);
+        r1 = end;
+        while (r1 > content && r1[-1] == '\n') r1--;
+        for (const char *p = content; (p = strstr(p, "<think>")) && p < r1; p++) r0 = p + 7;
+        while (r0 < r1 && *r0 == '\n') r0++;
+    }
+    if (after_query && (last || r1 > r0)) {
+        put(t, "<think>\n");
+        put_n(t, r0, (size_t)(r1 - r0));
+        put(t, "\n</think>\n\n");
+        answer = skip_newlines(answer);
+    }
+    put(t, answer);
+}
+
 /* The opening of a conversation: BOS text and, for families that have one, the system block. */
 static void put_opening(text *t, const tmpl_spec *s, const char *system) {
+    if (s->smollm3) {
+        put_smollm3_head(t, s, system);
+        return;
+    }
     put(t, s->bos);
     if (system && s->sys_pre) {
         put(t, s->sys_pre);
@@ -159,13 +292,19 @@ elm_status elm_chat_render(elm_chat_template tm, const elm_chat_msg *msgs, int32
     put(&t, ""); /* an empty conversation renders as "" rather than NULL */
     put_opening(&t, s, system);
     bool pending_system = system != NULL;
+    int32_t last_user = n - 1; /* Qwen3's last_query_index: no user message, no block */
+    for (int32_t i = first; i < n; i++)
+        if (!strcmp(msgs[i].role, "user")) last_user = i;
     for (int32_t i = first; i < n; i++) {
         if (!strcmp(msgs[i].role, "user")) {
             put_user(&t, s, pending_system ? system : NULL, msgs[i].content);
             pending_system = false;
         } else if (!strcmp(msgs[i].role, "assistant")) {
-            put(&t, s->asst_pre);
-            put_content(&t, s, msgs[i].content);
+            put_asst_open(&t, s, system, false);
+            if (s->think_history)
+                put_qwen3_reply(&t, msgs[i].content, i > last_user, i == n - 1);
+            else if (s->smollm3) put(&t, skip_newlines(msgs[i].content));
+            else put_content(&t, s, msgs[i].content);
             put(&t, s->asst_post);
         } else {
             free(t.s);
@@ -173,7 +312,8 @@ elm_status elm_chat_render(elm_chat_template tm, const elm_chat_msg *msgs, int32
                               msgs[i].role, i == 0 ? "system, user or assistant" : "user or assistant");
         }
     }
-    put(&t, add_generation_prompt ? s->gen_prompt : s->end_no_gen);
+    if (add_generation_prompt) put_asst_open(&t, s, system, true);
+    else put(&t, s->end_no_gen);
     return finish(&t, out, err);
 }
 
@@ -188,6 +328,6 @@ elm_status elm_chat_render_turn(elm_chat_template tm, const char *system, const 
     if (first) put_opening(&t, s, system);
     else put(&t, s->asst_post);
     put_user(&t, s, first ? system : NULL, user);
-    put(&t, s->gen_prompt);
+    put_asst_open(&t, s, system, true);
     return finish(&t, out, err);
 }

@@ -1,5 +1,6 @@
 /* The architecture table (see arch.h). Sources: the models' Hugging Face modeling code
- * (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Phi3ForCausalLM, GemmaForCausalLM) and
+ * (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM,
+ * GemmaForCausalLM, SmolLM3ForCausalLM) and
  * the GGUF files llama.cpp's converter writes for them (interleaved RoPE with permuted q/k for
  * llama, NEOX for the others; Gemma's norm weights stored + 1; Phi-3's fused tensors kept). */
 #include <stdio.h>
@@ -13,11 +14,16 @@ static const elm_arch archs[] = {
      .hf_type = "llama", .hf_class = "LlamaForCausalLM"},
     {.name = "qwen2", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qkv_bias = true,
      .hf_type = "qwen2", .hf_class = "Qwen2ForCausalLM"},
+    {.name = "qwen3", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qk_norm = true,
+     .hf_type = "qwen3", .hf_class = "Qwen3ForCausalLM"},
     {.name = "phi3", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .fused_qkv = true,
      .fused_gate_up = true, .hf_type = "phi3", .hf_class = "Phi3ForCausalLM"},
     {.name = "gemma", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_GELU_TANH, .embd_scale = true,
      .norm_plus_one = true, .hf_tied_default = true, .hf_type = "gemma",
      .hf_class = "GemmaForCausalLM"},
+    /* Llama's layout and RoPE pairing (llama.cpp's converter permutes it like Llama's) */
+    {.name = "smollm3", .rope = ELM_ROPE_NORM, .act = ELM_ACT_SILU, .nope_every = 4,
+     .hf_permute_qk = true, .hf_type = "smollm3", .hf_class = "SmolLM3ForCausalLM"},
 };
 
 const elm_arch *elm_arch_find(const char *name) {
@@ -34,7 +40,7 @@ const elm_arch *elm_arch_from_hf(const char *model_type) {
     return NULL;
 }
 
-const char *elm_arch_names(void) { return "llama, qwen2, phi3, gemma"; }
+const char *elm_arch_names(void) { return "llama, qwen2, qwen3, phi3, gemma, smollm3"; }
 
 /* Appends a spec named fmt with the block number (global names have no %d: it goes unused). */
 static elm_tensor_spec *spec(elm_tensor_spec *s, int32_t *n, elm_tensor_kind kind, int64_t cols,
@@ -72,6 +78,10 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool 
             spec(s, n, ELM_KIND_BIAS, kv, 0, "blk.%d.attn_k.bias", l);
             spec(s, n, ELM_KIND_BIAS, kv, 0, "blk.%d.attn_v.bias", l);
         }
+        if (a->qk_norm) {
+            spec(s, n, ELM_KIND_NORM, hp->head_dim, 0, "blk.%d.attn_q_norm.weight", l);
+            spec(s, n, ELM_KIND_NORM, hp->head_dim, 0, "blk.%d.attn_k_norm.weight", l);
+        }
         spec(s, n, ELM_KIND_MATRIX, q, dim, "blk.%d.attn_output.weight", l);
         spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.ffn_norm.weight", l);
         if (a->fused_gate_up) {
@@ -84,3 +94,5 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool 
     }
     return s;
 }
+
+bool elm_arch_supported(const char *arch) { return elm_arch_find(arch) != NULL; }

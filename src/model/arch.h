@@ -14,6 +14,8 @@ typedef struct elm_arch {
     elm_ffn_act act;
     bool embd_scale;         /* embeddings × sqrt(dim) (Gemma) */
     bool qkv_bias;           /* q/k/v projections have biases (Qwen2) */
+    bool qk_norm;            /* per-head RMSNorm of q and k before RoPE (Qwen3) */
+    int nope_every;          /* every nope_every-th layer has no RoPE (SmolLM3: 4), 0: none */
     bool fused_qkv;          /* one attn_qkv [q; k; v] projection (Phi-3) */
     bool fused_gate_up;      /* ffn_up holds [gate; up], no ffn_gate (Phi-3) */
     bool norm_plus_one;      /* HF norm weights w multiply as (1 + w); GGUF stores 1 + w (Gemma) */
@@ -26,12 +28,9 @@ typedef struct elm_arch {
 /* The architecture of GGUF name `name`, or NULL. */
 const elm_arch *elm_arch_find(const char *name);
 
-/* The architecture for a config.json model_type ("llama", "mistral" -> llama, "qwen2", "phi3",
- * "gemma"), or NULL. */
+/* The architecture for a config.json model_type ("llama", "mistral" -> llama, "qwen2", "qwen3",
+ * "phi3", "gemma", "smollm3"), or NULL. */
 const elm_arch *elm_arch_from_hf(const char *model_type);
-
-/* "llama, qwen2, phi3, gemma" for messages. */
-const char *elm_arch_names(void);
 
 /* What a tensor of a family's layout holds (how synth fills it). */
 typedef enum elm_tensor_kind {

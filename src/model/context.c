@@ -109,6 +109,8 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->scores = alloc_f32(nt * (size_t)c->n_ctx, &ok);
     c->scratch = alloc_aligned(nt * c->scratch_bytes, &ok);
     c->norms = alloc_f32(((size_t)hp->n_layers * 2 + 1) * hp->dim, &ok);
+    if (hp->n_layers > 0 && m->layers[0].q_norm)
+        c->qk_norms = alloc_f32((size_t)hp->n_layers * 2 * hp->head_dim, &ok);
     c->inv_freq = alloc_f32((size_t)hp->rope_dim / 2, &ok);
     c->rope_cs = alloc_f32(nb * (size_t)hp->rope_dim, &ok);
     c->tokens = calloc((size_t)c->n_ctx, sizeof(int32_t));
@@ -123,6 +125,10 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
         decode_vector(m->layers[l].ffn_norm, c->norms + (size_t)(2 * l + 1) * hp->dim);
     }
     decode_vector(m->output_norm, c->norms + (size_t)(2 * hp->n_layers) * hp->dim);
+    for (int l = 0; c->qk_norms && l < hp->n_layers; l++) {
+        decode_vector(m->layers[l].q_norm, c->qk_norms + (size_t)(2 * l) * hp->head_dim);
+        decode_vector(m->layers[l].k_norm, c->qk_norms + (size_t)(2 * l + 1) * hp->head_dim);
+    }
     /* linear scaling multiplies every angle; Llama 3.1's frequency divisors (rope_freqs) each
      * one, as llama.cpp's freq_factors */
     for (int i = 0; i < hp->rope_dim / 2; i++) c->inv_freq[i] = 1.0f;
@@ -139,7 +145,8 @@ void elm_context_free(elm_context *c) {
     elm_pool_free(c->pool);
     void *bufs[] = {c->k_cache, c->v_cache, c->x,      c->xb,    c->q,        c->kb,
                     c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->xt,    c->xr,  c->scores,
-                    c->scratch, c->norms,   c->inv_freq, c->rope_cs, c->tokens, c->k_deq, c->v_deq};
+                    c->scratch, c->norms,   c->inv_freq, c->rope_cs, c->tokens, c->k_deq, c->v_deq,
+                    c->qk_norms};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }

@@ -35,6 +35,7 @@ struct elm_context {
     unsigned char *scratch; /* [n_threads, scratch_bytes] matmul scratch, 64-byte aligned */
     size_t scratch_bytes;
     float *norms;    /* float copies: [n_layers, 2, dim] attn/ffn norms, then [dim] output norm */
+    float *qk_norms; /* float copies [n_layers, 2, head_dim] of q/k norms (Qwen3), else NULL */
     float *inv_freq; /* [rope_dim / 2] RoPE frequencies */
     float *rope_cs;  /* [n_batch, rope_dim] cos, sin of each pair's angle at the batch positions */
     elm_matmul_hook hook;

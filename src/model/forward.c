@@ -1,7 +1,8 @@
 /* The forward pass, written once for prefill (n tokens) and decode (1 token). Reads like the
  * Llama paper: per layer, x += Wo·Attn(RoPE(Wq·n(x)), RoPE(Wk·n(x)), Wv·n(x)) then
  * x += Wdown·(silu(Wgate·n(x)) ⊙ Wup·n(x)), n = RMSNorm; logits = Wout·n(x). The families of
- * model/arch.h differ only in what hparams and the layer say: q/k/v biases (Qwen2), the RoPE
+ * model/arch.h differ only in what hparams and the layer say: q/k/v biases (Qwen2), per-head
+ * q/k RMSNorm (Qwen3), layers without RoPE (SmolLM3), the RoPE
  * pairing (NEOX), GELU for silu and sqrt(dim)-scaled embeddings (Gemma), a head size that is not
  * dim / heads (q is n_heads·head_dim wide), a sliding attention window (Mistral).
  *
@@ -237,6 +238,18 @@ static void add_bias(float *y, const elm_tensor *b, int32_t n_tok, int64_t n) {
         for (int64_t i = 0; i < n; i++) y[(size_t)t * n + i] += bias[i];
 }
 
+/* Per-head RMSNorm of the batch's q and k before RoPE (Qwen3): every head_dim slice scaled by
+ * layer l's q or k norm weights. */
+static void qk_norm(elm_context *c, int l, int32_t n) {
+    const elm_hparams *hp = &c->m->hp;
+    const int hd = hp->head_dim;
+    const float *wq = c->qk_norms + (size_t)(2 * l) * hd, *wk = wq + hd;
+    for (size_t i = 0; i < (size_t)n * (size_t)hp->n_heads; i++)
+        c->k->rmsnorm(c->q + i * hd, c->q + i * hd, wq, hd, hp->rms_eps);
+    for (size_t i = 0; i < (size_t)n * (size_t)hp->n_kv_heads; i++)
+        c->k->rmsnorm(c->kb + i * hd, c->kb + i * hd, wk, hd, hp->rms_eps);
+}
+
 /* cos and sin of every rotated pair's angle for the batch's positions, once per forward call
  * (all layers use the same). */
 static void rope_tables(elm_context *c, int32_t n) {
@@ -268,13 +281,17 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     add_bias(c->q, L->bq, n, q_dim);
     add_bias(c->kb, L->bk, n, kv);
     add_bias(c->vb, L->bv, n, kv);
+    if (c->qk_norms) qk_norm(c, l, n);
     unsigned char *k_layer = c->k_cache + (size_t)l * c->n_ctx * c->k_row;
     unsigned char *v_layer = c->v_cache + (size_t)l * c->n_ctx * c->v_row;
+    const bool nope = hp->nope_every > 0 && (l + 1) % hp->nope_every == 0;
     for (int32_t t = 0; t < n; t++) {
         const int32_t pos = c->n_past + t;
         const float *cs = c->rope_cs + (size_t)t * hp->rope_dim;
-        rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs);
-        rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
+        if (!nope) {
+            rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs);
+            rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
+        }
         /* keys are stored (and quantized) after RoPE */
         elm_kv_encode(c->type_k, c->k_block, c->kb + (size_t)t * kv, k_layer + (size_t)pos * c->k_row, kv);
         elm_kv_encode(c->type_v, c->v_block, c->vb + (size_t)t * kv, v_layer + (size_t)pos * c->v_row, kv);

@@ -195,6 +195,11 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
         (st = bind_bias(m, &L->bk, NAME("attn_k.bias"), kv, a->qkv_bias, err)) ||
         (st = bind_bias(m, &L->bv, NAME("attn_v.bias"), kv, a->qkv_bias, err)))
         return st;
+    L->q_norm = L->k_norm = NULL;
+    if (a->qk_norm &&
+        ((st = bind_one(m, &L->q_norm, NAME("attn_q_norm.weight"), hp->head_dim, 0, err)) ||
+         (st = bind_one(m, &L->k_norm, NAME("attn_k_norm.weight"), hp->head_dim, 0, err))))
+        return st;
     if (elm_model_find(m, NAME("ffn_gate.weight"))) {
         if ((st = bind_one(m, &L->w_gate, name, dim, ff, err)) ||
             (st = bind_one(m, &L->w_up, NAME("ffn_up.weight"), dim, ff, err)))
@@ -246,6 +251,7 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
     hp->rope_style = a->rope;
     hp->ffn_act = a->act;
     hp->embd_scale = a->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
+    hp->nope_every = a->nope_every;
     return ELM_OK;
 }
 

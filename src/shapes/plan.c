@@ -146,6 +146,6 @@ elm_status elm_plan_shape_preset(const elm_synth_preset *p, elm_model **out, elm
     snprintf(hp.arch, sizeof hp.arch, "%s", p->arch);
     hp.n_vocab = p->n_vocab, hp.dim = p->dim, hp.n_layers = p->n_layers;
     hp.n_heads = p->n_heads, hp.n_kv_heads = p->n_kv_heads, hp.ffn_dim = p->ffn_dim;
-    hp.n_ctx_train = p->n_ctx_train, hp.tied_output = p->tied;
+    hp.n_ctx_train = p->n_ctx_train, hp.tied_output = p->tied, hp.head_dim = p->head_dim;
     return shape_model(&hp, p->llama3_rope, out, err);
 }

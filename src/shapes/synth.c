@@ -15,17 +15,28 @@
 
 static const elm_synth_preset presets[] = {
     {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama", 32000, 2048, 22, 32, 4, 5632,
-     2048, 1e-5f, 10000.0f, false, false},
+     2048, 1e-5f, 10000.0f, false, false, 0},
     {"llama-3.2-1b", "meta-llama/Llama-3.2-1B", "llama", 128256, 2048, 16, 32, 8, 8192, 131072,
-     1e-5f, 500000.0f, true, true},
+     1e-5f, 500000.0f, true, true, 0},
     {"llama-2-7b", "meta-llama/Llama-2-7b-hf", "llama", 32000, 4096, 32, 32, 32, 11008, 4096, 1e-5f,
-     10000.0f, false, false},
+     10000.0f, false, false, 0},
     {"llama-2-13b", "meta-llama/Llama-2-13b-hf", "llama", 32000, 5120, 40, 40, 40, 13824, 4096,
-     1e-5f, 10000.0f, false, false},
+     1e-5f, 10000.0f, false, false, 0},
     {"llama-3-8b", "meta-llama/Meta-Llama-3-8B", "llama", 128256, 4096, 32, 32, 8, 14336, 8192,
-     1e-5f, 500000.0f, false, false},
+     1e-5f, 500000.0f, false, false, 0},
     {"qwen2-0.5b", "Qwen/Qwen2-0.5B", "qwen2", 151936, 896, 24, 14, 2, 4864, 131072, 1e-6f,
-     1000000.0f, true, false},
+     1000000.0f, true, false, 0},
+    {"llama-3.2-3b", "meta-llama/Llama-3.2-3B", "llama", 128256, 3072, 28, 24, 8, 8192, 131072,
+     1e-5f, 500000.0f, true, true, 0},
+    /* Llama's tensors; its NoPE layers are the architecture's, not the file's */
+    {"smollm3-3b", "HuggingFaceTB/SmolLM3-3B", "smollm3", 128256, 2048, 36, 16, 4, 11008, 65536,
+     1e-6f, 5000000.0f, true, false, 0},
+    {"qwen3-0.6b", "Qwen/Qwen3-0.6B", "qwen3", 151936, 1024, 28, 16, 8, 3072, 40960, 1e-6f,
+     1000000.0f, true, false, 128},
+    {"qwen3-1.7b", "Qwen/Qwen3-1.7B", "qwen3", 151936, 2048, 28, 16, 8, 6144, 40960, 1e-6f,
+     1000000.0f, true, false, 128},
+    {"qwen3-4b", "Qwen/Qwen3-4B", "qwen3", 151936, 2560, 36, 32, 8, 9728, 40960, 1e-6f,
+     1000000.0f, true, false, 128},
 };
 
 const elm_synth_preset *elm_synth_presets(int *n) {
@@ -143,8 +154,11 @@ static void add(tensor_list *l, const char *name, elm_type type, int64_t cols, i
 }
 
 /* The tensors in the converter's order: embedding, output norm (and output), then per block. */
-static void list_tensors(const elm_synth_preset *p, elm_type type, bool qkv_bias, tensor_list *l) {
-    const int64_t head = p->dim / p->n_heads, kv = (int64_t)p->n_kv_heads * head;
+static void list_tensors(const elm_synth_preset *p, elm_type type, const elm_arch *a,
+                         tensor_list *l) {
+    const bool qkv_bias = a && a->qkv_bias;
+    const int64_t head = p->head_dim ? p->head_dim : p->dim / p->n_heads,
+                  q = (int64_t)p->n_heads * head, kv = (int64_t)p->n_kv_heads * head;
     add(l, "token_embd.weight", type, p->dim, p->n_vocab, FILL_RANDOM);
     if (p->llama3_rope) add(l, "rope_freqs.weight", ELM_TYPE_F32, head / 2, 1, FILL_ROPE_FREQS);
     add(l, "output_norm.weight", ELM_TYPE_F32, p->dim, 1, FILL_ONES);
@@ -153,15 +167,19 @@ static void list_tensors(const elm_synth_preset *p, elm_type type, bool qkv_bias
         char name[ELM_NAME_MAX];
 #define NAME(s) (snprintf(name, sizeof name, "blk.%d.%s", b, s), name)
         add(l, NAME("attn_norm.weight"), ELM_TYPE_F32, p->dim, 1, FILL_ONES);
-        add(l, NAME("attn_q.weight"), type, p->dim, p->dim, FILL_RANDOM);
+        add(l, NAME("attn_q.weight"), type, p->dim, q, FILL_RANDOM);
         add(l, NAME("attn_k.weight"), type, p->dim, kv, FILL_RANDOM);
         add(l, NAME("attn_v.weight"), type, p->dim, kv, FILL_RANDOM);
         if (qkv_bias) {
-            add(l, NAME("attn_q.bias"), ELM_TYPE_F32, p->dim, 1, FILL_RANDOM);
+            add(l, NAME("attn_q.bias"), ELM_TYPE_F32, q, 1, FILL_RANDOM);
             add(l, NAME("attn_k.bias"), ELM_TYPE_F32, kv, 1, FILL_RANDOM);
             add(l, NAME("attn_v.bias"), ELM_TYPE_F32, kv, 1, FILL_RANDOM);
         }
-        add(l, NAME("attn_output.weight"), type, p->dim, p->dim, FILL_RANDOM);
+        if (a && a->qk_norm) {
+            add(l, NAME("attn_q_norm.weight"), ELM_TYPE_F32, head, 1, FILL_ONES);
+            add(l, NAME("attn_k_norm.weight"), ELM_TYPE_F32, head, 1, FILL_ONES);
+        }
+        add(l, NAME("attn_output.weight"), type, q, p->dim, FILL_RANDOM);
         add(l, NAME("ffn_norm.weight"), ELM_TYPE_F32, p->dim, 1, FILL_ONES);
         add(l, NAME("ffn_gate.weight"), type, p->dim, p->ffn_dim, FILL_RANDOM);
         add(l, NAME("ffn_up.weight"), type, p->dim, p->ffn_dim, FILL_RANDOM);
@@ -182,11 +200,14 @@ elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char 
                           p->name, p->dim, p->ffn_dim, elm_type_get(type)->name);
     elm_model *m = elm_model_new(path, "gguf", err);
     if (!m) return ELM_ERR_NOMEM;
-    const int32_t per_layer = 9 + (arch && arch->qkv_bias ? 3 : 0),
+    const int32_t per_layer = 9 + (arch && arch->qkv_bias ? 3 : 0) + (arch && arch->qk_norm ? 2 : 0),
                   n_max = 4 + p->n_layers * per_layer;
     tensor_list l = {calloc((size_t)n_max, sizeof(elm_tensor)),
                      calloc((size_t)n_max, sizeof(fill_kind)), 0};
-    const int64_t widest = p->ffn_dim > p->dim ? p->ffn_dim : p->dim;
+    /* the widest row: dim, ffn_dim or, for attn_output, heads · head_dim (Qwen3's is wider) */
+    const int64_t q = (int64_t)p->n_heads * (p->head_dim ? p->head_dim : p->dim / p->n_heads);
+    int64_t widest = p->ffn_dim > p->dim ? p->ffn_dim : p->dim;
+    if (q > widest) widest = q;
     synth_state s = {p, seed, l.kind, malloc(sizeof(float) * (size_t)widest), progress, user, 0};
     elm_status st = ELM_OK;
     if (!l.t || !l.kind || !s.row) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
@@ -198,10 +219,11 @@ elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char 
         snprintf(hp->arch, sizeof hp->arch, "%s", p->arch);
         hp->n_vocab = p->n_vocab, hp->dim = p->dim, hp->n_layers = p->n_layers;
         hp->n_heads = p->n_heads, hp->n_kv_heads = p->n_kv_heads, hp->ffn_dim = p->ffn_dim;
-        hp->head_dim = p->dim / p->n_heads, hp->rope_dim = hp->head_dim;
+        hp->head_dim = p->head_dim ? p->head_dim : p->dim / p->n_heads;
+        hp->rope_dim = hp->head_dim;
         hp->n_ctx_train = p->n_ctx_train, hp->rms_eps = p->rms_eps, hp->rope_theta = p->rope_theta;
         hp->tied_output = p->tied;
-        list_tensors(p, type, arch && arch->qkv_bias, &l);
+        list_tensors(p, type, arch, &l);
         s.n_tensors = l.n;
         elm_gguf_out out = {.m = m,
                             .tensors = l.t,

@@ -49,11 +49,14 @@ static elm_status add(elm_model *m, rng *r, const elm_tensor_spec *t, double mea
                                           (size_t)n * sizeof *data, err);
 }
 
+/* Llama's tiny model has Llama 3.1's RoPE scaling (rope_freqs); no other family has one. */
+static bool llama31(const elm_arch *a) { return strcmp(a->name, "llama") == 0; }
+
 /* Matrices and biases N(0, std²), norm weights 1 + N(0, 0.1²), rope_freqs from the scaling. */
 static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double std,
                               elm_error *err) {
     int32_t n;
-    elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, a->hf_permute_qk, &n);
+    elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, llama31(a), &n);
     if (!specs) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
     elm_status st = ELM_OK;
     for (int32_t i = 0; i < n && !st; i++) {
@@ -89,7 +92,7 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
     snprintf(hp->arch, sizeof hp->arch, "%s", a->name);
     hp->n_vocab = m->vocab.n_tokens;
     hp->dim = TINY_DIM;
-    hp->n_layers = TINY_LAYERS;
+    hp->n_layers = a->nope_every ? a->nope_every : TINY_LAYERS; /* down to a NoPE layer */
     hp->n_heads = TINY_HEADS;
     hp->n_kv_heads = TINY_KV_HEADS;
     hp->head_dim = a->embd_scale ? 2 * TINY_HEAD : TINY_HEAD;
@@ -101,7 +104,7 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
     hp->tied_output = !a->fused_qkv; /* Phi-3 keeps its output matrix, the others tie it */
     rng r = {o->seed};
     st = add_tensors(m, a, &r, o->std > 0 ? o->std : 0.3, err);
-    if (!st && a->hf_permute_qk && llama3) memcpy(llama3, llama31_scaling, sizeof llama31_scaling);
+    if (!st && llama31(a) && llama3) memcpy(llama3, llama31_scaling, sizeof llama31_scaling);
     if (!st) st = elm_model_bind(m, err);
     if (st) {
         elm_model_free(m);

@@ -275,6 +275,7 @@ typedef struct encoder {
     symbol *sym;  /* one per byte of buf at most */
     int32_t *ids;
     int64_t max_ids, n;
+    bool prefix; /* SentencePiece-style pieces: the fragment takes the space prefix */
 } encoder;
 
 /* Merges buf[0, blen) and emits its symbols; false when out of memory. */
@@ -301,10 +302,33 @@ static bool bytelevel_piece(void *user, size_t start, size_t n) {
     return merge_and_emit(e, blen);
 }
 
+/* One pre-tokenized piece of SentencePiece-style text (a vocab with a pre-tokenizer, Gemma 4):
+ * normalized and merged on its own; the space prefix, when asked for, only in front of the
+ * first. A run of newlines that is itself a token is taken whole, as llama.cpp does for Gemma 4
+ * (its merges do not build every such run). */
+static bool spm_piece(void *user, size_t start, size_t n) {
+    encoder *e = user;
+    size_t newlines = 0;
+    while (newlines < n && e->frag[start + newlines] == '\n') newlines++;
+    if (newlines == n) {
+        int32_t id = elm_vocab_find(e->v, e->frag + start, n);
+        if (textual(e->v, id)) {
+            put(e->ids, e->max_ids, &e->n, id);
+            return true;
+        }
+    }
+    return merge_and_emit(e, normalize(e->frag + start, n, e->prefix && start == 0, e->buf));
+}
+
 static bool encode_raw(encoder *e, const fragment *f, bool prefix) {
     e->frag = e->text + f->start;
-    if (elm_vocab_pretok(e->v))
-        return elm_pretok_split(elm_vocab_pretok(e->v), e->frag, f->len, bytelevel_piece, e);
+    const elm_pretok *p = elm_vocab_pretok(e->v);
+    if (p && !strcmp(e->v->model, "gpt2"))
+        return elm_pretok_split(p, e->frag, f->len, bytelevel_piece, e);
+    if (p) {
+        e->prefix = prefix;
+        return elm_pretok_split(p, e->frag, f->len, spm_piece, e);
+    }
     return merge_and_emit(e, normalize(e->frag, f->len, prefix, e->buf));
 }
 

@@ -28,7 +28,7 @@ struct elm_vocab_index {
     merge_slot *merge_slots; /* NULL when the vocab uses scores */
     int32_t byte_ids[256];
     bool wall[128]; /* see elm_vocab_is_wall */
-    elm_pretok *pretok; /* gpt2 only */
+    elm_pretok *pretok; /* gpt2, and llama vocabs that name a pre-tokenizer */
     int32_t *specials;  /* see elm_vocab_specials */
     int32_t n_specials;
 };
@@ -279,6 +279,11 @@ static elm_status check_fields(const elm_vocab *v, const char *src, elm_error *e
     if (v->n_tokens <= 0 || v->n_tokens > ELM_VOCAB_MAX_TOKENS || !v->pieces || !v->piece_len ||
         !v->types)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: vocabulary not allocated", src);
+    if (v->n_pre_regex < 0 || (v->n_pre_regex > 0 && !v->pre_regex))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: pre-tokenizer regex list missing", src);
+    for (int32_t i = 0; i < v->n_pre_regex; i++)
+        if (!v->pre_regex[i])
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: pre-tokenizer regex %d missing", src, i);
     if (!v->merges && !v->scores)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: tokenizer has neither scores nor merges", src);
     const struct { const char *name; int32_t id; } ids[] = {
@@ -325,7 +330,11 @@ elm_status elm_vocab_finalize(elm_vocab *v, const char *src, elm_error *err) {
     v->index = ix; /* elm_vocab_find works from here on, which build_merges relies on */
     if ((v->merges && (st = build_merges(v, ix, src, err))) ||
         (st = build_specials(v, ix, src, err)) ||
-        (!strcmp(v->model, "gpt2") && (st = elm_pretok_new(v->pre, src, &ix->pretok, err)))) {
+        (v->n_pre_regex > 0 &&
+         (st = elm_pretok_compile((const char *const *)v->pre_regex, v->n_pre_regex, src,
+                                  &ix->pretok, err))) ||
+        (!v->n_pre_regex && (!strcmp(v->model, "gpt2") || v->pre[0]) &&
+         (st = elm_pretok_new(v->pre, src, &ix->pretok, err)))) {
         v->index = NULL;
         index_free(ix);
         return st;
@@ -344,6 +353,8 @@ void elm_vocab_free(elm_vocab *v) {
     if (v->merges)
         for (int32_t i = 0; i < v->n_merges; i++) free(v->merges[i]);
     free(v->merges);
+    for (int32_t i = 0; v->pre_regex && i < v->n_pre_regex; i++) free(v->pre_regex[i]);
+    free(v->pre_regex);
     free(v->chat_template);
     index_free(v->index);
     memset(v, 0, sizeof *v);

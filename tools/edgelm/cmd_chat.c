@@ -11,19 +11,20 @@
 #include "opts.h"
 
 typedef struct chat_opts {
-    const char *model, *system, *tmpl_name, *preset, *from, *to, *context_file, *tokenizer;
+    const char *model, *system, *tmpl_name, *think, *preset, *from, *to, *context_file, *tokenizer;
     gen_opts gen;
 } chat_opts;
 
 /* The command's interface, bound to o (static: /help prints it during the chat). */
 static const cli_spec *chat_spec(chat_opts *o) {
-    static cli_opt opts[10];
+    static cli_opt opts[11];
     static const cli_opt *tables[3];
     static cli_spec spec;
     const cli_opt t[] = {
         {"-m, --model", "PATH", CLI_TEXT, &o->model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
         {"--system", "TEXT", CLI_TEXT, &o->system, 0, 0, "system prompt", 0},
-        {"--template", "NAME", CLI_TEXT, &o->tmpl_name, 0, 0, "auto (default: from the model), llama2, llama3, chatml, phi3,\ngemma or plain", 0},
+        {"--template", "NAME", CLI_TEXT, &o->tmpl_name, 0, 0, "auto (default: from the model), llama2, llama3, chatml, phi3,\ngemma, qwen3, qwen3-no-think, smollm3, smollm3-no-think or\nplain", 0},
+        {"--think", "on|off", CLI_TEXT, &o->think, 0, 0, "thinking models (Qwen3, SmolLM3): reason in a <think> block\nfirst (on, their default) or answer at once (off)", 0},
         {"--preset", "NAME", CLI_TEXT, &o->preset, 0, 0, "translate (with --from L --to L), code, or rag (with\n--context FILE: answers only from that text)", 0},
         {"--from", "LANG", CLI_TEXT, &o->from, 0, 0, "translate: source language", 0},
         {"--to", "LANG", CLI_TEXT, &o->to, 0, 0, "translate: target language", 0},
@@ -204,8 +205,10 @@ int cmd_chat(int argc, char **argv) {
     if (!o.model) return cli_fail("chat: -m MODEL is required (see edgelm chat --help)");
     elm_chat_template tmpl = ELM_TEMPLATE_PLAIN;
     if (strcmp(o.tmpl_name, "auto") != 0 && !elm_chat_template_parse(o.tmpl_name, &tmpl))
-        return cli_fail("--template: invalid value '%s' (expected auto, llama2, llama3, chatml, "
-                        "phi3, gemma or plain)", o.tmpl_name);
+        return cli_fail("--template: invalid value '%s' (expected auto, %s)", o.tmpl_name,
+                        elm_chat_template_names());
+    if (o.think && strcmp(o.think, "on") != 0 && strcmp(o.think, "off") != 0)
+        return cli_fail("--think: invalid value '%s' (expected on or off)", o.think);
     const char *system = o.system, *model = o.model;
     char *owned_system = NULL;
     if (!system_prompt(o.preset, o.from, o.to, o.context_file, temp_set, &o.gen, &system,
@@ -218,7 +221,21 @@ int cmd_chat(int argc, char **argv) {
     elm_chat *chat = NULL;
     elm_model *m = cli_load_model_to_run(model, o.tokenizer, o.gen.mmap);
     if (!m || !gen_stack_new(&stack, &o.gen, m, model)) goto done;
-    if (!strcmp(o.tmpl_name, "auto")) tmpl = elm_chat_template_detect(m->vocab.chat_template);
+    if (!strcmp(o.tmpl_name, "auto") && !elm_chat_template_recognise(m->vocab.chat_template, &tmpl)) {
+        cli_fail("%s: chat template not recognised (choose one with --template: %s)", model,
+                 elm_chat_template_names());
+        goto done;
+    }
+    if (o.think) {
+        const bool on = !strcmp(o.think, "on");
+        const elm_chat_template switched = elm_chat_template_thinking(tmpl, on);
+        if (switched == tmpl && elm_chat_template_thinking(tmpl, !on) == tmpl) {
+            cli_fail("--think: template %s has no thinking switch (qwen3, smollm3 have one)",
+                     elm_chat_template_name(tmpl));
+            goto done;
+        }
+        tmpl = switched;
+    }
     elm_error err;
     elm_error_clear(&err);
     o.gen.gp.n_keep = (int32_t)(o.gen.keep < 0 ? 0 : o.gen.keep); /* 0: the chat keeps its system turn */

@@ -1,6 +1,7 @@
 /* edgelm inspect: what a model file holds — format, architecture, hyper-parameters, vocabulary,
  * the tensor table ([rows, cols], type, bytes) and totals — as text or, with --json, as one JSON
- * object built with cJSON. */
+ * object built with cJSON. A vocab-only GGUF file, or one of an architecture edgelm does not run,
+ * is shown as read (its hyper-parameters are not derived: "not bound" says why). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,21 +22,35 @@ static double bits_per_weight(const elm_model *m) {
     return p ? 8.0 * (double)elm_model_bytes(m) / (double)p : 0;
 }
 
+/* Why a model loaded for inspection was not bound (so has no derived hyper-parameters), or NULL
+ * when it was. */
+static const char *not_bound(const elm_model *m, char *buf, size_t cap) {
+    if (m->layers) return NULL;
+    if (!elm_arch_supported(m->hp.arch))
+        snprintf(buf, cap, "architecture '%s' is not one edgelm runs (%s)", m->hp.arch,
+                 elm_arch_names());
+    else snprintf(buf, cap, "no tensors (vocab-only file)");
+    return buf;
+}
+
 static void print_text(const elm_model *m) {
     const elm_hparams *hp = &m->hp;
     const elm_vocab *v = &m->vocab;
+    char why[256];
     printf("file          %s\n", m->path);
     printf("format        %s\n", m->format);
     printf("name          %s\n", m->name[0] ? m->name : "-");
     printf("architecture  %s\n", hp->arch);
     printf("file type     %u\n", m->file_type);
-    printf("hyper-parameters\n"
+    if (not_bound(m, why, sizeof why)) printf("not bound     %s\n", why);
+    else printf("hyper-parameters\n"
            "  dim %d, layers %d, heads %d, kv heads %d, head dim %d, ffn %d, vocab %d\n"
            "  context %d, rope dim %d, rope base %g, rms eps %g, tied output %s\n",
            hp->dim, hp->n_layers, hp->n_heads, hp->n_kv_heads, hp->head_dim, hp->ffn_dim,
            hp->n_vocab, hp->n_ctx_train, hp->rope_dim, hp->rope_theta, hp->rms_eps,
            hp->tied_output ? "yes" : "no");
-    printf("vocab         %d tokens (%s), bos %d, eos %d, unk %d, add_bos %s, add_eos %s, "
+    if (!v->n_tokens) printf("vocab         none\n");
+    else printf("vocab         %d tokens (%s), bos %d, eos %d, unk %d, add_bos %s, add_eos %s, "
            "%d merges, chat template %s\n",
            v->n_tokens, v->model, v->bos_id, v->eos_id, v->unk_id, v->add_bos ? "yes" : "no",
            v->add_eos ? "yes" : "no", v->n_merges, v->chat_template ? "yes" : "no");
@@ -62,7 +77,12 @@ static cJSON *build_json(const elm_model *m) {
     cJSON_AddStringToObject(o, "name", m->name);
     cJSON_AddStringToObject(o, "architecture", hp->arch);
     cJSON_AddNumberToObject(o, "file_type", m->file_type);
-    cJSON *h = cJSON_AddObjectToObject(o, "hparams");
+    char why[256];
+    bool bound = !not_bound(m, why, sizeof why);
+    if (!bound) cJSON_AddStringToObject(o, "not_bound", why);
+    /* cJSON's adders do nothing on a NULL object: an unbound model gets "hparams": null */
+    cJSON *h = bound ? cJSON_AddObjectToObject(o, "hparams") : NULL;
+    if (!bound) cJSON_AddNullToObject(o, "hparams");
     const struct { const char *k; double v; } hv[] = {
         {"dim", hp->dim},           {"n_layers", hp->n_layers},     {"n_heads", hp->n_heads},
         {"n_kv_heads", hp->n_kv_heads}, {"head_dim", hp->head_dim}, {"ffn_dim", hp->ffn_dim},
@@ -118,8 +138,11 @@ int cmd_inspect(int argc, char **argv) {
     if (pr) return cli_parse_exit(pr);
     if (system) return path ? cli_fail("inspect: --system takes no MODEL") : cli_print_system(json);
     if (!path) return cli_fail("inspect: no MODEL given (try 'edgelm inspect --help')");
-    elm_model *m = cli_load_model(path, tok);
-    if (!m) return 1;
+    elm_model *m = NULL;
+    elm_error err;
+    elm_error_clear(&err);
+    if (elm_model_load(path, &(elm_load_opts){.tokenizer_path = tok, .inspect = true}, &m, &err))
+        return cli_fail("%s", err.msg);
     if (!json) {
         print_text(m);
         elm_model_free(m);

@@ -74,7 +74,7 @@ int cmd_synth(int argc, char **argv) {
         {"--type", "TYPE", CLI_TEXT, &type_name, 0, 0, "q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16 or f32", 0},
         {"-o, --output", "OUT", CLI_TEXT, &out, 0, 0, "output GGUF file (written atomically)", 0},
         {"-s, --seed", "N", CLI_INT, &seed, 0, 0x7fffffffL, "random seed (default 1)", 0},
-        {"--arch", "A", CLI_TEXT, &arch, 0, 0, "--tiny: llama, qwen2, phi3 or gemma", 0},
+        {"--arch", "A", CLI_TEXT, &arch, 0, 0, "--tiny: llama, qwen2, qwen3, phi3, gemma or smollm3", 0},
         {"--tiny", NULL, CLI_FLAG, &tiny, 0, 0, "a 2-layer, 64-wide F32 model of the family (Llama in Llama 3.1's\nshape with \"llama3\" RoPE scaling, Qwen2 with biases, Phi-3 with\nfused tensors, Gemma with GeGLU), weights N(0, X²) so that greedy\ndecoding is stable, and the tokenizer of VOCAB.gguf (default\n../shared/fixtures/vocab/ggml-vocab-<llama-bpe|qwen2|phi-3|llama-spm>.gguf)", 0},
         {"--hf", "DIR", CLI_TEXT, &hf, 0, 0, "--tiny: also write the same model as a Hugging Face folder", 0},
         {"--vocab", "PATH", CLI_TEXT, &vocab, 0, 0, "--tiny: GGUF file whose tokenizer the model uses", 0},
@@ -82,7 +82,7 @@ int cmd_synth(int argc, char **argv) {
         {0}};
     const cli_spec spec = {
         "synth", "--preset NAME --type TYPE -o OUT.gguf [-s SEED]\n"
-        "       edgelm synth --arch llama|qwen2|phi3|gemma --tiny -o OUT.gguf [--hf DIR] [--vocab VOCAB.gguf]",
+        "       edgelm synth --arch llama|qwen2|qwen3|phi3|gemma|smollm3 --tiny -o OUT.gguf [--hf DIR] [--vocab VOCAB.gguf]",
         "Writes a model with random weights and placeholder token strings but the exact\n"
         "tensor shapes, vocabulary size and tied/untied output of a real model.\n"
         "For speed and memory measurement only: the weights are noise, its text meaningless.\n"
