@@ -8,6 +8,7 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)  # JSON checks in the CLI 
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 [ -f /usr/include/pcre2.h ] || need+=(libpcre2-dev)  # byte-level BPE pre-tokenizer regexes
 [ -f /usr/include/lapacke.h ] || need+=(liblapacke-dev)  # GPTQ's Cholesky factorizations
+[ -f /usr/include/microhttpd.h ] || need+=(libmicrohttpd-dev)  # HTTP for edgelm serve
 ls /usr/lib/*/libopenblas.so /usr/lib/libopenblas.so 2>/dev/null | grep -q . || need+=(libopenblas-dev)  # CBLAS
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
