@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "edgelm/chat.h"
 #include "gen_opts.h"
-#include "server/http.h"
+#include "edgelm/server.h"
 
 static void usage(FILE *f) {
     fputs("usage: edgelm serve -m MODEL [options]\n"
@@ -75,8 +75,7 @@ int cmd_serve(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
 
     int rc = 1;
-    srv_server *srv = NULL;
-    srv_http *http = NULL;
+    elm_server *srv = NULL;
     elm_model *m = cli_load_model_to_run(model, tokenizer, o.mmap);
     if (!m) return 1;
     if (!strcmp(tmpl_name, "auto")) tmpl = elm_chat_template_detect(m->vocab.chat_template);
@@ -85,28 +84,20 @@ int cmd_serve(int argc, char **argv) {
         slot_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     long n_batch = o.n_batch ? o.n_batch : 512;
     if (n_batch <= parallel) n_batch = parallel + 1;
-    const srv_params sp = {.n_slots = (int32_t)parallel, .slot_ctx = (int32_t)slot_ctx,
-                           .n_batch = (int32_t)n_batch, .n_queue = (int32_t)queue,
-                           .n_threads = (int32_t)o.n_threads, .type_k = o.type_k,
-                           .type_v = o.type_v, .ggml_rounding = o.ggml_rounding};
-    elm_error err;
-    elm_error_clear(&err);
-    if (srv_new(m, &sp, &srv, &err)) {
-        cli_fail("%s: %s", model, err.msg);
-        goto done;
-    }
     const char *slash = strrchr(model, '/');
     const char *model_id = slash && slash[1] ? slash + 1 : model;
     o.gp.sampling.seed = (uint64_t)(o.seed >= 0 ? o.seed : 0);
-    const srv_defaults def = {.m = m, .tmpl = tmpl,
-                              .eot_id = elm_chat_special_id(&m->vocab, elm_chat_template_eot(tmpl)),
-                              .sampling = o.gp.sampling, .seed_set = o.seed >= 0,
-                              .max_tokens = o.gp.n_predict, .slot_ctx = (int32_t)slot_ctx,
-                              .ignore_eos = o.gp.ignore_eos};
-    const srv_http_params hp = {.host = host, .port = (int)port, .api_key = api_key,
-                                .max_body = (size_t)max_body, .model_id = model_id};
-    if (srv_http_start(srv, &def, &hp, &http, &err)) {
-        cli_fail("%s", err.msg);
+    const elm_server_params sp = {
+        .host = host, .port = (int)port, .api_key = api_key, .max_body = (size_t)max_body,
+        .model_id = model_id, .n_slots = (int32_t)parallel, .slot_ctx = (int32_t)slot_ctx,
+        .n_batch = (int32_t)n_batch, .n_queue = (int32_t)queue, .n_threads = (int32_t)o.n_threads,
+        .type_k = o.type_k, .type_v = o.type_v, .ggml_rounding = o.ggml_rounding, .tmpl = tmpl,
+        .sampling = o.gp.sampling, .seed_set = o.seed >= 0, .max_tokens = o.gp.n_predict,
+        .ignore_eos = o.gp.ignore_eos};
+    elm_error err;
+    elm_error_clear(&err);
+    if (elm_server_start(m, &sp, &srv, &err)) {
+        cli_fail("%s: %s", model, err.msg);
         goto done;
     }
     char kv[96];
@@ -114,16 +105,14 @@ int cmd_serve(int argc, char **argv) {
              elm_type_get(o.type_v)->name,
              elm_kv_cache_bytes(&m->hp, (int32_t)(slot_ctx * parallel), o.type_k, o.type_v) / 1048576.0);
     fprintf(stderr, "edgelm: serving %s on http://%s:%d | %ld slots of %ld tokens | template %s | %s%s\n",
-            model_id, host, srv_http_port(http), parallel, slot_ctx, elm_chat_template_name(tmpl),
+            model_id, host, elm_server_port(srv), parallel, slot_ctx, elm_chat_template_name(tmpl),
             kv, api_key ? " | API key required" : "");
     int sig = 0;
     sigwait(&stop_signals, &sig);
     fprintf(stderr, "edgelm: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     rc = 0;
 done:
-    if (srv) srv_stop(srv);
-    srv_http_stop(http);
-    srv_free(srv);
+    elm_server_stop(srv);
     elm_model_free(m);
     return rc;
 }
