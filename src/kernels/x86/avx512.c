@@ -29,8 +29,10 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 #include "kernels/x86/x86_body.h"
 
 /* Tokens per micro-kernel call: accumulators for NT tokens plus the 8 weight vectors of a block
- * (q8) fit in the 32 registers. */
-enum { Q8_TOKENS = 8, F32_TOKENS = 16, GEMM_MIN_TOKENS = 4 };
+ * (q8) fit in the 32 registers. Up to 4 tokens (a batched decode step of 4 sequences) stay in the
+ * row kernels, which unpack each weight group once for all of them (row_nibbles) instead of
+ * repacking the weights into tiles. */
+enum { Q8_TOKENS = 8, F32_TOKENS = 16, GEMM_MIN_TOKENS = 5 };
 
 /* The tile's signed weights become unsigned by adding 128 (xor 0x80), vpdpbusd's operand order;
  * the 128·Σx.qs this adds is taken back in integers: y = d·x.d·(dot - 128·x.sum) + m·x.s. */
