@@ -328,11 +328,14 @@ elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float
     const elm_hparams *hp = &c->m->hp;
     if (!tokens == !x)
         return elm_errorf(err, ELM_ERR_ARG, "forward: give exactly one of tokens and states");
-    elm_status st = check_tokens(c, tokens, n, err);
-    if (st) return st;
+    if (n <= 0 || n > c->n_batch)
+        return elm_errorf(err, ELM_ERR_ARG, "batch of %d tokens out of range 1..%d", n, c->n_batch);
+    /* before the ids are read: tokens may hold fewer than n when the cache has no room */
     if (c->n_past + n > c->n_ctx)
         return elm_errorf(err, ELM_ERR_ARG, "context full: %d cached + %d new tokens > %d",
                           c->n_past, n, c->n_ctx);
+    elm_status st = check_tokens(c, tokens, n, err);
+    if (st) return st;
     const size_t n_x = (size_t)n * (size_t)hp->dim;
     if (tokens) embed(c, tokens, n);
     else if (x) memcpy(c->x, x, sizeof(float) * n_x); /* (x is set: checked above) */
