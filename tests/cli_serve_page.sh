@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The chat page of `edgelm serve` in headless Chromium (Debian's chromium, installed with apt-get
 # here when missing and root): load /, send a message, see the reply stream in
-# with its first-token and tok/s line, no request leaving the server; the screenshot is saved as
+# with its first-token and tok/s line, no request leaving the server; Stop cuts a long reply short
+# and frees the server's slot; the screenshot of the first reply is saved as
 # test-output/serve_page.png beside the edgelm binary. Skipped when chromium or node is missing
 # and cannot be installed. usage: cli_serve_page.sh EDGELM FIXTURES
 set -u
@@ -20,6 +21,8 @@ if ! command -v chromium >/dev/null; then
     command -v chromium >/dev/null || skip "chromium is not installed and could not be installed"
 fi
 
+start_server -m "$model" -t 1 -c 4096 -n 4000 --ignore-eos
+stop_pid=$pid stop_url=$url stop_err=$server_err
 start_server -m "$model" -t 1 -c 256
 profile=$tmp/chromium-profile
 mkdir -p "$profile"
@@ -39,11 +42,13 @@ done
 out=$(dirname "$bin")/test-output
 mkdir -p "$out"
 rm -f "$out/serve_page.png"
-node --experimental-websocket --no-warnings "$(dirname "$0")/lib/serve_page.cjs" "$ws" "$url/" "$out/serve_page.png" && ok ||
+node --experimental-websocket --no-warnings "$(dirname "$0")/lib/serve_page.cjs" "$ws" "$url/" "$out/serve_page.png" "$stop_url/" && ok ||
     fail "page checks"
 [ -s "$out/serve_page.png" ] && ok || fail "no screenshot"
 kill "$chrome" 2>/dev/null
 wait "$chrome" 2>/dev/null
+stop_server TERM
+pid=$stop_pid server_err=$stop_err
 stop_server TERM
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

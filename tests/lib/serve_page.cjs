@@ -2,9 +2,12 @@
 // of `edgelm serve`, sets the system prompt and temperature, types a message, presses Send, waits
 // for the reply to stream in (watching the text grow while the stream is open), checks the
 // reply's "first token ... tok/s" line and that the page fetched nothing but the server, and
-// saves a screenshot. usage: node --experimental-websocket serve_page.cjs WS_URL PAGE_URL PNG
+// saves a screenshot. With STOP_URL (a server whose replies run for thousands of tokens): sends a
+// message there, presses Stop once text streams in, and checks the reply stops ("stopped" in its
+// line, the text no longer growing) and the server's slot is free again.
+// usage: node --experimental-websocket serve_page.cjs WS_URL PAGE_URL PNG [STOP_URL]
 const fs = require("fs");
-const [wsUrl, pageUrl, png] = process.argv.slice(2);
+const [wsUrl, pageUrl, png, stopUrl] = process.argv.slice(2);
 let id = 0;
 const pending = new Map(), requests = [];
 const ws = new WebSocket(wsUrl);
@@ -36,7 +39,7 @@ ws.onopen = async () => {
     await s("Page.enable");
     await s("Emulation.setDeviceMetricsOverride", {width: 900, height: 640, deviceScaleFactor: 1, mobile: false});
     await s("Page.navigate", {url: pageUrl});
-    const evaluate = async expr => (await s("Runtime.evaluate", {expression: expr, returnByValue: true})).result.value;
+    const evaluate = async expr => (await s("Runtime.evaluate", {expression: expr, returnByValue: true, awaitPromise: true})).result.value;
     for (let i = 0; i < 100 && !(await evaluate("!!document.getElementById('send')")); i++) await sleep(50);
     await evaluate(`document.getElementById('system').value = 'You tell stories.';
                     document.getElementById('temp').value = '0';
@@ -60,6 +63,36 @@ ws.onopen = async () => {
     const shot = await s("Page.captureScreenshot", {format: "png"});
     fs.writeFileSync(png, Buffer.from(shot.data, "base64"));
     console.log(`reply '${reply.slice(0, 60)}...', ${lengths.size} lengths seen while streaming; ${stats}`);
+    if (stopUrl) {
+      await s("Page.navigate", {url: stopUrl});
+      for (let i = 0; i < 100 && !(await evaluate("!!document.getElementById('send')")); i++) await sleep(50);
+      await evaluate(`document.getElementById('input').value = 'Once upon a time';
+                      document.getElementById('send').click(); true`);
+      let len = 0;
+      for (let i = 0; i < 1000 && !len; i++) {
+        len = await evaluate("(document.querySelector('.assistant .text') || {textContent: ''}).textContent.length");
+        await sleep(10);
+      }
+      if (!len) fail("no text before Stop");
+      await evaluate("document.getElementById('stop').click(); true");
+      let line = "";
+      for (let i = 0; i < 500 && !line; i++) {
+        line = await evaluate("document.querySelector('.assistant .stats').textContent");
+        await sleep(10);
+      }
+      if (!/stopped/.test(line)) fail("after Stop the reply line says '" + line + "'");
+      const stopped = await evaluate("document.querySelector('.assistant .text').textContent.length");
+      let busy = 1;
+      for (let i = 0; i < 100 && busy; i++) {
+        busy = await evaluate(`fetch('/health').then(r => r.json()).then(j => j.slots_busy)`);
+        if (busy) await sleep(20);
+      }
+      await sleep(300);
+      const later = await evaluate("document.querySelector('.assistant .text').textContent.length");
+      if (later !== stopped) fail(`the reply grew after Stop: ${stopped} -> ${later}`);
+      if (busy) fail("the slot is still busy 2 s after Stop");
+      console.log(`stopped after ${stopped} characters; ${line}`);
+    }
     process.exit(0);
   } catch (e) { fail(e.stack || String(e)); }
 };
