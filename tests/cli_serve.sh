@@ -4,7 +4,7 @@
 # the same conversation (two turns); prefix caching (the second turn reports its cached tokens);
 # bad input answered with OpenAI-shaped 400/404/405/413 errors naming the field; --api-key (401,
 # /health open); a full queue answered 503; a client leaving mid-stream frees its slot; SIGTERM
-# and SIGINT stop the server with exit status 0; bad command lines.
+# and SIGINT stop the server with exit status 0, ending open streams properly; bad command lines.
 # usage: cli_serve.sh EDGELM FIXTURES
 set -u
 bin=$1 fx=$2
@@ -137,7 +137,18 @@ done
 t1=$(date +%s%N)
 [ "$busy" = 0 ] && ok || fail "slot still busy 2 s after the client left"
 echo "slot freed $(( (t1 - t0) / 1000000 )) ms after the client left"
+# SIGTERM during a stream: the stream ends properly (last chunk, [DONE]) and the server exits 0
+curl -sN -d "$long" "$url/v1/completions" >"$tmp/sigterm.sse" &
+curl_pid=$!
+for i in $(seq 200); do grep -q '^data: {' "$tmp/sigterm.sse" 2>/dev/null && break; sleep 0.05; done
 stop_server TERM
+wait "$curl_pid"
+python3 - "$tmp/sigterm.sse" <<'PY' && ok || fail "stream cut by SIGTERM: $(tail -c 400 "$tmp/sigterm.sse")"
+import json, sys
+events = [e for e in open(sys.argv[1]).read().split("\n\n") if e]
+assert events[-1] == "data: [DONE]", events[-1]
+assert json.loads(events[-2][6:])["choices"][0]["finish_reason"] == "cancelled", events[-2]
+PY
 
 # --- command line
 expect_error "no model" "-m MODEL is required" "$bin" serve

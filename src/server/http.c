@@ -26,6 +26,7 @@ struct srv_http {
     srv_http_params p;
     int port;
     unsigned long next_id;
+    int inflight; /* requests between their first call and their completion (atomic) */
 };
 
 /* Per request: the body as it arrives. */
@@ -327,6 +328,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     if (!cs) { /* first call: the headers */
         if (!(cs = calloc(1, sizeof *cs))) return MHD_NO;
         *con_cls = cs;
+        __atomic_add_fetch(&h->inflight, 1, __ATOMIC_RELAXED);
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         cs->too_big = cl && strtoull(cl, NULL, 10) > h->p.max_body;
         return MHD_YES;
@@ -368,11 +370,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
-    (void)cls;
     (void)conn;
     (void)toe;
+    srv_http *h = cls;
     conn_state *cs = *con_cls;
-    if (cs) free(cs->body);
+    if (cs) {
+        free(cs->body);
+        __atomic_sub_fetch(&h->inflight, 1, __ATOMIC_RELAXED);
+    }
     free(cs);
     *con_cls = NULL;
 }
@@ -407,6 +412,10 @@ int srv_http_port(const srv_http *h) { return h->port; }
 
 void srv_http_stop(srv_http *h) {
     if (!h) return;
+    /* the jobs have ended (srv_stop): let their responses go out, streams their last chunk and
+     * [DONE], for up to 3 s, before the connections are closed */
+    for (int i = 0; i < 300 && __atomic_load_n(&h->inflight, __ATOMIC_RELAXED) > 0; i++)
+        nanosleep(&(struct timespec){0, 10000000L}, NULL);
     MHD_stop_daemon(h->d);
     free(h);
 }

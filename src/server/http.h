@@ -28,7 +28,8 @@ elm_status srv_http_start(srv_server *s, const srv_defaults *d, const srv_http_p
 /* The port listened on. */
 int srv_http_port(const srv_http *h);
 
-/* Stops accepting and closes the connections (call srv_stop first so streams end), then frees. */
+/* Waits (up to 3 s) for the requests in flight to be answered, then closes the connections and
+ * frees. Call srv_stop first, so that their jobs end. */
 void srv_http_stop(srv_http *h);
 
 #endif
