@@ -250,23 +250,28 @@ static bool step(srv_server *s) {
                                            s->logits, &err);
     pthread_mutex_lock(&s->mu);
     /* the fed tokens are in the cache now (also those of a job cancelled meanwhile) */
-    for (int32_t t = 0; t < n; t++) {
+    for (int32_t t = 0; t < n && !st; t++) {
         srv_slot *sl = &s->slots[s->b_row[t] / s->p.slot_ctx];
         sl->tokens[s->b_pos[t]] = s->b_tok[t];
     }
-    for (int i = 0; i < s->p.n_slots; i++) {
+    for (int i = 0; i < s->p.n_slots && !st; i++) {
         srv_slot *sl = &s->slots[i];
         if (!fed[i]) continue;
         sl->n_past += fed[i];
         if (sl->pending >= 0) sl->pending = -1;
         else sl->n_fed += fed[i];
     }
-    for (int32_t o = 0; o < n_out; o++) {
+    for (int32_t o = 0; o < n_out && !st; o++) {
         srv_slot *sl = &s->slots[s->b_slot_of_out[o]];
-        if (!sl->job) continue;
-        if (st) finish_slot(s, sl, "error");
-        else next_token(s, sl, s->logits + (size_t)o * s->m->hp.n_vocab);
+        if (sl->job) next_token(s, sl, s->logits + (size_t)o * s->m->hp.n_vocab);
     }
+    /* a failed pass (not expected: the batch is checked as it is built) ends every job in it, and
+     * the slots forget what their caches hold */
+    for (int i = 0; st && i < s->p.n_slots; i++)
+        if (fed[i]) {
+            s->slots[i].n_past = 0;
+            if (s->slots[i].job) finish_slot(s, &s->slots[i], "error");
+        }
     pthread_mutex_unlock(&s->mu);
     return true;
 }
