@@ -15,6 +15,7 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)  # JSON checks in the CLI 
 command -v clang >/dev/null 2>&1 || need+=(clang)  # libFuzzer harnesses (scripts/fuzz.sh)
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null | grep -q . ||
   [ "$(uname -m)" != x86_64 ] || need+=(libclang-rt-14-dev)  # libFuzzer's runtime
+[ -f /usr/include/microhttpd.h ] || need+=(libmicrohttpd-dev)  # HTTP for edgelm serve
 ls /usr/lib/*/libopenblas.so /usr/lib/libopenblas.so 2>/dev/null | grep -q . || need+=(libopenblas-dev)  # CBLAS
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -124,7 +124,7 @@ static void compare_matmul(const elm_kernels *k, elm_type type, int64_t cols, in
                            int64_t max_tok) {
     problem p;
     if (!problem_new(&p, type, cols, rows, max_tok, (unsigned)(cols * 31 + rows))) return;
-    const int64_t toks[] = {1, 2, 3, 5, 8, 11, 21};
+    const int64_t toks[] = {1, 2, 3, 4, 5, 8, 11, 21};
     for (size_t i = 0; i < sizeof toks / sizeof toks[0] && toks[i] <= max_tok; i++) {
         const int64_t nt = toks[i];
         if (k == elm_kernels_scalar()) {

@@ -64,6 +64,10 @@ elm_chat_template elm_chat_template_detect(const char *jinja);
  * model's end-of-sequence token ends replies (plain). */
 const char *elm_chat_template_eot(elm_chat_template t);
 
+/* The token a control text like "<|im_end|>" (elm_chat_template_eot) stands for in vocabulary v,
+ * or -1 (NULL text, not a single token, or a normal token). */
+int32_t elm_chat_special_id(const elm_vocab *v, const char *text);
+
 typedef struct elm_chat_msg {
     const char *role;    /* "system" (first message only), "user" or "assistant" */
     const char *content; /* UTF-8 text */

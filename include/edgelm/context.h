@@ -123,6 +123,18 @@ elm_status elm_forward_batched(elm_context *c, const int32_t *tokens, int32_t n,
 elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float *x, int32_t n,
                               float *x_out, float *logits, bool all_logits, elm_error *err);
 
+/* Several sequences in one pass (continuous batching): n tokens, token t at position pos[t] of
+ * a sequence whose keys and values occupy the cache rows row0[t] .. row0[t] + pos[t] (so each
+ * sequence owns a contiguous region of the cache, e.g. one per server slot). Every weight row is
+ * read once for all the tokens; each attends causally within its own sequence only. Keys and
+ * values of the tokens are written at their rows; the caller keeps each sequence's length (n_past
+ * and elm_context_tokens of the context are not the sequences'). logits receives [n_out, n_vocab],
+ * row i for token out[i] (NULL or n_out 0: none). ELM_ERR_ARG when n <= 0, n > n_batch, a token
+ * id, position or row is out of range (row0 + pos >= n_ctx) or an out index is not below n. */
+elm_status elm_forward_seqs(elm_context *c, const int32_t *tokens, const int32_t *pos,
+                            const int32_t *row0, int32_t n, const int32_t *out, int32_t n_out,
+                            float *logits, elm_error *err);
+
 #ifdef __cplusplus
 }
 #endif

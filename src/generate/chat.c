@@ -27,8 +27,7 @@ struct elm_chat {
     elm_spec_stats spec_stats;
 };
 
-/* The token a control text like "<|im_end|>" stands for, or -1. */
-static int32_t special_id(const elm_vocab *v, const char *text) {
+int32_t elm_chat_special_id(const elm_vocab *v, const char *text) {
     int32_t ids[2];
     if (!text || elm_tokenize_special(v, text, strlen(text), false, true, ids, 2, NULL) != 1)
         return -1;
@@ -78,7 +77,7 @@ elm_status elm_chat_new(elm_context *c, const elm_chat_params *p, elm_chat **out
     ch->tmpl = p->tmpl;
     ch->gen = p->gen;
     ch->spec = p->spec;
-    ch->eot_id = special_id(ch->vocab, elm_chat_template_eot(p->tmpl));
+    ch->eot_id = elm_chat_special_id(ch->vocab, elm_chat_template_eot(p->tmpl));
     ch->pending = -1;
     ch->n_keep = p->gen.n_keep;
     if (ch->n_keep <= 0) {

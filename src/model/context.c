@@ -114,7 +114,9 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->inv_freq = alloc_f32((size_t)hp->rope_dim / 2, &ok);
     c->rope_cs = alloc_f32(nb * (size_t)hp->rope_dim, &ok);
     c->tokens = calloc((size_t)c->n_ctx, sizeof(int32_t));
-    ok = ok && c->tokens;
+    c->pos = calloc(nb, sizeof(int32_t));
+    c->row0 = calloc(nb, sizeof(int32_t));
+    ok = ok && c->tokens && c->pos && c->row0;
     if (!ok) {
         elm_context_free(c);
         return elm_errorf(err, ELM_ERR_NOMEM, "out of memory allocating a %d-token context",
@@ -146,7 +148,7 @@ void elm_context_free(elm_context *c) {
     void *bufs[] = {c->k_cache, c->v_cache, c->x,      c->xb,    c->q,        c->kb,
                     c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->xt,    c->xr,  c->scores,
                     c->scratch, c->norms,   c->inv_freq, c->rope_cs, c->tokens, c->k_deq, c->v_deq,
-                    c->qk_norms};
+                    c->qk_norms, c->pos, c->row0};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }

@@ -38,6 +38,8 @@ struct elm_context {
     float *qk_norms; /* float copies [n_layers, 2, head_dim] of q/k norms (Qwen3), else NULL */
     float *inv_freq; /* [rope_dim / 2] RoPE frequencies */
     float *rope_cs;  /* [n_batch, rope_dim] cos, sin of each pair's angle at the batch positions */
+    int32_t *pos;    /* [n_batch] each token's position in its sequence */
+    int32_t *row0;   /* [n_batch] cache row of its sequence's position 0 (elm_forward_seqs) */
     elm_matmul_hook hook;
     void *hook_user;
 };

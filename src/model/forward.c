@@ -154,12 +154,11 @@ typedef struct {
     elm_context *c;
     const float *k, *v; /* the layer's cached keys and values as floats, [n_ctx, kv_dim] */
     int64_t n_tok;
-    int32_t pos0;
     elm_pool_work items; /* (token, head) pairs, claimed a few at a time */
 } attention_job;
 
-/* Causal attention of each (token, head) over the cache positions [0, pos]; query heads share
- * KV heads in groups (GQA). (token, head) pairs are claimed a few at a time (as products are). */
+/* Causal attention of each (token, head) over its sequence's positions [0, pos], cache rows
+ * row0 .. row0 + pos (context.h: pos, row0); query heads share KV heads in groups (GQA). (token, head) pairs are claimed a few at a time (as products are). */
 static void attention_worker(void *arg, int ith, int nth) {
     (void)nth;
     attention_job *j = arg;
@@ -174,12 +173,13 @@ static void attention_worker(void *arg, int ith, int nth) {
         for (long item = i0; item < i1; item++) {
             const int64_t t = item / hp->n_heads;
             const int h = (int)(item % hp->n_heads), kvh = h / group;
-            const int32_t pos = j->pos0 + (int32_t)t;
+            const int32_t pos = c->pos[t];
+            const size_t row = (size_t)c->row0[t];
             /* a sliding window sees positions (pos - n_swa, pos] */
             const int32_t p0 = hp->n_swa > 0 && pos >= hp->n_swa ? pos + 1 - hp->n_swa : 0;
             const float *q = c->q + (size_t)t * q_dim + (size_t)h * hd;
-            const float *kc = j->k + (size_t)p0 * c->kv_dim + (size_t)kvh * hd;
-            const float *vc = j->v + (size_t)p0 * c->kv_dim + (size_t)kvh * hd;
+            const float *kc = j->k + (row + (size_t)p0) * c->kv_dim + (size_t)kvh * hd;
+            const float *vc = j->v + (row + (size_t)p0) * c->kv_dim + (size_t)kvh * hd;
             c->k->attention(q, kc, vc, (size_t)c->kv_dim, pos + 1 - p0, hd, scale, scores,
                             c->att + (size_t)t * q_dim + (size_t)h * hd);
         }
@@ -257,7 +257,7 @@ static void rope_tables(elm_context *c, int32_t n) {
     for (int32_t t = 0; t < n; t++) {
         float *cs = c->rope_cs + (size_t)t * c->m->hp.rope_dim;
         for (int i = 0; i < half; i++) {
-            const float angle = (float)(c->n_past + t) * c->inv_freq[i];
+            const float angle = (float)c->pos[t] * c->inv_freq[i];
             cs[2 * i] = cosf(angle);
             cs[2 * i + 1] = sinf(angle);
         }
@@ -286,19 +286,22 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     unsigned char *v_layer = c->v_cache + (size_t)l * c->n_ctx * c->v_row;
     const bool nope = hp->nope_every > 0 && (l + 1) % hp->nope_every == 0;
     for (int32_t t = 0; t < n; t++) {
-        const int32_t pos = c->n_past + t;
+        const size_t pos = (size_t)c->row0[t] + (size_t)c->pos[t]; /* the token's cache row */
         const float *cs = c->rope_cs + (size_t)t * hp->rope_dim;
         if (!nope) {
             rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs);
             rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
         }
         /* keys are stored (and quantized) after RoPE */
-        elm_kv_encode(c->type_k, c->k_block, c->kb + (size_t)t * kv, k_layer + (size_t)pos * c->k_row, kv);
-        elm_kv_encode(c->type_v, c->v_block, c->vb + (size_t)t * kv, v_layer + (size_t)pos * c->v_row, kv);
+        elm_kv_encode(c->type_k, c->k_block, c->kb + (size_t)t * kv, k_layer + pos * c->k_row, kv);
+        elm_kv_encode(c->type_v, c->v_block, c->vb + (size_t)t * kv, v_layer + pos * c->v_row, kv);
     }
-    attention_job aj = {.c = c, .n_tok = n, .pos0 = c->n_past};
+    attention_job aj = {.c = c, .n_tok = n};
     elm_pool_work_init(&aj.items, (long)n * hp->n_heads, elm_pool_size(c->pool));
-    layer_kv(c, l, c->n_past + n, &aj.k, &aj.v);
+    int32_t rows = 0; /* the cache rows the batch's attention reads: [0, rows) */
+    for (int32_t t = 0; t < n; t++)
+        if (c->row0[t] + c->pos[t] + 1 > rows) rows = c->row0[t] + c->pos[t] + 1;
+    layer_kv(c, l, rows, &aj.k, &aj.v);
     elm_pool_run_shared(c->pool, attention_worker, &aj);
     matmul(c, l, L->wo, c->att, n, c->xb);
     for (size_t i = 0; i < (size_t)n * dim; i++) c->x[i] += c->xb[i];
@@ -314,6 +317,30 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     for (size_t i = 0; i < (size_t)n * dim; i++) c->x[i] += c->xb[i];
 }
 
+/* Norm and output projection of the n_out rows `rows` of the residual stream into logits
+ * [n_out, n_vocab]. */
+static void output_logits(elm_context *c, const int32_t *rows, int32_t first, int32_t n_out,
+                          float *logits) {
+    const elm_hparams *hp = &c->m->hp;
+    const float *out_norm = c->norms + (size_t)(2 * hp->n_layers) * hp->dim;
+    for (int32_t t = 0; t < n_out; t++)
+        c->k->rmsnorm(c->xb + (size_t)t * hp->dim,
+                      c->x + (size_t)(rows ? rows[t] : first + t) * hp->dim, out_norm, hp->dim,
+                      hp->rms_eps);
+    matmul(c, -1, c->m->output, c->xb, n_out, logits);
+}
+
+static elm_status check_tokens(const elm_context *c, const int32_t *tokens, int32_t n,
+                               elm_error *err) {
+    if (n <= 0 || n > c->n_batch)
+        return elm_errorf(err, ELM_ERR_ARG, "batch of %d tokens out of range 1..%d", n, c->n_batch);
+    for (int32_t t = 0; tokens && t < n; t++)
+        if (tokens[t] < 0 || tokens[t] >= c->m->hp.n_vocab)
+            return elm_errorf(err, ELM_ERR_ARG, "token id %d out of range 0..%d", tokens[t],
+                              c->m->hp.n_vocab - 1);
+    return ELM_OK;
+}
+
 elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float *x, int32_t n,
                               float *x_out, float *logits, bool all_logits, elm_error *err) {
     const elm_hparams *hp = &c->m->hp;
@@ -321,16 +348,19 @@ elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float
         return elm_errorf(err, ELM_ERR_ARG, "forward: give exactly one of tokens and states");
     if (n <= 0 || n > c->n_batch)
         return elm_errorf(err, ELM_ERR_ARG, "batch of %d tokens out of range 1..%d", n, c->n_batch);
+    /* before the ids are read: tokens may hold fewer than n when the cache has no room */
     if (c->n_past + n > c->n_ctx)
         return elm_errorf(err, ELM_ERR_ARG, "context full: %d cached + %d new tokens > %d",
                           c->n_past, n, c->n_ctx);
-    for (int32_t t = 0; tokens && t < n; t++)
-        if (tokens[t] < 0 || tokens[t] >= hp->n_vocab)
-            return elm_errorf(err, ELM_ERR_ARG, "token id %d out of range 0..%d", tokens[t],
-                              hp->n_vocab - 1);
+    elm_status st = check_tokens(c, tokens, n, err);
+    if (st) return st;
     const size_t n_x = (size_t)n * (size_t)hp->dim;
     if (tokens) embed(c, tokens, n);
-    else memcpy(c->x, x, sizeof(float) * n_x);
+    else if (x) memcpy(c->x, x, sizeof(float) * n_x); /* (x is set: checked above) */
+    for (int32_t t = 0; t < n; t++) {
+        c->pos[t] = c->n_past + t;
+        c->row0[t] = 0;
+    }
     rope_tables(c, n);
     for (int l = 0; l < hp->n_layers; l++) layer_forward(c, l, n);
     /* positions entered as hidden states have no id: -1 matches no token (speculative.c) */
@@ -338,13 +368,8 @@ elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float
     c->n_past += n;
     if (x_out) memcpy(x_out, c->x, sizeof(float) * n_x);
     if (!logits) return ELM_OK;
-
-    const int32_t first = all_logits ? 0 : n - 1, n_out = n - first;
-    const float *out_norm = c->norms + (size_t)(2 * hp->n_layers) * hp->dim;
-    for (int32_t t = 0; t < n_out; t++)
-        c->k->rmsnorm(c->xb + (size_t)t * hp->dim, c->x + (size_t)(first + t) * hp->dim, out_norm,
-                      hp->dim, hp->rms_eps);
-    matmul(c, -1, c->m->output, c->xb, n_out, logits);
+    const int32_t first = all_logits ? 0 : n - 1;
+    output_logits(c, NULL, first, n - first, logits);
     return ELM_OK;
 }
 
@@ -363,4 +388,27 @@ elm_status elm_forward_batched(elm_context *c, const int32_t *tokens, int32_t n,
         if (!st && all_logits && cb) st = cb(logits, off, nb, user);
     }
     return st;
+}
+
+elm_status elm_forward_seqs(elm_context *c, const int32_t *tokens, const int32_t *pos,
+                            const int32_t *row0, int32_t n, const int32_t *out, int32_t n_out,
+                            float *logits, elm_error *err) {
+    elm_status st = check_tokens(c, tokens, n, err);
+    if (st) return st;
+    for (int32_t t = 0; t < n; t++)
+        if (pos[t] < 0 || row0[t] < 0 || (int64_t)row0[t] + pos[t] >= c->n_ctx)
+            return elm_errorf(err, ELM_ERR_ARG,
+                              "token %d: position %d at cache row %d outside the %d-row cache", t,
+                              pos[t], row0[t], c->n_ctx);
+    for (int32_t i = 0; i < n_out; i++)
+        if (out[i] < 0 || out[i] >= n)
+            return elm_errorf(err, ELM_ERR_ARG, "logits row %d out of range 0..%d", out[i], n - 1);
+    embed(c, tokens, n);
+    memcpy(c->pos, pos, sizeof(int32_t) * (size_t)n);
+    memcpy(c->row0, row0, sizeof(int32_t) * (size_t)n);
+    rope_tables(c, n);
+    for (int l = 0; l < c->m->hp.n_layers; l++) layer_forward(c, l, n);
+    for (int32_t t = 0; t < n; t++) c->tokens[row0[t] + pos[t]] = tokens[t];
+    if (n_out > 0 && logits) output_logits(c, out, 0, n_out, logits);
+    return ELM_OK;
 }

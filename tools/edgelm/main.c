@@ -21,6 +21,7 @@ static const struct {
     {"synth", cmd_synth, "write a random-weight model of a real model's shapes (for speed tests)"},
     {"bench", cmd_bench, "measure prefill/decode speed and memory bandwidth"},
     {"plan", cmd_plan, "will it fit and how fast can it go: memory and speed bound per type"},
+    {"serve", cmd_serve, "OpenAI-compatible HTTP server and chat page, several conversations at once"},
 };
 
 static void usage(FILE *f) {

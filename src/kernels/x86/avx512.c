@@ -30,8 +30,10 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 #include "kernels/x86/x86_body.h"
 
 /* Tokens per micro-kernel call: accumulators for NT tokens plus the 8 weight vectors of a block
- * (q8) fit in the 32 registers. */
-enum { Q8_TOKENS = 8, F32_TOKENS = 16, GEMM_MIN_TOKENS = 4 };
+ * (q8) fit in the 32 registers. Up to 4 tokens (a batched decode step of 4 sequences) stay in the
+ * row kernels, which unpack each weight group once for all of them (row_nibbles) instead of
+ * repacking the weights into tiles. */
+enum { Q8_TOKENS = 8, F32_TOKENS = 16, GEMM_MIN_TOKENS = 5 };
 
 /* The tile's signed weights become unsigned by adding 128 (xor 0x80), vpdpbusd's operand order;
  * the 128·Σx.qs this adds is taken back in integers: y = d·x.d·(dot - 128·x.sum) + m·x.s. */
@@ -191,11 +193,15 @@ X86_INLINE __m512i fifth_bits(__m512i lo, __m512i idx, __m512i hi) {
     return _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(h, bit), _mm512_set1_epi8(0x10));
 }
 
-/* One weight row of a 4/5-bit type: full groups of four blocks here, the rest by x86_body.h. */
-X86_INLINE float row_nibbles(const uint8_t *w, const group_act *a, const elm_q8_row *x, int64_t nb,
-                             const block_perm *bp, bool asym, bool five) {
+/* One weight row of a 4/5-bit type against nt tokens' activations (nt <= MAX_TOK): full groups
+ * of four blocks here, the rest by x86_body.h. Each group is unpacked once for all the tokens, so
+ * a decode step of several sequences (elm_forward_seqs) pays the unpacking once per row. */
+enum { MAX_TOK = 4 };
+X86_INLINE void row_nibbles(const uint8_t *w, const group_act *a, const elm_q8_row *x, int nt,
+                            int64_t nb, const block_perm *bp, bool asym, bool five, float *out) {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    __m512 acc0[MAX_TOK], acc1[MAX_TOK];
+    for (int k = 0; k < nt; k++) acc0[k] = acc1[k] = _mm512_setzero_ps();
     const int64_t groups = nb / 4;
     const uint8_t *pf = w + PREFETCH;
     for (int64_t g = 0; g < groups; g++, w += bp->span) {
@@ -208,17 +214,44 @@ X86_INLINE float row_nibbles(const uint8_t *w, const group_act *a, const elm_q8_
             q0 = _mm512_or_si512(q0, fifth_bits(lo, bp->fifth[0], hi));
             q1 = _mm512_or_si512(q1, fifth_bits(lo, bp->fifth[1], hi));
         }
-        __m512i dot = _mm512_dpbusd_epi32(a->init[g], q0, _mm512_loadu_si512(a->qs + g * 128));
-        dot = _mm512_dpbusd_epi32(dot, q1, _mm512_loadu_si512(a->qs + g * 128 + 64));
-        const __m512 scale = _mm512_mul_ps(gather_f16(lo, bp->scale, hi), a->d[g]);
-        acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc0);
-        if (asym) acc1 = _mm512_fmadd_ps(gather_f16(lo, bp->offset, hi), a->s[g], acc1);
+        const __m512 wd = gather_f16(lo, bp->scale, hi);
+        const __m512 wm = asym ? gather_f16(lo, bp->offset, hi) : _mm512_setzero_ps();
+        for (int k = 0; k < nt; k++) {
+            __m512i dot = _mm512_dpbusd_epi32(a[k].init[g], q0, _mm512_loadu_si512(a[k].qs + g * 128));
+            dot = _mm512_dpbusd_epi32(dot, q1, _mm512_loadu_si512(a[k].qs + g * 128 + 64));
+            const __m512 scale = _mm512_mul_ps(wd, a[k].d[g]);
+            acc0[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc0[k]);
+            if (asym) acc1[k] = _mm512_fmadd_ps(wm, a[k].s[g], acc1[k]);
+        }
     }
-    float corr = 0;
-    __m256 rest = _mm256_setzero_ps();
-    for (int64_t i = groups * 4; i < nb; i++, w += bp->bb)
-        rest = block_q4q5(w, x, i, rest, &corr, asym, five);
-    return hsum512(_mm512_add_ps(acc0, acc1)) + hsum256(rest) + corr;
+    for (int k = 0; k < nt; k++) {
+        float corr = 0;
+        __m256 rest = _mm256_setzero_ps();
+        const uint8_t *b = w;
+        for (int64_t i = groups * 4; i < nb; i++, b += bp->bb)
+            rest = block_q4q5(b, &x[k], i, rest, &corr, asym, five);
+        out[k] = hsum512(_mm512_add_ps(acc0[k], acc1[k])) + hsum256(rest) + corr;
+    }
+}
+
+/* row_nibbles with nt and the type's flags as constants, so each case compiles to straight code
+ * with its accumulators in registers. */
+X86_INLINE void row_nibbles_nt(const uint8_t *w, const group_act *a, const elm_q8_row *x, int nt,
+                               int64_t nb, const block_perm *bp, bool asym, bool five, float *out) {
+#define ROW_NIBBLES_FLAGS(n)                                                                      \
+    do {                                                                                          \
+        if (!asym && !five) row_nibbles(w, a, x, n, nb, bp, false, false, out);                   \
+        else if (!five) row_nibbles(w, a, x, n, nb, bp, true, false, out);                        \
+        else if (!asym) row_nibbles(w, a, x, n, nb, bp, false, true, out);                        \
+        else row_nibbles(w, a, x, n, nb, bp, true, true, out);                                    \
+    } while (0)
+    switch (nt) {
+    case 1: ROW_NIBBLES_FLAGS(1); break;
+    case 2: ROW_NIBBLES_FLAGS(2); break;
+    case 3: ROW_NIBBLES_FLAGS(3); break;
+    default: ROW_NIBBLES_FLAGS(4); break;
+    }
+#undef ROW_NIBBLES_FLAGS
 }
 
 /* Few tokens: the 4/5-bit types through the group kernel; Q8_0 (32 contiguous quants a block,
@@ -238,7 +271,6 @@ X86_FN static void matvec_512(const elm_matmul_args *a, int64_t r0, int64_t r1, 
     const int zero_point = asym ? 0 : five ? 16 : 8;
     block_perm bp;
     make_perm(t, &bp);
-    enum { MAX_TOK = 4 };
     group_act act[MAX_TOK];
     elm_q8_row x[MAX_TOK];
     for (int64_t t0 = 0; t0 < a->n_tok; t0 += MAX_TOK) {
@@ -249,15 +281,10 @@ X86_FN static void matvec_512(const elm_matmul_args *a, int64_t r0, int64_t r1, 
                            &act[k]);
         }
         for (int64_t r = r0; r < r1; r++) {
-            const uint8_t *row = (const uint8_t *)w->data + (size_t)r * row_bytes;
-            for (int k = 0; k < nt; k++) {
-                float v;
-                if (!asym && !five) v = row_nibbles(row, &act[k], &x[k], nb, &bp, false, false);
-                else if (!five) v = row_nibbles(row, &act[k], &x[k], nb, &bp, true, false);
-                else if (!asym) v = row_nibbles(row, &act[k], &x[k], nb, &bp, false, true);
-                else v = row_nibbles(row, &act[k], &x[k], nb, &bp, true, true);
-                a->y[(t0 + k) * rows + r] = v;
-            }
+            float v[MAX_TOK];
+            row_nibbles_nt((const uint8_t *)w->data + (size_t)r * row_bytes, act, x, nt, nb, &bp,
+                           asym, five, v);
+            for (int k = 0; k < nt; k++) a->y[(t0 + k) * rows + r] = v[k];
         }
     }
 }

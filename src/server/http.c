@@ -1,0 +1,421 @@
+/* libmicrohttpd glue for the server (see http.h). Each connection has its own thread, so a
+ * non-streaming request simply waits for its job, and a stream's content callback blocks until
+ * the scheduler publishes text. A client that goes away makes the next write fail; libmicrohttpd
+ * then drops the response, whose free callback cancels the job, and the scheduler frees the slot
+ * at its next step. */
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "server/http.h"
+
+extern const unsigned char srv_page_html[];
+extern const size_t srv_page_html_len;
+
+struct srv_http {
+    struct MHD_Daemon *d;
+    srv_server *s;
+    const srv_defaults *def;
+    srv_http_params p;
+    int port;
+    unsigned long next_id;
+    int inflight; /* requests between their first call and their completion (atomic) */
+};
+
+/* Per request: the body as it arrives. */
+typedef struct conn_state {
+    char *body;
+    size_t len, cap;
+    bool too_big;
+} conn_state;
+
+static enum MHD_Result send_body(struct MHD_Connection *conn, unsigned status, const char *type,
+                                 const void *data, size_t len) {
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    const enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, cJSON *o) {
+    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!text) return MHD_NO;
+    const enum MHD_Result ret = send_body(conn, status, "application/json", text, strlen(text));
+    free(text);
+    return ret;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *code,
+                                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *code,
+                                  const char *fmt, ...) {
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *type = status == 401   ? "authentication_error"
+                       : status >= 500 ? "server_error"
+                                       : "invalid_request_error";
+    cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+    cJSON_AddStringToObject(e, "message", msg);
+    cJSON_AddStringToObject(e, "type", type);
+    cJSON_AddStringToObject(e, "code", code);
+    return send_json(conn, status, o);
+}
+
+/* Compares in time that depends on the lengths only, not on where the strings differ. */
+static bool same_secret(const char *a, const char *b) {
+    const size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = la != lb;
+    for (size_t i = 0; i < la; i++) diff |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+    return diff == 0;
+}
+
+static bool authorized(const srv_http *h, struct MHD_Connection *conn) {
+    if (!h->p.api_key) return true;
+    const char *auth = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+    if (!auth || strncmp(auth, "Bearer ", 7)) return false;
+    return same_secret(auth + 7, h->p.api_key);
+}
+
+static cJSON *usage_json(const srv_job_result *r) {
+    cJSON *u = cJSON_CreateObject();
+    cJSON_AddNumberToObject(u, "prompt_tokens", r->prompt_tokens);
+    cJSON_AddNumberToObject(u, "completion_tokens", r->completion_tokens);
+    cJSON_AddNumberToObject(u, "total_tokens", r->prompt_tokens + r->completion_tokens);
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(u, "prompt_tokens_details"), "cached_tokens",
+                            r->cached_tokens);
+    return u;
+}
+
+/* edgelm's timings (as llama-server's "timings"): what the page and the benchmark read. */
+static cJSON *timings_json(const srv_job_result *r) {
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddNumberToObject(t, "prompt_n", r->prompt_tokens - r->cached_tokens);
+    cJSON_AddNumberToObject(t, "prompt_ms", r->prefill_ms);
+    cJSON_AddNumberToObject(t, "ttft_ms", r->ttft_ms);
+    cJSON_AddNumberToObject(t, "predicted_n", r->completion_tokens);
+    cJSON_AddNumberToObject(t, "predicted_ms", r->decode_ms);
+    cJSON_AddNumberToObject(t, "predicted_per_second",
+                            r->completion_tokens > 1 && r->decode_ms > 0
+                                ? (r->completion_tokens - 1) / (r->decode_ms / 1e3)
+                                : 0);
+    return t;
+}
+
+/* The skeleton of a response object: id, object, created, model. */
+static cJSON *response_head(const srv_http *h, const char *id, const char *object) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", id);
+    cJSON_AddStringToObject(o, "object", object);
+    cJSON_AddNumberToObject(o, "created", (double)time(NULL));
+    cJSON_AddStringToObject(o, "model", h->p.model_id);
+    return o;
+}
+
+/* One choice: a chat message / delta, or a completion's text. text NULL: no content field. */
+static cJSON *choice(bool chat, bool delta, const char *text, const char *finish, bool role) {
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "index", 0);
+    if (chat) {
+        cJSON *m = cJSON_AddObjectToObject(c, delta ? "delta" : "message");
+        if (role) cJSON_AddStringToObject(m, "role", "assistant");
+        if (text) cJSON_AddStringToObject(m, "content", text);
+    } else {
+        cJSON_AddStringToObject(c, "text", text ? text : "");
+        cJSON_AddNullToObject(c, "logprobs");
+    }
+    if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
+    else cJSON_AddNullToObject(c, "finish_reason");
+    return c;
+}
+
+/* ---- streaming ---- */
+
+typedef struct stream {
+    srv_http *h;
+    srv_job *job;
+    bool chat, role_sent, finished;
+    char id[48];
+    size_t seen;     /* reply bytes already sent */
+    char *out;       /* formatted SSE bytes not yet handed to libmicrohttpd */
+    size_t out_len, out_off;
+} stream;
+
+static bool queue_event(stream *st, cJSON *o) {
+    char *json = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!json) return false;
+    const size_t need = strlen(json) + 9; /* "data: " json "\n\n" NUL */
+    char *p = realloc(st->out, st->out_len + need);
+    if (!p) {
+        free(json);
+        return false;
+    }
+    st->out = p;
+    st->out_len += (size_t)snprintf(p + st->out_len, need, "data: %s\n\n", json);
+    free(json);
+    return true;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    (void)pos;
+    stream *st = cls;
+    while (st->out_off == st->out_len) {
+        st->out_len = st->out_off = 0;
+        if (st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
+        char *text;
+        size_t len;
+        bool done;
+        if (!srv_take(st->h->s, st->job, st->seen, true, 1000, &text, &len, &done))
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (text) {
+            st->seen += len;
+            cJSON *o = response_head(st->h, st->id, st->chat ? "chat.completion.chunk" : "text_completion");
+            cJSON_AddItemToObject(o, "choices", cJSON_CreateArray());
+            cJSON_AddItemToArray(cJSON_GetObjectItem(o, "choices"),
+                                 choice(st->chat, true, text, NULL, !st->role_sent));
+            st->role_sent = true;
+            free(text);
+            if (!queue_event(st, o)) return MHD_CONTENT_READER_END_WITH_ERROR;
+        } else if (done) {
+            const srv_job_result r = srv_job_result_get(st->h->s, st->job);
+            cJSON *o = response_head(st->h, st->id, st->chat ? "chat.completion.chunk" : "text_completion");
+            cJSON_AddItemToObject(o, "choices", cJSON_CreateArray());
+            cJSON_AddItemToArray(cJSON_GetObjectItem(o, "choices"),
+                                 choice(st->chat, true, st->chat ? NULL : "", r.finish_reason,
+                                        !st->role_sent));
+            cJSON_AddItemToObject(o, "usage", usage_json(&r));
+            cJSON_AddItemToObject(o, "timings", timings_json(&r));
+            if (!queue_event(st, o)) return MHD_CONTENT_READER_END_WITH_ERROR;
+            const char *end = "data: [DONE]\n\n";
+            char *p = realloc(st->out, st->out_len + strlen(end));
+            if (!p) return MHD_CONTENT_READER_END_WITH_ERROR;
+            st->out = p;
+            memcpy(p + st->out_len, end, strlen(end));
+            st->out_len += strlen(end);
+            st->finished = true;
+        }
+    }
+    const size_t n = st->out_len - st->out_off < max ? st->out_len - st->out_off : max;
+    memcpy(buf, st->out + st->out_off, n);
+    st->out_off += n;
+    return (ssize_t)n;
+}
+
+/* The response is gone: sent, or the client left. Either way the job is no longer wanted. */
+static void stream_free(void *cls) {
+    stream *st = cls;
+    srv_cancel(st->h->s, st->job);
+    srv_job_release(st->h->s, st->job);
+    free(st->out);
+    free(st);
+}
+
+/* ---- routes ---- */
+
+static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool chat,
+                                  const conn_state *cs) {
+    srv_request r;
+    char msg[512];
+    const int rc = srv_request_parse(cs->body ? cs->body : "", cs->len, chat, h->def, &r, msg, sizeof msg);
+    if (rc) return send_error(conn, (unsigned)rc, rc == 400 ? "invalid_request" : "internal_error", "%s", msg);
+    srv_job *job = srv_job_new(r.prompt, r.n_prompt, &r.job);
+    free(r.prompt);
+    if (!job) return send_error(conn, 500, "internal_error", "out of memory");
+    const srv_submit_status ss = srv_submit(h->s, job);
+    if (ss != SRV_OK) {
+        srv_job_release(h->s, job);
+        return send_error(conn, 503, ss == SRV_FULL ? "server_busy" : "shutting_down", "%s",
+                          ss == SRV_FULL ? "all slots are busy and the queue is full; retry later"
+                                         : "the server is stopping");
+    }
+    char id[48];
+    snprintf(id, sizeof id, "%s-%lu", chat ? "chatcmpl" : "cmpl",
+             __atomic_add_fetch(&h->next_id, 1, __ATOMIC_RELAXED));
+    if (r.stream) {
+        stream *st = calloc(1, sizeof *st);
+        if (!st) {
+            srv_cancel(h->s, job);
+            srv_job_release(h->s, job);
+            return send_error(conn, 500, "internal_error", "out of memory");
+        }
+        *st = (stream){.h = h, .job = job, .chat = chat};
+        memcpy(st->id, id, sizeof id);
+        struct MHD_Response *resp =
+            MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free);
+        if (!resp) {
+            stream_free(st);
+            return MHD_NO;
+        }
+        MHD_add_response_header(resp, "Content-Type", "text/event-stream");
+        MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        const enum MHD_Result ret = MHD_queue_response(conn, 200, resp);
+        MHD_destroy_response(resp);
+        return ret;
+    }
+    /* not streamed: wait for the whole reply */
+    char *text = NULL;
+    size_t len = 0;
+    bool done = false;
+    while (!done) {
+        free(text);
+        if (!srv_take(h->s, job, 0, true, 1000, &text, &len, &done)) break;
+    }
+    if (!done) {
+        free(text);
+        srv_cancel(h->s, job);
+        srv_job_release(h->s, job);
+        return send_error(conn, 500, "internal_error", "out of memory");
+    }
+    const srv_job_result res = srv_job_result_get(h->s, job);
+    srv_job_release(h->s, job);
+    cJSON *o = response_head(h, id, chat ? "chat.completion" : "text_completion");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"),
+                         choice(chat, false, text ? text : "", res.finish_reason, true));
+    free(text);
+    cJSON_AddItemToObject(o, "usage", usage_json(&res));
+    cJSON_AddItemToObject(o, "timings", timings_json(&res));
+    return send_json(conn, 200, o);
+}
+
+static enum MHD_Result models(srv_http *h, struct MHD_Connection *conn) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "object", "list");
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "id", h->p.model_id);
+    cJSON_AddStringToObject(m, "object", "model");
+    cJSON_AddNumberToObject(m, "created", (double)time(NULL));
+    cJSON_AddStringToObject(m, "owned_by", "edgelm");
+    const srv_params *sp = srv_get_params(h->s);
+    cJSON *meta = cJSON_AddObjectToObject(m, "meta");
+    cJSON_AddNumberToObject(meta, "n_ctx_slot", sp->slot_ctx);
+    cJSON_AddNumberToObject(meta, "n_slots", sp->n_slots);
+    cJSON_AddStringToObject(meta, "chat_template", elm_chat_template_name(h->def->tmpl));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "data"), m);
+    return send_json(conn, 200, o);
+}
+
+static enum MHD_Result health(srv_http *h, struct MHD_Connection *conn) {
+    int busy, waiting;
+    srv_load(h->s, &busy, &waiting);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "status", "ok");
+    cJSON_AddNumberToObject(o, "slots_busy", busy);
+    cJSON_AddNumberToObject(o, "slots_idle", srv_get_params(h->s)->n_slots - busy);
+    cJSON_AddNumberToObject(o, "requests_waiting", waiting);
+    return send_json(conn, 200, o);
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
+                              const char *method, const char *version, const char *upload,
+                              size_t *upload_size, void **con_cls) {
+    (void)version;
+    srv_http *h = cls;
+    conn_state *cs = *con_cls;
+    if (!cs) { /* first call: the headers */
+        if (!(cs = calloc(1, sizeof *cs))) return MHD_NO;
+        *con_cls = cs;
+        __atomic_add_fetch(&h->inflight, 1, __ATOMIC_RELAXED);
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+        cs->too_big = cl && strtoull(cl, NULL, 10) > h->p.max_body;
+        return MHD_YES;
+    }
+    if (*upload_size) { /* a piece of the body */
+        if (!cs->too_big && cs->len + *upload_size > h->p.max_body) cs->too_big = true;
+        if (!cs->too_big) {
+            if (cs->len + *upload_size + 1 > cs->cap) {
+                size_t cap = (cs->len + *upload_size + 1) * 2;
+                char *b = realloc(cs->body, cap);
+                if (!b) return MHD_NO;
+                cs->body = b;
+                cs->cap = cap;
+            }
+            memcpy(cs->body + cs->len, upload, *upload_size);
+            cs->len += *upload_size;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    const bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD"), post = !strcmp(method, "POST");
+    if (!strcmp(url, "/health") && get) return health(h, conn);
+    if (!strcmp(url, "/") && get)
+        return send_body(conn, 200, "text/html; charset=utf-8", srv_page_html, srv_page_html_len);
+    const bool chat = !strcmp(url, "/v1/chat/completions"), compl = !strcmp(url, "/v1/completions");
+    const bool list = !strcmp(url, "/v1/models");
+    if (!chat && !compl && !list)
+        return send_error(conn, 404, "not_found", "no route %s %s", method, url);
+    if (!authorized(h, conn))
+        return send_error(conn, 401, "invalid_api_key",
+                          "missing or wrong API key (send Authorization: Bearer KEY)");
+    if (list) return get ? models(h, conn) : send_error(conn, 405, "method_not_allowed", "%s %s: use GET", method, url);
+    if (!post) return send_error(conn, 405, "method_not_allowed", "%s %s: use POST", method, url);
+    if (cs->too_big)
+        return send_error(conn, 413, "request_too_large", "request body: over the limit of %zu bytes",
+                          h->p.max_body);
+    return completion(h, conn, chat, cs);
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode toe) {
+    (void)conn;
+    (void)toe;
+    srv_http *h = cls;
+    conn_state *cs = *con_cls;
+    if (cs) {
+        free(cs->body);
+        __atomic_sub_fetch(&h->inflight, 1, __ATOMIC_RELAXED);
+    }
+    free(cs);
+    *con_cls = NULL;
+}
+
+elm_status srv_http_start(srv_server *s, const srv_defaults *d, const srv_http_params *p,
+                          srv_http **out, elm_error *err) {
+    *out = NULL;
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p->port)};
+    if (inet_pton(AF_INET, p->host, &addr.sin_addr) != 1)
+        return elm_errorf(err, ELM_ERR_ARG, "--host: '%s' is not an IPv4 address", p->host);
+    if (p->port < 0 || p->port > 65535)
+        return elm_errorf(err, ELM_ERR_ARG, "--port: %d out of range 0..65535", p->port);
+    srv_http *h = calloc(1, sizeof *h);
+    if (!h) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
+    *h = (srv_http){.s = s, .def = d, .p = *p};
+    h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
+                            (uint16_t)p->port, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, &addr,
+                            MHD_OPTION_NOTIFY_COMPLETED, completed, h,
+                            MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_CONNECTION_TIMEOUT,
+                            120u, MHD_OPTION_END);
+    if (!h->d) {
+        free(h);
+        return elm_errorf(err, ELM_ERR_IO, "cannot listen on %s:%d (port in use?)", p->host, p->port);
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : p->port;
+    *out = h;
+    return ELM_OK;
+}
+
+int srv_http_port(const srv_http *h) { return h->port; }
+
+void srv_http_stop(srv_http *h) {
+    if (!h) return;
+    /* the jobs have ended (srv_stop): let their responses go out, streams their last chunk and
+     * [DONE], for up to 3 s, before the connections are closed */
+    for (int i = 0; i < 300 && __atomic_load_n(&h->inflight, __ATOMIC_RELAXED) > 0; i++)
+        nanosleep(&(struct timespec){0, 10000000L}, NULL);
+    MHD_stop_daemon(h->d);
+    free(h);
+}

@@ -1,0 +1,252 @@
+/* Request bodies into jobs (see request.h). Field checks follow the OpenAI API reference: every
+ * sampling field is optional and null means absent; unknown fields are ignored, as OpenAI-style
+ * servers do, so clients that send more (presence_penalty, stream_options) work. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "edgelm/vocab.h"
+#include "server/request.h"
+
+enum { MAX_MESSAGES = 4096 };
+
+static int bad(char *msg, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(char *msg, size_t cap, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, cap, fmt, ap);
+    va_end(ap);
+    return 400;
+}
+
+/* The field `name` when present and not null, else NULL. */
+static const cJSON *field(const cJSON *o, const char *name) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
+    return f && !cJSON_IsNull(f) ? f : NULL;
+}
+
+/* A number field in [lo, hi] (integer when `integer`) into *out; false with msg otherwise. */
+static bool number(const cJSON *o, const char *name, double lo, double hi, bool integer,
+                   double *out, char *msg, size_t cap) {
+    const cJSON *f = field(o, name);
+    if (!f) return true;
+    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble) ||
+        (integer && f->valuedouble != floor(f->valuedouble))) {
+        bad(msg, cap, "%s: expected %s", name, integer ? "an integer" : "a number");
+        return false;
+    }
+    if (f->valuedouble < lo || f->valuedouble > hi) {
+        bad(msg, cap, "%s: %g out of range %g..%g", name, f->valuedouble, lo, hi);
+        return false;
+    }
+    *out = f->valuedouble;
+    return true;
+}
+
+static bool boolean(const cJSON *o, const char *name, bool *out, char *msg, size_t cap) {
+    const cJSON *f = field(o, name);
+    if (!f) return true;
+    if (!cJSON_IsBool(f)) {
+        bad(msg, cap, "%s: expected true or false", name);
+        return false;
+    }
+    *out = cJSON_IsTrue(f);
+    return true;
+}
+
+static int stop_strings(const cJSON *o, srv_job_params *jp, char *msg, size_t cap) {
+    const cJSON *f = field(o, "stop");
+    if (!f) return 0;
+    const cJSON *one = cJSON_IsString(f) ? f : NULL;
+    if (!one && !cJSON_IsArray(f))
+        return bad(msg, cap, "stop: expected a string or an array of strings");
+    const int n = one ? 1 : cJSON_GetArraySize(f);
+    if (n > SRV_MAX_STOP) return bad(msg, cap, "stop: %d strings, at most %d", n, SRV_MAX_STOP);
+    for (int i = 0; i < n; i++) {
+        const cJSON *s = one ? one : cJSON_GetArrayItem(f, i);
+        if (!cJSON_IsString(s)) return bad(msg, cap, "stop[%d]: expected a string", i);
+        const size_t l = strlen(s->valuestring);
+        if (l == 0 || l > SRV_MAX_STOP_LEN)
+            return bad(msg, cap, "stop[%d]: length %zu out of range 1..%d", i, l, SRV_MAX_STOP_LEN);
+        memcpy(jp->stop[jp->n_stop++], s->valuestring, l + 1);
+    }
+    return 0;
+}
+
+/* A message's content: a string, or an array of {"type": "text", "text": ...} parts joined.
+ * *owned is set when the text was joined here (caller frees). */
+static int content_text(const cJSON *c, int i, const char **text, char **owned, char *msg,
+                        size_t cap) {
+    if (cJSON_IsString(c)) {
+        *text = c->valuestring;
+        return 0;
+    }
+    if (!cJSON_IsArray(c))
+        return bad(msg, cap, "messages[%d].content: expected a string or an array of text parts", i);
+    size_t total = 1;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, c) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type");
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "text");
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(t))
+            return bad(msg, cap, "messages[%d].content: only text parts are supported", i);
+        total += strlen(t->valuestring);
+    }
+    if (!(*owned = malloc(total))) return 500;
+    (*owned)[0] = '\0';
+    cJSON_ArrayForEach(p, c) strcat(*owned, cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring);
+    *text = *owned;
+    return 0;
+}
+
+/* The chat's prompt: the template over the messages, then tokens as `edgelm chat` makes them for
+ * the same conversation (control tokens parsed, BOS in front when the model wants it). */
+static int chat_prompt(const cJSON *root, const srv_defaults *d, char **text, char *msg,
+                       size_t cap) {
+    const cJSON *msgs = field(root, "messages");
+    if (!msgs) return bad(msg, cap, "messages: required");
+    if (!cJSON_IsArray(msgs)) return bad(msg, cap, "messages: expected an array");
+    const int n = cJSON_GetArraySize(msgs);
+    if (n < 1 || n > MAX_MESSAGES)
+        return bad(msg, cap, "messages: %d messages, expected 1..%d", n, MAX_MESSAGES);
+    elm_chat_msg *m = calloc((size_t)n, sizeof *m);
+    char **owned = calloc((size_t)n, sizeof *owned);
+    int rc = m && owned ? 0 : 500;
+    for (int i = 0; i < n && !rc; i++) {
+        const cJSON *e = cJSON_GetArrayItem(msgs, i);
+        const cJSON *role = cJSON_GetObjectItemCaseSensitive(e, "role");
+        const cJSON *content = cJSON_GetObjectItemCaseSensitive(e, "content");
+        if (!cJSON_IsObject(e)) rc = bad(msg, cap, "messages[%d]: expected an object", i);
+        else if (!cJSON_IsString(role) ||
+                 (strcmp(role->valuestring, "system") && strcmp(role->valuestring, "user") &&
+                  strcmp(role->valuestring, "assistant")))
+            rc = bad(msg, cap, "messages[%d].role: expected \"system\", \"user\" or \"assistant\"", i);
+        else if (!strcmp(role->valuestring, "system") && i > 0)
+            rc = bad(msg, cap, "messages[%d].role: a system message must come first", i);
+        else if (!content) rc = bad(msg, cap, "messages[%d].content: required", i);
+        else if (!(rc = content_text(content, i, &m[i].content, &owned[i], msg, cap)))
+            m[i].role = role->valuestring;
+    }
+    elm_error err;
+    if (!rc && elm_chat_render(d->tmpl, m, n, true, text, &err))
+        rc = err.code == ELM_ERR_NOMEM ? 500 : bad(msg, cap, "messages: %s", err.msg);
+    for (int i = 0; owned && i < n; i++) free(owned[i]);
+    free(owned);
+    free(m);
+    return rc;
+}
+
+static int tokens(const srv_defaults *d, const char *text, bool chat, srv_request *r, char *msg,
+                  size_t cap) {
+    const elm_vocab *v = &d->m->vocab;
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    elm_error err;
+    /* one spare in front for BOS */
+    if (elm_tokenize_alloc(v, text, strlen(text), !chat && v->add_bos, chat, &ids, &n, &err))
+        return err.code == ELM_ERR_NOMEM ? 500 : bad(msg, cap, "%s: %s", chat ? "messages" : "prompt", err.msg);
+    if (chat && v->add_bos && v->bos_id >= 0 && (n == 0 || ids[0] != v->bos_id)) {
+        int32_t *p = realloc(ids, sizeof(int32_t) * (size_t)(n + 1));
+        if (!p) {
+            free(ids);
+            return 500;
+        }
+        memmove(p + 1, p, sizeof(int32_t) * (size_t)n);
+        p[0] = v->bos_id;
+        ids = p;
+        n++;
+    }
+    if (n == 0) {
+        free(ids);
+        return bad(msg, cap, "%s: empty prompt", chat ? "messages" : "prompt");
+    }
+    if (n >= d->slot_ctx) {
+        free(ids);
+        return bad(msg, cap,
+                   "%s: the prompt has %lld tokens, a slot's context holds %d (prompt and reply)",
+                   chat ? "messages" : "prompt", (long long)n, d->slot_ctx);
+    }
+    r->prompt = ids;
+    r->n_prompt = (int32_t)n;
+    return 0;
+}
+
+static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_request *r, char *msg,
+                 size_t cap) {
+    if (!cJSON_IsObject(root)) return bad(msg, cap, "request body: expected a JSON object");
+    const cJSON *model = field(root, "model");
+    if (model && !cJSON_IsString(model)) return bad(msg, cap, "model: expected a string");
+    srv_job_params *jp = &r->job;
+    jp->sampling = d->sampling;
+    jp->ignore_eos = d->ignore_eos;
+    jp->eot_id = chat ? d->eot_id : -1;
+    double temp = jp->sampling.temp, top_p = jp->sampling.top_p, min_p = jp->sampling.min_p;
+    double top_k = jp->sampling.top_k, rp = jp->sampling.repeat_penalty, nn = 1, dummy = 0;
+    double max_tokens = d->max_tokens > 0 ? d->max_tokens : d->slot_ctx;
+    double seed = -1;
+    if (!number(root, "temperature", 0, 100, false, &temp, msg, cap) ||
+        !number(root, "top_p", 0, 1, false, &top_p, msg, cap) ||
+        !number(root, "min_p", 0, 1, false, &min_p, msg, cap) ||
+        !number(root, "top_k", 0, d->m->hp.n_vocab, true, &top_k, msg, cap) ||
+        !number(root, "repeat_penalty", 0, 100, false, &rp, msg, cap) ||
+        !number(root, "presence_penalty", -2, 2, false, &dummy, msg, cap) ||
+        !number(root, "frequency_penalty", -2, 2, false, &dummy, msg, cap) ||
+        !number(root, "n", 1, 1, true, &nn, msg, cap) ||
+        !number(root, "max_tokens", 1, d->slot_ctx, true, &max_tokens, msg, cap) ||
+        !number(root, "max_completion_tokens", 1, d->slot_ctx, true, &max_tokens, msg, cap) ||
+        !number(root, "seed", -9007199254740991.0, 9007199254740991.0, true, &seed, msg, cap) ||
+        !boolean(root, "stream", &r->stream, msg, cap) ||
+        !boolean(root, "ignore_eos", &jp->ignore_eos, msg, cap))
+        return 400;
+    jp->sampling.temp = (float)temp;
+    jp->sampling.top_p = (float)top_p;
+    jp->sampling.min_p = (float)min_p;
+    jp->sampling.top_k = (int32_t)top_k;
+    jp->sampling.repeat_penalty = (float)rp;
+    jp->max_tokens = (int32_t)max_tokens;
+    if (field(root, "seed")) jp->sampling.seed = (uint64_t)(int64_t)seed;
+    else if (!d->seed_set) { /* a fresh draw per request, as OpenAI does without a seed */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        jp->sampling.seed = (uint64_t)ts.tv_nsec * 2654435761u ^ (uint64_t)ts.tv_sec ^
+                            ((uint64_t)getpid() << 40);
+    }
+    int rc = stop_strings(root, jp, msg, cap);
+    if (rc) return rc;
+
+    char *text = NULL;
+    if (chat) {
+        if ((rc = chat_prompt(root, d, &text, msg, cap))) return rc;
+    } else {
+        const cJSON *p = field(root, "prompt");
+        if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1) p = cJSON_GetArrayItem(p, 0);
+        if (!p) return bad(msg, cap, "prompt: required");
+        if (!cJSON_IsString(p)) return bad(msg, cap, "prompt: expected a string");
+        if (!(text = strdup(p->valuestring))) return 500;
+    }
+    rc = tokens(d, text, chat, r, msg, cap);
+    free(text);
+    return rc;
+}
+
+int srv_request_parse(const char *body, size_t len, bool chat, const srv_defaults *d,
+                      srv_request *r, char *msg, size_t cap) {
+    memset(r, 0, sizeof *r);
+    r->chat = chat;
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    if (!root) return bad(msg, cap, "request body: invalid JSON");
+    const int rc = parse(root, chat, d, r, msg, cap);
+    cJSON_Delete(root);
+    if (rc) {
+        free(r->prompt);
+        r->prompt = NULL;
+        if (rc == 500) snprintf(msg, cap, "out of memory");
+    }
+    return rc;
+}

@@ -1,0 +1,37 @@
+/* OpenAI request bodies (POST /v1/chat/completions, /v1/completions) into server jobs: JSON
+ * parsing, validation with a message naming the bad field, the chat template, tokenization. */
+#ifndef EDGELM_SERVER_REQUEST_H
+#define EDGELM_SERVER_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "edgelm/chat.h"
+#include "server/server.h"
+
+/* What a request gets when it does not say. */
+typedef struct srv_defaults {
+    const elm_model *m;
+    elm_chat_template tmpl;
+    int32_t eot_id;               /* the template's end-of-turn token, or -1 */
+    elm_sampler_params sampling;  /* the command line's */
+    bool seed_set;                /* -s given: requests without "seed" use sampling.seed */
+    int32_t max_tokens;           /* 0: until the slot's context is full */
+    int32_t slot_ctx;
+    bool ignore_eos;
+} srv_defaults;
+
+typedef struct srv_request {
+    bool chat, stream;
+    srv_job_params job;
+    int32_t *prompt; /* malloc'd token ids */
+    int32_t n_prompt;
+} srv_request;
+
+/* Parses body [len] as a chat (chat) or completions request. On success fills r (free r->prompt)
+ * and returns 0; otherwise returns 400 with a one-line message naming the field in msg, or 500
+ * when out of memory. */
+int srv_request_parse(const char *body, size_t len, bool chat, const srv_defaults *d,
+                      srv_request *r, char *msg, size_t cap);
+
+#endif
