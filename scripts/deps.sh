@@ -9,6 +9,10 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)  # JSON checks in the CLI 
 [ -f /usr/include/pcre2.h ] || need+=(libpcre2-dev)  # byte-level BPE pre-tokenizer regexes
 [ -f /usr/include/lapacke.h ] || need+=(liblapacke-dev)  # GPTQ's Cholesky factorizations
 ls /usr/lib/*/libopenblas.so /usr/lib/libopenblas.so 2>/dev/null | grep -q . || need+=(libopenblas-dev)  # CBLAS
+command -v protoc-c >/dev/null 2>&1 || need+=(protobuf-c-compiler)  # ONNX export: C from onnx.proto
+[ -f /usr/include/protobuf-c/protobuf-c.h ] || need+=(libprotobuf-c-dev)
+[ -f /usr/include/onnx/onnx.proto ] || need+=(libonnx-dev)
+/usr/bin/python3 -c 'import onnx' >/dev/null 2>&1 || need+=(python3-onnx)  # the export tests' graph checker
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "edgelm: installing ${need[*]} with apt-get" >&2

@@ -6,13 +6,14 @@
 # usage: scripts/test_arm64.sh BUILD_DIR SHARED_DIR
 set -u
 build=${1:-build-arm64} shared=${2:-../shared}
-libs=(libcjson-dev:arm64 libpcre2-dev:arm64 liblapacke-dev:arm64 libopenblas-dev:arm64)
+libs=(libcjson-dev:arm64 libpcre2-dev:arm64 liblapacke-dev:arm64 libopenblas-dev:arm64 libprotobuf-c-dev:arm64)
 skip() { echo "edgelm: skipping the ARM64 tests: $*" >&2; exit 0; }
 
 have_tools() {
   command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 && command -v qemu-aarch64 >/dev/null 2>&1 &&
     [ -f /usr/lib/aarch64-linux-gnu/libcjson.so ] && [ -f /usr/lib/aarch64-linux-gnu/libpcre2-8.so ] &&
-    [ -f /usr/lib/aarch64-linux-gnu/liblapacke.so ] && [ -f /usr/lib/aarch64-linux-gnu/libopenblas.so ]
+    [ -f /usr/lib/aarch64-linux-gnu/liblapacke.so ] && [ -f /usr/lib/aarch64-linux-gnu/libopenblas.so ] &&
+    [ -f /usr/lib/aarch64-linux-gnu/libprotobuf-c.so ]
 }
 
 if ! have_tools; then

@@ -20,7 +20,9 @@ static void usage(FILE *f) {
           "      --special          parse control tokens in the prompt (\"<|im_start|>\")\n"
           "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n"
           "  -h, --help             this help\n"
-          "      --json             print one JSON object (ids, text, stats) instead of streaming\n",
+          "      --json             print one JSON object (ids, text, stats) instead of streaming\n"
+          "      --logits N         with --json: add \"logits\", the rows predicting the first N\n"
+          "                         generated tokens (prefill, then one decode step per token)\n",
           f);
     gen_opts_usage(f);
 }
@@ -57,12 +59,33 @@ static cJSON *ids_json(const int32_t *ids, int32_t n) {
     return a;
 }
 
+/* The logits that predicted gen[0..n_rows-1], replayed as generation ran them: the prompt in one
+ * prefill, then one decode step per generated token (for cross-checks against other runtimes). */
+static cJSON *logits_json(elm_context *c, const int32_t *prompt, int32_t n_prompt,
+                          const int32_t *gen, int32_t n_rows, int32_t n_vocab, elm_error *err) {
+    float *row = malloc(sizeof(float) * (size_t)n_vocab);
+    cJSON *a = cJSON_CreateArray();
+    elm_context_reset(c);
+    for (int32_t t = 0; row && a && t < n_rows; t++) {
+        if (t == 0 ? elm_forward(c, prompt, n_prompt, row, false, err)
+                   : elm_forward(c, &gen[t - 1], 1, row, false, err)) {
+            cJSON_Delete(a);
+            a = NULL;
+            break;
+        }
+        cJSON_AddItemToArray(a, cJSON_CreateFloatArray(row, n_vocab));
+    }
+    free(row);
+    return a;
+}
+
 static int print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *gen, int32_t n_gen,
                       const char *text, double load_ms, const elm_gen_stats *s, double rss,
-                      const elm_context *ctx, const elm_spec_stats *spec) {
+                      const elm_context *ctx, const elm_spec_stats *spec, cJSON *logits) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "prompt_ids", ids_json(prompt, n_prompt));
     cJSON_AddItemToObject(o, "generated_ids", ids_json(gen, n_gen));
+    if (logits) cJSON_AddItemToObject(o, "logits", logits);
     cJSON_AddStringToObject(o, "text", text ? text : "");
     cJSON *st = cJSON_AddObjectToObject(o, "stats");
     cJSON_AddNumberToObject(st, "load_ms", load_ms);
@@ -92,6 +115,7 @@ static int print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *ge
 int cmd_run(int argc, char **argv) {
     const char *model = NULL, *prompt = NULL, *file = NULL, *tokenizer = NULL;
     bool json = false, no_bos = false, special = false;
+    long n_logits = 0;
     gen_opts o;
     gen_opts_init(&o);
     for (int i = 1; i < argc; i++) {
@@ -105,10 +129,12 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--no-bos")) no_bos = true;
         else if (!strcmp(a, "--special")) special = true;
         else if (!strcmp(a, "--json")) json = true;
+        else if (!strcmp(a, "--logits")) CLI_LONG(1, 1 << 20, n_logits);
         else return cli_fail("run: unknown option '%s' (see edgelm run --help)", a);
     }
     if (!model) return cli_fail("run: -m MODEL is required (see edgelm run --help)");
     if (!prompt && !file) return cli_fail("run: -p PROMPT or -f FILE is required");
+    if (n_logits && !json) return cli_fail("run: --logits needs --json");
     elm_gen_params gp = o.gp;
     const long n_predict = gp.n_predict;
     gp.sampling.seed = gen_opts_seed(&o);
@@ -163,8 +189,15 @@ int cmd_run(int argc, char **argv) {
     }
     const double rss = cli_peak_rss_mib();
     if (json) {
+        cJSON *logits = NULL;
+        if (n_logits) {
+            const int32_t rows = n_logits < n_gen ? (int32_t)n_logits : n_gen;
+            logits = logits_json(stack.ctx, prompt_ids, (int32_t)n_prompt, gen_ids, rows,
+                                 m->hp.n_vocab, &err);
+            if (!logits) { cli_fail("%s: %s", model, err.msg[0] ? err.msg : "out of memory"); goto done; }
+        }
         rc = print_json(prompt_ids, (int32_t)n_prompt, gen_ids, n_gen, out.text, load_ms, &st,
-                        rss, stack.ctx, stack.speculative ? &spec : NULL);
+                        rss, stack.ctx, stack.speculative ? &spec : NULL, logits);
     } else {
         fputc('\n', stdout);
         fflush(stdout);

@@ -1,0 +1,25 @@
+/* Export of an edgelm model to other runtimes' formats (src/export). */
+#ifndef EDGELM_EXPORT_EXPORT_H
+#define EDGELM_EXPORT_EXPORT_H
+
+#include <stdbool.h>
+#include "edgelm/model.h"
+#include "export/onnx_linear.h"
+
+typedef struct elm_onnx_opts {
+    bool force;                /* replace a non-empty output folder */
+    elm_export_warn_fn warn;   /* one line per re-quantized tensor; may be NULL */
+    void *user;
+} elm_onnx_opts;
+
+/* Writes folder dir for ONNX Runtime / onnxruntime-genai: model.onnx (the decoder of
+ * ox_decoder, opset 17 + com.microsoft 1, IR 8), its weights in model.onnx.data, genai_config.json,
+ * tokenizer.json and tokenizer_config.json. The folder is built under "<dir>.tmp.XXXXXX" beside
+ * dir and renamed to dir when complete; on failure it is removed, and an existing dir is left as
+ * it was. Memory: about one tensor's converted copy beyond the model.
+ * Errors: ELM_ERR_UNSUPPORTED (architecture, naming m->path), ELM_ERR_ARG (dir is a non-empty
+ * folder without force, or not a folder), ELM_ERR_IO naming the file that failed. */
+elm_status elm_export_onnx(const elm_model *m, const char *dir, const elm_onnx_opts *o,
+                           elm_error *err);
+
+#endif

@@ -1,0 +1,28 @@
+/* Linear layers and embeddings of an edgelm model as ONNX nodes, keeping the weights' encoding
+ * (onnx_linear.c). */
+#ifndef EDGELM_EXPORT_ONNX_LINEAR_H
+#define EDGELM_EXPORT_ONNX_LINEAR_H
+
+#include "edgelm/model.h"
+#include "export/onnx_build.h"
+
+/* Warning callback: one line naming the tensor (the library never prints). */
+typedef void (*elm_export_warn_fn)(const char *msg, void *user);
+
+/* y = x · Wᵀ for w of ggml shape ne = {K, N} (x [..., K] float, y [..., N]), named after w:
+ *   Q4_0 -> com.microsoft MatMulNBits bits 4, block_size 32, scale d, zero point 8;
+ *   Q4_1 -> MatMulNBits bits 4 with float zero points -m/d (value (q - zp)·d = q·d + m; a block
+ *           with d = 0 becomes codes 0, zero point -1 and scale m);
+ *   Q8_0 -> MatMulNBits bits 8, scale d, zero point 128 (codes q + 128);
+ *   F32, F16 -> MatMul with the transposed [K, N] initializer (F16 through a Cast to float);
+ *   BF16 -> MatMul with its exact F32 values;
+ *   others -> re-quantized to Q8_0 from their dequantized values, with one warning.
+ * Memory: one tensor's converted copy. Returns the output name ("" after a failure, which
+ * ox_error reports). */
+const char *ox_linear(ox_graph *g, const elm_tensor *w, const char *x, elm_export_warn_fn warn,
+                      void *user);
+
+/* Float [rows, cols] initializer of the rows of table t (any type, decoded exactly), for Gather. */
+const char *ox_table_f32(ox_graph *g, const elm_tensor *t);
+
+#endif

@@ -1,0 +1,60 @@
+/* edgelm export onnx: a model as an ONNX Runtime / onnxruntime-genai folder. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "export/export.h"
+
+static void usage(FILE *f) {
+    fputs("usage: edgelm export onnx -m MODEL -o DIR [options]\n\n"
+          "Writes DIR for ONNX Runtime and onnxruntime-genai: model.onnx, a decoder with a KV\n"
+          "cache (inputs input_ids, attention_mask, position_ids, past_key_values.N.key/.value;\n"
+          "outputs logits, present.N.key/.value), its weights in model.onnx.data,\n"
+          "genai_config.json, tokenizer.json and tokenizer_config.json. Weights keep their\n"
+          "quantization: q4_0/q4_1/q8_0 become com.microsoft.MatMulNBits (4 or 8 bits, blocks\n"
+          "of 32) with the values edgelm dequantizes, f32/f16 MatMul; other types are\n"
+          "re-quantized to 8 bits with a warning. The folder appears only when complete.\n\n"
+          "  -m, --model PATH       GGUF file, Hugging Face folder or llama2.c model.bin\n"
+          "  -o, --output DIR       output folder (created; must be empty unless --force)\n"
+          "      --force            replace a non-empty DIR\n"
+          "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n"
+          "  -h, --help             this help\n",
+          f);
+}
+
+static void on_warn(const char *msg, void *user) {
+    (void)user;
+    fprintf(stderr, "edgelm: warning: %s\n", msg);
+}
+
+int cmd_export(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2;
+    }
+    if (strcmp(argv[1], "onnx"))
+        return cli_fail("export: unknown format '%s' (only 'onnx'; see edgelm export --help)", argv[1]);
+    const char *model = NULL, *out = NULL, *tokenizer = NULL;
+    elm_onnx_opts o = {.warn = on_warn};
+    argc--, argv++;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(model);
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) CLI_STR(out);
+        else if (!strcmp(a, "--tokenizer")) CLI_STR(tokenizer);
+        else if (!strcmp(a, "--force")) o.force = true;
+        else return cli_fail("export onnx: unknown option '%s' (see edgelm export --help)", a);
+    }
+    if (!model || !out) return cli_fail("export onnx: -m MODEL and -o DIR are required");
+    elm_model *m = cli_load_model(model, tokenizer);
+    if (!m) return 1;
+    elm_error err;
+    elm_error_clear(&err);
+    const double t0 = cli_now_ms();
+    const elm_status st = elm_export_onnx(m, out, &o, &err);
+    elm_model_free(m);
+    if (st) return cli_fail("%s", err.msg);
+    fprintf(stderr, "exported %s to %s in %.0f ms\n", model, out, cli_now_ms() - t0);
+    return 0;
+}
