@@ -8,6 +8,9 @@
 
 typedef struct elm_onnx_opts {
     bool force;                /* replace a non-empty output folder */
+    /* MatMulNBits accuracy_level: 4 (int8 activations in 8-bit blocks, as edgelm computes block
+     * products; the default when 0 is not asked for by float_activations) or 0 (float) */
+    bool float_activations;
     elm_export_warn_fn warn;   /* one line per re-quantized tensor; may be NULL */
     void *user;
 } elm_onnx_opts;

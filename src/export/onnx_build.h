@@ -26,6 +26,7 @@ typedef struct ox_graph {
     bool oom;     /* an allocation failed: later calls do nothing, ox_error reports it */
     int next_id;  /* generated value names "v<id>" */
     Onnx__NodeProto *last; /* the node ox_op added last, for its attributes */
+    int accuracy_level;    /* MatMulNBits' accuracy_level (onnx_linear.h) */
     /* external data: initializers of at least inline_max bytes are appended to data (64-byte
      * aligned offsets) under the file name data_name */
     FILE *data;

@@ -117,6 +117,7 @@ static elm_status write_folder(const elm_model *m, const char *tmp, const elm_on
     }
     ox_graph g;
     ox_init(&g, "edgelm_decoder", data, "model.onnx.data", path);
+    g.accuracy_level = o->float_activations ? 0 : 4;
     const int32_t n_pos = m->hp.n_ctx_train < MAX_POSITIONS ? m->hp.n_ctx_train : MAX_POSITIONS;
     ox_decoder(&g, m, inv_freq, n_pos, o->warn, o->user);
     free(inv_freq);

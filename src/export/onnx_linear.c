@@ -28,6 +28,7 @@ static const char *nbits_node(ox_graph *g, const elm_tensor *w, const char *x, i
     ox_attr_i(g, "N", N);
     ox_attr_i(g, "bits", bits);
     ox_attr_i(g, "block_size", QK);
+    ox_attr_i(g, "accuracy_level", g->accuracy_level);
     return y;
 }
 

@@ -17,6 +17,8 @@ typedef void (*elm_export_warn_fn)(const char *msg, void *user);
  *   F32, F16 -> MatMul with the transposed [K, N] initializer (F16 through a Cast to float);
  *   BF16 -> MatMul with its exact F32 values;
  *   others -> re-quantized to Q8_0 from their dequantized values, with one warning.
+ * MatMulNBits nodes carry g->accuracy_level: 4 has ONNX Runtime round the activations to 8-bit
+ * blocks of 32 and multiply in integers, as edgelm's block products do; 0 multiplies in float.
  * Memory: one tensor's converted copy. Returns the output name ("" after a failure, which
  * ox_error reports). */
 const char *ox_linear(ox_graph *g, const elm_tensor *w, const char *x, elm_export_warn_fn warn,

@@ -17,6 +17,8 @@ static void usage(FILE *f) {
           "  -m, --model PATH       GGUF file, Hugging Face folder or llama2.c model.bin\n"
           "  -o, --output DIR       output folder (created; must be empty unless --force)\n"
           "      --force            replace a non-empty DIR\n"
+          "      --float-activations  MatMulNBits multiply in float (accuracy_level 0) instead\n"
+          "                         of edgelm's 8-bit activation blocks (accuracy_level 4)\n"
           "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n"
           "  -h, --help             this help\n",
           f);
@@ -44,6 +46,7 @@ int cmd_export(int argc, char **argv) {
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) CLI_STR(out);
         else if (!strcmp(a, "--tokenizer")) CLI_STR(tokenizer);
         else if (!strcmp(a, "--force")) o.force = true;
+        else if (!strcmp(a, "--float-activations")) o.float_activations = true;
         else return cli_fail("export onnx: unknown option '%s' (see edgelm export --help)", a);
     }
     if (!model || !out) return cli_fail("export onnx: -m MODEL and -o DIR are required");
