@@ -32,6 +32,13 @@ expect_error "gemma" "gemma.gguf: architecture 'gemma' is not supported" \
 expect_error "write failure" "model.onnx.data: write failed" \
     bash -c 'ulimit -f 64; trap "" XFSZ; exec "$1" export onnx -m "$2" -o "$3/small"' _ "$bin" "$f32" "$tmp"
 [ -z "$(ls -d "$tmp"/small* 2>/dev/null)" ] || fail "write failure left $(ls -d "$tmp"/small*)"
+# types without a MatMulNBits form: one warning per tensor; stories260K --pure q5_0 has 30 block
+# matrices in its layers (ffn_down stays f16) and the tied output (the embedding table is exact F32)
+"$bin" quantize -m "$f32" --pure --type q5_0 -o "$tmp/q5_0.gguf" >/dev/null 2>&1 || fail "quantize q5_0"
+"$bin" export onnx -m "$tmp/q5_0.gguf" -o "$tmp/q5_0" 2>"$tmp/err" || fail "q5_0: export: $(cat "$tmp/err")"
+n=$(grep -c '^edgelm: warning: .*\.weight: q5_0 has no MatMulNBits form; re-quantized to q8_0$' "$tmp/err")
+[ "$n" -eq 31 ] && [ "$(sort -u "$tmp/err" | wc -l)" -eq "$(grep -c . "$tmp/err")" ] && ok ||
+    fail "q5_0: $n re-quantization warnings, want 31 distinct: $(head -3 "$tmp/err")"
 expect_error "unknown format" "unknown format 'tflite'" "$bin" export tflite -m "$f32" -o "$tmp/t"
 
 # ------------------------------------------------------------------------------- runtime
@@ -119,6 +126,24 @@ for name in q8_0 q4_0 gptq; do
     cases "$name" "$model" scalar
     cases "$name-native" "$model"
     export_run "$name" "$model" "$name" && compare "$name" "$name" 2e-2 6 "$name-native"
+done
+
+# the other families' forms: NEOX RoPE and q/k/v biases (qwen2), fused qkv and gate/up (phi3),
+# grouped-query attention (both), on random-weight tiny models
+for arch in qwen2 phi3; do
+    vocab=llama-spm; [ "$arch" = phi3 ] && vocab=phi-3
+    "$bin" synth --arch "$arch" --tiny -o "$tmp/$arch.gguf" --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" -s 3 \
+        >/dev/null 2>&1 || { fail "synth $arch"; continue; }
+    EDGELM_ISA=scalar "$bin" run -m "$tmp/$arch.gguf" -p "Hello world" -n 16 --temp 0 --ignore-eos -t 2 --json \
+        --logits 9 2>"$tmp/err" | python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)))' \
+        >"$tmp/$arch.cases" || fail "$arch: run: $(cat "$tmp/err")"
+    export_run "$arch" "$tmp/$arch.gguf" "$arch" || continue
+    python3 - "$tmp/$arch.cases" "$tmp/$arch.ort" <<'PY' && ok || fail "$arch: ONNX Runtime differs from edgelm"
+import json, sys
+e, o = json.loads(open(sys.argv[1]).read()), json.loads(open(sys.argv[2]).read())
+print(f"{sys.argv[1].split('/')[-1][:-6]}: max |logit - edgelm| {o['max_abs_dlogit']:.3g}; greedy equal {o['generated_ids'] == e['generated_ids']}")
+sys.exit(0 if o["max_abs_dlogit"] <= 1e-3 and o["generated_ids"] == e["generated_ids"] else 1)
+PY
 done
 
 [ "$failed" -eq 0 ] && echo "cli_export_onnx: all passed ($passed checks)"
