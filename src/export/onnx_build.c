@@ -178,7 +178,20 @@ const char *ox_init_raw(ox_graph *g, const char *name, int type, const int64_t *
     t->has_data_type = 1;
     t->data_type = type;
     t->name = name ? dup(g, name) : (char *)ox_name(g, "c%d", g->next_id++);
-    if (nbytes < g->inline_max || !g->data) {
+    const Onnx__TensorProto *prev = NULL;
+    for (size_t i = 0; g->shared && t->name && i < g->shared->g.n_initializer; i++)
+        if (g->shared->g.initializer[i]->n_external_data &&
+            !strcmp(g->shared->g.initializer[i]->name, t->name))
+            prev = g->shared->g.initializer[i];
+    if (prev) { /* the same bytes are in the data file already */
+        t->external_data = zalloc(g, 3 * sizeof *t->external_data);
+        if (!t->external_data) return "";
+        for (int i = 0; i < 3; i++)
+            t->external_data[i] = entry(g, prev->external_data[i]->key, prev->external_data[i]->value);
+        t->n_external_data = 3;
+        t->has_data_location = 1;
+        t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    } else if (nbytes < g->inline_max || !g->data) {
         void *copy = zalloc(g, nbytes);
         if (!copy) return "";
         memcpy(copy, data, nbytes);

@@ -27,6 +27,11 @@ typedef struct ox_graph {
     int next_id;  /* generated value names "v<id>" */
     Onnx__NodeProto *last; /* the node ox_op added last, for its attributes */
     int accuracy_level;    /* MatMulNBits' accuracy_level (onnx_linear.h) */
+    bool qdq;              /* weights as DequantizeLinear (opset 21, blocked) + MatMul */
+    int opset;             /* of the default domain: Reduce* take axes as an input from 18 */
+    /* external initializers already written by another graph of the same data file, by name:
+     * a graph built after `shared` references them instead of writing them again */
+    const struct ox_graph *shared;
     /* external data: initializers of at least inline_max bytes are appended to data (64-byte
      * aligned offsets) under the file name data_name */
     FILE *data;

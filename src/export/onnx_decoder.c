@@ -39,8 +39,13 @@ static const char *rmsnorm(dec *d, const char *x, const elm_tensor *w) {
     ox_graph *g = d->g;
     const int64_t axes[1] = {-1};
     const char *sq = ox_op(g, "", "Mul", NULL, x, x, NULL);
-    const char *mean = ox_op(g, "", "ReduceMean", NULL, sq, NULL);
-    ox_attr_ints(g, "axes", axes, 1);
+    const char *mean;
+    if (g->opset >= 18) {
+        mean = ox_op(g, "", "ReduceMean", NULL, sq, ox_i64(g, axes, 1), NULL);
+    } else {
+        mean = ox_op(g, "", "ReduceMean", NULL, sq, NULL);
+        ox_attr_ints(g, "axes", axes, 1);
+    }
     ox_attr_i(g, "keepdims", 1);
     const char *r = ox_op(g, "", "Sqrt", NULL,
                           ox_op(g, "", "Add", NULL, mean, ox_scalar_f32(g, d->m->hp.rms_eps), NULL), NULL);
@@ -188,7 +193,7 @@ static void mask(dec *d) {
 }
 
 void ox_decoder(ox_graph *g, const elm_model *m, const float *inv_freq, int32_t n_pos,
-                elm_export_warn_fn warn, void *user) {
+                int64_t seq, int64_t past, elm_export_warn_fn warn, void *user) {
     const elm_hparams *hp = &m->hp;
     dec d = {.g = g, .m = m, .warn = warn, .user = user};
     const char *bs[] = {"batch_size", "sequence_length"};
@@ -196,19 +201,23 @@ void ox_decoder(ox_graph *g, const elm_model *m, const float *inv_freq, int32_t 
     const char *kvp[] = {"batch_size", "", "past_sequence_length", ""};
     const char *kvt[] = {"batch_size", "", "total_sequence_length", ""};
     const char *lg[] = {"batch_size", "sequence_length", ""};
-    const int64_t dyn2[2] = {-1, -1}, kv[4] = {-1, hp->n_kv_heads, -1, hp->head_dim};
-    const int64_t lgd[3] = {-1, -1, hp->n_vocab};
-    ox_input(g, "input_ids", OX_INT64, 2, dyn2, bs);
-    ox_input(g, "attention_mask", OX_INT64, 2, dyn2, bt);
-    ox_input(g, "position_ids", OX_INT64, 2, dyn2, bs);
+    /* -1: the symbolic dimension named above */
+    const int64_t B = seq < 0 ? -1 : 1, T = seq < 0 ? -1 : seq + past;
+    const int64_t ids[2] = {B, seq}, mask_dims[2] = {B, T};
+    const int64_t kv[4] = {B, hp->n_kv_heads, seq < 0 ? -1 : past, hp->head_dim};
+    const int64_t kv_out[4] = {B, hp->n_kv_heads, T, hp->head_dim};
+    const int64_t lgd[3] = {B, seq, hp->n_vocab};
+    ox_input(g, "input_ids", OX_INT64, 2, ids, bs);
+    ox_input(g, "attention_mask", OX_INT64, 2, mask_dims, bt);
+    ox_input(g, "position_ids", OX_INT64, 2, ids, bs);
     for (int l = 0; l < hp->n_layers; l++) {
         ox_input(g, ox_name(g, "past_key_values.%d.key", l), OX_FLOAT, 4, kv, kvp);
         ox_input(g, ox_name(g, "past_key_values.%d.value", l), OX_FLOAT, 4, kv, kvp);
     }
     ox_output(g, "logits", OX_FLOAT, 3, lgd, lg);
     for (int l = 0; l < hp->n_layers; l++) {
-        ox_output(g, ox_name(g, "present.%d.key", l), OX_FLOAT, 4, kv, kvt);
-        ox_output(g, ox_name(g, "present.%d.value", l), OX_FLOAT, 4, kv, kvt);
+        ox_output(g, ox_name(g, "present.%d.key", l), OX_FLOAT, 4, kv_out, kvt);
+        ox_output(g, ox_name(g, "present.%d.value", l), OX_FLOAT, 4, kv_out, kvt);
     }
     rope_tables(&d, inv_freq, n_pos);
     mask(&d);

@@ -18,8 +18,11 @@ elm_status ox_decoder_check(const elm_model *m, elm_error *err);
  * cos/sin tables of cosf/sinf at positions 0..n_pos-1 and the context's RoPE frequencies),
  * causal GQA attention (softmax of q·k/sqrt(head_dim), masked by attention_mask and the sliding
  * window), Wo, residual, RMSNorm, SwiGLU, residual; final RMSNorm and output. inv_freq holds
- * rope_dim/2 frequencies. Errors are reported by ox_error. */
+ * rope_dim/2 frequencies. seq < 0: batch, seq and past are symbolic; else the graph is static:
+ * batch 1, seq new tokens, past cache slots (the QNN form: slots not in use are 0 in
+ * attention_mask, present holds the past slots then the new tokens, positions come from
+ * position_ids). Errors are reported by ox_error. */
 void ox_decoder(ox_graph *g, const elm_model *m, const float *inv_freq, int32_t n_pos,
-                elm_export_warn_fn warn, void *user);
+                int64_t seq, int64_t past, elm_export_warn_fn warn, void *user);
 
 #endif

@@ -17,7 +17,9 @@
 #include "formats/hf_write.h"
 #include "model/context.h"
 
-enum { ONNX_IR = 8, ONNX_OPSET = 17, MAX_POSITIONS = 1 << 17 };
+/* IR 8 / opset 17: what Debian's onnx 1.12 checker knows; DequantizeLinear's blocked form needs
+ * opset 21 (IR 10). */
+enum { ONNX_IR = 8, ONNX_OPSET = 17, QDQ_IR = 10, QDQ_OPSET = 21, MAX_POSITIONS = 1 << 17 };
 
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb, (void)flag, (void)ftw;
@@ -102,6 +104,30 @@ static elm_status write_genai_config(const elm_model *m, const char *path, elm_e
     return st;
 }
 
+/* Builds one decoder graph (seq < 0: dynamic shapes) into g, its weights appended to data or
+ * referenced from `shared`, and writes it to dir/name. */
+static elm_status write_graph(const elm_model *m, const elm_onnx_opts *o, const float *inv_freq,
+                              FILE *data, const char *data_path, const ox_graph *shared,
+                              int64_t seq, int64_t past, const char *dir, const char *name,
+                              ox_graph *g, elm_error *err) {
+    char path[PATH_MAX + 64];
+    ox_init(g, "edgelm_decoder", data, "model.onnx.data", data_path);
+    g->accuracy_level = o->float_activations ? 0 : 4;
+    g->qdq = o->qdq;
+    g->opset = o->qdq ? QDQ_OPSET : ONNX_OPSET;
+    g->shared = shared;
+    const int32_t n_pos = m->hp.n_ctx_train < MAX_POSITIONS ? m->hp.n_ctx_train : MAX_POSITIONS;
+    ox_decoder(g, m, inv_freq, n_pos, seq, past, o->warn, o->user);
+    g->data = NULL; /* the caller closes it */
+    elm_status st = ox_error(g, err);
+    if (st) return st;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    const char *dom_onnx[] = {"", "com.microsoft"}, *dom_qdq[] = {""};
+    const int64_t v_onnx[] = {ONNX_OPSET, 1}, v_qdq[] = {QDQ_OPSET};
+    return o->qdq ? ox_write_model(g, QDQ_IR, dom_qdq, v_qdq, 1, path, err)
+                  : ox_write_model(g, ONNX_IR, dom_onnx, v_onnx, 2, path, err);
+}
+
 /* Writes the whole folder into tmp. */
 static elm_status write_folder(const elm_model *m, const char *tmp, const elm_onnx_opts *o,
                                elm_error *err) {
@@ -115,23 +141,21 @@ static elm_status write_folder(const elm_model *m, const char *tmp, const elm_on
         free(inv_freq);
         return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(errno));
     }
-    ox_graph g;
-    ox_init(&g, "edgelm_decoder", data, "model.onnx.data", path);
-    g.accuracy_level = o->float_activations ? 0 : 4;
-    const int32_t n_pos = m->hp.n_ctx_train < MAX_POSITIONS ? m->hp.n_ctx_train : MAX_POSITIONS;
-    ox_decoder(&g, m, inv_freq, n_pos, o->warn, o->user);
-    free(inv_freq);
-    st = ox_error(&g, err);
-    g.data = NULL; /* closed: the graph writes no more data */
-    if (fclose(data) && !st) st = elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(errno));
-    if (!st) {
-        snprintf(path, sizeof path, "%s/model.onnx", tmp);
-        const char *domains[] = {"", "com.microsoft"};
-        const int64_t versions[] = {ONNX_OPSET, 1};
-        st = ox_write_model(&g, ONNX_IR, domains, versions, 2, path, err);
+    ox_graph g1, g2;
+    memset(&g2, 0, sizeof g2);
+    if (!o->qdq) {
+        st = write_graph(m, o, inv_freq, data, path, NULL, -1, -1, tmp, "model.onnx", &g1, err);
+    } else {
+        const int64_t P = o->static_prompt, C = o->static_ctx;
+        st = write_graph(m, o, inv_freq, data, path, NULL, P, C - P, tmp, "prompt_processor.onnx", &g1, err);
+        if (!st) st = write_graph(m, o, inv_freq, data, path, &g1, 1, C - 1, tmp, "token_generator.onnx", &g2, err);
     }
-    ox_free(&g);
-    if (!st) {
+    ox_free(&g1);
+    ox_free(&g2);
+    free(inv_freq);
+    if ((ferror(data) | fclose(data)) && !st)
+        st = elm_errorf(err, ELM_ERR_IO, "%s: write failed: %s", path, strerror(errno));
+    if (!st && !o->qdq) {
         snprintf(path, sizeof path, "%s/genai_config.json", tmp);
         st = write_genai_config(m, path, err);
     }
@@ -145,6 +169,12 @@ elm_status elm_export_onnx(const elm_model *m, const char *dir, const elm_onnx_o
     if (!o) o = &none;
     elm_status st = ox_decoder_check(m, err);
     if (st) return st;
+    if (o->qdq && (o->static_prompt <= 0 || o->static_ctx <= o->static_prompt))
+        return elm_errorf(err, ELM_ERR_ARG, "static shapes need 0 < prompt length (%d) < context (%d)",
+                          o->static_prompt, o->static_ctx);
+    if (o->qdq && o->static_ctx > m->hp.n_ctx_train)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: static context %d is larger than the model's context of %d tokens",
+                          m->path, o->static_ctx, m->hp.n_ctx_train);
     const int state = dir_state(dir);
     if (state < 0) return elm_errorf(err, ELM_ERR_ARG, "%s: exists and is not a folder", dir);
     if (state > 0 && !o->force)

@@ -86,6 +86,56 @@ done:
     return y;
 }
 
+/* The QDQ form of Q4_0 / Q8_0 blocks (onnx_linear.h): signed codes transposed to [K, N] (int4
+ * packed two per byte, element e = k·N + n in byte e/2, low nibble first), scales [K/32, N],
+ * DequantizeLinear (opset 21, axis 0, block_size 32, zero point 0) into MatMul. */
+static const char *qdq(ox_graph *g, const elm_tensor *w, elm_type type, const unsigned char *data,
+                       const char *x) {
+    const int64_t K = w->ne[0], N = w->ne[1], nb = K / QK;
+    const bool q4 = type == ELM_TYPE_Q4_0;
+    const size_t bb = elm_type_get(type)->block_bytes, n = (size_t)(K * N);
+    unsigned char *c = calloc(q4 ? (n + 1) / 2 : n, 1);
+    float *scales = malloc(sizeof(float) * (size_t)(nb * N));
+    const char *y = "";
+    if (!c || !scales) {
+        g->oom = true;
+        goto done;
+    }
+    for (int64_t r = 0; r < N; r++)
+        for (int64_t b = 0; b < nb; b++) {
+            const unsigned char *blk = data + (size_t)(r * nb + b) * bb;
+            scales[b * N + r] = f16_at(blk);
+            for (int j = 0; j < QK; j++) {
+                const size_t e = (size_t)((b * QK + j) * N + r);
+                if (!q4) {
+                    c[e] = blk[2 + j];
+                    continue;
+                }
+                const int q = (j < QK / 2 ? blk[2 + j] & 15 : blk[2 + j - QK / 2] >> 4) - 8;
+                c[e / 2] |= (unsigned char)((q & 15) << (4 * (e & 1)));
+            }
+        }
+    const int64_t cd[2] = {K, N}, sd[2] = {nb, N};
+    const char *cn = ox_init_raw(g, ox_name(g, "%s.codes", w->name), q4 ? OX_INT4 : OX_INT8, cd, 2, c, q4 ? (n + 1) / 2 : n);
+    const char *sn = ox_init_raw(g, ox_name(g, "%s.scales", w->name), OX_FLOAT, sd, 2, scales, sizeof(float) * (size_t)(nb * N));
+    const char *wf = ox_op(g, "", "DequantizeLinear", NULL, cn, sn, NULL);
+    ox_attr_i(g, "axis", 0);
+    ox_attr_i(g, "block_size", QK);
+    y = ox_op(g, "", "MatMul", NULL, x, wf, NULL);
+done:
+    free(c);
+    free(scales);
+    return y;
+}
+
+/* Q4_0, Q4_1 and Q8_0 blocks in the graph's form; false when the form has no place for type. */
+static bool blocks(ox_graph *g, const elm_tensor *w, elm_type type, const unsigned char *data,
+                   const char *x, const char **y) {
+    if (g->qdq && type == ELM_TYPE_Q4_1) return false;
+    *y = g->qdq ? qdq(g, w, type, data, x) : nbits(g, w, type, data, x);
+    return true;
+}
+
 /* Decodes rows [r0, r1) of t into out [(r1 - r0), ne0] floats. */
 static void decode_rows(const elm_tensor *t, int64_t r0, int64_t r1, float *out) {
     const size_t row = elm_row_bytes(t->type, t->ne[0]);
@@ -144,10 +194,13 @@ done:
 
 const char *ox_linear(ox_graph *g, const elm_tensor *w, const char *x, elm_export_warn_fn warn,
                       void *user) {
+    const char *y = "";
     switch (w->type) {
     case ELM_TYPE_Q4_0:
     case ELM_TYPE_Q4_1:
-    case ELM_TYPE_Q8_0: return nbits(g, w, w->type, w->data, x);
+    case ELM_TYPE_Q8_0:
+        if (blocks(g, w, w->type, w->data, x, &y)) return y;
+        break;
     case ELM_TYPE_F32:
     case ELM_TYPE_F16:
     case ELM_TYPE_BF16: return dense(g, w, x);
@@ -158,7 +211,6 @@ const char *ox_linear(ox_graph *g, const elm_tensor *w, const char *x, elm_expor
     const size_t rb = elm_row_bytes(ELM_TYPE_Q8_0, w->ne[0]);
     float *row = malloc(sizeof(float) * (size_t)w->ne[0]);
     unsigned char *q = malloc(rb * (size_t)w->ne[1]);
-    const char *y = "";
     if (!row || !q || rb == 0) {
         g->oom = !row || !q;
     } else {
@@ -168,11 +220,11 @@ const char *ox_linear(ox_graph *g, const elm_tensor *w, const char *x, elm_expor
         }
         if (warn) {
             char msg[256];
-            snprintf(msg, sizeof msg, "%s: %s has no MatMulNBits form; re-quantized to q8_0",
-                     w->name, elm_type_get(w->type)->name);
+            snprintf(msg, sizeof msg, "%s: %s has no %s form; re-quantized to q8_0", w->name,
+                     elm_type_get(w->type)->name, g->qdq ? "DequantizeLinear" : "MatMulNBits");
             warn(msg, user);
         }
-        y = nbits(g, w, ELM_TYPE_Q8_0, q, x);
+        blocks(g, w, ELM_TYPE_Q8_0, q, x, &y);
     }
     free(row);
     free(q);

@@ -17,6 +17,9 @@ typedef void (*elm_export_warn_fn)(const char *msg, void *user);
  *   F32, F16 -> MatMul with the transposed [K, N] initializer (F16 through a Cast to float);
  *   BF16 -> MatMul with its exact F32 values;
  *   others -> re-quantized to Q8_0 from their dequantized values, with one warning.
+ * With g->qdq (the form of ONNX Runtime's QNN execution provider), Q4_0 and Q8_0 become int4 /
+ * int8 DequantizeLinear (opset 21, blocked along K, scale d, zero point 0) feeding MatMul, and
+ * Q4_1 (whose zero point -m/d is no integer) is re-quantized with the others.
  * MatMulNBits nodes carry g->accuracy_level: 4 has ONNX Runtime round the activations to 8-bit
  * blocks of 32 and multiply in integers, as edgelm's block products do; 0 multiplies in float.
  * Memory: one tensor's converted copy. Returns the output name ("" after a failure, which

@@ -17,6 +17,11 @@ static void usage(FILE *f) {
           "  -m, --model PATH       GGUF file, Hugging Face folder or llama2.c model.bin\n"
           "  -o, --output DIR       output folder (created; must be empty unless --force)\n"
           "      --force            replace a non-empty DIR\n"
+          "      --format F         onnx (the default: MatMulNBits, dynamic shapes) or qdq: the\n"
+          "                         QNN execution provider's form, int4/int8 DequantizeLinear\n"
+          "                         (opset 21) + MatMul in two static graphs, prompt_processor.onnx\n"
+          "                         and token_generator.onnx, sharing model.onnx.data\n"
+          "      --static P,C       qdq: prompt graph of P tokens, KV cache of C positions\n"
           "      --float-activations  MatMulNBits multiply in float (accuracy_level 0) instead\n"
           "                         of edgelm's 8-bit activation blocks (accuracy_level 4)\n"
           "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n"
@@ -36,7 +41,7 @@ int cmd_export(int argc, char **argv) {
     }
     if (strcmp(argv[1], "onnx"))
         return cli_fail("export: unknown format '%s' (only 'onnx'; see edgelm export --help)", argv[1]);
-    const char *model = NULL, *out = NULL, *tokenizer = NULL;
+    const char *model = NULL, *out = NULL, *tokenizer = NULL, *format = "onnx", *shapes = NULL;
     elm_onnx_opts o = {.warn = on_warn};
     argc--, argv++;
     for (int i = 1; i < argc; i++) {
@@ -47,9 +52,31 @@ int cmd_export(int argc, char **argv) {
         else if (!strcmp(a, "--tokenizer")) CLI_STR(tokenizer);
         else if (!strcmp(a, "--force")) o.force = true;
         else if (!strcmp(a, "--float-activations")) o.float_activations = true;
+        else if (!strcmp(a, "--format")) CLI_STR(format);
+        else if (!strcmp(a, "--static")) CLI_STR(shapes);
         else return cli_fail("export onnx: unknown option '%s' (see edgelm export --help)", a);
     }
     if (!model || !out) return cli_fail("export onnx: -m MODEL and -o DIR are required");
+    if (strcmp(format, "onnx") && strcmp(format, "qdq"))
+        return cli_fail("export onnx: --format: unknown format '%s' (onnx or qdq)", format);
+    o.qdq = !strcmp(format, "qdq");
+    if (o.qdq != !!shapes)
+        return cli_fail("export onnx: %s", o.qdq ? "--format qdq needs --static PROMPT_LEN,CTX"
+                                                 : "--static goes with --format qdq");
+    if (shapes) {
+        long p, c;
+        char a[32], b[32];
+        const char *comma = strchr(shapes, ',');
+        if (!comma || comma - shapes >= (long)sizeof a || strlen(comma + 1) >= sizeof b)
+            return cli_fail("export onnx: --static: expected PROMPT_LEN,CTX, got '%s'", shapes);
+        memcpy(a, shapes, (size_t)(comma - shapes));
+        a[comma - shapes] = '\0';
+        strcpy(b, comma + 1);
+        if (!cli_parse_long(a, 1, 1 << 20, &p) || !cli_parse_long(b, 2, 1 << 20, &c) || p >= c)
+            return cli_fail("export onnx: --static: expected PROMPT_LEN,CTX with 0 < PROMPT_LEN < CTX, got '%s'", shapes);
+        o.static_prompt = (int32_t)p;
+        o.static_ctx = (int32_t)c;
+    }
     elm_model *m = cli_load_model(model, tokenizer);
     if (!m) return 1;
     elm_error err;
