@@ -172,7 +172,7 @@ const char *ox_init_raw(ox_graph *g, const char *name, int type, const int64_t *
     if (!t || !d) return "";
     Onnx__TensorProto init = ONNX__TENSOR_PROTO__INIT;
     *t = init;
-    memcpy(d, dims, (size_t)nd * sizeof *d);
+    if (nd) memcpy(d, dims, (size_t)nd * sizeof *d);
     t->dims = d;
     t->n_dims = (size_t)nd;
     t->has_data_type = 1;
