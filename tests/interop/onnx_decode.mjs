@@ -17,13 +17,6 @@ const ort = createRequire(path.resolve(npmDir, 'package.json'))('onnxruntime-nod
 const i64 = (a, dims) => new ort.Tensor('int64', BigInt64Array.from(a.map(BigInt)), dims);
 const open = (f) => ort.InferenceSession.create(`${modelDir}/${f}`, { executionProviders: ['cpu'] });
 
-// The shapes: layers, KV heads and head size from the graph's past_key_values inputs.
-function kvShape(session) {
-  const n = session.inputNames.filter((x) => x.startsWith('past_key_values.')).length / 2;
-  const meta = session.inputMetadata?.find?.((x) => x.name === 'past_key_values.0.key');
-  return { layers: n, meta };
-}
-
 // Dynamic shapes: returns a step function (ids, start position) -> logits rows [ids.length, vocab].
 async function dynamicRunner() {
   const cfg = JSON.parse(fs.readFileSync(`${modelDir}/genai_config.json`, 'utf8')).model.decoder;
@@ -50,14 +43,15 @@ async function dynamicRunner() {
 // Static shapes P,C: the two graphs and a C-slot cache per layer, [kv_heads, C, head_dim].
 async function staticRunner(P, C) {
   const pp = await open('prompt_processor.onnx'), tg = await open('token_generator.onnx');
-  const layers = kvShape(pp).layers;
-  let cache = null, heads = 0, hd = 0;
+  const layers = pp.inputNames.filter((x) => x.startsWith('past_key_values.')).length / 2;
+  // KV heads and head size: the static shape of the graph's past_key_values.0.key
+  const [, heads, , hd] = pp.inputMetadata.find((x) => x.name === 'past_key_values.0.key').shape;
+  const cache = {};
   // copies n slots of present [1, heads, S, hd] from slot `from` into the cache from slot `to`
   const keep = (r, from, n, to, S) => {
     for (let l = 0; l < layers; l++)
       for (const kind of ['key', 'value']) {
         const t = r[`present.${l}.${kind}`];
-        if (!cache) { heads = t.dims[1]; hd = t.dims[3]; cache = {}; }
         const c = (cache[`${l}.${kind}`] ??= new Float32Array(heads * C * hd));
         for (let h = 0; h < heads; h++)
           c.set(t.data.subarray((h * S + from) * hd, (h * S + from + n) * hd), (h * C + to) * hd);
@@ -67,7 +61,7 @@ async function staticRunner(P, C) {
     const feeds = {};
     for (let l = 0; l < layers; l++)
       for (const kind of ['key', 'value']) {
-        const a = new Float32Array(heads * slots * hd), c = cache?.[`${l}.${kind}`];
+        const a = new Float32Array(heads * slots * hd), c = cache[`${l}.${kind}`];
         for (let h = 0; c && h < heads; h++) a.set(c.subarray(h * C * hd, (h * C + slots) * hd), h * slots * hd);
         feeds[`past_key_values.${l}.${kind}`] = new ort.Tensor('float32', a, [1, heads, slots, hd]);
       }
@@ -76,8 +70,6 @@ async function staticRunner(P, C) {
   return async (ids, n) => {
     if (n === 0) { // prompt: padded to P, in the last P of C positions, no past
       if (ids.length > P) throw new Error(`prompt of ${ids.length} tokens > ${P}`);
-      const meta = pp.inputMetadata?.find?.((x) => x.name === 'past_key_values.0.key');
-      heads = meta?.shape?.[1] ?? 0; hd = meta?.shape?.[3] ?? 0;
       const feeds = pastOf(C - P);
       const pad = new Array(P - ids.length).fill(0);
       const r = await pp.run({
