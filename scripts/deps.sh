@@ -17,6 +17,10 @@ ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null
   [ "$(uname -m)" != x86_64 ] || need+=(libclang-rt-14-dev)  # libFuzzer's runtime
 [ -f /usr/include/microhttpd.h ] || need+=(libmicrohttpd-dev)  # HTTP for edgelm serve
 ls /usr/lib/*/libopenblas.so /usr/lib/libopenblas.so 2>/dev/null | grep -q . || need+=(libopenblas-dev)  # CBLAS
+command -v protoc-c >/dev/null 2>&1 || need+=(protobuf-c-compiler)  # ONNX export: C from onnx.proto
+[ -f /usr/include/protobuf-c/protobuf-c.h ] || need+=(libprotobuf-c-dev)
+[ -f /usr/include/onnx/onnx.proto ] || need+=(libonnx-dev)
+/usr/bin/python3 -c 'import onnx' >/dev/null 2>&1 || need+=(python3-onnx)  # the export tests' graph checker
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "edgelm: installing ${need[*]} with apt-get" >&2

@@ -10,7 +10,8 @@
 # usage: scripts/test_arm64.sh BUILD_DIR SHARED_DIR
 set -u
 build=${1:-build-arm64} shared=${2:-../shared}
-libs=(libcjson-dev:arm64 libpcre2-dev:arm64 liblapacke-dev:arm64 libopenblas-dev:arm64 libmicrohttpd-dev:arm64)
+libs=(libcjson-dev:arm64 libpcre2-dev:arm64 liblapacke-dev:arm64 libopenblas-dev:arm64 libmicrohttpd-dev:arm64
+      libprotobuf-c-dev:arm64)
 # the reason is also left in BUILD_DIR/skipped.txt for the list `make test` prints at the end
 skip() {
   echo "edgelm: skipping the ARM64 tests: $*" >&2
@@ -24,7 +25,8 @@ have_tools() {
     command -v clang >/dev/null 2>&1 &&
     [ -f /usr/lib/aarch64-linux-gnu/libcjson.so ] && [ -f /usr/lib/aarch64-linux-gnu/libpcre2-8.so ] &&
     [ -f /usr/lib/aarch64-linux-gnu/liblapacke.so ] && [ -f /usr/lib/aarch64-linux-gnu/libopenblas.so ] &&
-    [ -f /usr/lib/aarch64-linux-gnu/libmicrohttpd.so ]
+    [ -f /usr/lib/aarch64-linux-gnu/libmicrohttpd.so ] &&
+    [ -f /usr/lib/aarch64-linux-gnu/libprotobuf-c.so ]
 }
 
 if ! have_tools; then

@@ -23,6 +23,7 @@ int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* Prints "edgelm: <message>" on one line to stderr; returns 1 (the failure exit status). */
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -41,12 +41,33 @@ static cJSON *ids_json(const int32_t *ids, int32_t n) {
     return a;
 }
 
+/* The logits that predicted gen[0..n_rows-1], replayed as generation ran them: the prompt in one
+ * prefill, then one decode step per generated token (for cross-checks against other runtimes). */
+static cJSON *logits_json(elm_context *c, const int32_t *prompt, int32_t n_prompt,
+                          const int32_t *gen, int32_t n_rows, int32_t n_vocab, elm_error *err) {
+    float *row = malloc(sizeof(float) * (size_t)n_vocab);
+    cJSON *a = cJSON_CreateArray();
+    elm_context_reset(c);
+    for (int32_t t = 0; row && a && t < n_rows; t++) {
+        if (t == 0 ? elm_forward(c, prompt, n_prompt, row, false, err)
+                   : elm_forward(c, &gen[t - 1], 1, row, false, err)) {
+            cJSON_Delete(a);
+            a = NULL;
+            break;
+        }
+        cJSON_AddItemToArray(a, cJSON_CreateFloatArray(row, n_vocab));
+    }
+    free(row);
+    return a;
+}
+
 static int print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *gen, int32_t n_gen,
                       const char *text, double load_ms, const elm_gen_stats *s, double rss,
-                      const elm_context *ctx, const elm_spec_stats *spec) {
+                      const elm_context *ctx, const elm_spec_stats *spec, cJSON *logits) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddItemToObject(o, "prompt_ids", ids_json(prompt, n_prompt));
     cJSON_AddItemToObject(o, "generated_ids", ids_json(gen, n_gen));
+    if (logits) cJSON_AddItemToObject(o, "logits", logits);
     cJSON_AddStringToObject(o, "text", text ? text : "");
     cJSON *st = cJSON_AddObjectToObject(o, "stats");
     cJSON_AddNumberToObject(st, "load_ms", load_ms);
@@ -76,6 +97,7 @@ static int print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *ge
 typedef struct run_opts {
     const char *model, *prompt, *file, *tokenizer;
     bool json, no_bos, special;
+    long n_logits;
     gen_opts gen;
 } run_opts;
 
@@ -89,6 +111,7 @@ static int parse(run_opts *o, int argc, char **argv) {
         {"--special", NULL, CLI_FLAG, &o->special, 0, 0, "parse control tokens in the prompt (\"<|im_start|>\")", 0},
         {"--tokenizer", "PATH", CLI_TEXT, &o->tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
         {"--json", NULL, CLI_FLAG, &o->json, 0, 0, "print one JSON object (ids, text, stats) instead of streaming", 0},
+        {"--logits", "N", CLI_INT, &o->n_logits, 1, 1 << 20, "with --json: add \"logits\", the rows predicting the first N\ngenerated tokens (prefill, then one decode step per token)", 0},
         {0}};
     const cli_spec spec = {
         "run", "-m MODEL (-p PROMPT | -f FILE) [options]",
@@ -101,6 +124,7 @@ static int parse(run_opts *o, int argc, char **argv) {
     if (!o->model) return cli_fail("run: -m MODEL is required (see edgelm run --help)");
     if (!o->prompt && !o->file) return cli_fail("run: -p PROMPT or -f FILE is required");
     if (o->prompt && o->file) return cli_fail("run: give -p PROMPT or -f FILE, not both");
+    if (o->n_logits && !o->json) return cli_fail("run: --logits needs --json");
     return 0;
 }
 
@@ -155,8 +179,17 @@ static int generate(const run_opts *o, elm_model *m, const int32_t *prompt_ids, 
     }
     const double rss = cli_peak_rss_mib();
     if (o->json) {
+        cJSON *logits = NULL;
+        if (o->n_logits) {
+            const int32_t rows = o->n_logits < n_gen ? (int32_t)o->n_logits : n_gen;
+            logits = logits_json(stack.ctx, prompt_ids, n_prompt, gen_ids, rows, m->hp.n_vocab, &err);
+            if (!logits) {
+                cli_fail("%s: %s", o->model, err.msg[0] ? err.msg : "out of memory");
+                goto done;
+            }
+        }
         rc = print_json(prompt_ids, n_prompt, gen_ids, n_gen, out.text, load_ms, &st, rss,
-                        stack.ctx, stack.speculative ? &spec : NULL);
+                        stack.ctx, stack.speculative ? &spec : NULL, logits);
     } else {
         fputc('\n', stdout);
         fflush(stdout);

@@ -20,6 +20,7 @@ static const struct {
     {"eval", cmd_eval, "compare quantized models with their baseline: KLD, top-1, similarity"},
     {"synth", cmd_synth, "write a random-weight model of a real model's shapes (for speed tests)"},
     {"bench", cmd_bench, "measure prefill/decode speed and memory bandwidth"},
+    {"export", cmd_export, "write the model for another runtime: ONNX (ONNX Runtime, genai)"},
     {"plan", cmd_plan, "will it fit and how fast can it go: memory and speed bound per type"},
     {"serve", cmd_serve, "OpenAI-compatible HTTP server and chat page, several conversations at once"},
 };

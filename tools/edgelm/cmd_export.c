@@ -1,0 +1,90 @@
+/* edgelm export onnx: a model as an ONNX Runtime / onnxruntime-genai folder. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "edgelm/export.h"
+
+static void usage(FILE *f) {
+    fputs("usage: edgelm export onnx -m MODEL -o DIR [options]\n\n"
+          "Writes DIR for ONNX Runtime and onnxruntime-genai: model.onnx, a decoder with a KV\n"
+          "cache (inputs input_ids, attention_mask, position_ids, past_key_values.N.key/.value;\n"
+          "outputs logits, present.N.key/.value), its weights in model.onnx.data,\n"
+          "genai_config.json, tokenizer.json and tokenizer_config.json. Weights keep their\n"
+          "quantization: q4_0/q4_1/q8_0 become com.microsoft.MatMulNBits (4 or 8 bits, blocks\n"
+          "of 32) with the values edgelm dequantizes, f32/f16 MatMul; other types are\n"
+          "re-quantized to 8 bits with a warning. The folder appears only when complete.\n\n"
+          "  -m, --model PATH       GGUF file, Hugging Face folder or llama2.c model.bin\n"
+          "  -o, --output DIR       output folder (created; must be empty unless --force)\n"
+          "      --force            replace a non-empty DIR\n"
+          "      --format F         onnx (the default: MatMulNBits, dynamic shapes) or qdq: the\n"
+          "                         QNN execution provider's form, int4/int8 DequantizeLinear\n"
+          "                         (opset 21) + MatMul in two static graphs, prompt_processor.onnx\n"
+          "                         and token_generator.onnx, sharing model.onnx.data\n"
+          "      --static P,C       qdq: prompt graph of P tokens, KV cache of C positions\n"
+          "      --float-activations  MatMulNBits multiply in float (accuracy_level 0) instead\n"
+          "                         of edgelm's 8-bit activation blocks (accuracy_level 4)\n"
+          "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n"
+          "  -h, --help             this help\n",
+          f);
+}
+
+static void on_warn(const char *msg, void *user) {
+    (void)user;
+    fprintf(stderr, "edgelm: warning: %s\n", msg);
+}
+
+int cmd_export(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2;
+    }
+    if (strcmp(argv[1], "onnx"))
+        return cli_fail("export: unknown format '%s' (only 'onnx'; see edgelm export --help)", argv[1]);
+    const char *model = NULL, *out = NULL, *tokenizer = NULL, *format = "onnx", *shapes = NULL;
+    elm_onnx_opts o = {.warn = on_warn};
+    argc--, argv++;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(model);
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) CLI_STR(out);
+        else if (!strcmp(a, "--tokenizer")) CLI_STR(tokenizer);
+        else if (!strcmp(a, "--force")) o.force = true;
+        else if (!strcmp(a, "--float-activations")) o.float_activations = true;
+        else if (!strcmp(a, "--format")) CLI_STR(format);
+        else if (!strcmp(a, "--static")) CLI_STR(shapes);
+        else return cli_fail("export onnx: unknown option '%s' (see edgelm export --help)", a);
+    }
+    if (!model || !out) return cli_fail("export onnx: -m MODEL and -o DIR are required");
+    if (strcmp(format, "onnx") && strcmp(format, "qdq"))
+        return cli_fail("export onnx: --format: unknown format '%s' (onnx or qdq)", format);
+    o.qdq = !strcmp(format, "qdq");
+    if (o.qdq != !!shapes)
+        return cli_fail("export onnx: %s", o.qdq ? "--format qdq needs --static PROMPT_LEN,CTX"
+                                                 : "--static goes with --format qdq");
+    if (shapes) {
+        long p, c;
+        char a[32], b[32];
+        const char *comma = strchr(shapes, ',');
+        if (!comma || comma - shapes >= (long)sizeof a || strlen(comma + 1) >= sizeof b)
+            return cli_fail("export onnx: --static: expected PROMPT_LEN,CTX, got '%s'", shapes);
+        memcpy(a, shapes, (size_t)(comma - shapes));
+        a[comma - shapes] = '\0';
+        strcpy(b, comma + 1);
+        if (!cli_parse_long(a, 1, 1 << 20, &p) || !cli_parse_long(b, 2, 1 << 20, &c) || p >= c)
+            return cli_fail("export onnx: --static: expected PROMPT_LEN,CTX with 0 < PROMPT_LEN < CTX, got '%s'", shapes);
+        o.static_prompt = (int32_t)p;
+        o.static_ctx = (int32_t)c;
+    }
+    elm_model *m = cli_load_model(model, tokenizer);
+    if (!m) return 1;
+    elm_error err;
+    elm_error_clear(&err);
+    const double t0 = elm_now_ms();
+    const elm_status st = elm_export_onnx(m, out, &o, &err);
+    elm_model_free(m);
+    if (st) return cli_fail("%s", err.msg);
+    fprintf(stderr, "exported %s to %s in %.0f ms\n", model, out, elm_now_ms() - t0);
+    return 0;
+}
