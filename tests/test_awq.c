@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "quant_pure.h"
 #include "quant_eval.h"
 
 static char *dir;
@@ -36,7 +37,7 @@ static elm_quant_params awq(elm_type type, const elm_calib_set *cs) {
 
 static bool quantize(const elm_model *m, const elm_quant_params *p, const char *path) {
     elm_error err;
-    elm_status st = elm_quantize_ex(m, p, path, NULL, NULL, &err);
+    elm_status st = elm_quantize(m, p, path, NULL, NULL, &err);
     CHECK(st == ELM_OK, "quantize %s: %s", path, err.msg);
     return st == ELM_OK;
 }
@@ -45,7 +46,7 @@ static void test_acceptance(const elm_model *m, const qe_base *b, const elm_cali
     elm_kld_stats rtn, k;
     elm_ppl_result ppl;
     const char *path = tmp_path(dir, "q.gguf");
-    if (elm_quantize_model(m, ELM_TYPE_Q4_0, path, NULL, NULL, NULL) != ELM_OK ||
+    if (quantize_pure(m, ELM_TYPE_Q4_0, path, NULL, NULL, NULL) != ELM_OK ||
         !qe_compare(b, path, &rtn, &ppl)) {
         CHECK(0, "rtn q4_0");
         return;

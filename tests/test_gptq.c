@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "quant_pure.h"
 #include "quant/layerwise.h"
 #include "quant_eval.h"
 
@@ -60,7 +61,7 @@ static bool quantize(const elm_model *m, const elm_quant_params *p, const char *
     elm_quantize_callbacks cb = {.warn = qe_on_warn, .user = w};
     elm_error err;
     elm_quant_report local;
-    elm_status st = elm_quantize_ex(m, p, path, w ? &cb : NULL, rep ? rep : &local, &err);
+    elm_status st = elm_quantize(m, p, path, w ? &cb : NULL, rep ? rep : &local, &err);
     CHECK(st == ELM_OK, "quantize %s: %s", path, err.msg);
     if (!st && !rep) elm_quant_report_free(&local);
     return st == ELM_OK;
@@ -72,7 +73,7 @@ static void test_acceptance(const elm_model *m, const qe_base *b, const elm_cali
     elm_kld_stats rtn, k;
     elm_ppl_result ppl;
     const char *rtn_path = tmp_path(dir, "rtn-q4_0.gguf");
-    CHECK(elm_quantize_model(m, ELM_TYPE_Q4_0, rtn_path, NULL, NULL, NULL) == ELM_OK, "rtn");
+    CHECK(quantize_pure(m, ELM_TYPE_Q4_0, rtn_path, NULL, NULL, NULL) == ELM_OK, "rtn");
     if (!qe_compare(b, rtn_path, &rtn, &ppl)) return;
     printf("rtn  q4_0 --pure: KLD %.6f, top-1 %.2f%%, PPL %.4f (F32 %.4f)\n", rtn.kld_mean,
            rtn.top1_pct, ppl.ppl, b->ppl.ppl);
@@ -306,7 +307,7 @@ static void test_bad_weights(const elm_calib_set *cs) {
             p.method = (elm_quant_method)method;
             const char *path = tmp_path(dir, "bad.gguf");
             elm_error err;
-            elm_status st = elm_quantize_ex(m, &p, path, NULL, NULL, &err);
+            elm_status st = elm_quantize(m, &p, path, NULL, NULL, &err);
             CHECK(st == ELM_ERR_FORMAT && strstr(err.msg, cases[c].tensor) &&
                       strstr(err.msg, cases[c].what),
                   "%s %s in '%s': status %d, '%s'", elm_quant_method_name(p.method), cases[c].what,
@@ -323,7 +324,7 @@ static void test_bad_weights(const elm_calib_set *cs) {
 static void test_no_calibration(const elm_model *m) {
     elm_quant_params p = gptq(ELM_TYPE_Q4_0, NULL);
     elm_error err;
-    elm_status st = elm_quantize_ex(m, &p, tmp_path(dir, "none.gguf"), NULL, NULL, &err);
+    elm_status st = elm_quantize(m, &p, tmp_path(dir, "none.gguf"), NULL, NULL, &err);
     CHECK(st == ELM_ERR_ARG && strstr(err.msg, "calib"), "GPTQ without calibration: %d %s", st,
           err.msg);
 }

@@ -124,7 +124,7 @@ int main(int argc, char **argv) {
     snprintf(out, sizeof out, "%s/q.gguf", dir);
     elm_quant_params p = {.policy = {.type = ELM_TYPE_Q4_K, .recipe = 15}, .imatrix = &small_im,
                           .imatrix_path = small_path};
-    st = elm_quantize_ex(wide, &p, out, NULL, NULL, &err);
+    st = elm_quantize(wide, &p, out, NULL, NULL, &err);
     CHECK(st == ELM_ERR_FORMAT && strstr(err.msg, small_path) && access(out, F_OK) != 0,
           "quantize with a mismatched imatrix: %d %s", st, err.msg);
     /* a name the model does not have */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "quant_pure.h"
 #include "core/encode.h"
 #include "edgelm/model.h"
 #include "edgelm/quant.h"
@@ -101,7 +102,7 @@ int main(int argc, char **argv) {
         char out[256], ref[128];
         snprintf(out, sizeof out, "%s/%s.gguf", dir, name);
         snprintf(ref, sizeof ref, "wide256/reference-quants/llamacpp-%s-pure.gguf", name);
-        st = elm_quantize_model(in, types[c], out, NULL, NULL, &err);
+        st = quantize_pure(in, types[c], out, NULL, NULL, &err);
         CHECK(st == ELM_OK, "quantize %s: %s", name, err.msg);
         if (!st) compare_file(out, ref, name);
         unlink(out);
@@ -115,7 +116,7 @@ int main(int argc, char **argv) {
         elm_quant_params p = {.method = ELM_QUANT_RTN};
         CHECK(elm_quant_recipe_from_name(recipes[c], &p.policy.recipe, &p.policy.type),
               "recipe %s unknown", recipes[c]);
-        st = elm_quantize_ex(in, &p, out, NULL, NULL, &err);
+        st = elm_quantize(in, &p, out, NULL, NULL, &err);
         CHECK(st == ELM_OK, "quantize %s: %s", recipes[c], err.msg);
         if (!st) compare_file(out, ref, recipes[c]);
         unlink(out);
@@ -144,7 +145,7 @@ int main(int argc, char **argv) {
         st = elm_model_load(fixture(im[c].model), NULL, &m, &err);
         if (!st) {
             st = elm_imatrix_load(fixture(im[c].imatrix), &imx, &err);
-            if (!st) st = elm_quantize_ex(m, &p, out, NULL, NULL, &err);
+            if (!st) st = elm_quantize(m, &p, out, NULL, NULL, &err);
             if (!st) compare_file(out, im[c].ref, what);
             elm_imatrix_free(&imx);
         }

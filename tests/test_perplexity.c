@@ -8,9 +8,10 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "quant_pure.h"
 #include "core/fileio.h"
 #include "edgelm/perplexity.h"
-#include "edgelm/quantize.h"
+#include "edgelm/quant.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 static const size_t text_limit = 12000; /* bytes of valid.txt: a few chunks */
@@ -77,7 +78,7 @@ int main(int argc, char **argv) {
         elm_model *m = NULL;
         if (elm_model_load(fixture("stories260K/stories260K-f32.gguf"), NULL, &m, &err) == ELM_OK) {
             elm_quantize_summary sum;
-            CHECK(elm_quantize_model(m, ELM_TYPE_Q8_0, out, NULL, &sum, &err) == ELM_OK, "%s", err.msg);
+            CHECK(quantize_pure(m, ELM_TYPE_Q8_0, out, NULL, &sum, &err) == ELM_OK, "%s", err.msg);
             elm_model_free(m);
             if (ppl_of(out, &q8))
                 CHECK(fabs(q8.ppl / f32.ppl - 1) < 1e-3, "q8_0 PPL %.6f vs F32 %.6f", q8.ppl, f32.ppl);

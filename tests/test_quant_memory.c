@@ -3,7 +3,7 @@
  *  - when a block is done (its progress callback) the working copy holds float32 values of that
  *    block's matrices and no other (besides the token embedding and the output), and at the end
  *    none;
- *  - the run's peak anonymous memory (elm_quantize_ex's report, RssAnon sampled from
+ *  - the run's peak anonymous memory (elm_quantize's report, RssAnon sampled from
  *    /proc/self/status) stays below the anonymous memory before it plus a bound derived from one
  *    block: its float32 matrices, its four input Hessians, the largest linear's GPTQ scratch, the
  *    calibration states, the float32 embedding and output, and the block's encoded bytes (written
@@ -124,7 +124,7 @@ int main(int argc, char **argv) {
     if (!SANITIZED) {
         const int64_t before = elm_mem_now().rss_anon;
         elm_quant_report rep;
-        st = elm_quantize_ex(m, &p, out, NULL, &rep, &err);
+        st = elm_quantize(m, &p, out, NULL, &rep, &err);
         CHECK(st == ELM_OK, "quantize: %s", err.msg);
         if (!st) {
             const int64_t hessians = 8 * (3 * d * d + f * f);

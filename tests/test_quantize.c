@@ -1,4 +1,4 @@
-/* elm_quantize_model and the GGUF writer: quantizing the stories260K F32 model to q4_0, q8_0 and
+/* quantize_pure and the GGUF writer: quantizing the stories260K F32 model to q4_0, q8_0 and
  * q4_1 must write, tensor for tensor, the bytes llama-quantize --pure wrote (ffn_down falls back to
  * F16 there); the output reloads with the same hyper-parameters and vocab; the other types reload
  * within their RTN error; a failing write leaves no file. */
@@ -10,8 +10,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "quant_pure.h"
 #include "edgelm/model.h"
-#include "edgelm/quantize.h"
+#include "edgelm/quant.h"
 #include "formats/gguf_write.h"
 
 static char *tmpdir;
@@ -109,7 +110,7 @@ static void test_against_llamacpp(const elm_model *in) {
         elm_quantize_callbacks cb = {on_progress, on_warn, &s};
         elm_quantize_summary sum;
         elm_error err;
-        elm_status st = elm_quantize_model(in, cases[c].type, out, &cb, &sum, &err);
+        elm_status st = quantize_pure(in, cases[c].type, out, &cb, &sum, &err);
         CHECK(st == ELM_OK, "quantize %s: %s", cases[c].name, err.msg);
         if (st) continue;
         CHECK(s.progress_calls == 48 && s.last_done == 48 && s.last_total == 48,
@@ -152,7 +153,7 @@ static void test_other_types(const elm_model *in) {
         elm_quantize_summary sum;
         elm_error err;
         elm_model *q = NULL;
-        elm_status st = elm_quantize_model(in, cases[c].type, out, NULL, &sum, &err);
+        elm_status st = quantize_pure(in, cases[c].type, out, NULL, &sum, &err);
         if (!st) st = elm_model_load(out, NULL, &q, &err);
         CHECK(st == ELM_OK, "%s: %s", name, err.msg);
         if (st) continue;
@@ -222,13 +223,13 @@ static void test_failures(const elm_model *in) {
     int before = files_in(tmpdir);
 
     snprintf(out, sizeof out, "%s/no-such-dir/out.gguf", tmpdir);
-    elm_status st = elm_quantize_model(in, ELM_TYPE_Q4_0, out, NULL, NULL, &err);
+    elm_status st = quantize_pure(in, ELM_TYPE_Q4_0, out, NULL, NULL, &err);
     CHECK(st == ELM_ERR_IO && strstr(err.msg, out), "write into a missing folder: %d %s", st,
           err.msg);
     CHECK(access(out, F_OK) != 0, "a file was left at %s", out);
 
     snprintf(out, sizeof out, "%s/bad-type.gguf", tmpdir);
-    st = elm_quantize_model(in, ELM_TYPE_COUNT, out, NULL, NULL, &err);
+    st = quantize_pure(in, ELM_TYPE_COUNT, out, NULL, NULL, &err);
     CHECK(st == ELM_ERR_ARG, "unsupported type accepted: %d %s", st, err.msg);
     CHECK(access(out, F_OK) != 0, "a file was left at %s", out);
 
@@ -243,7 +244,7 @@ static void test_failures(const elm_model *in) {
     /* a directory in the way of the output: rename fails, nothing left behind */
     snprintf(out, sizeof out, "%s/a-dir", tmpdir);
     mkdir(out, 0755);
-    st = elm_quantize_model(in, ELM_TYPE_Q8_0, out, NULL, NULL, &err);
+    st = quantize_pure(in, ELM_TYPE_Q8_0, out, NULL, NULL, &err);
     CHECK(st == ELM_ERR_IO && strstr(err.msg, out), "output is a directory: %d %s", st, err.msg);
     rmdir(out);
     CHECK(files_in(tmpdir) == before, "temporary files left: %d entries, %d before",

@@ -8,8 +8,9 @@
  *    scales s = mean|x|^α folded into the preceding RMSNorm or linear, then a clipping search.
  * GPTQ and AWQ read calibration activations through the forward pass's matmul hook, layer by
  * layer: the inputs of block l+1 come from the already-quantized blocks 0..l. Every method writes
- * the target type's own block layout, so any GGUF runtime reads the result (edgelm/quantize.h is
- * the RTN-only entry point with llama-quantize --pure's rules). */
+ * the target type's own block layout, so any GGUF runtime reads the result. One entry point,
+ * elm_quantize: RTN with llama-quantize's rules (--pure, recipes, --imatrix) or GPTQ/AWQ, from a
+ * policy and a calibration set (the latter built or loaded by the functions below). */
 #ifndef EDGELM_QUANT_H
 #define EDGELM_QUANT_H
 
@@ -18,12 +19,151 @@
 #include "edgelm/error.h"
 #include "edgelm/imatrix.h"
 #include "edgelm/model.h"
-#include "edgelm/quant_calib.h"
-#include "edgelm/quantize.h"
+#include "edgelm/types.h"
+#include "edgelm/vocab.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* ---------------------------------------------------------------------------- progress and summary */
+
+/* Called after each tensor is written: done of total tensors, the one just finished. */
+typedef void (*elm_quantize_progress_fn)(int32_t done, int32_t total, const char *tensor,
+                                         void *user);
+/* Called once per tensor that cannot take the target type (message names the tensor). */
+typedef void (*elm_quantize_warn_fn)(const char *message, void *user);
+
+typedef struct elm_quantize_callbacks {
+    elm_quantize_progress_fn progress; /* may be NULL */
+    elm_quantize_warn_fn warn;         /* may be NULL */
+    void *user;
+} elm_quantize_callbacks;
+
+typedef struct elm_quantize_summary {
+    int32_t n_tensors;       /* tensors written */
+    int32_t n_fallback;      /* 2-D tensors written as F16 instead of the target type */
+    int64_t n_params;        /* weights */
+    uint64_t bytes_in;       /* tensor data of the input model, bytes */
+    uint64_t bytes_out;      /* tensor data written, bytes */
+    uint64_t file_bytes;     /* size of the output file, bytes */
+    double bits_per_weight;  /* 8 * bytes_out / n_params */
+    double ratio;            /* bytes_in / bytes_out */
+    double seconds;          /* wall time of the whole call */
+    int64_t peak_rss;        /* bytes: the process's peak resident set (VmHWM) at the end */
+    int64_t peak_anon;       /* bytes: the largest anonymous resident memory (RssAnon) of the
+                              * process seen during the call, sampled every 10 ms; 0 both
+                              * without Linux's /proc */
+} elm_quantize_summary;
+
+/* llama.cpp's general.file_type for a model mostly of `type` (docs/formats.md): f32 0, f16 1, q4_0 2,
+ * q4_1 3, q8_0 7, q5_0 8, q5_1 9, bf16 32; q2_k 10, q3_k 12, q4_k 15, q5_k 17, q6_k 18, iq4_nl 25,
+ * iq4_xs 30 (llama.cpp's Q3_K_M, Q4_K_M, Q5_K_M for the mid k-quants). */
+uint32_t elm_file_type_of(elm_type type);
+
+
+/* ---------------------------------------------------------------------------- calibration sets */
+
+/* Calibration sets for GPTQ and AWQ: text samples read from plain text or JSONL, a reproducible
+ * mix of several sources by weight (`edgelm calib`), and the token sequences the quantizers run
+ * through the model.
+ *
+ * Recipes follow common practice (docs/deployment.md, "Calibration sets"): 128-512 samples, Alpaca-style
+ * instructions rendered with the Alpaca prompt template, short samples dropped, long ones truncated
+ * to the sequence length, a fixed seed for reproducibility. */
+/* ------------------------------------------------------------------------ text samples */
+
+typedef enum elm_calib_split {
+    ELM_CALIB_SPLIT_LINE = 0,      /* one sample per non-empty line */
+    ELM_CALIB_SPLIT_PARAGRAPH = 1  /* one sample per run of lines between blank lines */
+} elm_calib_split;
+
+typedef struct elm_text_set {
+    int32_t n;
+    char **texts; /* [n] NUL-terminated UTF-8, owned */
+} elm_text_set;
+
+/* Reads the samples of one file. A file whose first non-blank byte is '{' is JSONL: each non-blank
+ * line an object rendered as `tmpl` when given ("{field}" placeholders take the field's value;
+ * strings as they are, other JSON values printed), else its "text" string, else its Alpaca fields
+ * "instruction" (+ "input") + "output" in the Alpaca prompt template. Any other file is plain text
+ * split by `split`; samples are trimmed of surrounding whitespace and empty ones skipped.
+ * Errors: ELM_ERR_IO (missing, unreadable), ELM_ERR_FORMAT naming PATH:LINE (invalid JSON, a line
+ * that is not an object, a missing field), ELM_ERR_NOMEM. An empty file gives n = 0. Free with
+ * elm_text_set_free (also after an error). */
+elm_status elm_text_set_read(const char *path, elm_calib_split split, const char *tmpl,
+                             elm_text_set *out, elm_error *err);
+void elm_text_set_free(elm_text_set *s);
+
+/* ---------------------------------------------------- building a calibration file (calib) */
+
+typedef struct elm_calib_source {
+    const char *path;
+    double weight; /* > 0: share of the samples relative to the other sources */
+} elm_calib_source;
+
+typedef struct elm_calib_build_params {
+    int32_t n_samples;     /* samples wanted (> 0) */
+    int32_t seq_len;       /* most tokens per sample, BOS included (>= 2); longer are truncated */
+    int32_t min_tokens;    /* samples with fewer tokens (BOS included) are dropped */
+    uint64_t seed;
+    elm_calib_split split; /* plain-text sources */
+    const char *tmpl;      /* JSONL sources, may be NULL */
+} elm_calib_build_params;
+
+typedef struct elm_calib_sample {
+    char *text;       /* owned; truncated samples are the decoded first seq_len tokens */
+    int32_t n_tokens; /* tokens of text with BOS, at most seq_len */
+    int32_t source;   /* index into the sources */
+} elm_calib_sample;
+
+typedef struct elm_calib_built {
+    int32_t n;
+    elm_calib_sample *samples; /* [n], in the seeded mixed order */
+    int32_t n_sources;
+    int32_t *read;      /* [n_sources] samples read from each source */
+    int32_t *eligible;  /* [n_sources] of those, samples with at least min_tokens tokens */
+    int32_t *selected;  /* [n_sources] of those, samples taken */
+} elm_calib_built;
+
+/* Reads every source (elm_text_set_read), tokenizes each sample with BOS (vocab v), drops those
+ * under min_tokens, truncates those over seq_len, and takes n_samples split across the sources in
+ * proportion to their weights (largest remainder; a source with too few samples gives its share
+ * to the others), each source's samples drawn by a seeded shuffle, the result shuffled again.
+ * Same inputs and seed give the same samples in the same order. Fewer than n_samples are taken
+ * when the sources run out. Errors: those of elm_text_set_read, ELM_ERR_ARG (no sources, a weight
+ * <= 0, n_samples <= 0, seq_len < 2), ELM_ERR_FORMAT "no sample has at least N tokens" when
+ * nothing is eligible. Free with elm_calib_built_free (also after an error). */
+elm_status elm_calib_build(const elm_vocab *v, const elm_calib_source *sources, int32_t n_sources,
+                           const elm_calib_build_params *p, elm_calib_built *out, elm_error *err);
+void elm_calib_built_free(elm_calib_built *b);
+
+/* Writes the samples as JSONL, one object per line: {"text": ..., "source": sources[i].path,
+ * "n_tokens": ...}, atomically (no partial file on error). ELM_ERR_IO naming path. */
+elm_status elm_calib_write_jsonl(const elm_calib_built *b, const elm_calib_source *sources,
+                                 const char *path, elm_error *err);
+
+/* ------------------------------------------------------------- token sequences (quantize) */
+
+typedef struct elm_calib_set {
+    int32_t n;
+    int32_t **ids;     /* [n][n_ids[i]] token ids, BOS first when the vocab adds one */
+    int32_t *n_ids;    /* [n], each in [1, seq_len] */
+    int64_t n_tokens;  /* sum of n_ids */
+} elm_calib_set;
+
+/* Tokenizes texts [n] with BOS and truncates each to seq_len tokens; texts that give no token
+ * besides BOS are skipped. ELM_ERR_ARG (seq_len < 2), ELM_ERR_NOMEM, the tokenizer's error. */
+elm_status elm_calib_from_texts(const elm_vocab *v, const char *const *texts, int32_t n,
+                                int32_t seq_len, elm_calib_set *out, elm_error *err);
+
+/* The calibration sequences of a file `edgelm calib` wrote, or of any text or JSONL file
+ * (elm_text_set_read, one sample per line), at most max_samples of them (0 = all) in file order.
+ * Errors: those of elm_text_set_read; ELM_ERR_FORMAT "PATH: no calibration samples" when the file
+ * has none (empty, blank). Free with elm_calib_free (also after an error). */
+elm_status elm_calib_load(const elm_vocab *v, const char *path, int32_t seq_len,
+                          int32_t max_samples, elm_calib_set *out, elm_error *err);
+void elm_calib_free(elm_calib_set *s);
 
 /* ---------------------------------------------------------------------------- policy */
 
@@ -127,7 +267,7 @@ void elm_quant_report_free(elm_quant_report *r);
  * naming the imatrix file and tensor when an entry does not match m,
  * ELM_ERR_FORMAT naming the model file and tensor when an input weight is NaN or infinite,
  * ELM_ERR_NOMEM, ELM_ERR_IO naming out_path; no file is left at out_path on any error. */
-elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
+elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
                            const char *out_path, const elm_quantize_callbacks *cb,
                            elm_quant_report *report, elm_error *err);
 

@@ -1,11 +1,11 @@
-/* Calibration sets (quant_calib.h): the seeded, weighted mix of sources `edgelm calib` writes,
+/* Calibration sets (edgelm/quant.h): the seeded, weighted mix of sources `edgelm calib` writes,
  * and the token sequences GPTQ/AWQ run through the model. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/fileio.h"
-#include "edgelm/quant_calib.h"
+#include "edgelm/quant.h"
 
 /* splitmix64 (Steele, Lea, Flood 2014): a tiny, well-mixed generator, the same on every platform. */
 static uint64_t rng_next(uint64_t *s) {

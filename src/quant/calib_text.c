@@ -1,4 +1,4 @@
-/* Calibration text samples (quant_calib.h, elm_text_set_read): plain text split by line or by
+/* Calibration text samples (edgelm/quant.h, elm_text_set_read): plain text split by line or by
  * paragraph, or JSONL objects rendered from a "text" field, Alpaca instruction fields or a
  * caller's {field} template. */
 #include <cjson/cJSON.h>
@@ -8,7 +8,7 @@
 
 #include "core/strbuf.h"
 #include "core/fileio.h"
-#include "edgelm/quant_calib.h"
+#include "edgelm/quant.h"
 
 #define MAX_CALIB_FILE ((size_t)1 << 31)
 

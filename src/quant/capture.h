@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "edgelm/model.h"
-#include "edgelm/quant_calib.h"
+#include "edgelm/quant.h"
 
 /* Statistics of the input x [cols] of the linear `key` (and of every linear sharing its input). */
 typedef struct elm_act_stats {

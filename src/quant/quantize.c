@@ -1,4 +1,4 @@
-/* Whole-model quantization (quantize.h, quant.h): plans each tensor's type (policy.c), lets GPTQ or
+/* Whole-model quantization (edgelm/quant.h): plans each tensor's type (policy.c), lets GPTQ or
  * AWQ choose the blocks of the linear layers (layerwise.c), then streams the tensors through the
  * GGUF writer. Round-to-nearest tensors are converted while writing, one row at a time: decoded
  * to float with their type's to_float, encoded with the target's from_float (bit-exact with
@@ -124,7 +124,7 @@ static elm_status fill_report(const elm_model *m, const elm_tensor_plan *plan, c
     return ELM_OK;
 }
 
-elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
+elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
                            const char *out_path, const elm_quantize_callbacks *cb,
                            elm_quant_report *report, elm_error *err) {
     const double t0 = elm_now_s();
@@ -211,17 +211,4 @@ elm_status elm_quantize_ex(const elm_model *m, const elm_quant_params *params,
     sum.peak_anon = mu.rss_anon;
     if (report) report->summary = sum;
     return ELM_OK;
-}
-
-elm_status elm_quantize_model(const elm_model *m, elm_type type, const char *out_path,
-                              const elm_quantize_callbacks *cb, elm_quantize_summary *summary,
-                              elm_error *err) {
-    const elm_quant_params p = {.policy = {.type = type, .pure = true}, .method = ELM_QUANT_RTN};
-    elm_quant_report rep;
-    elm_status st = elm_quantize_ex(m, &p, out_path, cb, summary ? &rep : NULL, err);
-    if (!st && summary) {
-        *summary = rep.summary;
-        elm_quant_report_free(&rep);
-    }
-    return st;
 }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "edgelm/quantize.h"
+#include "edgelm/quant.h"
 #include "formats/gguf_write.h"
 #include "model/arch.h"
 #include "model/builder.h"

@@ -2,7 +2,7 @@
  * without a --template), through elm_calib_load with the stories260K vocabulary. The first byte
  * picks the split and whether a template is used. */
 #include "edgelm/model.h"
-#include "edgelm/quant_calib.h"
+#include "edgelm/quant.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "edgelm/quant_calib.h"
+#include "edgelm/quant.h"
 #include "opts.h"
 
 /* Turns the escapes \n, \t and \\ of a command-line template into their characters, in place. */

@@ -245,7 +245,7 @@ int cmd_quantize(int argc, char **argv) {
     }
     elm_quantize_callbacks cb = {.progress = on_progress, .warn = on_warn, .user = &b};
     elm_quant_report r;
-    if (elm_quantize_ex(m, &p, out, &cb, &r, &err)) {
+    if (elm_quantize(m, &p, out, &cb, &r, &err)) {
         cli_fail("%s", err.msg);
         goto done;
     }
