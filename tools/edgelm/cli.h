@@ -35,36 +35,6 @@ bool cli_parse_float(const char *s, double lo, double hi, double *out);
 /* Option value helper: returns argv[++*i] or prints "option X needs a value" and returns NULL. */
 const char *cli_value(int argc, char **argv, int *i);
 
-/* Option parsing inside a subcommand's `for (int i = 1; i < argc; i++) { const char *a = argv[i];
- * ...` loop: each macro takes the option's value into dst, and on a missing or bad value prints one
- * line and returns 1 from the subcommand. */
-#define CLI_STR(dst)                                                                              \
-    do {                                                                                          \
-        const char *v_ = cli_value(argc, argv, &i);                                               \
-        if (!v_) return 1;                                                                        \
-        dst = v_;                                                                                 \
-    } while (0)
-#define CLI_LONG(lo, hi, dst)                                                                     \
-    do {                                                                                          \
-        const char *v_ = cli_value(argc, argv, &i);                                               \
-        long l_;                                                                                  \
-        if (!v_) return 1;                                                                        \
-        if (!cli_parse_long(v_, lo, hi, &l_))                                                     \
-            return cli_fail("%s: invalid value '%s' (expected an integer in %ld..%ld)", a, v_,    \
-                            (long)(lo), (long)(hi));                                              \
-        dst = l_;                                                                                 \
-    } while (0)
-#define CLI_FLOAT(lo, hi, dst)                                                                    \
-    do {                                                                                          \
-        const char *v_ = cli_value(argc, argv, &i);                                               \
-        double d_;                                                                                \
-        if (!v_) return 1;                                                                        \
-        if (!cli_parse_float(v_, lo, hi, &d_))                                                    \
-            return cli_fail("%s: invalid value '%s' (expected a number in %g..%g)", a, v_,        \
-                            (double)(lo), (double)(hi));                                          \
-        dst = (float)d_;                                                                          \
-    } while (0)
-
 struct cJSON;
 
 /* The output of a --json option: prints o formatted, and a newline, on stdout, and deletes o.

@@ -13,33 +13,9 @@
 #include "cli.h"
 #include "core/fileio.h"
 #include "edgelm/eval.h"
+#include "opts.h"
 
 #define MAX_MODELS 64
-
-static void usage(FILE *f) {
-    fputs("usage: edgelm eval -m QUANT [-m QUANT2 ...] (--ref BASELINE | --ref-logits FILE) -f TEXT [options]\n"
-          "  Compares each quantized model with the baseline on the chunks `perplexity` scores and on\n"
-          "  greedy continuations of prompts; prints a table with verdicts (PPL change < 5%: excellent,\n"
-          "  similarity > 90%: acceptable).\n"
-          "  -m, --model PATH       quantized model (GGUF, Hugging Face folder, llama2.c); repeatable\n"
-          "      --ref PATH         the full-precision baseline model\n"
-          "  -f, --file TEXT        UTF-8 evaluation text (needs at least 2 x CTX tokens)\n"
-          "  -c, --ctx-size N       tokens per chunk (default 512)\n"
-          "  -b, --batch-size N     tokens per forward pass (default CTX)\n"
-          "      --prompts FILE     one prompt per line: greedy continuations are compared\n"
-          "  -n, --n-predict N      tokens per continuation (default 64)\n"
-          "      --save-ref FILE    keep the baseline's log-probs in FILE (then -m is optional)\n"
-          "      --ref-logits FILE  use log-probs saved by --save-ref instead of running the baseline\n"
-          "                         (--ref is still needed for --prompts)\n"
-          "      --json             print the report as JSON (docs/eval.schema.json)\n"
-          "      --markdown FILE    also write the report as Markdown\n"
-          "      --plot FILE.svg    also write a plot of file size against KLD (or --plot-y ppl)\n"
-          "      --plot-y kld|ppl   y axis of the plot (default kld)\n"
-          "  -t, --threads N        threads (default: all cores)\n"
-          "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n"
-          "      --mmap             map GGUF files instead of reading them into memory\n",
-          f);
-}
 
 typedef struct {
     const char *models[MAX_MODELS];
@@ -352,38 +328,50 @@ static int run_eval(eval_run *r) {
     return rc ? rc : emit(r);
 }
 
+/* -m PATH, repeatable. */
+static bool add_model(const char *opt, const char *v, void *dst) {
+    (void)opt;
+    eval_opts *o = dst;
+    if (o->n_models == MAX_MODELS) return !cli_fail("eval: at most %d models at once", MAX_MODELS);
+    o->models[o->n_models++] = v;
+    return true;
+}
+
+static bool take_plot_y(const char *opt, const char *v, void *dst) {
+    if (!strcmp(v, "kld")) *(elm_plot_y *)dst = ELM_PLOT_KLD;
+    else if (!strcmp(v, "ppl")) *(elm_plot_y *)dst = ELM_PLOT_PPL;
+    else return !cli_fail("%s: invalid value '%s' (expected kld or ppl)", opt, v);
+    return true;
+}
+
 int cmd_eval(int argc, char **argv) {
     eval_opts o = {.n_ctx = 512, .n_predict = 64, .n_threads = elm_online_cores()};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *y = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (o.n_models == MAX_MODELS) return cli_fail("eval: at most %d models at once", MAX_MODELS);
-            CLI_STR(o.models[o.n_models]);
-            o.n_models++;
-        }
-        else if (!strcmp(a, "--ref")) CLI_STR(o.ref);
-        else if (!strcmp(a, "--ref-logits")) CLI_STR(o.ref_logits);
-        else if (!strcmp(a, "--save-ref")) CLI_STR(o.save_ref);
-        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) CLI_STR(o.file);
-        else if (!strcmp(a, "--prompts")) CLI_STR(o.prompts);
-        else if (!strcmp(a, "--markdown")) CLI_STR(o.markdown);
-        else if (!strcmp(a, "--plot")) CLI_STR(o.plot);
-        else if (!strcmp(a, "--tokenizer")) CLI_STR(o.tokenizer);
-        else if (!strcmp(a, "--plot-y")) {
-            CLI_STR(y);
-            if (!strcmp(y, "kld")) o.plot_y = ELM_PLOT_KLD;
-            else if (!strcmp(y, "ppl")) o.plot_y = ELM_PLOT_PPL;
-            else return cli_fail("--plot-y: invalid value '%s' (expected kld or ppl)", y);
-        }
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) CLI_LONG(0, 1 << 20, o.n_ctx);
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) CLI_LONG(1, 1 << 20, o.n_batch);
-        else if (!strcmp(a, "-n") || !strcmp(a, "--n-predict")) CLI_LONG(1, 1 << 16, o.n_predict);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) CLI_LONG(1, 512, o.n_threads);
-        else if (!strcmp(a, "--json")) o.json = true;
-        else if (!strcmp(a, "--mmap")) o.mmap = true;
-        else return cli_fail("eval: unknown option '%s' (see edgelm eval --help)", a);
-    }
+    const cli_opt opts[] = {
+        {"-m, --model", "PATH", CLI_CALL, &o, 0, 0, "quantized model (GGUF, Hugging Face folder, llama2.c); repeatable", add_model},
+        {"--ref", "PATH", CLI_TEXT, &o.ref, 0, 0, "the full-precision baseline model", 0},
+        {"-f, --file", "TEXT", CLI_TEXT, &o.file, 0, 0, "UTF-8 evaluation text (needs at least 2 x CTX tokens)", 0},
+        {"-c, --ctx-size", "N", CLI_INT, &o.n_ctx, 0, 1 << 20, "tokens per chunk (default 512)", 0},
+        {"-b, --batch-size", "N", CLI_INT, &o.n_batch, 1, 1 << 20, "tokens per forward pass (default CTX)", 0},
+        {"--prompts", "FILE", CLI_TEXT, &o.prompts, 0, 0, "one prompt per line: greedy continuations are compared", 0},
+        {"-n, --n-predict", "N", CLI_INT, &o.n_predict, 1, 1 << 16, "tokens per continuation (default 64)", 0},
+        {"--save-ref", "FILE", CLI_TEXT, &o.save_ref, 0, 0, "keep the baseline's log-probs in FILE (then -m is optional)", 0},
+        {"--ref-logits", "FILE", CLI_TEXT, &o.ref_logits, 0, 0, "use log-probs saved by --save-ref instead of running the baseline\n(--ref is still needed for --prompts)", 0},
+        {"--json", NULL, CLI_FLAG, &o.json, 0, 0, "print the report as JSON (docs/eval.schema.json)", 0},
+        {"--markdown", "FILE", CLI_TEXT, &o.markdown, 0, 0, "also write the report as Markdown", 0},
+        {"--plot", "FILE.svg", CLI_TEXT, &o.plot, 0, 0, "also write a plot of file size against KLD (or --plot-y ppl)", 0},
+        {"--plot-y", "kld|ppl", CLI_CALL, &o.plot_y, 0, 0, "y axis of the plot (default kld)", take_plot_y},
+        {"-t, --threads", "N", CLI_INT, &o.n_threads, 1, 512, "threads (default: all cores)", 0},
+        {"--tokenizer", "PATH", CLI_TEXT, &o.tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
+        {"--mmap", NULL, CLI_FLAG, &o.mmap, 0, 0, "map GGUF files instead of reading them into memory", 0},
+        {0}};
+    const cli_spec spec = {
+        "eval", "-m QUANT [-m QUANT2 ...] (--ref BASELINE | --ref-logits FILE) -f TEXT [options]",
+        "Compares each quantized model with the baseline on the chunks `perplexity` scores and on\n"
+        "greedy continuations of prompts; prints a table with verdicts (PPL change < 5%: excellent,\n"
+        "similarity > 90%: acceptable).",
+        (const cli_opt *const[]){opts, NULL}, NULL, NULL};
+    const int pr = cli_parse(&spec, argc, argv);
+    if (pr) return cli_parse_exit(pr);
     if (check_opts(&o)) return 1;
 
     eval_run *r = calloc(1, sizeof *r); /* per-model entries: kept off the stack */

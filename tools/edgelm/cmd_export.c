@@ -4,30 +4,16 @@
 
 #include "cli.h"
 #include "edgelm/export.h"
+#include "opts.h"
 
-static void usage(FILE *f) {
-    fputs("usage: edgelm export onnx -m MODEL -o DIR [options]\n\n"
-          "Writes DIR for ONNX Runtime and onnxruntime-genai: model.onnx, a decoder with a KV\n"
-          "cache (inputs input_ids, attention_mask, position_ids, past_key_values.N.key/.value;\n"
-          "outputs logits, present.N.key/.value), its weights in model.onnx.data,\n"
-          "genai_config.json, tokenizer.json and tokenizer_config.json. Weights keep their\n"
-          "quantization: q4_0/q4_1/q8_0 become com.microsoft.MatMulNBits (4 or 8 bits, blocks\n"
-          "of 32) with the values edgelm dequantizes, f32/f16 MatMul; other types are\n"
-          "re-quantized to 8 bits with a warning. The folder appears only when complete.\n\n"
-          "  -m, --model PATH       GGUF file, Hugging Face folder or llama2.c model.bin\n"
-          "  -o, --output DIR       output folder (created; must be empty unless --force)\n"
-          "      --force            replace a non-empty DIR\n"
-          "      --format F         onnx (the default: MatMulNBits, dynamic shapes) or qdq: the\n"
-          "                         QNN execution provider's form, int4/int8 DequantizeLinear\n"
-          "                         (opset 21) + MatMul in two static graphs, prompt_processor.onnx\n"
-          "                         and token_generator.onnx, sharing model.onnx.data\n"
-          "      --static P,C       qdq: prompt graph of P tokens, KV cache of C positions\n"
-          "      --float-activations  MatMulNBits multiply in float (accuracy_level 0) instead\n"
-          "                         of edgelm's 8-bit activation blocks (accuracy_level 4)\n"
-          "      --tokenizer PATH   llama2.c tokenizer.bin when not beside model.bin\n"
-          "  -h, --help             this help\n",
-          f);
-}
+static const char export_about[] =
+    "Writes DIR for ONNX Runtime and onnxruntime-genai: model.onnx, a decoder with a KV\n"
+    "cache (inputs input_ids, attention_mask, position_ids, past_key_values.N.key/.value;\n"
+    "outputs logits, present.N.key/.value), its weights in model.onnx.data,\n"
+    "genai_config.json, tokenizer.json and tokenizer_config.json. Weights keep their\n"
+    "quantization: q4_0/q4_1/q8_0 become com.microsoft.MatMulNBits (4 or 8 bits, blocks\n"
+    "of 32) with the values edgelm dequantizes, f32/f16 MatMul; other types are\n"
+    "re-quantized to 8 bits with a warning. The folder appears only when complete.";
 
 static void on_warn(const char *msg, void *user) {
     (void)user;
@@ -35,27 +21,27 @@ static void on_warn(const char *msg, void *user) {
 }
 
 int cmd_export(int argc, char **argv) {
+    const char *model = NULL, *out = NULL, *tokenizer = NULL, *format = "onnx", *shapes = NULL;
+    elm_onnx_opts o = {.warn = on_warn};
+    const cli_opt table[] = {
+        {"-m, --model", "PATH", CLI_TEXT, &model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        {"-o, --output", "DIR", CLI_TEXT, &out, 0, 0, "output folder (created; must be empty unless --force)", 0},
+        {"--force", NULL, CLI_FLAG, &o.force, 0, 0, "replace a non-empty DIR", 0},
+        {"--format", "F", CLI_TEXT, &format, 0, 0, "onnx (the default: MatMulNBits, dynamic shapes) or qdq: the\nQNN execution provider's form, int4/int8 DequantizeLinear\n(opset 21) + MatMul in two static graphs, prompt_processor.onnx\nand token_generator.onnx, sharing model.onnx.data", 0},
+        {"--static", "P,C", CLI_TEXT, &shapes, 0, 0, "qdq: prompt graph of P tokens, KV cache of C positions", 0},
+        {"--float-activations", NULL, CLI_FLAG, &o.float_activations, 0, 0, "MatMulNBits multiply in float (accuracy_level 0) instead\nof edgelm's 8-bit activation blocks (accuracy_level 4)", 0},
+        {"--tokenizer", "PATH", CLI_TEXT, &tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
+        {0}};
+    const cli_spec spec = {"export onnx", "-m MODEL -o DIR [options]", export_about,
+                           (const cli_opt *const[]){table, NULL}, NULL, NULL};
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        usage(argc < 2 ? stderr : stdout);
+        cli_help(&spec, argc < 2 ? stderr : stdout);
         return argc < 2;
     }
     if (strcmp(argv[1], "onnx"))
         return cli_fail("export: unknown format '%s' (only 'onnx'; see edgelm export --help)", argv[1]);
-    const char *model = NULL, *out = NULL, *tokenizer = NULL, *format = "onnx", *shapes = NULL;
-    elm_onnx_opts o = {.warn = on_warn};
-    argc--, argv++;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(model);
-        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) CLI_STR(out);
-        else if (!strcmp(a, "--tokenizer")) CLI_STR(tokenizer);
-        else if (!strcmp(a, "--force")) o.force = true;
-        else if (!strcmp(a, "--float-activations")) o.float_activations = true;
-        else if (!strcmp(a, "--format")) CLI_STR(format);
-        else if (!strcmp(a, "--static")) CLI_STR(shapes);
-        else return cli_fail("export onnx: unknown option '%s' (see edgelm export --help)", a);
-    }
+    const int pr = cli_parse(&spec, argc - 1, argv + 1);
+    if (pr) return cli_parse_exit(pr);
     if (!model || !out) return cli_fail("export onnx: -m MODEL and -o DIR are required");
     if (strcmp(format, "onnx") && strcmp(format, "qdq"))
         return cli_fail("export onnx: --format: unknown format '%s' (onnx or qdq)", format);

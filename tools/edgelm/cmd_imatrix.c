@@ -7,21 +7,7 @@
 #include "cli.h"
 #include "edgelm/imatrix.h"
 #include "edgelm/vocab.h"
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: edgelm imatrix -m MODEL -f TEXT -o OUT.gguf [-c N] [-t N]\n\n"
-            "Runs TEXT through MODEL in chunks of N tokens (each from an empty cache, starting\n"
-            "with BOS, as llama-imatrix) and writes, for every linear weight of the blocks, the\n"
-            "sum of squared inputs per column and the tokens seen (llama.cpp's imatrix GGUF).\n\n"
-            "  -m, --model MODEL        GGUF, Hugging Face folder or llama2.c model.bin\n"
-            "  -f, --file TEXT          calibration text (plain UTF-8)\n"
-            "  -o, --output OUT         output file (written atomically)\n"
-            "  -c, --ctx-size N         tokens per chunk (default 512)\n"
-            "  -t, --threads N          threads (default: all cores)\n"
-            "  --tokenizer PATH         llama2.c tokenizer.bin when not beside the model\n"
-            "  -h, --help               this help\n");
-}
+#include "opts.h"
 
 static void on_chunk(int32_t done, int32_t total, void *user) {
     (void)user;
@@ -31,27 +17,22 @@ static void on_chunk(int32_t done, int32_t total, void *user) {
 int cmd_imatrix(int argc, char **argv) {
     const char *model = NULL, *file = NULL, *out = NULL, *tok = NULL;
     long n_ctx = 512, threads = elm_online_cores();
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            CLI_STR(model);
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--file")) {
-            CLI_STR(file);
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            CLI_STR(out);
-        } else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) {
-            CLI_LONG(2, 1L << 20, n_ctx);
-        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
-            CLI_LONG(1, 512, threads);
-        } else if (!strcmp(a, "--tokenizer")) {
-            CLI_STR(tok);
-        } else {
-            return cli_fail("imatrix: unknown option '%s' (try 'edgelm imatrix --help')", a);
-        }
-    }
+    const cli_opt table[] = {
+        {"-m, --model", "MODEL", CLI_TEXT, &model, 0, 0, "GGUF, Hugging Face folder or llama2.c model.bin", 0},
+        {"-f, --file", "TEXT", CLI_TEXT, &file, 0, 0, "calibration text (plain UTF-8)", 0},
+        {"-o, --output", "OUT", CLI_TEXT, &out, 0, 0, "output file (written atomically)", 0},
+        {"-c, --ctx-size", "N", CLI_INT, &n_ctx, 2, 1L << 20, "tokens per chunk (default 512)", 0},
+        {"-t, --threads", "N", CLI_INT, &threads, 1, 512, "threads (default: all cores)", 0},
+        {"--tokenizer", "PATH", CLI_TEXT, &tok, 0, 0, "llama2.c tokenizer.bin when not beside the model", 0},
+        {0}};
+    const cli_spec spec = {
+        "imatrix", "-m MODEL -f TEXT -o OUT.gguf [-c N] [-t N]",
+        "Runs TEXT through MODEL in chunks of N tokens (each from an empty cache, starting\n"
+        "with BOS, as llama-imatrix) and writes, for every linear weight of the blocks, the\n"
+        "sum of squared inputs per column and the tokens seen (llama.cpp's imatrix GGUF).",
+        (const cli_opt *const[]){table, NULL}, NULL, NULL};
+    const int pr = cli_parse(&spec, argc, argv);
+    if (pr) return cli_parse_exit(pr);
     if (!model || !file || !out)
         return cli_fail("imatrix: -m MODEL, -f TEXT and -o OUT are required (try --help)");
     size_t len = 0;

@@ -10,36 +10,19 @@
 #include "cli.h"
 #include "edgelm/shapes.h"
 #include "edgelm/system.h"
+#include "opts.h"
 
-static void usage(FILE *f) {
+/* The device profiles, one line each, for --help. */
+static const char *device_lines(void) {
+    static char buf[2048];
     int n;
+    size_t len = (size_t)snprintf(buf, sizeof buf, "device profiles (GB/s = 10^9 bytes/s, RAM in GiB):\n");
     const elm_device *d = elm_devices(&n);
-    fprintf(f,
-            "usage: edgelm plan (-m MODEL | --config config.json | --preset NAME)\n"
-            "                   [--device PROFILE] [--bandwidth GB/S] [--ram GIB] [-c CTX]\n"
-            "                   [--cache-type f16|q8_0] [-b BATCH] [-t N] [--json]\n\n"
-            "For each weight type (f16, q8_0, q4_0, q4_1 with every matrix of that type, and the\n"
-            "mixed policy of 'edgelm quantize': q4_0 with embedding and output at q8_0): weight\n"
-            "bytes, KV cache at CTX (2 x layers x kv_heads x head_dim x CTX x bytes per element),\n"
-            "compute buffers, peak memory, the decode speed memory bandwidth allows (bandwidth /\n"
-            "bytes read per token at a full context) and whether it fits the device's RAM.\n\n"
-            "  -m, --model MODEL    a GGUF file, Hugging Face folder or llama2.c model.bin\n"
-            "  --config FILE        a Hugging Face config.json (shapes only, nothing downloaded)\n"
-            "  --preset NAME        a shape of 'edgelm synth --preset' (see edgelm synth --help)\n"
-            "  --device PROFILE     one of the profiles below, or 'this' (bandwidth measured now,\n"
-            "                       as 'edgelm bench --membw' does; this machine's RAM)\n"
-            "  --bandwidth GB/S     memory bandwidth (overrides the profile's)\n"
-            "  --ram GIB            RAM (overrides the profile's)\n"
-            "  -c, --ctx-size N     context length in tokens (default 2048)\n"
-            "  --cache-type T       KV cache element type for the rows: f16 (default) or q8_0\n"
-            "  -b, --batch-size N   prompt batch the compute buffers are sized for (default 512)\n"
-            "  -t, --threads N      threads (default: all cores)\n"
-            "  --json               one JSON object\n"
-            "  -h, --help           this help\n\n"
-            "device profiles (GB/s = 10^9 bytes/s, RAM in GiB):\n");
-    for (int i = 0; i < n; i++)
-        fprintf(f, "  %-12s %6.1f GB/s %4.0f GiB  %s\n", d[i].name, d[i].bandwidth_gbs,
-                d[i].ram_gib, d[i].desc);
+    for (int i = 0; i < n && len < sizeof buf; i++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "  %-12s %6.1f GB/s %4.0f GiB  %s\n",
+                                d[i].name, d[i].bandwidth_gbs, d[i].ram_gib, d[i].desc);
+    if (len > 0 && len < sizeof buf) buf[len - 1] = '\0';
+    return buf;
 }
 
 typedef struct opts {
@@ -170,24 +153,30 @@ static int print_json(const elm_model *m, const elm_plan *p, const char *dev, do
 
 int cmd_plan(int argc, char **argv) {
     opts o = {.n_ctx = 2048, .n_batch = 512, .n_threads = elm_online_cores(), .cache = "f16"};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) CLI_STR(o.model);
-        else if (!strcmp(a, "--config")) CLI_STR(o.config);
-        else if (!strcmp(a, "--preset")) CLI_STR(o.preset);
-        else if (!strcmp(a, "--device")) CLI_STR(o.device);
-        else if (!strcmp(a, "--cache-type")) CLI_STR(o.cache);
-        else if (!strcmp(a, "--bandwidth")) CLI_FLOAT(0.001, 1e6, o.bandwidth);
-        else if (!strcmp(a, "--ram")) CLI_FLOAT(0.001, 1e6, o.ram);
-        else if (!strcmp(a, "-c") || !strcmp(a, "--ctx-size")) CLI_LONG(1, 1 << 24, o.n_ctx);
-        else if (!strcmp(a, "-b") || !strcmp(a, "--batch-size")) CLI_LONG(1, 1 << 24, o.n_batch);
-        else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) CLI_LONG(1, 512, o.n_threads);
-        else if (!strcmp(a, "--json")) o.json = true;
-        else return cli_fail("plan: unknown option '%s' (try 'edgelm plan --help')", a);
-    }
+    const cli_opt table[] = {
+        {"-m, --model", "MODEL", CLI_TEXT, &o.model, 0, 0, "a GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        {"--config", "FILE", CLI_TEXT, &o.config, 0, 0, "a Hugging Face config.json (shapes only, nothing downloaded)", 0},
+        {"--preset", "NAME", CLI_TEXT, &o.preset, 0, 0, "a shape of 'edgelm synth --preset' (see edgelm synth --help)", 0},
+        {"--device", "PROFILE", CLI_TEXT, &o.device, 0, 0, "one of the profiles below, or 'this' (bandwidth measured now,\nas 'edgelm bench --membw' does; this machine's RAM)", 0},
+        {"--bandwidth", "GB/S", CLI_DOUBLE, &o.bandwidth, 0.001, 1e6, "memory bandwidth (overrides the profile's)", 0},
+        {"--ram", "GIB", CLI_DOUBLE, &o.ram, 0.001, 1e6, "RAM (overrides the profile's)", 0},
+        {"-c, --ctx-size", "N", CLI_INT, &o.n_ctx, 1, 1 << 24, "context length in tokens (default 2048)", 0},
+        {"--cache-type", "T", CLI_TEXT, &o.cache, 0, 0, "KV cache element type for the rows: f16 (default) or q8_0", 0},
+        {"-b, --batch-size", "N", CLI_INT, &o.n_batch, 1, 1 << 24, "prompt batch the compute buffers are sized for (default 512)", 0},
+        {"-t, --threads", "N", CLI_INT, &o.n_threads, 1, 512, "threads (default: all cores)", 0},
+        {"--json", NULL, CLI_FLAG, &o.json, 0, 0, "one JSON object", 0},
+        {0}};
+    const cli_spec spec = {
+        "plan", "(-m MODEL | --config config.json | --preset NAME) [--device PROFILE]\n"
+        "                   [--bandwidth GB/S] [--ram GIB] [-c CTX] [--cache-type f16|q8_0] [-b BATCH] [-t N] [--json]",
+        "For each weight type (f16, q8_0, q4_0, q4_1 with every matrix of that type, and the\n"
+        "mixed policy of 'edgelm quantize': q4_0 with embedding and output at q8_0): weight\n"
+        "bytes, KV cache at CTX (2 x layers x kv_heads x head_dim x CTX x bytes per element),\n"
+        "compute buffers, peak memory, the decode speed memory bandwidth allows (bandwidth /\n"
+        "bytes read per token at a full context) and whether it fits the device's RAM.",
+        (const cli_opt *const[]){table, NULL}, device_lines(), NULL};
+    const int pr = cli_parse(&spec, argc, argv);
+    if (pr) return cli_parse_exit(pr);
     if (!!o.model + !!o.config + !!o.preset != 1)
         return cli_fail("plan: give exactly one of -m MODEL, --config FILE, --preset NAME");
     if (strcmp(o.cache, "f16") != 0 && strcmp(o.cache, "q8_0") != 0)

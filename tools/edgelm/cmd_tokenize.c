@@ -8,26 +8,10 @@
 
 #include "cli.h"
 #include "core/fileio.h"
+#include "opts.h"
 
 /* Prompt files larger than this are refused (the tokenizer's own limit is 512 MiB). */
 #define TOKENIZE_MAX_FILE ((size_t)256 << 20)
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: edgelm tokenize -m MODEL (-p TEXT | -f FILE) [--ids | --json] [--no-bos]\n"
-            "                       [--special] [--tokenizer PATH]\n\n"
-            "Encodes TEXT with the tokenizer of MODEL (GGUF file, vocab-only GGUF, Hugging Face\n"
-            "folder or llama2.c model.bin) and prints one line per token: id, TAB, 'piece'.\n\n"
-            "  -m, --model MODEL  the model or tokenizer to use\n"
-            "  -p, --prompt TEXT  the text to encode\n"
-            "  -f, --file FILE    read the text from FILE instead\n"
-            "  --ids              print only the id list: [1, 403, ...]\n"
-            "  --json             print {\"ids\": [...], \"pieces\": [...]}\n"
-            "  --no-bos           do not prepend the BOS token\n"
-            "  --special          parse control tokens written in the text (\"<|im_start|>\")\n"
-            "  --tokenizer PATH   llama2.c tokenizer.bin when not beside the model\n"
-            "  -h, --help         this help\n");
-}
 
 typedef struct opts {
     const char *model, *prompt, *file, *tokenizer;
@@ -36,23 +20,23 @@ typedef struct opts {
 
 /* Returns 0 when parsed, 1 on error (reported), -1 after --help. */
 static int parse_args(int argc, char **argv, opts *o) {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char **dst = NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return -1;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) dst = &o->model;
-        else if (!strcmp(a, "-p") || !strcmp(a, "--prompt")) dst = &o->prompt;
-        else if (!strcmp(a, "-f") || !strcmp(a, "--file")) dst = &o->file;
-        else if (!strcmp(a, "--tokenizer")) dst = &o->tokenizer;
-        else if (!strcmp(a, "--ids")) o->ids_only = true;
-        else if (!strcmp(a, "--json")) o->json = true;
-        else if (!strcmp(a, "--no-bos")) o->no_bos = true;
-        else if (!strcmp(a, "--special")) o->special = true;
-        else return cli_fail("tokenize: unknown option '%s' (try 'edgelm tokenize --help')", a);
-        if (dst && !(*dst = cli_value(argc, argv, &i))) return 1;
-    }
+    const cli_opt table[] = {
+        {"-m, --model", "MODEL", CLI_TEXT, &o->model, 0, 0, "the model or tokenizer to use", 0},
+        {"-p, --prompt", "TEXT", CLI_TEXT, &o->prompt, 0, 0, "the text to encode", 0},
+        {"-f, --file", "FILE", CLI_TEXT, &o->file, 0, 0, "read the text from FILE instead", 0},
+        {"--ids", NULL, CLI_FLAG, &o->ids_only, 0, 0, "print only the id list: [1, 403, ...]", 0},
+        {"--json", NULL, CLI_FLAG, &o->json, 0, 0, "print {\"ids\": [...], \"pieces\": [...]}", 0},
+        {"--no-bos", NULL, CLI_FLAG, &o->no_bos, 0, 0, "do not prepend the BOS token", 0},
+        {"--special", NULL, CLI_FLAG, &o->special, 0, 0, "parse control tokens written in the text (\"<|im_start|>\")", 0},
+        {"--tokenizer", "PATH", CLI_TEXT, &o->tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside the model", 0},
+        {0}};
+    const cli_spec spec = {
+        "tokenize", "-m MODEL (-p TEXT | -f FILE) [--ids | --json] [--no-bos] [--special] [--tokenizer PATH]",
+        "Encodes TEXT with the tokenizer of MODEL (GGUF file, vocab-only GGUF, Hugging Face\n"
+        "folder or llama2.c model.bin) and prints one line per token: id, TAB, 'piece'.",
+        (const cli_opt *const[]){table, NULL}, NULL, NULL};
+    const int r = cli_parse(&spec, argc, argv);
+    if (r) return r;
     if (!o->model) return cli_fail("tokenize: no model given (-m MODEL)");
     if (!o->prompt == !o->file)
         return cli_fail("tokenize: give the text with either -p TEXT or -f FILE");
@@ -133,7 +117,7 @@ static int tokenize_text(const elm_vocab *v, const char *text, size_t len, const
 int cmd_tokenize(int argc, char **argv) {
     opts o = {0};
     int rc = parse_args(argc, argv, &o);
-    if (rc) return rc < 0 ? 0 : rc;
+    if (rc) return cli_parse_exit(rc);
 
     elm_error err;
     char *file_text = NULL;
