@@ -30,7 +30,7 @@ fi
 set -e
 cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64.cmake" -DCMAKE_BUILD_TYPE=Release \
   -DEDGELM_SHARED="$shared" >/dev/null
-cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target test_kernels test_generate test_isa \
+cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" --target test_kernels test_kquant_kernels test_generate test_isa \
   -- --no-print-directory >/dev/null
 cd "$build"
-ctest --output-on-failure -R '^(test_kernels|test_generate|test_isa)$'
+ctest --output-on-failure -R '^(test_kernels|test_kquant_kernels|test_generate|test_isa)$'

@@ -70,14 +70,23 @@ KQ_INLINE void unpack_q3_k(const uint8_t *b, elm_kq_block *o) {
     }
 }
 
+/* Q4_K/Q5_K's eight 6-bit scales and mins from their 12 bytes (elm_kquant_scale_min) four at a
+ * time in 32-bit words, each widened to two 16-weight groups. */
+KQ_INLINE void unpack_scale_min(const uint8_t *s, elm_kq_block *o) {
+    uint32_t u[3];
+    memcpy(u, s, 12);
+    const uint32_t sc_lo = u[0] & 0x3f3f3f3f, m_lo = u[1] & 0x3f3f3f3f;
+    const uint32_t sc_hi = (u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4;
+    const uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4;
+    const __m128i sc = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo);
+    const __m128i m = _mm_set_epi32(0, 0, (int)m_hi, (int)m_lo);
+    _mm256_store_si256((__m256i *)o->sc, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc)));
+    _mm256_store_si256((__m256i *)o->m, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m)));
+}
+
 KQ_INLINE void unpack_q45_k(const uint8_t *b, elm_kq_block *o, bool five) {
     o->d = elm_get_f16(b), o->dmin = elm_get_f16(b + 2);
-    for (int j = 0; j < 8; j++) {
-        uint8_t sc, m;
-        elm_kquant_scale_min(j, b + 4, &sc, &m);
-        o->sc[2 * j] = o->sc[2 * j + 1] = sc;
-        o->m[2 * j] = o->m[2 * j + 1] = m;
-    }
+    unpack_scale_min(b + 4, o);
     const uint8_t *qs = b + (five ? 48 : 16);
     const __m256i qh = kq_load(b + 16), sixteen = _mm256_set1_epi8(16);
     for (int p = 0; p < 4; p++) {
