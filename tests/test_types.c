@@ -337,14 +337,15 @@ static void test_names(void) {
     CHECK(elm_type_from_name("q4_0", &t) && t == ELM_TYPE_Q4_0, "q4_0");
     CHECK(elm_type_from_name("Q5_1", &t) && t == ELM_TYPE_Q5_1, "Q5_1 case-insensitive");
     CHECK(elm_type_from_name("bf16", &t) && t == ELM_TYPE_BF16, "bf16");
-    CHECK(!elm_type_from_name("q4_k", &t), "q4_k is not supported");
+    CHECK(elm_type_from_name("q4_k", &t) && t == ELM_TYPE_Q4_K, "q4_k");
+    CHECK(!elm_type_from_name("iq2_xxs", &t), "iq2_xxs is not supported");
     CHECK(!elm_type_from_name("", &t), "empty name");
     CHECK(elm_row_bytes(ELM_TYPE_Q4_0, 64) == 36, "q4_0 row of 64");
     CHECK(elm_row_bytes(ELM_TYPE_Q8_0, 4096) == 4352, "q8_0 row of 4096");
     CHECK(elm_row_bytes(ELM_TYPE_Q4_0, 172) == 0, "q4_0 row of 172 is not whole blocks");
     CHECK(elm_row_bytes(ELM_TYPE_F16, 172) == 344, "f16 row of 172");
     CHECK(elm_row_bytes(ELM_TYPE_F32, 0) == 0, "empty row");
-    CHECK(elm_type_get(12) == NULL && elm_type_get(9) == NULL && elm_type_get(1000) == NULL,
+    CHECK(elm_type_get(16) == NULL && elm_type_get(9) == NULL && elm_type_get(1000) == NULL,
           "unsupported ids give NULL");
     const struct { elm_type t; size_t bytes; double bpw; } g[] = {
         {ELM_TYPE_Q8_0, 34, 8.5}, {ELM_TYPE_Q4_0, 18, 4.5}, {ELM_TYPE_Q4_1, 20, 5.0},
