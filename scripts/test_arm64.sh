@@ -43,7 +43,7 @@ fi
 
 set -e
 jobs=$(nproc 2>/dev/null || echo 2)
-tests='test_kernels test_generate test_isa'
+tests='test_kernels test_kquant_kernels test_generate test_isa'
 cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64.cmake" -DCMAKE_BUILD_TYPE=Release \
   -DEDGELM_SHARED="$shared" >/dev/null
 cmake --build "$build" -j "$jobs" --target $tests edgelm_jni -- --no-print-directory >/dev/null
@@ -52,6 +52,6 @@ cmake -S . -B "$build-clang" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64-clang.cm
 cmake --build "$build-clang" -j "$jobs" -- --no-print-directory >/dev/null
 echo "edgelm: ARM64, gcc" >&2
 (cd "$build" && ctest --output-on-failure -O ctest.log -j "$jobs" \
-  -R '^(test_kernels|test_generate|test_isa|test_isa_neon|jni_bridge)$')
+  -R '^(test_kernels|test_kquant_kernels|test_generate|test_isa|test_isa_neon|jni_bridge)$')
 echo "edgelm: ARM64, clang, -DEDGELM_MINIMAL=ON" >&2
 (cd "$build-clang" && ctest --output-on-failure -O ctest.log -j "$jobs")

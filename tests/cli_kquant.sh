@@ -2,10 +2,8 @@
 # CLI checks of llama.cpp's k-quant and i-quant files (Q2_K..Q6_K, IQ4_NL, IQ4_XS; wide256
 # fixtures): the commands that load a model run them (inspect, run, perplexity, bench, plan); every
 # kernel table gives the scalar oracle's greedy tokens; bad files (a k-quant row that is not a
-# multiple of 256, a truncated super-block) end in one error line naming the file and the tensor;
-# and `edgelm eval --ref wide-f32.gguf` on every wide256 reference file, in one invocation, gives
-# llama.cpp's mean KLD within 2% and perplexity within 0.1% (golden/quant_reference.json, same
-# text and context: valid.txt, -c 256).
+# multiple of 256, a truncated super-block) end in one error line naming the file and the tensor.
+# The figures against llama.cpp's are cli_kquant_eval.sh's.
 # usage: cli_kquant.sh EDGELM FIXTURES
 set -u
 bin=$1 fx=$2
@@ -62,38 +60,10 @@ assert a["generated_ids"] == b["generated_ids"] and len(a["generated_ids"]) == 1
 EOF2
     done
 done
-"$bin" perplexity -m "$refq/llamacpp-q6_k.gguf" -f "$text" -c 256 -t 2 --json >"$tmp/ppl.json" 2>"$tmp/err" &&
-    python3 - "$tmp/ppl.json" "$golden" <<'EOF2' && ok || fail "perplexity of llamacpp-q6_k: $(tail -1 "$tmp/err")"
-import json, sys
-d, g = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["files"]["llamacpp-q6_k"]
-assert abs(d["ppl"] / g["ppl"] - 1) < 1e-3, (d["ppl"], g["ppl"])
-EOF2
-
-# eval on every reference file against llama.cpp's figures, one baseline run for all
-models=()
-for f in "$refq"/llamacpp-*.gguf; do
-    case $f in *imatrix*) continue ;; esac
-    models+=(-m "$f")
-done
-[ "${#models[@]}" -ge 36 ] || fail "expected at least 18 reference files, found $((${#models[@]} / 2))"
-"$bin" eval --ref "$w/wide-f32.gguf" "${models[@]}" -f "$text" -c 256 -t 2 --json \
-    >"$tmp/eval.json" 2>"$tmp/err" || fail "eval: $(tail -1 "$tmp/err")"
-python3 - "$tmp/eval.json" "$golden" <<'EOF2' && ok || fail "eval differs from llama.cpp's figures"
-import json, os, sys
-d, g = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-assert abs(d["baseline"]["ppl"] / g["base_ppl_f32"] - 1) < 1e-3, (d["baseline"]["ppl"], g["base_ppl_f32"])
-bad = []
-for m in d["models"]:
-    name = os.path.basename(m["path"])[:-len(".gguf")]
-    ref = g["files"][name]
-    kld, ppl = m["kld_mean"] / ref["kld_mean"] - 1, m["ppl"] / ref["ppl"] - 1
-    print(f"{name:28} KLD {m['kld_mean']:.6f} vs {ref['kld_mean']:.6f} ({100 * kld:+.2f}%)  "
-          f"PPL {m['ppl']:.4f} vs {ref['ppl']:.4f} ({100 * ppl:+.3f}%)")
-    if abs(kld) > 0.02 or abs(ppl) > 1e-3:
-        bad.append(name)
-assert len(d["models"]) == len(g["files"]) or len(d["models"]) >= 18, len(d["models"])
-assert not bad, bad
-EOF2
+head -c 5000 "$text" >"$tmp/text.txt"
+"$bin" perplexity -m "$refq/llamacpp-q4_k_m.gguf" -f "$tmp/text.txt" -c 128 -t 2 --json >"$tmp/ppl.json" 2>"$tmp/err" &&
+    python3 -c 'import json, math, sys; p = json.load(open(sys.argv[1]))["ppl"]; assert 1 < p < 1e4, p' \
+        "$tmp/ppl.json" && ok || fail "perplexity of llamacpp-q4_k_m: $(tail -1 "$tmp/err")"
 
 echo "cli_kquant: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -339,6 +339,7 @@ static void test_names(void) {
     CHECK(elm_type_from_name("bf16", &t) && t == ELM_TYPE_BF16, "bf16");
     CHECK(elm_type_from_name("q4_k", &t) && t == ELM_TYPE_Q4_K, "q4_k");
     CHECK(!elm_type_from_name("q4_k_m", &t), "a recipe is not a type");
+    CHECK(!elm_type_from_name("iq2_xxs", &t), "iq2_xxs is not supported");
     CHECK(!elm_type_from_name("", &t), "empty name");
     CHECK(elm_row_bytes(ELM_TYPE_Q4_0, 64) == 36, "q4_0 row of 64");
     CHECK(elm_row_bytes(ELM_TYPE_Q8_0, 4096) == 4352, "q8_0 row of 4096");

@@ -12,8 +12,8 @@
  *   value[j] = d·sc[j/16]·q[j] - dmin·m[j/16],  q int8 with |q| <= 127, sc and m int16.
  * A super-block against a q8_K block then gives, exactly in integers,
  *   isum = Σ_g sc[g]·Σ_{j in g} q[j]·x.q[j],   msum = Σ_g m[g]·x.bsum[g],
- * and the float result x.d·(d·isum) - x.d·(dmin·msum). The scalar table defines these bits; the
- * SIMD tables compute the same integers, with float rounding that may differ by contraction.
+ * and the float result (d·x.d)·isum - (dmin·x.d)·msum. The scalar table defines these bits; the
+ * SIMD tables compute the same integers but may sum their parts in another float order.
  *
  * The kernel matmul of each table hands these types to elm_kquant_matmul, which quantizes the
  * activations itself, a chunk of tokens at a time, into the thread's scratch; a row of weights is

@@ -17,11 +17,11 @@
 
 #define KQ_INLINE KQ_FN static inline __attribute__((always_inline))
 
-KQ_INLINE int32_t kq_hsum_epi32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
+KQ_INLINE float kq_hsum_ps(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
 }
 
 KQ_INLINE __m256i kq_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
@@ -70,14 +70,23 @@ KQ_INLINE void unpack_q3_k(const uint8_t *b, elm_kq_block *o) {
     }
 }
 
+/* Q4_K/Q5_K's eight 6-bit scales and mins from their 12 bytes (elm_kquant_scale_min) four at a
+ * time in 32-bit words, each widened to two 16-weight groups. */
+KQ_INLINE void unpack_scale_min(const uint8_t *s, elm_kq_block *o) {
+    uint32_t u[3];
+    memcpy(u, s, 12);
+    const uint32_t sc_lo = u[0] & 0x3f3f3f3f, m_lo = u[1] & 0x3f3f3f3f;
+    const uint32_t sc_hi = (u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4;
+    const uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4;
+    const __m128i sc = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo);
+    const __m128i m = _mm_set_epi32(0, 0, (int)m_hi, (int)m_lo);
+    _mm256_store_si256((__m256i *)o->sc, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc)));
+    _mm256_store_si256((__m256i *)o->m, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m)));
+}
+
 KQ_INLINE void unpack_q45_k(const uint8_t *b, elm_kq_block *o, bool five) {
     o->d = elm_load_f16(b), o->dmin = elm_load_f16(b + 2);
-    for (int j = 0; j < 8; j++) {
-        uint8_t sc, m;
-        elm_kquant_scale_min(j, b + 4, &sc, &m);
-        o->sc[2 * j] = o->sc[2 * j + 1] = sc;
-        o->m[2 * j] = o->m[2 * j + 1] = m;
-    }
+    unpack_scale_min(b + 4, o);
     const uint8_t *qs = b + (five ? 48 : 16);
     const __m256i qh = kq_load(b + 16), sixteen = _mm256_set1_epi8(16);
     for (int p = 0; p < 4; p++) {
@@ -170,7 +179,8 @@ KQ_INLINE void dot_n(const elm_kq_block *w, const elm_q8k_row *x, const int nx, 
     /* byte pairs (0,1) of the scale pair in the low lane, (2,3) in the high lane */
     const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
                                             3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
-    float acc[4] = {0, 0, 0, 0};
+    __m256 acc[4];
+    for (int i = 0; i < nx; i++) acc[i] = _mm256_setzero_ps();
     for (int64_t s = 0; s < n; s++, w++) {
         __m256i a[4];
         for (int i = 0; i < nx; i++) a[i] = _mm256_setzero_si256();
@@ -187,15 +197,17 @@ KQ_INLINE void dot_n(const elm_kq_block *w, const elm_q8k_row *x, const int nx, 
             }
         }
         const __m256i m = _mm256_load_si256((const __m256i *)w->m);
+        /* the lanes' integer sums are exact; only their float sum is left to the end */
         for (int i = 0; i < nx; i++) {
             const float xd = x[i].d[s];
-            acc[i] += w->d * xd * (float)kq_hsum_epi32(a[i]);
+            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[i]), _mm256_set1_ps(w->d * xd), acc[i]);
             if (mins)
-                acc[i] -= w->dmin * xd *
-                          (float)kq_hsum_epi32(_mm256_madd_epi16(m, kq_load(x[i].bsum + 16 * s)));
+                acc[i] = _mm256_fnmadd_ps(
+                    _mm256_cvtepi32_ps(_mm256_madd_epi16(m, kq_load(x[i].bsum + 16 * s))),
+                    _mm256_set1_ps(w->dmin * xd), acc[i]);
         }
     }
-    for (int i = 0; i < nx; i++) out[i] = acc[i];
+    for (int i = 0; i < nx; i++) out[i] = kq_hsum_ps(acc[i]);
 }
 
 KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64_t n, bool mins,
@@ -218,13 +230,13 @@ KQ_FN static void unpack_iq4_nl(const uint8_t *src, int64_t n, int8_t *q, float 
 }
 
 KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int64_t n) {
-    float acc = 0;
+    __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n; b++) {
         const __m256i p = kq_pairs(kq_load(q + ELM_QK * b), kq_load(x.qs + ELM_QK * b));
-        const int32_t dot = kq_hsum_epi32(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
-        acc += d[b] * x.d[b] * (float)dot;
+        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+        acc = _mm256_fmadd_ps(dot, _mm256_set1_ps(d[b] * x.d[b]), acc);
     }
-    return acc;
+    return kq_hsum_ps(acc);
 }
 
 const elm_kq_kernels KQ_TABLE = {unpack, dot, unpack_iq4_nl, dot_iq4_nl};
