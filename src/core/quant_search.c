@@ -15,19 +15,26 @@ int elm_nearest_int(float v) {
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-float elm_make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float *qw) {
-    float max = 0, amax = 0;
+/* The signed value of largest magnitude in x [n] (the first on ties) into *max; false, with L
+ * zeroed, when every |x| is below ELM_GROUP_EPS (the group quantizes to zeros). */
+static bool signed_max(int n, const float *x, float *max, int8_t *L) {
+    float amax = 0;
+    *max = 0;
     for (int i = 0; i < n; i++) {
         const float ax = fabsf(x[i]);
         if (ax > amax) {
             amax = ax;
-            max = x[i];
+            *max = x[i];
         }
     }
-    if (amax < ELM_GROUP_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.f;
-    }
+    if (amax >= ELM_GROUP_EPS) return true;
+    memset(L, 0, (size_t)n);
+    return false;
+}
+
+float elm_make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float *qw) {
+    float max;
+    if (!signed_max(n, x, &max, L)) return 0.f;
     float iscale = -nmax / max;
     float sumlx = 0, suml2 = 0;
     for (int i = 0; i < n; i++) {
@@ -60,18 +67,8 @@ float elm_make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float
 }
 
 float elm_make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
-    float max = 0, amax = 0;
-    for (int i = 0; i < n; i++) {
-        const float ax = fabsf(x[i]);
-        if (ax > amax) {
-            amax = ax;
-            max = x[i];
-        }
-    }
-    if (amax < ELM_GROUP_EPS) {
-        memset(L, 0, (size_t)n);
-        return 0.f;
-    }
+    float max;
+    if (!signed_max(n, x, &max, L)) return 0.f;
     const float iscale = -nmax / max;
     float sumlx = 0, suml2 = 0;
     for (int i = 0; i < n; i++) {
