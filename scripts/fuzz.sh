@@ -97,8 +97,8 @@ run() {
       -timeout=30 -print_final_stats=1 -artifact_prefix="$out/crashes/$h/" >"$log" 2>&1
     local rc=$?
     local execs cov
-    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
-    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
+    execs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$')
+    cov=$(grep -ao 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$h" "$secs" "${execs:-0}" "${cov:-0}" "$rc" |
       tee -a "$out/fuzz-log.tsv"
   done

@@ -377,6 +377,14 @@ static void test_kv(void) {
               strstr(err.msg, "metadata key 'tokenizer.ggml.tokens' appears more than once"),
           "tokens twice: %d %s", st, err.msg);
 
+    /* a key holding a newline (found by fuzz_gguf): the message stays one line */
+    b.n = 0;
+    header(&b, 0, 1);
+    putstr(&b, "general.n\ne");
+    put32(&b, 99);
+    p = write_file("newline.gguf", b.b, b.n);
+    expect_fail("newline in a key", p, ELM_ERR_FORMAT, "key 'general.n?e' has unknown value type 99");
+
     /* hyper-parameters that parse but cannot run */
     const uint32_t nan = 0x7fc00000u, inf = 0x7f800000u;
     int eps = kv_index("llama.attention.layer_norm_rms_epsilon");

@@ -9,6 +9,10 @@ elm_status elm_errorf(elm_error *err, elm_status code, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        /* names quoted from a hostile file may hold newlines or escapes: the message stays one
+         * printable line */
+        for (char *c = err->msg; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
         err->code = code;
     }
     return code;
