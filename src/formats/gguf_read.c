@@ -665,7 +665,12 @@ elm_status elm_load_gguf(elm_model *m, const char *path, bool in_memory, elm_err
         if (!find_kv(&g, arch_key(k, sizeof k, m->hp.arch, "vocab_size")))
             m->hp.n_vocab = m->vocab.n_tokens;
     } else if (g.n_tensors == 0 && find_kv(&g, "tokenizer.ggml.model")) {
-        if ((st = read_vocab(&g, &m->vocab, err))) goto done;
+        /* a vocab-only file of a family edgelm does not run: its vocab when it reads, else the
+         * family is what to report (elm_vocab_load gives the vocab's own error) */
+        if (read_vocab(&g, &m->vocab, NULL))
+            st = elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                            "%s: unsupported architecture '%s' (edgelm runs %s)", path,
+                            m->hp.arch, elm_arch_names());
     }
 done:
     free(g.kv);
