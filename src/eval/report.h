@@ -28,6 +28,11 @@ const char *eval_table_cell(const eval_table *t, int row, int col);
 void eval_describe(elm_sbuf *b, const elm_eval_report *r);
 void eval_verdict_line(elm_sbuf *b, const elm_eval_report *r, const elm_eval_entry *e);
 
+/* The verdict of every model, one line each after `bullet`, under `heading` (nothing without
+ * models). */
+void eval_verdict_list(elm_sbuf *b, const elm_eval_report *r, const char *heading,
+                       const char *bullet);
+
 /* Display width of UTF-8 text in code points. */
 size_t utf8_width(const char *s);
 

@@ -33,12 +33,7 @@ char *elm_report_markdown(const elm_eval_report *r) {
             elm_sb_puts(&b, "\n");
         }
     }
-    if (r->n_models > 0) elm_sb_puts(&b, "\n## Verdicts\n\n");
-    for (int k = 0; k < r->n_models; k++) {
-        elm_sb_puts(&b, "- ");
-        eval_verdict_line(&b, r, &r->models[k]);
-        elm_sb_puts(&b, "\n");
-    }
+    eval_verdict_list(&b, r, "\n## Verdicts\n\n", "- ");
     eval_table_free(t);
     return elm_sb_finish(&b);
 }

@@ -44,3 +44,13 @@ void eval_verdict_line(elm_sbuf *b, const elm_eval_report *r, const elm_eval_ent
         elm_sb_printf(b, "; similarity %.1f%% -> %s (acceptable above %.0f%%)", 100 * e->gen.similarity,
                   elm_eval_sim_verdict(e->gen.similarity), 100 * ELM_EVAL_SIM_ACCEPTABLE);
 }
+
+void eval_verdict_list(elm_sbuf *b, const elm_eval_report *r, const char *heading,
+                       const char *bullet) {
+    if (r->n_models > 0) elm_sb_puts(b, heading);
+    for (int k = 0; k < r->n_models; k++) {
+        elm_sb_puts(b, bullet);
+        eval_verdict_line(b, r, &r->models[k]);
+        elm_sb_puts(b, "\n");
+    }
+}
