@@ -28,23 +28,34 @@ static elm_status open_regular(const char *path, int *fd, struct stat *st, elm_e
     return ELM_OK;
 }
 
-elm_status elm_map_file(const char *path, void **addr, size_t *size, elm_error *err) {
+/* The start of elm_map_file and elm_read_file_huge: *addr and *size cleared, the file opened
+ * into *fd with its size in *n; an empty file is closed again (*fd = -1: nothing to read). */
+static elm_status open_contents(const char *path, void **addr, size_t *size, int *fd, size_t *n,
+                                elm_error *err) {
     *addr = NULL;
     *size = 0;
-    int fd;
     struct stat st;
-    elm_status status = open_regular(path, &fd, &st, err);
+    elm_status status = open_regular(path, fd, &st, err);
     if (status) return status;
-    if (st.st_size == 0) {
-        close(fd);
-        return ELM_OK;
+    *n = (size_t)st.st_size;
+    if (*n == 0) {
+        close(*fd);
+        *fd = -1;
     }
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    return ELM_OK;
+}
+
+elm_status elm_map_file(const char *path, void **addr, size_t *size, elm_error *err) {
+    int fd;
+    size_t n;
+    elm_status status = open_contents(path, addr, size, &fd, &n, err);
+    if (status || fd < 0) return status;
+    void *p = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
     int e = errno;
     close(fd);
     if (p == MAP_FAILED) return elm_errorf(err, ELM_ERR_IO, "%s: mmap: %s", path, strerror(e));
     *addr = p;
-    *size = (size_t)st.st_size;
+    *size = n;
     return ELM_OK;
 }
 
@@ -66,17 +77,10 @@ static void *map_aligned(size_t n) {
 }
 
 elm_status elm_read_file_huge(const char *path, void **addr, size_t *size, elm_error *err) {
-    *addr = NULL;
-    *size = 0;
     int fd;
-    struct stat st;
-    elm_status status = open_regular(path, &fd, &st, err);
-    if (status) return status;
-    const size_t n = (size_t)st.st_size;
-    if (n == 0) {
-        close(fd);
-        return ELM_OK;
-    }
+    size_t n;
+    elm_status status = open_contents(path, addr, size, &fd, &n, err);
+    if (status || fd < 0) return status;
     char *p = map_aligned(n);
     if (p == MAP_FAILED) {
         close(fd);
