@@ -129,7 +129,10 @@ static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
     for (int i = 0; i < n; i++) {
         if (c->hook) c->hook(w[i], layer, x, n_tok, c->hook_user);
         const bool q8 = elm_type_q8_act(w[i]->type);
-        const bool xt = !q8 && c->xt && n_tok >= ELM_XT_MIN_TOKENS;
+        /* only float weights read the transposed chunks; the super-block types quantize x
+         * themselves (q8_K, kernels/kquant.c) */
+        const bool flt = elm_type_get(w[i]->type)->block_size == 1;
+        const bool xt = flt && c->xt && n_tok >= ELM_XT_MIN_TOKENS;
         if (!q8) pj.round = act_round(c, w[i]);
         const float *xf = !q8 && pj.round != ELM_TYPE_F32 ? c->xr : x;
         pj.q8 |= q8;
