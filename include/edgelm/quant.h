@@ -37,6 +37,8 @@ typedef void (*elm_quantize_warn_fn)(const char *message, void *user);
 typedef struct elm_quantize_callbacks {
     elm_quantize_progress_fn progress; /* may be NULL */
     elm_quantize_warn_fn warn;         /* may be NULL */
+    elm_quantize_warn_fn note;         /* a line about the run (resumed from a checkpoint, or
+                                        * none to resume from); may be NULL */
     void *user;
 } elm_quantize_callbacks;
 
@@ -234,6 +236,11 @@ typedef struct elm_quant_params {
     const elm_imatrix *imatrix; /* RTN: importance weights (llama-quantize --imatrix), or NULL;
                                  * its entries must match m (elm_imatrix_check) */
     const char *imatrix_path;   /* the imatrix file, for error messages */
+    const char *checkpoint;     /* GPTQ/AWQ: per-block checkpoint file (src/quant/checkpoint.h),
+                                 * rewritten after each block and deleted once the output is
+                                 * written; NULL: none */
+    bool resume;                /* continue from the checkpoint when it holds blocks (validated
+                                 * against the source and these options); without one, start over */
 } elm_quant_params;
 
 typedef struct elm_quant_tensor_info {
@@ -262,11 +269,16 @@ void elm_quant_report_free(elm_quant_report *r);
  * the policy's type). cb (may be NULL): progress per tensor for RTN, per layer for GPTQ/AWQ
  * (done of total steps, label "blk.N" / "output"); warn for fallbacks and raised damping. report
  * may be NULL. With an imatrix, each tensor it names is encoded weighted by it (elm_encode_row)
- * and the recipe follows llama.cpp's rules for imatrix files.
+ * and the recipe follows llama.cpp's rules for imatrix files. With params->checkpoint (GPTQ/AWQ)
+ * each finished block is committed there and the file deleted once out_path is written; with
+ * params->resume a valid checkpoint's blocks are not redone, and the file is byte for byte the one
+ * an uninterrupted run writes.
  * Errors: ELM_ERR_ARG (type not writable, GPTQ/AWQ without calibration samples), ELM_ERR_FORMAT
  * naming the imatrix file and tensor when an entry does not match m,
  * ELM_ERR_FORMAT naming the model file and tensor when an input weight is NaN or infinite,
- * ELM_ERR_NOMEM, ELM_ERR_IO naming out_path; no file is left at out_path on any error. */
+ * ELM_ERR_FORMAT naming the checkpoint when it is damaged or was made from another source or
+ * with other options, ELM_ERR_NOMEM, ELM_ERR_IO naming out_path or the checkpoint; no file is left
+ * at out_path on any error (the checkpoint stays). */
 elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
                            const char *out_path, const elm_quantize_callbacks *cb,
                            elm_quant_report *report, elm_error *err);

@@ -20,6 +20,7 @@
 
 #include "quant/awq.h"
 #include "quant/capture.h"
+#include "quant/checkpoint.h"
 #include "quant/gptq.h"
 #include "quant/layerwise.h"
 
@@ -172,6 +173,7 @@ void elm_qrun_free(elm_qrun *r) {
     free(r->info);
     free(r->final_stage);
     free(r->x);
+    elm_ckpt_close(r->ckpt, false);
     memset(r, 0, sizeof *r);
 }
 
@@ -576,12 +578,28 @@ elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
     if (!(r->x = malloc(sizeof(float) * (n_x ? n_x : 1))))
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory for the calibration states "
                           "(%zu floats)", m->path, n_x);
-    /* the first block's inputs come from the quantized embedding */
+    r->final_stage[r->work.tok_embd - r->tensors] = 0;
+    int32_t resumed = 0;
+    if (params->checkpoint && !keep_work)
+        st = elm_ckpt_open(params->checkpoint, r, params->resume, r->x, n_x, &resumed, &r->ckpt,
+                           err);
+    /* the first block's inputs come from the quantized embedding (rounded again on a resume: its
+     * bytes are not in the checkpoint) */
     qctx q = {r, params, plan, cb, r->x};
-    st = emit_rtn(&q, r->work.tok_embd, err);
-    if (!st) st = elm_capture(&r->work, 0, 0, false, cs, params->n_threads, NULL, q.x, NULL, 0,
-                              err);
-    if (!st) r->final_stage[r->work.tok_embd - r->tensors] = 0;
+    if (!st) st = emit_rtn(&q, r->work.tok_embd, err);
+    if (!st && resumed == 0)
+        st = elm_capture(&r->work, 0, 0, false, cs, params->n_threads, NULL, q.x, NULL, 0, err);
+    if (!st && params->resume && cb && cb->note) {
+        char msg[1200];
+        if (resumed)
+            snprintf(msg, sizeof msg, "resuming from %s: %d of %d blocks done", params->checkpoint,
+                     resumed, m->hp.n_layers);
+        else
+            snprintf(msg, sizeof msg, "no checkpoint %s to resume from: starting at block 0",
+                     params->checkpoint);
+        cb->note(msg, cb->user);
+    }
+    r->stage = resumed;
     return st;
 }
 
@@ -602,6 +620,7 @@ elm_status elm_qrun_step(elm_qrun *r, elm_error *err) {
         if (!st)
             st = elm_capture(&r->work, l, 1, false, params->calib, params->n_threads, q.x, q.x,
                              NULL, 0, err);
+        if (!st && r->ckpt) st = elm_ckpt_commit(r->ckpt, r, l + 1, q.x, err);
         char what[32];
         snprintf(what, sizeof what, "blk.%d", l);
         if (!st) progress(&q, l + 1, what);
