@@ -128,9 +128,10 @@ int main(int argc, char **argv) {
         CHECK(st == ELM_OK, "quantize: %s", err.msg);
         if (!st) {
             const int64_t hessians = 8 * (3 * d * d + f * f);
-            /* the down projection, GPTQ's widest: lin_buf (W, E, values, codes; float and double
-             * Hessian copies) and elm_gptq's (permuted H, factor U, permuted W) */
-            const int64_t scratch = 13 * d * f + 12 * f * f + 8 * f * f + 4 * d * f;
+            /* the down projection, GPTQ's widest: lin_buf (W, values, codes, block parameters,
+             * the error figures' row sample and H panel) and elm_gptq's (permuted H, the
+             * feedback factor, permuted W) */
+            const int64_t scratch = 9 * d * f + 4 * (3 * 128 + 256) * f + 8 * f * f + 4 * d * f;
             const int64_t states = 4 * cs.n_tokens * d;
             const int64_t ends = 2 * 4 * (int64_t)shape.n_vocab * d;
             /* a block's q4_0 bytes (18 per 32 weights) until written, and the writer's copy */

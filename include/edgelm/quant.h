@@ -37,9 +37,9 @@ typedef void (*elm_quantize_warn_fn)(const char *message, void *user);
 typedef struct elm_quantize_callbacks {
     elm_quantize_progress_fn progress; /* may be NULL */
     elm_quantize_warn_fn warn;         /* may be NULL */
+    void *user;
     elm_quantize_warn_fn note;         /* a line about the run (resumed from a checkpoint, or
                                         * none to resume from); may be NULL */
-    void *user;
 } elm_quantize_callbacks;
 
 typedef struct elm_quantize_summary {

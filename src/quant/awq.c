@@ -1,33 +1,78 @@
-/* AWQ scale and clipping searches (awq.h). */
+/* AWQ scale and clipping searches (awq.h). Both measure candidates by the block output error
+ * Σ_b Δ_b H_bb Δ_bᵀ: the weight errors of a chunk of rows are formed for a candidate, then each
+ * 32-column block's errors are multiplied by that block's H_bb with one sgemm (chunk x 32 x 32),
+ * rather than a scalar quadratic form per row and block. */
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "quant/awq.h"
 
-/* Δᵀ Hbb Δ for the block starting at column b0 of an n-column Hessian. */
-static double block_quad(const double *H, int64_t n, int64_t b0, const double *delta) {
-    double sum = 0;
-    for (int i = 0; i < ELM_QK; i++) {
-        const double *hrow = H + (b0 + i) * n + b0;
-        double t = 0;
-        for (int j = 0; j < ELM_QK; j++) t += hrow[j] * delta[j];
-        sum += delta[i] * t;
-    }
-    return sum;
+#define AWQ_CHUNK 256 /* rows whose errors are formed at once */
+
+void elm_awq_diag_blocks(const double *H, int64_t cols, const double *cs, float *hb) {
+    for (int64_t b0 = 0; b0 < cols; b0 += ELM_QK)
+        for (int i = 0; i < ELM_QK; i++)
+            for (int j = 0; j < ELM_QK; j++) {
+                const double h = H[(b0 + i) * cols + b0 + j];
+                hb[b0 * ELM_QK + i * ELM_QK + j] =
+                    (float)(cs ? h / (cs[b0 + i] * cs[b0 + j]) : h);
+            }
 }
 
-/* Output error of round-to-nearest Q(w·s)/s for one row w [cols]: Σ_b Δ_bᵀ H_bb Δ_b. */
-static double row_error(const elm_grid *g, const float *w, const double *s, int64_t cols,
-                        const double *H) {
-    double total = 0, delta[ELM_QK];
+/* out[r * nblk + b] = Δ_rb H_bb Δ_rbᵀ for the n_rows rows of the errors D [n_rows, cols]. */
+static void block_errors(const float *D, int64_t n_rows, int64_t cols, const float *hb, float *T,
+                         double *out) {
+    const int64_t nblk = cols / ELM_QK;
+    for (int64_t b = 0; b < nblk; b++) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n_rows, ELM_QK, ELM_QK, 1.0f,
+                    D + b * ELM_QK, (int)cols, hb + b * ELM_QK * ELM_QK, ELM_QK, 0.0f, T, ELM_QK);
+        for (int64_t r = 0; r < n_rows; r++) {
+            double e = 0;
+            for (int j = 0; j < ELM_QK; j++) e += (double)T[r * ELM_QK + j] * D[r * cols + b * ELM_QK + j];
+            out[r * nblk + b] = e;
+        }
+    }
+}
+
+typedef struct scratch {
+    float *D, *T;
+    double *err;
+} scratch;
+
+static bool scratch_new(scratch *s, int64_t cols) {
+    s->D = malloc(sizeof(float) * AWQ_CHUNK * (size_t)cols);
+    s->T = malloc(sizeof(float) * AWQ_CHUNK * ELM_QK);
+    s->err = malloc(sizeof(double) * AWQ_CHUNK * (size_t)(cols / ELM_QK));
+    return s->D && s->T && s->err;
+}
+
+static void scratch_free(scratch *s) {
+    free(s->D);
+    free(s->T);
+    free(s->err);
+}
+
+/* Output error of round-to-nearest Q(w·s)/s over the rows of one linear. */
+static double linear_error(const elm_awq_linear *lin, const double *s, int64_t cols,
+                           const float *hb, scratch *sc) {
+    const int64_t nblk = cols / ELM_QK;
+    double total = 0;
     float x[ELM_QK];
-    for (int64_t b = 0; b < cols; b += ELM_QK) {
-        for (int j = 0; j < ELM_QK; j++) x[j] = (float)(w[b + j] * s[b + j]);
-        const elm_block_params p = elm_grid_params(g, x, 1.0f);
-        for (int j = 0; j < ELM_QK; j++)
-            delta[j] = w[b + j] - elm_grid_value(g, p, elm_grid_code(g, p, x[j])) / s[b + j];
-        total += block_quad(H, cols, b, delta);
+    for (int64_t r0 = 0; r0 < lin->rows; r0 += AWQ_CHUNK) {
+        const int64_t nr = lin->rows - r0 < AWQ_CHUNK ? lin->rows - r0 : AWQ_CHUNK;
+        for (int64_t r = 0; r < nr; r++) {
+            const float *w = lin->w + (r0 + r) * cols;
+            for (int64_t b = 0; b < cols; b += ELM_QK) {
+                for (int j = 0; j < ELM_QK; j++) x[j] = (float)(w[b + j] * s[b + j]);
+                const elm_block_params p = elm_grid_params(lin->g, x, 1.0f);
+                for (int j = 0; j < ELM_QK; j++)
+                    sc->D[r * cols + b + j] = (float)(w[b + j] - elm_grid_value(lin->g, p, elm_grid_code(lin->g, p, x[j])) / s[b + j]);
+            }
+        }
+        block_errors(sc->D, nr, cols, hb, sc->T, sc->err);
+        for (int64_t k = 0; k < nr * nblk; k++) total += sc->err[k];
     }
     return total;
 }
@@ -35,7 +80,16 @@ static double row_error(const elm_grid *g, const float *w, const double *s, int6
 elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols, const double *H,
                           const double *abs_mean, double *s, double *alpha, elm_error *err) {
     double *cand = malloc(sizeof *cand * (size_t)cols);
-    if (!cand) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the AWQ scale search");
+    float *hb = malloc(sizeof *hb * (size_t)cols * ELM_QK);
+    scratch sc;
+    const bool ok = scratch_new(&sc, cols);
+    if (!cand || !hb || !ok) {
+        free(cand);
+        free(hb);
+        scratch_free(&sc);
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the AWQ scale search");
+    }
+    elm_awq_diag_blocks(H, cols, NULL, hb);
     double best = INFINITY;
     *alpha = 0;
     for (int64_t j = 0; j < cols; j++) s[j] = 1;
@@ -52,8 +106,7 @@ elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols
         for (int64_t j = 0; j < cols; j++) cand[j] = abs_mean[j] > 0 ? cand[j] / norm : 1;
         double total = 0;
         for (int32_t k = 0; k < n_lin; k++)
-            for (int64_t r = 0; lin[k].g && r < lin[k].rows; r++)
-                total += row_error(lin[k].g, lin[k].w + r * cols, cand, cols, H);
+            if (lin[k].g) total += linear_error(&lin[k], cand, cols, hb, &sc);
         if (total < best) {
             best = total;
             *alpha = a;
@@ -61,33 +114,55 @@ elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols
         }
     }
     free(cand);
+    free(hb);
+    scratch_free(&sc);
     return ELM_OK;
 }
 
-void elm_awq_clip_quantize(const elm_grid *g, const float *ws, int64_t rows, int64_t cols,
-                           const double *Hs, int8_t *codes, elm_block_params *params, float *q) {
+elm_status elm_awq_clip_quantize(const elm_grid *g, const float *ws, int64_t rows, int64_t cols,
+                                 const float *hb, int8_t *codes, elm_block_params *params, float *q,
+                                 elm_error *err) {
     const int64_t nblk = cols / ELM_QK;
-    double delta[ELM_QK];
+    scratch sc;
+    double *best_err = malloc(sizeof(double) * AWQ_CHUNK * (size_t)nblk);
+    elm_block_params *cand = malloc(sizeof *cand * AWQ_CHUNK * (size_t)nblk);
+    if (!scratch_new(&sc, cols) || !best_err || !cand) {
+        scratch_free(&sc);
+        free(best_err);
+        free(cand);
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the AWQ clipping search");
+    }
+    for (int64_t r0 = 0; r0 < rows; r0 += AWQ_CHUNK) {
+        const int64_t nr = rows - r0 < AWQ_CHUNK ? rows - r0 : AWQ_CHUNK;
+        for (int c = 0; c < ELM_AWQ_CLIP; c++) {
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t b = 0; b < nblk; b++) {
+                    const float *x = ws + (r0 + r) * cols + b * ELM_QK;
+                    const elm_block_params p = elm_grid_params(g, x, 1.0f - 0.05f * (float)c);
+                    cand[r * nblk + b] = p;
+                    for (int j = 0; j < ELM_QK; j++)
+                        sc.D[r * cols + b * ELM_QK + j] = x[j] - elm_grid_value(g, p, elm_grid_code(g, p, x[j]));
+                }
+            block_errors(sc.D, nr, cols, hb, sc.T, sc.err);
+            for (int64_t k = 0; k < nr * nblk; k++)
+                if (c == 0 || sc.err[k] < best_err[k]) {
+                    best_err[k] = sc.err[k];
+                    params[r0 * nblk + k] = cand[k];
+                }
+        }
+    }
     for (int64_t r = 0; r < rows; r++)
         for (int64_t b = 0; b < nblk; b++) {
-            const float *x = ws + r * cols + b * ELM_QK;
-            elm_block_params best = {0, 0};
-            double best_err = INFINITY;
-            for (int c = 0; c < ELM_AWQ_CLIP; c++) {
-                elm_block_params p = elm_grid_params(g, x, 1.0f - 0.05f * (float)c);
-                for (int j = 0; j < ELM_QK; j++)
-                    delta[j] = x[j] - elm_grid_value(g, p, elm_grid_code(g, p, x[j]));
-                double e = block_quad(Hs, cols, b * ELM_QK, delta);
-                if (c == 0 || e < best_err) {
-                    best_err = e;
-                    best = p;
-                }
-            }
-            params[r * nblk + b] = best;
+            const elm_block_params best = params[r * nblk + b];
             for (int j = 0; j < ELM_QK; j++) {
+                const float *x = ws + r * cols + b * ELM_QK;
                 int code = elm_grid_code(g, best, x[j]);
                 codes[r * cols + b * ELM_QK + j] = (int8_t)code;
                 q[r * cols + b * ELM_QK + j] = elm_grid_value(g, best, code);
             }
         }
+    scratch_free(&sc);
+    free(best_err);
+    free(cand);
+    return ELM_OK;
 }

@@ -2,7 +2,8 @@
  * the per-input-channel scale search of a group of linears sharing an input, and the clipping
  * search that quantizes one scaled linear. Errors are measured on the calibration inputs through
  * their Hessian H = 2·Σ x xᵀ, so no activations are stored: ‖(W - Ŵ)X‖² = ½ Σ_r e_rᵀ H e_r,
- * summed over the 32-weight blocks with H's 32 x 32 diagonal blocks. The cross-block terms pair
+ * summed over the 32-weight blocks with H's 32 x 32 diagonal blocks (float32, one sgemm per block
+ * and chunk of rows). The cross-block terms pair
  * rounding errors of different blocks, which are independent and average out; dropping them
  * costs rows·cols·32 per candidate instead of rows·cols² (for a 2048 x 5632 matrix, 176x less)
  * and chose scales as good as the full sum on the fixture (q4_0 KLD 0.0825 vs 0.0850, q4_1
@@ -31,11 +32,17 @@ typedef struct elm_awq_linear {
 elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols, const double *H,
                           const double *abs_mean, double *s, double *alpha, elm_error *err);
 
-/* Quantizes the scaled weights ws [rows, cols] whose input Hessian (in the scaled coordinates) is
- * Hs: for each 32-weight block, the clip of ELM_AWQ_CLIP whose parameters minimise the block's
- * output error Δᵀ Hs_bb Δ (Hs_bb its 32 x 32 diagonal block), then nearest codes. Writes codes
- * [rows, cols], params [rows, cols/32] and their values q [rows, cols]. */
-void elm_awq_clip_quantize(const elm_grid *g, const float *ws, int64_t rows, int64_t cols,
-                           const double *Hs, int8_t *codes, elm_block_params *params, float *q);
+/* The 32 x 32 diagonal blocks of the Hessian H [cols, cols] in the coordinates scaled by cs
+ * (H_ij / (cs_i cs_j); cs NULL for 1), rounded to float32: hb [cols / 32][32][32]. */
+void elm_awq_diag_blocks(const double *H, int64_t cols, const double *cs, float *hb);
+
+/* Quantizes the scaled weights ws [rows, cols] whose input Hessian's diagonal blocks (in the scaled
+ * coordinates) are hb (elm_awq_diag_blocks): for each 32-weight block, the clip of ELM_AWQ_CLIP
+ * whose parameters minimise the block's output error Δ H_bb Δᵀ (the first on ties), then nearest
+ * codes. Writes codes [rows, cols], params [rows, cols/32] and their values q [rows, cols].
+ * ELM_ERR_NOMEM. */
+elm_status elm_awq_clip_quantize(const elm_grid *g, const float *ws, int64_t rows, int64_t cols,
+                                 const float *hb, int8_t *codes, elm_block_params *params, float *q,
+                                 elm_error *err);
 
 #endif

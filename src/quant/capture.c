@@ -111,14 +111,3 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
     }
     return st;
 }
-
-double elm_rows_quad(const float *E, int64_t rows, int64_t cols, const float *H, float *EH) {
-    double sum = 0;
-    for (int64_t r0 = 0; r0 < rows; r0 += ELM_QUAD_ROWS) {
-        const int64_t nr = rows - r0 < ELM_QUAD_ROWS ? rows - r0 : ELM_QUAD_ROWS;
-        cblas_ssymm(CblasRowMajor, CblasRight, CblasUpper, (int)nr, (int)cols, 1.0f, H, (int)cols,
-                    E + r0 * cols, (int)cols, 0.0f, EH, (int)cols);
-        for (int64_t i = 0; i < nr * cols; i++) sum += (double)EH[i] * E[r0 * cols + i];
-    }
-    return sum;
-}

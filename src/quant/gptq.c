@@ -1,7 +1,11 @@
-/* GPTQ (gptq.h). Notation of the paper: H the input Hessian, U the upper Cholesky factor of H⁻¹,
- * B = 128 columns per lazy batch. Rows are independent given U, so each row walks the columns of a
- * batch on its own (row-major, cache friendly; the rows split over the threads); the batch's
- * errors then update the remaining columns of all rows with one sgemm. float32 throughout, as in
+/* GPTQ (gptq.h). Notation of the paper: H the (damped) input Hessian, U the upper Cholesky factor
+ * of H⁻¹ = UᵀU, B = 128 columns per lazy batch. The paper pushes column i's scaled error
+ * (w_i - q_i)/U_ii into the later columns through row i of U. With V = U⁻¹ (H = VVᵀ, V upper) the
+ * same walk reads: the weight reached at column j is w0_j + Σ_{k<j} (w0_k - q_k) V_kj / V_jj, so
+ * the plain errors against the original weights feed back through Vt = V·diag(V)⁻¹, and V is one
+ * Cholesky factorization of H (no inverse, no second factorization). Rows are independent, so
+ * each row walks the columns of a batch on its own (row-major, cache friendly; the rows split over
+ * the threads); the batch's errors then update the remaining columns of all rows with one sgemm. float32 throughout, as in
  * the paper's reference code: the feedback is a sum of bounded rounding errors, and the float64 it
  * ran in before changed no file's quality on the fixture (KLD within 0.001). */
 #include <cblas.h>
@@ -34,24 +38,26 @@ static void reverse(float *a, int64_t n) {
     }
 }
 
-/* U with (A + λI)⁻¹ = UᵀU, upper triangle of U (row-major), lower zeroed. With J the index
- * reversal, the Cholesky factor L of J(A + λI)J gives A + λI = VVᵀ with V = JLJ upper, so
- * (A + λI)⁻¹ = V⁻ᵀV⁻¹ and U = V⁻¹ = J L⁻¹ J (the factor is unique): one spotrf and one strtri,
- * half the arithmetic of factoring, inverting and factoring again. Returns false when the
- * factorization fails or the result is not finite. */
-static bool inverse_cholesky(const float *A, int64_t n, float lambda, float *U) {
-    memcpy(U, A, sizeof(float) * (size_t)(n * n));
-    for (int64_t i = 0; i < n; i++) U[i * n + i] += lambda;
-    reverse(U, n);
-    if (LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, U, (lapack_int)n) != 0) return false;
-    if (LAPACKE_strtri(LAPACK_ROW_MAJOR, 'L', 'N', (lapack_int)n, U, (lapack_int)n) != 0) return false;
-    reverse(U, n);
+/* The factor of the error feedback: with J the index reversal and L the Cholesky factor of
+ * J(A + λI)J, A + λI = VVᵀ with V = JLJ upper (one spotrf). Writes Vt = V·diag(V)⁻¹ (row-major,
+ * unit upper triangle, lower zeroed). Returns false when the factorization fails or the result is
+ * not finite. */
+static bool feedback_factor(const float *A, int64_t n, float lambda, float *Vt) {
+    memcpy(Vt, A, sizeof(float) * (size_t)(n * n));
+    for (int64_t i = 0; i < n; i++) Vt[i * n + i] += lambda;
+    reverse(Vt, n);
+    if (LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, Vt, (lapack_int)n) != 0) return false;
+    reverse(Vt, n);
+    for (int64_t j = 0; j < n; j++)
+        if (!isfinite(Vt[j * n + j]) || !(Vt[j * n + j] > 0)) return false;
     for (int64_t i = 0; i < n; i++) {
-        for (int64_t j = 0; j < i; j++) U[i * n + j] = 0;
-        if (!isfinite(U[i * n + i]) || !(U[i * n + i] > 0)) return false;
-        for (int64_t j = i + 1; j < n; j++)
-            if (!isfinite(U[i * n + j])) return false;
+        for (int64_t j = 0; j < i; j++) Vt[i * n + j] = 0;
+        for (int64_t j = i + 1; j < n; j++) {
+            Vt[i * n + j] /= Vt[j * n + j];
+            if (!isfinite(Vt[i * n + j])) return false;
+        }
     }
+    for (int64_t i = 0; i < n; i++) Vt[i * n + i] = 1;
     return true;
 }
 
@@ -61,7 +67,7 @@ typedef struct walk {
     const elm_gptq_opts *o;
     const int64_t *perm;
     const double *dh;
-    const float *U;
+    const float *Vt, *W;
     float *Wp, *Err, *q;
     int8_t *codes;
     elm_block_params *params;
@@ -84,41 +90,42 @@ static void walk_rows(void *arg, int ith, int nth) {
             const float v = elm_grid_value(k->g, *p, c);
             k->codes[r * n + col] = (int8_t)c;
             k->q[r * n + col] = v;
-            const float e = (w[i] - v) / k->U[i * n + i], *u = k->U + i * n;
+            /* the error against the original weight: its feedback through row i of Vt */
+            const float e = k->W[r * n + col] - v, *u = k->Vt + i * n;
             k->Err[r * nb + (i - k->i1)] = e;
-            for (int64_t j = i + 1; j < k->i2; j++) w[j] -= e * u[j];
+            for (int64_t j = i + 1; j < k->i2; j++) w[j] += e * u[j];
         }
     }
 }
 
 elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows, int64_t cols,
-                    double *H, const elm_gptq_opts *o, int8_t *codes, elm_block_params *params,
+                    const double *H, const elm_gptq_opts *o, int8_t *codes, elm_block_params *params,
                     float *q, elm_gptq_result *res, elm_error *err) {
     const int64_t n = cols, nblk = cols / ELM_QK;
     memset(res, 0, sizeof *res);
     int64_t *perm = malloc(sizeof *perm * (size_t)n);
     double *dh = malloc(sizeof *dh * (size_t)n);
     float *Hp = malloc(sizeof *Hp * (size_t)(n * n));
-    float *U = malloc(sizeof *U * (size_t)(n * n));
+    float *Vt = malloc(sizeof *Vt * (size_t)(n * n));
     float *Wp = malloc(sizeof *Wp * (size_t)(rows * n));
     float *Err = malloc(sizeof *Err * (size_t)(rows * GPTQ_BLOCK));
     elm_pool *pool = NULL;
     elm_status st = ELM_OK;
-    if (!perm || !dh || !Hp || !U || !Wp || !Err) {
+    if (!perm || !dh || !Hp || !Vt || !Wp || !Err) {
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for GPTQ of '%s'", name);
         goto done;
     }
     if ((st = elm_pool_new(o->n_threads > 0 ? o->n_threads : 1, &pool, err))) goto done;
     for (int64_t j = 0; j < n; j++) {
-        if (H[j * n + j] == 0) {
+        dh[j] = H[j * n + j];
+        if (dh[j] == 0) {
             /* never active: nothing to compensate there; a unit diagonal keeps H invertible, and
              * the weights are zeroed (as the GPTQ reference does) so that block scales come from
              * the live columns rather than from weights no calibration input ever multiplies */
-            H[j * n + j] = 1;
+            dh[j] = 1;
             for (int64_t r = 0; r < rows; r++) W[r * n + j] = 0;
             res->dead++;
         }
-        dh[j] = H[j * n + j];
         perm[j] = j;
     }
     if (o->act_order) {
@@ -132,6 +139,7 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
     for (int64_t i = 0; i < n; i++) {
         mean_diag += dh[i];
         for (int64_t j = 0; j < n; j++) Hp[i * n + j] = (float)H[perm[i] * n + perm[j]];
+        Hp[i * n + i] = (float)dh[perm[i]];
     }
     mean_diag /= (double)n;
     for (int64_t r = 0; r < rows; r++)
@@ -140,13 +148,19 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
     res->damp = o->damp;
     /* A Hessian that is not positive definite (fewer independent calibration inputs than
      * columns) leaves directions the calibration never saw, into which the error feedback would
-     * push the rounding errors unchecked: start those at a tenfold damping. */
-    memcpy(U, Hp, sizeof(float) * (size_t)(n * n));
-    if (LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, U, (lapack_int)n) != 0) {
+     * push the rounding errors unchecked: start those at a tenfold damping. With fewer inputs
+     * (plus the unit diagonals of dead channels) than columns its rank says so without a
+     * factorization. */
+    bool definite = !(o->n_inputs > 0 && o->n_inputs + res->dead < n);
+    if (definite) {
+        memcpy(Vt, Hp, sizeof(float) * (size_t)(n * n));
+        definite = LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, Vt, (lapack_int)n) == 0;
+    }
+    if (!definite) {
         res->damp *= 10;
         res->raised++;
     }
-    while (!inverse_cholesky(Hp, n, (float)(res->damp * mean_diag), U)) {
+    while (!feedback_factor(Hp, n, (float)(res->damp * mean_diag), Vt)) {
         if (res->raised == GPTQ_MAX_RAISES || !isfinite(mean_diag)) {
             st = elm_errorf(err, ELM_ERR_FORMAT,
                             "'%s': input Hessian cannot be factored even with damping %g",
@@ -157,7 +171,7 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
         res->raised++;
     }
 
-    walk k = {g, o, perm, dh, U, Wp, Err, q, codes, params, rows, n, 0, 0};
+    walk k = {g, o, perm, dh, Vt, W, Wp, Err, q, codes, params, rows, n, 0, 0};
     for (int64_t i1 = 0; i1 < n; i1 += GPTQ_BLOCK) {
         const int64_t i2 = i1 + GPTQ_BLOCK < n ? i1 + GPTQ_BLOCK : n, nb = i2 - i1;
         k.i1 = i1;
@@ -165,7 +179,7 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
         elm_pool_run(pool, walk_rows, &k);
         if (i2 < n)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)(n - i2), (int)nb,
-                        -1.0f, Err, (int)nb, U + i1 * n + i2, (int)n, 1.0f, Wp + i2, (int)n);
+                        1.0f, Err, (int)nb, Vt + i1 * n + i2, (int)n, 1.0f, Wp + i2, (int)n);
     }
     for (int64_t r = 0; r < rows; r++)
         for (int64_t i = 0; i < n; i++) W[r * n + perm[i]] = Wp[r * n + i];
@@ -174,7 +188,7 @@ done:
     free(perm);
     free(dh);
     free(Hp);
-    free(U);
+    free(Vt);
     free(Wp);
     free(Err);
     return st;

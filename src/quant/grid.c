@@ -51,23 +51,6 @@ elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip) 
     return p;
 }
 
-int elm_grid_code(const elm_grid *g, elm_block_params p, float x) {
-    if (p.d == 0) return g->asym ? 0 : g->off;
-    double t = g->asym ? ((double)x - p.m) / p.d : (double)x / p.d + g->off;
-    double q = floor(t + 0.5);
-    if (!(q > g->qmin)) return g->qmin; /* also NaN */
-    if (q > g->qmax) return g->qmax;
-    return (int)q;
-}
-
-float elm_grid_value(const elm_grid *g, elm_block_params p, int q) {
-    if (g->asym) {
-        float v = p.d * (float)q;
-        return v + p.m;
-    }
-    return p.d * (float)(q - g->off);
-}
-
 void elm_grid_pack(const elm_grid *g, elm_block_params p, const int8_t *codes, void *block) {
     uint8_t *b = block;
     elm_store_f16(b, p.d);

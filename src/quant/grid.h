@@ -31,11 +31,25 @@ bool elm_grid_of(elm_type type, elm_grid *g);
  * shrunk about its centre by clip, d = range/qmax, m = its low end. */
 elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip);
 
-/* Code of the grid point nearest to x (clamped to the code range). */
-int elm_grid_code(const elm_grid *g, elm_block_params p, float x);
+/* Code of the grid point nearest to x (clamped to the code range; halves round up). Inline and in
+ * float: GPTQ and AWQ call it for every weight and every clip candidate. */
+static inline int elm_grid_code(const elm_grid *g, elm_block_params p, float x) {
+    if (p.d == 0) return g->asym ? 0 : g->off;
+    const float t = (g->asym ? (x - p.m) / p.d : x / p.d + (float)g->off) + 0.5f;
+    if (!(t >= (float)(g->qmin + 1))) return g->qmin; /* also NaN */
+    if (t >= (float)g->qmax) return g->qmax;
+    const int q = (int)t; /* truncated: one less below zero (Q8_0's negative codes) */
+    return q - (t < (float)q);
+}
 
 /* Value of code q, computed exactly as the type's to_float computes it. */
-float elm_grid_value(const elm_grid *g, elm_block_params p, int q);
+static inline float elm_grid_value(const elm_grid *g, elm_block_params p, int q) {
+    if (g->asym) {
+        float v = p.d * (float)q;
+        return v + p.m;
+    }
+    return p.d * (float)(q - g->off);
+}
 
 /* Writes one block (the type's block_bytes) from its parameters and 32 codes. */
 void elm_grid_pack(const elm_grid *g, elm_block_params p, const int8_t *codes, void *block);
