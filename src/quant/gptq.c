@@ -18,6 +18,7 @@
 #include "quant/gptq.h"
 
 #define GPTQ_BLOCK 128
+#define GPTQ_SUB 32
 #define GPTQ_MAX_RAISES 10
 
 /* Columns by descending diag, ties by index (a total order keeps results reproducible). */
@@ -66,17 +67,17 @@ typedef struct walk {
     const elm_grid *g;
     const elm_gptq_opts *o;
     const int64_t *perm;
-    const double *dh;
+    const float *dh;
     const float *Vt, *W;
     float *Wp, *Err, *q;
     int8_t *codes;
     elm_block_params *params;
-    int64_t rows, n, i1, i2;
+    int64_t rows, n, i1, i2, ld; /* ld: the row stride of Err */
 } walk;
 
 static void walk_rows(void *arg, int ith, int nth) {
     const walk *k = arg;
-    const int64_t n = k->n, nblk = n / ELM_QK, nb = k->i2 - k->i1;
+    const int64_t n = k->n, nblk = n / ELM_QK;
     long r0, r1;
     elm_split((long)k->rows, ith, nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
@@ -92,7 +93,7 @@ static void walk_rows(void *arg, int ith, int nth) {
             k->q[r * n + col] = v;
             /* the error against the original weight: its feedback through row i of Vt */
             const float e = k->W[r * n + col] - v, *u = k->Vt + i * n;
-            k->Err[r * nb + (i - k->i1)] = e;
+            k->Err[r * k->ld + (i - k->i1)] = e;
             for (int64_t j = i + 1; j < k->i2; j++) w[j] += e * u[j];
         }
     }
@@ -105,13 +106,14 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
     memset(res, 0, sizeof *res);
     int64_t *perm = malloc(sizeof *perm * (size_t)n);
     double *dh = malloc(sizeof *dh * (size_t)n);
+    float *dhf = malloc(sizeof *dhf * (size_t)n);
     float *Hp = malloc(sizeof *Hp * (size_t)(n * n));
     float *Vt = malloc(sizeof *Vt * (size_t)(n * n));
     float *Wp = malloc(sizeof *Wp * (size_t)(rows * n));
     float *Err = malloc(sizeof *Err * (size_t)(rows * GPTQ_BLOCK));
     elm_pool *pool = NULL;
     elm_status st = ELM_OK;
-    if (!perm || !dh || !Hp || !Vt || !Wp || !Err) {
+    if (!perm || !dh || !dhf || !Hp || !Vt || !Wp || !Err) {
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for GPTQ of '%s'", name);
         goto done;
     }
@@ -126,13 +128,14 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
             for (int64_t r = 0; r < rows; r++) W[r * n + j] = 0;
             res->dead++;
         }
+        dhf[j] = (float)dh[j];
         perm[j] = j;
     }
     if (o->act_order) {
         for (int64_t r = 0; r < rows; r++)
             for (int64_t b = 0; b < nblk; b++)
                 params[r * nblk + b] = elm_grid_best_params(g, W + r * n + b * ELM_QK,
-                                                            dh + b * ELM_QK, o->n_clip);
+                                                            dhf + b * ELM_QK, o->n_clip);
         qsort_r(perm, (size_t)n, sizeof *perm, by_diag_desc, dh);
     }
     double mean_diag = 0;
@@ -171,12 +174,24 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
         res->raised++;
     }
 
-    walk k = {g, o, perm, dh, Vt, W, Wp, Err, q, codes, params, rows, n, 0, 0};
+    /* Each batch in sub-batches of 32 columns: the scalar walk feeds its errors forward within
+     * the sub-batch only, one sgemm takes them to the rest of the batch, and one to the columns
+     * after it (the paper's lazy batch, nested once more). */
+    walk k = {g, o, perm, dhf, Vt, W, Wp, Err, q, codes, params, rows, n, 0, 0, GPTQ_BLOCK};
     for (int64_t i1 = 0; i1 < n; i1 += GPTQ_BLOCK) {
         const int64_t i2 = i1 + GPTQ_BLOCK < n ? i1 + GPTQ_BLOCK : n, nb = i2 - i1;
-        k.i1 = i1;
-        k.i2 = i2;
-        elm_pool_run(pool, walk_rows, &k);
+        for (int64_t s1 = i1; s1 < i2; s1 += GPTQ_SUB) {
+            const int64_t s2 = s1 + GPTQ_SUB < i2 ? s1 + GPTQ_SUB : i2;
+            k.i1 = s1;
+            k.i2 = s2;
+            k.Err = Err + (s1 - i1);
+            k.ld = nb;
+            elm_pool_run(pool, walk_rows, &k);
+            if (s2 < i2)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)(i2 - s2),
+                            (int)(s2 - s1), 1.0f, Err + (s1 - i1), (int)nb, Vt + s1 * n + s2,
+                            (int)n, 1.0f, Wp + s2, (int)n);
+        }
         if (i2 < n)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)(n - i2), (int)nb,
                         1.0f, Err, (int)nb, Vt + i1 * n + i2, (int)n, 1.0f, Wp + i2, (int)n);
@@ -187,6 +202,7 @@ done:
     elm_pool_free(pool);
     free(perm);
     free(dh);
+    free(dhf);
     free(Hp);
     free(Vt);
     free(Wp);

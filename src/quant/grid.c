@@ -23,8 +23,8 @@ elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip) 
     if (g->asym) {
         float lo = x[0], hi = x[0];
         for (int j = 1; j < ELM_QK; j++) {
-            lo = fminf(lo, x[j]);
-            hi = fmaxf(hi, x[j]);
+            lo = x[j] < lo ? x[j] : lo;
+            hi = x[j] > hi ? x[j] : hi;
         }
         if (clip < 1) {
             float mid = 0.5f * (lo + hi), half = 0.5f * (hi - lo) * clip;
@@ -35,7 +35,7 @@ elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip) 
         p.m = elm_round_f16(lo);
     } else if (g->off == 0) {
         float amax = 0;
-        for (int j = 0; j < ELM_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        for (int j = 0; j < ELM_QK; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
         p.d = elm_round_f16(clip * amax / (float)g->qmax);
     } else {
         /* the weight of largest magnitude lands on code 0, as in the RTN rule: the sign of d
@@ -73,23 +73,30 @@ void elm_grid_pack(const elm_grid *g, elm_block_params p, const int8_t *codes, v
         qs[j] = (uint8_t)((codes[j] & 0x0f) | (codes[j + ELM_QK / 2] & 0x0f) << 4);
 }
 
-double elm_grid_block_error(const elm_grid *g, elm_block_params p, const float *x,
-                            const double *h) {
-    double e = 0;
+float elm_grid_block_error(const elm_grid *g, elm_block_params p, const float *x, const float *h) {
+    /* elm_grid_code without branches, so that the loop vectorizes: the rounded point clamped to
+     * the code range, floored by truncation after a shift to non-negative values */
+    const float lo = (float)g->qmin, hi = (float)g->qmax, off = (float)g->off;
+    float e = 0;
     for (int j = 0; j < ELM_QK; j++) {
-        double r = (double)x[j] - elm_grid_value(g, p, elm_grid_code(g, p, x[j]));
-        e += (h ? h[j] : 1.0) * r * r;
+        float t = (g->asym ? (x[j] - p.m) / p.d : x[j] / p.d + off) + 0.5f;
+        t = t > lo ? t : lo;
+        t = t < hi ? t : hi;
+        const float c = (float)(int)(t - lo) + lo;
+        const float v = g->asym ? p.d * c + p.m : p.d * (c - off);
+        const float r = x[j] - v;
+        e += (h ? h[j] : 1.0f) * r * r;
     }
     return e;
 }
 
-elm_block_params elm_grid_best_params(const elm_grid *g, const float *x, const double *h,
+elm_block_params elm_grid_best_params(const elm_grid *g, const float *x, const float *h,
                                       int n_clip) {
     elm_block_params best = elm_grid_params(g, x, 1.0f);
-    double best_err = elm_grid_block_error(g, best, x, h);
-    for (int i = 1; i < n_clip; i++) {
+    float best_err = best.d == 0 ? 0 : elm_grid_block_error(g, best, x, h);
+    for (int i = 1; i < n_clip && best.d != 0; i++) {
         elm_block_params p = elm_grid_params(g, x, 1.0f - 0.05f * (float)i);
-        double e = elm_grid_block_error(g, p, x, h);
+        float e = elm_grid_block_error(g, p, x, h);
         if (e < best_err) {
             best_err = e;
             best = p;

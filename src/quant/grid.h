@@ -55,13 +55,13 @@ static inline float elm_grid_value(const elm_grid *g, elm_block_params p, int q)
 void elm_grid_pack(const elm_grid *g, elm_block_params p, const int8_t *codes, void *block);
 
 /* Sum over the block of h[j] * (x[j] - value(code(x[j])))^2: the weighted rounding error that
- * clip searches minimise (h = diagonal of the input Hessian, or NULL for 1). */
-double elm_grid_block_error(const elm_grid *g, elm_block_params p, const float *x,
-                            const double *h);
+ * clip searches minimise (h = diagonal of the input Hessian, or NULL for 1), in float32. d must be
+ * non-zero. */
+float elm_grid_block_error(const elm_grid *g, elm_block_params p, const float *x, const float *h);
 
 /* The clip in {1, 0.95, ..., 1 - 0.05*(n_clip-1)} whose parameters give the smallest
  * elm_grid_block_error (the first on ties), and those parameters. n_clip >= 1. */
-elm_block_params elm_grid_best_params(const elm_grid *g, const float *x, const double *h,
+elm_block_params elm_grid_best_params(const elm_grid *g, const float *x, const float *h,
                                       int n_clip);
 
 #endif
