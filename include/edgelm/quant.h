@@ -283,6 +283,42 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
                            const char *out_path, const elm_quantize_callbacks *cb,
                            elm_quant_report *report, elm_error *err);
 
+/* ---------------------------------------------------------------------------- estimates */
+
+typedef struct elm_quant_rates {
+    double gemm_gflops; /* OpenBLAS float32 GEMM, 10^9 flop/s on the threads asked for */
+    double scalar_ns;   /* ns per weight of GPTQ's clip search and code choice, one thread */
+} elm_quant_rates;
+
+/* Measures both rates here and now (about 0.4 s): repeated 768³ sgemm products on n_threads
+ * (0: OpenBLAS's default) and the clip search over 64K weights. ELM_ERR_NOMEM. */
+elm_status elm_quant_measure_rates(int32_t n_threads, elm_quant_rates *out, elm_error *err);
+
+typedef struct elm_quant_estimate {
+    int64_t n_tokens;          /* calibration tokens (samples x sequence length) */
+    elm_quant_rates rates;     /* the rates the time is from */
+    double gemm_flop;          /* BLAS work: factorizations, error feedback, AWQ's searches, error
+                                * figures */
+    double forward_flop;       /* the calibration passes (two per block, and the output's) */
+    double syrk_flop;          /* the Hessians (float64 SYRK, counted at half the GEMM rate) */
+    double scalar_weights;     /* weight visits of the scalar code choice */
+    double seconds;            /* the whole run */
+    double seconds_per_block;
+    uint64_t block_bytes;      /* float32 matrices of one block */
+    uint64_t peak_anon_bytes;  /* working memory (anonymous) at its widest: the block stage or the
+                                * output stage; the mapped source comes on top as page cache */
+} elm_quant_estimate;
+
+/* Estimates a GPTQ/AWQ run of m (shapes only; its data are not read) with p's method, policy and
+ * threads on n_samples calibration sequences of seq_len tokens, at the given rates: the work of
+ * each stage counted from the shapes (gptq.c, awq.c, errfig.c, capture.c) over the rates, and the
+ * memory the block-by-block driver holds (layerwise.c). An estimate: the forward passes are counted
+ * at the GEMM rate, and cache effects are not modelled. ELM_ERR_ARG for RTN, no tokens or no rate;
+ * elm_quant_plan's errors; ELM_ERR_NOMEM. */
+elm_status elm_quant_estimate_run(const elm_model *m, const elm_quant_params *p, int32_t n_samples,
+                                  int32_t seq_len, const elm_quant_rates *rates,
+                                  elm_quant_estimate *out, elm_error *err);
+
 #ifdef __cplusplus
 }
 #endif
