@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
         st = elm_quantize(m, &p, out, NULL, &rep, &err);
         CHECK(st == ELM_OK, "quantize: %s", err.msg);
         if (!st) {
-            const int64_t hessians = 8 * (3 * d * d + f * f);
+            const int64_t hessians = 4 * (3 * d * d + f * f);
             /* the down projection, GPTQ's widest: lin_buf (W, values, codes, block parameters,
              * the error figures' row sample and H panel) and elm_gptq's (permuted H, the
              * feedback factor, permuted W) */

@@ -300,7 +300,7 @@ typedef struct elm_quant_estimate {
     double gemm_flop;          /* BLAS work: factorizations, error feedback, AWQ's searches, error
                                 * figures */
     double forward_flop;       /* the calibration passes (two per block, and the output's) */
-    double syrk_flop;          /* the Hessians (float64 SYRK, counted at half the GEMM rate) */
+    double syrk_flop;          /* the Hessians (float32 SYRK) */
     double scalar_weights;     /* weight visits of the scalar code choice */
     double seconds;            /* the whole run */
     double seconds_per_block;

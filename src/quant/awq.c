@@ -11,7 +11,7 @@
 
 #define AWQ_CHUNK 256 /* rows whose errors are formed at once */
 
-void elm_awq_diag_blocks(const double *H, int64_t cols, const double *cs, float *hb) {
+void elm_awq_diag_blocks(const float *H, int64_t cols, const double *cs, float *hb) {
     for (int64_t b0 = 0; b0 < cols; b0 += ELM_QK)
         for (int i = 0; i < ELM_QK; i++)
             for (int j = 0; j < ELM_QK; j++) {
@@ -77,7 +77,7 @@ static double linear_error(const elm_awq_linear *lin, const double *s, int64_t c
     return total;
 }
 
-elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols, const double *H,
+elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols, const float *H,
                           const double *abs_mean, double *s, double *alpha, elm_error *err) {
     double *cand = malloc(sizeof *cand * (size_t)cols);
     float *hb = malloc(sizeof *hb * (size_t)cols * ELM_QK);

@@ -29,12 +29,12 @@ typedef struct elm_awq_linear {
  * channels (dead channels, mean |x| = 0, get 1), α from ELM_AWQ_GRID minimising the summed
  * block output error of round-to-nearest Q(W·diag s)·diag(1/s). *alpha receives the chosen α.
  * ELM_ERR_NOMEM. */
-elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols, const double *H,
+elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols, const float *H,
                           const double *abs_mean, double *s, double *alpha, elm_error *err);
 
 /* The 32 x 32 diagonal blocks of the Hessian H [cols, cols] in the coordinates scaled by cs
  * (H_ij / (cs_i cs_j); cs NULL for 1), rounded to float32: hb [cols / 32][32][32]. */
-void elm_awq_diag_blocks(const double *H, int64_t cols, const double *cs, float *hb);
+void elm_awq_diag_blocks(const float *H, int64_t cols, const double *cs, float *hb);
 
 /* Quantizes the scaled weights ws [rows, cols] whose input Hessian's diagonal blocks (in the scaled
  * coordinates) are hb (elm_awq_diag_blocks): for each 32-weight block, the clip of ELM_AWQ_CLIP

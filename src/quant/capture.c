@@ -1,5 +1,5 @@
 /* Activation capture (capture.h): a matmul hook adds each observed input batch X [n_tok, cols] to
- * H += 2·XᵀX with one BLAS rank-k update (dsyrk, upper triangle), and to per-channel |x| sums and
+ * H += 2·XᵀX with one BLAS rank-k update (ssyrk, upper triangle), and to per-channel |x| sums and
  * maxima. Keys are matched by tensor pointer, not by the hook's layer index, which counts from the
  * first layer of the model view run. */
 #include <cblas.h>
@@ -35,7 +35,6 @@ void elm_act_stats_free(elm_act_stats *s) {
 typedef struct capture {
     elm_act_stats *stats;
     int32_t n_stats;
-    double *xd; /* [n_batch * widest input] the batch in float64 */
 } capture;
 
 static void on_matmul(const elm_tensor *w, int layer, const float *x, int64_t n_tok, void *user) {
@@ -45,15 +44,14 @@ static void on_matmul(const elm_tensor *w, int layer, const float *x, int64_t n_
         elm_act_stats *s = &c->stats[k];
         if (s->key != w) continue;
         const int64_t cols = s->cols;
-        for (int64_t i = 0; i < n_tok * cols; i++) c->xd[i] = x[i];
         for (int64_t t = 0; t < n_tok; t++)
             for (int64_t j = 0; j < cols; j++) {
                 float a = fabsf(x[t * cols + j]);
                 s->abs_mean[j] += a;
                 if (!(a <= s->abs_max[j])) s->abs_max[j] = a; /* keeps a NaN for the check */
             }
-        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)cols, (int)n_tok, 2.0, c->xd,
-                    (int)cols, 1.0, s->h, (int)cols);
+        cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)cols, (int)n_tok, 2.0f, x,
+                    (int)cols, 1.0f, s->h, (int)cols);
         s->n_rows += n_tok;
     }
 }
@@ -71,13 +69,11 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
     view.hp.n_layers = n_layers;
     int32_t n_ctx = 1;
     for (int32_t i = 0; i < cs->n; i++) n_ctx = cs->n_ids[i] > n_ctx ? cs->n_ids[i] : n_ctx;
-    int64_t widest = 1;
-    for (int32_t k = 0; k < n_stats; k++) widest = stats[k].cols > widest ? stats[k].cols : widest;
-    capture c = {stats, n_stats, malloc(sizeof(double) * (size_t)n_ctx * (size_t)widest)};
+    capture c = {stats, n_stats};
     float *logits = with_output ? malloc(sizeof(float) * (size_t)n_ctx * (size_t)m->hp.n_vocab) : NULL;
     elm_context *ctx = NULL;
     elm_status st = ELM_OK;
-    if (!c.xd || (with_output && !logits))
+    if (with_output && !logits)
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for calibration activations");
     elm_context_params cp = {.n_ctx = n_ctx, .n_batch = n_ctx, .n_threads = n_threads};
     if (!st) st = elm_context_new(&view, &cp, &ctx, err);
@@ -91,7 +87,6 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
     }
     elm_context_free(ctx);
     free(logits);
-    free(c.xd);
     for (int32_t k = 0; k < n_stats && !st; k++) {
         elm_act_stats *s = &stats[k];
         const int64_t n = s->cols;

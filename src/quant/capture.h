@@ -13,7 +13,8 @@ typedef struct elm_act_stats {
     const elm_tensor *key; /* tensor of the model being run whose matmul input is observed */
     int64_t cols;
     int64_t n_rows;        /* input vectors seen (tokens) */
-    double *h;             /* [cols, cols] H = 2·Σ x xᵀ, summed in float64 */
+    float *h;              /* [cols, cols] H = 2·Σ x xᵀ, summed in float32 (as the GPTQ and AWQ
+                            * reference code do) */
     double *abs_mean;      /* [cols] mean |x| */
     float *abs_max;        /* [cols] max |x| */
 } elm_act_stats;

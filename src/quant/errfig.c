@@ -56,13 +56,13 @@ void elm_err_sample_values(elm_err_sample *e, const float *values, const double 
     }
 }
 
-void elm_err_sample_quads(elm_err_sample *e, const double *H, double quad[3]) {
+void elm_err_sample_quads(elm_err_sample *e, const float *H, double quad[3]) {
     const int64_t cols = e->cols, m = 3 * e->n;
     quad[0] = quad[1] = quad[2] = 0;
     for (int64_t c0 = 0; c0 < cols; c0 += ELM_ERR_PANEL) {
         const int64_t np = cols - c0 < ELM_ERR_PANEL ? cols - c0 : ELM_ERR_PANEL;
         for (int64_t i = 0; i < cols; i++)
-            for (int64_t j = 0; j < np; j++) e->panel[i * np + j] = (float)H[i * cols + c0 + j];
+            memcpy(e->panel + i * np, H + i * cols + c0, sizeof(float) * (size_t)np);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)np, (int)cols, 1.0f,
                     e->S, (int)cols, e->panel, (int)np, 0.0f, e->SH, (int)np);
         for (int64_t r = 0; r < m; r++) {

@@ -33,9 +33,9 @@ void elm_err_sample_weights(elm_err_sample *e, elm_type type, const float *w);
 void elm_err_sample_values(elm_err_sample *e, const float *values, const double *rs,
                            const double *cs);
 
-/* quad[k] = Σ over the sample's row set k of e_rᵀ H e_r, H [cols, cols] symmetric float64: one
- * sgemm per panel of ELM_ERR_PANEL columns of H (rounded to float32), sums in float64. */
+/* quad[k] = Σ over the sample's row set k of e_rᵀ H e_r, H [cols, cols] symmetric: one sgemm per
+ * panel of ELM_ERR_PANEL columns of H, sums in float64. */
 #define ELM_ERR_PANEL 256
-void elm_err_sample_quads(elm_err_sample *e, const double *H, double quad[3]);
+void elm_err_sample_quads(elm_err_sample *e, const float *H, double quad[3]);
 
 #endif

@@ -130,7 +130,7 @@ elm_status elm_quant_estimate_run(const elm_model *m, const elm_quant_params *p,
     }
     for (int g = 0; g < 4; g++) {
         syrk += T * (double)widths[g] * widths[g];
-        hessians += 8.0 * widths[g] * widths[g];
+        hessians += 4.0 * widths[g] * widths[g];
     }
     if (p->method == ELM_QUANT_AWQ) {
         /* the scale search: 20 candidates over each group's linears */
@@ -139,8 +139,8 @@ elm_status elm_quant_estimate_run(const elm_model *m, const elm_quant_params *p,
     }
     const double forward = 2 * 2 * block_params * T; /* two passes per block */
     const double gflops = rates->gemm_gflops * 1e9;
-    /* float64 SYRK at half the float32 rate; the scalar walk splits its rows over the threads */
-    out->seconds_per_block = (gemm + forward + 2 * syrk) / gflops +
+    /* the scalar walk splits its rows over the threads */
+    out->seconds_per_block = (gemm + forward + syrk) / gflops +
                              scalar * rates->scalar_ns * 1e-9 / threads;
     out->gemm_flop = gemm * hp->n_layers;
     out->forward_flop = forward * hp->n_layers;
@@ -153,24 +153,23 @@ elm_status elm_quant_estimate_run(const elm_model *m, const elm_quant_params *p,
         double g = 0, s = 0;
         linear_cost(p->method, (lin){v, d}, n_tokens, &g, &s);
         const double fw = 2.0 * v * d * T, sy = T * (double)d * d;
-        out_seconds = (g + fw + 2 * sy) / gflops + s * rates->scalar_ns * 1e-9 / threads;
+        out_seconds = (g + fw + sy) / gflops + s * rates->scalar_ns * 1e-9 / threads;
         out->gemm_flop += g;
         out->forward_flop += fw;
         out->syrk_flop += sy;
         out->scalar_weights += s;
-        out_stage = 4.0 * v * d + 8.0 * d * d + scratch_bytes(p->method, (lin){v, d});
+        out_stage = 4.0 * v * d + 4.0 * d * d + scratch_bytes(p->method, (lin){v, d});
     }
     out->seconds = out->seconds_per_block * hp->n_layers + out_seconds;
 
     /* memory: the block's float32 matrices (AWQ keeps the unscaled ones too), its Hessians, the
      * widest linear's scratch; at the output stage its float32 copy, Hessian and scratch; both
-     * with the calibration states, the float32 embedding and the capture's float64 batch */
+     * with the calibration states and the float32 embedding */
     const double blk = 4 * block_params * (p->method == ELM_QUANT_AWQ ? 2 : 1);
     const double block_stage = blk + hessians + widest;
     /* ... and the forward pass's activations of one sequence, plus thread stacks and BLAS
      * buffers (16 MiB) */
-    const double common = 4 * T * d + 4.0 * v * d + 8.0 * seq_len * (f > d ? f : d) +
-                          4.0 * seq_len * (4 * d + 2 * qd + 4 * kvd + 2 * f) + (16 << 20);
+    const double common = 4 * T * d + 4.0 * v * d + 4.0 * seq_len * (4 * d + 2 * qd + 4 * kvd + 2 * f) + (16 << 20);
     out->block_bytes = (uint64_t)(4 * block_params);
     out->peak_anon_bytes = (uint64_t)(common + (block_stage > out_stage ? block_stage : out_stage));
     out->n_tokens = n_tokens;

@@ -100,7 +100,7 @@ static void walk_rows(void *arg, int ith, int nth) {
 }
 
 elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows, int64_t cols,
-                    const double *H, const elm_gptq_opts *o, int8_t *codes, elm_block_params *params,
+                    const float *H, const elm_gptq_opts *o, int8_t *codes, elm_block_params *params,
                     float *q, elm_gptq_result *res, elm_error *err) {
     const int64_t n = cols, nblk = cols / ELM_QK;
     memset(res, 0, sizeof *res);
@@ -141,7 +141,7 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
     double mean_diag = 0;
     for (int64_t i = 0; i < n; i++) {
         mean_diag += dh[i];
-        for (int64_t j = 0; j < n; j++) Hp[i * n + j] = (float)H[perm[i] * n + perm[j]];
+        for (int64_t j = 0; j < n; j++) Hp[i * n + j] = H[perm[i] * n + perm[j]];
         Hp[i * n + i] = (float)dh[perm[i]];
     }
     mean_diag /= (double)n;

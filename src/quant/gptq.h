@@ -24,7 +24,7 @@ typedef struct elm_gptq_result {
 } elm_gptq_result;
 
 /* Quantizes W [rows, cols] (row-major, float32, cols a multiple of 32; overwritten by the
- * error-updated weights) given its input Hessian H [cols, cols] (symmetric, 2·XᵀX, float64 as
+ * error-updated weights) given its input Hessian H [cols, cols] (symmetric, 2·XᵀX, float32 as
  * captured; not modified). The factorization and the error feedback run
  * in float32 (as the paper's reference code does): one LAPACK spotrf (gptq.c says why no inverse
  * is needed), one sgemm per batch.
@@ -41,7 +41,7 @@ typedef struct elm_gptq_result {
  * [rows, cols], the values they decode to. ELM_ERR_FORMAT naming `name` if H cannot be factored
  * (non-finite H), ELM_ERR_NOMEM. */
 elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows, int64_t cols,
-                    const double *H, const elm_gptq_opts *o, int8_t *codes, elm_block_params *params,
+                    const float *H, const elm_gptq_opts *o, int8_t *codes, elm_block_params *params,
                     float *q, elm_gptq_result *res, elm_error *err);
 
 #endif

@@ -245,7 +245,7 @@ static elm_status lin_alloc(lin_buf *b, int64_t rows, int64_t cols, const char *
 
 /* The error figures of linear i: relative output errors of round-to-nearest and of the method's
  * values, on the sampled rows whose original weights and errors b->es holds. */
-static void set_errors(qctx *q, int32_t i, lin_buf *b, const double *H) {
+static void set_errors(qctx *q, int32_t i, lin_buf *b, const float *H) {
     double quad[3];
     elm_err_sample_quads(&b->es, H, quad);
     q->r->info[i].err_before = quad[0] > 0 ? quad[1] / quad[0] : 0;
@@ -362,7 +362,7 @@ static void unscale_rows(elm_tensor *t, const double *s) {
 /* Clips and quantizes the scaled linear t whose original weights were w0 and whose effective
  * original-coordinate weights are values * rs[row] / cs[col]; H is its input Hessian before
  * scaling. */
-static elm_status awq_linear(qctx *q, elm_tensor *t, const float *w0, const double *H,
+static elm_status awq_linear(qctx *q, elm_tensor *t, const float *w0, const float *H,
                              const double *cs, const double *rs, elm_error *err) {
     elm_grid g;
     grid_of(q, t, &g);
