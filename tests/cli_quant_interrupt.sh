@@ -17,13 +17,7 @@ for sig in INT TERM KILL; do
         -t 1 -o "$tmp/$sig/out.gguf" 2>"$tmp/$sig.err" &
     pid=$!
     # interrupted once it reports its first block (it is then in the calibrated run)
-    for _ in $(seq 600); do
-        grep -q "blk" "$tmp/$sig.err" 2>/dev/null && break
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if ! kill -0 "$pid" 2>/dev/null; then
-        wait "$pid"
+    if ! running_at "$pid" "$tmp/$sig.err" "blk"; then
         fail "SIG$sig: quantize ended before it could be interrupted: $(cat "$tmp/$sig.err")"
         continue
     fi

@@ -42,13 +42,7 @@ interrupted() {
     mkdir -p "$dir"
     q "$method" "$dir/out.gguf" 2>"$dir.err" &
     local pid=$!
-    for _ in $(seq 600); do
-        grep -q "blk.1 " "$dir.err" 2>/dev/null && break
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if ! kill -0 "$pid" 2>/dev/null; then
-        wait "$pid"
+    if ! running_at "$pid" "$dir.err" "blk.1 "; then
         fail "$method: the run ended before it could be interrupted: $(cat "$dir.err")"
         return 1
     fi
