@@ -5,7 +5,8 @@
 # calibration tokens, Llama-2-7B and Llama-2-13B at 16 x 512. A big shape may be run on its first
 # N blocks only (`synth --layers N`): the time of the whole model is then extrapolated from the
 # per-block time of the progress lines (full = measured + (blocks - N) x per block); the memory
-# figures are those of the run, which holds one block at a time whatever the depth. Each row also
+# figures are those of the run, which holds one block at a time whatever the depth. "CPU s" is the
+# process's user + system time (on a shared machine a fairer figure than the wall time). Each row also
 # shows `edgelm plan --quantize`'s estimate for the whole model. Prints the CPU, the ISA, the
 # threads and the load (uptime) first, then one Markdown table: seconds, the process's peak
 # resident and anonymous (RssAnon) memory. A benchmark, not a test (times depend on the machine).
@@ -28,11 +29,13 @@ row() {
     local label=$1 model=$2 method=$3 calib=$4 run=$5 full=$6 preset=$7 samples=$8 seq=$9
     shift 9
     local r=$out/$label-$method.json e=$out/$label-$method.err
-    "$bin" quantize -m "$model" -o "$out/$label-$method.gguf" --type q4_0 --method "$method" \
+    /usr/bin/time -f "%U %S" -o "$out/cpu" "$bin" quantize -m "$model" -o "$out/$label-$method.gguf" --type q4_0 --method "$method" \
         -t "$threads" --json "$@" >"$r" 2>"$e" || { cat "$e" >&2; exit 1; }
     rm -f "$out/$label-$method.gguf"
     local secs per est="-"
     secs=$(json '"%.1f" % d["seconds"]' "$r")
+    local cpu
+    cpu=$(awk '{printf "%.0f", $1 + $2}' "$out/cpu")
     # per block: from the elapsed times of the first and the last block's progress lines
     per=$(python3 - "$e" <<'PY'
 import re, sys
@@ -52,8 +55,8 @@ PY
     local tok
     tok=$(json 'd.get("calib_tokens", 0)' "$r")
     [ "$tok" != 0 ] && calib="$calib ($tok tok)"
-    printf '| %-15s | %-6s | %-18s | %6s | %8s | %7s | %12s | %8s | %9s | %-20s |\n' "$label" "$method" \
-        "$calib" "$run/$full" "$secs" "$per" "$total" \
+    printf '| %-15s | %-6s | %-18s | %6s | %8s | %6s | %7s | %12s | %8s | %9s | %-20s |\n' "$label" "$method" \
+        "$calib" "$run/$full" "$secs" "$cpu" "$per" "$total" \
         "$(json '"%.0f" % d["peak_rss_mib"]' "$r")" "$(json '"%.0f" % d["peak_anon_mib"]' "$r")" "$est"
 }
 
@@ -63,9 +66,9 @@ echo "quantization to q4_0 (default policy), $threads threads, $(nproc) cores: $
      "$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//')"
 echo "load: $(uptime | sed 's/.*load average/load average/')"
 echo
-printf '| %-15s | %-6s | %-18s | %6s | %8s | %7s | %12s | %8s | %9s | %-20s |\n' model method calibration blocks \
-    "seconds" "s/block" "whole model s" "RSS MiB" "anon MiB" "plan --quantize"
-printf '|-----------------|--------|--------------------|--------|----------|---------|--------------|----------|-----------|----------------------|\n'
+printf '| %-15s | %-6s | %-18s | %6s | %8s | %6s | %7s | %12s | %8s | %9s | %-20s |\n' model method calibration blocks \
+    "seconds" "CPU s" "s/block" "whole model s" "RSS MiB" "anon MiB" "plan --quantize"
+printf '|-----------------|--------|--------------------|--------|----------|--------|---------|--------------|----------|-----------|----------------------|\n'
 if [ "${SKIP_SMALL:-0}" != 1 ]; then
     row stories260K "$fix/stories260K-f32.gguf" rtn "none" 5 5 "" 0 0
     for m in $methods; do
