@@ -1,0 +1,44 @@
+"""Logit-level agreement of edgelm with llama.cpp, for the interop tests.
+
+node-llama-cpp exposes llama.cpp's next-token distribution as probabilities (a float32 softmax of the
+raw logits when sampling is greedy), not the logits themselves; softmax loses only a per-row shift,
+so log(p_i / p_top) = l_i - l_top is compared with edgelm's logits taken the same way.
+
+usage: python3 logit_delta.py REF.json INDEX EDGELM.json
+  REF.json     tests/interop/greedy.mjs output (run with GREEDY_TOP=N), INDEX its prompt
+  EDGELM.json  `edgelm run --json --logits STEPS` for the same prompt
+Prints the largest |delta| over the rows both runtimes reached along the same greedy path and over
+llama.cpp's N most probable tokens (those with p > 0), then the number of rows compared. Exits 1
+when the prompts' token ids differ or no row could be compared.
+"""
+import json
+import math
+import sys
+
+
+def main():
+    ref = json.load(open(sys.argv[1]))[int(sys.argv[2])]
+    got = json.load(open(sys.argv[3]))
+    if ref["prompt_ids"] != got["prompt_ids"]:
+        print(f"prompt ids differ: llama.cpp {ref['prompt_ids']} edgelm {got['prompt_ids']}", file=sys.stderr)
+        return 1
+    worst, rows = 0.0, 0
+    for step, (top, logits) in enumerate(zip(ref["top"], got.get("logits", []))):
+        if step > 0 and ref["generated_ids"][step - 1] != got["generated_ids"][step - 1]:
+            break  # the paths parted: later rows condition on different tokens
+        top_id, top_p = top[0]
+        for token, p in top:
+            if p > 0:
+                theirs = math.log(p / top_p)
+                ours = logits[token] - logits[top_id]
+                worst = max(worst, abs(ours - theirs))
+        rows += 1
+    if rows == 0:
+        print("no logit rows to compare (run edgelm with --json --logits N)", file=sys.stderr)
+        return 1
+    print(f"{worst:.6g} {rows}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
