@@ -15,6 +15,8 @@ static const char export_about[] =
     "of 32) with the values edgelm dequantizes, f32/f16 MatMul; other types are\n"
     "re-quantized to 8 bits with a warning. The folder appears only when complete.";
 
+enum { CALIB_SEQ_LEN = 512 };
+
 /* --activations a16|a8: the activation codes' width in bits */
 static bool parse_activations(const char *opt, const char *value, void *dst) {
     if (!strcmp(value, "a16") || !strcmp(value, "a8")) {
@@ -43,7 +45,7 @@ int cmd_export(int argc, char **argv) {
         {"--static", "P,C", CLI_TEXT, &shapes, 0, 0, "qdq: prompt graph of P tokens, KV cache of C positions", 0},
         {"--accuracy-level", "N", CLI_INT, &accuracy, 0, 4, "MatMulNBits' accuracy_level: 0 (default) multiplies the\ndequantized weights in float; 4 rounds activations to int8\nblocks of 32 (faster on CPU, as edgelm's block products)", 0},
         {"--activations", "A", CLI_CALL, &o.act_bits, 0, 0, "qdq: a16 or a8, QuantizeLinear/DequantizeLinear (uint16 or\nuint8, per tensor) on every linear layer's input, ranges\nmeasured on --calib", parse_activations},
-        {"--calib", "FILE", CLI_TEXT, &calib_path, 0, 0, "calibration text for --activations: JSONL from 'edgelm calib'\nor plain text, one sample per line (each cut to C tokens)", 0},
+        {"--calib", "FILE", CLI_TEXT, &calib_path, 0, 0, "calibration text for --activations: JSONL from 'edgelm calib'\nor plain text, one sample per line (each cut to 512 tokens,\nor C when smaller)", 0},
         {"-t, --threads", "N", CLI_I32, &o.n_threads, 1, 512, "threads for the calibration pass (default: all cores)", 0},
         {"--tokenizer", "PATH", CLI_TEXT, &tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
         {0}};
@@ -93,7 +95,9 @@ int cmd_export(int argc, char **argv) {
     elm_error_clear(&err);
     elm_calib_set calib = {0};
     if (calib_path) {
-        if (elm_calib_load(&m->vocab, calib_path, o.static_ctx, 0, &calib, &err)) {
+        /* quantize's sample length, or the graphs' context when that is shorter */
+        const int32_t seq_len = o.static_ctx < CALIB_SEQ_LEN ? o.static_ctx : CALIB_SEQ_LEN;
+        if (elm_calib_load(&m->vocab, calib_path, seq_len, 0, &calib, &err)) {
             elm_calib_free(&calib);
             elm_model_free(m);
             return cli_fail("%s", err.msg);
