@@ -71,6 +71,20 @@ static void requant_k(const float *x, const uint8_t *b, float d, float dmin, int
     }
 }
 
+/* Q3_K and Q6_K: codes of x against the stored signed scales d·sc[j] of its 16 sub-blocks of 16,
+ * L = round(x/(d·sc[j])) in [-half, half) plus half (sub-blocks whose scale is 0 keep the codes
+ * of the search). */
+static void requant_signed(const float *x, float d, const int8_t sc[16], int half, int8_t *L) {
+    for (int j = 0; j < 16; j++) {
+        const float dl = d * sc[j];
+        if (!dl) continue;
+        for (int i = 0; i < 16; i++) {
+            const int l = elm_nearest_int(x[16 * j + i] / dl);
+            L[16 * j + i] = (int8_t)((l < -half ? -half : l > half - 1 ? half - 1 : l) + half);
+        }
+    }
+}
+
 /* ---- Q2_K: u8 scales[16], u8 qs[64], f16 d, f16 dmin (84 bytes) ---- */
 
 static void q2_k_block(const float *x, uint8_t *b, const float *qw) {
@@ -171,14 +185,7 @@ static void q3_k_block(const float *x, uint8_t *b, const float *qw) {
     uint16_t dh;
     memcpy(&dh, b + 108, 2);
     const float d = elm_f16_to_f32(dh);
-    for (int j = 0; j < 16; j++) {
-        const float dl = d * sc[j];
-        if (!dl) continue;
-        for (int i = 0; i < 16; i++) {
-            const int l = elm_nearest_int(x[16 * j + i] / dl);
-            L[16 * j + i] = (int8_t)((l < -4 ? -4 : l > 3 ? 3 : l) + 4);
-        }
-    }
+    requant_signed(x, d, sc, 4, L);
     /* bit k of hmask[m] is the high bit of weight 32k + m */
     memset(hmask, 0, 32);
     uint8_t U[ELM_QK_K];
@@ -285,14 +292,7 @@ static void q6_k_block(const float *x, uint8_t *b, const float *qw) {
         const int l = elm_nearest_int(iscale * scales[j]);
         sc[j] = (int8_t)(l < 127 ? l : 127);
     }
-    for (int j = 0; j < 16; j++) {
-        const float dl = d * sc[j];
-        if (!dl) continue;
-        for (int i = 0; i < 16; i++) {
-            const int l = elm_nearest_int(x[16 * j + i] / dl);
-            L[16 * j + i] = (int8_t)((l < -32 ? -32 : l > 31 ? 31 : l) + 32);
-        }
-    }
+    requant_signed(x, d, sc, 32, L);
     uint8_t *ql = b, *qh = b + 128;
     for (int h = 0; h < 2; h++, ql += 64, qh += 32)
         for (int l = 0; l < 32; l++) {
