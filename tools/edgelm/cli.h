@@ -57,11 +57,6 @@ elm_model *cli_load_model(const char *path, const char *tokenizer_path);
  * in_memory: faster decode) unless `mmap` (the --mmap option) asks to map it. */
 elm_model *cli_load_model_to_run(const char *path, const char *tokenizer_path, bool mmap);
 
-/* --mmap's help in the commands' option tables. */
-#define CLI_MMAP_HELP                                                                              \
-    "map the GGUF file instead of reading it into memory: instant\nload, shared page cache, "     \
-    "slower decode (4 KiB pages)"
-
 /* Peak resident set size of this process in MiB (getrusage). */
 double cli_peak_rss_mib(void);
 

@@ -24,13 +24,13 @@ int cmd_export(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *tokenizer = NULL, *format = "onnx", *shapes = NULL;
     elm_onnx_opts o = {.warn = on_warn};
     const cli_opt table[] = {
-        {"-m, --model", "PATH", CLI_TEXT, &model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&model),
         {"-o, --output", "DIR", CLI_TEXT, &out, 0, 0, "output folder (created; must be empty unless --force)", 0},
         {"--force", NULL, CLI_FLAG, &o.force, 0, 0, "replace a non-empty DIR", 0},
         {"--format", "F", CLI_TEXT, &format, 0, 0, "onnx (the default: MatMulNBits, dynamic shapes) or qdq: the\nQNN execution provider's form, int4/int8 DequantizeLinear\n(opset 21) + MatMul in two static graphs, prompt_processor.onnx\nand token_generator.onnx, sharing model.onnx.data", 0},
         {"--static", "P,C", CLI_TEXT, &shapes, 0, 0, "qdq: prompt graph of P tokens, KV cache of C positions", 0},
         {"--float-activations", NULL, CLI_FLAG, &o.float_activations, 0, 0, "MatMulNBits multiply in float (accuracy_level 0) instead\nof edgelm's 8-bit activation blocks (accuracy_level 4)", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
+        CLI_OPT_TOKENIZER(&tokenizer),
         {0}};
     const cli_spec spec = {"export onnx", "-m MODEL -o DIR [options]", export_about,
                            (const cli_opt *const[]){table, NULL}, NULL, NULL};

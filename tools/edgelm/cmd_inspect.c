@@ -125,8 +125,8 @@ int cmd_inspect(int argc, char **argv) {
     bool json = false, system = false;
     const cli_opt opts[] = {
         {"-m, --model", "PATH", CLI_TEXT, &path, 0, 0, "the model (or give it as the argument)", 0},
-        {"--json", NULL, CLI_FLAG, &json, 0, 0, "one JSON object on stdout instead of text", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &tok, 0, 0, "llama2.c tokenizer.bin when not beside the model", 0},
+        CLI_OPT_JSON(&json, "one JSON object on stdout instead of text"),
+        CLI_OPT_TOKENIZER(&tok),
         {"--system", NULL, CLI_FLAG, &system, 0, 0, "the CPU, its SIMD features and the kernels chosen (no MODEL;\nEDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set)", 0},
         {0}};
     const cli_spec spec = {

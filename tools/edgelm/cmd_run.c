@@ -104,13 +104,13 @@ typedef struct run_opts {
 /* Parses the options; 0 to run, else cli_parse's result (-1: help printed). */
 static int parse(run_opts *o, int argc, char **argv) {
     const cli_opt opts[] = {
-        {"-m, --model", "PATH", CLI_TEXT, &o->model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&o->model),
         {"-p, --prompt", "TEXT", CLI_TEXT, &o->prompt, 0, 0, "prompt text", 0},
         {"-f, --file", "FILE", CLI_TEXT, &o->file, 0, 0, "read the prompt from FILE", 0},
         {"--no-bos", NULL, CLI_FLAG, &o->no_bos, 0, 0, "do not prepend BOS to the prompt", 0},
         {"--special", NULL, CLI_FLAG, &o->special, 0, 0, "parse control tokens in the prompt (\"<|im_start|>\")", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &o->tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
-        {"--json", NULL, CLI_FLAG, &o->json, 0, 0, "print one JSON object (ids, text, stats) instead of streaming", 0},
+        CLI_OPT_TOKENIZER(&o->tokenizer),
+        CLI_OPT_JSON(&o->json, "print one JSON object (ids, text, stats) instead of streaming"),
         {"--logits", "N", CLI_INT, &o->n_logits, 1, 1 << 20, "with --json: add \"logits\", the rows predicting the first N\ngenerated tokens (prefill, then one decode step per token)", 0},
         {0}};
     const cli_spec spec = {
