@@ -42,6 +42,15 @@ struct cJSON;
  * failed cJSON_Create*) or cannot be printed. */
 int cli_print_json(struct cJSON *o, const char *cmd);
 
+/* One number member of a JSON object. */
+typedef struct cli_json_num {
+    const char *key;
+    double value;
+} cli_json_num;
+
+/* Adds the n members of nums to o, in order (nothing when o is NULL, as cJSON's adders do). */
+void cli_json_numbers(struct cJSON *o, const cli_json_num *nums, size_t n);
+
 /* Reads a whole file (prompt, evaluation text) into a NUL-terminated malloc'd buffer; prints the
  * error and returns NULL on failure. */
 char *cli_read_text(const char *path, size_t *len);

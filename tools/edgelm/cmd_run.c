@@ -70,26 +70,31 @@ static int print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *ge
     if (logits) cJSON_AddItemToObject(o, "logits", logits);
     cJSON_AddStringToObject(o, "text", text ? text : "");
     cJSON *st = cJSON_AddObjectToObject(o, "stats");
-    cJSON_AddNumberToObject(st, "load_ms", load_ms);
-    cJSON_AddNumberToObject(st, "prompt_tokens", s->prompt_tokens);
-    cJSON_AddNumberToObject(st, "prefill_tps", s->prefill_tps);
-    cJSON_AddNumberToObject(st, "ttft_ms", s->ttft_ms);
-    cJSON_AddNumberToObject(st, "generated_tokens", s->generated_tokens);
-    cJSON_AddNumberToObject(st, "decode_tps", s->decode_tps);
-    cJSON_AddNumberToObject(st, "peak_rss_mib", rss);
-    cJSON_AddNumberToObject(st, "kv_cache_bytes", (double)elm_context_kv_bytes(ctx));
+    const cli_json_num stats[] = {
+        {"load_ms", load_ms},
+        {"prompt_tokens", s->prompt_tokens},
+        {"prefill_tps", s->prefill_tps},
+        {"ttft_ms", s->ttft_ms},
+        {"generated_tokens", s->generated_tokens},
+        {"decode_tps", s->decode_tps},
+        {"peak_rss_mib", rss},
+        {"kv_cache_bytes", (double)elm_context_kv_bytes(ctx)},
+    };
+    cli_json_numbers(st, stats, sizeof stats / sizeof stats[0]);
     cJSON_AddStringToObject(st, "cache_type_k", elm_type_get(elm_context_type_k(ctx))->name);
     cJSON_AddStringToObject(st, "cache_type_v", elm_type_get(elm_context_type_v(ctx))->name);
     if (spec) {
-        cJSON *sp = cJSON_AddObjectToObject(st, "speculative");
-        cJSON_AddNumberToObject(sp, "target_passes", spec->target_passes);
-        cJSON_AddNumberToObject(sp, "drafted", spec->drafted);
-        cJSON_AddNumberToObject(sp, "accepted", spec->accepted);
-        cJSON_AddNumberToObject(sp, "acceptance_rate", spec->acceptance_rate);
-        cJSON_AddNumberToObject(sp, "tokens_per_pass", spec->tokens_per_pass);
-        cJSON_AddNumberToObject(sp, "ms_per_token", spec->ms_per_token);
-        cJSON_AddNumberToObject(sp, "plain_ms_per_token", spec->plain_ms_per_token);
-        cJSON_AddNumberToObject(sp, "speedup", spec->speedup);
+        const cli_json_num sp[] = {
+            {"target_passes", spec->target_passes},
+            {"drafted", spec->drafted},
+            {"accepted", spec->accepted},
+            {"acceptance_rate", spec->acceptance_rate},
+            {"tokens_per_pass", spec->tokens_per_pass},
+            {"ms_per_token", spec->ms_per_token},
+            {"plain_ms_per_token", spec->plain_ms_per_token},
+            {"speedup", spec->speedup},
+        };
+        cli_json_numbers(cJSON_AddObjectToObject(st, "speculative"), sp, sizeof sp / sizeof sp[0]);
     }
     return cli_print_json(o, "run");
 }
