@@ -40,6 +40,15 @@ static void pack_scale_min(const uint8_t ls[8], const uint8_t lm[8], uint8_t *s)
     }
 }
 
+/* The importance weights of n values with an importance matrix, w[l] = qw[l]·sqrt(σ² + x[l]²)
+ * (σ² from the whole super-block); returns their sum. */
+static float imatrix_weights(const float *x, const float *qw, float sigma2, int n, float *w) {
+    float sum = 0;
+    for (int l = 0; l < n; l++) w[l] = qw[l] * sqrtf(sigma2 + x[l] * x[l]);
+    for (int l = 0; l < n; l++) sum += w[l];
+    return sum;
+}
+
 /* Codes of x against the stored scales: L = round((x + m)/d) in [0, nmax] per sub-block of
  * `sub` weights (sub-blocks whose scale is 0 keep the codes of the search). */
 static void requant_k(const float *x, const uint8_t *b, float d, float dmin, int sub,
@@ -58,6 +67,20 @@ static void requant_k(const float *x, const uint8_t *b, float d, float dmin, int
         for (int i = 0; i < sub; i++) {
             int l = elm_nearest_int((x[sub * j + i] + dm) / dl);
             L[sub * j + i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
+        }
+    }
+}
+
+/* Q3_K and Q6_K: codes of x against the stored signed scales d·sc[j] of its 16 sub-blocks of 16,
+ * L = round(x/(d·sc[j])) in [-half, half) plus half (sub-blocks whose scale is 0 keep the codes
+ * of the search). */
+static void requant_signed(const float *x, float d, const int8_t sc[16], int half, int8_t *L) {
+    for (int j = 0; j < 16; j++) {
+        const float dl = d * sc[j];
+        if (!dl) continue;
+        for (int i = 0; i < 16; i++) {
+            const int l = elm_nearest_int(x[16 * j + i] / dl);
+            L[16 * j + i] = (int8_t)((l < -half ? -half : l > half - 1 ? half - 1 : l) + half);
         }
     }
 }
@@ -94,14 +117,12 @@ static void q2_k_block(const float *x, uint8_t *b, const float *qw) {
             dmin = f16_round(b + 82, 0.f);
         }
     } else {
-        float sw[16] = {0}, sumx2 = 0;
+        float sw[16], sumx2 = 0;
         uint8_t Ls[16], Lm[16];
         for (int j = 0; j < ELM_QK_K; j++) sumx2 += x[j] * x[j];
         const float sigma2 = sumx2 / ELM_QK_K;
         for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++)
-                w[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-            for (int l = 0; l < 16; l++) sw[j] += w[l];
+            sw[j] = imatrix_weights(x + 16 * j, qw + 16 * j, sigma2, 16, w);
             scales[j] = elm_make_qkx_quants(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux,
                                             -0.9f, 0.05f, 36, false);
         }
@@ -148,11 +169,7 @@ static void q3_k_block(const float *x, uint8_t *b, const float *qw) {
         for (int j = 0; j < ELM_QK_K; j++) sumx2 += x[j] * x[j];
         const float sigma2 = 2 * sumx2 / ELM_QK_K;
         for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++)
-                w[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-            float sumw = 0;
-            for (int l = 0; l < 16; l++) sumw += w[l];
-            sw[j] = sumw;
+            sw[j] = imatrix_weights(x + 16 * j, qw + 16 * j, sigma2, 16, w);
             scales[j] = elm_make_qx_quants(16, 4, x + 16 * j, L + 16 * j, w);
         }
         put_f16(b + 108, elm_make_qx_quants(16, 32, scales, Ls, sw));
@@ -168,14 +185,7 @@ static void q3_k_block(const float *x, uint8_t *b, const float *qw) {
     uint16_t dh;
     memcpy(&dh, b + 108, 2);
     const float d = elm_f16_to_f32(dh);
-    for (int j = 0; j < 16; j++) {
-        const float dl = d * sc[j];
-        if (!dl) continue;
-        for (int i = 0; i < 16; i++) {
-            const int l = elm_nearest_int(x[16 * j + i] / dl);
-            L[16 * j + i] = (int8_t)((l < -4 ? -4 : l > 3 ? 3 : l) + 4);
-        }
-    }
+    requant_signed(x, d, sc, 4, L);
     /* bit k of hmask[m] is the high bit of weight 32k + m */
     memset(hmask, 0, 32);
     uint8_t U[ELM_QK_K];
@@ -226,11 +236,7 @@ static void q45_k_block(const float *x, uint8_t *b, const float *qw, bool five) 
         for (int l = 0; l < ELM_QK_K; l++) sum_x2 += x[l] * x[l];
         const float sigma2 = 2 * sum_x2 / ELM_QK_K;
         for (int j = 0; j < 8; j++) {
-            for (int l = 0; l < 32; l++)
-                w[l] = qw[32 * j + l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
-            float sumw = 0;
-            for (int l = 0; l < 32; l++) sumw += w[l];
-            sw[j] = sumw;
+            sw[j] = imatrix_weights(x + 32 * j, qw + 32 * j, sigma2, 32, w);
             scales[j] = elm_make_qkx_quants(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux,
                                             -0.9f, 0.05f, 36, false);
         }
@@ -286,14 +292,7 @@ static void q6_k_block(const float *x, uint8_t *b, const float *qw) {
         const int l = elm_nearest_int(iscale * scales[j]);
         sc[j] = (int8_t)(l < 127 ? l : 127);
     }
-    for (int j = 0; j < 16; j++) {
-        const float dl = d * sc[j];
-        if (!dl) continue;
-        for (int i = 0; i < 16; i++) {
-            const int l = elm_nearest_int(x[16 * j + i] / dl);
-            L[16 * j + i] = (int8_t)((l < -32 ? -32 : l > 31 ? 31 : l) + 32);
-        }
-    }
+    requant_signed(x, d, sc, 32, L);
     uint8_t *ql = b, *qh = b + 128;
     for (int h = 0; h < 2; h++, ql += 64, qh += 32)
         for (int l = 0; l < 32; l++) {

@@ -38,7 +38,7 @@ int cmd_export(int argc, char **argv) {
     long accuracy = -1;
     elm_onnx_opts o = {.warn = on_warn};
     const cli_opt table[] = {
-        {"-m, --model", "PATH", CLI_TEXT, &model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&model),
         {"-o, --output", "DIR", CLI_TEXT, &out, 0, 0, "output folder (created; must be empty unless --force)", 0},
         {"--force", NULL, CLI_FLAG, &o.force, 0, 0, "replace a non-empty DIR", 0},
         {"--format", "F", CLI_TEXT, &format, 0, 0, "onnx (the default: MatMulNBits, dynamic shapes) or qdq: the\nQNN execution provider's form, int4/int8 DequantizeLinear\n(opset 21) + MatMul in two static graphs, prompt_processor.onnx\nand token_generator.onnx, sharing model.onnx.data", 0},
@@ -47,7 +47,7 @@ int cmd_export(int argc, char **argv) {
         {"--activations", "A", CLI_CALL, &o.act_bits, 0, 0, "qdq: a16 or a8, QuantizeLinear/DequantizeLinear (uint16 or\nuint8, per tensor) on every linear layer's input, ranges\nmeasured on --calib", parse_activations},
         {"--calib", "FILE", CLI_TEXT, &calib_path, 0, 0, "calibration text for --activations: JSONL from 'edgelm calib'\nor plain text, one sample per line (each cut to 512 tokens,\nor C when smaller)", 0},
         {"-t, --threads", "N", CLI_I32, &o.n_threads, 1, 512, "threads for the calibration pass (default: all cores)", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
+        CLI_OPT_TOKENIZER(&tokenizer),
         {0}};
     const cli_spec spec = {"export onnx", "-m MODEL -o DIR [options]", export_about,
                            (const cli_opt *const[]){table, NULL}, NULL, NULL};
