@@ -48,6 +48,12 @@ const elm_arch *elm_arch_from_hf(const char *model_type) {
 
 const char *elm_arch_names(void) { return "llama, qwen2, qwen3, phi3, gemma, gemma3, smollm3"; }
 
+void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp) {
+    if (!a->swa_period || hp->n_swa <= 0) return;
+    if (hp->swa_period == 0) hp->swa_period = a->swa_period;
+    if (hp->rope_theta_swa == 0) hp->rope_theta_swa = 10000.0f;
+}
+
 /* Appends a spec named fmt with the block number (global names have no %d: it goes unused). */
 static elm_tensor_spec *spec(elm_tensor_spec *s, int32_t *n, elm_tensor_kind kind, int64_t cols,
                              int64_t rows, const char *fmt, int layer) {

@@ -34,6 +34,10 @@ const elm_arch *elm_arch_find(const char *name);
  * "phi3", "gemma", "gemma3_text" and "gemma3" -> gemma3, "smollm3"), or NULL. */
 const elm_arch *elm_arch_from_hf(const char *model_type);
 
+/* Fills hp's family defaults that files leave out: Gemma 3's local layers (with a window) are 5
+ * of every 6, with RoPE base 10000, as llama.cpp assumes when its converter writes neither. */
+void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp);
+
 /* What a tensor of a family's layout holds (how synth fills it). */
 typedef enum elm_tensor_kind {
     ELM_KIND_MATRIX, /* a weight matrix [rows, cols] */

@@ -242,12 +242,7 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
     if (hp->rope_theta == 0) hp->rope_theta = 10000.0f;
     if (hp->rope_freq_scale == 0) hp->rope_freq_scale = 1.0f;
     if (hp->n_ctx_train <= 0) hp->n_ctx_train = 2048;
-    /* Gemma 3's local layers (llama.cpp's defaults for keys its converter does not write): every
-     * 6th layer global, RoPE base 10000 without scaling on the others */
-    if (a->swa_period && hp->n_swa > 0) {
-        if (hp->swa_period == 0) hp->swa_period = a->swa_period;
-        if (hp->rope_theta_swa == 0) hp->rope_theta_swa = 10000.0f;
-    }
+    elm_arch_swa_defaults(a, hp);
     /* Gemma 3 27B scales by dim / heads, not its head size (llama.cpp, after gemma_pytorch) */
     if (hp->attn_scale == 0)
         hp->attn_scale = 1.0f / sqrtf((float)(a->swa_period && hp->n_layers == 62
