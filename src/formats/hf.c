@@ -5,7 +5,8 @@
  * Tensors are renamed to GGUF names and mapped in place, except where the GGUF convention differs
  * and an owned copy is made, as llama.cpp's converter does: Llama's q_proj and k_proj rows are
  * un-permuted from rotate-half into the interleaved order its GGUF uses (the other families run
- * rotate-half RoPE as HF stores it), and Gemma's norm weights w become 1 + w (F32). Phi-3's fused
+ * rotate-half RoPE as HF stores it), and Gemma's norm weights w become 1 + w (F32). A multimodal
+ * checkpoint's language model (Gemma 3 4B) is read from under its prefix. Phi-3's fused
  * qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up). Llama 3.1's rope_scaling becomes the
  * rope_freqs tensor. Dtypes are kept (F32, F16, BF16). */
 #include <math.h>

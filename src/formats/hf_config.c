@@ -1,4 +1,4 @@
-/* Hugging Face config.json -> hyper-parameters of a Llama, Mistral, Qwen2, Phi-3 or Gemma model
+/* Hugging Face config.json -> hyper-parameters of a model of the families of model/arch.h
  * (see hf.h). */
 #include <math.h>
 #include <stdio.h>
