@@ -200,6 +200,17 @@ static void small_gemma3(void) {
     }
     CHECK(worst < 1e-4f, "prefill, decode and refill differ by %g", worst);
     elm_context_free(c);
+    /* swa_full: every position kept and masked instead, the same logits; context shift allowed */
+    cp.swa_full = true;
+    float full[300];
+    CHECK(elm_context_new(m, &cp, &c, &err) == ELM_OK &&
+              elm_forward(c, toks, 60, full, false, &err) == ELM_OK &&
+              elm_context_kv_bytes(c) == 6 * 64 * row && elm_context_shift(c, 1, 8, &err) == ELM_OK,
+          "swa_full: %s", err.msg);
+    worst = 0;
+    for (int i = 0; i < 300; i++) worst = fmaxf(worst, fabsf(logits[i] - full[i]));
+    CHECK(worst < 1e-4f, "ring and full cache differ by %g", worst);
+    elm_context_free(c);
     elm_model_free(m);
     unlink(path);
 }

@@ -75,6 +75,11 @@ typedef struct elm_hparams {
                             * in the whole model, which local/global and NoPE layers follow */
 } elm_hparams;
 
+/* Whether layer l of hp skips RoPE (hp.nope_every). */
+static inline bool elm_layer_nope(const elm_hparams *hp, int l) {
+    return hp->nope_every > 0 && (hp->first_layer + l + 1) % hp->nope_every == 0;
+}
+
 /* Whether layer l of hp attends through the sliding window (hp.n_swa, hp.swa_period). */
 static inline bool elm_layer_swa(const elm_hparams *hp, int l) {
     l += hp->first_layer;

@@ -90,7 +90,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
         return elm_errorf(err, ELM_ERR_NOMEM, "out of memory creating context");
     }
     for (int l = 0; l < hp->n_layers; l++) {
-        const int32_t rows = elm_kv_layer_rows(hp, l, c->n_ctx);
+        const int32_t rows = p->swa_full ? c->n_ctx : elm_kv_layer_rows(hp, l, c->n_ctx);
         if (rows < c->n_ctx) c->swa_rows = rows;
         c->layer_row[l + 1] = c->layer_row[l] + rows;
     }

@@ -367,7 +367,7 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     add_bias(c->vb, L->bv, n, kv);
     if (c->qk_norms) qk_norm(c, l, n);
     unsigned char *k_layer = elm_kv_layer_k(c, l), *v_layer = elm_kv_layer_v(c, l);
-    const bool nope = hp->nope_every > 0 && (hp->first_layer + l + 1) % hp->nope_every == 0;
+    const bool nope = elm_layer_nope(hp, l);
     const bool ring = elm_kv_layer_ring(c, l);
     const float *rope_cs = elm_layer_swa(hp, l) && c->rope_cs_swa ? c->rope_cs_swa : c->rope_cs;
     /* a ring takes the tokens in chunks that fit beside the window (ELM_SWA_SPARE + 1) */
@@ -490,8 +490,7 @@ elm_status elm_forward_seqs(elm_context *c, const int32_t *tokens, const int32_t
     if (c->swa_rows)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                           "several sequences in one pass: the sliding-window KV cache holds one "
-                          "(a context of at most %d tokens keeps every position)",
-                          c->m->hp.n_swa + ELM_SWA_SPARE);
+                          "(swa_full keeps every position)");
     for (int32_t t = 0; t < n; t++)
         if (pos[t] < 0 || row0[t] < 0 || (int64_t)row0[t] + pos[t] >= c->n_ctx)
             return elm_errorf(err, ELM_ERR_ARG,

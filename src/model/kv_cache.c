@@ -18,7 +18,8 @@ elm_status elm_context_truncate(elm_context *c, int32_t n_past, elm_error *err) 
     if (c->swa_rows && c->n_past - n_past > c->swa_rows - c->m->hp.n_swa + 1)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                           "truncate by %d tokens: the sliding-window KV cache keeps %d beyond its "
-                          "window", c->n_past - n_past, c->swa_rows - c->m->hp.n_swa + 1);
+                          "window (swa_full keeps every position)", c->n_past - n_past,
+                          c->swa_rows - c->m->hp.n_swa + 1);
     c->n_past = n_past;
     return ELM_OK;
 }
@@ -47,7 +48,7 @@ elm_status elm_context_shift(elm_context *c, int32_t n_keep, int32_t n_discard, 
     if (c->swa_rows)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                           "context shift: the sliding-window layers' KV cache keeps only the "
-                          "window (raise -c)");
+                          "window (swa_full keeps every position)");
     const elm_hparams *hp = &c->m->hp;
     float *cs = malloc(sizeof(float) * 2 * (size_t)hp->rope_dim); /* global, windowed layers */
     float *row = malloc(sizeof(float) * (size_t)c->kv_dim);
@@ -70,8 +71,10 @@ elm_status elm_context_shift(elm_context *c, int32_t n_keep, int32_t n_discard, 
                 (size_t)n_move * c->k_row);
         memmove(v + (size_t)n_keep * c->v_row, v + (size_t)from * c->v_row,
                 (size_t)n_move * c->v_row);
-        rerotate(c, k, n_keep, n_keep + n_move, cs + (elm_layer_swa(hp, l) ? hp->rope_dim : 0),
-                 row);
+        /* NoPE layers (SmolLM3) stored their keys unrotated */
+        if (!elm_layer_nope(hp, l))
+            rerotate(c, k, n_keep, n_keep + n_move,
+                     cs + (elm_layer_swa(hp, l) ? hp->rope_dim : 0), row);
     }
     memmove(c->tokens + n_keep, c->tokens + from, sizeof(int32_t) * (size_t)n_move);
     c->n_past -= n_discard;

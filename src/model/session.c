@@ -52,8 +52,7 @@ static size_t layer_off(const elm_context *c, int l, size_t row) {
 static elm_status refuse_ring(const elm_context *c, const char *path, elm_error *err) {
     if (!c->swa_rows) return ELM_OK;
     return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: sessions of a sliding-window KV cache are not "
-                      "supported (a context of at most %d tokens keeps every position)", path,
-                      c->m->hp.n_swa + ELM_SWA_SPARE);
+                      "supported (swa_full keeps every position)", path);
 }
 
 static size_t file_bytes(const elm_context *c, int32_t n_tokens) {
