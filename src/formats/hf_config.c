@@ -179,6 +179,24 @@ static elm_status read_gemma3(const char *path, const cJSON *root, const elm_arc
     float cap = 0;
     hp->rope_theta_swa = 10000.0f;
     elm_status st;
+    /* transformers' Gemma3TextConfig default base, and its newer per-kind rope_parameters */
+    if (!cJSON_GetObjectItemCaseSensitive(root, "rope_theta")) hp->rope_theta = 1000000.0f;
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    const cJSON *full = cJSON_GetObjectItemCaseSensitive(rp, "full_attention");
+    const cJSON *local = cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention");
+    if ((full && (st = get_float(path, full, "rope_theta", &hp->rope_theta, err))) ||
+        (local && (st = get_float(path, local, "rope_theta", &hp->rope_theta_swa, err))))
+        return st;
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(full, "rope_type");
+    const cJSON *factor = cJSON_GetObjectItemCaseSensitive(full, "factor");
+    if (cJSON_IsString(kind) && strcmp(kind->valuestring, "default") != 0) {
+        if (strcmp(kind->valuestring, "linear") != 0 || !cJSON_IsNumber(factor) ||
+            !(factor->valuedouble >= 1 && factor->valuedouble <= 1024))
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: rope_parameters full_attention "
+                              "'%.32s' is not supported (linear with a factor)", path,
+                              kind->valuestring);
+        hp->rope_freq_scale = (float)(1.0 / factor->valuedouble);
+    }
     if ((st = get_int(path, root, "sliding_window", true, &hp->n_swa, err)) ||
         (st = get_int(path, root, "sliding_window_pattern", false, &period, err)) ||
         (st = get_int(path, root, "query_pre_attn_scalar", false, &qpas, err)) ||
