@@ -370,7 +370,7 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     const bool nope = elm_layer_nope(hp, l);
     const bool ring = elm_kv_layer_ring(c, l);
     const float *rope_cs = elm_layer_swa(hp, l) && c->rope_cs_swa ? c->rope_cs_swa : c->rope_cs;
-    /* a ring takes the tokens in chunks that fit beside the window (ELM_SWA_SPARE + 1) */
+    /* a ring takes the tokens in chunks that fit beside the window (its spare rows + 1) */
     const int32_t chunk = ring ? c->swa_rows - hp->n_swa + 1 : n;
     for (int32_t t0 = 0; t0 < n; t0 += chunk) {
         const int32_t nt = n - t0 < chunk ? n - t0 : chunk;

@@ -107,7 +107,8 @@ bool elm_kv_type_from_name(const char *name, elm_type *out) {
  * its context shift and sessions, which a ring refuses. */
 int32_t elm_kv_layer_rows(const elm_hparams *hp, int l, int32_t n_ctx) {
     if (hp->swa_period == 0 || !elm_layer_swa(hp, l)) return n_ctx;
-    const int64_t ring = (int64_t)hp->n_swa + ELM_SWA_SPARE;
+    const int64_t ring = (int64_t)hp->n_swa + (hp->n_swa / 2 > ELM_SWA_SPARE ? hp->n_swa / 2
+                                                                               : ELM_SWA_SPARE);
     return ring < n_ctx ? (int32_t)ring : n_ctx;
 }
 
