@@ -470,6 +470,7 @@ static elm_status read_hparams(const gguf *g, elm_hparams *hp, elm_error *err) {
         {"attention.key_length", &key_length, false},
         {"attention.value_length", &value_length, false},
         {"attention.sliding_window", &hp->n_swa, false},
+        {"attention.sliding_window_pattern", &hp->swa_period, false},
         {"rope.dimension_count", &hp->rope_dim, false},
         {"vocab_size", &hp->n_vocab, false},
     };
@@ -492,7 +493,11 @@ static elm_status read_hparams(const gguf *g, elm_hparams *hp, elm_error *err) {
     hp->rope_theta = 10000.0f;
     if ((st = get_f32(g, arch_key(k, sizeof k, arch, "attention.layer_norm_rms_epsilon"),
                       &hp->rms_eps, err)) ||
-        (st = get_f32(g, arch_key(k, sizeof k, arch, "rope.freq_base"), &hp->rope_theta, err)))
+        (st = get_f32(g, arch_key(k, sizeof k, arch, "rope.freq_base"), &hp->rope_theta, err)) ||
+        (st = get_f32(g, arch_key(k, sizeof k, arch, "rope.freq_base_swa"), &hp->rope_theta_swa,
+                      err)) ||
+        (st = get_f32(g, arch_key(k, sizeof k, arch, "final_logit_softcapping"),
+                      &hp->logit_softcap, err)))
         return st;
     /* RoPE scaling: none and linear run here; llama3's factors come as the rope_freqs tensor */
     gstr type;

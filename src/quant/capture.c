@@ -75,6 +75,7 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
     elm_model view = *m; /* the layers asked for only: the others are not run */
     view.layers = m->layers + first;
     view.hp.n_layers = n_layers;
+    view.hp.first_layer = m->hp.first_layer + first; /* NoPE and windowed layers go by index */
     int32_t n_ctx = 1;
     for (int32_t i = 0; i < cs->n; i++) n_ctx = cs->n_ids[i] > n_ctx ? cs->n_ids[i] : n_ctx;
     int64_t widest = 1; /* of the inputs whose Hessian is kept: the float64 copy dsyrk reads */

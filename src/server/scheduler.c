@@ -309,7 +309,8 @@ elm_status srv_new(const elm_model *m, const srv_params *p, srv_server **out, el
     s->p = *p;
     const elm_context_params cp = {.n_ctx = p->n_slots * p->slot_ctx, .n_batch = p->n_batch,
                                    .n_threads = p->n_threads, .type_k = p->type_k,
-                                   .type_v = p->type_v, .ggml_rounding = p->ggml_rounding};
+                                   .type_v = p->type_v, .ggml_rounding = p->ggml_rounding,
+                                   .swa_full = true}; /* its slots share one cache */
     elm_status st = elm_context_new(m, &cp, &s->c, err);
     if (st) {
         free(s);

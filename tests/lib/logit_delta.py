@@ -6,10 +6,12 @@ so log(p_i / p_top) = l_i - l_top is compared with edgelm's logits taken the sam
 
 usage: python3 logit_delta.py REF.json INDEX EDGELM.json
   REF.json     tests/interop/greedy.mjs output (run with GREEDY_TOP=N), INDEX its prompt
-  EDGELM.json  `edgelm run --json --logits STEPS` for the same prompt
+  EDGELM.json  `edgelm run --json --logits STEPS` for the same prompt, whole rows or, with
+               --logits-top K, each row's K largest [id, logit] pairs
 Prints the largest |delta| over the rows both runtimes reached along the same greedy path and over
 llama.cpp's N most probable tokens (those with p > 0), then the number of rows compared. Exits 1
-when the prompts' token ids differ or no row could be compared.
+when the prompts' token ids differ, no row could be compared, or one of llama.cpp's tokens is not
+among edgelm's K.
 """
 import json
 import math
@@ -26,9 +28,15 @@ def main():
     for step, (top, logits) in enumerate(zip(ref["top"], got.get("logits", []))):
         if step > 0 and ref["generated_ids"][step - 1] != got["generated_ids"][step - 1]:
             break  # the paths parted: later rows condition on different tokens
+        if logits and isinstance(logits[0], list):  # --logits-top: [id, logit] pairs
+            logits = dict((int(i), l) for i, l in logits)
         top_id, top_p = top[0]
         for token, p in top:
             if p > 0:
+                if isinstance(logits, dict) and (token not in logits or top_id not in logits):
+                    print(f"step {step}: llama.cpp's token {token} is not among edgelm's "
+                          f"{len(logits)} largest", file=sys.stderr)
+                    return 1
                 theirs = math.log(p / top_p)
                 ours = logits[token] - logits[top_id]
                 worst = max(worst, abs(ours - theirs))

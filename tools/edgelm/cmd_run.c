@@ -41,10 +41,33 @@ static cJSON *ids_json(const int32_t *ids, int32_t n) {
     return a;
 }
 
+/* The top largest of row[n] as [id, logit] pairs, largest first (a test's comparison needs the
+ * head of each row, and a whole row of a 150k vocabulary is megabytes of JSON). */
+static cJSON *top_json(const float *row, int32_t n, int32_t top) {
+    int32_t ids[256];
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (k == top && row[i] <= row[ids[k - 1]]) continue;
+        int32_t j = k < top ? k++ : k - 1;
+        for (; j > 0 && row[ids[j - 1]] < row[i]; j--) ids[j] = ids[j - 1];
+        ids[j] = i;
+    }
+    cJSON *a = cJSON_CreateArray();
+    for (int32_t j = 0; a && j < k; j++) {
+        cJSON *pair = cJSON_CreateArray();
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(ids[j]));
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(row[ids[j]]));
+        cJSON_AddItemToArray(a, pair);
+    }
+    return a;
+}
+
 /* The logits that predicted gen[0..n_rows-1], replayed as generation ran them: the prompt in one
- * prefill, then one decode step per generated token (for cross-checks against other runtimes). */
+ * prefill, then one decode step per generated token (for cross-checks against other runtimes);
+ * whole rows, or with top > 0 each row's top largest (top_json). */
 static cJSON *logits_json(elm_context *c, const int32_t *prompt, int32_t n_prompt,
-                          const int32_t *gen, int32_t n_rows, int32_t n_vocab, elm_error *err) {
+                          const int32_t *gen, int32_t n_rows, int32_t n_vocab, int32_t top,
+                          elm_error *err) {
     float *row = malloc(sizeof(float) * (size_t)n_vocab);
     cJSON *a = cJSON_CreateArray();
     elm_context_reset(c);
@@ -55,7 +78,8 @@ static cJSON *logits_json(elm_context *c, const int32_t *prompt, int32_t n_promp
             a = NULL;
             break;
         }
-        cJSON_AddItemToArray(a, cJSON_CreateFloatArray(row, n_vocab));
+        cJSON_AddItemToArray(a, top > 0 ? top_json(row, n_vocab, top)
+                                        : cJSON_CreateFloatArray(row, n_vocab));
     }
     free(row);
     return a;
@@ -102,7 +126,7 @@ static int print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *ge
 typedef struct run_opts {
     const char *model, *prompt, *file, *tokenizer;
     bool json, no_bos, special;
-    long n_logits;
+    long n_logits, logits_top;
     gen_opts gen;
 } run_opts;
 
@@ -117,6 +141,7 @@ static int parse(run_opts *o, int argc, char **argv) {
         CLI_OPT_TOKENIZER(&o->tokenizer),
         CLI_OPT_JSON(&o->json, "print one JSON object (ids, text, stats) instead of streaming"),
         {"--logits", "N", CLI_INT, &o->n_logits, 1, 1 << 20, "with --json: add \"logits\", the rows predicting the first N\ngenerated tokens (prefill, then one decode step per token)", 0},
+        {"--logits-top", "K", CLI_INT, &o->logits_top, 1, 256, "with --logits: each row as its K largest [id, logit] pairs,\nlargest first", 0},
         {0}};
     const cli_spec spec = {
         "run", "-m MODEL (-p PROMPT | -f FILE) [options]",
@@ -130,6 +155,7 @@ static int parse(run_opts *o, int argc, char **argv) {
     if (!o->prompt && !o->file) return cli_fail("run: -p PROMPT or -f FILE is required");
     if (o->prompt && o->file) return cli_fail("run: give -p PROMPT or -f FILE, not both");
     if (o->n_logits && !o->json) return cli_fail("run: --logits needs --json");
+    if (o->logits_top && !o->n_logits) return cli_fail("run: --logits-top needs --logits");
     return 0;
 }
 
@@ -187,7 +213,8 @@ static int generate(const run_opts *o, elm_model *m, const int32_t *prompt_ids, 
         cJSON *logits = NULL;
         if (o->n_logits) {
             const int32_t rows = o->n_logits < n_gen ? (int32_t)o->n_logits : n_gen;
-            logits = logits_json(stack.ctx, prompt_ids, n_prompt, gen_ids, rows, m->hp.n_vocab, &err);
+            logits = logits_json(stack.ctx, prompt_ids, n_prompt, gen_ids, rows, m->hp.n_vocab,
+                                 (int32_t)o->logits_top, &err);
             if (!logits) {
                 cli_fail("%s: %s", o->model, err.msg[0] ? err.msg : "out of memory");
                 goto done;

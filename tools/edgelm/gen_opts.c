@@ -45,6 +45,7 @@ const cli_opt *gen_opts_table(gen_opts *o) {
         {"--lookup", "N", CLI_INT, &o->lookup, 0, 256, "prompt-lookup decoding: copy up to N tokens that followed\nan earlier occurrence of the last n-gram (0 = off)", 0},
         CLI_OPT_MMAP(&o->mmap),
         {"--ggml-rounding", NULL, CLI_FLAG, &o->ggml_rounding, 0, 0, "round activations as ggml does (f16 block scales, f16 input\nof F16 products): logits equal llama.cpp's up to the order\nof additions, for cross-checking (default: f32, more precise)", 0},
+        {"--swa-full", NULL, CLI_FLAG, &o->swa_full, 0, 0, "keep every position of sliding-window layers (Gemma 3), for\ncontext shift and sessions (default: a ring of the window)", 0},
         {0}};
     memcpy(t, opts, sizeof opts);
     return t;
@@ -61,7 +62,8 @@ bool gen_stack_new(gen_stack *s, const gen_opts *o, const elm_model *m, const ch
                                    .n_threads = (int32_t)o->n_threads,
                                    .type_k = o->type_k,
                                    .type_v = o->type_v,
-                                   .ggml_rounding = o->ggml_rounding};
+                                   .ggml_rounding = o->ggml_rounding,
+                                   .swa_full = o->swa_full};
     if (elm_context_new(m, &cp, &s->ctx, &err)) {
         cli_fail("%s: %s", path, err.msg);
         return false;
