@@ -33,8 +33,8 @@ elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols
                           const double *abs_mean, double *s, double *alpha, elm_error *err);
 
 /* Quantizes the scaled weights ws [rows, cols] whose input Hessian (in the scaled coordinates) is
- * Hs: for each type block, the candidate of elm_grid_candidates (the ELM_AWQ_CLIP clips, or a
- * super-block type's reference encoder, and the type's search weighted by diag Hs) whose
+ * Hs: for each type block, the candidate of elm_grid_candidates (the ELM_AWQ_CLIP clips of a
+ * legacy type; a kq type's reference encoder and its search weighted by diag Hs) whose
  * parameters minimise the block's output error Σ Δᵀ Hs_bb Δ over its 32-weight parts (Hs_bb their
  * 32 x 32 diagonal blocks), then nearest codes. Writes codes [rows, cols], params
  * [rows, cols/g->block] and their values q [rows, cols]. */
