@@ -122,6 +122,15 @@ void elm_kquant_put(elm_type type, const elm_kquant_scales *s, const uint8_t *L,
     }
 }
 
+/* The importance weights of n values with an importance matrix, w[l] = qw[l]·sqrt(σ² + x[l]²)
+ * (σ² from the whole super-block); returns their sum. */
+static float imatrix_weights(const float *x, const float *qw, float sigma2, int n, float *w) {
+    float sum = 0;
+    for (int l = 0; l < n; l++) w[l] = qw[l] * sqrtf(sigma2 + x[l] * x[l]);
+    for (int l = 0; l < n; l++) sum += w[l];
+    return sum;
+}
+
 /* Codes of x against the scales s: L = round((x + dmin·m)/(d·sc)) in [0, nmax] per sub-block of
  * `sub` weights (sub-blocks whose scale is 0 keep the codes of the search). */
 static void requant_k(const float *x, const elm_kquant_scales *s, int sub, uint8_t *L, int nmax) {
@@ -174,14 +183,12 @@ static void q2_k_block(const float *x, uint8_t *b, const float *qw) {
             s.dmin = elm_round_f16(max_min / 15.f);
         }
     } else {
-        float sw[16] = {0}, sumx2 = 0;
+        float sw[16], sumx2 = 0;
         uint8_t Ls[16];
         for (int j = 0; j < ELM_QK_K; j++) sumx2 += x[j] * x[j];
         const float sigma2 = sumx2 / ELM_QK_K;
         for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++)
-                w[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-            for (int l = 0; l < 16; l++) sw[j] += w[l];
+            sw[j] = imatrix_weights(x + 16 * j, qw + 16 * j, sigma2, 16, w);
             scales[j] = elm_make_qkx_quants(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux,
                                             -0.9f, 0.05f, 36, false);
         }
@@ -224,11 +231,7 @@ static void q3_k_block(const float *x, uint8_t *b, const float *qw) {
         for (int j = 0; j < ELM_QK_K; j++) sumx2 += x[j] * x[j];
         const float sigma2 = 2 * sumx2 / ELM_QK_K;
         for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++)
-                w[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-            float sumw = 0;
-            for (int l = 0; l < 16; l++) sumw += w[l];
-            sw[j] = sumw;
+            sw[j] = imatrix_weights(x + 16 * j, qw + 16 * j, sigma2, 16, w);
             scales[j] = elm_make_qx_quants(16, 4, x + 16 * j, L + 16 * j, w);
         }
         s.d = elm_round_f16(elm_make_qx_quants(16, 32, scales, Ls, sw));
@@ -272,11 +275,7 @@ static void q45_k_block(const float *x, uint8_t *b, const float *qw, bool five) 
         for (int l = 0; l < ELM_QK_K; l++) sum_x2 += x[l] * x[l];
         const float sigma2 = 2 * sum_x2 / ELM_QK_K;
         for (int j = 0; j < 8; j++) {
-            for (int l = 0; l < 32; l++)
-                w[l] = qw[32 * j + l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
-            float sumw = 0;
-            for (int l = 0; l < 32; l++) sumw += w[l];
-            sw[j] = sumw;
+            sw[j] = imatrix_weights(x + 32 * j, qw + 32 * j, sigma2, 32, w);
             scales[j] = elm_make_qkx_quants(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux,
                                             -0.9f, 0.05f, 36, false);
         }

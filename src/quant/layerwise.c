@@ -342,7 +342,7 @@ static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
     elm_act_stats s[4] = {{0}};
     elm_status st = ELM_OK;
     if (rounded_only(q, groups, &st, err)) return st;
-    for (int gi = 0; gi < 4 && !st; gi++) st = elm_act_stats_init(&s[gi], groups[gi].m[0], err);
+    for (int gi = 0; gi < 4 && !st; gi++) st = elm_act_stats_init(&s[gi], groups[gi].m[0], true, err);
     if (!st) st = capture_block(q, l, s, err);
     for (int gi = 0; gi < 4 && !st; gi++)
         for (int k = 0; k < groups[gi].n && !st; k++) {
@@ -429,7 +429,7 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     elm_status st = ELM_OK;
     if (rounded_only(q, groups, &st, err)) return st;
     for (int gi = 0; gi < 4 && !st; gi++) {
-        st = elm_act_stats_init(&s[gi], groups[gi].m[0], err);
+        st = elm_act_stats_init(&s[gi], groups[gi].m[0], true, err);
         if (!st && !(scale[gi] = malloc(sizeof(double) * (size_t)s[gi].cols)))
             st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for AWQ scales");
         for (int k = 0; k < groups[gi].n && !st; k++) {
@@ -497,7 +497,7 @@ static elm_status output_stage(qctx *q, elm_error *err) {
     if (!grid_of(q, out, &g)) return emit_rtn(q, out, err);
     elm_act_stats s = {0};
     elm_status st = materialize(r, out, err);
-    if (!st) st = elm_act_stats_init(&s, out, err);
+    if (!st) st = elm_act_stats_init(&s, out, true, err);
     if (!st)
         st = elm_capture(&r->work, r->work.hp.n_layers, 0, true, q->p->calib, q->p->n_threads, q->x,
                          NULL, &s, 1, err);

@@ -13,30 +13,21 @@
 #include "model/arch.h"
 #include "model/builder.h"
 
+/* name, Hugging Face source, arch, n_vocab, dim, n_layers, n_heads, n_kv_heads, ffn_dim,
+ * n_ctx_train, rms_eps, rope_theta, tied, llama3_rope, head_dim (elm_synth_preset) */
 static const elm_synth_preset presets[] = {
-    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama", 32000, 2048, 22, 32, 4, 5632,
-     2048, 1e-5f, 10000.0f, false, false, 0},
-    {"llama-3.2-1b", "meta-llama/Llama-3.2-1B", "llama", 128256, 2048, 16, 32, 8, 8192, 131072,
-     1e-5f, 500000.0f, true, true, 0},
-    {"llama-2-7b", "meta-llama/Llama-2-7b-hf", "llama", 32000, 4096, 32, 32, 32, 11008, 4096, 1e-5f,
-     10000.0f, false, false, 0},
-    {"llama-2-13b", "meta-llama/Llama-2-13b-hf", "llama", 32000, 5120, 40, 40, 40, 13824, 4096,
-     1e-5f, 10000.0f, false, false, 0},
-    {"llama-3-8b", "meta-llama/Meta-Llama-3-8B", "llama", 128256, 4096, 32, 32, 8, 14336, 8192,
-     1e-5f, 500000.0f, false, false, 0},
-    {"qwen2-0.5b", "Qwen/Qwen2-0.5B", "qwen2", 151936, 896, 24, 14, 2, 4864, 131072, 1e-6f,
-     1000000.0f, true, false, 0},
-    {"llama-3.2-3b", "meta-llama/Llama-3.2-3B", "llama", 128256, 3072, 28, 24, 8, 8192, 131072,
-     1e-5f, 500000.0f, true, true, 0},
+    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama",    32000, 2048, 22, 32,  4,  5632,   2048, 1e-5f,   10000.0f, false, false,   0},
+    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B",            "llama",   128256, 2048, 16, 32,  8,  8192, 131072, 1e-5f,  500000.0f,  true,  true,   0},
+    {"llama-2-7b",     "meta-llama/Llama-2-7b-hf",           "llama",    32000, 4096, 32, 32, 32, 11008,   4096, 1e-5f,   10000.0f, false, false,   0},
+    {"llama-2-13b",    "meta-llama/Llama-2-13b-hf",          "llama",    32000, 5120, 40, 40, 40, 13824,   4096, 1e-5f,   10000.0f, false, false,   0},
+    {"llama-3-8b",     "meta-llama/Meta-Llama-3-8B",         "llama",   128256, 4096, 32, 32,  8, 14336,   8192, 1e-5f,  500000.0f, false, false,   0},
+    {"qwen2-0.5b",     "Qwen/Qwen2-0.5B",                    "qwen2",   151936,  896, 24, 14,  2,  4864, 131072, 1e-6f, 1000000.0f,  true, false,   0},
+    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B",            "llama",   128256, 3072, 28, 24,  8,  8192, 131072, 1e-5f,  500000.0f,  true,  true,   0},
     /* Llama's tensors; its NoPE layers are the architecture's, not the file's */
-    {"smollm3-3b", "HuggingFaceTB/SmolLM3-3B", "smollm3", 128256, 2048, 36, 16, 4, 11008, 65536,
-     1e-6f, 5000000.0f, true, false, 0},
-    {"qwen3-0.6b", "Qwen/Qwen3-0.6B", "qwen3", 151936, 1024, 28, 16, 8, 3072, 40960, 1e-6f,
-     1000000.0f, true, false, 128},
-    {"qwen3-1.7b", "Qwen/Qwen3-1.7B", "qwen3", 151936, 2048, 28, 16, 8, 6144, 40960, 1e-6f,
-     1000000.0f, true, false, 128},
-    {"qwen3-4b", "Qwen/Qwen3-4B", "qwen3", 151936, 2560, 36, 32, 8, 9728, 40960, 1e-6f,
-     1000000.0f, true, false, 128},
+    {"smollm3-3b",     "HuggingFaceTB/SmolLM3-3B",           "smollm3", 128256, 2048, 36, 16,  4, 11008,  65536, 1e-6f, 5000000.0f,  true, false,   0},
+    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B",                    "qwen3",   151936, 1024, 28, 16,  8,  3072,  40960, 1e-6f, 1000000.0f,  true, false, 128},
+    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B",                    "qwen3",   151936, 2048, 28, 16,  8,  6144,  40960, 1e-6f, 1000000.0f,  true, false, 128},
+    {"qwen3-4b",       "Qwen/Qwen3-4B",                      "qwen3",   151936, 2560, 36, 32,  8,  9728,  40960, 1e-6f, 1000000.0f,  true, false, 128},
 };
 
 const elm_synth_preset *elm_synth_presets(int *n) {

@@ -70,26 +70,31 @@ static int print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *ge
     if (logits) cJSON_AddItemToObject(o, "logits", logits);
     cJSON_AddStringToObject(o, "text", text ? text : "");
     cJSON *st = cJSON_AddObjectToObject(o, "stats");
-    cJSON_AddNumberToObject(st, "load_ms", load_ms);
-    cJSON_AddNumberToObject(st, "prompt_tokens", s->prompt_tokens);
-    cJSON_AddNumberToObject(st, "prefill_tps", s->prefill_tps);
-    cJSON_AddNumberToObject(st, "ttft_ms", s->ttft_ms);
-    cJSON_AddNumberToObject(st, "generated_tokens", s->generated_tokens);
-    cJSON_AddNumberToObject(st, "decode_tps", s->decode_tps);
-    cJSON_AddNumberToObject(st, "peak_rss_mib", rss);
-    cJSON_AddNumberToObject(st, "kv_cache_bytes", (double)elm_context_kv_bytes(ctx));
+    const cli_json_num stats[] = {
+        {"load_ms", load_ms},
+        {"prompt_tokens", s->prompt_tokens},
+        {"prefill_tps", s->prefill_tps},
+        {"ttft_ms", s->ttft_ms},
+        {"generated_tokens", s->generated_tokens},
+        {"decode_tps", s->decode_tps},
+        {"peak_rss_mib", rss},
+        {"kv_cache_bytes", (double)elm_context_kv_bytes(ctx)},
+    };
+    cli_json_numbers(st, stats, sizeof stats / sizeof stats[0]);
     cJSON_AddStringToObject(st, "cache_type_k", elm_type_get(elm_context_type_k(ctx))->name);
     cJSON_AddStringToObject(st, "cache_type_v", elm_type_get(elm_context_type_v(ctx))->name);
     if (spec) {
-        cJSON *sp = cJSON_AddObjectToObject(st, "speculative");
-        cJSON_AddNumberToObject(sp, "target_passes", spec->target_passes);
-        cJSON_AddNumberToObject(sp, "drafted", spec->drafted);
-        cJSON_AddNumberToObject(sp, "accepted", spec->accepted);
-        cJSON_AddNumberToObject(sp, "acceptance_rate", spec->acceptance_rate);
-        cJSON_AddNumberToObject(sp, "tokens_per_pass", spec->tokens_per_pass);
-        cJSON_AddNumberToObject(sp, "ms_per_token", spec->ms_per_token);
-        cJSON_AddNumberToObject(sp, "plain_ms_per_token", spec->plain_ms_per_token);
-        cJSON_AddNumberToObject(sp, "speedup", spec->speedup);
+        const cli_json_num sp[] = {
+            {"target_passes", spec->target_passes},
+            {"drafted", spec->drafted},
+            {"accepted", spec->accepted},
+            {"acceptance_rate", spec->acceptance_rate},
+            {"tokens_per_pass", spec->tokens_per_pass},
+            {"ms_per_token", spec->ms_per_token},
+            {"plain_ms_per_token", spec->plain_ms_per_token},
+            {"speedup", spec->speedup},
+        };
+        cli_json_numbers(cJSON_AddObjectToObject(st, "speculative"), sp, sizeof sp / sizeof sp[0]);
     }
     return cli_print_json(o, "run");
 }
@@ -104,13 +109,13 @@ typedef struct run_opts {
 /* Parses the options; 0 to run, else cli_parse's result (-1: help printed). */
 static int parse(run_opts *o, int argc, char **argv) {
     const cli_opt opts[] = {
-        {"-m, --model", "PATH", CLI_TEXT, &o->model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&o->model),
         {"-p, --prompt", "TEXT", CLI_TEXT, &o->prompt, 0, 0, "prompt text", 0},
         {"-f, --file", "FILE", CLI_TEXT, &o->file, 0, 0, "read the prompt from FILE", 0},
         {"--no-bos", NULL, CLI_FLAG, &o->no_bos, 0, 0, "do not prepend BOS to the prompt", 0},
         {"--special", NULL, CLI_FLAG, &o->special, 0, 0, "parse control tokens in the prompt (\"<|im_start|>\")", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &o->tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
-        {"--json", NULL, CLI_FLAG, &o->json, 0, 0, "print one JSON object (ids, text, stats) instead of streaming", 0},
+        CLI_OPT_TOKENIZER(&o->tokenizer),
+        CLI_OPT_JSON(&o->json, "print one JSON object (ids, text, stats) instead of streaming"),
         {"--logits", "N", CLI_INT, &o->n_logits, 1, 1 << 20, "with --json: add \"logits\", the rows predicting the first N\ngenerated tokens (prefill, then one decode step per token)", 0},
         {0}};
     const cli_spec spec = {
