@@ -2,7 +2,8 @@
  * the per-input-channel scale search of a group of linears sharing an input, and the clipping
  * search that quantizes one scaled linear. Errors are measured on the calibration inputs through
  * their Hessian H = 2·Σ x xᵀ, so no activations are stored: ‖(W - Ŵ)X‖² = ½ Σ_r e_rᵀ H e_r,
- * summed over the 32-weight blocks with H's 32 x 32 diagonal blocks. The cross-block terms pair
+ * summed over the 32-weight blocks (sub-blocks of a super-block type's 256) with H's 32 x 32
+ * diagonal blocks. The cross-block terms pair
  * rounding errors of different blocks, which are independent and average out; dropping them
  * costs rows·cols·32 per candidate instead of rows·cols² (for a 2048 x 5632 matrix, 176x less)
  * and chose scales as good as the full sum on the fixture (q4_0 KLD 0.0825 vs 0.0850, q4_1
@@ -32,9 +33,11 @@ elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols
                           const double *abs_mean, double *s, double *alpha, elm_error *err);
 
 /* Quantizes the scaled weights ws [rows, cols] whose input Hessian (in the scaled coordinates) is
- * Hs: for each 32-weight block, the clip of ELM_AWQ_CLIP whose parameters minimise the block's
- * output error Δᵀ Hs_bb Δ (Hs_bb its 32 x 32 diagonal block), then nearest codes. Writes codes
- * [rows, cols], params [rows, cols/32] and their values q [rows, cols]. */
+ * Hs: for each type block, the candidate of elm_grid_candidates (the ELM_AWQ_CLIP clips of a
+ * legacy type; a kq type's reference encoder and its search weighted by diag Hs) whose
+ * parameters minimise the block's output error Σ Δᵀ Hs_bb Δ over its 32-weight parts (Hs_bb their
+ * 32 x 32 diagonal blocks), then nearest codes. Writes codes [rows, cols], params
+ * [rows, cols/g->block] and their values q [rows, cols]. */
 void elm_awq_clip_quantize(const elm_grid *g, const float *ws, int64_t rows, int64_t cols,
                            const double *Hs, int8_t *codes, elm_block_params *params, float *q);
 

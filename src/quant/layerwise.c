@@ -201,11 +201,12 @@ static elm_status emit_rtn(qctx *q, elm_tensor *t, elm_error *err) {
 /* Packs codes/params chosen by GPTQ or AWQ; the working copy takes their values. */
 static elm_status emit_codes(qctx *q, elm_tensor *t, const elm_grid *g, const int8_t *codes,
                              const elm_block_params *params, const float *values, elm_error *err) {
-    const int64_t rows = rows_of(t), cols = t->ne[0], nblk = cols / ELM_QK;
+    const int64_t rows = rows_of(t), cols = t->ne[0], nblk = cols / g->block;
     const size_t bb = elm_type_get((uint32_t)g->type)->block_bytes;
     uint8_t *b = malloc(bb * (size_t)(rows * nblk));
     if (!b) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory encoding '%s'", t->name);
-    for (int64_t k = 0; k < rows * nblk; k++) elm_grid_pack(g, params[k], codes + k * ELM_QK, b + k * bb);
+    for (int64_t k = 0; k < rows * nblk; k++)
+        elm_grid_pack(g, &params[k], codes + k * g->block, b + k * bb);
     memcpy(t->data, values, sizeof(float) * (size_t)(rows * cols));
     q->r->bytes[idx(q->r, t)] = b;
     return ELM_OK;

@@ -37,7 +37,10 @@ static void on_warn(const char *msg, void *user) {
     fprintf(stderr, "%sedgelm: warning: %s\n", b->tty ? "\r\033[K" : "", msg);
 }
 
-static const char *const allowed[] = {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "f16", "bf16", "f32"};
+/* the types a tensor can be written in (--type takes the k-quant names as recipes first) */
+static const char *const allowed[] = {"q8_0", "q4_0", "q4_1", "q5_0",   "q5_1",   "q2_k",
+                                      "q3_k", "q4_k", "q5_k", "q6_k",   "iq4_nl", "iq4_xs",
+                                      "f16",  "bf16", "f32"};
 
 static bool parse_type(const char *name, elm_type *out) {
     for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
