@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, smollm3) on `synth --tiny` models: quantize
+# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, smollm3) on `synth --tiny` models: quantize
 # (q4_0, mixed policy) writes a GGUF of the same architecture that runs, perplexity and eval work on it; and the
 # refusals are one clear line each: a GGUF of an unsupported architecture, an unknown
-# tokenizer.ggml.pre, an HF config with an unknown rope_scaling (and Phi-3's longrope).
+# tokenizer.ggml.pre, an HF config with an unknown rope_scaling (and Phi-3's longrope), a Gemma 3
+# config without its sliding_window. Gemma 3 also loads as a multimodal checkpoint (config in
+# text_config with rope_parameters, tensors under language_model.) and runs as its plain copy.
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -15,9 +17,9 @@ json_get() {
 }
 
 head -c 1200 "$fix/stories260K/text/valid.txt" >"$tmp/text.txt"
-for arch in llama qwen2 qwen3 phi3 gemma smollm3; do
+for arch in llama qwen2 qwen3 phi3 gemma gemma3 smollm3; do
     case $arch in
-    llama | smollm3) vocab=llama-spm ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma) vocab=llama-spm ;;
+    llama | smollm3) vocab=llama-spm ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma | gemma3) vocab=llama-spm ;;
     esac
     f32=$tmp/$arch.gguf
     "$bin" synth --arch "$arch" --tiny -o "$f32" --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" \
@@ -79,6 +81,53 @@ json.dump(c, open(sys.argv[1], "w"))
 EOF
     expect_error "$1 $2" "rope_scaling type '$2' is not supported" "$bin" run -m "$dir" -p "Hi" -n 1
 done
+
+# Gemma 3: a missing key of the family's is named with its file; the multimodal layout runs
+g3=$tmp/gemma3-hf
+"$bin" synth --arch gemma3 --tiny -o "$tmp/g3.gguf" --hf "$g3" \
+    --vocab "$fix/vocab/ggml-vocab-llama-spm.gguf" >/dev/null 2>"$tmp/err" ||
+    fail "gemma3: synth --hf: $(cat "$tmp/err")"
+cp -r "$g3" "$tmp/g3-nowindow" && cp -r "$g3" "$tmp/g3-mm"
+python3 - "$tmp/g3-nowindow/config.json" "$tmp/g3-mm" <<'EOF'
+import json, os, struct, sys
+c = json.load(open(sys.argv[1]))
+del c["sliding_window"]
+json.dump(c, open(sys.argv[1], "w"))
+# Gemma3ForConditionalGeneration: the text model's config and tensors one level down, beside a
+# vision tower's (ignored); RoPE as newer transformers write it, per kind of layer
+mm = sys.argv[2]
+text = json.load(open(os.path.join(mm, "config.json")))
+text["rope_parameters"] = {
+    "full_attention": {"rope_type": "linear", "factor": text.pop("rope_scaling")["factor"],
+                       "rope_theta": text.pop("rope_theta")},
+    "sliding_attention": {"rope_type": "default", "rope_theta": text.pop("rope_local_base_freq")}}
+json.dump({"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+           "text_config": text, "vision_config": {"hidden_size": 8}},
+          open(os.path.join(mm, "config.json"), "w"))
+path = os.path.join(mm, "model.safetensors")
+data = open(path, "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+moved = {(k if k == "__metadata__" else "language_model." + k): v for k, v in header.items()}
+end = len(data) - 8 - n
+moved["vision_tower.patch_embedding.weight"] = {"dtype": "F32", "shape": [1],
+                                                 "data_offsets": [end, end + 4]}
+h = json.dumps(moved).encode()
+h += b" " * (-len(h) % 8)
+open(path, "wb").write(struct.pack("<Q", len(h)) + h + data[8 + n:] + bytes(4))
+EOF
+expect_error "gemma3 without sliding_window" "config.json: missing required key 'sliding_window'" \
+    "$bin" run -m "$tmp/g3-nowindow" -p "Hi" -n 1
+for model in "$g3" "$tmp/g3-mm"; do
+    "$bin" run -m "$model" -p "Once upon a time" -n 4 --temp 0 --ignore-eos -t 2 --json \
+        --logits 4 --logits-top 8 >"$model.json" 2>"$tmp/err" || fail "gemma3: run $model: $(cat "$tmp/err")"
+done
+# the logits, not only the tokens: a tiny random model may repeat one token whatever its RoPE
+[ -s "$tmp/g3-mm.json" ] && python3 -c '
+import json, sys
+a, b = (json.load(open(p))["logits"] for p in sys.argv[1:])
+sys.exit(not all(x[0] == y[0] and abs(x[1] - y[1]) < 1e-5 for r, s in zip(a, b) for x, y in zip(r, s)))
+' "$g3.json" "$tmp/g3-mm.json" || fail "gemma3: the multimodal layout's logits differ from the plain copy's"
 
 [ "$failed" -eq 0 ] && echo "cli_arch: all passed"
 exit $((failed > 0))

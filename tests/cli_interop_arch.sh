@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Interop test of every model family against llama.cpp: for llama, qwen2, qwen3, phi3, gemma and smollm3, a
-# `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3 prompts by edgelm and
-# by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1, installed once by
-# scripts/node-llama.sh; tests/interop/greedy.mjs); prompt ids and generated ids must be equal, and
-# the HF copy must give the GGUF's tokens. Skipped (one line, exit 0) only when node is missing or
-# npm cannot reach the registry. Usage: bash tests/cli_interop_arch.sh EDGELM_BINARY FIXTURES_DIR
+# Interop test of every model family against llama.cpp: for llama, qwen2, qwen3, phi3, gemma,
+# gemma3 and smollm3, a `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3
+# prompts by edgelm and by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1,
+# installed once by scripts/node-llama.sh; tests/interop/greedy.mjs). From the GGUF, with
+# --ggml-rounding, prompt ids and generated ids must be equal and the logits within 1e-3 of
+# llama.cpp's along the path (tests/lib/logit_delta.py: llama.cpp's 8 most probable tokens per
+# step); the HF copy, at edgelm's default rounding, must give the same tokens. Gemma 3's window is
+# 16 positions, and its third prompt is long enough (43 tokens + 16) to go round its local layers'
+# ring of 48 rows. Skipped (one line, exit 0) only when node is missing or npm cannot reach the
+# registry. Set INTEROP_VERBOSE=1 to print each largest logit difference.
+# Usage: bash tests/cli_interop_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
 fix=$2
@@ -12,21 +17,28 @@ fix=$2
 require_node_llama
 pkg=$npm_dir/node_modules/node-llama-cpp
 
-prompts=("Once upon a time" "The capital of France is" $'def fib(n):\n    return')
-for arch in llama qwen2 qwen3 phi3 gemma smollm3; do
+long="Once upon a time there was a little girl who lived in a village near the forest. Whenever \
+she went out, the little girl wore a red riding cloak, so everyone in the village called her"
+for arch in llama qwen2 qwen3 phi3 gemma gemma3 smollm3; do
     case $arch in
-    llama | smollm3) vocab=llama-bpe ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma) vocab=llama-spm ;;
+    llama | smollm3) vocab=llama-bpe ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;;
+    gemma | gemma3) vocab=llama-spm ;;
     esac
+    prompts=("Once upon a time" "The capital of France is" $'def fib(n):\n    return')
+    [ "$arch" = gemma3 ] && prompts[2]=$long
     gguf=$tmp/$arch.gguf
     "$bin" synth --arch "$arch" --tiny -o "$gguf" --hf "$tmp/$arch-hf" \
         --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" -s 7 >/dev/null 2>"$tmp/err" ||
         { fail "$arch: synth: $(cat "$tmp/err")"; continue; }
-    node tests/interop/greedy.mjs "$pkg" "$gguf" 16 "${prompts[@]}" >"$tmp/$arch.ref.json" \
-        2>"$tmp/err" || { fail "$arch: llama.cpp: $(tail -3 "$tmp/err")"; continue; }
+    GREEDY_TOP=8 node tests/interop/greedy.mjs "$pkg" "$gguf" 16 "${prompts[@]}" \
+        >"$tmp/$arch.ref.json" 2>"$tmp/err" || { fail "$arch: llama.cpp: $(tail -3 "$tmp/err")"; continue; }
     for i in 0 1 2; do
         for model in "$gguf" "$tmp/$arch-hf"; do
+            opts=()
+            [ "$model" = "$gguf" ] && opts=(--ggml-rounding --logits 16 --logits-top 32)
             "$bin" run -m "$model" -p "${prompts[$i]}" -n 16 --temp 0 --ignore-eos -t 2 --json \
-                >"$tmp/out.json" 2>"$tmp/err" || { fail "$arch: run $model: $(cat "$tmp/err")"; continue; }
+                "${opts[@]}" >"$tmp/out.json" 2>"$tmp/err" ||
+                { fail "$arch: run $model: $(cat "$tmp/err")"; continue; }
             python3 - "$tmp/$arch.ref.json" "$i" "$tmp/out.json" <<'EOF' || fail "$arch: $model: prompt $i differs from llama.cpp"
 import json, sys
 ref = json.load(open(sys.argv[1]))[int(sys.argv[2])]
@@ -37,6 +49,12 @@ if not same:
           f"  edgelm    {got['prompt_ids']} -> {got['generated_ids']}", file=sys.stderr)
 sys.exit(0 if same else 1)
 EOF
+            [ "$model" = "$gguf" ] || continue
+            delta=$(python3 tests/lib/logit_delta.py "$tmp/$arch.ref.json" "$i" "$tmp/out.json") ||
+                { fail "$arch: prompt $i: no logits compared"; continue; }
+            [ "${INTEROP_VERBOSE:-0}" = 1 ] && echo "$arch prompt $i: max |delta| rows: $delta"
+            python3 -c "import sys; d, rows = sys.argv[1].split(); sys.exit(not (float(d) <= 1e-3 and int(rows) == 16))" "$delta" ||
+                fail "$arch: prompt $i: logits differ from llama.cpp's by $delta (max |delta|, rows; want <= 1e-3 over 16)"
         done
     done
 done

@@ -148,7 +148,7 @@ static bool qe_calib(const elm_model *m, elm_calib_set *cs) {
 
 /* Gives tensor `name` of m (an F32 model) a writable copy of its data, owned by m, and returns it:
  * the robustness tests plant zeros, NaN and infinities in it. */
-static float *qe_writable(elm_model *m, const char *name) {
+static inline float *qe_writable(elm_model *m, const char *name) {
     elm_tensor *t = elm_model_find(m, name);
     elm_error err;
     float *buf = t && t->type == ELM_TYPE_F32 ? malloc(t->nbytes) : NULL;

@@ -32,6 +32,10 @@ typedef struct elm_context_params {
      * default (false) keeps both in f32, which measured slightly more accurate (lower KLD and
      * perplexity: docs/quantization.md). */
     bool ggml_rounding;
+    /* Keep every position of the sliding-window layers (Gemma 3's local layers) too, masked,
+     * instead of a ring of the window (context.h): needed for several sequences in one pass,
+     * sessions, context shift and long rollbacks, for the cache memory of a global layer. */
+    bool swa_full;
 } elm_context_params;
 
 /* Creates a context. ELM_ERR_ARG for n_ctx <= 0, n_threads out of range or n_ctx > 1<<20;

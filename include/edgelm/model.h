@@ -4,7 +4,7 @@
  * Tensors use GGUF names and ggml shape conventions: ne[0] is the contiguous dimension, so a
  * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. Each architecture has its RoPE
  * form (hparams.rope_style) as llama.cpp runs it: interleaved for "llama" (the HF Llama loader
- * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3" and "gemma". Norm weights
+ * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3", "gemma" and "gemma3". Norm weights
  * are stored as they multiply (Gemma's GGUF convention: HF's w + 1). */
 #ifndef EDGELM_MODEL_H
 #define EDGELM_MODEL_H
@@ -42,7 +42,7 @@ typedef enum elm_ffn_act { ELM_ACT_SILU = 0, ELM_ACT_GELU_TANH = 1 } elm_ffn_act
 
 typedef struct elm_hparams {
     char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
-                            * "smollm3" */
+                            * "gemma3", "smollm3" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
@@ -64,13 +64,35 @@ typedef struct elm_hparams {
     /* From the file (0 = absent): */
     int32_t n_swa;         /* sliding-window attention: a token sees the last n_swa positions */
     float rope_freq_scale; /* linear RoPE scaling, angle × this (1 / factor); 0 means 1 */
+    /* Interleaved local and global layers (Gemma 3); elm_model_bind fills the family's defaults: */
+    int32_t swa_period;    /* > 0: only layers l with l % swa_period < swa_period - 1 use the
+                            * window (Gemma 3: 6, every 6th layer global); 0: all (Mistral) */
+    float rope_theta_swa;  /* RoPE base of the windowed layers, which take no RoPE scaling
+                            * (Gemma 3: 10000); 0: the same RoPE as the others */
+    float attn_scale;      /* scores q·k × this; 0 until bound: 1/sqrt(head_dim) */
+    float logit_softcap;   /* > 0: logits = softcap · tanh(logits / softcap); 0: none */
+    int32_t first_layer;   /* a view of some layers (elm_forward_hidden): the index of its first
+                            * in the whole model, which local/global and NoPE layers follow */
 } elm_hparams;
+
+/* Whether layer l of hp skips RoPE (hp.nope_every). */
+static inline bool elm_layer_nope(const elm_hparams *hp, int l) {
+    return hp->nope_every > 0 && (hp->first_layer + l + 1) % hp->nope_every == 0;
+}
+
+/* Whether layer l of hp attends through the sliding window (hp.n_swa, hp.swa_period). */
+static inline bool elm_layer_swa(const elm_hparams *hp, int l) {
+    l += hp->first_layer;
+    return hp->n_swa > 0 && (hp->swa_period == 0 || l % hp->swa_period < hp->swa_period - 1);
+}
 
 typedef struct elm_layer {
     elm_tensor *attn_norm, *wq, *wk, *wv, *wo;
     elm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
     elm_tensor *bq, *bk, *bv; /* q/k/v biases (Qwen2), else NULL */
     elm_tensor *q_norm, *k_norm; /* per-head q/k RMSNorm weights [head_dim] (Qwen3), else NULL */
+    elm_tensor *attn_post_norm, *ffn_post_norm; /* RMSNorm of the attention and FFN outputs
+                                                 * before the residual add (Gemma 3), else NULL */
 } elm_layer;
 
 typedef struct elm_model_storage elm_model_storage; /* private: mappings and owned buffers */
@@ -115,7 +137,7 @@ elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model
 void elm_model_free(elm_model *m);
 
 /* Whether edgelm runs GGUF architecture `arch`, and the names of those it runs ("llama, qwen2,
- * qwen3, phi3, gemma, smollm3"), for messages. */
+ * qwen3, phi3, gemma, gemma3, smollm3"), for messages. */
 bool elm_arch_supported(const char *arch);
 const char *elm_arch_names(void);
 

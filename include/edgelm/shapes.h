@@ -27,6 +27,9 @@ typedef struct elm_synth_preset {
     bool llama3_rope; /* rope_scaling "llama3" (factor 32, low 1, high 4, original 8192),
                               * written as llama.cpp does: a rope_freqs.weight tensor */
     int32_t head_dim; /* per head when config.json's head_dim is not dim / heads (Qwen3), else 0 */
+    int32_t n_swa;    /* sliding_window of the local layers (Gemma 3), else 0 */
+    int32_t rope_dim; /* rotated dimensions per head when partial (Phi-4-mini: 96), else 0 */
+    float rope_scale; /* linear rope_scaling factor (Gemma 3 4B: 8), else 0 */
 } elm_synth_preset;
 
 /* The presets, *n of them. */

@@ -28,34 +28,11 @@ static elm_status open_regular(const char *path, int *fd, struct stat *st, elm_e
     return ELM_OK;
 }
 
-/* The start of elm_map_file and elm_read_file_huge: *addr and *size cleared, the file opened
- * into *fd with its size in *n; an empty file is closed again (*fd = -1: nothing to read). */
-static elm_status open_contents(const char *path, void **addr, size_t *size, int *fd, size_t *n,
-                                elm_error *err) {
-    *addr = NULL;
-    *size = 0;
-    struct stat st;
-    elm_status status = open_regular(path, fd, &st, err);
-    if (status) return status;
-    *n = (size_t)st.st_size;
-    if (*n == 0) {
-        close(*fd);
-        *fd = -1;
-    }
-    return ELM_OK;
-}
-
-elm_status elm_map_file(const char *path, void **addr, size_t *size, elm_error *err) {
-    int fd;
-    size_t n;
-    elm_status status = open_contents(path, addr, size, &fd, &n, err);
-    if (status || fd < 0) return status;
+/* The whole of fd (n > 0 bytes) mapped read-only. */
+static elm_status map_fd(int fd, size_t n, const char *path, void **addr, elm_error *err) {
     void *p = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    close(fd);
-    if (p == MAP_FAILED) return elm_errorf(err, ELM_ERR_IO, "%s: mmap: %s", path, strerror(e));
+    if (p == MAP_FAILED) return elm_errorf(err, ELM_ERR_IO, "%s: mmap: %s", path, strerror(errno));
     *addr = p;
-    *size = n;
     return ELM_OK;
 }
 
@@ -76,33 +53,50 @@ static void *map_aligned(size_t n) {
     return q;
 }
 
-elm_status elm_read_file_huge(const char *path, void **addr, size_t *size, elm_error *err) {
-    int fd;
-    size_t n;
-    elm_status status = open_contents(path, addr, size, &fd, &n, err);
-    if (status || fd < 0) return status;
+/* The whole of fd (n > 0 bytes) read into huge-page-aligned anonymous memory. */
+static elm_status read_fd_huge(int fd, size_t n, const char *path, void **addr, elm_error *err) {
     char *p = map_aligned(n);
-    if (p == MAP_FAILED) {
-        close(fd);
+    if (p == MAP_FAILED)
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory reading %zu bytes", path, n);
-    }
     /* 2 MiB reads: one huge page each (a single large read measured 9x slower to fault in) */
     for (size_t off = 0; off < n;) {
         const size_t want = n - off < HUGE_PAGE ? n - off : HUGE_PAGE;
         const ssize_t got = pread(fd, p + off, want, (off_t)off);
         if (got <= 0) {
             const int e = errno;
-            close(fd);
             elm_unmap(p, n);
             return elm_errorf(err, ELM_ERR_IO, "%s: read at offset %zu: %s", path, off,
                               got == 0 ? "unexpected end of file" : strerror(e));
         }
         off += (size_t)got;
     }
-    close(fd);
     *addr = p;
-    *size = n;
     return ELM_OK;
+}
+
+/* elm_map_file and elm_read_file_huge: the file opened and checked, its contents brought in by
+ * `in` (not called for an empty file: *addr NULL, *size 0), the file closed. */
+static elm_status contents(const char *path, void **addr, size_t *size, elm_error *err,
+                           elm_status (*in)(int, size_t, const char *, void **, elm_error *)) {
+    *addr = NULL;
+    *size = 0;
+    int fd;
+    struct stat st;
+    elm_status status = open_regular(path, &fd, &st, err);
+    if (status) return status;
+    const size_t n = (size_t)st.st_size;
+    if (n) status = in(fd, n, path, addr, err);
+    close(fd);
+    if (!status) *size = n;
+    return status;
+}
+
+elm_status elm_map_file(const char *path, void **addr, size_t *size, elm_error *err) {
+    return contents(path, addr, size, err, map_fd);
+}
+
+elm_status elm_read_file_huge(const char *path, void **addr, size_t *size, elm_error *err) {
+    return contents(path, addr, size, err, read_fd_huge);
 }
 
 void elm_unmap(void *addr, size_t size) {

@@ -33,6 +33,24 @@ void elm_iq4_xs_from_float(const float *src, void *dst, int64_t n);
  * Other types: nothing written. */
 void elm_kquant_encode(elm_type type, const float *x, void *dst, int64_t n, const float *qw);
 
+/* The scales of one block of the types above as stored: the f16 super-block scale d and min
+ * scale dmin (as floats; dmin 0 for the types without mins), and each sub-block's integer scale
+ * (signed: Q3_K's and IQ4_XS's offset 32 removed, Q6_K's int8) and min. A weight of sub-block s
+ * decodes to d·sc[s]·level(q) - dmin·mn[s] (docs/kquants.md); IQ4_NL has d only. */
+typedef struct elm_kquant_scales {
+    float d, dmin;
+    int8_t sc[16];
+    uint8_t mn[16];
+} elm_kquant_scales;
+
+/* Reads the scales of one block of `type` (Q2_K..Q6_K, IQ4_NL, IQ4_XS). */
+void elm_kquant_get_scales(elm_type type, const void *block, elm_kquant_scales *s);
+
+/* Writes one block of `type` from its scales (d and dmin f16-representable) and its weights'
+ * codes L as stored: Q2_K 0..3, Q3_K 0..7, Q4_K 0..15, Q5_K 0..31, Q6_K 0..63, IQ4_NL/IQ4_XS
+ * grid indices 0..15 (ELM_QK_K codes, ELM_QK for IQ4_NL). */
+void elm_kquant_put(elm_type type, const elm_kquant_scales *s, const uint8_t *L, void *block);
+
 /* The 16 levels of IQ4_NL/IQ4_XS's non-linear 4-bit grid. */
 extern const int8_t elm_iq4nl_grid[16];
 

@@ -123,16 +123,57 @@ void elm_iq4_nl_to_float(const void *src, float *y, int64_t n) {
 void elm_iq4_xs_to_float(const void *src, float *y, int64_t n) {
     const uint8_t *b = src;
     for (int64_t i = 0; i < n / ELM_QK_K; i++, b += 136, y += ELM_QK_K) {
-        const float d = elm_load_f16(b);
-        const unsigned sh = (unsigned)b[2] | (unsigned)b[3] << 8;
+        elm_kquant_scales s;
+        elm_kquant_get_scales(ELM_TYPE_IQ4_XS, b, &s);
         for (int j = 0; j < 8; j++) {
-            const int ls = ((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((sh >> (2 * j)) & 3) << 4;
-            const float dl = d * (float)(ls - 32);
+            const float dl = s.d * (float)s.sc[j];
             const uint8_t *qs = b + 8 + 16 * j;
             for (int l = 0; l < 16; l++) {
                 y[32 * j + l] = dl * (float)elm_iq4nl_grid[qs[l] & 0x0f];
                 y[32 * j + l + 16] = dl * (float)elm_iq4nl_grid[qs[l] >> 4];
             }
         }
+    }
+}
+
+void elm_kquant_get_scales(elm_type type, const void *block, elm_kquant_scales *s) {
+    const uint8_t *b = block;
+    memset(s, 0, sizeof *s);
+    switch (type) {
+    case ELM_TYPE_Q2_K:
+        s->d = elm_load_f16(b + 80);
+        s->dmin = elm_load_f16(b + 82);
+        for (int j = 0; j < 16; j++) {
+            s->sc[j] = (int8_t)(b[j] & 0x0f);
+            s->mn[j] = b[j] >> 4;
+        }
+        break;
+    case ELM_TYPE_Q3_K:
+        s->d = elm_load_f16(b + 108);
+        elm_q3_k_scales(b + 96, s->sc);
+        break;
+    case ELM_TYPE_Q4_K:
+    case ELM_TYPE_Q5_K:
+        s->d = elm_load_f16(b);
+        s->dmin = elm_load_f16(b + 2);
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc;
+            elm_kquant_scale_min(j, b + 4, &sc, &s->mn[j]);
+            s->sc[j] = (int8_t)sc;
+        }
+        break;
+    case ELM_TYPE_Q6_K:
+        s->d = elm_load_f16(b + 208);
+        memcpy(s->sc, b + 192, 16);
+        break;
+    case ELM_TYPE_IQ4_NL: s->d = elm_load_f16(b); break;
+    case ELM_TYPE_IQ4_XS: {
+        s->d = elm_load_f16(b);
+        const unsigned sh = (unsigned)b[2] | (unsigned)b[3] << 8;
+        for (int j = 0; j < 8; j++)
+            s->sc[j] = (int8_t)((((b[4 + j / 2] >> (4 * (j % 2))) & 0x0f) | (int)((sh >> (2 * j)) & 3) << 4) - 32);
+        break;
+    }
+    default: break;
     }
 }

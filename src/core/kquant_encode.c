@@ -7,16 +7,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "core/kquant.h"
 #include "core/quant_search.h"
-
-static float f16_round(uint8_t *p, float f) {
-    const uint16_t h = elm_f32_to_f16(f);
-    memcpy(p, &h, 2);
-    return elm_f16_to_f32(h);
-}
-
-static void put_f16(uint8_t *p, float f) { (void)f16_round(p, f); }
 
 /* Four 2-bit codes of weights 128h + 32k + l (k = 0..3) in byte 32h + l, k-th bit pair. */
 static void pack_2bit(const uint8_t *L, uint8_t *qs) {
@@ -27,10 +20,11 @@ static void pack_2bit(const uint8_t *L, uint8_t *qs) {
 }
 
 /* Q4_K/Q5_K's twelve scale bytes: 6-bit scale and min of the eight 32-weight sub-blocks. */
-static void pack_scale_min(const uint8_t ls[8], const uint8_t lm[8], uint8_t *s) {
+static void pack_scale_min(const int8_t ls[8], const uint8_t lm[8], uint8_t *s) {
+    memset(s, 0, 12);
     for (int j = 0; j < 8; j++) {
         if (j < 4) {
-            s[j] = ls[j];
+            s[j] = (uint8_t)ls[j];
             s[j + 4] = lm[j];
         } else {
             s[j + 4] = (uint8_t)((ls[j] & 0xF) | (lm[j] & 0xF) << 4);
@@ -40,21 +34,110 @@ static void pack_scale_min(const uint8_t ls[8], const uint8_t lm[8], uint8_t *s)
     }
 }
 
-/* Codes of x against the stored scales: L = round((x + m)/d) in [0, nmax] per sub-block of
- * `sub` weights (sub-blocks whose scale is 0 keep the codes of the search). */
-static void requant_k(const float *x, const uint8_t *b, float d, float dmin, int sub,
-                      uint8_t *L, int nmax) {
-    for (int j = 0; j < ELM_QK_K / sub; j++) {
-        uint8_t sc, m;
-        if (sub == 32) {
-            elm_kquant_scale_min(j, b, &sc, &m);
-        } else {
-            sc = b[j] & 0xF;
-            m = b[j] >> 4;
+/* IQ4 codes of 32 weights into 16 bytes: weight l in the low nibble of byte l, l + 16 high. */
+static void pack_iq4(const uint8_t *L, uint8_t *qs) {
+    for (int j = 0; j < 16; j++) qs[j] = (uint8_t)(L[j] | L[16 + j] << 4);
+}
+
+void elm_kquant_put(elm_type type, const elm_kquant_scales *s, const uint8_t *L, void *block) {
+    uint8_t *b = block;
+    switch (type) {
+    case ELM_TYPE_Q2_K: /* u8 scales[16], u8 qs[64], f16 d, f16 dmin (84 bytes) */
+        for (int j = 0; j < 16; j++) b[j] = (uint8_t)(s->sc[j] | s->mn[j] << 4);
+        pack_2bit(L, b + 16);
+        elm_store_f16(b + 80, s->d);
+        elm_store_f16(b + 82, s->dmin);
+        break;
+    case ELM_TYPE_Q3_K: { /* u8 hmask[32], u8 qs[64], u8 scales[12], f16 d (110 bytes) */
+        uint8_t *sc = b + 96, U[ELM_QK_K];
+        memset(sc, 0, 12);
+        for (int j = 0; j < 16; j++) { /* the 6-bit scales, offset 32 (docs/kquants.md) */
+            const int l = s->sc[j] + 32;
+            if (j < 8) sc[j] = (uint8_t)(l & 0xF);
+            else sc[j - 8] |= (uint8_t)((l & 0xF) << 4);
+            sc[8 + j % 4] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
         }
-        const float dl = d * sc;
+        /* bit k of hmask[m] is the high bit of weight 32k + m */
+        memset(b, 0, 32);
+        for (int j = 0; j < ELM_QK_K; j++) {
+            U[j] = L[j] & 3;
+            if (L[j] > 3) b[j % 32] |= (uint8_t)(1 << (j / 32));
+        }
+        pack_2bit(U, b + 32);
+        elm_store_f16(b + 108, s->d);
+        break;
+    }
+    case ELM_TYPE_Q4_K:
+    case ELM_TYPE_Q5_K: {
+        /* f16 d, f16 dmin, u8 scales[12], (Q5_K: u8 qh[32]), u8 qs[128]: codes of weights 64p + l
+         * and 64p + 32 + l share byte 32p + l (low, high nibble); Q5_K's fifth bits go to bits
+         * 2p and 2p + 1 of qh[l] */
+        const bool five = type == ELM_TYPE_Q5_K;
+        elm_store_f16(b, s->d);
+        elm_store_f16(b + 2, s->dmin);
+        pack_scale_min(s->sc, s->mn, b + 4);
+        uint8_t *qh = b + 16, *ql = b + (five ? 48 : 16);
+        if (five) memset(qh, 0, 32);
+        for (int p = 0; p < 4; p++)
+            for (int l = 0; l < 32; l++) {
+                const int l1 = L[64 * p + l], l2 = L[64 * p + l + 32];
+                if (l1 > 15) qh[l] |= (uint8_t)(1 << (2 * p));
+                if (l2 > 15) qh[l] |= (uint8_t)(2 << (2 * p));
+                ql[32 * p + l] = (uint8_t)((l1 & 15) | (l2 & 15) << 4);
+            }
+        break;
+    }
+    case ELM_TYPE_Q6_K: { /* u8 ql[128], u8 qh[64], i8 scales[16], f16 d (210 bytes) */
+        uint8_t *ql = b, *qh = b + 128;
+        for (int h = 0; h < 2; h++, ql += 64, qh += 32)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t *q = L + 128 * h + l;
+                ql[l] = (uint8_t)((q[0] & 0xF) | (q[64] & 0xF) << 4);
+                ql[l + 32] = (uint8_t)((q[32] & 0xF) | (q[96] & 0xF) << 4);
+                qh[l] = (uint8_t)((q[0] >> 4) | (q[32] >> 4) << 2 | (q[64] >> 4) << 4 | (q[96] >> 4) << 6);
+            }
+        memcpy(b + 192, s->sc, 16);
+        elm_store_f16(b + 208, s->d);
+        break;
+    }
+    case ELM_TYPE_IQ4_NL: /* f16 d, u8 qs[16] (18 bytes) */
+        elm_store_f16(b, s->d);
+        pack_iq4(L, b + 2);
+        break;
+    case ELM_TYPE_IQ4_XS: { /* f16 d, u16 scales_h, u8 scales_l[4], u8 qs[128] (136 bytes) */
+        uint16_t sh = 0;
+        elm_store_f16(b, s->d);
+        for (int ib = 0; ib < 8; ib++) {
+            const int l = s->sc[ib] + 32;
+            if (ib % 2 == 0) b[4 + ib / 2] = (uint8_t)(l & 0xf);
+            else b[4 + ib / 2] |= (uint8_t)((l & 0xf) << 4);
+            sh |= (uint16_t)((l >> 4) << (2 * ib));
+            pack_iq4(L + 32 * ib, b + 8 + 16 * ib);
+        }
+        b[2] = (uint8_t)sh;
+        b[3] = (uint8_t)(sh >> 8);
+        break;
+    }
+    default: break;
+    }
+}
+
+/* The importance weights of n values with an importance matrix, w[l] = qw[l]·sqrt(σ² + x[l]²)
+ * (σ² from the whole super-block); returns their sum. */
+static float imatrix_weights(const float *x, const float *qw, float sigma2, int n, float *w) {
+    float sum = 0;
+    for (int l = 0; l < n; l++) w[l] = qw[l] * sqrtf(sigma2 + x[l] * x[l]);
+    for (int l = 0; l < n; l++) sum += w[l];
+    return sum;
+}
+
+/* Codes of x against the scales s: L = round((x + dmin·m)/(d·sc)) in [0, nmax] per sub-block of
+ * `sub` weights (sub-blocks whose scale is 0 keep the codes of the search). */
+static void requant_k(const float *x, const elm_kquant_scales *s, int sub, uint8_t *L, int nmax) {
+    for (int j = 0; j < ELM_QK_K / sub; j++) {
+        const float dl = s->d * (float)s->sc[j];
         if (!dl) continue;
-        const float dm = dmin * m;
+        const float dm = s->dmin * (float)s->mn[j];
         for (int i = 0; i < sub; i++) {
             int l = elm_nearest_int((x[sub * j + i] + dm) / dl);
             L[sub * j + i] = (uint8_t)(l < 0 ? 0 : l > nmax ? nmax : l);
@@ -62,13 +145,24 @@ static void requant_k(const float *x, const uint8_t *b, float d, float dmin, int
     }
 }
 
-/* ---- Q2_K: u8 scales[16], u8 qs[64], f16 d, f16 dmin (84 bytes) ---- */
+/* Symmetric codes of x against s: L = round(x/(d·sc)) clamped to [-off, off-1], plus off. */
+static void requant_sym(const float *x, const elm_kquant_scales *s, int8_t *L, int off) {
+    for (int j = 0; j < 16; j++) {
+        const float dl = s->d * (float)s->sc[j];
+        if (!dl) continue;
+        for (int i = 0; i < 16; i++) {
+            const int l = elm_nearest_int(x[16 * j + i] / dl);
+            L[16 * j + i] = (int8_t)((l < -off ? -off : l > off - 1 ? off - 1 : l) + off);
+        }
+    }
+}
+
+/* ---- Q2_K ---- */
 
 static void q2_k_block(const float *x, uint8_t *b, const float *qw) {
     uint8_t L[ELM_QK_K], Laux[16];
     float w[16], mins[16], scales[16];
-    uint8_t *sc = b, *qs = b + 16;
-    float d, dmin;
+    elm_kquant_scales s = {0};
     if (!qw) {
         float max_scale = 0, max_min = 0;
         for (int j = 0; j < 16; j++) {
@@ -80,48 +174,38 @@ static void q2_k_block(const float *x, uint8_t *b, const float *qw) {
         }
         if (max_scale > 0) {
             const float iscale = 15.f / max_scale;
-            for (int j = 0; j < 16; j++) sc[j] = (uint8_t)elm_nearest_int(iscale * scales[j]);
-            d = f16_round(b + 80, max_scale / 15.f);
-        } else {
-            memset(sc, 0, 16);
-            d = f16_round(b + 80, 0.f);
+            for (int j = 0; j < 16; j++) s.sc[j] = (int8_t)elm_nearest_int(iscale * scales[j]);
+            s.d = elm_round_f16(max_scale / 15.f);
         }
         if (max_min > 0) {
             const float iscale = 15.f / max_min;
-            for (int j = 0; j < 16; j++) sc[j] |= (uint8_t)(elm_nearest_int(iscale * mins[j]) << 4);
-            dmin = f16_round(b + 82, max_min / 15.f);
-        } else {
-            dmin = f16_round(b + 82, 0.f);
+            for (int j = 0; j < 16; j++) s.mn[j] = (uint8_t)elm_nearest_int(iscale * mins[j]);
+            s.dmin = elm_round_f16(max_min / 15.f);
         }
     } else {
-        float sw[16] = {0}, sumx2 = 0;
-        uint8_t Ls[16], Lm[16];
+        float sw[16], sumx2 = 0;
+        uint8_t Ls[16];
         for (int j = 0; j < ELM_QK_K; j++) sumx2 += x[j] * x[j];
         const float sigma2 = sumx2 / ELM_QK_K;
         for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++)
-                w[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-            for (int l = 0; l < 16; l++) sw[j] += w[l];
+            sw[j] = imatrix_weights(x + 16 * j, qw + 16 * j, sigma2, 16, w);
             scales[j] = elm_make_qkx_quants(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux,
                                             -0.9f, 0.05f, 36, false);
         }
-        const float dm = elm_make_qp_quants(16, 15, scales, Ls, sw);
-        const float mm = elm_make_qp_quants(16, 15, mins, Lm, sw);
-        d = f16_round(b + 80, dm);
-        dmin = f16_round(b + 82, mm);
-        for (int j = 0; j < 16; j++) sc[j] = (uint8_t)(Ls[j] | Lm[j] << 4);
+        s.d = elm_round_f16(elm_make_qp_quants(16, 15, scales, Ls, sw));
+        s.dmin = elm_round_f16(elm_make_qp_quants(16, 15, mins, s.mn, sw));
+        for (int j = 0; j < 16; j++) s.sc[j] = (int8_t)Ls[j];
     }
-    requant_k(x, sc, d, dmin, 16, L, 3);
-    pack_2bit(L, qs);
+    requant_k(x, &s, 16, L, 3);
+    elm_kquant_put(ELM_TYPE_Q2_K, &s, L, b);
 }
 
-/* ---- Q3_K: u8 hmask[32], u8 qs[64], u8 scales[12], f16 d (110 bytes) ---- */
+/* ---- Q3_K ---- */
 
 static void q3_k_block(const float *x, uint8_t *b, const float *qw) {
     int8_t L[ELM_QK_K], Ls[16];
     float scales[16];
-    uint8_t *hmask = b, *qs = b + 32, *s = b + 96;
-    memset(s, 0, 12);
+    elm_kquant_scales s = {0};
     if (!qw) {
         float max_scale = 0, amax = 0;
         for (int j = 0; j < 16; j++) {
@@ -138,67 +222,32 @@ static void q3_k_block(const float *x, uint8_t *b, const float *qw) {
                 const int8_t l = (int8_t)elm_nearest_int(iscale * scales[j]);
                 Ls[j] = (int8_t)((l < -32 ? -32 : l > 31 ? 31 : l) + 32);
             }
-            put_f16(b + 108, 1 / iscale);
+            s.d = elm_round_f16(1 / iscale);
         } else {
             memset(Ls, 0, sizeof Ls);
-            put_f16(b + 108, 0.f);
         }
     } else {
         float w[16], sw[16], sumx2 = 0;
         for (int j = 0; j < ELM_QK_K; j++) sumx2 += x[j] * x[j];
         const float sigma2 = 2 * sumx2 / ELM_QK_K;
         for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++)
-                w[l] = qw[16 * j + l] * sqrtf(sigma2 + x[16 * j + l] * x[16 * j + l]);
-            float sumw = 0;
-            for (int l = 0; l < 16; l++) sumw += w[l];
-            sw[j] = sumw;
+            sw[j] = imatrix_weights(x + 16 * j, qw + 16 * j, sigma2, 16, w);
             scales[j] = elm_make_qx_quants(16, 4, x + 16 * j, L + 16 * j, w);
         }
-        put_f16(b + 108, elm_make_qx_quants(16, 32, scales, Ls, sw));
+        s.d = elm_round_f16(elm_make_qx_quants(16, 32, scales, Ls, sw));
     }
-    for (int j = 0; j < 16; j++) { /* the 6-bit scales, offset 32 (docs/kquants.md) */
-        const int l = Ls[j];
-        if (j < 8) s[j] = (uint8_t)(l & 0xF);
-        else s[j - 8] |= (uint8_t)((l & 0xF) << 4);
-        s[8 + j % 4] |= (uint8_t)((l >> 4) << (2 * (j / 4)));
-    }
-    int8_t sc[16];
-    elm_q3_k_scales(s, sc);
-    uint16_t dh;
-    memcpy(&dh, b + 108, 2);
-    const float d = elm_f16_to_f32(dh);
-    for (int j = 0; j < 16; j++) {
-        const float dl = d * sc[j];
-        if (!dl) continue;
-        for (int i = 0; i < 16; i++) {
-            const int l = elm_nearest_int(x[16 * j + i] / dl);
-            L[16 * j + i] = (int8_t)((l < -4 ? -4 : l > 3 ? 3 : l) + 4);
-        }
-    }
-    /* bit k of hmask[m] is the high bit of weight 32k + m */
-    memset(hmask, 0, 32);
-    uint8_t U[ELM_QK_K];
-    for (int j = 0; j < ELM_QK_K; j++) {
-        int l = L[j];
-        if (l > 3) {
-            hmask[j % 32] |= (uint8_t)(1 << (j / 32));
-            l -= 4;
-        }
-        U[j] = (uint8_t)l;
-    }
-    pack_2bit(U, qs);
+    for (int j = 0; j < 16; j++) s.sc[j] = (int8_t)(Ls[j] - 32);
+    requant_sym(x, &s, L, 4);
+    elm_kquant_put(ELM_TYPE_Q3_K, &s, (const uint8_t *)L, b);
 }
 
-/* ---- Q4_K (f16 d, f16 dmin, u8 scales[12], u8 qs[128]; 144 bytes) and Q5_K (the same with
- * u8 qh[32] before qs; 176 bytes) ---- */
+/* ---- Q4_K and Q5_K ---- */
 
 static void q45_k_block(const float *x, uint8_t *b, const float *qw, bool five) {
     const int nmax = five ? 31 : 15;
-    uint8_t L[ELM_QK_K], Laux[32], Ls[8], Lm[8];
+    uint8_t L[ELM_QK_K], Laux[32], Ls[8];
     float w[32], mins[8], scales[8];
-    float d, dmin;
-    memset(b + 4, 0, 12);
+    elm_kquant_scales s = {0};
     if (!qw) {
         float max_scale = 0, max_min = 0;
         for (int j = 0; j < 8; j++) {
@@ -217,50 +266,28 @@ static void q45_k_block(const float *x, uint8_t *b, const float *qw, bool five) 
             const uint8_t ls = (uint8_t)elm_nearest_int(inv_scale * scales[j]);
             const uint8_t lm = (uint8_t)elm_nearest_int(inv_min * mins[j]);
             Ls[j] = ls < 63 ? ls : 63;
-            Lm[j] = lm < 63 ? lm : 63;
+            s.mn[j] = lm < 63 ? lm : 63;
         }
-        d = f16_round(b, max_scale / 63.f);
-        dmin = f16_round(b + 2, max_min / 63.f);
+        s.d = elm_round_f16(max_scale / 63.f);
+        s.dmin = elm_round_f16(max_min / 63.f);
     } else {
         float sw[8], sum_x2 = 0;
         for (int l = 0; l < ELM_QK_K; l++) sum_x2 += x[l] * x[l];
         const float sigma2 = 2 * sum_x2 / ELM_QK_K;
         for (int j = 0; j < 8; j++) {
-            for (int l = 0; l < 32; l++)
-                w[l] = qw[32 * j + l] * sqrtf(sigma2 + x[32 * j + l] * x[32 * j + l]);
-            float sumw = 0;
-            for (int l = 0; l < 32; l++) sumw += w[l];
-            sw[j] = sumw;
+            sw[j] = imatrix_weights(x + 32 * j, qw + 32 * j, sigma2, 32, w);
             scales[j] = elm_make_qkx_quants(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux,
                                             -0.9f, 0.05f, 36, false);
         }
-        const float d_block = elm_make_qp_quants(8, 63, scales, Ls, sw);
-        const float m_block = elm_make_qp_quants(8, 63, mins, Lm, sw);
-        d = f16_round(b, d_block);
-        dmin = f16_round(b + 2, m_block);
+        s.d = elm_round_f16(elm_make_qp_quants(8, 63, scales, Ls, sw));
+        s.dmin = elm_round_f16(elm_make_qp_quants(8, 63, mins, s.mn, sw));
     }
-    pack_scale_min(Ls, Lm, b + 4);
-    requant_k(x, b + 4, d, dmin, 32, L, nmax);
-    /* codes of weights 64p + l and 64p + 32 + l share byte 32p + l (low, high nibble); Q5_K's
-     * fifth bits go to bits 2p and 2p + 1 of qh[l] */
-    uint8_t *qh = b + 16, *ql = b + (five ? 48 : 16);
-    if (five) memset(qh, 0, 32);
-    for (int p = 0; p < 4; p++)
-        for (int l = 0; l < 32; l++) {
-            int l1 = L[64 * p + l], l2 = L[64 * p + l + 32];
-            if (l1 > 15) {
-                l1 -= 16;
-                qh[l] |= (uint8_t)(1 << (2 * p));
-            }
-            if (l2 > 15) {
-                l2 -= 16;
-                qh[l] |= (uint8_t)(2 << (2 * p));
-            }
-            ql[32 * p + l] = (uint8_t)(l1 | l2 << 4);
-        }
+    for (int j = 0; j < 8; j++) s.sc[j] = (int8_t)Ls[j];
+    requant_k(x, &s, 32, L, nmax);
+    elm_kquant_put(five ? ELM_TYPE_Q5_K : ELM_TYPE_Q4_K, &s, L, b);
 }
 
-/* ---- Q6_K: u8 ql[128], u8 qh[64], i8 scales[16], f16 d (210 bytes) ---- */
+/* ---- Q6_K ---- */
 
 static void q6_k_block(const float *x, uint8_t *b, const float *qw) {
     int8_t L[ELM_QK_K];
@@ -280,38 +307,22 @@ static void q6_k_block(const float *x, uint8_t *b, const float *qw) {
         return;
     }
     const float iscale = -128.f / max_scale;
-    const float d = f16_round(b + 208, 1 / iscale);
-    int8_t *sc = (int8_t *)(b + 192);
+    elm_kquant_scales s = {.d = elm_round_f16(1 / iscale)};
     for (int j = 0; j < 16; j++) {
         const int l = elm_nearest_int(iscale * scales[j]);
-        sc[j] = (int8_t)(l < 127 ? l : 127);
+        s.sc[j] = (int8_t)(l < 127 ? l : 127);
     }
-    for (int j = 0; j < 16; j++) {
-        const float dl = d * sc[j];
-        if (!dl) continue;
-        for (int i = 0; i < 16; i++) {
-            const int l = elm_nearest_int(x[16 * j + i] / dl);
-            L[16 * j + i] = (int8_t)((l < -32 ? -32 : l > 31 ? 31 : l) + 32);
-        }
-    }
-    uint8_t *ql = b, *qh = b + 128;
-    for (int h = 0; h < 2; h++, ql += 64, qh += 32)
-        for (int l = 0; l < 32; l++) {
-            const int8_t *q = L + 128 * h + l;
-            ql[l] = (uint8_t)((q[0] & 0xF) | (q[64] & 0xF) << 4);
-            ql[l + 32] = (uint8_t)((q[32] & 0xF) | (q[96] & 0xF) << 4);
-            qh[l] = (uint8_t)((q[0] >> 4) | (q[32] >> 4) << 2 | (q[64] >> 4) << 4 | (q[96] >> 4) << 6);
-        }
+    requant_sym(x, &s, L, 32);
+    elm_kquant_put(ELM_TYPE_Q6_K, &s, (const uint8_t *)L, b);
 }
 
-/* ---- IQ4_NL (f16 d, u8 qs[16]; 18 bytes per 32 weights) and IQ4_XS (f16 d, u16 scales_h,
- * u8 scales_l[4], u8 qs[128]; 136 bytes per 256) ----
+/* ---- IQ4_NL and IQ4_XS ----
  * Each 32-weight block: the scale maximising the weighted fit (Σwqx)²/Σwq² over 15 candidates
  * around max/grid[0], codes the nearest grid entries. IQ4_XS then quantizes the eight block scales
- * to 6 bits against d = -max_scale/32 and re-picks the codes. Weights are x² without an
- * importance matrix, qw·sqrt(σ² + x²) with one (σ² = 2·mean x² of the super-block). */
-static void iq4_block(const float *x, int n, uint8_t *dh, uint8_t *qs, uint8_t *scales_hl,
-                      const float *qw) {
+ * to 6 bits against d = -max_scale/32 and re-picks the codes (against the unrounded d, as
+ * llama.cpp does). Weights are x² without an importance matrix, qw·sqrt(σ² + x²) with one
+ * (σ² = 2·mean x² of the super-block). */
+static void iq4_block(const float *x, int n, uint8_t *b, const float *qw) {
     const int8_t *values = elm_iq4nl_grid;
     const int ntry = 7;
     uint8_t L[ELM_QK_K];
@@ -319,7 +330,6 @@ static void iq4_block(const float *x, int n, uint8_t *dh, uint8_t *qs, uint8_t *
     float sigma2 = 0;
     for (int j = 0; j < n; j++) sigma2 += x[j] * x[j];
     sigma2 *= 2.f / n;
-    put_f16(dh, 0.f);
     float max_scale = 0, amax_scale = 0;
     for (int ib = 0; ib < n / 32; ib++) {
         const float *xb = x + 32 * ib;
@@ -367,11 +377,10 @@ static void iq4_block(const float *x, int n, uint8_t *dh, uint8_t *qs, uint8_t *
             max_scale = d;
         }
     }
+    elm_kquant_scales s = {0};
     if (n > 32) {
-        uint16_t sh = 0;
-        uint8_t *sl = scales_hl + 2;
         const float d = -max_scale / 32;
-        put_f16(dh, d);
+        s.d = elm_round_f16(d);
         const float id = d ? 1 / d : 0.f;
         for (int ib = 0; ib < n / 32; ib++) {
             int l = elm_nearest_int(id * scales[ib]);
@@ -380,21 +389,14 @@ static void iq4_block(const float *x, int n, uint8_t *dh, uint8_t *qs, uint8_t *
             const float idl = dl ? 1 / dl : 0.f;
             for (int j = 0; j < 32; j++)
                 L[32 * ib + j] = (uint8_t)elm_best_index_int8(16, values, idl * x[32 * ib + j]);
-            l += 32;
-            if (ib % 2 == 0) sl[ib / 2] = (uint8_t)(l & 0xf);
-            else sl[ib / 2] |= (uint8_t)((l & 0xf) << 4);
-            sh |= (uint16_t)((l >> 4) << (2 * ib));
+            s.sc[ib] = (int8_t)l;
         }
-        scales_hl[0] = (uint8_t)sh;
-        scales_hl[1] = (uint8_t)(sh >> 8);
     } else {
-        put_f16(dh, scales[0]);
+        s.d = elm_round_f16(scales[0]);
         const float id = scales[0] ? 1 / scales[0] : 0;
         for (int j = 0; j < 32; j++) L[j] = (uint8_t)elm_best_index_int8(16, values, id * x[j]);
     }
-    for (int i = 0; i < n / 32; i++)
-        for (int j = 0; j < 16; j++)
-            qs[16 * i + j] = (uint8_t)(L[32 * i + j] | L[32 * i + 16 + j] << 4);
+    elm_kquant_put(n > 32 ? ELM_TYPE_IQ4_XS : ELM_TYPE_IQ4_NL, &s, L, b);
 }
 
 /* ---- entry points ---- */
@@ -409,8 +411,8 @@ void elm_kquant_encode(elm_type type, const float *x, void *dst, int64_t n, cons
         case ELM_TYPE_Q4_K: q45_k_block(x, b, qw, false); b += 144; break;
         case ELM_TYPE_Q5_K: q45_k_block(x, b, qw, true); b += 176; break;
         case ELM_TYPE_Q6_K: q6_k_block(x, b, qw); b += 210; break;
-        case ELM_TYPE_IQ4_NL: iq4_block(x, 32, b, b + 2, NULL, qw); b += 18; break;
-        case ELM_TYPE_IQ4_XS: iq4_block(x, 256, b, b + 8, b + 2, qw); b += 136; break;
+        case ELM_TYPE_IQ4_NL: iq4_block(x, 32, b, qw); b += 18; break;
+        case ELM_TYPE_IQ4_XS: iq4_block(x, 256, b, qw); b += 136; break;
         default: return;
         }
     }

@@ -16,11 +16,11 @@
 
 struct elm_kld_acc {
     int64_t cap, n;
-    double *kld;          /* [cap] per-position values, for the order statistics */
     double sum, sum2, max;
     int64_t top1;
     double top5_sum;      /* Σ |top5(P) ∩ top5(Q)| / 5 */
     double sum_dp2;
+    double kld[];         /* [cap] per-position values, for the order statistics */
 };
 
 void elm_log_softmax_f32(const float *logits, int32_t n, float *out) {
@@ -33,23 +33,15 @@ void elm_log_softmax_f32(const float *logits, int32_t n, float *out) {
 }
 
 elm_kld_acc *elm_kld_acc_new(int64_t capacity) {
-    if (capacity <= 0 || (uint64_t)capacity > SIZE_MAX / sizeof(double)) return NULL;
-    elm_kld_acc *a = calloc(1, sizeof *a);
-    if (!a) return NULL;
-    a->kld = malloc(sizeof(double) * (size_t)capacity);
-    if (!a->kld) {
-        free(a);
+    if (capacity <= 0 || (uint64_t)capacity > (SIZE_MAX - sizeof(elm_kld_acc)) / sizeof(double))
         return NULL;
-    }
+    elm_kld_acc *a = calloc(1, sizeof *a + sizeof(double) * (size_t)capacity);
+    if (!a) return NULL;
     a->cap = capacity;
     return a;
 }
 
-void elm_kld_acc_free(elm_kld_acc *a) {
-    if (!a) return;
-    free(a->kld);
-    free(a);
-}
+void elm_kld_acc_free(elm_kld_acc *a) { free(a); }
 
 /* Indices of the k largest values, largest first; the lower index wins a tie (as argmax does). */
 static void top_k(const float *x, int32_t n, int32_t *idx, int k) {

@@ -15,7 +15,7 @@
 #include "onnx.pb-c.h"
 
 /* ONNX TensorProto.DataType values used here. */
-enum { OX_FLOAT = 1, OX_UINT8 = 2, OX_INT8 = 3, OX_INT64 = 7, OX_BOOL = 9, OX_FLOAT16 = 10,
+enum { OX_FLOAT = 1, OX_UINT8 = 2, OX_INT8 = 3, OX_UINT16 = 4, OX_INT64 = 7, OX_BOOL = 9, OX_FLOAT16 = 10,
        OX_UINT4 = 21, OX_INT4 = 22 };
 
 typedef struct ox_graph {

@@ -11,6 +11,7 @@ typedef struct {
     const elm_model *m;
     elm_export_warn_fn warn;
     void *user;
+    const ox_act_quant *aq; /* the linear inputs' QDQ pairs, or NULL */
     const char *cos, *sin; /* [B, S, 1, hd/2] at the tokens' positions */
     const char *mask;      /* [B, 1, S, T] bool: may attend */
     const char *neg;       /* the masked score */
@@ -108,7 +109,7 @@ static const char *layer(dec *d, int l, const char *x) {
     const elm_layer *L = &d->m->layers[l];
     const int H = hp->n_heads, KV = hp->n_kv_heads, hd = hp->head_dim;
 
-    const char *h = rmsnorm(d, x, L->attn_norm);
+    const char *h = ox_act_qdq(g, d->aq, L->wq, rmsnorm(d, x, L->attn_norm));
     const char *q = ox_op(g, "", "Reshape", NULL, linear(d, L->wq, L->bq, h), shape_const(g, 0, 0, H, hd, 4), NULL);
     const char *k = ox_op(g, "", "Reshape", NULL, linear(d, L->wk, L->bk, h), shape_const(g, 0, 0, KV, hd, 4), NULL);
     const char *v = ox_op(g, "", "Reshape", NULL, linear(d, L->wv, L->bv, h), shape_const(g, 0, 0, KV, hd, 4), NULL);
@@ -133,14 +134,14 @@ static const char *layer(dec *d, int l, const char *x) {
     const char *a = ox_op(g, "", "MatMul", NULL, p, pv, NULL); /* [B, KV, G·S, hd] */
     a = ox_op(g, "", "Reshape", NULL, a, shape_const(g, 0, H, -1, hd, 4), NULL);
     a = ox_op(g, "", "Reshape", NULL, transpose(g, a, 0, 2, 1, 3), shape_const(g, 0, 0, (int64_t)H * hd, 0, 3), NULL);
-    x = ox_op(g, "", "Add", NULL, x, linear(d, L->wo, NULL, a), NULL);
+    x = ox_op(g, "", "Add", NULL, x, linear(d, L->wo, NULL, ox_act_qdq(g, d->aq, L->wo, a)), NULL);
 
-    h = rmsnorm(d, x, L->ffn_norm);
+    h = ox_act_qdq(g, d->aq, L->w_gate, rmsnorm(d, x, L->ffn_norm));
     const char *gate = linear(d, L->w_gate, NULL, h), *up = linear(d, L->w_up, NULL, h);
     const char *act = ox_op(g, "", "Mul", NULL,
                             ox_op(g, "", "Mul", NULL, gate, ox_op(g, "", "Sigmoid", NULL, gate, NULL), NULL),
                             up, NULL);
-    return ox_op(g, "", "Add", NULL, x, linear(d, L->w_down, NULL, act), NULL);
+    return ox_op(g, "", "Add", NULL, x, linear(d, L->w_down, NULL, ox_act_qdq(g, d->aq, L->w_down, act)), NULL);
 }
 
 /* cos/sin of every position's angles, looked up at position_ids: [B, S, 1, hd/2]. */
@@ -193,9 +194,10 @@ static void mask(dec *d) {
 }
 
 void ox_decoder(ox_graph *g, const elm_model *m, const float *inv_freq, int32_t n_pos,
-                int64_t seq, int64_t past, elm_export_warn_fn warn, void *user) {
+                int64_t seq, int64_t past, const ox_act_quant *aq, elm_export_warn_fn warn,
+                void *user) {
     const elm_hparams *hp = &m->hp;
-    dec d = {.g = g, .m = m, .warn = warn, .user = user};
+    dec d = {.g = g, .m = m, .warn = warn, .user = user, .aq = aq};
     const char *bs[] = {"batch_size", "sequence_length"};
     const char *bt[] = {"batch_size", "total_sequence_length"};
     const char *kvp[] = {"batch_size", "", "past_sequence_length", ""};
@@ -223,6 +225,6 @@ void ox_decoder(ox_graph *g, const elm_model *m, const float *inv_freq, int32_t 
     mask(&d);
     const char *x = ox_op(g, "", "Gather", NULL, ox_table_f32(g, m->tok_embd), "input_ids", NULL);
     for (int l = 0; l < hp->n_layers && !g->oom; l++) x = layer(&d, l, x);
-    x = rmsnorm(&d, x, m->output_norm);
+    x = ox_act_qdq(g, aq, m->output, rmsnorm(&d, x, m->output_norm));
     ox_op(g, "", "Identity", "logits", ox_linear(g, m->output, x, warn, user), NULL);
 }

@@ -4,6 +4,7 @@
 
 #include "edgelm/model.h"
 #include "export/onnx_build.h"
+#include "export/onnx_act.h"
 #include "export/onnx_linear.h"
 
 /* Checks that the graph can compute m's forward pass exactly: SwiGLU FFN, RoPE over the whole
@@ -21,8 +22,10 @@ elm_status ox_decoder_check(const elm_model *m, elm_error *err);
  * rope_dim/2 frequencies. seq < 0: batch, seq and past are symbolic; else the graph is static:
  * batch 1, seq new tokens, past cache slots (the QNN form: slots not in use are 0 in
  * attention_mask, present holds the past slots then the new tokens, positions come from
- * position_ids). Errors are reported by ox_error. */
+ * position_ids). aq, when not NULL, puts a QuantizeLinear/DequantizeLinear pair on the input of
+ * every linear layer (onnx_act.h). Errors are reported by ox_error. */
 void ox_decoder(ox_graph *g, const elm_model *m, const float *inv_freq, int32_t n_pos,
-                int64_t seq, int64_t past, elm_export_warn_fn warn, void *user);
+                int64_t seq, int64_t past, const ox_act_quant *aq, elm_export_warn_fn warn,
+                void *user);
 
 #endif

@@ -107,17 +107,17 @@ static elm_status write_genai_config(const elm_model *m, const char *path, elm_e
 /* Builds one decoder graph (seq < 0: dynamic shapes) into g, its weights appended to data or
  * referenced from `shared`, and writes it to dir/name. */
 static elm_status write_graph(const elm_model *m, const elm_onnx_opts *o, const float *inv_freq,
-                              FILE *data, const char *data_path, const ox_graph *shared,
-                              int64_t seq, int64_t past, const char *dir, const char *name,
-                              ox_graph *g, elm_error *err) {
+                              const ox_act_quant *aq, FILE *data, const char *data_path,
+                              const ox_graph *shared, int64_t seq, int64_t past, const char *dir,
+                              const char *name, ox_graph *g, elm_error *err) {
     char path[PATH_MAX + 64];
     ox_init(g, "edgelm_decoder", data, "model.onnx.data", data_path);
-    g->accuracy_level = o->float_activations ? 0 : 4;
+    g->accuracy_level = o->accuracy_level;
     g->qdq = o->qdq;
     g->opset = o->qdq ? QDQ_OPSET : ONNX_OPSET;
     g->shared = shared;
     const int32_t n_pos = m->hp.n_ctx_train < MAX_POSITIONS ? m->hp.n_ctx_train : MAX_POSITIONS;
-    ox_decoder(g, m, inv_freq, n_pos, seq, past, o->warn, o->user);
+    ox_decoder(g, m, inv_freq, n_pos, seq, past, aq, o->warn, o->user);
     g->data = NULL; /* the caller closes it */
     elm_status st = ox_error(g, err);
     if (st) return st;
@@ -133,26 +133,34 @@ static elm_status write_folder(const elm_model *m, const char *tmp, const elm_on
                                elm_error *err) {
     char path[PATH_MAX + 32]; /* tmp is shorter than PATH_MAX */
     float *inv_freq = NULL;
-    elm_status st = rope_freqs(m, &inv_freq, err);
-    if (st) return st;
+    ox_act_quant aq = {0};
+    elm_status st = o->act_bits ? ox_act_measure(m, o->calib, o->n_threads, o->act_bits, &aq, err) : ELM_OK;
+    if (!st) st = rope_freqs(m, &inv_freq, err);
+    if (st) {
+        ox_act_free(&aq);
+        return st;
+    }
     snprintf(path, sizeof path, "%s/model.onnx.data", tmp);
     FILE *data = fopen(path, "wb");
     if (!data) {
         free(inv_freq);
+        ox_act_free(&aq);
         return elm_errorf(err, ELM_ERR_IO, "%s: %s", path, strerror(errno));
     }
     ox_graph g1, g2;
     memset(&g2, 0, sizeof g2);
     if (!o->qdq) {
-        st = write_graph(m, o, inv_freq, data, path, NULL, -1, -1, tmp, "model.onnx", &g1, err);
+        st = write_graph(m, o, inv_freq, NULL, data, path, NULL, -1, -1, tmp, "model.onnx", &g1, err);
     } else {
         const int64_t P = o->static_prompt, C = o->static_ctx;
-        st = write_graph(m, o, inv_freq, data, path, NULL, P, C - P, tmp, "prompt_processor.onnx", &g1, err);
-        if (!st) st = write_graph(m, o, inv_freq, data, path, &g1, 1, C - 1, tmp, "token_generator.onnx", &g2, err);
+        const ox_act_quant *a = o->act_bits ? &aq : NULL;
+        st = write_graph(m, o, inv_freq, a, data, path, NULL, P, C - P, tmp, "prompt_processor.onnx", &g1, err);
+        if (!st) st = write_graph(m, o, inv_freq, a, data, path, &g1, 1, C - 1, tmp, "token_generator.onnx", &g2, err);
     }
     ox_free(&g1);
     ox_free(&g2);
     free(inv_freq);
+    ox_act_free(&aq);
     if ((ferror(data) | fclose(data)) && !st)
         st = elm_errorf(err, ELM_ERR_IO, "%s: write failed: %s", path, strerror(errno));
     if (!st && !o->qdq) {
@@ -172,6 +180,15 @@ elm_status elm_export_onnx(const elm_model *m, const char *dir, const elm_onnx_o
     if (o->qdq && (o->static_prompt <= 0 || o->static_ctx <= o->static_prompt))
         return elm_errorf(err, ELM_ERR_ARG, "static shapes need 0 < prompt length (%d) < context (%d)",
                           o->static_prompt, o->static_ctx);
+    if (o->accuracy_level != 0 && o->accuracy_level != 4)
+        return elm_errorf(err, ELM_ERR_ARG, "MatMulNBits accuracy_level %d: only 0 (float) and 4 (int8 activations)",
+                          o->accuracy_level);
+    if (o->act_bits && (o->act_bits != 8 && o->act_bits != 16))
+        return elm_errorf(err, ELM_ERR_ARG, "activations of %d bits: only 8 and 16", o->act_bits);
+    if (o->act_bits && !o->qdq)
+        return elm_errorf(err, ELM_ERR_ARG, "activation quantization goes with the qdq form");
+    if (o->act_bits && (!o->calib || o->calib->n == 0))
+        return elm_errorf(err, ELM_ERR_ARG, "activation quantization needs calibration samples");
     if (o->qdq && o->static_ctx > m->hp.n_ctx_train)
         return elm_errorf(err, ELM_ERR_ARG, "%s: static context %d is larger than the model's context of %d tokens",
                           m->path, o->static_ctx, m->hp.n_ctx_train);

@@ -86,17 +86,22 @@ done:
     return y;
 }
 
+/* x · W for W [K, N], the float weight named wt; "" when wt is "" (out of memory). */
+static const char *matmul(ox_graph *g, const char *x, const char *wt) {
+    return *wt ? ox_op(g, "", "MatMul", NULL, x, wt, NULL) : "";
+}
+
 /* The QDQ form of Q4_0 / Q8_0 blocks (onnx_linear.h): signed codes transposed to [K, N] (int4
  * packed two per byte, element e = k·N + n in byte e/2, low nibble first), scales [K/32, N],
- * DequantizeLinear (opset 21, axis 0, block_size 32, zero point 0) into MatMul. */
-static const char *qdq(ox_graph *g, const elm_tensor *w, elm_type type, const unsigned char *data,
-                       const char *x) {
+ * DequantizeLinear (opset 21, axis 0, block_size 32, zero point 0) into the float weight for
+ * MatMul; returns its name. */
+static const char *qdq(ox_graph *g, const elm_tensor *w, elm_type type, const unsigned char *data) {
     const int64_t K = w->ne[0], N = w->ne[1], nb = K / QK;
     const bool q4 = type == ELM_TYPE_Q4_0;
     const size_t bb = elm_type_get(type)->block_bytes, n = (size_t)(K * N);
     unsigned char *c = calloc(q4 ? (n + 1) / 2 : n, 1);
     float *scales = malloc(sizeof(float) * (size_t)(nb * N));
-    const char *y = "";
+    const char *wf = "";
     if (!c || !scales) {
         g->oom = true;
         goto done;
@@ -118,21 +123,20 @@ static const char *qdq(ox_graph *g, const elm_tensor *w, elm_type type, const un
     const int64_t cd[2] = {K, N}, sd[2] = {nb, N};
     const char *cn = ox_init_raw(g, ox_name(g, "%s.codes", w->name), q4 ? OX_INT4 : OX_INT8, cd, 2, c, q4 ? (n + 1) / 2 : n);
     const char *sn = ox_init_raw(g, ox_name(g, "%s.scales", w->name), OX_FLOAT, sd, 2, scales, sizeof(float) * (size_t)(nb * N));
-    const char *wf = ox_op(g, "", "DequantizeLinear", NULL, cn, sn, NULL);
+    wf = ox_op(g, "", "DequantizeLinear", NULL, cn, sn, NULL);
     ox_attr_i(g, "axis", 0);
     ox_attr_i(g, "block_size", QK);
-    y = ox_op(g, "", "MatMul", NULL, x, wf, NULL);
 done:
     free(c);
     free(scales);
-    return y;
+    return wf;
 }
 
 /* Q4_0, Q4_1 and Q8_0 blocks in the graph's form; false when the form has no place for type. */
 static bool blocks(ox_graph *g, const elm_tensor *w, elm_type type, const unsigned char *data,
                    const char *x, const char **y) {
     if (g->qdq && type == ELM_TYPE_Q4_1) return false;
-    *y = g->qdq ? qdq(g, w, type, data, x) : nbits(g, w, type, data, x);
+    *y = g->qdq ? matmul(g, x, qdq(g, w, type, data)) : nbits(g, w, type, data, x);
     return true;
 }
 
@@ -157,14 +161,15 @@ const char *ox_table_f32(ox_graph *g, const elm_tensor *t) {
     return n;
 }
 
-/* MatMul with the transposed weight [K, N]: F16 kept as F16 behind a Cast, others as F32. */
-static const char *dense(ox_graph *g, const elm_tensor *w, const char *x) {
+/* The transposed weight [K, N] for MatMul: F16 kept as F16 behind a Cast, others as F32; returns
+ * its float name. */
+static const char *dense(ox_graph *g, const elm_tensor *w) {
     const int64_t K = w->ne[0], N = w->ne[1];
     const bool half = w->type == ELM_TYPE_F16;
     const size_t es = half ? 2 : 4, n = (size_t)(K * N);
     float *row = malloc(sizeof(float) * (size_t)K);
     unsigned char *t = malloc(n * es);
-    const char *y = "";
+    const char *wn = "";
     if (!row || !t) {
         g->oom = true;
         goto done;
@@ -180,16 +185,15 @@ static const char *dense(ox_graph *g, const elm_tensor *w, const char *x) {
         }
     }
     const int64_t dims[2] = {K, N};
-    const char *wn = ox_init_raw(g, w->name, half ? OX_FLOAT16 : OX_FLOAT, dims, 2, t, n * es);
+    wn = ox_init_raw(g, w->name, half ? OX_FLOAT16 : OX_FLOAT, dims, 2, t, n * es);
     if (half) {
         wn = ox_op(g, "", "Cast", NULL, wn, NULL);
         ox_attr_i(g, "to", OX_FLOAT);
     }
-    y = ox_op(g, "", "MatMul", NULL, x, wn, NULL);
 done:
     free(row);
     free(t);
-    return y;
+    return wn;
 }
 
 const char *ox_linear(ox_graph *g, const elm_tensor *w, const char *x, elm_export_warn_fn warn,
@@ -203,7 +207,7 @@ const char *ox_linear(ox_graph *g, const elm_tensor *w, const char *x, elm_expor
         break;
     case ELM_TYPE_F32:
     case ELM_TYPE_F16:
-    case ELM_TYPE_BF16: return dense(g, w, x);
+    case ELM_TYPE_BF16: return matmul(g, x, dense(g, w));
     default: break;
     }
     /* re-quantize row by row: memory stays one Q8_0 copy of the tensor */

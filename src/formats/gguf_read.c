@@ -63,23 +63,27 @@ static elm_status need(gguf *g, uint64_t n, const char *what, elm_error *err) {
     return ELM_OK;
 }
 
-static elm_status rd_u32(gguf *g, uint32_t *v, const char *what, elm_error *err) {
-    elm_status st = need(g, 4, what, err);
+/* The next n bytes of the file into v. */
+static elm_status rd_bytes(gguf *g, void *v, size_t n, const char *what, elm_error *err) {
+    elm_status st = need(g, n, what, err);
     if (st) return st;
-    memcpy(v, g->base + g->pos, 4);
-    g->pos += 4;
+    memcpy(v, g->base + g->pos, n);
+    g->pos += n;
     return ELM_OK;
+}
+
+static elm_status rd_u32(gguf *g, uint32_t *v, const char *what, elm_error *err) {
+    return rd_bytes(g, v, sizeof *v, what, err);
 }
 
 static elm_status rd_u64(gguf *g, uint64_t *v, const char *what, elm_error *err) {
-    elm_status st = need(g, 8, what, err);
-    if (st) return st;
-    memcpy(v, g->base + g->pos, 8);
-    g->pos += 8;
-    return ELM_OK;
+    return rd_bytes(g, v, sizeof *v, what, err);
 }
 
+/* *s is cleared first, so that it is defined on the error paths too (gcc -O3, inlining the
+ * readers, cannot tell that elm_errorf returns non-zero). */
 static elm_status rd_str(gguf *g, gstr *s, const char *what, elm_error *err) {
+    *s = (gstr){NULL, 0};
     uint64_t len;
     elm_status st = rd_u64(g, &len, what, err);
     if (st) return st;
@@ -466,6 +470,7 @@ static elm_status read_hparams(const gguf *g, elm_hparams *hp, elm_error *err) {
         {"attention.key_length", &key_length, false},
         {"attention.value_length", &value_length, false},
         {"attention.sliding_window", &hp->n_swa, false},
+        {"attention.sliding_window_pattern", &hp->swa_period, false},
         {"rope.dimension_count", &hp->rope_dim, false},
         {"vocab_size", &hp->n_vocab, false},
     };
@@ -488,7 +493,11 @@ static elm_status read_hparams(const gguf *g, elm_hparams *hp, elm_error *err) {
     hp->rope_theta = 10000.0f;
     if ((st = get_f32(g, arch_key(k, sizeof k, arch, "attention.layer_norm_rms_epsilon"),
                       &hp->rms_eps, err)) ||
-        (st = get_f32(g, arch_key(k, sizeof k, arch, "rope.freq_base"), &hp->rope_theta, err)))
+        (st = get_f32(g, arch_key(k, sizeof k, arch, "rope.freq_base"), &hp->rope_theta, err)) ||
+        (st = get_f32(g, arch_key(k, sizeof k, arch, "rope.freq_base_swa"), &hp->rope_theta_swa,
+                      err)) ||
+        (st = get_f32(g, arch_key(k, sizeof k, arch, "final_logit_softcapping"),
+                      &hp->logit_softcap, err)))
         return st;
     /* RoPE scaling: none and linear run here; llama3's factors come as the rope_freqs tensor */
     gstr type;

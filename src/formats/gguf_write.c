@@ -146,6 +146,12 @@ static void emit_metadata(gw *w, const elm_gguf_out *src) {
         kv_arch_u32(w, arch, "attention.value_length", hp->head_dim);
     }
     if (hp->n_swa > 0) kv_arch_u32(w, arch, "attention.sliding_window", hp->n_swa);
+    /* Gemma 3's local layers: written when not llama.cpp's defaults (every 6th global, 10000) */
+    if (hp->swa_period > 0 && hp->swa_period != 6)
+        kv_arch_u32(w, arch, "attention.sliding_window_pattern", hp->swa_period);
+    if (hp->rope_theta_swa > 0 && hp->rope_theta_swa != 10000.0f)
+        kv_arch_f32(w, arch, "rope.freq_base_swa", hp->rope_theta_swa);
+    if (hp->logit_softcap > 0) kv_arch_f32(w, arch, "final_logit_softcapping", hp->logit_softcap);
     if (hp->rope_freq_scale > 0 && hp->rope_freq_scale != 1.0f) {
         char k[128];
         snprintf(k, sizeof k, "%s.rope.scaling.type", arch);

@@ -5,7 +5,8 @@
  * Tensors are renamed to GGUF names and mapped in place, except where the GGUF convention differs
  * and an owned copy is made, as llama.cpp's converter does: Llama's q_proj and k_proj rows are
  * un-permuted from rotate-half into the interleaved order its GGUF uses (the other families run
- * rotate-half RoPE as HF stores it), and Gemma's norm weights w become 1 + w (F32). Phi-3's fused
+ * rotate-half RoPE as HF stores it), and Gemma's norm weights w become 1 + w (F32). A multimodal
+ * checkpoint's language model (Gemma 3 4B) is read from under its prefix. Phi-3's fused
  * qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up). Llama 3.1's rope_scaling becomes the
  * rope_freqs tensor. Dtypes are kept (F32, F16, BF16). */
 #include <math.h>
@@ -29,7 +30,7 @@ static const struct { const char *hf, *gguf; } global_names[] = {
     {"lm_head.weight", "output.weight"}};
 
 /* Which families have a block tensor (see needed). */
-enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN };
+enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, PRE_NORMS, POST_NORMS };
 static const struct { const char *hf, *gguf; int when; } layer_names[] = {
     {"input_layernorm.weight", "attn_norm.weight", ALL},
     {"self_attn.q_proj.weight", "attn_q.weight", SPLIT_QKV},
@@ -42,7 +43,11 @@ static const struct { const char *hf, *gguf; int when; } layer_names[] = {
     {"self_attn.q_norm.weight", "attn_q_norm.weight", QK_NORM},
     {"self_attn.k_norm.weight", "attn_k_norm.weight", QK_NORM},
     {"self_attn.o_proj.weight", "attn_output.weight", ALL},
-    {"post_attention_layernorm.weight", "ffn_norm.weight", ALL},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", PRE_NORMS},
+    /* Gemma 3 names its four norms by place: post_attention is the attention output's */
+    {"post_attention_layernorm.weight", "post_attention_norm.weight", POST_NORMS},
+    {"pre_feedforward_layernorm.weight", "ffn_norm.weight", POST_NORMS},
+    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", POST_NORMS},
     {"mlp.gate_proj.weight", "ffn_gate.weight", SPLIT_FFN},
     {"mlp.up_proj.weight", "ffn_up.weight", SPLIT_FFN},
     {"mlp.gate_up_proj.weight", "ffn_up.weight", FUSED_FFN},
@@ -58,6 +63,8 @@ static bool needed(const elm_arch *a, int when) {
     case QK_NORM: return a->qk_norm;
     case SPLIT_FFN: return !a->fused_gate_up;
     case FUSED_FFN: return a->fused_gate_up;
+    case PRE_NORMS: return !a->post_norms;
+    case POST_NORMS: return a->post_norms;
     default: return true;
     }
 }
@@ -73,6 +80,18 @@ static elm_status join(char *out, size_t cap, const char *dir, const char *name,
  * which are ignored. */
 static bool gguf_name(const elm_arch *a, const char *hf, char *out, size_t cap, long *layer) {
     *layer = -1;
+    /* a multimodal checkpoint's language model (Gemma 3 4B: either transformers' naming); the
+     * vision tower's tensors match nothing and are ignored */
+    static const char *const lm[] = {"language_model.", "model.language_model."};
+    char buf[ELM_NAME_MAX + 32];
+    for (size_t i = 0; i < 2; i++)
+        if (strncmp(hf, lm[i], strlen(lm[i])) == 0) {
+            const char *rest = hf + strlen(lm[i]);
+            if (i == 1) snprintf(buf, sizeof buf, "model.%s", rest);
+            else snprintf(buf, sizeof buf, "%s", rest);
+            hf = buf;
+            break;
+        }
     for (size_t i = 0; i < sizeof global_names / sizeof global_names[0]; i++)
         if (strcmp(hf, global_names[i].hf) == 0) {
             snprintf(out, cap, "%s", global_names[i].gguf);

@@ -22,8 +22,11 @@ typedef struct elm_hf_config {
  * num_attention_heads, vocab_size (ELM_ERR_FORMAT "PATH: missing required key 'X'"). Defaults:
  * num_key_value_heads = heads, rms_norm_eps 1e-6 and max_position_embeddings 2048 (as
  * transformers' LlamaConfig), rope_theta 10000, tie_word_embeddings false (Gemma: true);
- * head_dim when given (Gemma), partial_rotary_factor, Mistral's sliding_window. model_type (or
- * architectures[0]) must be llama, mistral, qwen2, qwen3, phi3, gemma or smollm3; another sets hp.arch to it and
+ * head_dim when given (Gemma), partial_rotary_factor, Mistral's sliding_window; Gemma 3's
+ * sliding_window (required), sliding_window_pattern, rope_local_base_freq, query_pre_attn_scalar
+ * and final_logit_softcapping, read from text_config in a multimodal config. model_type (or
+ * architectures[0]) must be llama, mistral, qwen2, qwen3, phi3, gemma, gemma3_text (gemma3) or
+ * smollm3; another sets hp.arch to it and
  * returns ELM_ERR_UNSUPPORTED, as do Llama's attention/MLP biases, an activation the family does
  * not use, Qwen2's use_sliding_window, and a rope_scaling other than none, "linear" and "llama3". */
 elm_status elm_hf_read_config(const char *path, elm_hf_config *c, elm_error *err);

@@ -1,4 +1,4 @@
-/* Hugging Face config.json -> hyper-parameters of a Llama, Mistral, Qwen2, Phi-3 or Gemma model
+/* Hugging Face config.json -> hyper-parameters of a model of the families of model/arch.h
  * (see hf.h). */
 #include <math.h>
 #include <stdio.h>
@@ -58,7 +58,8 @@ static const char *model_type(const cJSON *root) {
     static const struct { const char *cls, *type; } classes[] = {
         {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"},
         {"Qwen2ForCausalLM", "qwen2"}, {"Qwen3ForCausalLM", "qwen3"}, {"Phi3ForCausalLM", "phi3"},
-        {"GemmaForCausalLM", "gemma"}, {"SmolLM3ForCausalLM", "smollm3"}};
+        {"GemmaForCausalLM", "gemma"}, {"Gemma3ForCausalLM", "gemma3_text"},
+        {"Gemma3ForConditionalGeneration", "gemma3"}, {"SmolLM3ForCausalLM", "smollm3"}};
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     if (cJSON_IsString(type)) return type->valuestring;
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
@@ -86,15 +87,18 @@ static elm_status check_act(const char *path, const cJSON *root, const elm_arch 
     return ELM_OK;
 }
 
-/* Sets hp->arch to the GGUF name of the family and refuses what the pass would ignore. */
-static elm_status check_arch(const char *path, const cJSON *root, elm_hparams *hp,
-                             const elm_arch **arch, elm_error *err) {
+/* Sets hp->arch to the GGUF name of the family (from root) and refuses what the pass would
+ * ignore (in cfg, the language model's keys). */
+static elm_status check_arch(const char *path, const cJSON *root, const cJSON *cfg,
+                             elm_hparams *hp, const elm_arch **arch, elm_error *err) {
     const char *type = model_type(root);
+    root = cfg;
     const elm_arch *a = elm_arch_from_hf(type);
     snprintf(hp->arch, sizeof hp->arch, "%s", a ? a->name : type);
     if (!a)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: unsupported architecture '%s' (edgelm "
-                          "runs llama, mistral, qwen2, qwen3, phi3, gemma, smollm3)", path, hp->arch);
+                          "runs llama, mistral, qwen2, qwen3, phi3, gemma, gemma3, smollm3)", path,
+                          hp->arch);
     *arch = a;
     if (!a->qkv_bias && (get_true(root, "attention_bias") || get_true(root, "mlp_bias")))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: %s with bias terms is not supported",
@@ -164,12 +168,70 @@ static elm_status check_nope(const char *path, const cJSON *root, const elm_arch
     return ELM_OK;
 }
 
+/* Gemma 3's local layers: sliding_window (required: there is no safe guess), every
+ * sliding_window_pattern-th layer global (default 6; layer_types, when given, must say the same),
+ * rope_local_base_freq for the local layers (default 10000), query_pre_attn_scalar for the
+ * attention scale (default 256) and final_logit_softcapping when set; attention logit softcapping
+ * (Gemma 2) is refused. */
+static elm_status read_gemma3(const char *path, const cJSON *root, const elm_arch *a,
+                              elm_hparams *hp, elm_error *err) {
+    int32_t period = a->swa_period, qpas = 256;
+    float cap = 0;
+    hp->rope_theta_swa = 10000.0f;
+    elm_status st;
+    /* transformers' Gemma3TextConfig default base, and its newer per-kind rope_parameters */
+    if (!cJSON_GetObjectItemCaseSensitive(root, "rope_theta")) hp->rope_theta = 1000000.0f;
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    const cJSON *full = cJSON_GetObjectItemCaseSensitive(rp, "full_attention");
+    const cJSON *local = cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention");
+    if ((full && (st = get_float(path, full, "rope_theta", &hp->rope_theta, err))) ||
+        (local && (st = get_float(path, local, "rope_theta", &hp->rope_theta_swa, err))))
+        return st;
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(full, "rope_type");
+    const cJSON *factor = cJSON_GetObjectItemCaseSensitive(full, "factor");
+    if (cJSON_IsString(kind) && strcmp(kind->valuestring, "default") != 0) {
+        if (strcmp(kind->valuestring, "linear") != 0 || !cJSON_IsNumber(factor) ||
+            !(factor->valuedouble >= 1 && factor->valuedouble <= 1024))
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: rope_parameters full_attention "
+                              "'%.32s' is not supported (linear with a factor)", path,
+                              kind->valuestring);
+        hp->rope_freq_scale = (float)(1.0 / factor->valuedouble);
+    }
+    if ((st = get_int(path, root, "sliding_window", true, &hp->n_swa, err)) ||
+        (st = get_int(path, root, "sliding_window_pattern", false, &period, err)) ||
+        (st = get_int(path, root, "query_pre_attn_scalar", false, &qpas, err)) ||
+        (st = get_float(path, root, "rope_local_base_freq", &hp->rope_theta_swa, err)) ||
+        (st = get_float(path, root, "final_logit_softcapping", &cap, err)))
+        return st;
+    const cJSON *soft = cJSON_GetObjectItemCaseSensitive(root, "attn_logit_softcapping");
+    if (soft && !cJSON_IsNull(soft))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: attn_logit_softcapping is not supported",
+                          path);
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    for (int l = 0; cJSON_IsArray(types) && l < cJSON_GetArraySize(types); l++) {
+        const cJSON *e = cJSON_GetArrayItem(types, l);
+        const bool global = (l + 1) % period == 0;
+        if (!cJSON_IsString(e) ||
+            strcmp(e->valuestring, global ? "full_attention" : "sliding_attention") != 0)
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: layer_types must make every %dth "
+                              "layer full_attention and the others sliding_attention", path,
+                              period);
+    }
+    hp->swa_period = period;
+    hp->attn_scale = 1.0f / sqrtf((float)qpas);
+    hp->logit_softcap = cap;
+    return ELM_OK;
+}
+
 static elm_status parse_config(const char *path, const cJSON *root, elm_hf_config *c,
                                elm_error *err) {
     elm_hparams *hp = &c->hp;
     const elm_arch *a = NULL;
     elm_status st;
-    if ((st = check_arch(path, root, hp, &a, err))) return st;
+    /* a multimodal checkpoint (Gemma 3 4B and up): the language model's keys */
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+    if ((st = check_arch(path, root, cJSON_IsObject(text) ? text : root, hp, &a, err))) return st;
+    if (cJSON_IsObject(text)) root = text;
     if ((st = get_int(path, root, "hidden_size", true, &hp->dim, err)) ||
         (st = get_int(path, root, "intermediate_size", true, &hp->ffn_dim, err)) ||
         (st = get_int(path, root, "num_hidden_layers", true, &hp->n_layers, err)) ||
@@ -204,6 +266,7 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
         (st = get_int(path, root, "sliding_window", false, &hp->n_swa, err)))
         return st;
     if (a->nope_every && (st = check_nope(path, root, a, hp, err))) return st;
+    if (a->swa_period && (st = read_gemma3(path, root, a, hp, err))) return st;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     hp->tied_output = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : a->hf_tied_default;
     return ELM_OK;

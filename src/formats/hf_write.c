@@ -2,6 +2,7 @@
  * model.safetensors (docs/formats.md, "safetensors": 8-byte header length, JSON header padded with
  * spaces to a multiple of 8, then the tensors back to back). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,14 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
                             a->act == ELM_ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu");
     if (a->qkv_bias) cJSON_AddBoolToObject(c, "use_sliding_window", false);
     if (hp->n_swa > 0) cJSON_AddNumberToObject(c, "sliding_window", hp->n_swa);
+    if (a->swa_period) { /* Gemma 3 */
+        cJSON_AddNumberToObject(c, "sliding_window_pattern", hp->swa_period);
+        cJSON_AddNumberToObject(c, "rope_local_base_freq", hp->rope_theta_swa);
+        cJSON_AddNumberToObject(c, "query_pre_attn_scalar",
+                                lround(1.0 / ((double)hp->attn_scale * hp->attn_scale)));
+        if (hp->logit_softcap > 0)
+            cJSON_AddNumberToObject(c, "final_logit_softcapping", hp->logit_softcap);
+    }
     if (a->nope_every) {
         cJSON_AddNumberToObject(c, "no_rope_layer_interval", a->nope_every);
         cJSON *nope = cJSON_AddArrayToObject(c, "no_rope_layers");

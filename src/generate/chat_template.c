@@ -27,15 +27,21 @@ typedef struct tmpl_spec {
     elm_chat_template think_pair; /* the same family with thinking switched */
 } tmpl_spec;
 
+/* The system, user and assistant turns of the families whose turns are all head(role) + text +
+ * end (the generation prompt is then the assistant's head, with a thinking block or not). */
+#define ROLES(head, end)                                                                          \
+    .sys_pre = head("system"), .sys_post = end, .user_pre = head("user"), .user_post = end,       \
+    .asst_pre = head("assistant"), .asst_post = end
+#define LLAMA3_HEAD(role) "<|start_header_id|>" role "<|end_header_id|>\n\n"
+#define CHATML_HEAD(role) "<|im_start|>" role "\n"
+#define PHI3_HEAD(role) "<|" role "|>\n"
+#define GEMMA_HEAD(role) "<start_of_turn>" role "\n"
 #define CHATML_BODY                                                                               \
-    .bos = "", .sys_pre = "<|im_start|>system\n", .sys_post = "<|im_end|>\n",                     \
-    .user_pre = "<|im_start|>user\n", .user_post = "<|im_end|>\n",                                \
-    .asst_pre = "<|im_start|>assistant\n", .asst_post = "<|im_end|>\n", .end_no_gen = "",         \
-    .eot = "<|im_end|>"
+    .bos = "", ROLES(CHATML_HEAD, "<|im_end|>\n"), .end_no_gen = "", .eot = "<|im_end|>"
 
 /* SmolLM3's system block: reasoning mode, then the custom instructions (the system message less
  * its /think and /no_think) or the default ones of the mode. */
-#define SMOLLM3_HEAD "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\n"
+#define SMOLLM3_HEAD CHATML_HEAD("system") "## Metadata\n\nKnowledge Cutoff Date: June 2025\n"
 #define SMOLLM3_THINK_DEFAULT                                                                     \
     "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an "       \
     "assistant involves thoroughly exploring questions through a systematic thinking process "    \
@@ -66,45 +72,33 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
                              .asst_post = " </s>", .gen_prompt = "", .end_no_gen = "",
                              .eot = "</s>", .trim = true},
     [ELM_TEMPLATE_LLAMA3] = {.name = "llama3", .sig = {"<|start_header_id|>", "<|eot_id|>"},
-                             .bos = "<|begin_of_text|>",
-                             .sys_pre = "<|start_header_id|>system<|end_header_id|>\n\n",
-                             .sys_post = "<|eot_id|>",
-                             .user_pre = "<|start_header_id|>user<|end_header_id|>\n\n",
-                             .user_post = "<|eot_id|>",
-                             .asst_pre = "<|start_header_id|>assistant<|end_header_id|>\n\n",
-                             .asst_post = "<|eot_id|>",
-                             .gen_prompt = "<|start_header_id|>assistant<|end_header_id|>\n\n",
-                             .end_no_gen = "", .eot = "<|eot_id|>", .trim = true},
-    [ELM_TEMPLATE_CHATML] = {.name = "chatml", .sig = {"<|im_start|>", NULL}, .bos = "",
-                             .sys_pre = "<|im_start|>system\n", .sys_post = "<|im_end|>\n",
-                             .user_pre = "<|im_start|>user\n", .user_post = "<|im_end|>\n",
-                             .asst_pre = "<|im_start|>assistant\n", .asst_post = "<|im_end|>\n",
-                             .gen_prompt = "<|im_start|>assistant\n", .end_no_gen = "",
-                             .eot = "<|im_end|>", .trim = false},
+                             .bos = "<|begin_of_text|>", ROLES(LLAMA3_HEAD, "<|eot_id|>"),
+                             .gen_prompt = LLAMA3_HEAD("assistant"), .end_no_gen = "",
+                             .eot = "<|eot_id|>", .trim = true},
+    [ELM_TEMPLATE_CHATML] = {.name = "chatml", .sig = {"<|im_start|>", NULL}, CHATML_BODY,
+                             .gen_prompt = CHATML_HEAD("assistant"), .trim = false},
     [ELM_TEMPLATE_PHI3] = {.name = "phi3", .sig = {"<|user|>", "<|end|>"}, .bos = "",
-                           .sys_pre = "<|system|>\n", .sys_post = "<|end|>\n",
-                           .user_pre = "<|user|>\n", .user_post = "<|end|>\n",
-                           .asst_pre = "<|assistant|>\n", .asst_post = "<|end|>\n",
-                           .gen_prompt = "<|assistant|>\n", .end_no_gen = "<|endoftext|>",
-                           .eot = "<|end|>", .trim = false},
+                           ROLES(PHI3_HEAD, "<|end|>\n"), .gen_prompt = PHI3_HEAD("assistant"),
+                           .end_no_gen = "<|endoftext|>", .eot = "<|end|>", .trim = false},
+    /* no system turn, and the assistant is "model" */
     [ELM_TEMPLATE_GEMMA] = {.name = "gemma", .sig = {"<start_of_turn>", NULL}, .bos = "<bos>",
                             .merge_pre = "", .merge_post = "\n\n",
-                            .user_pre = "<start_of_turn>user\n", .user_post = "<end_of_turn>\n",
-                            .asst_pre = "<start_of_turn>model\n", .asst_post = "<end_of_turn>\n",
-                            .gen_prompt = "<start_of_turn>model\n", .end_no_gen = "",
+                            .user_pre = GEMMA_HEAD("user"), .user_post = "<end_of_turn>\n",
+                            .asst_pre = GEMMA_HEAD("model"), .asst_post = "<end_of_turn>\n",
+                            .gen_prompt = GEMMA_HEAD("model"), .end_no_gen = "",
                             .eot = "<end_of_turn>", .trim = true},
     [ELM_TEMPLATE_QWEN3] = {.name = "qwen3", .sig = {"<|im_start|>", "enable_thinking"},
-                            CHATML_BODY, .gen_prompt = "<|im_start|>assistant\n",
+                            CHATML_BODY, .gen_prompt = CHATML_HEAD("assistant"),
                             .think_history = true, .think_pair = ELM_TEMPLATE_QWEN3_NO_THINK},
     [ELM_TEMPLATE_QWEN3_NO_THINK] = {.name = "qwen3-no-think", CHATML_BODY,
-                                     .gen_prompt = "<|im_start|>assistant\n" EMPTY_THINK "\n",
+                                     .gen_prompt = CHATML_HEAD("assistant") EMPTY_THINK "\n",
                                      .think_history = true, .no_think = true,
                                      .think_pair = ELM_TEMPLATE_QWEN3},
     [ELM_TEMPLATE_SMOLLM3] = {.name = "smollm3", .sig = {"<|im_start|>", "Reasoning Mode"},
-                              CHATML_BODY, .gen_prompt = "<|im_start|>assistant\n",
+                              CHATML_BODY, .gen_prompt = CHATML_HEAD("assistant"),
                               .smollm3 = true, .think_pair = ELM_TEMPLATE_SMOLLM3_NO_THINK},
     [ELM_TEMPLATE_SMOLLM3_NO_THINK] = {.name = "smollm3-no-think", CHATML_BODY,
-                                       .gen_prompt = "<|im_start|>assistant\n", .smollm3 = true,
+                                       .gen_prompt = CHATML_HEAD("assistant"), .smollm3 = true,
                                        .no_think = true, .think_pair = ELM_TEMPLATE_SMOLLM3},
 };
 

@@ -11,8 +11,8 @@ typedef struct { float logit, p; int32_t id; } candidate;
 struct elm_sampler {
     elm_sampler_params p;
     int32_t n_vocab;
-    candidate *cand;
     uint64_t rng;
+    candidate cand[]; /* [n_vocab] */
 };
 
 elm_sampler_params elm_sampler_defaults(void) {
@@ -22,24 +22,15 @@ elm_sampler_params elm_sampler_defaults(void) {
 
 elm_sampler *elm_sampler_new(const elm_sampler_params *p, int32_t n_vocab) {
     if (n_vocab <= 0) return NULL;
-    elm_sampler *s = calloc(1, sizeof *s);
+    elm_sampler *s = calloc(1, sizeof *s + sizeof(candidate) * (size_t)n_vocab);
     if (!s) return NULL;
-    s->cand = malloc(sizeof(candidate) * (size_t)n_vocab);
-    if (!s->cand) {
-        free(s);
-        return NULL;
-    }
     s->p = *p;
     s->n_vocab = n_vocab;
     s->rng = p->seed ^ 0x9E3779B97F4A7C15ull;
     return s;
 }
 
-void elm_sampler_free(elm_sampler *s) {
-    if (!s) return;
-    free(s->cand);
-    free(s);
-}
+void elm_sampler_free(elm_sampler *s) { free(s); }
 
 int32_t elm_argmax(const float *x, int32_t n) {
     int32_t best = 0;

@@ -48,12 +48,11 @@ void elm_cpu_features(char *buf, size_t cap) {
     static const struct {
         unsigned bit;
         const char *name;
-    } features[] = {{ELM_X86_SSE42, "sse4.2"},         {ELM_X86_AVX, "avx"},
-                    {ELM_X86_AVX2, "avx2"},            {ELM_X86_FMA, "fma"},
-                    {ELM_X86_F16C, "f16c"},            {ELM_X86_AVX512F, "avx512f"},
-                    {ELM_X86_AVX512BW, "avx512bw"},    {ELM_X86_AVX512VL, "avx512vl"},
-                    {ELM_X86_AVX512DQ, "avx512dq"},    {ELM_X86_AVX512VNNI, "avx512vnni"},
-                    {ELM_X86_AVX512VBMI, "avx512vbmi"}, {ELM_X86_AVX512BF16, "avx512bf16"}};
+    } features[] = {
+#define ELM_X86_NAME(id, name) {ELM_X86_##id, name},
+        ELM_X86_FEATURES(ELM_X86_NAME)
+#undef ELM_X86_NAME
+    };
     const unsigned have = elm_x86_features();
     for (size_t i = 0; i < sizeof features / sizeof features[0]; i++)
         if (have & features[i].bit) append(buf, cap, &len, features[i].name);

@@ -1,6 +1,6 @@
 /* The architecture table (see arch.h). Sources: the models' Hugging Face modeling code
  * (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM,
- * GemmaForCausalLM, SmolLM3ForCausalLM) and
+ * GemmaForCausalLM, Gemma3ForCausalLM, SmolLM3ForCausalLM) and
  * the GGUF files llama.cpp's converter writes for them (interleaved RoPE with permuted q/k for
  * llama, NEOX for the others; Gemma's norm weights stored + 1; Phi-3's fused tensors kept). */
 #include <stdio.h>
@@ -21,6 +21,10 @@ static const elm_arch archs[] = {
     {.name = "gemma", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_GELU_TANH, .embd_scale = true,
      .norm_plus_one = true, .hf_tied_default = true, .hf_type = "gemma",
      .hf_class = "GemmaForCausalLM"},
+    /* Gemma's conventions plus q/k norms, post-norms and local (windowed) layers, 5 of every 6 */
+    {.name = "gemma3", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_GELU_TANH, .embd_scale = true,
+     .qk_norm = true, .post_norms = true, .swa_period = 6, .norm_plus_one = true,
+     .hf_tied_default = true, .hf_type = "gemma3_text", .hf_class = "Gemma3ForCausalLM"},
     /* Llama's layout and RoPE pairing (llama.cpp's converter permutes it like Llama's) */
     {.name = "smollm3", .rope = ELM_ROPE_NORM, .act = ELM_ACT_SILU, .nope_every = 4,
      .hf_permute_qk = true, .hf_type = "smollm3", .hf_class = "SmolLM3ForCausalLM"},
@@ -35,12 +39,20 @@ const elm_arch *elm_arch_find(const char *name) {
 const elm_arch *elm_arch_from_hf(const char *model_type) {
     /* Mistral is Llama with an optional sliding window, and llama.cpp converts it as "llama". */
     if (strcmp(model_type, "mistral") == 0) return &archs[0];
+    /* Gemma 3's multimodal checkpoints: the text model's config is their text_config */
+    if (strcmp(model_type, "gemma3") == 0) return elm_arch_find("gemma3");
     for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
         if (strcmp(model_type, archs[i].hf_type) == 0) return &archs[i];
     return NULL;
 }
 
-const char *elm_arch_names(void) { return "llama, qwen2, qwen3, phi3, gemma, smollm3"; }
+const char *elm_arch_names(void) { return "llama, qwen2, qwen3, phi3, gemma, gemma3, smollm3"; }
+
+void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp) {
+    if (!a->swa_period || hp->n_swa <= 0) return;
+    if (hp->swa_period == 0) hp->swa_period = a->swa_period;
+    if (hp->rope_theta_swa == 0) hp->rope_theta_swa = 10000.0f;
+}
 
 /* Appends a spec named fmt with the block number (global names have no %d: it goes unused). */
 static elm_tensor_spec *spec(elm_tensor_spec *s, int32_t *n, elm_tensor_kind kind, int64_t cols,
@@ -57,7 +69,7 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool 
                                  int32_t *n) {
     const int64_t dim = hp->dim, q = (int64_t)hp->n_heads * hp->head_dim,
                   kv = (int64_t)hp->n_kv_heads * hp->head_dim, ff = hp->ffn_dim;
-    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 12 + 4) * sizeof *s);
+    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 14 + 4) * sizeof *s);
     *n = 0;
     if (!s) return NULL;
     spec(s, n, ELM_KIND_MATRIX, dim, hp->n_vocab, "token_embd.weight", 0);
@@ -83,6 +95,7 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool 
             spec(s, n, ELM_KIND_NORM, hp->head_dim, 0, "blk.%d.attn_k_norm.weight", l);
         }
         spec(s, n, ELM_KIND_MATRIX, q, dim, "blk.%d.attn_output.weight", l);
+        if (a->post_norms) spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.post_attention_norm.weight", l);
         spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.ffn_norm.weight", l);
         if (a->fused_gate_up) {
             spec(s, n, ELM_KIND_MATRIX, dim, 2 * ff, "blk.%d.ffn_up.weight", l);
@@ -91,6 +104,7 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool 
             spec(s, n, ELM_KIND_MATRIX, dim, ff, "blk.%d.ffn_up.weight", l);
         }
         spec(s, n, ELM_KIND_MATRIX, ff, dim, "blk.%d.ffn_down.weight", l);
+        if (a->post_norms) spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.post_ffw_norm.weight", l);
     }
     return s;
 }

@@ -16,6 +16,8 @@ typedef struct elm_arch {
     bool qkv_bias;           /* q/k/v projections have biases (Qwen2) */
     bool qk_norm;            /* per-head RMSNorm of q and k before RoPE (Qwen3) */
     int nope_every;          /* every nope_every-th layer has no RoPE (SmolLM3: 4), 0: none */
+    bool post_norms;         /* RMSNorm after attention and after the FFN too (Gemma 3) */
+    int swa_period;          /* with a window: every swa_period-th layer global (Gemma 3: 6) */
     bool fused_qkv;          /* one attn_qkv [q; k; v] projection (Phi-3) */
     bool fused_gate_up;      /* ffn_up holds [gate; up], no ffn_gate (Phi-3) */
     bool norm_plus_one;      /* HF norm weights w multiply as (1 + w); GGUF stores 1 + w (Gemma) */
@@ -29,8 +31,12 @@ typedef struct elm_arch {
 const elm_arch *elm_arch_find(const char *name);
 
 /* The architecture for a config.json model_type ("llama", "mistral" -> llama, "qwen2", "qwen3",
- * "phi3", "gemma", "smollm3"), or NULL. */
+ * "phi3", "gemma", "gemma3_text" and "gemma3" -> gemma3, "smollm3"), or NULL. */
 const elm_arch *elm_arch_from_hf(const char *model_type);
+
+/* Fills hp's family defaults that files leave out: Gemma 3's local layers (with a window) are 5
+ * of every 6, with RoPE base 10000, as llama.cpp assumes when its converter writes neither. */
+void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp);
 
 /* What a tensor of a family's layout holds (how synth fills it). */
 typedef enum elm_tensor_kind {

@@ -84,15 +84,29 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->v_block = v_block;
     c->k_row = elm_kv_bytes(p->type_k, k_block, c->kv_dim);
     c->v_row = elm_kv_bytes(p->type_v, v_block, c->kv_dim);
-    const size_t positions = (size_t)hp->n_layers * (size_t)c->n_ctx;
+    c->layer_row = calloc((size_t)hp->n_layers + 1, sizeof(int32_t));
+    if (!c->layer_row) {
+        elm_context_free(c);
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory creating context");
+    }
+    for (int l = 0; l < hp->n_layers; l++) {
+        const int32_t rows = p->swa_full ? c->n_ctx : elm_kv_layer_rows(hp, l, c->n_ctx);
+        if (rows < c->n_ctx) c->swa_rows = rows;
+        c->layer_row[l + 1] = c->layer_row[l] + rows;
+    }
+    const size_t positions = (size_t)c->layer_row[hp->n_layers];
     bool ok = true;
     /* a view of 0 layers (elm_forward_hidden) has no cache; calloc(0) may give NULL */
     c->k_cache = calloc(positions ? positions : 1, c->k_row);
     c->v_cache = calloc(positions ? positions : 1, c->v_row);
     ok = c->k_cache && c->v_cache;
-    if (p->type_k != ELM_TYPE_F32 || p->type_v != ELM_TYPE_F32) {
-        c->k_deq = alloc_f32((size_t)c->n_ctx * c->kv_dim, &ok);
-        c->v_deq = alloc_f32((size_t)c->n_ctx * c->kv_dim, &ok);
+    if (p->type_k != ELM_TYPE_F32 || p->type_v != ELM_TYPE_F32 || c->swa_rows) {
+        /* rings are read in position order through these, f32 caches' other layers in place */
+        const size_t rows = p->type_k != ELM_TYPE_F32 || p->type_v != ELM_TYPE_F32
+                                ? (size_t)c->n_ctx
+                                : (size_t)c->swa_rows;
+        c->k_deq = alloc_f32(rows * c->kv_dim, &ok);
+        c->v_deq = alloc_f32(rows * c->kv_dim, &ok);
     }
     c->x = alloc_f32(nb * hp->dim, &ok);
     c->xb = alloc_f32(nb * hp->dim, &ok);
@@ -108,11 +122,16 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     if (p->ggml_rounding) c->xr = alloc_f32(nb * (size_t)max_cols, &ok);
     c->scores = alloc_f32(nt * (size_t)c->n_ctx, &ok);
     c->scratch = alloc_aligned(nt * c->scratch_bytes, &ok);
-    c->norms = alloc_f32(((size_t)hp->n_layers * 2 + 1) * hp->dim, &ok);
+    c->n_norms = hp->n_layers > 0 && m->layers[0].attn_post_norm ? 4 : 2;
+    c->norms = alloc_f32(((size_t)hp->n_layers * c->n_norms + 1) * hp->dim, &ok);
     if (hp->n_layers > 0 && m->layers[0].q_norm)
         c->qk_norms = alloc_f32((size_t)hp->n_layers * 2 * hp->head_dim, &ok);
     c->inv_freq = alloc_f32((size_t)hp->rope_dim / 2, &ok);
     c->rope_cs = alloc_f32(nb * (size_t)hp->rope_dim, &ok);
+    if (hp->rope_theta_swa > 0) {
+        c->inv_freq_swa = alloc_f32((size_t)hp->rope_dim / 2, &ok);
+        c->rope_cs_swa = alloc_f32(nb * (size_t)hp->rope_dim, &ok);
+    }
     c->tokens = calloc((size_t)c->n_ctx, sizeof(int32_t));
     c->pos = calloc(nb, sizeof(int32_t));
     c->row0 = calloc(nb, sizeof(int32_t));
@@ -123,10 +142,12 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
                           p->n_ctx);
     }
     for (int l = 0; l < hp->n_layers; l++) {
-        decode_vector(m->layers[l].attn_norm, c->norms + (size_t)(2 * l) * hp->dim);
-        decode_vector(m->layers[l].ffn_norm, c->norms + (size_t)(2 * l + 1) * hp->dim);
+        const elm_layer *L = &m->layers[l];
+        const elm_tensor *norm[] = {L->attn_norm, L->ffn_norm, L->attn_post_norm, L->ffn_post_norm};
+        for (int i = 0; i < c->n_norms; i++)
+            decode_vector(norm[i], c->norms + (size_t)(c->n_norms * l + i) * hp->dim);
     }
-    decode_vector(m->output_norm, c->norms + (size_t)(2 * hp->n_layers) * hp->dim);
+    decode_vector(m->output_norm, c->norms + (size_t)(c->n_norms * hp->n_layers) * hp->dim);
     for (int l = 0; c->qk_norms && l < hp->n_layers; l++) {
         decode_vector(m->layers[l].q_norm, c->qk_norms + (size_t)(2 * l) * hp->head_dim);
         decode_vector(m->layers[l].k_norm, c->qk_norms + (size_t)(2 * l + 1) * hp->head_dim);
@@ -135,9 +156,20 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
      * one, as llama.cpp's freq_factors */
     for (int i = 0; i < hp->rope_dim / 2; i++) c->inv_freq[i] = 1.0f;
     if (m->rope_freqs) decode_vector(m->rope_freqs, c->inv_freq);
+    if (m->rope_freqs && p->ggml_rounding) {
+        c->rope_ff = malloc(sizeof(float) * (size_t)(hp->rope_dim / 2));
+        if (!c->rope_ff) {
+            elm_context_free(c);
+            return elm_errorf(err, ELM_ERR_NOMEM, "out of memory allocating a context");
+        }
+        memcpy(c->rope_ff, c->inv_freq, sizeof(float) * (size_t)(hp->rope_dim / 2));
+    }
     for (int i = 0; i < hp->rope_dim / 2; i++)
         c->inv_freq[i] = (float)(pow(hp->rope_theta, -2.0 * i / hp->rope_dim) *
                                  hp->rope_freq_scale / c->inv_freq[i]);
+    /* windowed layers with their own base take no scaling (llama.cpp: rope_freq_scale_train_swa) */
+    for (int i = 0; c->inv_freq_swa && i < hp->rope_dim / 2; i++)
+        c->inv_freq_swa[i] = (float)pow(hp->rope_theta_swa, -2.0 * i / hp->rope_dim);
     *out = c;
     return ELM_OK;
 }
@@ -148,7 +180,8 @@ void elm_context_free(elm_context *c) {
     void *bufs[] = {c->k_cache, c->v_cache, c->x,      c->xb,    c->q,        c->kb,
                     c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->xt,    c->xr,  c->scores,
                     c->scratch, c->norms,   c->inv_freq, c->rope_cs, c->tokens, c->k_deq, c->v_deq,
-                    c->qk_norms, c->pos, c->row0};
+                    c->qk_norms, c->pos, c->row0, c->layer_row, c->inv_freq_swa,
+                    c->rope_cs_swa, c->rope_ff};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }

@@ -12,12 +12,18 @@ struct elm_context {
     elm_pool *pool;
     int32_t n_ctx, n_batch, n_past;
     int32_t kv_dim;
-    unsigned char *k_cache, *v_cache; /* [n_layers, n_ctx, k_row / v_row bytes] */
+    /* Layer l's keys and values are cache rows [layer_row[l], layer_row[l + 1]) of k_row / v_row
+     * bytes: n_ctx rows, or for a windowed layer of an interleaved family (hp.swa_period) a ring
+     * of swa_rows rows when that is fewer, position p at row p % swa_rows (kv_ring_rows). */
+    unsigned char *k_cache, *v_cache;
+    int32_t *layer_row; /* [n_layers + 1] */
+    int32_t swa_rows;   /* rows of a ring, 0 when no layer has one */
     elm_type type_k, type_v;  /* cache element types (kv_quant.h) */
     bool ggml_rounding;       /* elm_context_params.ggml_rounding */
     int32_t k_block, v_block; /* elements per quantization block */
     size_t k_row, v_row;      /* bytes of one position's keys / values (kv_dim elements) */
-    float *k_deq, *v_deq;     /* [n_ctx, kv_dim] one layer decoded for attention; NULL for f32 */
+    float *k_deq, *v_deq;     /* [n_ctx, kv_dim] one layer decoded for attention (a ring in
+                               * position order); NULL for f32 without rings */
     int32_t *tokens;          /* [n_ctx] ids of the cached positions (kv_cache.c) */
     /* activations for up to n_batch tokens */
     float *x;        /* [n_batch, dim] residual stream */
@@ -34,14 +40,41 @@ struct elm_context {
     float *scores;   /* [n_threads, n_ctx] attention weights per thread */
     unsigned char *scratch; /* [n_threads, scratch_bytes] matmul scratch, 64-byte aligned */
     size_t scratch_bytes;
-    float *norms;    /* float copies: [n_layers, 2, dim] attn/ffn norms, then [dim] output norm */
+    float *norms;    /* float copies: [n_layers, n_norms, dim] attn, ffn (and attn-post,
+                      * ffn-post: Gemma 3) norms, then [dim] output norm */
+    int n_norms;     /* 2, or 4 with post-norms */
     float *qk_norms; /* float copies [n_layers, 2, head_dim] of q/k norms (Qwen3), else NULL */
     float *inv_freq; /* [rope_dim / 2] RoPE frequencies */
     float *rope_cs;  /* [n_batch, rope_dim] cos, sin of each pair's angle at the batch positions */
+    float *rope_ff;  /* [rope_dim / 2] RoPE frequency divisors (rope_freqs) with ggml_rounding,
+                      * else NULL */
+    float *inv_freq_swa, *rope_cs_swa; /* the same for windowed layers with their own RoPE base
+                                        * (hp.rope_theta_swa), else NULL */
     int32_t *pos;    /* [n_batch] each token's position in its sequence */
     int32_t *row0;   /* [n_batch] cache row of its sequence's position 0 (elm_forward_seqs) */
     elm_matmul_hook hook;
     void *hook_user;
 };
+
+/* The ring of a windowed layer holds the window plus spare rows, max(n_swa / 2, ELM_SWA_SPARE):
+ * room for a chunk of spare + 1 new tokens (a prefill goes through a ring layer chunk by chunk)
+ * and for rolling back (elm_context_truncate) up to spare + 1 tokens. Half the window keeps a
+ * real model's prefill in few chunks (Gemma 3 1B: 256 rows, 6 MiB of f16 cache in all). */
+enum { ELM_SWA_SPARE = 32 };
+
+/* Cache rows of layer l of hp in a context of n_ctx: n_ctx, or the window and its spare rows for
+ * a windowed layer of an interleaved family when fewer (kv_cache.c). */
+int32_t elm_kv_layer_rows(const elm_hparams *hp, int l, int32_t n_ctx);
+
+/* Layer l's first key / value row (context.h: layer_row), and whether it is a ring. */
+static inline unsigned char *elm_kv_layer_k(const elm_context *c, int l) {
+    return c->k_cache + (size_t)c->layer_row[l] * c->k_row;
+}
+static inline unsigned char *elm_kv_layer_v(const elm_context *c, int l) {
+    return c->v_cache + (size_t)c->layer_row[l] * c->v_row;
+}
+static inline bool elm_kv_layer_ring(const elm_context *c, int l) {
+    return c->layer_row[l + 1] - c->layer_row[l] < c->n_ctx;
+}
 
 #endif

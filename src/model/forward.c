@@ -16,6 +16,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "model/context.h"
 #include "model/kv_quant.h"
 
@@ -155,13 +156,17 @@ static void matmul(elm_context *c, int layer, const elm_tensor *w, const float *
 
 typedef struct {
     elm_context *c;
-    const float *k, *v; /* the layer's cached keys and values as floats, [n_ctx, kv_dim] */
-    int64_t n_tok;
+    const float *k, *v; /* the layer's cached keys and values as floats, [rows, kv_dim] */
+    int32_t t0;         /* the batch tokens [t0, t0 + n_tok) attend */
+    int32_t base;       /* ring layers: the position at row 0 of k and v (else 0) */
+    int32_t n_swa;      /* the layer's window, 0: none */
+    bool ring;
     elm_pool_work items; /* (token, head) pairs, claimed a few at a time */
 } attention_job;
 
-/* Causal attention of each (token, head) over its sequence's positions [0, pos], cache rows
- * row0 .. row0 + pos (context.h: pos, row0); query heads share KV heads in groups (GQA). (token, head) pairs are claimed a few at a time (as products are). */
+/* Causal attention of each (token, head) over its sequence's positions [0, pos], or the last
+ * n_swa of them: cache rows row0 + p (context.h: pos, row0), or rows p - base of a ring read in
+ * position order. Query heads share KV heads in groups (GQA). */
 static void attention_worker(void *arg, int ith, int nth) {
     (void)nth;
     attention_job *j = arg;
@@ -169,22 +174,20 @@ static void attention_worker(void *arg, int ith, int nth) {
     const elm_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, group = hp->n_heads / hp->n_kv_heads;
     const size_t q_dim = (size_t)hp->n_heads * hd;
-    const float scale = 1.0f / sqrtf((float)hd);
     float *scores = c->scores + (size_t)ith * c->n_ctx;
     long i0, i1;
     while (elm_pool_work_claim(&j->items, ith, 4, &i0, &i1)) {
         for (long item = i0; item < i1; item++) {
-            const int64_t t = item / hp->n_heads;
+            const int64_t t = j->t0 + item / hp->n_heads;
             const int h = (int)(item % hp->n_heads), kvh = h / group;
             const int32_t pos = c->pos[t];
-            const size_t row = (size_t)c->row0[t];
+            const size_t row = j->ring ? 0 : (size_t)c->row0[t];
             /* a sliding window sees positions (pos - n_swa, pos] */
-            const int32_t p0 = hp->n_swa > 0 && pos >= hp->n_swa ? pos + 1 - hp->n_swa : 0;
+            const int32_t p0 = j->n_swa > 0 && pos >= j->n_swa ? pos + 1 - j->n_swa : 0;
             const float *q = c->q + (size_t)t * q_dim + (size_t)h * hd;
-            const float *kc = j->k + (row + (size_t)p0) * c->kv_dim + (size_t)kvh * hd;
-            const float *vc = j->v + (row + (size_t)p0) * c->kv_dim + (size_t)kvh * hd;
-            c->k->attention(q, kc, vc, (size_t)c->kv_dim, pos + 1 - p0, hd, scale, scores,
-                            c->att + (size_t)t * q_dim + (size_t)h * hd);
+            const size_t first = (row + (size_t)(p0 - j->base)) * c->kv_dim + (size_t)kvh * hd;
+            c->k->attention(q, j->k + first, j->v + first, (size_t)c->kv_dim, pos + 1 - p0, hd,
+                            hp->attn_scale, scores, c->att + (size_t)t * q_dim + (size_t)h * hd);
         }
     }
 }
@@ -209,9 +212,8 @@ static void decode_worker(void *arg, int ith, int nth) {
 /* Layer l's cached keys and values [n_pos, kv_dim] as floats for the attention kernel: the
  * cache itself when it is f32, else decoded into the context's one-layer buffers. */
 static void layer_kv(elm_context *c, int l, int32_t n_pos, const float **k, const float **v) {
-    const unsigned char *kc = c->k_cache + (size_t)l * c->n_ctx * c->k_row;
-    const unsigned char *vc = c->v_cache + (size_t)l * c->n_ctx * c->v_row;
-    if (!c->k_deq) {
+    const unsigned char *kc = elm_kv_layer_k(c, l), *vc = elm_kv_layer_v(c, l);
+    if (c->type_k == ELM_TYPE_F32 && c->type_v == ELM_TYPE_F32) {
         *k = (const float *)kc;
         *v = (const float *)vc;
         return;
@@ -220,6 +222,20 @@ static void layer_kv(elm_context *c, int l, int32_t n_pos, const float **k, cons
     elm_pool_run(c->pool, decode_worker, &j);
     *k = c->k_deq;
     *v = c->v_deq;
+}
+
+/* A ring layer's positions [lo, hi] in order, decoded into k_deq / v_deq rows 0 .. hi - lo
+ * (at most two runs of ring rows). */
+static void ring_kv(elm_context *c, int l, int32_t lo, int32_t hi) {
+    const unsigned char *kc = elm_kv_layer_k(c, l), *vc = elm_kv_layer_v(c, l);
+    const int32_t R = c->swa_rows;
+    for (int32_t p = lo; p <= hi;) {
+        const int32_t r = p % R, run = hi - p + 1 < R - r ? hi - p + 1 : R - r;
+        const size_t off = (size_t)(p - lo) * c->kv_dim, n = (size_t)run * c->kv_dim;
+        elm_kv_decode(c->type_k, c->k_block, kc + (size_t)r * c->k_row, c->k_deq + off, (int64_t)n);
+        elm_kv_decode(c->type_v, c->v_block, vc + (size_t)r * c->v_row, c->v_deq + off, (int64_t)n);
+        p += run;
+    }
 }
 
 static void embed(elm_context *c, const int32_t *tokens, int32_t n) {
@@ -254,16 +270,81 @@ static void qk_norm(elm_context *c, int l, int32_t n) {
 }
 
 /* cos and sin of every rotated pair's angle for the batch's positions, once per forward call
- * (all layers use the same). */
+ * (all layers use the same; windowed layers with their own base, theirs). */
 static void rope_tables(elm_context *c, int32_t n) {
-    const int half = c->m->hp.rope_dim / 2;
-    for (int32_t t = 0; t < n; t++) {
-        float *cs = c->rope_cs + (size_t)t * c->m->hp.rope_dim;
-        for (int i = 0; i < half; i++) {
-            const float angle = (float)c->pos[t] * c->inv_freq[i];
-            cs[2 * i] = cosf(angle);
-            cs[2 * i + 1] = sinf(angle);
+    const elm_hparams *hp = &c->m->hp;
+    const int half = hp->rope_dim / 2;
+    for (int swa = 0; swa < (c->inv_freq_swa ? 2 : 1); swa++) {
+        const float *f = swa ? c->inv_freq_swa : c->inv_freq;
+        /* ggml's angles: pos · base^(-2i/d) as a running float product, then / factor · scale */
+        const float step = powf(swa ? hp->rope_theta_swa : hp->rope_theta, -2.0f / hp->rope_dim);
+        const float scale = swa ? 1.0f : hp->rope_freq_scale;
+        for (int32_t t = 0; t < n; t++) {
+            float *cs = (swa ? c->rope_cs_swa : c->rope_cs) + (size_t)t * hp->rope_dim;
+            float theta = (float)c->pos[t];
+            for (int i = 0; i < half; i++) {
+                const float ff = !swa && c->rope_ff ? c->rope_ff[i] : 1.0f;
+                const float angle = c->ggml_rounding ? scale * (theta / ff) : (float)c->pos[t] * f[i];
+                theta *= step;
+                cs[2 * i] = cosf(angle);
+                cs[2 * i + 1] = sinf(angle);
+            }
         }
+    }
+}
+
+/* x[t] = RMSNorm(x[t]) · w for n rows of dim (in place). */
+static void rmsnorm_rows(elm_context *c, float *y, const float *x, const float *w, int32_t n) {
+    const int dim = c->m->hp.dim;
+    for (int32_t t = 0; t < n; t++)
+        c->k->rmsnorm(y + (size_t)t * dim, x + (size_t)t * dim, w, dim, c->m->hp.rms_eps);
+}
+
+/* x += y over n rows, after y's RMSNorm with w when the family norms block outputs (Gemma 3). */
+static void residual_add(elm_context *c, float *y, const float *post_norm, int32_t n) {
+    if (post_norm) rmsnorm_rows(c, y, y, post_norm, n);
+    for (size_t i = 0; i < (size_t)n * c->m->hp.dim; i++) c->x[i] += y[i];
+}
+
+/* Attention of the batch's tokens [t0, t0 + nt) in layer l, after their keys and values are in
+ * the cache. A ring is read from the first position the first token sees. */
+static void attend(elm_context *c, int l, int32_t t0, int32_t nt) {
+    const elm_hparams *hp = &c->m->hp;
+    attention_job aj = {.c = c, .t0 = t0, .n_swa = elm_layer_swa(hp, l) ? hp->n_swa : 0,
+                        .ring = elm_kv_layer_ring(c, l)};
+    elm_pool_work_init(&aj.items, (long)nt * hp->n_heads, elm_pool_size(c->pool));
+    if (aj.ring) {
+        const int32_t first = c->pos[t0];
+        aj.base = first >= hp->n_swa ? first + 1 - hp->n_swa : 0;
+        ring_kv(c, l, aj.base, c->pos[t0 + nt - 1]);
+        aj.k = c->k_deq;
+        aj.v = c->v_deq;
+    } else {
+        int32_t rows = 0; /* the cache rows the tokens' attention reads: [0, rows) */
+        for (int32_t t = t0; t < t0 + nt; t++)
+            if (c->row0[t] + c->pos[t] + 1 > rows) rows = c->row0[t] + c->pos[t] + 1;
+        layer_kv(c, l, rows, &aj.k, &aj.v);
+    }
+    elm_pool_run_shared(c->pool, attention_worker, &aj);
+}
+
+/* GeGLU as ggml's CPU backend computes it (ggml_vec_geglu_f32, GGML_GELU_FP16): the gate is
+ * rounded to f16 and GELU read from a table of f16 results, 0 at or below -10 and the identity at
+ * or above 10. The table differs from GELU in f32 by up to one f16 step (4e-3 relative), which
+ * alone moved a tiny Gemma's logits 4e-3 from llama.cpp's; ggml_rounding only. */
+static void geglu_ggml(float *out, const float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float x = g[i];
+        float y = x <= -10.0f ? 0.0f : x;
+        if (x > -10.0f && x < 10.0f) {
+            /* ggml's order of operations: its f32 value decides which f16 the table holds, and
+             * one f16 step is 4e-3 */
+            const float h = elm_round_f16(x);
+            y = elm_round_f16(0.5f * h *
+                              (1.0f + tanhf(0.79788456080286535587989211986876f * h *
+                                            (1.0f + 0.044715f * h * h))));
+        }
+        out[i] = y * u[i];
     }
 }
 
@@ -272,12 +353,12 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     const elm_hparams *hp = &m->hp;
     const elm_layer *L = &m->layers[l];
     const int dim = hp->dim, kv = c->kv_dim, q_dim = hp->n_heads * hp->head_dim;
-    const float *attn_norm = c->norms + (size_t)(2 * l) * dim, *ffn_norm = attn_norm + dim;
+    const float *norm = c->norms + (size_t)(c->n_norms * l) * dim; /* attn, ffn, post norms */
+    const bool post = c->n_norms == 4;
     void (*rope)(float *, int, int, int, const float *) =
         hp->rope_style == ELM_ROPE_NEOX ? c->k->rope_neox : c->k->rope;
 
-    for (int32_t t = 0; t < n; t++)
-        c->k->rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, attn_norm, dim, hp->rms_eps);
+    rmsnorm_rows(c, c->xb, c->x, norm, n);
     const elm_tensor *qkv[] = {L->wq, L->wk, L->wv};
     float *qkv_out[] = {c->q, c->kb, c->vb};
     matmul_group(c, l, 3, qkv, qkv_out, c->xb, n);
@@ -285,39 +366,43 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     add_bias(c->kb, L->bk, n, kv);
     add_bias(c->vb, L->bv, n, kv);
     if (c->qk_norms) qk_norm(c, l, n);
-    unsigned char *k_layer = c->k_cache + (size_t)l * c->n_ctx * c->k_row;
-    unsigned char *v_layer = c->v_cache + (size_t)l * c->n_ctx * c->v_row;
-    const bool nope = hp->nope_every > 0 && (l + 1) % hp->nope_every == 0;
-    for (int32_t t = 0; t < n; t++) {
-        const size_t pos = (size_t)c->row0[t] + (size_t)c->pos[t]; /* the token's cache row */
-        const float *cs = c->rope_cs + (size_t)t * hp->rope_dim;
-        if (!nope) {
-            rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs);
-            rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
+    unsigned char *k_layer = elm_kv_layer_k(c, l), *v_layer = elm_kv_layer_v(c, l);
+    const bool nope = elm_layer_nope(hp, l);
+    const bool ring = elm_kv_layer_ring(c, l);
+    const float *rope_cs = elm_layer_swa(hp, l) && c->rope_cs_swa ? c->rope_cs_swa : c->rope_cs;
+    /* a ring takes the tokens in chunks that fit beside the window (its spare rows + 1) */
+    const int32_t chunk = ring ? c->swa_rows - hp->n_swa + 1 : n;
+    for (int32_t t0 = 0; t0 < n; t0 += chunk) {
+        const int32_t nt = n - t0 < chunk ? n - t0 : chunk;
+        for (int32_t t = t0; t < t0 + nt; t++) {
+            const size_t row = ring ? (size_t)(c->pos[t] % c->swa_rows)
+                                    : (size_t)c->row0[t] + (size_t)c->pos[t]; /* cache row */
+            const float *cs = rope_cs + (size_t)t * hp->rope_dim;
+            if (!nope) {
+                rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs);
+                rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
+            }
+            /* keys are stored (and quantized) after RoPE */
+            elm_kv_encode(c->type_k, c->k_block, c->kb + (size_t)t * kv, k_layer + row * c->k_row,
+                          kv);
+            elm_kv_encode(c->type_v, c->v_block, c->vb + (size_t)t * kv, v_layer + row * c->v_row,
+                          kv);
         }
-        /* keys are stored (and quantized) after RoPE */
-        elm_kv_encode(c->type_k, c->k_block, c->kb + (size_t)t * kv, k_layer + pos * c->k_row, kv);
-        elm_kv_encode(c->type_v, c->v_block, c->vb + (size_t)t * kv, v_layer + pos * c->v_row, kv);
+        attend(c, l, t0, nt);
     }
-    attention_job aj = {.c = c, .n_tok = n};
-    elm_pool_work_init(&aj.items, (long)n * hp->n_heads, elm_pool_size(c->pool));
-    int32_t rows = 0; /* the cache rows the batch's attention reads: [0, rows) */
-    for (int32_t t = 0; t < n; t++)
-        if (c->row0[t] + c->pos[t] + 1 > rows) rows = c->row0[t] + c->pos[t] + 1;
-    layer_kv(c, l, rows, &aj.k, &aj.v);
-    elm_pool_run_shared(c->pool, attention_worker, &aj);
     matmul(c, l, L->wo, c->att, n, c->xb);
-    for (size_t i = 0; i < (size_t)n * dim; i++) c->x[i] += c->xb[i];
+    residual_add(c, c->xb, post ? norm + 2 * dim : NULL, n);
 
-    for (int32_t t = 0; t < n; t++)
-        c->k->rmsnorm(c->xb + (size_t)t * dim, c->x + (size_t)t * dim, ffn_norm, dim, hp->rms_eps);
+    rmsnorm_rows(c, c->xb, c->x, norm + dim, n);
     const elm_tensor *gate_up[] = {L->w_gate, L->w_up};
     float *gate_up_out[] = {c->hg, c->hu};
     matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n);
-    (hp->ffn_act == ELM_ACT_GELU_TANH ? c->k->geglu : c->k->swiglu)(c->hg, c->hg, c->hu,
-                                                                  (int64_t)n * hp->ffn_dim);
+    const int64_t n_ff = (int64_t)n * hp->ffn_dim;
+    if (hp->ffn_act == ELM_ACT_SILU) c->k->swiglu(c->hg, c->hg, c->hu, n_ff);
+    else if (c->ggml_rounding) geglu_ggml(c->hg, c->hg, c->hu, n_ff);
+    else c->k->geglu(c->hg, c->hg, c->hu, n_ff);
     matmul(c, l, L->w_down, c->hg, n, c->xb);
-    for (size_t i = 0; i < (size_t)n * dim; i++) c->x[i] += c->xb[i];
+    residual_add(c, c->xb, post ? norm + 3 * dim : NULL, n);
 }
 
 /* Norm and output projection of the n_out rows `rows` of the residual stream into logits
@@ -325,12 +410,16 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
 static void output_logits(elm_context *c, const int32_t *rows, int32_t first, int32_t n_out,
                           float *logits) {
     const elm_hparams *hp = &c->m->hp;
-    const float *out_norm = c->norms + (size_t)(2 * hp->n_layers) * hp->dim;
+    const float *out_norm = c->norms + (size_t)(c->n_norms * hp->n_layers) * hp->dim;
     for (int32_t t = 0; t < n_out; t++)
         c->k->rmsnorm(c->xb + (size_t)t * hp->dim,
                       c->x + (size_t)(rows ? rows[t] : first + t) * hp->dim, out_norm, hp->dim,
                       hp->rms_eps);
     matmul(c, -1, c->m->output, c->xb, n_out, logits);
+    const float cap = hp->logit_softcap;
+    if (cap > 0)
+        for (size_t i = 0; i < (size_t)n_out * (size_t)hp->n_vocab; i++)
+            logits[i] = cap * tanhf(logits[i] / cap);
 }
 
 static elm_status check_tokens(const elm_context *c, const int32_t *tokens, int32_t n,
@@ -398,6 +487,10 @@ elm_status elm_forward_seqs(elm_context *c, const int32_t *tokens, const int32_t
                             float *logits, elm_error *err) {
     elm_status st = check_tokens(c, tokens, n, err);
     if (st) return st;
+    if (c->swa_rows)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "several sequences in one pass: the sliding-window KV cache holds one "
+                          "(swa_full keeps every position)");
     for (int32_t t = 0; t < n; t++)
         if (pos[t] < 0 || row0[t] < 0 || (int64_t)row0[t] + pos[t] >= c->n_ctx)
             return elm_errorf(err, ELM_ERR_ARG,

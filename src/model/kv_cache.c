@@ -14,6 +14,12 @@ elm_status elm_context_truncate(elm_context *c, int32_t n_past, elm_error *err) 
     if (n_past < 0 || n_past > c->n_past)
         return elm_errorf(err, ELM_ERR_ARG, "truncate to %d tokens: the cache holds %d", n_past,
                           c->n_past);
+    /* a ring has overwritten what lies further back than its spare rows */
+    if (c->swa_rows && c->n_past - n_past > c->swa_rows - c->m->hp.n_swa + 1)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "truncate by %d tokens: the sliding-window KV cache keeps %d beyond its "
+                          "window (swa_full keeps every position)", c->n_past - n_past,
+                          c->swa_rows - c->m->hp.n_swa + 1);
     c->n_past = n_past;
     return ELM_OK;
 }
@@ -39,28 +45,36 @@ elm_status elm_context_shift(elm_context *c, int32_t n_keep, int32_t n_discard, 
         return elm_errorf(err, ELM_ERR_ARG,
                           "context shift: keep %d, discard %d of %d cached tokens", n_keep,
                           n_discard, c->n_past);
+    if (c->swa_rows)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "context shift: the sliding-window layers' KV cache keeps only the "
+                          "window (swa_full keeps every position)");
     const elm_hparams *hp = &c->m->hp;
-    float *cs = malloc(sizeof(float) * (size_t)hp->rope_dim);
+    float *cs = malloc(sizeof(float) * 2 * (size_t)hp->rope_dim); /* global, windowed layers */
     float *row = malloc(sizeof(float) * (size_t)c->kv_dim);
     if (!cs || !row) {
         free(cs);
         free(row);
         return elm_errorf(err, ELM_ERR_NOMEM, "context shift: out of memory");
     }
-    for (int i = 0; i < hp->rope_dim / 2; i++) {
-        const float angle = -(float)n_discard * c->inv_freq[i];
-        cs[2 * i] = cosf(angle);
-        cs[2 * i + 1] = sinf(angle);
-    }
+    for (int i = 0; i < hp->rope_dim / 2; i++)
+        for (int swa = 0; swa < 2; swa++) {
+            const float *f = swa && c->inv_freq_swa ? c->inv_freq_swa : c->inv_freq;
+            const float angle = -(float)n_discard * f[i];
+            cs[swa * hp->rope_dim + 2 * i] = cosf(angle);
+            cs[swa * hp->rope_dim + 2 * i + 1] = sinf(angle);
+        }
     const int32_t from = n_keep + n_discard, n_move = c->n_past - from;
     for (int l = 0; l < hp->n_layers; l++) {
-        unsigned char *k = c->k_cache + (size_t)l * c->n_ctx * c->k_row;
-        unsigned char *v = c->v_cache + (size_t)l * c->n_ctx * c->v_row;
+        unsigned char *k = elm_kv_layer_k(c, l), *v = elm_kv_layer_v(c, l);
         memmove(k + (size_t)n_keep * c->k_row, k + (size_t)from * c->k_row,
                 (size_t)n_move * c->k_row);
         memmove(v + (size_t)n_keep * c->v_row, v + (size_t)from * c->v_row,
                 (size_t)n_move * c->v_row);
-        rerotate(c, k, n_keep, n_keep + n_move, cs, row);
+        /* NoPE layers (SmolLM3) stored their keys unrotated */
+        if (!elm_layer_nope(hp, l))
+            rerotate(c, k, n_keep, n_keep + n_move,
+                     cs + (elm_layer_swa(hp, l) ? hp->rope_dim : 0), row);
     }
     memmove(c->tokens + n_keep, c->tokens + from, sizeof(int32_t) * (size_t)n_move);
     c->n_past -= n_discard;
@@ -89,16 +103,26 @@ bool elm_kv_type_from_name(const char *name, elm_type *out) {
                                              *out == ELM_TYPE_Q8_0 || *out == ELM_TYPE_Q4_0);
 }
 
+/* Mistral's window (swa_period 0, every layer) keeps the full cache, masked: rings would take
+ * its context shift and sessions, which a ring refuses. */
+int32_t elm_kv_layer_rows(const elm_hparams *hp, int l, int32_t n_ctx) {
+    if (hp->swa_period == 0 || !elm_layer_swa(hp, l)) return n_ctx;
+    const int64_t ring = (int64_t)hp->n_swa + (hp->n_swa / 2 > ELM_SWA_SPARE ? hp->n_swa / 2
+                                                                               : ELM_SWA_SPARE);
+    return ring < n_ctx ? (int32_t)ring : n_ctx;
+}
+
 size_t elm_kv_cache_bytes(const elm_hparams *hp, int32_t n_ctx, elm_type type_k, elm_type type_v) {
     const int32_t bk = elm_kv_block(type_k, hp->head_dim), bv = elm_kv_block(type_v, hp->head_dim);
     if (!bk || !bv || n_ctx <= 0) return 0;
     const int64_t kv_dim = (int64_t)hp->n_kv_heads * hp->head_dim;
-    return (size_t)hp->n_layers * (size_t)n_ctx *
-           (elm_kv_bytes(type_k, bk, kv_dim) + elm_kv_bytes(type_v, bv, kv_dim));
+    size_t rows = 0;
+    for (int l = 0; l < hp->n_layers; l++) rows += (size_t)elm_kv_layer_rows(hp, l, n_ctx);
+    return rows * (elm_kv_bytes(type_k, bk, kv_dim) + elm_kv_bytes(type_v, bv, kv_dim));
 }
 
 size_t elm_context_kv_bytes(const elm_context *c) {
-    return (size_t)c->m->hp.n_layers * (size_t)c->n_ctx * (c->k_row + c->v_row);
+    return (size_t)c->layer_row[c->m->hp.n_layers] * (c->k_row + c->v_row);
 }
 
 elm_type elm_context_type_k(const elm_context *c) { return c->type_k; }

@@ -195,7 +195,11 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
         (st = bind_bias(m, &L->bk, NAME("attn_k.bias"), kv, a->qkv_bias, err)) ||
         (st = bind_bias(m, &L->bv, NAME("attn_v.bias"), kv, a->qkv_bias, err)))
         return st;
-    L->q_norm = L->k_norm = NULL;
+    L->q_norm = L->k_norm = L->attn_post_norm = L->ffn_post_norm = NULL;
+    if (a->post_norms &&
+        ((st = bind_one(m, &L->attn_post_norm, NAME("post_attention_norm.weight"), dim, 0, err)) ||
+         (st = bind_one(m, &L->ffn_post_norm, NAME("post_ffw_norm.weight"), dim, 0, err))))
+        return st;
     if (a->qk_norm &&
         ((st = bind_one(m, &L->q_norm, NAME("attn_q_norm.weight"), hp->head_dim, 0, err)) ||
          (st = bind_one(m, &L->k_norm, NAME("attn_k_norm.weight"), hp->head_dim, 0, err))))
@@ -220,7 +224,7 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
     if (hp->dim <= 0 || hp->n_layers <= 0 || hp->n_heads <= 0 || hp->n_kv_heads <= 0 ||
         hp->ffn_dim <= 0 || hp->n_vocab <= 0 || hp->dim > (1 << 20) || hp->n_layers > 4096 ||
         hp->ffn_dim > (1 << 22) || hp->n_vocab > (1 << 24) || hp->head_dim < 0 ||
-        hp->head_dim > 4096 || hp->n_heads > 4096 || hp->n_swa < 0)
+        hp->head_dim > 4096 || hp->n_heads > 4096 || hp->n_swa < 0 || hp->swa_period < 0)
         return elm_errorf(err, ELM_ERR_FORMAT,
                           "%s: invalid hyper-parameters (dim %d, layers %d, heads %d/%d, head size "
                           "%d, ffn %d, vocab %d)", m->path, hp->dim, hp->n_layers, hp->n_heads,
@@ -238,10 +242,18 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
     if (hp->rope_theta == 0) hp->rope_theta = 10000.0f;
     if (hp->rope_freq_scale == 0) hp->rope_freq_scale = 1.0f;
     if (hp->n_ctx_train <= 0) hp->n_ctx_train = 2048;
+    elm_arch_swa_defaults(a, hp);
+    /* Gemma 3 27B scales by dim / heads, not its head size (llama.cpp, after gemma_pytorch) */
+    if (hp->attn_scale == 0)
+        hp->attn_scale = 1.0f / sqrtf((float)(a->swa_period && hp->n_layers == 62
+                                                  ? hp->dim / hp->n_heads
+                                                  : hp->head_dim));
     /* a NaN epsilon or frequency base loads fine and then poisons every activation */
     const struct { const char *name; double v, lo, hi; } f[] = {
         {"rms_eps", hp->rms_eps, 1e-12, 0.1}, {"rope_theta", hp->rope_theta, 1, 1e12},
         {"rope_freq_scale", hp->rope_freq_scale, 1e-6, 1e3},
+        {"rope_theta_swa", hp->rope_theta_swa ? hp->rope_theta_swa : 1, 1, 1e12},
+        {"attn_scale", hp->attn_scale, 1e-6, 1e3}, {"logit_softcap", hp->logit_softcap, 0, 1e6},
         {"context_length", hp->n_ctx_train, 1, 1 << 24}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (!(f[i].v >= f[i].lo && f[i].v <= f[i].hi))

@@ -45,7 +45,14 @@ static session_header header_for(const elm_context *c, int32_t n_tokens) {
 
 /* Byte offset of layer l's rows in a cache of `row`-byte positions. */
 static size_t layer_off(const elm_context *c, int l, size_t row) {
-    return (size_t)l * (size_t)c->n_ctx * row;
+    return (size_t)c->layer_row[l] * row;
+}
+
+/* Session files hold every position of every layer: a ring (sliding-window layers) has not. */
+static elm_status refuse_ring(const elm_context *c, const char *path, elm_error *err) {
+    if (!c->swa_rows) return ELM_OK;
+    return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: sessions of a sliding-window KV cache are not "
+                      "supported (swa_full keeps every position)", path);
 }
 
 static size_t file_bytes(const elm_context *c, int32_t n_tokens) {
@@ -56,7 +63,8 @@ static size_t file_bytes(const elm_context *c, int32_t n_tokens) {
 elm_status elm_session_save(const elm_context *c, const char *path, elm_error *err) {
     const session_header h = header_for(c, c->n_past);
     elm_out o;
-    elm_status st = elm_out_open(&o, path, err);
+    elm_status st = refuse_ring(c, path, err);
+    if (!st) st = elm_out_open(&o, path, err);
     if (st) return st;
     uint64_t sum = elm_fnv1a(ELM_FNV1A_INIT, &h, sizeof h);
     st = elm_out_write(&o, &h, sizeof h, err);
@@ -124,7 +132,8 @@ static elm_status check_header(const elm_context *c, const char *path, const ses
 elm_status elm_session_load(elm_context *c, const char *path, elm_error *err) {
     void *map = NULL;
     size_t size = 0;
-    elm_status st = elm_map_file(path, &map, &size, err);
+    elm_status st = refuse_ring(c, path, err);
+    if (!st) st = elm_map_file(path, &map, &size, err);
     if (st) return st;
     session_header h;
     if (size < HEADER_BYTES + sizeof(uint64_t)) {

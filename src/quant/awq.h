@@ -2,8 +2,8 @@
  * the per-input-channel scale search of a group of linears sharing an input, and the clipping
  * search that quantizes one scaled linear. Errors are measured on the calibration inputs through
  * their Hessian H = 2·Σ x xᵀ, so no activations are stored: ‖(W - Ŵ)X‖² = ½ Σ_r e_rᵀ H e_r,
- * summed over the 32-weight blocks with H's 32 x 32 diagonal blocks (float32, one sgemm per block
- * and chunk of rows). The cross-block terms pair
+ * summed over the 32-weight blocks (sub-blocks of a super-block type's 256) with H's 32 x 32
+ * diagonal blocks (float32, one sgemm per block and chunk of rows). The cross-block terms pair
  * rounding errors of different blocks, which are independent and average out; dropping them
  * costs rows·cols·32 per candidate instead of rows·cols² (for a 2048 x 5632 matrix, 176x less)
  * and chose scales as good as the full sum on the fixture (q4_0 KLD 0.0825 vs 0.0850, q4_1
@@ -37,10 +37,11 @@ elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols
 void elm_awq_diag_blocks(const float *H, int64_t cols, const double *cs, float *hb);
 
 /* Quantizes the scaled weights ws [rows, cols] whose input Hessian's diagonal blocks (in the scaled
- * coordinates) are hb (elm_awq_diag_blocks): for each 32-weight block, the clip of ELM_AWQ_CLIP
- * whose parameters minimise the block's output error Δ H_bb Δᵀ (the first on ties), then nearest
- * codes. Writes codes [rows, cols], params [rows, cols/32] and their values q [rows, cols].
- * ELM_ERR_NOMEM. */
+ * coordinates) are hb (elm_awq_diag_blocks): for each type block, the candidate of
+ * elm_grid_candidates (the ELM_AWQ_CLIP clips of a legacy type; a kq type's reference encoder and
+ * its search weighted by the diagonal of hb) whose parameters minimise the block's output error
+ * Σ Δ H_bb Δᵀ over its 32-weight parts (the first on ties), then nearest codes. Writes codes
+ * [rows, cols], params [rows, cols/g->block] and their values q [rows, cols]. ELM_ERR_NOMEM. */
 elm_status elm_awq_clip_quantize(const elm_grid *g, const float *ws, int64_t rows, int64_t cols,
                                  const float *hb, int8_t *codes, elm_block_params *params, float *q,
                                  elm_error *err);

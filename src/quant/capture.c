@@ -1,7 +1,7 @@
 /* Activation capture (capture.h): a matmul hook adds each observed input batch X [n_tok, cols] to
- * H += 2·XᵀX with one BLAS rank-k update (ssyrk, upper triangle), and to per-channel |x| sums and
- * maxima. Keys are matched by tensor pointer, not by the hook's layer index, which counts from the
- * first layer of the model view run. */
+ * H += 2·XᵀX with one BLAS rank-k update (ssyrk, upper triangle) when H is kept, to per-channel |x|
+ * sums and maxima, and to the signed range. Keys are matched by tensor pointer, not by the hook's
+ * layer index, which counts from the first layer of the model view run. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -10,14 +10,16 @@
 #include "edgelm/context.h"
 #include "quant/capture.h"
 
-elm_status elm_act_stats_init(elm_act_stats *s, const elm_tensor *key, elm_error *err) {
+elm_status elm_act_stats_init(elm_act_stats *s, const elm_tensor *key, bool hessian, elm_error *err) {
     memset(s, 0, sizeof *s);
     s->key = key;
     s->cols = key->ne[0];
-    s->h = calloc((size_t)(s->cols * s->cols), sizeof *s->h);
+    s->lo = INFINITY;
+    s->hi = -INFINITY;
+    s->h = hessian ? calloc((size_t)(s->cols * s->cols), sizeof *s->h) : NULL;
     s->abs_mean = calloc((size_t)s->cols, sizeof *s->abs_mean);
     s->abs_max = calloc((size_t)s->cols, sizeof *s->abs_max);
-    if (!s->h || !s->abs_mean || !s->abs_max) {
+    if ((hessian && !s->h) || !s->abs_mean || !s->abs_max) {
         elm_act_stats_free(s);
         return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the %lld x %lld Hessian of '%s'",
                           (long long)s->cols, (long long)s->cols, key->name);
@@ -46,12 +48,15 @@ static void on_matmul(const elm_tensor *w, int layer, const float *x, int64_t n_
         const int64_t cols = s->cols;
         for (int64_t t = 0; t < n_tok; t++)
             for (int64_t j = 0; j < cols; j++) {
-                float a = fabsf(x[t * cols + j]);
+                const float v = x[t * cols + j], a = fabsf(v);
                 s->abs_mean[j] += a;
                 if (!(a <= s->abs_max[j])) s->abs_max[j] = a; /* keeps a NaN for the check */
+                s->lo = v < s->lo ? v : s->lo;
+                s->hi = v > s->hi ? v : s->hi;
             }
-        cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)cols, (int)n_tok, 2.0f, x,
-                    (int)cols, 1.0f, s->h, (int)cols);
+        if (s->h)
+            cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)cols, (int)n_tok, 2.0f, x,
+                        (int)cols, 1.0f, s->h, (int)cols);
         s->n_rows += n_tok;
     }
 }
@@ -67,6 +72,7 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
     elm_model view = *m; /* the layers asked for only: the others are not run */
     view.layers = m->layers + first;
     view.hp.n_layers = n_layers;
+    view.hp.first_layer = m->hp.first_layer + first; /* NoPE and windowed layers go by index */
     int32_t n_ctx = 1;
     for (int32_t i = 0; i < cs->n; i++) n_ctx = cs->n_ids[i] > n_ctx ? cs->n_ids[i] : n_ctx;
     capture c = {stats, n_stats};
@@ -92,9 +98,9 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
         const int64_t n = s->cols;
         bool finite = true;
         for (int64_t j = 0; j < n; j++) {
-            finite &= isfinite(s->abs_max[j]) && isfinite(s->h[j * n + j]);
+            finite &= isfinite(s->abs_max[j]) && (!s->h || isfinite(s->h[j * n + j]));
             if (s->n_rows) s->abs_mean[j] /= (double)s->n_rows;
-            for (int64_t i = 0; i < j; i++) s->h[j * n + i] = s->h[i * n + j];
+            for (int64_t i = 0; s->h && i < j; i++) s->h[j * n + i] = s->h[i * n + j];
         }
         if (!finite)
             st = elm_errorf(err, ELM_ERR_FORMAT,

@@ -14,13 +14,15 @@ typedef struct elm_act_stats {
     int64_t cols;
     int64_t n_rows;        /* input vectors seen (tokens) */
     float *h;              /* [cols, cols] H = 2·Σ x xᵀ, summed in float32 (as the GPTQ and AWQ
-                            * reference code do) */
+                            * reference code do); NULL when not asked for */
     double *abs_mean;      /* [cols] mean |x| */
     float *abs_max;        /* [cols] max |x| */
+    float lo, hi;          /* the smallest and largest element seen (+inf, -inf before any) */
 } elm_act_stats;
 
-/* Allocates zeroed statistics for key's input (key->ne[0] columns). ELM_ERR_NOMEM. */
-elm_status elm_act_stats_init(elm_act_stats *s, const elm_tensor *key, elm_error *err);
+/* Allocates zeroed statistics for key's input (key->ne[0] columns), with the cols² Hessian only
+ * when hessian (GPTQ); the ranges alone cost O(cols). ELM_ERR_NOMEM. */
+elm_status elm_act_stats_init(elm_act_stats *s, const elm_tensor *key, bool hessian, elm_error *err);
 void elm_act_stats_free(elm_act_stats *s);
 
 /* Runs every calibration sequence of cs (each from an empty KV cache at position 0, one batch)

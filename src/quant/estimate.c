@@ -52,7 +52,7 @@ elm_status elm_quant_measure_rates(int32_t n_threads, elm_quant_rates *out, elm_
     const double s0 = elm_now_s();
     for (int b = 0; b < W; b += ELM_QK) {
         const elm_block_params p = elm_grid_best_params(&g, x + b, h, GPTQ_CLIP);
-        for (int j = 0; j < ELM_QK; j++) sink += elm_grid_value(&g, p, elm_grid_code(&g, p, x[b + j]));
+        for (int j = 0; j < ELM_QK; j++) sink += elm_grid_value(&g, &p, j, elm_grid_code(&g, &p, j, x[b + j]));
     }
     out->scalar_ns = (elm_now_s() - s0) * 1e9 / W;
     (void)sink;
@@ -69,13 +69,15 @@ typedef struct lin {
 /* Scratch of the widest linear's quantization (lin_buf, elm_gptq or AWQ's searches), bytes. */
 static double scratch_bytes(elm_quant_method method, lin l) {
     const double rc = (double)l.rows * l.cols, n2 = (double)l.cols * l.cols;
-    const double lin_buf = 4 * rc + rc + 8 * rc / ELM_QK + 4 * rc +
+    const double lin_buf = 4 * rc + rc + sizeof(elm_block_params) * rc / ELM_QK + 4 * rc +
                            4.0 * (3 * ELM_ERR_ROWS + ELM_ERR_PANEL) * l.cols;
     if (method == ELM_QUANT_GPTQ) return lin_buf + 8 * n2 + 4 * rc + 4.0 * l.rows * GPTQ_BATCH;
-    return lin_buf + 4.0 * l.cols * ELM_QK + 4.0 * 256 * l.cols;
+    /* hb, a chunk of 256 rows' errors and (legacy types, the most) their blocks' clip candidates */
+    return lin_buf + 4.0 * l.cols * ELM_QK + 4.0 * 256 * l.cols +
+           (double)sizeof(elm_block_params) * 256 * l.cols / ELM_QK * ELM_AWQ_CLIP;
 }
 
-/* GEMM flops, scalar weight visits and Hessian (float64 SYRK) flops of one linear. */
+/* GEMM flops, scalar weight visits and Hessian (float32 SYRK) flops of one linear. */
 static void linear_cost(elm_quant_method method, lin l, int64_t n_tokens, double *gemm,
                         double *scalar) {
     const double r = (double)l.rows, n = (double)l.cols;

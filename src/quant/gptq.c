@@ -19,6 +19,8 @@
 
 #define GPTQ_BLOCK 128
 #define GPTQ_SUB 32
+_Static_assert(ELM_QK_K % GPTQ_BLOCK == 0 && GPTQ_BLOCK % GPTQ_SUB == 0 && GPTQ_SUB % ELM_QK == 0,
+               "a type block starts a batch or lies within a sub-batch");
 #define GPTQ_MAX_RAISES 10
 
 /* Columns by descending diag, ties by index (a total order keeps results reproducible). */
@@ -77,24 +79,27 @@ typedef struct walk {
 
 static void walk_rows(void *arg, int ith, int nth) {
     const walk *k = arg;
-    const int64_t n = k->n, nblk = n / ELM_QK;
+    const int64_t n = k->n, nblk = n / k->g->block;
     long r0, r1;
     elm_split((long)k->rows, ith, nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
         float *w = k->Wp + r * n;
         for (int64_t i = k->i1; i < k->i2; i++) {
-            const int64_t col = k->perm[i], b = col / ELM_QK;
-            elm_block_params *p = &k->params[r * nblk + b];
-            if (!k->o->act_order && col % ELM_QK == 0)
+            const int64_t col = k->perm[i];
+            const int j = (int)(col % k->g->block);
+            elm_block_params *p = &k->params[r * nblk + col / k->g->block];
+            /* a super-block's scales come from all its columns as the batches before this one
+             * left them: it starts a batch (ELM_QK_K is a multiple of GPTQ_BLOCK) */
+            if (!k->o->act_order && j == 0)
                 *p = elm_grid_best_params(k->g, w + i, k->dh + i, k->o->n_clip);
-            const int c = elm_grid_code(k->g, *p, w[i]);
-            const float v = elm_grid_value(k->g, *p, c);
+            const int c = elm_grid_code(k->g, p, j, w[i]);
+            const float v = elm_grid_value(k->g, p, j, c);
             k->codes[r * n + col] = (int8_t)c;
             k->q[r * n + col] = v;
             /* the error against the original weight: its feedback through row i of Vt */
             const float e = k->W[r * n + col] - v, *u = k->Vt + i * n;
             k->Err[r * k->ld + (i - k->i1)] = e;
-            for (int64_t j = i + 1; j < k->i2; j++) w[j] += e * u[j];
+            for (int64_t c2 = i + 1; c2 < k->i2; c2++) w[c2] += e * u[c2];
         }
     }
 }
@@ -102,7 +107,7 @@ static void walk_rows(void *arg, int ith, int nth) {
 elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows, int64_t cols,
                     const float *H, const elm_gptq_opts *o, int8_t *codes, elm_block_params *params,
                     float *q, elm_gptq_result *res, elm_error *err) {
-    const int64_t n = cols, nblk = cols / ELM_QK;
+    const int64_t n = cols, nblk = cols / g->block;
     memset(res, 0, sizeof *res);
     int64_t *perm = malloc(sizeof *perm * (size_t)n);
     double *dh = malloc(sizeof *dh * (size_t)n);
@@ -134,8 +139,8 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
     if (o->act_order) {
         for (int64_t r = 0; r < rows; r++)
             for (int64_t b = 0; b < nblk; b++)
-                params[r * nblk + b] = elm_grid_best_params(g, W + r * n + b * ELM_QK,
-                                                            dhf + b * ELM_QK, o->n_clip);
+                params[r * nblk + b] = elm_grid_best_params(g, W + r * n + b * g->block,
+                                                            dhf + b * g->block, o->n_clip);
         qsort_r(perm, (size_t)n, sizeof *perm, by_diag_desc, dh);
     }
     double mean_diag = 0;

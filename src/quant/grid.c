@@ -1,25 +1,36 @@
 /* ggml block grids (grid.h): parameters, nearest codes, decoding and packing of Q8_0, Q4_0, Q4_1,
- * Q5_0 and Q5_1 blocks, written from the layouts in docs/formats.md ("ggml blocks"). Scales are
- * rounded to f16 before any code is chosen, so codes are nearest for the stored scale. */
+ * Q5_0 and Q5_1 blocks, written from the layouts in docs/formats.md ("ggml blocks"), and of the
+ * super-block types and IQ4_NL through their encoders' scales (core/kquant.h). Scales are rounded
+ * to f16 before any code is chosen, so codes are nearest for the stored scale. */
 #include <math.h>
 #include <string.h>
 
+#include "core/encode.h"
 #include "core/half.h"
+#include "core/quant_search.h"
 #include "quant/grid.h"
 
 bool elm_grid_of(elm_type type, elm_grid *g) {
+    const int8_t *nl = elm_iq4nl_grid;
     switch (type) {
-    case ELM_TYPE_Q8_0: *g = (elm_grid){type, -127, 127, 0, false}; return true;
-    case ELM_TYPE_Q4_0: *g = (elm_grid){type, 0, 15, 8, false}; return true;
-    case ELM_TYPE_Q5_0: *g = (elm_grid){type, 0, 31, 16, false}; return true;
-    case ELM_TYPE_Q4_1: *g = (elm_grid){type, 0, 15, 0, true}; return true;
-    case ELM_TYPE_Q5_1: *g = (elm_grid){type, 0, 31, 0, true}; return true;
+    case ELM_TYPE_Q8_0: *g = (elm_grid){type, ELM_QK, ELM_QK, -127, 127, 0, false, false, NULL}; return true;
+    case ELM_TYPE_Q4_0: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 15, 8, false, false, NULL}; return true;
+    case ELM_TYPE_Q5_0: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 31, 16, false, false, NULL}; return true;
+    case ELM_TYPE_Q4_1: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 15, 0, true, false, NULL}; return true;
+    case ELM_TYPE_Q5_1: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 31, 0, true, false, NULL}; return true;
+    case ELM_TYPE_Q2_K: *g = (elm_grid){type, ELM_QK_K, 16, 0, 3, 0, true, true, NULL}; return true;
+    case ELM_TYPE_Q3_K: *g = (elm_grid){type, ELM_QK_K, 16, 0, 7, 4, false, true, NULL}; return true;
+    case ELM_TYPE_Q4_K: *g = (elm_grid){type, ELM_QK_K, 32, 0, 15, 0, true, true, NULL}; return true;
+    case ELM_TYPE_Q5_K: *g = (elm_grid){type, ELM_QK_K, 32, 0, 31, 0, true, true, NULL}; return true;
+    case ELM_TYPE_Q6_K: *g = (elm_grid){type, ELM_QK_K, 16, 0, 63, 32, false, true, NULL}; return true;
+    case ELM_TYPE_IQ4_NL: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 15, 0, false, true, nl}; return true;
+    case ELM_TYPE_IQ4_XS: *g = (elm_grid){type, ELM_QK_K, 32, 0, 15, 0, false, true, nl}; return true;
     default: return false;
     }
 }
 
 elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip) {
-    elm_block_params p = {0, 0};
+    elm_block_params p = {0};
     if (g->asym) {
         float lo = x[0], hi = x[0];
         for (int j = 1; j < ELM_QK; j++) {
@@ -51,15 +62,58 @@ elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip) 
     return p;
 }
 
-void elm_grid_pack(const elm_grid *g, elm_block_params p, const int8_t *codes, void *block) {
+/* Parameters as the type's own encoder chooses them for the block x, weighted by qw (or not):
+ * encoded, then read back from the bytes. */
+static elm_block_params encoder_params(const elm_grid *g, const float *x, const float *qw) {
+    uint8_t b[256];
+    elm_block_params p = {0};
+    elm_encode_row(g->type, x, b, g->block, qw);
+    if (g->kq) {
+        elm_kquant_get_scales(g->type, b, &p.k);
+    } else {
+        p.d = elm_load_f16(b);
+        if (g->asym) p.m = elm_load_f16(b + 2);
+    }
+    return p;
+}
+
+int elm_grid_candidates(const elm_grid *g, const float *x, const float *h, int n_clip,
+                        elm_block_params *out) {
+    int n = 0;
+    if (g->kq) out[n++] = encoder_params(g, x, NULL);
+    else
+        for (int i = 0; i < n_clip; i++) out[n++] = elm_grid_params(g, x, 1.0f - 0.05f * (float)i);
+    if (h && n_clip > 1 && g->type != ELM_TYPE_Q8_0) /* (Q8_0 has no weighted search) */
+        out[n++] = encoder_params(g, x, h);
+    return n;
+}
+
+int elm_grid_code_kq(const elm_grid *g, const elm_block_params *p, int j, float x) {
+    const float step = g->block > ELM_QK ? p->k.d * (float)p->k.sc[j / g->sub] : p->k.d;
+    if (step == 0) return g->off;
+    if (g->levels) return elm_best_index_int8(16, g->levels, x / step);
+    const double m = g->asym ? (double)p->k.dmin * p->k.mn[j / g->sub] : 0;
+    const double q = floor(((double)x + m) / step + g->off + 0.5);
+    if (!(q > g->qmin)) return g->qmin; /* also NaN */
+    if (q > g->qmax) return g->qmax;
+    return (int)q;
+}
+
+void elm_grid_pack(const elm_grid *g, const elm_block_params *p, const int8_t *codes, void *block) {
     uint8_t *b = block;
-    elm_store_f16(b, p.d);
+    if (g->kq) {
+        uint8_t L[ELM_QK_K];
+        for (int j = 0; j < g->block; j++) L[j] = (uint8_t)codes[j];
+        elm_kquant_put(g->type, &p->k, L, b);
+        return;
+    }
+    elm_store_f16(b, p->d);
     if (g->type == ELM_TYPE_Q8_0) {
         memcpy(b + 2, codes, ELM_QK);
         return;
     }
     uint8_t *after_scales = b + (g->asym ? 4 : 2);
-    if (g->asym) elm_store_f16(b + 2, p.m);
+    if (g->asym) elm_store_f16(b + 2, p->m);
     /* 5-bit types: bit 4 of code j is bit j of the little-endian u32 qh before the nibbles */
     uint8_t *qs = after_scales;
     if (g->qmax == 31) {
@@ -73,17 +127,25 @@ void elm_grid_pack(const elm_grid *g, elm_block_params p, const int8_t *codes, v
         qs[j] = (uint8_t)((codes[j] & 0x0f) | (codes[j + ELM_QK / 2] & 0x0f) << 4);
 }
 
-float elm_grid_block_error(const elm_grid *g, elm_block_params p, const float *x, const float *h) {
-    /* elm_grid_code without branches, so that the loop vectorizes: the rounded point clamped to
-     * the code range, floored by truncation after a shift to non-negative values */
-    const float lo = (float)g->qmin, hi = (float)g->qmax, off = (float)g->off;
+float elm_grid_block_error(const elm_grid *g, const elm_block_params *p, const float *x,
+                           const float *h) {
     float e = 0;
+    if (g->kq || p->d == 0) {
+        for (int j = 0; j < g->block; j++) {
+            const float r = x[j] - elm_grid_value(g, p, j, elm_grid_code(g, p, j, x[j]));
+            e += (h ? h[j] : 1.0f) * r * r;
+        }
+        return e;
+    }
+    /* a legacy block: elm_grid_code without branches, so that the loop vectorizes: the rounded
+     * point clamped to the code range, floored by truncation after a shift to non-negative values */
+    const float lo = (float)g->qmin, hi = (float)g->qmax, off = (float)g->off;
     for (int j = 0; j < ELM_QK; j++) {
-        float t = (g->asym ? (x[j] - p.m) / p.d : x[j] / p.d + off) + 0.5f;
+        float t = (g->asym ? (x[j] - p->m) / p->d : x[j] / p->d + off) + 0.5f;
         t = t > lo ? t : lo;
         t = t < hi ? t : hi;
         const float c = (float)(int)(t - lo) + lo;
-        const float v = g->asym ? p.d * c + p.m : p.d * (c - off);
+        const float v = g->asym ? p->d * c + p->m : p->d * (c - off);
         const float r = x[j] - v;
         e += (h ? h[j] : 1.0f) * r * r;
     }
@@ -92,15 +154,17 @@ float elm_grid_block_error(const elm_grid *g, elm_block_params p, const float *x
 
 elm_block_params elm_grid_best_params(const elm_grid *g, const float *x, const float *h,
                                       int n_clip) {
-    elm_block_params best = elm_grid_params(g, x, 1.0f);
-    float best_err = best.d == 0 ? 0 : elm_grid_block_error(g, best, x, h);
-    for (int i = 1; i < n_clip && best.d != 0; i++) {
-        elm_block_params p = elm_grid_params(g, x, 1.0f - 0.05f * (float)i);
-        float e = elm_grid_block_error(g, p, x, h);
+    elm_block_params c[ELM_GRID_MAX_CANDIDATES];
+    const int n = elm_grid_candidates(g, x, h, n_clip, c);
+    if (n == 1) return c[0]; /* (AWQ's scale search: the RTN rule alone) */
+    int best = 0;
+    float best_err = elm_grid_block_error(g, &c[0], x, h);
+    for (int i = 1; i < n; i++) {
+        const float e = elm_grid_block_error(g, &c[i], x, h);
         if (e < best_err) {
             best_err = e;
-            best = p;
+            best = i;
         }
     }
-    return best;
+    return c[best];
 }

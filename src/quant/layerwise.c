@@ -204,11 +204,12 @@ static elm_status emit_rtn(qctx *q, elm_tensor *t, elm_error *err) {
 /* Packs codes/params chosen by GPTQ or AWQ; the working copy takes their values. */
 static elm_status emit_codes(qctx *q, elm_tensor *t, const elm_grid *g, const int8_t *codes,
                              const elm_block_params *params, const float *values, elm_error *err) {
-    const int64_t rows = rows_of(t), cols = t->ne[0], nblk = cols / ELM_QK;
+    const int64_t rows = rows_of(t), cols = t->ne[0], nblk = cols / g->block;
     const size_t bb = elm_type_get((uint32_t)g->type)->block_bytes;
     uint8_t *b = malloc(bb * (size_t)(rows * nblk));
     if (!b) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory encoding '%s'", t->name);
-    for (int64_t k = 0; k < rows * nblk; k++) elm_grid_pack(g, params[k], codes + k * ELM_QK, b + k * bb);
+    for (int64_t k = 0; k < rows * nblk; k++)
+        elm_grid_pack(g, &params[k], codes + k * g->block, b + k * bb);
     memcpy(t->data, values, sizeof(float) * (size_t)(rows * cols));
     q->r->bytes[idx(q->r, t)] = b;
     return ELM_OK;
@@ -332,7 +333,7 @@ static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
     elm_act_stats s[4] = {{0}};
     elm_status st = ELM_OK;
     if (rounded_only(q, groups, &st, err)) return st;
-    for (int gi = 0; gi < 4 && !st; gi++) st = elm_act_stats_init(&s[gi], groups[gi].m[0], err);
+    for (int gi = 0; gi < 4 && !st; gi++) st = elm_act_stats_init(&s[gi], groups[gi].m[0], true, err);
     if (!st) st = capture_block(q, l, s, err);
     for (int gi = 0; gi < 4 && !st; gi++)
         for (int k = 0; k < groups[gi].n && !st; k++) {
@@ -421,7 +422,7 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     elm_status st = ELM_OK;
     if (rounded_only(q, groups, &st, err)) return st;
     for (int gi = 0; gi < 4 && !st; gi++) {
-        st = elm_act_stats_init(&s[gi], groups[gi].m[0], err);
+        st = elm_act_stats_init(&s[gi], groups[gi].m[0], true, err);
         if (!st && !(scale[gi] = malloc(sizeof(double) * (size_t)s[gi].cols)))
             st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for AWQ scales");
         for (int k = 0; k < groups[gi].n && !st; k++) {
@@ -489,7 +490,7 @@ static elm_status output_stage(qctx *q, elm_error *err) {
     if (!grid_of(q, out, &g)) return emit_rtn(q, out, err);
     elm_act_stats s = {0};
     elm_status st = materialize(r, out, err);
-    if (!st) st = elm_act_stats_init(&s, out, err);
+    if (!st) st = elm_act_stats_init(&s, out, true, err);
     if (!st)
         st = elm_capture(&r->work, r->work.hp.n_layers, 0, true, q->p->calib, q->p->n_threads, q->x,
                          NULL, &s, 1, err);

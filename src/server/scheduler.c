@@ -52,7 +52,7 @@ struct srv_server {
     bool stopping, joined;
     pthread_t thread;
     uint64_t clock;
-    /* the batch of a step: [n_batch] */
+    /* the batch of a step: [n_batch] each, in one block starting at b_tok */
     int32_t *b_tok, *b_pos, *b_row, *b_out, *b_slot_of_out;
     float *logits; /* [n_slots, n_vocab] */
 };
@@ -309,7 +309,8 @@ elm_status srv_new(const elm_model *m, const srv_params *p, srv_server **out, el
     s->p = *p;
     const elm_context_params cp = {.n_ctx = p->n_slots * p->slot_ctx, .n_batch = p->n_batch,
                                    .n_threads = p->n_threads, .type_k = p->type_k,
-                                   .type_v = p->type_v, .ggml_rounding = p->ggml_rounding};
+                                   .type_v = p->type_v, .ggml_rounding = p->ggml_rounding,
+                                   .swa_full = true}; /* its slots share one cache */
     elm_status st = elm_context_new(m, &cp, &s->c, err);
     if (st) {
         free(s);
@@ -317,14 +318,15 @@ elm_status srv_new(const elm_model *m, const srv_params *p, srv_server **out, el
     }
     const size_t nb = (size_t)p->n_batch;
     s->slots = calloc((size_t)p->n_slots, sizeof *s->slots);
-    s->b_tok = malloc(sizeof(int32_t) * nb);
-    s->b_pos = malloc(sizeof(int32_t) * nb);
-    s->b_row = malloc(sizeof(int32_t) * nb);
-    s->b_out = malloc(sizeof(int32_t) * nb);
-    s->b_slot_of_out = malloc(sizeof(int32_t) * nb);
+    s->b_tok = malloc(sizeof(int32_t) * 5 * nb);
     s->logits = malloc(sizeof(float) * (size_t)p->n_slots * (size_t)m->hp.n_vocab);
-    bool ok = s->slots && s->b_tok && s->b_pos && s->b_row && s->b_out && s->b_slot_of_out &&
-              s->logits;
+    bool ok = s->slots && s->b_tok && s->logits;
+    if (ok) {
+        s->b_pos = s->b_tok + nb;
+        s->b_row = s->b_pos + nb;
+        s->b_out = s->b_row + nb;
+        s->b_slot_of_out = s->b_out + nb;
+    }
     for (int i = 0; ok && i < p->n_slots; i++) {
         ok = (s->slots[i].tokens = malloc(sizeof(int32_t) * (size_t)p->slot_ctx)) != NULL;
         s->slots[i].pending = -1;
@@ -370,10 +372,6 @@ void srv_free(srv_server *s) {
     }
     free(s->slots);
     free(s->b_tok);
-    free(s->b_pos);
-    free(s->b_row);
-    free(s->b_out);
-    free(s->b_slot_of_out);
     free(s->logits);
     elm_context_free(s->c);
     pthread_mutex_destroy(&s->mu);

@@ -34,6 +34,7 @@ static elm_status shape_model(const elm_hparams *hp, bool rope_freqs, elm_model 
     m->hp = *hp;
     if (!m->hp.head_dim) m->hp.head_dim = hp->dim / hp->n_heads;
     if (!m->hp.rope_dim) m->hp.rope_dim = m->hp.head_dim;
+    elm_arch_swa_defaults(a, &m->hp); /* the local layers' KV cache is their window */
     int32_t n;
     elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, rope_freqs, &n);
     elm_status st = specs ? ELM_OK : elm_errorf(err, ELM_ERR_NOMEM, "plan: out of memory");
@@ -147,5 +148,6 @@ elm_status elm_plan_shape_preset(const elm_synth_preset *p, elm_model **out, elm
     hp.n_vocab = p->n_vocab, hp.dim = p->dim, hp.n_layers = p->n_layers;
     hp.n_heads = p->n_heads, hp.n_kv_heads = p->n_kv_heads, hp.ffn_dim = p->ffn_dim;
     hp.n_ctx_train = p->n_ctx_train, hp.tied_output = p->tied, hp.head_dim = p->head_dim;
+    hp.n_swa = p->n_swa, hp.rope_dim = p->rope_dim;
     return shape_model(&hp, p->llama3_rope, out, err);
 }

@@ -13,30 +13,28 @@
 #include "model/arch.h"
 #include "model/builder.h"
 
+/* name, Hugging Face source, arch, n_vocab, dim, n_layers, n_heads, n_kv_heads, ffn_dim,
+ * n_ctx_train, rms_eps, rope_theta, tied, llama3_rope, head_dim, n_swa, rope_dim, rope_scale
+ * (elm_synth_preset) */
 static const elm_synth_preset presets[] = {
-    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama", 32000, 2048, 22, 32, 4, 5632,
-     2048, 1e-5f, 10000.0f, false, false, 0},
-    {"llama-3.2-1b", "meta-llama/Llama-3.2-1B", "llama", 128256, 2048, 16, 32, 8, 8192, 131072,
-     1e-5f, 500000.0f, true, true, 0},
-    {"llama-2-7b", "meta-llama/Llama-2-7b-hf", "llama", 32000, 4096, 32, 32, 32, 11008, 4096, 1e-5f,
-     10000.0f, false, false, 0},
-    {"llama-2-13b", "meta-llama/Llama-2-13b-hf", "llama", 32000, 5120, 40, 40, 40, 13824, 4096,
-     1e-5f, 10000.0f, false, false, 0},
-    {"llama-3-8b", "meta-llama/Meta-Llama-3-8B", "llama", 128256, 4096, 32, 32, 8, 14336, 8192,
-     1e-5f, 500000.0f, false, false, 0},
-    {"qwen2-0.5b", "Qwen/Qwen2-0.5B", "qwen2", 151936, 896, 24, 14, 2, 4864, 131072, 1e-6f,
-     1000000.0f, true, false, 0},
-    {"llama-3.2-3b", "meta-llama/Llama-3.2-3B", "llama", 128256, 3072, 28, 24, 8, 8192, 131072,
-     1e-5f, 500000.0f, true, true, 0},
+    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama",    32000, 2048, 22, 32,  4,  5632,   2048, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0},
+    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B",            "llama",   128256, 2048, 16, 32,  8,  8192, 131072, 1e-5f,  500000.0f,  true,  true,   0,    0,  0, 0},
+    {"llama-2-7b",     "meta-llama/Llama-2-7b-hf",           "llama",    32000, 4096, 32, 32, 32, 11008,   4096, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0},
+    {"llama-2-13b",    "meta-llama/Llama-2-13b-hf",          "llama",    32000, 5120, 40, 40, 40, 13824,   4096, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0},
+    {"llama-3-8b",     "meta-llama/Meta-Llama-3-8B",         "llama",   128256, 4096, 32, 32,  8, 14336,   8192, 1e-5f,  500000.0f, false, false,   0,    0,  0, 0},
+    {"qwen2-0.5b",     "Qwen/Qwen2-0.5B",                    "qwen2",   151936,  896, 24, 14,  2,  4864, 131072, 1e-6f, 1000000.0f,  true, false,   0,    0,  0, 0},
+    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B",            "llama",   128256, 3072, 28, 24,  8,  8192, 131072, 1e-5f,  500000.0f,  true,  true,   0,    0,  0, 0},
     /* Llama's tensors; its NoPE layers are the architecture's, not the file's */
-    {"smollm3-3b", "HuggingFaceTB/SmolLM3-3B", "smollm3", 128256, 2048, 36, 16, 4, 11008, 65536,
-     1e-6f, 5000000.0f, true, false, 0},
-    {"qwen3-0.6b", "Qwen/Qwen3-0.6B", "qwen3", 151936, 1024, 28, 16, 8, 3072, 40960, 1e-6f,
-     1000000.0f, true, false, 128},
-    {"qwen3-1.7b", "Qwen/Qwen3-1.7B", "qwen3", 151936, 2048, 28, 16, 8, 6144, 40960, 1e-6f,
-     1000000.0f, true, false, 128},
-    {"qwen3-4b", "Qwen/Qwen3-4B", "qwen3", 151936, 2560, 36, 32, 8, 9728, 40960, 1e-6f,
-     1000000.0f, true, false, 128},
+    {"smollm3-3b",     "HuggingFaceTB/SmolLM3-3B",           "smollm3", 128256, 2048, 36, 16,  4, 11008,  65536, 1e-6f, 5000000.0f,  true, false,   0,    0,  0, 0},
+    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B",                    "qwen3",   151936, 1024, 28, 16,  8,  3072,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0},
+    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B",                    "qwen3",   151936, 2048, 28, 16,  8,  6144,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0},
+    {"qwen3-4b",       "Qwen/Qwen3-4B",                      "qwen3",   151936, 2560, 36, 32,  8,  9728,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0},
+    /* 5 of 6 layers see the last 512 / 1024 positions; the 4B's is its text_config */
+    {"gemma-3-1b",     "google/gemma-3-1b-it",               "gemma3",  262144, 1152, 26,  4,  1,  6912,  32768, 1e-6f, 1000000.0f,  true, false, 256,  512,  0, 0},
+    {"gemma-3-4b",     "google/gemma-3-4b-it",               "gemma3",  262208, 2560, 34,  8,  4, 10240, 131072, 1e-6f, 1000000.0f,  true, false, 256, 1024,  0, 8.0f},
+    /* Phi-3's fused tensors, RoPE on 96 of 128 dimensions; its longrope factors
+     * (rope_factors_long/short, 2 × 48 floats) are left out, so edgelm runs the file too */
+    {"phi-4-mini",     "microsoft/Phi-4-mini-instruct",      "phi3",    200064, 3072, 32, 24,  8,  8192, 131072, 1e-5f,   10000.0f,  true, false,   0,    0, 96, 0},
 };
 
 const elm_synth_preset *elm_synth_presets(int *n) {
@@ -136,56 +134,32 @@ static elm_status placeholder_vocab(elm_vocab *v, int32_t n, elm_error *err) {
     return st;
 }
 
-typedef struct {
-    elm_tensor *t;
-    fill_kind *kind;
-    int32_t n;
-} tensor_list;
-
-static void add(tensor_list *l, const char *name, elm_type type, int64_t cols, int64_t rows,
-                fill_kind kind) {
-    elm_tensor *t = &l->t[l->n];
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->type = type;
-    t->n_dims = rows > 1 ? 2 : 1;
-    t->ne[0] = cols, t->ne[1] = rows, t->ne[2] = t->ne[3] = 1;
-    t->nbytes = elm_row_bytes(type, cols) * (size_t)rows;
-    l->kind[l->n++] = kind;
-}
-
-/* The tensors in the converter's order: embedding, output norm (and output), then per block. */
-static void list_tensors(const elm_synth_preset *p, elm_type type, const elm_arch *a,
-                         tensor_list *l) {
-    const bool qkv_bias = a && a->qkv_bias;
-    const int64_t head = p->head_dim ? p->head_dim : p->dim / p->n_heads,
-                  q = (int64_t)p->n_heads * head, kv = (int64_t)p->n_kv_heads * head;
-    add(l, "token_embd.weight", type, p->dim, p->n_vocab, FILL_RANDOM);
-    if (p->llama3_rope) add(l, "rope_freqs.weight", ELM_TYPE_F32, head / 2, 1, FILL_ROPE_FREQS);
-    add(l, "output_norm.weight", ELM_TYPE_F32, p->dim, 1, FILL_ONES);
-    if (!p->tied) add(l, "output.weight", type, p->dim, p->n_vocab, FILL_RANDOM);
-    for (int b = 0; b < p->n_layers; b++) {
-        char name[ELM_NAME_MAX];
-#define NAME(s) (snprintf(name, sizeof name, "blk.%d.%s", b, s), name)
-        add(l, NAME("attn_norm.weight"), ELM_TYPE_F32, p->dim, 1, FILL_ONES);
-        add(l, NAME("attn_q.weight"), type, p->dim, q, FILL_RANDOM);
-        add(l, NAME("attn_k.weight"), type, p->dim, kv, FILL_RANDOM);
-        add(l, NAME("attn_v.weight"), type, p->dim, kv, FILL_RANDOM);
-        if (qkv_bias) {
-            add(l, NAME("attn_q.bias"), ELM_TYPE_F32, q, 1, FILL_RANDOM);
-            add(l, NAME("attn_k.bias"), ELM_TYPE_F32, kv, 1, FILL_RANDOM);
-            add(l, NAME("attn_v.bias"), ELM_TYPE_F32, kv, 1, FILL_RANDOM);
-        }
-        if (a && a->qk_norm) {
-            add(l, NAME("attn_q_norm.weight"), ELM_TYPE_F32, head, 1, FILL_ONES);
-            add(l, NAME("attn_k_norm.weight"), ELM_TYPE_F32, head, 1, FILL_ONES);
-        }
-        add(l, NAME("attn_output.weight"), type, q, p->dim, FILL_RANDOM);
-        add(l, NAME("ffn_norm.weight"), ELM_TYPE_F32, p->dim, 1, FILL_ONES);
-        add(l, NAME("ffn_gate.weight"), type, p->dim, p->ffn_dim, FILL_RANDOM);
-        add(l, NAME("ffn_up.weight"), type, p->dim, p->ffn_dim, FILL_RANDOM);
-        add(l, NAME("ffn_down.weight"), type, p->ffn_dim, p->dim, FILL_RANDOM);
-#undef NAME
+/* The tensors of the family's layout (model/arch.h, the converter's): matrices of `type`,
+ * norms (ones), biases and rope_freqs F32. */
+static elm_status list_tensors(const elm_arch *a, const elm_hparams *hp, bool rope_freqs,
+                               elm_type type, elm_tensor **t, fill_kind **kind, int32_t *n) {
+    elm_tensor_spec *specs = elm_arch_layout(a, hp, rope_freqs, n);
+    *t = specs ? calloc((size_t)*n, sizeof **t) : NULL;
+    *kind = specs ? calloc((size_t)*n, sizeof **kind) : NULL;
+    if (!*t || !*kind) {
+        free(specs);
+        return ELM_ERR_NOMEM;
     }
+    for (int32_t i = 0; i < *n; i++) {
+        elm_tensor *d = &(*t)[i];
+        const elm_tensor_spec *sp = &specs[i];
+        const bool matrix = sp->kind == ELM_KIND_MATRIX;
+        snprintf(d->name, sizeof d->name, "%s", sp->name);
+        d->type = matrix ? type : ELM_TYPE_F32;
+        d->n_dims = sp->rows ? 2 : 1;
+        d->ne[0] = sp->cols, d->ne[1] = sp->rows ? sp->rows : 1, d->ne[2] = d->ne[3] = 1;
+        d->nbytes = elm_row_bytes(d->type, sp->cols) * (size_t)d->ne[1];
+        (*kind)[i] = sp->kind == ELM_KIND_NORM   ? FILL_ONES
+                     : sp->kind == ELM_KIND_ROPE ? FILL_ROPE_FREQS
+                                                 : FILL_RANDOM;
+    }
+    free(specs);
+    return ELM_OK;
 }
 
 elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char *path,
@@ -198,42 +172,43 @@ elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char 
     if (!elm_row_bytes(type, p->dim) || !elm_row_bytes(type, p->ffn_dim))
         return elm_errorf(err, ELM_ERR_ARG, "%s: %s rows of %d and %d columns cannot be %s", path,
                           p->name, p->dim, p->ffn_dim, elm_type_get(type)->name);
+    if (!arch)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: unknown architecture '%s' (%s)", path, p->arch,
+                          elm_arch_names());
     elm_model *m = elm_model_new(path, "gguf", err);
     if (!m) return ELM_ERR_NOMEM;
-    const int32_t per_layer = 9 + (arch && arch->qkv_bias ? 3 : 0) + (arch && arch->qk_norm ? 2 : 0),
-                  n_max = 4 + p->n_layers * per_layer;
-    tensor_list l = {calloc((size_t)n_max, sizeof(elm_tensor)),
-                     calloc((size_t)n_max, sizeof(fill_kind)), 0};
+    elm_hparams *hp = &m->hp;
+    snprintf(hp->arch, sizeof hp->arch, "%s", p->arch);
+    hp->n_vocab = p->n_vocab, hp->dim = p->dim, hp->n_layers = p->n_layers;
+    hp->n_heads = p->n_heads, hp->n_kv_heads = p->n_kv_heads, hp->ffn_dim = p->ffn_dim;
+    hp->head_dim = p->head_dim ? p->head_dim : p->dim / p->n_heads;
+    hp->rope_dim = p->rope_dim ? p->rope_dim : hp->head_dim;
+    hp->n_ctx_train = p->n_ctx_train, hp->rms_eps = p->rms_eps, hp->rope_theta = p->rope_theta;
+    hp->tied_output = p->tied, hp->n_swa = p->n_swa;
+    hp->rope_freq_scale = p->rope_scale > 0 ? 1.0f / p->rope_scale : 0;
+    elm_tensor *tensors = NULL;
+    fill_kind *kind = NULL;
+    int32_t n = 0;
+    elm_status st = list_tensors(arch, hp, p->llama3_rope, type, &tensors, &kind, &n);
     /* the widest row: dim, ffn_dim or, for attn_output, heads · head_dim (Qwen3's is wider) */
-    const int64_t q = (int64_t)p->n_heads * (p->head_dim ? p->head_dim : p->dim / p->n_heads);
+    const int64_t q = (int64_t)p->n_heads * hp->head_dim;
     int64_t widest = p->ffn_dim > p->dim ? p->ffn_dim : p->dim;
     if (q > widest) widest = q;
-    synth_state s = {p, seed, l.kind, malloc(sizeof(float) * (size_t)widest), progress, user, 0};
-    elm_status st = ELM_OK;
-    if (!l.t || !l.kind || !s.row) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    synth_state s = {p, seed, kind, malloc(sizeof(float) * (size_t)widest), progress, user, n};
+    if (st || !s.row) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
     if (!st) st = placeholder_vocab(&m->vocab, p->n_vocab, err);
     if (!st) {
         snprintf(m->name, sizeof m->name,
                  "%s random weights (for speed and memory measurement only)", p->name);
-        elm_hparams *hp = &m->hp;
-        snprintf(hp->arch, sizeof hp->arch, "%s", p->arch);
-        hp->n_vocab = p->n_vocab, hp->dim = p->dim, hp->n_layers = p->n_layers;
-        hp->n_heads = p->n_heads, hp->n_kv_heads = p->n_kv_heads, hp->ffn_dim = p->ffn_dim;
-        hp->head_dim = p->head_dim ? p->head_dim : p->dim / p->n_heads;
-        hp->rope_dim = hp->head_dim;
-        hp->n_ctx_train = p->n_ctx_train, hp->rms_eps = p->rms_eps, hp->rope_theta = p->rope_theta;
-        hp->tied_output = p->tied;
-        list_tensors(p, type, arch, &l);
-        s.n_tensors = l.n;
         elm_gguf_out out = {.m = m,
-                            .tensors = l.t,
-                            .n_tensors = l.n,
+                            .tensors = tensors,
+                            .n_tensors = n,
                             .file_type = elm_file_type_of(type),
                             .fill = fill,
                             .user = &s};
         st = elm_gguf_write(path, &out, file_bytes, err);
     }
-    free(l.t), free(l.kind), free(s.row);
+    free(tensors), free(kind), free(s.row);
     elm_model_free(m);
     return st;
 }

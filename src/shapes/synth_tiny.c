@@ -13,7 +13,7 @@
 #include "shapes/synth_tiny.h"
 
 enum { TINY_DIM = 64, TINY_LAYERS = 2, TINY_HEADS = 4, TINY_KV_HEADS = 2, TINY_HEAD = 16,
-       TINY_FFN = 128 };
+       TINY_FFN = 128, TINY_WINDOW = 16 };
 
 /* Llama 3.1's rope_scaling, as its config.json has it */
 static const float llama31_scaling[4] = {8.0f, 1.0f, 4.0f, 8192.0f};
@@ -92,7 +92,8 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
     snprintf(hp->arch, sizeof hp->arch, "%s", a->name);
     hp->n_vocab = m->vocab.n_tokens;
     hp->dim = TINY_DIM;
-    hp->n_layers = a->nope_every ? a->nope_every : TINY_LAYERS; /* down to a NoPE layer */
+    /* down to a NoPE layer, to a global layer after the windowed ones */
+    hp->n_layers = a->nope_every ? a->nope_every : a->swa_period ? a->swa_period : TINY_LAYERS;
     hp->n_heads = TINY_HEADS;
     hp->n_kv_heads = TINY_KV_HEADS;
     hp->head_dim = a->embd_scale ? 2 * TINY_HEAD : TINY_HEAD;
@@ -102,6 +103,11 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
     hp->rope_theta = a->hf_permute_qk ? 500000.0f : 10000.0f;
     hp->rope_dim = hp->head_dim;
     hp->tied_output = !a->fused_qkv; /* Phi-3 keeps its output matrix, the others tie it */
+    if (a->swa_period) { /* Gemma 3 4B's RoPE (base 1e6, linear ×8 on global layers only) */
+        hp->n_swa = TINY_WINDOW;
+        hp->rope_theta = 1000000.0f;
+        hp->rope_freq_scale = 0.125f;
+    }
     rng r = {o->seed};
     st = add_tensors(m, a, &r, o->std > 0 ? o->std : 0.3, err);
     if (!st && llama31(a) && llama3) memcpy(llama3, llama31_scaling, sizeof llama31_scaling);

@@ -49,15 +49,22 @@ static bool before(const candidate *a, const candidate *b) {
     return a->priority > b->priority || (a->priority == b->priority && a->left < b->left);
 }
 
+/* items (n of *cap in use, `size` bytes each) with room for one more: items itself, or items
+ * reallocated to twice the capacity (`first` for an empty array); NULL when out of memory (items
+ * is then unchanged). */
+static void *with_room(void *items, size_t n, size_t *cap, size_t first, size_t size) {
+    if (n < *cap) return items;
+    const size_t c = *cap ? 2 * *cap : first;
+    void *p = realloc(items, c * size);
+    if (p) *cap = c;
+    return p;
+}
+
 /* False when out of memory. */
 static bool heap_push(heap *h, candidate c) {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? 2 * h->cap : 64;
-        candidate *items = realloc(h->items, cap * sizeof *items);
-        if (!items) return false;
-        h->items = items;
-        h->cap = cap;
-    }
+    candidate *items = with_room(h->items, h->n, &h->cap, 64, sizeof *items);
+    if (!items) return false;
+    h->items = items;
     size_t i = h->n++;
     while (i > 0) {
         size_t parent = (i - 1) / 2;
@@ -219,13 +226,9 @@ typedef struct fragments {
 } fragments;
 
 static bool frag_push(fragments *f, size_t start, size_t len, int32_t id) {
-    if (f->n == f->cap) {
-        size_t cap = f->cap ? 2 * f->cap : 16;
-        fragment *items = realloc(f->items, cap * sizeof *items);
-        if (!items) return false;
-        f->items = items;
-        f->cap = cap;
-    }
+    fragment *items = with_room(f->items, f->n, &f->cap, 16, sizeof *items);
+    if (!items) return false;
+    f->items = items;
     f->items[f->n++] = (fragment){start, len, id};
     return true;
 }

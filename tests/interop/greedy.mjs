@@ -1,7 +1,8 @@
 // Greedy continuation of prompts by llama.cpp (node-llama-cpp's prebuilt CPU library), for the
 // interop tests: prints one JSON array of {prompt, prompt_ids, generated_ids, top}, top[i] being
 // llama.cpp's 4 most probable [id, probability] pairs at generated step i (so a test can tell a
-// near-tie, which rounding decides, from a real difference).
+// near-tie, which rounding decides, from a real difference). GREEDY_TOP=N keeps N pairs instead
+// (tests/lib/logit_delta.py turns them into logit differences: log(p_i / p_top) = l_i - l_top).
 // Usage: node greedy.mjs NODE_LLAMA_CPP_DIR MODEL.gguf N_PREDICT PROMPT...
 // The KV cache is kept in F32 and flash attention off (its CPU kernel rounds to F16) so that
 // llama.cpp and edgelm differ only in the order of float additions.
@@ -13,6 +14,7 @@ const {getLlama} = await import(pathToFileURL(path.join(pkgDir, "dist", "index.j
 const llama = await getLlama({gpu: false, build: "never", logLevel: "error"});
 const model = await llama.loadModel({modelPath});
 const nPredict = Number(nPredictArg);
+const nTop = Number(process.env.GREEDY_TOP || 4);
 const results = [];
 for (const prompt of prompts) {
     const context = await model.createContext({
@@ -26,7 +28,7 @@ for (const prompt of prompts) {
     for await (const step of sequence.evaluateWithMetadata(promptIds, {probabilities: true},
                                                            {temperature: 0})) {
         generated.push(step.token);
-        top.push([...step.probabilities.entries()].sort((a, b) => b[1] - a[1]).slice(0, 4));
+        top.push([...step.probabilities.entries()].sort((a, b) => b[1] - a[1]).slice(0, nTop));
         if (generated.length >= nPredict) break;
     }
     results.push({prompt, prompt_ids: promptIds, generated_ids: generated, top});

@@ -8,14 +8,12 @@
 //   P tokens, fills cache slots 0..n-1 of a C-slot cache kept here; each later token sees the
 //   C-1 slots of the cache (attention_mask 0 where unused) and its key/value go to slot n.
 // usage: node onnx_decode.mjs NPM_DIR MODEL_DIR CASES.jsonl [P,C]
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import path from 'node:path';
+import { onnxRuntime } from './onnx_session.mjs';
 
 const [npmDir, modelDir, casesPath, shapes] = process.argv.slice(2);
-const ort = createRequire(path.resolve(npmDir, 'package.json'))('onnxruntime-node');
-const i64 = (a, dims) => new ort.Tensor('int64', BigInt64Array.from(a.map(BigInt)), dims);
-const open = (f) => ort.InferenceSession.create(`${modelDir}/${f}`, { executionProviders: ['cpu'] });
+const { ort, i64, open: openFile } = onnxRuntime(npmDir);
+const open = (f) => openFile(`${modelDir}/${f}`);
 
 // Dynamic shapes: returns a step function (ids, start position) -> logits rows [ids.length, vocab].
 async function dynamicRunner() {

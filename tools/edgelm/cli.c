@@ -33,6 +33,10 @@ int cli_print_json(cJSON *o, const char *cmd) {
     return 0;
 }
 
+void cli_json_numbers(cJSON *o, const cli_json_num *nums, size_t n) {
+    for (size_t i = 0; i < n; i++) cJSON_AddNumberToObject(o, nums[i].key, nums[i].value);
+}
+
 bool cli_parse_long(const char *s, long lo, long hi, long *out) {
     if (!s || !*s) return false;
     char *end;

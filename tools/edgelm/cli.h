@@ -42,6 +42,15 @@ struct cJSON;
  * failed cJSON_Create*) or cannot be printed. */
 int cli_print_json(struct cJSON *o, const char *cmd);
 
+/* One number member of a JSON object. */
+typedef struct cli_json_num {
+    const char *key;
+    double value;
+} cli_json_num;
+
+/* Adds the n members of nums to o, in order (nothing when o is NULL, as cJSON's adders do). */
+void cli_json_numbers(struct cJSON *o, const cli_json_num *nums, size_t n);
+
 /* Reads a whole file (prompt, evaluation text) into a NUL-terminated malloc'd buffer; prints the
  * error and returns NULL on failure. */
 char *cli_read_text(const char *path, size_t *len);
@@ -56,11 +65,6 @@ elm_model *cli_load_model(const char *path, const char *tokenizer_path);
 /* The same for commands that run the model: a GGUF file is read into memory (elm_load_opts
  * in_memory: faster decode) unless `mmap` (the --mmap option) asks to map it. */
 elm_model *cli_load_model_to_run(const char *path, const char *tokenizer_path, bool mmap);
-
-/* --mmap's help in the commands' option tables. */
-#define CLI_MMAP_HELP                                                                              \
-    "map the GGUF file instead of reading it into memory: instant\nload, shared page cache, "     \
-    "slower decode (4 KiB pages)"
 
 /* Peak resident set size of this process in MiB (getrusage). */
 double cli_peak_rss_mib(void);

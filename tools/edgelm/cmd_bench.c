@@ -210,13 +210,13 @@ int cmd_bench(int argc, char **argv) {
     bool json = false, markdown = false, membw = false, mmap = false;
     long mib = 1024;
     const cli_opt opts[] = {
-        {"-m, --model", "MODEL", CLI_TEXT, &r.model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&r.model),
         {"-p, --n-prompt", "P", CLI_INT, &r.n_prompt, 0, 1 << 16, "prompt tokens for pp (default 512; 0 skips pp)", 0},
         {"-n, --n-gen", "N", CLI_INT, &r.n_gen, 0, 1 << 16, "generated tokens for tg (default 128; 0 skips tg)", 0},
-        {"-t, --threads", "N", CLI_INT, &r.threads, 1, 512, "threads (default: all cores)", 0},
+        CLI_OPT_THREADS(&r.threads),
         {"-r, --repetitions", "R", CLI_INT, &r.reps, 1, 1000, "repetitions of each test (default 5)", 0},
         {"--mmap", NULL, CLI_FLAG, &mmap, 0, 0, "map the GGUF file instead of reading it into memory (load_ms\nthen excludes the copy; decode is slower, 4 KiB pages)", 0},
-        {"--json", NULL, CLI_FLAG, &json, 0, 0, "one JSON object: pp_tps, pp_tps_sd, tg_tps, tg_tps_sd, load_ms,\nttft_ms, peak_rss_mib, model_bytes, decode_gbps, membw_gbps,\nthreads, isa (and the parameters)", 0},
+        CLI_OPT_JSON(&json, "one JSON object: pp_tps, pp_tps_sd, tg_tps, tg_tps_sd, load_ms,\nttft_ms, peak_rss_mib, model_bytes, decode_gbps, membw_gbps,\nthreads, isa (and the parameters)"),
         {"--markdown", NULL, CLI_FLAG, &markdown, 0, 0, "one markdown table row set, for READMEs", 0},
         {"--membw", NULL, CLI_FLAG, &membw, 0, 0, "only measure read bandwidth, 1..N threads (GB/s = 1e9 B/s)", 0},
         {"--membw-mib", "M", CLI_INT, &mib, 1, 1 << 20, "size of the bandwidth test buffer (default 1024 MiB; keep it\nfar above the last-level cache)", 0},

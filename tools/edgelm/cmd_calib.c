@@ -124,8 +124,8 @@ int cmd_calib(int argc, char **argv) {
         {"-s, --seed", "N", CLI_INT, &seed, 0, 0x7fffffffL, "shuffle seed (default 0)", 0},
         {"--split", "line|paragraph", CLI_TEXT, &split, 0, 0, "how plain text is cut into samples (default line)", 0},
         {"--template", "T", CLI_CALL, &tmpl, 0, 0, "JSONL: render each object as T, {field} placeholders,\n\\n and \\t escapes, e.g. 'Q: {question}\\nA: {answer}'", take_template},
-        {"--json", NULL, CLI_FLAG, &json, 0, 0, "print the summary as JSON", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &tok, 0, 0, "llama2.c tokenizer.bin when not beside the model", 0},
+        CLI_OPT_JSON(&json, "print the summary as JSON"),
+        CLI_OPT_TOKENIZER(&tok),
         {0}};
     const cli_spec spec = {
         "calib", "-m MODEL -o OUT.jsonl (-i FILE | --source FILE:WEIGHT ...) [options]",

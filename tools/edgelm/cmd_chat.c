@@ -21,7 +21,7 @@ static const cli_spec *chat_spec(chat_opts *o) {
     static const cli_opt *tables[3];
     static cli_spec spec;
     const cli_opt t[] = {
-        {"-m, --model", "PATH", CLI_TEXT, &o->model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&o->model),
         {"--system", "TEXT", CLI_TEXT, &o->system, 0, 0, "system prompt", 0},
         {"--template", "NAME", CLI_TEXT, &o->tmpl_name, 0, 0, "auto (default: from the model), llama2, llama3, chatml, phi3,\ngemma, qwen3, qwen3-no-think, smollm3, smollm3-no-think or\nplain", 0},
         {"--think", "on|off", CLI_TEXT, &o->think, 0, 0, "thinking models (Qwen3, SmolLM3): reason in a <think> block\nfirst (on, their default) or answer at once (off)", 0},
@@ -29,7 +29,7 @@ static const cli_spec *chat_spec(chat_opts *o) {
         {"--from", "LANG", CLI_TEXT, &o->from, 0, 0, "translate: source language", 0},
         {"--to", "LANG", CLI_TEXT, &o->to, 0, 0, "translate: target language", 0},
         {"--context", "FILE", CLI_TEXT, &o->context_file, 0, 0, "rag: the text answers come from", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &o->tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
+        CLI_OPT_TOKENIZER(&o->tokenizer),
         {0}};
     memcpy(opts, t, sizeof t);
     tables[0] = opts;

@@ -356,12 +356,12 @@ int cmd_eval(int argc, char **argv) {
         {"-n, --n-predict", "N", CLI_INT, &o.n_predict, 1, 1 << 16, "tokens per continuation (default 64)", 0},
         {"--save-ref", "FILE", CLI_TEXT, &o.save_ref, 0, 0, "keep the baseline's log-probs in FILE (then -m is optional)", 0},
         {"--ref-logits", "FILE", CLI_TEXT, &o.ref_logits, 0, 0, "use log-probs saved by --save-ref instead of running the baseline\n(--ref is still needed for --prompts)", 0},
-        {"--json", NULL, CLI_FLAG, &o.json, 0, 0, "print the report as JSON (docs/eval.schema.json)", 0},
+        CLI_OPT_JSON(&o.json, "print the report as JSON (docs/eval.schema.json)"),
         {"--markdown", "FILE", CLI_TEXT, &o.markdown, 0, 0, "also write the report as Markdown", 0},
         {"--plot", "FILE.svg", CLI_TEXT, &o.plot, 0, 0, "also write a plot of file size against KLD (or --plot-y ppl)", 0},
         {"--plot-y", "kld|ppl", CLI_CALL, &o.plot_y, 0, 0, "y axis of the plot (default kld)", take_plot_y},
-        {"-t, --threads", "N", CLI_INT, &o.n_threads, 1, 512, "threads (default: all cores)", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &o.tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
+        CLI_OPT_THREADS(&o.n_threads),
+        CLI_OPT_TOKENIZER(&o.tokenizer),
         {"--mmap", NULL, CLI_FLAG, &o.mmap, 0, 0, "map GGUF files instead of reading them into memory", 0},
         {0}};
     const cli_spec spec = {

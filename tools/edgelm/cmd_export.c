@@ -15,6 +15,18 @@ static const char export_about[] =
     "of 32) with the values edgelm dequantizes, f32/f16 MatMul; other types are\n"
     "re-quantized to 8 bits with a warning. The folder appears only when complete.";
 
+enum { CALIB_SEQ_LEN = 512 };
+
+/* --activations a16|a8: the activation codes' width in bits */
+static bool parse_activations(const char *opt, const char *value, void *dst) {
+    if (!strcmp(value, "a16") || !strcmp(value, "a8")) {
+        *(int32_t *)dst = value[1] == '1' ? 16 : 8;
+        return true;
+    }
+    cli_fail("export onnx: %s: expected a16 or a8, got '%s'", opt, value);
+    return false;
+}
+
 static void on_warn(const char *msg, void *user) {
     (void)user;
     fprintf(stderr, "edgelm: warning: %s\n", msg);
@@ -22,15 +34,20 @@ static void on_warn(const char *msg, void *user) {
 
 int cmd_export(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *tokenizer = NULL, *format = "onnx", *shapes = NULL;
+    const char *calib_path = NULL;
+    long accuracy = -1;
     elm_onnx_opts o = {.warn = on_warn};
     const cli_opt table[] = {
-        {"-m, --model", "PATH", CLI_TEXT, &model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&model),
         {"-o, --output", "DIR", CLI_TEXT, &out, 0, 0, "output folder (created; must be empty unless --force)", 0},
         {"--force", NULL, CLI_FLAG, &o.force, 0, 0, "replace a non-empty DIR", 0},
         {"--format", "F", CLI_TEXT, &format, 0, 0, "onnx (the default: MatMulNBits, dynamic shapes) or qdq: the\nQNN execution provider's form, int4/int8 DequantizeLinear\n(opset 21) + MatMul in two static graphs, prompt_processor.onnx\nand token_generator.onnx, sharing model.onnx.data", 0},
         {"--static", "P,C", CLI_TEXT, &shapes, 0, 0, "qdq: prompt graph of P tokens, KV cache of C positions", 0},
-        {"--float-activations", NULL, CLI_FLAG, &o.float_activations, 0, 0, "MatMulNBits multiply in float (accuracy_level 0) instead\nof edgelm's 8-bit activation blocks (accuracy_level 4)", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
+        {"--accuracy-level", "N", CLI_INT, &accuracy, 0, 4, "MatMulNBits' accuracy_level: 0 (default) multiplies the\ndequantized weights in float; 4 rounds activations to int8\nblocks of 32 (faster on CPU, as edgelm's block products)", 0},
+        {"--activations", "A", CLI_CALL, &o.act_bits, 0, 0, "qdq: a16 or a8, QuantizeLinear/DequantizeLinear (uint16 or\nuint8, per tensor) on every linear layer's input, ranges\nmeasured on --calib", parse_activations},
+        {"--calib", "FILE", CLI_TEXT, &calib_path, 0, 0, "calibration text for --activations: JSONL from 'edgelm calib'\nor plain text, one sample per line (each cut to 512 tokens,\nor C when smaller)", 0},
+        {"-t, --threads", "N", CLI_I32, &o.n_threads, 1, 512, "threads for the calibration pass (default: all cores)", 0},
+        CLI_OPT_TOKENIZER(&tokenizer),
         {0}};
     const cli_spec spec = {"export onnx", "-m MODEL -o DIR [options]", export_about,
                            (const cli_opt *const[]){table, NULL}, NULL, NULL};
@@ -63,12 +80,35 @@ int cmd_export(int argc, char **argv) {
         o.static_prompt = (int32_t)p;
         o.static_ctx = (int32_t)c;
     }
+    if (accuracy >= 0 && o.qdq)
+        return cli_fail("export onnx: --accuracy-level goes with --format onnx (qdq has no MatMulNBits)");
+    if (accuracy > 0 && accuracy != 4)
+        return cli_fail("export onnx: --accuracy-level: expected 0 or 4, got %ld", accuracy);
+    o.accuracy_level = accuracy > 0 ? (int32_t)accuracy : 0;
+    if (o.act_bits && !o.qdq) return cli_fail("export onnx: --activations goes with --format qdq");
+    if (o.act_bits && !calib_path)
+        return cli_fail("export onnx: --activations needs --calib FILE (calibration text, as quantize takes)");
+    if (calib_path && !o.act_bits) return cli_fail("export onnx: --calib goes with --activations");
     elm_model *m = cli_load_model(model, tokenizer);
     if (!m) return 1;
     elm_error err;
     elm_error_clear(&err);
+    elm_calib_set calib = {0};
+    if (calib_path) {
+        /* quantize's sample length, or the graphs' context when that is shorter */
+        const int32_t seq_len = o.static_ctx < CALIB_SEQ_LEN ? o.static_ctx : CALIB_SEQ_LEN;
+        if (elm_calib_load(&m->vocab, calib_path, seq_len, 0, &calib, &err)) {
+            elm_calib_free(&calib);
+            elm_model_free(m);
+            return cli_fail("%s", err.msg);
+        }
+        o.calib = &calib;
+        fprintf(stderr, "edgelm: activation ranges from %d samples, %lld tokens of %s\n", calib.n,
+                (long long)calib.n_tokens, calib_path);
+    }
     const double t0 = elm_now_ms();
     const elm_status st = elm_export_onnx(m, out, &o, &err);
+    elm_calib_free(&calib);
     elm_model_free(m);
     if (st) return cli_fail("%s", err.msg);
     fprintf(stderr, "exported %s to %s in %.0f ms\n", model, out, elm_now_ms() - t0);

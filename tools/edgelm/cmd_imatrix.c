@@ -18,12 +18,12 @@ int cmd_imatrix(int argc, char **argv) {
     const char *model = NULL, *file = NULL, *out = NULL, *tok = NULL;
     long n_ctx = 512, threads = elm_online_cores();
     const cli_opt table[] = {
-        {"-m, --model", "MODEL", CLI_TEXT, &model, 0, 0, "GGUF, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&model),
         {"-f, --file", "TEXT", CLI_TEXT, &file, 0, 0, "calibration text (plain UTF-8)", 0},
         {"-o, --output", "OUT", CLI_TEXT, &out, 0, 0, "output file (written atomically)", 0},
         {"-c, --ctx-size", "N", CLI_INT, &n_ctx, 2, 1L << 20, "tokens per chunk (default 512)", 0},
-        {"-t, --threads", "N", CLI_INT, &threads, 1, 512, "threads (default: all cores)", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &tok, 0, 0, "llama2.c tokenizer.bin when not beside the model", 0},
+        CLI_OPT_THREADS(&threads),
+        CLI_OPT_TOKENIZER(&tok),
         {0}};
     const cli_spec spec = {
         "imatrix", "-m MODEL -f TEXT -o OUT.gguf [-c N] [-t N]",

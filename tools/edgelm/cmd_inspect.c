@@ -83,14 +83,13 @@ static cJSON *build_json(const elm_model *m) {
     /* cJSON's adders do nothing on a NULL object: an unbound model gets "hparams": null */
     cJSON *h = bound ? cJSON_AddObjectToObject(o, "hparams") : NULL;
     if (!bound) cJSON_AddNullToObject(o, "hparams");
-    const struct { const char *k; double v; } hv[] = {
+    const cli_json_num hv[] = {
         {"dim", hp->dim},           {"n_layers", hp->n_layers},     {"n_heads", hp->n_heads},
         {"n_kv_heads", hp->n_kv_heads}, {"head_dim", hp->head_dim}, {"ffn_dim", hp->ffn_dim},
         {"n_vocab", hp->n_vocab},   {"n_ctx_train", hp->n_ctx_train}, {"rope_dim", hp->rope_dim},
         {"rope_theta", hp->rope_theta}, {"rms_eps", hp->rms_eps},
     };
-    for (size_t i = 0; i < sizeof hv / sizeof hv[0]; i++)
-        cJSON_AddNumberToObject(h, hv[i].k, hv[i].v);
+    cli_json_numbers(h, hv, sizeof hv / sizeof hv[0]);
     cJSON_AddBoolToObject(h, "tied_output", hp->tied_output);
     cJSON *vj = cJSON_AddObjectToObject(o, "vocab");
     cJSON_AddNumberToObject(vj, "n_tokens", v->n_tokens);
@@ -125,8 +124,8 @@ int cmd_inspect(int argc, char **argv) {
     bool json = false, system = false;
     const cli_opt opts[] = {
         {"-m, --model", "PATH", CLI_TEXT, &path, 0, 0, "the model (or give it as the argument)", 0},
-        {"--json", NULL, CLI_FLAG, &json, 0, 0, "one JSON object on stdout instead of text", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &tok, 0, 0, "llama2.c tokenizer.bin when not beside the model", 0},
+        CLI_OPT_JSON(&json, "one JSON object on stdout instead of text"),
+        CLI_OPT_TOKENIZER(&tok),
         {"--system", NULL, CLI_FLAG, &system, 0, 0, "the CPU, its SIMD features and the kernels chosen (no MODEL;\nEDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set)", 0},
         {0}};
     const cli_spec spec = {

@@ -18,14 +18,14 @@ int cmd_perplexity(int argc, char **argv) {
     long n_ctx = 512, n_batch = 0, n_threads = elm_online_cores();
     bool json = false, mmap = false;
     const cli_opt opts[] = {
-        {"-m, --model", "PATH", CLI_TEXT, &model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&model),
         {"-f, --file", "TEXT", CLI_TEXT, &file, 0, 0, "UTF-8 text to score (needs at least 2 x CTX tokens)", 0},
         {"-c, --ctx-size", "N", CLI_INT, &n_ctx, 4, 1 << 20, "tokens per chunk (default 512)", 0},
         {"-b, --batch-size", "N", CLI_INT, &n_batch, 1, 1 << 20, "tokens per forward pass (default CTX)", 0},
-        {"-t, --threads", "N", CLI_INT, &n_threads, 1, 512, "threads (default: all cores)", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
-        {"--mmap", NULL, CLI_FLAG, &mmap, 0, 0, CLI_MMAP_HELP, 0},
-        {"--json", NULL, CLI_FLAG, &json, 0, 0, "print ppl, ppl_stderr, n_ctx, chunks, scored_tokens, mean_nll", 0},
+        CLI_OPT_THREADS(&n_threads),
+        CLI_OPT_TOKENIZER(&tokenizer),
+        CLI_OPT_MMAP(&mmap),
+        CLI_OPT_JSON(&json, "print ppl, ppl_stderr, n_ctx, chunks, scored_tokens, mean_nll"),
         {0}};
     const cli_spec spec = {"perplexity", "-m MODEL -f TEXT [-c CTX] [-b BATCH] [-t N] [--json]",
                            "Scores the second half of each CTX-token chunk of TEXT, as llama-perplexity does.",

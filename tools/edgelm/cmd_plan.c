@@ -207,7 +207,7 @@ int cmd_plan(int argc, char **argv) {
     opts o = {.n_ctx = 2048, .n_batch = 512, .n_threads = elm_online_cores(), .cache = "f16",
               .type = "q4_0", .calib_samples = 128, .seq_len = 512};
     const cli_opt table[] = {
-        {"-m, --model", "MODEL", CLI_TEXT, &o.model, 0, 0, "a GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&o.model),
         {"--config", "FILE", CLI_TEXT, &o.config, 0, 0, "a Hugging Face config.json (shapes only, nothing downloaded)", 0},
         {"--preset", "NAME", CLI_TEXT, &o.preset, 0, 0, "a shape of 'edgelm synth --preset' (see edgelm synth --help)", 0},
         {"--device", "PROFILE", CLI_TEXT, &o.device, 0, 0, "one of the profiles below, or 'this' (bandwidth measured now,\nas 'edgelm bench --membw' does; this machine's RAM)", 0},
@@ -216,12 +216,12 @@ int cmd_plan(int argc, char **argv) {
         {"-c, --ctx-size", "N", CLI_INT, &o.n_ctx, 1, 1 << 24, "context length in tokens (default 2048)", 0},
         {"--cache-type", "T", CLI_TEXT, &o.cache, 0, 0, "KV cache element type for the rows: f16 (default) or q8_0", 0},
         {"-b, --batch-size", "N", CLI_INT, &o.n_batch, 1, 1 << 24, "prompt batch the compute buffers are sized for (default 512)", 0},
-        {"-t, --threads", "N", CLI_INT, &o.n_threads, 1, 512, "threads (default: all cores)", 0},
+        CLI_OPT_THREADS(&o.n_threads),
         {"--quantize", "M", CLI_TEXT, &o.quantize, 0, 0, "gptq or awq: estimate that run's peak memory and time on\nthis machine instead (GEMM rate measured now)", 0},
         {"--type", "TYPE", CLI_TEXT, &o.type, 0, 0, "--quantize: the target type (default q4_0, the default policy)", 0},
         {"--calib-samples", "N", CLI_INT, &o.calib_samples, 1, 1L << 24, "--quantize: calibration samples (default 128)", 0},
         {"--seq-len", "N", CLI_INT, &o.seq_len, 2, 1L << 20, "--quantize: tokens per sample (default 512)", 0},
-        {"--json", NULL, CLI_FLAG, &o.json, 0, 0, "one JSON object", 0},
+        CLI_OPT_JSON(&o.json, "one JSON object"),
         {0}};
     const cli_spec spec = {
         "plan", "(-m MODEL | --config config.json | --preset NAME) [--device PROFILE]\n"

@@ -42,7 +42,10 @@ static void on_note(const char *msg, void *user) {
     fprintf(stderr, "%sedgelm: %s\n", b->tty ? "\r\033[K" : "", msg);
 }
 
-static const char *const allowed[] = {"q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "f16", "bf16", "f32"};
+/* the types a tensor can be written in (--type takes the k-quant names as recipes first) */
+static const char *const allowed[] = {"q8_0", "q4_0", "q4_1", "q5_0",   "q5_1",   "q2_k",
+                                      "q3_k", "q4_k", "q5_k", "q6_k",   "iq4_nl", "iq4_xs",
+                                      "f16",  "bf16", "f32"};
 
 static bool parse_type(const char *name, elm_type *out) {
     for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
@@ -117,7 +120,7 @@ static bool add_override(const char *opt, const char *v, void *dst) {
 
 static int parse(quant_opts *o, int argc, char **argv) {
     const cli_opt opts[] = {
-        {"-m, --model", "MODEL", CLI_TEXT, &o->in, 0, 0, "input: GGUF, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&o->in),
         {"-o, --output", "OUT", CLI_TEXT, &o->out, 0, 0, "output GGUF file (written atomically)", 0},
         {"--type", "TYPE", CLI_TEXT, &o->type_name, 0, 0, "q8_0, q6_k, q5_k, q5_0, q5_1, q4_k, q4_0, q4_1, iq4_xs,\niq4_nl, q3_k, q2_k, f16, bf16 or f32; or a recipe:\nq2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s,\nq5_k_m, q6_k", 0},
         {"--imatrix", "FILE", CLI_TEXT, &o->imatrix_path, 0, 0, "importance matrix (llama-imatrix / 'edgelm imatrix'\nGGUF): rtn weighted by it, as llama-quantize --imatrix", 0},
@@ -132,8 +135,8 @@ static int parse(quant_opts *o, int argc, char **argv) {
         {"--tensor-type", "PAT=TYPE", CLI_CALL, o, 0, 0, "type for tensors matching the glob PAT, e.g.\n'blk.*.ffn_down=q8_0' (repeatable; the last match wins)", add_override},
         {"-t, --threads", "N", CLI_INT, &o->threads, 1, 512, "threads for the calibration passes and GPTQ's linear\nalgebra (default: all cores)", 0},
         {"--resume", NULL, CLI_FLAG, &o->resume, 0, 0, "gptq/awq: continue an interrupted run from its checkpoint\nOUT.ckpt (written after each block, deleted on success)", 0},
-        {"--json", NULL, CLI_FLAG, &o->json, 0, 0, "print one JSON object: method, type, bits_per_weight,\nfile_bytes, seconds, peak_rss_mib, peak_anon_mib, and per\ntensor type, reason, error", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &o->tok, 0, 0, "llama2.c tokenizer.bin when not beside the model", 0},
+        CLI_OPT_JSON(&o->json, "print one JSON object: method, type, bits_per_weight,\nfile_bytes, seconds, peak_rss_mib, peak_anon_mib, and per\ntensor type, reason, error"),
+        CLI_OPT_TOKENIZER(&o->tok),
         {0}};
     const cli_spec spec = {
         "quantize", "-m MODEL -o OUT.gguf --type TYPE [--method rtn|gptq|awq] [--calib FILE] [options]",

@@ -41,10 +41,33 @@ static cJSON *ids_json(const int32_t *ids, int32_t n) {
     return a;
 }
 
+/* The top largest of row[n] as [id, logit] pairs, largest first (a test's comparison needs the
+ * head of each row, and a whole row of a 150k vocabulary is megabytes of JSON). */
+static cJSON *top_json(const float *row, int32_t n, int32_t top) {
+    int32_t ids[256];
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (k == top && row[i] <= row[ids[k - 1]]) continue;
+        int32_t j = k < top ? k++ : k - 1;
+        for (; j > 0 && row[ids[j - 1]] < row[i]; j--) ids[j] = ids[j - 1];
+        ids[j] = i;
+    }
+    cJSON *a = cJSON_CreateArray();
+    for (int32_t j = 0; a && j < k; j++) {
+        cJSON *pair = cJSON_CreateArray();
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(ids[j]));
+        cJSON_AddItemToArray(pair, cJSON_CreateNumber(row[ids[j]]));
+        cJSON_AddItemToArray(a, pair);
+    }
+    return a;
+}
+
 /* The logits that predicted gen[0..n_rows-1], replayed as generation ran them: the prompt in one
- * prefill, then one decode step per generated token (for cross-checks against other runtimes). */
+ * prefill, then one decode step per generated token (for cross-checks against other runtimes);
+ * whole rows, or with top > 0 each row's top largest (top_json). */
 static cJSON *logits_json(elm_context *c, const int32_t *prompt, int32_t n_prompt,
-                          const int32_t *gen, int32_t n_rows, int32_t n_vocab, elm_error *err) {
+                          const int32_t *gen, int32_t n_rows, int32_t n_vocab, int32_t top,
+                          elm_error *err) {
     float *row = malloc(sizeof(float) * (size_t)n_vocab);
     cJSON *a = cJSON_CreateArray();
     elm_context_reset(c);
@@ -55,7 +78,8 @@ static cJSON *logits_json(elm_context *c, const int32_t *prompt, int32_t n_promp
             a = NULL;
             break;
         }
-        cJSON_AddItemToArray(a, cJSON_CreateFloatArray(row, n_vocab));
+        cJSON_AddItemToArray(a, top > 0 ? top_json(row, n_vocab, top)
+                                        : cJSON_CreateFloatArray(row, n_vocab));
     }
     free(row);
     return a;
@@ -70,26 +94,31 @@ static int print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *ge
     if (logits) cJSON_AddItemToObject(o, "logits", logits);
     cJSON_AddStringToObject(o, "text", text ? text : "");
     cJSON *st = cJSON_AddObjectToObject(o, "stats");
-    cJSON_AddNumberToObject(st, "load_ms", load_ms);
-    cJSON_AddNumberToObject(st, "prompt_tokens", s->prompt_tokens);
-    cJSON_AddNumberToObject(st, "prefill_tps", s->prefill_tps);
-    cJSON_AddNumberToObject(st, "ttft_ms", s->ttft_ms);
-    cJSON_AddNumberToObject(st, "generated_tokens", s->generated_tokens);
-    cJSON_AddNumberToObject(st, "decode_tps", s->decode_tps);
-    cJSON_AddNumberToObject(st, "peak_rss_mib", rss);
-    cJSON_AddNumberToObject(st, "kv_cache_bytes", (double)elm_context_kv_bytes(ctx));
+    const cli_json_num stats[] = {
+        {"load_ms", load_ms},
+        {"prompt_tokens", s->prompt_tokens},
+        {"prefill_tps", s->prefill_tps},
+        {"ttft_ms", s->ttft_ms},
+        {"generated_tokens", s->generated_tokens},
+        {"decode_tps", s->decode_tps},
+        {"peak_rss_mib", rss},
+        {"kv_cache_bytes", (double)elm_context_kv_bytes(ctx)},
+    };
+    cli_json_numbers(st, stats, sizeof stats / sizeof stats[0]);
     cJSON_AddStringToObject(st, "cache_type_k", elm_type_get(elm_context_type_k(ctx))->name);
     cJSON_AddStringToObject(st, "cache_type_v", elm_type_get(elm_context_type_v(ctx))->name);
     if (spec) {
-        cJSON *sp = cJSON_AddObjectToObject(st, "speculative");
-        cJSON_AddNumberToObject(sp, "target_passes", spec->target_passes);
-        cJSON_AddNumberToObject(sp, "drafted", spec->drafted);
-        cJSON_AddNumberToObject(sp, "accepted", spec->accepted);
-        cJSON_AddNumberToObject(sp, "acceptance_rate", spec->acceptance_rate);
-        cJSON_AddNumberToObject(sp, "tokens_per_pass", spec->tokens_per_pass);
-        cJSON_AddNumberToObject(sp, "ms_per_token", spec->ms_per_token);
-        cJSON_AddNumberToObject(sp, "plain_ms_per_token", spec->plain_ms_per_token);
-        cJSON_AddNumberToObject(sp, "speedup", spec->speedup);
+        const cli_json_num sp[] = {
+            {"target_passes", spec->target_passes},
+            {"drafted", spec->drafted},
+            {"accepted", spec->accepted},
+            {"acceptance_rate", spec->acceptance_rate},
+            {"tokens_per_pass", spec->tokens_per_pass},
+            {"ms_per_token", spec->ms_per_token},
+            {"plain_ms_per_token", spec->plain_ms_per_token},
+            {"speedup", spec->speedup},
+        };
+        cli_json_numbers(cJSON_AddObjectToObject(st, "speculative"), sp, sizeof sp / sizeof sp[0]);
     }
     return cli_print_json(o, "run");
 }
@@ -97,21 +126,22 @@ static int print_json(const int32_t *prompt, int32_t n_prompt, const int32_t *ge
 typedef struct run_opts {
     const char *model, *prompt, *file, *tokenizer;
     bool json, no_bos, special;
-    long n_logits;
+    long n_logits, logits_top;
     gen_opts gen;
 } run_opts;
 
 /* Parses the options; 0 to run, else cli_parse's result (-1: help printed). */
 static int parse(run_opts *o, int argc, char **argv) {
     const cli_opt opts[] = {
-        {"-m, --model", "PATH", CLI_TEXT, &o->model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&o->model),
         {"-p, --prompt", "TEXT", CLI_TEXT, &o->prompt, 0, 0, "prompt text", 0},
         {"-f, --file", "FILE", CLI_TEXT, &o->file, 0, 0, "read the prompt from FILE", 0},
         {"--no-bos", NULL, CLI_FLAG, &o->no_bos, 0, 0, "do not prepend BOS to the prompt", 0},
         {"--special", NULL, CLI_FLAG, &o->special, 0, 0, "parse control tokens in the prompt (\"<|im_start|>\")", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &o->tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
-        {"--json", NULL, CLI_FLAG, &o->json, 0, 0, "print one JSON object (ids, text, stats) instead of streaming", 0},
+        CLI_OPT_TOKENIZER(&o->tokenizer),
+        CLI_OPT_JSON(&o->json, "print one JSON object (ids, text, stats) instead of streaming"),
         {"--logits", "N", CLI_INT, &o->n_logits, 1, 1 << 20, "with --json: add \"logits\", the rows predicting the first N\ngenerated tokens (prefill, then one decode step per token)", 0},
+        {"--logits-top", "K", CLI_INT, &o->logits_top, 1, 256, "with --logits: each row as its K largest [id, logit] pairs,\nlargest first", 0},
         {0}};
     const cli_spec spec = {
         "run", "-m MODEL (-p PROMPT | -f FILE) [options]",
@@ -125,6 +155,7 @@ static int parse(run_opts *o, int argc, char **argv) {
     if (!o->prompt && !o->file) return cli_fail("run: -p PROMPT or -f FILE is required");
     if (o->prompt && o->file) return cli_fail("run: give -p PROMPT or -f FILE, not both");
     if (o->n_logits && !o->json) return cli_fail("run: --logits needs --json");
+    if (o->logits_top && !o->n_logits) return cli_fail("run: --logits-top needs --logits");
     return 0;
 }
 
@@ -182,7 +213,8 @@ static int generate(const run_opts *o, elm_model *m, const int32_t *prompt_ids, 
         cJSON *logits = NULL;
         if (o->n_logits) {
             const int32_t rows = o->n_logits < n_gen ? (int32_t)o->n_logits : n_gen;
-            logits = logits_json(stack.ctx, prompt_ids, n_prompt, gen_ids, rows, m->hp.n_vocab, &err);
+            logits = logits_json(stack.ctx, prompt_ids, n_prompt, gen_ids, rows, m->hp.n_vocab,
+                                 (int32_t)o->logits_top, &err);
             if (!logits) {
                 cli_fail("%s: %s", o->model, err.msg[0] ? err.msg : "out of memory");
                 goto done;

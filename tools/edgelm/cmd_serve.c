@@ -19,7 +19,7 @@ int cmd_serve(int argc, char **argv) {
     gen_opts_init(&o);
     o.gp.n_predict = 0; /* not given: until the slot's context is full */
     const cli_opt opts[] = {
-        {"-m, --model", "PATH", CLI_TEXT, &model, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0},
+        CLI_OPT_MODEL(&model),
         {"--host", "ADDR", CLI_TEXT, &host, 0, 0, "IPv4 address to listen on (default 127.0.0.1: this machine only)", 0},
         {"--port", "N", CLI_INT, &port, 0, 65535, "TCP port (default 8080; 0 = any free port, printed at start)", 0},
         {"-np, --parallel", "N", CLI_INT, &parallel, 1, 64, "conversations served at once, batched into one forward pass\nper step (default 1)", 0},
@@ -27,7 +27,7 @@ int cmd_serve(int argc, char **argv) {
         {"--api-key", "KEY", CLI_TEXT, &api_key, 0, 0, "require 'Authorization: Bearer KEY' (all but /health)", 0},
         {"--max-body", "N", CLI_INT, &max_body, 1, 1L << 30, "request body limit in bytes (default 1048576; beyond, 413)", 0},
         {"--template", "NAME", CLI_TEXT, &tmpl_name, 0, 0, "auto (default: from the model) or a built-in template's name", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside model.bin", 0},
+        CLI_OPT_TOKENIZER(&tokenizer),
         {0}};
     const cli_spec spec = {
         "serve", "-m MODEL [options]", NULL, (const cli_opt *const[]){opts, gen_opts_table(&o), NULL},

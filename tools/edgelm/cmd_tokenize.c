@@ -25,10 +25,10 @@ static int parse_args(int argc, char **argv, opts *o) {
         {"-p, --prompt", "TEXT", CLI_TEXT, &o->prompt, 0, 0, "the text to encode", 0},
         {"-f, --file", "FILE", CLI_TEXT, &o->file, 0, 0, "read the text from FILE instead", 0},
         {"--ids", NULL, CLI_FLAG, &o->ids_only, 0, 0, "print only the id list: [1, 403, ...]", 0},
-        {"--json", NULL, CLI_FLAG, &o->json, 0, 0, "print {\"ids\": [...], \"pieces\": [...]}", 0},
+        CLI_OPT_JSON(&o->json, "print {\"ids\": [...], \"pieces\": [...]}"),
         {"--no-bos", NULL, CLI_FLAG, &o->no_bos, 0, 0, "do not prepend the BOS token", 0},
         {"--special", NULL, CLI_FLAG, &o->special, 0, 0, "parse control tokens written in the text (\"<|im_start|>\")", 0},
-        {"--tokenizer", "PATH", CLI_TEXT, &o->tokenizer, 0, 0, "llama2.c tokenizer.bin when not beside the model", 0},
+        CLI_OPT_TOKENIZER(&o->tokenizer),
         {0}};
     const cli_spec spec = {
         "tokenize", "-m MODEL (-p TEXT | -f FILE) [--ids | --json] [--no-bos] [--special] [--tokenizer PATH]",

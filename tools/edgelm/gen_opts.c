@@ -26,7 +26,7 @@ const cli_opt *gen_opts_table(gen_opts *o) {
         {"-n, --n-predict", "N", CLI_I32, &o->gp.n_predict, 1, 1 << 20, "tokens to generate (default 128)", 0},
         {"-c, --ctx-size", "N", CLI_INT, &o->n_ctx, 1, 1 << 20, "KV cache size in tokens (default: trained context, max 4096)", 0},
         {"-b, --batch-size", "N", CLI_INT, &o->n_batch, 1, 1 << 20, "prompt tokens per forward pass (default: whole prompt)", 0},
-        {"-t, --threads", "N", CLI_INT, &o->n_threads, 1, 512, "threads (default: all cores)", 0},
+        CLI_OPT_THREADS(&o->n_threads),
         {"-s, --seed", "N", CLI_INT, &o->seed, -1, 0x7fffffffL, "RNG seed (default: random)", 0},
         {"--temp", "T", CLI_FLOAT, &o->gp.sampling.temp, 0, 100, "temperature, 0 = greedy (default 0.8)", 0},
         {"--top-k", "N", CLI_I32, &o->gp.sampling.top_k, 0, 1 << 24, "(default 40, 0 = off)", 0},
@@ -43,8 +43,9 @@ const cli_opt *gen_opts_table(gen_opts *o) {
         {"--draft-max", "N", CLI_INT, &o->draft_max, 1, 256, "most tokens drafted per target pass (default 8)", 0},
         {"--draft-min-p", "P", CLI_FLOAT, &o->draft_min_p, 0, 1, "stop drafting below this draft confidence (default 0.5)", 0},
         {"--lookup", "N", CLI_INT, &o->lookup, 0, 256, "prompt-lookup decoding: copy up to N tokens that followed\nan earlier occurrence of the last n-gram (0 = off)", 0},
-        {"--mmap", NULL, CLI_FLAG, &o->mmap, 0, 0, CLI_MMAP_HELP, 0},
+        CLI_OPT_MMAP(&o->mmap),
         {"--ggml-rounding", NULL, CLI_FLAG, &o->ggml_rounding, 0, 0, "round activations as ggml does (f16 block scales, f16 input\nof F16 products): logits equal llama.cpp's up to the order\nof additions, for cross-checking (default: f32, more precise)", 0},
+        {"--swa-full", NULL, CLI_FLAG, &o->swa_full, 0, 0, "keep every position of sliding-window layers (Gemma 3), for\ncontext shift and sessions (default: a ring of the window)", 0},
         {0}};
     memcpy(t, opts, sizeof opts);
     return t;
@@ -61,7 +62,8 @@ bool gen_stack_new(gen_stack *s, const gen_opts *o, const elm_model *m, const ch
                                    .n_threads = (int32_t)o->n_threads,
                                    .type_k = o->type_k,
                                    .type_v = o->type_v,
-                                   .ggml_rounding = o->ggml_rounding};
+                                   .ggml_rounding = o->ggml_rounding,
+                                   .swa_full = o->swa_full};
     if (elm_context_new(m, &cp, &s->ctx, &err)) {
         cli_fail("%s: %s", path, err.msg);
         return false;

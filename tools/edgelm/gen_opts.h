@@ -17,6 +17,7 @@ typedef struct gen_opts {
     float draft_min_p;
     bool mmap;                  /* --mmap: map GGUF files instead of reading them */
     bool ggml_rounding;         /* --ggml-rounding (elm_context_params) */
+    bool swa_full;              /* --swa-full (elm_context_params) */
 } gen_opts;
 
 /* Defaults: n_predict 128, llama.cpp's sampling, f32 cache, keep 0, draft-max 8, min-p 0.5. */

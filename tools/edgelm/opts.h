@@ -28,6 +28,19 @@ typedef struct cli_opt {
     bool (*call)(const char *opt, const char *value, void *dst); /* CLI_CALL */
 } cli_opt;
 
+/* Rows that several commands share, spelled and explained the same everywhere (dst as in
+ * cli_opt; --json's help says what the command prints). */
+#define CLI_OPT_MODEL(dst)                                                                        \
+    {"-m, --model", "PATH", CLI_TEXT, dst, 0, 0, "GGUF file, Hugging Face folder or llama2.c model.bin", 0}
+#define CLI_OPT_TOKENIZER(dst)                                                                    \
+    {"--tokenizer", "PATH", CLI_TEXT, dst, 0, 0, "llama2.c tokenizer.bin when not beside the model", 0}
+#define CLI_OPT_THREADS(dst) {"-t, --threads", "N", CLI_INT, dst, 1, 512, "threads (default: all cores)", 0}
+#define CLI_OPT_JSON(dst, help) {"--json", NULL, CLI_FLAG, dst, 0, 0, help, 0}
+#define CLI_OPT_MMAP(dst)                                                                         \
+    {"--mmap", NULL, CLI_FLAG, dst, 0, 0,                                                         \
+     "map the GGUF file instead of reading it into memory: instant\nload, shared page cache, "   \
+     "slower decode (4 KiB pages)", 0}
+
 /* A command's interface. `tables` is a NULL-terminated list of option tables, each ended by an
  * entry whose names is NULL (tables shared by several commands, such as run and chat's, are
  * listed beside the command's own). `positional`, when not NULL, receives the one argument that

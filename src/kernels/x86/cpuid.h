@@ -4,19 +4,32 @@
 #ifndef EDGELM_KERNELS_X86_CPUID_H
 #define EDGELM_KERNELS_X86_CPUID_H
 
+/* The features, in the order of their bits in elm_x86_features() and of the names
+ * elm_cpu_features lists: X(ID, name) gives the flag ELM_X86_<ID>. */
+#define ELM_X86_FEATURES(X)                                                                       \
+    X(SSE42, "sse4.2")                                                                            \
+    X(AVX, "avx")                                                                                 \
+    X(AVX2, "avx2")                                                                               \
+    X(FMA, "fma")                                                                                 \
+    X(F16C, "f16c")                                                                               \
+    X(AVX512F, "avx512f")                                                                         \
+    X(AVX512BW, "avx512bw")                                                                       \
+    X(AVX512VL, "avx512vl")                                                                       \
+    X(AVX512DQ, "avx512dq")                                                                       \
+    X(AVX512VNNI, "avx512vnni")                                                                   \
+    X(AVX512VBMI, "avx512vbmi")                                                                   \
+    X(AVX512BF16, "avx512bf16")
+
 enum {
-    ELM_X86_SSE42 = 1u << 0,
-    ELM_X86_AVX = 1u << 1,
-    ELM_X86_AVX2 = 1u << 2,
-    ELM_X86_FMA = 1u << 3,
-    ELM_X86_F16C = 1u << 4,
-    ELM_X86_AVX512F = 1u << 5,
-    ELM_X86_AVX512BW = 1u << 6,
-    ELM_X86_AVX512VL = 1u << 7,
-    ELM_X86_AVX512DQ = 1u << 8,
-    ELM_X86_AVX512VNNI = 1u << 9,
-    ELM_X86_AVX512VBMI = 1u << 10,
-    ELM_X86_AVX512BF16 = 1u << 11,
+#define ELM_X86_BIT(id, name) ELM_X86_BIT_##id,
+    ELM_X86_FEATURES(ELM_X86_BIT)
+#undef ELM_X86_BIT
+};
+
+enum {
+#define ELM_X86_FLAG(id, name) ELM_X86_##id = 1u << ELM_X86_BIT_##id,
+    ELM_X86_FEATURES(ELM_X86_FLAG)
+#undef ELM_X86_FLAG
 };
 
 /* The ELM_X86_* bits this CPU and OS support: an AVX feature counts only when the OS saves the

@@ -1,0 +1,57 @@
+"""Logit-level agreement of edgelm with llama.cpp, for the interop tests.
+
+node-llama-cpp exposes llama.cpp's next-token distribution as probabilities (a float32 softmax of the
+raw logits when sampling is greedy), not the logits themselves; softmax loses only a per-row shift,
+so log(p_i / p_top) = l_i - l_top is compared with edgelm's logits taken the same way.
+
+usage: python3 logit_delta.py REF.json INDEX EDGELM.json [--per-row]
+  REF.json     tests/interop/greedy.mjs output (run with GREEDY_TOP=N), INDEX its prompt
+  EDGELM.json  `edgelm run --json --logits STEPS` for the same prompt, whole rows or, with
+               --logits-top K, each row's K largest [id, logit] pairs
+Prints the largest |delta| over the rows both runtimes reached along the same greedy path and over
+llama.cpp's N most probable tokens (those with p > 0), then the number of rows compared (with
+--per-row: each row's largest |delta| instead, space-separated, one line). Exits 1
+when the prompts' token ids differ, no row could be compared, or one of llama.cpp's tokens is not
+among edgelm's K.
+"""
+import json
+import math
+import sys
+
+
+def main():
+    ref = json.load(open(sys.argv[1]))[int(sys.argv[2])]
+    got = json.load(open(sys.argv[3]))
+    if ref["prompt_ids"] != got["prompt_ids"]:
+        print(f"prompt ids differ: llama.cpp {ref['prompt_ids']} edgelm {got['prompt_ids']}", file=sys.stderr)
+        return 1
+    per_row = []
+    for step, (top, logits) in enumerate(zip(ref["top"], got.get("logits", []))):
+        if step > 0 and ref["generated_ids"][step - 1] != got["generated_ids"][step - 1]:
+            break  # the paths parted: later rows condition on different tokens
+        if logits and isinstance(logits[0], list):  # --logits-top: [id, logit] pairs
+            logits = dict((int(i), l) for i, l in logits)
+        top_id, top_p = top[0]
+        worst = 0.0
+        for token, p in top:
+            if p > 0:
+                if isinstance(logits, dict) and (token not in logits or top_id not in logits):
+                    print(f"step {step}: llama.cpp's token {token} is not among edgelm's "
+                          f"{len(logits)} largest", file=sys.stderr)
+                    return 1
+                theirs = math.log(p / top_p)
+                ours = logits[token] - logits[top_id]
+                worst = max(worst, abs(ours - theirs))
+        per_row.append(worst)
+    if not per_row:
+        print("no logit rows to compare (run edgelm with --json --logits N)", file=sys.stderr)
+        return 1
+    if "--per-row" in sys.argv[4:]:
+        print(" ".join(f"{d:.6g}" for d in per_row))
+    else:
+        print(f"{max(per_row):.6g} {len(per_row)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
