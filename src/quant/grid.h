@@ -11,6 +11,7 @@
 #ifndef EDGELM_QUANT_GRID_H
 #define EDGELM_QUANT_GRID_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "core/kquant.h"
@@ -61,16 +62,16 @@ int elm_grid_candidates(const elm_grid *g, const float *x, const float *h, int n
 int elm_grid_code_kq(const elm_grid *g, const elm_block_params *p, int j, float x);
 
 /* Code of the grid point nearest to x, weight j of its block (clamped to the code range; halves
- * round up). Inline, and in float for the legacy types: GPTQ and AWQ call it for every weight and
- * every candidate. */
+ * round up). Inline: GPTQ and AWQ call it for every weight and every candidate. The legacy types'
+ * quotient x/d is taken in double: in float, ties rounding the other way moved stories260K's AWQ
+ * q4_0 --pure from KLD 0.084397 to 0.088443 (512-token calibration; 128-token: unchanged). */
 static inline int elm_grid_code(const elm_grid *g, const elm_block_params *p, int j, float x) {
     if (g->kq) return elm_grid_code_kq(g, p, j, x);
     if (p->d == 0) return g->asym ? 0 : g->off;
-    const float t = (g->asym ? (x - p->m) / p->d : x / p->d + (float)g->off) + 0.5f;
-    if (!(t >= (float)(g->qmin + 1))) return g->qmin; /* also NaN */
-    if (t >= (float)g->qmax) return g->qmax;
-    const int q = (int)t; /* truncated: one less below zero (Q8_0's negative codes) */
-    return q - (t < (float)q);
+    const double q = floor((g->asym ? ((double)x - p->m) / p->d : (double)x / p->d + g->off) + 0.5);
+    if (!(q > g->qmin)) return g->qmin; /* also NaN */
+    if (q > g->qmax) return g->qmax;
+    return (int)q;
 }
 
 /* Value of code q at weight j of the block, computed exactly as the type's to_float does. */
