@@ -84,8 +84,9 @@ static void linear_cost(elm_quant_method method, lin l, int64_t n_tokens, double
     const double sample = (double)(l.rows < ELM_ERR_ROWS ? l.rows : ELM_ERR_ROWS);
     *gemm += 2 * 3 * sample * n * n; /* error figures */
     if (method == ELM_QUANT_GPTQ) {
-        /* one spotrf, one more to test definiteness when H may be of full rank; the feedback */
-        *gemm += n * n * n / 3 * (n_tokens >= l.cols ? 2 : 1) + r * n * n;
+        /* one spotrf and one strtri, one more spotrf to test definiteness when H may be of full
+         * rank; the feedback */
+        *gemm += n * n * n / 3 * (n_tokens >= l.cols ? 3 : 2) + r * n * n;
         *scalar += r * n;
     } else {
         /* the clipping search: 10 candidates, each block's errors times its 32 x 32 H block */

@@ -26,8 +26,8 @@ typedef struct elm_gptq_result {
 /* Quantizes W [rows, cols] (row-major, float32, cols a multiple of g->block; overwritten by the
  * error-updated weights) given its input Hessian H [cols, cols] (symmetric, 2·XᵀX, float32 as
  * captured; not modified). The factorization and the error feedback run
- * in float32 (as the paper's reference code does): one LAPACK spotrf (gptq.c says why no inverse
- * is needed), one sgemm per batch.
+ * in float32 (as the paper's reference code does): one LAPACK spotrf and one strtri (gptq.c says
+ * why no full inverse is needed), one sgemm per batch.
  * Dead channels (H_ii = 0) are taken as H_ii = 1 and their weights set to 0 (reference GPTQ). The Cholesky
  * factor U of (H + λI)⁻¹ = UᵀU drives the
  * error feedback: columns in batches of 128, each column's rounding error pushed into
