@@ -175,7 +175,7 @@ static float dot_iq4_nl_scalar(const int8_t *q, const float *d, elm_q8_row x, in
 }
 
 const elm_kq_kernels elm_kq_scalar = {elm_kq_unpack_scalar, dot_scalar, unpack_iq4_nl_scalar,
-                                      dot_iq4_nl_scalar};
+                                      dot_iq4_nl_scalar, NULL, 0};
 
 static bool has_mins(elm_type t) {
     return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
@@ -199,7 +199,7 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     const elm_kq_kernels *s = &elm_kq_scalar;
     const elm_kq_kernels kk = {k->unpack ? k->unpack : s->unpack, k->dot ? k->dot : s->dot,
                                k->unpack_iq4_nl ? k->unpack_iq4_nl : s->unpack_iq4_nl,
-                               k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl};
+                               k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl, NULL, 0};
     if (a->w.type == ELM_TYPE_IQ4_NL) {
         matmul_iq4_nl(&kk, a, r0, r1, scratch);
         return;
@@ -207,6 +207,7 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     const int64_t cols = a->w.cols, rows = a->w.rows, nsb = cols / ELM_QK_K;
     const size_t row_bytes = elm_row_bytes(a->w.type, cols), xrow = elm_q8k_row_bytes(cols);
     const bool mins = has_mins(a->w.type);
+    const bool packed = k->dot_packed && (k->packed_types >> a->w.type & 1);
     elm_kq_block *blk = scratch;
     uint8_t *xq = (uint8_t *)(blk + nsb);
     xq += (64 - (uintptr_t)xq % 64) % 64;
@@ -214,13 +215,15 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
         const int64_t nt = a->n_tok - t0 < TOKEN_CHUNK ? a->n_tok - t0 : TOKEN_CHUNK;
         for (int64_t t = 0; t < nt; t++) elm_quantize_q8_k(a->x + (t0 + t) * cols, cols, xq + t * xrow);
         for (int64_t r = r0; r < r1; r++) {
-            kk.unpack(a->w.type, (const uint8_t *)a->w.data + (size_t)r * row_bytes, nsb, blk);
+            const uint8_t *src = (const uint8_t *)a->w.data + (size_t)r * row_bytes;
+            if (!packed) kk.unpack(a->w.type, src, nsb, blk);
             for (int64_t t = 0; t < nt; t += 4) {
                 const int nx = nt - t < 4 ? (int)(nt - t) : 4;
                 elm_q8k_row x[4];
                 float out[4];
                 for (int i = 0; i < nx; i++) x[i] = elm_q8k_at(xq, cols, t + i);
-                kk.dot(blk, x, nx, nsb, mins, out);
+                if (packed) k->dot_packed(a->w.type, src, x, nx, nsb, out);
+                else kk.dot(blk, x, nx, nsb, mins, out);
                 for (int i = 0; i < nx; i++) a->y[(t0 + t + i) * rows + r] = out[i];
             }
         }

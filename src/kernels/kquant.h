@@ -68,6 +68,12 @@ typedef struct elm_kq_kernels {
     void (*unpack_iq4_nl)(const uint8_t *src, int64_t n, int8_t *q, float *d);
     /* Σ_b d[b]·(x.d[b]·Σ_i q[32b+i]·x.qs[32b+i]) over n blocks. */
     float (*dot_iq4_nl)(const int8_t *q, const float *d, elm_q8_row x, int64_t n);
+    /* As dot, but straight from n packed super-blocks of type t at src (as stored in the file),
+     * decoded in registers: no unpacked copy, the same integers. Optional; serves the types
+     * whose bit (1u << t) is set in packed_types, the others go through unpack and dot. */
+    void (*dot_packed)(elm_type t, const uint8_t *src, const elm_q8k_row *x, int nx, int64_t n,
+                       float *out);
+    uint32_t packed_types;
 } elm_kq_kernels;
 
 /* Quantizes cols floats (a multiple of 256) into a q8_K row at row (llama.cpp's
