@@ -333,72 +333,89 @@ KQ_INLINE __m256i kq_scaled_add(__m256i a, __m256i p, __m256i s) {
 #endif
 }
 
-KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, const elm_q8k_row *x,
-                            const int nx, int64_t n, float *out) {
+/* A tile of nr <= 2 weight rows (row_bytes apart) by nx <= 4 tokens: each chunk of codes is
+ * decoded once for all tokens and each chunk of activations loaded once for both rows. */
+KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_bytes, const int nr,
+                            const elm_q8k_row *x, const int nx, int64_t n, float *out) {
     const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
                                             3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
     const size_t bb = elm_type_get(t)->block_bytes;
     const bool mins = t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
-    __m256 acc[4];
-    for (int i = 0; i < nx; i++) acc[i] = _mm256_setzero_ps();
+    /* with fewer than 4 sums in flight, two per pair (even and odd chunks), so that the
+     * multiply-adds (5 cycles each with VNNI) do not wait on each other */
+    const bool split = nr * nx < 4;
+    __m256 acc[2][4];
+    for (int r = 0; r < nr; r++)
+        for (int i = 0; i < nx; i++) acc[r][i] = _mm256_setzero_ps();
     for (int64_t s = 0; s < n; s++, src += bb) {
-        kq_scales sm;
-        float d, dmin;
-        packed_scales(t, src, &sm, &d, &dmin);
-        /* two integer sums per token, even and odd chunks, so that the multiply-adds (5 cycles
-         * each) of one token do not wait on each other */
-        __m256i a[4], a2[4];
-        for (int i = 0; i < nx; i++) a[i] = a2[i] = _mm256_setzero_si256();
+        kq_scales sm[2];
+        float d[2], dmin[2];
+        for (int r = 0; r < nr; r++) packed_scales(t, src + r * row_bytes, &sm[r], &d[r], &dmin[r]);
+        __m256i a[2][4], a2[2][4];
+        for (int r = 0; r < nr; r++)
+            for (int i = 0; i < nx; i++) a[r][i] = a2[r][i] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int c = 0; c < 8; c++) {
-            __m256i *ac = c % 2 ? a2 : a;
-            int32_t sc;
-            memcpy(&sc, sm.sc + 2 * c, 4);
-            const __m256i scv = _mm256_shuffle_epi8(_mm256_set1_epi32(sc), spread);
-            const __m256i q = packed_chunk(t, src, c);
-            if (t == ELM_TYPE_IQ4_XS) {
-                const __m256i aq = _mm256_abs_epi8(q);
-                for (int i = 0; i < nx; i++) {
-                    const __m256i xv = kq_load(x[i].qs + s * ELM_QK_K + 32 * c);
-                    ac[i] = kq_scaled_add(ac[i], _mm256_maddubs_epi16(aq, _mm256_sign_epi8(xv, q)),
-                                          scv);
-                }
-            } else {
-                for (int i = 0; i < nx; i++) {
-                    const __m256i xv = kq_load(x[i].qs + s * ELM_QK_K + 32 * c);
-                    ac[i] = kq_scaled_add(ac[i], _mm256_maddubs_epi16(q, xv), scv);
+            __m256i q[2], aq[2], scv[2];
+            for (int r = 0; r < nr; r++) {
+                int32_t sc;
+                memcpy(&sc, sm[r].sc + 2 * c, 4);
+                scv[r] = _mm256_shuffle_epi8(_mm256_set1_epi32(sc), spread);
+                q[r] = packed_chunk(t, src + r * row_bytes, c);
+                if (t == ELM_TYPE_IQ4_XS) aq[r] = _mm256_abs_epi8(q[r]);
+            }
+            for (int i = 0; i < nx; i++) {
+                const __m256i xv = kq_load(x[i].qs + s * ELM_QK_K + 32 * c);
+                for (int r = 0; r < nr; r++) {
+                    __m256i *ac = split && c % 2 ? &a2[r][i] : &a[r][i];
+                    const __m256i p =
+                        t == ELM_TYPE_IQ4_XS ? _mm256_maddubs_epi16(aq[r], _mm256_sign_epi8(xv, q[r]))
+                                             : _mm256_maddubs_epi16(q[r], xv);
+                    *ac = kq_scaled_add(*ac, p, scv[r]);
                 }
             }
         }
-        const __m256i scw = _mm256_load_si256((const __m256i *)sm.sc);
-        const __m256i mw = mins ? _mm256_load_si256((const __m256i *)sm.m) : scw;
         for (int i = 0; i < nx; i++) {
             const float xd = x[i].d[s];
-            a[i] = _mm256_add_epi32(a[i], a2[i]);
-            if (t == ELM_TYPE_Q6_K) /* the codes' offset: 32·Σ_g sc[g]·bsum[g] */
-                a[i] = _mm256_sub_epi32(
-                    a[i], _mm256_slli_epi32(_mm256_madd_epi16(scw, kq_load(x[i].bsum + 16 * s)), 5));
-            acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(a[i]), _mm256_set1_ps(d * xd), acc[i]);
-            if (mins)
-                acc[i] = _mm256_fnmadd_ps(
-                    _mm256_cvtepi32_ps(_mm256_madd_epi16(mw, kq_load(x[i].bsum + 16 * s))),
-                    _mm256_set1_ps(dmin * xd), acc[i]);
+            const __m256i bsum = kq_load(x[i].bsum + 16 * s);
+            for (int r = 0; r < nr; r++) {
+                __m256i ai = split ? _mm256_add_epi32(a[r][i], a2[r][i]) : a[r][i];
+                if (t == ELM_TYPE_Q6_K) /* the codes' offset: 32·Σ_g sc[g]·bsum[g] */
+                    ai = _mm256_sub_epi32(
+                        ai, _mm256_slli_epi32(
+                                _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].sc), bsum),
+                                5));
+                acc[r][i] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(ai), _mm256_set1_ps(d[r] * xd), acc[r][i]);
+                if (mins)
+                    acc[r][i] = _mm256_fnmadd_ps(
+                        _mm256_cvtepi32_ps(
+                            _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].m), bsum)),
+                        _mm256_set1_ps(dmin[r] * xd), acc[r][i]);
+            }
         }
     }
-    for (int i = 0; i < nx; i++) out[i] = kq_hsum_ps(acc[i]);
+    for (int r = 0; r < nr; r++)
+        for (int i = 0; i < nx; i++) out[4 * r + i] = kq_hsum_ps(acc[r][i]);
 }
 
-/* dot_packed_n with the type and token count as constants. */
-#define KQ_PACKED_TYPE(T)                                                                       \
-    switch (nx) {                                                                              \
-    case 1: dot_packed_n(T, src, x, 1, n, out); break;                                        \
-    case 2: dot_packed_n(T, src, x, 2, n, out); break;                                        \
-    case 3: dot_packed_n(T, src, x, 3, n, out); break;                                        \
-    default: dot_packed_n(T, src, x, 4, n, out); break;                                       \
+/* dot_packed_n with the type and the tile's shape as constants. */
+#define KQ_PACKED_NX(T, NR)                                                                  \
+    switch (nx) {                                                                            \
+    case 1: dot_packed_n(T, src, row_bytes, NR, x, 1, n, out); break;                        \
+    case 2: dot_packed_n(T, src, row_bytes, NR, x, 2, n, out); break;                        \
+    case 3: dot_packed_n(T, src, row_bytes, NR, x, 3, n, out); break;                        \
+    default: dot_packed_n(T, src, row_bytes, NR, x, 4, n, out); break;                       \
+    }
+#define KQ_PACKED_TYPE(T)                                                                    \
+    if (nr == 1) {                                                                           \
+        KQ_PACKED_NX(T, 1)                                                                   \
+    } else {                                                                                 \
+        KQ_PACKED_NX(T, 2)                                                                   \
     }
 
-KQ_FN static void dot_packed(elm_type t, const uint8_t *src, const elm_q8k_row *x, int nx,
-                             int64_t n, float *out) {
+KQ_FN static void dot_packed(elm_type t, const uint8_t *src, size_t row_bytes, int nr,
+                             const elm_q8k_row *x, int nx, int64_t n, float *out) {
     switch (t) {
     case ELM_TYPE_Q4_K: KQ_PACKED_TYPE(ELM_TYPE_Q4_K) break;
     case ELM_TYPE_Q5_K: KQ_PACKED_TYPE(ELM_TYPE_Q5_K) break;
@@ -406,6 +423,7 @@ KQ_FN static void dot_packed(elm_type t, const uint8_t *src, const elm_q8k_row *
     default: KQ_PACKED_TYPE(ELM_TYPE_IQ4_XS) break;
     }
 }
+#undef KQ_PACKED_NX
 #undef KQ_PACKED_TYPE
 
 KQ_FN static void unpack_iq4_nl(const uint8_t *src, int64_t n, int8_t *q, float *d) {
@@ -427,6 +445,14 @@ KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int
     return kq_hsum_ps(acc);
 }
 
+#ifdef KQ_TILES
+#include "kernels/x86/kquant_gemm_avx512.h"
+#define KQ_GEMM16 gemm16
+#else
+#define KQ_GEMM16 NULL
+#endif
+
 const elm_kq_kernels KQ_TABLE = {
     unpack, dot, unpack_iq4_nl, dot_iq4_nl, dot_packed,
-    1u << ELM_TYPE_Q4_K | 1u << ELM_TYPE_Q5_K | 1u << ELM_TYPE_Q6_K | 1u << ELM_TYPE_IQ4_XS};
+    1u << ELM_TYPE_Q4_K | 1u << ELM_TYPE_Q5_K | 1u << ELM_TYPE_Q6_K | 1u << ELM_TYPE_IQ4_XS,
+    KQ_GEMM16};
