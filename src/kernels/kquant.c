@@ -214,10 +214,14 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     elm_kq_block *blk = scratch;
     uint8_t *tile = (uint8_t *)(blk + (tiles ? 16 : 1) * nsb);
     tile += (64 - (uintptr_t)tile % 64) % 64;
-    uint8_t *xq = tile + (tiles ? (size_t)nsb * ELM_KQ_TILE_SB_BYTES : 0);
+    uint8_t *own = tile + (tiles ? (size_t)nsb * ELM_KQ_TILE_SB_BYTES : 0);
     for (int64_t t0 = 0; t0 < a->n_tok; t0 += TOKEN_CHUNK) {
         const int64_t nt = a->n_tok - t0 < TOKEN_CHUNK ? a->n_tok - t0 : TOKEN_CHUNK;
-        for (int64_t t = 0; t < nt; t++) elm_quantize_q8_k(a->x + (t0 + t) * cols, cols, xq + t * xrow);
+        /* the caller's q8_K rows, or the chunk's quantized here */
+        const uint8_t *xq = a->xq ? (const uint8_t *)a->xq + (size_t)t0 * xrow : own;
+        if (!a->xq)
+            for (int64_t t = 0; t < nt; t++)
+                elm_quantize_q8_k(a->x + (t0 + t) * cols, cols, own + t * xrow);
         if (tiles) {
             for (int64_t r = r0; r < r1; r += 16) {
                 const int n_rows = r1 - r < 16 ? (int)(r1 - r) : 16;

@@ -91,7 +91,9 @@ typedef struct elm_kq_kernels {
 void elm_quantize_q8_k(const float *x, int64_t cols, void *row);
 
 /* Rows [r0, r1) of a->y for k-quant/i-quant weights (kernels.h's matmul contract: a->xq holds q8
- * rows for IQ4_NL; the 256-weight types ignore it). scratch: elm_matmul_scratch_bytes(cols). */
+ * rows for IQ4_NL; for the 256-weight types it is NULL or holds a->n_tok q8_K rows of a->x,
+ * elm_quantize_q8_k's, which callers splitting one product across threads quantize once for
+ * all). scratch: elm_matmul_scratch_bytes(cols). */
 void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0, int64_t r1,
                        void *scratch);
 

@@ -24,6 +24,13 @@ KQ_INLINE float kq_hsum_ps(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+KQ_INLINE int32_t kq_hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
 KQ_INLINE __m256i kq_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 KQ_INLINE void kq_store(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
 
@@ -224,7 +231,8 @@ KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64
  * Each 32-weight chunk is decoded in registers and dotted with up to 4 tokens; nothing is stored.
  * Q4_K, Q5_K and Q6_K codes are unsigned, so maddubs takes them as they are (no sign transfer);
  * Q6_K's offset of 32 is taken out in integers afterwards as 32·Σ_g sc[g]·bsum[g]. IQ4_XS's grid
- * values are signed and go through kq_pairs. The integers are the oracle's (kquant.h). */
+ * values are signed and go through kq_pairs. The integers are the oracle's (kquant.h), and so,
+ * summed per block and scaled in the oracle's float order, are the results. */
 
 /* The scales (spread to one int16 per 16 weights, as in elm_kq_block) and mins of a block. */
 typedef struct kq_scales {
@@ -344,9 +352,7 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
     /* with fewer than 4 sums in flight, two per pair (even and odd chunks), so that the
      * multiply-adds (5 cycles each with VNNI) do not wait on each other */
     const bool split = nr * nx < 4;
-    __m256 acc[2][4];
-    for (int r = 0; r < nr; r++)
-        for (int i = 0; i < nx; i++) acc[r][i] = _mm256_setzero_ps();
+    float acc[2][4] = {{0}};
     for (int64_t s = 0; s < n; s++, src += bb) {
         kq_scales sm[2];
         float d[2], dmin[2];
@@ -385,18 +391,17 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
                         ai, _mm256_slli_epi32(
                                 _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].sc), bsum),
                                 5));
-                acc[r][i] =
-                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(ai), _mm256_set1_ps(d[r] * xd), acc[r][i]);
+                /* the block's exact integers, then the oracle's float steps in its order */
+                acc[r][i] += d[r] * xd * (float)kq_hsum_epi32(ai);
                 if (mins)
-                    acc[r][i] = _mm256_fnmadd_ps(
-                        _mm256_cvtepi32_ps(
-                            _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].m), bsum)),
-                        _mm256_set1_ps(dmin[r] * xd), acc[r][i]);
+                    acc[r][i] -= dmin[r] * xd *
+                                 (float)kq_hsum_epi32(_mm256_madd_epi16(
+                                     _mm256_load_si256((const __m256i *)sm[r].m), bsum));
             }
         }
     }
     for (int r = 0; r < nr; r++)
-        for (int i = 0; i < nx; i++) out[4 * r + i] = kq_hsum_ps(acc[r][i]);
+        for (int i = 0; i < nx; i++) out[4 * r + i] = acc[r][i];
 }
 
 /* dot_packed_n with the type and the tile's shape as constants. */

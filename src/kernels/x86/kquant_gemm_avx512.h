@@ -7,7 +7,8 @@
  * per pair of groups int16 pairs of the correction weights (the mins m, or o·sc). Then vpdpbusd
  * multiplies a vector of codes by 4 broadcast activation bytes: 64 products per instruction,
  * with nothing to sign-correct, and the exact integers of the oracle:
- *   Σ_g sc[g]·Σ q·x = Σ_g sc[g]·Σ u·x - Σ_g o·sc[g]·bsum[g]. */
+ *   Σ_g sc[g]·Σ q·x = Σ_g sc[g]·Σ u·x - Σ_g o·sc[g]·bsum[g],
+ * each row's in its own lane, scaled in the oracle's float order: the oracle's bits. */
 
 /* One super-block of a tile (ELM_KQ_TILE_SB_BYTES). */
 typedef struct kq_tile_sb {
@@ -93,12 +94,16 @@ KQ_INLINE void kq_tile_dot(const elm_type t, const kq_tile_sb *tile, int64_t nsb
         const __m512 d = _mm512_load_ps(o->d), e = _mm512_load_ps(o->e);
         for (int i = 0; i < nx; i++) {
             const __m512 xd = _mm512_set1_ps(x[i].d[s]);
+            /* the oracle's float steps in its order (no fused multiply-add) */
             if (mins) {
-                acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i]), _mm512_mul_ps(d, xd), acc[i]);
-                acc[i] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(corr[i]), _mm512_mul_ps(e, xd), acc[i]);
+                acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(_mm512_mul_ps(d, xd),
+                                                             _mm512_cvtepi32_ps(isum[i])));
+                acc[i] = _mm512_sub_ps(acc[i], _mm512_mul_ps(_mm512_mul_ps(e, xd),
+                                                             _mm512_cvtepi32_ps(corr[i])));
             } else {
-                acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[i], corr[i])),
-                                         _mm512_mul_ps(d, xd), acc[i]);
+                acc[i] = _mm512_add_ps(acc[i], _mm512_mul_ps(_mm512_mul_ps(d, xd),
+                                                             _mm512_cvtepi32_ps(_mm512_sub_epi32(
+                                                                 isum[i], corr[i]))));
             }
         }
     }
