@@ -79,7 +79,7 @@ KQ_INLINE void unpack_q3_k(const uint8_t *b, elm_kq_block *o) {
 
 /* Q4_K/Q5_K's eight 6-bit scales and mins from their 12 bytes (elm_kquant_scale_min) four at a
  * time in 32-bit words, each widened to two 16-weight groups. */
-KQ_INLINE void unpack_scale_min(const uint8_t *s, elm_kq_block *o) {
+KQ_INLINE void unpack_scale_min(const uint8_t *s, int16_t *sc16, int16_t *m16) {
     uint32_t u[3];
     memcpy(u, s, 12);
     const uint32_t sc_lo = u[0] & 0x3f3f3f3f, m_lo = u[1] & 0x3f3f3f3f;
@@ -87,13 +87,13 @@ KQ_INLINE void unpack_scale_min(const uint8_t *s, elm_kq_block *o) {
     const uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4;
     const __m128i sc = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo);
     const __m128i m = _mm_set_epi32(0, 0, (int)m_hi, (int)m_lo);
-    _mm256_store_si256((__m256i *)o->sc, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc)));
-    _mm256_store_si256((__m256i *)o->m, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m)));
+    _mm256_store_si256((__m256i *)sc16, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc)));
+    _mm256_store_si256((__m256i *)m16, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m)));
 }
 
 KQ_INLINE void unpack_q45_k(const uint8_t *b, elm_kq_block *o, bool five) {
     o->d = elm_load_f16(b), o->dmin = elm_load_f16(b + 2);
-    unpack_scale_min(b + 4, o);
+    unpack_scale_min(b + 4, o->sc, o->m);
     const uint8_t *qs = b + (five ? 48 : 16);
     const __m256i qh = kq_load(b + 16), sixteen = _mm256_set1_epi8(16);
     for (int p = 0; p < 4; p++) {
@@ -249,19 +249,10 @@ KQ_INLINE float kq_f16(const uint8_t *p) {
 KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *d, float *dmin) {
     switch (t) {
     case ELM_TYPE_Q4_K:
-    case ELM_TYPE_Q5_K: {
+    case ELM_TYPE_Q5_K:
         *d = kq_f16(b), *dmin = kq_f16(b + 2);
-        uint32_t u[3];
-        memcpy(u, b + 4, 12);
-        const uint32_t sc_lo = u[0] & 0x3f3f3f3f, m_lo = u[1] & 0x3f3f3f3f;
-        const uint32_t sc_hi = (u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4;
-        const uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4;
-        const __m128i sc = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo);
-        const __m128i m = _mm_set_epi32(0, 0, (int)m_hi, (int)m_lo);
-        _mm256_store_si256((__m256i *)s->sc, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc)));
-        _mm256_store_si256((__m256i *)s->m, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m)));
+        unpack_scale_min(b + 4, s->sc, s->m);
         break;
-    }
     case ELM_TYPE_Q6_K:
         *d = kq_f16(b + 208), *dmin = 0;
         _mm256_store_si256((__m256i *)s->sc,
