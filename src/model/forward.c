@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "kernels/kquant.h"
 #include "model/context.h"
 #include "model/kv_quant.h"
 
@@ -59,6 +60,7 @@ typedef struct {
     const float *x;
     int64_t n_tok, cols;
     bool q8, xt;
+    bool q8k; /* xq gets q8_K rows instead, for a group of 256-weight super-block products only */
     elm_type round; /* F16 or BF16: the float products' input goes through xr; else F32 */
     elm_pool_work tokens, chunks; /* the rows to quantize, the 16-token chunks to transpose */
 } prep_job;
@@ -83,10 +85,14 @@ static void prep_worker(void *arg, int ith, int nth) {
     elm_context *c = j->c;
     const bool round = j->round != ELM_TYPE_F32;
     long t0, t1;
-    const size_t row_bytes = elm_q8_row_bytes(j->cols);
-    while (j->q8 && elm_pool_work_claim(&j->tokens, ith, 4, &t0, &t1))
+    const size_t row_bytes = j->q8k ? elm_q8k_row_bytes(j->cols) : elm_q8_row_bytes(j->cols);
+    while ((j->q8 || j->q8k) && elm_pool_work_claim(&j->tokens, ith, 4, &t0, &t1))
         for (long t = t0; t < t1; t++) {
             void *row = (char *)c->xq + t * row_bytes;
+            if (j->q8k) {
+                elm_quantize_q8_k(j->x + t * j->cols, j->cols, row);
+                continue;
+            }
             c->k->quantize_q8(j->x + t * j->cols, j->cols, row);
             if (c->ggml_rounding) { /* ggml's q8 blocks hold d and d·Σq in f16 */
                 const elm_q8_row q = elm_q8_at(row, j->cols, 0);
@@ -130,8 +136,8 @@ static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
     for (int i = 0; i < n; i++) {
         if (c->hook) c->hook(w[i], layer, x, n_tok, c->hook_user);
         const bool q8 = elm_type_q8_act(w[i]->type);
-        /* only float weights read the transposed chunks; the super-block types quantize x
-         * themselves (q8_K, kernels/kquant.c) */
+        /* only float weights read the transposed chunks; the super-block types take q8_K rows
+         * (pj.q8k below) */
         const bool flt = elm_type_get(w[i]->type)->block_size == 1;
         const bool xt = flt && c->xt && n_tok >= ELM_XT_MIN_TOKENS;
         if (!q8) pj.round = act_round(c, w[i]);
@@ -143,8 +149,13 @@ static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
         j.first_unit[i + 1] =
             j.first_unit[i] + (long)((w[i]->ne[1] + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
     }
+    /* the super-block types' q8_K rows, once for all threads, where no product needs q8 rows */
+    pj.q8k = !pj.q8;
+    for (int i = 0; i < n; i++)
+        if (!elm_type_kquant(w[i]->type) || w[i]->type == ELM_TYPE_IQ4_NL) pj.q8k = false;
+    for (int i = 0; i < n && pj.q8k; i++) j.args[i].xq = c->xq;
     if (n_tok >= PREP_PARALLEL_TOKENS) elm_pool_run_shared(c->pool, prep_worker, &pj);
-    else if (pj.q8 || pj.xt || pj.round != ELM_TYPE_F32) prep_worker(&pj, 0, 1);
+    else if (pj.q8 || pj.q8k || pj.xt || pj.round != ELM_TYPE_F32) prep_worker(&pj, 0, 1);
     elm_pool_work_init(&j.tiles, j.first_unit[n], elm_pool_size(c->pool));
     elm_pool_run_shared(c->pool, matmul_worker, &j);
 }
