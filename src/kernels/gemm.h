@@ -22,11 +22,12 @@
 typedef void (*elm_tile_q8_fn)(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
                                int64_t ldy, int n_rows);
 
-/* y[t·ldy + r] = Σ_c w[c][r]·xt[16c + t] for t < n_tok, c < cols, r < n_rows: the activations
+/* y[t·ldy + r] (+)= Σ_c w[c][r]·xt[16c + t] for t < n_tok, c < cols, r < n_rows: the activations
  * of a chunk of up to 16 tokens transposed ([cols][16]), so a kernel broadcasts them from one
- * pointer at fixed offsets. n_tok is at most the kernel's token count. */
+ * pointer at fixed offsets. add: accumulate into y (the later column blocks of a row, see
+ * elm_gemm); else overwrite it. n_tok is at most the kernel's token count. */
 typedef void (*elm_tile_f32_fn)(const float *tile, int64_t cols, const float *xt, int n_tok,
-                                float *y, int64_t ldy, int n_rows);
+                                float *y, int64_t ldy, int n_rows, bool add);
 
 /* Rows [r0, r0 + n_rows) of w (n_rows <= 16) into one tile of the layout above. */
 typedef void (*elm_repack_q8_fn)(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile);
@@ -52,6 +53,8 @@ void elm_gemm(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, i
 /* The portable repacking (the reference for the SIMD ones). */
 void elm_repack_q8_tile(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile);
 void elm_repack_f32_tile(const elm_weights *w, int64_t r0, int n_rows, float *tile);
+/* As elm_repack_f32_tile for columns [c0, cols) only: the tail a SIMD repacking leaves. */
+void elm_repack_f32_cols(const elm_weights *w, int64_t r0, int n_rows, int64_t c0, float *tile);
 void elm_transpose_x16(const float *x, int64_t ldx, int n_tok, int64_t cols, float *xt);
 
 #endif

@@ -327,10 +327,13 @@ NEON_FN static void tile_q8(const uint8_t *tile, int64_t nb, const void *xq, int
 }
 
 NEON_INLINE void tile_f32_n(const float *tile, int64_t cols, const float *xt, float *y, int64_t ldy,
-                            int n_rows, const int nt) {
+                            int n_rows, bool add, const int nt) {
     float32x4_t acc[F32_TOKENS][4];
-    for (int t = 0; t < nt; t++)
-        for (int h = 0; h < 4; h++) acc[t][h] = vdupq_n_f32(0);
+    for (int t = 0; t < nt; t++) {
+        float in[ELM_TILE_ROWS] = {0};
+        if (add) memcpy(in, y + t * ldy, sizeof(float) * (size_t)n_rows);
+        for (int h = 0; h < 4; h++) acc[t][h] = vld1q_f32(in + 4 * h);
+    }
     for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS, xt += 16) {
         const float32x4_t w0 = vld1q_f32(tile), w1 = vld1q_f32(tile + 4);
         const float32x4_t w2 = vld1q_f32(tile + 8), w3 = vld1q_f32(tile + 12);
@@ -349,14 +352,14 @@ NEON_INLINE void tile_f32_n(const float *tile, int64_t cols, const float *xt, fl
 }
 
 NEON_FN static void tile_f32(const float *tile, int64_t cols, const float *xt, int n_tok, float *y,
-                             int64_t ldy, int n_rows) {
+                             int64_t ldy, int n_rows, bool add) {
     switch (n_tok) {
-    case 1: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 1); break;
-    case 2: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 2); break;
-    case 3: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 3); break;
-    case 4: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 4); break;
-    case 5: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 5); break;
-    default: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 6); break;
+    case 1: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 1); break;
+    case 2: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 2); break;
+    case 3: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 3); break;
+    case 4: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 4); break;
+    case 5: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 5); break;
+    default: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 6); break;
     }
 }
 
