@@ -183,6 +183,14 @@ NEON_FN static void quantize_q8(const float *x, int64_t cols, void *row) {
 
 /* ---- block weights · q8 activations (decode) ---- */
 
+/* A block's f16 scale: one fcvt (ARMv8 base). elm_f16_to_f32 is a call, which in the block loops
+ * cost more than the block's own arithmetic and made the compiler spill the accumulators. */
+NEON_INLINE float f16_at(const uint8_t *p) {
+    __fp16 h;
+    memcpy(&h, p, 2);
+    return (float)h;
+}
+
 /* Fifth bits of weights 0..15 (half 0) or 16..31 (half 1): 0x10 where bit j of qh is set. */
 NEON_INLINE uint8x16_t fifth_bits(const uint8_t *qh, int half) {
     static const uint8_t spread[2][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
@@ -198,7 +206,7 @@ NEON_INLINE uint8x16_t fifth_bits(const uint8_t *qh, int half) {
 /* One 4/5-bit block: the integer dot with the zero point taken off, d·x.d and m·x.s applied. */
 NEON_INLINE float32x4_t block_q4q5(const uint8_t *b, const elm_q8_row *x, int64_t i,
                                    float32x4_t acc, float *corr, bool asym, bool five) {
-    const float d = elm_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+    const float d = f16_at(b);
     const uint8_t *p = b + (asym ? 4 : 2);
     const uint8x16_t v = vld1q_u8(p + (five ? 4 : 0));
     uint8x16_t lo = vandq_u8(v, vdupq_n_u8(0x0f)), hi = vshrq_n_u8(v, 4);
@@ -210,7 +218,7 @@ NEON_INLINE float32x4_t block_q4q5(const uint8_t *b, const elm_q8_row *x, int64_
     int32x4_t dot = vdupq_n_s32(-zero_point_per_lane * x->sum[i]);
     dot = vdotq_s32(dot, vreinterpretq_s8_u8(lo), vld1q_s8(x->qs + i * ELM_QK));
     dot = vdotq_s32(dot, vreinterpretq_s8_u8(hi), vld1q_s8(x->qs + i * ELM_QK + 16));
-    if (asym) *corr += elm_f16_to_f32((uint16_t)(b[2] | b[3] << 8)) * x->s[i];
+    if (asym) *corr += f16_at(b + 2) * x->s[i];
     return vfmaq_n_f32(acc, vcvtq_f32_s32(dot), d * x->d[i]);
 }
 
@@ -234,7 +242,7 @@ NEON_INLINE float32x4_t block_q8_0(const uint8_t *b, const elm_q8_row *x, int64_
         vdotq_s32(vdupq_n_s32(0), vld1q_s8((const int8_t *)b + 2), vld1q_s8(x->qs + i * ELM_QK));
     dot = vdotq_s32(dot, vld1q_s8((const int8_t *)b + 18), vld1q_s8(x->qs + i * ELM_QK + 16));
     return vfmaq_n_f32(acc, vcvtq_f32_s32(dot),
-                       elm_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * x->d[i]);
+                       f16_at(b) * x->d[i]);
 }
 
 NEON_FN static float row_q8_0(const uint8_t *b, const elm_q8_row *x, int64_t nb) {
