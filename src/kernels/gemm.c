@@ -1,15 +1,16 @@
 /* Prefill products over repacked tiles (see gemm.h). The order of the loops keeps everything
  * in cache: a panel of up to PANEL_TILES tiles is repacked once, then every chunk of tokens runs
  * over it; a chunk's activations (transposed, for float weights) are reused by all the panel's
- * tiles. Float products also go by blocks of F32_KC columns: a block of a tile and of the chunk
- * (8 KiB each) stay in L1 while the micro-kernel passes over them once per group of tokens and
- * once per tile. Without the blocking each pass streamed a whole tile and chunk (128 KiB each at
- * 2048 columns, 352 KiB at 5632) from L2 or, on CPUs with a 512 KiB L2, from L3. */
+ * tiles. Float products can also go by blocks of columns (elm_gemm_kernels.f32_kc): at 128, a
+ * block of a tile and of the chunk (8 KiB each) stay in L1 while a micro-kernel of 6 tokens passes
+ * over them 3 times per tile and 4 tiles share the chunk's block. Without the blocking each pass
+ * streamed a whole tile and chunk (128 KiB each at 2048 columns, 352 KiB at 5632) from L2 or, on
+ * CPUs with a 512 KiB L2, from L3; a kernel that takes all 16 tokens at once passes only once. */
 #include "kernels/gemm.h"
 
 #include "kernels/blocks.h"
 
-enum { PANEL_TILES = 4, CHUNK = 16, F32_KC = 128 };
+enum { PANEL_TILES = 4, CHUNK = 16 };
 
 size_t elm_matmul_scratch_bytes(int64_t max_cols) {
     const size_t nb = (size_t)(max_cols + ELM_QK - 1) / ELM_QK;
@@ -106,8 +107,9 @@ static void gemm_f32(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_
             const int nt = (int)min64(CHUNK, a->n_tok - t0);
             const float *chunk = a->xt ? a->xt + t0 * cols : xt;
             if (!a->xt) transpose(a->x + t0 * cols, cols, nt, cols, xt);
-            for (int64_t k0 = 0; k0 < cols; k0 += F32_KC) {
-                const int64_t kc = min64(F32_KC, cols - k0);
+            const int64_t block = g->f32_kc ? g->f32_kc : cols;
+            for (int64_t k0 = 0; k0 < cols; k0 += block) {
+                const int64_t kc = min64(block, cols - k0);
                 for (int i = 0; i < n_tiles; i++)
                     for (int tt = 0; tt < nt; tt += g->f32_tokens)
                         g->f32(panel + i * tile_floats + k0 * ELM_TILE_ROWS, kc,

@@ -41,6 +41,7 @@ typedef struct elm_gemm_kernels {
     int q8_tokens; /* most tokens per q8 call */
     elm_tile_f32_fn f32;
     int f32_tokens;               /* most tokens per f32 call */
+    int f32_kc;                   /* columns per block of float products (elm_gemm), 0: all */
     elm_repack_q8_fn repack_q8;   /* SIMD repacking, or NULL for elm_repack_q8_tile */
     elm_repack_f32_fn repack_f32; /* or NULL for elm_repack_f32_tile */
     elm_transpose_fn transpose;   /* or NULL for elm_transpose_x16 */

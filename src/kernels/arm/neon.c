@@ -399,8 +399,11 @@ NEON_FN static void tile_f32(const float *tile, int64_t cols, const float *xt, i
     }
 }
 
-static const elm_gemm_kernels gemm_kernels = {tile_q8, Q8_TOKENS, tile_f32, F32_TOKENS,
-                                              NULL,    NULL,      NULL};
+static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8,
+                                              .q8_tokens = Q8_TOKENS,
+                                              .f32 = tile_f32,
+                                              .f32_tokens = F32_TOKENS,
+                                              .f32_kc = 128}; /* as avx2.c */
 
 NEON_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_neon, a, r0, r1, scratch);

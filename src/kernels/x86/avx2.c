@@ -176,8 +176,14 @@ X86_FN static void repack_f32_256(const elm_weights *w, int64_t r0, int n_rows, 
 /* Below this many tokens the decode kernels beat repacking into tiles. */
 enum { GEMM_MIN_TOKENS = 4 };
 
-static const elm_gemm_kernels gemm_kernels = {tile_q8_256, 4,    tile_f32_256, 6,
-                                              NULL,        repack_f32_256, NULL};
+/* float products by blocks of 128 columns (gemm.c): the 6-token kernel passes over each block
+ * of a tile 3 times per chunk of 16 tokens */
+static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
+                                              .q8_tokens = 4,
+                                              .f32 = tile_f32_256,
+                                              .f32_tokens = 6,
+                                              .f32_kc = 128,
+                                              .repack_f32 = repack_f32_256};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);
