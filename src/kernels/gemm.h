@@ -29,6 +29,12 @@ typedef void (*elm_tile_q8_fn)(const uint8_t *tile, int64_t nb, const void *xq, 
 typedef void (*elm_tile_f32_fn)(const float *tile, int64_t cols, const float *xt, int n_tok,
                                 float *y, int64_t ldy, int n_rows, bool add);
 
+/* For the float micro-kernels of up to 6 tokens: op(0) ... op(5), each op a block guarded by
+ * `if (nt > k)` on the kernel's constant token count, naming token k's accumulators by pasting
+ * (a##k##0, ...). gcc 12 stored an array of accumulators to the stack after every column (the
+ * vector loads may alias it), as many stores as multiply-adds; named ones stay in registers. */
+#define ELM_FOR_6_TOKENS(op) op(0) op(1) op(2) op(3) op(4) op(5)
+
 /* Rows [r0, r0 + n_rows) of w (n_rows <= 16) into one tile of the layout above. */
 typedef void (*elm_repack_q8_fn)(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile);
 typedef void (*elm_repack_f32_fn)(const elm_weights *w, int64_t r0, int n_rows, float *tile);

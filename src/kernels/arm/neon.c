@@ -335,37 +335,26 @@ NEON_FN static void tile_q8(const uint8_t *tile, int64_t nb, const void *xq, int
 }
 
 /* Up to 6 tokens of 16 rows: 24 accumulators, 4 weight vectors and the broadcasts in the 32
- * registers. The accumulators are named, not an array: gcc 12 stored most of an array of them to
- * the stack after every column (15 stores per 24 multiply-adds). */
-#define F32_TOKEN(k, op)                                                                           \
-    if (nt > k) op(k, a##k##0, a##k##1, a##k##2, a##k##3)
-#define F32_FOR_TOKENS(op)                                                                         \
-    F32_TOKEN(0, op);                                                                              \
-    F32_TOKEN(1, op);                                                                              \
-    F32_TOKEN(2, op);                                                                              \
-    F32_TOKEN(3, op);                                                                              \
-    F32_TOKEN(4, op);                                                                              \
-    F32_TOKEN(5, op)
-#define F32_INIT(k, v0, v1, v2, v3)                                                                \
-    do {                                                                                           \
+ * registers (ELM_FOR_6_TOKENS). */
+#define F32_INIT(k)                                                                                \
+    if (nt > k) {                                                                                  \
         float in[ELM_TILE_ROWS] = {0};                                                             \
         if (add) memcpy(in, y + k * ldy, sizeof(float) * (size_t)n_rows);                          \
-        v0 = vld1q_f32(in), v1 = vld1q_f32(in + 4), v2 = vld1q_f32(in + 8);                        \
-        v3 = vld1q_f32(in + 12);                                                                   \
-    } while (0)
-#define F32_FMA(k, v0, v1, v2, v3)                                                                 \
-    do {                                                                                           \
-        const float xv = xt[k];                                                                    \
-        v0 = vfmaq_n_f32(v0, w0, xv), v1 = vfmaq_n_f32(v1, w1, xv);                                \
-        v2 = vfmaq_n_f32(v2, w2, xv), v3 = vfmaq_n_f32(v3, w3, xv);                                \
-    } while (0)
-#define F32_STORE(k, v0, v1, v2, v3)                                                               \
-    do {                                                                                           \
+        a##k##0 = vld1q_f32(in), a##k##1 = vld1q_f32(in + 4);                                      \
+        a##k##2 = vld1q_f32(in + 8), a##k##3 = vld1q_f32(in + 12);                                 \
+    }
+#define F32_FMA(k)                                                                                 \
+    if (nt > k) {                                                                                  \
+        a##k##0 = vfmaq_n_f32(a##k##0, w0, xt[k]), a##k##1 = vfmaq_n_f32(a##k##1, w1, xt[k]);      \
+        a##k##2 = vfmaq_n_f32(a##k##2, w2, xt[k]), a##k##3 = vfmaq_n_f32(a##k##3, w3, xt[k]);      \
+    }
+#define F32_STORE(k)                                                                               \
+    if (nt > k) {                                                                                  \
         float out[ELM_TILE_ROWS];                                                                  \
-        vst1q_f32(out, v0), vst1q_f32(out + 4, v1), vst1q_f32(out + 8, v2);                        \
-        vst1q_f32(out + 12, v3);                                                                   \
+        vst1q_f32(out, a##k##0), vst1q_f32(out + 4, a##k##1);                                      \
+        vst1q_f32(out + 8, a##k##2), vst1q_f32(out + 12, a##k##3);                                 \
         memcpy(y + k * ldy, out, sizeof(float) * (size_t)n_rows);                                  \
-    } while (0)
+    }
 
 NEON_INLINE void tile_f32_n(const float *tile, int64_t cols, const float *xt, float *y, int64_t ldy,
                             int n_rows, bool add, const int nt) {
@@ -373,19 +362,14 @@ NEON_INLINE void tile_f32_n(const float *tile, int64_t cols, const float *xt, fl
     float32x4_t a00 = z, a01 = z, a02 = z, a03 = z, a10 = z, a11 = z, a12 = z, a13 = z;
     float32x4_t a20 = z, a21 = z, a22 = z, a23 = z, a30 = z, a31 = z, a32 = z, a33 = z;
     float32x4_t a40 = z, a41 = z, a42 = z, a43 = z, a50 = z, a51 = z, a52 = z, a53 = z;
-    F32_FOR_TOKENS(F32_INIT);
+    ELM_FOR_6_TOKENS(F32_INIT)
     for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS, xt += 16) {
         const float32x4_t w0 = vld1q_f32(tile), w1 = vld1q_f32(tile + 4);
         const float32x4_t w2 = vld1q_f32(tile + 8), w3 = vld1q_f32(tile + 12);
-        F32_FOR_TOKENS(F32_FMA);
+        ELM_FOR_6_TOKENS(F32_FMA)
     }
-    F32_FOR_TOKENS(F32_STORE);
+    ELM_FOR_6_TOKENS(F32_STORE)
 }
-#undef F32_TOKEN
-#undef F32_FOR_TOKENS
-#undef F32_INIT
-#undef F32_FMA
-#undef F32_STORE
 
 NEON_FN static void tile_f32(const float *tile, int64_t cols, const float *xt, int n_tok, float *y,
                              int64_t ldy, int n_rows, bool add) {

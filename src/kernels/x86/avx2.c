@@ -69,55 +69,39 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
 }
 
 /* Up to 6 tokens of 16 rows: 12 accumulators, 2 weight vectors and a broadcast in the 16
- * registers. The accumulators are named, not an array: gcc 12 kept an array of them in registers
- * but also stored all 12 to the stack after every column (the weight loads may alias it), as many
- * stores as multiply-adds. */
-#define F32_TOKEN(k, op)                                                                           \
-    if (nt > k) op(k, a##k##0, a##k##1)
-#define F32_FOR_TOKENS(op)                                                                         \
-    F32_TOKEN(0, op);                                                                              \
-    F32_TOKEN(1, op);                                                                              \
-    F32_TOKEN(2, op);                                                                              \
-    F32_TOKEN(3, op);                                                                              \
-    F32_TOKEN(4, op);                                                                              \
-    F32_TOKEN(5, op)
-#define F32_INIT(k, lo, hi)                                                                        \
-    do {                                                                                           \
+ * registers (ELM_FOR_6_TOKENS). */
+#define F32_INIT(k)                                                                                \
+    if (nt > k) {                                                                                  \
         float in[ELM_TILE_ROWS] = {0};                                                             \
         if (add) memcpy(in, y + k * ldy, sizeof(float) * (size_t)n_rows);                          \
-        lo = _mm256_loadu_ps(in);                                                                  \
-        hi = _mm256_loadu_ps(in + 8);                                                              \
-    } while (0)
-#define F32_FMA(k, lo, hi)                                                                         \
-    do {                                                                                           \
+        a##k##0 = _mm256_loadu_ps(in);                                                             \
+        a##k##1 = _mm256_loadu_ps(in + 8);                                                         \
+    }
+#define F32_FMA(k)                                                                                 \
+    if (nt > k) {                                                                                  \
         const __m256 xv = _mm256_broadcast_ss(xt + k);                                             \
-        lo = _mm256_fmadd_ps(w0, xv, lo);                                                          \
-        hi = _mm256_fmadd_ps(w1, xv, hi);                                                          \
-    } while (0)
-#define F32_STORE(k, lo, hi)                                                                       \
-    do {                                                                                           \
+        a##k##0 = _mm256_fmadd_ps(w0, xv, a##k##0);                                                \
+        a##k##1 = _mm256_fmadd_ps(w1, xv, a##k##1);                                                \
+    }
+#define F32_STORE(k)                                                                               \
+    if (nt > k) {                                                                                  \
         float out[ELM_TILE_ROWS];                                                                  \
-        _mm256_storeu_ps(out, lo);                                                                 \
-        _mm256_storeu_ps(out + 8, hi);                                                             \
+        _mm256_storeu_ps(out, a##k##0);                                                            \
+        _mm256_storeu_ps(out + 8, a##k##1);                                                        \
         memcpy(y + k * ldy, out, sizeof(float) * (size_t)n_rows);                                  \
-    } while (0)
+    }
 
 X86_INLINE void tile_f32_256_n(const float *tile, int64_t cols, const float *xt, float *y,
                                int64_t ldy, int n_rows, bool add, const int nt) {
     __m256 a00, a01, a10, a11, a20, a21, a30, a31, a40, a41, a50, a51;
     a00 = a01 = a10 = a11 = a20 = a21 = a30 = a31 = a40 = a41 = a50 = a51 = _mm256_setzero_ps();
-    F32_FOR_TOKENS(F32_INIT);
+    ELM_FOR_6_TOKENS(F32_INIT)
     for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS, xt += 16) {
         const __m256 w0 = _mm256_load_ps(tile), w1 = _mm256_load_ps(tile + 8);
-        F32_FOR_TOKENS(F32_FMA);
+        ELM_FOR_6_TOKENS(F32_FMA)
     }
-    F32_FOR_TOKENS(F32_STORE);
+    ELM_FOR_6_TOKENS(F32_STORE)
 }
-#undef F32_TOKEN
-#undef F32_FOR_TOKENS
-#undef F32_INIT
-#undef F32_FMA
-#undef F32_STORE
 
 X86_FN static void tile_f32_256(const float *tile, int64_t cols, const float *xt, int n_tok,
                                 float *y, int64_t ldy, int n_rows, bool add) {
