@@ -206,18 +206,25 @@ static void attention_worker(void *arg, int ith, int nth) {
 typedef struct {
     elm_context *c;
     const unsigned char *k, *v; /* a layer's cache rows */
-    int32_t n_pos;
+    elm_pool_work positions;    /* claimed KV_CHUNK at a time, as products are */
 } decode_job;
 
+/* KV_CHUNK positions: 64 KiB of floats at TinyLlama's KV width (256). A static split here made
+ * every layer of every step wait for a worker the scheduler held back (a busy core). */
+enum { KV_CHUNK = 64 };
+
 static void decode_worker(void *arg, int ith, int nth) {
+    (void)nth;
     decode_job *j = arg;
     elm_context *c = j->c;
     long p0, p1;
-    elm_split(j->n_pos, ith, nth, &p0, &p1);
-    if (p0 >= p1) return;
-    const size_t n = (size_t)(p1 - p0) * (size_t)c->kv_dim, off = (size_t)p0 * c->kv_dim;
-    elm_kv_decode(c->type_k, c->k_block, j->k + (size_t)p0 * c->k_row, c->k_deq + off, (int64_t)n);
-    elm_kv_decode(c->type_v, c->v_block, j->v + (size_t)p0 * c->v_row, c->v_deq + off, (int64_t)n);
+    while (elm_pool_work_claim(&j->positions, ith, KV_CHUNK, &p0, &p1)) {
+        const size_t n = (size_t)(p1 - p0) * (size_t)c->kv_dim, off = (size_t)p0 * c->kv_dim;
+        elm_kv_decode(c->type_k, c->k_block, j->k + (size_t)p0 * c->k_row, c->k_deq + off,
+                      (int64_t)n);
+        elm_kv_decode(c->type_v, c->v_block, j->v + (size_t)p0 * c->v_row, c->v_deq + off,
+                      (int64_t)n);
+    }
 }
 
 /* Layer l's cached keys and values [n_pos, kv_dim] as floats for the attention kernel: the
@@ -229,8 +236,9 @@ static void layer_kv(elm_context *c, int l, int32_t n_pos, const float **k, cons
         *v = (const float *)vc;
         return;
     }
-    decode_job j = {c, kc, vc, n_pos};
-    elm_pool_run(c->pool, decode_worker, &j);
+    decode_job j = {.c = c, .k = kc, .v = vc};
+    elm_pool_work_init(&j.positions, n_pos, elm_pool_size(c->pool));
+    elm_pool_run_shared(c->pool, decode_worker, &j);
     *k = c->k_deq;
     *v = c->v_deq;
 }
