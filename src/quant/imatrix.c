@@ -133,6 +133,25 @@ static elm_status read_tinfo(cursor *c, tinfo *t) {
     return ELM_OK;
 }
 
+static int by_tinfo_name(const void *a, const void *b) {
+    return strcmp((*(const tinfo *const *)a)->name, (*(const tinfo *const *)b)->name);
+}
+
+/* A name given twice would pair one ".counts" with several ".in_sum2", or the reverse. */
+static elm_status unique_names(const tinfo *ti, uint64_t n, const char *path, elm_error *err) {
+    const tinfo **sorted = malloc(sizeof *sorted * (n ? n : 1));
+    if (!sorted) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    for (uint64_t i = 0; i < n; i++) sorted[i] = &ti[i];
+    qsort(sorted, n, sizeof *sorted, by_tinfo_name);
+    elm_status st = ELM_OK;
+    for (uint64_t i = 1; i < n && !st; i++)
+        if (!strcmp(sorted[i - 1]->name, sorted[i]->name))
+            st = elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' given twice", path,
+                            sorted[i]->name);
+    free(sorted);
+    return st;
+}
+
 static bool strip_suffix(char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
     if (n <= k || strcmp(s + n - k, suffix)) return false;
@@ -216,6 +235,7 @@ elm_status elm_imatrix_load(const char *path, elm_imatrix *im, elm_error *err) {
     if (!st && !(ti = calloc(n_t ? n_t : 1, sizeof *ti)))
         st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
     for (uint64_t i = 0; i < n_t && !st; i++) st = read_tinfo(&c, &ti[i]);
+    if (!st) st = unique_names(ti, n_t, path, err);
     if (!st) {
         const size_t data = (c.pos + alignment - 1) / alignment * alignment;
         if (data > size) st = truncated(&c, "tensor data");
