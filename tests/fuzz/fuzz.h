@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "edgelm/error.h"
+#include "edgelm/model.h"
 
 /* The process's scratch folder, created on first use. */
 static inline const char *fuzz_dir(void) {
@@ -43,6 +44,16 @@ static inline const char *fuzz_fixture(const char *rel) {
     const char *fx = getenv("EDGELM_FIXTURES");
     snprintf(path, sizeof path, "%s/%s", fx && *fx ? fx : "../shared/fixtures", rel);
     return path;
+}
+
+/* The stories260K model (its vocabulary and tensor names), loaded on first use; aborts when the
+ * fixture cannot be read. */
+static inline elm_model *fuzz_model(void) {
+    static elm_model *m;
+    elm_error err;
+    if (!m && elm_model_load(fuzz_fixture("stories260K/stories260K-f32.gguf"), NULL, &m, &err))
+        abort();
+    return m;
 }
 
 /* An error must be one line naming `what` (the file or the field). */

@@ -12,10 +12,7 @@
 enum { SLOT_CTX = 128 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static elm_model *m;
-    elm_error err;
-    if (!m && elm_model_load(fuzz_fixture("stories260K/stories260K-f32.gguf"), NULL, &m, &err))
-        abort();
+    const elm_model *m = fuzz_model();
     if (size == 0) return 0;
     const bool chat = data[0] & 1;
     const elm_chat_template t = (elm_chat_template)((data[0] >> 1) % ELM_TEMPLATE_COUNT);
