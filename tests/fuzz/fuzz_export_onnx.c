@@ -6,17 +6,11 @@
  * graphs. The output is removed after every input, so the scratch folder stays small. */
 #define _XOPEN_SOURCE 700
 #include <dirent.h>
-#include <ftw.h>
 #include <sys/stat.h>
 
 #include "edgelm/export.h"
 #include "edgelm/model.h"
 #include "fuzz.h"
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p);
-}
 
 /* 1 when the scratch folder holds an entry whose name starts with prefix. */
 static int scratch_has(const char *prefix) {
@@ -62,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!st && !(o.qdq ? exists(out, "prompt_processor.onnx") && exists(out, "token_generator.onnx")
                        : exists(out, "model.onnx")))
         abort();
-    nftw(out, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    fuzz_rm_tree(out);
     elm_model_free(m);
     return 0;
 }
