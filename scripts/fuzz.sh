@@ -104,7 +104,7 @@ seeds() {
   put fuzz_server_request "$t/chat-parts.json" 03
   put fuzz_server_request "$t/completion.json" 00
   put fuzz_server_request "$t/completion-array.json" 80
-  # ONNX export: the tiny models (default form, float activations, QNN form) and llama.cpp's q4_0
+  # ONNX export: the tiny models (default form, accuracy level 4, QNN form) and llama.cpp's q4_0
   for arch in llama qwen2; do
     [ -f "$t/tiny-$arch-q4_0.gguf" ] && for k in 00 02 01; do put fuzz_export_onnx "$t/tiny-$arch-q4_0.gguf" $k; done
   done

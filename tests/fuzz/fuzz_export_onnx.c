@@ -1,6 +1,7 @@
 /* libFuzzer harness: the ONNX exporter's input. The input after the first byte is a GGUF model,
  * loaded as `edgelm export onnx` loads it; when it loads, elm_export_onnx writes its folder into
- * the scratch folder (the first byte picks the QNN form, bit 0, and float activations, bit 1).
+ * the scratch folder (the first byte picks the QNN form, bit 0, and MatMulNBits' accuracy_level 4,
+ * int8 activation blocks, bit 1).
  * Besides a clean error, the harness checks the exporter's promise about its output: on failure no
  * folder and no "<dir>.tmp.*" is left, on success the folder holds model.onnx or the two QNN
  * graphs. The output is removed after every input, so the scratch folder stays small. */
@@ -41,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (st) return 0;
     char out[1100];
     snprintf(out, sizeof out, "%s/onnx", fuzz_dir());
-    const elm_onnx_opts o = {.qdq = data[0] & 1, .float_activations = data[0] & 2,
+    const elm_onnx_opts o = {.qdq = data[0] & 1, .accuracy_level = data[0] & 2 ? 4 : 0,
                              .static_prompt = 2, .static_ctx = 8};
     elm_error_clear(&err);
     st = elm_export_onnx(m, out, &o, &err);
