@@ -8,6 +8,7 @@ PREFIX  ?= /usr/local
 SHARED  ?= $(CURDIR)/../shared
 
 FUZZ_SECONDS ?= 60
+FUZZ_HARNESSES ?=
 
 .PHONY: all deps build asan clang test test-release test-clang test-asan test-arm64 demo install clean fuzz
 
@@ -53,9 +54,10 @@ test-arm64:
 test: test-release test-clang test-asan test-arm64
 	@bash scripts/skipped.sh $(BUILD) $(CLANG) $(ASAN) $(ARM64) $(ARM64)-clang
 
-# Each libFuzzer harness in turn for FUZZ_SECONDS (docs/testing.md); `make test` replays the corpora.
+# Each libFuzzer harness (or those in FUZZ_HARNESSES) in turn for FUZZ_SECONDS (docs/testing.md);
+# `make test` replays the corpora.
 fuzz: build
-	@bash scripts/fuzz.sh run $(FUZZ_SECONDS)
+	@bash scripts/fuzz.sh run $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)/edgelm

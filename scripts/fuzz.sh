@@ -3,17 +3,20 @@
 # -fsanitize=fuzzer,address,undefined in build-fuzz/ (cached; one build at a time).
 #   scripts/fuzz.sh build            configure and build the harnesses; exit 77 without clang
 #   scripts/fuzz.sh seeds            seed corpora from ../shared/fixtures into build-fuzz/corpus/NAME
-#   scripts/fuzz.sh run SECONDS      fuzz each harness in turn for SECONDS (nice -n 10, one process),
-#                                    corpus grown in place, crashes saved to build-fuzz/crashes/NAME/,
-#                                    one line per run appended to build-fuzz/fuzz-log.tsv
-#   scripts/fuzz.sh replay           every corpus input and every saved crash input
+#   scripts/fuzz.sh run SECONDS [NAME...]
+#                                    fuzz each harness (or the NAMEs) in turn for SECONDS (nice -n 19,
+#                                    one process), corpus grown in place, crashes saved to
+#                                    build-fuzz/crashes/NAME/, one line per run appended to
+#                                    tests/fuzz/fuzz-log.tsv (committed: the hours add up over sessions)
+#   scripts/fuzz.sh replay           (seeds first where a harness has no corpus) every corpus input and every saved crash input
 #                                    (tests/fuzz/crashes/NAME/*) through its harness, once
-#   scripts/fuzz.sh table            docs/testing.md's table rows from build-fuzz/fuzz-log.tsv
+#   scripts/fuzz.sh table            docs/testing.md's table rows from tests/fuzz/fuzz-log.tsv
 # Environment: EDGELM_FIXTURES (default ../shared/fixtures), EDGELM_CLI (an edgelm binary for
 # the seeds that are written by the CLI; default build/edgelm).
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=$repo/build-fuzz
+log=$repo/tests/fuzz/fuzz-log.tsv
 export EDGELM_FIXTURES=${EDGELM_FIXTURES:-$(cd "$repo/../shared/fixtures" 2>/dev/null && pwd)}
 fx=$EDGELM_FIXTURES
 harnesses() { for f in "$repo"/tests/fuzz/fuzz_*.c; do basename "$f" .c; done; }
@@ -30,14 +33,18 @@ build() {
   flock -u 9
 }
 
-# put NAME FILE [PREFIX_BYTE]: one seed, optionally after a leading byte
+# put NAME FILE [PREFIX_BYTE]: one seed, optionally after a leading byte, named after the fixture's
+# path (or "edgelm-" and the name for a file written here), so that seeds never collide and
+# writing them again replaces them
 put() {
-  local d=$out/corpus/$1
+  local d=$out/corpus/$1 name=${2#"$fx"/}
+  [ "$name" = "$2" ] && name=edgelm-$(basename "$2")
+  name=seed-${name//\//-}
   mkdir -p "$d"
   if [ $# -gt 2 ]; then
-    { printf "\\x$3"; cat "$2"; } >"$d/seed-$(basename "$(dirname "$2")")-$(basename "$2")-$3"
+    { printf "\\x$3"; cat "$2"; } >"$d/$name-$3"
   else
-    cp "$2" "$d/seed-$(basename "$(dirname "$2")")-$(basename "$2")"
+    cp "$2" "$d/$name"
   fi
 }
 
@@ -82,26 +89,55 @@ seeds() {
   # chat messages: system, user, assistant, user separated by NUL, each template
   printf 'You tell stories.\0Hello <|im_end|> [INST]\0Once upon a time\0\xe2\x96\x81more\0' >"$t/msgs"
   for k in 00 01 02 03 84 85; do put fuzz_chat_template "$t/msgs" $k; done
+  # imatrix: llama-imatrix's files (stories260K's names and shapes, and wide256's), and edgelm's
+  put fuzz_imatrix "$st/reference-quants/llamacpp-imatrix-calib.gguf"
+  put fuzz_imatrix "$fx/wide256/reference-quants/llamacpp-imatrix-calib.gguf"
+  "$cli" imatrix -m "$st/stories260K-f32.gguf" -f "$t/text.txt" -c 64 -t 1 -o "$t/imatrix.gguf" >/dev/null 2>&1 &&
+    put fuzz_imatrix "$t/imatrix.gguf"
+  # server requests: chat bodies (odd first byte; the rest picks the template) and completions
+  printf '%s' '{"model": "m", "messages": [{"role": "system", "content": "You tell stories."}, {"role": "user", "content": "Once upon a time"}], "temperature": 0.7, "top_p": 0.9, "top_k": 40, "max_tokens": 16, "seed": 42, "stop": ["\n", "The end"], "stream": true}' >"$t/chat.json"
+  printf '%s' '{"messages": [{"role": "user", "content": [{"type": "text", "text": "Hello "}, {"type": "text", "text": "there"}]}, {"role": "assistant", "content": "Hi"}, {"role": "user", "content": "A story?"}], "min_p": 0.05, "repeat_penalty": 1.1, "presence_penalty": 0, "n": 1, "max_completion_tokens": 8, "ignore_eos": false, "stream": null}' >"$t/chat-parts.json"
+  printf '%s' '{"model": "m", "prompt": "Once upon a time", "max_tokens": 32, "temperature": 0, "stop": "."}' >"$t/completion.json"
+  printf '%s' '{"prompt": ["Lily went"], "frequency_penalty": 0.5, "seed": -1, "top_k": 0}' >"$t/completion-array.json"
+  for k in 01 03 05 07 09 0b 87; do put fuzz_server_request "$t/chat.json" $k; done
+  put fuzz_server_request "$t/chat-parts.json" 01
+  put fuzz_server_request "$t/chat-parts.json" 03
+  put fuzz_server_request "$t/completion.json" 00
+  put fuzz_server_request "$t/completion-array.json" 80
+  # ONNX export: the tiny models (default form, accuracy level 4, QNN form) and llama.cpp's q4_0
+  for arch in llama qwen2; do
+    [ -f "$t/tiny-$arch-q4_0.gguf" ] && for k in 00 02 01; do put fuzz_export_onnx "$t/tiny-$arch-q4_0.gguf" $k; done
+  done
+  put fuzz_export_onnx "$st/reference-quants/llamacpp-q4_0-pure.gguf" 00
   rm -rf "$t"
   for h in $(harnesses); do
     [ -n "$(ls "$out/corpus/$h" 2>/dev/null)" ] || { echo "FAIL: no seed for $h" >&2; exit 1; }
   done
 }
 
+# One line per run: when, harness, seconds it ran (measured), executions, coverage, exit status.
 run() {
-  local secs=$1 h log
-  for h in $(harnesses); do
+  local secs=$1 h hlog rc t0 execs cov
+  shift
+  for h in ${@:-$(harnesses)}; do
+    [ -x "$out/$h" ] || { echo "FAIL: no harness $h" >&2; return 1; }
     mkdir -p "$out/crashes/$h" "$out/corpus/$h"
-    log=$out/$h.log
-    nice -n 10 "$out/$h" "$out/corpus/$h" -max_total_time="$secs" -max_len=1048576 -rss_limit_mb=4096 \
-      -timeout=30 -print_final_stats=1 -artifact_prefix="$out/crashes/$h/" >"$log" 2>&1
-    local rc=$?
-    local execs cov
-    execs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$log" | tail -1 | grep -o '[0-9]*$')
-    cov=$(grep -ao 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$h" "$secs" "${execs:-0}" "${cov:-0}" "$rc" |
-      tee -a "$out/fuzz-log.tsv"
+    hlog=$out/$h.log
+    t0=$(date +%s)
+    nice -n 19 "$out/$h" "$out/corpus/$h" -max_total_time="$secs" -max_len=1048576 -rss_limit_mb=4096 \
+      -timeout=30 -print_final_stats=1 -artifact_prefix="$out/crashes/$h/" >"$hlog" 2>&1
+    rc=$?
+    execs=$(grep -ao 'stat::number_of_executed_units: *[0-9]*' "$hlog" | tail -1 | grep -o '[0-9]*$')
+    cov=$(grep -ao 'cov: [0-9]*' "$hlog" | tail -1 | grep -o '[0-9]*')
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$(date -u +%FT%TZ)" "$h" "$(($(date +%s) - t0))" "${execs:-0}" \
+      "${cov:-0}" "$rc" | tee -a "$log"
   done
+}
+
+# Whether every harness has a corpus (harnesses added since the corpora were written have none).
+have_seeds() {
+  local h
+  for h in $(harnesses); do [ -n "$(ls "$out/corpus/$h" 2>/dev/null)" ] || return 1; done
 }
 
 replay() {
@@ -121,20 +157,20 @@ replay() {
   return $rc
 }
 
-# The docs/testing.md table rows from build-fuzz/fuzz-log.tsv: hours, executions, the highest
+# The docs/testing.md table rows from tests/fuzz/fuzz-log.tsv: hours, executions, the highest
 # coverage (libFuzzer's "cov", edges) and the saved crash inputs, per harness.
 table() {
-  awk -F'\t' -v repo="$repo" '{ s[$2] += $3; e[$2] += $4; if ($5 > c[$2]) c[$2] = $5 }
+  awk -F'\t' -v repo="$repo" '/^#/ { next } { s[$2] += $3; e[$2] += $4; if ($5 > c[$2]) c[$2] = $5 }
     END { for (h in s) {
       cmd = "ls " repo "/tests/fuzz/crashes/" h " 2>/dev/null | wc -l"; cmd | getline n; close(cmd)
-      printf "| %s | %.2f | %d | %d | %d |\n", h, s[h] / 3600, e[h], c[h], n } }' "$out/fuzz-log.tsv" | sort
+      printf "| %s | %.2f | %d | %d | %d |\n", h, s[h] / 3600, e[h], c[h], n } }' "$log" | sort
 }
 
 case ${1:-} in
   build) build ;;
   seeds) seeds ;;
-  run) build && { [ -d "$out/corpus" ] || seeds; } && run "${2:-60}" ;;
-  replay) replay ;;
+  run) build && { have_seeds || seeds; } && shift && run "${1:-60}" "${@:2}" ;;
+  replay) { have_seeds || seeds; } && replay ;;
   table) table ;;
-  *) echo "usage: scripts/fuzz.sh build|seeds|run SECONDS|replay|table" >&2; exit 2 ;;
+  *) echo "usage: scripts/fuzz.sh build|seeds|run SECONDS [NAME...]|replay|table" >&2; exit 2 ;;
 esac

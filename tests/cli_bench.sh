@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CLI checks of `edgelm bench`, `edgelm synth` and `edgelm inspect --system`: bench's --json
-# fields and their consistency, --markdown and text output, --membw for 1..N threads, EDGELM_ISA
-# reaching the reports, synth's --help warning, and bad arguments ending in one "edgelm: ..."
+# fields and their consistency, --markdown and text output, -t lists, --membw for 1..N threads,
+# EDGELM_ISA reaching the reports, synth's --help warning, and bad arguments ending in one "edgelm: ..."
 # line with exit status 1. (Writing real-size models is left to test_synth's small presets: a 1B
 # file takes seconds and 600 MB.)
 # usage: cli_bench.sh EDGELM FIXTURES
@@ -38,6 +38,14 @@ txt=$("$bin" bench "${small[@]}")
 echo "$txt" | grep -Eq '^pp16 +[0-9.]+ ± [0-9.]+ tok/s' && echo "$txt" | grep -Eq '^tg8 +[0-9.]+ ± ' &&
   echo "$txt" | grep -q 'read bandwidth' && ok || fail "text output: $txt"
 
+"$bin" bench -m "$model" -p 16 -n 8 -r 1 -t 1,2 --membw-mib 8 --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert [e["threads"] for e in d] == [1, 2] and all(e["tg_tps"] > 0 and e["membw_gbps"] > 0 for e in d), d
+' && ok || fail "bench -t 1,2 --json"
+[ "$("$bin" bench -m "$model" -p 16 -n 8 -r 1 -t 1,2 --membw-mib 8 --markdown | grep -c '^|')" -eq 4 ] &&
+  ok || fail "bench -t 1,2 --markdown rows"
+
 "$bin" bench --membw -t 2 --membw-mib 8 --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
@@ -58,6 +66,7 @@ expect_error "inspect --system MODEL" "takes no MODEL" "$bin" inspect --system "
 expect_error "bench no model" "bench: -m MODEL is required" "$bin" bench -p 4
 expect_error "bench missing file" "no-such.gguf" "$bin" bench -m /nonexistent/no-such.gguf
 expect_error "bench bad -p" "invalid value 'abc'" "$bin" bench -m "$model" -p abc
+expect_error "bench bad -t" "thread counts 1..512" "$bin" bench -m "$model" -t 1,0
 expect_error "bench json+markdown" "choose one" "$bin" bench -m "$model" --json --markdown
 expect_error "bench unknown option" "unknown option '--fast'" "$bin" bench --fast
 expect_error "synth no args" "required" "$bin" synth

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Replays the fuzzing corpora and every saved crash input (tests/fuzz/crashes/HARNESS/*) through
 # the libFuzzer harnesses (scripts/fuzz.sh: built with clang in build-fuzz/, cached; seeds written
-# from the fixtures when there is no corpus yet): each input must load or fail cleanly, with no
+# from the fixtures for a harness without a corpus yet): each input must load or fail cleanly, with no
 # sanitizer report. Skipped (exit 77) when clang is missing.
 # usage: cli_fuzz.sh EDGELM FIXTURES   (run from the repository root)
 set -u
@@ -9,9 +9,8 @@ export EDGELM_FIXTURES=$2 EDGELM_CLI=$1
 bash scripts/fuzz.sh build || exit $?
 exec 9>"build-fuzz/lock"
 flock 9
-[ -d build-fuzz/corpus ] || bash scripts/fuzz.sh seeds || exit 1
-n=$(ls build-fuzz/corpus/*/* tests/fuzz/crashes/*/* 2>/dev/null | wc -l)
 if bash scripts/fuzz.sh replay; then
+  n=$(ls build-fuzz/corpus/*/* tests/fuzz/crashes/*/* 2>/dev/null | wc -l)
   echo "$n inputs replayed"
   echo "1 passed, 0 failed"
 else

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `edgelm serve` through curl on loopback: /health, /v1/models, chat and completions, streamed
+# `edgelm serve` through curl on loopback: /health, /v1/models, chat (content as a string or as
+# text parts) and completions, streamed
 # (Server-Sent Events ending in data: [DONE]) and not; greedy replies equal to `edgelm chat`'s for
 # the same conversation (two turns); prefix caching (the second turn reports its cached tokens);
 # bad input answered with OpenAI-shaped 400/404/405/413 errors naming the field; --api-key (401,
@@ -34,6 +35,11 @@ got1=$(json_get 'j["choices"][0]["message"]["content"]' <"$tmp/body")
 json_get 'j["usage"]["prompt_tokens"] > 0 and j["usage"]["completion_tokens"] == 24 and j["choices"][0]["finish_reason"] == "length" and j["object"] == "chat.completion"' <"$tmp/body" | grep -q True && ok ||
     fail "turn 1 usage/finish: $(cat "$tmp/body")"
 p1=$(json_get 'j["usage"]["prompt_tokens"]' <"$tmp/body")
+# the same user message as an array of text parts, joined in order
+bodyp=$(python3 -c 'import json,sys; print(json.dumps({"messages":[{"role":"system","content":sys.argv[1]},{"role":"user","content":[{"type":"text","text":"Once"},{"type":"text","text":" upon a"},{"type":"text","text":" time"}]}],"max_tokens":24,"temperature":0}))' "$sys")
+[ "$(status_of POST /v1/chat/completions "$bodyp")" = 200 ] && ok || fail "chat with text parts: $(cat "$tmp/body")"
+gotp=$(json_get 'j["choices"][0]["message"]["content"]' <"$tmp/body")
+[ "$gotp" = "$r1" ] && ok || fail "text parts: serve '$gotp', chat '$r1'"
 body2=$(python3 -c 'import json,sys; print(json.dumps({"messages":[{"role":"system","content":sys.argv[1]},{"role":"user","content":"Once upon a time"},{"role":"assistant","content":sys.argv[2]},{"role":"user","content":"What did Lily see?"}],"max_tokens":24,"temperature":0}))' "$sys" "$r1")
 [ "$(status_of POST /v1/chat/completions "$body2")" = 200 ] && ok || fail "chat turn 2: $(cat "$tmp/body")"
 got2=$(json_get 'j["choices"][0]["message"]["content"]' <"$tmp/body")

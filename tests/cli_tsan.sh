@@ -2,8 +2,9 @@
 # ThreadSanitizer check of the "no global state" promise: builds tests/test_api.c (two contexts on
 # one model generating in two threads, plus the thread pool inside each) and the edgelm CLI with
 # -fsanitize=thread in a build folder of its own, cached between runs, and runs test_api and every
-# command that runs the thread pool (run, chat, bench, bench --membw, perplexity, eval, quantize
-# --method gptq and awq, each with -t 2) on the fixture; any race report fails the test.
+# command that runs the thread pool (run, chat, bench, bench --membw, perplexity, eval, calib,
+# quantize --method gptq and awq, imatrix, each with -t 2, and serve with two slots answering two
+# requests at once) on the fixture; any race report fails the test.
 # Skipped (exit 77, ctest's skip code) when the compiler or the kernel cannot run TSan programs.
 # The TSan build is cached in build-tsan/ (shared by the release and ASan suites).
 # usage: cli_tsan.sh EDGELM FIXTURES   (run from the repository root)
@@ -75,5 +76,44 @@ for method in gptq awq; do
   tsan_cli "quantize --method $method" "$cli" quantize -m "$f32" -o "$work/$method.gguf" --type q4_0 \
     --pure --method "$method" --calib "$work/calib.jsonl" -t 2
 done
+tsan_cli imatrix "$cli" imatrix -m "$f32" -f "$work/text.txt" -c 64 -t 2 -o "$work/imatrix.gguf"
+
+# serve: two slots answering a chat and a completion at once (the scheduler, the HTTP threads and
+# each slot's thread pool), then SIGTERM
+if command -v curl >/dev/null; then
+  TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$cli" serve -m "$f32" --host 127.0.0.1 --port 0 \
+    -t 2 --parallel 2 -c 128 2>"$work/serve.err" &
+  spid=$!
+  port=
+  for _ in $(seq 600); do # TSan starts slowly: up to 30 s
+    port=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/serve.err" 2>/dev/null | head -1 | cut -d: -f3)
+    [ -n "$port" ] || ! kill -0 "$spid" 2>/dev/null && break
+    sleep 0.05
+  done
+  codes=
+  if [ -n "$port" ]; then
+    curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d \
+      '{"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 12}' \
+      "http://127.0.0.1:$port/v1/chat/completions" >"$work/code1" &
+    c1=$!
+    curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d \
+      '{"prompt": "Lily went", "max_tokens": 12, "stream": true}' \
+      "http://127.0.0.1:$port/v1/completions" >"$work/code2"
+    wait "$c1"
+    codes="$(cat "$work/code1") $(cat "$work/code2")"
+  fi
+  kill -TERM "$spid" 2>/dev/null
+  wait "$spid"
+  rc=$?
+  if [ "$codes" != "200 200" ] || [ $rc -ne 0 ] || grep -q "ThreadSanitizer" "$work/serve.err"; then
+    echo "FAIL: edgelm serve under ThreadSanitizer (HTTP '$codes', rc $rc)" >&2
+    head -60 "$work/serve.err" >&2
+    failed=$((failed + 1))
+  else
+    passed=$((passed + 1))
+  fi
+else
+  echo "serve not checked: curl is not installed"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,7 +1,8 @@
 /* Importance matrices (edgelm/imatrix.h): llama-imatrix's file for wide256 on calib.txt reads;
  * elm_imatrix_compute on the same text and context reproduces its values to 1e-3 relative and its
  * chunk count; a saved file reads back the same; an imatrix that does not match the model, or a
- * damaged file, is refused with one line naming the file and the tensor, and no output is left. */
+ * damaged file (truncated, a tensor name given twice), is refused with one line naming the file and
+ * the tensor, and no output is left. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 #include "edgelm/quant.h"
 #include "edgelm/vocab.h"
 
-static char dir[] = "/tmp/edgelm-test-imatrix-XXXXXX";
+static char *dir; /* check_tmp_dir() */
 
 static void compare(const elm_imatrix *a, const elm_imatrix *ref, double tol, const char *what) {
     CHECK(a->n == ref->n, "%s: %d entries, reference %d", what, a->n, ref->n);
@@ -100,7 +101,7 @@ static void test_compute(const elm_model *m, const elm_imatrix *ref) {
 
 int main(int argc, char **argv) {
     check_init(argc, argv);
-    if (!mkdtemp(dir)) return 1;
+    if (!(dir = check_tmp_dir())) return check_skip("cannot create a temporary folder");
     elm_model *wide = NULL, *small = NULL;
     elm_imatrix ref, small_im;
     elm_error err;
@@ -154,6 +155,24 @@ int main(int argc, char **argv) {
                   "truncated at %zu: %d %s", cuts[k], st, err.msg);
             unlink(path);
         }
+        /* a tensor name given twice: attn_k's sums renamed attn_q's (found by fuzz_imatrix: with
+         * more copies than ".counts" tensors, the entries overran their array) */
+        char *k = memmem(raw, size, "blk.0.attn_k.weight.in_sum2", 27);
+        CHECK(k != NULL, "no blk.0.attn_k.weight.in_sum2 in %s", ref_path);
+        if (k) {
+            k[11] = 'q';
+            char path[256];
+            snprintf(path, sizeof path, "%s/twice.gguf", dir);
+            FILE *f = fopen(path, "wb");
+            fwrite(raw, 1, size, f);
+            fclose(f);
+            elm_imatrix im;
+            st = elm_imatrix_load(path, &im, &err);
+            CHECK(st == ELM_ERR_FORMAT && strstr(err.msg, path) &&
+                      strstr(err.msg, "tensor 'blk.0.attn_q.weight.in_sum2' given twice"),
+                  "a name given twice: %d %s", st, err.msg);
+            unlink(path);
+        }
         free(raw);
     }
     test_compute(wide, &ref);
@@ -162,5 +181,6 @@ int main(int argc, char **argv) {
     elm_model_free(wide);
     elm_model_free(small);
     rmdir(dir);
+    free(dir);
     return check_done();
 }

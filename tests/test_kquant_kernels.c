@@ -5,7 +5,8 @@
  *   and x_q the dequantized activations (so the integer dot products use the library's layouts);
  * - each SIMD table's unpacking is bit-identical to the oracle's and its matmul agrees with the
  *   oracle to float rounding (2e-6·Σ|w|·|x|), for 1..70 tokens (more than one token chunk) on row
- *   ranges not starting at 0.
+ *   ranges not starting at 0, with the activations quantized by the product or (1, 5 and 70
+ *   tokens) given as q8_K rows, as the forward pass gives them.
  * Weights are random bytes (every bit pattern is a valid block) with sane f16 scales. */
 #include <math.h>
 #include <stdlib.h>
@@ -108,8 +109,9 @@ static void problem_new(problem *p, elm_type t, int64_t cols, int64_t rows, int6
             elm_scalar_quantize_q8(xt, cols, q);
             const elm_q8_row r = elm_q8_at(q, cols, 0);
             for (int64_t c = 0; c < cols; c++) o[c] = r.d[c / ELM_QK] * r.qs[c];
-        } else {
+        } else { /* q8_K rows in xq, for the products given them (run) */
             elm_quantize_q8_k(xt, cols, row);
+            memcpy((char *)p->xq + t0 * elm_q8k_row_bytes(cols), row, elm_q8k_row_bytes(cols));
             const elm_q8k_row r = elm_q8k_at(row, cols, 0);
             for (int64_t c = 0; c < cols; c++) o[c] = r.d[c / ELM_QK_K] * r.qs[c];
         }
@@ -122,8 +124,10 @@ static void problem_free(problem *p) {
     free(p->y_ref), free(p->y), free(p->scratch);
 }
 
-static void run(const elm_kernels *k, problem *p, int64_t n_tok, float *y) {
-    const elm_matmul_args a = {.w = p->w, .x = p->x, .xq = p->xq, .n_tok = n_tok, .y = y};
+/* The 256-weight types quantize x themselves, or with given_q8k take xq's q8_K rows. */
+static void run(const elm_kernels *k, problem *p, int64_t n_tok, float *y, bool given_q8k) {
+    const bool xq = p->w.type == ELM_TYPE_IQ4_NL || given_q8k;
+    const elm_matmul_args a = {.w = p->w, .x = p->x, .xq = xq ? p->xq : NULL, .n_tok = n_tok, .y = y};
     const int64_t cut = p->w.rows / 3 + 1;
     if (cut < p->w.rows) k->matmul(&a, cut, p->w.rows, p->scratch);
     k->matmul(&a, 0, cut < p->w.rows ? cut : p->w.rows, p->scratch);
@@ -143,7 +147,7 @@ static void check_products(const elm_kernels *k, elm_type t, int64_t cols, int64
     const char *name = elm_type_get(t)->name;
     for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++) {
         const int64_t nt = toks[i];
-        run(elm_kernels_scalar(), &p, nt, p.y_ref);
+        run(elm_kernels_scalar(), &p, nt, p.y_ref, false);
         double worst = 0;
         if (k == elm_kernels_scalar()) {
             for (int64_t tk = 0; tk < nt; tk++)
@@ -155,7 +159,7 @@ static void check_products(const elm_kernels *k, elm_type t, int64_t cols, int64
                                             (1e-5 * magnitude(&p, tk, r) + 1e-6));
                 }
         } else {
-            run(k, &p, nt, p.y);
+            run(k, &p, nt, p.y, i % 2 == 0);
             for (int64_t tk = 0; tk < nt; tk++)
                 for (int64_t r = 0; r < rows; r++)
                     worst = fmax(worst, fabs(p.y[tk * rows + r] - p.y_ref[tk * rows + r]) /

@@ -89,8 +89,8 @@ static void test_edge_rows(void) {
 int main(int argc, char **argv) {
     check_init(argc, argv);
     test_edge_rows();
-    char dir[] = "/tmp/edgelm-test-kquant-XXXXXX";
-    if (!mkdtemp(dir)) return 1;
+    char *dir = check_tmp_dir();
+    if (!dir) return check_skip("cannot create a temporary folder");
     elm_model *in = NULL;
     elm_error err;
     elm_status st = elm_model_load(fixture("wide256/wide-f32.gguf"), NULL, &in, &err);
@@ -159,5 +159,6 @@ int main(int argc, char **argv) {
     CHECK(!elm_quant_recipe_from_name("q4_k_x", &ft, &base), "unknown recipe accepted");
     elm_model_free(in);
     rmdir(dir);
+    free(dir);
     return check_done();
 }

@@ -161,8 +161,9 @@ static void check_vocab_file(const char *name, const int *lossy, bool with_hf) {
     }
     /* The same tokenizer written as a Hugging Face tokenizer.json (its pre-tokenizer as a
      * Sequence of Split regexes) and read back, which interprets that Sequence. */
-    char dir[] = "/tmp/edgelm-test-XXXXXX", path[64];
-    bool made = mkdtemp(dir) != NULL;
+    char *dir = check_tmp_dir(), path[1100];
+    const bool made = dir != NULL;
+    CHECK(made, "%s: cannot create a temporary folder", name);
     elm_hf_config c = {.bos_id = -1, .eos_id = -1};
     elm_vocab h;
     st = made ? elm_hf_write_tokenizer(&v, dir, &err) : ELM_ERR_IO;
@@ -181,6 +182,7 @@ static void check_vocab_file(const char *name, const int *lossy, bool with_hf) {
         unlink(path);
     }
     if (made) rmdir(dir);
+    free(dir);
     elm_vocab_free(&v);
 }
 
@@ -188,11 +190,10 @@ static void check_vocab_file(const char *name, const int *lossy, bool with_hf) {
  * "gemma4" and tokenizes the test strings the same; a tokenizer.json pre-tokenizer GGUF cannot
  * name is refused rather than written as one it is not. */
 static void check_gguf_rewrite(void) {
-    char path[] = "/tmp/edgelm-test-vocab-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0, "mkstemp");
-    if (fd < 0) return;
-    close(fd);
+    char *dir = check_tmp_dir(), path[1100];
+    CHECK(dir != NULL, "cannot create a temporary folder");
+    if (!dir) return;
+    snprintf(path, sizeof path, "%s/vocab.gguf", dir);
     elm_error err;
     elm_model *m = elm_model_new("gemma-4 vocab", "gguf", &err);
     elm_status st = m ? elm_vocab_load(fixture("vocab/ggml-vocab-gemma-4.gguf"), &m->vocab, &err)
@@ -224,6 +225,8 @@ static void check_gguf_rewrite(void) {
     }
     elm_model_free(m);
     unlink(path);
+    rmdir(dir);
+    free(dir);
 }
 
 /* GPT-2's own tokenizer.json reproduces the ids of its GGUF vocab test. */

@@ -1,4 +1,4 @@
-/* Header-only helpers for bad-input tests: a scratch directory under /tmp, whole-file reads and
+/* Header-only helpers for bad-input tests: a scratch directory under $TMPDIR, whole-file reads and
  * writes, and copies of fixture files to mutate. Static functions so each test program that
  * includes this stays a single translation unit. */
 #ifndef EDGELM_TESTS_TMPFILES_H

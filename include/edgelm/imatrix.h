@@ -33,8 +33,8 @@ typedef struct elm_imatrix {
 } elm_imatrix;
 
 /* Reads path. Errors (ELM_ERR_FORMAT naming path, and the tensor where there is one): not GGUF,
- * truncated, a tensor that is not F32, an in_sum2 without counts or the reverse, sizes that do not
- * divide; ELM_ERR_IO; ELM_ERR_NOMEM. Free with elm_imatrix_free. */
+ * truncated, a tensor that is not F32, a tensor name given twice, an in_sum2 without counts or the
+ * reverse, sizes that do not divide; ELM_ERR_IO; ELM_ERR_NOMEM. Free with elm_imatrix_free. */
 elm_status elm_imatrix_load(const char *path, elm_imatrix *im, elm_error *err);
 void elm_imatrix_free(elm_imatrix *im);
 

@@ -89,12 +89,14 @@ elm_status elm_plan_shape_config(const char *config_path, elm_model **out, elm_e
 elm_status elm_plan_shape_preset(const elm_synth_preset *p, elm_model **out, elm_error *err);
 
 
-enum { ELM_PLAN_ROWS = 5 };
+enum { ELM_PLAN_ROWS = 12, ELM_PLAN_FIRST_RECIPE = 5 };
 
 typedef struct elm_plan_row {
     char label[8];            /* "f16", "q8_0", "q4_0", "q4_1": every matrix of that type, as
                                * llama-quantize --pure; "mixed": quantize's default policy (q4_0,
-                               * embedding and output q8_0) */
+                               * embedding and output q8_0); from ELM_PLAN_FIRST_RECIPE on
+                               * "q2_k", "q3_k_m", "q4_k_s", "q4_k_m", "q5_k_m", "q6_k", "iq4_xs":
+                               * llama-quantize's recipe of that name (without an imatrix) */
     uint64_t weight_bytes;    /* all tensors */
     uint64_t read_bytes;      /* weights + KV cache read per decoded token at a full context
                                * (an untied embedding contributes one row) */

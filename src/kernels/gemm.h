@@ -22,11 +22,18 @@
 typedef void (*elm_tile_q8_fn)(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
                                int64_t ldy, int n_rows);
 
-/* y[t·ldy + r] = Σ_c w[c][r]·xt[16c + t] for t < n_tok, c < cols, r < n_rows: the activations
+/* y[t·ldy + r] (+)= Σ_c w[c][r]·xt[16c + t] for t < n_tok, c < cols, r < n_rows: the activations
  * of a chunk of up to 16 tokens transposed ([cols][16]), so a kernel broadcasts them from one
- * pointer at fixed offsets. n_tok is at most the kernel's token count. */
+ * pointer at fixed offsets. add: accumulate into y (the later column blocks of a row, see
+ * elm_gemm); else overwrite it. n_tok is at most the kernel's token count. */
 typedef void (*elm_tile_f32_fn)(const float *tile, int64_t cols, const float *xt, int n_tok,
-                                float *y, int64_t ldy, int n_rows);
+                                float *y, int64_t ldy, int n_rows, bool add);
+
+/* For the float micro-kernels of up to 6 tokens: op(0) ... op(5), each op a block guarded by
+ * `if (nt > k)` on the kernel's constant token count, naming token k's accumulators by pasting
+ * (a##k##0, ...). gcc 12 stored an array of accumulators to the stack after every column (the
+ * vector loads may alias it), as many stores as multiply-adds; named ones stay in registers. */
+#define ELM_FOR_6_TOKENS(op) op(0) op(1) op(2) op(3) op(4) op(5)
 
 /* Rows [r0, r0 + n_rows) of w (n_rows <= 16) into one tile of the layout above. */
 typedef void (*elm_repack_q8_fn)(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile);
@@ -40,6 +47,7 @@ typedef struct elm_gemm_kernels {
     int q8_tokens; /* most tokens per q8 call */
     elm_tile_f32_fn f32;
     int f32_tokens;               /* most tokens per f32 call */
+    int f32_kc;                   /* columns per block of float products (elm_gemm), 0: all */
     elm_repack_q8_fn repack_q8;   /* SIMD repacking, or NULL for elm_repack_q8_tile */
     elm_repack_f32_fn repack_f32; /* or NULL for elm_repack_f32_tile */
     elm_transpose_fn transpose;   /* or NULL for elm_transpose_x16 */
@@ -52,6 +60,8 @@ void elm_gemm(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, i
 /* The portable repacking (the reference for the SIMD ones). */
 void elm_repack_q8_tile(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile);
 void elm_repack_f32_tile(const elm_weights *w, int64_t r0, int n_rows, float *tile);
+/* As elm_repack_f32_tile for columns [c0, cols) only: the tail a SIMD repacking leaves. */
+void elm_repack_f32_cols(const elm_weights *w, int64_t r0, int n_rows, int64_t c0, float *tile);
 void elm_transpose_x16(const float *x, int64_t ldx, int n_tok, int64_t cols, float *xt);
 
 #endif

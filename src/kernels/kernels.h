@@ -62,7 +62,8 @@ typedef struct elm_weights {
 typedef struct elm_matmul_args {
     elm_weights w;       /* any supported type */
     const float *x;      /* [n_tok, cols] */
-    const void *xq;      /* n_tok q8 rows of x (quantize_q8), when elm_type_q8_act */
+    const void *xq;      /* n_tok q8 rows of x (quantize_q8), when elm_type_q8_act; for the
+                          * 256-weight super-block types NULL or their q8_K rows (kquant.h) */
     /* Float weights, optional: x transposed by chunks of 16 tokens ([ceil(n_tok/16)][cols][16],
      * transpose16), which prefill kernels would otherwise redo for every panel of rows; or NULL */
     const float *xt;

@@ -8,9 +8,10 @@
 #include "core/kquant.h"
 #include "kernels/blocks.h"
 
-/* Tokens quantized per pass: their q8_K rows and one unpacked weight row fit the scratch of
- * elm_matmul_scratch_bytes (320 bytes per column) with room to spare. */
-enum { TOKEN_CHUNK = 64 };
+/* Tokens quantized per pass: their q8_K rows, 16 unpacked weight rows and gemm16's tile (about
+ * 72 + 22 + 23 bytes per column) fit the scratch of elm_matmul_scratch_bytes (320 bytes per
+ * column). From GEMM_MIN_TOKENS tokens on, a table's gemm16 takes the product. */
+enum { TOKEN_CHUNK = 64, GEMM_MIN_TOKENS = 4 };
 
 void elm_quantize_q8_k(const float *x, int64_t cols, void *row) {
     const int64_t nsb = cols / ELM_QK_K;
@@ -175,7 +176,7 @@ static float dot_iq4_nl_scalar(const int8_t *q, const float *d, elm_q8_row x, in
 }
 
 const elm_kq_kernels elm_kq_scalar = {elm_kq_unpack_scalar, dot_scalar, unpack_iq4_nl_scalar,
-                                      dot_iq4_nl_scalar};
+                                      dot_iq4_nl_scalar, NULL, 0, NULL};
 
 static bool has_mins(elm_type t) {
     return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
@@ -199,7 +200,7 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     const elm_kq_kernels *s = &elm_kq_scalar;
     const elm_kq_kernels kk = {k->unpack ? k->unpack : s->unpack, k->dot ? k->dot : s->dot,
                                k->unpack_iq4_nl ? k->unpack_iq4_nl : s->unpack_iq4_nl,
-                               k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl};
+                               k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl, NULL, 0, NULL};
     if (a->w.type == ELM_TYPE_IQ4_NL) {
         matmul_iq4_nl(&kk, a, r0, r1, scratch);
         return;
@@ -207,22 +208,46 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     const int64_t cols = a->w.cols, rows = a->w.rows, nsb = cols / ELM_QK_K;
     const size_t row_bytes = elm_row_bytes(a->w.type, cols), xrow = elm_q8k_row_bytes(cols);
     const bool mins = has_mins(a->w.type);
+    const bool packed = k->dot_packed && (k->packed_types >> a->w.type & 1);
+    /* scratch: the unpacked rows (16 of them with gemm16), gemm16's tile, the q8_K chunk */
+    const bool tiles = k->gemm16 && a->n_tok >= GEMM_MIN_TOKENS;
     elm_kq_block *blk = scratch;
-    uint8_t *xq = (uint8_t *)(blk + nsb);
-    xq += (64 - (uintptr_t)xq % 64) % 64;
+    uint8_t *tile = (uint8_t *)(blk + (tiles ? 16 : 1) * nsb);
+    tile += (64 - (uintptr_t)tile % 64) % 64;
+    uint8_t *own = tile + (tiles ? (size_t)nsb * ELM_KQ_TILE_SB_BYTES : 0);
     for (int64_t t0 = 0; t0 < a->n_tok; t0 += TOKEN_CHUNK) {
         const int64_t nt = a->n_tok - t0 < TOKEN_CHUNK ? a->n_tok - t0 : TOKEN_CHUNK;
-        for (int64_t t = 0; t < nt; t++) elm_quantize_q8_k(a->x + (t0 + t) * cols, cols, xq + t * xrow);
-        for (int64_t r = r0; r < r1; r++) {
-            kk.unpack(a->w.type, (const uint8_t *)a->w.data + (size_t)r * row_bytes, nsb, blk);
+        /* the caller's q8_K rows, or the chunk's quantized here */
+        const uint8_t *xq = a->xq ? (const uint8_t *)a->xq + (size_t)t0 * xrow : own;
+        if (!a->xq)
+            for (int64_t t = 0; t < nt; t++)
+                elm_quantize_q8_k(a->x + (t0 + t) * cols, cols, own + t * xrow);
+        if (tiles) {
+            for (int64_t r = r0; r < r1; r += 16) {
+                const int n_rows = r1 - r < 16 ? (int)(r1 - r) : 16;
+                for (int i = 0; i < n_rows; i++)
+                    kk.unpack(a->w.type, (const uint8_t *)a->w.data + (size_t)(r + i) * row_bytes,
+                              nsb, blk + i * nsb);
+                k->gemm16(a->w.type, blk, n_rows, cols, xq, nt, a->y + t0 * rows + r, rows, tile);
+            }
+            continue;
+        }
+        /* tiles of nr rows (2 on the packed path) by up to 4 tokens */
+        for (int64_t r = r0; r < r1;) {
+            const uint8_t *src = (const uint8_t *)a->w.data + (size_t)r * row_bytes;
+            const int nr = packed && nt > 1 && r1 - r >= 2 ? 2 : 1;
+            if (!packed) kk.unpack(a->w.type, src, nsb, blk);
             for (int64_t t = 0; t < nt; t += 4) {
                 const int nx = nt - t < 4 ? (int)(nt - t) : 4;
                 elm_q8k_row x[4];
-                float out[4];
+                float out[8];
                 for (int i = 0; i < nx; i++) x[i] = elm_q8k_at(xq, cols, t + i);
-                kk.dot(blk, x, nx, nsb, mins, out);
-                for (int i = 0; i < nx; i++) a->y[(t0 + t + i) * rows + r] = out[i];
+                if (packed) k->dot_packed(a->w.type, src, row_bytes, nr, x, nx, nsb, out);
+                else kk.dot(blk, x, nx, nsb, mins, out);
+                for (int j = 0; j < nr; j++)
+                    for (int i = 0; i < nx; i++) a->y[(t0 + t + i) * rows + r + j] = out[4 * j + i];
             }
+            r += nr;
         }
     }
 }

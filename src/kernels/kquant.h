@@ -16,9 +16,10 @@
  * SIMD tables compute the same integers but may sum their parts in another float order.
  *
  * The kernel matmul of each table hands these types to elm_kquant_matmul, which quantizes the
- * activations itself, a chunk of tokens at a time, into the thread's scratch; a row of weights is
- * unpacked once per chunk and dotted with each of its tokens, so prefill pays the unpacking once
- * per 64 tokens and decode's unpacked row stays in L1. */
+ * activations itself, a chunk of tokens at a time, into the thread's scratch. Decode and the
+ * tables without gemm16 take the rows one or two at a time, 4 tokens per pass (dot_packed from
+ * the file's bytes where the table has it, else a row unpacked once per chunk and dot); prefill
+ * with gemm16 unpacks 16 rows and runs every token of the chunk over their repacked tile. */
 #ifndef EDGELM_KERNELS_KQUANT_H
 #define EDGELM_KERNELS_KQUANT_H
 
@@ -68,14 +69,31 @@ typedef struct elm_kq_kernels {
     void (*unpack_iq4_nl)(const uint8_t *src, int64_t n, int8_t *q, float *d);
     /* Σ_b d[b]·(x.d[b]·Σ_i q[32b+i]·x.qs[32b+i]) over n blocks. */
     float (*dot_iq4_nl)(const int8_t *q, const float *d, elm_q8_row x, int64_t n);
+    /* As dot, but straight from nr <= 2 rows (row_bytes apart) of n packed super-blocks of type
+     * t at src (as stored in the file), decoded in registers: no unpacked copy, the same
+     * integers; out[4·r + i] for row r, token i. Optional; serves the types whose bit (1u << t)
+     * is set in packed_types, the others go through unpack and dot. */
+    void (*dot_packed)(elm_type t, const uint8_t *src, size_t row_bytes, int nr,
+                       const elm_q8k_row *x, int nx, int64_t n, float *out);
+    uint32_t packed_types;
+    /* Prefill, optional, for every 256-weight type: y[t·ldy + r] = row r · token t for r <
+     * n_rows <= 16 rows unpacked at blk (cols/256 blocks each, row after row) and t < nt q8_K
+     * rows at xq; scratch: ELM_KQ_TILE_SB_BYTES per 256 columns, 64-byte aligned. */
+    void (*gemm16)(elm_type t, const elm_kq_block *blk, int n_rows, int64_t cols, const void *xq,
+                   int64_t nt, float *y, int64_t ldy, void *scratch);
 } elm_kq_kernels;
+
+/* Scratch bytes of gemm16's repacked tile per super-block of its 16 rows. */
+#define ELM_KQ_TILE_SB_BYTES (64 * 64 + 16 * 64 + 8 * 64 + 2 * 64)
 
 /* Quantizes cols floats (a multiple of 256) into a q8_K row at row (llama.cpp's
  * quantize_row_q8_K_ref, bit for bit). */
 void elm_quantize_q8_k(const float *x, int64_t cols, void *row);
 
 /* Rows [r0, r1) of a->y for k-quant/i-quant weights (kernels.h's matmul contract: a->xq holds q8
- * rows for IQ4_NL; the 256-weight types ignore it). scratch: elm_matmul_scratch_bytes(cols). */
+ * rows for IQ4_NL; for the 256-weight types it is NULL or holds a->n_tok q8_K rows of a->x,
+ * elm_quantize_q8_k's, which callers splitting one product across threads quantize once for
+ * all). scratch: elm_matmul_scratch_bytes(cols). */
 void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0, int64_t r1,
                        void *scratch);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "kernels/kquant.h"
 #include "model/context.h"
 #include "model/kv_quant.h"
 
@@ -59,6 +60,7 @@ typedef struct {
     const float *x;
     int64_t n_tok, cols;
     bool q8, xt;
+    bool q8k; /* xq gets q8_K rows instead, for a group of 256-weight super-block products only */
     elm_type round; /* F16 or BF16: the float products' input goes through xr; else F32 */
     elm_pool_work tokens, chunks; /* the rows to quantize, the 16-token chunks to transpose */
 } prep_job;
@@ -83,10 +85,14 @@ static void prep_worker(void *arg, int ith, int nth) {
     elm_context *c = j->c;
     const bool round = j->round != ELM_TYPE_F32;
     long t0, t1;
-    const size_t row_bytes = elm_q8_row_bytes(j->cols);
-    while (j->q8 && elm_pool_work_claim(&j->tokens, ith, 4, &t0, &t1))
+    const size_t row_bytes = j->q8k ? elm_q8k_row_bytes(j->cols) : elm_q8_row_bytes(j->cols);
+    while ((j->q8 || j->q8k) && elm_pool_work_claim(&j->tokens, ith, 4, &t0, &t1))
         for (long t = t0; t < t1; t++) {
             void *row = (char *)c->xq + t * row_bytes;
+            if (j->q8k) {
+                elm_quantize_q8_k(j->x + t * j->cols, j->cols, row);
+                continue;
+            }
             c->k->quantize_q8(j->x + t * j->cols, j->cols, row);
             if (c->ggml_rounding) { /* ggml's q8 blocks hold d and d·Σq in f16 */
                 const elm_q8_row q = elm_q8_at(row, j->cols, 0);
@@ -130,8 +136,8 @@ static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
     for (int i = 0; i < n; i++) {
         if (c->hook) c->hook(w[i], layer, x, n_tok, c->hook_user);
         const bool q8 = elm_type_q8_act(w[i]->type);
-        /* only float weights read the transposed chunks; the super-block types quantize x
-         * themselves (q8_K, kernels/kquant.c) */
+        /* only float weights read the transposed chunks; the super-block types take q8_K rows
+         * (pj.q8k below) */
         const bool flt = elm_type_get(w[i]->type)->block_size == 1;
         const bool xt = flt && c->xt && n_tok >= ELM_XT_MIN_TOKENS;
         if (!q8) pj.round = act_round(c, w[i]);
@@ -143,8 +149,13 @@ static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
         j.first_unit[i + 1] =
             j.first_unit[i] + (long)((w[i]->ne[1] + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
     }
+    /* the super-block types' q8_K rows, once for all threads, where no product needs q8 rows */
+    pj.q8k = !pj.q8;
+    for (int i = 0; i < n; i++)
+        if (!elm_type_kquant(w[i]->type) || w[i]->type == ELM_TYPE_IQ4_NL) pj.q8k = false;
+    for (int i = 0; i < n && pj.q8k; i++) j.args[i].xq = c->xq;
     if (n_tok >= PREP_PARALLEL_TOKENS) elm_pool_run_shared(c->pool, prep_worker, &pj);
-    else if (pj.q8 || pj.xt || pj.round != ELM_TYPE_F32) prep_worker(&pj, 0, 1);
+    else if (pj.q8 || pj.q8k || pj.xt || pj.round != ELM_TYPE_F32) prep_worker(&pj, 0, 1);
     elm_pool_work_init(&j.tiles, j.first_unit[n], elm_pool_size(c->pool));
     elm_pool_run_shared(c->pool, matmul_worker, &j);
 }
@@ -195,18 +206,25 @@ static void attention_worker(void *arg, int ith, int nth) {
 typedef struct {
     elm_context *c;
     const unsigned char *k, *v; /* a layer's cache rows */
-    int32_t n_pos;
+    elm_pool_work positions;    /* claimed KV_CHUNK at a time, as products are */
 } decode_job;
 
+/* KV_CHUNK positions: 64 KiB of floats at TinyLlama's KV width (256). A static split here made
+ * every layer of every step wait for a worker the scheduler held back (a busy core). */
+enum { KV_CHUNK = 64 };
+
 static void decode_worker(void *arg, int ith, int nth) {
+    (void)nth;
     decode_job *j = arg;
     elm_context *c = j->c;
     long p0, p1;
-    elm_split(j->n_pos, ith, nth, &p0, &p1);
-    if (p0 >= p1) return;
-    const size_t n = (size_t)(p1 - p0) * (size_t)c->kv_dim, off = (size_t)p0 * c->kv_dim;
-    elm_kv_decode(c->type_k, c->k_block, j->k + (size_t)p0 * c->k_row, c->k_deq + off, (int64_t)n);
-    elm_kv_decode(c->type_v, c->v_block, j->v + (size_t)p0 * c->v_row, c->v_deq + off, (int64_t)n);
+    while (elm_pool_work_claim(&j->positions, ith, KV_CHUNK, &p0, &p1)) {
+        const size_t n = (size_t)(p1 - p0) * (size_t)c->kv_dim, off = (size_t)p0 * c->kv_dim;
+        elm_kv_decode(c->type_k, c->k_block, j->k + (size_t)p0 * c->k_row, c->k_deq + off,
+                      (int64_t)n);
+        elm_kv_decode(c->type_v, c->v_block, j->v + (size_t)p0 * c->v_row, c->v_deq + off,
+                      (int64_t)n);
+    }
 }
 
 /* Layer l's cached keys and values [n_pos, kv_dim] as floats for the attention kernel: the
@@ -218,8 +236,9 @@ static void layer_kv(elm_context *c, int l, int32_t n_pos, const float **k, cons
         *v = (const float *)vc;
         return;
     }
-    decode_job j = {c, kc, vc, n_pos};
-    elm_pool_run(c->pool, decode_worker, &j);
+    decode_job j = {.c = c, .k = kc, .v = vc};
+    elm_pool_work_init(&j.positions, n_pos, elm_pool_size(c->pool));
+    elm_pool_run_shared(c->pool, decode_worker, &j);
     *k = c->k_deq;
     *v = c->v_deq;
 }

@@ -133,6 +133,39 @@ static elm_status read_tinfo(cursor *c, tinfo *t) {
     return ELM_OK;
 }
 
+static int by_tinfo_name(const void *a, const void *b) {
+    return strcmp((*(const tinfo *const *)a)->name, (*(const tinfo *const *)b)->name);
+}
+
+/* ti's names in order (*out, n of them; free it), or an error for a name given twice, which would
+ * pair one ".counts" with several ".in_sum2", or the reverse. */
+static elm_status sort_names(const tinfo *ti, uint64_t n, const tinfo ***out, const char *path,
+                             elm_error *err) {
+    const tinfo **sorted = *out = malloc(sizeof *sorted * (n ? n : 1));
+    if (!sorted) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    for (uint64_t i = 0; i < n; i++) sorted[i] = &ti[i];
+    qsort(sorted, n, sizeof *sorted, by_tinfo_name);
+    for (uint64_t i = 1; i < n; i++)
+        if (!strcmp(sorted[i - 1]->name, sorted[i]->name))
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' given twice", path,
+                              sorted[i]->name);
+    return ELM_OK;
+}
+
+/* The tensor named base + suffix, or NULL: a binary search, so that a file of many tensors cannot
+ * make the pairing quadratic. */
+static const tinfo *find_tensor(const tinfo *const *sorted, uint64_t n, const char *base,
+                                const char *suffix) {
+    tinfo key;
+    const size_t lb = strlen(base), ls = strlen(suffix);
+    if (lb + ls >= sizeof key.name) return NULL;
+    memcpy(key.name, base, lb);
+    memcpy(key.name + lb, suffix, ls + 1);
+    const tinfo *kp = &key;
+    const tinfo *const *hit = bsearch(&kp, sorted, n, sizeof *sorted, by_tinfo_name);
+    return hit ? *hit : NULL;
+}
+
 static bool strip_suffix(char *s, const char *suffix) {
     size_t n = strlen(s), k = strlen(suffix);
     if (n <= k || strcmp(s + n - k, suffix)) return false;
@@ -140,19 +173,15 @@ static bool strip_suffix(char *s, const char *suffix) {
     return true;
 }
 
-static elm_status fill_entries(cursor *c, elm_imatrix *im, tinfo *ti, uint64_t n_t, size_t data) {
+static elm_status fill_entries(cursor *c, elm_imatrix *im, const tinfo *ti,
+                               const tinfo *const *sorted, uint64_t n_t, size_t data) {
     im->entries = calloc(n_t / 2 + 1, sizeof *im->entries);
     if (!im->entries) return elm_errorf(c->err, ELM_ERR_NOMEM, "%s: out of memory", c->path);
     for (uint64_t i = 0; i < n_t; i++) {
         char base[sizeof ti->name];
         snprintf(base, sizeof base, "%s", ti[i].name);
         if (!strip_suffix(base, ".in_sum2")) continue;
-        const tinfo *cnt = NULL;
-        for (uint64_t j = 0; j < n_t && !cnt; j++) {
-            char b2[sizeof ti->name];
-            snprintf(b2, sizeof b2, "%s", ti[j].name);
-            if (strip_suffix(b2, ".counts") && !strcmp(b2, base)) cnt = &ti[j];
-        }
+        const tinfo *cnt = find_tensor(sorted, n_t, base, ".counts");
         if (!cnt)
             return elm_errorf(c->err, ELM_ERR_FORMAT, "%s: tensor '%s' has no '%s.counts'",
                               c->path, ti[i].name, base);
@@ -179,7 +208,7 @@ static elm_status fill_entries(cursor *c, elm_imatrix *im, tinfo *ti, uint64_t n
     for (uint64_t i = 0; i < n_t; i++) {
         char base[sizeof ti->name];
         snprintf(base, sizeof base, "%s", ti[i].name);
-        if (strip_suffix(base, ".counts") && !elm_imatrix_find(im, base))
+        if (strip_suffix(base, ".counts") && !find_tensor(sorted, n_t, base, ".in_sum2"))
             return elm_errorf(c->err, ELM_ERR_FORMAT, "%s: tensor '%s' has no '%s.in_sum2'",
                               c->path, ti[i].name, base);
     }
@@ -198,6 +227,7 @@ elm_status elm_imatrix_load(const char *path, elm_imatrix *im, elm_error *err) {
     uint32_t version = 0, alignment = 32;
     uint64_t n_t = 0, n_kv = 0;
     tinfo *ti = NULL;
+    const tinfo **sorted = NULL; /* ti by name */
     if (size < 24 || (take(&c, magic, 4, "magic"), memcmp(magic, "GGUF", 4))) {
         st = elm_errorf(err, ELM_ERR_FORMAT, "%s: not a GGUF imatrix file", path);
         goto out;
@@ -216,12 +246,14 @@ elm_status elm_imatrix_load(const char *path, elm_imatrix *im, elm_error *err) {
     if (!st && !(ti = calloc(n_t ? n_t : 1, sizeof *ti)))
         st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
     for (uint64_t i = 0; i < n_t && !st; i++) st = read_tinfo(&c, &ti[i]);
+    if (!st) st = sort_names(ti, n_t, &sorted, path, err);
     if (!st) {
         const size_t data = (c.pos + alignment - 1) / alignment * alignment;
         if (data > size) st = truncated(&c, "tensor data");
-        else st = fill_entries(&c, im, ti, n_t, data);
+        else st = fill_entries(&c, im, ti, sorted, n_t, data);
     }
 out:
+    free(sorted);
     free(ti);
     elm_unmap(addr, size);
     if (st) elm_imatrix_free(im);

@@ -99,8 +99,14 @@ static int content_text(const cJSON *c, int i, const char **text, char **owned, 
         total += strlen(t->valuestring);
     }
     if (!(*owned = malloc(total))) return 500;
-    (*owned)[0] = '\0';
-    cJSON_ArrayForEach(p, c) strcat(*owned, cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring);
+    char *end = *owned; /* appended at the end, not by strcat: many parts stay linear */
+    cJSON_ArrayForEach(p, c) {
+        const char *t = cJSON_GetObjectItemCaseSensitive(p, "text")->valuestring;
+        const size_t n = strlen(t);
+        memcpy(end, t, n);
+        end += n;
+    }
+    *end = '\0';
     *text = *owned;
     return 0;
 }

@@ -111,14 +111,18 @@ elm_status elm_plan_make(const elm_model *m, int32_t n_ctx, int32_t n_batch, int
     static const struct { const char *label; elm_type type; bool pure; } rows[ELM_PLAN_ROWS] = {
         {"f16", ELM_TYPE_F16, true},   {"q8_0", ELM_TYPE_Q8_0, true},
         {"q4_0", ELM_TYPE_Q4_0, true}, {"q4_1", ELM_TYPE_Q4_1, true},
-        {"mixed", ELM_TYPE_Q4_0, false}};
+        {"mixed", ELM_TYPE_Q4_0, false}, /* the rest: llama-quantize's recipes of these names */
+        {"q2_k", 0, false},   {"q3_k_m", 0, false}, {"q4_k_s", 0, false}, {"q4_k_m", 0, false},
+        {"q5_k_m", 0, false}, {"q6_k", 0, false},   {"iq4_xs", 0, false}};
     elm_tensor_plan *plan = malloc(((size_t)m->n_tensors + 1) * sizeof *plan);
     if (!plan) return elm_errorf(err, ELM_ERR_NOMEM, "plan: out of memory");
     elm_status st = ELM_OK;
     for (int r = 0; r < ELM_PLAN_ROWS && !st; r++) {
         elm_plan_row *row = &out->rows[r];
-        const elm_quant_policy policy = {.type = rows[r].type, .pure = rows[r].pure,
-                                         .sensitive_type = ELM_TYPE_Q8_0};
+        elm_quant_policy policy = {.type = rows[r].type, .pure = rows[r].pure,
+                                   .sensitive_type = ELM_TYPE_Q8_0};
+        if (r >= ELM_PLAN_FIRST_RECIPE)
+            elm_quant_recipe_from_name(rows[r].label, &policy.recipe, &policy.type);
         uint64_t embd, embd_row;
         if ((st = weight_bytes(m, &policy, plan, &row->weight_bytes, &embd, &embd_row, err)))
             break;

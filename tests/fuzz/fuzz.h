@@ -7,6 +7,7 @@
 #ifndef EDGELM_TESTS_FUZZ_H
 #define EDGELM_TESTS_FUZZ_H
 
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,16 +15,32 @@
 #include <unistd.h>
 
 #include "edgelm/error.h"
+#include "edgelm/model.h"
 
-/* The process's scratch folder, created on first use. */
+static inline int fuzz_rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+/* Removes path and everything under it. */
+static inline void fuzz_rm_tree(const char *path) {
+    nftw(path, fuzz_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char fuzz_scratch[1024];
+
+static inline void fuzz_dir_remove(void) { fuzz_rm_tree(fuzz_scratch); }
+
+/* The process's scratch folder, created on first use and removed when the process exits (left
+ * behind only by a crash, beside the input libFuzzer saves). */
 static inline const char *fuzz_dir(void) {
-    static char dir[1024];
-    if (!dir[0]) {
+    if (!fuzz_scratch[0]) {
         const char *tmp = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/edgelm-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(dir)) abort();
+        snprintf(fuzz_scratch, sizeof fuzz_scratch, "%s/edgelm-fuzz-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(fuzz_scratch)) abort();
+        atexit(fuzz_dir_remove);
     }
-    return dir;
+    return fuzz_scratch;
 }
 
 /* Writes data [size] to name in the scratch folder; returns the path (static, per name slot). */
@@ -43,6 +60,16 @@ static inline const char *fuzz_fixture(const char *rel) {
     const char *fx = getenv("EDGELM_FIXTURES");
     snprintf(path, sizeof path, "%s/%s", fx && *fx ? fx : "../shared/fixtures", rel);
     return path;
+}
+
+/* The stories260K model (its vocabulary and tensor names), loaded on first use; aborts when the
+ * fixture cannot be read. */
+static inline elm_model *fuzz_model(void) {
+    static elm_model *m;
+    elm_error err;
+    if (!m && elm_model_load(fuzz_fixture("stories260K/stories260K-f32.gguf"), NULL, &m, &err))
+        abort();
+    return m;
 }
 
 /* An error must be one line naming `what` (the file or the field). */

@@ -6,10 +6,8 @@
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static elm_model *m;
+    const elm_model *m = fuzz_model();
     elm_error err;
-    if (!m && elm_model_load(fuzz_fixture("stories260K/stories260K-f32.gguf"), NULL, &m, &err))
-        abort();
     if (size == 0) return 0;
     const char *path = fuzz_file("calib.jsonl", data + 1, size - 1);
     elm_error_clear(&err);

@@ -7,14 +7,12 @@
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    static elm_model *m;
+    const elm_model *m = fuzz_model();
     static elm_context *c;
     elm_error err;
-    if (!m) {
+    if (!c) {
         const elm_context_params p = {.n_ctx = 64, .n_threads = 1};
-        if (elm_model_load(fuzz_fixture("stories260K/stories260K-f32.gguf"), NULL, &m, &err) ||
-            elm_context_new(m, &p, &c, &err))
-            abort();
+        if (elm_context_new(m, &p, &c, &err)) abort();
     }
     if (size == 0) return 0;
     elm_error_clear(&err);

@@ -126,7 +126,7 @@ out:
     return rc;
 }
 
-static int print_json(const result *r) {
+static cJSON *result_json(const result *r) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "model", r->model);
     cJSON_AddStringToObject(o, "isa", r->isa);
@@ -146,19 +146,29 @@ static int print_json(const result *r) {
     cJSON_AddNumberToObject(o, "decode_bytes_per_token", (double)r->decode_bytes);
     cJSON_AddNumberToObject(o, "decode_gbps", r->decode_gbps);
     cJSON_AddNumberToObject(o, "membw_gbps", r->membw_gbps);
-    return cli_print_json(o, "bench");
+    return o;
 }
 
-static void print_markdown(const result *r) {
-    const char *base = strrchr(r->model, '/') ? strrchr(r->model, '/') + 1 : r->model;
+/* One object for one thread count, an array of them for several. */
+static int print_json(const result *rs, int n) {
+    if (n == 1) return cli_print_json(result_json(&rs[0]), "bench");
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, result_json(&rs[i]));
+    return cli_print_json(arr, "bench");
+}
+
+static void print_markdown(const result *rs, int n) {
     printf("| model | size | isa | threads | pp%ld tok/s | tg%ld tok/s | decode GB/s | read GB/s | "
            "load ms | TTFT %d ms | peak RSS MiB |\n",
-           r->n_prompt, r->n_gen, TTFT_PROMPT);
+           rs[0].n_prompt, rs[0].n_gen, TTFT_PROMPT);
     printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    printf("| %s | %.2f MiB | %s | %ld | %.1f ± %.1f | %.1f ± %.1f | %.1f | %.1f | %.0f | %.0f | "
+    for (const result *r = rs; r < rs + n; r++) {
+        const char *base = strrchr(r->model, '/') ? strrchr(r->model, '/') + 1 : r->model;
+        printf("| %s | %.2f MiB | %s | %ld | %.1f ± %.1f | %.1f ± %.1f | %.1f | %.1f | %.0f | %.0f | "
            "%.0f |\n",
            base, r->model_bytes / 1048576.0, r->isa, r->threads, r->pp.mean, r->pp.sd, r->tg.mean,
            r->tg.sd, r->decode_gbps, r->membw_gbps, r->load_ms, r->ttft_ms, r->peak_rss_mib);
+    }
 }
 
 static void print_text(const result *r) {
@@ -205,15 +215,34 @@ static int membw_only(long threads, long mib, bool json) {
     return json ? cli_print_json(arr, "bench") : 0;
 }
 
+enum { MAX_THREAD_COUNTS = 8 };
+
+/* "N" or "N,N,..." (as llama-bench's -t) into counts[]; returns how many, or 0 after an error. */
+static int thread_counts(const char *text, long counts[MAX_THREAD_COUNTS]) {
+    int n = 0;
+    for (const char *p = text;; p++) {
+        char *end;
+        const long t = strtol(p, &end, 10);
+        if (end == p || t < 1 || t > 512 || (*end && *end != ','))
+            return cli_fail("bench: -t '%s': thread counts 1..512, separated by commas", text), 0;
+        if (n == MAX_THREAD_COUNTS)
+            return cli_fail("bench: -t '%s': at most %d thread counts", text, MAX_THREAD_COUNTS), 0;
+        counts[n++] = t;
+        if (!*end) return n;
+        p = end;
+    }
+}
+
 int cmd_bench(int argc, char **argv) {
     result r = {.n_prompt = 512, .n_gen = 128, .reps = 5, .threads = elm_online_cores()};
+    const char *threads = NULL;
     bool json = false, markdown = false, membw = false, mmap = false;
     long mib = 1024;
     const cli_opt opts[] = {
         CLI_OPT_MODEL(&r.model),
         {"-p, --n-prompt", "P", CLI_INT, &r.n_prompt, 0, 1 << 16, "prompt tokens for pp (default 512; 0 skips pp)", 0},
         {"-n, --n-gen", "N", CLI_INT, &r.n_gen, 0, 1 << 16, "generated tokens for tg (default 128; 0 skips tg)", 0},
-        CLI_OPT_THREADS(&r.threads),
+        {"-t, --threads", "N[,N...]", CLI_TEXT, &threads, 0, 0, "threads (default: all cores); several counts, e.g. 1,2, give one\nresult each (--json: an array of objects)", 0},
         {"-r, --repetitions", "R", CLI_INT, &r.reps, 1, 1000, "repetitions of each test (default 5)", 0},
         {"--mmap", NULL, CLI_FLAG, &mmap, 0, 0, "map the GGUF file instead of reading it into memory (load_ms\nthen excludes the copy; decode is slower, 4 KiB pages)", 0},
         CLI_OPT_JSON(&json, "one JSON object: pp_tps, pp_tps_sd, tg_tps, tg_tps_sd, load_ms,\nttft_ms, peak_rss_mib, model_bytes, decode_gbps, membw_gbps,\nthreads, isa (and the parameters)"),
@@ -222,7 +251,7 @@ int cmd_bench(int argc, char **argv) {
         {"--membw-mib", "M", CLI_INT, &mib, 1, 1 << 20, "size of the bandwidth test buffer (default 1024 MiB; keep it\nfar above the last-level cache)", 0},
         {0}};
     const cli_spec spec = {
-        "bench", "-m MODEL [-p 512] [-n 128] [-t N] [-r 5] [--json | --markdown]\n"
+        "bench", "-m MODEL [-p 512] [-n 128] [-t N[,N...]] [-r 5] [--json | --markdown]\n"
         "       edgelm bench --membw [-t N]",
         "Measures a model like llama-bench: pp = one batch of P prompt tokens from an empty\n"
         "cache, tg = N one-token decode steps from an empty cache, each repeated R times after a\n"
@@ -235,6 +264,10 @@ int cmd_bench(int argc, char **argv) {
     const int pr = cli_parse(&spec, argc, argv);
     if (pr) return cli_parse_exit(pr);
     if (json && markdown) return cli_fail("bench: choose one of --json and --markdown");
+    long counts[MAX_THREAD_COUNTS] = {r.threads};
+    const int n_counts = threads ? thread_counts(threads, counts) : 1;
+    if (!n_counts) return 1;
+    r.threads = counts[n_counts - 1];
     if (membw) return membw_only(r.threads, mib, json);
     if (!r.model) return cli_fail("bench: -m MODEL is required (try 'edgelm bench --help')");
 
@@ -245,17 +278,28 @@ int cmd_bench(int argc, char **argv) {
     r.model_bytes = elm_model_bytes(m);
     r.params = elm_model_params(m);
     r.decode_bytes = decode_bytes(m);
-    int rc = measure(m, &r);
-    r.peak_rss_mib = cli_peak_rss_mib(); /* before the bandwidth buffer adds its own pages */
+    result rs[MAX_THREAD_COUNTS];
+    int rc = 0;
+    for (int i = 0; i < n_counts && !rc; i++) {
+        rs[i] = r;
+        rs[i].threads = counts[i];
+        rc = measure(m, &rs[i]);
+    }
+    const double peak_rss = cli_peak_rss_mib(); /* before the bandwidth buffer adds its pages */
     elm_model_free(m);
     if (rc) return rc;
-    r.decode_gbps = r.decode_bytes * r.tg.mean / 1e9;
-    elm_error err;
-    elm_error_clear(&err);
-    if (elm_membw_read((int)r.threads, (size_t)mib << 20, 5, &r.membw_gbps, &err) != ELM_OK)
-        return cli_fail("bench: %s", err.msg);
-    if (json) return print_json(&r);
-    if (markdown) print_markdown(&r);
-    else print_text(&r);
+    for (int i = 0; i < n_counts; i++) {
+        rs[i].peak_rss_mib = peak_rss;
+        rs[i].decode_gbps = rs[i].decode_bytes * rs[i].tg.mean / 1e9;
+        elm_error err;
+        elm_error_clear(&err);
+        if (elm_membw_read((int)rs[i].threads, (size_t)mib << 20, 5, &rs[i].membw_gbps, &err) !=
+            ELM_OK)
+            return cli_fail("bench: %s", err.msg);
+    }
+    if (json) return print_json(rs, n_counts);
+    if (markdown) print_markdown(rs, n_counts);
+    else
+        for (int i = 0; i < n_counts; i++) print_text(&rs[i]);
     return 0;
 }

@@ -228,8 +228,9 @@ int cmd_plan(int argc, char **argv) {
         "                   [--bandwidth GB/S] [--ram GIB] [-c CTX] [--cache-type f16|q8_0] [-b BATCH] [-t N] [--json]\n"
         "       edgelm plan (-m MODEL | --config FILE | --preset NAME) --quantize gptq|awq [--type TYPE]\n"
         "                   [--calib-samples N] [--seq-len N] [-t N] [--json]",
-        "For each weight type (f16, q8_0, q4_0, q4_1 with every matrix of that type, and the\n"
-        "mixed policy of 'edgelm quantize': q4_0 with embedding and output at q8_0): weight\n"
+        "For each weight type (f16, q8_0, q4_0, q4_1 with every matrix of that type, the\n"
+        "mixed policy of 'edgelm quantize': q4_0 with embedding and output at q8_0, and the\n"
+        "llama-quantize recipes q2_k, q3_k_m, q4_k_s, q4_k_m, q5_k_m, q6_k, iq4_xs): weight\n"
         "bytes, KV cache at CTX (2 x layers x kv_heads x head_dim x CTX x bytes per element),\n"
         "compute buffers, peak memory, the decode speed memory bandwidth allows (bandwidth /\n"
         "bytes read per token at a full context) and whether it fits the device's RAM.\n"

@@ -71,7 +71,7 @@ int cmd_synth(int argc, char **argv) {
     long seed = 1, layers = 0;
     const cli_opt opts[] = {
         {"--preset", "NAME", CLI_TEXT, &preset, 0, 0, "one of the presets below", 0},
-        {"--type", "TYPE", CLI_TEXT, &type_name, 0, 0, "q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16 or f32", 0},
+        {"--type", "TYPE", CLI_TEXT, &type_name, 0, 0, "q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k,\nq5_k, q6_k, iq4_nl, iq4_xs, f16, bf16 or f32", 0},
         {"-o, --output", "OUT", CLI_TEXT, &out, 0, 0, "output GGUF file (written atomically)", 0},
         {"-s, --seed", "N", CLI_INT, &seed, 0, 0x7fffffffL, "random seed (default 1)", 0},
         {"--layers", "N", CLI_INT, &layers, 1, 1024, "the preset's first N blocks only (per-block time and memory\nof a large model in a small file)", 0},
@@ -106,7 +106,8 @@ int cmd_synth(int argc, char **argv) {
     const elm_synth_preset *p = &shape;
     elm_type type;
     if (!elm_type_from_name(type_name, &type) || !elm_type_get(type)->from_float)
-        return cli_fail("synth: unknown type '%s' (q8_0, q4_0, q4_1, q5_0, q5_1, f16, bf16, f32)",
+        return cli_fail("synth: unknown type '%s' (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, "
+                        "q5_k, q6_k, iq4_nl, iq4_xs, f16, bf16, f32)",
                         type_name);
     bool tty = isatty(STDERR_FILENO);
     const double t0 = elm_now_ms();

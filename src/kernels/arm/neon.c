@@ -183,6 +183,14 @@ NEON_FN static void quantize_q8(const float *x, int64_t cols, void *row) {
 
 /* ---- block weights · q8 activations (decode) ---- */
 
+/* A block's f16 scale: one fcvt (ARMv8 base). elm_f16_to_f32 is a call, which in the block loops
+ * cost more than the block's own arithmetic and made the compiler spill the accumulators. */
+NEON_INLINE float f16_at(const uint8_t *p) {
+    __fp16 h;
+    memcpy(&h, p, 2);
+    return (float)h;
+}
+
 /* Fifth bits of weights 0..15 (half 0) or 16..31 (half 1): 0x10 where bit j of qh is set. */
 NEON_INLINE uint8x16_t fifth_bits(const uint8_t *qh, int half) {
     static const uint8_t spread[2][16] = {{0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
@@ -198,7 +206,7 @@ NEON_INLINE uint8x16_t fifth_bits(const uint8_t *qh, int half) {
 /* One 4/5-bit block: the integer dot with the zero point taken off, d·x.d and m·x.s applied. */
 NEON_INLINE float32x4_t block_q4q5(const uint8_t *b, const elm_q8_row *x, int64_t i,
                                    float32x4_t acc, float *corr, bool asym, bool five) {
-    const float d = elm_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+    const float d = f16_at(b);
     const uint8_t *p = b + (asym ? 4 : 2);
     const uint8x16_t v = vld1q_u8(p + (five ? 4 : 0));
     uint8x16_t lo = vandq_u8(v, vdupq_n_u8(0x0f)), hi = vshrq_n_u8(v, 4);
@@ -210,7 +218,7 @@ NEON_INLINE float32x4_t block_q4q5(const uint8_t *b, const elm_q8_row *x, int64_
     int32x4_t dot = vdupq_n_s32(-zero_point_per_lane * x->sum[i]);
     dot = vdotq_s32(dot, vreinterpretq_s8_u8(lo), vld1q_s8(x->qs + i * ELM_QK));
     dot = vdotq_s32(dot, vreinterpretq_s8_u8(hi), vld1q_s8(x->qs + i * ELM_QK + 16));
-    if (asym) *corr += elm_f16_to_f32((uint16_t)(b[2] | b[3] << 8)) * x->s[i];
+    if (asym) *corr += f16_at(b + 2) * x->s[i];
     return vfmaq_n_f32(acc, vcvtq_f32_s32(dot), d * x->d[i]);
 }
 
@@ -234,7 +242,7 @@ NEON_INLINE float32x4_t block_q8_0(const uint8_t *b, const elm_q8_row *x, int64_
         vdotq_s32(vdupq_n_s32(0), vld1q_s8((const int8_t *)b + 2), vld1q_s8(x->qs + i * ELM_QK));
     dot = vdotq_s32(dot, vld1q_s8((const int8_t *)b + 18), vld1q_s8(x->qs + i * ELM_QK + 16));
     return vfmaq_n_f32(acc, vcvtq_f32_s32(dot),
-                       elm_f16_to_f32((uint16_t)(b[0] | b[1] << 8)) * x->d[i]);
+                       f16_at(b) * x->d[i]);
 }
 
 NEON_FN static float row_q8_0(const uint8_t *b, const elm_q8_row *x, int64_t nb) {
@@ -326,42 +334,60 @@ NEON_FN static void tile_q8(const uint8_t *tile, int64_t nb, const void *xq, int
     }
 }
 
+/* Up to 6 tokens of 16 rows: 24 accumulators, 4 weight vectors and the broadcasts in the 32
+ * registers (ELM_FOR_6_TOKENS). */
+#define F32_INIT(k)                                                                                \
+    if (nt > k) {                                                                                  \
+        float in[ELM_TILE_ROWS] = {0};                                                             \
+        if (add) memcpy(in, y + k * ldy, sizeof(float) * (size_t)n_rows);                          \
+        a##k##0 = vld1q_f32(in), a##k##1 = vld1q_f32(in + 4);                                      \
+        a##k##2 = vld1q_f32(in + 8), a##k##3 = vld1q_f32(in + 12);                                 \
+    }
+#define F32_FMA(k)                                                                                 \
+    if (nt > k) {                                                                                  \
+        a##k##0 = vfmaq_n_f32(a##k##0, w0, xt[k]), a##k##1 = vfmaq_n_f32(a##k##1, w1, xt[k]);      \
+        a##k##2 = vfmaq_n_f32(a##k##2, w2, xt[k]), a##k##3 = vfmaq_n_f32(a##k##3, w3, xt[k]);      \
+    }
+#define F32_STORE(k)                                                                               \
+    if (nt > k) {                                                                                  \
+        float out[ELM_TILE_ROWS];                                                                  \
+        vst1q_f32(out, a##k##0), vst1q_f32(out + 4, a##k##1);                                      \
+        vst1q_f32(out + 8, a##k##2), vst1q_f32(out + 12, a##k##3);                                 \
+        memcpy(y + k * ldy, out, sizeof(float) * (size_t)n_rows);                                  \
+    }
+
 NEON_INLINE void tile_f32_n(const float *tile, int64_t cols, const float *xt, float *y, int64_t ldy,
-                            int n_rows, const int nt) {
-    float32x4_t acc[F32_TOKENS][4];
-    for (int t = 0; t < nt; t++)
-        for (int h = 0; h < 4; h++) acc[t][h] = vdupq_n_f32(0);
+                            int n_rows, bool add, const int nt) {
+    const float32x4_t z = vdupq_n_f32(0);
+    float32x4_t a00 = z, a01 = z, a02 = z, a03 = z, a10 = z, a11 = z, a12 = z, a13 = z;
+    float32x4_t a20 = z, a21 = z, a22 = z, a23 = z, a30 = z, a31 = z, a32 = z, a33 = z;
+    float32x4_t a40 = z, a41 = z, a42 = z, a43 = z, a50 = z, a51 = z, a52 = z, a53 = z;
+    ELM_FOR_6_TOKENS(F32_INIT)
     for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS, xt += 16) {
         const float32x4_t w0 = vld1q_f32(tile), w1 = vld1q_f32(tile + 4);
         const float32x4_t w2 = vld1q_f32(tile + 8), w3 = vld1q_f32(tile + 12);
-        for (int t = 0; t < nt; t++) {
-            acc[t][0] = vfmaq_n_f32(acc[t][0], w0, xt[t]);
-            acc[t][1] = vfmaq_n_f32(acc[t][1], w1, xt[t]);
-            acc[t][2] = vfmaq_n_f32(acc[t][2], w2, xt[t]);
-            acc[t][3] = vfmaq_n_f32(acc[t][3], w3, xt[t]);
-        }
+        ELM_FOR_6_TOKENS(F32_FMA)
     }
-    for (int t = 0; t < nt; t++) {
-        float out[ELM_TILE_ROWS];
-        for (int h = 0; h < 4; h++) vst1q_f32(out + 4 * h, acc[t][h]);
-        memcpy(y + t * ldy, out, sizeof(float) * (size_t)n_rows);
-    }
+    ELM_FOR_6_TOKENS(F32_STORE)
 }
 
 NEON_FN static void tile_f32(const float *tile, int64_t cols, const float *xt, int n_tok, float *y,
-                             int64_t ldy, int n_rows) {
+                             int64_t ldy, int n_rows, bool add) {
     switch (n_tok) {
-    case 1: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 1); break;
-    case 2: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 2); break;
-    case 3: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 3); break;
-    case 4: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 4); break;
-    case 5: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 5); break;
-    default: tile_f32_n(tile, cols, xt, y, ldy, n_rows, 6); break;
+    case 1: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 1); break;
+    case 2: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 2); break;
+    case 3: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 3); break;
+    case 4: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 4); break;
+    case 5: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 5); break;
+    default: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 6); break;
     }
 }
 
-static const elm_gemm_kernels gemm_kernels = {tile_q8, Q8_TOKENS, tile_f32, F32_TOKENS,
-                                              NULL,    NULL,      NULL};
+static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8,
+                                              .q8_tokens = Q8_TOKENS,
+                                              .f32 = tile_f32,
+                                              .f32_tokens = F32_TOKENS,
+                                              .f32_kc = 128}; /* as avx2.c */
 
 NEON_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_neon, a, r0, r1, scratch);

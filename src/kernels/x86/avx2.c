@@ -68,42 +68,106 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
     }
 }
 
+/* Up to 6 tokens of 16 rows: 12 accumulators, 2 weight vectors and a broadcast in the 16
+ * registers (ELM_FOR_6_TOKENS). */
+#define F32_INIT(k)                                                                                \
+    if (nt > k) {                                                                                  \
+        float in[ELM_TILE_ROWS] = {0};                                                             \
+        if (add) memcpy(in, y + k * ldy, sizeof(float) * (size_t)n_rows);                          \
+        a##k##0 = _mm256_loadu_ps(in);                                                             \
+        a##k##1 = _mm256_loadu_ps(in + 8);                                                         \
+    }
+#define F32_FMA(k)                                                                                 \
+    if (nt > k) {                                                                                  \
+        const __m256 xv = _mm256_broadcast_ss(xt + k);                                             \
+        a##k##0 = _mm256_fmadd_ps(w0, xv, a##k##0);                                                \
+        a##k##1 = _mm256_fmadd_ps(w1, xv, a##k##1);                                                \
+    }
+#define F32_STORE(k)                                                                               \
+    if (nt > k) {                                                                                  \
+        float out[ELM_TILE_ROWS];                                                                  \
+        _mm256_storeu_ps(out, a##k##0);                                                            \
+        _mm256_storeu_ps(out + 8, a##k##1);                                                        \
+        memcpy(y + k * ldy, out, sizeof(float) * (size_t)n_rows);                                  \
+    }
+
 X86_INLINE void tile_f32_256_n(const float *tile, int64_t cols, const float *xt, float *y,
-                               int64_t ldy, int n_rows, const int nt) {
-    __m256 acc[6][2];
-    for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+                               int64_t ldy, int n_rows, bool add, const int nt) {
+    __m256 a00, a01, a10, a11, a20, a21, a30, a31, a40, a41, a50, a51;
+    a00 = a01 = a10 = a11 = a20 = a21 = a30 = a31 = a40 = a41 = a50 = a51 = _mm256_setzero_ps();
+    ELM_FOR_6_TOKENS(F32_INIT)
     for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS, xt += 16) {
         const __m256 w0 = _mm256_load_ps(tile), w1 = _mm256_load_ps(tile + 8);
-        for (int t = 0; t < nt; t++) {
-            const __m256 xv = _mm256_broadcast_ss(xt + t);
-            acc[t][0] = _mm256_fmadd_ps(w0, xv, acc[t][0]);
-            acc[t][1] = _mm256_fmadd_ps(w1, xv, acc[t][1]);
-        }
+        ELM_FOR_6_TOKENS(F32_FMA)
     }
-    for (int t = 0; t < nt; t++) {
-        float out[ELM_TILE_ROWS];
-        _mm256_storeu_ps(out, acc[t][0]);
-        _mm256_storeu_ps(out + 8, acc[t][1]);
-        memcpy(y + t * ldy, out, sizeof(float) * (size_t)n_rows);
-    }
+    ELM_FOR_6_TOKENS(F32_STORE)
 }
 
 X86_FN static void tile_f32_256(const float *tile, int64_t cols, const float *xt, int n_tok,
-                                float *y, int64_t ldy, int n_rows) {
+                                float *y, int64_t ldy, int n_rows, bool add) {
     switch (n_tok) {
-    case 1: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 1); break;
-    case 2: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 2); break;
-    case 3: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 3); break;
-    case 4: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 4); break;
-    case 5: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 5); break;
-    default: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, 6); break;
+    case 1: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, add, 1); break;
+    case 2: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, add, 2); break;
+    case 3: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, add, 3); break;
+    case 4: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, add, 4); break;
+    case 5: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, add, 5); break;
+    default: tile_f32_256_n(tile, cols, xt, y, ldy, n_rows, add, 6); break;
     }
+}
+
+/* An 8x8 transpose of float lanes (unpack pairs, then quads, then swap 128-bit halves). */
+X86_INLINE void transpose8(__m256 v[8]) {
+    __m256 a[8], b[8];
+    for (int i = 0; i < 8; i += 2) {
+        a[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
+        a[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4)
+        for (int j = 0; j < 2; j++) {
+            b[i + j] = _mm256_shuffle_ps(a[i + j], a[i + j + 2], 0x44);
+            b[i + j + 2] = _mm256_shuffle_ps(a[i + j], a[i + j + 2], 0xee);
+        }
+    /* b[0..3]: columns 0, 2, 1, 3 of rows 0-3 in the low halves, columns 4, 6, 5, 7 in the high
+     * ones; b[4..7] the same of rows 4-7 */
+    static const int order[4] = {0, 2, 1, 3};
+    for (int k = 0; k < 4; k++) {
+        v[k] = _mm256_permute2f128_ps(b[order[k]], b[4 + order[k]], 0x20);
+        v[k + 4] = _mm256_permute2f128_ps(b[order[k]], b[4 + order[k]], 0x31);
+    }
+}
+
+/* 16 rows of float weights, 8 columns of 8 rows at a time (F16 through F16C), through
+ * transpose8: the repacking is a pass over all a prefill's weights. */
+X86_FN static void repack_f32_256(const elm_weights *w, int64_t r0, int n_rows, float *tile) {
+    const int64_t cols = w->cols;
+    const size_t row_bytes = elm_row_bytes(w->type, cols);
+    const size_t es = w->type == ELM_TYPE_F32 ? 4 : 2;
+    const uint8_t *base = (const uint8_t *)w->data + (size_t)r0 * row_bytes;
+    int64_t c0 = 0;
+    for (; c0 + 8 <= cols; c0 += 8)
+        for (int h = 0; h < 2; h++) {
+            __m256 v[8];
+            for (int r = 0; r < 8; r++)
+                v[r] = 8 * h + r < n_rows
+                           ? load8_weights(w->type, base + (size_t)(8 * h + r) * row_bytes + es * c0)
+                           : _mm256_setzero_ps();
+            transpose8(v);
+            for (int c = 0; c < 8; c++) _mm256_store_ps(tile + (c0 + c) * ELM_TILE_ROWS + 8 * h, v[c]);
+        }
+    if (c0 < cols) elm_repack_f32_cols(w, r0, n_rows, c0, tile); /* the last cols % 8 */
 }
 
 /* Below this many tokens the decode kernels beat repacking into tiles. */
 enum { GEMM_MIN_TOKENS = 4 };
 
-static const elm_gemm_kernels gemm_kernels = {tile_q8_256, 4, tile_f32_256, 6, NULL, NULL, NULL};
+/* float products by blocks of 128 columns (gemm.c): the 6-token kernel passes over each block
+ * of a tile 3 times per chunk of 16 tokens */
+static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
+                                              .q8_tokens = 4,
+                                              .f32 = tile_f32_256,
+                                              .f32_tokens = 6,
+                                              .f32_kc = 128,
+                                              .repack_f32 = repack_f32_256};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);

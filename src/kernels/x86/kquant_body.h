@@ -24,6 +24,13 @@ KQ_INLINE float kq_hsum_ps(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
+KQ_INLINE int32_t kq_hsum_epi32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+
 KQ_INLINE __m256i kq_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 KQ_INLINE void kq_store(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
 
@@ -72,7 +79,7 @@ KQ_INLINE void unpack_q3_k(const uint8_t *b, elm_kq_block *o) {
 
 /* Q4_K/Q5_K's eight 6-bit scales and mins from their 12 bytes (elm_kquant_scale_min) four at a
  * time in 32-bit words, each widened to two 16-weight groups. */
-KQ_INLINE void unpack_scale_min(const uint8_t *s, elm_kq_block *o) {
+KQ_INLINE void unpack_scale_min(const uint8_t *s, int16_t *sc16, int16_t *m16) {
     uint32_t u[3];
     memcpy(u, s, 12);
     const uint32_t sc_lo = u[0] & 0x3f3f3f3f, m_lo = u[1] & 0x3f3f3f3f;
@@ -80,13 +87,13 @@ KQ_INLINE void unpack_scale_min(const uint8_t *s, elm_kq_block *o) {
     const uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4;
     const __m128i sc = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo);
     const __m128i m = _mm_set_epi32(0, 0, (int)m_hi, (int)m_lo);
-    _mm256_store_si256((__m256i *)o->sc, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc)));
-    _mm256_store_si256((__m256i *)o->m, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m)));
+    _mm256_store_si256((__m256i *)sc16, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc)));
+    _mm256_store_si256((__m256i *)m16, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m)));
 }
 
 KQ_INLINE void unpack_q45_k(const uint8_t *b, elm_kq_block *o, bool five) {
     o->d = elm_load_f16(b), o->dmin = elm_load_f16(b + 2);
-    unpack_scale_min(b + 4, o);
+    unpack_scale_min(b + 4, o->sc, o->m);
     const uint8_t *qs = b + (five ? 48 : 16);
     const __m256i qh = kq_load(b + 16), sixteen = _mm256_set1_epi8(16);
     for (int p = 0; p < 4; p++) {
@@ -220,6 +227,201 @@ KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64
     }
 }
 
+/* ---- products straight from the packed super-blocks (decode and prefill of the common types) ----
+ * Each 32-weight chunk is decoded in registers and dotted with up to 4 tokens; nothing is stored.
+ * Q4_K, Q5_K and Q6_K codes are unsigned, so maddubs takes them as they are (no sign transfer);
+ * Q6_K's offset of 32 is taken out in integers afterwards as 32·Σ_g sc[g]·bsum[g]. IQ4_XS's grid
+ * values are signed and go through kq_pairs. The integers are the oracle's (kquant.h), and so,
+ * summed per block and scaled in the oracle's float order, are the results. */
+
+/* The scales (spread to one int16 per 16 weights, as in elm_kq_block) and mins of a block. */
+typedef struct kq_scales {
+    int16_t sc[16], m[16];
+} __attribute__((aligned(32))) kq_scales;
+
+/* An f16 field through F16C (elm_load_f16 calls out of line). */
+KQ_INLINE float kq_f16(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return _cvtsh_ss(h);
+}
+
+KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *d, float *dmin) {
+    switch (t) {
+    case ELM_TYPE_Q4_K:
+    case ELM_TYPE_Q5_K:
+        *d = kq_f16(b), *dmin = kq_f16(b + 2);
+        unpack_scale_min(b + 4, s->sc, s->m);
+        break;
+    case ELM_TYPE_Q6_K:
+        *d = kq_f16(b + 208), *dmin = 0;
+        _mm256_store_si256((__m256i *)s->sc,
+                           _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192))));
+        break;
+    default: { /* IQ4_XS: 4 low bits of sub-block j at nibble j of b[4..7], 2 high bits at bits
+                * 2j of the u16 at b[2] */
+        *d = kq_f16(b), *dmin = 0;
+        uint32_t lo;
+        uint16_t sh;
+        memcpy(&lo, b + 4, 4);
+        memcpy(&sh, b + 2, 2);
+        /* the eight 2-bit fields of sh into the bytes of h */
+        uint64_t h = sh;
+        h = (h | h << 24) & 0x000000ff000000ffull;
+        h = (h | h << 12) & 0x000f000f000f000full;
+        h = (h | h << 6) & 0x0303030303030303ull;
+        const __m128i l = _mm_cvtsi32_si128((int)lo), m4 = _mm_set1_epi8(0x0f);
+        const __m128i ls = _mm_or_si128(
+            _mm_unpacklo_epi8(_mm_and_si128(l, m4), _mm_and_si128(_mm_srli_epi16(l, 4), m4)),
+            _mm_slli_epi16(_mm_cvtsi64_si128((long long)h), 4));
+        _mm256_store_si256((__m256i *)s->sc,
+                           _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(ls, ls)),
+                                            _mm256_set1_epi16(32)));
+        break;
+    }
+    }
+}
+
+/* x << n for n >= 0, x >> -n otherwise, on 16-bit lanes (n is a constant after unrolling). */
+KQ_INLINE __m256i kq_shift(__m256i x, int n) {
+    return n >= 0 ? _mm256_slli_epi16(x, n) : _mm256_srli_epi16(x, -n);
+}
+
+/* The 32 codes of chunk c (weights 32c..32c+31) of block b. */
+KQ_INLINE __m256i packed_chunk(elm_type t, const uint8_t *b, int c) {
+    const __m256i m4 = _mm256_set1_epi8(0x0f);
+    switch (t) {
+    case ELM_TYPE_Q4_K: {
+        const __m256i v = kq_load(b + 16 + 32 * (c / 2));
+        return c % 2 ? kq_bits(v, 4, 0x0f) : _mm256_and_si256(v, m4);
+    }
+    case ELM_TYPE_Q5_K: {
+        const __m256i v = kq_load(b + 48 + 32 * (c / 2));
+        const __m256i lo = c % 2 ? kq_bits(v, 4, 0x0f) : _mm256_and_si256(v, m4);
+        /* high bit c of each qh byte moved to bit 4 */
+        const __m256i hi =
+            _mm256_and_si256(kq_shift(kq_load(b + 16), 4 - c), _mm256_set1_epi8(0x10));
+        return _mm256_or_si256(lo, hi);
+    }
+    case ELM_TYPE_Q6_K: {
+        const int h = c / 4, k = c % 4;
+        const __m256i v = kq_load(b + 64 * h + 32 * (k & 1));
+        const __m256i lo = k < 2 ? _mm256_and_si256(v, m4) : kq_bits(v, 4, 0x0f);
+        /* bits 2k, 2k+1 of each qh byte moved to bits 4, 5 */
+        const __m256i hi =
+            _mm256_and_si256(kq_shift(kq_load(b + 128 + 32 * h), 4 - 2 * k), _mm256_set1_epi8(0x30));
+        return _mm256_or_si256(lo, hi);
+    }
+    default: { /* IQ4_XS: sub-block c's 16 bytes, low nibbles then high nibbles */
+        const __m128i v = _mm_loadu_si128((const __m128i *)(b + 8 + 16 * c));
+        const __m256i idx = _mm256_and_si256(
+            _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1), m4);
+        const __m256i grid =
+            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid));
+        return _mm256_shuffle_epi8(grid, idx);
+    }
+    }
+}
+
+/* a + the int16 pairs of p times the int16 scales s, summed in pairs into int32 lanes. */
+KQ_INLINE __m256i kq_scaled_add(__m256i a, __m256i p, __m256i s) {
+#ifdef KQ_VNNI
+    return _mm256_dpwssd_epi32(a, p, s);
+#else
+    return _mm256_add_epi32(a, _mm256_madd_epi16(p, s));
+#endif
+}
+
+/* A tile of nr <= 2 weight rows (row_bytes apart) by nx <= 4 tokens: each chunk of codes is
+ * decoded once for all tokens and each chunk of activations loaded once for both rows. */
+KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_bytes, const int nr,
+                            const elm_q8k_row *x, const int nx, int64_t n, float *out) {
+    const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
+                                            3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    const size_t bb = elm_type_get(t)->block_bytes;
+    const bool mins = t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
+    /* with fewer than 4 sums in flight, two per pair (even and odd chunks), so that the
+     * multiply-adds (5 cycles each with VNNI) do not wait on each other */
+    const bool split = nr * nx < 4;
+    float acc[2][4] = {{0}};
+    for (int64_t s = 0; s < n; s++, src += bb) {
+        kq_scales sm[2];
+        float d[2], dmin[2];
+        for (int r = 0; r < nr; r++) packed_scales(t, src + r * row_bytes, &sm[r], &d[r], &dmin[r]);
+        __m256i a[2][4], a2[2][4];
+        for (int r = 0; r < nr; r++)
+            for (int i = 0; i < nx; i++) a[r][i] = a2[r][i] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int c = 0; c < 8; c++) {
+            __m256i q[2], aq[2], scv[2];
+            for (int r = 0; r < nr; r++) {
+                int32_t sc;
+                memcpy(&sc, sm[r].sc + 2 * c, 4);
+                scv[r] = _mm256_shuffle_epi8(_mm256_set1_epi32(sc), spread);
+                q[r] = packed_chunk(t, src + r * row_bytes, c);
+                if (t == ELM_TYPE_IQ4_XS) aq[r] = _mm256_abs_epi8(q[r]);
+            }
+            for (int i = 0; i < nx; i++) {
+                const __m256i xv = kq_load(x[i].qs + s * ELM_QK_K + 32 * c);
+                for (int r = 0; r < nr; r++) {
+                    __m256i *ac = split && c % 2 ? &a2[r][i] : &a[r][i];
+                    const __m256i p =
+                        t == ELM_TYPE_IQ4_XS ? _mm256_maddubs_epi16(aq[r], _mm256_sign_epi8(xv, q[r]))
+                                             : _mm256_maddubs_epi16(q[r], xv);
+                    *ac = kq_scaled_add(*ac, p, scv[r]);
+                }
+            }
+        }
+        for (int i = 0; i < nx; i++) {
+            const float xd = x[i].d[s];
+            const __m256i bsum = kq_load(x[i].bsum + 16 * s);
+            for (int r = 0; r < nr; r++) {
+                __m256i ai = split ? _mm256_add_epi32(a[r][i], a2[r][i]) : a[r][i];
+                if (t == ELM_TYPE_Q6_K) /* the codes' offset: 32·Σ_g sc[g]·bsum[g] */
+                    ai = _mm256_sub_epi32(
+                        ai, _mm256_slli_epi32(
+                                _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].sc), bsum),
+                                5));
+                /* the block's exact integers, then the oracle's float steps in its order */
+                acc[r][i] += d[r] * xd * (float)kq_hsum_epi32(ai);
+                if (mins)
+                    acc[r][i] -= dmin[r] * xd *
+                                 (float)kq_hsum_epi32(_mm256_madd_epi16(
+                                     _mm256_load_si256((const __m256i *)sm[r].m), bsum));
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int i = 0; i < nx; i++) out[4 * r + i] = acc[r][i];
+}
+
+/* dot_packed_n with the type and the tile's shape as constants. */
+#define KQ_PACKED_NX(T, NR)                                                                  \
+    switch (nx) {                                                                            \
+    case 1: dot_packed_n(T, src, row_bytes, NR, x, 1, n, out); break;                        \
+    case 2: dot_packed_n(T, src, row_bytes, NR, x, 2, n, out); break;                        \
+    case 3: dot_packed_n(T, src, row_bytes, NR, x, 3, n, out); break;                        \
+    default: dot_packed_n(T, src, row_bytes, NR, x, 4, n, out); break;                       \
+    }
+#define KQ_PACKED_TYPE(T)                                                                    \
+    if (nr == 1) {                                                                           \
+        KQ_PACKED_NX(T, 1)                                                                   \
+    } else {                                                                                 \
+        KQ_PACKED_NX(T, 2)                                                                   \
+    }
+
+KQ_FN static void dot_packed(elm_type t, const uint8_t *src, size_t row_bytes, int nr,
+                             const elm_q8k_row *x, int nx, int64_t n, float *out) {
+    switch (t) {
+    case ELM_TYPE_Q4_K: KQ_PACKED_TYPE(ELM_TYPE_Q4_K) break;
+    case ELM_TYPE_Q5_K: KQ_PACKED_TYPE(ELM_TYPE_Q5_K) break;
+    case ELM_TYPE_Q6_K: KQ_PACKED_TYPE(ELM_TYPE_Q6_K) break;
+    default: KQ_PACKED_TYPE(ELM_TYPE_IQ4_XS) break;
+    }
+}
+#undef KQ_PACKED_NX
+#undef KQ_PACKED_TYPE
+
 KQ_FN static void unpack_iq4_nl(const uint8_t *src, int64_t n, int8_t *q, float *d) {
     for (int64_t b = 0; b < n; b++, src += 18, q += ELM_QK) {
         d[b] = elm_load_f16(src);
@@ -239,4 +441,14 @@ KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int
     return kq_hsum_ps(acc);
 }
 
-const elm_kq_kernels KQ_TABLE = {unpack, dot, unpack_iq4_nl, dot_iq4_nl};
+#ifdef KQ_TILES
+#include "kernels/x86/kquant_gemm_avx512.h"
+#define KQ_GEMM16 gemm16
+#else
+#define KQ_GEMM16 NULL
+#endif
+
+const elm_kq_kernels KQ_TABLE = {
+    unpack, dot, unpack_iq4_nl, dot_iq4_nl, dot_packed,
+    1u << ELM_TYPE_Q4_K | 1u << ELM_TYPE_Q5_K | 1u << ELM_TYPE_Q6_K | 1u << ELM_TYPE_IQ4_XS,
+    KQ_GEMM16};
