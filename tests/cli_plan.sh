@@ -76,6 +76,25 @@ sys.exit(0 if len(row) == 1 and row[0]["weight_bytes"] == file_bytes else 1)
 EOF
 done
 check "$tmp/w.json" '"iq4_xs" in [r["weights"] for r in d["rows"]]' "iq4_xs row"
+# --quantize: the estimate of a GPTQ/AWQ run from a GEMM rate measured now; its memory against a
+# measured run is tests/test_quant_memory.c's. Here: its shape, its arithmetic, and the issue's
+# memory targets for the 7B and 13B shapes at 16 x 512 calibration tokens
+for m in gptq awq; do
+    "$bin" plan --preset llama-2-7b --quantize "$m" -t 1 --calib-samples 16 --seq-len 512 --json \
+        >"$tmp/q-$m.json" || { fail "plan --quantize $m: exit status $?"; continue; }
+    check "$tmp/q-$m.json" 'd["method"] == "'$m'" and d["n_layers"] == 32 and d["calib_tokens"] == 8192 and d["gemm_gflops"] > 0 and d["scalar_ns_per_weight"] > 0' "plan --quantize $m: fields"
+    check "$tmp/q-$m.json" 'd["block_bytes"] == 4 * (4 * 4096**2 + 3 * 4096 * 11008) < d["peak_anon_bytes"] <= 6 * 2**30' "plan --quantize $m: one block's float32 matrices < peak <= 6 GiB"
+    check "$tmp/q-$m.json" 'd["seconds"] >= 32 * d["seconds_per_block"] > 0 and abs(d["forward_flop"] - 32 * 4 * 8192 * (4 * 4096**2 + 3 * 4096 * 11008) - 2 * 8192 * 32000 * 4096) < 1e9' "plan --quantize $m: time and calibration passes"
+done
+"$bin" plan --preset llama-2-13b --quantize gptq -t 1 --calib-samples 16 --json >"$tmp/q13.json" ||
+    fail "plan --quantize 13b: exit status $?"
+check "$tmp/q13.json" 'd["peak_anon_bytes"] <= 8 * 2**30' "plan --quantize: 13B within 8 GiB"
+"$bin" plan --preset tinyllama-1.1b --quantize gptq -t 1 >"$tmp/qtext" || fail "plan --quantize text: exit status $?"
+for line in "^quantize --method gptq --type q4_0 of .*: 22 blocks, 65536 calibration tokens (128 x 512), 1 threads$" \
+            "^measured now: float32 GEMM [0-9.]* GFLOP/s" "^peak anonymous memory [0-9.]* GiB" "^time [0-9]* s ("; do
+    grep -q "$line" "$tmp/qtext" || fail "plan --quantize text lacks '$line': $(cat "$tmp/qtext")"
+done
+expect_error "plan --quantize rtn" "gptq or awq" "$bin" plan --preset "$preset" --quantize rtn
 
 expect_error "plan --device moon" "unknown device 'moon'" "$bin" plan --config "$tmp/gqa.json" --device moon
 expect_error "plan --config --preset" "exactly one of" "$bin" plan --config "$tmp/gqa.json" --preset "$preset"

@@ -58,7 +58,7 @@ static const elm_type block_types[] = {
 static void test_grid(void) {
     uint32_t seed = 17;
     float x[ELM_QK_K], back[ELM_QK_K];
-    double h[ELM_QK_K];
+    float h[ELM_QK_K];
     int8_t codes[ELM_QK_K];
     uint8_t block[256];
     for (size_t t = 0; t < sizeof block_types / sizeof block_types[0]; t++) {
@@ -80,7 +80,7 @@ static void test_grid(void) {
                 seed = seed * 1664525u + 1013904223u;
                 const float v = (float)(seed >> 8) / 16777216.0f + 0.05f;
                 x[j] = rep % 16 == 15 ? 0.0f : 0.02f * u / v;
-                h[j] = pow(10.0, 4.0 * (double)(seed >> 8) / 16777216.0);
+                h[j] = powf(10.0f, 4.0f * (float)(seed >> 8) / 16777216.0f);
             }
             elm_block_params cand[ELM_GRID_MAX_CANDIDATES];
             const int n = elm_grid_candidates(&g, x, h, 10, cand);

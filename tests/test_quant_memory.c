@@ -8,8 +8,10 @@
  *    block: its float32 matrices, its four input Hessians, the largest linear's GPTQ scratch, the
  *    calibration states, the float32 embedding and output, and the block's encoded bytes (written
  *    to the file when the block is done), with 16 MiB for thread stacks and allocator slack. A float32 copy of the whole
- *    model (52 MiB more) exceeds it. Sanitizer builds (whose allocator keeps freed memory in
- *    quarantine) check the first part only. */
+ *    model (52 MiB more) exceeds it;
+ *  - `edgelm plan --quantize`'s estimate of that memory (elm_quant_estimate_run) is within a factor
+ *    of 2 of the peak measured above the anonymous memory the test started with.
+ * Sanitizer builds (whose allocator keeps freed memory in quarantine) check the first part only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,7 @@ static void on_progress(int32_t done, int32_t total, const char *what, void *use
 
 int main(int argc, char **argv) {
     check_init(argc, argv);
+    const int64_t at_start = elm_mem_now().rss_anon;
     char *dir = tmp_dir_new();
     const char *path = tmp_path(dir, "m.gguf"), *out = tmp_path(dir, "q.gguf");
     elm_error err;
@@ -127,10 +130,11 @@ int main(int argc, char **argv) {
         st = elm_quantize(m, &p, out, NULL, &rep, &err);
         CHECK(st == ELM_OK, "quantize: %s", err.msg);
         if (!st) {
-            const int64_t hessians = 8 * (3 * d * d + f * f);
-            /* the down projection, GPTQ's widest: lin_buf (W, E, values, codes; float and double
-             * Hessian copies) and elm_gptq's (permuted H, factor U, permuted W) */
-            const int64_t scratch = 13 * d * f + 12 * f * f + 8 * f * f + 4 * d * f;
+            const int64_t hessians = 4 * (3 * d * d + f * f);
+            /* the down projection, GPTQ's widest: lin_buf (W, values, codes, block parameters,
+             * the error figures' row sample and H panel) and elm_gptq's (permuted H, the
+             * feedback factor, permuted W) */
+            const int64_t scratch = 9 * d * f + 4 * (3 * 128 + 256) * f + 8 * f * f + 4 * d * f;
             const int64_t states = 4 * cs.n_tokens * d;
             const int64_t ends = 2 * 4 * (int64_t)shape.n_vocab * d;
             /* a block's q4_0 bytes (18 per 32 weights) until written, and the writer's copy */
@@ -147,6 +151,17 @@ int main(int argc, char **argv) {
                       "peak anonymous memory %lld bytes above the start, bound %lld",
                       (long long)(rep.summary.peak_anon - before), (long long)bound);
                 CHECK(rep.summary.peak_rss >= rep.summary.peak_anon, "peak RSS below peak RssAnon");
+                const elm_quant_rates rates = {1, 1};
+                elm_quant_estimate e;
+                st = elm_quant_estimate_run(m, &p, N_SAMPLES, SEQ, &rates, &e, &err);
+                CHECK(st == ELM_OK, "estimate: %s", err.msg);
+                const double used = (double)(rep.summary.peak_anon - at_start);
+                printf("plan --quantize's estimate %.1f MiB, measured %.1f MiB above the start\n",
+                       e.peak_anon_bytes / 1048576.0, used / 1048576.0);
+                CHECK(!st && used <= 2.0 * (double)e.peak_anon_bytes &&
+                      2.0 * used >= (double)e.peak_anon_bytes,
+                      "estimate %llu bytes, measured %.0f", (unsigned long long)e.peak_anon_bytes,
+                      used);
             }
             elm_quant_report_free(&rep);
         }

@@ -107,7 +107,7 @@ static void test_against_llamacpp(const elm_model *in) {
         snprintf(ref, sizeof ref, "stories260K/reference-quants/llamacpp-%s-pure.gguf",
                  cases[c].name);
         seen s = {0};
-        elm_quantize_callbacks cb = {on_progress, on_warn, &s};
+        elm_quantize_callbacks cb = {.progress = on_progress, .warn = on_warn, .user = &s};
         elm_quantize_summary sum;
         elm_error err;
         elm_status st = quantize_pure(in, cases[c].type, out, &cb, &sum, &err);

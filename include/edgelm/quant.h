@@ -38,6 +38,8 @@ typedef struct elm_quantize_callbacks {
     elm_quantize_progress_fn progress; /* may be NULL */
     elm_quantize_warn_fn warn;         /* may be NULL */
     void *user;
+    elm_quantize_warn_fn note;         /* a line about the run (resumed from a checkpoint, or
+                                        * none to resume from); may be NULL */
 } elm_quantize_callbacks;
 
 typedef struct elm_quantize_summary {
@@ -234,6 +236,11 @@ typedef struct elm_quant_params {
     const elm_imatrix *imatrix; /* RTN: importance weights (llama-quantize --imatrix), or NULL;
                                  * its entries must match m (elm_imatrix_check) */
     const char *imatrix_path;   /* the imatrix file, for error messages */
+    const char *checkpoint;     /* GPTQ/AWQ: per-block checkpoint file (src/quant/checkpoint.h),
+                                 * rewritten after each block and deleted once the output is
+                                 * written; NULL: none */
+    bool resume;                /* continue from the checkpoint when it holds blocks (validated
+                                 * against the source and these options); without one, start over */
 } elm_quant_params;
 
 typedef struct elm_quant_tensor_info {
@@ -262,14 +269,55 @@ void elm_quant_report_free(elm_quant_report *r);
  * the policy's type). cb (may be NULL): progress per tensor for RTN, per layer for GPTQ/AWQ
  * (done of total steps, label "blk.N" / "output"); warn for fallbacks and raised damping. report
  * may be NULL. With an imatrix, each tensor it names is encoded weighted by it (elm_encode_row)
- * and the recipe follows llama.cpp's rules for imatrix files.
+ * and the recipe follows llama.cpp's rules for imatrix files. With params->checkpoint (GPTQ/AWQ)
+ * each finished block is committed there and the file deleted once out_path is written; with
+ * params->resume a valid checkpoint's blocks are not redone, and the file is byte for byte the one
+ * an uninterrupted run writes.
  * Errors: ELM_ERR_ARG (type not writable, GPTQ/AWQ without calibration samples), ELM_ERR_FORMAT
  * naming the imatrix file and tensor when an entry does not match m,
  * ELM_ERR_FORMAT naming the model file and tensor when an input weight is NaN or infinite,
- * ELM_ERR_NOMEM, ELM_ERR_IO naming out_path; no file is left at out_path on any error. */
+ * ELM_ERR_FORMAT naming the checkpoint when it is damaged or was made from another source or
+ * with other options, ELM_ERR_NOMEM, ELM_ERR_IO naming out_path or the checkpoint; no file is left
+ * at out_path on any error (the checkpoint stays). */
 elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
                            const char *out_path, const elm_quantize_callbacks *cb,
                            elm_quant_report *report, elm_error *err);
+
+/* ---------------------------------------------------------------------------- estimates */
+
+typedef struct elm_quant_rates {
+    double gemm_gflops; /* OpenBLAS float32 GEMM, 10^9 flop/s on the threads asked for */
+    double scalar_ns;   /* ns per weight of GPTQ's clip search and code choice, one thread */
+} elm_quant_rates;
+
+/* Measures both rates here and now (about 0.4 s): repeated 768³ sgemm products on n_threads
+ * (0: OpenBLAS's default) and the clip search over 64K weights. ELM_ERR_NOMEM. */
+elm_status elm_quant_measure_rates(int32_t n_threads, elm_quant_rates *out, elm_error *err);
+
+typedef struct elm_quant_estimate {
+    int64_t n_tokens;          /* calibration tokens (samples x sequence length) */
+    elm_quant_rates rates;     /* the rates the time is from */
+    double gemm_flop;          /* BLAS work: factorizations, error feedback, AWQ's searches, error
+                                * figures */
+    double forward_flop;       /* the calibration passes (two per block, and the output's) */
+    double syrk_flop;          /* the Hessians (float32 SYRK) */
+    double scalar_weights;     /* weight visits of the scalar code choice */
+    double seconds;            /* the whole run */
+    double seconds_per_block;
+    uint64_t block_bytes;      /* float32 matrices of one block */
+    uint64_t peak_anon_bytes;  /* working memory (anonymous) at its widest: the block stage or the
+                                * output stage; the mapped source comes on top as page cache */
+} elm_quant_estimate;
+
+/* Estimates a GPTQ/AWQ run of m (shapes only; its data are not read) with p's method, policy and
+ * threads on n_samples calibration sequences of seq_len tokens, at the given rates: the work of
+ * each stage counted from the shapes (gptq.c, awq.c, errfig.c, capture.c) over the rates, and the
+ * memory the block-by-block driver holds (layerwise.c). An estimate: the forward passes are counted
+ * at the GEMM rate, and cache effects are not modelled. ELM_ERR_ARG for RTN, no tokens or no rate;
+ * elm_quant_plan's errors; ELM_ERR_NOMEM. */
+elm_status elm_quant_estimate_run(const elm_model *m, const elm_quant_params *p, int32_t n_samples,
+                                  int32_t seq_len, const elm_quant_rates *rates,
+                                  elm_quant_estimate *out, elm_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /* Activation capture (capture.h): a matmul hook adds each observed input batch X [n_tok, cols] to
- * H += 2·XᵀX with one BLAS rank-k update (dsyrk, upper triangle) when H is kept, to per-channel |x|
- * sums and maxima, and to the signed range. Keys are matched by tensor pointer, not by the hook's layer index, which counts from the
- * first layer of the model view run. */
+ * H += 2·XᵀX with one BLAS rank-k update (ssyrk, upper triangle) when H is kept, to per-channel |x|
+ * sums and maxima, and to the signed range. Keys are matched by tensor pointer, not by the hook's
+ * layer index, which counts from the first layer of the model view run. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -37,7 +37,6 @@ void elm_act_stats_free(elm_act_stats *s) {
 typedef struct capture {
     elm_act_stats *stats;
     int32_t n_stats;
-    double *xd; /* [n_batch * widest input] the batch in float64 */
 } capture;
 
 static void on_matmul(const elm_tensor *w, int layer, const float *x, int64_t n_tok, void *user) {
@@ -55,11 +54,9 @@ static void on_matmul(const elm_tensor *w, int layer, const float *x, int64_t n_
                 s->lo = v < s->lo ? v : s->lo;
                 s->hi = v > s->hi ? v : s->hi;
             }
-        if (s->h) {
-            for (int64_t i = 0; i < n_tok * cols; i++) c->xd[i] = x[i];
-            cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)cols, (int)n_tok, 2.0, c->xd,
-                        (int)cols, 1.0, s->h, (int)cols);
-        }
+        if (s->h)
+            cblas_ssyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)cols, (int)n_tok, 2.0f, x,
+                        (int)cols, 1.0f, s->h, (int)cols);
         s->n_rows += n_tok;
     }
 }
@@ -78,14 +75,11 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
     view.hp.first_layer = m->hp.first_layer + first; /* NoPE and windowed layers go by index */
     int32_t n_ctx = 1;
     for (int32_t i = 0; i < cs->n; i++) n_ctx = cs->n_ids[i] > n_ctx ? cs->n_ids[i] : n_ctx;
-    int64_t widest = 1; /* of the inputs whose Hessian is kept: the float64 copy dsyrk reads */
-    for (int32_t k = 0; k < n_stats; k++)
-        if (stats[k].h && stats[k].cols > widest) widest = stats[k].cols;
-    capture c = {stats, n_stats, malloc(sizeof(double) * (size_t)n_ctx * (size_t)widest)};
+    capture c = {stats, n_stats};
     float *logits = with_output ? malloc(sizeof(float) * (size_t)n_ctx * (size_t)m->hp.n_vocab) : NULL;
     elm_context *ctx = NULL;
     elm_status st = ELM_OK;
-    if (!c.xd || (with_output && !logits))
+    if (with_output && !logits)
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for calibration activations");
     elm_context_params cp = {.n_ctx = n_ctx, .n_batch = n_ctx, .n_threads = n_threads};
     if (!st) st = elm_context_new(&view, &cp, &ctx, err);
@@ -99,7 +93,6 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
     }
     elm_context_free(ctx);
     free(logits);
-    free(c.xd);
     for (int32_t k = 0; k < n_stats && !st; k++) {
         elm_act_stats *s = &stats[k];
         const int64_t n = s->cols;
@@ -118,15 +111,4 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
                             s->key->name);
     }
     return st;
-}
-
-double elm_rows_quad(const float *E, int64_t rows, int64_t cols, const float *H, float *EH) {
-    double sum = 0;
-    for (int64_t r0 = 0; r0 < rows; r0 += ELM_QUAD_ROWS) {
-        const int64_t nr = rows - r0 < ELM_QUAD_ROWS ? rows - r0 : ELM_QUAD_ROWS;
-        cblas_ssymm(CblasRowMajor, CblasRight, CblasUpper, (int)nr, (int)cols, 1.0f, H, (int)cols,
-                    E + r0 * cols, (int)cols, 0.0f, EH, (int)cols);
-        for (int64_t i = 0; i < nr * cols; i++) sum += (double)EH[i] * E[r0 * cols + i];
-    }
-    return sum;
 }

@@ -13,7 +13,8 @@ typedef struct elm_act_stats {
     const elm_tensor *key; /* tensor of the model being run whose matmul input is observed */
     int64_t cols;
     int64_t n_rows;        /* input vectors seen (tokens) */
-    double *h;             /* [cols, cols] H = 2·Σ x xᵀ, summed in float64; NULL when not asked for */
+    float *h;              /* [cols, cols] H = 2·Σ x xᵀ, summed in float32 (as the GPTQ and AWQ
+                            * reference code do); NULL when not asked for */
     double *abs_mean;      /* [cols] mean |x| */
     float *abs_max;        /* [cols] max |x| */
     float lo, hi;          /* the smallest and largest element seen (+inf, -inf before any) */
@@ -37,12 +38,5 @@ void elm_act_stats_free(elm_act_stats *s);
 elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool with_output,
                        const elm_calib_set *cs, int32_t n_threads, const float *x_in,
                        float *x_out, elm_act_stats *stats, int32_t n_stats, elm_error *err);
-
-/* Σ_r e_rᵀ H e_r over the rows of E [rows, cols] (row-major, float32, H symmetric): the summed
- * squared output error of a weight error E on inputs whose H = 2·Σ x xᵀ (so twice Σ‖E x‖²).
- * One ssymm per ELM_QUAD_ROWS rows, the dot products summed in float64. scratch holds
- * ELM_QUAD_ROWS * cols floats. */
-#define ELM_QUAD_ROWS 64
-double elm_rows_quad(const float *E, int64_t rows, int64_t cols, const float *H, float *scratch);
 
 #endif

@@ -13,6 +13,8 @@ typedef struct elm_gptq_opts {
     bool act_order; /* columns by descending diag H; block scales fixed beforehand */
     int n_clip;     /* n_clip of elm_grid_best_params (1 = the RTN rule) */
     int n_threads;  /* threads for the column walk of a batch (rows split); BLAS has its own */
+    int64_t n_inputs; /* input vectors H was summed from (0: unknown): fewer than the columns
+                       * means H is singular, known without factoring it */
 } elm_gptq_opts;
 
 typedef struct elm_gptq_result {
@@ -22,13 +24,14 @@ typedef struct elm_gptq_result {
 } elm_gptq_result;
 
 /* Quantizes W [rows, cols] (row-major, float32, cols a multiple of g->block; overwritten by the
- * error-updated weights) given its input Hessian H [cols, cols] (symmetric, 2·XᵀX, float64 as
- * captured; its dead diagonal entries are set to 1). The factorizations and the error feedback run
- * in float32 (as the paper's reference code does): LAPACK spotrf/spotri, one sgemm per batch.
- * Dead channels (H_ii = 0) get H_ii = 1 and their weights set to 0 (reference GPTQ). The Cholesky
+ * error-updated weights) given its input Hessian H [cols, cols] (symmetric, 2·XᵀX, float32 as
+ * captured; not modified). The factorization and the error feedback run
+ * in float32 (as the paper's reference code does): one LAPACK spotrf and one strtri (gptq.c says
+ * why no full inverse is needed), one sgemm per batch.
+ * Dead channels (H_ii = 0) are taken as H_ii = 1 and their weights set to 0 (reference GPTQ). The Cholesky
  * factor U of (H + λI)⁻¹ = UᵀU drives the
- * error feedback: columns in batches of 128, each column's rounding error (w - q)/U_ii pushed
- * into the rest of its batch at once and into later batches by one matrix product per batch. A
+ * error feedback: columns in batches of 128, each column's rounding error pushed into
+ * the rest of its batch at once and into later batches by one matrix product per batch. A
  * type block's parameters (scale and min; a super-block's f16 scales and sub-block scales and
  * mins) come from the error-updated weights when the pass reaches its first column, or with
  * act_order from the original weights before the pass: among the candidates of
@@ -42,7 +45,7 @@ typedef struct elm_gptq_result {
  * [rows, cols], the values they decode to. ELM_ERR_FORMAT naming `name` if H cannot be factored
  * (non-finite H), ELM_ERR_NOMEM. */
 elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows, int64_t cols,
-                    double *H, const elm_gptq_opts *o, int8_t *codes, elm_block_params *params,
+                    const float *H, const elm_gptq_opts *o, int8_t *codes, elm_block_params *params,
                     float *q, elm_gptq_result *res, elm_error *err);
 
 #endif

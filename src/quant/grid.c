@@ -34,8 +34,8 @@ elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip) 
     if (g->asym) {
         float lo = x[0], hi = x[0];
         for (int j = 1; j < ELM_QK; j++) {
-            lo = fminf(lo, x[j]);
-            hi = fmaxf(hi, x[j]);
+            lo = x[j] < lo ? x[j] : lo;
+            hi = x[j] > hi ? x[j] : hi;
         }
         if (clip < 1) {
             float mid = 0.5f * (lo + hi), half = 0.5f * (hi - lo) * clip;
@@ -46,7 +46,7 @@ elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip) 
         p.m = elm_round_f16(lo);
     } else if (g->off == 0) {
         float amax = 0;
-        for (int j = 0; j < ELM_QK; j++) amax = fmaxf(amax, fabsf(x[j]));
+        for (int j = 0; j < ELM_QK; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
         p.d = elm_round_f16(clip * amax / (float)g->qmax);
     } else {
         /* the weight of largest magnitude lands on code 0, as in the RTN rule: the sign of d
@@ -77,55 +77,26 @@ static elm_block_params encoder_params(const elm_grid *g, const float *x, const 
     return p;
 }
 
-int elm_grid_candidates(const elm_grid *g, const float *x, const double *h, int n_clip,
+int elm_grid_candidates(const elm_grid *g, const float *x, const float *h, int n_clip,
                         elm_block_params *out) {
     int n = 0;
     if (g->kq) out[n++] = encoder_params(g, x, NULL);
     else
         for (int i = 0; i < n_clip; i++) out[n++] = elm_grid_params(g, x, 1.0f - 0.05f * (float)i);
-    if (h && n_clip > 1 && g->type != ELM_TYPE_Q8_0) { /* (Q8_0 has no weighted search) */
-        float qw[ELM_QK_K];
-        for (int j = 0; j < g->block; j++) qw[j] = (float)h[j];
-        out[n++] = encoder_params(g, x, qw);
-    }
+    if (h && n_clip > 1 && g->type != ELM_TYPE_Q8_0) /* (Q8_0 has no weighted search) */
+        out[n++] = encoder_params(g, x, h);
     return n;
 }
 
-/* The step of weight j's (sub-)block of a kq type: d times the sub-block's integer scale. */
-static float kq_step(const elm_grid *g, const elm_block_params *p, int j) {
-    return g->block > ELM_QK ? p->k.d * (float)p->k.sc[j / g->sub] : p->k.d;
-}
-
-int elm_grid_code(const elm_grid *g, const elm_block_params *p, int j, float x) {
-    double t;
-    if (g->kq) {
-        const float step = kq_step(g, p, j);
-        if (step == 0) return g->off;
-        if (g->levels) return elm_best_index_int8(16, g->levels, x / step);
-        const double m = g->asym ? (double)p->k.dmin * p->k.mn[j / g->sub] : 0;
-        t = ((double)x + m) / step + g->off;
-    } else {
-        if (p->d == 0) return g->asym ? 0 : g->off;
-        t = g->asym ? ((double)x - p->m) / p->d : (double)x / p->d + g->off;
-    }
-    double q = floor(t + 0.5);
+int elm_grid_code_kq(const elm_grid *g, const elm_block_params *p, int j, float x) {
+    const float step = g->block > ELM_QK ? p->k.d * (float)p->k.sc[j / g->sub] : p->k.d;
+    if (step == 0) return g->off;
+    if (g->levels) return elm_best_index_int8(16, g->levels, x / step);
+    const double m = g->asym ? (double)p->k.dmin * p->k.mn[j / g->sub] : 0;
+    const double q = floor(((double)x + m) / step + g->off + 0.5);
     if (!(q > g->qmin)) return g->qmin; /* also NaN */
     if (q > g->qmax) return g->qmax;
     return (int)q;
-}
-
-float elm_grid_value(const elm_grid *g, const elm_block_params *p, int j, int q) {
-    if (g->kq) {
-        const float step = kq_step(g, p, j);
-        if (g->levels) return step * (float)g->levels[q];
-        const float v = step * (float)(q - g->off);
-        return g->asym ? v - p->k.dmin * (float)p->k.mn[j / g->sub] : v;
-    }
-    if (g->asym) {
-        float v = p->d * (float)q;
-        return v + p->m;
-    }
-    return p->d * (float)(q - g->off);
 }
 
 void elm_grid_pack(const elm_grid *g, const elm_block_params *p, const int8_t *codes, void *block) {
@@ -156,24 +127,40 @@ void elm_grid_pack(const elm_grid *g, const elm_block_params *p, const int8_t *c
         qs[j] = (uint8_t)((codes[j] & 0x0f) | (codes[j + ELM_QK / 2] & 0x0f) << 4);
 }
 
-double elm_grid_block_error(const elm_grid *g, const elm_block_params *p, const float *x,
-                            const double *h) {
-    double e = 0;
-    for (int j = 0; j < g->block; j++) {
-        double r = (double)x[j] - elm_grid_value(g, p, j, elm_grid_code(g, p, j, x[j]));
-        e += (h ? h[j] : 1.0) * r * r;
+float elm_grid_block_error(const elm_grid *g, const elm_block_params *p, const float *x,
+                           const float *h) {
+    float e = 0;
+    if (g->kq || p->d == 0) {
+        for (int j = 0; j < g->block; j++) {
+            const float r = x[j] - elm_grid_value(g, p, j, elm_grid_code(g, p, j, x[j]));
+            e += (h ? h[j] : 1.0f) * r * r;
+        }
+        return e;
+    }
+    /* a legacy block: elm_grid_code without branches, so that the loop vectorizes: the rounded
+     * point clamped to the code range, floored by truncation after a shift to non-negative values */
+    const float lo = (float)g->qmin, hi = (float)g->qmax, off = (float)g->off;
+    for (int j = 0; j < ELM_QK; j++) {
+        float t = (g->asym ? (x[j] - p->m) / p->d : x[j] / p->d + off) + 0.5f;
+        t = t > lo ? t : lo;
+        t = t < hi ? t : hi;
+        const float c = (float)(int)(t - lo) + lo;
+        const float v = g->asym ? p->d * c + p->m : p->d * (c - off);
+        const float r = x[j] - v;
+        e += (h ? h[j] : 1.0f) * r * r;
     }
     return e;
 }
 
-elm_block_params elm_grid_best_params(const elm_grid *g, const float *x, const double *h,
+elm_block_params elm_grid_best_params(const elm_grid *g, const float *x, const float *h,
                                       int n_clip) {
     elm_block_params c[ELM_GRID_MAX_CANDIDATES];
     const int n = elm_grid_candidates(g, x, h, n_clip, c);
+    if (n == 1) return c[0]; /* (AWQ's scale search: the RTN rule alone) */
     int best = 0;
-    double best_err = elm_grid_block_error(g, &c[0], x, h);
+    float best_err = elm_grid_block_error(g, &c[0], x, h);
     for (int i = 1; i < n; i++) {
-        const double e = elm_grid_block_error(g, &c[i], x, h);
+        const float e = elm_grid_block_error(g, &c[i], x, h);
         if (e < best_err) {
             best_err = e;
             best = i;

@@ -20,6 +20,8 @@
 
 #include "quant/awq.h"
 #include "quant/capture.h"
+#include "quant/checkpoint.h"
+#include "quant/errfig.h"
 #include "quant/gptq.h"
 #include "quant/layerwise.h"
 
@@ -172,6 +174,7 @@ void elm_qrun_free(elm_qrun *r) {
     free(r->info);
     free(r->final_stage);
     free(r->x);
+    elm_ckpt_close(r->ckpt, false);
     memset(r, 0, sizeof *r);
 }
 
@@ -212,76 +215,64 @@ static elm_status emit_codes(qctx *q, elm_tensor *t, const elm_grid *g, const in
     return ELM_OK;
 }
 
-/* Scratch of one linear's quantization: W and E float32 weights and errors, H a float64 Hessian
- * GPTQ or AWQ works on, Hf the float32 copy of the input Hessian the error figures use. */
+/* Scratch of one linear's quantization: W the float32 weights GPTQ updates, the chosen codes,
+ * block parameters and values, and the error figures' sample. */
 typedef struct lin_buf {
-    float *W, *E, *Hf, *quad;
-    double *H;
+    float *W;
     int8_t *codes;
     elm_block_params *params;
-    float *values, *row;
+    float *values;
+    elm_err_sample es;
 } lin_buf;
 
 static void lin_free(lin_buf *b) {
-    void *p[] = {b->W, b->E, b->Hf, b->quad, b->H, b->codes, b->params, b->values, b->row};
-    for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) free(p[i]);
+    free(b->W);
+    free(b->codes);
+    free(b->params);
+    free(b->values);
+    elm_err_sample_free(&b->es);
 }
 
-static elm_status lin_alloc(lin_buf *b, int64_t rows, int64_t cols, const double *H,
-                            const char *name, elm_error *err) {
-    const size_t n = (size_t)(rows * cols), nn = (size_t)(cols * cols);
-    *b = (lin_buf){malloc(sizeof(float) * n), malloc(sizeof(float) * n), malloc(sizeof(float) * nn),
-                   malloc(sizeof(float) * ELM_QUAD_ROWS * (size_t)cols),
-                   malloc(sizeof(double) * nn), malloc(n),
-                   malloc(sizeof(elm_block_params) * (n / ELM_QK)), malloc(sizeof(float) * n),
-                   malloc(sizeof(float) * (size_t)cols)};
-    if (b->W && b->E && b->Hf && b->quad && b->H && b->codes && b->params && b->values && b->row) {
-        for (size_t k = 0; k < nn; k++) b->Hf[k] = (float)H[k];
+static elm_status lin_alloc(lin_buf *b, int64_t rows, int64_t cols, const char *name,
+                            elm_error *err) {
+    const size_t n = (size_t)(rows * cols);
+    *b = (lin_buf){malloc(sizeof(float) * n), malloc(n),
+                   malloc(sizeof(elm_block_params) * (n / ELM_QK)), malloc(sizeof(float) * n), {0}};
+    if (b->W && b->codes && b->params && b->values && elm_err_sample_init(&b->es, rows, cols))
         return ELM_OK;
-    }
     lin_free(b);
     return elm_errorf(err, ELM_ERR_NOMEM, "out of memory quantizing '%s'", name);
 }
 
-/* Relative output error of round-to-nearest on weights w [rows, cols] with input Hessian b->Hf;
- * *den receives the output energy Σ wᵀHw it is relative to, and b->W holds w. */
-static double rtn_rel_error(elm_type type, const float *w, int64_t rows, int64_t cols, lin_buf *b,
-                            double *den) {
-    const elm_type_traits *tt = elm_type_get((uint32_t)type);
-    uint8_t *enc = (uint8_t *)b->values; /* a row's blocks fit in its float space */
-    for (int64_t r = 0; r < rows; r++) {
-        tt->from_float(w + r * cols, enc, cols);
-        tt->to_float(enc, b->row, cols);
-        for (int64_t j = 0; j < cols; j++) {
-            b->W[r * cols + j] = w[r * cols + j];
-            b->E[r * cols + j] = w[r * cols + j] - b->row[j];
-        }
-    }
-    *den = elm_rows_quad(b->W, rows, cols, b->Hf, b->quad);
-    return *den > 0 ? elm_rows_quad(b->E, rows, cols, b->Hf, b->quad) / *den : 0;
+/* The error figures of linear i: relative output errors of round-to-nearest and of the method's
+ * values, on the sampled rows whose original weights and errors b->es holds. */
+static void set_errors(qctx *q, int32_t i, lin_buf *b, const float *H) {
+    double quad[3];
+    elm_err_sample_quads(&b->es, H, quad);
+    q->r->info[i].err_before = quad[0] > 0 ? quad[1] / quad[0] : 0;
+    q->r->info[i].err_after = quad[0] > 0 ? quad[2] / quad[0] : 0;
 }
 
 /* ---------------------------------------------------------------------------- GPTQ */
 
-static elm_status gptq_linear(qctx *q, elm_tensor *t, const double *H, elm_error *err) {
+static elm_status gptq_linear(qctx *q, elm_tensor *t, const elm_act_stats *s, elm_error *err) {
     elm_grid g;
     grid_of(q, t, &g);
     const int32_t i = idx(q->r, t);
     const int64_t rows = rows_of(t), cols = t->ne[0];
     const float *w = wdata(t);
     lin_buf b;
-    elm_status st = lin_alloc(&b, rows, cols, H, t->name, err);
+    elm_status st = lin_alloc(&b, rows, cols, t->name, err);
     if (st) return st;
-    double den;
-    q->r->info[i].err_before = rtn_rel_error(g.type, w, rows, cols, &b, &den);
-    memcpy(b.H, H, sizeof(double) * (size_t)(cols * cols));
+    elm_err_sample_weights(&b.es, g.type, w);
+    memcpy(b.W, w, sizeof(float) * (size_t)(rows * cols));
     const elm_gptq_opts o = {q->p->damp > 0 ? q->p->damp : 0.01, q->p->act_order, GPTQ_CLIP,
-                             q->p->n_threads};
+                             q->p->n_threads, s->n_rows};
     elm_gptq_result res;
-    st = elm_gptq(&g, t->name, b.W, rows, cols, b.H, &o, b.codes, b.params, b.values, &res, err);
+    st = elm_gptq(&g, t->name, b.W, rows, cols, s->h, &o, b.codes, b.params, b.values, &res, err);
     if (!st) {
-        for (int64_t k = 0; k < rows * cols; k++) b.E[k] = w[k] - b.values[k];
-        q->r->info[i].err_after = den > 0 ? elm_rows_quad(b.E, rows, cols, b.Hf, b.quad) / den : 0;
+        elm_err_sample_values(&b.es, b.values, NULL, NULL);
+        set_errors(q, i, &b, s->h);
         q->r->info[i].damp = res.damp;
         q->r->info[i].dead_inputs = res.dead;
         /* a layer calibration (nearly) never reaches is quantized almost blind */
@@ -347,7 +338,7 @@ static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
     for (int gi = 0; gi < 4 && !st; gi++)
         for (int k = 0; k < groups[gi].n && !st; k++) {
             elm_grid g;
-            st = grid_of(q, groups[gi].m[k], &g) ? gptq_linear(q, groups[gi].m[k], s[gi].h, err)
+            st = grid_of(q, groups[gi].m[k], &g) ? gptq_linear(q, groups[gi].m[k], &s[gi], err)
                                                 : emit_rtn(q, groups[gi].m[k], err);
         }
     for (int gi = 0; gi < 4; gi++) elm_act_stats_free(&s[gi]);
@@ -372,25 +363,27 @@ static void unscale_rows(elm_tensor *t, const double *s) {
 /* Clips and quantizes the scaled linear t whose original weights were w0 and whose effective
  * original-coordinate weights are values * rs[row] / cs[col]; H is its input Hessian before
  * scaling. */
-static elm_status awq_linear(qctx *q, elm_tensor *t, const float *w0, const double *H,
+static elm_status awq_linear(qctx *q, elm_tensor *t, const float *w0, const float *H,
                              const double *cs, const double *rs, elm_error *err) {
     elm_grid g;
     grid_of(q, t, &g);
     const int32_t i = idx(q->r, t);
     const int64_t rows = rows_of(t), cols = t->ne[0];
     lin_buf b;
-    elm_status st = lin_alloc(&b, rows, cols, H, t->name, err);
-    if (st) return st;
-    double den;
-    q->r->info[i].err_before = rtn_rel_error(g.type, w0, rows, cols, &b, &den);
-    for (int64_t r = 0; r < cols; r++)
-        for (int64_t c = 0; c < cols; c++) b.H[r * cols + c] = H[r * cols + c] / (cs[r] * cs[c]);
-    elm_awq_clip_quantize(&g, wdata(t), rows, cols, b.H, b.codes, b.params, b.values);
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t c = 0; c < cols; c++)
-            b.E[r * cols + c] = (float)(w0[r * cols + c] - b.values[r * cols + c] * (rs ? rs[r] : 1.0) / cs[c]);
-    q->r->info[i].err_after = den > 0 ? elm_rows_quad(b.E, rows, cols, b.Hf, b.quad) / den : 0;
-    st = emit_codes(q, t, &g, b.codes, b.params, b.values, err);
+    elm_status st = lin_alloc(&b, rows, cols, t->name, err);
+    float *hs = st ? NULL : malloc(sizeof(float) * (size_t)cols * ELM_QK);
+    if (!st && !hs) st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory quantizing '%s'", t->name);
+    if (!st) {
+        elm_err_sample_weights(&b.es, g.type, w0);
+        elm_awq_diag_blocks(H, cols, cs, hs);
+        st = elm_awq_clip_quantize(&g, wdata(t), rows, cols, hs, b.codes, b.params, b.values, err);
+    }
+    if (!st) {
+        elm_err_sample_values(&b.es, b.values, rs, cs);
+        set_errors(q, i, &b, H);
+        st = emit_codes(q, t, &g, b.codes, b.params, b.values, err);
+    }
+    free(hs);
     lin_free(&b);
     return st;
 }
@@ -502,7 +495,7 @@ static elm_status output_stage(qctx *q, elm_error *err) {
         st = elm_capture(&r->work, r->work.hp.n_layers, 0, true, q->p->calib, q->p->n_threads, q->x,
                          NULL, &s, 1, err);
     if (!st && q->p->method == ELM_QUANT_GPTQ) {
-        st = gptq_linear(q, out, s.h, err);
+        st = gptq_linear(q, out, &s, err);
     } else if (!st) {
         double *scale = malloc(sizeof(double) * (size_t)s.cols);
         float *w0 = malloc(out->nbytes);
@@ -577,12 +570,28 @@ elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
     if (!(r->x = malloc(sizeof(float) * (n_x ? n_x : 1))))
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory for the calibration states "
                           "(%zu floats)", m->path, n_x);
-    /* the first block's inputs come from the quantized embedding */
+    r->final_stage[r->work.tok_embd - r->tensors] = 0;
+    int32_t resumed = 0;
+    if (params->checkpoint && !keep_work)
+        st = elm_ckpt_open(params->checkpoint, r, params->resume, r->x, n_x, &resumed, &r->ckpt,
+                           err);
+    /* the first block's inputs come from the quantized embedding (rounded again on a resume: its
+     * bytes are not in the checkpoint) */
     qctx q = {r, params, plan, cb, r->x};
-    st = emit_rtn(&q, r->work.tok_embd, err);
-    if (!st) st = elm_capture(&r->work, 0, 0, false, cs, params->n_threads, NULL, q.x, NULL, 0,
-                              err);
-    if (!st) r->final_stage[r->work.tok_embd - r->tensors] = 0;
+    if (!st) st = emit_rtn(&q, r->work.tok_embd, err);
+    if (!st && resumed == 0)
+        st = elm_capture(&r->work, 0, 0, false, cs, params->n_threads, NULL, q.x, NULL, 0, err);
+    if (!st && params->resume && cb && cb->note) {
+        char msg[1200];
+        if (resumed)
+            snprintf(msg, sizeof msg, "resuming from %s: %d of %d blocks done", params->checkpoint,
+                     resumed, m->hp.n_layers);
+        else
+            snprintf(msg, sizeof msg, "no checkpoint %s to resume from: starting at block 0",
+                     params->checkpoint);
+        cb->note(msg, cb->user);
+    }
+    r->stage = resumed;
     return st;
 }
 
@@ -603,6 +612,7 @@ elm_status elm_qrun_step(elm_qrun *r, elm_error *err) {
         if (!st)
             st = elm_capture(&r->work, l, 1, false, params->calib, params->n_threads, q.x, q.x,
                              NULL, 0, err);
+        if (!st && r->ckpt) st = elm_ckpt_commit(r->ckpt, r, l + 1, q.x, err);
         char what[32];
         snprintf(what, sizeof what, "blk.%d", l);
         if (!st) progress(&q, l + 1, what);

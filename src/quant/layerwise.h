@@ -28,6 +28,7 @@ typedef struct elm_qrun {
     int32_t stage;         /* steps done: blocks 0..stage-1 (stage n_layers+1: all) */
     int32_t *final_stage;  /* [n] the stage after which tensor i is final (bytes or 1-D values):
                             * 0 the embedding, l+1 block l's, n_layers+1 the rest */
+    struct elm_ckpt *ckpt; /* params->checkpoint, committed after each block, or NULL */
 } elm_qrun;
 
 /* Runs params->method (GPTQ or AWQ) over m with the types of plan [m->n_tensors]; progress steps
@@ -46,7 +47,11 @@ elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *para
  * (stage 0); each elm_qrun_step does the next block (stage l+1 when block l is done), and the one
  * after the last block does the output and every remaining tensor (stage n_layers+1). A tensor i
  * is final once r->stage >= r->final_stage[i]; the caller may then take and free r->bytes[i]
- * (setting it NULL). Errors as elm_quant_calibrated's; free r with elm_qrun_free after an error. */
+ * (setting it NULL), or, when elm_ckpt_has(r->ckpt, i), read them from the checkpoint. With
+ * params->checkpoint (and not keep_work) each block is committed to it before its progress call;
+ * with params->resume too, a valid checkpoint there is resumed: elm_qrun_start returns at the
+ * stage it holds, with cb->note told so. Errors as elm_quant_calibrated's and elm_ckpt_open's;
+ * free r with elm_qrun_free after an error. */
 elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
                           const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
                           bool keep_work, elm_qrun *r, elm_error *err);

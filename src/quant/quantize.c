@@ -13,6 +13,7 @@
 #include "core/memstat.h"
 #include "edgelm/quant.h"
 #include "formats/gguf_write.h"
+#include "quant/checkpoint.h"
 #include "quant/layerwise.h"
 
 uint32_t elm_file_type_of(elm_type type) {
@@ -71,7 +72,10 @@ static elm_status fill(void *user, int32_t k, const elm_tensor *t, void *dst, el
         elm_status st = elm_qrun_step(j->run, err);
         if (st) return st;
     }
-    if (j->run && j->run->bytes[i]) {
+    if (j->run && elm_ckpt_has(j->run->ckpt, i)) {
+        elm_status st = elm_ckpt_read(j->run->ckpt, i, dst, t->nbytes, err);
+        if (st) return st;
+    } else if (j->run && j->run->bytes[i]) {
         memcpy(dst, j->run->bytes[i], t->nbytes);
         free(j->run->bytes[i]);
         j->run->bytes[i] = NULL;
@@ -187,6 +191,11 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
                             .fill = fill,
                             .user = &job};
         st = elm_gguf_write(out_path, &src, &sum.file_bytes, err);
+    }
+    if (!st) {
+        /* the output is whole: the checkpoint has served */
+        elm_ckpt_close(run.ckpt, true);
+        run.ckpt = NULL;
     }
     if (!st && !job.per_tensor_progress && cb && cb->progress)
         cb->progress(m->hp.n_layers + 2, m->hp.n_layers + 2, "written", cb->user);

@@ -37,6 +37,21 @@ expect_error() {
     fi
 }
 
+# running_at PID FILE PATTERN: waits (up to a minute) until FILE has a line matching PATTERN while
+# the background process PID still runs (to interrupt it there); returns 1, PID reaped, when it
+# ended first
+running_at() {
+    local pid=$1 file=$2 pattern=$3
+    for _ in $(seq 600); do
+        grep -q -- "$pattern" "$file" 2>/dev/null && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -0 "$pid" 2>/dev/null && return 0
+    wait "$pid"
+    return 1
+}
+
 # skip REASON: ends the test with ctest's skip code (SKIP_RETURN_CODE in CMakeLists.txt, the 77 of
 # tests/check.h), so it is listed as skipped, never as passed; one line says why it did not run
 skip() {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "edgelm/quant.h"
 #include "edgelm/shapes.h"
 #include "edgelm/system.h"
 #include "opts.h"
@@ -26,9 +27,9 @@ static const char *device_lines(void) {
 }
 
 typedef struct opts {
-    const char *model, *config, *preset, *device, *cache;
+    const char *model, *config, *preset, *device, *cache, *quantize, *type;
     double bandwidth, ram;
-    long n_ctx, n_batch, n_threads;
+    long n_ctx, n_batch, n_threads, calib_samples, seq_len;
     bool json;
 } opts;
 
@@ -151,8 +152,60 @@ static int print_json(const elm_model *m, const elm_plan *p, const char *dev, do
     return cli_print_json(o, "plan");
 }
 
+/* plan --quantize: the run's memory and time on this machine, from rates measured now. */
+static int plan_quantize(const opts *o, const elm_model *m) {
+    elm_quant_params p = {.policy = {.sensitive_type = ELM_TYPE_Q8_0},
+                          .n_threads = (int32_t)o->n_threads};
+    if (!elm_quant_method_from_name(o->quantize, &p.method) || p.method == ELM_QUANT_RTN)
+        return cli_fail("plan: --quantize takes gptq or awq, not '%s'", o->quantize);
+    if (!elm_type_from_name(o->type, &p.policy.type))
+        return cli_fail("plan: unknown --type '%s'", o->type);
+    elm_error err;
+    elm_error_clear(&err);
+    elm_quant_rates rates;
+    elm_quant_estimate e;
+    if (elm_quant_measure_rates((int32_t)o->n_threads, &rates, &err) ||
+        elm_quant_estimate_run(m, &p, (int32_t)o->calib_samples, (int32_t)o->seq_len, &rates, &e,
+                               &err))
+        return cli_fail("%s", err.msg);
+    const double gib = 1073741824.0;
+    if (o->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "model", m->name[0] ? m->name : m->path);
+        cJSON_AddStringToObject(j, "method", elm_quant_method_name(p.method));
+        cJSON_AddStringToObject(j, "type", o->type);
+        cJSON_AddNumberToObject(j, "n_layers", m->hp.n_layers);
+        cJSON_AddNumberToObject(j, "calib_tokens", (double)e.n_tokens);
+        cJSON_AddNumberToObject(j, "threads", (double)o->n_threads);
+        cJSON_AddNumberToObject(j, "gemm_gflops", rates.gemm_gflops);
+        cJSON_AddNumberToObject(j, "scalar_ns_per_weight", rates.scalar_ns);
+        cJSON_AddNumberToObject(j, "gemm_flop", e.gemm_flop);
+        cJSON_AddNumberToObject(j, "forward_flop", e.forward_flop);
+        cJSON_AddNumberToObject(j, "syrk_flop", e.syrk_flop);
+        cJSON_AddNumberToObject(j, "peak_anon_bytes", (double)e.peak_anon_bytes);
+        cJSON_AddNumberToObject(j, "block_bytes", (double)e.block_bytes);
+        cJSON_AddNumberToObject(j, "seconds_per_block", e.seconds_per_block);
+        cJSON_AddNumberToObject(j, "seconds", e.seconds);
+        return cli_print_json(j, "plan");
+    }
+    printf("quantize --method %s --type %s of %s: %d blocks, %lld calibration tokens (%ld x %ld), "
+           "%ld threads\n", elm_quant_method_name(p.method), o->type,
+           m->name[0] ? m->name : m->path, m->hp.n_layers, (long long)e.n_tokens,
+           o->calib_samples, o->seq_len, o->n_threads);
+    printf("measured now: float32 GEMM %.1f GFLOP/s, clip search %.2f ns/weight\n",
+           rates.gemm_gflops, rates.scalar_ns);
+    printf("work: %.2f TFLOP in BLAS, %.2f TFLOP of calibration passes, %.2f TFLOP of Hessians\n",
+           e.gemm_flop / 1e12, e.forward_flop / 1e12, e.syrk_flop / 1e12);
+    printf("peak anonymous memory %.2f GiB (one block's float32 matrices %.2f GiB); the source is "
+           "mapped, read block by block\n", e.peak_anon_bytes / gib, e.block_bytes / gib);
+    printf("time %.0f s (%.1f min; %.1f s per block)\n", e.seconds, e.seconds / 60,
+           e.seconds_per_block);
+    return 0;
+}
+
 int cmd_plan(int argc, char **argv) {
-    opts o = {.n_ctx = 2048, .n_batch = 512, .n_threads = elm_online_cores(), .cache = "f16"};
+    opts o = {.n_ctx = 2048, .n_batch = 512, .n_threads = elm_online_cores(), .cache = "f16",
+              .type = "q4_0", .calib_samples = 128, .seq_len = 512};
     const cli_opt table[] = {
         CLI_OPT_MODEL(&o.model),
         {"--config", "FILE", CLI_TEXT, &o.config, 0, 0, "a Hugging Face config.json (shapes only, nothing downloaded)", 0},
@@ -164,17 +217,25 @@ int cmd_plan(int argc, char **argv) {
         {"--cache-type", "T", CLI_TEXT, &o.cache, 0, 0, "KV cache element type for the rows: f16 (default) or q8_0", 0},
         {"-b, --batch-size", "N", CLI_INT, &o.n_batch, 1, 1 << 24, "prompt batch the compute buffers are sized for (default 512)", 0},
         CLI_OPT_THREADS(&o.n_threads),
+        {"--quantize", "M", CLI_TEXT, &o.quantize, 0, 0, "gptq or awq: estimate that run's peak memory and time on\nthis machine instead (GEMM rate measured now)", 0},
+        {"--type", "TYPE", CLI_TEXT, &o.type, 0, 0, "--quantize: the target type (default q4_0, the default policy)", 0},
+        {"--calib-samples", "N", CLI_INT, &o.calib_samples, 1, 1L << 24, "--quantize: calibration samples (default 128)", 0},
+        {"--seq-len", "N", CLI_INT, &o.seq_len, 2, 1L << 20, "--quantize: tokens per sample (default 512)", 0},
         CLI_OPT_JSON(&o.json, "one JSON object"),
         {0}};
     const cli_spec spec = {
         "plan", "(-m MODEL | --config config.json | --preset NAME) [--device PROFILE]\n"
-        "                   [--bandwidth GB/S] [--ram GIB] [-c CTX] [--cache-type f16|q8_0] [-b BATCH] [-t N] [--json]",
+        "                   [--bandwidth GB/S] [--ram GIB] [-c CTX] [--cache-type f16|q8_0] [-b BATCH] [-t N] [--json]\n"
+        "       edgelm plan (-m MODEL | --config FILE | --preset NAME) --quantize gptq|awq [--type TYPE]\n"
+        "                   [--calib-samples N] [--seq-len N] [-t N] [--json]",
         "For each weight type (f16, q8_0, q4_0, q4_1 with every matrix of that type, the\n"
         "mixed policy of 'edgelm quantize': q4_0 with embedding and output at q8_0, and the\n"
         "llama-quantize recipes q2_k, q3_k_m, q4_k_s, q4_k_m, q5_k_m, q6_k, iq4_xs): weight\n"
         "bytes, KV cache at CTX (2 x layers x kv_heads x head_dim x CTX x bytes per element),\n"
         "compute buffers, peak memory, the decode speed memory bandwidth allows (bandwidth /\n"
-        "bytes read per token at a full context) and whether it fits the device's RAM.",
+        "bytes read per token at a full context) and whether it fits the device's RAM.\n"
+        "With --quantize: the peak memory and time of 'edgelm quantize --method M' on this\n"
+        "machine, from the run's arithmetic and a GEMM rate measured now (an estimate).",
         (const cli_opt *const[]){table, NULL}, device_lines(), NULL};
     const int pr = cli_parse(&spec, argc, argv);
     if (pr) return cli_parse_exit(pr);
@@ -182,6 +243,13 @@ int cmd_plan(int argc, char **argv) {
         return cli_fail("plan: give exactly one of -m MODEL, --config FILE, --preset NAME");
     if (strcmp(o.cache, "f16") != 0 && strcmp(o.cache, "q8_0") != 0)
         return cli_fail("plan: --cache-type must be f16 or q8_0, not '%s'", o.cache);
+    if (o.quantize) {
+        elm_model *m = source_model(&o);
+        if (!m) return 1;
+        const int rc = plan_quantize(&o, m);
+        elm_model_free(m);
+        return rc;
+    }
     const char *dev;
     double gbs, gib;
     if (device_figures(&o, &dev, &gbs, &gib)) return 1;

@@ -37,6 +37,11 @@ static void on_warn(const char *msg, void *user) {
     fprintf(stderr, "%sedgelm: warning: %s\n", b->tty ? "\r\033[K" : "", msg);
 }
 
+static void on_note(const char *msg, void *user) {
+    const bar *b = user;
+    fprintf(stderr, "%sedgelm: %s\n", b->tty ? "\r\033[K" : "", msg);
+}
+
 /* the types a tensor can be written in (--type takes the k-quant names as recipes first) */
 static const char *const allowed[] = {"q8_0", "q4_0", "q4_1", "q5_0",   "q5_1",   "q2_k",
                                       "q3_k", "q4_k", "q5_k", "q6_k",   "iq4_nl", "iq4_xs",
@@ -94,7 +99,7 @@ typedef struct quant_opts {
     const char *imatrix_path;
     long calib_samples, seq_len, threads;
     double damp;
-    bool act_order, pure, json;
+    bool act_order, pure, json, resume;
     elm_type_override ov[MAX_OVERRIDES];
     int n_ov;
 } quant_opts;
@@ -129,6 +134,7 @@ static int parse(quant_opts *o, int argc, char **argv) {
         {"--keep-sensitive", "TYPE", CLI_TEXT, &o->sensitive_name, 0, 0, "type of token embedding and output (default q8_0; f16)", 0},
         {"--tensor-type", "PAT=TYPE", CLI_CALL, o, 0, 0, "type for tensors matching the glob PAT, e.g.\n'blk.*.ffn_down=q8_0' (repeatable; the last match wins)", add_override},
         {"-t, --threads", "N", CLI_INT, &o->threads, 1, 512, "threads for the calibration passes and GPTQ's linear\nalgebra (default: all cores)", 0},
+        {"--resume", NULL, CLI_FLAG, &o->resume, 0, 0, "gptq/awq: continue an interrupted run from its checkpoint\nOUT.ckpt (written after each block, deleted on success)", 0},
         CLI_OPT_JSON(&o->json, "print one JSON object: method, type, bits_per_weight,\nfile_bytes, seconds, peak_rss_mib, peak_anon_mib, and per\ntensor type, reason, error"),
         CLI_OPT_TOKENIZER(&o->tok),
         {0}};
@@ -220,7 +226,16 @@ int cmd_quantize(int argc, char **argv) {
     } else if (o.calib_path) {
         fprintf(stderr, "edgelm: warning: --calib is only used by gptq and awq\n");
     }
-    elm_quantize_callbacks cb = {.progress = on_progress, .warn = on_warn, .user = &b};
+    char ckpt[1100];
+    if (p.method != ELM_QUANT_RTN) {
+        snprintf(ckpt, sizeof ckpt, "%s.ckpt", o.out);
+        p.checkpoint = ckpt;
+        p.resume = o.resume;
+    } else if (o.resume) {
+        fprintf(stderr, "edgelm: warning: --resume is only used by gptq and awq\n");
+    }
+    elm_quantize_callbacks cb = {.progress = on_progress, .warn = on_warn, .note = on_note,
+                                 .user = &b};
     elm_quant_report r;
     if (elm_quantize(m, &p, o.out, &cb, &r, &err)) {
         cli_fail("%s", err.msg);

@@ -68,12 +68,13 @@ int cmd_synth(int argc, char **argv) {
     const char *arch = NULL, *hf = NULL, *vocab = NULL;
     bool tiny = false;
     float std = 0.3f;
-    long seed = 1;
+    long seed = 1, layers = 0;
     const cli_opt opts[] = {
         {"--preset", "NAME", CLI_TEXT, &preset, 0, 0, "one of the presets below", 0},
         {"--type", "TYPE", CLI_TEXT, &type_name, 0, 0, "q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k,\nq5_k, q6_k, iq4_nl, iq4_xs, f16, bf16 or f32", 0},
         {"-o, --output", "OUT", CLI_TEXT, &out, 0, 0, "output GGUF file (written atomically)", 0},
         {"-s, --seed", "N", CLI_INT, &seed, 0, 0x7fffffffL, "random seed (default 1)", 0},
+        {"--layers", "N", CLI_INT, &layers, 1, 1024, "the preset's first N blocks only (per-block time and memory\nof a large model in a small file)", 0},
         {"--arch", "A", CLI_TEXT, &arch, 0, 0, "--tiny: llama, qwen2, qwen3, phi3, gemma or smollm3", 0},
         {"--tiny", NULL, CLI_FLAG, &tiny, 0, 0, "a 2-layer, 64-wide F32 model of the family (Llama in Llama 3.1's\nshape with \"llama3\" RoPE scaling, Qwen2 with biases, Phi-3 with\nfused tensors, Gemma with GeGLU), weights N(0, X²) so that greedy\ndecoding is stable, and the tokenizer of VOCAB.gguf (default\n../shared/fixtures/vocab/ggml-vocab-<llama-bpe|qwen2|phi-3|llama-spm>.gguf)", 0},
         {"--hf", "DIR", CLI_TEXT, &hf, 0, 0, "--tiny: also write the same model as a Hugging Face folder", 0},
@@ -81,7 +82,7 @@ int cmd_synth(int argc, char **argv) {
         {"--std", "X", CLI_FLOAT, &std, 0.001, 10, "--tiny: weight standard deviation (default 0.3)", 0},
         {0}};
     const cli_spec spec = {
-        "synth", "--preset NAME --type TYPE -o OUT.gguf [-s SEED]\n"
+        "synth", "--preset NAME --type TYPE -o OUT.gguf [-s SEED] [--layers N]\n"
         "       edgelm synth --arch llama|qwen2|qwen3|phi3|gemma|smollm3 --tiny -o OUT.gguf [--hf DIR] [--vocab VOCAB.gguf]",
         "Writes a model with random weights and placeholder token strings but the exact\n"
         "tensor shapes, vocabulary size and tied/untied output of a real model.\n"
@@ -98,8 +99,11 @@ int cmd_synth(int argc, char **argv) {
     }
     if (!preset || !type_name || !out)
         return cli_fail("synth: --preset, --type and -o are required (try 'edgelm synth --help')");
-    const elm_synth_preset *p = elm_synth_find(preset);
-    if (!p) return cli_fail("synth: unknown preset '%s' (see 'edgelm synth --help')", preset);
+    const elm_synth_preset *found = elm_synth_find(preset);
+    if (!found) return cli_fail("synth: unknown preset '%s' (see 'edgelm synth --help')", preset);
+    elm_synth_preset shape = *found;
+    if (layers > 0) shape.n_layers = (int32_t)layers;
+    const elm_synth_preset *p = &shape;
     elm_type type;
     if (!elm_type_from_name(type_name, &type) || !elm_type_get(type)->from_float)
         return cli_fail("synth: unknown type '%s' (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, "
@@ -112,7 +116,8 @@ int cmd_synth(int argc, char **argv) {
     elm_error_clear(&err);
     if (elm_synth_write(p, type, out, (uint64_t)seed, on_progress, &tty, &bytes, &err) != ELM_OK)
         return cli_fail("%s", err.msg);
-    printf("%s: %s %s, %.2f MiB, random weights (speed and memory measurement only), %.1f s\n", out,
-           p->name, elm_type_get(type)->name, bytes / 1048576.0, (elm_now_ms() - t0) / 1000);
+    printf("%s: %s %s, %d of %d blocks, %.2f MiB, random weights (speed and memory measurement "
+           "only), %.1f s\n", out, p->name, elm_type_get(type)->name, p->n_layers, found->n_layers,
+           bytes / 1048576.0, (elm_now_ms() - t0) / 1000);
     return 0;
 }
