@@ -6,13 +6,6 @@
 
 #include "core/quant_search.h"
 
-int elm_nearest_int(float v) {
-    const float f = v + 12582912.f;
-    int32_t i;
-    memcpy(&i, &f, 4);
-    return (i & 0x007fffff) - 0x00400000;
-}
-
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* The signed value of largest magnitude in x [n] (the first on ties) into *max; false, with L
@@ -32,37 +25,45 @@ static bool signed_max(int n, const float *x, float *max, int8_t *L) {
     return false;
 }
 
+/* The reference's search: its first pass (iscale = -nmax/max), then is = -9..9 but 0, each
+ * taking the codes and scale of a strictly better Σ(w·x·l)²/Σ(w·l²). The 19 passes' sums are
+ * independent, so they run side by side in one walk over x, each still in the reference's order
+ * (exact), and only the winner's codes are written; the passes one after another spent most of
+ * their time waiting on their chains of dependent float additions. Within the walk the code l is
+ * kept as a float: (v + 1.5·2^23) - 1.5·2^23 is nearest_int(v) exactly for |v| < 2^22 (here
+ * |v| <= nmax + 1), so the loop over the passes vectorizes (padded to QX_LANES; the padding pass
+ * repeats the first and is never chosen). */
+enum { QX_PASSES = 19, QX_LANES = 20 };
+
 float elm_make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float *qw) {
     float max;
     if (!signed_max(n, x, &max, L)) return 0.f;
-    float iscale = -nmax / max;
-    float sumlx = 0, suml2 = 0;
+    float iscale[QX_LANES], sumlx[QX_LANES] = {0}, suml2[QX_LANES] = {0};
+    iscale[0] = -nmax / max;
+    for (int is = -9, k = 1; is <= 9; is++)
+        if (is != 0) iscale[k++] = -(nmax + 0.1f * is) / max;
+    iscale[QX_PASSES] = iscale[0];
+    const float lo = (float)-nmax, hi = (float)(nmax - 1);
     for (int i = 0; i < n; i++) {
-        const int l = clampi(elm_nearest_int(iscale * x[i]), -nmax, nmax - 1);
-        L[i] = (int8_t)(l + nmax);
-        const float w = qw ? qw[i] : x[i] * x[i];
-        sumlx += w * x[i] * l;
-        suml2 += w * l * l;
-    }
-    float scale = suml2 ? sumlx / suml2 : 0.0f;
-    float best = scale * sumlx;
-    for (int is = -9; is <= 9; is++) {
-        if (is == 0) continue;
-        iscale = -(nmax + 0.1f * is) / max;
-        sumlx = suml2 = 0;
-        for (int i = 0; i < n; i++) {
-            const int l = clampi(elm_nearest_int(iscale * x[i]), -nmax, nmax - 1);
-            const float w = qw ? qw[i] : x[i] * x[i];
-            sumlx += w * x[i] * l;
-            suml2 += w * l * l;
-        }
-        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-            for (int i = 0; i < n; i++)
-                L[i] = (int8_t)(nmax + clampi(elm_nearest_int(iscale * x[i]), -nmax, nmax - 1));
-            scale = sumlx / suml2;
-            best = scale * sumlx;
+        const float w = qw ? qw[i] : x[i] * x[i], wx = w * x[i];
+        for (int k = 0; k < QX_LANES; k++) {
+            float l = (iscale[k] * x[i] + 12582912.f) - 12582912.f;
+            l = l < lo ? lo : l > hi ? hi : l;
+            sumlx[k] += wx * l;
+            suml2[k] += w * l * l;
         }
     }
+    float scale = suml2[0] ? sumlx[0] / suml2[0] : 0.0f;
+    float best = scale * sumlx[0];
+    int win = 0;
+    for (int k = 1; k < QX_PASSES; k++)
+        if (suml2[k] > 0 && sumlx[k] * sumlx[k] > best * suml2[k]) {
+            scale = sumlx[k] / suml2[k];
+            best = scale * sumlx[k];
+            win = k;
+        }
+    for (int i = 0; i < n; i++)
+        L[i] = (int8_t)(nmax + clampi(elm_nearest_int(iscale[win] * x[i]), -nmax, nmax - 1));
     return scale;
 }
 

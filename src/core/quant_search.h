@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Amax below which a group counts as all zeros. */
 #define ELM_GROUP_EPS 1e-15f
@@ -15,7 +16,12 @@
 /* Round to nearest, ties to even, for |v| < 2^22 (ggml's nearest_int: adding 1.5·2^23 leaves the
  * rounded integer in the low mantissa bits). Outside that range the result is unspecified but
  * defined. */
-int elm_nearest_int(float v);
+static inline int elm_nearest_int(float v) {
+    const float f = v + 12582912.f;
+    int32_t i;
+    memcpy(&i, &f, 4);
+    return (i & 0x007fffff) - 0x00400000;
+}
 
 /* Symmetric codes L[i] = l + nmax, l in [-nmax, nmax-1], for n values x, with the scale that
  * minimises Σ w·(x - scale·l)², w = qw[i] (or x² when qw is NULL), over 19 candidate inverse

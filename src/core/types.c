@@ -247,23 +247,32 @@ static void q5_1_from_float(const float *s, void *d, int64_t n) { asym_from_floa
 
 /* ---- the table ---- */
 
+/* Block bytes as the sum of each layout's fields in their order (docs/formats.md, docs/kquants.md):
+ * f16 scales d (and m, dmin) are 2 bytes each, qh the fifth bits, qs the packed codes. */
 static const elm_type_traits traits[ELM_TYPE_COUNT] = {
     [ELM_TYPE_F32] = {"f32", 1, 4, 32.0, f32_to_float, f32_from_float},
     [ELM_TYPE_F16] = {"f16", 1, 2, 16.0, f16_to_float, f16_from_float},
     [ELM_TYPE_BF16] = {"bf16", 1, 2, 16.0, bf16_to_float, bf16_from_float},
-    [ELM_TYPE_Q8_0] = {"q8_0", ELM_QK, 34, 8.5, q8_0_to_float, q8_0_from_float},
-    [ELM_TYPE_Q4_0] = {"q4_0", ELM_QK, 18, 4.5, q4_0_to_float, q4_0_from_float},
-    [ELM_TYPE_Q4_1] = {"q4_1", ELM_QK, 20, 5.0, q4_1_to_float, q4_1_from_float},
-    [ELM_TYPE_Q5_0] = {"q5_0", ELM_QK, 22, 5.5, q5_0_to_float, q5_0_from_float},
-    [ELM_TYPE_Q5_1] = {"q5_1", ELM_QK, 24, 6.0, q5_1_to_float, q5_1_from_float},
+    [ELM_TYPE_Q8_0] = {"q8_0", ELM_QK, 2 + 32, 8.5, q8_0_to_float, q8_0_from_float},        /* d qs */
+    [ELM_TYPE_Q4_0] = {"q4_0", ELM_QK, 2 + 16, 4.5, q4_0_to_float, q4_0_from_float},        /* d qs */
+    [ELM_TYPE_Q4_1] = {"q4_1", ELM_QK, 2 + 2 + 16, 5.0, q4_1_to_float, q4_1_from_float},    /* d m qs */
+    [ELM_TYPE_Q5_0] = {"q5_0", ELM_QK, 2 + 4 + 16, 5.5, q5_0_to_float, q5_0_from_float},    /* d qh qs */
+    [ELM_TYPE_Q5_1] = {"q5_1", ELM_QK, 2 + 2 + 4 + 16, 6.0, q5_1_to_float, q5_1_from_float}, /* d m qh qs */
     /* super-block types: kquant_decode.c, kquant_encode.c */
-    [ELM_TYPE_Q2_K] = {"q2_k", ELM_QK_K, 84, 2.625, elm_q2_k_to_float, elm_q2_k_from_float},
-    [ELM_TYPE_Q3_K] = {"q3_k", ELM_QK_K, 110, 3.4375, elm_q3_k_to_float, elm_q3_k_from_float},
-    [ELM_TYPE_Q4_K] = {"q4_k", ELM_QK_K, 144, 4.5, elm_q4_k_to_float, elm_q4_k_from_float},
-    [ELM_TYPE_Q5_K] = {"q5_k", ELM_QK_K, 176, 5.5, elm_q5_k_to_float, elm_q5_k_from_float},
-    [ELM_TYPE_Q6_K] = {"q6_k", ELM_QK_K, 210, 6.5625, elm_q6_k_to_float, elm_q6_k_from_float},
-    [ELM_TYPE_IQ4_NL] = {"iq4_nl", ELM_QK, 18, 4.5, elm_iq4_nl_to_float, elm_iq4_nl_from_float},
-    [ELM_TYPE_IQ4_XS] = {"iq4_xs", ELM_QK_K, 136, 4.25, elm_iq4_xs_to_float, elm_iq4_xs_from_float},
+    [ELM_TYPE_Q2_K] = {"q2_k", ELM_QK_K, 16 + 64 + 2 + 2, 2.625, elm_q2_k_to_float,
+                       elm_q2_k_from_float}, /* scales qs d dmin */
+    [ELM_TYPE_Q3_K] = {"q3_k", ELM_QK_K, 32 + 64 + 12 + 2, 3.4375, elm_q3_k_to_float,
+                       elm_q3_k_from_float}, /* hmask qs scales d */
+    [ELM_TYPE_Q4_K] = {"q4_k", ELM_QK_K, 2 + 2 + 12 + 128, 4.5, elm_q4_k_to_float,
+                       elm_q4_k_from_float}, /* d dmin scales qs */
+    [ELM_TYPE_Q5_K] = {"q5_k", ELM_QK_K, 2 + 2 + 12 + 32 + 128, 5.5, elm_q5_k_to_float,
+                       elm_q5_k_from_float}, /* d dmin scales qh qs */
+    [ELM_TYPE_Q6_K] = {"q6_k", ELM_QK_K, 128 + 64 + 16 + 2, 6.5625, elm_q6_k_to_float,
+                       elm_q6_k_from_float}, /* ql qh scales d */
+    [ELM_TYPE_IQ4_NL] = {"iq4_nl", ELM_QK, 2 + 16, 4.5, elm_iq4_nl_to_float,
+                         elm_iq4_nl_from_float}, /* d qs */
+    [ELM_TYPE_IQ4_XS] = {"iq4_xs", ELM_QK_K, 2 + 2 + 4 + 128, 4.25, elm_iq4_xs_to_float,
+                         elm_iq4_xs_from_float}, /* d scales_h scales_l qs */
 };
 
 const elm_type_traits *elm_type_get(uint32_t type) {

@@ -40,7 +40,6 @@ typedef struct {
     const char *label;
     int prec;      /* decimals; -1: by size */
     change_kind change;
-    bool gen;      /* only with prompts */
     double (*value)(const elm_eval_entry *e);
     double (*stderr_of)(const elm_eval_entry *e); /* NULL: no ± */
 } metric;
@@ -61,22 +60,27 @@ static double v_exact(const elm_eval_entry *e) { return 100 * e->gen.exact_match
 static double v_complete(const elm_eval_entry *e) { return 100 * e->gen.completion_rate; }
 static double v_chars(const elm_eval_entry *e) { return e->gen.avg_chars; }
 
-static const metric METRICS[] = {
-    {"size (MiB)", -1, CH_REL, false, v_size, NULL},
-    {"perplexity", 4, CH_REL, false, v_ppl, v_ppl_se},
-    {"KLD mean", 6, CH_NONE, false, v_kld, v_kld_se},
-    {"KLD median", 6, CH_NONE, false, v_kld_med, NULL},
-    {"KLD p99", 6, CH_NONE, false, v_kld_p99, NULL},
-    {"KLD max", 6, CH_NONE, false, v_kld_max, NULL},
-    {"top-1 agreement (%)", 2, CH_NONE, false, v_top1, NULL},
-    {"top-5 overlap (%)", 2, CH_NONE, false, v_top5, NULL},
-    {"RMS Δp (%)", 3, CH_NONE, false, v_rms, NULL},
-    {"similarity (%)", 2, CH_NONE, true, v_sim, NULL},
-    {"exact match (%)", 1, CH_NONE, true, v_exact, NULL},
-    {"completion (%)", 1, CH_PTS, true, v_complete, NULL},
-    {"avg length (chars)", 1, CH_REL, true, v_chars, NULL},
+/* The rows from the scored chunks (size, likelihood, next-token distributions), then those
+ * from the greedy continuations, which a report has only when it ran prompts. */
+static const metric CHUNK_METRICS[] = {
+    {"size (MiB)", -1, CH_REL, v_size, NULL},
+    {"perplexity", 4, CH_REL, v_ppl, v_ppl_se},
+    {"KLD mean", 6, CH_NONE, v_kld, v_kld_se},
+    {"KLD median", 6, CH_NONE, v_kld_med, NULL},
+    {"KLD p99", 6, CH_NONE, v_kld_p99, NULL},
+    {"KLD max", 6, CH_NONE, v_kld_max, NULL},
+    {"top-1 agreement (%)", 2, CH_NONE, v_top1, NULL},
+    {"top-5 overlap (%)", 2, CH_NONE, v_top5, NULL},
+    {"RMS Δp (%)", 3, CH_NONE, v_rms, NULL},
 };
-#define N_METRICS ((int)(sizeof METRICS / sizeof METRICS[0]))
+static const metric GEN_METRICS[] = {
+    {"similarity (%)", 2, CH_NONE, v_sim, NULL},
+    {"exact match (%)", 1, CH_NONE, v_exact, NULL},
+    {"completion (%)", 1, CH_PTS, v_complete, NULL},
+    {"avg length (chars)", 1, CH_REL, v_chars, NULL},
+};
+#define N_CHUNK_METRICS ((int)(sizeof CHUNK_METRICS / sizeof CHUNK_METRICS[0]))
+#define N_GEN_METRICS ((int)(sizeof GEN_METRICS / sizeof GEN_METRICS[0]))
 
 static void fill_metric(eval_table *t, int row, const metric *mt, const elm_eval_report *r) {
     set(t, row, 0, "%s", mt->label);
@@ -94,9 +98,7 @@ static void fill_metric(eval_table *t, int row, const metric *mt, const elm_eval
 
 eval_table *eval_table_build(const elm_eval_report *r) {
     const bool gen = r->n_prompts > 0;
-    int n_rows = 1;
-    for (int i = 0; i < N_METRICS; i++) n_rows += !METRICS[i].gen || gen;
-    n_rows += 1 + gen; /* verdict rows */
+    const int n_rows = 1 + N_CHUNK_METRICS + (gen ? N_GEN_METRICS : 0) + 1 + gen; /* + verdicts */
     eval_table *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->rows = n_rows;
@@ -115,8 +117,8 @@ eval_table *eval_table_build(const elm_eval_report *r) {
         set(t, 0, 3 + 2 * k, "change");
     }
     int row = 1;
-    for (int i = 0; i < N_METRICS; i++)
-        if (!METRICS[i].gen || gen) fill_metric(t, row++, &METRICS[i], r);
+    for (int i = 0; i < N_CHUNK_METRICS; i++) fill_metric(t, row++, &CHUNK_METRICS[i], r);
+    for (int i = 0; gen && i < N_GEN_METRICS; i++) fill_metric(t, row++, &GEN_METRICS[i], r);
     set(t, row, 0, "PPL verdict (< %.0f%%)", ELM_EVAL_PPL_EXCELLENT_PCT);
     if (gen) set(t, row + 1, 0, "similarity verdict (> %.0f%%)", 100 * ELM_EVAL_SIM_ACCEPTABLE);
     for (int k = 0; k < r->n_models; k++) {

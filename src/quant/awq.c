@@ -1,15 +1,19 @@
 /* AWQ scale and clipping searches (awq.h). Both measure candidates by the block output error
  * Σ_b Δ_b H_bb Δ_bᵀ: the weight errors of a chunk of rows are formed for a candidate, then each
  * 32-column block's errors are multiplied by that block's H_bb with one sgemm (chunk x 32 x 32),
- * rather than a scalar quadratic form per row and block. */
+ * rather than a scalar quadratic form per row and block. The chunks of rows go to the threads
+ * (each with its own scratch) and their errors are kept per chunk and added up in row order, so
+ * sums and choices do not depend on the thread count. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/threadpool.h"
+#include "edgelm/system.h"
 #include "quant/awq.h"
 
-#define AWQ_CHUNK 256 /* rows whose errors are formed at once */
+#define AWQ_CHUNK 64 /* rows whose errors are formed at once (a K/V projection of 256 rows: 4 chunks) */
 
 void elm_awq_diag_blocks(const float *H, int64_t cols, const double *cs, float *hb) {
     for (int64_t b0 = 0; b0 < cols; b0 += ELM_QK)
@@ -56,43 +60,95 @@ static void scratch_free(scratch *s) {
     free(s->err);
 }
 
-/* Output error of round-to-nearest Q(w·s)/s over the rows of one linear. */
-static double linear_error(const elm_awq_linear *lin, const double *s, int64_t cols,
-                           const float *hb, scratch *sc) {
-    const elm_grid *g = lin->g;
-    const int64_t nblk = cols / g->block;
-    double total = 0;
+/* The threads' scratch, one each. */
+static bool scratches_new(scratch *s, int n, int64_t cols) {
+    bool ok = true;
+    for (int i = 0; i < n; i++) ok = scratch_new(&s[i], cols) && ok;
+    return ok;
+}
+
+static void scratches_free(scratch *s, int n) {
+    for (int i = 0; i < n; i++) scratch_free(&s[i]);
+}
+
+/* One candidate scale s of the search, over the rows of one linear, by chunks. */
+typedef struct scale_job {
+    const elm_awq_linear *lin;
+    const double *s;
+    int64_t cols;
+    const float *hb;
+    scratch *sc;  /* [threads] */
+    double *errs; /* [rows, cols / block]: each type block's output error */
+} scale_job;
+
+/* Block output errors of round-to-nearest Q(w·s)/s for thread ith's chunks of rows. */
+static void scale_chunks(void *arg, int ith, int nth) {
+    const scale_job *j = arg;
+    const elm_grid *g = j->lin->g;
+    const int64_t cols = j->cols, nblk = cols / g->block;
+    const long n_chunks = (long)((j->lin->rows + AWQ_CHUNK - 1) / AWQ_CHUNK);
+    scratch *sc = &j->sc[ith];
     float x[ELM_QK_K];
-    for (int64_t r0 = 0; r0 < lin->rows; r0 += AWQ_CHUNK) {
-        const int64_t nr = lin->rows - r0 < AWQ_CHUNK ? lin->rows - r0 : AWQ_CHUNK;
+    long c0, c1;
+    elm_split(n_chunks, ith, nth, &c0, &c1);
+    for (int64_t r0 = c0 * AWQ_CHUNK; r0 < c1 * AWQ_CHUNK; r0 += AWQ_CHUNK) {
+        const int64_t nr = j->lin->rows - r0 < AWQ_CHUNK ? j->lin->rows - r0 : AWQ_CHUNK;
         for (int64_t r = 0; r < nr; r++) {
-            const float *w = lin->w + (r0 + r) * cols;
+            const float *w = j->lin->w + (r0 + r) * cols;
             for (int64_t b = 0; b < cols; b += g->block) {
-                for (int j = 0; j < g->block; j++) x[j] = (float)(w[b + j] * s[b + j]);
+                for (int k = 0; k < g->block; k++) x[k] = (float)(w[b + k] * j->s[b + k]);
                 const elm_block_params p = elm_grid_best_params(g, x, NULL, 1);
-                for (int j = 0; j < g->block; j++)
-                    sc->D[r * cols + b + j] =
-                        (float)(w[b + j] - elm_grid_value(g, &p, j, elm_grid_code(g, &p, j, x[j])) / s[b + j]);
+                for (int k = 0; k < g->block; k++)
+                    sc->D[r * cols + b + k] =
+                        (float)(w[b + k] - elm_grid_value(g, &p, k, elm_grid_code(g, &p, k, x[k])) / j->s[b + k]);
             }
         }
-        block_errors(sc->D, nr, cols, g->block, hb, sc->T, sc->err);
-        for (int64_t k = 0; k < nr * nblk; k++) total += sc->err[k];
+        block_errors(sc->D, nr, cols, g->block, j->hb, sc->T, j->errs + r0 * nblk);
     }
+}
+
+/* Output error of round-to-nearest Q(w·s)/s over the rows of one linear. */
+static double linear_error(elm_pool *pool, const elm_awq_linear *lin, const double *s,
+                           int64_t cols, const float *hb, scratch *sc, double *errs) {
+    scale_job j = {lin, s, cols, hb, sc, errs};
+    elm_pool_run(pool, scale_chunks, &j);
+    double total = 0;
+    for (int64_t k = 0; k < lin->rows * (cols / lin->g->block); k++) total += errs[k];
     return total;
 }
 
+/* A pool of n_threads (0: all online cores) with a scratch per thread, or an error. */
+static elm_status workers_new(int n_threads, int64_t cols, elm_pool **pool, scratch **sc,
+                              const char *what, elm_error *err) {
+    *sc = NULL;
+    elm_status st = elm_pool_new(n_threads > 0 ? n_threads : elm_online_cores(), pool, err);
+    if (st) return st;
+    const int n = elm_pool_size(*pool);
+    *sc = calloc((size_t)n, sizeof **sc);
+    if (*sc && scratches_new(*sc, n, cols)) return ELM_OK;
+    return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the AWQ %s", what);
+}
+
+static void workers_free(elm_pool *pool, scratch *sc) {
+    if (sc) scratches_free(sc, elm_pool_size(pool));
+    free(sc);
+    elm_pool_free(pool);
+}
+
 elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols, const float *H,
-                          const double *abs_mean, double *s, double *alpha, elm_error *err) {
+                          const double *abs_mean, int n_threads, double *s, double *alpha,
+                          elm_error *err) {
+    int64_t most_rows = 0;
+    for (int32_t k = 0; k < n_lin; k++) most_rows = lin[k].rows > most_rows ? lin[k].rows : most_rows;
     double *cand = malloc(sizeof *cand * (size_t)cols);
     float *hb = malloc(sizeof *hb * (size_t)cols * ELM_QK);
-    scratch sc;
-    const bool ok = scratch_new(&sc, cols);
-    if (!cand || !hb || !ok) {
-        free(cand);
-        free(hb);
-        scratch_free(&sc);
-        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the AWQ scale search");
-    }
+    double *errs = malloc(sizeof *errs * (size_t)(most_rows * (cols / ELM_QK)));
+    elm_pool *pool = NULL;
+    scratch *sc = NULL;
+    elm_status st = workers_new(n_threads, cols, &pool, &sc, "scale search", err);
+    if (!st && (!cand || !hb || !errs))
+        st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the AWQ scale search");
+    if (st) goto done;
     elm_awq_diag_blocks(H, cols, NULL, hb);
     double best = INFINITY;
     *alpha = 0;
@@ -110,18 +166,32 @@ elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols
         for (int64_t j = 0; j < cols; j++) cand[j] = abs_mean[j] > 0 ? cand[j] / norm : 1;
         double total = 0;
         for (int32_t k = 0; k < n_lin; k++)
-            if (lin[k].g) total += linear_error(&lin[k], cand, cols, hb, &sc);
+            if (lin[k].g) total += linear_error(pool, &lin[k], cand, cols, hb, sc, errs);
         if (total < best) {
             best = total;
             *alpha = a;
             memcpy(s, cand, sizeof *s * (size_t)cols);
         }
     }
+done:
+    workers_free(pool, sc);
     free(cand);
     free(hb);
-    scratch_free(&sc);
-    return ELM_OK;
+    free(errs);
+    return st;
 }
+
+/* The clipping search over the rows of one linear, by chunks. */
+typedef struct clip_job {
+    const elm_grid *g;
+    const float *ws, *hb;
+    int64_t rows, cols;
+    int n_cand;
+    scratch *sc;              /* [threads] */
+    double *best_err;         /* [threads][AWQ_CHUNK · blocks per row] */
+    elm_block_params *cand;   /* [threads][AWQ_CHUNK · blocks per row · n_cand] */
+    elm_block_params *params; /* the result, [rows, blocks per row] */
+} clip_job;
 
 /* diag of the Hessian for the block of columns b0.. from its diagonal blocks hb, into h [block] */
 static void block_diag(const float *hb, int64_t b0, int block, float *h) {
@@ -131,9 +201,49 @@ static void block_diag(const float *hb, int64_t b0, int block, float *h) {
     }
 }
 
+/* Each block's candidate of least output error (the first on ties), for thread ith's chunks. */
+static void clip_chunks(void *arg, int ith, int nth) {
+    const clip_job *j = arg;
+    const elm_grid *g = j->g;
+    const int64_t cols = j->cols, nblk = cols / g->block;
+    const int n_cand = j->n_cand;
+    const bool weighted = g->kq; /* see elm_awq_clip_quantize */
+    scratch *sc = &j->sc[ith];
+    double *best_err = j->best_err + (size_t)ith * AWQ_CHUNK * (size_t)nblk;
+    elm_block_params *cand = j->cand + (size_t)ith * AWQ_CHUNK * (size_t)(nblk * n_cand);
+    float h[ELM_QK_K];
+    long c0, c1;
+    elm_split((long)((j->rows + AWQ_CHUNK - 1) / AWQ_CHUNK), ith, nth, &c0, &c1);
+    for (int64_t r0 = c0 * AWQ_CHUNK; r0 < c1 * AWQ_CHUNK; r0 += AWQ_CHUNK) {
+        const int64_t nr = j->rows - r0 < AWQ_CHUNK ? j->rows - r0 : AWQ_CHUNK;
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t b = 0; b < nblk; b++) {
+                if (weighted) block_diag(j->hb, b * g->block, g->block, h);
+                elm_grid_candidates(g, j->ws + (r0 + r) * cols + b * g->block, weighted ? h : NULL,
+                                    ELM_AWQ_CLIP, cand + (r * nblk + b) * n_cand);
+            }
+        for (int c = 0; c < n_cand; c++) {
+            for (int64_t r = 0; r < nr; r++)
+                for (int64_t b = 0; b < nblk; b++) {
+                    const float *x = j->ws + (r0 + r) * cols + b * g->block;
+                    const elm_block_params *p = &cand[(r * nblk + b) * n_cand + c];
+                    float *d = sc->D + r * cols + b * g->block;
+                    for (int k = 0; k < g->block; k++)
+                        d[k] = x[k] - elm_grid_value(g, p, k, elm_grid_code(g, p, k, x[k]));
+                }
+            block_errors(sc->D, nr, cols, g->block, j->hb, sc->T, sc->err);
+            for (int64_t k = 0; k < nr * nblk; k++)
+                if (c == 0 || sc->err[k] < best_err[k]) {
+                    best_err[k] = sc->err[k];
+                    j->params[r0 * nblk + k] = cand[k * n_cand + c];
+                }
+        }
+    }
+}
+
 elm_status elm_awq_clip_quantize(const elm_grid *g, const float *ws, int64_t rows, int64_t cols,
-                                 const float *hb, int8_t *codes, elm_block_params *params, float *q,
-                                 elm_error *err) {
+                                 const float *hb, int n_threads, int8_t *codes,
+                                 elm_block_params *params, float *q, elm_error *err) {
     const int64_t nblk = cols / g->block;
     float h[ELM_QK_K];
     elm_block_params first[ELM_GRID_MAX_CANDIDATES];
@@ -145,52 +255,34 @@ elm_status elm_awq_clip_quantize(const elm_grid *g, const float *ws, int64_t row
     block_diag(hb, 0, g->block, h);
     /* how many candidates a block has depends on the type alone */
     const int n_cand = elm_grid_candidates(g, ws, weighted ? h : NULL, ELM_AWQ_CLIP, first);
-    scratch sc;
-    double *best_err = malloc(sizeof(double) * AWQ_CHUNK * (size_t)nblk);
-    elm_block_params *cand = malloc(sizeof *cand * AWQ_CHUNK * (size_t)nblk * (size_t)n_cand);
-    if (!scratch_new(&sc, cols) || !best_err || !cand) {
-        scratch_free(&sc);
-        free(best_err);
-        free(cand);
-        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the AWQ clipping search");
+    elm_pool *pool = NULL;
+    scratch *sc = NULL;
+    double *best_err = NULL;
+    elm_block_params *cand = NULL;
+    elm_status st = workers_new(n_threads, cols, &pool, &sc, "clipping search", err);
+    if (!st) {
+        const size_t n = (size_t)elm_pool_size(pool) * AWQ_CHUNK * (size_t)nblk;
+        best_err = malloc(sizeof *best_err * n);
+        cand = malloc(sizeof *cand * n * (size_t)n_cand);
+        if (!best_err || !cand)
+            st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for the AWQ clipping search");
     }
-    for (int64_t r0 = 0; r0 < rows; r0 += AWQ_CHUNK) {
-        const int64_t nr = rows - r0 < AWQ_CHUNK ? rows - r0 : AWQ_CHUNK;
-        for (int64_t r = 0; r < nr; r++)
+    if (!st) {
+        clip_job j = {g, ws, hb, rows, cols, n_cand, sc, best_err, cand, params};
+        elm_pool_run(pool, clip_chunks, &j);
+        for (int64_t r = 0; r < rows; r++)
             for (int64_t b = 0; b < nblk; b++) {
-                if (weighted) block_diag(hb, b * g->block, g->block, h);
-                elm_grid_candidates(g, ws + (r0 + r) * cols + b * g->block, weighted ? h : NULL,
-                                    ELM_AWQ_CLIP, cand + (r * nblk + b) * n_cand);
+                const elm_block_params *p = &params[r * nblk + b];
+                const int64_t b0 = r * cols + b * g->block;
+                for (int k = 0; k < g->block; k++) {
+                    const int code = elm_grid_code(g, p, k, ws[b0 + k]);
+                    codes[b0 + k] = (int8_t)code;
+                    q[b0 + k] = elm_grid_value(g, p, k, code);
+                }
             }
-        for (int c = 0; c < n_cand; c++) {
-            for (int64_t r = 0; r < nr; r++)
-                for (int64_t b = 0; b < nblk; b++) {
-                    const float *x = ws + (r0 + r) * cols + b * g->block;
-                    const elm_block_params *p = &cand[(r * nblk + b) * n_cand + c];
-                    float *d = sc.D + r * cols + b * g->block;
-                    for (int j = 0; j < g->block; j++)
-                        d[j] = x[j] - elm_grid_value(g, p, j, elm_grid_code(g, p, j, x[j]));
-                }
-            block_errors(sc.D, nr, cols, g->block, hb, sc.T, sc.err);
-            for (int64_t k = 0; k < nr * nblk; k++)
-                if (c == 0 || sc.err[k] < best_err[k]) {
-                    best_err[k] = sc.err[k];
-                    params[r0 * nblk + k] = cand[k * n_cand + c];
-                }
-        }
     }
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t b = 0; b < nblk; b++) {
-            const elm_block_params *p = &params[r * nblk + b];
-            const int64_t b0 = r * cols + b * g->block;
-            for (int j = 0; j < g->block; j++) {
-                const int code = elm_grid_code(g, p, j, ws[b0 + j]);
-                codes[b0 + j] = (int8_t)code;
-                q[b0 + j] = elm_grid_value(g, p, j, code);
-            }
-        }
-    scratch_free(&sc);
+    workers_free(pool, sc);
     free(best_err);
     free(cand);
-    return ELM_OK;
+    return st;
 }

@@ -28,9 +28,11 @@ typedef struct elm_awq_linear {
  * and Hessian H [cols, cols]: s = abs_mean^α normalised by sqrt(max s · min s) over live
  * channels (dead channels, mean |x| = 0, get 1), α from ELM_AWQ_GRID minimising the summed
  * block output error of round-to-nearest Q(W·diag s)·diag(1/s). *alpha receives the chosen α.
+ * The rows go over n_threads threads (0: all online cores); the result does not depend on how many.
  * ELM_ERR_NOMEM. */
 elm_status elm_awq_search(const elm_awq_linear *lin, int32_t n_lin, int64_t cols, const float *H,
-                          const double *abs_mean, double *s, double *alpha, elm_error *err);
+                          const double *abs_mean, int n_threads, double *s, double *alpha,
+                          elm_error *err);
 
 /* The 32 x 32 diagonal blocks of the Hessian H [cols, cols] in the coordinates scaled by cs
  * (H_ij / (cs_i cs_j); cs NULL for 1), rounded to float32: hb [cols / 32][32][32]. */
@@ -41,9 +43,10 @@ void elm_awq_diag_blocks(const float *H, int64_t cols, const double *cs, float *
  * elm_grid_candidates (the ELM_AWQ_CLIP clips of a legacy type; a kq type's reference encoder and
  * its search weighted by the diagonal of hb) whose parameters minimise the block's output error
  * Σ Δ H_bb Δᵀ over its 32-weight parts (the first on ties), then nearest codes. Writes codes
- * [rows, cols], params [rows, cols/g->block] and their values q [rows, cols]. ELM_ERR_NOMEM. */
+ * [rows, cols], params [rows, cols/g->block] and their values q [rows, cols]. Threads as
+ * elm_awq_search. ELM_ERR_NOMEM. */
 elm_status elm_awq_clip_quantize(const elm_grid *g, const float *ws, int64_t rows, int64_t cols,
-                                 const float *hb, int8_t *codes, elm_block_params *params, float *q,
-                                 elm_error *err);
+                                 const float *hb, int n_threads, int8_t *codes,
+                                 elm_block_params *params, float *q, elm_error *err);
 
 #endif

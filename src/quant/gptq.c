@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/threadpool.h"
+#include "edgelm/system.h"
 #include "quant/gptq.h"
 
 #define GPTQ_BLOCK 128
@@ -46,14 +47,17 @@ static void reverse(float *a, int64_t n) {
  * J(A + λI)J, A + λI = VVᵀ with V = JLJ upper (one spotrf), and U = V⁻¹ (strtri) the upper
  * Cholesky factor of (A + λI)⁻¹. Writes Vt = -diag(U)⁻¹·U off the diagonal, 1 on it (row-major,
  * lower zeroed): row i is how column i's error moves the later columns. Returns false when the
- * factorization fails or the result is not finite. */
+ * factorization fails or the result is not finite. LAPACK is called column-major on the
+ * row-major arrays, with the triangles named the other way round (a row-major lower triangle is
+ * a column-major upper one): LAPACKE's row-major entry points copy each matrix transposed in and
+ * out, which took as long as the factorization itself. */
 static bool feedback_factor(const float *A, int64_t n, float lambda, float *Vt) {
     memcpy(Vt, A, sizeof(float) * (size_t)(n * n));
     for (int64_t i = 0; i < n; i++) Vt[i * n + i] += lambda;
     reverse(Vt, n);
-    if (LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'L', (lapack_int)n, Vt, (lapack_int)n) != 0) return false;
+    if (LAPACKE_spotrf(LAPACK_COL_MAJOR, 'U', (lapack_int)n, Vt, (lapack_int)n) != 0) return false;
     reverse(Vt, n);
-    if (LAPACKE_strtri(LAPACK_ROW_MAJOR, 'U', 'N', (lapack_int)n, Vt, (lapack_int)n) != 0) return false;
+    if (LAPACKE_strtri(LAPACK_COL_MAJOR, 'L', 'N', (lapack_int)n, Vt, (lapack_int)n) != 0) return false;
     for (int64_t i = 0; i < n; i++) {
         const float d = Vt[i * n + i];
         if (!isfinite(d) || !(d > 0)) return false;
@@ -67,27 +71,27 @@ static bool feedback_factor(const float *A, int64_t n, float lambda, float *Vt) 
     return true;
 }
 
-/* One batch [i1, i2) of the column walk, for the rows of thread ith. */
+/* The column walk of one matrix, rows split over the threads. */
 typedef struct walk {
     const elm_grid *g;
     const elm_gptq_opts *o;
     const int64_t *perm;
     const float *dh;
-    const float *Vt, *W;
+    const float *Vt;
     float *Wp, *Err, *q;
     int8_t *codes;
     elm_block_params *params;
-    int64_t rows, n, i1, i2, ld; /* ld: the row stride of Err */
+    int64_t rows, n;
 } walk;
 
-static void walk_rows(void *arg, int ith, int nth) {
-    const walk *k = arg;
+/* Columns [i1, i2) of rows [r0, r1): codes, values and the scaled errors Err [rows of the range,
+ * ld] (column i at i - i1), each error fed forward within [i1, i2) through its row of Vt. */
+static void walk_cols(const walk *k, int64_t r0, int64_t r1, int64_t i1, int64_t i2, float *Err,
+                      int64_t ld) {
     const int64_t n = k->n, nblk = n / k->g->block;
-    long r0, r1;
-    elm_split((long)k->rows, ith, nth, &r0, &r1);
     for (int64_t r = r0; r < r1; r++) {
         float *w = k->Wp + r * n;
-        for (int64_t i = k->i1; i < k->i2; i++) {
+        for (int64_t i = i1; i < i2; i++) {
             const int64_t col = k->perm[i];
             const int j = (int)(col % k->g->block);
             elm_block_params *p = &k->params[r * nblk + col / k->g->block];
@@ -101,9 +105,39 @@ static void walk_rows(void *arg, int ith, int nth) {
             k->q[r * n + col] = v;
             /* the error against the updated weight: its feedback through row i of Vt */
             const float e = w[i] - v, *u = k->Vt + i * n;
-            k->Err[r * k->ld + (i - k->i1)] = e;
-            for (int64_t c2 = i + 1; c2 < k->i2; c2++) w[c2] += e * u[c2];
+            Err[(r - r0) * ld + (i - i1)] = e;
+            for (int64_t c2 = i + 1; c2 < i2; c2++) w[c2] += e * u[c2];
         }
+    }
+}
+
+/* Thread ith's rows through all the batches. Each batch in sub-batches of 32 columns: the scalar
+ * walk feeds its errors forward within the sub-batch only, one sgemm takes them to the rest of the
+ * batch, and one to the columns after it (the paper's lazy batch, nested once more). Rows are
+ * independent, so the threads never wait for each other, and each runs its own single-threaded
+ * sgemm: with BLAS's threads as well, its idle workers spun on the cores the walks needed. */
+static void walk_rows(void *arg, int ith, int nth) {
+    const walk *k = arg;
+    const int64_t n = k->n;
+    long r0, r1;
+    elm_split((long)k->rows, ith, nth, &r0, &r1);
+    const int nr = (int)(r1 - r0);
+    if (nr == 0) return;
+    float *Wp = k->Wp + r0 * n;
+    for (int64_t i1 = 0; i1 < n; i1 += GPTQ_BLOCK) {
+        const int64_t i2 = i1 + GPTQ_BLOCK < n ? i1 + GPTQ_BLOCK : n, nb = i2 - i1;
+        float *Err = k->Err + r0 * nb; /* this thread's rows of the batch's errors [rows, nb] */
+        for (int64_t s1 = i1; s1 < i2; s1 += GPTQ_SUB) {
+            const int64_t s2 = s1 + GPTQ_SUB < i2 ? s1 + GPTQ_SUB : i2;
+            walk_cols(k, r0, r1, s1, s2, Err + (s1 - i1), nb);
+            if (s2 < i2)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, (int)(i2 - s2),
+                            (int)(s2 - s1), 1.0f, Err + (s1 - i1), (int)nb, k->Vt + s1 * n + s2,
+                            (int)n, 1.0f, Wp + s2, (int)n);
+        }
+        if (i2 < n)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nr, (int)(n - i2), (int)nb,
+                        1.0f, Err, (int)nb, k->Vt + i1 * n + i2, (int)n, 1.0f, Wp + i2, (int)n);
     }
 }
 
@@ -125,7 +159,7 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for GPTQ of '%s'", name);
         goto done;
     }
-    if ((st = elm_pool_new(o->n_threads > 0 ? o->n_threads : 1, &pool, err))) goto done;
+    if ((st = elm_pool_new(o->n_threads > 0 ? o->n_threads : elm_online_cores(), &pool, err))) goto done;
     for (int64_t j = 0; j < n; j++) {
         dh[j] = H[j * n + j];
         if (dh[j] == 0) {
@@ -165,7 +199,7 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
     bool definite = !(o->n_inputs > 0 && o->n_inputs + res->dead < n);
     if (definite) {
         memcpy(Vt, Hp, sizeof(float) * (size_t)(n * n));
-        definite = LAPACKE_spotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)n, Vt, (lapack_int)n) == 0;
+        definite = LAPACKE_spotrf(LAPACK_COL_MAJOR, 'L', (lapack_int)n, Vt, (lapack_int)n) == 0;
     }
     if (!definite) {
         res->damp *= 10;
@@ -182,28 +216,11 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
         res->raised++;
     }
 
-    /* Each batch in sub-batches of 32 columns: the scalar walk feeds its errors forward within
-     * the sub-batch only, one sgemm takes them to the rest of the batch, and one to the columns
-     * after it (the paper's lazy batch, nested once more). */
-    walk k = {g, o, perm, dhf, Vt, W, Wp, Err, q, codes, params, rows, n, 0, 0, GPTQ_BLOCK};
-    for (int64_t i1 = 0; i1 < n; i1 += GPTQ_BLOCK) {
-        const int64_t i2 = i1 + GPTQ_BLOCK < n ? i1 + GPTQ_BLOCK : n, nb = i2 - i1;
-        for (int64_t s1 = i1; s1 < i2; s1 += GPTQ_SUB) {
-            const int64_t s2 = s1 + GPTQ_SUB < i2 ? s1 + GPTQ_SUB : i2;
-            k.i1 = s1;
-            k.i2 = s2;
-            k.Err = Err + (s1 - i1);
-            k.ld = nb;
-            elm_pool_run(pool, walk_rows, &k);
-            if (s2 < i2)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)(i2 - s2),
-                            (int)(s2 - s1), 1.0f, Err + (s1 - i1), (int)nb, Vt + s1 * n + s2,
-                            (int)n, 1.0f, Wp + s2, (int)n);
-        }
-        if (i2 < n)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)(n - i2), (int)nb,
-                        1.0f, Err, (int)nb, Vt + i1 * n + i2, (int)n, 1.0f, Wp + i2, (int)n);
-    }
+    walk k = {g, o, perm, dhf, Vt, Wp, Err, q, codes, params, rows, n};
+    const int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    elm_pool_run(pool, walk_rows, &k);
+    openblas_set_num_threads(blas_threads);
     for (int64_t r = 0; r < rows; r++)
         for (int64_t i = 0; i < n; i++) W[r * n + perm[i]] = Wp[r * n + i];
 done:

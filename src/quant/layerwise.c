@@ -376,7 +376,7 @@ static elm_status awq_linear(qctx *q, elm_tensor *t, const float *w0, const floa
     if (!st) {
         elm_err_sample_weights(&b.es, g.type, w0);
         elm_awq_diag_blocks(H, cols, cs, hs);
-        st = elm_awq_clip_quantize(&g, wdata(t), rows, cols, hs, b.codes, b.params, b.values, err);
+        st = elm_awq_clip_quantize(&g, wdata(t), rows, cols, hs, q->p->n_threads, b.codes, b.params, b.values, err);
     }
     if (!st) {
         elm_err_sample_values(&b.es, b.values, rs, cs);
@@ -408,7 +408,7 @@ static elm_status awq_search_group(qctx *q, const group *gr, const elm_act_stats
         lin[k] = (elm_awq_linear){wdata(gr->m[k]), rows_of(gr->m[k]),
                                   grid_of(q, gr->m[k], &grids[k]) ? &grids[k] : NULL};
     double alpha;
-    return elm_awq_search(lin, gr->n, s->cols, s->h, abs_mean, scale, &alpha, err);
+    return elm_awq_search(lin, gr->n, s->cols, s->h, abs_mean, q->p->n_threads, scale, &alpha, err);
 }
 
 static elm_status awq_layer(qctx *q, int l, elm_error *err) {

@@ -259,10 +259,9 @@ int cmd_bench(int argc, char **argv) {
         "a 128-token prompt, peak RSS, model bytes, and decode's effective weight bandwidth (bytes\n"
         "of the weights a token reads × tg tokens/s) next to this machine's read bandwidth at\n"
         "the same thread count. Token ids are random: any model works, e.g. `edgelm synth`.",
-        (const cli_opt *const[]){opts, NULL},
+        CLI_TABLES(opts),
         "EDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set.", NULL};
-    const int pr = cli_parse(&spec, argc, argv);
-    if (pr) return cli_parse_exit(pr);
+    CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (json && markdown) return cli_fail("bench: choose one of --json and --markdown");
     long counts[MAX_THREAD_COUNTS] = {r.threads};
     const int n_counts = threads ? thread_counts(threads, counts) : 1;

@@ -22,6 +22,7 @@ static const cli_spec *chat_spec(chat_opts *o) {
     static cli_spec spec;
     const cli_opt t[] = {
         CLI_OPT_MODEL(&o->model),
+        CLI_OPT_TOKENIZER(&o->tokenizer),
         {"--system", "TEXT", CLI_TEXT, &o->system, 0, 0, "system prompt", 0},
         {"--template", "NAME", CLI_TEXT, &o->tmpl_name, 0, 0, "auto (default: from the model), llama2, llama3, chatml, phi3,\ngemma, qwen3, qwen3-no-think, smollm3, smollm3-no-think or\nplain", 0},
         {"--think", "on|off", CLI_TEXT, &o->think, 0, 0, "thinking models (Qwen3, SmolLM3): reason in a <think> block\nfirst (on, their default) or answer at once (off)", 0},
@@ -29,7 +30,6 @@ static const cli_spec *chat_spec(chat_opts *o) {
         {"--from", "LANG", CLI_TEXT, &o->from, 0, 0, "translate: source language", 0},
         {"--to", "LANG", CLI_TEXT, &o->to, 0, 0, "translate: target language", 0},
         {"--context", "FILE", CLI_TEXT, &o->context_file, 0, 0, "rag: the text answers come from", 0},
-        CLI_OPT_TOKENIZER(&o->tokenizer),
         {0}};
     memcpy(opts, t, sizeof t);
     tables[0] = opts;
@@ -198,8 +198,7 @@ int cmd_chat(int argc, char **argv) {
     const float temp_default = o.gen.gp.sampling.temp;
     o.gen.gp.sampling.temp = -1; /* unset: a preset may choose it */
     const cli_spec *spec = chat_spec(&o);
-    const int pr = cli_parse(spec, argc, argv);
-    if (pr) return cli_parse_exit(pr);
+    CLI_PARSE_OR_RETURN(spec, argc, argv);
     const bool temp_set = o.gen.gp.sampling.temp >= 0;
     if (!temp_set) o.gen.gp.sampling.temp = temp_default;
     if (!o.model) return cli_fail("chat: -m MODEL is required (see edgelm chat --help)");

@@ -369,9 +369,8 @@ int cmd_eval(int argc, char **argv) {
         "Compares each quantized model with the baseline on the chunks `perplexity` scores and on\n"
         "greedy continuations of prompts; prints a table with verdicts (PPL change < 5%: excellent,\n"
         "similarity > 90%: acceptable).",
-        (const cli_opt *const[]){opts, NULL}, NULL, NULL};
-    const int pr = cli_parse(&spec, argc, argv);
-    if (pr) return cli_parse_exit(pr);
+        CLI_TABLES(opts), NULL, NULL};
+    CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (check_opts(&o)) return 1;
 
     eval_run *r = calloc(1, sizeof *r); /* per-model entries: kept off the stack */

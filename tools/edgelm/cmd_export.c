@@ -50,15 +50,14 @@ int cmd_export(int argc, char **argv) {
         CLI_OPT_TOKENIZER(&tokenizer),
         {0}};
     const cli_spec spec = {"export onnx", "-m MODEL -o DIR [options]", export_about,
-                           (const cli_opt *const[]){table, NULL}, NULL, NULL};
+                           CLI_TABLES(table), NULL, NULL};
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         cli_help(&spec, argc < 2 ? stderr : stdout);
         return argc < 2;
     }
     if (strcmp(argv[1], "onnx"))
         return cli_fail("export: unknown format '%s' (only 'onnx'; see edgelm export --help)", argv[1]);
-    const int pr = cli_parse(&spec, argc - 1, argv + 1);
-    if (pr) return cli_parse_exit(pr);
+    CLI_PARSE_OR_RETURN(&spec, argc - 1, argv + 1);
     if (!model || !out) return cli_fail("export onnx: -m MODEL and -o DIR are required");
     if (strcmp(format, "onnx") && strcmp(format, "qdq"))
         return cli_fail("export onnx: --format: unknown format '%s' (onnx or qdq)", format);

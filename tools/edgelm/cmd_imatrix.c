@@ -25,14 +25,12 @@ int cmd_imatrix(int argc, char **argv) {
         CLI_OPT_THREADS(&threads),
         CLI_OPT_TOKENIZER(&tok),
         {0}};
-    const cli_spec spec = {
-        "imatrix", "-m MODEL -f TEXT -o OUT.gguf [-c N] [-t N]",
+    const cli_spec spec = {"imatrix", "-m MODEL -f TEXT -o OUT.gguf [-c N] [-t N]",
         "Runs TEXT through MODEL in chunks of N tokens (each from an empty cache, starting\n"
         "with BOS, as llama-imatrix) and writes, for every linear weight of the blocks, the\n"
         "sum of squared inputs per column and the tokens seen (llama.cpp's imatrix GGUF).",
-        (const cli_opt *const[]){table, NULL}, NULL, NULL};
-    const int pr = cli_parse(&spec, argc, argv);
-    if (pr) return cli_parse_exit(pr);
+        CLI_TABLES(table), NULL, NULL};
+    CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (!model || !file || !out)
         return cli_fail("imatrix: -m MODEL, -f TEXT and -o OUT are required (try --help)");
     size_t len = 0;

@@ -29,9 +29,8 @@ int cmd_perplexity(int argc, char **argv) {
         {0}};
     const cli_spec spec = {"perplexity", "-m MODEL -f TEXT [-c CTX] [-b BATCH] [-t N] [--json]",
                            "Scores the second half of each CTX-token chunk of TEXT, as llama-perplexity does.",
-                           (const cli_opt *const[]){opts, NULL}, NULL, NULL};
-    const int pr = cli_parse(&spec, argc, argv);
-    if (pr) return cli_parse_exit(pr);
+                           CLI_TABLES(opts), NULL, NULL};
+    CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (!model || !file) return cli_fail("perplexity: -m MODEL and -f TEXT are required");
 
     size_t len;

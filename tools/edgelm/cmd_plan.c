@@ -236,9 +236,8 @@ int cmd_plan(int argc, char **argv) {
         "bytes read per token at a full context) and whether it fits the device's RAM.\n"
         "With --quantize: the peak memory and time of 'edgelm quantize --method M' on this\n"
         "machine, from the run's arithmetic and a GEMM rate measured now (an estimate).",
-        (const cli_opt *const[]){table, NULL}, device_lines(), NULL};
-    const int pr = cli_parse(&spec, argc, argv);
-    if (pr) return cli_parse_exit(pr);
+        CLI_TABLES(table), device_lines(), NULL};
+    CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (!!o.model + !!o.config + !!o.preset != 1)
         return cli_fail("plan: give exactly one of -m MODEL, --config FILE, --preset NAME");
     if (strcmp(o.cache, "f16") != 0 && strcmp(o.cache, "q8_0") != 0)

@@ -123,11 +123,11 @@ static int parse(quant_opts *o, int argc, char **argv) {
         CLI_OPT_MODEL(&o->in),
         {"-o, --output", "OUT", CLI_TEXT, &o->out, 0, 0, "output GGUF file (written atomically)", 0},
         {"--type", "TYPE", CLI_TEXT, &o->type_name, 0, 0, "q8_0, q6_k, q5_k, q5_0, q5_1, q4_k, q4_0, q4_1, iq4_xs,\niq4_nl, q3_k, q2_k, f16, bf16 or f32; or a recipe:\nq2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s,\nq5_k_m, q6_k", 0},
-        {"--imatrix", "FILE", CLI_TEXT, &o->imatrix_path, 0, 0, "importance matrix (llama-imatrix / 'edgelm imatrix'\nGGUF): rtn weighted by it, as llama-quantize --imatrix", 0},
         {"--method", "M", CLI_TEXT, &o->method_name, 0, 0, "rtn (round to nearest, default), gptq (Hessian error\nfeedback) or awq (activation-aware scales and clipping)", 0},
         {"--calib", "FILE", CLI_TEXT, &o->calib_path, 0, 0, "calibration text for gptq/awq: JSONL from 'edgelm calib'\n(\"text\" field) or plain text, one sample per line", 0},
         {"--calib-samples", "N", CLI_INT, &o->calib_samples, 1, 1L << 24, "use the first N samples (default: all)", 0},
         {"--seq-len", "N", CLI_INT, &o->seq_len, 2, 1L << 20, "tokens per calibration sample, longer cut (default 512)", 0},
+        {"--imatrix", "FILE", CLI_TEXT, &o->imatrix_path, 0, 0, "importance matrix (llama-imatrix / 'edgelm imatrix'\nGGUF): rtn weighted by it, as llama-quantize --imatrix", 0},
         {"--damp", "F", CLI_DOUBLE, &o->damp, 1e-6, 100, "gptq damping, fraction of mean diag(H) (default 0.01)", 0},
         {"--act-order", NULL, CLI_FLAG, &o->act_order, 0, 0, "gptq: columns by descending diag(H), static block scales", 0},
         {"--pure", NULL, CLI_FLAG, &o->pure, 0, 0, "every matrix at TYPE (no sensitive-tensor rule)", 0},
@@ -146,7 +146,7 @@ static int parse(quant_opts *o, int argc, char **argv) {
         "--method rtn: the bytes llama-quantize --pure writes). A k-quant or i-quant name\n"
         "without --pure is llama-quantize's recipe of that name: each tensor's type by its\n"
         "rules (q4_k_m: the file llama-quantize Q4_K_M writes).",
-        (const cli_opt *const[]){opts, NULL}, NULL, NULL};
+        CLI_TABLES(opts), NULL, NULL};
     const int r = cli_parse(&spec, argc, argv);
     if (r) return r;
     if (!o->in || !o->out || !o->type_name)

@@ -30,7 +30,7 @@ int cmd_serve(int argc, char **argv) {
         CLI_OPT_TOKENIZER(&tokenizer),
         {0}};
     const cli_spec spec = {
-        "serve", "-m MODEL [options]", NULL, (const cli_opt *const[]){opts, gen_opts_table(&o), NULL},
+        "serve", "-m MODEL [options]", NULL, CLI_TABLES(opts, gen_opts_table(&o)),
         "Here -c is the context of each slot, -n the default max_tokens (default: until the\n"
         "slot's context is full), -b the most tokens per forward pass (default 512), and the\n"
         "sampling options are the defaults of requests that do not set them. --draft, --lookup\n"
@@ -38,8 +38,7 @@ int cmd_serve(int argc, char **argv) {
         "endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
         "           GET / (chat page)",
         NULL};
-    const int pr = cli_parse(&spec, argc, argv);
-    if (pr) return cli_parse_exit(pr);
+    CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (!model) return cli_fail("serve: -m MODEL is required (see edgelm serve --help)");
     if (o.draft || o.lookup)
         return cli_fail("serve: --draft and --lookup are not supported by the server");

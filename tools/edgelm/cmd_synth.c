@@ -84,14 +84,11 @@ int cmd_synth(int argc, char **argv) {
     const cli_spec spec = {
         "synth", "--preset NAME --type TYPE -o OUT.gguf [-s SEED] [--layers N]\n"
         "       edgelm synth --arch llama|qwen2|qwen3|phi3|gemma|smollm3 --tiny -o OUT.gguf [--hf DIR] [--vocab VOCAB.gguf]",
-        "Writes a model with random weights and placeholder token strings but the exact\n"
-        "tensor shapes, vocabulary size and tied/untied output of a real model.\n"
-        "For speed and memory measurement only: the weights are noise, its text meaningless.\n"
-        "Every matrix (embedding and output too, like llama-quantize --pure) is TYPE; norms\n"
-        "and biases are f32. llama.cpp runs the same file (bench/side_by_side.py).",
-        (const cli_opt *const[]){opts, NULL}, preset_lines(), NULL};
-    const int pr = cli_parse(&spec, argc, argv);
-    if (pr) return cli_parse_exit(pr);
+        "Writes a model of random weights (noise, for speed and memory measurement only) with the exact\n"
+        "tensor shapes, vocabulary size and tied/untied output of a real model. Every matrix, embedding\n"
+        "and output too, is TYPE (as llama-quantize --pure); norms and biases are f32.",
+        CLI_TABLES(opts), preset_lines(), NULL};
+    CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (arch || tiny) {
         if (!arch || !tiny || !out || preset)
             return cli_fail("synth: a tiny model needs --arch A --tiny -o OUT.gguf (no --preset)");

@@ -66,4 +66,15 @@ void cli_help(const cli_spec *s, FILE *f);
 /* The exit status cli_parse's result stands for, for a command that returns right away. */
 static inline int cli_parse_exit(int r) { return r < 0 ? 0 : r; }
 
+/* cli_spec.tables from one or more option tables. */
+#define CLI_TABLES(...) ((const cli_opt *const[]){__VA_ARGS__, NULL})
+
+/* A command's first step: parses argv against the cli_spec *spec and returns from the command
+ * unless it should run (0 after --help, 1 after a one-line error). */
+#define CLI_PARSE_OR_RETURN(spec, argc, argv)                                                     \
+    do {                                                                                          \
+        const int pr_ = cli_parse(spec, argc, argv);                                              \
+        if (pr_) return cli_parse_exit(pr_);                                                      \
+    } while (0)
+
 #endif

@@ -17,19 +17,8 @@
 
 #define KQ_INLINE KQ_FN static inline __attribute__((always_inline))
 
-KQ_INLINE float kq_hsum_ps(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-KQ_INLINE int32_t kq_hsum_epi32(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
-}
+#define X86_INLINE KQ_INLINE
+#include "kernels/x86/reduce.h"
 
 KQ_INLINE __m256i kq_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 KQ_INLINE void kq_store(void *p, __m256i v) { _mm256_storeu_si256((__m256i *)p, v); }
@@ -214,7 +203,7 @@ KQ_INLINE void dot_n(const elm_kq_block *w, const elm_q8k_row *x, const int nx, 
                     _mm256_set1_ps(w->dmin * xd), acc[i]);
         }
     }
-    for (int i = 0; i < nx; i++) out[i] = kq_hsum_ps(acc[i]);
+    for (int i = 0; i < nx; i++) out[i] = hsum256(acc[i]);
 }
 
 KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64_t n, bool mins,
@@ -383,10 +372,10 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
                                 _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].sc), bsum),
                                 5));
                 /* the block's exact integers, then the oracle's float steps in its order */
-                acc[r][i] += d[r] * xd * (float)kq_hsum_epi32(ai);
+                acc[r][i] += d[r] * xd * (float)hsum256_epi32(ai);
                 if (mins)
                     acc[r][i] -= dmin[r] * xd *
-                                 (float)kq_hsum_epi32(_mm256_madd_epi16(
+                                 (float)hsum256_epi32(_mm256_madd_epi16(
                                      _mm256_load_si256((const __m256i *)sm[r].m), bsum));
             }
         }
@@ -438,7 +427,7 @@ KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int
         const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
         acc = _mm256_fmadd_ps(dot, _mm256_set1_ps(d[b] * x.d[b]), acc);
     }
-    return kq_hsum_ps(acc);
+    return hsum256(acc);
 }
 
 #ifdef KQ_TILES
