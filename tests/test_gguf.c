@@ -11,6 +11,7 @@
 #include "check.h"
 #include "edgelm/model.h"
 #include "formats/loaders.h"
+#include "model/builder.h"
 
 static char *tmpdir;
 static uint8_t *orig;
@@ -471,6 +472,39 @@ static void test_tensors(void) {
                 ELM_ERR_FORMAT, "duplicate tensor 'blk.0.attn_q.weight'");
 }
 
+/* A model of many tensors (a file may declare up to one per 32 bytes), through the name index's
+ * regrowths: every name is found at its own index, one never added is not, a repeated one is
+ * refused. (Loading was quadratic in the tensor count before the index; that is for a benchmark
+ * to show, not a test.) */
+static void test_many_tensors(void) {
+    enum { N = 200000 };
+    static float one[1];
+    elm_error err;
+    elm_model *m = elm_model_new("many.gguf", "gguf", &err);
+    CHECK(m != NULL, "elm_model_new");
+    if (!m) return;
+    char name[64];
+    const int64_t ne[1] = {1};
+    int added = 0, found = 0;
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof name, "t.%d.weight", i);
+        added += elm_model_add_tensor(m, name, ELM_TYPE_F32, 1, ne, one, sizeof one, &err) == ELM_OK;
+    }
+    for (int i = 0; i < N; i += 7) {
+        snprintf(name, sizeof name, "t.%d.weight", i);
+        const elm_tensor *t = elm_model_find(m, name);
+        found += t != NULL && t == &m->tensors[i];
+    }
+    CHECK(added == N && m->n_tensors == N, "%d of %d tensors added", added, N);
+    CHECK(found == (N + 6) / 7, "%d of %d names found at their index", found, (N + 6) / 7);
+    CHECK(elm_model_find(m, "t.200000.weight") == NULL, "a name never added is not found");
+    const elm_status st =
+        elm_model_add_tensor(m, "t.199999.weight", ELM_TYPE_F32, 1, ne, one, sizeof one, &err);
+    CHECK(st == ELM_ERR_FORMAT && strstr(err.msg, "many.gguf: duplicate tensor 't.199999.weight'"),
+          "repeated name: %s", st ? err.msg : "accepted");
+    elm_model_free(m);
+}
+
 /* Random byte flips in the header region must never crash (ASan/UBSan watch); a failure names
  * the file. */
 static void test_flips(void) {
@@ -517,6 +551,7 @@ int main(int argc, char **argv) {
     test_truncated();
     test_kv();
     test_tensors();
+    test_many_tensors();
     test_flips();
 
     char cmd[600];

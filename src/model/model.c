@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/fileio.h"
+#include "core/hash.h"
 #include "model/builder.h"
 #include "model/arch.h"
 
@@ -16,6 +17,11 @@ struct elm_model_storage {
     int n, cap;
     struct { void *addr; size_t len; } *items; /* len 0: malloc'd buffer; else mmap */
     elm_tensor *views; /* [n_layers * 5]: row views of fused tensors (see bind_layer) */
+    /* Tensor names, open-addressed by FNV-1a: slot values are tensor index + 1 (0: empty),
+     * index_cap a power of two at least twice n_tensors, so adding and finding stay O(1) for
+     * files of any tensor count (a linear search made loading quadratic in it). */
+    int32_t *index;
+    int64_t index_cap;
 };
 
 elm_model *elm_model_new(const char *path, const char *format, elm_error *err) {
@@ -58,6 +64,29 @@ elm_status elm_model_own_mapping(elm_model *m, void *addr, size_t len, elm_error
     return st;
 }
 
+static uint64_t name_hash(const char *name) {
+    return elm_fnv1a(ELM_FNV1A_INIT, name, strlen(name));
+}
+
+static void index_put(elm_model_storage *s, const elm_tensor *tensors, int32_t i) {
+    uint64_t h = name_hash(tensors[i].name);
+    while (s->index[h & (uint64_t)(s->index_cap - 1)]) h++;
+    s->index[h & (uint64_t)(s->index_cap - 1)] = i + 1;
+}
+
+/* Grows the name index, when needed, to hold n tensors (the first n - 1 re-entered). */
+static bool index_room(elm_model_storage *s, const elm_tensor *tensors, int32_t n) {
+    if (2 * (int64_t)n <= s->index_cap) return true;
+    const int64_t cap = s->index_cap ? 2 * s->index_cap : 256;
+    int32_t *index = calloc((size_t)cap, sizeof *index);
+    if (!index) return false;
+    free(s->index);
+    s->index = index;
+    s->index_cap = cap;
+    for (int32_t i = 0; i < n - 1; i++) index_put(s, tensors, i);
+    return true;
+}
+
 elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, int n_dims,
                                 const int64_t *ne, void *data, size_t nbytes, elm_error *err) {
     const elm_type_traits *tt = elm_type_get(type);
@@ -88,6 +117,8 @@ elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, i
                           m->path, name, nbytes, tt->name, (unsigned long long)want);
     if (elm_model_find(m, name))
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: duplicate tensor '%s'", m->path, name);
+    if (!index_room(m->storage, m->tensors, m->n_tensors + 1))
+        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
     if (m->n_tensors % 64 == 0) {
         void *p = realloc(m->tensors, ((size_t)m->n_tensors + 64) * sizeof *m->tensors);
         if (!p) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
@@ -101,13 +132,23 @@ elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, i
     for (int i = 0; i < ELM_MAX_DIMS; i++) t->ne[i] = i < n_dims ? ne[i] : 1;
     t->data = data;
     t->nbytes = nbytes;
+    index_put(m->storage, m->tensors, m->n_tensors - 1);
     return ELM_OK;
 }
 
 elm_tensor *elm_model_find(const elm_model *m, const char *name) {
-    for (int32_t i = 0; i < m->n_tensors; i++)
-        if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
-    return NULL;
+    const elm_model_storage *s = m->storage;
+    if (!s || !s->index_cap) {
+        /* a model not built by elm_model_add_tensor (a quantizer's working copy, synth's) */
+        for (int32_t i = 0; i < m->n_tensors; i++)
+            if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
+        return NULL;
+    }
+    for (uint64_t h = name_hash(name);; h++) {
+        const int32_t v = s->index[h & (uint64_t)(s->index_cap - 1)];
+        if (!v) return NULL;
+        if (strcmp(m->tensors[v - 1].name, name) == 0) return &m->tensors[v - 1];
+    }
 }
 
 size_t elm_model_bytes(const elm_model *m) {
@@ -326,6 +367,7 @@ void elm_model_free(elm_model *m) {
         }
         free(m->storage->items);
         free(m->storage->views);
+        free(m->storage->index);
         free(m->storage);
     }
     elm_vocab_free(&m->vocab);

@@ -88,7 +88,7 @@ static void scale_chunks(void *arg, int ith, int nth) {
     const int64_t cols = j->cols, nblk = cols / g->block;
     const long n_chunks = (long)((j->lin->rows + AWQ_CHUNK - 1) / AWQ_CHUNK);
     scratch *sc = &j->sc[ith];
-    float x[ELM_QK_K];
+    float x[ELM_QK_K], v[ELM_QK_K];
     long c0, c1;
     elm_split(n_chunks, ith, nth, &c0, &c1);
     for (int64_t r0 = c0 * AWQ_CHUNK; r0 < c1 * AWQ_CHUNK; r0 += AWQ_CHUNK) {
@@ -98,9 +98,9 @@ static void scale_chunks(void *arg, int ith, int nth) {
             for (int64_t b = 0; b < cols; b += g->block) {
                 for (int k = 0; k < g->block; k++) x[k] = (float)(w[b + k] * j->s[b + k]);
                 const elm_block_params p = elm_grid_best_params(g, x, NULL, 1);
+                elm_grid_values(g, &p, x, v);
                 for (int k = 0; k < g->block; k++)
-                    sc->D[r * cols + b + k] =
-                        (float)(w[b + k] - elm_grid_value(g, &p, k, elm_grid_code(g, &p, k, x[k])) / j->s[b + k]);
+                    sc->D[r * cols + b + k] = (float)(w[b + k] - v[k] / j->s[b + k]);
             }
         }
         block_errors(sc->D, nr, cols, g->block, j->hb, sc->T, j->errs + r0 * nblk);
@@ -211,7 +211,7 @@ static void clip_chunks(void *arg, int ith, int nth) {
     scratch *sc = &j->sc[ith];
     double *best_err = j->best_err + (size_t)ith * AWQ_CHUNK * (size_t)nblk;
     elm_block_params *cand = j->cand + (size_t)ith * AWQ_CHUNK * (size_t)(nblk * n_cand);
-    float h[ELM_QK_K];
+    float h[ELM_QK_K], v[ELM_QK_K];
     long c0, c1;
     elm_split((long)((j->rows + AWQ_CHUNK - 1) / AWQ_CHUNK), ith, nth, &c0, &c1);
     for (int64_t r0 = c0 * AWQ_CHUNK; r0 < c1 * AWQ_CHUNK; r0 += AWQ_CHUNK) {
@@ -228,8 +228,8 @@ static void clip_chunks(void *arg, int ith, int nth) {
                     const float *x = j->ws + (r0 + r) * cols + b * g->block;
                     const elm_block_params *p = &cand[(r * nblk + b) * n_cand + c];
                     float *d = sc->D + r * cols + b * g->block;
-                    for (int k = 0; k < g->block; k++)
-                        d[k] = x[k] - elm_grid_value(g, p, k, elm_grid_code(g, p, k, x[k]));
+                    elm_grid_values(g, p, x, v);
+                    for (int k = 0; k < g->block; k++) d[k] = x[k] - v[k];
                 }
             block_errors(sc->D, nr, cols, g->block, j->hb, sc->T, sc->err);
             for (int64_t k = 0; k < nr * nblk; k++)

@@ -127,6 +127,26 @@ void elm_grid_pack(const elm_grid *g, const elm_block_params *p, const int8_t *c
         qs[j] = (uint8_t)((codes[j] & 0x0f) | (codes[j + ELM_QK / 2] & 0x0f) << 4);
 }
 
+void elm_grid_values(const elm_grid *g, const elm_block_params *p, const float *x, float *v) {
+    if (g->kq || p->d == 0) {
+        for (int j = 0; j < g->block; j++) v[j] = elm_grid_value(g, p, j, elm_grid_code(g, p, j, x[j]));
+        return;
+    }
+    /* elm_grid_code's quotient in double, then floor(t + 0.5) clamped to [qmin, qmax] (NaN to
+     * qmin): the floor of the clamped point, by truncation corrected below zero; the value in
+     * float as elm_grid_value */
+    const double d = p->d, m = p->m, off = g->off, lo = g->qmin, hi = g->qmax;
+    for (int j = 0; j < ELM_QK; j++) {
+        double t = (g->asym ? ((double)x[j] - m) / d : (double)x[j] / d + off) + 0.5;
+        t = t > lo ? t : lo;
+        t = t < hi ? t : hi;
+        int i = (int)t;
+        i -= (double)i > t;
+        const float q = (float)i;
+        v[j] = g->asym ? p->d * q + p->m : p->d * (q - (float)g->off);
+    }
+}
+
 float elm_grid_block_error(const elm_grid *g, const elm_block_params *p, const float *x,
                            const float *h) {
     float e = 0;

@@ -90,6 +90,11 @@ static inline float elm_grid_value(const elm_grid *g, const elm_block_params *p,
     return p->d * (float)(q - g->off);
 }
 
+/* v[j] = elm_grid_value(g, p, j, elm_grid_code(g, p, j, x[j])) for the g->block weights x of one
+ * block: the values of the nearest codes, bit for bit; for the legacy types without branches, so
+ * that the loop vectorizes (AWQ's searches call it for every candidate of every block). */
+void elm_grid_values(const elm_grid *g, const elm_block_params *p, const float *x, float *v);
+
 /* Writes one block (the type's block_bytes) from its parameters and g->block codes. */
 void elm_grid_pack(const elm_grid *g, const elm_block_params *p, const int8_t *codes, void *block);
 
