@@ -119,7 +119,7 @@ static elm_status read_tinfo(cursor *c, tinfo *t) {
     for (uint32_t d = 0; d < n_dims; d++) {
         uint64_t ne = 0;
         if ((st = take(c, &ne, 8, "tensor shape"))) return st;
-        if (ne == 0 || ne > (1ull << 32) || (uint64_t)t->n * ne > (1ull << 40))
+        if (ne == 0 || ne > (1ull << 32) || ne > (1ull << 40) / (uint64_t)t->n) /* no wrap */
             return elm_errorf(c->err, ELM_ERR_FORMAT, "%s: tensor '%s' has an invalid shape",
                               c->path, t->name);
         t->n *= (int64_t)ne;
