@@ -4,7 +4,7 @@
  * - matmul for every weight type on odd shapes (1 row, rows not a multiple of the SIMD width or
  *   of the 16-row tiles, K not a multiple of 256, 1 column and long odd rows for float types),
  *   for 1..21 tokens (decode kernels and prefill tiles, partial token chunks), on row ranges
- *   not starting at 0;
+ *   not starting at 0, and with the weights in the table's packed layout where it has one;
  * - dot, RMSNorm, softmax, SwiGLU, RoPE and attention on lengths that leave vector tails.
  * Tolerances: float sums in another order differ by a few ulps of Σ|w·x|, so products are
  * compared to 2e-6·Σ|w|·|x| (a wrong block, row or offset is off by O(|w|·|x|)). */
@@ -120,6 +120,37 @@ static void check_oracle(problem *p, int64_t n_tok) {
           (long long)rows, (long long)cols, (long long)n_tok, worst);
 }
 
+/* The table's packed layout of p's weights (kernels/packed.h) against the oracle, with the rows
+ * cut where the forward pass cuts them (multiples of 16); from 8 tokens on, where the row-major
+ * weights go through the tiles, bit for bit what the table gives for them unpacked (p->y). */
+static void compare_packed(const elm_kernels *k, problem *p, int64_t nt) {
+    const int64_t rows = p->w.rows;
+    const size_t bytes = elm_row_bytes(p->w.type, p->w.cols) * (size_t)rows;
+    void *packed = malloc(bytes);
+    float *y = malloc(sizeof(float) * (size_t)(rows * nt));
+    k->pack(&p->w, packed);
+    elm_matmul_args a = {.w = p->w, .xq = p->xq, .n_tok = nt, .y = y};
+    a.w.data = packed;
+    a.w.packed = true;
+    const int64_t cut = rows > 16 ? 16 : rows;
+    if (cut < rows) k->matmul(&a, cut, rows, p->scratch);
+    k->matmul(&a, 0, cut, p->scratch);
+    double worst = 0;
+    bool same = true;
+    for (int64_t t = 0; t < nt; t++)
+        for (int64_t r = 0; r < rows; r++) {
+            worst = fmax(worst, fabs(y[t * rows + r] - p->y_ref[t * rows + r]) /
+                                    (2e-6 * magnitude(p, t, r) + 1e-6));
+            same &= y[t * rows + r] == p->y[t * rows + r];
+        }
+    CHECK(worst <= 1.0, "%s packed %s [%lld x %lld] x %lld tokens: off by %.2f of the tolerance",
+          k->isa, elm_type_get(p->w.type)->name, (long long)rows, (long long)p->w.cols,
+          (long long)nt, worst);
+    CHECK(nt < 8 || same, "%s packed %s x %lld tokens: not the bits of the tiles", k->isa,
+          elm_type_get(p->w.type)->name, (long long)nt);
+    free(packed), free(y);
+}
+
 static void compare_matmul(const elm_kernels *k, elm_type type, int64_t cols, int64_t rows,
                            int64_t max_tok) {
     problem p;
@@ -141,6 +172,7 @@ static void compare_matmul(const elm_kernels *k, elm_type type, int64_t cols, in
         CHECK(worst <= 1.0, "%s %s [%lld x %lld] x %lld tokens: off by %.2f of the tolerance",
               k->isa, elm_type_get(type)->name, (long long)rows, (long long)cols, (long long)nt,
               worst);
+        if (k->packs && k->packs(type, rows, cols)) compare_packed(k, &p, nt);
     }
     problem_free(&p);
 }
@@ -237,7 +269,9 @@ static void check_table(const elm_kernels *k) {
     check_quantize(k);
     check_transpose(k);
     compare_elementwise(k, elm_kernels_scalar());
-    const int64_t shapes[][2] = {{32, 1}, {96, 37}, {288, 17}, {64, 100}, {1056, 21}};
+    /* and multiples of 16 rows, which a table may pack */
+    const int64_t shapes[][2] = {{32, 1},  {96, 37}, {288, 17}, {64, 100},
+                                 {1056, 21}, {96, 48}, {2048, 16}};
     for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
             compare_matmul(k, all_types[ti], shapes[s][0], shapes[s][1], 21);

@@ -87,7 +87,7 @@ static void problem_new(problem *p, elm_type t, int64_t cols, int64_t rows, int6
     unsigned seed = (unsigned)(t * 1000 + cols + rows);
     const elm_type_traits *tt = elm_type_get(t);
     const size_t row_bytes = elm_row_bytes(t, cols);
-    p->w = (elm_weights){t, malloc(row_bytes * rows), rows, cols};
+    p->w = (elm_weights){t, malloc(row_bytes * rows), rows, cols, false};
     random_blocks(t, (uint8_t *)p->w.data, row_bytes * rows / tt->block_bytes, &seed);
     p->wf = malloc(sizeof(float) * cols * rows);
     tt->to_float(p->w.data, p->wf, cols * rows);

@@ -30,6 +30,8 @@ typedef struct elm_tensor {
     int64_t ne[ELM_MAX_DIMS]; /* ne[0] contiguous; unused dims are 1 */
     void *data;               /* points into a mapping or an owned buffer of the model */
     size_t nbytes;
+    bool packed;              /* data is in the layout of this CPU's kernels, not the file's
+                               * (elm_load_opts.in_memory): only the forward pass reads it */
 } elm_tensor;
 
 /* Pairs RoPE rotates: (x[2i], x[2i+1]) ("normal", GPT-J style) or (x[i], x[i + rope_dim/2])
@@ -119,7 +121,9 @@ typedef struct elm_load_opts {
     /* GGUF: read the file into memory (2 MiB pages where the OS allows) instead of mapping it.
      * For inference: decode streams every weight per token and measured 15-35% faster this way
      * on x86-64 Linux, for a load-time copy (about 4 GB/s). Mapping (false) loads at once and
-     * shares the page cache: for tools that read a model once (inspect, quantize). */
+     * shares the page cache: for tools that read a model once (inspect, quantize). In memory, the
+     * layers' matrices of a type this CPU's kernels pack (kernels/packed.h) are laid out for them
+     * in place (elm_tensor.packed), which batched decode steps and short prompts read faster. */
     bool in_memory;
     /* For looking at a file, not running it: a GGUF file without tensors (vocab-only) or of an
      * architecture edgelm does not run is returned as read, unbound (layers NULL, derived

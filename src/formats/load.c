@@ -15,6 +15,7 @@ elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model
     *out = NULL;
     elm_model *m = NULL;
     elm_status st;
+    bool in_memory = false; /* the tensors lie in memory the model owns (a GGUF read in) */
     if (elm_is_dir(path)) {
         if (!(m = elm_model_new(path, "hf", err))) return ELM_ERR_NOMEM;
         st = elm_load_hf(m, path, err);
@@ -29,12 +30,14 @@ elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model
         fclose(f);
         bool gguf = got == 4 && memcmp(magic, "GGUF", 4) == 0;
         if (!(m = elm_model_new(path, gguf ? "gguf" : "llama2c", err))) return ELM_ERR_NOMEM;
-        st = gguf ? elm_load_gguf(m, path, opts && opts->in_memory, err)
+        in_memory = gguf && opts && opts->in_memory;
+        st = gguf ? elm_load_gguf(m, path, in_memory, err)
                   : elm_load_llama2c(m, path, opts ? opts->tokenizer_path : NULL, err);
     }
     /* inspect reads vocab-only files and families edgelm does not run, unbound */
     const bool as_read = opts && opts->inspect && (m->n_tensors == 0 || !elm_arch_find(m->hp.arch));
     if (!st && !as_read) st = elm_model_bind(m, err);
+    if (!st && !as_read && in_memory) st = elm_model_pack(m, elm_kernels_best(), err);
     if (st) {
         elm_model_free(m);
         return st;

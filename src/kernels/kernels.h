@@ -51,11 +51,13 @@ static inline bool elm_type_q8_act(elm_type t) {
 }
 
 /* A weight matrix as the kernels see it: rows × cols elements of one type, row after row
- * (elm_row_bytes(type, cols) bytes apart), as a linear layer's W in y = W·x. */
+ * (elm_row_bytes(type, cols) bytes apart), as a linear layer's W in y = W·x; or, when packed, in
+ * the layout of the table whose pack wrote it (packed.h), which only that table's matmul reads. */
 typedef struct elm_weights {
     elm_type type;
     const void *data;
     int64_t rows, cols;
+    bool packed;
 } elm_weights;
 
 /* One product Y = X · Wᵀ. */
@@ -98,6 +100,13 @@ typedef struct elm_kernels {
     /* Rows [r0, r1) of a->y: y[t, r] = Σ_c x[t, c]·w[r, c] for every token t. scratch: at least
      * elm_matmul_scratch_bytes(cols) bytes, 64-byte aligned, private to the calling thread. */
     void (*matmul)(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch);
+
+    /* Optional (NULL: the table reads only row-major weights). Whether pack lays out rows × cols
+     * weights of type t, in as many bytes as they take row-major; and the packing of w (row-major)
+     * into out, which must not overlap w->data. matmul then takes them with packed set, and for
+     * some token counts (a batched decode step) runs faster so. */
+    bool (*packs)(elm_type t, int64_t rows, int64_t cols);
+    void (*pack)(const elm_weights *w, void *out);
 
     /* out[i] = x[i] / sqrt(mean(x²) + eps) · w[i] over n (RMSNorm, Zhang & Sennrich 2019). */
     void (*rmsnorm)(float *out, const float *x, const float *w, int64_t n, float eps);

@@ -5,6 +5,7 @@
 #define EDGELM_MODEL_BUILDER_H
 
 #include "edgelm/model.h"
+#include "kernels/kernels.h"
 
 /* Creates an empty model for `path`/`format`. */
 elm_model *elm_model_new(const char *path, const char *format, elm_error *err);
@@ -25,5 +26,11 @@ elm_status elm_model_own_mapping(elm_model *m, void *addr, size_t len, elm_error
  * shape, splits fused tensors into row views, ties the output to the embedding when output.weight
  * is absent, and checks the vocab size matches. Errors name m->path and the tensor. */
 elm_status elm_model_bind(elm_model *m, elm_error *err);
+
+/* After binding, for a model whose tensors lie in writable memory it owns: lays out the layers'
+ * matrices (and an untied output) of the types k packs in k's layout, in place, and marks them
+ * packed. Tensors that fused row views point into are left as they are. ELM_ERR_NOMEM when a
+ * matrix's temporary copy cannot be allocated (the model is then unchanged from that matrix on). */
+elm_status elm_model_pack(elm_model *m, const elm_kernels *k, elm_error *err);
 
 #endif

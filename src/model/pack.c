@@ -1,0 +1,51 @@
+/* elm_model_pack (builder.h): the layers' matrices in the kernel table's layout, in place. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/builder.h"
+
+/* Whether t is one of m's own tensors (not a row view of a fused one, which lives in storage). */
+static bool own_tensor(const elm_model *m, const elm_tensor *t) {
+    return t >= m->tensors && t < m->tensors + m->n_tensors;
+}
+
+/* Whether some row view of the model's layers points into t's bytes. */
+static bool viewed(const elm_model *m, const elm_tensor *t) {
+    const char *lo = t->data, *hi = lo + t->nbytes;
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        const elm_layer *L = &m->layers[l];
+        const elm_tensor *w[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+            if (w[i] && !own_tensor(m, w[i]) && (const char *)w[i]->data >= lo &&
+                (const char *)w[i]->data < hi)
+                return true;
+    }
+    return false;
+}
+
+static elm_status pack_one(const elm_model *m, const elm_kernels *k, elm_tensor *t,
+                           elm_error *err) {
+    if (!t || t->packed || !own_tensor(m, t) || !k->packs(t->type, t->ne[1], t->ne[0]) ||
+        viewed(m, t))
+        return ELM_OK;
+    void *copy = malloc(t->nbytes);
+    if (!copy)
+        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory packing tensor '%s'", m->path,
+                          t->name);
+    memcpy(copy, t->data, t->nbytes);
+    k->pack(&(elm_weights){t->type, copy, t->ne[1], t->ne[0], false}, t->data);
+    free(copy);
+    t->packed = true;
+    return ELM_OK;
+}
+
+elm_status elm_model_pack(elm_model *m, const elm_kernels *k, elm_error *err) {
+    if (!k->packs || !m->layers) return ELM_OK;
+    elm_status st = m->output != m->tok_embd ? pack_one(m, k, m->output, err) : ELM_OK;
+    for (int l = 0; l < m->hp.n_layers && !st; l++) {
+        elm_layer *L = &m->layers[l];
+        elm_tensor *w[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
+        for (size_t i = 0; i < sizeof w / sizeof w[0] && !st; i++) st = pack_one(m, k, w[i], err);
+    }
+    return st;
+}
