@@ -23,3 +23,21 @@ void elm_pack_q4_0x16(const elm_weights *w, void *out) {
             }
     }
 }
+
+void elm_packed_q4_0x16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
+                               int64_t r0, int64_t r1) {
+    enum { PANEL = 4 * ELM_TILE_ROWS };
+    const int64_t rows = a->w.rows, nb = a->w.cols / ELM_QK;
+    const size_t tile_bytes = (size_t)nb * ELM_Q4_0X16_BYTES, x_row = elm_q8_row_bytes(a->w.cols);
+    const uint8_t *data = a->w.data;
+    for (int64_t p0 = r0; p0 < r1; p0 += PANEL) {
+        const int64_t p1 = p0 + PANEL < r1 ? p0 + PANEL : r1;
+        for (int64_t t0 = 0; t0 < a->n_tok; t0 += max_tokens) {
+            const int nt = (int)(a->n_tok - t0 < max_tokens ? a->n_tok - t0 : max_tokens);
+            for (int64_t r = p0; r < p1; r += ELM_TILE_ROWS)
+                tile(data + (size_t)(r / ELM_TILE_ROWS) * tile_bytes, nb,
+                     (const char *)a->xq + (size_t)t0 * x_row, nt, a->y + t0 * rows + r, rows,
+                     (int)(p1 - r < ELM_TILE_ROWS ? p1 - r : ELM_TILE_ROWS));
+        }
+    }
+}

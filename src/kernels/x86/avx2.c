@@ -7,6 +7,7 @@
 #include "kernels/targets.h"
 #include "kernels/x86/cpuid.h"
 #include "kernels/kquant.h"
+#include "kernels/packed.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -65,6 +66,77 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
     case 2: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 2); break;
     case 3: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 3); break;
     default: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 4); break;
+    }
+}
+
+/* Packed Q4_0 (packed.h, q4_0x16), one half of a tile (8 rows, a 32-bit lane each) at a time so
+ * that its eight code vectors, four tokens' accumulators and the temporaries fit the 16
+ * registers. The codes are unsigned (0..15), so maddubs takes them as they are (the tiles of
+ * signed weights need abs and sign first); a row's eight pair sums of a block stay within
+ * 8·2·15·128 < 2^15 and add up in 16 bits before one madd. The integers and the float steps are
+ * tile_q8_256_n's (less its m·s, 0 for Q4_0), so a prefill keeps its bits. */
+#define Q4X8_FOR_TOKENS(op) op(0) op(1) op(2) op(3)
+#define Q4X8_INIT(k)                                                                               \
+    __m256 acc##k = _mm256_setzero_ps();                                                           \
+    const elm_q8_row x##k = elm_q8_at(xq, nb * ELM_QK, nt > k ? k : 0);
+#define Q4X8_DOT(k)                                                                                \
+    if (nt > k) {                                                                                  \
+        const int8_t *qs = x##k.qs + b * ELM_QK;                                                   \
+        __m256i pairs = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(i32_at(qs)));                 \
+        for (int i = 1; i < ELM_QK / 4; i++)                                                       \
+            pairs = _mm256_add_epi16(                                                              \
+                pairs, _mm256_maddubs_epi16(w[i], _mm256_set1_epi32(i32_at(qs + 4 * i))));         \
+        const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)),       \
+                                             _mm256_set1_epi32(-8 * x##k.sum[b]));                 \
+        acc##k = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),                                          \
+                                 _mm256_mul_ps(d, _mm256_set1_ps(x##k.d[b])), acc##k);             \
+    }
+#define Q4X8_STORE(k)                                                                              \
+    if (nt > k) {                                                                                  \
+        float out[8];                                                                              \
+        _mm256_storeu_ps(out, acc##k);                                                             \
+        memcpy(y + k * ldy, out, sizeof(float) * (size_t)n_rows);                                  \
+    }
+
+/* Prefetch distance from 2 tokens on, as the AVX-512 kernel's (avx512.c). */
+enum { Q4X8_PREFETCH = 4096 };
+
+X86_INLINE void half_q4_0x16_n(const uint8_t *tile, int half, int64_t nb, const void *xq,
+                               float *y, int64_t ldy, int n_rows, const int nt) {
+    Q4X8_FOR_TOKENS(Q4X8_INIT)
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const uint8_t *pf = tile + Q4X8_PREFETCH;
+    tile += 32 * half;
+    for (int64_t b = 0; b < nb; b++, tile += ELM_Q4_0X16_BYTES) {
+        for (; nt > 1 && pf < tile + Q4X8_PREFETCH + ELM_Q4_0X16_BYTES / 2; pf += 64)
+            _mm_prefetch((const char *)pf, _MM_HINT_T0);
+        __m256i w[ELM_QK / 4];
+        for (int j = 0; j < 4; j++) {
+            const __m256i p = _mm256_loadu_si256((const __m256i *)(tile + 64 * j));
+            w[j] = _mm256_and_si256(p, low4);
+            w[j + 4] = _mm256_and_si256(_mm256_srli_epi16(p, 4), low4);
+        }
+        const __m256 d =
+            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tile + 256 - 16 * half)));
+        Q4X8_FOR_TOKENS(Q4X8_DOT)
+    }
+    Q4X8_FOR_TOKENS(Q4X8_STORE)
+}
+#undef Q4X8_FOR_TOKENS
+#undef Q4X8_INIT
+#undef Q4X8_DOT
+#undef Q4X8_STORE
+
+X86_FN static void tile_q4_0x16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                                float *y, int64_t ldy, int n_rows) {
+    for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
+        const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
+        switch (n_tok) {
+        case 1: half_q4_0x16_n(tile, h, nb, xq, y + 8 * h, ldy, nr, 1); break;
+        case 2: half_q4_0x16_n(tile, h, nb, xq, y + 8 * h, ldy, nr, 2); break;
+        case 3: half_q4_0x16_n(tile, h, nb, xq, y + 8 * h, ldy, nr, 3); break;
+        default: half_q4_0x16_n(tile, h, nb, xq, y + 8 * h, ldy, nr, 4); break;
+        }
     }
 }
 
@@ -170,7 +242,8 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
                                               .repack_f32 = repack_f32_256};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);
+    if (a->w.packed) elm_packed_q4_0x16_matmul(tile_q4_0x16, 4, a, r0, r1);
+    else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else matvec(a, r0, r1, row_dot_256(a->w.type));
 }
@@ -181,6 +254,8 @@ static const elm_kernels avx2_kernels = {
     .transpose16 = elm_transpose_x16,
     .quantize_q8 = quantize_q8,
     .matmul = matmul,
+    .packs = elm_packs_q4_0x16,
+    .pack = elm_pack_q4_0x16,
     .rmsnorm = rmsnorm,
     .softmax = softmax,
     .swiglu = swiglu,

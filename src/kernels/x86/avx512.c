@@ -156,26 +156,6 @@ X86_FN static void tile_q4_0x16(const uint8_t *tile, int64_t nb, const void *xq,
     }
 }
 
-/* Rows [r0, r1) (r0 a multiple of 16) of a packed Q4_0 product, any number of tokens: for a
- * panel of PANEL tiles, every chunk of Q8_TOKENS tokens, so that a prefill's chunk of
- * activations is read from L1 by the panel's tiles and the tiles from L2 by every chunk. */
-X86_FN static void matmul_q4_0x16(const elm_matmul_args *a, int64_t r0, int64_t r1) {
-    enum { PANEL = 4 * ELM_TILE_ROWS };
-    const int64_t rows = a->w.rows, nb = a->w.cols / ELM_QK;
-    const size_t tile_bytes = (size_t)nb * ELM_Q4_0X16_BYTES, x_row = elm_q8_row_bytes(a->w.cols);
-    const uint8_t *data = a->w.data;
-    for (int64_t p0 = r0; p0 < r1; p0 += PANEL) {
-        const int64_t p1 = p0 + PANEL < r1 ? p0 + PANEL : r1;
-        for (int64_t t0 = 0; t0 < a->n_tok; t0 += Q8_TOKENS) {
-            const int nt = (int)(a->n_tok - t0 < Q8_TOKENS ? a->n_tok - t0 : Q8_TOKENS);
-            for (int64_t r = p0; r < p1; r += ELM_TILE_ROWS)
-                tile_q4_0x16(data + (size_t)(r / ELM_TILE_ROWS) * tile_bytes, nb,
-                             (const char *)a->xq + (size_t)t0 * x_row, nt, a->y + t0 * rows + r,
-                             rows, (int)(p1 - r < ELM_TILE_ROWS ? p1 - r : ELM_TILE_ROWS));
-        }
-    }
-}
-
 /* All 16 tokens of the chunk (the padding ones are zeros), only n_tok stored: one weight vector
  * load and 16 fused multiply-adds with broadcast activations per column. */
 X86_FN static void tile_f32_512(const float *tile, int64_t cols, const float *xt, int n_tok,
@@ -546,7 +526,7 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_512,
                                               .transpose = transpose_x_512};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->w.packed) matmul_q4_0x16(a, r0, r1);
+    if (a->w.packed) elm_packed_q4_0x16_matmul(tile_q4_0x16, Q8_TOKENS, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx512, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else matvec_512(a, r0, r1, scratch);
