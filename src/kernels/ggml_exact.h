@@ -17,8 +17,9 @@
  * rounded to nearest even, d = max/127 and s = d·Σq both stored as f16. */
 void elm_ggml_quantize_q8(const float *x, int64_t cols, void *row);
 
-/* Whether elm_ggml_matmul computes products with weights w (their type, and for IQ4_NL a row
- * count that is a multiple of 8: other IQ4_NL products are not repacked by llama.cpp). */
+/* Whether elm_ggml_matmul computes products with weights w: F32, Q3_K, Q5_K, Q6_K, IQ4_XS, and
+ * IQ4_NL, Q4_K and Q2_K when their row count is a multiple of 8 (llama.cpp repacks those; the
+ * others go through its vec_dot, whose order is not followed here). */
 bool elm_ggml_matmul_has(const elm_weights *w);
 
 /* Rows [r0, r1) of a->y as llama.cpp computes them (kernels.h's matmul contract; a->xq: q8 rows
