@@ -6,13 +6,17 @@
  * - each SIMD table's unpacking is bit-identical to the oracle's and its matmul agrees with the
  *   oracle to float rounding (2e-6·Σ|w|·|x|), for 1..70 tokens (more than one token chunk) on row
  *   ranges not starting at 0, with the activations quantized by the product or (1, 5 and 70
- *   tokens) given as q8_K rows, as the forward pass gives them.
+ *   tokens) given as q8_K rows, as the forward pass gives them;
+ * - --ggml-rounding's products (kernels/ggml_exact.h, llama.cpp's float order) agree with the
+ *   oracle to float rounding too, repacked shapes (rows a multiple of 8) and not, with all tokens
+ *   in llama.cpp's product or only the last (its last layer).
  * Weights are random bytes (every bit pattern is a valid block) with sane f16 scales. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "kernels/ggml_exact.h"
 #include "kernels/kquant.h"
 
 static unsigned rnd(unsigned *s) {
@@ -171,6 +175,39 @@ static void check_products(const elm_kernels *k, elm_type t, int64_t cols, int64
     problem_free(&p);
 }
 
+/* elm_ggml_matmul against the oracle (same integers, another float order), given the q8 / q8_K
+ * rows, for all tokens in llama.cpp's product (first 0) and only the last (first nt - 1). */
+static void check_ggml_products(elm_type t, int64_t cols, int64_t rows) {
+    const int64_t toks[] = {1, 3, 5, 21};
+    problem p;
+    problem_new(&p, t, cols, rows, 21);
+    const elm_weights *w = &p.w;
+    if (!elm_ggml_matmul_has(w)) {
+        /* only the types llama.cpp repacks lack their unrepacked order (ggml_exact.h) */
+        const bool repackable = t == ELM_TYPE_IQ4_NL || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q2_K;
+        CHECK(repackable && rows % 8, "ggml %s [%lld x %lld]: no llama.cpp order",
+              elm_type_get(t)->name, (long long)rows, (long long)cols);
+        problem_free(&p);
+        return;
+    }
+    for (size_t i = 0; i < sizeof toks / sizeof toks[0]; i++)
+        for (int last = 0; last < 2; last++) {
+            const int64_t nt = toks[i];
+            run(elm_kernels_scalar(), &p, nt, p.y_ref, true);
+            const elm_matmul_args a = {.w = p.w, .x = p.x, .xq = p.xq, .n_tok = nt, .y = p.y};
+            elm_ggml_matmul(&a, rows / 2, rows, last ? nt - 1 : 0, p.scratch);
+            elm_ggml_matmul(&a, 0, rows / 2, last ? nt - 1 : 0, p.scratch);
+            double worst = 0;
+            for (int64_t tk = 0; tk < nt; tk++)
+                for (int64_t r = 0; r < rows; r++)
+                    worst = fmax(worst, fabs(p.y[tk * rows + r] - p.y_ref[tk * rows + r]) /
+                                            (2e-6 * magnitude(&p, tk, r) + 1e-6));
+            CHECK(worst <= 1.0, "ggml %s [%lld x %lld] x %lld tokens: off by %.2f of the tolerance",
+                  elm_type_get(t)->name, (long long)rows, (long long)cols, (long long)nt, worst);
+        }
+    problem_free(&p);
+}
+
 /* A SIMD table's unpacking against the oracle's, byte for byte. */
 static void check_unpack(const char *isa, const elm_kq_kernels *kq) {
     unsigned seed = 99;
@@ -216,6 +253,11 @@ int main(int argc, char **argv) {
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
                 check_products(tables[i], types[ti], shapes[s][0], shapes[s][1]);
         }
+    }
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const int64_t unit = elm_type_get(types[ti])->block_size;
+        check_ggml_products(types[ti], 3 * unit, 16);
+        check_ggml_products(types[ti], unit, 5);
     }
 #if defined(__x86_64__) && defined(__GNUC__)
     if (elm_kernels_avx2()) check_unpack("avx2", &elm_kq_avx2);

@@ -20,6 +20,10 @@ struct elm_context {
     int32_t swa_rows;   /* rows of a ring, 0 when no layer has one */
     elm_type type_k, type_v;  /* cache element types (kv_quant.h) */
     bool ggml_rounding;       /* elm_context_params.ggml_rounding */
+    int32_t ggml_outputs;     /* with ggml_rounding: the batch's last tokens llama.cpp keeps past
+                               * the last layer's attention (its output rows), 0: all */
+    int32_t ggml_first;       /* with ggml_rounding: the first token of the product in flight
+                               * that llama.cpp computes (its output rows), else 0 */
     int32_t k_block, v_block; /* elements per quantization block */
     size_t k_row, v_row;      /* bytes of one position's keys / values (kv_dim elements) */
     float *k_deq, *v_deq;     /* [n_ctx, kv_dim] one layer decoded for attention (a ring in

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "kernels/ggml_exact.h"
 #include "kernels/kquant.h"
 #include "model/context.h"
 #include "model/kv_quant.h"
@@ -30,6 +31,7 @@ typedef struct {
     elm_matmul_args args[MAX_GROUP]; /* same x, xq and n_tok */
     long first_unit[MAX_GROUP + 1];  /* prefix sums of tiles of ELM_TILE_ROWS rows */
     elm_pool_work tiles;             /* the tiles of all products, claimed by the threads */
+    int64_t ggml_first;              /* elm_context.ggml_first */
 } matmul_job;
 
 /* Threads claim CHUNK_TILES tiles at a time until none are left (elm_pool_run_shared), so a
@@ -47,7 +49,10 @@ static void matmul_worker(void *arg, int ith, int nth) {
             const int64_t rows = j->args[i].w.rows;
             const int64_t r0 = (int64_t)(lo - j->first_unit[i]) * ELM_TILE_ROWS;
             const int64_t r1 = (int64_t)(hi - j->first_unit[i]) * ELM_TILE_ROWS;
-            j->c->k->matmul(&j->args[i], r0, r1 < rows ? r1 : rows, scratch);
+            const elm_matmul_args *a = &j->args[i];
+            if (j->c->ggml_rounding && elm_ggml_matmul_has(&a->w))
+                elm_ggml_matmul(a, r0, r1 < rows ? r1 : rows, j->ggml_first, scratch);
+            else j->c->k->matmul(a, r0, r1 < rows ? r1 : rows, scratch);
         }
     }
 }
@@ -93,12 +98,9 @@ static void prep_worker(void *arg, int ith, int nth) {
                 elm_quantize_q8_k(j->x + t * j->cols, j->cols, row);
                 continue;
             }
-            c->k->quantize_q8(j->x + t * j->cols, j->cols, row);
-            if (c->ggml_rounding) { /* ggml's q8 blocks hold d and d·Σq in f16 */
-                const elm_q8_row q = elm_q8_at(row, j->cols, 0);
-                round_through(ELM_TYPE_F16, q.d, j->cols / ELM_QK, (float *)q.d);
-                round_through(ELM_TYPE_F16, q.s, j->cols / ELM_QK, (float *)q.s);
-            }
+            /* ggml's codes and its q8 blocks' d and d·Σq in f16 */
+            if (c->ggml_rounding) elm_ggml_quantize_q8(j->x + t * j->cols, j->cols, row);
+            else c->k->quantize_q8(j->x + t * j->cols, j->cols, row);
         }
     while ((j->xt || round) && elm_pool_work_claim(&j->chunks, ith, 1, &t0, &t1)) {
         const int64_t first = t0 * 16, nt = j->n_tok - first < 16 ? j->n_tok - first : 16;
@@ -129,7 +131,7 @@ static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
             for (int k = 0; k < n; k++) matmul_group(c, layer, 1, &w[k], &y[k], x, n_tok);
             return;
         }
-    matmul_job j = {.c = c, .n = n};
+    matmul_job j = {.c = c, .n = n, .ggml_first = c->ggml_first};
     prep_job pj = {.c = c, .x = x, .n_tok = n_tok, .cols = w[0]->ne[0], .round = ELM_TYPE_F32};
     elm_pool_work_init(&pj.tokens, (long)n_tok, elm_pool_size(c->pool));
     elm_pool_work_init(&pj.chunks, (long)((n_tok + 15) / 16), elm_pool_size(c->pool));
@@ -172,6 +174,7 @@ typedef struct {
     int32_t base;       /* ring layers: the position at row 0 of k and v (else 0) */
     int32_t n_swa;      /* the layer's window, 0: none */
     bool ring;
+    bool sgemm; /* ggml_rounding: llama.cpp's kqv of 2 or more batch tokens goes through tinyBLAS */
     elm_pool_work items; /* (token, head) pairs, claimed a few at a time */
 } attention_job;
 
@@ -197,8 +200,13 @@ static void attention_worker(void *arg, int ith, int nth) {
             const int32_t p0 = j->n_swa > 0 && pos >= j->n_swa ? pos + 1 - j->n_swa : 0;
             const float *q = c->q + (size_t)t * q_dim + (size_t)h * hd;
             const size_t first = (row + (size_t)(p0 - j->base)) * c->kv_dim + (size_t)kvh * hd;
-            c->k->attention(q, j->k + first, j->v + first, (size_t)c->kv_dim, pos + 1 - p0, hd,
-                            hp->attn_scale, scores, c->att + (size_t)t * q_dim + (size_t)h * hd);
+            float *out = c->att + (size_t)t * q_dim + (size_t)h * hd;
+            if (c->ggml_rounding)
+                elm_ggml_attention(q, j->k + first, j->v + first, (size_t)c->kv_dim, pos + 1 - p0,
+                                   hd, hp->attn_scale, j->sgemm, scores, out);
+            else
+                c->k->attention(q, j->k + first, j->v + first, (size_t)c->kv_dim, pos + 1 - p0,
+                                hd, hp->attn_scale, scores, out);
         }
     }
 }
@@ -276,6 +284,14 @@ static void add_bias(float *y, const elm_tensor *b, int32_t n_tok, int64_t n) {
         for (int64_t i = 0; i < n; i++) y[(size_t)t * n + i] += bias[i];
 }
 
+/* The RMSNorm of the context's mode: with ggml_rounding, ggml's order (the kernels' sum differs
+ * in the last bit, enough to move a q8 code of the next product). */
+static void rmsnorm(const elm_context *c, float *out, const float *x, const float *w, int64_t n,
+                    float eps) {
+    if (c->ggml_rounding) elm_ggml_rmsnorm(out, x, w, n, eps);
+    else c->k->rmsnorm(out, x, w, n, eps);
+}
+
 /* Per-head RMSNorm of the batch's q and k before RoPE (Qwen3): every head_dim slice scaled by
  * layer l's q or k norm weights. */
 static void qk_norm(elm_context *c, int l, int32_t n) {
@@ -283,9 +299,9 @@ static void qk_norm(elm_context *c, int l, int32_t n) {
     const int hd = hp->head_dim;
     const float *wq = c->qk_norms + (size_t)(2 * l) * hd, *wk = wq + hd;
     for (size_t i = 0; i < (size_t)n * (size_t)hp->n_heads; i++)
-        c->k->rmsnorm(c->q + i * hd, c->q + i * hd, wq, hd, hp->rms_eps);
+        rmsnorm(c, c->q + i * hd, c->q + i * hd, wq, hd, hp->rms_eps);
     for (size_t i = 0; i < (size_t)n * (size_t)hp->n_kv_heads; i++)
-        c->k->rmsnorm(c->kb + i * hd, c->kb + i * hd, wk, hd, hp->rms_eps);
+        rmsnorm(c, c->kb + i * hd, c->kb + i * hd, wk, hd, hp->rms_eps);
 }
 
 /* cos and sin of every rotated pair's angle for the batch's positions, once per forward call
@@ -316,7 +332,7 @@ static void rope_tables(elm_context *c, int32_t n) {
 static void rmsnorm_rows(elm_context *c, float *y, const float *x, const float *w, int32_t n) {
     const int dim = c->m->hp.dim;
     for (int32_t t = 0; t < n; t++)
-        c->k->rmsnorm(y + (size_t)t * dim, x + (size_t)t * dim, w, dim, c->m->hp.rms_eps);
+        rmsnorm(c, y + (size_t)t * dim, x + (size_t)t * dim, w, dim, c->m->hp.rms_eps);
 }
 
 /* x += y over n rows, after y's RMSNorm with w when the family norms block outputs (Gemma 3). */
@@ -330,7 +346,7 @@ static void residual_add(elm_context *c, float *y, const float *post_norm, int32
 static void attend(elm_context *c, int l, int32_t t0, int32_t nt) {
     const elm_hparams *hp = &c->m->hp;
     attention_job aj = {.c = c, .t0 = t0, .n_swa = elm_layer_swa(hp, l) ? hp->n_swa : 0,
-                        .ring = elm_kv_layer_ring(c, l)};
+                        .ring = elm_kv_layer_ring(c, l), .sgemm = nt >= 2};
     elm_pool_work_init(&aj.items, (long)nt * hp->n_heads, elm_pool_size(c->pool));
     if (aj.ring) {
         const int32_t first = c->pos[t0];
@@ -397,7 +413,13 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
             const size_t row = ring ? (size_t)(c->pos[t] % c->swa_rows)
                                     : (size_t)c->row0[t] + (size_t)c->pos[t]; /* cache row */
             const float *cs = rope_cs + (size_t)t * hp->rope_dim;
-            if (!nope) {
+            if (!nope && c->ggml_rounding) {
+                const bool neox = hp->rope_style == ELM_ROPE_NEOX;
+                elm_ggml_rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs,
+                              neox);
+                elm_ggml_rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim,
+                              cs, neox);
+            } else if (!nope) {
                 rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs);
                 rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
             }
@@ -412,15 +434,22 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     matmul(c, l, L->wo, c->att, n, c->xb);
     residual_add(c, c->xb, post ? norm + 2 * dim : NULL, n);
 
+    /* llama.cpp's last layer goes on with its output rows only: its products there see fewer
+     * tokens, which changes how some of them add (ggml_exact.h) */
+    if (c->ggml_rounding && l == hp->n_layers - 1 && c->ggml_outputs > 0)
+        c->ggml_first = n - c->ggml_outputs;
     rmsnorm_rows(c, c->xb, c->x, norm + dim, n);
     const elm_tensor *gate_up[] = {L->w_gate, L->w_up};
     float *gate_up_out[] = {c->hg, c->hu};
     matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n);
     const int64_t n_ff = (int64_t)n * hp->ffn_dim;
-    if (hp->ffn_act == ELM_ACT_SILU) c->k->swiglu(c->hg, c->hg, c->hu, n_ff);
+    const bool silu = hp->ffn_act == ELM_ACT_SILU;
+    if (silu && c->ggml_rounding) elm_ggml_swiglu(c->hg, c->hg, c->hu, n_ff);
+    else if (silu) c->k->swiglu(c->hg, c->hg, c->hu, n_ff);
     else if (c->ggml_rounding) geglu_ggml(c->hg, c->hg, c->hu, n_ff);
     else c->k->geglu(c->hg, c->hg, c->hu, n_ff);
     matmul(c, l, L->w_down, c->hg, n, c->xb);
+    c->ggml_first = 0;
     residual_add(c, c->xb, post ? norm + 3 * dim : NULL, n);
 }
 
@@ -431,7 +460,7 @@ static void output_logits(elm_context *c, const int32_t *rows, int32_t first, in
     const elm_hparams *hp = &c->m->hp;
     const float *out_norm = c->norms + (size_t)(c->n_norms * hp->n_layers) * hp->dim;
     for (int32_t t = 0; t < n_out; t++)
-        c->k->rmsnorm(c->xb + (size_t)t * hp->dim,
+        rmsnorm(c, c->xb + (size_t)t * hp->dim,
                       c->x + (size_t)(rows ? rows[t] : first + t) * hp->dim, out_norm, hp->dim,
                       hp->rms_eps);
     matmul(c, -1, c->m->output, c->xb, n_out, logits);
@@ -473,6 +502,7 @@ elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float
         c->row0[t] = 0;
     }
     rope_tables(c, n);
+    c->ggml_outputs = logits && !all_logits ? 1 : 0;
     for (int l = 0; l < hp->n_layers; l++) layer_forward(c, l, n);
     /* positions entered as hidden states have no id: -1 matches no token (speculative.c) */
     for (int32_t t = 0; t < n; t++) c->tokens[c->n_past + t] = tokens ? tokens[t] : -1;
@@ -522,6 +552,7 @@ elm_status elm_forward_seqs(elm_context *c, const int32_t *tokens, const int32_t
     memcpy(c->pos, pos, sizeof(int32_t) * (size_t)n);
     memcpy(c->row0, row0, sizeof(int32_t) * (size_t)n);
     rope_tables(c, n);
+    c->ggml_outputs = 0;
     for (int l = 0; l < c->m->hp.n_layers; l++) layer_forward(c, l, n);
     for (int32_t t = 0; t < n; t++) c->tokens[row0[t] + pos[t]] = tokens[t];
     if (n_out > 0 && logits) output_logits(c, out, 0, n_out, logits);

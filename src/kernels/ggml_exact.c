@@ -1,0 +1,302 @@
+/* llama.cpp's float arithmetic for the products of --ggml-rounding (ggml_exact.h). Each function
+ * names the ggml kernel it follows (ggml/src/ggml-cpu/arch/x86/quants.c and repack.cpp). */
+#include "kernels/ggml_exact.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/half.h"
+#include "core/kquant.h"
+#include "kernels/kquant.h"
+
+/* Nearest integer, ties to even, of |v| < 2^22 (the float adder's rounding, as
+ * _mm256_round_ps(_MM_ROUND_NEAREST) and ggml's nearest_int). */
+static int32_t nearest_even(float v) {
+    const float f = v + 12582912.0f;
+    int32_t i;
+    memcpy(&i, &f, 4);
+    return (i & 0x007fffff) - 0x00400000;
+}
+
+void elm_ggml_quantize_q8(const float *x, int64_t cols, void *row) {
+    const int64_t nb = cols / ELM_QK;
+    int8_t *qs = row;
+    float *d = (float *)(qs + cols), *s = d + nb;
+    int32_t *sum = (int32_t *)(s + nb);
+    for (int64_t b = 0; b < nb; b++, x += ELM_QK) {
+        float amax = 0;
+        for (int j = 0; j < ELM_QK; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+        /* 127/max, not 1/d: the two differ in the last bit for some max */
+        const float db = amax / 127.0f, id = amax != 0 ? 127.0f / amax : 0.0f;
+        int32_t total = 0;
+        for (int j = 0; j < ELM_QK; j++) {
+            qs[b * ELM_QK + j] = (int8_t)nearest_even(x[j] * id);
+            total += qs[b * ELM_QK + j];
+        }
+        d[b] = elm_round_f16(db);
+        sum[b] = total;
+        s[b] = elm_round_f16(db * (float)total); /* q8_1's s: the unrounded d times Σq */
+    }
+}
+
+/* ggml's hsum_float_8: the upper 128-bit half added to the lower, then pairs, then the two. */
+static float hsum8(const float a[8]) {
+    const float r0 = a[0] + a[4], r1 = a[1] + a[5], r2 = a[2] + a[6], r3 = a[3] + a[7];
+    return (r0 + r2) + (r1 + r3);
+}
+
+/* _mm512_reduce_add_ps as gcc expands it: the 256-bit halves added, then the 128-bit halves, then
+ * lanes {0,1} + {2,3}, then the two. */
+static float reduce16(const float a[16]) {
+    float h[8], q[4];
+    for (int i = 0; i < 8; i++) h[i] = a[i + 8] + a[i];
+    for (int i = 0; i < 4; i++) q[i] = h[i + 4] + h[i];
+    return (q[0] + q[2]) + (q[1] + q[3]);
+}
+
+/* ggml_vec_dot_f32 with AVX-512 over n values, x[i] = xs[i·stride], of which the first n_real
+ * are given and the rest are zeros (a KV length padded as llama.cpp pads it): four accumulators
+ * of 16 lanes, value i < n rounded down to 64 into accumulator (i/16) mod 4, lane i mod 16,
+ * fused; 0 += 2, 1 += 3, 0 += 1 and reduce16; then the leftovers in order as gcc vectorized
+ * that loop in the zen4 library: by 16 and then by 8, products rounded before they are added,
+ * the last fewer than 8 fused (vfmadd231ss). */
+static float vec_dot_f32(const float *xs, size_t stride, const float *y, int64_t n_real,
+                         int64_t n) {
+    const int64_t np = n & ~(int64_t)63, nv = n_real < np ? n_real : np;
+    float acc[4][16] = {{0}};
+    for (int64_t i = 0; i < nv; i++)
+        acc[i / 16 % 4][i % 16] = fmaf(xs[(size_t)i * stride], y[i], acc[i / 16 % 4][i % 16]);
+    for (int l = 0; l < 16; l++) {
+        acc[0][l] += acc[2][l];
+        acc[1][l] += acc[3][l];
+        acc[0][l] += acc[1][l];
+    }
+    float sum = reduce16(acc[0]);
+    int64_t i = np;
+    for (; n_real - i >= 16; i += 16)
+        for (int l = 0; l < 16; l++) sum += xs[(size_t)(i + l) * stride] * y[i + l];
+    for (; n_real - i >= 8; i += 8)
+        for (int l = 0; l < 8; l++) sum += xs[(size_t)(i + l) * stride] * y[i + l];
+    for (; i < n_real; i++) sum = fmaf(xs[(size_t)i * stride], y[i], sum);
+    return sum;
+}
+
+/* llamafile's tinyBLAS<16, __m512> (F32 products of 2 or more columns): one accumulator of 16
+ * lanes per output, value i into lane i mod 16, fused; then reduce16. */
+static float sgemm_dot_f32(const float *xs, size_t stride, const float *y, int64_t n_real) {
+    float acc[16] = {0};
+    for (int64_t i = 0; i < n_real; i++)
+        acc[i % 16] = fmaf(xs[(size_t)i * stride], y[i], acc[i % 16]);
+    return reduce16(acc);
+}
+
+/* IQ4_NL rows repacked 8 at a time (every product whose row count is a multiple of 8: llama.cpp
+ * moves them to its CPU_REPACK buffer on AVX2): gemv/gemm_q4_b32_8x8_q8_0_lut_avx keep one float
+ * per row and token and fuse each block in, acc = fma(Σq·x, d_w·d_x, acc). */
+static float dot_iq4_nl(const uint8_t *w, elm_q8_row x, int64_t nb) {
+    float acc = 0;
+    for (int64_t b = 0; b < nb; b++, w += 18) {
+        int32_t isum = 0;
+        for (int l = 0; l < 16; l++) {
+            isum += elm_iq4nl_grid[w[2 + l] & 0x0f] * x.qs[ELM_QK * b + l];
+            isum += elm_iq4nl_grid[w[2 + l] >> 4] * x.qs[ELM_QK * b + l + 16];
+        }
+        acc = fmaf((float)isum, elm_load_f16(w) * x.d[b], acc);
+    }
+    return acc;
+}
+
+/* The AVX2 k-quant kernels sum a super-block's integers in 8 int32 lanes: lane k holds the
+ * positions j with (j mod 32) / 4 == k (4 bytes of each 32-byte load, maddubs then madd_epi16
+ * with the group's scale). */
+static int lane_of(int j) {
+    return (j % 32) / 4;
+}
+
+/* ggml_vec_dot_{q3_K,q5_K,q6_K,iq4_xs}_q8_K (AVX2): per super-block, lane sums as above of
+ * sc·q·x (Q6_K: its unsigned codes 0..63, less 32·Σ sc·bsum per lane, groups 2k and 2k+1 in
+ * lane k: madd_epi16 of bsums and scales), acc_k = fma(d, lane_k, acc_k) with d = x.d·d_w, then
+ * hsum8. Q5_K's mins go to one float beside, summs = fma(-x.d·dmin, Σ m·bsum, summs) (quants.c
+ * is C in GNU mode: the zen4 library has a vfmadd231ss there), added after the lanes. */
+static float dot_lanes(elm_type t, const elm_kq_block *w, elm_q8k_row x, int64_t nsb) {
+    float acc[8] = {0}, summs = 0;
+    const int off = t == ELM_TYPE_Q6_K ? 32 : 0;
+    for (int64_t s = 0; s < nsb; s++, w++) {
+        const int8_t *xq = x.qs + s * ELM_QK_K;
+        const int16_t *bs = x.bsum + s * (ELM_QK_K / 16);
+        int32_t lane[8] = {0};
+        for (int j = 0; j < ELM_QK_K; j++)
+            lane[lane_of(j)] += w->sc[j / 16] * (w->q[j] + off) * xq[j];
+        for (int k = 0; k < 8 && off; k++)
+            lane[k] -= off * (bs[2 * k] * w->sc[2 * k] + bs[2 * k + 1] * w->sc[2 * k + 1]);
+        const float d = x.d[s] * w->d;
+        for (int k = 0; k < 8; k++) acc[k] = fmaf(d, (float)lane[k], acc[k]);
+        if (t == ELM_TYPE_Q5_K) {
+            int32_t msum = 0;
+            for (int g = 0; g < 16; g++) msum += w->m[g] * bs[g];
+            summs = fmaf(-x.d[s] * w->dmin, (float)msum, summs);
+        }
+    }
+    return hsum8(acc) + summs;
+}
+
+/* Q2_K (AVX-512) and Q4_K (AVX2) rows repacked 8 at a time (ggml_gemv/gemm_q{2,4}_K_8x8_q8_K):
+ * one lane per row holds the exact Σ sc·Σq·x and Σ m·bsum of a piece of `piece` values;
+ * acc = fma(isum, d_w·x.d, acc) and accm = fma(msum, dmin_w·x.d, accm) piece by piece, then
+ * acc - accm. The pieces: a super-block in gemv; in gemm, the span of its inner loop (128
+ * values for Q2_K, 64 for Q4_K). */
+static float dot_repacked(const elm_kq_block *w, elm_q8k_row x, int64_t nsb, int piece) {
+    float acc = 0, accm = 0;
+    for (int64_t s = 0; s < nsb; s++, w++)
+        for (int p0 = 0; p0 < ELM_QK_K; p0 += piece) {
+            const int8_t *xq = x.qs + s * ELM_QK_K;
+            int32_t isum = 0, msum = 0;
+            for (int g = p0 / 16; g < (p0 + piece) / 16; g++) {
+                int32_t dot = 0;
+                for (int j = 0; j < 16; j++) dot += w->q[16 * g + j] * xq[16 * g + j];
+                isum += w->sc[g] * dot;
+                msum += w->m[g] * x.bsum[16 * s + g];
+            }
+            acc = fmaf((float)isum, w->d * x.d[s], acc);
+            accm = fmaf((float)msum, w->dmin * x.d[s], accm);
+        }
+    return acc - accm;
+}
+
+/* The piece of dot_repacked for token t of n_tok: llama.cpp's repacked products run gemm on
+ * the tokens in fours when there are more than 3 (forward_mul_mat_one_chunk), gemv on the rest. */
+static int repacked_piece(elm_type type, int64_t t, int64_t n_tok) {
+    if (n_tok <= 3 || t < 0 || t >= n_tok - n_tok % 4) return ELM_QK_K;
+    return type == ELM_TYPE_Q2_K ? 128 : 64;
+}
+
+/* Whether llama.cpp repacks weights w on this machine class (ggml_repack_get_optimal_repack_type
+ * for AVX2 with AVX-512). */
+static bool repacked(const elm_weights *w) {
+    return w->rows % 8 == 0 &&
+           (w->type == ELM_TYPE_IQ4_NL || w->type == ELM_TYPE_Q4_K || w->type == ELM_TYPE_Q2_K);
+}
+
+bool elm_ggml_matmul_has(const elm_weights *w) {
+    return repacked(w) || w->type == ELM_TYPE_F32 || w->type == ELM_TYPE_Q3_K || w->type == ELM_TYPE_Q5_K ||
+           w->type == ELM_TYPE_Q6_K || w->type == ELM_TYPE_IQ4_XS;
+}
+
+void elm_ggml_matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, int64_t first,
+                     void *scratch) {
+    const int64_t cols = a->w.cols, rows = a->w.rows;
+    const size_t row_bytes = elm_row_bytes(a->w.type, cols);
+    if (a->w.type == ELM_TYPE_IQ4_NL) {
+        for (int64_t r = r0; r < r1; r++)
+            for (int64_t t = 0; t < a->n_tok; t++)
+                a->y[t * rows + r] = dot_iq4_nl((const uint8_t *)a->w.data + (size_t)r * row_bytes,
+                                                elm_q8_at(a->xq, cols, t), cols / ELM_QK);
+        return;
+    }
+    if (a->w.type == ELM_TYPE_F32) {
+        /* llamafile's tinyBLAS takes products of 2 or more tokens when its tiles fit (cols a
+         * multiple of 16, rows of 4), ggml_vec_dot_f32 the others */
+        const bool sgemm = a->n_tok - first >= 2 && cols % 16 == 0 && rows % 4 == 0;
+        for (int64_t r = r0; r < r1; r++)
+            for (int64_t t = 0; t < a->n_tok; t++) {
+                const float *w = (const float *)a->w.data + (size_t)r * (size_t)cols;
+                a->y[t * rows + r] = sgemm ? sgemm_dot_f32(w, 1, a->x + t * cols, cols)
+                                           : vec_dot_f32(w, 1, a->x + t * cols, cols, cols);
+            }
+        return;
+    }
+    const int64_t nsb = cols / ELM_QK_K;
+    elm_kq_block *blk = scratch;
+    uint8_t *own = (uint8_t *)(blk + nsb); /* one token's q8_K row when the caller has none */
+    for (int64_t r = r0; r < r1; r++) {
+        elm_kq_unpack_scalar(a->w.type, (const uint8_t *)a->w.data + (size_t)r * row_bytes, nsb,
+                             blk);
+        for (int64_t t = 0; t < a->n_tok; t++) {
+            const void *xq = a->xq;
+            if (!xq) {
+                elm_quantize_q8_k(a->x + t * cols, cols, own);
+                xq = own;
+            }
+            const elm_q8k_row x = elm_q8k_at(xq, cols, a->xq ? t : 0);
+            const int piece = repacked_piece(a->w.type, t - first, a->n_tok - first);
+            a->y[t * rows + r] = repacked(&a->w) ? dot_repacked(blk, x, nsb, piece)
+                                                 : dot_lanes(a->w.type, blk, x, nsb);
+        }
+    }
+}
+
+/* ggml_v_expf, AVX-512 (ggml-cpu/vec.h): exp by 2^n·p(b) with a degree-5 polynomial, lane by
+ * lane; 0 or infinity where |n| > 192. */
+static float v_expf(float x) {
+    const float r = 0x1.8p23f, z = fmaf(x, 0x1.715476p+0f, r), n = z - r;
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    if (fabsf(n) > 192) return n <= 0 ? 0.0f : INFINITY;
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u,
+                              fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                         u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    return ldexpf(j, (int)n);
+}
+
+/* llama.cpp's KV length is a multiple of 256 (its cache pads n_kv so); only its being a
+ * multiple of 64 matters to vec_dot_f32, and zeros past the positions leave the sums as they are */
+enum { KV_PAD = 256 };
+
+void elm_ggml_attention(const float *q, const float *k, const float *v, size_t stride,
+                        int32_t n_pos, int head_dim, float scale, bool sgemm, float *scores,
+                        float *out) {
+    /* kq (ggml_vec_dot_f32 over head_dim), then soft_max_ext: scaled, exp by v_expf, the sum of
+     * each 16 exps (reduce16) added in double, the row scaled by (float)(1/sum) */
+    float max = -INFINITY;
+    for (int32_t p = 0; p < n_pos; p++) {
+        scores[p] = vec_dot_f32(k + (size_t)p * stride, 1, q, head_dim, head_dim) * scale;
+        max = scores[p] > max ? scores[p] : max;
+    }
+    double sum = 0;
+    for (int32_t p0 = 0; p0 < n_pos; p0 += 16) {
+        float e[16] = {0};
+        for (int32_t p = p0; p < p0 + 16 && p < n_pos; p++)
+            e[p - p0] = scores[p] = v_expf(scores[p] - max);
+        sum += (double)reduce16(e);
+    }
+    const float inv = (float)(1.0 / sum);
+    for (int32_t p = 0; p < n_pos; p++) scores[p] *= inv;
+    /* kqv: V is cached transposed in llama.cpp, so each output dimension is one dot over the
+     * positions: vec_dot_f32 in decode, tinyBLAS in prefill */
+    const int64_t n_kv = ((int64_t)n_pos + KV_PAD - 1) / KV_PAD * KV_PAD;
+    for (int d = 0; d < head_dim; d++)
+        out[d] = sgemm ? sgemm_dot_f32(v + d, stride, scores, n_pos)
+                       : vec_dot_f32(v + d, stride, scores, n_pos, n_kv);
+}
+
+void elm_ggml_swiglu(float *out, const float *g, const float *u, int64_t n) {
+    /* ggml_vec_swiglu_f32: x / (1 + v_expf(0 - x)) · u in 16-lane blocks, the tail with expf */
+    const int64_t nv = n - n % 16;
+    for (int64_t i = 0; i < nv; i++) out[i] = g[i] / (1.0f + v_expf(0.0f - g[i])) * u[i];
+    for (int64_t i = nv; i < n; i++) out[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+void elm_ggml_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / (double)n);
+    const float scale = 1.0f / sqrtf(mean + eps);
+    for (int64_t i = 0; i < n; i++) out[i] = x[i] * scale * w[i];
+}
+
+/* rotate_pairs in ggml-cpu/ops.cpp as gcc compiles it (C++, so a·b ± c·d contracts): the first
+ * product fused with the rounded second, x0·cos - x1·sin and x0·sin + x1·cos. */
+static void rotate(float *p0, float *p1, float c, float s) {
+    const float x0 = *p0, x1 = *p1;
+    *p0 = fmaf(x0, c, -(x1 * s));
+    *p1 = fmaf(x0, s, x1 * c);
+}
+
+void elm_ggml_rope(float *v, int n_heads, int head_dim, int rope_dim, const float *cs, bool neox) {
+    const int half = rope_dim / 2;
+    for (int h = 0; h < n_heads; h++)
+        for (int i = 0; i < half; i++) {
+            float *p = v + (size_t)h * head_dim + (neox ? i : 2 * i);
+            rotate(p, p + (neox ? half : 1), cs[2 * i], cs[2 * i + 1]);
+        }
+}
