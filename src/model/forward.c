@@ -50,7 +50,7 @@ static void matmul_worker(void *arg, int ith, int nth) {
             const int64_t r0 = (int64_t)(lo - j->first_unit[i]) * ELM_TILE_ROWS;
             const int64_t r1 = (int64_t)(hi - j->first_unit[i]) * ELM_TILE_ROWS;
             const elm_matmul_args *a = &j->args[i];
-            if (j->c->ggml_rounding && elm_ggml_matmul_has(&a->w))
+            if (j->c->ggml_rounding && !a->w.packed && elm_ggml_matmul_has(&a->w))
                 elm_ggml_matmul(a, r0, r1 < rows ? r1 : rows, j->ggml_first, scratch);
             else j->c->k->matmul(a, r0, r1 < rows ? r1 : rows, scratch);
         }
