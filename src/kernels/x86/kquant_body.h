@@ -332,7 +332,16 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
     /* with fewer than 4 sums in flight, two per pair (even and odd chunks), so that the
      * multiply-adds (5 cycles each with VNNI) do not wait on each other */
     const bool split = nr * nx < 4;
+    /* decode (one or two row-token pairs): each block's integers go into float lanes with one
+     * multiply-add, summed once per row, instead of a horizontal sum and a serial float chain per
+     * block (the oracle's order, kept for the wider tiles, where lanes would not fit the
+     * registers); single-thread decode out of cache 10-25% faster on Zen 4 (Q4_K, Q6_K,
+     * IQ4_XS) */
+    const bool lanes = nr * nx <= 2;
     float acc[2][4] = {{0}};
+    __m256 lane_acc[2][4];
+    for (int r = 0; r < nr; r++)
+        for (int i = 0; i < nx; i++) lane_acc[r][i] = _mm256_setzero_ps();
     for (int64_t s = 0; s < n; s++, src += bb) {
         kq_scales sm[2];
         float d[2], dmin[2];
@@ -371,17 +380,25 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
                         ai, _mm256_slli_epi32(
                                 _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].sc), bsum),
                                 5));
+                const __m256i mi =
+                    mins ? _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].m), bsum)
+                         : _mm256_setzero_si256();
+                if (lanes) {
+                    __m256 *v = &lane_acc[r][i];
+                    *v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ai), _mm256_set1_ps(d[r] * xd), *v);
+                    if (mins)
+                        *v = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mi), _mm256_set1_ps(dmin[r] * xd),
+                                              *v);
+                    continue;
+                }
                 /* the block's exact integers, then the oracle's float steps in its order */
                 acc[r][i] += d[r] * xd * (float)hsum256_epi32(ai);
-                if (mins)
-                    acc[r][i] -= dmin[r] * xd *
-                                 (float)hsum256_epi32(_mm256_madd_epi16(
-                                     _mm256_load_si256((const __m256i *)sm[r].m), bsum));
+                if (mins) acc[r][i] -= dmin[r] * xd * (float)hsum256_epi32(mi);
             }
         }
     }
     for (int r = 0; r < nr; r++)
-        for (int i = 0; i < nx; i++) out[4 * r + i] = acc[r][i];
+        for (int i = 0; i < nx; i++) out[4 * r + i] = lanes ? hsum256(lane_acc[r][i]) : acc[r][i];
 }
 
 /* dot_packed_n with the type and the tile's shape as constants. */
