@@ -18,7 +18,8 @@ void elm_pack_q4_0x16(const elm_weights *w, void *out) {
         for (int64_t b = 0; b < nb; b++, o += ELM_Q4_0X16_BYTES)
             for (int r = 0; r < ELM_TILE_ROWS; r++) {
                 const uint8_t *blk = src + (size_t)r * row_bytes + (size_t)b * BLOCK;
-                for (int j = 0; j < 4; j++) memcpy(o + (j * ELM_TILE_ROWS + r) * 4, blk + 2 + 4 * j, 4);
+                for (int j = 0; j < 4; j++)
+                    memcpy(o + (j * ELM_TILE_ROWS + r) * 4, blk + 2 + 4 * j, 4);
                 memcpy(o + 4 * ELM_TILE_ROWS * 4 + 2 * r, blk, 2);
             }
     }

@@ -98,17 +98,14 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
         memcpy(y + k * ldy, out, sizeof(float) * (size_t)n_rows);                                  \
     }
 
-/* Prefetch distance from 2 tokens on, as the AVX-512 kernel's (avx512.c). */
-enum { Q4X8_PREFETCH = 4096 };
-
 X86_INLINE void half_q4_0x16_n(const uint8_t *tile, int half, int64_t nb, const void *xq,
                                float *y, int64_t ldy, int n_rows, const int nt) {
     Q4X8_FOR_TOKENS(Q4X8_INIT)
     const __m256i low4 = _mm256_set1_epi8(0x0f);
-    const uint8_t *pf = tile + Q4X8_PREFETCH;
+    const uint8_t *pf = tile + ELM_Q4_0X16_PREFETCH;
     tile += 32 * half;
     for (int64_t b = 0; b < nb; b++, tile += ELM_Q4_0X16_BYTES) {
-        for (; nt > 1 && pf < tile + Q4X8_PREFETCH + ELM_Q4_0X16_BYTES / 2; pf += 64)
+        for (; nt > 1 && pf < tile + ELM_Q4_0X16_PREFETCH + ELM_Q4_0X16_BYTES / 2; pf += 64)
             _mm_prefetch((const char *)pf, _MM_HINT_T0);
         __m256i w[ELM_QK / 4];
         for (int j = 0; j < 4; j++) {

@@ -96,11 +96,6 @@ X86_INLINE __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t *p) {
 /* Token k's accumulator and activation pointers, named (acc##k) rather than in arrays: as in
  * gemm.h's ELM_FOR_6_TOKENS, gcc kept an array of accumulators on the stack, a store after every
  * block (perf: a third of the kernel's samples at 4 tokens). */
-/* From 2 tokens on the kernel computes more per byte than the hardware prefetcher alone keeps
- * up with (a 4-token product took the time of its loads plus its arithmetic); prefetching 4 KiB
- * ahead, into the next tile at a tile's end, gave 15-30% at 4 tokens out of cache (Zen 4). One
- * token streams as fast without. */
-enum { Q4X16_PREFETCH = 4096 };
 #define Q4X16_FOR_TOKENS(op) op(0) op(1) op(2) op(3) op(4) op(5) op(6) op(7)
 #define Q4X16_INIT(k)                                                                              \
     __m512 acc##k = _mm512_setzero_ps();                                                           \
@@ -121,9 +116,9 @@ X86_INLINE void tile_q4_0x16_n(const uint8_t *tile, int64_t nb, const void *xq, 
                                int64_t ldy, int n_rows, const int nt) {
     Q4X16_FOR_TOKENS(Q4X16_INIT)
     const __m512i low4 = _mm512_set1_epi8(0x0f);
-    const uint8_t *pf = tile + Q4X16_PREFETCH;
+    const uint8_t *pf = tile + ELM_Q4_0X16_PREFETCH;
     for (int64_t b = 0; b < nb; b++, tile += ELM_Q4_0X16_BYTES) {
-        for (; nt > 1 && pf < tile + Q4X16_PREFETCH + ELM_Q4_0X16_BYTES; pf += 64)
+        for (; nt > 1 && pf < tile + ELM_Q4_0X16_PREFETCH + ELM_Q4_0X16_BYTES; pf += 64)
             _mm_prefetch((const char *)pf, _MM_HINT_T0);
         __m512i w[ELM_QK / 4];
         for (int j = 0; j < 4; j++) {
