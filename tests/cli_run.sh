@@ -12,22 +12,24 @@ out=$("$bin" run -m "$model" -p "Once upon a time" -n 8 --temp 0 2>/dev/null)
 # a mapped file (--mmap) and one read into memory (the default) give the same tokens
 mapped=$("$bin" run -m "$model" -p "Once upon a time" -n 8 --temp 0 --mmap 2>/dev/null)
 [ -n "$out" ] && [ "$out" = "$mapped" ] && ok || fail "--mmap output '$mapped' differs from '$out'"
-# wide256's Q4_0 read into memory is packed for this CPU's kernels where they pack Q4_0 (AVX-512,
-# kernels/packed.h), mapped it is not: the same tokens, and logits within float reordering
-q4=$fx/wide256/reference-quants/llamacpp-q4_0-pure.gguf
-if [ -f "$q4" ]; then
+# wide256's Q4_0 and Q4_K read into memory are packed for this CPU's kernels where they pack the
+# type (AVX-512, kernels/packed.h), mapped they are not: the same tokens, and logits within float
+# reordering (a prompt of 12 tokens, then 12 decode steps: every token count the tiles take)
+for q in q4_0 q4_k; do
+    f=$fx/wide256/reference-quants/llamacpp-$q-pure.gguf
+    [ -f "$f" ] || continue
     for m in "" --mmap; do
-        "$bin" run -m "$q4" -p "Once upon a time" -n 12 --temp 0 -t 2 --json --logits 12 $m \
-            >"$tmp/q4${m}.json" 2>"$tmp/err" || fail "run $q4 $m: $(cat "$tmp/err")"
+        "$bin" run -m "$f" -p "Once upon a time there was a little girl named Lily" -n 12 --temp 0 \
+            -t 2 --json --logits 12 $m >"$tmp/$q${m}.json" 2>"$tmp/err" || fail "run $f $m: $(cat "$tmp/err")"
     done
-    python3 - "$tmp/q4.json" "$tmp/q4--mmap.json" <<'PY' && ok || fail "packed and mapped Q4_0 differ"
+    python3 - "$tmp/$q.json" "$tmp/$q--mmap.json" <<'PY' && ok || fail "packed and mapped $q differ"
 import json, sys
 a, b = (json.load(open(f)) for f in sys.argv[1:])
 assert a["generated_ids"] == b["generated_ids"], (a["generated_ids"], b["generated_ids"])
 worst = max(abs(x - y) for ra, rb in zip(a["logits"], b["logits"]) for x, y in zip(ra, rb))
 assert len(a["logits"]) == 12 and worst <= 1e-4, worst
 PY
-fi
+done
 stats=$("$bin" run -m "$model" -p "Once upon a time" -n 8 --temp 0 2>&1 >/dev/null)
 echo "$stats" | grep -Eq '^load .* ms \| prompt 5 tokens, .* tok/s \| first token .* ms \| generated 8 tokens, .* tok/s \| peak RSS .* MiB$' \
   && ok || fail "stats line: '$stats'"

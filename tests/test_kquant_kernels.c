@@ -144,6 +144,30 @@ static double magnitude(const problem *p, int64_t t, int64_t r) {
     return s;
 }
 
+/* The table's packed layout of p's weights (kernels/packed.h) against the oracle's y_ref, with
+ * the rows cut where the forward pass cuts them (multiples of 16), the activations quantized by
+ * the product or given. */
+static void check_packed(const elm_kernels *k, problem *p, int64_t nt, bool given_q8k) {
+    const int64_t rows = p->w.rows;
+    void *packed = malloc(elm_row_bytes(p->w.type, p->w.cols) * (size_t)rows);
+    k->pack(&p->w, packed);
+    elm_matmul_args a = {.w = p->w, .x = p->x, .xq = given_q8k ? p->xq : NULL, .n_tok = nt, .y = p->y};
+    a.w.data = packed;
+    a.w.packed = true;
+    const int64_t cut = rows > 16 ? 16 : rows;
+    if (cut < rows) k->matmul(&a, cut, rows, p->scratch);
+    k->matmul(&a, 0, cut, p->scratch);
+    double worst = 0;
+    for (int64_t tk = 0; tk < nt; tk++)
+        for (int64_t r = 0; r < rows; r++)
+            worst = fmax(worst, fabs(p->y[tk * rows + r] - p->y_ref[tk * rows + r]) /
+                                    (2e-6 * magnitude(p, tk, r) + 1e-6));
+    CHECK(worst <= 1.0, "%s packed %s [%lld x %lld] x %lld tokens: off by %.2f of the tolerance",
+          k->isa, elm_type_get(p->w.type)->name, (long long)rows, (long long)p->w.cols,
+          (long long)nt, worst);
+    free(packed);
+}
+
 static void check_products(const elm_kernels *k, elm_type t, int64_t cols, int64_t rows) {
     const int64_t toks[] = {1, 2, 5, 21, 70};
     problem p;
@@ -171,6 +195,7 @@ static void check_products(const elm_kernels *k, elm_type t, int64_t cols, int64
         }
         CHECK(worst <= 1.0, "%s %s [%lld x %lld] x %lld tokens: off by %.2f of the tolerance",
               k->isa, name, (long long)rows, (long long)cols, (long long)nt, worst);
+        if (k->packs && k->packs(t, rows, cols)) check_packed(k, &p, nt, i % 2 == 1);
     }
     problem_free(&p);
 }
@@ -249,7 +274,9 @@ int main(int argc, char **argv) {
         printf("%s: checking\n", names[i]);
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             const int64_t unit = elm_type_get(types[ti])->block_size;
-            const int64_t shapes[][2] = {{unit, 1}, {3 * unit, 17}, {9 * unit, 5}};
+            /* the last two: whole tiles of 16 rows, which a table may pack */
+            const int64_t shapes[][2] = {{unit, 1}, {3 * unit, 17}, {9 * unit, 5}, {unit, 16},
+                                         {3 * unit, 48}};
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
                 check_products(tables[i], types[ti], shapes[s][0], shapes[s][1]);
         }

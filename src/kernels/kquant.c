@@ -7,6 +7,7 @@
 
 #include "core/kquant.h"
 #include "kernels/blocks.h"
+#include "kernels/packed.h"
 
 /* Tokens quantized per pass: their q8_K rows, 16 unpacked weight rows and gemm16's tile (about
  * 72 + 22 + 23 bytes per column) fit the scratch of elm_matmul_scratch_bytes (320 bytes per
@@ -176,7 +177,7 @@ static float dot_iq4_nl_scalar(const int8_t *q, const float *d, elm_q8_row x, in
 }
 
 const elm_kq_kernels elm_kq_scalar = {elm_kq_unpack_scalar, dot_scalar, unpack_iq4_nl_scalar,
-                                      dot_iq4_nl_scalar, NULL, 0, NULL};
+                                      dot_iq4_nl_scalar, NULL, 0, NULL, NULL, 0};
 
 static bool has_mins(elm_type t) {
     return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
@@ -200,7 +201,8 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     const elm_kq_kernels *s = &elm_kq_scalar;
     const elm_kq_kernels kk = {k->unpack ? k->unpack : s->unpack, k->dot ? k->dot : s->dot,
                                k->unpack_iq4_nl ? k->unpack_iq4_nl : s->unpack_iq4_nl,
-                               k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl, NULL, 0, NULL};
+                               k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl, NULL, 0, NULL,
+                               NULL, 0};
     if (a->w.type == ELM_TYPE_IQ4_NL) {
         matmul_iq4_nl(&kk, a, r0, r1, scratch);
         return;
@@ -208,7 +210,8 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     const int64_t cols = a->w.cols, rows = a->w.rows, nsb = cols / ELM_QK_K;
     const size_t row_bytes = elm_row_bytes(a->w.type, cols), xrow = elm_q8k_row_bytes(cols);
     const bool mins = has_mins(a->w.type);
-    const bool packed = k->dot_packed && (k->packed_types >> a->w.type & 1);
+    /* products straight from the file's super-blocks (dot_packed) */
+    const bool direct = k->dot_packed && (k->packed_types >> a->w.type & 1);
     /* scratch: the unpacked rows (16 of them with gemm16), gemm16's tile, the q8_K chunk */
     const bool tiles = k->gemm16 && a->n_tok >= GEMM_MIN_TOKENS;
     elm_kq_block *blk = scratch;
@@ -222,6 +225,12 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
         if (!a->xq)
             for (int64_t t = 0; t < nt; t++)
                 elm_quantize_q8_k(a->x + (t0 + t) * cols, cols, own + t * xrow);
+        if (a->w.packed) {
+            elm_packed_matmul(k->tile_q4_k, k->tile_q4_k_tokens, a->w.data, rows, nsb,
+                              (size_t)nsb * ELM_Q4_KX16_BYTES, xq, xrow, nt, a->y + t0 * rows, r0,
+                              r1);
+            continue;
+        }
         if (tiles) {
             for (int64_t r = r0; r < r1; r += 16) {
                 const int n_rows = r1 - r < 16 ? (int)(r1 - r) : 16;
@@ -232,17 +241,17 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
             }
             continue;
         }
-        /* tiles of nr rows (2 on the packed path) by up to 4 tokens */
+        /* tiles of nr rows (2 on the direct path) by up to 4 tokens */
         for (int64_t r = r0; r < r1;) {
             const uint8_t *src = (const uint8_t *)a->w.data + (size_t)r * row_bytes;
-            const int nr = packed && nt > 1 && r1 - r >= 2 ? 2 : 1;
-            if (!packed) kk.unpack(a->w.type, src, nsb, blk);
+            const int nr = direct && nt > 1 && r1 - r >= 2 ? 2 : 1;
+            if (!direct) kk.unpack(a->w.type, src, nsb, blk);
             for (int64_t t = 0; t < nt; t += 4) {
                 const int nx = nt - t < 4 ? (int)(nt - t) : 4;
                 elm_q8k_row x[4];
                 float out[8];
                 for (int i = 0; i < nx; i++) x[i] = elm_q8k_at(xq, cols, t + i);
-                if (packed) k->dot_packed(a->w.type, src, row_bytes, nr, x, nx, nsb, out);
+                if (direct) k->dot_packed(a->w.type, src, row_bytes, nr, x, nx, nsb, out);
                 else kk.dot(blk, x, nx, nsb, mins, out);
                 for (int j = 0; j < nr; j++)
                     for (int i = 0; i < nx; i++) a->y[(t0 + t + i) * rows + r + j] = out[4 * j + i];

@@ -25,20 +25,49 @@ void elm_pack_q4_0x16(const elm_weights *w, void *out) {
     }
 }
 
-void elm_packed_q4_0x16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
-                               int64_t r0, int64_t r1) {
+bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols) {
+    return t == ELM_TYPE_Q4_K && rows > 0 && rows % ELM_TILE_ROWS == 0 && cols > 0 &&
+           cols % ELM_QK_K == 0;
+}
+
+void elm_pack_q4_kx16(const elm_weights *w, void *out) {
+    enum { BLOCK = 144, QS = 16, SM = 4 };
+    const int64_t nsb = w->cols / ELM_QK_K;
+    const size_t row_bytes = (size_t)nsb * BLOCK;
+    uint8_t *o = out;
+    for (int64_t r0 = 0; r0 < w->rows; r0 += ELM_TILE_ROWS) {
+        const uint8_t *src = (const uint8_t *)w->data + (size_t)r0 * row_bytes;
+        for (int64_t s = 0; s < nsb; s++, o += ELM_Q4_KX16_BYTES)
+            for (int r = 0; r < ELM_TILE_ROWS; r++) {
+                const uint8_t *blk = src + (size_t)r * row_bytes + (size_t)s * BLOCK;
+                for (int v = 0; v < 32; v++) memcpy(o + (v * ELM_TILE_ROWS + r) * 4, blk + QS + 4 * v, 4);
+                for (int v = 0; v < 3; v++)
+                    memcpy(o + 2048 + (v * ELM_TILE_ROWS + r) * 4, blk + SM + 4 * v, 4);
+                memcpy(o + 2240 + 2 * r, blk, 2);
+                memcpy(o + 2272 + 2 * r, blk + 2, 2);
+            }
+    }
+}
+
+void elm_packed_matmul(elm_tile_q8_fn tile, int max_tokens, const void *data, int64_t rows,
+                       int64_t nb, size_t tile_bytes, const void *xq, size_t x_row, int64_t n_tok,
+                       float *y, int64_t r0, int64_t r1) {
     enum { PANEL = 4 * ELM_TILE_ROWS };
-    const int64_t rows = a->w.rows, nb = a->w.cols / ELM_QK;
-    const size_t tile_bytes = (size_t)nb * ELM_Q4_0X16_BYTES, x_row = elm_q8_row_bytes(a->w.cols);
-    const uint8_t *data = a->w.data;
     for (int64_t p0 = r0; p0 < r1; p0 += PANEL) {
         const int64_t p1 = p0 + PANEL < r1 ? p0 + PANEL : r1;
-        for (int64_t t0 = 0; t0 < a->n_tok; t0 += max_tokens) {
-            const int nt = (int)(a->n_tok - t0 < max_tokens ? a->n_tok - t0 : max_tokens);
+        for (int64_t t0 = 0; t0 < n_tok; t0 += max_tokens) {
+            const int nt = (int)(n_tok - t0 < max_tokens ? n_tok - t0 : max_tokens);
             for (int64_t r = p0; r < p1; r += ELM_TILE_ROWS)
-                tile(data + (size_t)(r / ELM_TILE_ROWS) * tile_bytes, nb,
-                     (const char *)a->xq + (size_t)t0 * x_row, nt, a->y + t0 * rows + r, rows,
+                tile((const uint8_t *)data + (size_t)(r / ELM_TILE_ROWS) * tile_bytes, nb,
+                     (const char *)xq + (size_t)t0 * x_row, nt, y + t0 * rows + r, rows,
                      (int)(p1 - r < ELM_TILE_ROWS ? p1 - r : ELM_TILE_ROWS));
         }
     }
+}
+
+void elm_packed_q4_0x16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
+                               int64_t r0, int64_t r1) {
+    const int64_t nb = a->w.cols / ELM_QK;
+    elm_packed_matmul(tile, max_tokens, a->w.data, a->w.rows, nb, (size_t)nb * ELM_Q4_0X16_BYTES,
+                      a->xq, elm_q8_row_bytes(a->w.cols), a->n_tok, a->y, r0, r1);
 }

@@ -11,13 +11,26 @@
  * A 512-bit vector of qs[j] holds one 32-bit word of every row (AVX2: two 256-bit halves of 8 rows):
  * masked it gives the unsigned codes of weights 4j..4j+3 of the 16 rows, shifted those of
  * 16+4j..16+4j+3, ready for vpdpbusd (or maddubs) against four broadcast activation bytes. The layout takes exactly the file's bytes (16 rows × 18 bytes
- * per block), so a matrix is packed in place. Only matrices of a multiple of 16 rows are packed. */
+ * per block), so a matrix is packed in place. Only matrices of a multiple of 16 rows are packed.
+ *
+ * Q4_K by 16 rows ("q4_kx16", the AVX-512 table's): per tile of rows [16i, 16i + 16) and
+ * super-block s (256 columns) of each, 2304 bytes at (i·nsb + s)·2304, nsb = cols / 256:
+ *   uint8 qs[32][16][4]  qs[8p + e][r][k] = byte 32p + 4e + k of row r's 128 code bytes: the low
+ *                        nibble is weight 64p + 4e + k (sub-block 2p), the high nibble weight
+ *                        64p + 32 + 4e + k (sub-block 2p + 1)
+ *   uint8 sm[3][16][4]   sm[w][r][k] = byte 4w + k of row r's 12 bytes of 6-bit scales and mins
+ *   f16   d[16], dmin[16]
+ * Again the file's bytes, interleaved by 32-bit words: vector 8p + e, masked and shifted, holds
+ * four codes of sub-blocks 2p and 2p + 1 of the 16 rows, for vpdpbusd against four broadcast
+ * activation bytes; the three vectors of sm decode into every row's scales and mins with a few
+ * shifts and masks (docs/kquants.md has the 12-byte packing). */
 #ifndef EDGELM_KERNELS_PACKED_H
 #define EDGELM_KERNELS_PACKED_H
 
 #include "kernels/gemm.h"
 
 #define ELM_Q4_0X16_BYTES (ELM_TILE_ROWS * 18)
+#define ELM_Q4_KX16_BYTES (ELM_TILE_ROWS * 144)
 
 /* How far ahead the x86 q4_0x16 micro-kernels prefetch from 2 tokens on: there they compute more
  * per byte than the hardware prefetcher alone keeps up with (a 4-token product took the time of
@@ -32,11 +45,24 @@ bool elm_packs_q4_0x16(elm_type t, int64_t rows, int64_t cols);
  * not overlapping it). */
 void elm_pack_q4_0x16(const elm_weights *w, void *out);
 
-/* Rows [r0, r1) (r0 a multiple of 16) of a product with packed Q4_0 weights, any token count,
- * through a table's micro-kernel over one tile (the tile argument: a q4_0x16 tile instead of
- * gemm.h's; up to max_tokens tokens a call): for a panel of a few tiles, every chunk of tokens,
- * so that a chunk's activations are read from L1 by the panel's tiles and the tiles from L2 by
- * every chunk. */
+/* Whether elm_pack_q4_kx16 lays out a rows × cols matrix of type t (Q4_K, rows a multiple of 16). */
+bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols);
+
+/* Writes w (Q4_K, row-major, not packed) in the q4_kx16 layout to out (as many bytes as w's data,
+ * not overlapping it). */
+void elm_pack_q4_kx16(const elm_weights *w, void *out);
+
+/* A product over packed tiles: rows [r0, r1) (r0 a multiple of 16) of y[n_tok][rows], the tile
+ * of rows [16i, 16i + 16) at data + i·tile_bytes, nb column blocks in each, the activations of
+ * token t x_row bytes apart from xq. A table's micro-kernel takes one tile and up to max_tokens
+ * tokens a call (tile: gemm.h's signature over a packed tile's nb blocks); the loop runs, for a
+ * panel of a few tiles, every chunk of tokens, so that a chunk's activations are read from L1 by
+ * the panel's tiles and the tiles from L2 by every chunk. */
+void elm_packed_matmul(elm_tile_q8_fn tile, int max_tokens, const void *data, int64_t rows,
+                       int64_t nb, size_t tile_bytes, const void *xq, size_t x_row, int64_t n_tok,
+                       float *y, int64_t r0, int64_t r1);
+
+/* elm_packed_matmul for packed Q4_0 weights (a->xq: q8 rows; the tile argument a q4_0x16 tile). */
 void elm_packed_q4_0x16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
                                int64_t r0, int64_t r1);
 

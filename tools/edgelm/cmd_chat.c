@@ -218,7 +218,7 @@ int cmd_chat(int argc, char **argv) {
     int rc = 1;
     gen_stack stack = {0};
     elm_chat *chat = NULL;
-    elm_model *m = cli_load_model_to_run(model, o.tokenizer, o.gen.mmap);
+    elm_model *m = cli_load_model_to_run(model, o.tokenizer, gen_opts_mmap(&o.gen));
     if (!m || !gen_stack_new(&stack, &o.gen, m, model)) goto done;
     if (!strcmp(o.tmpl_name, "auto") && !elm_chat_template_recognise(m->vocab.chat_template, &tmpl)) {
         cli_fail("%s: chat template not recognised (choose one with --template: %s)", model,

@@ -250,7 +250,7 @@ int cmd_run(int argc, char **argv) {
     int rc = 1;
     int32_t *prompt_ids = NULL;
     const double t0 = elm_now_ms();
-    elm_model *m = cli_load_model_to_run(o.model, o.tokenizer, o.gen.mmap);
+    elm_model *m = cli_load_model_to_run(o.model, o.tokenizer, gen_opts_mmap(&o.gen));
     if (!m) goto done;
     const double load_ms = elm_now_ms() - t0;
     if (o.gen.n_ctx == 0) o.gen.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;

@@ -58,7 +58,7 @@ int cmd_serve(int argc, char **argv) {
 
     int rc = 1;
     elm_server *srv = NULL;
-    elm_model *m = cli_load_model_to_run(model, tokenizer, o.mmap);
+    elm_model *m = cli_load_model_to_run(model, tokenizer, gen_opts_mmap(&o));
     if (!m) return 1;
     if (!strcmp(tmpl_name, "auto")) tmpl = elm_chat_template_detect(m->vocab.chat_template);
     long slot_ctx = o.n_ctx;

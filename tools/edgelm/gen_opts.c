@@ -44,7 +44,7 @@ const cli_opt *gen_opts_table(gen_opts *o) {
         {"--draft-min-p", "P", CLI_FLOAT, &o->draft_min_p, 0, 1, "stop drafting below this draft confidence (default 0.5)", 0},
         {"--lookup", "N", CLI_INT, &o->lookup, 0, 256, "prompt-lookup decoding: copy up to N tokens that followed\nan earlier occurrence of the last n-gram (0 = off)", 0},
         CLI_OPT_MMAP(&o->mmap),
-        {"--ggml-rounding", NULL, CLI_FLAG, &o->ggml_rounding, 0, 0, "round activations as ggml does (f16 block scales, f16 input\nof F16 products): logits equal llama.cpp's up to the order\nof additions, for cross-checking (default: f32, more precise)", 0},
+        {"--ggml-rounding", NULL, CLI_FLAG, &o->ggml_rounding, 0, 0, "round activations as ggml does (f16 block scales, f16 input\nof F16 products): logits equal llama.cpp's up to the order\nof additions, for cross-checking (default: f32, more precise); maps the\nfile as --mmap does", 0},
         {"--swa-full", NULL, CLI_FLAG, &o->swa_full, 0, 0, "keep every position of sliding-window layers (Gemma 3), for\ncontext shift and sessions (default: a ring of the window)", 0},
         {0}};
     memcpy(t, opts, sizeof opts);
@@ -73,7 +73,7 @@ bool gen_stack_new(gen_stack *s, const gen_opts *o, const elm_model *m, const ch
     s->spec = (elm_spec_params){.draft_max = (int32_t)o->draft_max,
                                 .draft_min_p = o->draft_min_p, .lookup = (int32_t)o->lookup};
     if (!o->draft) return true;
-    if (!(s->draft_model = cli_load_model_to_run(o->draft, NULL, o->mmap))) return false;
+    if (!(s->draft_model = cli_load_model_to_run(o->draft, NULL, gen_opts_mmap(o)))) return false;
     if (s->draft_model->hp.n_vocab != m->hp.n_vocab) {
         cli_fail("%s: draft vocabulary has %d tokens, %s has %d", o->draft,
                  s->draft_model->hp.n_vocab, path, m->hp.n_vocab);
@@ -106,6 +106,8 @@ void gen_spec_summary(const elm_spec_stats *s, char *buf, size_t cap) {
              s->drafted, s->accepted, 100 * s->acceptance_rate, s->tokens_per_pass,
              s->ms_per_token, s->plain_ms_per_token, s->speedup);
 }
+
+bool gen_opts_mmap(const gen_opts *o) { return o->mmap || o->ggml_rounding; }
 
 uint64_t gen_opts_seed(const gen_opts *o) {
     if (o->seed >= 0) return (uint64_t)o->seed;

@@ -27,6 +27,11 @@ void gen_opts_init(gen_opts *o);
  * rebinds it). */
 const cli_opt *gen_opts_table(gen_opts *o);
 
+/* Whether to map GGUF files rather than read them in: --mmap, or --ggml-rounding, whose llama.cpp
+ * product order reads the weights in the file's layout (read in, some are packed for this CPU's
+ * kernels: elm_load_opts.in_memory). */
+bool gen_opts_mmap(const gen_opts *o);
+
 /* The sampling seed: -s, or when not given (-1) one drawn from the clock and the process id. */
 uint64_t gen_opts_seed(const gen_opts *o);
 

@@ -29,6 +29,7 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 }
 
 #include "kernels/x86/x86_body.h"
+#include "kernels/x86/vnni512.h"
 
 /* Tokens per micro-kernel call: accumulators for NT tokens plus the 8 weight vectors of a block
  * (q8) fit in the 32 registers. Up to 4 tokens (a batched decode step of 4 sequences) stay in the
@@ -85,13 +86,6 @@ X86_FN static void tile_q8_512(const uint8_t *tile, int64_t nb, const void *xq, 
  * the eight vectors of unsigned codes; the zero point 8 comes off in integers (the sum starts at
  * -8·Σx.qs). The integer sums are tile_q8_512_n's and so are the float steps (less its m·s, 0 for
  * Q4_0), so a prefill gives the same bits whether its Q4_0 weights are packed or not. */
-/* acc + Σ4 u8(w)·s8(four bytes at p, to every lane): vpdpbusd with its activations as an
- * embedded broadcast operand, which gcc 12 does not fold from _mm512_set1_epi32 (a separate
- * vpbroadcastd for each, a third of the micro-kernel's instructions). */
-X86_INLINE __m512i dpbusd_bcast(__m512i acc, __m512i w, const int8_t *p) {
-    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*(const int32_t *)p));
-    return acc;
-}
 
 /* Token k's accumulator and activation pointers, named (acc##k) rather than in arrays: as in
  * gemm.h's ELM_FOR_6_TOKENS, gcc kept an array of accumulators on the stack, a store after every
@@ -520,8 +514,18 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_512,
                                               .repack_f32 = repack_f32_512,
                                               .transpose = transpose_x_512};
 
+/* Q4_0 and Q4_K by 16 rows (packed.h) */
+static bool packs(elm_type t, int64_t rows, int64_t cols) {
+    return elm_packs_q4_0x16(t, rows, cols) || elm_packs_q4_kx16(t, rows, cols);
+}
+
+static void pack(const elm_weights *w, void *out) {
+    if (w->type == ELM_TYPE_Q4_K) elm_pack_q4_kx16(w, out);
+    else elm_pack_q4_0x16(w, out);
+}
+
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->w.packed) elm_packed_q4_0x16_matmul(tile_q4_0x16, Q8_TOKENS, a, r0, r1);
+    if (a->w.packed && a->w.type == ELM_TYPE_Q4_0) elm_packed_q4_0x16_matmul(tile_q4_0x16, Q8_TOKENS, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx512, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else matvec_512(a, r0, r1, scratch);
@@ -533,8 +537,8 @@ static const elm_kernels avx512_kernels = {
     .transpose16 = transpose_x_512,
     .quantize_q8 = quantize_q8,
     .matmul = matmul,
-    .packs = elm_packs_q4_0x16,
-    .pack = elm_pack_q4_0x16,
+    .packs = packs,
+    .pack = pack,
     .rmsnorm = rmsnorm,
     .softmax = softmax,
     .swiglu = swiglu,

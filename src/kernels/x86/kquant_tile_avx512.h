@@ -1,0 +1,111 @@
+/* Packed Q4_K (packed.h, q4_kx16) in AVX-512 (part of kquant_avx512.c): one micro-kernel for every
+ * token count, decode included, over 16 rows at a time, one row per 32-bit lane.
+ *
+ * Per super-block: the three vectors of 6-bit fields decode into every row's eight scales and
+ * mins (the shifts and masks of unpack_scale_min, on 16 rows at once); each code vector, masked
+ * and shifted, gives four codes of two sub-blocks, multiplied by vpdpbusd with four activation
+ * bytes broadcast from memory; a sub-block's sums times its scale (vpmulld) add up to the
+ * oracle's exact isum, and the mins' Σ m·bsum comes from vpdpwssd with each min as an int16
+ * pair against two adjacent 16-weight sums. Only the float steps differ from the oracle: one
+ * fused multiply-add each. */
+#include "kernels/x86/vnni512.h"
+
+/* Byte k of every 32-bit lane of v, as an int32 (pair: as two int16, both that byte). */
+KQ_INLINE __m512i kt_byte(__m512i v, int k, bool pair) {
+    const int z = pair ? (int)0x80008000u : (int)0x80808000u; /* 0x80: a zero byte */
+    const int dup = pair ? 0x10001 : 1;
+    return _mm512_shuffle_epi8(v, _mm512_set4_epi32(z | (12 + k) * dup, z | (8 + k) * dup,
+                                                    z | (4 + k) * dup, z | k * dup));
+}
+
+/* Token k's state, named (as Q4X16_FOR_TOKENS in avx512.c: gcc keeps arrays of accumulators on
+ * the stack). */
+#define KT_FOR_TOKENS(op) op(0) op(1) op(2) op(3)
+#define KT_INIT(k)                                                                                 \
+    __m512 acc##k = _mm512_setzero_ps();                                                           \
+    const elm_q8k_row x##k = elm_q8k_at(xq, nb * ELM_QK_K, nt > k ? k : 0);
+#define KT_ZERO(k) __m512i isum##k = _mm512_setzero_si512();
+#define KT_PAIR_ZERO(k) __m512i lo##k = _mm512_setzero_si512(), hi##k = _mm512_setzero_si512();
+#define KT_DOT(k)                                                                                  \
+    if (nt > k) {                                                                                  \
+        const int8_t *q = x##k.qs + s * ELM_QK_K + 64 * p + 4 * e;                                 \
+        lo##k = dpbusd_bcast(lo##k, wl, q);                                                        \
+        hi##k = dpbusd_bcast(hi##k, wh, q + 32);                                                   \
+    }
+#define KT_SCALE(k)                                                                                \
+    if (nt > k)                                                                                    \
+        isum##k = _mm512_add_epi32(isum##k, _mm512_add_epi32(_mm512_mullo_epi32(lo##k, sa),       \
+                                                             _mm512_mullo_epi32(hi##k, sb)));
+#define KT_FINISH(k)                                                                               \
+    if (nt > k) {                                                                                  \
+        const int16_t *bs = x##k.bsum + 16 * s;                                                    \
+        __m512i msum = _mm512_setzero_si512();                                                     \
+        for (int j = 0; j < 8; j++) msum = dpwssd_bcast(msum, mp[j], bs + 2 * j);                  \
+        const __m512 xd = _mm512_set1_ps(x##k.d[s]);                                               \
+        acc##k = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum##k), _mm512_mul_ps(d, xd), acc##k);       \
+        acc##k = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, xd), acc##k);      \
+    }
+#define KT_STORE(k)                                                                                \
+    if (nt > k) _mm512_mask_storeu_ps(y + k * ldy, keep, acc##k);
+
+KQ_INLINE void tile_q4_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
+                              int64_t ldy, int n_rows, const int nt) {
+    KT_FOR_TOKENS(KT_INIT)
+    const __m512i low4 = _mm512_set1_epi8(0x0f), low6 = _mm512_set1_epi8(0x3f);
+    const __m512i two = _mm512_set1_epi8(0x03);
+    for (int64_t s = 0; s < nb; s++, tile += ELM_Q4_KX16_BYTES) {
+        /* unpack_scale_min's words, 16 rows at once: scales 0-3, mins 0-3, scales 4-7, mins 4-7 */
+        const __m512i u0 = _mm512_loadu_si512(tile + 2048), u1 = _mm512_loadu_si512(tile + 2112);
+        const __m512i u2 = _mm512_loadu_si512(tile + 2176);
+        const __m512i sc[2] = {
+            _mm512_and_si512(u0, low6),
+            _mm512_or_si512(_mm512_and_si512(u2, low4),
+                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u0, 6), two), 4))};
+        KT_FOR_TOKENS(KT_ZERO)
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; p++) {
+            KT_FOR_TOKENS(KT_PAIR_ZERO)
+#pragma GCC unroll 8
+            for (int e = 0; e < 8; e++) {
+                const __m512i w = _mm512_loadu_si512(tile + 64 * (8 * p + e));
+                const __m512i wl = _mm512_and_si512(w, low4);
+                const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+                KT_FOR_TOKENS(KT_DOT)
+            }
+            const __m512i sa = kt_byte(sc[p / 2], 2 * (p % 2), false);
+            const __m512i sb = kt_byte(sc[p / 2], 2 * (p % 2) + 1, false);
+            KT_FOR_TOKENS(KT_SCALE)
+        }
+        const __m512i m[2] = {
+            _mm512_and_si512(u1, low6),
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(u2, 4), low4),
+                            _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), two), 4))};
+        __m512i mp[8];
+        for (int j = 0; j < 8; j++) mp[j] = kt_byte(m[j / 4], j % 4, true);
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + 2240)));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + 2272)));
+        KT_FOR_TOKENS(KT_FINISH)
+    }
+    const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
+    KT_FOR_TOKENS(KT_STORE)
+}
+#undef KT_FOR_TOKENS
+#undef KT_INIT
+#undef KT_ZERO
+#undef KT_PAIR_ZERO
+#undef KT_DOT
+#undef KT_SCALE
+#undef KT_FINISH
+#undef KT_STORE
+
+#define KT_TOKENS 4
+
+KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                               float *y, int64_t ldy, int n_rows) {
+    switch (n_tok) {
+    case 1: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 1); break;
+    case 2: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 2); break;
+    case 3: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 3); break;
+    default: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 4); break;
+    }
+}
