@@ -49,6 +49,15 @@ void elm_pack_q4_kx16(const elm_weights *w, void *out) {
     }
 }
 
+bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols) {
+    return elm_packs_q4_0x16(t, rows, cols) || elm_packs_q4_kx16(t, rows, cols);
+}
+
+void elm_pack_x16(const elm_weights *w, void *out) {
+    if (w->type == ELM_TYPE_Q4_K) elm_pack_q4_kx16(w, out);
+    else elm_pack_q4_0x16(w, out);
+}
+
 void elm_packed_matmul(elm_tile_q8_fn tile, int max_tokens, const void *data, int64_t rows,
                        int64_t nb, size_t tile_bytes, const void *xq, size_t x_row, int64_t n_tok,
                        float *y, int64_t r0, int64_t r1) {

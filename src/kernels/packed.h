@@ -52,6 +52,10 @@ bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols);
  * not overlapping it). */
 void elm_pack_q4_kx16(const elm_weights *w, void *out);
 
+/* Q4_0 and Q4_K by 16 rows, the x86 tables' packs and pack (kernels.h). */
+bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols);
+void elm_pack_x16(const elm_weights *w, void *out);
+
 /* A product over packed tiles: rows [r0, r1) (r0 a multiple of 16) of y[n_tok][rows], the tile
  * of rows [16i, 16i + 16) at data + i·tile_bytes, nb column blocks in each, the activations of
  * token t x_row bytes apart from xq. A table's micro-kernel takes one tile and up to max_tokens

@@ -239,7 +239,7 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
                                               .repack_f32 = repack_f32_256};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->w.packed) elm_packed_q4_0x16_matmul(tile_q4_0x16, 4, a, r0, r1);
+    if (a->w.packed && a->w.type == ELM_TYPE_Q4_0) elm_packed_q4_0x16_matmul(tile_q4_0x16, 4, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else matvec(a, r0, r1, row_dot_256(a->w.type));
@@ -251,8 +251,8 @@ static const elm_kernels avx2_kernels = {
     .transpose16 = elm_transpose_x16,
     .quantize_q8 = quantize_q8,
     .matmul = matmul,
-    .packs = elm_packs_q4_0x16,
-    .pack = elm_pack_q4_0x16,
+    .packs = elm_packs_x16,
+    .pack = elm_pack_x16,
     .rmsnorm = rmsnorm,
     .softmax = softmax,
     .swiglu = swiglu,

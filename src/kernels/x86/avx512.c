@@ -514,16 +514,6 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_512,
                                               .repack_f32 = repack_f32_512,
                                               .transpose = transpose_x_512};
 
-/* Q4_0 and Q4_K by 16 rows (packed.h) */
-static bool packs(elm_type t, int64_t rows, int64_t cols) {
-    return elm_packs_q4_0x16(t, rows, cols) || elm_packs_q4_kx16(t, rows, cols);
-}
-
-static void pack(const elm_weights *w, void *out) {
-    if (w->type == ELM_TYPE_Q4_K) elm_pack_q4_kx16(w, out);
-    else elm_pack_q4_0x16(w, out);
-}
-
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (a->w.packed && a->w.type == ELM_TYPE_Q4_0) elm_packed_q4_0x16_matmul(tile_q4_0x16, Q8_TOKENS, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx512, a, r0, r1, scratch);
@@ -537,8 +527,8 @@ static const elm_kernels avx512_kernels = {
     .transpose16 = transpose_x_512,
     .quantize_q8 = quantize_q8,
     .matmul = matmul,
-    .packs = packs,
-    .pack = pack,
+    .packs = elm_packs_x16,
+    .pack = elm_pack_x16,
     .rmsnorm = rmsnorm,
     .softmax = softmax,
     .swiglu = swiglu,
