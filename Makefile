@@ -54,7 +54,7 @@ test-arm64:
 test: test-release test-clang test-asan test-arm64
 	@bash scripts/skipped.sh $(BUILD) $(CLANG) $(ASAN) $(ARM64) $(ARM64)-clang
 
-# Each libFuzzer harness (or those in FUZZ_HARNESSES) in turn for FUZZ_SECONDS (docs/testing.md);
+# Each libFuzzer harness (or those in FUZZ_HARNESSES) in turn for FUZZ_SECONDS of CPU time (docs/testing.md);
 # `make test` replays the corpora.
 fuzz: build
 	@bash scripts/fuzz.sh run $(FUZZ_SECONDS) $(FUZZ_HARNESSES)
