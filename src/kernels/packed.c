@@ -3,24 +3,38 @@
 
 #include <string.h>
 
-bool elm_packs_q4_0x16(elm_type t, int64_t rows, int64_t cols) {
-    return t == ELM_TYPE_Q4_0 && rows > 0 && rows % ELM_TILE_ROWS == 0 && cols > 0 &&
-           cols % ELM_QK == 0;
+bool elm_packs_q4q5x16(elm_type t, int64_t rows, int64_t cols) {
+    return (t == ELM_TYPE_Q4_0 || t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_0 || t == ELM_TYPE_Q5_1) &&
+           rows > 0 && rows % ELM_TILE_ROWS == 0 && cols > 0 && cols % ELM_QK == 0;
 }
 
-void elm_pack_q4_0x16(const elm_weights *w, void *out) {
-    enum { BLOCK = 18 };
+void elm_pack_q4q5x16(const elm_weights *w, void *out) {
+    const bool asym = w->type == ELM_TYPE_Q4_1 || w->type == ELM_TYPE_Q5_1;
+    const bool five = w->type == ELM_TYPE_Q5_0 || w->type == ELM_TYPE_Q5_1;
+    const size_t block = elm_type_get(w->type)->block_bytes, tile = ELM_TILE_ROWS * block;
+    const size_t m_at = 2 + (asym ? 2 : 0), qs_at = m_at + (five ? 4 : 0); /* in a file block */
+    const size_t d_out = 256 + (five ? 64 : 0); /* in a packed one */
     const int64_t nb = w->cols / ELM_QK;
-    const size_t row_bytes = (size_t)nb * BLOCK;
+    const size_t row_bytes = (size_t)nb * block;
     uint8_t *o = out;
     for (int64_t r0 = 0; r0 < w->rows; r0 += ELM_TILE_ROWS) {
         const uint8_t *src = (const uint8_t *)w->data + (size_t)r0 * row_bytes;
-        for (int64_t b = 0; b < nb; b++, o += ELM_Q4_0X16_BYTES)
+        for (int64_t b = 0; b < nb; b++, o += tile)
             for (int r = 0; r < ELM_TILE_ROWS; r++) {
-                const uint8_t *blk = src + (size_t)r * row_bytes + (size_t)b * BLOCK;
+                const uint8_t *blk = src + (size_t)r * row_bytes + (size_t)b * block;
                 for (int j = 0; j < 4; j++)
-                    memcpy(o + (j * ELM_TILE_ROWS + r) * 4, blk + 2 + 4 * j, 4);
-                memcpy(o + 4 * ELM_TILE_ROWS * 4 + 2 * r, blk, 2);
+                    memcpy(o + (j * ELM_TILE_ROWS + r) * 4, blk + qs_at + 4 * j, 4);
+                if (five) {
+                    const uint32_t qh = (uint32_t)blk[m_at] | (uint32_t)blk[m_at + 1] << 8 |
+                                        (uint32_t)blk[m_at + 2] << 16 | (uint32_t)blk[m_at + 3] << 24;
+                    for (int e = 0; e < 4; e++) {
+                        uint8_t v = 0;
+                        for (int k = 0; k < 8; k++) v |= (uint8_t)(((qh >> (4 * k + e)) & 1) << k);
+                        o[256 + 4 * r + e] = v;
+                    }
+                }
+                memcpy(o + d_out + 2 * r, blk, 2);
+                if (asym) memcpy(o + d_out + 32 + 2 * r, blk + 2, 2);
             }
     }
 }
@@ -50,12 +64,12 @@ void elm_pack_q4_kx16(const elm_weights *w, void *out) {
 }
 
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols) {
-    return elm_packs_q4_0x16(t, rows, cols) || elm_packs_q4_kx16(t, rows, cols);
+    return elm_packs_q4q5x16(t, rows, cols) || elm_packs_q4_kx16(t, rows, cols);
 }
 
 void elm_pack_x16(const elm_weights *w, void *out) {
     if (w->type == ELM_TYPE_Q4_K) elm_pack_q4_kx16(w, out);
-    else elm_pack_q4_0x16(w, out);
+    else elm_pack_q4q5x16(w, out);
 }
 
 void elm_packed_matmul(elm_tile_q8_fn tile, int max_tokens, const void *data, int64_t rows,
@@ -74,9 +88,10 @@ void elm_packed_matmul(elm_tile_q8_fn tile, int max_tokens, const void *data, in
     }
 }
 
-void elm_packed_q4_0x16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
+void elm_packed_q4q5x16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
                                int64_t r0, int64_t r1) {
     const int64_t nb = a->w.cols / ELM_QK;
-    elm_packed_matmul(tile, max_tokens, a->w.data, a->w.rows, nb, (size_t)nb * ELM_Q4_0X16_BYTES,
+    const size_t tile_bytes = (size_t)nb * ELM_TILE_ROWS * elm_type_get(a->w.type)->block_bytes;
+    elm_packed_matmul(tile, max_tokens, a->w.data, a->w.rows, nb, tile_bytes,
                       a->xq, elm_q8_row_bytes(a->w.cols), a->n_tok, a->y, r0, r1);
 }

@@ -2,16 +2,22 @@
  * that products of a few tokens (a batched decode step, a short prompt) get the tiles' layout
  * without repacking it on every call as elm_gemm does.
  *
- * Q4_0 by 16 rows ("q4_0x16", the x86 tables'): per tile of rows [16i, 16i + 16) and block b
- * (32 columns) of each, 288 bytes at (i·nb + b)·288, nb = cols / 32:
+ * The 32-weight types Q4_0, Q4_1, Q5_0, Q5_1 by 16 rows ("q4_0x16" ... "q5_1x16", the x86
+ * tables'): per tile of rows [16i, 16i + 16) and block b (32 columns) of each, 16 times the
+ * type's block bytes B (288, 320, 352, 384) at (i·nb + b)·16·B, nb = cols / 32:
  *   uint8 qs[4][16][4]  qs[j][r][e] = byte 4j + e of row r's block: the low nibble is weight
  *                       4j + e, the high nibble weight 16 + 4j + e (the file's own 16 bytes,
  *                       unchanged, only interleaved by 32-bit words across the rows)
+ *   uint8 qh[16][4]     Q5_0, Q5_1: bit v of qh[r][e] = the fifth bit of row r's weight 4v + e
+ *                       (the file's 32 bits of qh, transposed so that vector v of codes takes
+ *                       its fifth bits from one shift of qh and a mask)
  *   f16   d[16]         row r's block scale, as in the file
+ *   f16   m[16]         Q4_1, Q5_1: row r's block offset
  * A 512-bit vector of qs[j] holds one 32-bit word of every row (AVX2: two 256-bit halves of 8 rows):
- * masked it gives the unsigned codes of weights 4j..4j+3 of the 16 rows, shifted those of
- * 16+4j..16+4j+3, ready for vpdpbusd (or maddubs) against four broadcast activation bytes. The layout takes exactly the file's bytes (16 rows × 18 bytes
- * per block), so a matrix is packed in place. Only matrices of a multiple of 16 rows are packed.
+ * masked it gives the unsigned low nibbles of weights 4j..4j+3 of the 16 rows, shifted those of
+ * 16+4j..16+4j+3, ready for vpdpbusd (or maddubs) against four broadcast activation bytes. The
+ * layout takes exactly the file's bytes (16 rows × B per block), so a matrix is packed in place.
+ * Only matrices of a multiple of 16 rows are packed.
  *
  * Q4_K by 16 rows ("q4_kx16", the AVX-512 table's): per tile of rows [16i, 16i + 16) and
  * super-block s (256 columns) of each, 2304 bytes at (i·nsb + s)·2304, nsb = cols / 256:
@@ -30,6 +36,9 @@
 #include "kernels/gemm.h"
 
 #define ELM_Q4_0X16_BYTES (ELM_TILE_ROWS * 18)
+#define ELM_Q4_1X16_BYTES (ELM_TILE_ROWS * 20)
+#define ELM_Q5_0X16_BYTES (ELM_TILE_ROWS * 22)
+#define ELM_Q5_1X16_BYTES (ELM_TILE_ROWS * 24)
 #define ELM_Q4_KX16_BYTES (ELM_TILE_ROWS * 144)
 
 /* How far ahead the x86 q4_0x16 micro-kernels prefetch from 2 tokens on: there they compute more
@@ -38,12 +47,13 @@
  * 4 tokens out of cache on Zen 4. One token streams as fast without. */
 #define ELM_Q4_0X16_PREFETCH 4096
 
-/* Whether elm_pack_q4_0x16 lays out a rows × cols matrix of type t (Q4_0, rows a multiple of 16). */
-bool elm_packs_q4_0x16(elm_type t, int64_t rows, int64_t cols);
+/* Whether elm_pack_q4q5x16 lays out a rows × cols matrix of type t (Q4_0, Q4_1, Q5_0 or Q5_1,
+ * rows a multiple of 16). */
+bool elm_packs_q4q5x16(elm_type t, int64_t rows, int64_t cols);
 
-/* Writes w (Q4_0, row-major, not packed) in the q4_0x16 layout to out (as many bytes as w's data,
- * not overlapping it). */
-void elm_pack_q4_0x16(const elm_weights *w, void *out);
+/* Writes w (one of those types, row-major, not packed) in its q*x16 layout to out (as many bytes
+ * as w's data, not overlapping it). */
+void elm_pack_q4q5x16(const elm_weights *w, void *out);
 
 /* Whether elm_pack_q4_kx16 lays out a rows × cols matrix of type t (Q4_K, rows a multiple of 16). */
 bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols);
@@ -52,7 +62,7 @@ bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols);
  * not overlapping it). */
 void elm_pack_q4_kx16(const elm_weights *w, void *out);
 
-/* Q4_0 and Q4_K by 16 rows, the x86 tables' packs and pack (kernels.h). */
+/* The 32-weight types and Q4_K by 16 rows, the x86 tables' packs and pack (kernels.h). */
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols);
 void elm_pack_x16(const elm_weights *w, void *out);
 
@@ -66,8 +76,9 @@ void elm_packed_matmul(elm_tile_q8_fn tile, int max_tokens, const void *data, in
                        int64_t nb, size_t tile_bytes, const void *xq, size_t x_row, int64_t n_tok,
                        float *y, int64_t r0, int64_t r1);
 
-/* elm_packed_matmul for packed Q4_0 weights (a->xq: q8 rows; the tile argument a q4_0x16 tile). */
-void elm_packed_q4_0x16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
+/* elm_packed_matmul for packed Q4_0, Q4_1, Q5_0 or Q5_1 weights (a->xq: q8 rows; the tile
+ * argument a micro-kernel of a->w.type's q*x16 tiles). */
+void elm_packed_q4q5x16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
                                int64_t r0, int64_t r1);
 
 #endif

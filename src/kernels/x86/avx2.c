@@ -69,73 +69,118 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
     }
 }
 
-/* Packed Q4_0 (packed.h, q4_0x16), one half of a tile (8 rows, a 32-bit lane each) at a time so
- * that its eight code vectors, four tokens' accumulators and the temporaries fit the 16
- * registers. The codes are unsigned (0..15), so maddubs takes them as they are (the tiles of
- * signed weights need abs and sign first); a row's eight pair sums of a block stay within
- * 8·2·15·128 < 2^15 and add up in 16 bits before one madd. The integers and the float steps are
- * tile_q8_256_n's (less its m·s, 0 for Q4_0), so a prefill keeps its bits. */
-#define Q4X8_FOR_TOKENS(op) op(0) op(1) op(2) op(3)
-#define Q4X8_INIT(k)                                                                               \
-    __m256 acc##k = _mm256_setzero_ps();                                                           \
+/* Packed Q4_0, Q4_1, Q5_0 and Q5_1 (packed.h, q*x16). A tile is two halves of 8 rows, a 32-bit
+ * lane each; one or two tokens take both halves block by block (one pass over the tile: a pass
+ * per half had the tile read from memory by the first and from L2 by the second, the memory idle
+ * meanwhile), three or four one half at a time, so that its eight code vectors, four tokens'
+ * accumulators and the temporaries fit the 16 registers. The codes are unsigned (0..31), so
+ * maddubs takes them as they are (the tiles of signed weights need abs and sign first); four pair
+ * sums of a row stay within 4·2·31·127 < 2^15 and add up in 16 bits (eight for 4-bit codes)
+ * before a madd. The integers and the float steps are tile_q8_256_n's, so a prefill keeps its
+ * bits. */
+#define QX16_FOR_TOKENS(op) op(0) op(1) op(2) op(3)
+#define QX16_INIT(k)                                                                               \
+    __m256 acc##k##0 = _mm256_setzero_ps(), acc##k##1 = acc##k##0;                                 \
     const elm_q8_row x##k = elm_q8_at(xq, nb * ELM_QK, nt > k ? k : 0);
-#define Q4X8_DOT(k)                                                                                \
+#define QX16_PAIRS(k, i) _mm256_maddubs_epi16(w[i], _mm256_set1_epi32(i32_at(qs + 4 * (i))))
+#define QX16_DOT(k, h)                                                                             \
     if (nt > k) {                                                                                  \
         const int8_t *qs = x##k.qs + b * ELM_QK;                                                   \
-        __m256i pairs = _mm256_maddubs_epi16(w[0], _mm256_set1_epi32(i32_at(qs)));                 \
-        for (int i = 1; i < ELM_QK / 4; i++)                                                       \
-            pairs = _mm256_add_epi16(                                                              \
-                pairs, _mm256_maddubs_epi16(w[i], _mm256_set1_epi32(i32_at(qs + 4 * i))));         \
-        const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)),       \
-                                             _mm256_set1_epi32(-8 * x##k.sum[b]));                 \
-        acc##k = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),                                          \
-                                 _mm256_mul_ps(d, _mm256_set1_ps(x##k.d[b])), acc##k);             \
+        __m256i lo = QX16_PAIRS(k, 0), hi = QX16_PAIRS(k, 4);                                      \
+        for (int i = 1; i < 4; i++) {                                                              \
+            lo = _mm256_add_epi16(lo, QX16_PAIRS(k, i));                                           \
+            hi = _mm256_add_epi16(hi, QX16_PAIRS(k, i + 4));                                       \
+        }                                                                                          \
+        const __m256i one = _mm256_set1_epi16(1);                                                  \
+        __m256i sum = five ? _mm256_add_epi32(_mm256_madd_epi16(lo, one), _mm256_madd_epi16(hi, one)) \
+                           : _mm256_madd_epi16(_mm256_add_epi16(lo, hi), one);                     \
+        if (!asym) sum = _mm256_add_epi32(sum, _mm256_set1_epi32(-(five ? 16 : 8) * x##k.sum[b])); \
+        acc##k##h = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),                                       \
+                                    _mm256_mul_ps(d, _mm256_set1_ps(x##k.d[b])), acc##k##h);       \
+        if (asym) acc##k##h = _mm256_fmadd_ps(m, _mm256_set1_ps(x##k.s[b]), acc##k##h);            \
     }
-#define Q4X8_STORE(k)                                                                              \
+#define QX16_HALF(h)                                                                               \
+    {                                                                                              \
+        const int hh = nh == 2 ? h : half;                                                         \
+        const uint8_t *t = tile + 32 * hh;                                                         \
+        __m256i w[ELM_QK / 4];                                                                     \
+        for (int j = 0; j < 4; j++) {                                                              \
+            const __m256i p = _mm256_loadu_si256((const __m256i *)(t + 64 * j));                   \
+            w[j] = _mm256_and_si256(p, low4);                                                      \
+            w[j + 4] = _mm256_and_si256(_mm256_srli_epi16(p, 4), low4);                            \
+        }                                                                                          \
+        if (five) {                                                                                \
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(t + 256));                      \
+            w[0] = _mm256_or_si256(w[0], _mm256_and_si256(_mm256_slli_epi16(q, 4), bit4));         \
+            w[1] = _mm256_or_si256(w[1], _mm256_and_si256(_mm256_slli_epi16(q, 3), bit4));         \
+            w[2] = _mm256_or_si256(w[2], _mm256_and_si256(_mm256_slli_epi16(q, 2), bit4));         \
+            w[3] = _mm256_or_si256(w[3], _mm256_and_si256(_mm256_slli_epi16(q, 1), bit4));         \
+            w[4] = _mm256_or_si256(w[4], _mm256_and_si256(q, bit4));                               \
+            w[5] = _mm256_or_si256(w[5], _mm256_and_si256(_mm256_srli_epi16(q, 1), bit4));         \
+            w[6] = _mm256_or_si256(w[6], _mm256_and_si256(_mm256_srli_epi16(q, 2), bit4));         \
+            w[7] = _mm256_or_si256(w[7], _mm256_and_si256(_mm256_srli_epi16(q, 3), bit4));         \
+        }                                                                                          \
+        const uint8_t *dm = tile + d_at + 16 * hh;                                                 \
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dm));                   \
+        const __m256 m = asym ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dm + 32)))       \
+                              : _mm256_setzero_ps();                                               \
+        QX16_DOT(0, h) QX16_DOT(1, h) QX16_DOT(2, h) QX16_DOT(3, h)                                \
+    }
+#define QX16_STORE(k)                                                                              \
     if (nt > k) {                                                                                  \
-        float out[8];                                                                              \
-        _mm256_storeu_ps(out, acc##k);                                                             \
+        float out[ELM_TILE_ROWS];                                                                  \
+        _mm256_storeu_ps(out, acc##k##0);                                                          \
+        _mm256_storeu_ps(out + 8, acc##k##1);                                                      \
         memcpy(y + k * ldy, out, sizeof(float) * (size_t)n_rows);                                  \
     }
 
-X86_INLINE void half_q4_0x16_n(const uint8_t *tile, int half, int64_t nb, const void *xq,
-                               float *y, int64_t ldy, int n_rows, const int nt) {
-    Q4X8_FOR_TOKENS(Q4X8_INIT)
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
+/* Rows [8·half, 8·half + 8) of the tile (nh 1) or all 16 (nh 2, for at most 2 tokens): y[t·ldy + r]
+ * for r < n_rows, counted from the first row taken. */
+X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, const void *xq,
+                       float *y, int64_t ldy, int n_rows, const int nt, const bool asym,
+                       const bool five) {
+    QX16_FOR_TOKENS(QX16_INIT)
+    const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
+    const int d_at = 256 + (five ? 64 : 0);
+    const size_t bytes = (size_t)ELM_TILE_ROWS * (size_t)(18 + (asym ? 2 : 0) + (five ? 4 : 0));
     const uint8_t *pf = tile + ELM_Q4_0X16_PREFETCH;
-    tile += 32 * half;
-    for (int64_t b = 0; b < nb; b++, tile += ELM_Q4_0X16_BYTES) {
-        for (; nt > 1 && pf < tile + ELM_Q4_0X16_PREFETCH + ELM_Q4_0X16_BYTES / 2; pf += 64)
+    const size_t pf_step = nh == 2 ? bytes : bytes / 2;
+    for (int64_t b = 0; b < nb; b++, tile += bytes) {
+        for (; (nt > 1 || five) && pf < tile + ELM_Q4_0X16_PREFETCH + pf_step; pf += 64)
             _mm_prefetch((const char *)pf, _MM_HINT_T0);
-        __m256i w[ELM_QK / 4];
-        for (int j = 0; j < 4; j++) {
-            const __m256i p = _mm256_loadu_si256((const __m256i *)(tile + 64 * j));
-            w[j] = _mm256_and_si256(p, low4);
-            w[j + 4] = _mm256_and_si256(_mm256_srli_epi16(p, 4), low4);
-        }
-        const __m256 d =
-            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tile + 256 - 16 * half)));
-        Q4X8_FOR_TOKENS(Q4X8_DOT)
+        QX16_HALF(0)
+        if (nh == 2) QX16_HALF(1)
     }
-    Q4X8_FOR_TOKENS(Q4X8_STORE)
+    QX16_FOR_TOKENS(QX16_STORE)
 }
-#undef Q4X8_FOR_TOKENS
-#undef Q4X8_INIT
-#undef Q4X8_DOT
-#undef Q4X8_STORE
+#undef QX16_FOR_TOKENS
+#undef QX16_INIT
+#undef QX16_PAIRS
+#undef QX16_DOT
+#undef QX16_HALF
+#undef QX16_STORE
 
-X86_FN static void tile_q4_0x16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                                float *y, int64_t ldy, int n_rows) {
+X86_INLINE void tile_qx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
+                          int64_t ldy, int n_rows, const bool asym, const bool five) {
+    if (n_tok == 1) return qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 1, asym, five);
+    if (n_tok == 2) return qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 2, asym, five);
     for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
         const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
-        switch (n_tok) {
-        case 1: half_q4_0x16_n(tile, h, nb, xq, y + 8 * h, ldy, nr, 1); break;
-        case 2: half_q4_0x16_n(tile, h, nb, xq, y + 8 * h, ldy, nr, 2); break;
-        case 3: half_q4_0x16_n(tile, h, nb, xq, y + 8 * h, ldy, nr, 3); break;
-        default: half_q4_0x16_n(tile, h, nb, xq, y + 8 * h, ldy, nr, 4); break;
-        }
+        if (n_tok == 3) qx16_n(tile, h, 1, nb, xq, y + 8 * h, ldy, nr, 3, asym, five);
+        else qx16_n(tile, h, 1, nb, xq, y + 8 * h, ldy, nr, 4, asym, five);
     }
 }
+
+#define TILE_QX16(name, asym, five)                                                                \
+    X86_FN static void name(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,  \
+                            int64_t ldy, int n_rows) {                                             \
+        tile_qx16(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five);                                \
+    }
+TILE_QX16(tile_q4_0x16, false, false)
+TILE_QX16(tile_q4_1x16, true, false)
+TILE_QX16(tile_q5_0x16, false, true)
+TILE_QX16(tile_q5_1x16, true, true)
+#undef TILE_QX16
 
 /* Up to 6 tokens of 16 rows: 12 accumulators, 2 weight vectors and a broadcast in the 16
  * registers (ELM_FOR_6_TOKENS). */
@@ -239,7 +284,12 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
                                               .repack_f32 = repack_f32_256};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->w.packed && a->w.type == ELM_TYPE_Q4_0) elm_packed_q4_0x16_matmul(tile_q4_0x16, 4, a, r0, r1);
+    if (a->w.packed && !elm_type_kquant(a->w.type))
+        elm_packed_q4q5x16_matmul(a->w.type == ELM_TYPE_Q4_0   ? tile_q4_0x16
+                                  : a->w.type == ELM_TYPE_Q4_1 ? tile_q4_1x16
+                                  : a->w.type == ELM_TYPE_Q5_0 ? tile_q5_0x16
+                                                               : tile_q5_1x16,
+                                  4, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else matvec(a, r0, r1, row_dot_256(a->w.type));

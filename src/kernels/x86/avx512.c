@@ -82,37 +82,47 @@ X86_FN static void tile_q8_512(const uint8_t *tile, int64_t nb, const void *xq, 
     }
 }
 
-/* Packed Q4_0 (packed.h, q4_0x16): a block's four vectors of the tile, masked and shifted, are
- * the eight vectors of unsigned codes; the zero point 8 comes off in integers (the sum starts at
- * -8·Σx.qs). The integer sums are tile_q8_512_n's and so are the float steps (less its m·s, 0 for
- * Q4_0), so a prefill gives the same bits whether its Q4_0 weights are packed or not. */
+/* Packed Q4_0, Q4_1, Q5_0 and Q5_1 (packed.h, q*x16): a block's four vectors of the tile, masked
+ * and shifted, are the eight vectors of unsigned low nibbles; for Q5_0 and Q5_1 one shift of the
+ * qh vector and a ternary-logic merge add each one's fifth bits. The zero point (8, 16) of the
+ * symmetric types comes off in integers (the sum starts at -8·Σx.qs or -16·Σx.qs), the offset m of
+ * the others as m·x.s. The integer sums are tile_q8_512_n's and so are the float steps, so a
+ * prefill gives the same bits whether its weights are packed or not. */
 
 /* Token k's accumulator and activation pointers, named (acc##k) rather than in arrays: as in
  * gemm.h's ELM_FOR_6_TOKENS, gcc kept an array of accumulators on the stack, a store after every
  * block (perf: a third of the kernel's samples at 4 tokens). */
-#define Q4X16_FOR_TOKENS(op) op(0) op(1) op(2) op(3) op(4) op(5) op(6) op(7)
-#define Q4X16_INIT(k)                                                                              \
+#define QX16_FOR_TOKENS(op) op(0) op(1) op(2) op(3) op(4) op(5) op(6) op(7)
+#define QX16_INIT(k)                                                                               \
     __m512 acc##k = _mm512_setzero_ps();                                                           \
     const elm_q8_row x##k = elm_q8_at(xq, nb * ELM_QK, nt > k ? k : 0);
-#define Q4X16_DOT(k)                                                                               \
+#define QX16_DOT(k)                                                                                \
     if (nt > k) {                                                                                  \
         const int8_t *qs = x##k.qs + b * ELM_QK;                                                   \
-        __m512i sum = _mm512_set1_epi32(-8 * x##k.sum[b]);                                         \
+        __m512i sum = asym ? _mm512_setzero_si512()                                                \
+                           : _mm512_set1_epi32(-(five ? 16 : 8) * x##k.sum[b]);                    \
         for (int i = 0; i < ELM_QK / 4; i++)                                                       \
             sum = dpbusd_bcast(sum, w[i], qs + 4 * i);                                             \
         acc##k = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),                                          \
                                  _mm512_mul_ps(d, _mm512_set1_ps(x##k.d[b])), acc##k);             \
+        if (asym) acc##k = _mm512_fmadd_ps(m, _mm512_set1_ps(x##k.s[b]), acc##k);                  \
     }
-#define Q4X16_STORE(k)                                                                             \
+#define QX16_STORE(k)                                                                              \
     if (nt > k) _mm512_mask_storeu_ps(y + k * ldy, keep, acc##k);
 
-X86_INLINE void tile_q4_0x16_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
-                               int64_t ldy, int n_rows, const int nt) {
-    Q4X16_FOR_TOKENS(Q4X16_INIT)
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
+/* w |= the bits of q that bit4 selects (bit4 ? q : w, bitwise) */
+#define QX16_FIFTH(w, q) _mm512_ternarylogic_epi32(w, q, bit4, 0xd8)
+
+X86_INLINE void tile_qx16_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
+                            int64_t ldy, int n_rows, const int nt, const bool asym,
+                            const bool five) {
+    QX16_FOR_TOKENS(QX16_INIT)
+    const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
+    const int d_at = 256 + (five ? 64 : 0);
+    const size_t bytes = (size_t)ELM_TILE_ROWS * (size_t)(18 + (asym ? 2 : 0) + (five ? 4 : 0));
     const uint8_t *pf = tile + ELM_Q4_0X16_PREFETCH;
-    for (int64_t b = 0; b < nb; b++, tile += ELM_Q4_0X16_BYTES) {
-        for (; nt > 1 && pf < tile + ELM_Q4_0X16_PREFETCH + ELM_Q4_0X16_BYTES; pf += 64)
+    for (int64_t b = 0; b < nb; b++, tile += bytes) {
+        for (; nt > 1 && pf < tile + ELM_Q4_0X16_PREFETCH + bytes; pf += 64)
             _mm_prefetch((const char *)pf, _MM_HINT_T0);
         __m512i w[ELM_QK / 4];
         for (int j = 0; j < 4; j++) {
@@ -120,30 +130,55 @@ X86_INLINE void tile_q4_0x16_n(const uint8_t *tile, int64_t nb, const void *xq, 
             w[j] = _mm512_and_si512(p, low4);
             w[j + 4] = _mm512_and_si512(_mm512_srli_epi16(p, 4), low4);
         }
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + 256)));
-        Q4X16_FOR_TOKENS(Q4X16_DOT)
+        if (five) {
+            const __m512i q = _mm512_loadu_si512(tile + 256);
+            w[0] = QX16_FIFTH(w[0], _mm512_slli_epi16(q, 4));
+            w[1] = QX16_FIFTH(w[1], _mm512_slli_epi16(q, 3));
+            w[2] = QX16_FIFTH(w[2], _mm512_slli_epi16(q, 2));
+            w[3] = QX16_FIFTH(w[3], _mm512_slli_epi16(q, 1));
+            w[4] = QX16_FIFTH(w[4], q);
+            w[5] = QX16_FIFTH(w[5], _mm512_srli_epi16(q, 1));
+            w[6] = QX16_FIFTH(w[6], _mm512_srli_epi16(q, 2));
+            w[7] = QX16_FIFTH(w[7], _mm512_srli_epi16(q, 3));
+        }
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + d_at)));
+        const __m512 m = asym ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + d_at + 32)))
+                              : _mm512_setzero_ps();
+        QX16_FOR_TOKENS(QX16_DOT)
     }
     const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
-    Q4X16_FOR_TOKENS(Q4X16_STORE)
+    QX16_FOR_TOKENS(QX16_STORE)
 }
-#undef Q4X16_FOR_TOKENS
-#undef Q4X16_INIT
-#undef Q4X16_DOT
-#undef Q4X16_STORE
+#undef QX16_FOR_TOKENS
+#undef QX16_INIT
+#undef QX16_DOT
+#undef QX16_STORE
+#undef QX16_FIFTH
 
-X86_FN static void tile_q4_0x16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                                float *y, int64_t ldy, int n_rows) {
+X86_INLINE void tile_qx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
+                          int64_t ldy, int n_rows, const bool asym, const bool five) {
     switch (n_tok) {
-    case 1: tile_q4_0x16_n(tile, nb, xq, y, ldy, n_rows, 1); break;
-    case 2: tile_q4_0x16_n(tile, nb, xq, y, ldy, n_rows, 2); break;
-    case 3: tile_q4_0x16_n(tile, nb, xq, y, ldy, n_rows, 3); break;
-    case 4: tile_q4_0x16_n(tile, nb, xq, y, ldy, n_rows, 4); break;
-    case 5: tile_q4_0x16_n(tile, nb, xq, y, ldy, n_rows, 5); break;
-    case 6: tile_q4_0x16_n(tile, nb, xq, y, ldy, n_rows, 6); break;
-    case 7: tile_q4_0x16_n(tile, nb, xq, y, ldy, n_rows, 7); break;
-    default: tile_q4_0x16_n(tile, nb, xq, y, ldy, n_rows, 8); break;
+    case 1: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 1, asym, five); break;
+    case 2: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 2, asym, five); break;
+    case 3: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 3, asym, five); break;
+    case 4: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 4, asym, five); break;
+    case 5: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 5, asym, five); break;
+    case 6: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 6, asym, five); break;
+    case 7: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 7, asym, five); break;
+    default: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 8, asym, five); break;
     }
 }
+
+#define TILE_QX16(name, asym, five)                                                                \
+    X86_FN static void name(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,  \
+                            int64_t ldy, int n_rows) {                                             \
+        tile_qx16(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five);                                \
+    }
+TILE_QX16(tile_q4_0x16, false, false)
+TILE_QX16(tile_q4_1x16, true, false)
+TILE_QX16(tile_q5_0x16, false, true)
+TILE_QX16(tile_q5_1x16, true, true)
+#undef TILE_QX16
 
 /* All 16 tokens of the chunk (the padding ones are zeros), only n_tok stored: one weight vector
  * load and 16 fused multiply-adds with broadcast activations per column. */
@@ -515,7 +550,12 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_512,
                                               .transpose = transpose_x_512};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->w.packed && a->w.type == ELM_TYPE_Q4_0) elm_packed_q4_0x16_matmul(tile_q4_0x16, Q8_TOKENS, a, r0, r1);
+    if (a->w.packed && !elm_type_kquant(a->w.type))
+        elm_packed_q4q5x16_matmul(a->w.type == ELM_TYPE_Q4_0   ? tile_q4_0x16
+                                  : a->w.type == ELM_TYPE_Q4_1 ? tile_q4_1x16
+                                  : a->w.type == ELM_TYPE_Q5_0 ? tile_q5_0x16
+                                                               : tile_q5_1x16,
+                                  Q8_TOKENS, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx512, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else matvec_512(a, r0, r1, scratch);
