@@ -433,6 +433,8 @@ KQ_FN static void dot_packed(elm_type t, const uint8_t *src, size_t row_bytes, i
 /* ---- packed Q4_K (packed.h, q4_kx16) for the AVX2 table ----
  * One half of a tile (8 rows, a 32-bit lane each) at a time, up to 2 tokens, so that a pair of
  * sub-blocks' int16 sums, the int32 isum and the float sum of each token fit the 16 registers.
+ * The halves take turns every KH_CHUNK super-blocks (the second reads them from L1): a pass of
+ * one half over the whole tile, then of the other, left the memory idle while the second ran.
  * The codes are unsigned (0..15), so maddubs takes them as they are, and a sub-block's eight
  * pair sums stay within 8·2·15·127 < 2^15 in 16 bits before one madd by its scale (an int16
  * pair, both halves the scale); the mins' Σ m·bsum is a madd of each min, paired alike, with two
@@ -455,7 +457,7 @@ KQ_INLINE __m256i kq_bcast32(const void *p) {
 
 #define KH_FOR_TOKENS(op) op(0) op(1)
 #define KH_INIT(k)                                                                                 \
-    __m256 acc##k = _mm256_setzero_ps();                                                           \
+    __m256 acc##k = accs[k];                                                                       \
     const elm_q8k_row x##k = elm_q8k_at(xq, nb * ELM_QK_K, nt > k ? k : 0);
 #define KH_ZERO(k) __m256i isum##k = _mm256_setzero_si256(), msum##k = _mm256_setzero_si256();
 #define KH_PAIR_ZERO(k) __m256i lo##k = _mm256_setzero_si256(), hi##k = _mm256_setzero_si256();
@@ -486,19 +488,16 @@ KQ_INLINE __m256i kq_bcast32(const void *p) {
         acc##k = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum##k), _mm256_mul_ps(d, xd), acc##k);       \
         acc##k = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum##k), _mm256_mul_ps(dmin, xd), acc##k);   \
     }
-#define KH_STORE(k)                                                                                \
-    if (nt > k) {                                                                                  \
-        float o[8];                                                                                \
-        _mm256_storeu_ps(o, acc##k);                                                               \
-        memcpy(y + k * ldy, o, sizeof(float) * (size_t)n_rows);                                    \
-    }
+#define KH_STORE(k) accs[k] = acc##k;
 
-KQ_INLINE void half_q4_kx16_n(const uint8_t *tile, int half, int64_t nb, const void *xq, float *y,
-                              int64_t ldy, int n_rows, const int nt) {
+/* Super-blocks [s0, s1) of one half of the tile, added to accs[t] for t < nt. */
+KQ_INLINE void half_q4_kx16_n(const uint8_t *tile, int half, int64_t s0, int64_t s1, int64_t nb,
+                              const void *xq, __m256 accs[2], const int nt) {
     KH_FOR_TOKENS(KH_INIT)
     const __m256i low4 = _mm256_set1_epi8(0x0f), low6 = _mm256_set1_epi8(0x3f);
     const __m256i two = _mm256_set1_epi8(0x03);
-    for (int64_t s = 0; s < nb; s++, tile += ELM_Q4_KX16_BYTES) {
+    tile += s0 * ELM_Q4_KX16_BYTES;
+    for (int64_t s = s0; s < s1; s++, tile += ELM_Q4_KX16_BYTES) {
         const uint8_t *h = tile + 32 * half;
         /* unpack_scale_min's words, 8 rows at once: scales 0-3, mins 0-3, scales 4-7, mins 4-7 */
         const __m256i u0 = kq_load(h + 2048), u1 = kq_load(h + 2112), u2 = kq_load(h + 2176);
@@ -542,13 +541,26 @@ KQ_INLINE void half_q4_kx16_n(const uint8_t *tile, int half, int64_t nb, const v
 #undef KH_FINISH
 #undef KH_STORE
 
+enum { KH_CHUNK = 2 };
+
 KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
                                float *y, int64_t ldy, int n_rows) {
-    for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
-        const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
-        if (n_tok == 1) half_q4_kx16_n(tile, h, nb, xq, y + 8 * h, ldy, nr, 1);
-        else half_q4_kx16_n(tile, h, nb, xq, y + 8 * h, ldy, nr, 2);
+    __m256 accs[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()},
+                         {_mm256_setzero_ps(), _mm256_setzero_ps()}};
+    for (int64_t s0 = 0; s0 < nb; s0 += KH_CHUNK) {
+        const int64_t s1 = s0 + KH_CHUNK < nb ? s0 + KH_CHUNK : nb;
+        for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
+            if (n_tok == 1) half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], 1);
+            else half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], 2);
+        }
     }
+    for (int h = 0; h < 2 && 8 * h < n_rows; h++)
+        for (int t = 0; t < n_tok; t++) {
+            float o[8];
+            _mm256_storeu_ps(o, accs[h][t]);
+            memcpy(y + t * ldy + 8 * h, o,
+                   sizeof(float) * (size_t)(n_rows - 8 * h < 8 ? n_rows - 8 * h : 8));
+        }
 }
 #define KT_TOKENS 2
 #endif
