@@ -177,7 +177,7 @@ static float dot_iq4_nl_scalar(const int8_t *q, const float *d, elm_q8_row x, in
 }
 
 const elm_kq_kernels elm_kq_scalar = {elm_kq_unpack_scalar, dot_scalar, unpack_iq4_nl_scalar,
-                                      dot_iq4_nl_scalar, NULL, 0, NULL, NULL, NULL, 0};
+                                      dot_iq4_nl_scalar, NULL, 0, NULL, NULL, 0};
 
 static bool has_mins(elm_type t) {
     return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
@@ -202,7 +202,7 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     const elm_kq_kernels kk = {k->unpack ? k->unpack : s->unpack, k->dot ? k->dot : s->dot,
                                k->unpack_iq4_nl ? k->unpack_iq4_nl : s->unpack_iq4_nl,
                                k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl, NULL, 0, NULL,
-                               NULL, NULL, 0};
+                               NULL, 0};
     if (a->w.type == ELM_TYPE_IQ4_NL) {
         matmul_iq4_nl(&kk, a, r0, r1, scratch);
         return;
@@ -226,10 +226,9 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
             for (int64_t t = 0; t < nt; t++)
                 elm_quantize_q8_k(a->x + (t0 + t) * cols, cols, own + t * xrow);
         if (a->w.packed) {
-            const bool q5 = a->w.type == ELM_TYPE_Q5_K;
-            elm_packed_matmul(q5 ? k->tile_q5_k : k->tile_q4_k, k->tile_k_tokens, a->w.data, rows,
-                              nsb, (size_t)nsb * (q5 ? ELM_Q5_KX16_BYTES : ELM_Q4_KX16_BYTES), xq,
-                              xrow, nt, a->y + t0 * rows, r0, r1);
+            elm_packed_matmul(k->tile_q4_k, k->tile_q4_k_tokens, a->w.data, rows, nsb,
+                              (size_t)nsb * ELM_Q4_KX16_BYTES, xq, xrow, nt, a->y + t0 * rows, r0,
+                              r1);
             continue;
         }
         if (tiles) {

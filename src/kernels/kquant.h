@@ -20,12 +20,12 @@
  * tables without gemm16 take the rows one or two at a time, 4 tokens per pass (dot_packed from
  * the file's bytes where the table has it, else a row unpacked once per chunk and dot); prefill
  * with gemm16 unpacks 16 rows and runs every token of the chunk over their repacked tile. Weights
- * packed at load (elm_weights.packed, Q4_K and Q5_K) go through the table's tile_q4_k or tile_q5_k for every token
+ * packed at load (elm_weights.packed, Q4_K only) go through the table's tile_q4_k for every token
  * count. */
 #ifndef EDGELM_KERNELS_KQUANT_H
 #define EDGELM_KERNELS_KQUANT_H
 
-#include "kernels/gemm.h"
+#include "kernels/kernels.h"
 
 /* Whether products with weights of type t go through elm_kquant_matmul. */
 static inline bool elm_type_kquant(elm_type t) {
@@ -83,12 +83,12 @@ typedef struct elm_kq_kernels {
      * rows at xq; scratch: ELM_KQ_TILE_SB_BYTES per 256 columns, 64-byte aligned. */
     void (*gemm16)(elm_type t, const elm_kq_block *blk, int n_rows, int64_t cols, const void *xq,
                    int64_t nt, float *y, int64_t ldy, void *scratch);
-    /* Packed Q4_K and Q5_K (packed.h's q4_kx16 and q5_kx16, for the tables that pack them),
-     * every token count: gemm.h's elm_tile_q8_fn over one tile of nb super-blocks, with q8_K rows
-     * at xq (elm_q8k_at(xq, 256·nb, t)), up to tile_k_tokens tokens a call; the float result
-     * above per row. */
-    elm_tile_q8_fn tile_q4_k, tile_q5_k;
-    int tile_k_tokens;
+    /* Packed Q4_K (packed.h's q4_kx16, for the tables that pack it), every token count: gemm.h's
+     * elm_tile_q8_fn over one tile of nb super-blocks, with q8_K rows at xq (elm_q8k_at(xq,
+     * 256·nb, t)), up to tile_q4_k_tokens tokens a call; the float result above per row. */
+    void (*tile_q4_k)(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
+                      int64_t ldy, int n_rows);
+    int tile_q4_k_tokens;
 } elm_kq_kernels;
 
 /* Scratch bytes of gemm16's repacked tile per super-block of its 16 rows. */

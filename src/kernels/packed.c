@@ -39,42 +39,36 @@ void elm_pack_q4q5x16(const elm_weights *w, void *out) {
     }
 }
 
-bool elm_packs_qk_x16(elm_type t, int64_t rows, int64_t cols) {
-    return (t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K) && rows > 0 && rows % ELM_TILE_ROWS == 0 &&
-           cols > 0 && cols % ELM_QK_K == 0;
+bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols) {
+    return t == ELM_TYPE_Q4_K && rows > 0 && rows % ELM_TILE_ROWS == 0 && cols > 0 &&
+           cols % ELM_QK_K == 0;
 }
 
-void elm_pack_qk_x16(const elm_weights *w, void *out) {
-    enum { SM = 4, QH = 16 }; /* in a file super-block: d, dmin, sm[12], (Q5_K) qh[32], qs[128] */
-    const bool five = w->type == ELM_TYPE_Q5_K;
-    const size_t block = five ? 176 : 144, tile = ELM_TILE_ROWS * block;
-    const size_t qs_at = five ? 48 : 16;
+void elm_pack_q4_kx16(const elm_weights *w, void *out) {
+    enum { BLOCK = 144, QS = 16, SM = 4 };
     const int64_t nsb = w->cols / ELM_QK_K;
-    const size_t row_bytes = (size_t)nsb * block;
+    const size_t row_bytes = (size_t)nsb * BLOCK;
     uint8_t *o = out;
     for (int64_t r0 = 0; r0 < w->rows; r0 += ELM_TILE_ROWS) {
         const uint8_t *src = (const uint8_t *)w->data + (size_t)r0 * row_bytes;
-        for (int64_t s = 0; s < nsb; s++, o += tile)
+        for (int64_t s = 0; s < nsb; s++, o += ELM_Q4_KX16_BYTES)
             for (int r = 0; r < ELM_TILE_ROWS; r++) {
-                const uint8_t *blk = src + (size_t)r * row_bytes + (size_t)s * block;
-                for (int v = 0; v < 32; v++)
-                    memcpy(o + ELM_QKX16_QS(five) + (v * ELM_TILE_ROWS + r) * 4, blk + qs_at + 4 * v, 4);
-                for (int v = 0; five && v < 8; v++)
-                    memcpy(o + ELM_QKX16_QH + (v * ELM_TILE_ROWS + r) * 4, blk + QH + 4 * v, 4);
+                const uint8_t *blk = src + (size_t)r * row_bytes + (size_t)s * BLOCK;
+                for (int v = 0; v < 32; v++) memcpy(o + (v * ELM_TILE_ROWS + r) * 4, blk + QS + 4 * v, 4);
                 for (int v = 0; v < 3; v++)
-                    memcpy(o + ELM_QKX16_SM + (v * ELM_TILE_ROWS + r) * 4, blk + SM + 4 * v, 4);
-                memcpy(o + ELM_QKX16_D + 2 * r, blk, 2);
-                memcpy(o + ELM_QKX16_DMIN + 2 * r, blk + 2, 2);
+                    memcpy(o + 2048 + (v * ELM_TILE_ROWS + r) * 4, blk + SM + 4 * v, 4);
+                memcpy(o + 2240 + 2 * r, blk, 2);
+                memcpy(o + 2272 + 2 * r, blk + 2, 2);
             }
     }
 }
 
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols) {
-    return elm_packs_q4q5x16(t, rows, cols) || elm_packs_qk_x16(t, rows, cols);
+    return elm_packs_q4q5x16(t, rows, cols) || elm_packs_q4_kx16(t, rows, cols);
 }
 
 void elm_pack_x16(const elm_weights *w, void *out) {
-    if (w->type == ELM_TYPE_Q4_K || w->type == ELM_TYPE_Q5_K) elm_pack_qk_x16(w, out);
+    if (w->type == ELM_TYPE_Q4_K) elm_pack_q4_kx16(w, out);
     else elm_pack_q4q5x16(w, out);
 }
 

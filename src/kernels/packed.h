@@ -19,24 +19,17 @@
  * layout takes exactly the file's bytes (16 rows × B per block), so a matrix is packed in place.
  * Only matrices of a multiple of 16 rows are packed.
  *
- * Q4_K and Q5_K by 16 rows ("q4_kx16", "q5_kx16", the x86 tables'): per tile of rows
- * [16i, 16i + 16) and super-block s (256 columns) of each, 16 times the type's super-block bytes
- * (2304, 2816) at (i·nsb + s)·16·B, nsb = cols / 256:
- *   uint8 sm[3][16][4]   sm[w][r][k] = byte 4w + k of row r's 12 bytes of 6-bit scales and mins
- *   f16   d[16], dmin[16]
- *   uint8 qh[8][16][4]   Q5_K: qh[e][r][k] = byte 4e + k of row r's 32 bytes of fifth bits (bit
- *                        2p: of the low nibble of qs[8p + e][r][k], bit 2p + 1: of its high one)
+ * Q4_K by 16 rows ("q4_kx16", the AVX-512 table's): per tile of rows [16i, 16i + 16) and
+ * super-block s (256 columns) of each, 2304 bytes at (i·nsb + s)·2304, nsb = cols / 256:
  *   uint8 qs[32][16][4]  qs[8p + e][r][k] = byte 32p + 4e + k of row r's 128 code bytes: the low
  *                        nibble is weight 64p + 4e + k (sub-block 2p), the high nibble weight
  *                        64p + 32 + 4e + k (sub-block 2p + 1)
- * The scales and fifth bits lie first because the kernels read them first: at the end of the
- * super-block (as in the file) their loads missed the cache in a stream the hardware prefetcher
- * had not reached (a fifth of Q5_K's decode time on Zen 4).  * Again the file's bytes, interleaved by
- * 32-bit words: vector 8p + e, masked and shifted, holds
- * four codes of sub-blocks 2p and 2p + 1 of the 16 rows (Q5_K: with the bits of qh vector e
- * shifted in), for vpdpbusd against four broadcast activation bytes; the three vectors of sm
- * decode into every row's scales and mins with a few shifts and masks (docs/kquants.md has the
- * 12-byte packing). */
+ *   uint8 sm[3][16][4]   sm[w][r][k] = byte 4w + k of row r's 12 bytes of 6-bit scales and mins
+ *   f16   d[16], dmin[16]
+ * Again the file's bytes, interleaved by 32-bit words: vector 8p + e, masked and shifted, holds
+ * four codes of sub-blocks 2p and 2p + 1 of the 16 rows, for vpdpbusd against four broadcast
+ * activation bytes; the three vectors of sm decode into every row's scales and mins with a few
+ * shifts and masks (docs/kquants.md has the 12-byte packing). */
 #ifndef EDGELM_KERNELS_PACKED_H
 #define EDGELM_KERNELS_PACKED_H
 
@@ -47,10 +40,6 @@
 #define ELM_Q5_0X16_BYTES (ELM_TILE_ROWS * 22)
 #define ELM_Q5_1X16_BYTES (ELM_TILE_ROWS * 24)
 #define ELM_Q4_KX16_BYTES (ELM_TILE_ROWS * 144)
-#define ELM_Q5_KX16_BYTES (ELM_TILE_ROWS * 176)
-/* Byte offsets in a q4_kx16 / q5_kx16 super-block tile */
-enum { ELM_QKX16_SM = 0, ELM_QKX16_D = 192, ELM_QKX16_DMIN = 224, ELM_QKX16_QH = 256 };
-#define ELM_QKX16_QS(five) ((five) ? 768 : 256)
 
 /* How far ahead the x86 q4_0x16 micro-kernels prefetch from 2 tokens on: there they compute more
  * per byte than the hardware prefetcher alone keeps up with (a 4-token product took the time of
@@ -66,15 +55,14 @@ bool elm_packs_q4q5x16(elm_type t, int64_t rows, int64_t cols);
  * as w's data, not overlapping it). */
 void elm_pack_q4q5x16(const elm_weights *w, void *out);
 
-/* Whether elm_pack_qk_x16 lays out a rows × cols matrix of type t (Q4_K or Q5_K, rows a multiple
- * of 16). */
-bool elm_packs_qk_x16(elm_type t, int64_t rows, int64_t cols);
+/* Whether elm_pack_q4_kx16 lays out a rows × cols matrix of type t (Q4_K, rows a multiple of 16). */
+bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols);
 
-/* Writes w (Q4_K or Q5_K, row-major, not packed) in its q*_kx16 layout to out (as many bytes as
- * w's data, not overlapping it). */
-void elm_pack_qk_x16(const elm_weights *w, void *out);
+/* Writes w (Q4_K, row-major, not packed) in the q4_kx16 layout to out (as many bytes as w's data,
+ * not overlapping it). */
+void elm_pack_q4_kx16(const elm_weights *w, void *out);
 
-/* The 32-weight types, Q4_K and Q5_K by 16 rows, the x86 tables' packs and pack (kernels.h). */
+/* The 32-weight types and Q4_K by 16 rows, the x86 tables' packs and pack (kernels.h). */
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols);
 void elm_pack_x16(const elm_weights *w, void *out);
 

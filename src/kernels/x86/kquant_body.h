@@ -435,11 +435,10 @@ KQ_FN static void dot_packed(elm_type t, const uint8_t *src, size_t row_bytes, i
  * sub-blocks' int16 sums, the int32 isum and the float sum of each token fit the 16 registers.
  * The halves take turns every KH_CHUNK super-blocks (the second reads them from L1): a pass of
  * one half over the whole tile, then of the other, left the memory idle while the second ran.
- * The codes are unsigned (0..15, Q5_K 0..31), so maddubs takes them as they are, and a
- * sub-block's eight pair sums stay within 8·2·15·127 < 2^15 in 16 bits (Q5_K: two sums of four)
- * before a madd by its scale (an int16 pair, both halves the scale); the mins' Σ m·bsum is a
- * madd of each min, paired alike, with two adjacent 16-weight sums. The integers are the
- * oracle's; the float steps are fused. */
+ * The codes are unsigned (0..15), so maddubs takes them as they are, and a sub-block's eight
+ * pair sums stay within 8·2·15·127 < 2^15 in 16 bits before one madd by its scale (an int16
+ * pair, both halves the scale); the mins' Σ m·bsum is a madd of each min, paired alike, with two
+ * adjacent 16-weight sums. The integers are the oracle's; the float steps are fused. */
 
 /* Byte k of every 32-bit lane of v as an int32 (pair: as two int16, both that byte). */
 KQ_INLINE __m256i kq_byte_lanes(__m256i v, int k, bool pair) {
@@ -461,41 +460,27 @@ KQ_INLINE __m256i kq_bcast32(const void *p) {
     __m256 acc##k = accs[k];                                                                       \
     const elm_q8k_row x##k = elm_q8k_at(xq, nb * ELM_QK_K, nt > k ? k : 0);
 #define KH_ZERO(k) __m256i isum##k = _mm256_setzero_si256(), msum##k = _mm256_setzero_si256();
-#define KH_PAIR_ZERO(k)                                                                            \
-    __m256i lo##k = _mm256_setzero_si256(), hi##k = lo##k, lo2##k = lo##k, hi2##k = lo##k;
+#define KH_PAIR_ZERO(k) __m256i lo##k = _mm256_setzero_si256(), hi##k = _mm256_setzero_si256();
 /* The empty asm keeps each sum a serial chain: gcc otherwise reassociated the eight adds into
  * trees over values it had hoisted, more of them live than the 16 registers (a third of the
  * kernel's instructions were stack moves). */
 #define KH_DOT(k)                                                                                  \
     if (nt > k) {                                                                                  \
         const int8_t *q = x##k.qs + s * ELM_QK_K + 64 * p + 4 * e;                                 \
-        if (five && e >= 4) {                                                                      \
-            lo2##k = _mm256_add_epi16(lo2##k, _mm256_maddubs_epi16(wl, kq_bcast32(q)));            \
-            hi2##k = _mm256_add_epi16(hi2##k, _mm256_maddubs_epi16(wh, kq_bcast32(q + 32)));       \
-            __asm__("" : "+x"(lo2##k), "+x"(hi2##k));                                              \
-        } else {                                                                                   \
-            lo##k = _mm256_add_epi16(lo##k, _mm256_maddubs_epi16(wl, kq_bcast32(q)));              \
-            hi##k = _mm256_add_epi16(hi##k, _mm256_maddubs_epi16(wh, kq_bcast32(q + 32)));         \
-            __asm__("" : "+x"(lo##k), "+x"(hi##k));                                                \
-        }                                                                                          \
+        lo##k = _mm256_add_epi16(lo##k, _mm256_maddubs_epi16(wl, kq_bcast32(q)));                  \
+        hi##k = _mm256_add_epi16(hi##k, _mm256_maddubs_epi16(wh, kq_bcast32(q + 32)));             \
+        __asm__("" : "+x"(lo##k), "+x"(hi##k));                                                    \
     }
 /* the pair's scales times its sums, its mins times its two 32-weight activation sums (each
  * two adjacent 16-weight sums) */
 #define KH_SCALE(k)                                                                                \
     if (nt > k) {                                                                                  \
+        const int16_t *bs = x##k.bsum + 16 * s + 4 * p;                                            \
         isum##k = _mm256_add_epi32(isum##k, _mm256_add_epi32(_mm256_madd_epi16(lo##k, sa),         \
                                                              _mm256_madd_epi16(hi##k, sb)));       \
-        if (five)                                                                                  \
-            isum##k = _mm256_add_epi32(isum##k, _mm256_add_epi32(_mm256_madd_epi16(lo2##k, sa),    \
-                                                                 _mm256_madd_epi16(hi2##k, sb)));  \
-        __asm__("" : "+x"(isum##k));                                                               \
-    }
-#define KH_MINS(k)                                                                                 \
-    if (nt > k) {                                                                                  \
-        const int16_t *bs = x##k.bsum + 16 * s + 4 * p;                                            \
         msum##k = _mm256_add_epi32(msum##k, _mm256_add_epi32(_mm256_madd_epi16(ma, kq_bcast32(bs)),\
                                                              _mm256_madd_epi16(mb, kq_bcast32(bs + 2))));\
-        __asm__("" : "+x"(msum##k));                                                               \
+        __asm__("" : "+x"(isum##k), "+x"(msum##k));                                                \
     }
 #define KH_FINISH(k)                                                                               \
     if (nt > k) {                                                                                  \
@@ -505,27 +490,17 @@ KQ_INLINE __m256i kq_bcast32(const void *p) {
     }
 #define KH_STORE(k) accs[k] = acc##k;
 
-/* Q5_K: v with the fifth bits of qh vector e for its sub-block 2p (high: 2p + 1) in bit 4. */
-KQ_INLINE __m256i kh_fifth(__m256i v, __m256i qh, int p, bool high) {
-    const int left = 4 - 2 * p - (high ? 1 : 0); /* from bit 2p (+ 1) to bit 4 */
-    const __m256i b = left >= 0 ? _mm256_slli_epi16(qh, left) : _mm256_srli_epi16(qh, -left);
-    return _mm256_or_si256(v, _mm256_and_si256(b, _mm256_set1_epi8(0x10)));
-}
-
-/* Super-blocks [s0, s1) of one half of the tile (Q4_K, or Q5_K if five), added to accs[t] for
- * t < nt. */
+/* Super-blocks [s0, s1) of one half of the tile, added to accs[t] for t < nt. */
 KQ_INLINE void half_q4_kx16_n(const uint8_t *tile, int half, int64_t s0, int64_t s1, int64_t nb,
-                              const void *xq, __m256 accs[2], const int nt, const bool five) {
+                              const void *xq, __m256 accs[2], const int nt) {
     KH_FOR_TOKENS(KH_INIT)
     const __m256i low4 = _mm256_set1_epi8(0x0f), low6 = _mm256_set1_epi8(0x3f);
     const __m256i two = _mm256_set1_epi8(0x03);
-    const size_t bytes = five ? ELM_Q5_KX16_BYTES : ELM_Q4_KX16_BYTES;
-    tile += s0 * bytes;
-    for (int64_t s = s0; s < s1; s++, tile += bytes) {
+    tile += s0 * ELM_Q4_KX16_BYTES;
+    for (int64_t s = s0; s < s1; s++, tile += ELM_Q4_KX16_BYTES) {
         const uint8_t *h = tile + 32 * half;
         /* unpack_scale_min's words, 8 rows at once: scales 0-3, mins 0-3, scales 4-7, mins 4-7 */
-        const __m256i u0 = kq_load(h + ELM_QKX16_SM), u1 = kq_load(h + ELM_QKX16_SM + 64);
-        const __m256i u2 = kq_load(h + ELM_QKX16_SM + 128);
+        const __m256i u0 = kq_load(h + 2048), u1 = kq_load(h + 2112), u2 = kq_load(h + 2176);
         const __m256i sc0 = _mm256_and_si256(u0, low6), m0 = _mm256_and_si256(u1, low6);
         const __m256i sc1 = _mm256_or_si256(
             _mm256_and_si256(u2, low4),
@@ -539,26 +514,20 @@ KQ_INLINE void half_q4_kx16_n(const uint8_t *tile, int half, int64_t s0, int64_t
             KH_FOR_TOKENS(KH_PAIR_ZERO)
 #pragma GCC unroll 8
             for (int e = 0; e < 8; e++) {
-                const __m256i w = kq_load(h + ELM_QKX16_QS(five) + 64 * (8 * p + e));
-                __m256i wl = _mm256_and_si256(w, low4), wh = kq_bits(w, 4, 0x0f);
-                if (five) {
-                    const __m256i qh = kq_load(h + ELM_QKX16_QH + 64 * e);
-                    wl = kh_fifth(wl, qh, p, false), wh = kh_fifth(wh, qh, p, true);
-                }
+                const __m256i w = kq_load(h + 64 * (8 * p + e));
+                const __m256i wl = _mm256_and_si256(w, low4), wh = kq_bits(w, 4, 0x0f);
                 KH_FOR_TOKENS(KH_DOT)
             }
             const int k = 2 * (p % 2);
             const __m256i sa = kq_byte_lanes(p < 2 ? sc0 : sc1, k, true);
             const __m256i sb = kq_byte_lanes(p < 2 ? sc0 : sc1, k + 1, true);
-            KH_FOR_TOKENS(KH_SCALE)
             const __m256i ma = kq_byte_lanes(p < 2 ? m0 : m1, k, true);
             const __m256i mb = kq_byte_lanes(p < 2 ? m0 : m1, k + 1, true);
-            KH_FOR_TOKENS(KH_MINS)
+            KH_FOR_TOKENS(KH_SCALE)
         }
-        const __m256 d =
-            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tile + ELM_QKX16_D + 16 * half)));
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tile + 2240 + 16 * half)));
         const __m256 dmin =
-            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tile + ELM_QKX16_DMIN + 16 * half)));
+            _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(tile + 2272 + 16 * half)));
         KH_FOR_TOKENS(KH_FINISH)
     }
     KH_FOR_TOKENS(KH_STORE)
@@ -569,21 +538,20 @@ KQ_INLINE void half_q4_kx16_n(const uint8_t *tile, int half, int64_t s0, int64_t
 #undef KH_PAIR_ZERO
 #undef KH_DOT
 #undef KH_SCALE
-#undef KH_MINS
 #undef KH_FINISH
 #undef KH_STORE
 
 enum { KH_CHUNK = 2 };
 
-KQ_INLINE void tile_qk_x16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
-                           int64_t ldy, int n_rows, const bool five) {
+KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                               float *y, int64_t ldy, int n_rows) {
     __m256 accs[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()},
                          {_mm256_setzero_ps(), _mm256_setzero_ps()}};
     for (int64_t s0 = 0; s0 < nb; s0 += KH_CHUNK) {
         const int64_t s1 = s0 + KH_CHUNK < nb ? s0 + KH_CHUNK : nb;
         for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
-            if (n_tok == 1) half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], 1, five);
-            else half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], 2, five);
+            if (n_tok == 1) half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], 1);
+            else half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], 2);
         }
     }
     for (int h = 0; h < 2 && 8 * h < n_rows; h++)
@@ -593,16 +561,6 @@ KQ_INLINE void tile_qk_x16(const uint8_t *tile, int64_t nb, const void *xq, int 
             memcpy(y + t * ldy + 8 * h, o,
                    sizeof(float) * (size_t)(n_rows - 8 * h < 8 ? n_rows - 8 * h : 8));
         }
-}
-
-KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                               float *y, int64_t ldy, int n_rows) {
-    tile_qk_x16(tile, nb, xq, n_tok, y, ldy, n_rows, false);
-}
-
-KQ_FN static void tile_q5_kx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                               float *y, int64_t ldy, int n_rows) {
-    tile_qk_x16(tile, nb, xq, n_tok, y, ldy, n_rows, true);
 }
 #define KT_TOKENS 2
 #endif
@@ -637,4 +595,4 @@ KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int
 const elm_kq_kernels KQ_TABLE = {
     unpack, dot, unpack_iq4_nl, dot_iq4_nl, dot_packed,
     1u << ELM_TYPE_Q4_K | 1u << ELM_TYPE_Q5_K | 1u << ELM_TYPE_Q6_K | 1u << ELM_TYPE_IQ4_XS,
-    KQ_GEMM16, tile_q4_kx16, tile_q5_kx16, KT_TOKENS};
+    KQ_GEMM16, tile_q4_kx16, KT_TOKENS};

@@ -1,10 +1,9 @@
-/* Packed Q4_K and Q5_K (packed.h, q4_kx16, q5_kx16) in AVX-512 (part of kquant_avx512.c): one micro-kernel for every
+/* Packed Q4_K (packed.h, q4_kx16) in AVX-512 (part of kquant_avx512.c): one micro-kernel for every
  * token count, decode included, over 16 rows at a time, one row per 32-bit lane.
  *
  * Per super-block: the three vectors of 6-bit fields decode into every row's eight scales and
  * mins (the shifts and masks of unpack_scale_min, on 16 rows at once); each code vector, masked
- * and shifted (Q5_K: each code's fifth bit merged in from a shift of the qh vector by one
- * vpternlogd), gives four codes of two sub-blocks, multiplied by vpdpbusd with four activation
+ * and shifted, gives four codes of two sub-blocks, multiplied by vpdpbusd with four activation
  * bytes broadcast from memory; a sub-block's sums times its scale (vpmulld) add up to the
  * oracle's exact isum, and the mins' Σ m·bsum comes from vpdpwssd with each min as an int16
  * pair against two adjacent 16-weight sums. Only the float steps differ from the oracle: one
@@ -49,28 +48,15 @@ KQ_INLINE __m512i kt_byte(__m512i v, int k, bool pair) {
 #define KT_STORE(k)                                                                                \
     if (nt > k) _mm512_mask_storeu_ps(y + k * ldy, keep, acc##k);
 
-/* Q5_K: v with the fifth bits of qh vector e for its sub-block 2p (high: 2p + 1) in bit 4
- * (v's bit 4 is clear: bit4 ? shifted qh : v, bitwise). */
-KQ_INLINE __m512i kt_fifth(__m512i v, __m512i qh, int p, bool high) {
-    const int left = 4 - 2 * p - (high ? 1 : 0); /* from bit 2p (+ 1) to bit 4 */
-    const __m512i b = left >= 0 ? _mm512_slli_epi16(qh, left) : _mm512_srli_epi16(qh, -left);
-    return _mm512_ternarylogic_epi32(v, b, _mm512_set1_epi8(0x10), 0xd8);
-}
-
 KQ_INLINE void tile_q4_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
-                              int64_t ldy, int n_rows, const int nt, const bool five) {
+                              int64_t ldy, int n_rows, const int nt) {
     KT_FOR_TOKENS(KT_INIT)
     const __m512i low4 = _mm512_set1_epi8(0x0f), low6 = _mm512_set1_epi8(0x3f);
     const __m512i two = _mm512_set1_epi8(0x03);
-    const size_t bytes = five ? ELM_Q5_KX16_BYTES : ELM_Q4_KX16_BYTES;
-    const uint8_t *pf = tile + ELM_Q4_0X16_PREFETCH;
-    for (int64_t s = 0; s < nb; s++, tile += bytes) {
-        for (; five && pf < tile + ELM_Q4_0X16_PREFETCH + bytes; pf += 64)
-            _mm_prefetch((const char *)pf, _MM_HINT_T0);
+    for (int64_t s = 0; s < nb; s++, tile += ELM_Q4_KX16_BYTES) {
         /* unpack_scale_min's words, 16 rows at once: scales 0-3, mins 0-3, scales 4-7, mins 4-7 */
-        const __m512i u0 = _mm512_loadu_si512(tile + ELM_QKX16_SM);
-        const __m512i u1 = _mm512_loadu_si512(tile + ELM_QKX16_SM + 64);
-        const __m512i u2 = _mm512_loadu_si512(tile + ELM_QKX16_SM + 128);
+        const __m512i u0 = _mm512_loadu_si512(tile + 2048), u1 = _mm512_loadu_si512(tile + 2112);
+        const __m512i u2 = _mm512_loadu_si512(tile + 2176);
         const __m512i sc[2] = {
             _mm512_and_si512(u0, low6),
             _mm512_or_si512(_mm512_and_si512(u2, low4),
@@ -81,13 +67,9 @@ KQ_INLINE void tile_q4_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, f
             KT_FOR_TOKENS(KT_PAIR_ZERO)
 #pragma GCC unroll 8
             for (int e = 0; e < 8; e++) {
-                const __m512i w = _mm512_loadu_si512(tile + ELM_QKX16_QS(five) + 64 * (8 * p + e));
-                __m512i wl = _mm512_and_si512(w, low4);
-                __m512i wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
-                if (five) {
-                    const __m512i qh = _mm512_loadu_si512(tile + ELM_QKX16_QH + 64 * e);
-                    wl = kt_fifth(wl, qh, p, false), wh = kt_fifth(wh, qh, p, true);
-                }
+                const __m512i w = _mm512_loadu_si512(tile + 64 * (8 * p + e));
+                const __m512i wl = _mm512_and_si512(w, low4);
+                const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
                 KT_FOR_TOKENS(KT_DOT)
             }
             const __m512i sa = kt_byte(sc[p / 2], 2 * (p % 2), false);
@@ -100,9 +82,8 @@ KQ_INLINE void tile_q4_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, f
                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), two), 4))};
         __m512i mp[8];
         for (int j = 0; j < 8; j++) mp[j] = kt_byte(m[j / 4], j % 4, true);
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + ELM_QKX16_D)));
-        const __m512 dmin =
-            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + ELM_QKX16_DMIN)));
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + 2240)));
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + 2272)));
         KT_FOR_TOKENS(KT_FINISH)
     }
     const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
@@ -119,22 +100,12 @@ KQ_INLINE void tile_q4_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, f
 
 #define KT_TOKENS 4
 
-KQ_INLINE void tile_qk_x16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
-                           int64_t ldy, int n_rows, const bool five) {
-    switch (n_tok) {
-    case 1: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 1, five); break;
-    case 2: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 2, five); break;
-    case 3: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 3, five); break;
-    default: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 4, five); break;
-    }
-}
-
 KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
                                float *y, int64_t ldy, int n_rows) {
-    tile_qk_x16(tile, nb, xq, n_tok, y, ldy, n_rows, false);
-}
-
-KQ_FN static void tile_q5_kx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                               float *y, int64_t ldy, int n_rows) {
-    tile_qk_x16(tile, nb, xq, n_tok, y, ldy, n_rows, true);
+    switch (n_tok) {
+    case 1: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 1); break;
+    case 2: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 2); break;
+    case 3: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 3); break;
+    default: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 4); break;
+    }
 }
