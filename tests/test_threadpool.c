@@ -1,12 +1,11 @@
-/* The thread pool (core/threadpool.c): static and shared jobs do all their items exactly once, and
- * after a shared job whose joined worker was held up (as by preemption on a busy core) the caller
- * runs the next shared jobs alone, then publishes one again. */
+/* The thread pool (core/threadpool.c): static and shared jobs do all their items exactly once,
+ * and a shared job whose joined worker is held up (as by preemption on a busy core) is done by the
+ * caller, home range of the worker included, and returns only once the worker has left it. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "check.h"
-#include "core/clock.h"
 #include "core/threadpool.h"
 
 enum { ITEMS = 4096, CHUNK = 16 };
@@ -16,6 +15,7 @@ typedef struct {
     atomic_int done[ITEMS];
     atomic_int by_worker;    /* items done by threads other than the caller */
     atomic_bool joined;      /* a worker has started on the job */
+    atomic_bool left;        /* the held worker has finished its part */
     int hold_ms;             /* the first worker to start sleeps this long before its chunks */
     int await_ms;            /* the caller waits up to this long for a worker to start */
 } job;
@@ -29,7 +29,8 @@ static void shared_fn(void *arg, int ith, int nth) {
     (void)nth;
     job *j = arg;
     long b, e;
-    if (ith != 0 && !atomic_exchange(&j->joined, true) && j->hold_ms) sleep_ms(j->hold_ms);
+    const bool held = ith != 0 && !atomic_exchange(&j->joined, true) && j->hold_ms;
+    if (held) sleep_ms(j->hold_ms);
     for (int waited = 0; ith == 0 && waited < j->await_ms && !atomic_load(&j->joined); waited++)
         sleep_ms(1);
     while (elm_pool_work_claim(&j->work, ith, CHUNK, &b, &e))
@@ -37,6 +38,7 @@ static void shared_fn(void *arg, int ith, int nth) {
             atomic_fetch_add(&j->done[i], 1);
             if (ith != 0) atomic_fetch_add(&j->by_worker, 1);
         }
+    if (held) atomic_store(&j->left, true);
 }
 
 static void static_fn(void *arg, int ith, int nth) {
@@ -52,6 +54,7 @@ static int run_job(elm_pool *p, job *j, bool shared, int hold_ms, int await_ms, 
     for (int i = 0; i < ITEMS; i++) atomic_init(&j->done[i], 0);
     atomic_init(&j->by_worker, 0);
     atomic_init(&j->joined, false);
+    atomic_init(&j->left, false);
     j->hold_ms = hold_ms;
     j->await_ms = await_ms;
     if (shared) elm_pool_run_shared(p, shared_fn, j);
@@ -73,25 +76,12 @@ int main(int argc, char **argv) {
         run_job(p, j, false, 0, 0, "static job");
         run_job(p, j, true, 0, 0, "shared job");
     }
-    /* a worker held up 20 ms in a shared job (the caller waits for it to start, so that it is
-     * held in this one): the caller then runs the next shared jobs alone for the spell (4 ms at
-     * first), and so a worker never starts on them even when the caller gives it 2 ms to; static
-     * jobs still run on every thread */
-    run_job(p, j, true, 20, 2000, "held shared job");
-    const double held_end = elm_now_s();
-    const int alone = run_job(p, j, true, 0, 2, "shared job in the solo spell");
-    /* (unless this thread itself was preempted past the spell meanwhile) */
-    const bool in_spell = elm_now_s() - held_end < 0.0035;
-    CHECK(alone == 0 || !in_spell, "the worker did %d items of a shared job right after a late one",
-          alone);
-    run_job(p, j, false, 0, 0, "static job in the solo spell");
-    sleep_ms(10);
-    /* after the spell, jobs are published again and the worker joins them (on a loaded machine
-     * a probe may be late too and start a longer spell: up to 256 ms) */
-    int any = 0, r = 0;
-    const double until = elm_now_s() + 3;
-    for (; !any && elm_now_s() < until; r++) any = run_job(p, j, true, 0, 0, "shared job after the spell");
-    CHECK(any > 0, "the worker joined none of %d shared jobs in the 3 s after the solo spell", r);
+    /* a worker held up 20 ms after joining a shared job (the caller waits for it to join): the
+     * caller claims every chunk, the worker's home range too */
+    const int held = run_job(p, j, true, 20, 2000, "held shared job");
+    CHECK(held == 0, "a worker held up before its first chunk did %d items", held);
+    CHECK(atomic_load(&j->left), "the held job returned before its worker left it");
+    for (int r = 0; r < 20; r++) run_job(p, j, true, 0, 0, "shared job after a held one");
     free(j);
     elm_pool_free(p);
     return check_done();

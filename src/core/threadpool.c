@@ -16,16 +16,7 @@
  * reach zero. Shared jobs (elm_pool_run_shared): a worker joins by incrementing the count with a
  * compare-and-swap that fails once the caller has closed the gate (its own fn returned, so no work
  * is left to claim); the caller waits only for the workers that joined. A late worker touches no
- * job data.
- *
- * Solo spells (shared jobs): a worker that joined and was then preempted - its core busy with
- * another program - holds the caller up until the scheduler runs it again, a millisecond or more,
- * and decode issues a hundred jobs per token (measured: -t 2 17% slower than -t 1 with a busy
- * loop on the other core). So when the caller waits more than LATE_US for joined workers, it runs
- * the shared jobs of the next solo_us alone, without publishing them (they are claimed work: the
- * caller's fn does all of it, with the same results); then it publishes one again as a probe.
- * Each late probe doubles the spell (up to SOLO_MAX_US), each prompt one halves it, so a machine
- * that is busy for good pays one late job per spell and an idle one none. */
+ * job data. */
 #include "core/clock.h"
 #include "core/threadpool.h"
 
@@ -44,7 +35,6 @@
 #endif
 
 enum { SPIN_US = 50, CHECK_CLOCK_EVERY = 64 };
-enum { LATE_US = 1000, SOLO_MIN_US = 4000, SOLO_MAX_US = 256000 };
 
 /* The gate: [63:32] job sequence, bit 31 closed, bit 30 static job, [29:0] workers joined. */
 #define GATE_SEQ(g) ((g) >> 32)
@@ -72,7 +62,6 @@ struct elm_pool {
     atomic_bool stop;
     elm_pool_fn fn;
     void *arg;
-    uint64_t solo_until, solo_us; /* the caller's: the current solo spell (see above) */
 };
 
 static uint64_t now_us(void) { return (uint64_t)(elm_now_s() * 1e6); }
@@ -198,40 +187,11 @@ void elm_pool_free(elm_pool *p) {
 
 int elm_pool_size(const elm_pool *p) { return p->n; }
 
-/* Waits for the workers of the job just run (static or shared). */
-static void wait_done(elm_pool *p, bool shared) {
-    if (spin_until(p, job_done, shared)) return;
-    pthread_mutex_lock(&p->mu);
-    atomic_store(&p->caller_waits, true);
-    while (!job_done(p, shared)) pthread_cond_wait(&p->done, &p->mu);
-    atomic_store(&p->caller_waits, false);
-    pthread_mutex_unlock(&p->mu);
-}
-
-/* The solo spell after a shared job whose joined workers took waited_us after the caller. */
-static void update_solo(elm_pool *p, uint64_t done_us, uint64_t waited_us) {
-    if (waited_us > LATE_US) {
-        p->solo_us = p->solo_us < SOLO_MIN_US ? SOLO_MIN_US
-                     : 2 * p->solo_us > SOLO_MAX_US ? SOLO_MAX_US
-                                                     : 2 * p->solo_us;
-        p->solo_until = done_us + waited_us + p->solo_us;
-    } else if (p->solo_us) {
-        p->solo_us /= 2;
-    }
-}
-
 /* Publishes job fn(arg) (static or shared), runs the caller's part and waits for the workers. */
 static void run(elm_pool *p, elm_pool_fn fn, void *arg, bool shared) {
     if (p->n == 1) {
         fn(arg, 0, 1);
         return;
-    }
-    if (shared && p->solo_until) {
-        if (now_us() < p->solo_until) {
-            fn(arg, 0, p->n);
-            return;
-        }
-        p->solo_until = 0; /* this job is the probe */
     }
     p->fn = fn;
     p->arg = arg;
@@ -245,14 +205,13 @@ static void run(elm_pool *p, elm_pool_fn fn, void *arg, bool shared) {
         pthread_mutex_unlock(&p->mu);
     }
     fn(arg, 0, p->n);
-    if (!shared) {
-        wait_done(p, false);
-        return;
-    }
-    p->joined = (unsigned)(atomic_fetch_or(&p->gate, GATE_CLOSED) & GATE_COUNT);
-    const uint64_t done_us = now_us();
-    wait_done(p, true);
-    update_solo(p, done_us, now_us() - done_us);
+    if (shared) p->joined = (unsigned)(atomic_fetch_or(&p->gate, GATE_CLOSED) & GATE_COUNT);
+    if (spin_until(p, job_done, shared)) return;
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->caller_waits, true);
+    while (!job_done(p, shared)) pthread_cond_wait(&p->done, &p->mu);
+    atomic_store(&p->caller_waits, false);
+    pthread_mutex_unlock(&p->mu);
 }
 
 void elm_pool_run(elm_pool *p, elm_pool_fn fn, void *arg) { run(p, fn, arg, false); }

@@ -6,9 +6,7 @@
  * elm_pool_run_shared: fn runs on the caller and on each worker that picks the job up before the
  * caller's own fn returns; the call returns when those have finished. For work claimed
  * dynamically (elm_pool_work_claim): a worker that is late - descheduled on a busy machine, or on
- * a slower core of a big.LITTLE phone - then neither holds the job up nor leaves its share undone;
- * one preempted in the middle of its chunk does hold it up, and then the caller runs the shared
- * jobs of the next few milliseconds alone (threadpool.c). */
+ * a slower core of a big.LITTLE phone - then neither holds the job up nor leaves its share undone. */
 #ifndef EDGELM_CORE_THREADPOOL_H
 #define EDGELM_CORE_THREADPOOL_H
 
