@@ -25,8 +25,9 @@ void elm_pack_q4q5x16(const elm_weights *w, void *out) {
                 for (int j = 0; j < 4; j++)
                     memcpy(o + (j * ELM_TILE_ROWS + r) * 4, blk + qs_at + 4 * j, 4);
                 if (five) {
-                    const uint32_t qh = (uint32_t)blk[m_at] | (uint32_t)blk[m_at + 1] << 8 |
-                                        (uint32_t)blk[m_at + 2] << 16 | (uint32_t)blk[m_at + 3] << 24;
+                    const uint8_t *h = blk + m_at;
+                    const uint32_t qh = (uint32_t)h[0] | (uint32_t)h[1] << 8 |
+                                        (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
                     for (int e = 0; e < 4; e++) {
                         uint8_t v = 0;
                         for (int k = 0; k < 8; k++) v |= (uint8_t)(((qh >> (4 * k + e)) & 1) << k);

@@ -41,10 +41,12 @@
 #define ELM_Q5_1X16_BYTES (ELM_TILE_ROWS * 24)
 #define ELM_Q4_KX16_BYTES (ELM_TILE_ROWS * 144)
 
-/* How far ahead the x86 q4_0x16 micro-kernels prefetch from 2 tokens on: there they compute more
- * per byte than the hardware prefetcher alone keeps up with (a 4-token product took the time of
- * its loads plus its arithmetic); 4 KiB ahead, into the next tile at a tile's end, gave 15-30% at
- * 4 tokens out of cache on Zen 4. One token streams as fast without. */
+/* How far ahead the x86 q*x16 micro-kernels prefetch from 2 tokens on (and the 5-bit types at one
+ * token too): there they compute more per byte than the hardware prefetcher alone keeps up with (a
+ * 4-token product took the time of its loads plus its arithmetic); 4 KiB ahead, into the next tile
+ * at a tile's end, gave 15-30% at 4 tokens out of cache on Zen 4. One token of Q4_0 or Q4_1
+ * streams faster without (AVX2 decode measured 10-25% slower with it), Q5_0 and Q5_1 faster with
+ * (AVX2 decode 13-20 tok/s without, 26-31 with, one thread). */
 #define ELM_Q4_0X16_PREFETCH 4096
 
 /* Whether elm_pack_q4q5x16 lays out a rows × cols matrix of type t (Q4_0, Q4_1, Q5_0 or Q5_1,

@@ -92,9 +92,11 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
             hi = _mm256_add_epi16(hi, QX16_PAIRS(k, i + 4));                                       \
         }                                                                                          \
         const __m256i one = _mm256_set1_epi16(1);                                                  \
-        __m256i sum = five ? _mm256_add_epi32(_mm256_madd_epi16(lo, one), _mm256_madd_epi16(hi, one)) \
+        __m256i sum = five ? _mm256_add_epi32(_mm256_madd_epi16(lo, one),                          \
+                                              _mm256_madd_epi16(hi, one))                          \
                            : _mm256_madd_epi16(_mm256_add_epi16(lo, hi), one);                     \
-        if (!asym) sum = _mm256_add_epi32(sum, _mm256_set1_epi32(-(five ? 16 : 8) * x##k.sum[b])); \
+        const int zero_point = five ? 16 : 8;                                                      \
+        if (!asym) sum = _mm256_add_epi32(sum, _mm256_set1_epi32(-zero_point * x##k.sum[b]));      \
         acc##k##h = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),                                       \
                                     _mm256_mul_ps(d, _mm256_set1_ps(x##k.d[b])), acc##k##h);       \
         if (asym) acc##k##h = _mm256_fmadd_ps(m, _mm256_set1_ps(x##k.s[b]), acc##k##h);            \
@@ -162,9 +164,9 @@ X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, 
 
 X86_INLINE void tile_qx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
                           int64_t ldy, int n_rows, const bool asym, const bool five) {
-    if (n_tok == 1) return qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 1, asym, five);
-    if (n_tok == 2) return qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 2, asym, five);
-    for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
+    if (n_tok == 1) qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 1, asym, five);
+    else if (n_tok == 2) qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 2, asym, five);
+    else for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
         const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
         if (n_tok == 3) qx16_n(tile, h, 1, nb, xq, y + 8 * h, ldy, nr, 3, asym, five);
         else qx16_n(tile, h, 1, nb, xq, y + 8 * h, ldy, nr, 4, asym, five);

@@ -142,8 +142,8 @@ X86_INLINE void tile_qx16_n(const uint8_t *tile, int64_t nb, const void *xq, flo
             w[7] = QX16_FIFTH(w[7], _mm512_srli_epi16(q, 3));
         }
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + d_at)));
-        const __m512 m = asym ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + d_at + 32)))
-                              : _mm512_setzero_ps();
+        const __m256i *mp = (const __m256i *)(tile + d_at + 32);
+        const __m512 m = asym ? _mm512_cvtph_ps(_mm256_loadu_si256(mp)) : _mm512_setzero_ps();
         QX16_FOR_TOKENS(QX16_DOT)
     }
     const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
