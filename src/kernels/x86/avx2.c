@@ -173,16 +173,7 @@ X86_INLINE void tile_qx16(const uint8_t *tile, int64_t nb, const void *xq, int n
     }
 }
 
-#define TILE_QX16(name, asym, five)                                                                \
-    X86_FN static void name(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,  \
-                            int64_t ldy, int n_rows) {                                             \
-        tile_qx16(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five);                                \
-    }
-TILE_QX16(tile_q4_0x16, false, false)
-TILE_QX16(tile_q4_1x16, true, false)
-TILE_QX16(tile_q5_0x16, false, true)
-TILE_QX16(tile_q5_1x16, true, true)
-#undef TILE_QX16
+X86_QX16_KERNELS
 
 /* Up to 6 tokens of 16 rows: 12 accumulators, 2 weight vectors and a broadcast in the 16
  * registers (ELM_FOR_6_TOKENS). A call covers one block of 128 columns, so a whole tile's
@@ -295,11 +286,7 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (a->w.packed && !elm_type_kquant(a->w.type))
-        elm_packed_q4q5x16_matmul(a->w.type == ELM_TYPE_Q4_0   ? tile_q4_0x16
-                                  : a->w.type == ELM_TYPE_Q4_1 ? tile_q4_1x16
-                                  : a->w.type == ELM_TYPE_Q5_0 ? tile_q5_0x16
-                                                               : tile_q5_1x16,
-                                  4, a, r0, r1);
+        elm_packed_q4q5x16_matmul(tile_qx16_for(a->w.type), 4, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else matvec(a, r0, r1, row_dot_256(a->w.type));

@@ -18,6 +18,24 @@
 
 #define X86_INLINE X86_FN static inline __attribute__((always_inline))
 
+/* The packed 32-weight types' micro-kernels (packed.h's q*x16), one per type over the including
+ * file's tile_qx16(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five), and tile_qx16_for(type):
+ * expanded by each table after its tile_qx16. */
+#define X86_QX16_KERNEL(name, asym, five)                                                          \
+    X86_FN static void name(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,  \
+                            int64_t ldy, int n_rows) {                                             \
+        tile_qx16(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five);                                \
+    }
+#define X86_QX16_KERNELS                                                                           \
+    X86_QX16_KERNEL(tile_q4_0x16, false, false)                                                    \
+    X86_QX16_KERNEL(tile_q4_1x16, true, false)                                                     \
+    X86_QX16_KERNEL(tile_q5_0x16, false, true)                                                     \
+    X86_QX16_KERNEL(tile_q5_1x16, true, true)                                                      \
+    static elm_tile_q8_fn tile_qx16_for(elm_type t) {                                              \
+        return t == ELM_TYPE_Q4_0 ? tile_q4_0x16 : t == ELM_TYPE_Q4_1 ? tile_q4_1x16               \
+               : t == ELM_TYPE_Q5_0 ? tile_q5_0x16 : tile_q5_1x16;                                 \
+    }
+
 /* ---- helpers ---- */
 
 #include "kernels/x86/reduce.h"
