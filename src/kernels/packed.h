@@ -36,9 +36,6 @@
 #include "kernels/gemm.h"
 
 #define ELM_Q4_0X16_BYTES (ELM_TILE_ROWS * 18)
-#define ELM_Q4_1X16_BYTES (ELM_TILE_ROWS * 20)
-#define ELM_Q5_0X16_BYTES (ELM_TILE_ROWS * 22)
-#define ELM_Q5_1X16_BYTES (ELM_TILE_ROWS * 24)
 #define ELM_Q4_KX16_BYTES (ELM_TILE_ROWS * 144)
 
 /* How far ahead the x86 q*x16 micro-kernels prefetch from 2 tokens on (and the 5-bit types at one
