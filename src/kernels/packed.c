@@ -11,9 +11,9 @@ bool elm_packs_q4q5x16(elm_type t, int64_t rows, int64_t cols) {
 void elm_pack_q4q5x16(const elm_weights *w, void *out) {
     const bool asym = w->type == ELM_TYPE_Q4_1 || w->type == ELM_TYPE_Q5_1;
     const bool five = w->type == ELM_TYPE_Q5_0 || w->type == ELM_TYPE_Q5_1;
-    const size_t block = elm_type_get(w->type)->block_bytes, tile = ELM_TILE_ROWS * block;
+    const size_t block = elm_type_get(w->type)->block_bytes, tile = elm_qx16_bytes(asym, five);
     const size_t m_at = 2 + (asym ? 2 : 0), qs_at = m_at + (five ? 4 : 0); /* in a file block */
-    const size_t d_out = 256 + (five ? 64 : 0); /* in a packed one */
+    const size_t d_out = elm_qx16_d_at(five);
     const int64_t nb = w->cols / ELM_QK;
     const size_t row_bytes = (size_t)nb * block;
     uint8_t *o = out;
@@ -31,7 +31,7 @@ void elm_pack_q4q5x16(const elm_weights *w, void *out) {
                     for (int e = 0; e < 4; e++) {
                         uint8_t v = 0;
                         for (int k = 0; k < 8; k++) v |= (uint8_t)(((qh >> (4 * k + e)) & 1) << k);
-                        o[256 + 4 * r + e] = v;
+                        o[ELM_QX16_QH + 4 * r + e] = v;
                     }
                 }
                 memcpy(o + d_out + 2 * r, blk, 2);

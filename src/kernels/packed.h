@@ -35,7 +35,13 @@
 
 #include "kernels/gemm.h"
 
-#define ELM_Q4_0X16_BYTES (ELM_TILE_ROWS * 18)
+/* A q*x16 block's bytes (16 rows of the type's blocks: 288, 320, 352, 384) and where its fifth
+ * bits and scales lie: one place for the packing and the kernels of every table. */
+static inline size_t elm_qx16_bytes(bool asym, bool five) {
+    return (size_t)ELM_TILE_ROWS * (size_t)(18 + (asym ? 2 : 0) + (five ? 4 : 0));
+}
+#define ELM_QX16_QH 256
+static inline size_t elm_qx16_d_at(bool five) { return ELM_QX16_QH + (five ? 64 : 0); }
 #define ELM_Q4_KX16_BYTES (ELM_TILE_ROWS * 144)
 
 /* How far ahead the x86 q*x16 micro-kernels prefetch from 2 tokens on (and the 5-bit types at one
@@ -44,7 +50,7 @@
  * at a tile's end, gave 15-30% at 4 tokens out of cache on Zen 4. One token of Q4_0 or Q4_1
  * streams faster without (AVX2 decode measured 10-25% slower with it), Q5_0 and Q5_1 faster with
  * (AVX2 decode 13-20 tok/s without, 26-31 with, one thread). */
-#define ELM_Q4_0X16_PREFETCH 4096
+#define ELM_QX16_PREFETCH 4096
 
 /* Whether elm_pack_q4q5x16 lays out a rows × cols matrix of type t (Q4_0, Q4_1, Q5_0 or Q5_1,
  * rows a multiple of 16). */

@@ -112,7 +112,7 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
             w[j + 4] = _mm256_and_si256(_mm256_srli_epi16(p, 4), low4);                            \
         }                                                                                          \
         if (five) {                                                                                \
-            const __m256i q = _mm256_loadu_si256((const __m256i *)(t + 256));                      \
+            const __m256i q = _mm256_loadu_si256((const __m256i *)(t + ELM_QX16_QH));                      \
             w[0] = _mm256_or_si256(w[0], _mm256_and_si256(_mm256_slli_epi16(q, 4), bit4));         \
             w[1] = _mm256_or_si256(w[1], _mm256_and_si256(_mm256_slli_epi16(q, 3), bit4));         \
             w[2] = _mm256_or_si256(w[2], _mm256_and_si256(_mm256_slli_epi16(q, 2), bit4));         \
@@ -143,12 +143,11 @@ X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, 
                        const bool five) {
     QX16_FOR_TOKENS(QX16_INIT)
     const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
-    const int d_at = 256 + (five ? 64 : 0);
-    const size_t bytes = (size_t)ELM_TILE_ROWS * (size_t)(18 + (asym ? 2 : 0) + (five ? 4 : 0));
-    const uint8_t *pf = tile + ELM_Q4_0X16_PREFETCH;
+    const size_t d_at = elm_qx16_d_at(five), bytes = elm_qx16_bytes(asym, five);
+    const uint8_t *pf = tile + ELM_QX16_PREFETCH;
     const size_t pf_step = nh == 2 ? bytes : bytes / 2;
     for (int64_t b = 0; b < nb; b++, tile += bytes) {
-        for (; (nt > 1 || five) && pf < tile + ELM_Q4_0X16_PREFETCH + pf_step; pf += 64)
+        for (; (nt > 1 || five) && pf < tile + ELM_QX16_PREFETCH + pf_step; pf += 64)
             _mm_prefetch((const char *)pf, _MM_HINT_T0);
         QX16_HALF(0)
         if (nh == 2) QX16_HALF(1)

@@ -118,11 +118,10 @@ X86_INLINE void tile_qx16_n(const uint8_t *tile, int64_t nb, const void *xq, flo
                             const bool five) {
     QX16_FOR_TOKENS(QX16_INIT)
     const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
-    const int d_at = 256 + (five ? 64 : 0);
-    const size_t bytes = (size_t)ELM_TILE_ROWS * (size_t)(18 + (asym ? 2 : 0) + (five ? 4 : 0));
-    const uint8_t *pf = tile + ELM_Q4_0X16_PREFETCH;
+    const size_t d_at = elm_qx16_d_at(five), bytes = elm_qx16_bytes(asym, five);
+    const uint8_t *pf = tile + ELM_QX16_PREFETCH;
     for (int64_t b = 0; b < nb; b++, tile += bytes) {
-        for (; nt > 1 && pf < tile + ELM_Q4_0X16_PREFETCH + bytes; pf += 64)
+        for (; nt > 1 && pf < tile + ELM_QX16_PREFETCH + bytes; pf += 64)
             _mm_prefetch((const char *)pf, _MM_HINT_T0);
         __m512i w[ELM_QK / 4];
         for (int j = 0; j < 4; j++) {
@@ -131,7 +130,7 @@ X86_INLINE void tile_qx16_n(const uint8_t *tile, int64_t nb, const void *xq, flo
             w[j + 4] = _mm512_and_si512(_mm512_srli_epi16(p, 4), low4);
         }
         if (five) {
-            const __m512i q = _mm512_loadu_si512(tile + 256);
+            const __m512i q = _mm512_loadu_si512(tile + ELM_QX16_QH);
             w[0] = QX16_FIFTH(w[0], _mm512_slli_epi16(q, 4));
             w[1] = QX16_FIFTH(w[1], _mm512_slli_epi16(q, 3));
             w[2] = QX16_FIFTH(w[2], _mm512_slli_epi16(q, 2));
