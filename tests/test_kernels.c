@@ -34,6 +34,14 @@ typedef struct {
     void *scratch;
 } problem;
 
+/* The transposed chunks of p->x, as the forward pass lays them out. */
+static void transpose_problem(problem *p, int64_t n_tok) {
+    const int64_t cols = p->w.cols;
+    for (int64_t t0 = 0; t0 < n_tok; t0 += 16)
+        elm_transpose_x16(p->x + t0 * cols, cols, (int)(n_tok - t0 < 16 ? n_tok - t0 : 16), cols,
+                          p->xt + t0 * cols);
+}
+
 static bool problem_new(problem *p, elm_type type, int64_t cols, int64_t rows, int64_t n_tok,
                         unsigned seed) {
     memset(p, 0, sizeof *p);
@@ -59,9 +67,7 @@ static bool problem_new(problem *p, elm_type type, int64_t cols, int64_t rows, i
     tt->from_float(src, (void *)p->w.data, cols * rows);
     tt->to_float(p->w.data, p->wf, cols * rows);
     free(src);
-    for (int64_t t0 = 0; t0 < n_tok; t0 += 16)
-        elm_transpose_x16(p->x + t0 * cols, cols, (int)(n_tok - t0 < 16 ? n_tok - t0 : 16), cols,
-                          p->xt + t0 * cols);
+    transpose_problem(p, n_tok);
     if (elm_type_q8_act(type))
         for (int64_t t = 0; t < n_tok; t++)
             elm_scalar_quantize_q8(p->x + t * cols, cols,
@@ -151,10 +157,22 @@ static void compare_packed(const elm_kernels *k, problem *p, int64_t nt) {
     free(packed), free(y);
 }
 
+/* p with its activations rounded to BF16: the oracle of a table's BF16 dot products. */
+static bool problem_bf16_act(problem *p, int64_t cols, int64_t rows, int64_t n_tok, unsigned seed) {
+    if (!problem_new(p, ELM_TYPE_BF16, cols, rows, n_tok, seed)) return false;
+    for (int64_t i = 0; i < cols * n_tok; i++) p->x[i] = elm_bf16_to_f32(elm_f32_to_bf16(p->x[i]));
+    transpose_problem(p, n_tok);
+    return true;
+}
+
 static void compare_matmul(const elm_kernels *k, elm_type type, int64_t cols, int64_t rows,
                            int64_t max_tok) {
-    problem p;
-    if (!problem_new(&p, type, cols, rows, max_tok, (unsigned)(cols * 31 + rows))) return;
+    problem p, pr;
+    const unsigned seed = (unsigned)(cols * 31 + rows);
+    if (!problem_new(&p, type, cols, rows, max_tok, seed)) return;
+    /* a table with BF16 dot products rounds the activations from bf16_act_tokens on */
+    const bool bf16_act = type == ELM_TYPE_BF16 && k->bf16_act_tokens > 0 && cols % 2 == 0 &&
+                          problem_bf16_act(&pr, cols, rows, max_tok, seed);
     const int64_t toks[] = {1, 2, 3, 4, 5, 8, 11, 21};
     for (size_t i = 0; i < sizeof toks / sizeof toks[0] && toks[i] <= max_tok; i++) {
         const int64_t nt = toks[i];
@@ -162,7 +180,8 @@ static void compare_matmul(const elm_kernels *k, elm_type type, int64_t cols, in
             check_oracle(&p, nt);
             continue;
         }
-        run_matmul(elm_kernels_scalar(), &p, nt, p.y_ref, false);
+        const bool rounded = bf16_act && nt >= k->bf16_act_tokens;
+        run_matmul(elm_kernels_scalar(), rounded ? &pr : &p, nt, p.y_ref, false);
         run_matmul(k, &p, nt, p.y, true);
         double worst = 0;
         for (int64_t t = 0; t < nt; t++)
@@ -175,6 +194,7 @@ static void compare_matmul(const elm_kernels *k, elm_type type, int64_t cols, in
         if (k->packs && k->packs(type, rows, cols)) compare_packed(k, &p, nt);
     }
     problem_free(&p);
+    if (bf16_act) problem_free(&pr);
 }
 
 static void check_quantize(const elm_kernels *k) {

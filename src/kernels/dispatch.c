@@ -73,7 +73,7 @@ void elm_cpu_features(char *buf, size_t cap) {
 
 const char *elm_kernels_built(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-    return "avx512(" ELM_TARGET_AVX512 ") avx2(" ELM_TARGET_AVX2 ")";
+    return "avx512(" ELM_TARGET_AVX512 "; bf16 prefill: avx512bf16) avx2(" ELM_TARGET_AVX2 ")";
 #elif defined(__aarch64__) && defined(__GNUC__) && defined(__linux__)
     return "neon(" ELM_TARGET_NEON ")";
 #else

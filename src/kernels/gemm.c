@@ -15,7 +15,9 @@ enum { PANEL_TILES = 4, CHUNK = 16 };
 size_t elm_matmul_scratch_bytes(int64_t max_cols) {
     const size_t nb = (size_t)(max_cols + ELM_QK - 1) / ELM_QK;
     const size_t q8 = PANEL_TILES * nb * ELM_TILE_Q8_BYTES;
-    const size_t f32 = (PANEL_TILES + 1) * (size_t)max_cols * ELM_TILE_ROWS * sizeof(float);
+    /* float tiles and a chunk; BF16 pair tiles: as many bytes of tiles, a chunk and its pairs */
+    const size_t f32 = (PANEL_TILES + 1) * (size_t)max_cols * ELM_TILE_ROWS * sizeof(float) +
+                       (size_t)max_cols * ELM_TILE_ROWS * 2;
     return (q8 > f32 ? q8 : f32) + 64;
 }
 
@@ -90,33 +92,51 @@ void elm_transpose_x16(const float *x, int64_t ldx, int n_tok, int64_t cols, flo
         for (int t = 0; t < CHUNK; t++) xt[c * CHUNK + t] = t < n_tok ? x[t * ldx + c] : 0.0f;
 }
 
+/* Float tiles, or BF16 pair tiles where the table has them (h): both take 16 rows and 16 tokens
+ * per 64 bytes of a column (a pair of columns for h), so the offsets differ only by es, the bytes
+ * of one weight in a tile. */
 static void gemm_f32(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, int64_t r1,
-                     float *panel) {
+                     uint8_t *panel) {
     const int64_t rows = a->w.rows, cols = a->w.cols;
-    const size_t tile_floats = (size_t)cols * ELM_TILE_ROWS;
-    float *xt = panel + PANEL_TILES * tile_floats;
-    const elm_repack_f32_fn repack = g->repack_f32 ? g->repack_f32 : elm_repack_f32_tile;
+    const elm_gemm_bf16 *h = a->w.type == ELM_TYPE_BF16 && cols % 2 == 0 ? g->bf16 : NULL;
+    const size_t es = h ? 2 : sizeof(float), tile_bytes = (size_t)cols * ELM_TILE_ROWS * es;
+    const int panel_tiles = h ? 2 * PANEL_TILES : PANEL_TILES; /* the same bytes */
+    float *xt = (float *)(panel + panel_tiles * tile_bytes);
+    uint32_t *xp = (uint32_t *)(xt + (size_t)cols * CHUNK); /* the paired chunk (h) */
     const elm_transpose_fn transpose = g->transpose ? g->transpose : elm_transpose_x16;
-    for (int64_t p0 = r0; p0 < r1; p0 += PANEL_TILES * ELM_TILE_ROWS) {
-        const int64_t np = min64(PANEL_TILES * ELM_TILE_ROWS, r1 - p0);
+    const int tokens = h ? CHUNK : g->f32_tokens;
+    const int64_t block = h || !g->f32_kc ? cols : g->f32_kc;
+    int64_t paired = -1; /* the chunk xp holds */
+    for (int64_t p0 = r0; p0 < r1; p0 += panel_tiles * ELM_TILE_ROWS) {
+        const int64_t np = min64(panel_tiles * ELM_TILE_ROWS, r1 - p0);
         const int n_tiles = (int)((np + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
-        for (int i = 0; i < n_tiles; i++)
-            repack(&a->w, p0 + i * ELM_TILE_ROWS, (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS),
-                   panel + i * tile_floats);
+        for (int i = 0; i < n_tiles; i++) {
+            const int64_t r = p0 + i * ELM_TILE_ROWS;
+            const int n = (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS);
+            if (h) h->repack(&a->w, r, n, panel + i * tile_bytes);
+            else if (g->repack_f32) g->repack_f32(&a->w, r, n, (float *)(panel + i * tile_bytes));
+            else elm_repack_f32_tile(&a->w, r, n, (float *)(panel + i * tile_bytes));
+        }
         for (int64_t t0 = 0; t0 < a->n_tok; t0 += CHUNK) {
             const int nt = (int)min64(CHUNK, a->n_tok - t0);
             const float *chunk = a->xt ? a->xt + t0 * cols : xt;
-            if (!a->xt) transpose(a->x + t0 * cols, cols, nt, cols, xt);
-            const int64_t block = g->f32_kc ? g->f32_kc : cols;
+            if (!a->xt && !(h && paired == t0)) transpose(a->x + t0 * cols, cols, nt, cols, xt);
+            if (h && paired != t0) h->pair(chunk, cols, xp);
+            paired = t0;
+            const uint8_t *x = h ? (const uint8_t *)xp : (const uint8_t *)chunk;
             for (int64_t k0 = 0; k0 < cols; k0 += block) {
                 const int64_t kc = min64(block, cols - k0);
                 for (int i = 0; i < n_tiles; i++)
-                    for (int tt = 0; tt < nt; tt += g->f32_tokens)
-                        g->f32(panel + i * tile_floats + k0 * ELM_TILE_ROWS, kc,
-                               chunk + k0 * CHUNK + tt,
-                               nt - tt < g->f32_tokens ? nt - tt : g->f32_tokens,
-                               a->y + (t0 + tt) * rows + p0 + i * ELM_TILE_ROWS, rows,
-                               (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS), k0 > 0);
+                    for (int tt = 0; tt < nt; tt += tokens) {
+                        const uint8_t *tile = panel + i * tile_bytes + k0 * ELM_TILE_ROWS * es;
+                        const uint8_t *xk = x + (k0 * CHUNK * es + tt * sizeof(float));
+                        float *y = a->y + (t0 + tt) * rows + p0 + i * ELM_TILE_ROWS;
+                        const int n_tk = nt - tt < tokens ? nt - tt : tokens;
+                        const int n_rows = (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS);
+                        if (h) h->tile(tile, kc / 2, (const uint32_t *)xk, n_tk, y, rows, n_rows, k0 > 0);
+                        else g->f32((const float *)tile, kc, (const float *)xk, n_tk, y, rows, n_rows,
+                                    k0 > 0);
+                    }
             }
         }
     }

@@ -9,6 +9,9 @@
  *   float d[16], m[16]  row r's block scale and offset: value = d·q + m
  * Float tile (F32, F16, BF16): float w[cols][16], w[c][r] = weight (row r, column c); the
  * activations are transposed alike, 16 tokens at a time.
+ * BF16 pair tile (a table with 16-bit dot products, elm_gemm_bf16): uint16 w[cols/2][16][2],
+ * w[p][r][i] = the BF16 weight (row r, column 2p + i); the activations rounded to BF16 and paired
+ * alike, x[p][t][i] = token t's column 2p + i, so one 32-bit broadcast gives a token's pair.
  * Rows past the end of the matrix are zero. */
 #ifndef EDGELM_KERNELS_GEMM_H
 #define EDGELM_KERNELS_GEMM_H
@@ -35,12 +38,31 @@ typedef void (*elm_tile_f32_fn)(const float *tile, int64_t cols, const float *xt
  * vector loads may alias it), as many stores as multiply-adds; named ones stay in registers. */
 #define ELM_FOR_6_TOKENS(op) op(0) op(1) op(2) op(3) op(4) op(5)
 
+/* y[t·ldy + r] (+)= Σ_p Σ_i w[p][r][i]·x[p][t][i] for t < n_tok, p < pairs, r < n_rows, with
+ * the pair tile and paired activations above; as elm_tile_f32_fn otherwise. */
+typedef void (*elm_tile_bf16_fn)(const uint8_t *tile, int64_t pairs, const uint32_t *xp, int n_tok,
+                                 float *y, int64_t ldy, int n_rows, bool add);
+
 /* Rows [r0, r0 + n_rows) of w (n_rows <= 16) into one tile of the layout above. */
 typedef void (*elm_repack_q8_fn)(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile);
 typedef void (*elm_repack_f32_fn)(const elm_weights *w, int64_t r0, int n_rows, float *tile);
 
 /* As elm_kernels.transpose16. */
 typedef void (*elm_transpose_fn)(const float *x, int64_t ldx, int n_tok, int64_t cols, float *xt);
+
+/* BF16 weights by 16-bit dot products (vdpbf16ps), for an even column count: the activations are
+ * rounded to BF16 (to nearest, ties to even), so the products differ from float ones by up to
+ * 2^-9·Σ|w·x| (elm_kernels.bf16_act_tokens). */
+typedef struct elm_gemm_bf16 {
+    elm_tile_bf16_fn tile; /* takes up to 16 tokens */
+    /* Rows [r0, r0 + n_rows) of BF16 weights w (n_rows <= 16) into one pair tile. */
+    void (*repack)(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile);
+    /* A transposed 16-token chunk (elm_transpose_fn's xt, cols even) into paired BF16. */
+    void (*pair)(const float *xt, int64_t cols, uint32_t *xp);
+} elm_gemm_bf16;
+
+/* x86/avx512_bf16.c (x86-64 only): for CPUs with AVX512_BF16 besides the AVX-512 table's set. */
+extern const elm_gemm_bf16 elm_gemm_bf16_avx512;
 
 typedef struct elm_gemm_kernels {
     elm_tile_q8_fn q8;
@@ -51,6 +73,7 @@ typedef struct elm_gemm_kernels {
     elm_repack_q8_fn repack_q8;   /* SIMD repacking, or NULL for elm_repack_q8_tile */
     elm_repack_f32_fn repack_f32; /* or NULL for elm_repack_f32_tile */
     elm_transpose_fn transpose;   /* or NULL for elm_transpose_x16 */
+    const elm_gemm_bf16 *bf16;    /* or NULL: BF16 weights go by float tiles */
 } elm_gemm_kernels;
 
 /* Rows [r0, r1) of a->y by tiles (see kernels.h's matmul); scratch as elm_matmul_scratch_bytes. */

@@ -6,7 +6,8 @@
  * quantized to 8 bits per 32-value block (W8A8 / W4A8, as llama.cpp does with its q8 blocks): the
  * inner loops are integer dot products and only one scale product per block is done in float.
  * Every table, the scalar one included, quantizes activations to the same bits, so tables differ
- * only in the order of float additions. Float weights (F32, F16, BF16) take float activations. */
+ * only in the order of float additions. Float weights (F32, F16, BF16) take float activations,
+ * except BF16 in prefill on CPUs with BF16 dot products (elm_kernels.bf16_act_tokens). */
 #ifndef EDGELM_KERNELS_H
 #define EDGELM_KERNELS_H
 
@@ -107,6 +108,12 @@ typedef struct elm_kernels {
      * some token counts (a batched decode step) runs faster so. */
     bool (*packs)(elm_type t, int64_t rows, int64_t cols);
     void (*pack)(const elm_weights *w, void *out);
+
+    /* From this many tokens on, matmul takes the activations of BF16 weights with an even column
+     * count rounded to BF16 (to nearest, ties to even), the operands of a 16-bit dot-product
+     * instruction, as llama.cpp does: products then differ from float ones by up to 2^-9·Σ|w·x|.
+     * 0: never (float activations at every token count). */
+    int64_t bf16_act_tokens;
 
     /* out[i] = x[i] / sqrt(mean(x²) + eps) · w[i] over n (RMSNorm, Zhang & Sennrich 2019). */
     void (*rmsnorm)(float *out, const float *x, const float *w, int64_t n, float eps);

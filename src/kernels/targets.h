@@ -6,6 +6,8 @@
 
 #define ELM_TARGET_AVX2 "avx2,fma,f16c"
 #define ELM_TARGET_AVX512 "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx512vbmi"
+/* The AVX-512 table's BF16 prefill (x86/avx512_bf16.c), chosen where the CPU also has it. */
+#define ELM_TARGET_AVX512BF16 ELM_TARGET_AVX512 ",avx512bf16"
 /* ARMv8.2-A with the dot-product extension (sdot/udot); i8mm (smmla) is not used. */
 #define ELM_TARGET_NEON "armv8.2-a+dotprod"
 

@@ -13,6 +13,7 @@
  * Prefill has 512-bit micro-kernels where a vector holds one column of all 16 rows of a tile: the
  * weights of a block are loaded once and multiplied with each token's activations broadcast from
  * memory. */
+#include "kernels/gemm.h"
 #include "kernels/kernels.h"
 #include "kernels/targets.h"
 #include "kernels/x86/cpuid.h"
@@ -30,6 +31,7 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 
 #include "kernels/x86/x86_body.h"
 #include "kernels/x86/vnni512.h"
+#include "kernels/x86/transpose512.h"
 
 /* Tokens per micro-kernel call: accumulators for NT tokens plus the 8 weight vectors of a block
  * (q8) fit in the 32 registers. Up to 4 tokens (a batched decode step of 4 sequences) stay in the
@@ -453,38 +455,6 @@ X86_FN static void repack_q8_512(const elm_weights *w, int64_t r0, int n_rows, u
     }
 }
 
-/* Index vectors of a 16x16 transpose by four rounds of butterflies: round s swaps the
- * off-diagonal halves of blocks of H = 8 >> s lanes between rows r and r + H. */
-typedef struct {
-    __m512i lo[4], hi[4];
-} butterflies;
-
-X86_FN static void make_butterflies(butterflies *b) {
-    for (int s = 0; s < 4; s++) {
-        const int H = 8 >> s;
-        int32_t lo[16], hi[16];
-        for (int p = 0; p < 16; p++) {
-            lo[p] = (p / H) % 2 == 0 ? p : 16 + p - H;
-            hi[p] = (p / H) % 2 == 0 ? p + H : 16 + p;
-        }
-        b->lo[s] = _mm512_loadu_si512(lo);
-        b->hi[s] = _mm512_loadu_si512(hi);
-    }
-}
-
-/* v[r] (16 lanes each) becomes column r of the 16x16 matrix whose rows were v. */
-X86_INLINE void transpose16(__m512 v[16], const butterflies *b) {
-    for (int s = 0; s < 4; s++) {
-        const int H = 8 >> s;
-        for (int r = 0; r < 16; r++) {
-            if ((r / H) % 2) continue;
-            const __m512 x = v[r], y = v[r + H];
-            v[r] = _mm512_permutex2var_ps(x, b->lo[s], y);
-            v[r + H] = _mm512_permutex2var_ps(x, b->hi[s], y);
-        }
-    }
-}
-
 /* 16 rows of float weights, 16 columns at a time, through transpose16. */
 X86_FN static void repack_f32_512(const elm_weights *w, int64_t r0, int n_rows, float *tile) {
     const int64_t cols = w->cols;
@@ -530,45 +500,55 @@ X86_FN static void transpose_x_512(const float *x, int64_t ldx, int n_tok, int64
 }
 
 /* float products over whole rows: the kernel takes the chunk's 16 tokens in one pass, and
- * blocking by 128 columns measured no faster on Zen 4 */
-static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_512,
-                                              .q8_tokens = Q8_TOKENS,
-                                              .f32 = tile_f32_512,
-                                              .f32_tokens = F32_TOKENS,
-                                              .repack_q8 = repack_q8_512,
-                                              .repack_f32 = repack_f32_512,
-                                              .transpose = transpose_x_512};
+ * blocking by 128 columns measured no faster on Zen 4; BF16 ones, where the CPU has them,
+ * through 16-bit dot products (avx512_bf16.c) */
+#define GEMM_512(bf16_pieces)                                                                      \
+    {                                                                                              \
+        .q8 = tile_q8_512, .q8_tokens = Q8_TOKENS, .f32 = tile_f32_512,                            \
+        .f32_tokens = F32_TOKENS, .repack_q8 = repack_q8_512, .repack_f32 = repack_f32_512,        \
+        .transpose = transpose_x_512, .bf16 = bf16_pieces,                                         \
+    }
+static const elm_gemm_kernels gemm_kernels = GEMM_512(NULL);
+static const elm_gemm_kernels gemm_kernels_bf16 = GEMM_512(&elm_gemm_bf16_avx512);
+#undef GEMM_512
 
-X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
+X86_INLINE void matmul_with(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0,
+                            int64_t r1, void *scratch) {
     if (a->w.packed && !elm_type_kquant(a->w.type))
         elm_packed_q4q5x16_matmul(tile_qx16_for(a->w.type), Q8_TOKENS, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx512, a, r0, r1, scratch);
-    else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
+    else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(g, a, r0, r1, scratch);
     else matvec_512(a, r0, r1, scratch);
 }
 
-static const elm_kernels avx512_kernels = {
-    .isa = "avx512",
-    .dot_f32 = dot_f32,
-    .transpose16 = transpose_x_512,
-    .quantize_q8 = quantize_q8,
-    .matmul = matmul,
-    .packs = elm_packs_x16,
-    .pack = elm_pack_x16,
-    .rmsnorm = rmsnorm,
-    .softmax = softmax,
-    .swiglu = swiglu,
-    .geglu = elm_scalar_geglu,
-    .rope = elm_scalar_rope,
-    .rope_neox = elm_scalar_rope_neox,
-    .attention = attention,
-};
+X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
+    matmul_with(&gemm_kernels, a, r0, r1, scratch);
+}
+
+X86_FN static void matmul_bf16(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
+    matmul_with(&gemm_kernels_bf16, a, r0, r1, scratch);
+}
+
+/* One table for both, but for matmul and bf16_act_tokens. */
+#define AVX512_KERNELS(matmul_fn, bf16_tokens)                                                     \
+    {                                                                                              \
+        .isa = "avx512", .dot_f32 = dot_f32, .transpose16 = transpose_x_512,                       \
+        .quantize_q8 = quantize_q8, .matmul = matmul_fn, .packs = elm_packs_x16,                   \
+        .pack = elm_pack_x16, .bf16_act_tokens = bf16_tokens, .rmsnorm = rmsnorm,                  \
+        .softmax = softmax, .swiglu = swiglu, .geglu = elm_scalar_geglu, .rope = elm_scalar_rope,  \
+        .rope_neox = elm_scalar_rope_neox, .attention = attention,                                 \
+    }
+static const elm_kernels avx512_kernels = AVX512_KERNELS(matmul, 0);
+static const elm_kernels avx512_bf16_kernels = AVX512_KERNELS(matmul_bf16, GEMM_MIN_TOKENS);
+#undef AVX512_KERNELS
 
 const elm_kernels *elm_kernels_avx512(void) {
     const unsigned need = ELM_X86_AVX2 | ELM_X86_FMA | ELM_X86_F16C | ELM_X86_AVX512F |
                           ELM_X86_AVX512BW | ELM_X86_AVX512VL | ELM_X86_AVX512DQ |
                           ELM_X86_AVX512VNNI | ELM_X86_AVX512VBMI;
-    return (elm_x86_features() & need) == need ? &avx512_kernels : NULL;
+    const unsigned f = elm_x86_features();
+    if ((f & need) != need) return NULL;
+    return f & ELM_X86_AVX512BF16 ? &avx512_bf16_kernels : &avx512_kernels;
 }
 #else
 const elm_kernels *elm_kernels_avx512(void) { return NULL; }
