@@ -22,50 +22,63 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 #include "kernels/x86/x86_body.h"
 
 /* Prefill micro-kernels (gemm.h): a tile's 16 rows are two vectors of 8. The tile holds signed
- * weights, so each product moves the sign to the activations as decode's Q8_0 does. */
+ * weights, so each product moves the sign to the activations as decode's Q8_0 does. One half of
+ * 8 rows at a time for up to 4 tokens, with named accumulators (ELM_FOR_6_TOKENS): a weight
+ * vector is loaded and its absolute value taken once for all the tokens, where a pass per token
+ * over both halves redid both per token. */
+#define Q8_FOR_4_TOKENS(op) op(0) op(1) op(2) op(3)
+#define Q8_DOT(t)                                                                                  \
+    if (nt > t)                                                                                    \
+        s##t = dot_u8s8(s##t, aw,                                                                  \
+                        _mm256_sign_epi8(_mm256_set1_epi32(i32_at(x[t].qs + b * ELM_QK + 4 * k)), w));
+#define Q8_ACC(t)                                                                                  \
+    if (nt > t) {                                                                                  \
+        const __m256 sc = _mm256_mul_ps(dh, _mm256_set1_ps(x[t].d[b]));                            \
+        acc##t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s##t), sc, acc##t);                            \
+        acc##t = _mm256_fmadd_ps(mh, _mm256_set1_ps(x[t].s[b]), acc##t);                           \
+    }
+#define Q8_STORE(t)                                                                                \
+    if (nt > t) {                                                                                  \
+        float out[8];                                                                              \
+        _mm256_storeu_ps(out, acc##t);                                                             \
+        memcpy(y + t * ldy, out, sizeof(float) * (size_t)n_rows);                                  \
+    }
 
-X86_INLINE void tile_q8_256_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
-                              int64_t ldy, int n_rows, const int nt) {
-    __m256 acc[4][2];
-    elm_q8_row x[4];
-    for (int t = 0; t < nt; t++) {
-        acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-        x[t] = elm_q8_at(xq, nb * ELM_QK, t);
-    }
+X86_INLINE void tile_q8_half(const uint8_t *tile, int h, int64_t nb, const elm_q8_row *x, float *y,
+                             int64_t ldy, int n_rows, const int nt) {
+    __m256 acc0, acc1, acc2, acc3;
+    acc0 = acc1 = acc2 = acc3 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES) {
-        const float *dm = (const float *)(tile + ELM_TILE_ROWS * ELM_QK);
-        for (int t = 0; t < nt; t++) {
-            __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
-            for (int k = 0; k < ELM_QK / 4; k++) {
-                const __m256i a = _mm256_set1_epi32(i32_at(x[t].qs + b * ELM_QK + 4 * k));
-                const __m256i w0 = _mm256_load_si256((const __m256i *)(tile + 64 * k));
-                const __m256i w1 = _mm256_load_si256((const __m256i *)(tile + 64 * k + 32));
-                s0 = dot_u8s8(s0, _mm256_abs_epi8(w0), _mm256_sign_epi8(a, w0));
-                s1 = dot_u8s8(s1, _mm256_abs_epi8(w1), _mm256_sign_epi8(a, w1));
-            }
-            const __m256 xd = _mm256_set1_ps(x[t].d[b]), xs = _mm256_set1_ps(x[t].s[b]);
-            for (int h = 0; h < 2; h++) {
-                const __m256 sc = _mm256_mul_ps(_mm256_loadu_ps(dm + 8 * h), xd);
-                acc[t][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(h ? s1 : s0), sc, acc[t][h]);
-                acc[t][h] = _mm256_fmadd_ps(_mm256_loadu_ps(dm + 16 + 8 * h), xs, acc[t][h]);
-            }
+        __m256i s0, s1, s2, s3;
+        s0 = s1 = s2 = s3 = _mm256_setzero_si256();
+        for (int k = 0; k < ELM_QK / 4; k++) {
+            const __m256i w = _mm256_load_si256((const __m256i *)(tile + 64 * k + 32 * h));
+            const __m256i aw = _mm256_abs_epi8(w);
+            Q8_FOR_4_TOKENS(Q8_DOT)
         }
+        const float *dm = (const float *)(tile + ELM_TILE_ROWS * ELM_QK);
+        const __m256 dh = _mm256_loadu_ps(dm + 8 * h), mh = _mm256_loadu_ps(dm + 16 + 8 * h);
+        Q8_FOR_4_TOKENS(Q8_ACC)
     }
-    for (int t = 0; t < nt; t++) {
-        float out[ELM_TILE_ROWS];
-        _mm256_storeu_ps(out, acc[t][0]);
-        _mm256_storeu_ps(out + 8, acc[t][1]);
-        memcpy(y + t * ldy, out, sizeof(float) * (size_t)n_rows);
-    }
+    Q8_FOR_4_TOKENS(Q8_STORE)
 }
+#undef Q8_FOR_4_TOKENS
+#undef Q8_DOT
+#undef Q8_ACC
+#undef Q8_STORE
 
 X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
                                int64_t ldy, int n_rows) {
-    switch (n_tok) {
-    case 1: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 1); break;
-    case 2: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 2); break;
-    case 3: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 3); break;
-    default: tile_q8_256_n(tile, nb, xq, y, ldy, n_rows, 4); break;
+    elm_q8_row x[4];
+    for (int t = 0; t < n_tok && t < 4; t++) x[t] = elm_q8_at(xq, nb * ELM_QK, t);
+    for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
+        const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
+        switch (n_tok) {
+        case 1: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 1); break;
+        case 2: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 2); break;
+        case 3: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 3); break;
+        default: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 4); break;
+        }
     }
 }
 
