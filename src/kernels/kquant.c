@@ -177,7 +177,7 @@ static float dot_iq4_nl_scalar(const int8_t *q, const float *d, elm_q8_row x, in
 }
 
 const elm_kq_kernels elm_kq_scalar = {elm_kq_unpack_scalar, dot_scalar, unpack_iq4_nl_scalar,
-                                      dot_iq4_nl_scalar, NULL, 0, NULL, NULL, 0};
+                                      dot_iq4_nl_scalar, NULL, 0, NULL, 0, NULL, 0};
 
 static bool has_mins(elm_type t) {
     return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
@@ -202,7 +202,7 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     const elm_kq_kernels kk = {k->unpack ? k->unpack : s->unpack, k->dot ? k->dot : s->dot,
                                k->unpack_iq4_nl ? k->unpack_iq4_nl : s->unpack_iq4_nl,
                                k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl, NULL, 0, NULL,
-                               NULL, 0};
+                               0, NULL, 0};
     if (a->w.type == ELM_TYPE_IQ4_NL) {
         matmul_iq4_nl(&kk, a, r0, r1, scratch);
         return;
@@ -213,7 +213,7 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     /* products straight from the file's super-blocks (dot_packed) */
     const bool direct = k->dot_packed && (k->packed_types >> a->w.type & 1);
     /* scratch: the unpacked rows (16 of them with gemm16), gemm16's tile, the q8_K chunk */
-    const bool tiles = k->gemm16 && a->n_tok >= GEMM_MIN_TOKENS;
+    const bool tiles = k->gemm16 && (k->gemm16_types >> a->w.type & 1) && a->n_tok >= GEMM_MIN_TOKENS;
     elm_kq_block *blk = scratch;
     uint8_t *tile = (uint8_t *)(blk + (tiles ? 16 : 1) * nsb);
     tile += (64 - (uintptr_t)tile % 64) % 64;

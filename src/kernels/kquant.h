@@ -83,6 +83,7 @@ typedef struct elm_kq_kernels {
      * rows at xq; scratch: ELM_KQ_TILE_SB_BYTES per 256 columns, 64-byte aligned. */
     void (*gemm16)(elm_type t, const elm_kq_block *blk, int n_rows, int64_t cols, const void *xq,
                    int64_t nt, float *y, int64_t ldy, void *scratch);
+    uint32_t gemm16_types; /* the types (bit 1u << t) gemm16 serves */
     /* Packed Q4_K (packed.h's q4_kx16, for the tables that pack it), every token count: gemm.h's
      * elm_tile_q8_fn over one tile of nb super-blocks, with q8_K rows at xq (elm_q8k_at(xq,
      * 256·nb, t)), up to tile_q4_k_tokens tokens a call; the float result above per row. */

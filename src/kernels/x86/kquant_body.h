@@ -587,12 +587,12 @@ KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int
 #ifdef KQ_TILES
 #include "kernels/x86/kquant_gemm_avx512.h"
 #include "kernels/x86/kquant_tile_avx512.h"
-#define KQ_GEMM16 gemm16
+#define KQ_GEMM16_TYPES 0xffffffffu
 #else
-#define KQ_GEMM16 NULL
+#include "kernels/x86/kquant_gemm_avx2.h"
 #endif
 
 const elm_kq_kernels KQ_TABLE = {
     unpack, dot, unpack_iq4_nl, dot_iq4_nl, dot_packed,
     1u << ELM_TYPE_Q4_K | 1u << ELM_TYPE_Q5_K | 1u << ELM_TYPE_Q6_K | 1u << ELM_TYPE_IQ4_XS,
-    KQ_GEMM16, tile_q4_kx16, KT_TOKENS};
+    gemm16, KQ_GEMM16_TYPES, tile_q4_kx16, KT_TOKENS};
