@@ -31,7 +31,7 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 
 #include "kernels/x86/x86_body.h"
 #include "kernels/x86/vnni512.h"
-#include "kernels/x86/transpose512.h"
+#include "kernels/x86/tile512.h"
 
 /* Tokens per micro-kernel call: accumulators for NT tokens plus the 8 weight vectors of a block
  * (q8) fit in the 32 registers. Up to 4 tokens (a batched decode step of 4 sequences) stay in the
@@ -176,15 +176,13 @@ X86_QX16_KERNELS
  * load and 16 fused multiply-adds with broadcast activations per column. */
 X86_FN static void tile_f32_512(const float *tile, int64_t cols, const float *xt, int n_tok,
                                 float *y, int64_t ldy, int n_rows, bool add) {
-    const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
     __m512 acc[16];
-    for (int t = 0; t < 16; t++)
-        acc[t] = add && t < n_tok ? _mm512_maskz_loadu_ps(keep, y + t * ldy) : _mm512_setzero_ps();
+    tile512_acc_load(acc, y, ldy, n_tok, n_rows, add);
     for (int64_t c = 0; c < cols; c++, tile += ELM_TILE_ROWS, xt += 16) {
         const __m512 w = _mm512_load_ps(tile);
         for (int t = 0; t < 16; t++) acc[t] = _mm512_fmadd_ps(w, _mm512_set1_ps(xt[t]), acc[t]);
     }
-    for (int t = 0; t < n_tok; t++) _mm512_mask_storeu_ps(y + t * ldy, keep, acc[t]);
+    tile512_acc_store(acc, y, ldy, n_tok, n_rows);
 }
 
 /* ---- decode of the 4/5-bit block types ---- */

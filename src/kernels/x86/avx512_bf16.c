@@ -14,21 +14,19 @@
 #define X86_FN __attribute__((target(ELM_TARGET_AVX512BF16)))
 #define X86_INLINE X86_FN static inline __attribute__((always_inline))
 
-#include "kernels/x86/transpose512.h"
+#include "kernels/x86/tile512.h"
 
 /* All 16 tokens of the chunk (the padding ones are zeros), only n_tok stored, as tile_f32_512. */
 X86_FN static void tile_bf16_512(const uint8_t *tile, int64_t pairs, const uint32_t *xp, int n_tok,
                                  float *y, int64_t ldy, int n_rows, bool add) {
-    const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
     __m512 acc[16];
-    for (int t = 0; t < 16; t++)
-        acc[t] = add && t < n_tok ? _mm512_maskz_loadu_ps(keep, y + t * ldy) : _mm512_setzero_ps();
+    tile512_acc_load(acc, y, ldy, n_tok, n_rows, add);
     for (int64_t p = 0; p < pairs; p++, tile += 64, xp += 16) {
         const __m512bh w = (__m512bh)_mm512_load_si512(tile);
         for (int t = 0; t < 16; t++)
             acc[t] = _mm512_dpbf16_ps(acc[t], w, (__m512bh)_mm512_set1_epi32((int)xp[t]));
     }
-    for (int t = 0; t < n_tok; t++) _mm512_mask_storeu_ps(y + t * ldy, keep, acc[t]);
+    tile512_acc_store(acc, y, ldy, n_tok, n_rows);
 }
 
 /* 16 rows, 32 columns (16 pairs, one 32-bit lane each) at a time, through transpose16. */
