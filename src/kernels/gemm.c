@@ -133,9 +133,12 @@ static void gemm_f32(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_
                         float *y = a->y + (t0 + tt) * rows + p0 + i * ELM_TILE_ROWS;
                         const int n_tk = nt - tt < tokens ? nt - tt : tokens;
                         const int n_rows = (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS);
-                        if (h) h->tile(tile, kc / 2, (const uint32_t *)xk, n_tk, y, rows, n_rows, k0 > 0);
-                        else g->f32((const float *)tile, kc, (const float *)xk, n_tk, y, rows, n_rows,
+                        if (h)
+                            h->tile(tile, kc / 2, (const uint32_t *)xk, n_tk, y, rows, n_rows,
                                     k0 > 0);
+                        else
+                            g->f32((const float *)tile, kc, (const float *)xk, n_tk, y, rows,
+                                   n_rows, k0 > 0);
                     }
             }
         }

@@ -213,7 +213,8 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     /* products straight from the file's super-blocks (dot_packed) */
     const bool direct = k->dot_packed && (k->packed_types >> a->w.type & 1);
     /* scratch: the unpacked rows (16 of them with gemm16), gemm16's tile, the q8_K chunk */
-    const bool tiles = k->gemm16 && (k->gemm16_types >> a->w.type & 1) && a->n_tok >= GEMM_MIN_TOKENS;
+    const bool tiles =
+        k->gemm16 && (k->gemm16_types >> a->w.type & 1) && a->n_tok >= GEMM_MIN_TOKENS;
     elm_kq_block *blk = scratch;
     uint8_t *tile = (uint8_t *)(blk + (tiles ? 16 : 1) * nsb);
     tile += (64 - (uintptr_t)tile % 64) % 64;

@@ -28,9 +28,10 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
  * over both halves redid both per token. */
 #define Q8_FOR_4_TOKENS(op) op(0) op(1) op(2) op(3)
 #define Q8_DOT(t)                                                                                  \
-    if (nt > t)                                                                                    \
-        s##t = dot_u8s8(s##t, aw,                                                                  \
-                        _mm256_sign_epi8(_mm256_set1_epi32(i32_at(x[t].qs + b * ELM_QK + 4 * k)), w));
+    if (nt > t) {                                                                                  \
+        const __m256i a = _mm256_set1_epi32(i32_at(x[t].qs + b * ELM_QK + 4 * k));                 \
+        s##t = dot_u8s8(s##t, aw, _mm256_sign_epi8(a, w));                                         \
+    }
 #define Q8_ACC(t)                                                                                  \
     if (nt > t) {                                                                                  \
         const __m256 sc = _mm256_mul_ps(dh, _mm256_set1_ps(x[t].d[b]));                            \
