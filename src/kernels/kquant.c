@@ -176,8 +176,10 @@ static float dot_iq4_nl_scalar(const int8_t *q, const float *d, elm_q8_row x, in
     return acc;
 }
 
-const elm_kq_kernels elm_kq_scalar = {elm_kq_unpack_scalar, dot_scalar, unpack_iq4_nl_scalar,
-                                      dot_iq4_nl_scalar, NULL, 0, NULL, 0, NULL, 0};
+const elm_kq_kernels elm_kq_scalar = {.unpack = elm_kq_unpack_scalar,
+                                      .dot = dot_scalar,
+                                      .unpack_iq4_nl = unpack_iq4_nl_scalar,
+                                      .dot_iq4_nl = dot_iq4_nl_scalar};
 
 static bool has_mins(elm_type t) {
     return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
@@ -199,10 +201,11 @@ static void matmul_iq4_nl(const elm_kq_kernels *k, const elm_matmul_args *a, int
 void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0, int64_t r1,
                        void *scratch) {
     const elm_kq_kernels *s = &elm_kq_scalar;
-    const elm_kq_kernels kk = {k->unpack ? k->unpack : s->unpack, k->dot ? k->dot : s->dot,
-                               k->unpack_iq4_nl ? k->unpack_iq4_nl : s->unpack_iq4_nl,
-                               k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl, NULL, 0, NULL,
-                               0, NULL, 0};
+    const elm_kq_kernels kk = {
+        .unpack = k->unpack ? k->unpack : s->unpack,
+        .dot = k->dot ? k->dot : s->dot,
+        .unpack_iq4_nl = k->unpack_iq4_nl ? k->unpack_iq4_nl : s->unpack_iq4_nl,
+        .dot_iq4_nl = k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl};
     if (a->w.type == ELM_TYPE_IQ4_NL) {
         matmul_iq4_nl(&kk, a, r0, r1, scratch);
         return;

@@ -117,5 +117,6 @@ NEON_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, i
     return acc;
 }
 
-const elm_kq_kernels elm_kq_neon = {unpack, dot, unpack_iq4_nl, dot_iq4_nl, NULL, 0, NULL, NULL, 0};
+const elm_kq_kernels elm_kq_neon = {
+    .unpack = unpack, .dot = dot, .unpack_iq4_nl = unpack_iq4_nl, .dot_iq4_nl = dot_iq4_nl};
 #endif

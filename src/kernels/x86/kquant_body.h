@@ -593,6 +593,14 @@ KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int
 #endif
 
 const elm_kq_kernels KQ_TABLE = {
-    unpack, dot, unpack_iq4_nl, dot_iq4_nl, dot_packed,
-    1u << ELM_TYPE_Q4_K | 1u << ELM_TYPE_Q5_K | 1u << ELM_TYPE_Q6_K | 1u << ELM_TYPE_IQ4_XS,
-    gemm16, KQ_GEMM16_TYPES, tile_q4_kx16, KT_TOKENS};
+    .unpack = unpack,
+    .dot = dot,
+    .unpack_iq4_nl = unpack_iq4_nl,
+    .dot_iq4_nl = dot_iq4_nl,
+    .dot_packed = dot_packed,
+    .packed_types =
+        1u << ELM_TYPE_Q4_K | 1u << ELM_TYPE_Q5_K | 1u << ELM_TYPE_Q6_K | 1u << ELM_TYPE_IQ4_XS,
+    .gemm16 = gemm16,
+    .gemm16_types = KQ_GEMM16_TYPES,
+    .tile_q4_k = tile_q4_kx16,
+    .tile_q4_k_tokens = KT_TOKENS};
