@@ -181,9 +181,6 @@ const elm_kq_kernels elm_kq_scalar = {.unpack = elm_kq_unpack_scalar,
                                       .unpack_iq4_nl = unpack_iq4_nl_scalar,
                                       .dot_iq4_nl = dot_iq4_nl_scalar};
 
-static bool has_mins(elm_type t) {
-    return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
-}
 
 static void matmul_iq4_nl(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0,
                           int64_t r1, void *scratch) {
@@ -212,7 +209,7 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     }
     const int64_t cols = a->w.cols, rows = a->w.rows, nsb = cols / ELM_QK_K;
     const size_t row_bytes = elm_row_bytes(a->w.type, cols), xrow = elm_q8k_row_bytes(cols);
-    const bool mins = has_mins(a->w.type);
+    const bool mins = elm_kq_has_mins(a->w.type);
     /* products straight from the file's super-blocks (dot_packed) */
     const bool direct = k->dot_packed && (k->packed_types >> a->w.type & 1);
     /* scratch: the unpacked rows (16 of them with gemm16), gemm16's tile, the q8_K chunk */

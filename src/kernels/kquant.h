@@ -59,6 +59,11 @@ static inline elm_q8k_row elm_q8k_at(const void *buf, int64_t cols, int64_t t) {
     return (elm_q8k_row){base, d, (const int16_t *)(d + cols / ELM_QK_K)};
 }
 
+/* Whether type t's super-blocks carry mins (m, dmin): Q2_K, Q4_K, Q5_K. */
+static inline bool elm_kq_has_mins(elm_type t) {
+    return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
+}
+
 /* The pieces an ISA supplies (NULL entries fall back to the scalar ones). */
 typedef struct elm_kq_kernels {
     /* Unpacks n super-blocks of type t (not IQ4_NL) at src into out[n]. */

@@ -20,9 +20,6 @@ typedef struct kq_tile2_sb {
 } kq_tile2_sb;
 _Static_assert(sizeof(kq_tile2_sb) == ELM_KQ_TILE_SB_BYTES, "tile layout");
 
-KQ_INLINE bool kq2_mins(elm_type t) {
-    return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
-}
 
 /* The tile of n_rows <= 16 rows of nsb blocks each, row after row at blk (rows past n_rows are
  * zeros; their results are never stored). */
@@ -42,11 +39,6 @@ KQ_FN static void kq2_repack(const elm_kq_block *blk, int n_rows, int64_t nsb, k
         }
 }
 
-KQ_INLINE __m256i kq2_bcast32(const void *p) {
-    int32_t v;
-    memcpy(&v, p, 4);
-    return _mm256_set1_epi32(v);
-}
 
 /* Token i's sums, named (as ELM_FOR_6_TOKENS): arrays of them went to the stack. */
 #define KQ2_FOR_4(op) op(0) op(1) op(2) op(3)
@@ -58,12 +50,12 @@ KQ_INLINE __m256i kq2_bcast32(const void *p) {
             isum##i,                                                                               \
             _mm256_madd_epi16(                                                                     \
                 _mm256_maddubs_epi16(                                                              \
-                    aw, _mm256_sign_epi8(kq2_bcast32(x[i].qs + s * ELM_QK_K + 4 * k), w)),         \
+                    aw, _mm256_sign_epi8(kq_bcast32(x[i].qs + s * ELM_QK_K + 4 * k), w)),         \
                 sc));
 #define KQ2_CORR(i)                                                                                \
     if (nx > i)                                                                                    \
         corr##i = _mm256_add_epi32(                                                                \
-            corr##i, _mm256_madd_epi16(c, kq2_bcast32(x[i].bsum + 16 * s + 2 * h)));
+            corr##i, _mm256_madd_epi16(c, kq_bcast32(x[i].bsum + 16 * s + 2 * h)));
 #define KQ2_FLOAT(i)                                                                               \
     if (nx > i) {                                                                                  \
         const __m256 xd = _mm256_set1_ps(x[i].d[s]);                                               \
@@ -78,11 +70,11 @@ KQ_INLINE __m256i kq2_bcast32(const void *p) {
         memcpy(y + i * ldy, out, sizeof(float) * (size_t)n_rows);                                  \
     }
 
-/* y[i·ldy + r] for nx <= 4 tokens and rows [8·half, 8·half + n_rows) of the tile. */
-KQ_INLINE void kq2_tile_dot(const elm_type t, const kq_tile2_sb *tile, int half, int64_t nsb,
+/* y[i·ldy + r] for nx <= 4 tokens and rows [8·half, 8·half + n_rows) of the tile; mins: the
+ * type's (elm_kq_has_mins). */
+KQ_INLINE void kq2_tile_dot(const bool mins, const kq_tile2_sb *tile, int half, int64_t nsb,
                             const elm_q8k_row *x, const int nx, int n_rows, float *y,
                             int64_t ldy) {
-    const bool mins = kq2_mins(t);
     KQ2_FOR_4(KQ2_ACC)
     for (int64_t s = 0; s < nsb; s++) {
         const kq_tile2_sb *o = tile + s;
@@ -111,12 +103,12 @@ KQ_INLINE void kq2_tile_dot(const elm_type t, const kq_tile2_sb *tile, int half,
 #undef KQ2_FLOAT
 #undef KQ2_STORE
 
-#define KQ2_TILE_NX(T)                                                                       \
+#define KQ2_TILE_NX(M)                                                                       \
     switch (nx) {                                                                            \
-    case 1: kq2_tile_dot(T, tile, h, nsb, x, 1, nr, yh, ldy); break;                         \
-    case 2: kq2_tile_dot(T, tile, h, nsb, x, 2, nr, yh, ldy); break;                         \
-    case 3: kq2_tile_dot(T, tile, h, nsb, x, 3, nr, yh, ldy); break;                         \
-    default: kq2_tile_dot(T, tile, h, nsb, x, 4, nr, yh, ldy); break;                        \
+    case 1: kq2_tile_dot(M, tile, h, nsb, x, 1, nr, yh, ldy); break;                         \
+    case 2: kq2_tile_dot(M, tile, h, nsb, x, 2, nr, yh, ldy); break;                         \
+    case 3: kq2_tile_dot(M, tile, h, nsb, x, 3, nr, yh, ldy); break;                         \
+    default: kq2_tile_dot(M, tile, h, nsb, x, 4, nr, yh, ldy); break;                        \
     }
 
 KQ_FN static void gemm16(elm_type t, const elm_kq_block *blk, int n_rows, int64_t cols,
@@ -131,8 +123,8 @@ KQ_FN static void gemm16(elm_type t, const elm_kq_block *blk, int n_rows, int64_
         for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
             const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
             float *yh = y + i * ldy + 8 * h;
-            if (kq2_mins(t)) KQ2_TILE_NX(ELM_TYPE_Q2_K)
-            else KQ2_TILE_NX(ELM_TYPE_IQ4_XS)
+            if (elm_kq_has_mins(t)) KQ2_TILE_NX(true)
+            else KQ2_TILE_NX(false)
         }
     }
 }

@@ -23,9 +23,6 @@ KQ_INLINE int kq_offset(elm_type t) {
     return t == ELM_TYPE_Q3_K ? 4 : t == ELM_TYPE_Q6_K ? 32 : t == ELM_TYPE_IQ4_XS ? 128 : 0;
 }
 
-KQ_INLINE bool kq_mins(elm_type t) {
-    return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
-}
 
 /* The tile of n_rows <= 16 rows of nsb blocks each, row after row at blk (rows past n_rows
  * repeat row 0; their results are never stored). */
@@ -36,7 +33,7 @@ KQ_FN static void kq_repack(elm_type t, const elm_kq_block *blk, int n_rows, int
     const __m512i idx = _mm512_loadu_si512(off);
     const __m512i o8 = _mm512_set1_epi8((char)kq_offset(t));
     const __m512i o16 = _mm512_set1_epi16((short)kq_offset(t));
-    const bool mins = kq_mins(t);
+    const bool mins = elm_kq_has_mins(t);
     for (int64_t s = 0; s < nsb; s++) {
         const elm_kq_block *b = blk + s;
         kq_tile_sb *o = tile + s;
@@ -66,7 +63,7 @@ KQ_INLINE __m512i kq_bcast32(const void *p) {
 KQ_INLINE void kq_tile_dot(const elm_type t, const kq_tile_sb *tile, int64_t nsb,
                            const elm_q8k_row *x, const int nx, __mmask16 mask, float *y,
                            int64_t ldy) {
-    const bool mins = kq_mins(t);
+    const bool mins = elm_kq_has_mins(t);
     __m512 acc[4];
     for (int i = 0; i < nx; i++) acc[i] = _mm512_setzero_ps();
     for (int64_t s = 0; s < nsb; s++) {
