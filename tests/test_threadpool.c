@@ -1,11 +1,14 @@
 /* The thread pool (core/threadpool.c): static and shared jobs do all their items exactly once,
  * and a shared job whose joined worker is held up (as by preemption on a busy core) is done by the
- * caller, home range of the worker included, and returns only once the worker has left it. */
+ * caller, home range of the worker included, and returns only once the worker has left it. A
+ * parked worker joins no shared job until a static job unparks it; the parking decision
+ * (elm_pool_adapt_window) parks on a contended window and probes back with doubling waits. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "check.h"
+#include "core/clock.h"
 #include "core/threadpool.h"
 
 enum { ITEMS = 4096, CHUNK = 16 };
@@ -65,6 +68,59 @@ static int run_job(elm_pool *p, job *j, bool shared, int hold_ms, int await_ms, 
     return atomic_load(&j->by_worker);
 }
 
+static void check_adapt(void) {
+    enum { F = ELM_POOL_PROBE_FIRST_US, C = ELM_POOL_CONTENDED, W = ELM_POOL_WINDOW_US };
+    elm_pool_adapt a = {.active = 2, .n = 2};
+    unsigned long long t = 1000000;
+    CHECK(elm_pool_adapt_window(&a, t, C - 1) == 2, "a quiet window parked a worker");
+    CHECK(elm_pool_adapt_window(&a, t += W, C) == 1, "a contended window parked no worker");
+    CHECK(elm_pool_adapt_window(&a, t += W, C) == 1, "parked below one thread");
+    const unsigned long long parked_at = t - W;
+    CHECK(elm_pool_adapt_window(&a, parked_at + F - 1, 0) == 1, "probed before the first wait");
+    CHECK(elm_pool_adapt_window(&a, t = parked_at + F, 0) == 2, "no probe after the first wait");
+    CHECK(elm_pool_adapt_window(&a, t += W, C) == 1, "a contended probe kept the worker");
+    CHECK(elm_pool_adapt_window(&a, t + 2 * F - 1, 0) == 1,
+          "a failed probe did not double the wait");
+    unsigned long long wait = 2 * F;
+    for (int i = 0; i < 8; i++) { /* each failed probe doubles the wait, up to the maximum */
+        CHECK(elm_pool_adapt_window(&a, t += wait, 0) == 2, "no probe after %llu us", wait);
+        CHECK(elm_pool_adapt_window(&a, t += W, C) == 1, "a contended probe kept the worker");
+        wait = wait * 2 < ELM_POOL_PROBE_MAX_US ? wait * 2 : ELM_POOL_PROBE_MAX_US;
+    }
+    CHECK(a.backoff_us == ELM_POOL_PROBE_MAX_US, "the wait grew to %llu us", a.backoff_us);
+    CHECK(elm_pool_adapt_window(&a, t += ELM_POOL_PROBE_MAX_US, 0) == 2, "no probe at the maximum");
+    CHECK(elm_pool_adapt_window(&a, t += W, 0) == 2, "a quiet window undid a probe");
+    CHECK(elm_pool_adapt_window(&a, t += (ELM_POOL_PROBE_WINDOWS - 1) * W, C) == 1 &&
+              a.backoff_us == ELM_POOL_PROBE_MAX_US,
+          "contention soon after a probe did not count as a failed one");
+    CHECK(elm_pool_adapt_window(&a, t += ELM_POOL_PROBE_MAX_US, 0) == 2, "no probe at the maximum");
+    t += (ELM_POOL_PROBE_WINDOWS + 1) * W; /* quiet windows: the probe held */
+    CHECK(elm_pool_adapt_window(&a, t, C) == 1 && a.backoff_us == F,
+          "contention long after a probe did not start the wait afresh (%llu us)", a.backoff_us);
+    /* four threads: parks one per contended window; quiet probes then rise window after window */
+    elm_pool_adapt b = {.active = 4, .n = 4};
+    t = 1000000;
+    for (int want = 3; want >= 1; want--)
+        CHECK(elm_pool_adapt_window(&b, t += W, 2 * C) == want, "did not park down to %d", want);
+    t += F;
+    for (int want = 2; want <= 4; want++)
+        CHECK(elm_pool_adapt_window(&b, t += W, 0) == want, "did not probe up to %d", want);
+    CHECK(elm_pool_adapt_window(&b, t += W, 0) == 4, "rose above the pool size");
+}
+
+/* A worker parked by elm_pool_park joins no shared job; a static job unparks it. */
+static void check_parking(elm_pool *p, job *j) {
+    const double t0 = elm_now_s();
+    elm_pool_park(p, 1);
+    run_job(p, j, true, 0, 30, "shared job with the worker parked");
+    /* the pool probes back ELM_POOL_PROBE_FIRST_US after parking; before that nobody joins */
+    if (elm_now_s() - t0 < 1e-6 * ELM_POOL_PROBE_FIRST_US)
+        CHECK(!atomic_load(&j->joined), "a parked worker joined a shared job");
+    run_job(p, j, false, 0, 0, "static job with the worker parked"); /* hangs if not unparked */
+    run_job(p, j, true, 0, 2000, "shared job after a static one");
+    CHECK(atomic_load(&j->joined), "the worker stayed parked after a static job");
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     elm_pool *p = NULL;
@@ -82,6 +138,8 @@ int main(int argc, char **argv) {
     CHECK(held == 0, "a worker held up before its first chunk did %d items", held);
     CHECK(atomic_load(&j->left), "the held job returned before its worker left it");
     for (int r = 0; r < 20; r++) run_job(p, j, true, 0, 0, "shared job after a held one");
+    check_parking(p, j);
+    check_adapt();
     free(j);
     elm_pool_free(p);
     return check_done();

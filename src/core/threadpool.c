@@ -16,13 +16,19 @@
  * reach zero. Shared jobs (elm_pool_run_shared): a worker joins by incrementing the count with a
  * compare-and-swap that fails once the caller has closed the gate (its own fn returned, so no work
  * is left to claim); the caller waits only for the workers that joined. A late worker touches no
- * job data. */
+ * job data.
+ *
+ * Parking (threadpool.h): a worker with ith >= active skips shared jobs and sleeps on `unpark`
+ * until active rises (or a static job, which needs every worker, raises it). Each worker
+ * publishes its count of involuntary context switches at most every half window; the caller sums
+ * them with its own once per window, at the start of a shared job, and decides. */
 #include "core/clock.h"
 #include "core/threadpool.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -45,6 +51,7 @@ enum { SPIN_US = 50, CHECK_CLOCK_EVERY = 64 };
 typedef struct {
     struct elm_pool *p;
     int ith;
+    atomic_long switches; /* involuntary context switches, as last published (every 10 ms) */
 } worker_arg;
 
 struct elm_pool {
@@ -52,7 +59,7 @@ struct elm_pool {
     pthread_t *threads;
     worker_arg *args;
     pthread_mutex_t mu;
-    pthread_cond_t wake, done;
+    pthread_cond_t wake, done, unpark;
     _Atomic uint64_t gate;
     atomic_int pending;       /* static job: workers still running it */
     atomic_uint finished;     /* shared job: workers that joined and are done */
@@ -60,11 +67,73 @@ struct elm_pool {
     atomic_int sleepers;      /* workers blocked (or about to block) on `wake` */
     atomic_bool caller_waits; /* the caller blocked (or about to block) on `done` */
     atomic_bool stop;
+    atomic_int active;        /* threads that run shared jobs, caller included */
+    elm_pool_adapt adapt;     /* the caller's: parking decisions */
+    uint64_t window_end_us;   /* the caller's: when the current window ends */
+    long window_switches;     /* the caller's: the sum of the counts at its start */
     elm_pool_fn fn;
     void *arg;
 };
 
 static uint64_t now_us(void) { return (uint64_t)(elm_now_s() * 1e6); }
+
+/* This thread's involuntary context switches so far; 0 where the OS does not count per thread. */
+static long involuntary_switches(void) {
+#ifdef RUSAGE_THREAD
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) return ru.ru_nivcsw;
+#endif
+    return 0;
+}
+
+int elm_pool_adapt_window(elm_pool_adapt *a, unsigned long long now_us, long switches) {
+    if (switches < ELM_POOL_CONTENDED) {
+        if (a->active < a->n && now_us >= a->probe_at_us) {
+            a->active++;
+            a->raised_at_us = now_us;
+        }
+    } else if (a->active > 1) {
+        const unsigned long long since = now_us - a->raised_at_us;
+        const bool failed_probe =
+            a->raised_at_us && since <= ELM_POOL_PROBE_WINDOWS * ELM_POOL_WINDOW_US;
+        a->backoff_us = !failed_probe ? ELM_POOL_PROBE_FIRST_US
+                        : a->backoff_us * 2 < ELM_POOL_PROBE_MAX_US ? a->backoff_us * 2
+                                                                     : ELM_POOL_PROBE_MAX_US;
+        a->active--;
+        a->probe_at_us = now_us + a->backoff_us;
+    }
+    return a->active;
+}
+
+/* Sets the count of threads that run shared jobs; wakes the workers it unparks. */
+static void set_active(elm_pool *p, int active) {
+    const int was = atomic_exchange(&p->active, active);
+    if (active <= was) return;
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->unpark);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* Sleeps while worker ith is parked. */
+static void park(elm_pool *p, int ith) {
+    pthread_mutex_lock(&p->mu);
+    while (ith >= atomic_load(&p->active) && !atomic_load(&p->stop))
+        pthread_cond_wait(&p->unpark, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* The caller, at the start of a shared job: decides once per window. */
+static void adapt(elm_pool *p) {
+    const uint64_t t = now_us();
+    if (t < p->window_end_us) return;
+    long sum = involuntary_switches();
+    for (int i = 1; i < p->n; i++)
+        sum += atomic_load_explicit(&p->args[i].switches, memory_order_relaxed);
+    if (p->window_end_us)
+        set_active(p, elm_pool_adapt_window(&p->adapt, t, sum - p->window_switches));
+    p->window_switches = sum;
+    p->window_end_us = t + ELM_POOL_WINDOW_US;
+}
 
 /* Spins until cond(p, seen) holds or SPIN_US pass; returns whether it holds. */
 static bool spin_until(elm_pool *p, bool (*cond)(elm_pool *, uint64_t), uint64_t seen) {
@@ -117,7 +186,7 @@ static bool join(elm_pool *p, uint64_t g, uint64_t seq) {
 static void *worker(void *v) {
     worker_arg *wa = v;
     elm_pool *p = wa->p;
-    uint64_t seen = 0;
+    uint64_t seen = 0, published_us = 0;
     for (;;) {
         const uint64_t g = wait_for_job(p, seen);
         if (atomic_load(&p->stop)) break;
@@ -125,10 +194,17 @@ static void *worker(void *v) {
         if (g & GATE_STATIC) {
             p->fn(p->arg, wa->ith, p->n);
             if (atomic_fetch_sub(&p->pending, 1) == 1) wake_caller(p);
+        } else if (wa->ith >= atomic_load(&p->active)) {
+            park(p, wa->ith);
         } else if (join(p, g, seen)) {
             p->fn(p->arg, wa->ith, p->n);
             atomic_fetch_add(&p->finished, 1);
             wake_caller(p);
+            const uint64_t t = now_us();
+            if (t - published_us >= ELM_POOL_WINDOW_US / 2) {
+                atomic_store_explicit(&wa->switches, involuntary_switches(), memory_order_relaxed);
+                published_us = t;
+            }
         }
     }
     return NULL;
@@ -151,15 +227,20 @@ elm_status elm_pool_new(int n_threads, elm_pool **out, elm_error *err) {
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->done, NULL);
+    pthread_cond_init(&p->unpark, NULL);
     atomic_init(&p->gate, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->finished, 0);
     atomic_init(&p->sleepers, 0);
     atomic_init(&p->caller_waits, false);
     atomic_init(&p->stop, false);
+    atomic_init(&p->active, n_threads);
+    p->adapt = (elm_pool_adapt){.active = n_threads, .n = n_threads};
     p->n = 1;
     for (int i = 1; i < n_threads; i++) {
-        p->args[i] = (worker_arg){p, i};
+        p->args[i].p = p;
+        p->args[i].ith = i;
+        atomic_init(&p->args[i].switches, 0);
         if (pthread_create(&p->threads[i], NULL, worker, &p->args[i]) != 0) {
             elm_pool_free(p);
             return elm_errorf(err, ELM_ERR_NOMEM, "cannot start thread %d", i);
@@ -175,11 +256,13 @@ void elm_pool_free(elm_pool *p) {
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->stop, true);
     pthread_cond_broadcast(&p->wake);
+    pthread_cond_broadcast(&p->unpark);
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->wake);
     pthread_cond_destroy(&p->done);
+    pthread_cond_destroy(&p->unpark);
     free(p->threads);
     free(p->args);
     free(p);
@@ -187,12 +270,21 @@ void elm_pool_free(elm_pool *p) {
 
 int elm_pool_size(const elm_pool *p) { return p->n; }
 
+void elm_pool_park(elm_pool *p, int active) {
+    active = active < 1 ? 1 : active > p->n ? p->n : active;
+    p->adapt = (elm_pool_adapt){.active = active, .n = p->n, .backoff_us = ELM_POOL_PROBE_FIRST_US,
+                                .probe_at_us = now_us() + ELM_POOL_PROBE_FIRST_US};
+    set_active(p, active);
+}
+
 /* Publishes job fn(arg) (static or shared), runs the caller's part and waits for the workers. */
 static void run(elm_pool *p, elm_pool_fn fn, void *arg, bool shared) {
     if (p->n == 1) {
         fn(arg, 0, 1);
         return;
     }
+    if (shared) adapt(p);
+    else if (atomic_load(&p->active) < p->n) elm_pool_park(p, p->n);
     p->fn = fn;
     p->arg = arg;
     atomic_store(&p->pending, p->n - 1);

@@ -25,6 +25,39 @@ int elm_pool_size(const elm_pool *p);
 void elm_pool_run(elm_pool *p, elm_pool_fn fn, void *arg);
 void elm_pool_run_shared(elm_pool *p, elm_pool_fn fn, void *arg);
 
+/* Parking under contention. When the machine has more runnable threads than cores (a core busy
+ * with another program), the scheduler preempts a pool thread every slice, and whichever thread
+ * waits for it idles: measured on a 2-core EPYC with one busy loop, -t 2 decoded 15-30% slower
+ * than -t 1. The pool counts its threads' involuntary context switches (getrusage RUSAGE_THREAD,
+ * where the OS has it) over windows of ELM_POOL_WINDOW_US of shared jobs: a window with
+ * ELM_POOL_CONTENDED switches or more parks one more worker (it sleeps and joins no shared job);
+ * a quiet window after probe_at_us unparks one again, to try. Contention within
+ * ELM_POOL_PROBE_WINDOWS windows of a probe doubles the wait before the next (from
+ * ELM_POOL_PROBE_FIRST_US up to ELM_POOL_PROBE_MAX_US); later contention starts it afresh. Static
+ * jobs (elm_pool_run) unpark every worker: they split by ith. */
+enum {
+    ELM_POOL_WINDOW_US = 20000,
+    ELM_POOL_CONTENDED = 10,
+    ELM_POOL_PROBE_WINDOWS = 3,
+    ELM_POOL_PROBE_FIRST_US = 100000,
+    ELM_POOL_PROBE_MAX_US = 1600000,
+};
+
+typedef struct elm_pool_adapt {
+    int active, n; /* threads that run shared jobs, caller included; pool size */
+    unsigned long long probe_at_us, raised_at_us, backoff_us;
+} elm_pool_adapt;
+
+/* The parking decision for a window that ended at now_us (microseconds, a monotonic clock that
+ * is past ELM_POOL_PROBE_MAX_US) with `switches` involuntary context switches among the active
+ * threads; returns the new active count, 1..a->n. Start from {.active = n, .n = n}. */
+int elm_pool_adapt_window(elm_pool_adapt *a, unsigned long long now_us, long switches);
+
+/* Parks workers so that `active` threads (caller included, clamped to 1..elm_pool_size) run
+ * shared jobs, as a contended window would, the next probe coming ELM_POOL_PROBE_FIRST_US later.
+ * What the pool does itself on contention; for tests. */
+void elm_pool_park(elm_pool *p, int active);
+
 /* The [begin, end) share of n items for thread ith of nth (contiguous, balanced). */
 static inline void elm_split(long n, int ith, int nth, long *begin, long *end) {
     long per = n / nth, extra = n % nth;
