@@ -63,7 +63,11 @@ void elm_cpu_features(char *buf, size_t cap) {
     if (hw & HWCAP_ASIMDDP) append(buf, cap, &len, "dotprod");
 #ifdef HWCAP2_I8MM
     if (hw2 & HWCAP2_I8MM) append(buf, cap, &len, "i8mm");
-#else
+#endif
+#ifdef HWCAP2_BF16
+    if (hw2 & HWCAP2_BF16) append(buf, cap, &len, "bf16");
+#endif
+#if !defined(HWCAP2_I8MM) && !defined(HWCAP2_BF16)
     (void)hw2;
 #endif
 #else
@@ -75,7 +79,7 @@ const char *elm_kernels_built(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
     return "avx512(" ELM_TARGET_AVX512 "; bf16 prefill: avx512bf16) avx2(" ELM_TARGET_AVX2 ")";
 #elif defined(__aarch64__) && defined(__GNUC__) && defined(__linux__)
-    return "neon(" ELM_TARGET_NEON ")";
+    return "neon(" ELM_TARGET_NEON "; bf16 prefill: bf16)";
 #else
     return "scalar only";
 #endif

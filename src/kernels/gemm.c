@@ -104,8 +104,8 @@ static void gemm_f32(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_
     float *xt = (float *)(panel + panel_tiles * tile_bytes);
     uint32_t *xp = (uint32_t *)(xt + (size_t)cols * CHUNK); /* the paired chunk (h) */
     const elm_transpose_fn transpose = g->transpose ? g->transpose : elm_transpose_x16;
-    const int tokens = h ? CHUNK : g->f32_tokens;
-    const int64_t block = h || !g->f32_kc ? cols : g->f32_kc;
+    const int tokens = h ? h->tokens : g->f32_tokens, kc = h ? h->kc : g->f32_kc;
+    const int64_t block = kc ? kc : cols;
     int64_t paired = -1; /* the chunk xp holds */
     for (int64_t p0 = r0; p0 < r1; p0 += panel_tiles * ELM_TILE_ROWS) {
         const int64_t np = min64(panel_tiles * ELM_TILE_ROWS, r1 - p0);

@@ -54,7 +54,9 @@ typedef void (*elm_transpose_fn)(const float *x, int64_t ldx, int n_tok, int64_t
  * rounded to BF16 (to nearest, ties to even), so the products differ from float ones by up to
  * 2^-9·Σ|w·x| (elm_kernels.bf16_act_tokens). */
 typedef struct elm_gemm_bf16 {
-    elm_tile_bf16_fn tile; /* takes up to 16 tokens */
+    elm_tile_bf16_fn tile;
+    int tokens; /* most tokens per tile call, up to 16 */
+    int kc;     /* columns per block (even), 0: all */
     /* Rows [r0, r0 + n_rows) of BF16 weights w (n_rows <= 16) into one pair tile. */
     void (*repack)(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile);
     /* A transposed 16-token chunk (elm_transpose_fn's xt, cols even) into paired BF16. */
@@ -63,6 +65,8 @@ typedef struct elm_gemm_bf16 {
 
 /* x86/avx512_bf16.c (x86-64 only): for CPUs with AVX512_BF16 besides the AVX-512 table's set. */
 extern const elm_gemm_bf16 elm_gemm_bf16_avx512;
+/* arm/neon_bf16.c (ARM64 Linux only): for CPUs with FEAT_BF16 besides the NEON table's set. */
+extern const elm_gemm_bf16 elm_gemm_bf16_neon;
 
 typedef struct elm_gemm_kernels {
     elm_tile_q8_fn q8;

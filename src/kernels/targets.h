@@ -10,6 +10,8 @@
 #define ELM_TARGET_AVX512BF16 ELM_TARGET_AVX512 ",avx512bf16"
 /* ARMv8.2-A with the dot-product extension (sdot/udot); i8mm (smmla) is not used. */
 #define ELM_TARGET_NEON "armv8.2-a+dotprod"
+/* The NEON table's BF16 prefill (arm/neon_bf16.c), chosen where the CPU also has FEAT_BF16. */
+#define ELM_TARGET_NEON_BF16 "armv8.2-a+dotprod+bf16"
 
 #ifdef __ARM_FEATURE_DOTPROD
 /* The NEON kernel files are compiled for ELM_TARGET_NEON as a whole (cmake/kernels.cmake, for
@@ -20,5 +22,11 @@
 #define NEON_FN __attribute__((target("arch=" ELM_TARGET_NEON)))
 #endif
 #define NEON_INLINE NEON_FN static inline __attribute__((always_inline))
+#ifdef __ARM_FEATURE_BF16
+#define NEON_BF16_FN
+#else
+#define NEON_BF16_FN __attribute__((target("arch=" ELM_TARGET_NEON_BF16)))
+#endif
+#define NEON_BF16_INLINE NEON_BF16_FN static inline __attribute__((always_inline))
 
 #endif

@@ -383,35 +383,49 @@ NEON_FN static void tile_f32(const float *tile, int64_t cols, const float *xt, i
     }
 }
 
-static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8,
-                                              .q8_tokens = Q8_TOKENS,
-                                              .f32 = tile_f32,
-                                              .f32_tokens = F32_TOKENS,
-                                              .f32_kc = 128}; /* as avx2.c */
+/* Two sets, but for the BF16 pair tiles of CPUs with FEAT_BF16 (neon_bf16.c); f32_kc as avx2.c. */
+#define NEON_GEMM(bf16_pieces)                                                                     \
+    {                                                                                              \
+        .q8 = tile_q8, .q8_tokens = Q8_TOKENS, .f32 = tile_f32, .f32_tokens = F32_TOKENS,          \
+        .f32_kc = 128, .bf16 = bf16_pieces,                                                        \
+    }
+static const elm_gemm_kernels gemm_kernels = NEON_GEMM(NULL);
+static const elm_gemm_kernels gemm_kernels_bf16 = NEON_GEMM(&elm_gemm_bf16_neon);
+#undef NEON_GEMM
 
-NEON_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
+NEON_INLINE void matmul_with(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0,
+                             int64_t r1, void *scratch) {
     if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_neon, a, r0, r1, scratch);
-    else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
+    else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(g, a, r0, r1, scratch);
     else matvec(a, r0, r1);
 }
 
-static const elm_kernels neon_kernels = {
-    .isa = "neon",
-    .dot_f32 = dot_f32,
-    .transpose16 = elm_transpose_x16,
-    .quantize_q8 = quantize_q8,
-    .matmul = matmul,
-    .rmsnorm = rmsnorm,
-    .softmax = softmax,
-    .swiglu = swiglu,
-    .geglu = elm_scalar_geglu,
-    .rope = elm_scalar_rope,
-    .rope_neox = elm_scalar_rope_neox,
-    .attention = attention,
-};
+NEON_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
+    matmul_with(&gemm_kernels, a, r0, r1, scratch);
+}
+
+NEON_FN static void matmul_bf16(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
+    matmul_with(&gemm_kernels_bf16, a, r0, r1, scratch);
+}
+
+/* One table for both, but for matmul and bf16_act_tokens. */
+#define NEON_KERNELS(matmul_fn, bf16_tokens)                                                       \
+    {                                                                                              \
+        .isa = "neon", .dot_f32 = dot_f32, .transpose16 = elm_transpose_x16,                       \
+        .quantize_q8 = quantize_q8, .matmul = matmul_fn, .bf16_act_tokens = bf16_tokens,           \
+        .rmsnorm = rmsnorm, .softmax = softmax, .swiglu = swiglu, .geglu = elm_scalar_geglu,       \
+        .rope = elm_scalar_rope, .rope_neox = elm_scalar_rope_neox, .attention = attention,        \
+    }
+static const elm_kernels neon_kernels = NEON_KERNELS(matmul, 0);
+static const elm_kernels neon_bf16_kernels = NEON_KERNELS(matmul_bf16, GEMM_MIN_TOKENS);
+#undef NEON_KERNELS
 
 const elm_kernels *elm_kernels_neon(void) {
-    return (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) ? &neon_kernels : NULL;
+    if (!(getauxval(AT_HWCAP) & HWCAP_ASIMDDP)) return NULL;
+#ifdef HWCAP2_BF16
+    if (getauxval(AT_HWCAP2) & HWCAP2_BF16) return &neon_bf16_kernels;
+#endif
+    return &neon_kernels;
 }
 #else
 const elm_kernels *elm_kernels_neon(void) { return NULL; }

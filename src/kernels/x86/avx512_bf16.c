@@ -66,5 +66,5 @@ X86_FN static void pair_bf16_512(const float *xt, int64_t cols, uint32_t *xp) {
 }
 
 const elm_gemm_bf16 elm_gemm_bf16_avx512 = {
-    .tile = tile_bf16_512, .repack = repack_bf16_512, .pair = pair_bf16_512};
+    .tile = tile_bf16_512, .tokens = 16, .kc = 0, .repack = repack_bf16_512, .pair = pair_bf16_512};
 #endif
