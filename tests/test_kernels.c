@@ -89,19 +89,26 @@ static double magnitude(const problem *p, int64_t t, int64_t r) {
 }
 
 /* split: two row ranges, the first not starting at 0, and the transposed activations given (for
- * float types) as the forward pass gives them, so both ways of getting them are exercised. */
+ * float types) as the forward pass gives them, paired too where the table pairs them (pair16),
+ * so both ways of getting them are exercised. */
 static void run_matmul(const elm_kernels *k, problem *p, int64_t n_tok, float *y, bool split) {
-    const int64_t rows = p->w.rows;
+    const int64_t rows = p->w.rows, cols = p->w.cols, chunks = (n_tok + 15) / 16;
     const bool q8 = elm_type_q8_act(p->w.type);
+    uint32_t *xp = NULL;
+    if (split && k->pair16 && p->w.type == ELM_TYPE_BF16 && cols % 2 == 0 &&
+        n_tok >= k->bf16_act_tokens && (xp = malloc(sizeof *xp * 8 * (size_t)(cols * chunks))))
+        for (int64_t i = 0; i < chunks; i++) k->pair16(p->xt + i * 16 * cols, cols, xp + i * 8 * cols);
     elm_matmul_args a = {.w = p->w,
                          .x = p->x,
                          .xq = q8 ? p->xq : NULL,
                          .xt = !q8 && split ? p->xt : NULL,
+                         .xp = xp,
                          .n_tok = n_tok,
                          .y = y};
     const int64_t cut = split ? rows / 3 + 1 : rows; /* a range not starting at 0 */
     if (cut < rows) k->matmul(&a, cut, rows, p->scratch);
     k->matmul(&a, 0, cut < rows ? cut : rows, p->scratch);
+    free(xp);
 }
 
 /* The oracle itself: its q8 products equal float products up to the activation rounding,
@@ -182,15 +189,18 @@ static void compare_matmul(const elm_kernels *k, elm_type type, int64_t cols, in
         }
         const bool rounded = bf16_act && nt >= k->bf16_act_tokens;
         run_matmul(elm_kernels_scalar(), rounded ? &pr : &p, nt, p.y_ref, false);
-        run_matmul(k, &p, nt, p.y, true);
-        double worst = 0;
-        for (int64_t t = 0; t < nt; t++)
-            for (int64_t r = 0; r < rows; r++)
-                worst = fmax(worst, fabs(p.y[t * rows + r] - p.y_ref[t * rows + r]) /
-                                        (2e-6 * magnitude(&p, t, r) + 1e-6));
-        CHECK(worst <= 1.0, "%s %s [%lld x %lld] x %lld tokens: off by %.2f of the tolerance",
-              k->isa, elm_type_get(type)->name, (long long)rows, (long long)cols, (long long)nt,
-              worst);
+        /* rounded: also with the kernel pairing the activations itself (no xt, no xp) */
+        for (int way = 0; way < (rounded ? 2 : 1); way++) {
+            run_matmul(k, &p, nt, p.y, way == 0);
+            double worst = 0;
+            for (int64_t t = 0; t < nt; t++)
+                for (int64_t r = 0; r < rows; r++)
+                    worst = fmax(worst, fabs(p.y[t * rows + r] - p.y_ref[t * rows + r]) /
+                                            (2e-6 * magnitude(&p, t, r) + 1e-6));
+            CHECK(worst <= 1.0, "%s %s [%lld x %lld] x %lld tokens%s: off by %.2f of the tolerance",
+                  k->isa, elm_type_get(type)->name, (long long)rows, (long long)cols,
+                  (long long)nt, way ? " (paired by the kernel)" : "", worst);
+        }
         if (k->packs && k->packs(type, rows, cols)) compare_packed(k, &p, nt);
     }
     problem_free(&p);

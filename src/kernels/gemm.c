@@ -120,10 +120,12 @@ static void gemm_f32(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_
         for (int64_t t0 = 0; t0 < a->n_tok; t0 += CHUNK) {
             const int nt = (int)min64(CHUNK, a->n_tok - t0);
             const float *chunk = a->xt ? a->xt + t0 * cols : xt;
-            if (!a->xt && !(h && paired == t0)) transpose(a->x + t0 * cols, cols, nt, cols, xt);
-            if (h && paired != t0) h->pair(chunk, cols, xp);
+            const uint32_t *pairs = h && a->xp ? a->xp + t0 * cols / 2 : xp;
+            if (!a->xt && !(h && (a->xp || paired == t0)))
+                transpose(a->x + t0 * cols, cols, nt, cols, xt);
+            if (h && !a->xp && paired != t0) h->pair(chunk, cols, xp);
             paired = t0;
-            const uint8_t *x = h ? (const uint8_t *)xp : (const uint8_t *)chunk;
+            const uint8_t *x = h ? (const uint8_t *)pairs : (const uint8_t *)chunk;
             for (int64_t k0 = 0; k0 < cols; k0 += block) {
                 const int64_t kc = min64(block, cols - k0);
                 for (int i = 0; i < n_tiles; i++)

@@ -63,10 +63,13 @@ typedef struct elm_gemm_bf16 {
     void (*pair)(const float *xt, int64_t cols, uint32_t *xp);
 } elm_gemm_bf16;
 
-/* x86/avx512_bf16.c (x86-64 only): for CPUs with AVX512_BF16 besides the AVX-512 table's set. */
+/* x86/avx512_bf16.c (x86-64 only): for CPUs with AVX512_BF16 besides the AVX-512 table's set;
+ * its pairing, also the table's pair16. */
 extern const elm_gemm_bf16 elm_gemm_bf16_avx512;
+void elm_pair_bf16_avx512(const float *xt, int64_t cols, uint32_t *xp);
 /* arm/neon_bf16.c (ARM64 Linux only): for CPUs with FEAT_BF16 besides the NEON table's set. */
 extern const elm_gemm_bf16 elm_gemm_bf16_neon;
+void elm_pair_bf16_neon(const float *xt, int64_t cols, uint32_t *xp);
 
 typedef struct elm_gemm_kernels {
     elm_tile_q8_fn q8;

@@ -70,6 +70,10 @@ typedef struct elm_matmul_args {
     /* Float weights, optional: x transposed by chunks of 16 tokens ([ceil(n_tok/16)][cols][16],
      * transpose16), which prefill kernels would otherwise redo for every panel of rows; or NULL */
     const float *xt;
+    /* BF16 weights with an even column count, from elm_kernels.bf16_act_tokens tokens on,
+     * optional: xt's chunks rounded to BF16 and paired (pair16: [ceil(n_tok/16)][cols/2][16]);
+     * or NULL */
+    const uint32_t *xp;
     int64_t n_tok;
     float *y; /* [n_tok, rows] */
 } elm_matmul_args;
@@ -114,6 +118,10 @@ typedef struct elm_kernels {
      * instruction, as llama.cpp does: products then differ from float ones by up to 2^-9·Σ|w·x|.
      * 0: never (float activations at every token count). */
     int64_t bf16_act_tokens;
+    /* Where bf16_act_tokens > 0: one chunk of elm_matmul_args.xt (cols even) rounded to BF16 and
+     * paired into a chunk of elm_matmul_args.xp, xp[16p + t] = token t's columns 2p (low half)
+     * and 2p + 1, so that the products of a group share one pairing. NULL elsewhere. */
+    void (*pair16)(const float *xt, int64_t cols, uint32_t *xp);
 
     /* out[i] = x[i] / sqrt(mean(x²) + eps) · w[i] over n (RMSNorm, Zhang & Sennrich 2019). */
     void (*rmsnorm)(float *out, const float *x, const float *w, int64_t n, float eps);

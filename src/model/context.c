@@ -119,6 +119,8 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->xq = alloc_aligned(nb * elm_q8_row_bytes(max_cols), &ok);
     if (has_float_matrix(m))
         c->xt = alloc_aligned((nb + 15) / 16 * 16 * (size_t)max_cols * sizeof(float), &ok);
+    if (has_float_matrix(m) && c->k->pair16)
+        c->xp = alloc_aligned((nb + 15) / 16 * 16 * (size_t)max_cols * sizeof(uint16_t), &ok);
     if (p->ggml_rounding) c->xr = alloc_f32(nb * (size_t)max_cols, &ok);
     c->scores = alloc_f32(nt * (size_t)c->n_ctx, &ok);
     c->scratch = alloc_aligned(nt * c->scratch_bytes, &ok);
@@ -178,7 +180,7 @@ void elm_context_free(elm_context *c) {
     if (!c) return;
     elm_pool_free(c->pool);
     void *bufs[] = {c->k_cache, c->v_cache, c->x,      c->xb,    c->q,        c->kb,
-                    c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->xt,    c->xr,  c->scores,
+                    c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->xt,    c->xp,  c->xr,  c->scores,
                     c->scratch, c->norms,   c->inv_freq, c->rope_cs, c->tokens, c->k_deq, c->v_deq,
                     c->qk_norms, c->pos, c->row0, c->layer_row, c->inv_freq_swa,
                     c->rope_cs_swa, c->rope_ff};

@@ -39,6 +39,8 @@ struct elm_context {
     void *xq;        /* [n_batch] q8 rows (kernels.h) of a product's input, max_cols wide */
     float *xt;       /* [n_batch rounded up to 16, max_cols] a product's input by 16-token chunks,
                       * transposed (elm_matmul_args.xt) */
+    uint32_t *xp;    /* [n_batch rounded up to 16, max_cols / 2] xt rounded to BF16 and paired
+                      * (elm_matmul_args.xp), for BF16 weights where the table pairs; else NULL */
     float *xr;       /* [n_batch, max_cols] with ggml_rounding: an F16/BF16 product's input
                       * rounded to its weights' type, else NULL */
     float *scores;   /* [n_threads, n_ctx] attention weights per thread */

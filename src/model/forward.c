@@ -65,6 +65,7 @@ typedef struct {
     const float *x;
     int64_t n_tok, cols;
     bool q8, xt;
+    bool xp;  /* xt's chunks also paired for BF16 products (elm_kernels.pair16) */
     bool q8k; /* xq gets q8_K rows instead, for a group of 256-weight super-block products only */
     elm_type round; /* F16 or BF16: the float products' input goes through xr; else F32 */
     elm_pool_work tokens, chunks; /* the rows to quantize, the 16-token chunks to transpose */
@@ -110,6 +111,7 @@ static void prep_worker(void *arg, int ith, int nth) {
             x = c->xr + first * j->cols;
         }
         if (j->xt) c->k->transpose16(x, j->cols, (int)nt, j->cols, c->xt + first * j->cols);
+        if (j->xp) c->k->pair16(c->xt + first * j->cols, j->cols, c->xp + first * j->cols / 2);
     }
 }
 
@@ -142,12 +144,17 @@ static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
          * (pj.q8k below) */
         const bool flt = elm_type_get(w[i]->type)->block_size == 1;
         const bool xt = flt && c->xt && n_tok >= ELM_XT_MIN_TOKENS;
+        /* the table rounds BF16 products' input to BF16 pairs: once here for the group */
+        const bool xp = xt && c->xp && w[i]->type == ELM_TYPE_BF16 && w[i]->ne[0] % 2 == 0 &&
+                        n_tok >= c->k->bf16_act_tokens;
         if (!q8) pj.round = act_round(c, w[i]);
         const float *xf = !q8 && pj.round != ELM_TYPE_F32 ? c->xr : x;
         pj.q8 |= q8;
         pj.xt |= xt;
+        pj.xp |= xp;
         const elm_weights wi = {w[i]->type, w[i]->data, w[i]->ne[1], w[i]->ne[0], w[i]->packed};
-        j.args[i] = (elm_matmul_args){wi, xf, q8 ? c->xq : NULL, xt ? c->xt : NULL, n_tok, y[i]};
+        j.args[i] = (elm_matmul_args){wi,    xf, q8 ? c->xq : NULL, xt ? c->xt : NULL,
+                                      xp ? c->xp : NULL, n_tok, y[i]};
         j.first_unit[i + 1] =
             j.first_unit[i] + (long)((w[i]->ne[1] + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
     }

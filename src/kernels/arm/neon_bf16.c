@@ -115,7 +115,7 @@ NEON_BF16_FN static void repack_bf16(const elm_weights *w, int64_t r0, int n_row
 
 /* Columns 2p and 2p + 1 of the chunk (16 tokens each) rounded by BFCVTN, 4 tokens at a time,
  * and interleaved by zip1: the low half of a token's lane is column 2p. */
-NEON_BF16_FN static void pair_bf16(const float *xt, int64_t cols, uint32_t *xp) {
+NEON_BF16_FN void elm_pair_bf16_neon(const float *xt, int64_t cols, uint32_t *xp) {
     for (int64_t p = 0; p < cols / 2; p++, xt += 32, xp += 16)
         for (int t = 0; t < 16; t += 4) {
             const uint16x8_t lo = vreinterpretq_u16_bf16(vcvtq_low_bf16_f32(vld1q_f32(xt + t)));
@@ -129,5 +129,5 @@ const elm_gemm_bf16 elm_gemm_bf16_neon = {.tile = tile_bf16,
                                           .tokens = BF16_TOKENS,
                                           .kc = BF16_KC,
                                           .repack = repack_bf16,
-                                          .pair = pair_bf16};
+                                          .pair = elm_pair_bf16_neon};
 #endif

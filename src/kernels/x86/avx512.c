@@ -527,17 +527,18 @@ X86_FN static void matmul_bf16(const elm_matmul_args *a, int64_t r0, int64_t r1,
     matmul_with(&gemm_kernels_bf16, a, r0, r1, scratch);
 }
 
-/* One table for both, but for matmul and bf16_act_tokens. */
-#define AVX512_KERNELS(matmul_fn, bf16_tokens)                                                     \
+/* One table for both, but for matmul, bf16_act_tokens and pair16. */
+#define AVX512_KERNELS(matmul_fn, bf16_tokens, pair)                                               \
     {                                                                                              \
         .isa = "avx512", .dot_f32 = dot_f32, .transpose16 = transpose_x_512,                       \
         .quantize_q8 = quantize_q8, .matmul = matmul_fn, .packs = elm_packs_x16,                   \
-        .pack = elm_pack_x16, .bf16_act_tokens = bf16_tokens, .rmsnorm = rmsnorm,                  \
-        .softmax = softmax, .swiglu = swiglu, .geglu = elm_scalar_geglu, .rope = elm_scalar_rope,  \
-        .rope_neox = elm_scalar_rope_neox, .attention = attention,                                 \
+        .pack = elm_pack_x16, .bf16_act_tokens = bf16_tokens, .pair16 = pair,                      \
+        .rmsnorm = rmsnorm, .softmax = softmax, .swiglu = swiglu, .geglu = elm_scalar_geglu,       \
+        .rope = elm_scalar_rope, .rope_neox = elm_scalar_rope_neox, .attention = attention,        \
     }
-static const elm_kernels avx512_kernels = AVX512_KERNELS(matmul, 0);
-static const elm_kernels avx512_bf16_kernels = AVX512_KERNELS(matmul_bf16, GEMM_MIN_TOKENS);
+static const elm_kernels avx512_kernels = AVX512_KERNELS(matmul, 0, NULL);
+static const elm_kernels avx512_bf16_kernels =
+    AVX512_KERNELS(matmul_bf16, GEMM_MIN_TOKENS, elm_pair_bf16_avx512);
 #undef AVX512_KERNELS
 
 const elm_kernels *elm_kernels_avx512(void) {

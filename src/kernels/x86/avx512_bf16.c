@@ -55,7 +55,7 @@ X86_FN static void repack_bf16_512(const elm_weights *w, int64_t r0, int n_rows,
 
 /* Columns 2p and 2p + 1 of the chunk (16 tokens each) rounded by one vcvtne2ps2bf16, then
  * interleaved by token. */
-X86_FN static void pair_bf16_512(const float *xt, int64_t cols, uint32_t *xp) {
+X86_FN void elm_pair_bf16_avx512(const float *xt, int64_t cols, uint32_t *xp) {
     uint16_t order[32];
     for (int j = 0; j < 32; j++) order[j] = (uint16_t)(j / 2 + 16 * (j % 2));
     const __m512i idx = _mm512_loadu_si512(order);
@@ -66,5 +66,5 @@ X86_FN static void pair_bf16_512(const float *xt, int64_t cols, uint32_t *xp) {
 }
 
 const elm_gemm_bf16 elm_gemm_bf16_avx512 = {
-    .tile = tile_bf16_512, .tokens = 16, .kc = 0, .repack = repack_bf16_512, .pair = pair_bf16_512};
+    .tile = tile_bf16_512, .tokens = 16, .kc = 0, .repack = repack_bf16_512, .pair = elm_pair_bf16_avx512};
 #endif
