@@ -52,6 +52,9 @@ expect_error "imatrix: too little text" "need at least 512" "$bin" imatrix -m "$
     -c 256 -o "$tmp/y.gguf"
 [ -e "$tmp/y.gguf" ] && fail "a failed command left its output"
 "$bin" imatrix --help | grep -q -- "--ctx-size" && ok || fail "imatrix --help"
+# the output's folder is checked before the pass over the text, not after it
+expect_error "imatrix: missing output folder" "$tmp/none/im.gguf: folder '$tmp/none' does not exist" \
+    "$bin" imatrix -m "$small" -f "$tmp/calib.txt" -c 128 -o "$tmp/none/im.gguf"
 
 echo "cli_kquant_write: $passed passed, $failed failed"
 exit $((failed > 0))

@@ -43,6 +43,8 @@ printf '{"q": "Who had a ball?", "a": "Tom"}\n' >"$tmp/qa.jsonl"
 expect_error "calib missing source" "$tmp/none.txt" "$bin" calib -m "$f32" -i "$tmp/none.txt" -o "$tmp/x.jsonl"
 expect_error "calib weight 0" "positive" "$bin" calib -m "$f32" --source "$text/calib.txt:0" -o "$tmp/x.jsonl"
 expect_error "calib missing -o" "required" "$bin" calib -m "$f32" -i "$text/calib.txt"
+expect_error "--keep-sensitive with --pure" "--keep-sensitive has no effect with --pure" \
+    "$bin" quantize -m "$f32" --type q4_0 --pure --keep-sensitive f16 -o "$tmp/x.gguf"
 expect_error "calib template field" "qa.jsonl:1" "$bin" calib -m "$f32" -i "$tmp/qa.jsonl" \
     -o "$tmp/x.jsonl" --template '{question}'
 [ -e "$tmp/x.jsonl" ] && fail "a failed calib left its output"

@@ -59,6 +59,9 @@ expect_error "ppl ctx 0" "invalid value .0. (expected an integer in 4" "$bin" pe
 expect_error "ppl missing text" "nope.txt" "$bin" perplexity -m "$model" -f "$tmp/nope.txt"
 expect_error "ppl short text" "need at least" "$bin" perplexity -m "$model" -f "$fx/stories260K/text/prompts.txt" -c 256
 expect_error "unknown command" "unknown command" "$bin" frobnicate
+expect_error "help for an unknown command" "unknown command 'frobnicate'" "$bin" help frobnicate
+"$bin" help run | grep -q -- "--temp" && ok || fail "edgelm help run"
+"$bin" --version | grep -Eq '^edgelm [0-9]+\.[0-9]+\.[0-9]+$' && ok || fail "edgelm --version"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,6 +75,16 @@ static elm_model *load(const char *path, const elm_load_opts *opts) {
         return NULL;
     }
     return m;
+}
+
+int cli_check_output(const char *path) {
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path + (slash == path)) : 1,
+             slash ? path : ".");
+    if (!elm_is_dir(dir) || access(dir, W_OK) != 0)
+        return cli_fail("%s: folder '%s' does not exist or is not writable", path, dir);
+    return 0;
 }
 
 elm_model *cli_load_model(const char *path, const char *tokenizer_path) {

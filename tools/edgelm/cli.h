@@ -59,6 +59,10 @@ char *cli_read_text(const char *path, size_t *len);
  * line at each tenth of the work and at the end. done counts from 1 to total. */
 void cli_progress(long done, long total, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* For a file written at the end of a long run: prints "<path>: folder '<dir>' does not exist or
+ * is not writable" and returns 1 when that is so, so the run can stop before it starts; else 0. */
+int cli_check_output(const char *path);
+
 /* Loads a model, printing the library's error on failure (NULL). */
 elm_model *cli_load_model(const char *path, const char *tokenizer_path);
 

@@ -101,15 +101,8 @@ static bool same_pieces(const elm_vocab *a, const elm_vocab *b) {
 /* --markdown and --plot are written at the end: a folder that is missing is said up front. */
 static int check_outputs(const eval_opts *o) {
     const char *outs[] = {o->markdown, o->plot, o->save_ref};
-    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
-        if (!outs[i]) continue;
-        char dir[4096];
-        const char *slash = strrchr(outs[i], '/');
-        snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - outs[i] + (slash == outs[i])) : 1,
-                 slash ? outs[i] : ".");
-        if (!elm_is_dir(dir) || access(dir, W_OK) != 0)
-            return cli_fail("%s: folder '%s' does not exist or is not writable", outs[i], dir);
-    }
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
+        if (outs[i] && cli_check_output(outs[i])) return 1;
     return 0;
 }
 

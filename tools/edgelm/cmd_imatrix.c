@@ -33,6 +33,7 @@ int cmd_imatrix(int argc, char **argv) {
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (!model || !file || !out)
         return cli_fail("imatrix: -m MODEL, -f TEXT and -o OUT are required (try --help)");
+    if (cli_check_output(out)) return 1;
     size_t len = 0;
     char *text = cli_read_text(file, &len);
     if (!text) return 1;

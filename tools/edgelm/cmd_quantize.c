@@ -164,7 +164,10 @@ static bool params_of(const quant_opts *o, elm_quant_params *p) {
                          "q4_k, q4_0, q4_1, iq4_xs, iq4_nl, q3_k, q2_k, f16, bf16, f32; or a recipe: "
                          "q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k)",
                          o->type_name);
-    if (!parse_type(o->sensitive_name, &p->policy.sensitive_type))
+    if (o->pure && o->sensitive_name)
+        return !cli_fail("quantize: --keep-sensitive has no effect with --pure (every matrix is at "
+                         "TYPE)");
+    if (!parse_type(o->sensitive_name ? o->sensitive_name : "q8_0", &p->policy.sensitive_type))
         return !cli_fail("quantize: unknown --keep-sensitive type '%s'", o->sensitive_name);
     if (!elm_quant_method_from_name(o->method_name, &p->method))
         return !cli_fail("quantize: unknown --method '%s' (use rtn, gptq or awq)", o->method_name);
@@ -192,7 +195,7 @@ static void print_summary(const quant_opts *o, const elm_quant_params *p,
 }
 
 int cmd_quantize(int argc, char **argv) {
-    quant_opts o = {.method_name = "rtn", .sensitive_name = "q8_0", .seq_len = 512,
+    quant_opts o = {.method_name = "rtn", .seq_len = 512,
                     .threads = elm_online_cores(), .damp = 0.01};
     const int pr = parse(&o, argc, argv);
     if (pr) return cli_parse_exit(pr);

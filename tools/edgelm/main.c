@@ -26,7 +26,7 @@ static const struct {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: edgelm <command> [options]   (edgelm <command> --help for details)\n\n"
+    fprintf(f, "usage: edgelm <command> [options]   (edgelm help <command> for details; --version)\n\n"
                "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
@@ -39,7 +39,19 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 1;
     }
-    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+    if (!strcmp(argv[1], "--version")) {
+        printf("edgelm %s\n", EDGELM_VERSION);
+        return 0;
+    }
+    const bool help = !strcmp(argv[1], "help");
+    if (help && argc > 2) { /* edgelm help COMMAND: that command's --help */
+        char *sub[] = {argv[2], "--help", NULL};
+        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+            if (!strcmp(argv[2], commands[i].name)) return commands[i].fn(2, sub);
+        cli_fail("unknown command '%s' (try 'edgelm --help')", argv[2]);
+        return 1;
+    }
+    if (help || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(stdout);
         return 0;
     }
