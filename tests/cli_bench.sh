@@ -15,8 +15,9 @@ small=(-m "$model" -p 16 -n 8 -r 2 -t 2 --membw-mib 8)
 import json, sys
 d = json.load(sys.stdin)
 for k in ("pp_tps", "pp_tps_sd", "tg_tps", "tg_tps_sd", "load_ms", "ttft_ms", "peak_rss_mib",
-          "model_bytes", "decode_gbps", "membw_gbps", "threads", "isa"):
+          "model_bytes", "decode_gbps", "membw_gbps", "threads", "isa", "parked_share"):
     assert k in d, k
+assert 0 <= d["parked_share"] <= 1, d["parked_share"]
 assert d["threads"] == 2 and d["n_prompt"] == 16 and d["n_gen"] == 8 and d["repetitions"] == 2, d
 assert d["pp_tps"] > 0 and d["tg_tps"] > 0 and d["ttft_ms"] > 0 and d["membw_gbps"] > 0, d
 assert d["pp_tps_sd"] >= 0 and d["tg_tps_sd"] >= 0 and d["peak_rss_mib"] > 1, d

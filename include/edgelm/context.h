@@ -52,6 +52,10 @@ int32_t elm_context_n_past(const elm_context *c);
 int32_t elm_context_n_ctx(const elm_context *c);
 int32_t elm_context_n_batch(const elm_context *c); /* most tokens per elm_forward call */
 const elm_model *elm_context_model(const elm_context *c);
+/* Seconds so far during which the context's thread pool ran with workers parked because its
+ * threads were being preempted (a core busy with another program; see core/threadpool.h): the
+ * passes of that time ran on fewer threads than n_threads. 0 on an idle machine. */
+double elm_context_parked_s(const elm_context *c);
 
 /* The ids of the tokens whose keys and values the cache holds, [n_past], in order. */
 const int32_t *elm_context_tokens(const elm_context *c);

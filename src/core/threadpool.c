@@ -70,6 +70,8 @@ struct elm_pool {
     atomic_int active;        /* threads that run shared jobs, caller included */
     elm_pool_adapt adapt;     /* the caller's: parking decisions */
     uint64_t window_end_us;   /* the caller's: when the current window ends */
+    uint64_t parked_us;       /* the caller's: time with a worker parked, before parked_at_us */
+    uint64_t parked_at_us;    /* the caller's: when the current spell of parking began */
     long window_switches;     /* the caller's: the sum of the counts at its start */
     elm_pool_fn fn;
     void *arg;
@@ -108,6 +110,8 @@ int elm_pool_adapt_window(elm_pool_adapt *a, unsigned long long now_us, long swi
 /* Sets the count of threads that run shared jobs; wakes the workers it unparks. */
 static void set_active(elm_pool *p, int active) {
     const int was = atomic_exchange(&p->active, active);
+    if (was == p->n && active < p->n) p->parked_at_us = now_us();
+    if (was < p->n && active == p->n) p->parked_us += now_us() - p->parked_at_us;
     if (active <= was) return;
     pthread_mutex_lock(&p->mu);
     pthread_cond_broadcast(&p->unpark);
@@ -269,6 +273,11 @@ void elm_pool_free(elm_pool *p) {
 }
 
 int elm_pool_size(const elm_pool *p) { return p->n; }
+
+double elm_pool_parked_s(const elm_pool *p) {
+    const bool parked = atomic_load(&p->active) < p->n;
+    return 1e-6 * (double)(p->parked_us + (parked ? now_us() - p->parked_at_us : 0));
+}
 
 void elm_pool_park(elm_pool *p, int active) {
     active = active < 1 ? 1 : active > p->n ? p->n : active;

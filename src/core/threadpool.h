@@ -58,6 +58,10 @@ int elm_pool_adapt_window(elm_pool_adapt *a, unsigned long long now_us, long swi
  * What the pool does itself on contention; for tests. */
 void elm_pool_park(elm_pool *p, int active);
 
+/* Seconds since the pool started during which some worker was parked (on the caller's clock;
+ * call from the thread that runs the jobs). */
+double elm_pool_parked_s(const elm_pool *p);
+
 /* The [begin, end) share of n items for thread ith of nth (contiguous, balanced). */
 static inline void elm_split(long n, int ith, int nth, long *begin, long *end) {
     long per = n / nth, extra = n % nth;

@@ -198,3 +198,4 @@ int32_t elm_context_n_past(const elm_context *c) { return c->n_past; }
 int32_t elm_context_n_ctx(const elm_context *c) { return c->n_ctx; }
 int32_t elm_context_n_batch(const elm_context *c) { return c->n_batch; }
 const elm_model *elm_context_model(const elm_context *c) { return c->m; }
+double elm_context_parked_s(const elm_context *c) { return elm_pool_parked_s(c->pool); }

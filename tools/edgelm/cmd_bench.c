@@ -32,6 +32,7 @@ typedef struct {
     const char *model;
     long n_prompt, n_gen, reps, threads;
     double load_ms, ttft_ms, peak_rss_mib, membw_gbps, decode_gbps;
+    double parked; /* share of the timed pp and tg runs with a worker parked (threadpool.h) */
     stat pp, tg;
     size_t model_bytes, decode_bytes;
     int64_t params;
@@ -109,12 +110,15 @@ static int measure(elm_model *m, result *r) {
     if (run_pp(c, toks, (int32_t)(n_pp < 32 ? n_pp : 32), logits) < 0 ||
         run_tg(c, toks, 2, logits) < 0)
         goto out;
+    const double parked0 = elm_context_parked_s(c), t0 = elm_now_s();
     for (long i = 0; i < r->reps && r->n_prompt > 0; i++)
         if ((tps[i] = run_pp(c, toks, (int32_t)r->n_prompt, logits)) < 0) goto out;
     if (r->n_prompt > 0) r->pp = stats_of(tps, (int)r->reps);
     for (long i = 0; i < r->reps && r->n_gen > 0; i++)
         if ((tps[i] = run_tg(c, toks, (int32_t)r->n_gen, logits)) < 0) goto out;
     if (r->n_gen > 0) r->tg = stats_of(tps, (int)r->reps);
+    const double timed = elm_now_s() - t0;
+    r->parked = timed > 0 ? (elm_context_parked_s(c) - parked0) / timed : 0;
     for (long i = 0; i < r->reps; i++)
         if ((tps[i] = run_ttft(c, toks, logits, V)) < 0) goto out;
     r->ttft_ms = stats_of(tps, (int)r->reps).mean;
@@ -138,6 +142,7 @@ static cJSON *result_json(const result *r) {
     cJSON_AddNumberToObject(o, "pp_tps_sd", r->pp.sd);
     cJSON_AddNumberToObject(o, "tg_tps", r->tg.mean);
     cJSON_AddNumberToObject(o, "tg_tps_sd", r->tg.sd);
+    cJSON_AddNumberToObject(o, "parked_share", r->parked);
     cJSON_AddNumberToObject(o, "load_ms", r->load_ms);
     cJSON_AddNumberToObject(o, "ttft_ms", r->ttft_ms);
     cJSON_AddNumberToObject(o, "peak_rss_mib", r->peak_rss_mib);
@@ -182,6 +187,9 @@ static void print_text(const result *r) {
     if (r->n_gen > 0)
         printf("tg%-12ld %.2f ± %.2f tok/s (%.2f ms/token)\n", r->n_gen, r->tg.mean, r->tg.sd,
                1000 / r->tg.mean);
+    if (r->parked >= 0.01)
+        printf("threads        fewer than -t for %.0f%% of the timed runs: a core was busy elsewhere\n",
+               100 * r->parked);
     printf("load           %.0f ms\n", r->load_ms);
     printf("first token    %.0f ms after a %d-token prompt\n", r->ttft_ms, TTFT_PROMPT);
     printf("peak RSS       %.0f MiB\n", r->peak_rss_mib);
@@ -245,7 +253,7 @@ int cmd_bench(int argc, char **argv) {
         {"-t, --threads", "N[,N...]", CLI_TEXT, &threads, 0, 0, "threads (default: all cores); several counts, e.g. 1,2, give one\nresult each (--json: an array of objects)", 0},
         {"-r, --repetitions", "R", CLI_INT, &r.reps, 1, 1000, "repetitions of each test (default 5)", 0},
         {"--mmap", NULL, CLI_FLAG, &mmap, 0, 0, "map the GGUF file instead of reading it into memory (load_ms\nthen excludes the copy; decode is slower, 4 KiB pages)", 0},
-        CLI_OPT_JSON(&json, "one JSON object: pp_tps, pp_tps_sd, tg_tps, tg_tps_sd, load_ms,\nttft_ms, peak_rss_mib, model_bytes, decode_gbps, membw_gbps,\nthreads, isa (and the parameters)"),
+        CLI_OPT_JSON(&json, "one JSON object: pp_tps, pp_tps_sd, tg_tps, tg_tps_sd, load_ms,\nttft_ms, peak_rss_mib, model_bytes, decode_gbps, membw_gbps,\nparked_share, threads, isa (and the parameters)"),
         {"--markdown", NULL, CLI_FLAG, &markdown, 0, 0, "one markdown table row set, for READMEs", 0},
         {"--membw", NULL, CLI_FLAG, &membw, 0, 0, "only measure read bandwidth, 1..N threads (GB/s = 1e9 B/s)", 0},
         {"--membw-mib", "M", CLI_INT, &mib, 1, 1 << 20, "size of the bandwidth test buffer (default 1024 MiB; keep it\nfar above the last-level cache)", 0},
