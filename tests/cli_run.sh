@@ -61,6 +61,12 @@ expect_error "ppl short text" "need at least" "$bin" perplexity -m "$model" -f "
 expect_error "unknown command" "unknown command" "$bin" frobnicate
 expect_error "help for an unknown command" "unknown command 'frobnicate'" "$bin" help frobnicate
 "$bin" help run | grep -q -- "--temp" && ok || fail "edgelm help run"
+# a context past the trained one (stories260K: 512) runs, with a warning; the default has none
+"$bin" run -m "$model" -p hi -n 2 -c 1024 >/dev/null 2>"$tmp/warn" &&
+    grep -q "warning: -c 1024 is past .*trained context of 512 tokens" "$tmp/warn" && ok ||
+    fail "-c past the trained context: $(cat "$tmp/warn")"
+"$bin" run -m "$model" -p hi -n 2 >/dev/null 2>"$tmp/warn" && ! grep -q warning "$tmp/warn" && ok ||
+    fail "default -c warned: $(cat "$tmp/warn")"
 "$bin" --version | grep -Eq '^edgelm [0-9]+\.[0-9]+\.[0-9]+$' && ok || fail "edgelm --version"
 
 echo "$passed passed, $failed failed"

@@ -38,6 +38,18 @@ typedef void (*elm_tile_f32_fn)(const float *tile, int64_t cols, const float *xt
  * vector loads may alias it), as many stores as multiply-adds; named ones stay in registers. */
 #define ELM_FOR_6_TOKENS(op) op(0) op(1) op(2) op(3) op(4) op(5)
 
+/* Calls f(args..., k) for k = n_tok (1..6; more: 6) with k a constant, so that each token count
+ * runs its own micro-kernel of the form above. */
+#define ELM_CALL_6_TOKENS(n_tok, f, ...)                                                           \
+    switch (n_tok) {                                                                               \
+    case 1: f(__VA_ARGS__, 1); break;                                                              \
+    case 2: f(__VA_ARGS__, 2); break;                                                              \
+    case 3: f(__VA_ARGS__, 3); break;                                                              \
+    case 4: f(__VA_ARGS__, 4); break;                                                              \
+    case 5: f(__VA_ARGS__, 5); break;                                                              \
+    default: f(__VA_ARGS__, 6); break;                                                             \
+    }
+
 /* y[t·ldy + r] (+)= Σ_p Σ_i w[p][r][i]·x[p][t][i] for t < n_tok, p < pairs, r < n_rows, with
  * the pair tile and paired activations above; as elm_tile_f32_fn otherwise. */
 typedef void (*elm_tile_bf16_fn)(const uint8_t *tile, int64_t pairs, const uint32_t *xp, int n_tok,

@@ -253,7 +253,7 @@ int cmd_run(int argc, char **argv) {
     elm_model *m = cli_load_model_to_run(o.model, o.tokenizer, gen_opts_mmap(&o.gen));
     if (!m) goto done;
     const double load_ms = elm_now_ms() - t0;
-    if (o.gen.n_ctx == 0) o.gen.n_ctx = m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    o.gen.n_ctx = gen_opts_n_ctx(&o.gen, m);
     elm_error err;
     elm_error_clear(&err);
     int64_t n_prompt = 0;

@@ -24,7 +24,7 @@ const cli_opt *gen_opts_table(gen_opts *o) {
     static cli_opt t[32];
     const cli_opt opts[] = {
         {"-n, --n-predict", "N", CLI_I32, &o->gp.n_predict, 1, 1 << 20, "tokens to generate (default 128)", 0},
-        {"-c, --ctx-size", "N", CLI_INT, &o->n_ctx, 1, 1 << 20, "KV cache size in tokens (default: trained context, max 4096)", 0},
+        {"-c, --ctx-size", "N", CLI_INT, &o->n_ctx, 1, 1 << 20, "KV cache size in tokens (default: the trained context, at most 4096)", 0},
         {"-b, --batch-size", "N", CLI_INT, &o->n_batch, 1, 1 << 20, "prompt tokens per forward pass (default: whole prompt)", 0},
         CLI_OPT_THREADS(&o->n_threads),
         {"-s, --seed", "N", CLI_INT, &o->seed, -1, 0x7fffffffL, "RNG seed (default: random)", 0},
@@ -51,12 +51,16 @@ const cli_opt *gen_opts_table(gen_opts *o) {
     return t;
 }
 
+long gen_opts_n_ctx(const gen_opts *o, const elm_model *m) {
+    if (o->n_ctx) return o->n_ctx;
+    return m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+}
+
 bool gen_stack_new(gen_stack *s, const gen_opts *o, const elm_model *m, const char *path) {
     *s = (gen_stack){0};
     elm_error err;
     elm_error_clear(&err);
-    long n_ctx = o->n_ctx;
-    if (n_ctx == 0) n_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
+    const long n_ctx = gen_opts_n_ctx(o, m);
     const elm_context_params cp = {.n_ctx = (int32_t)n_ctx,
                                    .n_batch = (int32_t)(o->n_batch ? o->n_batch : n_ctx),
                                    .n_threads = (int32_t)o->n_threads,
@@ -68,6 +72,9 @@ bool gen_stack_new(gen_stack *s, const gen_opts *o, const elm_model *m, const ch
         cli_fail("%s: %s", path, err.msg);
         return false;
     }
+    if (m->hp.n_ctx_train > 0 && n_ctx > m->hp.n_ctx_train)
+        fprintf(stderr, "edgelm: warning: -c %ld is past %s's trained context of %d tokens\n", n_ctx,
+                path, m->hp.n_ctx_train);
     if (!o->draft && o->lookup <= 0) return true;
     s->speculative = true;
     s->spec = (elm_spec_params){.draft_max = (int32_t)o->draft_max,

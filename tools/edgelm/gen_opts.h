@@ -32,6 +32,9 @@ const cli_opt *gen_opts_table(gen_opts *o);
  * kernels: elm_load_opts.in_memory). */
 bool gen_opts_mmap(const gen_opts *o);
 
+/* The KV cache size: -c, else the model's trained context (4096 when that is unknown or longer). */
+long gen_opts_n_ctx(const gen_opts *o, const elm_model *m);
+
 /* The sampling seed: -s, or when not given (-1) one drawn from the clock and the process id. */
 uint64_t gen_opts_seed(const gen_opts *o);
 

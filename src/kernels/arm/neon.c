@@ -373,14 +373,7 @@ NEON_INLINE void tile_f32_n(const float *tile, int64_t cols, const float *xt, fl
 
 NEON_FN static void tile_f32(const float *tile, int64_t cols, const float *xt, int n_tok, float *y,
                              int64_t ldy, int n_rows, bool add) {
-    switch (n_tok) {
-    case 1: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 1); break;
-    case 2: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 2); break;
-    case 3: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 3); break;
-    case 4: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 4); break;
-    case 5: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 5); break;
-    default: tile_f32_n(tile, cols, xt, y, ldy, n_rows, add, 6); break;
-    }
+    ELM_CALL_6_TOKENS(n_tok, tile_f32_n, tile, cols, xt, y, ldy, n_rows, add)
 }
 
 /* Two sets, but for the BF16 pair tiles of CPUs with FEAT_BF16 (neon_bf16.c); f32_kc as avx2.c. */

@@ -71,14 +71,7 @@ NEON_BF16_INLINE void tile_bf16_n(const uint8_t *tile, int64_t pairs, const uint
 
 NEON_BF16_FN static void tile_bf16(const uint8_t *tile, int64_t pairs, const uint32_t *xp,
                                    int n_tok, float *y, int64_t ldy, int n_rows, bool add) {
-    switch (n_tok) {
-    case 1: tile_bf16_n(tile, pairs, xp, y, ldy, n_rows, add, 1); break;
-    case 2: tile_bf16_n(tile, pairs, xp, y, ldy, n_rows, add, 2); break;
-    case 3: tile_bf16_n(tile, pairs, xp, y, ldy, n_rows, add, 3); break;
-    case 4: tile_bf16_n(tile, pairs, xp, y, ldy, n_rows, add, 4); break;
-    case 5: tile_bf16_n(tile, pairs, xp, y, ldy, n_rows, add, 5); break;
-    default: tile_bf16_n(tile, pairs, xp, y, ldy, n_rows, add, 6); break;
-    }
+    ELM_CALL_6_TOKENS(n_tok, tile_bf16_n, tile, pairs, xp, y, ldy, n_rows, add)
 }
 
 /* 4 rows by 4 pairs (32-bit lanes) at a time, transposed by trn1/trn2 on 32 and 64 bits. */
