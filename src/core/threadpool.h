@@ -27,7 +27,7 @@ void elm_pool_run_shared(elm_pool *p, elm_pool_fn fn, void *arg);
 
 /* Parking under contention. When the machine has more runnable threads than cores (a core busy
  * with another program), the scheduler preempts a pool thread every slice, and whichever thread
- * waits for it idles: measured on a 2-core EPYC with one busy loop, -t 2 decoded 15-30% slower
+ * waits for it idles: measured on a 2-core EPYC with one busy loop, -t 2 decoded 10-35% slower
  * than -t 1. The pool counts its threads' involuntary context switches (getrusage RUSAGE_THREAD,
  * where the OS has it) over windows of ELM_POOL_WINDOW_US of shared jobs: a window with
  * ELM_POOL_CONTENDED switches or more parks one more worker (it sleeps and joins no shared job);

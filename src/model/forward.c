@@ -153,7 +153,7 @@ static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
         pj.xt |= xt;
         pj.xp |= xp;
         const elm_weights wi = {w[i]->type, w[i]->data, w[i]->ne[1], w[i]->ne[0], w[i]->packed};
-        j.args[i] = (elm_matmul_args){wi,    xf, q8 ? c->xq : NULL, xt ? c->xt : NULL,
+        j.args[i] = (elm_matmul_args){wi, xf, q8 ? c->xq : NULL, xt ? c->xt : NULL,
                                       xp ? c->xp : NULL, n_tok, y[i]};
         j.first_unit[i + 1] =
             j.first_unit[i] + (long)((w[i]->ne[1] + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
