@@ -116,9 +116,9 @@ static void check_parking(elm_pool *p, job *j) {
     /* the pool probes back ELM_POOL_PROBE_FIRST_US after parking; before that nobody joins */
     if (elm_now_s() - t0 < 1e-6 * ELM_POOL_PROBE_FIRST_US)
         CHECK(!atomic_load(&j->joined), "a parked worker joined a shared job");
-    run_job(p, j, false, 0, 0, "static job with the worker parked"); /* hangs if not unparked */
-    run_job(p, j, true, 0, 2000, "shared job after a static one");
-    CHECK(atomic_load(&j->joined), "the worker stayed parked after a static job");
+    /* hangs if the static job did not unpark the worker (after it, the pool may park again if
+     * this machine is busy, so whether the worker joins later jobs is not checked) */
+    run_job(p, j, false, 0, 0, "static job with the worker parked");
 }
 
 int main(int argc, char **argv) {

@@ -126,15 +126,20 @@ static void park(elm_pool *p, int ith) {
     pthread_mutex_unlock(&p->mu);
 }
 
-/* The caller, at the start of a shared job: decides once per window. */
+/* The caller, at the start of a shared job: decides once per window. A window is the time since
+ * the last decision, at least ELM_POOL_WINDOW_US and longer when no shared job came (between
+ * requests of a server, say), so its count is scaled to ELM_POOL_WINDOW_US. */
 static void adapt(elm_pool *p) {
     const uint64_t t = now_us();
     if (t < p->window_end_us) return;
     long sum = involuntary_switches();
     for (int i = 1; i < p->n; i++)
         sum += atomic_load_explicit(&p->args[i].switches, memory_order_relaxed);
-    if (p->window_end_us)
-        set_active(p, elm_pool_adapt_window(&p->adapt, t, sum - p->window_switches));
+    if (p->window_end_us) {
+        const uint64_t span = t - (p->window_end_us - ELM_POOL_WINDOW_US);
+        const long scaled = (long)((uint64_t)(sum - p->window_switches) * ELM_POOL_WINDOW_US / span);
+        set_active(p, elm_pool_adapt_window(&p->adapt, t, scaled));
+    }
     p->window_switches = sum;
     p->window_end_us = t + ELM_POOL_WINDOW_US;
 }
