@@ -137,7 +137,8 @@ static void adapt(elm_pool *p) {
         sum += atomic_load_explicit(&p->args[i].switches, memory_order_relaxed);
     if (p->window_end_us) {
         const uint64_t span = t - (p->window_end_us - ELM_POOL_WINDOW_US);
-        const long scaled = (long)((uint64_t)(sum - p->window_switches) * ELM_POOL_WINDOW_US / span);
+        const uint64_t n = (uint64_t)(sum - p->window_switches);
+        const long scaled = (long)(n * ELM_POOL_WINDOW_US / span);
         set_active(p, elm_pool_adapt_window(&p->adapt, t, scaled));
     }
     p->window_switches = sum;

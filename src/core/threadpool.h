@@ -30,8 +30,9 @@ void elm_pool_run_shared(elm_pool *p, elm_pool_fn fn, void *arg);
  * waits for it idles: measured on a 2-core EPYC with one busy loop, -t 2 decoded 10-35% slower
  * than -t 1. The pool counts its threads' involuntary context switches (getrusage RUSAGE_THREAD,
  * where the OS has it) over windows of ELM_POOL_WINDOW_US of shared jobs (a longer gap between
- * jobs scaled to one window): a window with ELM_POOL_CONTENDED switches or more parks one more worker (it sleeps and joins no shared job);
- * a quiet window after probe_at_us unparks one again, to try. Contention within
+ * jobs scaled to one window): a window with ELM_POOL_CONTENDED switches or more parks one more
+ * worker (it sleeps and joins no shared job); a quiet window after probe_at_us unparks one
+ * again, to try. Contention within
  * ELM_POOL_PROBE_WINDOWS windows of a probe doubles the wait before the next (from
  * ELM_POOL_PROBE_FIRST_US up to ELM_POOL_PROBE_MAX_US); later contention starts it afresh. Static
  * jobs (elm_pool_run) unpark every worker: they split by ith. */
