@@ -57,6 +57,10 @@ expect_error "bad temp" "invalid value 'x'" "$bin" run -m "$model" -p hi --temp 
 expect_error "no prompt" "-p PROMPT" "$bin" run -m "$model"
 expect_error "ppl ctx 0" "invalid value .0. (expected an integer in 4" "$bin" perplexity -m "$model" -f "$fx/stories260K/text/valid.txt" -c 0
 expect_error "ppl missing text" "nope.txt" "$bin" perplexity -m "$model" -f "$tmp/nope.txt"
+head -c 5000 "$model" >"$tmp/binary.txt"
+expect_error "ppl on a binary file" "binary.txt: a NUL byte at offset 5: a binary file, not text" \
+    "$bin" perplexity -m "$model" -f "$tmp/binary.txt"
+expect_error "run -f on a binary file" "binary.txt: a NUL byte" "$bin" run -m "$model" -f "$tmp/binary.txt"
 expect_error "ppl short text" "need at least" "$bin" perplexity -m "$model" -f "$fx/stories260K/text/prompts.txt" -c 256
 expect_error "unknown command" "unknown command" "$bin" frobnicate
 expect_error "help for an unknown command" "unknown command 'frobnicate'" "$bin" help frobnicate

@@ -24,13 +24,16 @@ static void *alloc_aligned(size_t bytes, bool *ok) {
     return p;
 }
 
-/* Whether a product's weight is F32, F16 or BF16 (those take transposed activations, xt). */
-static bool has_float_matrix(const elm_model *m) {
-    bool any = !elm_type_q8_act(m->output->type);
+/* Whether a product's weight is F32, F16 or BF16 (those take transposed activations, xt), or
+ * only BF16 (those also take them paired, xp). */
+static bool has_float_matrix(const elm_model *m, bool bf16_only) {
+    const elm_tensor *out = m->output;
+    bool any = bf16_only ? out->type == ELM_TYPE_BF16 : !elm_type_q8_act(out->type);
     for (int l = 0; l < m->hp.n_layers; l++) {
         const elm_layer *L = &m->layers[l];
         const elm_tensor *w[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
-        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) any |= !elm_type_q8_act(w[i]->type);
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+            any |= bf16_only ? w[i]->type == ELM_TYPE_BF16 : !elm_type_q8_act(w[i]->type);
     }
     return any;
 }
@@ -117,9 +120,9 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->hg = alloc_f32(nb * hp->ffn_dim, &ok);
     c->hu = alloc_f32(nb * hp->ffn_dim, &ok);
     c->xq = alloc_aligned(nb * elm_q8_row_bytes(max_cols), &ok);
-    if (has_float_matrix(m))
+    if (has_float_matrix(m, false))
         c->xt = alloc_aligned((nb + 15) / 16 * 16 * (size_t)max_cols * sizeof(float), &ok);
-    if (has_float_matrix(m) && c->k->pair16)
+    if (has_float_matrix(m, true) && c->k->pair16)
         c->xp = alloc_aligned((nb + 15) / 16 * 16 * (size_t)max_cols * sizeof(uint16_t), &ok);
     if (p->ggml_rounding) c->xr = alloc_f32(nb * (size_t)max_cols, &ok);
     c->scores = alloc_f32(nt * (size_t)c->n_ctx, &ok);

@@ -108,6 +108,13 @@ char *cli_read_text(const char *path, size_t *len) {
         cli_fail("%s", err.msg);
         return NULL;
     }
+    /* text never holds a NUL byte; a model or other binary file given by mistake does */
+    const char *nul = memchr(buf, 0, *len);
+    if (nul) {
+        cli_fail("%s: a NUL byte at offset %zu: a binary file, not text", path, (size_t)(nul - buf));
+        free(buf);
+        return NULL;
+    }
     return buf;
 }
 

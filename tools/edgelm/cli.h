@@ -52,7 +52,7 @@ typedef struct cli_json_num {
 void cli_json_numbers(struct cJSON *o, const cli_json_num *nums, size_t n);
 
 /* Reads a whole file (prompt, evaluation text) into a NUL-terminated malloc'd buffer; prints the
- * error and returns NULL on failure. */
+ * error and returns NULL on failure, also for a file holding a NUL byte (binary, not text). */
 char *cli_read_text(const char *path, size_t *len);
 
 /* Progress on stderr: "\r<text>" redrawn in place on a terminal; in a log (not a terminal) one
