@@ -44,14 +44,11 @@ int main(int argc, char **argv) {
         return 0;
     }
     const bool help = !strcmp(argv[1], "help");
-    if (help && argc > 2) { /* edgelm help COMMAND: that command's --help */
-        char *sub[] = {argv[2], "--help", NULL};
-        for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-            if (!strcmp(argv[2], commands[i].name)) return commands[i].fn(2, sub);
-        cli_fail("unknown command '%s' (try 'edgelm --help')", argv[2]);
-        return 1;
-    }
-    if (help || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    char *as_help[] = {argv[0], argc > 2 ? argv[2] : NULL, "--help", NULL};
+    if (help && argc > 2) { /* edgelm help COMMAND: as edgelm COMMAND --help */
+        argc = 3;
+        argv = as_help;
+    } else if (help || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         usage(stdout);
         return 0;
     }
