@@ -44,13 +44,27 @@ static inline size_t elm_qx16_bytes(bool asym, bool five) {
 static inline size_t elm_qx16_d_at(bool five) { return ELM_QX16_QH + (five ? 64 : 0); }
 #define ELM_Q4_KX16_BYTES (ELM_TILE_ROWS * 144)
 
-/* How far ahead the x86 q*x16 micro-kernels prefetch from 2 tokens on (and the 5-bit types at one
- * token too): there they compute more per byte than the hardware prefetcher alone keeps up with (a
- * 4-token product took the time of its loads plus its arithmetic); 4 KiB ahead, into the next tile
- * at a tile's end, gave 15-30% at 4 tokens out of cache on Zen 4. One token of Q4_0 or Q4_1
- * streams faster without (AVX2 decode measured 10-25% slower with it), Q5_0 and Q5_1 faster with
- * (AVX2 decode 13-20 tok/s without, 26-31 with, one thread). */
+/* How far ahead the x86 q*x16 micro-kernels prefetch (the AVX-512 ones from 2 tokens on): they
+ * compute more per byte than the hardware prefetcher alone keeps up with (a 4-token product took
+ * the time of its loads plus its arithmetic); 4 KiB ahead, into the next tile at a tile's end,
+ * gave 15-30% at 4 tokens out of cache on Zen 4, and Q5_0/Q5_1's one-token AVX2 decode 13-20 tok/s
+ * without, 26-31 with (one thread). One token of Q4_0 or Q4_1: on Zen 4 AVX2 decode measured
+ * 10-25% slower with it, on Zen 5 (2026-12-02) faster (Q4_0 `-t 2`: 54-62 without, 70-71 with, 3
+ * alternating runs), so the AVX2 kernel prefetches at every token count; the AVX-512 one measured
+ * no difference at one token there (Q4_0 62-70 either way). */
 #define ELM_QX16_PREFETCH 4096
+
+/* How far ahead the packed Q4_K micro-kernels prefetch: 4 super-blocks (9 KiB), into the next
+ * tile at a tile's end. Decode of an all-Q4_K TinyLlama on Zen 5 (2026-12-02, 3 alternating
+ * runs) rose with it: AVX2 `-t 1` from 25-34 to 42-48 tok/s, AVX-512 `-t 1` from 37-41 to 52-56
+ * and `-t 2` from 51-57 to 61-96; without it the memory idled while a block computed. */
+#define ELM_Q4_KX16_PREFETCH (4 * ELM_Q4_KX16_BYTES)
+
+/* Prefetches the cache lines of [p, p + bytes) into L1 (a hint: addresses past the end of a
+ * buffer do not fault). */
+static inline void elm_prefetch_span(const uint8_t *p, size_t bytes) {
+    for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
+}
 
 /* Whether elm_pack_q4q5x16 lays out a rows × cols matrix of type t (Q4_0, Q4_1, Q5_0 or Q5_1,
  * rows a multiple of 16). */

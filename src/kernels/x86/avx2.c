@@ -161,7 +161,7 @@ X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, 
     const uint8_t *pf = tile + ELM_QX16_PREFETCH;
     const size_t pf_step = nh == 2 ? bytes : bytes / 2;
     for (int64_t b = 0; b < nb; b++, tile += bytes) {
-        for (; (nt > 1 || five) && pf < tile + ELM_QX16_PREFETCH + pf_step; pf += 64)
+        for (; pf < tile + ELM_QX16_PREFETCH + pf_step; pf += 64)
             _mm_prefetch((const char *)pf, _MM_HINT_T0);
         QX16_HALF(0)
         if (nh == 2) QX16_HALF(1)

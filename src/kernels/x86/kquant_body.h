@@ -549,6 +549,8 @@ KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, 
                          {_mm256_setzero_ps(), _mm256_setzero_ps()}};
     for (int64_t s0 = 0; s0 < nb; s0 += KH_CHUNK) {
         const int64_t s1 = s0 + KH_CHUNK < nb ? s0 + KH_CHUNK : nb;
+        elm_prefetch_span(tile + s0 * ELM_Q4_KX16_BYTES + ELM_Q4_KX16_PREFETCH,
+                          (size_t)(s1 - s0) * ELM_Q4_KX16_BYTES);
         for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
             if (n_tok == 1) half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], 1);
             else half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], 2);

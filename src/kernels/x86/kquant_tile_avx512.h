@@ -54,6 +54,7 @@ KQ_INLINE void tile_q4_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, f
     const __m512i low4 = _mm512_set1_epi8(0x0f), low6 = _mm512_set1_epi8(0x3f);
     const __m512i two = _mm512_set1_epi8(0x03);
     for (int64_t s = 0; s < nb; s++, tile += ELM_Q4_KX16_BYTES) {
+        elm_prefetch_span(tile + ELM_Q4_KX16_PREFETCH, ELM_Q4_KX16_BYTES);
         /* unpack_scale_min's words, 16 rows at once: scales 0-3, mins 0-3, scales 4-7, mins 4-7 */
         const __m512i u0 = _mm512_loadu_si512(tile + 2048), u1 = _mm512_loadu_si512(tile + 2112);
         const __m512i u2 = _mm512_loadu_si512(tile + 2176);
