@@ -271,17 +271,21 @@ static void compare_elementwise(const elm_kernels *k, const elm_kernels *ref) {
     float worst = 0;
     for (int i = 0; i < 60; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]));
     CHECK(worst < 1e-6f && b[18] == x[18], "%s rope: %g", k->isa, worst);
-    /* attention: head_dim 72 (vector tail), stride 100, 1 and 37 positions */
-    static float kv[2][40 * 100];
-    for (int i = 0; i < 40 * 100; i++) kv[0][i] = frand(&seed), kv[1][i] = frand(&seed);
-    float scores[40];
-    for (int n_pos = 1; n_pos <= 37; n_pos += 36) {
-        k->attention(x, kv[0], kv[1], 100, n_pos, 72, 0.12f, scores, a);
-        ref->attention(x, kv[0], kv[1], 100, n_pos, 72, 0.12f, scores, b);
-        worst = 0;
-        for (int i = 0; i < 72; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]));
-        CHECK(worst < 1e-5f, "%s attention n_pos %d: %g", k->isa, n_pos, worst);
-    }
+    /* attention: 1 and 3 heads of a group; head_dim 72 (a vector tail) and 136 (past one block
+     * of 64 dimensions and a tail), stride 140; 1, 37 and 70 positions (past blocks of 8 and 32) */
+    static float kv[2][70 * 140], qs[3 * 136], oa[3 * 136], ob[3 * 136], scores[3 * 70];
+    for (int i = 0; i < 70 * 140; i++) kv[0][i] = frand(&seed), kv[1][i] = frand(&seed);
+    for (int i = 0; i < 3 * 136; i++) qs[i] = frand(&seed);
+    for (int hd = 72; hd <= 136; hd += 64)
+        for (int n_q = 1; n_q <= 3; n_q += 2)
+            for (int n_pos = 1; n_pos <= 70; n_pos = n_pos == 1 ? 37 : n_pos == 37 ? 70 : 71) {
+                k->attention(qs, n_q, kv[0], kv[1], 140, n_pos, hd, 0.12f, scores, oa);
+                ref->attention(qs, n_q, kv[0], kv[1], 140, n_pos, hd, 0.12f, scores, ob);
+                worst = 0;
+                for (int i = 0; i < n_q * hd; i++) worst = fmaxf(worst, fabsf(oa[i] - ob[i]));
+                CHECK(worst < 1e-5f, "%s attention head_dim %d, %d heads, n_pos %d: %g", k->isa,
+                      hd, n_q, n_pos, worst);
+            }
 }
 
 static void check_transpose(const elm_kernels *k) {

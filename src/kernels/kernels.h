@@ -145,11 +145,13 @@ typedef struct elm_kernels {
      * Gemma): as rope, but pair i is (v[i], v[i + rope_dim/2]). */
     void (*rope_neox)(float *v, int n_heads, int head_dim, int rope_dim, const float *cs);
 
-    /* One query head over n_pos cached positions: out[head_dim] = Σ_p softmax_p(q·k_p · scale)
-     * v_p. k and v point at position 0 of this KV head; consecutive positions are `stride`
-     * floats apart. scores holds n_pos floats of scratch. */
-    void (*attention)(const float *q, const float *k, const float *v, size_t stride, int32_t n_pos,
-                      int head_dim, float scale, float *scores, float *out);
+    /* n_q query heads that share one KV head (a GQA group; 1 without GQA), each over n_pos
+     * cached positions: out[i·head_dim + d] = Σ_p softmax_p(q_i·k_p · scale) v_p[d] for i < n_q,
+     * q_i = q + i·head_dim. k and v point at position 0 of the KV head; consecutive positions
+     * are `stride` floats apart. scores holds n_q·n_pos floats of scratch. The heads are n_q
+     * independent products: taking them together lets a kernel reuse each k and v row. */
+    void (*attention)(const float *q, int n_q, const float *k, const float *v, size_t stride,
+                      int32_t n_pos, int head_dim, float scale, float *scores, float *out);
 } elm_kernels;
 
 /* The table for this CPU: the widest one it supports, unless EDGELM_ISA names another (scalar,
@@ -174,7 +176,7 @@ void elm_scalar_swiglu(float *out, const float *g, const float *u, int64_t n);
 void elm_scalar_rope(float *v, int n_heads, int head_dim, int rope_dim, const float *cs);
 void elm_scalar_geglu(float *out, const float *g, const float *u, int64_t n);
 void elm_scalar_rope_neox(float *v, int n_heads, int head_dim, int rope_dim, const float *cs);
-void elm_scalar_attention(const float *q, const float *k, const float *v, size_t stride,
+void elm_scalar_attention(const float *q, int n_q, const float *k, const float *v, size_t stride,
                           int32_t n_pos, int head_dim, float scale, float *scores, float *out);
 
 #endif

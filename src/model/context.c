@@ -125,7 +125,8 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     if (has_float_matrix(m, true) && c->k->pair16)
         c->xp = alloc_aligned((nb + 15) / 16 * 16 * (size_t)max_cols * sizeof(uint16_t), &ok);
     if (p->ggml_rounding) c->xr = alloc_f32(nb * (size_t)max_cols, &ok);
-    c->scores = alloc_f32(nt * (size_t)c->n_ctx, &ok);
+    /* a GQA group's scores per thread (elm_kernels.attention) */
+    c->scores = alloc_f32(nt * (size_t)(hp->n_heads / hp->n_kv_heads) * (size_t)c->n_ctx, &ok);
     c->scratch = alloc_aligned(nt * c->scratch_bytes, &ok);
     c->n_norms = hp->n_layers > 0 && m->layers[0].attn_post_norm ? 4 : 2;
     c->norms = alloc_f32(((size_t)hp->n_layers * c->n_norms + 1) * hp->dim, &ok);

@@ -185,9 +185,11 @@ typedef struct {
     elm_pool_work items; /* (token, head) pairs, claimed a few at a time */
 } attention_job;
 
-/* Causal attention of each (token, head) over its sequence's positions [0, pos], or the last
+/* Causal attention of each (token, KV head) over its sequence's positions [0, pos], or the last
  * n_swa of them: cache rows row0 + p (context.h: pos, row0), or rows p - base of a ring read in
- * position order. Query heads share KV heads in groups (GQA). */
+ * position order. The query heads of a KV head's group (GQA) go together, so that each k and v
+ * row is read from memory once for all of them: one head at a time, at 1536 positions, read
+ * them from L2 eight times and took 45% of a Q4_0 prefill. */
 static void attention_worker(void *arg, int ith, int nth) {
     (void)nth;
     attention_job *j = arg;
@@ -195,12 +197,12 @@ static void attention_worker(void *arg, int ith, int nth) {
     const elm_hparams *hp = &c->m->hp;
     const int hd = hp->head_dim, group = hp->n_heads / hp->n_kv_heads;
     const size_t q_dim = (size_t)hp->n_heads * hd;
-    float *scores = c->scores + (size_t)ith * c->n_ctx;
+    float *scores = c->scores + (size_t)ith * (size_t)group * c->n_ctx;
     long i0, i1;
-    while (elm_pool_work_claim(&j->items, ith, 4, &i0, &i1)) {
+    while (elm_pool_work_claim(&j->items, ith, 1, &i0, &i1)) {
         for (long item = i0; item < i1; item++) {
-            const int64_t t = j->t0 + item / hp->n_heads;
-            const int h = (int)(item % hp->n_heads), kvh = h / group;
+            const int64_t t = j->t0 + item / hp->n_kv_heads;
+            const int kvh = (int)(item % hp->n_kv_heads), h = kvh * group;
             const int32_t pos = c->pos[t];
             const size_t row = j->ring ? 0 : (size_t)c->row0[t];
             /* a sliding window sees positions (pos - n_swa, pos] */
@@ -209,11 +211,13 @@ static void attention_worker(void *arg, int ith, int nth) {
             const size_t first = (row + (size_t)(p0 - j->base)) * c->kv_dim + (size_t)kvh * hd;
             float *out = c->att + (size_t)t * q_dim + (size_t)h * hd;
             if (c->ggml_rounding)
-                elm_ggml_attention(q, j->k + first, j->v + first, (size_t)c->kv_dim, pos + 1 - p0,
-                                   hd, hp->attn_scale, j->sgemm, scores, out);
+                for (int i = 0; i < group; i++)
+                    elm_ggml_attention(q + i * hd, j->k + first, j->v + first, (size_t)c->kv_dim,
+                                       pos + 1 - p0, hd, hp->attn_scale, j->sgemm, scores,
+                                       out + i * hd);
             else
-                c->k->attention(q, j->k + first, j->v + first, (size_t)c->kv_dim, pos + 1 - p0,
-                                hd, hp->attn_scale, scores, out);
+                c->k->attention(q, group, j->k + first, j->v + first, (size_t)c->kv_dim,
+                                pos + 1 - p0, hd, hp->attn_scale, scores, out);
         }
     }
 }
@@ -354,7 +358,7 @@ static void attend(elm_context *c, int l, int32_t t0, int32_t nt) {
     const elm_hparams *hp = &c->m->hp;
     attention_job aj = {.c = c, .t0 = t0, .n_swa = elm_layer_swa(hp, l) ? hp->n_swa : 0,
                         .ring = elm_kv_layer_ring(c, l), .sgemm = nt >= 2};
-    elm_pool_work_init(&aj.items, (long)nt * hp->n_heads, elm_pool_size(c->pool));
+    elm_pool_work_init(&aj.items, (long)nt * hp->n_kv_heads, elm_pool_size(c->pool));
     if (aj.ring) {
         const int32_t first = c->pos[t0];
         aj.base = first >= hp->n_swa ? first + 1 - hp->n_swa : 0;

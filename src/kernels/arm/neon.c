@@ -124,8 +124,9 @@ NEON_FN static void rmsnorm(float *out, const float *x, const float *w, int64_t 
     for (; i < n; i++) out[i] = x[i] * scale * w[i];
 }
 
-NEON_FN static void attention(const float *q, const float *k, const float *v, size_t stride,
-                              int32_t n_pos, int head_dim, float scale, float *scores, float *out) {
+NEON_FN static void attention_head(const float *q, const float *k, const float *v, size_t stride,
+                                   int32_t n_pos, int head_dim, float scale, float *scores,
+                                   float *out) {
     for (int32_t p = 0; p < n_pos; p++)
         scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
     softmax(scores, n_pos);
@@ -148,6 +149,14 @@ NEON_FN static void attention(const float *q, const float *k, const float *v, si
         for (int32_t p = 0; p < n_pos; p++) o += scores[p] * v[(size_t)p * stride + d];
         out[d] = o;
     }
+}
+
+NEON_FN static void attention(const float *q, int n_q, const float *k, const float *v,
+                              size_t stride, int32_t n_pos, int head_dim, float scale,
+                              float *scores, float *out) {
+    for (int i = 0; i < n_q; i++)
+        attention_head(q + i * head_dim, k, v, stride, n_pos, head_dim, scale, scores,
+                       out + i * head_dim);
 }
 
 /* ---- q8 activations ---- */

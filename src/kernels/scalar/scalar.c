@@ -140,15 +140,17 @@ void elm_scalar_rope_neox(float *v, int n_heads, int head_dim, int rope_dim, con
         }
 }
 
-void elm_scalar_attention(const float *q, const float *k, const float *v, size_t stride,
+void elm_scalar_attention(const float *q, int n_q, const float *k, const float *v, size_t stride,
                           int32_t n_pos, int head_dim, float scale, float *scores, float *out) {
-    for (int32_t p = 0; p < n_pos; p++)
-        scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
-    elm_scalar_softmax(scores, n_pos);
-    for (int d = 0; d < head_dim; d++) out[d] = 0;
-    for (int32_t p = 0; p < n_pos; p++) {
-        const float *vp = v + (size_t)p * stride;
-        for (int d = 0; d < head_dim; d++) out[d] += scores[p] * vp[d];
+    for (int i = 0; i < n_q; i++, q += head_dim, out += head_dim) {
+        for (int32_t p = 0; p < n_pos; p++)
+            scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
+        elm_scalar_softmax(scores, n_pos);
+        for (int d = 0; d < head_dim; d++) out[d] = 0;
+        for (int32_t p = 0; p < n_pos; p++) {
+            const float *vp = v + (size_t)p * stride;
+            for (int d = 0; d < head_dim; d++) out[d] += scores[p] * vp[d];
+        }
     }
 }
 

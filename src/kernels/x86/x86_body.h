@@ -440,27 +440,77 @@ X86_INLINE __m128 dot4_q(const float *q, const float *k, size_t stride, int n8) 
     return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
-/* Heads of up to 128 dimensions in multiples of 8 (every Llama-family model) keep the output in
- * registers over the positions; other sizes take the scalar oracle. */
-X86_FN static void attention(const float *q, const float *k, const float *v, size_t stride,
-                             int32_t n_pos, int head_dim, float scale, float *scores, float *out) {
-    if (head_dim % 8 || head_dim > 128) {
-        elm_scalar_attention(q, k, v, stride, n_pos, head_dim, scale, scores, out);
-        return;
+/* dot4_q for eight positions, the same sums in the same order: eight chains of multiply-adds in
+ * flight (four left every second cycle of the two FMA pipes idle, waiting on the latency). */
+X86_INLINE __m256 dot8_q(const float *q, const float *k, size_t stride, int n8) {
+    __m256 a[8];
+    for (int r = 0; r < 8; r++) a[r] = _mm256_setzero_ps();
+    for (int j = 0; j < n8; j++) {
+        const __m256 qv = _mm256_loadu_ps(q + 8 * j);
+        for (int r = 0; r < 8; r++)
+            a[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(k + r * stride + 8 * j), a[r]);
     }
-    const int n8 = head_dim / 8;
-    int32_t p = 0;
-    for (; p + 4 <= n_pos; p += 4)
-        _mm_storeu_ps(scores + p, _mm_mul_ps(dot4_q(q, k + (size_t)p * stride, stride, n8),
-                                             _mm_set1_ps(scale)));
-    for (; p < n_pos; p++) scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
-    softmax(scores, n_pos);
-    __m256 o[16];
-    for (int j = 0; j < n8; j++) o[j] = _mm256_setzero_ps();
-    for (p = 0; p < n_pos; p++) {
+    const __m256 lo = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+    const __m256 hi = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+    return _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x20),
+                         _mm256_permute2f128_ps(lo, hi, 0x31));
+}
+
+/* out[d] (+)= Σ_p s[p]·v_p[d] over positions [p0, p1), d < 8·n8 (n8 <= 8: the sums stay in
+ * registers where n8 is a constant), in position order. */
+X86_INLINE void attention_pv(const float *s, const float *v, size_t stride, int32_t p0, int32_t p1,
+                             const int n8, bool add, float *out) {
+    __m256 o[8];
+    for (int j = 0; j < n8; j++) o[j] = add ? _mm256_loadu_ps(out + 8 * j) : _mm256_setzero_ps();
+    for (int32_t p = p0; p < p1; p++) {
         const float *vp = v + (size_t)p * stride;
-        const __m256 sp = _mm256_set1_ps(scores[p]);
+        const __m256 sp = _mm256_set1_ps(s[p]);
         for (int j = 0; j < n8; j++) o[j] = _mm256_fmadd_ps(sp, _mm256_loadu_ps(vp + 8 * j), o[j]);
     }
     for (int j = 0; j < n8; j++) _mm256_storeu_ps(out + 8 * j, o[j]);
+}
+
+/* Blocks of positions for a group's heads: 8 positions' k rows (at most 4 KiB) serve every head
+ * from L1 before the next 8 are read; 32 positions' v rows likewise, each head's 64-dimension
+ * slices of the output in registers over a block (loaded and stored between blocks, so each
+ * output is the same chain of multiply-adds in position order as one head at a time). */
+enum { ATT_K_BLOCK = 8, ATT_V_BLOCK = 32 };
+
+/* Heads of up to 128 dimensions in multiples of 8 (every Llama-family model); other sizes take
+ * the scalar oracle. */
+X86_FN static void attention(const float *q, int n_q, const float *k, const float *v,
+                             size_t stride, int32_t n_pos, int head_dim, float scale,
+                             float *scores, float *out) {
+    if (head_dim % 8 || head_dim > 128) {
+        elm_scalar_attention(q, n_q, k, v, stride, n_pos, head_dim, scale, scores, out);
+        return;
+    }
+    const int n8 = head_dim / 8;
+    const __m256 sv = _mm256_set1_ps(scale);
+    int32_t p = 0;
+    for (; p + ATT_K_BLOCK <= n_pos; p += ATT_K_BLOCK)
+        for (int i = 0; i < n_q; i++)
+            _mm256_storeu_ps(
+                scores + (size_t)i * n_pos + p,
+                _mm256_mul_ps(dot8_q(q + i * head_dim, k + (size_t)p * stride, stride, n8), sv));
+    for (int i = 0; i < n_q; i++) {
+        const float *qi = q + i * head_dim;
+        float *si = scores + (size_t)i * n_pos;
+        int32_t r = p;
+        for (; r + 4 <= n_pos; r += 4)
+            _mm_storeu_ps(si + r, _mm_mul_ps(dot4_q(qi, k + (size_t)r * stride, stride, n8),
+                                             _mm_set1_ps(scale)));
+        for (; r < n_pos; r++) si[r] = dot_f32(qi, k + (size_t)r * stride, head_dim) * scale;
+        softmax(si, n_pos);
+    }
+    for (int32_t p0 = 0; p0 < n_pos; p0 += ATT_V_BLOCK) {
+        const int32_t p1 = n_pos - p0 < ATT_V_BLOCK ? n_pos : p0 + ATT_V_BLOCK;
+        for (int i = 0; i < n_q; i++)
+            for (int d = 0; d < head_dim; d += 64) {
+                const float *s = scores + (size_t)i * n_pos;
+                float *o = out + i * head_dim + d;
+                if (head_dim - d >= 64) attention_pv(s, v + d, stride, p0, p1, 8, p0 > 0, o);
+                else attention_pv(s, v + d, stride, p0, p1, (head_dim - d) / 8, p0 > 0, o);
+            }
+    }
 }
