@@ -189,7 +189,7 @@ X86_FN static void tile_f32_512(const float *tile, int64_t cols, const float *xt
 
 /* The group kernel computes more per byte than the hardware prefetcher alone keeps up with;
  * prefetching this far ahead (into the next row at a row's end) gave +20-30% single-thread
- * bandwidth on Zen 4. (x86_body.h's float rows prefetch less far ahead, its Q8_0 rows not.) */
+ * bandwidth on Zen 4. (The plain 256-bit loops of x86_body.h do better without.) */
 enum { PREFETCH = 2048 };
 
 X86_INLINE float hsum512(__m512 v) {

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "kernels/gemm.h"
-#include "kernels/packed.h"
 
 #define X86_INLINE X86_FN static inline __attribute__((always_inline))
 
@@ -125,11 +124,7 @@ X86_INLINE float dot_half(const uint8_t *w, const float *x, int64_t n, bool bf16
 
 /* Four rows of a float type (stride bytes apart) against one x: each x vector is loaded once
  * for the four rows, which keeps the L1 traffic of long rows (FFN down: 5632 columns, a 22 KB
- * x) from evicting x while the weights stream through. Each row is prefetched FLOAT_PREFETCH
- * bytes ahead (at a row's end, into the next rows): BF16 decode on Zen 5 (2026-12-02, `-t 2`, 4
- * alternating runs) went from medians of 15.6 to 16.7 and of 16.4 to 19.2 tok/s, with 512 bytes
- * in between; F16 measured the same either way. */
-enum { FLOAT_PREFETCH = 1024 };
+ * x) from evicting x while the weights stream through. */
 X86_INLINE __m256 load8_weights(elm_type t, const uint8_t *p) {
     return t == ELM_TYPE_F32   ? _mm256_loadu_ps((const float *)p)
            : t == ELM_TYPE_F16 ? load8_f16(p)
@@ -143,8 +138,6 @@ X86_INLINE void dot_float4(elm_type t, const uint8_t *w, size_t stride, const fl
     for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        for (int r = 0; r < 4; r++)
-            elm_prefetch_span(w + r * stride + es * i + FLOAT_PREFETCH, 32 * es);
         for (int h = 0; h < 32; h += 16) {
             const __m256 x0 = _mm256_loadu_ps(x + i + h), x1 = _mm256_loadu_ps(x + i + h + 8);
             for (int r = 0; r < 4; r++) {
