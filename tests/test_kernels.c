@@ -271,12 +271,13 @@ static void compare_elementwise(const elm_kernels *k, const elm_kernels *ref) {
     float worst = 0;
     for (int i = 0; i < 60; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]));
     CHECK(worst < 1e-6f && b[18] == x[18], "%s rope: %g", k->isa, worst);
-    /* attention: 1 and 3 heads of a group; head_dim 72 (a vector tail) and 136 (past one block
-     * of 64 dimensions and a tail), stride 140; 1, 37 and 70 positions (past blocks of 8 and 32) */
+    /* attention: 1 and 3 heads of a group; head_dim 72 (a block of 64 dimensions and a tail) and
+     * 128 (two blocks, the widest the x86 kernel takes), stride 140; 1, 37 and 70 positions (past
+     * blocks of 8 and 32) */
     static float kv[2][70 * 140], qs[3 * 136], oa[3 * 136], ob[3 * 136], scores[3 * 70];
     for (int i = 0; i < 70 * 140; i++) kv[0][i] = frand(&seed), kv[1][i] = frand(&seed);
     for (int i = 0; i < 3 * 136; i++) qs[i] = frand(&seed);
-    for (int hd = 72; hd <= 136; hd += 64)
+    for (int hd = 72; hd <= 128; hd += 56)
         for (int n_q = 1; n_q <= 3; n_q += 2)
             for (int n_pos = 1; n_pos <= 70; n_pos = n_pos == 1 ? 37 : n_pos == 37 ? 70 : 71) {
                 k->attention(qs, n_q, kv[0], kv[1], 140, n_pos, hd, 0.12f, scores, oa);

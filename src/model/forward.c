@@ -182,7 +182,7 @@ typedef struct {
     int32_t n_swa;      /* the layer's window, 0: none */
     bool ring;
     bool sgemm; /* ggml_rounding: llama.cpp's kqv of 2 or more batch tokens goes through tinyBLAS */
-    elm_pool_work items; /* (token, head) pairs, claimed a few at a time */
+    elm_pool_work items; /* (token, KV head) pairs, claimed one at a time */
 } attention_job;
 
 /* Causal attention of each (token, KV head) over its sequence's positions [0, pos], or the last
