@@ -83,6 +83,11 @@ static void test_text_sets(void) {
               err.msg);
         elm_text_set_free(&s);
     }
+    const char *model = fixture("stories260K/stories260K-f32.gguf");
+    CHECK(elm_text_set_read(model, ELM_CALIB_SPLIT_LINE, NULL, &s, &err) == ELM_ERR_FORMAT &&
+              strstr(err.msg, model) && strstr(err.msg, "not text (a NUL byte at offset 5)"),
+          "binary file: %s", err.msg);
+    elm_text_set_free(&s);
     const char *missing = tmp_path(dir, "missing.txt");
     CHECK(elm_text_set_read(missing, ELM_CALIB_SPLIT_LINE, NULL, &s, &err) == ELM_ERR_IO &&
               strstr(err.msg, missing), "missing file: %s", err.msg);

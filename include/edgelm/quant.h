@@ -90,9 +90,9 @@ typedef struct elm_text_set {
  * strings as they are, other JSON values printed), else its "text" string, else its Alpaca fields
  * "instruction" (+ "input") + "output" in the Alpaca prompt template. Any other file is plain text
  * split by `split`; samples are trimmed of surrounding whitespace and empty ones skipped.
- * Errors: ELM_ERR_IO (missing, unreadable), ELM_ERR_FORMAT naming PATH:LINE (invalid JSON, a line
- * that is not an object, a missing field), ELM_ERR_NOMEM. An empty file gives n = 0. Free with
- * elm_text_set_free (also after an error). */
+ * Errors: ELM_ERR_IO (missing, unreadable), ELM_ERR_FORMAT naming PATH (a NUL byte: not text)
+ * or PATH:LINE (invalid JSON, a line that is not an object, a missing field), ELM_ERR_NOMEM. An
+ * empty file gives n = 0. Free with elm_text_set_free (also after an error). */
 elm_status elm_text_set_read(const char *path, elm_calib_split split, const char *tmpl,
                              elm_text_set *out, elm_error *err);
 void elm_text_set_free(elm_text_set *s);

@@ -175,6 +175,15 @@ elm_status elm_text_set_read(const char *path, elm_calib_split split, const char
     size_t size = 0;
     elm_status st = elm_read_file(path, MAX_CALIB_FILE, &buf, &size, err);
     if (st) return st;
+    /* a model or other binary file passed by mistake would otherwise become "text" samples */
+    const char *nul = memchr(buf, 0, size);
+    if (nul) {
+        st = elm_errorf(err, ELM_ERR_FORMAT,
+                        "%s: not text (a NUL byte at offset %zu): calibration text is plain "
+                        "UTF-8 or JSONL", path, (size_t)(nul - buf));
+        free(buf);
+        return st;
+    }
     size_t i = 0;
     while (i < size && isspace((unsigned char)buf[i])) i++;
     st = i < size && buf[i] == '{' ? read_jsonl(buf, size, tmpl, path, out, err)
