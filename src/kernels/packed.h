@@ -44,21 +44,19 @@ static inline size_t elm_qx16_bytes(bool asym, bool five) {
 static inline size_t elm_qx16_d_at(bool five) { return ELM_QX16_QH + (five ? 64 : 0); }
 #define ELM_Q4_KX16_BYTES (ELM_TILE_ROWS * 144)
 
-/* How far ahead the x86 q*x16 micro-kernels prefetch (the AVX-512 ones from 2 tokens on): they
- * compute more per byte than the hardware prefetcher alone keeps up with (a 4-token product took
- * the time of its loads plus its arithmetic); 4 KiB ahead, into the next tile at a tile's end,
- * gave 15-30% at 4 tokens out of cache on Zen 4, and Q5_0/Q5_1's one-token AVX2 decode 13-20 tok/s
- * without, 26-31 with (one thread). One token of Q4_0 or Q4_1: on Zen 4 AVX2 decode measured
- * 10-25% slower with it, on Zen 5 (2026-12-02) faster (Q4_0 `-t 2`: 54-62 without, 70-71 with, 3
- * alternating runs), so the AVX2 kernel prefetches at every token count; the AVX-512 one measured
- * no difference at one token there (Q4_0 62-70 either way). */
-#define ELM_QX16_PREFETCH 4096
-
-/* How far ahead the packed Q4_K micro-kernels prefetch: 4 super-blocks (9 KiB), into the next
- * tile at a tile's end. Decode of an all-Q4_K TinyLlama on Zen 5 (2026-12-02, 3 alternating
- * runs) rose with it: AVX2 `-t 1` from 25-34 to 42-48 tok/s, AVX-512 `-t 1` from 37-41 to 52-56
- * and `-t 2` from 51-57 to 61-96; without it the memory idled while a block computed. */
-#define ELM_Q4_KX16_PREFETCH (4 * ELM_Q4_KX16_BYTES)
+/* How far ahead the x86 decode and tile loops prefetch the weights they stream: 2 KiB, into the
+ * next row or tile at a row's (tile's) end. Rows dotted from the file's layout (Q8_0, F16, BF16,
+ * Q5_K, Q6_K, IQ4_XS), the q*x16 tiles at every token count and the Q4_K tiles (one 2.3 KiB
+ * super-block ahead) all do. On a 2-core Intel Xeon with AVX-512 and AMX (2026-12-02,
+ * TinyLlama-shaped files, tg32 `-t 1,2`, two alternating rounds of each) the hardware
+ * prefetcher alone left the memory idle: Q8_0 13.2 → 24.2 tok/s at `-t 2`, IQ4_XS 13.1 → 34.1,
+ * Q5_K_M 14.8 → 30.8, F16 11.8 → 13.3, BF16 11.0 → 13.1, AVX-512 Q4_0 31-34 → 42-45 and Q5_1
+ * 27 → 33 (AVX2 Q5_1 23 → 31), all-Q4_K 35-37 → 39-40; 1 KiB and 4 KiB ahead were slower than 2
+ * KiB for each kind. Earlier, on AMD: the q*x16 kernels at 4 KiB had gained 15-30% at 4 tokens
+ * (Zen 4) and Q4_0's one-token AVX2 decode 54-62 → 70-71 tok/s (Zen 5), where Zen 4 had
+ * measured it 10-25% slower; the Q4_K tiles at 9 KiB gained 20-60% on Zen 5. */
+#define ELM_PREFETCH_AHEAD 2048
+#define ELM_Q4_KX16_PREFETCH ELM_Q4_KX16_BYTES
 
 /* Prefetches the cache lines of [p, p + bytes) into L1 (a hint: addresses past the end of a
  * buffer do not fault). */

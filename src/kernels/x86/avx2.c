@@ -158,10 +158,10 @@ X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, 
     QX16_FOR_TOKENS(QX16_INIT)
     const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
     const size_t d_at = elm_qx16_d_at(five), bytes = elm_qx16_bytes(asym, five);
-    const uint8_t *pf = tile + ELM_QX16_PREFETCH;
+    const uint8_t *pf = tile + ELM_PREFETCH_AHEAD;
     const size_t pf_step = nh == 2 ? bytes : bytes / 2;
     for (int64_t b = 0; b < nb; b++, tile += bytes) {
-        for (; pf < tile + ELM_QX16_PREFETCH + pf_step; pf += 64)
+        for (; pf < tile + ELM_PREFETCH_AHEAD + pf_step; pf += 64)
             _mm_prefetch((const char *)pf, _MM_HINT_T0);
         QX16_HALF(0)
         if (nh == 2) QX16_HALF(1)

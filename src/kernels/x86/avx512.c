@@ -121,9 +121,9 @@ X86_INLINE void tile_qx16_n(const uint8_t *tile, int64_t nb, const void *xq, flo
     QX16_FOR_TOKENS(QX16_INIT)
     const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
     const size_t d_at = elm_qx16_d_at(five), bytes = elm_qx16_bytes(asym, five);
-    const uint8_t *pf = tile + ELM_QX16_PREFETCH;
+    const uint8_t *pf = tile + ELM_PREFETCH_AHEAD;
     for (int64_t b = 0; b < nb; b++, tile += bytes) {
-        for (; nt > 1 && pf < tile + ELM_QX16_PREFETCH + bytes; pf += 64)
+        for (; pf < tile + ELM_PREFETCH_AHEAD + bytes; pf += 64)
             _mm_prefetch((const char *)pf, _MM_HINT_T0);
         __m512i w[ELM_QK / 4];
         for (int j = 0; j < 4; j++) {
@@ -186,11 +186,6 @@ X86_FN static void tile_f32_512(const float *tile, int64_t cols, const float *xt
 }
 
 /* ---- decode of the 4/5-bit block types ---- */
-
-/* The group kernel computes more per byte than the hardware prefetcher alone keeps up with;
- * prefetching this far ahead (into the next row at a row's end) gave +20-30% single-thread
- * bandwidth on Zen 4. (The plain 256-bit loops of x86_body.h do better without.) */
-enum { PREFETCH = 2048 };
 
 X86_INLINE float hsum512(__m512 v) {
     return hsum256(_mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)));
@@ -294,9 +289,9 @@ X86_INLINE void row_nibbles(const uint8_t *w, const group_act *a, const elm_q8_r
     __m512 acc0[MAX_TOK], acc1[MAX_TOK];
     for (int k = 0; k < nt; k++) acc0[k] = acc1[k] = _mm512_setzero_ps();
     const int64_t groups = nb / 4;
-    const uint8_t *pf = w + PREFETCH;
+    const uint8_t *pf = w + ELM_PREFETCH_AHEAD;
     for (int64_t g = 0; g < groups; g++, w += bp->span) {
-        for (; pf < w + PREFETCH + bp->span; pf += 64) _mm_prefetch((const char *)pf, _MM_HINT_T0);
+        for (; pf < w + ELM_PREFETCH_AHEAD + bp->span; pf += 64) _mm_prefetch((const char *)pf, _MM_HINT_T0);
         const __m512i lo = _mm512_loadu_si512(w), hi = _mm512_maskz_loadu_epi8(bp->tail, w + 64);
         const __m512i packed = _mm512_permutex2var_epi8(lo, bp->quants, hi);
         __m512i q0 = _mm512_and_si512(packed, low4);

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "kernels/gemm.h"
+#include "kernels/packed.h"
 
 #define X86_INLINE X86_FN static inline __attribute__((always_inline))
 
@@ -107,9 +108,11 @@ X86_INLINE float dot_half(const uint8_t *w, const float *x, int64_t n, bool bf16
     for (int k = 0; k < 8; k++) acc[k] = _mm256_setzero_ps();
     int64_t i = 0;
 #define LOAD8(off) (bf16 ? load8_bf16(w + 2 * (i + (off))) : load8_f16(w + 2 * (i + (off))))
-    for (; i + 64 <= n; i += 64)
+    for (; i + 64 <= n; i += 64) {
+        elm_prefetch_span(w + 2 * i + ELM_PREFETCH_AHEAD, 128);
         for (int k = 0; k < 8; k++)
             acc[k] = _mm256_fmadd_ps(LOAD8(8 * k), _mm256_loadu_ps(x + i + 8 * k), acc[k]);
+    }
     for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(LOAD8(0), _mm256_loadu_ps(x + i), acc[0]);
 #undef LOAD8
     for (int k = 1; k < 8; k++) acc[0] = _mm256_add_ps(acc[0], acc[k]);
@@ -138,6 +141,8 @@ X86_INLINE void dot_float4(elm_type t, const uint8_t *w, size_t stride, const fl
     for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
+        for (int r = 0; r < 4; r++)
+            elm_prefetch_span(w + r * stride + es * i + ELM_PREFETCH_AHEAD, 32 * es);
         for (int h = 0; h < 32; h += 16) {
             const __m256 x0 = _mm256_loadu_ps(x + i + h), x1 = _mm256_loadu_ps(x + i + h + 8);
             for (int r = 0; r < 4; r++) {
@@ -285,6 +290,7 @@ X86_FN static float row_q8_0(const void *w, const float *unused, const elm_q8_ro
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 2 <= nb; i += 2, b += 68) {
+        _mm_prefetch((const char *)b + ELM_PREFETCH_AHEAD, _MM_HINT_T0);
         acc0 = block_q8_0(b, x, i, acc0);
         acc1 = block_q8_0(b + 34, x, i + 1, acc1);
     }
