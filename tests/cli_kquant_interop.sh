@@ -7,10 +7,11 @@
 # every row's logits must equal llama.cpp's within MAX_DELTA over its 16 most probable tokens
 # (tests/lib/logit_delta.py: l_i - l_top against log(p_i / p_top)). On an AVX-512 machine the two
 # compute the same bits (with AVX512-FP16, once scripts/node-llama.sh has set aside the library's
-# variant that adds F16 products in half precision); what is left is node-llama-cpp's float32 probabilities (~3e-7). The files are llama.cpp's
-# wide256 reference quantizations and two that edgelm writes with codes of its own: GPTQ with
-# every k-quant and i-quant type on some tensor, and AWQ's q4_k_m recipe. Skipped (one line,
-# exit 0) only when node is missing or npm cannot reach the registry.
+# variant that adds F16 products in half precision); what is left is node-llama-cpp's float32
+# probabilities (~3e-7). The files are llama.cpp's wide256 reference quantizations and two that
+# edgelm writes with codes of its own: GPTQ with every k-quant and i-quant type on some tensor,
+# and AWQ's q4_k_m recipe. Skipped (one line, exit 0) only when node is missing or npm cannot
+# reach the registry.
 # Usage: bash tests/cli_kquant_interop.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1

@@ -46,8 +46,8 @@ static inline size_t elm_qx16_d_at(bool five) { return ELM_QX16_QH + (five ? 64 
 
 /* How far ahead the x86 decode and tile loops prefetch the weights they stream: 2 KiB, into the
  * next row or tile at a row's (tile's) end. Rows dotted from the file's layout (Q8_0, F16, BF16,
- * Q5_K, Q6_K, IQ4_XS), the q*x16 tiles at every token count and the Q4_K tiles (one 2.3 KiB
- * super-block ahead) all do. On a 2-core Intel Xeon with AVX-512 and AMX (2026-12-02,
+ * Q5_K, Q6_K, IQ4_XS; the AVX-512 4/5-bit rows of a mapped file), the q*x16 tiles at every token
+ * count and the Q4_K tiles (one 2.3 KiB super-block ahead) all do. On a 2-core Intel Xeon with AVX-512 and AMX (2026-12-02,
  * TinyLlama-shaped files, tg32 `-t 1,2`, two alternating rounds of each) the hardware
  * prefetcher alone left the memory idle: Q8_0 13.2 → 24.2 tok/s at `-t 2`, IQ4_XS 13.1 → 34.1,
  * Q5_K_M 14.8 → 30.8, F16 11.8 → 13.3, BF16 11.0 → 13.1, AVX-512 Q4_0 31-34 → 42-45 and Q5_1

@@ -291,7 +291,8 @@ X86_INLINE void row_nibbles(const uint8_t *w, const group_act *a, const elm_q8_r
     const int64_t groups = nb / 4;
     const uint8_t *pf = w + ELM_PREFETCH_AHEAD;
     for (int64_t g = 0; g < groups; g++, w += bp->span) {
-        for (; pf < w + ELM_PREFETCH_AHEAD + bp->span; pf += 64) _mm_prefetch((const char *)pf, _MM_HINT_T0);
+        for (; pf < w + ELM_PREFETCH_AHEAD + bp->span; pf += 64)
+            _mm_prefetch((const char *)pf, _MM_HINT_T0);
         const __m512i lo = _mm512_loadu_si512(w), hi = _mm512_maskz_loadu_epi8(bp->tail, w + 64);
         const __m512i packed = _mm512_permutex2var_epi8(lo, bp->quants, hi);
         __m512i q0 = _mm512_and_si512(packed, low4);
