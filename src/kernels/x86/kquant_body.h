@@ -346,8 +346,10 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
     for (int64_t s = 0; s < n; s++, src += bb) {
         kq_scales sm[2];
         float d[2], dmin[2];
-        for (int r = 0; r < nr; r++) elm_prefetch_span(src + r * row_bytes + ELM_PREFETCH_AHEAD, bb);
-        for (int r = 0; r < nr; r++) packed_scales(t, src + r * row_bytes, &sm[r], &d[r], &dmin[r]);
+        for (int r = 0; r < nr; r++) {
+            elm_prefetch_span(src + r * row_bytes + ELM_PREFETCH_AHEAD, bb);
+            packed_scales(t, src + r * row_bytes, &sm[r], &d[r], &dmin[r]);
+        }
         __m256i a[2][4], a2[2][4];
         for (int r = 0; r < nr; r++)
             for (int i = 0; i < nx; i++) a[r][i] = a2[r][i] = _mm256_setzero_si256();
