@@ -2,7 +2,7 @@
 """Include-direction check: every #include "..." in src/, include/edgelm/ and tools/ must point to
 the same layer or one below it (docs/ARCHITECTURE.md, "Layers"):
 
-    core <- kernels, tokenizer <- model <- formats <- quant, eval, generate, bench
+    core, codecs <- kernels, tokenizer <- model <- formats <- quant, eval, generate, bench
          <- shapes, export <- api <- server <- CLI (tools/)
 
 Public headers (include/edgelm/X.h) belong to the layer that defines their types. The CLI may
@@ -14,7 +14,7 @@ import re
 import sys
 
 LAYERS = {
-    "core": 0, "kernels": 1, "tokenizer": 1, "model": 2, "formats": 3,
+    "core": 0, "codecs": 0, "kernels": 1, "tokenizer": 1, "model": 2, "formats": 3,
     "quant": 4, "eval": 4, "generate": 4, "bench": 4,
     "shapes": 5, "export": 5, "api": 6, "server": 7, "tools": 8,
 }

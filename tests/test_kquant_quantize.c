@@ -11,7 +11,7 @@
 
 #include "check.h"
 #include "quant_pure.h"
-#include "core/encode.h"
+#include "codecs/encode.h"
 #include "edgelm/model.h"
 #include "edgelm/quant.h"
 

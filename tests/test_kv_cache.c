@@ -12,7 +12,7 @@
 #include "core/fileio.h"
 #include "edgelm/eval.h"
 #include "edgelm/generate.h"
-#include "model/context.h"
+#include "model/context_state.h"
 #include "model/kv_quant.h"
 
 #define F32 "stories260K/stories260K-f32.gguf"

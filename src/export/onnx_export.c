@@ -15,7 +15,7 @@
 #include "edgelm/export.h"
 #include "export/onnx_decoder.h"
 #include "formats/hf_write.h"
-#include "model/context.h"
+#include "model/context_state.h"
 
 /* IR 8 / opset 17: what Debian's onnx 1.12 checker knows; DequantizeLinear's blocked form needs
  * opset 21 (IR 10). */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/half.h"
-#include "core/kquant.h"
+#include "codecs/kquant_codec.h"
 #include "kernels/kquant.h"
 
 /* Nearest integer, ties to even, of |v| < 2^22 (the float adder's rounding, as

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/kquant.h"
+#include "codecs/kquant_codec.h"
 #include "kernels/blocks.h"
 #include "kernels/packed.h"
 
@@ -54,7 +54,7 @@ void elm_quantize_q8_k(const float *x, int64_t cols, void *row) {
     }
 }
 
-/* ---- scalar unpacking (layouts: src/core/kquant_decode.c, docs/kquants.md) ---- */
+/* ---- scalar unpacking (layouts: src/codecs/kquant_decode.c, docs/kquants.md) ---- */
 
 static void unpack_q2_k(const uint8_t *b, elm_kq_block *o) {
     o->d = elm_load_f16(b + 80), o->dmin = elm_load_f16(b + 82);

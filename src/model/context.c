@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/context.h"
+#include "model/context_state.h"
 #include "model/kv_quant.h"
 
 static float *alloc_f32(size_t n, bool *ok) {

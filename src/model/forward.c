@@ -19,7 +19,7 @@
 #include "core/half.h"
 #include "kernels/ggml_exact.h"
 #include "kernels/kquant.h"
-#include "model/context.h"
+#include "model/context_state.h"
 #include "model/kv_quant.h"
 
 /* CHUNK_TILES: 256 rows, four prefill panels (gemm.c); smaller chunks measured slower in decode */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/context.h"
+#include "model/context_state.h"
 #include "model/kv_quant.h"
 
 const int32_t *elm_context_tokens(const elm_context *c) { return c->tokens; }

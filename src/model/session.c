@@ -6,7 +6,7 @@
 #include "core/hash.h"
 #include "core/fileio.h"
 #include "edgelm/session.h"
-#include "model/context.h"
+#include "model/context_state.h"
 
 #define MAGIC "EDGELMSS"
 #define HEADER_BYTES 72

@@ -1,13 +1,13 @@
 /* ggml block grids (grid.h): parameters, nearest codes, decoding and packing of Q8_0, Q4_0, Q4_1,
  * Q5_0 and Q5_1 blocks, written from the layouts in docs/formats.md ("ggml blocks"), and of the
- * super-block types and IQ4_NL through their encoders' scales (core/kquant.h). Scales are rounded
+ * super-block types and IQ4_NL through their encoders' scales (codecs/kquant_codec.h). Scales are rounded
  * to f16 before any code is chosen, so codes are nearest for the stored scale. */
 #include <math.h>
 #include <string.h>
 
-#include "core/encode.h"
+#include "codecs/encode.h"
 #include "core/half.h"
-#include "core/quant_search.h"
+#include "codecs/quant_search.h"
 #include "quant/grid.h"
 
 bool elm_grid_of(elm_type type, elm_grid *g) {

@@ -14,7 +14,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include "core/kquant.h"
+#include "codecs/kquant_codec.h"
 #include "edgelm/types.h"
 
 typedef struct elm_grid {

@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "core/clock.h"
-#include "core/encode.h"
+#include "codecs/encode.h"
 #include "core/memstat.h"
 #include "edgelm/quant.h"
 #include "formats/gguf_write.h"

@@ -7,7 +7,7 @@
 #define EDGELM_SERVER_HTTP_H
 
 #include "server/request.h"
-#include "server/server.h"
+#include "server/scheduler.h"
 
 typedef struct srv_http_params {
     const char *host;     /* IPv4 address to listen on ("127.0.0.1") */

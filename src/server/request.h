@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "edgelm/chat.h"
-#include "server/server.h"
+#include "server/scheduler.h"
 
 /* What a request gets when it does not say. */
 typedef struct srv_defaults {

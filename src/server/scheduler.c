@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "edgelm/vocab.h"
-#include "server/server.h"
+#include "server/scheduler.h"
 
 struct srv_job {
     int32_t *prompt;

@@ -7,7 +7,7 @@
 #if defined(__aarch64__) && defined(__GNUC__) && defined(__linux__)
 #include <arm_neon.h>
 
-#include "core/kquant.h"
+#include "codecs/kquant_codec.h"
 #include "kernels/blocks.h"
 #include "kernels/targets.h"
 

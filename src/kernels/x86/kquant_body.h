@@ -11,7 +11,7 @@
  * sums are then multiplied by the 16-weight group's scale with madd. */
 #include <string.h>
 
-#include "core/kquant.h"
+#include "codecs/kquant_codec.h"
 #include "kernels/blocks.h"
 #include "kernels/kquant.h"
 #include "kernels/packed.h"

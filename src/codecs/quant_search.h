@@ -3,8 +3,8 @@
  * best_index_int8), shared by kquant_encode.c and quant_weighted.c. Their float operations are
  * done in the reference order, term by term, so that the encoders write llama-quantize's bytes;
  * this relies on no FMA contraction (GCC's default in ISO C mode, which the build uses). */
-#ifndef EDGELM_CORE_QUANT_SEARCH_H
-#define EDGELM_CORE_QUANT_SEARCH_H
+#ifndef EDGELM_CODECS_QUANT_SEARCH_H
+#define EDGELM_CODECS_QUANT_SEARCH_H
 
 #include <stdbool.h>
 #include <stdint.h>

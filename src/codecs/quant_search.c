@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/quant_search.h"
+#include "codecs/quant_search.h"
 
 static int clampi(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 

@@ -5,9 +5,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/encode.h"
-#include "core/kquant.h"
-#include "core/quant_search.h"
+#include "codecs/encode.h"
+#include "codecs/kquant_codec.h"
+#include "codecs/quant_search.h"
 
 static void put_f16(uint8_t *p, float f) {
     const uint16_t h = elm_f32_to_f16(f);

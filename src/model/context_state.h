@@ -1,6 +1,6 @@
 /* Private layout of elm_context, shared by context.c (allocation) and forward.c (the pass). */
-#ifndef EDGELM_MODEL_CONTEXT_H
-#define EDGELM_MODEL_CONTEXT_H
+#ifndef EDGELM_MODEL_CONTEXT_STATE_H
+#define EDGELM_MODEL_CONTEXT_STATE_H
 
 #include "core/threadpool.h"
 #include "edgelm/context.h"

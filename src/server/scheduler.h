@@ -8,8 +8,8 @@
  *
  * Thread-safe: jobs are submitted, read and cancelled from the HTTP threads while the scheduler
  * runs; one mutex guards the queue, the slots' job pointers and the jobs' output. */
-#ifndef EDGELM_SERVER_SERVER_H
-#define EDGELM_SERVER_SERVER_H
+#ifndef EDGELM_SERVER_SCHEDULER_H
+#define EDGELM_SERVER_SCHEDULER_H
 
 #include <stdbool.h>
 #include <stddef.h>

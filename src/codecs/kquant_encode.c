@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "core/half.h"
-#include "core/kquant.h"
-#include "core/quant_search.h"
+#include "codecs/kquant_codec.h"
+#include "codecs/quant_search.h"
 
 /* Four 2-bit codes of weights 128h + 32k + l (k = 0..3) in byte 32h + l, k-th bit pair. */
 static void pack_2bit(const uint8_t *L, uint8_t *qs) {

@@ -1,6 +1,6 @@
 /* One entry point for importance-weighted encoding of any writable type (quant_weighted.c). */
-#ifndef EDGELM_CORE_ENCODE_H
-#define EDGELM_CORE_ENCODE_H
+#ifndef EDGELM_CODECS_ENCODE_H
+#define EDGELM_CODECS_ENCODE_H
 
 #include <stdint.h>
 

@@ -1,8 +1,8 @@
 /* ggml's super-block quantized types (k-quants Q2_K..Q6_K and the non-linear IQ4_NL, IQ4_XS):
  * decoders for the type traits table and the pieces of their layouts that kernels and encoders
  * share. Layouts: docs/kquants.md. */
-#ifndef EDGELM_CORE_KQUANT_H
-#define EDGELM_CORE_KQUANT_H
+#ifndef EDGELM_CODECS_KQUANT_CODEC_H
+#define EDGELM_CODECS_KQUANT_CODEC_H
 
 #include <stdbool.h>
 #include <stdint.h>
