@@ -4,10 +4,11 @@
  * + 1, Phi-3's fused tensors, Qwen2's biases, Llama 3.1's rope_freqs from config.json); the
  * tokenizer.json written for a SentencePiece vocab (merges made from scores) and a byte-level one
  * tokenizes like the GGUF vocab; sliding-window attention and Mistral's window through HF and
- * GGUF; and refusals with clear messages. */
+ * GGUF; the family table and the names made from it; and refusals with clear messages. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -19,6 +20,7 @@
 #include "formats/hf_write.h"
 #include "formats/loaders.h"
 #include "kernels/kernels.h"
+#include "model/arch.h"
 #include "shapes/synth_tiny.h"
 #include "tmpfiles.h"
 
@@ -285,6 +287,42 @@ static void test_mistral(void) {
     tmp_dir_remove(strdup(dir));
 }
 
+/* The family table and what is made from it: every name elm_arch_names lists is a row, each of
+ * its HF names leads back to it (by model_type and by class) and is in the HF refusal's list, and
+ * its tiny model's default vocabulary is a fixture (the defaults as they were: llama-bpe, qwen2,
+ * phi-3, else llama-spm). */
+static void test_table(void) {
+    char names[256];
+    int n = 0;
+    snprintf(names, sizeof names, "%s", elm_arch_names());
+    for (char *save, *name = strtok_r(names, ", ", &save); name; name = strtok_r(NULL, ", ", &save)) {
+        const elm_arch *a = elm_arch_find(name);
+        CHECK(a && elm_arch_supported(name), "%s: listed, not found", name);
+        if (!a) continue;
+        n++;
+        for (int k = 0; k < ELM_ARCH_HF_MAX && a->hf[k].type; k++) {
+            const char *type = elm_arch_hf_type(a->hf[k].cls);
+            CHECK(elm_arch_from_hf(a->hf[k].type) == a && type && !strcmp(type, a->hf[k].type) &&
+                      strstr(elm_arch_hf_names(), a->hf[k].type),
+                  "%s: HF name %s / %s", name, a->hf[k].type, a->hf[k].cls);
+        }
+        char rel[128];
+        snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", elm_synth_tiny_vocab(name));
+        CHECK(access(fixture(rel), R_OK) == 0, "%s: no vocabulary %s", name, rel);
+    }
+    CHECK(n == 7, "%d families: %s", n, elm_arch_names());
+    CHECK(elm_arch_from_hf("mistral") == elm_arch_find("llama") && !elm_arch_find("mistral") &&
+              elm_arch_from_hf("gemma3") == elm_arch_find("gemma3") &&
+              !elm_arch_from_hf("mamba") && !elm_arch_hf_type("MambaForCausalLM"),
+          "HF aliases");
+    const struct { const char *arch, *vocab; } v[] = {
+        {"llama", "llama-bpe"}, {"qwen2", "qwen2"}, {"qwen3", "llama-spm"}, {"phi3", "phi-3"},
+        {"gemma", "llama-spm"}, {"mamba", "llama-spm"}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        CHECK(!strcmp(elm_synth_tiny_vocab(v[i].arch), v[i].vocab), "%s: tiny vocab %s",
+              v[i].arch, elm_synth_tiny_vocab(v[i].arch));
+}
+
 static void test_refusals(void) {
     expect_config_error("llama", "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
                         ELM_ERR_UNSUPPORTED, "rope_scaling type 'yarn' is not supported");
@@ -294,8 +332,10 @@ static void test_refusals(void) {
                         "activation 'relu'");
     expect_config_error("qwen2", "{\"use_sliding_window\": true}", ELM_ERR_UNSUPPORTED,
                         "use_sliding_window");
-    expect_config_error("llama", "{\"model_type\": \"mamba\"}", ELM_ERR_UNSUPPORTED,
-                        "unsupported architecture 'mamba'");
+    char runs[320];
+    snprintf(runs, sizeof runs, "unsupported architecture 'mamba' (edgelm runs %s)",
+             elm_arch_hf_names());
+    expect_config_error("llama", "{\"model_type\": \"mamba\"}", ELM_ERR_UNSUPPORTED, runs);
     expect_config_error("smollm3", "{\"no_rope_layers\": null}", ELM_ERR_FORMAT,
                         "key 'no_rope_layers' missing");
     expect_config_error("smollm3", "{\"no_rope_layers\": [1, 1, 0, 1]}", ELM_ERR_UNSUPPORTED,
@@ -338,6 +378,7 @@ int main(int argc, char **argv) {
     tmpdir = tmp_dir_new();
     CHECK(tmpdir != NULL, "mkdtemp");
     test_kernels();
+    test_table();
     if (tmpdir) {
         test_family("llama", "llama-spm");
         test_family("qwen2", "llama-spm");

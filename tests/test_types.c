@@ -360,9 +360,52 @@ static void test_names(void) {
     }
 }
 
+/* Each list of names holds every type that qualifies, once: a ", "-separated item, not a
+ * substring of a longer name (q4_k in iq4_k...). */
+static bool listed(const char *list, const char *name) {
+    const size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)); p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0')) return true;
+    return false;
+}
+
+/* The traits files and llama-quantize read: llama.cpp's general.file_type of a file of each type
+ * (LLAMA_FTYPE_MOSTLY_*, the _M recipe for the mid k-quants), its fallback type for rows a block
+ * does not divide, and the lists of names messages quote. */
+static void test_file_traits(void) {
+    const struct { elm_type t; uint32_t ftype; elm_type fallback; } g[] = {
+        {ELM_TYPE_F32, 0, ELM_TYPE_F32},      {ELM_TYPE_F16, 1, ELM_TYPE_F16},
+        {ELM_TYPE_Q4_0, 2, ELM_TYPE_F16},     {ELM_TYPE_Q4_1, 3, ELM_TYPE_F16},
+        {ELM_TYPE_Q8_0, 7, ELM_TYPE_F16},     {ELM_TYPE_Q5_0, 8, ELM_TYPE_F16},
+        {ELM_TYPE_Q5_1, 9, ELM_TYPE_F16},     {ELM_TYPE_Q2_K, 10, ELM_TYPE_Q4_0},
+        {ELM_TYPE_Q3_K, 12, ELM_TYPE_Q4_0},   {ELM_TYPE_Q4_K, 15, ELM_TYPE_Q5_0},
+        {ELM_TYPE_Q5_K, 17, ELM_TYPE_Q5_1},   {ELM_TYPE_Q6_K, 18, ELM_TYPE_Q8_0},
+        {ELM_TYPE_IQ4_NL, 25, ELM_TYPE_F16},  {ELM_TYPE_IQ4_XS, 30, ELM_TYPE_IQ4_NL},
+        {ELM_TYPE_BF16, 32, ELM_TYPE_BF16}};
+    int n_types = 0, n_listed = 0;
+    for (uint32_t t = 0; t < ELM_TYPE_COUNT; t++) {
+        const elm_type_traits *tt = elm_type_get(t);
+        if (!tt) continue;
+        n_types++;
+        n_listed += listed(elm_type_names(false), tt->name) &&
+                    listed(elm_type_names(true), tt->name) == (tt->from_float != NULL);
+    }
+    CHECK(n_types == (int)(sizeof g / sizeof g[0]) && n_listed == n_types,
+          "%d types, %d listed right: '%s' / '%s'", n_types, n_listed, elm_type_names(false),
+          elm_type_names(true));
+    for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
+        const elm_type_traits *tt = elm_type_get(g[i].t), *fb = elm_type_get(g[i].fallback);
+        CHECK(tt && tt->file_type == g[i].ftype && tt->fallback == g[i].fallback &&
+                  fb->block_size <= ELM_QK,
+              "%s: file type %u, fallback %d", tt ? tt->name : "?", tt ? tt->file_type : 0,
+              tt ? (int)tt->fallback : -1);
+    }
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     test_names();
+    test_file_traits();
     test_f16();
     test_bf16();
     test_known_blocks();

@@ -42,7 +42,7 @@ typedef enum elm_chat_template {
  * "smollm3-no-think". */
 const char *elm_chat_template_name(elm_chat_template t);
 
-/* The names above, comma-separated, for messages. */
+/* The names above, comma-separated, for messages: a static string, built once (thread-safe). */
 const char *elm_chat_template_names(void);
 
 /* The template of t's family with thinking on or off (Qwen3's enable_thinking, SmolLM3's /think

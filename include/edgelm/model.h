@@ -141,7 +141,8 @@ elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model
 void elm_model_free(elm_model *m);
 
 /* Whether edgelm runs GGUF architecture `arch`, and the names of those it runs ("llama, qwen2,
- * qwen3, phi3, gemma, gemma3, smollm3"), for messages. */
+ * qwen3, phi3, gemma, gemma3, smollm3"), for messages: a static string made once from the family
+ * table (thread-safe). */
 bool elm_arch_supported(const char *arch);
 const char *elm_arch_names(void);
 

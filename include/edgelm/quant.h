@@ -58,9 +58,9 @@ typedef struct elm_quantize_summary {
                               * without Linux's /proc */
 } elm_quantize_summary;
 
-/* llama.cpp's general.file_type for a model mostly of `type` (docs/formats.md): f32 0, f16 1, q4_0 2,
- * q4_1 3, q8_0 7, q5_0 8, q5_1 9, bf16 32; q2_k 10, q3_k 12, q4_k 15, q5_k 17, q6_k 18, iq4_nl 25,
- * iq4_xs 30 (llama.cpp's Q3_K_M, Q4_K_M, Q5_K_M for the mid k-quants). */
+/* llama.cpp's general.file_type for a model mostly of `type` (docs/formats.md): the type's traits'
+ * file_type (f32 0, f16 1, q4_0 2, ...; llama.cpp's Q3_K_M, Q4_K_M, Q5_K_M for the mid k-quants),
+ * 0 for an id edgelm does not handle. */
 uint32_t elm_file_type_of(elm_type type);
 
 
@@ -195,6 +195,10 @@ typedef struct elm_quant_policy {
  * *ftype gets llama.cpp's file type (general.file_type) and *base the recipe's main tensor type.
  * false for any other name. */
 bool elm_quant_recipe_from_name(const char *name, uint32_t *ftype, elm_type *base);
+
+/* The recipes' names above, ", "-separated, for messages: a static string, built once
+ * (thread-safe). */
+const char *elm_quant_recipe_names(void);
 
 #define ELM_REASON_MAX 80
 

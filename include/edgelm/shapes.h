@@ -53,7 +53,7 @@ elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char 
 /* ---------------------------------------------------------------- synth: tiny families */
 
 typedef struct elm_synth_tiny {
-    const char *arch;       /* GGUF architecture: llama, qwen2, qwen3, phi3, gemma, smollm3 */
+    const char *arch;       /* GGUF architecture, one of elm_arch_names() */
     const char *vocab_path; /* a GGUF file with a tokenizer (vocab-only files work) */
     uint64_t seed;
     float std;              /* standard deviation of the weights; 0 means 0.3 */
@@ -65,6 +65,11 @@ typedef struct elm_synth_tiny {
  * unknown arch, the vocab loader's and the writers' (naming the path). */
 elm_status elm_synth_tiny_write(const elm_synth_tiny *o, const char *gguf_path, const char *hf_dir,
                                 int64_t *n_params, int32_t *n_vocab, elm_error *err);
+
+/* The tokenizer family arch's tiny model takes by default: the V of llama.cpp's vocab fixture
+ * ggml-vocab-V.gguf ("llama-bpe" for llama, "qwen2", "phi-3"), "llama-spm" for the other
+ * families and for a name that is none. */
+const char *elm_synth_tiny_vocab(const char *arch);
 
 /* ---------------------------------------------------------------- plan */
 

@@ -1,6 +1,7 @@
 /* Tensor element types (ggml type ids, GGUF spec) and their traits table: block size, bytes per
- * block, conversion to float and the round-to-nearest reference quantizer (docs/formats.md, "ggml
- * blocks"). One table drives dequantization, quantization and the kernels for every type. */
+ * block, conversion to float, the round-to-nearest reference quantizer (docs/formats.md, "ggml
+ * blocks") and what files and llama-quantize say of the type. One table drives dequantization,
+ * quantization, the file types written and the kernels for every type. */
 #ifndef EDGELM_TYPES_H
 #define EDGELM_TYPES_H
 
@@ -45,6 +46,14 @@ typedef struct elm_type_traits {
      * with llama-quantize without importance matrix; NULL for a type edgelm reads but does not
      * write yet. */
     void (*from_float)(const float *src, void *dst, int64_t n);
+    /* llama.cpp's general.file_type (LLAMA_FTYPE_*) for a file mostly of this type: 0 for F32
+     * (all F32); for Q3_K, Q4_K and Q5_K their _M recipes' (12, 15, 17), as llama-quantize writes
+     * for a whole file of one of them. */
+    uint32_t file_type;
+    /* The type llama-quantize writes instead when a row is not a multiple of block_size (Q4_K ->
+     * Q5_0, IQ4_XS -> IQ4_NL; F16 for the 32-weight types); F16 again when that one does not fit
+     * either. The float types name themselves (block_size 1 fits every row). */
+    elm_type fallback;
 } elm_type_traits;
 
 /* Traits of a supported type, or NULL for an id edgelm does not handle. */
@@ -52,6 +61,10 @@ const elm_type_traits *elm_type_get(uint32_t type);
 
 /* Parses "q4_0", "f16", ... (case-insensitive); returns false if unknown. */
 bool elm_type_from_name(const char *name, elm_type *out);
+
+/* The names of the types edgelm reads ("f32, f16, q4_0, ...", by id), or with `writable` those it
+ * also writes (from_float set), for messages. A static string, built once (thread-safe). */
+const char *elm_type_names(bool writable);
 
 /* Bytes of a row of n elements, or 0 if n is not a multiple of the block size. */
 size_t elm_row_bytes(elm_type type, int64_t n);

@@ -58,3 +58,16 @@ char *elm_sb_finish(elm_sbuf *b) {
     b->s[b->len] = '\0';
     return b->s;
 }
+
+void elm_list_add(char *buf, size_t cap, const char *item) {
+    const size_t len = strnlen(buf, cap);
+    if (len + 1 < cap) snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", item);
+}
+
+const char *elm_names_get(elm_names *l, void (*fill)(char *buf, size_t cap)) {
+    pthread_mutex_lock(&l->lock);
+    if (!l->built) fill(l->s, sizeof l->s);
+    l->built = true;
+    pthread_mutex_unlock(&l->lock);
+    return l->s;
+}

@@ -1,6 +1,6 @@
-/* The tensor type traits table (types.h): block geometry and each type's decoder and
- * round-to-nearest encoder (the block types' codecs are in codecs/), plus the F32, F16 and BF16
- * rows and the IEEE half and bfloat16 conversions. */
+/* The tensor type traits table (types.h): block geometry, each type's decoder and
+ * round-to-nearest encoder (the block types' codecs are in codecs/), its llama.cpp file type and
+ * fallback, plus the F32, F16 and BF16 rows and the IEEE half and bfloat16 conversions. */
 #include <math.h>
 #include <string.h>
 #include <strings.h>
@@ -8,6 +8,7 @@
 #include "codecs/kquant_codec.h"
 #include "codecs/legacy.h"
 #include "core/half.h"
+#include "core/strbuf.h"
 #include "edgelm/types.h"
 
 /* ---- half and bfloat16 ---- */
@@ -112,32 +113,42 @@ static void bf16_from_float(const float *src, void *dst, int64_t n) {
 /* ---- the table ---- */
 
 /* Block bytes as the sum of each layout's fields in their order (docs/formats.md, docs/kquants.md):
- * f16 scales d (and m, dmin) are 2 bytes each, qh the fifth bits, qs the packed codes. */
+ * f16 scales d (and m, dmin) are 2 bytes each, qh the fifth bits, qs the packed codes. Then
+ * llama.cpp's file type (LLAMA_FTYPE_MOSTLY_*) and llama-quantize's fallback type. */
+#define ROW(nm, bs, bytes, bpw, to, from, ftype, fb)                                               \
+    {.name = nm, .block_size = bs, .block_bytes = bytes, .bits_per_weight = bpw, .to_float = to,  \
+     .from_float = from, .file_type = ftype, .fallback = fb}
 static const elm_type_traits traits[ELM_TYPE_COUNT] = {
-    [ELM_TYPE_F32] = {"f32", 1, 4, 32.0, f32_to_float, f32_from_float},
-    [ELM_TYPE_F16] = {"f16", 1, 2, 16.0, f16_to_float, f16_from_float},
-    [ELM_TYPE_BF16] = {"bf16", 1, 2, 16.0, bf16_to_float, bf16_from_float},
-    [ELM_TYPE_Q8_0] = {"q8_0", ELM_QK, 2 + 32, 8.5, elm_q8_0_to_float, elm_q8_0_from_float},        /* d qs */
-    [ELM_TYPE_Q4_0] = {"q4_0", ELM_QK, 2 + 16, 4.5, elm_q4_0_to_float, elm_q4_0_from_float},        /* d qs */
-    [ELM_TYPE_Q4_1] = {"q4_1", ELM_QK, 2 + 2 + 16, 5.0, elm_q4_1_to_float, elm_q4_1_from_float},    /* d m qs */
-    [ELM_TYPE_Q5_0] = {"q5_0", ELM_QK, 2 + 4 + 16, 5.5, elm_q5_0_to_float, elm_q5_0_from_float},    /* d qh qs */
-    [ELM_TYPE_Q5_1] = {"q5_1", ELM_QK, 2 + 2 + 4 + 16, 6.0, elm_q5_1_to_float, elm_q5_1_from_float}, /* d m qh qs */
+    [ELM_TYPE_F32] = ROW("f32", 1, 4, 32.0, f32_to_float, f32_from_float, 0, ELM_TYPE_F32),
+    [ELM_TYPE_F16] = ROW("f16", 1, 2, 16.0, f16_to_float, f16_from_float, 1, ELM_TYPE_F16),
+    [ELM_TYPE_BF16] = ROW("bf16", 1, 2, 16.0, bf16_to_float, bf16_from_float, 32, ELM_TYPE_BF16),
+    [ELM_TYPE_Q8_0] = ROW("q8_0", ELM_QK, 2 + 32, 8.5, elm_q8_0_to_float, elm_q8_0_from_float, 7,
+                          ELM_TYPE_F16), /* d qs */
+    [ELM_TYPE_Q4_0] = ROW("q4_0", ELM_QK, 2 + 16, 4.5, elm_q4_0_to_float, elm_q4_0_from_float, 2,
+                          ELM_TYPE_F16), /* d qs */
+    [ELM_TYPE_Q4_1] = ROW("q4_1", ELM_QK, 2 + 2 + 16, 5.0, elm_q4_1_to_float, elm_q4_1_from_float,
+                          3, ELM_TYPE_F16), /* d m qs */
+    [ELM_TYPE_Q5_0] = ROW("q5_0", ELM_QK, 2 + 4 + 16, 5.5, elm_q5_0_to_float, elm_q5_0_from_float,
+                          8, ELM_TYPE_F16), /* d qh qs */
+    [ELM_TYPE_Q5_1] = ROW("q5_1", ELM_QK, 2 + 2 + 4 + 16, 6.0, elm_q5_1_to_float,
+                          elm_q5_1_from_float, 9, ELM_TYPE_F16), /* d m qh qs */
     /* super-block types: kquant_decode.c, kquant_encode.c */
-    [ELM_TYPE_Q2_K] = {"q2_k", ELM_QK_K, 16 + 64 + 2 + 2, 2.625, elm_q2_k_to_float,
-                       elm_q2_k_from_float}, /* scales qs d dmin */
-    [ELM_TYPE_Q3_K] = {"q3_k", ELM_QK_K, 32 + 64 + 12 + 2, 3.4375, elm_q3_k_to_float,
-                       elm_q3_k_from_float}, /* hmask qs scales d */
-    [ELM_TYPE_Q4_K] = {"q4_k", ELM_QK_K, 2 + 2 + 12 + 128, 4.5, elm_q4_k_to_float,
-                       elm_q4_k_from_float}, /* d dmin scales qs */
-    [ELM_TYPE_Q5_K] = {"q5_k", ELM_QK_K, 2 + 2 + 12 + 32 + 128, 5.5, elm_q5_k_to_float,
-                       elm_q5_k_from_float}, /* d dmin scales qh qs */
-    [ELM_TYPE_Q6_K] = {"q6_k", ELM_QK_K, 128 + 64 + 16 + 2, 6.5625, elm_q6_k_to_float,
-                       elm_q6_k_from_float}, /* ql qh scales d */
-    [ELM_TYPE_IQ4_NL] = {"iq4_nl", ELM_QK, 2 + 16, 4.5, elm_iq4_nl_to_float,
-                         elm_iq4_nl_from_float}, /* d qs */
-    [ELM_TYPE_IQ4_XS] = {"iq4_xs", ELM_QK_K, 2 + 2 + 4 + 128, 4.25, elm_iq4_xs_to_float,
-                         elm_iq4_xs_from_float}, /* d scales_h scales_l qs */
+    [ELM_TYPE_Q2_K] = ROW("q2_k", ELM_QK_K, 16 + 64 + 2 + 2, 2.625, elm_q2_k_to_float,
+                          elm_q2_k_from_float, 10, ELM_TYPE_Q4_0), /* scales qs d dmin */
+    [ELM_TYPE_Q3_K] = ROW("q3_k", ELM_QK_K, 32 + 64 + 12 + 2, 3.4375, elm_q3_k_to_float,
+                          elm_q3_k_from_float, 12, ELM_TYPE_Q4_0), /* hmask qs scales d */
+    [ELM_TYPE_Q4_K] = ROW("q4_k", ELM_QK_K, 2 + 2 + 12 + 128, 4.5, elm_q4_k_to_float,
+                          elm_q4_k_from_float, 15, ELM_TYPE_Q5_0), /* d dmin scales qs */
+    [ELM_TYPE_Q5_K] = ROW("q5_k", ELM_QK_K, 2 + 2 + 12 + 32 + 128, 5.5, elm_q5_k_to_float,
+                          elm_q5_k_from_float, 17, ELM_TYPE_Q5_1), /* d dmin scales qh qs */
+    [ELM_TYPE_Q6_K] = ROW("q6_k", ELM_QK_K, 128 + 64 + 16 + 2, 6.5625, elm_q6_k_to_float,
+                          elm_q6_k_from_float, 18, ELM_TYPE_Q8_0), /* ql qh scales d */
+    [ELM_TYPE_IQ4_NL] = ROW("iq4_nl", ELM_QK, 2 + 16, 4.5, elm_iq4_nl_to_float,
+                            elm_iq4_nl_from_float, 25, ELM_TYPE_F16), /* d qs */
+    [ELM_TYPE_IQ4_XS] = ROW("iq4_xs", ELM_QK_K, 2 + 2 + 4 + 128, 4.25, elm_iq4_xs_to_float,
+                            elm_iq4_xs_from_float, 30, ELM_TYPE_IQ4_NL), /* d scales_h scales_l qs */
 };
+#undef ROW
 
 const elm_type_traits *elm_type_get(uint32_t type) {
     if (type >= ELM_TYPE_COUNT || !traits[type].name) return NULL;
@@ -152,6 +163,20 @@ bool elm_type_from_name(const char *name, elm_type *out) {
             return true;
         }
     return false;
+}
+
+static void fill_names(char *buf, size_t cap, bool writable) {
+    for (uint32_t t = 0; t < ELM_TYPE_COUNT; t++)
+        if (traits[t].name && (!writable || traits[t].from_float))
+            elm_list_add(buf, cap, traits[t].name);
+}
+
+static void fill_read(char *buf, size_t cap) { fill_names(buf, cap, false); }
+static void fill_write(char *buf, size_t cap) { fill_names(buf, cap, true); }
+
+const char *elm_type_names(bool writable) {
+    static elm_names read = ELM_NAMES_INIT, write = ELM_NAMES_INIT;
+    return writable ? elm_names_get(&write, fill_write) : elm_names_get(&read, fill_read);
 }
 
 size_t elm_row_bytes(elm_type type, int64_t n) {

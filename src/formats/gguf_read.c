@@ -567,9 +567,8 @@ static elm_status read_tensor_info(gguf *g, uint64_t idx, tinfo *t, elm_error *e
     if ((st = rd_u64(g, &t->offset, "tensor offset", err))) return st;
     if (!(t->tt = elm_type_get(type)))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: tensor '%s' has unsupported tensor type %u (edgelm reads f32, f16, "
-                          "bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k..q6_k, iq4_nl, iq4_xs)",
-                          g->path, t->name, type);
+                          "%s: tensor '%s' has unsupported tensor type %u (edgelm reads %s)",
+                          g->path, t->name, type, elm_type_names(false));
     t->type = (elm_type)type;
     if (t->ne[0] % t->tt->block_size != 0)
         return elm_errorf(err, ELM_ERR_FORMAT,

@@ -346,11 +346,7 @@ elm_status elm_hf_add_llama3_freqs(elm_model *m, const float llama3[4], elm_erro
 static uint32_t file_type_of(const elm_model *m) {
     for (int32_t i = 1; i < m->n_tensors; i++)
         if (m->tensors[i].type != m->tensors[0].type) return 0;
-    switch (m->n_tensors ? m->tensors[0].type : ELM_TYPE_F32) {
-    case ELM_TYPE_F16: return 1;
-    case ELM_TYPE_BF16: return 32;
-    default: return 0;
-    }
+    return m->n_tensors ? elm_type_get(m->tensors[0].type)->file_type : 0;
 }
 
 /* Folder name without trailing slashes, as the model's display name. */

@@ -55,19 +55,13 @@ static bool get_true(const cJSON *root, const char *key) {
 
 /* model_type, else the family of architectures[0] ("Qwen2ForCausalLM" -> "qwen2"). */
 static const char *model_type(const cJSON *root) {
-    static const struct { const char *cls, *type; } classes[] = {
-        {"LlamaForCausalLM", "llama"}, {"MistralForCausalLM", "mistral"},
-        {"Qwen2ForCausalLM", "qwen2"}, {"Qwen3ForCausalLM", "qwen3"}, {"Phi3ForCausalLM", "phi3"},
-        {"GemmaForCausalLM", "gemma"}, {"Gemma3ForCausalLM", "gemma3_text"},
-        {"Gemma3ForConditionalGeneration", "gemma3"}, {"SmolLM3ForCausalLM", "smollm3"}};
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(root, "model_type");
     if (cJSON_IsString(type)) return type->valuestring;
     const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
     const cJSON *first = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
     if (!cJSON_IsString(first)) return "llama";
-    for (size_t i = 0; i < sizeof classes / sizeof classes[0]; i++)
-        if (strcmp(first->valuestring, classes[i].cls) == 0) return classes[i].type;
-    return first->valuestring;
+    const char *family = elm_arch_hf_type(first->valuestring);
+    return family ? family : first->valuestring;
 }
 
 /* The activation the family's MLP uses, from hidden_act (Gemma: hidden_activation first, where
@@ -96,9 +90,9 @@ static elm_status check_arch(const char *path, const cJSON *root, const cJSON *c
     const elm_arch *a = elm_arch_from_hf(type);
     snprintf(hp->arch, sizeof hp->arch, "%s", a ? a->name : type);
     if (!a)
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: unsupported architecture '%s' (edgelm "
-                          "runs llama, mistral, qwen2, qwen3, phi3, gemma, gemma3, smollm3)", path,
-                          hp->arch);
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: unsupported architecture '%s' (edgelm runs %s)", path, hp->arch,
+                          elm_arch_hf_names());
     *arch = a;
     if (!a->qkv_bias && (get_true(root, "attention_bias") || get_true(root, "mlp_bias")))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: %s with bias terms is not supported",

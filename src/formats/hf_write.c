@@ -48,8 +48,8 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
     const elm_hparams *hp = &m->hp;
     cJSON *c = cJSON_CreateObject();
     cJSON *archs = cJSON_AddArrayToObject(c, "architectures");
-    cJSON_AddItemToArray(archs, cJSON_CreateString(a->hf_class));
-    cJSON_AddStringToObject(c, "model_type", a->hf_type);
+    cJSON_AddItemToArray(archs, cJSON_CreateString(a->hf[0].cls));
+    cJSON_AddStringToObject(c, "model_type", a->hf[0].type);
     cJSON_AddNumberToObject(c, "hidden_size", hp->dim);
     cJSON_AddNumberToObject(c, "intermediate_size", hp->ffn_dim);
     cJSON_AddNumberToObject(c, "num_hidden_layers", hp->n_layers);
@@ -124,7 +124,7 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
         if (!elm_hf_name_of(m->hp.arch, t->name, it->name, sizeof it->name)) {
             if (strcmp(t->name, "rope_freqs.weight") == 0) continue; /* config.json */
             return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' has no place in the %s "
-                              "Hugging Face layout", path, t->name, a->hf_type);
+                              "Hugging Face layout", path, t->name, a->hf[0].type);
         }
         const size_t len = strlen(t->name);
         it->t = t;

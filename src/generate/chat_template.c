@@ -121,9 +121,13 @@ bool elm_chat_template_parse(const char *name, elm_chat_template *out) {
     return false;
 }
 
+static void fill_names(char *buf, size_t cap) {
+    for (int t = 0; t < ELM_TEMPLATE_COUNT; t++) elm_list_add(buf, cap, specs[t].name);
+}
+
 const char *elm_chat_template_names(void) {
-    return "plain, llama2, llama3, chatml, phi3, gemma, qwen3, qwen3-no-think, smollm3, "
-           "smollm3-no-think";
+    static elm_names names = ELM_NAMES_INIT;
+    return elm_names_get(&names, fill_names);
 }
 
 elm_chat_template elm_chat_template_thinking(elm_chat_template t, bool on) {

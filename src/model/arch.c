@@ -1,52 +1,86 @@
-/* The architecture table (see arch.h). Sources: the models' Hugging Face modeling code
- * (LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM,
- * GemmaForCausalLM, Gemma3ForCausalLM, SmolLM3ForCausalLM) and
- * the GGUF files llama.cpp's converter writes for them (interleaved RoPE with permuted q/k for
- * llama, NEOX for the others; Gemma's norm weights stored + 1; Phi-3's fused tensors kept). */
+/* The architecture table (see arch.h) and what is derived from it. Sources: the models' Hugging
+ * Face modeling code (the classes in the rows) and the GGUF files llama.cpp's converter writes
+ * for them (interleaved RoPE with permuted q/k for llama, NEOX for the others; Gemma's norm
+ * weights stored + 1; Phi-3's fused tensors kept). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "model/arch.h"
 
 static const elm_arch archs[] = {
+    /* Mistral is Llama with an optional sliding window, and llama.cpp converts it as "llama" */
     {.name = "llama", .rope = ELM_ROPE_NORM, .act = ELM_ACT_SILU, .hf_permute_qk = true,
-     .hf_type = "llama", .hf_class = "LlamaForCausalLM"},
+     .hf = {{"llama", "LlamaForCausalLM"}, {"mistral", "MistralForCausalLM"}},
+     .tiny_vocab = "llama-bpe"},
     {.name = "qwen2", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qkv_bias = true,
-     .hf_type = "qwen2", .hf_class = "Qwen2ForCausalLM"},
+     .hf = {{"qwen2", "Qwen2ForCausalLM"}}, .tiny_vocab = "qwen2"},
     {.name = "qwen3", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qk_norm = true,
-     .hf_type = "qwen3", .hf_class = "Qwen3ForCausalLM"},
+     .hf = {{"qwen3", "Qwen3ForCausalLM"}}},
     {.name = "phi3", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .fused_qkv = true,
-     .fused_gate_up = true, .hf_type = "phi3", .hf_class = "Phi3ForCausalLM"},
+     .fused_gate_up = true, .hf = {{"phi3", "Phi3ForCausalLM"}}, .tiny_vocab = "phi-3"},
     {.name = "gemma", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_GELU_TANH, .embd_scale = true,
-     .norm_plus_one = true, .hf_tied_default = true, .hf_type = "gemma",
-     .hf_class = "GemmaForCausalLM"},
+     .norm_plus_one = true, .hf_tied_default = true, .hf = {{"gemma", "GemmaForCausalLM"}}},
     /* Gemma's conventions plus q/k norms, post-norms and local (windowed) layers, 5 of every 6 */
     {.name = "gemma3", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_GELU_TANH, .embd_scale = true,
      .qk_norm = true, .post_norms = true, .swa_period = 6, .norm_plus_one = true,
-     .hf_tied_default = true, .hf_type = "gemma3_text", .hf_class = "Gemma3ForCausalLM"},
+     .hf_tied_default = true,
+     .hf = {{"gemma3_text", "Gemma3ForCausalLM"}, {"gemma3", "Gemma3ForConditionalGeneration"}}},
     /* Llama's layout and RoPE pairing (llama.cpp's converter permutes it like Llama's) */
     {.name = "smollm3", .rope = ELM_ROPE_NORM, .act = ELM_ACT_SILU, .nope_every = 4,
-     .hf_permute_qk = true, .hf_type = "smollm3", .hf_class = "SmolLM3ForCausalLM"},
+     .hf_permute_qk = true, .hf = {{"smollm3", "SmolLM3ForCausalLM"}}},
 };
+#define N_ARCHS (sizeof archs / sizeof archs[0])
 
 const elm_arch *elm_arch_find(const char *name) {
-    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
+    for (size_t i = 0; i < N_ARCHS; i++)
         if (strcmp(name, archs[i].name) == 0) return &archs[i];
     return NULL;
 }
 
-const elm_arch *elm_arch_from_hf(const char *model_type) {
-    /* Mistral is Llama with an optional sliding window, and llama.cpp converts it as "llama". */
-    if (strcmp(model_type, "mistral") == 0) return &archs[0];
-    /* Gemma 3's multimodal checkpoints: the text model's config is their text_config */
-    if (strcmp(model_type, "gemma3") == 0) return elm_arch_find("gemma3");
-    for (size_t i = 0; i < sizeof archs / sizeof archs[0]; i++)
-        if (strcmp(model_type, archs[i].hf_type) == 0) return &archs[i];
+/* The HF name whose class (by_class) or model_type is key, its family in *arch; NULL if none. */
+static const elm_arch_hf *hf_find(const char *key, bool by_class, const elm_arch **arch) {
+    for (size_t i = 0; i < N_ARCHS; i++)
+        for (const elm_arch_hf *h = archs[i].hf; h < archs[i].hf + ELM_ARCH_HF_MAX && h->type; h++)
+            if (strcmp(key, by_class ? h->cls : h->type) == 0) {
+                *arch = &archs[i];
+                return h;
+            }
     return NULL;
 }
 
-const char *elm_arch_names(void) { return "llama, qwen2, qwen3, phi3, gemma, gemma3, smollm3"; }
+const elm_arch *elm_arch_from_hf(const char *model_type) {
+    const elm_arch *a = NULL;
+    hf_find(model_type, false, &a);
+    return a;
+}
+
+const char *elm_arch_hf_type(const char *cls) {
+    const elm_arch *a;
+    const elm_arch_hf *h = hf_find(cls, true, &a);
+    return h ? h->type : NULL;
+}
+
+static void fill_names(char *buf, size_t cap) {
+    for (size_t i = 0; i < N_ARCHS; i++) elm_list_add(buf, cap, archs[i].name);
+}
+
+static void fill_hf_names(char *buf, size_t cap) {
+    for (size_t i = 0; i < N_ARCHS; i++)
+        for (int k = 0; k < ELM_ARCH_HF_MAX && archs[i].hf[k].type; k++)
+            elm_list_add(buf, cap, archs[i].hf[k].type);
+}
+
+const char *elm_arch_names(void) {
+    static elm_names names = ELM_NAMES_INIT;
+    return elm_names_get(&names, fill_names);
+}
+
+const char *elm_arch_hf_names(void) {
+    static elm_names names = ELM_NAMES_INIT;
+    return elm_names_get(&names, fill_hf_names);
+}
 
 void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp) {
     if (!a->swa_period || hp->n_swa <= 0) return;

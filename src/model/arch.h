@@ -1,12 +1,21 @@
-/* The model families edgelm runs, as data: what distinguishes each architecture in the forward
- * pass, in GGUF (tensor names and keys use llama.cpp's architecture name) and in the family's
- * Hugging Face layout (config.json model_type, tensor names, conventions). Loaders, the binder,
- * the GGUF writer, `synth` and `plan` all read this one table. */
+/* The model families edgelm runs, as data: one row per family says what distinguishes it in the
+ * forward pass, in GGUF (tensor names and keys use llama.cpp's architecture name) and in its
+ * Hugging Face layout (config.json model_type and class, tensor names, conventions). Loaders, the
+ * binder, the GGUF and HF writers, `synth` and `plan` all read this one table, and the lists of
+ * names in messages are made from it. */
 #ifndef EDGELM_MODEL_ARCH_H
 #define EDGELM_MODEL_ARCH_H
 
 #include <stdbool.h>
 #include "edgelm/model.h"
+
+/* How a family's Hugging Face checkpoints name it. */
+typedef struct elm_arch_hf {
+    const char *type; /* config.json model_type */
+    const char *cls;  /* config.json architectures[0] */
+} elm_arch_hf;
+
+#define ELM_ARCH_HF_MAX 2
 
 typedef struct elm_arch {
     const char *name;        /* GGUF general.architecture */
@@ -23,16 +32,27 @@ typedef struct elm_arch {
     bool norm_plus_one;      /* HF norm weights w multiply as (1 + w); GGUF stores 1 + w (Gemma) */
     bool hf_permute_qk;      /* HF q/k rows are rotate-half, the GGUF interleaved (Llama) */
     bool hf_tied_default;    /* HF tie_word_embeddings default (Gemma: true) */
-    const char *hf_type;     /* config.json model_type */
-    const char *hf_class;    /* config.json architectures[0] */
+    /* its HF names: hf[0] is what edgelm writes; the others read as this family too (Mistral's
+     * as Llama; Gemma 3's multimodal checkpoints, the text model's config in text_config) */
+    elm_arch_hf hf[ELM_ARCH_HF_MAX];
+    const char *tiny_vocab;  /* synth --tiny's default tokenizer fixture, ggml-vocab-<this>.gguf;
+                              * NULL: llama-spm */
 } elm_arch;
 
 /* The architecture of GGUF name `name`, or NULL. */
 const elm_arch *elm_arch_find(const char *name);
 
-/* The architecture for a config.json model_type ("llama", "mistral" -> llama, "qwen2", "qwen3",
- * "phi3", "gemma", "gemma3_text" and "gemma3" -> gemma3, "smollm3"), or NULL. */
+/* The architecture for a config.json model_type (any of a row's hf[].type: "mistral" -> llama,
+ * "gemma3_text" and "gemma3" -> gemma3), or NULL. */
 const elm_arch *elm_arch_from_hf(const char *model_type);
+
+/* The config.json model_type of HF class `cls` (architectures[0], "Qwen2ForCausalLM" -> "qwen2"),
+ * or NULL for a class of no family edgelm runs. */
+const char *elm_arch_hf_type(const char *cls);
+
+/* The model_types elm_arch_from_hf takes ("llama, mistral, qwen2, ..."), for messages: a static
+ * string, built once (thread-safe). */
+const char *elm_arch_hf_names(void);
 
 /* Fills hp's family defaults that files leave out: Gemma 3's local layers (with a window) are 5
  * of every 6, with RoPE base 10000, as llama.cpp assumes when its converter writes neither. */

@@ -16,29 +16,6 @@
 #include "quant/checkpoint.h"
 #include "quant/layerwise.h"
 
-uint32_t elm_file_type_of(elm_type type) {
-    switch (type) {
-    case ELM_TYPE_F32: return 0;
-    case ELM_TYPE_F16: return 1;
-    case ELM_TYPE_Q4_0: return 2;
-    case ELM_TYPE_Q4_1: return 3;
-    case ELM_TYPE_Q8_0: return 7;
-    case ELM_TYPE_Q5_0: return 8;
-    case ELM_TYPE_Q5_1: return 9;
-    case ELM_TYPE_BF16: return 32;
-    /* llama.cpp's file types for a whole file of one k-quant (its "Q3_K" means Q3_K_M) */
-    case ELM_TYPE_Q2_K: return 10;
-    case ELM_TYPE_Q3_K: return 12;
-    case ELM_TYPE_Q4_K: return 15;
-    case ELM_TYPE_Q5_K: return 17;
-    case ELM_TYPE_Q6_K: return 18;
-    case ELM_TYPE_IQ4_NL: return 25;
-    case ELM_TYPE_IQ4_XS: return 30;
-    case ELM_TYPE_COUNT: break;
-    }
-    return 0;
-}
-
 typedef struct wjob {
     const elm_model *m;           /* the input model (names, error messages) */
     const elm_tensor *src;        /* [n] tensors to convert: m's, or the calibrated working copy */

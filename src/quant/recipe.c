@@ -1,5 +1,6 @@
-/* llama-quantize's recipes (recipe.h). A recipe starts every matrix at its base type and moves
- * the sensitive ones up: the output projection (and a tied embedding) to Q6_K, attn_v and
+/* llama-quantize's recipes (recipe.h), and the file type and fallback of one type, read from its
+ * traits (elm_file_type_of, elm_type_fallback). A recipe starts every matrix at its base type and
+ * moves the sensitive ones up: the output projection (and a tied embedding) to Q6_K, attn_v and
  * ffn_down of some layers, attn_output for the 2- and 3-bit recipes. Layer-dependent bumps count
  * tensors in llama.cpp's iteration order (by layer, then by name), which is what
  * use_more_bits(i, n) sees. Only the rules that apply to the dense Llama-family models edgelm
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/strbuf.h"
 #include "quant/recipe.h"
 
 /* llama.cpp's LLAMA_FTYPE_MOSTLY_* values */
@@ -38,6 +40,15 @@ bool elm_quant_recipe_from_name(const char *name, uint32_t *ftype, elm_type *bas
     return false;
 }
 
+static void fill_names(char *buf, size_t cap) {
+    for (size_t i = 0; i < N_RECIPES; i++) elm_list_add(buf, cap, recipes[i].name);
+}
+
+const char *elm_quant_recipe_names(void) {
+    static elm_names names = ELM_NAMES_INIT;
+    return elm_names_get(&names, fill_names);
+}
+
 static const char *recipe_name(uint32_t ftype) {
     for (size_t i = 0; i < N_RECIPES; i++)
         if (recipes[i].ftype == ftype) return recipes[i].name;
@@ -46,17 +57,14 @@ static const char *recipe_name(uint32_t ftype) {
 
 elm_type elm_type_fallback(elm_type type, int64_t ne0) {
     if (elm_row_bytes(type, ne0)) return type;
-    elm_type t = type;
-    switch (type) {
-    case ELM_TYPE_Q2_K:
-    case ELM_TYPE_Q3_K: t = ELM_TYPE_Q4_0; break;
-    case ELM_TYPE_Q4_K: t = ELM_TYPE_Q5_0; break;
-    case ELM_TYPE_Q5_K: t = ELM_TYPE_Q5_1; break;
-    case ELM_TYPE_Q6_K: t = ELM_TYPE_Q8_0; break;
-    case ELM_TYPE_IQ4_XS: t = ELM_TYPE_IQ4_NL; break;
-    default: break;
-    }
+    const elm_type_traits *tt = elm_type_get((uint32_t)type);
+    const elm_type t = tt ? tt->fallback : ELM_TYPE_F16;
     return elm_row_bytes(t, ne0) ? t : ELM_TYPE_F16;
+}
+
+uint32_t elm_file_type_of(elm_type type) {
+    const elm_type_traits *tt = elm_type_get((uint32_t)type);
+    return tt ? tt->file_type : 0;
 }
 
 typedef enum { C_OTHER, C_OUTPUT, C_TOKEN_EMBD, C_ATTN_V, C_ATTN_OUTPUT, C_FFN_DOWN } category;

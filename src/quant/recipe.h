@@ -12,8 +12,8 @@ elm_status elm_recipe_plan(const elm_model *m, uint32_t ftype, bool with_imatrix
                            elm_tensor_plan *plan, elm_error *err);
 
 /* The type llama-quantize writes for `type` on rows of ne0 weights: type itself when its block
- * divides ne0, else its smaller-block stand-in (Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1,
- * Q6_K -> Q8_0, IQ4_XS -> IQ4_NL), else F16. */
+ * divides ne0, else its traits' fallback (Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1,
+ * Q6_K -> Q8_0, IQ4_XS -> IQ4_NL) when that one's does, else F16. */
 elm_type elm_type_fallback(elm_type type, int64_t ne0);
 
 #endif

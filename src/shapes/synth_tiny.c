@@ -120,6 +120,11 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
     return ELM_OK;
 }
 
+const char *elm_synth_tiny_vocab(const char *arch) {
+    const elm_arch *a = elm_arch_find(arch);
+    return a && a->tiny_vocab ? a->tiny_vocab : "llama-spm";
+}
+
 elm_status elm_synth_tiny_write(const elm_synth_tiny *o, const char *gguf_path, const char *hf_dir,
                                 int64_t *n_params, int32_t *n_vocab, elm_error *err) {
     elm_model *m = NULL;

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -42,15 +41,9 @@ static void on_note(const char *msg, void *user) {
     fprintf(stderr, "%sedgelm: %s\n", b->tty ? "\r\033[K" : "", msg);
 }
 
-/* the types a tensor can be written in (--type takes the k-quant names as recipes first) */
-static const char *const allowed[] = {"q8_0", "q4_0", "q4_1", "q5_0",   "q5_1",   "q2_k",
-                                      "q3_k", "q4_k", "q5_k", "q6_k",   "iq4_nl", "iq4_xs",
-                                      "f16",  "bf16", "f32"};
-
+/* A type a tensor can be written in (--type takes the k-quant names as recipes first). */
 static bool parse_type(const char *name, elm_type *out) {
-    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
-        if (!strcasecmp(name, allowed[i])) return elm_type_from_name(name, out);
-    return false;
+    return elm_type_from_name(name, out) && elm_type_get(*out)->from_float;
 }
 
 static int print_json(const elm_quant_params *p, const elm_quant_report *r) {
@@ -119,10 +112,13 @@ static bool add_override(const char *opt, const char *v, void *dst) {
 }
 
 static int parse(quant_opts *o, int argc, char **argv) {
+    char lists[768];
+    snprintf(lists, sizeof lists, "types:   %s\nrecipes: %s", elm_type_names(true),
+             elm_quant_recipe_names());
     const cli_opt opts[] = {
         CLI_OPT_MODEL(&o->in),
         {"-o, --output", "OUT", CLI_TEXT, &o->out, 0, 0, "output GGUF file (written atomically)", 0},
-        {"--type", "TYPE", CLI_TEXT, &o->type_name, 0, 0, "q8_0, q6_k, q5_k, q5_0, q5_1, q4_k, q4_0, q4_1, iq4_xs,\niq4_nl, q3_k, q2_k, f16, bf16 or f32; or a recipe:\nq2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s,\nq5_k_m, q6_k", 0},
+        {"--type", "TYPE", CLI_TEXT, &o->type_name, 0, 0, "a tensor type or a llama-quantize recipe (both listed below)", 0},
         {"--method", "M", CLI_TEXT, &o->method_name, 0, 0, "rtn (round to nearest, default), gptq (Hessian error\nfeedback) or awq (activation-aware scales and clipping)", 0},
         {"--calib", "FILE", CLI_TEXT, &o->calib_path, 0, 0, "calibration text for gptq/awq: JSONL from 'edgelm calib'\n(\"text\" field) or plain text, one sample per line", 0},
         {"--calib-samples", "N", CLI_INT, &o->calib_samples, 1, 1L << 24, "use the first N samples (default: all)", 0},
@@ -146,7 +142,7 @@ static int parse(quant_opts *o, int argc, char **argv) {
         "--method rtn: the bytes llama-quantize --pure writes). A k-quant or i-quant name\n"
         "without --pure is llama-quantize's recipe of that name: each tensor's type by its\n"
         "rules (q4_k_m: the file llama-quantize Q4_K_M writes).",
-        CLI_TABLES(opts), NULL, NULL};
+        CLI_TABLES(opts), lists, NULL};
     const int r = cli_parse(&spec, argc, argv);
     if (r) return r;
     if (!o->in || !o->out || !o->type_name)
@@ -160,10 +156,8 @@ static bool params_of(const quant_opts *o, elm_quant_params *p) {
                             .n_threads = (int32_t)o->threads};
     if (!elm_quant_recipe_from_name(o->type_name, &p->policy.recipe, &p->policy.type) &&
         !parse_type(o->type_name, &p->policy.type))
-        return !cli_fail("quantize: unknown --type '%s' (use a type: q8_0, q6_k, q5_k, q5_0, q5_1, "
-                         "q4_k, q4_0, q4_1, iq4_xs, iq4_nl, q3_k, q2_k, f16, bf16, f32; or a recipe: "
-                         "q2_k, q3_k_s, q3_k_m, q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k)",
-                         o->type_name);
+        return !cli_fail("quantize: unknown --type '%s' (use a type: %s; or a recipe: %s)",
+                         o->type_name, elm_type_names(true), elm_quant_recipe_names());
     if (o->pure && o->sensitive_name)
         return !cli_fail("quantize: --keep-sensitive has no effect with --pure (every matrix is at "
                          "TYPE)");

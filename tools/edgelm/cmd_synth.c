@@ -11,13 +11,13 @@
 #include "edgelm/shapes.h"
 #include "opts.h"
 
-/* The presets, one line each, for --help. */
-static const char *preset_lines(void) {
+/* The types, then the presets one line each, for --help. */
+static const char *epilog(void) {
     static char buf[4096];
     int n;
     size_t len = 0;
     const elm_synth_preset *p = elm_synth_presets(&n);
-    len += (size_t)snprintf(buf, sizeof buf, "presets:\n");
+    len += (size_t)snprintf(buf, sizeof buf, "types: %s\npresets:\n", elm_type_names(true));
     for (int i = 0; i < n && len < sizeof buf; i++)
         len += (size_t)snprintf(buf + len, sizeof buf - len,
                                 "  %-15s %s: dim %d, %d layers, %d/%d heads, ffn %d, vocab %d%s\n",
@@ -35,21 +35,12 @@ static void on_progress(void *user, int32_t done, int32_t total) {
     }
 }
 
-/* The fixture vocabulary each family is usually tested with. */
-static const char *default_vocab(const char *arch) {
-    static const struct { const char *arch, *vocab; } v[] = {
-        {"llama", "llama-bpe"}, {"qwen2", "qwen2"}, {"phi3", "phi-3"}, {"gemma", "llama-spm"}};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        if (!strcmp(arch, v[i].arch)) return v[i].vocab;
-    return "llama-spm";
-}
-
 static int synth_tiny(const char *arch, const char *vocab, const char *out, const char *hf,
                       long seed, float std) {
     char vocab_path[512];
     if (!vocab) {
         snprintf(vocab_path, sizeof vocab_path, "../shared/fixtures/vocab/ggml-vocab-%s.gguf",
-                 default_vocab(arch));
+                 elm_synth_tiny_vocab(arch));
         vocab = vocab_path;
     }
     elm_synth_tiny o = {.arch = arch, .vocab_path = vocab, .seed = (uint64_t)seed, .std = std};
@@ -69,25 +60,27 @@ int cmd_synth(int argc, char **argv) {
     bool tiny = false;
     float std = 0.3f;
     long seed = 1, layers = 0;
+    char arch_help[160];
+    snprintf(arch_help, sizeof arch_help, "--tiny: %s", elm_arch_names());
     const cli_opt opts[] = {
         {"--preset", "NAME", CLI_TEXT, &preset, 0, 0, "one of the presets below", 0},
-        {"--type", "TYPE", CLI_TEXT, &type_name, 0, 0, "q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k,\nq5_k, q6_k, iq4_nl, iq4_xs, f16, bf16 or f32", 0},
+        {"--type", "TYPE", CLI_TEXT, &type_name, 0, 0, "one of the types below", 0},
         {"-o, --output", "OUT", CLI_TEXT, &out, 0, 0, "output GGUF file (written atomically)", 0},
         {"-s, --seed", "N", CLI_INT, &seed, 0, 0x7fffffffL, "random seed (default 1)", 0},
         {"--layers", "N", CLI_INT, &layers, 1, 1024, "the preset's first N blocks only (per-block time and memory\nof a large model in a small file)", 0},
-        {"--arch", "A", CLI_TEXT, &arch, 0, 0, "--tiny: llama, qwen2, qwen3, phi3, gemma or smollm3", 0},
-        {"--tiny", NULL, CLI_FLAG, &tiny, 0, 0, "a 2-layer, 64-wide F32 model of the family (Llama in Llama 3.1's\nshape with \"llama3\" RoPE scaling, Qwen2 with biases, Phi-3 with\nfused tensors, Gemma with GeGLU), weights N(0, X²) so that greedy\ndecoding is stable, and the tokenizer of VOCAB.gguf (default\n../shared/fixtures/vocab/ggml-vocab-<llama-bpe|qwen2|phi-3|llama-spm>.gguf)", 0},
+        {"--arch", "A", CLI_TEXT, &arch, 0, 0, arch_help, 0},
+        {"--tiny", NULL, CLI_FLAG, &tiny, 0, 0, "a 2-layer, 64-wide F32 model of the family (Llama in Llama 3.1's\nshape with \"llama3\" RoPE scaling, Qwen2 with biases, Phi-3 with\nfused tensors, Gemma with GeGLU), weights N(0, X²) so that greedy\ndecoding is stable, and the tokenizer of VOCAB.gguf (default: the\nfamily's, ../shared/fixtures/vocab/ggml-vocab-<llama-bpe|qwen2|phi-3|llama-spm>.gguf)", 0},
         {"--hf", "DIR", CLI_TEXT, &hf, 0, 0, "--tiny: also write the same model as a Hugging Face folder", 0},
         {"--vocab", "PATH", CLI_TEXT, &vocab, 0, 0, "--tiny: GGUF file whose tokenizer the model uses", 0},
         {"--std", "X", CLI_FLOAT, &std, 0.001, 10, "--tiny: weight standard deviation (default 0.3)", 0},
         {0}};
     const cli_spec spec = {
         "synth", "--preset NAME --type TYPE -o OUT.gguf [-s SEED] [--layers N]\n"
-        "       edgelm synth --arch llama|qwen2|qwen3|phi3|gemma|smollm3 --tiny -o OUT.gguf [--hf DIR] [--vocab VOCAB.gguf]",
+        "       edgelm synth --arch A --tiny -o OUT.gguf [--hf DIR] [--vocab VOCAB.gguf]",
         "Writes a model of random weights (noise, for speed and memory measurement only) with the exact\n"
         "tensor shapes, vocabulary size and tied/untied output of a real model. Every matrix, embedding\n"
         "and output too, is TYPE (as llama-quantize --pure); norms and biases are f32.",
-        CLI_TABLES(opts), preset_lines(), NULL};
+        CLI_TABLES(opts), epilog(), NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (arch || tiny) {
         if (!arch || !tiny || !out || preset)
@@ -103,9 +96,7 @@ int cmd_synth(int argc, char **argv) {
     const elm_synth_preset *p = &shape;
     elm_type type;
     if (!elm_type_from_name(type_name, &type) || !elm_type_get(type)->from_float)
-        return cli_fail("synth: unknown type '%s' (q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, "
-                        "q5_k, q6_k, iq4_nl, iq4_xs, f16, bf16, f32)",
-                        type_name);
+        return cli_fail("synth: unknown type '%s' (%s)", type_name, elm_type_names(true));
     bool tty = isatty(STDERR_FILENO);
     const double t0 = elm_now_ms();
     uint64_t bytes = 0;
