@@ -5,7 +5,11 @@
  *   of the 16-row tiles, K not a multiple of 256, 1 column and long odd rows for float types),
  *   for 1..21 tokens (decode kernels and prefill tiles, partial token chunks), on row ranges
  *   not starting at 0, and with the weights in the table's packed layout where it has one;
- * - dot, RMSNorm, softmax, SwiGLU, RoPE and attention on lengths that leave vector tails.
+ * - dot, RMSNorm, softmax, SwiGLU, RoPE and attention on lengths that leave vector tails;
+ * - RoPE's angles (rope_cs) against the formula in double, with scaling and frequency divisors.
+ * The ggml-rounding table (elm_kernels_ggml: llama.cpp's float order, no oracle's bits) wraps the
+ * chosen table: the kernels it keeps are that table's, it packs nothing, and its own agree with
+ * the oracle within the same tolerances (GeGLU within its f16 table's step).
  * Tolerances: float sums in another order differ by a few ulps of Σ|w·x|, so products are
  * compared to 2e-6·Σ|w|·|x| (a wrong block, row or offset is off by O(|w|·|x|)). */
 #include <math.h>
@@ -144,7 +148,7 @@ static void compare_packed(const elm_kernels *k, problem *p, int64_t nt) {
     k->pack(&p->w, packed);
     elm_matmul_args a = {.w = p->w, .xq = p->xq, .n_tok = nt, .y = y};
     a.w.data = packed;
-    a.w.packed = true;
+    a.w.packed_by = k;
     const int64_t cut = rows > 16 ? 16 : rows;
     if (cut < rows) k->matmul(&a, cut, rows, p->scratch);
     k->matmul(&a, 0, cut, p->scratch);
@@ -280,8 +284,8 @@ static void compare_elementwise(const elm_kernels *k, const elm_kernels *ref) {
     for (int hd = 72; hd <= 128; hd += 56)
         for (int n_q = 1; n_q <= 3; n_q += 2)
             for (int n_pos = 1; n_pos <= 70; n_pos = n_pos == 1 ? 37 : n_pos == 37 ? 70 : 71) {
-                k->attention(qs, n_q, kv[0], kv[1], 140, n_pos, hd, 0.12f, scores, oa);
-                ref->attention(qs, n_q, kv[0], kv[1], 140, n_pos, hd, 0.12f, scores, ob);
+                k->attention(qs, n_q, kv[0], kv[1], 140, n_pos, hd, 0.12f, 1, scores, oa);
+                ref->attention(qs, n_q, kv[0], kv[1], 140, n_pos, hd, 0.12f, 1, scores, ob);
                 worst = 0;
                 for (int i = 0; i < n_q * hd; i++) worst = fmaxf(worst, fabsf(oa[i] - ob[i]));
                 CHECK(worst < 1e-5f, "%s attention head_dim %d, %d heads, n_pos %d: %g", k->isa,
@@ -300,9 +304,39 @@ static void check_transpose(const elm_kernels *k) {
           "%s transpose16", k->isa);
 }
 
+/* The cos and sin of k's angles for positions 0..200 against pos · base^(-2i/d) · scale / ff[i]
+ * in double: each running float product adds half an ulp (ggml's angles), so the angle is off
+ * by at most (i + 2) · 2^-24 of itself. */
+static void check_rope_cs(const elm_kernels *k) {
+    enum { D = 24, NPOS = 201 };
+    static int32_t pos[NPOS];
+    static float cs[NPOS * D];
+    float ff[D / 2], inv_freq[D / 2];
+    for (int i = 0; i < D / 2; i++) ff[i] = 1.0f + 0.37f * (float)i;
+    for (int32_t t = 0; t < NPOS; t++) pos[t] = t;
+    for (int scaled = 0; scaled < 2; scaled++) {
+        elm_rope_freqs r;
+        const float scale = scaled ? 0.25f : 1.0f;
+        elm_rope_freqs_init(&r, D, 10000.0f, scale, scaled ? ff : NULL, inv_freq);
+        k->rope_cs(&r, pos, NPOS, cs);
+        double worst = 0;
+        for (int32_t t = 0; t < NPOS; t++)
+            for (int i = 0; i < D / 2; i++) {
+                const double angle =
+                    t * pow(10000.0, -2.0 * i / D) * scale / (scaled ? ff[i] : 1.0);
+                const double tol = (i + 2) * ldexp(fabs(angle), -24) + 1e-6;
+                worst = fmax(worst, fmax(fabs(cs[t * D + 2 * i] - cos(angle)),
+                                         fabs(cs[t * D + 2 * i + 1] - sin(angle))) / tol);
+            }
+        CHECK(worst <= 1.0, "%s rope_cs%s: off by %.2f of the tolerance", k->isa,
+              scaled ? " (scaled, divisors)" : "", worst);
+    }
+}
+
 static void check_table(const elm_kernels *k) {
     check_quantize(k);
     check_transpose(k);
+    check_rope_cs(k);
     compare_elementwise(k, elm_kernels_scalar());
     /* and multiples of 16 rows, which a table may pack */
     const int64_t shapes[][2] = {{32, 1},  {96, 37}, {288, 17}, {64, 100},
@@ -315,6 +349,41 @@ static void check_table(const elm_kernels *k) {
     for (int ti = 0; ti < 3; ti++)
         for (size_t s = 0; s < sizeof odd_cols / sizeof odd_cols[0]; s++)
             compare_matmul(k, all_types[ti], odd_cols[s], 19, 11);
+}
+
+/* The ggml-rounding table around the chosen one. */
+static void check_ggml_table(const elm_kernels *const *tables, size_t n_tables) {
+    const elm_kernels *g = elm_kernels_ggml(), *best = elm_kernels_best();
+    CHECK(g == elm_kernels_ggml() && g != best, "one ggml-rounding table");
+    CHECK(g->dot_f32 == best->dot_f32 && g->transpose16 == best->transpose16 &&
+              g->softmax == best->softmax && g->pair16 == best->pair16 &&
+              g->bf16_act_tokens == best->bf16_act_tokens,
+          "the ggml-rounding table keeps %s's other kernels", best->isa);
+    CHECK(!g->packs && !g->pack && g->round_float_act, "ggml-rounding: packs, round_float_act");
+    for (size_t i = 0; i < n_tables; i++)
+        CHECK(!tables[i] || !tables[i]->round_float_act, "%s rounds float inputs", tables[i]->isa);
+    check_rope_cs(g);
+    compare_elementwise(g, elm_kernels_scalar());
+    /* GELU from ggml's table of f16 values, of the gate rounded to f16: two f16 steps (2^-11
+     * relative) of the gate or of GELU, whose slope is at most 1.13 */
+    enum { N = 301 };
+    float x[N], u[N], a[N], b[N];
+    for (int i = 0; i < N; i++) x[i] = -12.0f + 0.08f * (float)i, u[i] = 1.0f - 0.004f * (float)i;
+    g->geglu(a, x, u, N);
+    elm_kernels_scalar()->geglu(b, x, u, N);
+    double worst = 0;
+    for (int i = 0; i < N; i++)
+        worst = fmax(worst, fabs(a[i] - b[i]) / (ldexp(fabs(x[i]) + 1.0, -9) * fabs(u[i]) + 1e-6));
+    CHECK(worst <= 1.0, "ggml-rounding geglu: off by %.2f of the tolerance", worst);
+    /* a table's matmul on the weights it has no llama.cpp order for: the wrapped one's bits */
+    problem p;
+    if (problem_new(&p, ELM_TYPE_Q4_0, 256, 32, 5, 7)) {
+        run_matmul(best, &p, 5, p.y_ref, false);
+        run_matmul(g, &p, 5, p.y, false);
+        CHECK(!memcmp(p.y, p.y_ref, sizeof(float) * 5 * 32), "ggml-rounding q4_0: not %s's bits",
+              best->isa);
+        problem_free(&p);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -336,6 +405,7 @@ int main(int argc, char **argv) {
         printf("%s: checking\n", names[i]);
         check_table(tables[i]);
     }
+    check_ggml_table(tables, sizeof tables / sizeof tables[0]);
     char features[256];
     elm_cpu_features(features, sizeof features);
     printf("cpu features: %s; chosen: %s\n", features, elm_kernels_best()->isa);

@@ -91,7 +91,7 @@ static void problem_new(problem *p, elm_type t, int64_t cols, int64_t rows, int6
     unsigned seed = (unsigned)(t * 1000 + cols + rows);
     const elm_type_traits *tt = elm_type_get(t);
     const size_t row_bytes = elm_row_bytes(t, cols);
-    p->w = (elm_weights){t, malloc(row_bytes * rows), rows, cols, false};
+    p->w = (elm_weights){t, malloc(row_bytes * rows), rows, cols, NULL};
     random_blocks(t, (uint8_t *)p->w.data, row_bytes * rows / tt->block_bytes, &seed);
     p->wf = malloc(sizeof(float) * cols * rows);
     tt->to_float(p->w.data, p->wf, cols * rows);
@@ -153,7 +153,7 @@ static void check_packed(const elm_kernels *k, problem *p, int64_t nt, bool give
     k->pack(&p->w, packed);
     elm_matmul_args a = {.w = p->w, .x = p->x, .xq = given_q8k ? p->xq : NULL, .n_tok = nt, .y = p->y};
     a.w.data = packed;
-    a.w.packed = true;
+    a.w.packed_by = k;
     const int64_t cut = rows > 16 ? 16 : rows;
     if (cut < rows) k->matmul(&a, cut, rows, p->scratch);
     k->matmul(&a, 0, cut, p->scratch);
@@ -219,9 +219,10 @@ static void check_ggml_products(elm_type t, int64_t cols, int64_t rows) {
         for (int last = 0; last < 2; last++) {
             const int64_t nt = toks[i];
             run(elm_kernels_scalar(), &p, nt, p.y_ref, true);
-            const elm_matmul_args a = {.w = p.w, .x = p.x, .xq = p.xq, .n_tok = nt, .y = p.y};
-            elm_ggml_matmul(&a, rows / 2, rows, last ? nt - 1 : 0, p.scratch);
-            elm_ggml_matmul(&a, 0, rows / 2, last ? nt - 1 : 0, p.scratch);
+            const elm_matmul_args a = {.w = p.w, .x = p.x, .xq = p.xq, .n_tok = nt, .y = p.y,
+                                       .out_first = last ? nt - 1 : 0};
+            elm_ggml_matmul(&a, rows / 2, rows, p.scratch);
+            elm_ggml_matmul(&a, 0, rows / 2, p.scratch);
             double worst = 0;
             for (int64_t tk = 0; tk < nt; tk++)
                 for (int64_t r = 0; r < rows; r++)

@@ -30,7 +30,8 @@ typedef struct elm_context_params {
      * the input of an F16 (BF16) product to f16 (bf16). Logits then equal llama.cpp's up to the
      * order of float additions, so greedy near-ties break the same way; for cross-checking. The
      * default (false) keeps both in f32, which measured slightly more accurate (lower KLD and
-     * perplexity: docs/quantization.md). */
+     * perplexity: docs/quantization.md). Runs weights in the file's layout only: a model read into
+     * memory (elm_load_opts.in_memory), whose matrices the CPU's kernels packed, is refused. */
     bool ggml_rounding;
     /* Keep every position of the sliding-window layers (Gemma 3's local layers) too, masked,
      * instead of a ring of the window (context.h): needed for several sequences in one pass,
@@ -39,7 +40,9 @@ typedef struct elm_context_params {
 } elm_context_params;
 
 /* Creates a context. ELM_ERR_ARG for n_ctx <= 0, n_threads out of range or n_ctx > 1<<20;
- * ELM_ERR_UNSUPPORTED for a cache type the model's head size cannot use. */
+ * ELM_ERR_UNSUPPORTED for a cache type the model's head size cannot use, or for matrices packed
+ * at load by other kernels than the context's (elm_tensor.packed_by: ggml_rounding on a model
+ * read into memory). */
 elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_context **out,
                            elm_error *err);
 void elm_context_free(elm_context *c);

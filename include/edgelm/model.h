@@ -23,6 +23,8 @@ extern "C" {
 #define ELM_MAX_DIMS 4
 #define ELM_NAME_MAX 96
 
+struct elm_kernels; /* private: a kernel table (kernels/kernels.h) */
+
 typedef struct elm_tensor {
     char name[ELM_NAME_MAX];
     elm_type type;
@@ -30,8 +32,9 @@ typedef struct elm_tensor {
     int64_t ne[ELM_MAX_DIMS]; /* ne[0] contiguous; unused dims are 1 */
     void *data;               /* points into a mapping or an owned buffer of the model */
     size_t nbytes;
-    bool packed;              /* data is in the layout of this CPU's kernels, not the file's
-                               * (elm_load_opts.in_memory): only the forward pass reads it */
+    /* NULL: data is in the file's layout. Else the kernel table whose layout data was packed in
+     * at load (elm_load_opts.in_memory): only the forward pass reads it, through that table. */
+    const struct elm_kernels *packed_by;
 } elm_tensor;
 
 /* Pairs RoPE rotates: (x[2i], x[2i+1]) ("normal", GPT-J style) or (x[i], x[i + rope_dim/2])
@@ -123,7 +126,8 @@ typedef struct elm_load_opts {
      * on x86-64 Linux, for a load-time copy (about 4 GB/s). Mapping (false) loads at once and
      * shares the page cache: for tools that read a model once (inspect, quantize). In memory, the
      * layers' matrices of a type this CPU's kernels pack (kernels/packed.h) are laid out for them
-     * in place (elm_tensor.packed), which batched decode steps and short prompts read faster. */
+     * in place (elm_tensor.packed_by), which batched decode steps and short prompts read faster;
+     * a context of other kernels (elm_context_params.ggml_rounding) then refuses the model. */
     bool in_memory;
     /* For looking at a file, not running it: a GGUF file without tensors (vocab-only) or of an
      * architecture edgelm does not run is returned as read, unbound (layers NULL, derived

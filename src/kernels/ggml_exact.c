@@ -1,8 +1,10 @@
-/* llama.cpp's float arithmetic for the products of --ggml-rounding (ggml_exact.h). Each function
- * names the ggml kernel it follows (ggml/src/ggml-cpu/arch/x86/quants.c and repack.cpp). */
+/* llama.cpp's float arithmetic for --ggml-rounding (ggml_exact.h), and the kernel table that
+ * runs it (elm_kernels_ggml). Each function names the ggml kernel it follows
+ * (ggml/src/ggml-cpu/arch/x86/quants.c, repack.cpp, vec.h, ops.cpp). */
 #include "kernels/ggml_exact.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "core/half.h"
@@ -18,7 +20,9 @@ static int32_t nearest_even(float v) {
     return (i & 0x007fffff) - 0x00400000;
 }
 
-void elm_ggml_quantize_q8(const float *x, int64_t cols, void *row) {
+/* A q8 row (kernels.h) as ggml's x86 quantize_row_q8_0 / q8_1 compute it: codes x·(127/max)
+ * rounded to nearest even, d = max/127 and s = d·Σq both stored as f16. */
+static void quantize_q8(const float *x, int64_t cols, void *row) {
     const int64_t nb = cols / ELM_QK;
     int8_t *qs = row;
     float *d = (float *)(qs + cols), *s = d + nb;
@@ -182,9 +186,8 @@ bool elm_ggml_matmul_has(const elm_weights *w) {
            w->type == ELM_TYPE_Q6_K || w->type == ELM_TYPE_IQ4_XS;
 }
 
-void elm_ggml_matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, int64_t first,
-                     void *scratch) {
-    const int64_t cols = a->w.cols, rows = a->w.rows;
+void elm_ggml_matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
+    const int64_t cols = a->w.cols, rows = a->w.rows, first = a->out_first;
     const size_t row_bytes = elm_row_bytes(a->w.type, cols);
     if (a->w.type == ELM_TYPE_IQ4_NL) {
         for (int64_t r = r0; r < r1; r++)
@@ -242,9 +245,12 @@ static float v_expf(float x) {
  * multiple of 64 matters to vec_dot_f32, and zeros past the positions leave the sums as they are */
 enum { KV_PAD = 256 };
 
-void elm_ggml_attention(const float *q, const float *k, const float *v, size_t stride,
-                        int32_t n_pos, int head_dim, float scale, bool sgemm, float *scores,
-                        float *out) {
+/* One query head's attention as llama.cpp's graph without flash attention computes it (kq by
+ * ggml_vec_dot_f32, soft_max_ext, kqv by ggml_vec_dot_f32 or, for 2 or more tokens in the batch
+ * (sgemm), llamafile's tinyBLAS); arguments as elm_kernels.attention. */
+static void attention_head(const float *q, const float *k, const float *v, size_t stride,
+                           int32_t n_pos, int head_dim, float scale, bool sgemm, float *scores,
+                           float *out) {
     /* kq (ggml_vec_dot_f32 over head_dim), then soft_max_ext: scaled, exp by v_expf, the sum of
      * each 16 exps (reduce16) added in double, the row scaled by (float)(1/sum) */
     float max = -INFINITY;
@@ -269,14 +275,47 @@ void elm_ggml_attention(const float *q, const float *k, const float *v, size_t s
                        : vec_dot_f32(v + d, stride, scores, n_pos, n_kv);
 }
 
-void elm_ggml_swiglu(float *out, const float *g, const float *u, int64_t n) {
+/* llama.cpp computes each head of a GQA group on its own. */
+static void attention(const float *q, int n_q, const float *k, const float *v, size_t stride,
+                      int32_t n_pos, int head_dim, float scale, int32_t n_tok, float *scores,
+                      float *out) {
+    for (int i = 0; i < n_q; i++)
+        attention_head(q + i * head_dim, k, v, stride, n_pos, head_dim, scale, n_tok >= 2, scores,
+                       out + i * head_dim);
+}
+
+/* out[i] = silu(g[i]) · u[i] as ggml_vec_swiglu_f32 with AVX-512 computes it. */
+static void swiglu(float *out, const float *g, const float *u, int64_t n) {
     /* ggml_vec_swiglu_f32: x / (1 + v_expf(0 - x)) · u in 16-lane blocks, the tail with expf */
     const int64_t nv = n - n % 16;
     for (int64_t i = 0; i < nv; i++) out[i] = g[i] / (1.0f + v_expf(0.0f - g[i])) * u[i];
     for (int64_t i = nv; i < n; i++) out[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-void elm_ggml_rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps) {
+/* GeGLU as ggml's CPU backend computes it (ggml_vec_geglu_f32, GGML_GELU_FP16): the gate is
+ * rounded to f16 and GELU read from a table of f16 results, 0 at or below -10 and the identity at
+ * or above 10. The table differs from GELU in f32 by up to one f16 step (4e-3 relative), which
+ * alone moved a tiny Gemma's logits 4e-3 from llama.cpp's. */
+static void geglu(float *out, const float *g, const float *u, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const float x = g[i];
+        float y = x <= -10.0f ? 0.0f : x;
+        if (x > -10.0f && x < 10.0f) {
+            /* ggml's order of operations: its f32 value decides which f16 the table holds, and
+             * one f16 step is 4e-3 */
+            const float h = elm_round_f16(x);
+            y = elm_round_f16(0.5f * h *
+                              (1.0f + tanhf(0.79788456080286535587989211986876f * h *
+                                            (1.0f + 0.044715f * h * h))));
+        }
+        out[i] = y * u[i];
+    }
+}
+
+/* RMSNorm as ggml_compute_forward_rms_norm_f32 (then ggml_mul): each square rounded to float,
+ * summed in double, the mean rounded to float, the scale taken in float (the tables' sum differs
+ * in the last bit, enough to move a q8 code of the next product). */
+static void rmsnorm(float *out, const float *x, const float *w, int64_t n, float eps) {
     double sum = 0;
     for (int64_t i = 0; i < n; i++) sum += (double)(x[i] * x[i]);
     const float mean = (float)(sum / (double)n);
@@ -292,11 +331,66 @@ static void rotate(float *p0, float *p1, float c, float s) {
     *p1 = fmaf(x0, s, x1 * c);
 }
 
-void elm_ggml_rope(float *v, int n_heads, int head_dim, int rope_dim, const float *cs, bool neox) {
+static void rope_pairs(float *v, int n_heads, int head_dim, int rope_dim, const float *cs,
+                       bool neox) {
     const int half = rope_dim / 2;
     for (int h = 0; h < n_heads; h++)
         for (int i = 0; i < half; i++) {
             float *p = v + (size_t)h * head_dim + (neox ? i : 2 * i);
             rotate(p, p + (neox ? half : 1), cs[2 * i], cs[2 * i + 1]);
         }
+}
+
+static void rope(float *v, int n_heads, int head_dim, int rope_dim, const float *cs) {
+    rope_pairs(v, n_heads, head_dim, rope_dim, cs, false);
+}
+
+static void rope_neox(float *v, int n_heads, int head_dim, int rope_dim, const float *cs) {
+    rope_pairs(v, n_heads, head_dim, rope_dim, cs, true);
+}
+
+/* ggml's angles (ggml_rope_cache_init): pos · base^(-2i/d) as a running float product from pos,
+ * then over the frequency divisor and times the scale, each rounded to float. */
+static void rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, float *cs) {
+    const float step = powf(r->base, -2.0f / r->rope_dim);
+    for (int32_t t = 0; t < n; t++, cs += r->rope_dim) {
+        float theta = (float)pos[t];
+        for (int i = 0; i < r->rope_dim / 2; i++) {
+            const float angle = r->scale * (theta / (r->ff ? r->ff[i] : 1.0f));
+            theta *= step;
+            cs[2 * i] = cosf(angle);
+            cs[2 * i + 1] = sinf(angle);
+        }
+    }
+}
+
+static const elm_kernels *wrapped;
+static elm_kernels ggml_kernels;
+static pthread_once_t ggml_once = PTHREAD_ONCE_INIT;
+
+/* The products llama.cpp's order is known for; the others are the wrapped table's, on inputs
+ * prepared as ggml prepares them (q8 rows of quantize_q8, float inputs rounded to the weights'
+ * type: round_float_act). */
+static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
+    if (!a->w.packed_by && elm_ggml_matmul_has(&a->w)) elm_ggml_matmul(a, r0, r1, scratch);
+    else wrapped->matmul(a, r0, r1, scratch);
+}
+
+/* The wrapped table's kernels where llama.cpp's arithmetic is not followed or is the same. No
+ * packs: weights stay in the file's layout, the one llama.cpp's order is written for. */
+static void build_ggml_kernels(void) {
+    wrapped = elm_kernels_best();
+    ggml_kernels = (elm_kernels){
+        .isa = "ggml-rounding", .dot_f32 = wrapped->dot_f32, .quantize_q8 = quantize_q8,
+        .transpose16 = wrapped->transpose16, .matmul = matmul,
+        .bf16_act_tokens = wrapped->bf16_act_tokens, .pair16 = wrapped->pair16,
+        .round_float_act = true, .rmsnorm = rmsnorm, .softmax = wrapped->softmax,
+        .swiglu = swiglu, .geglu = geglu, .rope_cs = rope_cs, .rope = rope,
+        .rope_neox = rope_neox, .attention = attention,
+    };
+}
+
+const elm_kernels *elm_kernels_ggml(void) {
+    pthread_once(&ggml_once, build_ggml_kernels);
+    return &ggml_kernels;
 }

@@ -51,14 +51,16 @@ static inline bool elm_type_q8_act(elm_type t) {
            t == ELM_TYPE_Q5_1 || t == ELM_TYPE_IQ4_NL;
 }
 
+struct elm_kernels;
+
 /* A weight matrix as the kernels see it: rows × cols elements of one type, row after row
- * (elm_row_bytes(type, cols) bytes apart), as a linear layer's W in y = W·x; or, when packed, in
- * the layout of the table whose pack wrote it (packed.h), which only that table's matmul reads. */
+ * (elm_row_bytes(type, cols) bytes apart), as a linear layer's W in y = W·x; or, when packed_by
+ * is set, in the layout that table's pack wrote (packed.h), which only its matmul reads. */
 typedef struct elm_weights {
     elm_type type;
     const void *data;
     int64_t rows, cols;
-    bool packed;
+    const struct elm_kernels *packed_by; /* NULL: row after row, as in the file */
 } elm_weights;
 
 /* One product Y = X · Wᵀ. */
@@ -76,6 +78,11 @@ typedef struct elm_matmul_args {
     const uint32_t *xp;
     int64_t n_tok;
     float *y; /* [n_tok, rows] */
+    /* The first token whose outputs the caller keeps (0: all). Every table computes the rows of
+     * all n_tok tokens; a table may add them as a product of only the tokens [out_first, n_tok)
+     * would, as llama.cpp's last layer computes its output rows alone (how many tokens a product
+     * has decides how some of its sums add). */
+    int64_t out_first;
 } elm_matmul_args;
 
 /* Prefill products work on tiles of this many weight rows; callers splitting rows across
@@ -88,8 +95,23 @@ typedef struct elm_matmul_args {
 /* Scratch bytes one thread's matmul needs for weights of up to max_cols columns. */
 size_t elm_matmul_scratch_bytes(int64_t max_cols);
 
+/* The frequencies RoPE turns the pairs of a head by: pair i < rope_dim/2 turns by
+ * pos · base^(-2i/rope_dim) · scale / ff[i] at position pos (Su et al. 2021; scale: linear
+ * scaling, ff: Llama 3.1's frequency divisors, llama.cpp's freq_factors). */
+typedef struct elm_rope_freqs {
+    int rope_dim;
+    float base, scale;
+    const float *ff;       /* [rope_dim / 2], or NULL: all 1 */
+    const float *inv_freq; /* [rope_dim / 2] base^(-2i/rope_dim) · scale / ff[i], in double
+                            * rounded to float (elm_rope_freqs_init) */
+} elm_rope_freqs;
+
+/* Sets r's fields and fills inv_freq[rope_dim / 2], which r then points at; ff may be NULL. */
+void elm_rope_freqs_init(elm_rope_freqs *r, int rope_dim, float base, float scale,
+                         const float *ff, float *inv_freq);
+
 typedef struct elm_kernels {
-    const char *isa; /* "scalar", "avx2", "avx512", "neon" */
+    const char *isa; /* the table's name: "scalar", "avx2", "avx512", "neon", "ggml-rounding" */
 
     /* Σ a[i]·b[i] over n floats. */
     float (*dot_f32)(const float *a, const float *b, int64_t n);
@@ -108,8 +130,8 @@ typedef struct elm_kernels {
 
     /* Optional (NULL: the table reads only row-major weights). Whether pack lays out rows × cols
      * weights of type t, in as many bytes as they take row-major; and the packing of w (row-major)
-     * into out, which must not overlap w->data. matmul then takes them with packed set, and for
-     * some token counts (a batched decode step) runs faster so. */
+     * into out, which must not overlap w->data. matmul then takes them with packed_by set to this
+     * table, and for some token counts (a batched decode step) runs faster so. */
     bool (*packs)(elm_type t, int64_t rows, int64_t cols);
     void (*pack)(const elm_weights *w, void *out);
 
@@ -122,6 +144,11 @@ typedef struct elm_kernels {
      * paired into a chunk of elm_matmul_args.xp, xp[16p + t] = token t's columns 2p (low half)
      * and 2p + 1, so that the products of a group share one pairing. NULL elsewhere. */
     void (*pair16)(const float *xt, int64_t cols, uint32_t *xp);
+
+    /* Whether matmul wants the float input of F16 (BF16) weights rounded to f16 (bf16) by the
+     * caller, elm_matmul_args.x (and xt) holding the rounded values, as ggml converts the
+     * activations to the weights' type before its dot products. false: float activations. */
+    bool round_float_act;
 
     /* out[i] = x[i] / sqrt(mean(x²) + eps) · w[i] over n (RMSNorm, Zhang & Sennrich 2019). */
     void (*rmsnorm)(float *out, const float *x, const float *w, int64_t n, float eps);
@@ -136,9 +163,14 @@ typedef struct elm_kernels {
      * (Hendrycks & Gimpel 2016): gelu(x) = x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))). */
     void (*geglu)(float *out, const float *g, const float *u, int64_t n);
 
+    /* The cosine and sine of every pair's angle for n positions: cs[t·rope_dim + 2i] and
+     * cs[t·rope_dim + 2i + 1] for pair i < rope_dim/2 at position pos[t] of r (the rope kernels'
+     * cs, computed once per position and shared by the layers). */
+    void (*rope_cs)(const elm_rope_freqs *r, const int32_t *pos, int32_t n, float *cs);
+
     /* Interleaved RoPE (Su et al. 2021): for each of n_heads heads of head_dim floats in v, pairs
      * (v[2i], v[2i+1]), i < rope_dim/2, rotate by the angle whose cosine and sine are cs[2i] and
-     * cs[2i+1] (computed once per position by the caller: pos · base^(-2i/rope_dim)). */
+     * cs[2i+1] (rope_cs). */
     void (*rope)(float *v, int n_heads, int head_dim, int rope_dim, const float *cs);
 
     /* Rotate-half ("NEOX") RoPE, as GPT-NeoX and the Hugging Face models run it (Qwen2, Phi-3,
@@ -149,9 +181,12 @@ typedef struct elm_kernels {
      * cached positions: out[i·head_dim + d] = Σ_p softmax_p(q_i·k_p · scale) v_p[d] for i < n_q,
      * q_i = q + i·head_dim. k and v point at position 0 of the KV head; consecutive positions
      * are `stride` floats apart. scores holds n_q·n_pos floats of scratch. The heads are n_q
-     * independent products: taking them together lets a kernel reuse each k and v row. */
+     * independent products: taking them together lets a kernel reuse each k and v row. n_tok
+     * (>= 1): how many tokens' attention the caller computes in this pass, of which this is one;
+     * a table may add as a batched product of that many tokens would (llama.cpp's does). */
     void (*attention)(const float *q, int n_q, const float *k, const float *v, size_t stride,
-                      int32_t n_pos, int head_dim, float scale, float *scores, float *out);
+                      int32_t n_pos, int head_dim, float scale, int32_t n_tok, float *scores,
+                      float *out);
 } elm_kernels;
 
 /* The table for this CPU: the widest one it supports, unless EDGELM_ISA names another (scalar,
@@ -166,7 +201,12 @@ const elm_kernels *elm_kernels_avx2(void);
 const elm_kernels *elm_kernels_avx512(void);
 const elm_kernels *elm_kernels_neon(void);
 
-
+/* llama.cpp's float arithmetic (ggml_exact.h) over elm_kernels_best() as it is at the first
+ * call: the table of elm_context_params.ggml_rounding. Its RMSNorm, SwiGLU, GeGLU, RoPE and its
+ * angles, attention, q8 activations (f16 scales), and the products ggml_exact.h follows are
+ * llama.cpp's; the other products are the wrapped table's, with F16/BF16 inputs rounded to the
+ * weights' type (round_float_act). It packs nothing. Built once, thread-safe; never NULL. */
+const elm_kernels *elm_kernels_ggml(void);
 
 /* Scalar pieces SIMD tables reuse where vector code would not pay. */
 void elm_scalar_quantize_q8(const float *x, int64_t cols, void *row);
@@ -176,7 +216,9 @@ void elm_scalar_swiglu(float *out, const float *g, const float *u, int64_t n);
 void elm_scalar_rope(float *v, int n_heads, int head_dim, int rope_dim, const float *cs);
 void elm_scalar_geglu(float *out, const float *g, const float *u, int64_t n);
 void elm_scalar_rope_neox(float *v, int n_heads, int head_dim, int rope_dim, const float *cs);
+void elm_scalar_rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, float *cs);
 void elm_scalar_attention(const float *q, int n_q, const float *k, const float *v, size_t stride,
-                          int32_t n_pos, int head_dim, float scale, float *scores, float *out);
+                          int32_t n_pos, int head_dim, float scale, int32_t n_tok, float *scores,
+                          float *out);
 
 #endif

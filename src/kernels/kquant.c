@@ -226,7 +226,7 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
         if (!a->xq)
             for (int64_t t = 0; t < nt; t++)
                 elm_quantize_q8_k(a->x + (t0 + t) * cols, cols, own + t * xrow);
-        if (a->w.packed) {
+        if (a->w.packed_by) {
             elm_packed_matmul(k->tile_q4_k, k->tile_q4_k_tokens, a->w.data, rows, nsb,
                               (size_t)nsb * ELM_Q4_KX16_BYTES, xq, xrow, nt, a->y + t0 * rows, r0,
                               r1);

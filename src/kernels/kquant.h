@@ -20,8 +20,8 @@
  * tables without gemm16 take the rows one or two at a time, 4 tokens per pass (dot_packed from
  * the file's bytes where the table has it, else a row unpacked once per chunk and dot); prefill
  * with gemm16 unpacks 16 rows and runs every token of the chunk over their repacked tile. Weights
- * packed at load (elm_weights.packed, Q4_K only) go through the table's tile_q4_k for every token
- * count. */
+ * packed at load (elm_weights.packed_by, Q4_K only) go through the table's tile_q4_k for every
+ * token count. */
 #ifndef EDGELM_KERNELS_KQUANT_H
 #define EDGELM_KERNELS_KQUANT_H
 

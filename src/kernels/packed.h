@@ -1,4 +1,4 @@
-/* Weights laid out once, at load, the way a table's kernels read them (elm_weights.packed), so
+/* Weights laid out once, at load, the way a table's kernels read them (elm_weights.packed_by), so
  * that products of a few tokens (a batched decode step, a short prompt) get the tiles' layout
  * without repacking it on every call as elm_gemm does.
  *

@@ -1,6 +1,5 @@
 /* elm_context: allocation of the KV cache and scratch buffers, preallocated for n_ctx tokens so
  * generation never allocates. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,18 +23,34 @@ static void *alloc_aligned(size_t bytes, bool *ok) {
     return p;
 }
 
-/* Whether a product's weight is F32, F16 or BF16 (those take transposed activations, xt), or
- * only BF16 (those also take them paired, xp). */
-static bool has_float_matrix(const elm_model *m, bool bf16_only) {
-    const elm_tensor *out = m->output;
-    bool any = bf16_only ? out->type == ELM_TYPE_BF16 : !elm_type_q8_act(out->type);
+/* The first of the matrices the pass multiplies (the output, then the layers') for which
+ * pred(t, k) holds, or NULL. */
+static const elm_tensor *find_matrix(const elm_model *m, const elm_kernels *k,
+                                     bool (*pred)(const elm_tensor *t, const elm_kernels *k)) {
+    if (pred(m->output, k)) return m->output;
     for (int l = 0; l < m->hp.n_layers; l++) {
         const elm_layer *L = &m->layers[l];
         const elm_tensor *w[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
         for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-            any |= bf16_only ? w[i]->type == ELM_TYPE_BF16 : !elm_type_q8_act(w[i]->type);
+            if (pred(w[i], k)) return w[i];
     }
-    return any;
+    return NULL;
+}
+
+/* Products of F32, F16 or BF16 weights take transposed activations (xt); BF16 ones also take
+ * them paired (xp). */
+static bool float_matrix(const elm_tensor *t, const elm_kernels *k) {
+    (void)k;
+    return !elm_type_q8_act(t->type);
+}
+static bool bf16_matrix(const elm_tensor *t, const elm_kernels *k) {
+    (void)k;
+    return t->type == ELM_TYPE_BF16;
+}
+
+/* Only the table that packed a matrix reads its layout. */
+static bool packed_elsewhere(const elm_tensor *t, const elm_kernels *k) {
+    return t->packed_by && t->packed_by != k;
 }
 
 /* Norm weights may be stored as F32, F16 or BF16; the pass wants floats. */
@@ -51,6 +66,14 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     if (p->n_batch < 0)
         return elm_errorf(err, ELM_ERR_ARG, "batch size %d is negative", p->n_batch);
     const elm_hparams *hp = &m->hp;
+    const elm_kernels *k = p->ggml_rounding ? elm_kernels_ggml() : elm_kernels_best();
+    const elm_tensor *packed = find_matrix(m, k, packed_elsewhere);
+    if (packed)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: weights packed for the %s kernels (tensor '%s') cannot run on the "
+                          "%s kernels; map the file instead of reading it in "
+                          "(elm_load_opts.in_memory false, --mmap)",
+                          m->path, packed->packed_by->isa, packed->name, k->isa);
     const int32_t k_block = elm_kv_block(p->type_k, hp->head_dim);
     const int32_t v_block = elm_kv_block(p->type_v, hp->head_dim);
     if (!k_block || !v_block) {
@@ -69,7 +92,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
         return st;
     }
     c->m = m;
-    c->k = elm_kernels_best();
+    c->k = k;
     c->n_ctx = p->n_ctx;
     c->n_batch = p->n_batch ? (p->n_batch < p->n_ctx ? p->n_batch : p->n_ctx) : p->n_ctx;
     c->kv_dim = hp->n_kv_heads * hp->head_dim;
@@ -82,7 +105,6 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     const size_t nb = (size_t)c->n_batch, nt = (size_t)n_threads;
     c->type_k = p->type_k;
     c->type_v = p->type_v;
-    c->ggml_rounding = p->ggml_rounding;
     c->k_block = k_block;
     c->v_block = v_block;
     c->k_row = elm_kv_bytes(p->type_k, k_block, c->kv_dim);
@@ -120,11 +142,11 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->hg = alloc_f32(nb * hp->ffn_dim, &ok);
     c->hu = alloc_f32(nb * hp->ffn_dim, &ok);
     c->xq = alloc_aligned(nb * elm_q8_row_bytes(max_cols), &ok);
-    if (has_float_matrix(m, false))
+    if (find_matrix(m, k, float_matrix))
         c->xt = alloc_aligned((nb + 15) / 16 * 16 * (size_t)max_cols * sizeof(float), &ok);
-    if (has_float_matrix(m, true) && c->k->pair16)
+    if (find_matrix(m, k, bf16_matrix) && c->k->pair16)
         c->xp = alloc_aligned((nb + 15) / 16 * 16 * (size_t)max_cols * sizeof(uint16_t), &ok);
-    if (p->ggml_rounding) c->xr = alloc_f32(nb * (size_t)max_cols, &ok);
+    if (c->k->round_float_act) c->xr = alloc_f32(nb * (size_t)max_cols, &ok);
     /* a GQA group's scores per thread (elm_kernels.attention) */
     c->scores = alloc_f32(nt * (size_t)(hp->n_heads / hp->n_kv_heads) * (size_t)c->n_ctx, &ok);
     c->scratch = alloc_aligned(nt * c->scratch_bytes, &ok);
@@ -133,6 +155,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     if (hp->n_layers > 0 && m->layers[0].q_norm)
         c->qk_norms = alloc_f32((size_t)hp->n_layers * 2 * hp->head_dim, &ok);
     c->inv_freq = alloc_f32((size_t)hp->rope_dim / 2, &ok);
+    if (m->rope_freqs) c->rope_ff = alloc_f32((size_t)hp->rope_dim / 2, &ok);
     c->rope_cs = alloc_f32(nb * (size_t)hp->rope_dim, &ok);
     if (hp->rope_theta_swa > 0) {
         c->inv_freq_swa = alloc_f32((size_t)hp->rope_dim / 2, &ok);
@@ -160,22 +183,13 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     }
     /* linear scaling multiplies every angle; Llama 3.1's frequency divisors (rope_freqs) each
      * one, as llama.cpp's freq_factors */
-    for (int i = 0; i < hp->rope_dim / 2; i++) c->inv_freq[i] = 1.0f;
-    if (m->rope_freqs) decode_vector(m->rope_freqs, c->inv_freq);
-    if (m->rope_freqs && p->ggml_rounding) {
-        c->rope_ff = malloc(sizeof(float) * (size_t)(hp->rope_dim / 2));
-        if (!c->rope_ff) {
-            elm_context_free(c);
-            return elm_errorf(err, ELM_ERR_NOMEM, "out of memory allocating a context");
-        }
-        memcpy(c->rope_ff, c->inv_freq, sizeof(float) * (size_t)(hp->rope_dim / 2));
-    }
-    for (int i = 0; i < hp->rope_dim / 2; i++)
-        c->inv_freq[i] = (float)(pow(hp->rope_theta, -2.0 * i / hp->rope_dim) *
-                                 hp->rope_freq_scale / c->inv_freq[i]);
+    if (m->rope_freqs) decode_vector(m->rope_freqs, c->rope_ff);
+    elm_rope_freqs_init(&c->rope, hp->rope_dim, hp->rope_theta, hp->rope_freq_scale, c->rope_ff,
+                        c->inv_freq);
     /* windowed layers with their own base take no scaling (llama.cpp: rope_freq_scale_train_swa) */
-    for (int i = 0; c->inv_freq_swa && i < hp->rope_dim / 2; i++)
-        c->inv_freq_swa[i] = (float)pow(hp->rope_theta_swa, -2.0 * i / hp->rope_dim);
+    if (c->inv_freq_swa)
+        elm_rope_freqs_init(&c->rope_swa, hp->rope_dim, hp->rope_theta_swa, 1.0f, NULL,
+                            c->inv_freq_swa);
     *out = c;
     return ELM_OK;
 }

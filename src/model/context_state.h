@@ -8,7 +8,7 @@
 
 struct elm_context {
     const elm_model *m;
-    const elm_kernels *k;
+    const elm_kernels *k; /* elm_kernels_best, or elm_kernels_ggml with ggml_rounding */
     elm_pool *pool;
     int32_t n_ctx, n_batch, n_past;
     int32_t kv_dim;
@@ -19,11 +19,6 @@ struct elm_context {
     int32_t *layer_row; /* [n_layers + 1] */
     int32_t swa_rows;   /* rows of a ring, 0 when no layer has one */
     elm_type type_k, type_v;  /* cache element types (kv_quant.h) */
-    bool ggml_rounding;       /* elm_context_params.ggml_rounding */
-    int32_t ggml_outputs;     /* with ggml_rounding: the batch's last tokens llama.cpp keeps past
-                               * the last layer's attention (its output rows), 0: all */
-    int32_t ggml_first;       /* with ggml_rounding: the first token of the product in flight
-                               * that llama.cpp computes (its output rows), else 0 */
     int32_t k_block, v_block; /* elements per quantization block */
     size_t k_row, v_row;      /* bytes of one position's keys / values (kv_dim elements) */
     float *k_deq, *v_deq;     /* [n_ctx, kv_dim] one layer decoded for attention (a ring in
@@ -41,8 +36,8 @@ struct elm_context {
                       * transposed (elm_matmul_args.xt) */
     uint32_t *xp;    /* [n_batch rounded up to 16, max_cols / 2] xt rounded to BF16 and paired
                       * (elm_matmul_args.xp), for BF16 weights where the table pairs; else NULL */
-    float *xr;       /* [n_batch, max_cols] with ggml_rounding: an F16/BF16 product's input
-                      * rounded to its weights' type, else NULL */
+    float *xr;       /* [n_batch, max_cols] where the table rounds float inputs (round_float_act):
+                      * an F16/BF16 product's input rounded to its weights' type, else NULL */
     float *scores;   /* [n_threads, n_ctx] attention weights per thread */
     unsigned char *scratch; /* [n_threads, scratch_bytes] matmul scratch, 64-byte aligned */
     size_t scratch_bytes;
@@ -50,12 +45,13 @@ struct elm_context {
                       * ffn-post: Gemma 3) norms, then [dim] output norm */
     int n_norms;     /* 2, or 4 with post-norms */
     float *qk_norms; /* float copies [n_layers, 2, head_dim] of q/k norms (Qwen3), else NULL */
-    float *inv_freq; /* [rope_dim / 2] RoPE frequencies */
+    elm_rope_freqs rope; /* the layers' RoPE frequencies (kernels.h) */
+    float *inv_freq; /* [rope_dim / 2] rope.inv_freq */
+    float *rope_ff;  /* [rope_dim / 2] rope.ff: the model's frequency divisors (rope_freqs), else
+                      * NULL */
     float *rope_cs;  /* [n_batch, rope_dim] cos, sin of each pair's angle at the batch positions */
-    float *rope_ff;  /* [rope_dim / 2] RoPE frequency divisors (rope_freqs) with ggml_rounding,
-                      * else NULL */
-    float *inv_freq_swa, *rope_cs_swa; /* the same for windowed layers with their own RoPE base
-                                        * (hp.rope_theta_swa), else NULL */
+    elm_rope_freqs rope_swa; /* windowed layers with their own RoPE base (hp.rope_theta_swa) */
+    float *inv_freq_swa, *rope_cs_swa; /* their inv_freq and rope_cs, else NULL */
     int32_t *pos;    /* [n_batch] each token's position in its sequence */
     int32_t *row0;   /* [n_batch] cache row of its sequence's position 0 (elm_forward_seqs) */
     elm_matmul_hook hook;

@@ -16,8 +16,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/half.h"
-#include "kernels/ggml_exact.h"
 #include "kernels/kquant.h"
 #include "model/context_state.h"
 #include "model/kv_quant.h"
@@ -31,7 +29,6 @@ typedef struct {
     elm_matmul_args args[MAX_GROUP]; /* same x, xq and n_tok */
     long first_unit[MAX_GROUP + 1];  /* prefix sums of tiles of ELM_TILE_ROWS rows */
     elm_pool_work tiles;             /* the tiles of all products, claimed by the threads */
-    int64_t ggml_first;              /* elm_context.ggml_first */
 } matmul_job;
 
 /* Threads claim CHUNK_TILES tiles at a time until none are left (elm_pool_run_shared), so a
@@ -49,17 +46,15 @@ static void matmul_worker(void *arg, int ith, int nth) {
             const int64_t rows = j->args[i].w.rows;
             const int64_t r0 = (int64_t)(lo - j->first_unit[i]) * ELM_TILE_ROWS;
             const int64_t r1 = (int64_t)(hi - j->first_unit[i]) * ELM_TILE_ROWS;
-            const elm_matmul_args *a = &j->args[i];
-            if (j->c->ggml_rounding && !a->w.packed && elm_ggml_matmul_has(&a->w))
-                elm_ggml_matmul(a, r0, r1 < rows ? r1 : rows, j->ggml_first, scratch);
-            else j->c->k->matmul(a, r0, r1 < rows ? r1 : rows, scratch);
+            j->c->k->matmul(&j->args[i], r0, r1 < rows ? r1 : rows, scratch);
         }
     }
 }
 
 /* The inputs of a group of products, prepared once for all of them: q8 rows for block weights,
- * 16-token transposed chunks for float weights in prefill (kernels.h, elm_matmul_args), and with
- * ggml_rounding the float input rounded to the weights' F16/BF16 type (xr). */
+ * 16-token transposed chunks for float weights in prefill (kernels.h, elm_matmul_args), and for
+ * a table that wants it (round_float_act) the float input rounded to the weights' F16/BF16 type
+ * (xr). */
 typedef struct {
     elm_context *c;
     const float *x;
@@ -72,7 +67,7 @@ typedef struct {
 } prep_job;
 
 /* out[i] = x[i] stored as type t (F16 or BF16) and read back through the type's codec, i < n;
- * out may be x. ggml_rounding's rounding of activations and of q8 block scales. */
+ * out may be x. */
 static void round_through(elm_type t, const float *x, int64_t n, float *out) {
     const elm_type_traits *tt = elm_type_get(t);
     uint16_t buf[256];
@@ -95,12 +90,7 @@ static void prep_worker(void *arg, int ith, int nth) {
     while ((j->q8 || j->q8k) && elm_pool_work_claim(&j->tokens, ith, 4, &t0, &t1))
         for (long t = t0; t < t1; t++) {
             void *row = (char *)c->xq + t * row_bytes;
-            if (j->q8k) {
-                elm_quantize_q8_k(j->x + t * j->cols, j->cols, row);
-                continue;
-            }
-            /* ggml's codes and its q8 blocks' d and d·Σq in f16 */
-            if (c->ggml_rounding) elm_ggml_quantize_q8(j->x + t * j->cols, j->cols, row);
+            if (j->q8k) elm_quantize_q8_k(j->x + t * j->cols, j->cols, row);
             else c->k->quantize_q8(j->x + t * j->cols, j->cols, row);
         }
     while ((j->xt || round) && elm_pool_work_claim(&j->chunks, ith, 1, &t0, &t1)) {
@@ -115,25 +105,27 @@ static void prep_worker(void *arg, int ith, int nth) {
     }
 }
 
-/* The type a product's float input is rounded to: with ggml_rounding, its F16/BF16 weights' type;
- * else F32 (none). */
+/* The type a product's float input is rounded to: its F16/BF16 weights' type where the table
+ * wants it (round_float_act); else F32 (none). */
 static elm_type act_round(const elm_context *c, const elm_tensor *w) {
-    return c->ggml_rounding && (w->type == ELM_TYPE_F16 || w->type == ELM_TYPE_BF16)
+    return c->k->round_float_act && (w->type == ELM_TYPE_F16 || w->type == ELM_TYPE_BF16)
                ? w->type
                : ELM_TYPE_F32;
 }
 
-/* Y_i[n_tok, rows_i] = X[n_tok, cols] · W_iᵀ for the n weights of layer `layer` (-1: output). */
+/* Y_i[n_tok, rows_i] = X[n_tok, cols] · W_iᵀ for the n weights of layer `layer` (-1: output), of
+ * which the caller keeps the tokens [out_first, n_tok) (elm_matmul_args.out_first). */
 static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *const *w,
-                         float *const *y, const float *x, int64_t n_tok) {
+                         float *const *y, const float *x, int64_t n_tok, int64_t out_first) {
     /* float products share xt and xr, so they go out together only when rounded alike */
     for (int i = 1; i < n; i++)
         if (!elm_type_q8_act(w[i]->type) && !elm_type_q8_act(w[0]->type) &&
             act_round(c, w[i]) != act_round(c, w[0])) {
-            for (int k = 0; k < n; k++) matmul_group(c, layer, 1, &w[k], &y[k], x, n_tok);
+            for (int k = 0; k < n; k++)
+                matmul_group(c, layer, 1, &w[k], &y[k], x, n_tok, out_first);
             return;
         }
-    matmul_job j = {.c = c, .n = n, .ggml_first = c->ggml_first};
+    matmul_job j = {.c = c, .n = n};
     prep_job pj = {.c = c, .x = x, .n_tok = n_tok, .cols = w[0]->ne[0], .round = ELM_TYPE_F32};
     elm_pool_work_init(&pj.tokens, (long)n_tok, elm_pool_size(c->pool));
     elm_pool_work_init(&pj.chunks, (long)((n_tok + 15) / 16), elm_pool_size(c->pool));
@@ -152,9 +144,10 @@ static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
         pj.q8 |= q8;
         pj.xt |= xt;
         pj.xp |= xp;
-        const elm_weights wi = {w[i]->type, w[i]->data, w[i]->ne[1], w[i]->ne[0], w[i]->packed};
-        j.args[i] = (elm_matmul_args){wi, xf, q8 ? c->xq : NULL, xt ? c->xt : NULL,
-                                      xp ? c->xp : NULL, n_tok, y[i]};
+        const elm_weights wi = {w[i]->type, w[i]->data, w[i]->ne[1], w[i]->ne[0], w[i]->packed_by};
+        j.args[i] = (elm_matmul_args){.w = wi, .x = xf, .xq = q8 ? c->xq : NULL,
+                                      .xt = xt ? c->xt : NULL, .xp = xp ? c->xp : NULL,
+                                      .n_tok = n_tok, .y = y[i], .out_first = out_first};
         j.first_unit[i + 1] =
             j.first_unit[i] + (long)((w[i]->ne[1] + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
     }
@@ -170,8 +163,8 @@ static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
 }
 
 static void matmul(elm_context *c, int layer, const elm_tensor *w, const float *x, int64_t n_tok,
-                   float *y) {
-    matmul_group(c, layer, 1, &w, &y, x, n_tok);
+                   int64_t out_first, float *y) {
+    matmul_group(c, layer, 1, &w, &y, x, n_tok, out_first);
 }
 
 typedef struct {
@@ -181,7 +174,7 @@ typedef struct {
     int32_t base;       /* ring layers: the position at row 0 of k and v (else 0) */
     int32_t n_swa;      /* the layer's window, 0: none */
     bool ring;
-    bool sgemm; /* ggml_rounding: llama.cpp's kqv of 2 or more batch tokens goes through tinyBLAS */
+    int32_t n_tok;       /* the tokens attending in this pass (elm_kernels.attention) */
     elm_pool_work items; /* (token, KV head) pairs, claimed one at a time */
 } attention_job;
 
@@ -210,14 +203,8 @@ static void attention_worker(void *arg, int ith, int nth) {
             const float *q = c->q + (size_t)t * q_dim + (size_t)h * hd;
             const size_t first = (row + (size_t)(p0 - j->base)) * c->kv_dim + (size_t)kvh * hd;
             float *out = c->att + (size_t)t * q_dim + (size_t)h * hd;
-            if (c->ggml_rounding)
-                for (int i = 0; i < group; i++)
-                    elm_ggml_attention(q + i * hd, j->k + first, j->v + first, (size_t)c->kv_dim,
-                                       pos + 1 - p0, hd, hp->attn_scale, j->sgemm, scores,
-                                       out + i * hd);
-            else
-                c->k->attention(q, group, j->k + first, j->v + first, (size_t)c->kv_dim,
-                                pos + 1 - p0, hd, hp->attn_scale, scores, out);
+            c->k->attention(q, group, j->k + first, j->v + first, (size_t)c->kv_dim, pos + 1 - p0,
+                            hd, hp->attn_scale, j->n_tok, scores, out);
         }
     }
 }
@@ -295,14 +282,6 @@ static void add_bias(float *y, const elm_tensor *b, int32_t n_tok, int64_t n) {
         for (int64_t i = 0; i < n; i++) y[(size_t)t * n + i] += bias[i];
 }
 
-/* The RMSNorm of the context's mode: with ggml_rounding, ggml's order (the kernels' sum differs
- * in the last bit, enough to move a q8 code of the next product). */
-static void rmsnorm(const elm_context *c, float *out, const float *x, const float *w, int64_t n,
-                    float eps) {
-    if (c->ggml_rounding) elm_ggml_rmsnorm(out, x, w, n, eps);
-    else c->k->rmsnorm(out, x, w, n, eps);
-}
-
 /* Per-head RMSNorm of the batch's q and k before RoPE (Qwen3): every head_dim slice scaled by
  * layer l's q or k norm weights. */
 static void qk_norm(elm_context *c, int l, int32_t n) {
@@ -310,40 +289,23 @@ static void qk_norm(elm_context *c, int l, int32_t n) {
     const int hd = hp->head_dim;
     const float *wq = c->qk_norms + (size_t)(2 * l) * hd, *wk = wq + hd;
     for (size_t i = 0; i < (size_t)n * (size_t)hp->n_heads; i++)
-        rmsnorm(c, c->q + i * hd, c->q + i * hd, wq, hd, hp->rms_eps);
+        c->k->rmsnorm(c->q + i * hd, c->q + i * hd, wq, hd, hp->rms_eps);
     for (size_t i = 0; i < (size_t)n * (size_t)hp->n_kv_heads; i++)
-        rmsnorm(c, c->kb + i * hd, c->kb + i * hd, wk, hd, hp->rms_eps);
+        c->k->rmsnorm(c->kb + i * hd, c->kb + i * hd, wk, hd, hp->rms_eps);
 }
 
 /* cos and sin of every rotated pair's angle for the batch's positions, once per forward call
  * (all layers use the same; windowed layers with their own base, theirs). */
 static void rope_tables(elm_context *c, int32_t n) {
-    const elm_hparams *hp = &c->m->hp;
-    const int half = hp->rope_dim / 2;
-    for (int swa = 0; swa < (c->inv_freq_swa ? 2 : 1); swa++) {
-        const float *f = swa ? c->inv_freq_swa : c->inv_freq;
-        /* ggml's angles: pos · base^(-2i/d) as a running float product, then / factor · scale */
-        const float step = powf(swa ? hp->rope_theta_swa : hp->rope_theta, -2.0f / hp->rope_dim);
-        const float scale = swa ? 1.0f : hp->rope_freq_scale;
-        for (int32_t t = 0; t < n; t++) {
-            float *cs = (swa ? c->rope_cs_swa : c->rope_cs) + (size_t)t * hp->rope_dim;
-            float theta = (float)c->pos[t];
-            for (int i = 0; i < half; i++) {
-                const float ff = !swa && c->rope_ff ? c->rope_ff[i] : 1.0f;
-                const float angle = c->ggml_rounding ? scale * (theta / ff) : (float)c->pos[t] * f[i];
-                theta *= step;
-                cs[2 * i] = cosf(angle);
-                cs[2 * i + 1] = sinf(angle);
-            }
-        }
-    }
+    c->k->rope_cs(&c->rope, c->pos, n, c->rope_cs);
+    if (c->rope_cs_swa) c->k->rope_cs(&c->rope_swa, c->pos, n, c->rope_cs_swa);
 }
 
 /* x[t] = RMSNorm(x[t]) · w for n rows of dim (in place). */
 static void rmsnorm_rows(elm_context *c, float *y, const float *x, const float *w, int32_t n) {
     const int dim = c->m->hp.dim;
     for (int32_t t = 0; t < n; t++)
-        rmsnorm(c, y + (size_t)t * dim, x + (size_t)t * dim, w, dim, c->m->hp.rms_eps);
+        c->k->rmsnorm(y + (size_t)t * dim, x + (size_t)t * dim, w, dim, c->m->hp.rms_eps);
 }
 
 /* x += y over n rows, after y's RMSNorm with w when the family norms block outputs (Gemma 3). */
@@ -357,7 +319,7 @@ static void residual_add(elm_context *c, float *y, const float *post_norm, int32
 static void attend(elm_context *c, int l, int32_t t0, int32_t nt) {
     const elm_hparams *hp = &c->m->hp;
     attention_job aj = {.c = c, .t0 = t0, .n_swa = elm_layer_swa(hp, l) ? hp->n_swa : 0,
-                        .ring = elm_kv_layer_ring(c, l), .sgemm = nt >= 2};
+                        .ring = elm_kv_layer_ring(c, l), .n_tok = nt};
     elm_pool_work_init(&aj.items, (long)nt * hp->n_kv_heads, elm_pool_size(c->pool));
     if (aj.ring) {
         const int32_t first = c->pos[t0];
@@ -374,27 +336,9 @@ static void attend(elm_context *c, int l, int32_t t0, int32_t nt) {
     elm_pool_run_shared(c->pool, attention_worker, &aj);
 }
 
-/* GeGLU as ggml's CPU backend computes it (ggml_vec_geglu_f32, GGML_GELU_FP16): the gate is
- * rounded to f16 and GELU read from a table of f16 results, 0 at or below -10 and the identity at
- * or above 10. The table differs from GELU in f32 by up to one f16 step (4e-3 relative), which
- * alone moved a tiny Gemma's logits 4e-3 from llama.cpp's; ggml_rounding only. */
-static void geglu_ggml(float *out, const float *g, const float *u, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        const float x = g[i];
-        float y = x <= -10.0f ? 0.0f : x;
-        if (x > -10.0f && x < 10.0f) {
-            /* ggml's order of operations: its f32 value decides which f16 the table holds, and
-             * one f16 step is 4e-3 */
-            const float h = elm_round_f16(x);
-            y = elm_round_f16(0.5f * h *
-                              (1.0f + tanhf(0.79788456080286535587989211986876f * h *
-                                            (1.0f + 0.044715f * h * h))));
-        }
-        out[i] = y * u[i];
-    }
-}
-
-static void layer_forward(elm_context *c, int l, int32_t n) {
+/* Layer l for the batch's n tokens, of which the caller keeps the FFN outputs of the tokens
+ * [ffn_first, n) (elm_matmul_args.out_first; the others are computed too). */
+static void layer_forward(elm_context *c, int l, int32_t n, int32_t ffn_first) {
     const elm_model *m = c->m;
     const elm_hparams *hp = &m->hp;
     const elm_layer *L = &m->layers[l];
@@ -407,7 +351,7 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
     rmsnorm_rows(c, c->xb, c->x, norm, n);
     const elm_tensor *qkv[] = {L->wq, L->wk, L->wv};
     float *qkv_out[] = {c->q, c->kb, c->vb};
-    matmul_group(c, l, 3, qkv, qkv_out, c->xb, n);
+    matmul_group(c, l, 3, qkv, qkv_out, c->xb, n, 0);
     add_bias(c->q, L->bq, n, q_dim);
     add_bias(c->kb, L->bk, n, kv);
     add_bias(c->vb, L->bv, n, kv);
@@ -424,13 +368,7 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
             const size_t row = ring ? (size_t)(c->pos[t] % c->swa_rows)
                                     : (size_t)c->row0[t] + (size_t)c->pos[t]; /* cache row */
             const float *cs = rope_cs + (size_t)t * hp->rope_dim;
-            if (!nope && c->ggml_rounding) {
-                const bool neox = hp->rope_style == ELM_ROPE_NEOX;
-                elm_ggml_rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs,
-                              neox);
-                elm_ggml_rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim,
-                              cs, neox);
-            } else if (!nope) {
+            if (!nope) {
                 rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs);
                 rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
             }
@@ -442,25 +380,17 @@ static void layer_forward(elm_context *c, int l, int32_t n) {
         }
         attend(c, l, t0, nt);
     }
-    matmul(c, l, L->wo, c->att, n, c->xb);
+    matmul(c, l, L->wo, c->att, n, 0, c->xb);
     residual_add(c, c->xb, post ? norm + 2 * dim : NULL, n);
 
-    /* llama.cpp's last layer goes on with its output rows only: its products there see fewer
-     * tokens, which changes how some of them add (ggml_exact.h) */
-    if (c->ggml_rounding && l == hp->n_layers - 1 && c->ggml_outputs > 0)
-        c->ggml_first = n - c->ggml_outputs;
     rmsnorm_rows(c, c->xb, c->x, norm + dim, n);
     const elm_tensor *gate_up[] = {L->w_gate, L->w_up};
     float *gate_up_out[] = {c->hg, c->hu};
-    matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n);
+    matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n, ffn_first);
     const int64_t n_ff = (int64_t)n * hp->ffn_dim;
-    const bool silu = hp->ffn_act == ELM_ACT_SILU;
-    if (silu && c->ggml_rounding) elm_ggml_swiglu(c->hg, c->hg, c->hu, n_ff);
-    else if (silu) c->k->swiglu(c->hg, c->hg, c->hu, n_ff);
-    else if (c->ggml_rounding) geglu_ggml(c->hg, c->hg, c->hu, n_ff);
+    if (hp->ffn_act == ELM_ACT_SILU) c->k->swiglu(c->hg, c->hg, c->hu, n_ff);
     else c->k->geglu(c->hg, c->hg, c->hu, n_ff);
-    matmul(c, l, L->w_down, c->hg, n, c->xb);
-    c->ggml_first = 0;
+    matmul(c, l, L->w_down, c->hg, n, ffn_first, c->xb);
     residual_add(c, c->xb, post ? norm + 3 * dim : NULL, n);
 }
 
@@ -471,10 +401,10 @@ static void output_logits(elm_context *c, const int32_t *rows, int32_t first, in
     const elm_hparams *hp = &c->m->hp;
     const float *out_norm = c->norms + (size_t)(c->n_norms * hp->n_layers) * hp->dim;
     for (int32_t t = 0; t < n_out; t++)
-        rmsnorm(c, c->xb + (size_t)t * hp->dim,
+        c->k->rmsnorm(c->xb + (size_t)t * hp->dim,
                       c->x + (size_t)(rows ? rows[t] : first + t) * hp->dim, out_norm, hp->dim,
                       hp->rms_eps);
-    matmul(c, -1, c->m->output, c->xb, n_out, logits);
+    matmul(c, -1, c->m->output, c->xb, n_out, 0, logits);
     const float cap = hp->logit_softcap;
     if (cap > 0)
         for (size_t i = 0; i < (size_t)n_out * (size_t)hp->n_vocab; i++)
@@ -513,8 +443,11 @@ elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float
         c->row0[t] = 0;
     }
     rope_tables(c, n);
-    c->ggml_outputs = logits && !all_logits ? 1 : 0;
-    for (int l = 0; l < hp->n_layers; l++) layer_forward(c, l, n);
+    /* past the last layer's attention only the rows of the logits are needed (llama.cpp goes on
+     * with those alone; a table may add as it does) */
+    const int32_t out_first = logits && !all_logits ? n - 1 : 0;
+    for (int l = 0; l < hp->n_layers; l++)
+        layer_forward(c, l, n, l == hp->n_layers - 1 ? out_first : 0);
     /* positions entered as hidden states have no id: -1 matches no token (speculative.c) */
     for (int32_t t = 0; t < n; t++) c->tokens[c->n_past + t] = tokens ? tokens[t] : -1;
     c->n_past += n;
@@ -563,8 +496,7 @@ elm_status elm_forward_seqs(elm_context *c, const int32_t *tokens, const int32_t
     memcpy(c->pos, pos, sizeof(int32_t) * (size_t)n);
     memcpy(c->row0, row0, sizeof(int32_t) * (size_t)n);
     rope_tables(c, n);
-    c->ggml_outputs = 0;
-    for (int l = 0; l < c->m->hp.n_layers; l++) layer_forward(c, l, n);
+    for (int l = 0; l < c->m->hp.n_layers; l++) layer_forward(c, l, n, 0);
     for (int32_t t = 0; t < n; t++) c->tokens[row0[t] + pos[t]] = tokens[t];
     if (n_out > 0 && logits) output_logits(c, out, 0, n_out, logits);
     return ELM_OK;

@@ -1,7 +1,6 @@
 /* Operations on a context's KV cache beyond appending (see context.h): the ids it holds, rolling
  * it back (speculative decoding), shifting it when full (long generations and chats), and its
  * size in bytes. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,8 +24,9 @@ elm_status elm_context_truncate(elm_context *c, int32_t n_past, elm_error *err) 
 }
 
 /* Rotates the keys of one layer's positions [from, to) by the angles in cs (cos, sin per pair):
- * RoPE at position p is a rotation by p · inv_freq[i] per pair, and rotations add. Keys of other
- * types than f32 go through floats. */
+ * RoPE at position p is a rotation by an angle proportional to p per pair, and rotations add (as
+ * llama.cpp shifts its cache: RoPE at position -n_discard). Keys of other types than f32 go
+ * through floats. */
 static void rerotate(elm_context *c, unsigned char *k_layer, int32_t from, int32_t to,
                      const float *cs, float *row) {
     const elm_hparams *hp = &c->m->hp;
@@ -57,13 +57,9 @@ elm_status elm_context_shift(elm_context *c, int32_t n_keep, int32_t n_discard, 
         free(row);
         return elm_errorf(err, ELM_ERR_NOMEM, "context shift: out of memory");
     }
-    for (int i = 0; i < hp->rope_dim / 2; i++)
-        for (int swa = 0; swa < 2; swa++) {
-            const float *f = swa && c->inv_freq_swa ? c->inv_freq_swa : c->inv_freq;
-            const float angle = -(float)n_discard * f[i];
-            cs[swa * hp->rope_dim + 2 * i] = cosf(angle);
-            cs[swa * hp->rope_dim + 2 * i + 1] = sinf(angle);
-        }
+    const int32_t back = -n_discard;
+    c->k->rope_cs(&c->rope, &back, 1, cs);
+    c->k->rope_cs(c->inv_freq_swa ? &c->rope_swa : &c->rope, &back, 1, cs + hp->rope_dim);
     const int32_t from = n_keep + n_discard, n_move = c->n_past - from;
     for (int l = 0; l < hp->n_layers; l++) {
         unsigned char *k = elm_kv_layer_k(c, l), *v = elm_kv_layer_v(c, l);

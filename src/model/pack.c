@@ -25,7 +25,7 @@ static bool viewed(const elm_model *m, const elm_tensor *t) {
 
 static elm_status pack_one(const elm_model *m, const elm_kernels *k, elm_tensor *t,
                            elm_error *err) {
-    if (!t || t->packed || !own_tensor(m, t) || !k->packs(t->type, t->ne[1], t->ne[0]) ||
+    if (!t || t->packed_by || !own_tensor(m, t) || !k->packs(t->type, t->ne[1], t->ne[0]) ||
         viewed(m, t))
         return ELM_OK;
     void *copy = malloc(t->nbytes);
@@ -33,9 +33,9 @@ static elm_status pack_one(const elm_model *m, const elm_kernels *k, elm_tensor 
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory packing tensor '%s'", m->path,
                           t->name);
     memcpy(copy, t->data, t->nbytes);
-    k->pack(&(elm_weights){t->type, copy, t->ne[1], t->ne[0], false}, t->data);
+    k->pack(&(elm_weights){t->type, copy, t->ne[1], t->ne[0], NULL}, t->data);
     free(copy);
-    t->packed = true;
+    t->packed_by = k;
     return ELM_OK;
 }
 

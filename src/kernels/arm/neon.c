@@ -153,7 +153,8 @@ NEON_FN static void attention_head(const float *q, const float *k, const float *
 
 NEON_FN static void attention(const float *q, int n_q, const float *k, const float *v,
                               size_t stride, int32_t n_pos, int head_dim, float scale,
-                              float *scores, float *out) {
+                              int32_t n_tok, float *scores, float *out) {
+    (void)n_tok;
     for (int i = 0; i < n_q; i++)
         attention_head(q + i * head_dim, k, v, stride, n_pos, head_dim, scale, scores,
                        out + i * head_dim);
@@ -416,8 +417,8 @@ NEON_FN static void matmul_bf16(const elm_matmul_args *a, int64_t r0, int64_t r1
         .isa = "neon", .dot_f32 = dot_f32, .transpose16 = elm_transpose_x16,                       \
         .quantize_q8 = quantize_q8, .matmul = matmul_fn, .bf16_act_tokens = bf16_tokens,           \
         .pair16 = pair, .rmsnorm = rmsnorm, .softmax = softmax, .swiglu = swiglu,                  \
-        .geglu = elm_scalar_geglu, .rope = elm_scalar_rope, .rope_neox = elm_scalar_rope_neox,     \
-        .attention = attention,                                                                    \
+        .geglu = elm_scalar_geglu, .rope_cs = elm_scalar_rope_cs, .rope = elm_scalar_rope,        \
+        .rope_neox = elm_scalar_rope_neox, .attention = attention,                                 \
     }
 static const elm_kernels neon_kernels = NEON_KERNELS(matmul, 0, NULL);
 static const elm_kernels neon_bf16_kernels =

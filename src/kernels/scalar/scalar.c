@@ -140,8 +140,26 @@ void elm_scalar_rope_neox(float *v, int n_heads, int head_dim, int rope_dim, con
         }
 }
 
+void elm_rope_freqs_init(elm_rope_freqs *r, int rope_dim, float base, float scale,
+                         const float *ff, float *inv_freq) {
+    *r = (elm_rope_freqs){rope_dim, base, scale, ff, inv_freq};
+    for (int i = 0; i < rope_dim / 2; i++)
+        inv_freq[i] = (float)(pow(base, -2.0 * i / rope_dim) * scale / (ff ? ff[i] : 1.0f));
+}
+
+void elm_scalar_rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, float *cs) {
+    for (int32_t t = 0; t < n; t++, cs += r->rope_dim)
+        for (int i = 0; i < r->rope_dim / 2; i++) {
+            const float angle = (float)pos[t] * r->inv_freq[i];
+            cs[2 * i] = cosf(angle);
+            cs[2 * i + 1] = sinf(angle);
+        }
+}
+
 void elm_scalar_attention(const float *q, int n_q, const float *k, const float *v, size_t stride,
-                          int32_t n_pos, int head_dim, float scale, float *scores, float *out) {
+                          int32_t n_pos, int head_dim, float scale, int32_t n_tok, float *scores,
+                          float *out) {
+    (void)n_tok;
     for (int i = 0; i < n_q; i++, q += head_dim, out += head_dim) {
         for (int32_t p = 0; p < n_pos; p++)
             scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
@@ -164,6 +182,7 @@ static const elm_kernels scalar_kernels = {
     .softmax = elm_scalar_softmax,
     .swiglu = elm_scalar_swiglu,
     .geglu = elm_scalar_geglu,
+    .rope_cs = elm_scalar_rope_cs,
     .rope = elm_scalar_rope,
     .rope_neox = elm_scalar_rope_neox,
     .attention = elm_scalar_attention,

@@ -291,7 +291,7 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
                                               .repack_f32 = repack_f32_256};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->w.packed && !elm_type_kquant(a->w.type))
+    if (a->w.packed_by && !elm_type_kquant(a->w.type))
         elm_packed_q4q5x16_matmul(tile_qx16_for(a->w.type), 4, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
@@ -310,6 +310,7 @@ static const elm_kernels avx2_kernels = {
     .softmax = softmax,
     .swiglu = swiglu,
     .geglu = elm_scalar_geglu,
+    .rope_cs = elm_scalar_rope_cs,
     .rope = elm_scalar_rope,
     .rope_neox = elm_scalar_rope_neox,
     .attention = attention,

@@ -508,7 +508,7 @@ static const elm_gemm_kernels gemm_kernels_bf16 = GEMM_512(&elm_gemm_bf16_avx512
 
 X86_INLINE void matmul_with(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0,
                             int64_t r1, void *scratch) {
-    if (a->w.packed && !elm_type_kquant(a->w.type))
+    if (a->w.packed_by && !elm_type_kquant(a->w.type))
         elm_packed_q4q5x16_matmul(tile_qx16_for(a->w.type), Q8_TOKENS, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx512, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(g, a, r0, r1, scratch);
@@ -530,7 +530,8 @@ X86_FN static void matmul_bf16(const elm_matmul_args *a, int64_t r0, int64_t r1,
         .quantize_q8 = quantize_q8, .matmul = matmul_fn, .packs = elm_packs_x16,                   \
         .pack = elm_pack_x16, .bf16_act_tokens = bf16_tokens, .pair16 = pair,                      \
         .rmsnorm = rmsnorm, .softmax = softmax, .swiglu = swiglu, .geglu = elm_scalar_geglu,       \
-        .rope = elm_scalar_rope, .rope_neox = elm_scalar_rope_neox, .attention = attention,        \
+        .rope_cs = elm_scalar_rope_cs, .rope = elm_scalar_rope, .rope_neox = elm_scalar_rope_neox, \
+        .attention = attention,                                                                    \
     }
 static const elm_kernels avx512_kernels = AVX512_KERNELS(matmul, 0, NULL);
 static const elm_kernels avx512_bf16_kernels =
