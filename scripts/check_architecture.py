@@ -3,8 +3,8 @@
 has must be named, so that the description cannot drift silently.
 
   - every file path it quotes in backticks (`model/forward.c`, `scripts/check_layers.py`,
-    `include/edgelm/model.h`) exists, read relative to src/, the repository root or
-    include/edgelm/ (a bare file name is found anywhere under src/, tools/, include/);
+    `include/edgelm/model.h`) exists, read relative to src/, the repository root, include/edgelm/,
+    tools/edgelm/ or tests/ (or as the end of a path under src/, tools/, include/: `x86/avx2.c`);
   - every folder of src/ (and each of their subfolders) is named, as `src/X` or `X/`;
   - every layer of scripts/check_layers.py's LAYERS table appears in the "Layers" diagram;
   - every `elm_*` or `edgelm_*` identifier it quotes (or prefix, quoted as `elm_report_*`)
@@ -29,7 +29,7 @@ def source_files(root):
 
 
 def path_exists(root, rel):
-    for base in ("src", "", "include/edgelm", "tools/edgelm"):
+    for base in ("src", "", "include/edgelm", "tools/edgelm", "tests"):
         if os.path.isfile(os.path.join(root, base, rel)):
             return True
     # a name or a path within a folder the paragraph is about (`x86/avx2.c` under kernels/)
