@@ -1,6 +1,6 @@
 /* ggml's super-block quantized types (k-quants Q2_K..Q6_K and the non-linear IQ4_NL, IQ4_XS):
- * decoders for the type traits table and the pieces of their layouts that kernels and encoders
- * share. Layouts: docs/kquants.md. */
+ * the pieces of their layouts that kernels and encoders share (their traits-table codecs are in
+ * codecs/codecs.h). Layouts: docs/kquants.md. */
 #ifndef EDGELM_CODECS_KQUANT_CODEC_H
 #define EDGELM_CODECS_KQUANT_CODEC_H
 
@@ -8,25 +8,6 @@
 #include <stdint.h>
 
 #include "edgelm/types.h"
-
-/* Decoders for the traits table: n weights (a multiple of the type's block size) from src. */
-void elm_q2_k_to_float(const void *src, float *dst, int64_t n);
-void elm_q3_k_to_float(const void *src, float *dst, int64_t n);
-void elm_q4_k_to_float(const void *src, float *dst, int64_t n);
-void elm_q5_k_to_float(const void *src, float *dst, int64_t n);
-void elm_q6_k_to_float(const void *src, float *dst, int64_t n);
-void elm_iq4_nl_to_float(const void *src, float *dst, int64_t n);
-void elm_iq4_xs_to_float(const void *src, float *dst, int64_t n);
-
-/* Reference encoders for the traits table (from_float): n weights (a multiple of the block size),
- * bit-exact with llama-quantize without an importance matrix (kquant_encode.c). */
-void elm_q2_k_from_float(const float *src, void *dst, int64_t n);
-void elm_q3_k_from_float(const float *src, void *dst, int64_t n);
-void elm_q4_k_from_float(const float *src, void *dst, int64_t n);
-void elm_q5_k_from_float(const float *src, void *dst, int64_t n);
-void elm_q6_k_from_float(const float *src, void *dst, int64_t n);
-void elm_iq4_nl_from_float(const float *src, void *dst, int64_t n);
-void elm_iq4_xs_from_float(const float *src, void *dst, int64_t n);
 
 /* n weights x of one of the types above into dst, weighted by the per-weight importances qw[n]
  * (llama.cpp's quantize_q*_K / quantize_iq4_* with quant_weights; NULL: the reference encoder).

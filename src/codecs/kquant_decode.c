@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "codecs/codecs.h"
 #include "codecs/kquant_codec.h"
 
 /* The 16 signed levels of the non-linear 4-bit grid of IQ4_NL and IQ4_XS (llama.cpp's

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "codecs/codecs.h"
 #include "codecs/kquant_codec.h"
 #include "codecs/quant_search.h"
 

@@ -7,8 +7,9 @@
  * byte arrays read with memcpy because their sizes (18, 20, 22 bytes) leave f16 fields unaligned. */
 #include <math.h>
 
-#include "codecs/legacy.h"
+#include "codecs/codecs.h"
 #include "core/half.h"
+#include "edgelm/types.h"
 
 /* ---- block packing shared by the 4- and 5-bit types ----
  * Weight j < 16 sits in the low nibble of qs[j], weight j >= 16 in the high nibble of qs[j-16];

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* Room for `more` bytes and the NUL; false (and oom) when it cannot be had. */
 static bool reserve(elm_sbuf *b, size_t more) {
@@ -64,10 +65,29 @@ void elm_list_add(char *buf, size_t cap, const char *item) {
     if (len + 1 < cap) snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", item);
 }
 
-const char *elm_names_get(elm_names *l, void (*fill)(char *buf, size_t cap)) {
+static const char *row_name(elm_named_rows t, size_t i) {
+    const char *name;
+    memcpy(&name, (const char *)t.rows + i * t.stride, sizeof name);
+    return name;
+}
+
+static const char *names_once(elm_names *l, void (*fill)(char *, size_t), const elm_named_rows *t) {
     pthread_mutex_lock(&l->lock);
-    if (!l->built) fill(l->s, sizeof l->s);
+    for (size_t i = 0; !l->built && t && i < t->n; i++) elm_list_add(l->s, sizeof l->s, row_name(*t, i));
+    if (!l->built && fill) fill(l->s, sizeof l->s);
     l->built = true;
     pthread_mutex_unlock(&l->lock);
     return l->s;
+}
+
+const char *elm_names_get(elm_names *l, void (*fill)(char *buf, size_t cap)) {
+    return names_once(l, fill, NULL);
+}
+
+const char *elm_named_list(elm_names *l, elm_named_rows t) { return names_once(l, NULL, &t); }
+
+long elm_named_find(elm_named_rows t, const char *name) {
+    for (size_t i = 0; name && i < t.n; i++)
+        if (!strcasecmp(name, row_name(t, i))) return (long)i;
+    return -1;
 }

@@ -41,4 +41,17 @@ typedef struct elm_names {
 /* The list of l, which fill(buf, cap) writes with elm_list_add the first time (thread-safe). */
 const char *elm_names_get(elm_names *l, void (*fill)(char *buf, size_t cap));
 
+/* A table of n rows, stride bytes apart, each starting with its name (a const char *): the
+ * tables of templates, recipes and the like that options name. */
+typedef struct elm_named_rows {
+    const void *rows;
+    size_t n, stride;
+} elm_named_rows;
+#define ELM_NAMED_ROWS(table) {(table), sizeof(table) / sizeof((table)[0]), sizeof((table)[0])}
+
+/* The index of the row named name (ASCII case-insensitively), or -1 (also for a NULL name). */
+long elm_named_find(elm_named_rows t, const char *name);
+/* Their names as one list, made on first use into l (as elm_names_get). */
+const char *elm_named_list(elm_names *l, elm_named_rows t);
+
 #endif

@@ -5,8 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "codecs/kquant_codec.h"
-#include "codecs/legacy.h"
+#include "codecs/codecs.h"
 #include "core/half.h"
 #include "core/strbuf.h"
 #include "edgelm/types.h"

@@ -113,21 +113,14 @@ const char *elm_chat_template_name(elm_chat_template t) {
 }
 
 bool elm_chat_template_parse(const char *name, elm_chat_template *out) {
-    for (int t = 0; name && t < ELM_TEMPLATE_COUNT; t++)
-        if (!strcmp(name, specs[t].name)) {
-            *out = (elm_chat_template)t;
-            return true;
-        }
-    return false;
-}
-
-static void fill_names(char *buf, size_t cap) {
-    for (int t = 0; t < ELM_TEMPLATE_COUNT; t++) elm_list_add(buf, cap, specs[t].name);
+    const long t = elm_named_find((elm_named_rows)ELM_NAMED_ROWS(specs), name);
+    if (t >= 0) *out = (elm_chat_template)t;
+    return t >= 0;
 }
 
 const char *elm_chat_template_names(void) {
     static elm_names names = ELM_NAMES_INIT;
-    return elm_names_get(&names, fill_names);
+    return elm_named_list(&names, (elm_named_rows)ELM_NAMED_ROWS(specs));
 }
 
 elm_chat_template elm_chat_template_thinking(elm_chat_template t, bool on) {

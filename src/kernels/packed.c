@@ -8,36 +8,47 @@ bool elm_packs_q4q5x16(elm_type t, int64_t rows, int64_t cols) {
            rows > 0 && rows % ELM_TILE_ROWS == 0 && cols > 0 && cols % ELM_QK == 0;
 }
 
-void elm_pack_q4q5x16(const elm_weights *w, void *out) {
-    const bool asym = w->type == ELM_TYPE_Q4_1 || w->type == ELM_TYPE_Q5_1;
-    const bool five = w->type == ELM_TYPE_Q5_0 || w->type == ELM_TYPE_Q5_1;
-    const size_t block = elm_type_get(w->type)->block_bytes, tile = elm_qx16_bytes(asym, five);
-    const size_t m_at = 2 + (asym ? 2 : 0), qs_at = m_at + (five ? 4 : 0); /* in a file block */
-    const size_t d_out = elm_qx16_d_at(five);
-    const int64_t nb = w->cols / ELM_QK;
+/* Every (tile of 16 rows, block) pair of w in file order, the block's 16 rows written by put into
+ * one `tile` bytes of out: both layouts interleave the rows of a block, field by field. */
+typedef void (*put_row_fn)(uint8_t *tile, const uint8_t *block, int r, elm_type t);
+
+static void pack_tiles(const elm_weights *w, size_t block, size_t tile, put_row_fn put,
+                       void *out) {
+    const int64_t nb = w->cols / elm_type_get(w->type)->block_size;
     const size_t row_bytes = (size_t)nb * block;
     uint8_t *o = out;
     for (int64_t r0 = 0; r0 < w->rows; r0 += ELM_TILE_ROWS) {
         const uint8_t *src = (const uint8_t *)w->data + (size_t)r0 * row_bytes;
         for (int64_t b = 0; b < nb; b++, o += tile)
-            for (int r = 0; r < ELM_TILE_ROWS; r++) {
-                const uint8_t *blk = src + (size_t)r * row_bytes + (size_t)b * block;
-                for (int j = 0; j < 4; j++)
-                    memcpy(o + (j * ELM_TILE_ROWS + r) * 4, blk + qs_at + 4 * j, 4);
-                if (five) {
-                    const uint8_t *h = blk + m_at;
-                    const uint32_t qh = (uint32_t)h[0] | (uint32_t)h[1] << 8 |
-                                        (uint32_t)h[2] << 16 | (uint32_t)h[3] << 24;
-                    for (int e = 0; e < 4; e++) {
-                        uint8_t v = 0;
-                        for (int k = 0; k < 8; k++) v |= (uint8_t)(((qh >> (4 * k + e)) & 1) << k);
-                        o[ELM_QX16_QH + 4 * r + e] = v;
-                    }
-                }
-                memcpy(o + d_out + 2 * r, blk, 2);
-                if (asym) memcpy(o + d_out + 32 + 2 * r, blk + 2, 2);
-            }
+            for (int r = 0; r < ELM_TILE_ROWS; r++)
+                put(o, src + (size_t)r * row_bytes + (size_t)b * block, r, w->type);
     }
+}
+
+static void put_q4q5(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
+    const bool asym = t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_1;
+    const bool five = t == ELM_TYPE_Q5_0 || t == ELM_TYPE_Q5_1;
+    const size_t m_at = 2 + (asym ? 2 : 0), qs_at = m_at + (five ? 4 : 0); /* in a file block */
+    const size_t d_out = elm_qx16_d_at(five);
+    for (int j = 0; j < 4; j++) memcpy(o + (j * ELM_TILE_ROWS + r) * 4, blk + qs_at + 4 * j, 4);
+    if (five) {
+        const uint8_t *h = blk + m_at;
+        const uint32_t qh = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
+                            (uint32_t)h[3] << 24;
+        for (int e = 0; e < 4; e++) {
+            uint8_t v = 0;
+            for (int k = 0; k < 8; k++) v |= (uint8_t)(((qh >> (4 * k + e)) & 1) << k);
+            o[ELM_QX16_QH + 4 * r + e] = v;
+        }
+    }
+    memcpy(o + d_out + 2 * r, blk, 2);
+    if (asym) memcpy(o + d_out + 32 + 2 * r, blk + 2, 2);
+}
+
+void elm_pack_q4q5x16(const elm_weights *w, void *out) {
+    const bool asym = w->type == ELM_TYPE_Q4_1 || w->type == ELM_TYPE_Q5_1;
+    const bool five = w->type == ELM_TYPE_Q5_0 || w->type == ELM_TYPE_Q5_1;
+    pack_tiles(w, elm_type_get(w->type)->block_bytes, elm_qx16_bytes(asym, five), put_q4q5, out);
 }
 
 bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols) {
@@ -45,23 +56,17 @@ bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols) {
            cols % ELM_QK_K == 0;
 }
 
+static void put_q4_k(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
+    (void)t;
+    enum { QS = 16, SM = 4 };
+    for (int v = 0; v < 32; v++) memcpy(o + (v * ELM_TILE_ROWS + r) * 4, blk + QS + 4 * v, 4);
+    for (int v = 0; v < 3; v++) memcpy(o + 2048 + (v * ELM_TILE_ROWS + r) * 4, blk + SM + 4 * v, 4);
+    memcpy(o + 2240 + 2 * r, blk, 2);
+    memcpy(o + 2272 + 2 * r, blk + 2, 2);
+}
+
 void elm_pack_q4_kx16(const elm_weights *w, void *out) {
-    enum { BLOCK = 144, QS = 16, SM = 4 };
-    const int64_t nsb = w->cols / ELM_QK_K;
-    const size_t row_bytes = (size_t)nsb * BLOCK;
-    uint8_t *o = out;
-    for (int64_t r0 = 0; r0 < w->rows; r0 += ELM_TILE_ROWS) {
-        const uint8_t *src = (const uint8_t *)w->data + (size_t)r0 * row_bytes;
-        for (int64_t s = 0; s < nsb; s++, o += ELM_Q4_KX16_BYTES)
-            for (int r = 0; r < ELM_TILE_ROWS; r++) {
-                const uint8_t *blk = src + (size_t)r * row_bytes + (size_t)s * BLOCK;
-                for (int v = 0; v < 32; v++) memcpy(o + (v * ELM_TILE_ROWS + r) * 4, blk + QS + 4 * v, 4);
-                for (int v = 0; v < 3; v++)
-                    memcpy(o + 2048 + (v * ELM_TILE_ROWS + r) * 4, blk + SM + 4 * v, 4);
-                memcpy(o + 2240 + 2 * r, blk, 2);
-                memcpy(o + 2272 + 2 * r, blk + 2, 2);
-            }
-    }
+    pack_tiles(w, 144, ELM_Q4_KX16_BYTES, put_q4_k, out);
 }
 
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols) {

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "core/strbuf.h"
 #include "quant/recipe.h"
@@ -31,22 +30,16 @@ static const struct { const char *name; uint32_t ftype; elm_type base; } recipes
 #define N_RECIPES (sizeof recipes / sizeof recipes[0])
 
 bool elm_quant_recipe_from_name(const char *name, uint32_t *ftype, elm_type *base) {
-    for (size_t i = 0; name && i < N_RECIPES; i++)
-        if (!strcasecmp(name, recipes[i].name)) {
-            *ftype = recipes[i].ftype;
-            *base = recipes[i].base;
-            return true;
-        }
-    return false;
-}
-
-static void fill_names(char *buf, size_t cap) {
-    for (size_t i = 0; i < N_RECIPES; i++) elm_list_add(buf, cap, recipes[i].name);
+    const long i = elm_named_find((elm_named_rows)ELM_NAMED_ROWS(recipes), name);
+    if (i < 0) return false;
+    *ftype = recipes[i].ftype;
+    *base = recipes[i].base;
+    return true;
 }
 
 const char *elm_quant_recipe_names(void) {
     static elm_names names = ELM_NAMES_INIT;
-    return elm_names_get(&names, fill_names);
+    return elm_named_list(&names, (elm_named_rows)ELM_NAMED_ROWS(recipes));
 }
 
 static const char *recipe_name(uint32_t ftype) {

@@ -1,0 +1,37 @@
+/* The block types' codecs, for the type traits table (core/types.c): n weights, a multiple of the
+ * type's block size, decoded from src or encoded into dst by round to nearest, bit-exact with
+ * llama-quantize without an importance matrix. The ggml 32-weight types in legacy.c (layouts:
+ * docs/formats.md, "ggml blocks"), the super-block types in kquant_decode.c and kquant_encode.c
+ * (docs/kquants.md). */
+#ifndef EDGELM_CODECS_CODECS_H
+#define EDGELM_CODECS_CODECS_H
+
+#include <stdint.h>
+
+void elm_q8_0_to_float(const void *src, float *dst, int64_t n);
+void elm_q4_0_to_float(const void *src, float *dst, int64_t n);
+void elm_q4_1_to_float(const void *src, float *dst, int64_t n);
+void elm_q5_0_to_float(const void *src, float *dst, int64_t n);
+void elm_q5_1_to_float(const void *src, float *dst, int64_t n);
+void elm_q2_k_to_float(const void *src, float *dst, int64_t n);
+void elm_q3_k_to_float(const void *src, float *dst, int64_t n);
+void elm_q4_k_to_float(const void *src, float *dst, int64_t n);
+void elm_q5_k_to_float(const void *src, float *dst, int64_t n);
+void elm_q6_k_to_float(const void *src, float *dst, int64_t n);
+void elm_iq4_nl_to_float(const void *src, float *dst, int64_t n);
+void elm_iq4_xs_to_float(const void *src, float *dst, int64_t n);
+
+void elm_q8_0_from_float(const float *src, void *dst, int64_t n);
+void elm_q4_0_from_float(const float *src, void *dst, int64_t n);
+void elm_q4_1_from_float(const float *src, void *dst, int64_t n);
+void elm_q5_0_from_float(const float *src, void *dst, int64_t n);
+void elm_q5_1_from_float(const float *src, void *dst, int64_t n);
+void elm_q2_k_from_float(const float *src, void *dst, int64_t n);
+void elm_q3_k_from_float(const float *src, void *dst, int64_t n);
+void elm_q4_k_from_float(const float *src, void *dst, int64_t n);
+void elm_q5_k_from_float(const float *src, void *dst, int64_t n);
+void elm_q6_k_from_float(const float *src, void *dst, int64_t n);
+void elm_iq4_nl_from_float(const float *src, void *dst, int64_t n);
+void elm_iq4_xs_from_float(const float *src, void *dst, int64_t n);
+
+#endif
