@@ -46,7 +46,9 @@ interrupted() {
         fail "$method: the run ended before it could be interrupted: $(cat "$dir.err")"
         return 1
     fi
-    kill -s KILL "$pid"
+    # the whole job: $! is the subshell running q, and edgelm inside it would otherwise finish
+    # (and remove its checkpoint) before the checks below
+    kill -s KILL -- "-$pid"
     wait "$pid" 2>/dev/null
     [ "$(ls -A "$dir")" = "out.gguf.ckpt" ] && ok ||
         fail "$method: a killed run left '$(ls -A "$dir" | tr '\n' ' ')', not just its checkpoint"
