@@ -1,8 +1,8 @@
-/* GGUF reader (src/formats/gguf_read.c): the fixture loads with the right hyper-parameters and
- * vocab, and every class of bad input fails with a non-OK status and a message naming the file and
- * the problem. Bad files are patched copies of stories260K-f32.gguf (offsets found by walking its
- * header here, independently of the library) or tiny synthetic GGUFs built here, written into a
- * mkdtemp folder that is removed at the end. */
+/* GGUF reader (src/formats/gguf_read.c over gguf_parse.c): the fixture loads with the right
+ * hyper-parameters and vocab, and every class of bad input fails with a non-OK status and a message
+ * naming the file and the problem. Bad files are patched copies of stories260K-f32.gguf (offsets
+ * found by walking its header here, independently of the library) or tiny synthetic GGUFs built
+ * here, written into a mkdtemp folder that is removed at the end. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

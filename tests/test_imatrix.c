@@ -1,8 +1,9 @@
 /* Importance matrices (edgelm/imatrix.h): llama-imatrix's file for wide256 on calib.txt reads;
  * elm_imatrix_compute on the same text and context reproduces its values to 1e-3 relative and its
- * chunk count; a saved file reads back the same; an imatrix that does not match the model, or a
- * damaged file (truncated, a tensor name given twice), is refused with one line naming the file and
- * the tensor, and no output is left. */
+ * chunk count; a saved file reads back the same (and is saved again byte for byte, its end padded
+ * as llama-imatrix's); an imatrix that does not match the model, or a damaged file (truncated, a
+ * tensor name given twice), is refused with one line naming the file and the tensor, and no output
+ * is left. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,19 @@ static void test_compute(const elm_model *m, const elm_imatrix *ref) {
         if (!st) {
             compare(&back, &im, 0, "saved");
             CHECK(!strcmp(back.dataset, "calib.txt"), "dataset '%s'", back.dataset);
+            /* written again from what was read: the same bytes, the data padded at the end to 32
+             * bytes as llama-imatrix's files are */
+            char again[256], *a = NULL, *b = NULL;
+            size_t na = 0, nb = 0;
+            snprintf(again, sizeof again, "%s/im2.gguf", dir);
+            st = elm_imatrix_save(&back, again, &err);
+            if (!st) st = elm_read_file(path, 1 << 26, &a, &na, &err);
+            if (!st) st = elm_read_file(again, 1 << 26, &b, &nb, &err);
+            CHECK(st == ELM_OK && na == nb && na % 32 == 0 && !memcmp(a, b, na),
+                  "saved twice: %s, %zu and %zu bytes", st ? err.msg : "", na, nb);
+            free(a);
+            free(b);
+            unlink(again);
             elm_imatrix_free(&back);
         }
         unlink(path);

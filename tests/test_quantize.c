@@ -209,14 +209,6 @@ static void test_roundtrip(const elm_model *in) {
     unlink(out);
 }
 
-static elm_status failing_fill(void *user, int32_t i, const elm_tensor *t, void *dst,
-                               elm_error *err) {
-    (void)user;
-    memset(dst, 0, t->nbytes);
-    if (i == 3) return elm_errorf(err, ELM_ERR_IO, "simulated failure at '%s'", t->name);
-    return ELM_OK;
-}
-
 static void test_failures(const elm_model *in) {
     char out[512];
     elm_error err;
@@ -233,12 +225,38 @@ static void test_failures(const elm_model *in) {
     CHECK(st == ELM_ERR_ARG, "unsupported type accepted: %d %s", st, err.msg);
     CHECK(access(out, F_OK) != 0, "a file was left at %s", out);
 
-    /* failure half way through the tensor data: the partial temporary file is removed */
+    /* failure half way through the tensor data (a producer that fails at tensor 3 frees the
+     * writer): the partial temporary file is removed */
     snprintf(out, sizeof out, "%s/half.gguf", tmpdir);
-    elm_gguf_out src = {.m = in, .tensors = in->tensors, .n_tensors = in->n_tensors,
-                        .fill = failing_fill};
-    st = elm_gguf_write(out, &src, NULL, &err);
-    CHECK(st == ELM_ERR_IO && strstr(err.msg, "simulated"), "fill failure: %d %s", st, err.msg);
+    elm_gguf_writer *w = NULL;
+    st = elm_gguf_begin_model(out, in, in->tensors, in->n_tensors, in->file_type, &w, &err);
+    for (int32_t i = 0; i < 3 && !st; i++)
+        st = elm_gguf_write_tensor(w, i, in->tensors[i].data, in->tensors[i].nbytes, &err);
+    CHECK(st == ELM_OK, "begin and 3 tensors: %s", err.msg);
+    /* the writer's own checks: tensors in table order, each its size, all before the end */
+    if (!st) {
+        const elm_tensor *t = &in->tensors[3];
+        st = elm_gguf_write_tensor(w, 4, in->tensors[4].data, in->tensors[4].nbytes, &err);
+        CHECK(st == ELM_ERR_ARG && strstr(err.msg, out) && strstr(err.msg, "out of order"),
+              "tensor 4 before 3: %d %s", st, err.msg);
+        st = elm_gguf_write_tensor(w, 3, t->data, t->nbytes - 1, &err);
+        CHECK(st == ELM_ERR_ARG && strstr(err.msg, out) && strstr(err.msg, t->name),
+              "tensor 3 a byte short: %d %s", st, err.msg);
+        st = elm_gguf_end(w, NULL, &err);
+        CHECK(st == ELM_ERR_ARG && strstr(err.msg, "3 of the"), "end after 3 tensors: %d %s", st,
+              err.msg);
+    }
+    elm_gguf_writer_free(w);
+    CHECK(access(out, F_OK) != 0, "a file was left at %s", out);
+
+    /* a tensor whose rows are not whole blocks of its type: refused before anything is created */
+    snprintf(out, sizeof out, "%s/rows.gguf", tmpdir);
+    elm_tensor odd = in->tensors[0];
+    odd.type = ELM_TYPE_Q4_0;
+    odd.ne[0] = 33;
+    st = elm_gguf_begin_model(out, in, &odd, 1, in->file_type, &w, &err);
+    CHECK(st == ELM_ERR_ARG && !w && strstr(err.msg, out) && strstr(err.msg, odd.name),
+          "rows of 33 as q4_0: %d %s", st, err.msg);
     CHECK(access(out, F_OK) != 0, "a file was left at %s", out);
 
     /* a directory in the way of the output: rename fails, nothing left behind */

@@ -295,7 +295,7 @@ typedef struct elm_quant_rates {
 } elm_quant_rates;
 
 /* Measures both rates here and now (about 0.4 s): repeated 768³ sgemm products on n_threads
- * (0: OpenBLAS's default) and the clip search over 64K weights. ELM_ERR_NOMEM. */
+ * (0: all online cores) and the clip search over 64K weights. ELM_ERR_NOMEM. */
 elm_status elm_quant_measure_rates(int32_t n_threads, elm_quant_rates *out, elm_error *err);
 
 typedef struct elm_quant_estimate {

@@ -1,12 +1,15 @@
 /* GGUF v3 writer (see gguf_write.h; layout from docs/formats.md, "GGUF v3").
  *
- * The header needs the number of key/value pairs before any of them is written, so the metadata
- * is emitted twice by one function: a dry pass that only counts, then the real pass. Errors are
- * sticky in the writer so the emit code reads as a list of keys. */
+ * The header counts the keys and the tensors before any of them, so the description is kept in
+ * memory (the keys' bytes, the tensor infos' bytes) until elm_gguf_begin writes it. Errors of the
+ * description are sticky in the writer, so the code that describes a file reads as a list of
+ * keys. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/strbuf.h"
+#include "formats/gguf_parse.h"
 #include "formats/gguf_write.h"
 #include "tokenizer/pretok.h"
 
@@ -14,99 +17,119 @@
 #define GGUF_VERSION 3
 #define GGUF_QUANTIZATION_VERSION 2
 
-enum { T_U32 = 4, T_I32 = 5, T_F32 = 6, T_BOOL = 7, T_STRING = 8, T_ARRAY = 9 };
+typedef enum { DESCRIBING, OPEN, ENDED } wstate;
 
-typedef struct gw {
+/* A tensor of the table: where its name is in `names`, and its size. */
+typedef struct wtensor {
+    size_t name_at;
+    uint64_t nbytes;
+} wtensor;
+
+struct elm_gguf_writer {
+    char *path;
+    bool pad_end;
+    wstate state;
+    elm_error first;     /* the description's first error; code ELM_OK while there is none */
+    elm_sbuf kv;         /* the keys and values as they go in the file */
+    uint64_t n_kv;
+    elm_sbuf table;      /* the tensor infos as they go in the file */
+    elm_sbuf names;      /* the tensors' names, each NUL-terminated, for error messages */
+    wtensor *t;          /* [n] */
+    int32_t n, cap;
+    uint64_t data_bytes; /* the data of the tensors added so far, padded: the next offset */
     elm_out out;
-    bool dry;       /* count only */
-    uint64_t n_kv;  /* pairs emitted so far */
-    uint64_t pos;   /* bytes emitted so far */
-    elm_status st;  /* first error, sticky */
-    elm_error *err;
-} gw;
+    uint64_t pos;        /* bytes written */
+    int32_t next;        /* the tensor whose data come next */
+};
 
-static void put(gw *w, const void *p, size_t n) {
-    if (w->st) return;
-    if (!w->dry) w->st = elm_out_write(&w->out, p, n, w->err);
-    w->pos += n;
+/* ------------------------------------------------------------------------- description */
+
+static void put(elm_sbuf *b, const void *p, size_t n) { elm_sb_put(b, p, n); }
+static void put_u32(elm_sbuf *b, uint32_t v) { put(b, &v, 4); }
+static void put_u64(elm_sbuf *b, uint64_t v) { put(b, &v, 8); }
+
+static void put_str(elm_sbuf *b, const char *s, size_t len) {
+    put_u64(b, len);
+    put(b, s, len);
 }
 
-static void put_u32(gw *w, uint32_t v) { put(w, &v, 4); }
-static void put_u64(gw *w, uint64_t v) { put(w, &v, 8); }
-
-static void put_str(gw *w, const char *s, size_t len) {
-    put_u64(w, len);
-    put(w, s, len);
-}
-
-static void pad(gw *w) {
-    static const uint8_t zeros[GGUF_ALIGNMENT];
-    put(w, zeros, (size_t)((GGUF_ALIGNMENT - w->pos % GGUF_ALIGNMENT) % GGUF_ALIGNMENT));
-}
-
-static void key(gw *w, const char *k, uint32_t type) {
+static void key(elm_gguf_writer *w, const char *k, uint32_t type) {
     w->n_kv++;
-    put_str(w, k, strlen(k));
-    put_u32(w, type);
+    put_str(&w->kv, k, strlen(k));
+    put_u32(&w->kv, type);
 }
 
-static void kv_u32(gw *w, const char *k, uint32_t v) {
-    key(w, k, T_U32);
-    put_u32(w, v);
+elm_gguf_writer *elm_gguf_writer_new(const char *path, bool pad_end) {
+    elm_gguf_writer *w = calloc(1, sizeof *w);
+    if (w && !(w->path = strdup(path))) {
+        free(w);
+        return NULL;
+    }
+    if (w) w->pad_end = pad_end;
+    return w;
 }
 
-static void kv_f32(gw *w, const char *k, float v) {
-    key(w, k, T_F32);
-    put(w, &v, 4);
+void elm_gguf_kv_u32(elm_gguf_writer *w, const char *k, uint32_t v) {
+    key(w, k, ELM_GGUF_U32);
+    put_u32(&w->kv, v);
 }
 
-static void kv_bool(gw *w, const char *k, bool v) {
+void elm_gguf_kv_str(elm_gguf_writer *w, const char *k, const char *s) {
+    key(w, k, ELM_GGUF_STRING);
+    put_str(&w->kv, s, strlen(s));
+}
+
+static void array_head(elm_gguf_writer *w, const char *k, uint32_t elem_type, uint64_t count) {
+    key(w, k, ELM_GGUF_ARRAY);
+    put_u32(&w->kv, elem_type);
+    put_u64(&w->kv, count);
+}
+
+void elm_gguf_kv_strs(elm_gguf_writer *w, const char *k, const char *const *s, uint64_t n) {
+    array_head(w, k, ELM_GGUF_STRING, n);
+    for (uint64_t i = 0; i < n; i++) put_str(&w->kv, s[i], strlen(s[i]));
+}
+
+static void kv_f32(elm_gguf_writer *w, const char *k, float v) {
+    key(w, k, ELM_GGUF_F32);
+    put(&w->kv, &v, 4);
+}
+
+static void kv_bool(elm_gguf_writer *w, const char *k, bool v) {
     uint8_t b = v;
-    key(w, k, T_BOOL);
-    put(w, &b, 1);
-}
-
-static void kv_str(gw *w, const char *k, const char *s) {
-    key(w, k, T_STRING);
-    put_str(w, s, strlen(s));
-}
-
-static void array_head(gw *w, const char *k, uint32_t elem_type, uint64_t count) {
-    key(w, k, T_ARRAY);
-    put_u32(w, elem_type);
-    put_u64(w, count);
+    key(w, k, ELM_GGUF_BOOL);
+    put(&w->kv, &b, 1);
 }
 
 /* <arch>.<suffix> */
-static void kv_arch_u32(gw *w, const char *arch, const char *suffix, int32_t v) {
+static void kv_arch_u32(elm_gguf_writer *w, const char *arch, const char *suffix, int32_t v) {
     char k[128];
     snprintf(k, sizeof k, "%s.%s", arch, suffix);
-    kv_u32(w, k, (uint32_t)v);
+    elm_gguf_kv_u32(w, k, (uint32_t)v);
 }
 
-static void kv_arch_f32(gw *w, const char *arch, const char *suffix, float v) {
+static void kv_arch_f32(elm_gguf_writer *w, const char *arch, const char *suffix, float v) {
     char k[128];
     snprintf(k, sizeof k, "%s.%s", arch, suffix);
     kv_f32(w, k, v);
 }
 
-static void emit_vocab(gw *w, const elm_vocab *v) {
+static void kv_vocab(elm_gguf_writer *w, const elm_vocab *v) {
     /* Gemma 4's tokenizer is a llama vocab cut at newlines here, its own model name in GGUF */
     const bool gemma4 = strcmp(v->pre, "gemma4") == 0;
-    kv_str(w, "tokenizer.ggml.model", gemma4 ? "gemma4" : v->model[0] ? v->model : "llama");
-    if (strcmp(v->model, "gpt2") == 0) kv_str(w, "tokenizer.ggml.pre", v->pre);
-    array_head(w, "tokenizer.ggml.tokens", T_STRING, (uint64_t)v->n_tokens);
-    for (int32_t i = 0; i < v->n_tokens; i++) put_str(w, v->pieces[i], v->piece_len[i]);
+    elm_gguf_kv_str(w, "tokenizer.ggml.model",
+                    gemma4 ? "gemma4" : v->model[0] ? v->model : "llama");
+    if (strcmp(v->model, "gpt2") == 0) elm_gguf_kv_str(w, "tokenizer.ggml.pre", v->pre);
+    array_head(w, "tokenizer.ggml.tokens", ELM_GGUF_STRING, (uint64_t)v->n_tokens);
+    for (int32_t i = 0; i < v->n_tokens; i++) put_str(&w->kv, v->pieces[i], v->piece_len[i]);
     if (v->scores) {
-        array_head(w, "tokenizer.ggml.scores", T_F32, (uint64_t)v->n_tokens);
-        put(w, v->scores, (size_t)v->n_tokens * sizeof(float));
+        array_head(w, "tokenizer.ggml.scores", ELM_GGUF_F32, (uint64_t)v->n_tokens);
+        put(&w->kv, v->scores, (size_t)v->n_tokens * sizeof(float));
     }
-    array_head(w, "tokenizer.ggml.token_type", T_I32, (uint64_t)v->n_tokens);
-    put(w, v->types, (size_t)v->n_tokens * sizeof(int32_t));
-    if (v->merges) {
-        array_head(w, "tokenizer.ggml.merges", T_STRING, (uint64_t)v->n_merges);
-        for (int32_t i = 0; i < v->n_merges; i++) put_str(w, v->merges[i], strlen(v->merges[i]));
-    }
+    array_head(w, "tokenizer.ggml.token_type", ELM_GGUF_I32, (uint64_t)v->n_tokens);
+    put(&w->kv, v->types, (size_t)v->n_tokens * sizeof(int32_t));
+    if (v->merges) elm_gguf_kv_strs(w, "tokenizer.ggml.merges", (const char *const *)v->merges,
+                                    (uint64_t)v->n_merges);
     const struct { const char *k; int32_t id; } ids[] = {
         {"tokenizer.ggml.bos_token_id", v->bos_id},
         {"tokenizer.ggml.eos_token_id", v->eos_id},
@@ -114,21 +137,26 @@ static void emit_vocab(gw *w, const elm_vocab *v) {
         {"tokenizer.ggml.padding_token_id", v->pad_id},
     };
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++)
-        if (ids[i].id >= 0) kv_u32(w, ids[i].k, (uint32_t)ids[i].id);
+        if (ids[i].id >= 0) elm_gguf_kv_u32(w, ids[i].k, (uint32_t)ids[i].id);
     kv_bool(w, "tokenizer.ggml.add_bos_token", v->add_bos);
     kv_bool(w, "tokenizer.ggml.add_eos_token", v->add_eos);
     kv_bool(w, "tokenizer.ggml.add_space_prefix", v->add_space_prefix);
-    if (v->chat_template) kv_str(w, "tokenizer.chat_template", v->chat_template);
+    if (v->chat_template) elm_gguf_kv_str(w, "tokenizer.chat_template", v->chat_template);
 }
 
-static void emit_metadata(gw *w, const elm_gguf_out *src) {
-    const elm_model *m = src->m;
+/* The keys elm_gguf_begin_model lists. */
+static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type) {
     const elm_hparams *hp = &m->hp;
+    const elm_vocab *v = &m->vocab;
+    /* GGUF names a pre-tokenizer; regexes from a tokenizer.json that match none cannot be said */
+    if (v->n_tokens > 0 && !strcmp(v->model, "gpt2") && !v->pre[0] && !w->first.code)
+        elm_errorf(&w->first, ELM_ERR_UNSUPPORTED, "%s: the tokenizer's pre-tokenizer (regexes "
+                   "from tokenizer.json) is none GGUF can name (%s)", w->path, elm_pretok_names());
     const char *arch = hp->arch[0] ? hp->arch : "llama";
-    kv_str(w, "general.architecture", arch);
-    if (m->name[0]) kv_str(w, "general.name", m->name);
-    kv_u32(w, "general.file_type", src->file_type);
-    kv_u32(w, "general.quantization_version", GGUF_QUANTIZATION_VERSION);
+    elm_gguf_kv_str(w, "general.architecture", arch);
+    if (m->name[0]) elm_gguf_kv_str(w, "general.name", m->name);
+    elm_gguf_kv_u32(w, "general.file_type", file_type);
+    elm_gguf_kv_u32(w, "general.quantization_version", GGUF_QUANTIZATION_VERSION);
     kv_arch_u32(w, arch, "context_length", hp->n_ctx_train);
     kv_arch_u32(w, arch, "embedding_length", hp->dim);
     kv_arch_u32(w, arch, "block_count", hp->n_layers);
@@ -155,86 +183,168 @@ static void emit_metadata(gw *w, const elm_gguf_out *src) {
     if (hp->rope_freq_scale > 0 && hp->rope_freq_scale != 1.0f) {
         char k[128];
         snprintf(k, sizeof k, "%s.rope.scaling.type", arch);
-        kv_str(w, k, "linear");
+        elm_gguf_kv_str(w, k, "linear");
         kv_arch_f32(w, arch, "rope.scaling.factor", 1.0f / hp->rope_freq_scale);
     }
-    if (m->vocab.n_tokens > 0) emit_vocab(w, &m->vocab);
+    if (v->n_tokens > 0) kv_vocab(w, v);
 }
 
-/* Tensor bytes from type and shape, checked against t->nbytes. */
-static elm_status check_tensor(const char *path, const elm_tensor *t, elm_error *err) {
-    const elm_type_traits *tt = elm_type_get(t->type);
-    size_t row = tt ? elm_row_bytes(t->type, t->ne[0]) : 0;
+/* Bytes of a tensor of this type and shape, or 0 when it has no layout. */
+static uint64_t tensor_bytes(elm_type type, int n_dims, const int64_t *ne) {
+    if (n_dims < 1 || n_dims > ELM_MAX_DIMS) return 0;
     uint64_t rows = 1;
-    bool dims_ok = t->n_dims >= 1 && t->n_dims <= ELM_MAX_DIMS;
-    for (int d = 1; dims_ok && d < t->n_dims; d++) rows *= (uint64_t)t->ne[d];
-    if (!row || !dims_ok || row * rows != t->nbytes)
-        return elm_errorf(err, ELM_ERR_ARG,
-                          "%s: tensor '%s': type %s and shape do not give %zu bytes", path, t->name,
-                          tt ? tt->name : "?", t->nbytes);
+    for (int d = 1; d < n_dims; d++) {
+        if (ne[d] < 1 || (uint64_t)ne[d] > UINT64_MAX / rows) return 0;
+        rows *= (uint64_t)ne[d];
+    }
+    const uint64_t row = elm_row_bytes(type, ne[0]);
+    return row && rows <= UINT64_MAX / row ? row * rows : 0;
+}
+
+void elm_gguf_add_tensor(elm_gguf_writer *w, const char *name, elm_type type, int n_dims,
+                         const int64_t *ne) {
+    const uint64_t nbytes = tensor_bytes(type, n_dims, ne);
+    if (!nbytes) {
+        const elm_type_traits *tt = elm_type_get(type);
+        if (!w->first.code)
+            elm_errorf(&w->first, ELM_ERR_ARG, "%s: tensor '%s': %d dimensions with rows of %lld "
+                       "weights cannot be laid out as %s", w->path, name, n_dims,
+                       (long long)(n_dims >= 1 ? ne[0] : 0), tt ? tt->name : "an unknown type");
+        return;
+    }
+    if (w->n == w->cap) {
+        const int32_t cap = w->cap ? 2 * w->cap : 64;
+        wtensor *t = realloc(w->t, sizeof *t * (size_t)cap);
+        if (!t) {
+            if (!w->first.code) elm_errorf(&w->first, ELM_ERR_NOMEM, "%s: out of memory", w->path);
+            return;
+        }
+        w->t = t, w->cap = cap;
+    }
+    w->t[w->n++] = (wtensor){w->names.len, nbytes};
+    put(&w->names, name, strlen(name) + 1);
+    put_str(&w->table, name, strlen(name));
+    put_u32(&w->table, (uint32_t)n_dims);
+    for (int d = 0; d < n_dims; d++) put_u64(&w->table, (uint64_t)ne[d]);
+    put_u32(&w->table, (uint32_t)type);
+    put_u64(&w->table, w->data_bytes);
+    w->data_bytes += (nbytes + GGUF_ALIGNMENT - 1) / GGUF_ALIGNMENT * GGUF_ALIGNMENT;
+}
+
+/* ------------------------------------------------------------------------------ output */
+
+static elm_status emit(elm_gguf_writer *w, const void *p, size_t n, elm_error *err) {
+    elm_status st = elm_out_write(&w->out, p, n, err);
+    if (!st) w->pos += n;
+    return st;
+}
+
+static elm_status pad(elm_gguf_writer *w, elm_error *err) {
+    static const uint8_t zeros[GGUF_ALIGNMENT];
+    return emit(w, zeros, (size_t)((GGUF_ALIGNMENT - w->pos % GGUF_ALIGNMENT) % GGUF_ALIGNMENT),
+                err);
+}
+
+static void drop_description(elm_gguf_writer *w) {
+    free(w->kv.s);
+    free(w->table.s);
+    w->kv = w->table = (elm_sbuf){0};
+}
+
+elm_status elm_gguf_begin(elm_gguf_writer *w, elm_error *err) {
+    if (w->state != DESCRIBING)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: the GGUF writer has begun already", w->path);
+    if (!w->first.code && (w->kv.oom || w->table.oom || w->names.oom))
+        elm_errorf(&w->first, ELM_ERR_NOMEM, "%s: out of memory", w->path);
+    if (w->first.code) {
+        if (err) *err = w->first;
+        return w->first.code;
+    }
+    elm_status st = elm_out_open(&w->out, w->path, err);
+    if (st) return st;
+    w->state = OPEN;
+    const uint32_t version = GGUF_VERSION;
+    const uint64_t counts[2] = {(uint64_t)w->n, w->n_kv};
+    if (!(st = emit(w, "GGUF", 4, err)) && !(st = emit(w, &version, 4, err)) &&
+        !(st = emit(w, counts, sizeof counts, err)) && !(st = emit(w, w->kv.s, w->kv.len, err)))
+        st = emit(w, w->table.s, w->table.len, err);
+    /* the keys can be megabytes (a vocab), not to be held while the tensors are produced */
+    drop_description(w);
+    return st;
+}
+
+elm_status elm_gguf_begin_model(const char *path, const elm_model *m, const elm_tensor *tensors,
+                                int32_t n, uint32_t file_type, elm_gguf_writer **out,
+                                elm_error *err) {
+    *out = NULL;
+    elm_gguf_writer *w = elm_gguf_writer_new(path, false);
+    if (!w) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    kv_model(w, m, file_type);
+    for (int32_t i = 0; i < n; i++)
+        elm_gguf_add_tensor(w, tensors[i].name, tensors[i].type, tensors[i].n_dims, tensors[i].ne);
+    elm_status st = elm_gguf_begin(w, err);
+    if (st) {
+        elm_gguf_writer_free(w);
+        return st;
+    }
+    *out = w;
     return ELM_OK;
 }
 
-elm_status elm_gguf_write(const char *path, const elm_gguf_out *src, uint64_t *file_bytes,
-                          elm_error *err) {
-    size_t max_bytes = 0;
-    const elm_vocab *v = &src->m->vocab;
-    /* GGUF names a pre-tokenizer; regexes from a tokenizer.json that match none cannot be said */
-    if (v->n_tokens > 0 && !strcmp(v->model, "gpt2") && !v->pre[0])
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: the tokenizer's pre-tokenizer (regexes "
-                          "from tokenizer.json) is none GGUF can name (%s)", path,
-                          elm_pretok_names());
-    for (int32_t i = 0; i < src->n_tensors; i++) {
-        elm_status st = check_tensor(path, &src->tensors[i], err);
-        if (st) return st;
-        if (src->tensors[i].nbytes > max_bytes) max_bytes = src->tensors[i].nbytes;
-    }
-    gw w = {.dry = true, .err = err};
-    emit_metadata(&w, src);
-    uint64_t n_kv = w.n_kv;
+elm_status elm_gguf_write_tensor(elm_gguf_writer *w, int32_t i, const void *data, size_t nbytes,
+                                 elm_error *err) {
+    if (w->state != OPEN)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: tensor %d written %s", w->path, i,
+                          w->state == DESCRIBING ? "before the file is begun" : "after its end");
+    if (i < 0 || i >= w->n)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: tensor %d written, the table has %d", w->path, i,
+                          w->n);
+    const char *name = w->names.s + w->t[i].name_at;
+    if (i != w->next)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: tensor '%s' (%d) written out of order: the next "
+                          "is %d", w->path, name, i, w->next);
+    if (nbytes != w->t[i].nbytes)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: tensor '%s': %zu bytes written, its type and "
+                          "shape take %llu", w->path, name, nbytes,
+                          (unsigned long long)w->t[i].nbytes);
+    elm_status st = pad(w, err);
+    if (!st) st = emit(w, data, nbytes, err);
+    if (!st) w->next++;
+    return st;
+}
 
-    void *scratch = NULL;
-    if (src->fill && !(scratch = malloc(max_bytes ? max_bytes : 1)))
-        return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory (%zu bytes)", path, max_bytes);
-    w = (gw){.err = err};
-    if ((w.st = elm_out_open(&w.out, path, err))) {
-        free(scratch);
-        return w.st;
-    }
-    put(&w, "GGUF", 4);
-    put_u32(&w, GGUF_VERSION);
-    put_u64(&w, (uint64_t)src->n_tensors);
-    put_u64(&w, n_kv);
-    emit_metadata(&w, src);
-
-    uint64_t offset = 0;
-    for (int32_t i = 0; i < src->n_tensors; i++) {
-        const elm_tensor *t = &src->tensors[i];
-        put_str(&w, t->name, strlen(t->name));
-        put_u32(&w, (uint32_t)t->n_dims);
-        for (int d = 0; d < t->n_dims; d++) put_u64(&w, (uint64_t)t->ne[d]);
-        put_u32(&w, (uint32_t)t->type);
-        put_u64(&w, offset);
-        offset += (t->nbytes + GGUF_ALIGNMENT - 1) / GGUF_ALIGNMENT * GGUF_ALIGNMENT;
-    }
-    for (int32_t i = 0; i < src->n_tensors && !w.st; i++) {
-        const elm_tensor *t = &src->tensors[i];
-        pad(&w);
-        if (src->fill && !w.st) w.st = src->fill(src->user, i, t, scratch, err);
-        put(&w, src->fill ? scratch : t->data, t->nbytes);
-    }
-    free(scratch);
-    if (w.st) {
-        elm_out_abort(&w.out);
-        return w.st;
-    }
-    if ((w.st = elm_out_commit(&w.out, err))) return w.st;
-    if (file_bytes) *file_bytes = w.pos;
+elm_status elm_gguf_end(elm_gguf_writer *w, uint64_t *file_bytes, elm_error *err) {
+    if (w->state != OPEN)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: the GGUF writer ended %s", w->path,
+                          w->state == DESCRIBING ? "before it began" : "twice");
+    if (w->next != w->n)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: %d of the %d tensors written", w->path, w->next,
+                          w->n);
+    elm_status st = w->pad_end ? pad(w, err) : ELM_OK;
+    if (st) return st;
+    /* commit removes the temporary file itself when it fails */
+    w->state = ENDED;
+    if ((st = elm_out_commit(&w->out, err))) return st;
+    if (file_bytes) *file_bytes = w->pos;
     return ELM_OK;
+}
+
+void elm_gguf_writer_free(elm_gguf_writer *w) {
+    if (!w) return;
+    if (w->state == OPEN) elm_out_abort(&w->out);
+    drop_description(w);
+    free(w->names.s);
+    free(w->t);
+    free(w->path);
+    free(w);
 }
 
 elm_status elm_gguf_write_model(const elm_model *m, const char *path, elm_error *err) {
-    elm_gguf_out src = {.m = m, .tensors = m->tensors, .n_tensors = m->n_tensors,
-                        .file_type = m->file_type};
-    return elm_gguf_write(path, &src, NULL, err);
+    elm_gguf_writer *w;
+    elm_status st = elm_gguf_begin_model(path, m, m->tensors, m->n_tensors, m->file_type, &w, err);
+    for (int32_t i = 0; i < m->n_tensors && !st; i++)
+        st = elm_gguf_write_tensor(w, i, m->tensors[i].data, m->tensors[i].nbytes, err);
+    if (!st) st = elm_gguf_end(w, NULL, err);
+    elm_gguf_writer_free(w);
+    return st;
 }

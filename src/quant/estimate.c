@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "edgelm/quant.h"
+#include "edgelm/system.h"
 #include "quant/awq.h"
 #include "quant/errfig.h"
 #include "quant/grid.h"
@@ -29,7 +30,7 @@ elm_status elm_quant_measure_rates(int32_t n_threads, elm_quant_rates *out, elm_
         a[i] = (float)((double)(rng >> 40) / (double)(1 << 24) - 0.5);
     }
     for (int i = 0; i < W; i++) x[i] = a[i];
-    if (n_threads > 0) openblas_set_num_threads(n_threads);
+    openblas_set_num_threads(n_threads > 0 ? n_threads : elm_online_cores());
     /* one warm-up product, then as many as fit in about 0.3 s */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, a + N * N, N, 0.0f,
                 a + 2 * N * N, N);
@@ -120,7 +121,7 @@ elm_status elm_quant_estimate_run(const elm_model *m, const elm_quant_params *p,
     if (st) return st;
     elm_grid og;
     const bool output_calibrated = !hp->tied_output && elm_grid_of(out_type, &og);
-    const int threads = p->n_threads > 0 ? p->n_threads : 1;
+    const int threads = p->n_threads > 0 ? p->n_threads : elm_online_cores();
     const double T = (double)n_tokens;
 
     /* one block */

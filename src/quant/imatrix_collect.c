@@ -6,6 +6,7 @@
 
 #include "edgelm/context.h"
 #include "edgelm/imatrix.h"
+#include "edgelm/system.h"
 
 typedef struct collector {
     const elm_model *m;
@@ -47,7 +48,7 @@ elm_status elm_imatrix_compute(const elm_model *m, const int32_t *tokens, int64_
             st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
     }
     elm_context_params cp = {.n_ctx = n_ctx, .n_batch = n_ctx,
-                             .n_threads = n_threads > 0 ? n_threads : 1};
+                             .n_threads = n_threads > 0 ? n_threads : elm_online_cores()};
     if (!st) st = elm_context_new(m, &cp, &ctx, err);
     if (!st) elm_context_set_hook(ctx, on_matmul, &c);
     for (int32_t ch = 0; ch < n_chunks && !st; ch++) {

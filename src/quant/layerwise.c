@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edgelm/system.h"
 #include "quant/awq.h"
 #include "quant/capture.h"
 #include "quant/checkpoint.h"
@@ -542,7 +543,7 @@ elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
         return elm_errorf(err, ELM_ERR_ARG, "%s needs calibration samples (--calib)",
                           elm_quant_method_name(params->method));
     /* BLAS (Hessian SYRK, GPTQ's factorizations and batch updates) on the -t threads */
-    if (params->n_threads > 0) openblas_set_num_threads(params->n_threads);
+    openblas_set_num_threads(params->n_threads > 0 ? params->n_threads : elm_online_cores());
     elm_status st = work_init(r, m, err);
     if (st) return st;
     if (!(r->final_stage = malloc(sizeof *r->final_stage * (size_t)(m->n_tensors ? m->n_tensors : 1))))

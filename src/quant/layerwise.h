@@ -42,16 +42,16 @@ elm_status elm_quant_calibrated(const elm_model *m, const elm_quant_params *para
                                 const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
                                 bool keep_work, elm_qrun *r, elm_error *err);
 
-/* The same run in steps, for a writer that streams each tensor as soon as it is final (params,
- * plan and cb must outlive r): elm_qrun_start quantizes the embedding and sets up the states
- * (stage 0); each elm_qrun_step does the next block (stage l+1 when block l is done), and the one
- * after the last block does the output and every remaining tensor (stage n_layers+1). A tensor i
- * is final once r->stage >= r->final_stage[i]; the caller may then take and free r->bytes[i]
- * (setting it NULL), or, when elm_ckpt_has(r->ckpt, i), read them from the checkpoint. With
- * params->checkpoint (and not keep_work) each block is committed to it before its progress call;
- * with params->resume too, a valid checkpoint there is resumed: elm_qrun_start returns at the
- * stage it holds, with cb->note told so. Errors as elm_quant_calibrated's and elm_ckpt_open's;
- * free r with elm_qrun_free after an error. */
+/* The same run in steps, for a caller that writes each tensor as soon as it is final (elm_quantize
+ * pushes them to the GGUF writer; params, plan and cb must outlive r): elm_qrun_start quantizes
+ * the embedding and sets up the states (stage 0); each elm_qrun_step does the next block (stage
+ * l+1 when block l is done), and the one after the last block does the output and every remaining
+ * tensor (stage n_layers+1). A tensor i is final once r->stage >= r->final_stage[i]; the caller
+ * may then take and free r->bytes[i] (setting it NULL), or, when elm_ckpt_has(r->ckpt, i), read
+ * them from the checkpoint. With params->checkpoint (and not keep_work) each block is committed to
+ * it before its progress call; with params->resume too, a valid checkpoint there is resumed:
+ * elm_qrun_start returns at the stage it holds, with cb->note told so. Errors as
+ * elm_quant_calibrated's and elm_ckpt_open's; free r with elm_qrun_free after an error. */
 elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
                           const elm_tensor_plan *plan, const elm_quantize_callbacks *cb,
                           bool keep_work, elm_qrun *r, elm_error *err);

@@ -1,8 +1,9 @@
 /* Whole-model quantization (edgelm/quant.h): plans each tensor's type (policy.c), lets GPTQ or
- * AWQ choose the blocks of the linear layers (layerwise.c), then streams the tensors through the
- * GGUF writer. Round-to-nearest tensors are converted while writing, one row at a time: decoded
- * to float with their type's to_float, encoded with the target's from_float (bit-exact with
- * llama-quantize --pure without an importance matrix). */
+ * AWQ choose the blocks of the linear layers (layerwise.c), and pushes the tensors to the GGUF
+ * writer in file order as each becomes final: a calibrated run is stepped a block at a time
+ * between them, and round-to-nearest tensors are converted one at a time, a row at a time:
+ * decoded to float with their type's to_float, encoded with the target's from_float (bit-exact
+ * with llama-quantize --pure without an importance matrix). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 typedef struct wjob {
     const elm_model *m;           /* the input model (names, error messages) */
     const elm_tensor *src;        /* [n] tensors to convert: m's, or the calibrated working copy */
-    elm_qrun *run;                /* the calibrated run, stepped as the writer needs, or NULL */
+    elm_qrun *run;                /* the calibrated run, stepped as the file needs, or NULL */
     const int32_t *order;         /* [n] source index of output tensor i, or NULL (the same) */
     const elm_tensor_plan *plan;
     const elm_quantize_callbacks *cb;
@@ -27,55 +28,74 @@ typedef struct wjob {
     float *row;                   /* [widest row] */
     const elm_imatrix *imatrix;   /* or NULL */
     float *qw;                    /* [widest row]: importance weights of the current tensor */
+    uint8_t *buf;                 /* [cap] the bytes of a tensor produced here, not by the run */
+    size_t cap;
 } wjob;
 
-/* Writer callback: tensor i of the output. */
-static elm_status fill(void *user, int32_t k, const elm_tensor *t, void *dst, elm_error *err) {
-    wjob *j = user;
+/* Tensor in's rows converted to t's type (RTN, importance-weighted with an imatrix) into dst. */
+static elm_status convert(wjob *j, const elm_tensor *in, const elm_tensor *t, uint8_t *dst,
+                          elm_error *err) {
+    const elm_type_traits *src_tt = elm_type_get(in->type), *dst_tt = elm_type_get(t->type);
+    size_t src_row = elm_row_bytes(in->type, in->ne[0]), dst_row = elm_row_bytes(t->type, t->ne[0]);
+    int64_t rows = in->ne[1] * in->ne[2] * in->ne[3];
+    const elm_imatrix_entry *e = j->imatrix ? elm_imatrix_find(j->imatrix, t->name) : NULL;
+    if (e && e->n != in->ne[0]) e = NULL; /* (3-D weights, which edgelm does not have) */
+    if (e) elm_imatrix_weights(e, j->qw); /* 2-D: one weight per column */
+    for (int64_t r = 0; r < rows; r++) {
+        src_tt->to_float((const uint8_t *)in->data + (size_t)r * src_row, j->row, in->ne[0]);
+        elm_status st = elm_check_finite(j->m, in, r, j->row, err);
+        if (st) return st;
+        uint8_t *out = dst + (size_t)r * dst_row;
+        if (e) elm_encode_row(t->type, j->row, out, t->ne[0], j->qw);
+        else dst_tt->from_float(j->row, out, t->ne[0]);
+    }
+    return ELM_OK;
+}
+
+/* Tensor k of the output (file order, described by t) made final and written: a calibrated run
+ * goes on until it is, then its bytes are written from the run (and freed) or the checkpoint;
+ * the rest are converted here. */
+static elm_status put_tensor(wjob *j, elm_gguf_writer *w, int32_t k, const elm_tensor *t,
+                             elm_error *err) {
     const int32_t i = j->order ? j->order[k] : k;
     const elm_tensor_plan *p = &j->plan[i];
     /* warned here rather than while planning, so that an output that cannot be created fails
      * before any warning is shown */
     if (p->type != p->wanted && j->cb && j->cb->warn) {
-        const elm_type_traits *w = elm_type_get((uint32_t)p->wanted);
+        const elm_type_traits *wt = elm_type_get((uint32_t)p->wanted);
         char msg[256];
         snprintf(msg, sizeof msg, "tensor '%s' has rows of %lld weights, not a multiple of the %s "
-                 "block size %d: written as %s", t->name, (long long)t->ne[0], w->name,
-                 w->block_size, elm_type_get((uint32_t)p->type)->name);
+                 "block size %d: written as %s", t->name, (long long)t->ne[0], wt->name,
+                 wt->block_size, elm_type_get((uint32_t)p->type)->name);
         j->cb->warn(msg, j->cb->user);
     }
-    /* a calibrated run goes on until this tensor is final; its bytes are freed once copied */
     while (j->run && j->run->stage < j->run->final_stage[i]) {
         elm_status st = elm_qrun_step(j->run, err);
         if (st) return st;
     }
-    if (j->run && elm_ckpt_has(j->run->ckpt, i)) {
-        elm_status st = elm_ckpt_read(j->run->ckpt, i, dst, t->nbytes, err);
-        if (st) return st;
-    } else if (j->run && j->run->bytes[i]) {
-        memcpy(dst, j->run->bytes[i], t->nbytes);
+    elm_status st;
+    const bool from_ckpt = j->run && elm_ckpt_has(j->run->ckpt, i);
+    if (!from_ckpt && j->run && j->run->bytes[i]) {
+        st = elm_gguf_write_tensor(w, k, j->run->bytes[i], t->nbytes, err);
         free(j->run->bytes[i]);
         j->run->bytes[i] = NULL;
     } else {
-        const elm_tensor *in = &j->src[i];
-        const elm_type_traits *src_tt = elm_type_get(in->type), *dst_tt = elm_type_get(t->type);
-        size_t src_row = elm_row_bytes(in->type, in->ne[0]), dst_row = elm_row_bytes(t->type, t->ne[0]);
-        int64_t rows = in->ne[1] * in->ne[2] * in->ne[3];
-        const elm_imatrix_entry *e = j->imatrix ? elm_imatrix_find(j->imatrix, t->name) : NULL;
-        if (e && e->n != in->ne[0]) e = NULL; /* (3-D weights, which edgelm does not have) */
-        if (e) elm_imatrix_weights(e, j->qw); /* 2-D: one weight per column */
-        for (int64_t r = 0; r < rows; r++) {
-            src_tt->to_float((const uint8_t *)in->data + (size_t)r * src_row, j->row, in->ne[0]);
-            elm_status st = elm_check_finite(j->m, in, r, j->row, err);
-            if (st) return st;
-            uint8_t *out = (uint8_t *)dst + (size_t)r * dst_row;
-            if (e) elm_encode_row(t->type, j->row, out, t->ne[0], j->qw);
-            else dst_tt->from_float(j->row, out, t->ne[0]);
+        if (t->nbytes > j->cap) {
+            free(j->buf);
+            if (!(j->buf = malloc(t->nbytes))) {
+                j->cap = 0;
+                return elm_errorf(err, ELM_ERR_NOMEM, "out of memory writing '%s' (%zu bytes)",
+                                  t->name, t->nbytes);
+            }
+            j->cap = t->nbytes;
         }
+        st = from_ckpt ? elm_ckpt_read(j->run->ckpt, i, j->buf, t->nbytes, err)
+                       : convert(j, &j->src[i], t, j->buf, err);
+        if (!st) st = elm_gguf_write_tensor(w, k, j->buf, t->nbytes, err);
     }
-    if (j->per_tensor_progress && j->cb && j->cb->progress)
+    if (!st && j->per_tensor_progress && j->cb && j->cb->progress)
         j->cb->progress(k + 1, j->m->n_tensors, t->name, j->cb->user);
-    return ELM_OK;
+    return st;
 }
 
 void elm_quant_report_free(elm_quant_report *r) {
@@ -161,14 +181,14 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
                 !(job.qw = malloc((size_t)widest * sizeof(float)))))
         st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
     for (int32_t k = 0; order && outw && k < n && !st; k++) outw[k] = out[order[k]];
-    if (!st) {
-        elm_gguf_out src = {.m = m, .tensors = outw, .n_tensors = n,
-                            .file_type = policy.recipe ? policy.recipe
-                                                       : elm_file_type_of(policy.type),
-                            .fill = fill,
-                            .user = &job};
-        st = elm_gguf_write(out_path, &src, &sum.file_bytes, err);
-    }
+    elm_gguf_writer *w = NULL;
+    if (!st)
+        st = elm_gguf_begin_model(out_path, m, outw, n,
+                                  policy.recipe ? policy.recipe : elm_file_type_of(policy.type), &w,
+                                  err);
+    for (int32_t k = 0; k < n && !st; k++) st = put_tensor(&job, w, k, &outw[k], err);
+    if (!st) st = elm_gguf_end(w, &sum.file_bytes, err);
+    elm_gguf_writer_free(w);
     if (!st) {
         /* the output is whole: the checkpoint has served */
         elm_ckpt_close(run.ckpt, true);
@@ -179,6 +199,7 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
     if (!st && report) st = fill_report(m, plan, &run, order, report, err);
     free(job.row);
     free(job.qw);
+    free(job.buf);
     elm_qrun_free(&run);
     if (outw != out) free(outw);
     free(order);

@@ -85,9 +85,8 @@ static void llama3_rope_freqs(const elm_synth_preset *p, float *out, int n) {
     }
 }
 
-static elm_status fill(void *user, int32_t i, const elm_tensor *t, void *dst, elm_error *err) {
-    (void)err;
-    synth_state *s = user;
+/* Tensor i (described by t) into dst, t->nbytes: its kind of values, encoded as t's type. */
+static void fill(synth_state *s, int32_t i, const elm_tensor *t, uint8_t *dst) {
     const int64_t cols = t->ne[0], rows = t->nbytes / elm_row_bytes(t->type, cols);
     const elm_type_traits *tt = elm_type_get(t->type);
     const size_t row_bytes = elm_row_bytes(t->type, cols);
@@ -107,10 +106,8 @@ static elm_status fill(void *user, int32_t i, const elm_tensor *t, void *dst, el
             }
             break;
         }
-        tt->from_float(s->row, (char *)dst + (size_t)r * row_bytes, cols);
+        tt->from_float(s->row, dst + (size_t)r * row_bytes, cols);
     }
-    if (s->progress) s->progress(s->user, i + 1, s->n_tensors);
-    return ELM_OK;
 }
 
 /* The vocabulary: llama.cpp's SentencePiece layout (<unk>, <s>, </s>, 256 byte pieces) followed
@@ -197,18 +194,26 @@ elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char 
     synth_state s = {p, seed, kind, malloc(sizeof(float) * (size_t)widest), progress, user, n};
     if (st || !s.row) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
     if (!st) st = placeholder_vocab(&m->vocab, p->n_vocab, err);
+    /* one tensor's bytes at a time: the largest */
+    size_t max_bytes = 1;
+    for (int32_t i = 0; i < n && !st; i++)
+        if (tensors[i].nbytes > max_bytes) max_bytes = tensors[i].nbytes;
+    uint8_t *buf = st ? NULL : malloc(max_bytes);
+    if (!st && !buf) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    elm_gguf_writer *w = NULL;
     if (!st) {
         snprintf(m->name, sizeof m->name,
                  "%s random weights (for speed and memory measurement only)", p->name);
-        elm_gguf_out out = {.m = m,
-                            .tensors = tensors,
-                            .n_tensors = n,
-                            .file_type = elm_file_type_of(type),
-                            .fill = fill,
-                            .user = &s};
-        st = elm_gguf_write(path, &out, file_bytes, err);
+        st = elm_gguf_begin_model(path, m, tensors, n, elm_file_type_of(type), &w, err);
     }
-    free(tensors), free(kind), free(s.row);
+    for (int32_t i = 0; i < n && !st; i++) {
+        fill(&s, i, &tensors[i], buf);
+        st = elm_gguf_write_tensor(w, i, buf, tensors[i].nbytes, err);
+        if (!st && s.progress) s.progress(s.user, i + 1, s.n_tensors);
+    }
+    if (!st) st = elm_gguf_end(w, file_bytes, err);
+    elm_gguf_writer_free(w);
+    free(tensors), free(kind), free(s.row), free(buf);
     elm_model_free(m);
     return st;
 }
