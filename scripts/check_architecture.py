@@ -15,6 +15,8 @@ import os
 import re
 import sys
 
+from checks import report
+
 PATH = re.compile(r"`([A-Za-z0-9_./-]+\.(?:c|h|py|sh|cmake|html|in))`")
 IDENT = re.compile(r"`((?:elm|edgelm)_[A-Za-z0-9_]+)(\*?)")
 SOURCE_DIRS = ("src", "tools", "include")
@@ -66,10 +68,7 @@ def main():
         # `elm_report_*` names a family of identifiers: the prefix must begin one
         if not re.search(r"\b" + re.escape(ident) + (r"\w" if star else r"\b"), code):
             bad.append(f"docs/ARCHITECTURE.md names `{ident}`, which is nowhere in src/, include/, tools/")
-    for line in bad:
-        print(line)
-    print(f"docs/ARCHITECTURE.md: {len(bad)} claims that do not match the tree")
-    return 1 if bad else 0
+    return report(bad, f"docs/ARCHITECTURE.md: {len(bad)} claims that do not match the tree")
 
 
 if __name__ == "__main__":

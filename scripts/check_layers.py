@@ -13,6 +13,8 @@ import os
 import re
 import sys
 
+from checks import report
+
 LAYERS = {
     "core": 0, "codecs": 0, "kernels": 1, "tokenizer": 1, "model": 2, "formats": 3,
     "quant": 4, "eval": 4, "generate": 4, "bench": 4,
@@ -75,10 +77,7 @@ def main():
                 bad.append(f"{rel}: the CLI includes internal \"{inc}\" (allowed: {', '.join(sorted(CLI_INTERNAL))})")
             elif theirs > mine:
                 bad.append(f"{rel}: includes \"{inc}\" from a layer above it")
-    for line in bad:
-        print(line)
-    print(f"{len(files)} files checked, {len(bad)} include-direction violations")
-    return 1 if bad else 0
+    return report(bad, f"{len(files)} files checked, {len(bad)} include-direction violations")
 
 
 if __name__ == "__main__":
