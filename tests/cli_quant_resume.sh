@@ -46,7 +46,9 @@ interrupted() {
         fail "$method: the run ended before it could be interrupted: $(cat "$dir.err")"
         return 1
     fi
-    kill -s KILL "$pid"
+    # the job's process group: $! is the subshell running q, and edgelm its child, which a kill
+    # of the subshell alone leaves running to finish (and delete its checkpoint)
+    kill -s KILL -- -"$pid"
     wait "$pid" 2>/dev/null
     [ "$(ls -A "$dir")" = "out.gguf.ckpt" ] && ok ||
         fail "$method: a killed run left '$(ls -A "$dir" | tr '\n' ' ')', not just its checkpoint"
