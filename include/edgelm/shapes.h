@@ -121,7 +121,7 @@ typedef struct elm_plan {
 } elm_plan;
 
 /* Plans model m (its tensors' shapes; data is not read) at n_ctx tokens, prompt batches of
- * n_batch, n_threads threads, a KV cache of F16 or (kv_cache_q8) Q8_0, for a device of
+ * n_batch, n_threads threads (0: elm_online_cores), a KV cache of F16 or (kv_cache_q8) Q8_0, for a device of
  * bandwidth_gbs GB/s and ram_gib GiB (0: unknown, no speed bound or headroom). ELM_ERR_ARG for
  * sizes out of range. */
 elm_status elm_plan_make(const elm_model *m, int32_t n_ctx, int32_t n_batch, int32_t n_threads,

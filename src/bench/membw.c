@@ -30,6 +30,7 @@ static void read_worker(void *arg, int ith, int nth) {
 
 elm_status elm_membw_read(int n_threads, size_t bytes, int reps, double *gbps, elm_error *err) {
     *gbps = 0;
+    if (n_threads == 0) n_threads = elm_online_cores();
     if (n_threads < 1 || n_threads > 512 || reps < 1 || bytes < ((size_t)1 << 20))
         return elm_errorf(err, ELM_ERR_ARG,
                           "memory bandwidth: %d threads, %d repetitions, %zu bytes", n_threads,

@@ -93,6 +93,7 @@ elm_status elm_plan_make(const elm_model *m, int32_t n_ctx, int32_t n_batch, int
                          bool kv_cache_q8, double bandwidth_gbs, double ram_gib, elm_plan *out,
                          elm_error *err) {
     memset(out, 0, sizeof *out);
+    if (n_threads == 0) n_threads = elm_online_cores();
     if (n_ctx < 1 || n_ctx > (1 << 24) || n_batch < 1 || n_threads < 1 || n_threads > 4096 ||
         !(bandwidth_gbs >= 0) || !(ram_gib >= 0))
         return elm_errorf(err, ELM_ERR_ARG, "plan: context %d, batch %d, %d threads, %g GB/s, %g "
