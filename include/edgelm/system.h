@@ -33,8 +33,8 @@ void elm_kernel_isas(char *buf, size_t cap);
  * cache; it is allocated and touched first) with n_threads threads (0: elm_online_cores), each
  * reading its own contiguous share, `reps` times, and returns the best read rate in GB/s (10^9
  * bytes per second) in *gbps. Decode reads every weight once per token, so tokens/s is at most
- * this / bytes per token. ELM_ERR_NOMEM when the buffer cannot be had, ELM_ERR_ARG for n_threads < 0, reps < 1 or
- * bytes < 1 MiB. */
+ * this / bytes per token. ELM_ERR_NOMEM when the buffer cannot be had, ELM_ERR_ARG for
+ * n_threads < 0, reps < 1 or bytes < 1 MiB. */
 elm_status elm_membw_read(int n_threads, size_t bytes, int reps, double *gbps, elm_error *err);
 
 #ifdef __cplusplus
