@@ -65,7 +65,11 @@ ws.onopen = async () => {
     console.log(`reply '${reply.slice(0, 60)}...', ${lengths.size} lengths seen while streaming; ${stats}`);
     if (stopUrl) {
       await s("Page.navigate", {url: stopUrl});
-      for (let i = 0; i < 100 && !(await evaluate("!!document.getElementById('send')")); i++) await sleep(50);
+      // the first page's own Send button stays until the new document replaces it: clicking that
+      // one (a slow navigation on a busy machine) sent nothing to the second server
+      const ready = `location.href === ${JSON.stringify(stopUrl)} && document.readyState === 'complete' &&
+                     !!document.getElementById('send')`;
+      for (let i = 0; i < 100 && !(await evaluate(ready)); i++) await sleep(50);
       await evaluate(`document.getElementById('input').value = 'Once upon a time';
                       document.getElementById('send').click(); true`);
       let len = 0;
