@@ -1,5 +1,5 @@
 /* elm_context: allocation of the KV cache and scratch buffers, preallocated for n_ctx tokens so
- * generation never allocates. */
+ * that no forward call allocates. */
 #include <stdlib.h>
 #include <string.h>
 
