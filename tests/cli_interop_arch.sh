@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Interop test of every model family against llama.cpp: for llama, qwen2, qwen3, phi3, gemma,
-# gemma3 and smollm3, a `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3
+# gemma3, smollm3 and the hybrid lfm2, a `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3
 # prompts by edgelm and by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1,
 # installed once by scripts/node-llama.sh; tests/interop/greedy.mjs). From the GGUF, with
 # --ggml-rounding, prompt ids and generated ids must be equal and the logits within 1e-3 of
 # llama.cpp's along the path (tests/lib/logit_delta.py: llama.cpp's 8 most probable tokens per
 # step); the HF copy, at edgelm's default rounding, must give the same tokens. Gemma 3's window is
 # 16 positions, and its third prompt is long enough (43 tokens + 16) to go round its local layers'
-# ring of 48 rows. Skipped (one line, exit 0) only when node is missing or npm cannot reach the
+# ring of 48 rows; the hybrids' third prompt is that long prompt too, longer than any conv kernel
+# or recurrent chunk, so their state crosses a prefill and 16 decode steps. Skipped (one line, exit 0) only when node is missing or npm cannot reach the
 # registry. Set INTEROP_VERBOSE=1 to print each largest logit difference.
 # Usage: bash tests/cli_interop_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
@@ -19,13 +20,13 @@ pkg=$npm_dir/node_modules/node-llama-cpp
 
 long="Once upon a time there was a little girl who lived in a village near the forest. Whenever \
 she went out, the little girl wore a red riding cloak, so everyone in the village called her"
-for arch in llama qwen2 qwen3 phi3 gemma gemma3 smollm3; do
+for arch in llama qwen2 qwen3 phi3 gemma gemma3 smollm3 lfm2; do
     case $arch in
-    llama | smollm3) vocab=llama-bpe ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;;
+    llama | smollm3 | lfm2) vocab=llama-bpe ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;;
     gemma | gemma3) vocab=llama-spm ;;
     esac
     prompts=("Once upon a time" "The capital of France is" $'def fib(n):\n    return')
-    [ "$arch" = gemma3 ] && prompts[2]=$long
+    case $arch in gemma3 | lfm2) prompts[2]=$long ;; esac
     gguf=$tmp/$arch.gguf
     "$bin" synth --arch "$arch" --tiny -o "$gguf" --hf "$tmp/$arch-hf" \
         --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" -s 7 >/dev/null 2>"$tmp/err" ||

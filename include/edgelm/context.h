@@ -37,6 +37,10 @@ typedef struct elm_context_params {
      * instead of a ring of the window (context.h): needed for several sequences in one pass,
      * sessions, context shift and long rollbacks, for the cache memory of a global layer. */
     bool swa_full;
+    /* Sequences of a hybrid model (recurrent layers) that keep a state each: elm_forward_seqs'
+     * tokens of cache rows [i · n_ctx / n_seq, (i + 1) · n_ctx / n_seq) are sequence i (the
+     * server's slots). 0: one. Each costs elm_context_state_bytes / n_seq. */
+    int32_t n_seq;
 } elm_context_params;
 
 /* Creates a context. ELM_ERR_ARG for n_ctx <= 0, n_threads out of range or n_ctx > 1<<20;
@@ -133,6 +137,13 @@ elm_status elm_forward_batched(elm_context *c, const int32_t *tokens, int32_t n,
  * and x are given, and in elm_forward's cases. */
 elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float *x, int32_t n,
                               float *x_out, float *logits, bool all_logits, elm_error *err);
+
+/* Before a sequence of elm_forward_seqs reuses its first n_past cached positions (a prompt that
+ * shares a prefix with what the sequence of cache row row0 holds): a hybrid model's recurrent
+ * state cannot drop tokens, so it goes back to its latest checkpoint at or before n_past (the
+ * start or end of an earlier multi-token batch, or the empty state), and the position of that is
+ * returned: the caller feeds the tokens from there. Models without recurrent layers: n_past. */
+int32_t elm_context_seq_rewind(elm_context *c, int32_t row0, int32_t n_past);
 
 /* Several sequences in one pass (continuous batching): n tokens, token t at position pos[t] of
  * a sequence whose keys and values occupy the cache rows row0[t] .. row0[t] + pos[t] (so each

@@ -22,6 +22,7 @@ extern "C" {
 
 #define ELM_MAX_DIMS 4
 #define ELM_NAME_MAX 96
+#define ELM_MAX_LAYERS 1024
 
 struct elm_kernels; /* private: a kernel table (kernels/kernels.h) */
 
@@ -44,6 +45,15 @@ typedef enum elm_rope_style { ELM_ROPE_NORM = 0, ELM_ROPE_NEOX = 1 } elm_rope_st
 /* Gate activation of the gated feed-forward block: SwiGLU (Llama, Qwen2, Phi-3) or GeGLU with
  * the tanh approximation of GELU (Gemma). */
 typedef enum elm_ffn_act { ELM_ACT_SILU = 0, ELM_ACT_GELU_TANH = 1 } elm_ffn_act;
+
+/* What mixes the tokens in a block (docs/ARCHITECTURE.md, "Layer kinds"): attention over the KV
+ * cache, or a recurrent layer that keeps a fixed-size state per sequence instead. */
+typedef enum elm_layer_kind {
+    ELM_LAYER_ATTENTION = 0,
+    ELM_LAYER_SHORTCONV = 1, /* LFM2's gated short convolution: B·x through a causal depthwise
+                              * convolution of conv_l taps, times C */
+    ELM_LAYER_KINDS
+} elm_layer_kind;
 
 typedef struct elm_hparams {
     char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
@@ -78,6 +88,10 @@ typedef struct elm_hparams {
     float logit_softcap;   /* > 0: logits = softcap · tanh(logits / softcap); 0: none */
     int32_t first_layer;   /* a view of some layers (elm_forward_hidden): the index of its first
                             * in the whole model, which local/global and NoPE layers follow */
+    /* Hybrid families (model/arch.h: elm_arch.recurrent): */
+    int32_t conv_l;        /* taps of the short convolution (GGUF shortconv.l_cache; LFM2: 3) */
+    uint8_t recurrent[ELM_MAX_LAYERS]; /* 1 where whole-model layer l has no attention but the
+                                        * family's recurrent kind (GGUF: its head_count_kv 0) */
 } elm_hparams;
 
 /* Whether layer l of hp skips RoPE (hp.nope_every). */
@@ -91,14 +105,29 @@ static inline bool elm_layer_swa(const elm_hparams *hp, int l) {
     return hp->n_swa > 0 && (hp->swa_period == 0 || l % hp->swa_period < hp->swa_period - 1);
 }
 
+/* Whether layer l of hp (a view's l: hp.first_layer) is recurrent rather than attention. */
+static inline bool elm_layer_recurrent(const elm_hparams *hp, int l) {
+    return hp->recurrent[hp->first_layer + l] != 0;
+}
+
 typedef struct elm_layer {
-    elm_tensor *attn_norm, *wq, *wk, *wv, *wo;
+    elm_layer_kind kind;
+    elm_tensor *attn_norm, *wq, *wk, *wv, *wo; /* attention: NULL in a recurrent layer but its
+                                                * input norm attn_norm */
     elm_tensor *ffn_norm, *w_gate, *w_up, *w_down;
     elm_tensor *bq, *bk, *bv; /* q/k/v biases (Qwen2), else NULL */
     elm_tensor *q_norm, *k_norm; /* per-head q/k RMSNorm weights [head_dim] (Qwen3), else NULL */
     elm_tensor *attn_post_norm, *ffn_post_norm; /* RMSNorm of the attention and FFN outputs
                                                  * before the residual add (Gemma 3), else NULL */
+    /* ELM_LAYER_SHORTCONV: in_proj [3·dim, dim] giving B, C and x; the depthwise kernel
+     * [dim, conv_l] (float); out_proj [dim, dim] */
+    elm_tensor *conv_in, *conv_kernel, *conv_out;
 } elm_layer;
+
+/* The matrices layer L multiplies its activations by (weights of products, not norms or
+ * kernels), into out[] (room for ELM_LAYER_MATRICES); returns how many. */
+#define ELM_LAYER_MATRICES 12
+int elm_layer_matrices(const elm_layer *L, const elm_tensor **out);
 
 typedef struct elm_model_storage elm_model_storage; /* private: mappings and owned buffers */
 

@@ -214,28 +214,83 @@ static elm_status wrong_type(const elm_gguf *g, const elm_gguf_kv *kv, const cha
                       (int)kv->key.len, kv->key.s, type_name(kv->type), want);
 }
 
-/* Integer value of any integer type as int64 (u64 above INT64_MAX is refused). */
-static elm_status kv_int(const elm_gguf *g, const elm_gguf_kv *kv, int64_t *out, elm_error *err) {
-    const uint8_t *p = g->base + kv->val;
-    switch (kv->type) {
-    case ELM_GGUF_U8: *out = p[0]; return ELM_OK;
-    case ELM_GGUF_I8: *out = (int8_t)p[0]; return ELM_OK;
-    case ELM_GGUF_U16: { uint16_t v; memcpy(&v, p, 2); *out = v; return ELM_OK; }
-    case ELM_GGUF_I16: { int16_t v; memcpy(&v, p, 2); *out = v; return ELM_OK; }
-    case ELM_GGUF_U32: { uint32_t v; memcpy(&v, p, 4); *out = v; return ELM_OK; }
-    case ELM_GGUF_I32: { int32_t v; memcpy(&v, p, 4); *out = v; return ELM_OK; }
-    case ELM_GGUF_I64: { int64_t v; memcpy(&v, p, 8); *out = v; return ELM_OK; }
+/* The integer of GGUF type `type` at p as int64, false for a u64 above INT64_MAX or a type that
+ * is not an integer (bool counts as one: 0 or 1). */
+static bool int_at(uint32_t type, const uint8_t *p, int64_t *out) {
+    switch (type) {
+    case ELM_GGUF_BOOL:
+    case ELM_GGUF_U8: *out = p[0]; return true;
+    case ELM_GGUF_I8: *out = (int8_t)p[0]; return true;
+    case ELM_GGUF_U16: { uint16_t v; memcpy(&v, p, 2); *out = v; return true; }
+    case ELM_GGUF_I16: { int16_t v; memcpy(&v, p, 2); *out = v; return true; }
+    case ELM_GGUF_U32: { uint32_t v; memcpy(&v, p, 4); *out = v; return true; }
+    case ELM_GGUF_I32: { int32_t v; memcpy(&v, p, 4); *out = v; return true; }
+    case ELM_GGUF_I64: { int64_t v; memcpy(&v, p, 8); *out = v; return true; }
     case ELM_GGUF_U64: {
         uint64_t v;
         memcpy(&v, p, 8);
-        if (v > INT64_MAX) break;
         *out = (int64_t)v;
-        return ELM_OK;
+        return v <= INT64_MAX;
     }
-    default: return wrong_type(g, kv, "an integer", err);
+    default: return false;
     }
+}
+
+static bool is_int_type(uint32_t t) {
+    return t == ELM_GGUF_U8 || t == ELM_GGUF_I8 || t == ELM_GGUF_U16 || t == ELM_GGUF_I16 ||
+           t == ELM_GGUF_U32 || t == ELM_GGUF_I32 || t == ELM_GGUF_U64 || t == ELM_GGUF_I64;
+}
+
+/* Integer value of any integer type as int64 (u64 above INT64_MAX is refused). */
+static elm_status kv_int(const elm_gguf *g, const elm_gguf_kv *kv, int64_t *out, elm_error *err) {
+    if (kv->type == ELM_GGUF_BOOL || !is_int_type(kv->type))
+        return wrong_type(g, kv, "an integer", err);
+    if (int_at(kv->type, g->base + kv->val, out)) return ELM_OK;
     return elm_errorf(err, ELM_ERR_FORMAT, "%s: key '%.*s' is out of range", g->path,
                       (int)kv->key.len, kv->key.s);
+}
+
+/* Bytes of one array element of integer (or bool) type t. */
+static size_t int_size(uint32_t t) {
+    switch (t) {
+    case ELM_GGUF_U16: case ELM_GGUF_I16: return 2;
+    case ELM_GGUF_U32: case ELM_GGUF_I32: return 4;
+    case ELM_GGUF_U64: case ELM_GGUF_I64: return 8;
+    default: return 1;
+    }
+}
+
+elm_status elm_gguf_get_layer_ints(const elm_gguf *g, const char *key, int32_t n, int64_t lo,
+                                   int64_t hi, int32_t *out, bool *is_array, elm_error *err) {
+    const elm_gguf_kv *kv = elm_gguf_find(g, key);
+    *is_array = false;
+    if (!kv) return ELM_OK;
+    if (kv->type != ELM_GGUF_ARRAY) {
+        int64_t v = 0;
+        elm_status st = kv_int(g, kv, &v, err);
+        if (st) return st;
+        if (v < lo || v > hi)
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: key '%s' = %lld is out of range "
+                              "[%lld, %lld]", g->path, key, (long long)v, (long long)lo,
+                              (long long)hi);
+        for (int32_t i = 0; i < n; i++) out[i] = (int32_t)v;
+        return ELM_OK;
+    }
+    if (kv->elem_type != ELM_GGUF_BOOL && !is_int_type(kv->elem_type))
+        return wrong_type(g, kv, "integers, one per layer", err);
+    if (kv->count != (uint64_t)n)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: key '%s' has %llu values for %d layers",
+                          g->path, key, (unsigned long long)kv->count, n);
+    const size_t es = int_size(kv->elem_type);
+    for (int32_t i = 0; i < n; i++) {
+        int64_t v = 0;
+        if (!int_at(kv->elem_type, g->base + kv->val + (size_t)i * es, &v) || v < lo || v > hi)
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: key '%s': layer %d's value is out of "
+                              "range [%lld, %lld]", g->path, key, i, (long long)lo, (long long)hi);
+        out[i] = (int32_t)v;
+    }
+    *is_array = true;
+    return ELM_OK;
 }
 
 elm_status elm_gguf_get_int(const elm_gguf *g, const char *key, int64_t lo, int64_t hi,

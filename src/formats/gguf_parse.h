@@ -95,6 +95,14 @@ elm_status elm_gguf_get_str(const elm_gguf *g, const char *key, elm_gguf_str *ou
 elm_status elm_gguf_get_array(const elm_gguf *g, const char *key, uint32_t et, int64_t want_count,
                               const elm_gguf_kv **out, elm_error *err);
 
+/* A per-layer integer key (llama.cpp writes some as one value, some as an array per layer):
+ * out[0..n) from an array of n integers (or bools), or a scalar repeated; out unchanged when
+ * the key is absent. *is_array tells which. ELM_ERR_FORMAT naming the file and key for another
+ * type, an array of other than n elements, or a value outside [lo, hi] (lo >= INT32_MIN,
+ * hi <= INT32_MAX). */
+elm_status elm_gguf_get_layer_ints(const elm_gguf *g, const char *key, int32_t n, int64_t lo,
+                                   int64_t hi, int32_t *out, bool *is_array, elm_error *err);
+
 /* The string at *pos of a string array elm_gguf_get_array returned (its lengths are checked), and
  * *pos moved past it: start at kv->val. */
 elm_gguf_str elm_gguf_next_str(const elm_gguf *g, size_t *pos);

@@ -146,6 +146,35 @@ static const char *arch_key(char *buf, size_t cap, const char *arch, const char 
     return buf;
 }
 
+/* attention.head_count_kv: one count, or one per layer where a hybrid's recurrent layers have 0
+ * (LFM2); those become hp->recurrent, the others' count n_kv_heads (all alike here). */
+static elm_status read_kv_heads(const elm_gguf *g, elm_hparams *hp, elm_error *err) {
+    char k[96];
+    arch_key(k, sizeof k, hp->arch, "attention.head_count_kv");
+    if (!elm_gguf_find(g, k)) {
+        hp->n_kv_heads = hp->n_heads;
+        return ELM_OK;
+    }
+    if (hp->n_layers < 1 || hp->n_layers > ELM_MAX_LAYERS)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d layers out of range 1..%d", g->path,
+                          hp->n_layers, ELM_MAX_LAYERS);
+    int32_t heads[ELM_MAX_LAYERS];
+    bool per_layer;
+    elm_status st =
+        elm_gguf_get_layer_ints(g, k, hp->n_layers, 0, INT32_MAX, heads, &per_layer, err);
+    if (st) return st;
+    hp->n_kv_heads = 0;
+    for (int l = 0; l < hp->n_layers; l++) {
+        if (per_layer && heads[l] == 0) hp->recurrent[l] = 1;
+        else if (hp->n_kv_heads && heads[l] != hp->n_kv_heads)
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                              "%s: key '%s': layers with %d and %d KV heads", g->path, k,
+                              hp->n_kv_heads, heads[l]);
+        else hp->n_kv_heads = heads[l];
+    }
+    return ELM_OK;
+}
+
 /* Hyper-parameters under the architecture's key prefix (llama.cpp's names). */
 static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *err) {
     const char *arch = hp->arch;
@@ -156,13 +185,13 @@ static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *er
         {"block_count", &hp->n_layers, true},
         {"feed_forward_length", &hp->ffn_dim, true},
         {"attention.head_count", &hp->n_heads, true},
-        {"attention.head_count_kv", &hp->n_kv_heads, false},
         {"attention.key_length", &key_length, false},
         {"attention.value_length", &value_length, false},
         {"attention.sliding_window", &hp->n_swa, false},
         {"attention.sliding_window_pattern", &hp->swa_period, false},
         {"rope.dimension_count", &hp->rope_dim, false},
         {"vocab_size", &hp->n_vocab, false},
+        {"shortconv.l_cache", &hp->conv_l, false},
     };
     elm_status st;
     char k[96];
@@ -172,8 +201,7 @@ static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *er
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: key '%s' missing", g->path, k);
         if ((st = get_i32(g, k, ints[i].dst, err))) return st;
     }
-    if (!elm_gguf_find(g, arch_key(k, sizeof k, arch, "attention.head_count_kv")))
-        hp->n_kv_heads = hp->n_heads;
+    if ((st = read_kv_heads(g, hp, err))) return st;
     if (key_length != value_length)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                           "%s: attention key length %d differs from value length %d", g->path,

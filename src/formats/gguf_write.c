@@ -144,6 +144,23 @@ static void kv_vocab(elm_gguf_writer *w, const elm_vocab *v) {
     if (v->chat_template) elm_gguf_kv_str(w, "tokenizer.chat_template", v->chat_template);
 }
 
+/* attention.head_count_kv: one count, or for a hybrid one per layer, 0 for its recurrent layers
+ * (as llama.cpp's converter writes LFM2), and the recurrent kind's sizes. */
+static void kv_kv_heads(elm_gguf_writer *w, const char *arch, const elm_hparams *hp) {
+    char k[128];
+    snprintf(k, sizeof k, "%s.attention.head_count_kv", arch);
+    bool hybrid = false;
+    for (int l = 0; l < hp->n_layers && l < ELM_MAX_LAYERS; l++) hybrid |= hp->recurrent[l] != 0;
+    if (!hybrid) {
+        elm_gguf_kv_u32(w, k, (uint32_t)hp->n_kv_heads);
+        return;
+    }
+    array_head(w, k, ELM_GGUF_I32, (uint64_t)hp->n_layers);
+    for (int l = 0; l < hp->n_layers; l++)
+        put_u32(&w->kv, hp->recurrent[l] ? 0u : (uint32_t)hp->n_kv_heads);
+    if (hp->conv_l > 0) kv_arch_u32(w, arch, "shortconv.l_cache", hp->conv_l);
+}
+
 /* The keys elm_gguf_begin_model lists. */
 static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type) {
     const elm_hparams *hp = &m->hp;
@@ -162,7 +179,7 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     kv_arch_u32(w, arch, "block_count", hp->n_layers);
     kv_arch_u32(w, arch, "feed_forward_length", hp->ffn_dim);
     kv_arch_u32(w, arch, "attention.head_count", hp->n_heads);
-    kv_arch_u32(w, arch, "attention.head_count_kv", hp->n_kv_heads);
+    kv_kv_heads(w, arch, hp);
     if (hp->rope_dim > 0) kv_arch_u32(w, arch, "rope.dimension_count", hp->rope_dim);
     kv_arch_f32(w, arch, "attention.layer_norm_rms_epsilon", hp->rms_eps);
     kv_arch_f32(w, arch, "rope.freq_base", hp->rope_theta);

@@ -23,39 +23,63 @@
 #include "formats/safetensors.h"
 #include "model/arch.h"
 
-/* HF names and their GGUF counterparts. */
-static const struct { const char *hf, *gguf; } global_names[] = {
-    {"model.embed_tokens.weight", "token_embd.weight"},
-    {"model.norm.weight", "output_norm.weight"},
-    {"lm_head.weight", "output.weight"}};
+/* HF names and their GGUF counterparts, by the family's naming (elm_arch.hf_names; ANY_NAMES:
+ * every family's). */
+enum { ANY_NAMES = -1 };
+static const struct { const char *hf, *gguf; int names; } global_names[] = {
+    {"model.embed_tokens.weight", "token_embd.weight", ANY_NAMES},
+    {"model.norm.weight", "output_norm.weight", ELM_HF_NAMES_LLAMA},
+    {"model.embedding_norm.weight", "token_embd_norm.weight", ELM_HF_NAMES_LFM2},
+    {"lm_head.weight", "output.weight", ANY_NAMES}};
 
-/* Which families have a block tensor (see needed). */
+/* Which families have a block tensor (see needed), and in which of a hybrid's layers (on). */
 enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, PRE_NORMS, POST_NORMS };
-static const struct { const char *hf, *gguf; int when; } layer_names[] = {
-    {"input_layernorm.weight", "attn_norm.weight", ALL},
-    {"self_attn.q_proj.weight", "attn_q.weight", SPLIT_QKV},
-    {"self_attn.k_proj.weight", "attn_k.weight", SPLIT_QKV},
-    {"self_attn.v_proj.weight", "attn_v.weight", SPLIT_QKV},
-    {"self_attn.qkv_proj.weight", "attn_qkv.weight", FUSED_QKV},
-    {"self_attn.q_proj.bias", "attn_q.bias", QKV_BIAS},
-    {"self_attn.k_proj.bias", "attn_k.bias", QKV_BIAS},
-    {"self_attn.v_proj.bias", "attn_v.bias", QKV_BIAS},
-    {"self_attn.q_norm.weight", "attn_q_norm.weight", QK_NORM},
-    {"self_attn.k_norm.weight", "attn_k_norm.weight", QK_NORM},
-    {"self_attn.o_proj.weight", "attn_output.weight", ALL},
-    {"post_attention_layernorm.weight", "ffn_norm.weight", PRE_NORMS},
+enum { ANY_LAYER, ATTN_LAYER, REC_LAYER };
+static const struct { const char *hf, *gguf; int when, names, on; } layer_names[] = {
+    {"input_layernorm.weight", "attn_norm.weight", ALL, ELM_HF_NAMES_LLAMA, ANY_LAYER},
+    {"self_attn.q_proj.weight", "attn_q.weight", SPLIT_QKV, ANY_NAMES, ATTN_LAYER},
+    {"self_attn.k_proj.weight", "attn_k.weight", SPLIT_QKV, ANY_NAMES, ATTN_LAYER},
+    {"self_attn.v_proj.weight", "attn_v.weight", SPLIT_QKV, ANY_NAMES, ATTN_LAYER},
+    {"self_attn.qkv_proj.weight", "attn_qkv.weight", FUSED_QKV, ANY_NAMES, ATTN_LAYER},
+    {"self_attn.q_proj.bias", "attn_q.bias", QKV_BIAS, ANY_NAMES, ATTN_LAYER},
+    {"self_attn.k_proj.bias", "attn_k.bias", QKV_BIAS, ANY_NAMES, ATTN_LAYER},
+    {"self_attn.v_proj.bias", "attn_v.bias", QKV_BIAS, ANY_NAMES, ATTN_LAYER},
+    {"self_attn.q_norm.weight", "attn_q_norm.weight", QK_NORM, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight", QK_NORM, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
+    {"self_attn.o_proj.weight", "attn_output.weight", ALL, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", PRE_NORMS, ELM_HF_NAMES_LLAMA,
+     ANY_LAYER},
     /* Gemma 3 names its four norms by place: post_attention is the attention output's */
-    {"post_attention_layernorm.weight", "post_attention_norm.weight", POST_NORMS},
-    {"pre_feedforward_layernorm.weight", "ffn_norm.weight", POST_NORMS},
-    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", POST_NORMS},
-    {"mlp.gate_proj.weight", "ffn_gate.weight", SPLIT_FFN},
-    {"mlp.up_proj.weight", "ffn_up.weight", SPLIT_FFN},
-    {"mlp.gate_up_proj.weight", "ffn_up.weight", FUSED_FFN},
-    {"mlp.down_proj.weight", "ffn_down.weight", ALL}};
+    {"post_attention_layernorm.weight", "post_attention_norm.weight", POST_NORMS,
+     ELM_HF_NAMES_LLAMA, ANY_LAYER},
+    {"pre_feedforward_layernorm.weight", "ffn_norm.weight", POST_NORMS, ELM_HF_NAMES_LLAMA,
+     ANY_LAYER},
+    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", POST_NORMS, ELM_HF_NAMES_LLAMA,
+     ANY_LAYER},
+    {"mlp.gate_proj.weight", "ffn_gate.weight", SPLIT_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
+    {"mlp.up_proj.weight", "ffn_up.weight", SPLIT_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
+    {"mlp.gate_up_proj.weight", "ffn_up.weight", FUSED_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
+    {"mlp.down_proj.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_LLAMA, ANY_LAYER},
+    /* LFM2 (Lfm2DecoderLayer): operator_norm before the mixing, feed_forward w1/w3/w2 */
+    {"operator_norm.weight", "attn_norm.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
+    {"self_attn.out_proj.weight", "attn_output.weight", ALL, ELM_HF_NAMES_LFM2, ATTN_LAYER},
+    {"self_attn.q_layernorm.weight", "attn_q_norm.weight", QK_NORM, ELM_HF_NAMES_LFM2,
+     ATTN_LAYER},
+    {"self_attn.k_layernorm.weight", "attn_k_norm.weight", QK_NORM, ELM_HF_NAMES_LFM2,
+     ATTN_LAYER},
+    {"conv.conv.weight", "shortconv.conv.weight", ALL, ELM_HF_NAMES_LFM2, REC_LAYER},
+    {"conv.in_proj.weight", "shortconv.in_proj.weight", ALL, ELM_HF_NAMES_LFM2, REC_LAYER},
+    {"conv.out_proj.weight", "shortconv.out_proj.weight", ALL, ELM_HF_NAMES_LFM2, REC_LAYER},
+    {"ffn_norm.weight", "ffn_norm.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
+    {"feed_forward.w1.weight", "ffn_gate.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
+    {"feed_forward.w3.weight", "ffn_up.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
+    {"feed_forward.w2.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER}};
 #define N_LAYER_NAMES (sizeof layer_names / sizeof layer_names[0])
+#define N_GLOBAL_NAMES (sizeof global_names / sizeof global_names[0])
 
-/* Whether family a has the block tensor of condition `when`. */
-static bool needed(const elm_arch *a, int when) {
+/* Whether family a has the block tensor of condition `when` under naming `names`. */
+static bool needed(const elm_arch *a, int when, int names) {
+    if (names != ANY_NAMES && names != (int)a->hf_names) return false;
     switch (when) {
     case SPLIT_QKV: return !a->fused_qkv;
     case FUSED_QKV: return a->fused_qkv;
@@ -67,6 +91,11 @@ static bool needed(const elm_arch *a, int when) {
     case POST_NORMS: return a->post_norms;
     default: return true;
     }
+}
+
+/* Whether layer l of hp has tensors of the rows marked `on`. */
+static bool in_layer(const elm_hparams *hp, int l, int on) {
+    return on == ANY_LAYER || (on == REC_LAYER) == elm_layer_recurrent(hp, l);
 }
 
 static elm_status join(char *out, size_t cap, const char *dir, const char *name, elm_error *err) {
@@ -92,8 +121,8 @@ static bool gguf_name(const elm_arch *a, const char *hf, char *out, size_t cap, 
             hf = buf;
             break;
         }
-    for (size_t i = 0; i < sizeof global_names / sizeof global_names[0]; i++)
-        if (strcmp(hf, global_names[i].hf) == 0) {
+    for (size_t i = 0; i < N_GLOBAL_NAMES; i++)
+        if (needed(a, ALL, global_names[i].names) && strcmp(hf, global_names[i].hf) == 0) {
             snprintf(out, cap, "%s", global_names[i].gguf);
             return true;
         }
@@ -105,7 +134,8 @@ static bool gguf_name(const elm_arch *a, const char *hf, char *out, size_t cap, 
     long l = strtol(p, &end, 10);
     if (*end != '.' || l > INT32_MAX) return false;
     for (size_t i = 0; i < N_LAYER_NAMES; i++)
-        if (needed(a, layer_names[i].when) && strcmp(end + 1, layer_names[i].hf) == 0) {
+        if (needed(a, layer_names[i].when, layer_names[i].names) &&
+            strcmp(end + 1, layer_names[i].hf) == 0) {
             snprintf(out, cap, "blk.%ld.%s", l, layer_names[i].gguf);
             *layer = l;
             return true;
@@ -116,8 +146,8 @@ static bool gguf_name(const elm_arch *a, const char *hf, char *out, size_t cap, 
 bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap) {
     const elm_arch *a = elm_arch_find(arch);
     if (!a) return false;
-    for (size_t i = 0; i < sizeof global_names / sizeof global_names[0]; i++)
-        if (strcmp(gguf, global_names[i].gguf) == 0) {
+    for (size_t i = 0; i < N_GLOBAL_NAMES; i++)
+        if (needed(a, ALL, global_names[i].names) && strcmp(gguf, global_names[i].gguf) == 0) {
             snprintf(out, cap, "%s", global_names[i].hf);
             return true;
         }
@@ -125,7 +155,8 @@ bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap) {
     int used = 0;
     if (sscanf(gguf, "blk.%ld.%n", &l, &used) != 1 || used == 0) return false;
     for (size_t i = 0; i < N_LAYER_NAMES; i++)
-        if (needed(a, layer_names[i].when) && strcmp(gguf + used, layer_names[i].gguf) == 0) {
+        if (needed(a, layer_names[i].when, layer_names[i].names) &&
+            strcmp(gguf + used, layer_names[i].gguf) == 0) {
             snprintf(out, cap, "model.layers.%ld.%s", l, layer_names[i].hf);
             return true;
         }
@@ -219,8 +250,14 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
         st = aligned_data(m, src, t, &data, err);
     if (st) return st;
     int64_t ne[ELM_MAX_DIMS];
-    for (int i = 0; i < t->n_dims; i++) ne[i] = t->shape[t->n_dims - 1 - i];
-    return elm_model_add_tensor(m, name, type, t->n_dims, ne, data, nbytes, err);
+    int n_dims = 0;
+    for (int i = 0; i < t->n_dims; i++) ne[n_dims++] = t->shape[t->n_dims - 1 - i];
+    /* a depthwise conv1d weight [channels, 1, taps] is the kernel [channels, taps] (LFM2) */
+    if (strstr(name, ".shortconv.conv.") && n_dims == 3 && ne[1] == 1) {
+        ne[1] = ne[2];
+        n_dims = 2;
+    }
+    return elm_model_add_tensor(m, name, type, n_dims, ne, data, nbytes, err);
 }
 
 /* Opens a safetensors file and hands its mapping to the model (freed with it). */
@@ -299,8 +336,9 @@ static elm_status load_index(elm_model *m, const char *dir, const char *index, e
 static elm_status check_complete(const elm_model *m, const char *src, elm_error *err) {
     const elm_arch *a = elm_arch_find(m->hp.arch);
     char gguf[ELM_NAME_MAX];
-    for (size_t i = 0; i < sizeof global_names / sizeof global_names[0]; i++) {
+    for (size_t i = 0; i < N_GLOBAL_NAMES; i++) {
         if (strcmp(global_names[i].gguf, "output.weight") == 0 && m->hp.tied_output) continue;
+        if (!needed(a, ALL, global_names[i].names)) continue;
         if (!elm_model_find(m, global_names[i].gguf))
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor '%s'", src,
                               global_names[i].hf);
@@ -308,7 +346,8 @@ static elm_status check_complete(const elm_model *m, const char *src, elm_error 
     for (int l = 0; l < m->hp.n_layers; l++)
         for (size_t i = 0; i < N_LAYER_NAMES; i++) {
             snprintf(gguf, sizeof gguf, "blk.%d.%s", l, layer_names[i].gguf);
-            if (needed(a, layer_names[i].when) && !elm_model_find(m, gguf))
+            if (needed(a, layer_names[i].when, layer_names[i].names) &&
+                in_layer(&m->hp, l, layer_names[i].on) && !elm_model_find(m, gguf))
                 return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor 'model.layers.%d.%s'",
                                   src, l, layer_names[i].hf);
         }

@@ -217,6 +217,47 @@ static elm_status read_gemma3(const char *path, const cJSON *root, const elm_arc
     return ELM_OK;
 }
 
+/* LFM2's keys (Lfm2Config): layer_types ("conv" or "full_attention" per layer), conv_L_cache,
+ * norm_eps, and its FFN size as llama.cpp's converter derives it: block_ff_dim, when
+ * block_auto_adjust_ff_dim, times 2/3 and block_ffn_dim_multiplier, rounded up to a multiple of
+ * block_multiple_of. */
+static elm_status read_lfm2(const char *path, const cJSON *root, elm_hparams *hp,
+                            elm_error *err) {
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    if (!cJSON_IsArray(types))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: key 'layer_types' missing (LFM2)", path);
+    if (cJSON_GetArraySize(types) != hp->n_layers || hp->n_layers > ELM_MAX_LAYERS)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types' has %d entries for %d layers",
+                          path, cJSON_GetArraySize(types), hp->n_layers);
+    for (int l = 0; l < hp->n_layers; l++) {
+        const cJSON *e = cJSON_GetArrayItem(types, l);
+        const bool conv = cJSON_IsString(e) && strcmp(e->valuestring, "conv") == 0;
+        if (!conv && !(cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0))
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types'[%d] is not 'conv' or "
+                              "'full_attention'", path, l);
+        hp->recurrent[l] = conv;
+    }
+    if (get_true(root, "conv_bias"))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: conv_bias is not supported", path);
+    int32_t ff = hp->ffn_dim, multiple = 256;
+    elm_status st;
+    if ((st = get_int(path, root, "conv_L_cache", true, &hp->conv_l, err)) ||
+        (st = get_float(path, root, "norm_eps", &hp->rms_eps, err)) ||
+        (st = get_int(path, root, "block_ff_dim", ff == 0, &ff, err)) ||
+        (st = get_int(path, root, "block_multiple_of", false, &multiple, err)))
+        return st;
+    if (get_true(root, "block_auto_adjust_ff_dim")) {
+        float mult = 1.0f;
+        if ((st = get_float(path, root, "block_ffn_dim_multiplier", &mult, err))) return st;
+        ff = (int32_t)(mult * (float)(int32_t)(2 * (int64_t)ff / 3));
+        ff = (int32_t)(((int64_t)ff + multiple - 1) / multiple * multiple);
+    }
+    hp->ffn_dim = ff;
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_embedding");
+    if (cJSON_IsBool(tie)) hp->tied_output = cJSON_IsTrue(tie);
+    return ELM_OK;
+}
+
 static elm_status parse_config(const char *path, const cJSON *root, elm_hf_config *c,
                                elm_error *err) {
     elm_hparams *hp = &c->hp;
@@ -227,7 +268,8 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
     if ((st = check_arch(path, root, cJSON_IsObject(text) ? text : root, hp, &a, err))) return st;
     if (cJSON_IsObject(text)) root = text;
     if ((st = get_int(path, root, "hidden_size", true, &hp->dim, err)) ||
-        (st = get_int(path, root, "intermediate_size", true, &hp->ffn_dim, err)) ||
+        (st = get_int(path, root, "intermediate_size", a->recurrent != ELM_LAYER_SHORTCONV,
+                      &hp->ffn_dim, err)) ||
         (st = get_int(path, root, "num_hidden_layers", true, &hp->n_layers, err)) ||
         (st = get_int(path, root, "num_attention_heads", true, &hp->n_heads, err)) ||
         (st = get_int(path, root, "vocab_size", true, &hp->n_vocab, err)))
@@ -263,6 +305,7 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
     if (a->swa_period && (st = read_gemma3(path, root, a, hp, err))) return st;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     hp->tied_output = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : a->hf_tied_default;
+    if (a->recurrent == ELM_LAYER_SHORTCONV && (st = read_lfm2(path, root, hp, err))) return st;
     return ELM_OK;
 }
 

@@ -81,6 +81,19 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         for (int l = 0; l < hp->n_layers; l++)
             cJSON_AddItemToArray(nope, cJSON_CreateNumber((l + 1) % a->nope_every != 0));
     }
+    if (a->recurrent == ELM_LAYER_SHORTCONV) { /* Lfm2Config */
+        cJSON *types = cJSON_AddArrayToObject(c, "layer_types");
+        for (int l = 0; l < hp->n_layers; l++)
+            cJSON_AddItemToArray(types, cJSON_CreateString(hp->recurrent[l] ? "conv"
+                                                                            : "full_attention"));
+        cJSON_AddNumberToObject(c, "conv_L_cache", hp->conv_l);
+        cJSON_AddBoolToObject(c, "conv_bias", false);
+        cJSON_AddNumberToObject(c, "norm_eps", hp->rms_eps);
+        cJSON_AddNumberToObject(c, "block_ff_dim", hp->ffn_dim);
+        cJSON_AddBoolToObject(c, "block_auto_adjust_ff_dim", false);
+        cJSON_AddNumberToObject(c, "block_multiple_of", 256);
+        cJSON_AddNullToObject(c, "block_ffn_dim_multiplier");
+    }
     if (m->vocab.bos_id >= 0) cJSON_AddNumberToObject(c, "bos_token_id", m->vocab.bos_id);
     if (m->vocab.eos_id >= 0) cJSON_AddNumberToObject(c, "eos_token_id", m->vocab.eos_id);
     cJSON_AddStringToObject(c, "torch_dtype", "float32");
@@ -152,8 +165,12 @@ static char *header_json(const st_item *items, int n, size_t *len) {
         cJSON *e = cJSON_AddObjectToObject(h, items[i].name);
         cJSON_AddStringToObject(e, "dtype", dtype_name(t->type, items[i].minus_one));
         cJSON *shape = cJSON_AddArrayToObject(e, "shape");
-        for (int d = t->n_dims - 1; d >= 0; d--)
+        for (int d = t->n_dims - 1; d >= 0; d--) {
             cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->ne[d]));
+            /* a depthwise conv1d's weight is [channels, 1, taps] in PyTorch (LFM2) */
+            if (d == 1 && strstr(t->name, ".shortconv.conv."))
+                cJSON_AddItemToArray(shape, cJSON_CreateNumber(1));
+        }
         cJSON *offs = cJSON_AddArrayToObject(e, "data_offsets");
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
         off += items[i].nbytes;

@@ -30,6 +30,12 @@ static const elm_arch archs[] = {
     /* Llama's layout and RoPE pairing (llama.cpp's converter permutes it like Llama's) */
     {.name = "smollm3", .rope = ELM_ROPE_NORM, .act = ELM_ACT_SILU, .nope_every = 4,
      .hf_permute_qk = true, .hf = {{"smollm3", "SmolLM3ForCausalLM"}}},
+    /* short-conv layers beside GQA layers with q/k norms (those with KV heads); the final norm
+     * is token_embd_norm in its GGUF (llama.cpp's name for it) */
+    {.name = "lfm2", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qk_norm = true,
+     .recurrent = ELM_LAYER_SHORTCONV, .out_norm = "token_embd_norm.weight",
+     .hf_names = ELM_HF_NAMES_LFM2, .hf_tied_default = true,
+     .hf = {{"lfm2", "Lfm2ForCausalLM"}}, .tiny_vocab = "llama-bpe"},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -82,6 +88,10 @@ const char *elm_arch_hf_names(void) {
     return elm_names_get(&names, fill_hf_names);
 }
 
+const char *elm_arch_out_norm(const elm_arch *a) {
+    return a->out_norm ? a->out_norm : "output_norm.weight";
+}
+
 void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp) {
     if (!a->swa_period || hp->n_swa <= 0) return;
     if (hp->swa_period == 0) hp->swa_period = a->swa_period;
@@ -99,19 +109,53 @@ static elm_tensor_spec *spec(elm_tensor_spec *s, int32_t *n, elm_tensor_kind kin
     return t;
 }
 
+/* The feed-forward block of layer l, after the token mixing. */
+static void ffn_layout(const elm_arch *a, const elm_hparams *hp, int l, elm_tensor_spec *s,
+                       int32_t *n) {
+    const int64_t dim = hp->dim, ff = hp->ffn_dim;
+    spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.ffn_norm.weight", l);
+    if (a->fused_gate_up) {
+        spec(s, n, ELM_KIND_MATRIX, dim, 2 * ff, "blk.%d.ffn_up.weight", l);
+    } else {
+        spec(s, n, ELM_KIND_MATRIX, dim, ff, "blk.%d.ffn_gate.weight", l);
+        spec(s, n, ELM_KIND_MATRIX, dim, ff, "blk.%d.ffn_up.weight", l);
+    }
+    spec(s, n, ELM_KIND_MATRIX, ff, dim, "blk.%d.ffn_down.weight", l);
+    if (a->post_norms) spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.post_ffw_norm.weight", l);
+}
+
+/* The token-mixing tensors of recurrent layer l, by the family's kind. */
+static void recurrent_layout(const elm_arch *a, const elm_hparams *hp, int l, elm_tensor_spec *s,
+                             int32_t *n) {
+    const int64_t dim = hp->dim;
+    switch (a->recurrent) {
+    case ELM_LAYER_SHORTCONV:
+        spec(s, n, ELM_KIND_CONV, hp->conv_l, dim, "blk.%d.shortconv.conv.weight", l);
+        spec(s, n, ELM_KIND_MATRIX, dim, 3 * dim, "blk.%d.shortconv.in_proj.weight", l);
+        spec(s, n, ELM_KIND_MATRIX, dim, dim, "blk.%d.shortconv.out_proj.weight", l);
+        break;
+    default: break;
+    }
+}
+
 elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool rope_freqs,
                                  int32_t *n) {
     const int64_t dim = hp->dim, q = (int64_t)hp->n_heads * hp->head_dim,
-                  kv = (int64_t)hp->n_kv_heads * hp->head_dim, ff = hp->ffn_dim;
+                  kv = (int64_t)hp->n_kv_heads * hp->head_dim;
     elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 14 + 4) * sizeof *s);
     *n = 0;
     if (!s) return NULL;
     spec(s, n, ELM_KIND_MATRIX, dim, hp->n_vocab, "token_embd.weight", 0);
-    spec(s, n, ELM_KIND_NORM, dim, 0, "output_norm.weight", 0);
+    spec(s, n, ELM_KIND_NORM, dim, 0, elm_arch_out_norm(a), 0);
     if (!hp->tied_output) spec(s, n, ELM_KIND_MATRIX, dim, hp->n_vocab, "output.weight", 0);
     if (rope_freqs) spec(s, n, ELM_KIND_ROPE, hp->rope_dim / 2, 0, "rope_freqs.weight", 0);
     for (int l = 0; l < hp->n_layers; l++) {
         spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.attn_norm.weight", l);
+        if (elm_layer_recurrent(hp, l)) {
+            recurrent_layout(a, hp, l, s, n);
+            ffn_layout(a, hp, l, s, n);
+            continue;
+        }
         if (a->fused_qkv) {
             spec(s, n, ELM_KIND_MATRIX, dim, q + 2 * kv, "blk.%d.attn_qkv.weight", l);
         } else {
@@ -130,15 +174,7 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool 
         }
         spec(s, n, ELM_KIND_MATRIX, q, dim, "blk.%d.attn_output.weight", l);
         if (a->post_norms) spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.post_attention_norm.weight", l);
-        spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.ffn_norm.weight", l);
-        if (a->fused_gate_up) {
-            spec(s, n, ELM_KIND_MATRIX, dim, 2 * ff, "blk.%d.ffn_up.weight", l);
-        } else {
-            spec(s, n, ELM_KIND_MATRIX, dim, ff, "blk.%d.ffn_gate.weight", l);
-            spec(s, n, ELM_KIND_MATRIX, dim, ff, "blk.%d.ffn_up.weight", l);
-        }
-        spec(s, n, ELM_KIND_MATRIX, ff, dim, "blk.%d.ffn_down.weight", l);
-        if (a->post_norms) spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.post_ffw_norm.weight", l);
+        ffn_layout(a, hp, l, s, n);
     }
     return s;
 }

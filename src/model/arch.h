@@ -17,6 +17,11 @@ typedef struct elm_arch_hf {
 
 #define ELM_ARCH_HF_MAX 2
 
+/* How a family's HF checkpoints name their block tensors (formats/hf.c): as Llama does
+ * (input_layernorm, self_attn.o_proj, mlp.gate_proj, model.norm), or as LFM2 does (operator_norm,
+ * self_attn.out_proj, q_layernorm, feed_forward.w1/w3/w2, conv.*, model.embedding_norm). */
+typedef enum elm_hf_names { ELM_HF_NAMES_LLAMA = 0, ELM_HF_NAMES_LFM2 } elm_hf_names;
+
 typedef struct elm_arch {
     const char *name;        /* GGUF general.architecture */
     elm_rope_style rope;     /* as llama.cpp runs the GGUF */
@@ -37,7 +42,14 @@ typedef struct elm_arch {
     elm_arch_hf hf[ELM_ARCH_HF_MAX];
     const char *tiny_vocab;  /* synth --tiny's default tokenizer fixture, ggml-vocab-<this>.gguf;
                               * NULL: llama-spm */
+    /* Hybrids: the kind of the layers without attention (hparams.recurrent), else ATTENTION */
+    elm_layer_kind recurrent;
+    const char *out_norm;    /* GGUF name of the final norm; NULL: output_norm.weight */
+    elm_hf_names hf_names;
 } elm_arch;
+
+/* The GGUF name of family a's final norm. */
+const char *elm_arch_out_norm(const elm_arch *a);
 
 /* The architecture of GGUF name `name`, or NULL. */
 const elm_arch *elm_arch_find(const char *name);
@@ -63,7 +75,8 @@ typedef enum elm_tensor_kind {
     ELM_KIND_MATRIX, /* a weight matrix [rows, cols] */
     ELM_KIND_NORM,   /* RMSNorm weights [cols] */
     ELM_KIND_BIAS,   /* [cols] */
-    ELM_KIND_ROPE    /* rope_freqs [cols] */
+    ELM_KIND_ROPE,   /* rope_freqs [cols] */
+    ELM_KIND_CONV    /* a depthwise convolution kernel [channels (rows), taps (cols)], F32 */
 } elm_tensor_kind;
 
 typedef struct elm_tensor_spec {
@@ -74,7 +87,8 @@ typedef struct elm_tensor_spec {
 
 /* The GGUF tensors of a model of family a with hyper-parameters hp (head_dim set; a tied output
  * has no output.weight; rope_freqs adds rope_freqs.weight), in the order llama.cpp's converter
- * writes them: token_embd, output_norm, output, rope_freqs, then block by block. Returns a
+ * writes them: token_embd, output_norm, output, rope_freqs, then block by block, a recurrent
+ * layer (hp.recurrent) with its kind's tensors in place of attention's. Returns a
  * malloc'd array of *n specs, NULL when out of memory. */
 elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool rope_freqs,
                                  int32_t *n);

@@ -27,6 +27,12 @@ elm_status elm_model_own_mapping(elm_model *m, void *addr, size_t len, elm_error
  * is absent, and checks the vocab size matches. Errors name m->path and the tensor. */
 elm_status elm_model_bind(elm_model *m, elm_error *err);
 
+/* Finds tensor `name` of m into *slot and checks it is a matrix [rows, cols] (ggml ne = {cols,
+ * rows}) or, with rows 0, a vector of cols. ELM_ERR_FORMAT naming m->path and the tensor when it
+ * is missing or of another shape. For the layer kinds' bind (model/layer_kind.h). */
+elm_status elm_model_bind_tensor(elm_model *m, elm_tensor **slot, const char *name, int64_t cols,
+                                 int64_t rows, elm_error *err);
+
 /* After binding, for a model whose tensors lie in writable memory it owns: lays out the layers'
  * matrices (and an untied output) of the types k packs in k's layout, in place, and marks them
  * packed by k (elm_tensor.packed_by: only a context of k's kernels runs them). Tensors that fused

@@ -5,6 +5,7 @@
 
 #include "model/context_state.h"
 #include "model/kv_quant.h"
+#include "model/layer_kind.h"
 
 static float *alloc_f32(size_t n, bool *ok) {
     float *p = calloc(n ? n : 1, sizeof(float));
@@ -29,9 +30,9 @@ static const elm_tensor *find_matrix(const elm_model *m, const elm_kernels *k,
                                      bool (*pred)(const elm_tensor *t, const elm_kernels *k)) {
     if (pred(m->output, k)) return m->output;
     for (int l = 0; l < m->hp.n_layers; l++) {
-        const elm_layer *L = &m->layers[l];
-        const elm_tensor *w[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
-        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+        const elm_tensor *w[ELM_LAYER_MATRICES];
+        const int n = elm_layer_matrices(&m->layers[l], w);
+        for (int i = 0; i < n; i++)
             if (pred(w[i], k)) return w[i];
     }
     return NULL;
@@ -58,6 +59,45 @@ static void decode_vector(const elm_tensor *t, float *out) {
     elm_type_get(t->type)->to_float(t->data, out, t->ne[0]);
 }
 
+/* The recurrent layers' state per sequence: offsets, sizes, the state, its checkpoints, the
+ * runs and the kinds' scratch (context_state.h). Nothing for a model without them. */
+static void alloc_states(elm_context *c, const elm_context_params *p, bool *ok) {
+    const elm_hparams *hp = &c->m->hp;
+    int64_t scratch = 0;
+    c->state_off = calloc((size_t)hp->n_layers + 1, sizeof *c->state_off);
+    if (!c->state_off) {
+        *ok = false;
+        return;
+    }
+    for (int l = 0; l < hp->n_layers; l++) {
+        const elm_layer_ops *ops = elm_layer_ops_of(c->m->layers[l].kind);
+        c->state_off[l] = c->state_floats;
+        if (!ops) continue;
+        c->state_floats += ops->state_floats(hp, l);
+        const int64_t s = ops->scratch_floats(hp, c->n_batch);
+        if (s > scratch) scratch = s;
+    }
+    if (!c->state_floats) return;
+    c->n_seq = p->n_seq > 0 ? p->n_seq : 1;
+    c->seq_rows = c->n_seq > 1 ? c->n_ctx / c->n_seq : 0;
+    const size_t n_seq = (size_t)c->n_seq, per = (size_t)c->state_floats;
+    c->state = alloc_f32(n_seq * per, ok);
+    c->ckpt = alloc_f32(n_seq * ELM_STATE_CKPTS * per, ok);
+    c->mix = alloc_f32((size_t)scratch, ok);
+    c->seq_pos = calloc(n_seq, sizeof *c->seq_pos);
+    c->ckpt_pos = malloc(n_seq * ELM_STATE_CKPTS * sizeof *c->ckpt_pos);
+    c->runs = calloc((size_t)c->n_batch, sizeof *c->runs);
+    if (!c->seq_pos || !c->ckpt_pos || !c->runs) *ok = false;
+    for (size_t i = 0; c->ckpt_pos && i < n_seq * ELM_STATE_CKPTS; i++) c->ckpt_pos[i] = -1;
+}
+
+/* The first attention layer with q/k norms, or NULL. */
+static const elm_layer *qk_normed(const elm_model *m) {
+    for (int l = 0; l < m->hp.n_layers; l++)
+        if (m->layers[l].q_norm) return &m->layers[l];
+    return NULL;
+}
+
 elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_context **out,
                            elm_error *err) {
     *out = NULL;
@@ -65,6 +105,10 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
         return elm_errorf(err, ELM_ERR_ARG, "context size %d out of range 1..1048576", p->n_ctx);
     if (p->n_batch < 0)
         return elm_errorf(err, ELM_ERR_ARG, "batch size %d is negative", p->n_batch);
+    if (p->n_seq < 0 || p->n_seq > 256 || (p->n_seq > 1 && p->n_ctx % p->n_seq))
+        return elm_errorf(err, ELM_ERR_ARG,
+                          "%d sequences: out of range 0..256 or not dividing the context of %d",
+                          p->n_seq, p->n_ctx);
     const elm_hparams *hp = &m->hp;
     const elm_kernels *k = p->ggml_rounding ? elm_kernels_ggml() : elm_kernels_best();
     const elm_tensor *packed = find_matrix(m, k, packed_elsewhere);
@@ -116,7 +160,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     }
     for (int l = 0; l < hp->n_layers; l++) {
         const int32_t rows = p->swa_full ? c->n_ctx : elm_kv_layer_rows(hp, l, c->n_ctx);
-        if (rows < c->n_ctx) c->swa_rows = rows;
+        if (rows > 0 && rows < c->n_ctx) c->swa_rows = rows; /* 0: a recurrent layer */
         c->layer_row[l + 1] = c->layer_row[l] + rows;
     }
     const size_t positions = (size_t)c->layer_row[hp->n_layers];
@@ -152,8 +196,8 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->scratch = alloc_aligned(nt * c->scratch_bytes, &ok);
     c->n_norms = hp->n_layers > 0 && m->layers[0].attn_post_norm ? 4 : 2;
     c->norms = alloc_f32(((size_t)hp->n_layers * c->n_norms + 1) * hp->dim, &ok);
-    if (hp->n_layers > 0 && m->layers[0].q_norm)
-        c->qk_norms = alloc_f32((size_t)hp->n_layers * 2 * hp->head_dim, &ok);
+    if (qk_normed(m)) c->qk_norms = alloc_f32((size_t)hp->n_layers * 2 * hp->head_dim, &ok);
+    alloc_states(c, p, &ok);
     c->inv_freq = alloc_f32((size_t)hp->rope_dim / 2, &ok);
     if (m->rope_freqs) c->rope_ff = alloc_f32((size_t)hp->rope_dim / 2, &ok);
     c->rope_cs = alloc_f32(nb * (size_t)hp->rope_dim, &ok);
@@ -178,6 +222,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     }
     decode_vector(m->output_norm, c->norms + (size_t)(c->n_norms * hp->n_layers) * hp->dim);
     for (int l = 0; c->qk_norms && l < hp->n_layers; l++) {
+        if (!m->layers[l].q_norm) continue; /* a recurrent layer */
         decode_vector(m->layers[l].q_norm, c->qk_norms + (size_t)(2 * l) * hp->head_dim);
         decode_vector(m->layers[l].k_norm, c->qk_norms + (size_t)(2 * l + 1) * hp->head_dim);
     }
@@ -201,12 +246,16 @@ void elm_context_free(elm_context *c) {
                     c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->xt,    c->xp,  c->xr,  c->scores,
                     c->scratch, c->norms,   c->inv_freq, c->rope_cs, c->tokens, c->k_deq, c->v_deq,
                     c->qk_norms, c->pos, c->row0, c->layer_row, c->inv_freq_swa,
-                    c->rope_cs_swa, c->rope_ff};
+                    c->rope_cs_swa, c->rope_ff, c->state_off, c->state, c->ckpt, c->mix,
+                    c->seq_pos, c->ckpt_pos, c->runs};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }
 
-void elm_context_reset(elm_context *c) { c->n_past = 0; }
+void elm_context_reset(elm_context *c) {
+    c->n_past = 0;
+    for (int i = 0; c->state_floats && i < c->n_seq; i++) elm_seq_restore(c, i, 0);
+}
 
 void elm_context_set_hook(elm_context *c, elm_matmul_hook hook, void *user) {
     c->hook = hook;

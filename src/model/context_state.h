@@ -6,6 +6,16 @@
 #include "edgelm/context.h"
 #include "kernels/kernels.h"
 
+/* Consecutive tokens of one sequence in a batch: [t0, t0 + n), positions rising by one. */
+typedef struct elm_seq_run {
+    int32_t t0, n, seq;
+} elm_seq_run;
+
+/* Checkpoints of the recurrent state kept per sequence (seq_state.c): at the start and end of
+ * each multi-token run, so a speculative draft's rejection or a shared prompt prefix goes back to
+ * one and replays the tokens after it. */
+enum { ELM_STATE_CKPTS = 4 };
+
 struct elm_context {
     const elm_model *m;
     const elm_kernels *k; /* elm_kernels_best, or elm_kernels_ggml with ggml_rounding */
@@ -56,7 +66,38 @@ struct elm_context {
     int32_t *row0;   /* [n_batch] cache row of its sequence's position 0 (elm_forward_seqs) */
     elm_matmul_hook hook;
     void *hook_user;
+    /* Recurrent layers (layer_kind.h), when the model has any (state_floats > 0): */
+    int64_t state_floats; /* per sequence, all layers */
+    int64_t *state_off;   /* [n_layers] where layer l's state starts in a sequence's */
+    float *state;         /* [n_seq, state_floats] */
+    int32_t n_seq;        /* sequences with a state (elm_context_params.n_seq) */
+    int32_t seq_rows;     /* cache rows per sequence: a token of row0 r is sequence r / seq_rows */
+    int32_t *seq_pos;     /* [n_seq] tokens the sequence's state has taken in */
+    float *ckpt;          /* [n_seq, ELM_STATE_CKPTS, state_floats] */
+    int32_t *ckpt_pos;    /* [n_seq, ELM_STATE_CKPTS] the position of each, -1: empty */
+    elm_seq_run *runs;    /* [n_batch] the batch's runs, n_runs of them (elm_seq_begin) */
+    int n_runs;
+    float *mix;           /* [n_batch, the kinds' scratch_floats] */
 };
+
+/* Sequence seq's state of layer l. */
+static inline float *elm_seq_state(const elm_context *c, int seq, int l) {
+    return c->state + (size_t)seq * (size_t)c->state_floats + (size_t)c->state_off[l];
+}
+
+/* Before the layers of a batch whose c->pos and c->row0 are set: cuts it into runs of one
+ * sequence (c->runs), zeroes the state of a run starting at position 0 and checkpoints the state
+ * a multi-token run starts from. ELM_ERR_ARG when a run does not continue where its sequence's
+ * state stopped (elm_seq_restore first). No-op without recurrent layers. */
+elm_status elm_seq_begin(elm_context *c, int32_t n, elm_error *err);
+
+/* After the layers: the runs' sequences stand at their last positions + 1, checkpointed at the
+ * end of multi-token runs. */
+void elm_seq_end(elm_context *c);
+
+/* Puts sequence seq back at its checkpoint of the largest position <= n_max (0: the empty
+ * state), drops its checkpoints beyond, and returns that position. */
+int32_t elm_seq_restore(elm_context *c, int seq, int32_t n_max);
 
 /* The ring of a windowed layer holds the window plus spare rows, max(n_swa / 2, ELM_SWA_SPARE):
  * room for a chunk of spare + 1 new tokens (a prefill goes through a ring layer chunk by chunk)

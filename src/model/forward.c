@@ -1,10 +1,9 @@
 /* The forward pass, written once for prefill (n tokens) and decode (1 token). Reads like the
- * Llama paper: per layer, x += Wo·Attn(RoPE(Wq·n(x)), RoPE(Wk·n(x)), Wv·n(x)) then
- * x += Wdown·(silu(Wgate·n(x)) ⊙ Wup·n(x)), n = RMSNorm; logits = Wout·n(x). The families of
- * model/arch.h differ only in what hparams and the layer say: q/k/v biases (Qwen2), per-head
- * q/k RMSNorm (Qwen3), layers without RoPE (SmolLM3), the RoPE
- * pairing (NEOX), GELU for silu and sqrt(dim)-scaled embeddings (Gemma), a head size that is not
- * dim / heads (q is n_heads·head_dim wide), a sliding attention window (Mistral).
+ * Llama paper: per layer, x += Mix(n(x)) then x += Wdown·(silu(Wgate·n(x)) ⊙ Wup·n(x)),
+ * n = RMSNorm; logits = Wout·n(x). Mix is the layer's kind (layer_kind.h): attention
+ * (layer_attention.c) or a recurrent layer that carries a state per sequence (seq_state.c). The
+ * families of model/arch.h differ only in what hparams and the layer say: GELU for silu and
+ * sqrt(dim)-scaled embeddings (Gemma), norms of the block outputs (Gemma 3), and in attention.
  *
  * Matrix products run on the context's thread pool, split by weight rows so each weight row is
  * read once per call whatever the number of tokens. Products sharing an input (q/k/v, gate/up) go
@@ -18,7 +17,8 @@
 
 #include "kernels/kquant.h"
 #include "model/context_state.h"
-#include "model/kv_quant.h"
+#include "model/forward_ops.h"
+#include "model/layer_kind.h"
 
 /* CHUNK_TILES: 256 rows, four prefill panels (gemm.c); smaller chunks measured slower in decode */
 enum { MAX_GROUP = 3, PREP_PARALLEL_TOKENS = 8, CHUNK_TILES = 16 };
@@ -113,16 +113,14 @@ static elm_type act_round(const elm_context *c, const elm_tensor *w) {
                : ELM_TYPE_F32;
 }
 
-/* Y_i[n_tok, rows_i] = X[n_tok, cols] · W_iᵀ for the n weights of layer `layer` (-1: output), of
- * which the caller keeps the tokens [out_first, n_tok) (elm_matmul_args.out_first). */
-static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *const *w,
+void elm_fw_matmul_group(elm_context *c, int layer, int n, const elm_tensor *const *w,
                          float *const *y, const float *x, int64_t n_tok, int64_t out_first) {
     /* float products share xt and xr, so they go out together only when rounded alike */
     for (int i = 1; i < n; i++)
         if (!elm_type_q8_act(w[i]->type) && !elm_type_q8_act(w[0]->type) &&
             act_round(c, w[i]) != act_round(c, w[0])) {
             for (int k = 0; k < n; k++)
-                matmul_group(c, layer, 1, &w[k], &y[k], x, n_tok, out_first);
+                elm_fw_matmul_group(c, layer, 1, &w[k], &y[k], x, n_tok, out_first);
             return;
         }
     matmul_job j = {.c = c, .n = n};
@@ -162,105 +160,9 @@ static void matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
     elm_pool_run_shared(c->pool, matmul_worker, &j);
 }
 
-static void matmul(elm_context *c, int layer, const elm_tensor *w, const float *x, int64_t n_tok,
+void elm_fw_matmul(elm_context *c, int layer, const elm_tensor *w, const float *x, int64_t n_tok,
                    int64_t out_first, float *y) {
-    matmul_group(c, layer, 1, &w, &y, x, n_tok, out_first);
-}
-
-typedef struct {
-    elm_context *c;
-    const float *k, *v; /* the layer's cached keys and values as floats, [rows, kv_dim] */
-    int32_t t0;         /* the batch tokens [t0, t0 + n_tok) attend */
-    int32_t base;       /* ring layers: the position at row 0 of k and v (else 0) */
-    int32_t n_swa;      /* the layer's window, 0: none */
-    bool ring;
-    int32_t n_tok;       /* the tokens attending in this pass (elm_kernels.attention) */
-    elm_pool_work items; /* (token, KV head) pairs, claimed one at a time */
-} attention_job;
-
-/* Causal attention of each (token, KV head) over its sequence's positions [0, pos], or the last
- * n_swa of them: cache rows row0 + p (context.h: pos, row0), or rows p - base of a ring read in
- * position order. The query heads of a KV head's group (GQA) go together, so that each k and v
- * row is read from memory once for all of them: one head at a time, at 1536 positions, read
- * them from L2 eight times and took 45% of a Q4_0 prefill. */
-static void attention_worker(void *arg, int ith, int nth) {
-    (void)nth;
-    attention_job *j = arg;
-    elm_context *c = j->c;
-    const elm_hparams *hp = &c->m->hp;
-    const int hd = hp->head_dim, group = hp->n_heads / hp->n_kv_heads;
-    const size_t q_dim = (size_t)hp->n_heads * hd;
-    float *scores = c->scores + (size_t)ith * (size_t)group * c->n_ctx;
-    long i0, i1;
-    while (elm_pool_work_claim(&j->items, ith, 1, &i0, &i1)) {
-        for (long item = i0; item < i1; item++) {
-            const int64_t t = j->t0 + item / hp->n_kv_heads;
-            const int kvh = (int)(item % hp->n_kv_heads), h = kvh * group;
-            const int32_t pos = c->pos[t];
-            const size_t row = j->ring ? 0 : (size_t)c->row0[t];
-            /* a sliding window sees positions (pos - n_swa, pos] */
-            const int32_t p0 = j->n_swa > 0 && pos >= j->n_swa ? pos + 1 - j->n_swa : 0;
-            const float *q = c->q + (size_t)t * q_dim + (size_t)h * hd;
-            const size_t first = (row + (size_t)(p0 - j->base)) * c->kv_dim + (size_t)kvh * hd;
-            float *out = c->att + (size_t)t * q_dim + (size_t)h * hd;
-            c->k->attention(q, group, j->k + first, j->v + first, (size_t)c->kv_dim, pos + 1 - p0,
-                            hd, hp->attn_scale, j->n_tok, scores, out);
-        }
-    }
-}
-
-typedef struct {
-    elm_context *c;
-    const unsigned char *k, *v; /* a layer's cache rows */
-    elm_pool_work positions;    /* claimed KV_CHUNK at a time, as products are */
-} decode_job;
-
-/* KV_CHUNK positions: 64 KiB of floats at TinyLlama's KV width (256). A static split here made
- * every layer of every step wait for a worker the scheduler held back (a busy core). */
-enum { KV_CHUNK = 64 };
-
-static void decode_worker(void *arg, int ith, int nth) {
-    (void)nth;
-    decode_job *j = arg;
-    elm_context *c = j->c;
-    long p0, p1;
-    while (elm_pool_work_claim(&j->positions, ith, KV_CHUNK, &p0, &p1)) {
-        const size_t n = (size_t)(p1 - p0) * (size_t)c->kv_dim, off = (size_t)p0 * c->kv_dim;
-        elm_kv_decode(c->type_k, c->k_block, j->k + (size_t)p0 * c->k_row, c->k_deq + off,
-                      (int64_t)n);
-        elm_kv_decode(c->type_v, c->v_block, j->v + (size_t)p0 * c->v_row, c->v_deq + off,
-                      (int64_t)n);
-    }
-}
-
-/* Layer l's cached keys and values [n_pos, kv_dim] as floats for the attention kernel: the
- * cache itself when it is f32, else decoded into the context's one-layer buffers. */
-static void layer_kv(elm_context *c, int l, int32_t n_pos, const float **k, const float **v) {
-    const unsigned char *kc = elm_kv_layer_k(c, l), *vc = elm_kv_layer_v(c, l);
-    if (c->type_k == ELM_TYPE_F32 && c->type_v == ELM_TYPE_F32) {
-        *k = (const float *)kc;
-        *v = (const float *)vc;
-        return;
-    }
-    decode_job j = {.c = c, .k = kc, .v = vc};
-    elm_pool_work_init(&j.positions, n_pos, elm_pool_size(c->pool));
-    elm_pool_run_shared(c->pool, decode_worker, &j);
-    *k = c->k_deq;
-    *v = c->v_deq;
-}
-
-/* A ring layer's positions [lo, hi] in order, decoded into k_deq / v_deq rows 0 .. hi - lo
- * (at most two runs of ring rows). */
-static void ring_kv(elm_context *c, int l, int32_t lo, int32_t hi) {
-    const unsigned char *kc = elm_kv_layer_k(c, l), *vc = elm_kv_layer_v(c, l);
-    const int32_t R = c->swa_rows;
-    for (int32_t p = lo; p <= hi;) {
-        const int32_t r = p % R, run = hi - p + 1 < R - r ? hi - p + 1 : R - r;
-        const size_t off = (size_t)(p - lo) * c->kv_dim, n = (size_t)run * c->kv_dim;
-        elm_kv_decode(c->type_k, c->k_block, kc + (size_t)r * c->k_row, c->k_deq + off, (int64_t)n);
-        elm_kv_decode(c->type_v, c->v_block, vc + (size_t)r * c->v_row, c->v_deq + off, (int64_t)n);
-        p += run;
-    }
+    elm_fw_matmul_group(c, layer, 1, &w, &y, x, n_tok, out_first);
 }
 
 static void embed(elm_context *c, const int32_t *tokens, int32_t n) {
@@ -272,26 +174,6 @@ static void embed(elm_context *c, const int32_t *tokens, int32_t n) {
     const float scale = c->m->hp.embd_scale;
     if (scale != 1.0f)
         for (size_t i = 0; i < (size_t)n * (size_t)e->ne[0]; i++) c->x[i] *= scale;
-}
-
-/* y[t, i] += b[i] for n_tok rows of n (biases are F32, elm_model_bind checks). */
-static void add_bias(float *y, const elm_tensor *b, int32_t n_tok, int64_t n) {
-    if (!b) return;
-    const float *bias = b->data;
-    for (int32_t t = 0; t < n_tok; t++)
-        for (int64_t i = 0; i < n; i++) y[(size_t)t * n + i] += bias[i];
-}
-
-/* Per-head RMSNorm of the batch's q and k before RoPE (Qwen3): every head_dim slice scaled by
- * layer l's q or k norm weights. */
-static void qk_norm(elm_context *c, int l, int32_t n) {
-    const elm_hparams *hp = &c->m->hp;
-    const int hd = hp->head_dim;
-    const float *wq = c->qk_norms + (size_t)(2 * l) * hd, *wk = wq + hd;
-    for (size_t i = 0; i < (size_t)n * (size_t)hp->n_heads; i++)
-        c->k->rmsnorm(c->q + i * hd, c->q + i * hd, wq, hd, hp->rms_eps);
-    for (size_t i = 0; i < (size_t)n * (size_t)hp->n_kv_heads; i++)
-        c->k->rmsnorm(c->kb + i * hd, c->kb + i * hd, wk, hd, hp->rms_eps);
 }
 
 /* cos and sin of every rotated pair's angle for the batch's positions, once per forward call
@@ -314,83 +196,29 @@ static void residual_add(elm_context *c, float *y, const float *post_norm, int32
     for (size_t i = 0; i < (size_t)n * c->m->hp.dim; i++) c->x[i] += y[i];
 }
 
-/* Attention of the batch's tokens [t0, t0 + nt) in layer l, after their keys and values are in
- * the cache. A ring is read from the first position the first token sees. */
-static void attend(elm_context *c, int l, int32_t t0, int32_t nt) {
-    const elm_hparams *hp = &c->m->hp;
-    attention_job aj = {.c = c, .t0 = t0, .n_swa = elm_layer_swa(hp, l) ? hp->n_swa : 0,
-                        .ring = elm_kv_layer_ring(c, l), .n_tok = nt};
-    elm_pool_work_init(&aj.items, (long)nt * hp->n_kv_heads, elm_pool_size(c->pool));
-    if (aj.ring) {
-        const int32_t first = c->pos[t0];
-        aj.base = first >= hp->n_swa ? first + 1 - hp->n_swa : 0;
-        ring_kv(c, l, aj.base, c->pos[t0 + nt - 1]);
-        aj.k = c->k_deq;
-        aj.v = c->v_deq;
-    } else {
-        int32_t rows = 0; /* the cache rows the tokens' attention reads: [0, rows) */
-        for (int32_t t = t0; t < t0 + nt; t++)
-            if (c->row0[t] + c->pos[t] + 1 > rows) rows = c->row0[t] + c->pos[t] + 1;
-        layer_kv(c, l, rows, &aj.k, &aj.v);
-    }
-    elm_pool_run_shared(c->pool, attention_worker, &aj);
-}
-
 /* Layer l for the batch's n tokens, of which the caller keeps the FFN outputs of the tokens
  * [ffn_first, n) (elm_matmul_args.out_first; the others are computed too). */
 static void layer_forward(elm_context *c, int l, int32_t n, int32_t ffn_first) {
     const elm_model *m = c->m;
     const elm_hparams *hp = &m->hp;
     const elm_layer *L = &m->layers[l];
-    const int dim = hp->dim, kv = c->kv_dim, q_dim = hp->n_heads * hp->head_dim;
+    const int dim = hp->dim;
     const float *norm = c->norms + (size_t)(c->n_norms * l) * dim; /* attn, ffn, post norms */
     const bool post = c->n_norms == 4;
-    void (*rope)(float *, int, int, int, const float *) =
-        hp->rope_style == ELM_ROPE_NEOX ? c->k->rope_neox : c->k->rope;
 
     rmsnorm_rows(c, c->xb, c->x, norm, n);
-    const elm_tensor *qkv[] = {L->wq, L->wk, L->wv};
-    float *qkv_out[] = {c->q, c->kb, c->vb};
-    matmul_group(c, l, 3, qkv, qkv_out, c->xb, n, 0);
-    add_bias(c->q, L->bq, n, q_dim);
-    add_bias(c->kb, L->bk, n, kv);
-    add_bias(c->vb, L->bv, n, kv);
-    if (c->qk_norms) qk_norm(c, l, n);
-    unsigned char *k_layer = elm_kv_layer_k(c, l), *v_layer = elm_kv_layer_v(c, l);
-    const bool nope = elm_layer_nope(hp, l);
-    const bool ring = elm_kv_layer_ring(c, l);
-    const float *rope_cs = elm_layer_swa(hp, l) && c->rope_cs_swa ? c->rope_cs_swa : c->rope_cs;
-    /* a ring takes the tokens in chunks that fit beside the window (its spare rows + 1) */
-    const int32_t chunk = ring ? c->swa_rows - hp->n_swa + 1 : n;
-    for (int32_t t0 = 0; t0 < n; t0 += chunk) {
-        const int32_t nt = n - t0 < chunk ? n - t0 : chunk;
-        for (int32_t t = t0; t < t0 + nt; t++) {
-            const size_t row = ring ? (size_t)(c->pos[t] % c->swa_rows)
-                                    : (size_t)c->row0[t] + (size_t)c->pos[t]; /* cache row */
-            const float *cs = rope_cs + (size_t)t * hp->rope_dim;
-            if (!nope) {
-                rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs);
-                rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
-            }
-            /* keys are stored (and quantized) after RoPE */
-            elm_kv_encode(c->type_k, c->k_block, c->kb + (size_t)t * kv, k_layer + row * c->k_row,
-                          kv);
-            elm_kv_encode(c->type_v, c->v_block, c->vb + (size_t)t * kv, v_layer + row * c->v_row,
-                          kv);
-        }
-        attend(c, l, t0, nt);
-    }
-    matmul(c, l, L->wo, c->att, n, 0, c->xb);
+    if (L->kind == ELM_LAYER_ATTENTION) elm_layer_attention(c, l, n);
+    else elm_layer_ops_of(L->kind)->mix(c, l, n, c->runs, c->n_runs);
     residual_add(c, c->xb, post ? norm + 2 * dim : NULL, n);
 
     rmsnorm_rows(c, c->xb, c->x, norm + dim, n);
     const elm_tensor *gate_up[] = {L->w_gate, L->w_up};
     float *gate_up_out[] = {c->hg, c->hu};
-    matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n, ffn_first);
+    elm_fw_matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n, ffn_first);
     const int64_t n_ff = (int64_t)n * hp->ffn_dim;
     if (hp->ffn_act == ELM_ACT_SILU) c->k->swiglu(c->hg, c->hg, c->hu, n_ff);
     else c->k->geglu(c->hg, c->hg, c->hu, n_ff);
-    matmul(c, l, L->w_down, c->hg, n, ffn_first, c->xb);
+    elm_fw_matmul(c, l, L->w_down, c->hg, n, ffn_first, c->xb);
     residual_add(c, c->xb, post ? norm + 3 * dim : NULL, n);
 }
 
@@ -404,7 +232,7 @@ static void output_logits(elm_context *c, const int32_t *rows, int32_t first, in
         c->k->rmsnorm(c->xb + (size_t)t * hp->dim,
                       c->x + (size_t)(rows ? rows[t] : first + t) * hp->dim, out_norm, hp->dim,
                       hp->rms_eps);
-    matmul(c, -1, c->m->output, c->xb, n_out, 0, logits);
+    elm_fw_matmul(c, -1, c->m->output, c->xb, n_out, 0, logits);
     const float cap = hp->logit_softcap;
     if (cap > 0)
         for (size_t i = 0; i < (size_t)n_out * (size_t)hp->n_vocab; i++)
@@ -442,12 +270,14 @@ elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float
         c->pos[t] = c->n_past + t;
         c->row0[t] = 0;
     }
+    if ((st = elm_seq_begin(c, n, err))) return st;
     rope_tables(c, n);
     /* past the last layer's attention only the rows of the logits are needed (llama.cpp goes on
      * with those alone; a table may add as it does) */
     const int32_t out_first = logits && !all_logits ? n - 1 : 0;
     for (int l = 0; l < hp->n_layers; l++)
         layer_forward(c, l, n, l == hp->n_layers - 1 ? out_first : 0);
+    elm_seq_end(c);
     /* positions entered as hidden states have no id: -1 matches no token (speculative.c) */
     for (int32_t t = 0; t < n; t++) c->tokens[c->n_past + t] = tokens ? tokens[t] : -1;
     c->n_past += n;
@@ -492,11 +322,13 @@ elm_status elm_forward_seqs(elm_context *c, const int32_t *tokens, const int32_t
     for (int32_t i = 0; i < n_out; i++)
         if (out[i] < 0 || out[i] >= n)
             return elm_errorf(err, ELM_ERR_ARG, "logits row %d out of range 0..%d", out[i], n - 1);
-    embed(c, tokens, n);
     memcpy(c->pos, pos, sizeof(int32_t) * (size_t)n);
     memcpy(c->row0, row0, sizeof(int32_t) * (size_t)n);
+    if ((st = elm_seq_begin(c, n, err))) return st;
+    embed(c, tokens, n);
     rope_tables(c, n);
     for (int l = 0; l < c->m->hp.n_layers; l++) layer_forward(c, l, n, 0);
+    elm_seq_end(c);
     for (int32_t t = 0; t < n; t++) c->tokens[row0[t] + pos[t]] = tokens[t];
     if (n_out > 0 && logits) output_logits(c, out, 0, n_out, logits);
     return ELM_OK;

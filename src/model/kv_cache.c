@@ -19,7 +19,23 @@ elm_status elm_context_truncate(elm_context *c, int32_t n_past, elm_error *err) 
                           "truncate by %d tokens: the sliding-window KV cache keeps %d beyond its "
                           "window (swa_full keeps every position)", c->n_past - n_past,
                           c->swa_rows - c->m->hp.n_swa + 1);
-    c->n_past = n_past;
+    if (!c->state_floats || n_past == c->n_past) {
+        c->n_past = n_past;
+        return ELM_OK;
+    }
+    /* recurrent layers: back to a checkpoint at or before n_past, then the tokens since */
+    const int32_t from = elm_seq_restore(c, 0, n_past);
+    c->n_past = from;
+    for (int32_t t = from; t < n_past; t++)
+        if (c->tokens[t] < 0)
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                              "truncate to %d tokens: the recurrent state must be rebuilt from "
+                              "position %d, which was entered as hidden states", n_past, t);
+    for (int32_t t = from; t < n_past; t += c->n_batch) {
+        const int32_t nb = n_past - t < c->n_batch ? n_past - t : c->n_batch;
+        elm_status st = elm_forward(c, c->tokens + t, nb, NULL, false, err);
+        if (st) return st;
+    }
     return ELM_OK;
 }
 
@@ -49,6 +65,10 @@ elm_status elm_context_shift(elm_context *c, int32_t n_keep, int32_t n_discard, 
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                           "context shift: the sliding-window layers' KV cache keeps only the "
                           "window (swa_full keeps every position)");
+    if (c->state_floats)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "context shift: %s's recurrent layers cannot drop tokens from their "
+                          "state (raise -c)", c->m->hp.arch);
     const elm_hparams *hp = &c->m->hp;
     float *cs = malloc(sizeof(float) * 2 * (size_t)hp->rope_dim); /* global, windowed layers */
     float *row = malloc(sizeof(float) * (size_t)c->kv_dim);
@@ -102,6 +122,7 @@ bool elm_kv_type_from_name(const char *name, elm_type *out) {
 /* Mistral's window (swa_period 0, every layer) keeps the full cache, masked: rings would take
  * its context shift and sessions, which a ring refuses. */
 int32_t elm_kv_layer_rows(const elm_hparams *hp, int l, int32_t n_ctx) {
+    if (elm_layer_recurrent(hp, l)) return 0; /* its state is elsewhere (seq_state.c) */
     if (hp->swa_period == 0 || !elm_layer_swa(hp, l)) return n_ctx;
     const int64_t ring = (int64_t)hp->n_swa + (hp->n_swa / 2 > ELM_SWA_SPARE ? hp->n_swa / 2
                                                                                : ELM_SWA_SPARE);

@@ -12,6 +12,7 @@
 #include "core/hash.h"
 #include "model/builder.h"
 #include "model/arch.h"
+#include "model/layer_kind.h"
 
 struct elm_model_storage {
     int n, cap;
@@ -164,10 +165,8 @@ int64_t elm_model_params(const elm_model *m) {
     return n;
 }
 
-/* Finds `name` and checks it is a matrix [rows, cols] (ne = {cols, rows}) or, with rows 0, a
- * vector of cols. */
-static elm_status bind_one(elm_model *m, elm_tensor **slot, const char *name, int64_t cols,
-                           int64_t rows, elm_error *err) {
+elm_status elm_model_bind_tensor(elm_model *m, elm_tensor **slot, const char *name, int64_t cols,
+                                 int64_t rows, elm_error *err) {
     elm_tensor *t = elm_model_find(m, name);
     if (!t) return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor '%s'", m->path, name);
     int64_t want_rows = rows ? rows : 1;
@@ -197,15 +196,41 @@ static elm_tensor *row_view(elm_tensor *v, const elm_tensor *t, int64_t r0, int6
 static elm_status bind_bias(elm_model *m, elm_tensor **slot, const char *name, int64_t n,
                             bool required, elm_error *err) {
     if (!required && !elm_model_find(m, name)) return ELM_OK;
-    elm_status st = bind_one(m, slot, name, n, 0, err);
+    elm_status st = elm_model_bind_tensor(m, slot, name, n, 0, err);
     if (!st && (*slot)->type != ELM_TYPE_F32)
         st = elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is %s, biases must be f32",
                         m->path, name, elm_type_get((*slot)->type)->name);
     return st;
 }
 
-/* Binds block l: q/k/v from attn_qkv (Phi-3) or separately, gate/up from ffn_gate + ffn_up or a
- * fused ffn_up [gate; up] (Phi-3), whichever the file has, as llama.cpp accepts either. */
+/* Layer l's gate and up projections: ffn_gate + ffn_up, or a fused ffn_up [gate; up] (Phi-3) as
+ * row views 3 and 4 of views. */
+static elm_status bind_ffn(elm_model *m, int l, elm_tensor *views, elm_error *err) {
+    const int64_t dim = m->hp.dim, ff = m->hp.ffn_dim;
+    elm_layer *L = &m->layers[l];
+    char name[ELM_NAME_MAX], view[ELM_NAME_MAX];
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", l, suffix), name)
+#define VIEW(suffix) (snprintf(view, sizeof view, "blk.%d.%s", l, suffix), view)
+    elm_status st;
+    elm_tensor *fused;
+    if (elm_model_find(m, NAME("ffn_gate.weight"))) {
+        if ((st = elm_model_bind_tensor(m, &L->w_gate, name, dim, ff, err)) ||
+            (st = elm_model_bind_tensor(m, &L->w_up, NAME("ffn_up.weight"), dim, ff, err)))
+            return st;
+    } else {
+        if ((st = elm_model_bind_tensor(m, &fused, NAME("ffn_up.weight"), dim, 2 * ff, err)))
+            return st;
+        L->w_gate = row_view(&views[3], fused, 0, ff, VIEW("ffn_gate.weight"));
+        L->w_up = row_view(&views[4], fused, ff, ff, VIEW("ffn_up.weight"));
+    }
+#undef NAME
+#undef VIEW
+    return ELM_OK;
+}
+
+/* Binds block l: its norms and FFN, and its mixing by kind (layer_kind.h; attention here): q/k/v
+ * from attn_qkv (Phi-3) or separately, gate/up from ffn_gate + ffn_up or a fused ffn_up
+ * [gate; up] (Phi-3), whichever the file has, as llama.cpp accepts either. */
 static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor *views,
                              elm_error *err) {
     const elm_hparams *hp = &m->hp;
@@ -217,43 +242,42 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
 #define VIEW(suffix) (snprintf(view, sizeof view, "blk.%d.%s", l, suffix), view)
     elm_status st;
     elm_tensor *fused;
-    if ((st = bind_one(m, &L->attn_norm, NAME("attn_norm.weight"), dim, 0, err)) ||
-        (st = bind_one(m, &L->ffn_norm, NAME("ffn_norm.weight"), dim, 0, err)) ||
-        (st = bind_one(m, &L->wo, NAME("attn_output.weight"), q, dim, err)) ||
-        (st = bind_one(m, &L->w_down, NAME("ffn_down.weight"), ff, dim, err)))
+    if ((st = elm_model_bind_tensor(m, &L->attn_norm, NAME("attn_norm.weight"), dim, 0, err)) ||
+        (st = elm_model_bind_tensor(m, &L->ffn_norm, NAME("ffn_norm.weight"), dim, 0, err)) ||
+        (st = elm_model_bind_tensor(m, &L->w_down, NAME("ffn_down.weight"), ff, dim, err)))
+        return st;
+    L->q_norm = L->k_norm = L->attn_post_norm = L->ffn_post_norm = NULL;
+    if (a->post_norms &&
+        ((st = elm_model_bind_tensor(m, &L->attn_post_norm, NAME("post_attention_norm.weight"),
+                                     dim, 0, err)) ||
+         (st = elm_model_bind_tensor(m, &L->ffn_post_norm, NAME("post_ffw_norm.weight"), dim, 0,
+                                     err))))
+        return st;
+    if ((st = bind_ffn(m, l, views, err))) return st;
+    L->kind = elm_layer_recurrent(hp, l) ? a->recurrent : ELM_LAYER_ATTENTION;
+    if (L->kind != ELM_LAYER_ATTENTION) return elm_layer_ops_of(L->kind)->bind(m, l, err);
+    if ((st = elm_model_bind_tensor(m, &L->wo, NAME("attn_output.weight"), q, dim, err)))
         return st;
     if (elm_model_find(m, NAME("attn_qkv.weight"))) {
-        if ((st = bind_one(m, &fused, name, dim, q + 2 * kv, err))) return st;
+        if ((st = elm_model_bind_tensor(m, &fused, name, dim, q + 2 * kv, err))) return st;
         L->wq = row_view(&views[0], fused, 0, q, VIEW("attn_q.weight"));
         L->wk = row_view(&views[1], fused, q, kv, VIEW("attn_k.weight"));
         L->wv = row_view(&views[2], fused, q + kv, kv, VIEW("attn_v.weight"));
-    } else if ((st = bind_one(m, &L->wq, NAME("attn_q.weight"), dim, q, err)) ||
-               (st = bind_one(m, &L->wk, NAME("attn_k.weight"), dim, kv, err)) ||
-               (st = bind_one(m, &L->wv, NAME("attn_v.weight"), dim, kv, err))) {
+    } else if ((st = elm_model_bind_tensor(m, &L->wq, NAME("attn_q.weight"), dim, q, err)) ||
+               (st = elm_model_bind_tensor(m, &L->wk, NAME("attn_k.weight"), dim, kv, err)) ||
+               (st = elm_model_bind_tensor(m, &L->wv, NAME("attn_v.weight"), dim, kv, err))) {
         return st;
     }
     if ((st = bind_bias(m, &L->bq, NAME("attn_q.bias"), q, a->qkv_bias, err)) ||
         (st = bind_bias(m, &L->bk, NAME("attn_k.bias"), kv, a->qkv_bias, err)) ||
         (st = bind_bias(m, &L->bv, NAME("attn_v.bias"), kv, a->qkv_bias, err)))
         return st;
-    L->q_norm = L->k_norm = L->attn_post_norm = L->ffn_post_norm = NULL;
-    if (a->post_norms &&
-        ((st = bind_one(m, &L->attn_post_norm, NAME("post_attention_norm.weight"), dim, 0, err)) ||
-         (st = bind_one(m, &L->ffn_post_norm, NAME("post_ffw_norm.weight"), dim, 0, err))))
-        return st;
     if (a->qk_norm &&
-        ((st = bind_one(m, &L->q_norm, NAME("attn_q_norm.weight"), hp->head_dim, 0, err)) ||
-         (st = bind_one(m, &L->k_norm, NAME("attn_k_norm.weight"), hp->head_dim, 0, err))))
+        ((st = elm_model_bind_tensor(m, &L->q_norm, NAME("attn_q_norm.weight"), hp->head_dim, 0,
+                                     err)) ||
+         (st = elm_model_bind_tensor(m, &L->k_norm, NAME("attn_k_norm.weight"), hp->head_dim, 0,
+                                     err))))
         return st;
-    if (elm_model_find(m, NAME("ffn_gate.weight"))) {
-        if ((st = bind_one(m, &L->w_gate, name, dim, ff, err)) ||
-            (st = bind_one(m, &L->w_up, NAME("ffn_up.weight"), dim, ff, err)))
-            return st;
-    } else {
-        if ((st = bind_one(m, &fused, NAME("ffn_up.weight"), dim, 2 * ff, err))) return st;
-        L->w_gate = row_view(&views[3], fused, 0, ff, VIEW("ffn_gate.weight"));
-        L->w_up = row_view(&views[4], fused, ff, ff, VIEW("ffn_up.weight"));
-    }
 #undef NAME
 #undef VIEW
     return ELM_OK;
@@ -263,7 +287,7 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
 static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err) {
     elm_hparams *hp = &m->hp;
     if (hp->dim <= 0 || hp->n_layers <= 0 || hp->n_heads <= 0 || hp->n_kv_heads <= 0 ||
-        hp->ffn_dim <= 0 || hp->n_vocab <= 0 || hp->dim > (1 << 20) || hp->n_layers > 4096 ||
+        hp->ffn_dim <= 0 || hp->n_vocab <= 0 || hp->dim > (1 << 20) || hp->n_layers > ELM_MAX_LAYERS ||
         hp->ffn_dim > (1 << 22) || hp->n_vocab > (1 << 24) || hp->head_dim < 0 ||
         hp->head_dim > 4096 || hp->n_heads > 4096 || hp->n_swa < 0 || hp->swa_period < 0)
         return elm_errorf(err, ELM_ERR_FORMAT,
@@ -308,6 +332,28 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
     return ELM_OK;
 }
 
+/* Recurrent layers only in a family that has them, and at least one attention layer (the KV
+ * heads of the others sized the cache). */
+static elm_status check_layer_kinds(elm_model *m, const elm_arch *a, elm_error *err) {
+    int n_rec = 0;
+    for (int l = 0; l < m->hp.n_layers; l++) n_rec += m->hp.recurrent[l] != 0;
+    if (n_rec && a->recurrent == ELM_LAYER_ATTENTION)
+        return elm_errorf(err, ELM_ERR_FORMAT,
+                          "%s: %d layers without KV heads, but '%s' has only attention layers",
+                          m->path, n_rec, a->name);
+    return ELM_OK;
+}
+
+int elm_layer_matrices(const elm_layer *L, const elm_tensor **out) {
+    const elm_tensor *all[ELM_LAYER_MATRICES] = {L->wq,     L->wk,   L->wv,      L->wo,
+                                                  L->w_gate, L->w_up, L->w_down, L->conv_in,
+                                                  L->conv_out};
+    int n = 0;
+    for (int i = 0; i < ELM_LAYER_MATRICES; i++)
+        if (all[i]) out[n++] = all[i];
+    return n;
+}
+
 /* RoPE frequency divisors (rope_freqs.weight, [rope_dim/2]); Phi-3's long-context factors
  * ("longrope") are refused rather than ignored. */
 static elm_status bind_rope(elm_model *m, elm_error *err) {
@@ -318,7 +364,7 @@ static elm_status bind_rope(elm_model *m, elm_error *err) {
                           m->path);
     m->rope_freqs = NULL;
     if (!elm_model_find(m, "rope_freqs.weight")) return ELM_OK;
-    elm_status st = bind_one(m, &m->rope_freqs, "rope_freqs.weight", m->hp.rope_dim / 2, 0, err);
+    elm_status st = elm_model_bind_tensor(m, &m->rope_freqs, "rope_freqs.weight", m->hp.rope_dim / 2, 0, err);
     if (!st && elm_type_get(m->rope_freqs->type)->block_size != 1)
         st = elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor 'rope_freqs.weight' is quantized",
                         m->path);
@@ -333,15 +379,16 @@ elm_status elm_model_bind(elm_model *m, elm_error *err) {
                           "%s: unsupported architecture '%s' (edgelm runs %s)", m->path, hp->arch,
                           elm_arch_names());
     elm_status st;
-    if ((st = check_hparams(m, a, err))) return st;
+    if ((st = check_hparams(m, a, err)) || (st = check_layer_kinds(m, a, err))) return st;
     if (m->vocab.n_tokens != hp->n_vocab)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: vocabulary has %d tokens, model expects %d",
                           m->path, m->vocab.n_tokens, hp->n_vocab);
     if ((st = bind_rope(m, err))) return st;
-    if ((st = bind_one(m, &m->tok_embd, "token_embd.weight", hp->dim, hp->n_vocab, err))) return st;
-    if ((st = bind_one(m, &m->output_norm, "output_norm.weight", hp->dim, 0, err))) return st;
+    if ((st = elm_model_bind_tensor(m, &m->tok_embd, "token_embd.weight", hp->dim, hp->n_vocab, err))) return st;
+    if ((st = elm_model_bind_tensor(m, &m->output_norm, elm_arch_out_norm(a), hp->dim, 0, err)))
+        return st;
     if (elm_model_find(m, "output.weight")) {
-        if ((st = bind_one(m, &m->output, "output.weight", hp->dim, hp->n_vocab, err))) return st;
+        if ((st = elm_model_bind_tensor(m, &m->output, "output.weight", hp->dim, hp->n_vocab, err))) return st;
         hp->tied_output = false;
     } else {
         m->output = m->tok_embd;

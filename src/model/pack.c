@@ -13,10 +13,10 @@ static bool own_tensor(const elm_model *m, const elm_tensor *t) {
 static bool viewed(const elm_model *m, const elm_tensor *t) {
     const char *lo = t->data, *hi = lo + t->nbytes;
     for (int l = 0; l < m->hp.n_layers; l++) {
-        const elm_layer *L = &m->layers[l];
-        const elm_tensor *w[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
-        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-            if (w[i] && !own_tensor(m, w[i]) && (const char *)w[i]->data >= lo &&
+        const elm_tensor *w[ELM_LAYER_MATRICES];
+        const int n = elm_layer_matrices(&m->layers[l], w);
+        for (int i = 0; i < n; i++)
+            if (!own_tensor(m, w[i]) && (const char *)w[i]->data >= lo &&
                 (const char *)w[i]->data < hi)
                 return true;
     }
@@ -43,9 +43,10 @@ elm_status elm_model_pack(elm_model *m, const elm_kernels *k, elm_error *err) {
     if (!k->packs || !m->layers) return ELM_OK;
     elm_status st = m->output != m->tok_embd ? pack_one(m, k, m->output, err) : ELM_OK;
     for (int l = 0; l < m->hp.n_layers && !st; l++) {
-        elm_layer *L = &m->layers[l];
-        elm_tensor *w[] = {L->wq, L->wk, L->wv, L->wo, L->w_gate, L->w_up, L->w_down};
-        for (size_t i = 0; i < sizeof w / sizeof w[0] && !st; i++) st = pack_one(m, k, w[i], err);
+        const elm_tensor *w[ELM_LAYER_MATRICES];
+        const int n = elm_layer_matrices(&m->layers[l], w);
+        /* the model's own tensors (own_tensor): writable here */
+        for (int i = 0; i < n && !st; i++) st = pack_one(m, k, (elm_tensor *)w[i], err);
     }
     return st;
 }

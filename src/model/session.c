@@ -1,5 +1,6 @@
 /* Session files (see session.h): the cached tokens and the KV cache rows as the cache stores them,
- * behind a header that fingerprints the model and a checksum over the whole file. */
+ * then a hybrid's recurrent state (its one sequence's, at the last token), behind a header that
+ * fingerprints the model and a checksum over the whole file. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,15 +56,27 @@ static elm_status refuse_ring(const elm_context *c, const char *path, elm_error 
                       "supported (swa_full keeps every position)", path);
 }
 
+/* Positions of layer l in a file of n_tokens: all, none for a recurrent layer. */
+static size_t layer_rows(const elm_context *c, int l, int32_t n_tokens) {
+    return c->layer_row[l + 1] > c->layer_row[l] ? (size_t)n_tokens : 0;
+}
+
+static size_t state_bytes(const elm_context *c) { return sizeof(float) * (size_t)c->state_floats; }
+
 static size_t file_bytes(const elm_context *c, int32_t n_tokens) {
-    return HEADER_BYTES + sizeof(int32_t) * (size_t)n_tokens +
-           (size_t)c->m->hp.n_layers * (size_t)n_tokens * (c->k_row + c->v_row) + sizeof(uint64_t);
+    size_t rows = 0;
+    for (int l = 0; l < c->m->hp.n_layers; l++) rows += layer_rows(c, l, n_tokens);
+    return HEADER_BYTES + sizeof(int32_t) * (size_t)n_tokens + rows * (c->k_row + c->v_row) +
+           state_bytes(c) + sizeof(uint64_t);
 }
 
 elm_status elm_session_save(const elm_context *c, const char *path, elm_error *err) {
     const session_header h = header_for(c, c->n_past);
     elm_out o;
     elm_status st = refuse_ring(c, path, err);
+    if (!st && c->state_floats && c->seq_pos[0] != c->n_past)
+        st = elm_errorf(err, ELM_ERR_ARG, "%s: the recurrent state stands at position %d, the "
+                        "cache at %d", path, c->seq_pos[0], c->n_past);
     if (!st) st = elm_out_open(&o, path, err);
     if (st) return st;
     uint64_t sum = elm_fnv1a(ELM_FNV1A_INIT, &h, sizeof h);
@@ -74,10 +87,15 @@ elm_status elm_session_save(const elm_context *c, const char *path, elm_error *e
     for (int l = 0; l < c->m->hp.n_layers && !st; l++) {
         const unsigned char *k = c->k_cache + layer_off(c, l, c->k_row);
         const unsigned char *v = c->v_cache + layer_off(c, l, c->v_row);
-        const size_t kb = (size_t)c->n_past * c->k_row, vb = (size_t)c->n_past * c->v_row;
+        const size_t rows = layer_rows(c, l, c->n_past), kb = rows * c->k_row,
+                     vb = rows * c->v_row;
         sum = elm_fnv1a(elm_fnv1a(sum, k, kb), v, vb);
         st = elm_out_write(&o, k, kb, err);
         if (!st) st = elm_out_write(&o, v, vb, err);
+    }
+    if (!st && c->state_floats) {
+        sum = elm_fnv1a(sum, c->state, state_bytes(c));
+        st = elm_out_write(&o, c->state, state_bytes(c), err);
     }
     if (!st) st = elm_out_write(&o, &sum, sizeof sum, err);
     if (st) {
@@ -162,12 +180,17 @@ elm_status elm_session_load(elm_context *c, const char *path, elm_error *err) {
     memcpy(c->tokens, p, sizeof(int32_t) * (size_t)n);
     p += sizeof(int32_t) * (size_t)n;
     for (int l = 0; l < c->m->hp.n_layers; l++) {
-        const size_t kb = (size_t)n * c->k_row, vb = (size_t)n * c->v_row;
+        const size_t rows = layer_rows(c, l, n), kb = rows * c->k_row, vb = rows * c->v_row;
         memcpy(c->k_cache + layer_off(c, l, c->k_row), p, kb);
         memcpy(c->v_cache + layer_off(c, l, c->v_row), p + kb, vb);
         p += kb + vb;
     }
     c->n_past = n;
+    if (c->state_floats) { /* the one sequence's state, and no checkpoint of another past */
+        memcpy(c->state, p, state_bytes(c));
+        c->seq_pos[0] = n;
+        for (int i = 0; i < ELM_STATE_CKPTS; i++) c->ckpt_pos[i] = -1;
+    }
 done:
     elm_unmap(map, size);
     return st;

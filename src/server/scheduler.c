@@ -168,6 +168,9 @@ static void assign(srv_server *s) {
         s->n_waiting--;
         /* the last prompt token always goes through the pass: its logits give the first token */
         if (best_len >= j->n_prompt) best_len = j->n_prompt - 1;
+        /* a hybrid's recurrent state goes back to a checkpoint at or before the shared prefix */
+        best_len = elm_context_seq_rewind(s->c, (int32_t)(best - s->slots) * s->p.slot_ctx,
+                                          best_len);
         elm_sampler_free(best->smp);
         best->smp = elm_sampler_new(&j->p.sampling, s->m->hp.n_vocab);
         if (!best->smp) {
@@ -310,7 +313,8 @@ elm_status srv_new(const elm_model *m, const srv_params *p, srv_server **out, el
     const elm_context_params cp = {.n_ctx = p->n_slots * p->slot_ctx, .n_batch = p->n_batch,
                                    .n_threads = p->n_threads, .type_k = p->type_k,
                                    .type_v = p->type_v, .ggml_rounding = p->ggml_rounding,
-                                   .swa_full = true}; /* its slots share one cache */
+                                   .swa_full = true, /* its slots share one cache */
+                                   .n_seq = p->n_slots}; /* and each has its recurrent state */
     elm_status st = elm_context_new(m, &cp, &s->c, err);
     if (st) {
         free(s);

@@ -62,7 +62,8 @@ static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double st
     for (int32_t i = 0; i < n && !st; i++) {
         switch (specs[i].kind) {
         case ELM_KIND_MATRIX:
-        case ELM_KIND_BIAS: st = add(m, r, &specs[i], 0, std, err); break;
+        case ELM_KIND_BIAS:
+        case ELM_KIND_CONV: st = add(m, r, &specs[i], 0, std, err); break;
         case ELM_KIND_NORM: st = add(m, r, &specs[i], 1.0, 0.1, err); break;
         case ELM_KIND_ROPE: st = elm_hf_add_llama3_freqs(m, llama31_scaling, err); break;
         }
@@ -103,6 +104,12 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
     hp->rope_theta = a->hf_permute_qk ? 500000.0f : 10000.0f;
     hp->rope_dim = hp->head_dim;
     hp->tied_output = !a->fused_qkv; /* Phi-3 keeps its output matrix, the others tie it */
+    if (a->recurrent == ELM_LAYER_SHORTCONV) { /* LFM2: conv, attention, conv (its 1.2B's taps) */
+        hp->n_layers = 3;
+        hp->recurrent[0] = hp->recurrent[2] = 1;
+        hp->conv_l = 3;
+        hp->rope_theta = 1000000.0f;
+    }
     if (a->swa_period) { /* Gemma 3 4B's RoPE (base 1e6, linear ×8 on global layers only) */
         hp->n_swa = TINY_WINDOW;
         hp->rope_theta = 1000000.0f;

@@ -1,0 +1,21 @@
+/* What the forward pass (forward.c) lends its layer kinds (layer_kind.h): matrix products on the
+ * context's thread pool. Private to src/model. */
+#ifndef EDGELM_MODEL_FORWARD_OPS_H
+#define EDGELM_MODEL_FORWARD_OPS_H
+
+#include "model/context_state.h"
+
+/* Y_i[n_tok, rows_i] = X[n_tok, cols] · W_iᵀ for the n (<= 3) weights w of layer `layer` (-1:
+ * the output), which share their input x; the caller keeps the tokens [out_first, n_tok) of each
+ * y_i (elm_matmul_args.out_first). Split over the pool by weight rows, so that each weight row
+ * is read once whatever n_tok; runs the context's matmul hook first (calibration). */
+void elm_fw_matmul_group(elm_context *c, int layer, int n, const elm_tensor *const *w,
+                         float *const *y, const float *x, int64_t n_tok, int64_t out_first);
+void elm_fw_matmul(elm_context *c, int layer, const elm_tensor *w, const float *x, int64_t n_tok,
+                   int64_t out_first, float *y);
+
+/* The attention layer kind: mixes the batch's n normed tokens c->xb into c->xb (their keys and
+ * values go into layer l's cache first). */
+void elm_layer_attention(elm_context *c, int l, int32_t n);
+
+#endif
