@@ -124,6 +124,12 @@ typedef struct elm_layer {
     elm_tensor *conv_in, *conv_kernel, *conv_out;
 } elm_layer;
 
+/* Every tensor slot of L (norms, matrices, biases, kernels; the slots of kinds it is not too,
+ * NULL), into out[] (room for ELM_LAYER_SLOTS); returns how many. The one list of a layer's
+ * tensors, for code that maps them all (the quantizers' working copy). */
+#define ELM_LAYER_SLOTS 40
+int elm_layer_slots(elm_layer *L, elm_tensor ***out);
+
 /* The matrices layer L multiplies its activations by (weights of products, not norms or
  * kernels), into out[] (room for ELM_LAYER_MATRICES); returns how many. */
 #define ELM_LAYER_MATRICES 12

@@ -23,6 +23,11 @@ elm_status ox_decoder_check(const elm_model *m, elm_error *err) {
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                           "%s: architecture '%s' is not supported by the ONNX export (GeGLU or "
                           "scaled embeddings)", m->path, hp->arch);
+    for (int l = 0; l < hp->n_layers; l++)
+        if (elm_layer_recurrent(hp, l))
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                              "%s: architecture '%s': recurrent layers (layer %d) are not "
+                              "supported by the ONNX export", m->path, hp->arch, l);
     if (hp->rope_dim != hp->head_dim || hp->head_dim % 2)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                           "%s: architecture '%s': partial RoPE (%d of %d dims) is not supported by "

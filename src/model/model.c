@@ -344,6 +344,17 @@ static elm_status check_layer_kinds(elm_model *m, const elm_arch *a, elm_error *
     return ELM_OK;
 }
 
+int elm_layer_slots(elm_layer *L, elm_tensor ***out) {
+    elm_tensor **all[] = {&L->attn_norm, &L->wq,          &L->wk,         &L->wv,
+                          &L->wo,        &L->ffn_norm,    &L->w_gate,     &L->w_up,
+                          &L->w_down,    &L->bq,          &L->bk,         &L->bv,
+                          &L->q_norm,    &L->k_norm,      &L->attn_post_norm,
+                          &L->ffn_post_norm, &L->conv_in, &L->conv_kernel, &L->conv_out};
+    _Static_assert(sizeof all / sizeof all[0] <= ELM_LAYER_SLOTS, "ELM_LAYER_SLOTS");
+    memcpy(out, all, sizeof all);
+    return (int)(sizeof all / sizeof all[0]);
+}
+
 int elm_layer_matrices(const elm_layer *L, const elm_tensor **out) {
     const elm_tensor *all[ELM_LAYER_MATRICES] = {L->wq,     L->wk,   L->wv,      L->wo,
                                                   L->w_gate, L->w_up, L->w_down, L->conv_in,

@@ -145,15 +145,13 @@ static elm_status work_init(elm_qrun *r, const elm_model *m, elm_error *err) {
     }
     elm_status st = ELM_OK;
     for (int l = 0; l < m->hp.n_layers && !st; l++) {
-        const elm_layer *a = &m->layers[l];
-        elm_layer *b = &r->layers[l];
-        const struct { const elm_tensor *from; elm_tensor **to; } slots[] = {
-            {a->attn_norm, &b->attn_norm}, {a->wq, &b->wq}, {a->wk, &b->wk}, {a->wv, &b->wv},
-            {a->wo, &b->wo}, {a->ffn_norm, &b->ffn_norm}, {a->w_gate, &b->w_gate},
-            {a->w_up, &b->w_up}, {a->w_down, &b->w_down}, {a->bq, &b->bq}, {a->bk, &b->bk},
-            {a->bv, &b->bv}};
-        for (size_t k = 0; k < sizeof slots / sizeof slots[0] && !st; k++)
-            st = bind_twin(r, slots[k].from, slots[k].to, err);
+        /* the same layer over the working copy's tensors: every slot (layer_kind.h kinds too) */
+        elm_layer a = m->layers[l];
+        elm_tensor **from[ELM_LAYER_SLOTS], **to[ELM_LAYER_SLOTS];
+        r->layers[l] = a;
+        const int n_slots = elm_layer_slots(&a, from);
+        elm_layer_slots(&r->layers[l], to);
+        for (int k = 0; k < n_slots && !st; k++) st = bind_twin(r, *from[k], to[k], err);
     }
     r->work.tensors = r->tensors;
     r->work.layers = r->layers;
@@ -292,15 +290,21 @@ static elm_status gptq_linear(qctx *q, elm_tensor *t, const elm_act_stats *s, el
     return st;
 }
 
-/* The four input groups of block l: q/k/v, o, gate/up, down. */
+/* The four input groups of block l: the mixing's input products (q/k/v; a short convolution's
+ * in_proj), its output product (o; out_proj), gate/up, down. */
 typedef struct group {
     elm_tensor *m[3];
     int n;
 } group;
 
 static void layer_groups(const elm_layer *L, group g[4]) {
-    g[0] = (group){{L->wq, L->wk, L->wv}, 3};
-    g[1] = (group){{L->wo}, 1};
+    if (L->kind == ELM_LAYER_SHORTCONV) {
+        g[0] = (group){{L->conv_in}, 1};
+        g[1] = (group){{L->conv_out}, 1};
+    } else {
+        g[0] = (group){{L->wq, L->wk, L->wv}, 3};
+        g[1] = (group){{L->wo}, 1};
+    }
     g[2] = (group){{L->w_gate, L->w_up}, 2};
     g[3] = (group){{L->w_down}, 1};
 }
@@ -432,7 +436,10 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
             else memcpy(w0[gi][k], t->data, t->nbytes);
         }
     }
-    const int64_t kv_dim = (int64_t)hp->n_kv_heads * hp->head_dim;
+    /* the rows whose outputs feed group 1's input, scaled back by its scales: Wv's (a KV head's
+     * row feeds its query heads' columns), or in_proj's C rows (y = C ⊙ conv(B ⊙ x)) */
+    const bool conv = L->kind == ELM_LAYER_SHORTCONV;
+    const int64_t kv_dim = conv ? 3 * (int64_t)hp->dim : (int64_t)hp->n_kv_heads * hp->head_dim;
     if (!st && (!(tied = malloc(sizeof(double) * (size_t)s[1].cols)) ||
                 !(kv_scale = malloc(sizeof(double) * (size_t)kv_dim))))
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for AWQ scales");
@@ -441,7 +448,7 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
         for (int64_t j = 0; j < s[gi].cols; j++) scale[gi][j] = 1;
         if (!group_has_grid(q, &groups[gi])) continue;
         const double *am = s[gi].abs_mean;
-        if (gi == 1) {
+        if (gi == 1 && !conv) {
             tie_heads(hp, am, tied);
             am = tied;
         }
@@ -450,14 +457,15 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     if (!st) {
         /* fold: the float model computes the same function with the scaled weights */
         unscale_rows(L->attn_norm, scale[0]);
-        for (int k = 0; k < 3; k++) scale_cols(groups[0].m[k], scale[0]);
+        for (int k = 0; k < groups[0].n; k++) scale_cols(groups[0].m[k], scale[0]);
         for (int64_t c = 0; c < kv_dim; c++) {
             const int hd = hp->head_dim, kvh = (int)(c / hd), i = (int)(c % hd);
-            kv_scale[c] = scale[1][(int64_t)kvh * (hp->n_heads / hp->n_kv_heads) * hd + i];
+            kv_scale[c] = conv ? (c / hp->dim == 1 ? scale[1][c % hp->dim] : 1.0)
+                               : scale[1][(int64_t)kvh * (hp->n_heads / hp->n_kv_heads) * hd + i];
         }
-        unscale_rows(L->wv, kv_scale);
+        unscale_rows(conv ? L->conv_in : L->wv, kv_scale);
         if (L->bv) unscale_rows(L->bv, kv_scale);
-        scale_cols(L->wo, scale[1]);
+        scale_cols(groups[1].m[0], scale[1]);
         unscale_rows(L->ffn_norm, scale[2]);
         for (int k = 0; k < 2; k++) scale_cols(groups[2].m[k], scale[2]);
         unscale_rows(L->w_up, scale[3]);
@@ -466,7 +474,9 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     for (int gi = 0; gi < 4 && !st; gi++)
         for (int k = 0; k < groups[gi].n && !st; k++) {
             elm_tensor *t = groups[gi].m[k];
-            const double *rs = t == L->wv ? kv_scale : t == L->w_up ? scale[3] : NULL;
+            const double *rs = t == L->wv || (conv && t == L->conv_in) ? kv_scale
+                               : t == L->w_up                      ? scale[3]
+                                                                   : NULL;
             elm_grid g;
             st = grid_of(q, t, &g) ? awq_linear(q, t, w0[gi][k], s[gi].h, scale[gi], rs, err)
                                    : emit_rtn(q, t, err);
@@ -520,11 +530,13 @@ static elm_status output_stage(qctx *q, elm_error *err) {
 
 /* ------------------------------------------------------------------------------ driver */
 
-/* The tensors of block l the calibrated methods run and quantize (NULL entries for absent ones). */
-static void block_tensors(const elm_layer *L, elm_tensor *t[12]) {
-    elm_tensor *list[12] = {L->attn_norm, L->wq, L->wk, L->wv, L->wo, L->ffn_norm, L->w_gate,
-                            L->w_up, L->w_down, L->bq, L->bk, L->bv};
-    memcpy(t, list, sizeof list);
+/* The tensors of block l the calibrated methods run and quantize (NULL entries for absent ones);
+ * returns how many entries. */
+static int block_tensors(elm_layer *L, elm_tensor *t[ELM_LAYER_SLOTS]) {
+    elm_tensor **slots[ELM_LAYER_SLOTS];
+    const int n = elm_layer_slots(L, slots);
+    for (int k = 0; k < n; k++) t[k] = *slots[k];
+    return n;
 }
 
 static void progress(const qctx *q, int32_t done, const char *what) {
@@ -557,9 +569,9 @@ elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
         r->final_stage[i] = m->hp.n_layers + 1;
     }
     for (int l = 0; l < m->hp.n_layers; l++) {
-        elm_tensor *bt[12];
-        block_tensors(&r->layers[l], bt);
-        for (int k = 0; k < 12; k++)
+        elm_tensor *bt[ELM_LAYER_SLOTS];
+        const int n = block_tensors(&r->layers[l], bt);
+        for (int k = 0; k < n; k++)
             if (bt[k]) r->final_stage[bt[k] - r->tensors] = l + 1;
     }
     /* The samples' hidden states, Σ n_ids × dim floats (256 samples of 512 tokens at dim 2048:
@@ -603,12 +615,15 @@ elm_status elm_qrun_step(elm_qrun *r, elm_error *err) {
     elm_status st = ELM_OK;
     if (r->stage < m->hp.n_layers) {
         const int l = r->stage;
-        elm_tensor *bt[12];
-        block_tensors(&r->layers[l], bt);
-        for (int k = 0; k < 12 && !st; k++)
+        elm_tensor *bt[ELM_LAYER_SLOTS];
+        const int n_bt = block_tensors(&r->layers[l], bt);
+        for (int k = 0; k < n_bt && !st; k++)
             if (bt[k]) st = materialize(r, bt[k], err);
         if (!st)
             st = params->method == ELM_QUANT_GPTQ ? gptq_layer(&q, l, err) : awq_layer(&q, l, err);
+        /* the block's other matrices (a convolution kernel) by its rule, before they run again */
+        for (int k = 0; k < n_bt && !st; k++)
+            if (bt[k]) st = emit_rtn(&q, bt[k], err);
         /* block l is quantized now: its output is block l+1's input */
         if (!st)
             st = elm_capture(&r->work, l, 1, false, params->calib, params->n_threads, q.x, q.x,
@@ -617,7 +632,7 @@ elm_status elm_qrun_step(elm_qrun *r, elm_error *err) {
         char what[32];
         snprintf(what, sizeof what, "blk.%d", l);
         if (!st) progress(&q, l + 1, what);
-        for (int k = 0; k < 12 && !st; k++) release(r, bt[k]);
+        for (int k = 0; k < n_bt && !st; k++) release(r, bt[k]);
     } else if (r->stage == m->hp.n_layers) {
         st = output_stage(&q, err);
         for (int32_t i = 0; i < m->n_tensors && !st; i++) {

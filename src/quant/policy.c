@@ -44,6 +44,12 @@ elm_status elm_quant_plan(const elm_model *m, const elm_quant_policy *p, elm_ten
             snprintf(out->reason, sizeof out->reason, "1-D (norm, bias): kept f32");
             continue;
         }
+        if (elm_recipe_keeps(t->name)) {
+            out->type = out->wanted = t->type;
+            snprintf(out->reason, sizeof out->reason, "kept %s (llama-quantize copies it)",
+                     elm_type_get(t->type)->name);
+            continue;
+        }
         bool sensitive = !strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "output.weight");
         if (recipe) {
             /* elm_recipe_plan chose it */

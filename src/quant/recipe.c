@@ -95,7 +95,10 @@ elm_status elm_recipe_plan(const elm_model *m, uint32_t ft, bool with_imatrix,
                            elm_tensor_plan *plan, elm_error *err) {
     elm_type base = ELM_TYPE_Q4_K;
     elm_quant_recipe_from_name(recipe_name(ft), &ft, &base);
-    const int n_gqa = m->hp.n_kv_heads > 0 ? m->hp.n_heads / m->hp.n_kv_heads : 1;
+    /* llama.cpp takes layer 0's: none for a hybrid whose first layer is recurrent (LFM2) */
+    const int n_gqa = m->hp.recurrent[0] ? 0
+                      : m->hp.n_kv_heads > 0 ? m->hp.n_heads / m->hp.n_kv_heads
+                                             : 1;
     const int n_layer = m->hp.n_layers;
     bool tied = true;
     int n_attn_v = 0, i_attn_v = 0, i_ffn_down = 0;
@@ -114,7 +117,7 @@ elm_status elm_recipe_plan(const elm_model *m, uint32_t ft, bool with_imatrix,
     for (int32_t k = 0; k < m->n_tensors; k++) {
         const int32_t i = order[k].index;
         const elm_tensor *t = &m->tensors[i];
-        if (t->n_dims < 2) continue;
+        if (t->n_dims < 2 || elm_recipe_keeps(t->name)) continue;
         const category c = category_of(t->name);
         elm_type ty = base;
         const char *why = NULL;
@@ -158,4 +161,15 @@ elm_status elm_recipe_plan(const elm_model *m, uint32_t ft, bool with_imatrix,
     }
     free(order);
     return ELM_OK;
+}
+
+bool elm_recipe_keeps(const char *name) {
+    static const char *const kept[] = {"_norm.weight", "shortconv.conv.weight", "ssm_conv1d",
+                                       "altup", "laurel", "per_layer_model_proj",
+                                       "ffn_gate_inp.weight"};
+    const size_t len = strlen(name);
+    if (len < 6 || strcmp(name + len - 6, "weight") != 0) return true;
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+        if (strstr(name, kept[i])) return true;
+    return false;
 }

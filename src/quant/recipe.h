@@ -11,6 +11,12 @@
 elm_status elm_recipe_plan(const elm_model *m, uint32_t ftype, bool with_imatrix,
                            elm_tensor_plan *plan, elm_error *err);
 
+/* Whether llama-quantize copies 2-D tensor `name` as it is (tensor_allows_quantization): names
+ * not ending in "weight", norms ("_norm.weight", as a Mamba-2 group norm), and the small kernels
+ * it lists: convolution kernels (LFM2's shortconv.conv, Mamba's ssm_conv1d), Gemma's altup,
+ * laurel and per_layer_model_proj, routers (ffn_gate_inp). */
+bool elm_recipe_keeps(const char *name);
+
 /* The type llama-quantize writes for `type` on rows of ne0 weights: type itself when its block
  * divides ne0, else its traits' fallback (Q2_K, Q3_K -> Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1,
  * Q6_K -> Q8_0, IQ4_XS -> IQ4_NL) when that one's does, else F16. */
