@@ -57,6 +57,8 @@ typedef struct elm_synth_tiny {
     const char *vocab_path; /* a GGUF file with a tokenizer (vocab-only files work) */
     uint64_t seed;
     float std;              /* standard deviation of the weights; 0 means 0.3 */
+    int32_t width;          /* dim, a multiple of 64 (0: 64); heads and FFN grow with it (256:
+                             * rows of whole k-quant super-blocks, for the recipe checks) */
 } elm_synth_tiny;
 
 /* Writes the tiny model of o (see elm_synth_tiny_model in src/shapes/synth_tiny.h for its shapes)

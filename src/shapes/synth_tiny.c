@@ -92,13 +92,19 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
     elm_hparams *hp = &m->hp;
     snprintf(hp->arch, sizeof hp->arch, "%s", a->name);
     hp->n_vocab = m->vocab.n_tokens;
-    hp->dim = TINY_DIM;
+    if (o->width < 0 || o->width % TINY_DIM || o->width > 16 * TINY_DIM) {
+        elm_model_free(m);
+        return elm_errorf(err, ELM_ERR_ARG, "synth: width %d is not a multiple of %d up to %d",
+                          o->width, TINY_DIM, 16 * TINY_DIM);
+    }
+    const int32_t scale = o->width ? o->width / TINY_DIM : 1; /* of every width below */
+    hp->dim = TINY_DIM * scale;
     /* down to a NoPE layer, to a global layer after the windowed ones */
     hp->n_layers = a->nope_every ? a->nope_every : a->swa_period ? a->swa_period : TINY_LAYERS;
     hp->n_heads = TINY_HEADS;
     hp->n_kv_heads = TINY_KV_HEADS;
-    hp->head_dim = a->embd_scale ? 2 * TINY_HEAD : TINY_HEAD;
-    hp->ffn_dim = TINY_FFN;
+    hp->head_dim = (a->embd_scale ? 2 * TINY_HEAD : TINY_HEAD) * scale;
+    hp->ffn_dim = TINY_FFN * scale;
     hp->n_ctx_train = 4096;
     hp->rms_eps = a->embd_scale ? 1e-6f : 1e-5f;
     hp->rope_theta = a->hf_permute_qk ? 500000.0f : 10000.0f;

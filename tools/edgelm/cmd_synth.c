@@ -36,14 +36,15 @@ static void on_progress(void *user, int32_t done, int32_t total) {
 }
 
 static int synth_tiny(const char *arch, const char *vocab, const char *out, const char *hf,
-                      long seed, float std) {
+                      long seed, float std, long width) {
     char vocab_path[512];
     if (!vocab) {
         snprintf(vocab_path, sizeof vocab_path, "../shared/fixtures/vocab/ggml-vocab-%s.gguf",
                  elm_synth_tiny_vocab(arch));
         vocab = vocab_path;
     }
-    elm_synth_tiny o = {.arch = arch, .vocab_path = vocab, .seed = (uint64_t)seed, .std = std};
+    elm_synth_tiny o = {.arch = arch, .vocab_path = vocab, .seed = (uint64_t)seed, .std = std,
+                        .width = (int32_t)width};
     int64_t n_params;
     int32_t n_vocab;
     elm_error err;
@@ -59,6 +60,7 @@ int cmd_synth(int argc, char **argv) {
     const char *arch = NULL, *hf = NULL, *vocab = NULL;
     bool tiny = false;
     float std = 0.3f;
+    long width = 0;
     long seed = 1, layers = 0;
     char arch_help[160];
     snprintf(arch_help, sizeof arch_help, "--tiny: %s", elm_arch_names());
@@ -73,6 +75,7 @@ int cmd_synth(int argc, char **argv) {
         {"--hf", "DIR", CLI_TEXT, &hf, 0, 0, "--tiny: also write the same model as a Hugging Face folder", 0},
         {"--vocab", "PATH", CLI_TEXT, &vocab, 0, 0, "--tiny: GGUF file whose tokenizer the model uses", 0},
         {"--std", "X", CLI_FLOAT, &std, 0.001, 10, "--tiny: weight standard deviation (default 0.3)", 0},
+        {"--width", "N", CLI_INT, &width, 64, 1024, "--tiny: embedding width, a multiple of 64 (default 64; heads\nand FFN grow with it: 256 gives rows of whole k-quant super-blocks)", 0},
         {0}};
     const cli_spec spec = {
         "synth", "--preset NAME --type TYPE -o OUT.gguf [-s SEED] [--layers N]\n"
@@ -85,7 +88,7 @@ int cmd_synth(int argc, char **argv) {
     if (arch || tiny) {
         if (!arch || !tiny || !out || preset)
             return cli_fail("synth: a tiny model needs --arch A --tiny -o OUT.gguf (no --preset)");
-        return synth_tiny(arch, vocab, out, hf, seed, std);
+        return synth_tiny(arch, vocab, out, hf, seed, std, width);
     }
     if (!preset || !type_name || !out)
         return cli_fail("synth: --preset, --type and -o are required (try 'edgelm synth --help')");

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""The tensor table of a GGUF file (v2/v3), without numpy: one JSON object on stdout,
+{name: [ggml type number, sha256 of the tensor's bytes]}, for comparing what two quantizers wrote
+tensor by tensor (tests/cli_hybrid_recipes.sh).
+
+Usage: gguf_tensors.py FILE.gguf"""
+import hashlib
+import json
+import struct
+import sys
+
+# bytes of a key/value scalar by GGUF value type (8: string, 9: array handled apart)
+SCALAR = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+# (block size, bytes per block) of the ggml types a recipe writes
+BLOCKS = {0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+          10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210),
+          20: (32, 18), 23: (256, 136), 30: (1, 2)}
+
+
+class Reader:
+    def __init__(self, data):
+        self.d, self.p = data, 0
+
+    def take(self, fmt):
+        v = struct.unpack_from("<" + fmt, self.d, self.p)
+        self.p += struct.calcsize(fmt)
+        return v[0]
+
+    def string(self):
+        n = self.take("Q")
+        s = self.d[self.p:self.p + n].decode("utf-8")
+        self.p += n
+        return s
+
+    def skip_value(self, t):
+        if t == 8:
+            self.string()
+        elif t == 9:
+            et, n = self.take("I"), self.take("Q")
+            for _ in range(n):
+                self.skip_value(et)
+        else:
+            self.p += SCALAR[t]
+
+
+def tensors(path):
+    r = Reader(open(path, "rb").read())
+    if r.take("4s") != b"GGUF":
+        sys.exit(f"{path}: not a GGUF file")
+    r.take("I")
+    n_tensors, n_kv = r.take("Q"), r.take("Q")
+    align = 32
+    for _ in range(n_kv):
+        key, t = r.string(), r.take("I")
+        if key == "general.alignment":
+            align = r.take("I")
+        else:
+            r.skip_value(t)
+    table = []
+    for _ in range(n_tensors):
+        name, n_dims = r.string(), r.take("I")
+        ne = [r.take("Q") for _ in range(n_dims)]
+        table.append((name, ne, r.take("I"), r.take("Q")))
+    base = (r.p + align - 1) // align * align
+    out = {}
+    for name, ne, t, off in table:
+        if t not in BLOCKS:
+            sys.exit(f"{path}: tensor {name} of type {t} unknown here")
+        count = 1
+        for n in ne:
+            count *= n
+        block, nbytes = BLOCKS[t]
+        data = r.d[base + off:base + off + count // block * nbytes]
+        out[name] = [t, hashlib.sha256(data).hexdigest()]
+    return out
+
+
+if __name__ == "__main__":
+    json.dump(tensors(sys.argv[1]), sys.stdout, indent=1, sort_keys=True)
+    print()
