@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The hybrid families against what llama.cpp's own tools (node-llama-cpp 3.21.1's llama.cpp) wrote
+# and measured on the same files, recorded in tests/data/hybrid_llamacpp.json by
+# scripts/hybrid_golden.sh. On each family's synth --tiny model at width 256 (rows of whole
+# super-blocks):
+# - llama-quantize's recipes byte for byte: every tensor's type and bytes (which tensors stay f32,
+#   such as the convolution kernels; how a recipe counts a hybrid's attention layers);
+# - `eval` agrees with llama-perplexity: PPL of the F32 and Q4_K_M files within 0.1%, the Q4_K_M
+#   file's mean KLD within 2%.
+# Usage: bash tests/cli_hybrid_llamacpp.sh EDGELM_BINARY FIXTURES_DIR
+set -u
+bin=$1
+fix=$2
+. "$(dirname "$0")/lib/cli.sh"
+. "$(dirname "$0")/lib/hybrid.sh"
+golden=$(dirname "$0")/data/hybrid_llamacpp.json
+
+for arch in $(python3 -c 'import json, sys; print(*json.load(open(sys.argv[1])))' "$golden"); do
+    hybrid_tiny "$bin" "$fix" "$arch" "$tmp/$arch.gguf" >/dev/null 2>"$tmp/err" ||
+        { fail "$arch: synth: $(cat "$tmp/err")"; continue; }
+    for r in $RECIPES; do
+        "$bin" quantize -m "$tmp/$arch.gguf" -o "$tmp/$r.gguf" --type "$r" -t 2 >/dev/null \
+            2>"$tmp/err" || { fail "$arch $r: quantize: $(tail -1 "$tmp/err")"; continue; }
+        python3 tests/lib/gguf_tensors.py "$tmp/$r.gguf" >"$tmp/q.json"
+        python3 - "$golden" "$arch" "$r" "$tmp/q.json" <<'PY' || fail "$arch $r differs from llama-quantize"
+import json, sys
+want = json.load(open(sys.argv[1]))[sys.argv[2]]["recipes"][sys.argv[3]]
+got = json.load(open(sys.argv[4]))
+bad = [n for n in want if got.get(n) != want[n]] + [n for n in got if n not in want]
+for n in bad[:5]:
+    print(f"  {n}: llama-quantize {want.get(n, ['-'])[0]}, edgelm {got.get(n, ['-'])[0]}",
+          file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+    done
+    "$bin" eval --ref "$tmp/$arch.gguf" -m "$tmp/q4_k_m.gguf" -f "$fix/$EVAL_TEXT" -c 128 -t 2 \
+        --json >"$tmp/eval.json" 2>"$tmp/err" || { fail "$arch: eval: $(tail -1 "$tmp/err")"; continue; }
+    python3 - "$golden" "$arch" "$tmp/eval.json" <<'PY' || fail "$arch: eval differs from llama-perplexity"
+import json, sys
+ref = json.load(open(sys.argv[1]))[sys.argv[2]]["eval"]
+d = json.load(open(sys.argv[3]))
+q = d["models"][0]
+got = {"ppl_f32": q["ref_ppl"], "ppl_q4_k_m": q["ppl"], "kld_q4_k_m": q["kld_mean"]}
+ok = True
+for k, tol in (("ppl_f32", 1e-3), ("ppl_q4_k_m", 1e-3), ("kld_q4_k_m", 0.02)):
+    rel = abs(got[k] / ref[k] - 1)
+    print(f"  {sys.argv[2]} {k}: edgelm {got[k]:.6g}, llama.cpp {ref[k]:.6g} ({rel:.2e})",
+          file=sys.stderr)
+    ok &= rel <= tol
+sys.exit(0 if ok else 1)
+PY
+done
+
+[ "$failed" -eq 0 ] && echo "cli_hybrid_llamacpp: all passed"
+exit $((failed > 0))

@@ -1,0 +1,12 @@
+# What the llama.cpp reference of the hybrid families is made from (scripts/hybrid_golden.sh) and
+# checked on (tests/cli_hybrid_llamacpp.sh): the recipes, the text, and the model.
+RECIPES="q2_k q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k iq4_nl iq4_xs q8_0"
+EVAL_TEXT=stories260K/text/valid.txt
+
+# hybrid_tiny EDGELM FIXTURES ARCH OUT.gguf: the family's synth --tiny model at width 256 with
+# stories260K's vocabulary, seed 3, weights N(0, 0.05²) (small enough that its perplexity is
+# a language model's, not a random one's)
+hybrid_tiny() {
+    "$1" synth --arch "$3" --tiny --width 256 -s 3 --std 0.05 \
+        --vocab "$2/stories260K/stories260K-f32.gguf" -o "$4"
+}
