@@ -326,6 +326,26 @@ static void test_table(void) {
 }
 
 static void test_refusals(void) {
+    /* LFM2's own keys: which layers convolve, the kernel's taps; and an older config's
+     * full_attn_idxs stands for layer_types */
+    expect_config_error("lfm2", "{\"layer_types\": null}", ELM_ERR_FORMAT,
+                        "'layer_types' (or 'full_attn_idxs') missing");
+    expect_config_error("lfm2", "{\"layer_types\": [\"conv\", \"full_attention\"]}",
+                        ELM_ERR_FORMAT, "'layer_types' has 2 entries for 3 layers");
+    expect_config_error("lfm2", "{\"conv_L_cache\": null}", ELM_ERR_FORMAT,
+                        "missing required key 'conv_L_cache'");
+    expect_config_error("lfm2", "{\"layer_types\": null, \"full_attn_idxs\": [1, 7]}",
+                        ELM_ERR_FORMAT, "'full_attn_idxs' holds a value");
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/lfm2-idxs", tmpdir);
+    if (hf_copy_with("lfm2", "{\"layer_types\": null, \"full_attn_idxs\": [1]}", dir)) {
+        elm_model *m = load(dir);
+        CHECK(m && m->hp.recurrent[0] && !m->hp.recurrent[1] && m->hp.recurrent[2] &&
+                  m->layers[1].kind == ELM_LAYER_ATTENTION,
+              "lfm2: full_attn_idxs");
+        elm_model_free(m);
+    }
+    tmp_dir_remove(strdup(dir));
     expect_config_error("llama", "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
                         ELM_ERR_UNSUPPORTED, "rope_scaling type 'yarn' is not supported");
     expect_config_error("phi3", "{\"rope_scaling\": {\"type\": \"longrope\", \"factor\": 4}}",

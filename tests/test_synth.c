@@ -15,10 +15,15 @@ static int64_t params_of(const elm_synth_preset *p, bool bias) {
     const int64_t d = p->dim, head = p->head_dim ? p->head_dim : p->dim / p->n_heads,
                   q = (int64_t)p->n_heads * head, kv = (int64_t)p->n_kv_heads * head,
                   f = p->ffn_dim;
-    const bool gemma3 = !strcmp(p->arch, "gemma3"), qk_norm = gemma3 || !strcmp(p->arch, "qwen3");
+    const bool gemma3 = !strcmp(p->arch, "gemma3"),
+               qk_norm = gemma3 || !strcmp(p->arch, "qwen3") || !strcmp(p->arch, "lfm2");
     const int64_t layer = (gemma3 ? 4 : 2) * d + 2 * d * q + 2 * d * kv + 3 * d * f +
                           (bias ? q + 2 * kv : 0) + (qk_norm ? 2 * head : 0);
-    return (int64_t)p->n_vocab * d * (p->tied ? 1 : 2) + d + p->n_layers * layer;
+    /* LFM2's short-conv layers: in_proj [3d, d], out_proj [d, d], the kernel [d, taps] */
+    const int64_t conv = 2 * d + 4 * d * d + d * p->conv_l + 3 * d * f;
+    int64_t n = (int64_t)p->n_vocab * d * (p->tied ? 1 : 2) + d;
+    for (int l = 0; l < p->n_layers; l++) n += p->layers && p->layers[l] == 'r' ? conv : layer;
+    return n;
 }
 
 static void presets(void) {
@@ -29,7 +34,7 @@ static void presets(void) {
      * 596,049,920, 1,720,574,976 and 4,022,468,096 (their model cards: 0.44B, 1.4B and 3.6B
      * without the embedding, 155,582,464, 311,164,928 and 388,956,160); Gemma 3 1B =
      * 999,885,952; Gemma 3 4B's language model = 3,880,263,168 (4.3B with its vision tower);
-     * Phi-4-mini = 3,836,021,760 ("3.8B") */
+     * Phi-4-mini = 3,836,021,760 ("3.8B"); LFM2 350M and 1.2B = 354,483,968 and 1,170,340,608 */
     const struct {
         const char *name;
         int64_t params;
@@ -46,10 +51,13 @@ static void presets(void) {
                 {"qwen3-4b", 4022468096LL},
                 {"gemma-3-1b", 999885952LL},
                 {"gemma-3-4b", 3880263168LL},
-                {"phi-4-mini", 3836021760LL}};
+                {"phi-4-mini", 3836021760LL},
+                {"lfm2-350m", 354483968LL},
+                {"lfm2-1.2b", 1170340608LL}};
     int n;
     elm_synth_presets(&n);
-    CHECK(n == 14, "%d presets", n);
+    CHECK(n == (int)(sizeof want / sizeof want[0]), "%d presets, %d checked", n,
+          (int)(sizeof want / sizeof want[0]));
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const elm_synth_preset *p = elm_synth_find(want[i].name);
         CHECK(p != NULL, "preset %s", want[i].name);
@@ -83,7 +91,7 @@ static elm_model *write_and_load(const elm_synth_preset *p, elm_type type, const
 
 static void small_llama(void) {
     const elm_synth_preset p = {"tiny", "test", "llama", 300,   64,       2,     4,
-                                2,      96,     256,     1e-5f, 10000.0f, false, true, 0, 0, 0, 0};
+                                2,      96,     256,     1e-5f, 10000.0f, false, true, 0, 0, 0, 0, NULL, 0};
     elm_model *m = write_and_load(&p, ELM_TYPE_Q4_0, tmp_path("tiny-q4_0.gguf"));
     if (!m) return;
     CHECK(m->hp.n_vocab == 300 && m->hp.dim == 64 && m->hp.n_layers == 2 && m->hp.n_kv_heads == 2 &&
@@ -117,7 +125,7 @@ static void small_llama(void) {
 
 static void small_qwen2(void) {
     const elm_synth_preset p = {"tiny-qwen2", "test", "qwen2", 300,  64,   2,    4, 2,
-                                96,           256,    1e-6f,   1e6f, true, false, 0, 0, 0, 0};
+                                96,           256,    1e-6f,   1e6f, true, false, 0, 0, 0, 0, NULL, 0};
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, tmp_path("tiny-f16.gguf"));
     if (!m) return;
     CHECK(!strcmp(m->hp.arch, "qwen2") && m->output == m->tok_embd && m->hp.tied_output,
@@ -133,7 +141,7 @@ static void small_qwen2(void) {
  * q/k norms; the file loads and runs. */
 static void small_qwen3(void) {
     const elm_synth_preset p = {"tiny-qwen3", "test", "qwen3", 300,  64,   2,    4, 2,
-                                96,           256,    1e-6f,   1e6f, true, false, 32, 0, 0, 0};
+                                96,           256,    1e-6f,   1e6f, true, false, 32, 0, 0, 0, NULL, 0};
     const char *path = tmp_path("tiny-qwen3.gguf");
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
     if (!m) return;
@@ -159,7 +167,7 @@ static void small_qwen3(void) {
  * spare rows, as elm_kv_cache_bytes (plan) counts it. */
 static void small_gemma3(void) {
     const elm_synth_preset p = {"tiny-gemma3", "test", "gemma3", 300, 64,   6,    4, 2, 96, 256,
-                                1e-6f,         1e6f,   true,     false, 32, 8, 0, 8.0f};
+                                1e-6f,         1e6f,   true,     false, 32, 8, 0, 8.0f, NULL, 0};
     const char *path = tmp_path("tiny-gemma3.gguf");
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
     if (!m) return;
@@ -218,7 +226,7 @@ static void small_gemma3(void) {
 /* Phi-4-mini's shape: RoPE on part of each head, fused attn_qkv and gate/up. */
 static void small_phi4(void) {
     const elm_synth_preset p = {"tiny-phi4", "test", "phi3", 300, 64,   2,     4, 2, 96, 256,
-                                1e-5f,       1e4f,   true,   false, 0, 0, 12, 0};
+                                1e-5f,       1e4f,   true,   false, 0, 0, 12, 0, NULL, 0};
     const char *path = tmp_path("tiny-phi4.gguf");
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
     if (!m) return;
@@ -240,7 +248,7 @@ int main(int argc, char **argv) {
     small_phi4();
     /* shapes that do not fit the type are refused and leave no file */
     const elm_synth_preset odd = {"odd", "test", "llama", 300,   48,   1,    4,
-                                  4,     80,     64,      1e-5f, 1e4f, true, false, 0, 0, 0, 0};
+                                  4,     80,     64,      1e-5f, 1e4f, true, false, 0, 0, 0, 0, NULL, 0};
     const char *path = tmp_path("odd.gguf");
     elm_error err;
     CHECK(elm_synth_write(&odd, ELM_TYPE_Q8_0, path, 1, NULL, NULL, NULL, &err) == ELM_ERR_ARG &&

@@ -138,6 +138,11 @@ elm_status elm_forward_batched(elm_context *c, const int32_t *tokens, int32_t n,
 elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float *x, int32_t n,
                               float *x_out, float *logits, bool all_logits, elm_error *err);
 
+/* Bytes a context holds per sequence for the recurrent layers of a model of hp (a hybrid's): the
+ * state (its fixed size does not grow with the context, unlike the KV cache) and the checkpoints
+ * rollbacks go back to; 0 for a model without recurrent layers. */
+size_t elm_state_bytes(const elm_hparams *hp);
+
 /* Before a sequence of elm_forward_seqs reuses its first n_past cached positions (a prompt that
  * shares a prefix with what the sequence of cache row row0 holds): a hybrid model's recurrent
  * state cannot drop tokens, so it goes back to its latest checkpoint at or before n_past (the

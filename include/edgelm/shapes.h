@@ -30,6 +30,10 @@ typedef struct elm_synth_preset {
     int32_t n_swa;    /* sliding_window of the local layers (Gemma 3), else 0 */
     int32_t rope_dim; /* rotated dimensions per head when partial (Phi-4-mini: 96), else 0 */
     float rope_scale; /* linear rope_scaling factor (Gemma 3 4B: 8), else 0 */
+    /* Hybrids: one letter per layer, 'a' attention or 'r' the family's recurrent kind (model/arch.h:
+     * elm_arch.recurrent); NULL: all attention */
+    const char *layers;
+    int32_t conv_l; /* short convolution taps (LFM2: 3) */
 } elm_synth_preset;
 
 /* The presets, *n of them. */
@@ -107,7 +111,7 @@ typedef struct elm_plan_row {
     uint64_t weight_bytes;    /* all tensors */
     uint64_t read_bytes;      /* weights + KV cache read per decoded token at a full context
                                * (an untied embedding contributes one row) */
-    uint64_t peak_bytes;      /* weights + KV cache + compute buffers */
+    uint64_t peak_bytes;      /* weights + KV cache + recurrent state + compute buffers */
     double tokens_per_s;      /* upper bound: bandwidth / read_bytes (0 without a bandwidth) */
     int64_t headroom_bytes;   /* RAM - peak; negative: does not fit (0 without a RAM size) */
 } elm_plan_row;
@@ -119,6 +123,8 @@ typedef struct elm_plan {
     uint64_t kv_bytes;        /* the one the rows use (kv_cache_q8: kv_q8_0, else kv_f16) */
     uint64_t compute_bytes;   /* edgelm's activations for an n_batch batch, the attention scores
                                * of n_threads threads and one token's logits */
+    uint64_t state_bytes;     /* a hybrid's recurrent state of one sequence with its checkpoints
+                               * (elm_state_bytes), whatever n_ctx; 0 for attention-only models */
     elm_plan_row rows[ELM_PLAN_ROWS];
 } elm_plan;
 

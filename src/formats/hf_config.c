@@ -224,18 +224,35 @@ static elm_status read_gemma3(const char *path, const cJSON *root, const elm_arc
 static elm_status read_lfm2(const char *path, const cJSON *root, elm_hparams *hp,
                             elm_error *err) {
     const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
-    if (!cJSON_IsArray(types))
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: key 'layer_types' missing (LFM2)", path);
-    if (cJSON_GetArraySize(types) != hp->n_layers || hp->n_layers > ELM_MAX_LAYERS)
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types' has %d entries for %d layers",
-                          path, cJSON_GetArraySize(types), hp->n_layers);
-    for (int l = 0; l < hp->n_layers; l++) {
-        const cJSON *e = cJSON_GetArrayItem(types, l);
-        const bool conv = cJSON_IsString(e) && strcmp(e->valuestring, "conv") == 0;
-        if (!conv && !(cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0))
-            return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types'[%d] is not 'conv' or "
-                              "'full_attention'", path, l);
-        hp->recurrent[l] = conv;
+    const cJSON *attn = cJSON_GetObjectItemCaseSensitive(root, "full_attn_idxs");
+    if (hp->n_layers > ELM_MAX_LAYERS)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d layers, at most %d", path, hp->n_layers,
+                          ELM_MAX_LAYERS);
+    if (cJSON_IsArray(types)) {
+        if (cJSON_GetArraySize(types) != hp->n_layers)
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types' has %d entries for %d "
+                              "layers", path, cJSON_GetArraySize(types), hp->n_layers);
+        for (int l = 0; l < hp->n_layers; l++) {
+            const cJSON *e = cJSON_GetArrayItem(types, l);
+            const bool conv = cJSON_IsString(e) && strcmp(e->valuestring, "conv") == 0;
+            if (!conv && !(cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0))
+                return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types'[%d] is not 'conv' or "
+                                  "'full_attention'", path, l);
+            hp->recurrent[l] = conv;
+        }
+    } else if (cJSON_IsArray(attn)) { /* the first LFM2 configs: the attention layers' indices */
+        for (int l = 0; l < hp->n_layers; l++) hp->recurrent[l] = 1;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, attn) {
+            uint64_t l;
+            if (!elm_json_uint(e, (uint64_t)hp->n_layers - 1, &l))
+                return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'full_attn_idxs' holds a value that "
+                                  "is not a layer index below %d", path, hp->n_layers);
+            hp->recurrent[l] = 0;
+        }
+    } else {
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: key 'layer_types' (or 'full_attn_idxs') "
+                          "missing (LFM2)", path);
     }
     if (get_true(root, "conv_bias"))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: conv_bias is not supported", path);

@@ -69,6 +69,7 @@ static void alloc_states(elm_context *c, const elm_context_params *p, bool *ok) 
         *ok = false;
         return;
     }
+    /* as elm_state_bytes counts it, from the bound layers' kinds */
     for (int l = 0; l < hp->n_layers; l++) {
         const elm_layer_ops *ops = elm_layer_ops_of(c->m->layers[l].kind);
         c->state_off[l] = c->state_floats;

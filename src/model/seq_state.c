@@ -6,7 +6,9 @@
  * ELM_STATE_CKPTS per sequence, replacing the lowest position. */
 #include <string.h>
 
+#include "model/arch.h"
 #include "model/context_state.h"
+#include "model/layer_kind.h"
 
 static float *ckpt_of(const elm_context *c, int seq, int i) {
     return c->ckpt + ((size_t)seq * ELM_STATE_CKPTS + (size_t)i) * (size_t)c->state_floats;
@@ -97,4 +99,13 @@ int32_t elm_context_seq_rewind(elm_context *c, int32_t row0, int32_t n_past) {
     if (!c->state_floats) return n_past;
     const int seq = c->seq_rows ? row0 / c->seq_rows : 0;
     return seq < c->n_seq ? elm_seq_restore(c, seq, n_past) : 0;
+}
+
+size_t elm_state_bytes(const elm_hparams *hp) {
+    const elm_arch *a = elm_arch_find(hp->arch);
+    const elm_layer_ops *ops = a ? elm_layer_ops_of(a->recurrent) : NULL;
+    int64_t floats = 0;
+    for (int l = 0; ops && l < hp->n_layers; l++)
+        if (elm_layer_recurrent(hp, l)) floats += ops->state_floats(hp, l);
+    return sizeof(float) * (size_t)floats * (1 + ELM_STATE_CKPTS);
 }

@@ -14,6 +14,7 @@
 #include "kernels/kernels.h"
 #include "model/arch.h"
 #include "model/builder.h"
+#include "shapes/preset.h"
 
 /* A model of hp's architecture whose tensors have shapes but no data (F32); rope_freqs adds Llama
  * 3.1's frequency tensor. Errors: ELM_ERR_UNSUPPORTED for an unknown arch, elm_model_bind's. */
@@ -108,6 +109,7 @@ elm_status elm_plan_make(const elm_model *m, int32_t n_ctx, int32_t n_batch, int
     out->kv_int8 = out->kv_f16 / 2; /* one byte per element, as runtimes with int8 caches */
     out->kv_bytes = kv_cache_q8 ? out->kv_q8_0 : out->kv_f16;
     out->compute_bytes = compute_bytes(hp, n_ctx, out->n_batch, n_threads);
+    out->state_bytes = elm_state_bytes(hp);
     const bool tied = elm_model_find(m, "output.weight") == NULL;
     static const struct { const char *label; elm_type type; bool pure; } rows[ELM_PLAN_ROWS] = {
         {"f16", ELM_TYPE_F16, true},   {"q8_0", ELM_TYPE_Q8_0, true},
@@ -130,7 +132,7 @@ elm_status elm_plan_make(const elm_model *m, int32_t n_ctx, int32_t n_batch, int
         snprintf(row->label, sizeof row->label, "%s", rows[r].label);
         /* decode looks up one embedding row; a tied embedding is read whole as the output */
         row->read_bytes = row->weight_bytes - (tied ? 0 : embd - embd_row) + out->kv_bytes;
-        row->peak_bytes = row->weight_bytes + out->kv_bytes + out->compute_bytes;
+        row->peak_bytes = row->weight_bytes + out->kv_bytes + out->state_bytes + out->compute_bytes;
         row->tokens_per_s = bandwidth_gbs * 1e9 / (double)row->read_bytes;
         row->headroom_bytes = ram_gib > 0 ? (int64_t)llround(ram_gib * 1073741824.0) -
                                                 (int64_t)row->peak_bytes
@@ -149,10 +151,6 @@ elm_status elm_plan_shape_config(const char *config_path, elm_model **out, elm_e
 
 elm_status elm_plan_shape_preset(const elm_synth_preset *p, elm_model **out, elm_error *err) {
     elm_hparams hp = {0};
-    snprintf(hp.arch, sizeof hp.arch, "%s", p->arch);
-    hp.n_vocab = p->n_vocab, hp.dim = p->dim, hp.n_layers = p->n_layers;
-    hp.n_heads = p->n_heads, hp.n_kv_heads = p->n_kv_heads, hp.ffn_dim = p->ffn_dim;
-    hp.n_ctx_train = p->n_ctx_train, hp.tied_output = p->tied, hp.head_dim = p->head_dim;
-    hp.n_swa = p->n_swa, hp.rope_dim = p->rope_dim;
+    elm_preset_hparams(p, &hp);
     return shape_model(&hp, p->llama3_rope, out, err);
 }

@@ -12,30 +12,49 @@
 #include "formats/gguf_write.h"
 #include "model/arch.h"
 #include "model/builder.h"
+#include "shapes/preset.h"
 
 /* name, Hugging Face source, arch, n_vocab, dim, n_layers, n_heads, n_kv_heads, ffn_dim,
- * n_ctx_train, rms_eps, rope_theta, tied, llama3_rope, head_dim, n_swa, rope_dim, rope_scale
- * (elm_synth_preset) */
+ * n_ctx_train, rms_eps, rope_theta, tied, llama3_rope, head_dim, n_swa, rope_dim, rope_scale,
+ * layers, conv_l (elm_synth_preset) */
 static const elm_synth_preset presets[] = {
-    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama",    32000, 2048, 22, 32,  4,  5632,   2048, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0},
-    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B",            "llama",   128256, 2048, 16, 32,  8,  8192, 131072, 1e-5f,  500000.0f,  true,  true,   0,    0,  0, 0},
-    {"llama-2-7b",     "meta-llama/Llama-2-7b-hf",           "llama",    32000, 4096, 32, 32, 32, 11008,   4096, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0},
-    {"llama-2-13b",    "meta-llama/Llama-2-13b-hf",          "llama",    32000, 5120, 40, 40, 40, 13824,   4096, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0},
-    {"llama-3-8b",     "meta-llama/Meta-Llama-3-8B",         "llama",   128256, 4096, 32, 32,  8, 14336,   8192, 1e-5f,  500000.0f, false, false,   0,    0,  0, 0},
-    {"qwen2-0.5b",     "Qwen/Qwen2-0.5B",                    "qwen2",   151936,  896, 24, 14,  2,  4864, 131072, 1e-6f, 1000000.0f,  true, false,   0,    0,  0, 0},
-    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B",            "llama",   128256, 3072, 28, 24,  8,  8192, 131072, 1e-5f,  500000.0f,  true,  true,   0,    0,  0, 0},
+    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama",    32000, 2048, 22, 32,  4,  5632,   2048, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0, NULL, 0},
+    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B",            "llama",   128256, 2048, 16, 32,  8,  8192, 131072, 1e-5f,  500000.0f,  true,  true,   0,    0,  0, 0, NULL, 0},
+    {"llama-2-7b",     "meta-llama/Llama-2-7b-hf",           "llama",    32000, 4096, 32, 32, 32, 11008,   4096, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0, NULL, 0},
+    {"llama-2-13b",    "meta-llama/Llama-2-13b-hf",          "llama",    32000, 5120, 40, 40, 40, 13824,   4096, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0, NULL, 0},
+    {"llama-3-8b",     "meta-llama/Meta-Llama-3-8B",         "llama",   128256, 4096, 32, 32,  8, 14336,   8192, 1e-5f,  500000.0f, false, false,   0,    0,  0, 0, NULL, 0},
+    {"qwen2-0.5b",     "Qwen/Qwen2-0.5B",                    "qwen2",   151936,  896, 24, 14,  2,  4864, 131072, 1e-6f, 1000000.0f,  true, false,   0,    0,  0, 0, NULL, 0},
+    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B",            "llama",   128256, 3072, 28, 24,  8,  8192, 131072, 1e-5f,  500000.0f,  true,  true,   0,    0,  0, 0, NULL, 0},
     /* Llama's tensors; its NoPE layers are the architecture's, not the file's */
-    {"smollm3-3b",     "HuggingFaceTB/SmolLM3-3B",           "smollm3", 128256, 2048, 36, 16,  4, 11008,  65536, 1e-6f, 5000000.0f,  true, false,   0,    0,  0, 0},
-    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B",                    "qwen3",   151936, 1024, 28, 16,  8,  3072,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0},
-    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B",                    "qwen3",   151936, 2048, 28, 16,  8,  6144,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0},
-    {"qwen3-4b",       "Qwen/Qwen3-4B",                      "qwen3",   151936, 2560, 36, 32,  8,  9728,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0},
+    {"smollm3-3b",     "HuggingFaceTB/SmolLM3-3B",           "smollm3", 128256, 2048, 36, 16,  4, 11008,  65536, 1e-6f, 5000000.0f,  true, false,   0,    0,  0, 0, NULL, 0},
+    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B",                    "qwen3",   151936, 1024, 28, 16,  8,  3072,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0, NULL, 0},
+    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B",                    "qwen3",   151936, 2048, 28, 16,  8,  6144,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0, NULL, 0},
+    {"qwen3-4b",       "Qwen/Qwen3-4B",                      "qwen3",   151936, 2560, 36, 32,  8,  9728,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0, NULL, 0},
     /* 5 of 6 layers see the last 512 / 1024 positions; the 4B's is its text_config */
-    {"gemma-3-1b",     "google/gemma-3-1b-it",               "gemma3",  262144, 1152, 26,  4,  1,  6912,  32768, 1e-6f, 1000000.0f,  true, false, 256,  512,  0, 0},
-    {"gemma-3-4b",     "google/gemma-3-4b-it",               "gemma3",  262208, 2560, 34,  8,  4, 10240, 131072, 1e-6f, 1000000.0f,  true, false, 256, 1024,  0, 8.0f},
+    {"gemma-3-1b",     "google/gemma-3-1b-it",               "gemma3",  262144, 1152, 26,  4,  1,  6912,  32768, 1e-6f, 1000000.0f,  true, false, 256,  512,  0, 0, NULL, 0},
+    {"gemma-3-4b",     "google/gemma-3-4b-it",               "gemma3",  262208, 2560, 34,  8,  4, 10240, 131072, 1e-6f, 1000000.0f,  true, false, 256, 1024,  0, 8.0f, NULL, 0},
     /* Phi-3's fused tensors, RoPE on 96 of 128 dimensions; its longrope factors
      * (rope_factors_long/short, 2 × 48 floats) are left out, so edgelm runs the file too */
-    {"phi-4-mini",     "microsoft/Phi-4-mini-instruct",      "phi3",    200064, 3072, 32, 24,  8,  8192, 131072, 1e-5f,   10000.0f,  true, false,   0,    0, 96, 0},
+    {"phi-4-mini",     "microsoft/Phi-4-mini-instruct",      "phi3",    200064, 3072, 32, 24,  8,  8192, 131072, 1e-5f,   10000.0f,  true, false,   0,    0, 96, 0, NULL, 0},
+    /* short-conv layers ('r') with attention at 2, 5, 8, 10, 12, 14 (full_attn_idxs); the FFN as
+     * the converter sizes it (block_ff_dim · 2/3, rounded up to 256) */
+    {"lfm2-350m",      "LiquidAI/LFM2-350M",                 "lfm2",     65536, 1024, 16, 16,  8,  4608, 128000, 1e-5f, 1000000.0f,  true, false,   0,    0,  0, 0, "rrarrarrararara" "r", 3},
+    {"lfm2-1.2b",      "LiquidAI/LFM2-1.2B",                 "lfm2",     65536, 2048, 16, 32,  8,  8192, 128000, 1e-5f, 1000000.0f,  true, false,   0,    0,  0, 0, "rrarrarrararara" "r", 3},
 };
+
+void elm_preset_hparams(const elm_synth_preset *p, elm_hparams *hp) {
+    snprintf(hp->arch, sizeof hp->arch, "%s", p->arch);
+    hp->n_vocab = p->n_vocab, hp->dim = p->dim, hp->n_layers = p->n_layers;
+    hp->n_heads = p->n_heads, hp->n_kv_heads = p->n_kv_heads, hp->ffn_dim = p->ffn_dim;
+    hp->head_dim = p->head_dim ? p->head_dim : p->dim / p->n_heads;
+    hp->rope_dim = p->rope_dim ? p->rope_dim : hp->head_dim;
+    hp->n_ctx_train = p->n_ctx_train, hp->rms_eps = p->rms_eps, hp->rope_theta = p->rope_theta;
+    hp->tied_output = p->tied, hp->n_swa = p->n_swa;
+    hp->rope_freq_scale = p->rope_scale > 0 ? 1.0f / p->rope_scale : 0;
+    for (int l = 0; p->layers && l < p->n_layers && l < ELM_MAX_LAYERS; l++)
+        hp->recurrent[l] = p->layers[l] == 'r';
+    hp->conv_l = p->conv_l;
+}
 
 const elm_synth_preset *elm_synth_presets(int *n) {
     *n = (int)(sizeof presets / sizeof presets[0]);
@@ -175,14 +194,7 @@ elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char 
     elm_model *m = elm_model_new(path, "gguf", err);
     if (!m) return ELM_ERR_NOMEM;
     elm_hparams *hp = &m->hp;
-    snprintf(hp->arch, sizeof hp->arch, "%s", p->arch);
-    hp->n_vocab = p->n_vocab, hp->dim = p->dim, hp->n_layers = p->n_layers;
-    hp->n_heads = p->n_heads, hp->n_kv_heads = p->n_kv_heads, hp->ffn_dim = p->ffn_dim;
-    hp->head_dim = p->head_dim ? p->head_dim : p->dim / p->n_heads;
-    hp->rope_dim = p->rope_dim ? p->rope_dim : hp->head_dim;
-    hp->n_ctx_train = p->n_ctx_train, hp->rms_eps = p->rms_eps, hp->rope_theta = p->rope_theta;
-    hp->tied_output = p->tied, hp->n_swa = p->n_swa;
-    hp->rope_freq_scale = p->rope_scale > 0 ? 1.0f / p->rope_scale : 0;
+    elm_preset_hparams(p, hp);
     elm_tensor *tensors = NULL;
     fill_kind *kind = NULL;
     int32_t n = 0;

@@ -88,15 +88,20 @@ static void print_text(const elm_model *m, const elm_plan *p, const char *dev, d
     printf("device: %s, %.1f GB/s, %.1f GiB RAM\n", dev, gbs, gib);
     printf("KV cache at %d tokens: f16 %.2f MiB, q8_0 %.2f MiB, int8 (1 byte) %.2f MiB\n",
            p->n_ctx, mib(p->kv_f16), mib(p->kv_q8_0), mib(p->kv_int8));
-    printf("compute buffers (batch %d, %d threads): %.2f MiB\n\n", p->n_batch, p->n_threads,
+    printf("compute buffers (batch %d, %d threads): %.2f MiB\n", p->n_batch, p->n_threads,
            mib(p->compute_bytes));
-    printf("weights     weights + KV (%-4s) + compute =       peak  decode bound  verdict\n", cache);
+    /* a hybrid's recurrent layers: a fixed state instead of KV rows, counted with the buffers */
+    if (p->state_bytes)
+        printf("recurrent state (one sequence, with its rollback checkpoints): %.2f MiB\n",
+               mib(p->state_bytes));
+    printf("\nweights     weights + KV (%-4s) + %s =       peak  decode bound  verdict\n", cache,
+           p->state_bytes ? "comp+st" : "compute");
     for (int r = 0; r < ELM_PLAN_ROWS; r++) {
         const elm_plan_row *row = &p->rows[r];
         printf("%-6s ", row->label);
         print_size(row->weight_bytes);
         print_size(p->kv_bytes);
-        print_size(p->compute_bytes);
+        print_size(p->compute_bytes + p->state_bytes);
         print_size(row->peak_bytes);
         if (gbs > 0) printf("  %7.1f tok/s", row->tokens_per_s);
         else printf("  %13s", "-");
@@ -133,6 +138,7 @@ static int print_json(const elm_model *m, const elm_plan *p, const char *dev, do
     cJSON_AddNumberToObject(kv, "int8", (double)p->kv_int8);
     cJSON_AddStringToObject(o, "kv_cache_type", cache);
     cJSON_AddNumberToObject(o, "compute_bytes", (double)p->compute_bytes);
+    cJSON_AddNumberToObject(o, "state_bytes", (double)p->state_bytes);
     cJSON *rows = cJSON_AddArrayToObject(o, "rows");
     for (int r = 0; r < ELM_PLAN_ROWS; r++) {
         const elm_plan_row *row = &p->rows[r];
