@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, smollm3, lfm2) on `synth --tiny` models: quantize
-# (q4_0, mixed policy) writes a GGUF of the same architecture that runs, perplexity and eval work on it; and the
+# (q4_0, mixed policy) writes a GGUF of the same architecture that runs, perplexity and eval work on it
+# (Phi-3 with LongRoPE too, its factors kept, run at a short and a long context); and the
 # refusals are one clear line each: a GGUF of an unsupported architecture, an unknown
-# tokenizer.ggml.pre, an HF config with an unknown rope_scaling (and Phi-3's longrope), a Gemma 3
+# tokenizer.ggml.pre, an HF config with an unknown rope_scaling (yarn, dynamic), a Gemma 3
 # config without its sliding_window. Gemma 3 also loads as a multimodal checkpoint (config in
 # text_config with rope_parameters, tensors under language_model.) and runs as its plain copy.
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
@@ -44,6 +45,26 @@ for arch in llama qwen2 qwen3 phi3 gemma gemma3 smollm3 lfm2; do
         >"$tmp/eval.json" 2>"$tmp/err" || fail "$arch: eval: $(cat "$tmp/err")"
 done
 
+# LongRoPE (Phi-3, synth --longrope): quantized, its factor tensors stay f32 with the original
+# context and attention factor, and the file runs with the short and the long factors
+"$bin" synth --arch phi3 --tiny --longrope -o "$tmp/lr.gguf" \
+    --vocab "$fix/vocab/ggml-vocab-phi-3.gguf" >/dev/null 2>"$tmp/err" ||
+    fail "phi3 longrope: synth: $(cat "$tmp/err")"
+"$bin" quantize -m "$tmp/lr.gguf" -o "$tmp/lr-q4_0.gguf" --type q4_0 >/dev/null 2>"$tmp/err" ||
+    fail "phi3 longrope: quantize: $(cat "$tmp/err")"
+"$bin" inspect -m "$tmp/lr-q4_0.gguf" >"$tmp/inspect.txt" 2>"$tmp/err" ||
+    fail "phi3 longrope: inspect: $(cat "$tmp/err")"
+grep -q "rope_factors_long.weight  *\[6\]  *f32" "$tmp/inspect.txt" &&
+    grep -q "rope_factors_short.weight  *\[6\]  *f32" "$tmp/inspect.txt" &&
+    grep -q "LongRoPE: original context 512, attention factor 1.1547" "$tmp/inspect.txt" ||
+    fail "phi3 longrope: the quantized file lost its LongRoPE: $(cat "$tmp/inspect.txt")"
+for c in 512 1024; do
+    "$bin" run -m "$tmp/lr-q4_0.gguf" -p "Once upon a time" -n 8 --temp 0 --ignore-eos -t 2 \
+        -c "$c" --json >"$tmp/lr-$c.json" 2>"$tmp/err" || fail "phi3 longrope: run -c $c: $(cat "$tmp/err")"
+done
+[ "$(json_get "$tmp/lr-512.json" 'd["generated_ids"]')" != "$(json_get "$tmp/lr-1024.json" 'd["generated_ids"]')" ] ||
+    fail "phi3 longrope: -c 512 and -c 1024 generate alike (short and long factors)"
+
 # an architecture edgelm does not run: the tiny gemma file relabelled "mamba" (same length)
 python3 - "$tmp/gemma.gguf" "$tmp/mamba.gguf" <<'EOF'
 import sys
@@ -67,7 +88,7 @@ EOF
 expect_error "gpt-9" "tokenizer.ggml.pre 'gpt-9' is not supported" "$bin" tokenize -m "$tmp/pre.gguf" -p "Hi"
 
 # rope_scaling types the forward pass does not implement, in an HF config
-for case in "llama yarn" "phi3 longrope"; do
+for case in "llama yarn" "phi3 dynamic"; do
     set -- $case
     dir=$tmp/$1-$2
     "$bin" synth --arch "$1" --tiny -o "$tmp/x.gguf" --hf "$dir" \

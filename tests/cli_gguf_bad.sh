@@ -53,5 +53,27 @@ grep -q "bits/weight" "$tmp/out" || fail "no summary line: $(cat "$tmp/out")"
     fail "inspect of the q4_0 output"
 "$BIN" quantize --help | grep -q "usage: edgelm quantize" || fail "quantize --help"
 
+# LongRoPE's factor tensors (a tiny Phi-3 with them): one without the other, or of a length other
+# than the rotated pairs (6), is refused naming the file and the tensor
+"$BIN" synth --arch phi3 --tiny --longrope -o "$tmp/longrope.gguf" \
+    --vocab "$FIX/vocab/ggml-vocab-phi-3.gguf" >/dev/null 2>"$tmp/err" ||
+    fail "synth --longrope: $(cat "$tmp/err")"
+python3 - "$tmp/longrope.gguf" "$tmp/lr-short-only.gguf" "$tmp/lr-length.gguf" <<'EOF'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+name = b"rope_factors_long.weight"
+at = data.index(name)  # the tensor table's entry: name, n_dims (u32), ne[0] (u64)
+open(sys.argv[2], "wb").write(data[:at] + b"rope_factors_lonX.weight" + data[at + len(name):])
+ne0 = at + len(name) + 4
+assert struct.unpack_from("<Q", data, ne0)[0] == 6
+open(sys.argv[3], "wb").write(data[:ne0] + struct.pack("<Q", 5) + data[ne0 + 8:])
+EOF
+expect_error "longrope short only" \
+    "lr-short-only.gguf: LongRoPE tensor 'rope_factors_short.weight' without 'rope_factors_long.weight'" \
+    "$BIN" run -m "$tmp/lr-short-only.gguf" -p "Hi" -n 1
+expect_error "longrope length" \
+    "lr-length.gguf: tensor 'rope_factors_long.weight' has shape \[1, 5\], expected \[1, 6\]" \
+    "$BIN" run -m "$tmp/lr-length.gguf" -p "Hi" -n 1
+
 [ "$failed" -eq 0 ] && echo "cli_gguf_bad: all passed"
 exit $((failed > 0))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Interop test of every model family against llama.cpp: for llama, qwen2, qwen3, phi3, gemma,
-# gemma3, smollm3 and the hybrid lfm2, a `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3
+# Interop test of every model family against llama.cpp: for llama, qwen2, qwen3, phi3 (and phi3
+# with LongRoPE), gemma, gemma3, smollm3 and the hybrid lfm2, a `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3
 # prompts by edgelm and by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1,
 # installed once by scripts/node-llama.sh; tests/interop/greedy.mjs). From the GGUF, with
 # --ggml-rounding, prompt ids and generated ids must be equal and the logits within 1e-3 of
@@ -8,7 +8,10 @@
 # step); the HF copy, at edgelm's default rounding, must give the same tokens. Gemma 3's window is
 # 16 positions, and its third prompt is long enough (43 tokens + 16) to go round its local layers'
 # ring of 48 rows; the hybrids' third prompt is that long prompt too, longer than any conv kernel
-# or recurrent chunk, so their state crosses a prefill and 16 decode steps. Skipped (one line, exit 0) only when node is missing or npm cannot reach the
+# or recurrent chunk, so their state crosses a prefill and 16 decode steps. Phi-3 with LongRoPE
+# (synth --longrope: Phi-4-mini's partial RoPE, factors for 4096 tokens extended from 512, its
+# attention factor) runs at two context sizes, llama.cpp's (GREEDY_CTX) and edgelm's (-c) alike:
+# 512 runs the short factors, 1024 the long ones. Skipped (one line, exit 0) only when node is missing or npm cannot reach the
 # registry. Set INTEROP_VERBOSE=1 to print each largest logit difference.
 # Usage: bash tests/cli_interop_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
@@ -20,27 +23,32 @@ pkg=$npm_dir/node_modules/node-llama-cpp
 
 long="Once upon a time there was a little girl who lived in a village near the forest. Whenever \
 she went out, the little girl wore a red riding cloak, so everyone in the village called her"
-for arch in llama qwen2 qwen3 phi3 gemma gemma3 smollm3 lfm2; do
+for name in llama qwen2 qwen3 phi3 gemma gemma3 smollm3 lfm2 phi3-longrope-512 phi3-longrope-1024; do
+    arch=${name%%-*}
+    ctx=256 synth_opts=() ctx_opts=()
+    case $name in
+    phi3-longrope-*) ctx=${name##*-} synth_opts=(--longrope) ctx_opts=(-c "$ctx") ;;
+    esac
     case $arch in
     llama | smollm3 | lfm2) vocab=llama-bpe ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;;
     gemma | gemma3) vocab=llama-spm ;;
     esac
     prompts=("Once upon a time" "The capital of France is" $'def fib(n):\n    return')
     case $arch in gemma3 | lfm2) prompts[2]=$long ;; esac
-    gguf=$tmp/$arch.gguf
-    "$bin" synth --arch "$arch" --tiny -o "$gguf" --hf "$tmp/$arch-hf" \
+    gguf=$tmp/$name.gguf
+    "$bin" synth --arch "$arch" --tiny "${synth_opts[@]}" -o "$gguf" --hf "$tmp/$name-hf" \
         --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" -s 7 >/dev/null 2>"$tmp/err" ||
-        { fail "$arch: synth: $(cat "$tmp/err")"; continue; }
-    GREEDY_TOP=8 node tests/interop/greedy.mjs "$pkg" "$gguf" 16 "${prompts[@]}" \
-        >"$tmp/$arch.ref.json" 2>"$tmp/err" || { fail "$arch: llama.cpp: $(tail -3 "$tmp/err")"; continue; }
+        { fail "$name: synth: $(cat "$tmp/err")"; continue; }
+    GREEDY_TOP=8 GREEDY_CTX=$ctx node tests/interop/greedy.mjs "$pkg" "$gguf" 16 "${prompts[@]}" \
+        >"$tmp/$name.ref.json" 2>"$tmp/err" || { fail "$name: llama.cpp: $(tail -3 "$tmp/err")"; continue; }
     for i in 0 1 2; do
-        for model in "$gguf" "$tmp/$arch-hf"; do
-            opts=()
-            [ "$model" = "$gguf" ] && opts=(--ggml-rounding --logits 16 --logits-top 32)
+        for model in "$gguf" "$tmp/$name-hf"; do
+            opts=("${ctx_opts[@]}")
+            [ "$model" = "$gguf" ] && opts+=(--ggml-rounding --logits 16 --logits-top 32)
             "$bin" run -m "$model" -p "${prompts[$i]}" -n 16 --temp 0 --ignore-eos -t 2 --json \
                 "${opts[@]}" >"$tmp/out.json" 2>"$tmp/err" ||
-                { fail "$arch: run $model: $(cat "$tmp/err")"; continue; }
-            python3 - "$tmp/$arch.ref.json" "$i" "$tmp/out.json" <<'EOF' || fail "$arch: $model: prompt $i differs from llama.cpp"
+                { fail "$name: run $model: $(cat "$tmp/err")"; continue; }
+            python3 - "$tmp/$name.ref.json" "$i" "$tmp/out.json" <<'EOF' || fail "$name: $model: prompt $i differs from llama.cpp"
 import json, sys
 ref = json.load(open(sys.argv[1]))[int(sys.argv[2])]
 got = json.load(open(sys.argv[3]))
@@ -51,14 +59,24 @@ if not same:
 sys.exit(0 if same else 1)
 EOF
             [ "$model" = "$gguf" ] || continue
-            delta=$(python3 tests/lib/logit_delta.py "$tmp/$arch.ref.json" "$i" "$tmp/out.json") ||
-                { fail "$arch: prompt $i: no logits compared"; continue; }
-            [ "${INTEROP_VERBOSE:-0}" = 1 ] && echo "$arch prompt $i: max |delta| rows: $delta"
+            delta=$(python3 tests/lib/logit_delta.py "$tmp/$name.ref.json" "$i" "$tmp/out.json") ||
+                { fail "$name: prompt $i: no logits compared"; continue; }
+            [ "${INTEROP_VERBOSE:-0}" = 1 ] && echo "$name prompt $i: max |delta| rows: $delta"
             python3 -c "import sys; d, rows = sys.argv[1].split(); sys.exit(not (float(d) <= 1e-3 and int(rows) == 16))" "$delta" ||
-                fail "$arch: prompt $i: logits differ from llama.cpp's by $delta (max |delta|, rows; want <= 1e-3 over 16)"
+                fail "$name: prompt $i: logits differ from llama.cpp's by $delta (max |delta|, rows; want <= 1e-3 over 16)"
         done
     done
 done
+
+# the two context sizes ran different factors: llama.cpp's own continuations differ
+if [ -s "$tmp/phi3-longrope-512.ref.json" ] && [ -s "$tmp/phi3-longrope-1024.ref.json" ]; then
+    python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+sys.exit(not any(x["generated_ids"] != y["generated_ids"] for x, y in zip(a, b)))
+' "$tmp/phi3-longrope-512.ref.json" "$tmp/phi3-longrope-1024.ref.json" ||
+        fail "phi3-longrope: llama.cpp continues alike at 512 and 1024 tokens of context (short and long factors)"
+fi
 
 [ "$failed" -eq 0 ] && echo "cli_interop_arch: all passed"
 exit $((failed > 0))

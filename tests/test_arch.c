@@ -1,7 +1,8 @@
 /* Model families (model/arch.h): the NEOX RoPE and GeGLU scalar kernels against their formulas;
  * for each family a `synth --tiny` model written as GGUF and as a Hugging Face folder loads back
  * from both with the same tensors and the same logits (Llama's q/k permutation, Gemma's norm
- * + 1, Phi-3's fused tensors, Qwen2's biases, Llama 3.1's rope_freqs from config.json); the
+ * + 1, Phi-3's fused tensors, Qwen2's biases, Llama 3.1's rope_freqs from config.json; Phi-3's
+ * LongRoPE with the context picking its factors); the
  * tokenizer.json written for a SentencePiece vocab (merges made from scores) and a byte-level one
  * tokenizes like the GGUF vocab; sliding-window attention and Mistral's window through HF and
  * GGUF; the family table and the names made from it; and refusals with clear messages. */
@@ -21,6 +22,7 @@
 #include "formats/loaders.h"
 #include "kernels/kernels.h"
 #include "model/arch.h"
+#include "model/builder.h"
 #include "shapes/synth_tiny.h"
 #include "tmpfiles.h"
 
@@ -56,11 +58,13 @@ static elm_model *load(const char *path) {
     return m;
 }
 
-/* Logits of every position of a fixed token sequence. */
-static float *logits(const elm_model *m, const int32_t *ids, int n, int n_swa) {
+/* Logits of every position of a fixed token sequence, in a context of n_ctx tokens (n_seq
+ * sequences). */
+static float *logits_in(const elm_model *m, const int32_t *ids, int n, int n_swa, int n_ctx,
+                        int n_seq) {
     elm_context *c = NULL;
     elm_error err;
-    elm_context_params p = {.n_ctx = 64, .n_batch = 64, .n_threads = 2};
+    elm_context_params p = {.n_ctx = n_ctx, .n_batch = 64, .n_threads = 2, .n_seq = n_seq};
     ((elm_model *)m)->hp.n_swa = n_swa;
     float *out = malloc(sizeof(float) * (size_t)n * (size_t)m->hp.n_vocab);
     if (!out || elm_context_new(m, &p, &c, &err) || elm_forward(c, ids, n, out, true, &err)) {
@@ -70,6 +74,10 @@ static float *logits(const elm_model *m, const int32_t *ids, int n, int n_swa) {
     }
     elm_context_free(c);
     return out;
+}
+
+static float *logits(const elm_model *m, const int32_t *ids, int n, int n_swa) {
+    return logits_in(m, ids, n, n_swa, 64, 0);
 }
 
 static bool same_tensors(const elm_model *a, const elm_model *b) {
@@ -181,6 +189,107 @@ static void test_family(const char *arch, const char *vocab) {
     elm_model_free(g);
     elm_model_free(h);
     elm_model_free(m);
+}
+
+/* Phi-3 with LongRoPE (synth --longrope): the factors and their hyper-parameters through GGUF and
+ * HF; a context longer than the original one (per sequence) runs the long factors, as llama.cpp
+ * picks them; the attention factor scales the logits' path. */
+static void test_longrope(void) {
+    elm_synth_tiny o = {.arch = "phi3", .vocab_path = fixture("vocab/ggml-vocab-phi-3.gguf"),
+                        .seed = 5, .longrope = true};
+    elm_model *m = NULL;
+    elm_error err;
+    elm_status st = elm_synth_tiny_model(&o, &m, NULL, &err);
+    CHECK(st == ELM_OK, "longrope: synth: %s", err.msg);
+    if (st) return;
+    const elm_hparams *hp = &m->hp;
+    CHECK(m->rope_long && m->rope_short && !m->rope_freqs && hp->rope_dim == 12 &&
+              hp->head_dim == 16 && m->rope_long->ne[0] == 6 && hp->n_ctx_orig == 512 &&
+              hp->n_ctx_train == 4096 &&
+              fabsf(hp->rope_attn_factor - sqrtf(1 + logf(8) / logf(512))) < 1e-6f,
+          "longrope: shape (rope_dim %d, original context %d, attention factor %g)", hp->rope_dim,
+          hp->n_ctx_orig, hp->rope_attn_factor);
+    for (int i = 0; m->rope_long && i < 6; i++)
+        CHECK(((float *)m->rope_long->data)[i] != ((float *)m->rope_short->data)[i],
+              "longrope: factor %d long == short", i);
+    CHECK(elm_model_rope_factors(m, 512) == m->rope_short &&
+              elm_model_rope_factors(m, 513) == m->rope_long,
+          "longrope: factors picked at the original context");
+    const char *gguf = tmp_path(tmpdir, "longrope.gguf");
+    char hf[600];
+    snprintf(hf, sizeof hf, "%s/hf-longrope", tmpdir);
+    CHECK(elm_gguf_write_model(m, gguf, &err) == ELM_OK, "longrope: gguf: %s", err.msg);
+    CHECK(elm_hf_write(m, NULL, hf, &err) == ELM_OK, "longrope: hf: %s", err.msg);
+    elm_model *g = load(gguf), *h = load(hf);
+    static const int32_t ids[6] = {1, 450, 7483, 310, 3444, 338};
+    const size_t n = 6 * (size_t)hp->n_vocab;
+    for (int k = 0; g && h && k < 2; k++) {
+        const elm_model *x = k ? h : g;
+        CHECK(same_tensors(m, x) && x->hp.n_ctx_orig == 512 &&
+                  x->hp.rope_attn_factor == hp->rope_attn_factor && x->hp.rope_dim == 12,
+              "longrope: %s copy differs", k ? "HF" : "GGUF");
+    }
+    float *gs = g ? logits_in(g, ids, 6, 0, 512, 0) : NULL, *hs = h ? logits_in(h, ids, 6, 0, 512, 0) : NULL;
+    float *gl = g ? logits_in(g, ids, 6, 0, 1024, 0) : NULL, *hl = h ? logits_in(h, ids, 6, 0, 1024, 0) : NULL;
+    /* two sequences of 512 in a context of 1024: each sequence's context picks */
+    float *g2 = g ? logits_in(g, ids, 6, 0, 1024, 2) : NULL;
+    CHECK(gs && hs && gl && hl && g2 && !memcmp(gs, hs, n * sizeof *gs) &&
+              !memcmp(gl, hl, n * sizeof *gl),
+          "longrope: HF and GGUF logits differ");
+    CHECK(gs && gl && memcmp(gs, gl, n * sizeof *gs) != 0, "longrope: long factors not run");
+    CHECK(gs && g2 && !memcmp(gs, g2, n * sizeof *gs), "longrope: n_seq's context not the one");
+    /* the attention factor: 1 changes the logits (from the second position on: the first
+     * attends to itself only) */
+    float *g1 = NULL;
+    if (g) {
+        const float f = g->hp.rope_attn_factor;
+        g->hp.rope_attn_factor = 1.0f;
+        g1 = logits_in(g, ids, 6, 0, 512, 0);
+        g->hp.rope_attn_factor = f;
+    }
+    const size_t V = (size_t)hp->n_vocab;
+    CHECK(g1 && gs && !memcmp(g1, gs, V * sizeof *gs) && memcmp(g1, gs, n * sizeof *gs) != 0,
+          "longrope: attention factor");
+    free(gs), free(hs), free(gl), free(hl), free(g2), free(g1);
+    /* config.json's attention_factor, when given, is the one run */
+    elm_model_free(h);
+    h = NULL;
+    const char *cfg = tmp_path(hf, "config.json");
+    size_t len;
+    char *text = (char *)file_read(cfg, &len);
+    cJSON *root = text ? cJSON_Parse(text) : NULL;
+    cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    CHECK(rs && !cJSON_HasObjectItem(rs, "attention_factor") &&
+              cJSON_IsString(cJSON_GetObjectItemCaseSensitive(rs, "type")),
+          "longrope: config.json rope_scaling");
+    cJSON_AddNumberToObject(rs, "attention_factor", 1.25);
+    char *out = cJSON_Print(root);
+    if (out && file_write(cfg, out, strlen(out))) h = load(hf);
+    CHECK(h && h->hp.rope_attn_factor == 1.25f, "longrope: attention_factor %g",
+          h ? h->hp.rope_attn_factor : 0);
+    free(out);
+    free(text);
+    cJSON_Delete(root);
+    elm_model_free(g);
+    elm_model_free(h);
+    elm_model_free(m);
+    unlink(gguf);
+    tmp_dir_remove(strdup(hf));
+    /* LongRoPE is Phi-3's: the factors in a Qwen2 model are refused, not run */
+    o = (elm_synth_tiny){.arch = "qwen2", .vocab_path = fixture("vocab/ggml-vocab-llama-spm.gguf")};
+    static float f[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    const int64_t ne[1] = {8};
+    if (elm_synth_tiny_model(&o, &m, NULL, &err) == ELM_OK) {
+        st = elm_model_add_tensor(m, "rope_factors_long.weight", ELM_TYPE_F32, 1, ne, f, sizeof f,
+                                  &err);
+        if (!st) st = elm_model_add_tensor(m, "rope_factors_short.weight", ELM_TYPE_F32, 1, ne, f,
+                                           sizeof f, &err);
+        if (!st) st = elm_model_bind(m, &err);
+        CHECK(st == ELM_ERR_UNSUPPORTED && strstr(err.msg, "LongRoPE") &&
+                  strstr(err.msg, "'qwen2'"),
+              "longrope in qwen2: %d %s", st, err.msg);
+        elm_model_free(m);
+    }
 }
 
 /* tokenizer.json written from a GGUF vocab tokenizes the vocab test strings the same way. */
@@ -348,8 +457,22 @@ static void test_refusals(void) {
     tmp_dir_remove(strdup(dir));
     expect_config_error("llama", "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
                         ELM_ERR_UNSUPPORTED, "rope_scaling type 'yarn' is not supported");
+    /* LongRoPE: its factor lists, one per rotated pair (8 of phi3's heads of 16), and the
+     * original context are required */
     expect_config_error("phi3", "{\"rope_scaling\": {\"type\": \"longrope\", \"factor\": 4}}",
-                        ELM_ERR_UNSUPPORTED, "'longrope'");
+                        ELM_ERR_FORMAT, "rope_scaling longrope needs 'long_factor'");
+    expect_config_error("phi3", "{\"rope_scaling\": {\"type\": \"longrope\", \"long_factor\": "
+                        "[1, 2, 3, 4, 5, 6, 7, 8], \"short_factor\": [1, 1, 1, 1, 1, 1, 1]}}",
+                        ELM_ERR_FORMAT, "long_factor has 8 values, short_factor 7");
+    expect_config_error("phi3", "{\"rope_scaling\": {\"type\": \"longrope\", \"long_factor\": "
+                        "[1, 2, 3, 4, 5, 6], \"short_factor\": [1, 1, 1, 1, 1, 1]}}",
+                        ELM_ERR_FORMAT, "have 6 values, want 8 (one per rotated pair)");
+    expect_config_error("phi3", "{\"original_max_position_embeddings\": null, \"rope_scaling\": "
+                        "{\"rope_type\": \"longrope\", \"long_factor\": [1, 2, 3, 4, 5, 6, 7, 8], "
+                        "\"short_factor\": [1, 1, 1, 1, 1, 1, 1, 1]}}",
+                        ELM_ERR_FORMAT, "longrope needs 'original_max_position_embeddings'");
+    expect_config_error("phi3", "{\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 4}}",
+                        ELM_ERR_UNSUPPORTED, "rope_scaling type 'dynamic' is not supported");
     expect_config_error("gemma", "{\"hidden_activation\": \"relu\"}", ELM_ERR_UNSUPPORTED,
                         "activation 'relu'");
     expect_config_error("qwen2", "{\"use_sliding_window\": true}", ELM_ERR_UNSUPPORTED,
@@ -413,6 +536,7 @@ int main(int argc, char **argv) {
         test_tokenizer_json("phi-3");
         test_tokenizer_json("qwen2");
         test_refusals();
+        test_longrope();
         test_mistral();
     }
     /* the HF folders hold files: remove them before the folder itself */

@@ -306,7 +306,7 @@ static void check_transpose(const elm_kernels *k) {
 
 /* The cos and sin of k's angles for positions 0..200 against pos · base^(-2i/d) · scale / ff[i]
  * in double: each running float product adds half an ulp (ggml's angles), so the angle is off
- * by at most (i + 2) · 2^-24 of itself. */
+ * by at most (i + 2) · 2^-24 of itself; scaled, both times mscale (LongRoPE's attention factor). */
 static void check_rope_cs(const elm_kernels *k) {
     enum { D = 24, NPOS = 201 };
     static int32_t pos[NPOS];
@@ -318,18 +318,22 @@ static void check_rope_cs(const elm_kernels *k) {
         elm_rope_freqs r;
         const float scale = scaled ? 0.25f : 1.0f;
         elm_rope_freqs_init(&r, D, 10000.0f, scale, scaled ? ff : NULL, inv_freq);
+        const double mscale = scaled ? 1.1547005 : 1.0;
+        CHECK(r.mscale == 1.0f, "%s: elm_rope_freqs_init's mscale %g", k->isa, r.mscale);
+        r.mscale = (float)mscale;
         k->rope_cs(&r, pos, NPOS, cs);
         double worst = 0;
         for (int32_t t = 0; t < NPOS; t++)
             for (int i = 0; i < D / 2; i++) {
                 const double angle =
                     t * pow(10000.0, -2.0 * i / D) * scale / (scaled ? ff[i] : 1.0);
-                const double tol = (i + 2) * ldexp(fabs(angle), -24) + 1e-6;
-                worst = fmax(worst, fmax(fabs(cs[t * D + 2 * i] - cos(angle)),
-                                         fabs(cs[t * D + 2 * i + 1] - sin(angle))) / tol);
+                const double tol = ((i + 2) * ldexp(fabs(angle), -24) + 1e-6) * mscale;
+                const double c = cos(angle) * (float)mscale, sn = sin(angle) * (float)mscale;
+                worst = fmax(worst, fmax(fabs(cs[t * D + 2 * i] - c),
+                                         fabs(cs[t * D + 2 * i + 1] - sn)) / tol);
             }
         CHECK(worst <= 1.0, "%s rope_cs%s: off by %.2f of the tolerance", k->isa,
-              scaled ? " (scaled, divisors)" : "", worst);
+              scaled ? " (scaled, divisors, mscale)" : "", worst);
     }
 }
 

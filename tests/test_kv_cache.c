@@ -2,8 +2,10 @@
  * trips within its step), sizes, and accuracy on the fixture: a q8_0 cache (blocks of 8 along the
  * head dimension, f16 scale amax/127, keys quantized after RoPE) against the f32 cache on
  * text/valid.txt at n_ctx 256, the way llama-perplexity scores (mean KLD <= 0.0025, top-1 >=
- * 97.5%); f16 and q4_0 reported. Context shift: shifted keys equal a fresh context's, generation
- * runs through shifts, truncation rolls back exactly. */
+ * 97.5%); f16 and q4_0 reported. Context shift: shifted keys equal a fresh context's (also for
+ * a tiny Phi-3 with LongRoPE, partial rotate-half RoPE and an attention factor: a shift turns the
+ * keys without scaling them again), generation runs through shifts, truncation rolls back
+ * exactly. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "edgelm/generate.h"
 #include "model/context_state.h"
 #include "model/kv_quant.h"
+#include "shapes/synth_tiny.h"
 
 #define F32 "stories260K/stories260K-f32.gguf"
 
@@ -218,8 +221,20 @@ static void shift_moves_and_rotates(const elm_model *m, elm_type kv, float tol) 
             cache_row(a, false, l, p, x);
             for (int i = 0; i < kd; i++) dv = fmaxf(dv, fabsf(x[i] - old[kd + i]));
             cache_row(a, true, l, p, x);
-            for (int i = 0; i + 1 < kd; i += 2) /* interleaved pairs (the fixture's RoPE) */
-                dnorm = fmaxf(dnorm, fabsf(hypotf(x[i], x[i + 1]) - hypotf(old[i], old[i + 1])));
+            /* each head's pairs (interleaved, or rotate-half) keep their length; the dimensions
+             * past rope_dim do not turn */
+            const int hd = hp->head_dim, half = hp->rope_dim / 2;
+            const bool neox = hp->rope_style == ELM_ROPE_NEOX;
+            for (int h = 0; h < kd / hd; h++)
+                for (int i = 0; i < hd; i++) {
+                    const int j = h * hd + i;
+                    if (i >= 2 * half)
+                        dnorm = fmaxf(dnorm, fabsf(x[j] - old[j]));
+                    else if (neox ? i < half : i % 2 == 0) {
+                        const int k2 = j + (neox ? half : 1);
+                        dnorm = fmaxf(dnorm, fabsf(hypotf(x[j], x[k2]) - hypotf(old[j], old[k2])));
+                    }
+                }
         }
     }
     CHECK(d0 < tol, "%s cache: layer 0 after the shift differs from a fresh context by %g",
@@ -297,6 +312,13 @@ int main(int argc, char **argv) {
         generation_through_shifts(m);
         truncate_rolls_back(m);
     }
+    elm_model_free(m);
+    const elm_synth_tiny o = {.arch = "phi3", .vocab_path = fixture("vocab/ggml-vocab-phi-3.gguf"),
+                              .seed = 3, .std = 0.1f, .longrope = true};
+    elm_error err;
+    m = NULL;
+    CHECK(elm_synth_tiny_model(&o, &m, NULL, &err) == ELM_OK, "phi3 longrope: %s", err.msg);
+    if (m) shift_moves_and_rotates(m, ELM_TYPE_F32, 1e-4f);
     elm_model_free(m);
     return check_done();
 }

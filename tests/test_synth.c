@@ -91,7 +91,7 @@ static elm_model *write_and_load(const elm_synth_preset *p, elm_type type, const
 
 static void small_llama(void) {
     const elm_synth_preset p = {"tiny", "test", "llama", 300,   64,       2,     4,
-                                2,      96,     256,     1e-5f, 10000.0f, false, true, 0, 0, 0, 0, NULL, 0};
+                                2,      96,     256,     1e-5f, 10000.0f, false, true, 0, 0, 0, 0, NULL, 0, 0};
     elm_model *m = write_and_load(&p, ELM_TYPE_Q4_0, tmp_path("tiny-q4_0.gguf"));
     if (!m) return;
     CHECK(m->hp.n_vocab == 300 && m->hp.dim == 64 && m->hp.n_layers == 2 && m->hp.n_kv_heads == 2 &&
@@ -125,7 +125,7 @@ static void small_llama(void) {
 
 static void small_qwen2(void) {
     const elm_synth_preset p = {"tiny-qwen2", "test", "qwen2", 300,  64,   2,    4, 2,
-                                96,           256,    1e-6f,   1e6f, true, false, 0, 0, 0, 0, NULL, 0};
+                                96,           256,    1e-6f,   1e6f, true, false, 0, 0, 0, 0, NULL, 0, 0};
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, tmp_path("tiny-f16.gguf"));
     if (!m) return;
     CHECK(!strcmp(m->hp.arch, "qwen2") && m->output == m->tok_embd && m->hp.tied_output,
@@ -141,7 +141,7 @@ static void small_qwen2(void) {
  * q/k norms; the file loads and runs. */
 static void small_qwen3(void) {
     const elm_synth_preset p = {"tiny-qwen3", "test", "qwen3", 300,  64,   2,    4, 2,
-                                96,           256,    1e-6f,   1e6f, true, false, 32, 0, 0, 0, NULL, 0};
+                                96,           256,    1e-6f,   1e6f, true, false, 32, 0, 0, 0, NULL, 0, 0};
     const char *path = tmp_path("tiny-qwen3.gguf");
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
     if (!m) return;
@@ -167,7 +167,7 @@ static void small_qwen3(void) {
  * spare rows, as elm_kv_cache_bytes (plan) counts it. */
 static void small_gemma3(void) {
     const elm_synth_preset p = {"tiny-gemma3", "test", "gemma3", 300, 64,   6,    4, 2, 96, 256,
-                                1e-6f,         1e6f,   true,     false, 32, 8, 0, 8.0f, NULL, 0};
+                                1e-6f,         1e6f,   true,     false, 32, 8, 0, 8.0f, NULL, 0, 0};
     const char *path = tmp_path("tiny-gemma3.gguf");
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
     if (!m) return;
@@ -223,16 +223,24 @@ static void small_gemma3(void) {
     unlink(path);
 }
 
-/* Phi-4-mini's shape: RoPE on part of each head, fused attn_qkv and gate/up. */
+/* Phi-4-mini's shape: RoPE on part of each head, fused attn_qkv and gate/up, LongRoPE's factors
+ * (one per rotated pair, long above short) with the original context and the attention factor. */
 static void small_phi4(void) {
     const elm_synth_preset p = {"tiny-phi4", "test", "phi3", 300, 64,   2,     4, 2, 96, 256,
-                                1e-5f,       1e4f,   true,   false, 0, 0, 12, 0, NULL, 0};
+                                1e-5f,       1e4f,   true,   false, 0, 0, 12, 0, NULL, 0, 64};
     const char *path = tmp_path("tiny-phi4.gguf");
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
     if (!m) return;
     CHECK(m->hp.rope_dim == 12 && m->hp.head_dim == 16 && elm_model_find(m, "blk.1.attn_qkv.weight") &&
               !elm_model_find(m, "blk.0.ffn_gate.weight"),
           "phi-4-mini layout (rope_dim %d)", m->hp.rope_dim);
+    const elm_tensor *lf = m->rope_long, *sf = m->rope_short;
+    CHECK(lf && sf && lf->ne[0] == 6 && sf->ne[0] == 6 && lf->type == ELM_TYPE_F32 &&
+              ((const float *)lf->data)[5] == 4.0f && ((const float *)sf->data)[5] == 1.5f &&
+              ((const float *)lf->data)[0] == 1.0f && m->hp.n_ctx_orig == 64 &&
+              fabsf(m->hp.rope_attn_factor - sqrtf(1 + logf(4) / logf(64))) < 1e-6f,
+          "LongRoPE factors, original context %d, attention factor %g", m->hp.n_ctx_orig,
+          m->hp.rope_attn_factor);
     elm_model_free(m);
     unlink(path);
 }
@@ -248,7 +256,7 @@ int main(int argc, char **argv) {
     small_phi4();
     /* shapes that do not fit the type are refused and leave no file */
     const elm_synth_preset odd = {"odd", "test", "llama", 300,   48,   1,    4,
-                                  4,     80,     64,      1e-5f, 1e4f, true, false, 0, 0, 0, 0, NULL, 0};
+                                  4,     80,     64,      1e-5f, 1e4f, true, false, 0, 0, 0, 0, NULL, 0, 0};
     const char *path = tmp_path("odd.gguf");
     elm_error err;
     CHECK(elm_synth_write(&odd, ELM_TYPE_Q8_0, path, 1, NULL, NULL, NULL, &err) == ELM_ERR_ARG &&

@@ -79,6 +79,18 @@ typedef struct elm_hparams {
     /* From the file (0 = absent): */
     int32_t n_swa;         /* sliding-window attention: a token sees the last n_swa positions */
     float rope_freq_scale; /* linear RoPE scaling, angle × this (1 / factor); 0 means 1 */
+    /* LongRoPE (Phi-3.5-mini, Phi-4-mini; elm_model.rope_long/rope_short) and RoPE's magnitude: */
+    int32_t n_ctx_orig;    /* the context the model was pre-trained at before its extension to
+                            * n_ctx_train, tokens (GGUF rope.scaling.original_context_length,
+                            * config.json original_max_position_embeddings; llama.cpp's
+                            * n_ctx_orig_yarn). A context of more tokens per sequence runs the
+                            * long factors, one of at most this many the short ones. 0 until
+                            * bound: n_ctx_train */
+    float rope_attn_factor; /* RoPE's cos and sin are multiplied by this, so every attention
+                             * score by its square (GGUF rope.scaling.attn_factor; for LongRoPE
+                             * config.json's rope_scaling.attention_factor, else, as llama.cpp's
+                             * converter computes it, sqrt(1 + ln(s) / ln(n_ctx_orig)) for
+                             * s = n_ctx_train / n_ctx_orig > 1). 0 until bound: 1 */
     /* Interleaved local and global layers (Gemma 3); elm_model_bind fills the family's defaults: */
     int32_t swa_period;    /* > 0: only layers l with l % swa_period < swa_period - 1 use the
                             * window (Gemma 3: 6, every 6th layer global); 0: all (Mistral) */
@@ -152,6 +164,11 @@ typedef struct elm_model {
     elm_model_storage *storage;
     elm_tensor *rope_freqs; /* [rope_dim/2] RoPE frequency divisors (Llama 3.1 "llama3"
                              * scaling, GGUF rope_freqs.weight), or NULL */
+    /* [rope_dim/2] float each, both or neither: LongRoPE's frequency divisors (Phi-3.5-mini,
+     * Phi-4-mini; GGUF rope_factors_long/short.weight, config.json rope_scaling "longrope"
+     * long_factor/short_factor), for contexts longer than hp.n_ctx_orig and the others
+     * (elm_model_rope_factors); NULL when the model has none */
+    elm_tensor *rope_long, *rope_short;
 } elm_model;
 
 typedef struct elm_load_opts {
@@ -188,6 +205,12 @@ const char *elm_arch_names(void);
 /* Only the tokenizer of a GGUF file (vocab-only files such as llama.cpp's ggml-vocab-*.gguf have
  * no tensors): fills and finalizes v, to free with elm_vocab_free. Errors name the file. */
 elm_status elm_vocab_load(const char *path, elm_vocab *v, elm_error *err);
+
+/* The RoPE frequency divisors ([rope_dim/2], llama.cpp's freq_factors) a context of n_ctx_seq
+ * tokens per sequence runs m with: rope_freqs when there, else LongRoPE's long factors when
+ * n_ctx_seq > hp.n_ctx_orig and its short ones otherwise (llama.cpp's get_rope_factors, by its
+ * n_ctx_seq); NULL when the model has none. m bound. */
+const elm_tensor *elm_model_rope_factors(const elm_model *m, int32_t n_ctx_seq);
 
 /* Tensor by name, or NULL. */
 elm_tensor *elm_model_find(const elm_model *m, const char *name);

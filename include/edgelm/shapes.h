@@ -34,6 +34,11 @@ typedef struct elm_synth_preset {
      * elm_arch.recurrent); NULL: all attention */
     const char *layers;
     int32_t conv_l; /* short convolution taps (LFM2: 3) */
+    /* LongRoPE (Phi-4-mini: 4096, extended to n_ctx_train): the context before the extension,
+     * written as llama.cpp's converter does (rope_factors_long/short.weight tensors of
+     * rope_dim / 2 illustrative factors, rope.scaling.original_context_length and attn_factor);
+     * 0: none */
+    int32_t n_ctx_orig;
 } elm_synth_preset;
 
 /* The presets, *n of them. */
@@ -63,6 +68,9 @@ typedef struct elm_synth_tiny {
     float std;              /* standard deviation of the weights; 0 means 0.3 */
     int32_t width;          /* dim, a multiple of 64 (0: 64); heads and FFN grow with it (256:
                              * rows of whole k-quant super-blocks, for the recipe checks) */
+    bool longrope;          /* phi3 only: Phi-4-mini's RoPE in small, LongRoPE factors (long !=
+                             * short) for a context of 4096 extended from 512, on 3/4 of each
+                             * head (synth_tiny.h) */
 } elm_synth_tiny;
 
 /* Writes the tiny model of o (see elm_synth_tiny_model in src/shapes/synth_tiny.h for its shapes)

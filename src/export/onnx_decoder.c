@@ -28,6 +28,11 @@ elm_status ox_decoder_check(const elm_model *m, elm_error *err) {
             return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                               "%s: architecture '%s': recurrent layers (layer %d) are not "
                               "supported by the ONNX export", m->path, hp->arch, l);
+    if (m->rope_long || (hp->rope_attn_factor > 0 && hp->rope_attn_factor != 1.0f))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: architecture '%s': LongRoPE (rope_factors_long/short) and RoPE "
+                          "attention factors are not supported by the ONNX export", m->path,
+                          hp->arch);
     if (hp->rope_dim != hp->head_dim || hp->head_dim % 2)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                           "%s: architecture '%s': partial RoPE (%d of %d dims) is not supported by "

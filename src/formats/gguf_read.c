@@ -190,6 +190,7 @@ static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *er
         {"attention.sliding_window", &hp->n_swa, false},
         {"attention.sliding_window_pattern", &hp->swa_period, false},
         {"rope.dimension_count", &hp->rope_dim, false},
+        {"rope.scaling.original_context_length", &hp->n_ctx_orig, false},
         {"vocab_size", &hp->n_vocab, false},
         {"shortconv.l_cache", &hp->conv_l, false},
     };
@@ -216,9 +217,13 @@ static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *er
         (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, arch, "rope.freq_base_swa"),
                                &hp->rope_theta_swa, err)) ||
         (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, arch, "final_logit_softcapping"),
-                               &hp->logit_softcap, err)))
+                               &hp->logit_softcap, err)) ||
+        (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, arch, "rope.scaling.attn_factor"),
+                               &hp->rope_attn_factor, err)))
         return st;
-    /* RoPE scaling: none and linear run here; llama3's factors come as the rope_freqs tensor */
+    /* RoPE scaling: none and linear run here; llama3's factors come as the rope_freqs tensor,
+     * LongRoPE's as rope_factors_long/short (the type is not written by llama.cpp's converter,
+     * but "longrope" is one llama.cpp reads) */
     elm_gguf_str type;
     bool found;
     if ((st = elm_gguf_get_str(g, arch_key(k, sizeof k, arch, "rope.scaling.type"), &type, &found,
@@ -233,9 +238,10 @@ static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *er
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: RoPE scaling factor %g out of range",
                               g->path, factor);
         hp->rope_freq_scale = 1.0f / factor;
-    } else if (found && !elm_gguf_str_is(type, "none")) {
+    } else if (found && !elm_gguf_str_is(type, "none") && !elm_gguf_str_is(type, "longrope")) {
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: RoPE scaling '%.*s' is not supported (none, linear, llama3)",
+                          "%s: RoPE scaling '%.*s' is not supported (none, linear, llama3, "
+                          "longrope)",
                           g->path, (int)(type.len > 32 ? 32 : type.len), type.s);
     }
     return ELM_OK;

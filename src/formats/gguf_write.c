@@ -185,7 +185,8 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     kv_arch_f32(w, arch, "rope.freq_base", hp->rope_theta);
     kv_arch_u32(w, arch, "vocab_size", hp->n_vocab);
     /* what llama.cpp reads beyond the Llama keys: a head size not dim / heads (Gemma), Mistral's
-     * window, linear RoPE scaling (Llama 3.1's comes as the rope_freqs tensor) */
+     * window, linear RoPE scaling (Llama 3.1's comes as the rope_freqs tensor, LongRoPE's as
+     * rope_factors_long/short with the original context and the attention factor) */
     if (hp->head_dim > 0 && hp->head_dim * hp->n_heads != hp->dim) {
         kv_arch_u32(w, arch, "attention.key_length", hp->head_dim);
         kv_arch_u32(w, arch, "attention.value_length", hp->head_dim);
@@ -203,6 +204,10 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
         elm_gguf_kv_str(w, k, "linear");
         kv_arch_f32(w, arch, "rope.scaling.factor", 1.0f / hp->rope_freq_scale);
     }
+    if (hp->n_ctx_orig > 0 && hp->n_ctx_orig != hp->n_ctx_train)
+        kv_arch_u32(w, arch, "rope.scaling.original_context_length", hp->n_ctx_orig);
+    if (hp->rope_attn_factor > 0 && hp->rope_attn_factor != 1.0f)
+        kv_arch_f32(w, arch, "rope.scaling.attn_factor", hp->rope_attn_factor);
     if (v->n_tokens > 0) kv_vocab(w, v);
 }
 

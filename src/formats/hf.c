@@ -8,7 +8,8 @@
  * rotate-half RoPE as HF stores it), and Gemma's norm weights w become 1 + w (F32). A multimodal
  * checkpoint's language model (Gemma 3 4B) is read from under its prefix. Phi-3's fused
  * qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up). Llama 3.1's rope_scaling becomes the
- * rope_freqs tensor. Dtypes are kept (F32, F16, BF16). */
+ * rope_freqs tensor, LongRoPE's the rope_factors_long/short tensors. Dtypes are kept (F32, F16,
+ * BF16). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -381,6 +382,23 @@ elm_status elm_hf_add_llama3_freqs(elm_model *m, const float llama3[4], elm_erro
                                           (size_t)n * sizeof *f, err);
 }
 
+elm_status elm_hf_add_longrope(elm_model *m, const elm_hf_config *c, elm_error *err) {
+    const int64_t ne[1] = {c->n_longrope};
+    const float *src[2] = {c->long_factor, c->short_factor};
+    const char *names[2] = {"rope_factors_long.weight", "rope_factors_short.weight"};
+    elm_status st = ELM_OK;
+    for (int k = 0; k < 2 && !st; k++) {
+        float *f = malloc(sizeof *f * (size_t)c->n_longrope);
+        if (!f) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
+        memcpy(f, src[k], sizeof *f * (size_t)c->n_longrope);
+        st = elm_model_own_buffer(m, f, err);
+        if (!st)
+            st = elm_model_add_tensor(m, names[k], ELM_TYPE_F32, 1, ne, f,
+                                      sizeof *f * (size_t)c->n_longrope, err);
+    }
+    return st;
+}
+
 /* llama.cpp's file type for a checkpoint stored in one float type; 0 (all F32) otherwise. */
 static uint32_t file_type_of(const elm_model *m) {
     for (int32_t i = 1; i < m->n_tensors; i++)
@@ -424,6 +442,7 @@ elm_status elm_load_hf(elm_model *m, const char *dir, elm_error *err) {
     }
     if (!st) st = check_complete(m, weights, err);
     if (!st && c.llama3[0] > 0) st = elm_hf_add_llama3_freqs(m, c.llama3, err);
+    if (!st && c.n_longrope > 0) st = elm_hf_add_longrope(m, &c, err);
     if (!st) st = elm_hf_read_tokenizer(dir, &c, &m->vocab, err);
     m->file_type = file_type_of(m);
     return st;

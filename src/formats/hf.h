@@ -9,6 +9,10 @@
 /* Largest config.json / tokenizer.json read, bytes (a big vocabulary's tokenizer.json: ~10 MB). */
 #define ELM_HF_MAX_JSON (256u << 20)
 
+/* Most LongRoPE factors of each kind config.json may hold: rope_dim / 2 of the largest head size
+ * elm_model_bind takes (4096). */
+#define ELM_HF_MAX_FACTORS 2048
+
 typedef struct elm_hf_config {
     elm_hparams hp;          /* arch is the GGUF name (mistral -> llama); tied_output from
                               * tie_word_embeddings (default false, Gemma true) */
@@ -16,6 +20,11 @@ typedef struct elm_hf_config {
     /* rope_scaling "llama3" (Llama 3.1): factor, low_freq_factor, high_freq_factor,
      * original_max_position_embeddings; llama3[0] == 0 when absent */
     float llama3[4];
+    /* rope_scaling "longrope" (or its old name "su"; Phi-3.5-mini, Phi-4-mini): long_factor and
+     * short_factor, n_longrope (= rope_dim / 2) of each; 0 when absent. hp.n_ctx_orig and
+     * hp.rope_attn_factor are set with them. */
+    int32_t n_longrope;
+    float long_factor[ELM_HF_MAX_FACTORS], short_factor[ELM_HF_MAX_FACTORS];
 } elm_hf_config;
 
 /* Reads `path` (config.json). Required keys: hidden_size, intermediate_size, num_hidden_layers,
@@ -28,7 +37,12 @@ typedef struct elm_hf_config {
  * architectures[0]) must be llama, mistral, qwen2, qwen3, phi3, gemma, gemma3_text (gemma3) or
  * smollm3; another sets hp.arch to it and
  * returns ELM_ERR_UNSUPPORTED, as do Llama's attention/MLP biases, an activation the family does
- * not use, Qwen2's use_sliding_window, and a rope_scaling other than none, "linear" and "llama3". */
+ * not use, Qwen2's use_sliding_window, and a rope_scaling other than none, "linear", "llama3" and
+ * "longrope" ("su"). LongRoPE needs long_factor and short_factor of rope_dim / 2 numbers each
+ * (ELM_ERR_FORMAT otherwise) and original_max_position_embeddings (in rope_scaling or at the top
+ * level, as Phi-3's configs have it; required); its attention factor is rope_scaling's
+ * attention_factor when given, else elm_arch_longrope_attn_factor's. Phi-3's top-level
+ * original_max_position_embeddings is read without LongRoPE too (hp.n_ctx_orig). */
 elm_status elm_hf_read_config(const char *path, elm_hf_config *c, elm_error *err);
 
 /* Fills and finalizes v from DIR/tokenizer.json (BPE with merges, SentencePiece-style or
@@ -44,9 +58,14 @@ elm_status elm_hf_read_tokenizer(const char *dir, const elm_hf_config *c, elm_vo
  * each RoPE frequency, the form llama.cpp's GGUF files carry it in. */
 elm_status elm_hf_add_llama3_freqs(elm_model *m, const float llama3[4], elm_error *err);
 
+/* Adds rope_factors_long.weight and rope_factors_short.weight [c->n_longrope] F32 to m: LongRoPE's
+ * factors of config c (n_longrope > 0), the tensors llama.cpp's converter writes for them. */
+elm_status elm_hf_add_longrope(elm_model *m, const elm_hf_config *c, elm_error *err);
+
 /* The Hugging Face name of GGUF tensor `gguf` in architecture `arch`'s layout
  * ("blk.3.attn_qkv.weight" -> "model.layers.3.self_attn.qkv_proj.weight" for phi3); false when
- * the family has no such tensor (rope_freqs.weight: config.json's rope_scaling). */
+ * the family has no such tensor (rope_freqs.weight, rope_factors_long/short.weight: config.json's
+ * rope_scaling). */
 bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap);
 
 /* Moves the rows of a q/k projection of `heads` heads of hd rows (row_bytes each) between HF's

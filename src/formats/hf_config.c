@@ -104,8 +104,47 @@ static elm_status check_arch(const char *path, const cJSON *root, const cJSON *c
     return check_act(path, root, a, err);
 }
 
-/* rope_scaling: null, "default", "linear" (factor) or "llama3" (Llama 3.1); anything else is
- * refused by name rather than run with the wrong positions. */
+/* A list of 1..ELM_HF_MAX_FACTORS positive numbers under rs[key] into out; its length goes to *n. */
+static elm_status get_factors(const char *path, const cJSON *rs, const char *key, float *out,
+                              int32_t *n, elm_error *err) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(rs, key), *e;
+    const int size = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 0;
+    if (size < 1 || size > ELM_HF_MAX_FACTORS)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: rope_scaling longrope needs '%s', a list of "
+                          "1 to %d numbers", path, key, ELM_HF_MAX_FACTORS);
+    int32_t i = 0;
+    cJSON_ArrayForEach(e, list) {
+        if (!cJSON_IsNumber(e) || !(e->valuedouble > 0 && e->valuedouble < 1e9))
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: rope_scaling '%s'[%d] must be a positive "
+                              "number", path, key, i);
+        out[i++] = (float)e->valuedouble;
+    }
+    *n = i;
+    return ELM_OK;
+}
+
+/* LongRoPE (Phi-3.5-mini, Phi-4-mini): long_factor and short_factor of equal length (checked
+ * against rope_dim once it is known, parse_config), attention_factor and
+ * original_max_position_embeddings when rope_scaling has them. */
+static elm_status read_longrope(const char *path, const cJSON *rs, elm_hf_config *c,
+                                elm_error *err) {
+    int32_t n_long = 0, n_short = 0;
+    elm_status st;
+    if ((st = get_factors(path, rs, "long_factor", c->long_factor, &n_long, err)) ||
+        (st = get_factors(path, rs, "short_factor", c->short_factor, &n_short, err)) ||
+        (st = get_int(path, rs, "original_max_position_embeddings", false, &c->hp.n_ctx_orig,
+                      err)) ||
+        (st = get_float(path, rs, "attention_factor", &c->hp.rope_attn_factor, err)))
+        return st;
+    if (n_long != n_short)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: rope_scaling long_factor has %d values, "
+                          "short_factor %d", path, n_long, n_short);
+    c->n_longrope = n_long;
+    return ELM_OK;
+}
+
+/* rope_scaling: null, "default", "linear" (factor), "llama3" (Llama 3.1) or "longrope" ("su",
+ * read_longrope); anything else is refused by name rather than run with the wrong positions. */
 static elm_status read_rope_scaling(const char *path, const cJSON *root, elm_hf_config *c,
                                     elm_error *err) {
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
@@ -116,13 +155,15 @@ static elm_status read_rope_scaling(const char *path, const cJSON *root, elm_hf_
     if (!cJSON_IsObject(rs) || !cJSON_IsString(type))
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: rope_scaling needs a 'rope_type'", path);
     if (strcmp(name, "default") == 0) return ELM_OK;
+    if (strcmp(name, "longrope") == 0 || strcmp(name, "su") == 0)
+        return read_longrope(path, rs, c, err);
     static const char *const keys[4] = {"factor", "low_freq_factor", "high_freq_factor",
                                         "original_max_position_embeddings"};
     float v[4] = {0, 0, 0, 0};
     bool llama3 = strcmp(name, "llama3") == 0;
     if (!llama3 && strcmp(name, "linear") != 0)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: rope_scaling type '%.32s' is not "
-                          "supported (linear, llama3)", path, name);
+                          "supported (linear, llama3, longrope)", path, name);
     for (int i = 0; i < (llama3 ? 4 : 1); i++) {
         const cJSON *it = cJSON_GetObjectItemCaseSensitive(rs, keys[i]);
         if (!cJSON_IsNumber(it) || !(it->valuedouble > 0 && it->valuedouble < 1e9))
@@ -275,6 +316,32 @@ static elm_status read_lfm2(const char *path, const cJSON *root, elm_hparams *hp
     return ELM_OK;
 }
 
+/* Phi-3's original_max_position_embeddings (top level; rope_scaling's first), which LongRoPE
+ * needs, with its factors as many as the rotated pairs and its attention factor (the converter's
+ * when the config gives none). After hp's sizes, partial rotary included. */
+static elm_status read_original_context(const char *path, const cJSON *root, elm_hf_config *c,
+                                        elm_error *err) {
+    elm_hparams *hp = &c->hp;
+    elm_status st;
+    if ((c->n_longrope || !strcmp(hp->arch, "phi3")) && !hp->n_ctx_orig &&
+        (st = get_int(path, root, "original_max_position_embeddings", false, &hp->n_ctx_orig,
+                      err)))
+        return st;
+    if (!c->n_longrope) return ELM_OK;
+    const int32_t hd = hp->head_dim ? hp->head_dim : hp->dim / hp->n_heads;
+    const int32_t pairs = (hp->rope_dim ? hp->rope_dim : hd) / 2;
+    if (c->n_longrope != pairs)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: rope_scaling long_factor and short_factor "
+                          "have %d values, want %d (one per rotated pair)", path, c->n_longrope,
+                          pairs);
+    if (!hp->n_ctx_orig)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: rope_scaling longrope needs "
+                          "'original_max_position_embeddings'", path);
+    if (hp->rope_attn_factor == 0)
+        hp->rope_attn_factor = elm_arch_longrope_attn_factor(hp->n_ctx_train, hp->n_ctx_orig);
+    return ELM_OK;
+}
+
 static elm_status parse_config(const char *path, const cJSON *root, elm_hf_config *c,
                                elm_error *err) {
     elm_hparams *hp = &c->hp;
@@ -314,6 +381,7 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: partial_rotary_factor %g of head size %d "
                               "is not an even number of dimensions", path, partial, hd);
     }
+    if ((st = read_original_context(path, root, c, err))) return st;
     /* Mistral's window; Phi-3 configs carry one too, which llama.cpp does not apply */
     if (strcmp(model_type(root), "mistral") == 0 &&
         (st = get_int(path, root, "sliding_window", false, &hp->n_swa, err)))

@@ -43,6 +43,29 @@ static elm_status write_json(const char *dir, const char *name, cJSON *root, elm
     return st;
 }
 
+/* A float vector tensor as a JSON list of numbers (each float's shortest exact decimal). */
+static cJSON *float_list(const elm_tensor *t) {
+    cJSON *list = cJSON_CreateArray();
+    float v[ELM_HF_MAX_FACTORS];
+    const int64_t n = t->ne[0] < ELM_HF_MAX_FACTORS ? t->ne[0] : ELM_HF_MAX_FACTORS;
+    elm_type_get(t->type)->to_float(t->data, v, n);
+    for (int64_t i = 0; i < n; i++) cJSON_AddItemToArray(list, cJSON_CreateNumber(v[i]));
+    return list;
+}
+
+/* LongRoPE as Phi-3.5-mini's config.json has it: rope_scaling {type, long_factor, short_factor}
+ * (older transformers take no other key there; original_max_position_embeddings is at the top
+ * level), attention_factor only when it is not what it would be computed as. */
+static void add_longrope(cJSON *c, const elm_model *m) {
+    const elm_hparams *hp = &m->hp;
+    cJSON *rs = cJSON_AddObjectToObject(c, "rope_scaling");
+    cJSON_AddStringToObject(rs, "type", "longrope");
+    cJSON_AddItemToObject(rs, "long_factor", float_list(m->rope_long));
+    cJSON_AddItemToObject(rs, "short_factor", float_list(m->rope_short));
+    if (hp->rope_attn_factor != elm_arch_longrope_attn_factor(hp->n_ctx_train, hp->n_ctx_orig))
+        cJSON_AddNumberToObject(rs, "attention_factor", hp->rope_attn_factor);
+}
+
 static elm_status write_config(const elm_model *m, const elm_arch *a, const float *llama3,
                                const char *dir, elm_error *err) {
     const elm_hparams *hp = &m->hp;
@@ -59,6 +82,9 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
     if (hp->rope_dim != hp->head_dim)
         cJSON_AddNumberToObject(c, "partial_rotary_factor", (double)hp->rope_dim / hp->head_dim);
     cJSON_AddNumberToObject(c, "max_position_embeddings", hp->n_ctx_train);
+    /* Phi-3's configs all have it (llama.cpp's converter requires it), LongRoPE needs it */
+    if (m->rope_long || !strcmp(hp->arch, "phi3"))
+        cJSON_AddNumberToObject(c, "original_max_position_embeddings", hp->n_ctx_orig);
     cJSON_AddNumberToObject(c, "rms_norm_eps", hp->rms_eps);
     cJSON_AddNumberToObject(c, "rope_theta", hp->rope_theta);
     cJSON_AddNumberToObject(c, "vocab_size", hp->n_vocab);
@@ -104,6 +130,8 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         cJSON_AddNumberToObject(rs, "low_freq_factor", llama3[1]);
         cJSON_AddNumberToObject(rs, "high_freq_factor", llama3[2]);
         cJSON_AddNumberToObject(rs, "original_max_position_embeddings", llama3[3]);
+    } else if (m->rope_long) {
+        add_longrope(c, m);
     } else if (hp->rope_freq_scale != 1.0f) {
         cJSON *rs = cJSON_AddObjectToObject(c, "rope_scaling");
         cJSON_AddStringToObject(rs, "rope_type", "linear");
@@ -135,7 +163,8 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
         st_item *it = &items[*n_items];
         memset(it, 0, sizeof *it);
         if (!elm_hf_name_of(m->hp.arch, t->name, it->name, sizeof it->name)) {
-            if (strcmp(t->name, "rope_freqs.weight") == 0) continue; /* config.json */
+            if (t == m->rope_freqs || t == m->rope_long || t == m->rope_short)
+                continue; /* config.json */
             return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' has no place in the %s "
                               "Hugging Face layout", path, t->name, a->hf[0].type);
         }
@@ -243,6 +272,9 @@ elm_status elm_hf_write(const elm_model *m, const float *llama3, const char *dir
     if (m->rope_freqs && !llama3)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: RoPE frequency factors without their "
                           "llama3 rope_scaling parameters", dir);
+    if (!m->rope_long && m->hp.rope_attn_factor > 0 && m->hp.rope_attn_factor != 1.0f)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: a RoPE attention factor (%g) without "
+                          "LongRoPE has no place in config.json", dir, m->hp.rope_attn_factor);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return elm_errorf(err, ELM_ERR_IO, "%s: %s", dir, strerror(errno));
     char path[1100];

@@ -11,7 +11,9 @@
  * conventions the loader applies: Llama's q/k rows go back to rotate-half order, Gemma's norm
  * weights are written as w - 1 (F32), a tied output has no lm_head. A model with rope_freqs needs
  * llama3 = {factor, low_freq_factor, high_freq_factor, original_max_position_embeddings} for
- * config.json's rope_scaling (ELM_ERR_UNSUPPORTED without). Errors name the file; files already
+ * config.json's rope_scaling (ELM_ERR_UNSUPPORTED without); LongRoPE's factors (rope_long,
+ * rope_short) go into rope_scaling "longrope" with original_max_position_embeddings, and a RoPE
+ * attention factor without them is ELM_ERR_UNSUPPORTED. Errors name the file; files already
  * written stay, each file itself is written atomically. */
 elm_status elm_hf_write(const elm_model *m, const float *llama3, const char *dir, elm_error *err);
 

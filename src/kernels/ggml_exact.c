@@ -350,7 +350,8 @@ static void rope_neox(float *v, int n_heads, int head_dim, int rope_dim, const f
 }
 
 /* ggml's angles (ggml_rope_cache_init): pos · base^(-2i/d) as a running float product from pos,
- * then over the frequency divisor and times the scale, each rounded to float. */
+ * then over the frequency divisor and times the scale, each rounded to float; cos and sin times
+ * mscale (rope_yarn's, without YaRN's ramp: ext_factor 0). */
 static void rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, float *cs) {
     const float step = powf(r->base, -2.0f / r->rope_dim);
     for (int32_t t = 0; t < n; t++, cs += r->rope_dim) {
@@ -358,8 +359,8 @@ static void rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, floa
         for (int i = 0; i < r->rope_dim / 2; i++) {
             const float angle = r->scale * (theta / (r->ff ? r->ff[i] : 1.0f));
             theta *= step;
-            cs[2 * i] = cosf(angle);
-            cs[2 * i + 1] = sinf(angle);
+            cs[2 * i] = cosf(angle) * r->mscale;
+            cs[2 * i + 1] = sinf(angle) * r->mscale;
         }
     }
 }

@@ -97,16 +97,19 @@ size_t elm_matmul_scratch_bytes(int64_t max_cols);
 
 /* The frequencies RoPE turns the pairs of a head by: pair i < rope_dim/2 turns by
  * pos · base^(-2i/rope_dim) · scale / ff[i] at position pos (Su et al. 2021; scale: linear
- * scaling, ff: Llama 3.1's frequency divisors, llama.cpp's freq_factors). */
+ * scaling, ff: Llama 3.1's or LongRoPE's frequency divisors, llama.cpp's freq_factors), its
+ * cosine and sine multiplied by mscale (ggml's mscale: elm_hparams.rope_attn_factor). */
 typedef struct elm_rope_freqs {
     int rope_dim;
     float base, scale;
     const float *ff;       /* [rope_dim / 2], or NULL: all 1 */
     const float *inv_freq; /* [rope_dim / 2] base^(-2i/rope_dim) · scale / ff[i], in double
                             * rounded to float (elm_rope_freqs_init) */
+    float mscale;          /* cos and sin × this (float product); 1 from elm_rope_freqs_init */
 } elm_rope_freqs;
 
-/* Sets r's fields and fills inv_freq[rope_dim / 2], which r then points at; ff may be NULL. */
+/* Sets r's fields (mscale 1) and fills inv_freq[rope_dim / 2], which r then points at; ff may be
+ * NULL. */
 void elm_rope_freqs_init(elm_rope_freqs *r, int rope_dim, float base, float scale,
                          const float *ff, float *inv_freq);
 
@@ -163,9 +166,9 @@ typedef struct elm_kernels {
      * (Hendrycks & Gimpel 2016): gelu(x) = x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))). */
     void (*geglu)(float *out, const float *g, const float *u, int64_t n);
 
-    /* The cosine and sine of every pair's angle for n positions: cs[t·rope_dim + 2i] and
-     * cs[t·rope_dim + 2i + 1] for pair i < rope_dim/2 at position pos[t] of r (the rope kernels'
-     * cs, computed once per position and shared by the layers). */
+    /* The cosine and sine of every pair's angle for n positions, times r->mscale:
+     * cs[t·rope_dim + 2i] and cs[t·rope_dim + 2i + 1] for pair i < rope_dim/2 at position pos[t]
+     * of r (the rope kernels' cs, computed once per position and shared by the layers). */
     void (*rope_cs)(const elm_rope_freqs *r, const int32_t *pos, int32_t n, float *cs);
 
     /* Interleaved RoPE (Su et al. 2021): for each of n_heads heads of head_dim floats in v, pairs

@@ -2,6 +2,7 @@
  * Face modeling code (the classes in the rows) and the GGUF files llama.cpp's converter writes
  * for them (interleaved RoPE with permuted q/k for llama, NEOX for the others; Gemma's norm
  * weights stored + 1; Phi-3's fused tensors kept). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,17 +139,22 @@ static void recurrent_layout(const elm_arch *a, const elm_hparams *hp, int l, el
     }
 }
 
-elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool rope_freqs,
+elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_rope_tensors rope,
                                  int32_t *n) {
     const int64_t dim = hp->dim, q = (int64_t)hp->n_heads * hp->head_dim,
                   kv = (int64_t)hp->n_kv_heads * hp->head_dim;
-    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 14 + 4) * sizeof *s);
+    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 14 + 5) * sizeof *s);
     *n = 0;
     if (!s) return NULL;
     spec(s, n, ELM_KIND_MATRIX, dim, hp->n_vocab, "token_embd.weight", 0);
     spec(s, n, ELM_KIND_NORM, dim, 0, elm_arch_out_norm(a), 0);
     if (!hp->tied_output) spec(s, n, ELM_KIND_MATRIX, dim, hp->n_vocab, "output.weight", 0);
-    if (rope_freqs) spec(s, n, ELM_KIND_ROPE, hp->rope_dim / 2, 0, "rope_freqs.weight", 0);
+    if (rope == ELM_ROPE_TENSORS_FREQS)
+        spec(s, n, ELM_KIND_ROPE, hp->rope_dim / 2, 0, "rope_freqs.weight", 0);
+    if (rope == ELM_ROPE_TENSORS_LONGROPE) {
+        spec(s, n, ELM_KIND_ROPE_LONG, hp->rope_dim / 2, 0, "rope_factors_long.weight", 0);
+        spec(s, n, ELM_KIND_ROPE_SHORT, hp->rope_dim / 2, 0, "rope_factors_short.weight", 0);
+    }
     for (int l = 0; l < hp->n_layers; l++) {
         spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.attn_norm.weight", l);
         if (elm_layer_recurrent(hp, l)) {
@@ -177,6 +183,12 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool 
         ffn_layout(a, hp, l, s, n);
     }
     return s;
+}
+
+float elm_arch_longrope_attn_factor(int32_t n_ctx_train, int32_t n_ctx_orig) {
+    if (n_ctx_orig <= 1 || n_ctx_train <= n_ctx_orig) return 1.0f;
+    const double s = (double)n_ctx_train / n_ctx_orig;
+    return (float)sqrt(1 + log(s) / log((double)n_ctx_orig));
 }
 
 bool elm_arch_supported(const char *arch) { return elm_arch_find(arch) != NULL; }

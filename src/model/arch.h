@@ -76,8 +76,17 @@ typedef enum elm_tensor_kind {
     ELM_KIND_NORM,   /* RMSNorm weights [cols] */
     ELM_KIND_BIAS,   /* [cols] */
     ELM_KIND_ROPE,   /* rope_freqs [cols] */
-    ELM_KIND_CONV    /* a depthwise convolution kernel [channels (rows), taps (cols)], F32 */
+    ELM_KIND_CONV,   /* a depthwise convolution kernel [channels (rows), taps (cols)], F32 */
+    ELM_KIND_ROPE_LONG,  /* LongRoPE's rope_factors_long [cols] */
+    ELM_KIND_ROPE_SHORT  /* LongRoPE's rope_factors_short [cols] */
 } elm_tensor_kind;
+
+/* Which RoPE frequency divisors a layout has (elm_model.rope_freqs, rope_long/rope_short). */
+typedef enum elm_rope_tensors {
+    ELM_ROPE_TENSORS_NONE = 0,
+    ELM_ROPE_TENSORS_FREQS,   /* rope_freqs.weight (Llama 3.1) */
+    ELM_ROPE_TENSORS_LONGROPE /* rope_factors_long.weight and rope_factors_short.weight */
+} elm_rope_tensors;
 
 typedef struct elm_tensor_spec {
     char name[ELM_NAME_MAX];
@@ -85,12 +94,17 @@ typedef struct elm_tensor_spec {
     int64_t cols, rows; /* rows 0: a vector of cols */
 } elm_tensor_spec;
 
-/* The GGUF tensors of a model of family a with hyper-parameters hp (head_dim set; a tied output
- * has no output.weight; rope_freqs adds rope_freqs.weight), in the order llama.cpp's converter
- * writes them: token_embd, output_norm, output, rope_freqs, then block by block, a recurrent
- * layer (hp.recurrent) with its kind's tensors in place of attention's. Returns a
- * malloc'd array of *n specs, NULL when out of memory. */
-elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, bool rope_freqs,
+/* The GGUF tensors of a model of family a with hyper-parameters hp (head_dim and rope_dim set; a
+ * tied output has no output.weight; rope adds rope_freqs.weight or LongRoPE's two factor vectors,
+ * [rope_dim/2] each), in the order llama.cpp's converter writes them: token_embd, output_norm,
+ * output, the RoPE vectors, then block by block, a recurrent layer (hp.recurrent) with its kind's
+ * tensors in place of attention's. Returns a malloc'd array of *n specs, NULL when out of memory. */
+elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_rope_tensors rope,
                                  int32_t *n);
+
+/* LongRoPE's attention factor as llama.cpp's converter computes it from config.json (Phi3MiniModel;
+ * transformers' default attention_factor): sqrt(1 + ln(s) / ln(n_ctx_orig)) for the extension
+ * s = n_ctx_train / n_ctx_orig when s > 1, else 1. Rounded to float as GGUF stores it. */
+float elm_arch_longrope_attn_factor(int32_t n_ctx_train, int32_t n_ctx_orig);
 
 #endif

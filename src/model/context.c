@@ -200,7 +200,9 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     if (qk_normed(m)) c->qk_norms = alloc_f32((size_t)hp->n_layers * 2 * hp->head_dim, &ok);
     alloc_states(c, p, &ok);
     c->inv_freq = alloc_f32((size_t)hp->rope_dim / 2, &ok);
-    if (m->rope_freqs) c->rope_ff = alloc_f32((size_t)hp->rope_dim / 2, &ok);
+    /* a sequence's context picks LongRoPE's factors (llama.cpp: n_ctx_seq) */
+    const elm_tensor *rope_ff = elm_model_rope_factors(m, c->n_ctx / (p->n_seq > 1 ? p->n_seq : 1));
+    if (rope_ff) c->rope_ff = alloc_f32((size_t)hp->rope_dim / 2, &ok);
     c->rope_cs = alloc_f32(nb * (size_t)hp->rope_dim, &ok);
     if (hp->rope_theta_swa > 0) {
         c->inv_freq_swa = alloc_f32((size_t)hp->rope_dim / 2, &ok);
@@ -227,15 +229,19 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
         decode_vector(m->layers[l].q_norm, c->qk_norms + (size_t)(2 * l) * hp->head_dim);
         decode_vector(m->layers[l].k_norm, c->qk_norms + (size_t)(2 * l + 1) * hp->head_dim);
     }
-    /* linear scaling multiplies every angle; Llama 3.1's frequency divisors (rope_freqs) each
-     * one, as llama.cpp's freq_factors */
-    if (m->rope_freqs) decode_vector(m->rope_freqs, c->rope_ff);
+    /* linear scaling multiplies every angle; Llama 3.1's or LongRoPE's frequency divisors each
+     * one, as llama.cpp's freq_factors; the attention factor scales cos and sin of all layers */
+    if (rope_ff) decode_vector(rope_ff, c->rope_ff);
     elm_rope_freqs_init(&c->rope, hp->rope_dim, hp->rope_theta, hp->rope_freq_scale, c->rope_ff,
                         c->inv_freq);
+    const float mscale = hp->rope_attn_factor > 0 ? hp->rope_attn_factor : 1.0f; /* 0: unbound */
+    c->rope.mscale = mscale;
     /* windowed layers with their own base take no scaling (llama.cpp: rope_freq_scale_train_swa) */
-    if (c->inv_freq_swa)
+    if (c->inv_freq_swa) {
         elm_rope_freqs_init(&c->rope_swa, hp->rope_dim, hp->rope_theta_swa, 1.0f, NULL,
                             c->inv_freq_swa);
+        c->rope_swa.mscale = mscale;
+    }
     *out = c;
     return ELM_OK;
 }

@@ -57,8 +57,9 @@ struct elm_context {
     float *qk_norms; /* float copies [n_layers, 2, head_dim] of q/k norms (Qwen3), else NULL */
     elm_rope_freqs rope; /* the layers' RoPE frequencies (kernels.h) */
     float *inv_freq; /* [rope_dim / 2] rope.inv_freq */
-    float *rope_ff;  /* [rope_dim / 2] rope.ff: the model's frequency divisors (rope_freqs), else
-                      * NULL */
+    float *rope_ff;  /* [rope_dim / 2] rope.ff: the model's frequency divisors for this context
+                      * (elm_model_rope_factors: rope_freqs, or LongRoPE's long or short
+                      * factors), else NULL */
     float *rope_cs;  /* [n_batch, rope_dim] cos, sin of each pair's angle at the batch positions */
     elm_rope_freqs rope_swa; /* windowed layers with their own RoPE base (hp.rope_theta_swa) */
     float *inv_freq_swa, *rope_cs_swa; /* their inv_freq and rope_cs, else NULL */

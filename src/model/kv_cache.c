@@ -78,8 +78,12 @@ elm_status elm_context_shift(elm_context *c, int32_t n_keep, int32_t n_discard, 
         return elm_errorf(err, ELM_ERR_NOMEM, "context shift: out of memory");
     }
     const int32_t back = -n_discard;
-    c->k->rope_cs(&c->rope, &back, 1, cs);
-    c->k->rope_cs(c->inv_freq_swa ? &c->rope_swa : &c->rope, &back, 1, cs + hp->rope_dim);
+    /* a pure rotation: the keys hold the attention factor already (llama.cpp's shift applies it
+     * once more, scaling shifted keys by its square) */
+    elm_rope_freqs turn = c->rope, turn_swa = c->inv_freq_swa ? c->rope_swa : c->rope;
+    turn.mscale = turn_swa.mscale = 1.0f;
+    c->k->rope_cs(&turn, &back, 1, cs);
+    c->k->rope_cs(&turn_swa, &back, 1, cs + hp->rope_dim);
     const int32_t from = n_keep + n_discard, n_move = c->n_past - from;
     for (int l = 0; l < hp->n_layers; l++) {
         unsigned char *k = elm_kv_layer_k(c, l), *v = elm_kv_layer_v(c, l);

@@ -307,6 +307,8 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
     if (hp->rope_theta == 0) hp->rope_theta = 10000.0f;
     if (hp->rope_freq_scale == 0) hp->rope_freq_scale = 1.0f;
     if (hp->n_ctx_train <= 0) hp->n_ctx_train = 2048;
+    if (hp->n_ctx_orig <= 0) hp->n_ctx_orig = hp->n_ctx_train; /* llama.cpp's n_ctx_orig_yarn */
+    if (hp->rope_attn_factor == 0) hp->rope_attn_factor = 1.0f;
     elm_arch_swa_defaults(a, hp);
     /* Gemma 3 27B scales by dim / heads, not its head size (llama.cpp, after gemma_pytorch) */
     if (hp->attn_scale == 0)
@@ -319,7 +321,9 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
         {"rope_freq_scale", hp->rope_freq_scale, 1e-6, 1e3},
         {"rope_theta_swa", hp->rope_theta_swa ? hp->rope_theta_swa : 1, 1, 1e12},
         {"attn_scale", hp->attn_scale, 1e-6, 1e3}, {"logit_softcap", hp->logit_softcap, 0, 1e6},
-        {"context_length", hp->n_ctx_train, 1, 1 << 24}};
+        {"context_length", hp->n_ctx_train, 1, 1 << 24},
+        {"original_context_length", hp->n_ctx_orig, 1, 1 << 24},
+        {"rope_attn_factor", hp->rope_attn_factor, 1e-3, 1e3}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (!(f[i].v >= f[i].lo && f[i].v <= f[i].hi))
             return elm_errorf(err, ELM_ERR_FORMAT,
@@ -365,21 +369,45 @@ int elm_layer_matrices(const elm_layer *L, const elm_tensor **out) {
     return n;
 }
 
-/* RoPE frequency divisors (rope_freqs.weight, [rope_dim/2]); Phi-3's long-context factors
- * ("longrope") are refused rather than ignored. */
-static elm_status bind_rope(elm_model *m, elm_error *err) {
-    if (elm_model_find(m, "rope_factors_long.weight") ||
-        elm_model_find(m, "rope_factors_short.weight"))
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: RoPE scaling 'longrope' (rope_factors_long/short) is not supported",
-                          m->path);
-    m->rope_freqs = NULL;
-    if (!elm_model_find(m, "rope_freqs.weight")) return ELM_OK;
-    elm_status st = elm_model_bind_tensor(m, &m->rope_freqs, "rope_freqs.weight", m->hp.rope_dim / 2, 0, err);
-    if (!st && elm_type_get(m->rope_freqs->type)->block_size != 1)
-        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor 'rope_freqs.weight' is quantized",
-                        m->path);
+/* A vector of RoPE frequency divisors, [rope_dim/2] of a float type (F32, F16, BF16), into
+ * *slot when the file has it (else NULL). */
+static elm_status bind_rope_vector(elm_model *m, elm_tensor **slot, const char *name,
+                                   elm_error *err) {
+    *slot = NULL;
+    if (!elm_model_find(m, name)) return ELM_OK;
+    elm_status st = elm_model_bind_tensor(m, slot, name, m->hp.rope_dim / 2, 0, err);
+    if (!st && elm_type_get((*slot)->type)->block_size != 1)
+        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is quantized", m->path, name);
     return st;
+}
+
+/* RoPE frequency divisors: Llama 3.1's rope_freqs.weight, or LongRoPE's pair
+ * rope_factors_long/short.weight (Phi-3.5-mini, Phi-4-mini), both or neither, never with
+ * rope_freqs (llama.cpp's phi3 would not load the third tensor), in Phi-3 only (the one family
+ * llama.cpp reads them for of those edgelm runs). */
+static elm_status bind_rope(elm_model *m, const elm_arch *a, elm_error *err) {
+    elm_status st;
+    if ((st = bind_rope_vector(m, &m->rope_freqs, "rope_freqs.weight", err)) ||
+        (st = bind_rope_vector(m, &m->rope_long, "rope_factors_long.weight", err)) ||
+        (st = bind_rope_vector(m, &m->rope_short, "rope_factors_short.weight", err)))
+        return st;
+    if (!m->rope_long != !m->rope_short)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: LongRoPE tensor '%s' without '%s'", m->path,
+                          m->rope_long ? "rope_factors_long.weight" : "rope_factors_short.weight",
+                          m->rope_long ? "rope_factors_short.weight" : "rope_factors_long.weight");
+    if (m->rope_freqs && m->rope_long)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: both rope_freqs.weight and LongRoPE's "
+                          "rope_factors_long/short.weight", m->path);
+    if (m->rope_long && strcmp(a->name, "phi3") != 0)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: LongRoPE (rope_factors_long/short) in "
+                          "architecture '%s' (edgelm, as llama.cpp, runs it for phi3)", m->path,
+                          a->name);
+    return ELM_OK;
+}
+
+const elm_tensor *elm_model_rope_factors(const elm_model *m, int32_t n_ctx_seq) {
+    if (m->rope_freqs || !m->rope_long) return m->rope_freqs;
+    return n_ctx_seq > m->hp.n_ctx_orig ? m->rope_long : m->rope_short;
 }
 
 elm_status elm_model_bind(elm_model *m, elm_error *err) {
@@ -394,7 +422,7 @@ elm_status elm_model_bind(elm_model *m, elm_error *err) {
     if (m->vocab.n_tokens != hp->n_vocab)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: vocabulary has %d tokens, model expects %d",
                           m->path, m->vocab.n_tokens, hp->n_vocab);
-    if ((st = bind_rope(m, err))) return st;
+    if ((st = bind_rope(m, a, err))) return st;
     if ((st = elm_model_bind_tensor(m, &m->tok_embd, "token_embd.weight", hp->dim, hp->n_vocab, err))) return st;
     if ((st = elm_model_bind_tensor(m, &m->output_norm, elm_arch_out_norm(a), hp->dim, 0, err)))
         return st;

@@ -159,6 +159,8 @@ static elm_status work_init(elm_qrun *r, const elm_model *m, elm_error *err) {
     if (!st) st = bind_twin(r, m->output, &r->work.output, err);
     if (!st) st = bind_twin(r, m->output_norm, &r->work.output_norm, err);
     if (!st) st = bind_twin(r, m->rope_freqs, &r->work.rope_freqs, err);
+    if (!st) st = bind_twin(r, m->rope_long, &r->work.rope_long, err);
+    if (!st) st = bind_twin(r, m->rope_short, &r->work.rope_short, err);
     return st;
 }
 

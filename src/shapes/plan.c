@@ -16,9 +16,10 @@
 #include "model/builder.h"
 #include "shapes/preset.h"
 
-/* A model of hp's architecture whose tensors have shapes but no data (F32); rope_freqs adds Llama
- * 3.1's frequency tensor. Errors: ELM_ERR_UNSUPPORTED for an unknown arch, elm_model_bind's. */
-static elm_status shape_model(const elm_hparams *hp, bool rope_freqs, elm_model **out,
+/* A model of hp's architecture whose tensors have shapes but no data (F32); rope adds Llama 3.1's
+ * frequency tensor or LongRoPE's two. Errors: ELM_ERR_UNSUPPORTED for an unknown arch,
+ * elm_model_bind's. */
+static elm_status shape_model(const elm_hparams *hp, elm_rope_tensors rope, elm_model **out,
                               elm_error *err) {
     *out = NULL;
     const elm_arch *a = elm_arch_find(hp->arch);
@@ -37,7 +38,7 @@ static elm_status shape_model(const elm_hparams *hp, bool rope_freqs, elm_model 
     if (!m->hp.rope_dim) m->hp.rope_dim = m->hp.head_dim;
     elm_arch_swa_defaults(a, &m->hp); /* the local layers' KV cache is their window */
     int32_t n;
-    elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, rope_freqs, &n);
+    elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, rope, &n);
     elm_status st = specs ? ELM_OK : elm_errorf(err, ELM_ERR_NOMEM, "plan: out of memory");
     for (int32_t i = 0; i < n && !st; i++) {
         const int64_t ne[2] = {specs[i].cols, specs[i].rows};
@@ -146,11 +147,14 @@ elm_status elm_plan_shape_config(const char *config_path, elm_model **out, elm_e
     *out = NULL;
     elm_hf_config c;
     elm_status st = elm_hf_read_config(config_path, &c, err);
-    return st ? st : shape_model(&c.hp, c.llama3[0] > 0, out, err);
+    const elm_rope_tensors rope = c.llama3[0] > 0  ? ELM_ROPE_TENSORS_FREQS
+                                  : c.n_longrope ? ELM_ROPE_TENSORS_LONGROPE
+                                                 : ELM_ROPE_TENSORS_NONE;
+    return st ? st : shape_model(&c.hp, rope, out, err);
 }
 
 elm_status elm_plan_shape_preset(const elm_synth_preset *p, elm_model **out, elm_error *err) {
     elm_hparams hp = {0};
     elm_preset_hparams(p, &hp);
-    return shape_model(&hp, p->llama3_rope, out, err);
+    return shape_model(&hp, elm_preset_rope_tensors(p), out, err);
 }

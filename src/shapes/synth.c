@@ -16,30 +16,30 @@
 
 /* name, Hugging Face source, arch, n_vocab, dim, n_layers, n_heads, n_kv_heads, ffn_dim,
  * n_ctx_train, rms_eps, rope_theta, tied, llama3_rope, head_dim, n_swa, rope_dim, rope_scale,
- * layers, conv_l (elm_synth_preset) */
+ * layers, conv_l, n_ctx_orig (elm_synth_preset) */
 static const elm_synth_preset presets[] = {
-    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama",    32000, 2048, 22, 32,  4,  5632,   2048, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0, NULL, 0},
-    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B",            "llama",   128256, 2048, 16, 32,  8,  8192, 131072, 1e-5f,  500000.0f,  true,  true,   0,    0,  0, 0, NULL, 0},
-    {"llama-2-7b",     "meta-llama/Llama-2-7b-hf",           "llama",    32000, 4096, 32, 32, 32, 11008,   4096, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0, NULL, 0},
-    {"llama-2-13b",    "meta-llama/Llama-2-13b-hf",          "llama",    32000, 5120, 40, 40, 40, 13824,   4096, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0, NULL, 0},
-    {"llama-3-8b",     "meta-llama/Meta-Llama-3-8B",         "llama",   128256, 4096, 32, 32,  8, 14336,   8192, 1e-5f,  500000.0f, false, false,   0,    0,  0, 0, NULL, 0},
-    {"qwen2-0.5b",     "Qwen/Qwen2-0.5B",                    "qwen2",   151936,  896, 24, 14,  2,  4864, 131072, 1e-6f, 1000000.0f,  true, false,   0,    0,  0, 0, NULL, 0},
-    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B",            "llama",   128256, 3072, 28, 24,  8,  8192, 131072, 1e-5f,  500000.0f,  true,  true,   0,    0,  0, 0, NULL, 0},
+    {"tinyllama-1.1b", "TinyLlama/TinyLlama-1.1B-Chat-v1.0", "llama",    32000, 2048, 22, 32,  4,  5632,   2048, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0, NULL, 0, 0},
+    {"llama-3.2-1b",   "meta-llama/Llama-3.2-1B",            "llama",   128256, 2048, 16, 32,  8,  8192, 131072, 1e-5f,  500000.0f,  true,  true,   0,    0,  0, 0, NULL, 0, 0},
+    {"llama-2-7b",     "meta-llama/Llama-2-7b-hf",           "llama",    32000, 4096, 32, 32, 32, 11008,   4096, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0, NULL, 0, 0},
+    {"llama-2-13b",    "meta-llama/Llama-2-13b-hf",          "llama",    32000, 5120, 40, 40, 40, 13824,   4096, 1e-5f,   10000.0f, false, false,   0,    0,  0, 0, NULL, 0, 0},
+    {"llama-3-8b",     "meta-llama/Meta-Llama-3-8B",         "llama",   128256, 4096, 32, 32,  8, 14336,   8192, 1e-5f,  500000.0f, false, false,   0,    0,  0, 0, NULL, 0, 0},
+    {"qwen2-0.5b",     "Qwen/Qwen2-0.5B",                    "qwen2",   151936,  896, 24, 14,  2,  4864, 131072, 1e-6f, 1000000.0f,  true, false,   0,    0,  0, 0, NULL, 0, 0},
+    {"llama-3.2-3b",   "meta-llama/Llama-3.2-3B",            "llama",   128256, 3072, 28, 24,  8,  8192, 131072, 1e-5f,  500000.0f,  true,  true,   0,    0,  0, 0, NULL, 0, 0},
     /* Llama's tensors; its NoPE layers are the architecture's, not the file's */
-    {"smollm3-3b",     "HuggingFaceTB/SmolLM3-3B",           "smollm3", 128256, 2048, 36, 16,  4, 11008,  65536, 1e-6f, 5000000.0f,  true, false,   0,    0,  0, 0, NULL, 0},
-    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B",                    "qwen3",   151936, 1024, 28, 16,  8,  3072,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0, NULL, 0},
-    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B",                    "qwen3",   151936, 2048, 28, 16,  8,  6144,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0, NULL, 0},
-    {"qwen3-4b",       "Qwen/Qwen3-4B",                      "qwen3",   151936, 2560, 36, 32,  8,  9728,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0, NULL, 0},
+    {"smollm3-3b",     "HuggingFaceTB/SmolLM3-3B",           "smollm3", 128256, 2048, 36, 16,  4, 11008,  65536, 1e-6f, 5000000.0f,  true, false,   0,    0,  0, 0, NULL, 0, 0},
+    {"qwen3-0.6b",     "Qwen/Qwen3-0.6B",                    "qwen3",   151936, 1024, 28, 16,  8,  3072,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0, NULL, 0, 0},
+    {"qwen3-1.7b",     "Qwen/Qwen3-1.7B",                    "qwen3",   151936, 2048, 28, 16,  8,  6144,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0, NULL, 0, 0},
+    {"qwen3-4b",       "Qwen/Qwen3-4B",                      "qwen3",   151936, 2560, 36, 32,  8,  9728,  40960, 1e-6f, 1000000.0f,  true, false, 128,    0,  0, 0, NULL, 0, 0},
     /* 5 of 6 layers see the last 512 / 1024 positions; the 4B's is its text_config */
-    {"gemma-3-1b",     "google/gemma-3-1b-it",               "gemma3",  262144, 1152, 26,  4,  1,  6912,  32768, 1e-6f, 1000000.0f,  true, false, 256,  512,  0, 0, NULL, 0},
-    {"gemma-3-4b",     "google/gemma-3-4b-it",               "gemma3",  262208, 2560, 34,  8,  4, 10240, 131072, 1e-6f, 1000000.0f,  true, false, 256, 1024,  0, 8.0f, NULL, 0},
-    /* Phi-3's fused tensors, RoPE on 96 of 128 dimensions; its longrope factors
-     * (rope_factors_long/short, 2 × 48 floats) are left out, so edgelm runs the file too */
-    {"phi-4-mini",     "microsoft/Phi-4-mini-instruct",      "phi3",    200064, 3072, 32, 24,  8,  8192, 131072, 1e-5f,   10000.0f,  true, false,   0,    0, 96, 0, NULL, 0},
+    {"gemma-3-1b",     "google/gemma-3-1b-it",               "gemma3",  262144, 1152, 26,  4,  1,  6912,  32768, 1e-6f, 1000000.0f,  true, false, 256,  512,  0, 0, NULL, 0, 0},
+    {"gemma-3-4b",     "google/gemma-3-4b-it",               "gemma3",  262208, 2560, 34,  8,  4, 10240, 131072, 1e-6f, 1000000.0f,  true, false, 256, 1024,  0, 8.0f, NULL, 0, 0},
+    /* Phi-3's fused tensors, RoPE on 96 of 128 dimensions with LongRoPE factors
+     * (rope_factors_long/short, 2 × 48 floats) for 131072 tokens extended from 4096 */
+    {"phi-4-mini",     "microsoft/Phi-4-mini-instruct",      "phi3",    200064, 3072, 32, 24,  8,  8192, 131072, 1e-5f,   10000.0f,  true, false,   0,    0, 96, 0, NULL, 0, 4096},
     /* short-conv layers ('r') with attention at 2, 5, 8, 10, 12, 14 (full_attn_idxs); the FFN as
      * the converter sizes it (block_ff_dim · 2/3, rounded up to 256) */
-    {"lfm2-350m",      "LiquidAI/LFM2-350M",                 "lfm2",     65536, 1024, 16, 16,  8,  4608, 128000, 1e-5f, 1000000.0f,  true, false,   0,    0,  0, 0, "rrarrarrararara" "r", 3},
-    {"lfm2-1.2b",      "LiquidAI/LFM2-1.2B",                 "lfm2",     65536, 2048, 16, 32,  8,  8192, 128000, 1e-5f, 1000000.0f,  true, false,   0,    0,  0, 0, "rrarrarrararara" "r", 3},
+    {"lfm2-350m",      "LiquidAI/LFM2-350M",                 "lfm2",     65536, 1024, 16, 16,  8,  4608, 128000, 1e-5f, 1000000.0f,  true, false,   0,    0,  0, 0, "rrarrarrararara" "r", 3, 0},
+    {"lfm2-1.2b",      "LiquidAI/LFM2-1.2B",                 "lfm2",     65536, 2048, 16, 32,  8,  8192, 128000, 1e-5f, 1000000.0f,  true, false,   0,    0,  0, 0, "rrarrarrararara" "r", 3, 0},
 };
 
 void elm_preset_hparams(const elm_synth_preset *p, elm_hparams *hp) {
@@ -54,6 +54,16 @@ void elm_preset_hparams(const elm_synth_preset *p, elm_hparams *hp) {
     for (int l = 0; p->layers && l < p->n_layers && l < ELM_MAX_LAYERS; l++)
         hp->recurrent[l] = p->layers[l] == 'r';
     hp->conv_l = p->conv_l;
+    if (p->n_ctx_orig > 0) {
+        hp->n_ctx_orig = p->n_ctx_orig;
+        hp->rope_attn_factor = elm_arch_longrope_attn_factor(p->n_ctx_train, p->n_ctx_orig);
+    }
+}
+
+elm_rope_tensors elm_preset_rope_tensors(const elm_synth_preset *p) {
+    return p->llama3_rope  ? ELM_ROPE_TENSORS_FREQS
+           : p->n_ctx_orig ? ELM_ROPE_TENSORS_LONGROPE
+                           : ELM_ROPE_TENSORS_NONE;
 }
 
 const elm_synth_preset *elm_synth_presets(int *n) {
@@ -68,7 +78,7 @@ const elm_synth_preset *elm_synth_find(const char *name) {
 }
 
 /* What a tensor is filled with. */
-typedef enum { FILL_RANDOM, FILL_ONES, FILL_ROPE_FREQS } fill_kind;
+typedef enum { FILL_RANDOM, FILL_ONES, FILL_ROPE_FREQS, FILL_ROPE_LONG, FILL_ROPE_SHORT } fill_kind;
 
 typedef struct {
     const elm_synth_preset *p;
@@ -104,6 +114,17 @@ static void llama3_rope_freqs(const elm_synth_preset *p, float *out, int n) {
     }
 }
 
+/* LongRoPE factors of the shape searched ones take, not the model's own: rising from 1 with the
+ * wavelength, the short ones to 1.5, the long ones to the extension n_ctx_train / n_ctx_orig
+ * (quadratically, most of the stretch on the slowest pairs). */
+static void longrope_factors(const elm_synth_preset *p, bool is_long, float *out, int n) {
+    const double top = is_long ? (double)p->n_ctx_train / p->n_ctx_orig : 1.5;
+    for (int i = 0; i < n; i++) {
+        const double x = n > 1 ? (double)i / (n - 1) : 0;
+        out[i] = (float)(1 + (top - 1) * x * x);
+    }
+}
+
 /* Tensor i (described by t) into dst, t->nbytes: its kind of values, encoded as t's type. */
 static void fill(synth_state *s, int32_t i, const elm_tensor *t, uint8_t *dst) {
     const int64_t cols = t->ne[0], rows = t->nbytes / elm_row_bytes(t->type, cols);
@@ -116,6 +137,8 @@ static void fill(synth_state *s, int32_t i, const elm_tensor *t, uint8_t *dst) {
             for (int64_t c = 0; c < cols; c++) s->row[c] = 1.0f;
             break;
         case FILL_ROPE_FREQS: llama3_rope_freqs(s->p, s->row, (int)cols); break;
+        case FILL_ROPE_LONG: longrope_factors(s->p, true, s->row, (int)cols); break;
+        case FILL_ROPE_SHORT: longrope_factors(s->p, false, s->row, (int)cols); break;
         case FILL_RANDOM:
             for (int64_t c = 0; c < cols; c += 2) {
                 const uint64_t v = splitmix64(&rng);
@@ -151,10 +174,10 @@ static elm_status placeholder_vocab(elm_vocab *v, int32_t n, elm_error *err) {
 }
 
 /* The tensors of the family's layout (model/arch.h, the converter's): matrices of `type`,
- * norms (ones), biases and rope_freqs F32. */
-static elm_status list_tensors(const elm_arch *a, const elm_hparams *hp, bool rope_freqs,
+ * norms (ones), biases and the RoPE vectors F32. */
+static elm_status list_tensors(const elm_arch *a, const elm_hparams *hp, elm_rope_tensors rope,
                                elm_type type, elm_tensor **t, fill_kind **kind, int32_t *n) {
-    elm_tensor_spec *specs = elm_arch_layout(a, hp, rope_freqs, n);
+    elm_tensor_spec *specs = elm_arch_layout(a, hp, rope, n);
     *t = specs ? calloc((size_t)*n, sizeof **t) : NULL;
     *kind = specs ? calloc((size_t)*n, sizeof **kind) : NULL;
     if (!*t || !*kind) {
@@ -170,9 +193,11 @@ static elm_status list_tensors(const elm_arch *a, const elm_hparams *hp, bool ro
         d->n_dims = sp->rows ? 2 : 1;
         d->ne[0] = sp->cols, d->ne[1] = sp->rows ? sp->rows : 1, d->ne[2] = d->ne[3] = 1;
         d->nbytes = elm_row_bytes(d->type, sp->cols) * (size_t)d->ne[1];
-        (*kind)[i] = sp->kind == ELM_KIND_NORM   ? FILL_ONES
-                     : sp->kind == ELM_KIND_ROPE ? FILL_ROPE_FREQS
-                                                 : FILL_RANDOM;
+        (*kind)[i] = sp->kind == ELM_KIND_NORM         ? FILL_ONES
+                     : sp->kind == ELM_KIND_ROPE       ? FILL_ROPE_FREQS
+                     : sp->kind == ELM_KIND_ROPE_LONG  ? FILL_ROPE_LONG
+                     : sp->kind == ELM_KIND_ROPE_SHORT ? FILL_ROPE_SHORT
+                                                       : FILL_RANDOM;
     }
     free(specs);
     return ELM_OK;
@@ -198,7 +223,7 @@ elm_status elm_synth_write(const elm_synth_preset *p, elm_type type, const char 
     elm_tensor *tensors = NULL;
     fill_kind *kind = NULL;
     int32_t n = 0;
-    elm_status st = list_tensors(arch, hp, p->llama3_rope, type, &tensors, &kind, &n);
+    elm_status st = list_tensors(arch, hp, elm_preset_rope_tensors(p), type, &tensors, &kind, &n);
     /* the widest row: dim, ffn_dim or, for attn_output, heads · head_dim (Qwen3's is wider) */
     const int64_t q = (int64_t)p->n_heads * hp->head_dim;
     int64_t widest = p->ffn_dim > p->dim ? p->ffn_dim : p->dim;

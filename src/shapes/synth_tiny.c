@@ -13,7 +13,7 @@
 #include "shapes/synth_tiny.h"
 
 enum { TINY_DIM = 64, TINY_LAYERS = 2, TINY_HEADS = 4, TINY_KV_HEADS = 2, TINY_HEAD = 16,
-       TINY_FFN = 128, TINY_WINDOW = 16 };
+       TINY_FFN = 128, TINY_WINDOW = 16, TINY_LONGROPE_ORIG = 512 };
 
 /* Llama 3.1's rope_scaling, as its config.json has it */
 static const float llama31_scaling[4] = {8.0f, 1.0f, 4.0f, 8192.0f};
@@ -52,11 +52,31 @@ static elm_status add(elm_model *m, rng *r, const elm_tensor_spec *t, double mea
 /* Llama's tiny model has Llama 3.1's RoPE scaling (rope_freqs); no other family has one. */
 static bool llama31(const elm_arch *a) { return strcmp(a->name, "llama") == 0; }
 
-/* Matrices and biases N(0, std²), norm weights 1 + N(0, 0.1²), rope_freqs from the scaling. */
-static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double std,
+/* LongRoPE's factors, as the frequency divisors of Phi-3.5/4-mini grow: short ones
+ * 1 + 0.2·|N(0, 1)|, long ones 1.5 + 6.5·i/(n - 1) + 0.2·|N(0, 1)| (up to about the extension, 8),
+ * so that every long factor differs from its short one. */
+static elm_status add_factors(elm_model *m, rng *r, const elm_tensor_spec *t, bool is_long,
+                              elm_error *err) {
+    const int64_t n = t->cols;
+    float *f = malloc((size_t)n * sizeof *f);
+    if (!f) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
+    for (int64_t i = 0; i < n; i++)
+        f[i] = (float)((is_long ? 1.5 + 6.5 * (double)i / (double)(n > 1 ? n - 1 : 1) : 1.0) +
+                       0.2 * fabs(normal(r)));
+    elm_status st = elm_model_own_buffer(m, f, err);
+    return st ? st : elm_model_add_tensor(m, t->name, ELM_TYPE_F32, 1, &n, f,
+                                          (size_t)n * sizeof *f, err);
+}
+
+/* Matrices and biases N(0, std²), norm weights 1 + N(0, 0.1²), rope_freqs from the scaling,
+ * LongRoPE's factors drawn (add_factors). */
+static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double std, bool longrope,
                               elm_error *err) {
     int32_t n;
-    elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, llama31(a), &n);
+    const elm_rope_tensors rope = llama31(a) ? ELM_ROPE_TENSORS_FREQS
+                                  : longrope ? ELM_ROPE_TENSORS_LONGROPE
+                                             : ELM_ROPE_TENSORS_NONE;
+    elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, rope, &n);
     if (!specs) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
     elm_status st = ELM_OK;
     for (int32_t i = 0; i < n && !st; i++) {
@@ -66,6 +86,8 @@ static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double st
         case ELM_KIND_CONV: st = add(m, r, &specs[i], 0, std, err); break;
         case ELM_KIND_NORM: st = add(m, r, &specs[i], 1.0, 0.1, err); break;
         case ELM_KIND_ROPE: st = elm_hf_add_llama3_freqs(m, llama31_scaling, err); break;
+        case ELM_KIND_ROPE_LONG: st = add_factors(m, r, &specs[i], true, err); break;
+        case ELM_KIND_ROPE_SHORT: st = add_factors(m, r, &specs[i], false, err); break;
         }
     }
     free(specs);
@@ -79,8 +101,11 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
     if (!a)
         return elm_errorf(err, ELM_ERR_ARG, "synth: unknown architecture '%s' (%s)", o->arch,
                           elm_arch_names());
+    if (o->longrope && strcmp(a->name, "phi3") != 0)
+        return elm_errorf(err, ELM_ERR_ARG, "synth: LongRoPE is Phi-3's (--arch phi3), not %s's",
+                          a->name);
     char path[64];
-    snprintf(path, sizeof path, "tiny-%s", a->name);
+    snprintf(path, sizeof path, "tiny-%s%s", a->name, o->longrope ? "-longrope" : "");
     elm_model *m = elm_model_new(path, "synth", err);
     if (!m) return ELM_ERR_NOMEM;
     elm_status st = elm_vocab_load(o->vocab_path, &m->vocab, err);
@@ -121,8 +146,13 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
         hp->rope_theta = 1000000.0f;
         hp->rope_freq_scale = 0.125f;
     }
+    if (o->longrope) { /* Phi-4-mini's RoPE: 3/4 of each head, its context extended 8 times */
+        hp->rope_dim = hp->head_dim * 3 / 4;
+        hp->n_ctx_orig = TINY_LONGROPE_ORIG;
+        hp->rope_attn_factor = elm_arch_longrope_attn_factor(hp->n_ctx_train, hp->n_ctx_orig);
+    }
     rng r = {o->seed};
-    st = add_tensors(m, a, &r, o->std > 0 ? o->std : 0.3, err);
+    st = add_tensors(m, a, &r, o->std > 0 ? o->std : 0.3, o->longrope, err);
     if (!st && llama31(a) && llama3) memcpy(llama3, llama31_scaling, sizeof llama31_scaling);
     if (!st) st = elm_model_bind(m, err);
     if (st) {

@@ -12,9 +12,13 @@
  * Qwen2 with q/k/v biases, tied; Phi-3 with fused qkv and gate/up, untied; Gemma with GeGLU,
  * scaled embeddings, tied; Gemma 3 like Gemma plus q/k norms and post-norms, 6 layers of which
  * the first 5 see a window of 16 positions, RoPE base 1e6 with linear scaling ×8 on the global
- * layer and 10000 on the others (as Gemma 3 4B). Norm weights are 1 + noise. When the model has rope_freqs, llama3
+ * layer and 10000 on the others (as Gemma 3 4B); with o->longrope, Phi-3 with Phi-4-mini's RoPE
+ * (on 12 of 16 dimensions per head, LongRoPE factors drawn so that long != short, trained
+ * context 4096 extended from an original 512, attention factor as the converter computes it).
+ * Norm weights are 1 + noise. When the model has rope_freqs, llama3
  * receives its rope_scaling (factor, low, high, original context) for an HF config; may be NULL
- * otherwise. Errors: ELM_ERR_ARG for an unknown arch, the vocab loader's errors. */
+ * otherwise. Errors: ELM_ERR_ARG for an unknown arch (or longrope with another than phi3), the
+ * vocab loader's errors. */
 elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float llama3[4],
                                 elm_error *err);
 

@@ -3,6 +3,8 @@
 // llama.cpp's 4 most probable [id, probability] pairs at generated step i (so a test can tell a
 // near-tie, which rounding decides, from a real difference). GREEDY_TOP=N keeps N pairs instead
 // (tests/lib/logit_delta.py turns them into logit differences: log(p_i / p_top) = l_i - l_top).
+// GREEDY_CTX=N sets the context size (default 256; llama.cpp pads it to a multiple of 256), which
+// picks LongRoPE's factors (long above the original context): run edgelm with the same -c.
 // Usage: node greedy.mjs NODE_LLAMA_CPP_DIR MODEL.gguf N_PREDICT PROMPT...
 // The KV cache is kept in F32 and flash attention off (its CPU kernel rounds to F16) so that
 // llama.cpp and edgelm differ only in the order of float additions.
@@ -15,10 +17,11 @@ const llama = await getLlama({gpu: false, build: "never", logLevel: "error"});
 const model = await llama.loadModel({modelPath});
 const nPredict = Number(nPredictArg);
 const nTop = Number(process.env.GREEDY_TOP || 4);
+const nCtx = Number(process.env.GREEDY_CTX || 256);
 const results = [];
 for (const prompt of prompts) {
     const context = await model.createContext({
-        contextSize: 256, batchSize: 256, sequences: 1, threads: 1, flashAttention: false,
+        contextSize: nCtx, batchSize: 256, sequences: 1, threads: 1, flashAttention: false,
         experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
     });
     const sequence = context.getSequence();

@@ -49,6 +49,9 @@ static void print_text(const elm_model *m) {
            hp->dim, hp->n_layers, hp->n_heads, hp->n_kv_heads, hp->head_dim, hp->ffn_dim,
            hp->n_vocab, hp->n_ctx_train, hp->rope_dim, hp->rope_theta, hp->rms_eps,
            hp->tied_output ? "yes" : "no");
+    if (m->layers && m->rope_long)
+        printf("  LongRoPE: original context %d, attention factor %g (long factors above -c %d)\n",
+               hp->n_ctx_orig, hp->rope_attn_factor, hp->n_ctx_orig);
     if (!v->n_tokens) printf("vocab         none\n");
     else printf("vocab         %d tokens (%s), bos %d, eos %d, unk %d, add_bos %s, add_eos %s, "
            "%d merges, chat template %s\n",
@@ -88,9 +91,11 @@ static cJSON *build_json(const elm_model *m) {
         {"n_kv_heads", hp->n_kv_heads}, {"head_dim", hp->head_dim}, {"ffn_dim", hp->ffn_dim},
         {"n_vocab", hp->n_vocab},   {"n_ctx_train", hp->n_ctx_train}, {"rope_dim", hp->rope_dim},
         {"rope_theta", hp->rope_theta}, {"rms_eps", hp->rms_eps},
+        {"n_ctx_orig", hp->n_ctx_orig}, {"rope_attn_factor", hp->rope_attn_factor},
     };
     cli_json_numbers(h, hv, sizeof hv / sizeof hv[0]);
     cJSON_AddBoolToObject(h, "tied_output", hp->tied_output);
+    cJSON_AddBoolToObject(h, "longrope", m->rope_long != NULL);
     cJSON *vj = cJSON_AddObjectToObject(o, "vocab");
     cJSON_AddNumberToObject(vj, "n_tokens", v->n_tokens);
     cJSON_AddStringToObject(vj, "model", v->model);

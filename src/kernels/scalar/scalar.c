@@ -142,7 +142,7 @@ void elm_scalar_rope_neox(float *v, int n_heads, int head_dim, int rope_dim, con
 
 void elm_rope_freqs_init(elm_rope_freqs *r, int rope_dim, float base, float scale,
                          const float *ff, float *inv_freq) {
-    *r = (elm_rope_freqs){rope_dim, base, scale, ff, inv_freq};
+    *r = (elm_rope_freqs){rope_dim, base, scale, ff, inv_freq, 1.0f};
     for (int i = 0; i < rope_dim / 2; i++)
         inv_freq[i] = (float)(pow(base, -2.0 * i / rope_dim) * scale / (ff ? ff[i] : 1.0f));
 }
@@ -151,8 +151,8 @@ void elm_scalar_rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, 
     for (int32_t t = 0; t < n; t++, cs += r->rope_dim)
         for (int i = 0; i < r->rope_dim / 2; i++) {
             const float angle = (float)pos[t] * r->inv_freq[i];
-            cs[2 * i] = cosf(angle);
-            cs[2 * i + 1] = sinf(angle);
+            cs[2 * i] = cosf(angle) * r->mscale;
+            cs[2 * i + 1] = sinf(angle) * r->mscale;
         }
 }
 
