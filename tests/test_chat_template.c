@@ -1,12 +1,14 @@
 /* Chat templates: a fixed 2-turn conversation with a system prompt rendered by each built-in
  * template equals the string the family's published Jinja template produces (expected strings
  * written out by hand from meta-llama/Llama-2-7b-chat-hf, meta-llama/Meta-Llama-3-8B-Instruct,
- * ChatML, microsoft/Phi-3-mini-4k-instruct and Gemma's tokenizer_config.json chat_template);
- * turns rendered one at a time concatenate to the whole; detection by signature; presets. */
+ * ChatML, microsoft/Phi-3-mini-4k-instruct, Gemma's tokenizer_config.json chat_template and the
+ * templates of tests/data/templates); turns rendered one at a time concatenate to the whole;
+ * detection by signature, on snippets and on the real templates; presets. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
+#include "core/fileio.h"
 #include "edgelm/chat.h"
 
 static const elm_chat_msg conv[] = {
@@ -16,6 +18,19 @@ static const elm_chat_msg conv[] = {
     {"user", "Tell me a joke."},
     {"assistant", "Why did the chicken cross the road?"},
 };
+
+/* msgs [n] rendered by t (with the generation prompt when gen) equals want; `what` names the
+ * case. */
+static void check_render(elm_chat_template t, const elm_chat_msg *msgs, int n, bool gen,
+                         const char *want, const char *what) {
+    char *out = NULL;
+    elm_error err;
+    CHECK(elm_chat_render(t, msgs, n, gen, &out, &err) == ELM_OK, "%s %s: %s",
+          elm_chat_template_name(t), what, err.msg);
+    CHECK(out && !strcmp(out, want), "%s %s:\n got [%s]\nwant [%s]", elm_chat_template_name(t),
+          what, out ? out : "", want);
+    free(out);
+}
 
 typedef struct expected {
     elm_chat_template t;
@@ -70,6 +85,45 @@ static const expected cases[] = {
      "there!<end_of_turn>\n<start_of_turn>model\nHello! How can I "
      "help?<end_of_turn>\n<start_of_turn>user\nTell me a joke.<end_of_turn>\n"
      "<start_of_turn>model\nWhy did the chicken cross the road?<end_of_turn>\n",
+     ""},
+    /* LiquidAI/LFM2-8B-A1B, LFM2.5-Instruct (tests/data/templates): ChatML after BOS */
+    {ELM_TEMPLATE_LFM2,
+     "<|startoftext|><|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+     "Hi there!<|im_end|>\n<|im_start|>assistant\nHello! How can I help?<|im_end|>\n"
+     "<|im_start|>user\nTell me a joke.<|im_end|>\n<|im_start|>assistant\n",
+     "<|startoftext|><|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+     "Hi there!<|im_end|>\n<|im_start|>assistant\nHello! How can I help?<|im_end|>\n"
+     "<|im_start|>user\nTell me a joke.<|im_end|>\n<|im_start|>assistant\nWhy did the chicken "
+     "cross the road?<|im_end|>\n",
+     ""},
+    {ELM_TEMPLATE_LFM25,
+     "<|startoftext|><|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+     "Hi there!<|im_end|>\n<|im_start|>assistant\nHello! How can I help?<|im_end|>\n"
+     "<|im_start|>user\nTell me a joke.<|im_end|>\n<|im_start|>assistant\n",
+     "<|startoftext|><|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n"
+     "Hi there!<|im_end|>\n<|im_start|>assistant\nHello! How can I help?<|im_end|>\n"
+     "<|im_start|>user\nTell me a joke.<|im_end|>\n<|im_start|>assistant\nWhy did the chicken "
+     "cross the road?<|im_end|>\n",
+     ""},
+    /* ibm-granite/granite-4.0 (tests/data/templates) */
+    {ELM_TEMPLATE_GRANITE4,
+     "<|start_of_role|>system<|end_of_role|>You are a helpful assistant.<|end_of_text|>\n"
+     "<|start_of_role|>user<|end_of_role|>Hi there!<|end_of_text|>\n<|start_of_role|>assistant"
+     "<|end_of_role|>Hello! How can I help?<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>"
+     "Tell me a joke.<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>",
+     "<|start_of_role|>system<|end_of_role|>You are a helpful assistant.<|end_of_text|>\n"
+     "<|start_of_role|>user<|end_of_role|>Hi there!<|end_of_text|>\n<|start_of_role|>assistant"
+     "<|end_of_role|>Hello! How can I help?<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>"
+     "Tell me a joke.<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>Why did the "
+     "chicken cross the road?<|end_of_text|>\n",
+     ""},
+    /* microsoft/Phi-4-mini-instruct (PHI4_MINI_JINJA below): no newlines, unlike Phi-3 */
+    {ELM_TEMPLATE_PHI4_MINI,
+     "<|system|>You are a helpful assistant.<|end|><|user|>Hi there!<|end|><|assistant|>Hello! "
+     "How can I help?<|end|><|user|>Tell me a joke.<|end|><|assistant|>",
+     "<|system|>You are a helpful assistant.<|end|><|user|>Hi there!<|end|><|assistant|>Hello! "
+     "How can I help?<|end|><|user|>Tell me a joke.<|end|><|assistant|>Why did the chicken cross "
+     "the road?<|end|><|endoftext|>",
      ""},
     {ELM_TEMPLATE_PLAIN,
      "You are a helpful assistant.\n\nUser: Hi there!\nAssistant: Hello! How can I help?\nUser: "
@@ -128,6 +182,41 @@ static void trimming(void) {
                               "<start_of_turn>model\n"),
           "gemma without system: [%s]", out ? out : "");
     free(out);
+    /* Qwen3.5 and Gemma 4 trim every message and write an empty system message as an empty
+     * block; LFM2 and Granite 4.0 test its text: no block, Granite's default one */
+    const elm_chat_msg e[] = {{"system", ""}, {"user", "  spaced out \n"}};
+    check_render(ELM_TEMPLATE_QWEN35, e, 2, true,
+                 "<|im_start|>system\n<|im_end|>\n<|im_start|>user\nspaced out<|im_end|>\n"
+                 "<|im_start|>assistant\n<think>\n",
+                 "empty system");
+    check_render(ELM_TEMPLATE_GEMMA4, e, 2, true,
+                 "<bos><|turn>system\n<turn|>\n<|turn>user\nspaced out<turn|>\n<|turn>model\n"
+                 "<|channel>thought\n<channel|>",
+                 "empty system");
+    check_render(ELM_TEMPLATE_LFM2, e, 2, true,
+                 "<|startoftext|><|im_start|>user\n  spaced out \n<|im_end|>\n"
+                 "<|im_start|>assistant\n",
+                 "empty system");
+    check_render(ELM_TEMPLATE_GRANITE4, e, 2, true,
+                 "<|start_of_role|>system<|end_of_role|>You are a helpful assistant. Please ensure "
+                 "responses are professional, accurate, and safe.<|end_of_text|>\n<|start_of_role|>"
+                 "user<|end_of_role|>  spaced out \n<|end_of_text|>\n<|start_of_role|>assistant"
+                 "<|end_of_role|>",
+                 "empty system");
+    /* Qwen3.5 trims a reply and its reasoning, Qwen3 strips only the newlines around them */
+    const elm_chat_msg r[] = {{"user", "Hi"}, {"assistant", " <think> Spaced. </think> Answer \n"}};
+    check_render(ELM_TEMPLATE_QWEN35, r, 2, false,
+                 "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\nSpaced.\n"
+                 "</think>\n\n Answer<|im_end|>\n",
+                 "spaced reply");
+    check_render(ELM_TEMPLATE_QWEN3, r, 2, false,
+                 "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n Spaced. \n"
+                 "</think>\n\n Answer \n<|im_end|>\n",
+                 "spaced reply");
+    /* Gemma 4: an assistant message after another continues its turn */
+    const elm_chat_msg two[] = {{"user", "Hi"}, {"assistant", "A"}, {"assistant", "B"}};
+    check_render(ELM_TEMPLATE_GEMMA4, two, 3, false,
+                 "<bos><|turn>user\nHi<turn|>\n<|turn>model\nA<turn|>\nB<turn|>\n", "two replies");
 }
 
 static void bad_input(void) {
@@ -320,13 +409,9 @@ static void thinking_families(void) {
                             "<think>\n\n</think>\nHello!<|im_end|>\n"},
     };
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
-        char *out = NULL;
-        elm_error err;
-        CHECK(elm_chat_render(k[i].t, k[i].msgs, k[i].n, k[i].gen, &out, &err) == ELM_OK,
-              "case %zu: %s", i, err.msg);
-        CHECK(out && !strcmp(out, k[i].want), "%s case %zu:\n got [%s]\nwant [%s]",
-              elm_chat_template_name(k[i].t), i, out ? out : "", k[i].want);
-        free(out);
+        char what[32];
+        snprintf(what, sizeof what, "case %zu", i);
+        check_render(k[i].t, k[i].msgs, k[i].n, k[i].gen, k[i].want, what);
     }
     /* the thinking switch pairs the variants; other families have none */
     CHECK(elm_chat_template_thinking(ELM_TEMPLATE_QWEN3, false) == ELM_TEMPLATE_QWEN3_NO_THINK &&
@@ -334,11 +419,23 @@ static void thinking_families(void) {
               elm_chat_template_thinking(ELM_TEMPLATE_QWEN3, true) == ELM_TEMPLATE_QWEN3 &&
               elm_chat_template_thinking(ELM_TEMPLATE_SMOLLM3, false) ==
                   ELM_TEMPLATE_SMOLLM3_NO_THINK &&
-              elm_chat_template_thinking(ELM_TEMPLATE_GEMMA, false) == ELM_TEMPLATE_GEMMA,
+              elm_chat_template_thinking(ELM_TEMPLATE_GEMMA, false) == ELM_TEMPLATE_GEMMA &&
+              elm_chat_template_thinking(ELM_TEMPLATE_QWEN35, false) ==
+                  ELM_TEMPLATE_QWEN35_NO_THINK &&
+              elm_chat_template_thinking(ELM_TEMPLATE_GEMMA4, true) == ELM_TEMPLATE_GEMMA4_THINK &&
+              elm_chat_template_thinking(ELM_TEMPLATE_GEMMA4, false) == ELM_TEMPLATE_GEMMA4 &&
+              elm_chat_template_thinking(ELM_TEMPLATE_GEMMA4_THINK, false) == ELM_TEMPLATE_GEMMA4 &&
+              elm_chat_template_thinking(ELM_TEMPLATE_LFM25, false) == ELM_TEMPLATE_LFM25,
           "thinking switch");
-    /* SmolLM3 turns concatenate to the whole conversation in both modes */
-    for (int off = 0; off < 2; off++) {
-        elm_chat_template t = off ? ELM_TEMPLATE_SMOLLM3_NO_THINK : ELM_TEMPLATE_SMOLLM3;
+    /* without a system message, the turns of the families whose opening is more than BOS
+     * (SmolLM3's metadata block in both modes, Granite 4.0's default system message, Gemma 4's
+     * system turn with thinking on) and of the others with a reply as generated concatenate to the
+     * whole conversation */
+    const elm_chat_template turn_wise[] = {
+        ELM_TEMPLATE_SMOLLM3, ELM_TEMPLATE_SMOLLM3_NO_THINK, ELM_TEMPLATE_GRANITE4,
+        ELM_TEMPLATE_GEMMA4_THINK, ELM_TEMPLATE_LFM2, ELM_TEMPLATE_LFM25, ELM_TEMPLATE_PHI4_MINI};
+    for (size_t i = 0; i < sizeof turn_wise / sizeof turn_wise[0]; i++) {
+        const elm_chat_template t = turn_wise[i];
         char *t1 = NULL, *t2 = NULL, *whole = NULL, joined[4096];
         const elm_chat_msg conv3[] = {b[0], {"assistant", "Hello!"}, b[2]};
         elm_chat_render_turn(t, NULL, b[0].content, true, &t1, NULL);
@@ -353,6 +450,156 @@ static void thinking_families(void) {
     }
 }
 
+/* LFM2, LFM2.5, Qwen3.5, Granite 4.0, Gemma 4 and Phi-4-mini, three conversations each: a system
+ * prompt and several turns with the generation prompt (in cases[] for the families without a
+ * thinking switch); no system message and an earlier reply with its reasoning, with the generation
+ * prompt; the same finished by a reply with reasoning, without it. As the templates of
+ * tests/data/templates (Phi-4-mini's: PHI4_MINI_JINJA) render them, written out by hand from the
+ * Jinja. The replies reason as the model writes it: in a think block, or Gemma 4's thought
+ * channel. */
+#define R1 "<think>\nThe user greets.\n</think>\n\nHello! How can I help?"
+#define R2 "<think>\nA classic.\n</think>\n\nWhy did the chicken cross the road?"
+#define SYS_QWEN                                                                                  \
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHi "            \
+    "there!<|im_end|>\n<|im_start|>assistant\nHello! How can I help?<|im_end|>\n"                 \
+    "<|im_start|>user\nTell me a joke.<|im_end|>\n"
+#define HISTORY_QWEN                                                                              \
+    "<|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\nHello! How can I "             \
+    "help?<|im_end|>\n<|im_start|>user\nTell me a joke.<|im_end|>\n"
+#define LFM_HI "<|startoftext|><|im_start|>user\nHi there!<|im_end|>\n<|im_start|>assistant\n"
+#define LFM_JOKE "<|im_end|>\n<|im_start|>user\nTell me a joke.<|im_end|>\n<|im_start|>assistant\n"
+#define GRANITE_DEFAULT                                                                           \
+    "<|start_of_role|>system<|end_of_role|>You are a helpful assistant. Please ensure responses "   \
+    "are professional, accurate, and safe.<|end_of_text|>\n"
+#define GRANITE_HI GRANITE_DEFAULT "<|start_of_role|>user<|end_of_role|>Hi there!<|end_of_text|>\n"
+#define GRANITE_JOKE                                                                              \
+    "<|end_of_text|>\n<|start_of_role|>user<|end_of_role|>Tell me a joke.<|end_of_text|>\n"        \
+    "<|start_of_role|>assistant<|end_of_role|>"
+#define SYS_GEMMA4_TURNS                                                                          \
+    "You are a helpful assistant.<turn|>\n<|turn>user\nHi there!<turn|>\n<|turn>model\nHello! "    \
+    "How can I help?<turn|>\n<|turn>user\nTell me a joke.<turn|>\n<|turn>model\n"
+#define HISTORY_GEMMA4                                                                            \
+    "<|turn>user\nHi there!<turn|>\n<|turn>model\nHello! How can I help?<turn|>\n<|turn>user\n"    \
+    "Tell me a joke.<turn|>\n<|turn>model\n"
+#define PHI4_HI                                                                                   \
+    "<|user|>Hi there!<|end|><|assistant|>" R1 "<|end|><|user|>Tell me a joke.<|end|><|assistant|>"
+
+static void three_conversations(void) {
+    static const elm_chat_msg think[] = {
+        {"user", "Hi there!"}, {"assistant", R1}, {"user", "Tell me a joke."}, {"assistant", R2}};
+    static const elm_chat_msg channel[] = {
+        {"user", "Hi there!"},
+        {"assistant", "<|channel>thought\nThe user greets.<channel|>Hello! How can I help?"},
+        {"user", "Tell me a joke."},
+        {"assistant", "<|channel>thought\nA classic.<channel|>Why did the chicken cross the road?"}};
+    const struct {
+        elm_chat_template t;
+        const elm_chat_msg *msgs;
+        int n;
+        bool gen;
+        const char *want;
+    } k[] = {
+        /* LFM2 keeps every reply as it is */
+        {ELM_TEMPLATE_LFM2, think, 3, true, LFM_HI R1 LFM_JOKE},
+        {ELM_TEMPLATE_LFM2, think, 4, false, LFM_HI R1 LFM_JOKE R2 "<|im_end|>\n"},
+        /* LFM2.5: replies before the latest lose their reasoning, trimmed */
+        {ELM_TEMPLATE_LFM25, think, 3, true, LFM_HI R1 LFM_JOKE},
+        {ELM_TEMPLATE_LFM25, think, 4, false,
+         LFM_HI "Hello! How can I help?" LFM_JOKE R2 "<|im_end|>\n"},
+        /* Qwen3.5: the generation prompt opens the think block (or holds an empty one); replies
+         * before the last user message lose their reasoning, later ones keep it in a block */
+        {ELM_TEMPLATE_QWEN35, conv, 4, true, SYS_QWEN "<|im_start|>assistant\n<think>\n"},
+        {ELM_TEMPLATE_QWEN35, think, 3, true, HISTORY_QWEN "<|im_start|>assistant\n<think>\n"},
+        {ELM_TEMPLATE_QWEN35, think, 4, false,
+         HISTORY_QWEN "<|im_start|>assistant\n<think>\nA classic.\n</think>\n\nWhy did the chicken "
+                      "cross the road?<|im_end|>\n"},
+        {ELM_TEMPLATE_QWEN35_NO_THINK, conv, 4, true,
+         SYS_QWEN "<|im_start|>assistant\n<think>\n\n</think>\n\n"},
+        {ELM_TEMPLATE_QWEN35_NO_THINK, think, 3, true,
+         HISTORY_QWEN "<|im_start|>assistant\n<think>\n\n</think>\n\n"},
+        {ELM_TEMPLATE_QWEN35_NO_THINK, think, 4, false,
+         HISTORY_QWEN "<|im_start|>assistant\n<think>\nA classic.\n</think>\n\nWhy did the chicken "
+                      "cross the road?<|im_end|>\n"},
+        /* Granite 4.0: its default system message, replies as they are */
+        {ELM_TEMPLATE_GRANITE4, think, 3, true,
+         GRANITE_HI "<|start_of_role|>assistant<|end_of_role|>" R1 GRANITE_JOKE},
+        {ELM_TEMPLATE_GRANITE4, think, 4, false,
+         GRANITE_HI "<|start_of_role|>assistant<|end_of_role|>" R1 GRANITE_JOKE R2
+                    "<|end_of_text|>\n"},
+        /* Gemma 4: thought channels go from every reply; thinking off (the default) opens the
+         * reply with an empty channel, on puts <|think|> in a system turn always written */
+        {ELM_TEMPLATE_GEMMA4, conv, 4, true,
+         "<bos><|turn>system\n" SYS_GEMMA4_TURNS "<|channel>thought\n<channel|>"},
+        {ELM_TEMPLATE_GEMMA4, channel, 3, true,
+         "<bos>" HISTORY_GEMMA4 "<|channel>thought\n<channel|>"},
+        {ELM_TEMPLATE_GEMMA4, channel, 4, false,
+         "<bos>" HISTORY_GEMMA4 "Why did the chicken cross the road?<turn|>\n"},
+        {ELM_TEMPLATE_GEMMA4_THINK, conv, 4, true,
+         "<bos><|turn>system\n<|think|>\n" SYS_GEMMA4_TURNS},
+        {ELM_TEMPLATE_GEMMA4_THINK, channel, 3, true,
+         "<bos><|turn>system\n<|think|>\n<turn|>\n" HISTORY_GEMMA4},
+        {ELM_TEMPLATE_GEMMA4_THINK, channel, 4, false,
+         "<bos><|turn>system\n<|think|>\n<turn|>\n" HISTORY_GEMMA4 "Why did the chicken cross the "
+         "road?<turn|>\n"},
+        /* Phi-4-mini: replies as they are, EOS closes a conversation without the prompt */
+        {ELM_TEMPLATE_PHI4_MINI, think, 3, true, PHI4_HI},
+        {ELM_TEMPLATE_PHI4_MINI, think, 4, false, PHI4_HI R2 "<|end|><|endoftext|>"},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        char what[48];
+        snprintf(what, sizeof what, "%s, %d messages%s", k[i].msgs == conv ? "system" : "no system",
+                 k[i].n, k[i].gen ? " + prompt" : "");
+        check_render(k[i].t, k[i].msgs, k[i].n, k[i].gen, k[i].want, what);
+    }
+}
+
+/* microsoft/Phi-4-mini-instruct's chat_template (tokenizer_config.json) */
+#define PHI4_MINI_JINJA                                                                           \
+    "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and "  \
+    "message['tools'] is not none %}{{ '<|' + message['role'] + '|>' + message['content'] + "      \
+    "'<|tool|>' + message['tools'] + '<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + "               \
+    "message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}{% endfor %}{% if "      \
+    "add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}"
+
+/* The templates as the models publish them (tests/data/templates, beside this file) are
+ * recognised as their family's, and the new families' markers take no other family's template:
+ * Qwen3's and SmolLM3's stay theirs, Granite 4.1's (no default system message) none. */
+static void detection_published(void) {
+    const struct {
+        const char *file;
+        elm_chat_template want; /* ELM_TEMPLATE_PLAIN: not recognised */
+    } d[] = {
+        {"LFM2-8B-A1B.jinja", ELM_TEMPLATE_LFM2},
+        {"LFM2.5-Instruct.jinja", ELM_TEMPLATE_LFM25},
+        {"Qwen3.5-4B.jinja", ELM_TEMPLATE_QWEN35},
+        {"ibm-granite-granite-4.0.jinja", ELM_TEMPLATE_GRANITE4},
+        {"google-gemma-4-31B-it.jinja", ELM_TEMPLATE_GEMMA4},
+        {"Qwen-Qwen3-0.6B.jinja", ELM_TEMPLATE_QWEN3},
+        {"HuggingFaceTB-SmolLM3-3B.jinja", ELM_TEMPLATE_SMOLLM3},
+        {"ibm-granite-granite-4.1.jinja", ELM_TEMPLATE_PLAIN},
+    };
+    const char *slash = strrchr(__FILE__, '/');
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
+        char path[4096], *jinja = NULL;
+        size_t len;
+        elm_error err;
+        snprintf(path, sizeof path, "%.*sdata/templates/%s",
+                 slash ? (int)(slash - __FILE__ + 1) : 0, __FILE__, d[i].file);
+        if (elm_read_file(path, 1 << 20, &jinja, &len, &err)) {
+            CHECK(0, "%s", err.msg);
+            continue;
+        }
+        elm_chat_template got;
+        const bool known = elm_chat_template_recognise(jinja, &got);
+        CHECK(known == (d[i].want != ELM_TEMPLATE_PLAIN) && got == d[i].want, "%s: %s, want %s",
+              d[i].file, known ? elm_chat_template_name(got) : "not recognised",
+              d[i].want != ELM_TEMPLATE_PLAIN ? elm_chat_template_name(d[i].want) : "none");
+        free(jinja);
+    }
+    CHECK(elm_chat_template_detect(PHI4_MINI_JINJA) == ELM_TEMPLATE_PHI4_MINI, "phi4-mini: %s",
+          elm_chat_template_name(elm_chat_template_detect(PHI4_MINI_JINJA)));
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     render_cases();
@@ -361,5 +608,7 @@ int main(int argc, char **argv) {
     detection();
     presets();
     thinking_families();
+    three_conversations();
+    detection_published();
     return check_done();
 }

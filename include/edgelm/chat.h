@@ -3,12 +3,15 @@
  *
  * Templates are built in (no Jinja interpreter): each family's published format is written out
  * as the pieces around system, user and assistant messages, and a model's own Jinja template
- * (GGUF tokenizer.chat_template, Hugging Face tokenizer_config.json "chat_template") is recognised
- * by its signature. Sources: the chat_template of meta-llama/Llama-2-7b-chat-hf,
- * meta-llama/Meta-Llama-3-8B-Instruct, microsoft/Phi-3-mini-4k-instruct, google/gemma-7b-it (with
- * Gemma 3's rule for a system message: its text and a blank line open the first user turn; Gemma
- * 3's template renders exactly this), ChatML as OpenAI and Qwen use it, Qwen/Qwen3-0.6B and
- * HuggingFaceTB/SmolLM3-3B (as llama.cpp's models/templates has it: no date line). */
+ * (GGUF tokenizer.chat_template, Hugging Face tokenizer_config.json "chat_template" or
+ * chat_template.jinja) is recognised by its signature. Sources: the chat_template of
+ * meta-llama/Llama-2-7b-chat-hf, meta-llama/Meta-Llama-3-8B-Instruct,
+ * microsoft/Phi-3-mini-4k-instruct, google/gemma-7b-it (with Gemma 3's rule for a system message:
+ * its text and a blank line open the first user turn; Gemma 3's template renders exactly this),
+ * ChatML as OpenAI and Qwen use it, Qwen/Qwen3-0.6B and HuggingFaceTB/SmolLM3-3B (as llama.cpp's
+ * models/templates has it: no date line), microsoft/Phi-4-mini-instruct, and LiquidAI's LFM2 and
+ * LFM2.5, Qwen/Qwen3.5-4B, IBM Granite 4.0 and google/gemma-4-31B-it as tests/data/templates
+ * holds them. Plain chat only: tools and documents are not rendered. */
 #ifndef EDGELM_CHAT_H
 #define EDGELM_CHAT_H
 
@@ -35,18 +38,31 @@ typedef enum elm_chat_template {
                                     * opens the reply */
     ELM_TEMPLATE_SMOLLM3,          /* ChatML under SmolLM3's metadata system block, "/think" */
     ELM_TEMPLATE_SMOLLM3_NO_THINK, /* the same in "/no_think" mode */
+    ELM_TEMPLATE_LFM2,             /* ChatML after <|startoftext|> (LiquidAI LFM2) */
+    ELM_TEMPLATE_LFM25,            /* LFM2.5: the same, replies before the latest without their
+                                    * reasoning (the text up to "</think>") */
+    ELM_TEMPLATE_QWEN35,           /* Qwen3.5: Qwen3's format on trimmed messages, the generation
+                                    * prompt opening a <think> block */
+    ELM_TEMPLATE_QWEN35_NO_THINK,  /* Qwen3.5 with enable_thinking false: an empty block */
+    ELM_TEMPLATE_GRANITE4,         /* <|start_of_role|>role<|end_of_role|>..<|end_of_text|>\n (IBM
+                                    * Granite 4.0, its default system message when none is given) */
+    ELM_TEMPLATE_GEMMA4,           /* <|turn>role\n..<turn|>\n (Gemma 4); thinking off, its
+                                    * default: the reply opens with an empty thought channel */
+    ELM_TEMPLATE_GEMMA4_THINK,     /* Gemma 4 with enable_thinking: <|think|> in the system turn */
+    ELM_TEMPLATE_PHI4_MINI,        /* <|user|>..<|end|>, Phi-3's tokens without newlines */
     ELM_TEMPLATE_COUNT
 } elm_chat_template;
 
 /* "plain", "llama2", "llama3", "chatml", "phi3", "gemma", "qwen3", "qwen3-no-think", "smollm3",
- * "smollm3-no-think". */
+ * "smollm3-no-think", "lfm2", "lfm25", "qwen35", "qwen35-no-think", "granite4", "gemma4",
+ * "gemma4-think", "phi4-mini". */
 const char *elm_chat_template_name(elm_chat_template t);
 
 /* The names above, comma-separated, for messages: a static string, built once (thread-safe). */
 const char *elm_chat_template_names(void);
 
-/* The template of t's family with thinking on or off (Qwen3's enable_thinking, SmolLM3's /think
- * and /no_think); t itself for families without the switch. */
+/* The template of t's family with thinking on or off (the enable_thinking of Qwen3, Qwen3.5 and
+ * Gemma 4, SmolLM3's /think and /no_think); t itself for families without the switch. */
 elm_chat_template elm_chat_template_thinking(elm_chat_template t, bool on);
 
 /* Recognises jinja as elm_chat_template_detect does, into *out; false when jinja is a template

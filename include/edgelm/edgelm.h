@@ -46,8 +46,9 @@ typedef struct edgelm_params {
     uint64_t seed;
     const char *chat_template; /* "auto" (NULL): from the model's metadata (an unrecognised one
                                 * is an error); or a template name */
-    int no_think;              /* non-zero: thinking models (Qwen3, SmolLM3) answer without
-                                * reasoning first (enable_thinking false, /no_think) */
+    int no_think;              /* non-zero: thinking models (Qwen3, Qwen3.5, SmolLM3) answer
+                                * without reasoning first (enable_thinking false, /no_think);
+                                * Gemma 4 does by default ("gemma4-think" reasons) */
     const char *system_prompt; /* NULL: none */
     edgelm_model *draft;       /* speculative decoding with this model (same vocabulary), or NULL */
     int32_t draft_max;         /* most tokens drafted per step (default 8) */

@@ -47,8 +47,9 @@ elm_status elm_hf_read_config(const char *path, elm_hf_config *c, elm_error *err
 
 /* Fills and finalizes v from DIR/tokenizer.json (BPE with merges, SentencePiece-style or
  * byte-level with a known pre-tokenizer regex; ELM_ERR_UNSUPPORTED otherwise) and the optional
- * DIR/tokenizer_config.json (bos/eos token strings, add_bos_token, add_eos_token, chat_template);
- * ids it lacks come from config c, and ids from the tokenizer's size up to c->hp.n_vocab become
+ * DIR/tokenizer_config.json (bos/eos token strings, add_bos_token, add_eos_token, chat_template;
+ * without a chat_template there, the optional DIR/chat_template.jinja); ids it lacks come from
+ * config c, and ids from the tokenizer's size up to c->hp.n_vocab become
  * unused "[PAD<id>]" tokens. */
 elm_status elm_hf_read_tokenizer(const char *dir, const elm_hf_config *c, elm_vocab *v,
                                  elm_error *err);

@@ -205,6 +205,17 @@ static elm_status apply_tokenizer_config(const char *dir, const elm_hf_config *c
     return st;
 }
 
+/* DIR/chat_template.jinja, where newer transformers save the chat template instead of in
+ * tokenizer_config.json (no file: no template). */
+static elm_status read_chat_template_file(const char *dir, elm_vocab *v, elm_error *err) {
+    char path[1100];
+    if (snprintf(path, sizeof path, "%s/chat_template.jinja", dir) >= (int)sizeof path)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: path too long", dir);
+    if (!elm_file_exists(path)) return ELM_OK;
+    size_t len;
+    return elm_read_file(path, ELM_HF_MAX_JSON, &v->chat_template, &len, err);
+}
+
 /* The regexes a pre_tokenizer amounts to, in order, appended to *list (n_list of them, at most
  * ELM_PRETOK_MAX_REGEX): Sequence walks its members, Split "Isolated" gives its regex (a String
  * pattern quoted), Digits "\p{N}" (individual_digits) or "\p{N}+", ByteLevel with use_regex (its
@@ -368,6 +379,7 @@ elm_status elm_hf_read_tokenizer(const char *dir, const elm_hf_config *c, elm_vo
     st = parse_tokenizer(path, root, c->hp.n_vocab, v, err);
     cJSON_Delete(root);
     if (!st) st = apply_tokenizer_config(dir, c, v, err);
+    if (!st && !v->chat_template) st = read_chat_template_file(dir, v, err);
     if (!st) st = elm_vocab_finalize(v, path, err);
     if (st) elm_vocab_free(v);
     return st;

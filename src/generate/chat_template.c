@@ -7,12 +7,28 @@
 #include "core/strbuf.h"
 #include "edgelm/chat.h"
 
+/* How a finished assistant message is written: the families differ in what they keep of the
+ * reasoning a reply starts with. */
+typedef enum reply_form {
+    REPLY_CONTENT = 0, /* its content (trimmed where the family trims content) */
+    REPLY_SMOLLM3,     /* without leading newlines */
+    REPLY_QWEN3,       /* the reasoning in a think block after the last user message, none before */
+    REPLY_QWEN35,      /* the same on the trimmed text, and a block on every reply after the last
+                        * user message, reasoning or not */
+    REPLY_LFM25,       /* replies before the latest keep only their text after "</think>" */
+    REPLY_GEMMA4,      /* thought channels (<|channel>..<channel|>) removed, the rest trimmed */
+} reply_form;
+
 typedef struct tmpl_spec {
     const char *name;
     const char *sig[2];        /* substrings a Jinja template of this family contains (NULL: none) */
     const char *bos;           /* text opening the conversation */
     const char *sys_pre, *sys_post;     /* a system block of its own; NULL: merged into the first
                                          * user message as merge_pre + system + merge_post + user */
+    const char *sys_default;            /* the system block's text without a system message
+                                         * (NULL: no block then) */
+    bool sys_if_text;                   /* an empty system message counts as none (the template
+                                         * tests the text, not the message) */
     const char *merge_pre, *merge_post;
     const char *user_pre, *user_post;
     const char *asst_pre, *asst_post;   /* around a finished assistant message */
@@ -20,10 +36,12 @@ typedef struct tmpl_spec {
     const char *end_no_gen;             /* closes a conversation rendered without it */
     const char *eot;                    /* end-of-turn token text, NULL: end-of-sequence */
     bool trim;                          /* message content | trim */
-    bool think_history;  /* Qwen3: earlier assistant messages lose their <think> part, the last
-                          * one (after the last user message) is written with its block */
-    bool smollm3;        /* SmolLM3: metadata system block, reasoning mode (see smollm3_mode) */
-    bool no_think;       /* thinking off by default (Qwen3 enable_thinking false, /no_think) */
+    reply_form reply;
+    bool reply_continues; /* Gemma 4: an assistant message right after another continues its turn
+                           * (no head of its own) */
+    bool smollm3;        /* SmolLM3: metadata system block, reasoning mode (see smollm3_thinks) */
+    bool no_think;       /* thinking off (Qwen3 enable_thinking false, /no_think; Gemma 4's
+                          * default) */
     elm_chat_template think_pair; /* the same family with thinking switched */
 } tmpl_spec;
 
@@ -34,10 +52,24 @@ typedef struct tmpl_spec {
     .asst_pre = head("assistant"), .asst_post = end
 #define LLAMA3_HEAD(role) "<|start_header_id|>" role "<|end_header_id|>\n\n"
 #define CHATML_HEAD(role) "<|im_start|>" role "\n"
-#define PHI3_HEAD(role) "<|" role "|>\n"
+#define PHI_HEAD(role) "<|" role "|>"
+#define PHI3_HEAD(role) PHI_HEAD(role) "\n"
 #define GEMMA_HEAD(role) "<start_of_turn>" role "\n"
-#define CHATML_BODY                                                                               \
-    .bos = "", ROLES(CHATML_HEAD, "<|im_end|>\n"), .end_no_gen = "", .eot = "<|im_end|>"
+#define GEMMA4_HEAD(role) "<|turn>" role "\n"
+#define GRANITE_HEAD(role) "<|start_of_role|>" role "<|end_of_role|>"
+#define CHATML_TURNS ROLES(CHATML_HEAD, "<|im_end|>\n"), .end_no_gen = "", .eot = "<|im_end|>"
+#define CHATML_BODY .bos = "", CHATML_TURNS
+/* LFM2: ChatML after BOS, with no system block for an empty system message */
+#define LFM2_BODY                                                                                 \
+    .bos = "<|startoftext|>", CHATML_TURNS, .sys_if_text = true,                                  \
+    .gen_prompt = CHATML_HEAD("assistant")
+/* Gemma 4: the assistant is "model"; the system turn's head is the caller's (with thinking on it
+ * holds <|think|> and is written even without a system message) */
+#define GEMMA4_BODY                                                                               \
+    .bos = "<bos>", .sys_post = "<turn|>\n", .user_pre = GEMMA4_HEAD("user"),                     \
+    .user_post = "<turn|>\n", .asst_pre = GEMMA4_HEAD("model"), .asst_post = "<turn|>\n",         \
+    .end_no_gen = "", .eot = "<turn|>", .trim = true, .reply = REPLY_GEMMA4,                     \
+    .reply_continues = true
 
 /* SmolLM3's system block: reasoning mode, then the custom instructions (the system message less
  * its /think and /no_think) or the default ones of the mode. */
@@ -89,24 +121,67 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
                             .eot = "<end_of_turn>", .trim = true},
     [ELM_TEMPLATE_QWEN3] = {.name = "qwen3", .sig = {"<|im_start|>", "enable_thinking"},
                             CHATML_BODY, .gen_prompt = CHATML_HEAD("assistant"),
-                            .think_history = true, .think_pair = ELM_TEMPLATE_QWEN3_NO_THINK},
+                            .reply = REPLY_QWEN3, .think_pair = ELM_TEMPLATE_QWEN3_NO_THINK},
     [ELM_TEMPLATE_QWEN3_NO_THINK] = {.name = "qwen3-no-think", CHATML_BODY,
                                      .gen_prompt = CHATML_HEAD("assistant") EMPTY_THINK "\n",
-                                     .think_history = true, .no_think = true,
+                                     .reply = REPLY_QWEN3, .no_think = true,
                                      .think_pair = ELM_TEMPLATE_QWEN3},
     [ELM_TEMPLATE_SMOLLM3] = {.name = "smollm3", .sig = {"<|im_start|>", "Reasoning Mode"},
                               CHATML_BODY, .gen_prompt = CHATML_HEAD("assistant"),
-                              .smollm3 = true, .think_pair = ELM_TEMPLATE_SMOLLM3_NO_THINK},
+                              .reply = REPLY_SMOLLM3, .smollm3 = true,
+                              .think_pair = ELM_TEMPLATE_SMOLLM3_NO_THINK},
     [ELM_TEMPLATE_SMOLLM3_NO_THINK] = {.name = "smollm3-no-think", CHATML_BODY,
-                                       .gen_prompt = CHATML_HEAD("assistant"), .smollm3 = true,
-                                       .no_think = true, .think_pair = ELM_TEMPLATE_SMOLLM3},
+                                       .gen_prompt = CHATML_HEAD("assistant"),
+                                       .reply = REPLY_SMOLLM3, .smollm3 = true, .no_think = true,
+                                       .think_pair = ELM_TEMPLATE_SMOLLM3},
+    /* LFM2's template names its tool-list tokens, LFM2.5's its keep_past_thinking switch */
+    [ELM_TEMPLATE_LFM2] = {.name = "lfm2", .sig = {"<|im_start|>", "<|tool_list_start|>"},
+                           LFM2_BODY},
+    [ELM_TEMPLATE_LFM25] = {.name = "lfm25", .sig = {"<|im_start|>", "keep_past_thinking"},
+                            LFM2_BODY, .reply = REPLY_LFM25},
+    /* Qwen3.5 trims every message, and its generation prompt opens the think block */
+    [ELM_TEMPLATE_QWEN35] = {.name = "qwen35", .sig = {"enable_thinking", "<|vision_start|>"},
+                             CHATML_BODY, .gen_prompt = CHATML_HEAD("assistant") "<think>\n",
+                             .trim = true, .reply = REPLY_QWEN35,
+                             .think_pair = ELM_TEMPLATE_QWEN35_NO_THINK},
+    [ELM_TEMPLATE_QWEN35_NO_THINK] = {.name = "qwen35-no-think", CHATML_BODY,
+                                      .gen_prompt = CHATML_HEAD("assistant") EMPTY_THINK "\n",
+                                      .trim = true, .reply = REPLY_QWEN35, .no_think = true,
+                                      .think_pair = ELM_TEMPLATE_QWEN35},
+    /* Granite 4.0 writes its default system message when there is none (4.1's template, which
+     * has no default, does not name it) */
+    [ELM_TEMPLATE_GRANITE4] = {.name = "granite4",
+                               .sig = {"<|start_of_role|>", "g4_default_system_message"},
+                               .bos = "", ROLES(GRANITE_HEAD, "<|end_of_text|>\n"),
+                               .sys_default = "You are a helpful assistant. Please ensure "
+                                              "responses are professional, accurate, and safe.",
+                               .sys_if_text = true, .gen_prompt = GRANITE_HEAD("assistant"),
+                               .end_no_gen = "", .eot = "<|end_of_text|>"},
+    /* thinking off by default (enable_thinking undefined): the reply opens with an empty thought
+     * channel */
+    [ELM_TEMPLATE_GEMMA4] = {.name = "gemma4", .sig = {"<|turn>", "<turn|>"}, GEMMA4_BODY,
+                             .sys_pre = GEMMA4_HEAD("system"),
+                             .gen_prompt = GEMMA4_HEAD("model") "<|channel>thought\n<channel|>",
+                             .no_think = true, .think_pair = ELM_TEMPLATE_GEMMA4_THINK},
+    [ELM_TEMPLATE_GEMMA4_THINK] = {.name = "gemma4-think", GEMMA4_BODY,
+                                   .sys_pre = GEMMA4_HEAD("system") "<|think|>\n",
+                                   .sys_default = "",
+                                   .gen_prompt = GEMMA4_HEAD("model"),
+                                   .think_pair = ELM_TEMPLATE_GEMMA4},
+    /* Phi-4-mini: Phi-3's tokens without the newlines; its template names the tool-list tokens */
+    [ELM_TEMPLATE_PHI4_MINI] = {.name = "phi4-mini", .sig = {"<|/tool|>", "<|end|>"}, .bos = "",
+                                ROLES(PHI_HEAD, "<|end|>"), .gen_prompt = PHI_HEAD("assistant"),
+                                .end_no_gen = "<|endoftext|>", .eot = "<|end|>"},
 };
 
 /* Detection order: the more specific markers first (Phi-3 and Llama 3 templates may also mention
- * tokens of other families in comments; ChatML's marker is the most widely borrowed). */
+ * tokens of other families in comments; ChatML's marker is the most widely borrowed, and of the
+ * ChatML families' markers enable_thinking is the most shared). */
 static const elm_chat_template detect_order[] = {
-    ELM_TEMPLATE_LLAMA3, ELM_TEMPLATE_PHI3,   ELM_TEMPLATE_GEMMA, ELM_TEMPLATE_SMOLLM3,
-    ELM_TEMPLATE_QWEN3,  ELM_TEMPLATE_CHATML, ELM_TEMPLATE_LLAMA2};
+    ELM_TEMPLATE_LLAMA3,   ELM_TEMPLATE_PHI4_MINI, ELM_TEMPLATE_PHI3,   ELM_TEMPLATE_GEMMA4,
+    ELM_TEMPLATE_GEMMA,    ELM_TEMPLATE_GRANITE4,  ELM_TEMPLATE_SMOLLM3, ELM_TEMPLATE_QWEN35,
+    ELM_TEMPLATE_QWEN3,    ELM_TEMPLATE_LFM25,     ELM_TEMPLATE_LFM2,   ELM_TEMPLATE_CHATML,
+    ELM_TEMPLATE_LLAMA2};
 
 const char *elm_chat_template_name(elm_chat_template t) {
     return (unsigned)t < ELM_TEMPLATE_COUNT ? specs[t].name : "unknown";
@@ -161,14 +236,49 @@ static bool is_space(char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
 }
 
-/* content, or content with leading and trailing whitespace removed (Jinja's trim / str.strip) */
+/* The text [b, e) of a message: the templates cut, split and strip messages, which spans do
+ * without copying. */
+typedef struct span {
+    const char *b, *e;
+} span;
+
+static span whole(const char *s) { return (span){s, s + strlen(s)}; }
+static void put_span(text *t, span x) { put_n(t, x.b, (size_t)(x.e - x.b)); }
+
+/* x without leading and trailing whitespace (Jinja's trim, str.strip) */
+static span trimmed(span x) {
+    while (x.b < x.e && is_space(*x.b)) x.b++;
+    while (x.e > x.b && is_space(x.e[-1])) x.e--;
+    return x;
+}
+
+/* x without leading, or trailing, newlines (str.lstrip("\n"), str.rstrip("\n")) */
+static span lstrip_nl(span x) {
+    while (x.b < x.e && *x.b == '\n') x.b++;
+    return x;
+}
+static span rstrip_nl(span x) {
+    while (x.e > x.b && x.e[-1] == '\n') x.e--;
+    return x;
+}
+
+/* The first or the last occurrence of pat wholly inside x, or NULL. */
+static const char *find_first(span x, const char *pat) {
+    const size_t n = strlen(pat);
+    for (const char *p = x.b; (size_t)(x.e - p) >= n; p++)
+        if (!memcmp(p, pat, n)) return p;
+    return NULL;
+}
+static const char *find_last(span x, const char *pat) {
+    const size_t n = strlen(pat);
+    for (size_t k = (size_t)(x.e - x.b); k >= n; k--)
+        if (!memcmp(x.b + k - n, pat, n)) return x.b + k - n;
+    return NULL;
+}
+
+/* content, trimmed where the family trims messages */
 static void put_content(text *t, const tmpl_spec *s, const char *content) {
-    size_t b = 0, e = strlen(content);
-    if (s->trim) {
-        while (b < e && is_space(content[b])) b++;
-        while (e > b && is_space(content[e - 1])) e--;
-    }
-    put_n(t, content + b, e - b);
+    put_span(t, s->trim ? trimmed(whole(content)) : whole(content));
 }
 
 /* A user message; `system` (or NULL) merged in front of it for families without a system block. */
@@ -219,42 +329,80 @@ static void put_asst_open(text *t, const tmpl_spec *s, const char *system, bool 
     if (s->smollm3 && !smollm3_thinks(s, system)) put(t, EMPTY_THINK);
 }
 
-/* An assistant message's text without leading newlines (lstrip("\n")). */
-static const char *skip_newlines(const char *s) {
-    while (*s == '\n') s++;
-    return s;
-}
-
-/* A finished Qwen3 assistant message: the part after "</think>" (without leading newlines) and,
- * for one after the last user message, first its reasoning (between "<think>" and "</think>",
- * newlines stripped) in a think block, which the last message gets even when empty. */
-static void put_qwen3_reply(text *t, const char *content, bool after_query, bool last) {
-    const char *end = strstr(content, "</think>"), *answer = content;
-    const char *r0 = content, *r1 = content;
-    if (end) {
-        for (const char *p = strstr(content, "</think>"); p; p = strstr(p + 1, "</think>"))
-            answer = skip_newlines(p + 8);
-        r1 = end;
-        while (r1 > content && r1[-1] == '\n') r1--;
-        for (const char *p = content; (p = strstr(p, "<think>")) && p < r1; p++) r0 = p + 7;
-        while (r0 < r1 && *r0 == '\n') r0++;
+/* A finished Qwen3 or Qwen3.5 assistant message: its reasoning is the text from the last "<think>"
+ * before the first "</think>" to that one, its answer what follows the last "</think>" (both
+ * without the newlines around them; Qwen3.5 trims the message and its reasoning). A message after
+ * the last user message is written as its reasoning in a think block and the answer (Qwen3 writes
+ * the block for the last message or one with reasoning only), an earlier one as its answer. */
+static void put_qwen3_reply(text *t, const tmpl_spec *s, const char *content, bool after_query,
+                            bool last) {
+    const span c = s->trim ? trimmed(whole(content)) : whole(content);
+    span answer = c, reasoning = {c.b, c.b};
+    const char *close = find_first(c, "</think>");
+    if (close) {
+        answer = lstrip_nl((span){find_last(c, "</think>") + 8, c.e});
+        reasoning = rstrip_nl((span){c.b, close});
+        const char *open = find_last(reasoning, "<think>");
+        if (open) reasoning.b = open + 7;
+        reasoning = lstrip_nl(reasoning);
+        if (s->trim) reasoning = trimmed(reasoning);
     }
-    if (after_query && (last || r1 > r0)) {
+    if (after_query && (s->reply == REPLY_QWEN35 || last || reasoning.e > reasoning.b)) {
         put(t, "<think>\n");
-        put_n(t, r0, (size_t)(r1 - r0));
+        put_span(t, reasoning);
         put(t, "\n</think>\n\n");
-        answer = skip_newlines(answer);
+        answer = lstrip_nl(answer);
     }
-    put(t, answer);
+    put_span(t, answer);
 }
 
-/* The opening of a conversation: BOS text and, for families that have one, the system block. */
+/* Gemma 4's strip_thinking: of each part of the message between "<channel|>" markers, the text
+ * before its first "<|channel>" (so a thought channel goes), all of it trimmed. */
+static void put_without_channels(text *t, const char *content) {
+    text kept = {0};
+    put(&kept, "");
+    for (const char *p = content;;) {
+        const char *close = strstr(p, "<channel|>");
+        const span part = {p, close ? close : p + strlen(p)};
+        const char *open = find_first(part, "<|channel>");
+        put_span(&kept, (span){p, open ? open : part.e});
+        if (!close) break;
+        p = close + strlen("<channel|>");
+    }
+    if (!kept.oom) put_span(t, trimmed((span){kept.s, kept.s + kept.len}));
+    t->oom = t->oom || kept.oom;
+    free(kept.s);
+}
+
+/* A finished assistant message: after_query when it follows the last user message, last when it
+ * ends the conversation, latest when no assistant message follows it (LFM2.5 keeps the reasoning
+ * of that one only: split("</think>")[-1] | trim of the others). */
+static void put_reply(text *t, const tmpl_spec *s, const char *content, bool after_query,
+                      bool last, bool latest) {
+    const char *close;
+    switch (s->reply) {
+    case REPLY_CONTENT: put_content(t, s, content); break;
+    case REPLY_SMOLLM3: put_span(t, lstrip_nl(whole(content))); break;
+    case REPLY_QWEN3:
+    case REPLY_QWEN35: put_qwen3_reply(t, s, content, after_query, last); break;
+    case REPLY_LFM25:
+        close = latest ? NULL : find_last(whole(content), "</think>");
+        put_span(t, close ? trimmed((span){close + 8, content + strlen(content)}) : whole(content));
+        break;
+    case REPLY_GEMMA4: put_without_channels(t, content); break;
+    }
+}
+
+/* The opening of a conversation: BOS text and, for families that have one, the system block (with
+ * the family's default text where it writes one without a system message). */
 static void put_opening(text *t, const tmpl_spec *s, const char *system) {
     if (s->smollm3) {
         put_smollm3_head(t, s, system);
         return;
     }
     put(t, s->bos);
+    if (system && !*system && s->sys_if_text) system = NULL;
+    if (!system) system = s->sys_default;
     if (system && s->sys_pre) {
         put(t, s->sys_pre);
         put_content(t, s, system);
@@ -284,18 +432,19 @@ elm_status elm_chat_render(elm_chat_template tm, const elm_chat_msg *msgs, int32
     put_opening(&t, s, system);
     bool pending_system = system != NULL;
     int32_t last_user = n - 1; /* Qwen3's last_query_index: no user message, no block */
-    for (int32_t i = first; i < n; i++)
+    int32_t last_asst = -1;
+    for (int32_t i = first; i < n; i++) {
         if (!strcmp(msgs[i].role, "user")) last_user = i;
+        if (!strcmp(msgs[i].role, "assistant")) last_asst = i;
+    }
     for (int32_t i = first; i < n; i++) {
         if (!strcmp(msgs[i].role, "user")) {
             put_user(&t, s, pending_system ? system : NULL, msgs[i].content);
             pending_system = false;
         } else if (!strcmp(msgs[i].role, "assistant")) {
-            put_asst_open(&t, s, system, false);
-            if (s->think_history)
-                put_qwen3_reply(&t, msgs[i].content, i > last_user, i == n - 1);
-            else if (s->smollm3) put(&t, skip_newlines(msgs[i].content));
-            else put_content(&t, s, msgs[i].content);
+            if (!s->reply_continues || i == first || strcmp(msgs[i - 1].role, "assistant"))
+                put_asst_open(&t, s, system, false);
+            put_reply(&t, s, msgs[i].content, i > last_user, i == n - 1, i == last_asst);
             put(&t, s->asst_post);
         } else {
             free(t.s);
