@@ -4,7 +4,6 @@
  * between them, and round-to-nearest tensors are converted one at a time, their rows spread over
  * n_threads threads: decoded to float with their type's to_float, encoded with the target's
  * from_float (bit-exact with llama-quantize --pure without an importance matrix). */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,9 +65,7 @@ static void conv_rows(void *arg, int ith, int nth) {
         for (long r = lo; r < hi; r++) {
             if (r >= atomic_load_explicit(&c->bad, memory_order_relaxed)) return;
             c->src_tt->to_float((const uint8_t *)c->in->data + (size_t)r * c->src_row, row, cols);
-            bool finite = true;
-            for (int64_t k = 0; k < cols && finite; k++) finite = isfinite(row[k]);
-            if (!finite) {
+            if (elm_check_finite(c->j->m, c->in, r, row, NULL)) {
                 long long cur = atomic_load(&c->bad);
                 while (r < cur && !atomic_compare_exchange_weak(&c->bad, &cur, r)) {}
                 return;
@@ -95,14 +92,11 @@ static elm_status convert(wjob *j, const elm_tensor *in, const elm_tensor *t, ui
     elm_pool_run_shared(j->pool, conv_rows, &c);
     const long long bad = atomic_load(&c.bad);
     if (bad == rows) return ELM_OK;
-    /* the first bad row in row order, as a serial run names it: a thread may have stopped at a
-     * later one before the earlier rows were read */
-    for (int64_t r = 0; r <= bad; r++) {
-        c.src_tt->to_float((const uint8_t *)in->data + (size_t)r * c.src_row, j->row, in->ne[0]);
-        elm_status st = elm_check_finite(j->m, in, r, j->row, err);
-        if (st) return st;
-    }
-    return ELM_OK;
+    /* the first bad row, as a serial run names it: each home range is claimed in row order and
+     * its thread stops only at a row past the lowest bad one seen, so every row before `bad` was
+     * read and found finite */
+    c.src_tt->to_float((const uint8_t *)in->data + (size_t)bad * c.src_row, j->row, in->ne[0]);
+    return elm_check_finite(j->m, in, bad, j->row, err);
 }
 
 /* Tensor k of the output (file order, described by t) made final and written: a calibrated run
