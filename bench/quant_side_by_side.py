@@ -93,7 +93,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--imatrix", help="importance matrix (llama.cpp's GGUF or .dat) for both")
     ap.add_argument("--pure", action="store_true", help="--pure to both: one type, no recipe")
-    ap.add_argument("--types", default=DEFAULT_TYPES, help=f"comma-separated (default {DEFAULT_TYPES})")
+    ap.add_argument("--types", default=DEFAULT_TYPES,
+                    help=f"comma-separated (default {DEFAULT_TYPES})")
     ap.add_argument("--tmp", default=os.path.join("build", "bench-quant"),
                     help="folder of the outputs, each removed once compared")
     ap.add_argument("--json", action="store_true", help="one JSON list instead of the table")
@@ -104,8 +105,8 @@ def main():
         print(f"{os.path.basename(args.model)}, -t {args.t}, {args.rounds} round(s)"
               f"{', imatrix ' + os.path.basename(args.imatrix) if args.imatrix else ''}"
               f"{', --pure' if args.pure else ''}; ratio: llama-quantize / edgelm")
-        print("| type | edgelm wall s | edgelm CPU s | llama-quantize wall s | llama-quantize CPU s "
-              "| ratio wall | ratio CPU | tensors |")
+        print("| type | edgelm wall s | edgelm CPU s | llama-quantize wall s "
+              "| llama-quantize CPU s | ratio wall | ratio CPU | tensors |")
         print("|---|---:|---:|---:|---:|---:|---:|---|")
     for qtype in args.types.split(","):
         row = compare(args, qtype.strip().lower())
