@@ -236,7 +236,8 @@ typedef struct elm_quant_params {
     double damp;                /* GPTQ: damping, a fraction of mean(diag H) (0 = 0.01); raised
                                  * x10 when H is not positive definite or does not factor */
     bool act_order;             /* GPTQ: columns by descending diag H, static block scales */
-    int32_t n_threads;          /* forward passes over the calibration set (0: all online cores) */
+    int32_t n_threads;          /* forward passes over the calibration set, and the rows of the
+                                 * round-to-nearest tensors (0: all online cores) */
     const elm_imatrix *imatrix; /* RTN: importance weights (llama-quantize --imatrix), or NULL;
                                  * its entries must match m (elm_imatrix_check) */
     const char *imatrix_path;   /* the imatrix file, for error messages */

@@ -161,15 +161,14 @@ static void requant_sym(const float *x, const elm_kquant_scales *s, int8_t *L, i
 /* ---- Q2_K ---- */
 
 static void q2_k_block(const float *x, uint8_t *b, const float *qw) {
-    uint8_t L[ELM_QK_K], Laux[16];
-    float w[16], mins[16], scales[16];
+    uint8_t L[ELM_QK_K];
+    float w[ELM_QK_K], mins[16], scales[16];
     elm_kquant_scales s = {0};
     if (!qw) {
         float max_scale = 0, max_min = 0;
+        for (int l = 0; l < ELM_QK_K; l++) w[l] = fabsf(x[l]);
+        elm_make_qkx_quants(16, 16, 3, x, w, L, scales, mins, -0.5f, 0.1f, 15, true);
         for (int j = 0; j < 16; j++) {
-            for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * j + l]);
-            scales[j] = elm_make_qkx_quants(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux,
-                                            -0.5f, 0.1f, 15, true);
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
@@ -188,11 +187,9 @@ static void q2_k_block(const float *x, uint8_t *b, const float *qw) {
         uint8_t Ls[16];
         for (int j = 0; j < ELM_QK_K; j++) sumx2 += x[j] * x[j];
         const float sigma2 = sumx2 / ELM_QK_K;
-        for (int j = 0; j < 16; j++) {
-            sw[j] = imatrix_weights(x + 16 * j, qw + 16 * j, sigma2, 16, w);
-            scales[j] = elm_make_qkx_quants(16, 3, x + 16 * j, w, L + 16 * j, &mins[j], Laux,
-                                            -0.9f, 0.05f, 36, false);
-        }
+        for (int j = 0; j < 16; j++)
+            sw[j] = imatrix_weights(x + 16 * j, qw + 16 * j, sigma2, 16, w + 16 * j);
+        elm_make_qkx_quants(16, 16, 3, x, w, L, scales, mins, -0.9f, 0.05f, 36, false);
         s.d = elm_round_f16(elm_make_qp_quants(16, 15, scales, Ls, sw));
         s.dmin = elm_round_f16(elm_make_qp_quants(16, 15, mins, s.mn, sw));
         for (int j = 0; j < 16; j++) s.sc[j] = (int8_t)Ls[j];
@@ -246,8 +243,8 @@ static void q3_k_block(const float *x, uint8_t *b, const float *qw) {
 
 static void q45_k_block(const float *x, uint8_t *b, const float *qw, bool five) {
     const int nmax = five ? 31 : 15;
-    uint8_t L[ELM_QK_K], Laux[32], Ls[8];
-    float w[32], mins[8], scales[8];
+    uint8_t L[ELM_QK_K], Ls[8];
+    float w[ELM_QK_K], mins[8], scales[8];
     elm_kquant_scales s = {0};
     if (!qw) {
         float max_scale = 0, max_min = 0;
@@ -255,9 +252,11 @@ static void q45_k_block(const float *x, uint8_t *b, const float *qw, bool five) 
             float sum_x2 = 0;
             for (int l = 0; l < 32; l++) sum_x2 += x[32 * j + l] * x[32 * j + l];
             const float av_x = sqrtf(sum_x2 / 32);
-            for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(x[32 * j + l]);
-            scales[j] = elm_make_qkx_quants(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux,
-                                            five ? -0.5f : -1.f, 0.1f, five ? 15 : 20, false);
+            for (int l = 0; l < 32; l++) w[32 * j + l] = av_x + fabsf(x[32 * j + l]);
+        }
+        elm_make_qkx_quants(8, 32, nmax, x, w, L, scales, mins, five ? -0.5f : -1.f, 0.1f,
+                            five ? 15 : 20, false);
+        for (int j = 0; j < 8; j++) {
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
@@ -275,11 +274,9 @@ static void q45_k_block(const float *x, uint8_t *b, const float *qw, bool five) 
         float sw[8], sum_x2 = 0;
         for (int l = 0; l < ELM_QK_K; l++) sum_x2 += x[l] * x[l];
         const float sigma2 = 2 * sum_x2 / ELM_QK_K;
-        for (int j = 0; j < 8; j++) {
-            sw[j] = imatrix_weights(x + 32 * j, qw + 32 * j, sigma2, 32, w);
-            scales[j] = elm_make_qkx_quants(32, nmax, x + 32 * j, w, L + 32 * j, &mins[j], Laux,
-                                            -0.9f, 0.05f, 36, false);
-        }
+        for (int j = 0; j < 8; j++)
+            sw[j] = imatrix_weights(x + 32 * j, qw + 32 * j, sigma2, 32, w + 32 * j);
+        elm_make_qkx_quants(8, 32, nmax, x, w, L, scales, mins, -0.9f, 0.05f, 36, false);
         s.d = elm_round_f16(elm_make_qp_quants(8, 63, scales, Ls, sw));
         s.dmin = elm_round_f16(elm_make_qp_quants(8, 63, mins, s.mn, sw));
     }
@@ -322,12 +319,16 @@ static void q6_k_block(const float *x, uint8_t *b, const float *qw) {
  * around max/grid[0], codes the nearest grid entries. IQ4_XS then quantizes the eight block scales
  * to 6 bits against d = -max_scale/32 and re-picks the codes (against the unrounded d, as
  * llama.cpp does). Weights are x² without an importance matrix, qw·sqrt(σ² + x²) with one
- * (σ² = 2·mean x² of the super-block). */
-static void iq4_block(const float *x, int n, uint8_t *b, const float *qw) {
+ * (σ² = 2·mean x² of the super-block). The 15 candidates are independent: their codes are picked
+ * for all at once, and their sums run side by side in one walk over the block (IQ4_LANES, the
+ * padding lane a copy of the last candidate's and never chosen), each still in the reference's
+ * order, so that the loops vectorize and the result is the reference's. */
+enum { IQ4_TRIES = 7, IQ4_LANES = 16 };
+
+ELM_SEARCH_CLONES static void iq4_block(const float *x, int n, uint8_t *b, const float *qw) {
     const int8_t *values = elm_iq4nl_grid;
-    const int ntry = 7;
-    uint8_t L[ELM_QK_K];
-    float w[32], scales[8];
+    uint8_t L[ELM_QK_K], Lt[32 * IQ4_LANES];
+    float w[32], scales[8], v[32 * IQ4_LANES];
     float sigma2 = 0;
     for (int j = 0; j < n; j++) sigma2 += x[j] * x[j];
     sigma2 *= 2.f / n;
@@ -349,29 +350,33 @@ static void iq4_block(const float *x, int n, uint8_t *b, const float *qw) {
         }
         float d = -max / values[0];
         float id = 1 / d;
+        for (int j = 0; j < 32; j++) v[j] = id * xb[j];
+        elm_best_index_int8_n(16, values, 32, v, Lb);
         float sumqx = 0, sumq2 = 0;
         for (int j = 0; j < 32; j++) {
-            const int l = elm_best_index_int8(16, values, id * xb[j]);
-            Lb[j] = (uint8_t)l;
-            const float q = values[l];
+            const float q = values[Lb[j]];
             sumqx += w[j] * q * xb[j];
             sumq2 += w[j] * q * q;
         }
         d = sumq2 > 0 ? sumqx / sumq2 : 0.f;
         float best = d * sumqx;
-        for (int itry = -ntry; itry <= ntry; itry++) {
-            id = (itry + values[0]) / max;
-            sumqx = sumq2 = 0;
-            for (int j = 0; j < 32; j++) {
-                const float q = values[elm_best_index_int8(16, values, id * xb[j])];
-                sumqx += w[j] * q * xb[j];
-                sumq2 += w[j] * q * q;
+        float idt[IQ4_LANES], sqx[IQ4_LANES] = {0}, sq2[IQ4_LANES] = {0};
+        for (int k = 0; k < IQ4_LANES; k++)
+            idt[k] = (float)((k < 2 * IQ4_TRIES ? k : 2 * IQ4_TRIES) - IQ4_TRIES + values[0]) / max;
+        for (int j = 0; j < 32; j++)
+            for (int k = 0; k < IQ4_LANES; k++) v[IQ4_LANES * j + k] = idt[k] * xb[j];
+        elm_best_index_int8_n(16, values, 32 * IQ4_LANES, v, Lt);
+        for (int j = 0; j < 32; j++)
+            for (int k = 0; k < IQ4_LANES; k++) {
+                const float q = values[Lt[IQ4_LANES * j + k]];
+                sqx[k] += w[j] * q * xb[j];
+                sq2[k] += w[j] * q * q;
             }
-            if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-                d = sumqx / sumq2;
-                best = d * sumqx;
+        for (int k = 0; k <= 2 * IQ4_TRIES; k++)
+            if (sq2[k] > 0 && sqx[k] * sqx[k] > best * sq2[k]) {
+                d = sqx[k] / sq2[k];
+                best = d * sqx[k];
             }
-        }
         scales[ib] = d;
         if (fabsf(d) > amax_scale) {
             amax_scale = fabsf(d);
@@ -388,15 +393,15 @@ static void iq4_block(const float *x, int n, uint8_t *b, const float *qw) {
             l = l < -32 ? -32 : l > 31 ? 31 : l;
             const float dl = d * l;
             const float idl = dl ? 1 / dl : 0.f;
-            for (int j = 0; j < 32; j++)
-                L[32 * ib + j] = (uint8_t)elm_best_index_int8(16, values, idl * x[32 * ib + j]);
+            for (int j = 0; j < 32; j++) v[32 * ib + j] = idl * x[32 * ib + j];
             s.sc[ib] = (int8_t)l;
         }
     } else {
         s.d = elm_round_f16(scales[0]);
         const float id = scales[0] ? 1 / scales[0] : 0;
-        for (int j = 0; j < 32; j++) L[j] = (uint8_t)elm_best_index_int8(16, values, id * x[j]);
+        for (int j = 0; j < 32; j++) v[j] = id * x[j];
     }
+    elm_best_index_int8_n(16, values, n, v, L);
     elm_kquant_put(n > 32 ? ELM_TYPE_IQ4_XS : ELM_TYPE_IQ4_NL, &s, L, b);
 }
 

@@ -33,9 +33,9 @@ static bool signed_max(int n, const float *x, float *max, int8_t *L) {
  * kept as a float: (v + 1.5·2^23) - 1.5·2^23 is nearest_int(v) exactly for |v| < 2^22 (here
  * |v| <= nmax + 1), so the loop over the passes vectorizes (padded to QX_LANES; the padding pass
  * repeats the first and is never chosen). */
-enum { QX_PASSES = 19, QX_LANES = 20 };
+enum { QX_PASSES = 19, QX_LANES = 20, QX_MAX_N = 32 };
 
-float elm_make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float *qw) {
+ELM_SEARCH_CLONES float elm_make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float *qw) {
     float max;
     if (!signed_max(n, x, &max, L)) return 0.f;
     float iscale[QX_LANES], sumlx[QX_LANES] = {0}, suml2[QX_LANES] = {0};
@@ -44,8 +44,10 @@ float elm_make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float
         if (is != 0) iscale[k++] = -(nmax + 0.1f * is) / max;
     iscale[QX_PASSES] = iscale[0];
     const float lo = (float)-nmax, hi = (float)(nmax - 1);
+    float wv[QX_MAX_N]; /* the weights first: no branch is left in the walk to stop it vectorizing */
+    for (int i = 0; i < n; i++) wv[i] = qw ? qw[i] : x[i] * x[i];
     for (int i = 0; i < n; i++) {
-        const float w = qw ? qw[i] : x[i] * x[i], wx = w * x[i];
+        const float w = wv[i], wx = w * x[i];
         for (int k = 0; k < QX_LANES; k++) {
             float l = (iscale[k] * x[i] + 12582912.f) - 12582912.f;
             l = l < lo ? lo : l > hi ? hi : l;
@@ -105,67 +107,110 @@ float elm_make_q3_quants(int n, int nmax, const float *x, int8_t *L) {
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
-float elm_make_qkx_quants(int n, int nmax, const float *x, const float *w, uint8_t *L,
-                          float *neg_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
-                          bool use_mad) {
-    float min = x[0], max = x[0];
-    float sum_w = w[0];
-    float sum_x = sum_w * x[0];
-    for (int i = 1; i < n; i++) {
-        if (x[i] < min) min = x[i];
-        if (x[i] > max) max = x[i];
-        sum_w += w[i];
-        sum_x += w[i] * x[i];
-    }
-    if (min > 0) min = 0;
-    if (max <= min) {
-        memset(L, 0, (size_t)n);
-        *neg_min = -min;
-        return 0.f;
-    }
-    float iscale = nmax / (max - min);
-    float scale = 1 / iscale;
-    float best_error = 0;
-    for (int i = 0; i < n; i++) {
-        L[i] = (uint8_t)clampi(elm_nearest_int(iscale * (x[i] - min)), 0, nmax);
-        float diff = scale * L[i] + min - x[i];
-        diff = use_mad ? fabsf(diff) : diff * diff;
-        best_error += w[i] * diff;
-    }
-    for (int is = 0; is <= nstep; is++) {
-        iscale = (rmin + rdelta * is + nmax) / (max - min);
-        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+/* The reference's search runs group by group, and within a group candidate by candidate: a
+ * candidate that beats the best so far moves the min that the later ones start from, so neither
+ * the candidates nor the walk over x can be reordered. The groups, though, are independent: here
+ * they run side by side, one lane each (x transposed to [i][group]), every lane taking the
+ * reference's steps in its order and the data-dependent choices made per lane by selects, so
+ * that the inner loops over the groups vectorize and each group's result is the reference's.
+ * Within the walk a code is kept as a float: (v + 1.5·2^23) - 1.5·2^23 is elm_nearest_int(v)
+ * exactly for |v| < 2^22 (here 0 <= v <= nmax + 1). */
+static inline __attribute__((always_inline)) void
+qkx_search(int ng, int n, int nmax, const float *x, const float *w, uint8_t *L, float *scale_out,
+           float *neg_min, float rmin, float rdelta, int nstep, bool use_mad) {
+    /* every loop over the groups runs over all G lanes, a count the vectorizer takes whole;
+     * lanes past ng hold all-zero groups, never chosen */
+    enum { G = ELM_QKX_MAX_GROUPS, N = ELM_QKX_MAX_N };
+    float xt[N][G] = {{0}}, wt[N][G] = {{0}}, Lb[N][G], la[N][G];
+    float min[G], max[G], sum_w[G], sum_x[G], scale[G], best[G] = {0}, iscale[G];
+    int32_t live[G]; /* (ints, not bools: selects on them vectorize) */
+    for (int j = 0; j < ng; j++)
         for (int i = 0; i < n; i++) {
-            const int l = clampi(elm_nearest_int(iscale * (x[i] - min)), 0, nmax);
-            Laux[i] = (uint8_t)l;
-            sum_l += w[i] * l;
-            sum_l2 += w[i] * l * l;
-            sum_xl += w[i] * l * x[i];
+            xt[i][j] = x[(size_t)n * j + i];
+            wt[i][j] = w[(size_t)n * j + i];
         }
-        const float D = sum_w * sum_l2 - sum_l * sum_l;
-        if (D > 0) {
-            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
-            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
-            if (this_min > 0) {
-                this_min = 0;
-                this_scale = sum_xl / sum_l2;
-            }
-            float cur_error = 0;
-            for (int i = 0; i < n; i++) {
-                float diff = this_scale * Laux[i] + this_min - x[i];
-                diff = use_mad ? fabsf(diff) : diff * diff;
-                cur_error += w[i] * diff;
-            }
-            if (cur_error < best_error) {
-                memcpy(L, Laux, (size_t)n);
-                best_error = cur_error;
-                scale = this_scale;
-                min = this_min;
-            }
-        }
+    for (int j = 0; j < G; j++) {
+        min[j] = max[j] = xt[0][j];
+        sum_w[j] = wt[0][j];
+        sum_x[j] = sum_w[j] * xt[0][j];
     }
-    *neg_min = -min;
-    return scale;
+    for (int i = 1; i < n; i++)
+        for (int j = 0; j < G; j++) {
+            min[j] = xt[i][j] < min[j] ? xt[i][j] : min[j];
+            max[j] = xt[i][j] > max[j] ? xt[i][j] : max[j];
+            sum_w[j] += wt[i][j];
+            sum_x[j] += wt[i][j] * xt[i][j];
+        }
+    const float hi = (float)nmax;
+    for (int j = 0; j < G; j++) {
+        min[j] = min[j] > 0 ? 0 : min[j];
+        live[j] = max[j] > min[j]; /* else all codes 0, scale 0 */
+        iscale[j] = nmax / (max[j] - min[j]);
+        scale[j] = 1 / iscale[j];
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < G; j++) {
+            float l = (iscale[j] * (xt[i][j] - min[j]) + 12582912.f) - 12582912.f;
+            l = l < 0 ? 0 : l > hi ? hi : l;
+            Lb[i][j] = l;
+            float diff = scale[j] * l + min[j] - xt[i][j];
+            diff = use_mad ? fabsf(diff) : diff * diff;
+            best[j] += wt[i][j] * diff;
+        }
+    for (int is = 0; is <= nstep; is++) {
+        float sl[G] = {0}, sl2[G] = {0}, sxl[G] = {0}, tsc[G], tmn[G], err[G] = {0};
+        int32_t win[G];
+        for (int j = 0; j < G; j++) iscale[j] = (rmin + rdelta * is + nmax) / (max[j] - min[j]);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < G; j++) {
+                float l = (iscale[j] * (xt[i][j] - min[j]) + 12582912.f) - 12582912.f;
+                l = l < 0 ? 0 : l > hi ? hi : l;
+                la[i][j] = l;
+                const float wl = wt[i][j] * l;
+                sl[j] += wl;
+                sl2[j] += wl * l;
+                sxl[j] += wl * xt[i][j];
+            }
+        for (int j = 0; j < G; j++) {
+            /* a non-positive determinant skips the candidate */
+            const float D = sum_w[j] * sl2[j] - sl[j] * sl[j];
+            win[j] = live[j] & (D > 0);
+            const float ts = (sum_w[j] * sxl[j] - sum_x[j] * sl[j]) / D;
+            const float tm = (sl2[j] * sum_x[j] - sl[j] * sxl[j]) / D;
+            const float tq = sxl[j] / sl2[j];
+            tsc[j] = tm > 0 ? tq : ts;
+            tmn[j] = tm > 0 ? 0 : tm;
+        }
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < G; j++) {
+                float diff = tsc[j] * la[i][j] + tmn[j] - xt[i][j];
+                diff = use_mad ? fabsf(diff) : diff * diff;
+                err[j] += wt[i][j] * diff;
+            }
+        for (int j = 0; j < G; j++) {
+            win[j] = win[j] & (err[j] < best[j]);
+            best[j] = win[j] ? err[j] : best[j];
+            scale[j] = win[j] ? tsc[j] : scale[j];
+            min[j] = win[j] ? tmn[j] : min[j];
+        }
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < G; j++) Lb[i][j] = win[j] ? la[i][j] : Lb[i][j];
+    }
+    for (int j = 0; j < ng; j++) {
+        for (int i = 0; i < n; i++) L[(size_t)n * j + i] = live[j] ? (uint8_t)Lb[i][j] : 0;
+        scale_out[j] = live[j] ? scale[j] : 0;
+        neg_min[j] = -min[j];
+    }
+}
+
+/* use_mad a constant in each of the search's two copies, so that no select on it is left in the
+ * loops (GCC does not vectorize one) */
+ELM_SEARCH_CLONES void elm_make_qkx_quants(int ng, int n, int nmax, const float *x,
+                                           const float *w, uint8_t *L, float *scale,
+                                           float *neg_min, float rmin, float rdelta, int nstep,
+                                           bool use_mad) {
+    if (use_mad) qkx_search(ng, n, nmax, x, w, L, scale, neg_min, rmin, rdelta, nstep, true);
+    else qkx_search(ng, n, nmax, x, w, L, scale, neg_min, rmin, rdelta, nstep, false);
 }
 
 float elm_make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *qw) {
@@ -233,14 +278,23 @@ float elm_make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const floa
     return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
-int elm_best_index_int8(int n, const int8_t *val, float x) {
-    if (x <= val[0]) return 0;
-    if (x >= val[n - 1]) return n - 1;
-    int lo = 0, hi = n - 1;
-    while (hi - lo > 1) {
-        const int mid = (lo + hi) / 2;
-        if (x < val[mid]) hi = mid;
-        else lo = mid;
+/* For x strictly inside the table, the binary search leaves val[lo] <= x < val[lo + 1] and picks
+ * lo + 1 when x - val[lo] >= val[lo + 1] - x; that test, made for every step i, holds exactly for
+ * the steps below the one chosen (x >= val[i] makes its left side positive and its right one not
+ * positive; x < val[i - 1] the other way round: a float difference is 0 only for equal operands),
+ * and outside the table it holds for none or all of them. So the index is the count of the steps
+ * that pass, with each test the same float operations as the search's: branch-free, and the
+ * loop over the values vectorizes. */
+ELM_SEARCH_CLONES void elm_best_index_int8_n(int nval, const int8_t *val, int n, const float *x, uint8_t *idx) {
+    memset(idx, 0, (size_t)n);
+    for (int i = 1; i < nval; i++) {
+        const float a = val[i - 1], b = val[i];
+        for (int j = 0; j < n; j++) idx[j] = (uint8_t)(idx[j] + (x[j] - a >= b - x[j]));
     }
-    return x - val[hi - 1] < val[hi] - x ? hi - 1 : hi;
+}
+
+int elm_best_index_int8(int n, const int8_t *val, float x) {
+    uint8_t idx;
+    elm_best_index_int8_n(n, val, 1, &x, &idx);
+    return idx;
 }

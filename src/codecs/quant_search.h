@@ -10,6 +10,17 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The searches' lane loops are written for the compiler to vectorize. On x86 Linux (glibc: the
+ * clones need its ifuncs) they are also built for AVX2 and AVX-512, the widest the CPU has picked
+ * at load, where the baseline build's SSE2 gives 4 lanes; -ffp-contract=off keeps each lane's
+ * operations those of the scalar code, so every version writes the same bytes. Elsewhere (ARM64:
+ * NEON is the baseline) one version. */
+#if defined(__x86_64__) && defined(__linux__) && !defined(__ANDROID__)
+#define ELM_SEARCH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ELM_SEARCH_CLONES
+#endif
+
 /* Amax below which a group counts as all zeros. */
 #define ELM_GROUP_EPS 1e-15f
 
@@ -25,27 +36,36 @@ static inline int elm_nearest_int(float v) {
 
 /* Symmetric codes L[i] = l + nmax, l in [-nmax, nmax-1], for n values x, with the scale that
  * minimises Σ w·(x - scale·l)², w = qw[i] (or x² when qw is NULL), over 19 candidate inverse
- * scales (nmax + 0.1·k)/-max, k = -9..9. Returns the scale (0 for an all-zero group). */
+ * scales (nmax + 0.1·k)/-max, k = -9..9; n <= 32. Returns the scale (0 for an all-zero group). */
 float elm_make_qx_quants(int n, int nmax, const float *x, int8_t *L, const float *qw);
 
 /* Q3_K's variant: w = x², after the first rounding up to 5 rounds of moving single codes while
  * that lowers the error. L[i] = l + nmax. */
 float elm_make_q3_quants(int n, int nmax, const float *x, int8_t *L);
 
-/* Asymmetric codes L[i] in [0, nmax] with x ≈ scale·L - *neg_min (*neg_min >= 0): weighted error
+/* Largest group count and group size of elm_make_qkx_quants. */
+enum { ELM_QKX_MAX_GROUPS = 16, ELM_QKX_MAX_N = 32 };
+
+/* Asymmetric codes for each of ng groups of n values (group j: x[n·j ..], weights w[n·j ..]):
+ * L[n·j + i] in [0, nmax] with x ≈ scale[j]·L - neg_min[j] (neg_min[j] >= 0), the weighted error
  * (|d| when use_mad, else d²) minimised over nstep+1 inverse scales (rmin + rdelta·k + nmax) /
- * (max - min), each followed by a weighted least-squares fit of scale and min. Laux[n] is
- * scratch. Returns the scale. (make_qkx2_quants and make_qkx3_quants with weights.) */
-float elm_make_qkx_quants(int n, int nmax, const float *x, const float *w, uint8_t *L,
-                          float *neg_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
-                          bool use_mad);
+ * (max - min), each followed by a weighted least-squares fit of scale and min
+ * (make_qkx2_quants and make_qkx3_quants with weights, group by group). ng <=
+ * ELM_QKX_MAX_GROUPS, n <= ELM_QKX_MAX_N. */
+void elm_make_qkx_quants(int ng, int n, int nmax, const float *x, const float *w, uint8_t *L,
+                         float *scale, float *neg_min, float rmin, float rdelta, int nstep,
+                         bool use_mad);
 
 /* Codes L[i] in [0, nmax] of the non-negative values x (sub-block scales or mins), weighted by
  * qw, as make_qp_quants: 9 candidate scales, then up to 5 rounds of single-code moves. Returns
  * the scale. */
 float elm_make_qp_quants(int n, int nmax, const float *x, uint8_t *L, const float *qw);
 
-/* Index of the entry of the ascending table val[n] nearest to x (the upper one on ties). */
+/* Index of the entry of the ascending table val[n] nearest to x (the upper one on ties), as
+ * ggml's best_index_int8 (a binary search) returns it. */
 int elm_best_index_int8(int n, const int8_t *val, float x);
+
+/* elm_best_index_int8(nval, val, x[j]) into idx[j] for n values at once (nval <= 256). */
+void elm_best_index_int8_n(int nval, const int8_t *val, int n, const float *x, uint8_t *idx);
 
 #endif

@@ -36,24 +36,31 @@ static void legacy_weighted(elm_type type, const float *x, uint8_t *b, int64_t n
     float sum_x2 = 0;
     for (int64_t j = 0; j < n; j++) sum_x2 += x[j] * x[j];
     const float sigma2 = sum_x2 / n;
-    for (int64_t ib = 0; ib < n / ELM_QK; ib++, b += bytes) {
-        const float *xb = x + ELM_QK * ib, *q = qw + ELM_QK * ib;
-        float w[ELM_QK];
-        uint8_t L[ELM_QK], Laux[ELM_QK];
-        for (int j = 0; j < ELM_QK; j++) w[j] = q[j] * sqrtf(sigma2 + xb[j] * xb[j]);
-        if (with_min) {
-            float min;
-            const float d = elm_make_qkx_quants(ELM_QK, five ? 31 : 15, xb, w, L, &min, Laux,
-                                                -0.9f, 0.05f, 36, false);
-            put_f16(b, d);
-            put_f16(b + 2, -min);
-        } else {
-            int8_t Ls[ELM_QK];
-            put_f16(b, elm_make_qx_quants(ELM_QK, five ? 16 : 8, xb, Ls, w));
-            for (int j = 0; j < ELM_QK; j++) L[j] = (uint8_t)Ls[j];
+    /* blocks in runs of up to ELM_QKX_MAX_GROUPS, whose searches run side by side */
+    const int64_t nb = n / ELM_QK;
+    for (int64_t ib0 = 0; ib0 < nb; ib0 += ELM_QKX_MAX_GROUPS) {
+        const int ng = (int)(nb - ib0 < ELM_QKX_MAX_GROUPS ? nb - ib0 : ELM_QKX_MAX_GROUPS);
+        const float *xr = x + ELM_QK * ib0, *q = qw + ELM_QK * ib0;
+        float w[ELM_QKX_MAX_GROUPS * ELM_QK], d[ELM_QKX_MAX_GROUPS], min[ELM_QKX_MAX_GROUPS];
+        uint8_t L[ELM_QKX_MAX_GROUPS * ELM_QK];
+        for (int j = 0; j < ELM_QK * ng; j++) w[j] = q[j] * sqrtf(sigma2 + xr[j] * xr[j]);
+        if (with_min)
+            elm_make_qkx_quants(ng, ELM_QK, five ? 31 : 15, xr, w, L, d, min, -0.9f, 0.05f, 36,
+                                false);
+        for (int g = 0; g < ng; g++, b += bytes) {
+            uint8_t *Lg = L + ELM_QK * g;
+            if (with_min) {
+                put_f16(b, d[g]);
+                put_f16(b + 2, -min[g]);
+            } else {
+                int8_t Ls[ELM_QK];
+                put_f16(b, elm_make_qx_quants(ELM_QK, five ? 16 : 8, xr + ELM_QK * g, Ls,
+                                              w + ELM_QK * g));
+                for (int j = 0; j < ELM_QK; j++) Lg[j] = (uint8_t)Ls[j];
+            }
+            const size_t head = with_min ? 4 : 2;
+            pack32(Lg, b + head + (five ? 4 : 0), five ? b + head : NULL);
         }
-        const size_t head = with_min ? 4 : 2;
-        pack32(L, b + head + (five ? 4 : 0), five ? b + head : NULL);
     }
 }
 

@@ -1,18 +1,22 @@
 /* Whole-model quantization (edgelm/quant.h): plans each tensor's type (policy.c), lets GPTQ or
  * AWQ choose the blocks of the linear layers (layerwise.c), and pushes the tensors to the GGUF
  * writer in file order as each becomes final: a calibrated run is stepped a block at a time
- * between them, and round-to-nearest tensors are converted one at a time, a row at a time:
- * decoded to float with their type's to_float, encoded with the target's from_float (bit-exact
- * with llama-quantize --pure without an importance matrix). */
+ * between them, and round-to-nearest tensors are converted one at a time, their rows spread over
+ * n_threads threads: decoded to float with their type's to_float, encoded with the target's
+ * from_float (bit-exact with llama-quantize --pure without an importance matrix). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include <stdatomic.h>
+
 #include "core/clock.h"
 #include "codecs/encode.h"
 #include "core/memstat.h"
+#include "core/threadpool.h"
 #include "edgelm/quant.h"
+#include "edgelm/system.h"
 #include "formats/gguf_write.h"
 #include "quant/checkpoint.h"
 #include "quant/layerwise.h"
@@ -25,31 +29,74 @@ typedef struct wjob {
     const elm_tensor_plan *plan;
     const elm_quantize_callbacks *cb;
     bool per_tensor_progress;     /* RTN: progress counts tensors */
-    float *row;                   /* [widest row] */
+    elm_pool *pool;               /* the threads a tensor's rows are converted on */
+    float *row;                   /* [threads][widest row]: each thread's decoded row */
+    int64_t widest;
     const elm_imatrix *imatrix;   /* or NULL */
     float *qw;                    /* [widest row]: importance weights of the current tensor */
     uint8_t *buf;                 /* [cap] the bytes of a tensor produced here, not by the run */
     size_t cap;
 } wjob;
 
+/* One tensor's conversion, its rows claimed in chunks by the pool's threads. Rows are
+ * independent, so the bytes are those of a serial run whatever thread converts them. */
+typedef struct conv_job {
+    const wjob *j;
+    const elm_tensor *in, *t;
+    const elm_type_traits *src_tt, *dst_tt;
+    size_t src_row, dst_row;
+    uint8_t *dst;
+    const float *qw; /* importance weights, or NULL */
+    elm_pool_work work;
+    atomic_llong bad; /* lowest row seen holding a NaN or an infinity; rows when none */
+} conv_job;
+
+/* Rows per claim: enough work per claim (a 2048-wide row is some 10-100 µs of search) that the
+ * atomics do not show, small enough that a late thread's range is taken over. */
+enum { CONV_CHUNK = 16 };
+
+static void conv_rows(void *arg, int ith, int nth) {
+    (void)nth;
+    conv_job *c = arg;
+    float *row = c->j->row + (size_t)ith * (size_t)c->j->widest;
+    const int64_t cols = c->in->ne[0];
+    long lo, hi;
+    while (elm_pool_work_claim(&c->work, ith, CONV_CHUNK, &lo, &hi)) {
+        for (long r = lo; r < hi; r++) {
+            if (r >= atomic_load_explicit(&c->bad, memory_order_relaxed)) return;
+            c->src_tt->to_float((const uint8_t *)c->in->data + (size_t)r * c->src_row, row, cols);
+            if (elm_check_finite(c->j->m, c->in, r, row, NULL)) {
+                long long cur = atomic_load(&c->bad);
+                while (r < cur && !atomic_compare_exchange_weak(&c->bad, &cur, r)) {}
+                return;
+            }
+            uint8_t *out = c->dst + (size_t)r * c->dst_row;
+            if (c->qw) elm_encode_row(c->t->type, row, out, c->t->ne[0], c->qw);
+            else c->dst_tt->from_float(row, out, c->t->ne[0]);
+        }
+    }
+}
+
 /* Tensor in's rows converted to t's type (RTN, importance-weighted with an imatrix) into dst. */
 static elm_status convert(wjob *j, const elm_tensor *in, const elm_tensor *t, uint8_t *dst,
                           elm_error *err) {
-    const elm_type_traits *src_tt = elm_type_get(in->type), *dst_tt = elm_type_get(t->type);
-    size_t src_row = elm_row_bytes(in->type, in->ne[0]), dst_row = elm_row_bytes(t->type, t->ne[0]);
-    int64_t rows = in->ne[1] * in->ne[2] * in->ne[3];
+    const int64_t rows = in->ne[1] * in->ne[2] * in->ne[3];
     const elm_imatrix_entry *e = j->imatrix ? elm_imatrix_find(j->imatrix, t->name) : NULL;
     if (e && e->n != in->ne[0]) e = NULL; /* (3-D weights, which edgelm does not have) */
     if (e) elm_imatrix_weights(e, j->qw); /* 2-D: one weight per column */
-    for (int64_t r = 0; r < rows; r++) {
-        src_tt->to_float((const uint8_t *)in->data + (size_t)r * src_row, j->row, in->ne[0]);
-        elm_status st = elm_check_finite(j->m, in, r, j->row, err);
-        if (st) return st;
-        uint8_t *out = dst + (size_t)r * dst_row;
-        if (e) elm_encode_row(t->type, j->row, out, t->ne[0], j->qw);
-        else dst_tt->from_float(j->row, out, t->ne[0]);
-    }
-    return ELM_OK;
+    conv_job c = {.j = j, .in = in, .t = t, .src_tt = elm_type_get(in->type),
+                  .dst_tt = elm_type_get(t->type), .src_row = elm_row_bytes(in->type, in->ne[0]),
+                  .dst_row = elm_row_bytes(t->type, t->ne[0]), .dst = dst, .qw = e ? j->qw : NULL};
+    elm_pool_work_init(&c.work, (long)rows, elm_pool_size(j->pool));
+    atomic_init(&c.bad, (long long)rows);
+    elm_pool_run_shared(j->pool, conv_rows, &c);
+    const long long bad = atomic_load(&c.bad);
+    if (bad == rows) return ELM_OK;
+    /* the first bad row, as a serial run names it: each home range is claimed in row order and
+     * its thread stops only at a row past the lowest bad one seen, so every row before `bad` was
+     * read and found finite */
+    c.src_tt->to_float((const uint8_t *)in->data + (size_t)bad * c.src_row, j->row, in->ne[0]);
+    return elm_check_finite(j->m, in, bad, j->row, err);
 }
 
 /* Tensor k of the output (file order, described by t) made final and written: a calibrated run
@@ -177,7 +224,12 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
         sum.bytes_in += in->nbytes;
         sum.bytes_out += t->nbytes;
     }
-    if (!st && (!(job.row = malloc((size_t)widest * sizeof(float))) ||
+    /* the threads a round-to-nearest tensor's rows are spread over (a calibrated run's blocks
+     * have their own pool, idle by the time the tensors it leaves are converted here) */
+    const int nth = params->n_threads > 0 ? params->n_threads : elm_online_cores();
+    if (!st) st = elm_pool_new(nth, &job.pool, err);
+    job.widest = widest;
+    if (!st && (!(job.row = malloc((size_t)widest * (size_t)nth * sizeof(float))) ||
                 !(job.qw = malloc((size_t)widest * sizeof(float)))))
         st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
     for (int32_t k = 0; order && outw && k < n && !st; k++) outw[k] = out[order[k]];
@@ -197,6 +249,7 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
     if (!st && !job.per_tensor_progress && cb && cb->progress)
         cb->progress(m->hp.n_layers + 2, m->hp.n_layers + 2, "written", cb->user);
     if (!st && report) st = fill_report(m, plan, &run, order, report, err);
+    elm_pool_free(job.pool);
     free(job.row);
     free(job.qw);
     free(job.buf);

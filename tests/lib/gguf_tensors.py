@@ -43,7 +43,8 @@ class Reader:
             self.p += SCALAR[t]
 
 
-def tensors(path):
+def layout(path):
+    """The file's bytes and its tensor table: [(name, ne, ggml type, absolute data offset)]."""
     r = Reader(open(path, "rb").read())
     if r.take("4s") != b"GGUF":
         sys.exit(f"{path}: not a GGUF file")
@@ -62,6 +63,12 @@ def tensors(path):
         ne = [r.take("Q") for _ in range(n_dims)]
         table.append((name, ne, r.take("I"), r.take("Q")))
     base = (r.p + align - 1) // align * align
+    return r.d, [(name, ne, t, base + off) for name, ne, t, off in table]
+
+
+def tensors(path):
+    """{name: [ggml type, sha256 of the tensor's bytes]} of a GGUF file."""
+    data, table = layout(path)
     out = {}
     for name, ne, t, off in table:
         if t not in BLOCKS:
@@ -70,8 +77,7 @@ def tensors(path):
         for n in ne:
             count *= n
         block, nbytes = BLOCKS[t]
-        data = r.d[base + off:base + off + count // block * nbytes]
-        out[name] = [t, hashlib.sha256(data).hexdigest()]
+        out[name] = [t, hashlib.sha256(data[off:off + count // block * nbytes]).hexdigest()]
     return out
 
 

@@ -129,7 +129,7 @@ static int parse(quant_opts *o, int argc, char **argv) {
         {"--pure", NULL, CLI_FLAG, &o->pure, 0, 0, "every matrix at TYPE (no sensitive-tensor rule)", 0},
         {"--keep-sensitive", "TYPE", CLI_TEXT, &o->sensitive_name, 0, 0, "type of token embedding and output (default q8_0; f16)", 0},
         {"--tensor-type", "PAT=TYPE", CLI_CALL, o, 0, 0, "type for tensors matching the glob PAT, e.g.\n'blk.*.ffn_down=q8_0' (repeatable; the last match wins)", add_override},
-        {"-t, --threads", "N", CLI_INT, &o->threads, 1, 512, "threads for the calibration passes and GPTQ's linear\nalgebra (default: all cores)", 0},
+        {"-t, --threads", "N", CLI_INT, &o->threads, 1, 512, "threads for the calibration passes, GPTQ's linear\nalgebra and RTN's rows (default: all cores)", 0},
         {"--resume", NULL, CLI_FLAG, &o->resume, 0, 0, "gptq/awq: continue an interrupted run from its checkpoint\nOUT.ckpt (written after each block, deleted on success)", 0},
         CLI_OPT_JSON(&o->json, "print one JSON object: method, type, bits_per_weight,\nfile_bytes, seconds, peak_rss_mib, peak_anon_mib, and per\ntensor type, reason, error"),
         CLI_OPT_TOKENIZER(&o->tok),
