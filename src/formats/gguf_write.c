@@ -11,6 +11,7 @@
 #include "core/strbuf.h"
 #include "formats/gguf_parse.h"
 #include "formats/gguf_write.h"
+#include "model/arch.h"
 #include "tokenizer/pretok.h"
 
 #define GGUF_ALIGNMENT 32
@@ -145,7 +146,7 @@ static void kv_vocab(elm_gguf_writer *w, const elm_vocab *v) {
 }
 
 /* attention.head_count_kv: one count, or for a hybrid one per layer, 0 for its recurrent layers
- * (as llama.cpp's converter writes LFM2), and the recurrent kind's sizes. */
+ * (as llama.cpp's converter writes LFM2 and Granite 4.0-H), and the recurrent kind's sizes. */
 static void kv_kv_heads(elm_gguf_writer *w, const char *arch, const elm_hparams *hp) {
     char k[128];
     snprintf(k, sizeof k, "%s.attention.head_count_kv", arch);
@@ -153,12 +154,38 @@ static void kv_kv_heads(elm_gguf_writer *w, const char *arch, const elm_hparams 
     for (int l = 0; l < hp->n_layers && l < ELM_MAX_LAYERS; l++) hybrid |= hp->recurrent[l] != 0;
     if (!hybrid) {
         elm_gguf_kv_u32(w, k, (uint32_t)hp->n_kv_heads);
-        return;
+    } else {
+        array_head(w, k, ELM_GGUF_I32, (uint64_t)hp->n_layers);
+        for (int l = 0; l < hp->n_layers; l++)
+            put_u32(&w->kv, hp->recurrent[l] ? 0u : (uint32_t)hp->n_kv_heads);
     }
-    array_head(w, k, ELM_GGUF_I32, (uint64_t)hp->n_layers);
-    for (int l = 0; l < hp->n_layers; l++)
-        put_u32(&w->kv, hp->recurrent[l] ? 0u : (uint32_t)hp->n_kv_heads);
-    if (hp->conv_l > 0) kv_arch_u32(w, arch, "shortconv.l_cache", hp->conv_l);
+    /* the family's sizes, which llama.cpp requires of its files even without such a layer */
+    const elm_arch *a = elm_arch_find(arch);
+    if (a && a->recurrent == ELM_LAYER_MAMBA2) {
+        kv_arch_u32(w, arch, "ssm.conv_kernel", hp->conv_l);
+        kv_arch_u32(w, arch, "ssm.inner_size", hp->ssm_inner);
+        kv_arch_u32(w, arch, "ssm.state_size", hp->ssm_state);
+        kv_arch_u32(w, arch, "ssm.time_step_rank", hp->ssm_heads);
+        kv_arch_u32(w, arch, "ssm.group_count", hp->ssm_groups);
+    } else if (hp->conv_l > 0) {
+        kv_arch_u32(w, arch, "shortconv.l_cache", hp->conv_l);
+    }
+}
+
+/* Granite's keys (model/arch.h): its multipliers, and its RoPE switch. */
+static void kv_granite(elm_gguf_writer *w, const char *arch, const elm_hparams *hp) {
+    const elm_arch *a = elm_arch_find(arch);
+    if (a && a->multipliers) {
+        kv_arch_f32(w, arch, "embedding_scale", hp->embd_scale);
+        kv_arch_f32(w, arch, "residual_scale", hp->residual_scale);
+        kv_arch_f32(w, arch, "attention.scale", hp->attn_scale);
+        kv_arch_f32(w, arch, "logit_scale", hp->logit_scale);
+    }
+    if (a && a->rope_switch) {
+        char k[128];
+        snprintf(k, sizeof k, "%s.rope.scaling.finetuned", arch);
+        kv_bool(w, k, !hp->no_rope);
+    }
 }
 
 /* The keys elm_gguf_begin_model lists. */
@@ -198,6 +225,7 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     if (hp->rope_theta_swa > 0 && hp->rope_theta_swa != 10000.0f)
         kv_arch_f32(w, arch, "rope.freq_base_swa", hp->rope_theta_swa);
     if (hp->logit_softcap > 0) kv_arch_f32(w, arch, "final_logit_softcapping", hp->logit_softcap);
+    kv_granite(w, arch, hp);
     if (hp->rope_freq_scale > 0 && hp->rope_freq_scale != 1.0f) {
         char k[128];
         snprintf(k, sizeof k, "%s.rope.scaling.type", arch);

@@ -3,7 +3,8 @@
  * n = RMSNorm; logits = Wout·n(x). Mix is the layer's kind (layer_kind.h): attention
  * (layer_attention.c) or a recurrent layer that carries a state per sequence (seq_state.c). The
  * families of model/arch.h differ only in what hparams and the layer say: GELU for silu and
- * sqrt(dim)-scaled embeddings (Gemma), norms of the block outputs (Gemma 3), and in attention.
+ * sqrt(dim)-scaled embeddings (Gemma), norms of the block outputs (Gemma 3), Granite's
+ * multipliers of the embeddings, block outputs and logits, and in attention.
  *
  * Matrix products run on the context's thread pool, split by weight rows so each weight row is
  * read once per call whatever the number of tokens. Products sharing an input (q/k/v, gate/up) go
@@ -190,10 +191,12 @@ static void rmsnorm_rows(elm_context *c, float *y, const float *x, const float *
         c->k->rmsnorm(y + (size_t)t * dim, x + (size_t)t * dim, w, dim, c->m->hp.rms_eps);
 }
 
-/* x += y over n rows, after y's RMSNorm with w when the family norms block outputs (Gemma 3). */
+/* x += y over n rows, after y's RMSNorm with w when the family norms block outputs (Gemma 3),
+ * y scaled by hp.residual_scale (Granite; 1 for the others, which leaves y as it is). */
 static void residual_add(elm_context *c, float *y, const float *post_norm, int32_t n) {
     if (post_norm) rmsnorm_rows(c, y, y, post_norm, n);
-    for (size_t i = 0; i < (size_t)n * c->m->hp.dim; i++) c->x[i] += y[i];
+    const float scale = c->m->hp.residual_scale;
+    for (size_t i = 0; i < (size_t)n * c->m->hp.dim; i++) c->x[i] += y[i] * scale;
 }
 
 /* Layer l for the batch's n tokens, of which the caller keeps the FFN outputs of the tokens
@@ -233,10 +236,12 @@ static void output_logits(elm_context *c, const int32_t *rows, int32_t first, in
                       c->x + (size_t)(rows ? rows[t] : first + t) * hp->dim, out_norm, hp->dim,
                       hp->rms_eps);
     elm_fw_matmul(c, -1, c->m->output, c->xb, n_out, 0, logits);
-    const float cap = hp->logit_softcap;
+    const float cap = hp->logit_softcap, inv_scale = 1.0f / hp->logit_scale;
     if (cap > 0)
         for (size_t i = 0; i < (size_t)n_out * (size_t)hp->n_vocab; i++)
             logits[i] = cap * tanhf(logits[i] / cap);
+    if (hp->logit_scale != 1.0f)
+        for (size_t i = 0; i < (size_t)n_out * (size_t)hp->n_vocab; i++) logits[i] *= inv_scale;
 }
 
 static elm_status check_tokens(const elm_context *c, const int32_t *tokens, int32_t n,
