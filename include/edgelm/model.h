@@ -4,8 +4,9 @@
  * Tensors use GGUF names and ggml shape conventions: ne[0] is the contiguous dimension, so a
  * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. Each architecture has its RoPE
  * form (hparams.rope_style) as llama.cpp runs it: interleaved for "llama" (the HF Llama loader
- * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3", "gemma" and "gemma3". Norm weights
- * are stored as they multiply (Gemma's GGUF convention: HF's w + 1). */
+ * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3", "gemma", "gemma3"
+ * and "qwen35". Norm weights are stored as they multiply (Gemma's and Qwen3.5's GGUF convention:
+ * HF's w + 1). */
 #ifndef EDGELM_MODEL_H
 #define EDGELM_MODEL_H
 
@@ -52,12 +53,14 @@ typedef enum elm_layer_kind {
     ELM_LAYER_ATTENTION = 0,
     ELM_LAYER_SHORTCONV = 1, /* LFM2's gated short convolution: B·x through a causal depthwise
                               * convolution of conv_l taps, times C */
+    ELM_LAYER_DELTANET = 2,  /* Qwen3.5's Gated DeltaNet: linear attention whose state per value
+                              * head is a ssm_d_state² matrix updated by the gated delta rule */
     ELM_LAYER_KINDS
 } elm_layer_kind;
 
 typedef struct elm_hparams {
     char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
-                            * "gemma3", "smollm3" */
+                            * "gemma3", "smollm3", "lfm2", "qwen35" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
@@ -102,8 +105,22 @@ typedef struct elm_hparams {
                             * in the whole model, which local/global and NoPE layers follow */
     /* Hybrid families (model/arch.h: elm_arch.recurrent): */
     int32_t conv_l;        /* taps of the short convolution (GGUF shortconv.l_cache; LFM2: 3) */
+    /* Gated DeltaNet layers (GGUF ssm.*, llama.cpp's names; Qwen3.5 0.8B: 4, 128, 16, 16, 2048): */
+    int32_t ssm_d_conv;    /* taps of the causal convolution of q, k and v (ssm.conv_kernel) */
+    int32_t ssm_d_state;   /* size of a key head, and of a value head (ssm.state_size) */
+    int32_t ssm_n_group;   /* key (and query) heads (ssm.group_count) */
+    int32_t ssm_dt_rank;   /* value heads, a multiple of the key heads (ssm.time_step_rank) */
+    int32_t ssm_d_inner;   /* value width, ssm_dt_rank · ssm_d_state (ssm.inner_size) */
+    /* M-RoPE sections (GGUF rope.dimension_sections; Qwen3.5: 11, 11, 10, 0): rotated pairs per
+     * position stream. A text token has one position in every stream, so the pass does not read
+     * them; the writers keep them. */
+    int32_t rope_sections[4];
     uint8_t recurrent[ELM_MAX_LAYERS]; /* 1 where whole-model layer l has no attention but the
-                                        * family's recurrent kind (GGUF: its head_count_kv 0) */
+                                        * family's recurrent kind (GGUF: its head_count_kv 0, or
+                                        * Qwen3.5's full_attention_interval) */
+    int32_t n_nextn;       /* blocks after the n_layers that predict further tokens (GGUF
+                            * nextn_predict_layers: Qwen3.5's MTP), whose tensors are carried
+                            * (blk.n_layers...) and never run; 0: none */
 } elm_hparams;
 
 /* Whether layer l of hp skips RoPE (hp.nope_every). */
@@ -134,6 +151,15 @@ typedef struct elm_layer {
     /* ELM_LAYER_SHORTCONV: in_proj [3·dim, dim] giving B, C and x; the depthwise kernel
      * [dim, conv_l] (float); out_proj [dim, dim] */
     elm_tensor *conv_in, *conv_kernel, *conv_out;
+    /* ELM_LAYER_DELTANET (GGUF names; K = ssm_d_state, C = 2·n_group·K + d_inner channels):
+     * dn_qkv [C, dim] (attn_qkv: q, k heads, then the value heads), dn_z [d_inner, dim]
+     * (attn_gate: the output gate), dn_beta and dn_alpha [dt_rank, dim] (ssm_beta, ssm_alpha:
+     * per value head, the update's strength and the decay's input), dn_out [dim, d_inner]
+     * (ssm_out); float vectors: dn_conv [C, ssm_d_conv] (ssm_conv1d, the causal convolution's
+     * kernel), dn_dt [dt_rank] (ssm_dt.bias, added to alpha), dn_a [dt_rank] (ssm_a = -exp(A_log),
+     * the decay rate), dn_norm [d_state] (ssm_norm, the RMSNorm of each head's output) */
+    elm_tensor *dn_qkv, *dn_z, *dn_beta, *dn_alpha, *dn_out;
+    elm_tensor *dn_conv, *dn_dt, *dn_a, *dn_norm;
 } elm_layer;
 
 /* Every tensor slot of L (norms, matrices, biases, kernels; the slots of kinds it is not too,
@@ -144,7 +170,7 @@ int elm_layer_slots(elm_layer *L, elm_tensor ***out);
 
 /* The matrices layer L multiplies its activations by (weights of products, not norms or
  * kernels), into out[] (room for ELM_LAYER_MATRICES); returns how many. */
-#define ELM_LAYER_MATRICES 12
+#define ELM_LAYER_MATRICES 16
 int elm_layer_matrices(const elm_layer *L, const elm_tensor **out);
 
 typedef struct elm_model_storage elm_model_storage; /* private: mappings and owned buffers */
@@ -197,7 +223,7 @@ elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model
 void elm_model_free(elm_model *m);
 
 /* Whether edgelm runs GGUF architecture `arch`, and the names of those it runs ("llama, qwen2,
- * qwen3, phi3, gemma, gemma3, smollm3"), for messages: a static string made once from the family
+ * qwen3, phi3, gemma, gemma3, smollm3, lfm2, qwen35"), for messages: a static string made once from the family
  * table (thread-safe). */
 bool elm_arch_supported(const char *arch);
 const char *elm_arch_names(void);

@@ -5,8 +5,10 @@
  * Tensors are renamed to GGUF names and mapped in place, except where the GGUF convention differs
  * and an owned copy is made, as llama.cpp's converter does: Llama's q_proj and k_proj rows are
  * un-permuted from rotate-half into the interleaved order its GGUF uses (the other families run
- * rotate-half RoPE as HF stores it), and Gemma's norm weights w become 1 + w (F32). A multimodal
- * checkpoint's language model (Gemma 3 4B) is read from under its prefix. Phi-3's fused
+ * rotate-half RoPE as HF stores it), Gemma's and Qwen3.5's norm weights w become 1 + w (F32),
+ * Qwen3.5's A_log becomes ssm_a = -exp(A_log) and its Gated DeltaNet's value heads go from
+ * grouped to tiled order. A multimodal checkpoint's language model (Gemma 3 4B, Qwen3.5) is read
+ * from under its prefix. Phi-3's fused
  * qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up). Llama 3.1's rope_scaling becomes the
  * rope_freqs tensor, LongRoPE's the rope_factors_long/short tensors. Dtypes are kept (F32, F16,
  * BF16). */
@@ -34,7 +36,8 @@ static const struct { const char *hf, *gguf; int names; } global_names[] = {
     {"lm_head.weight", "output.weight", ANY_NAMES}};
 
 /* Which families have a block tensor (see needed), and in which of a hybrid's layers (on). */
-enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, PRE_NORMS, POST_NORMS };
+enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, PRE_NORMS, POST_NORMS,
+       DELTANET };
 enum { ANY_LAYER, ATTN_LAYER, REC_LAYER };
 static const struct { const char *hf, *gguf; int when, names, on; } layer_names[] = {
     {"input_layernorm.weight", "attn_norm.weight", ALL, ELM_HF_NAMES_LLAMA, ANY_LAYER},
@@ -48,6 +51,7 @@ static const struct { const char *hf, *gguf; int when, names, on; } layer_names[
     {"self_attn.q_norm.weight", "attn_q_norm.weight", QK_NORM, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
     {"self_attn.k_norm.weight", "attn_k_norm.weight", QK_NORM, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
     {"self_attn.o_proj.weight", "attn_output.weight", ALL, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
+    /* the FFN's norm: under the family's GGUF name (Qwen3.5: post_attention_norm, row_gguf) */
     {"post_attention_layernorm.weight", "ffn_norm.weight", PRE_NORMS, ELM_HF_NAMES_LLAMA,
      ANY_LAYER},
     /* Gemma 3 names its four norms by place: post_attention is the attention output's */
@@ -74,7 +78,17 @@ static const struct { const char *hf, *gguf; int when, names, on; } layer_names[
     {"ffn_norm.weight", "ffn_norm.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
     {"feed_forward.w1.weight", "ffn_gate.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
     {"feed_forward.w3.weight", "ffn_up.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
-    {"feed_forward.w2.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER}};
+    {"feed_forward.w2.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
+    /* Qwen3.5's Gated DeltaNet (Qwen3NextGatedDeltaNet), as llama.cpp's converter names it */
+    {"linear_attn.in_proj_qkv.weight", "attn_qkv.weight", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.in_proj_z.weight", "attn_gate.weight", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.in_proj_b.weight", "ssm_beta.weight", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.in_proj_a.weight", "ssm_alpha.weight", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.conv1d.weight", "ssm_conv1d.weight", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.dt_bias", "ssm_dt.bias", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.A_log", "ssm_a", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.norm.weight", "ssm_norm.weight", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.out_proj.weight", "ssm_out.weight", DELTANET, ANY_NAMES, REC_LAYER}};
 #define N_LAYER_NAMES (sizeof layer_names / sizeof layer_names[0])
 #define N_GLOBAL_NAMES (sizeof global_names / sizeof global_names[0])
 
@@ -90,8 +104,15 @@ static bool needed(const elm_arch *a, int when, int names) {
     case FUSED_FFN: return a->fused_gate_up;
     case PRE_NORMS: return !a->post_norms;
     case POST_NORMS: return a->post_norms;
+    case DELTANET: return a->recurrent == ELM_LAYER_DELTANET;
     default: return true;
     }
+}
+
+/* Row i's GGUF name in family a: the FFN's norm under the family's (elm_arch_ffn_norm). */
+static const char *row_gguf(const elm_arch *a, size_t i) {
+    return strcmp(layer_names[i].gguf, "ffn_norm.weight") == 0 ? elm_arch_ffn_norm(a)
+                                                                : layer_names[i].gguf;
 }
 
 /* Whether layer l of hp has tensors of the rows marked `on`. */
@@ -137,7 +158,7 @@ static bool gguf_name(const elm_arch *a, const char *hf, char *out, size_t cap, 
     for (size_t i = 0; i < N_LAYER_NAMES; i++)
         if (needed(a, layer_names[i].when, layer_names[i].names) &&
             strcmp(end + 1, layer_names[i].hf) == 0) {
-            snprintf(out, cap, "blk.%ld.%s", l, layer_names[i].gguf);
+            snprintf(out, cap, "blk.%ld.%s", l, row_gguf(a, i));
             *layer = l;
             return true;
         }
@@ -157,7 +178,7 @@ bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap) {
     if (sscanf(gguf, "blk.%ld.%n", &l, &used) != 1 || used == 0) return false;
     for (size_t i = 0; i < N_LAYER_NAMES; i++)
         if (needed(a, layer_names[i].when, layer_names[i].names) &&
-            strcmp(gguf + used, layer_names[i].gguf) == 0) {
+            strcmp(gguf + used, row_gguf(a, i)) == 0) {
             snprintf(out, cap, "model.layers.%ld.%s", l, layer_names[i].hf);
             return true;
         }
@@ -175,17 +196,90 @@ void elm_hf_permute_rows(char *dst, const char *src, int64_t heads, int64_t hd, 
             }
 }
 
-/* A vector as F32 (owned), plus `add` (Gemma's norm weights are 1 + w in GGUF); biases are F32
- * in GGUF whatever the checkpoint's dtype. */
+bool elm_hf_norm_plus_one(const elm_arch *a, const char *gguf) {
+    const size_t len = strlen(gguf);
+    return a->norm_plus_one && len > 11 && strcmp(gguf + len - 11, "norm.weight") == 0 &&
+           !strstr(gguf, ".ssm_norm.");
+}
+
+bool elm_hf_conv_kernel(const char *gguf) {
+    return strstr(gguf, ".shortconv.conv.") || strstr(gguf, ".ssm_conv1d.");
+}
+
+bool elm_hf_decay(const char *gguf) {
+    const size_t len = strlen(gguf);
+    return len > 6 && strcmp(gguf + len - 6, ".ssm_a") == 0;
+}
+
+bool elm_hf_value_heads(const elm_hparams *hp, const char *gguf, elm_hf_vheads *v) {
+    const int64_t S = hp->ssm_d_state, qk = 2 * (int64_t)hp->ssm_n_group * S;
+    if (hp->ssm_n_group <= 0 || hp->ssm_dt_rank == hp->ssm_n_group) return false;
+    static const struct { const char *suffix; int first, unit; bool cols; } t[] = {
+        {".attn_qkv.weight", 1, 1, false}, {".ssm_conv1d.weight", 1, 1, false},
+        {".attn_gate.weight", 0, 1, false}, {".ssm_out.weight", 0, 1, true},
+        {".ssm_beta.weight", 0, 0, false}, {".ssm_alpha.weight", 0, 0, false},
+        {".ssm_a", 0, 0, false},            {".ssm_dt.bias", 0, 0, false}};
+    const size_t len = strlen(gguf);
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const size_t n = strlen(t[i].suffix);
+        if (len > n && strcmp(gguf + len - n, t[i].suffix) == 0) {
+            *v = (elm_hf_vheads){t[i].first ? qk : 0, t[i].unit ? S : 1, t[i].cols};
+            return true;
+        }
+    }
+    return false;
+}
+
+void elm_hf_tile_heads(char *dst, const char *src, const elm_hparams *hp, const elm_hf_vheads *v,
+                       int64_t rows, size_t row_bytes, size_t elem_bytes, bool to_tiled) {
+    memcpy(dst, src, (size_t)rows * row_bytes);
+    const int64_t n_k = hp->ssm_n_group, r = hp->ssm_dt_rank / hp->ssm_n_group;
+    for (int64_t k = 0; k < n_k; k++)
+        for (int64_t j = 0; j < r; j++) {
+            const int64_t grouped = k * r + j, tiled = j * n_k + k;
+            const int64_t from = v->first + (to_tiled ? grouped : tiled) * v->unit;
+            const int64_t to = v->first + (to_tiled ? tiled : grouped) * v->unit;
+            if (!v->cols) {
+                memcpy(dst + (size_t)to * row_bytes, src + (size_t)from * row_bytes,
+                       (size_t)v->unit * row_bytes);
+                continue;
+            }
+            for (int64_t row = 0; row < rows; row++)
+                memcpy(dst + (size_t)row * row_bytes + (size_t)to * elem_bytes,
+                       src + (size_t)row * row_bytes + (size_t)from * elem_bytes,
+                       (size_t)v->unit * elem_bytes);
+        }
+}
+
+/* A vector as F32 (owned): plus `add` (Gemma's and Qwen3.5's norm weights are 1 + w in GGUF), or
+ * with decay, A_log's -exp (Qwen3.5's ssm_a); biases are F32 in GGUF whatever the checkpoint's
+ * dtype. */
 static elm_status f32_copy(elm_model *m, const char *src, const elm_st_tensor *t, float add,
-                           void **out, elm_error *err) {
+                           bool decay, void **out, elm_error *err) {
     const int64_t n = (int64_t)(t->nbytes / (t->type == ELM_TYPE_F32 ? 4 : 2));
     float *w = malloc((size_t)(n ? n : 1) * sizeof *w);
     if (!w) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", src);
     elm_type_get(t->type)->to_float(t->data, w, n);
-    for (int64_t i = 0; i < n; i++) w[i] += add;
+    for (int64_t i = 0; i < n; i++) w[i] = decay ? -expf(w[i]) : w[i] + add;
     *out = w;
     return elm_model_own_buffer(m, w, err);
+}
+
+/* The value heads of a Gated DeltaNet tensor (ne as GGUF has it) into GGUF's tiled order: an
+ * owned copy of *data, which then points at it. */
+static elm_status tile_heads(elm_model *m, const char *src, const elm_hf_vheads *v, elm_type type,
+                             const int64_t *ne, int n_dims, void **data, elm_error *err) {
+    const int64_t rows = n_dims > 1 ? ne[1] : ne[0];
+    const size_t elem = elm_type_get(type)->block_bytes, row = n_dims > 1 ? (size_t)ne[0] * elem
+                                                                           : elem;
+    if ((v->cols ? ne[0] : rows) < v->first + (int64_t)m->hp.ssm_dt_rank * v->unit)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: a Gated DeltaNet tensor too small for %d "
+                          "value heads of %lld", src, m->hp.ssm_dt_rank, (long long)v->unit);
+    char *dst = malloc((size_t)rows * row);
+    if (!dst) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", src);
+    elm_hf_tile_heads(dst, *data, &m->hp, v, rows, row, elem, true);
+    *data = dst;
+    return elm_model_own_buffer(m, dst, err);
 }
 
 /* Copy of a q/k projection [heads*hd, cols] with rows moved from rotate-half to interleaved
@@ -237,14 +331,14 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
     elm_type type = t->type;
     size_t nbytes = t->nbytes;
     const size_t len = strlen(name);
-    const bool norm = len > 11 && strcmp(name + len - 11, "norm.weight") == 0;
+    const bool plus_one = elm_hf_norm_plus_one(a, name), decay = elm_hf_decay(name);
     const bool bias = len > 5 && strcmp(name + len - 5, ".bias") == 0;
     if (a->hf_permute_qk && layer >= 0 && strstr(name, ".attn_q.weight"))
         st = unpermute(m, src, t, hp->n_heads, &data, err);
     else if (a->hf_permute_qk && layer >= 0 && strstr(name, ".attn_k.weight"))
         st = unpermute(m, src, t, hp->n_kv_heads, &data, err);
-    else if ((a->norm_plus_one && norm) || bias) {
-        st = f32_copy(m, src, t, norm ? 1.0f : 0.0f, &data, err);
+    else if (plus_one || bias || decay) {
+        st = f32_copy(m, src, t, plus_one ? 1.0f : 0.0f, decay, &data, err);
         type = ELM_TYPE_F32;
         nbytes = t->nbytes / (t->type == ELM_TYPE_F32 ? 4 : 2) * 4;
     } else
@@ -253,11 +347,16 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
     int64_t ne[ELM_MAX_DIMS];
     int n_dims = 0;
     for (int i = 0; i < t->n_dims; i++) ne[n_dims++] = t->shape[t->n_dims - 1 - i];
-    /* a depthwise conv1d weight [channels, 1, taps] is the kernel [channels, taps] (LFM2) */
-    if (strstr(name, ".shortconv.conv.") && n_dims == 3 && ne[1] == 1) {
+    /* a depthwise conv1d weight [channels, 1, taps] is the kernel [channels, taps] (LFM2,
+     * Qwen3.5) */
+    if (elm_hf_conv_kernel(name) && n_dims == 3 && ne[1] == 1) {
         ne[1] = ne[2];
         n_dims = 2;
     }
+    elm_hf_vheads v;
+    if (elm_hf_value_heads(hp, name, &v) && n_dims <= 2 &&
+        (st = tile_heads(m, src, &v, type, ne, n_dims, &data, err)))
+        return st;
     return elm_model_add_tensor(m, name, type, n_dims, ne, data, nbytes, err);
 }
 
@@ -346,7 +445,7 @@ static elm_status check_complete(const elm_model *m, const char *src, elm_error 
     }
     for (int l = 0; l < m->hp.n_layers; l++)
         for (size_t i = 0; i < N_LAYER_NAMES; i++) {
-            snprintf(gguf, sizeof gguf, "blk.%d.%s", l, layer_names[i].gguf);
+            snprintf(gguf, sizeof gguf, "blk.%d.%s", l, row_gguf(a, i));
             if (needed(a, layer_names[i].when, layer_names[i].names) &&
                 in_layer(&m->hp, l, layer_names[i].on) && !elm_model_find(m, gguf))
                 return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor 'model.layers.%d.%s'",

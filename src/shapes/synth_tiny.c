@@ -52,6 +52,12 @@ static elm_status add(elm_model *m, rng *r, const elm_tensor_spec *t, double mea
 /* Llama's tiny model has Llama 3.1's RoPE scaling (rope_freqs); no other family has one. */
 static bool llama31(const elm_arch *a) { return strcmp(a->name, "llama") == 0; }
 
+/* The values of tensor t become decay rates: x -> -exp(x). */
+static void to_decay(elm_tensor *t) {
+    float *v = t->data;
+    for (int64_t i = 0; i < t->ne[0]; i++) v[i] = -expf(v[i]);
+}
+
 /* LongRoPE's factors, as the frequency divisors of Phi-3.5/4-mini grow: short ones
  * 1 + 0.2·|N(0, 1)|, long ones 1.5 + 6.5·i/(n - 1) + 0.2·|N(0, 1)| (up to about the extension, 8),
  * so that every long factor differs from its short one. */
@@ -68,8 +74,8 @@ static elm_status add_factors(elm_model *m, rng *r, const elm_tensor_spec *t, bo
                                           (size_t)n * sizeof *f, err);
 }
 
-/* Matrices and biases N(0, std²), norm weights 1 + N(0, 0.1²), rope_freqs from the scaling,
- * LongRoPE's factors drawn (add_factors). */
+/* Matrices and biases N(0, std²), norm weights 1 + N(0, 0.1²), decay rates -exp(N(-1, 0.5²)),
+ * rope_freqs from the scaling, LongRoPE's factors drawn (add_factors). */
 static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double std, bool longrope,
                               elm_error *err) {
     int32_t n;
@@ -85,6 +91,10 @@ static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double st
         case ELM_KIND_BIAS:
         case ELM_KIND_CONV: st = add(m, r, &specs[i], 0, std, err); break;
         case ELM_KIND_NORM: st = add(m, r, &specs[i], 1.0, 0.1, err); break;
+        case ELM_KIND_DECAY:
+            st = add(m, r, &specs[i], -1.0, 0.5, err);
+            if (!st) to_decay(&m->tensors[m->n_tensors - 1]);
+            break;
         case ELM_KIND_ROPE: st = elm_hf_add_llama3_freqs(m, llama31_scaling, err); break;
         case ELM_KIND_ROPE_LONG: st = add_factors(m, r, &specs[i], true, err); break;
         case ELM_KIND_ROPE_SHORT: st = add_factors(m, r, &specs[i], false, err); break;
@@ -140,6 +150,27 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
         hp->recurrent[0] = hp->recurrent[2] = 1;
         hp->conv_l = 3;
         hp->rope_theta = 1000000.0f;
+    }
+    if (a->recurrent == ELM_LAYER_DELTANET) {
+        /* Qwen3.5: DeltaNet and attention layers in turn, 4 value heads on 2 key heads (so their
+         * orders in HF and GGUF differ), a quarter of each 32-wide attention head rotated, its
+         * M-RoPE sections as Qwen3.5's 11, 11, 10 of 32 pairs: every pair in one of the three
+         * streams of a text position (the fourth, at 0 in llama.cpp, would leave pairs still) */
+        hp->n_layers = 4;
+        for (int l = 0; l < hp->n_layers; l++) hp->recurrent[l] = l % 2 == 0;
+        hp->head_dim = 2 * TINY_HEAD * scale;
+        hp->rope_dim = hp->head_dim / 4;
+        const int32_t pairs = hp->rope_dim / 2;
+        hp->rope_sections[0] = (pairs + 2) / 3;
+        hp->rope_sections[1] = (pairs + 1) / 3;
+        hp->rope_sections[2] = pairs / 3;
+        hp->ssm_d_conv = 4;
+        hp->ssm_d_state = TINY_HEAD * scale;
+        hp->ssm_n_group = 2;
+        hp->ssm_dt_rank = 4;
+        hp->ssm_d_inner = hp->ssm_dt_rank * hp->ssm_d_state;
+        hp->rms_eps = 1e-6f;
+        hp->rope_theta = 10000000.0f;
     }
     if (a->swa_period) { /* Gemma 3 4B's RoPE (base 1e6, linear ×8 on global layers only) */
         hp->n_swa = TINY_WINDOW;
