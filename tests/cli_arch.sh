@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, smollm3, lfm2, granitehybrid) on `synth --tiny` models: quantize
+# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, smollm3, lfm2, granitehybrid, qwen35) on `synth --tiny` models: quantize
 # (q4_0, mixed policy) writes a GGUF of the same architecture that runs, perplexity and eval work on it
 # (Phi-3 with LongRoPE too, its factors kept, run at a short and a long context); and the
 # refusals are one clear line each: a GGUF of an unsupported architecture, an unknown
 # tokenizer.ggml.pre, an HF config with an unknown rope_scaling (yarn, dynamic), a Gemma 3
 # config without its sliding_window. Gemma 3 also loads as a multimodal checkpoint (config in
-# text_config with rope_parameters, tensors under language_model.) and runs as its plain copy.
+# text_config with rope_parameters, tensors under language_model.) and runs as its plain copy;
+# so does Qwen3.5's (Qwen3_5ForConditionalGeneration: tensors under model.language_model., its
+# tie_word_embeddings outside text_config, a vision tower and an MTP block ignored).
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -18,9 +20,10 @@ json_get() {
 }
 
 head -c 1200 "$fix/stories260K/text/valid.txt" >"$tmp/text.txt"
-for arch in llama qwen2 qwen3 phi3 gemma gemma3 smollm3 lfm2 granitehybrid; do
+for arch in llama qwen2 qwen3 phi3 gemma gemma3 smollm3 lfm2 granitehybrid qwen35; do
     case $arch in
     llama | smollm3 | lfm2 | granitehybrid) vocab=llama-spm ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma | gemma3) vocab=llama-spm ;;
+    qwen35) vocab=qwen35 ;;
     esac
     f32=$tmp/$arch.gguf
     "$bin" synth --arch "$arch" --tiny -o "$f32" --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" \
@@ -149,6 +152,45 @@ import json, sys
 a, b = (json.load(open(p))["logits"] for p in sys.argv[1:])
 sys.exit(not all(x[0] == y[0] and abs(x[1] - y[1]) < 1e-5 for r, s in zip(a, b) for x, y in zip(r, s)))
 ' "$g3.json" "$tmp/g3-mm.json" || fail "gemma3: the multimodal layout's logits differ from the plain copy's"
+
+# Qwen3.5's multimodal layout runs as its plain copy
+q35=$tmp/qwen35-hf
+"$bin" synth --arch qwen35 --tiny -o "$tmp/q35.gguf" --hf "$q35" \
+    --vocab "$fix/vocab/ggml-vocab-qwen35.gguf" >/dev/null 2>"$tmp/err" ||
+    fail "qwen35: synth --hf: $(cat "$tmp/err")"
+cp -r "$q35" "$tmp/q35-mm"
+python3 - "$tmp/q35-mm" <<'EOF'
+import json, os, struct, sys
+mm = sys.argv[1]
+text = json.load(open(os.path.join(mm, "config.json")))
+tie = text.pop("tie_word_embeddings")
+text["model_type"] = "qwen3_5_text"
+json.dump({"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
+           "text_config": text, "vision_config": {"depth": 1}, "tie_word_embeddings": tie},
+          open(os.path.join(mm, "config.json"), "w"))
+path = os.path.join(mm, "model.safetensors")
+data = open(path, "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+moved = {(k.replace("model.", "model.language_model.", 1) if k.startswith("model.") else k): v
+         for k, v in header.items()}
+end = len(data) - 8 - n
+for extra in ["model.visual.patch_embed.proj.weight", "mtp.fc.weight"]:
+    moved[extra] = {"dtype": "F32", "shape": [1], "data_offsets": [end, end + 4]}
+    end += 4
+h = json.dumps(moved).encode()
+h += b" " * (-len(h) % 8)
+open(path, "wb").write(struct.pack("<Q", len(h)) + h + data[8 + n:] + bytes(8))
+EOF
+for model in "$q35" "$tmp/q35-mm"; do
+    "$bin" run -m "$model" -p "Once upon a time" -n 4 --temp 0 --ignore-eos -t 2 --json \
+        --logits 4 --logits-top 8 >"$model.json" 2>"$tmp/err" || fail "qwen35: run $model: $(cat "$tmp/err")"
+done
+[ -s "$tmp/q35-mm.json" ] && python3 -c '
+import json, sys
+a, b = (json.load(open(p))["logits"] for p in sys.argv[1:])
+sys.exit(not (a == b))
+' "$q35.json" "$tmp/q35-mm.json" || fail "qwen35: the multimodal layout's logits differ from the plain copy's"
 
 [ "$failed" -eq 0 ] && echo "cli_arch: all passed"
 exit $((failed > 0))

@@ -7,7 +7,8 @@
 #   slot's state checkpoint (cached_tokens > 0) and answers exactly what a fresh server answers;
 # - quantize: the q4_k_m recipe keeps the convolution kernels in f32 (as llama-quantize does),
 #   GPTQ and AWQ calibrate through the recurrent layers (their state carried over each calibration
-#   sequence) and GPTQ's KLD against the F32 model is below round-to-nearest's;
+#   sequence) and GPTQ's KLD against the F32 model is below round-to-nearest's; AWQ refuses
+#   Qwen3.5's Gated DeltaNet layers in one line (no scale passes their output's RMSNorm);
 # - context shift and the ONNX export are refused in one line.
 # Usage: bash tests/cli_hybrid.sh EDGELM_BINARY FIXTURES_DIR
 set -u
@@ -19,7 +20,7 @@ fix=$2
 calib=$fix/stories260K/text/calib.txt
 valid=$fix/stories260K/text/valid.txt
 prompt="Once upon a time there was a little girl who lived in a village near the forest"
-for arch in lfm2 granitehybrid; do
+for arch in lfm2 granitehybrid qwen35; do
     m=$tmp/$arch.gguf
     # the stories260K vocabulary (512 pieces): eval over its text stays quick
     "$bin" synth --arch "$arch" --tiny -o "$m" -s 11 --vocab "$fix/stories260K/stories260K-f32.gguf" \
@@ -52,7 +53,18 @@ EOF
         fail "$arch: quantize q4_k_m: $(tail -1 "$tmp/inspect")"
     grep -E 'shortconv\.conv\.weight|ssm_conv1d' "$tmp/inspect" | grep -vq ' f32 ' &&
         fail "$arch: q4_k_m did not keep the convolution kernels f32"
-    for method in rtn gptq awq; do
+    methods="rtn gptq awq"
+    if [ "$arch" = qwen35 ]; then
+        methods="rtn gptq"
+        rm -f "$tmp/awq.gguf"
+        "$bin" quantize -m "$m" -o "$tmp/awq.gguf" --type q4_0 --method awq --calib "$calib" \
+            --calib-samples 16 --seq-len 64 -t 2 >/dev/null 2>"$tmp/err" &&
+            fail "$arch: AWQ ran through Gated DeltaNet layers"
+        tail -1 "$tmp/err" | grep -q "^edgelm: .*AWQ does not calibrate Gated DeltaNet layers" ||
+            fail "$arch: awq: $(tail -1 "$tmp/err")"
+        [ -e "$tmp/awq.gguf" ] && fail "$arch: awq left a file"
+    fi
+    for method in $methods; do
         "$bin" quantize -m "$m" -o "$tmp/$method.gguf" --type q4_0 --method "$method" \
             --calib "$calib" --calib-samples 16 --seq-len 64 -t 2 >/dev/null 2>"$tmp/err" ||
             fail "$arch: quantize $method: $(tail -1 "$tmp/err")"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interop test of every model family against llama.cpp: for llama, qwen2, qwen3, phi3 (and phi3
-# with LongRoPE), gemma, gemma3, smollm3 and the hybrids lfm2 and granitehybrid, a `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3
+# with LongRoPE), gemma, gemma3, smollm3 and the hybrids lfm2, granitehybrid and qwen35, a `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3
 # prompts by edgelm and by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1,
 # installed once by scripts/node-llama.sh; tests/interop/greedy.mjs). From the GGUF, with
 # --ggml-rounding, prompt ids and generated ids must be equal and the logits within 1e-3 of
@@ -11,7 +11,9 @@
 # or recurrent chunk, so their state crosses a prefill and 16 decode steps. Phi-3 with LongRoPE
 # (synth --longrope: Phi-4-mini's partial RoPE, factors for 4096 tokens extended from 512, its
 # attention factor) runs at two context sizes, llama.cpp's (GREEDY_CTX) and edgelm's (-c) alike:
-# 512 runs the short factors, 1024 the long ones. Skipped (one line, exit 0) only when node is missing or npm cannot reach the
+# 512 runs the short factors, 1024 the long ones. Qwen3.5's GGUF is run once
+# more with M-RoPE sections that leave some rotated pairs to the fourth position stream, which
+# llama.cpp holds at 0 for text. Skipped (one line, exit 0) only when node is missing or npm cannot reach the
 # registry. Set INTEROP_VERBOSE=1 to print each largest logit difference.
 # Usage: bash tests/cli_interop_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
@@ -23,7 +25,7 @@ pkg=$npm_dir/node_modules/node-llama-cpp
 
 long="Once upon a time there was a little girl who lived in a village near the forest. Whenever \
 she went out, the little girl wore a red riding cloak, so everyone in the village called her"
-for name in llama qwen2 qwen3 phi3 gemma gemma3 smollm3 lfm2 granitehybrid phi3-longrope-512 \
+for name in llama qwen2 qwen3 phi3 gemma gemma3 smollm3 lfm2 granitehybrid qwen35 phi3-longrope-512 \
     phi3-longrope-1024; do
     arch=${name%%-*}
     ctx=256 synth_opts=() ctx_opts=()
@@ -32,10 +34,10 @@ for name in llama qwen2 qwen3 phi3 gemma gemma3 smollm3 lfm2 granitehybrid phi3-
     esac
     case $arch in
     llama | smollm3 | lfm2 | granitehybrid) vocab=llama-bpe ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;;
-    gemma | gemma3) vocab=llama-spm ;;
+    gemma | gemma3) vocab=llama-spm ;; qwen35) vocab=qwen35 ;;
     esac
     prompts=("Once upon a time" "The capital of France is" $'def fib(n):\n    return')
-    case $arch in gemma3 | lfm2 | granitehybrid) prompts[2]=$long ;; esac
+    case $arch in gemma3 | lfm2 | granitehybrid | qwen35) prompts[2]=$long ;; esac
     gguf=$tmp/$name.gguf
     "$bin" synth --arch "$arch" --tiny "${synth_opts[@]}" -o "$gguf" --hf "$tmp/$name-hf" \
         --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" -s 7 >/dev/null 2>"$tmp/err" ||
@@ -77,6 +79,28 @@ a, b = (json.load(open(p)) for p in sys.argv[1:])
 sys.exit(not any(x["generated_ids"] != y["generated_ids"] for x, y in zip(a, b)))
 ' "$tmp/phi3-longrope-512.ref.json" "$tmp/phi3-longrope-1024.ref.json" ||
         fail "phi3-longrope: llama.cpp continues alike at 512 and 1024 tokens of context (short and long factors)"
+fi
+
+# Qwen3.5 with rope.dimension_sections 2, 2, 0, 0 over its 4 rotated pairs: pair 2 is in the fourth
+# stream (ggml_mrope_cache_init), still for text
+if [ -f "$tmp/qwen35.gguf" ]; then
+    python3 - "$tmp/qwen35.gguf" "$tmp/still.gguf" <<'EOF' || fail "qwen35: cannot patch the sections"
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+at = b.find(b"qwen35.rope.dimension_sections") + len(b"qwen35.rope.dimension_sections")
+assert struct.unpack_from("<IIQ", b, at) == (9, 5, 4)  # an array of 4 int32
+struct.pack_into("<4i", b, at + 16, 2, 2, 0, 0)
+open(sys.argv[2], "wb").write(b)
+EOF
+    GREEDY_TOP=8 node tests/interop/greedy.mjs "$pkg" "$tmp/still.gguf" 16 "$long" \
+        >"$tmp/still.ref.json" 2>"$tmp/err" || fail "qwen35 sections: llama.cpp: $(tail -3 "$tmp/err")"
+    "$bin" run -m "$tmp/still.gguf" -p "$long" -n 16 --temp 0 --ignore-eos -t 2 --json \
+        --ggml-rounding --logits 16 --logits-top 32 >"$tmp/out.json" 2>"$tmp/err" ||
+        fail "qwen35 sections: run: $(cat "$tmp/err")"
+    delta=$(python3 tests/lib/logit_delta.py "$tmp/still.ref.json" 0 "$tmp/out.json")
+    [ "${INTEROP_VERBOSE:-0}" = 1 ] && echo "qwen35 sections 2, 2, 0, 0: max |delta| rows: $delta"
+    python3 -c "import sys; d, rows = sys.argv[1].split(); sys.exit(not (float(d) <= 1e-3 and int(rows) == 16))" "$delta" ||
+        fail "qwen35: sections 2, 2, 0, 0: logits differ from llama.cpp's by $delta (max |delta|, rows)"
 fi
 
 [ "$failed" -eq 0 ] && echo "cli_interop_arch: all passed"

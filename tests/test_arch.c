@@ -210,6 +210,34 @@ static void test_family(const char *arch, const char *vocab) {
         free(rope);
         free(res);
     }
+    if (g && h && !strcmp(arch, "qwen35")) {
+        /* the sizes of its Gated DeltaNet layers, which layers they are, a quarter of each head
+         * rotated, the M-RoPE sections, through GGUF and HF */
+        for (const elm_model *x = g; x; x = x == g ? h : NULL) {
+            const elm_hparams *a = &x->hp, *b = &m->hp;
+            CHECK(a->conv_l == 4 && a->ssm_state == b->ssm_state && a->ssm_groups == 2 &&
+                      a->ssm_heads == 4 && a->ssm_inner == b->ssm_inner &&
+                      a->rope_dim * 4 == a->head_dim &&
+                      !memcmp(a->rope_sections, b->rope_sections, sizeof a->rope_sections) &&
+                      !memcmp(a->recurrent, b->recurrent, sizeof a->recurrent) &&
+                      x->layers[0].kind == ELM_LAYER_DELTANET &&
+                      x->layers[3].kind == ELM_LAYER_ATTENTION,
+                  "qwen35: %s hparams", x->format);
+        }
+        /* the attention's output gate is used: the gate rows of layer 1's q projection matter */
+        static const int32_t ids[3] = {1, 450, 7483};
+        const elm_tensor *wq = m->layers[1].wq;
+        const int64_t hd = m->hp.head_dim;
+        float *before = logits(m, ids, 3, 0);
+        for (int64_t r = hd; r < 2 * hd; r++) /* head 0's gate */
+            for (int64_t i = 0; i < wq->ne[0]; i++) ((float *)wq->data)[r * wq->ne[0] + i] *= 3.0f;
+        float *after = logits(m, ids, 3, 0);
+        CHECK(wq->ne[1] == 2 * m->hp.n_heads * hd && before && after &&
+                  memcmp(before, after, 3 * (size_t)m->hp.n_vocab * sizeof *before) != 0,
+              "qwen35: attention gate not applied");
+        free(before);
+        free(after);
+    }
     if (g && !strcmp(arch, "phi3")) {
         /* fused tensors are bound as row views into the file's tensor */
         const elm_tensor *qkv = elm_model_find(g, "blk.1.attn_qkv.weight");
@@ -455,7 +483,7 @@ static void test_table(void) {
         snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", elm_synth_tiny_vocab(name));
         CHECK(access(fixture(rel), R_OK) == 0, "%s: no vocabulary %s", name, rel);
     }
-    CHECK(n == 9, "%d families: %s", n, elm_arch_names());
+    CHECK(n == 10, "%d families: %s", n, elm_arch_names());
     CHECK(elm_arch_from_hf("mistral") == elm_arch_find("llama") && !elm_arch_find("mistral") &&
               elm_arch_from_hf("gemma3") == elm_arch_find("gemma3") &&
               !elm_arch_from_hf("mamba") && !elm_arch_hf_type("MambaForCausalLM"),
@@ -505,6 +533,30 @@ static void test_refusals(void) {
                         "mamba_conv_bias");
     expect_config_error("granitehybrid", "{\"position_embedding_type\": \"alibi\"}",
                         ELM_ERR_UNSUPPORTED, "position_embedding_type");
+    /* Qwen3.5's: which layers attend (layer_types, or an interval), the Gated DeltaNet's sizes,
+     * its RoPE and gate */
+    expect_config_error("qwen35", "{\"layer_types\": [\"full_attention\"]}", ELM_ERR_FORMAT,
+                        "'layer_types' has 1 entries for 4 layers");
+    expect_config_error("qwen35", "{\"layer_types\": [\"conv\", \"full_attention\", "
+                        "\"linear_attention\", \"full_attention\"]}", ELM_ERR_FORMAT,
+                        "'layer_types'[0] is not 'linear_attention' or 'full_attention'");
+    expect_config_error("qwen35", "{\"linear_key_head_dim\": null}", ELM_ERR_FORMAT,
+                        "missing required key 'linear_key_head_dim'");
+    expect_config_error("qwen35", "{\"linear_value_head_dim\": 32}", ELM_ERR_UNSUPPORTED,
+                        "linear_key_head_dim 16 differs from linear_value_head_dim 32");
+    expect_config_error("qwen35", "{\"attn_output_gate\": false}", ELM_ERR_UNSUPPORTED,
+                        "attn_output_gate false");
+    expect_config_error("qwen35", "{\"rope_parameters\": {\"rope_type\": \"yarn\"}}",
+                        ELM_ERR_UNSUPPORTED, "rope_type 'yarn' is not supported");
+    snprintf(dir, sizeof dir, "%s/qwen35-interval", tmpdir);
+    if (hf_copy_with("qwen35", "{\"layer_types\": null, \"full_attention_interval\": 2}", dir)) {
+        elm_model *m = load(dir);
+        CHECK(m && m->hp.recurrent[0] && !m->hp.recurrent[1] && m->hp.recurrent[2] &&
+                  !m->hp.recurrent[3] && m->layers[1].kind == ELM_LAYER_ATTENTION,
+              "qwen35: full_attention_interval");
+        elm_model_free(m);
+    }
+    tmp_dir_remove(strdup(dir));
     expect_config_error("llama", "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
                         ELM_ERR_UNSUPPORTED, "rope_scaling type 'yarn' is not supported");
     /* LongRoPE: its factor lists, one per rotated pair (8 of phi3's heads of 16), and the
@@ -583,6 +635,7 @@ int main(int argc, char **argv) {
         test_family("smollm3", "llama-spm");
         test_family("lfm2", "llama-bpe");
         test_family("granitehybrid", "llama-bpe");
+        test_family("qwen35", "qwen35");
         test_tokenizer_json("llama-spm");
         test_tokenizer_json("phi-3");
         test_tokenizer_json("qwen2");
@@ -592,7 +645,7 @@ int main(int argc, char **argv) {
     }
     /* the HF folders hold files: remove them before the folder itself */
     const char *archs[] = {"llama", "qwen2", "qwen3", "phi3", "gemma", "smollm3", "lfm2",
-                           "granitehybrid"};
+                           "granitehybrid", "qwen35"};
     for (int i = 0; tmpdir && i < (int)(sizeof archs / sizeof archs[0]); i++) {
         char dir[600];
         snprintf(dir, sizeof dir, "%s/hf-%s", tmpdir, archs[i]);

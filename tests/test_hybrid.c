@@ -4,9 +4,9 @@
  * multi-token batch, then feeding the same tokens again, gives them again (checkpoints and
  * replay); two sequences in one pass (elm_forward_seqs, n_seq 2) each give what they give alone;
  * a context shift is refused in one line. Then bad LFM2 files: a head_count_kv array too short,
- * a missing short-conv tensor, a kernel size that does not match the tensors; and bad Granite
- * 4.0-H files: a kernel size, state size, head or group count that does not match the tensors,
- * a missing A. */
+ * a missing short-conv tensor, a kernel size that does not match the tensors; bad Granite 4.0-H
+ * files: a kernel size, state size, head or group count that does not match the tensors, a
+ * missing A; and Qwen3.5's (test_qwen35_files). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,7 +173,46 @@ static void expect_load_error(const char *path, const char *want, const char *wh
     elm_model_free(m);
 }
 
-/* Removes tensor `name` from m's list (a file written from m then lacks it). */
+/* The tiny model of a hybrid family, or NULL (a failed check). */
+static elm_model *tiny(const char *arch) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", elm_synth_tiny_vocab(arch));
+    elm_synth_tiny o = {.arch = arch, .vocab_path = fixture(rel), .seed = 5};
+    elm_model *m = NULL;
+    elm_error err;
+    CHECK(elm_synth_tiny_model(&o, &m, NULL, &err) == ELM_OK, "%s: synth: %s", arch, err.msg);
+    return m;
+}
+
+/* m written as dir/name must fail to load with `want` (what: the case). */
+static void expect_written_error(const elm_model *m, const char *dir, const char *name,
+                                 const char *want, const char *what) {
+    elm_error err;
+    const char *path = tmp_path(dir, name);
+    CHECK(elm_gguf_write_model(m, path, &err) == ELM_OK, "write: %s", err.msg);
+    expect_load_error(path, want, what);
+}
+
+/* A copy named `name` of m written to dir, with key's u32 value (after its type) set to v, must
+ * fail to load with `want`. */
+static void expect_patched_error(const elm_model *m, const char *dir, const char *name,
+                                 const char *key, uint32_t v, const char *want, const char *what) {
+    elm_error err;
+    const char *good = tmp_path(dir, "good.gguf"), *path = tmp_path(dir, name);
+    CHECK(elm_gguf_write_model(m, good, &err) == ELM_OK, "write: %s", err.msg);
+    size_t len = 0;
+    unsigned char *bytes = file_copy(good, path, SIZE_MAX, 0) ? file_read(path, &len) : NULL;
+    unsigned char *at = bytes ? memmem(bytes, len, key, strlen(key)) : NULL;
+    CHECK(at != NULL, "%s not found in the file", key);
+    if (at) {
+        memcpy(at + strlen(key) + 4, &v, 4);
+        CHECK(file_write(path, bytes, len), "write %s", path);
+        expect_load_error(path, want, what);
+    }
+    free(bytes);
+}
+
+/* Drops tensor `name` from m. */
 static void drop_tensor(elm_model *m, const char *name) {
     for (int32_t i = 0; i < m->n_tensors; i++)
         if (!strcmp(m->tensors[i].name, name)) {
@@ -186,87 +225,92 @@ static void drop_tensor(elm_model *m, const char *name) {
 }
 
 static void test_bad_lfm2(const char *dir) {
-    elm_synth_tiny o = {.arch = "lfm2", .vocab_path = fixture("vocab/ggml-vocab-llama-bpe.gguf"),
-                        .seed = 5};
-    elm_model *m = NULL;
-    elm_error err;
-    if (elm_synth_tiny_model(&o, &m, NULL, &err)) {
-        CHECK(false, "lfm2: synth: %s", err.msg);
-        return;
-    }
-    const char *good = tmp_path(dir, "lfm2.gguf");
-    CHECK(elm_gguf_write_model(m, good, &err) == ELM_OK, "write: %s", err.msg);
-    size_t len = 0;
-    const char *bad = tmp_path(dir, "short-array.gguf");
-    unsigned char *bytes = file_copy(good, bad, SIZE_MAX, 0) ? file_read(bad, &len) : NULL;
+    elm_model *m = tiny("lfm2");
+    if (!m) return;
     /* head_count_kv has one value per layer: 3; the file then says 4 layers */
-    const char *key = "lfm2.block_count";
-    unsigned char *at = bytes ? memmem(bytes, len, key, strlen(key)) : NULL;
-    if (at) {
-        const uint32_t four = 4;
-        memcpy(at + strlen(key) + 4, &four, 4); /* after the value type (u32) */
-        CHECK(file_write(bad, bytes, len), "write %s", bad);
-        expect_load_error(bad, "has 3 values for 4 layers", "a head_count_kv array too short");
-    }
-    CHECK(at != NULL, "block_count not found in the file");
-    free(bytes);
-
+    expect_patched_error(m, dir, "short-array.gguf", "lfm2.block_count", 4,
+                         "has 3 values for 4 layers", "a head_count_kv array too short");
     /* a kernel of 4 taps said, 3 stored */
     m->hp.conv_l = 4;
-    const char *taps = tmp_path(dir, "taps.gguf");
-    CHECK(elm_gguf_write_model(m, taps, &err) == ELM_OK, "write: %s", err.msg);
-    expect_load_error(taps, "blk.0.shortconv.conv.weight", "a kernel size not the tensors'");
+    expect_written_error(m, dir, "taps.gguf", "blk.0.shortconv.conv.weight",
+                         "a kernel size not the tensors'");
     m->hp.conv_l = 3;
-
     /* no conv kernel in layer 2 */
     drop_tensor(m, "blk.2.shortconv.conv.weight");
-    const char *missing = tmp_path(dir, "missing.gguf");
-    CHECK(elm_gguf_write_model(m, missing, &err) == ELM_OK, "write: %s", err.msg);
-    expect_load_error(missing, "missing tensor 'blk.2.shortconv.conv.weight'",
-                      "a missing state tensor");
+    expect_written_error(m, dir, "missing.gguf", "missing tensor 'blk.2.shortconv.conv.weight'",
+                         "a missing state tensor");
+    elm_model_free(m);
+}
+
+/* Qwen3.5: its layer kinds as full_attention_interval, or per layer (attention.recurrent_layers)
+ * beside an MTP block (nextn_predict_layers: loaded, not run); then bad files: the per-layer
+ * flags too short, sizes of the Gated DeltaNet (heads, head size) not the tensors', sizes that do
+ * not fit together, a missing state tensor. */
+static void test_qwen35_files(const char *dir) {
+    elm_model *m = tiny("qwen35");
+    if (!m) return;
+    elm_error err;
+    const char *path = tmp_path(dir, "mtp.gguf");
+    m->hp.n_nextn = 1; /* written as 5 blocks, its layer kinds as 5 flags */
+    CHECK(elm_gguf_write_model(m, path, &err) == ELM_OK, "write: %s", err.msg);
+    elm_model *g = NULL;
+    CHECK(elm_model_load(path, NULL, &g, &err) == ELM_OK, "load %s: %s", path, err.msg);
+    CHECK(g && g->hp.n_layers == 4 && g->hp.n_nextn == 1 &&
+              !memcmp(g->hp.recurrent, m->hp.recurrent, sizeof m->hp.recurrent) &&
+              g->layers[0].kind == ELM_LAYER_DELTANET && g->layers[1].kind == ELM_LAYER_ATTENTION,
+          "qwen35: an MTP block's file");
+    elm_model_free(g);
+    expect_patched_error(m, dir, "short-flags.gguf", "qwen35.block_count", 6,
+                         "has 5 values for 6 layers", "attention.recurrent_layers too short");
+    m->hp.n_nextn = 0;
+    struct { int32_t *field, value; const char *want, *what; } bad[] = {
+        {&m->hp.ssm_groups, 1, "blk.0.attn_qkv.weight", "key heads not the tensors'"},
+        {&m->hp.ssm_state, 8, "blk.0.attn_qkv.weight", "a head size not the tensors'"},
+        {&m->hp.ssm_heads, 3, "not a multiple of 2 key heads", "value heads by key heads"},
+        {&m->hp.ssm_inner, 48, "value width 48 (ssm.inner_size) is not 4 heads",
+         "a value width not heads × head size"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const int32_t keep = *bad[i].field, keep_inner = m->hp.ssm_inner;
+        *bad[i].field = bad[i].value;
+        if (bad[i].field == &m->hp.ssm_state) m->hp.ssm_inner = 4 * bad[i].value;
+        expect_written_error(m, dir, "sizes.gguf", bad[i].want, bad[i].what);
+        *bad[i].field = keep;
+        m->hp.ssm_inner = keep_inner;
+    }
+    drop_tensor(m, "blk.2.ssm_a");
+    expect_written_error(m, dir, "missing.gguf", "missing tensor 'blk.2.ssm_a'",
+                         "a missing state tensor");
     elm_model_free(m);
 }
 
 /* Writes m with its hyper-parameter *field set to v (then back to what it was) to dir/name and
  * expects the load to fail naming `want`. */
-static void expect_hparam_error(elm_model *m, int32_t *field, int32_t v, const char *dir,
-                                const char *name, const char *want) {
-    const int32_t was = *field;
-    elm_error err;
-    *field = v;
-    const char *path = tmp_path(dir, name);
-    CHECK(elm_gguf_write_model(m, path, &err) == ELM_OK, "write: %s", err.msg);
-    expect_load_error(path, want, name);
-    *field = was;
-}
-
-/* Granite 4.0-H files whose Mamba-2 sizes do not match their tensors, or without a state
- * tensor. */
 static void test_bad_granite(const char *dir) {
-    elm_synth_tiny o = {.arch = "granitehybrid",
-                        .vocab_path = fixture("vocab/ggml-vocab-llama-bpe.gguf"), .seed = 5};
-    elm_model *m = NULL;
-    elm_error err;
-    if (elm_synth_tiny_model(&o, &m, NULL, &err)) {
-        CHECK(false, "granitehybrid: synth: %s", err.msg);
-        return;
-    }
+    elm_model *m = tiny("granitehybrid");
+    if (!m) return;
     elm_hparams *hp = &m->hp;
     /* a kernel of 3 taps said, 4 stored; a state of 32, 64 stored (in_proj's rows); 16 heads,
      * 8 stored (in_proj's rows); 3 groups, which do not divide the heads */
-    expect_hparam_error(m, &hp->conv_l, 3, dir, "taps.gguf",
-                        "tensor 'blk.0.ssm_conv1d.weight' has shape [384, 4], expected [384, 3]");
-    expect_hparam_error(m, &hp->ssm_state, 32, dir, "state.gguf",
-                        "tensor 'blk.0.ssm_in.weight' has shape [520, 64], expected [392, 64]");
-    expect_hparam_error(m, &hp->ssm_heads, 16, dir, "heads.gguf",
-                        "tensor 'blk.0.ssm_in.weight' has shape [520, 64], expected [528, 64]");
-    expect_hparam_error(m, &hp->ssm_groups, 3, dir, "groups.gguf",
-                        "the groups the heads");
+    struct { int32_t *field, value; const char *name, *want; } bad[] = {
+        {&hp->conv_l, 3, "taps.gguf",
+         "tensor 'blk.0.ssm_conv1d.weight' has shape [384, 4], expected [384, 3]"},
+        {&hp->ssm_state, 32, "state.gguf",
+         "tensor 'blk.0.ssm_in.weight' has shape [520, 64], expected [392, 64]"},
+        {&hp->ssm_heads, 16, "heads.gguf",
+         "tensor 'blk.0.ssm_in.weight' has shape [520, 64], expected [528, 64]"},
+        {&hp->ssm_groups, 3, "groups.gguf", "the groups the heads"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const int32_t keep = *bad[i].field;
+        *bad[i].field = bad[i].value;
+        expect_written_error(m, dir, bad[i].name, bad[i].want, bad[i].name);
+        *bad[i].field = keep;
+    }
     /* no A in layer 2 */
     drop_tensor(m, "blk.2.ssm_a");
-    const char *missing = tmp_path(dir, "no-a.gguf");
-    CHECK(elm_gguf_write_model(m, missing, &err) == ELM_OK, "write: %s", err.msg);
-    expect_load_error(missing, "missing tensor 'blk.2.ssm_a'", "a missing state tensor");
+    expect_written_error(m, dir, "no-a.gguf", "missing tensor 'blk.2.ssm_a'",
+                         "a missing state tensor");
     elm_model_free(m);
 }
 
@@ -285,6 +329,7 @@ int main(int argc, char **argv) {
     CHECK(n_hybrid >= 1, "no hybrid family in the table");
     if (dir) test_bad_lfm2(dir);
     if (dir) test_bad_granite(dir);
+    if (dir) test_qwen35_files(dir);
     if (dir) tmp_dir_remove(dir);
     return check_done();
 }

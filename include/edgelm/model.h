@@ -4,8 +4,9 @@
  * Tensors use GGUF names and ggml shape conventions: ne[0] is the contiguous dimension, so a
  * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. Each architecture has its RoPE
  * form (hparams.rope_style) as llama.cpp runs it: interleaved for "llama" (the HF Llama loader
- * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3", "gemma" and "gemma3". Norm weights
- * are stored as they multiply (Gemma's GGUF convention: HF's w + 1). */
+ * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3", "gemma", "gemma3"
+ * and "qwen35". Norm weights are stored as they multiply (Gemma's and Qwen3.5's GGUF convention:
+ * HF's w + 1). */
 #ifndef EDGELM_MODEL_H
 #define EDGELM_MODEL_H
 
@@ -54,12 +55,14 @@ typedef enum elm_layer_kind {
                               * convolution of conv_l taps, times C */
     ELM_LAYER_MAMBA2 = 2,    /* Mamba-2's selective state space (Granite 4.0-H): a causal
                               * convolution of conv_l taps, then a scan with one decay per head */
+    ELM_LAYER_DELTANET = 3,  /* Qwen3.5's Gated DeltaNet: linear attention whose state per value
+                              * head is a ssm_state² matrix updated by the gated delta rule */
     ELM_LAYER_KINDS
 } elm_layer_kind;
 
 typedef struct elm_hparams {
     char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
-                            * "gemma3", "smollm3" */
+                            * "gemma3", "smollm3", "lfm2", "qwen35" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
@@ -113,17 +116,31 @@ typedef struct elm_hparams {
                             * in the whole model, which local/global and NoPE layers follow */
     /* Hybrid families (model/arch.h: elm_arch.recurrent): */
     int32_t conv_l;        /* taps of the recurrent kind's causal convolution (GGUF
-                            * shortconv.l_cache, LFM2: 3; ssm.conv_kernel, Mamba-2: 4) */
-    /* Mamba-2 (ELM_LAYER_MAMBA2; GGUF ssm.*, config.json mamba_*): */
-    int32_t ssm_inner;     /* d_inner: channels of x, z and y, 2·dim (ssm.inner_size) */
-    int32_t ssm_state;     /* d_state: state per channel, and the width of B and C per group
-                            * (ssm.state_size; Granite 4.0-H: 128) */
-    int32_t ssm_heads;     /* heads of d_inner / ssm_heads channels, each with its dt, A and D
+                            * shortconv.l_cache, LFM2: 3; ssm.conv_kernel, Mamba-2 and Gated
+                            * DeltaNet: 4) */
+    /* Mamba-2 (ELM_LAYER_MAMBA2; GGUF ssm.*, config.json mamba_*) and Gated DeltaNet
+     * (ELM_LAYER_DELTANET; GGUF ssm.*, llama.cpp's names; Qwen3.5 0.8B: 2048, 128, 16, 16): */
+    int32_t ssm_inner;     /* d_inner: Mamba-2's channels of x, z and y, 2·dim; DeltaNet's value
+                            * width, ssm_heads · ssm_state (ssm.inner_size) */
+    int32_t ssm_state;     /* d_state: Mamba-2's state per channel, and the width of B and C per
+                            * group (Granite 4.0-H: 128); DeltaNet's key and value head size
+                            * (ssm.state_size) */
+    int32_t ssm_heads;     /* Mamba-2's heads of d_inner / ssm_heads channels, each with its dt, A
+                            * and D; DeltaNet's value heads, a multiple of its key heads
                             * (ssm.time_step_rank, which llama.cpp reuses for it) */
-    int32_t ssm_groups;    /* groups of heads sharing B and C, and of channels the gated RMSNorm
-                            * normalizes together (ssm.group_count; Granite 4.0-H: 1) */
+    int32_t ssm_groups;    /* Mamba-2's groups of heads sharing B and C, and of channels the gated
+                            * RMSNorm normalizes together (Granite 4.0-H: 1); DeltaNet's key (and
+                            * query) heads (ssm.group_count) */
+    /* M-RoPE sections (GGUF rope.dimension_sections; Qwen3.5: 11, 11, 10, 0): rotated pairs per
+     * position stream. A text token has one position in every stream, so the pass does not read
+     * them; the writers keep them. */
+    int32_t rope_sections[4];
     uint8_t recurrent[ELM_MAX_LAYERS]; /* 1 where whole-model layer l has no attention but the
-                                        * family's recurrent kind (GGUF: its head_count_kv 0) */
+                                        * family's recurrent kind (GGUF: its head_count_kv 0, or
+                                        * Qwen3.5's full_attention_interval) */
+    int32_t n_nextn;       /* blocks after the n_layers that predict further tokens (GGUF
+                            * nextn_predict_layers: Qwen3.5's MTP), whose tensors are carried
+                            * (blk.n_layers...) and never run; 0: none */
 } elm_hparams;
 
 /* Whether layer l of hp skips RoPE (hp.no_rope, hp.nope_every). */
@@ -161,8 +178,16 @@ typedef struct elm_layer {
     elm_tensor *conv_in, *conv_kernel, *conv_out;
     /* ELM_LAYER_MAMBA2, all F32 (GGUF ssm_conv1d.bias, ssm_dt.bias, ssm_a, ssm_d,
      * ssm_norm.weight): the kernel's bias [conv_dim]; dt's bias, A = -exp(A_log) and the skip D,
-     * [heads, 1] each but the bias [heads]; the gated RMSNorm's weights [groups, d_inner / groups] */
+     * [heads, 1] each but the bias [heads]; the gated RMSNorm's weights [groups, d_inner / groups].
+     * ELM_LAYER_DELTANET (GGUF names; K = ssm_state, C = 2·groups·K + ssm_inner channels):
+     * conv_in [C, dim] (attn_qkv: q, k heads, then the value heads), dn_z [ssm_inner, dim]
+     * (attn_gate: the output gate), dn_beta and dn_alpha [heads, dim] (ssm_beta, ssm_alpha: per
+     * value head, the update's strength and the decay's input), conv_out [dim, ssm_inner]
+     * (ssm_out); float vectors: conv_kernel [C, conv_l] (ssm_conv1d), ssm_dt_b [heads]
+     * (ssm_dt.bias, added to alpha), ssm_a [heads] (-exp(A_log), the decay rate), ssm_norm [K]
+     * (the RMSNorm of each head's output) */
     elm_tensor *ssm_conv_b, *ssm_dt_b, *ssm_a, *ssm_d, *ssm_norm;
+    elm_tensor *dn_z, *dn_beta, *dn_alpha;
 } elm_layer;
 
 /* Every tensor slot of L (norms, matrices, biases, kernels; the slots of kinds it is not too,
@@ -173,7 +198,7 @@ int elm_layer_slots(elm_layer *L, elm_tensor ***out);
 
 /* The matrices layer L multiplies its activations by (weights of products, not norms or
  * kernels), into out[] (room for ELM_LAYER_MATRICES); returns how many. */
-#define ELM_LAYER_MATRICES 12
+#define ELM_LAYER_MATRICES 16
 int elm_layer_matrices(const elm_layer *L, const elm_tensor **out);
 
 typedef struct elm_model_storage elm_model_storage; /* private: mappings and owned buffers */
@@ -226,7 +251,7 @@ elm_status elm_model_load(const char *path, const elm_load_opts *opts, elm_model
 void elm_model_free(elm_model *m);
 
 /* Whether edgelm runs GGUF architecture `arch`, and the names of those it runs ("llama, qwen2,
- * qwen3, phi3, gemma, gemma3, smollm3"), for messages: a static string made once from the family
+ * qwen3, phi3, gemma, gemma3, smollm3, lfm2, qwen35"), for messages: a static string made once from the family
  * table (thread-safe). */
 bool elm_arch_supported(const char *arch);
 const char *elm_arch_names(void);

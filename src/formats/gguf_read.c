@@ -200,6 +200,43 @@ static elm_status read_granite(const elm_gguf *g, elm_hparams *hp, elm_error *er
     return ELM_OK;
 }
 
+/* A family that names its attention layers by interval (elm_arch.attn_every: Qwen3.5):
+ * attention.recurrent_layers, one flag per layer, or else every full_attention_interval-th layer
+ * attends (the family's interval when absent, as llama.cpp), counted over the trunk. */
+static elm_status read_attn_layers(const elm_gguf *g, elm_hparams *hp, elm_error *err) {
+    const elm_arch *a = elm_arch_find(hp->arch);
+    if (!a || !a->attn_every) return ELM_OK;
+    if (hp->n_layers < 1 || hp->n_layers > ELM_MAX_LAYERS)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d layers out of range 1..%d", g->path,
+                          hp->n_layers, ELM_MAX_LAYERS);
+    char k[96];
+    arch_key(k, sizeof k, hp->arch, "attention.recurrent_layers");
+    if (elm_gguf_find(g, k)) {
+        int32_t flags[ELM_MAX_LAYERS];
+        bool per_layer;
+        elm_status st = elm_gguf_get_layer_ints(g, k, hp->n_layers, 0, 1, flags, &per_layer, err);
+        for (int l = 0; !st && l < hp->n_layers; l++) hp->recurrent[l] = (uint8_t)flags[l];
+        return st;
+    }
+    int64_t every = a->attn_every;
+    elm_status st = elm_gguf_get_int(g, arch_key(k, sizeof k, hp->arch, "full_attention_interval"),
+                                     1, ELM_MAX_LAYERS, &every, err);
+    for (int l = 0; !st && l < hp->n_layers - hp->n_nextn; l++)
+        hp->recurrent[l] = (l + 1) % every != 0;
+    return st;
+}
+
+/* rope.dimension_sections (M-RoPE): four counts, when the file has them. */
+static elm_status read_rope_sections(const elm_gguf *g, elm_hparams *hp, elm_error *err) {
+    char k[96];
+    const elm_gguf_kv *kv;
+    elm_status st = elm_gguf_get_array(g, arch_key(k, sizeof k, hp->arch,
+                                                   "rope.dimension_sections"),
+                                       ELM_GGUF_I32, 4, &kv, err);
+    if (!st && kv) memcpy(hp->rope_sections, g->base + kv->val, sizeof hp->rope_sections);
+    return st;
+}
+
 /* Hyper-parameters under the architecture's key prefix (llama.cpp's names). */
 static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *err) {
     const char *arch = hp->arch;
@@ -223,6 +260,7 @@ static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *er
         {"ssm.state_size", &hp->ssm_state, false},
         {"ssm.time_step_rank", &hp->ssm_heads, false},
         {"ssm.group_count", &hp->ssm_groups, false},
+        {"nextn_predict_layers", &hp->n_nextn, false},
     };
     elm_status st;
     char k[96];
@@ -232,7 +270,14 @@ static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *er
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: key '%s' missing", g->path, k);
         if ((st = get_i32(g, k, ints[i].dst, err))) return st;
     }
-    if ((st = read_kv_heads(g, hp, err))) return st;
+    if ((st = read_kv_heads(g, hp, err)) || (st = read_attn_layers(g, hp, err)) ||
+        (st = read_rope_sections(g, hp, err)))
+        return st;
+    if (hp->n_nextn >= hp->n_layers)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d next-token layers (nextn_predict_layers) "
+                          "of %d layers", g->path, hp->n_nextn, hp->n_layers);
+    hp->n_layers -= hp->n_nextn; /* the MTP blocks come after the trunk and attend */
+    memset(hp->recurrent + hp->n_layers, 0, (size_t)hp->n_nextn);
     if (key_length != value_length)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                           "%s: attention key length %d differs from value length %d", g->path,

@@ -145,23 +145,51 @@ static void kv_vocab(elm_gguf_writer *w, const elm_vocab *v) {
     if (v->chat_template) elm_gguf_kv_str(w, "tokenizer.chat_template", v->chat_template);
 }
 
+/* The interval k >= 2 at which layers attend when exactly every k-th of n does ((l + 1) % k ==
+ * 0), else 0. */
+static int attn_interval(const elm_hparams *hp, int n) {
+    for (int k = 2; k <= n; k++) {
+        bool every = true;
+        for (int l = 0; l < n && every; l++) every = (hp->recurrent[l] != 0) == ((l + 1) % k != 0);
+        if (every) return k;
+    }
+    return 0;
+}
+
+/* Which layers are recurrent, as a family says it (elm_arch.attn_every: full_attention_interval
+ * as llama.cpp's converter writes Qwen3.5, or attention.recurrent_layers, one flag per layer, as
+ * llama.cpp's model saver, where no interval fits; the MTP layers after the trunk attend). */
+static void kv_attn_layers(elm_gguf_writer *w, const char *arch, const elm_hparams *hp) {
+    const int n_all = hp->n_layers + hp->n_nextn, every = attn_interval(hp, hp->n_layers);
+    if (every && !hp->n_nextn) {
+        kv_arch_u32(w, arch, "full_attention_interval", every);
+        return;
+    }
+    char k[128];
+    snprintf(k, sizeof k, "%s.attention.recurrent_layers", arch);
+    array_head(w, k, ELM_GGUF_U32, (uint64_t)n_all);
+    for (int l = 0; l < n_all; l++) put_u32(&w->kv, l < hp->n_layers && hp->recurrent[l]);
+}
+
 /* attention.head_count_kv: one count, or for a hybrid one per layer, 0 for its recurrent layers
- * (as llama.cpp's converter writes LFM2 and Granite 4.0-H), and the recurrent kind's sizes. */
+ * (as llama.cpp's converter writes LFM2 and Granite 4.0-H; Qwen3.5's one count and its attention
+ * layers apart), and the recurrent kind's sizes. */
 static void kv_kv_heads(elm_gguf_writer *w, const char *arch, const elm_hparams *hp) {
     char k[128];
     snprintf(k, sizeof k, "%s.attention.head_count_kv", arch);
+    const elm_arch *a = elm_arch_find(arch);
     bool hybrid = false;
     for (int l = 0; l < hp->n_layers && l < ELM_MAX_LAYERS; l++) hybrid |= hp->recurrent[l] != 0;
-    if (!hybrid) {
+    if (!hybrid || (a && a->attn_every)) {
         elm_gguf_kv_u32(w, k, (uint32_t)hp->n_kv_heads);
+        if (hybrid) kv_attn_layers(w, arch, hp);
     } else {
         array_head(w, k, ELM_GGUF_I32, (uint64_t)hp->n_layers);
         for (int l = 0; l < hp->n_layers; l++)
             put_u32(&w->kv, hp->recurrent[l] ? 0u : (uint32_t)hp->n_kv_heads);
     }
     /* the family's sizes, which llama.cpp requires of its files even without such a layer */
-    const elm_arch *a = elm_arch_find(arch);
-    if (a && a->recurrent == ELM_LAYER_MAMBA2) {
+    if (a && (a->recurrent == ELM_LAYER_MAMBA2 || a->recurrent == ELM_LAYER_DELTANET)) {
         kv_arch_u32(w, arch, "ssm.conv_kernel", hp->conv_l);
         kv_arch_u32(w, arch, "ssm.inner_size", hp->ssm_inner);
         kv_arch_u32(w, arch, "ssm.state_size", hp->ssm_state);
@@ -203,11 +231,19 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     elm_gguf_kv_u32(w, "general.quantization_version", GGUF_QUANTIZATION_VERSION);
     kv_arch_u32(w, arch, "context_length", hp->n_ctx_train);
     kv_arch_u32(w, arch, "embedding_length", hp->dim);
-    kv_arch_u32(w, arch, "block_count", hp->n_layers);
+    kv_arch_u32(w, arch, "block_count", hp->n_layers + hp->n_nextn);
+    if (hp->n_nextn > 0) kv_arch_u32(w, arch, "nextn_predict_layers", hp->n_nextn);
     kv_arch_u32(w, arch, "feed_forward_length", hp->ffn_dim);
     kv_arch_u32(w, arch, "attention.head_count", hp->n_heads);
     kv_kv_heads(w, arch, hp);
     if (hp->rope_dim > 0) kv_arch_u32(w, arch, "rope.dimension_count", hp->rope_dim);
+    if (hp->rope_sections[0] || hp->rope_sections[1] || hp->rope_sections[2] ||
+        hp->rope_sections[3]) {
+        char k[128];
+        snprintf(k, sizeof k, "%s.rope.dimension_sections", arch);
+        array_head(w, k, ELM_GGUF_I32, 4);
+        for (int i = 0; i < 4; i++) put_u32(&w->kv, (uint32_t)hp->rope_sections[i]);
+    }
     kv_arch_f32(w, arch, "attention.layer_norm_rms_epsilon", hp->rms_eps);
     kv_arch_f32(w, arch, "rope.freq_base", hp->rope_theta);
     kv_arch_u32(w, arch, "vocab_size", hp->n_vocab);

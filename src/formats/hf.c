@@ -5,13 +5,14 @@
  * Tensors are renamed to GGUF names and mapped in place, except where the GGUF convention differs
  * and an owned copy is made, as llama.cpp's converter does: Llama's q_proj and k_proj rows are
  * un-permuted from rotate-half into the interleaved order its GGUF uses (the other families run
- * rotate-half RoPE as HF stores it), and Gemma's norm weights w become 1 + w (F32). A multimodal
- * checkpoint's language model (Gemma 3 4B) is read from under its prefix. Phi-3's fused
- * qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up); Granite's shared_mlp.input_linear
- * [gate; up] is split (ffn_gate, ffn_up, in place), its Mamba-2 A_log becomes A = -exp(A_log),
- * and its A, D, convolution and norm are F32 and reshaped as in GGUF. Llama 3.1's rope_scaling
- * becomes the rope_freqs tensor, LongRoPE's the rope_factors_long/short tensors. Dtypes are kept
- * (F32, F16, BF16) but for biases and those. */
+ * rotate-half RoPE as HF stores it), Gemma's and Qwen3.5's norm weights w become 1 + w (F32),
+ * Mamba-2's and Qwen3.5's A_log becomes ssm_a = -exp(A_log) and Qwen3.5's Gated DeltaNet's value
+ * heads go from grouped to tiled order. A multimodal checkpoint's language model (Gemma 3 4B,
+ * Qwen3.5) is read from under its prefix. Phi-3's fused qkv_proj and gate_up_proj stay fused
+ * (attn_qkv, ffn_up); Granite's shared_mlp.input_linear [gate; up] is split (ffn_gate, ffn_up, in
+ * place), and its Mamba-2 A, D, convolution and norm are F32 and reshaped as in GGUF. Llama 3.1's
+ * rope_scaling becomes the rope_freqs tensor, LongRoPE's the rope_factors_long/short tensors.
+ * Dtypes are kept (F32, F16, BF16) but for biases and those. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +38,8 @@ static const struct { const char *hf, *gguf; int names; } global_names[] = {
     {"lm_head.weight", "output.weight", ANY_NAMES}};
 
 /* Which families have a block tensor (see needed), and in which of a hybrid's layers (on). */
-enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, PRE_NORMS, POST_NORMS };
+enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, PRE_NORMS, POST_NORMS,
+       DELTANET };
 enum { ANY_LAYER, ATTN_LAYER, REC_LAYER };
 static const struct { const char *hf, *gguf; int when, names, on; } layer_names[] = {
     {"input_layernorm.weight", "attn_norm.weight", ALL, ELM_HF_NAMES_LLAMA, ANY_LAYER},
@@ -51,6 +53,7 @@ static const struct { const char *hf, *gguf; int when, names, on; } layer_names[
     {"self_attn.q_norm.weight", "attn_q_norm.weight", QK_NORM, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
     {"self_attn.k_norm.weight", "attn_k_norm.weight", QK_NORM, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
     {"self_attn.o_proj.weight", "attn_output.weight", ALL, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
+    /* the FFN's norm: under the family's GGUF name (Qwen3.5: post_attention_norm, row_gguf) */
     {"post_attention_layernorm.weight", "ffn_norm.weight", PRE_NORMS, ELM_HF_NAMES_LLAMA,
      ANY_LAYER},
     /* Gemma 3 names its four norms by place: post_attention is the attention output's */
@@ -93,7 +96,17 @@ static const struct { const char *hf, *gguf; int when, names, on; } layer_names[
     {"mamba.A_log", "ssm_a", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
     {"mamba.D", "ssm_d", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
     {"mamba.norm.weight", "ssm_norm.weight", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
-    {"mamba.out_proj.weight", "ssm_out.weight", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER}};
+    {"mamba.out_proj.weight", "ssm_out.weight", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
+    /* Qwen3.5's Gated DeltaNet (Qwen3NextGatedDeltaNet), as llama.cpp's converter names it */
+    {"linear_attn.in_proj_qkv.weight", "attn_qkv.weight", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.in_proj_z.weight", "attn_gate.weight", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.in_proj_b.weight", "ssm_beta.weight", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.in_proj_a.weight", "ssm_alpha.weight", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.conv1d.weight", "ssm_conv1d.weight", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.dt_bias", "ssm_dt.bias", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.A_log", "ssm_a", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.norm.weight", "ssm_norm.weight", DELTANET, ANY_NAMES, REC_LAYER},
+    {"linear_attn.out_proj.weight", "ssm_out.weight", DELTANET, ANY_NAMES, REC_LAYER}};
 #define N_LAYER_NAMES (sizeof layer_names / sizeof layer_names[0])
 #define N_GLOBAL_NAMES (sizeof global_names / sizeof global_names[0])
 
@@ -109,8 +122,15 @@ static bool needed(const elm_arch *a, int when, int names) {
     case FUSED_FFN: return a->fused_gate_up;
     case PRE_NORMS: return !a->post_norms;
     case POST_NORMS: return a->post_norms;
+    case DELTANET: return a->recurrent == ELM_LAYER_DELTANET;
     default: return true;
     }
+}
+
+/* Row i's GGUF name in family a: the FFN's norm under the family's (elm_arch_ffn_norm). */
+static const char *row_gguf(const elm_arch *a, size_t i) {
+    return strcmp(layer_names[i].gguf, "ffn_norm.weight") == 0 ? elm_arch_ffn_norm(a)
+                                                                : layer_names[i].gguf;
 }
 
 /* Whether layer l of hp has tensors of the rows marked `on`. */
@@ -156,7 +176,7 @@ static bool gguf_name(const elm_arch *a, const char *hf, char *out, size_t cap, 
     for (size_t i = 0; i < N_LAYER_NAMES; i++)
         if (needed(a, layer_names[i].when, layer_names[i].names) &&
             strcmp(end + 1, layer_names[i].hf) == 0) {
-            snprintf(out, cap, "blk.%ld.%s", l, layer_names[i].gguf);
+            snprintf(out, cap, "blk.%ld.%s", l, row_gguf(a, i));
             *layer = l;
             return true;
         }
@@ -176,7 +196,7 @@ bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap) {
     if (sscanf(gguf, "blk.%ld.%n", &l, &used) != 1 || used == 0) return false;
     for (size_t i = 0; i < N_LAYER_NAMES; i++)
         if (needed(a, layer_names[i].when, layer_names[i].names) &&
-            strcmp(gguf + used, layer_names[i].gguf) == 0) {
+            strcmp(gguf + used, row_gguf(a, i)) == 0) {
             snprintf(out, cap, "model.layers.%ld.%s", l, layer_names[i].hf);
             return true;
         }
@@ -194,12 +214,70 @@ void elm_hf_permute_rows(char *dst, const char *src, int64_t heads, int64_t hd, 
             }
 }
 
+static bool ends_with(const char *s, const char *suffix) {
+    const size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+bool elm_hf_norm_plus_one(const elm_arch *a, const char *gguf) {
+    const size_t len = strlen(gguf);
+    return a->norm_plus_one && len > 11 && strcmp(gguf + len - 11, "norm.weight") == 0 &&
+           !strstr(gguf, ".ssm_norm.");
+}
+
+bool elm_hf_decay(const char *gguf) {
+    return ends_with(gguf, ".ssm_a");
+}
+
+bool elm_hf_value_heads(const elm_hparams *hp, const char *gguf, elm_hf_vheads *v) {
+    const int64_t S = hp->ssm_state, qk = 2 * (int64_t)hp->ssm_groups * S;
+    const elm_arch *a = elm_arch_find(hp->arch);
+    if (!a || a->recurrent != ELM_LAYER_DELTANET || hp->ssm_groups <= 0 ||
+        hp->ssm_heads == hp->ssm_groups)
+        return false;
+    static const struct { const char *suffix; int first, unit; bool cols; } t[] = {
+        {".attn_qkv.weight", 1, 1, false}, {".ssm_conv1d.weight", 1, 1, false},
+        {".attn_gate.weight", 0, 1, false}, {".ssm_out.weight", 0, 1, true},
+        {".ssm_beta.weight", 0, 0, false}, {".ssm_alpha.weight", 0, 0, false},
+        {".ssm_a", 0, 0, false},            {".ssm_dt.bias", 0, 0, false}};
+    const size_t len = strlen(gguf);
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const size_t n = strlen(t[i].suffix);
+        if (len > n && strcmp(gguf + len - n, t[i].suffix) == 0) {
+            *v = (elm_hf_vheads){t[i].first ? qk : 0, t[i].unit ? S : 1, t[i].cols};
+            return true;
+        }
+    }
+    return false;
+}
+
+void elm_hf_tile_heads(char *dst, const char *src, const elm_hparams *hp, const elm_hf_vheads *v,
+                       int64_t rows, size_t row_bytes, size_t elem_bytes, bool to_tiled) {
+    memcpy(dst, src, (size_t)rows * row_bytes);
+    const int64_t n_k = hp->ssm_groups, r = hp->ssm_heads / hp->ssm_groups;
+    for (int64_t k = 0; k < n_k; k++)
+        for (int64_t j = 0; j < r; j++) {
+            const int64_t grouped = k * r + j, tiled = j * n_k + k;
+            const int64_t from = v->first + (to_tiled ? grouped : tiled) * v->unit;
+            const int64_t to = v->first + (to_tiled ? tiled : grouped) * v->unit;
+            if (!v->cols) {
+                memcpy(dst + (size_t)to * row_bytes, src + (size_t)from * row_bytes,
+                       (size_t)v->unit * row_bytes);
+                continue;
+            }
+            for (int64_t row = 0; row < rows; row++)
+                memcpy(dst + (size_t)row * row_bytes + (size_t)to * elem_bytes,
+                       src + (size_t)row * row_bytes + (size_t)from * elem_bytes,
+                       (size_t)v->unit * elem_bytes);
+        }
+}
+
 /* What f32_copy does to each value w. */
 typedef enum { F32_AS_IS, F32_PLUS_ONE, F32_NEG_EXP } f32_op;
 
-/* A tensor as F32 (owned), its values w as they are, or 1 + w (Gemma's norm weights in GGUF), or
- * -exp(w) (Mamba-2's A from A_log, computed in float); biases and Mamba-2's small tensors are F32
- * in GGUF whatever the checkpoint's dtype. */
+/* A tensor as F32 (owned), its values w as they are, or 1 + w (Gemma's and Qwen3.5's norm weights
+ * in GGUF), or -exp(w) (ssm_a from A_log, computed in float); biases and Mamba-2's small tensors
+ * are F32 in GGUF whatever the checkpoint's dtype. */
 static elm_status f32_copy(elm_model *m, const char *src, const elm_st_tensor *t, f32_op op,
                            void **out, elm_error *err) {
     const int64_t n = (int64_t)(t->nbytes / (t->type == ELM_TYPE_F32 ? 4 : 2));
@@ -210,6 +288,23 @@ static elm_status f32_copy(elm_model *m, const char *src, const elm_st_tensor *t
         w[i] = op == F32_PLUS_ONE ? w[i] + 1.0f : op == F32_NEG_EXP ? -expf(w[i]) : w[i];
     *out = w;
     return elm_model_own_buffer(m, w, err);
+}
+
+/* The value heads of a Gated DeltaNet tensor (ne as GGUF has it) into GGUF's tiled order: an
+ * owned copy of *data, which then points at it. */
+static elm_status tile_heads(elm_model *m, const char *src, const elm_hf_vheads *v, elm_type type,
+                             const int64_t *ne, int n_dims, void **data, elm_error *err) {
+    const int64_t rows = n_dims > 1 ? ne[1] : ne[0];
+    const size_t elem = elm_type_get(type)->block_bytes, row = n_dims > 1 ? (size_t)ne[0] * elem
+                                                                           : elem;
+    if ((v->cols ? ne[0] : rows) < v->first + (int64_t)m->hp.ssm_heads * v->unit)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: a Gated DeltaNet tensor too small for %d "
+                          "value heads of %lld", src, m->hp.ssm_heads, (long long)v->unit);
+    char *dst = malloc((size_t)rows * row);
+    if (!dst) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", src);
+    elm_hf_tile_heads(dst, *data, &m->hp, v, rows, row, elem, true);
+    *data = dst;
+    return elm_model_own_buffer(m, dst, err);
 }
 
 /* Copy of a q/k projection [heads*hd, cols] with rows moved from rotate-half to interleaved
@@ -244,26 +339,23 @@ static elm_status aligned_data(elm_model *m, const char *src, const elm_st_tenso
     return elm_model_own_buffer(m, copy, err);
 }
 
-static bool ends_with(const char *s, const char *suffix) {
-    const size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
-elm_hf_shape elm_hf_shape_of(const char *gguf) {
+elm_hf_shape elm_hf_shape_of(const elm_arch *a, const char *gguf) {
     if (strstr(gguf, ".shortconv.conv.") || strstr(gguf, ".ssm_conv1d.weight"))
         return ELM_HF_SHAPE_CONV;
-    if (ends_with(gguf, ".ssm_a") || ends_with(gguf, ".ssm_d") || strstr(gguf, ".ssm_norm."))
+    if (a->recurrent == ELM_LAYER_MAMBA2 &&
+        (ends_with(gguf, ".ssm_a") || ends_with(gguf, ".ssm_d") || strstr(gguf, ".ssm_norm.")))
         return ELM_HF_SHAPE_FLAT;
     return ELM_HF_SHAPE_SAME;
 }
 
 /* The GGUF shape of HF tensor t renamed `name` into ne, its dimensions returned: t's shape
  * reversed, reshaped as elm_hf_shape_of says (a flat norm into hp's groups). */
-static int gguf_shape(const elm_hparams *hp, const char *name, const elm_st_tensor *t,
+static int gguf_shape(const elm_arch *a, const elm_hparams *hp, const char *name,
+                      const elm_st_tensor *t,
                       int64_t ne[ELM_MAX_DIMS]) {
     int n_dims = 0;
     for (int i = 0; i < t->n_dims; i++) ne[n_dims++] = t->shape[t->n_dims - 1 - i];
-    const elm_hf_shape shape = elm_hf_shape_of(name);
+    const elm_hf_shape shape = elm_hf_shape_of(a, name);
     if (shape == ELM_HF_SHAPE_CONV && n_dims == 3 && ne[1] == 1) {
         ne[1] = ne[2];
         n_dims = 2;
@@ -314,21 +406,19 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
     elm_type type = t->type;
     size_t nbytes = t->nbytes;
     const size_t len = strlen(name);
-    const bool norm = len > 11 && strcmp(name + len - 11, "norm.weight") == 0;
+    const bool plus_one = elm_hf_norm_plus_one(a, name), decay = elm_hf_decay(name);
     const bool bias = len > 5 && strcmp(name + len - 5, ".bias") == 0;
     /* Mamba-2's tensors but its two products */
-    const bool ssm_small = strstr(name, ".ssm_") && !strstr(name, ".ssm_in.") &&
-                           !strstr(name, ".ssm_out.");
+    const bool ssm_small = a->recurrent == ELM_LAYER_MAMBA2 && strstr(name, ".ssm_") &&
+                           !strstr(name, ".ssm_in.") && !strstr(name, ".ssm_out.");
     if (a->hf_names == ELM_HF_NAMES_GRANITE && strstr(name, ".ffn_gate.weight"))
         return add_gate_up(m, src, t, layer, err);
     if (a->hf_permute_qk && layer >= 0 && strstr(name, ".attn_q.weight"))
         st = unpermute(m, src, t, hp->n_heads, &data, err);
     else if (a->hf_permute_qk && layer >= 0 && strstr(name, ".attn_k.weight"))
         st = unpermute(m, src, t, hp->n_kv_heads, &data, err);
-    else if ((a->norm_plus_one && norm) || bias || ssm_small) {
-        const f32_op op = a->norm_plus_one && norm     ? F32_PLUS_ONE
-                          : ends_with(name, ".ssm_a") ? F32_NEG_EXP
-                                                      : F32_AS_IS;
+    else if (plus_one || bias || decay || ssm_small) {
+        const f32_op op = plus_one ? F32_PLUS_ONE : decay ? F32_NEG_EXP : F32_AS_IS;
         st = f32_copy(m, src, t, op, &data, err);
         type = ELM_TYPE_F32;
         nbytes = t->nbytes / (t->type == ELM_TYPE_F32 ? 4 : 2) * 4;
@@ -336,7 +426,11 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
         st = aligned_data(m, src, t, &data, err);
     if (st) return st;
     int64_t ne[ELM_MAX_DIMS];
-    const int n_dims = gguf_shape(hp, name, t, ne);
+    const int n_dims = gguf_shape(a, hp, name, t, ne);
+    elm_hf_vheads v;
+    if (elm_hf_value_heads(hp, name, &v) && n_dims <= 2 &&
+        (st = tile_heads(m, src, &v, type, ne, n_dims, &data, err)))
+        return st;
     return elm_model_add_tensor(m, name, type, n_dims, ne, data, nbytes, err);
 }
 
@@ -425,7 +519,7 @@ static elm_status check_complete(const elm_model *m, const char *src, elm_error 
     }
     for (int l = 0; l < m->hp.n_layers; l++)
         for (size_t i = 0; i < N_LAYER_NAMES; i++) {
-            snprintf(gguf, sizeof gguf, "blk.%d.%s", l, layer_names[i].gguf);
+            snprintf(gguf, sizeof gguf, "blk.%d.%s", l, row_gguf(a, i));
             if (needed(a, layer_names[i].when, layer_names[i].names) &&
                 in_layer(&m->hp, l, layer_names[i].on) && !elm_model_find(m, gguf))
                 return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor 'model.layers.%d.%s'",

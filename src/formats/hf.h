@@ -35,9 +35,9 @@ typedef struct elm_hf_config {
  * sliding_window (required), sliding_window_pattern, rope_local_base_freq, query_pre_attn_scalar
  * and final_logit_softcapping, read from text_config in a multimodal config; a hybrid's
  * layer_types and its recurrent kind's keys (LFM2's conv_L_cache, block_*; Granite 4.0-H's
- * mamba_*, shared_intermediate_size, multipliers and position_embedding_type). model_type (or
- * architectures[0]) must be one of elm_arch_hf_names (llama, mistral, qwen2, ...,
- * granitemoehybrid); another sets hp.arch to it and
+ * mamba_*, shared_intermediate_size, multipliers and position_embedding_type; Qwen3.5's linear_*,
+ * rope_parameters). model_type (or architectures[0]) must be one of elm_arch_hf_names (llama,
+ * mistral, qwen2, ..., granitemoehybrid, qwen3_5); another sets hp.arch to it and
  * returns ELM_ERR_UNSUPPORTED, as do Llama's attention/MLP biases, an activation the family does
  * not use, Qwen2's use_sliding_window, and a rope_scaling other than none, "linear", "llama3" and
  * "longrope" ("su"). LongRoPE needs long_factor and short_factor of rope_dim / 2 numbers each
@@ -72,11 +72,41 @@ elm_status elm_hf_add_longrope(elm_model *m, const elm_hf_config *c, elm_error *
 bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap);
 
 /* How GGUF tensor `gguf`'s shape differs in an HF checkpoint: a depthwise convolution kernel
- * [channels, taps] is stored [channels, 1, taps] (LFM2's shortconv.conv, Mamba-2's ssm_conv1d);
+ * [channels, taps] is stored [channels, 1, taps] (LFM2's shortconv.conv, Mamba-2's and Qwen3.5's
+ * ssm_conv1d);
  * Mamba-2's A and D [heads, 1] and norm [groups, inner / groups] are stored flat, as llama.cpp's
  * converter reshapes them. */
+struct elm_arch; /* model/arch.h */
 typedef enum { ELM_HF_SHAPE_SAME, ELM_HF_SHAPE_CONV, ELM_HF_SHAPE_FLAT } elm_hf_shape;
-elm_hf_shape elm_hf_shape_of(const char *gguf);
+elm_hf_shape elm_hf_shape_of(const struct elm_arch *a, const char *gguf);
+
+/* Whether GGUF tensor `gguf` of family a holds norm weights stored 1 + w, HF's w (Gemma,
+ * Qwen3.5; not the Gated DeltaNet's ssm_norm, stored as it multiplies). */
+bool elm_hf_norm_plus_one(const struct elm_arch *a, const char *gguf);
+
+/* Whether GGUF tensor `gguf` is ssm_a = -exp(A_log), HF's A_log (Mamba-2, Qwen3.5). */
+bool elm_hf_decay(const char *gguf);
+
+/* Where a Gated DeltaNet tensor's value heads lie: from row (or, with cols, column) `first` on,
+ * unit rows (columns) per head. */
+typedef struct elm_hf_vheads {
+    int64_t first, unit;
+    bool cols;
+} elm_hf_vheads;
+
+/* Whether GGUF tensor `gguf` of a model of hp (a Gated DeltaNet family) has its value heads in
+ * another order in HF than in GGUF, and where they lie (*v): when the value heads outnumber the
+ * key heads, HF keeps the
+ * value heads of each key head together (grouped: head k·r + j of key head k) and llama.cpp's
+ * converter tiles them (head j·n_k + k), the order its broadcast reads. attn_qkv and ssm_conv1d
+ * (their v rows), attn_gate, ssm_beta, ssm_alpha, ssm_a, ssm_dt (rows), ssm_out (columns). */
+bool elm_hf_value_heads(const elm_hparams *hp, const char *gguf, elm_hf_vheads *v);
+
+/* A copy of rows × row_bytes bytes at src with the value heads where v says moved from grouped
+ * to tiled order (to_tiled) or back; elem_bytes: one column's bytes. dst and src do not
+ * overlap. */
+void elm_hf_tile_heads(char *dst, const char *src, const elm_hparams *hp, const elm_hf_vheads *v,
+                       int64_t rows, size_t row_bytes, size_t elem_bytes, bool to_tiled);
 
 /* Moves the rows of a q/k projection of `heads` heads of hd rows (row_bytes each) between HF's
  * rotate-half order and the interleaved order: HF row h*hd + p*(hd/2) + i is interleaved row

@@ -409,8 +409,89 @@ static elm_status read_granite(const char *path, const cJSON *root, elm_hparams 
     return ELM_OK;
 }
 
+/* RoPE on the first `partial` of each head only (Phi-3 family variants, Qwen3.5). */
+static elm_status set_partial_rope(const char *path, float partial, elm_hparams *hp,
+                                   elm_error *err) {
+    if (partial >= 1.0f) return ELM_OK;
+    const int32_t hd = hp->head_dim ? hp->head_dim : hp->dim / hp->n_heads;
+    hp->rope_dim = (int32_t)lroundf((float)hd * partial);
+    if (hp->rope_dim <= 0 || hp->rope_dim % 2 || fabsf((float)hp->rope_dim - hd * partial) > 1e-3f)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: partial_rotary_factor %g of head size %d "
+                          "is not an even number of dimensions", path, partial, hd);
+    return ELM_OK;
+}
+
+/* Qwen3.5's keys (Qwen3_5TextConfig): layer_types ("linear_attention" or "full_attention" per
+ * layer), else every full_attention_interval-th layer attends (default 4); the Gated DeltaNet's
+ * linear_conv_kernel_dim, linear_key_head_dim, linear_value_head_dim (the same: llama.cpp runs no
+ * other), linear_num_key_heads and linear_num_value_heads (required, as llama.cpp's converter
+ * reads them); rope_parameters: rope_type "default", rope_theta, partial_rotary_factor (default
+ * 0.25, as transformers) and mrope_section (default 11, 11, 10, as llama.cpp's converter writes
+ * it); tie_word_embeddings from the text model's config, else the outer one's; attn_output_gate
+ * false is refused. */
+static elm_status read_qwen35(const char *path, const cJSON *root, const cJSON *outer,
+                              elm_hparams *hp, elm_error *err) {
+    int32_t every = 4, key_dim = 0, value_dim = 0;
+    bool types;
+    elm_status st = read_layer_types(path, root, "linear_attention", "full_attention", hp, &types,
+                                     err);
+    if (st) return st;
+    if (!types) {
+        if ((st = get_int(path, root, "full_attention_interval", false, &every, err))) return st;
+        for (int l = 0; l < hp->n_layers; l++) hp->recurrent[l] = (l + 1) % every != 0;
+    }
+    if ((st = get_int(path, root, "linear_conv_kernel_dim", true, &hp->conv_l, err)) ||
+        (st = get_int(path, root, "linear_key_head_dim", true, &key_dim, err)) ||
+        (st = get_int(path, root, "linear_value_head_dim", true, &value_dim, err)) ||
+        (st = get_int(path, root, "linear_num_key_heads", true, &hp->ssm_groups, err)) ||
+        (st = get_int(path, root, "linear_num_value_heads", true, &hp->ssm_heads, err)))
+        return st;
+    if (key_dim != value_dim)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: linear_key_head_dim %d differs from "
+                          "linear_value_head_dim %d", path, key_dim, value_dim);
+    hp->ssm_state = key_dim;
+    hp->ssm_inner = (int32_t)((int64_t)value_dim * hp->ssm_heads > INT32_MAX
+                                    ? INT32_MAX
+                                    : (int64_t)value_dim * hp->ssm_heads);
+    const cJSON *gate = cJSON_GetObjectItemCaseSensitive(root, "attn_output_gate");
+    if (cJSON_IsFalse(gate))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: attn_output_gate false is not supported",
+                          path);
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(rp, "rope_type");
+    if (cJSON_IsString(kind) && strcmp(kind->valuestring, "default") != 0)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: rope_parameters rope_type '%.32s' is "
+                          "not supported (default)", path, kind->valuestring);
+    float partial = 0.25f;
+    if ((st = get_float(path, root, "partial_rotary_factor", &partial, err)) ||
+        (rp && (st = get_float(path, rp, "rope_theta", &hp->rope_theta, err))) ||
+        (rp && (st = get_float(path, rp, "partial_rotary_factor", &partial, err))) ||
+        (st = set_partial_rope(path, partial, hp, err)))
+        return st;
+    const int32_t sections[4] = {11, 11, 10, 0};
+    memcpy(hp->rope_sections, sections, sizeof sections);
+    const cJSON *mrope = cJSON_GetObjectItemCaseSensitive(rp, "mrope_section");
+    if (mrope) {
+        int n = cJSON_IsArray(mrope) ? cJSON_GetArraySize(mrope) : 0;
+        memset(hp->rope_sections, 0, sizeof hp->rope_sections);
+        for (int i = 0; i < n && i < 4; i++) {
+            uint64_t v;
+            if (!elm_json_uint(cJSON_GetArrayItem(mrope, i), 1 << 16, &v)) n = 0;
+            else hp->rope_sections[i] = (int32_t)v;
+        }
+        if (n < 1 || n > 4)
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: rope_parameters 'mrope_section' is not "
+                              "a list of up to 4 counts", path);
+    }
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
+    if (!cJSON_IsBool(tie)) tie = cJSON_GetObjectItemCaseSensitive(outer, "tie_word_embeddings");
+    if (cJSON_IsBool(tie)) hp->tied_output = cJSON_IsTrue(tie);
+    return ELM_OK;
+}
+
 static elm_status parse_config(const char *path, const cJSON *root, elm_hf_config *c,
                                elm_error *err) {
+    const cJSON *outer = root;
     elm_hparams *hp = &c->hp;
     const elm_arch *a = NULL;
     elm_status st;
@@ -438,17 +519,11 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
         (st = get_id(path, root, "eos_token_id", &c->eos_id, err)) ||
         (st = read_rope_scaling(path, root, c, err)))
         return st;
-    /* RoPE on the first part of each head only (Phi-3 family variants) */
     float partial = 1.0f;
-    if ((st = get_float(path, root, "partial_rotary_factor", &partial, err))) return st;
-    if (partial < 1.0f) {
-        const int32_t hd = hp->head_dim ? hp->head_dim : hp->dim / hp->n_heads;
-        hp->rope_dim = (int32_t)lroundf((float)hd * partial);
-        if (hp->rope_dim <= 0 || hp->rope_dim % 2 || fabsf((float)hp->rope_dim - hd * partial) > 1e-3f)
-            return elm_errorf(err, ELM_ERR_FORMAT, "%s: partial_rotary_factor %g of head size %d "
-                              "is not an even number of dimensions", path, partial, hd);
-    }
-    if ((st = read_original_context(path, root, c, err))) return st;
+    if ((st = get_float(path, root, "partial_rotary_factor", &partial, err)) ||
+        (st = set_partial_rope(path, partial, hp, err)) ||
+        (st = read_original_context(path, root, c, err)))
+        return st;
     /* Mistral's window; Phi-3 configs carry one too, which llama.cpp does not apply */
     if (strcmp(model_type(root), "mistral") == 0 &&
         (st = get_int(path, root, "sliding_window", false, &hp->n_swa, err)))
@@ -459,6 +534,8 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
     hp->tied_output = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : a->hf_tied_default;
     if (a->recurrent == ELM_LAYER_SHORTCONV && (st = read_lfm2(path, root, hp, err))) return st;
     if (a->recurrent == ELM_LAYER_MAMBA2 && (st = read_granite(path, root, hp, err))) return st;
+    if (a->recurrent == ELM_LAYER_DELTANET && (st = read_qwen35(path, root, outer, hp, err)))
+        return st;
     return ELM_OK;
 }
 

@@ -152,6 +152,26 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
     }
     if (a->rope_switch)
         cJSON_AddStringToObject(c, "position_embedding_type", hp->no_rope ? "nope" : "rope");
+    if (a->recurrent == ELM_LAYER_DELTANET) { /* Qwen3_5TextConfig */
+        cJSON *types = cJSON_AddArrayToObject(c, "layer_types");
+        for (int l = 0; l < hp->n_layers; l++)
+            cJSON_AddItemToArray(types, cJSON_CreateString(hp->recurrent[l] ? "linear_attention"
+                                                                            : "full_attention"));
+        cJSON_AddNumberToObject(c, "linear_conv_kernel_dim", hp->conv_l);
+        cJSON_AddNumberToObject(c, "linear_key_head_dim", hp->ssm_state);
+        cJSON_AddNumberToObject(c, "linear_value_head_dim", hp->ssm_state);
+        cJSON_AddNumberToObject(c, "linear_num_key_heads", hp->ssm_groups);
+        cJSON_AddNumberToObject(c, "linear_num_value_heads", hp->ssm_heads);
+        cJSON_AddBoolToObject(c, "attn_output_gate", true);
+        cJSON *rp = cJSON_AddObjectToObject(c, "rope_parameters");
+        cJSON_AddStringToObject(rp, "rope_type", "default");
+        cJSON_AddNumberToObject(rp, "rope_theta", hp->rope_theta);
+        cJSON_AddNumberToObject(rp, "partial_rotary_factor", (double)hp->rope_dim / hp->head_dim);
+        cJSON_AddBoolToObject(rp, "mrope_interleaved", true);
+        cJSON *sections = cJSON_AddArrayToObject(rp, "mrope_section");
+        for (int i = 0; i < 3; i++)
+            cJSON_AddItemToArray(sections, cJSON_CreateNumber(hp->rope_sections[i]));
+    }
     if (m->vocab.bos_id >= 0) cJSON_AddNumberToObject(c, "bos_token_id", m->vocab.bos_id);
     if (m->vocab.eos_id >= 0) cJSON_AddNumberToObject(c, "eos_token_id", m->vocab.eos_id);
     cJSON_AddStringToObject(c, "torch_dtype", "float32");
@@ -172,22 +192,44 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
     return write_json(dir, "config.json", c, err);
 }
 
+/* How a tensor's values change on the way to HF (written as F32): Gemma's and Qwen3.5's norms
+ * w - 1, ssm_a into A_log (Mamba-2, Qwen3.5). */
+typedef enum { AS_IS, MINUS_ONE, A_LOG } value_form;
+
 /* What goes into model.safetensors for tensor t: its HF name, and whether its rows are permuted
- * (heads) or its values shifted (Gemma norms, written as F32), taken back to A_log (Mamba-2's
- * A) or followed by another tensor's rows (Granite's [gate; up]). */
+ * (heads), its value heads reordered (vheads), its values changed (form) or followed by another
+ * tensor's rows (Granite's [gate; up]). */
 typedef struct st_item {
     const elm_tensor *t;
     const elm_tensor *rows_after; /* written right after t's rows, one tensor with them */
     char name[ELM_NAME_MAX + 32];
-    int heads;      /* > 0: q/k rows back to rotate-half */
-    bool minus_one; /* Gemma norm: F32 w - 1 */
-    bool a_log;     /* Mamba-2's A: F32 log(-A) */
-    size_t nbytes;  /* as written */
+    int heads;         /* > 0: q/k rows back to rotate-half */
+    bool tiled;        /* a Gated DeltaNet's value heads back to grouped order (vheads) */
+    elm_hf_vheads vheads;
+    value_form form;
+    size_t nbytes;     /* as written */
 } st_item;
 
-static const char *dtype_name(elm_type t, bool minus_one) {
-    if (minus_one || t == ELM_TYPE_F32) return "F32";
+static int64_t n_values(const elm_tensor *t) {
+    return t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+}
+
+static const char *dtype_name(elm_type t, value_form form) {
+    if (form != AS_IS || t == ELM_TYPE_F32) return "F32";
     return t == ELM_TYPE_F16 ? "F16" : t == ELM_TYPE_BF16 ? "BF16" : NULL;
+}
+
+/* A_log for ssm_a = a < 0: the float whose -expf is a where one is near logf(-a), so that loading
+ * gives a back (hf.c takes -expf). */
+static float a_log(float a) {
+    const float first = logf(-a);
+    for (int k = 0; k <= 4; k++)
+        for (int sign = -1; sign <= 1; sign += 2) {
+            float x = first;
+            for (int i = 0; i < k; i++) x = nextafterf(x, sign * INFINITY);
+            if (-expf(x) == a) return x;
+        }
+    return first;
 }
 
 static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *path,
@@ -209,8 +251,10 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
                               "Hugging Face layout", path, t->name, a->hf[0].type);
         }
         it->t = t;
-        it->minus_one = a->norm_plus_one && len > 11 && !strcmp(t->name + len - 11, "norm.weight");
-        it->a_log = len > 6 && !strcmp(t->name + len - 6, ".ssm_a");
+        it->form = elm_hf_norm_plus_one(a, t->name) ? MINUS_ONE
+                   : elm_hf_decay(t->name)          ? A_LOG
+                                                    : AS_IS;
+        it->tiled = elm_hf_value_heads(&m->hp, t->name, &it->vheads);
         if (a->hf_names == ELM_HF_NAMES_GRANITE && strstr(t->name, ".ffn_gate.weight")) {
             char up[ELM_NAME_MAX];
             snprintf(up, sizeof up, "%.*s.ffn_up.weight", (int)(len - 16), t->name);
@@ -223,15 +267,12 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
         }
         if (a->hf_permute_qk && strstr(t->name, ".attn_q.weight")) it->heads = m->hp.n_heads;
         if (a->hf_permute_qk && strstr(t->name, ".attn_k.weight")) it->heads = m->hp.n_kv_heads;
-        if (!dtype_name(t->type, it->minus_one))
+        if (!dtype_name(t->type, it->form))
             return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is %s; Hugging Face "
                               "checkpoints hold f32, f16 or bf16", path, t->name,
                               elm_type_get(t->type)->name);
-        if (it->a_log && t->type != ELM_TYPE_F32)
-            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is not F32", path,
-                              t->name);
-        it->nbytes = it->minus_one ? (size_t)t->ne[0] * 4
-                                   : t->nbytes + (it->rows_after ? it->rows_after->nbytes : 0);
+        it->nbytes = it->form != AS_IS ? (size_t)n_values(t) * 4
+                                       : t->nbytes + (it->rows_after ? it->rows_after->nbytes : 0);
         (*n_items)++;
     }
     return ELM_OK;
@@ -239,11 +280,11 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
 
 /* The PyTorch shape of item it into shape (rows first), its dimensions returned: t's shape
  * reversed, with the rows after it (Granite's [gate; up]), reshaped as elm_hf_shape_of says. */
-static int hf_shape(const st_item *it, int64_t shape[ELM_MAX_DIMS + 1]) {
+static int hf_shape(const elm_arch *a, const st_item *it, int64_t shape[ELM_MAX_DIMS + 1]) {
     const elm_tensor *t = it->t;
-    const elm_hf_shape kind = elm_hf_shape_of(t->name);
+    const elm_hf_shape kind = elm_hf_shape_of(a, t->name);
     if (kind == ELM_HF_SHAPE_FLAT) {
-        shape[0] = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        shape[0] = n_values(t);
         return 1;
     }
     int n = 0;
@@ -255,7 +296,7 @@ static int hf_shape(const st_item *it, int64_t shape[ELM_MAX_DIMS + 1]) {
 }
 
 /* The safetensors header: {name: {dtype, shape (rows first), data_offsets}}, space-padded. */
-static char *header_json(const st_item *items, int n, size_t *len) {
+static char *header_json(const elm_arch *a, const st_item *items, int n, size_t *len) {
     cJSON *h = cJSON_CreateObject();
     cJSON *meta = cJSON_AddObjectToObject(h, "__metadata__");
     cJSON_AddStringToObject(meta, "format", "pt");
@@ -263,10 +304,10 @@ static char *header_json(const st_item *items, int n, size_t *len) {
     for (int i = 0; i < n; i++) {
         const elm_tensor *t = items[i].t;
         cJSON *e = cJSON_AddObjectToObject(h, items[i].name);
-        cJSON_AddStringToObject(e, "dtype", dtype_name(t->type, items[i].minus_one));
+        cJSON_AddStringToObject(e, "dtype", dtype_name(t->type, items[i].form));
         cJSON *shape = cJSON_AddArrayToObject(e, "shape");
         int64_t hf[ELM_MAX_DIMS + 1];
-        const int n_hf = hf_shape(&items[i], hf);
+        const int n_hf = hf_shape(a, &items[i], hf);
         for (int d = 0; d < n_hf; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)hf[d]));
         cJSON *offs = cJSON_AddArrayToObject(e, "data_offsets");
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
@@ -288,38 +329,12 @@ static char *header_json(const st_item *items, int n, size_t *len) {
     return out;
 }
 
-/* Mamba-2's A_log for A < 0: of the floats within 4 ulps of logf(-A), the nearest L whose
- * -expf(L) is A (the loader's A, bit for bit), else logf(-A). */
-static float a_log(float a) {
-    const float l = logf(-a);
-    float up = l, down = l;
-    for (int i = 0; i < 4; i++) {
-        if (-expf(up) == a) return up;
-        if (-expf(down) == a) return down;
-        up = nextafterf(up, INFINITY);
-        down = nextafterf(down, -INFINITY);
-    }
-    return l;
-}
-
-/* Tensor bytes as HF stores them, into buf (room for it->nbytes). */
-static const void *hf_bytes(const elm_model *m, const st_item *it, void *buf) {
+/* Tensor bytes as HF stores them, into buf or buf2 (room for it->nbytes each). */
+static const void *hf_bytes(const elm_model *m, const st_item *it, void *buf, void *buf2) {
     const elm_tensor *t = it->t;
     if (it->heads > 0) {
         elm_hf_permute_rows(buf, t->data, it->heads, m->hp.head_dim, t->nbytes / (size_t)t->ne[1],
                             false);
-        return buf;
-    }
-    if (it->minus_one) {
-        float *w = buf;
-        elm_type_get(t->type)->to_float(t->data, w, t->ne[0]);
-        for (int64_t i = 0; i < t->ne[0]; i++) w[i] -= 1.0f;
-        return buf;
-    }
-    if (it->a_log) {
-        const float *a = t->data;
-        float *w = buf;
-        for (size_t i = 0; i < t->nbytes / sizeof(float); i++) w[i] = a_log(a[i]);
         return buf;
     }
     if (it->rows_after) {
@@ -327,7 +342,20 @@ static const void *hf_bytes(const elm_model *m, const st_item *it, void *buf) {
         memcpy((char *)buf + t->nbytes, it->rows_after->data, it->rows_after->nbytes);
         return buf;
     }
-    return t->data;
+    const void *data = t->data;
+    if (it->form != AS_IS) {
+        const int64_t n = n_values(t);
+        float *w = buf;
+        elm_type_get(t->type)->to_float(t->data, w, n);
+        for (int64_t i = 0; i < n; i++) w[i] = it->form == A_LOG ? a_log(w[i]) : w[i] - 1;
+        data = buf;
+    }
+    if (!it->tiled) return data;
+    const size_t elem = it->form != AS_IS ? 4 : elm_type_get(t->type)->block_bytes;
+    const bool vector = t->n_dims == 1;
+    elm_hf_tile_heads(buf2, data, &m->hp, &it->vheads, vector ? t->ne[0] : t->ne[1],
+                      vector ? elem : (size_t)t->ne[0] * elem, elem, false);
+    return buf2;
 }
 
 static elm_status write_safetensors(const elm_model *m, const elm_arch *a, const char *path,
@@ -337,9 +365,9 @@ static elm_status write_safetensors(const elm_model *m, const elm_arch *a, const
     int n = 0;
     elm_status st = plan_items(m, a, path, items, &n, err);
     size_t hlen = 0, biggest = 1;
-    char *header = st ? NULL : header_json(items, n, &hlen);
+    char *header = st ? NULL : header_json(a, items, n, &hlen);
     for (int i = 0; i < n; i++) biggest = items[i].nbytes > biggest ? items[i].nbytes : biggest;
-    void *buf = header ? malloc(biggest) : NULL;
+    void *buf = header ? malloc(2 * biggest) : NULL;
     if (!st && !buf) st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
     elm_out o;
     if (!st) st = elm_out_open(&o, path, err);
@@ -348,7 +376,8 @@ static elm_status write_safetensors(const elm_model *m, const elm_arch *a, const
         st = elm_out_write(&o, &hlen64, 8, err);
         if (!st) st = elm_out_write(&o, header, hlen, err);
         for (int i = 0; i < n && !st; i++)
-            st = elm_out_write(&o, hf_bytes(m, &items[i], buf), items[i].nbytes, err);
+            st = elm_out_write(&o, hf_bytes(m, &items[i], buf, (char *)buf + biggest),
+                               items[i].nbytes, err);
         st = st ? (elm_out_abort(&o), st) : elm_out_commit(&o, err);
     }
     free(buf);

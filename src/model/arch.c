@@ -43,6 +43,14 @@ static const elm_arch archs[] = {
      .multipliers = true, .rope_switch = true, .recurrent = ELM_LAYER_MAMBA2,
      .hf_names = ELM_HF_NAMES_GRANITE,
      .hf = {{"granitemoehybrid", "GraniteMoeHybridForCausalLM"}}, .tiny_vocab = "llama-bpe"},
+    /* Gated DeltaNet layers beside gated GQA layers (every 4th) with q/k norms and a quarter of
+     * each head rotated; norms stored 1 + w (but the DeltaNet's own), the FFN's named
+     * post_attention_norm; the text model of the multimodal checkpoints (text_config) */
+    {.name = "qwen35", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qk_norm = true,
+     .norm_plus_one = true, .attn_gate = true, .recurrent = ELM_LAYER_DELTANET, .attn_every = 4,
+     .ffn_norm = "post_attention_norm.weight",
+     .hf = {{"qwen3_5_text", "Qwen3_5ForCausalLM"}, {"qwen3_5", "Qwen3_5ForConditionalGeneration"}},
+     .tiny_vocab = "qwen35"},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -99,6 +107,10 @@ const char *elm_arch_out_norm(const elm_arch *a) {
     return a->out_norm ? a->out_norm : "output_norm.weight";
 }
 
+const char *elm_arch_ffn_norm(const elm_arch *a) {
+    return a->ffn_norm ? a->ffn_norm : "ffn_norm.weight";
+}
+
 void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp) {
     if (!a->swa_period || hp->n_swa <= 0) return;
     if (hp->swa_period == 0) hp->swa_period = a->swa_period;
@@ -120,7 +132,9 @@ static elm_tensor_spec *spec(elm_tensor_spec *s, int32_t *n, elm_tensor_kind kin
 static void ffn_layout(const elm_arch *a, const elm_hparams *hp, int l, elm_tensor_spec *s,
                        int32_t *n) {
     const int64_t dim = hp->dim, ff = hp->ffn_dim;
-    spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.ffn_norm.weight", l);
+    char name[ELM_NAME_MAX];
+    snprintf(name, sizeof name, "blk.%%d.%s", elm_arch_ffn_norm(a));
+    spec(s, n, ELM_KIND_NORM, dim, 0, name, l);
     if (a->fused_gate_up) {
         spec(s, n, ELM_KIND_MATRIX, dim, 2 * ff, "blk.%d.ffn_up.weight", l);
     } else {
@@ -154,6 +168,20 @@ static void recurrent_layout(const elm_arch *a, const elm_hparams *hp, int l, el
         spec(s, n, ELM_KIND_MATRIX, inner, dim, "blk.%d.ssm_out.weight", l);
         break;
     }
+    case ELM_LAYER_DELTANET: {
+        const int64_t heads = hp->ssm_heads, inner = hp->ssm_inner,
+                      channels = 2 * (int64_t)hp->ssm_groups * hp->ssm_state + inner;
+        spec(s, n, ELM_KIND_MATRIX, dim, channels, "blk.%d.attn_qkv.weight", l);
+        spec(s, n, ELM_KIND_MATRIX, dim, inner, "blk.%d.attn_gate.weight", l);
+        spec(s, n, ELM_KIND_CONV, hp->conv_l, channels, "blk.%d.ssm_conv1d.weight", l);
+        spec(s, n, ELM_KIND_BIAS, heads, 0, "blk.%d.ssm_dt.bias", l);
+        spec(s, n, ELM_KIND_DECAY, heads, 0, "blk.%d.ssm_a", l);
+        spec(s, n, ELM_KIND_MATRIX, dim, heads, "blk.%d.ssm_beta.weight", l);
+        spec(s, n, ELM_KIND_MATRIX, dim, heads, "blk.%d.ssm_alpha.weight", l);
+        spec(s, n, ELM_KIND_NORM, hp->ssm_state, 0, "blk.%d.ssm_norm.weight", l);
+        spec(s, n, ELM_KIND_MATRIX, inner, dim, "blk.%d.ssm_out.weight", l);
+        break;
+    }
     default: break;
     }
 }
@@ -162,7 +190,7 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_r
                                  int32_t *n) {
     const int64_t dim = hp->dim, q = (int64_t)hp->n_heads * hp->head_dim,
                   kv = (int64_t)hp->n_kv_heads * hp->head_dim;
-    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 14 + 5) * sizeof *s);
+    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 16 + 5) * sizeof *s);
     *n = 0;
     if (!s) return NULL;
     spec(s, n, ELM_KIND_MATRIX, dim, hp->n_vocab, "token_embd.weight", 0);
@@ -184,7 +212,8 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_r
         if (a->fused_qkv) {
             spec(s, n, ELM_KIND_MATRIX, dim, q + 2 * kv, "blk.%d.attn_qkv.weight", l);
         } else {
-            spec(s, n, ELM_KIND_MATRIX, dim, q, "blk.%d.attn_q.weight", l);
+            /* a gated family's q rows hold each head's query, then its gate */
+            spec(s, n, ELM_KIND_MATRIX, dim, a->attn_gate ? 2 * q : q, "blk.%d.attn_q.weight", l);
             spec(s, n, ELM_KIND_MATRIX, dim, kv, "blk.%d.attn_k.weight", l);
             spec(s, n, ELM_KIND_MATRIX, dim, kv, "blk.%d.attn_v.weight", l);
         }

@@ -56,12 +56,22 @@ typedef struct elm_arch {
                               * NULL: llama-spm */
     /* Hybrids: the kind of the layers without attention (hparams.recurrent), else ATTENTION */
     elm_layer_kind recurrent;
+    /* A hybrid whose GGUF says which layers attend by full_attention_interval (every
+     * attn_every-th layer; or attention.recurrent_layers, one flag per layer): the interval when
+     * the file says neither (Qwen3.5: 4, llama.cpp's default). 0: by a head_count_kv of 0 per
+     * recurrent layer (LFM2). */
+    int attn_every;
+    bool attn_gate;          /* q_proj gives each head's query and then its output gate: the
+                              * attention output × sigmoid(gate) goes into Wo (Qwen3.5) */
     const char *out_norm;    /* GGUF name of the final norm; NULL: output_norm.weight */
+    const char *ffn_norm;    /* GGUF name of a block's FFN input norm after "blk.N."; NULL:
+                              * ffn_norm.weight (Qwen3.5: post_attention_norm.weight) */
     elm_hf_names hf_names;
 } elm_arch;
 
-/* The GGUF name of family a's final norm. */
+/* The GGUF name of family a's final norm, and of a block's FFN norm without its "blk.N.". */
 const char *elm_arch_out_norm(const elm_arch *a);
+const char *elm_arch_ffn_norm(const elm_arch *a);
 
 /* The architecture of GGUF name `name`, or NULL. */
 const elm_arch *elm_arch_find(const char *name);
@@ -92,7 +102,8 @@ typedef enum elm_tensor_kind {
     ELM_KIND_CONV,   /* a depthwise convolution kernel [channels (rows), taps (cols)], F32 */
     ELM_KIND_ROPE_LONG,  /* LongRoPE's rope_factors_long [cols] */
     ELM_KIND_ROPE_SHORT, /* LongRoPE's rope_factors_short [cols] */
-    ELM_KIND_DECAY   /* negative decay rates (Mamba-2's A = -exp(A_log)) [rows, 1], F32 */
+    ELM_KIND_DECAY       /* negative decay rates -exp(A_log), F32: Mamba-2's A [rows, 1],
+                          * Qwen3.5's ssm_a [cols] */
 } elm_tensor_kind;
 
 /* Which RoPE frequency divisors a layout has (elm_model.rope_freqs, rope_long/rope_short). */

@@ -1,8 +1,10 @@
 /* elm_context: allocation of the KV cache and scratch buffers, preallocated for n_ctx tokens so
  * that no forward call allocates. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/arch.h"
 #include "model/context_state.h"
 #include "model/kv_quant.h"
 #include "model/layer_kind.h"
@@ -36,6 +38,17 @@ static const elm_tensor *find_matrix(const elm_model *m, const elm_kernels *k,
             if (pred(w[i], k)) return w[i];
     }
     return NULL;
+}
+
+/* The widest input among the products the pass runs: at least `cols`, the activations' widths. */
+static int64_t max_matrix_cols(const elm_model *m, int64_t cols) {
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        const elm_tensor *w[ELM_LAYER_MATRICES];
+        const int n = elm_layer_matrices(&m->layers[l], w);
+        for (int i = 0; i < n; i++)
+            if (w[i]->ne[0] > cols) cols = w[i]->ne[0];
+    }
+    return cols;
 }
 
 /* Products of F32, F16 or BF16 weights take transposed activations (xt); BF16 ones also take
@@ -92,6 +105,36 @@ static void alloc_states(elm_context *c, const elm_context_params *p, bool *ok) 
     for (size_t i = 0; c->ckpt_pos && i < n_seq * ELM_STATE_CKPTS; i++) c->ckpt_pos[i] = -1;
 }
 
+/* Whether pair i of hp's RoPE turns with a text token's position under interleaved M-RoPE
+ * (hp.rope_sections, Qwen3.5): pair i is in stream t, h or w (all at the token's position) by
+ * ggml_mrope_cache_init's rule, else in the fourth, where llama.cpp puts text at position 0.
+ * Without sections every pair turns. */
+static bool mrope_turns(const elm_hparams *hp, int i) {
+    const int32_t *s = hp->rope_sections;
+    const int64_t n = (int64_t)s[0] + s[1] + s[2] + s[3];
+    if (n <= 0) return true;
+    const int64_t sector = i % n;
+    return (sector % 3 == 0 && sector < 3 * (int64_t)s[0]) ||
+           (sector % 3 == 1 && sector < 3 * (int64_t)s[1]) ||
+           (sector % 3 == 2 && sector < 3 * (int64_t)s[2]);
+}
+
+/* The layers' RoPE frequency divisors into ff[rope_dim / 2]: the model's for this context
+ * (factors: elm_model_rope_factors, else all 1), and an infinite one (no turn) for a pair that
+ * does not turn (mrope_turns). Returns false when all are 1 (none needed). */
+static bool rope_divisors(const elm_hparams *hp, const elm_tensor *factors, float *ff) {
+    bool any = factors != NULL;
+    if (factors) decode_vector(factors, ff);
+    else
+        for (int i = 0; i < hp->rope_dim / 2; i++) ff[i] = 1.0f;
+    for (int i = 0; i < hp->rope_dim / 2; i++)
+        if (!mrope_turns(hp, i)) {
+            ff[i] = INFINITY;
+            any = true;
+        }
+    return any;
+}
+
 /* The first attention layer with q/k norms, or NULL. */
 static const elm_layer *qk_normed(const elm_model *m) {
     for (int l = 0; l < m->hp.n_layers; l++)
@@ -145,6 +188,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     const size_t q_dim = (size_t)hp->n_heads * hp->head_dim;
     int64_t max_cols = hp->dim > hp->ffn_dim ? hp->dim : hp->ffn_dim;
     if ((int64_t)q_dim > max_cols) max_cols = (int64_t)q_dim;
+    max_cols = max_matrix_cols(m, max_cols); /* a recurrent kind's (a DeltaNet's value width) */
     c->scratch_bytes = (elm_matmul_scratch_bytes(max_cols) + 63) / 64 * 64;
 
     const size_t nb = (size_t)c->n_batch, nt = (size_t)n_threads;
@@ -181,6 +225,8 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->x = alloc_f32(nb * hp->dim, &ok);
     c->xb = alloc_f32(nb * hp->dim, &ok);
     c->q = alloc_f32(nb * q_dim, &ok);
+    const elm_arch *a = elm_arch_find(hp->arch);
+    if (a && a->attn_gate) c->qg = alloc_f32(nb * 2 * q_dim, &ok);
     c->kb = alloc_f32(nb * c->kv_dim, &ok);
     c->vb = alloc_f32(nb * c->kv_dim, &ok);
     c->att = alloc_f32(nb * q_dim, &ok);
@@ -202,7 +248,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->inv_freq = alloc_f32((size_t)hp->rope_dim / 2, &ok);
     /* a sequence's context picks LongRoPE's factors (llama.cpp: n_ctx_seq) */
     const elm_tensor *rope_ff = elm_model_rope_factors(m, c->n_ctx / (p->n_seq > 1 ? p->n_seq : 1));
-    if (rope_ff) c->rope_ff = alloc_f32((size_t)hp->rope_dim / 2, &ok);
+    c->rope_ff = alloc_f32((size_t)hp->rope_dim / 2, &ok);
     c->rope_cs = alloc_f32(nb * (size_t)hp->rope_dim, &ok);
     if (hp->rope_theta_swa > 0) {
         c->inv_freq_swa = alloc_f32((size_t)hp->rope_dim / 2, &ok);
@@ -230,10 +276,10 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
         decode_vector(m->layers[l].k_norm, c->qk_norms + (size_t)(2 * l + 1) * hp->head_dim);
     }
     /* linear scaling multiplies every angle; Llama 3.1's or LongRoPE's frequency divisors each
-     * one, as llama.cpp's freq_factors; the attention factor scales cos and sin of all layers */
-    if (rope_ff) decode_vector(rope_ff, c->rope_ff);
-    elm_rope_freqs_init(&c->rope, hp->rope_dim, hp->rope_theta, hp->rope_freq_scale, c->rope_ff,
-                        c->inv_freq);
+     * one, as llama.cpp's freq_factors, and M-RoPE stills some pairs of a text token; the
+     * attention factor scales cos and sin of all layers */
+    elm_rope_freqs_init(&c->rope, hp->rope_dim, hp->rope_theta, hp->rope_freq_scale,
+                        rope_divisors(hp, rope_ff, c->rope_ff) ? c->rope_ff : NULL, c->inv_freq);
     const float mscale = hp->rope_attn_factor > 0 ? hp->rope_attn_factor : 1.0f; /* 0: unbound */
     c->rope.mscale = mscale;
     /* windowed layers with their own base take no scaling (llama.cpp: rope_freq_scale_train_swa) */
@@ -249,7 +295,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
 void elm_context_free(elm_context *c) {
     if (!c) return;
     elm_pool_free(c->pool);
-    void *bufs[] = {c->k_cache, c->v_cache, c->x,      c->xb,    c->q,        c->kb,
+    void *bufs[] = {c->k_cache, c->v_cache, c->x,      c->xb,    c->q,   c->qg,   c->kb,
                     c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->xt,    c->xp,  c->xr,  c->scores,
                     c->scratch, c->norms,   c->inv_freq, c->rope_cs, c->tokens, c->k_deq, c->v_deq,
                     c->qk_norms, c->pos, c->row0, c->layer_row, c->inv_freq_swa,

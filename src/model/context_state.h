@@ -38,6 +38,8 @@ struct elm_context {
     float *x;        /* [n_batch, dim] residual stream */
     float *xb;       /* [n_batch, dim] normed input of a block */
     float *q;        /* [n_batch, n_heads * head_dim] */
+    float *qg;       /* [n_batch, 2 · n_heads * head_dim] a gated family's q projection
+                      * (elm_arch.attn_gate): each head's query, then its gate; else NULL */
     float *kb, *vb;  /* [n_batch, kv_dim] */
     float *att;      /* [n_batch, n_heads * head_dim] attention output before wo */
     float *hg, *hu;  /* [n_batch, ffn_dim] gate and up projections */
@@ -57,9 +59,10 @@ struct elm_context {
     float *qk_norms; /* float copies [n_layers, 2, head_dim] of q/k norms (Qwen3), else NULL */
     elm_rope_freqs rope; /* the layers' RoPE frequencies (kernels.h) */
     float *inv_freq; /* [rope_dim / 2] rope.inv_freq */
-    float *rope_ff;  /* [rope_dim / 2] rope.ff: the model's frequency divisors for this context
-                      * (elm_model_rope_factors: rope_freqs, or LongRoPE's long or short
-                      * factors), else NULL */
+    float *rope_ff;  /* [rope_dim / 2] the frequency divisors for this context (rope.ff when not
+                      * all 1): the model's (elm_model_rope_factors: rope_freqs, or LongRoPE's
+                      * long or short factors), infinite for pairs M-RoPE stills in text
+                      * (rope_sections) */
     float *rope_cs;  /* [n_batch, rope_dim] cos, sin of each pair's angle at the batch positions */
     elm_rope_freqs rope_swa; /* windowed layers with their own RoPE base (hp.rope_theta_swa) */
     float *inv_freq_swa, *rope_cs_swa; /* their inv_freq and rope_cs, else NULL */

@@ -22,7 +22,7 @@
 #include "model/layer_kind.h"
 
 /* CHUNK_TILES: 256 rows, four prefill panels (gemm.c); smaller chunks measured slower in decode */
-enum { MAX_GROUP = 3, PREP_PARALLEL_TOKENS = 8, CHUNK_TILES = 16 };
+enum { MAX_GROUP = 4, PREP_PARALLEL_TOKENS = 8, CHUNK_TILES = 16 };
 
 typedef struct {
     elm_context *c;

@@ -5,7 +5,7 @@
 
 #include "model/context_state.h"
 
-/* Y_i[n_tok, rows_i] = X[n_tok, cols] · W_iᵀ for the n (<= 3) weights w of layer `layer` (-1:
+/* Y_i[n_tok, rows_i] = X[n_tok, cols] · W_iᵀ for the n (<= 4) weights w of layer `layer` (-1:
  * the output), which share their input x; the caller keeps the tokens [out_first, n_tok) of each
  * y_i (elm_matmul_args.out_first). Split over the pool by weight rows, so that each weight row
  * is read once whatever n_tok; runs the context's matmul hook first (calibration). */

@@ -1,8 +1,10 @@
 /* The attention layer kind (layer_kind.h): x += Wo·Attn(RoPE(Wq·n(x)), RoPE(Wk·n(x)), Wv·n(x))
  * over the KV cache, with what the families add (model/arch.h): q/k/v biases (Qwen2), per-head
  * q/k RMSNorm (Qwen3, LFM2), layers without RoPE (SmolLM3), the RoPE pairing (NEOX), a head size
- * that is not dim / heads (q is n_heads·head_dim wide), a sliding window (Mistral) or a ring of
- * it (Gemma 3's local layers). */
+ * that is not dim / heads (q is n_heads·head_dim wide), RoPE on part of each head (Phi-3
+ * variants, Qwen3.5), a sliding window (Mistral) or a ring of it (Gemma 3's local layers), an
+ * output gate from the q projection (Qwen3.5: Wo·(Attn ⊙ sigmoid(Wg·n(x)))). */
+#include <math.h>
 #include <string.h>
 
 #include "model/context_state.h"
@@ -125,6 +127,23 @@ static void qk_norm(elm_context *c, int l, int32_t n) {
         c->k->rmsnorm(c->kb + i * hd, c->kb + i * hd, wk, hd, hp->rms_eps);
 }
 
+/* A gated family's q projection c->qg: each head's query into c->q (its gate stays). */
+static void split_gate(elm_context *c, int32_t n) {
+    const int hd = c->m->hp.head_dim;
+    for (size_t i = 0; i < (size_t)n * (size_t)c->m->hp.n_heads; i++)
+        memcpy(c->q + i * hd, c->qg + 2 * i * hd, sizeof(float) * (size_t)hd);
+}
+
+/* The attention output times sigmoid of each head's gate (Qwen3.5's attn_output_gate). */
+static void apply_gate(elm_context *c, int32_t n) {
+    const int hd = c->m->hp.head_dim;
+    for (size_t i = 0; i < (size_t)n * (size_t)c->m->hp.n_heads; i++) {
+        const float *g = c->qg + (2 * i + 1) * hd;
+        float *o = c->att + i * hd;
+        for (int d = 0; d < hd; d++) o[d] *= 1.0f / (1.0f + expf(-g[d]));
+    }
+}
+
 /* Attention of the batch's tokens [t0, t0 + nt) in layer l, after their keys and values are in
  * the cache. A ring is read from the first position the first token sees. */
 static void attend(elm_context *c, int l, int32_t t0, int32_t nt) {
@@ -156,8 +175,9 @@ void elm_layer_attention(elm_context *c, int l, int32_t n) {
         hp->rope_style == ELM_ROPE_NEOX ? c->k->rope_neox : c->k->rope;
 
     const elm_tensor *qkv[] = {L->wq, L->wk, L->wv};
-    float *qkv_out[] = {c->q, c->kb, c->vb};
+    float *qkv_out[] = {c->qg ? c->qg : c->q, c->kb, c->vb};
     elm_fw_matmul_group(c, l, 3, qkv, qkv_out, c->xb, n, 0);
+    if (c->qg) split_gate(c, n);
     add_bias(c->q, L->bq, n, q_dim);
     add_bias(c->kb, L->bk, n, kv);
     add_bias(c->vb, L->bv, n, kv);
@@ -186,5 +206,6 @@ void elm_layer_attention(elm_context *c, int l, int32_t n) {
         }
         attend(c, l, t0, nt);
     }
+    if (c->qg) apply_gate(c, n);
     elm_fw_matmul(c, l, L->wo, c->att, n, 0, c->xb);
 }

@@ -46,24 +46,38 @@ static int64_t scratch_floats(const elm_hparams *hp, int32_t n_batch) {
     return (int64_t)n_batch * 4 * hp->dim + (int64_t)hp->dim * hp->conv_l;
 }
 
-/* One run: the products are done; bcx [n, 3·dim] holds B, C, x̃ per token. Writes C ⊙ conv into
- * bcx's x̃ slots and advances the state [dim, conv_l - 1]. */
-static void conv_run(const elm_hparams *hp, float *bcx, int32_t n, const float *w, float *state) {
-    const int dim = hp->dim, L = hp->conv_l, S = L - 1;
-    float win[64]; /* a channel's last L inputs, oldest first */
-    for (int ch = 0; ch < dim; ch++) {
+void elm_causal_conv(float *x, size_t stride, int32_t n, int channels, int taps, const float *w,
+                     float *state) {
+    const int S = taps - 1;
+    float win[64]; /* a channel's last taps inputs, oldest first */
+    for (int ch = 0; ch < channels; ch++) {
         float *s = state + (size_t)ch * S;
-        const float *wc = w + (size_t)ch * L;
+        const float *wc = w + (size_t)ch * taps;
         memcpy(win, s, sizeof(float) * (size_t)S);
         for (int32_t t = 0; t < n; t++) {
-            float *row = bcx + (size_t)t * 3 * dim;
-            win[S] = row[ch] * row[2 * dim + ch];
+            float *v = x + (size_t)t * stride + ch;
+            win[S] = *v;
             float sum = 0.0f;
-            for (int k = 0; k < L; k++) sum += win[k] * wc[k];
-            row[2 * dim + ch] = row[dim + ch] * sum;
+            for (int k = 0; k < taps; k++) sum += win[k] * wc[k];
+            *v = sum;
             memmove(win, win + 1, sizeof(float) * (size_t)S);
         }
         memcpy(s, win, sizeof(float) * (size_t)S);
+    }
+}
+
+/* One run: the products are done; bcx [n, 3·dim] holds B, C, x̃ per token. Writes C ⊙ conv into
+ * bcx's x̃ slots and advances the state [dim, conv_l - 1]. */
+static void conv_run(const elm_hparams *hp, float *bcx, int32_t n, const float *w, float *state) {
+    const int dim = hp->dim;
+    for (int32_t t = 0; t < n; t++) {
+        float *row = bcx + (size_t)t * 3 * dim;
+        for (int ch = 0; ch < dim; ch++) row[2 * dim + ch] *= row[ch];
+    }
+    elm_causal_conv(bcx + 2 * dim, (size_t)3 * dim, n, dim, hp->conv_l, w, state);
+    for (int32_t t = 0; t < n; t++) {
+        float *row = bcx + (size_t)t * 3 * dim;
+        for (int ch = 0; ch < dim; ch++) row[2 * dim + ch] *= row[dim + ch];
     }
 }
 

@@ -229,8 +229,9 @@ static elm_status bind_ffn(elm_model *m, int l, elm_tensor *views, elm_error *er
 }
 
 /* Binds block l: its norms and FFN, and its mixing by kind (layer_kind.h; attention here): q/k/v
- * from attn_qkv (Phi-3) or separately, gate/up from ffn_gate + ffn_up or a fused ffn_up
- * [gate; up] (Phi-3), whichever the file has, as llama.cpp accepts either. */
+ * from attn_qkv (Phi-3) or separately (a gated family's q with each head's gate after it),
+ * gate/up from ffn_gate + ffn_up or a fused ffn_up [gate; up] (Phi-3), whichever the file has, as
+ * llama.cpp accepts either. */
 static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor *views,
                              elm_error *err) {
     const elm_hparams *hp = &m->hp;
@@ -243,7 +244,7 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
     elm_status st;
     elm_tensor *fused;
     if ((st = elm_model_bind_tensor(m, &L->attn_norm, NAME("attn_norm.weight"), dim, 0, err)) ||
-        (st = elm_model_bind_tensor(m, &L->ffn_norm, NAME("ffn_norm.weight"), dim, 0, err)) ||
+        (st = elm_model_bind_tensor(m, &L->ffn_norm, NAME(elm_arch_ffn_norm(a)), dim, 0, err)) ||
         (st = elm_model_bind_tensor(m, &L->w_down, NAME("ffn_down.weight"), ff, dim, err)))
         return st;
     L->q_norm = L->k_norm = L->attn_post_norm = L->ffn_post_norm = NULL;
@@ -263,7 +264,8 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
         L->wq = row_view(&views[0], fused, 0, q, VIEW("attn_q.weight"));
         L->wk = row_view(&views[1], fused, q, kv, VIEW("attn_k.weight"));
         L->wv = row_view(&views[2], fused, q + kv, kv, VIEW("attn_v.weight"));
-    } else if ((st = elm_model_bind_tensor(m, &L->wq, NAME("attn_q.weight"), dim, q, err)) ||
+    } else if ((st = elm_model_bind_tensor(m, &L->wq, NAME("attn_q.weight"), dim,
+                                           a->attn_gate ? 2 * q : q, err)) ||
                (st = elm_model_bind_tensor(m, &L->wk, NAME("attn_k.weight"), dim, kv, err)) ||
                (st = elm_model_bind_tensor(m, &L->wv, NAME("attn_v.weight"), dim, kv, err))) {
         return st;
@@ -360,18 +362,20 @@ int elm_layer_slots(elm_layer *L, elm_tensor ***out) {
                           &L->w_down,    &L->bq,          &L->bk,         &L->bv,
                           &L->q_norm,    &L->k_norm,      &L->attn_post_norm,
                           &L->ffn_post_norm, &L->conv_in, &L->conv_kernel, &L->conv_out,
-                          &L->ssm_conv_b, &L->ssm_dt_b, &L->ssm_a, &L->ssm_d, &L->ssm_norm};
+                          &L->ssm_conv_b, &L->ssm_dt_b, &L->ssm_a, &L->ssm_d, &L->ssm_norm,
+                          &L->dn_z,      &L->dn_beta,     &L->dn_alpha};
     _Static_assert(sizeof all / sizeof all[0] <= ELM_LAYER_SLOTS, "ELM_LAYER_SLOTS");
     memcpy(out, all, sizeof all);
     return (int)(sizeof all / sizeof all[0]);
 }
 
 int elm_layer_matrices(const elm_layer *L, const elm_tensor **out) {
-    const elm_tensor *all[ELM_LAYER_MATRICES] = {L->wq,     L->wk,   L->wv,      L->wo,
-                                                  L->w_gate, L->w_up, L->w_down, L->conv_in,
-                                                  L->conv_out};
+    const elm_tensor *all[] = {L->wq,     L->wk,      L->wv,   L->wo,
+                               L->w_gate, L->w_up,    L->w_down, L->conv_in,
+                               L->conv_out, L->dn_z,  L->dn_beta, L->dn_alpha};
+    _Static_assert(sizeof all / sizeof all[0] <= ELM_LAYER_MATRICES, "ELM_LAYER_MATRICES");
     int n = 0;
-    for (int i = 0; i < ELM_LAYER_MATRICES; i++)
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) out[n++] = all[i];
     return n;
 }

@@ -292,8 +292,9 @@ static elm_status gptq_linear(qctx *q, elm_tensor *t, const elm_act_stats *s, el
     return st;
 }
 
-/* The four input groups of block l: the mixing's input products (q/k/v; a recurrent kind's
- * in_proj), its output product (o; out_proj), gate/up, down. */
+/* The four input groups of block l: the mixing's input products (q/k/v; a short convolution's
+ * in_proj; a Gated DeltaNet's qkv and z, its β and α products of a few rows left to the block's
+ * rounding), its output product (o; out_proj; ssm_out), gate/up, down. */
 typedef struct group {
     elm_tensor *m[3];
     int n;
@@ -302,6 +303,9 @@ typedef struct group {
 static void layer_groups(const elm_layer *L, group g[4]) {
     if (L->kind != ELM_LAYER_ATTENTION) {
         g[0] = (group){{L->conv_in}, 1};
+        g[1] = (group){{L->conv_out}, 1};
+    } else if (L->kind == ELM_LAYER_DELTANET) {
+        g[0] = (group){{L->conv_in, L->dn_z}, 2};
         g[1] = (group){{L->conv_out}, 1};
     } else {
         g[0] = (group){{L->wq, L->wk, L->wv}, 3};
@@ -559,6 +563,12 @@ elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
     if (!params->calib || params->calib->n <= 0)
         return elm_errorf(err, ELM_ERR_ARG, "%s needs calibration samples (--calib)",
                           elm_quant_method_name(params->method));
+    /* AWQ's scales fold into the products before a group; a DeltaNet's output product comes
+     * after a per-head RMSNorm, which no scale passes */
+    for (int l = 0; l < m->hp.n_layers && params->method == ELM_QUANT_AWQ; l++)
+        if (m->layers[l].kind == ELM_LAYER_DELTANET)
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: AWQ does not calibrate Gated "
+                              "DeltaNet layers (layer %d; use --method gptq or rtn)", m->path, l);
     /* BLAS (Hessian SYRK, GPTQ's factorizations and batch updates) on the -t threads */
     openblas_set_num_threads(params->n_threads > 0 ? params->n_threads : elm_online_cores());
     elm_status st = work_init(r, m, err);

@@ -72,7 +72,7 @@ static elm_status add_factors(elm_model *m, rng *r, const elm_tensor_spec *t, bo
                                           (size_t)n * sizeof *f, err);
 }
 
-/* Matrices and biases N(0, std²), norm weights 1 + N(0, 0.1²), decay rates -exp(N(0, 1)),
+/* Matrices and biases N(0, std²), norm weights 1 + N(0, 0.1²), decay rates -exp(N(-1, 0.5²)),
  * rope_freqs from the scaling, LongRoPE's factors drawn (add_factors). */
 static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double std, bool longrope,
                               elm_error *err) {
@@ -89,7 +89,7 @@ static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double st
         case ELM_KIND_BIAS:
         case ELM_KIND_CONV: st = add(m, r, &specs[i], 0, std, err); break;
         case ELM_KIND_NORM: st = add(m, r, &specs[i], 1.0, 0.1, err); break;
-        case ELM_KIND_DECAY: st = add(m, r, &specs[i], 0.0, 1.0, err); break;
+        case ELM_KIND_DECAY: st = add(m, r, &specs[i], -1.0, 0.5, err); break;
         case ELM_KIND_ROPE: st = elm_hf_add_llama3_freqs(m, llama31_scaling, err); break;
         case ELM_KIND_ROPE_LONG: st = add_factors(m, r, &specs[i], true, err); break;
         case ELM_KIND_ROPE_SHORT: st = add_factors(m, r, &specs[i], false, err); break;
@@ -160,6 +160,27 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
         hp->residual_scale = 0.75f;
         hp->attn_scale = 0.125f;
         hp->logit_scale = 2.0f;
+    }
+    if (a->recurrent == ELM_LAYER_DELTANET) {
+        /* Qwen3.5: DeltaNet and attention layers in turn, 4 value heads on 2 key heads (so their
+         * orders in HF and GGUF differ), a quarter of each 32-wide attention head rotated, its
+         * M-RoPE sections as Qwen3.5's 11, 11, 10 of 32 pairs: every pair in one of the three
+         * streams of a text position (the fourth, at 0 in llama.cpp, would leave pairs still) */
+        hp->n_layers = 4;
+        for (int l = 0; l < hp->n_layers; l++) hp->recurrent[l] = l % 2 == 0;
+        hp->head_dim = 2 * TINY_HEAD * scale;
+        hp->rope_dim = hp->head_dim / 4;
+        const int32_t pairs = hp->rope_dim / 2;
+        hp->rope_sections[0] = (pairs + 2) / 3;
+        hp->rope_sections[1] = (pairs + 1) / 3;
+        hp->rope_sections[2] = pairs / 3;
+        hp->conv_l = 4;
+        hp->ssm_state = TINY_HEAD * scale;
+        hp->ssm_groups = 2;
+        hp->ssm_heads = 4;
+        hp->ssm_inner = hp->ssm_heads * hp->ssm_state;
+        hp->rms_eps = 1e-6f;
+        hp->rope_theta = 10000000.0f;
     }
     if (a->swa_period) { /* Gemma 3 4B's RoPE (base 1e6, linear ×8 on global layers only) */
         hp->n_swa = TINY_WINDOW;
