@@ -11,6 +11,7 @@
 #include "core/strbuf.h"
 #include "formats/gguf_parse.h"
 #include "formats/gguf_write.h"
+#include "model/arch.h"
 #include "tokenizer/pretok.h"
 
 #define GGUF_ALIGNMENT 32
@@ -144,21 +145,60 @@ static void kv_vocab(elm_gguf_writer *w, const elm_vocab *v) {
     if (v->chat_template) elm_gguf_kv_str(w, "tokenizer.chat_template", v->chat_template);
 }
 
-/* attention.head_count_kv: one count, or for a hybrid one per layer, 0 for its recurrent layers
- * (as llama.cpp's converter writes LFM2), and the recurrent kind's sizes. */
+/* attention.head_count_kv: one count, or one per layer for a hybrid, 0 for its recurrent layers
+ * (as llama.cpp's converter writes LFM2), or where layers have their own (Gemma 4), and the
+ * recurrent kind's sizes. */
 static void kv_kv_heads(elm_gguf_writer *w, const char *arch, const elm_hparams *hp) {
     char k[128];
     snprintf(k, sizeof k, "%s.attention.head_count_kv", arch);
-    bool hybrid = false;
-    for (int l = 0; l < hp->n_layers && l < ELM_MAX_LAYERS; l++) hybrid |= hp->recurrent[l] != 0;
-    if (!hybrid) {
+    bool per_layer = false;
+    for (int l = 0; l < hp->n_layers && l < ELM_MAX_LAYERS; l++)
+        per_layer |= hp->recurrent[l] != 0 || hp->layer_kv_heads[l] != 0;
+    if (!per_layer) {
         elm_gguf_kv_u32(w, k, (uint32_t)hp->n_kv_heads);
         return;
     }
     array_head(w, k, ELM_GGUF_I32, (uint64_t)hp->n_layers);
     for (int l = 0; l < hp->n_layers; l++)
-        put_u32(&w->kv, hp->recurrent[l] ? 0u : (uint32_t)hp->n_kv_heads);
+        put_u32(&w->kv, hp->recurrent[l] ? 0u : (uint32_t)elm_layer_kv_heads(hp, l));
     if (hp->conv_l > 0) kv_arch_u32(w, arch, "shortconv.l_cache", hp->conv_l);
+}
+
+/* feed_forward_length: one size, or one per layer where they differ (Gemma 4 E2B). */
+static void kv_ffn(elm_gguf_writer *w, const char *arch, const elm_hparams *hp) {
+    char k[128];
+    snprintf(k, sizeof k, "%s.feed_forward_length", arch);
+    bool per_layer = false;
+    for (int l = 0; l < hp->n_layers && l < ELM_MAX_LAYERS; l++) per_layer |= hp->layer_ffn[l];
+    if (!per_layer) {
+        elm_gguf_kv_u32(w, k, (uint32_t)hp->ffn_dim);
+        return;
+    }
+    array_head(w, k, ELM_GGUF_I32, (uint64_t)hp->n_layers);
+    for (int l = 0; l < hp->n_layers; l++) put_u32(&w->kv, (uint32_t)elm_layer_ffn_dim(hp, l));
+}
+
+/* Gemma 4's keys as its converter writes them (elm_arch.swa_listed, kv_shared, ple): the list of
+ * windowed layers as bools, their head size and RoPE dimensions, the shared KV layers, the
+ * per-layer embeddings' size. */
+static void kv_gemma4(elm_gguf_writer *w, const elm_arch *a, const elm_hparams *hp) {
+    const char *arch = a->name;
+    if (a->swa_listed) {
+        char k[128];
+        snprintf(k, sizeof k, "%s.attention.sliding_window_pattern", arch);
+        array_head(w, k, ELM_GGUF_BOOL, (uint64_t)hp->n_layers);
+        for (int l = 0; l < hp->n_layers; l++) {
+            const uint8_t b = elm_layer_swa(hp, l);
+            put(&w->kv, &b, 1);
+        }
+        const int32_t hd = hp->head_dim_swa > 0 ? hp->head_dim_swa : hp->head_dim;
+        kv_arch_u32(w, arch, "attention.key_length_swa", hd);
+        kv_arch_u32(w, arch, "attention.value_length_swa", hd);
+        kv_arch_u32(w, arch, "rope.dimension_count_swa",
+                    hp->rope_dim_swa > 0 ? hp->rope_dim_swa : hp->rope_dim);
+    }
+    if (a->kv_shared) kv_arch_u32(w, arch, "attention.shared_kv_layers", hp->n_kv_shared);
+    if (a->ple) kv_arch_u32(w, arch, "embedding_length_per_layer_input", hp->n_embd_per_layer);
 }
 
 /* The keys elm_gguf_begin_model lists. */
@@ -177,7 +217,7 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     kv_arch_u32(w, arch, "context_length", hp->n_ctx_train);
     kv_arch_u32(w, arch, "embedding_length", hp->dim);
     kv_arch_u32(w, arch, "block_count", hp->n_layers);
-    kv_arch_u32(w, arch, "feed_forward_length", hp->ffn_dim);
+    kv_ffn(w, arch, hp);
     kv_arch_u32(w, arch, "attention.head_count", hp->n_heads);
     kv_kv_heads(w, arch, hp);
     if (hp->rope_dim > 0) kv_arch_u32(w, arch, "rope.dimension_count", hp->rope_dim);
@@ -187,17 +227,21 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     /* what llama.cpp reads beyond the Llama keys: a head size not dim / heads (Gemma), Mistral's
      * window, linear RoPE scaling (Llama 3.1's comes as the rope_freqs tensor, LongRoPE's as
      * rope_factors_long/short with the original context and the attention factor) */
-    if (hp->head_dim > 0 && hp->head_dim * hp->n_heads != hp->dim) {
+    const elm_arch *a = elm_arch_find(arch);
+    if (hp->head_dim > 0 && (hp->head_dim * hp->n_heads != hp->dim || hp->swa_listed)) {
         kv_arch_u32(w, arch, "attention.key_length", hp->head_dim);
         kv_arch_u32(w, arch, "attention.value_length", hp->head_dim);
     }
+    if (a) kv_gemma4(w, a, hp);
     if (hp->n_swa > 0) kv_arch_u32(w, arch, "attention.sliding_window", hp->n_swa);
     /* Gemma 3's local layers: written when not llama.cpp's defaults (every 6th global, 10000) */
     if (hp->swa_period > 0 && hp->swa_period != 6)
         kv_arch_u32(w, arch, "attention.sliding_window_pattern", hp->swa_period);
     if (hp->rope_theta_swa > 0 && hp->rope_theta_swa != 10000.0f)
         kv_arch_f32(w, arch, "rope.freq_base_swa", hp->rope_theta_swa);
-    if (hp->logit_softcap > 0) kv_arch_f32(w, arch, "final_logit_softcapping", hp->logit_softcap);
+    /* a family with a default softcap (Gemma 4: 30) says it has none too */
+    if (hp->logit_softcap > 0 || (a && a->softcap > 0))
+        kv_arch_f32(w, arch, "final_logit_softcapping", hp->logit_softcap);
     if (hp->rope_freq_scale > 0 && hp->rope_freq_scale != 1.0f) {
         char k[128];
         snprintf(k, sizeof k, "%s.rope.scaling.type", arch);
