@@ -55,7 +55,7 @@ seeds() {
   # GGUF: llama.cpp's q4_0 file, and tiny models of two families and of each hybrid (per-layer
   # keys, recurrent tensors; small inputs fuzz faster)
   put fuzz_gguf "$st/reference-quants/llamacpp-q4_0-pure.gguf"
-  for arch in llama qwen2 lfm2; do
+  for arch in llama qwen2 lfm2 granitehybrid; do
     "$cli" synth --arch $arch --tiny --vocab "$st/stories260K-f32.gguf" -o "$t/tiny-$arch.gguf" >/dev/null 2>&1 &&
       "$cli" quantize -m "$t/tiny-$arch.gguf" -o "$t/tiny-$arch-q4_0.gguf" --type q4_0 --pure >/dev/null 2>&1 &&
       put fuzz_gguf "$t/tiny-$arch-q4_0.gguf"
@@ -70,6 +70,8 @@ seeds() {
   put fuzz_hf_json "$st/hf-bf16-sharded/config.json" 01
   "$cli" synth --arch lfm2 --tiny --vocab "$st/stories260K-f32.gguf" -o "$t/lfm2.gguf" \
     --hf "$t/lfm2-hf" >/dev/null 2>&1 && put fuzz_hf_json "$t/lfm2-hf/config.json" 01
+  "$cli" synth --arch granitehybrid --tiny --vocab "$st/stories260K-f32.gguf" -o "$t/granite.gguf" \
+    --hf "$t/granite-hf" >/dev/null 2>&1 && put fuzz_hf_json "$t/granite-hf/config.json" 01
   put fuzz_hf_json "$st/hf-f32/tokenizer.json" 00
   # llama2.c: the tokenizer alone, and a model.bin (header + truncated arrays) with it
   put fuzz_llama2c "$st/tok512.bin"

@@ -19,7 +19,7 @@ fix=$2
 calib=$fix/stories260K/text/calib.txt
 valid=$fix/stories260K/text/valid.txt
 prompt="Once upon a time there was a little girl who lived in a village near the forest"
-for arch in lfm2; do
+for arch in lfm2 granitehybrid; do
     m=$tmp/$arch.gguf
     # the stories260K vocabulary (512 pieces): eval over its text stays quick
     "$bin" synth --arch "$arch" --tiny -o "$m" -s 11 --vocab "$fix/stories260K/stories260K-f32.gguf" \

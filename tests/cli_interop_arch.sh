@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interop test of every model family against llama.cpp: for llama, qwen2, qwen3, phi3 (and phi3
-# with LongRoPE), gemma, gemma3, gemma4, smollm3 and the hybrid lfm2, a `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3
+# with LongRoPE), gemma, gemma3, gemma4, smollm3 and the hybrids lfm2 and granitehybrid, a `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3
 # prompts by edgelm and by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1,
 # installed once by scripts/node-llama.sh; tests/interop/greedy.mjs). From the GGUF, with
 # --ggml-rounding, prompt ids and generated ids must be equal and the logits within 1e-3 of
@@ -25,18 +25,19 @@ pkg=$npm_dir/node_modules/node-llama-cpp
 
 long="Once upon a time there was a little girl who lived in a village near the forest. Whenever \
 she went out, the little girl wore a red riding cloak, so everyone in the village called her"
-for name in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 phi3-longrope-512 phi3-longrope-1024; do
+for name in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybrid phi3-longrope-512 \
+    phi3-longrope-1024; do
     arch=${name%%-*}
     ctx=256 synth_opts=() ctx_opts=()
     case $name in
     phi3-longrope-*) ctx=${name##*-} synth_opts=(--longrope) ctx_opts=(-c "$ctx") ;;
     esac
     case $arch in
-    llama | smollm3 | lfm2) vocab=llama-bpe ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;;
+    llama | smollm3 | lfm2 | granitehybrid) vocab=llama-bpe ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;;
     gemma | gemma3) vocab=llama-spm ;; gemma4) vocab=gemma-4 ;;
     esac
     prompts=("Once upon a time" "The capital of France is" $'def fib(n):\n    return')
-    case $arch in gemma3 | gemma4 | lfm2) prompts[2]=$long ;; esac
+    case $arch in gemma3 | gemma4 | lfm2 | granitehybrid) prompts[2]=$long ;; esac
     gguf=$tmp/$name.gguf
     "$bin" synth --arch "$arch" --tiny "${synth_opts[@]}" -o "$gguf" --hf "$tmp/$name-hf" \
         --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" -s 7 >/dev/null 2>"$tmp/err" ||

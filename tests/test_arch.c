@@ -6,8 +6,8 @@
  * tokenizer.json written for a SentencePiece vocab (merges made from scores) and a byte-level one
  * tokenizes like the GGUF vocab; sliding-window attention and Mistral's window through HF and
  * GGUF; Gemma 4's layers of two kinds, shared KV layers and per-layer embeddings through both
- * formats, its cache and its refusals (test_gemma4); the family table and the names made from
- * it; and refusals with clear messages. */
+ * formats, its cache and its refusals (test_gemma4); Granite's multipliers and RoPE switch; the
+ * family table and the names made from it; and refusals with clear messages. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,6 +308,39 @@ static void test_family(const char *arch, const char *vocab) {
         free(rope);
     }
     if (g && h && !strcmp(arch, "gemma4")) test_gemma4(m, g, h);
+    if (g && h && !strcmp(arch, "granitehybrid")) {
+        /* Granite's multipliers and RoPE switch go through GGUF and config.json, and act: twice
+         * the logit scale halves the logits exactly; RoPE on in its attention layer, or no
+         * residual scale, changes them */
+        const elm_hparams *a = &m->hp;
+        for (const elm_model *x = g; x; x = x == g ? h : NULL)
+            CHECK(x->hp.embd_scale == a->embd_scale && x->hp.residual_scale == a->residual_scale &&
+                      x->hp.attn_scale == a->attn_scale && x->hp.logit_scale == a->logit_scale &&
+                      x->hp.no_rope && x->hp.ssm_state == a->ssm_state &&
+                      x->hp.ssm_heads == a->ssm_heads && x->hp.ssm_groups == a->ssm_groups &&
+                      x->hp.ssm_inner == a->ssm_inner && x->hp.conv_l == a->conv_l,
+                  "granitehybrid: %s hyper-parameters differ", x->format);
+        static const int32_t ids[3] = {1, 450, 7483};
+        const size_t n = 3 * (size_t)m->hp.n_vocab;
+        float *base = logits(m, ids, 3, 0);
+        m->hp.logit_scale *= 2;
+        float *half = logits(m, ids, 3, 0);
+        m->hp.logit_scale /= 2;
+        m->hp.no_rope = false;
+        float *rope = logits(m, ids, 3, 0);
+        m->hp.no_rope = true;
+        m->hp.residual_scale = 1.0f;
+        float *res = logits(m, ids, 3, 0);
+        bool halved = base && half;
+        for (size_t i = 0; halved && i < n; i++) halved = half[i] == base[i] * 0.5f;
+        CHECK(halved, "granitehybrid: logit scale");
+        CHECK(base && rope && memcmp(base, rope, n * sizeof *base), "granitehybrid: RoPE switch");
+        CHECK(base && res && memcmp(base, res, n * sizeof *base), "granitehybrid: residual scale");
+        free(base);
+        free(half);
+        free(rope);
+        free(res);
+    }
     if (g && !strcmp(arch, "phi3")) {
         /* fused tensors are bound as row views into the file's tensor */
         const elm_tensor *qkv = elm_model_find(g, "blk.1.attn_qkv.weight");
@@ -553,7 +586,7 @@ static void test_table(void) {
         snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", elm_synth_tiny_vocab(name));
         CHECK(access(fixture(rel), R_OK) == 0, "%s: no vocabulary %s", name, rel);
     }
-    CHECK(n == 9, "%d families: %s", n, elm_arch_names());
+    CHECK(n == 10, "%d families: %s", n, elm_arch_names());
     CHECK(elm_arch_from_hf("mistral") == elm_arch_find("llama") && !elm_arch_find("mistral") &&
               elm_arch_from_hf("gemma3") == elm_arch_find("gemma3") &&
               !elm_arch_from_hf("mamba") && !elm_arch_hf_type("MambaForCausalLM"),
@@ -617,7 +650,7 @@ static void test_gemma4_refusals(void) {
     expect_config_error("gemma4", "{\"sliding_window\": null}", ELM_ERR_FORMAT,
                         "missing required key 'sliding_window'");
     expect_config_error("gemma4", "{\"layer_types\": [\"sliding_attention\"]}",
-                        ELM_ERR_FORMAT, "'layer_types' must list 8 layers");
+                        ELM_ERR_FORMAT, "'layer_types' has 1 entries for 8 layers");
     /* layer 3, which the shared windowed layers read, made global (the model's check) */
     char dir[600];
     snprintf(dir, sizeof dir, "%s/gemma4-kinds", tmpdir);
@@ -664,6 +697,22 @@ static void test_refusals(void) {
         elm_model_free(m);
     }
     tmp_dir_remove(strdup(dir));
+    /* Granite 4.0-H's: which layers are Mamba-2, its sizes; experts (not yet), a convolution
+     * without bias (llama.cpp's graph adds it) */
+    expect_config_error("granitehybrid", "{\"layer_types\": null}", ELM_ERR_FORMAT,
+                        "key 'layer_types' missing");
+    expect_config_error("granitehybrid", "{\"layer_types\": [\"mamba\", \"conv\", \"mamba\"]}",
+                        ELM_ERR_FORMAT, "'layer_types'[1] is not 'mamba' or 'attention'");
+    expect_config_error("granitehybrid", "{\"mamba_d_state\": null}", ELM_ERR_FORMAT,
+                        "missing required key 'mamba_d_state'");
+    expect_config_error("granitehybrid", "{\"mamba_d_head\": 32}", ELM_ERR_FORMAT,
+                        "mamba_expand 2 × hidden_size 64 is not mamba_n_heads 8 × mamba_d_head 32");
+    expect_config_error("granitehybrid", "{\"num_local_experts\": 64}", ELM_ERR_UNSUPPORTED,
+                        "mixture of experts");
+    expect_config_error("granitehybrid", "{\"mamba_conv_bias\": false}", ELM_ERR_UNSUPPORTED,
+                        "mamba_conv_bias");
+    expect_config_error("granitehybrid", "{\"position_embedding_type\": \"alibi\"}",
+                        ELM_ERR_UNSUPPORTED, "position_embedding_type");
     expect_config_error("llama", "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
                         ELM_ERR_UNSUPPORTED, "rope_scaling type 'yarn' is not supported");
     /* LongRoPE: its factor lists, one per rotated pair (8 of phi3's heads of 16), and the
@@ -742,6 +791,7 @@ int main(int argc, char **argv) {
         test_family("gemma4", "llama-spm");
         test_family("smollm3", "llama-spm");
         test_family("lfm2", "llama-bpe");
+        test_family("granitehybrid", "llama-bpe");
         test_tokenizer_json("llama-spm");
         test_tokenizer_json("phi-3");
         test_tokenizer_json("qwen2");
@@ -751,7 +801,8 @@ int main(int argc, char **argv) {
         test_mistral();
     }
     /* the HF folders hold files: remove them before the folder itself */
-    const char *archs[] = {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma4", "smollm3", "lfm2"};
+    const char *archs[] = {"llama", "qwen2", "qwen3", "phi3", "gemma", "gemma4", "smollm3", "lfm2",
+                           "granitehybrid"};
     for (int i = 0; tmpdir && i < (int)(sizeof archs / sizeof archs[0]); i++) {
         char dir[600];
         snprintf(dir, sizeof dir, "%s/hf-%s", tmpdir, archs[i]);

@@ -4,7 +4,9 @@
  * multi-token batch, then feeding the same tokens again, gives them again (checkpoints and
  * replay); two sequences in one pass (elm_forward_seqs, n_seq 2) each give what they give alone;
  * a context shift is refused in one line. Then bad LFM2 files: a head_count_kv array too short,
- * a missing short-conv tensor, a kernel size that does not match the tensors. */
+ * a missing short-conv tensor, a kernel size that does not match the tensors; and bad Granite
+ * 4.0-H files: a kernel size, state size, head or group count that does not match the tensors,
+ * a missing A. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +173,18 @@ static void expect_load_error(const char *path, const char *want, const char *wh
     elm_model_free(m);
 }
 
+/* Removes tensor `name` from m's list (a file written from m then lacks it). */
+static void drop_tensor(elm_model *m, const char *name) {
+    for (int32_t i = 0; i < m->n_tensors; i++)
+        if (!strcmp(m->tensors[i].name, name)) {
+            memmove(&m->tensors[i], &m->tensors[i + 1],
+                    (size_t)(m->n_tensors - i - 1) * sizeof *m->tensors);
+            m->n_tensors--;
+            return;
+        }
+    CHECK(false, "no tensor %s", name);
+}
+
 static void test_bad_lfm2(const char *dir) {
     elm_synth_tiny o = {.arch = "lfm2", .vocab_path = fixture("vocab/ggml-vocab-llama-bpe.gguf"),
                         .seed = 5};
@@ -205,17 +219,54 @@ static void test_bad_lfm2(const char *dir) {
     m->hp.conv_l = 3;
 
     /* no conv kernel in layer 2 */
-    for (int32_t i = 0; i < m->n_tensors; i++)
-        if (!strcmp(m->tensors[i].name, "blk.2.shortconv.conv.weight")) {
-            memmove(&m->tensors[i], &m->tensors[i + 1],
-                    (size_t)(m->n_tensors - i - 1) * sizeof *m->tensors);
-            m->n_tensors--;
-            break;
-        }
+    drop_tensor(m, "blk.2.shortconv.conv.weight");
     const char *missing = tmp_path(dir, "missing.gguf");
     CHECK(elm_gguf_write_model(m, missing, &err) == ELM_OK, "write: %s", err.msg);
     expect_load_error(missing, "missing tensor 'blk.2.shortconv.conv.weight'",
                       "a missing state tensor");
+    elm_model_free(m);
+}
+
+/* Writes m with its hyper-parameter *field set to v (then back to what it was) to dir/name and
+ * expects the load to fail naming `want`. */
+static void expect_hparam_error(elm_model *m, int32_t *field, int32_t v, const char *dir,
+                                const char *name, const char *want) {
+    const int32_t was = *field;
+    elm_error err;
+    *field = v;
+    const char *path = tmp_path(dir, name);
+    CHECK(elm_gguf_write_model(m, path, &err) == ELM_OK, "write: %s", err.msg);
+    expect_load_error(path, want, name);
+    *field = was;
+}
+
+/* Granite 4.0-H files whose Mamba-2 sizes do not match their tensors, or without a state
+ * tensor. */
+static void test_bad_granite(const char *dir) {
+    elm_synth_tiny o = {.arch = "granitehybrid",
+                        .vocab_path = fixture("vocab/ggml-vocab-llama-bpe.gguf"), .seed = 5};
+    elm_model *m = NULL;
+    elm_error err;
+    if (elm_synth_tiny_model(&o, &m, NULL, &err)) {
+        CHECK(false, "granitehybrid: synth: %s", err.msg);
+        return;
+    }
+    elm_hparams *hp = &m->hp;
+    /* a kernel of 3 taps said, 4 stored; a state of 32, 64 stored (in_proj's rows); 16 heads,
+     * 8 stored (in_proj's rows); 3 groups, which do not divide the heads */
+    expect_hparam_error(m, &hp->conv_l, 3, dir, "taps.gguf",
+                        "tensor 'blk.0.ssm_conv1d.weight' has shape [384, 4], expected [384, 3]");
+    expect_hparam_error(m, &hp->ssm_state, 32, dir, "state.gguf",
+                        "tensor 'blk.0.ssm_in.weight' has shape [520, 64], expected [392, 64]");
+    expect_hparam_error(m, &hp->ssm_heads, 16, dir, "heads.gguf",
+                        "tensor 'blk.0.ssm_in.weight' has shape [520, 64], expected [528, 64]");
+    expect_hparam_error(m, &hp->ssm_groups, 3, dir, "groups.gguf",
+                        "the groups the heads");
+    /* no A in layer 2 */
+    drop_tensor(m, "blk.2.ssm_a");
+    const char *missing = tmp_path(dir, "no-a.gguf");
+    CHECK(elm_gguf_write_model(m, missing, &err) == ELM_OK, "write: %s", err.msg);
+    expect_load_error(missing, "missing tensor 'blk.2.ssm_a'", "a missing state tensor");
     elm_model_free(m);
 }
 
@@ -233,6 +284,7 @@ int main(int argc, char **argv) {
         }
     CHECK(n_hybrid >= 1, "no hybrid family in the table");
     if (dir) test_bad_lfm2(dir);
+    if (dir) test_bad_granite(dir);
     if (dir) tmp_dir_remove(dir);
     return check_done();
 }

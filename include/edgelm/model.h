@@ -53,12 +53,14 @@ typedef enum elm_layer_kind {
     ELM_LAYER_ATTENTION = 0,
     ELM_LAYER_SHORTCONV = 1, /* LFM2's gated short convolution: B·x through a causal depthwise
                               * convolution of conv_l taps, times C */
+    ELM_LAYER_MAMBA2 = 2,    /* Mamba-2's selective state space (Granite 4.0-H): a causal
+                              * convolution of conv_l taps, then a scan with one decay per head */
     ELM_LAYER_KINDS
 } elm_layer_kind;
 
 typedef struct elm_hparams {
     char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
-                            * "gemma3", "gemma4", "smollm3", "lfm2" */
+                            * "gemma3", "gemma4", "smollm3", "lfm2", "granitehybrid" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
@@ -74,7 +76,9 @@ typedef struct elm_hparams {
     /* Set by elm_model_bind from the architecture (loaders leave them 0): */
     elm_rope_style rope_style;
     elm_ffn_act ffn_act;
-    float embd_scale;      /* token embeddings are multiplied by this: 1, sqrt(dim) for Gemma */
+    float embd_scale;      /* token embeddings are multiplied by this: 1, sqrt(dim) for Gemma; the
+                            * file's for Granite (GGUF embedding_scale, config.json
+                            * embedding_multiplier; 1 when absent) */
     int32_t nope_every;    /* layers l with (l + 1) % nope_every == 0 skip RoPE (NoPE; SmolLM3:
                             * 4); 0: every layer rotates */
     bool v_norm;           /* values RMSNormed per head without weights (Gemma 4) */
@@ -102,10 +106,26 @@ typedef struct elm_hparams {
                             * (Gemma 3: 10000); 0: the same RoPE as the others */
     float attn_scale;      /* scores q·k × this; 0 until bound: 1/sqrt(head_dim) */
     float logit_softcap;   /* > 0: logits = softcap · tanh(logits / softcap); 0: none */
+    /* Granite's multipliers (model/arch.h: elm_arch.multipliers; 0 until bound: 1): */
+    float residual_scale;  /* each block's mixing and FFN outputs × this before their residual
+                            * adds (GGUF residual_scale, config.json residual_multiplier) */
+    float logit_scale;     /* logits × (1 / this), the reciprocal rounded to float as llama.cpp
+                            * takes it (GGUF logit_scale, config.json logits_scaling) */
+    bool no_rope;          /* no layer rotates q and k (Granite 4.0-H: GGUF rope.scaling.finetuned
+                            * false, config.json position_embedding_type "nope") */
     int32_t first_layer;   /* a view of some layers (elm_forward_hidden): the index of its first
                             * in the whole model, which local/global and NoPE layers follow */
     /* Hybrid families (model/arch.h: elm_arch.recurrent): */
-    int32_t conv_l;        /* taps of the short convolution (GGUF shortconv.l_cache; LFM2: 3) */
+    int32_t conv_l;        /* taps of the recurrent kind's causal convolution (GGUF
+                            * shortconv.l_cache, LFM2: 3; ssm.conv_kernel, Mamba-2: 4) */
+    /* Mamba-2 (ELM_LAYER_MAMBA2; GGUF ssm.*, config.json mamba_*): */
+    int32_t ssm_inner;     /* d_inner: channels of x, z and y, 2·dim (ssm.inner_size) */
+    int32_t ssm_state;     /* d_state: state per channel, and the width of B and C per group
+                            * (ssm.state_size; Granite 4.0-H: 128) */
+    int32_t ssm_heads;     /* heads of d_inner / ssm_heads channels, each with its dt, A and D
+                            * (ssm.time_step_rank, which llama.cpp reuses for it) */
+    int32_t ssm_groups;    /* groups of heads sharing B and C, and of channels the gated RMSNorm
+                            * normalizes together (ssm.group_count; Granite 4.0-H: 1) */
     uint8_t recurrent[ELM_MAX_LAYERS]; /* 1 where whole-model layer l has no attention but the
                                         * family's recurrent kind (GGUF: its head_count_kv 0) */
     /* Layers of two kinds and shared caches (Gemma 4, model/arch.h: elm_arch.swa_listed): */
@@ -126,9 +146,10 @@ typedef struct elm_hparams {
                                * token (GGUF embedding_length_per_layer_input; E2B: 256), 0: none */
 } elm_hparams;
 
-/* Whether layer l of hp skips RoPE (hp.nope_every). */
+/* Whether layer l of hp skips RoPE (hp.no_rope, hp.nope_every). */
 static inline bool elm_layer_nope(const elm_hparams *hp, int l) {
-    return hp->nope_every > 0 && (hp->first_layer + l + 1) % hp->nope_every == 0;
+    return hp->no_rope ||
+           (hp->nope_every > 0 && (hp->first_layer + l + 1) % hp->nope_every == 0);
 }
 
 /* Whether layer l of hp attends through the sliding window (hp.n_swa, hp.swa_period, or
@@ -181,9 +202,17 @@ typedef struct elm_layer {
     elm_tensor *q_norm, *k_norm; /* per-head q/k RMSNorm weights [head_dim] (Qwen3), else NULL */
     elm_tensor *attn_post_norm, *ffn_post_norm; /* RMSNorm of the attention and FFN outputs
                                                  * before the residual add (Gemma 3), else NULL */
-    /* ELM_LAYER_SHORTCONV: in_proj [3·dim, dim] giving B, C and x; the depthwise kernel
-     * [dim, conv_l] (float); out_proj [dim, dim] */
+    /* A recurrent kind's input product, causal depthwise kernel [channels, conv_l] and output
+     * product. ELM_LAYER_SHORTCONV: in_proj [3·dim, dim] giving B, C and x; the kernel
+     * [dim, conv_l] (float); out_proj [dim, dim]. ELM_LAYER_MAMBA2 (GGUF ssm_in, ssm_conv1d,
+     * ssm_out): in_proj [2·d_inner + 2·groups·d_state + heads, dim] giving z, xBC and dt, with
+     * xBC = [x; B; C] of conv_dim = d_inner + 2·groups·d_state; the kernel [conv_dim, conv_l]
+     * (F32); out_proj [dim, d_inner] */
     elm_tensor *conv_in, *conv_kernel, *conv_out;
+    /* ELM_LAYER_MAMBA2, all F32 (GGUF ssm_conv1d.bias, ssm_dt.bias, ssm_a, ssm_d,
+     * ssm_norm.weight): the kernel's bias [conv_dim]; dt's bias, A = -exp(A_log) and the skip D,
+     * [heads, 1] each but the bias [heads]; the gated RMSNorm's weights [groups, d_inner / groups] */
+    elm_tensor *ssm_conv_b, *ssm_dt_b, *ssm_a, *ssm_d, *ssm_norm;
     /* Gemma 4's per-layer embeddings (hp.n_embd_per_layer P > 0): the gate inp_gate [P, dim],
      * the projection proj [dim, P] and its RMSNorm post_norm [dim]; else NULL */
     elm_tensor *ple_gate, *ple_proj, *ple_post_norm;

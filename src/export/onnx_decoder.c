@@ -19,15 +19,17 @@ typedef struct {
 
 elm_status ox_decoder_check(const elm_model *m, elm_error *err) {
     const elm_hparams *hp = &m->hp;
-    if (hp->ffn_act != ELM_ACT_SILU || hp->embd_scale != 1.0f)
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: architecture '%s' is not supported by the ONNX export (GeGLU or "
-                          "scaled embeddings)", m->path, hp->arch);
     for (int l = 0; l < hp->n_layers; l++)
         if (elm_layer_recurrent(hp, l))
             return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                               "%s: architecture '%s': recurrent layers (layer %d) are not "
                               "supported by the ONNX export", m->path, hp->arch, l);
+    if (hp->ffn_act != ELM_ACT_SILU || hp->embd_scale != 1.0f || hp->residual_scale != 1.0f ||
+        hp->logit_scale != 1.0f || hp->no_rope ||
+        hp->attn_scale != 1.0f / sqrtf((float)hp->head_dim))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "%s: architecture '%s' is not supported by the ONNX export (GeGLU, "
+                          "scaled embeddings or Granite's multipliers)", m->path, hp->arch);
     if (m->rope_long || (hp->rope_attn_factor > 0 && hp->rope_attn_factor != 1.0f))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                           "%s: architecture '%s': LongRoPE (rope_factors_long/short) and RoPE "

@@ -147,7 +147,7 @@ static const char *arch_key(char *buf, size_t cap, const char *arch, const char 
 }
 
 /* attention.head_count_kv: one count, or one per layer where a hybrid's recurrent layers have 0
- * (LFM2), those becoming hp->recurrent, and Gemma 4's layers may have their own
+ * (LFM2, Granite 4.0-H), those becoming hp->recurrent, and Gemma 4's layers may have their own
  * (hp->layer_kv_heads where they differ; n_kv_heads the largest). */
 static elm_status read_kv_heads(const elm_gguf *g, elm_hparams *hp, elm_error *err) {
     char k[96];
@@ -235,6 +235,31 @@ static elm_status read_gemma4(const elm_gguf *g, const elm_arch *a, elm_hparams 
     return ELM_OK;
 }
 
+/* Granite's keys, for the families that read them (model/arch.h): its multipliers, and RoPE off
+ * when rope.scaling.finetuned is false (absent: on, as llama.cpp takes it). */
+static elm_status read_granite(const elm_gguf *g, const elm_arch *a, elm_hparams *hp,
+                               elm_error *err) {
+    char k[96];
+    elm_status st;
+    if (a->multipliers &&
+        ((st = elm_gguf_get_f32(g, arch_key(k, sizeof k, hp->arch, "embedding_scale"),
+                                &hp->embd_scale, err)) ||
+         (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, hp->arch, "residual_scale"),
+                                &hp->residual_scale, err)) ||
+         (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, hp->arch, "attention.scale"),
+                                &hp->attn_scale, err)) ||
+         (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, hp->arch, "logit_scale"),
+                                &hp->logit_scale, err))))
+        return st;
+    bool rope = true;
+    if (a->rope_switch &&
+        (st = elm_gguf_get_bool(g, arch_key(k, sizeof k, hp->arch, "rope.scaling.finetuned"),
+                                &rope, err)))
+        return st;
+    hp->no_rope = !rope;
+    return ELM_OK;
+}
+
 /* Hyper-parameters under the architecture's key prefix (llama.cpp's names). */
 static elm_status read_hparams(const elm_gguf *g, const elm_arch *a, elm_hparams *hp,
                                elm_error *err) {
@@ -254,6 +279,11 @@ static elm_status read_hparams(const elm_gguf *g, const elm_arch *a, elm_hparams
         {"rope.scaling.original_context_length", &hp->n_ctx_orig, false},
         {"vocab_size", &hp->n_vocab, false},
         {"shortconv.l_cache", &hp->conv_l, false},
+        {"ssm.conv_kernel", &hp->conv_l, false},
+        {"ssm.inner_size", &hp->ssm_inner, false},
+        {"ssm.state_size", &hp->ssm_state, false},
+        {"ssm.time_step_rank", &hp->ssm_heads, false},
+        {"ssm.group_count", &hp->ssm_groups, false},
     };
     elm_status st;
     char k[96];
@@ -289,6 +319,7 @@ static elm_status read_hparams(const elm_gguf *g, const elm_arch *a, elm_hparams
         (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, arch, "rope.scaling.attn_factor"),
                                &hp->rope_attn_factor, err)))
         return st;
+    if ((st = read_granite(g, a, hp, err))) return st;
     /* RoPE scaling: none and linear run here; llama3's factors come as the rope_freqs tensor,
      * LongRoPE's as rope_factors_long/short (the type is not written by llama.cpp's converter,
      * but "longrope" is one llama.cpp reads) */

@@ -146,9 +146,10 @@ static void kv_vocab(elm_gguf_writer *w, const elm_vocab *v) {
 }
 
 /* attention.head_count_kv: one count, or one per layer for a hybrid, 0 for its recurrent layers
- * (as llama.cpp's converter writes LFM2), or where layers have their own (Gemma 4), and the
- * recurrent kind's sizes. */
-static void kv_kv_heads(elm_gguf_writer *w, const char *arch, const elm_hparams *hp) {
+ * (as llama.cpp's converter writes LFM2 and Granite 4.0-H), or where layers have their own
+ * (Gemma 4), and the recurrent kind's sizes. */
+static void kv_kv_heads(elm_gguf_writer *w, const elm_arch *a, const char *arch,
+                        const elm_hparams *hp) {
     char k[128];
     snprintf(k, sizeof k, "%s.attention.head_count_kv", arch);
     bool per_layer = false;
@@ -156,12 +157,38 @@ static void kv_kv_heads(elm_gguf_writer *w, const char *arch, const elm_hparams 
         per_layer |= hp->recurrent[l] != 0 || hp->layer_kv_heads[l] != 0;
     if (!per_layer) {
         elm_gguf_kv_u32(w, k, (uint32_t)hp->n_kv_heads);
-        return;
+    } else {
+        array_head(w, k, ELM_GGUF_I32, (uint64_t)hp->n_layers);
+        for (int l = 0; l < hp->n_layers; l++)
+            put_u32(&w->kv, hp->recurrent[l] ? 0u : (uint32_t)elm_layer_kv_heads(hp, l));
     }
-    array_head(w, k, ELM_GGUF_I32, (uint64_t)hp->n_layers);
-    for (int l = 0; l < hp->n_layers; l++)
-        put_u32(&w->kv, hp->recurrent[l] ? 0u : (uint32_t)elm_layer_kv_heads(hp, l));
-    if (hp->conv_l > 0) kv_arch_u32(w, arch, "shortconv.l_cache", hp->conv_l);
+    /* the family's sizes, which llama.cpp requires of its files even without such a layer */
+    if (a && a->recurrent == ELM_LAYER_MAMBA2) {
+        kv_arch_u32(w, arch, "ssm.conv_kernel", hp->conv_l);
+        kv_arch_u32(w, arch, "ssm.inner_size", hp->ssm_inner);
+        kv_arch_u32(w, arch, "ssm.state_size", hp->ssm_state);
+        kv_arch_u32(w, arch, "ssm.time_step_rank", hp->ssm_heads);
+        kv_arch_u32(w, arch, "ssm.group_count", hp->ssm_groups);
+    } else if (hp->conv_l > 0) {
+        kv_arch_u32(w, arch, "shortconv.l_cache", hp->conv_l);
+    }
+}
+
+/* Granite's keys (model/arch.h: elm_arch.multipliers, rope_switch): its multipliers, and its
+ * RoPE switch. */
+static void kv_granite(elm_gguf_writer *w, const elm_arch *a, const elm_hparams *hp) {
+    const char *arch = a->name;
+    if (a->multipliers) {
+        kv_arch_f32(w, arch, "embedding_scale", hp->embd_scale);
+        kv_arch_f32(w, arch, "residual_scale", hp->residual_scale);
+        kv_arch_f32(w, arch, "attention.scale", hp->attn_scale);
+        kv_arch_f32(w, arch, "logit_scale", hp->logit_scale);
+    }
+    if (a->rope_switch) {
+        char k[128];
+        snprintf(k, sizeof k, "%s.rope.scaling.finetuned", arch);
+        kv_bool(w, k, !hp->no_rope);
+    }
 }
 
 /* feed_forward_length: one size, or one per layer where they differ (Gemma 4 E2B). */
@@ -210,6 +237,7 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
         elm_errorf(&w->first, ELM_ERR_UNSUPPORTED, "%s: the tokenizer's pre-tokenizer (regexes "
                    "from tokenizer.json) is none GGUF can name (%s)", w->path, elm_pretok_names());
     const char *arch = hp->arch[0] ? hp->arch : "llama";
+    const elm_arch *a = elm_arch_find(arch);
     elm_gguf_kv_str(w, "general.architecture", arch);
     if (m->name[0]) elm_gguf_kv_str(w, "general.name", m->name);
     elm_gguf_kv_u32(w, "general.file_type", file_type);
@@ -219,7 +247,7 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     kv_arch_u32(w, arch, "block_count", hp->n_layers);
     kv_ffn(w, arch, hp);
     kv_arch_u32(w, arch, "attention.head_count", hp->n_heads);
-    kv_kv_heads(w, arch, hp);
+    kv_kv_heads(w, a, arch, hp);
     if (hp->rope_dim > 0) kv_arch_u32(w, arch, "rope.dimension_count", hp->rope_dim);
     kv_arch_f32(w, arch, "attention.layer_norm_rms_epsilon", hp->rms_eps);
     kv_arch_f32(w, arch, "rope.freq_base", hp->rope_theta);
@@ -227,7 +255,6 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     /* what llama.cpp reads beyond the Llama keys: a head size not dim / heads (Gemma), Mistral's
      * window, linear RoPE scaling (Llama 3.1's comes as the rope_freqs tensor, LongRoPE's as
      * rope_factors_long/short with the original context and the attention factor) */
-    const elm_arch *a = elm_arch_find(arch);
     if (hp->head_dim > 0 && (hp->head_dim * hp->n_heads != hp->dim || hp->swa_listed)) {
         kv_arch_u32(w, arch, "attention.key_length", hp->head_dim);
         kv_arch_u32(w, arch, "attention.value_length", hp->head_dim);
@@ -242,6 +269,7 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     /* a family with a default softcap (Gemma 4: 30) says it has none too */
     if (hp->logit_softcap > 0 || (a && a->softcap > 0))
         kv_arch_f32(w, arch, "final_logit_softcapping", hp->logit_softcap);
+    if (a) kv_granite(w, a, hp);
     if (hp->rope_freq_scale > 0 && hp->rope_freq_scale != 1.0f) {
         char k[128];
         snprintf(k, sizeof k, "%s.rope.scaling.type", arch);

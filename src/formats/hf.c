@@ -7,9 +7,12 @@
  * un-permuted from rotate-half into the interleaved order its GGUF uses (the other families run
  * rotate-half RoPE as HF stores it), and Gemma's norm weights w become 1 + w (F32). A multimodal
  * checkpoint's language model (Gemma 3 4B) is read from under its prefix. Phi-3's fused
- * qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up). Llama 3.1's rope_scaling becomes the
- * rope_freqs tensor, LongRoPE's the rope_factors_long/short tensors, and Gemma 4's
- * "proportional" RoPE of its global layers rope_freqs. Dtypes are kept (F32, F16, BF16). */
+ * qkv_proj and gate_up_proj stay fused (attn_qkv, ffn_up); Granite's shared_mlp.input_linear
+ * [gate; up] is split (ffn_gate, ffn_up, in place), its Mamba-2 A_log becomes A = -exp(A_log),
+ * and its A, D, convolution and norm are F32 and reshaped as in GGUF. Llama 3.1's rope_scaling
+ * becomes the rope_freqs tensor, LongRoPE's the rope_factors_long/short tensors, and Gemma 4's
+ * "proportional" RoPE of its global layers rope_freqs. Dtypes are kept (F32, F16, BF16) but for
+ * biases and those. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +41,7 @@ static const struct { const char *hf, *gguf; int when, names; } global_names[] =
     {"model.embed_tokens.weight", "token_embd.weight", ALL, ANY_NAMES},
     {"model.norm.weight", "output_norm.weight", ALL, ELM_HF_NAMES_LLAMA},
     {"model.embedding_norm.weight", "token_embd_norm.weight", ALL, ELM_HF_NAMES_LFM2},
+    {"model.norm.weight", "output_norm.weight", ALL, ELM_HF_NAMES_GRANITE},
     {"lm_head.weight", "output.weight", ALL, ANY_NAMES},
     /* Gemma 4's per-layer embeddings */
     {"model.embed_tokens_per_layer.weight", "per_layer_token_embd.weight", PLE, ANY_NAMES},
@@ -87,7 +91,23 @@ static const struct { const char *hf, *gguf; int when, names, on; } layer_names[
     {"ffn_norm.weight", "ffn_norm.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
     {"feed_forward.w1.weight", "ffn_gate.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
     {"feed_forward.w3.weight", "ffn_up.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
-    {"feed_forward.w2.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER}};
+    {"feed_forward.w2.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
+    /* Granite 4.0-H (GraniteMoeHybridDecoderLayer): Llama's norms and o_proj, the dense FFN as
+     * shared_mlp, whose input_linear is [gate; up] (add_tensor splits it, the writer joins it),
+     * and the Mamba-2 mixer as mamba.* (add_tensor: A_log becomes A = -exp(A_log)) */
+    {"input_layernorm.weight", "attn_norm.weight", ALL, ELM_HF_NAMES_GRANITE, ANY_LAYER},
+    {"self_attn.o_proj.weight", "attn_output.weight", ALL, ELM_HF_NAMES_GRANITE, ATTN_LAYER},
+    {"post_attention_layernorm.weight", "ffn_norm.weight", ALL, ELM_HF_NAMES_GRANITE, ANY_LAYER},
+    {"shared_mlp.input_linear.weight", "ffn_gate.weight", ALL, ELM_HF_NAMES_GRANITE, ANY_LAYER},
+    {"shared_mlp.output_linear.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_GRANITE, ANY_LAYER},
+    {"mamba.in_proj.weight", "ssm_in.weight", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
+    {"mamba.conv1d.weight", "ssm_conv1d.weight", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
+    {"mamba.conv1d.bias", "ssm_conv1d.bias", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
+    {"mamba.dt_bias", "ssm_dt.bias", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
+    {"mamba.A_log", "ssm_a", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
+    {"mamba.D", "ssm_d", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
+    {"mamba.norm.weight", "ssm_norm.weight", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
+    {"mamba.out_proj.weight", "ssm_out.weight", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER}};
 #define N_LAYER_NAMES (sizeof layer_names / sizeof layer_names[0])
 #define N_GLOBAL_NAMES (sizeof global_names / sizeof global_names[0])
 
@@ -199,15 +219,20 @@ void elm_hf_permute_rows(char *dst, const char *src, int64_t heads, int64_t hd, 
             }
 }
 
-/* A vector as F32 (owned), plus `add` (Gemma's norm weights are 1 + w in GGUF); biases are F32
+/* What f32_copy does to each value w. */
+typedef enum { F32_AS_IS, F32_PLUS_ONE, F32_NEG_EXP } f32_op;
+
+/* A tensor as F32 (owned), its values w as they are, or 1 + w (Gemma's norm weights in GGUF), or
+ * -exp(w) (Mamba-2's A from A_log, computed in float); biases and Mamba-2's small tensors are F32
  * in GGUF whatever the checkpoint's dtype. */
-static elm_status f32_copy(elm_model *m, const char *src, const elm_st_tensor *t, float add,
+static elm_status f32_copy(elm_model *m, const char *src, const elm_st_tensor *t, f32_op op,
                            void **out, elm_error *err) {
     const int64_t n = (int64_t)(t->nbytes / (t->type == ELM_TYPE_F32 ? 4 : 2));
     float *w = malloc((size_t)(n ? n : 1) * sizeof *w);
     if (!w) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", src);
     elm_type_get(t->type)->to_float(t->data, w, n);
-    for (int64_t i = 0; i < n; i++) w[i] += add;
+    for (int64_t i = 0; i < n; i++)
+        w[i] = op == F32_PLUS_ONE ? w[i] + 1.0f : op == F32_NEG_EXP ? -expf(w[i]) : w[i];
     *out = w;
     return elm_model_own_buffer(m, w, err);
 }
@@ -244,6 +269,59 @@ static elm_status aligned_data(elm_model *m, const char *src, const elm_st_tenso
     return elm_model_own_buffer(m, copy, err);
 }
 
+static bool ends_with(const char *s, const char *suffix) {
+    const size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+elm_hf_shape elm_hf_shape_of(const char *gguf) {
+    if (strstr(gguf, ".shortconv.conv.") || strstr(gguf, ".ssm_conv1d.weight"))
+        return ELM_HF_SHAPE_CONV;
+    if (ends_with(gguf, ".ssm_a") || ends_with(gguf, ".ssm_d") || strstr(gguf, ".ssm_norm."))
+        return ELM_HF_SHAPE_FLAT;
+    return ELM_HF_SHAPE_SAME;
+}
+
+/* The GGUF shape of HF tensor t renamed `name` into ne, its dimensions returned: t's shape
+ * reversed, reshaped as elm_hf_shape_of says (a flat norm into hp's groups). */
+static int gguf_shape(const elm_hparams *hp, const char *name, const elm_st_tensor *t,
+                      int64_t ne[ELM_MAX_DIMS]) {
+    int n_dims = 0;
+    for (int i = 0; i < t->n_dims; i++) ne[n_dims++] = t->shape[t->n_dims - 1 - i];
+    const elm_hf_shape shape = elm_hf_shape_of(name);
+    if (shape == ELM_HF_SHAPE_CONV && n_dims == 3 && ne[1] == 1) {
+        ne[1] = ne[2];
+        n_dims = 2;
+    } else if (shape == ELM_HF_SHAPE_FLAT && n_dims == 1) {
+        const int64_t rows = strstr(name, ".ssm_norm.") ? hp->ssm_groups : ne[0];
+        if (rows > 0 && ne[0] % rows == 0) {
+            ne[0] /= rows;
+            ne[1] = rows;
+            n_dims = 2;
+        }
+    }
+    return n_dims;
+}
+
+/* Granite's shared_mlp.input_linear [gate; up], renamed ffn_gate, as the two tensors ffn_gate
+ * and ffn_up of layer `layer` (halves of its rows, in place), as llama.cpp's converter splits it. */
+static elm_status add_gate_up(elm_model *m, const char *src, const elm_st_tensor *t, long layer,
+                              elm_error *err) {
+    if (t->n_dims != 2 || t->shape[0] % 2)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is not [gate; up] rows", src,
+                          t->name);
+    void *data = NULL;
+    elm_status st = aligned_data(m, src, t, &data, err);
+    const int64_t ne[2] = {t->shape[1], t->shape[0] / 2};
+    char name[ELM_NAME_MAX];
+    for (int half = 0; half < 2 && !st; half++) {
+        snprintf(name, sizeof name, "blk.%ld.%s", layer, half ? "ffn_up.weight" : "ffn_gate.weight");
+        st = elm_model_add_tensor(m, name, t->type, 2, ne, (char *)data + half * t->nbytes / 2,
+                                  t->nbytes / 2, err);
+    }
+    return st;
+}
+
 /* Adds one safetensors tensor under its GGUF name (src names the file for errors). */
 static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor *t,
                              elm_error *err) {
@@ -263,25 +341,27 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
     const size_t len = strlen(name);
     const bool norm = len > 11 && strcmp(name + len - 11, "norm.weight") == 0;
     const bool bias = len > 5 && strcmp(name + len - 5, ".bias") == 0;
+    /* Mamba-2's tensors but its two products */
+    const bool ssm_small = strstr(name, ".ssm_") && !strstr(name, ".ssm_in.") &&
+                           !strstr(name, ".ssm_out.");
+    if (a->hf_names == ELM_HF_NAMES_GRANITE && strstr(name, ".ffn_gate.weight"))
+        return add_gate_up(m, src, t, layer, err);
     if (a->hf_permute_qk && layer >= 0 && strstr(name, ".attn_q.weight"))
         st = unpermute(m, src, t, hp->n_heads, &data, err);
     else if (a->hf_permute_qk && layer >= 0 && strstr(name, ".attn_k.weight"))
         st = unpermute(m, src, t, hp->n_kv_heads, &data, err);
-    else if ((a->norm_plus_one && norm) || bias) {
-        st = f32_copy(m, src, t, norm ? 1.0f : 0.0f, &data, err);
+    else if ((a->norm_plus_one && norm) || bias || ssm_small) {
+        const f32_op op = a->norm_plus_one && norm     ? F32_PLUS_ONE
+                          : ends_with(name, ".ssm_a") ? F32_NEG_EXP
+                                                      : F32_AS_IS;
+        st = f32_copy(m, src, t, op, &data, err);
         type = ELM_TYPE_F32;
         nbytes = t->nbytes / (t->type == ELM_TYPE_F32 ? 4 : 2) * 4;
     } else
         st = aligned_data(m, src, t, &data, err);
     if (st) return st;
     int64_t ne[ELM_MAX_DIMS];
-    int n_dims = 0;
-    for (int i = 0; i < t->n_dims; i++) ne[n_dims++] = t->shape[t->n_dims - 1 - i];
-    /* a depthwise conv1d weight [channels, 1, taps] is the kernel [channels, taps] (LFM2) */
-    if (strstr(name, ".shortconv.conv.") && n_dims == 3 && ne[1] == 1) {
-        ne[1] = ne[2];
-        n_dims = 2;
-    }
+    const int n_dims = gguf_shape(hp, name, t, ne);
     return elm_model_add_tensor(m, name, type, n_dims, ne, data, nbytes, err);
 }
 

@@ -37,9 +37,12 @@ typedef struct elm_hf_config {
  * head_dim when given (Gemma), partial_rotary_factor, Mistral's sliding_window; Gemma 3's
  * sliding_window (required), sliding_window_pattern, rope_local_base_freq, query_pre_attn_scalar
  * and final_logit_softcapping, read from text_config in a multimodal config; Gemma 4's
- * (hf_config.c: read_gemma4; layer_types and sliding_window required). model_type (or
+ * (hf_config.c: read_gemma4; layer_types and sliding_window required); a hybrid's layer_types
+ * and its recurrent kind's keys (LFM2's conv_L_cache, block_*; Granite 4.0-H's mamba_*,
+ * shared_intermediate_size, multipliers and position_embedding_type). model_type (or
  * architectures[0]) must be one of elm_arch_hf_names (llama, mistral, qwen2, qwen3, phi3, gemma,
- * gemma3_text, gemma3, gemma4_text, gemma4, smollm3, lfm2); another sets hp.arch to it and
+ * gemma3_text, gemma3, gemma4_text, gemma4, smollm3, lfm2, granitemoehybrid); another sets
+ * hp.arch to it and
  * returns ELM_ERR_UNSUPPORTED, as do Llama's attention/MLP biases, an activation the family does
  * not use, Qwen2's use_sliding_window, and a rope_scaling other than none, "linear", "llama3" and
  * "longrope" ("su"). LongRoPE needs long_factor and short_factor of rope_dim / 2 numbers each
@@ -85,6 +88,13 @@ bool elm_hf_partial_of(const elm_model *m, float *partial);
  * the family has no such tensor (rope_freqs.weight, rope_factors_long/short.weight: config.json's
  * rope_scaling). */
 bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap);
+
+/* How GGUF tensor `gguf`'s shape differs in an HF checkpoint: a depthwise convolution kernel
+ * [channels, taps] is stored [channels, 1, taps] (LFM2's shortconv.conv, Mamba-2's ssm_conv1d);
+ * Mamba-2's A and D [heads, 1] and norm [groups, inner / groups] are stored flat, as llama.cpp's
+ * converter reshapes them. */
+typedef enum { ELM_HF_SHAPE_SAME, ELM_HF_SHAPE_CONV, ELM_HF_SHAPE_FLAT } elm_hf_shape;
+elm_hf_shape elm_hf_shape_of(const char *gguf);
 
 /* Moves the rows of a q/k projection of `heads` heads of hd rows (row_bytes each) between HF's
  * rotate-half order and the interleaved order: HF row h*hd + p*(hd/2) + i is interleaved row

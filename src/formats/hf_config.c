@@ -272,6 +272,32 @@ static elm_status read_gemma3(const char *path, const cJSON *root, const elm_arc
     return ELM_OK;
 }
 
+/* A per-layer layer_types, each entry `one` or `other`, into out (1 where `one`: a hybrid's
+ * recurrent layer, Gemma 4's windowed layer). ELM_OK with nothing set when the key is absent or
+ * not an array (*found false). */
+static elm_status read_layer_types(const char *path, const cJSON *root, const char *one,
+                                   const char *other, int32_t n_layers,
+                                   uint8_t out[ELM_MAX_LAYERS], bool *found, elm_error *err) {
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    *found = cJSON_IsArray(types);
+    if (n_layers > ELM_MAX_LAYERS)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d layers, at most %d", path, n_layers,
+                          ELM_MAX_LAYERS);
+    if (!*found) return ELM_OK;
+    if (cJSON_GetArraySize(types) != n_layers)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types' has %d entries for %d layers",
+                          path, cJSON_GetArraySize(types), n_layers);
+    for (int l = 0; l < n_layers; l++) {
+        const cJSON *e = cJSON_GetArrayItem(types, l);
+        const bool r = cJSON_IsString(e) && strcmp(e->valuestring, one) == 0;
+        if (!r && !(cJSON_IsString(e) && strcmp(e->valuestring, other) == 0))
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types'[%d] is not '%s' or '%s'",
+                              path, l, one, other);
+        out[l] = r;
+    }
+    return ELM_OK;
+}
+
 /* Gemma 4's keys (Gemma4TextConfig, with its defaults, as llama.cpp's converter reads them):
  * layer_types (required; the last layer global, as transformers forces it), sliding_window
  * (required), head_dim for the windowed layers and global_head_dim (or per_layer_config's
@@ -293,21 +319,13 @@ static elm_status read_gemma4(const char *path, const cJSON *root, const elm_arc
     if (cJSON_IsString(bidi) && strcmp(bidi->valuestring, "all") == 0)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: use_bidirectional_attention 'all' is "
                           "not supported", path);
-    const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    bool types;
+    elm_status st = read_layer_types(path, root, "sliding_attention", "full_attention",
+                                     hp->n_layers, hp->swa_layer, &types, err);
+    if (st) return st;
     if (!types)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing required key 'layer_types'", path);
-    if (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != hp->n_layers ||
-        hp->n_layers > ELM_MAX_LAYERS)
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types' must list %d layers", path,
-                          hp->n_layers);
-    for (int l = 0; l < hp->n_layers; l++) {
-        const cJSON *e = cJSON_GetArrayItem(types, l);
-        const bool swa = cJSON_IsString(e) && strcmp(e->valuestring, "sliding_attention") == 0;
-        if (!swa && !(cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0))
-            return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types'[%d] is not "
-                              "'sliding_attention' or 'full_attention'", path, l);
-        hp->swa_layer[l] = swa && l < hp->n_layers - 1;
-    }
+    if (hp->n_layers > 0) hp->swa_layer[hp->n_layers - 1] = 0; /* the last layer global */
     hp->swa_listed = true;
     /* head_dim is the windowed layers'; the global layers' from global_head_dim or from
      * per_layer_config, which newer transformers write instead */
@@ -317,7 +335,6 @@ static elm_status read_gemma4(const char *path, const cJSON *root, const elm_arc
     cJSON_ArrayForEach(e, plc) {
         char *end;
         const long l = strtol(e->string, &end, 10);
-        elm_status st;
         if (*end || l < 0 || l >= hp->n_layers || hp->swa_layer[l]) continue;
         if ((st = get_int(path, e, "head_dim", false, &global, err)) ||
             (st = get_int(path, e, "num_key_value_heads", false, &global_kv, err)))
@@ -327,7 +344,6 @@ static elm_status read_gemma4(const char *path, const cJSON *root, const elm_arc
     hp->head_dim_swa = hp->head_dim ? hp->head_dim : 256;
     int32_t shared = 0, P = 256, P_vocab = hp->n_vocab;
     float cap = a->softcap;
-    elm_status st;
     if ((st = get_int(path, root, "global_head_dim", false, &global, err)) ||
         (st = get_int(path, root, "num_global_key_value_heads", false, &global_kv, err)) ||
         (st = get_int(path, root, "sliding_window", true, &hp->n_swa, err)) ||
@@ -383,24 +399,12 @@ static elm_status read_gemma4(const char *path, const cJSON *root, const elm_arc
  * block_multiple_of. */
 static elm_status read_lfm2(const char *path, const cJSON *root, elm_hparams *hp,
                             elm_error *err) {
-    const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
     const cJSON *attn = cJSON_GetObjectItemCaseSensitive(root, "full_attn_idxs");
-    if (hp->n_layers > ELM_MAX_LAYERS)
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d layers, at most %d", path, hp->n_layers,
-                          ELM_MAX_LAYERS);
-    if (cJSON_IsArray(types)) {
-        if (cJSON_GetArraySize(types) != hp->n_layers)
-            return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types' has %d entries for %d "
-                              "layers", path, cJSON_GetArraySize(types), hp->n_layers);
-        for (int l = 0; l < hp->n_layers; l++) {
-            const cJSON *e = cJSON_GetArrayItem(types, l);
-            const bool conv = cJSON_IsString(e) && strcmp(e->valuestring, "conv") == 0;
-            if (!conv && !(cJSON_IsString(e) && strcmp(e->valuestring, "full_attention") == 0))
-                return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types'[%d] is not 'conv' or "
-                                  "'full_attention'", path, l);
-            hp->recurrent[l] = conv;
-        }
-    } else if (cJSON_IsArray(attn)) { /* the first LFM2 configs: the attention layers' indices */
+    bool types;
+    elm_status st = read_layer_types(path, root, "conv", "full_attention", hp->n_layers,
+                                     hp->recurrent, &types, err);
+    if (st) return st;
+    if (!types && cJSON_IsArray(attn)) { /* the first LFM2 configs: the attention layers' indices */
         for (int l = 0; l < hp->n_layers; l++) hp->recurrent[l] = 1;
         const cJSON *e;
         cJSON_ArrayForEach(e, attn) {
@@ -410,14 +414,13 @@ static elm_status read_lfm2(const char *path, const cJSON *root, elm_hparams *hp
                                   "is not a layer index below %d", path, hp->n_layers);
             hp->recurrent[l] = 0;
         }
-    } else {
+    } else if (!types) {
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: key 'layer_types' (or 'full_attn_idxs') "
                           "missing (LFM2)", path);
     }
     if (get_true(root, "conv_bias"))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: conv_bias is not supported", path);
     int32_t ff = hp->ffn_dim, multiple = 256;
-    elm_status st;
     if ((st = get_int(path, root, "conv_L_cache", true, &hp->conv_l, err)) ||
         (st = get_float(path, root, "norm_eps", &hp->rms_eps, err)) ||
         (st = get_int(path, root, "block_ff_dim", ff == 0, &ff, err)) ||
@@ -458,6 +461,63 @@ static elm_status read_original_context(const char *path, const cJSON *root, elm
                           "'original_max_position_embeddings'", path);
     if (hp->rope_attn_factor == 0)
         hp->rope_attn_factor = elm_arch_longrope_attn_factor(hp->n_ctx_train, hp->n_ctx_orig);
+    return ELM_OK;
+}
+
+/* Granite 4.0-H's keys (GraniteMoeHybridConfig), as llama.cpp's converter reads them:
+ * layer_types ("mamba" or "attention" per layer); the Mamba-2 sizes mamba_d_conv, mamba_expand ·
+ * hidden_size (the inner size), mamba_d_state, mamba_n_heads (mamba_d_head, when given, times the
+ * heads must be the inner size) and mamba_n_groups; the dense FFN's shared_intermediate_size; the
+ * multipliers embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling; and
+ * position_embedding_type "rope" or "nope" (absent: nope). head_dim is ignored, as the converter
+ * does: the heads are hidden_size / num_attention_heads. Experts (num_local_experts), projection
+ * biases (mamba_proj_bias) and a convolution without bias (mamba_conv_bias false, which
+ * llama.cpp's graph cannot run) are refused. */
+static elm_status read_granite(const char *path, const cJSON *root, elm_hparams *hp,
+                               elm_error *err) {
+    bool types;
+    elm_status st = read_layer_types(path, root, "mamba", "attention", hp->n_layers,
+                                     hp->recurrent, &types, err);
+    if (st) return st;
+    if (!types)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: key 'layer_types' missing (Granite 4.0-H)",
+                          path);
+    const cJSON *experts = cJSON_GetObjectItemCaseSensitive(root, "num_local_experts");
+    if (cJSON_IsNumber(experts) && experts->valuedouble > 0)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: num_local_experts %g: Granite's mixture "
+                          "of experts is not supported (its dense models are)", path,
+                          experts->valuedouble);
+    const cJSON *conv_bias = cJSON_GetObjectItemCaseSensitive(root, "mamba_conv_bias");
+    if (get_true(root, "mamba_proj_bias") || cJSON_IsFalse(conv_bias))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: mamba_proj_bias true or mamba_conv_bias "
+                          "false is not supported", path);
+    int32_t expand = 0, d_head = 0;
+    if ((st = get_int(path, root, "mamba_d_conv", true, &hp->conv_l, err)) ||
+        (st = get_int(path, root, "mamba_expand", true, &expand, err)) ||
+        (st = get_int(path, root, "mamba_d_state", true, &hp->ssm_state, err)) ||
+        (st = get_int(path, root, "mamba_n_heads", true, &hp->ssm_heads, err)) ||
+        (st = get_int(path, root, "mamba_n_groups", true, &hp->ssm_groups, err)) ||
+        (st = get_int(path, root, "mamba_d_head", false, &d_head, err)) ||
+        (st = get_int(path, root, "shared_intermediate_size", false, &hp->ffn_dim, err)) ||
+        (st = get_float(path, root, "embedding_multiplier", &hp->embd_scale, err)) ||
+        (st = get_float(path, root, "residual_multiplier", &hp->residual_scale, err)) ||
+        (st = get_float(path, root, "attention_multiplier", &hp->attn_scale, err)) ||
+        (st = get_float(path, root, "logits_scaling", &hp->logit_scale, err)))
+        return st;
+    if ((int64_t)expand * hp->dim > (1 << 20) ||
+        (d_head && (int64_t)d_head * hp->ssm_heads != (int64_t)expand * hp->dim))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: mamba_expand %d × hidden_size %d is not "
+                          "mamba_n_heads %d × mamba_d_head %d", path, expand, hp->dim,
+                          hp->ssm_heads, d_head);
+    hp->ssm_inner = expand * hp->dim;
+    hp->head_dim = 0;
+    const cJSON *pos = cJSON_GetObjectItemCaseSensitive(root, "position_embedding_type");
+    const bool rope = cJSON_IsString(pos) && strcmp(pos->valuestring, "rope") == 0;
+    if (pos && !cJSON_IsNull(pos) && !rope &&
+        !(cJSON_IsString(pos) && strcmp(pos->valuestring, "nope") == 0))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: position_embedding_type is not 'rope' "
+                          "or 'nope'", path);
+    hp->no_rope = !rope;
     return ELM_OK;
 }
 
@@ -511,6 +571,7 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     hp->tied_output = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : a->hf_tied_default;
     if (a->recurrent == ELM_LAYER_SHORTCONV && (st = read_lfm2(path, root, hp, err))) return st;
+    if (a->recurrent == ELM_LAYER_MAMBA2 && (st = read_granite(path, root, hp, err))) return st;
     return ELM_OK;
 }
 

@@ -164,6 +164,38 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         cJSON_AddNumberToObject(c, "block_multiple_of", 256);
         cJSON_AddNullToObject(c, "block_ffn_dim_multiplier");
     }
+    if (a->recurrent == ELM_LAYER_MAMBA2) { /* GraniteMoeHybridConfig, dense */
+        if (hp->ssm_inner % hp->dim) {
+            cJSON_Delete(c);
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: inner size %d is no multiple of "
+                              "dim %d (config.json says mamba_expand)", dir, hp->ssm_inner,
+                              hp->dim);
+        }
+        cJSON *types = cJSON_AddArrayToObject(c, "layer_types");
+        for (int l = 0; l < hp->n_layers; l++)
+            cJSON_AddItemToArray(types, cJSON_CreateString(hp->recurrent[l] ? "mamba"
+                                                                            : "attention"));
+        cJSON_AddNumberToObject(c, "mamba_d_conv", hp->conv_l);
+        cJSON_AddNumberToObject(c, "mamba_expand", hp->ssm_inner / hp->dim);
+        cJSON_AddNumberToObject(c, "mamba_d_state", hp->ssm_state);
+        cJSON_AddNumberToObject(c, "mamba_n_heads", hp->ssm_heads);
+        cJSON_AddNumberToObject(c, "mamba_d_head", hp->ssm_inner / hp->ssm_heads);
+        cJSON_AddNumberToObject(c, "mamba_n_groups", hp->ssm_groups);
+        cJSON_AddBoolToObject(c, "mamba_conv_bias", true);
+        cJSON_AddBoolToObject(c, "mamba_proj_bias", false);
+        cJSON_AddNumberToObject(c, "shared_intermediate_size", hp->ffn_dim);
+        cJSON_AddNumberToObject(c, "num_local_experts", 0);
+        cJSON_AddNumberToObject(c, "num_experts_per_tok", 0);
+        cJSON_AddBoolToObject(c, "attention_bias", false);
+    }
+    if (a->multipliers) {
+        cJSON_AddNumberToObject(c, "embedding_multiplier", hp->embd_scale);
+        cJSON_AddNumberToObject(c, "residual_multiplier", hp->residual_scale);
+        cJSON_AddNumberToObject(c, "attention_multiplier", hp->attn_scale);
+        cJSON_AddNumberToObject(c, "logits_scaling", hp->logit_scale);
+    }
+    if (a->rope_switch)
+        cJSON_AddStringToObject(c, "position_embedding_type", hp->no_rope ? "nope" : "rope");
     elm_status st = a->swa_listed ? gemma4_config(c, m, dir, err) : ELM_OK;
     if (st) {
         cJSON_Delete(c);
@@ -190,12 +222,15 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
 }
 
 /* What goes into model.safetensors for tensor t: its HF name, and whether its rows are permuted
- * (heads) or its values shifted (Gemma norms, written as F32). */
+ * (heads) or its values shifted (Gemma norms, written as F32), taken back to A_log (Mamba-2's
+ * A) or followed by another tensor's rows (Granite's [gate; up]). */
 typedef struct st_item {
     const elm_tensor *t;
+    const elm_tensor *rows_after; /* written right after t's rows, one tensor with them */
     char name[ELM_NAME_MAX + 32];
     int heads;      /* > 0: q/k rows back to rotate-half */
     bool minus_one; /* Gemma norm: F32 w - 1 */
+    bool a_log;     /* Mamba-2's A: F32 log(-A) */
     size_t nbytes;  /* as written */
 } st_item;
 
@@ -211,25 +246,61 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
         const elm_tensor *t = &m->tensors[i];
         st_item *it = &items[*n_items];
         memset(it, 0, sizeof *it);
+        const size_t len = strlen(t->name);
+        /* Granite's ffn_up goes after ffn_gate's rows, as shared_mlp.input_linear */
+        const bool joined = a->hf_names == ELM_HF_NAMES_GRANITE && len > 14 &&
+                            !strcmp(t->name + len - 14, ".ffn_up.weight");
+        if (joined) continue;
         if (!elm_hf_name_of(m->hp.arch, t->name, it->name, sizeof it->name)) {
             if (t == m->rope_freqs || t == m->rope_long || t == m->rope_short)
                 continue; /* config.json */
             return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' has no place in the %s "
                               "Hugging Face layout", path, t->name, a->hf[0].type);
         }
-        const size_t len = strlen(t->name);
         it->t = t;
         it->minus_one = a->norm_plus_one && len > 11 && !strcmp(t->name + len - 11, "norm.weight");
+        it->a_log = len > 6 && !strcmp(t->name + len - 6, ".ssm_a");
+        if (a->hf_names == ELM_HF_NAMES_GRANITE && strstr(t->name, ".ffn_gate.weight")) {
+            char up[ELM_NAME_MAX];
+            snprintf(up, sizeof up, "%.*s.ffn_up.weight", (int)(len - 16), t->name);
+            it->rows_after = elm_model_find(m, up);
+            if (!it->rows_after || it->rows_after->type != t->type ||
+                it->rows_after->ne[0] != t->ne[0])
+                return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' has no ffn_up of "
+                                  "its type and width to make shared_mlp.input_linear with", path,
+                                  t->name);
+        }
         if (a->hf_permute_qk && strstr(t->name, ".attn_q.weight")) it->heads = m->hp.n_heads;
         if (a->hf_permute_qk && strstr(t->name, ".attn_k.weight")) it->heads = m->hp.n_kv_heads;
         if (!dtype_name(t->type, it->minus_one))
             return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is %s; Hugging Face "
                               "checkpoints hold f32, f16 or bf16", path, t->name,
                               elm_type_get(t->type)->name);
-        it->nbytes = it->minus_one ? (size_t)t->ne[0] * 4 : t->nbytes;
+        if (it->a_log && t->type != ELM_TYPE_F32)
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is not F32", path,
+                              t->name);
+        it->nbytes = it->minus_one ? (size_t)t->ne[0] * 4
+                                   : t->nbytes + (it->rows_after ? it->rows_after->nbytes : 0);
         (*n_items)++;
     }
     return ELM_OK;
+}
+
+/* The PyTorch shape of item it into shape (rows first), its dimensions returned: t's shape
+ * reversed, with the rows after it (Granite's [gate; up]), reshaped as elm_hf_shape_of says. */
+static int hf_shape(const st_item *it, int64_t shape[ELM_MAX_DIMS + 1]) {
+    const elm_tensor *t = it->t;
+    const elm_hf_shape kind = elm_hf_shape_of(t->name);
+    if (kind == ELM_HF_SHAPE_FLAT) {
+        shape[0] = t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        return 1;
+    }
+    int n = 0;
+    for (int d = t->n_dims - 1; d >= 0; d--) {
+        shape[n++] = t->ne[d] + (d == 1 && it->rows_after ? it->rows_after->ne[1] : 0);
+        if (d == 1 && kind == ELM_HF_SHAPE_CONV) shape[n++] = 1;
+    }
+    return n;
 }
 
 /* The safetensors header: {name: {dtype, shape (rows first), data_offsets}}, space-padded. */
@@ -243,12 +314,9 @@ static char *header_json(const st_item *items, int n, size_t *len) {
         cJSON *e = cJSON_AddObjectToObject(h, items[i].name);
         cJSON_AddStringToObject(e, "dtype", dtype_name(t->type, items[i].minus_one));
         cJSON *shape = cJSON_AddArrayToObject(e, "shape");
-        for (int d = t->n_dims - 1; d >= 0; d--) {
-            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->ne[d]));
-            /* a depthwise conv1d's weight is [channels, 1, taps] in PyTorch (LFM2) */
-            if (d == 1 && strstr(t->name, ".shortconv.conv."))
-                cJSON_AddItemToArray(shape, cJSON_CreateNumber(1));
-        }
+        int64_t hf[ELM_MAX_DIMS + 1];
+        const int n_hf = hf_shape(&items[i], hf);
+        for (int d = 0; d < n_hf; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)hf[d]));
         cJSON *offs = cJSON_AddArrayToObject(e, "data_offsets");
         cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)off));
         off += items[i].nbytes;
@@ -269,6 +337,20 @@ static char *header_json(const st_item *items, int n, size_t *len) {
     return out;
 }
 
+/* Mamba-2's A_log for A < 0: of the floats within 4 ulps of logf(-A), the nearest L whose
+ * -expf(L) is A (the loader's A, bit for bit), else logf(-A). */
+static float a_log(float a) {
+    const float l = logf(-a);
+    float up = l, down = l;
+    for (int i = 0; i < 4; i++) {
+        if (-expf(up) == a) return up;
+        if (-expf(down) == a) return down;
+        up = nextafterf(up, INFINITY);
+        down = nextafterf(down, -INFINITY);
+    }
+    return l;
+}
+
 /* Tensor bytes as HF stores them, into buf (room for it->nbytes). */
 static const void *hf_bytes(const elm_model *m, const st_item *it, void *buf) {
     const elm_tensor *t = it->t;
@@ -281,6 +363,17 @@ static const void *hf_bytes(const elm_model *m, const st_item *it, void *buf) {
         float *w = buf;
         elm_type_get(t->type)->to_float(t->data, w, t->ne[0]);
         for (int64_t i = 0; i < t->ne[0]; i++) w[i] -= 1.0f;
+        return buf;
+    }
+    if (it->a_log) {
+        const float *a = t->data;
+        float *w = buf;
+        for (size_t i = 0; i < t->nbytes / sizeof(float); i++) w[i] = a_log(a[i]);
+        return buf;
+    }
+    if (it->rows_after) {
+        memcpy(buf, t->data, t->nbytes);
+        memcpy((char *)buf + t->nbytes, it->rows_after->data, it->rows_after->nbytes);
         return buf;
     }
     return t->data;

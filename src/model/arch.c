@@ -47,6 +47,12 @@ static const elm_arch archs[] = {
      .recurrent = ELM_LAYER_SHORTCONV, .out_norm = "token_embd_norm.weight",
      .hf_names = ELM_HF_NAMES_LFM2, .hf_tied_default = true,
      .hf = {{"lfm2", "Lfm2ForCausalLM"}}, .tiny_vocab = "llama-bpe"},
+    /* Granite 4.0-H (dense): Mamba-2 layers beside GQA layers, Granite's multipliers, RoPE as
+     * Llama's unless the file turns it off (its converter does for the hybrids) */
+    {.name = "granitehybrid", .rope = ELM_ROPE_NORM, .act = ELM_ACT_SILU, .hf_permute_qk = true,
+     .multipliers = true, .rope_switch = true, .recurrent = ELM_LAYER_MAMBA2,
+     .hf_names = ELM_HF_NAMES_GRANITE,
+     .hf = {{"granitemoehybrid", "GraniteMoeHybridForCausalLM"}}, .tiny_vocab = "llama-bpe"},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -145,6 +151,19 @@ static void recurrent_layout(const elm_arch *a, const elm_hparams *hp, int l, el
         spec(s, n, ELM_KIND_MATRIX, dim, 3 * dim, "blk.%d.shortconv.in_proj.weight", l);
         spec(s, n, ELM_KIND_MATRIX, dim, dim, "blk.%d.shortconv.out_proj.weight", l);
         break;
+    case ELM_LAYER_MAMBA2: {
+        const int64_t inner = hp->ssm_inner, heads = hp->ssm_heads, groups = hp->ssm_groups;
+        const int64_t conv = inner + 2 * groups * hp->ssm_state;
+        spec(s, n, ELM_KIND_MATRIX, dim, inner + conv + heads, "blk.%d.ssm_in.weight", l);
+        spec(s, n, ELM_KIND_CONV, hp->conv_l, conv, "blk.%d.ssm_conv1d.weight", l);
+        spec(s, n, ELM_KIND_BIAS, conv, 0, "blk.%d.ssm_conv1d.bias", l);
+        spec(s, n, ELM_KIND_BIAS, heads, 0, "blk.%d.ssm_dt.bias", l);
+        spec(s, n, ELM_KIND_DECAY, 1, heads, "blk.%d.ssm_a", l);
+        spec(s, n, ELM_KIND_NORM, 1, heads, "blk.%d.ssm_d", l);
+        spec(s, n, ELM_KIND_NORM, inner / groups, groups, "blk.%d.ssm_norm.weight", l);
+        spec(s, n, ELM_KIND_MATRIX, inner, dim, "blk.%d.ssm_out.weight", l);
+        break;
+    }
     default: break;
     }
 }

@@ -18,9 +18,15 @@ typedef struct elm_arch_hf {
 #define ELM_ARCH_HF_MAX 2
 
 /* How a family's HF checkpoints name their block tensors (formats/hf.c): as Llama does
- * (input_layernorm, self_attn.o_proj, mlp.gate_proj, model.norm), or as LFM2 does (operator_norm,
- * self_attn.out_proj, q_layernorm, feed_forward.w1/w3/w2, conv.*, model.embedding_norm). */
-typedef enum elm_hf_names { ELM_HF_NAMES_LLAMA = 0, ELM_HF_NAMES_LFM2 } elm_hf_names;
+ * (input_layernorm, self_attn.o_proj, mlp.gate_proj, model.norm), as LFM2 does (operator_norm,
+ * self_attn.out_proj, q_layernorm, feed_forward.w1/w3/w2, conv.*, model.embedding_norm), or as
+ * Granite 4.0-H does (Llama's norms and attention, shared_mlp.input_linear [gate; up] and
+ * output_linear, mamba.*). */
+typedef enum elm_hf_names {
+    ELM_HF_NAMES_LLAMA = 0,
+    ELM_HF_NAMES_LFM2,
+    ELM_HF_NAMES_GRANITE
+} elm_hf_names;
 
 typedef struct elm_arch {
     const char *name;        /* GGUF general.architecture */
@@ -37,6 +43,12 @@ typedef struct elm_arch {
     bool norm_plus_one;      /* HF norm weights w multiply as (1 + w); GGUF stores 1 + w (Gemma) */
     bool hf_permute_qk;      /* HF q/k rows are rotate-half, the GGUF interleaved (Llama) */
     bool hf_tied_default;    /* HF tie_word_embeddings default (Gemma: true) */
+    /* Granite's multipliers from the file: embeddings, block outputs before the residual adds,
+     * attention scores and logits (hparams embd_scale, residual_scale, attn_scale, logit_scale;
+     * GGUF embedding_scale, residual_scale, attention.scale, logit_scale) */
+    bool multipliers;
+    bool rope_switch;        /* GGUF rope.scaling.finetuned false turns RoPE off in every layer
+                              * (hparams.no_rope), as llama.cpp reads it for Granite */
     /* its HF names: hf[0] is what edgelm writes; the others read as this family too (Mistral's
      * as Llama; Gemma 3's multimodal checkpoints, the text model's config in text_config) */
     elm_arch_hf hf[ELM_ARCH_HF_MAX];
@@ -88,12 +100,14 @@ void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp);
 /* What a tensor of a family's layout holds (how synth fills it). */
 typedef enum elm_tensor_kind {
     ELM_KIND_MATRIX, /* a weight matrix [rows, cols] */
-    ELM_KIND_NORM,   /* RMSNorm weights [cols], or a scale near 1 (layer_output_scale [1]) */
+    ELM_KIND_NORM,   /* RMSNorm weights [cols] (or [rows, cols]), and weights near 1 as they
+                      * are (Mamba-2's skip D, Gemma 4's layer_output_scale [1]) */
     ELM_KIND_BIAS,   /* [cols] */
     ELM_KIND_ROPE,   /* rope_freqs [cols] */
     ELM_KIND_CONV,   /* a depthwise convolution kernel [channels (rows), taps (cols)], F32 */
     ELM_KIND_ROPE_LONG,  /* LongRoPE's rope_factors_long [cols] */
-    ELM_KIND_ROPE_SHORT  /* LongRoPE's rope_factors_short [cols] */
+    ELM_KIND_ROPE_SHORT, /* LongRoPE's rope_factors_short [cols] */
+    ELM_KIND_DECAY   /* negative decay rates (Mamba-2's A = -exp(A_log)) [rows, 1], F32 */
 } elm_tensor_kind;
 
 /* Which RoPE frequency divisors a layout has (elm_model.rope_freqs, rope_long/rope_short). */

@@ -4,7 +4,8 @@
  * (layer_attention.c) or a recurrent layer that carries a state per sequence (seq_state.c). The
  * families of model/arch.h differ only in what hparams and the layer say: GELU for silu and
  * sqrt(dim)-scaled embeddings (Gemma), norms of the block outputs (Gemma 3), per-layer
- * embeddings and scales after each block (Gemma 4), and in attention.
+ * embeddings and scales after each block (Gemma 4), Granite's multipliers of the embeddings,
+ * block outputs and logits, and in attention.
  *
  * Matrix products run on the context's thread pool, split by weight rows so each weight row is
  * read once per call whatever the number of tokens. Products sharing an input (q/k/v, gate/up) go
@@ -215,10 +216,12 @@ static void rmsnorm_rows(elm_context *c, float *y, const float *x, const float *
         c->k->rmsnorm(y + (size_t)t * dim, x + (size_t)t * dim, w, dim, c->m->hp.rms_eps);
 }
 
-/* x += y over n rows, after y's RMSNorm with w when the family norms block outputs (Gemma 3). */
+/* x += y over n rows, after y's RMSNorm with w when the family norms block outputs (Gemma 3),
+ * y scaled by hp.residual_scale (Granite; 1 for the others, which leaves y as it is). */
 static void residual_add(elm_context *c, float *y, const float *post_norm, int32_t n) {
     if (post_norm) rmsnorm_rows(c, y, y, post_norm, n);
-    for (size_t i = 0; i < (size_t)n * c->m->hp.dim; i++) c->x[i] += y[i];
+    const float scale = c->m->hp.residual_scale;
+    for (size_t i = 0; i < (size_t)n * c->m->hp.dim; i++) c->x[i] += y[i] * scale;
 }
 
 /* After block l (Gemma 4): its per-layer embedding, x += RMSNorm(proj · (gelu(inp_gate · x) ⊙
@@ -279,10 +282,12 @@ static void output_logits(elm_context *c, const int32_t *rows, int32_t first, in
                       hp->rms_eps);
     elm_fw_matmul(c, -1, c->m->output, c->xb, n_out, 0, logits);
     /* as llama.cpp's graph: × 1/cap, tanh, × cap */
-    const float cap = hp->logit_softcap, inv_cap = 1.0f / cap;
+    const float cap = hp->logit_softcap, inv_cap = 1.0f / cap, inv_scale = 1.0f / hp->logit_scale;
     if (cap > 0)
         for (size_t i = 0; i < (size_t)n_out * (size_t)hp->n_vocab; i++)
             logits[i] = cap * tanhf(logits[i] * inv_cap);
+    if (hp->logit_scale != 1.0f)
+        for (size_t i = 0; i < (size_t)n_out * (size_t)hp->n_vocab; i++) logits[i] *= inv_scale;
 }
 
 static elm_status check_tokens(const elm_context *c, const int32_t *tokens, int32_t n,

@@ -34,5 +34,6 @@ typedef struct elm_layer_ops {
 const elm_layer_ops *elm_layer_ops_of(elm_layer_kind k);
 
 extern const elm_layer_ops elm_layer_shortconv;
+extern const elm_layer_ops elm_layer_mamba2;
 
 #endif

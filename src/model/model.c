@@ -361,12 +361,19 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
                              : 1.0f / sqrtf((float)(a->swa_period && hp->n_layers == 62
                                                         ? hp->dim / hp->n_heads
                                                         : hp->head_dim));
+    /* Granite's multipliers are the file's (absent: 1); the other families' embeddings by row */
+    if (!a->multipliers) hp->embd_scale = a->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
+    if (hp->embd_scale == 0) hp->embd_scale = 1.0f;
+    if (hp->residual_scale == 0) hp->residual_scale = 1.0f;
+    if (hp->logit_scale == 0) hp->logit_scale = 1.0f;
     /* a NaN epsilon or frequency base loads fine and then poisons every activation */
     const struct { const char *name; double v, lo, hi; } f[] = {
         {"rms_eps", hp->rms_eps, 1e-12, 0.1}, {"rope_theta", hp->rope_theta, 1, 1e12},
         {"rope_freq_scale", hp->rope_freq_scale, 1e-6, 1e3},
         {"rope_theta_swa", hp->rope_theta_swa ? hp->rope_theta_swa : 1, 1, 1e12},
         {"attn_scale", hp->attn_scale, 1e-6, 1e3}, {"logit_softcap", hp->logit_softcap, 0, 1e6},
+        {"embd_scale", hp->embd_scale, 1e-6, 1e6}, {"residual_scale", hp->residual_scale, 1e-6, 1e3},
+        {"logit_scale", hp->logit_scale, 1e-6, 1e6},
         {"context_length", hp->n_ctx_train, 1, 1 << 24},
         {"original_context_length", hp->n_ctx_orig, 1, 1 << 24},
         {"rope_attn_factor", hp->rope_attn_factor, 1e-3, 1e3}};
@@ -377,7 +384,6 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
                               f[i].name, f[i].v, f[i].lo, f[i].hi);
     hp->rope_style = a->rope;
     hp->ffn_act = a->act;
-    hp->embd_scale = a->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
     hp->nope_every = a->nope_every;
     hp->v_norm = a->v_norm;
     hp->full_last_layer = a->full_last_layer;
@@ -441,6 +447,7 @@ int elm_layer_slots(elm_layer *L, elm_tensor ***out) {
                           &L->w_down,    &L->bq,          &L->bk,         &L->bv,
                           &L->q_norm,    &L->k_norm,      &L->attn_post_norm,
                           &L->ffn_post_norm, &L->conv_in, &L->conv_kernel, &L->conv_out,
+                          &L->ssm_conv_b, &L->ssm_dt_b, &L->ssm_a, &L->ssm_d, &L->ssm_norm,
                           &L->ple_gate,  &L->ple_proj,    &L->ple_post_norm, &L->out_scale};
     _Static_assert(sizeof all / sizeof all[0] <= ELM_LAYER_SLOTS, "ELM_LAYER_SLOTS");
     memcpy(out, all, sizeof all);

@@ -292,7 +292,7 @@ static elm_status gptq_linear(qctx *q, elm_tensor *t, const elm_act_stats *s, el
     return st;
 }
 
-/* The four input groups of block l: the mixing's input products (q/k/v; a short convolution's
+/* The four input groups of block l: the mixing's input products (q/k/v; a recurrent kind's
  * in_proj), its output product (o; out_proj), gate/up, down. */
 typedef struct group {
     elm_tensor *m[3];
@@ -300,7 +300,7 @@ typedef struct group {
 } group;
 
 static void layer_groups(const elm_layer *L, group g[4]) {
-    if (L->kind == ELM_LAYER_SHORTCONV) {
+    if (L->kind != ELM_LAYER_ATTENTION) {
         g[0] = (group){{L->conv_in}, 1};
         g[1] = (group){{L->conv_out}, 1};
     } else {
@@ -439,7 +439,8 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
         }
     }
     /* the rows whose outputs feed group 1's input, scaled back by its scales: Wv's (a KV head's
-     * row feeds its query heads' columns), or in_proj's C rows (y = C ⊙ conv(B ⊙ x)) */
+     * row feeds its query heads' columns), or in_proj's C rows (y = C ⊙ conv(B ⊙ x)); none for
+     * Mamba-2, whose group 1 keeps scales of 1 */
     const bool conv = L->kind == ELM_LAYER_SHORTCONV;
     const int64_t kv_dim = conv ? 3 * (int64_t)hp->dim : (int64_t)hp->n_kv_heads * hp->head_dim;
     if (!st && (!(tied = malloc(sizeof(double) * (size_t)s[1].cols)) ||
@@ -448,9 +449,11 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     if (!st) st = capture_block(q, l, s, err);
     for (int gi = 0; gi < 4 && !st; gi++) {
         for (int64_t j = 0; j < s[gi].cols; j++) scale[gi][j] = 1;
-        if (!group_has_grid(q, &groups[gi])) continue;
+        /* Mamba-2's out_proj keeps scales of 1: its input's weights are the gated norm's
+         * [groups, width], which the working copy holds as the file's bytes */
+        if (!group_has_grid(q, &groups[gi]) || (gi == 1 && L->kind == ELM_LAYER_MAMBA2)) continue;
         const double *am = s[gi].abs_mean;
-        if (gi == 1 && !conv) {
+        if (gi == 1 && L->kind == ELM_LAYER_ATTENTION) {
             tie_heads(hp, am, tied);
             am = tied;
         }
@@ -465,7 +468,7 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
             kv_scale[c] = conv ? (c / hp->dim == 1 ? scale[1][c % hp->dim] : 1.0)
                                : scale[1][(int64_t)kvh * (hp->n_heads / hp->n_kv_heads) * hd + i];
         }
-        unscale_rows(conv ? L->conv_in : L->wv, kv_scale);
+        if (L->kind != ELM_LAYER_MAMBA2) unscale_rows(conv ? L->conv_in : L->wv, kv_scale);
         if (L->bv) unscale_rows(L->bv, kv_scale);
         scale_cols(groups[1].m[0], scale[1]);
         unscale_rows(L->ffn_norm, scale[2]);

@@ -78,7 +78,14 @@ const elm_synth_preset *elm_synth_find(const char *name) {
 }
 
 /* What a tensor is filled with. */
-typedef enum { FILL_RANDOM, FILL_ONES, FILL_ROPE_FREQS, FILL_ROPE_LONG, FILL_ROPE_SHORT } fill_kind;
+typedef enum {
+    FILL_RANDOM,
+    FILL_ONES,
+    FILL_ROPE_FREQS,
+    FILL_ROPE_LONG,
+    FILL_ROPE_SHORT,
+    FILL_DECAY
+} fill_kind;
 
 typedef struct {
     const elm_synth_preset *p;
@@ -139,6 +146,9 @@ static void fill(synth_state *s, int32_t i, const elm_tensor *t, uint8_t *dst) {
         case FILL_ROPE_FREQS: llama3_rope_freqs(s->p, s->row, (int)cols); break;
         case FILL_ROPE_LONG: longrope_factors(s->p, true, s->row, (int)cols); break;
         case FILL_ROPE_SHORT: longrope_factors(s->p, false, s->row, (int)cols); break;
+        case FILL_DECAY: /* a decay rate must be negative, or the state grows without bound */
+            for (int64_t c = 0; c < cols; c++) s->row[c] = -1.0f;
+            break;
         case FILL_RANDOM:
             for (int64_t c = 0; c < cols; c += 2) {
                 const uint64_t v = splitmix64(&rng);
@@ -174,7 +184,7 @@ static elm_status placeholder_vocab(elm_vocab *v, int32_t n, elm_error *err) {
 }
 
 /* The tensors of the family's layout (model/arch.h, the converter's): matrices of `type`,
- * norms (ones), biases and the RoPE vectors F32. */
+ * norms (ones), decay rates (-1), biases and the RoPE vectors F32. */
 static elm_status list_tensors(const elm_arch *a, const elm_hparams *hp, elm_rope_tensors rope,
                                elm_type type, elm_tensor **t, fill_kind **kind, int32_t *n) {
     elm_tensor_spec *specs = elm_arch_layout(a, hp, rope, n);
@@ -197,6 +207,7 @@ static elm_status list_tensors(const elm_arch *a, const elm_hparams *hp, elm_rop
                      : sp->kind == ELM_KIND_ROPE       ? FILL_ROPE_FREQS
                      : sp->kind == ELM_KIND_ROPE_LONG  ? FILL_ROPE_LONG
                      : sp->kind == ELM_KIND_ROPE_SHORT ? FILL_ROPE_SHORT
+                     : sp->kind == ELM_KIND_DECAY      ? FILL_DECAY
                                                        : FILL_RANDOM;
     }
     free(specs);

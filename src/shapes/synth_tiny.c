@@ -36,13 +36,17 @@ static double normal(rng *r) {
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
-/* Adds an F32 tensor [rows, cols] (rows 0: a vector) of mean + std · N(0, 1) values. */
+/* Adds an F32 tensor [rows, cols] (rows 0: a vector) of v = mean + std · N(0, 1) values, or of
+ * -expf(v) for decay rates (v rounded to float first: the A of an A_log, as an HF copy holds). */
 static elm_status add(elm_model *m, rng *r, const elm_tensor_spec *t, double mean, double std,
                       elm_error *err) {
     const int64_t n = t->cols * (t->rows ? t->rows : 1);
     float *data = malloc((size_t)n * sizeof *data);
     if (!data) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
-    for (int64_t i = 0; i < n; i++) data[i] = (float)(mean + std * normal(r));
+    for (int64_t i = 0; i < n; i++) {
+        const double v = mean + std * normal(r);
+        data[i] = t->kind == ELM_KIND_DECAY ? -expf((float)v) : (float)v;
+    }
     elm_status st = elm_model_own_buffer(m, data, err);
     const int64_t ne[2] = {t->cols, t->rows};
     return st ? st : elm_model_add_tensor(m, t->name, ELM_TYPE_F32, t->rows ? 2 : 1, ne, data,
@@ -70,8 +74,8 @@ static elm_status add_factors(elm_model *m, rng *r, const elm_tensor_spec *t, bo
                                           (size_t)n * sizeof *f, err);
 }
 
-/* Matrices and biases N(0, std²), norm weights (and output scales) 1 + N(0, 0.1²), rope_freqs
- * from the scaling, LongRoPE's factors drawn (add_factors). */
+/* Matrices and biases N(0, std²), norm weights (and output scales) 1 + N(0, 0.1²), decay rates
+ * -exp(N(0, 1)), rope_freqs from the scaling, LongRoPE's factors drawn (add_factors). */
 static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double std, bool longrope,
                               elm_error *err) {
     int32_t n;
@@ -87,6 +91,7 @@ static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double st
         case ELM_KIND_BIAS:
         case ELM_KIND_CONV: st = add(m, r, &specs[i], 0, std, err); break;
         case ELM_KIND_NORM: st = add(m, r, &specs[i], 1.0, 0.1, err); break;
+        case ELM_KIND_DECAY: st = add(m, r, &specs[i], 0.0, 1.0, err); break;
         case ELM_KIND_ROPE:
             st = a->swa_listed ? elm_hf_add_partial_freqs(m, 1.0f / TINY_PARTIAL_DIV, err)
                                : elm_hf_add_llama3_freqs(m, llama31_scaling, err);
@@ -167,6 +172,21 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
         hp->recurrent[0] = hp->recurrent[2] = 1;
         hp->conv_l = 3;
         hp->rope_theta = 1000000.0f;
+    }
+    if (a->recurrent == ELM_LAYER_MAMBA2) { /* Granite 4.0-H: Mamba-2, attention, Mamba-2 */
+        hp->n_layers = 3;
+        hp->recurrent[0] = hp->recurrent[2] = 1;
+        hp->conv_l = 4;               /* its kernel, and its inner size: 2·dim */
+        hp->ssm_inner = 2 * hp->dim;
+        hp->ssm_heads = 8;            /* 8 heads in 2 groups of B and C */
+        hp->ssm_groups = 2;
+        hp->ssm_state = 64;
+        hp->no_rope = true;           /* as its converter writes the hybrids */
+        hp->embd_scale = 2.0f;        /* multipliers that leave the layers their say (the
+                                       * 3B's, 12 and 0.22, drown them under the embedding) */
+        hp->residual_scale = 0.75f;
+        hp->attn_scale = 0.125f;
+        hp->logit_scale = 2.0f;
     }
     if (a->swa_period) { /* Gemma 3 4B's RoPE (base 1e6, linear ×8 on global layers only) */
         hp->n_swa = TINY_WINDOW;
