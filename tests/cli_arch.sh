@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, smollm3, lfm2, granitehybrid, qwen35) on `synth --tiny` models: quantize
+# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, gemma4, smollm3, lfm2, granitehybrid, qwen35) on `synth --tiny` models: quantize
 # (q4_0, mixed policy) writes a GGUF of the same architecture that runs, perplexity and eval work on it
 # (Phi-3 with LongRoPE too, its factors kept, run at a short and a long context); and the
 # refusals are one clear line each: a GGUF of an unsupported architecture, an unknown
@@ -8,6 +8,9 @@
 # text_config with rope_parameters, tensors under language_model.) and runs as its plain copy;
 # so does Qwen3.5's (Qwen3_5ForConditionalGeneration: tensors under model.language_model., its
 # tie_word_embeddings outside text_config, a vision tower and an MTP block ignored).
+# and Gemma 4 (Gemma4ForConditionalGeneration, tensors under model.language_model. beside a
+# vision tower's), and its context shift is refused in one line unless --swa-full keeps every
+# position.
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -20,9 +23,9 @@ json_get() {
 }
 
 head -c 1200 "$fix/stories260K/text/valid.txt" >"$tmp/text.txt"
-for arch in llama qwen2 qwen3 phi3 gemma gemma3 smollm3 lfm2 granitehybrid qwen35; do
+for arch in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybrid qwen35; do
     case $arch in
-    llama | smollm3 | lfm2 | granitehybrid) vocab=llama-spm ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma | gemma3) vocab=llama-spm ;;
+    llama | smollm3 | lfm2 | granitehybrid) vocab=llama-spm ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma | gemma3 | gemma4) vocab=llama-spm ;;
     qwen35) vocab=qwen35 ;;
     esac
     f32=$tmp/$arch.gguf
@@ -191,6 +194,48 @@ import json, sys
 a, b = (json.load(open(p))["logits"] for p in sys.argv[1:])
 sys.exit(not (a == b))
 ' "$q35.json" "$tmp/q35-mm.json" || fail "qwen35: the multimodal layout's logits differ from the plain copy's"
+
+# Gemma 4: Gemma4ForConditionalGeneration's layout runs as the plain copy; context shift
+g4=$tmp/gemma4-hf
+"$bin" synth --arch gemma4 --tiny -o "$tmp/g4.gguf" --hf "$g4" \
+    --vocab "$fix/vocab/ggml-vocab-llama-spm.gguf" >/dev/null 2>"$tmp/err" ||
+    fail "gemma4: synth --hf: $(cat "$tmp/err")"
+cp -r "$g4" "$tmp/g4-mm"
+python3 - "$tmp/g4-mm" <<'EOF'
+import json, os, struct, sys
+mm = sys.argv[1]
+text = json.load(open(os.path.join(mm, "config.json")))
+json.dump({"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
+           "text_config": dict(text, model_type="gemma4_text"),
+           "vision_config": {"hidden_size": 8}}, open(os.path.join(mm, "config.json"), "w"))
+path = os.path.join(mm, "model.safetensors")
+data = open(path, "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+moved = {(k if k == "__metadata__" else "model.language_model." + k[len("model."):]): v
+         for k, v in header.items()}
+end = len(data) - 8 - n
+moved["model.vision_tower.patch_embedder.weight"] = {"dtype": "F32", "shape": [1],
+                                                     "data_offsets": [end, end + 4]}
+h = json.dumps(moved).encode()
+h += b" " * (-len(h) % 8)
+open(path, "wb").write(struct.pack("<Q", len(h)) + h + data[8 + n:] + bytes(4))
+EOF
+for model in "$g4" "$tmp/g4-mm"; do
+    "$bin" run -m "$model" -p "Once upon a time" -n 4 --temp 0 --ignore-eos -t 2 --json \
+        --logits 4 --logits-top 8 >"$model.json" 2>"$tmp/err" || fail "gemma4: run $model: $(cat "$tmp/err")"
+done
+[ -s "$tmp/g4-mm.json" ] && python3 -c '
+import json, sys
+a, b = (json.load(open(p))["logits"] for p in sys.argv[1:])
+sys.exit(not all(x[0] == y[0] and abs(x[1] - y[1]) < 1e-5 for r, s in zip(a, b) for x, y in zip(r, s)))
+' "$g4.json" "$tmp/g4-mm.json" || fail "gemma4: the multimodal layout's logits differ from the plain copy's"
+long=$(head -c 400 "$tmp/text.txt")
+expect_error "gemma4 context shift" "context shift: the sliding-window layers' KV cache keeps only the window" \
+    "$bin" run -m "$tmp/g4.gguf" -p "$long" -n 60 -c 128 --temp 0 --ignore-eos -t 2
+"$bin" run -m "$tmp/g4.gguf" -p "$long" -n 60 -c 128 --swa-full --temp 0 --ignore-eos -t 2 --json \
+    >"$tmp/shift.json" 2>"$tmp/err" || fail "gemma4: context shift with --swa-full: $(cat "$tmp/err")"
+
 
 [ "$failed" -eq 0 ] && echo "cli_arch: all passed"
 exit $((failed > 0))

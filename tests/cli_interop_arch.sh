@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Interop test of every model family against llama.cpp: for llama, qwen2, qwen3, phi3 (and phi3
-# with LongRoPE), gemma, gemma3, smollm3 and the hybrids lfm2, granitehybrid and qwen35, a `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3
+# with LongRoPE), gemma, gemma3, gemma4, smollm3 and the hybrids lfm2, granitehybrid and qwen35, a `synth --tiny` GGUF (and its --hf copy) is run greedily for 16 tokens on 3
 # prompts by edgelm and by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1,
 # installed once by scripts/node-llama.sh; tests/interop/greedy.mjs). From the GGUF, with
 # --ggml-rounding, prompt ids and generated ids must be equal and the logits within 1e-3 of
 # llama.cpp's along the path (tests/lib/logit_delta.py: llama.cpp's 8 most probable tokens per
 # step); the HF copy, at edgelm's default rounding, must give the same tokens. Gemma 3's window is
 # 16 positions, and its third prompt is long enough (43 tokens + 16) to go round its local layers'
-# ring of 48 rows; the hybrids' third prompt is that long prompt too, longer than any conv kernel
+# ring of 48 rows; so is Gemma 4's (with its own tokenizer, ggml-vocab-gemma-4: 40 tokens + 16),
+# whose last 3 layers read the caches of layers 3 and 4; the hybrids' third prompt is that long
+# prompt too, longer than any conv kernel
 # or recurrent chunk, so their state crosses a prefill and 16 decode steps. Phi-3 with LongRoPE
 # (synth --longrope: Phi-4-mini's partial RoPE, factors for 4096 tokens extended from 512, its
 # attention factor) runs at two context sizes, llama.cpp's (GREEDY_CTX) and edgelm's (-c) alike:
@@ -25,7 +27,7 @@ pkg=$npm_dir/node_modules/node-llama-cpp
 
 long="Once upon a time there was a little girl who lived in a village near the forest. Whenever \
 she went out, the little girl wore a red riding cloak, so everyone in the village called her"
-for name in llama qwen2 qwen3 phi3 gemma gemma3 smollm3 lfm2 granitehybrid qwen35 phi3-longrope-512 \
+for name in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybrid qwen35 phi3-longrope-512 \
     phi3-longrope-1024; do
     arch=${name%%-*}
     ctx=256 synth_opts=() ctx_opts=()
@@ -34,10 +36,10 @@ for name in llama qwen2 qwen3 phi3 gemma gemma3 smollm3 lfm2 granitehybrid qwen3
     esac
     case $arch in
     llama | smollm3 | lfm2 | granitehybrid) vocab=llama-bpe ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;;
-    gemma | gemma3) vocab=llama-spm ;; qwen35) vocab=qwen35 ;;
+    gemma | gemma3) vocab=llama-spm ;; gemma4) vocab=gemma-4 ;; qwen35) vocab=qwen35 ;;
     esac
     prompts=("Once upon a time" "The capital of France is" $'def fib(n):\n    return')
-    case $arch in gemma3 | lfm2 | granitehybrid | qwen35) prompts[2]=$long ;; esac
+    case $arch in gemma3 | gemma4 | lfm2 | granitehybrid | qwen35) prompts[2]=$long ;; esac
     gguf=$tmp/$name.gguf
     "$bin" synth --arch "$arch" --tiny "${synth_opts[@]}" -o "$gguf" --hf "$tmp/$name-hf" \
         --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" -s 7 >/dev/null 2>"$tmp/err" ||

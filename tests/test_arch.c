@@ -5,8 +5,9 @@
  * LongRoPE with the context picking its factors); the
  * tokenizer.json written for a SentencePiece vocab (merges made from scores) and a byte-level one
  * tokenizes like the GGUF vocab; sliding-window attention and Mistral's window through HF and
- * GGUF; Granite's multipliers and RoPE switch; the family table and the names made from it; and
- * refusals with clear messages. */
+ * GGUF; Gemma 4's layers of two kinds, shared KV layers and per-layer embeddings through both
+ * formats, its cache and its refusals (test_gemma4); Granite's multipliers and RoPE switch; the
+ * family table and the names made from it; and refusals with clear messages. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "check.h"
 #include "edgelm/context.h"
 #include "edgelm/model.h"
+#include "edgelm/session.h"
 #include "formats/gguf_write.h"
 #include "formats/hf.h"
 #include "formats/hf_write.h"
@@ -60,13 +62,14 @@ static elm_model *load(const char *path) {
 }
 
 /* Logits of every position of a fixed token sequence, in a context of n_ctx tokens (n_seq
- * sequences). */
+ * sequences), with a window of n_swa (-1: the model's own; Gemma 4's decides its layers' kinds,
+ * head sizes included). */
 static float *logits_in(const elm_model *m, const int32_t *ids, int n, int n_swa, int n_ctx,
                         int n_seq) {
     elm_context *c = NULL;
     elm_error err;
     elm_context_params p = {.n_ctx = n_ctx, .n_batch = 64, .n_threads = 2, .n_seq = n_seq};
-    ((elm_model *)m)->hp.n_swa = n_swa;
+    if (n_swa >= 0) ((elm_model *)m)->hp.n_swa = n_swa;
     float *out = malloc(sizeof(float) * (size_t)n * (size_t)m->hp.n_vocab);
     if (!out || elm_context_new(m, &p, &c, &err) || elm_forward(c, ids, n, out, true, &err)) {
         CHECK(false, "forward: %s", err.msg);
@@ -94,6 +97,128 @@ static bool same_tensors(const elm_model *a, const elm_model *b) {
     return true;
 }
 
+/* Bytes of every layer's keys and values of m in a context of p (elm_context_kv_bytes). */
+static size_t context_kv_bytes(const elm_model *m, const elm_context_params *p) {
+    elm_context *c = NULL;
+    elm_error err;
+    const elm_status st = elm_context_new(m, p, &c, &err);
+    CHECK(st == ELM_OK, "context: %s", err.msg);
+    const size_t bytes = st ? 0 : elm_context_kv_bytes(c);
+    elm_context_free(c);
+    return bytes;
+}
+
+/* Logits of n ids in a context of p, fed n_batch at a time. */
+static float *logits_with(const elm_model *m, const elm_context_params *p, const int32_t *ids,
+                          int n) {
+    elm_context *c = NULL;
+    elm_error err;
+    float *out = malloc(sizeof(float) * (size_t)n * (size_t)m->hp.n_vocab);
+    elm_status st = out ? elm_context_new(m, p, &c, &err) : ELM_ERR_NOMEM;
+    for (int off = 0; !st && off < n; off += p->n_batch)
+        st = elm_forward(c, ids + off, n - off < p->n_batch ? n - off : p->n_batch,
+                         out + (size_t)off * (size_t)m->hp.n_vocab, true, &err);
+    if (st) {
+        CHECK(false, "forward: %s", err.msg);
+        free(out);
+        out = NULL;
+    }
+    elm_context_free(c);
+    return out;
+}
+
+/* Gemma 4's tiny model (synth_tiny.c), as built (m) and read back from GGUF (g) and HF (h): its
+ * layers' kinds, sizes and shared caches survive both; the shared layers have no k or v and no
+ * cache rows (the windowed layer they read keeps every position, the others a ring); a batch
+ * longer than a ring gives the logits of a cache of every position and of a token at a time;
+ * the per-layer embeddings and output scales are used; context shift and sessions are refused
+ * with rings and work without. */
+static void test_gemma4(elm_model *m, const elm_model *g, const elm_model *h) {
+    const elm_model *ms[2] = {g, h};
+    for (int i = 0; i < 2; i++) {
+        const elm_hparams *a = &m->hp, *b = &ms[i]->hp;
+        bool same = b->swa_listed && b->n_swa == a->n_swa && b->head_dim == 64 &&
+                    b->head_dim_swa == 32 && b->rope_dim == 64 && b->rope_dim_swa == 32 &&
+                    b->n_kv_shared == 3 && b->n_embd_per_layer == 8 && b->ffn_dim == 256 &&
+                    b->logit_softcap == 30.0f && b->attn_scale == 1.0f && b->v_norm &&
+                    b->rope_theta_swa == 10000.0f && ms[i]->rope_freqs &&
+                    ((const float *)ms[i]->rope_freqs->data)[7] == 1.0f &&
+                    ((const float *)ms[i]->rope_freqs->data)[8] == 1e30f;
+        for (int l = 0; l < 8; l++)
+            same = same && elm_layer_swa(b, l) == elm_layer_swa(a, l) &&
+                   elm_layer_ffn_dim(b, l) == (l < 5 ? 128 : 256);
+        CHECK(same, "gemma4: hyper-parameters differ in the %s copy", i ? "HF" : "GGUF");
+    }
+    const elm_layer *L = m->layers;
+    CHECK(L[4].wk && L[4].k_norm && !L[5].wk && !L[5].wv && !L[5].k_norm && L[7].q_norm &&
+              L[7].ple_gate && L[0].out_scale && elm_layer_kv_src(&m->hp, 5) == 3 &&
+              elm_layer_kv_src(&m->hp, 7) == 4,
+          "gemma4: shared layers' tensors");
+    /* n_ctx 64: rings of 48 rows for layers 0 and 2 (32 floats of keys and of values per
+     * position), every position for layer 3 (the shared windowed layers read it) and the global
+     * layers 1 and 4 (64 floats), none for 5..7 */
+    elm_context_params p = {.n_ctx = 64, .n_batch = 64, .n_threads = 2};
+    const size_t want = 4 * 2 * (2 * 48 * 64 + 64 * 64 + 2 * 64 * 128);
+    CHECK(context_kv_bytes(m, &p) == want &&
+              elm_kv_cache_bytes(&m->hp, 64, ELM_TYPE_F32, ELM_TYPE_F32) == want,
+          "gemma4: KV cache of %zu bytes, want %zu", context_kv_bytes(m, &p), want);
+    enum { N = 60 }; /* more than a ring holds */
+    int32_t ids[N];
+    for (int i = 0; i < N; i++) ids[i] = i ? 300 + (i * 7919) % 30000 : 2;
+    const size_t V = (size_t)m->hp.n_vocab;
+    float *ring = logits_with(m, &p, ids, N);
+    p.swa_full = true;
+    float *full = logits_with(m, &p, ids, N);
+    p.swa_full = false;
+    p.n_batch = 1;
+    float *one = logits_with(m, &p, ids, N);
+    float d_one = 0;
+    for (size_t i = 0; one && ring && i < N * V; i++) d_one = fmaxf(d_one, fabsf(one[i] - ring[i]));
+    CHECK(ring && full && !memcmp(ring, full, N * V * sizeof *ring) && one && d_one < 1e-3f,
+          "gemma4: %d tokens through the rings: %g from a token at a time", N, d_one);
+    /* the per-layer embeddings and the output scales take part (from the changed token on) */
+    p.n_batch = 64;
+    float *base = logits_with(m, &p, ids, 6), *row = (float *)m->ple_embd->data + ids[3] * 64,
+          *scale = L[2].out_scale->data, saved[64];
+    const float scale0 = *scale;
+    memcpy(saved, row, sizeof saved);
+    for (int i = 0; i < 64; i++) row[i] += 1.0f;
+    float *with_ple = logits_with(m, &p, ids, 6);
+    memcpy(row, saved, sizeof saved);
+    *scale *= 2.0f;
+    float *with_scale = logits_with(m, &p, ids, 6);
+    *scale = scale0;
+    CHECK(with_ple && with_scale && base && memcmp(with_ple, base, 3 * V * sizeof *base) == 0 &&
+              memcmp(with_ple, base, 6 * V * sizeof *base) != 0 &&
+              memcmp(with_scale, base, 6 * V * sizeof *base) != 0,
+          "gemma4: per-layer embeddings or output scales not applied");
+    /* context shift and sessions: refused with rings, with every position kept they work */
+    elm_context *c = NULL;
+    elm_error err;
+    for (int full_cache = 0; full_cache < 2; full_cache++) {
+        p.swa_full = full_cache;
+        if (elm_context_new(m, &p, &c, &err) || elm_forward(c, ids, 40, NULL, false, &err)) {
+            CHECK(false, "gemma4: %s", err.msg);
+            break;
+        }
+        const char *session = tmp_path(tmpdir, "gemma4.session");
+        const elm_status shift = elm_context_shift(c, 1, 20, &err);
+        CHECK(full_cache ? shift == ELM_OK : shift == ELM_ERR_UNSUPPORTED &&
+                                                 strstr(err.msg, "sliding-window"),
+              "gemma4: context shift with%s rings: %s", full_cache ? "out" : "", err.msg);
+        const elm_status save = elm_session_save(c, session, &err);
+        CHECK(full_cache ? save == ELM_OK : save == ELM_ERR_UNSUPPORTED,
+              "gemma4: session save: %s", err.msg);
+        CHECK(!full_cache || (elm_session_load(c, session, &err) == ELM_OK &&
+                              elm_context_n_past(c) == 20),
+              "gemma4: session load: %s", err.msg);
+        unlink(session);
+        elm_context_free(c);
+        c = NULL;
+    }
+    free(ring), free(full), free(one), free(base), free(with_ple), free(with_scale);
+}
+
 /* synth --tiny of arch with vocab: GGUF and HF copies load to the same model as the one built. */
 static void test_family(const char *arch, const char *vocab) {
     char rel[128];
@@ -118,11 +243,13 @@ static void test_family(const char *arch, const char *vocab) {
               "%s: hparams differ after loading", arch);
         CHECK(same_tensors(m, g), "%s: GGUF tensors differ", arch);
         CHECK(same_tensors(m, h), "%s: HF tensors differ", arch);
-        CHECK((m->rope_freqs != NULL) == !strcmp(arch, "llama") && (h->rope_freqs != NULL) ==
-                                                                   (m->rope_freqs != NULL),
+        CHECK((m->rope_freqs != NULL) == (!strcmp(arch, "llama") || !strcmp(arch, "gemma4")) &&
+                  (h->rope_freqs != NULL) == (m->rope_freqs != NULL),
               "%s: rope_freqs", arch);
         static const int32_t ids[6] = {1, 450, 7483, 310, 3444, 338};
-        float *lg = logits(g, ids, 6, 0), *lh = logits(h, ids, 6, 0);
+        const elm_arch *fam = elm_arch_find(arch);
+        const int own = fam->swa_listed ? -1 : 0; /* no window, or Gemma 4's */
+        float *lg = logits(g, ids, 6, own), *lh = logits(h, ids, 6, own);
         size_t n = 6 * (size_t)m->hp.n_vocab;
         CHECK(lg && lh && !memcmp(lg, lh, n * sizeof *lg), "%s: HF and GGUF logits differ", arch);
         bool finite = lg != NULL;
@@ -130,9 +257,11 @@ static void test_family(const char *arch, const char *vocab) {
         CHECK(finite, "%s: logits not finite", arch);
         /* a window of 1: each token sees only itself, so its logits do not depend on the tokens
          * before it or on its position; a window as long as the text changes nothing (not in a
-         * hybrid: its recurrent layers see the tokens before, test_hybrid.c) */
-        const bool hybrid = elm_arch_find(arch)->recurrent != ELM_LAYER_ATTENTION;
-        float *w1 = logits(g, ids, 6, 1), *last = logits(g, ids + 5, 1, 0), *w6 = logits(g, ids, 6, 6);
+         * hybrid: its recurrent layers see the tokens before, test_hybrid.c; nor where global
+         * layers do, Gemma 4) */
+        const bool hybrid = fam->recurrent != ELM_LAYER_ATTENTION || fam->swa_listed;
+        float *w1 = logits(g, ids, 6, 1), *last = logits(g, ids + 5, 1, own),
+              *w6 = logits(g, ids, 6, 6);
         size_t V = (size_t)m->hp.n_vocab;
         float d_self = 0, d_full = 0; /* batched and single-token products round differently */
         for (size_t i = 0; w1 && last && lg && i < V; i++) {
@@ -142,6 +271,7 @@ static void test_family(const char *arch, const char *vocab) {
         CHECK(hybrid || (w1 && last && d_self < 1e-4f && d_full > 0.1f),
               "%s: sliding window of 1: %g %g", arch, d_self, d_full);
         CHECK(w6 && lg && !memcmp(w6, lg, n * sizeof *w6), "%s: window as long as the text", arch);
+        g->hp.n_swa = m->hp.n_swa;
         free(w1);
         free(last);
         free(w6);
@@ -177,6 +307,7 @@ static void test_family(const char *arch, const char *vocab) {
         free(nope);
         free(rope);
     }
+    if (g && h && !strcmp(arch, "gemma4")) test_gemma4(m, g, h);
     if (g && h && !strcmp(arch, "granitehybrid")) {
         /* Granite's multipliers and RoPE switch go through GGUF and config.json, and act: twice
          * the logit scale halves the logits exactly; RoPE on in its attention layer, or no
@@ -483,7 +614,7 @@ static void test_table(void) {
         snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", elm_synth_tiny_vocab(name));
         CHECK(access(fixture(rel), R_OK) == 0, "%s: no vocabulary %s", name, rel);
     }
-    CHECK(n == 10, "%d families: %s", n, elm_arch_names());
+    CHECK(n == 11, "%d families: %s", n, elm_arch_names());
     CHECK(elm_arch_from_hf("mistral") == elm_arch_find("llama") && !elm_arch_find("mistral") &&
               elm_arch_from_hf("gemma3") == elm_arch_find("gemma3") &&
               !elm_arch_from_hf("mamba") && !elm_arch_hf_type("MambaForCausalLM"),
@@ -494,6 +625,83 @@ static void test_table(void) {
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         CHECK(!strcmp(elm_synth_tiny_vocab(v[i].arch), v[i].vocab), "%s: tiny vocab %s",
               v[i].arch, elm_synth_tiny_vocab(v[i].arch));
+}
+
+/* Writes Gemma 4's tiny model as GGUF with its bytes edited: the first `from` (of len bytes)
+ * becomes `to`, or with tensor `drop` renamed; loads it and expects `want` in the error. */
+static void expect_gemma4_error(const char *from, const char *to, size_t len, const char *drop,
+                                const char *want) {
+    elm_synth_tiny o = {.arch = "gemma4", .vocab_path = fixture("vocab/ggml-vocab-llama-spm.gguf")};
+    elm_model *m = NULL, *bad = NULL;
+    elm_error err;
+    if (elm_synth_tiny_model(&o, &m, NULL, &err)) {
+        CHECK(false, "gemma4: %s", err.msg);
+        return;
+    }
+    elm_tensor *t = drop ? elm_model_find(m, drop) : NULL;
+    if (t) t->name[0] = '_';
+    const char *path = tmp_path(tmpdir, "gemma4-bad.gguf");
+    size_t n = 0;
+    unsigned char *data = elm_gguf_write_model(m, path, &err) ? NULL : file_read(path, &n);
+    unsigned char *at = data && from ? memmem(data, n, from, len) : NULL;
+    if (at) memcpy(at, to, len);
+    CHECK(data && (at || !from) && file_write(path, data, n), "gemma4: edit %s", path);
+    const elm_status st = elm_model_load(path, NULL, &bad, &err);
+    CHECK(st && strstr(err.msg, path) && strstr(err.msg, want), "gemma4 (%s): %d %s", want, st,
+          err.msg);
+    elm_model_free(bad);
+    elm_model_free(m);
+    free(data);
+    unlink(path);
+}
+
+/* Gemma 4's refusals: a per-layer array of another length than the layers, a key or a tensor of
+ * the family missing, in GGUF; in config.json its required keys, the layers that the shared
+ * ones read of the wrong kind (llama.cpp's rule), what it does not run. */
+static void test_gemma4_refusals(void) {
+    /* block_count 8 -> 9 (its u32 value after the key and the type) */
+    const char count_from[] = "gemma4.block_count\x04\0\0\0\x08";
+    const char count_to[] = "gemma4.block_count\x04\0\0\0\x09";
+    expect_gemma4_error(count_from, count_to, sizeof count_from - 1, NULL,
+                        "key 'gemma4.feed_forward_length' has 8 values for 9 layers");
+    expect_gemma4_error("key_length_swa", "key_length_swx", 14, NULL,
+                        "key 'gemma4.attention.key_length_swa' missing");
+    expect_gemma4_error("embedding_length_per_layer_input", "embedding_length_per_layer_inpux",
+                        32, NULL, "key 'gemma4.embedding_length_per_layer_input' missing");
+    expect_gemma4_error(NULL, NULL, 0, "blk.2.inp_gate.weight",
+                        "missing tensor 'blk.2.inp_gate.weight'");
+    expect_gemma4_error(NULL, NULL, 0, "rope_freqs.weight", "missing tensor 'rope_freqs.weight'");
+    expect_gemma4_error(NULL, NULL, 0, "per_layer_proj_norm.weight",
+                        "missing tensor 'per_layer_proj_norm.weight'");
+    expect_config_error("gemma4", "{\"layer_types\": null}", ELM_ERR_FORMAT,
+                        "missing required key 'layer_types'");
+    expect_config_error("gemma4", "{\"sliding_window\": null}", ELM_ERR_FORMAT,
+                        "missing required key 'sliding_window'");
+    expect_config_error("gemma4", "{\"layer_types\": [\"sliding_attention\"]}",
+                        ELM_ERR_FORMAT, "'layer_types' has 1 entries for 8 layers");
+    /* layer 3, which the shared windowed layers read, made global (the model's check) */
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/gemma4-kinds", tmpdir);
+    if (hf_copy_with("gemma4",
+                     "{\"layer_types\": [\"sliding_attention\", \"full_attention\", "
+                     "\"sliding_attention\", \"full_attention\", \"full_attention\", "
+                     "\"sliding_attention\", \"sliding_attention\", \"full_attention\"]}",
+                     dir)) {
+        elm_model *m = NULL;
+        elm_error err;
+        const elm_status st = elm_model_load(dir, NULL, &m, &err);
+        CHECK(st == ELM_ERR_FORMAT && strstr(err.msg, dir) &&
+                  strstr(err.msg, "layer 5 reads the KV of layer 3, which is not a windowed"),
+              "gemma4 kinds: %d %s", st, err.msg);
+        elm_model_free(m);
+    }
+    tmp_dir_remove(strdup(dir));
+    expect_config_error("gemma4", "{\"attention_k_eq_v\": true}", ELM_ERR_UNSUPPORTED,
+                        "attention_k_eq_v is not supported");
+    expect_config_error("gemma4", "{\"enable_moe_block\": true}", ELM_ERR_UNSUPPORTED,
+                        "enable_moe_block is not supported");
+    expect_config_error("gemma4", "{\"vocab_size_per_layer_input\": 1000}", ELM_ERR_UNSUPPORTED,
+                        "vocab_size_per_layer_input 1000 differs");
 }
 
 static void test_refusals(void) {
@@ -632,6 +840,7 @@ int main(int argc, char **argv) {
         test_family("qwen3", "qwen2");
         test_family("phi3", "phi-3");
         test_family("gemma", "llama-spm");
+        test_family("gemma4", "llama-spm");
         test_family("smollm3", "llama-spm");
         test_family("lfm2", "llama-bpe");
         test_family("granitehybrid", "llama-bpe");
@@ -641,11 +850,12 @@ int main(int argc, char **argv) {
         test_tokenizer_json("qwen2");
         test_refusals();
         test_longrope();
+        test_gemma4_refusals();
         test_mistral();
     }
     /* the HF folders hold files: remove them before the folder itself */
-    const char *archs[] = {"llama", "qwen2", "qwen3", "phi3", "gemma", "smollm3", "lfm2",
-                           "granitehybrid", "qwen35"};
+    const char *archs[] = {"llama", "qwen2", "qwen3", "phi3",   "gemma",         "gemma4",
+                           "smollm3", "lfm2", "granitehybrid", "qwen35"};
     for (int i = 0; tmpdir && i < (int)(sizeof archs / sizeof archs[0]); i++) {
         char dir[600];
         snprintf(dir, sizeof dir, "%s/hf-%s", tmpdir, archs[i]);

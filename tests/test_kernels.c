@@ -284,8 +284,8 @@ static void compare_elementwise(const elm_kernels *k, const elm_kernels *ref) {
     for (int hd = 72; hd <= 128; hd += 56)
         for (int n_q = 1; n_q <= 3; n_q += 2)
             for (int n_pos = 1; n_pos <= 70; n_pos = n_pos == 1 ? 37 : n_pos == 37 ? 70 : 71) {
-                k->attention(qs, n_q, kv[0], kv[1], 140, n_pos, hd, 0.12f, 1, scores, oa);
-                ref->attention(qs, n_q, kv[0], kv[1], 140, n_pos, hd, 0.12f, 1, scores, ob);
+                k->attention(qs, n_q, kv[0], kv[1], 140, n_pos, 0, hd, 0.12f, 1, scores, oa);
+                ref->attention(qs, n_q, kv[0], kv[1], 140, n_pos, 0, hd, 0.12f, 1, scores, ob);
                 worst = 0;
                 for (int i = 0; i < n_q * hd; i++) worst = fmaxf(worst, fabsf(oa[i] - ob[i]));
                 CHECK(worst < 1e-5f, "%s attention head_dim %d, %d heads, n_pos %d: %g", k->isa,

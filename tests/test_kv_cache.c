@@ -177,10 +177,10 @@ static void accuracy(const elm_model *m) {
 
 /* Position p of layer l's keys (or values) decoded to floats [kv_dim]. */
 static void cache_row(const elm_context *c, bool keys, int l, int p, float *out) {
-    const unsigned char *base = keys ? c->k_cache : c->v_cache;
-    const size_t row = keys ? c->k_row : c->v_row;
-    elm_kv_decode(keys ? c->type_k : c->type_v, keys ? c->k_block : c->v_block,
-                  base + ((size_t)l * c->n_ctx + p) * row, out, c->kv_dim);
+    const elm_kv_layer *kl = &c->kv[l];
+    const unsigned char *base = keys ? elm_kv_layer_k(c, l) : elm_kv_layer_v(c, l);
+    elm_kv_decode(keys ? c->type_k : c->type_v, keys ? kl->k_block : kl->v_block,
+                  base + (size_t)p * (keys ? kl->k_row : kl->v_row), out, kl->dim);
 }
 
 /* Drops positions [1, 21) of 40. A shift only moves and re-rotates what is cached (the kept

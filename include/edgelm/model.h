@@ -4,9 +4,9 @@
  * Tensors use GGUF names and ggml shape conventions: ne[0] is the contiguous dimension, so a
  * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. Each architecture has its RoPE
  * form (hparams.rope_style) as llama.cpp runs it: interleaved for "llama" (the HF Llama loader
- * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3", "gemma", "gemma3"
- * and "qwen35". Norm weights are stored as they multiply (Gemma's and Qwen3.5's GGUF convention:
- * HF's w + 1). */
+ * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3", "gemma", "gemma3",
+ * "gemma4" and "qwen35". Norm weights are stored as they multiply (Gemma's and Qwen3.5's GGUF
+ * convention: HF's w + 1; Gemma 4's HF weights multiply as they are). */
 #ifndef EDGELM_MODEL_H
 #define EDGELM_MODEL_H
 
@@ -62,7 +62,7 @@ typedef enum elm_layer_kind {
 
 typedef struct elm_hparams {
     char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
-                            * "gemma3", "smollm3", "lfm2", "qwen35" */
+                            * "gemma3", "gemma4", "smollm3", "lfm2", "granitehybrid", "qwen35" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
@@ -83,6 +83,9 @@ typedef struct elm_hparams {
                             * embedding_multiplier; 1 when absent) */
     int32_t nope_every;    /* layers l with (l + 1) % nope_every == 0 skip RoPE (NoPE; SmolLM3:
                             * 4); 0: every layer rotates */
+    bool v_norm;           /* values RMSNormed per head without weights (Gemma 4) */
+    bool full_last_layer;  /* the last layer runs every token as llama.cpp's graph does (Gemma 4),
+                            * not the logits' rows alone from its FFN on */
     /* From the file (0 = absent): */
     int32_t n_swa;         /* sliding-window attention: a token sees the last n_swa positions */
     float rope_freq_scale; /* linear RoPE scaling, angle × this (1 / factor); 0 means 1 */
@@ -141,6 +144,22 @@ typedef struct elm_hparams {
     int32_t n_nextn;       /* blocks after the n_layers that predict further tokens (GGUF
                             * nextn_predict_layers: Qwen3.5's MTP), whose tensors are carried
                             * (blk.n_layers...) and never run; 0: none */
+    /* Layers of two kinds and shared caches (Gemma 4, model/arch.h: elm_arch.swa_listed): */
+    bool swa_listed;       /* the windowed layers are those of swa_layer, not swa_period's */
+    uint8_t swa_layer[ELM_MAX_LAYERS]; /* 1 where whole-model layer l uses the window (GGUF
+                                        * attention.sliding_window_pattern as bools) */
+    int32_t head_dim_swa;  /* head size of the windowed layers (GGUF attention.key_length_swa;
+                            * Gemma 4: 256, head_dim being the global layers' 512); 0: head_dim */
+    int32_t rope_dim_swa;  /* their rotated dimensions (rope.dimension_count_swa); 0: rope_dim */
+    int32_t layer_kv_heads[ELM_MAX_LAYERS]; /* > 0: KV heads of whole-model layer l where a
+                                             * per-layer head_count_kv gives them, else
+                                             * n_kv_heads */
+    int32_t layer_ffn[ELM_MAX_LAYERS]; /* > 0: FFN size of whole-model layer l where a per-layer
+                                        * feed_forward_length gives it (ffn_dim: the largest) */
+    int32_t n_kv_shared;   /* the last n_kv_shared layers compute no keys and values and read
+                            * those of an earlier layer (elm_layer_kv_src; Gemma 4 E2B: 20) */
+    int32_t n_embd_per_layer; /* per-layer embeddings (Gemma 4's PLE): P values per layer and
+                               * token (GGUF embedding_length_per_layer_input; E2B: 256), 0: none */
 } elm_hparams;
 
 /* Whether layer l of hp skips RoPE (hp.no_rope, hp.nope_every). */
@@ -149,10 +168,40 @@ static inline bool elm_layer_nope(const elm_hparams *hp, int l) {
            (hp->nope_every > 0 && (hp->first_layer + l + 1) % hp->nope_every == 0);
 }
 
-/* Whether layer l of hp attends through the sliding window (hp.n_swa, hp.swa_period). */
+/* Whether layer l of hp attends through the sliding window (hp.n_swa, hp.swa_period, or
+ * hp.swa_layer where hp.swa_listed). */
 static inline bool elm_layer_swa(const elm_hparams *hp, int l) {
     l += hp->first_layer;
+    if (hp->swa_listed) return hp->n_swa > 0 && hp->swa_layer[l];
     return hp->n_swa > 0 && (hp->swa_period == 0 || l % hp->swa_period < hp->swa_period - 1);
+}
+
+/* Layer l's head size and rotated dimensions: the windowed layers' own where hp gives them
+ * (Gemma 4: 256 and 256, the global layers' 512 and 512). */
+static inline int32_t elm_layer_head_dim(const elm_hparams *hp, int l) {
+    return hp->head_dim_swa > 0 && elm_layer_swa(hp, l) ? hp->head_dim_swa : hp->head_dim;
+}
+static inline int32_t elm_layer_rope_dim(const elm_hparams *hp, int l) {
+    return hp->rope_dim_swa > 0 && elm_layer_swa(hp, l) ? hp->rope_dim_swa : hp->rope_dim;
+}
+
+/* Layer l's KV heads and FFN size (hp.layer_kv_heads, hp.layer_ffn where given). */
+static inline int32_t elm_layer_kv_heads(const elm_hparams *hp, int l) {
+    const int32_t n = hp->layer_kv_heads[hp->first_layer + l];
+    return n > 0 ? n : hp->n_kv_heads;
+}
+static inline int32_t elm_layer_ffn_dim(const elm_hparams *hp, int l) {
+    const int32_t n = hp->layer_ffn[hp->first_layer + l];
+    return n > 0 ? n : hp->ffn_dim;
+}
+
+/* The layer whose keys and values layer l attends over: l itself, or for one of the last
+ * hp.n_kv_shared layers, as llama.cpp fixes it, the last layer with its own cache (a global
+ * layer) or the one before it (a windowed layer) (Gemma 4; elm_model_bind checks their kinds).
+ * Of a whole model, not a view of some layers (hp.first_layer 0). */
+static inline int elm_layer_kv_src(const elm_hparams *hp, int l) {
+    const int n_kv = hp->n_layers - hp->n_kv_shared;
+    return l < n_kv ? l : n_kv - (elm_layer_swa(hp, l) ? 2 : 1);
 }
 
 /* Whether layer l of hp (a view's l: hp.first_layer) is recurrent rather than attention. */
@@ -188,6 +237,11 @@ typedef struct elm_layer {
      * (the RMSNorm of each head's output) */
     elm_tensor *ssm_conv_b, *ssm_dt_b, *ssm_a, *ssm_d, *ssm_norm;
     elm_tensor *dn_z, *dn_beta, *dn_alpha;
+    /* Gemma 4's per-layer embeddings (hp.n_embd_per_layer P > 0): the gate inp_gate [P, dim],
+     * the projection proj [dim, P] and its RMSNorm post_norm [dim]; else NULL */
+    elm_tensor *ple_gate, *ple_proj, *ple_post_norm;
+    elm_tensor *out_scale; /* [1] the block's output (the whole stream) × this (Gemma 4's
+                            * layer_output_scale), or NULL */
 } elm_layer;
 
 /* Every tensor slot of L (norms, matrices, biases, kernels; the slots of kinds it is not too,
@@ -217,12 +271,17 @@ typedef struct elm_model {
     uint32_t file_type;    /* general.file_type (llama.cpp ftype) when known, else 0 */
     elm_model_storage *storage;
     elm_tensor *rope_freqs; /* [rope_dim/2] RoPE frequency divisors (Llama 3.1 "llama3"
-                             * scaling, GGUF rope_freqs.weight), or NULL */
+                             * scaling, GGUF rope_freqs.weight; Gemma 4's global layers: 1 for
+                             * the pairs that turn, 1e30 for the others), or NULL */
     /* [rope_dim/2] float each, both or neither: LongRoPE's frequency divisors (Phi-3.5-mini,
      * Phi-4-mini; GGUF rope_factors_long/short.weight, config.json rope_scaling "longrope"
      * long_factor/short_factor), for contexts longer than hp.n_ctx_orig and the others
      * (elm_model_rope_factors); NULL when the model has none */
     elm_tensor *rope_long, *rope_short;
+    /* Gemma 4's per-layer embeddings (hp.n_embd_per_layer P > 0), else NULL: the table
+     * per_layer_token_embd [n_vocab, n_layers·P], the projection of the scaled embedding
+     * per_layer_model_proj [n_layers·P, dim] and its RMSNorm per_layer_proj_norm [P] */
+    elm_tensor *ple_embd, *ple_model_proj, *ple_proj_norm;
 } elm_model;
 
 typedef struct elm_load_opts {

@@ -147,7 +147,8 @@ static const char *arch_key(char *buf, size_t cap, const char *arch, const char 
 }
 
 /* attention.head_count_kv: one count, or one per layer where a hybrid's recurrent layers have 0
- * (LFM2); those become hp->recurrent, the others' count n_kv_heads (all alike here). */
+ * (LFM2, Granite 4.0-H), those becoming hp->recurrent, and Gemma 4's layers may have their own
+ * (hp->layer_kv_heads where they differ; n_kv_heads the largest). */
 static elm_status read_kv_heads(const elm_gguf *g, elm_hparams *hp, elm_error *err) {
     char k[96];
     arch_key(k, sizeof k, hp->arch, "attention.head_count_kv");
@@ -155,30 +156,89 @@ static elm_status read_kv_heads(const elm_gguf *g, elm_hparams *hp, elm_error *e
         hp->n_kv_heads = hp->n_heads;
         return ELM_OK;
     }
-    if (hp->n_layers < 1 || hp->n_layers > ELM_MAX_LAYERS)
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d layers out of range 1..%d", g->path,
-                          hp->n_layers, ELM_MAX_LAYERS);
     int32_t heads[ELM_MAX_LAYERS];
     bool per_layer;
     elm_status st =
         elm_gguf_get_layer_ints(g, k, hp->n_layers, 0, INT32_MAX, heads, &per_layer, err);
     if (st) return st;
     hp->n_kv_heads = 0;
+    bool differ = false;
     for (int l = 0; l < hp->n_layers; l++) {
         if (per_layer && heads[l] == 0) hp->recurrent[l] = 1;
-        else if (hp->n_kv_heads && heads[l] != hp->n_kv_heads)
-            return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                              "%s: key '%s': layers with %d and %d KV heads", g->path, k,
-                              hp->n_kv_heads, heads[l]);
-        else hp->n_kv_heads = heads[l];
+        else if (hp->n_kv_heads && heads[l] != hp->n_kv_heads) differ = true;
+        if (heads[l] > hp->n_kv_heads) hp->n_kv_heads = heads[l];
+    }
+    for (int l = 0; differ && l < hp->n_layers; l++) hp->layer_kv_heads[l] = heads[l];
+    return ELM_OK;
+}
+
+/* feed_forward_length: one size, or one per layer (Gemma 4 E2B: doubled in its last layers),
+ * then hp->layer_ffn, and ffn_dim the largest. */
+static elm_status read_ffn(const elm_gguf *g, elm_hparams *hp, elm_error *err) {
+    char k[96];
+    arch_key(k, sizeof k, hp->arch, "feed_forward_length");
+    if (!elm_gguf_find(g, k))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: key '%s' missing", g->path, k);
+    bool per_layer;
+    elm_status st = elm_gguf_get_layer_ints(g, k, hp->n_layers, 0, INT32_MAX, hp->layer_ffn,
+                                            &per_layer, err);
+    hp->ffn_dim = 0;
+    for (int l = 0; !st && l < hp->n_layers; l++)
+        if (hp->layer_ffn[l] > hp->ffn_dim) hp->ffn_dim = hp->layer_ffn[l];
+    if (!per_layer) memset(hp->layer_ffn, 0, sizeof hp->layer_ffn);
+    return st;
+}
+
+/* Gemma 4's layers of two kinds (elm_arch.swa_listed) and caches shared by its last layers
+ * (kv_shared), with llama.cpp's requirements and defaults: the list of windowed layers, the
+ * window and the windowed layers' head size are required, their RoPE dimensions default to the
+ * global layers'; and its per-layer embeddings' size (ple), required. */
+static elm_status read_gemma4(const elm_gguf *g, const elm_arch *a, elm_hparams *hp,
+                              elm_error *err) {
+    const char *arch = hp->arch;
+    char k[96];
+    elm_status st;
+    if (a->swa_listed) {
+        int32_t swa[ELM_MAX_LAYERS], v_swa = 0;
+        bool per_layer;
+        const char *required[] = {"attention.sliding_window_pattern", "attention.sliding_window",
+                                  "attention.key_length_swa"};
+        for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+            if (!elm_gguf_find(g, arch_key(k, sizeof k, arch, required[i])))
+                return elm_errorf(err, ELM_ERR_FORMAT, "%s: key '%s' missing", g->path, k);
+        if ((st = elm_gguf_get_layer_ints(g, arch_key(k, sizeof k, arch,
+                                                      "attention.sliding_window_pattern"),
+                                          hp->n_layers, 0, INT32_MAX, swa, &per_layer, err)) ||
+            (st = get_i32(g, arch_key(k, sizeof k, arch, "attention.key_length_swa"),
+                          &hp->head_dim_swa, err)) ||
+            (st = get_i32(g, arch_key(k, sizeof k, arch, "attention.value_length_swa"), &v_swa,
+                          err)) ||
+            (st = get_i32(g, arch_key(k, sizeof k, arch, "rope.dimension_count_swa"),
+                          &hp->rope_dim_swa, err)))
+            return st;
+        if (v_swa && v_swa != hp->head_dim_swa)
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: windowed layers' key length %d "
+                              "differs from their value length %d", g->path, hp->head_dim_swa,
+                              v_swa);
+        hp->swa_listed = true;
+        for (int l = 0; l < hp->n_layers; l++) hp->swa_layer[l] = swa[l] != 0;
+    }
+    if (a->kv_shared &&
+        (st = get_i32(g, arch_key(k, sizeof k, arch, "attention.shared_kv_layers"),
+                      &hp->n_kv_shared, err)))
+        return st;
+    if (a->ple) {
+        if (!elm_gguf_find(g, arch_key(k, sizeof k, arch, "embedding_length_per_layer_input")))
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: key '%s' missing", g->path, k);
+        if ((st = get_i32(g, k, &hp->n_embd_per_layer, err))) return st;
     }
     return ELM_OK;
 }
 
 /* Granite's keys, for the families that read them (model/arch.h): its multipliers, and RoPE off
  * when rope.scaling.finetuned is false (absent: on, as llama.cpp takes it). */
-static elm_status read_granite(const elm_gguf *g, elm_hparams *hp, elm_error *err) {
-    const elm_arch *a = elm_arch_find(hp->arch);
+static elm_status read_granite(const elm_gguf *g, const elm_arch *a, elm_hparams *hp,
+                               elm_error *err) {
     char k[96];
     elm_status st;
     if (a->multipliers &&
@@ -206,9 +266,6 @@ static elm_status read_granite(const elm_gguf *g, elm_hparams *hp, elm_error *er
 static elm_status read_attn_layers(const elm_gguf *g, elm_hparams *hp, elm_error *err) {
     const elm_arch *a = elm_arch_find(hp->arch);
     if (!a || !a->attn_every) return ELM_OK;
-    if (hp->n_layers < 1 || hp->n_layers > ELM_MAX_LAYERS)
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d layers out of range 1..%d", g->path,
-                          hp->n_layers, ELM_MAX_LAYERS);
     char k[96];
     arch_key(k, sizeof k, hp->arch, "attention.recurrent_layers");
     if (elm_gguf_find(g, k)) {
@@ -238,19 +295,20 @@ static elm_status read_rope_sections(const elm_gguf *g, elm_hparams *hp, elm_err
 }
 
 /* Hyper-parameters under the architecture's key prefix (llama.cpp's names). */
-static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *err) {
+static elm_status read_hparams(const elm_gguf *g, const elm_arch *a, elm_hparams *hp,
+                               elm_error *err) {
     const char *arch = hp->arch;
     int32_t key_length = 0, value_length = 0;
     struct { const char *suffix; int32_t *dst; bool required; } ints[] = {
         {"context_length", &hp->n_ctx_train, true},
         {"embedding_length", &hp->dim, true},
         {"block_count", &hp->n_layers, true},
-        {"feed_forward_length", &hp->ffn_dim, true},
         {"attention.head_count", &hp->n_heads, true},
         {"attention.key_length", &key_length, false},
         {"attention.value_length", &value_length, false},
         {"attention.sliding_window", &hp->n_swa, false},
-        {"attention.sliding_window_pattern", &hp->swa_period, false},
+        /* Gemma 3's period (Gemma 4's list: read_gemma4) */
+        {a->swa_listed ? NULL : "attention.sliding_window_pattern", &hp->swa_period, false},
         {"rope.dimension_count", &hp->rope_dim, false},
         {"rope.scaling.original_context_length", &hp->n_ctx_orig, false},
         {"vocab_size", &hp->n_vocab, false},
@@ -265,13 +323,18 @@ static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *er
     elm_status st;
     char k[96];
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (!ints[i].suffix) continue;
         arch_key(k, sizeof k, arch, ints[i].suffix);
         if (ints[i].required && !elm_gguf_find(g, k))
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: key '%s' missing", g->path, k);
         if ((st = get_i32(g, k, ints[i].dst, err))) return st;
     }
-    if ((st = read_kv_heads(g, hp, err)) || (st = read_attn_layers(g, hp, err)) ||
-        (st = read_rope_sections(g, hp, err)))
+    if (hp->n_layers < 1 || hp->n_layers > ELM_MAX_LAYERS)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d layers out of range 1..%d", g->path,
+                          hp->n_layers, ELM_MAX_LAYERS);
+    if ((st = read_ffn(g, hp, err)) || (st = read_kv_heads(g, hp, err)) ||
+        (st = read_attn_layers(g, hp, err)) || (st = read_rope_sections(g, hp, err)) ||
+        (st = read_gemma4(g, a, hp, err)))
         return st;
     if (hp->n_nextn >= hp->n_layers)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d next-token layers (nextn_predict_layers) "
@@ -285,6 +348,7 @@ static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *er
     hp->head_dim = key_length;
     hp->rms_eps = 1e-5f;
     hp->rope_theta = 10000.0f;
+    hp->logit_softcap = a->softcap;
     if ((st = elm_gguf_get_f32(g, arch_key(k, sizeof k, arch, "attention.layer_norm_rms_epsilon"),
                                &hp->rms_eps, err)) ||
         (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, arch, "rope.freq_base"), &hp->rope_theta,
@@ -296,7 +360,7 @@ static elm_status read_hparams(const elm_gguf *g, elm_hparams *hp, elm_error *er
         (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, arch, "rope.scaling.attn_factor"),
                                &hp->rope_attn_factor, err)))
         return st;
-    if ((st = read_granite(g, hp, err))) return st;
+    if ((st = read_granite(g, a, hp, err))) return st;
     /* RoPE scaling: none and linear run here; llama3's factors come as the rope_freqs tensor,
      * LongRoPE's as rope_factors_long/short (the type is not written by llama.cpp's converter,
      * but "longrope" is one llama.cpp reads) */
@@ -368,7 +432,7 @@ elm_status elm_load_gguf(elm_model *m, const char *path, bool in_memory, elm_err
     if ((st = read_tensors(&g, m, err))) goto done;
     if (elm_arch_find(m->hp.arch)) {
         char k[96];
-        if ((st = read_hparams(&g, &m->hp, err))) goto done;
+        if ((st = read_hparams(&g, elm_arch_find(m->hp.arch), &m->hp, err))) goto done;
         if ((st = read_vocab(&g, &m->vocab, err))) goto done;
         if (!elm_gguf_find(&g, arch_key(k, sizeof k, m->hp.arch, "vocab_size")))
             m->hp.n_vocab = m->vocab.n_tokens;

@@ -171,22 +171,25 @@ static void kv_attn_layers(elm_gguf_writer *w, const char *arch, const elm_hpara
     for (int l = 0; l < n_all; l++) put_u32(&w->kv, l < hp->n_layers && hp->recurrent[l]);
 }
 
-/* attention.head_count_kv: one count, or for a hybrid one per layer, 0 for its recurrent layers
+/* attention.head_count_kv: one count, or one per layer for a hybrid, 0 for its recurrent layers
  * (as llama.cpp's converter writes LFM2 and Granite 4.0-H; Qwen3.5's one count and its attention
- * layers apart), and the recurrent kind's sizes. */
-static void kv_kv_heads(elm_gguf_writer *w, const char *arch, const elm_hparams *hp) {
+ * layers apart), or where layers have their own (Gemma 4), and the recurrent kind's sizes. */
+static void kv_kv_heads(elm_gguf_writer *w, const elm_arch *a, const char *arch,
+                        const elm_hparams *hp) {
     char k[128];
     snprintf(k, sizeof k, "%s.attention.head_count_kv", arch);
-    const elm_arch *a = elm_arch_find(arch);
-    bool hybrid = false;
-    for (int l = 0; l < hp->n_layers && l < ELM_MAX_LAYERS; l++) hybrid |= hp->recurrent[l] != 0;
-    if (!hybrid || (a && a->attn_every)) {
+    bool hybrid = false, own = false;
+    for (int l = 0; l < hp->n_layers && l < ELM_MAX_LAYERS; l++) {
+        hybrid |= hp->recurrent[l] != 0;
+        own |= hp->layer_kv_heads[l] != 0;
+    }
+    if ((!hybrid && !own) || (hybrid && a && a->attn_every)) {
         elm_gguf_kv_u32(w, k, (uint32_t)hp->n_kv_heads);
         if (hybrid) kv_attn_layers(w, arch, hp);
     } else {
         array_head(w, k, ELM_GGUF_I32, (uint64_t)hp->n_layers);
         for (int l = 0; l < hp->n_layers; l++)
-            put_u32(&w->kv, hp->recurrent[l] ? 0u : (uint32_t)hp->n_kv_heads);
+            put_u32(&w->kv, hp->recurrent[l] ? 0u : (uint32_t)elm_layer_kv_heads(hp, l));
     }
     /* the family's sizes, which llama.cpp requires of its files even without such a layer */
     if (a && (a->recurrent == ELM_LAYER_MAMBA2 || a->recurrent == ELM_LAYER_DELTANET)) {
@@ -200,20 +203,58 @@ static void kv_kv_heads(elm_gguf_writer *w, const char *arch, const elm_hparams 
     }
 }
 
-/* Granite's keys (model/arch.h): its multipliers, and its RoPE switch. */
-static void kv_granite(elm_gguf_writer *w, const char *arch, const elm_hparams *hp) {
-    const elm_arch *a = elm_arch_find(arch);
-    if (a && a->multipliers) {
+/* Granite's keys (model/arch.h: elm_arch.multipliers, rope_switch): its multipliers, and its
+ * RoPE switch. */
+static void kv_granite(elm_gguf_writer *w, const elm_arch *a, const elm_hparams *hp) {
+    const char *arch = a->name;
+    if (a->multipliers) {
         kv_arch_f32(w, arch, "embedding_scale", hp->embd_scale);
         kv_arch_f32(w, arch, "residual_scale", hp->residual_scale);
         kv_arch_f32(w, arch, "attention.scale", hp->attn_scale);
         kv_arch_f32(w, arch, "logit_scale", hp->logit_scale);
     }
-    if (a && a->rope_switch) {
+    if (a->rope_switch) {
         char k[128];
         snprintf(k, sizeof k, "%s.rope.scaling.finetuned", arch);
         kv_bool(w, k, !hp->no_rope);
     }
+}
+
+/* feed_forward_length: one size, or one per layer where they differ (Gemma 4 E2B). */
+static void kv_ffn(elm_gguf_writer *w, const char *arch, const elm_hparams *hp) {
+    char k[128];
+    snprintf(k, sizeof k, "%s.feed_forward_length", arch);
+    bool per_layer = false;
+    for (int l = 0; l < hp->n_layers && l < ELM_MAX_LAYERS; l++) per_layer |= hp->layer_ffn[l];
+    if (!per_layer) {
+        elm_gguf_kv_u32(w, k, (uint32_t)hp->ffn_dim);
+        return;
+    }
+    array_head(w, k, ELM_GGUF_I32, (uint64_t)hp->n_layers);
+    for (int l = 0; l < hp->n_layers; l++) put_u32(&w->kv, (uint32_t)elm_layer_ffn_dim(hp, l));
+}
+
+/* Gemma 4's keys as its converter writes them (elm_arch.swa_listed, kv_shared, ple): the list of
+ * windowed layers as bools, their head size and RoPE dimensions, the shared KV layers, the
+ * per-layer embeddings' size. */
+static void kv_gemma4(elm_gguf_writer *w, const elm_arch *a, const elm_hparams *hp) {
+    const char *arch = a->name;
+    if (a->swa_listed) {
+        char k[128];
+        snprintf(k, sizeof k, "%s.attention.sliding_window_pattern", arch);
+        array_head(w, k, ELM_GGUF_BOOL, (uint64_t)hp->n_layers);
+        for (int l = 0; l < hp->n_layers; l++) {
+            const uint8_t b = elm_layer_swa(hp, l);
+            put(&w->kv, &b, 1);
+        }
+        const int32_t hd = hp->head_dim_swa > 0 ? hp->head_dim_swa : hp->head_dim;
+        kv_arch_u32(w, arch, "attention.key_length_swa", hd);
+        kv_arch_u32(w, arch, "attention.value_length_swa", hd);
+        kv_arch_u32(w, arch, "rope.dimension_count_swa",
+                    hp->rope_dim_swa > 0 ? hp->rope_dim_swa : hp->rope_dim);
+    }
+    if (a->kv_shared) kv_arch_u32(w, arch, "attention.shared_kv_layers", hp->n_kv_shared);
+    if (a->ple) kv_arch_u32(w, arch, "embedding_length_per_layer_input", hp->n_embd_per_layer);
 }
 
 /* The keys elm_gguf_begin_model lists. */
@@ -225,6 +266,7 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
         elm_errorf(&w->first, ELM_ERR_UNSUPPORTED, "%s: the tokenizer's pre-tokenizer (regexes "
                    "from tokenizer.json) is none GGUF can name (%s)", w->path, elm_pretok_names());
     const char *arch = hp->arch[0] ? hp->arch : "llama";
+    const elm_arch *a = elm_arch_find(arch);
     elm_gguf_kv_str(w, "general.architecture", arch);
     if (m->name[0]) elm_gguf_kv_str(w, "general.name", m->name);
     elm_gguf_kv_u32(w, "general.file_type", file_type);
@@ -233,9 +275,9 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     kv_arch_u32(w, arch, "embedding_length", hp->dim);
     kv_arch_u32(w, arch, "block_count", hp->n_layers + hp->n_nextn);
     if (hp->n_nextn > 0) kv_arch_u32(w, arch, "nextn_predict_layers", hp->n_nextn);
-    kv_arch_u32(w, arch, "feed_forward_length", hp->ffn_dim);
+    kv_ffn(w, arch, hp);
     kv_arch_u32(w, arch, "attention.head_count", hp->n_heads);
-    kv_kv_heads(w, arch, hp);
+    kv_kv_heads(w, a, arch, hp);
     if (hp->rope_dim > 0) kv_arch_u32(w, arch, "rope.dimension_count", hp->rope_dim);
     if (hp->rope_sections[0] || hp->rope_sections[1] || hp->rope_sections[2] ||
         hp->rope_sections[3]) {
@@ -250,18 +292,21 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     /* what llama.cpp reads beyond the Llama keys: a head size not dim / heads (Gemma), Mistral's
      * window, linear RoPE scaling (Llama 3.1's comes as the rope_freqs tensor, LongRoPE's as
      * rope_factors_long/short with the original context and the attention factor) */
-    if (hp->head_dim > 0 && hp->head_dim * hp->n_heads != hp->dim) {
+    if (hp->head_dim > 0 && (hp->head_dim * hp->n_heads != hp->dim || hp->swa_listed)) {
         kv_arch_u32(w, arch, "attention.key_length", hp->head_dim);
         kv_arch_u32(w, arch, "attention.value_length", hp->head_dim);
     }
+    if (a) kv_gemma4(w, a, hp);
     if (hp->n_swa > 0) kv_arch_u32(w, arch, "attention.sliding_window", hp->n_swa);
     /* Gemma 3's local layers: written when not llama.cpp's defaults (every 6th global, 10000) */
     if (hp->swa_period > 0 && hp->swa_period != 6)
         kv_arch_u32(w, arch, "attention.sliding_window_pattern", hp->swa_period);
     if (hp->rope_theta_swa > 0 && hp->rope_theta_swa != 10000.0f)
         kv_arch_f32(w, arch, "rope.freq_base_swa", hp->rope_theta_swa);
-    if (hp->logit_softcap > 0) kv_arch_f32(w, arch, "final_logit_softcapping", hp->logit_softcap);
-    kv_granite(w, arch, hp);
+    /* a family with a default softcap (Gemma 4: 30) says it has none too */
+    if (hp->logit_softcap > 0 || (a && a->softcap > 0))
+        kv_arch_f32(w, arch, "final_logit_softcapping", hp->logit_softcap);
+    if (a) kv_granite(w, a, hp);
     if (hp->rope_freq_scale > 0 && hp->rope_freq_scale != 1.0f) {
         char k[128];
         snprintf(k, sizeof k, "%s.rope.scaling.type", arch);

@@ -60,8 +60,11 @@ elm_status elm_gguf_begin(elm_gguf_writer *w, elm_error *err);
  * final_logit_softcapping, rope.scaling.type = "linear", rope.scaling.factor}, a hybrid's
  * head_count_kv per layer (0: recurrent) and its recurrent kind's sizes (shortconv.l_cache;
  * ssm.{conv_kernel, inner_size, state_size, time_step_rank, group_count}), Granite's
- * {embedding_scale, residual_scale, attention.scale, logit_scale, rope.scaling.finetuned}, and when the model
- * has a vocab tokenizer.ggml.{model, pre (gpt2), tokens, scores, token_type, merges, bos/eos/
+ * {embedding_scale, residual_scale, attention.scale, logit_scale, rope.scaling.finetuned},
+ * Gemma 4's head_count_kv and feed_forward_length per layer (where layers differ) and
+ * {attention.sliding_window_pattern (bools), attention.key_length_swa, value_length_swa,
+ * rope.dimension_count_swa, attention.shared_kv_layers, embedding_length_per_layer_input}, and
+ * when the model has a vocab tokenizer.ggml.{model, pre (gpt2), tokens, scores, token_type, merges, bos/eos/
  * unknown/padding_token_id (those >= 0), add_bos_token, add_eos_token, add_space_prefix} and
  * tokenizer.chat_template. Errors as elm_gguf_begin's, and ELM_ERR_UNSUPPORTED for a byte-level
  * vocab whose pre-tokenizer GGUF has no name for. *out is NULL after an error. */

@@ -11,8 +11,9 @@
  * Qwen3.5) is read from under its prefix. Phi-3's fused qkv_proj and gate_up_proj stay fused
  * (attn_qkv, ffn_up); Granite's shared_mlp.input_linear [gate; up] is split (ffn_gate, ffn_up, in
  * place), and its Mamba-2 A, D, convolution and norm are F32 and reshaped as in GGUF. Llama 3.1's
- * rope_scaling becomes the rope_freqs tensor, LongRoPE's the rope_factors_long/short tensors.
- * Dtypes are kept (F32, F16, BF16) but for biases and those. */
+ * rope_scaling becomes the rope_freqs tensor, LongRoPE's the rope_factors_long/short tensors, and
+ * Gemma 4's "proportional" RoPE of its global layers rope_freqs. Dtypes are kept (F32, F16, BF16)
+ * but for biases and those. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,31 +28,38 @@
 #include "formats/safetensors.h"
 #include "model/arch.h"
 
+/* Which families have a tensor (see needed), and in which layers (on: of a hybrid's kinds, of
+ * the layers with a cache of their own, when the model has per-layer embeddings, never
+ * required). */
+enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, PRE_NORMS, POST_NORMS,
+       DELTANET, PLE, LAYER_SCALE };
+enum { ANY_LAYER, ATTN_LAYER, REC_LAYER, KV_LAYER, PLE_LAYER, OPTIONAL };
+
 /* HF names and their GGUF counterparts, by the family's naming (elm_arch.hf_names; ANY_NAMES:
  * every family's). */
 enum { ANY_NAMES = -1 };
-static const struct { const char *hf, *gguf; int names; } global_names[] = {
-    {"model.embed_tokens.weight", "token_embd.weight", ANY_NAMES},
-    {"model.norm.weight", "output_norm.weight", ELM_HF_NAMES_LLAMA},
-    {"model.embedding_norm.weight", "token_embd_norm.weight", ELM_HF_NAMES_LFM2},
-    {"model.norm.weight", "output_norm.weight", ELM_HF_NAMES_GRANITE},
-    {"lm_head.weight", "output.weight", ANY_NAMES}};
+static const struct { const char *hf, *gguf; int when, names; } global_names[] = {
+    {"model.embed_tokens.weight", "token_embd.weight", ALL, ANY_NAMES},
+    {"model.norm.weight", "output_norm.weight", ALL, ELM_HF_NAMES_LLAMA},
+    {"model.embedding_norm.weight", "token_embd_norm.weight", ALL, ELM_HF_NAMES_LFM2},
+    {"model.norm.weight", "output_norm.weight", ALL, ELM_HF_NAMES_GRANITE},
+    {"lm_head.weight", "output.weight", ALL, ANY_NAMES},
+    /* Gemma 4's per-layer embeddings */
+    {"model.embed_tokens_per_layer.weight", "per_layer_token_embd.weight", PLE, ANY_NAMES},
+    {"model.per_layer_model_projection.weight", "per_layer_model_proj.weight", PLE, ANY_NAMES},
+    {"model.per_layer_projection_norm.weight", "per_layer_proj_norm.weight", PLE, ANY_NAMES}};
 
-/* Which families have a block tensor (see needed), and in which of a hybrid's layers (on). */
-enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, PRE_NORMS, POST_NORMS,
-       DELTANET };
-enum { ANY_LAYER, ATTN_LAYER, REC_LAYER };
 static const struct { const char *hf, *gguf; int when, names, on; } layer_names[] = {
     {"input_layernorm.weight", "attn_norm.weight", ALL, ELM_HF_NAMES_LLAMA, ANY_LAYER},
     {"self_attn.q_proj.weight", "attn_q.weight", SPLIT_QKV, ANY_NAMES, ATTN_LAYER},
-    {"self_attn.k_proj.weight", "attn_k.weight", SPLIT_QKV, ANY_NAMES, ATTN_LAYER},
-    {"self_attn.v_proj.weight", "attn_v.weight", SPLIT_QKV, ANY_NAMES, ATTN_LAYER},
+    {"self_attn.k_proj.weight", "attn_k.weight", SPLIT_QKV, ANY_NAMES, KV_LAYER},
+    {"self_attn.v_proj.weight", "attn_v.weight", SPLIT_QKV, ANY_NAMES, KV_LAYER},
     {"self_attn.qkv_proj.weight", "attn_qkv.weight", FUSED_QKV, ANY_NAMES, ATTN_LAYER},
     {"self_attn.q_proj.bias", "attn_q.bias", QKV_BIAS, ANY_NAMES, ATTN_LAYER},
     {"self_attn.k_proj.bias", "attn_k.bias", QKV_BIAS, ANY_NAMES, ATTN_LAYER},
     {"self_attn.v_proj.bias", "attn_v.bias", QKV_BIAS, ANY_NAMES, ATTN_LAYER},
     {"self_attn.q_norm.weight", "attn_q_norm.weight", QK_NORM, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
-    {"self_attn.k_norm.weight", "attn_k_norm.weight", QK_NORM, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
+    {"self_attn.k_norm.weight", "attn_k_norm.weight", QK_NORM, ELM_HF_NAMES_LLAMA, KV_LAYER},
     {"self_attn.o_proj.weight", "attn_output.weight", ALL, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
     /* the FFN's norm: under the family's GGUF name (Qwen3.5: post_attention_norm, row_gguf) */
     {"post_attention_layernorm.weight", "ffn_norm.weight", PRE_NORMS, ELM_HF_NAMES_LLAMA,
@@ -67,6 +75,11 @@ static const struct { const char *hf, *gguf; int when, names, on; } layer_names[
     {"mlp.up_proj.weight", "ffn_up.weight", SPLIT_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
     {"mlp.gate_up_proj.weight", "ffn_up.weight", FUSED_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
     {"mlp.down_proj.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_LLAMA, ANY_LAYER},
+    /* Gemma 4: the per-layer embedding's gate, projection and norm; layer_scalar, a buffer */
+    {"per_layer_input_gate.weight", "inp_gate.weight", PLE, ELM_HF_NAMES_LLAMA, PLE_LAYER},
+    {"per_layer_projection.weight", "proj.weight", PLE, ELM_HF_NAMES_LLAMA, PLE_LAYER},
+    {"post_per_layer_input_norm.weight", "post_norm.weight", PLE, ELM_HF_NAMES_LLAMA, PLE_LAYER},
+    {"layer_scalar", "layer_output_scale.weight", LAYER_SCALE, ELM_HF_NAMES_LLAMA, OPTIONAL},
     /* LFM2 (Lfm2DecoderLayer): operator_norm before the mixing, feed_forward w1/w3/w2 */
     {"operator_norm.weight", "attn_norm.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
     {"self_attn.out_proj.weight", "attn_output.weight", ALL, ELM_HF_NAMES_LFM2, ATTN_LAYER},
@@ -123,6 +136,8 @@ static bool needed(const elm_arch *a, int when, int names) {
     case PRE_NORMS: return !a->post_norms;
     case POST_NORMS: return a->post_norms;
     case DELTANET: return a->recurrent == ELM_LAYER_DELTANET;
+    case PLE: return a->ple;
+    case LAYER_SCALE: return a->layer_scale;
     default: return true;
     }
 }
@@ -133,9 +148,16 @@ static const char *row_gguf(const elm_arch *a, size_t i) {
                                                                 : layer_names[i].gguf;
 }
 
-/* Whether layer l of hp has tensors of the rows marked `on`. */
+/* Whether layer l of hp must have the tensors of the rows marked `on`. */
 static bool in_layer(const elm_hparams *hp, int l, int on) {
-    return on == ANY_LAYER || (on == REC_LAYER) == elm_layer_recurrent(hp, l);
+    switch (on) {
+    case ANY_LAYER: return true;
+    case REC_LAYER: return elm_layer_recurrent(hp, l);
+    case ATTN_LAYER: return !elm_layer_recurrent(hp, l);
+    case KV_LAYER: return !elm_layer_recurrent(hp, l) && elm_layer_kv_src(hp, l) == l;
+    case PLE_LAYER: return hp->n_embd_per_layer > 0;
+    default: return false;
+    }
 }
 
 static elm_status join(char *out, size_t cap, const char *dir, const char *name, elm_error *err) {
@@ -162,7 +184,8 @@ static bool gguf_name(const elm_arch *a, const char *hf, char *out, size_t cap, 
             break;
         }
     for (size_t i = 0; i < N_GLOBAL_NAMES; i++)
-        if (needed(a, ALL, global_names[i].names) && strcmp(hf, global_names[i].hf) == 0) {
+        if (needed(a, global_names[i].when, global_names[i].names) &&
+            strcmp(hf, global_names[i].hf) == 0) {
             snprintf(out, cap, "%s", global_names[i].gguf);
             return true;
         }
@@ -187,7 +210,8 @@ bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap) {
     const elm_arch *a = elm_arch_find(arch);
     if (!a) return false;
     for (size_t i = 0; i < N_GLOBAL_NAMES; i++)
-        if (needed(a, ALL, global_names[i].names) && strcmp(gguf, global_names[i].gguf) == 0) {
+        if (needed(a, global_names[i].when, global_names[i].names) &&
+            strcmp(gguf, global_names[i].gguf) == 0) {
             snprintf(out, cap, "%s", global_names[i].hf);
             return true;
         }
@@ -512,7 +536,8 @@ static elm_status check_complete(const elm_model *m, const char *src, elm_error 
     char gguf[ELM_NAME_MAX];
     for (size_t i = 0; i < N_GLOBAL_NAMES; i++) {
         if (strcmp(global_names[i].gguf, "output.weight") == 0 && m->hp.tied_output) continue;
-        if (!needed(a, ALL, global_names[i].names)) continue;
+        if (!needed(a, global_names[i].when, global_names[i].names)) continue;
+        if (global_names[i].when == PLE && m->hp.n_embd_per_layer == 0) continue;
         if (!elm_model_find(m, global_names[i].gguf))
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor '%s'", src,
                               global_names[i].hf);
@@ -572,6 +597,29 @@ elm_status elm_hf_add_longrope(elm_model *m, const elm_hf_config *c, elm_error *
     return st;
 }
 
+elm_status elm_hf_add_partial_freqs(elm_model *m, float partial, elm_error *err) {
+    const int n = m->hp.head_dim / 2, turning = (int)((float)m->hp.head_dim * partial / 2);
+    float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
+    if (!f) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
+    for (int i = 0; i < n; i++) f[i] = i < turning ? 1.0f : ELM_HF_UNTURNED;
+    elm_status st = elm_model_own_buffer(m, f, err);
+    const int64_t ne[1] = {n};
+    return st ? st : elm_model_add_tensor(m, "rope_freqs.weight", ELM_TYPE_F32, 1, ne, f,
+                                          (size_t)n * sizeof *f, err);
+}
+
+bool elm_hf_partial_of(const elm_model *m, float *partial) {
+    const elm_tensor *t = m->rope_freqs;
+    if (!t || t->type != ELM_TYPE_F32) return false;
+    const float *f = t->data;
+    int64_t turning = 0;
+    while (turning < t->ne[0] && f[turning] == 1.0f) turning++;
+    for (int64_t i = turning; i < t->ne[0]; i++)
+        if (f[i] != ELM_HF_UNTURNED) return false;
+    *partial = (float)(2 * turning) / (float)m->hp.head_dim;
+    return (int)((float)m->hp.head_dim * *partial / 2) == turning;
+}
+
 /* llama.cpp's file type for a checkpoint stored in one float type; 0 (all F32) otherwise. */
 static uint32_t file_type_of(const elm_model *m) {
     for (int32_t i = 1; i < m->n_tensors; i++)
@@ -616,6 +664,7 @@ elm_status elm_load_hf(elm_model *m, const char *dir, elm_error *err) {
     if (!st) st = check_complete(m, weights, err);
     if (!st && c.llama3[0] > 0) st = elm_hf_add_llama3_freqs(m, c.llama3, err);
     if (!st && c.n_longrope > 0) st = elm_hf_add_longrope(m, &c, err);
+    if (!st && c.partial_rope > 0) st = elm_hf_add_partial_freqs(m, c.partial_rope, err);
     if (!st) st = elm_hf_read_tokenizer(dir, &c, &m->vocab, err);
     m->file_type = file_type_of(m);
     return st;

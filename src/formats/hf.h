@@ -25,6 +25,9 @@ typedef struct elm_hf_config {
      * hp.rope_attn_factor are set with them. */
     int32_t n_longrope;
     float long_factor[ELM_HF_MAX_FACTORS], short_factor[ELM_HF_MAX_FACTORS];
+    /* Gemma 4's global layers' "proportional" RoPE: the part of the head that turns
+     * (rope_parameters.full_attention.partial_rotary_factor, 0.25); 0 when not Gemma 4 */
+    float partial_rope;
 } elm_hf_config;
 
 /* Reads `path` (config.json). Required keys: hidden_size, intermediate_size, num_hidden_layers,
@@ -33,11 +36,13 @@ typedef struct elm_hf_config {
  * transformers' LlamaConfig), rope_theta 10000, tie_word_embeddings false (Gemma: true);
  * head_dim when given (Gemma), partial_rotary_factor, Mistral's sliding_window; Gemma 3's
  * sliding_window (required), sliding_window_pattern, rope_local_base_freq, query_pre_attn_scalar
- * and final_logit_softcapping, read from text_config in a multimodal config; a hybrid's
- * layer_types and its recurrent kind's keys (LFM2's conv_L_cache, block_*; Granite 4.0-H's
- * mamba_*, shared_intermediate_size, multipliers and position_embedding_type; Qwen3.5's linear_*,
+ * and final_logit_softcapping, read from text_config in a multimodal config; Gemma 4's
+ * (hf_config.c: read_gemma4; layer_types and sliding_window required); a hybrid's layer_types
+ * and its recurrent kind's keys (LFM2's conv_L_cache, block_*; Granite 4.0-H's mamba_*,
+ * shared_intermediate_size, multipliers and position_embedding_type; Qwen3.5's linear_*,
  * rope_parameters). model_type (or architectures[0]) must be one of elm_arch_hf_names (llama,
- * mistral, qwen2, ..., granitemoehybrid, qwen3_5); another sets hp.arch to it and
+ * mistral, qwen2, qwen3, phi3, gemma, gemma3_text, gemma3, gemma4_text, gemma4, smollm3, lfm2,
+ * granitemoehybrid, qwen3_5_text, qwen3_5); another sets hp.arch to it and
  * returns ELM_ERR_UNSUPPORTED, as do Llama's attention/MLP biases, an activation the family does
  * not use, Qwen2's use_sliding_window, and a rope_scaling other than none, "linear", "llama3" and
  * "longrope" ("su"). LongRoPE needs long_factor and short_factor of rope_dim / 2 numbers each
@@ -64,6 +69,19 @@ elm_status elm_hf_add_llama3_freqs(elm_model *m, const float llama3[4], elm_erro
 /* Adds rope_factors_long.weight and rope_factors_short.weight [c->n_longrope] F32 to m: LongRoPE's
  * factors of config c (n_longrope > 0), the tensors llama.cpp's converter writes for them. */
 elm_status elm_hf_add_longrope(elm_model *m, const elm_hf_config *c, elm_error *err);
+
+/* The frequency divisor of a pair that does not turn in Gemma 4's rope_freqs (llama.cpp's
+ * converter: 1e30, angles of about 1e-26 radians per position). */
+#define ELM_HF_UNTURNED 1e30f
+
+/* Adds rope_freqs.weight [head_dim / 2] F32 to m (hparams set) as llama.cpp's converter makes
+ * it for Gemma 4's "proportional" RoPE of its global layers (transformers' partial_rotary_factor
+ * of rope_parameters.full_attention): 1 for the first int(head_dim · partial / 2) pairs, which
+ * turn as in a full RoPE of head_dim, ELM_HF_UNTURNED for the others. */
+elm_status elm_hf_add_partial_freqs(elm_model *m, float partial, elm_error *err);
+
+/* Whether m's rope_freqs is of that form, and its partial_rotary_factor into *partial. */
+bool elm_hf_partial_of(const elm_model *m, float *partial);
 
 /* The Hugging Face name of GGUF tensor `gguf` in architecture `arch`'s layout
  * ("blk.3.attn_qkv.weight" -> "model.layers.3.self_attn.qkv_proj.weight" for phi3); false when

@@ -2,6 +2,7 @@
  * (see hf.h). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cjson/cJSON.h>
 
@@ -22,6 +23,19 @@ static elm_status get_int(const char *path, const cJSON *root, const char *key, 
     }
     if (!elm_json_uint(it, INT32_MAX, &v) || v == 0)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: '%s' must be a positive integer", path, key);
+    *out = (int32_t)v;
+    return ELM_OK;
+}
+
+/* Non-negative int32 under `key`; *out untouched when the key is absent or null. */
+static elm_status get_count(const char *path, const cJSON *root, const char *key, int32_t *out,
+                            elm_error *err) {
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(root, key);
+    uint64_t v;
+    if (!it || cJSON_IsNull(it)) return ELM_OK;
+    if (!elm_json_uint(it, INT32_MAX, &v))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: '%s' must be a non-negative integer", path,
+                          key);
     *out = (int32_t)v;
     return ELM_OK;
 }
@@ -258,28 +272,124 @@ static elm_status read_gemma3(const char *path, const cJSON *root, const elm_arc
     return ELM_OK;
 }
 
-/* A hybrid's layer_types, one per layer, into hp->recurrent: `rec` (a recurrent layer) or
- * `attn`. ELM_OK with nothing set when the key is absent (*found false). */
-static elm_status read_layer_types(const char *path, const cJSON *root, const char *rec,
-                                   const char *attn, elm_hparams *hp, bool *found,
-                                   elm_error *err) {
+/* A per-layer layer_types, each entry `one` or `other`, into out (1 where `one`: a hybrid's
+ * recurrent layer, Gemma 4's windowed layer). ELM_OK with nothing set when the key is absent or
+ * not an array (*found false). */
+static elm_status read_layer_types(const char *path, const cJSON *root, const char *one,
+                                   const char *other, int32_t n_layers,
+                                   uint8_t out[ELM_MAX_LAYERS], bool *found, elm_error *err) {
     const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
     *found = cJSON_IsArray(types);
-    if (hp->n_layers > ELM_MAX_LAYERS)
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d layers, at most %d", path, hp->n_layers,
+    if (n_layers > ELM_MAX_LAYERS)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d layers, at most %d", path, n_layers,
                           ELM_MAX_LAYERS);
     if (!*found) return ELM_OK;
-    if (cJSON_GetArraySize(types) != hp->n_layers)
+    if (cJSON_GetArraySize(types) != n_layers)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types' has %d entries for %d layers",
-                          path, cJSON_GetArraySize(types), hp->n_layers);
-    for (int l = 0; l < hp->n_layers; l++) {
+                          path, cJSON_GetArraySize(types), n_layers);
+    for (int l = 0; l < n_layers; l++) {
         const cJSON *e = cJSON_GetArrayItem(types, l);
-        const bool r = cJSON_IsString(e) && strcmp(e->valuestring, rec) == 0;
-        if (!r && !(cJSON_IsString(e) && strcmp(e->valuestring, attn) == 0))
+        const bool r = cJSON_IsString(e) && strcmp(e->valuestring, one) == 0;
+        if (!r && !(cJSON_IsString(e) && strcmp(e->valuestring, other) == 0))
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: 'layer_types'[%d] is not '%s' or '%s'",
-                              path, l, rec, attn);
-        hp->recurrent[l] = r;
+                              path, l, one, other);
+        out[l] = r;
     }
+    return ELM_OK;
+}
+
+/* Gemma 4's keys (Gemma4TextConfig, with its defaults, as llama.cpp's converter reads them):
+ * layer_types (required; the last layer global, as transformers forces it), sliding_window
+ * (required), head_dim for the windowed layers and global_head_dim (or per_layer_config's
+ * head_dim of a global layer) for the others, rope_parameters (the global layers' "proportional"
+ * RoPE: partial_rotary_factor into c->partial_rope, for the rope_freqs tensor the converter
+ * makes), num_kv_shared_layers, hidden_size_per_layer_input (vocab_size_per_layer_input equal
+ * to vocab_size), use_double_wide_mlp (the shared layers' FFN doubled) and
+ * final_logit_softcapping (llama.cpp's 30 when null). Mixture-of-experts, keys equal to values
+ * and bidirectional attention are refused. */
+static elm_status read_gemma4(const char *path, const cJSON *root, const elm_arch *a,
+                              elm_hf_config *c, elm_error *err) {
+    elm_hparams *hp = &c->hp;
+    static const char *const refused[] = {"enable_moe_block", "attention_k_eq_v"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (get_true(root, refused[i]))
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: %s is not supported", path,
+                              refused[i]);
+    const cJSON *bidi = cJSON_GetObjectItemCaseSensitive(root, "use_bidirectional_attention");
+    if (cJSON_IsString(bidi) && strcmp(bidi->valuestring, "all") == 0)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: use_bidirectional_attention 'all' is "
+                          "not supported", path);
+    bool types;
+    elm_status st = read_layer_types(path, root, "sliding_attention", "full_attention",
+                                     hp->n_layers, hp->swa_layer, &types, err);
+    if (st) return st;
+    if (!types)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing required key 'layer_types'", path);
+    if (hp->n_layers > 0) hp->swa_layer[hp->n_layers - 1] = 0; /* the last layer global */
+    hp->swa_listed = true;
+    /* head_dim is the windowed layers'; the global layers' from global_head_dim or from
+     * per_layer_config, which newer transformers write instead */
+    int32_t global = 512, global_kv = 0;
+    const cJSON *plc = cJSON_GetObjectItemCaseSensitive(root, "per_layer_config"), *e;
+    if (!cJSON_IsObject(plc)) plc = NULL;
+    cJSON_ArrayForEach(e, plc) {
+        char *end;
+        const long l = strtol(e->string, &end, 10);
+        if (*end || l < 0 || l >= hp->n_layers || hp->swa_layer[l]) continue;
+        if ((st = get_int(path, e, "head_dim", false, &global, err)) ||
+            (st = get_int(path, e, "num_key_value_heads", false, &global_kv, err)))
+            return st;
+        break;
+    }
+    hp->head_dim_swa = hp->head_dim ? hp->head_dim : 256;
+    int32_t shared = 0, P = 256, P_vocab = hp->n_vocab;
+    float cap = a->softcap;
+    if ((st = get_int(path, root, "global_head_dim", false, &global, err)) ||
+        (st = get_int(path, root, "num_global_key_value_heads", false, &global_kv, err)) ||
+        (st = get_int(path, root, "sliding_window", true, &hp->n_swa, err)) ||
+        (st = get_count(path, root, "num_kv_shared_layers", &shared, err)) ||
+        (st = get_int(path, root, "vocab_size_per_layer_input", false, &P_vocab, err)) ||
+        (st = get_float(path, root, "final_logit_softcapping", &cap, err)))
+        return st;
+    const cJSON *ple = cJSON_GetObjectItemCaseSensitive(root, "hidden_size_per_layer_input");
+    if (cJSON_IsNull(ple)) P = 0;
+    else if ((st = get_count(path, root, "hidden_size_per_layer_input", &P, err))) return st;
+    if (P > 0 && P_vocab != hp->n_vocab)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: vocab_size_per_layer_input %d differs "
+                          "from vocab_size %d", path, P_vocab, hp->n_vocab);
+    hp->head_dim = global;
+    hp->rope_dim = global;
+    hp->rope_dim_swa = hp->head_dim_swa;
+    hp->n_kv_shared = shared;
+    hp->n_embd_per_layer = P;
+    hp->logit_softcap = cap;
+    /* the converter's array of KV heads, the global layers' own */
+    for (int l = 0; global_kv > 0 && l < hp->n_layers; l++)
+        hp->layer_kv_heads[l] = hp->swa_layer[l] ? hp->n_kv_heads : global_kv;
+    if (global_kv > hp->n_kv_heads) hp->n_kv_heads = global_kv;
+    if (get_true(root, "use_double_wide_mlp") && shared > 0 && shared < hp->n_layers) {
+        for (int l = 0; l < hp->n_layers; l++)
+            hp->layer_ffn[l] = l < hp->n_layers - shared ? hp->ffn_dim : 2 * hp->ffn_dim;
+        hp->ffn_dim *= 2;
+    }
+    /* rope_parameters: transformers' defaults, a global "proportional" RoPE of 1/4 of the head */
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    const cJSON *full = cJSON_GetObjectItemCaseSensitive(rp, "full_attention");
+    const cJSON *local = cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention");
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(full, "rope_type");
+    hp->rope_theta = 1000000.0f;
+    hp->rope_theta_swa = 10000.0f;
+    c->partial_rope = 0.25f;
+    if (full && !(cJSON_IsString(kind) && strcmp(kind->valuestring, "proportional") == 0))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: rope_parameters full_attention must be "
+                          "'proportional' (as llama.cpp's converter requires)", path);
+    if ((full && (st = get_float(path, full, "rope_theta", &hp->rope_theta, err))) ||
+        (full && (st = get_float(path, full, "partial_rotary_factor", &c->partial_rope, err))) ||
+        (local && (st = get_float(path, local, "rope_theta", &hp->rope_theta_swa, err))))
+        return st;
+    if (c->partial_rope > 1.0f)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: partial_rotary_factor %g is above 1", path,
+                          c->partial_rope);
     return ELM_OK;
 }
 
@@ -291,7 +401,8 @@ static elm_status read_lfm2(const char *path, const cJSON *root, elm_hparams *hp
                             elm_error *err) {
     const cJSON *attn = cJSON_GetObjectItemCaseSensitive(root, "full_attn_idxs");
     bool types;
-    elm_status st = read_layer_types(path, root, "conv", "full_attention", hp, &types, err);
+    elm_status st = read_layer_types(path, root, "conv", "full_attention", hp->n_layers,
+                                     hp->recurrent, &types, err);
     if (st) return st;
     if (!types && cJSON_IsArray(attn)) { /* the first LFM2 configs: the attention layers' indices */
         for (int l = 0; l < hp->n_layers; l++) hp->recurrent[l] = 1;
@@ -365,7 +476,8 @@ static elm_status read_original_context(const char *path, const cJSON *root, elm
 static elm_status read_granite(const char *path, const cJSON *root, elm_hparams *hp,
                                elm_error *err) {
     bool types;
-    elm_status st = read_layer_types(path, root, "mamba", "attention", hp, &types, err);
+    elm_status st = read_layer_types(path, root, "mamba", "attention", hp->n_layers,
+                                     hp->recurrent, &types, err);
     if (st) return st;
     if (!types)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: key 'layer_types' missing (Granite 4.0-H)",
@@ -433,8 +545,8 @@ static elm_status read_qwen35(const char *path, const cJSON *root, const cJSON *
                               elm_hparams *hp, elm_error *err) {
     int32_t every = 4, key_dim = 0, value_dim = 0;
     bool types;
-    elm_status st = read_layer_types(path, root, "linear_attention", "full_attention", hp, &types,
-                                     err);
+    elm_status st = read_layer_types(path, root, "linear_attention", "full_attention",
+                                     hp->n_layers, hp->recurrent, &types, err);
     if (st) return st;
     if (!types) {
         if ((st = get_int(path, root, "full_attention_interval", false, &every, err))) return st;
@@ -530,6 +642,7 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
         return st;
     if (a->nope_every && (st = check_nope(path, root, a, hp, err))) return st;
     if (a->swa_period && (st = read_gemma3(path, root, a, hp, err))) return st;
+    if (a->swa_listed && (st = read_gemma4(path, root, a, c, err))) return st;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     hp->tied_output = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : a->hf_tied_default;
     if (a->recurrent == ELM_LAYER_SHORTCONV && (st = read_lfm2(path, root, hp, err))) return st;

@@ -66,6 +66,50 @@ static void add_longrope(cJSON *c, const elm_model *m) {
         cJSON_AddNumberToObject(rs, "attention_factor", hp->rope_attn_factor);
 }
 
+/* Gemma 4's keys (Gemma4TextConfig) beside the common ones: layer_types, the windowed layers'
+ * head_dim and the global layers' global_head_dim, rope_parameters of both kinds, the shared KV
+ * layers, the per-layer embeddings, the FFN doubled in the shared layers, the softcap.
+ * ELM_ERR_UNSUPPORTED for what its config.json cannot say: per-layer KV heads, other per-layer
+ * FFN sizes, a rope_freqs not of a partial RoPE. */
+static elm_status gemma4_config(cJSON *c, const elm_model *m, const char *dir, elm_error *err) {
+    const elm_hparams *hp = &m->hp;
+    const int n_kv = hp->n_layers - hp->n_kv_shared;
+    const int32_t ff = elm_layer_ffn_dim(hp, 0);
+    bool double_wide = elm_layer_ffn_dim(hp, hp->n_layers - 1) != ff, other = false;
+    for (int l = 0; l < hp->n_layers; l++)
+        other |= hp->layer_kv_heads[l] != 0 ||
+                 elm_layer_ffn_dim(hp, l) != (double_wide && l >= n_kv ? 2 * ff : ff);
+    float partial = 1.0f;
+    if (other || (m->rope_freqs && !elm_hf_partial_of(m, &partial)))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: per-layer KV heads or FFN sizes, or RoPE "
+                          "frequency factors, that Gemma 4's config.json cannot say", dir);
+    cJSON_ReplaceItemInObject(c, "intermediate_size", cJSON_CreateNumber(ff));
+    cJSON_ReplaceItemInObject(
+        c, "head_dim", cJSON_CreateNumber(hp->head_dim_swa ? hp->head_dim_swa : hp->head_dim));
+    cJSON_AddNumberToObject(c, "global_head_dim", hp->head_dim);
+    cJSON_DeleteItemFromObjectCaseSensitive(c, "rope_theta");
+    cJSON *types = cJSON_AddArrayToObject(c, "layer_types");
+    for (int l = 0; l < hp->n_layers; l++)
+        cJSON_AddItemToArray(types, cJSON_CreateString(elm_layer_swa(hp, l) ? "sliding_attention"
+                                                                           : "full_attention"));
+    cJSON *rp = cJSON_AddObjectToObject(c, "rope_parameters");
+    cJSON *full = cJSON_AddObjectToObject(rp, "full_attention");
+    cJSON_AddStringToObject(full, "rope_type", "proportional");
+    cJSON_AddNumberToObject(full, "partial_rotary_factor", partial);
+    cJSON_AddNumberToObject(full, "rope_theta", hp->rope_theta);
+    cJSON *local = cJSON_AddObjectToObject(rp, "sliding_attention");
+    cJSON_AddStringToObject(local, "rope_type", "default");
+    cJSON_AddNumberToObject(local, "rope_theta", hp->rope_theta_swa);
+    cJSON_AddNumberToObject(c, "num_kv_shared_layers", hp->n_kv_shared);
+    cJSON_AddNumberToObject(c, "hidden_size_per_layer_input", hp->n_embd_per_layer);
+    cJSON_AddNumberToObject(c, "vocab_size_per_layer_input", hp->n_vocab);
+    cJSON_AddBoolToObject(c, "use_double_wide_mlp", double_wide);
+    cJSON_AddNumberToObject(c, "final_logit_softcapping", hp->logit_softcap);
+    cJSON_AddBoolToObject(c, "attention_k_eq_v", false);
+    cJSON_AddBoolToObject(c, "enable_moe_block", false);
+    return ELM_OK;
+}
+
 static elm_status write_config(const elm_model *m, const elm_arch *a, const float *llama3,
                                const char *dir, elm_error *err) {
     const elm_hparams *hp = &m->hp;
@@ -172,10 +216,15 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         for (int i = 0; i < 3; i++)
             cJSON_AddItemToArray(sections, cJSON_CreateNumber(hp->rope_sections[i]));
     }
+    elm_status st = a->swa_listed ? gemma4_config(c, m, dir, err) : ELM_OK;
+    if (st) {
+        cJSON_Delete(c);
+        return st;
+    }
     if (m->vocab.bos_id >= 0) cJSON_AddNumberToObject(c, "bos_token_id", m->vocab.bos_id);
     if (m->vocab.eos_id >= 0) cJSON_AddNumberToObject(c, "eos_token_id", m->vocab.eos_id);
     cJSON_AddStringToObject(c, "torch_dtype", "float32");
-    if (m->rope_freqs) {
+    if (m->rope_freqs && !a->swa_listed) {
         cJSON *rs = cJSON_AddObjectToObject(c, "rope_scaling");
         cJSON_AddStringToObject(rs, "rope_type", "llama3");
         cJSON_AddNumberToObject(rs, "factor", llama3[0]);
@@ -391,7 +440,7 @@ elm_status elm_hf_write(const elm_model *m, const float *llama3, const char *dir
     if (!a)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for architecture "
                           "'%s'", dir, m->hp.arch);
-    if (m->rope_freqs && !llama3)
+    if (m->rope_freqs && !llama3 && !a->swa_listed)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: RoPE frequency factors without their "
                           "llama3 rope_scaling parameters", dir);
     if (!m->rope_long && m->hp.rope_attn_factor > 0 && m->hp.rope_attn_factor != 1.0f)

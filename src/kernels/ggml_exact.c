@@ -58,18 +58,22 @@ static float reduce16(const float a[16]) {
     return (q[0] + q[2]) + (q[1] + q[3]);
 }
 
-/* ggml_vec_dot_f32 with AVX-512 over n values, x[i] = xs[i·stride], of which the first n_real
- * are given and the rest are zeros (a KV length padded as llama.cpp pads it): four accumulators
- * of 16 lanes, value i < n rounded down to 64 into accumulator (i/16) mod 4, lane i mod 16,
- * fused; 0 += 2, 1 += 3, 0 += 1 and reduce16; then the leftovers in order as gcc vectorized
- * that loop in the zen4 library: by 16 and then by 8, products rounded before they are added,
- * the last fewer than 8 fused (vfmadd231ss). */
-static float vec_dot_f32(const float *xs, size_t stride, const float *y, int64_t n_real,
-                         int64_t n) {
-    const int64_t np = n & ~(int64_t)63, nv = n_real < np ? n_real : np;
+/* ggml_vec_dot_f32 with AVX-512 over n values, of which those [off, off + n_real) are given,
+ * x[i] = xs[(i - off)·stride] and y[i - off], and the others are zeros (a KV length padded as
+ * llama.cpp pads it, and the rows its mask leaves out before a window): four accumulators of 16
+ * lanes, value i < n rounded down to 64 into accumulator (i/16) mod 4, lane i mod 16, fused;
+ * 0 += 2, 1 += 3, 0 += 1 and reduce16; then the leftovers in order as gcc vectorized that loop
+ * in the zen4 library: by 16 and then by 8, products rounded before they are added, the last
+ * fewer than 8 fused (vfmadd231ss). */
+static float vec_dot_f32(const float *xs, size_t stride, const float *y, int64_t off,
+                         int64_t n_real, int64_t n) {
+    const int64_t np = n & ~(int64_t)63, end = off + n_real;
+#define GIVEN(i) ((i) >= off && (i) < end)
+#define X(i) xs[(size_t)((i) - off) * stride]
+#define Y(i) y[(i) - off]
     float acc[4][16] = {{0}};
-    for (int64_t i = 0; i < nv; i++)
-        acc[i / 16 % 4][i % 16] = fmaf(xs[(size_t)i * stride], y[i], acc[i / 16 % 4][i % 16]);
+    for (int64_t i = off; i < end && i < np; i++)
+        acc[i / 16 % 4][i % 16] = fmaf(X(i), Y(i), acc[i / 16 % 4][i % 16]);
     for (int l = 0; l < 16; l++) {
         acc[0][l] += acc[2][l];
         acc[1][l] += acc[3][l];
@@ -77,21 +81,28 @@ static float vec_dot_f32(const float *xs, size_t stride, const float *y, int64_t
     }
     float sum = reduce16(acc[0]);
     int64_t i = np;
-    for (; n_real - i >= 16; i += 16)
-        for (int l = 0; l < 16; l++) sum += xs[(size_t)(i + l) * stride] * y[i + l];
-    for (; n_real - i >= 8; i += 8)
-        for (int l = 0; l < 8; l++) sum += xs[(size_t)(i + l) * stride] * y[i + l];
-    for (; i < n_real; i++) sum = fmaf(xs[(size_t)i * stride], y[i], sum);
+    for (; n - i >= 16; i += 16)
+        for (int l = 0; l < 16; l++)
+            if (GIVEN(i + l)) sum += X(i + l) * Y(i + l);
+    for (; n - i >= 8; i += 8)
+        for (int l = 0; l < 8; l++)
+            if (GIVEN(i + l)) sum += X(i + l) * Y(i + l);
+    for (; i < n; i++)
+        if (GIVEN(i)) sum = fmaf(X(i), Y(i), sum);
     return sum;
 }
 
-/* llamafile's tinyBLAS<16, __m512> (F32 products of 2 or more columns): one accumulator of 16
- * lanes per output, value i into lane i mod 16, fused; then reduce16. */
-static float sgemm_dot_f32(const float *xs, size_t stride, const float *y, int64_t n_real) {
+/* llamafile's tinyBLAS<16, __m512> (F32 products of 2 or more columns) over the values
+ * [off, off + n_real) of a vector as vec_dot_f32's: one accumulator of 16 lanes per output,
+ * value i into lane i mod 16, fused; then reduce16. */
+static float sgemm_dot_f32(const float *xs, size_t stride, const float *y, int64_t off,
+                           int64_t n_real) {
     float acc[16] = {0};
-    for (int64_t i = 0; i < n_real; i++)
-        acc[i % 16] = fmaf(xs[(size_t)i * stride], y[i], acc[i % 16]);
+    for (int64_t i = off; i < off + n_real; i++) acc[i % 16] = fmaf(X(i), Y(i), acc[i % 16]);
     return reduce16(acc);
+#undef GIVEN
+#undef X
+#undef Y
 }
 
 /* IQ4_NL rows repacked 8 at a time (every product whose row count is a multiple of 8: llama.cpp
@@ -203,8 +214,8 @@ void elm_ggml_matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scr
         for (int64_t r = r0; r < r1; r++)
             for (int64_t t = 0; t < a->n_tok; t++) {
                 const float *w = (const float *)a->w.data + (size_t)r * (size_t)cols;
-                a->y[t * rows + r] = sgemm ? sgemm_dot_f32(w, 1, a->x + t * cols, cols)
-                                           : vec_dot_f32(w, 1, a->x + t * cols, cols, cols);
+                a->y[t * rows + r] = sgemm ? sgemm_dot_f32(w, 1, a->x + t * cols, 0, cols)
+                                           : vec_dot_f32(w, 1, a->x + t * cols, 0, cols, cols);
             }
         return;
     }
@@ -247,41 +258,43 @@ enum { KV_PAD = 256 };
 
 /* One query head's attention as llama.cpp's graph without flash attention computes it (kq by
  * ggml_vec_dot_f32, soft_max_ext, kqv by ggml_vec_dot_f32 or, for 2 or more tokens in the batch
- * (sgemm), llamafile's tinyBLAS); arguments as elm_kernels.attention. */
+ * (sgemm), llamafile's tinyBLAS) over a cache whose row p holds position p, the rows before
+ * pos0 masked; arguments as elm_kernels.attention. */
 static void attention_head(const float *q, const float *k, const float *v, size_t stride,
-                           int32_t n_pos, int head_dim, float scale, bool sgemm, float *scores,
-                           float *out) {
+                           int32_t n_pos, int32_t pos0, int head_dim, float scale, bool sgemm,
+                           float *scores, float *out) {
     /* kq (ggml_vec_dot_f32 over head_dim), then soft_max_ext: scaled, exp by v_expf, the sum of
-     * each 16 exps (reduce16) added in double, the row scaled by (float)(1/sum) */
+     * each 16 exps of the row (reduce16, from row 0: the masked ones 0) added in double, the row
+     * scaled by (float)(1/sum) */
     float max = -INFINITY;
     for (int32_t p = 0; p < n_pos; p++) {
-        scores[p] = vec_dot_f32(k + (size_t)p * stride, 1, q, head_dim, head_dim) * scale;
+        scores[p] = vec_dot_f32(k + (size_t)p * stride, 1, q, 0, head_dim, head_dim) * scale;
         max = scores[p] > max ? scores[p] : max;
     }
     double sum = 0;
-    for (int32_t p0 = 0; p0 < n_pos; p0 += 16) {
+    for (int32_t b0 = pos0 / 16 * 16; b0 < pos0 + n_pos; b0 += 16) {
         float e[16] = {0};
-        for (int32_t p = p0; p < p0 + 16 && p < n_pos; p++)
-            e[p - p0] = scores[p] = v_expf(scores[p] - max);
+        for (int32_t i = b0 > pos0 ? b0 : pos0; i < b0 + 16 && i < pos0 + n_pos; i++)
+            e[i - b0] = scores[i - pos0] = v_expf(scores[i - pos0] - max);
         sum += (double)reduce16(e);
     }
     const float inv = (float)(1.0 / sum);
     for (int32_t p = 0; p < n_pos; p++) scores[p] *= inv;
     /* kqv: V is cached transposed in llama.cpp, so each output dimension is one dot over the
      * positions: vec_dot_f32 in decode, tinyBLAS in prefill */
-    const int64_t n_kv = ((int64_t)n_pos + KV_PAD - 1) / KV_PAD * KV_PAD;
+    const int64_t n_kv = ((int64_t)pos0 + n_pos + KV_PAD - 1) / KV_PAD * KV_PAD;
     for (int d = 0; d < head_dim; d++)
-        out[d] = sgemm ? sgemm_dot_f32(v + d, stride, scores, n_pos)
-                       : vec_dot_f32(v + d, stride, scores, n_pos, n_kv);
+        out[d] = sgemm ? sgemm_dot_f32(v + d, stride, scores, pos0, n_pos)
+                       : vec_dot_f32(v + d, stride, scores, pos0, n_pos, n_kv);
 }
 
 /* llama.cpp computes each head of a GQA group on its own. */
 static void attention(const float *q, int n_q, const float *k, const float *v, size_t stride,
-                      int32_t n_pos, int head_dim, float scale, int32_t n_tok, float *scores,
-                      float *out) {
+                      int32_t n_pos, int32_t pos0, int head_dim, float scale, int32_t n_tok,
+                      float *scores, float *out) {
     for (int i = 0; i < n_q; i++)
-        attention_head(q + i * head_dim, k, v, stride, n_pos, head_dim, scale, n_tok >= 2, scores,
-                       out + i * head_dim);
+        attention_head(q + i * head_dim, k, v, stride, n_pos, pos0, head_dim, scale, n_tok >= 2,
+                       scores, out + i * head_dim);
 }
 
 /* out[i] = silu(g[i]) · u[i] as ggml_vec_swiglu_f32 with AVX-512 computes it. */

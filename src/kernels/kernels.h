@@ -182,14 +182,16 @@ typedef struct elm_kernels {
 
     /* n_q query heads that share one KV head (a GQA group; 1 without GQA), each over n_pos
      * cached positions: out[i·head_dim + d] = Σ_p softmax_p(q_i·k_p · scale) v_p[d] for i < n_q,
-     * q_i = q + i·head_dim. k and v point at position 0 of the KV head; consecutive positions
-     * are `stride` floats apart. scores holds n_q·n_pos floats of scratch. The heads are n_q
-     * independent products: taking them together lets a kernel reuse each k and v row. n_tok
-     * (>= 1): how many tokens' attention the caller computes in this pass, of which this is one;
-     * a table may add as a batched product of that many tokens would (llama.cpp's does). */
+     * q_i = q + i·head_dim. k and v point at the first position the query sees, pos0 (0 but in
+     * a sliding window), of the KV head; consecutive positions are `stride` floats apart. scores
+     * holds n_q·n_pos floats of scratch. The heads are n_q independent products: taking them
+     * together lets a kernel reuse each k and v row. n_tok (>= 1): how many tokens' attention
+     * the caller computes in this pass, of which this is one; a table may add as a batched
+     * product of that many tokens would (llama.cpp's does), and as one over a cache whose row p
+     * holds position p, the rows before pos0 masked (llama.cpp's windowed layers). */
     void (*attention)(const float *q, int n_q, const float *k, const float *v, size_t stride,
-                      int32_t n_pos, int head_dim, float scale, int32_t n_tok, float *scores,
-                      float *out);
+                      int32_t n_pos, int32_t pos0, int head_dim, float scale, int32_t n_tok,
+                      float *scores, float *out);
 } elm_kernels;
 
 /* The table for this CPU: the widest one it supports, unless EDGELM_ISA names another (scalar,
@@ -221,7 +223,7 @@ void elm_scalar_geglu(float *out, const float *g, const float *u, int64_t n);
 void elm_scalar_rope_neox(float *v, int n_heads, int head_dim, int rope_dim, const float *cs);
 void elm_scalar_rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, float *cs);
 void elm_scalar_attention(const float *q, int n_q, const float *k, const float *v, size_t stride,
-                          int32_t n_pos, int head_dim, float scale, int32_t n_tok, float *scores,
-                          float *out);
+                          int32_t n_pos, int32_t pos0, int head_dim, float scale, int32_t n_tok,
+                          float *scores, float *out);
 
 #endif

@@ -28,6 +28,16 @@ static const elm_arch archs[] = {
      .qk_norm = true, .post_norms = true, .swa_period = 6, .norm_plus_one = true,
      .hf_tied_default = true,
      .hf = {{"gemma3_text", "Gemma3ForCausalLM"}, {"gemma3", "Gemma3ForConditionalGeneration"}}},
+    /* Gemma 3's conventions (but HF norm weights as they multiply), its local layers listed one
+     * by one with their own head size and RoPE (the global layers' partial by rope_freqs), the
+     * last layers reading earlier layers' KV, per-layer embeddings, V norms, unscaled scores and
+     * a logit softcap of 30 when the file gives none */
+    {.name = "gemma4", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_GELU_TANH, .embd_scale = true,
+     .qk_norm = true, .post_norms = true, .swa_listed = true, .kv_shared = true, .ple = true,
+     .layer_scale = true, .v_norm = true, .unit_attn_scale = true, .full_last_layer = true,
+     .softcap = 30.0f, .hf_tied_default = true,
+     .hf = {{"gemma4_text", "Gemma4ForCausalLM"}, {"gemma4", "Gemma4ForConditionalGeneration"}},
+     .tiny_vocab = "gemma-4"},
     /* Llama's layout and RoPE pairing (llama.cpp's converter permutes it like Llama's) */
     {.name = "smollm3", .rope = ELM_ROPE_NORM, .act = ELM_ACT_SILU, .nope_every = 4,
      .hf_permute_qk = true, .hf = {{"smollm3", "SmolLM3ForCausalLM"}}},
@@ -112,7 +122,7 @@ const char *elm_arch_ffn_norm(const elm_arch *a) {
 }
 
 void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp) {
-    if (!a->swa_period || hp->n_swa <= 0) return;
+    if ((!a->swa_period && !a->swa_listed) || hp->n_swa <= 0) return;
     if (hp->swa_period == 0) hp->swa_period = a->swa_period;
     if (hp->rope_theta_swa == 0) hp->rope_theta_swa = 10000.0f;
 }
@@ -131,7 +141,7 @@ static elm_tensor_spec *spec(elm_tensor_spec *s, int32_t *n, elm_tensor_kind kin
 /* The feed-forward block of layer l, after the token mixing. */
 static void ffn_layout(const elm_arch *a, const elm_hparams *hp, int l, elm_tensor_spec *s,
                        int32_t *n) {
-    const int64_t dim = hp->dim, ff = hp->ffn_dim;
+    const int64_t dim = hp->dim, ff = elm_layer_ffn_dim(hp, l);
     char name[ELM_NAME_MAX];
     snprintf(name, sizeof name, "blk.%%d.%s", elm_arch_ffn_norm(a));
     spec(s, n, ELM_KIND_NORM, dim, 0, name, l);
@@ -186,11 +196,22 @@ static void recurrent_layout(const elm_arch *a, const elm_hparams *hp, int l, el
     }
 }
 
+/* The per-layer embedding's tensors after block l (Gemma 4), and its output scale. */
+static void ple_layout(const elm_arch *a, const elm_hparams *hp, int l, elm_tensor_spec *s,
+                       int32_t *n) {
+    const int64_t dim = hp->dim, P = hp->n_embd_per_layer;
+    if (P > 0) {
+        spec(s, n, ELM_KIND_MATRIX, dim, P, "blk.%d.inp_gate.weight", l);
+        spec(s, n, ELM_KIND_MATRIX, P, dim, "blk.%d.proj.weight", l);
+        spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.post_norm.weight", l);
+    }
+    if (a->layer_scale) spec(s, n, ELM_KIND_NORM, 1, 0, "blk.%d.layer_output_scale.weight", l);
+}
+
 elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_rope_tensors rope,
                                  int32_t *n) {
-    const int64_t dim = hp->dim, q = (int64_t)hp->n_heads * hp->head_dim,
-                  kv = (int64_t)hp->n_kv_heads * hp->head_dim;
-    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 16 + 5) * sizeof *s);
+    const int64_t dim = hp->dim, P = hp->n_embd_per_layer;
+    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 20 + 9) * sizeof *s);
     *n = 0;
     if (!s) return NULL;
     spec(s, n, ELM_KIND_MATRIX, dim, hp->n_vocab, "token_embd.weight", 0);
@@ -202,7 +223,16 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_r
         spec(s, n, ELM_KIND_ROPE_LONG, hp->rope_dim / 2, 0, "rope_factors_long.weight", 0);
         spec(s, n, ELM_KIND_ROPE_SHORT, hp->rope_dim / 2, 0, "rope_factors_short.weight", 0);
     }
+    if (P > 0) {
+        spec(s, n, ELM_KIND_MATRIX, P * hp->n_layers, hp->n_vocab, "per_layer_token_embd.weight",
+             0);
+        spec(s, n, ELM_KIND_MATRIX, dim, P * hp->n_layers, "per_layer_model_proj.weight", 0);
+        spec(s, n, ELM_KIND_NORM, P, 0, "per_layer_proj_norm.weight", 0);
+    }
     for (int l = 0; l < hp->n_layers; l++) {
+        const int64_t hd = elm_layer_head_dim(hp, l), q = (int64_t)hp->n_heads * hd,
+                      kv = (int64_t)elm_layer_kv_heads(hp, l) * hd;
+        const bool own_kv = elm_layer_kv_src(hp, l) == l; /* Gemma 4's last layers: none */
         spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.attn_norm.weight", l);
         if (elm_layer_recurrent(hp, l)) {
             recurrent_layout(a, hp, l, s, n);
@@ -214,8 +244,8 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_r
         } else {
             /* a gated family's q rows hold each head's query, then its gate */
             spec(s, n, ELM_KIND_MATRIX, dim, a->attn_gate ? 2 * q : q, "blk.%d.attn_q.weight", l);
-            spec(s, n, ELM_KIND_MATRIX, dim, kv, "blk.%d.attn_k.weight", l);
-            spec(s, n, ELM_KIND_MATRIX, dim, kv, "blk.%d.attn_v.weight", l);
+            if (own_kv) spec(s, n, ELM_KIND_MATRIX, dim, kv, "blk.%d.attn_k.weight", l);
+            if (own_kv) spec(s, n, ELM_KIND_MATRIX, dim, kv, "blk.%d.attn_v.weight", l);
         }
         if (a->qkv_bias) {
             spec(s, n, ELM_KIND_BIAS, q, 0, "blk.%d.attn_q.bias", l);
@@ -223,12 +253,13 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_r
             spec(s, n, ELM_KIND_BIAS, kv, 0, "blk.%d.attn_v.bias", l);
         }
         if (a->qk_norm) {
-            spec(s, n, ELM_KIND_NORM, hp->head_dim, 0, "blk.%d.attn_q_norm.weight", l);
-            spec(s, n, ELM_KIND_NORM, hp->head_dim, 0, "blk.%d.attn_k_norm.weight", l);
+            spec(s, n, ELM_KIND_NORM, hd, 0, "blk.%d.attn_q_norm.weight", l);
+            if (own_kv) spec(s, n, ELM_KIND_NORM, hd, 0, "blk.%d.attn_k_norm.weight", l);
         }
         spec(s, n, ELM_KIND_MATRIX, q, dim, "blk.%d.attn_output.weight", l);
         if (a->post_norms) spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.post_attention_norm.weight", l);
         ffn_layout(a, hp, l, s, n);
+        ple_layout(a, hp, l, s, n);
     }
     return s;
 }

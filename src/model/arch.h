@@ -67,6 +67,20 @@ typedef struct elm_arch {
     const char *ffn_norm;    /* GGUF name of a block's FFN input norm after "blk.N."; NULL:
                               * ffn_norm.weight (Qwen3.5: post_attention_norm.weight) */
     elm_hf_names hf_names;
+    /* Gemma 4 (llama.cpp's src/models/gemma4.cpp): */
+    bool swa_listed;         /* the windowed layers listed one by one (GGUF
+                              * attention.sliding_window_pattern as bools, config.json
+                              * layer_types), with their own head size and RoPE (key_length_swa,
+                              * rope.dimension_count_swa, rope.freq_base_swa) */
+    bool kv_shared;          /* the last attention.shared_kv_layers layers read an earlier
+                              * layer's keys and values (elm_layer_kv_src) */
+    bool ple;                /* per-layer embeddings (embedding_length_per_layer_input) */
+    bool layer_scale;        /* blk.N.layer_output_scale, when present, scales the block's output */
+    bool v_norm;             /* values RMSNormed per head, without weights, like k */
+    bool unit_attn_scale;    /* scores q·k unscaled (the q/k norms size them): attn_scale 1 */
+    bool full_last_layer;    /* llama.cpp takes every token through the last layer (the others:
+                              * the logits' rows alone from its attention output on) */
+    float softcap;           /* the final logits' softcap when the file gives none (30), 0: none */
 } elm_arch;
 
 /* The GGUF name of family a's final norm, and of a block's FFN norm without its "blk.N.". */
@@ -89,14 +103,15 @@ const char *elm_arch_hf_type(const char *cls);
 const char *elm_arch_hf_names(void);
 
 /* Fills hp's family defaults that files leave out: Gemma 3's local layers (with a window) are 5
- * of every 6, with RoPE base 10000, as llama.cpp assumes when its converter writes neither. */
+ * of every 6, with RoPE base 10000 (Gemma 4's too), as llama.cpp assumes when its converter
+ * writes neither. */
 void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp);
 
 /* What a tensor of a family's layout holds (how synth fills it). */
 typedef enum elm_tensor_kind {
     ELM_KIND_MATRIX, /* a weight matrix [rows, cols] */
     ELM_KIND_NORM,   /* RMSNorm weights [cols] (or [rows, cols]), and weights near 1 as they
-                      * are (Mamba-2's skip D) */
+                      * are (Mamba-2's skip D, Gemma 4's layer_output_scale [1]) */
     ELM_KIND_BIAS,   /* [cols] */
     ELM_KIND_ROPE,   /* rope_freqs [cols] */
     ELM_KIND_CONV,   /* a depthwise convolution kernel [channels (rows), taps (cols)], F32 */
@@ -109,7 +124,7 @@ typedef enum elm_tensor_kind {
 /* Which RoPE frequency divisors a layout has (elm_model.rope_freqs, rope_long/rope_short). */
 typedef enum elm_rope_tensors {
     ELM_ROPE_TENSORS_NONE = 0,
-    ELM_ROPE_TENSORS_FREQS,   /* rope_freqs.weight (Llama 3.1) */
+    ELM_ROPE_TENSORS_FREQS,   /* rope_freqs.weight (Llama 3.1, Gemma 4) */
     ELM_ROPE_TENSORS_LONGROPE /* rope_factors_long.weight and rope_factors_short.weight */
 } elm_rope_tensors;
 
@@ -122,8 +137,11 @@ typedef struct elm_tensor_spec {
 /* The GGUF tensors of a model of family a with hyper-parameters hp (head_dim and rope_dim set; a
  * tied output has no output.weight; rope adds rope_freqs.weight or LongRoPE's two factor vectors,
  * [rope_dim/2] each), in the order llama.cpp's converter writes them: token_embd, output_norm,
- * output, the RoPE vectors, then block by block, a recurrent layer (hp.recurrent) with its kind's
- * tensors in place of attention's. Returns a malloc'd array of *n specs, NULL when out of memory. */
+ * output, the RoPE vectors, the per-layer embeddings' (hp.n_embd_per_layer), then block by block,
+ * a recurrent layer (hp.recurrent) with its kind's tensors in place of attention's, each layer
+ * with its own head size, KV heads and FFN size (elm_layer_head_dim...), a layer reading
+ * another's KV without attn_k, attn_v and attn_k_norm. Returns a malloc'd array of *n specs,
+ * NULL when out of memory. */
 elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_rope_tensors rope,
                                  int32_t *n);
 

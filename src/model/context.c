@@ -142,6 +142,62 @@ static const elm_layer *qk_normed(const elm_model *m) {
     return NULL;
 }
 
+/* Lays out the layers' rows of keys and values (c->kv, c->k_bytes, c->v_bytes, c->kv_dim,
+ * c->swa_rows): each layer's own, of its own width, after the previous layer's; a layer reading
+ * another's points at that one's (Gemma 4). ELM_ERR_UNSUPPORTED when a layer's head size does
+ * not suit the cache types. */
+static elm_status layout_kv(elm_context *c, const elm_context_params *p, elm_error *err) {
+    const elm_hparams *hp = &c->m->hp;
+    for (int l = 0; l < hp->n_layers; l++) {
+        elm_kv_layer *kl = &c->kv[l];
+        const int32_t hd = elm_layer_head_dim(hp, l);
+        kl->k_block = elm_kv_block(p->type_k, hd);
+        kl->v_block = elm_kv_block(p->type_v, hd);
+        if (!kl->k_block || !kl->v_block) {
+            const elm_type_traits *t = elm_type_get(kl->k_block ? p->type_v : p->type_k);
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                              "%s: KV cache type %s needs f32, f16, or q8_0/q4_0 with a head size "
+                              "that is a multiple of 32 or divides 32 (head size %d)",
+                              c->m->path, t ? t->name : "?", hd);
+        }
+        const int src = elm_layer_kv_src(hp, l);
+        if (src != l && (src < 0 || src > l || hp->first_layer))
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: layer %d reads the KV cache of "
+                              "layer %d, not in this view of the model's layers", c->m->path, l,
+                              src);
+        if (src != l) { /* its source, laid out before it */
+            *kl = c->kv[src];
+            kl->own = false;
+            continue;
+        }
+        kl->own = true;
+        kl->dim = elm_layer_kv_heads(hp, l) * hd;
+        kl->k_row = elm_kv_bytes(p->type_k, kl->k_block, kl->dim);
+        kl->v_row = elm_kv_bytes(p->type_v, kl->v_block, kl->dim);
+        const int32_t rows = elm_kv_layer_rows(hp, l, c->n_ctx);
+        kl->rows = p->swa_full && rows > 0 ? c->n_ctx : rows;
+        if (kl->rows > 0 && kl->rows < c->n_ctx) c->swa_rows = kl->rows;
+        if (kl->rows > 0 && kl->dim > c->kv_dim) c->kv_dim = kl->dim;
+        kl->k_off = c->k_bytes;
+        kl->v_off = c->v_bytes;
+        c->k_bytes += (size_t)kl->rows * kl->k_row;
+        c->v_bytes += (size_t)kl->rows * kl->v_row;
+    }
+    return ELM_OK;
+}
+
+/* The per-layer embeddings' buffers and norm (Gemma 4), nothing without them. */
+static void alloc_ple(elm_context *c, bool *ok) {
+    const elm_model *m = c->m;
+    const size_t P = (size_t)m->hp.n_embd_per_layer, nb = (size_t)c->n_batch;
+    if (!m->ple_embd) return;
+    c->ple = alloc_f32(nb * (size_t)m->hp.n_layers * P, ok);
+    c->ple_row = alloc_f32((size_t)m->hp.n_layers * P, ok);
+    c->ple_g = alloc_f32(nb * P, ok);
+    c->ple_norm = alloc_f32(P, ok);
+    if (*ok) decode_vector(m->ple_proj_norm, c->ple_norm);
+}
+
 elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_context **out,
                            elm_error *err) {
     *out = NULL;
@@ -162,57 +218,45 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
                           "%s kernels; map the file instead of reading it in "
                           "(elm_load_opts.in_memory false, --mmap)",
                           m->path, packed->packed_by->isa, packed->name, k->isa);
-    const int32_t k_block = elm_kv_block(p->type_k, hp->head_dim);
-    const int32_t v_block = elm_kv_block(p->type_v, hp->head_dim);
-    if (!k_block || !v_block) {
-        const elm_type_traits *t = elm_type_get(k_block ? p->type_v : p->type_k);
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: KV cache type %s needs f32, f16, or q8_0/q4_0 with a head size "
-                          "that is a multiple of 32 or divides 32 (head size %d)",
-                          m->path, t ? t->name : "?", hp->head_dim);
-    }
     elm_context *c = calloc(1, sizeof *c);
-    if (!c) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory creating context");
-    const int32_t n_threads = p->n_threads ? p->n_threads : elm_online_cores();
-    elm_status st = elm_pool_new(n_threads, &c->pool, err);
-    if (st) {
+    if (c) c->kv = calloc((size_t)hp->n_layers + 1, sizeof *c->kv);
+    if (!c || !c->kv) {
         free(c);
-        return st;
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory creating context");
     }
     c->m = m;
     c->k = k;
     c->n_ctx = p->n_ctx;
     c->n_batch = p->n_batch ? (p->n_batch < p->n_ctx ? p->n_batch : p->n_ctx) : p->n_ctx;
-    c->kv_dim = hp->n_kv_heads * hp->head_dim;
-    /* q and the attention output are n_heads·head_dim wide, which is not dim for Gemma */
-    const size_t q_dim = (size_t)hp->n_heads * hp->head_dim;
+    c->type_k = p->type_k;
+    c->type_v = p->type_v;
+    elm_status st = layout_kv(c, p, err);
+    const int32_t n_threads = p->n_threads ? p->n_threads : elm_online_cores();
+    if (!st) st = elm_pool_new(n_threads, &c->pool, err);
+    if (st) {
+        elm_context_free(c);
+        return st;
+    }
+    /* q and the attention output are n_heads·head_dim wide, which is not dim for Gemma; the
+     * widest layer's head (Gemma 4), the largest GQA group */
+    int32_t head_dim = 0, group = 1;
+    for (int l = 0; l < hp->n_layers; l++) {
+        const int32_t hd = elm_layer_head_dim(hp, l), g = hp->n_heads / elm_layer_kv_heads(hp, l);
+        head_dim = hd > head_dim ? hd : head_dim;
+        group = g > group ? g : group;
+    }
+    c->head_dim = head_dim;
+    const size_t q_dim = (size_t)hp->n_heads * (size_t)head_dim;
     int64_t max_cols = hp->dim > hp->ffn_dim ? hp->dim : hp->ffn_dim;
     if ((int64_t)q_dim > max_cols) max_cols = (int64_t)q_dim;
     max_cols = max_matrix_cols(m, max_cols); /* a recurrent kind's (a DeltaNet's value width) */
     c->scratch_bytes = (elm_matmul_scratch_bytes(max_cols) + 63) / 64 * 64;
 
     const size_t nb = (size_t)c->n_batch, nt = (size_t)n_threads;
-    c->type_k = p->type_k;
-    c->type_v = p->type_v;
-    c->k_block = k_block;
-    c->v_block = v_block;
-    c->k_row = elm_kv_bytes(p->type_k, k_block, c->kv_dim);
-    c->v_row = elm_kv_bytes(p->type_v, v_block, c->kv_dim);
-    c->layer_row = calloc((size_t)hp->n_layers + 1, sizeof(int32_t));
-    if (!c->layer_row) {
-        elm_context_free(c);
-        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory creating context");
-    }
-    for (int l = 0; l < hp->n_layers; l++) {
-        const int32_t rows = p->swa_full ? c->n_ctx : elm_kv_layer_rows(hp, l, c->n_ctx);
-        if (rows > 0 && rows < c->n_ctx) c->swa_rows = rows; /* 0: a recurrent layer */
-        c->layer_row[l + 1] = c->layer_row[l] + rows;
-    }
-    const size_t positions = (size_t)c->layer_row[hp->n_layers];
     bool ok = true;
     /* a view of 0 layers (elm_forward_hidden) has no cache; calloc(0) may give NULL */
-    c->k_cache = calloc(positions ? positions : 1, c->k_row);
-    c->v_cache = calloc(positions ? positions : 1, c->v_row);
+    c->k_cache = calloc(c->k_bytes ? c->k_bytes : 1, 1);
+    c->v_cache = calloc(c->v_bytes ? c->v_bytes : 1, 1);
     ok = c->k_cache && c->v_cache;
     if (p->type_k != ELM_TYPE_F32 || p->type_v != ELM_TYPE_F32 || c->swa_rows) {
         /* rings are read in position order through these, f32 caches' other layers in place */
@@ -239,20 +283,26 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
         c->xp = alloc_aligned((nb + 15) / 16 * 16 * (size_t)max_cols * sizeof(uint16_t), &ok);
     if (c->k->round_float_act) c->xr = alloc_f32(nb * (size_t)max_cols, &ok);
     /* a GQA group's scores per thread (elm_kernels.attention) */
-    c->scores = alloc_f32(nt * (size_t)(hp->n_heads / hp->n_kv_heads) * (size_t)c->n_ctx, &ok);
+    c->scores = alloc_f32(nt * (size_t)group * (size_t)c->n_ctx, &ok);
     c->scratch = alloc_aligned(nt * c->scratch_bytes, &ok);
-    c->n_norms = hp->n_layers > 0 && m->layers[0].attn_post_norm ? 4 : 2;
+    const elm_layer *L0 = hp->n_layers > 0 ? &m->layers[0] : NULL;
+    c->n_norms = L0 && L0->attn_post_norm ? (L0->ple_post_norm ? 5 : 4) : 2;
     c->norms = alloc_f32(((size_t)hp->n_layers * c->n_norms + 1) * hp->dim, &ok);
-    if (qk_normed(m)) c->qk_norms = alloc_f32((size_t)hp->n_layers * 2 * hp->head_dim, &ok);
+    if (qk_normed(m)) c->qk_norms = alloc_f32((size_t)hp->n_layers * 2 * head_dim, &ok);
+    if (hp->v_norm) c->ones = alloc_f32((size_t)head_dim, &ok);
+    for (int l = 0; l < hp->n_layers && !c->out_scale; l++)
+        if (m->layers[l].out_scale) c->out_scale = alloc_f32((size_t)hp->n_layers, &ok);
+    alloc_ple(c, &ok);
     alloc_states(c, p, &ok);
+    const int32_t rope_dim_swa = hp->rope_dim_swa ? hp->rope_dim_swa : hp->rope_dim;
     c->inv_freq = alloc_f32((size_t)hp->rope_dim / 2, &ok);
     /* a sequence's context picks LongRoPE's factors (llama.cpp: n_ctx_seq) */
     const elm_tensor *rope_ff = elm_model_rope_factors(m, c->n_ctx / (p->n_seq > 1 ? p->n_seq : 1));
     c->rope_ff = alloc_f32((size_t)hp->rope_dim / 2, &ok);
     c->rope_cs = alloc_f32(nb * (size_t)hp->rope_dim, &ok);
     if (hp->rope_theta_swa > 0) {
-        c->inv_freq_swa = alloc_f32((size_t)hp->rope_dim / 2, &ok);
-        c->rope_cs_swa = alloc_f32(nb * (size_t)hp->rope_dim, &ok);
+        c->inv_freq_swa = alloc_f32((size_t)rope_dim_swa / 2, &ok);
+        c->rope_cs_swa = alloc_f32(nb * (size_t)rope_dim_swa, &ok);
     }
     c->tokens = calloc((size_t)c->n_ctx, sizeof(int32_t));
     c->pos = calloc(nb, sizeof(int32_t));
@@ -265,16 +315,20 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     }
     for (int l = 0; l < hp->n_layers; l++) {
         const elm_layer *L = &m->layers[l];
-        const elm_tensor *norm[] = {L->attn_norm, L->ffn_norm, L->attn_post_norm, L->ffn_post_norm};
+        const elm_tensor *norm[] = {L->attn_norm, L->ffn_norm, L->attn_post_norm, L->ffn_post_norm,
+                                    L->ple_post_norm};
         for (int i = 0; i < c->n_norms; i++)
             decode_vector(norm[i], c->norms + (size_t)(c->n_norms * l + i) * hp->dim);
+        if (c->out_scale) c->out_scale[l] = 1.0f;
+        if (c->out_scale && L->out_scale) decode_vector(L->out_scale, c->out_scale + l);
     }
     decode_vector(m->output_norm, c->norms + (size_t)(c->n_norms * hp->n_layers) * hp->dim);
     for (int l = 0; c->qk_norms && l < hp->n_layers; l++) {
-        if (!m->layers[l].q_norm) continue; /* a recurrent layer */
-        decode_vector(m->layers[l].q_norm, c->qk_norms + (size_t)(2 * l) * hp->head_dim);
-        decode_vector(m->layers[l].k_norm, c->qk_norms + (size_t)(2 * l + 1) * hp->head_dim);
+        const elm_layer *L = &m->layers[l];
+        if (L->q_norm) decode_vector(L->q_norm, c->qk_norms + (size_t)(2 * l) * head_dim);
+        if (L->k_norm) decode_vector(L->k_norm, c->qk_norms + (size_t)(2 * l + 1) * head_dim);
     }
+    for (int i = 0; c->ones && i < head_dim; i++) c->ones[i] = 1.0f;
     /* linear scaling multiplies every angle; Llama 3.1's or LongRoPE's frequency divisors each
      * one, as llama.cpp's freq_factors, and M-RoPE stills some pairs of a text token; the
      * attention factor scales cos and sin of all layers */
@@ -284,7 +338,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->rope.mscale = mscale;
     /* windowed layers with their own base take no scaling (llama.cpp: rope_freq_scale_train_swa) */
     if (c->inv_freq_swa) {
-        elm_rope_freqs_init(&c->rope_swa, hp->rope_dim, hp->rope_theta_swa, 1.0f, NULL,
+        elm_rope_freqs_init(&c->rope_swa, rope_dim_swa, hp->rope_theta_swa, 1.0f, NULL,
                             c->inv_freq_swa);
         c->rope_swa.mscale = mscale;
     }
@@ -298,9 +352,10 @@ void elm_context_free(elm_context *c) {
     void *bufs[] = {c->k_cache, c->v_cache, c->x,      c->xb,    c->q,   c->qg,   c->kb,
                     c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->xt,    c->xp,  c->xr,  c->scores,
                     c->scratch, c->norms,   c->inv_freq, c->rope_cs, c->tokens, c->k_deq, c->v_deq,
-                    c->qk_norms, c->pos, c->row0, c->layer_row, c->inv_freq_swa,
+                    c->qk_norms, c->pos, c->row0, c->kv, c->inv_freq_swa,
                     c->rope_cs_swa, c->rope_ff, c->state_off, c->state, c->ckpt, c->mix,
-                    c->seq_pos, c->ckpt_pos, c->runs};
+                    c->seq_pos, c->ckpt_pos, c->runs, c->ones, c->out_scale, c->ple,
+                    c->ple_row, c->ple_g, c->ple_norm};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }

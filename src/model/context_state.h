@@ -16,33 +16,44 @@ typedef struct elm_seq_run {
  * one and replays the tokens after it. */
 enum { ELM_STATE_CKPTS = 4 };
 
+/* Where a layer's keys and values lie in the context's cache (context.c lays them out layer
+ * after layer, each position one row of the layer's own width). */
+typedef struct elm_kv_layer {
+    size_t k_off, v_off;      /* bytes into k_cache / v_cache of the layer's row 0 */
+    size_t k_row, v_row;      /* bytes of one position's keys / values (dim elements) */
+    int32_t dim;              /* floats per position: the layer's KV heads · its head size */
+    int32_t k_block, v_block; /* elements per quantization block (kv_quant.h) */
+    int32_t rows;             /* n_ctx, or for a windowed layer of an interleaved family a ring
+                               * of swa_rows when that is fewer (position p at row
+                               * p % swa_rows); 0: none (a recurrent layer) */
+    bool own;                 /* false: the rows are those of the layer it reads
+                               * (elm_layer_kv_src, Gemma 4's last layers), never written */
+} elm_kv_layer;
+
 struct elm_context {
     const elm_model *m;
     const elm_kernels *k; /* elm_kernels_best, or elm_kernels_ggml with ggml_rounding */
     elm_pool *pool;
     int32_t n_ctx, n_batch, n_past;
-    int32_t kv_dim;
-    /* Layer l's keys and values are cache rows [layer_row[l], layer_row[l + 1]) of k_row / v_row
-     * bytes: n_ctx rows, or for a windowed layer of an interleaved family (hp.swa_period) a ring
-     * of swa_rows rows when that is fewer, position p at row p % swa_rows (kv_ring_rows). */
+    int32_t kv_dim;     /* the widest layer's elm_kv_layer.dim (the buffers' width) */
+    int32_t head_dim;   /* the widest layer's head size (elm_layer_head_dim; q is n_heads·this) */
     unsigned char *k_cache, *v_cache;
-    int32_t *layer_row; /* [n_layers + 1] */
+    elm_kv_layer *kv;   /* [n_layers] layer l's rows in k_cache and v_cache */
+    size_t k_bytes, v_bytes; /* of k_cache and v_cache: the layers' own rows */
     int32_t swa_rows;   /* rows of a ring, 0 when no layer has one */
     elm_type type_k, type_v;  /* cache element types (kv_quant.h) */
-    int32_t k_block, v_block; /* elements per quantization block */
-    size_t k_row, v_row;      /* bytes of one position's keys / values (kv_dim elements) */
     float *k_deq, *v_deq;     /* [n_ctx, kv_dim] one layer decoded for attention (a ring in
                                * position order); NULL for f32 without rings */
     int32_t *tokens;          /* [n_ctx] ids of the cached positions (kv_cache.c) */
     /* activations for up to n_batch tokens */
     float *x;        /* [n_batch, dim] residual stream */
     float *xb;       /* [n_batch, dim] normed input of a block */
-    float *q;        /* [n_batch, n_heads * head_dim] */
+    float *q;        /* [n_batch, n_heads * head_dim] (the widest layer's head_dim) */
     float *qg;       /* [n_batch, 2 · n_heads * head_dim] a gated family's q projection
                       * (elm_arch.attn_gate): each head's query, then its gate; else NULL */
     float *kb, *vb;  /* [n_batch, kv_dim] */
     float *att;      /* [n_batch, n_heads * head_dim] attention output before wo */
-    float *hg, *hu;  /* [n_batch, ffn_dim] gate and up projections */
+    float *hg, *hu;  /* [n_batch, ffn_dim] gate and up projections (the widest layer's) */
     void *xq;        /* [n_batch] q8 rows (kernels.h) of a product's input, max_cols wide */
     float *xt;       /* [n_batch rounded up to 16, max_cols] a product's input by 16-token chunks,
                       * transposed (elm_matmul_args.xt) */
@@ -54,9 +65,19 @@ struct elm_context {
     unsigned char *scratch; /* [n_threads, scratch_bytes] matmul scratch, 64-byte aligned */
     size_t scratch_bytes;
     float *norms;    /* float copies: [n_layers, n_norms, dim] attn, ffn (and attn-post,
-                      * ffn-post: Gemma 3) norms, then [dim] output norm */
-    int n_norms;     /* 2, or 4 with post-norms */
-    float *qk_norms; /* float copies [n_layers, 2, head_dim] of q/k norms (Qwen3), else NULL */
+                      * ffn-post: Gemma 3; and the per-layer embedding's post_norm: Gemma 4)
+                      * norms, then [dim] output norm */
+    int n_norms;     /* 2, 4 with post-norms, 5 with per-layer embeddings too */
+    float *qk_norms; /* float copies [n_layers, 2, head_dim] of q/k norms (Qwen3; a layer's own
+                      * head size of each head_dim, a layer without k norm: zeros), else NULL */
+    float *ones;     /* [head_dim] 1s: the weights of the unweighted V norm (Gemma 4), else NULL */
+    float *out_scale; /* [n_layers] the blocks' output scales (Gemma 4's layer_output_scale; 1
+                       * where a layer has none), NULL when none has one */
+    /* Gemma 4's per-layer embeddings (model.h: ple_embd), when the model has them, else NULL: */
+    float *ple;      /* [n_batch, n_layers, P] each token's input to each layer */
+    float *ple_row;  /* [n_layers · P] one token's row of the table */
+    float *ple_g;    /* [n_batch, P] the gate of a layer */
+    float *ple_norm; /* [P] per_layer_proj_norm as floats */
     elm_rope_freqs rope; /* the layers' RoPE frequencies (kernels.h) */
     float *inv_freq; /* [rope_dim / 2] rope.inv_freq */
     float *rope_ff;  /* [rope_dim / 2] the frequency divisors for this context (rope.ff when not
@@ -64,7 +85,8 @@ struct elm_context {
                       * long or short factors), infinite for pairs M-RoPE stills in text
                       * (rope_sections) */
     float *rope_cs;  /* [n_batch, rope_dim] cos, sin of each pair's angle at the batch positions */
-    elm_rope_freqs rope_swa; /* windowed layers with their own RoPE base (hp.rope_theta_swa) */
+    elm_rope_freqs rope_swa; /* windowed layers with their own RoPE base (hp.rope_theta_swa) and
+                              * dimensions (hp.rope_dim_swa, else rope_dim) */
     float *inv_freq_swa, *rope_cs_swa; /* their inv_freq and rope_cs, else NULL */
     int32_t *pos;    /* [n_batch] each token's position in its sequence */
     int32_t *row0;   /* [n_batch] cache row of its sequence's position 0 (elm_forward_seqs) */
@@ -109,19 +131,21 @@ int32_t elm_seq_restore(elm_context *c, int seq, int32_t n_max);
  * real model's prefill in few chunks (Gemma 3 1B: 256 rows, 6 MiB of f16 cache in all). */
 enum { ELM_SWA_SPARE = 32 };
 
-/* Cache rows of layer l of hp in a context of n_ctx: n_ctx, or the window and its spare rows for
- * a windowed layer of an interleaved family when fewer (kv_cache.c). */
+/* Cache rows of layer l's own of hp in a context of n_ctx: n_ctx, or the window and its spare
+ * rows for a windowed layer of an interleaved family when fewer; 0 for a recurrent layer and one
+ * that reads another's (kv_cache.c). */
 int32_t elm_kv_layer_rows(const elm_hparams *hp, int l, int32_t n_ctx);
 
-/* Layer l's first key / value row (context.h: layer_row), and whether it is a ring. */
+/* Layer l's first key / value row (elm_kv_layer: another layer's where it reads that one's), and
+ * whether it is a ring. */
 static inline unsigned char *elm_kv_layer_k(const elm_context *c, int l) {
-    return c->k_cache + (size_t)c->layer_row[l] * c->k_row;
+    return c->k_cache + c->kv[l].k_off;
 }
 static inline unsigned char *elm_kv_layer_v(const elm_context *c, int l) {
-    return c->v_cache + (size_t)c->layer_row[l] * c->v_row;
+    return c->v_cache + c->kv[l].v_off;
 }
 static inline bool elm_kv_layer_ring(const elm_context *c, int l) {
-    return c->layer_row[l + 1] - c->layer_row[l] < c->n_ctx;
+    return c->kv[l].rows < c->n_ctx;
 }
 
 #endif

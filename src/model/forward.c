@@ -3,8 +3,9 @@
  * n = RMSNorm; logits = Wout·n(x). Mix is the layer's kind (layer_kind.h): attention
  * (layer_attention.c) or a recurrent layer that carries a state per sequence (seq_state.c). The
  * families of model/arch.h differ only in what hparams and the layer say: GELU for silu and
- * sqrt(dim)-scaled embeddings (Gemma), norms of the block outputs (Gemma 3), Granite's
- * multipliers of the embeddings, block outputs and logits, and in attention.
+ * sqrt(dim)-scaled embeddings (Gemma), norms of the block outputs (Gemma 3), per-layer
+ * embeddings and scales after each block (Gemma 4), Granite's multipliers of the embeddings,
+ * block outputs and logits, and in attention.
  *
  * Matrix products run on the context's thread pool, split by weight rows so each weight row is
  * read once per call whatever the number of tokens. Products sharing an input (q/k/v, gate/up) go
@@ -177,6 +178,30 @@ static void embed(elm_context *c, const int32_t *tokens, int32_t n) {
         for (size_t i = 0; i < (size_t)n * (size_t)e->ne[0]; i++) c->x[i] *= scale;
 }
 
+/* Gemma 4's per-layer embeddings of the batch's n tokens (c->ple, token by token the inputs of
+ * every layer), as llama.cpp's graph computes them: the scaled embedding c->x projected to
+ * n_layers·P values, × 1/sqrt(dim), each layer's P RMSNormed with per_layer_proj_norm, plus the
+ * token's row of per_layer_token_embd × sqrt(P), all × 1/sqrt(2). */
+static void per_layer_inputs(elm_context *c, const int32_t *tokens, int32_t n) {
+    const elm_model *m = c->m;
+    const int64_t P = m->hp.n_embd_per_layer, all = P * m->hp.n_layers;
+    const elm_tensor *e = m->ple_embd;
+    const size_t row = elm_row_bytes(e->type, all);
+    const float proj_scale = 1.0f / sqrtf((float)m->hp.dim), embd_scale = sqrtf((float)P),
+                out_scale = 1.0f / sqrtf(2.0f);
+    elm_fw_matmul(c, -1, m->ple_model_proj, c->x, n, 0, c->ple);
+    for (int32_t t = 0; t < n; t++) {
+        float *ple = c->ple + (size_t)t * (size_t)all;
+        elm_type_get(e->type)->to_float((const char *)e->data + (size_t)tokens[t] * row,
+                                        c->ple_row, all);
+        for (int64_t i = 0; i < all; i++) ple[i] *= proj_scale;
+        for (int64_t i = 0; i < all; i += P)
+            c->k->rmsnorm(ple + i, ple + i, c->ple_norm, P, m->hp.rms_eps);
+        for (int64_t i = 0; i < all; i++)
+            ple[i] = (ple[i] + c->ple_row[i] * embd_scale) * out_scale;
+    }
+}
+
 /* cos and sin of every rotated pair's angle for the batch's positions, once per forward call
  * (all layers use the same; windowed layers with their own base, theirs). */
 static void rope_tables(elm_context *c, int32_t n) {
@@ -199,6 +224,24 @@ static void residual_add(elm_context *c, float *y, const float *post_norm, int32
     for (size_t i = 0; i < (size_t)n * c->m->hp.dim; i++) c->x[i] += y[i] * scale;
 }
 
+/* After block l (Gemma 4): its per-layer embedding, x += RMSNorm(proj · (gelu(inp_gate · x) ⊙
+ * the tokens' inputs of the layer)) · post_norm; then x × the block's output scale. */
+static void per_layer_output(elm_context *c, int l, int32_t n, const float *post_norm) {
+    const elm_model *m = c->m;
+    const elm_layer *L = &m->layers[l];
+    const int64_t P = m->hp.n_embd_per_layer, all = P * m->hp.n_layers;
+    if (L->ple_gate) {
+        elm_fw_matmul(c, l, L->ple_gate, c->x, n, 0, c->ple_g);
+        for (int32_t t = 0; t < n; t++)
+            c->k->geglu(c->ple_g + (size_t)t * P, c->ple_g + (size_t)t * P,
+                        c->ple + (size_t)t * (size_t)all + (size_t)l * P, P);
+        elm_fw_matmul(c, l, L->ple_proj, c->ple_g, n, 0, c->xb);
+        residual_add(c, c->xb, post_norm, n);
+    }
+    if (c->out_scale)
+        for (size_t i = 0; i < (size_t)n * m->hp.dim; i++) c->x[i] *= c->out_scale[l];
+}
+
 /* Layer l for the batch's n tokens, of which the caller keeps the FFN outputs of the tokens
  * [ffn_first, n) (elm_matmul_args.out_first; the others are computed too). */
 static void layer_forward(elm_context *c, int l, int32_t n, int32_t ffn_first) {
@@ -206,8 +249,9 @@ static void layer_forward(elm_context *c, int l, int32_t n, int32_t ffn_first) {
     const elm_hparams *hp = &m->hp;
     const elm_layer *L = &m->layers[l];
     const int dim = hp->dim;
-    const float *norm = c->norms + (size_t)(c->n_norms * l) * dim; /* attn, ffn, post norms */
-    const bool post = c->n_norms == 4;
+    /* attn, ffn, post norms, the per-layer embedding's */
+    const float *norm = c->norms + (size_t)(c->n_norms * l) * dim;
+    const bool post = c->n_norms >= 4;
 
     rmsnorm_rows(c, c->xb, c->x, norm, n);
     if (L->kind == ELM_LAYER_ATTENTION) elm_layer_attention(c, l, n);
@@ -218,11 +262,12 @@ static void layer_forward(elm_context *c, int l, int32_t n, int32_t ffn_first) {
     const elm_tensor *gate_up[] = {L->w_gate, L->w_up};
     float *gate_up_out[] = {c->hg, c->hu};
     elm_fw_matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n, ffn_first);
-    const int64_t n_ff = (int64_t)n * hp->ffn_dim;
+    const int64_t n_ff = (int64_t)n * elm_layer_ffn_dim(hp, l);
     if (hp->ffn_act == ELM_ACT_SILU) c->k->swiglu(c->hg, c->hg, c->hu, n_ff);
     else c->k->geglu(c->hg, c->hg, c->hu, n_ff);
     elm_fw_matmul(c, l, L->w_down, c->hg, n, ffn_first, c->xb);
     residual_add(c, c->xb, post ? norm + 3 * dim : NULL, n);
+    if (c->ple || c->out_scale) per_layer_output(c, l, n, c->n_norms == 5 ? norm + 4 * dim : NULL);
 }
 
 /* Norm and output projection of the n_out rows `rows` of the residual stream into logits
@@ -236,10 +281,11 @@ static void output_logits(elm_context *c, const int32_t *rows, int32_t first, in
                       c->x + (size_t)(rows ? rows[t] : first + t) * hp->dim, out_norm, hp->dim,
                       hp->rms_eps);
     elm_fw_matmul(c, -1, c->m->output, c->xb, n_out, 0, logits);
-    const float cap = hp->logit_softcap, inv_scale = 1.0f / hp->logit_scale;
+    /* as llama.cpp's graph: × 1/cap, tanh, × cap */
+    const float cap = hp->logit_softcap, inv_cap = 1.0f / cap, inv_scale = 1.0f / hp->logit_scale;
     if (cap > 0)
         for (size_t i = 0; i < (size_t)n_out * (size_t)hp->n_vocab; i++)
-            logits[i] = cap * tanhf(logits[i] / cap);
+            logits[i] = cap * tanhf(logits[i] * inv_cap);
     if (hp->logit_scale != 1.0f)
         for (size_t i = 0; i < (size_t)n_out * (size_t)hp->n_vocab; i++) logits[i] *= inv_scale;
 }
@@ -268,9 +314,13 @@ elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float
                           c->n_past, n, c->n_ctx);
     elm_status st = check_tokens(c, tokens, n, err);
     if (st) return st;
+    if (!tokens && c->ple)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: per-layer embeddings need token ids, "
+                          "not hidden states", c->m->path);
     const size_t n_x = (size_t)n * (size_t)hp->dim;
     if (tokens) embed(c, tokens, n);
     else if (x) memcpy(c->x, x, sizeof(float) * n_x); /* (x is set: checked above) */
+    if (c->ple) per_layer_inputs(c, tokens, n);
     for (int32_t t = 0; t < n; t++) {
         c->pos[t] = c->n_past + t;
         c->row0[t] = 0;
@@ -278,8 +328,8 @@ elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float
     if ((st = elm_seq_begin(c, n, err))) return st;
     rope_tables(c, n);
     /* past the last layer's attention only the rows of the logits are needed (llama.cpp goes on
-     * with those alone; a table may add as it does) */
-    const int32_t out_first = logits && !all_logits ? n - 1 : 0;
+     * with those alone but for Gemma 4; a table may add as it does) */
+    const int32_t out_first = logits && !all_logits && !hp->full_last_layer ? n - 1 : 0;
     for (int l = 0; l < hp->n_layers; l++)
         layer_forward(c, l, n, l == hp->n_layers - 1 ? out_first : 0);
     elm_seq_end(c);
@@ -331,6 +381,7 @@ elm_status elm_forward_seqs(elm_context *c, const int32_t *tokens, const int32_t
     memcpy(c->row0, row0, sizeof(int32_t) * (size_t)n);
     if ((st = elm_seq_begin(c, n, err))) return st;
     embed(c, tokens, n);
+    if (c->ple) per_layer_inputs(c, tokens, n);
     rope_tables(c, n);
     for (int l = 0; l < c->m->hp.n_layers; l++) layer_forward(c, l, n, 0);
     elm_seq_end(c);

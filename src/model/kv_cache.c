@@ -39,20 +39,22 @@ elm_status elm_context_truncate(elm_context *c, int32_t n_past, elm_error *err) 
     return ELM_OK;
 }
 
-/* Rotates the keys of one layer's positions [from, to) by the angles in cs (cos, sin per pair):
+/* Rotates the keys of layer l's positions [from, to) by the angles in cs (cos, sin per pair):
  * RoPE at position p is a rotation by an angle proportional to p per pair, and rotations add (as
  * llama.cpp shifts its cache: RoPE at position -n_discard). Keys of other types than f32 go
  * through floats. */
-static void rerotate(elm_context *c, unsigned char *k_layer, int32_t from, int32_t to,
-                     const float *cs, float *row) {
+static void rerotate(elm_context *c, int l, int32_t from, int32_t to, const float *cs,
+                     float *row) {
     const elm_hparams *hp = &c->m->hp;
+    const elm_kv_layer *kl = &c->kv[l];
     void (*rope)(float *, int, int, int, const float *) =
         hp->rope_style == ELM_ROPE_NEOX ? c->k->rope_neox : c->k->rope;
     for (int32_t p = from; p < to; p++) {
-        unsigned char *dst = k_layer + (size_t)p * c->k_row;
-        elm_kv_decode(c->type_k, c->k_block, dst, row, c->kv_dim);
-        rope(row, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
-        elm_kv_encode(c->type_k, c->k_block, row, dst, c->kv_dim);
+        unsigned char *dst = elm_kv_layer_k(c, l) + (size_t)p * kl->k_row;
+        elm_kv_decode(c->type_k, kl->k_block, dst, row, kl->dim);
+        rope(row, elm_layer_kv_heads(hp, l), elm_layer_head_dim(hp, l), elm_layer_rope_dim(hp, l),
+             cs);
+        elm_kv_encode(c->type_k, kl->k_block, row, dst, kl->dim);
     }
 }
 
@@ -70,7 +72,9 @@ elm_status elm_context_shift(elm_context *c, int32_t n_keep, int32_t n_discard, 
                           "context shift: %s's recurrent layers cannot drop tokens from their "
                           "state (raise -c)", c->m->hp.arch);
     const elm_hparams *hp = &c->m->hp;
-    float *cs = malloc(sizeof(float) * 2 * (size_t)hp->rope_dim); /* global, windowed layers */
+    /* the global and the windowed layers' angles (the windowed: a RoPE of their own, if any) */
+    const elm_rope_freqs *swa = c->inv_freq_swa ? &c->rope_swa : &c->rope;
+    float *cs = malloc(sizeof(float) * (size_t)(hp->rope_dim + swa->rope_dim));
     float *row = malloc(sizeof(float) * (size_t)c->kv_dim);
     if (!cs || !row) {
         free(cs);
@@ -80,20 +84,22 @@ elm_status elm_context_shift(elm_context *c, int32_t n_keep, int32_t n_discard, 
     const int32_t back = -n_discard;
     /* a pure rotation: the keys hold the attention factor already (llama.cpp's shift applies it
      * once more, scaling shifted keys by its square) */
-    elm_rope_freqs turn = c->rope, turn_swa = c->inv_freq_swa ? c->rope_swa : c->rope;
+    elm_rope_freqs turn = c->rope, turn_swa = *swa;
     turn.mscale = turn_swa.mscale = 1.0f;
     c->k->rope_cs(&turn, &back, 1, cs);
     c->k->rope_cs(&turn_swa, &back, 1, cs + hp->rope_dim);
     const int32_t from = n_keep + n_discard, n_move = c->n_past - from;
     for (int l = 0; l < hp->n_layers; l++) {
+        const elm_kv_layer *kl = &c->kv[l];
+        if (!kl->own) continue; /* moved with the layer it reads */
         unsigned char *k = elm_kv_layer_k(c, l), *v = elm_kv_layer_v(c, l);
-        memmove(k + (size_t)n_keep * c->k_row, k + (size_t)from * c->k_row,
-                (size_t)n_move * c->k_row);
-        memmove(v + (size_t)n_keep * c->v_row, v + (size_t)from * c->v_row,
-                (size_t)n_move * c->v_row);
+        memmove(k + (size_t)n_keep * kl->k_row, k + (size_t)from * kl->k_row,
+                (size_t)n_move * kl->k_row);
+        memmove(v + (size_t)n_keep * kl->v_row, v + (size_t)from * kl->v_row,
+                (size_t)n_move * kl->v_row);
         /* NoPE layers (SmolLM3) stored their keys unrotated */
         if (!elm_layer_nope(hp, l))
-            rerotate(c, k, n_keep, n_keep + n_move,
+            rerotate(c, l, n_keep, n_keep + n_move,
                      cs + (elm_layer_swa(hp, l) ? hp->rope_dim : 0), row);
     }
     memmove(c->tokens + n_keep, c->tokens + from, sizeof(int32_t) * (size_t)n_move);
@@ -124,27 +130,35 @@ bool elm_kv_type_from_name(const char *name, elm_type *out) {
 }
 
 /* Mistral's window (swa_period 0, every layer) keeps the full cache, masked: rings would take
- * its context shift and sessions, which a ring refuses. */
+ * its context shift and sessions, which a ring refuses. A windowed layer that later layers read
+ * (Gemma 4) keeps every position too: they attend after it has taken in the whole batch, which
+ * a ring holds only in part. */
 int32_t elm_kv_layer_rows(const elm_hparams *hp, int l, int32_t n_ctx) {
     if (elm_layer_recurrent(hp, l)) return 0; /* its state is elsewhere (seq_state.c) */
-    if (hp->swa_period == 0 || !elm_layer_swa(hp, l)) return n_ctx;
+    if (elm_layer_kv_src(hp, l) != l) return 0; /* it reads another layer's (Gemma 4) */
+    if ((hp->swa_period == 0 && !hp->swa_listed) || !elm_layer_swa(hp, l)) return n_ctx;
+    for (int s = hp->n_layers - hp->n_kv_shared; s < hp->n_layers; s++)
+        if (elm_layer_kv_src(hp, s) == l) return n_ctx;
     const int64_t ring = (int64_t)hp->n_swa + (hp->n_swa / 2 > ELM_SWA_SPARE ? hp->n_swa / 2
                                                                                : ELM_SWA_SPARE);
     return ring < n_ctx ? (int32_t)ring : n_ctx;
 }
 
 size_t elm_kv_cache_bytes(const elm_hparams *hp, int32_t n_ctx, elm_type type_k, elm_type type_v) {
-    const int32_t bk = elm_kv_block(type_k, hp->head_dim), bv = elm_kv_block(type_v, hp->head_dim);
-    if (!bk || !bv || n_ctx <= 0) return 0;
-    const int64_t kv_dim = (int64_t)hp->n_kv_heads * hp->head_dim;
-    size_t rows = 0;
-    for (int l = 0; l < hp->n_layers; l++) rows += (size_t)elm_kv_layer_rows(hp, l, n_ctx);
-    return rows * (elm_kv_bytes(type_k, bk, kv_dim) + elm_kv_bytes(type_v, bv, kv_dim));
+    if (n_ctx <= 0) return 0;
+    size_t bytes = 0;
+    for (int l = 0; l < hp->n_layers; l++) {
+        const int32_t hd = elm_layer_head_dim(hp, l);
+        const int32_t bk = elm_kv_block(type_k, hd), bv = elm_kv_block(type_v, hd);
+        if (!bk || !bv) return 0;
+        const int64_t kv_dim = (int64_t)elm_layer_kv_heads(hp, l) * hd;
+        bytes += (size_t)elm_kv_layer_rows(hp, l, n_ctx) *
+                 (elm_kv_bytes(type_k, bk, kv_dim) + elm_kv_bytes(type_v, bv, kv_dim));
+    }
+    return bytes;
 }
 
-size_t elm_context_kv_bytes(const elm_context *c) {
-    return (size_t)c->layer_row[c->m->hp.n_layers] * (c->k_row + c->v_row);
-}
+size_t elm_context_kv_bytes(const elm_context *c) { return c->k_bytes + c->v_bytes; }
 
 elm_type elm_context_type_k(const elm_context *c) { return c->type_k; }
 elm_type elm_context_type_v(const elm_context *c) { return c->type_v; }

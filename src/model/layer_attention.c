@@ -3,7 +3,11 @@
  * q/k RMSNorm (Qwen3, LFM2), layers without RoPE (SmolLM3), the RoPE pairing (NEOX), a head size
  * that is not dim / heads (q is n_heads·head_dim wide), RoPE on part of each head (Phi-3
  * variants, Qwen3.5), a sliding window (Mistral) or a ring of it (Gemma 3's local layers), an
- * output gate from the q projection (Qwen3.5: Wo·(Attn ⊙ sigmoid(Wg·n(x)))). */
+ * output gate from the q projection (Qwen3.5: Wo·(Attn ⊙ sigmoid(Wg·n(x)))), and Gemma 4's: head
+ * sizes, KV heads and RoPE of each layer's own (elm_layer_head_dim...; the global layers' partial
+ * RoPE is rope_freqs leaving pairs unturned), values RMSNormed without weights (or, without
+ * attn_v, the k projection as values), and the last layers reading an earlier layer's cache
+ * instead of writing their own (elm_layer_kv_src). */
 #include <math.h>
 #include <string.h>
 
@@ -14,6 +18,8 @@
 typedef struct {
     elm_context *c;
     const float *k, *v; /* the layer's cached keys and values as floats, [rows, kv_dim] */
+    size_t kv_dim;      /* floats from one position to the next in k and v */
+    int hd, n_kv_heads; /* the layer's head size and KV heads */
     int32_t t0;         /* the batch tokens [t0, t0 + n_tok) attend */
     int32_t base;       /* ring layers: the position at row 0 of k and v (else 0) */
     int32_t n_swa;      /* the layer's window, 0: none */
@@ -32,22 +38,22 @@ static void attention_worker(void *arg, int ith, int nth) {
     attention_job *j = arg;
     elm_context *c = j->c;
     const elm_hparams *hp = &c->m->hp;
-    const int hd = hp->head_dim, group = hp->n_heads / hp->n_kv_heads;
+    const int hd = j->hd, group = hp->n_heads / j->n_kv_heads;
     const size_t q_dim = (size_t)hp->n_heads * hd;
     float *scores = c->scores + (size_t)ith * (size_t)group * c->n_ctx;
     long i0, i1;
     while (elm_pool_work_claim(&j->items, ith, 1, &i0, &i1)) {
         for (long item = i0; item < i1; item++) {
-            const int64_t t = j->t0 + item / hp->n_kv_heads;
-            const int kvh = (int)(item % hp->n_kv_heads), h = kvh * group;
+            const int64_t t = j->t0 + item / j->n_kv_heads;
+            const int kvh = (int)(item % j->n_kv_heads), h = kvh * group;
             const int32_t pos = c->pos[t];
             const size_t row = j->ring ? 0 : (size_t)c->row0[t];
             /* a sliding window sees positions (pos - n_swa, pos] */
             const int32_t p0 = j->n_swa > 0 && pos >= j->n_swa ? pos + 1 - j->n_swa : 0;
             const float *q = c->q + (size_t)t * q_dim + (size_t)h * hd;
-            const size_t first = (row + (size_t)(p0 - j->base)) * c->kv_dim + (size_t)kvh * hd;
+            const size_t first = (row + (size_t)(p0 - j->base)) * j->kv_dim + (size_t)kvh * hd;
             float *out = c->att + (size_t)t * q_dim + (size_t)h * hd;
-            c->k->attention(q, group, j->k + first, j->v + first, (size_t)c->kv_dim, pos + 1 - p0,
+            c->k->attention(q, group, j->k + first, j->v + first, j->kv_dim, pos + 1 - p0, p0,
                             hd, hp->attn_scale, j->n_tok, scores, out);
         }
     }
@@ -55,7 +61,8 @@ static void attention_worker(void *arg, int ith, int nth) {
 
 typedef struct {
     elm_context *c;
-    const unsigned char *k, *v; /* a layer's cache rows */
+    const elm_kv_layer *kl;     /* the layer's rows */
+    const unsigned char *k, *v; /* and where they are */
     elm_pool_work positions;    /* claimed KV_CHUNK at a time, as products are */
 } decode_job;
 
@@ -67,17 +74,18 @@ static void decode_worker(void *arg, int ith, int nth) {
     (void)nth;
     decode_job *j = arg;
     elm_context *c = j->c;
+    const elm_kv_layer *kl = j->kl;
     long p0, p1;
     while (elm_pool_work_claim(&j->positions, ith, KV_CHUNK, &p0, &p1)) {
-        const size_t n = (size_t)(p1 - p0) * (size_t)c->kv_dim, off = (size_t)p0 * c->kv_dim;
-        elm_kv_decode(c->type_k, c->k_block, j->k + (size_t)p0 * c->k_row, c->k_deq + off,
+        const size_t n = (size_t)(p1 - p0) * (size_t)kl->dim, off = (size_t)p0 * kl->dim;
+        elm_kv_decode(c->type_k, kl->k_block, j->k + (size_t)p0 * kl->k_row, c->k_deq + off,
                       (int64_t)n);
-        elm_kv_decode(c->type_v, c->v_block, j->v + (size_t)p0 * c->v_row, c->v_deq + off,
+        elm_kv_decode(c->type_v, kl->v_block, j->v + (size_t)p0 * kl->v_row, c->v_deq + off,
                       (int64_t)n);
     }
 }
 
-/* Layer l's cached keys and values [n_pos, kv_dim] as floats for the attention kernel: the
+/* Layer l's cached keys and values [n_pos, its kv dim] as floats for the attention kernel: the
  * cache itself when it is f32, else decoded into the context's one-layer buffers. */
 static void layer_kv(elm_context *c, int l, int32_t n_pos, const float **k, const float **v) {
     const unsigned char *kc = elm_kv_layer_k(c, l), *vc = elm_kv_layer_v(c, l);
@@ -86,7 +94,7 @@ static void layer_kv(elm_context *c, int l, int32_t n_pos, const float **k, cons
         *v = (const float *)vc;
         return;
     }
-    decode_job j = {.c = c, .k = kc, .v = vc};
+    decode_job j = {.c = c, .kl = &c->kv[l], .k = kc, .v = vc};
     elm_pool_work_init(&j.positions, n_pos, elm_pool_size(c->pool));
     elm_pool_run_shared(c->pool, decode_worker, &j);
     *k = c->k_deq;
@@ -97,12 +105,15 @@ static void layer_kv(elm_context *c, int l, int32_t n_pos, const float **k, cons
  * (at most two runs of ring rows). */
 static void ring_kv(elm_context *c, int l, int32_t lo, int32_t hi) {
     const unsigned char *kc = elm_kv_layer_k(c, l), *vc = elm_kv_layer_v(c, l);
-    const int32_t R = c->swa_rows;
+    const elm_kv_layer *kl = &c->kv[l];
+    const int32_t R = kl->rows;
     for (int32_t p = lo; p <= hi;) {
         const int32_t r = p % R, run = hi - p + 1 < R - r ? hi - p + 1 : R - r;
-        const size_t off = (size_t)(p - lo) * c->kv_dim, n = (size_t)run * c->kv_dim;
-        elm_kv_decode(c->type_k, c->k_block, kc + (size_t)r * c->k_row, c->k_deq + off, (int64_t)n);
-        elm_kv_decode(c->type_v, c->v_block, vc + (size_t)r * c->v_row, c->v_deq + off, (int64_t)n);
+        const size_t off = (size_t)(p - lo) * kl->dim, n = (size_t)run * kl->dim;
+        elm_kv_decode(c->type_k, kl->k_block, kc + (size_t)r * kl->k_row, c->k_deq + off,
+                      (int64_t)n);
+        elm_kv_decode(c->type_v, kl->v_block, vc + (size_t)r * kl->v_row, c->v_deq + off,
+                      (int64_t)n);
         p += run;
     }
 }
@@ -115,16 +126,21 @@ static void add_bias(float *y, const elm_tensor *b, int32_t n_tok, int64_t n) {
         for (int64_t i = 0; i < n; i++) y[(size_t)t * n + i] += bias[i];
 }
 
-/* Per-head RMSNorm of the batch's q and k before RoPE (Qwen3): every head_dim slice scaled by
- * layer l's q or k norm weights. */
-static void qk_norm(elm_context *c, int l, int32_t n) {
+/* Per-head RMSNorm of the batch's q and k before RoPE (Qwen3), every head_dim slice scaled by
+ * layer l's q or k norm weights; and of v without weights (Gemma 4). A layer reading another's
+ * cache (n_kv 0) has only q. */
+static void qkv_norm(elm_context *c, int l, int32_t n, int n_kv) {
     const elm_hparams *hp = &c->m->hp;
-    const int hd = hp->head_dim;
-    const float *wq = c->qk_norms + (size_t)(2 * l) * hd, *wk = wq + hd;
-    for (size_t i = 0; i < (size_t)n * (size_t)hp->n_heads; i++)
-        c->k->rmsnorm(c->q + i * hd, c->q + i * hd, wq, hd, hp->rms_eps);
-    for (size_t i = 0; i < (size_t)n * (size_t)hp->n_kv_heads; i++)
-        c->k->rmsnorm(c->kb + i * hd, c->kb + i * hd, wk, hd, hp->rms_eps);
+    const int hd = elm_layer_head_dim(hp, l);
+    if (c->qk_norms) {
+        const float *wq = c->qk_norms + (size_t)(2 * l) * c->head_dim, *wk = wq + c->head_dim;
+        for (size_t i = 0; i < (size_t)n * (size_t)hp->n_heads; i++)
+            c->k->rmsnorm(c->q + i * hd, c->q + i * hd, wq, hd, hp->rms_eps);
+        for (size_t i = 0; i < (size_t)n * (size_t)n_kv; i++)
+            c->k->rmsnorm(c->kb + i * hd, c->kb + i * hd, wk, hd, hp->rms_eps);
+    }
+    for (size_t i = 0; c->ones && i < (size_t)n * (size_t)n_kv; i++)
+        c->k->rmsnorm(c->vb + i * hd, c->vb + i * hd, c->ones, hd, hp->rms_eps);
 }
 
 /* A gated family's q projection c->qg: each head's query into c->q (its gate stays). */
@@ -148,9 +164,11 @@ static void apply_gate(elm_context *c, int32_t n) {
  * the cache. A ring is read from the first position the first token sees. */
 static void attend(elm_context *c, int l, int32_t t0, int32_t nt) {
     const elm_hparams *hp = &c->m->hp;
-    attention_job aj = {.c = c, .t0 = t0, .n_swa = elm_layer_swa(hp, l) ? hp->n_swa : 0,
+    attention_job aj = {.c = c, .kv_dim = (size_t)c->kv[l].dim, .hd = elm_layer_head_dim(hp, l),
+                        .n_kv_heads = elm_layer_kv_heads(hp, l), .t0 = t0,
+                        .n_swa = elm_layer_swa(hp, l) ? hp->n_swa : 0,
                         .ring = elm_kv_layer_ring(c, l), .n_tok = nt};
-    elm_pool_work_init(&aj.items, (long)nt * hp->n_kv_heads, elm_pool_size(c->pool));
+    elm_pool_work_init(&aj.items, (long)nt * aj.n_kv_heads, elm_pool_size(c->pool));
     if (aj.ring) {
         const int32_t first = c->pos[t0];
         aj.base = first >= hp->n_swa ? first + 1 - hp->n_swa : 0;
@@ -170,39 +188,46 @@ void elm_layer_attention(elm_context *c, int l, int32_t n) {
     const elm_model *m = c->m;
     const elm_hparams *hp = &m->hp;
     const elm_layer *L = &m->layers[l];
-    const int kv = c->kv_dim, q_dim = hp->n_heads * hp->head_dim;
+    const elm_kv_layer *kl = &c->kv[l];
+    const int hd = elm_layer_head_dim(hp, l), rope_dim = elm_layer_rope_dim(hp, l);
+    const int n_kv = kl->own ? elm_layer_kv_heads(hp, l) : 0; /* the heads it computes */
+    const int kv = n_kv * hd, q_dim = hp->n_heads * hd;
     void (*rope)(float *, int, int, int, const float *) =
         hp->rope_style == ELM_ROPE_NEOX ? c->k->rope_neox : c->k->rope;
 
+    /* without attn_v (Gemma 4's attention_k_eq_v) the values are the k projection */
     const elm_tensor *qkv[] = {L->wq, L->wk, L->wv};
     float *qkv_out[] = {c->qg ? c->qg : c->q, c->kb, c->vb};
-    elm_fw_matmul_group(c, l, 3, qkv, qkv_out, c->xb, n, 0);
+    elm_fw_matmul_group(c, l, n_kv ? (L->wv ? 3 : 2) : 1, qkv, qkv_out, c->xb, n, 0);
     if (c->qg) split_gate(c, n);
+    if (n_kv && !L->wv) memcpy(c->vb, c->kb, sizeof(float) * (size_t)n * (size_t)kv);
     add_bias(c->q, L->bq, n, q_dim);
     add_bias(c->kb, L->bk, n, kv);
     add_bias(c->vb, L->bv, n, kv);
-    if (c->qk_norms) qk_norm(c, l, n);
+    qkv_norm(c, l, n, n_kv);
     unsigned char *k_layer = elm_kv_layer_k(c, l), *v_layer = elm_kv_layer_v(c, l);
     const bool nope = elm_layer_nope(hp, l);
     const bool ring = elm_kv_layer_ring(c, l);
     const float *rope_cs = elm_layer_swa(hp, l) && c->rope_cs_swa ? c->rope_cs_swa : c->rope_cs;
-    /* a ring takes the tokens in chunks that fit beside the window (its spare rows + 1) */
-    const int32_t chunk = ring ? c->swa_rows - hp->n_swa + 1 : n;
+    /* a ring takes the tokens in chunks that fit beside the window (its spare rows + 1); a layer
+     * reading another's rows, which hold the whole batch already, all at once */
+    const int32_t chunk = ring && n_kv ? kl->rows - hp->n_swa + 1 : n;
     for (int32_t t0 = 0; t0 < n; t0 += chunk) {
         const int32_t nt = n - t0 < chunk ? n - t0 : chunk;
         for (int32_t t = t0; t < t0 + nt; t++) {
-            const size_t row = ring ? (size_t)(c->pos[t] % c->swa_rows)
+            const size_t row = ring ? (size_t)(c->pos[t] % kl->rows)
                                     : (size_t)c->row0[t] + (size_t)c->pos[t]; /* cache row */
-            const float *cs = rope_cs + (size_t)t * hp->rope_dim;
+            const float *cs = rope_cs + (size_t)t * rope_dim;
             if (!nope) {
-                rope(c->q + (size_t)t * q_dim, hp->n_heads, hp->head_dim, hp->rope_dim, cs);
-                rope(c->kb + (size_t)t * kv, hp->n_kv_heads, hp->head_dim, hp->rope_dim, cs);
+                rope(c->q + (size_t)t * q_dim, hp->n_heads, hd, rope_dim, cs);
+                if (n_kv) rope(c->kb + (size_t)t * kv, n_kv, hd, rope_dim, cs);
             }
+            if (!n_kv) continue;
             /* keys are stored (and quantized) after RoPE */
-            elm_kv_encode(c->type_k, c->k_block, c->kb + (size_t)t * kv, k_layer + row * c->k_row,
-                          kv);
-            elm_kv_encode(c->type_v, c->v_block, c->vb + (size_t)t * kv, v_layer + row * c->v_row,
-                          kv);
+            elm_kv_encode(c->type_k, kl->k_block, c->kb + (size_t)t * kv,
+                          k_layer + row * kl->k_row, kv);
+            elm_kv_encode(c->type_v, kl->v_block, c->vb + (size_t)t * kv,
+                          v_layer + row * kl->v_row, kv);
         }
         attend(c, l, t0, nt);
     }

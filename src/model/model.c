@@ -206,7 +206,7 @@ static elm_status bind_bias(elm_model *m, elm_tensor **slot, const char *name, i
 /* Layer l's gate and up projections: ffn_gate + ffn_up, or a fused ffn_up [gate; up] (Phi-3) as
  * row views 3 and 4 of views. */
 static elm_status bind_ffn(elm_model *m, int l, elm_tensor *views, elm_error *err) {
-    const int64_t dim = m->hp.dim, ff = m->hp.ffn_dim;
+    const int64_t dim = m->hp.dim, ff = elm_layer_ffn_dim(&m->hp, l);
     elm_layer *L = &m->layers[l];
     char name[ELM_NAME_MAX], view[ELM_NAME_MAX];
 #define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", l, suffix), name)
@@ -228,21 +228,62 @@ static elm_status bind_ffn(elm_model *m, int l, elm_tensor *views, elm_error *er
     return ELM_OK;
 }
 
+/* A vector of n floats (F32, F16 or BF16: the pass reads it as floats), optional unless
+ * required. */
+static elm_status bind_float_vector(elm_model *m, elm_tensor **slot, const char *name, int64_t n,
+                                    bool required, elm_error *err) {
+    *slot = NULL;
+    if (!required && !elm_model_find(m, name)) return ELM_OK;
+    elm_status st = elm_model_bind_tensor(m, slot, name, n, 0, err);
+    if (!st && elm_type_get((*slot)->type)->block_size != 1)
+        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is quantized", m->path, name);
+    return st;
+}
+
+/* Block l's per-layer embedding (Gemma 4: inp_gate, proj, post_norm when hp.n_embd_per_layer)
+ * and its output scale (layer_output_scale, optional). */
+static elm_status bind_ple(elm_model *m, const elm_arch *a, int l, elm_error *err) {
+    const int64_t dim = m->hp.dim, P = m->hp.n_embd_per_layer;
+    elm_layer *L = &m->layers[l];
+    char name[ELM_NAME_MAX];
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", l, suffix), name)
+    elm_status st;
+    L->ple_gate = L->ple_proj = L->ple_post_norm = L->out_scale = NULL;
+    if (P > 0 &&
+        ((st = elm_model_bind_tensor(m, &L->ple_gate, NAME("inp_gate.weight"), dim, P, err)) ||
+         (st = elm_model_bind_tensor(m, &L->ple_proj, NAME("proj.weight"), P, dim, err)) ||
+         (st = elm_model_bind_tensor(m, &L->ple_post_norm, NAME("post_norm.weight"), dim, 0,
+                                     err))))
+        return st;
+    if (a->layer_scale &&
+        (st = bind_float_vector(m, &L->out_scale, NAME("layer_output_scale.weight"), 1, false,
+                                err)))
+        return st;
+#undef NAME
+    return ELM_OK;
+}
+
 /* Binds block l: its norms and FFN, and its mixing by kind (layer_kind.h; attention here): q/k/v
  * from attn_qkv (Phi-3) or separately (a gated family's q with each head's gate after it),
  * gate/up from ffn_gate + ffn_up or a fused ffn_up [gate; up] (Phi-3), whichever the file has, as
- * llama.cpp accepts either. */
+ * llama.cpp accepts either. A layer reading another's KV (Gemma 4, elm_layer_kv_src) has no k or
+ * v of its own (any in the file are left unbound, as llama.cpp leaves them unused); Gemma 4's
+ * attn_v is optional, v then being the k projection (before its norm). */
 static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor *views,
                              elm_error *err) {
     const elm_hparams *hp = &m->hp;
-    const int64_t dim = hp->dim, q = (int64_t)hp->n_heads * hp->head_dim,
-                  kv = (int64_t)hp->n_kv_heads * hp->head_dim, ff = hp->ffn_dim;
+    const int64_t hd = elm_layer_head_dim(hp, l), dim = hp->dim, q = (int64_t)hp->n_heads * hd,
+                  kv = (int64_t)elm_layer_kv_heads(hp, l) * hd, ff = elm_layer_ffn_dim(hp, l);
+    const bool own_kv = elm_layer_kv_src(hp, l) == l;
     elm_layer *L = &m->layers[l];
     char name[ELM_NAME_MAX], view[ELM_NAME_MAX];
 #define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", l, suffix), name)
 #define VIEW(suffix) (snprintf(view, sizeof view, "blk.%d.%s", l, suffix), view)
     elm_status st;
     elm_tensor *fused;
+    if (elm_model_find(m, NAME("ffn_gate_inp.weight")))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: mixture-of-experts layers (tensor '%s') "
+                          "are not supported", m->path, name);
     if ((st = elm_model_bind_tensor(m, &L->attn_norm, NAME("attn_norm.weight"), dim, 0, err)) ||
         (st = elm_model_bind_tensor(m, &L->ffn_norm, NAME(elm_arch_ffn_norm(a)), dim, 0, err)) ||
         (st = elm_model_bind_tensor(m, &L->w_down, NAME("ffn_down.weight"), ff, dim, err)))
@@ -254,11 +295,12 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
          (st = elm_model_bind_tensor(m, &L->ffn_post_norm, NAME("post_ffw_norm.weight"), dim, 0,
                                      err))))
         return st;
-    if ((st = bind_ffn(m, l, views, err))) return st;
+    if ((st = bind_ffn(m, l, views, err)) || (st = bind_ple(m, a, l, err))) return st;
     L->kind = elm_layer_recurrent(hp, l) ? a->recurrent : ELM_LAYER_ATTENTION;
     if (L->kind != ELM_LAYER_ATTENTION) return elm_layer_ops_of(L->kind)->bind(m, l, err);
     if ((st = elm_model_bind_tensor(m, &L->wo, NAME("attn_output.weight"), q, dim, err)))
         return st;
+    L->wk = L->wv = NULL;
     if (elm_model_find(m, NAME("attn_qkv.weight"))) {
         if ((st = elm_model_bind_tensor(m, &fused, name, dim, q + 2 * kv, err))) return st;
         L->wq = row_view(&views[0], fused, 0, q, VIEW("attn_q.weight"));
@@ -266,8 +308,10 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
         L->wv = row_view(&views[2], fused, q + kv, kv, VIEW("attn_v.weight"));
     } else if ((st = elm_model_bind_tensor(m, &L->wq, NAME("attn_q.weight"), dim,
                                            a->attn_gate ? 2 * q : q, err)) ||
-               (st = elm_model_bind_tensor(m, &L->wk, NAME("attn_k.weight"), dim, kv, err)) ||
-               (st = elm_model_bind_tensor(m, &L->wv, NAME("attn_v.weight"), dim, kv, err))) {
+               (own_kv &&
+                (st = elm_model_bind_tensor(m, &L->wk, NAME("attn_k.weight"), dim, kv, err))) ||
+               (own_kv && (!a->v_norm || elm_model_find(m, NAME("attn_v.weight"))) &&
+                (st = elm_model_bind_tensor(m, &L->wv, NAME("attn_v.weight"), dim, kv, err)))) {
         return st;
     }
     if ((st = bind_bias(m, &L->bq, NAME("attn_q.bias"), q, a->qkv_bias, err)) ||
@@ -275,10 +319,9 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
         (st = bind_bias(m, &L->bv, NAME("attn_v.bias"), kv, a->qkv_bias, err)))
         return st;
     if (a->qk_norm &&
-        ((st = elm_model_bind_tensor(m, &L->q_norm, NAME("attn_q_norm.weight"), hp->head_dim, 0,
-                                     err)) ||
-         (st = elm_model_bind_tensor(m, &L->k_norm, NAME("attn_k_norm.weight"), hp->head_dim, 0,
-                                     err))))
+        ((st = elm_model_bind_tensor(m, &L->q_norm, NAME("attn_q_norm.weight"), hd, 0, err)) ||
+         (own_kv &&
+          (st = elm_model_bind_tensor(m, &L->k_norm, NAME("attn_k_norm.weight"), hd, 0, err)))))
         return st;
 #undef NAME
 #undef VIEW
@@ -314,9 +357,11 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
     elm_arch_swa_defaults(a, hp);
     /* Gemma 3 27B scales by dim / heads, not its head size (llama.cpp, after gemma_pytorch) */
     if (hp->attn_scale == 0)
-        hp->attn_scale = 1.0f / sqrtf((float)(a->swa_period && hp->n_layers == 62
-                                                  ? hp->dim / hp->n_heads
-                                                  : hp->head_dim));
+        hp->attn_scale = a->unit_attn_scale
+                             ? 1.0f
+                             : 1.0f / sqrtf((float)(a->swa_period && hp->n_layers == 62
+                                                        ? hp->dim / hp->n_heads
+                                                        : hp->head_dim));
     /* Granite's multipliers are the file's (absent: 1); the other families' embeddings by row */
     if (!a->multipliers) hp->embd_scale = a->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
     if (hp->embd_scale == 0) hp->embd_scale = 1.0f;
@@ -341,6 +386,47 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
     hp->rope_style = a->rope;
     hp->ffn_act = a->act;
     hp->nope_every = a->nope_every;
+    hp->v_norm = a->v_norm;
+    hp->full_last_layer = a->full_last_layer;
+    return ELM_OK;
+}
+
+/* The layers' own sizes (Gemma 4): the windowed layers' head size and RoPE (llama.cpp's
+ * defaults: the global layers'), each layer's KV heads dividing the heads and FFN size, and the
+ * layers the last n_kv_shared read, of their own kind (llama.cpp aborts otherwise). */
+static elm_status check_layers(elm_model *m, const elm_arch *a, elm_error *err) {
+    elm_hparams *hp = &m->hp;
+    if ((hp->swa_listed && !a->swa_listed) || (hp->n_kv_shared && !a->kv_shared) ||
+        (hp->n_embd_per_layer && !a->ple))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: per-layer window list, shared KV layers or "
+                          "per-layer embeddings in a '%s' model", m->path, a->name);
+    if (hp->swa_listed && hp->head_dim_swa == 0) hp->head_dim_swa = hp->head_dim;
+    if (hp->swa_listed && hp->rope_dim_swa == 0) hp->rope_dim_swa = hp->rope_dim;
+    if (hp->head_dim_swa < 0 || hp->head_dim_swa > 4096 || hp->rope_dim_swa < 0 ||
+        hp->rope_dim_swa > (hp->head_dim_swa ? hp->head_dim_swa : hp->head_dim) ||
+        hp->rope_dim_swa % 2 || hp->n_embd_per_layer < 0 || hp->n_embd_per_layer > (1 << 16))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: windowed layers' head size %d with RoPE "
+                          "dimension %d, or per-layer embedding size %d, invalid", m->path,
+                          hp->head_dim_swa, hp->rope_dim_swa, hp->n_embd_per_layer);
+    for (int l = 0; l < hp->n_layers; l++) {
+        const int32_t kv = elm_layer_kv_heads(hp, l), ff = elm_layer_ffn_dim(hp, l);
+        if (kv <= 0 || hp->n_heads % kv || ff <= 0 || ff > hp->ffn_dim)
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: layer %d: %d KV heads for %d heads, FFN "
+                              "size %d (largest %d)", m->path, l, kv, hp->n_heads, ff,
+                              hp->ffn_dim);
+    }
+    const int n_kv = hp->n_layers - hp->n_kv_shared;
+    if (hp->n_kv_shared < 0 || (hp->n_kv_shared > 0 && n_kv < 2))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d shared KV layers of %d (at least 2 layers "
+                          "keep their own)", m->path, hp->n_kv_shared, hp->n_layers);
+    for (int l = n_kv; l < hp->n_layers; l++) {
+        const int src = elm_layer_kv_src(hp, l);
+        if (elm_layer_swa(hp, src) != elm_layer_swa(hp, l))
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: layer %d reads the KV of layer %d, which "
+                              "is not a %s layer as it is (llama.cpp's rule: layer %d windowed, "
+                              "%d global)", m->path, l, src,
+                              elm_layer_swa(hp, l) ? "windowed" : "global", n_kv - 2, n_kv - 1);
+    }
     return ELM_OK;
 }
 
@@ -363,16 +449,18 @@ int elm_layer_slots(elm_layer *L, elm_tensor ***out) {
                           &L->q_norm,    &L->k_norm,      &L->attn_post_norm,
                           &L->ffn_post_norm, &L->conv_in, &L->conv_kernel, &L->conv_out,
                           &L->ssm_conv_b, &L->ssm_dt_b, &L->ssm_a, &L->ssm_d, &L->ssm_norm,
-                          &L->dn_z,      &L->dn_beta,     &L->dn_alpha};
+                          &L->dn_z,      &L->dn_beta,     &L->dn_alpha,
+                          &L->ple_gate,  &L->ple_proj,    &L->ple_post_norm, &L->out_scale};
     _Static_assert(sizeof all / sizeof all[0] <= ELM_LAYER_SLOTS, "ELM_LAYER_SLOTS");
     memcpy(out, all, sizeof all);
     return (int)(sizeof all / sizeof all[0]);
 }
 
 int elm_layer_matrices(const elm_layer *L, const elm_tensor **out) {
-    const elm_tensor *all[] = {L->wq,     L->wk,      L->wv,   L->wo,
-                               L->w_gate, L->w_up,    L->w_down, L->conv_in,
-                               L->conv_out, L->dn_z,  L->dn_beta, L->dn_alpha};
+    const elm_tensor *all[] = {L->wq,       L->wk,       L->wv,         L->wo,
+                               L->w_gate,   L->w_up,     L->w_down,     L->conv_in,
+                               L->conv_out, L->dn_z,     L->dn_beta,    L->dn_alpha,
+                               L->ple_gate, L->ple_proj};
     _Static_assert(sizeof all / sizeof all[0] <= ELM_LAYER_MATRICES, "ELM_LAYER_MATRICES");
     int n = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -380,27 +468,36 @@ int elm_layer_matrices(const elm_layer *L, const elm_tensor **out) {
     return n;
 }
 
-/* A vector of RoPE frequency divisors, [rope_dim/2] of a float type (F32, F16, BF16), into
- * *slot when the file has it (else NULL). */
-static elm_status bind_rope_vector(elm_model *m, elm_tensor **slot, const char *name,
-                                   elm_error *err) {
-    *slot = NULL;
-    if (!elm_model_find(m, name)) return ELM_OK;
-    elm_status st = elm_model_bind_tensor(m, slot, name, m->hp.rope_dim / 2, 0, err);
-    if (!st && elm_type_get((*slot)->type)->block_size != 1)
-        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is quantized", m->path, name);
-    return st;
+/* The per-layer embeddings' inputs (Gemma 4, hp.n_embd_per_layer P > 0): the table of every
+ * layer's P values per token and the projection of the embedding into them, and its norm. */
+static elm_status bind_ple_inputs(elm_model *m, elm_error *err) {
+    const elm_hparams *hp = &m->hp;
+    const int64_t P = hp->n_embd_per_layer, all = P * hp->n_layers;
+    elm_status st;
+    m->ple_embd = m->ple_model_proj = m->ple_proj_norm = NULL;
+    if (P == 0) return ELM_OK;
+    if ((st = elm_model_bind_tensor(m, &m->ple_embd, "per_layer_token_embd.weight", all,
+                                    hp->n_vocab, err)) ||
+        (st = elm_model_bind_tensor(m, &m->ple_model_proj, "per_layer_model_proj.weight", hp->dim,
+                                    all, err)))
+        return st;
+    return bind_float_vector(m, &m->ple_proj_norm, "per_layer_proj_norm.weight", P, true, err);
 }
 
-/* RoPE frequency divisors: Llama 3.1's rope_freqs.weight, or LongRoPE's pair
+/* RoPE frequency divisors ([rope_dim/2] each): Llama 3.1's rope_freqs.weight (Gemma 4's, which
+ * leaves the pairs that do not turn, required where it has global layers), or LongRoPE's pair
  * rope_factors_long/short.weight (Phi-3.5-mini, Phi-4-mini), both or neither, never with
  * rope_freqs (llama.cpp's phi3 would not load the third tensor), in Phi-3 only (the one family
  * llama.cpp reads them for of those edgelm runs). */
 static elm_status bind_rope(elm_model *m, const elm_arch *a, elm_error *err) {
+    const int64_t n = m->hp.rope_dim / 2;
+    bool global = false;
+    for (int l = 0; l < m->hp.n_layers; l++) global |= !elm_layer_swa(&m->hp, l);
     elm_status st;
-    if ((st = bind_rope_vector(m, &m->rope_freqs, "rope_freqs.weight", err)) ||
-        (st = bind_rope_vector(m, &m->rope_long, "rope_factors_long.weight", err)) ||
-        (st = bind_rope_vector(m, &m->rope_short, "rope_factors_short.weight", err)))
+    if ((st = bind_float_vector(m, &m->rope_freqs, "rope_freqs.weight", n,
+                                a->swa_listed && global, err)) ||
+        (st = bind_float_vector(m, &m->rope_long, "rope_factors_long.weight", n, false, err)) ||
+        (st = bind_float_vector(m, &m->rope_short, "rope_factors_short.weight", n, false, err)))
         return st;
     if (!m->rope_long != !m->rope_short)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: LongRoPE tensor '%s' without '%s'", m->path,
@@ -429,11 +526,13 @@ elm_status elm_model_bind(elm_model *m, elm_error *err) {
                           "%s: unsupported architecture '%s' (edgelm runs %s)", m->path, hp->arch,
                           elm_arch_names());
     elm_status st;
-    if ((st = check_hparams(m, a, err)) || (st = check_layer_kinds(m, a, err))) return st;
+    if ((st = check_hparams(m, a, err)) || (st = check_layers(m, a, err)) ||
+        (st = check_layer_kinds(m, a, err)))
+        return st;
     if (m->vocab.n_tokens != hp->n_vocab)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: vocabulary has %d tokens, model expects %d",
                           m->path, m->vocab.n_tokens, hp->n_vocab);
-    if ((st = bind_rope(m, a, err))) return st;
+    if ((st = bind_rope(m, a, err)) || (st = bind_ple_inputs(m, err))) return st;
     if ((st = elm_model_bind_tensor(m, &m->tok_embd, "token_embd.weight", hp->dim, hp->n_vocab, err))) return st;
     if ((st = elm_model_bind_tensor(m, &m->output_norm, elm_arch_out_norm(a), hp->dim, 0, err)))
         return st;

@@ -44,11 +44,6 @@ static session_header header_for(const elm_context *c, int32_t n_tokens) {
     return h;
 }
 
-/* Byte offset of layer l's rows in a cache of `row`-byte positions. */
-static size_t layer_off(const elm_context *c, int l, size_t row) {
-    return (size_t)c->layer_row[l] * row;
-}
-
 /* Session files hold every position of every layer: a ring (sliding-window layers) has not. */
 static elm_status refuse_ring(const elm_context *c, const char *path, elm_error *err) {
     if (!c->swa_rows) return ELM_OK;
@@ -56,18 +51,20 @@ static elm_status refuse_ring(const elm_context *c, const char *path, elm_error 
                       "supported (swa_full keeps every position)", path);
 }
 
-/* Positions of layer l in a file of n_tokens: all, none for a recurrent layer. */
+/* Positions of layer l in a file of n_tokens: all, none for a recurrent layer or one reading
+ * another's rows (Gemma 4). */
 static size_t layer_rows(const elm_context *c, int l, int32_t n_tokens) {
-    return c->layer_row[l + 1] > c->layer_row[l] ? (size_t)n_tokens : 0;
+    return c->kv[l].own && c->kv[l].rows > 0 ? (size_t)n_tokens : 0;
 }
 
 static size_t state_bytes(const elm_context *c) { return sizeof(float) * (size_t)c->state_floats; }
 
 static size_t file_bytes(const elm_context *c, int32_t n_tokens) {
-    size_t rows = 0;
-    for (int l = 0; l < c->m->hp.n_layers; l++) rows += layer_rows(c, l, n_tokens);
-    return HEADER_BYTES + sizeof(int32_t) * (size_t)n_tokens + rows * (c->k_row + c->v_row) +
-           state_bytes(c) + sizeof(uint64_t);
+    size_t kv = 0;
+    for (int l = 0; l < c->m->hp.n_layers; l++)
+        kv += layer_rows(c, l, n_tokens) * (c->kv[l].k_row + c->kv[l].v_row);
+    return HEADER_BYTES + sizeof(int32_t) * (size_t)n_tokens + kv + state_bytes(c) +
+           sizeof(uint64_t);
 }
 
 elm_status elm_session_save(const elm_context *c, const char *path, elm_error *err) {
@@ -85,10 +82,9 @@ elm_status elm_session_save(const elm_context *c, const char *path, elm_error *e
     sum = elm_fnv1a(sum, c->tokens, tok_bytes);
     if (!st) st = elm_out_write(&o, c->tokens, tok_bytes, err);
     for (int l = 0; l < c->m->hp.n_layers && !st; l++) {
-        const unsigned char *k = c->k_cache + layer_off(c, l, c->k_row);
-        const unsigned char *v = c->v_cache + layer_off(c, l, c->v_row);
-        const size_t rows = layer_rows(c, l, c->n_past), kb = rows * c->k_row,
-                     vb = rows * c->v_row;
+        const unsigned char *k = elm_kv_layer_k(c, l), *v = elm_kv_layer_v(c, l);
+        const size_t rows = layer_rows(c, l, c->n_past), kb = rows * c->kv[l].k_row,
+                     vb = rows * c->kv[l].v_row;
         sum = elm_fnv1a(elm_fnv1a(sum, k, kb), v, vb);
         st = elm_out_write(&o, k, kb, err);
         if (!st) st = elm_out_write(&o, v, vb, err);
@@ -180,9 +176,10 @@ elm_status elm_session_load(elm_context *c, const char *path, elm_error *err) {
     memcpy(c->tokens, p, sizeof(int32_t) * (size_t)n);
     p += sizeof(int32_t) * (size_t)n;
     for (int l = 0; l < c->m->hp.n_layers; l++) {
-        const size_t rows = layer_rows(c, l, n), kb = rows * c->k_row, vb = rows * c->v_row;
-        memcpy(c->k_cache + layer_off(c, l, c->k_row), p, kb);
-        memcpy(c->v_cache + layer_off(c, l, c->v_row), p + kb, vb);
+        const size_t rows = layer_rows(c, l, n), kb = rows * c->kv[l].k_row,
+                     vb = rows * c->kv[l].v_row;
+        memcpy(elm_kv_layer_k(c, l), p, kb);
+        memcpy(elm_kv_layer_v(c, l), p + kb, vb);
         p += kb + vb;
     }
     c->n_past = n;

@@ -69,6 +69,11 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
         return elm_errorf(err, ELM_ERR_ARG, "%s: capture of layers %d..%d%s of %d", m->path,
                           first, first + n_layers - 1, with_output ? " and the output" : "",
                           m->hp.n_layers);
+    /* Gemma 4's per-layer embeddings and shared caches span the whole model */
+    if ((m->hp.n_embd_per_layer || m->hp.n_kv_shared) && (first || n_layers != m->hp.n_layers))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: calibration block by block: %s's "
+                          "per-layer embeddings and shared KV layers need the whole model",
+                          m->path, m->hp.arch);
     elm_model view = *m; /* the layers asked for only: the others are not run */
     view.layers = m->layers + first;
     view.hp.n_layers = n_layers;

@@ -16,9 +16,9 @@
 #include "model/builder.h"
 #include "shapes/preset.h"
 
-/* A model of hp's architecture whose tensors have shapes but no data (F32); rope adds Llama 3.1's
- * frequency tensor or LongRoPE's two. Errors: ELM_ERR_UNSUPPORTED for an unknown arch,
- * elm_model_bind's. */
+/* A model of hp's architecture whose tensors have shapes but no data (F32); rope adds the
+ * rope_freqs tensor (Llama 3.1's, Gemma 4's) or LongRoPE's two. Errors: ELM_ERR_UNSUPPORTED for
+ * an unknown arch, elm_model_bind's. */
 static elm_status shape_model(const elm_hparams *hp, elm_rope_tensors rope, elm_model **out,
                               elm_error *err) {
     *out = NULL;
@@ -62,8 +62,9 @@ static uint64_t compute_bytes(const elm_hparams *hp, int32_t n_ctx, int32_t n_ba
                    kv = (uint64_t)hp->n_kv_heads * hp->head_dim;
     uint64_t cols = (uint64_t)(hp->dim > hp->ffn_dim ? hp->dim : hp->ffn_dim);
     if (q > cols) cols = q;
+    const uint64_t ple = (uint64_t)hp->n_embd_per_layer * (uint64_t)(hp->n_layers + 1);
     const uint64_t floats = nb * (2 * (uint64_t)hp->dim + 2 * q + 2 * kv + 2 * (uint64_t)hp->ffn_dim +
-                                  (uint64_t)hp->rope_dim) +
+                                  (uint64_t)hp->rope_dim + ple) +
                             (uint64_t)n_threads * (uint64_t)n_ctx +
                             (2 * (uint64_t)hp->n_layers + 1) * (uint64_t)hp->dim +
                             (uint64_t)hp->n_vocab;
@@ -147,9 +148,9 @@ elm_status elm_plan_shape_config(const char *config_path, elm_model **out, elm_e
     *out = NULL;
     elm_hf_config c;
     elm_status st = elm_hf_read_config(config_path, &c, err);
-    const elm_rope_tensors rope = c.llama3[0] > 0  ? ELM_ROPE_TENSORS_FREQS
-                                  : c.n_longrope ? ELM_ROPE_TENSORS_LONGROPE
-                                                 : ELM_ROPE_TENSORS_NONE;
+    const elm_rope_tensors rope = c.llama3[0] > 0 || c.partial_rope > 0 ? ELM_ROPE_TENSORS_FREQS
+                                  : c.n_longrope                        ? ELM_ROPE_TENSORS_LONGROPE
+                                                                        : ELM_ROPE_TENSORS_NONE;
     return st ? st : shape_model(&c.hp, rope, out, err);
 }
 

@@ -53,8 +53,10 @@ static elm_status add(elm_model *m, rng *r, const elm_tensor_spec *t, double mea
                                           (size_t)n * sizeof *data, err);
 }
 
-/* Llama's tiny model has Llama 3.1's RoPE scaling (rope_freqs); no other family has one. */
+/* Llama's tiny model has Llama 3.1's RoPE scaling (rope_freqs); Gemma 4's, the partial RoPE of
+ * its global layers, a quarter of their head as in its real models. */
 static bool llama31(const elm_arch *a) { return strcmp(a->name, "llama") == 0; }
+enum { TINY_PARTIAL_DIV = 4 };
 
 /* LongRoPE's factors, as the frequency divisors of Phi-3.5/4-mini grow: short ones
  * 1 + 0.2·|N(0, 1)|, long ones 1.5 + 6.5·i/(n - 1) + 0.2·|N(0, 1)| (up to about the extension, 8),
@@ -72,14 +74,14 @@ static elm_status add_factors(elm_model *m, rng *r, const elm_tensor_spec *t, bo
                                           (size_t)n * sizeof *f, err);
 }
 
-/* Matrices and biases N(0, std²), norm weights 1 + N(0, 0.1²), decay rates -exp(N(-1, 0.5²)),
- * rope_freqs from the scaling, LongRoPE's factors drawn (add_factors). */
+/* Matrices and biases N(0, std²), norm weights (and output scales) 1 + N(0, 0.1²), decay rates
+ * -exp(N(-1, 0.5²)), rope_freqs from the scaling, LongRoPE's factors drawn (add_factors). */
 static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double std, bool longrope,
                               elm_error *err) {
     int32_t n;
-    const elm_rope_tensors rope = llama31(a) ? ELM_ROPE_TENSORS_FREQS
-                                  : longrope ? ELM_ROPE_TENSORS_LONGROPE
-                                             : ELM_ROPE_TENSORS_NONE;
+    const elm_rope_tensors rope = llama31(a) || a->swa_listed ? ELM_ROPE_TENSORS_FREQS
+                                  : longrope                  ? ELM_ROPE_TENSORS_LONGROPE
+                                                              : ELM_ROPE_TENSORS_NONE;
     elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, rope, &n);
     if (!specs) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
     elm_status st = ELM_OK;
@@ -90,13 +92,38 @@ static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double st
         case ELM_KIND_CONV: st = add(m, r, &specs[i], 0, std, err); break;
         case ELM_KIND_NORM: st = add(m, r, &specs[i], 1.0, 0.1, err); break;
         case ELM_KIND_DECAY: st = add(m, r, &specs[i], -1.0, 0.5, err); break;
-        case ELM_KIND_ROPE: st = elm_hf_add_llama3_freqs(m, llama31_scaling, err); break;
+        case ELM_KIND_ROPE:
+            st = a->swa_listed ? elm_hf_add_partial_freqs(m, 1.0f / TINY_PARTIAL_DIV, err)
+                               : elm_hf_add_llama3_freqs(m, llama31_scaling, err);
+            break;
         case ELM_KIND_ROPE_LONG: st = add_factors(m, r, &specs[i], true, err); break;
         case ELM_KIND_ROPE_SHORT: st = add_factors(m, r, &specs[i], false, err); break;
         }
     }
     free(specs);
     return st;
+}
+
+/* Gemma 4 E2B's form at a tiny size: 8 layers, windowed but for 1, 4 and 7, with heads of 32
+ * and the global layers' 64 (RoPE base 1e4 and 1e6, the global layers' over a quarter of the
+ * head), the last 3 layers reading the KV of layer 3 (windowed) and 4 (global), their FFN
+ * doubled, per-layer embeddings of 8, a logit softcap of 30. */
+static void tiny_gemma4(elm_hparams *hp) {
+    static const uint8_t swa[8] = {1, 0, 1, 1, 0, 1, 1, 0};
+    hp->n_layers = 8;
+    hp->swa_listed = true;
+    memcpy(hp->swa_layer, swa, sizeof swa);
+    hp->n_swa = TINY_WINDOW;
+    hp->head_dim_swa = hp->rope_dim_swa = hp->head_dim;
+    hp->head_dim = hp->rope_dim = 2 * hp->head_dim;
+    hp->rope_theta = 1000000.0f;
+    hp->rope_theta_swa = 10000.0f;
+    hp->n_kv_shared = 3;
+    for (int l = 0; l < hp->n_layers; l++)
+        hp->layer_ffn[l] = l < hp->n_layers - hp->n_kv_shared ? hp->ffn_dim : 2 * hp->ffn_dim;
+    hp->ffn_dim *= 2;
+    hp->n_embd_per_layer = 8;
+    hp->logit_softcap = 30.0f;
 }
 
 elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float llama3[4],
@@ -192,6 +219,7 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
         hp->n_ctx_orig = TINY_LONGROPE_ORIG;
         hp->rope_attn_factor = elm_arch_longrope_attn_factor(hp->n_ctx_train, hp->n_ctx_orig);
     }
+    if (a->swa_listed) tiny_gemma4(hp);
     rng r = {o->seed};
     st = add_tensors(m, a, &r, o->std > 0 ? o->std : 0.3, o->longrope, err);
     if (!st && llama31(a) && llama3) memcpy(llama3, llama31_scaling, sizeof llama31_scaling);

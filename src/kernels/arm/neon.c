@@ -152,9 +152,10 @@ NEON_FN static void attention_head(const float *q, const float *k, const float *
 }
 
 NEON_FN static void attention(const float *q, int n_q, const float *k, const float *v,
-                              size_t stride, int32_t n_pos, int head_dim, float scale,
-                              int32_t n_tok, float *scores, float *out) {
+                              size_t stride, int32_t n_pos, int32_t pos0, int head_dim,
+                              float scale, int32_t n_tok, float *scores, float *out) {
     (void)n_tok;
+    (void)pos0;
     for (int i = 0; i < n_q; i++)
         attention_head(q + i * head_dim, k, v, stride, n_pos, head_dim, scale, scores,
                        out + i * head_dim);

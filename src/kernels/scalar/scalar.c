@@ -157,9 +157,10 @@ void elm_scalar_rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, 
 }
 
 void elm_scalar_attention(const float *q, int n_q, const float *k, const float *v, size_t stride,
-                          int32_t n_pos, int head_dim, float scale, int32_t n_tok, float *scores,
-                          float *out) {
+                          int32_t n_pos, int32_t pos0, int head_dim, float scale, int32_t n_tok,
+                          float *scores, float *out) {
     (void)n_tok;
+    (void)pos0;
     for (int i = 0; i < n_q; i++, q += head_dim, out += head_dim) {
         for (int32_t p = 0; p < n_pos; p++)
             scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;

@@ -478,10 +478,11 @@ enum { ATT_K_BLOCK = 8, ATT_V_BLOCK = 32 };
 /* Heads of up to 128 dimensions in multiples of 8 (every Llama-family model); other sizes take
  * the scalar oracle. */
 X86_FN static void attention(const float *q, int n_q, const float *k, const float *v,
-                             size_t stride, int32_t n_pos, int head_dim, float scale,
-                             int32_t n_tok, float *scores, float *out) {
+                             size_t stride, int32_t n_pos, int32_t pos0, int head_dim,
+                             float scale, int32_t n_tok, float *scores, float *out) {
     if (head_dim % 8 || head_dim > 128) {
-        elm_scalar_attention(q, n_q, k, v, stride, n_pos, head_dim, scale, n_tok, scores, out);
+        elm_scalar_attention(q, n_q, k, v, stride, n_pos, pos0, head_dim, scale, n_tok, scores,
+                             out);
         return;
     }
     const int n8 = head_dim / 8;
