@@ -65,7 +65,9 @@ typedef enum { C_OTHER, C_OUTPUT, C_TOKEN_EMBD, C_ATTN_V, C_ATTN_OUTPUT, C_FFN_D
 /* llama.cpp's tensor_get_category, for the categories a dense Llama recipe looks at */
 static category category_of(const char *name) {
     if (!strcmp(name, "output.weight")) return C_OUTPUT;
-    if (!strcmp(name, "token_embd.weight")) return C_TOKEN_EMBD;
+    /* Gemma 4's per-layer embeddings count as token embeddings, as in llama.cpp */
+    if (!strcmp(name, "token_embd.weight") || !strcmp(name, "per_layer_token_embd.weight"))
+        return C_TOKEN_EMBD;
     if (strstr(name, "attn_qkv.weight") || strstr(name, "attn_kv_b.weight") ||
         strstr(name, "attn_v.weight"))
         return C_ATTN_V;
