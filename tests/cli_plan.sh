@@ -63,6 +63,23 @@ else
     fail "synth --preset $preset: $(cat "$tmp/err")"
 fi
 
+# the hybrids' presets: the recurrent state of one sequence (a multiple, with its rollback
+# checkpoints, of one state) in the peak, nothing for Gemma 4's attention only (its parameters
+# with the 256 of rope_freqs). Per recurrent layer, floats: Qwen3.5 0.8B's DeltaNet 3 conv inputs
+# of 6144 channels (q, k, v) and 16 value heads of 128 x 128; Granite-4.0-H-micro's Mamba-2 3 of
+# 4352 (x, B, C) and 4096 x 128; LFM2's short conv 2 of 2048
+for spec in "qwen3.5-0.8b 752393024 18*(3*6144+16*128*128)" \
+            "granite-4.0-h-micro 3191396096 36*(3*4352+4096*128)" \
+            "lfm2-2.6b 2569272320 22*2*2048" "gemma-4-e2b 4647450147 0"; do
+    read -r name params floats <<<"$spec"
+    "$bin" plan --preset "$name" -c 4096 --json >"$tmp/h.json" || { fail "plan --preset $name: exit status $?"; continue; }
+    check "$tmp/h.json" 'd["model"]["n_params"] == '"$params"' and all(r["peak_bytes"] == r["weight_bytes"] + r["kv_bytes"] + d["compute_bytes"] + d["state_bytes"] for r in d["rows"])' "plan --preset $name: parameters and peak"
+    check "$tmp/h.json" '(d["state_bytes"] == 0) if '"$floats"' == 0 else (d["state_bytes"] >= 2 * 4 * '"$floats"' and d["state_bytes"] % (4 * '"$floats"') == 0)' "plan --preset $name: recurrent state"
+done
+"$bin" plan --preset qwen3.5-2b >"$tmp/text" || fail "plan --preset qwen3.5-2b: exit status $?"
+grep -q "^recurrent state (one sequence, with its rollback checkpoints): [0-9.]* MiB$" "$tmp/text" ||
+    fail "plan text lacks the recurrent state: $(cat "$tmp/text")"
+
 # the recipe rows: the tensor bytes of llama-quantize's file of each recipe (wide256)
 "$bin" plan -m "$2/wide256/wide-f32.gguf" --json >"$tmp/w.json" || fail "plan wide256: exit status $?"
 for r in q2_k q3_k_m q4_k_s q4_k_m q5_k_m q6_k; do

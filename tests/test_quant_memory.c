@@ -34,7 +34,7 @@
 #endif
 
 static const elm_synth_preset shape = {"test-16x256", "none", "llama", 512, 256, 16, 4, 4, 768,
-                                       256, 1e-5f, 10000.0f, false, false, 0, 0, 0, 0, NULL, 0, 0};
+                                       256, 1e-5f, 10000.0f, false, false, 0, 0, 0, 0, NULL, 0, 0, {0}};
 
 enum { N_SAMPLES = 4, SEQ = 64 };
 

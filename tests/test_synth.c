@@ -10,19 +10,21 @@
 #include "edgelm/context.h"
 #include "edgelm/shapes.h"
 
-/* Parameters of a preset's model as the tensor list counts them. */
-static int64_t params_of(const elm_synth_preset *p, bool bias) {
-    const int64_t d = p->dim, head = p->head_dim ? p->head_dim : p->dim / p->n_heads,
-                  q = (int64_t)p->n_heads * head, kv = (int64_t)p->n_kv_heads * head,
-                  f = p->ffn_dim;
-    const bool gemma3 = !strcmp(p->arch, "gemma3"),
-               qk_norm = gemma3 || !strcmp(p->arch, "qwen3") || !strcmp(p->arch, "lfm2");
-    const int64_t layer = (gemma3 ? 4 : 2) * d + 2 * d * q + 2 * d * kv + 3 * d * f +
-                          (bias ? q + 2 * kv : 0) + (qk_norm ? 2 * head : 0);
-    /* LFM2's short-conv layers: in_proj [3d, d], out_proj [d, d], the kernel [d, taps] */
-    const int64_t conv = 2 * d + 4 * d * d + d * p->conv_l + 3 * d * f;
-    int64_t n = (int64_t)p->n_vocab * d * (p->tied ? 1 : 2) + d;
-    for (int l = 0; l < p->n_layers; l++) n += p->layers && p->layers[l] == 'r' ? conv : layer;
+/* Parameters of a preset's model: the tensors synth writes and plan counts (its family's layout,
+ * model/arch.h) but the RoPE vectors a converter computes from config.json (rope_freqs,
+ * LongRoPE's factors), which a checkpoint's count leaves out; -1 when it has none. */
+static int64_t params_of(const elm_synth_preset *p) {
+    static const char *const rope[] = {"rope_freqs.weight", "rope_factors_long.weight",
+                                       "rope_factors_short.weight"};
+    elm_model *m = NULL;
+    elm_error err;
+    if (elm_plan_shape_preset(p, &m, &err) != ELM_OK) return -1;
+    int64_t n = elm_model_params(m);
+    for (size_t i = 0; i < sizeof rope / sizeof rope[0]; i++) {
+        const elm_tensor *t = elm_model_find(m, rope[i]);
+        if (t) n -= t->ne[0] * t->ne[1];
+    }
+    elm_model_free(m);
     return n;
 }
 
@@ -34,7 +36,17 @@ static void presets(void) {
      * 596,049,920, 1,720,574,976 and 4,022,468,096 (their model cards: 0.44B, 1.4B and 3.6B
      * without the embedding, 155,582,464, 311,164,928 and 388,956,160); Gemma 3 1B =
      * 999,885,952; Gemma 3 4B's language model = 3,880,263,168 (4.3B with its vision tower);
-     * Phi-4-mini = 3,836,021,760 ("3.8B"); LFM2 350M and 1.2B = 354,483,968 and 1,170,340,608 */
+     * Phi-4-mini = 3,836,021,760 ("3.8B"); LFM2 350M, 1.2B and 2.6B = 354,483,968, 1,170,340,608
+     * and 2,569,272,320 (their model cards).
+     * Summed from the shapes of their config.json, each total matching the published one:
+     * Qwen3.5 0.8B, 2B, 4B and 9B's text models without their MTP block = 752,393,024,
+     * 1,881,825,088, 4,205,751,296 and 8,953,803,264 (with the block, 20,452,864, 60,828,160,
+     * 120,599,552 and 243,290,624, and the vision tower, 100,592,896, 331,416,576, 333,514,240 and
+     * 456,010,480 more: their Hugging Face totals, 873,438,784, 2,274,069,824, 4,659,865,088 and
+     * 9,653,104,368); Granite-4.0-H-micro = 3,191,396,096 (its GGUF's general.parameter_count);
+     * Gemma 4 E2B and E4B's text models = 4,647,449,891 and 7,518,069,034, the KV-sharing
+     * layers' unused k_proj, v_proj and k_norm included (their Hugging Face totals with vision and
+     * audio: 5,123,178,051 and 7,996,156,490) */
     const struct {
         const char *name;
         int64_t params;
@@ -53,19 +65,31 @@ static void presets(void) {
                 {"gemma-3-4b", 3880263168LL},
                 {"phi-4-mini", 3836021760LL},
                 {"lfm2-350m", 354483968LL},
-                {"lfm2-1.2b", 1170340608LL}};
+                {"lfm2-1.2b", 1170340608LL},
+                {"lfm2-2.6b", 2569272320LL},
+                {"qwen3.5-0.8b", 752393024LL},
+                {"qwen3.5-2b", 1881825088LL},
+                {"qwen3.5-4b", 4205751296LL},
+                {"qwen3.5-9b", 8953803264LL},
+                {"granite-4.0-h-micro", 3191396096LL},
+                {"gemma-4-e2b", 4647449891LL},
+                {"gemma-4-e4b", 7518069034LL}};
     int n;
-    elm_synth_presets(&n);
+    const elm_synth_preset *all = elm_synth_presets(&n);
     CHECK(n == (int)(sizeof want / sizeof want[0]), "%d presets, %d checked", n,
           (int)(sizeof want / sizeof want[0]));
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         const elm_synth_preset *p = elm_synth_find(want[i].name);
         CHECK(p != NULL, "preset %s", want[i].name);
         if (!p) continue;
-        const int64_t got = params_of(p, !strcmp(p->arch, "qwen2"));
+        const int64_t got = params_of(p);
         CHECK(got == want[i].params, "%s: %lld parameters, want %lld", p->name, (long long)got,
               (long long)want[i].params);
     }
+    for (int i = 0; i < n; i++)
+        CHECK(!all[i].layers || strlen(all[i].layers) == (size_t)all[i].n_layers,
+              "%s: %zu layer letters for %d layers", all[i].name,
+              all[i].layers ? strlen(all[i].layers) : 0, all[i].n_layers);
     CHECK(elm_synth_find("gpt-5") == NULL, "unknown preset found");
 }
 
@@ -91,7 +115,7 @@ static elm_model *write_and_load(const elm_synth_preset *p, elm_type type, const
 
 static void small_llama(void) {
     const elm_synth_preset p = {"tiny", "test", "llama", 300,   64,       2,     4,
-                                2,      96,     256,     1e-5f, 10000.0f, false, true, 0, 0, 0, 0, NULL, 0, 0};
+                                2,      96,     256,     1e-5f, 10000.0f, false, true, 0, 0, 0, 0, NULL, 0, 0, {0}};
     elm_model *m = write_and_load(&p, ELM_TYPE_Q4_0, tmp_path("tiny-q4_0.gguf"));
     if (!m) return;
     CHECK(m->hp.n_vocab == 300 && m->hp.dim == 64 && m->hp.n_layers == 2 && m->hp.n_kv_heads == 2 &&
@@ -125,7 +149,7 @@ static void small_llama(void) {
 
 static void small_qwen2(void) {
     const elm_synth_preset p = {"tiny-qwen2", "test", "qwen2", 300,  64,   2,    4, 2,
-                                96,           256,    1e-6f,   1e6f, true, false, 0, 0, 0, 0, NULL, 0, 0};
+                                96,           256,    1e-6f,   1e6f, true, false, 0, 0, 0, 0, NULL, 0, 0, {0}};
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, tmp_path("tiny-f16.gguf"));
     if (!m) return;
     CHECK(!strcmp(m->hp.arch, "qwen2") && m->output == m->tok_embd && m->hp.tied_output,
@@ -141,7 +165,7 @@ static void small_qwen2(void) {
  * q/k norms; the file loads and runs. */
 static void small_qwen3(void) {
     const elm_synth_preset p = {"tiny-qwen3", "test", "qwen3", 300,  64,   2,    4, 2,
-                                96,           256,    1e-6f,   1e6f, true, false, 32, 0, 0, 0, NULL, 0, 0};
+                                96,           256,    1e-6f,   1e6f, true, false, 32, 0, 0, 0, NULL, 0, 0, {0}};
     const char *path = tmp_path("tiny-qwen3.gguf");
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
     if (!m) return;
@@ -167,7 +191,7 @@ static void small_qwen3(void) {
  * spare rows, as elm_kv_cache_bytes (plan) counts it. */
 static void small_gemma3(void) {
     const elm_synth_preset p = {"tiny-gemma3", "test", "gemma3", 300, 64,   6,    4, 2, 96, 256,
-                                1e-6f,         1e6f,   true,     false, 32, 8, 0, 8.0f, NULL, 0, 0};
+                                1e-6f,         1e6f,   true,     false, 32, 8, 0, 8.0f, NULL, 0, 0, {0}};
     const char *path = tmp_path("tiny-gemma3.gguf");
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
     if (!m) return;
@@ -227,7 +251,7 @@ static void small_gemma3(void) {
  * (one per rotated pair, long above short) with the original context and the attention factor. */
 static void small_phi4(void) {
     const elm_synth_preset p = {"tiny-phi4", "test", "phi3", 300, 64,   2,     4, 2, 96, 256,
-                                1e-5f,       1e4f,   true,   false, 0, 0, 12, 0, NULL, 0, 64};
+                                1e-5f,       1e4f,   true,   false, 0, 0, 12, 0, NULL, 0, 64, {0}};
     const char *path = tmp_path("tiny-phi4.gguf");
     elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
     if (!m) return;
@@ -245,6 +269,144 @@ static void small_phi4(void) {
     unlink(path);
 }
 
+/* Finite logits from n tokens through a fresh context of m. */
+static void runs(elm_model *m, int32_t n_ctx, int32_t n) {
+    elm_context *c = NULL;
+    elm_error err;
+    elm_context_params cp = {.n_ctx = n_ctx, .n_threads = 2};
+    int32_t toks[64];
+    float logits[300];
+    for (int32_t i = 0; i < n && i < 64; i++) toks[i] = 1 + i * 7 % 299;
+    CHECK(elm_context_new(m, &cp, &c, &err) == ELM_OK &&
+              elm_forward(c, toks, n < 64 ? n : 64, logits, false, &err) == ELM_OK,
+          "%s forward: %s", m->hp.arch, err.msg);
+    bool finite = c != NULL;
+    for (int i = 0; c && i < m->hp.n_vocab && i < 300; i++)
+        finite &= logits[i] == logits[i] && logits[i] < 1e30f && logits[i] > -1e30f;
+    CHECK(finite, "%s: logits not finite", m->hp.arch);
+    elm_context_free(c);
+}
+
+/* The recurrent state plan counts for p (one sequence with its checkpoints): that of the model
+ * its file loads as, and a multiple (state and checkpoints) of one state of `floats`. */
+static void state_planned(const elm_synth_preset *p, const elm_model *m, size_t floats) {
+    elm_model *shape = NULL;
+    elm_plan plan;
+    elm_error err;
+    CHECK(elm_plan_shape_preset(p, &shape, &err) == ELM_OK &&
+              elm_plan_make(shape, 64, 16, 1, false, 0, 0, &plan, &err) == ELM_OK,
+          "plan %s: %s", p->name, err.msg);
+    const size_t bytes = floats * sizeof(float);
+    CHECK(shape && plan.state_bytes == elm_state_bytes(&m->hp) && plan.state_bytes >= 2 * bytes &&
+              plan.state_bytes % bytes == 0,
+          "%s: planned state %zu bytes, one state %zu", p->name, shape ? (size_t)plan.state_bytes : 0,
+          bytes);
+    elm_model_free(shape);
+}
+
+/* Qwen3.5's columns in small: DeltaNet layers ('r', 2 key heads and 4 value heads of 16), a gated
+ * attention layer with heads of 32 rotated on 8 dimensions, M-RoPE sections. */
+static void small_qwen35(void) {
+    const elm_synth_preset p = {
+        .name = "tiny-qwen35", .source = "test", .arch = "qwen35", .n_vocab = 300, .dim = 64,
+        .n_layers = 4, .n_heads = 4, .n_kv_heads = 2, .ffn_dim = 96, .n_ctx_train = 256,
+        .rms_eps = 1e-6f, .rope_theta = 1e7f, .tied = true, .head_dim = 32, .rope_dim = 8,
+        .layers = "rrra", .conv_l = 4,
+        .extra = {.ssm_inner = 64, .ssm_state = 16, .ssm_heads = 4, .ssm_groups = 2,
+                  .rope_sections = {2, 1, 1, 0}}};
+    const char *path = tmp_path("tiny-qwen35.gguf");
+    elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
+    if (!m) return;
+    const elm_hparams *hp = &m->hp;
+    CHECK(elm_layer_recurrent(hp, 0) && elm_layer_recurrent(hp, 2) && !elm_layer_recurrent(hp, 3) &&
+              hp->ssm_inner == 64 && hp->ssm_state == 16 && hp->ssm_heads == 4 &&
+              hp->ssm_groups == 2 && hp->conv_l == 4 && hp->rope_dim == 8 && hp->head_dim == 32 &&
+              hp->rope_sections[0] == 2 && hp->rope_sections[2] == 1 &&
+              m->layers[3].wq->ne[1] == 2 * 4 * 32 && m->layers[0].conv_in->ne[1] == 2 * 2 * 16 + 64,
+          "qwen35 sizes");
+    /* per DeltaNet layer: the convolution's last 3 inputs of q, k and v, 4 value heads' 16 x 16 */
+    state_planned(&p, m, 3 * (3 * (2 * 2 * 16 + 64) + 4 * 16 * 16));
+    runs(m, 32, 20);
+    elm_model_free(m);
+    unlink(path);
+}
+
+/* Granite 4.0-H's columns in small: Mamba-2 layers of 8 heads in 2 groups, its multipliers and
+ * attention without RoPE. */
+static void small_granite(void) {
+    const elm_synth_preset p = {
+        .name = "tiny-granite", .source = "test", .arch = "granitehybrid", .n_vocab = 300,
+        .dim = 64, .n_layers = 3, .n_heads = 4, .n_kv_heads = 2, .ffn_dim = 96,
+        .n_ctx_train = 256, .rms_eps = 1e-5f, .rope_theta = 1e4f, .tied = true, .layers = "rar",
+        .conv_l = 4,
+        .extra = {.ssm_inner = 128, .ssm_state = 16, .ssm_heads = 8, .ssm_groups = 2,
+                  .embd_scale = 2.0f, .residual_scale = 0.75f, .attn_scale = 0.125f,
+                  .logit_scale = 2.0f, .no_rope = true}};
+    const char *path = tmp_path("tiny-granite.gguf");
+    elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
+    if (!m) return;
+    const elm_hparams *hp = &m->hp;
+    CHECK(elm_layer_recurrent(hp, 0) && !elm_layer_recurrent(hp, 1) && hp->ssm_inner == 128 &&
+              hp->ssm_heads == 8 && hp->ssm_groups == 2 && hp->no_rope && hp->embd_scale == 2.0f &&
+              hp->residual_scale == 0.75f && hp->attn_scale == 0.125f && hp->logit_scale == 2.0f,
+          "granitehybrid sizes and multipliers");
+    /* per Mamba-2 layer: the last 3 inputs of x, B and C, d_inner x d_state */
+    state_planned(&p, m, 2 * (3 * (128 + 2 * 2 * 16) + 128 * 16));
+    runs(m, 32, 20);
+    elm_model_free(m);
+    unlink(path);
+}
+
+/* Gemma 4's columns in small: windowed layers listed ('s', heads of 16) and global ones (heads of
+ * 32, a quarter rotated by rope_freqs), the last 3 layers reading the KV of layers 3 and 4 yet
+ * carrying their own k and v (unused), their FFN doubled, per-layer embeddings; cut to its first
+ * 6 layers (synth --layers), one layer shares. */
+static void small_gemma4(void) {
+    elm_synth_preset p = {
+        .name = "tiny-gemma4", .source = "test", .arch = "gemma4", .n_vocab = 300, .dim = 64,
+        .n_layers = 8, .n_heads = 4, .n_kv_heads = 2, .ffn_dim = 96, .n_ctx_train = 256,
+        .rms_eps = 1e-6f, .rope_theta = 1e6f, .tied = true, .head_dim = 32, .n_swa = 8,
+        .rope_dim = 8, .layers = "sassassa", /* the last layer global, as transformers forces */
+        .extra = {.head_dim_swa = 16, .n_embd_per_layer = 8, .kv_shared_from = 5,
+                  .double_wide_mlp = true}};
+    const char *path = tmp_path("tiny-gemma4.gguf");
+    elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
+    if (!m) return;
+    const elm_hparams *hp = &m->hp;
+    CHECK(hp->swa_listed && elm_layer_swa(hp, 0) && !elm_layer_swa(hp, 1) && !elm_layer_swa(hp, 7) &&
+              hp->n_swa == 8 && hp->head_dim == 32 && hp->head_dim_swa == 16 &&
+              hp->rope_dim == 32 && hp->rope_dim_swa == 16 && hp->n_kv_shared == 3 &&
+              hp->n_embd_per_layer == 8 && hp->logit_softcap == 30.0f &&
+              elm_layer_ffn_dim(hp, 4) == 96 && elm_layer_ffn_dim(hp, 5) == 192 &&
+              hp->ffn_dim == 192,
+          "gemma4 sizes");
+    const float *rf = m->rope_freqs ? m->rope_freqs->data : NULL;
+    CHECK(rf && m->rope_freqs->ne[0] == 16 && rf[3] == 1.0f && rf[4] > 1e29f && rf[15] > 1e29f,
+          "rope_freqs turning 4 of 16 pairs");
+    CHECK(elm_model_find(m, "blk.6.attn_k.weight") && elm_model_find(m, "blk.7.attn_v.weight") &&
+              elm_model_find(m, "blk.5.attn_k_norm.weight") && !m->layers[6].wk &&
+              !m->layers[7].k_norm && m->layers[4].wk,
+          "the sharing layers' k and v carried, unbound");
+    runs(m, 32, 20);
+    elm_model_free(m);
+    unlink(path);
+    p.n_layers = 6;
+    m = write_and_load(&p, ELM_TYPE_F16, path);
+    if (!m) return;
+    CHECK(m->hp.n_layers == 6 && m->hp.n_kv_shared == 1 && elm_layer_ffn_dim(&m->hp, 5) == 192 &&
+              elm_layer_ffn_dim(&m->hp, 4) == 96,
+          "cut to 6 layers: %d sharing", m->hp.n_kv_shared);
+    runs(m, 32, 12);
+    elm_model_free(m);
+    unlink(path);
+    /* dim and FFN in whole Q8_0 blocks of 32, the per-layer embeddings' 6 x 8 columns not:
+     * refused, no file */
+    elm_error err;
+    CHECK(elm_synth_write(&p, ELM_TYPE_Q8_0, path, 1, NULL, NULL, NULL, &err) == ELM_ERR_ARG &&
+              strstr(err.msg, "per_layer_token_embd.weight has rows of 48") && access(path, F_OK) != 0,
+          "rows of 8 columns as q8_0: %s", err.msg);
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     presets();
@@ -254,9 +416,12 @@ int main(int argc, char **argv) {
     small_qwen3();
     small_gemma3();
     small_phi4();
+    small_qwen35();
+    small_granite();
+    small_gemma4();
     /* shapes that do not fit the type are refused and leave no file */
     const elm_synth_preset odd = {"odd", "test", "llama", 300,   48,   1,    4,
-                                  4,     80,     64,      1e-5f, 1e4f, true, false, 0, 0, 0, 0, NULL, 0, 0};
+                                  4,     80,     64,      1e-5f, 1e4f, true, false, 0, 0, 0, 0, NULL, 0, 0, {0}};
     const char *path = tmp_path("odd.gguf");
     elm_error err;
     CHECK(elm_synth_write(&odd, ELM_TYPE_Q8_0, path, 1, NULL, NULL, NULL, &err) == ELM_ERR_ARG &&

@@ -17,6 +17,29 @@ extern "C" {
 
 /* ---------------------------------------------------------------- synth: real shapes */
 
+/* A preset's sizes beyond the Llama-like ones (elm_synth_preset.extra). */
+typedef struct elm_synth_extra {
+    /* Mamba-2 and Gated DeltaNet sizes (elm_hparams.ssm_*): Granite 4.0-H's d_inner, d_state,
+     * heads and groups (mamba_*); Qwen3.5's value width (value heads x head size), key/value head
+     * size, value heads and key heads (linear_*) */
+    int32_t ssm_inner, ssm_state, ssm_heads, ssm_groups;
+    int32_t rope_sections[4]; /* M-RoPE pairs per position stream (Qwen3.5: 11, 11, 10, 0) */
+    /* Granite's multipliers (embedding_multiplier, residual_multiplier, attention_multiplier,
+     * logits_scaling) and its attention without positions (position_embedding_type "nope") */
+    float embd_scale, residual_scale, attn_scale, logit_scale;
+    bool no_rope;
+    /* Gemma 4: head_dim is the global layers' ('a'), head_dim_swa the windowed layers' ('s'), and
+     * rope_dim the global layers' rotated dimensions (partial_rotary_factor x head_dim, written as
+     * llama.cpp's converter does: rope_freqs.weight turning the first rope_dim / 2 pairs) */
+    int32_t head_dim_swa;
+    int32_t n_embd_per_layer; /* per-layer embeddings (hidden_size_per_layer_input), else 0 */
+    /* The first layer that reads an earlier layer's keys and values instead of its own
+     * (num_hidden_layers - num_kv_shared_layers; E2B: 15), 0: none. Its checkpoints still carry
+     * those layers' attn_k, attn_v and attn_k_norm, unused, and so do the preset's files. */
+    int32_t kv_shared_from;
+    bool double_wide_mlp; /* the FFN is 2 x ffn_dim from kv_shared_from on (use_double_wide_mlp) */
+} elm_synth_extra;
+
 typedef struct elm_synth_preset {
     const char *name;   /* "tinyllama-1.1b", ... */
     const char *source; /* the Hugging Face config the shapes come from */
@@ -30,15 +53,20 @@ typedef struct elm_synth_preset {
     int32_t n_swa;    /* sliding_window of the local layers (Gemma 3), else 0 */
     int32_t rope_dim; /* rotated dimensions per head when partial (Phi-4-mini: 96), else 0 */
     float rope_scale; /* linear rope_scaling factor (Gemma 3 4B: 8), else 0 */
-    /* Hybrids: one letter per layer, 'a' attention or 'r' the family's recurrent kind (model/arch.h:
-     * elm_arch.recurrent); NULL: all attention */
+    /* One letter per layer (the first n_layers are used): 'a' attention, 's' attention through the
+     * sliding window of n_swa (listed layers, Gemma 4: config.json layer_types), 'r' the family's
+     * recurrent kind (hybrids; model/arch.h: elm_arch.recurrent); NULL: all attention (Gemma 3's
+     * window by its family's period) */
     const char *layers;
-    int32_t conv_l; /* short convolution taps (LFM2: 3) */
+    int32_t conv_l; /* causal convolution taps of the recurrent kind (LFM2: 3; Mamba-2, DeltaNet: 4) */
     /* LongRoPE (Phi-4-mini: 4096, extended to n_ctx_train): the context before the extension,
      * written as llama.cpp's converter does (rope_factors_long/short.weight tensors of
      * rope_dim / 2 illustrative factors, rope.scaling.original_context_length and attn_factor);
      * 0: none */
     int32_t n_ctx_orig;
+    /* The sizes only the newer families have (Qwen3.5, Granite 4.0-H, Gemma 4); {0} for the
+     * others */
+    elm_synth_extra extra;
 } elm_synth_preset;
 
 /* The presets, *n of them. */

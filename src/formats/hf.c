@@ -601,11 +601,15 @@ elm_status elm_hf_add_partial_freqs(elm_model *m, float partial, elm_error *err)
     const int n = m->hp.head_dim / 2, turning = (int)((float)m->hp.head_dim * partial / 2);
     float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
     if (!f) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
-    for (int i = 0; i < n; i++) f[i] = i < turning ? 1.0f : ELM_HF_UNTURNED;
+    elm_hf_partial_freqs(f, n, turning);
     elm_status st = elm_model_own_buffer(m, f, err);
     const int64_t ne[1] = {n};
     return st ? st : elm_model_add_tensor(m, "rope_freqs.weight", ELM_TYPE_F32, 1, ne, f,
                                           (size_t)n * sizeof *f, err);
+}
+
+void elm_hf_partial_freqs(float *f, int n, int turning) {
+    for (int i = 0; i < n; i++) f[i] = i < turning ? 1.0f : ELM_HF_UNTURNED;
 }
 
 bool elm_hf_partial_of(const elm_model *m, float *partial) {

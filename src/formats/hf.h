@@ -80,6 +80,9 @@ elm_status elm_hf_add_longrope(elm_model *m, const elm_hf_config *c, elm_error *
  * turn as in a full RoPE of head_dim, ELM_HF_UNTURNED for the others. */
 elm_status elm_hf_add_partial_freqs(elm_model *m, float partial, elm_error *err);
 
+/* Those divisors into f [n pairs]: 1 for the first `turning`, ELM_HF_UNTURNED for the others. */
+void elm_hf_partial_freqs(float *f, int n, int turning);
+
 /* Whether m's rope_freqs is of that form, and its partial_rotary_factor into *partial. */
 bool elm_hf_partial_of(const elm_model *m, float *partial);
 

@@ -367,11 +367,7 @@ static elm_status read_gemma4(const char *path, const cJSON *root, const elm_arc
     for (int l = 0; global_kv > 0 && l < hp->n_layers; l++)
         hp->layer_kv_heads[l] = hp->swa_layer[l] ? hp->n_kv_heads : global_kv;
     if (global_kv > hp->n_kv_heads) hp->n_kv_heads = global_kv;
-    if (get_true(root, "use_double_wide_mlp") && shared > 0 && shared < hp->n_layers) {
-        for (int l = 0; l < hp->n_layers; l++)
-            hp->layer_ffn[l] = l < hp->n_layers - shared ? hp->ffn_dim : 2 * hp->ffn_dim;
-        hp->ffn_dim *= 2;
-    }
+    if (get_true(root, "use_double_wide_mlp")) elm_arch_double_wide_mlp(hp);
     /* rope_parameters: transformers' defaults, a global "proportional" RoPE of 1/4 of the head */
     const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
     const cJSON *full = cJSON_GetObjectItemCaseSensitive(rp, "full_attention");

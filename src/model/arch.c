@@ -208,8 +208,9 @@ static void ple_layout(const elm_arch *a, const elm_hparams *hp, int l, elm_tens
     if (a->layer_scale) spec(s, n, ELM_KIND_NORM, 1, 0, "blk.%d.layer_output_scale.weight", l);
 }
 
-elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_rope_tensors rope,
+elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_layout_extras x,
                                  int32_t *n) {
+    const elm_rope_tensors rope = x.rope;
     const int64_t dim = hp->dim, P = hp->n_embd_per_layer;
     elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 20 + 9) * sizeof *s);
     *n = 0;
@@ -233,6 +234,7 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_r
         const int64_t hd = elm_layer_head_dim(hp, l), q = (int64_t)hp->n_heads * hd,
                       kv = (int64_t)elm_layer_kv_heads(hp, l) * hd;
         const bool own_kv = elm_layer_kv_src(hp, l) == l; /* Gemma 4's last layers: none */
+        const bool kv_weights = own_kv || x.shared_kv_weights; /* theirs, kept unused */
         spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.attn_norm.weight", l);
         if (elm_layer_recurrent(hp, l)) {
             recurrent_layout(a, hp, l, s, n);
@@ -244,8 +246,8 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_r
         } else {
             /* a gated family's q rows hold each head's query, then its gate */
             spec(s, n, ELM_KIND_MATRIX, dim, a->attn_gate ? 2 * q : q, "blk.%d.attn_q.weight", l);
-            if (own_kv) spec(s, n, ELM_KIND_MATRIX, dim, kv, "blk.%d.attn_k.weight", l);
-            if (own_kv) spec(s, n, ELM_KIND_MATRIX, dim, kv, "blk.%d.attn_v.weight", l);
+            if (kv_weights) spec(s, n, ELM_KIND_MATRIX, dim, kv, "blk.%d.attn_k.weight", l);
+            if (kv_weights) spec(s, n, ELM_KIND_MATRIX, dim, kv, "blk.%d.attn_v.weight", l);
         }
         if (a->qkv_bias) {
             spec(s, n, ELM_KIND_BIAS, q, 0, "blk.%d.attn_q.bias", l);
@@ -254,7 +256,7 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_r
         }
         if (a->qk_norm) {
             spec(s, n, ELM_KIND_NORM, hd, 0, "blk.%d.attn_q_norm.weight", l);
-            if (own_kv) spec(s, n, ELM_KIND_NORM, hd, 0, "blk.%d.attn_k_norm.weight", l);
+            if (kv_weights) spec(s, n, ELM_KIND_NORM, hd, 0, "blk.%d.attn_k_norm.weight", l);
         }
         spec(s, n, ELM_KIND_MATRIX, q, dim, "blk.%d.attn_output.weight", l);
         if (a->post_norms) spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.post_attention_norm.weight", l);
@@ -262,6 +264,14 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_r
         ple_layout(a, hp, l, s, n);
     }
     return s;
+}
+
+void elm_arch_double_wide_mlp(elm_hparams *hp) {
+    const int first_shared = hp->n_layers - hp->n_kv_shared;
+    if (hp->n_kv_shared <= 0 || first_shared <= 0) return;
+    for (int l = 0; l < hp->n_layers && l < ELM_MAX_LAYERS; l++)
+        hp->layer_ffn[l] = l < first_shared ? hp->ffn_dim : 2 * hp->ffn_dim;
+    hp->ffn_dim *= 2;
 }
 
 float elm_arch_longrope_attn_factor(int32_t n_ctx_train, int32_t n_ctx_orig) {

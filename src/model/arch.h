@@ -128,6 +128,14 @@ typedef enum elm_rope_tensors {
     ELM_ROPE_TENSORS_LONGROPE /* rope_factors_long.weight and rope_factors_short.weight */
 } elm_rope_tensors;
 
+/* What a file holds beyond its family's tensors: RoPE vectors, and (shared_kv_weights) the keys
+ * and values of the layers that read another layer's (elm_layer_kv_src): attn_k, attn_v and
+ * attn_k_norm, which Gemma 4's checkpoints carry, llama.cpp's converter keeps and nothing runs. */
+typedef struct elm_layout_extras {
+    elm_rope_tensors rope;
+    bool shared_kv_weights;
+} elm_layout_extras;
+
 typedef struct elm_tensor_spec {
     char name[ELM_NAME_MAX];
     elm_tensor_kind kind;
@@ -135,15 +143,20 @@ typedef struct elm_tensor_spec {
 } elm_tensor_spec;
 
 /* The GGUF tensors of a model of family a with hyper-parameters hp (head_dim and rope_dim set; a
- * tied output has no output.weight; rope adds rope_freqs.weight or LongRoPE's two factor vectors,
- * [rope_dim/2] each), in the order llama.cpp's converter writes them: token_embd, output_norm,
- * output, the RoPE vectors, the per-layer embeddings' (hp.n_embd_per_layer), then block by block,
- * a recurrent layer (hp.recurrent) with its kind's tensors in place of attention's, each layer
- * with its own head size, KV heads and FFN size (elm_layer_head_dim...), a layer reading
- * another's KV without attn_k, attn_v and attn_k_norm. Returns a malloc'd array of *n specs,
- * NULL when out of memory. */
-elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_rope_tensors rope,
+ * tied output has no output.weight; x.rope adds rope_freqs.weight or LongRoPE's two factor
+ * vectors, [rope_dim/2] each), in the order llama.cpp's converter writes them: token_embd,
+ * output_norm, output, the RoPE vectors, the per-layer embeddings' (hp.n_embd_per_layer), then
+ * block by block, a recurrent layer (hp.recurrent) with its kind's tensors in place of
+ * attention's, each layer with its own head size, KV heads and FFN size (elm_layer_head_dim...),
+ * a layer reading another's KV without attn_k, attn_v and attn_k_norm unless
+ * x.shared_kv_weights. Returns a malloc'd array of *n specs, NULL when out of memory. */
+elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_layout_extras x,
                                  int32_t *n);
+
+/* Gemma 4's use_double_wide_mlp: the FFN of the layers that read another layer's KV (the last
+ * hp.n_kv_shared) twice hp.ffn_dim, as per-layer sizes (hp.layer_ffn), hp.ffn_dim then the
+ * largest; nothing when no layer shares. */
+void elm_arch_double_wide_mlp(elm_hparams *hp);
 
 /* LongRoPE's attention factor as llama.cpp's converter computes it from config.json (Phi3MiniModel;
  * transformers' default attention_factor): sqrt(1 + ln(s) / ln(n_ctx_orig)) for the extension

@@ -16,10 +16,10 @@
 #include "model/builder.h"
 #include "shapes/preset.h"
 
-/* A model of hp's architecture whose tensors have shapes but no data (F32); rope adds the
- * rope_freqs tensor (Llama 3.1's, Gemma 4's) or LongRoPE's two. Errors: ELM_ERR_UNSUPPORTED for
- * an unknown arch, elm_model_bind's. */
-static elm_status shape_model(const elm_hparams *hp, elm_rope_tensors rope, elm_model **out,
+/* A model of hp's architecture whose tensors have shapes but no data (F32); x adds the
+ * rope_freqs tensor (Llama 3.1's, Gemma 4's) or LongRoPE's two, and the unused KV weights of
+ * layers that share another's. Errors: ELM_ERR_UNSUPPORTED for an unknown arch, elm_model_bind's. */
+static elm_status shape_model(const elm_hparams *hp, elm_layout_extras x, elm_model **out,
                               elm_error *err) {
     *out = NULL;
     const elm_arch *a = elm_arch_find(hp->arch);
@@ -38,7 +38,7 @@ static elm_status shape_model(const elm_hparams *hp, elm_rope_tensors rope, elm_
     if (!m->hp.rope_dim) m->hp.rope_dim = m->hp.head_dim;
     elm_arch_swa_defaults(a, &m->hp); /* the local layers' KV cache is their window */
     int32_t n;
-    elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, rope, &n);
+    elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, x, &n);
     elm_status st = specs ? ELM_OK : elm_errorf(err, ELM_ERR_NOMEM, "plan: out of memory");
     for (int32_t i = 0; i < n && !st; i++) {
         const int64_t ne[2] = {specs[i].cols, specs[i].rows};
@@ -151,11 +151,15 @@ elm_status elm_plan_shape_config(const char *config_path, elm_model **out, elm_e
     const elm_rope_tensors rope = c.llama3[0] > 0 || c.partial_rope > 0 ? ELM_ROPE_TENSORS_FREQS
                                   : c.n_longrope                        ? ELM_ROPE_TENSORS_LONGROPE
                                                                         : ELM_ROPE_TENSORS_NONE;
-    return st ? st : shape_model(&c.hp, rope, out, err);
+    /* the layers sharing KV: Gemma 4's checkpoints carry their k and v all the same */
+    const elm_layout_extras x = {.rope = rope, .shared_kv_weights = c.hp.n_kv_shared > 0};
+    return st ? st : shape_model(&c.hp, x, out, err);
 }
 
 elm_status elm_plan_shape_preset(const elm_synth_preset *p, elm_model **out, elm_error *err) {
     elm_hparams hp = {0};
     elm_preset_hparams(p, &hp);
-    return shape_model(&hp, elm_preset_rope_tensors(p), out, err);
+    elm_status st = shape_model(&hp, elm_preset_layout_extras(p), out, err);
+    if (!st) snprintf((*out)->name, sizeof (*out)->name, "%s", p->name);
+    return st;
 }

@@ -6,12 +6,15 @@
 #include "edgelm/shapes.h"
 #include "model/arch.h"
 
-/* Fills hp (zeroed by the caller) from p: the architecture, sizes, RoPE and, for a hybrid, which
- * layers are recurrent and its recurrent kind's sizes. */
+/* Fills hp (zeroed by the caller) from p: the architecture, sizes, RoPE, which layers are
+ * recurrent or windowed (p.layers) and the recurrent kind's sizes, Granite's multipliers, Gemma
+ * 4's head sizes, per-layer embeddings, KV sharing and FFN sizes. A preset cut to its first
+ * n_layers (synth --layers) keeps the sharing of those layers. */
 void elm_preset_hparams(const elm_synth_preset *p, elm_hparams *hp);
 
-/* The RoPE vectors p's file has: Llama 3.1's rope_freqs (llama3_rope), LongRoPE's factor pair
- * (n_ctx_orig > 0) or none. */
-elm_rope_tensors elm_preset_rope_tensors(const elm_synth_preset *p);
+/* What p's file has beyond its family's tensors (model/arch.h): the RoPE vectors (Llama 3.1's
+ * rope_freqs for llama3_rope, Gemma 4's partial one for a windowed list, LongRoPE's factor pair
+ * for n_ctx_orig > 0, or none), and the KV weights its sharing layers carry unused. */
+elm_layout_extras elm_preset_layout_extras(const elm_synth_preset *p);
 
 #endif

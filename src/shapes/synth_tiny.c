@@ -82,7 +82,7 @@ static elm_status add_tensors(elm_model *m, const elm_arch *a, rng *r, double st
     const elm_rope_tensors rope = llama31(a) || a->swa_listed ? ELM_ROPE_TENSORS_FREQS
                                   : longrope                  ? ELM_ROPE_TENSORS_LONGROPE
                                                               : ELM_ROPE_TENSORS_NONE;
-    elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, rope, &n);
+    elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, (elm_layout_extras){.rope = rope}, &n);
     if (!specs) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
     elm_status st = ELM_OK;
     for (int32_t i = 0; i < n && !st; i++) {
@@ -119,9 +119,7 @@ static void tiny_gemma4(elm_hparams *hp) {
     hp->rope_theta = 1000000.0f;
     hp->rope_theta_swa = 10000.0f;
     hp->n_kv_shared = 3;
-    for (int l = 0; l < hp->n_layers; l++)
-        hp->layer_ffn[l] = l < hp->n_layers - hp->n_kv_shared ? hp->ffn_dim : 2 * hp->ffn_dim;
-    hp->ffn_dim *= 2;
+    elm_arch_double_wide_mlp(hp);
     hp->n_embd_per_layer = 8;
     hp->logit_softcap = 30.0f;
 }

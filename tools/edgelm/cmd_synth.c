@@ -20,7 +20,7 @@ static const char *epilog(void) {
     len += (size_t)snprintf(buf, sizeof buf, "types: %s\npresets:\n", elm_type_names(true));
     for (int i = 0; i < n && len < sizeof buf; i++)
         len += (size_t)snprintf(buf + len, sizeof buf - len,
-                                "  %-15s %s: dim %d, %d layers, %d/%d heads, ffn %d, vocab %d%s\n",
+                                "  %-19s %s: dim %d, %d layers, %d/%d heads, ffn %d, vocab %d%s\n",
                                 p[i].name, p[i].source, p[i].dim, p[i].n_layers, p[i].n_heads,
                                 p[i].n_kv_heads, p[i].ffn_dim, p[i].n_vocab,
                                 p[i].tied ? ", tied output" : "");
