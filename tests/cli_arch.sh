@@ -109,131 +109,87 @@ EOF
     expect_error "$1 $2" "rope_scaling type '$2' is not supported" "$bin" run -m "$dir" -p "Hi" -n 1
 done
 
+# same_logits NAME PLAIN MULTIMODAL: the multimodal layout runs as its plain copy. The logits, not
+# only the tokens: a tiny random model may repeat one token whatever its RoPE.
+same_logits() {
+    local model
+    for model in "$2" "$3"; do
+        "$bin" run -m "$model" -p "Once upon a time" -n 4 --temp 0 --ignore-eos -t 2 --json \
+            --logits 4 --logits-top 8 >"$model.json" 2>"$tmp/err" || fail "$1: run $model: $(cat "$tmp/err")"
+    done
+    [ -s "$3.json" ] && python3 -c '
+import json, sys
+a, b = (json.load(open(p))["logits"] for p in sys.argv[1:])
+sys.exit(not all(x[0] == y[0] and abs(x[1] - y[1]) < 1e-5 for r, s in zip(a, b) for x, y in zip(r, s)))
+' "$2.json" "$3.json" || fail "$1: the multimodal layout's logits differ from the plain copy's"
+}
+
+# hf_tiny ARCH VOCAB DIR: the family's synth --tiny model as DIR.gguf and the HF folder DIR
+hf_tiny() {
+    "$bin" synth --arch "$1" --tiny -o "$3.gguf" --hf "$3" --vocab "$fix/vocab/ggml-vocab-$2.gguf" \
+        >/dev/null 2>"$tmp/err" || fail "$1: synth --hf: $(cat "$tmp/err")"
+}
+
 # Gemma 3: a missing key of the family's is named with its file; the multimodal layout runs
 g3=$tmp/gemma3-hf
-"$bin" synth --arch gemma3 --tiny -o "$tmp/g3.gguf" --hf "$g3" \
-    --vocab "$fix/vocab/ggml-vocab-llama-spm.gguf" >/dev/null 2>"$tmp/err" ||
-    fail "gemma3: synth --hf: $(cat "$tmp/err")"
+hf_tiny gemma3 llama-spm "$g3"
 cp -r "$g3" "$tmp/g3-nowindow" && cp -r "$g3" "$tmp/g3-mm"
-python3 - "$tmp/g3-nowindow/config.json" "$tmp/g3-mm" <<'EOF'
-import json, os, struct, sys
+python3 - "$tmp/g3-nowindow/config.json" "$tmp/g3-mm/config.json" <<'EOF'
+import json, sys
 c = json.load(open(sys.argv[1]))
 del c["sliding_window"]
 json.dump(c, open(sys.argv[1], "w"))
-# Gemma3ForConditionalGeneration: the text model's config and tensors one level down, beside a
-# vision tower's (ignored); RoPE as newer transformers write it, per kind of layer
-mm = sys.argv[2]
-text = json.load(open(os.path.join(mm, "config.json")))
+# Gemma3ForConditionalGeneration: the text model's config one level down, beside a vision
+# tower's (ignored); RoPE as newer transformers write it, per kind of layer
+text = json.load(open(sys.argv[2]))
 text["rope_parameters"] = {
     "full_attention": {"rope_type": "linear", "factor": text.pop("rope_scaling")["factor"],
                        "rope_theta": text.pop("rope_theta")},
     "sliding_attention": {"rope_type": "default", "rope_theta": text.pop("rope_local_base_freq")}}
 json.dump({"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
-           "text_config": text, "vision_config": {"hidden_size": 8}},
-          open(os.path.join(mm, "config.json"), "w"))
-path = os.path.join(mm, "model.safetensors")
-data = open(path, "rb").read()
-n = struct.unpack("<Q", data[:8])[0]
-header = json.loads(data[8:8 + n])
-moved = {(k if k == "__metadata__" else "language_model." + k): v for k, v in header.items()}
-end = len(data) - 8 - n
-moved["vision_tower.patch_embedding.weight"] = {"dtype": "F32", "shape": [1],
-                                                 "data_offsets": [end, end + 4]}
-h = json.dumps(moved).encode()
-h += b" " * (-len(h) % 8)
-open(path, "wb").write(struct.pack("<Q", len(h)) + h + data[8 + n:] + bytes(4))
+           "text_config": text, "vision_config": {"hidden_size": 8}}, open(sys.argv[2], "w"))
 EOF
+python3 tests/lib/hf_multimodal.py "$tmp/g3-mm" "" language_model. vision_tower.patch_embedding.weight
 expect_error "gemma3 without sliding_window" "config.json: missing required key 'sliding_window'" \
     "$bin" run -m "$tmp/g3-nowindow" -p "Hi" -n 1
-for model in "$g3" "$tmp/g3-mm"; do
-    "$bin" run -m "$model" -p "Once upon a time" -n 4 --temp 0 --ignore-eos -t 2 --json \
-        --logits 4 --logits-top 8 >"$model.json" 2>"$tmp/err" || fail "gemma3: run $model: $(cat "$tmp/err")"
-done
-# the logits, not only the tokens: a tiny random model may repeat one token whatever its RoPE
-[ -s "$tmp/g3-mm.json" ] && python3 -c '
-import json, sys
-a, b = (json.load(open(p))["logits"] for p in sys.argv[1:])
-sys.exit(not all(x[0] == y[0] and abs(x[1] - y[1]) < 1e-5 for r, s in zip(a, b) for x, y in zip(r, s)))
-' "$g3.json" "$tmp/g3-mm.json" || fail "gemma3: the multimodal layout's logits differ from the plain copy's"
+same_logits gemma3 "$g3" "$tmp/g3-mm"
 
-# Qwen3.5's multimodal layout runs as its plain copy
+# Qwen3.5's multimodal layout (Qwen3_5ForConditionalGeneration: tensors under
+# model.language_model., tie_word_embeddings outside text_config, a vision tower and an MTP block)
 q35=$tmp/qwen35-hf
-"$bin" synth --arch qwen35 --tiny -o "$tmp/q35.gguf" --hf "$q35" \
-    --vocab "$fix/vocab/ggml-vocab-qwen35.gguf" >/dev/null 2>"$tmp/err" ||
-    fail "qwen35: synth --hf: $(cat "$tmp/err")"
+hf_tiny qwen35 qwen35 "$q35"
 cp -r "$q35" "$tmp/q35-mm"
-python3 - "$tmp/q35-mm" <<'EOF'
-import json, os, struct, sys
-mm = sys.argv[1]
-text = json.load(open(os.path.join(mm, "config.json")))
+python3 - "$tmp/q35-mm/config.json" <<'EOF'
+import json, sys
+text = json.load(open(sys.argv[1]))
 tie = text.pop("tie_word_embeddings")
 text["model_type"] = "qwen3_5_text"
 json.dump({"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
            "text_config": text, "vision_config": {"depth": 1}, "tie_word_embeddings": tie},
-          open(os.path.join(mm, "config.json"), "w"))
-path = os.path.join(mm, "model.safetensors")
-data = open(path, "rb").read()
-n = struct.unpack("<Q", data[:8])[0]
-header = json.loads(data[8:8 + n])
-moved = {(k.replace("model.", "model.language_model.", 1) if k.startswith("model.") else k): v
-         for k, v in header.items()}
-end = len(data) - 8 - n
-for extra in ["model.visual.patch_embed.proj.weight", "mtp.fc.weight"]:
-    moved[extra] = {"dtype": "F32", "shape": [1], "data_offsets": [end, end + 4]}
-    end += 4
-h = json.dumps(moved).encode()
-h += b" " * (-len(h) % 8)
-open(path, "wb").write(struct.pack("<Q", len(h)) + h + data[8 + n:] + bytes(8))
+          open(sys.argv[1], "w"))
 EOF
-for model in "$q35" "$tmp/q35-mm"; do
-    "$bin" run -m "$model" -p "Once upon a time" -n 4 --temp 0 --ignore-eos -t 2 --json \
-        --logits 4 --logits-top 8 >"$model.json" 2>"$tmp/err" || fail "qwen35: run $model: $(cat "$tmp/err")"
-done
-[ -s "$tmp/q35-mm.json" ] && python3 -c '
-import json, sys
-a, b = (json.load(open(p))["logits"] for p in sys.argv[1:])
-sys.exit(not (a == b))
-' "$q35.json" "$tmp/q35-mm.json" || fail "qwen35: the multimodal layout's logits differ from the plain copy's"
+python3 tests/lib/hf_multimodal.py "$tmp/q35-mm" model. model.language_model. \
+    model.visual.patch_embed.proj.weight mtp.fc.weight
+same_logits qwen35 "$q35" "$tmp/q35-mm"
 
 # Gemma 4: Gemma4ForConditionalGeneration's layout runs as the plain copy; context shift
 g4=$tmp/gemma4-hf
-"$bin" synth --arch gemma4 --tiny -o "$tmp/g4.gguf" --hf "$g4" \
-    --vocab "$fix/vocab/ggml-vocab-llama-spm.gguf" >/dev/null 2>"$tmp/err" ||
-    fail "gemma4: synth --hf: $(cat "$tmp/err")"
+hf_tiny gemma4 llama-spm "$g4"
 cp -r "$g4" "$tmp/g4-mm"
-python3 - "$tmp/g4-mm" <<'EOF'
-import json, os, struct, sys
-mm = sys.argv[1]
-text = json.load(open(os.path.join(mm, "config.json")))
+python3 - "$tmp/g4-mm/config.json" <<'EOF'
+import json, sys
+text = json.load(open(sys.argv[1]))
 json.dump({"architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4",
            "text_config": dict(text, model_type="gemma4_text"),
-           "vision_config": {"hidden_size": 8}}, open(os.path.join(mm, "config.json"), "w"))
-path = os.path.join(mm, "model.safetensors")
-data = open(path, "rb").read()
-n = struct.unpack("<Q", data[:8])[0]
-header = json.loads(data[8:8 + n])
-moved = {(k if k == "__metadata__" else "model.language_model." + k[len("model."):]): v
-         for k, v in header.items()}
-end = len(data) - 8 - n
-moved["model.vision_tower.patch_embedder.weight"] = {"dtype": "F32", "shape": [1],
-                                                     "data_offsets": [end, end + 4]}
-h = json.dumps(moved).encode()
-h += b" " * (-len(h) % 8)
-open(path, "wb").write(struct.pack("<Q", len(h)) + h + data[8 + n:] + bytes(4))
+           "vision_config": {"hidden_size": 8}}, open(sys.argv[1], "w"))
 EOF
-for model in "$g4" "$tmp/g4-mm"; do
-    "$bin" run -m "$model" -p "Once upon a time" -n 4 --temp 0 --ignore-eos -t 2 --json \
-        --logits 4 --logits-top 8 >"$model.json" 2>"$tmp/err" || fail "gemma4: run $model: $(cat "$tmp/err")"
-done
-[ -s "$tmp/g4-mm.json" ] && python3 -c '
-import json, sys
-a, b = (json.load(open(p))["logits"] for p in sys.argv[1:])
-sys.exit(not all(x[0] == y[0] and abs(x[1] - y[1]) < 1e-5 for r, s in zip(a, b) for x, y in zip(r, s)))
-' "$g4.json" "$tmp/g4-mm.json" || fail "gemma4: the multimodal layout's logits differ from the plain copy's"
+python3 tests/lib/hf_multimodal.py "$tmp/g4-mm" model. model.language_model. \
+    model.vision_tower.patch_embedder.weight
+same_logits gemma4 "$g4" "$tmp/g4-mm"
 long=$(head -c 400 "$tmp/text.txt")
 expect_error "gemma4 context shift" "context shift: the sliding-window layers' KV cache keeps only the window" \
-    "$bin" run -m "$tmp/g4.gguf" -p "$long" -n 60 -c 128 --temp 0 --ignore-eos -t 2
-"$bin" run -m "$tmp/g4.gguf" -p "$long" -n 60 -c 128 --swa-full --temp 0 --ignore-eos -t 2 --json \
+    "$bin" run -m "$g4.gguf" -p "$long" -n 60 -c 128 --temp 0 --ignore-eos -t 2
+"$bin" run -m "$g4.gguf" -p "$long" -n 60 -c 128 --swa-full --temp 0 --ignore-eos -t 2 --json \
     >"$tmp/shift.json" 2>"$tmp/err" || fail "gemma4: context shift with --swa-full: $(cat "$tmp/err")"
 
 

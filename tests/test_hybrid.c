@@ -242,6 +242,27 @@ static void test_bad_lfm2(const char *dir) {
     elm_model_free(m);
 }
 
+/* A hyper-parameter set to a value the tensors do not fit (and a second one with it, when `also`
+ * is set), for expect_hparam_errors. */
+typedef struct {
+    int32_t *field, value;
+    int32_t *also, also_value;
+    const char *want, *what; /* the error expected, and what the case is */
+} bad_hparam;
+
+/* For each case: m written with its bad values (then given back what it had) fails to load with
+ * the error expected. */
+static void expect_hparam_errors(elm_model *m, const char *dir, const bad_hparam *bad, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const int32_t keep = *bad[i].field, keep_also = bad[i].also ? *bad[i].also : 0;
+        *bad[i].field = bad[i].value;
+        if (bad[i].also) *bad[i].also = bad[i].also_value;
+        expect_written_error(m, dir, "hparams.gguf", bad[i].want, bad[i].what);
+        *bad[i].field = keep;
+        if (bad[i].also) *bad[i].also = keep_also;
+    }
+}
+
 /* Qwen3.5: its layer kinds as full_attention_interval, or per layer (attention.recurrent_layers)
  * beside an MTP block (nextn_predict_layers: loaded, not run); then bad files: the per-layer
  * flags too short, sizes of the Gated DeltaNet (heads, head size) not the tensors', sizes that do
@@ -263,50 +284,38 @@ static void test_qwen35_files(const char *dir) {
     expect_patched_error(m, dir, "short-flags.gguf", "qwen35.block_count", 6,
                          "has 5 values for 6 layers", "attention.recurrent_layers too short");
     m->hp.n_nextn = 0;
-    struct { int32_t *field, value; const char *want, *what; } bad[] = {
-        {&m->hp.ssm_groups, 1, "blk.0.attn_qkv.weight", "key heads not the tensors'"},
-        {&m->hp.ssm_state, 8, "blk.0.attn_qkv.weight", "a head size not the tensors'"},
-        {&m->hp.ssm_heads, 3, "not a multiple of 2 key heads", "value heads by key heads"},
-        {&m->hp.ssm_inner, 48, "value width 48 (ssm.inner_size) is not 4 heads",
+    elm_hparams *hp = &m->hp;
+    const bad_hparam bad[] = {
+        {&hp->ssm_groups, 1, NULL, 0, "blk.0.attn_qkv.weight", "key heads not the tensors'"},
+        {&hp->ssm_state, 8, &hp->ssm_inner, 4 * 8, "blk.0.attn_qkv.weight",
+         "a head size not the tensors'"},
+        {&hp->ssm_heads, 3, NULL, 0, "not a multiple of 2 key heads", "value heads by key heads"},
+        {&hp->ssm_inner, 48, NULL, 0, "value width 48 (ssm.inner_size) is not 4 heads",
          "a value width not heads × head size"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        const int32_t keep = *bad[i].field, keep_inner = m->hp.ssm_inner;
-        *bad[i].field = bad[i].value;
-        if (bad[i].field == &m->hp.ssm_state) m->hp.ssm_inner = 4 * bad[i].value;
-        expect_written_error(m, dir, "sizes.gguf", bad[i].want, bad[i].what);
-        *bad[i].field = keep;
-        m->hp.ssm_inner = keep_inner;
-    }
+    expect_hparam_errors(m, dir, bad, sizeof bad / sizeof bad[0]);
     drop_tensor(m, "blk.2.ssm_a");
     expect_written_error(m, dir, "missing.gguf", "missing tensor 'blk.2.ssm_a'",
                          "a missing state tensor");
     elm_model_free(m);
 }
 
-/* Writes m with its hyper-parameter *field set to v (then back to what it was) to dir/name and
- * expects the load to fail naming `want`. */
 static void test_bad_granite(const char *dir) {
     elm_model *m = tiny("granitehybrid");
     if (!m) return;
     elm_hparams *hp = &m->hp;
     /* a kernel of 3 taps said, 4 stored; a state of 32, 64 stored (in_proj's rows); 16 heads,
      * 8 stored (in_proj's rows); 3 groups, which do not divide the heads */
-    struct { int32_t *field, value; const char *name, *want; } bad[] = {
-        {&hp->conv_l, 3, "taps.gguf",
-         "tensor 'blk.0.ssm_conv1d.weight' has shape [384, 4], expected [384, 3]"},
-        {&hp->ssm_state, 32, "state.gguf",
-         "tensor 'blk.0.ssm_in.weight' has shape [520, 64], expected [392, 64]"},
-        {&hp->ssm_heads, 16, "heads.gguf",
-         "tensor 'blk.0.ssm_in.weight' has shape [520, 64], expected [528, 64]"},
-        {&hp->ssm_groups, 3, "groups.gguf", "the groups the heads"},
+    const bad_hparam bad[] = {
+        {&hp->conv_l, 3, NULL, 0,
+         "tensor 'blk.0.ssm_conv1d.weight' has shape [384, 4], expected [384, 3]", "taps"},
+        {&hp->ssm_state, 32, NULL, 0,
+         "tensor 'blk.0.ssm_in.weight' has shape [520, 64], expected [392, 64]", "state size"},
+        {&hp->ssm_heads, 16, NULL, 0,
+         "tensor 'blk.0.ssm_in.weight' has shape [520, 64], expected [528, 64]", "heads"},
+        {&hp->ssm_groups, 3, NULL, 0, "the groups the heads", "groups"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        const int32_t keep = *bad[i].field;
-        *bad[i].field = bad[i].value;
-        expect_written_error(m, dir, bad[i].name, bad[i].want, bad[i].name);
-        *bad[i].field = keep;
-    }
+    expect_hparam_errors(m, dir, bad, sizeof bad / sizeof bad[0]);
     /* no A in layer 2 */
     drop_tensor(m, "blk.2.ssm_a");
     expect_written_error(m, dir, "no-a.gguf", "missing tensor 'blk.2.ssm_a'",
