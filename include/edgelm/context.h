@@ -39,7 +39,7 @@ typedef struct elm_context_params {
     bool swa_full;
     /* Sequences of a hybrid model (recurrent layers) that keep a state each: elm_forward_seqs'
      * tokens of cache rows [i · n_ctx / n_seq, (i + 1) · n_ctx / n_seq) are sequence i (the
-     * server's slots). 0: one. Each costs elm_context_state_bytes / n_seq. */
+     * server's slots). 0: one. Each holds elm_state_bytes (its state and checkpoints). */
     int32_t n_seq;
 } elm_context_params;
 

@@ -72,13 +72,14 @@ static uint64_t compute_bytes(const elm_hparams *hp, int32_t n_ctx, int32_t n_ba
            (uint64_t)n_threads * elm_matmul_scratch_bytes((int64_t)cols);
 }
 
-/* Bytes of m's tensors under policy p, and of its token embedding. */
+/* Bytes of m's tensors under policy p, of its token embedding and its row, and of the other
+ * tables decode reads one row of per token (Gemma 4's per-layer embeddings), those rows left out. */
 static elm_status weight_bytes(const elm_model *m, const elm_quant_policy *p,
                                elm_tensor_plan *plan, uint64_t *total, uint64_t *embd,
-                               uint64_t *embd_row, elm_error *err) {
+                               uint64_t *embd_row, uint64_t *lookup, elm_error *err) {
     elm_status st = elm_quant_plan(m, p, plan, err);
     if (st) return st;
-    *total = *embd = *embd_row = 0;
+    *total = *embd = *embd_row = *lookup = 0;
     for (int32_t i = 0; i < m->n_tensors; i++) {
         const elm_tensor *t = &m->tensors[i];
         const uint64_t row = elm_row_bytes(plan[i].type, t->ne[0]);
@@ -88,6 +89,7 @@ static elm_status weight_bytes(const elm_model *m, const elm_quant_policy *p,
             *embd = bytes;
             *embd_row = row;
         }
+        if (t == m->ple_embd) *lookup = bytes - row;
     }
     return ELM_OK;
 }
@@ -128,12 +130,14 @@ elm_status elm_plan_make(const elm_model *m, int32_t n_ctx, int32_t n_batch, int
                                    .sensitive_type = ELM_TYPE_Q8_0};
         if (r >= ELM_PLAN_FIRST_RECIPE)
             elm_quant_recipe_from_name(rows[r].label, &policy.recipe, &policy.type);
-        uint64_t embd, embd_row;
-        if ((st = weight_bytes(m, &policy, plan, &row->weight_bytes, &embd, &embd_row, err)))
+        uint64_t embd, embd_row, lookup;
+        if ((st = weight_bytes(m, &policy, plan, &row->weight_bytes, &embd, &embd_row, &lookup,
+                               err)))
             break;
         snprintf(row->label, sizeof row->label, "%s", rows[r].label);
         /* decode looks up one embedding row; a tied embedding is read whole as the output */
-        row->read_bytes = row->weight_bytes - (tied ? 0 : embd - embd_row) + out->kv_bytes;
+        row->read_bytes = row->weight_bytes - (tied ? 0 : embd - embd_row) - lookup +
+                          out->kv_bytes;
         row->peak_bytes = row->weight_bytes + out->kv_bytes + out->state_bytes + out->compute_bytes;
         row->tokens_per_s = bandwidth_gbs * 1e9 / (double)row->read_bytes;
         row->headroom_bytes = ram_gib > 0 ? (int64_t)llround(ram_gib * 1073741824.0) -

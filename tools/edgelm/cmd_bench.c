@@ -39,11 +39,13 @@ typedef struct {
     const char *isa;
 } result;
 
-/* Bytes of weights one decoded token reads: every tensor but the embedding table, of which only
- * a row is read (unless it is also the output projection). The KV cache is left out. */
+/* Bytes of weights one decoded token reads: every tensor but the embedding tables, of which only
+ * a row is read (unless the token embedding is also the output projection; Gemma 4's per-layer
+ * embeddings). The KV cache is left out. */
 static size_t decode_bytes(const elm_model *m) {
     size_t b = elm_model_bytes(m);
     if (m->output != m->tok_embd) b -= m->tok_embd->nbytes;
+    if (m->ple_embd) b -= m->ple_embd->nbytes;
     return b;
 }
 
