@@ -52,10 +52,10 @@ seeds() {
   local st=$fx/stories260K cli=${EDGELM_CLI:-$repo/build/edgelm} t
   t=$(mktemp -d -t edgelm-fuzz-seeds.XXXXXX)
   mkdir -p "$out/corpus"
-  # GGUF: llama.cpp's q4_0 file, and tiny models of two families and of each hybrid (per-layer
-  # keys, recurrent tensors; small inputs fuzz faster)
+  # GGUF: llama.cpp's q4_0 file, and tiny models of two families, of each hybrid and of Gemma 4
+  # (per-layer keys, recurrent tensors; small inputs fuzz faster)
   put fuzz_gguf "$st/reference-quants/llamacpp-q4_0-pure.gguf"
-  for arch in llama qwen2 lfm2 granitehybrid; do
+  for arch in llama qwen2 lfm2 granitehybrid qwen35 gemma4; do
     "$cli" synth --arch $arch --tiny --vocab "$st/stories260K-f32.gguf" -o "$t/tiny-$arch.gguf" >/dev/null 2>&1 &&
       "$cli" quantize -m "$t/tiny-$arch.gguf" -o "$t/tiny-$arch-q4_0.gguf" --type q4_0 --pure >/dev/null 2>&1 &&
       put fuzz_gguf "$t/tiny-$arch-q4_0.gguf"
@@ -68,10 +68,11 @@ seeds() {
   # config.json (first byte odd) and tokenizer.json (even)
   put fuzz_hf_json "$st/hf-f32/config.json" 01
   put fuzz_hf_json "$st/hf-bf16-sharded/config.json" 01
-  "$cli" synth --arch lfm2 --tiny --vocab "$st/stories260K-f32.gguf" -o "$t/lfm2.gguf" \
-    --hf "$t/lfm2-hf" >/dev/null 2>&1 && put fuzz_hf_json "$t/lfm2-hf/config.json" 01
-  "$cli" synth --arch granitehybrid --tiny --vocab "$st/stories260K-f32.gguf" -o "$t/granite.gguf" \
-    --hf "$t/granite-hf" >/dev/null 2>&1 && put fuzz_hf_json "$t/granite-hf/config.json" 01
+  for arch in lfm2 granitehybrid qwen35 gemma4; do
+    "$cli" synth --arch $arch --tiny --vocab "$st/stories260K-f32.gguf" -o "$t/$arch.gguf" \
+      --hf "$t/$arch-hf" >/dev/null 2>&1 && cp "$t/$arch-hf/config.json" "$t/$arch-config.json" &&
+      put fuzz_hf_json "$t/$arch-config.json" 01 # a name of its own: seeds are named by file
+  done
   put fuzz_hf_json "$st/hf-f32/tokenizer.json" 00
   # llama2.c: the tokenizer alone, and a model.bin (header + truncated arrays) with it
   put fuzz_llama2c "$st/tok512.bin"
