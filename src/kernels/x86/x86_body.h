@@ -425,6 +425,22 @@ X86_FN static void swiglu(float *out, const float *g, const float *u, int64_t n)
     for (; i < n; i++) out[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
+/* GeGLU with the tanh approximation of GELU, 0.5·g·(1 + tanh(z)) = g·sigmoid(2z) with
+ * z = sqrt(2/π)·(g + 0.044715·g³): the scalar oracle's value without its cancellation in 1 + tanh
+ * for very negative g. */
+X86_FN static void geglu(float *out, const float *g, const float *u, int64_t n) {
+    const __m256 k2 = _mm256_set1_ps(-2.0f * 0.7978845608028654f), c = _mm256_set1_ps(0.044715f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(g + i);
+        const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+        const __m256 e = exp256(_mm256_mul_ps(k2, _mm256_fmadd_ps(c, x3, x)));
+        const __m256 den = _mm256_add_ps(_mm256_set1_ps(1.0f), e);
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(x, den), _mm256_loadu_ps(u + i)));
+    }
+    if (i < n) elm_scalar_geglu(out + i, g + i, u + i, n - i);
+}
+
 /* Four dot products of q with k rows (stride floats apart) of head_dim = 8·n8 floats, reduced
  * together: one horizontal sum for four positions. */
 X86_INLINE __m128 dot4_q(const float *q, const float *k, size_t stride, int n8) {
