@@ -9,7 +9,9 @@
 #                                    build-fuzz/crashes/NAME/, one line per run appended to
 #                                    tests/fuzz/fuzz-log.tsv (committed: the hours add up over sessions)
 #   scripts/fuzz.sh replay           (seeds first where a harness has no corpus) every corpus input and every saved crash input
-#                                    (tests/fuzz/crashes/NAME/*) through its harness, once
+#                                    (tests/fuzz/crashes/NAME/*) through its harness, once: the
+#                                    harnesses in $EDGELM_FUZZ_BIN (make test: the ASan tree's
+#                                    replaying ones, build-asan/fuzz), else build-fuzz's
 #   scripts/fuzz.sh table            docs/testing.md's table rows from tests/fuzz/fuzz-log.tsv
 # Environment: EDGELM_FIXTURES (default ../shared/fixtures), EDGELM_CLI (an edgelm binary for
 # the seeds that are written by the CLI; default build/edgelm).
@@ -156,16 +158,17 @@ have_seeds() {
 }
 
 replay() {
-  local h rc=0 crashes
+  local h rc=0 crashes bin=${EDGELM_FUZZ_BIN:-$out}
   for h in $(harnesses); do
+    [ -x "$bin/$h" ] || { echo "FAIL: no harness $bin/$h" >&2; rc=1; continue; }
     if [ -d "$out/corpus/$h" ]; then
-      "$out/$h" "$out/corpus/$h" -runs=0 >"$out/$h.replay.log" 2>&1 ||
+      "$bin/$h" "$out/corpus/$h" -runs=0 >"$out/$h.replay.log" 2>&1 ||
         { echo "FAIL: $h on its corpus (see $out/$h.replay.log)" >&2; tail -30 "$out/$h.replay.log" >&2; rc=1; }
     fi
     crashes=$(ls "$repo/tests/fuzz/crashes/$h"/* 2>/dev/null)
     if [ -n "$crashes" ]; then
       # shellcheck disable=SC2086
-      "$out/$h" $crashes >"$out/$h.crashes.log" 2>&1 ||
+      "$bin/$h" $crashes >"$out/$h.crashes.log" 2>&1 ||
         { echo "FAIL: $h on a saved crash input (see $out/$h.crashes.log)" >&2; tail -30 "$out/$h.crashes.log" >&2; rc=1; }
     fi
   done

@@ -23,7 +23,6 @@ bin=$1
 fix=$2
 . "$(dirname "$0")/lib/cli.sh"
 require_node_llama
-pkg=$npm_dir/node_modules/node-llama-cpp
 
 long="Once upon a time there was a little girl who lived in a village near the forest. Whenever \
 she went out, the little girl wore a red riding cloak, so everyone in the village called her"
@@ -44,7 +43,7 @@ for name in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybri
     "$bin" synth --arch "$arch" --tiny "${synth_opts[@]}" -o "$gguf" --hf "$tmp/$name-hf" \
         --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" -s 7 >/dev/null 2>"$tmp/err" ||
         { fail "$name: synth: $(cat "$tmp/err")"; continue; }
-    GREEDY_TOP=8 GREEDY_CTX=$ctx node tests/interop/greedy.mjs "$pkg" "$gguf" 16 "${prompts[@]}" \
+    GREEDY_TOP=8 GREEDY_CTX=$ctx greedy_ref "$gguf" 16 "${prompts[@]}" \
         >"$tmp/$name.ref.json" 2>"$tmp/err" || { fail "$name: llama.cpp: $(tail -3 "$tmp/err")"; continue; }
     for i in 0 1 2; do
         for model in "$gguf" "$tmp/$name-hf"; do
@@ -94,7 +93,7 @@ assert struct.unpack_from("<IIQ", b, at) == (9, 5, 4)  # an array of 4 int32
 struct.pack_into("<4i", b, at + 16, 2, 2, 0, 0)
 open(sys.argv[2], "wb").write(b)
 EOF
-    GREEDY_TOP=8 node tests/interop/greedy.mjs "$pkg" "$tmp/still.gguf" 16 "$long" \
+    GREEDY_TOP=8 greedy_ref "$tmp/still.gguf" 16 "$long" \
         >"$tmp/still.ref.json" 2>"$tmp/err" || fail "qwen35 sections: llama.cpp: $(tail -3 "$tmp/err")"
     "$bin" run -m "$tmp/still.gguf" -p "$long" -n 16 --temp 0 --ignore-eos -t 2 --json \
         --ggml-rounding --logits 16 --logits-top 32 >"$tmp/out.json" 2>"$tmp/err" ||

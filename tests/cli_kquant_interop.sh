@@ -52,7 +52,7 @@ print("\0".join(c["prompt"] for c in json.load(open(sys.argv[1]))["cases"][:4]),
 [ "${#prompts[@]}" -eq 4 ] || fail "expected 4 fixture prompts, got ${#prompts[@]}"
 for f in "${FILES[@]}"; do
     name=$(basename "$f" .gguf)
-    GREEDY_TOP=16 node tests/interop/greedy.mjs "$npm_dir/node_modules/node-llama-cpp" "$f" 8 "${prompts[@]}" \
+    GREEDY_TOP=16 greedy_ref "$f" 8 "${prompts[@]}" \
         >"$tmp/ref.json" 2>"$tmp/node.err" || { fail "llama.cpp on $name: $(tail -3 "$tmp/node.err")"; continue; }
     for i in "${!prompts[@]}"; do
         "$bin" run -m "$f" -p "${prompts[$i]}" -n 8 --temp 0 --ignore-eos -t 2 --ggml-rounding --json \

@@ -27,8 +27,7 @@ for method in rtn gptq awq; do
     "$bin" quantize -m "$f32" -o "$tmp/$method.gguf" --type q4_0 --pure --method "$method" \
         --calib "$fix/stories260K/text/calib.txt" --calib-samples 64 --seq-len 128 -t 2 \
         >/dev/null 2>"$tmp/err" || { fail "quantize $method: $(tail -1 "$tmp/err")"; continue; }
-    node tests/interop/greedy.mjs "$npm_dir/node_modules/node-llama-cpp" "$tmp/$method.gguf" 8 \
-        "${prompts[@]}" >"$tmp/ref.json" 2>"$tmp/node.err" ||
+    greedy_ref "$tmp/$method.gguf" 8 "${prompts[@]}" >"$tmp/ref.json" 2>"$tmp/node.err" ||
         { fail "llama.cpp on the $method q4_0 file: $(tail -3 "$tmp/node.err")"; continue; }
     for i in "${!prompts[@]}"; do
       for rounding in --ggml-rounding default; do

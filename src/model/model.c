@@ -120,8 +120,12 @@ elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, i
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: duplicate tensor '%s'", m->path, name);
     if (!index_room(m->storage, m->tensors, m->n_tensors + 1))
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
-    if (m->n_tensors % 64 == 0) {
-        void *p = realloc(m->tensors, ((size_t)m->n_tensors + 64) * sizeof *m->tensors);
+    /* the array's capacity is 64, then doubles when full: n is a capacity exactly when it is 0 or
+     * a power of two from 64 on (a fixed step copied it quadratically: 5 minutes for 200,000 tensors
+     * under ASan, whose realloc always copies) */
+    const int32_t n = m->n_tensors;
+    if (n == 0 || (n >= 64 && (n & (n - 1)) == 0)) {
+        void *p = realloc(m->tensors, (n ? 2 * (size_t)n : 64) * sizeof *m->tensors);
         if (!p) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
         m->tensors = p;
     }

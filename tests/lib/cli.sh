@@ -70,3 +70,21 @@ require_node_llama() {
     [ "$rc" -eq 2 ] && skip "$(cat "$tmp/npm.err")"
     [ "$rc" -eq 0 ] || { echo "FAIL: node-llama-cpp install: $(cat "$tmp/npm.err")" >&2; exit 1; }
 }
+
+# greedy_ref MODEL.gguf N_PREDICT PROMPT...: llama.cpp's greedy continuations of the prompts
+# (tests/interop/greedy.mjs under node-llama-cpp, GREEDY_TOP and GREEDY_CTX passed on) on stdout.
+# Kept in $npm_dir/greedy-cache under a hash of everything the output depends on: greedy.mjs,
+# the package's version, the model's bytes, the arguments and variables, this CPU's flags (its
+# library variant). The clang and ASan runs of make test find the release run's: the model bytes
+# decide, so a file a compiler quantizes otherwise is run again. After require_node_llama.
+greedy_ref() {
+    local pkg=$npm_dir/node_modules/node-llama-cpp dir=$npm_dir/greedy-cache key
+    key=$({ sha256sum tests/interop/greedy.mjs "$pkg/package.json" "$1" | cut -d' ' -f1
+        printf '%s\0' "${GREEDY_TOP-}" "${GREEDY_CTX-}" "${@:2}"
+        grep -m1 '^flags' /proc/cpuinfo; } | sha256sum | cut -c1-40) || return 1
+    if [ ! -s "$dir/$key.json" ]; then
+        mkdir -p "$dir" && node tests/interop/greedy.mjs "$pkg" "$@" >"$dir/$key.json.$$" &&
+            mv "$dir/$key.json.$$" "$dir/$key.json" || { rm -f "$dir/$key.json.$$"; return 1; }
+    fi
+    cat "$dir/$key.json"
+}
