@@ -284,17 +284,21 @@ static void compare_elementwise(const elm_kernels *k, const elm_kernels *ref) {
     float worst = 0;
     for (int i = 0; i < 60; i++) worst = fmaxf(worst, fabsf(a[i] - b[i]));
     CHECK(worst < 1e-6f && b[18] == x[18], "%s rope: %g", k->isa, worst);
-    /* attention: 1 and 3 heads of a group; head_dim 72 (a block of 64 dimensions and a tail) and
-     * 128 (two blocks, the widest the x86 kernel takes), stride 140; 1, 37 and 70 positions (past
-     * blocks of 8 and 32) */
-    static float kv[2][70 * 140], qs[3 * 136], oa[3 * 136], ob[3 * 136], scores[3 * 70];
-    for (int i = 0; i < 70 * 140; i++) kv[0][i] = frand(&seed), kv[1][i] = frand(&seed);
-    for (int i = 0; i < 3 * 136; i++) qs[i] = frand(&seed);
-    for (int hd = 72; hd <= 128; hd += 56)
+    /* attention: 1 and 3 heads of a group; head_dim 72 (a block of 64 dimensions and a tail), 128,
+     * 256 and 512 (Gemma's, Gemma 4's global heads: the widest the x86 kernel takes), stride 520;
+     * 1, 37 and 70 positions (past blocks of 8 and 32) */
+    enum { KV_STRIDE = 520 };
+    static float kv[2][70 * KV_STRIDE], qs[3 * 512], oa[3 * 512], ob[3 * 512], scores[3 * 70];
+    for (int i = 0; i < 70 * KV_STRIDE; i++) kv[0][i] = frand(&seed), kv[1][i] = frand(&seed);
+    for (int i = 0; i < 3 * 512; i++) qs[i] = frand(&seed);
+    static const int head_dims[] = {72, 128, 256, 512};
+    for (int h = 0; h < 4; h++)
         for (int n_q = 1; n_q <= 3; n_q += 2)
             for (int n_pos = 1; n_pos <= 70; n_pos = n_pos == 1 ? 37 : n_pos == 37 ? 70 : 71) {
-                k->attention(qs, n_q, kv[0], kv[1], 140, n_pos, 0, hd, 0.12f, 1, scores, oa);
-                ref->attention(qs, n_q, kv[0], kv[1], 140, n_pos, 0, hd, 0.12f, 1, scores, ob);
+                const int hd = head_dims[h];
+                k->attention(qs, n_q, kv[0], kv[1], KV_STRIDE, n_pos, 0, hd, 0.12f, 1, scores, oa);
+                ref->attention(qs, n_q, kv[0], kv[1], KV_STRIDE, n_pos, 0, hd, 0.12f, 1, scores,
+                               ob);
                 worst = 0;
                 for (int i = 0; i < n_q * hd; i++) worst = fmaxf(worst, fabsf(oa[i] - ob[i]));
                 CHECK(worst < 1e-5f, "%s attention head_dim %d, %d heads, n_pos %d: %g", k->isa,

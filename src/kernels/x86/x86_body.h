@@ -485,18 +485,18 @@ X86_INLINE void attention_pv(const float *s, const float *v, size_t stride, int3
     for (int j = 0; j < n8; j++) _mm256_storeu_ps(out + 8 * j, o[j]);
 }
 
-/* Blocks of positions for a group's heads: 8 positions' k rows (at most 4 KiB) serve every head
+/* Blocks of positions for a group's heads: 8 positions' k rows (at most 16 KiB) serve every head
  * from L1 before the next 8 are read; 32 positions' v rows likewise, each head's 64-dimension
  * slices of the output in registers over a block (loaded and stored between blocks, so each
  * output is the same chain of multiply-adds in position order as one head at a time). */
 enum { ATT_K_BLOCK = 8, ATT_V_BLOCK = 32 };
 
-/* Heads of up to 128 dimensions in multiples of 8 (every Llama-family model); other sizes take
- * the scalar oracle. */
+/* Heads of up to 512 dimensions in multiples of 8 (Llama's 64 and 128, Gemma's 256, Gemma 4's
+ * global 512); other sizes take the scalar oracle. */
 X86_FN static void attention(const float *q, int n_q, const float *k, const float *v,
                              size_t stride, int32_t n_pos, int32_t pos0, int head_dim,
                              float scale, int32_t n_tok, float *scores, float *out) {
-    if (head_dim % 8 || head_dim > 128) {
+    if (head_dim % 8 || head_dim > 512) {
         elm_scalar_attention(q, n_q, k, v, stride, n_pos, pos0, head_dim, scale, n_tok, scores,
                              out);
         return;
