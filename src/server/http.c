@@ -29,11 +29,12 @@ struct srv_http {
     int inflight; /* requests between their first call and their completion (atomic) */
 };
 
-/* Per request: the body as it arrives. */
+/* Per request: the body as it arrives, and what /metrics counts when it is answered. */
 typedef struct conn_state {
     char *body;
     size_t len, cap;
     bool too_big;
+    char path[128]; /* the URL, cut short */
 } conn_state;
 
 static enum MHD_Result send_body(struct MHD_Connection *conn, unsigned status, const char *type,
@@ -308,6 +309,17 @@ static enum MHD_Result models(srv_http *h, struct MHD_Connection *conn) {
     return send_json(conn, 200, o);
 }
 
+static enum MHD_Result metrics(srv_http *h, struct MHD_Connection *conn) {
+    int busy, waiting;
+    srv_load(h->s, &busy, &waiting);
+    char *text = srv_metrics_render(h->p.metrics, busy, srv_get_params(h->s)->n_slots, waiting);
+    if (!text) return send_error(conn, 500, "internal_error", "out of memory");
+    const enum MHD_Result ret =
+        send_body(conn, 200, "text/plain; version=0.0.4; charset=utf-8", text, strlen(text));
+    free(text);
+    return ret;
+}
+
 static enum MHD_Result health(srv_http *h, struct MHD_Connection *conn) {
     int busy, waiting;
     srv_load(h->s, &busy, &waiting);
@@ -329,6 +341,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         if (!(cs = calloc(1, sizeof *cs))) return MHD_NO;
         *con_cls = cs;
         __atomic_add_fetch(&h->inflight, 1, __ATOMIC_RELAXED);
+        snprintf(cs->path, sizeof cs->path, "%s", url);
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         cs->too_big = cl && strtoull(cl, NULL, 10) > h->p.max_body;
         return MHD_YES;
@@ -354,13 +367,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     if (!strcmp(url, "/") && get)
         return send_body(conn, 200, "text/html; charset=utf-8", srv_page_html, srv_page_html_len);
     const bool chat = !strcmp(url, "/v1/chat/completions"), compl = !strcmp(url, "/v1/completions");
-    const bool list = !strcmp(url, "/v1/models");
-    if (!chat && !compl && !list)
+    const bool list = !strcmp(url, "/v1/models"), scrape = !strcmp(url, "/metrics");
+    if (!chat && !compl && !list && !scrape)
         return send_error(conn, 404, "not_found", "no route %s %s", method, url);
     if (!authorized(h, conn))
         return send_error(conn, 401, "invalid_api_key",
                           "missing or wrong API key (send Authorization: Bearer KEY)");
-    if (list) return get ? models(h, conn) : send_error(conn, 405, "method_not_allowed", "%s %s: use GET", method, url);
+    if (list || scrape) {
+        if (!get) return send_error(conn, 405, "method_not_allowed", "%s %s: use GET", method, url);
+        return list ? models(h, conn) : metrics(h, conn);
+    }
     if (!post) return send_error(conn, 405, "method_not_allowed", "%s %s: use POST", method, url);
     if (cs->too_big)
         return send_error(conn, 413, "request_too_large", "request body: over the limit of %zu bytes",
@@ -368,13 +384,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     return completion(h, conn, chat, cs);
 }
 
+/* The request is over (answered, or the client left): counted by its status, if one was sent. */
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
-    (void)conn;
     (void)toe;
     srv_http *h = cls;
     conn_state *cs = *con_cls;
     if (cs) {
+        const union MHD_ConnectionInfo *st =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+        if (st && st->http_status) srv_metrics_request(h->p.metrics, cs->path, st->http_status);
         free(cs->body);
         __atomic_sub_fetch(&h->inflight, 1, __ATOMIC_RELAXED);
     }
