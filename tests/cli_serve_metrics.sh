@@ -3,7 +3,9 @@
 # every line a comment or a sample, counters ending in _total, histograms cumulative with +Inf
 # equal to _count) and its counters equal what was sent: requests by route and status, prompt,
 # cached and generated tokens against the replies' usage, prefix-cache hits, the latency
-# histograms' counts against the tokens sampled, the slot gauges.
+# histograms' counts against the tokens sampled, the slot gauges. The access log on stderr: with
+# --log-format json one object per request matching it (method, path, status, the usage of each
+# completion, times, slot); by default one text line each; a bad --log-format refused.
 # usage: cli_serve_metrics.sh EDGELM FIXTURES
 set -u
 bin=$1 fx=$2
@@ -13,7 +15,7 @@ model=$fx/stories260K/stories260K-f32.gguf
 command -v curl >/dev/null || skip "curl is not installed"
 lib=$(cd "$(dirname "$0")/lib" && pwd)
 
-start_server -m "$model" -t 1 --parallel 2 -c 256
+start_server -m "$model" -t 1 --parallel 2 -c 256 --log-format json
 
 # scrape NAME: GET /metrics into $tmp/NAME.prom (fails the check unless 200 and text/plain 0.0.4)
 scrape() {
@@ -96,6 +98,38 @@ for text in bad:
     raise SystemExit(f"accepted {text!r}")
 PY
 
+# --- the JSON access log: one line per request above (10), in any order, with each reply's usage
+for _ in $(seq 40); do [ "$(grep -c '^{' "$server_err")" -ge 10 ] && break; sleep 0.05; done
+python3 - "$server_err" "$tmp/usage" <<'PY' && ok || fail "JSON access log: $(cat "$server_err")"
+import collections, json, re, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+got = collections.Counter((l["method"], l["path"], l["status"]) for l in lines)
+want = collections.Counter({("GET", "/metrics", 200): 2, ("POST", "/v1/chat/completions", 200): 3,
+                            ("POST", "/v1/completions", 200): 1, ("POST", "/v1/chat/completions", 400): 1,
+                            ("GET", "/nowhere", 404): 1, ("POST", "/metrics", 405): 1, ("GET", "/health", 200): 1})
+assert got == want, got
+for l in lines:
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", l["time"]), l
+    assert 0 <= l["total_ms"] < 60000, l
+    done = l["status"] == 200 and l["path"].startswith("/v1/")
+    assert ("completion_tokens" in l) == done and ("slot" in l) == done, l
+    if done: assert 0 <= l["ttft_ms"] <= l["total_ms"] and l["slot"] in (0, 1), l
+usage = sorted((u["usage"]["prompt_tokens"], u["usage"]["prompt_tokens_details"]["cached_tokens"],
+                u["usage"]["completion_tokens"]) for u in map(json.loads, open(sys.argv[2])))
+logged = sorted((l["prompt_tokens"], l["cached_tokens"], l["completion_tokens"]) for l in lines if "completion_tokens" in l)
+assert usage == logged, (usage, logged)
+PY
 stop_server
+
+# --- the default text log: one line per request, space-separated fields
+start_server -m "$model" -t 1 -c 128
+status_of POST /v1/completions '{"prompt":"Once","max_tokens":4}' >/dev/null
+status_of GET '/no%20where' >/dev/null
+for _ in $(seq 40); do [ "$(grep -c ' 404 ' "$server_err")" -ge 1 ] && break; sleep 0.05; done
+t='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}\.[0-9]{3}Z'
+grep -qE "^$t POST /v1/completions 200 prompt=[0-9]+ cached=0 gen=4 ttft_ms=[0-9.]+ total_ms=[0-9.]+ slot=0 finish=length$" "$server_err" &&
+    grep -qE "^$t GET /no%20where 404 total_ms=[0-9.]+$" "$server_err" && ok || fail "text access log: $(cat "$server_err")"
+stop_server
+expect_error "bad --log-format" "--log-format: invalid value 'xml'" "$bin" serve -m "$model" --log-format xml
 echo "cli_serve_metrics: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -24,6 +24,12 @@ typedef struct elm_server_params {
     const char *api_key;   /* non-NULL: every route but /health needs "Authorization: Bearer KEY" */
     size_t max_body;       /* request body limit in bytes (413 beyond) */
     const char *model_id;  /* the name /v1/models lists */
+    /* access log: one line per answered request (method, path, status, tokens, times, slot),
+     * without its newline, handed to log from the connection threads (so log must be
+     * thread-safe); NULL: none. JSON objects when log_json, else text for people. */
+    void (*log)(void *user, const char *line);
+    void *log_user;
+    bool log_json;
     /* serving */
     int32_t n_slots;       /* conversations at once (1..64) */
     int32_t slot_ctx;      /* KV cache positions of each slot (prompt + reply) */

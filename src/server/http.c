@@ -14,6 +14,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/clock.h"
+#include "server/access_log.h"
 #include "server/http.h"
 
 extern const unsigned char srv_page_html[];
@@ -29,12 +31,17 @@ struct srv_http {
     int inflight; /* requests between their first call and their completion (atomic) */
 };
 
-/* Per request: the body as it arrives, and what /metrics counts when it is answered. */
+/* Per request: the body as it arrives, and what /metrics counts and the access log says when it
+ * has been answered. */
 typedef struct conn_state {
     char *body;
     size_t len, cap;
     bool too_big;
-    char path[128]; /* the URL, cut short */
+    char method[16], path[128]; /* cut short */
+    struct timespec arrived;    /* wall clock */
+    double t0;                  /* elm_now_ms at arrival */
+    bool has_job;               /* a completion that ran to its end: job holds its result */
+    srv_job_result job;
 } conn_state;
 
 static enum MHD_Result send_body(struct MHD_Connection *conn, unsigned status, const char *type,
@@ -148,6 +155,7 @@ static cJSON *choice(bool chat, bool delta, const char *text, const char *finish
 typedef struct stream {
     srv_http *h;
     srv_job *job;
+    conn_state *cs; /* its request's; read only while the response is being sent */
     bool chat, role_sent, finished;
     char id[48];
     size_t seen;     /* reply bytes already sent */
@@ -193,6 +201,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             if (!queue_event(st, o)) return MHD_CONTENT_READER_END_WITH_ERROR;
         } else if (done) {
             const srv_job_result r = srv_job_result_get(st->h->s, st->job);
+            st->cs->job = r;
+            st->cs->has_job = true;
             cJSON *o = response_head(st->h, st->id, st->chat ? "chat.completion.chunk" : "text_completion");
             cJSON_AddItemToObject(o, "choices", cJSON_CreateArray());
             cJSON_AddItemToArray(cJSON_GetObjectItem(o, "choices"),
@@ -228,7 +238,7 @@ static void stream_free(void *cls) {
 /* ---- routes ---- */
 
 static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool chat,
-                                  const conn_state *cs) {
+                                  conn_state *cs) {
     srv_request r;
     char msg[512];
     const int rc = srv_request_parse(cs->body ? cs->body : "", cs->len, chat, h->def, &r, msg, sizeof msg);
@@ -253,7 +263,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
             srv_job_release(h->s, job);
             return send_error(conn, 500, "internal_error", "out of memory");
         }
-        *st = (stream){.h = h, .job = job, .chat = chat};
+        *st = (stream){.h = h, .job = job, .cs = cs, .chat = chat};
         memcpy(st->id, id, sizeof id);
         struct MHD_Response *resp =
             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free);
@@ -283,6 +293,8 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
     }
     const srv_job_result res = srv_job_result_get(h->s, job);
     srv_job_release(h->s, job);
+    cs->job = res;
+    cs->has_job = true;
     cJSON *o = response_head(h, id, chat ? "chat.completion" : "text_completion");
     cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"),
                          choice(chat, false, text ? text : "", res.finish_reason, true));
@@ -342,6 +354,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         *con_cls = cs;
         __atomic_add_fetch(&h->inflight, 1, __ATOMIC_RELAXED);
         snprintf(cs->path, sizeof cs->path, "%s", url);
+        snprintf(cs->method, sizeof cs->method, "%s", method);
+        clock_gettime(CLOCK_REALTIME, &cs->arrived);
+        cs->t0 = elm_now_ms();
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         cs->too_big = cl && strtoull(cl, NULL, 10) > h->p.max_body;
         return MHD_YES;
@@ -384,7 +399,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     return completion(h, conn, chat, cs);
 }
 
-/* The request is over (answered, or the client left): counted by its status, if one was sent. */
+/* The request is over (answered, or the client left): counted and logged, if a response was
+ * queued (a client that leaves before has nothing to count). */
+static void log_request(const srv_http *h, const conn_state *cs, unsigned status) {
+    if (!h->p.log) return;
+    const srv_access a = {.arrived = cs->arrived, .method = cs->method, .path = cs->path,
+                          .status = status, .total_ms = elm_now_ms() - cs->t0,
+                          .job = cs->has_job ? &cs->job : NULL};
+    char *line = srv_access_line(&a, h->p.log_json);
+    if (line) h->p.log(h->p.log_user, line);
+    free(line);
+}
+
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
     (void)toe;
@@ -393,7 +419,10 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (cs) {
         const union MHD_ConnectionInfo *st =
             MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
-        if (st && st->http_status) srv_metrics_request(h->p.metrics, cs->path, st->http_status);
+        if (st && st->http_status) {
+            srv_metrics_request(h->p.metrics, cs->path, st->http_status);
+            log_request(h, cs, st->http_status);
+        }
         free(cs->body);
         __atomic_sub_fetch(&h->inflight, 1, __ATOMIC_RELAXED);
     }

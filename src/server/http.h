@@ -16,6 +16,11 @@ typedef struct srv_http_params {
     size_t max_body;      /* request body limit in bytes */
     const char *model_id; /* the name /v1/models lists and responses carry */
     srv_metrics *metrics; /* borrowed: what GET /metrics renders; requests are counted in it */
+    /* the access log: one line per answered request (access_log.h) handed to log, called from the
+     * connection threads; NULL for none */
+    void (*log)(void *user, const char *line);
+    void *log_user;
+    bool log_json;
 } srv_http_params;
 
 typedef struct srv_http srv_http;

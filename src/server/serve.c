@@ -37,7 +37,8 @@ elm_status elm_server_start(const elm_model *m, const elm_server_params *p, elm_
                             .ignore_eos = p->ignore_eos};
     const srv_http_params hp = {.host = p->host, .port = p->port, .api_key = p->api_key,
                                 .max_body = p->max_body, .model_id = p->model_id,
-                                .metrics = e->metrics};
+                                .metrics = e->metrics, .log = p->log, .log_user = p->log_user,
+                                .log_json = p->log_json};
     if ((st = srv_http_start(e->s, &e->def, &hp, &e->h, err))) {
         srv_free(e->s);
         srv_metrics_free(e->metrics);
