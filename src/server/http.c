@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "server/access_log.h"
 #include "server/http.h"
+#include "server/tokenize.h"
 
 extern const unsigned char srv_page_html[];
 extern const size_t srv_page_html_len;
@@ -332,6 +333,58 @@ static enum MHD_Result metrics(srv_http *h, struct MHD_Connection *conn) {
     return ret;
 }
 
+static enum MHD_Result tokenize(srv_http *h, struct MHD_Connection *conn, bool detok,
+                                const conn_state *cs) {
+    cJSON *o;
+    char msg[512];
+    const int rc = srv_tokenize(cs->body ? cs->body : "", cs->len, detok, &h->def->m->vocab, &o,
+                                msg, sizeof msg);
+    if (rc) return send_error(conn, (unsigned)rc, rc == 400 ? "invalid_request" : "internal_error", "%s", msg);
+    return send_json(conn, 200, o);
+}
+
+/* A token's text as written in the vocabulary ("<s>"), or "" when the model has none. */
+static const char *token_text(const elm_vocab *v, int32_t id) {
+    return id >= 0 && id < v->n_tokens ? v->pieces[id] : "";
+}
+
+/* A float setting as it was written (0.8, not 0.800000011920929). */
+static double shortest(float f) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.7g", f);
+    return strtod(buf, NULL);
+}
+
+/* GET /props: what llama-server's says that applies here (its field names), and edgelm's
+ * recognised template under chat_template_name. */
+static enum MHD_Result props(srv_http *h, struct MHD_Connection *conn) {
+    const srv_defaults *d = h->def;
+    const elm_vocab *v = &d->m->vocab;
+    cJSON *o = cJSON_CreateObject();
+    cJSON *g = cJSON_AddObjectToObject(o, "default_generation_settings");
+    cJSON_AddNumberToObject(g, "n_ctx", d->slot_ctx);
+    cJSON *p = cJSON_AddObjectToObject(g, "params");
+    cJSON_AddNumberToObject(p, "temperature", shortest(d->sampling.temp));
+    cJSON_AddNumberToObject(p, "top_k", d->sampling.top_k);
+    cJSON_AddNumberToObject(p, "top_p", shortest(d->sampling.top_p));
+    cJSON_AddNumberToObject(p, "min_p", shortest(d->sampling.min_p));
+    cJSON_AddNumberToObject(p, "repeat_penalty", shortest(d->sampling.repeat_penalty));
+    cJSON_AddNumberToObject(p, "repeat_last_n", d->sampling.repeat_last_n);
+    /* -1: a fresh seed per request (llama-server's "random seed" value) */
+    cJSON_AddNumberToObject(p, "seed", d->seed_set ? (double)d->sampling.seed : -1);
+    cJSON_AddNumberToObject(p, "n_predict", d->max_tokens > 0 ? d->max_tokens : -1);
+    cJSON_AddBoolToObject(p, "ignore_eos", d->ignore_eos);
+    cJSON_AddNumberToObject(o, "total_slots", srv_get_params(h->s)->n_slots);
+    cJSON_AddStringToObject(o, "model_alias", h->p.model_id);
+    cJSON_AddStringToObject(o, "model_path", h->p.model_path ? h->p.model_path : "");
+    cJSON_AddStringToObject(o, "chat_template", v->chat_template ? v->chat_template : "");
+    cJSON_AddStringToObject(o, "chat_template_name", elm_chat_template_name(d->tmpl));
+    cJSON_AddStringToObject(o, "bos_token", token_text(v, v->bos_id));
+    cJSON_AddStringToObject(o, "eos_token", token_text(v, v->eos_id));
+    cJSON_AddStringToObject(o, "build_info", h->p.build_info ? h->p.build_info : "");
+    return send_json(conn, 200, o);
+}
+
 static enum MHD_Result health(srv_http *h, struct MHD_Connection *conn) {
     int busy, waiting;
     srv_load(h->s, &busy, &waiting);
@@ -382,20 +435,23 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     if (!strcmp(url, "/") && get)
         return send_body(conn, 200, "text/html; charset=utf-8", srv_page_html, srv_page_html_len);
     const bool chat = !strcmp(url, "/v1/chat/completions"), compl = !strcmp(url, "/v1/completions");
+    const bool tok = !strcmp(url, "/tokenize"), detok = !strcmp(url, "/detokenize");
     const bool list = !strcmp(url, "/v1/models"), scrape = !strcmp(url, "/metrics");
-    if (!chat && !compl && !list && !scrape)
+    const bool about = !strcmp(url, "/props");
+    if (!chat && !compl && !tok && !detok && !list && !scrape && !about)
         return send_error(conn, 404, "not_found", "no route %s %s", method, url);
     if (!authorized(h, conn))
         return send_error(conn, 401, "invalid_api_key",
                           "missing or wrong API key (send Authorization: Bearer KEY)");
-    if (list || scrape) {
+    if (list || scrape || about) {
         if (!get) return send_error(conn, 405, "method_not_allowed", "%s %s: use GET", method, url);
-        return list ? models(h, conn) : metrics(h, conn);
+        return list ? models(h, conn) : scrape ? metrics(h, conn) : props(h, conn);
     }
     if (!post) return send_error(conn, 405, "method_not_allowed", "%s %s: use POST", method, url);
     if (cs->too_big)
         return send_error(conn, 413, "request_too_large", "request body: over the limit of %zu bytes",
                           h->p.max_body);
+    if (tok || detok) return tokenize(h, conn, detok, cs);
     return completion(h, conn, chat, cs);
 }
 

@@ -37,6 +37,7 @@ elm_status elm_server_start(const elm_model *m, const elm_server_params *p, elm_
                             .ignore_eos = p->ignore_eos};
     const srv_http_params hp = {.host = p->host, .port = p->port, .api_key = p->api_key,
                                 .max_body = p->max_body, .model_id = p->model_id,
+                                .model_path = p->model_path, .build_info = p->build_info,
                                 .metrics = e->metrics, .log = p->log, .log_user = p->log_user,
                                 .log_json = p->log_json};
     if ((st = srv_http_start(e->s, &e->def, &hp, &e->h, err))) {

@@ -44,7 +44,7 @@ int cmd_serve(int argc, char **argv) {
         "sampling options are the defaults of requests that do not set them. --draft, --lookup\n"
         "and context shifting are not used by the server.\n"
         "endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
-        "           GET /metrics (Prometheus text),\n"
+        "           POST /tokenize, POST /detokenize, GET /props, GET /metrics (Prometheus text),\n"
         "           GET / (chat page)",
         NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
@@ -83,7 +83,8 @@ int cmd_serve(int argc, char **argv) {
     o.gp.sampling.seed = (uint64_t)(o.seed >= 0 ? o.seed : 0);
     const elm_server_params sp = {
         .host = host, .port = (int)port, .api_key = api_key, .max_body = (size_t)max_body,
-        .model_id = model_id, .n_slots = (int32_t)parallel, .slot_ctx = (int32_t)slot_ctx,
+        .model_id = model_id, .model_path = model, .build_info = "edgelm " EDGELM_VERSION,
+        .n_slots = (int32_t)parallel, .slot_ctx = (int32_t)slot_ctx,
         .n_batch = (int32_t)n_batch, .n_queue = (int32_t)queue, .n_threads = (int32_t)o.n_threads,
         .type_k = o.type_k, .type_v = o.type_v, .ggml_rounding = o.ggml_rounding, .tmpl = tmpl,
         .sampling = o.gp.sampling, .seed_set = o.seed >= 0, .max_tokens = o.gp.n_predict,
