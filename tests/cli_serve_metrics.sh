@@ -55,6 +55,9 @@ expect_status "bad field" 400 '"temperature' POST /v1/chat/completions '{"messag
 expect_status "no route" 404 'no route' GET /nowhere
 expect_status "wrong method" 405 'use GET' POST /metrics '{}'
 status_of GET /health >/dev/null
+# a request is counted as it completes, just after its client has the response: wait for the log
+# line of the last one (written right after it was counted)
+for _ in $(seq 40); do [ "$(grep -c '^{' "$server_err")" -ge 9 ] && break; sleep 0.05; done
 
 scrape after
 python3 - "$lib" "$tmp/after.prom" "$tmp/usage" <<'PY' && ok || fail "/metrics after traffic: $(head -c 3000 "$tmp/after.prom")"

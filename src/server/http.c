@@ -84,6 +84,11 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, 
     return send_json(conn, status, o);
 }
 
+/* A request body's parser said no: 400 (msg names the field) or 500 (out of memory). */
+static enum MHD_Result send_refusal(struct MHD_Connection *conn, int rc, const char *msg) {
+    return send_error(conn, (unsigned)rc, rc == 400 ? "invalid_request" : "internal_error", "%s", msg);
+}
+
 /* Compares in time that depends on the lengths only, not on where the strings differ. */
 static bool same_secret(const char *a, const char *b) {
     const size_t la = strlen(a), lb = strlen(b);
@@ -243,7 +248,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
     srv_request r;
     char msg[512];
     const int rc = srv_request_parse(cs->body ? cs->body : "", cs->len, chat, h->def, &r, msg, sizeof msg);
-    if (rc) return send_error(conn, (unsigned)rc, rc == 400 ? "invalid_request" : "internal_error", "%s", msg);
+    if (rc) return send_refusal(conn, rc, msg);
     srv_job *job = srv_job_new(r.prompt, r.n_prompt, &r.job);
     free(r.prompt);
     if (!job) return send_error(conn, 500, "internal_error", "out of memory");
@@ -339,7 +344,7 @@ static enum MHD_Result tokenize(srv_http *h, struct MHD_Connection *conn, bool d
     char msg[512];
     const int rc = srv_tokenize(cs->body ? cs->body : "", cs->len, detok, &h->def->m->vocab, &o,
                                 msg, sizeof msg);
-    if (rc) return send_error(conn, (unsigned)rc, rc == 400 ? "invalid_request" : "internal_error", "%s", msg);
+    if (rc) return send_refusal(conn, rc, msg);
     return send_json(conn, 200, o);
 }
 
