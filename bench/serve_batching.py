@@ -36,7 +36,8 @@ if not os.path.exists(model):
                    check=True)
 
 server = subprocess.Popen([binary, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0",
-                           "--parallel", "4", "-c", "256", "-t", threads],
+                           "--parallel", "4", "-c", "256", "-t", threads,
+                           "--log-format", "none"],  # stderr is read for the port line only
                           stderr=subprocess.PIPE, text=True)
 try:
     line = server.stderr.readline()

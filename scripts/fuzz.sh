@@ -112,6 +112,11 @@ seeds() {
   put fuzz_server_request "$t/chat-parts.json" 03
   put fuzz_server_request "$t/completion.json" 00
   put fuzz_server_request "$t/completion-array.json" 80
+  # /tokenize (even first byte) and /detokenize (odd) bodies
+  printf '%s' '{"content": "Once upon a time <s> h\u00e9llo \u65e5", "add_special": true, "parse_special": false, "with_pieces": true}' >"$t/tokenize.json"
+  printf '%s' '{"tokens": [1, 403, 407, 261, 378, 0, 511]}' >"$t/detokenize.json"
+  put fuzz_server_tokenize "$t/tokenize.json" 00
+  put fuzz_server_tokenize "$t/detokenize.json" 01
   # ONNX export: the tiny models (default form, accuracy level 4, QNN form) and llama.cpp's q4_0
   for arch in llama qwen2; do
     [ -f "$t/tiny-$arch-q4_0.gguf" ] && for k in 00 02 01; do put fuzz_export_onnx "$t/tiny-$arch-q4_0.gguf" $k; done

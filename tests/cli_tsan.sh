@@ -4,7 +4,7 @@
 # -fsanitize=thread in a build folder of its own, cached between runs, and runs test_api and every
 # command that runs the thread pool (run, chat, bench, bench --membw, perplexity, eval, calib,
 # quantize --method gptq and awq, imatrix, each with -t 2, and serve with two slots answering two
-# requests at once) on the fixture; any race report fails the test.
+# requests at once while /metrics is scraped) on the fixture; any race report fails the test.
 # Skipped (exit 77, ctest's skip code) when the compiler or the kernel cannot run TSan programs.
 # The TSan build is cached in build-tsan/ (shared by the release and ASan suites).
 # usage: cli_tsan.sh EDGELM FIXTURES   (run from the repository root)
@@ -79,7 +79,7 @@ done
 tsan_cli imatrix "$cli" imatrix -m "$f32" -f "$work/text.txt" -c 64 -t 2 -o "$work/imatrix.gguf"
 
 # serve: two slots answering a chat and a completion at once (the scheduler, the HTTP threads and
-# each slot's thread pool), then SIGTERM
+# each slot's thread pool) while /metrics is scraped, then SIGTERM
 if command -v curl >/dev/null; then
   TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$cli" serve -m "$f32" --host 127.0.0.1 --port 0 \
     -t 2 --parallel 2 -c 128 2>"$work/serve.err" &
@@ -96,16 +96,19 @@ if command -v curl >/dev/null; then
       '{"messages": [{"role": "user", "content": "Once upon a time"}], "max_tokens": 12}' \
       "http://127.0.0.1:$port/v1/chat/completions" >"$work/code1" &
     c1=$!
+    # /metrics scraped while the scheduler and the HTTP threads count into it
+    (for _ in 1 2 3 4 5; do curl -s -o /dev/null -w '%{http_code}\n' "http://127.0.0.1:$port/metrics"; done) >"$work/code3" &
+    c3=$!
     curl -s -o /dev/null -w '%{http_code}' -H 'Content-Type: application/json' -d \
       '{"prompt": "Lily went", "max_tokens": 12, "stream": true}' \
       "http://127.0.0.1:$port/v1/completions" >"$work/code2"
-    wait "$c1"
-    codes="$(cat "$work/code1") $(cat "$work/code2")"
+    wait "$c1" "$c3"
+    codes="$(cat "$work/code1") $(cat "$work/code2") $(sort -u "$work/code3")"
   fi
   kill -TERM "$spid" 2>/dev/null
   wait "$spid"
   rc=$?
-  if [ "$codes" != "200 200" ] || [ $rc -ne 0 ] || grep -q "ThreadSanitizer" "$work/serve.err"; then
+  if [ "$codes" != "200 200 200" ] || [ $rc -ne 0 ] || grep -q "ThreadSanitizer" "$work/serve.err"; then
     echo "FAIL: edgelm serve under ThreadSanitizer (HTTP '$codes', rc $rc)" >&2
     head -60 "$work/serve.err" >&2
     failed=$((failed + 1))

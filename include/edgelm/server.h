@@ -1,6 +1,7 @@
 /* A local OpenAI-compatible HTTP server over a loaded model (what `edgelm serve` runs): POST
  * /v1/chat/completions and /v1/completions (streamed as Server-Sent Events when asked), GET
- * /v1/models, GET /health, and a chat page at GET /. Up to n_slots conversations are served at
+ * /v1/models, llama-server's POST /tokenize, POST /detokenize and GET /props, GET /health, GET
+ * /metrics (Prometheus text), and a chat page at GET /. Up to n_slots conversations are served at
  * once, their next tokens batched into one forward pass per step (continuous batching, with
  * prompts prefilled in chunks between decode steps); a request that begins with what a slot
  * still holds reuses that KV cache (prefix caching). HTTP is libmicrohttpd's, one thread per
@@ -24,6 +25,13 @@ typedef struct elm_server_params {
     const char *api_key;   /* non-NULL: every route but /health needs "Authorization: Bearer KEY" */
     size_t max_body;       /* request body limit in bytes (413 beyond) */
     const char *model_id;  /* the name /v1/models lists */
+    const char *model_path, *build_info; /* what GET /props says ("edgelm 0.1.0"); NULL: "" */
+    /* access log: one line per answered request (method, path, status, tokens, times, slot),
+     * without its newline, handed to log from the connection threads (so log must be
+     * thread-safe); NULL: none. JSON objects when log_json, else text for people. */
+    void (*log)(void *user, const char *line);
+    void *log_user;
+    bool log_json;
     /* serving */
     int32_t n_slots;       /* conversations at once (1..64) */
     int32_t slot_ctx;      /* KV cache positions of each slot (prompt + reply) */

@@ -14,7 +14,10 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/clock.h"
+#include "server/access_log.h"
 #include "server/http.h"
+#include "server/tokenize.h"
 
 extern const unsigned char srv_page_html[];
 extern const size_t srv_page_html_len;
@@ -29,11 +32,17 @@ struct srv_http {
     int inflight; /* requests between their first call and their completion (atomic) */
 };
 
-/* Per request: the body as it arrives. */
+/* Per request: the body as it arrives, and what /metrics counts and the access log says when it
+ * has been answered. */
 typedef struct conn_state {
     char *body;
     size_t len, cap;
     bool too_big;
+    char method[16], path[128]; /* cut short */
+    struct timespec arrived;    /* wall clock */
+    double t0;                  /* elm_now_ms at arrival */
+    bool has_job;               /* a completion that ran to its end: job holds its result */
+    srv_job_result job;
 } conn_state;
 
 static enum MHD_Result send_body(struct MHD_Connection *conn, unsigned status, const char *type,
@@ -73,6 +82,11 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, 
     cJSON_AddStringToObject(e, "type", type);
     cJSON_AddStringToObject(e, "code", code);
     return send_json(conn, status, o);
+}
+
+/* A request body's parser said no: 400 (msg names the field) or 500 (out of memory). */
+static enum MHD_Result send_refusal(struct MHD_Connection *conn, int rc, const char *msg) {
+    return send_error(conn, (unsigned)rc, rc == 400 ? "invalid_request" : "internal_error", "%s", msg);
 }
 
 /* Compares in time that depends on the lengths only, not on where the strings differ. */
@@ -147,6 +161,7 @@ static cJSON *choice(bool chat, bool delta, const char *text, const char *finish
 typedef struct stream {
     srv_http *h;
     srv_job *job;
+    conn_state *cs; /* its request's; read only while the response is being sent */
     bool chat, role_sent, finished;
     char id[48];
     size_t seen;     /* reply bytes already sent */
@@ -192,6 +207,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             if (!queue_event(st, o)) return MHD_CONTENT_READER_END_WITH_ERROR;
         } else if (done) {
             const srv_job_result r = srv_job_result_get(st->h->s, st->job);
+            st->cs->job = r;
+            st->cs->has_job = true;
             cJSON *o = response_head(st->h, st->id, st->chat ? "chat.completion.chunk" : "text_completion");
             cJSON_AddItemToObject(o, "choices", cJSON_CreateArray());
             cJSON_AddItemToArray(cJSON_GetObjectItem(o, "choices"),
@@ -227,11 +244,11 @@ static void stream_free(void *cls) {
 /* ---- routes ---- */
 
 static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool chat,
-                                  const conn_state *cs) {
+                                  conn_state *cs) {
     srv_request r;
     char msg[512];
     const int rc = srv_request_parse(cs->body ? cs->body : "", cs->len, chat, h->def, &r, msg, sizeof msg);
-    if (rc) return send_error(conn, (unsigned)rc, rc == 400 ? "invalid_request" : "internal_error", "%s", msg);
+    if (rc) return send_refusal(conn, rc, msg);
     srv_job *job = srv_job_new(r.prompt, r.n_prompt, &r.job);
     free(r.prompt);
     if (!job) return send_error(conn, 500, "internal_error", "out of memory");
@@ -252,7 +269,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
             srv_job_release(h->s, job);
             return send_error(conn, 500, "internal_error", "out of memory");
         }
-        *st = (stream){.h = h, .job = job, .chat = chat};
+        *st = (stream){.h = h, .job = job, .cs = cs, .chat = chat};
         memcpy(st->id, id, sizeof id);
         struct MHD_Response *resp =
             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free);
@@ -282,6 +299,8 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
     }
     const srv_job_result res = srv_job_result_get(h->s, job);
     srv_job_release(h->s, job);
+    cs->job = res;
+    cs->has_job = true;
     cJSON *o = response_head(h, id, chat ? "chat.completion" : "text_completion");
     cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"),
                          choice(chat, false, text ? text : "", res.finish_reason, true));
@@ -308,6 +327,69 @@ static enum MHD_Result models(srv_http *h, struct MHD_Connection *conn) {
     return send_json(conn, 200, o);
 }
 
+static enum MHD_Result metrics(srv_http *h, struct MHD_Connection *conn) {
+    int busy, waiting;
+    srv_load(h->s, &busy, &waiting);
+    char *text = srv_metrics_render(h->p.metrics, busy, srv_get_params(h->s)->n_slots, waiting);
+    if (!text) return send_error(conn, 500, "internal_error", "out of memory");
+    const enum MHD_Result ret =
+        send_body(conn, 200, "text/plain; version=0.0.4; charset=utf-8", text, strlen(text));
+    free(text);
+    return ret;
+}
+
+static enum MHD_Result tokenize(srv_http *h, struct MHD_Connection *conn, bool detok,
+                                const conn_state *cs) {
+    cJSON *o;
+    char msg[512];
+    const int rc = srv_tokenize(cs->body ? cs->body : "", cs->len, detok, &h->def->m->vocab, &o,
+                                msg, sizeof msg);
+    if (rc) return send_refusal(conn, rc, msg);
+    return send_json(conn, 200, o);
+}
+
+/* A token's text as written in the vocabulary ("<s>"), or "" when the model has none. */
+static const char *token_text(const elm_vocab *v, int32_t id) {
+    return id >= 0 && id < v->n_tokens ? v->pieces[id] : "";
+}
+
+/* A float setting as it was written (0.8, not 0.800000011920929). */
+static double shortest(float f) {
+    char buf[32];
+    snprintf(buf, sizeof buf, "%.7g", f);
+    return strtod(buf, NULL);
+}
+
+/* GET /props: what llama-server's says that applies here (its field names), and edgelm's
+ * recognised template under chat_template_name. */
+static enum MHD_Result props(srv_http *h, struct MHD_Connection *conn) {
+    const srv_defaults *d = h->def;
+    const elm_vocab *v = &d->m->vocab;
+    cJSON *o = cJSON_CreateObject();
+    cJSON *g = cJSON_AddObjectToObject(o, "default_generation_settings");
+    cJSON_AddNumberToObject(g, "n_ctx", d->slot_ctx);
+    cJSON *p = cJSON_AddObjectToObject(g, "params");
+    cJSON_AddNumberToObject(p, "temperature", shortest(d->sampling.temp));
+    cJSON_AddNumberToObject(p, "top_k", d->sampling.top_k);
+    cJSON_AddNumberToObject(p, "top_p", shortest(d->sampling.top_p));
+    cJSON_AddNumberToObject(p, "min_p", shortest(d->sampling.min_p));
+    cJSON_AddNumberToObject(p, "repeat_penalty", shortest(d->sampling.repeat_penalty));
+    cJSON_AddNumberToObject(p, "repeat_last_n", d->sampling.repeat_last_n);
+    /* -1: a fresh seed per request (llama-server's "random seed" value) */
+    cJSON_AddNumberToObject(p, "seed", d->seed_set ? (double)d->sampling.seed : -1);
+    cJSON_AddNumberToObject(p, "n_predict", d->max_tokens > 0 ? d->max_tokens : -1);
+    cJSON_AddBoolToObject(p, "ignore_eos", d->ignore_eos);
+    cJSON_AddNumberToObject(o, "total_slots", srv_get_params(h->s)->n_slots);
+    cJSON_AddStringToObject(o, "model_alias", h->p.model_id);
+    cJSON_AddStringToObject(o, "model_path", h->p.model_path ? h->p.model_path : "");
+    cJSON_AddStringToObject(o, "chat_template", v->chat_template ? v->chat_template : "");
+    cJSON_AddStringToObject(o, "chat_template_name", elm_chat_template_name(d->tmpl));
+    cJSON_AddStringToObject(o, "bos_token", token_text(v, v->bos_id));
+    cJSON_AddStringToObject(o, "eos_token", token_text(v, v->eos_id));
+    cJSON_AddStringToObject(o, "build_info", h->p.build_info ? h->p.build_info : "");
+    return send_json(conn, 200, o);
+}
+
 static enum MHD_Result health(srv_http *h, struct MHD_Connection *conn) {
     int busy, waiting;
     srv_load(h->s, &busy, &waiting);
@@ -329,6 +411,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         if (!(cs = calloc(1, sizeof *cs))) return MHD_NO;
         *con_cls = cs;
         __atomic_add_fetch(&h->inflight, 1, __ATOMIC_RELAXED);
+        snprintf(cs->path, sizeof cs->path, "%s", url);
+        snprintf(cs->method, sizeof cs->method, "%s", method);
+        clock_gettime(CLOCK_REALTIME, &cs->arrived);
+        cs->t0 = elm_now_ms();
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         cs->too_big = cl && strtoull(cl, NULL, 10) > h->p.max_body;
         return MHD_YES;
@@ -354,27 +440,50 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     if (!strcmp(url, "/") && get)
         return send_body(conn, 200, "text/html; charset=utf-8", srv_page_html, srv_page_html_len);
     const bool chat = !strcmp(url, "/v1/chat/completions"), compl = !strcmp(url, "/v1/completions");
-    const bool list = !strcmp(url, "/v1/models");
-    if (!chat && !compl && !list)
+    const bool tok = !strcmp(url, "/tokenize"), detok = !strcmp(url, "/detokenize");
+    const bool list = !strcmp(url, "/v1/models"), scrape = !strcmp(url, "/metrics");
+    const bool about = !strcmp(url, "/props");
+    if (!chat && !compl && !tok && !detok && !list && !scrape && !about)
         return send_error(conn, 404, "not_found", "no route %s %s", method, url);
     if (!authorized(h, conn))
         return send_error(conn, 401, "invalid_api_key",
                           "missing or wrong API key (send Authorization: Bearer KEY)");
-    if (list) return get ? models(h, conn) : send_error(conn, 405, "method_not_allowed", "%s %s: use GET", method, url);
+    if (list || scrape || about) {
+        if (!get) return send_error(conn, 405, "method_not_allowed", "%s %s: use GET", method, url);
+        return list ? models(h, conn) : scrape ? metrics(h, conn) : props(h, conn);
+    }
     if (!post) return send_error(conn, 405, "method_not_allowed", "%s %s: use POST", method, url);
     if (cs->too_big)
         return send_error(conn, 413, "request_too_large", "request body: over the limit of %zu bytes",
                           h->p.max_body);
+    if (tok || detok) return tokenize(h, conn, detok, cs);
     return completion(h, conn, chat, cs);
+}
+
+/* The request is over (answered, or the client left): counted and logged, if a response was
+ * queued (a client that leaves before has nothing to count). */
+static void log_request(const srv_http *h, const conn_state *cs, unsigned status) {
+    if (!h->p.log) return;
+    const srv_access a = {.arrived = cs->arrived, .method = cs->method, .path = cs->path,
+                          .status = status, .total_ms = elm_now_ms() - cs->t0,
+                          .job = cs->has_job ? &cs->job : NULL};
+    char *line = srv_access_line(&a, h->p.log_json);
+    if (line) h->p.log(h->p.log_user, line);
+    free(line);
 }
 
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode toe) {
-    (void)conn;
     (void)toe;
     srv_http *h = cls;
     conn_state *cs = *con_cls;
     if (cs) {
+        const union MHD_ConnectionInfo *st =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_HTTP_STATUS);
+        if (st && st->http_status) {
+            srv_metrics_request(h->p.metrics, cs->path, st->http_status);
+            log_request(h, cs, st->http_status);
+        }
         free(cs->body);
         __atomic_sub_fetch(&h->inflight, 1, __ATOMIC_RELAXED);
     }

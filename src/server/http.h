@@ -1,6 +1,7 @@
 /* The HTTP face of the server, over libmicrohttpd (one thread per connection): the OpenAI routes
  * (POST /v1/chat/completions and /v1/completions, streamed as Server-Sent Events when asked;
- * GET /v1/models), GET /health and the chat page at GET /. Errors are OpenAI-shaped JSON,
+ * GET /v1/models), llama-server's POST /tokenize, POST /detokenize and GET /props, GET /health,
+ * GET /metrics (Prometheus text) and the chat page at GET /. Errors are OpenAI-shaped JSON,
  * {"error": {"message", "type", "code"}}: 400 bad field, 401 missing or wrong API key, 404 no
  * such route, 405 wrong method, 413 body over the limit, 503 queue full or stopping. */
 #ifndef EDGELM_SERVER_HTTP_H
@@ -15,6 +16,13 @@ typedef struct srv_http_params {
     const char *api_key;  /* NULL: no authentication */
     size_t max_body;      /* request body limit in bytes */
     const char *model_id; /* the name /v1/models lists and responses carry */
+    const char *model_path, *build_info; /* what GET /props says; NULL: "" */
+    srv_metrics *metrics; /* borrowed: what GET /metrics renders; requests are counted in it */
+    /* the access log: one line per answered request (access_log.h) handed to log, called from the
+     * connection threads; NULL for none */
+    void (*log)(void *user, const char *line);
+    void *log_user;
+    bool log_json;
 } srv_http_params;
 
 typedef struct srv_http srv_http;

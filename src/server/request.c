@@ -1,8 +1,6 @@
 /* Request bodies into jobs (see request.h). Field checks follow the OpenAI API reference: every
  * sampling field is optional and null means absent; unknown fields are ignored, as OpenAI-style
  * servers do, so clients that send more (presence_penalty, stream_options) work. */
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,68 +10,25 @@
 #include <cjson/cJSON.h>
 
 #include "edgelm/vocab.h"
+#include "server/fields.h"
 #include "server/request.h"
 
 enum { MAX_MESSAGES = 4096 };
 
-static int bad(char *msg, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int bad(char *msg, size_t cap, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, cap, fmt, ap);
-    va_end(ap);
-    return 400;
-}
-
-/* The field `name` when present and not null, else NULL. */
-static const cJSON *field(const cJSON *o, const char *name) {
-    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
-    return f && !cJSON_IsNull(f) ? f : NULL;
-}
-
-/* A number field in [lo, hi] (integer when `integer`) into *out; false with msg otherwise. */
-static bool number(const cJSON *o, const char *name, double lo, double hi, bool integer,
-                   double *out, char *msg, size_t cap) {
-    const cJSON *f = field(o, name);
-    if (!f) return true;
-    if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble) ||
-        (integer && f->valuedouble != floor(f->valuedouble))) {
-        bad(msg, cap, "%s: expected %s", name, integer ? "an integer" : "a number");
-        return false;
-    }
-    if (f->valuedouble < lo || f->valuedouble > hi) {
-        bad(msg, cap, "%s: %g out of range %g..%g", name, f->valuedouble, lo, hi);
-        return false;
-    }
-    *out = f->valuedouble;
-    return true;
-}
-
-static bool boolean(const cJSON *o, const char *name, bool *out, char *msg, size_t cap) {
-    const cJSON *f = field(o, name);
-    if (!f) return true;
-    if (!cJSON_IsBool(f)) {
-        bad(msg, cap, "%s: expected true or false", name);
-        return false;
-    }
-    *out = cJSON_IsTrue(f);
-    return true;
-}
-
 static int stop_strings(const cJSON *o, srv_job_params *jp, char *msg, size_t cap) {
-    const cJSON *f = field(o, "stop");
+    const cJSON *f = srv_field(o, "stop");
     if (!f) return 0;
     const cJSON *one = cJSON_IsString(f) ? f : NULL;
     if (!one && !cJSON_IsArray(f))
-        return bad(msg, cap, "stop: expected a string or an array of strings");
+        return srv_bad(msg, cap, "stop: expected a string or an array of strings");
     const int n = one ? 1 : cJSON_GetArraySize(f);
-    if (n > SRV_MAX_STOP) return bad(msg, cap, "stop: %d strings, at most %d", n, SRV_MAX_STOP);
+    if (n > SRV_MAX_STOP) return srv_bad(msg, cap, "stop: %d strings, at most %d", n, SRV_MAX_STOP);
     for (int i = 0; i < n; i++) {
         const cJSON *s = one ? one : cJSON_GetArrayItem(f, i);
-        if (!cJSON_IsString(s)) return bad(msg, cap, "stop[%d]: expected a string", i);
+        if (!cJSON_IsString(s)) return srv_bad(msg, cap, "stop[%d]: expected a string", i);
         const size_t l = strlen(s->valuestring);
         if (l == 0 || l > SRV_MAX_STOP_LEN)
-            return bad(msg, cap, "stop[%d]: length %zu out of range 1..%d", i, l, SRV_MAX_STOP_LEN);
+            return srv_bad(msg, cap, "stop[%d]: length %zu out of range 1..%d", i, l, SRV_MAX_STOP_LEN);
         memcpy(jp->stop[jp->n_stop++], s->valuestring, l + 1);
     }
     return 0;
@@ -88,14 +43,14 @@ static int content_text(const cJSON *c, int i, const char **text, char **owned, 
         return 0;
     }
     if (!cJSON_IsArray(c))
-        return bad(msg, cap, "messages[%d].content: expected a string or an array of text parts", i);
+        return srv_bad(msg, cap, "messages[%d].content: expected a string or an array of text parts", i);
     size_t total = 1;
     const cJSON *p;
     cJSON_ArrayForEach(p, c) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type");
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(p, "text");
         if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(t))
-            return bad(msg, cap, "messages[%d].content: only text parts are supported", i);
+            return srv_bad(msg, cap, "messages[%d].content: only text parts are supported", i);
         total += strlen(t->valuestring);
     }
     if (!(*owned = malloc(total))) return 500;
@@ -115,12 +70,12 @@ static int content_text(const cJSON *c, int i, const char **text, char **owned, 
  * the same conversation (control tokens parsed, BOS in front when the model wants it). */
 static int chat_prompt(const cJSON *root, const srv_defaults *d, char **text, char *msg,
                        size_t cap) {
-    const cJSON *msgs = field(root, "messages");
-    if (!msgs) return bad(msg, cap, "messages: required");
-    if (!cJSON_IsArray(msgs)) return bad(msg, cap, "messages: expected an array");
+    const cJSON *msgs = srv_field(root, "messages");
+    if (!msgs) return srv_bad(msg, cap, "messages: required");
+    if (!cJSON_IsArray(msgs)) return srv_bad(msg, cap, "messages: expected an array");
     const int n = cJSON_GetArraySize(msgs);
     if (n < 1 || n > MAX_MESSAGES)
-        return bad(msg, cap, "messages: %d messages, expected 1..%d", n, MAX_MESSAGES);
+        return srv_bad(msg, cap, "messages: %d messages, expected 1..%d", n, MAX_MESSAGES);
     elm_chat_msg *m = calloc((size_t)n, sizeof *m);
     char **owned = calloc((size_t)n, sizeof *owned);
     int rc = m && owned ? 0 : 500;
@@ -128,20 +83,20 @@ static int chat_prompt(const cJSON *root, const srv_defaults *d, char **text, ch
         const cJSON *e = cJSON_GetArrayItem(msgs, i);
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(e, "role");
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(e, "content");
-        if (!cJSON_IsObject(e)) rc = bad(msg, cap, "messages[%d]: expected an object", i);
+        if (!cJSON_IsObject(e)) rc = srv_bad(msg, cap, "messages[%d]: expected an object", i);
         else if (!cJSON_IsString(role) ||
                  (strcmp(role->valuestring, "system") && strcmp(role->valuestring, "user") &&
                   strcmp(role->valuestring, "assistant")))
-            rc = bad(msg, cap, "messages[%d].role: expected \"system\", \"user\" or \"assistant\"", i);
+            rc = srv_bad(msg, cap, "messages[%d].role: expected \"system\", \"user\" or \"assistant\"", i);
         else if (!strcmp(role->valuestring, "system") && i > 0)
-            rc = bad(msg, cap, "messages[%d].role: a system message must come first", i);
-        else if (!content) rc = bad(msg, cap, "messages[%d].content: required", i);
+            rc = srv_bad(msg, cap, "messages[%d].role: a system message must come first", i);
+        else if (!content) rc = srv_bad(msg, cap, "messages[%d].content: required", i);
         else if (!(rc = content_text(content, i, &m[i].content, &owned[i], msg, cap)))
             m[i].role = role->valuestring;
     }
     elm_error err;
     if (!rc && elm_chat_render(d->tmpl, m, n, true, text, &err))
-        rc = err.code == ELM_ERR_NOMEM ? 500 : bad(msg, cap, "messages: %s", err.msg);
+        rc = err.code == ELM_ERR_NOMEM ? 500 : srv_bad(msg, cap, "messages: %s", err.msg);
     for (int i = 0; owned && i < n; i++) free(owned[i]);
     free(owned);
     free(m);
@@ -156,7 +111,8 @@ static int tokens(const srv_defaults *d, const char *text, bool chat, srv_reques
     elm_error err;
     /* one spare in front for BOS */
     if (elm_tokenize_alloc(v, text, strlen(text), !chat && v->add_bos, chat, &ids, &n, &err))
-        return err.code == ELM_ERR_NOMEM ? 500 : bad(msg, cap, "%s: %s", chat ? "messages" : "prompt", err.msg);
+        return err.code == ELM_ERR_NOMEM ? 500
+                                         : srv_bad(msg, cap, "%s: %s", chat ? "messages" : "prompt", err.msg);
     if (chat && v->add_bos && v->bos_id >= 0 && (n == 0 || ids[0] != v->bos_id)) {
         int32_t *p = realloc(ids, sizeof(int32_t) * (size_t)(n + 1));
         if (!p) {
@@ -170,11 +126,11 @@ static int tokens(const srv_defaults *d, const char *text, bool chat, srv_reques
     }
     if (n == 0) {
         free(ids);
-        return bad(msg, cap, "%s: empty prompt", chat ? "messages" : "prompt");
+        return srv_bad(msg, cap, "%s: empty prompt", chat ? "messages" : "prompt");
     }
     if (n >= d->slot_ctx) {
         free(ids);
-        return bad(msg, cap,
+        return srv_bad(msg, cap,
                    "%s: the prompt has %lld tokens, a slot's context holds %d (prompt and reply)",
                    chat ? "messages" : "prompt", (long long)n, d->slot_ctx);
     }
@@ -185,9 +141,9 @@ static int tokens(const srv_defaults *d, const char *text, bool chat, srv_reques
 
 static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_request *r, char *msg,
                  size_t cap) {
-    if (!cJSON_IsObject(root)) return bad(msg, cap, "request body: expected a JSON object");
-    const cJSON *model = field(root, "model");
-    if (model && !cJSON_IsString(model)) return bad(msg, cap, "model: expected a string");
+    if (!cJSON_IsObject(root)) return srv_bad(msg, cap, "request body: expected a JSON object");
+    const cJSON *model = srv_field(root, "model");
+    if (model && !cJSON_IsString(model)) return srv_bad(msg, cap, "model: expected a string");
     srv_job_params *jp = &r->job;
     jp->sampling = d->sampling;
     jp->ignore_eos = d->ignore_eos;
@@ -196,19 +152,19 @@ static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_reques
     double top_k = jp->sampling.top_k, rp = jp->sampling.repeat_penalty, nn = 1, dummy = 0;
     double max_tokens = d->max_tokens > 0 ? d->max_tokens : d->slot_ctx;
     double seed = -1;
-    if (!number(root, "temperature", 0, 100, false, &temp, msg, cap) ||
-        !number(root, "top_p", 0, 1, false, &top_p, msg, cap) ||
-        !number(root, "min_p", 0, 1, false, &min_p, msg, cap) ||
-        !number(root, "top_k", 0, d->m->hp.n_vocab, true, &top_k, msg, cap) ||
-        !number(root, "repeat_penalty", 0, 100, false, &rp, msg, cap) ||
-        !number(root, "presence_penalty", -2, 2, false, &dummy, msg, cap) ||
-        !number(root, "frequency_penalty", -2, 2, false, &dummy, msg, cap) ||
-        !number(root, "n", 1, 1, true, &nn, msg, cap) ||
-        !number(root, "max_tokens", 1, d->slot_ctx, true, &max_tokens, msg, cap) ||
-        !number(root, "max_completion_tokens", 1, d->slot_ctx, true, &max_tokens, msg, cap) ||
-        !number(root, "seed", -9007199254740991.0, 9007199254740991.0, true, &seed, msg, cap) ||
-        !boolean(root, "stream", &r->stream, msg, cap) ||
-        !boolean(root, "ignore_eos", &jp->ignore_eos, msg, cap))
+    if (!srv_number(root, "temperature", 0, 100, false, &temp, msg, cap) ||
+        !srv_number(root, "top_p", 0, 1, false, &top_p, msg, cap) ||
+        !srv_number(root, "min_p", 0, 1, false, &min_p, msg, cap) ||
+        !srv_number(root, "top_k", 0, d->m->hp.n_vocab, true, &top_k, msg, cap) ||
+        !srv_number(root, "repeat_penalty", 0, 100, false, &rp, msg, cap) ||
+        !srv_number(root, "presence_penalty", -2, 2, false, &dummy, msg, cap) ||
+        !srv_number(root, "frequency_penalty", -2, 2, false, &dummy, msg, cap) ||
+        !srv_number(root, "n", 1, 1, true, &nn, msg, cap) ||
+        !srv_number(root, "max_tokens", 1, d->slot_ctx, true, &max_tokens, msg, cap) ||
+        !srv_number(root, "max_completion_tokens", 1, d->slot_ctx, true, &max_tokens, msg, cap) ||
+        !srv_number(root, "seed", -9007199254740991.0, 9007199254740991.0, true, &seed, msg, cap) ||
+        !srv_boolean(root, "stream", &r->stream, msg, cap) ||
+        !srv_boolean(root, "ignore_eos", &jp->ignore_eos, msg, cap))
         return 400;
     jp->sampling.temp = (float)temp;
     jp->sampling.top_p = (float)top_p;
@@ -216,7 +172,7 @@ static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_reques
     jp->sampling.top_k = (int32_t)top_k;
     jp->sampling.repeat_penalty = (float)rp;
     jp->max_tokens = (int32_t)max_tokens;
-    if (field(root, "seed")) jp->sampling.seed = (uint64_t)(int64_t)seed;
+    if (srv_field(root, "seed")) jp->sampling.seed = (uint64_t)(int64_t)seed;
     else if (!d->seed_set) { /* a fresh draw per request, as OpenAI does without a seed */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
@@ -230,10 +186,10 @@ static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_reques
     if (chat) {
         if ((rc = chat_prompt(root, d, &text, msg, cap))) return rc;
     } else {
-        const cJSON *p = field(root, "prompt");
+        const cJSON *p = srv_field(root, "prompt");
         if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1) p = cJSON_GetArrayItem(p, 0);
-        if (!p) return bad(msg, cap, "prompt: required");
-        if (!cJSON_IsString(p)) return bad(msg, cap, "prompt: expected a string");
+        if (!p) return srv_bad(msg, cap, "prompt: required");
+        if (!cJSON_IsString(p)) return srv_bad(msg, cap, "prompt: expected a string");
         if (!(text = strdup(p->valuestring))) return 500;
     }
     rc = tokens(d, text, chat, r, msg, cap);
@@ -246,7 +202,7 @@ int srv_request_parse(const char *body, size_t len, bool chat, const srv_default
     memset(r, 0, sizeof *r);
     r->chat = chat;
     cJSON *root = cJSON_ParseWithLength(body, len);
-    if (!root) return bad(msg, cap, "request body: invalid JSON");
+    if (!root) return srv_bad(msg, cap, "request body: invalid JSON");
     const int rc = parse(root, chat, d, r, msg, cap);
     cJSON_Delete(root);
     if (rc) {

@@ -23,8 +23,9 @@ struct srv_job {
     char *text; /* the reply so far, NUL-terminated */
     size_t len, cap;
     int32_t n_gen, n_cached;
+    int32_t slot; /* -1 until a slot takes it */
     const char *finish;
-    double t_submit, t_start, t_first, t_end;
+    double t_submit, t_start, t_first, t_last, t_end; /* t_last: the latest token */
     srv_job *next; /* the queue */
 };
 
@@ -79,6 +80,7 @@ srv_job *srv_job_new(const int32_t *prompt, int32_t n_prompt, const srv_job_para
     j->p = *p;
     j->text[0] = '\0';
     j->refs = 1;
+    j->slot = -1;
     return j;
 }
 
@@ -101,6 +103,7 @@ static void finish(srv_server *s, srv_job *j, const char *reason) {
     j->done = true;
     j->t_end = now_ms();
     if (j->t_first == 0) j->t_first = j->t_end;
+    if (s->p.metrics) srv_metrics_job_end(s->p.metrics, j->n_gen);
     pthread_cond_broadcast(&s->changed);
     job_unref(j);
 }
@@ -182,7 +185,9 @@ static void assign(srv_server *s) {
         best->pending = -1;
         elm_detok_init(&best->dt, &s->m->vocab, false);
         j->n_cached = best_len;
+        j->slot = (int32_t)(best - s->slots);
         j->t_start = now_ms();
+        if (s->p.metrics) srv_metrics_job_start(s->p.metrics, j->n_prompt, best_len);
     }
 }
 
@@ -190,7 +195,12 @@ static void assign(srv_server *s) {
 static void next_token(srv_server *s, srv_slot *sl, float *logits) {
     srv_job *j = sl->job;
     const int32_t id = elm_sampler_sample(sl->smp, logits, sl->tokens, sl->n_past);
-    if (j->n_gen == 0) j->t_first = now_ms();
+    const double t = now_ms();
+    const bool first = j->n_gen == 0;
+    if (first) j->t_first = t;
+    if (s->p.metrics)
+        srv_metrics_token(s->p.metrics, first, (t - (first ? j->t_submit : j->t_last)) / 1e3);
+    j->t_last = t;
     const elm_vocab *v = &s->m->vocab;
     if (!j->p.ignore_eos && (id == v->eos_id || (j->p.eot_id >= 0 && id == j->p.eot_id))) {
         char piece[64];
@@ -459,7 +469,7 @@ srv_job_result srv_job_result_get(srv_server *s, srv_job *j) {
     srv_job_result r = {.prompt_tokens = j->n_prompt, .cached_tokens = j->n_cached,
                         .completion_tokens = j->n_gen, .finish_reason = j->finish,
                         .prefill_ms = j->t_first - start, .ttft_ms = j->t_first - j->t_submit,
-                        .decode_ms = j->t_end - j->t_first};
+                        .decode_ms = j->t_end - j->t_first, .slot = j->slot};
     pthread_mutex_unlock(&s->mu);
     return r;
 }

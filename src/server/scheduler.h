@@ -17,6 +17,7 @@
 
 #include "edgelm/context.h"
 #include "edgelm/sampler.h"
+#include "server/metrics.h"
 
 enum { SRV_MAX_STOP = 4, SRV_MAX_STOP_LEN = 64 };
 
@@ -28,6 +29,7 @@ typedef struct srv_params {
     int32_t n_threads;
     elm_type type_k, type_v; /* KV cache types (elm_context_params) */
     bool ggml_rounding;
+    srv_metrics *metrics; /* borrowed: counts prompts, tokens and latencies; NULL for none */
 } srv_params;
 
 /* What one request asks for. */
@@ -50,6 +52,7 @@ typedef struct srv_job_result {
     double prefill_ms;         /* from the slot taking the job to the first token */
     double ttft_ms;            /* from submission to the first token */
     double decode_ms;          /* first token to the last */
+    int32_t slot;              /* the slot that ran it, or -1 when it never got one */
 } srv_job_result;
 
 /* Creates the server's context (n_slots · slot_ctx cache positions) on model m (borrowed, must

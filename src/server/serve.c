@@ -9,18 +9,24 @@ struct elm_server {
     srv_server *s;
     srv_http *h;
     srv_defaults def;
+    srv_metrics *metrics;
 };
 
 elm_status elm_server_start(const elm_model *m, const elm_server_params *p, elm_server **out,
                             elm_error *err) {
     *out = NULL;
     elm_server *e = calloc(1, sizeof *e);
-    if (!e) return elm_errorf(err, ELM_ERR_NOMEM, "server: out of memory");
+    if (!e || !(e->metrics = srv_metrics_new())) {
+        free(e);
+        return elm_errorf(err, ELM_ERR_NOMEM, "server: out of memory");
+    }
     const srv_params sp = {.n_slots = p->n_slots, .slot_ctx = p->slot_ctx, .n_batch = p->n_batch,
                            .n_queue = p->n_queue, .n_threads = p->n_threads, .type_k = p->type_k,
-                           .type_v = p->type_v, .ggml_rounding = p->ggml_rounding};
+                           .type_v = p->type_v, .ggml_rounding = p->ggml_rounding,
+                           .metrics = e->metrics};
     elm_status st = srv_new(m, &sp, &e->s, err);
     if (st) {
+        srv_metrics_free(e->metrics);
         free(e);
         return st;
     }
@@ -30,9 +36,13 @@ elm_status elm_server_start(const elm_model *m, const elm_server_params *p, elm_
                             .max_tokens = p->max_tokens, .slot_ctx = p->slot_ctx,
                             .ignore_eos = p->ignore_eos};
     const srv_http_params hp = {.host = p->host, .port = p->port, .api_key = p->api_key,
-                                .max_body = p->max_body, .model_id = p->model_id};
+                                .max_body = p->max_body, .model_id = p->model_id,
+                                .model_path = p->model_path, .build_info = p->build_info,
+                                .metrics = e->metrics, .log = p->log, .log_user = p->log_user,
+                                .log_json = p->log_json};
     if ((st = srv_http_start(e->s, &e->def, &hp, &e->h, err))) {
         srv_free(e->s);
+        srv_metrics_free(e->metrics);
         free(e);
         return st;
     }
@@ -47,5 +57,6 @@ void elm_server_stop(elm_server *e) {
     srv_stop(e->s);     /* requests end first, so the connection threads can finish */
     srv_http_stop(e->h);
     srv_free(e->s);
+    srv_metrics_free(e->metrics); /* after both: the HTTP threads and the scheduler count in it */
     free(e);
 }

@@ -1,5 +1,6 @@
 /* edgelm serve: a local OpenAI-compatible HTTP server with a chat page (src/server). It listens
- * until SIGINT or SIGTERM, then lets the connections close and exits 0. */
+ * until SIGINT or SIGTERM, then lets the connections close and exits 0. Its access log, one line
+ * per request, goes to stderr. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +12,15 @@
 #include "gen_opts.h"
 #include "opts.h"
 
+/* The access log's sink: one write per line, so that lines from concurrent requests never mix. */
+static void log_line(void *user, const char *line) {
+    (void)user;
+    fprintf(stderr, "%s\n", line);
+}
+
 int cmd_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *api_key = NULL, *tmpl_name = "auto";
-    const char *tokenizer = NULL;
+    const char *tokenizer = NULL, *log_format = "text";
     long port = 8080, parallel = 1, queue = 16, max_body = 1 << 20;
     gen_opts o;
     gen_opts_init(&o);
@@ -26,6 +33,7 @@ int cmd_serve(int argc, char **argv) {
         {"--queue", "N", CLI_INT, &queue, 0, 4096, "requests that may wait for a slot; beyond, 503 (default 16)", 0},
         {"--api-key", "KEY", CLI_TEXT, &api_key, 0, 0, "require 'Authorization: Bearer KEY' (all but /health)", 0},
         {"--max-body", "N", CLI_INT, &max_body, 1, 1L << 30, "request body limit in bytes (default 1048576; beyond, 413)", 0},
+        {"--log-format", "FMT", CLI_TEXT, &log_format, 0, 0, "access log on stderr, one line per request: text (default),\njson (one object per line) or none", 0},
         {"--template", "NAME", CLI_TEXT, &tmpl_name, 0, 0, "auto (default: from the model) or a built-in template's name", 0},
         CLI_OPT_TOKENIZER(&tokenizer),
         {0}};
@@ -36,6 +44,7 @@ int cmd_serve(int argc, char **argv) {
         "sampling options are the defaults of requests that do not set them. --draft, --lookup\n"
         "and context shifting are not used by the server.\n"
         "endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
+        "           POST /tokenize, POST /detokenize, GET /props, GET /metrics (Prometheus text),\n"
         "           GET / (chat page)",
         NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
@@ -43,6 +52,9 @@ int cmd_serve(int argc, char **argv) {
     if (o.draft || o.lookup)
         return cli_fail("serve: --draft and --lookup are not supported by the server");
     if (api_key && !*api_key) return cli_fail("--api-key: empty key");
+    const bool log_json = !strcmp(log_format, "json"), log_none = !strcmp(log_format, "none");
+    if (!log_json && !log_none && strcmp(log_format, "text"))
+        return cli_fail("--log-format: invalid value '%s' (expected text, json or none)", log_format);
     elm_chat_template tmpl = ELM_TEMPLATE_PLAIN;
     if (strcmp(tmpl_name, "auto") != 0 && !elm_chat_template_parse(tmpl_name, &tmpl))
         return cli_fail("--template: invalid value '%s' (expected auto, %s)", tmpl_name,
@@ -71,11 +83,12 @@ int cmd_serve(int argc, char **argv) {
     o.gp.sampling.seed = (uint64_t)(o.seed >= 0 ? o.seed : 0);
     const elm_server_params sp = {
         .host = host, .port = (int)port, .api_key = api_key, .max_body = (size_t)max_body,
-        .model_id = model_id, .n_slots = (int32_t)parallel, .slot_ctx = (int32_t)slot_ctx,
+        .model_id = model_id, .model_path = model, .build_info = "edgelm " EDGELM_VERSION,
+        .n_slots = (int32_t)parallel, .slot_ctx = (int32_t)slot_ctx,
         .n_batch = (int32_t)n_batch, .n_queue = (int32_t)queue, .n_threads = (int32_t)o.n_threads,
         .type_k = o.type_k, .type_v = o.type_v, .ggml_rounding = o.ggml_rounding, .tmpl = tmpl,
         .sampling = o.gp.sampling, .seed_set = o.seed >= 0, .max_tokens = o.gp.n_predict,
-        .ignore_eos = o.gp.ignore_eos};
+        .ignore_eos = o.gp.ignore_eos, .log = log_none ? NULL : log_line, .log_json = log_json};
     elm_error err;
     elm_error_clear(&err);
     if (elm_server_start(m, &sp, &srv, &err)) {
