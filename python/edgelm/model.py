@@ -173,11 +173,11 @@ class Model:
         if self._streaming == threading.get_ident():
             raise Error("the model is generating a stream in this thread: finish or close the "
                         "stream first")
-        if self._model is None:
-            raise ClosedError("the model is closed")
+        self._check_open()
         return self._lock
 
     def _check_open(self) -> None:
+        """ClosedError once close() was called."""
         if self._model is None:
             raise ClosedError("the model is closed")
 
