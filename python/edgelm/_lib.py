@@ -9,7 +9,8 @@ Where the library is looked for, first found wins:
 
 The app API (edgelm.h) gives models and tokenization; contexts, generation and logits go through
 the elm_* library API (context.h, generate.h), whose structs are mirrored below field for field:
-a change to one of them in include/edgelm/ must be made here too (tests/cli_python.sh would fail)."""
+a change to one of them in include/edgelm/ must be made here too (tests/cli_python.sh would
+fail)."""
 
 import ctypes
 import ctypes.util

@@ -5,11 +5,13 @@ n_ctx tokens). Each generate / logits call starts from an empty cache, so calls 
 Calls on one Model are serialised by a lock; several Models run in parallel threads (the C calls
 release the GIL)."""
 
+import contextlib
 import ctypes
 import json
 import os
 import queue
 import random
+import signal
 import threading
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Sequence, Union
@@ -68,6 +70,13 @@ def _encode(text: Text, what: str) -> bytes:
     return data
 
 
+def _int32(name: str, value: int) -> int:
+    """value, checked to fit the C int32_t it is passed as (ctypes would wrap it silently)."""
+    if not -2**31 <= value < 2**31:
+        raise ArgumentError(f"{name} {value} out of range for int32", 5)
+    return value
+
+
 def _load(path: "str | os.PathLike") -> ctypes.c_void_p:
     """edgelm_model_load: the model handle, or the library's error raised."""
     handle, msg = ctypes.c_void_p(), ctypes.create_string_buffer(512)
@@ -102,6 +111,23 @@ def inspect(path: "str | os.PathLike") -> dict:
         _lib.lib().edgelm_model_free(handle)
 
 
+@contextlib.contextmanager
+def _sigint_stops(raised: list):
+    """While a generation runs in the main thread under Python's default SIGINT handler, Ctrl-C
+    appends a KeyboardInterrupt to raised (which the token callback answers with "stop")
+    instead of raising it wherever the callback happens to be, where ctypes could only print it.
+    Other threads, and handlers the program installed, are left alone."""
+    if (threading.current_thread() is not threading.main_thread() or
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: raised.append(KeyboardInterrupt()))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class Model:
     """A model loaded for inference, with a KV cache of n_ctx tokens.
 
@@ -117,7 +143,7 @@ class Model:
                  n_batch: int = 0):
         self._lib = _lib.lib()
         self._lock = threading.Lock()
-        self._streaming = None  # the thread id iterating a stream of this model, if any
+        self._streaming = set()  # ids of the threads iterating a stream of this model
         self._ctx = None
         self._model = _load(path)
         try:
@@ -125,7 +151,9 @@ class Model:
             if n_ctx == 0:
                 train = self.info["n_ctx_train"]
                 n_ctx = train if 0 < train < 4096 else 4096
-            params = _lib.ContextParams(n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads)
+            params = _lib.ContextParams(n_ctx=_int32("n_ctx", n_ctx),
+                                        n_batch=_int32("n_batch", n_batch),
+                                        n_threads=_int32("n_threads", n_threads))
             ctx, err = ctypes.c_void_p(), _lib.ElmError()
             status = self._lib.elm_context_new(self._lib.edgelm_model_get(self._model),
                                                ctypes.byref(params), ctypes.byref(ctx),
@@ -163,14 +191,15 @@ class Model:
         self.close()
 
     def __del__(self):
-        if getattr(self, "_model", None) is not None and self._streaming is None:
+        if getattr(self, "_model", None) is not None and not self._streaming:
             self._lib.elm_context_free(self._ctx)
             self._lib.edgelm_model_free(self._model)
 
     def _use(self) -> threading.Lock:
         """The lock that serialises the calls on this model, checked first: ClosedError once
-        closed, Error when this thread is iterating one of its streams (it would wait for itself)."""
-        if self._streaming == threading.get_ident():
+        closed, Error when this thread is iterating one of its streams (it would wait for
+        itself)."""
+        if threading.get_ident() in self._streaming:
             raise Error("the model is generating a stream in this thread: finish or close the "
                         "stream first")
         self._check_open()
@@ -259,14 +288,15 @@ class Model:
         an exception, close()) stops the generation. Ctrl-C stops it too (KeyboardInterrupt).
         ArgumentError for max_tokens < 1, a prompt that is not UTF-8 or does not fit in n_ctx;
         ClosedError on a closed model."""
-        if max_tokens < 1:
+        if _int32("max_tokens", max_tokens) < 1:
             raise ArgumentError(f"max_tokens must be > 0 (got {max_tokens})", 5)
         prompt_ids = self.tokenize(prompt)
         if seed is None:
             seed = random.getrandbits(64)
-        gp = _lib.GenParams(n_predict=max_tokens, ignore_eos=ignore_eos, sampling=_lib.SamplerParams(
-            temp=temperature, top_k=top_k, top_p=top_p, min_p=min_p, repeat_penalty=repeat_penalty,
-            repeat_last_n=self._lib.elm_sampler_defaults().repeat_last_n, seed=seed))
+        sampling = self._lib.elm_sampler_defaults()  # repeat_last_n as `edgelm run`
+        sampling.temp, sampling.top_k, sampling.top_p = temperature, _int32("top_k", top_k), top_p
+        sampling.min_p, sampling.repeat_penalty, sampling.seed = min_p, repeat_penalty, seed
+        gp = _lib.GenParams(n_predict=max_tokens, ignore_eos=ignore_eos, sampling=sampling)
         if stream:
             return self._stream(prompt_ids, gp)
         pieces = []
@@ -276,14 +306,14 @@ class Model:
     def _run(self, prompt_ids: List[int], gp: "_lib.GenParams", on_piece, stop=None):
         """elm_generate from an empty cache, each piece of text to on_piece(str); stop() true
         ends it early. Returns (ids, prompt_ids, stats); an exception raised by on_piece or stop
-        (KeyboardInterrupt too) stops the generation and is raised here."""
+        stops the generation and is raised here, and so does Ctrl-C (_sigint_stops)."""
         raised = []
 
         def callback(text, length, token_id, user):
             try:
                 if length:
                     on_piece(ctypes.string_at(text, length).decode("utf-8", "replace"))
-                return int(bool(stop and stop()))
+                return int(bool(raised or (stop and stop())))
             except BaseException as e:  # C cannot unwind a Python exception: stop, raise below
                 raised.append(e)
                 return 1
@@ -291,7 +321,7 @@ class Model:
         c_callback = _lib.TokenCallback(callback)
         out = (ctypes.c_int32 * gp.n_predict)()
         n_out, stats, err = ctypes.c_int32(), _lib.GenStats(), _lib.ElmError()
-        with self._use():
+        with self._use(), _sigint_stops(raised):
             self._lib.elm_context_reset(self._ctx)
             status = self._lib.elm_generate(self._ctx, self._ids(prompt_ids), len(prompt_ids),
                                             ctypes.byref(gp), c_callback, None, out, gp.n_predict,
@@ -321,13 +351,13 @@ class Model:
         self._use()  # closed or re-entered: raise before starting
         worker = threading.Thread(target=work, name="edgelm-stream", daemon=True)
         worker.start()
-        self._streaming = threading.get_ident()
+        self._streaming.add(threading.get_ident())
         try:
             while (piece := pieces.get()) is not done:
                 yield piece
         finally:
             cancel.set()
             worker.join()
-            self._streaming = None
+            self._streaming.discard(threading.get_ident())
         if outcome:
             raise outcome[0]

@@ -72,7 +72,8 @@ with edgelm.Model(gguf, n_ctx=256, n_threads=1) as model:
         check(streamed == r.text, f"stream '{streamed}' != '{r.text}'")
     cli = cli_run("Lily and Ben", 12, logits=3)
     r = model.generate("Lily and Ben", max_tokens=12, temperature=0, ignore_eos=True)
-    check(r.ids == cli["generated_ids"] and r.text == cli["text"], f"CLI {cli['generated_ids']}, {r.ids}")
+    check(r.ids == cli["generated_ids"] and r.text == cli["text"],
+          f"CLI {cli['generated_ids']}, {r.ids}")
     sampled = [model.generate("Once", max_tokens=16, temperature=0.9, seed=7).ids for _ in range(2)]
     check(sampled[0] == sampled[1], f"same seed, different ids: {sampled}")
 
@@ -138,6 +139,7 @@ raises(edgelm.FileError, "/nonexistent/model.gguf", edgelm.Model, "/nonexistent/
 raises(edgelm.FileError, "/nonexistent/model.gguf", edgelm.inspect, "/nonexistent/model.gguf")
 raises(edgelm.ArgumentError, "context size -5", edgelm.Model, gguf, n_ctx=-5)
 raises(edgelm.FormatError, "", edgelm.Model, __file__)
+raises(edgelm.ArgumentError, "n_ctx 4294967552", edgelm.Model, gguf, n_ctx=2**32 + 256)
 
 # two models in two threads: each the golden ids
 results = {}
