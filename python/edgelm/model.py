@@ -170,14 +170,15 @@ class Model:
     # ---- lifetime -------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Frees the context and the model (a second call does nothing). Raises Error when called
-        inside the loop of one of its streams (close the stream first)."""
-        if self._model is None:
-            return
-        with self._use():
-            self._lib.elm_context_free(self._ctx)
-            self._lib.edgelm_model_free(self._model)
-            self._ctx = self._model = None
+        """Frees the context and the model (a second call does nothing), after the call running
+        on it in another thread, if any. Raises Error when called inside the loop of one of its
+        streams (close the stream first). tokenize and detokenize must not run meanwhile."""
+        self._not_streaming_here()
+        with self._lock:
+            if self._model is not None:
+                self._lib.elm_context_free(self._ctx)
+                self._lib.edgelm_model_free(self._model)
+                self._ctx = self._model = None
 
     @property
     def closed(self) -> bool:
@@ -195,20 +196,27 @@ class Model:
             self._lib.elm_context_free(self._ctx)
             self._lib.edgelm_model_free(self._model)
 
-    def _use(self) -> threading.Lock:
-        """The lock that serialises the calls on this model, checked first: ClosedError once
-        closed, Error when this thread is iterating one of its streams (it would wait for
-        itself)."""
+    def _not_streaming_here(self) -> None:
+        """Error when this thread is iterating one of this model's streams: the stream's worker
+        holds the model, so the call would wait for itself."""
         if threading.get_ident() in self._streaming:
             raise Error("the model is generating a stream in this thread: finish or close the "
                         "stream first")
-        self._check_open()
-        return self._lock
 
     def _check_open(self) -> None:
         """ClosedError once close() was called."""
         if self._model is None:
             raise ClosedError("the model is closed")
+
+    @contextlib.contextmanager
+    def _use(self):
+        """Holds the lock that serialises the calls on the context, checked (once the lock is
+        held, so a close() in another thread cannot come between): ClosedError once closed,
+        Error inside a stream of this thread."""
+        self._not_streaming_here()
+        with self._lock:
+            self._check_open()
+            yield
 
     # ---- tokens ---------------------------------------------------------------------------------
 
@@ -348,7 +356,8 @@ class Model:
             finally:
                 pieces.put(done)
 
-        self._use()  # closed or re-entered: raise before starting
+        self._not_streaming_here()  # raise before starting; the worker checks the rest
+        self._check_open()
         worker = threading.Thread(target=work, name="edgelm-stream", daemon=True)
         worker.start()
         self._streaming.add(threading.get_ident())
