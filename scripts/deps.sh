@@ -9,6 +9,7 @@ command -v readelf >/dev/null 2>&1 || need+=(binutils)  # the JNI bridge test re
 # jni.h for the JNI bridge (cmake/jni.cmake): any JDK's include folder will do
 ls /usr/lib/jvm/*/include/jni.h 2>/dev/null | grep -q . || need+=(default-jdk-headless)
 command -v python3 >/dev/null 2>&1 || need+=(python3)  # JSON checks in the CLI tests and the demo table
+/usr/bin/python3 -c 'import ensurepip' >/dev/null 2>&1 || need+=(python3-venv)  # the Python package's test venv
 [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
 [ -f /usr/include/pcre2.h ] || need+=(libpcre2-dev)  # byte-level BPE pre-tokenizer regexes
 [ -f /usr/include/lapacke.h ] || need+=(liblapacke-dev)  # GPTQ's Cholesky factorizations

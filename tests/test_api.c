@@ -1,7 +1,7 @@
 /* The app API (edgelm.h): two contexts on one model generating in two threads give the same ids
  * as one after the other (tests/cli_tsan.sh runs this program under ThreadSanitizer too);
- * streaming with cancellation, stats, chat with KV reuse, save/load, tokenize/detokenize, and
- * errors kept per handle. */
+ * streaming with cancellation, stats, chat with KV reuse, save/load, tokenize/detokenize, the
+ * model's JSON description, and errors kept per handle. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +150,10 @@ static void tokens(edgelm_model *m) {
     CHECK(text && !strcmp(text, " Once upon a time"), "detokenize: '%s'", text ? text : "");
     edgelm_free(text);
     CHECK(!strcmp(edgelm_status_string(ELM_ERR_FORMAT), "format error"), "status string");
+    char *info = edgelm_model_info(m);
+    CHECK(info && strstr(info, "\"architecture\":\"llama\"") && strstr(info, "\"n_vocab\":512,") &&
+              strstr(info, "\"add_bos\":true"), "model info: %s", info ? info : "NULL");
+    edgelm_free(info);
 }
 
 int main(int argc, char **argv) {

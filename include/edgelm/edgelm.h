@@ -101,6 +101,13 @@ int32_t edgelm_tokenize(const edgelm_model *m, const char *text, int add_bos, in
 char *edgelm_detokenize(const edgelm_model *m, const int32_t *ids, int32_t n);
 void edgelm_free(void *p);
 
+/* What model m is, as one JSON object in a malloc'd string (free with edgelm_free), NULL when out
+ * of memory: "path", "architecture", "n_vocab", "n_ctx_train", "dim", "n_layers", "n_heads",
+ * "n_kv_heads", "head_dim", "ffn_dim", "params", "bytes" (of the weights), "bos_id" and "eos_id"
+ * (-1: none), "add_bos" (whether text starts with BOS), "chat_template" (the model's Jinja text,
+ * or null). For bindings that cannot read elm_model's fields (python/edgelm). */
+char *edgelm_model_info(const edgelm_model *m);
+
 /* One chat turn: the user message goes through the chat template after the conversation the
  * context holds (only its own tokens are prefilled), and the reply is streamed to fn (may be
  * NULL) until the end of the turn, n_predict tokens, or fn returning non-zero. */

@@ -1,0 +1,372 @@
+"""Model: a loaded model with one inference context, and what its calls return.
+
+A Model owns an edgelm_model handle (the weights, read-only) and one elm_context (its KV cache,
+n_ctx tokens). Each generate / logits call starts from an empty cache, so calls are independent.
+Calls on one Model are serialised by a lock; several Models run in parallel threads (the C calls
+release the GIL)."""
+
+import contextlib
+import ctypes
+import json
+import os
+import queue
+import random
+import signal
+import threading
+from dataclasses import dataclass
+from typing import Iterator, List, Optional, Sequence, Union
+
+from . import _lib
+from .errors import ArgumentError, ClosedError, Error, error_for
+
+try:
+    import numpy
+except ImportError:  # optional: logits come back as lists without it
+    numpy = None
+
+Text = Union[str, bytes]
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    """Figures of one generation (elm_gen_stats): token counts, and times in milliseconds and
+    rates in tokens per second."""
+
+    prompt_tokens: int
+    generated_tokens: int
+    prefill_ms: float
+    ttft_ms: float       # prompt submitted -> first token sampled
+    decode_ms: float     # the decode steps after the first token
+    prefill_tps: float
+    decode_tps: float    # tokens after the first per second
+
+
+@dataclass(frozen=True)
+class GenerationResult:
+    """What Model.generate returns: the generated text, the generated token ids (EOS not
+    included), the prompt's ids as fed, and the stats."""
+
+    text: str
+    ids: List[int]
+    prompt_ids: List[int]
+    stats: GenerationStats
+
+
+def _encode(text: Text, what: str) -> bytes:
+    """text as the NUL-terminated UTF-8 the C library takes; ArgumentError for bytes that are not
+    UTF-8 and for NUL characters (C would stop reading there)."""
+    if isinstance(text, str):
+        data = text.encode("utf-8", "surrogatepass")
+    elif isinstance(text, (bytes, bytearray)):
+        data = bytes(text)
+    else:
+        raise TypeError(f"{what} must be str or bytes, not {type(text).__name__}")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ArgumentError(f"{what} is not valid UTF-8: {e}", 5) from None
+    if b"\0" in data:
+        raise ArgumentError(f"{what} contains a NUL character at byte {data.index(0)}", 5)
+    return data
+
+
+def _int32(name: str, value: int) -> int:
+    """value, checked to fit the C int32_t it is passed as (ctypes would wrap it silently)."""
+    if not -2**31 <= value < 2**31:
+        raise ArgumentError(f"{name} {value} out of range for int32", 5)
+    return value
+
+
+def _load(path: "str | os.PathLike") -> ctypes.c_void_p:
+    """edgelm_model_load: the model handle, or the library's error raised."""
+    handle, msg = ctypes.c_void_p(), ctypes.create_string_buffer(512)
+    status = _lib.lib().edgelm_model_load(os.fsencode(path), ctypes.byref(handle), msg, len(msg))
+    if status:
+        raise error_for(status, msg.value)
+    return handle
+
+
+def _info(handle: ctypes.c_void_p) -> dict:
+    """edgelm_model_info parsed."""
+    lib = _lib.lib()
+    text = lib.edgelm_model_info(handle)
+    if not text:
+        raise error_for(4, "out of memory")
+    try:
+        return json.loads(ctypes.string_at(text).decode("utf-8", "replace"))
+    finally:
+        lib.edgelm_free(text)
+
+
+def inspect(path: "str | os.PathLike") -> dict:
+    """What the model at path (GGUF file, Hugging Face folder or llama2.c checkpoint) is, as a
+    dict: path, architecture, n_vocab, n_ctx_train, dim, n_layers, n_heads, n_kv_heads,
+    head_dim, ffn_dim, params, bytes (of the weights), bos_id, eos_id (-1: none), add_bos,
+    chat_template (str or None). The model is loaded to read them. Raises FileError for a missing
+    file, FormatError or UnsupportedError for one edgelm cannot run."""
+    handle = _load(path)
+    try:
+        return _info(handle)
+    finally:
+        _lib.lib().edgelm_model_free(handle)
+
+
+@contextlib.contextmanager
+def _sigint_stops(raised: list):
+    """While a generation runs in the main thread under Python's default SIGINT handler, Ctrl-C
+    appends a KeyboardInterrupt to raised (which the token callback answers with "stop")
+    instead of raising it wherever the callback happens to be, where ctypes could only print it.
+    Other threads, and handlers the program installed, are left alone."""
+    if (threading.current_thread() is not threading.main_thread() or
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, lambda *_: raised.append(KeyboardInterrupt()))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+class Model:
+    """A model loaded for inference, with a KV cache of n_ctx tokens.
+
+    path: a GGUF file, a Hugging Face folder or a llama2.c checkpoint.
+    n_ctx: KV cache size in tokens; 0: the trained context, at most 4096 (as `edgelm run`).
+    n_threads: threads of the forward pass; 0: all online cores.
+    n_batch: most prompt tokens per forward pass; 0: n_ctx.
+
+    Use as a context manager, or call close(). Raises FileError (missing file), FormatError,
+    UnsupportedError, ArgumentError (n_ctx, n_threads out of range) with the library's message."""
+
+    def __init__(self, path: "str | os.PathLike", n_ctx: int = 0, n_threads: int = 0,
+                 n_batch: int = 0):
+        self._lib = _lib.lib()
+        self._lock = threading.Lock()
+        self._streaming = set()  # ids of the threads iterating a stream of this model
+        self._ctx = None
+        self._model = _load(path)
+        try:
+            self.info = _info(self._model)
+            if n_ctx == 0:
+                train = self.info["n_ctx_train"]
+                n_ctx = train if 0 < train < 4096 else 4096
+            params = _lib.ContextParams(n_ctx=_int32("n_ctx", n_ctx),
+                                        n_batch=_int32("n_batch", n_batch),
+                                        n_threads=_int32("n_threads", n_threads))
+            ctx, err = ctypes.c_void_p(), _lib.ElmError()
+            status = self._lib.elm_context_new(self._lib.edgelm_model_get(self._model),
+                                               ctypes.byref(params), ctypes.byref(ctx),
+                                               ctypes.byref(err))
+            if status:
+                raise error_for(status, err.msg)
+            self._ctx = ctx
+            self.n_ctx = n_ctx
+        except BaseException:
+            self._lib.edgelm_model_free(self._model)
+            self._model = None
+            raise
+
+    # ---- lifetime -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Frees the context and the model (a second call does nothing), after the call running
+        on it in another thread, if any. Raises Error when called inside the loop of one of its
+        streams (close the stream first). tokenize and detokenize must not run meanwhile."""
+        self._not_streaming_here()
+        with self._lock:
+            if self._model is not None:
+                self._lib.elm_context_free(self._ctx)
+                self._lib.edgelm_model_free(self._model)
+                self._ctx = self._model = None
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+        return self._model is None
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):
+        if getattr(self, "_model", None) is not None and not self._streaming:
+            self._lib.elm_context_free(self._ctx)
+            self._lib.edgelm_model_free(self._model)
+
+    def _not_streaming_here(self) -> None:
+        """Error when this thread is iterating one of this model's streams: the stream's worker
+        holds the model, so the call would wait for itself."""
+        if threading.get_ident() in self._streaming:
+            raise Error("the model is generating a stream in this thread: finish or close the "
+                        "stream first")
+
+    def _check_open(self) -> None:
+        """ClosedError once close() was called."""
+        if self._model is None:
+            raise ClosedError("the model is closed")
+
+    @contextlib.contextmanager
+    def _use(self):
+        """Holds the lock that serialises the calls on the context, checked (once the lock is
+        held, so a close() in another thread cannot come between): ClosedError once closed,
+        Error inside a stream of this thread."""
+        self._not_streaming_here()
+        with self._lock:
+            self._check_open()
+            yield
+
+    # ---- tokens ---------------------------------------------------------------------------------
+
+    def tokenize(self, text: Text, add_special: bool = True, parse_special: bool = False
+                 ) -> List[int]:
+        """Token ids of text (str, or UTF-8 bytes). add_special: BOS first where the model adds
+        one (as `edgelm run`); parse_special: control tokens written in the text ("<|im_start|>")
+        become their ids. ArgumentError for bytes that are not UTF-8 or a NUL character."""
+        self._check_open()
+        data = _encode(text, "text")
+        bos = int(add_special and self.info["add_bos"])
+        n = self._lib.edgelm_tokenize(self._model, data, bos, int(parse_special), None, 0)
+        ids = (ctypes.c_int32 * max(n, 1))()
+        if n < 0 or self._lib.edgelm_tokenize(self._model, data, bos, int(parse_special),
+                                              ids, n) != n:
+            raise Error("tokenization failed")
+        return list(ids[:n])
+
+    def _ids(self, ids: Sequence[int]) -> "ctypes.Array":
+        """ids as a C array, each checked to be a token of the vocabulary (ArgumentError)."""
+        n_vocab = self.info["n_vocab"]
+        for i in ids:
+            if not 0 <= i < n_vocab:
+                raise ArgumentError(f"token id {i} out of range [0, {n_vocab})", 5)
+        return (ctypes.c_int32 * len(ids))(*ids)
+
+    def detokenize(self, ids: Sequence[int]) -> str:
+        """The text of token ids (BOS and EOS write nothing). ArgumentError for an id outside the
+        vocabulary."""
+        self._check_open()
+        text = self._lib.edgelm_detokenize(self._model, self._ids(ids), len(ids))
+        if not text:
+            raise error_for(4, "out of memory")
+        try:
+            return ctypes.string_at(text).decode("utf-8", "replace")
+        finally:
+            self._lib.edgelm_free(text)
+
+    # ---- logits ---------------------------------------------------------------------------------
+
+    def logits(self, ids: Sequence[int], all: bool = False):
+        """The logits after the token ids, run from an empty cache in one pass: the row that
+        predicts the next token, [n_vocab] floats; with all=True every position's, [len(ids),
+        n_vocab]. A numpy float32 array when numpy is installed, lists of floats otherwise.
+        ArgumentError for an empty list, ids out of the vocabulary or more than n_ctx of them."""
+        n_vocab, n = self.info["n_vocab"], len(ids)
+        rows = n if all else 1
+        out = (ctypes.c_float * (rows * n_vocab))()
+        with self._use():
+            c_ids, err = self._ids(ids), _lib.ElmError()
+            self._lib.elm_context_reset(self._ctx)
+            status = self._lib.elm_forward(self._ctx, c_ids, n, out, all, ctypes.byref(err))
+        if status:
+            raise error_for(status, err.msg)
+        if numpy is not None:
+            a = numpy.frombuffer(out, dtype=numpy.float32).copy()
+            return a.reshape(rows, n_vocab) if all else a
+        flat = list(out)
+        return [flat[r * n_vocab:(r + 1) * n_vocab] for r in range(rows)] if all else flat
+
+    # ---- generation -----------------------------------------------------------------------------
+
+    def generate(self, prompt: Text, max_tokens: int = 128, temperature: float = 0.8,
+                 top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
+                 repeat_penalty: float = 1.0, seed: Optional[int] = None,
+                 ignore_eos: bool = False, stream: bool = False
+                 ) -> Union[GenerationResult, Iterator[str]]:
+        """Continues prompt (str, or UTF-8 bytes; BOS added where the model adds one) from an
+        empty cache with up to max_tokens tokens, stopping at EOS unless ignore_eos.
+
+        Sampling as `edgelm run` (llama.cpp's order and defaults): repeat_penalty, top_k (0: off),
+        top_p (1: off), min_p (0: off), temperature (0: greedy); seed (None: a random one) makes a
+        sampled run repeatable.
+
+        Returns a GenerationResult (.text, .ids, .prompt_ids, .stats). With stream=True returns an
+        iterator of text pieces instead, as they are generated; leaving the loop early (break,
+        an exception, close()) stops the generation. Ctrl-C stops it too (KeyboardInterrupt).
+        ArgumentError for max_tokens < 1, a prompt that is not UTF-8 or does not fit in n_ctx;
+        ClosedError on a closed model."""
+        if _int32("max_tokens", max_tokens) < 1:
+            raise ArgumentError(f"max_tokens must be > 0 (got {max_tokens})", 5)
+        prompt_ids = self.tokenize(prompt)
+        if seed is None:
+            seed = random.getrandbits(64)
+        sampling = self._lib.elm_sampler_defaults()  # repeat_last_n as `edgelm run`
+        sampling.temp, sampling.top_k, sampling.top_p = temperature, _int32("top_k", top_k), top_p
+        sampling.min_p, sampling.repeat_penalty, sampling.seed = min_p, repeat_penalty, seed
+        gp = _lib.GenParams(n_predict=max_tokens, ignore_eos=ignore_eos, sampling=sampling)
+        if stream:
+            return self._stream(prompt_ids, gp)
+        pieces = []
+        result = self._run(prompt_ids, gp, pieces.append)
+        return GenerationResult("".join(pieces), *result)
+
+    def _run(self, prompt_ids: List[int], gp: "_lib.GenParams", on_piece, stop=None):
+        """elm_generate from an empty cache, each piece of text to on_piece(str); stop() true
+        ends it early. Returns (ids, prompt_ids, stats); an exception raised by on_piece or stop
+        stops the generation and is raised here, and so does Ctrl-C (_sigint_stops)."""
+        raised = []
+
+        def callback(text, length, token_id, user):
+            try:
+                if length:
+                    on_piece(ctypes.string_at(text, length).decode("utf-8", "replace"))
+                return int(bool(raised or (stop and stop())))
+            except BaseException as e:  # C cannot unwind a Python exception: stop, raise below
+                raised.append(e)
+                return 1
+
+        c_callback = _lib.TokenCallback(callback)
+        out = (ctypes.c_int32 * gp.n_predict)()
+        n_out, stats, err = ctypes.c_int32(), _lib.GenStats(), _lib.ElmError()
+        with self._use(), _sigint_stops(raised):
+            self._lib.elm_context_reset(self._ctx)
+            status = self._lib.elm_generate(self._ctx, self._ids(prompt_ids), len(prompt_ids),
+                                            ctypes.byref(gp), c_callback, None, out, gp.n_predict,
+                                            ctypes.byref(n_out), ctypes.byref(stats),
+                                            ctypes.byref(err))
+        if raised:
+            raise raised[0]
+        if status:
+            raise error_for(status, err.msg)
+        figures = GenerationStats(*(getattr(stats, f) for f, _ in _lib.GenStats._fields_))
+        return list(out[:n_out.value]), prompt_ids, figures
+
+    def _stream(self, prompt_ids: List[int], gp: "_lib.GenParams") -> Iterator[str]:
+        """Generator of generate(stream=True): the generation runs in a worker thread that hands
+        its pieces over a queue; closing the generator sets the flag the worker's callback
+        answers with "stop", then waits for the worker."""
+        pieces, cancel, done, outcome = queue.Queue(), threading.Event(), object(), []
+
+        def work():
+            try:
+                self._run(prompt_ids, gp, pieces.put, cancel.is_set)
+            except BaseException as e:
+                outcome.append(e)
+            finally:
+                pieces.put(done)
+
+        self._not_streaming_here()  # raise before starting; the worker checks the rest
+        self._check_open()
+        worker = threading.Thread(target=work, name="edgelm-stream", daemon=True)
+        worker.start()
+        self._streaming.add(threading.get_ident())
+        try:
+            while (piece := pieces.get()) is not done:
+                yield piece
+        finally:
+            cancel.set()
+            worker.join()
+            self._streaming.discard(threading.get_ident())
+        if outcome:
+            raise outcome[0]
