@@ -9,7 +9,6 @@
 # usage: cli_serve.sh EDGELM FIXTURES
 set -u
 bin=$1 fx=$2
-model=$fx/stories260K/stories260K-f32.gguf
 . "$(dirname "$0")/lib/cli.sh"
 . "$(dirname "$0")/lib/serve.sh"
 command -v curl >/dev/null || skip "curl is not installed"

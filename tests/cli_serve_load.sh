@@ -6,7 +6,6 @@
 # usage: cli_serve_load.sh EDGELM FIXTURES
 set -u
 bin=$1 fx=$2
-model=$fx/stories260K/stories260K-f32.gguf
 . "$(dirname "$0")/lib/cli.sh"
 . "$(dirname "$0")/lib/serve.sh"
 clients=8 per=25 bad=200 rss=rss

@@ -6,7 +6,6 @@
 # usage: cli_serve_openai.sh EDGELM FIXTURES
 set -u
 bin=$1 fx=$2
-model=$fx/stories260K/stories260K-f32.gguf
 . "$(dirname "$0")/lib/cli.sh"
 . "$(dirname "$0")/lib/serve.sh"
 command -v node >/dev/null || skip "node is not installed"

@@ -7,7 +7,6 @@
 # and cannot be installed. usage: cli_serve_page.sh EDGELM FIXTURES
 set -u
 bin=$1 fx=$2
-model=$fx/stories260K/stories260K-f32.gguf
 . "$(dirname "$0")/lib/cli.sh"
 . "$(dirname "$0")/lib/serve.sh"
 command -v node >/dev/null || skip "node is not installed"
