@@ -440,6 +440,9 @@ elm_status elm_hf_write(const elm_model *m, const float *llama3, const char *dir
     if (!a)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for architecture "
                           "'%s'", dir, m->hp.arch);
+    if (a->moe)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for the experts "
+                          "of architecture '%s' yet", dir, m->hp.arch);
     if (m->rope_freqs && !llama3 && !a->swa_listed)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: RoPE frequency factors without their "
                           "llama3 rope_scaling parameters", dir);
