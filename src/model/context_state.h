@@ -106,7 +106,7 @@ struct elm_context {
     int n_runs;
     float *mix;           /* [n_batch, the kinds' scratch_floats] */
     /* A mixture of experts (hp.n_expert E > 0; k = hp.n_expert_used), else NULL (ffn_moe.c): */
-    float *moe_probs;     /* [n_batch, E] the router's probabilities */
+    float *moe_probs;     /* [n_batch, E] the router's probabilities (the chosen: -inf) */
     int32_t *moe_ids;     /* [n_batch, k] each token's chosen experts, most probable first */
     float *moe_w;         /* [n_batch, k] their weights */
     int32_t *moe_slots;   /* [n_batch · k] the slots t·k + r grouped by expert */

@@ -7,6 +7,7 @@
  * batch, by the same row-split products as a dense FFN (forward_ops.h) over the expert's slice
  * of the stacked tensors (its rows, in the file's layout: the stacks are never packed). Decode
  * reads the k chosen experts only. */
+#include <math.h>
 #include <string.h>
 
 #include "model/forward_ops.h"
@@ -24,23 +25,21 @@ static elm_tensor expert_view(const elm_tensor *t, int32_t e) {
 
 /* Token t's k experts of highest probability, most probable first (the lower index on ties),
  * and their probabilities divided by their sum (summed as ggml_sum_rows does, clamped to
- * llama.cpp's floor). */
+ * llama.cpp's floor). Each chosen probability is then set to -inf in moe_probs. */
 static void route(elm_context *c, int32_t t) {
     const int32_t E = c->m->hp.n_expert, k = c->m->hp.n_expert_used;
-    const float *p = c->moe_probs + (size_t)t * E;
+    float *p = c->moe_probs + (size_t)t * E;
     int32_t *ids = c->moe_ids + (size_t)t * k;
     float *w = c->moe_w + (size_t)t * k;
     double sum = 0;
     for (int32_t r = 0; r < k; r++) {
-        int32_t best = -1;
-        for (int32_t e = 0; e < E; e++) {
-            bool taken = false;
-            for (int32_t q = 0; q < r && !taken; q++) taken = ids[q] == e;
-            if (!taken && (best < 0 || p[e] > p[best])) best = e;
-        }
+        int32_t best = 0;
+        for (int32_t e = 1; e < E; e++)
+            if (p[e] > p[best]) best = e;
         ids[r] = best;
         w[r] = p[best];
         sum += w[r];
+        p[best] = -INFINITY;
     }
     const float s = (float)sum < 6.103515625e-5f ? 6.103515625e-5f : (float)sum;
     for (int32_t r = 0; r < k; r++) w[r] /= s;
