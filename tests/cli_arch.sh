@@ -10,7 +10,7 @@
 # tie_word_embeddings outside text_config, a vision tower and an MTP block ignored).
 # and Gemma 4 (Gemma4ForConditionalGeneration, tensors under model.language_model. beside a
 # vision tower's), and its context shift is refused in one line unless --swa-full keeps every
-# position.
+# position. qwen3moe's refusals: GPTQ, AWQ, ONNX export and an HF copy (not for experts yet).
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -50,6 +50,23 @@ for arch in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybri
     "$bin" eval -m "$tmp/$arch-q4_0.gguf" --ref "$f32" -f "$tmp/text.txt" -c 64 -t 2 --json \
         >"$tmp/eval.json" 2>"$tmp/err" || fail "$arch: eval: $(cat "$tmp/err")"
 done
+
+# a mixture of experts: what does not handle experts yet says so in one line, writing nothing
+moe=$tmp/qwen3moe.gguf
+calib=(--calib "$fix/stories260K/text/calib.txt" --calib-samples 8 --seq-len 64 -t 2)
+for method in gptq awq; do # (after the calibration set's own line)
+    "$bin" quantize -m "$moe" -o "$tmp/moe-$method.gguf" --type q4_0 --method "$method" \
+        "${calib[@]}" >/dev/null 2>"$tmp/err"
+    rc=$?
+    [ "$rc" -eq 1 ] && tail -1 "$tmp/err" | grep -q "^edgelm: $moe: $method does not calibrate mixtures of experts" &&
+        [ ! -e "$tmp/moe-$method.gguf" ] || fail "qwen3moe $method: exit $rc, $(cat "$tmp/err")"
+done
+expect_error "qwen3moe onnx" "mixtures of experts are not supported by the ONNX export" \
+    "$bin" export onnx -m "$moe" -o "$tmp/moe-onnx"
+expect_error "qwen3moe hf" "no Hugging Face layout for the experts" \
+    "$bin" synth --arch qwen3moe --tiny -o "$tmp/moe2.gguf" --hf "$tmp/moe-hf" \
+    --vocab "$fix/vocab/ggml-vocab-qwen2.gguf"
+[ -e "$tmp/moe2.gguf" ] && fail "qwen3moe hf: wrote the GGUF"
 
 # LongRoPE (Phi-3, synth --longrope): quantized, its factor tensors stay f32 with the original
 # context and attention factor, and the file runs with the short and the long factors

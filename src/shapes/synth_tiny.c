@@ -246,6 +246,7 @@ elm_status elm_synth_tiny_write(const elm_synth_tiny *o, const char *gguf_path, 
     elm_model *m = NULL;
     float llama3[4];
     elm_status st = elm_synth_tiny_model(o, &m, llama3, err);
+    if (!st && hf_dir) st = elm_hf_writable(m, llama3, hf_dir, err); /* before any file */
     if (!st) st = elm_gguf_write_model(m, gguf_path, err);
     if (!st && hf_dir) st = elm_hf_write(m, llama3, hf_dir, err);
     if (!st && n_params) *n_params = elm_model_params(m);
