@@ -54,10 +54,10 @@ seeds() {
   local st=$fx/stories260K cli=${EDGELM_CLI:-$repo/build/edgelm} t
   t=$(mktemp -d -t edgelm-fuzz-seeds.XXXXXX)
   mkdir -p "$out/corpus"
-  # GGUF: llama.cpp's q4_0 file, and tiny models of two families, of each hybrid and of Gemma 4
-  # (per-layer keys, recurrent tensors; small inputs fuzz faster)
+  # GGUF: llama.cpp's q4_0 file, and tiny models of two families, of each hybrid, of Gemma 4 and
+  # of qwen3moe (per-layer keys, recurrent tensors, expert stacks; small inputs fuzz faster)
   put fuzz_gguf "$st/reference-quants/llamacpp-q4_0-pure.gguf"
-  for arch in llama qwen2 lfm2 granitehybrid qwen35 gemma4; do
+  for arch in llama qwen2 lfm2 granitehybrid qwen35 gemma4 qwen3moe; do
     "$cli" synth --arch $arch --tiny --vocab "$st/stories260K-f32.gguf" -o "$t/tiny-$arch.gguf" >/dev/null 2>&1 &&
       "$cli" quantize -m "$t/tiny-$arch.gguf" -o "$t/tiny-$arch-q4_0.gguf" --type q4_0 --pure >/dev/null 2>&1 &&
       put fuzz_gguf "$t/tiny-$arch-q4_0.gguf"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes tests/data/hybrid_llamacpp.json, the reference of tests/cli_hybrid_llamacpp.sh, from
 # llama.cpp's own tools (node-llama-cpp 3.21.1's llama.cpp, built outside the repo; their paths are
-# arguments). For each hybrid family, its synth --tiny model at width 256 (stories260K's
+# arguments). For each hybrid family (and the mixture of experts qwen3moe: its 8-expert recipe
+# rules, its expert stacks quantized), its synth --tiny model at width 256 (stories260K's
 # vocabulary, seed 3, weights N(0, 0.05²), Gemma 4's N(0, 0.02²): tests/lib/hybrid.sh):
 #   recipes: {recipe: {tensor: [ggml type, sha256]}} as llama-quantize wrote them;
 #   eval: llama-perplexity -c 128 on stories260K's valid.txt: the F32 model's PPL, and its Q4_K_M

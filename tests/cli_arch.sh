@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, gemma4, smollm3, lfm2, granitehybrid, qwen35) on `synth --tiny` models: quantize
+# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, gemma4, smollm3, lfm2, granitehybrid, qwen35, qwen3moe) on `synth --tiny` models: quantize
 # (q4_0, mixed policy) writes a GGUF of the same architecture that runs, perplexity and eval work on it
 # (Phi-3 with LongRoPE too, its factors kept, run at a short and a long context); and the
 # refusals are one clear line each: a GGUF of an unsupported architecture, an unknown
@@ -10,7 +10,7 @@
 # tie_word_embeddings outside text_config, a vision tower and an MTP block ignored).
 # and Gemma 4 (Gemma4ForConditionalGeneration, tensors under model.language_model. beside a
 # vision tower's), and its context shift is refused in one line unless --swa-full keeps every
-# position.
+# position. qwen3moe's refusals: GPTQ, AWQ, ONNX export and an HF copy (not for experts yet).
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -23,9 +23,9 @@ json_get() {
 }
 
 head -c 1200 "$fix/stories260K/text/valid.txt" >"$tmp/text.txt"
-for arch in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybrid qwen35; do
+for arch in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybrid qwen35 qwen3moe; do
     case $arch in
-    llama | smollm3 | lfm2 | granitehybrid) vocab=llama-spm ;; qwen2 | qwen3) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma | gemma3 | gemma4) vocab=llama-spm ;;
+    llama | smollm3 | lfm2 | granitehybrid) vocab=llama-spm ;; qwen2 | qwen3 | qwen3moe) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma | gemma3 | gemma4) vocab=llama-spm ;;
     qwen35) vocab=qwen35 ;;
     esac
     f32=$tmp/$arch.gguf
@@ -50,6 +50,23 @@ for arch in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybri
     "$bin" eval -m "$tmp/$arch-q4_0.gguf" --ref "$f32" -f "$tmp/text.txt" -c 64 -t 2 --json \
         >"$tmp/eval.json" 2>"$tmp/err" || fail "$arch: eval: $(cat "$tmp/err")"
 done
+
+# a mixture of experts: what does not handle experts yet says so in one line, writing nothing
+moe=$tmp/qwen3moe.gguf
+calib=(--calib "$fix/stories260K/text/calib.txt" --calib-samples 8 --seq-len 64 -t 2)
+for method in gptq awq; do # (after the calibration set's own line)
+    "$bin" quantize -m "$moe" -o "$tmp/moe-$method.gguf" --type q4_0 --method "$method" \
+        "${calib[@]}" >/dev/null 2>"$tmp/err"
+    rc=$?
+    [ "$rc" -eq 1 ] && tail -1 "$tmp/err" | grep -q "^edgelm: $moe: $method does not calibrate mixtures of experts" &&
+        [ ! -e "$tmp/moe-$method.gguf" ] || fail "qwen3moe $method: exit $rc, $(cat "$tmp/err")"
+done
+expect_error "qwen3moe onnx" "mixtures of experts are not supported by the ONNX export" \
+    "$bin" export onnx -m "$moe" -o "$tmp/moe-onnx"
+expect_error "qwen3moe hf" "no Hugging Face layout for the experts" \
+    "$bin" synth --arch qwen3moe --tiny -o "$tmp/moe2.gguf" --hf "$tmp/moe-hf" \
+    --vocab "$fix/vocab/ggml-vocab-qwen2.gguf"
+[ -e "$tmp/moe2.gguf" ] && fail "qwen3moe hf: wrote the GGUF"
 
 # LongRoPE (Phi-3, synth --longrope): quantized, its factor tensors stay f32 with the original
 # context and attention factor, and the file runs with the short and the long factors

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The hybrid families against what llama.cpp's own tools (node-llama-cpp 3.21.1's llama.cpp) wrote
-# and measured on the same files, recorded in tests/data/hybrid_llamacpp.json by
+# The hybrid families (and the mixture of experts qwen3moe) against what llama.cpp's own tools
+# (node-llama-cpp 3.21.1's llama.cpp) wrote and measured on the same files, recorded in tests/data/hybrid_llamacpp.json by
 # scripts/hybrid_golden.sh. On each family's synth --tiny model at width 256 (rows of whole
 # super-blocks):
 # - llama-quantize's recipes byte for byte: every tensor's type and bytes (which tensors stay f32,
-#   such as the convolution kernels; how a recipe counts a hybrid's attention layers);
+#   such as the convolution kernels and the router; how a recipe counts a hybrid's attention
+#   layers; the rules of a model of 8 experts and its 3-D expert stacks);
 # - `eval` agrees with llama-perplexity: PPL of the F32 and Q4_K_M files within 0.1%, the Q4_K_M
 #   file's mean KLD within 2%.
 # Usage: bash tests/cli_hybrid_llamacpp.sh EDGELM_BINARY FIXTURES_DIR

@@ -5,7 +5,7 @@
  * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. Each architecture has its RoPE
  * form (hparams.rope_style) as llama.cpp runs it: interleaved for "llama" (the HF Llama loader
  * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3", "gemma", "gemma3",
- * "gemma4" and "qwen35". Norm weights are stored as they multiply (Gemma's and Qwen3.5's GGUF
+ * "gemma4", "qwen35" and "qwen3moe". Norm weights are stored as they multiply (Gemma's and Qwen3.5's GGUF
  * convention: HF's w + 1; Gemma 4's HF weights multiply as they are). */
 #ifndef EDGELM_MODEL_H
 #define EDGELM_MODEL_H
@@ -24,6 +24,7 @@ extern "C" {
 #define ELM_MAX_DIMS 4
 #define ELM_NAME_MAX 96
 #define ELM_MAX_LAYERS 1024
+#define ELM_MAX_EXPERTS 512 /* llama.cpp's LLAMA_MAX_EXPERTS */
 
 struct elm_kernels; /* private: a kernel table (kernels/kernels.h) */
 
@@ -62,7 +63,8 @@ typedef enum elm_layer_kind {
 
 typedef struct elm_hparams {
     char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
-                            * "gemma3", "gemma4", "smollm3", "lfm2", "granitehybrid", "qwen35" */
+                            * "gemma3", "gemma4", "smollm3", "lfm2", "granitehybrid", "qwen35",
+                            * "qwen3moe" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
@@ -160,6 +162,11 @@ typedef struct elm_hparams {
                             * those of an earlier layer (elm_layer_kv_src; Gemma 4 E2B: 20) */
     int32_t n_embd_per_layer; /* per-layer embeddings (Gemma 4's PLE): P values per layer and
                                * token (GGUF embedding_length_per_layer_input; E2B: 256), 0: none */
+    /* Mixtures of experts (model/arch.h: elm_arch.moe; Qwen3-30B-A3B: 128, 8, 768), else 0: */
+    int32_t n_expert;      /* experts per layer (GGUF expert_count) */
+    int32_t n_expert_used; /* experts each token is routed to, top-k (expert_used_count) */
+    int32_t expert_ffn_dim; /* an expert's FFN size (expert_feed_forward_length; absent: ffn_dim
+                             * / n_expert_used, as llama.cpp takes it) */
 } elm_hparams;
 
 /* Whether layer l of hp skips RoPE (hp.no_rope, hp.nope_every). */
@@ -242,6 +249,11 @@ typedef struct elm_layer {
     elm_tensor *ple_gate, *ple_proj, *ple_post_norm;
     elm_tensor *out_scale; /* [1] the block's output (the whole stream) × this (Gemma 4's
                             * layer_output_scale), or NULL */
+    /* A mixture-of-experts FFN (hp.n_expert > 0) in place of w_gate, w_up, w_down (NULL): the
+     * router ffn_gate_inp [n_expert, dim], and the experts stacked, ggml ne {cols, rows,
+     * n_expert}: ffn_gate_exps and ffn_up_exps {dim, expert_ffn_dim, n_expert}, ffn_down_exps
+     * {expert_ffn_dim, dim, n_expert}; expert e's matrix is rows [e·rows, (e + 1)·rows) */
+    elm_tensor *router, *gate_exps, *up_exps, *down_exps;
 } elm_layer;
 
 /* Every tensor slot of L (norms, matrices, biases, kernels; the slots of kinds it is not too,
@@ -251,7 +263,8 @@ typedef struct elm_layer {
 int elm_layer_slots(elm_layer *L, elm_tensor ***out);
 
 /* The matrices layer L multiplies its activations by (weights of products, not norms or
- * kernels), into out[] (room for ELM_LAYER_MATRICES); returns how many. */
+ * kernels), into out[] (room for ELM_LAYER_MATRICES); returns how many. A mixture of experts'
+ * router and stacks are not among them: its FFN (model/ffn_moe.c) runs them over 2-D views. */
 #define ELM_LAYER_MATRICES 16
 int elm_layer_matrices(const elm_layer *L, const elm_tensor **out);
 

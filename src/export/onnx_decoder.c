@@ -24,6 +24,9 @@ elm_status ox_decoder_check(const elm_model *m, elm_error *err) {
             return elm_errorf(err, ELM_ERR_UNSUPPORTED,
                               "%s: architecture '%s': recurrent layers (layer %d) are not "
                               "supported by the ONNX export", m->path, hp->arch, l);
+    if (hp->n_expert > 0)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: architecture '%s': mixtures of experts "
+                          "are not supported by the ONNX export", m->path, hp->arch);
     if (hp->ffn_act != ELM_ACT_SILU || hp->embd_scale != 1.0f || hp->residual_scale != 1.0f ||
         hp->logit_scale != 1.0f || hp->no_rope ||
         hp->attn_scale != 1.0f / sqrtf((float)hp->head_dim))

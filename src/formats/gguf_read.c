@@ -319,6 +319,9 @@ static elm_status read_hparams(const elm_gguf *g, const elm_arch *a, elm_hparams
         {"ssm.time_step_rank", &hp->ssm_heads, false},
         {"ssm.group_count", &hp->ssm_groups, false},
         {"nextn_predict_layers", &hp->n_nextn, false},
+        {"expert_count", &hp->n_expert, false},
+        {"expert_used_count", &hp->n_expert_used, false},
+        {"expert_feed_forward_length", &hp->expert_ffn_dim, false},
     };
     elm_status st;
     char k[96];

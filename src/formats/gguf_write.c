@@ -276,6 +276,11 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     kv_arch_u32(w, arch, "block_count", hp->n_layers + hp->n_nextn);
     if (hp->n_nextn > 0) kv_arch_u32(w, arch, "nextn_predict_layers", hp->n_nextn);
     kv_ffn(w, arch, hp);
+    if (hp->n_expert > 0) {
+        kv_arch_u32(w, arch, "expert_count", hp->n_expert);
+        kv_arch_u32(w, arch, "expert_used_count", hp->n_expert_used);
+        kv_arch_u32(w, arch, "expert_feed_forward_length", hp->expert_ffn_dim);
+    }
     kv_arch_u32(w, arch, "attention.head_count", hp->n_heads);
     kv_kv_heads(w, a, arch, hp);
     if (hp->rope_dim > 0) kv_arch_u32(w, arch, "rope.dimension_count", hp->rope_dim);

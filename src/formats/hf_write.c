@@ -435,21 +435,32 @@ static elm_status write_safetensors(const elm_model *m, const elm_arch *a, const
     return st;
 }
 
-elm_status elm_hf_write(const elm_model *m, const float *llama3, const char *dir, elm_error *err) {
+elm_status elm_hf_writable(const elm_model *m, const float *llama3, const char *dir,
+                           elm_error *err) {
     const elm_arch *a = elm_arch_find(m->hp.arch);
     if (!a)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for architecture "
                           "'%s'", dir, m->hp.arch);
+    if (a->moe)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for the experts "
+                          "of architecture '%s' yet", dir, m->hp.arch);
     if (m->rope_freqs && !llama3 && !a->swa_listed)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: RoPE frequency factors without their "
                           "llama3 rope_scaling parameters", dir);
     if (!m->rope_long && m->hp.rope_attn_factor > 0 && m->hp.rope_attn_factor != 1.0f)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: a RoPE attention factor (%g) without "
                           "LongRoPE has no place in config.json", dir, m->hp.rope_attn_factor);
+    return ELM_OK;
+}
+
+elm_status elm_hf_write(const elm_model *m, const float *llama3, const char *dir, elm_error *err) {
+    elm_status st = elm_hf_writable(m, llama3, dir, err);
+    if (st) return st;
+    const elm_arch *a = elm_arch_find(m->hp.arch);
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return elm_errorf(err, ELM_ERR_IO, "%s: %s", dir, strerror(errno));
     char path[1100];
-    elm_status st = write_config(m, a, llama3, dir, err);
+    st = write_config(m, a, llama3, dir, err);
     if (!st) st = join(path, sizeof path, dir, "model.safetensors", err);
     if (!st) st = write_safetensors(m, a, path, err);
     if (!st) st = elm_hf_write_tokenizer(&m->vocab, dir, err);

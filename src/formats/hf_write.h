@@ -17,6 +17,12 @@
  * written stay, each file itself is written atomically. */
 elm_status elm_hf_write(const elm_model *m, const float *llama3, const char *dir, elm_error *err);
 
+/* The checks elm_hf_write makes before it writes anything (a family with an HF layout, the RoPE
+ * parameters config.json needs; mixtures of experts have none yet: ELM_ERR_UNSUPPORTED), for a
+ * caller that writes other files first. Errors name dir. */
+elm_status elm_hf_writable(const elm_model *m, const float *llama3, const char *dir,
+                           elm_error *err);
+
 /* tokenizer.json and tokenizer_config.json for vocab v into dir (hf_tokenizer_write.c):
  * byte-level vocabs as BPE with a ByteLevel (and Split regex) pre-tokenizer and their merges;
  * SentencePiece-style ones as BPE with byte fallback, the Prepend/Replace normalizer and merges

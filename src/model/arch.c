@@ -61,6 +61,10 @@ static const elm_arch archs[] = {
      .ffn_norm = "post_attention_norm.weight",
      .hf = {{"qwen3_5_text", "Qwen3_5ForCausalLM"}, {"qwen3_5", "Qwen3_5ForConditionalGeneration"}},
      .tiny_vocab = "qwen35"},
+    /* Qwen3's attention with a mixture of experts for every FFN; its HF checkpoints (qwen3_moe,
+     * one tensor per expert) are not read yet */
+    {.name = "qwen3moe", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qk_norm = true,
+     .moe = true, .tiny_vocab = "qwen2"},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -135,6 +139,7 @@ static elm_tensor_spec *spec(elm_tensor_spec *s, int32_t *n, elm_tensor_kind kin
     t->kind = kind;
     t->cols = cols;
     t->rows = rows;
+    t->experts = 0;
     return t;
 }
 
@@ -145,13 +150,20 @@ static void ffn_layout(const elm_arch *a, const elm_hparams *hp, int l, elm_tens
     char name[ELM_NAME_MAX];
     snprintf(name, sizeof name, "blk.%%d.%s", elm_arch_ffn_norm(a));
     spec(s, n, ELM_KIND_NORM, dim, 0, name, l);
-    if (a->fused_gate_up) {
+    if (a->moe) { /* in the order of llama.cpp's converter: router, then down, gate, up */
+        const int64_t E = hp->n_expert, eff = hp->expert_ffn_dim;
+        spec(s, n, ELM_KIND_MATRIX, dim, E, "blk.%d.ffn_gate_inp.weight", l);
+        spec(s, n, ELM_KIND_MATRIX, eff, dim, "blk.%d.ffn_down_exps.weight", l)->experts = E;
+        spec(s, n, ELM_KIND_MATRIX, dim, eff, "blk.%d.ffn_gate_exps.weight", l)->experts = E;
+        spec(s, n, ELM_KIND_MATRIX, dim, eff, "blk.%d.ffn_up_exps.weight", l)->experts = E;
+    } else if (a->fused_gate_up) {
         spec(s, n, ELM_KIND_MATRIX, dim, 2 * ff, "blk.%d.ffn_up.weight", l);
+        spec(s, n, ELM_KIND_MATRIX, ff, dim, "blk.%d.ffn_down.weight", l);
     } else {
         spec(s, n, ELM_KIND_MATRIX, dim, ff, "blk.%d.ffn_gate.weight", l);
         spec(s, n, ELM_KIND_MATRIX, dim, ff, "blk.%d.ffn_up.weight", l);
+        spec(s, n, ELM_KIND_MATRIX, ff, dim, "blk.%d.ffn_down.weight", l);
     }
-    spec(s, n, ELM_KIND_MATRIX, ff, dim, "blk.%d.ffn_down.weight", l);
     if (a->post_norms) spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.post_ffw_norm.weight", l);
 }
 

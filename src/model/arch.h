@@ -81,6 +81,10 @@ typedef struct elm_arch {
     bool full_last_layer;    /* llama.cpp takes every token through the last layer (the others:
                               * the logits' rows alone from its attention output on) */
     float softcap;           /* the final logits' softcap when the file gives none (30), 0: none */
+    /* Every layer's FFN a mixture of experts (model/ffn_moe.c): a softmax router over
+     * hp.n_expert, the top hp.n_expert_used, their weights renormalised to sum 1 (Qwen3-MoE's
+     * norm_topk_prob, llama.cpp's build_moe_ffn with norm_w) */
+    bool moe;
 } elm_arch;
 
 /* The GGUF name of family a's final norm, and of a block's FFN norm without its "blk.N.". */
@@ -140,14 +144,21 @@ typedef struct elm_tensor_spec {
     char name[ELM_NAME_MAX];
     elm_tensor_kind kind;
     int64_t cols, rows; /* rows 0: a vector of cols */
+    int64_t experts;    /* > 0: a stack of that many [rows, cols] matrices (ggml ne[2]); 0: none */
 } elm_tensor_spec;
+
+/* The dimensions of a tensor of spec t: 1 (a vector), 2 (a matrix) or 3 (a stack of experts). */
+static inline int elm_spec_dims(const elm_tensor_spec *t) {
+    return t->experts ? 3 : t->rows ? 2 : 1;
+}
 
 /* The GGUF tensors of a model of family a with hyper-parameters hp (head_dim and rope_dim set; a
  * tied output has no output.weight; x.rope adds rope_freqs.weight or LongRoPE's two factor
  * vectors, [rope_dim/2] each), in the order llama.cpp's converter writes them: token_embd,
  * output_norm, output, the RoPE vectors, the per-layer embeddings' (hp.n_embd_per_layer), then
  * block by block, a recurrent layer (hp.recurrent) with its kind's tensors in place of
- * attention's, each layer with its own head size, KV heads and FFN size (elm_layer_head_dim...),
+ * attention's, a mixture of experts' router and stacked experts (elm_arch.moe) in place of the
+ * FFN's matrices, each layer with its own head size, KV heads and FFN size (elm_layer_head_dim...),
  * a layer reading another's KV without attn_k, attn_v and attn_k_norm unless
  * x.shared_kv_weights. Returns a malloc'd array of *n specs, NULL when out of memory. */
 elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_layout_extras x,

@@ -198,6 +198,21 @@ static void alloc_ple(elm_context *c, bool *ok) {
     if (*ok) decode_vector(m->ple_proj_norm, c->ple_norm);
 }
 
+/* A mixture of experts' routing and gathering buffers (context_state.h), nothing without one. */
+static void alloc_moe(elm_context *c, bool *ok) {
+    const elm_hparams *hp = &c->m->hp;
+    const size_t nb = (size_t)c->n_batch, E = (size_t)hp->n_expert, k = (size_t)hp->n_expert_used;
+    if (E == 0) return;
+    c->moe_probs = alloc_f32(nb * E, ok);
+    c->moe_w = alloc_f32(nb * k, ok);
+    c->moe_x = alloc_f32(nb * (size_t)hp->dim, ok);
+    c->moe_y = alloc_f32(nb * k * (size_t)hp->dim, ok);
+    c->moe_ids = calloc(nb * k, sizeof *c->moe_ids);
+    c->moe_slots = calloc(nb * k, sizeof *c->moe_slots);
+    c->moe_first = calloc(E + 1, sizeof *c->moe_first);
+    *ok = *ok && c->moe_ids && c->moe_slots && c->moe_first;
+}
+
 elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_context **out,
                            elm_error *err) {
     *out = NULL;
@@ -247,7 +262,9 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     }
     c->head_dim = head_dim;
     const size_t q_dim = (size_t)hp->n_heads * (size_t)head_dim;
-    int64_t max_cols = hp->dim > hp->ffn_dim ? hp->dim : hp->ffn_dim;
+    /* the FFN's hidden size: the dense one, or an expert's */
+    const int64_t ffn = hp->expert_ffn_dim > hp->ffn_dim ? hp->expert_ffn_dim : hp->ffn_dim;
+    int64_t max_cols = hp->dim > ffn ? hp->dim : ffn;
     if ((int64_t)q_dim > max_cols) max_cols = (int64_t)q_dim;
     max_cols = max_matrix_cols(m, max_cols); /* a recurrent kind's (a DeltaNet's value width) */
     c->scratch_bytes = (elm_matmul_scratch_bytes(max_cols) + 63) / 64 * 64;
@@ -274,8 +291,8 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->kb = alloc_f32(nb * c->kv_dim, &ok);
     c->vb = alloc_f32(nb * c->kv_dim, &ok);
     c->att = alloc_f32(nb * q_dim, &ok);
-    c->hg = alloc_f32(nb * hp->ffn_dim, &ok);
-    c->hu = alloc_f32(nb * hp->ffn_dim, &ok);
+    c->hg = alloc_f32(nb * (size_t)ffn, &ok);
+    c->hu = alloc_f32(nb * (size_t)ffn, &ok);
     c->xq = alloc_aligned(nb * elm_q8_row_bytes(max_cols), &ok);
     if (find_matrix(m, k, float_matrix))
         c->xt = alloc_aligned((nb + 15) / 16 * 16 * (size_t)max_cols * sizeof(float), &ok);
@@ -293,6 +310,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     for (int l = 0; l < hp->n_layers && !c->out_scale; l++)
         if (m->layers[l].out_scale) c->out_scale = alloc_f32((size_t)hp->n_layers, &ok);
     alloc_ple(c, &ok);
+    alloc_moe(c, &ok);
     alloc_states(c, p, &ok);
     const int32_t rope_dim_swa = hp->rope_dim_swa ? hp->rope_dim_swa : hp->rope_dim;
     c->inv_freq = alloc_f32((size_t)hp->rope_dim / 2, &ok);
@@ -355,7 +373,8 @@ void elm_context_free(elm_context *c) {
                     c->qk_norms, c->pos, c->row0, c->kv, c->inv_freq_swa,
                     c->rope_cs_swa, c->rope_ff, c->state_off, c->state, c->ckpt, c->mix,
                     c->seq_pos, c->ckpt_pos, c->runs, c->ones, c->out_scale, c->ple,
-                    c->ple_row, c->ple_g, c->ple_norm};
+                    c->ple_row, c->ple_g, c->ple_norm, c->moe_probs, c->moe_ids, c->moe_w,
+                    c->moe_slots, c->moe_first, c->moe_x, c->moe_y};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }

@@ -53,7 +53,8 @@ struct elm_context {
                       * (elm_arch.attn_gate): each head's query, then its gate; else NULL */
     float *kb, *vb;  /* [n_batch, kv_dim] */
     float *att;      /* [n_batch, n_heads * head_dim] attention output before wo */
-    float *hg, *hu;  /* [n_batch, ffn_dim] gate and up projections (the widest layer's) */
+    float *hg, *hu;  /* [n_batch, ffn_dim] gate and up projections (the widest layer's, or an
+                      * expert's expert_ffn_dim where wider) */
     void *xq;        /* [n_batch] q8 rows (kernels.h) of a product's input, max_cols wide */
     float *xt;       /* [n_batch rounded up to 16, max_cols] a product's input by 16-token chunks,
                       * transposed (elm_matmul_args.xt) */
@@ -104,6 +105,14 @@ struct elm_context {
     elm_seq_run *runs;    /* [n_batch] the batch's runs, n_runs of them (elm_seq_begin) */
     int n_runs;
     float *mix;           /* [n_batch, the kinds' scratch_floats] */
+    /* A mixture of experts (hp.n_expert E > 0; k = hp.n_expert_used), else NULL (ffn_moe.c): */
+    float *moe_probs;     /* [n_batch, E] the router's probabilities (the chosen: -inf) */
+    int32_t *moe_ids;     /* [n_batch, k] each token's chosen experts, most probable first */
+    float *moe_w;         /* [n_batch, k] their weights */
+    int32_t *moe_slots;   /* [n_batch · k] the slots t·k + r grouped by expert */
+    int32_t *moe_first;   /* [E + 1] where each expert's slots start in moe_slots */
+    float *moe_x;         /* [n_batch, dim] an expert's tokens gathered, then its outputs */
+    float *moe_y;         /* [n_batch · k, dim] each slot's weighted expert output */
 };
 
 /* Sequence seq's state of layer l. */

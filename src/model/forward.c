@@ -1,6 +1,6 @@
 /* The forward pass, written once for prefill (n tokens) and decode (1 token). Reads like the
  * Llama paper: per layer, x += Mix(n(x)) then x += Wdown·(silu(Wgate·n(x)) ⊙ Wup·n(x)),
- * n = RMSNorm; logits = Wout·n(x). Mix is the layer's kind (layer_kind.h): attention
+ * n = RMSNorm; logits = Wout·n(x). A mixture of experts (ffn_moe.c) takes the FFN's place. Mix is the layer's kind (layer_kind.h): attention
  * (layer_attention.c) or a recurrent layer that carries a state per sequence (seq_state.c). The
  * families of model/arch.h differ only in what hparams and the layer say: GELU for silu and
  * sqrt(dim)-scaled embeddings (Gemma), norms of the block outputs (Gemma 3), per-layer
@@ -242,6 +242,20 @@ static void per_layer_output(elm_context *c, int l, int32_t n, const float *post
         for (size_t i = 0; i < (size_t)n * m->hp.dim; i++) c->x[i] *= c->out_scale[l];
 }
 
+/* The gated FFN of layer l over the batch's n normed tokens c->xb, into c->xb (the caller keeps
+ * the tokens [ffn_first, n)). */
+static void dense_ffn(elm_context *c, int l, int32_t n, int32_t ffn_first) {
+    const elm_hparams *hp = &c->m->hp;
+    const elm_layer *L = &c->m->layers[l];
+    const elm_tensor *gate_up[] = {L->w_gate, L->w_up};
+    float *gate_up_out[] = {c->hg, c->hu};
+    elm_fw_matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n, ffn_first);
+    const int64_t n_ff = (int64_t)n * elm_layer_ffn_dim(hp, l);
+    if (hp->ffn_act == ELM_ACT_SILU) c->k->swiglu(c->hg, c->hg, c->hu, n_ff);
+    else c->k->geglu(c->hg, c->hg, c->hu, n_ff);
+    elm_fw_matmul(c, l, L->w_down, c->hg, n, ffn_first, c->xb);
+}
+
 /* Layer l for the batch's n tokens, of which the caller keeps the FFN outputs of the tokens
  * [ffn_first, n) (elm_matmul_args.out_first; the others are computed too). */
 static void layer_forward(elm_context *c, int l, int32_t n, int32_t ffn_first) {
@@ -259,13 +273,8 @@ static void layer_forward(elm_context *c, int l, int32_t n, int32_t ffn_first) {
     residual_add(c, c->xb, post ? norm + 2 * dim : NULL, n);
 
     rmsnorm_rows(c, c->xb, c->x, norm + dim, n);
-    const elm_tensor *gate_up[] = {L->w_gate, L->w_up};
-    float *gate_up_out[] = {c->hg, c->hu};
-    elm_fw_matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n, ffn_first);
-    const int64_t n_ff = (int64_t)n * elm_layer_ffn_dim(hp, l);
-    if (hp->ffn_act == ELM_ACT_SILU) c->k->swiglu(c->hg, c->hg, c->hu, n_ff);
-    else c->k->geglu(c->hg, c->hg, c->hu, n_ff);
-    elm_fw_matmul(c, l, L->w_down, c->hg, n, ffn_first, c->xb);
+    if (L->router) elm_ffn_moe(c, l, n, ffn_first);
+    else dense_ffn(c, l, n, ffn_first);
     residual_add(c, c->xb, post ? norm + 3 * dim : NULL, n);
     if (c->ple || c->out_scale) per_layer_output(c, l, n, c->n_norms == 5 ? norm + 4 * dim : NULL);
 }

@@ -18,4 +18,9 @@ void elm_fw_matmul(elm_context *c, int layer, const elm_tensor *w, const float *
  * values go into layer l's cache first). */
 void elm_layer_attention(elm_context *c, int l, int32_t n);
 
+/* Layer l's mixture-of-experts FFN (ffn_moe.c) over the batch's n normed tokens c->xb, into
+ * c->xb: the tokens [t0, n) routed and run through their experts, the others' rows 0 (the caller
+ * keeps [t0, n), elm_matmul_args.out_first). */
+void elm_ffn_moe(elm_context *c, int l, int32_t n, int32_t t0);
+
 #endif

@@ -267,6 +267,38 @@ static elm_status bind_ple(elm_model *m, const elm_arch *a, int l, elm_error *er
     return ELM_OK;
 }
 
+/* A stack of n matrices [rows, cols] (ggml ne {cols, rows, n}), as a mixture of experts keeps
+ * its experts. */
+static elm_status bind_stack(elm_model *m, elm_tensor **slot, const char *name, int64_t cols,
+                             int64_t rows, int64_t n, elm_error *err) {
+    elm_tensor *t = elm_model_find(m, name);
+    if (!t) return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor '%s'", m->path, name);
+    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != n || t->ne[3] != 1)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' has ne {%lld, %lld, %lld}, "
+                          "expected {%lld, %lld, %lld} (%lld experts)", m->path, name,
+                          (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                          (long long)cols, (long long)rows, (long long)n, (long long)n);
+    *slot = t;
+    return ELM_OK;
+}
+
+/* Block l's mixture of experts (elm_arch.moe): the router and the three stacks of experts. */
+static elm_status bind_moe(elm_model *m, int l, elm_error *err) {
+    const int64_t dim = m->hp.dim, E = m->hp.n_expert, ff = m->hp.expert_ffn_dim;
+    elm_layer *L = &m->layers[l];
+    char name[ELM_NAME_MAX];
+#define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", l, suffix), name)
+    elm_status st;
+    L->w_gate = L->w_up = L->w_down = NULL;
+    if ((st = elm_model_bind_tensor(m, &L->router, NAME("ffn_gate_inp.weight"), dim, E, err)) ||
+        (st = bind_stack(m, &L->gate_exps, NAME("ffn_gate_exps.weight"), dim, ff, E, err)) ||
+        (st = bind_stack(m, &L->up_exps, NAME("ffn_up_exps.weight"), dim, ff, E, err)) ||
+        (st = bind_stack(m, &L->down_exps, NAME("ffn_down_exps.weight"), ff, dim, E, err)))
+        return st;
+#undef NAME
+    return ELM_OK;
+}
+
 /* Binds block l: its norms and FFN, and its mixing by kind (layer_kind.h; attention here): q/k/v
  * from attn_qkv (Phi-3) or separately (a gated family's q with each head's gate after it),
  * gate/up from ffn_gate + ffn_up or a fused ffn_up [gate; up] (Phi-3), whichever the file has, as
@@ -285,13 +317,17 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
 #define VIEW(suffix) (snprintf(view, sizeof view, "blk.%d.%s", l, suffix), view)
     elm_status st;
     elm_tensor *fused;
-    if (elm_model_find(m, NAME("ffn_gate_inp.weight")))
+    if (!a->moe && elm_model_find(m, NAME("ffn_gate_inp.weight")))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: mixture-of-experts layers (tensor '%s') "
-                          "are not supported", m->path, name);
+                          "in a '%s' model (edgelm runs them for qwen3moe)", m->path, name,
+                          a->name);
     if ((st = elm_model_bind_tensor(m, &L->attn_norm, NAME("attn_norm.weight"), dim, 0, err)) ||
-        (st = elm_model_bind_tensor(m, &L->ffn_norm, NAME(elm_arch_ffn_norm(a)), dim, 0, err)) ||
-        (st = elm_model_bind_tensor(m, &L->w_down, NAME("ffn_down.weight"), ff, dim, err)))
+        (st = elm_model_bind_tensor(m, &L->ffn_norm, NAME(elm_arch_ffn_norm(a)), dim, 0, err)))
         return st;
+    if (a->moe) st = bind_moe(m, l, err);
+    else if (!(st = elm_model_bind_tensor(m, &L->w_down, NAME("ffn_down.weight"), ff, dim, err)))
+        st = bind_ffn(m, l, views, err);
+    if (st) return st;
     L->q_norm = L->k_norm = L->attn_post_norm = L->ffn_post_norm = NULL;
     if (a->post_norms &&
         ((st = elm_model_bind_tensor(m, &L->attn_post_norm, NAME("post_attention_norm.weight"),
@@ -299,7 +335,7 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
          (st = elm_model_bind_tensor(m, &L->ffn_post_norm, NAME("post_ffw_norm.weight"), dim, 0,
                                      err))))
         return st;
-    if ((st = bind_ffn(m, l, views, err)) || (st = bind_ple(m, a, l, err))) return st;
+    if ((st = bind_ple(m, a, l, err))) return st;
     L->kind = elm_layer_recurrent(hp, l) ? a->recurrent : ELM_LAYER_ATTENTION;
     if (L->kind != ELM_LAYER_ATTENTION) return elm_layer_ops_of(L->kind)->bind(m, l, err);
     if ((st = elm_model_bind_tensor(m, &L->wo, NAME("attn_output.weight"), q, dim, err)))
@@ -434,6 +470,27 @@ static elm_status check_layers(elm_model *m, const elm_arch *a, elm_error *err) 
     return ELM_OK;
 }
 
+/* A mixture of experts' sizes (elm_arch.moe): experts, those a token is routed to and an
+ * expert's FFN size (llama.cpp's default: ffn_dim / n_expert_used), none in another family. */
+static elm_status check_experts(elm_model *m, const elm_arch *a, elm_error *err) {
+    elm_hparams *hp = &m->hp;
+    if (!a->moe) {
+        if (hp->n_expert > 0)
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d experts in a '%s' model (edgelm runs "
+                              "them for qwen3moe)", m->path, hp->n_expert, a->name);
+        return ELM_OK;
+    }
+    if (hp->expert_ffn_dim == 0 && hp->n_expert_used > 0)
+        hp->expert_ffn_dim = hp->ffn_dim / hp->n_expert_used;
+    if (hp->n_expert < 1 || hp->n_expert > ELM_MAX_EXPERTS || hp->n_expert_used < 1 ||
+        hp->n_expert_used > hp->n_expert || hp->expert_ffn_dim < 1 ||
+        hp->expert_ffn_dim > (1 << 20))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d experts (1..%d), top %d of them, expert "
+                          "FFN size %d: invalid", m->path, hp->n_expert, ELM_MAX_EXPERTS,
+                          hp->n_expert_used, hp->expert_ffn_dim);
+    return ELM_OK;
+}
+
 /* Recurrent layers only in a family that has them, and at least one attention layer (the KV
  * heads of the others sized the cache). */
 static elm_status check_layer_kinds(elm_model *m, const elm_arch *a, elm_error *err) {
@@ -454,7 +511,8 @@ int elm_layer_slots(elm_layer *L, elm_tensor ***out) {
                           &L->ffn_post_norm, &L->conv_in, &L->conv_kernel, &L->conv_out,
                           &L->ssm_conv_b, &L->ssm_dt_b, &L->ssm_a, &L->ssm_d, &L->ssm_norm,
                           &L->dn_z,      &L->dn_beta,     &L->dn_alpha,
-                          &L->ple_gate,  &L->ple_proj,    &L->ple_post_norm, &L->out_scale};
+                          &L->ple_gate,  &L->ple_proj,    &L->ple_post_norm, &L->out_scale,
+                          &L->router,    &L->gate_exps,   &L->up_exps,    &L->down_exps};
     _Static_assert(sizeof all / sizeof all[0] <= ELM_LAYER_SLOTS, "ELM_LAYER_SLOTS");
     memcpy(out, all, sizeof all);
     return (int)(sizeof all / sizeof all[0]);
@@ -531,7 +589,7 @@ elm_status elm_model_bind(elm_model *m, elm_error *err) {
                           elm_arch_names());
     elm_status st;
     if ((st = check_hparams(m, a, err)) || (st = check_layers(m, a, err)) ||
-        (st = check_layer_kinds(m, a, err)))
+        (st = check_layer_kinds(m, a, err)) || (st = check_experts(m, a, err)))
         return st;
     if (m->vocab.n_tokens != hp->n_vocab)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: vocabulary has %d tokens, model expects %d",

@@ -563,6 +563,11 @@ elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
     if (!params->calib || params->calib->n <= 0)
         return elm_errorf(err, ELM_ERR_ARG, "%s needs calibration samples (--calib)",
                           elm_quant_method_name(params->method));
+    /* the experts' calibration (each from the tokens routed to it) is not written yet */
+    if (m->hp.n_expert > 0)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: %s does not calibrate mixtures of "
+                          "experts yet (use --method rtn)", m->path,
+                          elm_quant_method_name(params->method));
     /* AWQ's scales fold into the products before a group; a DeltaNet's output product comes
      * after a per-head RMSNorm, which no scale passes */
     for (int l = 0; l < m->hp.n_layers && params->method == ELM_QUANT_AWQ; l++)

@@ -3,8 +3,11 @@
  * moves the sensitive ones up: the output projection (and a tied embedding) to Q6_K, attn_v and
  * ffn_down of some layers, attn_output for the 2- and 3-bit recipes. Layer-dependent bumps count
  * tensors in llama.cpp's iteration order (by layer, then by name), which is what
- * use_more_bits(i, n) sees. Only the rules that apply to the dense Llama-family models edgelm
- * runs are here (no MoE, Falcon or 70B special cases). */
+ * use_more_bits(i, n) sees. Only the rules that apply to the models edgelm runs are here (no
+ * Falcon or 70B special cases): the dense families', and a mixture of experts': ffn_down's layer
+ * read from its name, and in a model of exactly 8 experts (Mixtral's rule, llama.cpp applies it
+ * by the count) attn_k and attn_v at Q8_0 and attn_output at Q5_K in most recipes. The router
+ * stays as it is (elm_recipe_keeps). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,9 +63,11 @@ uint32_t elm_file_type_of(elm_type type) {
     return tt ? tt->file_type : 0;
 }
 
-typedef enum { C_OTHER, C_OUTPUT, C_TOKEN_EMBD, C_ATTN_V, C_ATTN_OUTPUT, C_FFN_DOWN } category;
+typedef enum {
+    C_OTHER, C_OUTPUT, C_TOKEN_EMBD, C_ATTN_V, C_ATTN_K, C_ATTN_OUTPUT, C_FFN_DOWN
+} category;
 
-/* llama.cpp's tensor_get_category, for the categories a dense Llama recipe looks at */
+/* llama.cpp's tensor_get_category, for the categories the recipes here look at */
 static category category_of(const char *name) {
     if (!strcmp(name, "output.weight")) return C_OUTPUT;
     /* Gemma 4's per-layer embeddings count as token embeddings, as in llama.cpp */
@@ -71,7 +76,8 @@ static category category_of(const char *name) {
     if (strstr(name, "attn_qkv.weight") || strstr(name, "attn_kv_b.weight") ||
         strstr(name, "attn_v.weight"))
         return C_ATTN_V;
-    if (strstr(name, "attn_k.weight") || strstr(name, "attn_q.weight")) return C_OTHER;
+    if (strstr(name, "attn_k.weight")) return C_ATTN_K;
+    if (strstr(name, "attn_q.weight")) return C_OTHER;
     if (strstr(name, "attn_output.weight")) return C_ATTN_OUTPUT;
     if (strstr(name, "ffn_up") || strstr(name, "ffn_gate")) return C_OTHER;
     if (strstr(name, "ffn_down")) return C_FFN_DOWN;
@@ -102,6 +108,7 @@ elm_status elm_recipe_plan(const elm_model *m, uint32_t ft, bool with_imatrix,
                       : m->hp.n_kv_heads > 0 ? m->hp.n_heads / m->hp.n_kv_heads
                                              : 1;
     const int n_layer = m->hp.n_layers;
+    const bool experts8 = m->hp.n_expert == 8;
     bool tied = true;
     int n_attn_v = 0, i_attn_v = 0, i_ffn_down = 0;
     for (int32_t i = 0; i < m->n_tensors; i++) {
@@ -134,10 +141,15 @@ elm_status elm_recipe_plan(const elm_model *m, uint32_t ft, bool with_imatrix,
             else if ((ft == FT_Q4_K_M || ft == FT_Q5_K_M) && use_more_bits(i_attn_v, n_attn_v))
                 ty = ELM_TYPE_Q6_K;
             else if (ft == FT_Q4_K_S && i_attn_v < 4) ty = ELM_TYPE_Q5_K;
-            why = "attn_v";
+            if (experts8) ty = ELM_TYPE_Q8_0;
+            why = experts8 ? "attn_v of 8 experts" : "attn_v";
             i_attn_v++;
+        } else if (c == C_ATTN_K && experts8) {
+            ty = ELM_TYPE_Q8_0;
+            why = "attn_k of 8 experts";
         } else if (c == C_FFN_DOWN) {
-            const int il = i_ffn_down;
+            /* with experts, llama.cpp takes the layer from the name (layer_info) */
+            const int il = m->hp.n_expert > 1 ? order[k].layer : i_ffn_down;
             if (ft == FT_Q2_K) ty = ELM_TYPE_Q3_K;
             else if (ft == FT_Q3_K_M) ty = il < n_layer / 16 ? ELM_TYPE_Q5_K : ELM_TYPE_Q4_K;
             else if (ft == FT_Q3_K_L) ty = ELM_TYPE_Q5_K;
@@ -148,6 +160,11 @@ elm_status elm_recipe_plan(const elm_model *m, uint32_t ft, bool with_imatrix,
             else if (ft == FT_Q4_K_S && il < n_layer / 8) ty = ELM_TYPE_Q5_K;
             why = "ffn_down";
             i_ffn_down++;
+        } else if (c == C_ATTN_OUTPUT && experts8) {
+            if (ft == FT_Q2_K || ft == FT_Q3_K_S || ft == FT_Q3_K_M || ft == FT_IQ4_NL ||
+                ft == FT_Q4_K_S || ft == FT_Q4_K_M || ft == FT_IQ4_XS)
+                ty = ELM_TYPE_Q5_K;
+            why = "attn_output of 8 experts";
         } else if (c == C_ATTN_OUTPUT) {
             if (ft == FT_Q2_K) ty = ELM_TYPE_Q3_K;
             else if (ft == FT_Q3_K_M) ty = ELM_TYPE_Q4_K;

@@ -41,9 +41,10 @@ static elm_status shape_model(const elm_hparams *hp, elm_layout_extras x, elm_mo
     elm_tensor_spec *specs = elm_arch_layout(a, &m->hp, x, &n);
     elm_status st = specs ? ELM_OK : elm_errorf(err, ELM_ERR_NOMEM, "plan: out of memory");
     for (int32_t i = 0; i < n && !st; i++) {
-        const int64_t ne[2] = {specs[i].cols, specs[i].rows};
-        const size_t bytes = (size_t)(specs[i].cols * (specs[i].rows ? specs[i].rows : 1)) * 4;
-        st = elm_model_add_tensor(m, specs[i].name, ELM_TYPE_F32, specs[i].rows ? 2 : 1, ne,
+        const int64_t ne[3] = {specs[i].cols, specs[i].rows, specs[i].experts};
+        const size_t bytes = (size_t)(specs[i].cols * (specs[i].rows ? specs[i].rows : 1) *
+                                      (specs[i].experts ? specs[i].experts : 1)) * 4;
+        st = elm_model_add_tensor(m, specs[i].name, ELM_TYPE_F32, elm_spec_dims(&specs[i]), ne,
                                   NULL, bytes, err);
     }
     free(specs);

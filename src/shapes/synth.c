@@ -308,9 +308,10 @@ static elm_status list_tensors(const elm_arch *a, const elm_hparams *hp, elm_lay
         const bool matrix = sp->kind == ELM_KIND_MATRIX;
         snprintf(d->name, sizeof d->name, "%s", sp->name);
         d->type = matrix ? type : ELM_TYPE_F32;
-        d->n_dims = sp->rows ? 2 : 1;
-        d->ne[0] = sp->cols, d->ne[1] = sp->rows ? sp->rows : 1, d->ne[2] = d->ne[3] = 1;
-        d->nbytes = elm_row_bytes(d->type, sp->cols) * (size_t)d->ne[1];
+        d->n_dims = elm_spec_dims(sp);
+        d->ne[0] = sp->cols, d->ne[1] = sp->rows ? sp->rows : 1;
+        d->ne[2] = sp->experts ? sp->experts : 1, d->ne[3] = 1;
+        d->nbytes = elm_row_bytes(d->type, sp->cols) * (size_t)(d->ne[1] * d->ne[2]);
         (*kind)[i] = sp->kind == ELM_KIND_NORM         ? FILL_ONES
                      : sp->kind == ELM_KIND_ROPE       ? FILL_ROPE_FREQS
                      : sp->kind == ELM_KIND_ROPE_LONG  ? FILL_ROPE_LONG

@@ -36,11 +36,12 @@ static double normal(rng *r) {
     return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
 
-/* Adds an F32 tensor [rows, cols] (rows 0: a vector) of v = mean + std · N(0, 1) values, or of
- * -expf(v) for decay rates (v rounded to float first: the A of an A_log, as an HF copy holds). */
+/* Adds an F32 tensor [rows, cols] (rows 0: a vector; a stack of t->experts such matrices) of
+ * v = mean + std · N(0, 1) values, or of -expf(v) for decay rates (v rounded to float first: the
+ * A of an A_log, as an HF copy holds). */
 static elm_status add(elm_model *m, rng *r, const elm_tensor_spec *t, double mean, double std,
                       elm_error *err) {
-    const int64_t n = t->cols * (t->rows ? t->rows : 1);
+    const int64_t n = t->cols * (t->rows ? t->rows : 1) * (t->experts ? t->experts : 1);
     float *data = malloc((size_t)n * sizeof *data);
     if (!data) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
     for (int64_t i = 0; i < n; i++) {
@@ -48,8 +49,8 @@ static elm_status add(elm_model *m, rng *r, const elm_tensor_spec *t, double mea
         data[i] = t->kind == ELM_KIND_DECAY ? -expf((float)v) : (float)v;
     }
     elm_status st = elm_model_own_buffer(m, data, err);
-    const int64_t ne[2] = {t->cols, t->rows};
-    return st ? st : elm_model_add_tensor(m, t->name, ELM_TYPE_F32, t->rows ? 2 : 1, ne, data,
+    const int64_t ne[3] = {t->cols, t->rows, t->experts};
+    return st ? st : elm_model_add_tensor(m, t->name, ELM_TYPE_F32, elm_spec_dims(t), ne, data,
                                           (size_t)n * sizeof *data, err);
 }
 
@@ -218,6 +219,11 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
         hp->rope_attn_factor = elm_arch_longrope_attn_factor(hp->n_ctx_train, hp->n_ctx_orig);
     }
     if (a->swa_listed) tiny_gemma4(hp);
+    if (a->moe) { /* 8 experts of 32 (a quarter of the dense FFN), 2 per token */
+        hp->n_expert = 8;
+        hp->n_expert_used = 2;
+        hp->expert_ffn_dim = TINY_FFN / 4 * scale;
+    }
     rng r = {o->seed};
     st = add_tensors(m, a, &r, o->std > 0 ? o->std : 0.3, o->longrope, err);
     if (!st && llama31(a) && llama3) memcpy(llama3, llama31_scaling, sizeof llama31_scaling);
@@ -240,6 +246,7 @@ elm_status elm_synth_tiny_write(const elm_synth_tiny *o, const char *gguf_path, 
     elm_model *m = NULL;
     float llama3[4];
     elm_status st = elm_synth_tiny_model(o, &m, llama3, err);
+    if (!st && hf_dir) st = elm_hf_writable(m, llama3, hf_dir, err); /* before any file */
     if (!st) st = elm_gguf_write_model(m, gguf_path, err);
     if (!st && hf_dir) st = elm_hf_write(m, llama3, hf_dir, err);
     if (!st && n_params) *n_params = elm_model_params(m);

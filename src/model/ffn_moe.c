@@ -1,0 +1,108 @@
+/* The mixture-of-experts FFN (elm_arch.moe; Qwen3-MoE), as llama.cpp's build_moe_ffn runs it
+ * with softmax gating and norm_w: per token, the router's logits, their softmax over the
+ * experts, the top k, their probabilities divided by their sum; then
+ * y = Σ_r w_r · Wdown_e·(silu(Wgate_e·x) ⊙ Wup_e·x) over the chosen experts e in rank order r.
+ *
+ * The batch's tokens are grouped by expert, so that each expert's matrices are read once per
+ * batch, by the same row-split products as a dense FFN (forward_ops.h) over the expert's slice
+ * of the stacked tensors (its rows, in the file's layout: the stacks are never packed). Decode
+ * reads the k chosen experts only. */
+#include <math.h>
+#include <string.h>
+
+#include "model/forward_ops.h"
+
+/* Expert e's matrix of stack t ({cols, rows, n_expert}): a 2-D view of its rows. */
+static elm_tensor expert_view(const elm_tensor *t, int32_t e) {
+    const size_t bytes = (size_t)t->ne[1] * elm_row_bytes(t->type, t->ne[0]);
+    elm_tensor v = *t;
+    v.n_dims = 2;
+    v.ne[2] = 1;
+    v.data = (char *)t->data + (size_t)e * bytes;
+    v.nbytes = bytes;
+    return v;
+}
+
+/* Token t's k experts of highest probability, most probable first (the lower index on ties),
+ * and their probabilities divided by their sum (summed as ggml_sum_rows does, clamped to
+ * llama.cpp's floor). Each chosen probability is then set to -inf in moe_probs. */
+static void route(elm_context *c, int32_t t) {
+    const int32_t E = c->m->hp.n_expert, k = c->m->hp.n_expert_used;
+    float *p = c->moe_probs + (size_t)t * E;
+    int32_t *ids = c->moe_ids + (size_t)t * k;
+    float *w = c->moe_w + (size_t)t * k;
+    double sum = 0;
+    for (int32_t r = 0; r < k; r++) {
+        int32_t best = 0;
+        for (int32_t e = 1; e < E; e++)
+            if (p[e] > p[best]) best = e;
+        ids[r] = best;
+        w[r] = p[best];
+        sum += w[r];
+        p[best] = -INFINITY;
+    }
+    const float s = (float)sum < 6.103515625e-5f ? 6.103515625e-5f : (float)sum;
+    for (int32_t r = 0; r < k; r++) w[r] /= s;
+}
+
+/* The slots t·k + r of tokens [t0, n) grouped by expert: moe_first[e] .. moe_first[e + 1]. */
+static void group_by_expert(elm_context *c, int32_t t0, int32_t n) {
+    const int32_t E = c->m->hp.n_expert, k = c->m->hp.n_expert_used;
+    int32_t *first = c->moe_first;
+    memset(first, 0, sizeof *first * (size_t)(E + 1));
+    for (int32_t s = t0 * k; s < n * k; s++) first[c->moe_ids[s] + 1]++;
+    for (int32_t e = 0; e < E; e++) first[e + 1] += first[e];
+    for (int32_t s = t0 * k; s < n * k; s++) c->moe_slots[first[c->moe_ids[s]]++] = s;
+    for (int32_t e = E; e > 0; e--) first[e] = first[e - 1]; /* back to the starts */
+    first[0] = 0;
+}
+
+/* Expert e of layer l over its cnt slots (moe_slots from moe_first[e]): their tokens' normed
+ * inputs gathered from c->xb, the gated FFN, each output × its weight into its slot of moe_y. */
+static void run_expert(elm_context *c, int l, int32_t e, int32_t cnt) {
+    const elm_layer *L = &c->m->layers[l];
+    const int64_t dim = c->m->hp.dim, ff = c->m->hp.expert_ffn_dim;
+    const int32_t k = c->m->hp.n_expert_used, *slots = c->moe_slots + c->moe_first[e];
+    for (int32_t i = 0; i < cnt; i++)
+        memcpy(c->moe_x + i * dim, c->xb + (size_t)(slots[i] / k) * dim, sizeof(float) * dim);
+    const elm_tensor gate = expert_view(L->gate_exps, e), up = expert_view(L->up_exps, e),
+                     down = expert_view(L->down_exps, e);
+    const elm_tensor *gate_up[] = {&gate, &up};
+    float *gate_up_out[] = {c->hg, c->hu};
+    /* llama.cpp's mul_mat_id dots each row with each token alone, as a product of one token
+     * would: out_first at the last token asks a table for that order (all outputs are kept) */
+    elm_fw_matmul_group(c, l, 2, gate_up, gate_up_out, c->moe_x, cnt, cnt - 1);
+    c->k->swiglu(c->hg, c->hg, c->hu, (int64_t)cnt * ff);
+    elm_fw_matmul(c, l, &down, c->hg, cnt, cnt - 1, c->moe_x);
+    for (int32_t i = 0; i < cnt; i++) {
+        const float w = c->moe_w[slots[i]], *x = c->moe_x + i * dim;
+        float *y = c->moe_y + (size_t)slots[i] * dim;
+        for (int64_t d = 0; d < dim; d++) y[d] = x[d] * w;
+    }
+}
+
+void elm_ffn_moe(elm_context *c, int l, int32_t n, int32_t t0) {
+    const elm_hparams *hp = &c->m->hp;
+    const int32_t E = hp->n_expert, k = hp->n_expert_used;
+    const int64_t dim = hp->dim;
+    elm_fw_matmul(c, l, c->m->layers[l].router, c->xb, n, t0, c->moe_probs);
+    for (int32_t t = t0; t < n; t++) {
+        c->k->softmax(c->moe_probs + (size_t)t * E, E);
+        route(c, t);
+    }
+    group_by_expert(c, t0, n);
+    for (int32_t e = 0; e < E; e++)
+        if (c->moe_first[e + 1] > c->moe_first[e])
+            run_expert(c, l, e, c->moe_first[e + 1] - c->moe_first[e]);
+    /* the slots added in rank order, as llama.cpp's graph adds its views; the tokens the caller
+     * drops, 0 */
+    memset(c->xb, 0, sizeof(float) * (size_t)t0 * dim);
+    for (int32_t t = t0; t < n; t++) {
+        float *y = c->xb + (size_t)t * dim;
+        memcpy(y, c->moe_y + (size_t)t * k * dim, sizeof(float) * dim);
+        for (int32_t r = 1; r < k; r++) {
+            const float *s = c->moe_y + ((size_t)t * k + r) * dim;
+            for (int64_t d = 0; d < dim; d++) y[d] += s[d];
+        }
+    }
+}

@@ -1,0 +1,200 @@
+/* Mixtures of experts (model/ffn_moe.c) on the synth --tiny qwen3moe model (8 experts, 2 per
+ * token): its sizes and stacked experts survive GGUF; a prompt fed at once, token by token and
+ * in chunks gives the same logits; a decoded token runs its 2 experts alone; the prompts of the
+ * interop test against llama.cpp (tests/cli_interop_arch.sh) route to every expert of every
+ * layer; and bad files are refused in one line naming the file: an expert count or top-k that
+ * does not match the tensors, a router of the wrong shape, a file cut short in its last expert
+ * stack. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "edgelm/context.h"
+#include "edgelm/model.h"
+#include "formats/gguf_write.h"
+#include "shapes/synth_tiny.h"
+#include "tmpfiles.h"
+
+enum { CTX = 128, EXPERTS = 8, USED = 2 };
+
+static char *tmpdir;
+
+static elm_model *tiny(void) {
+    elm_synth_tiny o = {.arch = "qwen3moe",
+                        .vocab_path = fixture("vocab/ggml-vocab-qwen2.gguf"), .seed = 7};
+    elm_model *m = NULL;
+    elm_error err;
+    CHECK(elm_synth_tiny_model(&o, &m, NULL, &err) == ELM_OK, "synth: %s", err.msg);
+    return m;
+}
+
+/* Which experts of which layer a pass ran (the products' hook sees each expert's gate view). */
+typedef struct {
+    const elm_model *m;
+    int runs[2][EXPERTS];
+} expert_count;
+
+static void count_expert(const elm_tensor *w, int layer, const float *x, int64_t n_tok,
+                         void *user) {
+    (void)x, (void)n_tok;
+    expert_count *ec = user;
+    if (layer < 0 || layer > 1 || !strstr(w->name, "ffn_gate_exps")) return;
+    const elm_tensor *stack = ec->m->layers[layer].gate_exps;
+    ec->runs[layer][((const char *)w->data - (const char *)stack->data) / w->nbytes]++;
+}
+
+/* Logits of n ids fed n_batch at a time, every expert run counted into ec when given. */
+static float *logits(const elm_model *m, const int32_t *ids, int n, int n_batch,
+                     expert_count *ec) {
+    elm_context *c = NULL;
+    elm_error err;
+    const elm_context_params p = {.n_ctx = CTX, .n_batch = n_batch, .n_threads = 2};
+    float *out = malloc(sizeof(float) * (size_t)n * (size_t)m->hp.n_vocab);
+    elm_status st = out ? elm_context_new(m, &p, &c, &err) : ELM_ERR_NOMEM;
+    if (!st && ec) elm_context_set_hook(c, count_expert, ec);
+    for (int off = 0; !st && off < n; off += n_batch)
+        st = elm_forward(c, ids + off, n - off < n_batch ? n - off : n_batch,
+                         out + (size_t)off * (size_t)m->hp.n_vocab, true, &err);
+    CHECK(st == ELM_OK, "forward: %s", st ? err.msg : "");
+    elm_context_free(c);
+    if (st) free(out);
+    return st ? NULL : out;
+}
+
+static float max_diff(const float *a, const float *b, size_t n) {
+    float d = 0;
+    for (size_t i = 0; a && b && i < n; i++) d = fmaxf(d, fabsf(a[i] - b[i]));
+    return a && b ? d : INFINITY;
+}
+
+/* The tiny model's shapes, and the same tensors and logits from its GGUF. */
+static void test_file(const elm_model *m) {
+    const elm_hparams *hp = &m->hp;
+    const elm_layer *L = &m->layers[1];
+    CHECK(hp->n_expert == EXPERTS && hp->n_expert_used == USED && hp->expert_ffn_dim == 32 &&
+              L->router && L->router->ne[1] == EXPERTS && L->gate_exps->ne[2] == EXPERTS &&
+              L->down_exps->ne[0] == 32 && L->down_exps->ne[1] == hp->dim && !L->w_gate,
+          "qwen3moe: sizes or slots");
+    const char *path = tmp_path(tmpdir, "moe.gguf");
+    elm_model *g = NULL;
+    elm_error err;
+    CHECK(elm_gguf_write_model(m, path, &err) == ELM_OK &&
+              elm_model_load(path, NULL, &g, &err) == ELM_OK,
+          "qwen3moe: GGUF: %s", err.msg);
+    if (!g) return;
+    bool same = g->n_tensors == m->n_tensors && g->hp.n_expert == EXPERTS &&
+                g->hp.n_expert_used == USED && g->hp.expert_ffn_dim == 32;
+    for (int32_t i = 0; same && i < m->n_tensors; i++) {
+        const elm_tensor *t = &m->tensors[i], *u = elm_model_find(g, t->name);
+        same = u && u->n_dims == t->n_dims && !memcmp(u->ne, t->ne, sizeof t->ne) &&
+               !memcmp(u->data, t->data, t->nbytes);
+    }
+    CHECK(same, "qwen3moe: GGUF copy differs");
+    const int32_t ids[4] = {12522, 5193, 264, 882};
+    float *a = logits(m, ids, 4, 4, NULL), *b = logits(g, ids, 4, 4, NULL);
+    CHECK(a && b && !memcmp(a, b, 4 * sizeof *a * (size_t)hp->n_vocab), "qwen3moe: GGUF logits");
+    free(a), free(b);
+    elm_model_free(g);
+}
+
+/* The interop test's prompts through the model, at once, a token at a time and in chunks of
+ * 5: the same logits, and together they route to every expert of both layers. */
+static void test_routing(const elm_model *m) {
+    static const char *prompts[] = {
+        "Once upon a time", "The capital of France is",
+        "Once upon a time there was a little girl who lived in a village near the forest. "
+        "Whenever she went out, the little girl wore a red riding cloak, so everyone in the "
+        "village called her"};
+    expert_count ec = {.m = m};
+    const size_t V = (size_t)m->hp.n_vocab;
+    for (int i = 0; i < 3; i++) {
+        int32_t *ids = NULL;
+        int64_t n = 0;
+        elm_error err;
+        if (elm_tokenize_alloc(&m->vocab, prompts[i], strlen(prompts[i]), false, false, &ids, &n,
+                               &err)) {
+            CHECK(false, "tokenize: %s", err.msg);
+            continue;
+        }
+        float *all = logits(m, ids, (int)n, (int)n, &ec), *one = logits(m, ids, (int)n, 1, NULL),
+              *five = logits(m, ids, (int)n, 5, NULL);
+        const float d1 = max_diff(all, one, (size_t)n * V), d5 = max_diff(all, five, (size_t)n * V);
+        CHECK(d1 < 1e-4f && d5 < 1e-4f, "prompt %d: at once vs a token at a time %g, by 5 %g", i,
+              d1, d5);
+        free(all), free(one), free(five), free(ids);
+    }
+    for (int l = 0; l < 2; l++)
+        for (int e = 0; e < EXPERTS; e++)
+            CHECK(ec.runs[l][e] > 0, "layer %d: expert %d never chosen by the prompts", l, e);
+    /* one token: its 2 experts per layer, each once */
+    expert_count one = {.m = m};
+    const int32_t id = 882;
+    free(logits(m, &id, 1, 1, &one));
+    for (int l = 0; l < 2; l++) {
+        int ran = 0, most = 0;
+        for (int e = 0; e < EXPERTS; e++) {
+            ran += one.runs[l][e] > 0;
+            most = one.runs[l][e] > most ? one.runs[l][e] : most;
+        }
+        CHECK(ran == USED && most == 1, "layer %d: a decoded token ran %d experts", l, ran);
+    }
+}
+
+/* m written with its hyper-parameters or router edited must load to an error naming the file
+ * and holding `want`. */
+static void expect_error(elm_model *m, const char *want) {
+    const char *path = tmp_path(tmpdir, "bad.gguf");
+    elm_model *bad = NULL;
+    elm_error err;
+    CHECK(elm_gguf_write_model(m, path, &err) == ELM_OK, "write: %s", err.msg);
+    const elm_status st = elm_model_load(path, NULL, &bad, &err);
+    CHECK(st && strstr(err.msg, path) && strstr(err.msg, want) && !strchr(err.msg, '\n'),
+          "expected '%s': %d %s", want, st, st ? err.msg : "loaded");
+    elm_model_free(bad);
+    unlink(path);
+}
+
+static void test_refusals(elm_model *m) {
+    m->hp.n_expert = 4; /* the stacks hold 8 */
+    expect_error(m, "ffn_gate_inp.weight");
+    m->hp.n_expert = EXPERTS;
+    m->hp.n_expert_used = 9;
+    expect_error(m, "top 9");
+    m->hp.n_expert_used = USED;
+    m->hp.expert_ffn_dim = 16;
+    expect_error(m, "ffn_gate_exps.weight");
+    m->hp.expert_ffn_dim = 32;
+    elm_tensor *router = elm_model_find(m, "blk.1.ffn_gate_inp.weight");
+    router->ne[0] /= 2, router->ne[1] *= 2; /* the same bytes as [16, 32] */
+    expect_error(m, "blk.1.ffn_gate_inp.weight");
+    router->ne[0] *= 2, router->ne[1] /= 2;
+    const char *good = tmp_path(tmpdir, "moe.gguf"), *cut = tmp_path(tmpdir, "cut.gguf");
+    size_t n = 0;
+    unsigned char *bytes = file_read(good, &n);
+    elm_model *bad = NULL;
+    elm_error err;
+    const elm_status st = bytes && file_copy(good, cut, n - 1000, 0)
+                              ? elm_model_load(cut, NULL, &bad, &err)
+                              : ELM_ERR_IO;
+    CHECK(bytes && st && strstr(err.msg, cut), "a file cut short: %d %s", st,
+          st ? err.msg : "loaded");
+    elm_model_free(bad);
+    free(bytes);
+    unlink(cut);
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    tmpdir = tmp_dir_new();
+    elm_model *m = tmpdir ? tiny() : NULL;
+    if (m) {
+        test_file(m);
+        test_routing(m);
+        test_refusals(m);
+    }
+    elm_model_free(m);
+    if (tmpdir) tmp_dir_remove(tmpdir);
+    return check_done();
+}
