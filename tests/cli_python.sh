@@ -3,7 +3,8 @@
 # python3, `pip install --no-index` of a copy of python/ (offline: its build backend is in the tree
 # and needs only the standard library), then tests/python/check_package.py against the libedgelm.so beside
 # the binary: the greedy goldens, the CLI's ids, text and logits, streaming and cancelling it,
-# tokenize/detokenize, the errors, two models in two threads, 1,000 load/unload cycles; then
+# tokenize/detokenize, the errors, two models in two threads, 1,000 load/unload cycles; the
+# ctypes copies of C structs laid out as the headers' (a C program of offsetof and sizeof); then
 # logits as numpy arrays from the tree's package where a python3 has numpy.
 # Skipped when no venv can be made (Debian: python3-venv), and in a sanitizer build (the library
 # would need its sanitizer runtime preloaded into python: the release and clang trees run it).
@@ -27,6 +28,36 @@ if "$tmp/venv/bin/pip" install -q --no-index "$tmp/src" >"$tmp/pip.log" 2>&1; th
   [ "$got" = "$version" ] && ok || fail "edgelm.__version__ '$got', CMakeLists.txt says '$version'"
 else
   fail "pip install ./python: $(cat "$tmp/pip.log")"
+fi
+
+# the package's copies of C structs (python/edgelm/_lib.py) laid out as the headers lay them out:
+# each field's offset and each struct's size from a C program made from the ctypes fields (a field
+# renamed in C stops its build)
+PYTHONPATH=python python3 - "$tmp/layout.c" <<'PY' >"$tmp/want.txt" || fail "struct layout: cannot list the ctypes fields"
+import ctypes, sys
+from edgelm import _lib
+structs = {"ElmError": "elm_error", "ContextParams": "elm_context_params",
+           "SamplerParams": "elm_sampler_params", "GenParams": "elm_gen_params",
+           "GenStats": "elm_gen_stats"}
+lines = []
+with open(sys.argv[1], "w") as c:
+    c.write("#include <stddef.h>\n#include <stdio.h>\n#include \"edgelm/context.h\"\n"
+            "#include \"edgelm/generate.h\"\nint main(void) {\n")
+    for py, cn in structs.items():
+        cls = getattr(_lib, py)
+        c.write(f'    printf("{cn} %zu\\n", sizeof({cn}));\n')
+        lines.append(f"{cn} {ctypes.sizeof(cls)}")
+        for name, _ in cls._fields_:
+            c.write(f'    printf("{cn}.{name} %zu\\n", offsetof({cn}, {name}));\n')
+            lines.append(f"{cn}.{name} {getattr(cls, name).offset}")
+    c.write("    return 0;\n}\n")
+print("\n".join(lines))
+PY
+if cc -Iinclude -o "$tmp/layout" "$tmp/layout.c" 2>"$tmp/cc.err" && "$tmp/layout" >"$tmp/got.txt"; then
+  diff "$tmp/want.txt" "$tmp/got.txt" >"$tmp/layout.diff" && ok ||
+    fail "python/edgelm/_lib.py's structs differ from the headers' (ctypes < > C): $(cat "$tmp/layout.diff")"
+else
+  fail "struct layout program: $(head -3 "$tmp/cc.err")"
 fi
 
 # logits as numpy arrays, through a python3 that has numpy (Debian: python3-numpy; the venv has
