@@ -1,8 +1,9 @@
 # Helpers of the `edgelm serve` tests, sourced after lib/cli.sh: start_server starts one on a free
 # loopback port (--port 0, the port read from its first stderr line) and sets $port, $pid and
 # $url; stop_server sends SIGTERM and checks that it exits 0 within 10 s. Servers still running
-# when the test exits are killed. $model is the tests' model, stories260K (from $fx).
-model=$fx/stories260K/stories260K-f32.gguf
+# when the test exits are killed. $model is the tests' model, stories260K in the fixtures folder
+# that every CLI test gets as its second argument.
+model=$2/stories260K/stories260K-f32.gguf
 servers=()
 trap 'for p in "${servers[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
 
