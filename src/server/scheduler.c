@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "edgelm/vocab.h"
 #include "server/scheduler.h"
 
@@ -58,12 +59,6 @@ struct srv_server {
     float *logits; /* [n_slots, n_vocab] */
 };
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 srv_job *srv_job_new(const int32_t *prompt, int32_t n_prompt, const srv_job_params *p) {
     srv_job *j = calloc(1, sizeof *j);
     if (!j) return NULL;
@@ -101,7 +96,7 @@ void srv_job_release(srv_server *s, srv_job *job) {
 static void finish(srv_server *s, srv_job *j, const char *reason) {
     j->finish = reason;
     j->done = true;
-    j->t_end = now_ms();
+    j->t_end = elm_now_ms();
     if (j->t_first == 0) j->t_first = j->t_end;
     if (s->p.metrics) srv_metrics_job_end(s->p.metrics, j->n_gen);
     pthread_cond_broadcast(&s->changed);
@@ -186,7 +181,7 @@ static void assign(srv_server *s) {
         elm_detok_init(&best->dt, &s->m->vocab, false);
         j->n_cached = best_len;
         j->slot = (int32_t)(best - s->slots);
-        j->t_start = now_ms();
+        j->t_start = elm_now_ms();
         if (s->p.metrics) srv_metrics_job_start(s->p.metrics, j->n_prompt, best_len);
     }
 }
@@ -195,7 +190,7 @@ static void assign(srv_server *s) {
 static void next_token(srv_server *s, srv_slot *sl, float *logits) {
     srv_job *j = sl->job;
     const int32_t id = elm_sampler_sample(sl->smp, logits, sl->tokens, sl->n_past);
-    const double t = now_ms();
+    const double t = elm_now_ms();
     const bool first = j->n_gen == 0;
     if (first) j->t_first = t;
     if (s->p.metrics)
@@ -405,7 +400,7 @@ srv_submit_status srv_submit(srv_server *s, srv_job *job) {
     else if (s->n_waiting >= s->p.n_queue + idle) r = SRV_FULL;
     else {
         job->refs++;
-        job->t_submit = now_ms();
+        job->t_submit = elm_now_ms();
         job->next = NULL;
         if (s->tail) s->tail->next = job;
         else s->head = job;
