@@ -189,7 +189,13 @@ static void matmul_iq4_nl(const elm_kq_kernels *k, const elm_matmul_args *a, int
     int8_t *q = scratch;
     float *d = (float *)(q + (cols + 63) / 64 * 64);
     for (int64_t r = r0; r < r1; r++) {
-        k->unpack_iq4_nl((const uint8_t *)a->w.data + (size_t)r * row_bytes, nb, q, d);
+        const uint8_t *src = (const uint8_t *)a->w.data + (size_t)r * row_bytes;
+        if (k->row_iq4_nl && a->n_tok < GEMM_MIN_TOKENS) {
+            for (int64_t t = 0; t < a->n_tok; t++)
+                a->y[t * rows + r] = k->row_iq4_nl(src, elm_q8_at(a->xq, cols, t), nb);
+            continue;
+        }
+        k->unpack_iq4_nl(src, nb, q, d);
         for (int64_t t = 0; t < a->n_tok; t++)
             a->y[t * rows + r] = k->dot_iq4_nl(q, d, elm_q8_at(a->xq, cols, t), nb);
     }
@@ -202,7 +208,8 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
         .unpack = k->unpack ? k->unpack : s->unpack,
         .dot = k->dot ? k->dot : s->dot,
         .unpack_iq4_nl = k->unpack_iq4_nl ? k->unpack_iq4_nl : s->unpack_iq4_nl,
-        .dot_iq4_nl = k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl};
+        .dot_iq4_nl = k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl,
+        .row_iq4_nl = k->row_iq4_nl};
     if (a->w.type == ELM_TYPE_IQ4_NL) {
         matmul_iq4_nl(&kk, a, r0, r1, scratch);
         return;

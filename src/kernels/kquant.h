@@ -76,6 +76,9 @@ typedef struct elm_kq_kernels {
     void (*unpack_iq4_nl)(const uint8_t *src, int64_t n, int8_t *q, float *d);
     /* Σ_b d[b]·(x.d[b]·Σ_i q[32b+i]·x.qs[32b+i]) over n blocks. */
     float (*dot_iq4_nl)(const int8_t *q, const float *d, elm_q8_row x, int64_t n);
+    /* The same from the n file blocks at src (18 bytes each) without unpacking: decode's
+     * product, where a row meets fewer tokens than its unpacking costs. Optional. */
+    float (*row_iq4_nl)(const uint8_t *src, elm_q8_row x, int64_t n);
     /* As dot, but straight from nr <= 2 rows (row_bytes apart) of n packed super-blocks of type
      * t at src (as stored in the file), decoded in registers: no unpacked copy, the same
      * integers; out[4·r + i] for row r, token i. Optional; serves the types whose bit (1u << t)

@@ -8,6 +8,7 @@
 #define KQ_TABLE elm_kq_avx512
 #define KQ_VNNI 1
 #define KQ_TILES 1
+#define KQ_DECODE512 1
 #include "kernels/targets.h"
 #include "kernels/x86/kquant_body.h"
 #endif

@@ -420,8 +420,22 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
         KQ_PACKED_NX(T, 2)                                                                   \
     }
 
+#ifdef KQ_DECODE512
+#include "kernels/x86/kquant_decode512.h"
+#endif
+
 KQ_FN static void dot_packed(elm_type t, const uint8_t *src, size_t row_bytes, int nr,
                              const elm_q8k_row *x, int nx, int64_t n, float *out) {
+#ifdef KQ_DECODE512
+    if (nr == 1 && nx == 1) {
+        switch (t) {
+        case ELM_TYPE_Q4_K: out[0] = kq512_row(ELM_TYPE_Q4_K, src, x, n); return;
+        case ELM_TYPE_Q5_K: out[0] = kq512_row(ELM_TYPE_Q5_K, src, x, n); return;
+        case ELM_TYPE_Q6_K: out[0] = kq512_row(ELM_TYPE_Q6_K, src, x, n); return;
+        default: out[0] = kq512_row(ELM_TYPE_IQ4_XS, src, x, n); return;
+        }
+    }
+#endif
     switch (t) {
     case ELM_TYPE_Q4_K: KQ_PACKED_TYPE(ELM_TYPE_Q4_K) break;
     case ELM_TYPE_Q5_K: KQ_PACKED_TYPE(ELM_TYPE_Q5_K) break;
@@ -579,6 +593,42 @@ KQ_FN static void unpack_iq4_nl(const uint8_t *src, int64_t n, int8_t *q, float 
     }
 }
 
+/* IQ4_NL's block b against the token's q8 block b, added to acc: 32 grid lookups of the block's
+ * nibbles (low then high, in weight order), and with VNNI one vpdpbusd of the values + 128
+ * (unsigned), the 128·Σx taken off in the lanes' start values; without, the sign moved onto the
+ * activations (kq_pairs). */
+KQ_INLINE __m256 kq_block_iq4_nl(const uint8_t *b, const elm_q8_row *x, int64_t i, __m256 acc) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)(b + 2));
+    const __m256i idx = _mm256_and_si256(
+        _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1),
+        _mm256_set1_epi8(0x0f));
+    const __m256i grid =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid));
+    const __m256i xv = kq_load(x->qs + i * ELM_QK);
+#ifdef KQ_VNNI
+    const __m256i dot = _mm256_dpbusd_epi32(
+        _mm256_set1_epi32(-16 * x->sum[i]), /* 128·Σx over the 8 lanes */
+        _mm256_shuffle_epi8(_mm256_xor_si256(grid, _mm256_set1_epi8((char)0x80)), idx), xv);
+#else
+    const __m256i dot =
+        _mm256_madd_epi16(kq_pairs(_mm256_shuffle_epi8(grid, idx), xv), _mm256_set1_epi16(1));
+#endif
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(kq_f16(b) * x->d[i]), acc);
+}
+
+/* One IQ4_NL row of n blocks at src against one token, straight from the file's blocks. */
+KQ_FN static float row_iq4_nl(const uint8_t *src, elm_q8_row x, int64_t n) {
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= n; b += 2, src += 36) {
+        _mm_prefetch((const char *)src + ELM_PREFETCH_AHEAD, _MM_HINT_T0);
+        acc0 = kq_block_iq4_nl(src, &x, b, acc0);
+        acc1 = kq_block_iq4_nl(src + 18, &x, b + 1, acc1);
+    }
+    if (b < n) acc0 = kq_block_iq4_nl(src, &x, b, acc0);
+    return hsum256(_mm256_add_ps(acc0, acc1));
+}
+
 KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int64_t n) {
     __m256 acc = _mm256_setzero_ps();
     for (int64_t b = 0; b < n; b++) {
@@ -602,6 +652,7 @@ const elm_kq_kernels KQ_TABLE = {
     .dot = dot,
     .unpack_iq4_nl = unpack_iq4_nl,
     .dot_iq4_nl = dot_iq4_nl,
+    .row_iq4_nl = row_iq4_nl,
     .dot_packed = dot_packed,
     .packed_types =
         1u << ELM_TYPE_Q4_K | 1u << ELM_TYPE_Q5_K | 1u << ELM_TYPE_Q6_K | 1u << ELM_TYPE_IQ4_XS,

@@ -1,0 +1,157 @@
+/* One weight row of Q4_K, Q5_K, Q6_K or IQ4_XS against one token in 512-bit vectors: the AVX-512
+ * table's decode step (kquant_body.h's dot_packed at one row and one token). Not a header to
+ * include elsewhere: kquant_body.h includes it after packed_scales.
+ *
+ * Why its own loop: at 2 threads each core has to turn about 29 GB/s of weights into products to
+ * keep up with this machine's memory (AMD Zen 5, `bench --membw` 58 GB/s), 15-23 cycles per
+ * super-block, and the 256-bit loop spent 25-35 on the 5-bit, 6-bit and IQ4_XS types.
+ * Here a super-block is four vectors of 64 codes in weight order (c_j: weights 64j..64j+63,
+ * built with whole-vector masks, shifts, lane shuffles and, for IQ4_XS, a grid lookup), each
+ * against 64 activations with maddubs (pair sums in int16) and one vpdpwssd by its 16-weight
+ * groups' scales, spread over the int16 lanes by one vpermw (lane i of c_j's pairs is group
+ * 4j + i/8). The integers are the oracle's per super-block (kquant.h); the float steps are one
+ * fused multiply-add per super-block into 16 float lanes, as the 256-bit decode's lanes. */
+
+/* The scale of group 4j + i/8 in int16 lane i, for vpermw of j = 0..3. */
+KQ_INLINE __m512i kq512_scale_index(int j) {
+    return _mm512_add_epi16(_mm512_set1_epi16((short)(4 * j)),
+                            _mm512_srli_epi16(_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23,
+                                                               22, 21, 20, 19, 18, 17, 16, 15, 14,
+                                                               13, 12, 11, 10, 9, 8, 7, 6, 5, 4,
+                                                               3, 2, 1, 0),
+                                              3));
+}
+
+/* The low and high nibbles of 64 bytes. */
+KQ_INLINE void kq512_nibbles(const uint8_t *p, __m512i *lo, __m512i *hi) {
+    const __m512i v = _mm512_loadu_si512(p), m4 = _mm512_set1_epi8(0x0f);
+    *lo = _mm512_and_si512(v, m4);
+    *hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+}
+
+/* a | (b & m) in one vpternlog. */
+KQ_INLINE __m512i kq512_or_masked(__m512i a, __m512i b, __m512i m) {
+    return _mm512_ternarylogic_epi32(a, b, m, 0xf8);
+}
+
+/* The four code vectors of super-block b (see above), unsigned: Q4_K's and Q5_K's codes, Q6_K's
+ * and IQ4_XS's before their offsets (32; 128 added to the signed grid values). */
+KQ_INLINE void kq512_codes(const elm_type t, const uint8_t *b, __m512i c[4]) {
+    switch (t) {
+    case ELM_TYPE_Q4_K:
+    case ELM_TYPE_Q5_K: {
+        /* 32 code bytes hold weights 64p..64p+31 (low nibbles) and 64p+32.. (high): a 64-byte
+         * load has 128k+0..31 | 128k+64..95 in its low nibbles and the +32 runs in its high */
+        const uint8_t *qs = b + (t == ELM_TYPE_Q5_K ? 48 : 16);
+        for (int k = 0; k < 2; k++) {
+            __m512i lo, hi;
+            kq512_nibbles(qs + 64 * k, &lo, &hi);
+            c[2 * k] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(1, 0, 1, 0));
+            c[2 * k + 1] = _mm512_shuffle_i64x2(lo, hi, _MM_SHUFFLE(3, 2, 3, 2));
+        }
+        if (t == ELM_TYPE_Q5_K) {
+            /* the fifth bit of weight 32c + l is bit c of qh[l]: c_j's halves take bits 2j and
+             * 2j+1 to bit 4 (16-bit shifts, the mask drops what crossed a byte) */
+            const __m512i qh = _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 16)));
+            const __m512i bit4 = _mm512_set1_epi8(0x10);
+            for (int j = 0; j < 4; j++) {
+                const int a = 4 - 2 * j, z = a - 1; /* left shifts of the two halves (< 0: right) */
+                const __m512i up = _mm512_inserti64x4(_mm512_set1_epi16((short)(a > 0 ? a : 0)),
+                                                      _mm256_set1_epi16((short)(z > 0 ? z : 0)), 1);
+                const __m512i down = _mm512_inserti64x4(_mm512_set1_epi16((short)(a < 0 ? -a : 0)),
+                                                        _mm256_set1_epi16((short)(z < 0 ? -z : 0)), 1);
+                const __m512i h = _mm512_srlv_epi16(_mm512_sllv_epi16(qh, up), down);
+                c[j] = kq512_or_masked(c[j], h, bit4);
+            }
+        }
+        break;
+    }
+    case ELM_TYPE_Q6_K: {
+        /* 64 low-bit bytes per 128 weights, already in weight order by nibble; the high two bits
+         * of weight 128h + 32k + l are bits 2k, 2k+1 of qh[32h + l], moved to bits 4, 5 */
+        const __m512i m2 = _mm512_set1_epi8(0x30);
+        const __m512i up = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1);
+        const __m512i down = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+        for (int h = 0; h < 2; h++) {
+            __m512i lo, hi;
+            kq512_nibbles(b + 64 * h, &lo, &hi);
+            const __m512i qh =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h)));
+            c[2 * h] = kq512_or_masked(lo, _mm512_sllv_epi16(qh, up), m2);
+            c[2 * h + 1] = kq512_or_masked(hi, _mm512_srlv_epi16(qh, down), m2);
+        }
+        break;
+    }
+    default: { /* IQ4_XS: sub-block j's 16 bytes give weights 32j+l (low nibble), 32j+16+l (high) */
+        /* the grid values + 128 (unsigned, for vpdpbusd): their sign bit flipped */
+        const __m512i grid = _mm512_xor_si512(
+            _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid)),
+            _mm512_set1_epi8((char)0x80));
+        const __m512i even = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+        const __m512i odd = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+        for (int k = 0; k < 2; k++) {
+            __m512i lo, hi;
+            kq512_nibbles(b + 8 + 64 * k, &lo, &hi);
+            lo = _mm512_shuffle_epi8(grid, lo), hi = _mm512_shuffle_epi8(grid, hi);
+            c[2 * k] = _mm512_permutex2var_epi64(lo, even, hi);
+            c[2 * k + 1] = _mm512_permutex2var_epi64(lo, odd, hi);
+        }
+        break;
+    }
+    }
+}
+
+KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_row *x, int64_t n) {
+    const size_t bb = elm_type_get(t)->block_bytes;
+    const bool mins = t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
+    __m512i idx[4], idx32[4];
+    for (int j = 0; j < 4; j++) {
+        idx[j] = kq512_scale_index(j);
+        /* int32 lane i of c_j's vpdpbusd sums: group 4j + i/4 */
+        idx32[j] = _mm512_add_epi32(_mm512_set1_epi32(4 * j),
+                                    _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8,
+                                                                       7, 6, 5, 4, 3, 2, 1, 0),
+                                                      2));
+    }
+    __m512 acc = _mm512_setzero_ps();
+    __m256 acc_m = _mm256_setzero_ps();
+    for (int64_t s = 0; s < n; s++, src += bb) {
+        elm_prefetch_span(src + ELM_PREFETCH_AHEAD, bb);
+        kq_scales sm;
+        float d, dmin;
+        packed_scales(t, src, &sm, &d, &dmin);
+        const __m256i sc16 = _mm256_load_si256((const __m256i *)sm.sc);
+        __m512i c[4];
+        kq512_codes(t, src, c);
+        const int8_t *xq = x->qs + s * ELM_QK_K;
+        __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+        /* IQ4_XS: codes up to 241 would overflow maddubs' int16 pairs, so vpdpbusd's int32
+         * sums of 4 products, times their group's scale in int32 */
+        const __m512i sc32 =
+            t == ELM_TYPE_IQ4_XS ? _mm512_cvtepi16_epi32(sc16) : _mm512_setzero_si512();
+        for (int j = 0; j < 4; j++) {
+            const __m512i xv = _mm512_loadu_si512(xq + 64 * j);
+            if (t == ELM_TYPE_IQ4_XS) {
+                const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[j], xv);
+                const __m512i scv = _mm512_permutexvar_epi32(idx32[j], sc32);
+                isum[j % 2] = _mm512_add_epi32(isum[j % 2], _mm512_mullo_epi32(p, scv));
+            } else {
+                const __m512i scv = _mm512_permutexvar_epi16(idx[j], _mm512_castsi256_si512(sc16));
+                isum[j % 2] = _mm512_dpwssd_epi32(isum[j % 2], _mm512_maddubs_epi16(c[j], xv), scv);
+            }
+        }
+        __m512i sum = _mm512_add_epi32(isum[0], isum[1]);
+        const __m256i bsum = _mm256_loadu_si256((const __m256i *)(x->bsum + 16 * s));
+        /* the codes' offsets: 32 (Q6_K) or 128 (IQ4_XS) times Σ_g sc[g]·bsum[g] */
+        if (t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS)
+            sum = _mm512_sub_epi32(sum, _mm512_zextsi256_si512(_mm256_slli_epi32(
+                                            _mm256_madd_epi16(sc16, bsum), t == ELM_TYPE_Q6_K ? 5 : 7)));
+        const float xd = x->d[s];
+        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * xd), acc);
+        if (mins)
+            acc_m = _mm256_fmadd_ps(
+                _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm.m), bsum)),
+                _mm256_set1_ps(dmin * xd), acc_m);
+    }
+    return _mm512_reduce_add_ps(acc) - (mins ? hsum256(acc_m) : 0.0f);
+}
