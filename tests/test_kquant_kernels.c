@@ -151,7 +151,9 @@ static void check_packed(const elm_kernels *k, problem *p, int64_t nt, bool give
     const int64_t rows = p->w.rows;
     void *packed = malloc(elm_row_bytes(p->w.type, p->w.cols) * (size_t)rows);
     k->pack(&p->w, packed);
-    elm_matmul_args a = {.w = p->w, .x = p->x, .xq = given_q8k ? p->xq : NULL, .n_tok = nt, .y = p->y};
+    /* IQ4_NL products always take the caller's q8 rows */
+    const bool xq = given_q8k || p->w.type == ELM_TYPE_IQ4_NL;
+    elm_matmul_args a = {.w = p->w, .x = p->x, .xq = xq ? p->xq : NULL, .n_tok = nt, .y = p->y};
     a.w.data = packed;
     a.w.packed_by = k;
     const int64_t cut = rows > 16 ? 16 : rows;

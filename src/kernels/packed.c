@@ -73,6 +73,11 @@ bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols) {
     return elm_packs_q4q5x16(t, rows, cols) || elm_packs_q4_kx16(t, rows, cols);
 }
 
+bool elm_packs_x16_nl(elm_type t, int64_t rows, int64_t cols) {
+    return elm_packs_x16(t, rows, cols) ||
+           elm_packs_q4q5x16(t == ELM_TYPE_IQ4_NL ? ELM_TYPE_Q4_0 : t, rows, cols);
+}
+
 void elm_pack_x16(const elm_weights *w, void *out) {
     if (w->type == ELM_TYPE_Q4_K) elm_pack_q4_kx16(w, out);
     else elm_pack_q4q5x16(w, out);

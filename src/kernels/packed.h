@@ -17,7 +17,9 @@
  * masked it gives the unsigned low nibbles of weights 4j..4j+3 of the 16 rows, shifted those of
  * 16+4j..16+4j+3, ready for vpdpbusd (or maddubs) against four broadcast activation bytes. The
  * layout takes exactly the file's bytes (16 rows × B per block), so a matrix is packed in place.
- * Only matrices of a multiple of 16 rows are packed.
+ * Only matrices of a multiple of 16 rows are packed. IQ4_NL's blocks are Q4_0's bytes (a scale
+ * and 16 bytes of nibbles), so "iq4_nlx16" is q4_0x16's layout, its nibbles indices into the grid
+ * (the AVX-512 table's, which looks them up with one vpshufb per vector).
  *
  * Q4_K by 16 rows ("q4_kx16", the AVX-512 table's): per tile of rows [16i, 16i + 16) and
  * super-block s (256 columns) of each, 2304 bytes at (i·nsb + s)·2304, nsb = cols / 256:
@@ -79,8 +81,11 @@ bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols);
  * not overlapping it). */
 void elm_pack_q4_kx16(const elm_weights *w, void *out);
 
-/* The 32-weight types and Q4_K by 16 rows, the x86 tables' packs and pack (kernels.h). */
+/* The 32-weight types and Q4_K by 16 rows, the x86 tables' packs and pack (kernels.h); the
+ * AVX-512 table's packs, elm_packs_x16_nl, takes IQ4_NL too (its tiles look up the grid; AVX2's
+ * maddubs could not take the grid values + 128 without overflowing its int16 pairs). */
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols);
+bool elm_packs_x16_nl(elm_type t, int64_t rows, int64_t cols);
 void elm_pack_x16(const elm_weights *w, void *out);
 
 /* A product over packed tiles: rows [r0, r1) (r0 a multiple of 16) of y[n_tok][rows], the tile
@@ -93,8 +98,8 @@ void elm_packed_matmul(elm_tile_q8_fn tile, int max_tokens, const void *data, in
                        int64_t nb, size_t tile_bytes, const void *xq, size_t x_row, int64_t n_tok,
                        float *y, int64_t r0, int64_t r1);
 
-/* elm_packed_matmul for packed Q4_0, Q4_1, Q5_0 or Q5_1 weights (a->xq: q8 rows; the tile
- * argument a micro-kernel of a->w.type's q*x16 tiles). */
+/* elm_packed_matmul for packed Q4_0, Q4_1, Q5_0, Q5_1 or IQ4_NL weights (a->xq: q8 rows; the
+ * tile argument a micro-kernel of a->w.type's q*x16 tiles). */
 void elm_packed_q4q5x16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
                                int64_t r0, int64_t r1);
 

@@ -13,6 +13,7 @@
  * Prefill has 512-bit micro-kernels where a vector holds one column of all 16 rows of a tile: the
  * weights of a block are loaded once and multiplied with each token's activations broadcast from
  * memory. */
+#include "codecs/kquant_codec.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
 #include "kernels/targets.h"
@@ -84,11 +85,12 @@ X86_FN static void tile_q8_512(const uint8_t *tile, int64_t nb, const void *xq, 
     }
 }
 
-/* Packed Q4_0, Q4_1, Q5_0 and Q5_1 (packed.h, q*x16): a block's four vectors of the tile, masked
- * and shifted, are the eight vectors of unsigned low nibbles; for Q5_0 and Q5_1 one shift of the
- * qh vector and a ternary-logic merge add each one's fifth bits. The zero point (8, 16) of the
- * symmetric types comes off in integers (the sum starts at -8·Σx.qs or -16·Σx.qs), the offset m of
- * the others as m·x.s. The integer sums are tile_q8_512_n's and so are the float steps, so a
+/* Packed Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (packed.h, q*x16): a block's four vectors of the tile,
+ * masked and shifted, are the eight vectors of unsigned low nibbles; for Q5_0 and Q5_1 one shift
+ * of the qh vector and a ternary-logic merge add each one's fifth bits, for IQ4_NL one vpshufb
+ * turns them into its grid values + 128 (unsigned, at most 241). The zero point (8, 16, 128) of
+ * the symmetric types comes off in integers (the sum starts at -8·Σx.qs, -16·Σx.qs or
+ * -128·Σx.qs), the offset m of the others as m·x.s. The integer sums are tile_q8_512_n's and so are the float steps, so a
  * prefill gives the same bits whether its weights are packed or not. */
 
 /* Token k's accumulator and activation pointers, named (acc##k) rather than in arrays: as in
@@ -102,7 +104,7 @@ X86_FN static void tile_q8_512(const uint8_t *tile, int64_t nb, const void *xq, 
     if (nt > k) {                                                                                  \
         const int8_t *qs = x##k.qs + b * ELM_QK;                                                   \
         __m512i sum = asym ? _mm512_setzero_si512()                                                \
-                           : _mm512_set1_epi32(-(five ? 16 : 8) * x##k.sum[b]);                    \
+                           : _mm512_set1_epi32(-(nl ? 128 : five ? 16 : 8) * x##k.sum[b]);         \
         for (int i = 0; i < ELM_QK / 4; i++)                                                       \
             sum = dpbusd_bcast(sum, w[i], qs + 4 * i);                                             \
         acc##k = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),                                          \
@@ -117,9 +119,13 @@ X86_FN static void tile_q8_512(const uint8_t *tile, int64_t nb, const void *xq, 
 
 X86_INLINE void tile_qx16_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
                             int64_t ldy, int n_rows, const int nt, const bool asym,
-                            const bool five) {
+                            const bool five, const bool nl) {
     QX16_FOR_TOKENS(QX16_INIT)
     const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
+    /* IQ4_NL's grid values + 128: their sign bits flipped */
+    const __m512i grid =
+        _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid)),
+                         _mm512_set1_epi8((char)0x80));
     const size_t d_at = elm_qx16_d_at(five), bytes = elm_qx16_bytes(asym, five);
     const uint8_t *pf = tile + ELM_PREFETCH_AHEAD;
     for (int64_t b = 0; b < nb; b++, tile += bytes) {
@@ -142,6 +148,8 @@ X86_INLINE void tile_qx16_n(const uint8_t *tile, int64_t nb, const void *xq, flo
             w[6] = QX16_FIFTH(w[6], _mm512_srli_epi16(q, 2));
             w[7] = QX16_FIFTH(w[7], _mm512_srli_epi16(q, 3));
         }
+        if (nl)
+            for (int j = 0; j < ELM_QK / 4; j++) w[j] = _mm512_shuffle_epi8(grid, w[j]);
         const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + d_at)));
         const __m256i *mp = (const __m256i *)(tile + d_at + 32);
         const __m512 m = asym ? _mm512_cvtph_ps(_mm256_loadu_si256(mp)) : _mm512_setzero_ps();
@@ -156,18 +164,29 @@ X86_INLINE void tile_qx16_n(const uint8_t *tile, int64_t nb, const void *xq, flo
 #undef QX16_STORE
 #undef QX16_FIFTH
 
+X86_INLINE void tile_qx16_nl(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                             float *y, int64_t ldy, int n_rows, const bool asym, const bool five,
+                             const bool nl) {
+    switch (n_tok) {
+    case 1: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 1, asym, five, nl); break;
+    case 2: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 2, asym, five, nl); break;
+    case 3: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 3, asym, five, nl); break;
+    case 4: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 4, asym, five, nl); break;
+    case 5: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 5, asym, five, nl); break;
+    case 6: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 6, asym, five, nl); break;
+    case 7: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 7, asym, five, nl); break;
+    default: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 8, asym, five, nl); break;
+    }
+}
+
 X86_INLINE void tile_qx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
                           int64_t ldy, int n_rows, const bool asym, const bool five) {
-    switch (n_tok) {
-    case 1: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 1, asym, five); break;
-    case 2: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 2, asym, five); break;
-    case 3: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 3, asym, five); break;
-    case 4: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 4, asym, five); break;
-    case 5: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 5, asym, five); break;
-    case 6: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 6, asym, five); break;
-    case 7: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 7, asym, five); break;
-    default: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 8, asym, five); break;
-    }
+    tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, false);
+}
+
+X86_FN static void tile_iq4_nlx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                                  float *y, int64_t ldy, int n_rows) {
+    tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, false, false, true);
 }
 
 X86_QX16_KERNELS
@@ -508,7 +527,9 @@ static const elm_gemm_kernels gemm_kernels_bf16 = GEMM_512(&elm_gemm_bf16_avx512
 
 X86_INLINE void matmul_with(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0,
                             int64_t r1, void *scratch) {
-    if (a->w.packed_by && !elm_type_kquant(a->w.type))
+    if (a->w.packed_by && a->w.type == ELM_TYPE_IQ4_NL)
+        elm_packed_q4q5x16_matmul(tile_iq4_nlx16, Q8_TOKENS, a, r0, r1);
+    else if (a->w.packed_by && !elm_type_kquant(a->w.type))
         elm_packed_q4q5x16_matmul(tile_qx16_for(a->w.type), Q8_TOKENS, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx512, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(g, a, r0, r1, scratch);
@@ -527,7 +548,7 @@ X86_FN static void matmul_bf16(const elm_matmul_args *a, int64_t r0, int64_t r1,
 #define AVX512_KERNELS(matmul_fn, bf16_tokens, pair)                                               \
     {                                                                                              \
         .isa = "avx512", .dot_f32 = dot_f32, .transpose16 = transpose_x_512,                       \
-        .quantize_q8 = quantize_q8, .matmul = matmul_fn, .packs = elm_packs_x16,                   \
+        .quantize_q8 = quantize_q8, .matmul = matmul_fn, .packs = elm_packs_x16_nl,                \
         .pack = elm_pack_x16, .bf16_act_tokens = bf16_tokens, .pair16 = pair,                      \
         .rmsnorm = rmsnorm, .softmax = softmax, .swiglu = swiglu, .geglu = geglu,       \
         .rope_cs = elm_scalar_rope_cs, .rope = elm_scalar_rope, .rope_neox = elm_scalar_rope_neox, \

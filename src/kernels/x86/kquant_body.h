@@ -302,13 +302,12 @@ KQ_INLINE __m256i packed_chunk(elm_type t, const uint8_t *b, int c) {
             _mm256_and_si256(kq_shift(kq_load(b + 128 + 32 * h), 4 - 2 * k), _mm256_set1_epi8(0x30));
         return _mm256_or_si256(lo, hi);
     }
-    default: { /* IQ4_XS: sub-block c's 16 bytes, low nibbles then high nibbles */
-        const __m128i v = _mm_loadu_si128((const __m128i *)(b + 8 + 16 * c));
-        const __m256i idx = _mm256_and_si256(
-            _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1), m4);
-        const __m256i grid =
-            _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid));
-        return _mm256_shuffle_epi8(grid, idx);
+    default: { /* IQ4_XS: sub-block c's 16 bytes, low nibbles then high nibbles; the load, masks
+                * and lookups of sub-blocks c and c ^ 1 are the same expressions, computed once
+                * for both when unrolled */
+        __m256i lo, hi;
+        kq_grid(kq_load(b + 8 + 32 * (c / 2)), &lo, &hi);
+        return _mm256_permute2x128_si256(lo, hi, c % 2 ? 0x31 : 0x20);
     }
     }
 }

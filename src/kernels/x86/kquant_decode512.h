@@ -5,12 +5,13 @@
  * Why its own loop: at 2 threads each core has to turn about 29 GB/s of weights into products to
  * keep up with this machine's memory (AMD Zen 5, `bench --membw` 58 GB/s), 15-23 cycles per
  * super-block, and the 256-bit loop spent 25-35 on the 5-bit, 6-bit and IQ4_XS types.
- * Here a super-block is four vectors of 64 codes in weight order (c_j: weights 64j..64j+63,
- * built with whole-vector masks, shifts, lane shuffles and, for IQ4_XS, a grid lookup), each
- * against 64 activations with maddubs (pair sums in int16) and one vpdpwssd by its 16-weight
+ * Here a super-block is four vectors of 64 unsigned codes in weight order (c_j: weights
+ * 64j..64j+63, built with masks, per-lane shifts, lane shuffles and, for IQ4_XS, a grid lookup),
+ * each against 64 activations: maddubs (pair sums in int16) and one vpdpwssd by its 16-weight
  * groups' scales, spread over the int16 lanes by one vpermw (lane i of c_j's pairs is group
- * 4j + i/8). The integers are the oracle's per super-block (kquant.h); the float steps are one
- * fused multiply-add per super-block into 16 float lanes, as the 256-bit decode's lanes. */
+ * 4j + i/8); IQ4_XS's grid values + 128 would overflow those pairs, so vpdpbusd and vpmulld.
+ * The integers are the oracle's per super-block (kquant.h); the float steps are one fused
+ * multiply-add per super-block into 16 float lanes, as the 256-bit decode's lanes. */
 
 /* The scale of group 4j + i/8 in int16 lane i, for vpermw of j = 0..3. */
 KQ_INLINE __m512i kq512_scale_index(int j) {
