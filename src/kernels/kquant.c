@@ -249,6 +249,11 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
             }
             continue;
         }
+        if (direct && nt == 1 && k->decode_rows) {
+            k->decode_rows(a->w.type, (const uint8_t *)a->w.data + (size_t)r0 * row_bytes,
+                           row_bytes, r1 - r0, elm_q8k_at(xq, cols, 0), nsb, a->y + t0 * rows + r0);
+            continue;
+        }
         /* tiles of nr rows (2 on the direct path) by up to 4 tokens */
         for (int64_t r = r0; r < r1;) {
             const uint8_t *src = (const uint8_t *)a->w.data + (size_t)r * row_bytes;

@@ -86,6 +86,10 @@ typedef struct elm_kq_kernels {
     void (*dot_packed)(elm_type t, const uint8_t *src, size_t row_bytes, int nr,
                        const elm_q8k_row *x, int nx, int64_t n, float *out);
     uint32_t packed_types;
+    /* Decode, optional, for the packed_types: y[r] = row r · x for r < n_rows rows (row_bytes
+     * apart) of n packed super-blocks at src, the float result above in any float order. */
+    void (*decode_rows)(elm_type t, const uint8_t *src, size_t row_bytes, int64_t n_rows,
+                        elm_q8k_row x, int64_t n, float *y);
     /* Prefill, optional, for every 256-weight type: y[t·ldy + r] = row r · token t for r <
      * n_rows <= 16 rows unpacked at blk (cols/256 blocks each, row after row) and t < nt q8_K
      * rows at xq; scratch: ELM_KQ_TILE_SB_BYTES per 256 columns, 64-byte aligned. */

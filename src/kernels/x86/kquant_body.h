@@ -419,22 +419,8 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
         KQ_PACKED_NX(T, 2)                                                                   \
     }
 
-#ifdef KQ_DECODE512
-#include "kernels/x86/kquant_decode512.h"
-#endif
-
 KQ_FN static void dot_packed(elm_type t, const uint8_t *src, size_t row_bytes, int nr,
                              const elm_q8k_row *x, int nx, int64_t n, float *out) {
-#ifdef KQ_DECODE512
-    if (nr == 1 && nx == 1) {
-        switch (t) {
-        case ELM_TYPE_Q4_K: out[0] = kq512_row(ELM_TYPE_Q4_K, src, x, n); return;
-        case ELM_TYPE_Q5_K: out[0] = kq512_row(ELM_TYPE_Q5_K, src, x, n); return;
-        case ELM_TYPE_Q6_K: out[0] = kq512_row(ELM_TYPE_Q6_K, src, x, n); return;
-        default: out[0] = kq512_row(ELM_TYPE_IQ4_XS, src, x, n); return;
-        }
-    }
-#endif
     switch (t) {
     case ELM_TYPE_Q4_K: KQ_PACKED_TYPE(ELM_TYPE_Q4_K) break;
     case ELM_TYPE_Q5_K: KQ_PACKED_TYPE(ELM_TYPE_Q5_K) break;
@@ -444,6 +430,35 @@ KQ_FN static void dot_packed(elm_type t, const uint8_t *src, size_t row_bytes, i
 }
 #undef KQ_PACKED_NX
 #undef KQ_PACKED_TYPE
+
+/* Decode: one token against n_rows rows, the loop over rows here so that the row kernel's
+ * constants are set up once per call, not once per row (a TinyLlama row is 8 super-blocks). */
+#ifdef KQ_DECODE512
+#include "kernels/x86/kquant_decode512.h"
+#define KQ_ROW kq512_row
+#else
+KQ_INLINE float kq256_row(const elm_type t, const uint8_t *src, const elm_q8k_row *x, int64_t n) {
+    float out[4];
+    dot_packed_n(t, src, 0, 1, x, 1, n, out);
+    return out[0];
+}
+#define KQ_ROW kq256_row
+#endif
+
+#define KQ_ROWS(T)                                                                           \
+    for (int64_t r = 0; r < n_rows; r++) y[r] = KQ_ROW(T, src + (size_t)r * row_bytes, &x, n);
+
+KQ_FN static void decode_rows(elm_type t, const uint8_t *src, size_t row_bytes, int64_t n_rows,
+                              elm_q8k_row x, int64_t n, float *y) {
+    switch (t) {
+    case ELM_TYPE_Q4_K: KQ_ROWS(ELM_TYPE_Q4_K) break;
+    case ELM_TYPE_Q5_K: KQ_ROWS(ELM_TYPE_Q5_K) break;
+    case ELM_TYPE_Q6_K: KQ_ROWS(ELM_TYPE_Q6_K) break;
+    default: KQ_ROWS(ELM_TYPE_IQ4_XS) break;
+    }
+}
+#undef KQ_ROWS
+#undef KQ_ROW
 
 #ifndef KQ_TILES
 /* ---- packed Q4_K (packed.h, q4_kx16) for the AVX2 table ----
@@ -653,6 +668,7 @@ const elm_kq_kernels KQ_TABLE = {
     .dot_iq4_nl = dot_iq4_nl,
     .row_iq4_nl = row_iq4_nl,
     .dot_packed = dot_packed,
+    .decode_rows = decode_rows,
     .packed_types =
         1u << ELM_TYPE_Q4_K | 1u << ELM_TYPE_Q5_K | 1u << ELM_TYPE_Q6_K | 1u << ELM_TYPE_IQ4_XS,
     .gemm16 = gemm16,
