@@ -1,5 +1,6 @@
 /* Sampler chain: greedy, determinism per seed, top-k/top-p/min-p filtering, temperature and the
- * repetition penalty, each checked on hand-made logits where the answer is known. */
+ * repetition penalty, each checked on hand-made logits where the answer is known; top-k over a
+ * large vocabulary with ties against a sort of the whole of it. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -20,6 +21,45 @@ static int draw_counts(elm_sampler_params p, const float *logits, int n_draws, i
     }
     elm_sampler_free(s);
     return distinct;
+}
+
+typedef struct {
+    float logit;
+    int id;
+} ranked;
+
+static int by_rank(const void *a, const void *b) {
+    const ranked *x = a, *y = b;
+    if (x->logit != y->logit) return x->logit < y->logit ? 1 : -1;
+    return x->id - y->id;
+}
+
+/* top-k 50 of 3001 logits on a coarse grid (many ties, broken by the lower id): the kept
+ * tokens and their probabilities are those of the first 50 of the whole vocabulary sorted. */
+static void check_top_k_ties(void) {
+    enum { N = 3001, K = 50 };
+    static float logits[N], probs[N];
+    static ranked r[N];
+    unsigned seed = 5;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 1103515245u + 12345u;
+        logits[i] = (float)((seed >> 16) % 64) * 0.25f;
+        r[i] = (ranked){logits[i], i};
+    }
+    qsort(r, N, sizeof *r, by_rank);
+    elm_sampler_params p = elm_sampler_defaults();
+    p.top_k = K, p.top_p = 1, p.min_p = 0, p.temp = 1;
+    elm_sampler *s = elm_sampler_new(&p, N);
+    elm_sampler_probs(s, logits, NULL, 0, probs);
+    elm_sampler_free(s);
+    double sum = 0, worst = 0;
+    for (int i = 0; i < K; i++) sum += exp(r[i].logit - r[0].logit);
+    for (int i = 0; i < K; i++)
+        worst = fmax(worst, fabs(probs[r[i].id] - exp(r[i].logit - r[0].logit) / sum));
+    int kept = 0;
+    for (int i = 0; i < N; i++) kept += probs[i] > 0;
+    CHECK(kept == K && worst < 1e-6, "top-k %d of %d with ties: %d kept, probabilities off by %g",
+          K, N, kept, worst);
 }
 
 int main(int argc, char **argv) {
@@ -68,5 +108,6 @@ int main(int argc, char **argv) {
     CHECK(elm_sampler_sample(s, l, old, 6) == 1, "outside the window, no penalty");
     elm_sampler_free(s);
     CHECK(elm_argmax(logits, V) == 1, "argmax");
+    check_top_k_ties();
     return check_done();
 }

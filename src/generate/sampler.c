@@ -77,14 +77,49 @@ static void softmax_candidates(candidate *c, int32_t n, float t) {
     for (int32_t i = 0; i < n; i++) c[i].p = (float)(c[i].p / sum);
 }
 
+/* Restores the heap order of h[0..n) below i: each parent ranks after its children in
+ * by_logit_desc's order, so h[0] is the last of the kept ones. */
+static void sift_down(candidate *h, int32_t n, int32_t i) {
+    for (;;) {
+        int32_t worst = i;
+        const int32_t l = 2 * i + 1, r = l + 1;
+        if (l < n && by_logit_desc(&h[l], &h[worst]) > 0) worst = l;
+        if (r < n && by_logit_desc(&h[r], &h[worst]) > 0) worst = r;
+        if (worst == i) return;
+        const candidate t = h[i];
+        h[i] = h[worst], h[worst] = t;
+        i = worst;
+    }
+}
+
+/* The first k of the vocabulary in by_logit_desc's order into c[0..k), sorted: a heap of the k
+ * best seen so far, then a sort of those alone. The same candidates in the same order as sorting
+ * the whole vocabulary (the order is total), without sorting it: that sort was 8% of a TinyLlama
+ * decode step at 32000 tokens. */
+static void top_k_sorted(candidate *c, const float *logits, int32_t n_vocab, int32_t k) {
+    for (int32_t i = 0; i < k; i++) c[i] = (candidate){logits[i], 0, i};
+    for (int32_t i = k / 2 - 1; i >= 0; i--) sift_down(c, k, i);
+    for (int32_t i = k; i < n_vocab; i++) {
+        const candidate x = {logits[i], 0, i};
+        if (x.logit < c[0].logit || by_logit_desc(&x, &c[0]) > 0) continue;
+        c[0] = x;
+        sift_down(c, k, 0);
+    }
+    qsort(c, (size_t)k, sizeof *c, by_logit_desc);
+}
+
 /* The chain after the penalty, for temp > 0: leaves the kept candidates first in s->cand, sorted
  * by logit, with their renormalised probabilities at the temperature; returns how many. */
 static int32_t kept_candidates(elm_sampler *s, const float *logits) {
     candidate *c = s->cand;
-    for (int32_t i = 0; i < s->n_vocab; i++) c[i] = (candidate){logits[i], 0, i};
-    qsort(c, (size_t)s->n_vocab, sizeof *c, by_logit_desc);
     int32_t n = s->n_vocab;
-    if (s->p.top_k > 0 && s->p.top_k < n) n = s->p.top_k;
+    if (s->p.top_k > 0 && s->p.top_k < n) {
+        n = s->p.top_k;
+        top_k_sorted(c, logits, s->n_vocab, n);
+    } else {
+        for (int32_t i = 0; i < s->n_vocab; i++) c[i] = (candidate){logits[i], 0, i};
+        qsort(c, (size_t)s->n_vocab, sizeof *c, by_logit_desc);
+    }
     softmax_candidates(c, n, 1.0f);
     if (s->p.top_p < 1.0f) {
         double cum = 0;
