@@ -170,11 +170,13 @@ static void test_refusals(elm_model *m) {
     router->ne[0] /= 2, router->ne[1] *= 2; /* the same bytes as [16, 32] */
     expect_error(m, "blk.1.ffn_gate_inp.weight");
     router->ne[0] *= 2, router->ne[1] /= 2;
-    const char *good = tmp_path(tmpdir, "moe.gguf"), *cut = tmp_path(tmpdir, "cut.gguf");
+    /* the whole file written here, not left over from test_file */
+    const char *good = tmp_path(tmpdir, "good.gguf"), *cut = tmp_path(tmpdir, "cut.gguf");
+    elm_error err;
+    CHECK(elm_gguf_write_model(m, good, &err) == ELM_OK, "write: %s", err.msg);
     size_t n = 0;
     unsigned char *bytes = file_read(good, &n);
     elm_model *bad = NULL;
-    elm_error err;
     const elm_status st = bytes && file_copy(good, cut, n - 1000, 0)
                               ? elm_model_load(cut, NULL, &bad, &err)
                               : ELM_ERR_IO;
@@ -183,6 +185,7 @@ static void test_refusals(elm_model *m) {
     elm_model_free(bad);
     free(bytes);
     unlink(cut);
+    unlink(good);
 }
 
 int main(int argc, char **argv) {

@@ -79,6 +79,12 @@ edgelm_params edgelm_default_params(void);
 /* Loads a GGUF file, a Hugging Face folder or a llama2.c checkpoint. On failure returns the
  * status and writes the message (naming the file and the problem) to errbuf [errcap]. */
 int edgelm_model_load(const char *path, edgelm_model **out, char *errbuf, size_t errcap);
+/* As edgelm_model_load, but a GGUF file is mapped rather than read, and its matrices are left in
+ * the file's layout: loading costs the header and the tensor table, not the weights' memory (a
+ * 30B file's 17 GB), which is what reading what a model is (edgelm_model_info) wants. The handle
+ * also runs, at the speed of mapped weights. Hugging Face folders and llama2.c checkpoints are
+ * read either way. */
+int edgelm_model_load_mapped(const char *path, edgelm_model **out, char *errbuf, size_t errcap);
 void edgelm_model_free(edgelm_model *m);
 
 /* The library model behind a handle, for the lower-level API (elm_*, edgelm/model.h). */

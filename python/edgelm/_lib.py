@@ -68,6 +68,7 @@ TokenCallback = CFUNCTYPE(c_int, POINTER(c_char), c_size_t, c_int32, c_void_p)
 _I32P = POINTER(c_int32)
 _PROTOTYPES = {
     "edgelm_model_load": (c_int, [c_char_p, POINTER(c_void_p), c_char_p, c_size_t]),
+    "edgelm_model_load_mapped": (c_int, [c_char_p, POINTER(c_void_p), c_char_p, c_size_t]),
     "edgelm_model_free": (None, [c_void_p]),
     "edgelm_model_get": (c_void_p, [c_void_p]),
     "edgelm_model_info": (c_void_p, [c_void_p]),

@@ -77,10 +77,13 @@ def _int32(name: str, value: int) -> int:
     return value
 
 
-def _load(path: "str | os.PathLike") -> ctypes.c_void_p:
-    """edgelm_model_load: the model handle, or the library's error raised."""
+def _load(path: "str | os.PathLike", mapped: bool = False) -> ctypes.c_void_p:
+    """edgelm_model_load (mapped: edgelm_model_load_mapped): the model handle, or the library's
+    error raised."""
     handle, msg = ctypes.c_void_p(), ctypes.create_string_buffer(512)
-    status = _lib.lib().edgelm_model_load(os.fsencode(path), ctypes.byref(handle), msg, len(msg))
+    lib = _lib.lib()
+    load = lib.edgelm_model_load_mapped if mapped else lib.edgelm_model_load
+    status = load(os.fsencode(path), ctypes.byref(handle), msg, len(msg))
     if status:
         raise error_for(status, msg.value)
     return handle
@@ -102,9 +105,10 @@ def inspect(path: "str | os.PathLike") -> dict:
     """What the model at path (GGUF file, Hugging Face folder or llama2.c checkpoint) is, as a
     dict: path, architecture, n_vocab, n_ctx_train, dim, n_layers, n_heads, n_kv_heads,
     head_dim, ffn_dim, params, bytes (of the weights), bos_id, eos_id (-1: none), add_bos,
-    chat_template (str or None). The model is loaded to read them. Raises FileError for a missing
-    file, FormatError or UnsupportedError for one edgelm cannot run."""
-    handle = _load(path)
+    chat_template (str or None). A GGUF file is mapped to read them, not read: its weights stay on
+    disk. Raises FileError for a missing file, FormatError or UnsupportedError for one edgelm
+    cannot run."""
+    handle = _load(path, mapped=True)
     try:
         return _info(handle)
     finally:

@@ -9,7 +9,8 @@ void edgelm_error_out(char *errbuf, size_t errcap, const char *msg) {
     if (errbuf && errcap) snprintf(errbuf, errcap, "%s", msg);
 }
 
-int edgelm_model_load(const char *path, edgelm_model **out, char *errbuf, size_t errcap) {
+static int model_load(const char *path, bool in_memory, edgelm_model **out, char *errbuf,
+                      size_t errcap) {
     *out = NULL;
     elm_error err;
     elm_error_clear(&err);
@@ -18,15 +19,6 @@ int edgelm_model_load(const char *path, edgelm_model **out, char *errbuf, size_t
         edgelm_error_out(errbuf, errcap, "out of memory");
         return ELM_ERR_NOMEM;
     }
-    /* Desktop apps run the model: read it into memory for faster decode (elm_load_opts). On a
-     * phone (Android, or the -DEDGELM_MINIMAL=ON library an app links) map it instead: loading
-     * is then immediate, and the weights are clean file pages the OS can drop and re-read under
-     * memory pressure rather than anonymous memory that counts against the app. */
-#if defined(__ANDROID__) || defined(EDGELM_MINIMAL)
-    const bool in_memory = false;
-#else
-    const bool in_memory = true;
-#endif
     const elm_status st =
         elm_model_load(path, &(elm_load_opts){.in_memory = in_memory}, &h->m, &err);
     if (st) {
@@ -37,6 +29,22 @@ int edgelm_model_load(const char *path, edgelm_model **out, char *errbuf, size_t
     edgelm_error_out(errbuf, errcap, "");
     *out = h;
     return ELM_OK;
+}
+
+int edgelm_model_load(const char *path, edgelm_model **out, char *errbuf, size_t errcap) {
+    /* Desktop apps run the model: read it into memory for faster decode (elm_load_opts). On a
+     * phone (Android, or the -DEDGELM_MINIMAL=ON library an app links) map it instead: loading
+     * is then immediate, and the weights are clean file pages the OS can drop and re-read under
+     * memory pressure rather than anonymous memory that counts against the app. */
+#if defined(__ANDROID__) || defined(EDGELM_MINIMAL)
+    return model_load(path, false, out, errbuf, errcap);
+#else
+    return model_load(path, true, out, errbuf, errcap);
+#endif
+}
+
+int edgelm_model_load_mapped(const char *path, edgelm_model **out, char *errbuf, size_t errcap) {
+    return model_load(path, false, out, errbuf, errcap);
 }
 
 void edgelm_model_free(edgelm_model *m) {

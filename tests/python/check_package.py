@@ -53,6 +53,23 @@ def vm_rss_kib():
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
+# inspect maps a GGUF file: the peak memory of a fresh python inspecting a 150 MB file stays
+# far below the file (reading it in, as loading to run does, would pass it)
+synth = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"edgelm-inspect-{os.getpid()}.gguf")
+try:
+    subprocess.run([binary, "synth", "--preset", "tinyllama-1.1b", "--type", "q8_0", "--layers",
+                    "1", "-o", synth], check=True, capture_output=True)
+    size_kib = os.path.getsize(synth) // 1024
+    peak = subprocess.run([sys.executable, "-c",
+                           "import edgelm, resource, sys; i = edgelm.inspect(sys.argv[1]); "
+                           "print(i['n_layers'], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)",
+                           synth], check=True, capture_output=True, text=True).stdout.split()
+    check(peak[0] == "1" and int(peak[1]) < size_kib // 2,
+          f"inspect of a {size_kib} KiB file: n_layers {peak[0]}, peak RSS {peak[1]} KiB")
+finally:
+    if os.path.exists(synth):
+        os.remove(synth)
+
 golden = json.load(open(f"{fixtures}/stories260K/golden/greedy.json"))
 with edgelm.Model(gguf, n_ctx=256, n_threads=1) as model:
     info = edgelm.inspect(gguf)

@@ -307,7 +307,8 @@ KQ_INLINE __m256i packed_chunk(elm_type t, const uint8_t *b, int c) {
                 * for both when unrolled */
         __m256i lo, hi;
         kq_grid(kq_load(b + 8 + 32 * (c / 2)), &lo, &hi);
-        return _mm256_permute2x128_si256(lo, hi, c % 2 ? 0x31 : 0x20);
+        return c % 2 ? _mm256_permute2x128_si256(lo, hi, 0x31)
+                     : _mm256_permute2x128_si256(lo, hi, 0x20);
     }
     }
 }
