@@ -4,8 +4,7 @@
  * thread on N threads at once. A model's decode reads at most min(memory, N × the kernel's rate);
  * these say which of the two holds it back.
  *
- *   cmake --build build --target kernel_rate
- *   EDGELM_ISA=avx2 build/kernel_rate [-t N] [TYPE...]      (default: -t 2, the types below)
+ *   make build; EDGELM_ISA=avx2 build/kernel_rate [-t N] [TYPE...]      (default: -t 2, the types below)
  *
  * Weights are random bytes (the kernels' speed does not depend on the values: a NaN scale costs
  * what any float does), packed where the table packs that type, as a model's are at load; the
