@@ -74,8 +74,9 @@ bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols) {
 }
 
 bool elm_packs_x16_nl(elm_type t, int64_t rows, int64_t cols) {
+    /* IQ4_NL's blocks are Q4_0's bytes */
     return elm_packs_x16(t, rows, cols) ||
-           elm_packs_q4q5x16(t == ELM_TYPE_IQ4_NL ? ELM_TYPE_Q4_0 : t, rows, cols);
+           (t == ELM_TYPE_IQ4_NL && elm_packs_q4q5x16(ELM_TYPE_Q4_0, rows, cols));
 }
 
 void elm_pack_x16(const elm_weights *w, void *out) {
