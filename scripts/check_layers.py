@@ -23,8 +23,8 @@ LAYERS = {
 PUBLIC = {
     "types.h": 0, "error.h": 0, "system.h": 0, "vocab.h": 1,
     "model.h": 2, "context.h": 2, "session.h": 2,
-    "sampler.h": 4, "generate.h": 4, "chat.h": 4, "speculative.h": 4,
-    "perplexity.h": 4, "eval.h": 4, "quant.h": 4, "imatrix.h": 4,
+    "sampler.h": 4, "generate.h": 4, "chat.h": 4, "speculative.h": 4, "grammar.h": 4,
+    "perplexity.h": 4, "eval.h": 4, "embed.h": 4, "quant.h": 4, "imatrix.h": 4,
     "shapes.h": 5, "export.h": 5, "edgelm.h": 6, "server.h": 6,
 }
 # Internal headers the CLI needs and why: atomic outputs and whole-file reads; the clock.

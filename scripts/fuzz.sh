@@ -104,19 +104,39 @@ seeds() {
     put fuzz_imatrix "$t/imatrix.gguf"
   # server requests: chat bodies (odd first byte; the rest picks the template) and completions
   printf '%s' '{"model": "m", "messages": [{"role": "system", "content": "You tell stories."}, {"role": "user", "content": "Once upon a time"}], "temperature": 0.7, "top_p": 0.9, "top_k": 40, "max_tokens": 16, "seed": 42, "stop": ["\n", "The end"], "stream": true}' >"$t/chat.json"
-  printf '%s' '{"messages": [{"role": "user", "content": [{"type": "text", "text": "Hello "}, {"type": "text", "text": "there"}]}, {"role": "assistant", "content": "Hi"}, {"role": "user", "content": "A story?"}], "min_p": 0.05, "repeat_penalty": 1.1, "presence_penalty": 0, "n": 1, "max_completion_tokens": 8, "ignore_eos": false, "stream": null}' >"$t/chat-parts.json"
-  printf '%s' '{"model": "m", "prompt": "Once upon a time", "max_tokens": 32, "temperature": 0, "stop": "."}' >"$t/completion.json"
+  printf '%s' '{"messages": [{"role": "user", "content": [{"type": "text", "text": "Hello "}, {"type": "text", "text": "there"}]}, {"role": "assistant", "content": "Hi"}, {"role": "user", "content": "A story?"}], "min_p": 0.05, "repeat_penalty": 1.1, "presence_penalty": 0, "n": 1, "max_completion_tokens": 8, "ignore_eos": false, "stream": null, "logprobs": true, "top_logprobs": 5}' >"$t/chat-parts.json"
+  printf '%s' '{"model": "m", "prompt": "Once upon a time", "max_tokens": 32, "temperature": 0, "stop": ".", "logprobs": 3}' >"$t/completion.json"
   printf '%s' '{"prompt": ["Lily went"], "frequency_penalty": 0.5, "seed": -1, "top_k": 0}' >"$t/completion-array.json"
   for k in 01 03 05 07 09 0b 87; do put fuzz_server_request "$t/chat.json" $k; done
   put fuzz_server_request "$t/chat-parts.json" 01
   put fuzz_server_request "$t/chat-parts.json" 03
   put fuzz_server_request "$t/completion.json" 00
   put fuzz_server_request "$t/completion-array.json" 80
+  printf '%s' '{"prompt": "Once", "response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true, "schema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}}}}' >"$t/completion-schema.json"
+  printf '%s' '{"prompt": "Once", "grammar": "root ::= [a-z]{1,8} (\" \" root)?"}' >"$t/completion-grammar.json"
+  put fuzz_server_request "$t/completion-schema.json" 00
+  put fuzz_server_request "$t/completion-grammar.json" 00
+  # grammars: the first byte cuts the input into the grammar and a text
+  printf '%s' 'root ::= "{" ws pair ("," ws pair)* "}"
+pair ::= "\"" [a-z]+ "\"" ws ":" ws (num | "true" | [^\x00-\x1f"]{0,4}) # comment
+num ::= "-"? [1-9] [0-9]{0,3}
+ws ::= [ \t\n]?{"a": 12,"b":true}' >"$t/grammar"
+  put fuzz_grammar "$t/grammar" e8
+  # JSON schemas: objects, refs, combinators, bounds and formats
+  printf '%s' '{"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer", "minimum": -5, "exclusiveMaximum": 120}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}}, "required": ["v"], "additionalProperties": false}}, "anyOf": [{"$ref": "#/$defs/node"}, {"type": "string", "format": "date", "maxLength": 12}, {"enum": [null, 1.5, "x"]}]}' >"$t/schema-tree.json"
+  printf '%s' '{"type": "object", "properties": {"t": {"const": "a"}, "n": {"type": "number", "minimum": 0, "maximum": 10}, "id": {"type": "string", "format": "uuid"}, "at": {"type": "string", "format": "date-time"}, "p": {"type": "array", "prefixItems": [{"type": "boolean"}, {"type": "null"}], "items": false}}, "required": ["t"], "oneOf": [{"required": ["n"]}]}' >"$t/schema-object.json"
+  put fuzz_json_schema "$t/schema-tree.json"
+  put fuzz_json_schema "$t/schema-object.json"
   # /tokenize (even first byte) and /detokenize (odd) bodies
   printf '%s' '{"content": "Once upon a time <s> h\u00e9llo \u65e5", "add_special": true, "parse_special": false, "with_pieces": true}' >"$t/tokenize.json"
   printf '%s' '{"tokens": [1, 403, 407, 261, 378, 0, 511]}' >"$t/detokenize.json"
   put fuzz_server_tokenize "$t/tokenize.json" 00
   put fuzz_server_tokenize "$t/detokenize.json" 01
+  # /v1/embeddings bodies (the first byte: most tokens an input may have, minus 1)
+  printf '%s' '{"model": "m", "input": ["Once upon a time", "h\u00e9llo <s> \u65e5"], "encoding_format": "base64", "dimensions": 16}' >"$t/embeddings.json"
+  printf '%s' '{"input": [[1, 403, 407], [261, 378, 0, 511]], "encoding_format": "float"}' >"$t/embeddings-ids.json"
+  put fuzz_server_embeddings "$t/embeddings.json" 3f
+  put fuzz_server_embeddings "$t/embeddings-ids.json" 07
   # ONNX export: the tiny models (default form, accuracy level 4, QNN form) and llama.cpp's q4_0
   for arch in llama qwen2; do
     [ -f "$t/tiny-$arch-q4_0.gguf" ] && for k in 00 02 01; do put fuzz_export_onnx "$t/tiny-$arch-q4_0.gguf" $k; done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, gemma4, smollm3, lfm2, granitehybrid, qwen35, qwen3moe) on `synth --tiny` models: quantize
+# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, gemma4, gemma-embedding, smollm3, lfm2, granitehybrid, qwen35, qwen3moe) on `synth --tiny` models: quantize
 # (q4_0, mixed policy) writes a GGUF of the same architecture that runs, perplexity and eval work on it
 # (Phi-3 with LongRoPE too, its factors kept, run at a short and a long context); and the
 # refusals are one clear line each: a GGUF of an unsupported architecture, an unknown
@@ -23,9 +23,9 @@ json_get() {
 }
 
 head -c 1200 "$fix/stories260K/text/valid.txt" >"$tmp/text.txt"
-for arch in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybrid qwen35 qwen3moe; do
+for arch in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 gemma-embedding smollm3 lfm2 granitehybrid qwen35 qwen3moe; do
     case $arch in
-    llama | smollm3 | lfm2 | granitehybrid) vocab=llama-spm ;; qwen2 | qwen3 | qwen3moe) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma | gemma3 | gemma4) vocab=llama-spm ;;
+    llama | smollm3 | lfm2 | granitehybrid) vocab=llama-spm ;; qwen2 | qwen3 | qwen3moe) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma | gemma3 | gemma4 | gemma-embedding) vocab=llama-spm ;;
     qwen35) vocab=qwen35 ;;
     esac
     f32=$tmp/$arch.gguf

@@ -97,7 +97,7 @@ expect_status "temperature type" 400 "$(printf "$err" 'temperature: expected a n
 expect_status "top_p range" 400 "$(printf "$err" 'top_p')" POST $chat '{"messages":[{"role":"user","content":"hi"}],"top_p":3}'
 expect_status "stream type" 400 "$(printf "$err" 'stream')" POST $chat '{"messages":[{"role":"user","content":"hi"}],"stream":"yes"}'
 expect_status "stop type" 400 "$(printf "$err" 'stop')" POST $chat '{"messages":[{"role":"user","content":"hi"}],"stop":5}'
-expect_status "n" 400 "$(printf "$err" 'n: ')" POST $chat '{"messages":[{"role":"user","content":"hi"}],"n":2}'
+expect_status "n over the slots" 400 "$(printf "$err" 'n: 3 out of range 1..2')" POST $chat '{"messages":[{"role":"user","content":"hi"}],"n":3}'
 expect_status "no prompt" 400 "$(printf "$err" 'prompt: required')" POST /v1/completions '{"max_tokens":3}'
 long=$(python3 -c 'print("Once upon a time " * 200)')
 expect_status "prompt over context" 400 "$(printf "$err" 'prompt: the prompt has [0-9]+ tokens, a slot.s context holds 256')" POST /v1/completions "{\"prompt\":\"$long\"}"

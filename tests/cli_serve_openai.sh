@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `edgelm serve` with the official OpenAI Node client (npm openai, pinned by
-# scripts/openai-npm.sh): models, chat and completions, streamed and not, prefix caching seen in
+# scripts/npm-clients.sh): models, chat and completions, streamed and not, prefix caching seen in
 # usage, errors as the client's APIError / AuthenticationError (tests/lib/serve_openai.cjs).
 # Skipped when node is missing or the npm registry cannot be reached.
 # usage: cli_serve_openai.sh EDGELM FIXTURES
@@ -8,11 +8,7 @@ set -u
 bin=$1 fx=$2
 . "$(dirname "$0")/lib/cli.sh"
 . "$(dirname "$0")/lib/serve.sh"
-command -v node >/dev/null || skip "node is not installed"
-npm_dir=$(bash scripts/openai-npm.sh 2>"$tmp/npm.err")
-rc=$?
-[ "$rc" -eq 2 ] && skip "$(cat "$tmp/npm.err")"
-[ "$rc" -eq 0 ] || { echo "FAIL: openai install: $(cat "$tmp/npm.err")" >&2; exit 1; }
+require_npm_clients
 
 start_server -m "$model" -t 1 --parallel 2 -c 256 --api-key test-key
 node "$(dirname "$0")/lib/serve_openai.cjs" "$npm_dir" "$url" test-key && ok || fail "openai client checks"

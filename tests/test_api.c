@@ -136,6 +136,38 @@ static void one_context(edgelm_model *m, const char *path) {
           "bad template: %s", err);
 }
 
+/* json_schema: every reply of the conversation is the schema's JSON (its one enum value or a
+ * small integer); a schema the translation cannot enforce, or one with lookup, is refused. */
+static void structured(edgelm_model *m) {
+    edgelm_params p = edgelm_default_params();
+    p.n_ctx = 256;
+    p.chat_template = "llama2";
+    p.seed = 5;
+    p.json_schema = "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\", "
+                    "\"minimum\": 0, \"maximum\": 9}}, \"required\": [\"n\"]}";
+    edgelm_ctx *c = NULL;
+    char err[256];
+    CHECK(edgelm_ctx_new(m, &p, &c, err, sizeof err) == 0, "ctx: %s", err);
+    for (int turn = 0; c && turn < 2; turn++) {
+        CHECK(edgelm_chat(c, "A number?", 64, NULL, NULL) == 0, "chat: %s", edgelm_last_error(c));
+        const char *r = edgelm_last_reply(c);
+        int n = -1;
+        char close = 0;
+        CHECK(sscanf(r, " { \"n\" : %d %c", &n, &close) == 2 && n >= 0 && n <= 9 && close == '}',
+              "reply %d: '%s'", turn, r);
+    }
+    edgelm_ctx_free(c);
+    c = NULL;
+    p.json_schema = "{\"type\": \"string\", \"pattern\": \"x\"}";
+    CHECK(edgelm_ctx_new(m, &p, &c, err, sizeof err) == ELM_ERR_UNSUPPORTED && !c &&
+              strstr(err, "pattern"), "unsupported schema: %s", err);
+    p.json_schema = NULL;
+    p.grammar = "root ::= \"a\"";
+    p.lookup = 3;
+    CHECK(edgelm_ctx_new(m, &p, &c, err, sizeof err) == ELM_ERR_UNSUPPORTED && !c,
+          "grammar with lookup: %s", err);
+}
+
 static void tokens(edgelm_model *m) {
     int32_t ids[64];
     const int32_t n = edgelm_tokenize(m, "Once upon a time", 1, 0, ids, 64);
@@ -170,6 +202,7 @@ int main(int argc, char **argv) {
     if (m) {
         two_threads(m);
         one_context(m, path);
+        structured(m);
         tokens(m);
     }
     unlink(path);

@@ -248,7 +248,8 @@ static void test_family(const char *arch, const char *vocab) {
               "%s: rope_freqs", arch);
         static const int32_t ids[6] = {1, 450, 7483, 310, 3444, 338};
         const elm_arch *fam = elm_arch_find(arch);
-        const int own = fam->swa_listed ? -1 : 0; /* no window, or Gemma 4's */
+        /* no window; Gemma 4's, EmbeddingGemma's (their windowed layers' RoPE is their own) */
+        const int own = fam->swa_listed || fam->non_causal ? -1 : 0;
         float *lg = logits(g, ids, 6, own), *lh = logits(h, ids, 6, own);
         size_t n = 6 * (size_t)m->hp.n_vocab;
         CHECK(lg && lh && !memcmp(lg, lh, n * sizeof *lg), "%s: HF and GGUF logits differ", arch);
@@ -259,9 +260,11 @@ static void test_family(const char *arch, const char *vocab) {
          * before it or on its position; a window as long as the text changes nothing (not in a
          * hybrid: its recurrent layers see the tokens before, test_hybrid.c; nor where global
          * layers do, Gemma 4) */
-        const bool hybrid = fam->recurrent != ELM_LAYER_ATTENTION || fam->swa_listed;
+        const bool hybrid = fam->recurrent != ELM_LAYER_ATTENTION || fam->swa_listed ||
+                            fam->swa_period;
+        /* a non-causal model's window is symmetric: n_swa / 2 on either side (EmbeddingGemma) */
         float *w1 = logits(g, ids, 6, 1), *last = logits(g, ids + 5, 1, own),
-              *w6 = logits(g, ids, 6, 6);
+              *w6 = logits(g, ids, 6, fam->non_causal ? 12 : 6);
         size_t V = (size_t)m->hp.n_vocab;
         float d_self = 0, d_full = 0; /* batched and single-token products round differently */
         for (size_t i = 0; w1 && last && lg && i < V; i++) {
@@ -308,6 +311,15 @@ static void test_family(const char *arch, const char *vocab) {
         free(rope);
     }
     if (g && h && !strcmp(arch, "gemma4")) test_gemma4(m, g, h);
+    if (g && h && !strcmp(arch, "gemma-embedding")) {
+        /* bidirectional attention, mean pooling and the Dense layers through GGUF keys and
+         * sentence-transformers' modules.json; the HF class Gemma3TextModel, no "model." */
+        for (const elm_model *x = g; x; x = x == g ? h : NULL)
+            CHECK(x->hp.non_causal && x->hp.pooling == 1 && x->hp.dense_dim == 2 * x->hp.dim &&
+                      x->dense_2 && x->dense_3 && x->hp.swa_period == 6,
+                  "gemma-embedding: %s: non-causal %d, pooling %d, dense %d", x->format,
+                  x->hp.non_causal, x->hp.pooling, x->hp.dense_dim);
+    }
     if (g && h && !strcmp(arch, "granitehybrid")) {
         /* Granite's multipliers and RoPE switch go through GGUF and config.json, and act: twice
          * the logit scale halves the logits exactly; RoPE on in its attention layer, or no
@@ -592,7 +604,8 @@ static void test_mistral(void) {
 }
 
 /* The family table and what is made from it: every name elm_arch_names lists is a row, each of
- * its HF names leads back to it (by model_type and by class) and is in the HF refusal's list, and
+ * its HF names leads back to it (by class, and by model_type unless an earlier row has it:
+ * gemma3_text, Gemma 3's and EmbeddingGemma's) and is in the HF refusal's list, and
  * its tiny model's default vocabulary is a fixture (the defaults as they were: llama-bpe, qwen2,
  * phi-3, else llama-spm). */
 static void test_table(void) {
@@ -606,7 +619,9 @@ static void test_table(void) {
         n++;
         for (int k = 0; k < ELM_ARCH_HF_MAX && a->hf[k].type; k++) {
             const char *type = elm_arch_hf_type(a->hf[k].cls);
-            CHECK(elm_arch_from_hf(a->hf[k].type) == a && type && !strcmp(type, a->hf[k].type) &&
+            const elm_arch *by_type = elm_arch_from_hf(a->hf[k].type);
+            CHECK((by_type == a || by_type < a) && elm_arch_from_hf_class(a->hf[k].cls) == a &&
+                      type && !strcmp(type, a->hf[k].type) &&
                       strstr(elm_arch_hf_names(), a->hf[k].type),
                   "%s: HF name %s / %s", name, a->hf[k].type, a->hf[k].cls);
         }
@@ -614,7 +629,7 @@ static void test_table(void) {
         snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", elm_synth_tiny_vocab(name));
         CHECK(access(fixture(rel), R_OK) == 0, "%s: no vocabulary %s", name, rel);
     }
-    CHECK(n == 12, "%d families: %s", n, elm_arch_names());
+    CHECK(n == 13, "%d families: %s", n, elm_arch_names());
     CHECK(elm_arch_from_hf("mistral") == elm_arch_find("llama") && !elm_arch_find("mistral") &&
               elm_arch_from_hf("gemma3") == elm_arch_find("gemma3") &&
               !elm_arch_from_hf("mamba") && !elm_arch_hf_type("MambaForCausalLM"),
@@ -841,6 +856,7 @@ int main(int argc, char **argv) {
         test_family("phi3", "phi-3");
         test_family("gemma", "llama-spm");
         test_family("gemma4", "llama-spm");
+        test_family("gemma-embedding", "llama-spm");
         test_family("smollm3", "llama-spm");
         test_family("lfm2", "llama-bpe");
         test_family("granitehybrid", "llama-bpe");
@@ -855,7 +871,7 @@ int main(int argc, char **argv) {
     }
     /* the HF folders hold files: remove them before the folder itself */
     const char *archs[] = {"llama", "qwen2", "qwen3", "phi3",   "gemma",         "gemma4",
-                           "smollm3", "lfm2", "granitehybrid", "qwen35"};
+                           "gemma-embedding", "smollm3", "lfm2", "granitehybrid", "qwen35"};
     for (int i = 0; tmpdir && i < (int)(sizeof archs / sizeof archs[0]); i++) {
         char dir[600];
         snprintf(dir, sizeof dir, "%s/hf-%s", tmpdir, archs[i]);

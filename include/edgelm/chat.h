@@ -84,9 +84,18 @@ const char *elm_chat_template_eot(elm_chat_template t);
  * or -1 (NULL text, not a single token, or a normal token). */
 int32_t elm_chat_special_id(const elm_vocab *v, const char *text);
 
+/* A function call an assistant message made (OpenAI's tool_calls[i].function). */
+typedef struct elm_tool_call {
+    const char *name;
+    const char *arguments; /* JSON text, written into the prompt as it is */
+} elm_tool_call;
+
 typedef struct elm_chat_msg {
-    const char *role;    /* "system" (first message only), "user" or "assistant" */
+    const char *role;    /* "system" (first message only), "user", "assistant", or "tool" (a
+                          * function's result; with tools) */
     const char *content; /* UTF-8 text */
+    const elm_tool_call *tool_calls; /* an assistant message's calls [n_tool_calls], or NULL */
+    int32_t n_tool_calls;
 } elm_chat_msg;
 
 /* Renders msgs [n] as the family does (content trimmed where the family trims it), followed by the
@@ -94,6 +103,52 @@ typedef struct elm_chat_msg {
  * ELM_ERR_ARG for an unknown role or a system message that is not first; ELM_ERR_NOMEM. */
 elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_t n,
                            bool add_generation_prompt, char **out, elm_error *err);
+
+/* Whether template t renders tools and its replies' tool calls are parsed (Qwen3's Hermes-style
+ * <tool_call> JSON blocks: qwen3, qwen3-no-think). */
+bool elm_chat_template_has_tools(elm_chat_template t);
+
+/* elm_chat_render with the functions the model may call: `tools` is the JSON text of OpenAI's
+ * "tools" array ([{"type": "function", "function": {"name", "description", "parameters"}}]),
+ * written into the prompt as the family's template does (each tool as Python's json.dumps writes
+ * it, as transformers' tojson); NULL renders as elm_chat_render. Tool calls of assistant messages
+ * and "tool" messages are written as the template writes them. ELM_ERR_UNSUPPORTED for a
+ * template without tools (elm_chat_template_has_tools) given tools or calls; ELM_ERR_FORMAT when
+ * tools is not such an array. */
+elm_status elm_chat_render_tools(elm_chat_template t, const elm_chat_msg *msgs, int32_t n,
+                                 const char *tools, bool add_generation_prompt, char **out,
+                                 elm_error *err);
+
+/* Whether name can be a tool's function name: 1 to 64 of A-Z a-z 0-9 _ - . (OpenAI's rule, which
+ * also keeps names quoted in messages to one line). */
+bool elm_tool_name_ok(const char *name);
+
+/* A reply split into its text and its tool calls (elm_chat_parse_tool_calls). */
+typedef struct elm_tool_calls {
+    char *content;         /* the text before the first call, trailing whitespace trimmed */
+    int32_t n;
+    elm_tool_call *calls;  /* [n]: name and arguments (compact JSON) malloc'd */
+} elm_tool_calls;
+
+/* The tool calls in `reply`, as template t's family writes them (every <tool_call> block to the
+ * end; a last block left open that is not JSON, a reply cut short, is dropped). ELM_ERR_FORMAT
+ * when a block does not hold {"name": string, "arguments": object}, naming it; ELM_ERR_NOMEM.
+ * Free with elm_tool_calls_free. */
+elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *reply, elm_tool_calls *out,
+                                     elm_error *err);
+void elm_tool_calls_free(elm_tool_calls *c);
+
+/* The GBNF (malloc'd) that holds a reply to template t's tool calls of the functions in `tools`
+ * (as for elm_chat_render_tools; only the one named `only` when not NULL), each call's arguments
+ * valid under its function's parameters schema; one call, or several when `parallel`. With
+ * `lazy`, the grammar is of what follows *trigger (set to the family's opening of a call: a
+ * matcher given the trigger lets the model write text first, elm_grammar_matcher_set_trigger);
+ * without, of the whole reply. ELM_ERR_UNSUPPORTED for a template without tools or a schema the
+ * translation cannot enforce (its message names the function); ELM_ERR_FORMAT for bad tools or
+ * an `only` that names none. */
+elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const char *only,
+                                 bool parallel, bool lazy, char **gbnf, const char **trigger,
+                                 elm_error *err);
 
 /* The text one new user turn adds to a conversation, ending with the generation prompt: for the
  * first turn the opening (BOS text, system) and the user message; for a later one the close of the

@@ -138,6 +138,13 @@ elm_status elm_forward_batched(elm_context *c, const int32_t *tokens, int32_t n,
 elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float *x, int32_t n,
                               float *x_out, float *logits, bool all_logits, elm_error *err);
 
+/* elm_forward that hands back, instead of logits, the hidden states of all n tokens after the
+ * output RMSNorm, embd [n, dim] f32: what an embedding model pools (llama.cpp's t_embd,
+ * "result_norm"; include/edgelm/embed.h). A non-causal model's tokens (hp.non_causal) see the
+ * whole batch, so its text goes in one call, from an empty cache. Errors: elm_forward's. */
+elm_status elm_forward_embd(elm_context *c, const int32_t *tokens, int32_t n, float *embd,
+                            elm_error *err);
+
 /* Bytes a context holds per sequence for the recurrent layers of a model of hp (a hybrid's): the
  * state (its fixed size does not grow with the context, unlike the KV cache) and the checkpoints
  * rollbacks go back to; 0 for a model without recurrent layers. */

@@ -54,6 +54,10 @@ typedef struct edgelm_params {
     int32_t draft_max;         /* most tokens drafted per step (default 8) */
     float draft_min_p;         /* the draft stops below this confidence (default 0.5) */
     int32_t lookup;            /* prompt-lookup decoding: most tokens copied per step (0 = off) */
+    const char *grammar;       /* GBNF text (llama.cpp's syntax, grammar.h): every reply follows
+                                * it; NULL: free text. Not with a draft or lookup. */
+    const char *json_schema;   /* a JSON schema (text): every reply is JSON valid under it;
+                                * NULL: free text. Not with grammar. */
 } edgelm_params;
 
 /* Called with each piece of generated text (NUL-terminated UTF-8, possibly "" while a multi-byte

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "edgelm/context.h"
+#include "edgelm/grammar.h"
 #include "edgelm/sampler.h"
 
 #ifdef __cplusplus
@@ -26,6 +27,12 @@ typedef struct elm_gen_params {
      * stay, the oldest half of the rest goes) so generation goes on, unless no_context_shift. */
     int32_t n_keep;
     bool no_context_shift;
+    /* NULL: free text. Else every token drawn keeps the text a prefix of a match of the grammar
+     * (grammar.h), which ends only by an end token of grammar_vocab: that vocabulary (the
+     * model's, built once by the caller and shared) or, when NULL, one built for the call with
+     * the model's EOS as its end token. */
+    const elm_grammar *grammar;
+    const elm_grammar_vocab *grammar_vocab;
 } elm_gen_params;
 
 typedef struct elm_gen_stats {

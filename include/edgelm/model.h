@@ -5,7 +5,7 @@
  * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. Each architecture has its RoPE
  * form (hparams.rope_style) as llama.cpp runs it: interleaved for "llama" (the HF Llama loader
  * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3", "gemma", "gemma3",
- * "gemma4", "qwen35" and "qwen3moe". Norm weights are stored as they multiply (Gemma's and Qwen3.5's GGUF
+ * "gemma4", "gemma-embedding", "qwen35" and "qwen3moe". Norm weights are stored as they multiply (Gemma's and Qwen3.5's GGUF
  * convention: HF's w + 1; Gemma 4's HF weights multiply as they are). */
 #ifndef EDGELM_MODEL_H
 #define EDGELM_MODEL_H
@@ -63,8 +63,8 @@ typedef enum elm_layer_kind {
 
 typedef struct elm_hparams {
     char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
-                            * "gemma3", "gemma4", "smollm3", "lfm2", "granitehybrid", "qwen35",
-                            * "qwen3moe" */
+                            * "gemma3", "gemma4", "gemma-embedding", "smollm3", "lfm2",
+                            * "granitehybrid", "qwen35", "qwen3moe" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
@@ -167,6 +167,16 @@ typedef struct elm_hparams {
     int32_t n_expert_used; /* experts each token is routed to, top-k (expert_used_count) */
     int32_t expert_ffn_dim; /* an expert's FFN size (expert_feed_forward_length; absent: ffn_dim
                              * / n_expert_used, as llama.cpp takes it) */
+    /* Embedding models (include/edgelm/embed.h): */
+    bool non_causal;       /* set by elm_model_bind from the family (EmbeddingGemma): every token
+                            * attends to every position of its sequence in the batch, before and
+                            * after it, and a window is symmetric (|p - pos| <= n_swa / 2) */
+    int32_t pooling;       /* how the file says to pool the hidden states into one vector (GGUF
+                            * <arch>.pooling_type, llama.cpp's enum: 0 none (or absent), 1 mean,
+                            * 2 CLS, 3 last token, 4 rank; elm_pooling) */
+    int32_t dense_dim;     /* sentence-transformers' Dense projections after pooling, dense_2
+                            * [dense_dim, dim] then dense_3 [dim, dense_dim] (GGUF
+                            * dense_2_feat_out; EmbeddingGemma 300M: 3072); 0: none */
 } elm_hparams;
 
 /* Whether layer l of hp skips RoPE (hp.no_rope, hp.nope_every). */
@@ -295,6 +305,10 @@ typedef struct elm_model {
      * per_layer_token_embd [n_vocab, n_layers·P], the projection of the scaled embedding
      * per_layer_model_proj [n_layers·P, dim] and its RMSNorm per_layer_proj_norm [P] */
     elm_tensor *ple_embd, *ple_model_proj, *ple_proj_norm;
+    /* An embedding model's projections of the pooled vector (hp.dense_dim > 0), else NULL:
+     * dense_2 [dense_dim, dim] and dense_3 [dim, dense_dim] (ggml ne {dim, dense_dim} and
+     * {dense_dim, dim}), applied in turn without activation (llama.cpp's build_dense_out) */
+    elm_tensor *dense_2, *dense_3;
 } elm_model;
 
 typedef struct elm_load_opts {

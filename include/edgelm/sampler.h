@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include "edgelm/error.h"
+#include "edgelm/grammar.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,10 +32,16 @@ typedef struct elm_sampler elm_sampler;
 elm_sampler *elm_sampler_new(const elm_sampler_params *p, int32_t n_vocab);
 void elm_sampler_free(elm_sampler *s);
 
-/* Picks the next token from logits [n_vocab] (modified in place by the penalty) given the token
- * history (the last repeat_last_n entries are used). */
+/* Picks the next token from logits [n_vocab] (modified in place by the penalty, and by the
+ * grammar's mask when the first draw is refused) given the token history (the last
+ * repeat_last_n entries are used). With a grammar attached, the token is one the grammar allows
+ * (or its end token when it allows none) and the grammar is advanced past it. */
 int32_t elm_sampler_sample(elm_sampler *s, float *logits, const int32_t *history,
                            int32_t n_history);
+
+/* Attaches matcher g (not owned; NULL detaches): elm_sampler_sample then draws only tokens g
+ * allows and advances g. elm_sampler_probs ignores it. */
+void elm_sampler_set_grammar(elm_sampler *s, elm_grammar_matcher *g);
 
 /* The distribution elm_sampler_sample draws from, written densely into probs [n_vocab] (zero
  * outside the kept candidates; one-hot at the argmax when greedy). logits are modified in place by

@@ -1,6 +1,6 @@
 /* A local OpenAI-compatible HTTP server over a loaded model (what `edgelm serve` runs): POST
- * /v1/chat/completions and /v1/completions (streamed as Server-Sent Events when asked), GET
- * /v1/models, llama-server's POST /tokenize, POST /detokenize and GET /props, GET /health, GET
+ * /v1/chat/completions and /v1/completions (streamed as Server-Sent Events when asked), POST
+ * /v1/embeddings (edgelm/embed.h's vectors, on a context of their own), GET /v1/models, llama-server's POST /tokenize, POST /detokenize and GET /props, GET /health, GET
  * /metrics (Prometheus text), and a chat page at GET /. Up to n_slots conversations are served at
  * once, their next tokens batched into one forward pass per step (continuous batching, with
  * prompts prefilled in chunks between decode steps); a request that begins with what a slot

@@ -99,6 +99,9 @@ typedef struct elm_synth_tiny {
     bool longrope;          /* phi3 only: Phi-4-mini's RoPE in small, LongRoPE factors (long !=
                              * short) for a context of 4096 extended from 512, on 3/4 of each
                              * head (synth_tiny.h) */
+    int32_t pooling;        /* the pooling_type written (embed.h's elm_pooling: 1 mean, 2 cls,
+                             * 3 last), making an embedding model of it; 0: the family's (mean
+                             * for gemma-embedding, none for the others) */
 } elm_synth_tiny;
 
 /* Writes the tiny model of o (see elm_synth_tiny_model in src/shapes/synth_tiny.h for its shapes)

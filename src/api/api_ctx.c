@@ -12,6 +12,7 @@ struct edgelm_ctx {
     elm_context *c, *draft;
     elm_spec_params spec;
     elm_chat *chat;
+    elm_grammar *grammar;
     elm_gen_stats gs;
     elm_error err;
 };
@@ -58,6 +59,24 @@ static elm_status setup(edgelm_ctx *h, const edgelm_params *p, elm_error *err) {
     chp.gen.sampling = (elm_sampler_params){.temp = p->temp, .top_k = p->top_k, .top_p = p->top_p,
                                             .min_p = p->min_p, .repeat_penalty = p->repeat_penalty,
                                             .repeat_last_n = p->repeat_last_n, .seed = p->seed};
+    if (p->grammar && p->json_schema)
+        return elm_errorf(err, ELM_ERR_ARG, "grammar and json_schema: give one of them");
+    if ((p->grammar || p->json_schema) && (p->draft || p->lookup > 0))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "a grammar or JSON schema cannot be combined "
+                                                    "with speculative decoding (draft, lookup)");
+    if (p->grammar || p->json_schema) {
+        char *gbnf = NULL;
+        const char *text = p->grammar;
+        if (p->json_schema &&
+            (st = elm_json_schema_to_gbnf(p->json_schema, strlen(p->json_schema), "json_schema",
+                                          &gbnf, err)))
+            return st;
+        st = elm_grammar_parse(gbnf ? gbnf : text, strlen(gbnf ? gbnf : text),
+                               gbnf ? "json_schema" : "grammar", &h->grammar, err);
+        free(gbnf);
+        if (st) return st;
+        chp.gen.grammar = h->grammar;
+    }
     if (p->draft || p->lookup > 0) {
         if (p->draft && (st = elm_context_new(p->draft->m, &cp, &h->draft, err))) return st;
         h->spec = (elm_spec_params){.draft = h->draft, .draft_max = p->draft_max,
@@ -90,6 +109,7 @@ int edgelm_ctx_new(edgelm_model *m, const edgelm_params *p, edgelm_ctx **out, ch
 void edgelm_ctx_free(edgelm_ctx *h) {
     if (!h) return;
     elm_chat_free(h->chat);
+    elm_grammar_free(h->grammar);
     elm_context_free(h->draft);
     elm_context_free(h->c);
     free(h);

@@ -322,6 +322,14 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
         kv_arch_u32(w, arch, "rope.scaling.original_context_length", hp->n_ctx_orig);
     if (hp->rope_attn_factor > 0 && hp->rope_attn_factor != 1.0f)
         kv_arch_f32(w, arch, "rope.scaling.attn_factor", hp->rope_attn_factor);
+    /* an embedding model's pooling and Dense projections, as llama.cpp's converter says them */
+    if (hp->pooling > 0) kv_arch_u32(w, arch, "pooling_type", hp->pooling);
+    if (hp->dense_dim > 0) {
+        kv_arch_u32(w, arch, "dense_2_feat_in", hp->dim);
+        kv_arch_u32(w, arch, "dense_2_feat_out", hp->dense_dim);
+        kv_arch_u32(w, arch, "dense_3_feat_in", hp->dense_dim);
+        kv_arch_u32(w, arch, "dense_3_feat_out", hp->dim);
+    }
     if (v->n_tokens > 0) kv_vocab(w, v);
 }
 

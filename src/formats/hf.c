@@ -183,6 +183,13 @@ static bool gguf_name(const elm_arch *a, const char *hf, char *out, size_t cap, 
             hf = buf;
             break;
         }
+    /* a bare text model's (Gemma3TextModel: EmbeddingGemma) tensors have no "model." */
+    static const char *const bare[] = {"layers.", "embed_tokens.", "norm."};
+    for (size_t i = 0; i < 3 && hf != buf; i++)
+        if (strncmp(hf, bare[i], strlen(bare[i])) == 0) {
+            snprintf(buf, sizeof buf, "model.%s", hf);
+            hf = buf;
+        }
     for (size_t i = 0; i < N_GLOBAL_NAMES; i++)
         if (needed(a, global_names[i].when, global_names[i].names) &&
             strcmp(hf, global_names[i].hf) == 0) {
@@ -553,6 +560,89 @@ static elm_status check_complete(const elm_model *m, const char *src, elm_error 
     return ELM_OK;
 }
 
+/* A sentence-transformers Dense module's linear.weight [out, in] (no bias, no activation: an
+ * identity's, as EmbeddingGemma's) from folder `sub` of dir, as GGUF tensor `name` (llama.cpp's
+ * converter: 2_Dense -> dense_2, the other -> dense_3). */
+static elm_status read_dense(elm_model *m, const char *dir, const char *sub, const char *name,
+                             elm_error *err) {
+    char path[1100];
+    cJSON *cfg = NULL;
+    elm_status st = ELM_OK;
+    if (snprintf(path, sizeof path, "%s/%s/config.json", dir, sub) >= (int)sizeof path)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: path too long", dir);
+    if (elm_file_exists(path) && (st = elm_json_read_object(path, ELM_HF_MAX_JSON, &cfg, err)))
+        return st;
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "activation_function");
+    const bool bias = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, "bias"));
+    if (bias || (cJSON_IsString(act) && !strstr(act->valuestring, "Identity")))
+        st = elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: a Dense layer with a bias or an activation "
+                        "(%s) is not supported", path,
+                        cJSON_IsString(act) ? act->valuestring : "bias");
+    cJSON_Delete(cfg);
+    if (st) return st;
+    snprintf(path, sizeof path, "%s/%s/model.safetensors", dir, sub);
+    elm_st_file f;
+    if ((st = open_shard(m, path, &f, err))) return st;
+    const elm_st_tensor *t = elm_st_find(&f, "linear.weight");
+    void *data = NULL;
+    if (!t || t->n_dims != 2)
+        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: no 2-D tensor 'linear.weight'", path);
+    else if (!(st = aligned_data(m, path, t, &data, err))) {
+        const int64_t ne[2] = {t->shape[1], t->shape[0]};
+        st = elm_model_add_tensor(m, name, t->type, 2, ne, data, t->nbytes, err);
+    }
+    elm_st_close(&f);
+    return st;
+}
+
+/* A sentence-transformers folder's modules.json: its Pooling module's mode (1_Pooling/config.json)
+ * as hp.pooling (llama.cpp's converter's _try_set_pooling_type), its Dense modules as dense_2 and
+ * dense_3. No modules.json: nothing. */
+static elm_status read_modules(elm_model *m, const char *dir, elm_error *err) {
+    char path[1100];
+    cJSON *mods = NULL, *pool = NULL;
+    elm_status st = join(path, sizeof path, dir, "modules.json", err);
+    if (st || !elm_file_exists(path)) return st;
+    if ((st = elm_json_read_array(path, ELM_HF_MAX_JSON, &mods, err))) return st;
+    const cJSON *mod;
+    cJSON_ArrayForEach(mod, mods) {
+        if (st) break;
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(mod, "type");
+        const cJSON *sub = cJSON_GetObjectItemCaseSensitive(mod, "path");
+        if (!cJSON_IsString(type) || !cJSON_IsString(sub) || !plain_name(sub->valuestring))
+            continue;
+        if (ends_with(type->valuestring, "Dense")) {
+            st = read_dense(m, dir, sub->valuestring,
+                            !strcmp(sub->valuestring, "2_Dense") ? "dense_2.weight"
+                                                                  : "dense_3.weight", err);
+            continue;
+        }
+        if (!ends_with(type->valuestring, "Pooling") || pool) continue;
+        char cfg[1100];
+        if (snprintf(cfg, sizeof cfg, "%s/%s/config.json", dir, sub->valuestring) >=
+            (int)sizeof cfg) {
+            st = elm_errorf(err, ELM_ERR_ARG, "%s: path too long", dir);
+            break;
+        }
+        if ((st = elm_json_read_object(cfg, ELM_HF_MAX_JSON, &pool, err))) break;
+        static const struct { const char *key, *mode; int32_t type; } modes[] = {
+            {"pooling_mode_mean_tokens", "mean", 1}, {"pooling_mode_cls_token", "cls", 2},
+            {"pooling_mode_lasttoken", "lasttoken", 3}};
+        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(pool, "pooling_mode");
+        m->hp.pooling = -1;
+        for (size_t i = 0; i < 3 && m->hp.pooling < 0; i++)
+            if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(pool, modes[i].key)) ||
+                (cJSON_IsString(mode) && !strcmp(mode->valuestring, modes[i].mode)))
+                m->hp.pooling = modes[i].type;
+        if (m->hp.pooling < 0)
+            st = elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: only mean, CLS and last-token pooling "
+                            "are supported", cfg);
+    }
+    cJSON_Delete(mods);
+    cJSON_Delete(pool);
+    return st;
+}
+
 /* Llama 3.1's rope_scaling "llama3" as the divisor of each RoPE frequency (transformers'
  * _compute_llama3_parameters; llama.cpp's converter stores the same as rope_freqs.weight):
  * frequencies whose wavelength is below original_len / high_freq_factor keep their value, those
@@ -666,6 +756,7 @@ elm_status elm_load_hf(elm_model *m, const char *dir, elm_error *err) {
         st = load_index(m, dir, weights, err);
     }
     if (!st) st = check_complete(m, weights, err);
+    if (!st) st = read_modules(m, dir, err);
     if (!st && c.llama3[0] > 0) st = elm_hf_add_llama3_freqs(m, c.llama3, err);
     if (!st && c.n_longrope > 0) st = elm_hf_add_longrope(m, &c, err);
     if (!st && c.partial_rope > 0) st = elm_hf_add_partial_freqs(m, c.partial_rope, err);

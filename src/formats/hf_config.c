@@ -95,13 +95,26 @@ static elm_status check_act(const char *path, const cJSON *root, const elm_arch 
     return ELM_OK;
 }
 
-/* Sets hp->arch to the GGUF name of the family (from root) and refuses what the pass would
- * ignore (in cfg, the language model's keys). */
+/* The family of model_type `type`, or of the class (architectures[0]) where a row names it
+ * with that model_type: two families of one model_type differ by class (Gemma3TextModel is
+ * EmbeddingGemma, Gemma3ForCausalLM Gemma 3). NULL for a model_type of no family. */
+static const elm_arch *arch_of(const cJSON *root, const char *type) {
+    const elm_arch *a = elm_arch_from_hf(type);
+    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    const cJSON *first = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+    const elm_arch *c = cJSON_IsString(first) ? elm_arch_from_hf_class(first->valuestring) : NULL;
+    for (int k = 0; a && c && c != a && k < ELM_ARCH_HF_MAX && c->hf[k].type; k++)
+        if (!strcmp(c->hf[k].type, type)) return c;
+    return a;
+}
+
+/* Sets hp->arch to the GGUF name of the family (from root: arch_of) and refuses what the pass
+ * would ignore (in cfg, the language model's keys). */
 static elm_status check_arch(const char *path, const cJSON *root, const cJSON *cfg,
                              elm_hparams *hp, const elm_arch **arch, elm_error *err) {
     const char *type = model_type(root);
+    const elm_arch *a = arch_of(root, type);
     root = cfg;
-    const elm_arch *a = elm_arch_from_hf(type);
     snprintf(hp->arch, sizeof hp->arch, "%s", a ? a->name : type);
     if (!a)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,

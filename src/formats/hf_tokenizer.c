@@ -171,15 +171,33 @@ static const char *token_string(const cJSON *cfg, const char *key) {
     return cJSON_IsString(t) ? t->valuestring : NULL;
 }
 
-/* Special ids and flags: tokenizer_config.json when it names them, config.json otherwise. */
-static elm_status apply_tokenizer_config(const char *dir, const elm_hf_config *c, elm_vocab *v,
-                                         elm_error *err) {
+/* The special token a post-processor's TemplateProcessing puts after the text of a single
+ * sequence ("$A <|endoftext|>": Qwen3-Embedding's, whose state its pooling reads), or -1. */
+static int32_t template_eos(const cJSON *root, const elm_vocab *v) {
+    const cJSON *tp, *single;
+    if (!find_type(cJSON_GetObjectItemCaseSensitive(root, "post_processor"), "processors",
+                   "TemplateProcessing", &tp))
+        return -1;
+    single = cJSON_GetObjectItemCaseSensitive(tp, "single");
+    const int n = cJSON_GetArraySize(single);
+    const cJSON *last = n > 1 ? cJSON_GetArrayItem(single, n - 1) : NULL;
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(last, "SpecialToken"), "id");
+    return cJSON_IsString(id) ? find_piece(v, id->valuestring) : -1;
+}
+
+/* Special ids and flags: tokenizer_config.json when it names them, config.json otherwise; an EOS
+ * that tokenizer.json's template appends (tmpl_eos >= 0) is the EOS, added unless
+ * tokenizer_config.json's add_eos_token says not (as llama.cpp's converter takes it). */
+static elm_status apply_tokenizer_config(const char *dir, const elm_hf_config *c,
+                                         int32_t tmpl_eos, elm_vocab *v, elm_error *err) {
     v->bos_id = c->bos_id;
     v->eos_id = c->eos_id;
     /* byte-level vocabs add BOS by default only for Llama 3 (llama.cpp's default, which its
      * post-processor template does in Hugging Face) */
     v->add_bos = strcmp(v->model, "gpt2") != 0 || strcmp(v->pre, "llama-bpe") == 0;
-    v->add_eos = false;
+    v->add_eos = tmpl_eos >= 0;
+    if (tmpl_eos >= 0) v->eos_id = tmpl_eos;
     char path[1100];
     if (snprintf(path, sizeof path, "%s/tokenizer_config.json", dir) >= (int)sizeof path)
         return elm_errorf(err, ELM_ERR_ARG, "%s: path too long", dir);
@@ -194,6 +212,7 @@ static elm_status apply_tokenizer_config(const char *dir, const elm_hf_config *c
         int32_t id = s ? find_piece(v, s) : -1;
         if (id >= 0) *ids[i].id = id;
     }
+    if (tmpl_eos >= 0) v->eos_id = tmpl_eos;
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(cfg, "add_bos_token");
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(cfg, "add_eos_token");
     if (cJSON_IsBool(b)) v->add_bos = cJSON_IsTrue(b);
@@ -377,8 +396,9 @@ elm_status elm_hf_read_tokenizer(const char *dir, const elm_hf_config *c, elm_vo
     elm_status st = elm_json_read_object(path, ELM_HF_MAX_JSON, &root, err);
     if (st) return st;
     st = parse_tokenizer(path, root, c->hp.n_vocab, v, err);
+    const int32_t tmpl_eos = st ? -1 : template_eos(root, v);
     cJSON_Delete(root);
-    if (!st) st = apply_tokenizer_config(dir, c, v, err);
+    if (!st) st = apply_tokenizer_config(dir, c, tmpl_eos, v, err);
     if (!st && !v->chat_template) st = read_chat_template_file(dir, v, err);
     if (!st) st = elm_vocab_finalize(v, path, err);
     if (st) elm_vocab_free(v);

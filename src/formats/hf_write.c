@@ -1,6 +1,7 @@
 /* Hugging Face folder writer (see hf_write.h): config.json with the family's keys and
  * model.safetensors (docs/formats.md, "safetensors": 8-byte header length, JSON header padded with
- * spaces to a multiple of 8, then the tensors back to back). */
+ * spaces to a multiple of 8, then the tensors back to back); an embedding model's
+ * sentence-transformers modules (modules.json, pooling, Dense layers) beside them. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -137,6 +138,7 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
                             a->act == ELM_ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu");
     if (a->qkv_bias) cJSON_AddBoolToObject(c, "use_sliding_window", false);
     if (hp->n_swa > 0) cJSON_AddNumberToObject(c, "sliding_window", hp->n_swa);
+    if (a->non_causal) cJSON_AddBoolToObject(c, "use_bidirectional_attention", true);
     if (a->swa_period) { /* Gemma 3 */
         cJSON_AddNumberToObject(c, "sliding_window_pattern", hp->swa_period);
         cJSON_AddNumberToObject(c, "rope_local_base_freq", hp->rope_theta_swa);
@@ -292,13 +294,15 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
         /* Granite's ffn_up goes after ffn_gate's rows, as shared_mlp.input_linear */
         const bool joined = a->hf_names == ELM_HF_NAMES_GRANITE && len > 14 &&
                             !strcmp(t->name + len - 14, ".ffn_up.weight");
-        if (joined) continue;
+        if (joined || t == m->dense_2 || t == m->dense_3) continue; /* Dense: write_modules */
         if (!elm_hf_name_of(m->hp.arch, t->name, it->name, sizeof it->name)) {
             if (t == m->rope_freqs || t == m->rope_long || t == m->rope_short)
                 continue; /* config.json */
             return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' has no place in the %s "
                               "Hugging Face layout", path, t->name, a->hf[0].type);
         }
+        if (a->hf_bare && !strncmp(it->name, "model.", 6)) /* Gemma3TextModel's names */
+            memmove(it->name, it->name + 6, strlen(it->name + 6) + 1);
         it->t = t;
         it->form = elm_hf_norm_plus_one(a, t->name) ? MINUS_ONE
                    : elm_hf_decay(t->name)          ? A_LOG
@@ -407,12 +411,9 @@ static const void *hf_bytes(const elm_model *m, const st_item *it, void *buf, vo
     return buf2;
 }
 
-static elm_status write_safetensors(const elm_model *m, const elm_arch *a, const char *path,
-                                    elm_error *err) {
-    st_item *items = calloc((size_t)m->n_tensors + 1, sizeof *items);
-    if (!items) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
-    int n = 0;
-    elm_status st = plan_items(m, a, path, items, &n, err);
+/* The n items (st: a planning error, else ELM_OK) as the safetensors file path. */
+static elm_status write_items(const elm_model *m, const elm_arch *a, const char *path,
+                              const st_item *items, int n, elm_status st, elm_error *err) {
     size_t hlen = 0, biggest = 1;
     char *header = st ? NULL : header_json(a, items, n, &hlen);
     for (int i = 0; i < n; i++) biggest = items[i].nbytes > biggest ? items[i].nbytes : biggest;
@@ -431,7 +432,97 @@ static elm_status write_safetensors(const elm_model *m, const elm_arch *a, const
     }
     free(buf);
     free(header);
+    return st;
+}
+
+static elm_status write_safetensors(const elm_model *m, const elm_arch *a, const char *path,
+                                    elm_error *err) {
+    st_item *items = calloc((size_t)m->n_tensors + 1, sizeof *items);
+    if (!items) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    int n = 0;
+    elm_status st = plan_items(m, a, path, items, &n, err);
+    st = write_items(m, a, path, items, n, st, err);
     free(items);
+    return st;
+}
+
+/* dir/sub, made if need be, into out. */
+static elm_status subdir(const char *dir, const char *sub, char *out, size_t cap, elm_error *err) {
+    elm_status st = join(out, cap, dir, sub, err);
+    if (!st && mkdir(out, 0777) != 0 && errno != EEXIST)
+        st = elm_errorf(err, ELM_ERR_IO, "%s: %s", out, strerror(errno));
+    return st;
+}
+
+/* A Dense module (sentence-transformers' models.Dense, identity activation, no bias): its
+ * config.json and model.safetensors with linear.weight [out, in]. */
+static elm_status write_dense(const elm_model *m, const elm_arch *a, const elm_tensor *t,
+                              const char *dir, const char *sub, elm_error *err) {
+    char path[1100], file[1200];
+    elm_status st = subdir(dir, sub, path, sizeof path, err);
+    if (st) return st;
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c, "in_features", (double)t->ne[0]);
+    cJSON_AddNumberToObject(c, "out_features", (double)t->ne[1]);
+    cJSON_AddBoolToObject(c, "bias", false);
+    cJSON_AddStringToObject(c, "activation_function", "torch.nn.modules.linear.Identity");
+    if ((st = write_json(path, "config.json", c, err))) return st;
+    st_item it = {.t = t, .name = "linear.weight", .nbytes = t->nbytes};
+    if (!dtype_name(t->type, AS_IS))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is %s; Hugging Face "
+                          "checkpoints hold f32, f16 or bf16", dir, t->name,
+                          elm_type_get(t->type)->name);
+    snprintf(file, sizeof file, "%s/model.safetensors", path);
+    return write_items(m, a, file, &it, 1, ELM_OK, err);
+}
+
+/* An embedding model's sentence-transformers modules (what hf.c's read_modules reads): the
+ * transformer, its pooling (1_Pooling/config.json), its Dense layers (2_Dense, 3_Dense) and the
+ * normalization, in modules.json; nothing for a model without pooling or Dense layers. */
+static elm_status write_modules(const elm_model *m, const elm_arch *a, const char *dir,
+                                elm_error *err) {
+    const elm_hparams *hp = &m->hp;
+    if (hp->pooling <= 0 && !m->dense_2) return ELM_OK;
+    if (hp->pooling > 3)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: pooling type %d has no "
+                          "sentence-transformers module", dir, hp->pooling);
+    static const struct { const char *path, *type; } all[] = {
+        {"", "sentence_transformers.models.Transformer"},
+        {"1_Pooling", "sentence_transformers.models.Pooling"},
+        {"2_Dense", "sentence_transformers.models.Dense"},
+        {"3_Dense", "sentence_transformers.models.Dense"},
+        {"4_Normalize", "sentence_transformers.models.Normalize"}};
+    cJSON *mods = cJSON_CreateArray();
+    for (int i = 0, k = 0; i < 5; i++) {
+        if ((i == 2 || i == 3) && !m->dense_2) continue;
+        cJSON *e = cJSON_CreateObject();
+        char name[16];
+        snprintf(name, sizeof name, "%d", k);
+        cJSON_AddNumberToObject(e, "idx", k++);
+        cJSON_AddStringToObject(e, "name", name);
+        cJSON_AddStringToObject(e, "path", all[i].path);
+        cJSON_AddStringToObject(e, "type", all[i].type);
+        cJSON_AddItemToArray(mods, e);
+    }
+    elm_status st = write_json(dir, "modules.json", mods, err);
+    char path[1100];
+    if (!st) st = subdir(dir, "1_Pooling", path, sizeof path, err);
+    if (!st) {
+        const int pool = hp->pooling > 0 ? hp->pooling : 1; /* Dense without pooling: mean */
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c, "word_embedding_dimension", hp->dim);
+        cJSON_AddBoolToObject(c, "pooling_mode_cls_token", pool == 2);
+        cJSON_AddBoolToObject(c, "pooling_mode_mean_tokens", pool == 1);
+        cJSON_AddBoolToObject(c, "pooling_mode_max_tokens", false);
+        cJSON_AddBoolToObject(c, "pooling_mode_mean_sqrt_len_tokens", false);
+        cJSON_AddBoolToObject(c, "pooling_mode_weightedmean_tokens", false);
+        cJSON_AddBoolToObject(c, "pooling_mode_lasttoken", pool == 3);
+        cJSON_AddBoolToObject(c, "include_prompt", true);
+        st = write_json(path, "config.json", c, err);
+    }
+    if (!st && m->dense_2) st = write_dense(m, a, m->dense_2, dir, "2_Dense", err);
+    if (!st && m->dense_3) st = write_dense(m, a, m->dense_3, dir, "3_Dense", err);
+    if (!st) st = subdir(dir, "4_Normalize", path, sizeof path, err);
     return st;
 }
 
@@ -463,6 +554,7 @@ elm_status elm_hf_write(const elm_model *m, const float *llama3, const char *dir
     st = write_config(m, a, llama3, dir, err);
     if (!st) st = join(path, sizeof path, dir, "model.safetensors", err);
     if (!st) st = write_safetensors(m, a, path, err);
+    if (!st) st = write_modules(m, a, dir, err);
     if (!st) st = elm_hf_write_tokenizer(&m->vocab, dir, err);
     return st;
 }

@@ -14,4 +14,8 @@
  * running out of memory the same way). */
 elm_status elm_json_read_object(const char *path, size_t max_bytes, cJSON **root, elm_error *err);
 
+/* The same for a file holding one JSON array (sentence-transformers' modules.json): "PATH: not a
+ * JSON array" otherwise. */
+elm_status elm_json_read_array(const char *path, size_t max_bytes, cJSON **root, elm_error *err);
+
 #endif

@@ -21,6 +21,7 @@ struct elm_chat {
     elm_gen_params gen;
     const elm_spec_params *spec;
     int32_t eot_id;  /* the template's end-of-turn token, or -1 */
+    elm_grammar_vocab *gv; /* with gen.grammar: the vocabulary ending at EOS or end of turn */
     int32_t pending; /* last reply token not in the cache, or -1 */
     int32_t n_keep;  /* tokens a context shift keeps */
     elm_sbuf reply; /* the last reply's text */
@@ -80,6 +81,14 @@ elm_status elm_chat_new(elm_context *c, const elm_chat_params *p, elm_chat **out
     ch->eot_id = elm_chat_special_id(ch->vocab, elm_chat_template_eot(p->tmpl));
     ch->pending = -1;
     ch->n_keep = p->gen.n_keep;
+    if (p->gen.grammar && !p->gen.grammar_vocab) {
+        const int32_t ends[2] = {ch->vocab->eos_id, ch->eot_id};
+        if (!(ch->gv = elm_grammar_vocab_new(ch->vocab, ends, 2))) {
+            elm_chat_free(ch);
+            return elm_errorf(err, ELM_ERR_NOMEM, "chat: out of memory");
+        }
+        ch->gen.grammar_vocab = ch->gv;
+    }
     if (ch->n_keep <= 0) {
         /* keep the opening and system prompt: the tokens of a first turn with an empty message */
         char *opening = NULL;
@@ -104,6 +113,7 @@ void elm_chat_free(elm_chat *ch) {
     if (!ch) return;
     free(ch->system);
     free(ch->reply.s);
+    elm_grammar_vocab_free(ch->gv);
     free(ch);
 }
 

@@ -6,6 +6,7 @@
 
 #include "core/strbuf.h"
 #include "edgelm/chat.h"
+#include "generate/chat_tools.h"
 
 /* How a finished assistant message is written: the families differ in what they keep of the
  * reasoning a reply starts with. */
@@ -43,6 +44,7 @@ typedef struct tmpl_spec {
     bool no_think;       /* thinking off (Qwen3 enable_thinking false, /no_think; Gemma 4's
                           * default) */
     elm_chat_template think_pair; /* the same family with thinking switched */
+    bool hermes_tools;   /* tools, calls and results as Qwen3's template writes them */
 } tmpl_spec;
 
 /* The system, user and assistant turns of the families whose turns are all head(role) + text +
@@ -121,11 +123,12 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
                             .eot = "<end_of_turn>", .trim = true},
     [ELM_TEMPLATE_QWEN3] = {.name = "qwen3", .sig = {"<|im_start|>", "enable_thinking"},
                             CHATML_BODY, .gen_prompt = CHATML_HEAD("assistant"),
-                            .reply = REPLY_QWEN3, .think_pair = ELM_TEMPLATE_QWEN3_NO_THINK},
+                            .reply = REPLY_QWEN3, .think_pair = ELM_TEMPLATE_QWEN3_NO_THINK,
+                            .hermes_tools = true},
     [ELM_TEMPLATE_QWEN3_NO_THINK] = {.name = "qwen3-no-think", CHATML_BODY,
                                      .gen_prompt = CHATML_HEAD("assistant") EMPTY_THINK "\n",
                                      .reply = REPLY_QWEN3, .no_think = true,
-                                     .think_pair = ELM_TEMPLATE_QWEN3},
+                                     .think_pair = ELM_TEMPLATE_QWEN3, .hermes_tools = true},
     [ELM_TEMPLATE_SMOLLM3] = {.name = "smollm3", .sig = {"<|im_start|>", "Reasoning Mode"},
                               CHATML_BODY, .gen_prompt = CHATML_HEAD("assistant"),
                               .reply = REPLY_SMOLLM3, .smollm3 = true,
@@ -220,6 +223,10 @@ elm_chat_template elm_chat_template_detect(const char *jinja) {
     elm_chat_template t;
     elm_chat_template_recognise(jinja, &t);
     return t;
+}
+
+bool elm_chat_template_has_tools(elm_chat_template t) {
+    return (unsigned)t < ELM_TEMPLATE_COUNT && specs[t].hermes_tools;
 }
 
 const char *elm_chat_template_eot(elm_chat_template t) {
@@ -395,7 +402,12 @@ static void put_reply(text *t, const tmpl_spec *s, const char *content, bool aft
 
 /* The opening of a conversation: BOS text and, for families that have one, the system block (with
  * the family's default text where it writes one without a system message). */
-static void put_opening(text *t, const tmpl_spec *s, const char *system) {
+static void put_opening(text *t, const tmpl_spec *s, const char *system, const cJSON *tools) {
+    if (tools) {
+        put(t, s->bos);
+        elm_tools_put_hermes(t, system, tools);
+        return;
+    }
     if (s->smollm3) {
         put_smollm3_head(t, s, system);
         return;
@@ -415,12 +427,34 @@ static elm_status finish(text *t, char **out, elm_error *err) {
     return ELM_OK;
 }
 
-elm_status elm_chat_render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t n,
-                           bool add_generation_prompt, char **out, elm_error *err) {
+/* Whether an assistant message's calls follow text: its answer (after any reasoning) is not
+ * empty, as Qwen3's template tests `content`. */
+static bool has_answer(const char *content) {
+    const char *close = find_last(whole(content), "</think>");
+    return *lstrip_nl(close ? whole(close + 8) : whole(content)).b != '\0';
+}
+
+/* A run of "tool" messages is one user turn of tool responses (Qwen3's template). */
+static void put_tool_result(text *t, const elm_chat_msg *msgs, int32_t i, int32_t n) {
+    if (i == 0 || strcmp(msgs[i - 1].role, "tool")) put(t, "<|im_start|>user");
+    put(t, "\n<tool_response>\n");
+    put(t, msgs[i].content);
+    put(t, "\n</tool_response>");
+    if (i == n - 1 || strcmp(msgs[i + 1].role, "tool")) put(t, "<|im_end|>\n");
+}
+
+/* elm_chat_render with tools: a parsed array, or NULL. */
+static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t n,
+                         const cJSON *tools, bool add_generation_prompt, char **out,
+                         elm_error *err) {
     *out = NULL;
     if ((unsigned)tm >= ELM_TEMPLATE_COUNT)
         return elm_errorf(err, ELM_ERR_ARG, "chat template %d unknown", (int)tm);
     const tmpl_spec *s = &specs[tm];
+    for (int32_t i = 0; i < n && !s->hermes_tools; i++)
+        if (msgs[i].n_tool_calls > 0)
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "chat message %d: template %s has no "
+                              "tool calls", i, s->name);
     const char *system = NULL;
     int32_t first = 0;
     if (n > 0 && !strcmp(msgs[0].role, "system")) {
@@ -429,7 +463,7 @@ elm_status elm_chat_render(elm_chat_template tm, const elm_chat_msg *msgs, int32
     }
     text t = {0};
     put(&t, ""); /* an empty conversation renders as "" rather than NULL */
-    put_opening(&t, s, system);
+    put_opening(&t, s, system, tools);
     bool pending_system = system != NULL;
     int32_t last_user = n - 1; /* Qwen3's last_query_index: no user message, no block */
     int32_t last_asst = -1;
@@ -445,16 +479,44 @@ elm_status elm_chat_render(elm_chat_template tm, const elm_chat_msg *msgs, int32
             if (!s->reply_continues || i == first || strcmp(msgs[i - 1].role, "assistant"))
                 put_asst_open(&t, s, system, false);
             put_reply(&t, s, msgs[i].content, i > last_user, i == n - 1, i == last_asst);
+            if (msgs[i].n_tool_calls > 0)
+                elm_tools_put_hermes_calls(&t, msgs[i].tool_calls, msgs[i].n_tool_calls,
+                                           has_answer(msgs[i].content));
             put(&t, s->asst_post);
+        } else if (!strcmp(msgs[i].role, "tool") && s->hermes_tools) {
+            put_tool_result(&t, msgs, i, n);
         } else {
             free(t.s);
-            return elm_errorf(err, ELM_ERR_ARG, "chat message %d: role '%s' (expected %s)", i,
-                              msgs[i].role, i == 0 ? "system, user or assistant" : "user or assistant");
+            return elm_errorf(err, ELM_ERR_ARG, "chat message %d: role '%s' (expected %s%s)", i,
+                              msgs[i].role, i == 0 ? "system, user or assistant" : "user or assistant",
+                              s->hermes_tools ? " or tool" : "");
         }
     }
     if (add_generation_prompt) put_asst_open(&t, s, system, true);
     else put(&t, s->end_no_gen);
     return finish(&t, out, err);
+}
+
+elm_status elm_chat_render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t n,
+                           bool add_generation_prompt, char **out, elm_error *err) {
+    return render(tm, msgs, n, NULL, add_generation_prompt, out, err);
+}
+
+elm_status elm_chat_render_tools(elm_chat_template tm, const elm_chat_msg *msgs, int32_t n,
+                                 const char *tools, bool add_generation_prompt, char **out,
+                                 elm_error *err) {
+    *out = NULL;
+    if (!tools) return render(tm, msgs, n, NULL, add_generation_prompt, out, err);
+    if (!elm_chat_template_has_tools(tm))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tools: template %s has no tool calls",
+                          elm_chat_template_name(tm));
+    cJSON *arr = cJSON_Parse(tools);
+    elm_status st = elm_tools_check(arr, "tools", err);
+    /* no tools is a prompt without them, as the template's `if tools` */
+    if (!st) st = render(tm, msgs, n, cJSON_GetArraySize(arr) ? arr : NULL, add_generation_prompt,
+                         out, err);
+    cJSON_Delete(arr);
+    return st;
 }
 
 elm_status elm_chat_render_turn(elm_chat_template tm, const char *system, const char *user,
@@ -465,7 +527,7 @@ elm_status elm_chat_render_turn(elm_chat_template tm, const char *system, const 
     const tmpl_spec *s = &specs[tm];
     text t = {0};
     put(&t, "");
-    if (first) put_opening(&t, s, system);
+    if (first) put_opening(&t, s, system, NULL);
     else put(&t, s->asst_post);
     put_user(&t, s, first ? system : NULL, user);
     put_asst_open(&t, s, system, true);

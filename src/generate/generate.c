@@ -26,11 +26,17 @@ elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
     int32_t *history = malloc(sizeof(int32_t) * ((size_t)n_prompt + (size_t)p->n_predict));
     float *logits = malloc(sizeof(float) * (size_t)n_vocab);
     elm_sampler *s = elm_sampler_new(&p->sampling, n_vocab);
+    elm_grammar_vocab *own_gv = NULL;
+    elm_grammar_matcher *gm = NULL;
+    if (p->grammar && !p->grammar_vocab) own_gv = elm_grammar_vocab_new(&m->vocab, &m->vocab.eos_id, 1);
+    if (p->grammar && (p->grammar_vocab || own_gv))
+        gm = elm_grammar_matcher_new(p->grammar, p->grammar_vocab ? p->grammar_vocab : own_gv);
     elm_status st = ELM_OK;
-    if (!history || !logits || !s) {
+    if (!history || !logits || !s || (p->grammar && !gm)) {
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory starting generation");
         goto done;
     }
+    elm_sampler_set_grammar(s, gm);
     memcpy(history, prompt, sizeof(int32_t) * (size_t)n_prompt);
     int32_t n_hist = n_prompt;
 
@@ -65,6 +71,8 @@ elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
     elm_gen_stats_set(stats, n_prompt, *n_out, t0, t_prefill, t_first, t_end);
 done:
     elm_sampler_free(s);
+    elm_grammar_matcher_free(gm);
+    elm_grammar_vocab_free(own_gv);
     free(logits);
     free(history);
     return st;

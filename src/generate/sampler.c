@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "edgelm/grammar.h"
 #include "edgelm/sampler.h"
 
 typedef struct { float logit, p; int32_t id; } candidate;
@@ -12,6 +13,7 @@ struct elm_sampler {
     elm_sampler_params p;
     int32_t n_vocab;
     uint64_t rng;
+    elm_grammar_matcher *grammar; /* not owned; NULL: free text */
     candidate cand[]; /* [n_vocab] */
 };
 
@@ -141,9 +143,8 @@ static int32_t kept_candidates(elm_sampler *s, const float *logits) {
     return n;
 }
 
-int32_t elm_sampler_sample(elm_sampler *s, float *logits, const int32_t *history,
-                           int32_t n_history) {
-    apply_repeat_penalty(s, logits, history, n_history);
+/* One draw from logits after the penalty: the argmax when greedy. */
+static int32_t draw(elm_sampler *s, const float *logits) {
     if (s->p.temp <= 0) return elm_argmax(logits, s->n_vocab);
     const int32_t n = kept_candidates(s, logits);
     const candidate *c = s->cand;
@@ -153,6 +154,25 @@ int32_t elm_sampler_sample(elm_sampler *s, float *logits, const int32_t *history
         if (r < cum) return c[i].id;
     }
     return c[n - 1].id;
+}
+
+void elm_sampler_set_grammar(elm_sampler *s, elm_grammar_matcher *g) { s->grammar = g; }
+
+/* With a grammar, the draw is first made as without one and kept when the grammar allows it
+ * (llama.cpp's order: one token checked instead of the vocabulary); otherwise the refused tokens
+ * are masked out and the draw made again. Greedy is exactly the argmax of the allowed tokens;
+ * with sampling, the allowed tokens of the unconstrained chain keep their probabilities. */
+int32_t elm_sampler_sample(elm_sampler *s, float *logits, const int32_t *history,
+                           int32_t n_history) {
+    apply_repeat_penalty(s, logits, history, n_history);
+    int32_t id = draw(s, logits);
+    if (!s->grammar) return id;
+    if (!elm_grammar_allows(s->grammar, id)) {
+        const int32_t end = elm_grammar_end_id(s->grammar);
+        id = elm_grammar_mask(s->grammar, logits) ? draw(s, logits) : end >= 0 ? end : id;
+    }
+    elm_grammar_accept(s->grammar, id, NULL); /* refused only when nothing was allowed */
+    return id;
 }
 
 void elm_sampler_probs(elm_sampler *s, float *logits, const int32_t *history, int32_t n_history,

@@ -293,6 +293,9 @@ elm_status elm_generate_speculative(elm_context *c, const int32_t *prompt, int32
     const elm_model *m = elm_context_model(c);
     const int32_t V = m->hp.n_vocab, n_ctx = elm_context_n_ctx(c);
     *n_out = 0;
+    if (p->grammar)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED,
+                          "a grammar or JSON schema cannot be combined with speculative decoding");
     memset(stats, 0, sizeof *stats);
     if (n_prompt <= 0) return elm_errorf(err, ELM_ERR_ARG, "empty prompt");
     if (p->n_predict <= 0) return elm_errorf(err, ELM_ERR_ARG, "n_predict must be > 0");

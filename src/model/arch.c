@@ -28,6 +28,13 @@ static const elm_arch archs[] = {
      .qk_norm = true, .post_norms = true, .swa_period = 6, .norm_plus_one = true,
      .hf_tied_default = true,
      .hf = {{"gemma3_text", "Gemma3ForCausalLM"}, {"gemma3", "Gemma3ForConditionalGeneration"}}},
+    /* EmbeddingGemma: Gemma 3's layout with bidirectional attention (symmetric windows), its
+     * hidden states pooled (mean) and projected by dense_2, dense_3; HF: Gemma3TextModel, the
+     * text model without the LM head, its tensors without the model. prefix */
+    {.name = "gemma-embedding", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_GELU_TANH,
+     .embd_scale = true, .qk_norm = true, .post_norms = true, .swa_period = 6,
+     .norm_plus_one = true, .hf_tied_default = true, .non_causal = true, .hf_bare = true,
+     .hf = {{"gemma3_text", "Gemma3TextModel"}}},
     /* Gemma 3's conventions (but HF norm weights as they multiply), its local layers listed one
      * by one with their own head size and RoPE (the global layers' partial by rope_freqs), the
      * last layers reading earlier layers' KV, per-layer embeddings, V norms, unscaled scores and
@@ -91,6 +98,11 @@ const elm_arch *elm_arch_from_hf(const char *model_type) {
     return a;
 }
 
+const elm_arch *elm_arch_from_hf_class(const char *cls) {
+    const elm_arch *a = NULL;
+    return hf_find(cls, true, &a) ? a : NULL;
+}
+
 const char *elm_arch_hf_type(const char *cls) {
     const elm_arch *a;
     const elm_arch_hf *h = hf_find(cls, true, &a);
@@ -103,8 +115,10 @@ static void fill_names(char *buf, size_t cap) {
 
 static void fill_hf_names(char *buf, size_t cap) {
     for (size_t i = 0; i < N_ARCHS; i++)
-        for (int k = 0; k < ELM_ARCH_HF_MAX && archs[i].hf[k].type; k++)
-            elm_list_add(buf, cap, archs[i].hf[k].type);
+        for (int k = 0; k < ELM_ARCH_HF_MAX && archs[i].hf[k].type; k++) {
+            const elm_arch *first = elm_arch_from_hf(archs[i].hf[k].type);
+            if (first == &archs[i]) elm_list_add(buf, cap, archs[i].hf[k].type); /* once */
+        }
 }
 
 const char *elm_arch_names(void) {
@@ -224,7 +238,7 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_l
                                  int32_t *n) {
     const elm_rope_tensors rope = x.rope;
     const int64_t dim = hp->dim, P = hp->n_embd_per_layer;
-    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 20 + 9) * sizeof *s);
+    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 20 + 11) * sizeof *s);
     *n = 0;
     if (!s) return NULL;
     spec(s, n, ELM_KIND_MATRIX, dim, hp->n_vocab, "token_embd.weight", 0);
@@ -235,6 +249,10 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_l
     if (rope == ELM_ROPE_TENSORS_LONGROPE) {
         spec(s, n, ELM_KIND_ROPE_LONG, hp->rope_dim / 2, 0, "rope_factors_long.weight", 0);
         spec(s, n, ELM_KIND_ROPE_SHORT, hp->rope_dim / 2, 0, "rope_factors_short.weight", 0);
+    }
+    if (hp->dense_dim > 0) {
+        spec(s, n, ELM_KIND_MATRIX, dim, hp->dense_dim, "dense_2.weight", 0);
+        spec(s, n, ELM_KIND_MATRIX, hp->dense_dim, dim, "dense_3.weight", 0);
     }
     if (P > 0) {
         spec(s, n, ELM_KIND_MATRIX, P * hp->n_layers, hp->n_vocab, "per_layer_token_embd.weight",

@@ -43,6 +43,8 @@ typedef struct elm_arch {
     bool norm_plus_one;      /* HF norm weights w multiply as (1 + w); GGUF stores 1 + w (Gemma) */
     bool hf_permute_qk;      /* HF q/k rows are rotate-half, the GGUF interleaved (Llama) */
     bool hf_tied_default;    /* HF tie_word_embeddings default (Gemma: true) */
+    bool hf_bare;            /* its HF class is the bare text model, no LM head (Gemma3TextModel:
+                              * EmbeddingGemma): tensors named without "model." */
     /* Granite's multipliers from the file: embeddings, block outputs before the residual adds,
      * attention scores and logits (hparams embd_scale, residual_scale, attn_scale, logit_scale;
      * GGUF embedding_scale, residual_scale, attention.scale, logit_scale) */
@@ -85,6 +87,10 @@ typedef struct elm_arch {
      * hp.n_expert, the top hp.n_expert_used, their weights renormalised to sum 1 (Qwen3-MoE's
      * norm_topk_prob, llama.cpp's build_moe_ffn with norm_w) */
     bool moe;
+    /* An embedding model's bidirectional attention (EmbeddingGemma, llama.cpp's
+     * gemma-embedding: causal_attn false): every token of a sequence sees all of it, a window
+     * symmetric around the token (LLAMA_SWA_TYPE_SYMMETRIC); hparams.non_causal */
+    bool non_causal;
 } elm_arch;
 
 /* The GGUF name of family a's final norm, and of a block's FFN norm without its "blk.N.". */
@@ -97,6 +103,11 @@ const elm_arch *elm_arch_find(const char *name);
 /* The architecture for a config.json model_type (any of a row's hf[].type: "mistral" -> llama,
  * "gemma3_text" and "gemma3" -> gemma3), or NULL. */
 const elm_arch *elm_arch_from_hf(const char *model_type);
+
+/* The architecture of HF class `cls` (config.json architectures[0]) when a row names that class,
+ * else NULL: what tells apart two families of one model_type (Gemma3TextModel, EmbeddingGemma, is
+ * gemma-embedding; Gemma3ForCausalLM gemma3). */
+const elm_arch *elm_arch_from_hf_class(const char *cls);
 
 /* The config.json model_type of HF class `cls` (architectures[0], "Qwen2ForCausalLM" -> "qwen2"),
  * or NULL for a class of no family edgelm runs. */
@@ -155,7 +166,8 @@ static inline int elm_spec_dims(const elm_tensor_spec *t) {
 /* The GGUF tensors of a model of family a with hyper-parameters hp (head_dim and rope_dim set; a
  * tied output has no output.weight; x.rope adds rope_freqs.weight or LongRoPE's two factor
  * vectors, [rope_dim/2] each), in the order llama.cpp's converter writes them: token_embd,
- * output_norm, output, the RoPE vectors, the per-layer embeddings' (hp.n_embd_per_layer), then
+ * output_norm, output, the RoPE vectors, an embedding model's dense_2 and dense_3
+ * (hp.dense_dim), the per-layer embeddings' (hp.n_embd_per_layer), then
  * block by block, a recurrent layer (hp.recurrent) with its kind's tensors in place of
  * attention's, a mixture of experts' router and stacked experts (elm_arch.moe) in place of the
  * FFN's matrices, each layer with its own head size, KV heads and FFN size (elm_layer_head_dim...),

@@ -325,6 +325,7 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     c->tokens = calloc((size_t)c->n_ctx, sizeof(int32_t));
     c->pos = calloc(nb, sizeof(int32_t));
     c->row0 = calloc(nb, sizeof(int32_t));
+    if (hp->non_causal && !(c->pos_end = calloc(nb, sizeof(int32_t)))) ok = false;
     ok = ok && c->tokens && c->pos && c->row0;
     if (!ok) {
         elm_context_free(c);
@@ -370,7 +371,7 @@ void elm_context_free(elm_context *c) {
     void *bufs[] = {c->k_cache, c->v_cache, c->x,      c->xb,    c->q,   c->qg,   c->kb,
                     c->vb,      c->att,     c->hg,     c->hu,    c->xq,       c->xt,    c->xp,  c->xr,  c->scores,
                     c->scratch, c->norms,   c->inv_freq, c->rope_cs, c->tokens, c->k_deq, c->v_deq,
-                    c->qk_norms, c->pos, c->row0, c->kv, c->inv_freq_swa,
+                    c->qk_norms, c->pos, c->row0, c->pos_end, c->kv, c->inv_freq_swa,
                     c->rope_cs_swa, c->rope_ff, c->state_off, c->state, c->ckpt, c->mix,
                     c->seq_pos, c->ckpt_pos, c->runs, c->ones, c->out_scale, c->ple,
                     c->ple_row, c->ple_g, c->ple_norm, c->moe_probs, c->moe_ids, c->moe_w,

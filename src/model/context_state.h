@@ -91,6 +91,8 @@ struct elm_context {
     float *inv_freq_swa, *rope_cs_swa; /* their inv_freq and rope_cs, else NULL */
     int32_t *pos;    /* [n_batch] each token's position in its sequence */
     int32_t *row0;   /* [n_batch] cache row of its sequence's position 0 (elm_forward_seqs) */
+    int32_t *pos_end; /* [n_batch] a non-causal model's (hp.non_causal): the last position of
+                       * each token's sequence in the batch, which it attends up to; else NULL */
     elm_matmul_hook hook;
     void *hook_user;
     /* Recurrent layers (layer_kind.h), when the model has any (state_floats > 0): */

@@ -299,6 +299,22 @@ static void output_logits(elm_context *c, const int32_t *rows, int32_t first, in
         for (size_t i = 0; i < (size_t)n_out * (size_t)hp->n_vocab; i++) logits[i] *= inv_scale;
 }
 
+/* A non-causal model's c->pos_end: for each token, the last position in the batch of the tokens
+ * of its sequence (those of its cache region, row0), up to which it attends. */
+static void seq_ends(elm_context *c, int32_t n) {
+    if (!c->pos_end) return;
+    for (int32_t t0 = 0, t1; t0 < n; t0 = t1) { /* a run of one region, then its other runs */
+        int32_t end = c->pos[t0];
+        for (t1 = t0; t1 < n && c->row0[t1] == c->row0[t0]; t1++)
+            if (c->pos[t1] > end) end = c->pos[t1];
+        for (int32_t u = t1; u < n; u++)
+            if (c->row0[u] == c->row0[t0] && c->pos[u] > end) end = c->pos[u];
+        for (int32_t u = 0; u < t0; u++)
+            if (c->row0[u] == c->row0[t0] && c->pos[u] > end) end = c->pos[u];
+        for (int32_t t = t0; t < t1; t++) c->pos_end[t] = end;
+    }
+}
+
 static elm_status check_tokens(const elm_context *c, const int32_t *tokens, int32_t n,
                                elm_error *err) {
     if (n <= 0 || n > c->n_batch)
@@ -335,6 +351,7 @@ elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float
         c->row0[t] = 0;
     }
     if ((st = elm_seq_begin(c, n, err))) return st;
+    seq_ends(c, n);
     rope_tables(c, n);
     /* past the last layer's attention only the rows of the logits are needed (llama.cpp goes on
      * with those alone but for Gemma 4; a table may add as it does) */
@@ -355,6 +372,15 @@ elm_status elm_forward_hidden(elm_context *c, const int32_t *tokens, const float
 elm_status elm_forward(elm_context *c, const int32_t *tokens, int32_t n, float *logits,
                        bool all_logits, elm_error *err) {
     return elm_forward_hidden(c, tokens, NULL, n, NULL, logits, all_logits, err);
+}
+
+elm_status elm_forward_embd(elm_context *c, const int32_t *tokens, int32_t n, float *embd,
+                            elm_error *err) {
+    elm_status st = elm_forward_hidden(c, tokens, NULL, n, NULL, NULL, false, err);
+    if (st) return st;
+    const elm_hparams *hp = &c->m->hp;
+    rmsnorm_rows(c, embd, c->x, c->norms + (size_t)(c->n_norms * hp->n_layers) * hp->dim, n);
+    return ELM_OK;
 }
 
 elm_status elm_forward_batched(elm_context *c, const int32_t *tokens, int32_t n, float *logits,
@@ -389,6 +415,7 @@ elm_status elm_forward_seqs(elm_context *c, const int32_t *tokens, const int32_t
     memcpy(c->pos, pos, sizeof(int32_t) * (size_t)n);
     memcpy(c->row0, row0, sizeof(int32_t) * (size_t)n);
     if ((st = elm_seq_begin(c, n, err))) return st;
+    seq_ends(c, n);
     embed(c, tokens, n);
     if (c->ple) per_layer_inputs(c, tokens, n);
     rope_tables(c, n);

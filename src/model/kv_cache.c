@@ -132,11 +132,13 @@ bool elm_kv_type_from_name(const char *name, elm_type *out) {
 /* Mistral's window (swa_period 0, every layer) keeps the full cache, masked: rings would take
  * its context shift and sessions, which a ring refuses. A windowed layer that later layers read
  * (Gemma 4) keeps every position too: they attend after it has taken in the whole batch, which
- * a ring holds only in part. */
+ * a ring holds only in part; so does a non-causal model's (EmbeddingGemma), whose tokens see the
+ * positions after them. */
 int32_t elm_kv_layer_rows(const elm_hparams *hp, int l, int32_t n_ctx) {
     if (elm_layer_recurrent(hp, l)) return 0; /* its state is elsewhere (seq_state.c) */
     if (elm_layer_kv_src(hp, l) != l) return 0; /* it reads another layer's (Gemma 4) */
-    if ((hp->swa_period == 0 && !hp->swa_listed) || !elm_layer_swa(hp, l)) return n_ctx;
+    if ((hp->swa_period == 0 && !hp->swa_listed) || !elm_layer_swa(hp, l) || hp->non_causal)
+        return n_ctx;
     for (int s = hp->n_layers - hp->n_kv_shared; s < hp->n_layers; s++)
         if (elm_layer_kv_src(hp, s) == l) return n_ctx;
     const int64_t ring = (int64_t)hp->n_swa + (hp->n_swa / 2 > ELM_SWA_SPARE ? hp->n_swa / 2

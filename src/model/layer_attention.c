@@ -24,15 +24,18 @@ typedef struct {
     int32_t base;       /* ring layers: the position at row 0 of k and v (else 0) */
     int32_t n_swa;      /* the layer's window, 0: none */
     bool ring;
+    bool non_causal;    /* tokens see their sequence's later positions too (c->pos_end) */
     int32_t n_tok;       /* the tokens attending in this pass (elm_kernels.attention) */
     elm_pool_work items; /* (token, KV head) pairs, claimed one at a time */
 } attention_job;
 
 /* Causal attention of each (token, KV head) over its sequence's positions [0, pos], or the last
  * n_swa of them: cache rows row0 + p (context.h: pos, row0), or rows p - base of a ring read in
- * position order. The query heads of a KV head's group (GQA) go together, so that each k and v
- * row is read from memory once for all of them: one head at a time, at 1536 positions, read
- * them from L2 eight times and took 45% of a Q4_0 prefill. */
+ * position order. A non-causal model's token sees [0, pos_end] instead, its sequence's positions
+ * in the batch and before, and a window those within n_swa / 2 of pos on either side (llama.cpp's
+ * LLAMA_SWA_TYPE_SYMMETRIC). The query heads of a KV head's group (GQA) go together, so that each
+ * k and v row is read from memory once for all of them: one head at a time, at 1536 positions,
+ * read them from L2 eight times and took 45% of a Q4_0 prefill. */
 static void attention_worker(void *arg, int ith, int nth) {
     (void)nth;
     attention_job *j = arg;
@@ -49,11 +52,17 @@ static void attention_worker(void *arg, int ith, int nth) {
             const int32_t pos = c->pos[t];
             const size_t row = j->ring ? 0 : (size_t)c->row0[t];
             /* a sliding window sees positions (pos - n_swa, pos] */
-            const int32_t p0 = j->n_swa > 0 && pos >= j->n_swa ? pos + 1 - j->n_swa : 0;
+            int32_t p0 = j->n_swa > 0 && pos >= j->n_swa ? pos + 1 - j->n_swa : 0, p1 = pos;
+            if (j->non_causal) {
+                const int32_t half = j->n_swa / 2;
+                p1 = c->pos_end[t];
+                p0 = j->n_swa > 0 && pos > half ? pos - half : 0;
+                if (j->n_swa > 0 && pos + half < p1) p1 = pos + half;
+            }
             const float *q = c->q + (size_t)t * q_dim + (size_t)h * hd;
             const size_t first = (row + (size_t)(p0 - j->base)) * j->kv_dim + (size_t)kvh * hd;
             float *out = c->att + (size_t)t * q_dim + (size_t)h * hd;
-            c->k->attention(q, group, j->k + first, j->v + first, j->kv_dim, pos + 1 - p0, p0,
+            c->k->attention(q, group, j->k + first, j->v + first, j->kv_dim, p1 + 1 - p0, p0,
                             hd, hp->attn_scale, j->n_tok, scores, out);
         }
     }
@@ -167,7 +176,8 @@ static void attend(elm_context *c, int l, int32_t t0, int32_t nt) {
     attention_job aj = {.c = c, .kv_dim = (size_t)c->kv[l].dim, .hd = elm_layer_head_dim(hp, l),
                         .n_kv_heads = elm_layer_kv_heads(hp, l), .t0 = t0,
                         .n_swa = elm_layer_swa(hp, l) ? hp->n_swa : 0,
-                        .ring = elm_kv_layer_ring(c, l), .n_tok = nt};
+                        .ring = elm_kv_layer_ring(c, l), .non_causal = hp->non_causal,
+                        .n_tok = nt};
     elm_pool_work_init(&aj.items, (long)nt * aj.n_kv_heads, elm_pool_size(c->pool));
     if (aj.ring) {
         const int32_t first = c->pos[t0];
@@ -177,8 +187,10 @@ static void attend(elm_context *c, int l, int32_t t0, int32_t nt) {
         aj.v = c->v_deq;
     } else {
         int32_t rows = 0; /* the cache rows the tokens' attention reads: [0, rows) */
-        for (int32_t t = t0; t < t0 + nt; t++)
-            if (c->row0[t] + c->pos[t] + 1 > rows) rows = c->row0[t] + c->pos[t] + 1;
+        for (int32_t t = t0; t < t0 + nt; t++) {
+            const int32_t last = hp->non_causal ? c->pos_end[t] : c->pos[t];
+            if (c->row0[t] + last + 1 > rows) rows = c->row0[t] + last + 1;
+        }
         layer_kv(c, l, rows, &aj.k, &aj.v);
     }
     elm_pool_run_shared(c->pool, attention_worker, &aj);

@@ -428,6 +428,10 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
     hp->nope_every = a->nope_every;
     hp->v_norm = a->v_norm;
     hp->full_last_layer = a->full_last_layer;
+    hp->non_causal = a->non_causal;
+    if (hp->pooling < 0 || hp->pooling > 4)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: pooling type %d out of range 0..4 (none, "
+                          "mean, cls, last, rank)", m->path, hp->pooling);
     return ELM_OK;
 }
 
@@ -575,6 +579,24 @@ static elm_status bind_rope(elm_model *m, const elm_arch *a, elm_error *err) {
     return ELM_OK;
 }
 
+/* An embedding model's Dense projections of the pooled vector (sentence-transformers' 2_Dense
+ * and 3_Dense, llama.cpp's dense_2 and dense_3): both or neither, their inner size
+ * hp.dense_dim (GGUF dense_2_feat_out, else dense_2's rows). */
+static elm_status bind_dense(elm_model *m, elm_error *err) {
+    elm_hparams *hp = &m->hp;
+    const elm_tensor *d2 = elm_model_find(m, "dense_2.weight");
+    m->dense_2 = m->dense_3 = NULL;
+    if (hp->dense_dim == 0 && d2) hp->dense_dim = (int32_t)d2->ne[1];
+    if (hp->dense_dim == 0 && !elm_model_find(m, "dense_3.weight")) return ELM_OK;
+    if (hp->dense_dim < 0 || hp->dense_dim > (1 << 20))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: dense projection size %d out of range",
+                          m->path, hp->dense_dim);
+    elm_status st = elm_model_bind_tensor(m, &m->dense_2, "dense_2.weight", hp->dim,
+                                          hp->dense_dim, err);
+    return st ? st : elm_model_bind_tensor(m, &m->dense_3, "dense_3.weight", hp->dense_dim,
+                                           hp->dim, err);
+}
+
 const elm_tensor *elm_model_rope_factors(const elm_model *m, int32_t n_ctx_seq) {
     if (m->rope_freqs || !m->rope_long) return m->rope_freqs;
     return n_ctx_seq > m->hp.n_ctx_orig ? m->rope_long : m->rope_short;
@@ -594,7 +616,9 @@ elm_status elm_model_bind(elm_model *m, elm_error *err) {
     if (m->vocab.n_tokens != hp->n_vocab)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: vocabulary has %d tokens, model expects %d",
                           m->path, m->vocab.n_tokens, hp->n_vocab);
-    if ((st = bind_rope(m, a, err)) || (st = bind_ple_inputs(m, err))) return st;
+    if ((st = bind_rope(m, a, err)) || (st = bind_ple_inputs(m, err)) ||
+        (st = bind_dense(m, err)))
+        return st;
     if ((st = elm_model_bind_tensor(m, &m->tok_embd, "token_embd.weight", hp->dim, hp->n_vocab, err))) return st;
     if ((st = elm_model_bind_tensor(m, &m->output_norm, elm_arch_out_norm(a), hp->dim, 0, err)))
         return st;

@@ -15,8 +15,11 @@
 #include <cjson/cJSON.h>
 
 #include "core/clock.h"
+#include "core/strbuf.h"
 #include "server/access_log.h"
+#include "server/embeddings.h"
 #include "server/http.h"
+#include "server/logprobs.h"
 #include "server/tokenize.h"
 
 extern const unsigned char srv_page_html[];
@@ -26,6 +29,7 @@ struct srv_http {
     struct MHD_Daemon *d;
     srv_server *s;
     const srv_defaults *def;
+    srv_embedder *emb; /* POST /v1/embeddings, its own context (embeddings.h) */
     srv_http_params p;
     int port;
     unsigned long next_id;
@@ -139,21 +143,87 @@ static cJSON *response_head(const srv_http *h, const char *id, const char *objec
     return o;
 }
 
-/* One choice: a chat message / delta, or a completion's text. text NULL: no content field. */
-static cJSON *choice(bool chat, bool delta, const char *text, const char *finish, bool role) {
+/* One choice: a chat message / delta, or a completion's text. text NULL: no content field.
+ * lp (taken): its "logprobs", or NULL (null for completions, none for chat). */
+static cJSON *choice(bool chat, bool delta, const char *text, const char *finish, bool role,
+                     cJSON *lp) {
     cJSON *c = cJSON_CreateObject();
     cJSON_AddNumberToObject(c, "index", 0);
     if (chat) {
         cJSON *m = cJSON_AddObjectToObject(c, delta ? "delta" : "message");
         if (role) cJSON_AddStringToObject(m, "role", "assistant");
         if (text) cJSON_AddStringToObject(m, "content", text);
+        if (lp) cJSON_AddItemToObject(c, "logprobs", lp);
     } else {
         cJSON_AddStringToObject(c, "text", text ? text : "");
-        cJSON_AddNullToObject(c, "logprobs");
+        if (lp) cJSON_AddItemToObject(c, "logprobs", lp);
+        else cJSON_AddNullToObject(c, "logprobs");
     }
     if (finish) cJSON_AddStringToObject(c, "finish_reason", finish);
     else cJSON_AddNullToObject(c, "finish_reason");
     return c;
+}
+
+/* The "logprobs" of the job's tokens from *sent on whose text ends within the reply's first `upto`
+ * bytes; *sent advances past them. NULL when out of memory. */
+static cJSON *logprobs_json(srv_http *h, srv_job *job, bool chat, int32_t *sent, size_t upto) {
+    srv_logprob *r;
+    int32_t n;
+    if (!srv_take_logprobs(h->s, job, *sent, upto, &r, &n)) return NULL;
+    cJSON *o = srv_logprobs_json(&h->def->m->vocab, r, n, chat);
+    *sent += n;
+    free(r);
+    return o;
+}
+
+/* Puts calls c into a choice made by choice(): "tool_calls" in its message or delta (ids from the
+ * response's id), content null when the reply had no text, finish_reason "tool_calls" unless it
+ * ended otherwise than at a stop. */
+static void put_tool_calls(cJSON *c, bool delta, const elm_tool_calls *calls, const char *id) {
+    cJSON *m = cJSON_GetObjectItem(c, delta ? "delta" : "message");
+    if (!delta) {
+        cJSON_DeleteItemFromObject(m, "content");
+        if (calls->content[0]) cJSON_AddStringToObject(m, "content", calls->content);
+        else cJSON_AddNullToObject(m, "content");
+    }
+    cJSON *arr = cJSON_AddArrayToObject(m, "tool_calls");
+    for (int32_t i = 0; i < calls->n; i++) {
+        cJSON *tc = cJSON_CreateObject();
+        char call_id[80];
+        snprintf(call_id, sizeof call_id, "call_%s_%d", id, (int)i);
+        if (delta) cJSON_AddNumberToObject(tc, "index", i);
+        cJSON_AddStringToObject(tc, "id", call_id);
+        cJSON_AddStringToObject(tc, "type", "function");
+        cJSON *f = cJSON_AddObjectToObject(tc, "function");
+        cJSON_AddStringToObject(f, "name", calls->calls[i].name);
+        cJSON_AddStringToObject(f, "arguments", calls->calls[i].arguments);
+        cJSON_AddItemToArray(arr, tc);
+    }
+    const cJSON *fr = cJSON_GetObjectItem(c, "finish_reason");
+    if (!cJSON_IsString(fr) || !strcmp(fr->valuestring, "stop"))
+        cJSON_ReplaceItemInObject(c, "finish_reason", cJSON_CreateString("tool_calls"));
+}
+
+/* The reply's tool calls (*calls, n 0 when none or when they do not parse: a reply cut short is
+ * text); false when out of memory. */
+static bool reply_tool_calls(const srv_http *h, const char *text, elm_tool_calls *calls) {
+    elm_error err;
+    const elm_status st = elm_chat_parse_tool_calls(h->def->tmpl, text, calls, &err);
+    if (st == ELM_ERR_NOMEM) return false;
+    if (st) memset(calls, 0, sizeof *calls);
+    return true;
+}
+
+/* How much of text [len] can go out as content while tool calls may follow: all of it before
+ * the first "<tool_call>", short of an end that could begin one. */
+static size_t content_before_calls(const char *text, size_t len) {
+    static const char open[] = "<tool_call>";
+    const size_t ol = sizeof open - 1;
+    for (size_t i = 0; i < len; i++) {
+        const size_t k = len - i < ol ? len - i : ol;
+        if (!memcmp(text + i, open, k)) return i;
+    }
+    return len;
 }
 
 /* ---- streaming ---- */
@@ -162,9 +232,13 @@ typedef struct stream {
     srv_http *h;
     srv_job *job;
     conn_state *cs; /* its request's; read only while the response is being sent */
-    bool chat, role_sent, finished;
+    bool chat, role_sent, finished, logprobs;
     char id[48];
     size_t seen;     /* reply bytes already sent */
+    int32_t lp_sent; /* tokens whose log-probabilities were sent */
+    bool tools;      /* the reply may end in tool calls: its text is kept in `reply` */
+    elm_sbuf reply;  /* with tools: the text so far */
+    size_t content_sent; /* with tools: bytes of it sent as content */
     char *out;       /* formatted SSE bytes not yet handed to libmicrohttpd */
     size_t out_len, out_off;
 } stream;
@@ -196,12 +270,33 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
         bool done;
         if (!srv_take(st->h->s, st->job, st->seen, true, 1000, &text, &len, &done))
             return MHD_CONTENT_READER_END_WITH_ERROR;
-        if (text) {
+        if (text && st->tools) { /* content goes out up to where a call could begin */
+            elm_sb_put(&st->reply, text, len);
             st->seen += len;
+            free(text);
+            if (st->reply.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
+            const size_t upto = content_before_calls(st->reply.s, st->reply.len);
+            if (upto <= st->content_sent) continue;
+            text = malloc(upto - st->content_sent + 1);
+            if (!text) return MHD_CONTENT_READER_END_WITH_ERROR;
+            len = upto - st->content_sent;
+            memcpy(text, st->reply.s + st->content_sent, len);
+            text[len] = '\0';
+            st->content_sent = upto;
+        } else if (text) {
+            st->seen += len;
+        }
+        if (text) {
+            cJSON *lp = NULL;
+            if (st->logprobs &&
+                !(lp = logprobs_json(st->h, st->job, st->chat, &st->lp_sent, st->seen))) {
+                free(text);
+                return MHD_CONTENT_READER_END_WITH_ERROR;
+            }
             cJSON *o = response_head(st->h, st->id, st->chat ? "chat.completion.chunk" : "text_completion");
             cJSON_AddItemToObject(o, "choices", cJSON_CreateArray());
             cJSON_AddItemToArray(cJSON_GetObjectItem(o, "choices"),
-                                 choice(st->chat, true, text, NULL, !st->role_sent));
+                                 choice(st->chat, true, text, NULL, !st->role_sent, lp));
             st->role_sent = true;
             free(text);
             if (!queue_event(st, o)) return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -211,9 +306,26 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             st->cs->has_job = true;
             cJSON *o = response_head(st->h, st->id, st->chat ? "chat.completion.chunk" : "text_completion");
             cJSON_AddItemToObject(o, "choices", cJSON_CreateArray());
-            cJSON_AddItemToArray(cJSON_GetObjectItem(o, "choices"),
-                                 choice(st->chat, true, st->chat ? NULL : "", r.finish_reason,
-                                        !st->role_sent));
+            cJSON *c = choice(st->chat, true, st->chat ? NULL : "", r.finish_reason,
+                              !st->role_sent, NULL);
+            cJSON_AddItemToArray(cJSON_GetObjectItem(o, "choices"), c);
+            if (st->tools && st->reply.len > st->content_sent) { /* the calls, or held text */
+                elm_tool_calls calls;
+                elm_sb_put(&st->reply, "", 0);
+                if (st->reply.oom || !reply_tool_calls(st->h, st->reply.s, &calls)) {
+                    cJSON_Delete(o);
+                    return MHD_CONTENT_READER_END_WITH_ERROR;
+                }
+                cJSON *d = cJSON_GetObjectItem(c, "delta");
+                if (calls.n > 0) {
+                    if (strlen(calls.content) > st->content_sent)
+                        cJSON_AddStringToObject(d, "content", calls.content + st->content_sent);
+                    put_tool_calls(c, true, &calls, st->id);
+                } else {
+                    cJSON_AddStringToObject(d, "content", st->reply.s + st->content_sent);
+                }
+                elm_tool_calls_free(&calls);
+            }
             cJSON_AddItemToObject(o, "usage", usage_json(&r));
             cJSON_AddItemToObject(o, "timings", timings_json(&r));
             if (!queue_event(st, o)) return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -237,11 +349,65 @@ static void stream_free(void *cls) {
     stream *st = cls;
     srv_cancel(st->h->s, st->job);
     srv_job_release(st->h->s, st->job);
+    free(st->reply.s);
     free(st->out);
     free(st);
 }
 
 /* ---- routes ---- */
+
+/* Waits for job's whole reply and makes choice `index` of it (its calls, its log-probabilities);
+ * *res gets the job's result. NULL when out of memory. */
+static cJSON *whole_choice(srv_http *h, srv_job *job, const srv_request *r, const char *id,
+                           int index, srv_job_result *res) {
+    char *text = NULL;
+    size_t len = 0;
+    bool done = false;
+    while (!done) {
+        free(text);
+        text = NULL;
+        if (!srv_take(h->s, job, 0, true, 1000, &text, &len, &done)) return NULL;
+    }
+    *res = srv_job_result_get(h->s, job);
+    int32_t lp_sent = 0;
+    cJSON *lp = r->job.logprobs ? logprobs_json(h, job, r->chat, &lp_sent, len) : NULL;
+    elm_tool_calls calls = {0};
+    cJSON *c = NULL;
+    if ((!r->job.logprobs || lp) &&
+        (!r->chat || !r->job.tool_calls || reply_tool_calls(h, text ? text : "", &calls))) {
+        c = choice(r->chat, false, text ? text : "", res->finish_reason, true, lp);
+        lp = NULL;
+        cJSON_ReplaceItemInObject(c, "index", cJSON_CreateNumber(index));
+        if (calls.n > 0) put_tool_calls(c, false, &calls, id);
+    }
+    cJSON_Delete(lp);
+    elm_tool_calls_free(&calls);
+    free(text);
+    return c;
+}
+
+/* Jobs [n] of one request: submitted, each with its own grammar and the next seed (the first
+ * takes r's params). Returns how many were queued; on a shortfall *refusal is the reason. */
+static int submit_choices(srv_http *h, srv_request *r, srv_job **jobs, int n, int *refusal) {
+    *refusal = 0;
+    const elm_grammar *g = r->job.grammar;
+    for (int i = 0; i < n; i++) {
+        srv_job_params p = r->job;
+        p.sampling.seed += (uint64_t)i;
+        /* the last job takes r's grammar, the others a copy */
+        p.grammar = g && i < n - 1 ? elm_grammar_copy(g) : (elm_grammar *)g;
+        if (g && !p.grammar) return *refusal = 500, i;
+        if (i == n - 1) r->job.grammar = NULL;
+        jobs[i] = srv_job_new(r->prompt, r->n_prompt, &p);
+        if (!jobs[i]) return *refusal = 500, i;
+        const srv_submit_status ss = srv_submit(h->s, jobs[i]);
+        if (ss != SRV_OK) {
+            srv_job_release(h->s, jobs[i]);
+            return *refusal = ss == SRV_FULL ? 503 : 504, i;
+        }
+    }
+    return n;
+}
 
 static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool chat,
                                   conn_state *cs) {
@@ -249,16 +415,23 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
     char msg[512];
     const int rc = srv_request_parse(cs->body ? cs->body : "", cs->len, chat, h->def, &r, msg, sizeof msg);
     if (rc) return send_refusal(conn, rc, msg);
-    srv_job *job = srv_job_new(r.prompt, r.n_prompt, &r.job);
+    const int n = r.n > 0 ? r.n : 1;
+    srv_job *jobs[SRV_MAX_SLOTS];
+    int refusal;
+    const int queued = submit_choices(h, &r, jobs, n, &refusal);
     free(r.prompt);
-    if (!job) return send_error(conn, 500, "internal_error", "out of memory");
-    const srv_submit_status ss = srv_submit(h->s, job);
-    if (ss != SRV_OK) {
-        srv_job_release(h->s, job);
-        return send_error(conn, 503, ss == SRV_FULL ? "server_busy" : "shutting_down", "%s",
-                          ss == SRV_FULL ? "all slots are busy and the queue is full; retry later"
+    elm_grammar_free(r.job.grammar);
+    if (queued < n) {
+        for (int i = 0; i < queued; i++) {
+            srv_cancel(h->s, jobs[i]);
+            srv_job_release(h->s, jobs[i]);
+        }
+        if (refusal == 500) return send_error(conn, 500, "internal_error", "out of memory");
+        return send_error(conn, 503, refusal == 503 ? "server_busy" : "shutting_down", "%s",
+                          refusal == 503 ? "all slots are busy and the queue is full; retry later"
                                          : "the server is stopping");
     }
+    srv_job *job = jobs[0];
     char id[48];
     snprintf(id, sizeof id, "%s-%lu", chat ? "chatcmpl" : "cmpl",
              __atomic_add_fetch(&h->next_id, 1, __ATOMIC_RELAXED));
@@ -269,7 +442,8 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
             srv_job_release(h->s, job);
             return send_error(conn, 500, "internal_error", "out of memory");
         }
-        *st = (stream){.h = h, .job = job, .cs = cs, .chat = chat};
+        *st = (stream){.h = h, .job = job, .cs = cs, .chat = chat, .logprobs = r.job.logprobs,
+                       .tools = chat && r.job.tool_calls};
         memcpy(st->id, id, sizeof id);
         struct MHD_Response *resp =
             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free);
@@ -283,30 +457,32 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
         MHD_destroy_response(resp);
         return ret;
     }
-    /* not streamed: wait for the whole reply */
-    char *text = NULL;
-    size_t len = 0;
-    bool done = false;
-    while (!done) {
-        free(text);
-        if (!srv_take(h->s, job, 0, true, 1000, &text, &len, &done)) break;
+    /* not streamed: wait for every choice's whole reply */
+    cJSON *o = response_head(h, id, chat ? "chat.completion" : "text_completion");
+    cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+    srv_job_result total = {0};
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        srv_job_result res;
+        cJSON *c = ok ? whole_choice(h, jobs[i], &r, id, i, &res) : NULL;
+        if (!c) {
+            ok = false;
+            srv_cancel(h->s, jobs[i]);
+        } else {
+            cJSON_AddItemToArray(choices, c);
+            if (i == 0) total = res; /* the prompt once, as OpenAI counts it */
+            else total.completion_tokens += res.completion_tokens;
+        }
+        srv_job_release(h->s, jobs[i]);
     }
-    if (!done) {
-        free(text);
-        srv_cancel(h->s, job);
-        srv_job_release(h->s, job);
+    cs->job = total;
+    cs->has_job = true;
+    if (!ok) {
+        cJSON_Delete(o);
         return send_error(conn, 500, "internal_error", "out of memory");
     }
-    const srv_job_result res = srv_job_result_get(h->s, job);
-    srv_job_release(h->s, job);
-    cs->job = res;
-    cs->has_job = true;
-    cJSON *o = response_head(h, id, chat ? "chat.completion" : "text_completion");
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"),
-                         choice(chat, false, text ? text : "", res.finish_reason, true));
-    free(text);
-    cJSON_AddItemToObject(o, "usage", usage_json(&res));
-    cJSON_AddItemToObject(o, "timings", timings_json(&res));
+    cJSON_AddItemToObject(o, "usage", usage_json(&total));
+    cJSON_AddItemToObject(o, "timings", timings_json(&total));
     return send_json(conn, 200, o);
 }
 
@@ -390,6 +566,14 @@ static enum MHD_Result props(srv_http *h, struct MHD_Connection *conn) {
     return send_json(conn, 200, o);
 }
 
+static enum MHD_Result embeddings(srv_http *h, struct MHD_Connection *conn, const conn_state *cs) {
+    cJSON *o;
+    char msg[512];
+    const int rc = srv_embeddings(h->emb, cs->body ? cs->body : "", cs->len, h->p.model_id, &o,
+                                  msg, sizeof msg);
+    return rc ? send_refusal(conn, rc, msg) : send_json(conn, 200, o);
+}
+
 static enum MHD_Result health(srv_http *h, struct MHD_Connection *conn) {
     int busy, waiting;
     srv_load(h->s, &busy, &waiting);
@@ -442,8 +626,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     const bool chat = !strcmp(url, "/v1/chat/completions"), compl = !strcmp(url, "/v1/completions");
     const bool tok = !strcmp(url, "/tokenize"), detok = !strcmp(url, "/detokenize");
     const bool list = !strcmp(url, "/v1/models"), scrape = !strcmp(url, "/metrics");
-    const bool about = !strcmp(url, "/props");
-    if (!chat && !compl && !tok && !detok && !list && !scrape && !about)
+    const bool about = !strcmp(url, "/props"), embed = !strcmp(url, "/v1/embeddings");
+    if (!chat && !compl && !tok && !detok && !list && !scrape && !about && !embed)
         return send_error(conn, 404, "not_found", "no route %s %s", method, url);
     if (!authorized(h, conn))
         return send_error(conn, 401, "invalid_api_key",
@@ -457,6 +641,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
         return send_error(conn, 413, "request_too_large", "request body: over the limit of %zu bytes",
                           h->p.max_body);
     if (tok || detok) return tokenize(h, conn, detok, cs);
+    if (embed) return embeddings(h, conn, cs);
     return completion(h, conn, chat, cs);
 }
 
@@ -501,13 +686,21 @@ elm_status srv_http_start(srv_server *s, const srv_defaults *d, const srv_http_p
         return elm_errorf(err, ELM_ERR_ARG, "--port: %d out of range 0..65535", p->port);
     srv_http *h = calloc(1, sizeof *h);
     if (!h) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
-    *h = (srv_http){.s = s, .def = d, .p = *p};
+    const srv_params *sp = srv_get_params(s);
+    *h = (srv_http){.s = s, .def = d, .p = *p,
+                    .emb = srv_embedder_new(d->m, sp->slot_ctx, sp->n_threads, sp->type_k,
+                                            sp->type_v, sp->ggml_rounding)};
+    if (!h->emb) {
+        free(h);
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
+    }
     h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
                             (uint16_t)p->port, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, &addr,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, h,
                             MHD_OPTION_CONNECTION_LIMIT, 256u, MHD_OPTION_CONNECTION_TIMEOUT,
                             120u, MHD_OPTION_END);
     if (!h->d) {
+        srv_embedder_free(h->emb);
         free(h);
         return elm_errorf(err, ELM_ERR_IO, "cannot listen on %s:%d (port in use?)", p->host, p->port);
     }
@@ -526,5 +719,6 @@ void srv_http_stop(srv_http *h) {
     for (int i = 0; i < 300 && __atomic_load_n(&h->inflight, __ATOMIC_RELAXED) > 0; i++)
         nanosleep(&(struct timespec){0, 10000000L}, NULL);
     MHD_stop_daemon(h->d);
+    srv_embedder_free(h->emb);
     free(h);
 }

@@ -1,6 +1,6 @@
 /* The HTTP face of the server, over libmicrohttpd (one thread per connection): the OpenAI routes
  * (POST /v1/chat/completions and /v1/completions, streamed as Server-Sent Events when asked;
- * GET /v1/models), llama-server's POST /tokenize, POST /detokenize and GET /props, GET /health,
+ * POST /v1/embeddings, embeddings.h; GET /v1/models), llama-server's POST /tokenize, POST /detokenize and GET /props, GET /health,
  * GET /metrics (Prometheus text) and the chat page at GET /. Errors are OpenAI-shaped JSON,
  * {"error": {"message", "type", "code"}}: 400 bad field, 401 missing or wrong API key, 404 no
  * such route, 405 wrong method, 413 body over the limit, 503 queue full or stopping. */

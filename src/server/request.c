@@ -1,6 +1,7 @@
 /* Request bodies into jobs (see request.h). Field checks follow the OpenAI API reference: every
  * sampling field is optional and null means absent; unknown fields are ignored, as OpenAI-style
- * servers do, so clients that send more (presence_penalty, stream_options) work. */
+ * servers do, so clients that send more (presence_penalty, stream_options) work. Fields that
+ * constrain the reply (constraint.c) are never ignored. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,8 +11,10 @@
 #include <cjson/cJSON.h>
 
 #include "edgelm/vocab.h"
+#include "server/constraint.h"
 #include "server/fields.h"
 #include "server/request.h"
+#include "server/tools.h"
 
 enum { MAX_MESSAGES = 4096 };
 
@@ -31,6 +34,25 @@ static int stop_strings(const cJSON *o, srv_job_params *jp, char *msg, size_t ca
             return srv_bad(msg, cap, "stop[%d]: length %zu out of range 1..%d", i, l, SRV_MAX_STOP_LEN);
         memcpy(jp->stop[jp->n_stop++], s->valuestring, l + 1);
     }
+    return 0;
+}
+
+/* Chat: "logprobs" true and "top_logprobs" 0..20 alternatives; completions (legacy): "logprobs"
+ * 0..5, the alternatives. */
+static int logprobs(const cJSON *o, bool chat, srv_job_params *jp, char *msg, size_t cap) {
+    double top = 0;
+    if (!chat) {
+        top = -1;
+        if (!srv_number(o, "logprobs", 0, 5, true, &top, msg, cap)) return 400;
+        jp->logprobs = top >= 0;
+        jp->top_logprobs = top >= 0 ? (int32_t)top : 0;
+        return 0;
+    }
+    if (!srv_boolean(o, "logprobs", &jp->logprobs, msg, cap) ||
+        !srv_number(o, "top_logprobs", 0, SRV_MAX_TOP_LOGPROBS, true, &top, msg, cap))
+        return 400;
+    if (top > 0 && !jp->logprobs) return srv_bad(msg, cap, "top_logprobs: needs \"logprobs\": true");
+    jp->top_logprobs = (int32_t)top;
     return 0;
 }
 
@@ -68,8 +90,8 @@ static int content_text(const cJSON *c, int i, const char **text, char **owned, 
 
 /* The chat's prompt: the template over the messages, then tokens as `edgelm chat` makes them for
  * the same conversation (control tokens parsed, BOS in front when the model wants it). */
-static int chat_prompt(const cJSON *root, const srv_defaults *d, char **text, char *msg,
-                       size_t cap) {
+static int chat_prompt(const cJSON *root, const srv_defaults *d, const char *tools, char **text,
+                       char *msg, size_t cap) {
     const cJSON *msgs = srv_field(root, "messages");
     if (!msgs) return srv_bad(msg, cap, "messages: required");
     if (!cJSON_IsArray(msgs)) return srv_bad(msg, cap, "messages: expected an array");
@@ -78,7 +100,9 @@ static int chat_prompt(const cJSON *root, const srv_defaults *d, char **text, ch
         return srv_bad(msg, cap, "messages: %d messages, expected 1..%d", n, MAX_MESSAGES);
     elm_chat_msg *m = calloc((size_t)n, sizeof *m);
     char **owned = calloc((size_t)n, sizeof *owned);
-    int rc = m && owned ? 0 : 500;
+    elm_tool_call **calls = calloc((size_t)n, sizeof *calls);
+    int rc = m && owned && calls ? 0 : 500;
+    const bool with_tools = elm_chat_template_has_tools(d->tmpl);
     for (int i = 0; i < n && !rc; i++) {
         const cJSON *e = cJSON_GetArrayItem(msgs, i);
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(e, "role");
@@ -86,19 +110,27 @@ static int chat_prompt(const cJSON *root, const srv_defaults *d, char **text, ch
         if (!cJSON_IsObject(e)) rc = srv_bad(msg, cap, "messages[%d]: expected an object", i);
         else if (!cJSON_IsString(role) ||
                  (strcmp(role->valuestring, "system") && strcmp(role->valuestring, "user") &&
-                  strcmp(role->valuestring, "assistant")))
-            rc = srv_bad(msg, cap, "messages[%d].role: expected \"system\", \"user\" or \"assistant\"", i);
+                  strcmp(role->valuestring, "assistant") &&
+                  (!with_tools || strcmp(role->valuestring, "tool"))))
+            rc = srv_bad(msg, cap, "messages[%d].role: expected \"system\", \"user\", "
+                                   "\"assistant\"%s", i, with_tools ? " or \"tool\"" : "");
         else if (!strcmp(role->valuestring, "system") && i > 0)
             rc = srv_bad(msg, cap, "messages[%d].role: a system message must come first", i);
-        else if (!content) rc = srv_bad(msg, cap, "messages[%d].content: required", i);
-        else if (!(rc = content_text(content, i, &m[i].content, &owned[i], msg, cap)))
+        else if (!(rc = srv_message_tool_calls(e, i, &calls[i], &m[i].n_tool_calls, msg, cap))) {
+            m[i].tool_calls = calls[i];
+            if (!srv_field(e, "content") && m[i].n_tool_calls > 0) m[i].content = "";
+            else if (!content) rc = srv_bad(msg, cap, "messages[%d].content: required", i);
+            else rc = content_text(content, i, &m[i].content, &owned[i], msg, cap);
             m[i].role = role->valuestring;
+        }
     }
     elm_error err;
-    if (!rc && elm_chat_render(d->tmpl, m, n, true, text, &err))
+    if (!rc && elm_chat_render_tools(d->tmpl, m, n, tools, true, text, &err))
         rc = err.code == ELM_ERR_NOMEM ? 500 : srv_bad(msg, cap, "messages: %s", err.msg);
     for (int i = 0; owned && i < n; i++) free(owned[i]);
+    for (int i = 0; calls && i < n; i++) free(calls[i]);
     free(owned);
+    free(calls);
     free(m);
     return rc;
 }
@@ -159,13 +191,15 @@ static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_reques
         !srv_number(root, "repeat_penalty", 0, 100, false, &rp, msg, cap) ||
         !srv_number(root, "presence_penalty", -2, 2, false, &dummy, msg, cap) ||
         !srv_number(root, "frequency_penalty", -2, 2, false, &dummy, msg, cap) ||
-        !srv_number(root, "n", 1, 1, true, &nn, msg, cap) ||
+        !srv_number(root, "n", 1, d->n_slots > 1 ? d->n_slots : 1, true, &nn, msg, cap) ||
         !srv_number(root, "max_tokens", 1, d->slot_ctx, true, &max_tokens, msg, cap) ||
         !srv_number(root, "max_completion_tokens", 1, d->slot_ctx, true, &max_tokens, msg, cap) ||
         !srv_number(root, "seed", -9007199254740991.0, 9007199254740991.0, true, &seed, msg, cap) ||
         !srv_boolean(root, "stream", &r->stream, msg, cap) ||
         !srv_boolean(root, "ignore_eos", &jp->ignore_eos, msg, cap))
         return 400;
+    r->n = (int32_t)nn;
+    if (r->n > 1 && r->stream) return srv_bad(msg, cap, "n: more than one choice is not streamed");
     jp->sampling.temp = (float)temp;
     jp->sampling.top_p = (float)top_p;
     jp->sampling.min_p = (float)min_p;
@@ -179,12 +213,18 @@ static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_reques
         jp->sampling.seed = (uint64_t)ts.tv_nsec * 2654435761u ^ (uint64_t)ts.tv_sec ^
                             ((uint64_t)getpid() << 40);
     }
-    int rc = stop_strings(root, jp, msg, cap);
+    int rc = logprobs(root, chat, jp, msg, cap);
+    if (!rc) rc = stop_strings(root, jp, msg, cap);
+    if (!rc) rc = srv_constraint_parse(root, &jp->grammar, msg, cap);
     if (rc) return rc;
 
     char *text = NULL;
     if (chat) {
-        if ((rc = chat_prompt(root, d, &text, msg, cap))) return rc;
+        char *tools = NULL;
+        rc = srv_tools_parse(root, d->tmpl, jp, &tools, msg, cap);
+        if (!rc) rc = chat_prompt(root, d, tools, &text, msg, cap);
+        free(tools);
+        if (rc) return rc;
     } else {
         const cJSON *p = srv_field(root, "prompt");
         if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1) p = cJSON_GetArrayItem(p, 0);
@@ -208,6 +248,8 @@ int srv_request_parse(const char *body, size_t len, bool chat, const srv_default
     if (rc) {
         free(r->prompt);
         r->prompt = NULL;
+        elm_grammar_free(r->job.grammar);
+        r->job.grammar = NULL;
         if (rc == 500) snprintf(msg, cap, "out of memory");
     }
     return rc;

@@ -18,18 +18,20 @@ typedef struct srv_defaults {
     bool seed_set;                /* -s given: requests without "seed" use sampling.seed */
     int32_t max_tokens;           /* 0: until the slot's context is full */
     int32_t slot_ctx;
+    int32_t n_slots;              /* the most choices ("n") a request may ask for */
     bool ignore_eos;
 } srv_defaults;
 
 typedef struct srv_request {
     bool chat, stream;
+    int32_t n;       /* choices: jobs of their own, seeds seed, seed + 1, ... */
     srv_job_params job;
     int32_t *prompt; /* malloc'd token ids */
     int32_t n_prompt;
 } srv_request;
 
-/* Parses body [len] as a chat (chat) or completions request. On success fills r (free r->prompt)
- * and returns 0; otherwise returns 400 with a one-line message naming the field in msg, or 500
+/* Parses body [len] as a chat (chat) or completions request. On success fills r (free r->prompt;
+ * r->job.grammar goes to srv_job_new) and returns 0; otherwise returns 400 with a one-line message naming the field in msg, or 500
  * when out of memory. */
 int srv_request_parse(const char *body, size_t len, bool chat, const srv_defaults *d,
                       srv_request *r, char *msg, size_t cap);

@@ -6,6 +6,7 @@
  * longest cached prefix wins, then the least recently used), gather the batch (one token per
  * generating slot, then prompt chunks of the prefilling slots up to n_batch), run one forward
  * pass without the lock, then sample each slot's next token and publish its text. */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ struct srv_job {
     int32_t n_gen, n_cached;
     int32_t slot; /* -1 until a slot takes it */
     const char *finish;
+    srv_logprob *lp; /* [n_lp] with params.logprobs */
+    int32_t n_lp, cap_lp;
     double t_submit, t_start, t_first, t_last, t_end; /* t_last: the latest token */
     srv_job *next; /* the queue */
 };
@@ -37,6 +40,7 @@ typedef struct srv_slot {
     int32_t n_fed;   /* prompt tokens in the cache */
     int32_t pending; /* the last sampled token, not yet in the cache, or -1 */
     elm_sampler *smp;
+    elm_grammar_matcher *gm; /* the job's grammar, or NULL */
     elm_detok dt;
     uint64_t last_used;
 } srv_slot;
@@ -57,6 +61,8 @@ struct srv_server {
     /* the batch of a step: [n_batch] each, in one block starting at b_tok */
     int32_t *b_tok, *b_pos, *b_row, *b_out, *b_slot_of_out;
     float *logits; /* [n_slots, n_vocab] */
+    float *raw;    /* [n_vocab] a token's logits as the model gave them, for logprobs */
+    elm_grammar_vocab *gv; /* the vocabulary's token bytes, for grammars (made at the first) */
 };
 
 srv_job *srv_job_new(const int32_t *prompt, int32_t n_prompt, const srv_job_params *p) {
@@ -68,6 +74,7 @@ srv_job *srv_job_new(const int32_t *prompt, int32_t n_prompt, const srv_job_para
         free(j->prompt);
         free(j->text);
         free(j);
+        elm_grammar_free(p->grammar);
         return NULL;
     }
     memcpy(j->prompt, prompt, sizeof(int32_t) * (size_t)n_prompt);
@@ -81,6 +88,8 @@ srv_job *srv_job_new(const int32_t *prompt, int32_t n_prompt, const srv_job_para
 
 static void job_unref(srv_job *j) {
     if (--j->refs > 0) return;
+    elm_grammar_free(j->p.grammar);
+    free(j->lp);
     free(j->prompt);
     free(j->text);
     free(j);
@@ -104,6 +113,9 @@ static void finish(srv_server *s, srv_job *j, const char *reason) {
 }
 
 static void finish_slot(srv_server *s, srv_slot *sl, const char *reason) {
+    elm_sampler_set_grammar(sl->smp, NULL); /* the matcher reads the job's grammar */
+    elm_grammar_matcher_free(sl->gm);
+    sl->gm = NULL;
     finish(s, sl->job, reason);
     sl->job = NULL;
     sl->last_used = ++s->clock;
@@ -171,10 +183,21 @@ static void assign(srv_server *s) {
                                           best_len);
         elm_sampler_free(best->smp);
         best->smp = elm_sampler_new(&j->p.sampling, s->m->hp.n_vocab);
-        if (!best->smp) {
+        if (j->p.grammar && !s->gv) {
+            const int32_t ends[2] = {s->m->vocab.eos_id, s->p.eot_id};
+            s->gv = elm_grammar_vocab_new(&s->m->vocab, ends, 2);
+        }
+        if (j->p.grammar && s->gv) best->gm = elm_grammar_matcher_new(j->p.grammar, s->gv);
+        if (best->gm && j->p.trigger[0] &&
+            elm_grammar_matcher_set_trigger(best->gm, j->p.trigger, NULL)) {
+            elm_grammar_matcher_free(best->gm);
+            best->gm = NULL;
+        }
+        if (!best->smp || (j->p.grammar && !best->gm)) {
             finish(s, j, "error");
             continue;
         }
+        elm_sampler_set_grammar(best->smp, best->gm);
         best->job = j;
         best->n_past = best->n_fed = best_len;
         best->pending = -1;
@@ -186,9 +209,43 @@ static void assign(srv_server *s) {
     }
 }
 
+/* Under the lock: records token id's log-probability from s->raw, the logits it was drawn from,
+ * and the job's top_logprobs best there, once its text is in the reply (from byte start on). */
+static void add_logprob(srv_server *s, srv_job *j, int32_t id, size_t start) {
+    if (j->n_lp == j->cap_lp) {
+        const int32_t cap = j->cap_lp ? j->cap_lp * 2 : 64;
+        srv_logprob *lp = realloc(j->lp, sizeof *lp * (size_t)cap);
+        if (!lp) return; /* the reply goes on without the rest of its log-probabilities */
+        j->lp = lp, j->cap_lp = cap;
+    }
+    const float *x = s->raw;
+    const int32_t V = s->m->hp.n_vocab;
+    float mx = x[0];
+    for (int32_t i = 1; i < V; i++) mx = x[i] > mx ? x[i] : mx;
+    double sum = 0;
+    for (int32_t i = 0; i < V; i++) sum += exp((double)(x[i] - mx));
+    const float lse = mx + (float)log(sum);
+    srv_logprob *r = &j->lp[j->n_lp++];
+    *r = (srv_logprob){.id = id, .logprob = x[id] - lse, .text_start = start, .text_end = j->len};
+    const int32_t K = j->p.top_logprobs;
+    for (int32_t i = 0; K > 0 && i < V; i++) { /* the best K so far, best first, by insertion */
+        int32_t k = r->n_top;
+        if (k == K) {
+            if (x[i] <= x[r->top_id[K - 1]]) continue;
+            k = K - 1;
+        } else {
+            r->n_top++;
+        }
+        for (; k > 0 && x[r->top_id[k - 1]] < x[i]; k--) r->top_id[k] = r->top_id[k - 1];
+        r->top_id[k] = i;
+    }
+    for (int32_t k = 0; k < r->n_top; k++) r->top_logprob[k] = x[r->top_id[k]] - lse;
+}
+
 /* Samples slot sl's next token from its logits and publishes it (under the lock). */
 static void next_token(srv_server *s, srv_slot *sl, float *logits) {
     srv_job *j = sl->job;
+    if (j->p.logprobs) memcpy(s->raw, logits, sizeof *logits * (size_t)s->m->hp.n_vocab);
     const int32_t id = elm_sampler_sample(sl->smp, logits, sl->tokens, sl->n_past);
     const double t = elm_now_ms();
     const bool first = j->n_gen == 0;
@@ -210,7 +267,10 @@ static void next_token(srv_server *s, srv_slot *sl, float *logits) {
     size_t n = elm_detok_push(&sl->dt, id, piece, sizeof piece);
     const bool full = j->n_gen >= j->p.max_tokens || sl->n_past + 1 >= s->p.slot_ctx;
     if (full) n += elm_detok_flush(&sl->dt, piece + n, sizeof piece - n);
-    if (append_text(s, j, piece, n)) finish_slot(s, sl, "stop");
+    const size_t start = j->len;
+    const bool stop = append_text(s, j, piece, n);
+    if (j->p.logprobs) add_logprob(s, j, id, start < j->len ? start : j->len);
+    if (stop) finish_slot(s, sl, "stop");
     else if (full) finish_slot(s, sl, "length");
 }
 
@@ -222,7 +282,7 @@ static bool step(srv_server *s) {
     assign(s);
     /* the batch: decode tokens first, then prompt chunks in slot order */
     int32_t n = 0, n_out = 0;
-    int32_t fed[64] = {0};
+    int32_t fed[SRV_MAX_SLOTS] = {0};
     for (int i = 0; i < s->p.n_slots; i++) {
         srv_slot *sl = &s->slots[i];
         fed[i] = 0;
@@ -303,8 +363,9 @@ static void *scheduler(void *arg) {
 
 elm_status srv_new(const elm_model *m, const srv_params *p, srv_server **out, elm_error *err) {
     *out = NULL;
-    if (p->n_slots < 1 || p->n_slots > 64)
-        return elm_errorf(err, ELM_ERR_ARG, "server: %d slots out of range 1..64", p->n_slots);
+    if (p->n_slots < 1 || p->n_slots > SRV_MAX_SLOTS)
+        return elm_errorf(err, ELM_ERR_ARG, "server: %d slots out of range 1..%d", p->n_slots,
+                          SRV_MAX_SLOTS);
     if (p->slot_ctx < 2 || (int64_t)p->slot_ctx * p->n_slots > (1 << 20))
         return elm_errorf(err, ELM_ERR_ARG, "server: %d slots of %d tokens: out of range",
                           p->n_slots, p->slot_ctx);
@@ -329,7 +390,8 @@ elm_status srv_new(const elm_model *m, const srv_params *p, srv_server **out, el
     s->slots = calloc((size_t)p->n_slots, sizeof *s->slots);
     s->b_tok = malloc(sizeof(int32_t) * 5 * nb);
     s->logits = malloc(sizeof(float) * (size_t)p->n_slots * (size_t)m->hp.n_vocab);
-    bool ok = s->slots && s->b_tok && s->logits;
+    s->raw = malloc(sizeof(float) * (size_t)m->hp.n_vocab);
+    bool ok = s->slots && s->b_tok && s->logits && s->raw;
     if (ok) {
         s->b_pos = s->b_tok + nb;
         s->b_row = s->b_pos + nb;
@@ -378,10 +440,13 @@ void srv_free(srv_server *s) {
     for (int i = 0; s->slots && i < s->p.n_slots; i++) {
         free(s->slots[i].tokens);
         elm_sampler_free(s->slots[i].smp);
+        elm_grammar_matcher_free(s->slots[i].gm);
     }
     free(s->slots);
+    elm_grammar_vocab_free(s->gv);
     free(s->b_tok);
     free(s->logits);
+    free(s->raw);
     elm_context_free(s->c);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->work);
@@ -454,6 +519,27 @@ bool srv_take(srv_server *s, srv_job *job, size_t from, bool wait, int timeout_m
         } else ok = false;
     }
     *done = job->done;
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+bool srv_take_logprobs(srv_server *s, srv_job *job, int32_t first, size_t upto, srv_logprob **out,
+                       int32_t *n) {
+    *out = NULL;
+    *n = 0;
+    pthread_mutex_lock(&s->mu);
+    int32_t end = first;
+    while (end < job->n_lp && job->lp[end].text_end <= upto && job->lp[end].text_end <= job->len)
+        end++;
+    bool ok = true;
+    if (end > first) {
+        if ((*out = malloc(sizeof **out * (size_t)(end - first)))) {
+            memcpy(*out, job->lp + first, sizeof **out * (size_t)(end - first));
+            *n = end - first;
+        } else {
+            ok = false;
+        }
+    }
     pthread_mutex_unlock(&s->mu);
     return ok;
 }

@@ -16,19 +16,22 @@
 #include <stdint.h>
 
 #include "edgelm/context.h"
+#include "edgelm/grammar.h"
 #include "edgelm/sampler.h"
 #include "server/metrics.h"
 
-enum { SRV_MAX_STOP = 4, SRV_MAX_STOP_LEN = 64 };
+enum { SRV_MAX_STOP = 4, SRV_MAX_STOP_LEN = 64, SRV_MAX_TOP_LOGPROBS = 20, SRV_MAX_SLOTS = 64 };
 
 typedef struct srv_params {
-    int32_t n_slots;  /* conversations served at once (>= 1) */
+    int32_t n_slots;  /* conversations served at once (1..SRV_MAX_SLOTS) */
     int32_t slot_ctx; /* KV cache positions of each slot (prompt + reply) */
     int32_t n_batch;  /* most tokens per forward pass: decode tokens + one prefill chunk */
     int32_t n_queue;  /* requests that may wait for a slot; srv_submit refuses beyond */
     int32_t n_threads;
     elm_type type_k, type_v; /* KV cache types (elm_context_params) */
     bool ggml_rounding;
+    int32_t eot_id;       /* the chat template's end-of-turn token (-1: none): with EOS, what
+                           * ends a reply held to a grammar */
     srv_metrics *metrics; /* borrowed: counts prompts, tokens and latencies; NULL for none */
 } srv_params;
 
@@ -40,7 +43,24 @@ typedef struct srv_job_params {
     int32_t eot_id;       /* a second token that ends the reply (the chat template's), or -1 */
     int n_stop;           /* stop strings: the reply ends before the first occurrence */
     char stop[SRV_MAX_STOP][SRV_MAX_STOP_LEN + 1];
+    elm_grammar *grammar; /* the reply follows it (response_format, grammar), or NULL; owned by
+                           * the job once srv_job_new is called */
+    bool tool_calls;      /* the reply may hold tool calls (request tools) */
+    char trigger[32];     /* with the grammar: the text that starts it ("" from the start) */
+    bool logprobs;        /* keep each token's log-probability ... */
+    int32_t top_logprobs; /* ... and its most likely alternatives' (0..SRV_MAX_TOP_LOGPROBS) */
 } srv_job_params;
+
+/* A generated token's log-probability under the model (the log-softmax of its logits, before
+ * the penalty, temperature and truncation of sampling) and the most likely tokens' there. */
+typedef struct srv_logprob {
+    int32_t id;
+    float logprob;
+    size_t text_start, text_end; /* the reply's length in bytes before and after its text */
+    int32_t n_top;
+    int32_t top_id[SRV_MAX_TOP_LOGPROBS];
+    float top_logprob[SRV_MAX_TOP_LOGPROBS];
+} srv_logprob;
 
 typedef struct srv_job srv_job;
 typedef struct srv_server srv_server;
@@ -70,7 +90,8 @@ void srv_free(srv_server *s);
 /* Parameters the server was made with. */
 const srv_params *srv_get_params(const srv_server *s);
 
-/* A job for prompt [n_prompt] (copied; 0 < n_prompt < slot_ctx). NULL when out of memory. */
+/* A job for prompt [n_prompt] (copied; 0 < n_prompt < slot_ctx); it takes p->grammar (freed with
+ * the job, or here when out of memory). NULL when out of memory. */
 srv_job *srv_job_new(const int32_t *prompt, int32_t n_prompt, const srv_job_params *p);
 
 typedef enum { SRV_OK = 0, SRV_FULL, SRV_STOPPING } srv_submit_status;
@@ -86,6 +107,12 @@ srv_submit_status srv_submit(srv_server *s, srv_job *job);
  * Returns false when out of memory. */
 bool srv_take(srv_server *s, srv_job *job, size_t from, bool wait, int timeout_ms, char **text,
               size_t *len, bool *done);
+
+/* The log-probabilities (params.logprobs) of the job's tokens from the index `first` on whose
+ * text ends within the reply's first `upto` bytes, as a malloc'd copy in *out [*n] (NULL when
+ * none). Returns false when out of memory. */
+bool srv_take_logprobs(srv_server *s, srv_job *job, int32_t first, size_t upto, srv_logprob **out,
+                       int32_t *n);
 
 /* The result of a done job. */
 srv_job_result srv_job_result_get(srv_server *s, srv_job *job);

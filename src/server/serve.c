@@ -20,10 +20,11 @@ elm_status elm_server_start(const elm_model *m, const elm_server_params *p, elm_
         free(e);
         return elm_errorf(err, ELM_ERR_NOMEM, "server: out of memory");
     }
+    const int32_t eot = elm_chat_special_id(&m->vocab, elm_chat_template_eot(p->tmpl));
     const srv_params sp = {.n_slots = p->n_slots, .slot_ctx = p->slot_ctx, .n_batch = p->n_batch,
                            .n_queue = p->n_queue, .n_threads = p->n_threads, .type_k = p->type_k,
                            .type_v = p->type_v, .ggml_rounding = p->ggml_rounding,
-                           .metrics = e->metrics};
+                           .eot_id = eot, .metrics = e->metrics};
     elm_status st = srv_new(m, &sp, &e->s, err);
     if (st) {
         srv_metrics_free(e->metrics);
@@ -31,9 +32,10 @@ elm_status elm_server_start(const elm_model *m, const elm_server_params *p, elm_
         return st;
     }
     e->def = (srv_defaults){.m = m, .tmpl = p->tmpl,
-                            .eot_id = elm_chat_special_id(&m->vocab, elm_chat_template_eot(p->tmpl)),
+                            .eot_id = eot,
                             .sampling = p->sampling, .seed_set = p->seed_set,
                             .max_tokens = p->max_tokens, .slot_ctx = p->slot_ctx,
+                            .n_slots = p->n_slots,
                             .ignore_eos = p->ignore_eos};
     const srv_http_params hp = {.host = p->host, .port = p->port, .api_key = p->api_key,
                                 .max_body = p->max_body, .model_id = p->model_id,

@@ -13,7 +13,7 @@
 #include "shapes/synth_tiny.h"
 
 enum { TINY_DIM = 64, TINY_LAYERS = 2, TINY_HEADS = 4, TINY_KV_HEADS = 2, TINY_HEAD = 16,
-       TINY_FFN = 128, TINY_WINDOW = 16, TINY_LONGROPE_ORIG = 512 };
+       TINY_FFN = 128, TINY_WINDOW = 16, TINY_LONGROPE_ORIG = 512, TINY_DENSE = 2 };
 
 /* Llama 3.1's rope_scaling, as its config.json has it */
 static const float llama31_scaling[4] = {8.0f, 1.0f, 4.0f, 8192.0f};
@@ -213,6 +213,18 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
         hp->rope_theta = 1000000.0f;
         hp->rope_freq_scale = 0.125f;
     }
+    if (a->non_causal) { /* EmbeddingGemma's: no scaling, mean pooling, Dense layers (2·dim) */
+        hp->rope_freq_scale = 0;
+        hp->pooling = 1;
+        hp->dense_dim = TINY_DENSE * hp->dim;
+    }
+    if (o->pooling < 0 || o->pooling > 3) {
+        elm_model_free(m);
+        return elm_errorf(err, ELM_ERR_ARG, "synth: pooling %d out of range 1..3", o->pooling);
+    }
+    if (o->pooling) hp->pooling = o->pooling;
+    /* last-token pooling reads the EOS the tokenizer appends (Qwen3-Embedding's file says so) */
+    if (hp->pooling == 3) m->vocab.add_eos = true;
     if (o->longrope) { /* Phi-4-mini's RoPE: 3/4 of each head, its context extended 8 times */
         hp->rope_dim = hp->head_dim * 3 / 4;
         hp->n_ctx_orig = TINY_LONGROPE_ORIG;

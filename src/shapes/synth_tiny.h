@@ -14,7 +14,10 @@
  * the first 5 see a window of 16 positions, RoPE base 1e6 with linear scaling ×8 on the global
  * layer and 10000 on the others (as Gemma 3 4B); with o->longrope, Phi-3 with Phi-4-mini's RoPE
  * (on 12 of 16 dimensions per head, LongRoPE factors drawn so that long != short, trained
- * context 4096 extended from an original 512, attention factor as the converter computes it).
+ * context 4096 extended from an original 512, attention factor as the converter computes it);
+ * gemma-embedding as Gemma 3 without its linear scaling, with mean pooling and Dense layers of
+ * 2·dim (EmbeddingGemma: 4·dim); o->pooling writes another pooling (any family), and with last-token
+ * pooling a tokenizer that appends its EOS (add_eos, as Qwen3-Embedding's).
  * Norm weights are 1 + noise. When the model has rope_freqs, llama3
  * receives its rope_scaling (factor, low, high, original context) for an HF config; may be NULL
  * otherwise. Errors: ELM_ERR_ARG for an unknown arch (or longrope with another than phi3), the

@@ -19,7 +19,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const srv_defaults d = {.m = m, .tmpl = t,
                             .eot_id = elm_chat_special_id(&m->vocab, elm_chat_template_eot(t)),
                             .sampling = elm_sampler_defaults(), .seed_set = data[0] & 0x80,
-                            .slot_ctx = SLOT_CTX};
+                            .slot_ctx = SLOT_CTX, .n_slots = 4};
     /* a copy of its own, so that reading past the body is caught by ASan */
     char *body = malloc(size - 1 ? size - 1 : 1);
     if (!body) return 0;
@@ -37,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int32_t i = 0; i < r.n_prompt; i++)
             if (r.prompt[i] < 0 || r.prompt[i] >= m->hp.n_vocab) abort();
         free(r.prompt);
+        elm_grammar_free(r.job.grammar);
     } else if (!((rc == 400 && msg[0] && !strchr(msg, '\n')) || rc == 500) || r.prompt) {
         fprintf(stderr, "refused with %d and message '%s'\n", rc, msg);
         abort();

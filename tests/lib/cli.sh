@@ -71,6 +71,18 @@ require_node_llama() {
     [ "$rc" -eq 0 ] || { echo "FAIL: node-llama-cpp install: $(cat "$tmp/npm.err")" >&2; exit 1; }
 }
 
+# require_npm_clients: sets npm_dir to the install of the server tests' Node packages (openai,
+# ajv; scripts/npm-clients.sh, run from the repository root); skips the test when node is missing
+# or npm cannot reach the registry, and fails it on any other install error.
+require_npm_clients() {
+    local rc
+    command -v node >/dev/null || skip "node is not installed"
+    npm_dir=$(bash scripts/npm-clients.sh 2>"$tmp/npm.err")
+    rc=$?
+    [ "$rc" -eq 2 ] && skip "$(cat "$tmp/npm.err")"
+    [ "$rc" -eq 0 ] || { echo "FAIL: npm install: $(cat "$tmp/npm.err")" >&2; exit 1; }
+}
+
 # greedy_ref MODEL.gguf N_PREDICT PROMPT...: llama.cpp's greedy continuations of the prompts
 # (tests/interop/greedy.mjs under node-llama-cpp, GREEDY_TOP and GREEDY_CTX passed on) on stdout.
 # Kept in $npm_dir/greedy-cache under a hash of everything the output depends on: greedy.mjs,

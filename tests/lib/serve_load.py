@@ -116,7 +116,7 @@ BAD = [
     ("GET", "/v1/completions", None),
     ("DELETE", "/v1/models", None),
     ("GET", "/nowhere", None),
-    ("POST", "/v1/chat/completions", b'{"messages": [{"role": "user", "content": "x"}], "n": 3}'),
+    ("POST", "/v1/chat/completions", b'{"messages": [{"role": "user", "content": "x"}], "n": 5}'),  # over the 4 slots
 ]
 
 

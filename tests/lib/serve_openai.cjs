@@ -1,6 +1,7 @@
 // The official OpenAI Node client against `edgelm serve`: models, chat (streamed and not),
 // completions (streamed and not), a 400 surfaced as the client's APIError naming the field, and a
-// wrong key as its AuthenticationError. Greedy, so streamed and whole replies must agree.
+// wrong key as its AuthenticationError; logprobs (chat and legacy completions, streamed and not).
+// Greedy, so streamed and whole replies must agree.
 // usage: node serve_openai.cjs NPM_DIR BASE_URL API_KEY
 const path = require("path");
 const OpenAI = require(path.join(process.argv[2], "node_modules", "openai"));
@@ -56,6 +57,45 @@ function check(cond, what) {
     check(false, "wrong key accepted");
   } catch (e) {
     check(e instanceof OpenAI.AuthenticationError && e.status === 401, "401: " + e);
+  }
+  // logprobs: greedy picks each token's most likely alternative; the tokens spell the reply,
+  // streamed or not (the streamed request's prompt comes from the slot's cache: its logits equal
+  // the first's to float rounding); completions' legacy form has offsets into the text
+  const lp = await client.chat.completions.create({model, messages, max_tokens: 12, temperature: 0, logprobs: true, top_logprobs: 3});
+  const content = lp.choices[0].logprobs && lp.choices[0].logprobs.content;
+  check(Array.isArray(content) && content.length === 12 && content.map(t => t.token).join("") === lp.choices[0].message.content,
+        "logprobs tokens: " + JSON.stringify(lp.choices[0]));
+  check(content && content.every(t => t.logprob <= 0 && t.top_logprobs.length === 3 &&
+        t.top_logprobs[0].token === t.token && Math.abs(t.top_logprobs[0].logprob - t.logprob) < 1e-6 &&
+        t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob && t.top_logprobs[1].logprob >= t.top_logprobs[2].logprob &&
+        t.top_logprobs.reduce((a, x) => a + Math.exp(x.logprob), 0) <= 1 + 1e-5 &&
+        Buffer.from(t.bytes).toString() === t.token), "logprobs values: " + JSON.stringify(content));
+  const lps = await client.chat.completions.create({model, messages, max_tokens: 12, temperature: 0, logprobs: true, stream: true});
+  let lpTokens = [];
+  for await (const chunk of lps) if (chunk.choices[0].logprobs) lpTokens = lpTokens.concat(chunk.choices[0].logprobs.content);
+  check(content && lpTokens.length === 12 && lpTokens.every((t, i) => t.token === content[i].token &&
+        Math.abs(t.logprob - content[i].logprob) < 1e-3), "streamed logprobs: " + JSON.stringify(lpTokens));
+  const clp = await client.completions.create({model, prompt: "Once upon a time", max_tokens: 6, temperature: 0, logprobs: 2});
+  const L = clp.choices[0].logprobs;
+  check(L && L.tokens.length === 6 && L.tokens.join("") === clp.choices[0].text && L.text_offset[0] === 0 &&
+        L.tokens.every((t, i) => clp.choices[0].text.startsWith(t, L.text_offset[i]) && Object.keys(L.top_logprobs[i]).length <= 2),
+        "completions logprobs: " + JSON.stringify(clp.choices[0]));
+  // n: one choice per slot, each drawn with its own seed; usage counts the prompt once
+  const two = await client.chat.completions.create({model, messages, max_tokens: 10, temperature: 1, seed: 7, n: 2});
+  check(two.choices.length === 2 && two.choices[0].index === 0 && two.choices[1].index === 1 &&
+        two.choices.every(c => c.message.content.length > 0) && two.usage.completion_tokens === 20 &&
+        two.usage.prompt_tokens === chat.usage.prompt_tokens, "n 2: " + JSON.stringify(two));
+  try {
+    await client.chat.completions.create({model, messages, n: 3});
+    check(false, "n over the slots accepted");
+  } catch (e) {
+    check(e instanceof OpenAI.APIError && e.status === 400 && /^400 n: 3 out of range 1\.\.2/.test(e.message), "400 n: " + e);
+  }
+  try {
+    await client.chat.completions.create({model, messages, top_logprobs: 2});
+    check(false, "top_logprobs without logprobs accepted");
+  } catch (e) {
+    check(e instanceof OpenAI.APIError && e.status === 400 && /top_logprobs/.test(e.message), "400 top_logprobs: " + e);
   }
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed ? 1 : 0);

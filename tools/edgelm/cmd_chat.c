@@ -238,6 +238,7 @@ int cmd_chat(int argc, char **argv) {
     elm_error err;
     elm_error_clear(&err);
     o.gen.gp.n_keep = (int32_t)(o.gen.keep < 0 ? 0 : o.gen.keep); /* 0: the chat keeps its system turn */
+    o.gen.gp.grammar = stack.grammar;
     const elm_chat_params cp = {.tmpl = tmpl, .system = system, .gen = o.gen.gp,
                                 .spec = stack.speculative ? &stack.spec : NULL};
     if (elm_chat_new(stack.ctx, &cp, &chat, &err)) {

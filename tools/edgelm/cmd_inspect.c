@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "edgelm/embed.h"
 #include "opts.h"
 #include "system_info.h"
 
@@ -52,6 +53,10 @@ static void print_text(const elm_model *m) {
     if (m->layers && m->rope_long)
         printf("  LongRoPE: original context %d, attention factor %g (long factors above -c %d)\n",
                hp->n_ctx_orig, hp->rope_attn_factor, hp->n_ctx_orig);
+    if (m->layers && (hp->pooling || hp->non_causal || m->dense_2))
+        printf("  embedding: pooling %s, %s attention, dense projection %d\n",
+               elm_pooling_name((elm_pooling)hp->pooling), hp->non_causal ? "bidirectional" : "causal",
+               hp->dense_dim);
     if (!v->n_tokens) printf("vocab         none\n");
     else printf("vocab         %d tokens (%s), bos %d, eos %d, unk %d, add_bos %s, add_eos %s, "
            "%d merges, chat template %s\n",
@@ -96,6 +101,9 @@ static cJSON *build_json(const elm_model *m) {
     cli_json_numbers(h, hv, sizeof hv / sizeof hv[0]);
     cJSON_AddBoolToObject(h, "tied_output", hp->tied_output);
     cJSON_AddBoolToObject(h, "longrope", m->rope_long != NULL);
+    cJSON_AddStringToObject(h, "pooling", elm_pooling_name((elm_pooling)hp->pooling));
+    cJSON_AddBoolToObject(h, "non_causal", hp->non_causal);
+    cJSON_AddNumberToObject(h, "dense_dim", hp->dense_dim);
     cJSON *vj = cJSON_AddObjectToObject(o, "vocab");
     cJSON_AddNumberToObject(vj, "n_tokens", v->n_tokens);
     cJSON_AddStringToObject(vj, "model", v->model);

@@ -192,6 +192,7 @@ static int generate(const run_opts *o, elm_model *m, const int32_t *prompt_ids, 
         goto done;
     }
     if (!gen_stack_new(&stack, &o->gen, m, o->model)) goto done;
+    gp.grammar = stack.grammar;
     if (!o->json) {
         fputs(prompt, stdout);
         fflush(stdout);

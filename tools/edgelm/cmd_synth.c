@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "edgelm/embed.h"
 #include "edgelm/shapes.h"
 #include "opts.h"
 
@@ -36,15 +37,18 @@ static void on_progress(void *user, int32_t done, int32_t total) {
 }
 
 static int synth_tiny(const char *arch, const char *vocab, const char *out, const char *hf,
-                      long seed, float std, long width, bool longrope) {
+                      long seed, float std, long width, bool longrope, const char *pooling) {
     char vocab_path[512];
     if (!vocab) {
         snprintf(vocab_path, sizeof vocab_path, "../shared/fixtures/vocab/ggml-vocab-%s.gguf",
                  elm_synth_tiny_vocab(arch));
         vocab = vocab_path;
     }
+    elm_pooling pool = ELM_POOLING_NONE;
+    if (pooling && !elm_pooling_from_name(pooling, &pool))
+        return cli_fail("synth: --pooling: '%s' is not mean, cls or last", pooling);
     elm_synth_tiny o = {.arch = arch, .vocab_path = vocab, .seed = (uint64_t)seed, .std = std,
-                        .width = (int32_t)width, .longrope = longrope};
+                        .width = (int32_t)width, .longrope = longrope, .pooling = (int32_t)pool};
     int64_t n_params;
     int32_t n_vocab;
     elm_error err;
@@ -58,7 +62,7 @@ static int synth_tiny(const char *arch, const char *vocab, const char *out, cons
 
 int cmd_synth(int argc, char **argv) {
     const char *preset = NULL, *type_name = NULL, *out = NULL;
-    const char *arch = NULL, *hf = NULL, *vocab = NULL;
+    const char *arch = NULL, *hf = NULL, *vocab = NULL, *pooling = NULL;
     bool tiny = false, longrope = false;
     float std = 0.3f;
     long width = 0;
@@ -78,19 +82,21 @@ int cmd_synth(int argc, char **argv) {
         {"--std", "X", CLI_FLOAT, &std, 0.001, 10, "--tiny: weight standard deviation (default 0.3)", 0},
         {"--width", "N", CLI_INT, &width, 64, 1024, "--tiny: embedding width, a multiple of 64 (default 64; heads\nand FFN grow with it: 256 gives rows of whole k-quant super-blocks)", 0},
         {"--longrope", NULL, CLI_FLAG, &longrope, 0, 0, "--tiny --arch phi3: Phi-4-mini's RoPE in small: LongRoPE factors\n(long != short) for a context of 4096 extended from 512, on 12 of\neach head's 16 dimensions (edgelm runs the long ones above -c 512)", 0},
+        {"--pooling", "P", CLI_TEXT, &pooling, 0, 0, "--tiny: an embedding model's pooling_type, mean, cls or last\n(gemma-embedding: mean by default; edgelm embed)", 0},
         {0}};
     const cli_spec spec = {
         "synth", "--preset NAME --type TYPE -o OUT.gguf [-s SEED] [--layers N]\n"
-        "       edgelm synth --arch A --tiny -o OUT.gguf [--hf DIR] [--vocab VOCAB.gguf] [--longrope]",
+        "       edgelm synth --arch A --tiny -o OUT.gguf [--hf DIR] [--vocab VOCAB.gguf] [--longrope]\n"
+        "                    [--pooling mean|cls|last]",
         "Writes a model of random weights (noise, for speed and memory measurement only) with the exact\n"
         "tensor shapes, vocabulary size and tied/untied output of a real model. Every matrix, embedding\n"
         "and output too, is TYPE (as llama-quantize --pure); norms and biases are f32.",
         CLI_TABLES(opts), epilog(), NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
-    if (arch || tiny || longrope) {
+    if (arch || tiny || longrope || pooling) {
         if (!arch || !tiny || !out || preset)
             return cli_fail("synth: a tiny model needs --arch A --tiny -o OUT.gguf (no --preset)");
-        return synth_tiny(arch, vocab, out, hf, seed, std, width, longrope);
+        return synth_tiny(arch, vocab, out, hf, seed, std, width, longrope, pooling);
     }
     if (!preset || !type_name || !out)
         return cli_fail("synth: --preset, --type and -o are required (try 'edgelm synth --help')");

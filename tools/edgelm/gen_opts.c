@@ -1,11 +1,13 @@
 /* Options shared by `run` and `chat` (see gen_opts.h). */
 #include "gen_opts.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "core/fileio.h"
 
 void gen_opts_init(gen_opts *o) {
     *o = (gen_opts){.n_threads = elm_online_cores(), .seed = -1, .draft_max = 8,
@@ -21,7 +23,7 @@ static bool cache_type(const char *opt, const char *v, void *dst) {
 }
 
 const cli_opt *gen_opts_table(gen_opts *o) {
-    static cli_opt t[32];
+    static cli_opt t[34];
     const cli_opt opts[] = {
         {"-n, --n-predict", "N", CLI_I32, &o->gp.n_predict, 1, 1 << 20, "tokens to generate (default 128)", 0},
         {"-c, --ctx-size", "N", CLI_INT, &o->n_ctx, 1, 1 << 20, "KV cache size in tokens (default: the trained context, at most 4096)", 0},
@@ -42,6 +44,8 @@ const cli_opt *gen_opts_table(gen_opts *o) {
         {"--draft", "MODEL", CLI_TEXT, &o->draft, 0, 0, "speculative decoding with this smaller model (same vocab)", 0},
         {"--draft-max", "N", CLI_INT, &o->draft_max, 1, 256, "most tokens drafted per target pass (default 8)", 0},
         {"--draft-min-p", "P", CLI_FLOAT, &o->draft_min_p, 0, 1, "stop drafting below this draft confidence (default 0.5)", 0},
+        {"--grammar", "FILE", CLI_TEXT, &o->grammar, 0, 0, "constrain the output to this GBNF grammar (llama.cpp's syntax)", 0},
+        {"--json-schema", "FILE", CLI_TEXT, &o->json_schema, 0, 0, "constrain the output to JSON valid under this JSON schema", 0},
         {"--lookup", "N", CLI_INT, &o->lookup, 0, 256, "prompt-lookup decoding: copy up to N tokens that followed\nan earlier occurrence of the last n-gram (0 = off)", 0},
         CLI_OPT_MMAP(&o->mmap),
         {"--ggml-rounding", NULL, CLI_FLAG, &o->ggml_rounding, 0, 0, "round activations as ggml does (f16 block scales, f16 input\nof F16 products): logits equal llama.cpp's up to the order\nof additions, for cross-checking (default: f32, more precise); maps the\nfile as --mmap does", 0},
@@ -56,10 +60,37 @@ long gen_opts_n_ctx(const gen_opts *o, const elm_model *m) {
     return m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
 }
 
+/* The grammar of --grammar or --json-schema into *g (NULL when neither is given); prints the error
+ * and returns false on failure. */
+static bool load_grammar(const gen_opts *o, elm_grammar **g) {
+    *g = NULL;
+    const char *path = o->grammar ? o->grammar : o->json_schema;
+    if (!path) return true;
+    if (o->grammar && o->json_schema) {
+        cli_fail("--grammar and --json-schema cannot be combined");
+        return false;
+    }
+    if (o->draft || o->lookup > 0) {
+        cli_fail("%s cannot be combined with --draft or --lookup", o->grammar ? "--grammar" : "--json-schema");
+        return false;
+    }
+    char *text = NULL, *gbnf = NULL;
+    size_t len = 0;
+    elm_error err;
+    elm_status st = elm_read_file(path, 16u << 20, &text, &len, &err);
+    if (!st && o->json_schema) st = elm_json_schema_to_gbnf(text, len, path, &gbnf, &err);
+    if (!st) st = elm_grammar_parse(gbnf ? gbnf : text, gbnf ? strlen(gbnf) : len, path, g, &err);
+    free(text);
+    free(gbnf);
+    if (st) cli_fail("%s", err.msg);
+    return st == ELM_OK;
+}
+
 bool gen_stack_new(gen_stack *s, const gen_opts *o, const elm_model *m, const char *path) {
     *s = (gen_stack){0};
     elm_error err;
     elm_error_clear(&err);
+    if (!load_grammar(o, &s->grammar)) return false;
     const long n_ctx = gen_opts_n_ctx(o, m);
     const elm_context_params cp = {.n_ctx = (int32_t)n_ctx,
                                    .n_batch = (int32_t)(o->n_batch ? o->n_batch : n_ctx),
@@ -95,6 +126,7 @@ bool gen_stack_new(gen_stack *s, const gen_opts *o, const elm_model *m, const ch
 }
 
 void gen_stack_free(gen_stack *s) {
+    elm_grammar_free(s->grammar);
     elm_context_free(s->draft_ctx);
     elm_model_free(s->draft_model);
     elm_context_free(s->ctx);

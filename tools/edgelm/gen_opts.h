@@ -14,6 +14,8 @@ typedef struct gen_opts {
     elm_gen_params gp;          /* sampling, ignore_eos, no_context_shift (n_keep set by caller) */
     elm_type type_k, type_v;
     const char *draft;          /* --draft MODEL */
+    const char *grammar;        /* --grammar FILE (GBNF) */
+    const char *json_schema;    /* --json-schema FILE */
     float draft_min_p;
     bool mmap;                  /* --mmap: map GGUF files instead of reading them */
     bool ggml_rounding;         /* --ggml-rounding (elm_context_params) */
@@ -39,13 +41,15 @@ long gen_opts_n_ctx(const gen_opts *o, const elm_model *m);
 uint64_t gen_opts_seed(const gen_opts *o);
 
 /* The generation stack of a model: its context (n_ctx 0 means the trained context, at most
- * 4096), and the draft model and context when --draft or --lookup ask for speculation. */
+ * 4096), the draft model and context when --draft or --lookup ask for speculation, and the
+ * grammar --grammar or --json-schema give (the caller puts it in its elm_gen_params). */
 typedef struct gen_stack {
     elm_context *ctx;
     elm_model *draft_model;
     elm_context *draft_ctx;
     elm_spec_params spec;
     bool speculative;
+    elm_grammar *grammar;       /* from --grammar or --json-schema, or NULL */
 } gen_stack;
 
 /* Creates the stack for model m (the path for messages); prints the error and returns false on

@@ -11,6 +11,7 @@ static const struct {
 } commands[] = {
     {"inspect", cmd_inspect, "print architecture, hyper-parameters and the tensor table"},
     {"tokenize", cmd_tokenize, "turn text into token ids"},
+    {"embed", cmd_embed, "the embedding of a text: pooled hidden states, unit length"},
     {"run", cmd_run, "generate text from a prompt (streaming), with stats"},
     {"chat", cmd_chat, "multi-turn chat with the conversation kept in the KV cache"},
     {"quantize", cmd_quantize, "write a GGUF quantized by round-to-nearest, GPTQ or AWQ"},
