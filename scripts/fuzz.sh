@@ -122,6 +122,11 @@ pair ::= "\"" [a-z]+ "\"" ws ":" ws (num | "true" | [^\x00-\x1f"]{0,4}) # commen
 num ::= "-"? [1-9] [0-9]{0,3}
 ws ::= [ \t\n]?{"a": 12,"b":true}' >"$t/grammar"
   put fuzz_grammar "$t/grammar" e8
+  # Responses API bodies: text, items with a call and its output, tools, text.format
+  printf '%s' '{"model": "m", "instructions": "Be brief.", "input": [{"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]}, {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}, {"type": "function_call_output", "call_id": "c1", "output": "Sunny"}], "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}], "tool_choice": {"type": "function", "name": "get_weather"}, "max_output_tokens": 32, "stream": true}' >"$t/responses-tools.json"
+  printf '%s' '{"input": "A number", "temperature": 0.5, "text": {"format": {"type": "json_schema", "name": "n", "schema": {"type": "integer", "minimum": 1}}}}' >"$t/responses-format.json"
+  put fuzz_server_responses "$t/responses-tools.json"
+  put fuzz_server_responses "$t/responses-format.json"
   # JSON schemas: objects, refs, combinators, bounds and formats
   printf '%s' '{"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer", "minimum": -5, "exclusiveMaximum": 120}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}}, "required": ["v"], "additionalProperties": false}}, "anyOf": [{"$ref": "#/$defs/node"}, {"type": "string", "format": "date", "maxLength": 12}, {"enum": [null, 1.5, "x"]}]}' >"$t/schema-tree.json"
   printf '%s' '{"type": "object", "properties": {"t": {"const": "a"}, "n": {"type": "number", "minimum": 0, "maximum": 10}, "id": {"type": "string", "format": "uuid"}, "at": {"type": "string", "format": "date-time"}, "p": {"type": "array", "prefixItems": [{"type": "boolean"}, {"type": "null"}], "items": false}}, "required": ["t"], "oneOf": [{"required": ["n"]}]}' >"$t/schema-object.json"

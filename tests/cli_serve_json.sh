@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `edgelm serve` replies held to a JSON schema, json_object or a GBNF grammar, and tool calls
-# (stories260K on Qwen3's template), checked by the OpenAI Node client and ajv
-# (tests/lib/serve_json.cjs, serve_tools.cjs; packages pinned by scripts/npm-clients.sh).
+# `edgelm serve` replies held to a JSON schema, json_object or a GBNF grammar, tool calls and the
+# Responses API (stories260K on Qwen3's template), checked by the OpenAI Node client and ajv
+# (tests/lib/serve_json.cjs, serve_tools.cjs, serve_responses.cjs; packages pinned by
+# scripts/npm-clients.sh).
 # Skipped when node is missing or the npm registry cannot be reached.
 # usage: cli_serve_json.sh EDGELM FIXTURES
 set -u
@@ -13,6 +14,7 @@ require_npm_clients
 start_server -m "$model" -t 1 --parallel 2 -c 2048 --template qwen3
 node "$(dirname "$0")/lib/serve_json.cjs" "$npm_dir" "$url" && ok || fail "constrained replies"
 node "$(dirname "$0")/lib/serve_tools.cjs" "$npm_dir" "$url" && ok || fail "tool calls"
+node "$(dirname "$0")/lib/serve_responses.cjs" "$npm_dir" "$url" && ok || fail "Responses API"
 stop_server TERM
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

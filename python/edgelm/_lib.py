@@ -51,7 +51,8 @@ class GenParams(Structure):
     """elm_gen_params (generate.h)."""
 
     _fields_ = [("n_predict", c_int32), ("ignore_eos", c_bool), ("sampling", SamplerParams),
-                ("n_keep", c_int32), ("no_context_shift", c_bool)]
+                ("n_keep", c_int32), ("no_context_shift", c_bool),
+                ("grammar", c_void_p), ("grammar_vocab", c_void_p)]
 
 
 class GenStats(Structure):

@@ -20,6 +20,7 @@
 #include "server/embeddings.h"
 #include "server/http.h"
 #include "server/logprobs.h"
+#include "server/responses.h"
 #include "server/tokenize.h"
 
 extern const unsigned char srv_page_html[];
@@ -215,11 +216,12 @@ static bool reply_tool_calls(const srv_http *h, const char *text, elm_tool_calls
 }
 
 /* How much of text [len] can go out as content while tool calls may follow: all of it before
- * the first "<tool_call>", short of an end that could begin one. */
-static size_t content_before_calls(const char *text, size_t len) {
+ * the first "<tool_call>", short of an end that could begin one. The text before `from` is
+ * known to hold none. */
+static size_t content_before_calls(const char *text, size_t from, size_t len) {
     static const char open[] = "<tool_call>";
     const size_t ol = sizeof open - 1;
-    for (size_t i = 0; i < len; i++) {
+    for (size_t i = from; i < len; i++) {
         const size_t k = len - i < ol ? len - i : ol;
         if (!memcmp(text + i, open, k)) return i;
     }
@@ -239,24 +241,44 @@ typedef struct stream {
     bool tools;      /* the reply may end in tool calls: its text is kept in `reply` */
     elm_sbuf reply;  /* with tools: the text so far */
     size_t content_sent; /* with tools: bytes of it sent as content */
+    srv_resp_stream *rs; /* /v1/responses: the chunks go out as its events */
     char *out;       /* formatted SSE bytes not yet handed to libmicrohttpd */
     size_t out_len, out_off;
 } stream;
 
-static bool queue_event(stream *st, cJSON *o) {
+/* One server-sent event: "event: NAME" when named, then the data line. */
+static bool queue_sse(stream *st, const char *name, cJSON *o) {
     char *json = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (!json) return false;
-    const size_t need = strlen(json) + 9; /* "data: " json "\n\n" NUL */
+    const size_t need = strlen(json) + (name ? strlen(name) + 8 : 0) + 9;
     char *p = realloc(st->out, st->out_len + need);
     if (!p) {
         free(json);
         return false;
     }
     st->out = p;
-    st->out_len += (size_t)snprintf(p + st->out_len, need, "data: %s\n\n", json);
+    st->out_len += (size_t)snprintf(p + st->out_len, need, "%s%s%sdata: %s\n\n",
+                                    name ? "event: " : "", name ? name : "", name ? "\n" : "",
+                                    json);
     free(json);
     return true;
+}
+
+/* A chat or completions chunk, or for /v1/responses the events it stands for. */
+static bool queue_event(stream *st, cJSON *o) {
+    if (!st->rs) return queue_sse(st, NULL, o);
+    cJSON *events = cJSON_CreateArray();
+    bool ok = events && o && srv_resp_stream_chunk(st->rs, o, events);
+    cJSON_Delete(o);
+    while (ok && events->child) {
+        cJSON *e = cJSON_DetachItemViaPointer(events, events->child);
+        char name[64];
+        snprintf(name, sizeof name, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(e, "type")));
+        ok = queue_sse(st, name, e);
+    }
+    cJSON_Delete(events);
+    return ok;
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -275,7 +297,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             st->seen += len;
             free(text);
             if (st->reply.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
-            const size_t upto = content_before_calls(st->reply.s, st->reply.len);
+            const size_t upto = content_before_calls(st->reply.s, st->content_sent, st->reply.len);
             if (upto <= st->content_sent) continue;
             text = malloc(upto - st->content_sent + 1);
             if (!text) return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -329,13 +351,14 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
             cJSON_AddItemToObject(o, "usage", usage_json(&r));
             cJSON_AddItemToObject(o, "timings", timings_json(&r));
             if (!queue_event(st, o)) return MHD_CONTENT_READER_END_WITH_ERROR;
+            st->finished = true;
+            if (st->rs) continue; /* the Responses API ends at response.completed */
             const char *end = "data: [DONE]\n\n";
             char *p = realloc(st->out, st->out_len + strlen(end));
             if (!p) return MHD_CONTENT_READER_END_WITH_ERROR;
             st->out = p;
             memcpy(p + st->out_len, end, strlen(end));
             st->out_len += strlen(end);
-            st->finished = true;
         }
     }
     const size_t n = st->out_len - st->out_off < max ? st->out_len - st->out_off : max;
@@ -349,6 +372,7 @@ static void stream_free(void *cls) {
     stream *st = cls;
     srv_cancel(st->h->s, st->job);
     srv_job_release(st->h->s, st->job);
+    srv_resp_stream_free(st->rs);
     free(st->reply.s);
     free(st->out);
     free(st);
@@ -409,11 +433,13 @@ static int submit_choices(srv_http *h, srv_request *r, srv_job **jobs, int n, in
     return n;
 }
 
+/* A chat or completions request (body [len]); `responses`: a chat request made from a
+ * /v1/responses one, answered in that API's shapes. */
 static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool chat,
-                                  conn_state *cs) {
+                                  bool responses, const char *body, size_t len, conn_state *cs) {
     srv_request r;
     char msg[512];
-    const int rc = srv_request_parse(cs->body ? cs->body : "", cs->len, chat, h->def, &r, msg, sizeof msg);
+    const int rc = srv_request_parse(body, len, chat, h->def, &r, msg, sizeof msg);
     if (rc) return send_refusal(conn, rc, msg);
     const int n = r.n > 0 ? r.n : 1;
     srv_job *jobs[SRV_MAX_SLOTS];
@@ -433,7 +459,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
     }
     srv_job *job = jobs[0];
     char id[48];
-    snprintf(id, sizeof id, "%s-%lu", chat ? "chatcmpl" : "cmpl",
+    snprintf(id, sizeof id, "%s-%lu", responses ? "resp" : chat ? "chatcmpl" : "cmpl",
              __atomic_add_fetch(&h->next_id, 1, __ATOMIC_RELAXED));
     if (r.stream) {
         stream *st = calloc(1, sizeof *st);
@@ -444,6 +470,10 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
         }
         *st = (stream){.h = h, .job = job, .cs = cs, .chat = chat, .logprobs = r.job.logprobs,
                        .tools = chat && r.job.tool_calls};
+        if (responses && !(st->rs = srv_resp_stream_new(id, h->p.model_id))) {
+            stream_free(st);
+            return send_error(conn, 500, "internal_error", "out of memory");
+        }
         memcpy(st->id, id, sizeof id);
         struct MHD_Response *resp =
             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free);
@@ -483,7 +513,24 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
     }
     cJSON_AddItemToObject(o, "usage", usage_json(&total));
     cJSON_AddItemToObject(o, "timings", timings_json(&total));
+    if (responses) {
+        cJSON *resp = srv_response_from_chat(o, id);
+        cJSON_Delete(o);
+        if (!resp) return send_error(conn, 500, "internal_error", "out of memory");
+        o = resp;
+    }
     return send_json(conn, 200, o);
+}
+
+/* POST /v1/responses: the chat request it stands for, answered as a response. */
+static enum MHD_Result respond(srv_http *h, struct MHD_Connection *conn, conn_state *cs) {
+    char *chat_body, msg[512];
+    const int rc = srv_responses_to_chat(cs->body ? cs->body : "", cs->len, &chat_body, msg,
+                                         sizeof msg);
+    if (rc) return send_refusal(conn, rc, msg);
+    const enum MHD_Result ret = completion(h, conn, true, true, chat_body, strlen(chat_body), cs);
+    free(chat_body);
+    return ret;
 }
 
 static enum MHD_Result models(srv_http *h, struct MHD_Connection *conn) {
@@ -627,7 +674,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
     const bool tok = !strcmp(url, "/tokenize"), detok = !strcmp(url, "/detokenize");
     const bool list = !strcmp(url, "/v1/models"), scrape = !strcmp(url, "/metrics");
     const bool about = !strcmp(url, "/props"), embed = !strcmp(url, "/v1/embeddings");
-    if (!chat && !compl && !tok && !detok && !list && !scrape && !about && !embed)
+    const bool resp = !strcmp(url, "/v1/responses");
+    if (!chat && !compl && !tok && !detok && !list && !scrape && !about && !embed && !resp)
         return send_error(conn, 404, "not_found", "no route %s %s", method, url);
     if (!authorized(h, conn))
         return send_error(conn, 401, "invalid_api_key",
@@ -642,7 +690,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
                           h->p.max_body);
     if (tok || detok) return tokenize(h, conn, detok, cs);
     if (embed) return embeddings(h, conn, cs);
-    return completion(h, conn, chat, cs);
+    if (resp) return respond(h, conn, cs);
+    return completion(h, conn, chat, false, cs->body ? cs->body : "", cs->len, cs);
 }
 
 /* The request is over (answered, or the client left): counted and logged, if a response was

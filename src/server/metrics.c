@@ -10,9 +10,9 @@
 #include "server/metrics.h"
 
 /* The routes counted on their own; anything else is "other". */
-static const char *const ROUTES[] = {"/v1/chat/completions", "/v1/completions", "/v1/embeddings",
-                                     "/v1/models", "/health", "/metrics", "/props", "/tokenize",
-                                     "/detokenize", "/", "other"};
+static const char *const ROUTES[] = {"/v1/chat/completions", "/v1/completions", "/v1/responses",
+                                     "/v1/embeddings", "/v1/models", "/health", "/metrics",
+                                     "/props", "/tokenize", "/detokenize", "/", "other"};
 enum { N_ROUTES = sizeof ROUTES / sizeof ROUTES[0], MAX_PAIRS = 128, MAX_BOUNDS = 16 };
 
 static const double TTFT_BOUNDS[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};

@@ -5,20 +5,9 @@
 // holds the text to its GBNF; what the server cannot enforce is a 400 naming it, and the server
 // goes on serving.
 // usage: node serve_json.cjs NPM_DIR BASE_URL
-const path = require("path");
-const mod = (name) => require(path.join(process.argv[2], "node_modules", name));
-const OpenAI = mod("openai");
-const Ajv2020 = mod("ajv/dist/2020");
-const addFormats = mod("ajv-formats");
+const t = require("./openai_check.cjs")(process.argv[2], process.argv[3]);
+const {OpenAI, client, ajv, check} = t;
 const base = process.argv[3];
-const client = new OpenAI({baseURL: base + "/v1", apiKey: "none", maxRetries: 0});
-const ajv = new Ajv2020({strict: false});
-addFormats(ajv);
-let failed = 0, passed = 0;
-function check(cond, what) {
-  if (cond) passed++;
-  else { failed++; console.error("FAIL: " + what); }
-}
 
 const schemas = {
   person: {
@@ -60,7 +49,7 @@ async function chat(params) {
   return client.chat.completions.create({model: "m", max_tokens: 400, ...params});
 }
 
-(async () => {
+t.run(async () => {
   const messages = [{role: "user", content: "Tell me about a cat as JSON."}];
   let n = 0;
   for (const [name, schema] of Object.entries(schemas)) {
@@ -130,22 +119,9 @@ async function chat(params) {
     [{grammar: "root ::= x"}, /grammar.*x/],
     [{grammar: "root ::= \"a\"", response_format: {type: "json_object"}}, /give one/],
   ];
-  for (const [extra, pattern] of refusals) {
-    try {
-      await chat({messages, ...extra});
-      check(false, "accepted: " + JSON.stringify(extra));
-    } catch (e) {
-      check(e instanceof OpenAI.APIError && e.status === 400 && pattern.test(e.message),
-            `${JSON.stringify(extra)}: ${e}`);
-    }
-  }
+  await t.refusals((extra) => chat({messages, ...extra}), refusals);
   const health = await fetch(base + "/health");
   check(health.status === 200, "health after refusals: " + health.status);
   const after = await chat({messages, max_tokens: 4, temperature: 0});
   check(after.choices[0].finish_reason === "length", "a plain request after refusals: " + JSON.stringify(after));
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed ? 1 : 0);
-})().catch((e) => {
-  console.error("FAIL: " + (e.stack || e));
-  process.exit(1);
 });

@@ -4,17 +4,8 @@
 // two-step conversation (call, tool result, answer); runTools running our function; and the
 // refusals, each a 400 naming the field.
 // usage: node serve_tools.cjs NPM_DIR BASE_URL
-const path = require("path");
-const mod = (name) => require(path.join(process.argv[2], "node_modules", name));
-const OpenAI = mod("openai");
-const Ajv2020 = mod("ajv/dist/2020");
-const client = new OpenAI({baseURL: process.argv[3] + "/v1", apiKey: "none", maxRetries: 0});
-const ajv = new Ajv2020({strict: false});
-let failed = 0, passed = 0;
-function check(cond, what) {
-  if (cond) passed++;
-  else { failed++; console.error("FAIL: " + what); }
-}
+const t = require("./openai_check.cjs")(process.argv[2], process.argv[3]);
+const {client, ajv, check} = t;
 
 const weather = {type: "object", properties: {city: {type: "string", minLength: 1, maxLength: 12},
                                               days: {type: "integer", minimum: 1, maximum: 7}},
@@ -32,7 +23,7 @@ function validCall(tc, what) {
         `${what}: ${JSON.stringify(tc)} ${validate ? JSON.stringify(validate.errors) : ""}`);
 }
 
-(async () => {
+t.run(async () => {
   for (const seed of [1, 2, 3]) {
     for (const tool_choice of [{type: "function", function: {name: "get_weather"}}, "required"]) {
       const r = await client.chat.completions.create({model: "m", messages, tools, tool_choice, parallel_tool_calls: false,
@@ -88,17 +79,6 @@ function validCall(tc, what) {
     [{tools, response_format: {type: "json_object"}}, /response_format/],
     [{tool_choice: "required"}, /tool_choice: no tools/],
   ];
-  for (const [extra, pattern] of refusals) {
-    try {
-      await client.chat.completions.create({model: "m", messages, max_tokens: 8, ...extra});
-      check(false, "accepted: " + JSON.stringify(extra));
-    } catch (e) {
-      check(e instanceof OpenAI.APIError && e.status === 400 && pattern.test(e.message), `${JSON.stringify(extra)}: ${e}`);
-    }
-  }
-  console.log(`${passed} passed, ${failed} failed`);
-  process.exit(failed ? 1 : 0);
-})().catch((e) => {
-  console.error("FAIL: " + (e.stack || e));
-  process.exit(1);
+  await t.refusals((extra) => client.chat.completions.create({model: "m", messages, max_tokens: 8, ...extra}),
+                   refusals);
 });
