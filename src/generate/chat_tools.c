@@ -209,6 +209,28 @@ static bool refers_to_root(const char *gbnf) {
     return false;
 }
 
+/* The error of the first function whose parameters schema does not translate, translated alone
+ * so that the message names it (tools[i].function.parameters: ...): called once the schema of all
+ * the calls failed. */
+static elm_status name_bad_schema(const cJSON *tools, const char *only, elm_error *err) {
+    elm_status st = ELM_OK;
+    int i = 0;
+    for (const cJSON *tool = tools->child; !st && tool; tool = tool->next, i++) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(tool, "function");
+        if (only && strcmp(cJSON_GetObjectItemCaseSensitive(f, "name")->valuestring, only)) continue;
+        cJSON *s = call_schema(f);
+        char *text = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "properties"), "arguments"));
+        char src[64], *gbnf = NULL;
+        snprintf(src, sizeof src, "tools[%d].function.parameters", i);
+        st = text ? elm_json_schema_to_gbnf(text, strlen(text), src, &gbnf, err)
+                  : elm_errorf(err, ELM_ERR_NOMEM, "tools: out of memory");
+        free(gbnf);
+        free(text);
+        cJSON_Delete(s);
+    }
+    return st ? st : elm_errorf(err, ELM_ERR_UNSUPPORTED, "tools: the calls' schema cannot be enforced");
+}
+
 elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const char *only,
                                  bool parallel, bool lazy, char **gbnf, const char **trigger,
                                  elm_error *err) {
@@ -220,22 +242,12 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
     cJSON *arr = cJSON_Parse(tools);
     elm_status st = elm_tools_check(arr, "tools", err);
     cJSON *any = st ? NULL : cJSON_CreateObject(), *alts = cJSON_AddArrayToObject(any, "anyOf");
-    char *one = NULL, *all = NULL, *text = NULL;
+    char *all = NULL, *text = NULL;
     int i = 0, n = 0;
     for (const cJSON *tool = arr ? arr->child : NULL; !st && tool; tool = tool->next, i++) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(tool, "function");
         if (only && strcmp(cJSON_GetObjectItemCaseSensitive(f, "name")->valuestring, only)) continue;
-        cJSON *s = call_schema(f);
-        char src[64];
-        snprintf(src, sizeof src, "tools[%d].function.parameters", i);
-        char *st_text = cJSON_PrintUnformatted(cJSON_GetObjectItem(cJSON_GetObjectItem(s, "properties"), "arguments"));
-        /* alone first, so that an error names the function's own schema */
-        st = st_text ? elm_json_schema_to_gbnf(st_text, strlen(st_text), src, &one, err)
-                     : elm_errorf(err, ELM_ERR_NOMEM, "tools: out of memory");
-        free(st_text);
-        free(one);
-        one = NULL;
-        cJSON_AddItemToArray(alts, s);
+        cJSON_AddItemToArray(alts, call_schema(f));
         n++;
     }
     if (!st && n == 0)
@@ -243,7 +255,9 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
                                                   : "tools: none given%s", only ? only : "");
     if (!st && !(text = cJSON_PrintUnformatted(any)))
         st = elm_errorf(err, ELM_ERR_NOMEM, "tools: out of memory");
-    if (!st) st = elm_json_schema_to_gbnf(text, strlen(text), "tools", &all, err);
+    if (!st && (st = elm_json_schema_to_gbnf(text, strlen(text), "tools", &all, err)) &&
+        st != ELM_ERR_NOMEM)
+        st = name_bad_schema(arr, only, err);
     if (!st && (strncmp(all, "root ::= ", 9) || refers_to_root(all)))
         st = elm_errorf(err, ELM_ERR_UNSUPPORTED,
                         "tools: a parameters schema that refers to its root (\"$ref\": \"#\")");

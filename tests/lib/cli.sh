@@ -59,29 +59,25 @@ skip() {
     exit 77
 }
 
-# require_node_llama: sets npm_dir to the shared install of llama.cpp's prebuilt CPU library
-# (node-llama-cpp, by scripts/node-llama.sh, run from the repository root); skips the test when node
-# is missing or npm cannot reach the registry, and fails it on any other install error.
-require_node_llama() {
+# npm_install SCRIPT WHAT: sets npm_dir to the install scripts/SCRIPT makes (run from the
+# repository root); skips the test when node is missing or npm cannot reach the registry, and
+# fails it on any other install error (naming WHAT).
+npm_install() {
     local rc
     command -v node >/dev/null || skip "node is not installed"
-    npm_dir=$(bash scripts/node-llama.sh 2>"$tmp/npm.err")
+    npm_dir=$(bash "scripts/$1" 2>"$tmp/npm.err")
     rc=$?
     [ "$rc" -eq 2 ] && skip "$(cat "$tmp/npm.err")"
-    [ "$rc" -eq 0 ] || { echo "FAIL: node-llama-cpp install: $(cat "$tmp/npm.err")" >&2; exit 1; }
+    [ "$rc" -eq 0 ] || { echo "FAIL: $2 install: $(cat "$tmp/npm.err")" >&2; exit 1; }
 }
 
-# require_npm_clients: sets npm_dir to the install of the server tests' Node packages (openai,
-# ajv; scripts/npm-clients.sh, run from the repository root); skips the test when node is missing
-# or npm cannot reach the registry, and fails it on any other install error.
-require_npm_clients() {
-    local rc
-    command -v node >/dev/null || skip "node is not installed"
-    npm_dir=$(bash scripts/npm-clients.sh 2>"$tmp/npm.err")
-    rc=$?
-    [ "$rc" -eq 2 ] && skip "$(cat "$tmp/npm.err")"
-    [ "$rc" -eq 0 ] || { echo "FAIL: npm install: $(cat "$tmp/npm.err")" >&2; exit 1; }
-}
+# require_node_llama: npm_dir of the shared install of llama.cpp's prebuilt CPU library
+# (node-llama-cpp, scripts/node-llama.sh).
+require_node_llama() { npm_install node-llama.sh node-llama-cpp; }
+
+# require_npm_clients: npm_dir of the server tests' Node packages (openai, ajv;
+# scripts/npm-clients.sh).
+require_npm_clients() { npm_install npm-clients.sh npm; }
 
 # greedy_ref MODEL.gguf N_PREDICT PROMPT...: llama.cpp's greedy continuations of the prompts
 # (tests/interop/greedy.mjs under node-llama-cpp, GREEDY_TOP and GREEDY_CTX passed on) on stdout.
