@@ -10,7 +10,6 @@
 #include "check.h"
 #include "core/fileio.h"
 #include "edgelm/chat.h"
-#include "edgelm/grammar.h"
 
 static const elm_chat_msg conv[] = {
     {.role = "system", .content = "You are a helpful assistant."},
@@ -578,6 +577,8 @@ static void detection_published(void) {
         {"Qwen-Qwen3-0.6B.jinja", ELM_TEMPLATE_QWEN3},
         {"HuggingFaceTB-SmolLM3-3B.jinja", ELM_TEMPLATE_SMOLLM3},
         {"ibm-granite-granite-4.1.jinja", ELM_TEMPLATE_PLAIN},
+        {"meta-llama-Llama-3.1-8B-Instruct.jinja", ELM_TEMPLATE_LLAMA31},
+        {"meta-llama-Llama-3.2-3B-Instruct.jinja", ELM_TEMPLATE_LLAMA32},
     };
     const char *slash = strrchr(__FILE__, '/');
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
@@ -601,160 +602,6 @@ static void detection_published(void) {
           elm_chat_template_name(elm_chat_template_detect(PHI4_MINI_JINJA)));
 }
 
-/* Tools in Qwen3's Hermes style: the prompts rendered by jinja2 3.1 from
- * tests/data/templates/Qwen-Qwen3-0.6B.jinja with transformers' tojson (json.dumps,
- * ensure_ascii=False), add_generation_prompt, enable_thinking false for qwen3-no-think; calls
- * parsed back out of replies; the grammar of calls matching well-formed calls only. */
-static const char tools_json[] =
-    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": "
-    "\"Weather in a city, \\\"now\\\" \xE2\x80\x94 \xC3\xBCn\xC3\xAF" "code\", \"parameters\": "
-    "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": "
-    "\"integer\", \"minimum\": 1, \"maximum\": 7}, \"t\": {\"type\": \"number\", \"minimum\": 0.5}}, "
-    "\"required\": [\"city\"]}}},\n {\"type\":\"function\",\"function\":{\"name\":\"now\","
-    "\"parameters\":{\"type\":\"object\",\"properties\":{}}}}]";
-#define TOOLS_BLOCK                                                                               \
-    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"            \
-    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"       \
-    "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": "        \
-    "\"Weather in a city, \\\"now\\\" \xE2\x80\x94 \xC3\xBCn\xC3\xAF" "code\", \"parameters\": "      \
-    "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": "         \
-    "{\"type\": \"integer\", \"minimum\": 1, \"maximum\": 7}, \"t\": {\"type\": \"number\", "      \
-    "\"minimum\": 0.5}}, \"required\": [\"city\"]}}}\n"                                            \
-    "{\"type\": \"function\", \"function\": {\"name\": \"now\", \"parameters\": {\"type\": "       \
-    "\"object\", \"properties\": {}}}}\n</tools>\n\nFor each function call, return a json object " \
-    "with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"    \
-    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
-#define TOOL_TURNS                                                                                \
-    "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n"         \
-    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"            \
-    "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call><|im_end|>\n"                \
-    "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\nnoon\n"         \
-    "</tool_response><|im_end|>\n<|im_start|>assistant\n"
-
-static void tools_render(void) {
-    static const elm_tool_call calls[] = {{"get_weather", "{\"city\": \"Paris\"}"}, {"now", "{}"}};
-    static const elm_chat_msg m[] = {
-        {.role = "system", .content = "You are helpful."},
-        {.role = "user", .content = "Weather in Paris?"},
-        {.role = "assistant", .content = "", .tool_calls = calls, .n_tool_calls = 2},
-        {.role = "tool", .content = "sunny"},
-        {.role = "tool", .content = "noon"}};
-    const struct {
-        elm_chat_template t;
-        const elm_chat_msg *msgs;
-        int n;
-        const char *want, *what;
-    } cases[] = {
-        {ELM_TEMPLATE_QWEN3, m, 2,
-         "<|im_start|>system\nYou are helpful.\n\n" TOOLS_BLOCK
-         "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n", "tools"},
-        {ELM_TEMPLATE_QWEN3, m, 5, "<|im_start|>system\nYou are helpful.\n\n" TOOLS_BLOCK TOOL_TURNS,
-         "calls and results"},
-        {ELM_TEMPLATE_QWEN3, m + 1, 4, "<|im_start|>system\n" TOOLS_BLOCK TOOL_TURNS, "no system"},
-        {ELM_TEMPLATE_QWEN3_NO_THINK, m, 5,
-         "<|im_start|>system\nYou are helpful.\n\n" TOOLS_BLOCK TOOL_TURNS "<think>\n\n</think>\n\n",
-         "thinking off"},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *out = NULL;
-        elm_error err;
-        CHECK(elm_chat_render_tools(cases[i].t, cases[i].msgs, cases[i].n, tools_json, true, &out,
-                                    &err) == ELM_OK, "%s: %s", cases[i].what, err.msg);
-        CHECK(out && !strcmp(out, cases[i].want), "%s:\n got [%s]\nwant [%s]", cases[i].what,
-              out ? out : "", cases[i].want);
-        free(out);
-    }
-    char *out = NULL;
-    elm_error err;
-    /* an empty list is no tools, as the template's `if tools` */
-    CHECK(elm_chat_render_tools(ELM_TEMPLATE_QWEN3, m + 1, 1, "[]", true, &out, &err) == ELM_OK &&
-              !strcmp(out, "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"),
-          "empty tools: %s", out ? out : err.msg);
-    free(out);
-    out = NULL;
-    CHECK(elm_chat_render_tools(ELM_TEMPLATE_LLAMA3, m, 2, tools_json, true, &out, &err) ==
-              ELM_ERR_UNSUPPORTED && strstr(err.msg, "llama3"), "llama3 tools: %s", err.msg);
-    CHECK(elm_chat_render(ELM_TEMPLATE_LLAMA3, m, 3, true, &out, &err) == ELM_ERR_UNSUPPORTED,
-          "llama3 calls accepted");
-    const char *bad[] = {"{}", "[1]", "[{\"type\": \"function\"}]",
-                         "[{\"type\": \"function\", \"function\": {\"name\": \"a b\"}}]",
-                         "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": 3}}]"};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECK(elm_chat_render_tools(ELM_TEMPLATE_QWEN3, m, 2, bad[i], true, &out, &err) ==
-                  ELM_ERR_FORMAT && !out && !strncmp(err.msg, "tools", 5),
-              "tools %s: %s", bad[i], err.msg);
-}
-
-static void tools_parse(void) {
-    elm_tool_calls c;
-    elm_error err;
-    const char *reply = "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
-                        "{\"city\": \"Paris\", \"days\": 2}}\n</tool_call>\n<tool_call>\n"
-                        "{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
-    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_QWEN3, reply, &c, &err) == ELM_OK, "%s", err.msg);
-    CHECK(c.n == 2 && !strcmp(c.content, "Let me check.") && !strcmp(c.calls[0].name, "get_weather") &&
-              !strcmp(c.calls[0].arguments, "{\"city\":\"Paris\",\"days\":2}") &&
-              !strcmp(c.calls[1].name, "now") && !strcmp(c.calls[1].arguments, "{}"),
-          "parsed: %d calls, content '%s'", c.n, c.content ? c.content : "");
-    elm_tool_calls_free(&c);
-    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_QWEN3, "plain answer", &c, &err) == ELM_OK &&
-              c.n == 0 && !strcmp(c.content, "plain answer"), "no calls");
-    elm_tool_calls_free(&c);
-    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_QWEN3, "<tool_call>\n{\"name\": 1}", &c, &err) ==
-              ELM_ERR_FORMAT && strstr(err.msg, "tool call 0"), "bad call: %s", err.msg);
-}
-
-static void tools_grammar(void) {
-    static const char tools[] =
-        "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
-        "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": "
-        "{\"type\": \"integer\", \"minimum\": 1, \"maximum\": 7}}, \"required\": [\"city\"]}}}, "
-        "{\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
-    char *gbnf = NULL;
-    const char *trigger = NULL;
-    elm_error err;
-    elm_grammar *g = NULL;
-    CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_QWEN3, tools, NULL, true, false, &gbnf, &trigger,
-                                &err) == ELM_OK, "grammar: %s", err.msg);
-    CHECK(gbnf && elm_grammar_parse(gbnf, strlen(gbnf), "tools", &g, &err) == ELM_OK, "parse: %s",
-          err.msg);
-    const char *good[] = {
-        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
-        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\", \"days\": 7}}\n"
-        "</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"};
-    const char *wrong[] = {
-        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
-        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"R\", \"days\": 8}}\n</tool_call>",
-        "<tool_call>\n{\"name\": \"nothing\", \"arguments\": {}}\n</tool_call>", "Hello"};
-    for (size_t i = 0; g && i < 2; i++)
-        CHECK(elm_grammar_match_text(g, good[i], strlen(good[i])) == 2, "refused: %s", good[i]);
-    for (size_t i = 0; g && i < 4; i++)
-        CHECK(elm_grammar_match_text(g, wrong[i], strlen(wrong[i])) != 2, "matched: %s", wrong[i]);
-    CHECK(trigger && !strcmp(trigger, "<tool_call>"), "trigger");
-    elm_grammar_free(g);
-    free(gbnf);
-    /* lazy, one call of the named function: the grammar starts after the trigger */
-    g = NULL;
-    CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_QWEN3, tools, "now", false, true, &gbnf, NULL,
-                                &err) == ELM_OK && elm_grammar_parse(gbnf, strlen(gbnf), "t", &g, &err) == ELM_OK,
-          "lazy: %s", err.msg);
-    const char *after = "\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
-    CHECK(g && elm_grammar_match_text(g, after, strlen(after)) == 2, "lazy call refused");
-    const char *two = "\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n"
-                      "{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
-    CHECK(g && elm_grammar_match_text(g, two, strlen(two)) != 2, "two calls without parallel");
-    elm_grammar_free(g);
-    free(gbnf);
-    CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_QWEN3, tools, "nope", true, false, &gbnf, NULL,
-                                &err) == ELM_ERR_FORMAT && strstr(err.msg, "nope"), "unknown name");
-    const char *pattern = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
-                          "{\"type\": \"object\", \"properties\": {\"x\": {\"type\": \"string\", "
-                          "\"pattern\": \"a+\"}}}}}]";
-    CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_QWEN3, pattern, NULL, true, false, &gbnf, NULL, &err) ==
-              ELM_ERR_UNSUPPORTED && strstr(err.msg, "tools[0].function.parameters") &&
-              strstr(err.msg, "pattern"), "unsupported keyword: %s", err.msg);
-}
-
 int main(int argc, char **argv) {
     check_init(argc, argv);
     render_cases();
@@ -765,8 +612,5 @@ int main(int argc, char **argv) {
     thinking_families();
     three_conversations();
     detection_published();
-    tools_render();
-    tools_parse();
-    tools_grammar();
     return check_done();
 }

@@ -50,12 +50,15 @@ typedef enum elm_chat_template {
                                     * default: the reply opens with an empty thought channel */
     ELM_TEMPLATE_GEMMA4_THINK,     /* Gemma 4 with enable_thinking: <|think|> in the system turn */
     ELM_TEMPLATE_PHI4_MINI,        /* <|user|>..<|end|>, Phi-3's tokens without newlines */
+    ELM_TEMPLATE_LLAMA31,          /* Llama 3.1 and 3.3: Llama 3's turns, a system turn always,
+                                    * dated 26 Jul 2024 */
+    ELM_TEMPLATE_LLAMA32,          /* Llama 3.2: the same dated today (its strftime_now) */
     ELM_TEMPLATE_COUNT
 } elm_chat_template;
 
 /* "plain", "llama2", "llama3", "chatml", "phi3", "gemma", "qwen3", "qwen3-no-think", "smollm3",
  * "smollm3-no-think", "lfm2", "lfm25", "qwen35", "qwen35-no-think", "granite4", "gemma4",
- * "gemma4-think", "phi4-mini". */
+ * "gemma4-think", "phi4-mini", "llama31", "llama32". */
 const char *elm_chat_template_name(elm_chat_template t);
 
 /* The names above, comma-separated, for messages: a static string, built once (thread-safe). */
@@ -104,8 +107,9 @@ typedef struct elm_chat_msg {
 elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_t n,
                            bool add_generation_prompt, char **out, elm_error *err);
 
-/* Whether template t renders tools and its replies' tool calls are parsed (Qwen3's Hermes-style
- * <tool_call> JSON blocks: qwen3, qwen3-no-think). */
+/* Whether template t renders tools and its replies' tool calls are parsed: qwen3 and
+ * qwen3-no-think (<tool_call> JSON blocks), granite4 (the same), qwen35 and qwen35-no-think
+ * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call). */
 bool elm_chat_template_has_tools(elm_chat_template t);
 
 /* elm_chat_render with the functions the model may call: `tools` is the JSON text of OpenAI's
@@ -131,18 +135,25 @@ typedef struct elm_tool_calls {
 } elm_tool_calls;
 
 /* The tool calls in `reply`, as template t's family writes them (every <tool_call> block to the
- * end; a last block left open that is not JSON, a reply cut short, is dropped). ELM_ERR_FORMAT
- * when a block does not hold {"name": string, "arguments": object}, naming it; ELM_ERR_NOMEM.
- * Free with elm_tool_calls_free. */
-elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *reply, elm_tool_calls *out,
-                                     elm_error *err);
+ * end, or Llama's {"name": ..., "parameters": ...}; a last call cut short is dropped). `tools`
+ * (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string parameter's
+ * text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call does not
+ * hold a name and an object of arguments, naming it; ELM_ERR_NOMEM. Free with
+ * elm_tool_calls_free. */
+elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, const char *reply,
+                                     elm_tool_calls *out, elm_error *err);
 void elm_tool_calls_free(elm_tool_calls *c);
+
+/* The text a reply's first tool call opens with in template t ("<tool_call>", or Llama's
+ * {"name": "); NULL for a template without tools. A stream holds back text that could begin it. */
+const char *elm_chat_tool_call_open(elm_chat_template t);
 
 /* The GBNF (malloc'd) that holds a reply to template t's tool calls of the functions in `tools`
  * (as for elm_chat_render_tools; only the one named `only` when not NULL), each call's arguments
  * valid under its function's parameters schema; one call, or several when `parallel`. With
- * `lazy`, the grammar is of what follows *trigger (set to the family's opening of a call: a
- * matcher given the trigger lets the model write text first, elm_grammar_matcher_set_trigger);
+ * `lazy`, the grammar is of what follows *trigger (set to the family's opening of a call,
+ * elm_chat_tool_call_open: a matcher given the trigger lets the model write text first,
+ * elm_grammar_matcher_set_trigger);
  * without, of the whole reply. ELM_ERR_UNSUPPORTED for a template without tools or a schema the
  * translation cannot enforce (its message names the function); ELM_ERR_FORMAT for bad tools or
  * an `only` that names none. */

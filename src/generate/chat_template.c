@@ -3,6 +3,7 @@
  * concatenation of its turns (which is what lets a chat prefill only a turn's new tokens). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/strbuf.h"
 #include "edgelm/chat.h"
@@ -44,7 +45,8 @@ typedef struct tmpl_spec {
     bool no_think;       /* thinking off (Qwen3 enable_thinking false, /no_think; Gemma 4's
                           * default) */
     elm_chat_template think_pair; /* the same family with thinking switched */
-    bool hermes_tools;   /* tools, calls and results as Qwen3's template writes them */
+    elm_tool_syntax tools;        /* how tools, calls and results are written (none: refused) */
+    const char *date;    /* Llama 3.1: the system turn is dated (NULL: none; "": today) */
 } tmpl_spec;
 
 /* The system, user and assistant turns of the families whose turns are all head(role) + text +
@@ -59,6 +61,10 @@ typedef struct tmpl_spec {
 #define GEMMA_HEAD(role) "<start_of_turn>" role "\n"
 #define GEMMA4_HEAD(role) "<|turn>" role "\n"
 #define GRANITE_HEAD(role) "<|start_of_role|>" role "<|end_of_role|>"
+#define LLAMA31_BODY                                                                              \
+    .bos = "<|begin_of_text|>", ROLES(LLAMA3_HEAD, "<|eot_id|>"), .sys_default = "",             \
+    .gen_prompt = LLAMA3_HEAD("assistant"), .end_no_gen = "", .eot = "<|eot_id|>", .trim = true, \
+    .tools = ELM_TOOLS_LLAMA
 #define CHATML_TURNS ROLES(CHATML_HEAD, "<|im_end|>\n"), .end_no_gen = "", .eot = "<|im_end|>"
 #define CHATML_BODY .bos = "", CHATML_TURNS
 /* LFM2: ChatML after BOS, with no system block for an empty system message */
@@ -124,11 +130,11 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
     [ELM_TEMPLATE_QWEN3] = {.name = "qwen3", .sig = {"<|im_start|>", "enable_thinking"},
                             CHATML_BODY, .gen_prompt = CHATML_HEAD("assistant"),
                             .reply = REPLY_QWEN3, .think_pair = ELM_TEMPLATE_QWEN3_NO_THINK,
-                            .hermes_tools = true},
+                            .tools = ELM_TOOLS_HERMES},
     [ELM_TEMPLATE_QWEN3_NO_THINK] = {.name = "qwen3-no-think", CHATML_BODY,
                                      .gen_prompt = CHATML_HEAD("assistant") EMPTY_THINK "\n",
                                      .reply = REPLY_QWEN3, .no_think = true,
-                                     .think_pair = ELM_TEMPLATE_QWEN3, .hermes_tools = true},
+                                     .think_pair = ELM_TEMPLATE_QWEN3, .tools = ELM_TOOLS_HERMES},
     [ELM_TEMPLATE_SMOLLM3] = {.name = "smollm3", .sig = {"<|im_start|>", "Reasoning Mode"},
                               CHATML_BODY, .gen_prompt = CHATML_HEAD("assistant"),
                               .reply = REPLY_SMOLLM3, .smollm3 = true,
@@ -146,11 +152,11 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
     [ELM_TEMPLATE_QWEN35] = {.name = "qwen35", .sig = {"enable_thinking", "<|vision_start|>"},
                              CHATML_BODY, .gen_prompt = CHATML_HEAD("assistant") "<think>\n",
                              .trim = true, .reply = REPLY_QWEN35,
-                             .think_pair = ELM_TEMPLATE_QWEN35_NO_THINK},
+                             .think_pair = ELM_TEMPLATE_QWEN35_NO_THINK, .tools = ELM_TOOLS_QWEN_XML},
     [ELM_TEMPLATE_QWEN35_NO_THINK] = {.name = "qwen35-no-think", CHATML_BODY,
                                       .gen_prompt = CHATML_HEAD("assistant") EMPTY_THINK "\n",
                                       .trim = true, .reply = REPLY_QWEN35, .no_think = true,
-                                      .think_pair = ELM_TEMPLATE_QWEN35},
+                                      .think_pair = ELM_TEMPLATE_QWEN35, .tools = ELM_TOOLS_QWEN_XML},
     /* Granite 4.0 writes its default system message when there is none (4.1's template, which
      * has no default, does not name it) */
     [ELM_TEMPLATE_GRANITE4] = {.name = "granite4",
@@ -159,7 +165,7 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
                                .sys_default = "You are a helpful assistant. Please ensure "
                                               "responses are professional, accurate, and safe.",
                                .sys_if_text = true, .gen_prompt = GRANITE_HEAD("assistant"),
-                               .end_no_gen = "", .eot = "<|end_of_text|>"},
+                               .end_no_gen = "", .eot = "<|end_of_text|>", .tools = ELM_TOOLS_GRANITE},
     /* thinking off by default (enable_thinking undefined): the reply opens with an empty thought
      * channel */
     [ELM_TEMPLATE_GEMMA4] = {.name = "gemma4", .sig = {"<|turn>", "<turn|>"}, GEMMA4_BODY,
@@ -175,13 +181,18 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
     [ELM_TEMPLATE_PHI4_MINI] = {.name = "phi4-mini", .sig = {"<|/tool|>", "<|end|>"}, .bos = "",
                                 ROLES(PHI_HEAD, "<|end|>"), .gen_prompt = PHI_HEAD("assistant"),
                                 .end_no_gen = "<|endoftext|>", .eot = "<|end|>"},
+    /* Llama 3.1 and 3.3 date the system turn with a fixed day, 3.2 with today's (strftime_now) */
+    [ELM_TEMPLATE_LLAMA31] = {.name = "llama31", .sig = {"<|start_header_id|>", "Cutting Knowledge"},
+                              LLAMA31_BODY, .date = "26 Jul 2024"},
+    [ELM_TEMPLATE_LLAMA32] = {.name = "llama32", .sig = {"<|start_header_id|>", "strftime_now"},
+                              LLAMA31_BODY, .date = ""},
 };
 
 /* Detection order: the more specific markers first (Phi-3 and Llama 3 templates may also mention
  * tokens of other families in comments; ChatML's marker is the most widely borrowed, and of the
  * ChatML families' markers enable_thinking is the most shared). */
 static const elm_chat_template detect_order[] = {
-    ELM_TEMPLATE_LLAMA3,   ELM_TEMPLATE_PHI4_MINI, ELM_TEMPLATE_PHI3,   ELM_TEMPLATE_GEMMA4,
+    ELM_TEMPLATE_LLAMA32,  ELM_TEMPLATE_LLAMA31,   ELM_TEMPLATE_LLAMA3,   ELM_TEMPLATE_PHI4_MINI, ELM_TEMPLATE_PHI3,   ELM_TEMPLATE_GEMMA4,
     ELM_TEMPLATE_GEMMA,    ELM_TEMPLATE_GRANITE4,  ELM_TEMPLATE_SMOLLM3, ELM_TEMPLATE_QWEN35,
     ELM_TEMPLATE_QWEN3,    ELM_TEMPLATE_LFM25,     ELM_TEMPLATE_LFM2,   ELM_TEMPLATE_CHATML,
     ELM_TEMPLATE_LLAMA2};
@@ -225,8 +236,17 @@ elm_chat_template elm_chat_template_detect(const char *jinja) {
     return t;
 }
 
+elm_tool_syntax elm_chat_template_tool_syntax(elm_chat_template t) {
+    return (unsigned)t < ELM_TEMPLATE_COUNT ? specs[t].tools : ELM_TOOLS_NONE;
+}
+
 bool elm_chat_template_has_tools(elm_chat_template t) {
-    return (unsigned)t < ELM_TEMPLATE_COUNT && specs[t].hermes_tools;
+    return elm_chat_template_tool_syntax(t) != ELM_TOOLS_NONE;
+}
+
+const char *elm_chat_tool_call_open(elm_chat_template t) {
+    const elm_tool_syntax s = elm_chat_template_tool_syntax(t);
+    return s == ELM_TOOLS_NONE ? NULL : s == ELM_TOOLS_LLAMA ? "{\"name\": \"" : "<tool_call>";
 }
 
 const char *elm_chat_template_eot(elm_chat_template t) {
@@ -400,12 +420,27 @@ static void put_reply(text *t, const tmpl_spec *s, const char *content, bool aft
     }
 }
 
+/* Llama 3.1's date lines, and with tools the line that switches its tool use on. */
+static void put_date(text *t, const char *date, bool tools) {
+    if (tools) put(t, "Environment: ipython\n");
+    put(t, "Cutting Knowledge Date: December 2023\nToday Date: ");
+    char today[32];
+    if (!*date) {
+        const time_t now = time(NULL);
+        struct tm tm;
+        strftime(today, sizeof today, "%d %b %Y", localtime_r(&now, &tm));
+        date = today;
+    }
+    put(t, date);
+    put(t, "\n\n");
+}
+
 /* The opening of a conversation: BOS text and, for families that have one, the system block (with
  * the family's default text where it writes one without a system message). */
 static void put_opening(text *t, const tmpl_spec *s, const char *system, const cJSON *tools) {
-    if (tools) {
+    if (tools && s->tools != ELM_TOOLS_LLAMA) {
         put(t, s->bos);
-        elm_tools_put_hermes(t, system, tools);
+        elm_tools_put_system(t, s->tools, system, tools);
         return;
     }
     if (s->smollm3) {
@@ -417,6 +452,7 @@ static void put_opening(text *t, const tmpl_spec *s, const char *system, const c
     if (!system) system = s->sys_default;
     if (system && s->sys_pre) {
         put(t, s->sys_pre);
+        if (s->date) put_date(t, s->date, tools != NULL);
         put_content(t, s, system);
         put(t, s->sys_post);
     }
@@ -427,20 +463,37 @@ static elm_status finish(text *t, char **out, elm_error *err) {
     return ELM_OK;
 }
 
-/* Whether an assistant message's calls follow text: its answer (after any reasoning) is not
- * empty, as Qwen3's template tests `content`. */
-static bool has_answer(const char *content) {
+/* Whether an assistant message's calls follow text, as each template tests it: Qwen3 the answer
+ * after any reasoning, Qwen3.5 the same trimmed, Granite the content as it is. */
+static bool calls_follow_text(elm_tool_syntax syn, const char *content) {
+    if (syn == ELM_TOOLS_GRANITE) return *content != '\0';
     const char *close = find_last(whole(content), "</think>");
-    return *lstrip_nl(close ? whole(close + 8) : whole(content)).b != '\0';
+    const span answer = lstrip_nl(close ? whole(close + 8) : whole(content));
+    return (syn == ELM_TOOLS_QWEN_XML ? trimmed(answer) : answer).e >
+           (syn == ELM_TOOLS_QWEN_XML ? trimmed(answer) : answer).b;
 }
 
-/* A run of "tool" messages is one user turn of tool responses (Qwen3's template). */
-static void put_tool_result(text *t, const elm_chat_msg *msgs, int32_t i, int32_t n) {
-    if (i == 0 || strcmp(msgs[i - 1].role, "tool")) put(t, "<|im_start|>user");
-    put(t, "\n<tool_response>\n");
-    put(t, msgs[i].content);
-    put(t, "\n</tool_response>");
-    if (i == n - 1 || strcmp(msgs[i + 1].role, "tool")) put(t, "<|im_end|>\n");
+/* The messages' tool calls against template s: its syntax takes calls, each one's arguments a
+ * JSON object. */
+static elm_status check_calls(const tmpl_spec *s, const elm_chat_msg *msgs, int32_t n,
+                              elm_error *err) {
+    for (int32_t i = 0; i < n; i++) {
+        if (msgs[i].n_tool_calls > 0 && !s->tools)
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "chat message %d: template %s has no "
+                              "tool calls", i, s->name);
+        if (msgs[i].n_tool_calls > 1 && s->tools == ELM_TOOLS_LLAMA)
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "chat message %d: template %s takes one "
+                              "tool call a message", i, s->name);
+        for (int32_t k = 0; k < msgs[i].n_tool_calls; k++) {
+            cJSON *a = cJSON_Parse(msgs[i].tool_calls[k].arguments);
+            const bool ok = cJSON_IsObject(a);
+            cJSON_Delete(a);
+            if (!ok)
+                return elm_errorf(err, ELM_ERR_FORMAT, "chat message %d: tool call %d: arguments "
+                                  "are not a JSON object", i, k);
+        }
+    }
+    return ELM_OK;
 }
 
 /* elm_chat_render with tools: a parsed array, or NULL. */
@@ -451,16 +504,19 @@ static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t
     if ((unsigned)tm >= ELM_TEMPLATE_COUNT)
         return elm_errorf(err, ELM_ERR_ARG, "chat template %d unknown", (int)tm);
     const tmpl_spec *s = &specs[tm];
-    for (int32_t i = 0; i < n && !s->hermes_tools; i++)
-        if (msgs[i].n_tool_calls > 0)
-            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "chat message %d: template %s has no "
-                              "tool calls", i, s->name);
+    elm_status st = check_calls(s, msgs, n, err);
+    if (st) return st;
     const char *system = NULL;
     int32_t first = 0;
     if (n > 0 && !strcmp(msgs[0].role, "system")) {
         system = msgs[0].content;
         first = 1;
     }
+    /* Llama 3.1 writes the tools into the first message after the system one, a user's */
+    bool llama_tools = tools && s->tools == ELM_TOOLS_LLAMA;
+    if (llama_tools && (first >= n || strcmp(msgs[first].role, "user")))
+        return elm_errorf(err, ELM_ERR_ARG, "chat: template %s writes the tools into the first "
+                          "user message, and there is none after the system message", s->name);
     text t = {0};
     put(&t, ""); /* an empty conversation renders as "" rather than NULL */
     put_opening(&t, s, system, tools);
@@ -472,24 +528,33 @@ static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t
         if (!strcmp(msgs[i].role, "assistant")) last_asst = i;
     }
     for (int32_t i = first; i < n; i++) {
-        if (!strcmp(msgs[i].role, "user")) {
-            put_user(&t, s, pending_system ? system : NULL, msgs[i].content);
+        const elm_chat_msg *m = &msgs[i];
+        if (!strcmp(m->role, "user") && llama_tools) {
+            elm_tools_put_llama_user(&t, tools, m->content);
+            llama_tools = false;
+        } else if (!strcmp(m->role, "user")) {
+            put_user(&t, s, pending_system ? system : NULL, m->content);
             pending_system = false;
-        } else if (!strcmp(msgs[i].role, "assistant")) {
+        } else if (!strcmp(m->role, "assistant") && m->n_tool_calls > 0 &&
+                   s->tools == ELM_TOOLS_LLAMA) { /* the call in place of the content */
+            put(&t, s->asst_pre);
+            elm_tools_put_calls(&t, s->tools, m->tool_calls, m->n_tool_calls, false);
+            put(&t, s->asst_post);
+        } else if (!strcmp(m->role, "assistant")) {
             if (!s->reply_continues || i == first || strcmp(msgs[i - 1].role, "assistant"))
                 put_asst_open(&t, s, system, false);
-            put_reply(&t, s, msgs[i].content, i > last_user, i == n - 1, i == last_asst);
-            if (msgs[i].n_tool_calls > 0)
-                elm_tools_put_hermes_calls(&t, msgs[i].tool_calls, msgs[i].n_tool_calls,
-                                           has_answer(msgs[i].content));
+            put_reply(&t, s, m->content, i > last_user, i == n - 1, i == last_asst);
+            elm_tools_put_calls(&t, s->tools, m->tool_calls, m->n_tool_calls,
+                                calls_follow_text(s->tools, m->content));
             put(&t, s->asst_post);
-        } else if (!strcmp(msgs[i].role, "tool") && s->hermes_tools) {
-            put_tool_result(&t, msgs, i, n);
+        } else if (!strcmp(m->role, "tool") && s->tools) {
+            elm_tools_put_result(&t, s->tools, m->content, i == 0 || strcmp(msgs[i - 1].role, "tool"),
+                                 i == n - 1 || strcmp(msgs[i + 1].role, "tool"));
         } else {
             free(t.s);
             return elm_errorf(err, ELM_ERR_ARG, "chat message %d: role '%s' (expected %s%s)", i,
-                              msgs[i].role, i == 0 ? "system, user or assistant" : "user or assistant",
-                              s->hermes_tools ? " or tool" : "");
+                              m->role, i == 0 ? "system, user or assistant" : "user or assistant",
+                              s->tools ? " or tool" : "");
         }
     }
     if (add_generation_prompt) put_asst_open(&t, s, system, true);

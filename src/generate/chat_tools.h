@@ -1,6 +1,6 @@
-/* What the chat templates (chat_template.c) take from the tool-call code (chat_tools.c): JSON as
- * Python's json.dumps writes it, the check of an OpenAI "tools" array, and the Hermes-style tool
- * blocks of Qwen3's template. */
+/* What the chat templates (chat_template.c) and the tool-call code (chat_tools*.c) share: the
+ * families' tool-call syntaxes, JSON as Python's json.dumps writes it, the check of an OpenAI
+ * "tools" array, and the text each syntax writes for tools, calls and tool results. */
 #ifndef EDGELM_GENERATE_CHAT_TOOLS_H
 #define EDGELM_GENERATE_CHAT_TOOLS_H
 
@@ -9,19 +9,46 @@
 #include "core/strbuf.h"
 #include "edgelm/chat.h"
 
-/* v as json.dumps(v, ensure_ascii=False) writes it (", " and ": " separators, keys in order). */
-void elm_put_py_json(elm_sbuf *t, const cJSON *v);
+/* How a family's template writes tools and calls (each from reading its Jinja template). */
+typedef enum elm_tool_syntax {
+    ELM_TOOLS_NONE = 0,
+    ELM_TOOLS_HERMES,   /* Qwen3: the tools as JSON lines in <tools></tools> in the system turn,
+                         * each call <tool_call>\n{"name": N, "arguments": A}\n</tool_call>, the
+                         * results a user turn of <tool_response> blocks */
+    ELM_TOOLS_GRANITE,  /* Granite 4.0: Hermes calls and results in its own system text and turns */
+    ELM_TOOLS_QWEN_XML, /* Qwen3.5: <tool_call>\n<function=N>\n<parameter=K>\nV\n</parameter>\n...
+                         * </function>\n</tool_call>, V a string as it is, other values as JSON */
+    ELM_TOOLS_LLAMA,    /* Llama 3.1-3.3: the tools (json.dumps, indent 4) in the first user turn,
+                         * a call the whole reply {"name": N, "parameters": A}, one at a time, the
+                         * results "ipython" turns */
+} elm_tool_syntax;
+
+/* The syntax of template t (ELM_TOOLS_NONE for a template without tools). In chat_template.c. */
+elm_tool_syntax elm_chat_template_tool_syntax(elm_chat_template t);
+
+/* v as json.dumps(v, ensure_ascii=False, indent=indent) writes it: indent < 0 for none (", " and
+ * ": " separators), else one item a line, indented by `indent` spaces a level. Keys in order. */
+void elm_put_py_json(elm_sbuf *t, const cJSON *v, int indent);
 
 /* ELM_OK when tools is an array of {"type": "function", "function": {"name": 1-64 of
  * [A-Za-z0-9_.-], "parameters": object or absent}}; else ELM_ERR_FORMAT naming src[i] and the
  * field. */
 elm_status elm_tools_check(const cJSON *tools, const char *src, elm_error *err);
 
-/* The system turn of Qwen3's template with tools: the system text (NULL: none) then the tools. */
-void elm_tools_put_hermes(elm_sbuf *t, const char *system, const cJSON *tools);
+/* The system turn with tools of syntax s (not ELM_TOOLS_LLAMA, whose system turn is the
+ * template's own): the system text (NULL: no system message) and the tools. */
+void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, const cJSON *tools);
 
-/* An assistant message's calls [n], after its text (after_text: a newline first). */
-void elm_tools_put_hermes_calls(elm_sbuf *t, const elm_tool_call *calls, int32_t n,
-                                bool after_text);
+/* Llama 3.1's first user turn with tools: the instructions, each tool, then `user` trimmed. */
+void elm_tools_put_llama_user(elm_sbuf *t, const cJSON *tools, const char *user);
+
+/* An assistant message's calls [n] (their arguments JSON objects, checked by the caller); after
+ * text (after_text), the separator the syntax writes between a reply's text and its calls. */
+void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *calls, int32_t n,
+                         bool after_text);
+
+/* A "tool" message's content; first and last: whether it opens or closes a run of them. */
+void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, bool first,
+                          bool last);
 
 #endif

@@ -209,7 +209,7 @@ static void put_tool_calls(cJSON *c, bool delta, const elm_tool_calls *calls, co
  * text); false when out of memory. */
 static bool reply_tool_calls(const srv_http *h, const char *text, elm_tool_calls *calls) {
     elm_error err;
-    const elm_status st = elm_chat_parse_tool_calls(h->def->tmpl, text, calls, &err);
+    const elm_status st = elm_chat_parse_tool_calls(h->def->tmpl, NULL, text, calls, &err);
     if (st == ELM_ERR_NOMEM) return false;
     if (st) memset(calls, 0, sizeof *calls);
     return true;

@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(out);
     out = NULL;
     elm_tool_calls calls;
-    if (elm_chat_parse_tool_calls(t, msgs[0].content, &calls, &err) == ELM_OK) elm_tool_calls_free(&calls);
+    if (elm_chat_parse_tool_calls(t, tools, msgs[0].content, &calls, &err) == ELM_OK) elm_tool_calls_free(&calls);
     if (elm_chat_render_turn(t, msgs[0].content, n > 1 ? msgs[1].content : "", n < 3, &out, &err) ==
             ELM_OK && !out)
         abort();

@@ -1,0 +1,233 @@
+/* The grammar of a reply's tool calls (chat.h, elm_chat_tool_grammar): each call written exactly
+ * as its family's template writes one, with the arguments held to the function's parameters
+ * schema. Each schema goes through the JSON-schema translator on its own, its rules renamed with
+ * a prefix of their own, so that the calls' grammar is one set of rules. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "edgelm/grammar.h"
+#include "generate/chat_tools.h"
+
+#define CALL_OPEN "<tool_call>"
+
+/* The translator's gbnf with every rule name prefixed: names are the words outside string
+ * literals, character classes and repetition counts. */
+static void put_prefixed(elm_sbuf *g, const char *gbnf, const char *prefix) {
+    for (const char *p = gbnf; *p;) {
+        const char *q = p;
+        if (*p == '"' || *p == '[') {
+            const char close = *p == '"' ? '"' : ']';
+            for (q++; *q && *q != close; q++)
+                if (*q == '\\' && q[1]) q++;
+            if (*q) q++;
+        } else if (*p == '{') {
+            q = strchr(p, '}');
+            q = q ? q + 1 : p + strlen(p);
+        } else if (isalpha((unsigned char)*p)) {
+            while (isalnum((unsigned char)*q) || *q == '-') q++;
+            elm_sb_puts(g, prefix);
+        } else {
+            q++;
+        }
+        elm_sb_put(g, p, (size_t)(q - p));
+        p = q;
+    }
+}
+
+/* GBNF string literal of s */
+static void put_literal(elm_sbuf *g, const char *s) {
+    elm_sb_puts(g, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') elm_sb_printf(g, "\\%c", *s);
+        else if (*s == '\n') elm_sb_puts(g, "\\n");
+        else if ((unsigned char)*s < 0x20) elm_sb_printf(g, "\\x%02X", (unsigned char)*s);
+        else elm_sb_put(g, s, 1);
+    }
+    elm_sb_puts(g, "\"");
+}
+
+/* Translates schema (NULL: any object) into rules named PREFIX-..., PREFIX-root the value's;
+ * errors name src. */
+static elm_status schema_rules(elm_sbuf *g, const cJSON *schema, const char *src,
+                               const char *prefix, elm_error *err) {
+    char *text = schema ? cJSON_PrintUnformatted(schema) : strdup("{\"type\": \"object\"}");
+    char *gbnf = NULL;
+    elm_status st = text ? elm_json_schema_to_gbnf(text, strlen(text), src, &gbnf, err)
+                         : elm_errorf(err, ELM_ERR_NOMEM, "tools: out of memory");
+    if (!st) put_prefixed(g, gbnf, prefix);
+    free(gbnf);
+    free(text);
+    return st;
+}
+
+/* Whether a property's value is written as plain text: a string with nothing to hold it to. */
+static bool plain_string(const cJSON *s) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(s, "type");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "string")) return false;
+    static const char *const free_kw[] = {"type", "description", "title", "default", "examples",
+                                          "$comment"};
+    for (const cJSON *k = s->child; k; k = k->next) {
+        size_t i = 0;
+        while (i < sizeof free_kw / sizeof free_kw[0] && strcmp(k->string, free_kw[i])) i++;
+        if (i == sizeof free_kw / sizeof free_kw[0]) return false;
+    }
+    return true;
+}
+
+/* The rules of Qwen3.5's parameter values as text: anything without "\n</parameter>", which
+ * closes a value. After a newline, the xp-K rules have read K bytes of "</parameter>"; a value
+ * may end part-way (xp-end) since the close itself follows. */
+static void put_xml_text_rules(elm_sbuf *g) {
+    static const char close[] = "</parameter>";
+    const int n = (int)sizeof close - 1;
+    elm_sb_puts(g, "xml-text ::= ( [^\\n] | \"\\n\"+ xp-0 )* xp-end?\n");
+    for (int k = 0; k < n; k++) {
+        elm_sb_printf(g, "xp-%d ::= [^%c\\n] | \"\\n\"+ xp-0", k, close[k]);
+        if (k + 1 < n) elm_sb_printf(g, " | \"%c\" xp-%d", close[k], k + 1);
+        elm_sb_puts(g, "\n");
+    }
+    elm_sb_puts(g, "xp-end ::= ( \"\\n\" ( \"\"");
+    for (int k = 1; k < n; k++) elm_sb_printf(g, " | \"%.*s\"", k, close);
+    elm_sb_puts(g, " ) )+\n");
+}
+
+/* One function's parameters in Qwen3.5's syntax, as rule PREFIX-params: the schema's properties
+ * in order, the required ones required, each value text (plain strings), one of an enum's strings,
+ * or JSON under its schema. */
+static elm_status xml_params(elm_sbuf *g, const cJSON *params, int i, const char *prefix,
+                             elm_error *err) {
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(params, "properties");
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(params, "type");
+    if (params && (!cJSON_IsString(type) || strcmp(type->valuestring, "object") ||
+                   cJSON_GetObjectItemCaseSensitive(params, "anyOf") ||
+                   cJSON_GetObjectItemCaseSensitive(params, "oneOf") ||
+                   cJSON_GetObjectItemCaseSensitive(params, "$ref")))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tools[%d].function.parameters: the Qwen3.5 "
+                          "call syntax takes an object schema of properties", i);
+    elm_sbuf rules = {0}, subs = {0};
+    elm_sb_printf(g, "%sparams ::=", prefix);
+    if (!props || !props->child) /* any parameters, their values text */
+        elm_sb_puts(g, " ( \"<parameter=\" [a-zA-Z0-9_.-]+ \">\\n\" xml-text \"\\n</parameter>\\n\" )*");
+    int j = 0;
+    elm_status st = ELM_OK;
+    for (const cJSON *p = props ? props->child : NULL; p && !st; p = p->next, j++) {
+        bool required = false;
+        for (const cJSON *r = cJSON_IsArray(req) ? req->child : NULL; r; r = r->next)
+            required = required || (cJSON_IsString(r) && !strcmp(r->valuestring, p->string));
+        elm_sb_printf(g, " %sp%d%s", prefix, j, required ? "" : "?");
+        char tag[320], sub[64];
+        snprintf(tag, sizeof tag, "<parameter=%s>\n", p->string);
+        elm_sb_printf(&rules, "%sp%d ::= ", prefix, j);
+        put_literal(&rules, tag);
+        const cJSON *en = cJSON_GetObjectItemCaseSensitive(p, "enum");
+        bool strings = cJSON_IsArray(en) && en->child;
+        for (const cJSON *e = cJSON_IsArray(en) ? en->child : NULL; e; e = e->next)
+            strings = strings && cJSON_IsString(e) && !strchr(e->valuestring, '\n');
+        if (plain_string(p)) {
+            elm_sb_puts(&rules, " xml-text");
+        } else if (strings) {
+            elm_sb_puts(&rules, " (");
+            for (const cJSON *e = en->child; e; e = e->next) {
+                elm_sb_puts(&rules, e == en->child ? " " : " | ");
+                put_literal(&rules, e->valuestring);
+            }
+            elm_sb_puts(&rules, " )");
+        } else {
+            /* alone, with the function's definitions for its references */
+            cJSON *s = cJSON_Duplicate(p, true);
+            const cJSON *defs = cJSON_GetObjectItemCaseSensitive(params, "$defs");
+            if (s && cJSON_IsObject(s) && defs && !cJSON_GetObjectItemCaseSensitive(s, "$defs"))
+                cJSON_AddItemToObject(s, "$defs", cJSON_Duplicate(defs, true));
+            char src[400];
+            snprintf(src, sizeof src, "tools[%d].function.parameters.properties.%s", i, p->string);
+            snprintf(sub, sizeof sub, "%sp%d-", prefix, j);
+            elm_sb_printf(&rules, " %sroot", sub);
+            st = schema_rules(&subs, s, src, sub, err);
+            cJSON_Delete(s);
+        }
+        elm_sb_puts(&rules, " \"\\n</parameter>\\n\"\n");
+    }
+    elm_sb_puts(g, "\n");
+    elm_sb_put(g, rules.s ? rules.s : "", rules.len);
+    elm_sb_put(g, subs.s ? subs.s : "", subs.len);
+    free(rules.s);
+    free(subs.s);
+    return st;
+}
+
+/* The rule `call` of one call of the functions in tools (only the one named `only` when not NULL)
+ * in syntax s, `call-body` the same after the call's opening ("<function=" or {"name": "), and
+ * the rules they use. */
+static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools, const char *only,
+                             elm_error *err) {
+    elm_sbuf alts = {0}, rules = {0};
+    elm_status st = ELM_OK;
+    int i = 0, n = 0;
+    for (const cJSON *tool = tools->child; tool && !st; tool = tool->next, i++) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(tool, "function");
+        const char *name = cJSON_GetObjectItemCaseSensitive(f, "name")->valuestring;
+        const cJSON *params = cJSON_GetObjectItemCaseSensitive(f, "parameters");
+        if (cJSON_IsNull(params)) params = NULL;
+        if (only && strcmp(name, only)) continue;
+        char prefix[24], src[64], head[128];
+        snprintf(prefix, sizeof prefix, "t%d-", i);
+        snprintf(src, sizeof src, "tools[%d].function.parameters", i);
+        elm_sb_puts(&alts, n++ ? " | " : " ");
+        if (s == ELM_TOOLS_QWEN_XML) {
+            snprintf(head, sizeof head, "%s>\n", name);
+            put_literal(&alts, head);
+            elm_sb_printf(&alts, " %sparams", prefix);
+            st = xml_params(&rules, params, i, prefix, err);
+        } else {
+            snprintf(head, sizeof head, "%s\", \"%s\": ", name,
+                     s == ELM_TOOLS_LLAMA ? "parameters" : "arguments");
+            put_literal(&alts, head);
+            elm_sb_printf(&alts, " %sroot \"}\"", prefix);
+            st = schema_rules(&rules, params, src, prefix, err);
+        }
+    }
+    if (!st && n == 0)
+        st = elm_errorf(err, ELM_ERR_FORMAT, only ? "tool_choice: no tool named %s"
+                                                  : "tools: none given%s", only ? only : "");
+    if (!st) {
+        elm_sb_puts(g, s == ELM_TOOLS_QWEN_XML ? "call ::= \"<function=\" call-body \"</function>\"\n"
+                                               : "call ::= \"{\\\"name\\\": \\\"\" call-body\n");
+        elm_sb_puts(g, "call-body ::=");
+        elm_sb_put(g, alts.s, alts.len);
+        elm_sb_puts(g, "\n");
+        elm_sb_put(g, rules.s ? rules.s : "", rules.len);
+        if (s == ELM_TOOLS_QWEN_XML) put_xml_text_rules(g);
+    }
+    free(alts.s);
+    free(rules.s);
+    return st;
+}
+
+elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const char *only,
+                                 bool parallel, bool lazy, char **gbnf, const char **trigger,
+                                 elm_error *err) {
+    *gbnf = NULL;
+    const elm_tool_syntax s = elm_chat_template_tool_syntax(t);
+    const bool llama = s == ELM_TOOLS_LLAMA;
+    if (trigger) *trigger = elm_chat_tool_call_open(t);
+    if (s == ELM_TOOLS_NONE)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tools: template %s has no tool calls",
+                          elm_chat_template_name(t));
+    cJSON *arr = cJSON_Parse(tools);
+    elm_status st = elm_tools_check(arr, "tools", err);
+    elm_sbuf g = {0};
+    if (!st && llama) /* the reply is the call: {"name": " opens it */
+        elm_sb_puts(&g, lazy ? "root ::= call-body\n" : "root ::= call\n");
+    else if (!st)
+        elm_sb_printf(&g, "root ::= %s call \"\\n</tool_call>\"%s\n",
+                      lazy ? "\"\\n\"" : "\"" CALL_OPEN "\\n\"",
+                      parallel ? " (\"\\n" CALL_OPEN "\\n\" call \"\\n</tool_call>\")*" : "");
+    if (!st) st = call_rules(&g, s, arr, only, err);
+    cJSON_Delete(arr);
+    if (!st && !(*gbnf = elm_sb_finish(&g))) st = elm_errorf(err, ELM_ERR_NOMEM, "tools: out of memory");
+    if (st) free(g.s);
+    return st;
+}

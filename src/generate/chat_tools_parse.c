@@ -1,0 +1,226 @@
+/* Tool calls parsed out of a reply, in the syntax of its template's family (chat.h,
+ * elm_chat_parse_tool_calls). A last call cut short (max_tokens) is no call; a complete one that
+ * does not hold a name and arguments is an error naming it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "generate/chat_tools.h"
+
+#define CALL_OPEN "<tool_call>"
+#define CALL_CLOSE "</tool_call>"
+
+void elm_tool_calls_free(elm_tool_calls *c) {
+    for (int32_t i = 0; c->calls && i < c->n; i++) {
+        free((char *)c->calls[i].name);
+        free((char *)c->calls[i].arguments);
+    }
+    free(c->calls);
+    free(c->content);
+    memset(c, 0, sizeof *c);
+}
+
+static elm_status nomem(elm_tool_calls *c, elm_error *err) {
+    elm_tool_calls_free(c);
+    return elm_errorf(err, ELM_ERR_NOMEM, "tool calls: out of memory");
+}
+
+static elm_status bad_call(elm_tool_calls *c, elm_error *err, const char *expected) {
+    const int k = c->n;
+    elm_tool_calls_free(c);
+    return elm_errorf(err, ELM_ERR_FORMAT, "tool call %d: expected %s", k, expected);
+}
+
+/* The text before `end` (NULL: all of reply), trailing whitespace trimmed, as out->content. */
+static bool set_content(elm_tool_calls *out, const char *reply, const char *end) {
+    size_t keep = end ? (size_t)(end - reply) : strlen(reply);
+    while (keep > 0 && strchr(" \t\r\n", reply[keep - 1])) keep--;
+    free(out->content);
+    if (!(out->content = malloc(keep + 1))) return false;
+    memcpy(out->content, reply, keep);
+    out->content[keep] = '\0';
+    return true;
+}
+
+/* Appends the call name [len] with arguments `args` (an object, taken over). */
+static elm_status add_call(elm_tool_calls *out, const char *name, size_t len, cJSON *args,
+                           elm_error *err) {
+    elm_tool_call *calls = realloc(out->calls, sizeof *calls * (size_t)(out->n + 1));
+    if (calls) out->calls = calls;
+    char *a = cJSON_PrintUnformatted(args), *nm = malloc(len + 1);
+    cJSON_Delete(args);
+    if (!calls || !a || !nm) {
+        free(a);
+        free(nm);
+        return nomem(out, err);
+    }
+    memcpy(nm, name, len);
+    nm[len] = '\0';
+    out->calls[out->n++] = (elm_tool_call){.name = nm, .arguments = a};
+    return ELM_OK;
+}
+
+/* Qwen3's and Granite's blocks: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> */
+static elm_status parse_hermes(const char *reply, elm_tool_calls *out, elm_error *err) {
+    for (const char *p = strstr(reply, CALL_OPEN); p; p = strstr(p, CALL_OPEN)) {
+        p += strlen(CALL_OPEN);
+        const char *close = strstr(p, CALL_CLOSE);
+        cJSON *j = cJSON_ParseWithLength(p, close ? (size_t)(close - p) : strlen(p));
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
+        cJSON *args = cJSON_DetachItemFromObjectCaseSensitive(j, "arguments");
+        if (!close && !j) break;
+        if (!cJSON_IsString(name) || !cJSON_IsObject(args)) {
+            cJSON_Delete(j);
+            cJSON_Delete(args);
+            return bad_call(out, err, "{\"name\": string, \"arguments\": object}");
+        }
+        elm_status st = add_call(out, name->valuestring, strlen(name->valuestring), args, err);
+        cJSON_Delete(j);
+        if (st || !close) return st;
+        p = close + strlen(CALL_CLOSE);
+    }
+    return ELM_OK;
+}
+
+/* The schema of parameter key [len] of function `name` in the tools, or NULL. */
+static const cJSON *param_schema(const cJSON *tools, const char *name, size_t nlen,
+                                 const char *key, size_t len) {
+    for (const cJSON *t = tools ? tools->child : NULL; t; t = t->next) {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "function");
+        const char *fn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(f, "name"));
+        if (!fn || strlen(fn) != nlen || memcmp(fn, name, nlen)) continue;
+        const cJSON *props = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(f, "parameters"), "properties");
+        for (const cJSON *p = props ? props->child : NULL; p; p = p->next)
+            if (strlen(p->string) == len && !memcmp(p->string, key, len)) return p;
+    }
+    return NULL;
+}
+
+/* v [n] as one JSON value and nothing after it but whitespace, or NULL */
+static cJSON *parse_whole(const char *v, size_t n) {
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(v, n, &end, false);
+    while (j && end < v + n && strchr(" \t\r\n", *end)) end++;
+    if (j && end == v + n) return j;
+    cJSON_Delete(j);
+    return NULL;
+}
+
+/* A parameter's value text [n] as JSON: as it is for a string parameter (unless written as a
+ * JSON string), else parsed as JSON, Python's True/False/None, or a string. */
+static cJSON *xml_value(const char *v, size_t n, const cJSON *schema) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(schema, "type");
+    const bool str = cJSON_IsString(type) && !strcmp(type->valuestring, "string");
+    cJSON *j = !str || (n >= 2 && v[0] == '"') ? parse_whole(v, n) : NULL;
+    if (j && (!str || cJSON_IsString(j))) return j;
+    cJSON_Delete(j);
+    if (!str && n == 4 && !memcmp(v, "True", 4)) return cJSON_CreateTrue();
+    if (!str && n == 5 && !memcmp(v, "False", 5)) return cJSON_CreateFalse();
+    if (!str && n == 4 && !memcmp(v, "None", 4)) return cJSON_CreateNull();
+    char *s = malloc(n + 1);
+    if (!s) return NULL;
+    memcpy(s, v, n);
+    s[n] = '\0';
+    j = cJSON_CreateString(s);
+    free(s);
+    return j;
+}
+
+/* Qwen3.5's blocks: <tool_call>\n<function=N>\n<parameter=K>\nV\n</parameter>\n</function>\n
+ * </tool_call>. Returns -1 for a call cut short, 0 when parsed, else the error. */
+static int parse_xml_call(const char *p, const char *end, const cJSON *tools, elm_tool_calls *out,
+                          elm_error *err) {
+    const char *f = strstr(p, "<function=");
+    const char *gt = f && f < end ? strchr(f, '>') : NULL;
+    if (!gt || gt >= end) return -1;
+    const char *name = f + strlen("<function="), *fend = strstr(gt, "</function>");
+    if (!fend || fend > end) return -1;
+    cJSON *args = cJSON_CreateObject();
+    if (!args) return nomem(out, err);
+    for (const char *q = gt + 1;;) {
+        const char *pa = strstr(q, "<parameter=");
+        if (!pa || pa > fend) break;
+        const char *key = pa + strlen("<parameter="), *kend = strchr(key, '>');
+        const char *v = kend ? kend + 1 : NULL, *vend = v ? strstr(v, "</parameter>") : NULL;
+        if (!vend || vend > fend) {
+            cJSON_Delete(args);
+            return bad_call(out, err, "<parameter=NAME>\\nVALUE\\n</parameter>");
+        }
+        if (*v == '\n') v++;
+        if (vend > v && vend[-1] == '\n') vend--;
+        cJSON *val = xml_value(v, (size_t)(vend - v),
+                               param_schema(tools, name, (size_t)(gt - name), key, (size_t)(kend - key)));
+        char *k = malloc((size_t)(kend - key) + 1);
+        if (k) {
+            memcpy(k, key, (size_t)(kend - key));
+            k[kend - key] = '\0';
+        }
+        if (!val || !k || !cJSON_AddItemToObject(args, k, val)) {
+            free(k);
+            cJSON_Delete(val);
+            cJSON_Delete(args);
+            return nomem(out, err);
+        }
+        free(k);
+        q = strstr(vend, "</parameter>") + strlen("</parameter>");
+    }
+    return add_call(out, name, (size_t)(gt - name), args, err);
+}
+
+static elm_status parse_xml(const char *reply, const char *tools_json, elm_tool_calls *out,
+                            elm_error *err) {
+    cJSON *tools = tools_json ? cJSON_Parse(tools_json) : NULL;
+    elm_status st = ELM_OK;
+    for (const char *p = strstr(reply, CALL_OPEN); p && !st; p = strstr(p, CALL_OPEN)) {
+        p += strlen(CALL_OPEN);
+        const char *close = strstr(p, CALL_CLOSE);
+        const int r = parse_xml_call(p, close ? close : p + strlen(p), tools, out, err);
+        if (r == -1 && close) st = bad_call(out, err, "<function=NAME>...</function>");
+        else if (r == -1 || !close) break;
+        else st = (elm_status)r;
+        p = close + strlen(CALL_CLOSE);
+    }
+    cJSON_Delete(tools);
+    return st;
+}
+
+/* Llama 3.1's: the reply is {"name": ..., "parameters": {...}} (one, or several separated by ";"
+ * as the models sometimes write); text that does not parse is no call. */
+static elm_status parse_llama(const char *reply, elm_tool_calls *out, elm_error *err) {
+    const char *p = strstr(reply, "{\"name\"");
+    if (!p) return ELM_OK;
+    const char *start = p;
+    while (*p == '{') {
+        const char *end = NULL;
+        cJSON *j = cJSON_ParseWithOpts(p, &end, false);
+        if (!j) break;
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
+        cJSON *args = cJSON_DetachItemFromObjectCaseSensitive(j, "parameters");
+        if (!args) args = cJSON_DetachItemFromObjectCaseSensitive(j, "arguments");
+        if (!cJSON_IsString(name) || !cJSON_IsObject(args)) {
+            cJSON_Delete(j);
+            cJSON_Delete(args);
+            return bad_call(out, err, "{\"name\": string, \"parameters\": object}");
+        }
+        elm_status st = add_call(out, name->valuestring, strlen(name->valuestring), args, err);
+        cJSON_Delete(j);
+        if (st) return st;
+        p = end + strspn(end, " \t\r\n;");
+    }
+    if (out->n > 0 && !set_content(out, reply, start)) return nomem(out, err);
+    return ELM_OK;
+}
+
+elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, const char *reply,
+                                     elm_tool_calls *out, elm_error *err) {
+    memset(out, 0, sizeof *out);
+    const elm_tool_syntax s = elm_chat_template_tool_syntax(t);
+    if (s == ELM_TOOLS_NONE)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tool calls: template %s has none",
+                          elm_chat_template_name(t));
+    if (!set_content(out, reply, s == ELM_TOOLS_LLAMA ? NULL : strstr(reply, CALL_OPEN)))
+        return nomem(out, err);
+    return s == ELM_TOOLS_LLAMA      ? parse_llama(reply, out, err)
+           : s == ELM_TOOLS_QWEN_XML ? parse_xml(reply, tools, out, err)
+                                     : parse_hermes(reply, out, err);
+}

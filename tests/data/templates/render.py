@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Renders the tool conversations of tests/test_chat_template.c with the published Jinja templates
+beside this file, as Hugging Face transformers renders a chat template (jinja2 with trim_blocks,
+lstrip_blocks and the loop-controls extension; tojson as json.dumps with ensure_ascii off;
+raise_exception; strftime_now), into tests/data/prompts/TEMPLATE-CASE.txt: the goldens the
+C renderer is checked against. Run again only when a template or a conversation changes.
+
+usage: python3 tests/data/templates/render.py   (needs python3-jinja2)
+"""
+import json
+import os
+import sys
+from datetime import datetime
+
+import jinja2
+import jinja2.ext
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(os.path.dirname(HERE), "prompts")
+
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "get_weather", "description": "Weather in a city, \"now\" \u2014 \u00fcn\u00efcode",
+        "parameters": {"type": "object", "properties": {
+            "city": {"type": "string"},
+            "days": {"type": "integer", "minimum": 1, "maximum": 7},
+            "t": {"type": "number", "minimum": 0.5}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}},
+]
+SYSTEM = {"role": "system", "content": "You are helpful."}
+USER = {"role": "user", "content": "Weather in Paris?"}
+
+
+def call(name, args):
+    # arguments as an object: what llama.cpp hands templates that need objects, and what every
+    # template here renders alike from a string where it takes one
+    return {"type": "function", "function": {"name": name, "arguments": args}}
+
+
+TWO_CALLS = {"role": "assistant", "content": "",
+             "tool_calls": [call("get_weather", {"city": "Paris", "days": 2, "t": 1.5}), call("now", {})]}
+ONE_CALL = {"role": "assistant", "content": "",
+            "tool_calls": [call("get_weather", {"city": "Paris\nFrance", "days": 2})]}
+RESULTS = [{"role": "tool", "content": "sunny"}, {"role": "tool", "content": "noon"}]
+CASES = {
+    "tools": [SYSTEM, USER],
+    "calls": [SYSTEM, USER, TWO_CALLS] + RESULTS,
+    "nosystem": [USER, TWO_CALLS] + RESULTS,
+    "onecall": [SYSTEM, USER, ONE_CALL, RESULTS[0]],
+    "plain": [SYSTEM, USER, {"role": "assistant", "content": " Sunny. "}, {"role": "user", "content": "Thanks"}],
+}
+TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
+    "Qwen3.5-4B.jinja": ("qwen35", {}, ["tools", "calls", "nosystem", "onecall"]),
+    "ibm-granite-granite-4.0.jinja": ("granite4", {}, ["tools", "calls", "nosystem", "onecall"]),
+    "meta-llama-Llama-3.1-8B-Instruct.jinja": ("llama31", {}, ["tools", "onecall", "plain"]),
+    "meta-llama-Llama-3.2-3B-Instruct.jinja": ("llama32", {}, ["tools", "onecall", "plain"]),
+}
+
+
+def raise_exception(msg):
+    raise jinja2.exceptions.TemplateError(msg)
+
+
+def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
+                      sort_keys=sort_keys)
+
+
+def main():
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    # a fixed day, so that the goldens do not change: the C test renders with the same
+    env.globals["strftime_now"] = lambda fmt: datetime(2026, 12, 5).strftime(fmt)
+    os.makedirs(OUT, exist_ok=True)
+    for file, (name, extra, cases) in TEMPLATES.items():
+        with open(os.path.join(HERE, file), encoding="utf-8") as f:
+            tmpl = env.from_string(f.read())
+        for case in cases:
+            tools = None if case == "plain" else TOOLS
+            text = tmpl.render(messages=CASES[case], tools=tools, add_generation_prompt=True,
+                               bos_token="<|begin_of_text|>" if name.startswith("llama") else "",
+                               eos_token="", **extra)
+            with open(os.path.join(OUT, f"{name}-{case}.txt"), "w", encoding="utf-8") as f:
+                f.write(text)
+            print(f"{name}-{case}.txt: {len(text)} bytes", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

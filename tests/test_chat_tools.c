@@ -1,0 +1,385 @@
+/* Tool calls in the families' syntaxes: prompts with tools, calls and results equal what jinja2
+ * renders from the published templates (tests/data/prompts, written by
+ * tests/data/templates/render.py; the Qwen3 ones written out below); calls parsed back out of
+ * replies; the grammar of calls matching well-formed calls only. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+#include "core/fileio.h"
+#include "edgelm/chat.h"
+#include "edgelm/grammar.h"
+
+/* Tools in Qwen3's Hermes style: the prompts rendered by jinja2 3.1 from
+ * tests/data/templates/Qwen-Qwen3-0.6B.jinja with transformers' tojson (json.dumps,
+ * ensure_ascii=False), add_generation_prompt, enable_thinking false for qwen3-no-think; calls
+ * parsed back out of replies; the grammar of calls matching well-formed calls only. */
+static const char tools_json[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": "
+    "\"Weather in a city, \\\"now\\\" \xE2\x80\x94 \xC3\xBCn\xC3\xAF" "code\", \"parameters\": "
+    "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": {\"type\": "
+    "\"integer\", \"minimum\": 1, \"maximum\": 7}, \"t\": {\"type\": \"number\", \"minimum\": 0.5}}, "
+    "\"required\": [\"city\"]}}},\n {\"type\":\"function\",\"function\":{\"name\":\"now\","
+    "\"parameters\":{\"type\":\"object\",\"properties\":{}}}}]";
+#define TOOLS_BLOCK                                                                               \
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"            \
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"       \
+    "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": "        \
+    "\"Weather in a city, \\\"now\\\" \xE2\x80\x94 \xC3\xBCn\xC3\xAF" "code\", \"parameters\": "      \
+    "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": "         \
+    "{\"type\": \"integer\", \"minimum\": 1, \"maximum\": 7}, \"t\": {\"type\": \"number\", "      \
+    "\"minimum\": 0.5}}, \"required\": [\"city\"]}}}\n"                                            \
+    "{\"type\": \"function\", \"function\": {\"name\": \"now\", \"parameters\": {\"type\": "       \
+    "\"object\", \"properties\": {}}}}\n</tools>\n\nFor each function call, return a json object " \
+    "with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"    \
+    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n"
+#define TOOL_TURNS                                                                                \
+    "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n"         \
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>\n"            \
+    "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call><|im_end|>\n"                \
+    "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\nnoon\n"         \
+    "</tool_response><|im_end|>\n<|im_start|>assistant\n"
+
+static void tools_render(void) {
+    static const elm_tool_call calls[] = {{"get_weather", "{\"city\": \"Paris\"}"}, {"now", "{}"}};
+    static const elm_chat_msg m[] = {
+        {.role = "system", .content = "You are helpful."},
+        {.role = "user", .content = "Weather in Paris?"},
+        {.role = "assistant", .content = "", .tool_calls = calls, .n_tool_calls = 2},
+        {.role = "tool", .content = "sunny"},
+        {.role = "tool", .content = "noon"}};
+    const struct {
+        elm_chat_template t;
+        const elm_chat_msg *msgs;
+        int n;
+        const char *want, *what;
+    } cases[] = {
+        {ELM_TEMPLATE_QWEN3, m, 2,
+         "<|im_start|>system\nYou are helpful.\n\n" TOOLS_BLOCK
+         "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n", "tools"},
+        {ELM_TEMPLATE_QWEN3, m, 5, "<|im_start|>system\nYou are helpful.\n\n" TOOLS_BLOCK TOOL_TURNS,
+         "calls and results"},
+        {ELM_TEMPLATE_QWEN3, m + 1, 4, "<|im_start|>system\n" TOOLS_BLOCK TOOL_TURNS, "no system"},
+        {ELM_TEMPLATE_QWEN3_NO_THINK, m, 5,
+         "<|im_start|>system\nYou are helpful.\n\n" TOOLS_BLOCK TOOL_TURNS "<think>\n\n</think>\n\n",
+         "thinking off"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out = NULL;
+        elm_error err;
+        CHECK(elm_chat_render_tools(cases[i].t, cases[i].msgs, cases[i].n, tools_json, true, &out,
+                                    &err) == ELM_OK, "%s: %s", cases[i].what, err.msg);
+        CHECK(out && !strcmp(out, cases[i].want), "%s:\n got [%s]\nwant [%s]", cases[i].what,
+              out ? out : "", cases[i].want);
+        free(out);
+    }
+    char *out = NULL;
+    elm_error err;
+    /* an empty list is no tools, as the template's `if tools` */
+    CHECK(elm_chat_render_tools(ELM_TEMPLATE_QWEN3, m + 1, 1, "[]", true, &out, &err) == ELM_OK &&
+              !strcmp(out, "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"),
+          "empty tools: %s", out ? out : err.msg);
+    free(out);
+    out = NULL;
+    CHECK(elm_chat_render_tools(ELM_TEMPLATE_LLAMA3, m, 2, tools_json, true, &out, &err) ==
+              ELM_ERR_UNSUPPORTED && strstr(err.msg, "llama3"), "llama3 tools: %s", err.msg);
+    CHECK(elm_chat_render(ELM_TEMPLATE_LLAMA3, m, 3, true, &out, &err) == ELM_ERR_UNSUPPORTED,
+          "llama3 calls accepted");
+    const char *bad[] = {"{}", "[1]", "[{\"type\": \"function\"}]",
+                         "[{\"type\": \"function\", \"function\": {\"name\": \"a b\"}}]",
+                         "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": 3}}]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK(elm_chat_render_tools(ELM_TEMPLATE_QWEN3, m, 2, bad[i], true, &out, &err) ==
+                  ELM_ERR_FORMAT && !out && !strncmp(err.msg, "tools", 5),
+              "tools %s: %s", bad[i], err.msg);
+}
+
+static void tools_parse(void) {
+    elm_tool_calls c;
+    elm_error err;
+    const char *reply = "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                        "{\"city\": \"Paris\", \"days\": 2}}\n</tool_call>\n<tool_call>\n"
+                        "{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_QWEN3, NULL, reply, &c, &err) == ELM_OK, "%s", err.msg);
+    CHECK(c.n == 2 && !strcmp(c.content, "Let me check.") && !strcmp(c.calls[0].name, "get_weather") &&
+              !strcmp(c.calls[0].arguments, "{\"city\":\"Paris\",\"days\":2}") &&
+              !strcmp(c.calls[1].name, "now") && !strcmp(c.calls[1].arguments, "{}"),
+          "parsed: %d calls, content '%s'", c.n, c.content ? c.content : "");
+    elm_tool_calls_free(&c);
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_QWEN3, NULL, "plain answer", &c, &err) == ELM_OK &&
+              c.n == 0 && !strcmp(c.content, "plain answer"), "no calls");
+    elm_tool_calls_free(&c);
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_QWEN3, NULL, "<tool_call>\n{\"name\": 1}", &c, &err) ==
+              ELM_ERR_FORMAT && strstr(err.msg, "tool call 0"), "bad call: %s", err.msg);
+}
+
+static void tools_grammar(void) {
+    static const char tools[] =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
+        "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": "
+        "{\"type\": \"integer\", \"minimum\": 1, \"maximum\": 7}}, \"required\": [\"city\"]}}}, "
+        "{\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
+    char *gbnf = NULL;
+    const char *trigger = NULL;
+    elm_error err;
+    elm_grammar *g = NULL;
+    CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_QWEN3, tools, NULL, true, false, &gbnf, &trigger,
+                                &err) == ELM_OK, "grammar: %s", err.msg);
+    CHECK(gbnf && elm_grammar_parse(gbnf, strlen(gbnf), "tools", &g, &err) == ELM_OK, "parse: %s",
+          err.msg);
+    const char *good[] = {
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\", \"days\": 7}}\n"
+        "</tool_call>\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"};
+    const char *wrong[] = {
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
+        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"R\", \"days\": 8}}\n</tool_call>",
+        "<tool_call>\n{\"name\": \"nothing\", \"arguments\": {}}\n</tool_call>", "Hello"};
+    for (size_t i = 0; g && i < 2; i++)
+        CHECK(elm_grammar_match_text(g, good[i], strlen(good[i])) == 2, "refused: %s", good[i]);
+    for (size_t i = 0; g && i < 4; i++)
+        CHECK(elm_grammar_match_text(g, wrong[i], strlen(wrong[i])) != 2, "matched: %s", wrong[i]);
+    CHECK(trigger && !strcmp(trigger, "<tool_call>"), "trigger");
+    elm_grammar_free(g);
+    free(gbnf);
+    /* lazy, one call of the named function: the grammar starts after the trigger */
+    g = NULL;
+    CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_QWEN3, tools, "now", false, true, &gbnf, NULL,
+                                &err) == ELM_OK && elm_grammar_parse(gbnf, strlen(gbnf), "t", &g, &err) == ELM_OK,
+          "lazy: %s", err.msg);
+    const char *after = "\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+    CHECK(g && elm_grammar_match_text(g, after, strlen(after)) == 2, "lazy call refused");
+    const char *two = "\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n"
+                      "{\"name\": \"now\", \"arguments\": {}}\n</tool_call>";
+    CHECK(g && elm_grammar_match_text(g, two, strlen(two)) != 2, "two calls without parallel");
+    elm_grammar_free(g);
+    free(gbnf);
+    CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_QWEN3, tools, "nope", true, false, &gbnf, NULL,
+                                &err) == ELM_ERR_FORMAT && strstr(err.msg, "nope"), "unknown name");
+    const char *pattern = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+                          "{\"type\": \"object\", \"properties\": {\"x\": {\"type\": \"string\", "
+                          "\"pattern\": \"a+\"}}}}}]";
+    CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_QWEN3, pattern, NULL, true, false, &gbnf, NULL, &err) ==
+              ELM_ERR_UNSUPPORTED && strstr(err.msg, "tools[0].function.parameters") &&
+              strstr(err.msg, "pattern"), "unsupported keyword: %s", err.msg);
+}
+
+/* The conversations of render.py, arguments as the JSON text clients send. */
+static const elm_tool_call two_calls[] = {{"get_weather", "{\"city\":\"Paris\",\"days\":2,\"t\":1.5}"},
+                                          {"now", "{}"}};
+static const elm_tool_call one_call[] = {{"get_weather", "{\"city\": \"Paris\\nFrance\", \"days\": 2}"}};
+static const elm_chat_msg sys_msg = {.role = "system", .content = "You are helpful."};
+static const elm_chat_msg user_msg = {.role = "user", .content = "Weather in Paris?"};
+
+/* The golden NAME.txt of tests/data/prompts (malloc'd), the day render.py renders Llama 3.2 with
+ * replaced by today's, as edgelm writes it; NULL when unreadable. */
+static char *golden(const char *name) {
+    const char *slash = strrchr(__FILE__, '/');
+    char path[4096], *text = NULL;
+    size_t len;
+    elm_error err;
+    snprintf(path, sizeof path, "%.*sdata/prompts/%s.txt", slash ? (int)(slash - __FILE__ + 1) : 0,
+             __FILE__, name);
+    if (elm_read_file(path, 1 << 20, &text, &len, &err)) {
+        CHECK(0, "%s", err.msg);
+        return NULL;
+    }
+    char *day = strstr(text, "05 Dec 2026");
+    if (day && !strncmp(name, "llama32", 7)) {
+        const time_t now = time(NULL);
+        struct tm tm;
+        char today[16];
+        strftime(today, sizeof today, "%d %b %Y", localtime_r(&now, &tm));
+        memcpy(day, today, 11); /* "DD Mon YYYY" is 11 bytes */
+    }
+    return text;
+}
+
+static void families_render(void) {
+    const elm_chat_msg calls[] = {sys_msg, user_msg,
+                                  {.role = "assistant", .content = "", .tool_calls = two_calls, .n_tool_calls = 2},
+                                  {.role = "tool", .content = "sunny"}, {.role = "tool", .content = "noon"}};
+    const elm_chat_msg one[] = {sys_msg, user_msg,
+                                {.role = "assistant", .content = "", .tool_calls = one_call, .n_tool_calls = 1},
+                                {.role = "tool", .content = "sunny"}};
+    const elm_chat_msg plain[] = {sys_msg, user_msg, {.role = "assistant", .content = " Sunny. "},
+                                  {.role = "user", .content = "Thanks"}};
+    const struct {
+        const char *name;
+        const elm_chat_msg *msgs;
+        int n;
+        bool tools;
+    } cases[] = {{"tools", calls, 2, true}, {"calls", calls, 5, true}, {"nosystem", calls + 1, 4, true},
+                 {"onecall", one, 4, true}, {"plain", plain, 4, false}};
+    const struct {
+        elm_chat_template t;
+        const char *cases; /* the names of those it is checked on */
+    } fam[] = {{ELM_TEMPLATE_QWEN35, "tools calls nosystem onecall"},
+               {ELM_TEMPLATE_GRANITE4, "tools calls nosystem onecall"},
+               {ELM_TEMPLATE_LLAMA31, "tools onecall plain"},
+               {ELM_TEMPLATE_LLAMA32, "tools onecall plain"}};
+    for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++)
+        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+            if (!strstr(fam[f].cases, cases[c].name)) continue;
+            char name[64], *out = NULL, *want;
+            elm_error err;
+            snprintf(name, sizeof name, "%s-%s", elm_chat_template_name(fam[f].t), cases[c].name);
+            if (!(want = golden(name))) continue;
+            CHECK(elm_chat_render_tools(fam[f].t, cases[c].msgs, cases[c].n,
+                                        cases[c].tools ? tools_json : NULL, true, &out, &err) == ELM_OK,
+                  "%s: %s", name, err.msg);
+            CHECK(out && !strcmp(out, want), "%s:\n got [%s]\nwant [%s]", name, out ? out : "", want);
+            free(out);
+            free(want);
+        }
+    /* Llama 3.1 takes one call a message, and the tools need a first user message */
+    char *out = NULL;
+    elm_error err;
+    CHECK(elm_chat_render_tools(ELM_TEMPLATE_LLAMA31, calls, 3, tools_json, true, &out, &err) ==
+              ELM_ERR_UNSUPPORTED && strstr(err.msg, "one tool call"), "llama31 two calls: %s", err.msg);
+    CHECK(elm_chat_render_tools(ELM_TEMPLATE_LLAMA31, calls, 1, tools_json, true, &out, &err) ==
+              ELM_ERR_ARG && strstr(err.msg, "first user message"), "llama31 no user: %s", err.msg);
+    const elm_tool_call bad_args[] = {{"now", "[1]"}};
+    const elm_chat_msg bad[] = {user_msg, {.role = "assistant", .content = "", .tool_calls = bad_args,
+                                           .n_tool_calls = 1}};
+    CHECK(elm_chat_render_tools(ELM_TEMPLATE_QWEN35, bad, 2, tools_json, true, &out, &err) ==
+              ELM_ERR_FORMAT && strstr(err.msg, "arguments"), "arguments not an object: %s", err.msg);
+}
+
+/* The reply's calls: n, then each name and arguments (compact JSON), and the content. */
+static void check_parse(elm_chat_template t, const char *tools, const char *reply, int n,
+                        const char *const *want, const char *content) {
+    elm_tool_calls c;
+    elm_error err;
+    CHECK(elm_chat_parse_tool_calls(t, tools, reply, &c, &err) == ELM_OK, "%s: %s",
+          elm_chat_template_name(t), err.msg);
+    CHECK(c.n == n && c.content && !strcmp(c.content, content), "%s: %d calls, content '%s'",
+          elm_chat_template_name(t), c.n, c.content ? c.content : "");
+    for (int i = 0; i < c.n && i < n; i++)
+        CHECK(!strcmp(c.calls[i].name, want[2 * i]) && !strcmp(c.calls[i].arguments, want[2 * i + 1]),
+              "%s call %d: %s %s", elm_chat_template_name(t), i, c.calls[i].name, c.calls[i].arguments);
+    elm_tool_calls_free(&c);
+}
+
+static void families_parse(void) {
+    static const char tools[] =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
+        "\"object\", \"properties\": {\"s\": {\"type\": \"string\"}, \"n\": {\"type\": \"integer\"}, "
+        "\"b\": {\"type\": \"boolean\"}, \"o\": {\"type\": \"object\"}}}}}]";
+    const char *xml = "I will call.\n\n<tool_call>\n<function=f>\n<parameter=s>\n12\nline two\n"
+                      "</parameter>\n<parameter=n>\n12\n</parameter>\n<parameter=b>\nTrue\n</parameter>\n"
+                      "<parameter=o>\n{\"k\": [1, \"x\"]}\n</parameter>\n</function>\n</tool_call>\n"
+                      "<tool_call>\n<function=g>\n</function>\n</tool_call>";
+    const char *want_xml[] = {"f", "{\"s\":\"12\\nline two\",\"n\":12,\"b\":true,\"o\":{\"k\":[1,\"x\"]}}",
+                              "g", "{}"};
+    check_parse(ELM_TEMPLATE_QWEN35, tools, xml, 2, want_xml, "I will call.");
+    /* without the tools, values are read as JSON where they parse */
+    const char *want_untyped[] = {"f", "{\"s\":\"12\\nline two\",\"n\":12,\"b\":true,\"o\":{\"k\":[1,\"x\"]}}",
+                                  "g", "{}"};
+    check_parse(ELM_TEMPLATE_QWEN35_NO_THINK, NULL, xml, 2, want_untyped, "I will call.");
+    /* cut short: the last call is dropped */
+    check_parse(ELM_TEMPLATE_QWEN35, tools, "<tool_call>\n<function=f>\n<parameter=s>\nab", 0,
+                NULL, "");
+    elm_tool_calls c;
+    elm_error err;
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_QWEN35, tools, "<tool_call>\nf()\n</tool_call>",
+                                    &c, &err) == ELM_ERR_FORMAT && strstr(err.msg, "tool call 0"),
+          "xml bad call: %s", err.msg);
+    const char *want_llama[] = {"get_weather", "{\"city\":\"Paris\"}"};
+    check_parse(ELM_TEMPLATE_LLAMA32, NULL,
+                "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", 1, want_llama, "");
+    check_parse(ELM_TEMPLATE_LLAMA31, NULL, "It is {\"name\": \"get_weather\", \"parameters\": "
+                "{\"city\": \"Paris\"", 0, NULL, "It is {\"name\": \"get_weather\", \"parameters\": "
+                "{\"city\": \"Paris\"");
+    check_parse(ELM_TEMPLATE_LLAMA31, NULL, "Sunny today.", 0, NULL, "Sunny today.");
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_LLAMA31, NULL, "{\"name\": 3, \"parameters\": {}}",
+                                    &c, &err) == ELM_ERR_FORMAT, "llama bad call");
+    const char *want_granite[] = {"now", "{}"};
+    check_parse(ELM_TEMPLATE_GRANITE4, NULL, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n"
+                "</tool_call>", 1, want_granite, "");
+    CHECK(!strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_LLAMA32), "{\"name\": \"") &&
+              !strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_QWEN35), "<tool_call>") &&
+              !elm_chat_tool_call_open(ELM_TEMPLATE_LLAMA3), "call openings");
+}
+
+/* The grammar of t's calls (parallel, not lazy) matches each of good [ng] and none of wrong. */
+static void check_grammar(elm_chat_template t, const char *tools, bool lazy, const char *const *good,
+                          int ng, const char *const *wrong, int nw) {
+    char *gbnf = NULL;
+    elm_error err;
+    elm_grammar *g = NULL;
+    CHECK(elm_chat_tool_grammar(t, tools, NULL, true, lazy, &gbnf, NULL, &err) == ELM_OK &&
+              elm_grammar_parse(gbnf, strlen(gbnf), "tools", &g, &err) == ELM_OK,
+          "%s grammar: %s\n%s", elm_chat_template_name(t), err.msg, gbnf ? gbnf : "");
+    for (int i = 0; g && i < ng; i++)
+        CHECK(elm_grammar_match_text(g, good[i], strlen(good[i])) == 2, "%s refused: %s",
+              elm_chat_template_name(t), good[i]);
+    for (int i = 0; g && i < nw; i++)
+        CHECK(elm_grammar_match_text(g, wrong[i], strlen(wrong[i])) != 2, "%s matched: %s",
+              elm_chat_template_name(t), wrong[i]);
+    elm_grammar_free(g);
+    free(gbnf);
+}
+
+static void families_grammar(void) {
+    static const char tools[] =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
+        "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": "
+        "{\"type\": \"integer\", \"minimum\": 1, \"maximum\": 7}, \"unit\": {\"enum\": [\"C\", \"F\"]}, "
+        "\"tags\": {\"type\": \"array\", \"items\": {\"$ref\": \"#/$defs/tag\"}}}, "
+        "\"required\": [\"city\"], \"$defs\": {\"tag\": {\"type\": \"string\", \"maxLength\": 3}}}}}, "
+        "{\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
+    const char *xml_good[] = {
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nNew\n</param\n<York>\n</parameter>\n"
+        "<parameter=days>\n7\n</parameter>\n<parameter=unit>\nF\n</parameter>\n<parameter=tags>\n"
+        "[\"a\", \"bcd\"]\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=now>\n"
+        "<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nends in\n</parameter\n</parameter>\n"
+        "</function>\n</tool_call>"};
+    const char *xml_wrong[] = {
+        "<tool_call>\n<function=get_weather>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nP\n</parameter>\n<parameter=days>\n8\n"
+        "</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nP\n</parameter>\n<parameter=unit>\nK\n"
+        "</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nP\n</parameter>\n<parameter=tags>\n"
+        "[\"abcd\"]\n</parameter>\n</function>\n</tool_call>",
+        "<tool_call>\n<function=get_weather>\n<parameter=days>\n2\n</parameter>\n<parameter=city>\nP\n"
+        "</parameter>\n</function>\n</tool_call>"};
+    check_grammar(ELM_TEMPLATE_QWEN35, tools, false, xml_good, 3, xml_wrong, 5);
+    const char *llama_good[] = {"{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\", \"days\": 3}}",
+                                "{\"name\": \"now\", \"parameters\": {}}"};
+    const char *llama_wrong[] = {"{\"name\": \"get_weather\", \"parameters\": {}}",
+                                 "{\"name\": \"now\", \"parameters\": {}}{\"name\": \"now\", \"parameters\": {}}",
+                                 "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"};
+    check_grammar(ELM_TEMPLATE_LLAMA32, tools, false, llama_good, 2, llama_wrong, 3);
+    const char *llama_lazy[] = {"now\", \"parameters\": {}}"};
+    check_grammar(ELM_TEMPLATE_LLAMA31, tools, true, llama_lazy, 1, llama_good, 1);
+    const char *granite_good[] = {"<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"};
+    check_grammar(ELM_TEMPLATE_GRANITE4, tools, false, granite_good, 1, llama_good, 1);
+    char *gbnf = NULL;
+    elm_error err;
+    const char *top_any = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+                          "{\"anyOf\": [{\"type\": \"object\"}]}}}]";
+    CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_QWEN35, top_any, NULL, true, false, &gbnf, NULL, &err) ==
+              ELM_ERR_UNSUPPORTED && strstr(err.msg, "tools[0].function.parameters"),
+          "xml anyOf: %s", err.msg);
+    const char *root_ref = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+                           "{\"type\": \"object\", \"properties\": {\"next\": {\"$ref\": \"#\"}}}}}]";
+    const char *nested[] = {"<tool_call>\n{\"name\": \"f\", \"arguments\": {\"next\": {\"next\": {}}}}\n</tool_call>"};
+    check_grammar(ELM_TEMPLATE_QWEN3, root_ref, false, nested, 1, NULL, 0);
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    tools_render();
+    tools_parse();
+    tools_grammar();
+    families_render();
+    families_parse();
+    families_grammar();
+    return check_done();
+}
