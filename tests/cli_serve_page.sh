@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # The chat page of `edgelm serve` in headless Chromium (Debian's chromium, installed with apt-get
-# here when missing and root): load /, send a message, see the reply stream in
-# with its first-token and tok/s line, no request leaving the server; Stop cuts a long reply short
-# and frees the server's slot; the screenshot of the first reply is saved as
+# here when missing and root), driven by tests/lib/serve_page.cjs: the page's Markdown renderer on
+# a fixed text (code block, lists, inline code, bold, a link; a <script>, an <img onerror> and a
+# javascript: link stay text); load /, send a message, see the reply stream in, rendered, with its
+# first-token and tok/s line, no request leaving the server; Stop cuts a long reply short and
+# frees the server's slot; with a tools array (Qwen3's template, tool_choice "required") the reply
+# shows get_weather's call as a card, and the result typed into it goes back as the assistant's
+# tool_calls and a tool message before a reply. The screenshot of the first reply is saved as
 # test-output/serve_page.png beside the edgelm binary. Skipped when chromium or node is missing
 # and cannot be installed. usage: cli_serve_page.sh EDGELM FIXTURES
 set -u
@@ -22,6 +26,8 @@ fi
 
 start_server -m "$model" -t 1 -c 4096 -n 4000 --ignore-eos
 stop_pid=$pid stop_url=$url stop_err=$server_err
+start_server -m "$model" -t 1 -c 2048 -n 200 --template qwen3
+tools_pid=$pid tools_url=$url tools_err=$server_err
 start_server -m "$model" -t 1 -c 256
 profile=$tmp/chromium-profile
 mkdir -p "$profile"
@@ -41,13 +47,15 @@ done
 out=$(dirname "$bin")/test-output
 mkdir -p "$out"
 rm -f "$out/serve_page.png"
-node --experimental-websocket --no-warnings "$(dirname "$0")/lib/serve_page.cjs" "$ws" "$url/" "$out/serve_page.png" "$stop_url/" && ok ||
-    fail "page checks"
+node --experimental-websocket --no-warnings "$(dirname "$0")/lib/serve_page.cjs" "$ws" "$url/" \
+    "$out/serve_page.png" "$stop_url/" "$tools_url/" && ok || fail "page checks"
 [ -s "$out/serve_page.png" ] && ok || fail "no screenshot"
 kill "$chrome" 2>/dev/null
 wait "$chrome" 2>/dev/null
 stop_server TERM
 pid=$stop_pid server_err=$stop_err
+stop_server TERM
+pid=$tools_pid server_err=$tools_err
 stop_server TERM
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
