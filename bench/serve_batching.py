@@ -14,71 +14,34 @@ Not a test: figures depend on the machine.
 
 usage: python3 bench/serve_batching.py [EDGELM] [MODEL] [THREADS]   (env N: tokens per stream)
 """
-import json
 import os
-import re
 import subprocess
 import sys
-import threading
-import time
-import urllib.request
+
+from serve_common import concurrent_streams, cpu_seconds, decode_rate, start_edgelm
 
 binary = sys.argv[1] if len(sys.argv) > 1 else "build/edgelm"
 model = sys.argv[2] if len(sys.argv) > 2 else "build/bench-serve/tinyllama-q4_0.gguf"
 threads = sys.argv[3] if len(sys.argv) > 3 else str(os.cpu_count())
 n_tokens = int(os.environ.get("N", "48"))
 repeats = int(os.environ.get("REPEATS", "3"))
-ticks = os.sysconf("SC_CLK_TCK")
 
 if not os.path.exists(model):
     os.makedirs(os.path.dirname(model) or ".", exist_ok=True)
     subprocess.run([binary, "synth", "--preset", "tinyllama-1.1b", "--type", "q4_0", "-o", model],
                    check=True)
 
-server = subprocess.Popen([binary, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0",
-                           "--parallel", "4", "-c", "256", "-t", threads,
-                           "--log-format", "none"],  # stderr is read for the port line only
-                          stderr=subprocess.PIPE, text=True)
+server, base = start_edgelm(binary, model, "--parallel", "4", "-c", "256", "-t", threads)
 try:
-    line = server.stderr.readline()
-    port = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-    if not port:
-        sys.exit("edgelm serve did not start: " + line + server.stderr.read())
-    url = "http://127.0.0.1:%s/v1/completions" % port.group(1)
-
-    def stream(i, out):
-        body = json.dumps({"prompt": "Stream %d: once upon a time" % i, "max_tokens": n_tokens,
-                           "ignore_eos": True, "temperature": 0, "stream": True}).encode()
-        req = urllib.request.Request(url, body, {"Content-Type": "application/json"})
-        times, n = [], 0
-        with urllib.request.urlopen(req) as r:
-            for raw in r:
-                line = raw.decode().strip()
-                if not line.startswith("data: {"):
-                    continue
-                ev = json.loads(line[6:])
-                if ev["choices"][0]["text"]:
-                    times.append(time.perf_counter())
-                if "usage" in ev:
-                    n = ev["usage"]["completion_tokens"]
-        out[i] = (times[0], times[-1], n)
-
-    def cpu_seconds():
-        fields = open("/proc/%d/stat" % server.pid).read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / ticks
+    url = base + "/v1/completions"
 
     def run(s):
-        out = [None] * s
-        cpu0 = cpu_seconds()
-        ts = [threading.Thread(target=stream, args=(i, out)) for i in range(s)]
-        for t in ts:
-            t.start()
-        for t in ts:
-            t.join()
-        cpu = cpu_seconds() - cpu0
-        end = max(o[1] for o in out)
-        decoded = sum(o[2] - 1 for o in out)  # each stream's tokens after its first
-        return decoded / (end - min(o[0] for o in out)), sum(o[2] for o in out) / cpu
+        bodies = [{"prompt": "Stream %d: once upon a time" % i, "max_tokens": n_tokens,
+                   "ignore_eos": True, "temperature": 0} for i in range(s)]
+        cpu0 = cpu_seconds(server.pid)
+        out = concurrent_streams(url, bodies)
+        cpu = cpu_seconds(server.pid) - cpu0
+        return decode_rate(out), sum(o[3] for o in out) / cpu
 
     run(1)  # warm-up: pages of the model, the pool's threads
     best = {s: (0.0, 0.0) for s in (1, 2, 4)}

@@ -19,12 +19,12 @@ import http.client
 import json
 import os
 import random
-import re
 import socket
-import subprocess
 import sys
 import threading
 import time
+
+from serve_common import start_edgelm
 
 binary = sys.argv[1] if len(sys.argv) > 1 else "build/edgelm"
 model = sys.argv[2] if len(sys.argv) > 2 else "../shared/fixtures/stories260K/stories260K-f32.gguf"
@@ -32,19 +32,9 @@ seconds = float(os.environ.get("SOAK_SECONDS", "600"))
 clients = int(os.environ.get("CLIENTS", "8"))
 n_malformed = int(os.environ.get("MALFORMED", "200"))
 
-server = subprocess.Popen([binary, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0",
-                           "--parallel", "4", "-c", "4096", "-t", str(os.cpu_count()),
-                           "--template", "qwen3", "--log-format", "none"],
-                          stderr=subprocess.PIPE, text=True)
-port = None
-for line in server.stderr:
-    m = re.search(r"http://127\.0\.0\.1:(\d+)", line)
-    if m:
-        port = int(m.group(1))
-        break
-if not port:
-    sys.exit("the server did not start")
-threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
+server, base = start_edgelm(binary, model, "--parallel", "4", "-c", "4096",
+                            "-t", str(os.cpu_count()), "--template", "qwen3")
+port = int(base.rsplit(":", 1)[1])
 
 lock = threading.Lock()
 counts = {"requests": 0, "ok": 0, "5xx": 0, "bad_status": 0, "bad_json": 0, "malformed": 0,

@@ -4,8 +4,9 @@
 # (Server-Sent Events ending in data: [DONE]) and not; greedy replies equal to `edgelm chat`'s for
 # the same conversation (two turns); prefix caching (the second turn reports its cached tokens);
 # bad input answered with OpenAI-shaped 400/404/405/413 errors naming the field; --api-key (401,
-# /health open); a full queue answered 503; a client leaving mid-stream frees its slot; SIGTERM
-# and SIGINT stop the server with exit status 0, ending open streams properly; bad command lines.
+# /health open); a full queue answered 503; a client leaving mid-stream frees its slot; n = 3
+# streamed (choices interleaved by index, equal to the whole reply's); SIGTERM and SIGINT stop the
+# server with exit status 0, ending open streams properly; bad command lines.
 # usage: cli_serve.sh EDGELM FIXTURES
 set -u
 bin=$1 fx=$2
@@ -130,18 +131,22 @@ read -r -t 20 first <&3
 case "$first" in "data: {"*) ok ;; *) fail "no first chunk: '$first'" ;; esac
 expect_status "busy" 200 '"slots_busy":1' GET /health
 expect_status "queue full" 503 '"type":"server_error","code":"server_busy"' POST /v1/completions '{"prompt":"Hi","max_tokens":2}'
-kill "$curl_pid" 2>/dev/null
-exec 3<&-
-t0=$(date +%s%N)
-busy=1
-for i in $(seq 100); do
-    busy=$(curl -s "$url/health" | json_get 'j["slots_busy"]')
-    [ "$busy" = 0 ] && break
-    sleep 0.02
-done
-t1=$(date +%s%N)
-[ "$busy" = 0 ] && ok || fail "slot still busy 2 s after the client left"
-echo "slot freed $(( (t1 - t0) / 1000000 )) ms after the client left"
+# leave: the client ($curl_pid on fd 3) goes; every slot must be free within 2 s
+leave() {
+    local t0 t1 busy=1
+    kill "$curl_pid" 2>/dev/null
+    exec 3<&-
+    t0=$(date +%s%N)
+    for i in $(seq 100); do
+        busy=$(curl -s "$url/health" | json_get 'j["slots_busy"]')
+        [ "$busy" = 0 ] && break
+        sleep 0.02
+    done
+    t1=$(date +%s%N)
+    [ "$busy" = 0 ] && ok || fail "$busy slots still busy 2 s after the client left"
+    echo "slots freed $(( (t1 - t0) / 1000000 )) ms after the client left"
+}
+leave
 # SIGTERM during a stream: the stream ends properly (last chunk, [DONE]) and the server exits 0
 curl -sN -d "$long" "$url/v1/completions" >"$tmp/sigterm.sse" &
 curl_pid=$!
@@ -154,6 +159,61 @@ events = [e for e in open(sys.argv[1]).read().split("\n\n") if e]
 assert events[-1] == "data: [DONE]", events[-1]
 assert json.loads(events[-2][6:])["choices"][0]["finish_reason"] == "cancelled", events[-2]
 PY
+
+# --- n = 3 streamed: each chunk carries one choice, by index, as its tokens come; each choice ends
+# with a finish chunk of its own, the last one with the usage of all, then [DONE]. Choice i is
+# drawn with seed + i whether streamed or not, so at temperature 1 the streamed texts equal the
+# whole reply's. A client leaving frees all three slots; n over the slots is still a 400.
+start_server -m "$model" -t 1 --parallel 3 --queue 0 -c 4096
+for path in /v1/chat/completions /v1/completions; do
+    case $path in
+    *chat*) body='{"messages":[{"role":"user","content":"Once upon a time"}]' ;;
+    *) body='{"prompt":"Once upon a time"' ;;
+    esac
+    body="$body"',"max_tokens":24,"temperature":1,"seed":11,"n":3'
+    [ "$(status_of POST $path "$body}")" = 200 ] && cp "$tmp/body" "$tmp/whole.json" || fail "n 3 $path: $(cat "$tmp/body")"
+    curl -sN -H 'Content-Type: application/json' -d "$body"',"stream":true}' "$url$path" >"$tmp/sse"
+    python3 - "$tmp/whole.json" "$tmp/sse" <<'PY' && ok || fail "n 3 stream $path: $(head -c 800 "$tmp/sse")"
+import json, sys
+whole = json.load(open(sys.argv[1]))
+events = [e for e in open(sys.argv[2]).read().split("\n\n") if e]
+assert events[-1] == "data: [DONE]" and "[DONE]" not in "".join(events[:-1]), events[-1]
+chunks = [json.loads(e[6:]) for e in events[:-1]]
+texts, finish = {}, {}
+for k, c in enumerate(chunks):
+    assert len(c["choices"]) == 1, c
+    ch = c["choices"][0]
+    i = ch["index"]
+    assert i not in finish, "a chunk of choice %d after its finish" % i
+    texts[i] = texts.get(i, "") + ((ch["delta"].get("content") if "delta" in ch else ch["text"]) or "")
+    if ch["finish_reason"]:
+        finish[i] = ch["finish_reason"]
+    assert ("usage" in c) == (k == len(chunks) - 1), "usage on chunk %d of %d" % (k, len(chunks))
+assert sorted(finish) == [0, 1, 2], finish
+for c in whole["choices"]:
+    i = c["index"]
+    want = c["message"]["content"] if "message" in c else c["text"]
+    assert texts[i] == want and finish[i] == c["finish_reason"], (i, texts[i], finish[i], c)
+assert len(set(texts.values())) > 1, texts  # three seeds, not one reply thrice
+u, w = chunks[-1]["usage"], whole["usage"]
+assert u["completion_tokens"] == w["completion_tokens"] and u["prompt_tokens"] == w["prompt_tokens"], (u, w)
+PY
+done
+expect_status "n over the slots, streamed" 400 "$(printf "$err" 'n: 4 out of range 1..3')" POST $chat '{"messages":[{"role":"user","content":"hi"}],"n":4,"stream":true}'
+# the three choices advance together (none waits for another's 4000 tokens); then the client
+# leaves. No process per line: the jobs must still run when /health is asked.
+exec 3< <(curl -sN -d "${long%\}}"',"n":3}' "$url/v1/completions")
+curl_pid=$!
+seen=
+for i in $(seq 40); do
+    read -r -t 20 line <&3 || break
+    [[ $line =~ \"index\":([0-9]+) ]] && seen="$seen${BASH_REMATCH[1]}"
+    [[ $seen == *0* && $seen == *1* && $seen == *2* ]] && break
+done
+[[ $seen == *0* && $seen == *1* && $seen == *2* ]] && ok || fail "n 3 stream: the first chunks' indices '$seen'"
+expect_status "3 busy" 200 '"slots_busy":3' GET /health
+leave
+stop_server TERM
 
 # --- command line
 expect_error "no model" "-m MODEL is required" "$bin" serve

@@ -1,8 +1,8 @@
 /* libmicrohttpd glue for the server (see http.h). Each connection has its own thread, so a
- * non-streaming request simply waits for its job, and a stream's content callback blocks until
- * the scheduler publishes text. A client that goes away makes the next write fail; libmicrohttpd
- * then drops the response, whose free callback cancels the job, and the scheduler frees the slot
- * at its next step. */
+ * non-streaming request simply waits for its jobs (one per choice), and a stream's content
+ * callback blocks until the scheduler publishes text for any of them. A client that goes away
+ * makes the next write fail; libmicrohttpd then drops the response, whose free callback cancels
+ * the jobs, and the scheduler frees their slots at its next step. */
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -119,6 +119,13 @@ static cJSON *usage_json(const srv_job_result *r) {
     return u;
 }
 
+/* Counts choice i's result r into its request's *total (all its choices done): the prompt and the
+ * timings once, choice 0's, as OpenAI counts the prompt once; the completion tokens of each. */
+static void count_choice(srv_job_result *total, const srv_job_result *r, int i) {
+    if (i == 0) *total = *r;
+    else total->completion_tokens += r->completion_tokens;
+}
+
 /* edgelm's timings (as llama-server's "timings"): what the page and the benchmark read. */
 static cJSON *timings_json(const srv_job_result *r) {
     cJSON *t = cJSON_CreateObject();
@@ -144,12 +151,12 @@ static cJSON *response_head(const srv_http *h, const char *id, const char *objec
     return o;
 }
 
-/* One choice: a chat message / delta, or a completion's text. text NULL: no content field.
+/* Choice `index`: a chat message / delta, or a completion's text. text NULL: no content field.
  * lp (taken): its "logprobs", or NULL (null for completions, none for chat). */
-static cJSON *choice(bool chat, bool delta, const char *text, const char *finish, bool role,
-                     cJSON *lp) {
+static cJSON *choice(bool chat, bool delta, int index, const char *text, const char *finish,
+                     bool role, cJSON *lp) {
     cJSON *c = cJSON_CreateObject();
-    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddNumberToObject(c, "index", index);
     if (chat) {
         cJSON *m = cJSON_AddObjectToObject(c, delta ? "delta" : "message");
         if (role) cJSON_AddStringToObject(m, "role", "assistant");
@@ -230,21 +237,38 @@ static size_t content_before_calls(const char *text, size_t from, size_t len) {
 
 /* ---- streaming ---- */
 
+/* One choice of a stream: its job and how much of its reply has gone out. */
+typedef struct stream_choice {
+    srv_job *job;
+    bool role_sent, finished;
+    size_t seen;         /* reply bytes taken from the job */
+    int32_t lp_sent;     /* tokens whose log-probabilities were sent */
+    elm_sbuf reply;      /* with tools: the text so far */
+    size_t content_sent; /* with tools: bytes of it sent as content */
+} stream_choice;
+
+/* A streamed request. Its choices' chunks go out in the order their text arrives, each ending
+ * with a finish chunk of its own; the last of those carries the usage of all, then [DONE]. */
 typedef struct stream {
     srv_http *h;
-    srv_job *job;
     conn_state *cs; /* its request's; read only while the response is being sent */
-    bool chat, role_sent, finished, logprobs;
+    bool chat, finished, logprobs;
+    bool tools;     /* the replies may end in tool calls: their text is kept in `reply` */
     char id[48];
-    size_t seen;     /* reply bytes already sent */
-    int32_t lp_sent; /* tokens whose log-probabilities were sent */
-    bool tools;      /* the reply may end in tool calls: its text is kept in `reply` */
-    elm_sbuf reply;  /* with tools: the text so far */
-    size_t content_sent; /* with tools: bytes of it sent as content */
-    srv_resp_stream *rs; /* /v1/responses: the chunks go out as its events */
-    char *out;       /* formatted SSE bytes not yet handed to libmicrohttpd */
+    srv_resp_stream *rs; /* /v1/responses (one choice): the chunks go out as its events */
+    char *out;           /* formatted SSE bytes not yet handed to libmicrohttpd */
     size_t out_len, out_off;
+    int n, n_finished;
+    stream_choice ch[]; /* [n] */
 } stream;
+
+/* Room for n more bytes at the end of the unsent output; NULL when out of memory. */
+static char *out_room(stream *st, size_t n) {
+    char *p = realloc(st->out, st->out_len + n);
+    if (!p) return NULL;
+    st->out = p;
+    return p + st->out_len;
+}
 
 /* One server-sent event: "event: NAME" when named, then the data line. */
 static bool queue_sse(stream *st, const char *name, cJSON *o) {
@@ -252,17 +276,12 @@ static bool queue_sse(stream *st, const char *name, cJSON *o) {
     cJSON_Delete(o);
     if (!json) return false;
     const size_t need = strlen(json) + (name ? strlen(name) + 8 : 0) + 9;
-    char *p = realloc(st->out, st->out_len + need);
-    if (!p) {
-        free(json);
-        return false;
-    }
-    st->out = p;
-    st->out_len += (size_t)snprintf(p + st->out_len, need, "%s%s%sdata: %s\n\n",
-                                    name ? "event: " : "", name ? name : "", name ? "\n" : "",
-                                    json);
+    char *p = out_room(st, need);
+    if (p)
+        st->out_len += (size_t)snprintf(p, need, "%s%s%sdata: %s\n\n", name ? "event: " : "",
+                                        name ? name : "", name ? "\n" : "", json);
     free(json);
-    return true;
+    return p != NULL;
 }
 
 /* A chat or completions chunk, or for /v1/responses the events it stands for. */
@@ -281,85 +300,113 @@ static bool queue_event(stream *st, cJSON *o) {
     return ok;
 }
 
+/* A chunk holding one choice c (taken). */
+static cJSON *chunk(const stream *st, cJSON *c) {
+    cJSON *o = response_head(st->h, st->id, st->chat ? "chat.completion.chunk" : "text_completion");
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), c);
+    return o;
+}
+
+/* Sends text [len] (taken) of choice c as a delta; with tools, only the part before where a call
+ * could begin (the call goes out whole in the finish chunk). */
+static bool choice_text(stream *st, stream_choice *c, char *text, size_t len) {
+    c->seen += len;
+    if (st->tools) {
+        elm_sb_put(&c->reply, text, len);
+        free(text);
+        if (c->reply.oom) return false;
+        const size_t upto = content_before_calls(c->reply.s, c->content_sent, c->reply.len);
+        if (upto <= c->content_sent) return true;
+        len = upto - c->content_sent;
+        if (!(text = malloc(len + 1))) return false;
+        memcpy(text, c->reply.s + c->content_sent, len);
+        text[len] = '\0';
+        c->content_sent = upto;
+    }
+    cJSON *lp = NULL;
+    if (st->logprobs && !(lp = logprobs_json(st->h, c->job, st->chat, &c->lp_sent, c->seen))) {
+        free(text);
+        return false;
+    }
+    cJSON *o = chunk(st, choice(st->chat, true, (int)(c - st->ch), text, NULL, !c->role_sent, lp));
+    c->role_sent = true;
+    free(text);
+    return queue_event(st, o);
+}
+
+/* Sends choice c's finish chunk (with tools: its calls, or the text held back for them); after
+ * the last choice's, the request's usage and [DONE]. */
+static bool choice_end(stream *st, stream_choice *c) {
+    const srv_job_result r = srv_job_result_get(st->h->s, c->job);
+    cJSON *ch = choice(st->chat, true, (int)(c - st->ch), st->chat ? NULL : "", r.finish_reason,
+                       !c->role_sent, NULL);
+    cJSON *o = chunk(st, ch);
+    c->finished = true;
+    if (st->tools && c->reply.len > c->content_sent) {
+        elm_tool_calls calls;
+        elm_sb_put(&c->reply, "", 0);
+        if (c->reply.oom || !reply_tool_calls(st->h, c->reply.s, &calls)) {
+            cJSON_Delete(o);
+            return false;
+        }
+        cJSON *d = cJSON_GetObjectItem(ch, "delta");
+        if (calls.n > 0) {
+            if (strlen(calls.content) > c->content_sent)
+                cJSON_AddStringToObject(d, "content", calls.content + c->content_sent);
+            put_tool_calls(ch, true, &calls, st->id);
+        } else {
+            cJSON_AddStringToObject(d, "content", c->reply.s + c->content_sent);
+        }
+        elm_tool_calls_free(&calls);
+    }
+    if (++st->n_finished < st->n) return queue_event(st, o);
+    srv_job_result total = {0};
+    for (int i = 0; i < st->n; i++) {
+        const srv_job_result ri = srv_job_result_get(st->h->s, st->ch[i].job);
+        count_choice(&total, &ri, i);
+    }
+    st->cs->job = total;
+    st->cs->has_job = true;
+    cJSON_AddItemToObject(o, "usage", usage_json(&total));
+    cJSON_AddItemToObject(o, "timings", timings_json(&total));
+    if (!queue_event(st, o)) return false;
+    st->finished = true;
+    /* the Responses API ends at response.completed */
+    if (st->rs) return true;
+    static const char end[] = "data: [DONE]\n\n";
+    char *p = out_room(st, sizeof end - 1);
+    if (p) {
+        memcpy(p, end, sizeof end - 1);
+        st->out_len += sizeof end - 1;
+    }
+    return p != NULL;
+}
+
+/* What choice c has new: its text, or its end. */
+static bool choice_step(stream *st, stream_choice *c) {
+    char *text;
+    size_t len;
+    bool done;
+    if (!srv_take(st->h->s, c->job, c->seen, false, 0, &text, &len, &done)) return false;
+    if (text) return choice_text(st, c, text, len);
+    return !done || choice_end(st, c);
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     (void)pos;
     stream *st = cls;
     while (st->out_off == st->out_len) {
         st->out_len = st->out_off = 0;
         if (st->finished) return MHD_CONTENT_READER_END_OF_STREAM;
-        char *text;
-        size_t len;
-        bool done;
-        if (!srv_take(st->h->s, st->job, st->seen, true, 1000, &text, &len, &done))
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-        if (text && st->tools) { /* content goes out up to where a call could begin */
-            elm_sb_put(&st->reply, text, len);
-            st->seen += len;
-            free(text);
-            if (st->reply.oom) return MHD_CONTENT_READER_END_WITH_ERROR;
-            const size_t upto = content_before_calls(st->reply.s, st->content_sent, st->reply.len);
-            if (upto <= st->content_sent) continue;
-            text = malloc(upto - st->content_sent + 1);
-            if (!text) return MHD_CONTENT_READER_END_WITH_ERROR;
-            len = upto - st->content_sent;
-            memcpy(text, st->reply.s + st->content_sent, len);
-            text[len] = '\0';
-            st->content_sent = upto;
-        } else if (text) {
-            st->seen += len;
-        }
-        if (text) {
-            cJSON *lp = NULL;
-            if (st->logprobs &&
-                !(lp = logprobs_json(st->h, st->job, st->chat, &st->lp_sent, st->seen))) {
-                free(text);
+        srv_job *jobs[SRV_MAX_SLOTS];
+        size_t from[SRV_MAX_SLOTS];
+        int k = 0;
+        for (int i = 0; i < st->n; i++)
+            if (!st->ch[i].finished) jobs[k] = st->ch[i].job, from[k++] = st->ch[i].seen;
+        srv_wait_any(st->h->s, jobs, from, k, 1000);
+        for (int i = 0; i < st->n; i++)
+            if (!st->ch[i].finished && !choice_step(st, &st->ch[i]))
                 return MHD_CONTENT_READER_END_WITH_ERROR;
-            }
-            cJSON *o = response_head(st->h, st->id, st->chat ? "chat.completion.chunk" : "text_completion");
-            cJSON_AddItemToObject(o, "choices", cJSON_CreateArray());
-            cJSON_AddItemToArray(cJSON_GetObjectItem(o, "choices"),
-                                 choice(st->chat, true, text, NULL, !st->role_sent, lp));
-            st->role_sent = true;
-            free(text);
-            if (!queue_event(st, o)) return MHD_CONTENT_READER_END_WITH_ERROR;
-        } else if (done) {
-            const srv_job_result r = srv_job_result_get(st->h->s, st->job);
-            st->cs->job = r;
-            st->cs->has_job = true;
-            cJSON *o = response_head(st->h, st->id, st->chat ? "chat.completion.chunk" : "text_completion");
-            cJSON_AddItemToObject(o, "choices", cJSON_CreateArray());
-            cJSON *c = choice(st->chat, true, st->chat ? NULL : "", r.finish_reason,
-                              !st->role_sent, NULL);
-            cJSON_AddItemToArray(cJSON_GetObjectItem(o, "choices"), c);
-            if (st->tools && st->reply.len > st->content_sent) { /* the calls, or held text */
-                elm_tool_calls calls;
-                elm_sb_put(&st->reply, "", 0);
-                if (st->reply.oom || !reply_tool_calls(st->h, st->reply.s, &calls)) {
-                    cJSON_Delete(o);
-                    return MHD_CONTENT_READER_END_WITH_ERROR;
-                }
-                cJSON *d = cJSON_GetObjectItem(c, "delta");
-                if (calls.n > 0) {
-                    if (strlen(calls.content) > st->content_sent)
-                        cJSON_AddStringToObject(d, "content", calls.content + st->content_sent);
-                    put_tool_calls(c, true, &calls, st->id);
-                } else {
-                    cJSON_AddStringToObject(d, "content", st->reply.s + st->content_sent);
-                }
-                elm_tool_calls_free(&calls);
-            }
-            cJSON_AddItemToObject(o, "usage", usage_json(&r));
-            cJSON_AddItemToObject(o, "timings", timings_json(&r));
-            if (!queue_event(st, o)) return MHD_CONTENT_READER_END_WITH_ERROR;
-            st->finished = true;
-            if (st->rs) continue; /* the Responses API ends at response.completed */
-            const char *end = "data: [DONE]\n\n";
-            char *p = realloc(st->out, st->out_len + strlen(end));
-            if (!p) return MHD_CONTENT_READER_END_WITH_ERROR;
-            st->out = p;
-            memcpy(p + st->out_len, end, strlen(end));
-            st->out_len += strlen(end);
-        }
     }
     const size_t n = st->out_len - st->out_off < max ? st->out_len - st->out_off : max;
     memcpy(buf, st->out + st->out_off, n);
@@ -367,13 +414,15 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
     return (ssize_t)n;
 }
 
-/* The response is gone: sent, or the client left. Either way the job is no longer wanted. */
+/* The response is gone: sent, or the client left. Either way no choice is wanted any more. */
 static void stream_free(void *cls) {
     stream *st = cls;
-    srv_cancel(st->h->s, st->job);
-    srv_job_release(st->h->s, st->job);
+    for (int i = 0; i < st->n; i++) {
+        srv_cancel(st->h->s, st->ch[i].job);
+        srv_job_release(st->h->s, st->ch[i].job);
+        free(st->ch[i].reply.s);
+    }
     srv_resp_stream_free(st->rs);
-    free(st->reply.s);
     free(st->out);
     free(st);
 }
@@ -399,9 +448,8 @@ static cJSON *whole_choice(srv_http *h, srv_job *job, const srv_request *r, cons
     cJSON *c = NULL;
     if ((!r->job.logprobs || lp) &&
         (!r->chat || !r->job.tool_calls || reply_tool_calls(h, text ? text : "", &calls))) {
-        c = choice(r->chat, false, text ? text : "", res->finish_reason, true, lp);
+        c = choice(r->chat, false, index, text ? text : "", res->finish_reason, true, lp);
         lp = NULL;
-        cJSON_ReplaceItemInObject(c, "index", cJSON_CreateNumber(index));
         if (calls.n > 0) put_tool_calls(c, false, &calls, id);
     }
     cJSON_Delete(lp);
@@ -433,6 +481,14 @@ static int submit_choices(srv_http *h, srv_request *r, srv_job **jobs, int n, in
     return n;
 }
 
+/* Cancels and releases jobs [n] of a request that will not be answered. */
+static void drop_jobs(srv_http *h, srv_job **jobs, int n) {
+    for (int i = 0; i < n; i++) {
+        srv_cancel(h->s, jobs[i]);
+        srv_job_release(h->s, jobs[i]);
+    }
+}
+
 /* A chat or completions request (body [len]); `responses`: a chat request made from a
  * /v1/responses one, answered in that API's shapes. */
 static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool chat,
@@ -448,33 +504,33 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
     free(r.prompt);
     elm_grammar_free(r.job.grammar);
     if (queued < n) {
-        for (int i = 0; i < queued; i++) {
-            srv_cancel(h->s, jobs[i]);
-            srv_job_release(h->s, jobs[i]);
-        }
+        drop_jobs(h, jobs, queued);
         if (refusal == 500) return send_error(conn, 500, "internal_error", "out of memory");
         return send_error(conn, 503, refusal == 503 ? "server_busy" : "shutting_down", "%s",
                           refusal == 503 ? "all slots are busy and the queue is full; retry later"
                                          : "the server is stopping");
     }
-    srv_job *job = jobs[0];
     char id[48];
     snprintf(id, sizeof id, "%s-%lu", responses ? "resp" : chat ? "chatcmpl" : "cmpl",
              __atomic_add_fetch(&h->next_id, 1, __ATOMIC_RELAXED));
     if (r.stream) {
-        stream *st = calloc(1, sizeof *st);
+        stream *st = calloc(1, sizeof *st + sizeof st->ch[0] * (size_t)n);
         if (!st) {
-            srv_cancel(h->s, job);
-            srv_job_release(h->s, job);
+            drop_jobs(h, jobs, n);
             return send_error(conn, 500, "internal_error", "out of memory");
         }
-        *st = (stream){.h = h, .job = job, .cs = cs, .chat = chat, .logprobs = r.job.logprobs,
-                       .tools = chat && r.job.tool_calls};
+        st->h = h;
+        st->cs = cs;
+        st->chat = chat;
+        st->logprobs = r.job.logprobs;
+        st->tools = chat && r.job.tool_calls;
+        st->n = n;
+        for (int i = 0; i < n; i++) st->ch[i].job = jobs[i];
+        memcpy(st->id, id, sizeof id);
         if (responses && !(st->rs = srv_resp_stream_new(id, h->p.model_id))) {
             stream_free(st);
             return send_error(conn, 500, "internal_error", "out of memory");
         }
-        memcpy(st->id, id, sizeof id);
         struct MHD_Response *resp =
             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, st, stream_free);
         if (!resp) {
@@ -500,8 +556,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
             srv_cancel(h->s, jobs[i]);
         } else {
             cJSON_AddItemToArray(choices, c);
-            if (i == 0) total = res; /* the prompt once, as OpenAI counts it */
-            else total.completion_tokens += res.completion_tokens;
+            count_choice(&total, &res, i);
         }
         srv_job_release(h->s, jobs[i]);
     }

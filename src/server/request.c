@@ -199,7 +199,6 @@ static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_reques
         !srv_boolean(root, "ignore_eos", &jp->ignore_eos, msg, cap))
         return 400;
     r->n = (int32_t)nn;
-    if (r->n > 1 && r->stream) return srv_bad(msg, cap, "n: more than one choice is not streamed");
     jp->sampling.temp = (float)temp;
     jp->sampling.top_p = (float)top_p;
     jp->sampling.min_p = (float)min_p;

@@ -491,23 +491,41 @@ static size_t final_len(const srv_job *j) {
     return n;
 }
 
+/* Under the lock: whether one of jobs [n] is done or has final text after its byte from[i]. */
+static bool any_ready(srv_job *const *jobs, const size_t *from, int n) {
+    for (int i = 0; i < n; i++)
+        if (jobs[i]->done || final_len(jobs[i]) > from[i]) return true;
+    return false;
+}
+
+/* Under the lock: waits until any_ready or timeout_ms passes. */
+static void wait_ready(srv_server *s, srv_job *const *jobs, const size_t *from, int n,
+                       int timeout_ms) {
+    if (any_ready(jobs, from, n)) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    while (!any_ready(jobs, from, n))
+        if (pthread_cond_timedwait(&s->changed, &s->mu, &ts)) break;
+}
+
+void srv_wait_any(srv_server *s, srv_job *const *jobs, const size_t *from, int n, int timeout_ms) {
+    pthread_mutex_lock(&s->mu);
+    wait_ready(s, jobs, from, n, timeout_ms);
+    pthread_mutex_unlock(&s->mu);
+}
+
 bool srv_take(srv_server *s, srv_job *job, size_t from, bool wait, int timeout_ms, char **text,
               size_t *len, bool *done) {
     *text = NULL;
     *len = 0;
     pthread_mutex_lock(&s->mu);
-    if (wait && !job->done && final_len(job) <= from) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += timeout_ms / 1000;
-        ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        while (!job->done && final_len(job) <= from)
-            if (pthread_cond_timedwait(&s->changed, &s->mu, &ts)) break;
-    }
+    if (wait) wait_ready(s, &job, &from, 1, timeout_ms);
     const size_t end = final_len(job);
     bool ok = true;
     if (end > from) {

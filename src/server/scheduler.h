@@ -108,6 +108,10 @@ srv_submit_status srv_submit(srv_server *s, srv_job *job);
 bool srv_take(srv_server *s, srv_job *job, size_t from, bool wait, int timeout_ms, char **text,
               size_t *len, bool *done);
 
+/* Blocks until one of jobs [n] is done or has final text (as srv_take says it) after its byte
+ * from[i], or timeout_ms passes: a stream of several choices waits for whichever moves first. */
+void srv_wait_any(srv_server *s, srv_job *const *jobs, const size_t *from, int n, int timeout_ms);
+
 /* The log-probabilities (params.logprobs) of the job's tokens from the index `first` on whose
  * text ends within the reply's first `upto` bytes, as a malloc'd copy in *out [*n] (NULL when
  * none). Returns false when out of memory. */

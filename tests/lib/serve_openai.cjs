@@ -1,6 +1,7 @@
 // The official OpenAI Node client against `edgelm serve`: models, chat (streamed and not),
 // completions (streamed and not), a 400 surfaced as the client's APIError naming the field, and a
-// wrong key as its AuthenticationError; logprobs (chat and legacy completions, streamed and not).
+// wrong key as its AuthenticationError; logprobs (chat and legacy completions, streamed and not);
+// n = 2 (streamed and not).
 // Greedy, so streamed and whole replies must agree.
 // usage: node serve_openai.cjs NPM_DIR BASE_URL API_KEY
 const path = require("path");
@@ -85,6 +86,21 @@ function check(cond, what) {
   check(two.choices.length === 2 && two.choices[0].index === 0 && two.choices[1].index === 1 &&
         two.choices.every(c => c.message.content.length > 0) && two.usage.completion_tokens === 20 &&
         two.usage.prompt_tokens === chat.usage.prompt_tokens, "n 2: " + JSON.stringify(two));
+  // streamed, each chunk is one choice's (by index) and each choice ends on its own; same seeds,
+  // same texts
+  const twoStream = await client.chat.completions.create({model, messages, max_tokens: 10, temperature: 1, seed: 7, n: 2, stream: true});
+  const parts = ["", ""], ends = [[], []];
+  let lastUsage = null;
+  for await (const chunk of twoStream) {
+    const c = chunk.choices[0];
+    parts[c.index] += c.delta.content || "";
+    if (c.finish_reason) ends[c.index].push(c.finish_reason);
+    lastUsage = chunk.usage || lastUsage;
+  }
+  check(parts.every((p, i) => p === two.choices[i].message.content) &&
+        ends.every((e, i) => e.length === 1 && e[0] === two.choices[i].finish_reason) &&
+        lastUsage && lastUsage.completion_tokens === two.usage.completion_tokens,
+        `n 2 streamed: ${JSON.stringify(parts)} ${JSON.stringify(ends)} ${JSON.stringify(lastUsage)}`);
   try {
     await client.chat.completions.create({model, messages, n: 3});
     check(false, "n over the slots accepted");

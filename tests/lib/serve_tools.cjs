@@ -1,8 +1,8 @@
 // Tool calls of `edgelm serve` (a model on Qwen3's template) through the official OpenAI Node
 // client: a forced call (named function, or "required") comes back as message.tool_calls whose
-// arguments validate under the function's schema (ajv), streamed as delta.tool_calls too; a
-// two-step conversation (call, tool result, answer); runTools running our function; and the
-// refusals, each a 400 naming the field.
+// arguments validate under the function's schema (ajv), streamed as delta.tool_calls too (with
+// n = 2, each choice's call under its index); a two-step conversation (call, tool result,
+// answer); runTools running our function; and the refusals, each a 400 naming the field.
 // usage: node serve_tools.cjs NPM_DIR BASE_URL
 const t = require("./openai_check.cjs")(process.argv[2], process.argv[3]);
 const {client, ajv, check} = t;
@@ -49,6 +49,28 @@ t.run(async () => {
   }
   check(finish === "tool_calls" && content === "" && calls.length === 1, `stream: ${finish} '${content}' ${JSON.stringify(calls)}`);
   if (calls[0]) validCall(calls[0], "stream");
+
+  // n = 2 streamed: each choice's call arrives in its own delta.tool_calls, as the whole reply
+  // with the same seeds has it
+  const req2 = {model: "m", messages, tools, tool_choice: "required", parallel_tool_calls: false, temperature: 1, seed: 5,
+                max_tokens: 200, n: 2};
+  const whole2 = await client.chat.completions.create(req2);
+  const s2 = await client.chat.completions.create({...req2, stream: true});
+  const calls2 = [[], []], content2 = ["", ""], finish2 = [[], []];
+  for await (const chunk of s2) {
+    const c = chunk.choices[0];
+    content2[c.index] += c.delta.content || "";
+    for (const tc of c.delta.tool_calls || []) calls2[c.index][tc.index] = tc;
+    if (c.finish_reason) finish2[c.index].push(c.finish_reason);
+  }
+  for (const i of [0, 1]) {
+    const want = whole2.choices[i].message.tool_calls;
+    check(finish2[i].length === 1 && finish2[i][0] === "tool_calls" && content2[i] === "" && calls2[i].length === 1 &&
+          want && want.length === 1 && calls2[i][0].function.name === want[0].function.name &&
+          calls2[i][0].function.arguments === want[0].function.arguments,
+          `n 2 stream choice ${i}: ${finish2[i]} '${content2[i]}' ${JSON.stringify(calls2[i])} vs ${JSON.stringify(want)}`);
+    if (calls2[i][0]) validCall(calls2[i][0], `n 2 stream choice ${i}`);
+  }
 
   // two steps: the call, the tool's result, then an answer in text
   const first = await client.chat.completions.create({model: "m", messages, tools, parallel_tool_calls: false,
