@@ -212,22 +212,22 @@ static void put_tool_calls(cJSON *c, bool delta, const elm_tool_calls *calls, co
         cJSON_ReplaceItemInObject(c, "finish_reason", cJSON_CreateString("tool_calls"));
 }
 
-/* The reply's tool calls (*calls, n 0 when none or when they do not parse: a reply cut short is
- * text); false when out of memory. */
-static bool reply_tool_calls(const srv_http *h, const char *text, elm_tool_calls *calls) {
+/* The reply's tool calls of the request's tools (*calls, n 0 when none or when they do not parse:
+ * a reply cut short is text); false when out of memory. */
+static bool reply_tool_calls(const srv_http *h, const char *tools, const char *text,
+                             elm_tool_calls *calls) {
     elm_error err;
-    const elm_status st = elm_chat_parse_tool_calls(h->def->tmpl, NULL, text, calls, &err);
+    const elm_status st = elm_chat_parse_tool_calls(h->def->tmpl, tools, text, calls, &err);
     if (st == ELM_ERR_NOMEM) return false;
     if (st) memset(calls, 0, sizeof *calls);
     return true;
 }
 
 /* How much of text [len] can go out as content while tool calls may follow: all of it before
- * the first "<tool_call>", short of an end that could begin one. The text before `from` is
- * known to hold none. */
-static size_t content_before_calls(const char *text, size_t from, size_t len) {
-    static const char open[] = "<tool_call>";
-    const size_t ol = sizeof open - 1;
+ * the first call's opening `open` (elm_chat_tool_call_open), short of an end that could begin
+ * one. The text before `from` is known to hold none. */
+static size_t content_before_calls(const char *open, const char *text, size_t from, size_t len) {
+    const size_t ol = strlen(open);
     for (size_t i = from; i < len; i++) {
         const size_t k = len - i < ol ? len - i : ol;
         if (!memcmp(text + i, open, k)) return i;
@@ -253,7 +253,8 @@ typedef struct stream {
     srv_http *h;
     conn_state *cs; /* its request's; read only while the response is being sent */
     bool chat, finished, logprobs;
-    bool tools;     /* the replies may end in tool calls: their text is kept in `reply` */
+    char *tools;    /* the request's tools when the replies may end in tool calls (their text
+                     * is then kept in `reply`), else NULL */
     char id[48];
     srv_resp_stream *rs; /* /v1/responses (one choice): the chunks go out as its events */
     char *out;           /* formatted SSE bytes not yet handed to libmicrohttpd */
@@ -315,7 +316,8 @@ static bool choice_text(stream *st, stream_choice *c, char *text, size_t len) {
         elm_sb_put(&c->reply, text, len);
         free(text);
         if (c->reply.oom) return false;
-        const size_t upto = content_before_calls(c->reply.s, c->content_sent, c->reply.len);
+        const size_t upto = content_before_calls(elm_chat_tool_call_open(st->h->def->tmpl), c->reply.s, c->content_sent,
+                                 c->reply.len);
         if (upto <= c->content_sent) return true;
         len = upto - c->content_sent;
         if (!(text = malloc(len + 1))) return false;
@@ -345,7 +347,7 @@ static bool choice_end(stream *st, stream_choice *c) {
     if (st->tools && c->reply.len > c->content_sent) {
         elm_tool_calls calls;
         elm_sb_put(&c->reply, "", 0);
-        if (c->reply.oom || !reply_tool_calls(st->h, c->reply.s, &calls)) {
+        if (c->reply.oom || !reply_tool_calls(st->h, st->tools, c->reply.s, &calls)) {
             cJSON_Delete(o);
             return false;
         }
@@ -423,6 +425,7 @@ static void stream_free(void *cls) {
         free(st->ch[i].reply.s);
     }
     srv_resp_stream_free(st->rs);
+    free(st->tools);
     free(st->out);
     free(st);
 }
@@ -447,7 +450,7 @@ static cJSON *whole_choice(srv_http *h, srv_job *job, const srv_request *r, cons
     elm_tool_calls calls = {0};
     cJSON *c = NULL;
     if ((!r->job.logprobs || lp) &&
-        (!r->chat || !r->job.tool_calls || reply_tool_calls(h, text ? text : "", &calls))) {
+        (!r->chat || !r->job.tool_calls || reply_tool_calls(h, r->tools, text ? text : "", &calls))) {
         c = choice(r->chat, false, index, text ? text : "", res->finish_reason, true, lp);
         lp = NULL;
         if (calls.n > 0) put_tool_calls(c, false, &calls, id);
@@ -505,6 +508,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
     elm_grammar_free(r.job.grammar);
     if (queued < n) {
         drop_jobs(h, jobs, queued);
+        free(r.tools);
         if (refusal == 500) return send_error(conn, 500, "internal_error", "out of memory");
         return send_error(conn, 503, refusal == 503 ? "server_busy" : "shutting_down", "%s",
                           refusal == 503 ? "all slots are busy and the queue is full; retry later"
@@ -517,13 +521,15 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
         stream *st = calloc(1, sizeof *st + sizeof st->ch[0] * (size_t)n);
         if (!st) {
             drop_jobs(h, jobs, n);
+            free(r.tools);
             return send_error(conn, 500, "internal_error", "out of memory");
         }
         st->h = h;
         st->cs = cs;
         st->chat = chat;
         st->logprobs = r.job.logprobs;
-        st->tools = chat && r.job.tool_calls;
+        st->tools = chat ? r.tools : NULL; /* the stream's now */
+        r.tools = NULL;
         st->n = n;
         for (int i = 0; i < n; i++) st->ch[i].job = jobs[i];
         memcpy(st->id, id, sizeof id);
@@ -560,6 +566,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
         }
         srv_job_release(h->s, jobs[i]);
     }
+    free(r.tools);
     cs->job = total;
     cs->has_job = true;
     if (!ok) {

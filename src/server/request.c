@@ -222,7 +222,8 @@ static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_reques
         char *tools = NULL;
         rc = srv_tools_parse(root, d->tmpl, jp, &tools, msg, cap);
         if (!rc) rc = chat_prompt(root, d, tools, &text, msg, cap);
-        free(tools);
+        if (!rc && jp->tool_calls) r->tools = tools;
+        else free(tools);
         if (rc) return rc;
     } else {
         const cJSON *p = srv_field(root, "prompt");
@@ -247,6 +248,8 @@ int srv_request_parse(const char *body, size_t len, bool chat, const srv_default
     if (rc) {
         free(r->prompt);
         r->prompt = NULL;
+        free(r->tools);
+        r->tools = NULL;
         elm_grammar_free(r->job.grammar);
         r->job.grammar = NULL;
         if (rc == 500) snprintf(msg, cap, "out of memory");

@@ -28,10 +28,12 @@ typedef struct srv_request {
     srv_job_params job;
     int32_t *prompt; /* malloc'd token ids */
     int32_t n_prompt;
+    char *tools;     /* with tool calls (job.tool_calls): the request's tools JSON, malloc'd, for
+                      * reading the calls back (elm_chat_parse_tool_calls) */
 } srv_request;
 
-/* Parses body [len] as a chat (chat) or completions request. On success fills r (free r->prompt;
- * r->job.grammar goes to srv_job_new) and returns 0; otherwise returns 400 with a one-line message naming the field in msg, or 500
+/* Parses body [len] as a chat (chat) or completions request. On success fills r (free r->prompt
+ * and r->tools; r->job.grammar goes to srv_job_new) and returns 0; otherwise returns 400 with a one-line message naming the field in msg, or 500
  * when out of memory. */
 int srv_request_parse(const char *body, size_t len, bool chat, const srv_defaults *d,
                       srv_request *r, char *msg, size_t cap);

@@ -37,6 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int32_t i = 0; i < r.n_prompt; i++)
             if (r.prompt[i] < 0 || r.prompt[i] >= m->hp.n_vocab) abort();
         free(r.prompt);
+        free(r.tools);
         elm_grammar_free(r.job.grammar);
     } else if (!((rc == 400 && msg[0] && !strchr(msg, '\n')) || rc == 500) || r.prompt) {
         fprintf(stderr, "refused with %d and message '%s'\n", rc, msg);

@@ -40,6 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     free(chat);
     if (rc == 0) {
         free(r.prompt);
+        free(r.tools);
         elm_grammar_free(r.job.grammar);
     } else {
         check_refusal(rc, msg);

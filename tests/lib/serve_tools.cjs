@@ -1,4 +1,4 @@
-// Tool calls of `edgelm serve` (a model on Qwen3's template) through the official OpenAI Node
+// Tool calls of `edgelm serve` (a model on a template with tools) through the official OpenAI Node
 // client: a forced call (named function, or "required") comes back as message.tool_calls whose
 // arguments validate under the function's schema (ajv), streamed as delta.tool_calls too (with
 // n = 2, each choice's call under its index); a two-step conversation (call, tool result,
