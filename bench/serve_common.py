@@ -53,6 +53,8 @@ def stream_completion(url, body):
             if not line.startswith("data: {"):
                 continue
             ev = json.loads(line[6:])
+            if "choices" not in ev:  # an error event in place of a chunk
+                raise RuntimeError("%s: %s" % (url, line[6:300]))
             if ev["choices"] and ev["choices"][0].get("text"):
                 times.append(time.perf_counter())
             if ev.get("usage"):

@@ -12,7 +12,11 @@ it), each its own KV cache type (edgelm f32, llama-server f16; EDGELM_ARGS="--ca
 client count on both servers in turn (which goes first swaps every round, so drift on a shared
 machine hits both); every client sends one streamed /v1/completions request (N tokens,
 ignore_eos, temperature 0; a prompt of its own in each round and client count, so neither server
-answers from a cached prompt) and times its Server-Sent Events as they arrive.
+answers from a cached prompt) and times its Server-Sent Events as they arrive. The requests ban
+the byte tokens of a Llama SentencePiece vocabulary (ids 3-258, logit_bias -100): llama-server
+runs its chat-output parser over every reply, and a random-weight model's stray bytes (invalid
+UTF-8) make it fail the stream with a 500. edgelm ignores logit_bias; greedy decoding costs the
+same whichever token wins.
 
 Per server and client count it prints the median over REPEATS rounds of the aggregate decode
 rate (tokens after each stream's first / the span from the first stream's first token to the
@@ -98,11 +102,15 @@ def percentile(xs, p):
     return xs[lo] + (xs[min(lo + 1, len(xs) - 1)] - xs[lo]) * (k - lo)
 
 
+NO_BYTES = {str(i): -100 for i in range(3, 259)}
+
+
 def run(server, base, clients, round_no):
     """One round of `clients` streams: (decode tok/s, tokens per CPU-second, TTFTs in ms)."""
     bodies = [{"prompt": "Round %d, client %d of %d: once upon a time there was a little robot "
                          "who wanted to see the sea." % (round_no, i, clients),
-               "max_tokens": n_tokens, "ignore_eos": True, "temperature": 0}
+               "max_tokens": n_tokens, "ignore_eos": True, "temperature": 0,
+               "logit_bias": NO_BYTES}
               for i in range(clients)]
     cpu0 = cpu_seconds(server.pid)
     out = concurrent_streams(base + "/v1/completions", bodies)

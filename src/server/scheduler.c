@@ -344,15 +344,35 @@ static bool step(srv_server *s) {
     return true;
 }
 
+/* Requests that arrive together (an agent's parallel calls, a burst of users) are prefilled in one
+ * batch: a scheduler woken from idle waits up to BURST_MS for more jobs, up to a slot each.
+ * Without it the first prompt is prefilled alone, and the first stream's next token then waits
+ * for the others' prefill; with it they start decoding together. */
+#define BURST_MS 10
+
+/* Under the lock: the wait for a burst's other jobs. */
+static void gather_burst(srv_server *s) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += BURST_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (!s->stopping && s->n_waiting < s->p.n_slots &&
+           !pthread_cond_timedwait(&s->work, &s->mu, &until)) {
+    }
+}
+
 static void *scheduler(void *arg) {
     srv_server *s = arg;
     for (;;) {
         pthread_mutex_lock(&s->mu);
         bool busy = s->head != NULL;
         for (int i = 0; i < s->p.n_slots && !busy; i++) busy = s->slots[i].job != NULL;
-        while (!s->stopping && !busy) {
-            pthread_cond_wait(&s->work, &s->mu);
-            busy = s->head != NULL;
+        if (!busy) {
+            while (!s->stopping && !s->head) pthread_cond_wait(&s->work, &s->mu);
+            gather_burst(s);
         }
         const bool stop = s->stopping;
         pthread_mutex_unlock(&s->mu);
