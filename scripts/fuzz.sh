@@ -97,6 +97,15 @@ seeds() {
   # chat messages: system, user, assistant, user separated by NUL, each template
   printf 'You tell stories.\0Hello <|im_end|> [INST]\0Once upon a time\0\xe2\x96\x81more\0' >"$t/msgs"
   for k in 00 01 02 03 84 85; do put fuzz_chat_template "$t/msgs" $k; done
+  # replies with tool calls first, in the syntaxes of Qwen3.5 (template 12), Granite 4.0 (14) and
+  # Llama 3.1/3.2 (18, 19)
+  printf 'Sure.\n<tool_call>\n<function=f>\n<parameter=x>\n1\n</param\n</parameter>\n</function>\n</tool_call>\0Hi\0\0{"a": 1}\0' >"$t/msgs-xml"
+  printf '<tool_call>\n{"name": "f", "arguments": {"x": [1, "y"]}}\n</tool_call>\0Hi\0\0{"x": 2}\0' >"$t/msgs-hermes"
+  printf '{"name": "f", "parameters": {"x": true}}; {"name": "g", "parameters": {}}\0Hi\0\0{}\0' >"$t/msgs-llama"
+  put fuzz_chat_template "$t/msgs-xml" 0c
+  put fuzz_chat_template "$t/msgs-hermes" 0e
+  put fuzz_chat_template "$t/msgs-llama" 12
+  put fuzz_chat_template "$t/msgs-llama" 93
   # imatrix: llama-imatrix's files (stories260K's names and shapes, and wide256's), and edgelm's
   put fuzz_imatrix "$st/reference-quants/llamacpp-imatrix-calib.gguf"
   put fuzz_imatrix "$fx/wide256/reference-quants/llamacpp-imatrix-calib.gguf"
@@ -115,6 +124,9 @@ seeds() {
   printf '%s' '{"prompt": "Once", "response_format": {"type": "json_schema", "json_schema": {"name": "x", "strict": true, "schema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}}}}' >"$t/completion-schema.json"
   printf '%s' '{"prompt": "Once", "grammar": "root ::= [a-z]{1,8} (\" \" root)?"}' >"$t/completion-grammar.json"
   put fuzz_server_request "$t/completion-schema.json" 00
+  # chat with tools on the templates that have them (first byte 2t+1: template t)
+  printf '%s' '{"messages": [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}, {"role": "tool", "tool_call_id": "a", "content": "Sunny"}, {"role": "user", "content": "And tomorrow?"}], "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1, "maximum": 7}, "unit": {"enum": ["C", "F"]}}, "required": ["city"]}}}], "tool_choice": "required", "parallel_tool_calls": false}' >"$t/chat-tools.json"
+  for k in 0d 19 1d 25 27; do put fuzz_server_request "$t/chat-tools.json" $k; done
   put fuzz_server_request "$t/completion-grammar.json" 00
   # grammars: the first byte cuts the input into the grammar and a text
   printf '%s' 'root ::= "{" ws pair ("," ws pair)* "}"

@@ -1,6 +1,7 @@
 /* Tool calls parsed out of a reply, in the syntax of its template's family (chat.h,
  * elm_chat_parse_tool_calls). A last call cut short (max_tokens) is no call; a complete one that
  * does not hold a name and arguments is an error naming it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,22 +60,33 @@ static elm_status add_call(elm_tool_calls *out, const char *name, size_t len, cJ
     return ELM_OK;
 }
 
+/* Appends the call JSON object j (taken over) holds: {"name": string, KEY: object}, where Llama's
+ * KEY "parameters" may also be "arguments". */
+static elm_status add_json_call(elm_tool_calls *out, cJSON *j, const char *key, elm_error *err) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
+    cJSON *args = cJSON_DetachItemFromObjectCaseSensitive(j, key);
+    if (!args) args = cJSON_DetachItemFromObjectCaseSensitive(j, "arguments");
+    elm_status st;
+    if (cJSON_IsString(name) && cJSON_IsObject(args)) {
+        st = add_call(out, name->valuestring, strlen(name->valuestring), args, err);
+    } else {
+        char expected[64];
+        snprintf(expected, sizeof expected, "{\"name\": string, \"%s\": object}", key);
+        cJSON_Delete(args);
+        st = bad_call(out, err, expected);
+    }
+    cJSON_Delete(j);
+    return st;
+}
+
 /* Qwen3's and Granite's blocks: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> */
 static elm_status parse_hermes(const char *reply, elm_tool_calls *out, elm_error *err) {
     for (const char *p = strstr(reply, CALL_OPEN); p; p = strstr(p, CALL_OPEN)) {
         p += strlen(CALL_OPEN);
         const char *close = strstr(p, CALL_CLOSE);
         cJSON *j = cJSON_ParseWithLength(p, close ? (size_t)(close - p) : strlen(p));
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
-        cJSON *args = cJSON_DetachItemFromObjectCaseSensitive(j, "arguments");
         if (!close && !j) break;
-        if (!cJSON_IsString(name) || !cJSON_IsObject(args)) {
-            cJSON_Delete(j);
-            cJSON_Delete(args);
-            return bad_call(out, err, "{\"name\": string, \"arguments\": object}");
-        }
-        elm_status st = add_call(out, name->valuestring, strlen(name->valuestring), args, err);
-        cJSON_Delete(j);
+        const elm_status st = add_json_call(out, j, "arguments", err);
         if (st || !close) return st;
         p = close + strlen(CALL_CLOSE);
     }
@@ -194,16 +206,7 @@ static elm_status parse_llama(const char *reply, elm_tool_calls *out, elm_error 
         const char *end = NULL;
         cJSON *j = cJSON_ParseWithOpts(p, &end, false);
         if (!j) break;
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
-        cJSON *args = cJSON_DetachItemFromObjectCaseSensitive(j, "parameters");
-        if (!args) args = cJSON_DetachItemFromObjectCaseSensitive(j, "arguments");
-        if (!cJSON_IsString(name) || !cJSON_IsObject(args)) {
-            cJSON_Delete(j);
-            cJSON_Delete(args);
-            return bad_call(out, err, "{\"name\": string, \"parameters\": object}");
-        }
-        elm_status st = add_call(out, name->valuestring, strlen(name->valuestring), args, err);
-        cJSON_Delete(j);
+        const elm_status st = add_json_call(out, j, "parameters", err);
         if (st) return st;
         p = end + strspn(end, " \t\r\n;");
     }
