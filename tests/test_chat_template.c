@@ -39,6 +39,14 @@ typedef struct expected {
     const char *reply_prefix; /* what a generated reply starts with beyond the generation prompt */
 } expected;
 
+#define LLAMA31_HEAD                                                                              \
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: "      \
+    "December 2023\nToday Date: 26 Jul 2024\n\n"
+#define LLAMA31_TURNS                                                                             \
+    "<|start_header_id|>user<|end_header_id|>\n\nHi there!<|eot_id|><|start_header_id|>assistant" \
+    "<|end_header_id|>\n\nHello! How can I help?<|eot_id|><|start_header_id|>user<|end_header_id|>" \
+    "\n\nTell me a joke.<|eot_id|>"
+
 static const expected cases[] = {
     {ELM_TEMPLATE_LLAMA2,
      "<s>[INST] <<SYS>>\nYou are a helpful assistant.\n<</SYS>>\n\nHi there! [/INST] Hello! How "
@@ -124,6 +132,13 @@ static const expected cases[] = {
      "<|system|>You are a helpful assistant.<|end|><|user|>Hi there!<|end|><|assistant|>Hello! "
      "How can I help?<|end|><|user|>Tell me a joke.<|end|><|assistant|>Why did the chicken cross "
      "the road?<|end|><|endoftext|>",
+     ""},
+    /* meta-llama/Llama-3.1-8B-Instruct (tests/data/templates), rendered by jinja2 */
+    {ELM_TEMPLATE_LLAMA31,
+     LLAMA31_HEAD "You are a helpful assistant.<|eot_id|>" LLAMA31_TURNS
+     "<|start_header_id|>assistant<|end_header_id|>\n\n",
+     LLAMA31_HEAD "You are a helpful assistant.<|eot_id|>" LLAMA31_TURNS
+     "<|start_header_id|>assistant<|end_header_id|>\n\nWhy did the chicken cross the road?<|eot_id|>",
      ""},
     {ELM_TEMPLATE_PLAIN,
      "You are a helpful assistant.\n\nUser: Hi there!\nAssistant: Hello! How can I help?\nUser: "
