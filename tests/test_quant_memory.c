@@ -50,7 +50,7 @@ typedef struct watch {
     int calls, off;
 } watch;
 
-static void on_progress(int32_t done, int32_t total, const char *what, void *user) {
+static int on_progress(int32_t done, int32_t total, const char *what, void *user) {
     (void)done, (void)total;
     watch *w = user;
     const elm_qrun *r = w->r;
@@ -64,6 +64,7 @@ static void on_progress(int32_t done, int32_t total, const char *what, void *use
     if (held > w->worst) w->worst = held;
     w->off += !strncmp(what, "blk.", 4) && held != w->block;
     w->calls++;
+    return 0;
 }
 
 int main(int argc, char **argv) {

@@ -22,12 +22,13 @@ typedef struct seen {
     int warnings, ffn_down_warnings;
 } seen;
 
-static void on_progress(int32_t done, int32_t total, const char *tensor, void *user) {
+static int on_progress(int32_t done, int32_t total, const char *tensor, void *user) {
     seen *s = user;
     s->progress_calls++;
     s->last_done = done;
     s->last_total = total;
     (void)tensor;
+    return 0;
 }
 
 static void on_warn(const char *msg, void *user) {

@@ -212,6 +212,56 @@ char *elm_report_markdown(const elm_eval_report *r);
 char *elm_report_json(const elm_eval_report *r);
 char *elm_report_svg(const elm_eval_report *r, elm_plot_y y);
 
+/* ------------------------------------------------------------------------ a whole evaluation */
+
+/* What elm_evaluate compares (the options of `edgelm eval`). Paths are UTF-8 file names. */
+typedef struct elm_eval_params {
+    const char *ref;            /* the full-precision baseline model, or NULL with ref_logits */
+    const char *ref_logits;     /* a reference file save_ref wrote, instead of the baseline's pass
+                                 * (ref still needed for prompts), or NULL */
+    const char *save_ref;       /* keep the baseline's log-probs in this file (else a temporary
+                                 * one), or NULL; needs ref, excludes ref_logits */
+    const char *const *models;  /* [n_models] quantized models (none only with save_ref) */
+    int32_t n_models;
+    const char *text;           /* the evaluation text's file: UTF-8, at least 2 x n_ctx tokens */
+    const char *const *prompts; /* [n_prompts] prompts whose greedy continuations are compared
+                                 * (needs ref), or NULL */
+    int32_t n_prompts;
+    int32_t n_ctx;              /* tokens per chunk (>= 4) */
+    int32_t n_batch;            /* tokens per forward pass (0: n_ctx) */
+    int32_t n_predict;          /* most tokens per continuation (> 0 with prompts) */
+    int32_t n_threads;          /* 0: all online cores */
+    const char *tokenizer;      /* a llama2.c tokenizer.bin not beside the checkpoints, or NULL */
+    bool mmap;                  /* map GGUF files instead of reading them into memory */
+} elm_eval_params;
+
+typedef struct elm_eval_callbacks {
+    /* after each chunk of a model's pass: its file name, chunk of n_chunks, the running PPL;
+     * may be NULL */
+    void (*chunk)(const char *name, int32_t chunk, int32_t n_chunks, double ppl, void *user);
+    /* a line about the run ("q4.gguf: 8 greedy continuations of up to 64 tokens"); may be NULL */
+    void (*note)(const char *line, void *user);
+    void *user;
+} elm_eval_callbacks;
+
+typedef struct elm_eval_run elm_eval_run;
+
+/* Runs an evaluation as `edgelm eval` does: checks every model file and vocabulary against the
+ * baseline's first (mapped, weights unread), runs the baseline's pass into a reference file (or
+ * opens ref_logits), each model's pass against it, and with prompts the greedy continuations of
+ * the baseline and of each model. *out (free with elm_eval_run_free, also after an error) then
+ * holds the report (elm_eval_run_report); p and its strings must outlive it. cb may be NULL.
+ * Errors: ELM_ERR_ARG for parameters out of range or inconsistent (naming what), a text shorter
+ * than 2 x n_ctx tokens or a vocabulary that differs from the baseline's; the loaders' (naming
+ * the file), elm_ref_open's and elm_ref_check's, ELM_ERR_FORMAT for a text holding a NUL byte,
+ * ELM_ERR_IO for a missing file, ELM_ERR_NOMEM. */
+elm_status elm_evaluate(const elm_eval_params *p, const elm_eval_callbacks *cb,
+                        elm_eval_run **out, elm_error *err);
+
+/* The report of a run elm_evaluate finished (for the renderers above); valid while r is. */
+const elm_eval_report *elm_eval_run_report(const elm_eval_run *r);
+void elm_eval_run_free(elm_eval_run *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -33,6 +33,10 @@ typedef struct elm_gen_params {
      * the model's EOS as its end token. */
     const elm_grammar *grammar;
     const elm_grammar_vocab *grammar_vocab;
+    /* With a grammar: NULL holds the whole text to it; else the text is free until it contains
+     * this (OpenAI's tool_choice "auto": elm_chat_tool_grammar's lazy trigger), the grammar
+     * holding what follows (elm_grammar_matcher_set_trigger). */
+    const char *grammar_trigger;
 } elm_gen_params;
 
 typedef struct elm_gen_stats {

@@ -359,6 +359,11 @@ elm_tensor *elm_model_find(const elm_model *m, const char *name);
 size_t elm_model_bytes(const elm_model *m);
 int64_t elm_model_params(const elm_model *m);
 
+/* &m->vocab: the model's tokenizer, for callers that reach the struct through a binding with no
+ * view of its fields (python/edgelm: grammars, chat templates' control tokens, embeddings and
+ * calibration sets take the vocabulary). Valid while m is. */
+const elm_vocab *elm_model_vocab(const elm_model *m);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,9 +28,11 @@ extern "C" {
 
 /* ---------------------------------------------------------------------------- progress and summary */
 
-/* Called after each tensor is written: done of total tensors, the one just finished. */
-typedef void (*elm_quantize_progress_fn)(int32_t done, int32_t total, const char *tensor,
-                                         void *user);
+/* Called after each tensor is written: done of total tensors, the one just finished. A non-zero
+ * return stops the run (elm_quantize then fails, leaving no output file): how a binding's
+ * callback that raised, or Ctrl-C, ends a long quantization. */
+typedef int (*elm_quantize_progress_fn)(int32_t done, int32_t total, const char *tensor,
+                                        void *user);
 /* Called once per tensor that cannot take the target type (message names the tensor). */
 typedef void (*elm_quantize_warn_fn)(const char *message, void *user);
 
@@ -282,8 +284,9 @@ void elm_quant_report_free(elm_quant_report *r);
  * naming the imatrix file and tensor when an entry does not match m,
  * ELM_ERR_FORMAT naming the model file and tensor when an input weight is NaN or infinite,
  * ELM_ERR_FORMAT naming the checkpoint when it is damaged or was made from another source or
- * with other options, ELM_ERR_NOMEM, ELM_ERR_IO naming out_path or the checkpoint; no file is left
- * at out_path on any error (the checkpoint stays). */
+ * with other options, ELM_ERR_NOMEM, ELM_ERR_IO naming out_path or the checkpoint, ELM_ERR_ARG
+ * "stopped by the progress callback" when cb->progress returned non-zero (every call comes before
+ * the file is complete); no file is left at out_path on any error (the checkpoint stays). */
 elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
                            const char *out_path, const elm_quantize_callbacks *cb,
                            elm_quant_report *report, elm_error *err);

@@ -1,9 +1,9 @@
 """Model: a loaded model with one inference context, and what its calls return.
 
 A Model owns an edgelm_model handle (the weights, read-only) and one elm_context (its KV cache,
-n_ctx tokens). Each generate / logits call starts from an empty cache, so calls are independent.
-Calls on one Model are serialised by a lock; several Models run in parallel threads (the C calls
-release the GIL)."""
+n_ctx tokens). Each generate / chat / logits / embed call starts from an empty cache, so calls are
+independent. Calls on one Model are serialised by a lock; several Models run in parallel threads
+(the C calls release the GIL)."""
 
 import contextlib
 import ctypes
@@ -14,9 +14,10 @@ import random
 import signal
 import threading
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Sequence, Union
+from typing import Any, Iterator, List, Mapping, Optional, Sequence, Union
 
-from . import _lib
+from . import _lib, chat as _chat
+from .chat import ChatResult
 from .errors import ArgumentError, ClosedError, Error, error_for
 
 try:
@@ -91,14 +92,7 @@ def _load(path: "str | os.PathLike", mapped: bool = False) -> ctypes.c_void_p:
 
 def _info(handle: ctypes.c_void_p) -> dict:
     """edgelm_model_info parsed."""
-    lib = _lib.lib()
-    text = lib.edgelm_model_info(handle)
-    if not text:
-        raise error_for(4, "out of memory")
-    try:
-        return json.loads(ctypes.string_at(text).decode("utf-8", "replace"))
-    finally:
-        lib.edgelm_free(text)
+    return json.loads(_lib.take_string(_lib.lib().edgelm_model_info(handle)))
 
 
 def inspect(path: "str | os.PathLike") -> dict:
@@ -148,6 +142,7 @@ class Model:
         self._lib = _lib.lib()
         self._lock = threading.Lock()
         self._streaming = set()  # ids of the threads iterating a stream of this model
+        self._grammar_vocabs = {}  # end-of-turn id -> elm_grammar_vocab ending there (and at EOS)
         self._ctx = None
         self._model = _load(path)
         try:
@@ -179,10 +174,18 @@ class Model:
         streams (close the stream first). tokenize and detokenize must not run meanwhile."""
         self._not_streaming_here()
         with self._lock:
-            if self._model is not None:
-                self._lib.elm_context_free(self._ctx)
-                self._lib.edgelm_model_free(self._model)
-                self._ctx = self._model = None
+            self._free()
+
+    def _free(self) -> None:
+        """Frees what the model owns, the grammar vocabularies (which point into its vocabulary)
+        first."""
+        if self._model is not None:
+            for gv in self._grammar_vocabs.values():
+                self._lib.elm_grammar_vocab_free(gv)
+            self._grammar_vocabs.clear()
+            self._lib.elm_context_free(self._ctx)
+            self._lib.edgelm_model_free(self._model)
+            self._ctx = self._model = None
 
     @property
     def closed(self) -> bool:
@@ -197,8 +200,7 @@ class Model:
 
     def __del__(self):
         if getattr(self, "_model", None) is not None and not self._streaming:
-            self._lib.elm_context_free(self._ctx)
-            self._lib.edgelm_model_free(self._model)
+            self._free()
 
     def _not_streaming_here(self) -> None:
         """Error when this thread is iterating one of this model's streams: the stream's worker
@@ -251,17 +253,11 @@ class Model:
         """The text of token ids (BOS and EOS write nothing). ArgumentError for an id outside the
         vocabulary."""
         self._check_open()
-        text = self._lib.edgelm_detokenize(self._model, self._ids(ids), len(ids))
-        if not text:
-            raise error_for(4, "out of memory")
-        try:
-            return ctypes.string_at(text).decode("utf-8", "replace")
-        finally:
-            self._lib.edgelm_free(text)
+        return _lib.take_string(self._lib.edgelm_detokenize(self._model, self._ids(ids), len(ids)))
 
     # ---- logits ---------------------------------------------------------------------------------
 
-    def logits(self, ids: Sequence[int], all: bool = False):
+    def logits(self, ids: Sequence[int], all: bool = False) -> "numpy.ndarray | List[float]":
         """The logits after the token ids, run from an empty cache in one pass: the row that
         predicts the next token, [n_vocab] floats; with all=True every position's, [len(ids),
         n_vocab]. A numpy float32 array when numpy is installed, lists of floats otherwise.
@@ -300,29 +296,42 @@ class Model:
         an exception, close()) stops the generation. Ctrl-C stops it too (KeyboardInterrupt).
         ArgumentError for max_tokens < 1, a prompt that is not UTF-8 or does not fit in n_ctx;
         ClosedError on a closed model."""
-        if _int32("max_tokens", max_tokens) < 1:
-            raise ArgumentError(f"max_tokens must be > 0 (got {max_tokens})", 5)
+        gp = self._gen_params(max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed,
+                              ignore_eos)
         prompt_ids = self.tokenize(prompt)
-        if seed is None:
-            seed = random.getrandbits(64)
-        sampling = self._lib.elm_sampler_defaults()  # repeat_last_n as `edgelm run`
-        sampling.temp, sampling.top_k, sampling.top_p = temperature, _int32("top_k", top_k), top_p
-        sampling.min_p, sampling.repeat_penalty, sampling.seed = min_p, repeat_penalty, seed
-        gp = _lib.GenParams(n_predict=max_tokens, ignore_eos=ignore_eos, sampling=sampling)
         if stream:
             return self._stream(prompt_ids, gp)
         pieces = []
         result = self._run(prompt_ids, gp, pieces.append)
         return GenerationResult("".join(pieces), *result)
 
-    def _run(self, prompt_ids: List[int], gp: "_lib.GenParams", on_piece, stop=None):
+    def _gen_params(self, max_tokens: int, temperature: float, top_k: int, top_p: float,
+                    min_p: float, repeat_penalty: float, seed: Optional[int],
+                    ignore_eos: bool) -> "_lib.GenParams":
+        """elm_gen_params of generate's and chat's arguments (ArgumentError for max_tokens < 1);
+        a random seed for None."""
+        if _int32("max_tokens", max_tokens) < 1:
+            raise ArgumentError(f"max_tokens must be > 0 (got {max_tokens})", 5)
+        if seed is None:
+            seed = random.getrandbits(64)
+        sampling = self._lib.elm_sampler_defaults()  # repeat_last_n as `edgelm run`
+        sampling.temp, sampling.top_k, sampling.top_p = temperature, _int32("top_k", top_k), top_p
+        sampling.min_p, sampling.repeat_penalty, sampling.seed = min_p, repeat_penalty, seed
+        return _lib.GenParams(n_predict=max_tokens, ignore_eos=ignore_eos, sampling=sampling)
+
+    def _run(self, prompt_ids: List[int], gp: "_lib.GenParams", on_piece, stop=None,
+             end_id: int = -1):
         """elm_generate from an empty cache, each piece of text to on_piece(str); stop() true
-        ends it early. Returns (ids, prompt_ids, stats); an exception raised by on_piece or stop
-        stops the generation and is raised here, and so does Ctrl-C (_sigint_stops)."""
+        ends it early, and so does the token end_id (a chat template's end of turn: generated,
+        its text not passed on). Returns (ids, prompt_ids, stats); an exception raised by
+        on_piece or stop stops the generation and is raised here, and so does Ctrl-C
+        (_sigint_stops)."""
         raised = []
 
         def callback(text, length, token_id, user):
             try:
+                if end_id >= 0 and token_id == end_id:
+                    return 1
                 if length:
                     on_piece(ctypes.string_at(text, length).decode("utf-8", "replace"))
                 return int(bool(raised or (stop and stop())))
@@ -374,3 +383,143 @@ class Model:
             self._streaming.discard(threading.get_ident())
         if outcome:
             raise outcome[0]
+
+    # ---- chat -----------------------------------------------------------------------------------
+
+    def chat(self, messages: Sequence[Mapping[str, Any]],
+             tools: Optional[Sequence[Mapping[str, Any]]] = None, tool_choice: Any = "auto",
+             parallel_tool_calls: bool = True, response_format: Optional[Mapping[str, Any]] = None,
+             template: Optional[str] = None, max_tokens: int = 256, temperature: float = 0.8,
+             top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
+             repeat_penalty: float = 1.0, seed: Optional[int] = None) -> ChatResult:
+        """A reply to messages, as `edgelm serve`'s /v1/chat/completions makes it.
+
+        messages: OpenAI's shape, [{"role": "system" | "user" | "assistant" | "tool", "content":
+        str or [{"type": "text", "text": ...}]}], an assistant message with "tool_calls": [{"id",
+        "type": "function", "function": {"name", "arguments": JSON text}}] (content may then be
+        None), rendered by the chat template with the assistant's generation prompt after them.
+        template: a name of edgelm.chat_templates() ("qwen3", "llama31", ...); None: the one the
+        model's own Jinja template is recognised as (as `edgelm serve --template auto`).
+        tools: OpenAI's [{"type": "function", "function": {"name", "description", "parameters":
+        a JSON schema}}], written into the prompt as the template does (templates with tools:
+        qwen3, qwen3-no-think, qwen35, qwen35-no-think, granite4, llama31, llama32).
+        tool_choice: "auto" (the model may write text or calls: a call, once opened, is held to
+        the tools' schemas), "required" (calls only), {"type": "function", "function": {"name":
+        N}} (a call of N only), "none" (no calls: the tools are still in the prompt).
+        parallel_tool_calls: several calls in one reply when forced.
+        response_format: {"type": "json_object"} or {"type": "json_schema", "json_schema":
+        {"schema": S}}: the reply is JSON (valid under S); {"type": "text"} or None: free text.
+        Sampling as generate (temperature 0: greedy), max_tokens the reply's most tokens.
+
+        Returns a ChatResult: .text (content before any calls), .tool_calls (OpenAI's shape,
+        arguments a JSON string valid under the function's parameters), .finish_reason ("stop",
+        "length", "tool_calls"), .stats, .ids, .message (the assistant message for the next turn).
+        Ctrl-C stops it (KeyboardInterrupt). ArgumentError for malformed messages, tools,
+        tool_choice or response_format (the library's message when it finds it), an unknown
+        template or a conversation longer than n_ctx; UnsupportedError for tools on a template
+        without them or a schema the grammar translation cannot enforce; ClosedError on a closed
+        model."""
+        self._check_open()
+        tmpl = _chat.template_of(template, self.info["chat_template"])
+        tools_json, mode, only = _chat.tool_mode(tmpl, tools, tool_choice)
+        gbnf, trigger = _chat.grammar_text(tmpl, tools_json, mode, only, parallel_tool_calls,
+                                           response_format)
+        gp = self._gen_params(max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed,
+                              False)
+        # the prompt as the server tokenizes it: control tokens parsed, BOS in front when wanted
+        ids = self.tokenize(_chat.render(tmpl, messages, tools_json), add_special=False,
+                            parse_special=True)
+        bos = self.info["bos_id"]
+        if self.info["add_bos"] and bos >= 0 and (not ids or ids[0] != bos):
+            ids.insert(0, bos)
+        pieces = []
+        with _chat.Grammar(gbnf) as grammar:
+            with self._use():
+                eot = self._lib.elm_chat_special_id(self._vocab(),
+                                                    self._lib.elm_chat_template_eot(tmpl))
+                gp.grammar, gp.grammar_trigger = grammar, trigger
+                gp.grammar_vocab = self._grammar_vocab(eot) if grammar else None
+            out, _, stats = self._run(ids, gp, pieces.append, end_id=eot)
+        ended = eot >= 0 and out and out[-1] == eot
+        if ended:
+            out.pop()
+        finish = "stop" if ended or len(out) < max_tokens else "length"
+        text, calls = "".join(pieces), []
+        if mode != "none":
+            text, calls = _chat.parse_tool_calls(tmpl, tools_json, text)
+        if calls and finish == "stop":
+            finish = "tool_calls"
+        return ChatResult(text, calls, finish, stats, out,
+                          self._lib.elm_chat_template_name(tmpl).decode())
+
+    def _vocab(self) -> int:
+        """The elm_vocab of the model (held lock or not: it is read-only)."""
+        return self._lib.elm_model_vocab(self._lib.edgelm_model_get(self._model))
+
+    def _grammar_vocab(self, eot: int) -> int:
+        """The elm_grammar_vocab whose end tokens are EOS and eot (-1: none), built once per eot
+        and kept until close (it sorts every token's bytes). Called with the lock held."""
+        gv = self._grammar_vocabs.get(eot)
+        if gv is None:
+            ends = (ctypes.c_int32 * 2)(self.info["eos_id"], eot)
+            gv = self._lib.elm_grammar_vocab_new(self._vocab(), ends, 2)
+            if not gv:
+                raise error_for(4, "out of memory for the grammar's vocabulary")
+            self._grammar_vocabs[eot] = gv
+        return gv
+
+    # ---- embeddings -----------------------------------------------------------------------------
+
+    def embed(self, texts: Union[Text, Sequence[Text]], pooling: Optional[str] = None,
+              normalize: bool = True) -> "numpy.ndarray | List[List[float]]":
+        """The embedding of each text (a str or UTF-8 bytes counts as a list of one), as `edgelm
+        embed` and the server's /v1/embeddings compute it (elm_embed): the hidden states of its
+        tokens (BOS and EOS as the tokenizer adds them, control tokens parsed) after the output
+        norm, pooled by the model's pooling_type (mean for a model that says none) or pooling
+        ("mean", "cls", "last"), an embedding model's Dense projections, scaled to unit length
+        unless normalize=False. Each text runs from an empty cache and must fit n_ctx.
+
+        Returns a numpy float32 array [len(texts), dim] when numpy is installed, else a list of
+        lists of floats. ArgumentError for an empty list, a text with no tokens or more than
+        n_ctx (or a non-causal model's n_batch), an unknown pooling, bytes that are not UTF-8;
+        UnsupportedError for a reranker (rank pooling); ClosedError on a closed model."""
+        if isinstance(texts, (str, bytes, bytearray)):
+            texts = [texts]
+        if not texts:
+            raise ArgumentError("texts: no text to embed", 5)
+        params = _lib.EmbedParams(pooling=-1, no_normalize=not normalize)
+        if pooling is not None:
+            p = ctypes.c_int()
+            if not isinstance(pooling, str) or not self._lib.elm_pooling_from_name(
+                    pooling.encode(), ctypes.byref(p)):
+                raise ArgumentError(f"pooling: {pooling!r} is not mean, cls or last", 5)
+            params.pooling = p.value
+        data = [_encode(t, f"texts[{i}]") for i, t in enumerate(texts)]
+        rows = []
+        with self._use():
+            model = self._lib.edgelm_model_get(self._model)
+            dim = self._lib.elm_embed_dim(model)
+            for i, d in enumerate(data):
+                ids, n, err = ctypes.POINTER(ctypes.c_int32)(), ctypes.c_int64(), _lib.ElmError()
+                status = self._lib.elm_embed_tokenize(self._vocab(), d, len(d), ctypes.byref(ids),
+                                                      ctypes.byref(n), ctypes.byref(err))
+                if status:
+                    raise error_for(status, f"texts[{i}]: " + err.msg.decode("utf-8", "replace"))
+                try:
+                    if n.value == 0:
+                        raise ArgumentError(f"texts[{i}]: the text has no tokens (and the model "
+                                            "adds no BOS or EOS)", 5)
+                    if n.value > self.n_ctx:
+                        raise ArgumentError(f"texts[{i}]: the text has {n.value} tokens, over "
+                                            f"the model's n_ctx {self.n_ctx}", 5)
+                    row = (ctypes.c_float * dim)()
+                    status = self._lib.elm_embed(self._ctx, ids, n.value, ctypes.byref(params),
+                                                 row, ctypes.byref(err))
+                finally:
+                    self._lib.edgelm_free(ids)
+                if status:
+                    raise error_for(status, f"texts[{i}]: " + err.msg.decode("utf-8", "replace"))
+                rows.append(row)
+        if numpy is not None:
+            return numpy.array([numpy.frombuffer(r, dtype=numpy.float32) for r in rows])
+        return [list(r) for r in rows]

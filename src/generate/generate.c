@@ -36,6 +36,8 @@ elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory starting generation");
         goto done;
     }
+    if (gm && p->grammar_trigger && (st = elm_grammar_matcher_set_trigger(gm, p->grammar_trigger, err)))
+        goto done;
     elm_sampler_set_grammar(s, gm);
     memcpy(history, prompt, sizeof(int32_t) * (size_t)n_prompt);
     int32_t n_hist = n_prompt;

@@ -162,6 +162,8 @@ size_t elm_model_bytes(const elm_model *m) {
     return n;
 }
 
+const elm_vocab *elm_model_vocab(const elm_model *m) { return &m->vocab; }
+
 int64_t elm_model_params(const elm_model *m) {
     int64_t n = 0;
     for (int32_t i = 0; i < m->n_tensors; i++)

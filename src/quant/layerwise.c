@@ -548,8 +548,16 @@ static int block_tensors(elm_layer *L, elm_tensor *t[ELM_LAYER_SLOTS]) {
     return n;
 }
 
-static void progress(const qctx *q, int32_t done, const char *what) {
-    if (q->cb && q->cb->progress) q->cb->progress(done, q->r->work.hp.n_layers + 2, what, q->cb->user);
+elm_status elm_quant_progress(const elm_quantize_callbacks *cb, int32_t done, int32_t total,
+                              const char *what, elm_error *err) {
+    if (cb && cb->progress && cb->progress(done, total, what, cb->user))
+        return elm_errorf(err, ELM_ERR_ARG, "quantization stopped by the progress callback after "
+                          "%s (%d of %d)", what, done, total);
+    return ELM_OK;
+}
+
+static elm_status progress(const qctx *q, int32_t done, const char *what, elm_error *err) {
+    return elm_quant_progress(q->cb, done, q->r->work.hp.n_layers + 2, what, err);
 }
 
 elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
@@ -651,7 +659,7 @@ elm_status elm_qrun_step(elm_qrun *r, elm_error *err) {
         if (!st && r->ckpt) st = elm_ckpt_commit(r->ckpt, r, l + 1, q.x, err);
         char what[32];
         snprintf(what, sizeof what, "blk.%d", l);
-        if (!st) progress(&q, l + 1, what);
+        if (!st) st = progress(&q, l + 1, what, err);
         for (int k = 0; k < n_bt && !st; k++) release(r, bt[k]);
     } else if (r->stage == m->hp.n_layers) {
         st = output_stage(&q, err);
@@ -660,7 +668,7 @@ elm_status elm_qrun_step(elm_qrun *r, elm_error *err) {
             if (r->final_stage[i] > m->hp.n_layers) st = emit_rtn(&q, &r->tensors[i], err);
             release(r, &r->tensors[i]);
         }
-        if (!st) progress(&q, m->hp.n_layers + 1, "output");
+        if (!st) st = progress(&q, m->hp.n_layers + 1, "output", err);
         free(r->x);
         r->x = NULL;
     }

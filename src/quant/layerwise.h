@@ -58,6 +58,11 @@ elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
 elm_status elm_qrun_step(elm_qrun *r, elm_error *err);
 void elm_qrun_free(elm_qrun *r);
 
+/* cb->progress(done, total, what) when there is one; ELM_ERR_ARG naming `what` when it asks to
+ * stop (elm_quantize_progress_fn). */
+elm_status elm_quant_progress(const elm_quantize_callbacks *cb, int32_t done, int32_t total,
+                              const char *what, elm_error *err);
+
 /* Checks a decoded row of tensor t for NaN and infinities: ELM_ERR_FORMAT naming the model
  * file, the tensor, the row and the column. */
 elm_status elm_check_finite(const elm_model *m, const elm_tensor *t, int64_t row, const float *x,

@@ -140,8 +140,8 @@ static elm_status put_tensor(wjob *j, elm_gguf_writer *w, int32_t k, const elm_t
                        : convert(j, &j->src[i], t, j->buf, err);
         if (!st) st = elm_gguf_write_tensor(w, k, j->buf, t->nbytes, err);
     }
-    if (!st && j->per_tensor_progress && j->cb && j->cb->progress)
-        j->cb->progress(k + 1, j->m->n_tensors, t->name, j->cb->user);
+    if (!st && j->per_tensor_progress)
+        st = elm_quant_progress(j->cb, k + 1, j->m->n_tensors, t->name, err);
     return st;
 }
 
@@ -239,6 +239,9 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
                                   policy.recipe ? policy.recipe : elm_file_type_of(policy.type), &w,
                                   err);
     for (int32_t k = 0; k < n && !st; k++) st = put_tensor(&job, w, k, &outw[k], err);
+    /* before the file is made whole, so that a callback asking to stop still leaves none */
+    if (!st && !job.per_tensor_progress)
+        st = elm_quant_progress(cb, m->hp.n_layers + 2, m->hp.n_layers + 2, "written", err);
     if (!st) st = elm_gguf_end(w, &sum.file_bytes, err);
     elm_gguf_writer_free(w);
     if (!st) {
@@ -246,8 +249,6 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
         elm_ckpt_close(run.ckpt, true);
         run.ckpt = NULL;
     }
-    if (!st && !job.per_tensor_progress && cb && cb->progress)
-        cb->progress(m->hp.n_layers + 2, m->hp.n_layers + 2, "written", cb->user);
     if (!st && report) st = fill_report(m, plan, &run, order, report, err);
     elm_pool_free(job.pool);
     free(job.row);

@@ -4,11 +4,15 @@ usage: python check_package.py EDGELM_BINARY FIXTURES_DIR
 Each failed check prints "FAIL: ..." on stderr; the exit status is the number failed (capped)."""
 
 import array
+import glob
+import inspect
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 
 import edgelm
@@ -39,6 +43,12 @@ def raises(cls, pattern, fn, *args, **kwargs):
         check(False, f"want {cls.__name__} '{pattern}', got {type(e).__name__}: {e}")
         return
     check(False, f"want {cls.__name__} '{pattern}', nothing raised")
+
+
+def cli_json(*args):
+    """`edgelm ARGS` (which print one JSON object): its object."""
+    return json.loads(subprocess.run([binary, *args], check=True, capture_output=True,
+                                     text=True).stdout)
 
 
 def cli_run(prompt, n, logits=0):
@@ -157,6 +167,194 @@ raises(edgelm.FileError, "/nonexistent/model.gguf", edgelm.inspect, "/nonexisten
 raises(edgelm.ArgumentError, "context size -5", edgelm.Model, gguf, n_ctx=-5)
 raises(edgelm.FormatError, "", edgelm.Model, __file__)
 raises(edgelm.ArgumentError, "n_ctx 4294967552", edgelm.Model, gguf, n_ctx=2**32 + 256)
+
+tmp = tempfile.mkdtemp(prefix="edgelm-py-")
+text = f"{fixtures}/stories260K/text/valid.txt"
+calib = f"{fixtures}/stories260K/text/calib.txt"
+
+# chat as the server does: a forced tool call on stories260K with qwen3's template, its arguments
+# valid under the function's schema (checked by hand); a JSON schema's reply parses
+weather = {"type": "object", "required": ["city", "days"], "additionalProperties": False,
+           "properties": {"city": {"type": "string"},
+                          "days": {"type": "integer", "minimum": 1, "maximum": 7}}}
+tools = [{"type": "function", "function": {"name": "get_weather", "description": "The weather",
+                                           "parameters": weather}},
+         {"type": "function", "function": {"name": "get_time", "parameters": {
+             "type": "object", "properties": {"zone": {"type": "string"}}}}}]
+with edgelm.Model(gguf, n_ctx=1024, n_threads=1) as model:
+    question = [{"role": "user", "content": "What is the weather in Paris?"}]
+    r = model.chat(question, tools=tools, template="qwen3", parallel_tool_calls=False,
+                   tool_choice={"type": "function", "function": {"name": "get_weather"}},
+                   temperature=0, max_tokens=200)
+    call = r.tool_calls[0]["function"] if len(r.tool_calls) == 1 else {}
+    args = json.loads(call.get("arguments", "null"))
+    check(r.finish_reason == "tool_calls" and r.tool_calls[0]["type"] == "function" and
+          r.tool_calls[0]["id"].startswith("call_") and call["name"] == "get_weather" and
+          r.template == "qwen3", f"forced call: {r}")
+    check(isinstance(args, dict) and set(args) == {"city", "days"} and
+          isinstance(args["city"], str) and type(args["days"]) is int and 1 <= args["days"] <= 7,
+          f"arguments not valid under the schema: {args}")
+    several = model.chat(question, tools=tools, template="qwen3", tool_choice="required",
+                         temperature=0, max_tokens=120)
+    check(several.tool_calls and all(c["function"]["name"] in ("get_weather", "get_time")
+                                      for c in several.tool_calls), f"required: {several}")
+    # the call and its result as the next turn's messages: rendered, answered
+    turn = question + [r.message, {"role": "tool", "content": '{"sky": "blue"}'}]
+    after = model.chat(turn, tools=tools, template="qwen3", temperature=0, max_tokens=8)
+    check(after.finish_reason in ("stop", "length", "tool_calls"), f"after a tool result: {after}")
+    schema = {"type": "object", "required": ["name", "age"],
+              "properties": {"name": {"type": "string"}, "age": {"type": "integer"}}}
+    r = model.chat([{"role": "user", "content": "A person as JSON"}], temperature=0,
+                   response_format={"type": "json_schema", "json_schema": {"schema": schema}},
+                   max_tokens=200)
+    doc = json.loads(r.text) if r.finish_reason == "stop" else None
+    check(isinstance(doc, dict) and isinstance(doc.get("name"), str) and
+          type(doc.get("age")) is int, f"json_schema reply: {r}")
+    # any object: stories260K writes keys until max_tokens, so only its opening is checked
+    r = model.chat([{"role": "user", "content": "JSON"}], temperature=0, max_tokens=40,
+                   response_format={"type": "json_object"})
+    check(r.text.startswith("{") and (r.finish_reason == "length" or
+                                      isinstance(json.loads(r.text), dict)), f"json_object: {r}")
+    r = model.chat([{"role": "system", "content": "Tell a story."},
+                    {"role": "user", "content": "Once"}], temperature=0, max_tokens=8)
+    check(r.template == "plain" and r.finish_reason == "length" and len(r.ids) == 8 and
+          r.text == model.detokenize(r.ids), f"plain chat: {r}")
+    raises(edgelm.ArgumentError, "unknown chat template", model.chat, question, template="nope")
+    raises(edgelm.UnsupportedError, "has no tool calls", model.chat, question, tools=tools)
+    raises(edgelm.ArgumentError, "cannot be combined", model.chat, question, tools=tools,
+           template="qwen3", tool_choice="required", response_format={"type": "json_object"})
+    raises(edgelm.ArgumentError, "role 'system'", model.chat,
+           [{"role": "user", "content": "a"}, {"role": "system", "content": "b"}])
+    raises(edgelm.ArgumentError, "content", model.chat, [{"role": "user", "content": b"\xff"}])
+check("chat" in edgelm.chat_templates()[3] and "qwen3" in edgelm.chat_templates(), "templates")
+
+# embeddings: the CLI's vectors bit for bit, of an embedding model (EmbeddingGemma's shape,
+# bidirectional, mean pooling, Dense projections) and of a generative one
+emb = f"{tmp}/gemma-embedding.gguf"
+subprocess.run([binary, "synth", "--arch", "gemma-embedding", "--tiny", "--vocab", gguf, "-o", emb,
+                "-s", "5"], check=True, capture_output=True)
+texts = ["Once upon a time", "Lily and Ben went to the park. 日本 ü"]
+for path in (emb, gguf):
+    with edgelm.Model(path, n_ctx=128, n_threads=1) as m:
+        vectors = m.embed(texts)
+        for t, v in zip(texts, vectors):
+            want = cli_json("embed", "-m", path, "-p", t, "--json", "-t", "1")["embedding"]
+            check(array.array("f", v) == array.array("f", want), f"embed {path} '{t}'")
+        check(array.array("f", m.embed(texts[0])[0]) == array.array("f", vectors[0]),
+              "a str embeds as a list of one")
+        raw = m.embed(texts[0], normalize=False)[0]
+        check(abs(sum(x * x for x in raw) - 1) > 1e-3, "normalize=False")
+        raises(edgelm.ArgumentError, "not mean, cls or last", m.embed, "x", pooling="max")
+        raises(edgelm.ArgumentError, "n_ctx", m.embed, "Once upon a time " * 100)
+raises(edgelm.ClosedError, "closed", m.embed, "x")
+raises(edgelm.ClosedError, "closed", m.chat, [{"role": "user", "content": "x"}])
+
+# quantize + evaluate: the CLI's file byte for byte, the CLI's report figure for figure
+cli_q, py_q = f"{tmp}/cli-q4_0.gguf", f"{tmp}/py-q4_0.gguf"
+subprocess.run([binary, "quantize", "-m", gguf, "-o", cli_q, "--type", "q4_0", "-t", "1"],
+               check=True, capture_output=True)
+steps = []
+q = edgelm.quantize(gguf, py_q, type="q4_0", threads=1,
+                    progress=lambda done, total, name: steps.append((done, total, name)))
+check(open(cli_q, "rb").read() == open(py_q, "rb").read(), "quantize: not the CLI's file")
+check(len(steps) == q["n_fallback"] + 43 and steps[-1][:2] == (48, 48) and
+      q["type"] == "q4_0" and len(q["tensors"]) == 48 and q["file_bytes"] == os.path.getsize(py_q),
+      f"quantize: {len(steps)} progress calls, {steps[-1:]}, {q['type']}")
+check(any("written as f16" in w for w in q["warnings"]), f"warnings {q['warnings'][:1]}")
+cli_r = cli_json("eval", "--ref", gguf, "-m", cli_q, "-f", text, "-c", "128", "-t", "1", "--json")
+svg = f"{tmp}/plot.svg"
+r = edgelm.evaluate(gguf, py_q, text, n_ctx=128, threads=1, svg=svg)
+got, want = r["models"][0], cli_r["models"][0]
+check(got["kld_mean"] == want["kld_mean"] and got["kld_mean"] > 0, f"KLD {got['kld_mean']} "
+      f"!= the CLI's {want['kld_mean']}")
+check({k: v for k, v in got.items() if k not in ("name", "path")} ==
+      {k: v for k, v in want.items() if k not in ("name", "path")} and
+      r["baseline"] == cli_r["baseline"] and got["path"] == py_q, "report differs from the CLI's")
+schema = json.load(open(os.path.join(os.path.dirname(__file__), "../../docs/eval.schema.json")))
+model_schema = schema["definitions"]["model"]
+check(set(r) == set(schema["required"]) and set(got) == set(model_schema["required"]) and
+      set(got["verdicts"]) == {"ppl", "similarity"}, f"report keys {sorted(r)}, {sorted(got)}")
+check(open(svg).read().lstrip().startswith(("<svg", "<?xml")) and "</svg>" in open(svg).read(),
+      "evaluate's svg")
+prompts = ["Once upon a time", "Lily and Ben"]
+r = edgelm.evaluate(gguf, [py_q], text, n_ctx=128, threads=1, prompts=prompts, n_predict=16)
+check(r["prompts"] == 2 and 0 <= r["models"][0]["similarity"] <= 1, f"prompts: {r['prompts']}")
+
+# a progress callback that raises, and Ctrl-C, stop a quantization: the exception raised, no
+# file left (rtn, and gptq without resume: no checkpoint)
+
+
+class Enough(Exception):
+    pass
+
+
+def stop_at(n, exc):
+    def progress(done, total, name):
+        if done == n:
+            raise exc
+    return progress
+
+
+for method in ("rtn", "gptq"):
+    out = f"{tmp}/stopped-{method}.gguf"
+    raises_plain = None
+    try:
+        edgelm.quantize(f"{fixtures}/stories260K/hf-f32", out, type="q4_k_m", method=method,
+                        calib=calib, calib_samples=8, seq_len=64, threads=1,
+                        progress=stop_at(3, Enough("stop")))
+    except Enough as e:
+        raises_plain = e
+    check(raises_plain is not None and not glob.glob(out + "*"),
+          f"{method}: callback's exception {raises_plain!r}, files {glob.glob(out + '*')}")
+out = f"{tmp}/interrupted.gguf"
+try:
+    edgelm.quantize(gguf, out, type="q8_0", threads=1,
+                    progress=lambda done, total, name: done == 5 and os.kill(os.getpid(),
+                                                                             signal.SIGINT))
+    check(False, "SIGINT did not stop quantize")
+except KeyboardInterrupt:
+    check(not os.path.exists(out), "a file left after Ctrl-C")
+check(signal.getsignal(signal.SIGINT) is signal.default_int_handler, "SIGINT handler restored")
+
+# errors of quantize and evaluate: the library's message
+raises(edgelm.FileError, "/nonexistent/calib.txt", edgelm.quantize, gguf, f"{tmp}/x.gguf",
+       type="q4_0", method="gptq", calib="/nonexistent/calib.txt")
+raises(edgelm.FileError, "/nonexistent/model.gguf", edgelm.quantize, "/nonexistent/model.gguf",
+       f"{tmp}/x.gguf", type="q4_0")
+raises(edgelm.ArgumentError, "unknown type 'q9_k'", edgelm.quantize, gguf, f"{tmp}/x.gguf",
+       type="q9_k")
+raises(edgelm.ArgumentError, "needs calibration", edgelm.quantize, gguf, f"{tmp}/x.gguf",
+       type="q4_0", method="gptq")
+raises(edgelm.FileError, f"{tmp}/no-such/x.gguf", edgelm.quantize, gguf, f"{tmp}/no-such/x.gguf",
+       type="q4_0")
+raises(edgelm.FileError, "/nonexistent/q.gguf", edgelm.evaluate, gguf, "/nonexistent/q.gguf", text)
+raises(edgelm.ArgumentError, "need at least", edgelm.evaluate, gguf, py_q, calib, n_ctx=1 << 16)
+raises(edgelm.ArgumentError, "too small", edgelm.evaluate, gguf, py_q, text, n_ctx=2)
+check(not glob.glob(f"{tmp}/x.gguf*"), "a file left by a failed quantize")
+
+# help(edgelm.quantize) reads like `edgelm quantize --help`: its lists are the CLI's
+cli_help = subprocess.run([binary, "quantize", "--help"], capture_output=True, text=True).stdout
+doc = inspect.getdoc(edgelm.quantize)
+for line in (ln for ln in cli_help.splitlines() if ln.startswith(("types:", "recipes:"))):
+    check(line in doc, f"quantize's docstring lacks the CLI's '{line}'")
+for option in ("--calib", "--seq-len", "--imatrix", "--damp", "--act-order", "--pure",
+               "--keep-sensitive", "--tensor-type", "--resume"):
+    check(f"({option}" in doc or f"{option})" in doc or f"({option};" in doc,
+          f"quantize's docstring lacks {option}")
+
+# docstrings and type hints on every public name
+for name in edgelm.__all__:
+    obj = getattr(edgelm, name)
+    check(name == "__version__" or inspect.getdoc(obj), f"edgelm.{name} has no docstring")
+    members = [obj] if inspect.isfunction(obj) else [
+        f for n, f in vars(obj).items() if inspect.isfunction(f) and not n.startswith("_")
+    ] if inspect.isclass(obj) else []
+    for f in members:
+        sig = inspect.signature(f)
+        check(inspect.getdoc(f) and all(p.annotation is not p.empty for p in sig.parameters.values()
+                                        if p.name != "self") and
+              sig.return_annotation is not sig.empty, f"{name}.{f.__name__}: docstring or hints")
+shutil.rmtree(tmp)
 
 # two models in two threads: each the golden ids
 results = {}

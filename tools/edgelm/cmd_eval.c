@@ -2,13 +2,9 @@
  * perplexity scores (KL divergence, top-1/top-5 agreement, Δp, perplexity change) and on greedy
  * continuations of prompts (similarity, exact match, completion), then prints one table with
  * verdicts (or --json) and optionally writes a Markdown report and an SVG plot. */
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "core/fileio.h"
@@ -28,39 +24,14 @@ typedef struct {
 
 /* ------------------------------------------------------------------------- helpers */
 
-static const char *file_name(const char *path) {
-    const char *slash = strrchr(path, '/');
-    return slash && slash[1] ? slash + 1 : path;
+static void on_chunk(const char *name, int32_t chunk, int32_t n_chunks, double ppl, void *user) {
+    (void)user;
+    cli_progress(chunk, n_chunks, "eval: %s: chunk %d/%d, running PPL %.4f", name, chunk, n_chunks, ppl);
 }
 
-/* Size on disk: the file itself, or a Hugging Face folder's *.safetensors files. */
-static uint64_t disk_bytes(const char *path, const elm_model *m) {
-    struct stat st;
-    if (stat(path, &st) != 0) return elm_model_bytes(m);
-    if (!S_ISDIR(st.st_mode)) return (uint64_t)st.st_size;
-    uint64_t sum = 0;
-    DIR *d = opendir(path);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        const size_t n = strlen(e->d_name);
-        char full[4096];
-        if (n > 12 && !strcmp(e->d_name + n - 12, ".safetensors") &&
-            snprintf(full, sizeof full, "%s/%s", path, e->d_name) < (int)sizeof full &&
-            stat(full, &st) == 0)
-            sum += (uint64_t)st.st_size;
-    }
-    if (d) closedir(d);
-    return sum ? sum : elm_model_bytes(m);
-}
-
-static double mib(uint64_t bytes) { return (double)bytes / (1024.0 * 1024.0); }
-
-typedef struct {
-    const char *name;
-} progress;
-
-static void on_chunk(int32_t chunk, int32_t n_chunks, double ppl, void *user) {
-    const progress *p = user;
-    cli_progress(chunk, n_chunks, "eval: %s: chunk %d/%d, running PPL %.4f", p->name, chunk, n_chunks, ppl);
+static void on_note(const char *line, void *user) {
+    (void)user;
+    fprintf(stderr, "eval: %s\n", line);
 }
 
 /* Splits the prompts file into its non-empty lines (pointers into buf, which is modified). */
@@ -89,15 +60,6 @@ static int write_atomic(const char *path, const char *doc) {
     return 0;
 }
 
-/* Same token pieces, in the same order. */
-static bool same_pieces(const elm_vocab *a, const elm_vocab *b) {
-    if (a->n_tokens != b->n_tokens) return false;
-    for (int32_t i = 0; i < a->n_tokens; i++)
-        if (a->piece_len[i] != b->piece_len[i] || memcmp(a->pieces[i], b->pieces[i], a->piece_len[i]))
-            return false;
-    return true;
-}
-
 /* --markdown and --plot are written at the end: a folder that is missing is said up front. */
 static int check_outputs(const eval_opts *o) {
     const char *outs[] = {o->markdown, o->plot, o->save_ref};
@@ -108,155 +70,20 @@ static int check_outputs(const eval_opts *o) {
 
 /* --------------------------------------------------------------------- the evaluation */
 
-typedef struct {
-    const eval_opts *o;
-    char *text;
-    size_t text_len;
-    char *prompt_buf;
-    char **prompts;
-    int n_prompts;
-    elm_ref *ref;
-    elm_continuations ref_gen;
-    elm_eval_entry base;
-    elm_eval_entry models[MAX_MODELS];
-} eval_run;
-
-/* Runs the baseline: its log-probs go to --save-ref or to a temporary file that is unlinked as
- * soon as it is mapped. */
-static int run_baseline(eval_run *r, const elm_model *base, const int32_t *ids, int64_t n_ids,
-                        const elm_ppl_params *pp) {
-    if (n_ids < 2 * (int64_t)pp->n_ctx) /* before creating any file */
-        return cli_fail("%s: text has %lld tokens; need at least %d (2 x context %d)", r->o->file,
-                        (long long)n_ids, 2 * pp->n_ctx, pp->n_ctx);
-    char dir[1024] = "", path[1100];
-    if (r->o->save_ref) {
-        snprintf(path, sizeof path, "%s", r->o->save_ref);
-    } else {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/edgelm-eval-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(dir)) return cli_fail("%s: cannot create a temporary folder", dir);
-        snprintf(path, sizeof path, "%s/reference.elmref", dir);
-    }
-    elm_error err;
-    elm_error_clear(&err);
-    elm_ppl_result ppl;
-    progress pr = {file_name(r->o->ref)};
-    elm_status st = elm_eval_reference(base, ids, n_ids, pp, disk_bytes(r->o->ref, base), path,
-                                       on_chunk, &pr, &ppl, &err);
-    if (!st) st = elm_ref_open(path, &r->ref, &err);
-    if (dir[0]) {
-        unlink(path);
-        rmdir(dir);
-    }
-    return st ? cli_fail("%s", err.msg) : 0;
-}
-
-static int run_continuations(const eval_run *r, const elm_model *m, const char *name,
-                             elm_continuations *out) {
-    elm_error err;
-    elm_error_clear(&err);
-    fprintf(stderr, "eval: %s: %d greedy continuations of up to %ld tokens\n", name, r->n_prompts,
-            r->o->n_predict);
-    if (elm_eval_continuations(m, (const char *const *)r->prompts, r->n_prompts, (int32_t)r->o->n_predict,
-                               (int32_t)r->o->n_threads, out, &err))
-        return cli_fail("%s: %s", m->path, err.msg);
-    return 0;
-}
-
-static int tokenize_text(const eval_run *r, const elm_model *m, int32_t **ids, int64_t *n) {
-    elm_error err;
-    elm_error_clear(&err);
-    if (elm_ppl_tokenize(m, r->text, r->text_len, ids, n, &err)) return cli_fail("%s: %s", r->o->file, err.msg);
-    return 0;
-}
-
-/* The reference (live or cached) and the baseline's own entry and continuations. */
-static int prepare_baseline(eval_run *r, const elm_ppl_params *pp) {
-    const eval_opts *o = r->o;
-    elm_model *base = o->ref ? cli_load_model_to_run(o->ref, o->tokenizer, o->mmap) : NULL;
-    if (o->ref && !base) return 1;
-    int32_t *ids = NULL;
-    int64_t n_ids = 0;
-    elm_error err;
-    elm_error_clear(&err);
-    int rc = base ? tokenize_text(r, base, &ids, &n_ids) : 0;
-    if (!rc && o->ref_logits) {
-        if (elm_ref_open(o->ref_logits, &r->ref, &err)) rc = cli_fail("%s", err.msg);
-        else if (base && elm_ref_check(r->ref, base->hp.n_vocab, pp->n_ctx, ids, n_ids, &err))
-            rc = cli_fail("%s", err.msg); /* without --ref, each model's pass checks the file */
-    } else if (!rc) {
-        rc = run_baseline(r, base, ids, n_ids, pp);
-    }
-    if (!rc) {
-        const elm_ref_info *in = &r->ref->info;
-        elm_eval_entry *e = &r->base;
-        e->name = base ? file_name(o->ref) : in->model_name;
-        e->path = base ? o->ref : in->model_name;
-        e->size_mib = mib(base ? disk_bytes(o->ref, base) : in->model_bytes);
-        e->ppl = (elm_ppl_result){.ppl = in->ppl, .ppl_stderr = in->ppl_stderr, .mean_nll = in->mean_nll,
-                                  .n_ctx = in->n_ctx, .chunks = in->n_chunks,
-                                  .n_tokens = in->n_text_tokens, .scored_tokens = in->n_scored};
-        e->kld = (elm_kld_stats){.n = in->n_scored, .top1_pct = 100, .top5_overlap_pct = 100};
-    }
-    if (!rc && r->n_prompts > 0) {
-        rc = run_continuations(r, base, r->base.name, &r->ref_gen);
-        if (!rc && elm_gen_quality_of(&r->ref_gen, &r->ref_gen, &r->base.gen, &err)) rc = cli_fail("%s", err.msg);
-        r->base.has_gen = !rc;
-    }
-    free(ids);
-    elm_model_free(base);
-    return rc;
-}
-
-static int evaluate_model(eval_run *r, int k, const elm_ppl_params *pp) {
-    const char *path = r->o->models[k];
-    elm_eval_entry *e = &r->models[k];
-    e->name = file_name(path);
-    e->path = path;
-    elm_model *m = cli_load_model_to_run(path, r->o->tokenizer, r->o->mmap);
-    if (!m) return 1;
-    int32_t *ids = NULL;
-    int64_t n_ids = 0;
-    elm_error err;
-    elm_error_clear(&err);
-    int rc = tokenize_text(r, m, &ids, &n_ids);
-    progress pr = {e->name};
-    if (!rc && elm_eval_compare(m, r->ref, ids, n_ids, pp, on_chunk, &pr, &e->ppl, &e->kld, &err))
-        rc = cli_fail("%s", err.msg);
-    e->size_mib = mib(disk_bytes(path, m));
-    if (!rc && r->n_prompts > 0) {
-        elm_continuations gen;
-        rc = run_continuations(r, m, e->name, &gen);
-        if (!rc && elm_gen_quality_of(&r->ref_gen, &gen, &e->gen, &err)) rc = cli_fail("%s", err.msg);
-        e->has_gen = !rc;
-        elm_continuations_free(&gen);
-    }
-    free(ids);
-    elm_model_free(m);
-    return rc;
-}
-
-static int emit(const eval_run *r) {
-    const eval_opts *o = r->o;
-    const elm_ref_info *in = &r->ref->info;
-    const elm_eval_report rep = {
-        .text_path = o->file, .n_ctx = in->n_ctx, .chunks = in->n_chunks, .scored_tokens = in->n_scored,
-        .n_prompts = r->n_prompts, .n_predict = r->n_prompts ? (int32_t)o->n_predict : 0,
-        .baseline = r->base, .n_models = o->n_models, .models = r->models,
-    };
-    char *doc = o->json ? elm_report_json(&rep) : elm_report_text(&rep);
+static int emit(const eval_opts *o, const elm_eval_report *rep) {
+    char *doc = o->json ? elm_report_json(rep) : elm_report_text(rep);
     if (!doc) return cli_fail("out of memory writing the report");
     fputs(doc, stdout);
     if (o->json) fputc('\n', stdout);
     free(doc);
     int rc = 0;
     if (o->markdown) {
-        if (!(doc = elm_report_markdown(&rep))) return cli_fail("out of memory writing the report");
+        if (!(doc = elm_report_markdown(rep))) return cli_fail("out of memory writing the report");
         rc = write_atomic(o->markdown, doc);
         free(doc);
     }
     if (!rc && o->plot) {
-        if (!(doc = elm_report_svg(&rep, o->plot_y))) return cli_fail("out of memory writing the plot");
+        if (!(doc = elm_report_svg(rep, o->plot_y))) return cli_fail("out of memory writing the plot");
         rc = write_atomic(o->plot, doc);
         free(doc);
     }
@@ -272,53 +99,42 @@ static int check_opts(const eval_opts *o) {
         return cli_fail("eval: -m QUANT is required (or --save-ref FILE to only save the reference)");
     if (o->prompts && !o->ref)
         return cli_fail("eval: --prompts needs the baseline model (--ref) for its continuations");
-    if (o->n_ctx < 4) return cli_fail("-c: context size %ld too small (need at least 4)", o->n_ctx);
-    /* a missing file is reported before the baseline pass, not after it */
-    for (int k = 0; k < o->n_models; k++)
-        if (access(o->models[k], R_OK) != 0) return cli_fail("%s: %s", o->models[k], strerror(errno));
     return 0;
 }
 
-/* Reads the inputs, runs the baseline and every model, prints and writes the reports. */
-static int run_eval(eval_run *r) {
-    const eval_opts *o = r->o;
-    if (!(r->text = cli_read_text(o->file, &r->text_len))) return 1;
+/* Reads the prompts, runs the evaluation (elm_evaluate), prints and writes the reports. */
+static int run_eval(const eval_opts *o) {
+    char *prompt_buf = NULL, **prompts = NULL;
+    int n_prompts = 0;
     if (o->prompts) {
         size_t len;
-        if (!(r->prompt_buf = cli_read_text(o->prompts, &len))) return 1;
-        if (!(r->prompts = malloc(sizeof(char *) * (len / 2 + 1)))) return cli_fail("out of memory");
-        if ((r->n_prompts = split_lines(r->prompt_buf, r->prompts, (int)(len / 2 + 1))) == 0)
+        if (!(prompt_buf = cli_read_text(o->prompts, &len))) return 1;
+        if (!(prompts = malloc(sizeof(char *) * (len / 2 + 1)))) {
+            free(prompt_buf);
+            return cli_fail("out of memory");
+        }
+        if ((n_prompts = split_lines(prompt_buf, prompts, (int)(len / 2 + 1))) == 0) {
+            free(prompts);
+            free(prompt_buf);
             return cli_fail("%s: no prompts (one per line)", o->prompts);
+        }
     }
-    const elm_ppl_params pp = {.n_ctx = (int32_t)o->n_ctx, .n_batch = (int32_t)o->n_batch,
-                               .n_threads = (int32_t)o->n_threads};
-    /* a broken model file, or one whose vocabulary is not the baseline's, is reported before the
-     * baseline's minutes of work: mapping a GGUF file validates its header and tensor table
-     * without reading the weights */
-    elm_model *ref = o->ref ? cli_load_model(o->ref, o->tokenizer) : NULL;
-    if (o->ref && !ref) return 1;
-    int32_t ref_vocab = ref ? ref->hp.n_vocab : 0;
-    if (!ref) {
-        elm_ref *cache;
-        elm_error err;
-        if (elm_ref_open(o->ref_logits, &cache, &err)) return cli_fail("%s", err.msg);
-        ref_vocab = cache->info.n_vocab;
-        elm_ref_close(cache);
-    }
-    int rc = 0;
-    for (int k = 0; k < o->n_models && !rc; k++) {
-        elm_model *m = cli_load_model(o->models[k], o->tokenizer);
-        if (!m) rc = 1;
-        else if (m->hp.n_vocab != ref_vocab || (ref && !same_pieces(&m->vocab, &ref->vocab)))
-            rc = cli_fail("%s: vocabulary (%d tokens) differs from the reference %s's (%d tokens)",
-                          o->models[k], m->hp.n_vocab, ref ? o->ref : o->ref_logits, ref_vocab);
-        elm_model_free(m);
-    }
-    elm_model_free(ref);
-    if (!rc) rc = check_outputs(o);
-    if (!rc) rc = prepare_baseline(r, &pp);
-    for (int k = 0; k < o->n_models && !rc; k++) rc = evaluate_model(r, k, &pp);
-    return rc ? rc : emit(r);
+    const elm_eval_params p = {
+        .ref = o->ref, .ref_logits = o->ref_logits, .save_ref = o->save_ref, .models = o->models,
+        .n_models = o->n_models, .text = o->file, .prompts = (const char *const *)prompts,
+        .n_prompts = n_prompts, .n_ctx = (int32_t)o->n_ctx, .n_batch = (int32_t)o->n_batch,
+        .n_predict = (int32_t)o->n_predict, .n_threads = (int32_t)o->n_threads,
+        .tokenizer = o->tokenizer, .mmap = o->mmap};
+    const elm_eval_callbacks cb = {.chunk = on_chunk, .note = on_note};
+    elm_eval_run *run = NULL;
+    elm_error err;
+    int rc = check_outputs(o);
+    if (!rc && elm_evaluate(&p, &cb, &run, &err)) rc = cli_fail("%s", err.msg);
+    if (!rc) rc = emit(o, elm_eval_run_report(run));
+    elm_eval_run_free(run);
+    free(prompts);
+    free(prompt_buf);
+    return rc;
 }
 
 /* -m PATH, repeatable. */
@@ -364,17 +180,5 @@ int cmd_eval(int argc, char **argv) {
         "similarity > 90%: acceptable).",
         CLI_TABLES(opts), NULL, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
-    if (check_opts(&o)) return 1;
-
-    eval_run *r = calloc(1, sizeof *r); /* per-model entries: kept off the stack */
-    if (!r) return cli_fail("out of memory");
-    r->o = &o;
-    int rc = run_eval(r);
-    elm_continuations_free(&r->ref_gen);
-    elm_ref_close(r->ref);
-    free(r->prompts);
-    free(r->prompt_buf);
-    free(r->text);
-    free(r);
-    return rc;
+    return check_opts(&o) ? 1 : run_eval(&o);
 }

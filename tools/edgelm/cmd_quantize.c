@@ -16,7 +16,7 @@ typedef struct bar {
     double t0_ms;
 } bar;
 
-static void on_progress(int32_t done, int32_t total, const char *what, void *user) {
+static int on_progress(int32_t done, int32_t total, const char *what, void *user) {
     const bar *b = user;
     const double el = (elm_now_ms() - b->t0_ms) / 1000.0;
     const double eta = done > 0 ? el / done * (total - done) : 0;
@@ -28,6 +28,7 @@ static void on_progress(int32_t done, int32_t total, const char *what, void *use
     } else {
         fprintf(stderr, "[%d/%d] %s  %.1fs elapsed, ETA %.1fs\n", done, total, what, el, eta);
     }
+    return 0;
 }
 
 static void on_warn(const char *msg, void *user) {
