@@ -22,6 +22,7 @@ command -v protoc-c >/dev/null 2>&1 || need+=(protobuf-c-compiler)  # ONNX expor
 [ -f /usr/include/protobuf-c/protobuf-c.h ] || need+=(libprotobuf-c-dev)
 [ -f /usr/include/onnx/onnx.proto ] || need+=(libonnx-dev)
 /usr/bin/python3 -c 'import onnx' >/dev/null 2>&1 || need+=(python3-onnx)  # the export tests' graph checker
+/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || need+=(python3-numpy)  # the Python package's numpy path
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "edgelm: installing ${need[*]} with apt-get" >&2

@@ -73,6 +73,7 @@ fi
 # logits as numpy arrays, through a python3 that has numpy (Debian: python3-numpy; the venv has
 # none: lists above)
 py=$(for p in python3 /usr/bin/python3; do "$p" -c 'import numpy' 2>/dev/null && echo "$p" && break; done)
+[ -n "$py" ] || fail "numpy logits: no python3 with numpy (scripts/deps.sh installs python3-numpy)"
 if [ -n "$py" ]; then
   EDGELM_LIBRARY=$lib PYTHONPATH=python "$py" - "$fix/stories260K/stories260K-f32.gguf" <<'PY' && ok || fail "numpy logits: see above"
 import sys, numpy, edgelm
