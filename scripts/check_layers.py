@@ -3,7 +3,7 @@
 the same layer or one below it (docs/ARCHITECTURE.md, "Layers"):
 
     core, codecs <- kernels, tokenizer <- model <- formats <- quant, eval, generate, bench
-         <- shapes, export <- api, server <- CLI (tools/)
+         <- shapes, export, rag <- api, server <- CLI (tools/)
 
 Public headers (include/edgelm/X.h) belong to the layer that defines their types. The CLI may
 include public headers and only the internal ones listed in CLI_INTERNAL. Prints one line per
@@ -18,14 +18,14 @@ from checks import report
 LAYERS = {
     "core": 0, "codecs": 0, "kernels": 1, "tokenizer": 1, "model": 2, "formats": 3,
     "quant": 4, "eval": 4, "generate": 4, "bench": 4,
-    "shapes": 5, "export": 5, "api": 6, "server": 6, "tools": 7,
+    "shapes": 5, "export": 5, "rag": 5, "api": 6, "server": 6, "tools": 7,
 }
 PUBLIC = {
     "types.h": 0, "error.h": 0, "system.h": 0, "vocab.h": 1,
     "model.h": 2, "context.h": 2, "session.h": 2,
     "sampler.h": 4, "generate.h": 4, "chat.h": 4, "speculative.h": 4, "grammar.h": 4,
     "perplexity.h": 4, "eval.h": 4, "embed.h": 4, "quant.h": 4, "imatrix.h": 4,
-    "shapes.h": 5, "export.h": 5, "edgelm.h": 6, "server.h": 6,
+    "shapes.h": 5, "export.h": 5, "rag.h": 5, "edgelm.h": 6, "server.h": 6,
 }
 # Internal headers the CLI needs and why: atomic outputs and whole-file reads; the clock.
 CLI_INTERNAL = {"core/fileio.h", "core/clock.h"}

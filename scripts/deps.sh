@@ -17,6 +17,7 @@ command -v clang >/dev/null 2>&1 || need+=(clang)  # libFuzzer harnesses (script
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a 2>/dev/null | grep -q . ||
   [ "$(uname -m)" != x86_64 ] || need+=(libclang-rt-14-dev)  # libFuzzer's runtime
 [ -f /usr/include/microhttpd.h ] || need+=(libmicrohttpd-dev)  # HTTP for edgelm serve
+[ -f /usr/include/sqlite3.h ] || need+=(libsqlite3-dev)  # document indexes (FTS5): edgelm index, search
 ls /usr/lib/*/libopenblas.so /usr/lib/libopenblas.so 2>/dev/null | grep -q . || need+=(libopenblas-dev)  # CBLAS
 command -v protoc-c >/dev/null 2>&1 || need+=(protobuf-c-compiler)  # ONNX export: C from onnx.proto
 [ -f /usr/include/protobuf-c/protobuf-c.h ] || need+=(libprotobuf-c-dev)

@@ -88,6 +88,12 @@ seeds() {
   put fuzz_calib "$t/calib.txt" 01
   put fuzz_calib "$t/calib.jsonl" 00
   put fuzz_calib "$t/qa.jsonl" 02
+  # documents for the chunker: a first byte of words (odd) or tokens and the limit, a second of
+  # the overlap; headings, a fence with a '#' line and a blank line inside, a long paragraph
+  { printf '\x0a'; head -c 3000 "$st/text/valid.txt"
+    printf '\n# Title\n## Part\n\n```\n# code\n\nmore\n```\n#tag text\n'; } >"$t/doc.md"
+  put fuzz_chunk "$t/doc.md" 21
+  put fuzz_chunk "$t/doc.md" 40
   # a session (chat's /save) and an eval reference cache
   printf 'Hello\n/save %s\n' "$t/chat.session" | "$cli" chat -m "$st/stories260K-f32.gguf" -n 4 --temp 0 -c 64 -t 1 >/dev/null 2>&1 &&
     put fuzz_session "$t/chat.session" 01

@@ -364,6 +364,11 @@ int64_t elm_model_params(const elm_model *m);
  * calibration sets take the vocabulary). Valid while m is. */
 const elm_vocab *elm_model_vocab(const elm_model *m);
 
+/* A fingerprint of the weights: FNV-1a 64 of the first 4 KiB of the token embedding and of the
+ * output norm. Tells models apart (a quantization of a model from the model) without reading
+ * every byte; not a checksum of the file. */
+uint64_t elm_model_fingerprint(const elm_model *m);
+
 #ifdef __cplusplus
 }
 #endif

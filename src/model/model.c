@@ -171,6 +171,13 @@ int64_t elm_model_params(const elm_model *m) {
     return n;
 }
 
+uint64_t elm_model_fingerprint(const elm_model *m) {
+    uint64_t h = ELM_FNV1A_INIT;
+    const elm_tensor *t[] = {m->tok_embd, m->output_norm};
+    for (size_t i = 0; i < 2; i++) h = elm_fnv1a(h, t[i]->data, t[i]->nbytes < 4096 ? t[i]->nbytes : 4096);
+    return h;
+}
+
 elm_status elm_model_bind_tensor(elm_model *m, elm_tensor **slot, const char *name, int64_t cols,
                                  int64_t rows, elm_error *err) {
     elm_tensor *t = elm_model_find(m, name);

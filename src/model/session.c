@@ -25,20 +25,13 @@ typedef struct session_header {
 _Static_assert(sizeof(session_header) == HEADER_BYTES, "session header is 72 bytes");
 
 
-static uint64_t weights_fingerprint(const elm_model *m) {
-    uint64_t h = ELM_FNV1A_INIT;
-    const elm_tensor *t[] = {m->tok_embd, m->output_norm};
-    for (size_t i = 0; i < 2; i++) h = elm_fnv1a(h, t[i]->data, t[i]->nbytes < 4096 ? t[i]->nbytes : 4096);
-    return h;
-}
-
 static session_header header_for(const elm_context *c, int32_t n_tokens) {
     const elm_hparams *hp = &c->m->hp;
     session_header h = {.version = ELM_SESSION_VERSION, .header_bytes = HEADER_BYTES,
                         .n_vocab = hp->n_vocab, .dim = hp->dim, .n_layers = hp->n_layers,
                         .n_heads = hp->n_heads, .n_kv_heads = hp->n_kv_heads,
                         .head_dim = hp->head_dim, .params = (uint64_t)elm_model_params(c->m),
-                        .fingerprint = weights_fingerprint(c->m), .type_k = c->type_k,
+                        .fingerprint = elm_model_fingerprint(c->m), .type_k = c->type_k,
                         .type_v = c->type_v, .n_tokens = n_tokens};
     memcpy(h.magic, MAGIC, 8);
     return h;

@@ -13,6 +13,8 @@ typedef int (*cli_command_fn)(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
+int cmd_index(int argc, char **argv);
+int cmd_search(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_chat(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);

@@ -270,7 +270,7 @@ int cmd_bench(int argc, char **argv) {
         "of the weights a token reads × tg tokens/s) next to this machine's read bandwidth at\n"
         "the same thread count. Token ids are random: any model works, e.g. `edgelm synth`.",
         CLI_TABLES(opts),
-        "EDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set.", NULL};
+        "EDGELM_ISA=scalar|avx2|avx512|neon forces a kernel set.", NULL, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (json && markdown) return cli_fail("bench: choose one of --json and --markdown");
     long counts[MAX_THREAD_COUNTS] = {r.threads};

@@ -133,7 +133,7 @@ int cmd_calib(int argc, char **argv) {
         "per line, or per paragraph) or JSONL (\"text\", or Alpaca instruction/input/output in\n"
         "the Alpaca prompt template, or --template), mixed from several sources by weight,\n"
         "truncated to --seq-len tokens; the same inputs and seed give the same file.",
-        CLI_TABLES(opts), NULL, NULL};
+        CLI_TABLES(opts), NULL, NULL, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
     elm_calib_source *src = s.src;
     const int32_t n_src = s.n;

@@ -38,7 +38,7 @@ static const cli_spec *chat_spec(chat_opts *o) {
                       NULL, tables,
                       "-n is the most tokens per reply here (default 256).\n"
                       "commands: /reset  /stats  /save FILE  /load FILE  /help  /quit",
-                      NULL};
+                      NULL, NULL};
     return &spec;
 }
 

@@ -41,7 +41,7 @@ static int parse_args(int argc, char **argv, opts *o) {
         "(mean, cls or last token; mean when it says none), projected by an embedding model's Dense\n"
         "layers (EmbeddingGemma) and scaled to unit length, as llama-server's /v1/embeddings. The\n"
         "vector goes to stdout on one line, a stats line to stderr.",
-        CLI_TABLES(table), NULL, NULL};
+        CLI_TABLES(table), NULL, NULL, NULL};
     const int r = cli_parse(&spec, argc, argv);
     if (r) return r;
     if (!o->model) return cli_fail("embed: -m MODEL is required (see edgelm embed --help)");

@@ -178,7 +178,7 @@ int cmd_eval(int argc, char **argv) {
         "Compares each quantized model with the baseline on the chunks `perplexity` scores and on\n"
         "greedy continuations of prompts; prints a table with verdicts (PPL change < 5%: excellent,\n"
         "similarity > 90%: acceptable).",
-        CLI_TABLES(opts), NULL, NULL};
+        CLI_TABLES(opts), NULL, NULL, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
     return check_opts(&o) ? 1 : run_eval(&o);
 }

@@ -50,7 +50,7 @@ int cmd_export(int argc, char **argv) {
         CLI_OPT_TOKENIZER(&tokenizer),
         {0}};
     const cli_spec spec = {"export onnx", "-m MODEL -o DIR [options]", export_about,
-                           CLI_TABLES(table), NULL, NULL};
+                           CLI_TABLES(table), NULL, NULL, NULL};
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
         cli_help(&spec, argc < 2 ? stderr : stdout);
         return argc < 2;

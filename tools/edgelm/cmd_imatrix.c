@@ -29,7 +29,7 @@ int cmd_imatrix(int argc, char **argv) {
         "Runs TEXT through MODEL in chunks of N tokens (each from an empty cache, starting\n"
         "with BOS, as llama-imatrix) and writes, for every linear weight of the blocks, the\n"
         "sum of squared inputs per column and the tokens seen (llama.cpp's imatrix GGUF).",
-        CLI_TABLES(table), NULL, NULL};
+        CLI_TABLES(table), NULL, NULL, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (!model || !file || !out)
         return cli_fail("imatrix: -m MODEL, -f TEXT and -o OUT are required (try --help)");

@@ -145,7 +145,7 @@ int cmd_inspect(int argc, char **argv) {
         "inspect", "MODEL [--json] [--tokenizer PATH]\n       edgelm inspect --system [--json]",
         "Prints the format, architecture, hyper-parameters, vocabulary summary and tensor table\n"
         "of MODEL (GGUF file, Hugging Face folder or llama2.c model.bin).",
-        CLI_TABLES(opts), NULL, &path};
+        CLI_TABLES(opts), NULL, &path, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (system) return path ? cli_fail("inspect: --system takes no MODEL") : cli_print_system(json);
     if (!path) return cli_fail("inspect: no MODEL given (try 'edgelm inspect --help')");

@@ -29,7 +29,7 @@ int cmd_perplexity(int argc, char **argv) {
         {0}};
     const cli_spec spec = {"perplexity", "-m MODEL -f TEXT [-c CTX] [-b BATCH] [-t N] [--json]",
                            "Scores the second half of each CTX-token chunk of TEXT, as llama-perplexity does.",
-                           CLI_TABLES(opts), NULL, NULL};
+                           CLI_TABLES(opts), NULL, NULL, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (!model || !file) return cli_fail("perplexity: -m MODEL and -f TEXT are required");
 

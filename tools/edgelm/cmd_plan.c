@@ -242,7 +242,7 @@ int cmd_plan(int argc, char **argv) {
         "bytes read per token at a full context) and whether it fits the device's RAM.\n"
         "With --quantize: the peak memory and time of 'edgelm quantize --method M' on this\n"
         "machine, from the run's arithmetic and a GEMM rate measured now (an estimate).",
-        CLI_TABLES(table), device_lines(), NULL};
+        CLI_TABLES(table), device_lines(), NULL, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (!!o.model + !!o.config + !!o.preset != 1)
         return cli_fail("plan: give exactly one of -m MODEL, --config FILE, --preset NAME");

@@ -143,7 +143,7 @@ static int parse(quant_opts *o, int argc, char **argv) {
         "--method rtn: the bytes llama-quantize --pure writes). A k-quant or i-quant name\n"
         "without --pure is llama-quantize's recipe of that name: each tensor's type by its\n"
         "rules (q4_k_m: the file llama-quantize Q4_K_M writes).",
-        CLI_TABLES(opts), lists, NULL};
+        CLI_TABLES(opts), lists, NULL, NULL};
     const int r = cli_parse(&spec, argc, argv);
     if (r) return r;
     if (!o->in || !o->out || !o->type_name)

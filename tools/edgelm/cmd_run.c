@@ -148,7 +148,7 @@ static int parse(run_opts *o, int argc, char **argv) {
         "Generates text after PROMPT: one batched prefill, then one decode step per token,\n"
         "streamed to stdout; a stats line goes to stderr (load, prefill, first token, decode,\n"
         "peak RSS).",
-        CLI_TABLES(opts, gen_opts_table(&o->gen)), NULL, NULL};
+        CLI_TABLES(opts, gen_opts_table(&o->gen)), NULL, NULL, NULL};
     const int r = cli_parse(&spec, argc, argv);
     if (r) return r;
     if (!o->model) return cli_fail("run: -m MODEL is required (see edgelm run --help)");

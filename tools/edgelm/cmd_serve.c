@@ -46,7 +46,7 @@ int cmd_serve(int argc, char **argv) {
         "endpoints: POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /health,\n"
         "           POST /tokenize, POST /detokenize, GET /props, GET /metrics (Prometheus text),\n"
         "           GET / (chat page)",
-        NULL};
+        NULL, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (!model) return cli_fail("serve: -m MODEL is required (see edgelm serve --help)");
     if (o.draft || o.lookup)

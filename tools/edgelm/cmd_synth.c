@@ -91,7 +91,7 @@ int cmd_synth(int argc, char **argv) {
         "Writes a model of random weights (noise, for speed and memory measurement only) with the exact\n"
         "tensor shapes, vocabulary size and tied/untied output of a real model. Every matrix, embedding\n"
         "and output too, is TYPE (as llama-quantize --pure); norms and biases are f32.",
-        CLI_TABLES(opts), epilog(), NULL};
+        CLI_TABLES(opts), epilog(), NULL, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
     if (arch || tiny || longrope || pooling) {
         if (!arch || !tiny || !out || preset)

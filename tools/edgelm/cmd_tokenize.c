@@ -34,7 +34,7 @@ static int parse_args(int argc, char **argv, opts *o) {
         "tokenize", "-m MODEL (-p TEXT | -f FILE) [--ids | --json] [--no-bos] [--special] [--tokenizer PATH]",
         "Encodes TEXT with the tokenizer of MODEL (GGUF file, vocab-only GGUF, Hugging Face\n"
         "folder or llama2.c model.bin) and prints one line per token: id, TAB, 'piece'.",
-        CLI_TABLES(table), NULL, NULL};
+        CLI_TABLES(table), NULL, NULL, NULL};
     const int r = cli_parse(&spec, argc, argv);
     if (r) return r;
     if (!o->model) return cli_fail("tokenize: no model given (-m MODEL)");

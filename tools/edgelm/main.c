@@ -12,6 +12,8 @@ static const struct {
     {"inspect", cmd_inspect, "print architecture, hyper-parameters and the tensor table"},
     {"tokenize", cmd_tokenize, "turn text into token ids"},
     {"embed", cmd_embed, "the embedding of a text: pooled hidden states, unit length"},
+    {"index", cmd_index, "index text and Markdown files for search: chunks, BM25, embeddings"},
+    {"search", cmd_search, "the chunks of an index that best answer a question (BM25, cosine)"},
     {"run", cmd_run, "generate text from a prompt (streaming), with stats"},
     {"chat", cmd_chat, "multi-turn chat with the conversation kept in the KV cache"},
     {"quantize", cmd_quantize, "write a GGUF quantized by round-to-nearest, GPTQ or AWQ"},

@@ -69,6 +69,10 @@ int cli_parse(const cli_spec *s, int argc, char **argv) {
                 *s->positional = a;
                 continue;
             }
+            if (s->args && a[0] != '-') {
+                s->args->v[s->args->n++] = a;
+                continue;
+            }
             return cli_fail("%s: %s '%s' (see 'edgelm %s --help')", s->cmd,
                             a[0] == '-' ? "unknown option" : "unexpected argument", a, s->cmd);
         }

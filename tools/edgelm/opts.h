@@ -41,10 +41,16 @@ typedef struct cli_opt {
      "map the GGUF file instead of reading it into memory: instant\nload, shared page cache, "   \
      "slower decode (4 KiB pages)", 0}
 
+/* The arguments that are not options, in order: v has room for the command's argc entries. */
+typedef struct cli_args {
+    const char **v;
+    int n;
+} cli_args;
+
 /* A command's interface. `tables` is a NULL-terminated list of option tables, each ended by an
  * entry whose names is NULL (tables shared by several commands, such as run and chat's, are
  * listed beside the command's own). `positional`, when not NULL, receives the one argument that
- * is not an option (inspect's MODEL). */
+ * is not an option (inspect's MODEL); `args`, when not NULL, every one (index's PATH...). */
 typedef struct cli_spec {
     const char *cmd;     /* "perplexity" */
     const char *usage;   /* after "usage: edgelm <cmd> " */
@@ -52,6 +58,7 @@ typedef struct cli_spec {
     const cli_opt *const *tables;
     const char *epilog;  /* printed after the options; may be NULL */
     const char **positional;
+    cli_args *args;
 } cli_spec;
 
 /* Parses argv[1 .. argc) (argv[0] is the command's name). Returns 0 when the command should run,

@@ -1,0 +1,282 @@
+/* Writing documents into an index (include/edgelm/rag.h: elm_index_add, elm_index_remove): the
+ * files under the given paths, each read whole, checked to be UTF-8 text, compared with what is
+ * stored by its hash, chunked (elm_chunk_text), embedded (elm_embed) and stored with its chunks,
+ * all inside the index's one transaction. */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "core/hash.h"
+#include "edgelm/embed.h"
+#include "rag/index_db.h"
+
+/* Files bigger than this are refused as documents: a text file this big is a data dump. */
+#define MAX_DOC_BYTES (64u << 20)
+
+typedef struct file_list {
+    char **v;
+    int32_t n, cap;
+} file_list;
+
+static void files_free(file_list *l) {
+    for (int32_t i = 0; i < l->n; i++) free(l->v[i]);
+    free(l->v);
+}
+
+/* Adds path to l; an unreadable file fails here, before any file is indexed. */
+static elm_status push_file(file_list *l, const char *path, elm_error *err) {
+    if (access(path, R_OK) != 0)
+        return elm_errorf(err, ELM_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    if (l->n == l->cap) {
+        const int32_t cap = l->cap ? l->cap * 2 : 64;
+        char **v = realloc(l->v, sizeof *v * (size_t)cap);
+        if (!v) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory listing files", path);
+        l->v = v;
+        l->cap = cap;
+    }
+    if (!(l->v[l->n] = strdup(path))) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
+    l->n++;
+    return ELM_OK;
+}
+
+/* The regular files under folder dir, sorted by name, into l: entries starting with '.' and
+ * links to folders are left out (hidden files, version control, cycles). */
+static elm_status walk(const char *dir, file_list *l, elm_error *err) {
+    struct dirent **names;
+    const int n = scandir(dir, &names, NULL, alphasort);
+    if (n < 0) return elm_errorf(err, ELM_ERR_IO, "%s: cannot read folder: %s", dir, strerror(errno));
+    elm_status s = ELM_OK;
+    for (int i = 0; i < n; i++) {
+        char path[4096];
+        struct stat ls, sb;
+        const char *name = names[i]->d_name;
+        if (!s && name[0] != '.' && snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path &&
+            lstat(path, &ls) == 0 && stat(path, &sb) == 0) {
+            if (S_ISDIR(sb.st_mode) && !S_ISLNK(ls.st_mode)) s = walk(path, l, err);
+            else if (S_ISREG(sb.st_mode)) s = push_file(l, path, err);
+        }
+        free(names[i]);
+    }
+    free(names);
+    return s;
+}
+
+/* Why text [len] is not UTF-8 text, or NULL when it is: a NUL byte, or a byte sequence that is
+ * not the shortest UTF-8 of a code point up to U+10FFFF other than a surrogate. */
+static const char *not_text(const char *text, size_t len) {
+    const unsigned char *t = (const unsigned char *)text;
+    for (size_t i = 0; i < len;) {
+        const unsigned char c = t[i];
+        int n;
+        uint32_t cp, min;
+        if (c == 0) return "holds NUL bytes (binary)";
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) n = 1, cp = c & 0x1F, min = 0x80;
+        else if (c >= 0xE0 && c <= 0xEF) n = 2, cp = c & 0x0F, min = 0x800;
+        else if (c >= 0xF0 && c <= 0xF4) n = 3, cp = c & 0x07, min = 0x10000;
+        else return "not UTF-8 text";
+        if (len - i <= (size_t)n) return "not UTF-8 text";
+        for (int k = 1; k <= n; k++) {
+            if ((t[i + (size_t)k] & 0xC0) != 0x80) return "not UTF-8 text";
+            cp = cp << 6 | (t[i + (size_t)k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return "not UTF-8 text";
+        i += (size_t)n + 1;
+    }
+    return NULL;
+}
+
+/* The id and hash of file path in ix, or id 0. */
+static elm_status stored_file(elm_index *ix, const char *path, int64_t *id, char *hash,
+                              elm_error *err) {
+    sqlite3_stmt *st;
+    elm_status s = elm_ix_prepare(ix, "SELECT id, hash FROM files WHERE path = ?", &st, err);
+    if (s) return s;
+    sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+    *id = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        *id = sqlite3_column_int64(st, 0);
+        snprintf(hash, 32, "%s", (const char *)sqlite3_column_text(st, 1));
+    }
+    sqlite3_finalize(st);
+    return ELM_OK;
+}
+
+/* Deletes the files whose path is path or starts with prefix (NULL: none), and their chunks;
+ * adds their numbers to *files and *chunks. */
+static elm_status delete_files(elm_index *ix, const char *path, const char *prefix, int64_t *files,
+                               int64_t *chunks, elm_error *err) {
+    static const char *const sql[] = {
+        "DELETE FROM chunks WHERE file_id IN (SELECT id FROM files WHERE path = ?1 OR"
+        " (?2 IS NOT NULL AND substr(path, 1, length(?2)) = ?2))",
+        "DELETE FROM files WHERE path = ?1 OR (?2 IS NOT NULL AND substr(path, 1, length(?2)) = ?2)"};
+    for (int i = 0; i < 2; i++) {
+        sqlite3_stmt *st;
+        elm_status s = elm_ix_prepare(ix, sql[i], &st, err);
+        if (s) return s;
+        sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+        if (prefix) sqlite3_bind_text(st, 2, prefix, -1, SQLITE_STATIC);
+        else sqlite3_bind_null(st, 2);
+        const bool done = sqlite3_step(st) == SQLITE_DONE;
+        sqlite3_finalize(st);
+        if (!done) return elm_ix_fail(ix, ELM_ERR_IO, "removing chunks", err);
+        *(i ? files : chunks) += sqlite3_changes(ix->db);
+    }
+    return ELM_OK;
+}
+
+/* The embedding of chunk text [len] of file into vec [dim] through c. */
+static elm_status embed_chunk(elm_context *c, const char *file, const elm_chunk *ch,
+                              const char *text, size_t len, float *vec, elm_error *err) {
+    const elm_model *m = elm_context_model(c);
+    int32_t *ids;
+    int64_t n;
+    elm_status s = elm_embed_tokenize(&m->vocab, text, len, &ids, &n, err);
+    if (s) return s;
+    const int32_t limit = m->hp.non_causal && elm_context_n_batch(c) < elm_context_n_ctx(c)
+                              ? elm_context_n_batch(c) : elm_context_n_ctx(c);
+    if (n > limit)
+        s = elm_errorf(err, ELM_ERR_ARG, "%s: lines %d-%d: a chunk of %" PRId64 " tokens, over the "
+                       "%d the embedding context takes", file, ch->line_start, ch->line_end, n, limit);
+    else if ((s = elm_embed(c, ids, (int32_t)n, NULL, vec, err)))
+        elm_errorf(err, s, "%s: lines %d-%d: %s", file, ch->line_start, ch->line_end, err->msg);
+    free(ids);
+    return s;
+}
+
+/* Stores file (text [len], hash) and its chunks, embedded through c when not NULL. */
+static elm_status store_file(elm_index *ix, elm_context *c, const char *file, const char *text,
+                             size_t len, const char *hash, elm_index_stats *stats, elm_error *err) {
+    const elm_model *m = c ? elm_context_model(c) : NULL;
+    const elm_chunk_params cp = {ix->max_tokens, ix->overlap_tokens,
+                                 m ? elm_count_vocab_tokens : elm_count_words,
+                                 m ? (void *)&m->vocab : NULL};
+    elm_chunk *chunks;
+    int32_t n;
+    elm_status s = elm_chunk_text(text, len, &cp, &chunks, &n, err);
+    if (s) return elm_errorf(err, s, "%s: %s", file, err->msg);
+    sqlite3_stmt *fst = NULL, *cst = NULL;
+    float *vec = m ? malloc(sizeof *vec * (size_t)ix->dim) : NULL;
+    if (m && !vec) s = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", file);
+    if (!s) s = elm_ix_prepare(ix, "INSERT INTO files(path, size, hash) VALUES (?, ?, ?)", &fst, err);
+    if (!s) s = elm_ix_prepare(ix, "INSERT INTO chunks(file_id, seq, line_start, line_end, heading,"
+                               " text, n_tokens, vector) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &cst, err);
+    if (!s) {
+        sqlite3_bind_text(fst, 1, file, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(fst, 2, (sqlite3_int64)len);
+        sqlite3_bind_text(fst, 3, hash, -1, SQLITE_STATIC);
+        if (sqlite3_step(fst) != SQLITE_DONE) s = elm_ix_fail(ix, ELM_ERR_IO, "storing a file", err);
+    }
+    const int64_t file_id = sqlite3_last_insert_rowid(ix->db);
+    for (int32_t i = 0; i < n && !s; i++) {
+        const elm_chunk *ch = &chunks[i];
+        const char *t = text + ch->start;
+        const size_t tl = (size_t)(ch->end - ch->start);
+        if (m && (s = embed_chunk(c, file, ch, t, tl, vec, err))) break;
+        sqlite3_reset(cst);
+        sqlite3_bind_int64(cst, 1, file_id);
+        sqlite3_bind_int(cst, 2, i);
+        sqlite3_bind_int(cst, 3, ch->line_start);
+        sqlite3_bind_int(cst, 4, ch->line_end);
+        sqlite3_bind_text(cst, 5, ch->heading, -1, SQLITE_STATIC);
+        sqlite3_bind_text(cst, 6, t, (int)tl, SQLITE_STATIC);
+        sqlite3_bind_int(cst, 7, ch->n_tokens);
+        /* float32 as the machine stores it: little-endian on every target edgelm builds for */
+        if (m) sqlite3_bind_blob(cst, 8, vec, (int)(sizeof *vec * (size_t)ix->dim), SQLITE_STATIC);
+        else sqlite3_bind_null(cst, 8);
+        if (sqlite3_step(cst) != SQLITE_DONE) s = elm_ix_fail(ix, ELM_ERR_IO, "storing a chunk", err);
+        else stats->chunks_added++;
+    }
+    sqlite3_finalize(fst);
+    sqlite3_finalize(cst);
+    free(vec);
+    elm_chunks_free(chunks, n);
+    return s;
+}
+
+/* One file: skipped, unchanged, or its chunks replaced. */
+static elm_status add_file(elm_index *ix, elm_context *c, const char *file, int64_t done,
+                           int64_t total, elm_index_progress_fn progress, void *user,
+                           elm_index_stats *stats, elm_error *err) {
+    struct stat sb;
+    if (stat(file, &sb) == 0 && sb.st_size > (off_t)MAX_DOC_BYTES) {
+        stats->files_skipped++;
+        if (progress) progress(user, ELM_INDEX_FILE_SKIPPED, file, "over 64 MiB", done, total);
+        return ELM_OK;
+    }
+    char *text;
+    size_t len;
+    elm_status s = elm_read_file(file, MAX_DOC_BYTES, &text, &len, err);
+    if (s) return s;
+    const char *why = not_text(text, len);
+    char hash[32], old[32] = "";
+    snprintf(hash, sizeof hash, "%016" PRIx64, elm_fnv1a(ELM_FNV1A_INIT, text, len));
+    int64_t id = 0;
+    elm_index_event ev = why ? ELM_INDEX_FILE_SKIPPED : ELM_INDEX_FILE_INDEXED;
+    if (!why && !(s = stored_file(ix, file, &id, old, err)) && id && !strcmp(old, hash))
+        ev = ELM_INDEX_FILE_UNCHANGED;
+    if (!s && ev == ELM_INDEX_FILE_INDEXED) {
+        int64_t replaced = 0; /* a file replaced is not counted as removed */
+        if (!(s = delete_files(ix, file, NULL, &replaced, &stats->chunks_removed, err)))
+            s = store_file(ix, c, file, text, len, hash, stats, err);
+    }
+    free(text);
+    if (s) return s;
+    *(ev == ELM_INDEX_FILE_SKIPPED ? &stats->files_skipped : ev == ELM_INDEX_FILE_UNCHANGED
+          ? &stats->files_unchanged : &stats->files_indexed) += 1;
+    if (progress) progress(user, ev, file, why, done, total);
+    return ELM_OK;
+}
+
+elm_status elm_index_add(elm_index *ix, elm_context *c, const char *const *paths, int32_t n_paths,
+                         elm_index_progress_fn progress, void *user, elm_index_stats *stats,
+                         elm_error *err) {
+    if (!ix->in_tx) return elm_errorf(err, ELM_ERR_ARG, "%s: opened read-only", ix->path);
+    if (ix->dim && !c)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: built with the embedding model %s (%s): adding "
+                          "documents needs a context of it", ix->path, ix->model_name, ix->model_path);
+    if (!ix->dim && c)
+        return elm_errorf(err, ELM_ERR_ARG, "%s: built without an embedding model (BM25 only): "
+                          "index again with -m to add vectors", ix->path);
+    elm_status s = c ? elm_index_check_model(ix, elm_context_model(c), err) : ELM_OK;
+    file_list files = {0};
+    for (int32_t i = 0; i < n_paths && !s; i++) {
+        char abs[4096];
+        struct stat sb;
+        if (!elm_ix_abs_path(paths[i], abs, sizeof abs))
+            s = elm_errorf(err, ELM_ERR_ARG, "%s: path too long", paths[i]);
+        else if (stat(abs, &sb) != 0)
+            s = elm_errorf(err, ELM_ERR_IO, "%s: %s", paths[i], strerror(errno));
+        else if (S_ISDIR(sb.st_mode)) s = walk(abs, &files, err);
+        else if (S_ISREG(sb.st_mode)) s = push_file(&files, abs, err);
+        else s = elm_errorf(err, ELM_ERR_ARG, "%s: not a file or a folder", paths[i]);
+    }
+    for (int32_t i = 0; i < files.n && !s; i++)
+        s = add_file(ix, c, files.v[i], i + 1, files.n, progress, user, stats, err);
+    files_free(&files);
+    return s;
+}
+
+elm_status elm_index_remove(elm_index *ix, const char *path, elm_index_stats *stats,
+                            elm_error *err) {
+    if (!ix->in_tx) return elm_errorf(err, ELM_ERR_ARG, "%s: opened read-only", ix->path);
+    char abs[4096], prefix[4100];
+    if (!elm_ix_abs_path(path, abs, sizeof abs))
+        return elm_errorf(err, ELM_ERR_ARG, "%s: path too long", path);
+    snprintf(prefix, sizeof prefix, "%s/", strcmp(abs, "/") ? abs : "");
+    int64_t files = 0;
+    elm_status s = delete_files(ix, abs, prefix, &files, &stats->chunks_removed, err);
+    stats->files_removed += files;
+    if (!s && files == 0)
+        s = elm_errorf(err, ELM_ERR_ARG, "%s: no indexed file is this or under it (%s)", path, ix->path);
+    return s;
+}

@@ -1,0 +1,135 @@
+/* edgelm search: the chunks of a document index (edgelm index) that best answer a question, by
+ * BM25, by cosine similarity of embeddings, or both fused by reciprocal rank (edgelm/rag.h). Each
+ * result is printed with its file, lines, heading path, scores and text; --json gives the same as
+ * {"question", "mode", "k", "results": [...]}. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "edgelm/rag.h"
+#include "opts.h"
+
+typedef struct opts {
+    const char *db, *question, *model, *mode, *tokenizer;
+    long k, n_ctx, threads;
+    bool json;
+} opts;
+
+static int parse_args(int argc, char **argv, opts *o) {
+    const cli_opt table[] = {
+        {"-d, --db", "DB", CLI_TEXT, &o->db, 0, 0, "the index (edgelm index -o DB)", 0},
+        {"-q, --question", "TEXT", CLI_TEXT, &o->question, 0, 0, "what to search for", 0},
+        {"-k", "N", CLI_INT, &o->k, 1, 1000, "how many chunks (default 5)", 0},
+        {"--mode", "M", CLI_TEXT, &o->mode, 0, 0, "hybrid (BM25 and cosine fused by reciprocal rank), bm25 or\nvector (default: hybrid, bm25 for an index without vectors)", 0},
+        {"-m, --model", "PATH", CLI_TEXT, &o->model, 0, 0, "the embedding model (default: the one the index records; it\nmust be the same)", 0},
+        {"-c, --ctx-size", "N", CLI_INT, &o->n_ctx, 1, 1 << 20, "most tokens the question may have (default: the model's\ntrained context)", 0},
+        CLI_OPT_THREADS(&o->threads),
+        CLI_OPT_JSON(&o->json, "print {\"question\", \"mode\", \"k\", \"results\": [{\"file\", \"line_start\",\n\"line_end\", \"heading\", \"text\", \"scores\"}]}"),
+        CLI_OPT_TOKENIZER(&o->tokenizer),
+        {0}};
+    const cli_spec spec = {
+        "search", "-d DB -q QUESTION [-k 5] [--mode hybrid|bm25|vector] [--json]",
+        "Prints the k chunks of the index DB that best answer QUESTION, best first, with their\n"
+        "file, lines, heading path and scores (docs/rag.md).",
+        CLI_TABLES(table), NULL, NULL, NULL};
+    const int r = cli_parse(&spec, argc, argv);
+    if (r) return r;
+    if (!o->db) return cli_fail("search: -d DB is required (see edgelm search --help)");
+    if (!o->question) return cli_fail("search: -q QUESTION is required (see edgelm search --help)");
+    return 0;
+}
+
+/* A context for the question: the model's trained context, or -c. */
+static elm_context *question_context(const elm_model *m, const opts *o) {
+    const int32_t n = o->n_ctx ? (int32_t)o->n_ctx : m->hp.n_ctx_train > 0 ? m->hp.n_ctx_train : 512;
+    const elm_context_params cp = {.n_ctx = n, .n_batch = n, .n_threads = (int32_t)o->threads};
+    elm_context *c = NULL;
+    elm_error err;
+    if (elm_context_new(m, &cp, &c, &err)) cli_fail("%s", err.msg);
+    return c;
+}
+
+static void print_text(elm_search_mode mode, const elm_hit *h, int32_t n) {
+    for (int32_t i = 0; i < n; i++) {
+        printf("%d. %s:%d-%d%s%s\n   fused %.5f", i + 1, h[i].file, h[i].line_start, h[i].line_end,
+               h[i].heading[0] ? "  " : "", h[i].heading, h[i].fused);
+        if (h[i].bm25_rank) printf(" | bm25 #%d %.4f", h[i].bm25_rank, h[i].bm25);
+        if (h[i].cosine_rank) printf(" | cosine #%d %.6f", h[i].cosine_rank, h[i].cosine);
+        fputs("\n   ", stdout);
+        for (const char *p = h[i].text; *p; p++) {
+            putchar(*p);
+            if (*p == '\n') fputs("   ", stdout);
+        }
+        fputs("\n\n", stdout);
+    }
+    if (n == 0) printf("no chunk matches (%s search)\n", elm_search_mode_name(mode));
+}
+
+static int print_json(const opts *o, elm_search_mode mode, const elm_hit *h, int32_t n) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddStringToObject(root, "question", o->question);
+    cJSON_AddStringToObject(root, "mode", elm_search_mode_name(mode));
+    cJSON_AddNumberToObject(root, "k", o->k);
+    cJSON *results = cJSON_AddArrayToObject(root, "results");
+    for (int32_t i = 0; i < n; i++) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddNumberToObject(r, "rank", i + 1);
+        cJSON_AddNumberToObject(r, "chunk_id", (double)h[i].chunk_id);
+        cJSON_AddStringToObject(r, "file", h[i].file);
+        cJSON_AddNumberToObject(r, "line_start", h[i].line_start);
+        cJSON_AddNumberToObject(r, "line_end", h[i].line_end);
+        cJSON_AddStringToObject(r, "heading", h[i].heading);
+        cJSON_AddStringToObject(r, "text", h[i].text);
+        cJSON *s = cJSON_AddObjectToObject(r, "scores");
+        cJSON_AddNumberToObject(s, "fused", h[i].fused);
+        cJSON_AddItemToObject(s, "bm25", h[i].bm25_rank ? cJSON_CreateNumber(h[i].bm25) : cJSON_CreateNull());
+        cJSON_AddItemToObject(s, "bm25_rank", h[i].bm25_rank ? cJSON_CreateNumber(h[i].bm25_rank) : cJSON_CreateNull());
+        cJSON_AddItemToObject(s, "cosine", h[i].cosine_rank ? cJSON_CreateNumber(h[i].cosine) : cJSON_CreateNull());
+        cJSON_AddItemToObject(s, "cosine_rank", h[i].cosine_rank ? cJSON_CreateNumber(h[i].cosine_rank) : cJSON_CreateNull());
+        cJSON_AddItemToArray(results, r);
+    }
+    return cli_print_json(root, "search");
+}
+
+int cmd_search(int argc, char **argv) {
+    opts o = {.k = 5};
+    int rc = parse_args(argc, argv, &o);
+    if (rc) return cli_parse_exit(rc);
+    elm_search_mode mode = ELM_SEARCH_HYBRID;
+    if (o.mode && !elm_search_mode_from_name(o.mode, &mode))
+        return cli_fail("search: --mode: '%s' is not hybrid, bm25 or vector", o.mode);
+    const double t0 = elm_now_ms();
+    elm_error err;
+    elm_index *ix = NULL;
+    elm_model *m = NULL;
+    elm_context *c = NULL;
+    elm_hit *hits = NULL;
+    int32_t n = 0;
+    rc = 1;
+    if (elm_index_open(o.db, false, &ix, &err)) {
+        cli_fail("%s", err.msg);
+        goto done;
+    }
+    if (!o.mode && !elm_index_dim(ix)) mode = ELM_SEARCH_BM25;
+    if (mode != ELM_SEARCH_BM25 && elm_index_dim(ix)) {
+        const char *path = o.model ? o.model : elm_index_model_path(ix);
+        if (!(m = cli_load_model_to_run(path, o.tokenizer, false)) || !(c = question_context(m, &o)))
+            goto done;
+    }
+    const double t1 = elm_now_ms();
+    if (elm_retrieve(ix, c, o.question, mode, (int32_t)o.k, &hits, &n, &err)) {
+        cli_fail("%s", err.msg);
+        goto done;
+    }
+    const double t2 = elm_now_ms();
+    rc = o.json ? print_json(&o, mode, hits, n) : (print_text(mode, hits, n), 0);
+    fprintf(stderr, "%s search: %d of k %ld | load %.1f ms | search %.1f ms\n",
+            elm_search_mode_name(mode), n, o.k, t1 - t0, t2 - t1);
+done:
+    elm_hits_free(hits, n);
+    elm_context_free(c);
+    elm_model_free(m);
+    elm_index_close(ix);
+    return rc;
+}
