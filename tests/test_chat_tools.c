@@ -333,12 +333,12 @@ static void families_grammar(void) {
         "{\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
     const char *xml_good[] = {
         "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
-        "<tool_call>\n<function=get_weather>\n<parameter=city>\nNew\n</param\n<York>\n</parameter>\n"
+        ("<tool_call>\n<function=get_weather>\n<parameter=city>\nNew\n</param\n<York>\n</parameter>\n"
         "<parameter=days>\n7\n</parameter>\n<parameter=unit>\nF\n</parameter>\n<parameter=tags>\n"
         "[\"a\", \"bcd\"]\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=now>\n"
-        "<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>",
-        "<tool_call>\n<function=get_weather>\n<parameter=city>\nends in\n</parameter\n</parameter>\n"
-        "</function>\n</tool_call>"};
+        "<parameter=x>\n1\n</parameter>\n</function>\n</tool_call>"),
+        ("<tool_call>\n<function=get_weather>\n<parameter=city>\nends in\n</parameter\n</parameter>\n"
+        "</function>\n</tool_call>")};
     const char *xml_wrong[] = {
         "<tool_call>\n<function=get_weather>\n</function>\n</tool_call>",
         "<tool_call>\n<function=get_weather>\n<parameter=city>\nP\n</parameter>\n<parameter=days>\n8\n"
