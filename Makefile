@@ -47,11 +47,13 @@ test-clang: clang
 	@cd $(CLANG) && ctest --output-on-failure -j $(JOBS) -E '$(CLANG_SKIP)' -O ctest.log
 
 # The release suite under ASan+UBSan, but for tests whose sanitized minutes would repeat what
-# other tests check under it: cli_tsan builds its own tree; cli_interop_arch and cli_embed_interop
-# spend their minutes in llama.cpp under node (every family's loaders and forward pass run
-# sanitized in cli_arch and cli_hybrid, the embeddings in cli_embed); cli_hybrid_llamacpp quantizes 4 models to 11 recipes and scores them (16 minutes
+# other tests check under it: cli_tsan builds its own tree; cli_interop_arch, cli_embed_interop,
+# cli_kquant_interop and cli_quant_interop spend their minutes in llama.cpp under node (every
+# family's loaders and forward pass run sanitized in cli_arch and cli_hybrid, the embeddings in
+# cli_embed, the k-quant kernels in cli_kquant and test_kquant_*, the quantizers in test_gptq,
+# test_awq and cli_quant_*); cli_hybrid_llamacpp quantizes 4 models to 11 recipes and scores them (16 minutes
 # sanitized: the codecs run under it in cli_kquant, test_kquant_*, the hybrids' in cli_hybrid).
-ASAN_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_hybrid_llamacpp)$$
+ASAN_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_kquant_interop|cli_quant_interop|cli_hybrid_llamacpp)$$
 test-asan: asan
 	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -E '$(ASAN_SKIP)' -O ctest.log
 

@@ -12,7 +12,7 @@
 set -u
 build=${1:-build-arm64} shared=${2:-../shared}
 libs=(libcjson-dev:arm64 libpcre2-dev:arm64 liblapacke-dev:arm64 libopenblas-dev:arm64 libmicrohttpd-dev:arm64
-      libprotobuf-c-dev:arm64)
+      libprotobuf-c-dev:arm64 libsqlite3-dev:arm64)
 # the reason is also left in BUILD_DIR/skipped.txt for the list `make test` prints at the end
 skip() {
   echo "edgelm: skipping the ARM64 tests: $*" >&2
@@ -27,7 +27,7 @@ have_tools() {
     [ -f /usr/lib/aarch64-linux-gnu/libcjson.so ] && [ -f /usr/lib/aarch64-linux-gnu/libpcre2-8.so ] &&
     [ -f /usr/lib/aarch64-linux-gnu/liblapacke.so ] && [ -f /usr/lib/aarch64-linux-gnu/libopenblas.so ] &&
     [ -f /usr/lib/aarch64-linux-gnu/libmicrohttpd.so ] &&
-    [ -f /usr/lib/aarch64-linux-gnu/libprotobuf-c.so ]
+    [ -f /usr/lib/aarch64-linux-gnu/libprotobuf-c.so ] && [ -f /usr/lib/aarch64-linux-gnu/libsqlite3.so ]
 }
 
 if ! have_tools; then
