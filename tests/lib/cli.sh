@@ -1,14 +1,22 @@
 # Helpers shared by the CLI tests, sourced by each tests/cli_*.sh after it has read its arguments:
 #   . "$(dirname "$0")/lib/cli.sh"
-# $tmp is under $TMPDIR (default /tmp). It lives below tests/ because CMake registers every tests/cli_*.sh as a test of its own. It gives
-# $tmp (a fresh folder, removed on exit), the counters $passed and $failed kept by ok and fail,
-# expect_error for the CLI's error convention, and require_node_llama for the llama.cpp interop
-# tests. Each script prints its own last line from the counters and exits 0 only when $failed is 0.
+# It gives $tmp (a fresh folder under $TMPDIR, default /tmp, removed on exit), the counters
+# $passed and $failed kept by ok and fail, expect_error for the CLI's error convention, and
+# require_node_llama for the llama.cpp interop tests. Each script prints its own last line from the counters and exits 0 only when $failed is 0.
 
 tmp=$(mktemp -d -t "edgelm-$(basename "$0" .sh).XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
+
+# python3, resolved once to the interpreter itself: a version manager's shim (pyenv's is a bash
+# script) costs ~0.4 s a call, and the interop tests call python3 a few hundred times. Exported to
+# the scripts a test runs.
+if py_exe=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$py_exe" ]; then
+    python3() { "$py_exe" "$@"; }
+    export py_exe
+    export -f python3
+fi
 
 # ok: one check passed
 ok() {
