@@ -9,7 +9,8 @@
 #    computed here in Python from the stored blobs and `edgelm embed` of the question; hybrid's
 #    fused score is the reciprocal-rank sum of the two lists;
 #  - --add of a changed file replaces its chunks (counts), of an unchanged one leaves it;
-#    --remove of a folder removes its files' chunks; an index without -m is BM25 only;
+#    --remove of a folder removes its files' chunks; an index without -m is BM25 only; --add of a
+#    file indexed before and now binary skips it and removes its chunks;
 #  - bad input, one line naming the file and the problem, the database left as it was: an
 #    unrelated SQLite file, another schema version, random bytes, an embedding model of another
 #    width (and one of the same width with other weights), an unreadable file (not as root: root
@@ -164,6 +165,17 @@ assert dict(db.execute("SELECT key, value FROM meta"))["chunk_counter"] == "word
 assert max(n for (n,) in db.execute("SELECT n_tokens FROM chunks")) <= 60
 assert db.execute("SELECT count(*) FROM chunks WHERE vector IS NOT NULL").fetchone()[0] == 0' "$bm" && ok || fail "BM25 index chunks"
 expect_error "vector on BM25" "bm.db: built without an embedding model: vector search" "$bin" search -d "$bm" -q "$q" --mode vector
+
+# --- --add of a file indexed before that is no longer text: skipped, and its chunks removed
+printf '# Turned\n\nThe quokka kept a ledger of every cloud.\n' >"$tmp/turned.md"
+"$bin" index -o "$bm" --add "$tmp/turned.md" >/dev/null 2>&1 && [ "$(chunks_of "$bm" '%/turned.md')" = 1 ] &&
+    ok || fail "--add of a text file to the BM25 index"
+printf 'The quokka\0 binary now\n' >"$tmp/turned.md"
+"$bin" index -o "$bm" --add "$tmp/turned.md" --json >"$tmp/turned.json" 2>/dev/null &&
+    py 'import json, sys
+j = json.load(open(sys.argv[1]))
+assert (j["files_skipped"], j["files_removed"], j["chunks_removed"]) == (1, 1, 1), j' "$tmp/turned.json" &&
+    [ "$(chunks_of "$bm" '%/turned.md')" = 0 ] && ok || fail "a file turned binary keeps its chunks: $(cat "$tmp/turned.json")"
 
 # --- bad input: one line naming the file and the problem, the database as it was
 same() { cmp -s "$1" "$2"; }

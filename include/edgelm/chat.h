@@ -90,7 +90,8 @@ int32_t elm_chat_special_id(const elm_vocab *v, const char *text);
 /* A function call an assistant message made (OpenAI's tool_calls[i].function). */
 typedef struct elm_tool_call {
     const char *name;
-    const char *arguments; /* JSON text, written into the prompt as it is */
+    const char *arguments; /* JSON text of an object, written into the prompt as the family's
+                            * template writes it (Python's json.dumps of the parsed object) */
 } elm_tool_call;
 
 typedef struct elm_chat_msg {
@@ -103,7 +104,9 @@ typedef struct elm_chat_msg {
 
 /* Renders msgs [n] as the family does (content trimmed where the family trims it), followed by the
  * assistant's generation prompt when add_generation_prompt. *out is malloc'd (caller frees).
- * ELM_ERR_ARG for an unknown role or a system message that is not first; ELM_ERR_NOMEM. */
+ * ELM_ERR_ARG for an unknown role or a system message that is not first; ELM_ERR_UNSUPPORTED for
+ * tool calls on a template without tools, or more than one call in a message of Llama 3.1-3.3;
+ * ELM_ERR_FORMAT for a call's arguments that are not a JSON object; ELM_ERR_NOMEM. */
 elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_t n,
                            bool add_generation_prompt, char **out, elm_error *err);
 
@@ -118,7 +121,8 @@ bool elm_chat_template_has_tools(elm_chat_template t);
  * it, as transformers' tojson); NULL renders as elm_chat_render. Tool calls of assistant messages
  * and "tool" messages are written as the template writes them. ELM_ERR_UNSUPPORTED for a
  * template without tools (elm_chat_template_has_tools) given tools or calls; ELM_ERR_FORMAT when
- * tools is not such an array. */
+ * tools is not such an array; ELM_ERR_ARG for Llama 3.1-3.3 given tools and no user message (its
+ * template writes them into the first); elm_chat_render's otherwise. */
 elm_status elm_chat_render_tools(elm_chat_template t, const elm_chat_msg *msgs, int32_t n,
                                  const char *tools, bool add_generation_prompt, char **out,
                                  elm_error *err);
@@ -138,8 +142,8 @@ typedef struct elm_tool_calls {
  * end, or Llama's {"name": ..., "parameters": ...}; a last call cut short is dropped). `tools`
  * (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string parameter's
  * text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call does not
- * hold a name and an object of arguments, naming it; ELM_ERR_NOMEM. Free with
- * elm_tool_calls_free. */
+ * hold a name and an object of arguments, naming it; ELM_ERR_UNSUPPORTED for a template without
+ * tools; ELM_ERR_NOMEM. Free with elm_tool_calls_free. */
 elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, const char *reply,
                                      elm_tool_calls *out, elm_error *err);
 void elm_tool_calls_free(elm_tool_calls *c);

@@ -73,6 +73,12 @@ typedef struct elm_embed_params {
 elm_status elm_embed(elm_context *c, const int32_t *tokens, int32_t n, const elm_embed_params *p,
                      float *out, elm_error *err);
 
+/* elm_embed of UTF-8 text [len], tokenized by elm_embed_tokenize, into out [elm_embed_dim(m)].
+ * Errors: ELM_ERR_ARG for a text of no tokens or of more than the context takes (its n_ctx, a
+ * non-causal model's n_batch when smaller), naming the counts; elm_embed's otherwise. */
+elm_status elm_embed_text(elm_context *c, const char *text, size_t len, const elm_embed_params *p,
+                          float *out, elm_error *err);
+
 /* The cosine similarity of a [n] and b [n] (dot product over the product of the lengths, in
  * double), 0 when either is all zeros. */
 double elm_embed_cosine(const float *a, const float *b, int32_t n);

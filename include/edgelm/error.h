@@ -23,7 +23,8 @@ typedef struct elm_error {
 } elm_error;
 
 /* Records code and a printf-style message in err (may be NULL); returns code so callers can
- * `return elm_errorf(err, ELM_ERR_FORMAT, "%s: bad magic", path);`. */
+ * `return elm_errorf(err, ELM_ERR_FORMAT, "%s: bad magic", path);`. An argument may be err->msg
+ * itself, to prefix a lower call's message: `elm_errorf(err, s, "%s: %s", path, err->msg)`. */
 elm_status elm_errorf(elm_error *err, elm_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -52,6 +52,10 @@ typedef struct elm_chunk_params {
     void *user; /* count's */
 } elm_chunk_params;
 
+/* ELM_OK when chunks of max_tokens overlapping by overlap_tokens are in range (see
+ * elm_chunk_params), else ELM_ERR_ARG naming both. */
+elm_status elm_chunk_check(int32_t max_tokens, int32_t overlap_tokens, elm_error *err);
+
 /* One chunk of a text: bytes [start, end) of it, lines line_start .. line_end (1-based,
  * inclusive), its token count (the sum of its pieces' counts) and the path of the Markdown
  * headings it sits under ("Title > Section", "" before any heading; malloc'd). */
@@ -92,7 +96,8 @@ elm_status elm_index_create(const char *path, const elm_model *m, int32_t max_to
 elm_status elm_index_open(const char *path, bool writable, elm_index **out, elm_error *err);
 
 /* Ends the transaction of a writable index (and renames a new one over its path). The index
- * stays open read-only. */
+ * stays open read-only; nothing to do for one opened read-only. Errors (naming the path):
+ * ELM_ERR_IO when SQLite cannot commit or the rename fails (the old database stays as it was). */
 elm_status elm_index_commit(elm_index *ix, elm_error *err);
 
 /* Closes ix; a transaction not committed is rolled back (a new index's file removed). */
@@ -151,7 +156,7 @@ elm_status elm_index_add(elm_index *ix, elm_context *c, const char *const *paths
 elm_status elm_index_remove(elm_index *ix, const char *path, elm_index_stats *stats,
                             elm_error *err);
 
-/* Files and chunks in ix. */
+/* Files and chunks in ix. ELM_ERR_FORMAT naming the path when SQLite cannot read them. */
 elm_status elm_index_count(elm_index *ix, int64_t *files, int64_t *chunks, elm_error *err);
 
 /* ---- retrieval */
@@ -186,7 +191,9 @@ typedef struct elm_hit {
  * the first ELM_RRF_DEPTH of each list (more when k is larger) by reciprocal rank. Hits are in
  * order of the mode's score (ties by chunk id); *out malloc'd [*n], *n <= k, freed with
  * elm_hits_free. Errors: ELM_ERR_ARG for k < 1, a vector mode without a context or on a BM25-only
- * index, a question with no tokens or over the context (naming both counts). */
+ * index, a question with no tokens or over the context (naming both counts); ELM_ERR_FORMAT when
+ * SQLite cannot read the index or a stored vector is not dim floats (naming the chunk);
+ * elm_embed's; ELM_ERR_NOMEM. */
 elm_status elm_retrieve(elm_index *ix, elm_context *c, const char *question, elm_search_mode mode,
                         int32_t k, elm_hit **out, int32_t *n, elm_error *err);
 void elm_hits_free(elm_hit *hits, int32_t n);

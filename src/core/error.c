@@ -1,14 +1,19 @@
 /* elm_error: formatted error messages that name the file and the problem. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include "edgelm/error.h"
 
 elm_status elm_errorf(elm_error *err, elm_status code, const char *fmt, ...) {
     if (err) {
+        /* formatted apart first: an argument may be err->msg itself (a prefix added to a lower
+         * call's message) */
+        char msg[sizeof err->msg];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
+        memcpy(err->msg, msg, sizeof msg);
         /* names quoted from a hostile file may hold newlines or escapes: the message stays one
          * printable line */
         for (char *c = err->msg; *c; c++)

@@ -249,3 +249,8 @@ void elm_out_abort(elm_out *o) {
     if (o->tmp[0]) unlink(o->tmp);
     o->tmp[0] = '\0';
 }
+
+const char *elm_base_name(const char *path) {
+    const char *slash = strrchr(path, '/');
+    return slash && slash[1] ? slash + 1 : path;
+}

@@ -27,6 +27,10 @@ elm_status elm_read_file(const char *path, size_t max_bytes, char **buf, size_t 
                          elm_error *err);
 
 bool elm_is_dir(const char *path);
+
+/* The last component of path, the text after its last '/' (path itself when it has none, or
+ * ends in '/'): a file's name in reports and ids. Points into path. */
+const char *elm_base_name(const char *path);
 bool elm_file_exists(const char *path);
 
 /* Atomic output: elm_out_open creates an unnamed file in path's folder (O_TMPFILE; a named

@@ -25,11 +25,6 @@ struct elm_eval_run {
     elm_eval_report report;
 };
 
-static const char *file_name(const char *path) {
-    const char *slash = strrchr(path, '/');
-    return slash && slash[1] ? slash + 1 : path;
-}
-
 /* Size on disk: the file itself, or a Hugging Face folder's *.safetensors files. */
 static uint64_t disk_bytes(const char *path, const elm_model *m) {
     struct stat st;
@@ -104,7 +99,7 @@ static elm_status run_baseline(elm_eval_run *r, const elm_model *base, const int
         snprintf(path, sizeof path, "%s/reference.elmref", dir);
     }
     elm_ppl_result ppl;
-    chunk_user u = {r->cb, file_name(p->ref)};
+    chunk_user u = {r->cb, elm_base_name(p->ref)};
     elm_status st = elm_eval_reference(base, ids, n_ids, pp, disk_bytes(p->ref, base), path,
                                        on_chunk, &u, &ppl, err);
     if (!st) st = elm_ref_open(path, &r->ref, err);
@@ -117,9 +112,7 @@ static elm_status run_baseline(elm_eval_run *r, const elm_model *base, const int
 
 /* err's message after "what: " (the lower call's message names no file). */
 static elm_status prefixed(elm_error *err, elm_status st, const char *what) {
-    char msg[sizeof err->msg];
-    memcpy(msg, err->msg, sizeof msg);
-    return elm_errorf(err, st, "%s: %s", what, msg);
+    return elm_errorf(err, st, "%s: %s", what, err->msg);
 }
 
 static elm_status tokenize_text(const elm_eval_run *r, const elm_model *m, int32_t **ids,
@@ -154,7 +147,7 @@ static elm_status prepare_baseline(elm_eval_run *r, const elm_ppl_params *pp, el
     if (!st) {
         const elm_ref_info *in = &r->ref->info;
         elm_eval_entry *e = &r->base;
-        e->name = base ? file_name(p->ref) : in->model_name;
+        e->name = base ? elm_base_name(p->ref) : in->model_name;
         e->path = base ? p->ref : in->model_name;
         e->size_mib = mib(base ? disk_bytes(p->ref, base) : in->model_bytes);
         e->ppl = (elm_ppl_result){.ppl = in->ppl, .ppl_stderr = in->ppl_stderr,
@@ -177,7 +170,7 @@ static elm_status evaluate_model(elm_eval_run *r, int32_t k, const elm_ppl_param
                                  elm_error *err) {
     const char *path = r->p->models[k];
     elm_eval_entry *e = &r->models[k];
-    e->name = file_name(path);
+    e->name = elm_base_name(path);
     e->path = path;
     elm_model *m = NULL;
     elm_status st = load(r->p, path, true, &m, err);

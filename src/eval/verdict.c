@@ -3,6 +3,7 @@
  * share: the description of the run and one verdict line per model. */
 #include <string.h>
 
+#include "core/fileio.h"
 #include "eval/report.h"
 
 double elm_eval_ppl_change_pct(const elm_eval_report *r, const elm_eval_entry *e) {
@@ -23,13 +24,8 @@ size_t utf8_width(const char *s) {
     return n;
 }
 
-static const char *file_name(const char *path) {
-    const char *slash = strrchr(path, '/');
-    return slash && slash[1] ? slash + 1 : path;
-}
-
 void eval_describe(elm_sbuf *b, const elm_eval_report *r) {
-    elm_sb_printf(b, "%s: %d chunks of %d tokens, %lld scored tokens", file_name(r->text_path), r->chunks,
+    elm_sb_printf(b, "%s: %d chunks of %d tokens, %lld scored tokens", elm_base_name(r->text_path), r->chunks,
               r->n_ctx, (long long)r->scored_tokens);
     if (r->n_prompts > 0)
         elm_sb_printf(b, "; %d prompts, up to %d greedy tokens each", r->n_prompts, r->n_predict);

@@ -246,7 +246,7 @@ bool elm_chat_template_has_tools(elm_chat_template t) {
 
 const char *elm_chat_tool_call_open(elm_chat_template t) {
     const elm_tool_syntax s = elm_chat_template_tool_syntax(t);
-    return s == ELM_TOOLS_NONE ? NULL : s == ELM_TOOLS_LLAMA ? "{\"name\": \"" : "<tool_call>";
+    return s == ELM_TOOLS_NONE ? NULL : s == ELM_TOOLS_LLAMA ? "{\"name\": \"" : ELM_TOOL_CALL_OPEN;
 }
 
 const char *elm_chat_template_eot(elm_chat_template t) {
@@ -468,9 +468,9 @@ static elm_status finish(text *t, char **out, elm_error *err) {
 static bool calls_follow_text(elm_tool_syntax syn, const char *content) {
     if (syn == ELM_TOOLS_GRANITE) return *content != '\0';
     const char *close = find_last(whole(content), "</think>");
-    const span answer = lstrip_nl(close ? whole(close + 8) : whole(content));
-    return (syn == ELM_TOOLS_QWEN_XML ? trimmed(answer) : answer).e >
-           (syn == ELM_TOOLS_QWEN_XML ? trimmed(answer) : answer).b;
+    span answer = lstrip_nl(close ? whole(close + 8) : whole(content));
+    if (syn == ELM_TOOLS_QWEN_XML) answer = trimmed(answer);
+    return answer.e > answer.b;
 }
 
 /* The messages' tool calls against template s: its syntax takes calls, each one's arguments a

@@ -1,6 +1,6 @@
 /* Tools, tool calls and tool results as the families' templates write them (chat_tools.h): JSON
  * as transformers' tojson (json.dumps, ensure_ascii off) writes it, and each syntax's text, read
- * off its Jinja template (tests/data/templates; tests/data/tool_prompts holds what jinja2 renders
+ * off its Jinja template (tests/data/templates; tests/data/prompts holds what jinja2 renders
  * from them). */
 #include <math.h>
 #include <stdio.h>
@@ -209,19 +209,20 @@ void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *ca
         case ELM_TOOLS_HERMES:
         case ELM_TOOLS_GRANITE:
             if (i > 0 || after_text) elm_sb_puts(t, "\n");
-            elm_sb_printf(t, "<tool_call>\n{\"name\": \"%s\", \"arguments\": ", calls[i].name);
+            elm_sb_printf(t, ELM_TOOL_CALL_OPEN "\n{\"name\": \"%s\", \"arguments\": ",
+                          calls[i].name);
             elm_put_py_json(t, args, -1);
-            elm_sb_puts(t, "}\n</tool_call>");
+            elm_sb_puts(t, "}\n" ELM_TOOL_CALL_CLOSE);
             break;
         case ELM_TOOLS_QWEN_XML:
             elm_sb_puts(t, i > 0 ? "\n" : after_text ? "\n\n" : "");
-            elm_sb_printf(t, "<tool_call>\n<function=%s>\n", calls[i].name);
+            elm_sb_printf(t, ELM_TOOL_CALL_OPEN "\n<function=%s>\n", calls[i].name);
             for (const cJSON *a = args ? args->child : NULL; a; a = a->next) {
                 elm_sb_printf(t, "<parameter=%s>\n", a->string);
                 put_py_str(t, a);
                 elm_sb_puts(t, "\n</parameter>\n");
             }
-            elm_sb_puts(t, "</function>\n</tool_call>");
+            elm_sb_puts(t, "</function>\n" ELM_TOOL_CALL_CLOSE);
             break;
         case ELM_TOOLS_LLAMA:
             elm_sb_printf(t, "{\"name\": \"%s\", \"parameters\": ", calls[i].name);

@@ -9,6 +9,10 @@
 #include "core/strbuf.h"
 #include "edgelm/chat.h"
 
+/* The block that holds one call in the Hermes (Qwen3, Granite) and Qwen3.5 syntaxes */
+#define ELM_TOOL_CALL_OPEN "<tool_call>"
+#define ELM_TOOL_CALL_CLOSE "</tool_call>"
+
 /* How a family's template writes tools and calls (each from reading its Jinja template). */
 typedef enum elm_tool_syntax {
     ELM_TOOLS_NONE = 0,

@@ -9,8 +9,7 @@
 
 #include "edgelm/grammar.h"
 #include "generate/chat_tools.h"
-
-#define CALL_OPEN "<tool_call>"
+#include "generate/json_schema.h"
 
 /* The translator's gbnf with every rule name prefixed: names are the words outside string
  * literals, character classes and repetition counts. */
@@ -34,18 +33,6 @@ static void put_prefixed(elm_sbuf *g, const char *gbnf, const char *prefix) {
         elm_sb_put(g, p, (size_t)(q - p));
         p = q;
     }
-}
-
-/* GBNF string literal of s */
-static void put_literal(elm_sbuf *g, const char *s) {
-    elm_sb_puts(g, "\"");
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') elm_sb_printf(g, "\\%c", *s);
-        else if (*s == '\n') elm_sb_puts(g, "\\n");
-        else if ((unsigned char)*s < 0x20) elm_sb_printf(g, "\\x%02X", (unsigned char)*s);
-        else elm_sb_put(g, s, 1);
-    }
-    elm_sb_puts(g, "\"");
 }
 
 /* Translates schema (NULL: any object) into rules named PREFIX-..., PREFIX-root the value's;
@@ -118,10 +105,14 @@ static elm_status xml_params(elm_sbuf *g, const cJSON *params, int i, const char
         for (const cJSON *r = cJSON_IsArray(req) ? req->child : NULL; r; r = r->next)
             required = required || (cJSON_IsString(r) && !strcmp(r->valuestring, p->string));
         elm_sb_printf(g, " %sp%d%s", prefix, j, required ? "" : "?");
-        char tag[320], sub[64];
-        snprintf(tag, sizeof tag, "<parameter=%s>\n", p->string);
-        elm_sb_printf(&rules, "%sp%d ::= ", prefix, j);
-        put_literal(&rules, tag);
+        char sub[64];
+        elm_sb_printf(&rules, "%sp%d ::= \"<parameter=\" ", prefix, j);
+        if (!js_put_literal(&rules, p->string)) {
+            st = elm_errorf(err, ELM_ERR_FORMAT, "tools[%d].function.parameters: a property name "
+                            "is not UTF-8", i);
+            break;
+        }
+        elm_sb_puts(&rules, " \">\\n\"");
         const cJSON *en = cJSON_GetObjectItemCaseSensitive(p, "enum");
         bool strings = cJSON_IsArray(en) && en->child;
         for (const cJSON *e = cJSON_IsArray(en) ? en->child : NULL; e; e = e->next)
@@ -130,9 +121,11 @@ static elm_status xml_params(elm_sbuf *g, const cJSON *params, int i, const char
             elm_sb_puts(&rules, " xml-text");
         } else if (strings) {
             elm_sb_puts(&rules, " (");
-            for (const cJSON *e = en->child; e; e = e->next) {
+            for (const cJSON *e = en->child; e && !st; e = e->next) {
                 elm_sb_puts(&rules, e == en->child ? " " : " | ");
-                put_literal(&rules, e->valuestring);
+                if (!js_put_literal(&rules, e->valuestring))
+                    st = elm_errorf(err, ELM_ERR_FORMAT, "tools[%d].function.parameters.%s: an enum "
+                                    "string is not UTF-8", i, p->string);
             }
             elm_sb_puts(&rules, " )");
         } else {
@@ -178,13 +171,13 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
         elm_sb_puts(&alts, n++ ? " | " : " ");
         if (s == ELM_TOOLS_QWEN_XML) {
             snprintf(head, sizeof head, "%s>\n", name);
-            put_literal(&alts, head);
+            js_put_literal(&alts, head); /* a name elm_tool_name_ok passed, ASCII */
             elm_sb_printf(&alts, " %sparams", prefix);
             st = xml_params(&rules, params, i, prefix, err);
         } else {
             snprintf(head, sizeof head, "%s\", \"%s\": ", name,
                      s == ELM_TOOLS_LLAMA ? "parameters" : "arguments");
-            put_literal(&alts, head);
+            js_put_literal(&alts, head); /* a name elm_tool_name_ok passed, ASCII */
             elm_sb_printf(&alts, " %sroot \"}\"", prefix);
             st = schema_rules(&rules, params, src, prefix, err);
         }
@@ -222,9 +215,10 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
     if (!st && llama) /* the reply is the call: {"name": " opens it */
         elm_sb_puts(&g, lazy ? "root ::= call-body\n" : "root ::= call\n");
     else if (!st)
-        elm_sb_printf(&g, "root ::= %s call \"\\n</tool_call>\"%s\n",
-                      lazy ? "\"\\n\"" : "\"" CALL_OPEN "\\n\"",
-                      parallel ? " (\"\\n" CALL_OPEN "\\n\" call \"\\n</tool_call>\")*" : "");
+        elm_sb_printf(&g, "root ::= %s call \"\\n" ELM_TOOL_CALL_CLOSE "\"%s\n",
+                      lazy ? "\"\\n\"" : "\"" ELM_TOOL_CALL_OPEN "\\n\"",
+                      parallel ? " (\"\\n" ELM_TOOL_CALL_OPEN "\\n\" call \"\\n" ELM_TOOL_CALL_CLOSE
+                                 "\")*" : "");
     if (!st) st = call_rules(&g, s, arr, only, err);
     cJSON_Delete(arr);
     if (!st && !(*gbnf = elm_sb_finish(&g))) st = elm_errorf(err, ELM_ERR_NOMEM, "tools: out of memory");

@@ -7,8 +7,6 @@
 
 #include "generate/chat_tools.h"
 
-#define CALL_OPEN "<tool_call>"
-#define CALL_CLOSE "</tool_call>"
 
 void elm_tool_calls_free(elm_tool_calls *c) {
     for (int32_t i = 0; c->calls && i < c->n; i++) {
@@ -36,10 +34,7 @@ static bool set_content(elm_tool_calls *out, const char *reply, const char *end)
     size_t keep = end ? (size_t)(end - reply) : strlen(reply);
     while (keep > 0 && strchr(" \t\r\n", reply[keep - 1])) keep--;
     free(out->content);
-    if (!(out->content = malloc(keep + 1))) return false;
-    memcpy(out->content, reply, keep);
-    out->content[keep] = '\0';
-    return true;
+    return (out->content = strndup(reply, keep)) != NULL;
 }
 
 /* Appends the call name [len] with arguments `args` (an object, taken over). */
@@ -47,15 +42,13 @@ static elm_status add_call(elm_tool_calls *out, const char *name, size_t len, cJ
                            elm_error *err) {
     elm_tool_call *calls = realloc(out->calls, sizeof *calls * (size_t)(out->n + 1));
     if (calls) out->calls = calls;
-    char *a = cJSON_PrintUnformatted(args), *nm = malloc(len + 1);
+    char *a = cJSON_PrintUnformatted(args), *nm = strndup(name, len);
     cJSON_Delete(args);
     if (!calls || !a || !nm) {
         free(a);
         free(nm);
         return nomem(out, err);
     }
-    memcpy(nm, name, len);
-    nm[len] = '\0';
     out->calls[out->n++] = (elm_tool_call){.name = nm, .arguments = a};
     return ELM_OK;
 }
@@ -81,14 +74,14 @@ static elm_status add_json_call(elm_tool_calls *out, cJSON *j, const char *key, 
 
 /* Qwen3's and Granite's blocks: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> */
 static elm_status parse_hermes(const char *reply, elm_tool_calls *out, elm_error *err) {
-    for (const char *p = strstr(reply, CALL_OPEN); p; p = strstr(p, CALL_OPEN)) {
-        p += strlen(CALL_OPEN);
-        const char *close = strstr(p, CALL_CLOSE);
+    for (const char *p = strstr(reply, ELM_TOOL_CALL_OPEN); p; p = strstr(p, ELM_TOOL_CALL_OPEN)) {
+        p += strlen(ELM_TOOL_CALL_OPEN);
+        const char *close = strstr(p, ELM_TOOL_CALL_CLOSE);
         cJSON *j = cJSON_ParseWithLength(p, close ? (size_t)(close - p) : strlen(p));
         if (!close && !j) break;
         const elm_status st = add_json_call(out, j, "arguments", err);
         if (st || !close) return st;
-        p = close + strlen(CALL_CLOSE);
+        p = close + strlen(ELM_TOOL_CALL_CLOSE);
     }
     return ELM_OK;
 }
@@ -129,10 +122,8 @@ static cJSON *xml_value(const char *v, size_t n, const cJSON *schema) {
     if (!str && n == 4 && !memcmp(v, "True", 4)) return cJSON_CreateTrue();
     if (!str && n == 5 && !memcmp(v, "False", 5)) return cJSON_CreateFalse();
     if (!str && n == 4 && !memcmp(v, "None", 4)) return cJSON_CreateNull();
-    char *s = malloc(n + 1);
+    char *s = strndup(v, n);
     if (!s) return NULL;
-    memcpy(s, v, n);
-    s[n] = '\0';
     j = cJSON_CreateString(s);
     free(s);
     return j;
@@ -162,11 +153,7 @@ static int parse_xml_call(const char *p, const char *end, const cJSON *tools, el
         if (vend > v && vend[-1] == '\n') vend--;
         cJSON *val = xml_value(v, (size_t)(vend - v),
                                param_schema(tools, name, (size_t)(gt - name), key, (size_t)(kend - key)));
-        char *k = malloc((size_t)(kend - key) + 1);
-        if (k) {
-            memcpy(k, key, (size_t)(kend - key));
-            k[kend - key] = '\0';
-        }
+        char *k = strndup(key, (size_t)(kend - key));
         if (!val || !k || !cJSON_AddItemToObject(args, k, val)) {
             free(k);
             cJSON_Delete(val);
@@ -183,14 +170,15 @@ static elm_status parse_xml(const char *reply, const char *tools_json, elm_tool_
                             elm_error *err) {
     cJSON *tools = tools_json ? cJSON_Parse(tools_json) : NULL;
     elm_status st = ELM_OK;
-    for (const char *p = strstr(reply, CALL_OPEN); p && !st; p = strstr(p, CALL_OPEN)) {
-        p += strlen(CALL_OPEN);
-        const char *close = strstr(p, CALL_CLOSE);
+    for (const char *p = strstr(reply, ELM_TOOL_CALL_OPEN); p && !st;
+         p = strstr(p, ELM_TOOL_CALL_OPEN)) {
+        p += strlen(ELM_TOOL_CALL_OPEN);
+        const char *close = strstr(p, ELM_TOOL_CALL_CLOSE);
         const int r = parse_xml_call(p, close ? close : p + strlen(p), tools, out, err);
         if (r == -1 && close) st = bad_call(out, err, "<function=NAME>...</function>");
         else if (r == -1 || !close) break;
         else st = (elm_status)r;
-        p = close + strlen(CALL_CLOSE);
+        p = close + strlen(ELM_TOOL_CALL_CLOSE);
     }
     cJSON_Delete(tools);
     return st;
@@ -221,7 +209,7 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
     if (s == ELM_TOOLS_NONE)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tool calls: template %s has none",
                           elm_chat_template_name(t));
-    if (!set_content(out, reply, s == ELM_TOOLS_LLAMA ? NULL : strstr(reply, CALL_OPEN)))
+    if (!set_content(out, reply, s == ELM_TOOLS_LLAMA ? NULL : strstr(reply, ELM_TOOL_CALL_OPEN)))
         return nomem(out, err);
     return s == ELM_TOOLS_LLAMA      ? parse_llama(reply, out, err)
            : s == ELM_TOOLS_QWEN_XML ? parse_xml(reply, tools, out, err)

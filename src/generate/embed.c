@@ -144,6 +144,25 @@ elm_status elm_embed(elm_context *c, const int32_t *tokens, int32_t n, const elm
     return st;
 }
 
+elm_status elm_embed_text(elm_context *c, const char *text, size_t len, const elm_embed_params *p,
+                          float *out, elm_error *err) {
+    const elm_model *m = elm_context_model(c);
+    int32_t *ids;
+    int64_t n;
+    elm_status s = elm_embed_tokenize(&m->vocab, text, len, &ids, &n, err);
+    if (s) return s;
+    const int32_t limit = m->hp.non_causal && elm_context_n_batch(c) < elm_context_n_ctx(c)
+                              ? elm_context_n_batch(c) : elm_context_n_ctx(c);
+    if (n == 0) s = elm_errorf(err, ELM_ERR_ARG, "the text has no tokens (and %s adds no BOS or "
+                               "EOS)", m->path);
+    else if (n > limit)
+        s = elm_errorf(err, ELM_ERR_ARG, "%lld tokens, over the %d the context of %s takes",
+                       (long long)n, limit, m->path);
+    else s = elm_embed(c, ids, (int32_t)n, p, out, err);
+    free(ids);
+    return s;
+}
+
 double elm_embed_cosine(const float *a, const float *b, int32_t n) {
     double ab = 0, aa = 0, bb = 0;
     for (int32_t i = 0; i < n; i++) {

@@ -171,38 +171,10 @@ static bool set_body(js_cx *c, int32_t r, elm_sbuf *body) {
 
 /* ---- literals ---- */
 
-/* Length of the UTF-8 character at s [n bytes]; 0 when malformed (overlong, a surrogate, past
- * U+10FFFF, cut short). */
-static int utf8_len(const unsigned char *s, size_t n) {
-    const int len = s[0] < 0x80                    ? 1
-                    : s[0] >= 0xC2 && s[0] <= 0xDF ? 2
-                    : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
-                    : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4
-                                                   : 0;
-    if (!len || (size_t)len > n) return 0;
-    for (int i = 1; i < len; i++)
-        if ((s[i] & 0xC0) != 0x80) return 0;
-    if ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0) ||
-        (s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))
-        return 0;
-    return len;
-}
-
-/* Appends text s as a GBNF literal; false (an error) when it is not UTF-8. */
+/* Appends " LITERAL" of text s; false (an error) when it is not UTF-8. */
 static bool put_literal(js_cx *c, elm_sbuf *b, const char *s) {
-    const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
-    elm_sb_puts(b, " \"");
-    while (p < end) {
-        const int n = utf8_len(p, (size_t)(end - p));
-        if (!n) return fail(c, ELM_ERR_FORMAT, "a string is not valid UTF-8");
-        if (*p == '"' || *p == '\\') elm_sb_printf(b, "\\%c", *p);
-        else if (*p == '\n') elm_sb_puts(b, "\\n");
-        else if (*p < 0x20 || *p == 0x7F) elm_sb_printf(b, "\\x%02X", *p);
-        else elm_sb_put(b, (const char *)p, (size_t)n);
-        p += n;
-    }
-    elm_sb_puts(b, "\"");
-    return true;
+    elm_sb_puts(b, " ");
+    return js_put_literal(b, s) || fail(c, ELM_ERR_FORMAT, "a string is not valid UTF-8");
 }
 
 /* Whether every number in v is finite: cJSON reads 1e400 as infinity, and prints it as null. */

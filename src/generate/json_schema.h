@@ -1,7 +1,7 @@
 /* What the JSON-schema translator's two files share (grammar.h's elm_json_schema_to_gbnf):
  * json_schema.c walks the schema into rules and owns the translation's state; json_schema_rules.c
  * holds the GBNF text that depends on no schema's structure: the fixed helper rules (ws, string,
- * number, the formats) and the digit ranges of integer and number bounds. */
+ * number, the formats), the digit ranges of integer and number bounds, and literals. */
 #ifndef EDGELM_GENERATE_JSON_SCHEMA_H
 #define EDGELM_GENERATE_JSON_SCHEMA_H
 
@@ -82,5 +82,10 @@ typedef struct {
 /* Appends the alternatives of an integer (integer true) or a number in [lo, hi]. False (an error)
  * when no value fits, or for a number, when a bound is not an integer. */
 bool js_put_numeric(js_cx *c, elm_sbuf *b, bool integer, js_bound lo, js_bound hi);
+
+/* Appends text s as a quoted GBNF literal ("\n", "\\", "\"", other controls as "\xHH"). False,
+ * b left part-way, when s is not UTF-8 (the grammar parser would refuse it). Also used by the
+ * tool-call grammars (chat_tools_grammar.c). */
+bool js_put_literal(elm_sbuf *b, const char *s);
 
 #endif

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/utf8.h"
 #include "edgelm/grammar.h"
 #include "generate/json_schema.h"
 
@@ -326,5 +327,21 @@ bool js_put_numeric(js_cx *c, elm_sbuf *b, bool integer, js_bound lo, js_bound h
     if (!n)
         return js_fail_kw(c, lo.open ? hi.kw : lo.kw, ELM_ERR_UNSUPPORTED,
                           "no %s meets the bounds", integer ? "integer" : "number");
+    return true;
+}
+
+bool js_put_literal(elm_sbuf *b, const char *s) {
+    const unsigned char *p = (const unsigned char *)s, *end = p + strlen(s);
+    elm_sb_puts(b, "\"");
+    while (p < end) {
+        const int n = elm_utf8_len(p, (size_t)(end - p));
+        if (!n) return false;
+        if (*p == '"' || *p == '\\') elm_sb_printf(b, "\\%c", *p);
+        else if (*p == '\n') elm_sb_puts(b, "\\n");
+        else if (*p < 0x20 || *p == 0x7F) elm_sb_printf(b, "\\x%02X", *p);
+        else elm_sb_put(b, (const char *)p, (size_t)n);
+        p += n;
+    }
+    elm_sb_puts(b, "\"");
     return true;
 }

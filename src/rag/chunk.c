@@ -206,7 +206,7 @@ static elm_status split(chunker *k) {
     return st;
 }
 
-/* Drops the trailing whitespace of [s, *e), keeping at least one byte. */
+/* Drops the trailing whitespace of [s, e), keeping at least one byte. */
 static int64_t trim_end(const char *t, int64_t s, int64_t e) {
     while (e - 1 > s && is_space(t[e - 1])) e--;
     return e;
@@ -259,14 +259,19 @@ static elm_status pack(chunker *k, elm_chunk **out, int32_t *n) {
     return ELM_OK;
 }
 
+elm_status elm_chunk_check(int32_t max_tokens, int32_t overlap_tokens, elm_error *err) {
+    if (max_tokens < 8 || overlap_tokens < 0 || overlap_tokens > max_tokens / 2)
+        return elm_errorf(err, ELM_ERR_ARG, "chunks of %d tokens overlapping by %d: want at "
+                          "least 8, overlapping by 0 to half of them", max_tokens, overlap_tokens);
+    return ELM_OK;
+}
+
 elm_status elm_chunk_text(const char *text, size_t len, const elm_chunk_params *p,
                           elm_chunk **out, int32_t *n, elm_error *err) {
     *out = NULL;
     *n = 0;
-    if (p->max_tokens < 8 || p->overlap_tokens < 0 || p->overlap_tokens > p->max_tokens / 2)
-        return elm_errorf(err, ELM_ERR_ARG, "chunks of %d tokens overlapping by %d: want at "
-                          "least 8, overlapping by 0 to half of them", p->max_tokens,
-                          p->overlap_tokens);
+    const elm_status s = elm_chunk_check(p->max_tokens, p->overlap_tokens, err);
+    if (s) return s;
     chunker k = {.text = text, .len = len, .p = p, .path = -1};
     int32_t cap_lines = 0;
     elm_status st = ELM_OK;

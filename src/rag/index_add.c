@@ -13,6 +13,7 @@
 
 #include "core/fileio.h"
 #include "core/hash.h"
+#include "core/utf8.h"
 #include "edgelm/embed.h"
 #include "rag/index_db.h"
 
@@ -67,32 +68,10 @@ static elm_status walk(const char *dir, file_list *l, elm_error *err) {
     return s;
 }
 
-/* Why text [len] is not UTF-8 text, or NULL when it is: a NUL byte, or a byte sequence that is
- * not the shortest UTF-8 of a code point up to U+10FFFF other than a surrogate. */
+/* Why text [len] is not UTF-8 text, or NULL when it is. */
 static const char *not_text(const char *text, size_t len) {
-    const unsigned char *t = (const unsigned char *)text;
-    for (size_t i = 0; i < len;) {
-        const unsigned char c = t[i];
-        int n;
-        uint32_t cp, min;
-        if (c == 0) return "holds NUL bytes (binary)";
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c >= 0xC2 && c <= 0xDF) n = 1, cp = c & 0x1F, min = 0x80;
-        else if (c >= 0xE0 && c <= 0xEF) n = 2, cp = c & 0x0F, min = 0x800;
-        else if (c >= 0xF0 && c <= 0xF4) n = 3, cp = c & 0x07, min = 0x10000;
-        else return "not UTF-8 text";
-        if (len - i <= (size_t)n) return "not UTF-8 text";
-        for (int k = 1; k <= n; k++) {
-            if ((t[i + (size_t)k] & 0xC0) != 0x80) return "not UTF-8 text";
-            cp = cp << 6 | (t[i + (size_t)k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return "not UTF-8 text";
-        i += (size_t)n + 1;
-    }
-    return NULL;
+    if (memchr(text, 0, len)) return "holds NUL bytes (binary)";
+    return elm_utf8_valid(text, len) ? NULL : "not UTF-8 text";
 }
 
 /* The id and hash of file path in ix, or id 0. */
@@ -105,7 +84,7 @@ static elm_status stored_file(elm_index *ix, const char *path, int64_t *id, char
     *id = 0;
     if (sqlite3_step(st) == SQLITE_ROW) {
         *id = sqlite3_column_int64(st, 0);
-        snprintf(hash, 32, "%s", (const char *)sqlite3_column_text(st, 1));
+        snprintf(hash, 32, "%s", elm_ix_text(st, 1));
     }
     sqlite3_finalize(st);
     return ELM_OK;
@@ -137,20 +116,9 @@ static elm_status delete_files(elm_index *ix, const char *path, const char *pref
 /* The embedding of chunk text [len] of file into vec [dim] through c. */
 static elm_status embed_chunk(elm_context *c, const char *file, const elm_chunk *ch,
                               const char *text, size_t len, float *vec, elm_error *err) {
-    const elm_model *m = elm_context_model(c);
-    int32_t *ids;
-    int64_t n;
-    elm_status s = elm_embed_tokenize(&m->vocab, text, len, &ids, &n, err);
-    if (s) return s;
-    const int32_t limit = m->hp.non_causal && elm_context_n_batch(c) < elm_context_n_ctx(c)
-                              ? elm_context_n_batch(c) : elm_context_n_ctx(c);
-    if (n > limit)
-        s = elm_errorf(err, ELM_ERR_ARG, "%s: lines %d-%d: a chunk of %" PRId64 " tokens, over the "
-                       "%d the embedding context takes", file, ch->line_start, ch->line_end, n, limit);
-    else if ((s = elm_embed(c, ids, (int32_t)n, NULL, vec, err)))
-        elm_errorf(err, s, "%s: lines %d-%d: %s", file, ch->line_start, ch->line_end, err->msg);
-    free(ids);
-    return s;
+    const elm_status s = elm_embed_text(c, text, len, NULL, vec, err);
+    return s ? elm_errorf(err, s, "%s: lines %d-%d: %s", file, ch->line_start, ch->line_end,
+                          err->msg) : ELM_OK;
 }
 
 /* Stores file (text [len], hash) and its chunks, embedded through c when not NULL. */
@@ -203,30 +171,32 @@ static elm_status store_file(elm_index *ix, elm_context *c, const char *file, co
     return s;
 }
 
-/* One file: skipped, unchanged, or its chunks replaced. */
+/* One file: skipped (and its chunks of an earlier run removed), unchanged, or its chunks
+ * replaced. */
 static elm_status add_file(elm_index *ix, elm_context *c, const char *file, int64_t done,
                            int64_t total, elm_index_progress_fn progress, void *user,
                            elm_index_stats *stats, elm_error *err) {
     struct stat sb;
-    if (stat(file, &sb) == 0 && sb.st_size > (off_t)MAX_DOC_BYTES) {
-        stats->files_skipped++;
-        if (progress) progress(user, ELM_INDEX_FILE_SKIPPED, file, "over 64 MiB", done, total);
-        return ELM_OK;
-    }
-    char *text;
-    size_t len;
-    elm_status s = elm_read_file(file, MAX_DOC_BYTES, &text, &len, err);
-    if (s) return s;
-    const char *why = not_text(text, len);
-    char hash[32], old[32] = "";
-    snprintf(hash, sizeof hash, "%016" PRIx64, elm_fnv1a(ELM_FNV1A_INIT, text, len));
-    int64_t id = 0;
+    char *text = NULL;
+    size_t len = 0;
+    const char *why = NULL;
+    elm_status s = ELM_OK;
+    if (stat(file, &sb) == 0 && sb.st_size > (off_t)MAX_DOC_BYTES) why = "over 64 MiB";
+    else if ((s = elm_read_file(file, MAX_DOC_BYTES, &text, &len, err))) return s;
+    else why = not_text(text, len);
     elm_index_event ev = why ? ELM_INDEX_FILE_SKIPPED : ELM_INDEX_FILE_INDEXED;
-    if (!why && !(s = stored_file(ix, file, &id, old, err)) && id && !strcmp(old, hash))
-        ev = ELM_INDEX_FILE_UNCHANGED;
-    if (!s && ev == ELM_INDEX_FILE_INDEXED) {
+    if (why) {
+        /* indexed before, no longer text: what it said is not searchable any more */
+        s = delete_files(ix, file, NULL, &stats->files_removed, &stats->chunks_removed, err);
+    } else {
+        char hash[32], old[32] = "";
+        int64_t id = 0;
+        snprintf(hash, sizeof hash, "%016" PRIx64, elm_fnv1a(ELM_FNV1A_INIT, text, len));
+        if (!(s = stored_file(ix, file, &id, old, err)) && id && !strcmp(old, hash))
+            ev = ELM_INDEX_FILE_UNCHANGED;
         int64_t replaced = 0; /* a file replaced is not counted as removed */
-        if (!(s = delete_files(ix, file, NULL, &replaced, &stats->chunks_removed, err)))
+        if (!s && ev == ELM_INDEX_FILE_INDEXED &&
+            !(s = delete_files(ix, file, NULL, &replaced, &stats->chunks_removed, err)))
             s = store_file(ix, c, file, text, len, hash, stats, err);
     }
     free(text);

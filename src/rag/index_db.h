@@ -27,6 +27,13 @@ elm_status elm_ix_fail(const elm_index *ix, elm_status code, const char *what, e
 /* Runs sql (no result rows) on ix; errors as elm_ix_fail with what. */
 elm_status elm_ix_exec(elm_index *ix, const char *sql, const char *what, elm_error *err);
 
+/* Column i of the current row as text, "" for NULL: a file written by something else may hold
+ * NULL where edgelm's schema says NOT NULL. */
+static inline const char *elm_ix_text(sqlite3_stmt *st, int i) {
+    const char *t = (const char *)sqlite3_column_text(st, i);
+    return t ? t : "";
+}
+
 /* Prepares sql; errors as elm_ix_fail. */
 elm_status elm_ix_prepare(elm_index *ix, const char *sql, sqlite3_stmt **st, elm_error *err);
 

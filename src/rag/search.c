@@ -35,6 +35,11 @@ static int by_score(const void *a, const void *b) {
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* Whether byte c is part of a word: a letter, a digit or a byte of a non-ASCII character. */
+static bool word_byte(unsigned char c) {
+    return c >= 0x80 || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
 /* The question as an FTS5 query: each word (a run of letters, digits or non-ASCII bytes) quoted,
  * joined by OR, so that no character of the question is read as FTS5 syntax. NULL when it has no
  * words or memory ran out (*words tells which). */
@@ -45,16 +50,14 @@ static char *fts_query(const char *q, int *words) {
     if (!out) return NULL;
     for (size_t i = 0; i < len;) {
         const unsigned char c = (unsigned char)q[i];
-        const bool word = c >= 0x80 || (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
-        if (!word) {
+        if (!word_byte(c)) {
             i++;
             continue;
         }
         w += sprintf(w, "%s\"", (*words)++ ? " OR " : "");
         for (; i < len; i++) {
-            const unsigned char d = (unsigned char)q[i];
-            if (!(d >= 0x80 || (d >= '0' && d <= '9') || ((d | 0x20) >= 'a' && (d | 0x20) <= 'z'))) break;
-            *w++ = (char)d;
+            if (!word_byte((unsigned char)q[i])) break;
+            *w++ = q[i];
         }
         *w++ = '"';
     }
@@ -84,23 +87,6 @@ static elm_status bm25_list(elm_index *ix, const char *question, int32_t depth, 
         sqlite3_finalize(st);
     }
     free(q);
-    return s;
-}
-
-/* The question's embedding through c into v [dim]. */
-static elm_status embed_question(elm_context *c, const char *question, float *v, elm_error *err) {
-    const elm_model *m = elm_context_model(c);
-    int32_t *ids;
-    int64_t n;
-    elm_status s = elm_embed_tokenize(&m->vocab, question, strlen(question), &ids, &n, err);
-    if (s) return s;
-    const int32_t limit = m->hp.non_causal && elm_context_n_batch(c) < elm_context_n_ctx(c)
-                              ? elm_context_n_batch(c) : elm_context_n_ctx(c);
-    if (n > limit)
-        s = elm_errorf(err, ELM_ERR_ARG, "question: %" PRId64 " tokens, over the %d the context "
-                       "of %s takes", n, limit, m->path);
-    else s = elm_embed(c, ids, (int32_t)n, NULL, v, err);
-    free(ids);
     return s;
 }
 
@@ -149,9 +135,9 @@ static elm_status fill_hit(elm_index *ix, sqlite3_stmt *st, elm_hit *h, elm_erro
     if (sqlite3_step(st) != SQLITE_ROW) return elm_ix_fail(ix, ELM_ERR_FORMAT, "reading a chunk", err);
     h->line_start = sqlite3_column_int(st, 0);
     h->line_end = sqlite3_column_int(st, 1);
-    h->heading = strdup((const char *)sqlite3_column_text(st, 2));
-    h->text = strdup((const char *)sqlite3_column_text(st, 3));
-    h->file = strdup((const char *)sqlite3_column_text(st, 4));
+    h->heading = strdup(elm_ix_text(st, 2));
+    h->text = strdup(elm_ix_text(st, 3));
+    h->file = strdup(elm_ix_text(st, 4));
     if (!h->heading || !h->text || !h->file)
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", ix->path);
     return ELM_OK;
@@ -206,8 +192,9 @@ elm_status elm_retrieve(elm_index *ix, elm_context *c, const char *question, elm
     elm_hit *hits = NULL;
     if (!bm || (vectors && !q)) s = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", ix->path);
     if (!s && words) s = bm25_list(ix, question, depth, bm, &nb, err);
-    if (!s && vectors && !(s = embed_question(c, question, q, err)))
-        s = cosine_list(ix, q, &cos, &nc, err);
+    if (!s && vectors && (s = elm_embed_text(c, question, strlen(question), NULL, q, err)))
+        elm_errorf(err, s, "question: %s", err->msg);
+    if (!s && vectors) s = cosine_list(ix, q, &cos, &nc, err);
     const int32_t cap = nb + (int32_t)(nc < depth ? nc : depth);
     if (!s && !(hits = calloc((size_t)(cap ? cap : 1), sizeof *hits)))
         s = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", ix->path);

@@ -84,7 +84,7 @@ static bool meta_get(elm_index *ix, const char *key, char *out, size_t cap) {
     if (sqlite3_prepare_v2(ix->db, "SELECT value FROM meta WHERE key = ?", -1, &st, NULL)) return false;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
     const bool found = sqlite3_step(st) == SQLITE_ROW;
-    if (found) snprintf(out, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+    if (found) snprintf(out, cap, "%s", elm_ix_text(st, 0));
     sqlite3_finalize(st);
     return found;
 }
@@ -114,24 +114,24 @@ static elm_status read_meta(elm_index *ix, elm_error *err) {
                            "not a readable edgelm index", err);
     }
     const int rc = sqlite3_step(st);
-    const bool ours = rc == SQLITE_ROW && !strcmp((const char *)sqlite3_column_text(st, 0), FORMAT_NAME);
+    const bool ours = rc == SQLITE_ROW && !strcmp(elm_ix_text(st, 0), FORMAT_NAME);
     sqlite3_finalize(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return elm_ix_fail(ix, ELM_ERR_FORMAT, "reading meta", err);
     if (!ours) return elm_errorf(err, ELM_ERR_FORMAT, "%s: not an edgelm index (meta has no format '"
                                  FORMAT_NAME "')", ix->path);
-    if (!meta_get(ix, "schema_version", v, sizeof v) || atoi(v) != ELM_INDEX_SCHEMA_VERSION)
+    if (!meta_get(ix, "schema_version", v, sizeof v)) strcpy(v, "missing");
+    if (atoi(v) != ELM_INDEX_SCHEMA_VERSION)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: index schema version %s; this edgelm "
-                          "reads version %d (index the documents again)", ix->path,
-                          meta_get(ix, "schema_version", v, sizeof v) ? v : "missing",
+                          "reads version %d (index the documents again)", ix->path, v,
                           ELM_INDEX_SCHEMA_VERSION);
     char tok[32] = "", ovl[32] = "";
     meta_get(ix, "chunk_tokens", tok, sizeof tok);
     meta_get(ix, "chunk_overlap", ovl, sizeof ovl);
     ix->max_tokens = atoi(tok);
     ix->overlap_tokens = atoi(ovl);
-    if (ix->max_tokens < 8 || ix->overlap_tokens < 0 || ix->overlap_tokens > ix->max_tokens / 2)
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: meta chunk_tokens '%s' / chunk_overlap '%s' "
-                          "out of range", ix->path, tok, ovl);
+    if (elm_chunk_check(ix->max_tokens, ix->overlap_tokens, err))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: meta chunk_tokens '%s', chunk_overlap '%s': %s",
+                          ix->path, tok, ovl, err->msg);
     if (meta_get(ix, "embed_dim", v, sizeof v)) {
         ix->dim = atoi(v);
         meta_get(ix, "embed_model", ix->model_name, sizeof ix->model_name);
@@ -189,10 +189,8 @@ elm_status elm_index_open(const char *path, bool writable, elm_index **out, elm_
 elm_status elm_index_create(const char *path, const elm_model *m, int32_t max_tokens,
                             int32_t overlap_tokens, elm_index **out, elm_error *err) {
     *out = NULL;
-    if (max_tokens < 8 || overlap_tokens < 0 || overlap_tokens > max_tokens / 2)
-        return elm_errorf(err, ELM_ERR_ARG, "%s: chunks of %d tokens overlapping by %d: want at "
-                          "least 8, overlapping by 0 to half of them", path, max_tokens,
-                          overlap_tokens);
+    elm_status cs = elm_chunk_check(max_tokens, overlap_tokens, err);
+    if (cs) return elm_errorf(err, cs, "%s: %s", path, err->msg);
     if (access(path, F_OK) == 0) { /* replaced at commit, but only if it is an index */
         elm_index *old;
         elm_status s = elm_index_open(path, false, &old, err);

@@ -316,13 +316,11 @@ static bool choice_text(stream *st, stream_choice *c, char *text, size_t len) {
         elm_sb_put(&c->reply, text, len);
         free(text);
         if (c->reply.oom) return false;
-        const size_t upto = content_before_calls(elm_chat_tool_call_open(st->h->def->tmpl), c->reply.s, c->content_sent,
-                                 c->reply.len);
+        const size_t upto = content_before_calls(elm_chat_tool_call_open(st->h->def->tmpl),
+                                                 c->reply.s, c->content_sent, c->reply.len);
         if (upto <= c->content_sent) return true;
         len = upto - c->content_sent;
-        if (!(text = malloc(len + 1))) return false;
-        memcpy(text, c->reply.s + c->content_sent, len);
-        text[len] = '\0';
+        if (!(text = strndup(c->reply.s + c->content_sent, len))) return false;
         c->content_sent = upto;
     }
     cJSON *lp = NULL;
@@ -528,7 +526,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
         st->cs = cs;
         st->chat = chat;
         st->logprobs = r.job.logprobs;
-        st->tools = chat ? r.tools : NULL; /* the stream's now */
+        st->tools = r.tools; /* the stream's now (set for chat requests only) */
         r.tools = NULL;
         st->n = n;
         for (int i = 0; i < n; i++) st->ch[i].job = jobs[i];

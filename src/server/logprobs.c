@@ -2,19 +2,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "core/utf8.h"
 #include "server/logprobs.h"
-
-/* Length of the valid UTF-8 character at s [n] (1..4), or 0 when none starts there. */
-static int utf8_len(const unsigned char *s, size_t n) {
-    const int len = s[0] < 0x80 ? 1 : s[0] >= 0xC2 && s[0] <= 0xDF ? 2
-                  : s[0] >= 0xE0 && s[0] <= 0xEF ? 3 : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
-    if (!len || (size_t)len > n) return 0;
-    for (int i = 1; i < len; i++)
-        if ((s[i] & 0xC0) != 0x80) return 0;
-    if (len == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] > 0x9F))) return 0;
-    if (len == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] > 0x8F))) return 0;
-    return len;
-}
 
 /* The token's text (valid UTF-8) and, when bytes is not NULL, its bytes as numbers. */
 static bool add_token(cJSON *o, const elm_vocab *v, int32_t id, cJSON *bytes) {
@@ -23,7 +12,7 @@ static bool add_token(cJSON *o, const elm_vocab *v, int32_t id, cJSON *bytes) {
     const size_t n = elm_token_to_bytes(v, id, (char *)b, sizeof b);
     size_t k = 0;
     for (size_t i = 0; i < n;) {
-        const int l = utf8_len(b + i, n - i);
+        const int l = elm_utf8_len(b + i, n - i);
         if (l) {
             memcpy(text + k, b + i, (size_t)l);
             k += (size_t)l;

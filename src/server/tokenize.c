@@ -7,21 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/utf8.h"
 #include "server/fields.h"
 #include "server/tokenize.h"
-
-/* Whether s[n] is whole, well-formed UTF-8 (a piece can be part of a character: a byte token). */
-static bool utf8_whole(const unsigned char *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        const unsigned c = s[i];
-        const size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        if (!k || i + k > n) return false;
-        for (size_t j = 1; j < k; j++)
-            if ((s[i + j] & 0xC0) != 0x80) return false;
-        i += k;
-    }
-    return true;
-}
 
 /* A token as {"id", "piece"}: its text as printed, a control token's as written ("<s>"). */
 static cJSON *piece_json(const elm_vocab *v, int32_t id) {
@@ -33,7 +21,7 @@ static cJSON *piece_json(const elm_vocab *v, int32_t id) {
     } else n = elm_token_to_bytes(v, id, buf, sizeof buf);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "id", id);
-    if (utf8_whole((const unsigned char *)buf, n) && !memchr(buf, 0, n)) {
+    if (elm_utf8_valid(buf, n) && !memchr(buf, 0, n)) {
         buf[n < sizeof buf ? n : sizeof buf - 1] = '\0';
         cJSON_AddStringToObject(o, "piece", buf);
     } else {

@@ -11,6 +11,7 @@
 
 #include "edgelm/system.h"
 #include "cli.h"
+#include "core/fileio.h"
 #include "edgelm/context.h"
 #include "opts.h"
 
@@ -170,7 +171,7 @@ static void print_markdown(const result *rs, int n) {
            rs[0].n_prompt, rs[0].n_gen, TTFT_PROMPT);
     printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const result *r = rs; r < rs + n; r++) {
-        const char *base = strrchr(r->model, '/') ? strrchr(r->model, '/') + 1 : r->model;
+        const char *base = elm_base_name(r->model);
         printf("| %s | %.2f MiB | %s | %ld | %.1f ± %.1f | %.1f ± %.1f | %.1f | %.1f | %.0f | %.0f | "
            "%.0f |\n",
            base, r->model_bytes / 1048576.0, r->isa, r->threads, r->pp.mean, r->pp.sd, r->tg.mean,

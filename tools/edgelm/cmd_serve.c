@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/fileio.h"
 #include "edgelm/chat.h"
 #include "edgelm/server.h"
 #include "gen_opts.h"
@@ -78,8 +79,7 @@ int cmd_serve(int argc, char **argv) {
         slot_ctx = m->hp.n_ctx_train > 0 && m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096;
     long n_batch = o.n_batch ? o.n_batch : 512;
     if (n_batch <= parallel) n_batch = parallel + 1;
-    const char *slash = strrchr(model, '/');
-    const char *model_id = slash && slash[1] ? slash + 1 : model;
+    const char *model_id = elm_base_name(model);
     o.gp.sampling.seed = (uint64_t)(o.seed >= 0 ? o.seed : 0);
     const elm_server_params sp = {
         .host = host, .port = (int)port, .api_key = api_key, .max_body = (size_t)max_body,
