@@ -3,7 +3,8 @@
 # stdin with /stats, a session saved by one process and restored by another continuing with the
 # same greedy reply, corrupted and mismatched sessions refused with one error line, generation
 # through context shifts, speculative and prompt-lookup decoding matching plain greedy output,
-# quantized KV caches, and the example chat program built on the app API.
+# quantized KV caches, --verbose-prompt's turns, and the example chat program built on the app
+# API.
 # usage: cli_chat.sh EDGELM FIXTURES
 set -u
 bin=$1 fx=$2
@@ -86,6 +87,11 @@ expect_error "rag without context" "needs --context" "$bin" chat -t 1 -m "$model
 printf 'The cat is black.\n' >"$tmp/ctx.txt"
 out=$(printf 'What color is the cat?\n' | "$bin" chat -t 1 -m "$model" --preset rag --context "$tmp/ctx.txt" -n 8 2>/dev/null)
 [ $? -eq 0 ] && [ -n "$out" ] && ok || fail "chat --preset rag"
+# --verbose-prompt: each turn's text as the template renders it, on stderr
+printf 'hi\nmore\n' | "$bin" chat -t 1 -m "$model" --template plain --system "You tell stories." -n 4 --temp 0 \
+    --verbose-prompt 2>"$tmp/err" >/dev/null
+[ "$(cat "$tmp/err")" = "$(printf 'edgelm: prompt:\nYou tell stories.\n\nUser: hi\nAssistant:\nedgelm: end of prompt\nedgelm: prompt:\n\nUser: more\nAssistant:\nedgelm: end of prompt')" ] &&
+    ok || fail "--verbose-prompt: '$(cat "$tmp/err")'"
 "$bin" chat --help | grep -q -- "/save FILE" && ok || fail "chat --help"
 
 # --- the example chat program (app API)

@@ -6,7 +6,9 @@
 # first-token and tok/s line, no request leaving the server; Stop cuts a long reply short and
 # frees the server's slot; with a tools array (Qwen3's template, tool_choice "required") the reply
 # shows get_weather's call as a card, and the result typed into it goes back as the assistant's
-# tool_calls and a tool message before a reply. The screenshot of the first reply is saved as
+# tool_calls and a tool message before a reply; with --docs (an index whose best chunk for the
+# question holds HTML and a script) the reply's documents panel lists the server's citations,
+# each opening its chunk's text, the markup shown as text. The screenshot of the first reply is saved as
 # test-output/serve_page.png beside the edgelm binary. Skipped when chromium or node is missing
 # and cannot be installed. usage: cli_serve_page.sh EDGELM FIXTURES
 set -u
@@ -28,6 +30,12 @@ start_server -m "$model" -t 1 -c 4096 -n 4000 --ignore-eos
 stop_pid=$pid stop_url=$url stop_err=$server_err
 start_server -m "$model" -t 1 -c 2048 -n 200 --template qwen3
 tools_pid=$pid tools_url=$url tools_err=$server_err
+mkdir -p "$tmp/docs"
+printf '# Gadgets\n\n## Manual\n\nThe zorblat gadget manual says: <img src=x onerror="window.pwned = 3"> and <script>window.pwned = 4</script> stay text.\n' >"$tmp/docs/markup.md"
+sed -n 1,12p "$fx/stories260K/text/valid.txt" >"$tmp/docs/stories.txt"
+"$bin" index -o "$tmp/docs.db" "$tmp/docs" --chunk-tokens 30 --overlap 0 >/dev/null 2>&1 || { echo "FAIL: index" >&2; exit 1; }
+start_server -m "$model" -t 1 -c 2048 -n 32 --docs "$tmp/docs.db"
+docs_pid=$pid docs_url=$url docs_err=$server_err
 start_server -m "$model" -t 1 -c 256
 profile=$tmp/chromium-profile
 mkdir -p "$profile"
@@ -48,7 +56,7 @@ out=$(dirname "$bin")/test-output
 mkdir -p "$out"
 rm -f "$out/serve_page.png"
 node --experimental-websocket --no-warnings "$(dirname "$0")/lib/serve_page.cjs" "$ws" "$url/" \
-    "$out/serve_page.png" "$stop_url/" "$tools_url/" && ok || fail "page checks"
+    "$out/serve_page.png" "$stop_url/" "$tools_url/" "$docs_url/" && ok || fail "page checks"
 [ -s "$out/serve_page.png" ] && ok || fail "no screenshot"
 kill "$chrome" 2>/dev/null
 wait "$chrome" 2>/dev/null
@@ -56,6 +64,8 @@ stop_server TERM
 pid=$stop_pid server_err=$stop_err
 stop_server TERM
 pid=$tools_pid server_err=$tools_err
+stop_server TERM
+pid=$docs_pid server_err=$docs_err
 stop_server TERM
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

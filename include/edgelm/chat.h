@@ -223,6 +223,13 @@ const elm_spec_stats *elm_chat_spec_stats(const elm_chat *ch);
 /* Forgets the conversation: the next turn starts again with the system prompt. */
 void elm_chat_reset(elm_chat *ch);
 
+/* Forgets the conversation (as elm_chat_reset) and makes system (NULL: none; copied) the system
+ * prompt the next turn starts with: what a chat answering each question from its own retrieved
+ * documents does before each turn (edgelm/rag.h, elm_docs_prompt_build). A context shift then
+ * keeps the new opening when elm_chat_params.gen.n_keep was 0. ELM_ERR_NOMEM (the chat is reset,
+ * its system prompt unchanged). */
+elm_status elm_chat_set_system(elm_chat *ch, const char *system, elm_error *err);
+
 /* Saves / restores the conversation as a session file (see session.h); after a load the next turn
  * continues the restored conversation. */
 elm_status elm_chat_save(elm_chat *ch, const char *path, elm_error *err);

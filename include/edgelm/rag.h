@@ -17,13 +17,18 @@
  * Every writing call runs inside one transaction that elm_index_commit ends: a run that fails or
  * is interrupted leaves the database as it was (a new one is built under a temporary name and
  * renamed over the path at commit). Errors name the database or document file and the problem,
- * in one line; the library prints nothing. */
+ * in one line; the library prints nothing.
+ *
+ * Answering (`chat --docs`, `serve --docs`): elm_retrieve's hits go into the system message of
+ * the "rag" chat preset (elm_chat_preset) as numbered sources, as many of the best as fit the
+ * context beside the conversation and the reply (elm_docs_prompt_build). */
 #ifndef EDGELM_RAG_H
 #define EDGELM_RAG_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "edgelm/chat.h"
 #include "edgelm/context.h"
 
 #ifdef __cplusplus
@@ -201,6 +206,48 @@ void elm_hits_free(elm_hit *hits, int32_t n);
 /* "hybrid", "bm25", "vector"; and back (false for another name). */
 const char *elm_search_mode_name(elm_search_mode mode);
 bool elm_search_mode_from_name(const char *name, elm_search_mode *out);
+
+/* Hits [n] as a JSON array (malloc'd text; NULL when out of memory): one object per hit in the
+ * order given, {number_key: its 1-based place, "chunk_id", "file", "line_start", "line_end",
+ * "heading", "text", "scores": {"fused", "bm25", "bm25_rank", "cosine", "cosine_rank"}}, a score
+ * null where the hit is not in that list. number_key: "rank" for search results, "index" for the
+ * citations of an answer (its [1], [2]). */
+char *elm_hits_json(const elm_hit *hits, int32_t n, const char *number_key);
+
+/* ---- answering from retrieved chunks */
+
+/* The sources of an answer: a line asking the model to cite them as [1], [2], then each hit as
+ *     [i] FILE:LINE_START-LINE_END, HEADING      (FILE without its folders; no ", HEADING" when
+ *     TEXT                                        the chunk is under no heading)
+ * separated by blank lines, numbered from 1 in the order given; "(no document matched the
+ * question)" after that line when n is 0. What elm_docs_prompt_build puts in the "rag" preset's
+ * context. malloc'd; NULL when out of memory. */
+char *elm_docs_context(const elm_hit *hits, int32_t n);
+
+/* A conversation's prompt with the sources that fit in it. */
+typedef struct elm_docs_prompt {
+    char *system;     /* the system message: the "rag" preset over the kept sources, then the
+                       * conversation's own system message after a blank line (malloc'd) */
+    char *text;       /* the conversation rendered with it by the template, ending with the
+                       * generation prompt (malloc'd): what a chat's first turn prefills */
+    int32_t n_docs;   /* hits [0, n_docs) are in it, cited as [1] .. [n_docs] */
+    int32_t n_tokens; /* text's tokens in the vocabulary, control tokens parsed, with BOS when the
+                       * vocabulary adds one and the text does not open with it */
+} elm_docs_prompt;
+
+/* Builds the prompt of a conversation answered from hits [n_hits] (elm_retrieve's, best first):
+ * msgs [n_msgs] (elm_chat_render_tools's messages; a first "system" message is kept after the
+ * preset's instructions) rendered by template t with tools (NULL: none) and a system message of
+ * the "rag" preset whose context is elm_docs_context of the first n_docs hits. n_docs is the most
+ * hits whose prompt, counted in v's tokens, leaves n_reply tokens of n_ctx for the reply: hits
+ * are dropped lowest-ranked first. *out is filled (free with elm_docs_prompt_free); on failure it
+ * is zeroed. Errors: ELM_ERR_ARG when even the prompt without any hit does not fit (naming its
+ * tokens, n_ctx and n_reply), n_reply < 0, and elm_chat_render_tools's; ELM_ERR_NOMEM. */
+elm_status elm_docs_prompt_build(const elm_vocab *v, elm_chat_template t, const elm_chat_msg *msgs,
+                                 int32_t n_msgs, const char *tools, const elm_hit *hits,
+                                 int32_t n_hits, int32_t n_ctx, int32_t n_reply,
+                                 elm_docs_prompt *out, elm_error *err);
+void elm_docs_prompt_free(elm_docs_prompt *p);
 
 #ifdef __cplusplus
 }

@@ -5,7 +5,9 @@
  * once, their next tokens batched into one forward pass per step (continuous batching, with
  * prompts prefilled in chunks between decode steps); a request that begins with what a slot
  * still holds reuses that KV cache (prefix caching). HTTP is libmicrohttpd's, one thread per
- * connection; the server's own threads are the scheduler and the context's pool. */
+ * connection; the server's own threads are the scheduler and the context's pool. With a document
+ * index (docs), each chat completion is answered from the chunks its last user message retrieves,
+ * which come back as "edgelm": {"citations": [...]} (src/server/docs.h, docs/rag.md). */
 #ifndef EDGELM_SERVER_H
 #define EDGELM_SERVER_H
 
@@ -13,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "edgelm/chat.h"
+#include "edgelm/rag.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,6 +49,13 @@ typedef struct elm_server_params {
     bool seed_set;         /* use sampling.seed; else a fresh seed per request */
     int32_t max_tokens;    /* 0: until the slot's context is full */
     bool ignore_eos;
+    /* answering from documents: chat completions get the k best chunks of the index docs (NULL:
+     * none) by docs_mode, as many as fit the slot beside the reply (elm_docs_prompt_build) */
+    elm_index *docs;       /* borrowed, used under the server's lock */
+    elm_context *docs_ctx; /* a context of the index's embedding model for questions (borrowed;
+                            * NULL for BM25) */
+    elm_search_mode docs_mode;
+    int32_t docs_k;
 } elm_server_params;
 
 typedef struct elm_server elm_server;

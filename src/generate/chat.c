@@ -24,6 +24,7 @@ struct elm_chat {
     elm_grammar_vocab *gv; /* with gen.grammar: the vocabulary ending at EOS or end of turn */
     int32_t pending; /* last reply token not in the cache, or -1 */
     int32_t n_keep;  /* tokens a context shift keeps */
+    bool keep_opening; /* n_keep is the opening's tokens (elm_chat_params.gen.n_keep 0) */
     elm_sbuf reply; /* the last reply's text */
     elm_spec_stats spec_stats;
 };
@@ -63,6 +64,21 @@ static elm_status tokenize_turn(const elm_chat *ch, const char *text, bool first
     return ELM_OK;
 }
 
+/* Sets n_keep to the opening and system prompt: the tokens of a first turn with an empty
+ * message (at most a quarter of the context). */
+static elm_status count_opening(elm_chat *ch, elm_error *err) {
+    char *opening = NULL;
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    elm_status st = elm_chat_render_turn(ch->tmpl, ch->system, "", true, &opening, err);
+    if (!st) st = tokenize_turn(ch, opening, true, &ids, &n, err);
+    free(opening);
+    free(ids);
+    const int32_t cap = elm_context_n_ctx(ch->c) / 4;
+    if (!st) ch->n_keep = n < cap ? (int32_t)n : cap;
+    return st;
+}
+
 elm_status elm_chat_new(elm_context *c, const elm_chat_params *p, elm_chat **out, elm_error *err) {
     *out = NULL;
     if ((unsigned)p->tmpl >= ELM_TEMPLATE_COUNT)
@@ -89,21 +105,11 @@ elm_status elm_chat_new(elm_context *c, const elm_chat_params *p, elm_chat **out
         }
         ch->gen.grammar_vocab = ch->gv;
     }
-    if (ch->n_keep <= 0) {
-        /* keep the opening and system prompt: the tokens of a first turn with an empty message */
-        char *opening = NULL;
-        int32_t *ids = NULL;
-        int64_t n = 0;
-        elm_status st = elm_chat_render_turn(p->tmpl, p->system, "", true, &opening, err);
-        if (!st) st = tokenize_turn(ch, opening, true, &ids, &n, err);
-        free(opening);
-        free(ids);
-        if (st) {
-            elm_chat_free(ch);
-            return st;
-        }
-        const int32_t cap = elm_context_n_ctx(c) / 4;
-        ch->n_keep = n < cap ? (int32_t)n : cap;
+    ch->keep_opening = ch->n_keep <= 0;
+    elm_status st = ch->keep_opening ? count_opening(ch, err) : ELM_OK;
+    if (st) {
+        elm_chat_free(ch);
+        return st;
     }
     *out = ch;
     return ELM_OK;
@@ -207,6 +213,15 @@ void elm_chat_reset(elm_chat *ch) {
     elm_context_reset(ch->c);
     ch->pending = -1;
     elm_sb_clear(&ch->reply);
+}
+
+elm_status elm_chat_set_system(elm_chat *ch, const char *system, elm_error *err) {
+    elm_chat_reset(ch);
+    char *copy = system ? strdup(system) : NULL;
+    if (system && !copy) return elm_errorf(err, ELM_ERR_NOMEM, "chat: out of memory");
+    free(ch->system);
+    ch->system = copy;
+    return ch->keep_opening ? count_opening(ch, err) : ELM_OK;
 }
 
 elm_status elm_chat_save(elm_chat *ch, const char *path, elm_error *err) {

@@ -141,6 +141,13 @@ static cJSON *timings_json(const srv_job_result *r) {
     return t;
 }
 
+/* edgelm's extension of a chat completion under --docs: "edgelm": {"citations": [...]} from the
+ * JSON array text of the chunks the prompt held (docs.h); nothing for NULL. */
+static void put_citations(cJSON *o, const char *citations) {
+    cJSON *c = citations ? cJSON_Parse(citations) : NULL;
+    if (c) cJSON_AddItemToObject(cJSON_AddObjectToObject(o, "edgelm"), "citations", c);
+}
+
 /* The skeleton of a response object: id, object, created, model. */
 static cJSON *response_head(const srv_http *h, const char *id, const char *object) {
     cJSON *o = cJSON_CreateObject();
@@ -255,6 +262,7 @@ typedef struct stream {
     bool chat, finished, logprobs;
     char *tools;    /* the request's tools when the replies may end in tool calls (their text
                      * is then kept in `reply`), else NULL */
+    char *citations; /* --docs: the chunks the prompt held (srv_request), on the last chunk */
     char id[48];
     srv_resp_stream *rs; /* /v1/responses (one choice): the chunks go out as its events */
     char *out;           /* formatted SSE bytes not yet handed to libmicrohttpd */
@@ -369,6 +377,7 @@ static bool choice_end(stream *st, stream_choice *c) {
     st->cs->has_job = true;
     cJSON_AddItemToObject(o, "usage", usage_json(&total));
     cJSON_AddItemToObject(o, "timings", timings_json(&total));
+    put_citations(o, st->citations);
     if (!queue_event(st, o)) return false;
     st->finished = true;
     /* the Responses API ends at response.completed */
@@ -424,6 +433,7 @@ static void stream_free(void *cls) {
     }
     srv_resp_stream_free(st->rs);
     free(st->tools);
+    free(st->citations);
     free(st->out);
     free(st);
 }
@@ -507,6 +517,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
     if (queued < n) {
         drop_jobs(h, jobs, queued);
         free(r.tools);
+        free(r.citations);
         if (refusal == 500) return send_error(conn, 500, "internal_error", "out of memory");
         return send_error(conn, 503, refusal == 503 ? "server_busy" : "shutting_down", "%s",
                           refusal == 503 ? "all slots are busy and the queue is full; retry later"
@@ -520,6 +531,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
         if (!st) {
             drop_jobs(h, jobs, n);
             free(r.tools);
+            free(r.citations);
             return send_error(conn, 500, "internal_error", "out of memory");
         }
         st->h = h;
@@ -528,6 +540,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
         st->logprobs = r.job.logprobs;
         st->tools = r.tools; /* the stream's now (set for chat requests only) */
         r.tools = NULL;
+        st->citations = r.citations;
         st->n = n;
         for (int i = 0; i < n; i++) st->ch[i].job = jobs[i];
         memcpy(st->id, id, sizeof id);
@@ -569,10 +582,13 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
     cs->has_job = true;
     if (!ok) {
         cJSON_Delete(o);
+        free(r.citations);
         return send_error(conn, 500, "internal_error", "out of memory");
     }
     cJSON_AddItemToObject(o, "usage", usage_json(&total));
     cJSON_AddItemToObject(o, "timings", timings_json(&total));
+    put_citations(o, r.citations);
+    free(r.citations);
     if (responses) {
         cJSON *resp = srv_response_from_chat(o, id);
         cJSON_Delete(o);

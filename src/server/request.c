@@ -90,8 +90,8 @@ static int content_text(const cJSON *c, int i, const char **text, char **owned, 
 
 /* The chat's prompt: the template over the messages, then tokens as `edgelm chat` makes them for
  * the same conversation (control tokens parsed, BOS in front when the model wants it). */
-static int chat_prompt(const cJSON *root, const srv_defaults *d, const char *tools, char **text,
-                       char *msg, size_t cap) {
+static int chat_prompt(const cJSON *root, const srv_defaults *d, const char *tools,
+                       int32_t n_reply, char **text, char **citations, char *msg, size_t cap) {
     const cJSON *msgs = srv_field(root, "messages");
     if (!msgs) return srv_bad(msg, cap, "messages: required");
     if (!cJSON_IsArray(msgs)) return srv_bad(msg, cap, "messages: expected an array");
@@ -125,7 +125,10 @@ static int chat_prompt(const cJSON *root, const srv_defaults *d, const char *too
         }
     }
     elm_error err;
-    if (!rc && elm_chat_render_tools(d->tmpl, m, n, tools, true, text, &err))
+    if (!rc && d->docs)
+        rc = srv_docs_prompt(d->docs, &d->m->vocab, d->tmpl, m, n, tools, d->slot_ctx, n_reply,
+                             text, citations, msg, cap);
+    else if (!rc && elm_chat_render_tools(d->tmpl, m, n, tools, true, text, &err))
         rc = err.code == ELM_ERR_NOMEM ? 500 : srv_bad(msg, cap, "messages: %s", err.msg);
     for (int i = 0; owned && i < n; i++) free(owned[i]);
     for (int i = 0; calls && i < n; i++) free(calls[i]);
@@ -219,9 +222,13 @@ static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_reques
 
     char *text = NULL;
     if (chat) {
+        /* the reply's share of the slot when documents fill the prompt */
+        const bool max_given = srv_field(root, "max_tokens") || srv_field(root, "max_completion_tokens");
+        const int32_t n_reply = max_given || d->max_tokens > 0 ? jp->max_tokens
+                                : d->slot_ctx > 4 ? d->slot_ctx / 4 : 1;
         char *tools = NULL;
         rc = srv_tools_parse(root, d->tmpl, jp, &tools, msg, cap);
-        if (!rc) rc = chat_prompt(root, d, tools, &text, msg, cap);
+        if (!rc) rc = chat_prompt(root, d, tools, n_reply, &text, &r->citations, msg, cap);
         if (!rc && jp->tool_calls) r->tools = tools;
         else free(tools);
         if (rc) return rc;
@@ -241,6 +248,7 @@ int srv_request_parse(const char *body, size_t len, bool chat, const srv_default
                       srv_request *r, char *msg, size_t cap) {
     memset(r, 0, sizeof *r);
     r->chat = chat;
+    msg[0] = '\0';
     cJSON *root = cJSON_ParseWithLength(body, len);
     if (!root) return srv_bad(msg, cap, "request body: invalid JSON");
     const int rc = parse(root, chat, d, r, msg, cap);
@@ -250,9 +258,11 @@ int srv_request_parse(const char *body, size_t len, bool chat, const srv_default
         r->prompt = NULL;
         free(r->tools);
         r->tools = NULL;
+        free(r->citations);
+        r->citations = NULL;
         elm_grammar_free(r->job.grammar);
         r->job.grammar = NULL;
-        if (rc == 500) snprintf(msg, cap, "out of memory");
+        if (rc == 500 && !msg[0]) snprintf(msg, cap, "out of memory");
     }
     return rc;
 }

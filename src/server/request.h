@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "edgelm/chat.h"
+#include "server/docs.h"
 #include "server/scheduler.h"
 
 /* What a request gets when it does not say. */
@@ -20,6 +21,7 @@ typedef struct srv_defaults {
     int32_t slot_ctx;
     int32_t n_slots;              /* the most choices ("n") a request may ask for */
     bool ignore_eos;
+    srv_docs *docs;               /* --docs: chat answered from a document index, or NULL */
 } srv_defaults;
 
 typedef struct srv_request {
@@ -30,11 +32,16 @@ typedef struct srv_request {
     int32_t n_prompt;
     char *tools;     /* with tool calls (job.tool_calls): the request's tools JSON, malloc'd, for
                       * reading the calls back (elm_chat_parse_tool_calls) */
+    char *citations; /* a chat with --docs: the JSON array of the chunks its prompt holds
+                      * (docs.h), malloc'd; else NULL */
 } srv_request;
 
-/* Parses body [len] as a chat (chat) or completions request. On success fills r (free r->prompt
- * and r->tools; r->job.grammar goes to srv_job_new) and returns 0; otherwise returns 400 with a one-line message naming the field in msg, or 500
- * when out of memory. */
+/* Parses body [len] as a chat (chat) or completions request. On success fills r (free r->prompt,
+ * r->tools and r->citations; r->job.grammar goes to srv_job_new) and returns 0; otherwise returns
+ * 400 with a one-line message naming the field in msg, or 500 (out of memory, a document index
+ * that cannot be read). With d->docs a chat's prompt holds the chunks its last user message
+ * retrieves that fit the slot beside the reply: max_tokens (or max_completion_tokens) when the
+ * request gives it, else the server's default max_tokens, else a quarter of the slot. */
 int srv_request_parse(const char *body, size_t len, bool chat, const srv_defaults *d,
                       srv_request *r, char *msg, size_t cap);
 

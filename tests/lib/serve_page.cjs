@@ -14,10 +14,15 @@
 //   nothing; a get_weather tool with tool_choice "required" comes back as cards (the name, the
 //   arguments as JSON with a string city); results typed into them go back as the assistant's
 //   tool_calls message and a tool message per call (read from the request's body), and a reply
-//   follows.
-// usage: node --experimental-websocket serve_page.cjs WS_URL PAGE_URL PNG STOP_URL TOOLS_URL
+//   follows;
+// - at DOCS_URL (a server with --docs over an index holding a chunk of HTML and script): the
+//   reply gets a documents panel whose entries are the server's citations for the question
+//   ("[i] file:lines · heading"), closed until clicked, each opening its chunk's exact text; the
+//   markup in a chunk stays text (no element made, nothing run). A server without --docs shows
+//   no panel.
+// usage: node --experimental-websocket serve_page.cjs WS_URL PAGE_URL PNG STOP_URL TOOLS_URL DOCS_URL
 const fs = require("fs");
-const [wsUrl, pageUrl, png, stopUrl, toolsUrl] = process.argv.slice(2);
+const [wsUrl, pageUrl, png, stopUrl, toolsUrl, docsUrl] = process.argv.slice(2);
 let id = 0;
 const pending = new Map(), requests = [];
 const ws = new WebSocket(wsUrl);
@@ -146,6 +151,7 @@ ws.onopen = async () => {
         d.append(markdown(t.dataset.raw || ''));
         return [t.dataset.raw.length, t.querySelectorAll('p').length, d.innerHTML === t.innerHTML]; })()`);
     if (!(rendered[0] >= reply.length && rendered[1] >= 1 && rendered[2])) fail("rendered reply: " + JSON.stringify(rendered));
+    if (await evaluate("document.querySelectorAll('.sources').length")) fail("a documents panel without --docs");
     const outside = requests.filter(r => !r.url.startsWith(pageUrl.replace(/\/$/, "")));
     if (outside.length) fail("the page fetched " + outside.map(r => r.url).join(", "));
     const shot = await s("Page.captureScreenshot", {format: "png"});
@@ -220,6 +226,38 @@ ws.onopen = async () => {
                                     document.querySelectorAll('.calls button').length, document.querySelectorAll('.msg .error').length]`);
     if (!answer[0] || answer[1] || answer[2]) fail("after the tool results: " + JSON.stringify(answer));
     console.log(`tools: ${cards.length} get_weather card(s) (${cards[0][1].replace(/\s+/g, " ")}); results sent, reply '${answer[0].slice(0, 40)}...'`);
+
+    await open(docsUrl);
+    const question = "What does the zorblat gadget manual say?";
+    await evaluate(`document.getElementById('temp').value = '0';
+                    document.getElementById('input').value = ${JSON.stringify(question)};
+                    document.getElementById('send').click(); true`);
+    await until("(document.querySelector('.assistant .stats') || {textContent: ''}).textContent", 1000, "no reply from the --docs server");
+    const want = await evaluate(`fetch('/v1/chat/completions', {method: 'POST', headers: {'Content-Type': 'application/json'},
+        body: JSON.stringify({messages: [{role: 'user', content: ${JSON.stringify(question)}}], max_tokens: 1})})
+        .then(r => r.json()).then(j => j.edgelm.citations)`);
+    const panel = await evaluate(`(async () => {
+      const items = [...document.querySelectorAll('.assistant .sources details.source')];
+      const chunk = d => d.querySelector('pre.chunk');
+      const before = items.map(d => [d.open, chunk(d).checkVisibility()]);
+      items.forEach(d => d.querySelector('summary').click());
+      await new Promise(r => setTimeout(r, 200));   // time for an onerror to fire, were there an img
+      return {title: document.querySelector('.assistant .sources .title').textContent, before,
+              after: items.map(d => [d.open, chunk(d).checkVisibility()]),
+              summaries: items.map(d => d.querySelector('summary').textContent), texts: items.map(d => chunk(d).textContent),
+              bad: document.querySelectorAll('.sources img, .sources script, .sources [onerror]').length,
+              pwned: window.pwned === undefined ? null : window.pwned};
+    })()`);
+    const label = c => `[${c.index}] ${c.file.split("/").pop()}:${c.line_start === c.line_end ? c.line_start : c.line_start + "-" + c.line_end}` +
+      (c.heading ? " · " + c.heading : "");
+    if (!Array.isArray(want) || want.length < 2 || !want[0].text.includes("<img src=x onerror="))
+      fail("the server's citations: " + JSON.stringify(want));
+    if (panel.title !== "Sources" || !same(panel.summaries, want.map(label)) || !same(panel.texts, want.map(c => c.text)))
+      fail("documents panel: " + JSON.stringify(panel) + " want " + JSON.stringify(want.map(label)));
+    if (!panel.before.every(([open, shown]) => !open && !shown) || !panel.after.every(([open, shown]) => open && shown))
+      fail("sources do not open on a click: " + JSON.stringify([panel.before, panel.after]));
+    if (panel.bad || panel.pwned !== null) fail(`markup of a chunk ran: ${panel.bad} elements, window.pwned ${panel.pwned}`);
+    console.log(`documents: ${panel.summaries.length} sources (${panel.summaries[0]}), each opening its chunk; no injected element`);
     process.exit(0);
   } catch (e) { fail(e.stack || String(e)); }
 };

@@ -1,10 +1,12 @@
 /* edgelm chat: a multi-turn conversation on the terminal or from piped stdin (one message per
- * line), kept in the KV cache between turns; replies stream to stdout, notices go to stderr. */
+ * line), kept in the KV cache between turns; replies stream to stdout, notices go to stderr. With
+ * --docs each message is a question answered from a document index instead (chat_docs.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "chat_docs.h"
 #include "cli.h"
 #include "edgelm/chat.h"
 #include "gen_opts.h"
@@ -12,12 +14,15 @@
 
 typedef struct chat_opts {
     const char *model, *system, *tmpl_name, *think, *preset, *from, *to, *context_file, *tokenizer;
+    const char *docs;
+    long docs_k;
+    bool verbose_prompt;
     gen_opts gen;
 } chat_opts;
 
 /* The command's interface, bound to o (static: /help prints it during the chat). */
 static const cli_spec *chat_spec(chat_opts *o) {
-    static cli_opt opts[11];
+    static cli_opt opts[14];
     static const cli_opt *tables[3];
     static cli_spec spec;
     const cli_opt t[] = {
@@ -30,6 +35,9 @@ static const cli_spec *chat_spec(chat_opts *o) {
         {"--from", "LANG", CLI_TEXT, &o->from, 0, 0, "translate: source language", 0},
         {"--to", "LANG", CLI_TEXT, &o->to, 0, 0, "translate: target language", 0},
         {"--context", "FILE", CLI_TEXT, &o->context_file, 0, 0, "rag: the text answers come from", 0},
+        {"--docs", "DB", CLI_TEXT, &o->docs, 0, 0, "answer each message from this document index (edgelm index):\nits best chunks in the rag preset's prompt, sources listed\nafter the reply (each message is a new question)", 0},
+        {"--docs-k", "N", CLI_INT, &o->docs_k, 1, 100, "chunks retrieved per question (default 5; those that do not\nfit the context with -n for the reply are left out)", 0},
+        {"--verbose-prompt", NULL, CLI_FLAG, &o->verbose_prompt, 0, 0, "print each turn's prompt text to stderr before its reply", 0},
         {0}};
     memcpy(opts, t, sizeof t);
     tables[0] = opts;
@@ -56,7 +64,11 @@ typedef struct chat_cli {
     elm_gen_stats last;
     elm_chat_template tmpl;
     bool speculative;
-    const cli_spec *spec; /* for /help */
+    const cli_spec *spec;   /* for /help */
+    const char *model;      /* the path, for messages */
+    const char *system;     /* the system prompt (--verbose-prompt renders turns with it) */
+    bool verbose;           /* --verbose-prompt */
+    const chat_docs *docs;  /* --docs, or NULL */
 } chat_cli;
 
 static void print_stats(const chat_cli *s) {
@@ -114,23 +126,32 @@ static bool command(chat_cli *s, const char *line, bool *quit) {
     return true;
 }
 
-/* The system prompt from --system or a preset (malloc'd into *owned when made here). */
-static bool system_prompt(const char *preset, const char *from, const char *to,
-                          const char *context_file, bool temp_set, gen_opts *o,
-                          const char **system, char **owned) {
+/* The system prompt from --system or a preset (malloc'd into *owned when made here), and the
+ * preset's temperature unless --temp was given. With --docs only the rag preset's temperature:
+ * each question's system prompt is made from its chunks (chat_docs.c). */
+static bool system_prompt(const chat_opts *c, bool temp_set, gen_opts *o, const char **system,
+                          char **owned) {
+    const char *preset = c->docs ? "rag" : c->preset;
     if (!preset) return true;
     char *context = NULL;
-    if (context_file) {
+    if (c->context_file) {
         size_t len;
-        if (!(context = cli_read_text(context_file, &len))) return false;
+        if (!(context = cli_read_text(c->context_file, &len))) return false;
     }
     elm_error err;
     float temp = 0;
-    const elm_status st = elm_chat_preset(preset, from, to, context, owned, &temp, &err);
+    const elm_status st = elm_chat_preset(preset, c->from, c->to, c->docs ? "" : context, owned,
+                                          &temp, &err);
     free(context);
     if (st) {
         cli_fail("chat: %s", err.msg);
         return false;
+    }
+    if (!temp_set) o->gp.sampling.temp = temp;
+    if (c->docs) {
+        free(*owned);
+        *owned = NULL;
+        return true;
     }
     if (*system) {
         /* --system adds to the preset's instructions */
@@ -145,15 +166,33 @@ static bool system_prompt(const char *preset, const char *from, const char *to,
         *owned = both;
     }
     *system = *owned;
-    if (!temp_set) o->gp.sampling.temp = temp;
     return true;
+}
+
+/* One message: a turn of the conversation, or with --docs a question answered from the
+ * documents; the reply ends with a newline. false when it failed (message printed). */
+static bool turn(chat_cli *s, const char *line) {
+    if (s->docs) return chat_docs_turn(s->docs, s->chat, s->stack->ctx, line, on_piece, &s->last);
+    elm_error err;
+    elm_error_clear(&err);
+    if (s->verbose) {
+        char *text = NULL;
+        const bool first = elm_context_n_past(s->stack->ctx) == 0;
+        if (!elm_chat_render_turn(s->tmpl, s->system, line, first, &text, &err))
+            chat_print_prompt(text, NULL);
+        free(text);
+    }
+    const bool ok = !elm_chat_turn(s->chat, line, on_piece, NULL, &s->last, &err);
+    fputc('\n', stdout);
+    if (!ok) cli_fail("%s: %s", s->model, err.msg);
+    fflush(stdout);
+    return ok;
 }
 
 /* Reads messages (and /commands) from stdin until EOF or /quit; returns the exit status: 1 when
  * a turn or command failed with stdin not a terminal (a script), else 0. */
-static int repl(chat_cli *s, const char *model) {
-    elm_error err;
-    elm_error_clear(&err);
+static int repl(chat_cli *s) {
+    const char *model = s->model;
     const bool tty = isatty(STDIN_FILENO);
     if (tty) {
         char kv[96];
@@ -178,14 +217,7 @@ static int repl(chat_cli *s, const char *model) {
             failed |= !command(s, line, &quit);
             continue;
         }
-        if (elm_chat_turn(s->chat, line, on_piece, NULL, &s->last, &err)) {
-            fputc('\n', stdout);
-            cli_fail("%s: %s", model, err.msg);
-            failed = true;
-            continue;
-        }
-        fputc('\n', stdout);
-        fflush(stdout);
+        failed |= !turn(s, line);
     }
     free(line);
     return failed && !tty ? 1 : 0;
@@ -208,17 +240,24 @@ int cmd_chat(int argc, char **argv) {
                         elm_chat_template_names());
     if (o.think && strcmp(o.think, "on") != 0 && strcmp(o.think, "off") != 0)
         return cli_fail("--think: invalid value '%s' (expected on or off)", o.think);
+    if (o.docs && (o.preset || o.context_file))
+        return cli_fail("chat: --docs answers with the rag preset over its chunks: leave out "
+                        "--preset and --context");
     const char *system = o.system, *model = o.model;
     char *owned_system = NULL;
-    if (!system_prompt(o.preset, o.from, o.to, o.context_file, temp_set, &o.gen, &system,
-                       &owned_system))
+    if (!system_prompt(&o, temp_set, &o.gen, &system, &owned_system))
         return 1;
     o.gen.gp.sampling.seed = gen_opts_seed(&o.gen);
 
     int rc = 1;
     gen_stack stack = {0};
     elm_chat *chat = NULL;
-    elm_model *m = cli_load_model_to_run(model, o.tokenizer, gen_opts_mmap(&o.gen));
+    elm_model *m = NULL;
+    chat_docs docs = {.k = (int32_t)(o.docs_k ? o.docs_k : 5), .system = o.system,
+                      .n_reply = o.gen.gp.n_predict, .verbose = o.verbose_prompt};
+    const cli_docs_opts dopts = {.db = o.docs, .threads = o.gen.n_threads};
+    if (o.docs && !cli_docs_open(&docs.docs, &dopts)) goto done;
+    m = cli_load_model_to_run(model, o.tokenizer, gen_opts_mmap(&o.gen));
     if (!m || !gen_stack_new(&stack, &o.gen, m, model)) goto done;
     if (!strcmp(o.tmpl_name, "auto") && !elm_chat_template_recognise(m->vocab.chat_template, &tmpl)) {
         cli_fail("%s: chat template not recognised (choose one with --template: %s)", model,
@@ -245,10 +284,13 @@ int cmd_chat(int argc, char **argv) {
         cli_fail("%s: %s", model, err.msg);
         goto done;
     }
+    docs.tmpl = tmpl;
     chat_cli s = {.chat = chat, .stack = &stack, .tmpl = tmpl, .speculative = stack.speculative,
-                  .spec = spec};
-    rc = repl(&s, model);
+                  .spec = spec, .model = model, .system = system, .verbose = o.verbose_prompt,
+                  .docs = o.docs ? &docs : NULL};
+    rc = repl(&s);
 done:
+    cli_docs_close(&docs.docs);
     elm_chat_free(chat);
     gen_stack_free(&stack);
     elm_model_free(m);

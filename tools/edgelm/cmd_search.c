@@ -4,10 +4,11 @@
  * {"question", "mode", "k", "results": [...]}. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "edgelm/rag.h"
+#include "docs.h"
 #include "opts.h"
 
 typedef struct opts {
@@ -40,16 +41,6 @@ static int parse_args(int argc, char **argv, opts *o) {
     return 0;
 }
 
-/* A context for the question: the model's trained context, or -c. */
-static elm_context *question_context(const elm_model *m, const opts *o) {
-    const int32_t n = o->n_ctx ? (int32_t)o->n_ctx : m->hp.n_ctx_train > 0 ? m->hp.n_ctx_train : 512;
-    const elm_context_params cp = {.n_ctx = n, .n_batch = n, .n_threads = (int32_t)o->threads};
-    elm_context *c = NULL;
-    elm_error err;
-    if (elm_context_new(m, &cp, &c, &err)) cli_fail("%s", err.msg);
-    return c;
-}
-
 static void print_text(elm_search_mode mode, const elm_hit *h, int32_t n) {
     for (int32_t i = 0; i < n; i++) {
         printf("%d. %s:%d-%d%s%s\n   fused %.5f", i + 1, h[i].file, h[i].line_start, h[i].line_end,
@@ -71,24 +62,14 @@ static int print_json(const opts *o, elm_search_mode mode, const elm_hit *h, int
     cJSON_AddStringToObject(root, "question", o->question);
     cJSON_AddStringToObject(root, "mode", elm_search_mode_name(mode));
     cJSON_AddNumberToObject(root, "k", o->k);
-    cJSON *results = cJSON_AddArrayToObject(root, "results");
-    for (int32_t i = 0; i < n; i++) {
-        cJSON *r = cJSON_CreateObject();
-        cJSON_AddNumberToObject(r, "rank", i + 1);
-        cJSON_AddNumberToObject(r, "chunk_id", (double)h[i].chunk_id);
-        cJSON_AddStringToObject(r, "file", h[i].file);
-        cJSON_AddNumberToObject(r, "line_start", h[i].line_start);
-        cJSON_AddNumberToObject(r, "line_end", h[i].line_end);
-        cJSON_AddStringToObject(r, "heading", h[i].heading);
-        cJSON_AddStringToObject(r, "text", h[i].text);
-        cJSON *s = cJSON_AddObjectToObject(r, "scores");
-        cJSON_AddNumberToObject(s, "fused", h[i].fused);
-        cJSON_AddItemToObject(s, "bm25", h[i].bm25_rank ? cJSON_CreateNumber(h[i].bm25) : cJSON_CreateNull());
-        cJSON_AddItemToObject(s, "bm25_rank", h[i].bm25_rank ? cJSON_CreateNumber(h[i].bm25_rank) : cJSON_CreateNull());
-        cJSON_AddItemToObject(s, "cosine", h[i].cosine_rank ? cJSON_CreateNumber(h[i].cosine) : cJSON_CreateNull());
-        cJSON_AddItemToObject(s, "cosine_rank", h[i].cosine_rank ? cJSON_CreateNumber(h[i].cosine_rank) : cJSON_CreateNull());
-        cJSON_AddItemToArray(results, r);
+    char *results = elm_hits_json(h, n, "rank");
+    cJSON *r = results ? cJSON_Parse(results) : NULL;
+    free(results);
+    if (!r) {
+        cJSON_Delete(root);
+        root = NULL;
     }
+    cJSON_AddItemToObject(root, "results", r);
     return cli_print_json(root, "search");
 }
 
@@ -101,24 +82,16 @@ int cmd_search(int argc, char **argv) {
         return cli_fail("search: --mode: '%s' is not hybrid, bm25 or vector", o.mode);
     const double t0 = elm_now_ms();
     elm_error err;
-    elm_index *ix = NULL;
-    elm_model *m = NULL;
-    elm_context *c = NULL;
+    cli_docs d;
     elm_hit *hits = NULL;
     int32_t n = 0;
     rc = 1;
-    if (elm_index_open(o.db, false, &ix, &err)) {
-        cli_fail("%s", err.msg);
-        goto done;
-    }
-    if (!o.mode && !elm_index_dim(ix)) mode = ELM_SEARCH_BM25;
-    if (mode != ELM_SEARCH_BM25 && elm_index_dim(ix)) {
-        const char *path = o.model ? o.model : elm_index_model_path(ix);
-        if (!(m = cli_load_model_to_run(path, o.tokenizer, false)) || !(c = question_context(m, &o)))
-            goto done;
-    }
+    const cli_docs_opts dopts = {.db = o.db, .mode = o.mode ? &mode : NULL, .model = o.model,
+                                 .tokenizer = o.tokenizer, .n_ctx = o.n_ctx, .threads = o.threads};
+    if (!cli_docs_open(&d, &dopts)) return 1;
+    mode = d.mode;
     const double t1 = elm_now_ms();
-    if (elm_retrieve(ix, c, o.question, mode, (int32_t)o.k, &hits, &n, &err)) {
+    if (elm_retrieve(d.ix, d.ctx, o.question, mode, (int32_t)o.k, &hits, &n, &err)) {
         cli_fail("%s", err.msg);
         goto done;
     }
@@ -128,8 +101,6 @@ int cmd_search(int argc, char **argv) {
             elm_search_mode_name(mode), n, o.k, t1 - t0, t2 - t1);
 done:
     elm_hits_free(hits, n);
-    elm_context_free(c);
-    elm_model_free(m);
-    elm_index_close(ix);
+    cli_docs_close(&d);
     return rc;
 }

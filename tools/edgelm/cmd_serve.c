@@ -1,6 +1,7 @@
 /* edgelm serve: a local OpenAI-compatible HTTP server with a chat page (src/server). It listens
  * until SIGINT or SIGTERM, then lets the connections close and exits 0. Its access log, one line
- * per request, goes to stderr. */
+ * per request, goes to stderr. With --docs, chat completions are answered from a document index
+ * (docs.h opens it and its embedding model). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 
 #include "cli.h"
 #include "core/fileio.h"
+#include "docs.h"
 #include "edgelm/chat.h"
 #include "edgelm/server.h"
 #include "gen_opts.h"
@@ -21,8 +23,8 @@ static void log_line(void *user, const char *line) {
 
 int cmd_serve(int argc, char **argv) {
     const char *model = NULL, *host = "127.0.0.1", *api_key = NULL, *tmpl_name = "auto";
-    const char *tokenizer = NULL, *log_format = "text";
-    long port = 8080, parallel = 1, queue = 16, max_body = 1 << 20;
+    const char *tokenizer = NULL, *log_format = "text", *docs_db = NULL;
+    long port = 8080, parallel = 1, queue = 16, max_body = 1 << 20, docs_k = 5;
     gen_opts o;
     gen_opts_init(&o);
     o.gp.n_predict = 0; /* not given: until the slot's context is full */
@@ -37,6 +39,8 @@ int cmd_serve(int argc, char **argv) {
         {"--log-format", "FMT", CLI_TEXT, &log_format, 0, 0, "access log on stderr, one line per request: text (default),\njson (one object per line) or none", 0},
         {"--template", "NAME", CLI_TEXT, &tmpl_name, 0, 0, "auto (default: from the model) or a built-in template's name", 0},
         CLI_OPT_TOKENIZER(&tokenizer),
+        {"--docs", "DB", CLI_TEXT, &docs_db, 0, 0, "answer chat completions from this document index (edgelm index):\nthe last user message's best chunks in the system message,\ncited in the response's \"edgelm\": {\"citations\"}", 0},
+        {"--docs-k", "N", CLI_INT, &docs_k, 1, 100, "chunks retrieved per request (default 5; those that do not fit\nthe slot beside the reply are left out)", 0},
         {0}};
     const cli_spec spec = {
         "serve", "-m MODEL [options]", NULL, CLI_TABLES(opts, gen_opts_table(&o)),
@@ -71,8 +75,11 @@ int cmd_serve(int argc, char **argv) {
 
     int rc = 1;
     elm_server *srv = NULL;
-    elm_model *m = cli_load_model_to_run(model, tokenizer, gen_opts_mmap(&o));
-    if (!m) return 1;
+    elm_model *m = NULL;
+    cli_docs docs = {0};
+    const cli_docs_opts dopts = {.db = docs_db, .threads = o.n_threads};
+    if (docs_db && !cli_docs_open(&docs, &dopts)) goto done;
+    if (!(m = cli_load_model_to_run(model, tokenizer, gen_opts_mmap(&o)))) goto done;
     if (!strcmp(tmpl_name, "auto")) tmpl = elm_chat_template_detect(m->vocab.chat_template);
     long slot_ctx = o.n_ctx;
     if (slot_ctx == 0)
@@ -88,7 +95,8 @@ int cmd_serve(int argc, char **argv) {
         .n_batch = (int32_t)n_batch, .n_queue = (int32_t)queue, .n_threads = (int32_t)o.n_threads,
         .type_k = o.type_k, .type_v = o.type_v, .ggml_rounding = o.ggml_rounding, .tmpl = tmpl,
         .sampling = o.gp.sampling, .seed_set = o.seed >= 0, .max_tokens = o.gp.n_predict,
-        .ignore_eos = o.gp.ignore_eos, .log = log_none ? NULL : log_line, .log_json = log_json};
+        .ignore_eos = o.gp.ignore_eos, .log = log_none ? NULL : log_line, .log_json = log_json,
+        .docs = docs.ix, .docs_ctx = docs.ctx, .docs_mode = docs.mode, .docs_k = (int32_t)docs_k};
     elm_error err;
     elm_error_clear(&err);
     if (elm_server_start(m, &sp, &srv, &err)) {
@@ -99,9 +107,13 @@ int cmd_serve(int argc, char **argv) {
     snprintf(kv, sizeof kv, "KV cache %s/%s %.2f MiB", elm_type_get(o.type_k)->name,
              elm_type_get(o.type_v)->name,
              elm_kv_cache_bytes(&m->hp, (int32_t)(slot_ctx * parallel), o.type_k, o.type_v) / 1048576.0);
-    fprintf(stderr, "edgelm: serving %s on http://%s:%d | %ld slots of %ld tokens | template %s | %s%s\n",
+    char docs_note[1100] = "";
+    if (docs_db)
+        snprintf(docs_note, sizeof docs_note, " | documents %s (%s, k %ld)", docs_db,
+                 elm_search_mode_name(docs.mode), docs_k);
+    fprintf(stderr, "edgelm: serving %s on http://%s:%d | %ld slots of %ld tokens | template %s | %s%s%s\n",
             model_id, host, elm_server_port(srv), parallel, slot_ctx, elm_chat_template_name(tmpl),
-            kv, api_key ? " | API key required" : "");
+            kv, docs_note, api_key ? " | API key required" : "");
     int sig = 0;
     sigwait(&stop_signals, &sig);
     fprintf(stderr, "edgelm: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -109,5 +121,6 @@ int cmd_serve(int argc, char **argv) {
 done:
     elm_server_stop(srv);
     elm_model_free(m);
+    cli_docs_close(&docs);
     return rc;
 }
