@@ -67,7 +67,7 @@ tsan_cli() {
 }
 tsan_cli run "$cli" run -m "$f32" -p "Once upon a time" -n 16 --temp 0 -t 2
 tsan_cli chat "$cli" chat -m "$f32" --temp 0 -n 16 -t 2
-tsan_cli bench "$cli" bench -m "$q4" -p 32 -n 8 -r 1 -t 2
+tsan_cli bench "$cli" bench -m "$q4" -p 32 -n 8 -r 1 -t 2 --membw-mib 16
 tsan_cli "bench --membw" "$cli" bench --membw --membw-mib 16 -t 2
 tsan_cli perplexity "$cli" perplexity -m "$q4" -f "$work/text.txt" -c 128 -t 2
 tsan_cli eval "$cli" eval -m "$q4" --ref "$f32" -f "$work/text.txt" -c 128 -t 2
