@@ -43,7 +43,7 @@ for f in q2_k-pure q3_k-pure q4_k-pure q5_k-pure q6_k-pure iq4_nl-pure iq4_xs-pu
     "$bin" inspect "$m" >"$tmp/out" 2>&1 || { fail "inspect $f: $(tail -1 "$tmp/out")"; continue; }
     ok
     "$bin" plan -m "$m" >"$tmp/out" 2>&1 && ok || fail "plan $f: $(tail -1 "$tmp/out")"
-    "$bin" bench -m "$m" -p 32 -n 4 -r 1 -t 2 --json >"$tmp/out" 2>"$tmp/err" &&
+    "$bin" bench -m "$m" -p 32 -n 4 -r 1 -t 2 --membw-mib 16 --json >"$tmp/out" 2>"$tmp/err" &&
         python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$tmp/out" && ok ||
         fail "bench $f: $(tail -1 "$tmp/err")"
     # greedy tokens: every kernel table as the scalar one (prefill by tiles, decode one by one)
