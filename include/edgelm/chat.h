@@ -115,6 +115,10 @@ elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_
  * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call). */
 bool elm_chat_template_has_tools(elm_chat_template t);
 
+/* The names of the templates with tools, ", "-separated, for messages ("qwen3, qwen3-no-think,
+ * ..."). */
+const char *elm_chat_tool_template_names(void);
+
 /* elm_chat_render with the functions the model may call: `tools` is the JSON text of OpenAI's
  * "tools" array ([{"type": "function", "function": {"name", "description", "parameters"}}]),
  * written into the prompt as the family's template does (each tool as Python's json.dumps writes

@@ -220,6 +220,7 @@ _PROTOTYPES = {
     "elm_chat_template_name": (c_char_p, [c_int]),
     "elm_chat_template_names": (c_char_p, []),
     "elm_chat_template_has_tools": (c_bool, [c_int]),
+    "elm_chat_tool_template_names": (c_char_p, []),
     "elm_chat_template_eot": (c_char_p, [c_int]),
     "elm_chat_special_id": (c_int32, [c_void_p, c_char_p]),
     "elm_chat_render_tools": (c_int, [c_int, POINTER(ChatMsg), c_int32, c_char_p, c_bool,

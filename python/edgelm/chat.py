@@ -129,8 +129,9 @@ def tool_mode(tmpl: int, tools: Optional[Sequence[Mapping]], tool_choice: Any
         return None, "none", None
     if not lib.elm_chat_template_has_tools(tmpl):
         raise UnsupportedError(f"tools: the chat template {lib.elm_chat_template_name(tmpl).decode()}"
-                               " has no tool calls in edgelm (qwen3, qwen35, granite4, llama31 and "
-                               "llama32 have; pick one with template=)", 3)
+                               " has no tool calls in edgelm "
+                               f"({lib.elm_chat_tool_template_names().decode()} have; pick one "
+                               "with template=)", 3)
     tools_json = json.dumps(list(tools), ensure_ascii=False)
     if tool_choice in ("auto", "none", "required"):
         return tools_json, tool_choice, None

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/memstat.h"
 
 elm_mem_usage elm_mem_now(void) {
@@ -44,11 +45,7 @@ static void *sample(void *arg) {
     while (!s->stop) {
         pthread_mutex_unlock(&s->mu);
         note(s);
-        struct timespec t;
-        clock_gettime(CLOCK_REALTIME, &t);
-        t.tv_nsec += (long)s->interval_ms * 1000000L;
-        t.tv_sec += t.tv_nsec / 1000000000L;
-        t.tv_nsec %= 1000000000L;
+        const struct timespec t = elm_deadline_ms(s->interval_ms);
         pthread_mutex_lock(&s->mu);
         if (!s->stop) pthread_cond_timedwait(&s->wake, &s->mu, &t);
     }

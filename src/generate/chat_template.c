@@ -244,6 +244,16 @@ bool elm_chat_template_has_tools(elm_chat_template t) {
     return elm_chat_template_tool_syntax(t) != ELM_TOOLS_NONE;
 }
 
+static void fill_tool_names(char *buf, size_t cap) {
+    for (int t = 0; t < ELM_TEMPLATE_COUNT; t++)
+        if (specs[t].tools != ELM_TOOLS_NONE) elm_list_add(buf, cap, specs[t].name);
+}
+
+const char *elm_chat_tool_template_names(void) {
+    static elm_names names = ELM_NAMES_INIT;
+    return elm_names_get(&names, fill_tool_names);
+}
+
 const char *elm_chat_tool_call_open(elm_chat_template t) {
     const elm_tool_syntax s = elm_chat_template_tool_syntax(t);
     return s == ELM_TOOLS_NONE ? NULL : s == ELM_TOOLS_LLAMA ? "{\"name\": \"" : ELM_TOOL_CALL_OPEN;

@@ -352,13 +352,7 @@ static bool step(srv_server *s) {
 
 /* Under the lock: the wait for a burst's other jobs. */
 static void gather_burst(srv_server *s) {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += BURST_MS * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    const struct timespec until = elm_deadline_ms(BURST_MS);
     while (!s->stopping && s->n_waiting < s->p.n_slots &&
            !pthread_cond_timedwait(&s->work, &s->mu, &until)) {
     }
@@ -522,14 +516,7 @@ static bool any_ready(srv_job *const *jobs, const size_t *from, int n) {
 static void wait_ready(srv_server *s, srv_job *const *jobs, const size_t *from, int n,
                        int timeout_ms) {
     if (any_ready(jobs, from, n)) return;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    const struct timespec ts = elm_deadline_ms(timeout_ms);
     while (!any_ready(jobs, from, n))
         if (pthread_cond_timedwait(&s->changed, &s->mu, &ts)) break;
 }

@@ -44,9 +44,9 @@ int srv_tools_parse(const cJSON *root, elm_chat_template tmpl, srv_job_params *j
         return 0;
     }
     if (!elm_chat_template_has_tools(tmpl))
-        return srv_bad(msg, cap, "tools: the chat template %s has no tool calls in edgelm (qwen3, "
-                                 "qwen35, granite4, llama31 and llama32 have)",
-                       elm_chat_template_name(tmpl));
+        return srv_bad(msg, cap, "tools: the chat template %s has no tool calls in edgelm (%s "
+                                 "have)", elm_chat_template_name(tmpl),
+                       elm_chat_tool_template_names());
     const char *mode = "auto", *only = NULL;
     if (cJSON_IsString(choice)) {
         mode = choice->valuestring;
