@@ -25,14 +25,18 @@ int cli_fail(const char *fmt, ...) {
     return 1;
 }
 
-int cli_print_json(cJSON *o, const char *cmd) {
-    char *s = o ? cJSON_Print(o) : NULL;
+static int print_json(cJSON *o, const char *cmd, bool formatted) {
+    char *s = !o ? NULL : formatted ? cJSON_Print(o) : cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     if (!s) return cli_fail("%s: out of memory building JSON", cmd);
     puts(s);
     cJSON_free(s);
     return 0;
 }
+
+int cli_print_json(cJSON *o, const char *cmd) { return print_json(o, cmd, true); }
+
+int cli_print_json_line(cJSON *o, const char *cmd) { return print_json(o, cmd, false); }
 
 void cli_json_numbers(cJSON *o, const cli_json_num *nums, size_t n) {
     for (size_t i = 0; i < n; i++) cJSON_AddNumberToObject(o, nums[i].key, nums[i].value);
@@ -116,6 +120,20 @@ char *cli_read_text(const char *path, size_t *len) {
         return NULL;
     }
     return buf;
+}
+
+int cli_split_lines(char *buf, char **lines, int cap) {
+    int n = 0;
+    for (char *s = buf; *s && n < cap;) {
+        char *nl = strchr(s, '\n');
+        if (nl) *nl = '\0';
+        const size_t len = strlen(s);
+        if (len && s[len - 1] == '\r') s[len - 1] = '\0';
+        if (*s) lines[n++] = s;
+        if (!nl) break;
+        s = nl + 1;
+    }
+    return n;
 }
 
 void cli_progress(long done, long total, const char *fmt, ...) {

@@ -45,6 +45,9 @@ struct cJSON;
  * failed cJSON_Create*) or cannot be printed. */
 int cli_print_json(struct cJSON *o, const char *cmd);
 
+/* The same on one line (JSON Lines: one object per input, as search --questions prints). */
+int cli_print_json_line(struct cJSON *o, const char *cmd);
+
 /* One number member of a JSON object. */
 typedef struct cli_json_num {
     const char *key;
@@ -57,6 +60,10 @@ void cli_json_numbers(struct cJSON *o, const cli_json_num *nums, size_t n);
 /* Reads a whole file (prompt, evaluation text) into a NUL-terminated malloc'd buffer; prints the
  * error and returns NULL on failure, also for a file holding a NUL byte (binary, not text). */
 char *cli_read_text(const char *path, size_t *len);
+
+/* Splits buf in place at its line ends ('\n', a '\r' before it dropped) into lines [<= cap],
+ * leaving out empty lines; returns how many (eval --prompts, search --questions). */
+int cli_split_lines(char *buf, char **lines, int cap);
 
 /* Progress on stderr: "\r<text>" redrawn in place on a terminal; in a log (not a terminal) one
  * line at each tenth of the work and at the end. done counts from 1 to total. */

@@ -34,21 +34,6 @@ static void on_note(const char *line, void *user) {
     fprintf(stderr, "eval: %s\n", line);
 }
 
-/* Splits the prompts file into its non-empty lines (pointers into buf, which is modified). */
-static int split_lines(char *buf, char **lines, int cap) {
-    int n = 0;
-    for (char *s = buf; *s && n < cap;) {
-        char *nl = strchr(s, '\n');
-        if (nl) *nl = '\0';
-        const size_t len = strlen(s);
-        if (len && s[len - 1] == '\r') s[len - 1] = '\0';
-        if (*s) lines[n++] = s;
-        if (!nl) break;
-        s = nl + 1;
-    }
-    return n;
-}
-
 static int write_atomic(const char *path, const char *doc) {
     elm_out o;
     elm_error err;
@@ -113,7 +98,7 @@ static int run_eval(const eval_opts *o) {
             free(prompt_buf);
             return cli_fail("out of memory");
         }
-        if ((n_prompts = split_lines(prompt_buf, prompts, (int)(len / 2 + 1))) == 0) {
+        if ((n_prompts = cli_split_lines(prompt_buf, prompts, (int)(len / 2 + 1))) == 0) {
             free(prompts);
             free(prompt_buf);
             return cli_fail("%s: no prompts (one per line)", o->prompts);

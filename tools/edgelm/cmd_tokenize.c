@@ -91,14 +91,7 @@ static int print_ids(const elm_vocab *v, const int32_t *ids, int64_t n, const op
         }
     }
     free(buf);
-    if (root) {
-        char *s = cJSON_PrintUnformatted(root);
-        cJSON_Delete(root);
-        if (!s) return cli_fail("tokenize: out of memory");
-        puts(s);
-        cJSON_free(s);
-    }
-    return 0;
+    return root ? cli_print_json_line(root, "tokenize") : 0;
 }
 
 static int tokenize_text(const elm_vocab *v, const char *text, size_t len, const opts *o) {
