@@ -373,6 +373,44 @@ static void families_grammar(void) {
     check_grammar(ELM_TEMPLATE_QWEN3, root_ref, false, nested, 1, NULL, 0);
 }
 
+/* tool_choice against the tools and the template, as the server and Python read it */
+static void tools_choice(void) {
+    static const char tools[] = "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\"}}]";
+    static const struct {
+        elm_chat_template t;
+        const char *tools, *choice;
+        elm_status st;
+        elm_tool_mode mode;
+        const char *only, *msg;
+    } cases[] = {
+        {ELM_TEMPLATE_QWEN3, tools, NULL, ELM_OK, ELM_TOOL_CHOICE_AUTO, "", NULL},
+        {ELM_TEMPLATE_QWEN3, NULL, NULL, ELM_OK, ELM_TOOL_CHOICE_NONE, "", NULL},
+        {ELM_TEMPLATE_QWEN3, "[]", "\"none\"", ELM_OK, ELM_TOOL_CHOICE_NONE, "", NULL},
+        {ELM_TEMPLATE_QWEN3, tools, "\"none\"", ELM_OK, ELM_TOOL_CHOICE_NONE, "", NULL},
+        {ELM_TEMPLATE_QWEN3, tools, "\"required\"", ELM_OK, ELM_TOOL_CHOICE_REQUIRED, "", NULL},
+        {ELM_TEMPLATE_LLAMA32, tools, "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\"}}",
+         ELM_OK, ELM_TOOL_CHOICE_REQUIRED, "get_weather", NULL},
+        {ELM_TEMPLATE_QWEN3, NULL, "\"auto\"", ELM_ERR_ARG, 0, "", "tool_choice: no tools given"},
+        {ELM_TEMPLATE_QWEN3, tools, "\"sometimes\"", ELM_ERR_ARG, 0, "", "tool_choice: expected \"none\""},
+        {ELM_TEMPLATE_QWEN3, tools, "{\"function\": {\"name\": \"a b\"}}", ELM_ERR_ARG, 0, "",
+         "tool_choice: expected a string or"},
+        {ELM_TEMPLATE_QWEN3, "{}", NULL, ELM_ERR_ARG, 0, "", "tools: expected an array"},
+        {ELM_TEMPLATE_CHATML, tools, NULL, ELM_ERR_UNSUPPORTED, 0, "",
+         "tools: the chat template chatml has no tool calls in edgelm (qwen3, "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        elm_tool_choice c;
+        elm_error err = {0};
+        const elm_status st = elm_tool_choice_parse(cases[i].t, cases[i].tools, cases[i].choice, &c, &err);
+        CHECK(st == cases[i].st, "choice %zu: status %d, want %d (%s)", i, st, cases[i].st, err.msg);
+        if (st == ELM_OK && cases[i].st == ELM_OK)
+            CHECK(c.mode == cases[i].mode && !strcmp(c.only, cases[i].only), "choice %zu: mode %d "
+                  "only '%s'", i, c.mode, c.only);
+        if (cases[i].msg)
+            CHECK(!strncmp(err.msg, cases[i].msg, strlen(cases[i].msg)), "choice %zu: '%s'", i, err.msg);
+    }
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     tools_render();
@@ -381,5 +419,6 @@ int main(int argc, char **argv) {
     families_render();
     families_parse();
     families_grammar();
+    tools_choice();
     return check_done();
 }

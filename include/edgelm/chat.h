@@ -156,6 +156,27 @@ void elm_tool_calls_free(elm_tool_calls *c);
  * {"name": "); NULL for a template without tools. A stream holds back text that could begin it. */
 const char *elm_chat_tool_call_open(elm_chat_template t);
 
+/* How a reply may call the tools (OpenAI's tool_choice). */
+typedef enum elm_tool_mode {
+    ELM_TOOL_CHOICE_NONE = 0,     /* text only (the tools, if any, are still in the prompt) */
+    ELM_TOOL_CHOICE_AUTO = 1,     /* text or calls: a call, once opened, held to the schemas */
+    ELM_TOOL_CHOICE_REQUIRED = 2  /* calls only (of `only` when it names one) */
+} elm_tool_mode;
+
+typedef struct elm_tool_choice {
+    elm_tool_mode mode;
+    char only[65]; /* the one function a choice names, "" for any */
+} elm_tool_choice;
+
+/* Reads tool_choice (JSON text: "none", "auto", "required" or {"type": "function", "function":
+ * {"name": N}}; NULL: absent, "auto" with tools and "none" without) against tools (JSON text of
+ * OpenAI's array; NULL or "[]": none) and template t, as the server and the Python package take
+ * them. Errors (one line naming the field): ELM_ERR_ARG for a tool_choice other than "none"
+ * without tools, an unknown choice or function name, tools that are not an array;
+ * ELM_ERR_UNSUPPORTED for tools on a template without them (listing those with). */
+elm_status elm_tool_choice_parse(elm_chat_template t, const char *tools, const char *tool_choice,
+                                 elm_tool_choice *out, elm_error *err);
+
 /* The GBNF (malloc'd) that holds a reply to template t's tool calls of the functions in `tools`
  * (as for elm_chat_render_tools; only the one named `only` when not NULL), each call's arguments
  * valid under its function's parameters schema; one call, or several when `parallel`. With

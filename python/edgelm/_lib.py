@@ -74,6 +74,12 @@ class ToolCall(Structure):
     _fields_ = [("name", c_char_p), ("arguments", c_char_p)]
 
 
+class ToolChoice(Structure):
+    """elm_tool_choice (chat.h): mode 0 none, 1 auto, 2 required; the function it names."""
+
+    _fields_ = [("mode", c_int), ("only", c_char * 65)]
+
+
 class ChatMsg(Structure):
     """elm_chat_msg (chat.h)."""
 
@@ -225,6 +231,8 @@ _PROTOTYPES = {
     "elm_chat_special_id": (c_int32, [c_void_p, c_char_p]),
     "elm_chat_render_tools": (c_int, [c_int, POINTER(ChatMsg), c_int32, c_char_p, c_bool,
                                       POINTER(c_void_p), POINTER(ElmError)]),
+    "elm_tool_choice_parse": (c_int, [c_int, c_char_p, c_char_p, POINTER(ToolChoice),
+                                      POINTER(ElmError)]),
     "elm_chat_tool_grammar": (c_int, [c_int, c_char_p, c_char_p, c_bool, c_bool,
                                       POINTER(c_void_p), POINTER(c_char_p), POINTER(ElmError)]),
     "elm_chat_parse_tool_calls": (c_int, [c_int, c_char_p, c_char_p, POINTER(ToolCalls),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import _lib
-from .errors import ArgumentError, UnsupportedError, error_for
+from .errors import ArgumentError, error_for
 
 
 @dataclass(frozen=True)
@@ -121,26 +121,18 @@ def render(tmpl: int, messages: Sequence[Mapping], tools_json: Optional[str]) ->
 def tool_mode(tmpl: int, tools: Optional[Sequence[Mapping]], tool_choice: Any
               ) -> Tuple[Optional[str], str, Optional[str]]:
     """(tools as JSON text or None, mode "none" | "auto" | "required", the one function a
-    tool_choice names or None), checked as the server checks them."""
-    lib = _lib.lib()
-    if not tools:
-        if tool_choice not in ("auto", "none"):
-            raise ArgumentError("tool_choice: no tools given", 5)
-        return None, "none", None
-    if not lib.elm_chat_template_has_tools(tmpl):
-        raise UnsupportedError(f"tools: the chat template {lib.elm_chat_template_name(tmpl).decode()}"
-                               " has no tool calls in edgelm "
-                               f"({lib.elm_chat_tool_template_names().decode()} have; pick one "
-                               "with template=)", 3)
-    tools_json = json.dumps(list(tools), ensure_ascii=False)
-    if tool_choice in ("auto", "none", "required"):
-        return tools_json, tool_choice, None
-    f = tool_choice.get("function") if isinstance(tool_choice, Mapping) else None
-    name = f.get("name") if isinstance(f, Mapping) else None
-    if not isinstance(name, str):
-        raise ArgumentError('tool_choice: expected "none", "auto", "required" or {"type": '
-                            '"function", "function": {"name": ...}}', 5)
-    return tools_json, "required", name
+    tool_choice names or None): elm_tool_choice_parse, the server's reading of them. tool_choice
+    None: "auto" with tools, "none" without."""
+    tools_json = json.dumps(list(tools), ensure_ascii=False) if tools else None
+    choice = json.dumps(tool_choice) if tool_choice is not None else None
+    out, err = _lib.ToolChoice(), _lib.ElmError()
+    status = _lib.lib().elm_tool_choice_parse(
+        tmpl, tools_json.encode() if tools_json else None, choice.encode() if choice else None,
+        ctypes.byref(out), ctypes.byref(err))
+    if status:
+        raise error_for(status, err.msg.decode("utf-8", "replace"))
+    return (tools_json, ("none", "auto", "required")[out.mode],
+            out.only.decode() if out.only else None)
 
 
 def grammar_text(tmpl: int, tools_json: Optional[str], mode: str, only: Optional[str],

@@ -387,7 +387,7 @@ class Model:
     # ---- chat -----------------------------------------------------------------------------------
 
     def chat(self, messages: Sequence[Mapping[str, Any]],
-             tools: Optional[Sequence[Mapping[str, Any]]] = None, tool_choice: Any = "auto",
+             tools: Optional[Sequence[Mapping[str, Any]]] = None, tool_choice: Any = None,
              parallel_tool_calls: bool = True, response_format: Optional[Mapping[str, Any]] = None,
              template: Optional[str] = None, max_tokens: int = 256, temperature: float = 0.8,
              top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
@@ -405,7 +405,8 @@ class Model:
         qwen3, qwen3-no-think, qwen35, qwen35-no-think, granite4, llama31, llama32).
         tool_choice: "auto" (the model may write text or calls: a call, once opened, is held to
         the tools' schemas), "required" (calls only), {"type": "function", "function": {"name":
-        N}} (a call of N only), "none" (no calls: the tools are still in the prompt).
+        N}} (a call of N only), "none" (no calls: the tools are still in the prompt); None:
+        "auto" with tools, "none" without. Any other choice without tools is an ArgumentError.
         parallel_tool_calls: several calls in one reply when forced.
         response_format: {"type": "json_object"} or {"type": "json_schema", "json_schema":
         {"schema": S}}: the reply is JSON (valid under S); {"type": "text"} or None: free text.

@@ -38,50 +38,32 @@ int srv_tools_parse(const cJSON *root, elm_chat_template tmpl, srv_job_params *j
     const cJSON *t = srv_field(root, "tools"), *choice = srv_field(root, "tool_choice");
     bool parallel = true;
     if (!srv_boolean(root, "parallel_tool_calls", &parallel, msg, cap)) return 400;
-    if (!t || (cJSON_IsArray(t) && cJSON_GetArraySize(t) == 0)) {
-        if (choice && !(cJSON_IsString(choice) && !strcmp(choice->valuestring, "none")))
-            return srv_bad(msg, cap, "tool_choice: no tools given");
-        return 0;
+    char *choice_text = choice ? cJSON_PrintUnformatted(choice) : NULL;
+    if ((t && !(*tools = cJSON_PrintUnformatted(t))) || (choice && !choice_text)) {
+        free(choice_text);
+        return 500;
     }
-    if (!elm_chat_template_has_tools(tmpl))
-        return srv_bad(msg, cap, "tools: the chat template %s has no tool calls in edgelm (%s "
-                                 "have)", elm_chat_template_name(tmpl),
-                       elm_chat_tool_template_names());
-    const char *mode = "auto", *only = NULL;
-    if (cJSON_IsString(choice)) {
-        mode = choice->valuestring;
-        if (strcmp(mode, "auto") && strcmp(mode, "none") && strcmp(mode, "required"))
-            return srv_bad(msg, cap, "tool_choice: expected \"none\", \"auto\", \"required\" or "
-                                     "{\"type\": \"function\", \"function\": {\"name\": ...}}");
-    } else if (choice) {
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(choice, "function"), "name");
-        if (!cJSON_IsString(name) || !elm_tool_name_ok(name->valuestring))
-            return srv_bad(msg, cap, "tool_choice: expected a string or {\"type\": \"function\", "
-                                     "\"function\": {\"name\": 1 to 64 of a-z A-Z 0-9 _ - .}}");
-        mode = "required";
-        only = name->valuestring;
-    }
-    if (!(*tools = cJSON_PrintUnformatted(t))) return 500;
-    if (!strcmp(mode, "none")) return 0;
-    if (jp->grammar) {
-        free(*tools);
-        *tools = NULL;
-        return srv_bad(msg, cap, "tools: cannot be combined with response_format or grammar");
-    }
-    const bool lazy = !strcmp(mode, "auto");
+    elm_tool_choice tc;
+    elm_error err;
+    elm_status st = elm_tool_choice_parse(tmpl, *tools, choice_text, &tc, &err);
+    free(choice_text);
+    if (!st && tc.mode != ELM_TOOL_CHOICE_NONE && jp->grammar)
+        st = elm_errorf(&err, ELM_ERR_ARG, "tools: cannot be combined with response_format or "
+                        "grammar");
     char *gbnf = NULL;
     const char *trigger = NULL;
-    elm_error err;
-    elm_status st = elm_chat_tool_grammar(tmpl, *tools, only, parallel, lazy, &gbnf, &trigger, &err);
-    if (!st) st = elm_grammar_parse(gbnf, strlen(gbnf), "tools", &jp->grammar, &err);
+    const bool lazy = tc.mode == ELM_TOOL_CHOICE_AUTO;
+    if (!st && tc.mode != ELM_TOOL_CHOICE_NONE &&
+        !(st = elm_chat_tool_grammar(tmpl, *tools, tc.only[0] ? tc.only : NULL, parallel, lazy,
+                                     &gbnf, &trigger, &err)))
+        st = elm_grammar_parse(gbnf, strlen(gbnf), "tools", &jp->grammar, &err);
     free(gbnf);
-    if (st) {
+    if (st || !cJSON_GetArraySize(t)) { /* no tools: nothing to render */
         free(*tools);
         *tools = NULL;
-        if (st == ELM_ERR_NOMEM) return 500;
-        return srv_bad(msg, cap, "%s", err.msg);
     }
+    if (st) return st == ELM_ERR_NOMEM ? 500 : srv_bad(msg, cap, "%s", err.msg);
+    if (tc.mode == ELM_TOOL_CHOICE_NONE) return 0;
     jp->tool_calls = true;
     if (lazy) snprintf(jp->trigger, sizeof jp->trigger, "%s", trigger);
     return 0;
