@@ -127,6 +127,22 @@ for r in h["results"]:
 fused = [r["scores"]["fused"] for r in h["results"]]
 assert fused == sorted(fused, reverse=True)
 ' "$tmp" "$db" && ok || fail "search results: $(head -c 300 "$tmp/vector.json")"
+# the same cosine order by numpy (Debian's python3-numpy, scripts/deps.sh), over every chunk
+np_py=$(for p in python3 /usr/bin/python3; do "$p" -c 'import numpy' 2>/dev/null && echo "$p" && break; done)
+[ -n "$np_py" ] || fail "numpy cosine order: no python3 with numpy (scripts/deps.sh installs python3-numpy)"
+[ -n "$np_py" ] && "$bin" search -d "$db" -q "$q" -k 1000 --mode vector --json -t 2 >"$tmp/all.json" 2>/dev/null &&
+    "$np_py" -c '
+import json, sqlite3, sys, numpy as np
+rows = sqlite3.connect(sys.argv[1]).execute("SELECT id, vector FROM chunks ORDER BY id").fetchall()
+ids = np.array([i for i, _ in rows])
+m = np.stack([np.frombuffer(b, dtype="<f4") for _, b in rows]).astype(np.float64)
+q = np.array(json.load(open(sys.argv[2]))["embedding"], dtype=np.float32).astype(np.float64)
+cos = m @ q / (np.linalg.norm(m, axis=1) * np.linalg.norm(q))
+order = np.argsort(-cos, kind="stable")
+got = json.load(open(sys.argv[3]))["results"]
+assert [r["chunk_id"] for r in got] == ids[order].tolist(), "order"
+assert max(abs(r["scores"]["cosine"] - cos[k]) for r, k in zip(got, order)) < 1e-9, "cosines"
+' "$db" "$tmp/q.json" "$tmp/all.json" && ok || fail "vector search differs from numpy's cosine order"
 
 # --- --add: a changed file's chunks replaced, an unchanged one left, the model from the index
 chunks_of() { py 'import sqlite3, sys
