@@ -2,7 +2,6 @@
  * BM25, by cosine similarity of embeddings, or both fused by reciprocal rank (edgelm/rag.h). Each
  * result is printed with its file, lines, heading path, scores and text; --json gives the same as
  * {"question", "mode", "k", "results": [...]}. */
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,19 +57,11 @@ static void print_text(elm_search_mode mode, const elm_hit *h, int32_t n) {
 }
 
 static int print_json(const opts *o, elm_search_mode mode, const elm_hit *h, int32_t n) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "question", o->question);
-    cJSON_AddStringToObject(root, "mode", elm_search_mode_name(mode));
-    cJSON_AddNumberToObject(root, "k", o->k);
-    char *results = elm_hits_json(h, n, "rank");
-    cJSON *r = results ? cJSON_Parse(results) : NULL;
-    free(results);
-    if (!r) {
-        cJSON_Delete(root);
-        root = NULL;
-    }
-    cJSON_AddItemToObject(root, "results", r);
-    return cli_print_json(root, "search");
+    char *s = elm_search_json(o->question, mode, (int32_t)o->k, h, n, true);
+    if (!s) return cli_fail("search: out of memory building JSON");
+    puts(s);
+    free(s);
+    return 0;
 }
 
 int cmd_search(int argc, char **argv) {
