@@ -143,6 +143,101 @@ edgelm_stats edgelm_get_stats(const edgelm_ctx *c);
 /* Message of the last failed call on c ("" after a success). */
 const char *edgelm_last_error(const edgelm_ctx *c);
 
+/* ---- documents: answers from a local index (docs/rag.md), as `edgelm index`, `edgelm search`
+ * and `edgelm chat --docs` make and use it. Not in the -DEDGELM_MINIMAL=ON library (it has no
+ * SQLite): there every call below returns ELM_ERR_UNSUPPORTED saying so.
+ *
+ *     edgelm_index *ix;
+ *     if (edgelm_index_open("notes.db", NULL, 0, &ix, err, sizeof err)) { puts(err); ... }
+ *     char *hits = edgelm_retrieve(ix, "Where is the spare key?", 5, NULL); // JSON, see below
+ *     edgelm_free(hits);
+ *     edgelm_chat_docs(c, ix, "Where is the spare key?", 5, 256, on_piece, view);
+ *     puts(edgelm_last_citations(c));                  // the sources [1], [2] .. as JSON
+ *     edgelm_index_free(ix);
+ *
+ * An index handle is used by one thread at a time (its embedding context is not shared); several
+ * handles may be open on one file for reading. */
+typedef struct edgelm_index edgelm_index;
+
+/* Opens the index at path (made by `edgelm index` or edgelm_index_create). An index with vectors
+ * needs its embedding model: embed_model (borrowed: free the index first) when given, which must
+ * be the one the index was built with (same width and weights), otherwise the model whose path
+ * the index records is loaded (and freed with the index). A BM25-only index takes no model
+ * (embed_model must be NULL). writable non-zero: edgelm_index_add / edgelm_index_remove may
+ * change it until edgelm_index_commit. Errors, the message (naming the file and the problem) in
+ * errbuf [errcap]: ELM_ERR_ARG (NULL path or out, a model that is not the index's, or one for a
+ * BM25-only index), ELM_ERR_IO (missing, unreadable or locked file), ELM_ERR_FORMAT (not an
+ * SQLite file, corrupt, not an edgelm index), ELM_ERR_UNSUPPORTED (another schema version), and
+ * edgelm_model_load's for the recorded model. *out is NULL on failure. */
+int edgelm_index_open(const char *path, edgelm_model *embed_model, int writable,
+                      edgelm_index **out, char *errbuf, size_t errcap);
+
+/* Creates a new, writable index for path: written under a temporary name beside it until
+ * edgelm_index_commit renames it over path (an existing file there must be an edgelm index).
+ * embed_model (borrowed): the embedding model whose vectors the index stores, chunks counted in
+ * its tokens; NULL: BM25 only, chunks counted in words. chunk_tokens: most tokens (words) per
+ * chunk, 8 or more, 0: 256; overlap: tokens a chunk repeats from the one before it,
+ * 0 .. chunk_tokens / 2, below 0: 32. Errors as edgelm_index_open, and ELM_ERR_ARG for chunk
+ * sizes out of range, ELM_ERR_FORMAT when path holds something other than an index. */
+int edgelm_index_create(const char *path, edgelm_model *embed_model, int32_t chunk_tokens,
+                        int32_t overlap, edgelm_index **out, char *errbuf, size_t errcap);
+
+/* Indexes the files at paths [n] (UTF-8 text or Markdown; folders walked, entries starting with
+ * '.' left out) into a writable index: new or changed files get their chunks (and vectors), files
+ * with the same bytes as before are left, files that are not UTF-8 text are skipped. Nothing is
+ * saved before edgelm_index_commit. Errors (message in errbuf [errcap] and
+ * edgelm_index_last_error): ELM_ERR_ARG (NULL arguments, an index not open writable, a chunk over
+ * the embedding context), ELM_ERR_IO naming a file that cannot be read. */
+int edgelm_index_add(edgelm_index *ix, const char *const *paths, int32_t n, char *errbuf,
+                     size_t errcap);
+
+/* Removes the file at path, or every file under the folder path, from a writable index (the
+ * files need not exist any more). ELM_ERR_ARG naming path when nothing indexed matches. Errors
+ * as edgelm_index_add. */
+int edgelm_index_remove(edgelm_index *ix, const char *path, char *errbuf, size_t errcap);
+
+/* Saves the changes of a writable index (a new one is renamed over its path); the handle stays
+ * open for reading (open it again to change it again). A read-only index: nothing to do.
+ * ELM_ERR_IO when it cannot be saved (the file on disk stays as it was). Closing without a commit
+ * drops the changes. */
+int edgelm_index_commit(edgelm_index *ix, char *errbuf, size_t errcap);
+
+/* Closes ix (uncommitted changes dropped) and frees the embedding model it loaded. */
+void edgelm_index_free(edgelm_index *ix);
+
+/* The k (>= 1) chunks of ix that best answer question (UTF-8), as `edgelm search --json` prints
+ * them: one JSON object in a malloc'd string (free with edgelm_free)
+ *     {"question", "mode", "k", "results": [{"rank" (from 1), "chunk_id", "file" (absolute path),
+ *      "line_start", "line_end" (1-based, inclusive), "heading" ("Title > Section" or ""),
+ *      "text", "scores": {"fused", "bm25", "bm25_rank", "cosine", "cosine_rank"}}, ...]}
+ * best first, at most k, a score null where the chunk is not in that list. mode: "hybrid" (BM25
+ * and vectors fused), "bm25" or "vector"; NULL: hybrid for an index with vectors, else bm25.
+ * NULL on failure, the message in edgelm_index_last_error: ELM_ERR_ARG cases (NULL arguments, k
+ * < 1, an unknown mode, a vector mode on a BM25-only index, a question with no tokens or over the
+ * embedding context), an unreadable index, out of memory. */
+char *edgelm_retrieve(edgelm_index *ix, const char *question, int32_t k, const char *mode);
+
+/* Message of the last failed call on ix ("" after a success). */
+const char *edgelm_index_last_error(const edgelm_index *ix);
+
+/* One question answered from ix on context c: the k best chunks (the index's default mode, as
+ * edgelm_retrieve with NULL) go, as many as fit the context beside n_predict tokens for the
+ * reply, into the system message as numbered sources ("rag" preset, docs/rag.md) after which
+ * c's own system_prompt follows; the conversation restarts with it (the earlier turns are
+ * forgotten), and the reply is streamed to fn (may be NULL) as edgelm_chat does. edgelm_chat
+ * after it asks follow-up questions on the same sources; edgelm_reset returns to c's own system
+ * prompt. The sampling is c's (`chat --docs` answers greedily, temp 0). Returns the status; the
+ * message is in edgelm_last_error(c): ELM_ERR_ARG (NULL arguments, k < 1, n_predict <= 0, a
+ * prompt that does not fit the context even without a source), and edgelm_retrieve's errors. */
+int edgelm_chat_docs(edgelm_ctx *c, edgelm_index *ix, const char *question, int32_t k,
+                     int32_t n_predict, edgelm_token_fn fn, void *user);
+
+/* The sources of the last edgelm_chat_docs answer on c, those its prompt held and the reply cites
+ * as [1], [2], ..: a JSON array of {"index" (the citation's number, from 1), "chunk_id", "file",
+ * "line_start", "line_end", "heading", "text", "scores"} as in edgelm_retrieve. "[]" before any,
+ * after a failed call and after edgelm_reset. Valid until the next call on c. */
+const char *edgelm_last_citations(const edgelm_ctx *c);
+
 /* Short text for a status code ("format error", ...). */
 const char *edgelm_status_string(int status);
 

@@ -87,6 +87,11 @@ void elm_chunks_free(elm_chunk *chunks, int32_t n);
 
 typedef struct elm_index elm_index;
 
+/* The chunking of `edgelm index` and edgelm_index_create when none is given: chunks of at most
+ * 256 tokens, each repeating up to 32 of the one before it. */
+#define ELM_INDEX_CHUNK_TOKENS 256
+#define ELM_INDEX_OVERLAP 32
+
 /* Creates a new index for path, written under a temporary name in path's folder until
  * elm_index_commit renames it over path. An existing file at path must be an edgelm index (it is
  * replaced at commit). m: the embedding model (NULL: BM25 only); chunks are then counted in its
@@ -214,6 +219,13 @@ bool elm_search_mode_from_name(const char *name, elm_search_mode *out);
  * citations of an answer (its [1], [2]). */
 char *elm_hits_json(const elm_hit *hits, int32_t n, const char *number_key);
 
+/* What `edgelm search --json` prints and edgelm_retrieve returns: one JSON object {"question",
+ * "mode" (elm_search_mode_name), "k", "ms" (the retrieval's milliseconds), "results":
+ * elm_hits_json of hits [n] with "rank"}, indented when pretty. malloc'd; NULL when out of
+ * memory. */
+char *elm_search_json(const char *question, elm_search_mode mode, int32_t k, double ms,
+                      const elm_hit *hits, int32_t n, bool pretty);
+
 /* ---- answering from retrieved chunks */
 
 /* The sources of an answer: a line asking the model to cite them as [1], [2], then each hit as
@@ -248,6 +260,45 @@ elm_status elm_docs_prompt_build(const elm_vocab *v, elm_chat_template t, const 
                                  int32_t n_hits, int32_t n_ctx, int32_t n_reply,
                                  elm_docs_prompt *out, elm_error *err);
 void elm_docs_prompt_free(elm_docs_prompt *p);
+
+/* What a chat answers a question from: the index, the embedding context for its questions (NULL
+ * for BM25; elm_retrieve's c), the search mode, the chunks retrieved (k), the conversation's
+ * template and own system message (NULL: none; kept after the preset's instructions) and the
+ * tokens of the chat's context kept for the reply. */
+typedef struct elm_docs_turn_params {
+    elm_index *ix;
+    elm_context *embed;
+    elm_search_mode mode;
+    int32_t k;
+    elm_chat_template tmpl;
+    const char *system;
+    int32_t n_reply;
+} elm_docs_turn_params;
+
+/* A question made ready to answer: the hits retrieved (best first, [n_hits]) and the prompt that
+ * holds the first prompt.n_docs of them, cited as [1] .. [n_docs]. */
+typedef struct elm_docs_turn {
+    elm_hit *hits;
+    int32_t n_hits;
+    elm_docs_prompt prompt;
+} elm_docs_turn;
+
+/* Readies ch, a chat on context c (whose n_ctx bounds the prompt), to answer question from p->ix:
+ * retrieves p->k chunks (elm_retrieve), builds the prompt of the system message and the question
+ * with as many as fit beside p->n_reply tokens (elm_docs_prompt_build) and restarts the
+ * conversation with its system message (elm_chat_set_system). The caller then runs
+ * elm_chat_turn(ch, question, ...) and cites out->hits [0, out->prompt.n_docs). What
+ * `chat --docs` and the app API's edgelm_chat_docs do per question. *out is filled (free with
+ * elm_docs_turn_free), zeroed on failure. Errors: elm_retrieve's, elm_docs_prompt_build's,
+ * ELM_ERR_NOMEM; the conversation is left as it was when retrieval or the prompt fails. */
+elm_status elm_docs_turn_prepare(elm_chat *ch, const elm_context *c, const elm_docs_turn_params *p,
+                                 const char *question, elm_docs_turn *out, elm_error *err);
+void elm_docs_turn_free(elm_docs_turn *t);
+
+/* The n_ctx (and n_batch) of a context of ix's embedding model m that holds one of its chunks
+ * with BOS, EOS and the merges the chunker's per-piece counts miss (1.5 x the chunk size + 8),
+ * capped at m's trained context: what elm_index_add and questions of similar size need. */
+int32_t elm_index_embed_n_ctx(const elm_index *ix, const elm_model *m);
 
 #ifdef __cplusplus
 }

@@ -7,16 +7,6 @@
 
 #include "api/api.h"
 
-struct edgelm_ctx {
-    edgelm_model *model;
-    elm_context *c, *draft;
-    elm_spec_params spec;
-    elm_chat *chat;
-    elm_grammar *grammar;
-    elm_gen_stats gs;
-    elm_error err;
-};
-
 edgelm_params edgelm_default_params(void) {
     const elm_sampler_params s = elm_sampler_defaults();
     return (edgelm_params){.temp = s.temp, .top_k = s.top_k, .top_p = s.top_p, .min_p = s.min_p,
@@ -53,6 +43,9 @@ static elm_status setup(edgelm_ctx *h, const edgelm_params *p, elm_error *err) {
                           elm_chat_template_names());
     }
     if (p->no_think) chp.tmpl = elm_chat_template_thinking(chp.tmpl, false);
+    h->tmpl = chp.tmpl;
+    if (p->system_prompt && !(h->system = strdup(p->system_prompt)))
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
     chp.gen.n_predict = 1; /* set per call */
     chp.gen.n_keep = p->n_keep;
     chp.gen.no_context_shift = p->no_context_shift != 0;
@@ -112,6 +105,8 @@ void edgelm_ctx_free(edgelm_ctx *h) {
     elm_grammar_free(h->grammar);
     elm_context_free(h->draft);
     elm_context_free(h->c);
+    free(h->system);
+    free(h->citations);
     free(h);
 }
 
@@ -127,10 +122,7 @@ static int forward_piece(const char *text, size_t len, int32_t id, void *user) {
     return b->fn ? b->fn(text, id, b->user) : 0;
 }
 
-typedef elm_status (*turn_fn)(elm_chat *, const char *, elm_token_cb, void *, elm_gen_stats *,
-                              elm_error *);
-
-static int run(edgelm_ctx *h, turn_fn turn, const char *text, int32_t n_predict,
+int edgelm_ctx_run(edgelm_ctx *h, edgelm_turn_fn turn, const char *text, int32_t n_predict,
                edgelm_token_fn fn, void *user) {
     elm_error_clear(&h->err);
     if (n_predict <= 0) return elm_errorf(&h->err, ELM_ERR_ARG, "n_predict must be > 0");
@@ -141,18 +133,22 @@ static int run(edgelm_ctx *h, turn_fn turn, const char *text, int32_t n_predict,
 
 int edgelm_chat(edgelm_ctx *h, const char *user_message, int32_t n_predict, edgelm_token_fn fn,
                 void *user) {
-    return run(h, elm_chat_turn, user_message, n_predict, fn, user);
+    return edgelm_ctx_run(h, elm_chat_turn, user_message, n_predict, fn, user);
 }
 
 int edgelm_generate(edgelm_ctx *h, const char *text, int32_t n_predict, edgelm_token_fn fn,
                     void *user) {
-    return run(h, elm_chat_append, text, n_predict, fn, user);
+    return edgelm_ctx_run(h, elm_chat_append, text, n_predict, fn, user);
 }
 
 const char *edgelm_last_reply(const edgelm_ctx *h) { return elm_chat_reply(h->chat); }
 
 void edgelm_reset(edgelm_ctx *h) {
     elm_chat_reset(h->chat);
+    free(h->citations);
+    h->citations = NULL;
+    if (h->docs_system && !elm_chat_set_system(h->chat, h->system, &h->err))
+        h->docs_system = false; /* copying the prompt back can only fail for want of memory */
     if (h->draft) elm_context_reset(h->draft);
     memset(&h->gs, 0, sizeof h->gs);
 }
@@ -181,3 +177,7 @@ edgelm_stats edgelm_get_stats(const edgelm_ctx *h) {
 }
 
 const char *edgelm_last_error(const edgelm_ctx *h) { return h->err.msg; }
+
+const char *edgelm_last_citations(const edgelm_ctx *h) {
+    return h->citations ? h->citations : "[]";
+}

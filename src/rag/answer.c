@@ -1,13 +1,14 @@
 /* Answering from retrieved chunks (include/edgelm/rag.h, elm_docs_prompt_build): the hits as the
  * numbered sources of the "rag" chat preset's context, and as many of them as fit the context
  * beside the conversation and the reply. `edgelm chat --docs` and `edgelm serve --docs` both
- * build their prompts here. */
+ * build their prompts here, and a chat readies its conversation with them (elm_docs_turn_prepare). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/fileio.h"
 #include "core/strbuf.h"
+#include "edgelm/model.h"
 #include "edgelm/rag.h"
 
 char *elm_docs_context(const elm_hit *hits, int32_t n) {
@@ -137,4 +138,28 @@ void elm_docs_prompt_free(elm_docs_prompt *p) {
     free(p->system);
     free(p->text);
     memset(p, 0, sizeof *p);
+}
+
+elm_status elm_docs_turn_prepare(elm_chat *ch, const elm_context *c, const elm_docs_turn_params *p,
+                                 const char *question, elm_docs_turn *out, elm_error *err) {
+    memset(out, 0, sizeof *out);
+    const elm_chat_msg msgs[2] = {{.role = "system", .content = p->system},
+                                  {.role = "user", .content = question}};
+    const int skip = p->system ? 0 : 1;
+    elm_status st = elm_retrieve(p->ix, p->embed, question, p->mode, p->k, &out->hits,
+                                 &out->n_hits, err);
+    if (!st)
+        st = elm_docs_prompt_build(&elm_context_model(c)->vocab, p->tmpl, msgs + skip, 2 - skip,
+                                   NULL, out->hits, out->n_hits, elm_context_n_ctx(c), p->n_reply,
+                                   &out->prompt, err);
+    if (!st) st = elm_chat_set_system(ch, out->prompt.system, err);
+    if (st) elm_docs_turn_free(out);
+    return st;
+}
+
+void elm_docs_turn_free(elm_docs_turn *t) {
+    if (!t) return;
+    elm_hits_free(t->hits, t->n_hits);
+    elm_docs_prompt_free(&t->prompt);
+    memset(t, 0, sizeof *t);
 }

@@ -275,6 +275,12 @@ const char *elm_index_model_name(const elm_index *ix) { return ix->dim ? ix->mod
 int32_t elm_index_dim(const elm_index *ix) { return ix->dim; }
 int32_t elm_index_chunk_tokens(const elm_index *ix) { return ix->max_tokens; }
 
+int32_t elm_index_embed_n_ctx(const elm_index *ix, const elm_model *m) {
+    int32_t n = ix->max_tokens + ix->max_tokens / 2 + 8;
+    if (m->hp.n_ctx_train > 0 && n > m->hp.n_ctx_train) n = m->hp.n_ctx_train;
+    return n;
+}
+
 elm_status elm_index_check_model(const elm_index *ix, const elm_model *m, elm_error *err) {
     if (!ix->dim)
         return elm_errorf(err, ELM_ERR_ARG, "%s: built without an embedding model (BM25 only): "

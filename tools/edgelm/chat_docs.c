@@ -20,37 +20,29 @@ static void print_sources(const elm_hit *h, int32_t n) {
 bool chat_docs_turn(const chat_docs *d, elm_chat *ch, const elm_context *c, const char *question,
                     elm_token_cb cb, elm_gen_stats *stats) {
     elm_error err;
-    elm_hit *hits = NULL;
-    int32_t n = 0;
-    elm_docs_prompt p = {0};
-    const int32_t n_ctx = elm_context_n_ctx(c);
-    const elm_chat_msg msgs[2] = {{.role = "system", .content = d->system},
-                                  {.role = "user", .content = question}};
-    const int skip = d->system ? 0 : 1;
-    bool ok = false;
-    if (elm_retrieve(d->docs.ix, d->docs.ctx, question, d->docs.mode, d->k, &hits, &n, &err))
+    elm_docs_turn t;
+    const elm_docs_turn_params p = {.ix = d->docs.ix, .embed = d->docs.ctx, .mode = d->docs.mode,
+                                    .k = d->k, .tmpl = d->tmpl, .system = d->system,
+                                    .n_reply = d->n_reply};
+    if (elm_docs_turn_prepare(ch, c, &p, question, &t, &err)) {
         cli_fail("chat: --docs: %s", err.msg);
-    else if (elm_docs_prompt_build(&elm_context_model(c)->vocab, d->tmpl, msgs + skip, 2 - skip,
-                                   NULL, hits, n, n_ctx, d->n_reply, &p, &err))
-        cli_fail("chat: --docs: %s (-c, -n)", err.msg);
-    else if (elm_chat_set_system(ch, p.system, &err))
-        cli_fail("chat: %s", err.msg);
-    else {
-        if (p.n_docs < n)
-            fprintf(stderr, "edgelm: --docs: %d of the %d chunks retrieved fit the context of %d "
-                            "tokens with %d for the reply; the %d lowest-ranked were left out\n",
-                    (int)p.n_docs, (int)n, (int)n_ctx, (int)d->n_reply, (int)(n - p.n_docs));
-        if (d->verbose) {
-            char note[64];
-            snprintf(note, sizeof note, "(%d tokens, %d of %d chunks)", (int)p.n_tokens, (int)p.n_docs, (int)n);
-            chat_print_prompt(p.text, note);
-        }
-        ok = !elm_chat_turn(ch, question, cb, NULL, stats, &err);
-        fputc('\n', stdout);
-        if (ok) print_sources(hits, p.n_docs);
-        else cli_fail("chat: %s", err.msg);
+        return false;
     }
-    elm_docs_prompt_free(&p);
-    elm_hits_free(hits, n);
+    const int32_t n = t.n_hits, kept = t.prompt.n_docs;
+    if (kept < n)
+        fprintf(stderr, "edgelm: --docs: %d of the %d chunks retrieved fit the context of %d "
+                        "tokens with %d for the reply; the %d lowest-ranked were left out\n",
+                (int)kept, (int)n, (int)elm_context_n_ctx(c), (int)d->n_reply, (int)(n - kept));
+    if (d->verbose) {
+        char note[64];
+        snprintf(note, sizeof note, "(%d tokens, %d of %d chunks)", (int)t.prompt.n_tokens,
+                 (int)kept, (int)n);
+        chat_print_prompt(t.prompt.text, note);
+    }
+    const bool ok = !elm_chat_turn(ch, question, cb, NULL, stats, &err);
+    fputc('\n', stdout);
+    if (ok) print_sources(t.hits, kept);
+    else cli_fail("chat: %s", err.msg);
+    elm_docs_turn_free(&t);
     return ok;
 }

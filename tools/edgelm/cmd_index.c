@@ -19,8 +19,6 @@ typedef struct opts {
     cli_args paths;
 } opts;
 
-enum { DEFAULT_CHUNK_TOKENS = 256, DEFAULT_OVERLAP = 32 };
-
 static int parse_args(int argc, char **argv, opts *o) {
     const cli_opt table[] = {
         {"-m, --model", "PATH", CLI_TEXT, &o->model, 0, 0, "the embedding model (GGUF, HF folder); without it, BM25 only\n(with --add: the index's model, from the path it records)", 0},
@@ -64,11 +62,9 @@ static elm_model *embedding_model(const opts *o, const elm_index *ix) {
     return path ? cli_load_model_to_run(path, o->tokenizer, false) : NULL;
 }
 
-/* A context that holds a chunk of max_tokens (with room for BOS, EOS and the merges the chunker's
- * per-piece counts miss), capped at the model's trained context. */
-static elm_context *chunk_context(const elm_model *m, const opts *o, int32_t max_tokens) {
-    int32_t n = max_tokens + max_tokens / 2 + 8;
-    if (m->hp.n_ctx_train > 0 && n > m->hp.n_ctx_train) n = m->hp.n_ctx_train;
+/* A context that holds one of ix's chunks (elm_index_embed_n_ctx). */
+static elm_context *chunk_context(const elm_model *m, const opts *o, const elm_index *ix) {
+    const int32_t n = elm_index_embed_n_ctx(ix, m);
     const elm_context_params cp = {.n_ctx = n, .n_batch = n, .n_threads = (int32_t)o->threads};
     elm_context *c = NULL;
     elm_error err;
@@ -122,12 +118,12 @@ int cmd_index(int argc, char **argv) {
         if ((st = elm_index_open(o.db, true, &ix, &err))) goto fail;
     } else {
         if (o.model && !(m = embedding_model(&o, NULL))) goto done;
-        if ((st = elm_index_create(o.db, m, o.chunk_tokens ? (int32_t)o.chunk_tokens : DEFAULT_CHUNK_TOKENS,
-                                   o.overlap >= 0 ? (int32_t)o.overlap : DEFAULT_OVERLAP, &ix, &err)))
+        if ((st = elm_index_create(o.db, m, o.chunk_tokens ? (int32_t)o.chunk_tokens : ELM_INDEX_CHUNK_TOKENS,
+                                   o.overlap >= 0 ? (int32_t)o.overlap : ELM_INDEX_OVERLAP, &ix, &err)))
             goto fail;
     }
     if (o.add && (o.model || elm_index_dim(ix)) && !(m = embedding_model(&o, ix))) goto done;
-    if (m && !(c = chunk_context(m, &o, elm_index_chunk_tokens(ix)))) goto done;
+    if (m && !(c = chunk_context(m, &o, ix))) goto done;
     if (o.remove)
         for (int i = 0; i < o.paths.n; i++)
             if ((st = elm_index_remove(ix, o.paths.v[i], &stats, &err))) goto fail;

@@ -3,7 +3,6 @@
  * result is printed with its file, lines, heading path, scores and text; --json gives the same as
  * {"question", "mode", "k", "ms", "results": [...]}. --questions FILE searches each line of FILE in
  * turn with the index and model loaded once (--json: one such object per line). */
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,23 +60,14 @@ static void print_text(elm_search_mode mode, const elm_hit *h, int32_t n) {
     if (n == 0) printf("no chunk matches (%s search)\n", elm_search_mode_name(mode));
 }
 
-/* {"question", "mode", "k", "ms", "results"}: formatted for -q, on one line for --questions. */
+/* elm_search_json: indented for -q, on one line for --questions. */
 static int print_json(const opts *o, const char *question, elm_search_mode mode, double ms,
                       const elm_hit *h, int32_t n) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "question", question);
-    cJSON_AddStringToObject(root, "mode", elm_search_mode_name(mode));
-    cJSON_AddNumberToObject(root, "k", o->k);
-    cJSON_AddNumberToObject(root, "ms", ms);
-    char *results = elm_hits_json(h, n, "rank");
-    cJSON *r = results ? cJSON_Parse(results) : NULL;
-    free(results);
-    if (!r) {
-        cJSON_Delete(root);
-        root = NULL;
-    }
-    cJSON_AddItemToObject(root, "results", r);
-    return o->questions ? cli_print_json_line(root, "search") : cli_print_json(root, "search");
+    char *s = elm_search_json(question, mode, (int32_t)o->k, ms, h, n, !o->questions);
+    if (!s) return cli_fail("search: out of memory building JSON");
+    puts(s);
+    free(s);
+    return 0;
 }
 
 /* The questions: -q's, or the non-empty lines of --questions FILE (in *buf, freed by the caller).
