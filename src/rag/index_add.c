@@ -211,6 +211,7 @@ elm_status elm_index_add(elm_index *ix, elm_context *c, const char *const *paths
                          elm_index_progress_fn progress, void *user, elm_index_stats *stats,
                          elm_error *err) {
     if (!ix->in_tx) return elm_errorf(err, ELM_ERR_ARG, "%s: opened read-only", ix->path);
+    elm_ix_drop_vectors(ix);
     if (ix->dim && !c)
         return elm_errorf(err, ELM_ERR_ARG, "%s: built with the embedding model %s (%s): adding "
                           "documents needs a context of it", ix->path, ix->model_name, ix->model_path);
@@ -239,6 +240,7 @@ elm_status elm_index_add(elm_index *ix, elm_context *c, const char *const *paths
 elm_status elm_index_remove(elm_index *ix, const char *path, elm_index_stats *stats,
                             elm_error *err) {
     if (!ix->in_tx) return elm_errorf(err, ELM_ERR_ARG, "%s: opened read-only", ix->path);
+    elm_ix_drop_vectors(ix);
     char abs[4096], prefix[4100];
     if (!elm_ix_abs_path(path, abs, sizeof abs))
         return elm_errorf(err, ELM_ERR_ARG, "%s: path too long", path);

@@ -18,7 +18,24 @@ struct elm_index {
     int32_t dim;
     uint64_t fingerprint;
     int32_t max_tokens, overlap_tokens;
+    /* the stored vectors in memory (vectors.c), read at the first vector search of an index
+     * opened read-only; n_vec -1 until then */
+    int64_t n_vec;
+    int64_t *vec_ids; /* [n_vec], in id order */
+    float *vecs;      /* [n_vec][dim] */
+    double *vec_sq;   /* [n_vec]: each vector's squared length */
 };
+
+/* Reads every chunk's vector into ix->vec_* once, checking each is dim floats (ELM_ERR_FORMAT
+ * naming the chunk otherwise); ELM_ERR_NOMEM. */
+elm_status elm_ix_load_vectors(elm_index *ix, elm_error *err);
+
+/* Frees ix's vectors in memory (a write makes them stale). */
+void elm_ix_drop_vectors(elm_index *ix);
+
+/* The dot product of a [n] and b [n] in double: eight running sums, so that the loop runs at the
+ * machine's width rather than at the latency of one addition. */
+double elm_ix_dot(const float *a, const float *b, int32_t n);
 
 /* ELM_ERR_IO (or the given code) naming the index's path, the problem (what) and SQLite's
  * message. */

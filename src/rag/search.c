@@ -1,6 +1,7 @@
 /* Retrieval (include/edgelm/rag.h, elm_retrieve): BM25 through FTS5, cosine similarity by brute
  * force over every stored vector, and the two lists fused by reciprocal rank. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,34 +96,18 @@ static elm_status cosine_list(elm_index *ix, const float *q, scored **list, int6
                               elm_error *err) {
     *list = NULL;
     *n = 0;
-    int64_t files, chunks;
-    elm_status s = elm_index_count(ix, &files, &chunks, err);
+    elm_status s = elm_ix_load_vectors(ix, err);
     if (s) return s;
-    scored *l = malloc(sizeof *l * (size_t)(chunks ? chunks : 1));
-    if (!l) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory for %" PRId64 " chunks", ix->path, chunks);
-    sqlite3_stmt *st;
-    if ((s = elm_ix_prepare(ix, "SELECT id, vector FROM chunks", &st, err))) {
-        free(l);
-        return s;
+    scored *l = malloc(sizeof *l * (size_t)(ix->n_vec ? ix->n_vec : 1));
+    if (!l) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory for %" PRId64 " chunks",
+                              ix->path, ix->n_vec);
+    const double qq = elm_ix_dot(q, q, ix->dim);
+    for (int64_t i = 0; i < ix->n_vec; i++) {
+        const double bb = ix->vec_sq[i];
+        const double ab = elm_ix_dot(q, ix->vecs + (size_t)i * (size_t)ix->dim, ix->dim);
+        l[i] = (scored){ix->vec_ids[i], qq > 0 && bb > 0 ? ab / sqrt(qq * bb) : 0.0};
     }
-    const int bytes = (int)sizeof(float) * ix->dim;
-    int rc;
-    while (!s && (rc = sqlite3_step(st)) == SQLITE_ROW && *n < chunks) {
-        const int64_t id = sqlite3_column_int64(st, 0);
-        const void *v = sqlite3_column_blob(st, 1);
-        if (sqlite3_column_bytes(st, 1) != bytes || !v) {
-            s = elm_errorf(err, ELM_ERR_FORMAT, "%s: chunk %" PRId64 "'s vector has %d bytes, not "
-                           "%d", ix->path, id, sqlite3_column_bytes(st, 1), bytes);
-            break;
-        }
-        l[(*n)++] = (scored){id, elm_embed_cosine(q, v, ix->dim)};
-    }
-    sqlite3_finalize(st);
-    if (s) {
-        free(l);
-        *n = 0;
-        return s;
-    }
+    *n = ix->n_vec;
     qsort(l, (size_t)*n, sizeof *l, by_score);
     *list = l;
     return ELM_OK;

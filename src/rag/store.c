@@ -150,6 +150,7 @@ static elm_index *index_new(const char *path, elm_error *err) {
         elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
         return NULL;
     }
+    ix->n_vec = -1;
     snprintf(ix->path, sizeof ix->path, "%s", path);
     return ix;
 }
@@ -267,6 +268,7 @@ void elm_index_close(elm_index *ix) {
     if (ix->in_tx) sqlite3_exec(ix->db, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(ix->db);
     if (ix->tmp[0]) unlink(ix->tmp);
+    elm_ix_drop_vectors(ix);
     free(ix);
 }
 
