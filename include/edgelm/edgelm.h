@@ -144,8 +144,9 @@ edgelm_stats edgelm_get_stats(const edgelm_ctx *c);
 const char *edgelm_last_error(const edgelm_ctx *c);
 
 /* ---- documents: answers from a local index (docs/rag.md), as `edgelm index`, `edgelm search`
- * and `edgelm chat --docs` make and use it. Not in the -DEDGELM_MINIMAL=ON library (it has no
- * SQLite): there every call below returns ELM_ERR_UNSUPPORTED saying so.
+ * and `edgelm chat --docs` make and use it. They need SQLite: the -DEDGELM_MINIMAL=ON library has
+ * them when the build finds it (the app's own SQLite on Android), and otherwise every call below
+ * returns ELM_ERR_UNSUPPORTED saying so.
  *
  *     edgelm_index *ix;
  *     if (edgelm_index_open("notes.db", NULL, 0, &ix, err, sizeof err)) { puts(err); ... }

@@ -8,7 +8,7 @@
 #include "api/api.h"
 #include "core/clock.h"
 
-#ifndef EDGELM_MINIMAL
+#ifndef EDGELM_NO_DOCS
 #include "edgelm/rag.h"
 
 struct edgelm_index {
@@ -187,9 +187,9 @@ int edgelm_chat_docs(edgelm_ctx *c, edgelm_index *ix, const char *question, int3
     return st;
 }
 
-#else /* EDGELM_MINIMAL */
+#else /* EDGELM_NO_DOCS */
 
-#define NO_DOCS "document indexes are not in the minimal library (-DEDGELM_MINIMAL=ON has no SQLite)"
+#define NO_DOCS "document indexes are not in this library (built -DEDGELM_MINIMAL=ON without SQLite)"
 
 int edgelm_index_open(const char *path, edgelm_model *embed_model, int writable,
                       edgelm_index **out, char *errbuf, size_t errcap) {
