@@ -10,7 +10,8 @@
 # tie_word_embeddings outside text_config, a vision tower and an MTP block ignored).
 # and Gemma 4 (Gemma4ForConditionalGeneration, tensors under model.language_model. beside a
 # vision tower's), and its context shift is refused in one line unless --swa-full keeps every
-# position. qwen3moe's refusals: GPTQ, AWQ, ONNX export and an HF copy (not for experts yet).
+# position. qwen3moe's refusals: GPTQ, AWQ and ONNX export; its HF copy runs as its GGUF, and an
+# expert missing from it or num_experts_per_tok above num_experts is one line naming the file.
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -63,10 +64,36 @@ for method in gptq awq; do # (after the calibration set's own line)
 done
 expect_error "qwen3moe onnx" "mixtures of experts are not supported by the ONNX export" \
     "$bin" export onnx -m "$moe" -o "$tmp/moe-onnx"
-expect_error "qwen3moe hf" "no Hugging Face layout for the experts" \
-    "$bin" synth --arch qwen3moe --tiny -o "$tmp/moe2.gguf" --hf "$tmp/moe-hf" \
-    --vocab "$fix/vocab/ggml-vocab-qwen2.gguf"
-[ -e "$tmp/moe2.gguf" ] && fail "qwen3moe hf: wrote the GGUF"
+# its HF copy (Qwen3MoeForCausalLM: a router and one tensor per expert) runs greedily as the GGUF
+# does; an expert missing from the safetensors and more experts per token than experts are one
+# line naming the file
+"$bin" synth --arch qwen3moe --tiny -o "$tmp/moe2.gguf" --hf "$tmp/moe-hf" \
+    --vocab "$fix/vocab/ggml-vocab-qwen2.gguf" >/dev/null 2>"$tmp/err" ||
+    fail "qwen3moe: synth --hf: $(cat "$tmp/err")"
+for model in "$tmp/moe2.gguf" "$tmp/moe-hf"; do
+    "$bin" run -m "$model" -p "Once upon a time" -n 8 --temp 0 --ignore-eos -t 2 --json \
+        >"$model.run.json" 2>"$tmp/err" || fail "qwen3moe: run $model: $(cat "$tmp/err")"
+done
+[ "$(json_get "$tmp/moe2.gguf.run.json" 'd["generated_ids"]')" = \
+    "$(json_get "$tmp/moe-hf.run.json" 'd["generated_ids"]')" ] ||
+    fail "qwen3moe: the HF copy's greedy tokens differ from the GGUF's"
+cp -r "$tmp/moe-hf" "$tmp/moe-noexpert" && cp -r "$tmp/moe-hf" "$tmp/moe-topk"
+python3 - "$tmp/moe-noexpert/model.safetensors" "$tmp/moe-topk/config.json" <<'EOF'
+import json, sys
+data = open(sys.argv[1], "rb").read()
+name = b'"model.layers.1.mlp.experts.7.up_proj.weight"'
+assert data.count(name) == 1
+open(sys.argv[1], "wb").write(data.replace(name, name[:-2] + b'X"'))  # same length: unknown
+c = json.load(open(sys.argv[2]))
+c["num_experts_per_tok"] = c["num_experts"] + 1
+json.dump(c, open(sys.argv[2], "w"))
+EOF
+expect_error "qwen3moe missing expert" \
+    "moe-noexpert/model.safetensors: missing tensor 'model.layers.1.mlp.experts.7.up_proj.weight'" \
+    "$bin" run -m "$tmp/moe-noexpert" -p "Hi" -n 1
+expect_error "qwen3moe top-k" \
+    "moe-topk/config.json: num_experts_per_tok 9 is more than num_experts 8" \
+    "$bin" run -m "$tmp/moe-topk" -p "Hi" -n 1
 
 # LongRoPE (Phi-3, synth --longrope): quantized, its factor tensors stay f32 with the original
 # context and attention factor, and the file runs with the short and the long factors

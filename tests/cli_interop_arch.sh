@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Interop test of every model family against llama.cpp: for llama, qwen2, qwen3, phi3 (and phi3
 # with LongRoPE), gemma, gemma3, gemma4, smollm3, the hybrids lfm2, granitehybrid and qwen35 and
-# the mixture of experts qwen3moe, a `synth --tiny` GGUF (and its --hf copy, but for qwen3moe,
-# which has no HF layout yet) is run greedily for 16 tokens on 3
+# the mixture of experts qwen3moe, a `synth --tiny` GGUF and its --hf copy (qwen3moe's with one
+# tensor per expert, Qwen3MoeForCausalLM's layout) are run greedily for 16 tokens on 3
 # prompts by edgelm and by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1,
 # installed once by scripts/node-llama.sh; tests/interop/greedy.mjs). From the GGUF, with
 # --ggml-rounding, prompt ids and generated ids must be equal and the logits within 1e-3 of
@@ -35,7 +35,6 @@ for name in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybri
     ctx=256 synth_opts=() ctx_opts=()
     gguf=$tmp/$name.gguf
     models=("$gguf" "$tmp/$name-hf") hf_opts=(--hf "$tmp/$name-hf")
-    [ "$arch" = qwen3moe ] && models=("$gguf") hf_opts=()
     case $name in
     phi3-longrope-*) ctx=${name##*-} synth_opts=(--longrope) ctx_opts=(-c "$ctx") ;;
     esac

@@ -780,6 +780,20 @@ static void test_refusals(void) {
         elm_model_free(m);
     }
     tmp_dir_remove(strdup(dir));
+    /* Qwen3-MoE's: its expert sizes required, top-k at most the experts, every layer sparse,
+     * the chosen experts' weights renormalised */
+    expect_config_error("qwen3moe", "{\"num_experts\": null}", ELM_ERR_FORMAT,
+                        "missing required key 'num_experts'");
+    expect_config_error("qwen3moe", "{\"moe_intermediate_size\": null}", ELM_ERR_FORMAT,
+                        "missing required key 'moe_intermediate_size'");
+    expect_config_error("qwen3moe", "{\"num_experts_per_tok\": 9}", ELM_ERR_FORMAT,
+                        "num_experts_per_tok 9 is more than num_experts 8");
+    expect_config_error("qwen3moe", "{\"decoder_sparse_step\": 2}", ELM_ERR_UNSUPPORTED,
+                        "dense layers (decoder_sparse_step 2, mlp_only_layers)");
+    expect_config_error("qwen3moe", "{\"mlp_only_layers\": [1]}", ELM_ERR_UNSUPPORTED,
+                        "every layer must be sparse");
+    expect_config_error("qwen3moe", "{\"norm_topk_prob\": false}", ELM_ERR_UNSUPPORTED,
+                        "norm_topk_prob false");
     expect_config_error("llama", "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
                         ELM_ERR_UNSUPPORTED, "rope_scaling type 'yarn' is not supported");
     /* LongRoPE: its factor lists, one per rotated pair (8 of phi3's heads of 16), and the

@@ -10,7 +10,8 @@
  * heads go from grouped to tiled order. A multimodal checkpoint's language model (Gemma 3 4B,
  * Qwen3.5) is read from under its prefix. Phi-3's fused qkv_proj and gate_up_proj stay fused
  * (attn_qkv, ffn_up); Granite's shared_mlp.input_linear [gate; up] is split (ffn_gate, ffn_up, in
- * place), and its Mamba-2 A, D, convolution and norm are F32 and reshaped as in GGUF. Llama 3.1's
+ * place), and its Mamba-2 A, D, convolution and norm are F32 and reshaped as in GGUF; Qwen3-MoE's
+ * experts, one tensor each, are copied into GGUF's three stacks per layer. Llama 3.1's
  * rope_scaling becomes the rope_freqs tensor, LongRoPE's the rope_factors_long/short tensors, and
  * Gemma 4's "proportional" RoPE of its global layers rope_freqs. Dtypes are kept (F32, F16, BF16)
  * but for biases and those. */
@@ -31,8 +32,8 @@
 /* Which families have a tensor (see needed), and in which layers (on: of a hybrid's kinds, of
  * the layers with a cache of their own, when the model has per-layer embeddings, never
  * required). */
-enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, PRE_NORMS, POST_NORMS,
-       DELTANET, PLE, LAYER_SCALE };
+enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, DENSE_FFN, MOE,
+       PRE_NORMS, POST_NORMS, DELTANET, PLE, LAYER_SCALE };
 enum { ANY_LAYER, ATTN_LAYER, REC_LAYER, KV_LAYER, PLE_LAYER, OPTIONAL };
 
 /* HF names and their GGUF counterparts, by the family's naming (elm_arch.hf_names; ANY_NAMES:
@@ -74,7 +75,9 @@ static const struct { const char *hf, *gguf; int when, names, on; } layer_names[
     {"mlp.gate_proj.weight", "ffn_gate.weight", SPLIT_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
     {"mlp.up_proj.weight", "ffn_up.weight", SPLIT_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
     {"mlp.gate_up_proj.weight", "ffn_up.weight", FUSED_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
-    {"mlp.down_proj.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_LLAMA, ANY_LAYER},
+    {"mlp.down_proj.weight", "ffn_down.weight", DENSE_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
+    /* Qwen3-MoE's router (its experts, one tensor each: add_expert) */
+    {"mlp.gate.weight", "ffn_gate_inp.weight", MOE, ELM_HF_NAMES_LLAMA, ANY_LAYER},
     /* Gemma 4: the per-layer embedding's gate, projection and norm; layer_scalar, a buffer */
     {"per_layer_input_gate.weight", "inp_gate.weight", PLE, ELM_HF_NAMES_LLAMA, PLE_LAYER},
     {"per_layer_projection.weight", "proj.weight", PLE, ELM_HF_NAMES_LLAMA, PLE_LAYER},
@@ -131,8 +134,10 @@ static bool needed(const elm_arch *a, int when, int names) {
     case FUSED_QKV: return a->fused_qkv;
     case QKV_BIAS: return a->qkv_bias;
     case QK_NORM: return a->qk_norm;
-    case SPLIT_FFN: return !a->fused_gate_up;
+    case SPLIT_FFN: return !a->fused_gate_up && !a->moe;
     case FUSED_FFN: return a->fused_gate_up;
+    case DENSE_FFN: return !a->moe;
+    case MOE: return a->moe;
     case PRE_NORMS: return !a->post_norms;
     case POST_NORMS: return a->post_norms;
     case DELTANET: return a->recurrent == ELM_LAYER_DELTANET;
@@ -232,6 +237,42 @@ bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap) {
             return true;
         }
     return false;
+}
+
+const char *const elm_hf_expert_kinds[ELM_HF_EXPERT_KINDS] = {"gate", "up", "down"};
+
+/* The kind (elm_hf_expert_kinds) of GGUF stack `gguf` of experts, its block in *layer; -1 for
+ * another tensor. */
+static int expert_stack(const char *gguf, long *layer) {
+    char kind[8];
+    int used = 0;
+    if (sscanf(gguf, "blk.%ld.ffn_%7[a-z]_exps.weight%n", layer, kind, &used) != 2 ||
+        gguf[used] != '\0')
+        return -1;
+    for (int k = 0; k < ELM_HF_EXPERT_KINDS; k++)
+        if (!strcmp(kind, elm_hf_expert_kinds[k])) return k;
+    return -1;
+}
+
+bool elm_hf_expert_name(const char *gguf, int64_t e, char *out, size_t cap) {
+    long l;
+    const int k = expert_stack(gguf, &l);
+    if (k < 0) return false;
+    snprintf(out, cap, "model.layers.%ld.mlp.experts.%lld.%s_proj.weight", l, (long long)e,
+             elm_hf_expert_kinds[k]);
+    return true;
+}
+
+/* Expert *e's tensor of kind (returned) in layer *layer for HF name hf; -1 for another tensor. */
+static int expert_of(const char *hf, long *layer, long *e) {
+    char kind[8];
+    int used = 0;
+    if (sscanf(hf, "model.layers.%ld.mlp.experts.%ld.%7[a-z]_proj.weight%n", layer, e, kind,
+               &used) != 3 || hf[used] != '\0' || *layer < 0 || *e < 0)
+        return -1;
+    for (int k = 0; k < ELM_HF_EXPERT_KINDS; k++)
+        if (!strcmp(kind, elm_hf_expert_kinds[k])) return k;
+    return -1;
 }
 
 void elm_hf_permute_rows(char *dst, const char *src, int64_t heads, int64_t hd, size_t row_bytes,
@@ -420,13 +461,55 @@ static elm_status add_gate_up(elm_model *m, const char *src, const elm_st_tensor
     return st;
 }
 
-/* Adds one safetensors tensor under its GGUF name (src names the file for errors). */
+/* Expert e's [rows, cols] tensor t of kind k (elm_hf_expert_kinds) in layer `layer`, copied into
+ * its place in the stack blk.L.ffn_K_exps.weight (ne {cols, rows, n_expert}, owned, made at the
+ * first of its experts), as llama.cpp's converter stacks them; seen[(layer·3 + k)·n_expert + e]
+ * is set. */
+static elm_status add_expert(elm_model *m, const char *src, const elm_st_tensor *t, long layer,
+                             long e, int k, uint8_t *seen, elm_error *err) {
+    const elm_hparams *hp = &m->hp;
+    if (layer >= hp->n_layers || e >= hp->n_expert)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is for layer %ld, expert %ld but "
+                          "config.json has %d layers of %d experts", src, t->name, layer, e,
+                          hp->n_layers, hp->n_expert);
+    const int64_t rows = k == 2 ? hp->dim : hp->expert_ffn_dim;
+    const int64_t cols = k == 2 ? hp->expert_ffn_dim : hp->dim;
+    if (t->n_dims != 2 || t->shape[0] != rows || t->shape[1] != cols)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is not [%lld, %lld] "
+                          "(config.json's hidden_size and moe_intermediate_size)", src, t->name,
+                          (long long)rows, (long long)cols);
+    char name[ELM_NAME_MAX];
+    snprintf(name, sizeof name, "blk.%ld.ffn_%s_exps.weight", layer, elm_hf_expert_kinds[k]);
+    elm_tensor *stack = elm_model_find(m, name);
+    if (!stack) {
+        char *data = malloc(t->nbytes * (size_t)hp->n_expert);
+        if (!data) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", src);
+        elm_status st = elm_model_own_buffer(m, data, err);
+        const int64_t ne[3] = {cols, rows, hp->n_expert};
+        if (!st) st = elm_model_add_tensor(m, name, t->type, 3, ne, data,
+                                           t->nbytes * (size_t)hp->n_expert, err);
+        if (st) return st;
+        stack = elm_model_find(m, name);
+    }
+    if (stack->type != t->type)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is %s, its layer's other experts "
+                          "%s", src, t->name, elm_type_get(t->type)->name,
+                          elm_type_get(stack->type)->name);
+    memcpy((char *)stack->data + (size_t)e * t->nbytes, t->data, t->nbytes);
+    seen[((size_t)layer * ELM_HF_EXPERT_KINDS + (size_t)k) * (size_t)hp->n_expert + (size_t)e] = 1;
+    return ELM_OK;
+}
+
+/* Adds one safetensors tensor under its GGUF name (src names the file for errors; seen: the
+ * experts added so far, add_expert). */
 static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor *t,
-                             elm_error *err) {
+                             uint8_t *seen, elm_error *err) {
     const elm_hparams *hp = &m->hp;
     const elm_arch *a = elm_arch_find(hp->arch);
     char name[ELM_NAME_MAX];
-    long layer;
+    long layer, e;
+    const int kind = a->moe ? expert_of(t->name, &layer, &e) : -1;
+    if (kind >= 0) return add_expert(m, src, t, layer, e, kind, seen, err);
     if (!gguf_name(a, t->name, name, sizeof name, &layer)) return ELM_OK;
     if (layer >= hp->n_layers)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is for layer %ld but config.json "
@@ -474,10 +557,11 @@ static elm_status open_shard(elm_model *m, const char *path, elm_st_file *f, elm
     return st;
 }
 
-static elm_status load_single(elm_model *m, const char *path, elm_error *err) {
+static elm_status load_single(elm_model *m, const char *path, uint8_t *seen, elm_error *err) {
     elm_st_file f;
     elm_status st = open_shard(m, path, &f, err);
-    for (int32_t i = 0; !st && i < f.n_tensors; i++) st = add_tensor(m, path, &f.tensors[i], err);
+    for (int32_t i = 0; !st && i < f.n_tensors; i++)
+        st = add_tensor(m, path, &f.tensors[i], seen, err);
     elm_st_close(&f);
     return st;
 }
@@ -489,7 +573,7 @@ static bool plain_name(const char *s) {
 
 /* Walks weight_map {tensor: file}, opening each shard once. */
 static elm_status load_shards(elm_model *m, const char *dir, const char *index,
-                              const cJSON *map, elm_error *err) {
+                              const cJSON *map, uint8_t *seen, elm_error *err) {
     int n = cJSON_GetArraySize(map), n_open = 0;
     elm_st_file *files = calloc((size_t)n + 1, sizeof *files);
     const char **names = calloc((size_t)n + 1, sizeof *names);
@@ -516,7 +600,7 @@ static elm_status load_shards(elm_model *m, const char *dir, const char *index,
             st = elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%.96s' listed in %s is missing",
                             path, e->string, index);
         else
-            st = add_tensor(m, path, t, err);
+            st = add_tensor(m, path, t, seen, err);
     }
     for (int k = 0; files && k < n_open; k++) elm_st_close(&files[k]);
     free(files);
@@ -524,7 +608,8 @@ static elm_status load_shards(elm_model *m, const char *dir, const char *index,
     return st;
 }
 
-static elm_status load_index(elm_model *m, const char *dir, const char *index, elm_error *err) {
+static elm_status load_index(elm_model *m, const char *dir, const char *index, uint8_t *seen,
+                             elm_error *err) {
     cJSON *root;
     elm_status st = elm_json_read_object(index, ELM_HF_MAX_JSON, &root, err);
     if (st) return st;
@@ -532,13 +617,15 @@ static elm_status load_index(elm_model *m, const char *dir, const char *index, e
     if (!cJSON_IsObject(map) || !map->child)
         st = elm_errorf(err, ELM_ERR_FORMAT, "%s: no weight_map object", index);
     else
-        st = load_shards(m, dir, index, map, err);
+        st = load_shards(m, dir, index, map, seen, err);
     cJSON_Delete(root);
     return st;
 }
 
-/* Every tensor the family's layout needs is present; errors give the HF name. */
-static elm_status check_complete(const elm_model *m, const char *src, elm_error *err) {
+/* Every tensor the family's layout needs is present (each expert's: seen); errors give the HF
+ * name. */
+static elm_status check_complete(const elm_model *m, const char *src, const uint8_t *seen,
+                                 elm_error *err) {
     const elm_arch *a = elm_arch_find(m->hp.arch);
     char gguf[ELM_NAME_MAX];
     for (size_t i = 0; i < N_GLOBAL_NAMES; i++) {
@@ -557,6 +644,13 @@ static elm_status check_complete(const elm_model *m, const char *src, elm_error 
                 return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor 'model.layers.%d.%s'",
                                   src, l, layer_names[i].hf);
         }
+    const size_t E = (size_t)(a->moe ? m->hp.n_expert : 0);
+    for (size_t i = 0; i < (size_t)m->hp.n_layers * ELM_HF_EXPERT_KINDS * E; i++)
+        if (!seen[i])
+            return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor "
+                              "'model.layers.%zu.mlp.experts.%zu.%s_proj.weight'", src,
+                              i / E / ELM_HF_EXPERT_KINDS, i % E,
+                              elm_hf_expert_kinds[i / E % ELM_HF_EXPERT_KINDS]);
     return ELM_OK;
 }
 
@@ -745,17 +839,23 @@ elm_status elm_load_hf(elm_model *m, const char *dir, elm_error *err) {
     m->hp = c.hp;
     set_name(m, dir);
     if ((st = join(weights, sizeof weights, dir, "model.safetensors", err))) return st;
+    /* which experts each layer's stacks have (add_expert) */
+    const elm_arch *a = elm_arch_find(m->hp.arch);
+    const size_t n_seen = a && a->moe ? (size_t)m->hp.n_layers * ELM_HF_EXPERT_KINDS *
+                                            (size_t)m->hp.n_expert : 0;
+    uint8_t *seen = calloc(n_seen + 1, 1);
+    if (!seen) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", dir);
     if (elm_file_exists(weights)) {
-        st = load_single(m, weights, err);
-    } else {
-        if ((st = join(weights, sizeof weights, dir, "model.safetensors.index.json", err)))
-            return st;
+        st = load_single(m, weights, seen, err);
+    } else if (!(st = join(weights, sizeof weights, dir, "model.safetensors.index.json", err))) {
         if (!elm_file_exists(weights))
-            return elm_errorf(err, ELM_ERR_IO, "%s: no model.safetensors or "
-                              "model.safetensors.index.json", dir);
-        st = load_index(m, dir, weights, err);
+            st = elm_errorf(err, ELM_ERR_IO, "%s: no model.safetensors or "
+                            "model.safetensors.index.json", dir);
+        else
+            st = load_index(m, dir, weights, seen, err);
     }
-    if (!st) st = check_complete(m, weights, err);
+    if (!st) st = check_complete(m, weights, seen, err);
+    free(seen);
     if (!st) st = read_modules(m, dir, err);
     if (!st && c.llama3[0] > 0) st = elm_hf_add_llama3_freqs(m, c.llama3, err);
     if (!st && c.n_longrope > 0) st = elm_hf_add_longrope(m, &c, err);

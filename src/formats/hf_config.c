@@ -610,6 +610,38 @@ static elm_status read_qwen35(const char *path, const cJSON *root, const cJSON *
     return ELM_OK;
 }
 
+/* Qwen3-MoE's keys (Qwen3MoeConfig), as llama.cpp's converter reads them: num_experts,
+ * num_experts_per_tok (at most num_experts) and moe_intermediate_size, all required; every layer
+ * sparse (decoder_sparse_step 1, mlp_only_layers empty) and the chosen experts' weights
+ * renormalised (norm_topk_prob true), which is all the forward pass runs: anything else is
+ * refused by key. */
+static elm_status read_qwen3moe(const char *path, const cJSON *root, elm_hparams *hp,
+                                elm_error *err) {
+    elm_status st;
+    int32_t step = 1;
+    if ((st = get_int(path, root, "num_experts", true, &hp->n_expert, err)) ||
+        (st = get_int(path, root, "num_experts_per_tok", true, &hp->n_expert_used, err)) ||
+        (st = get_int(path, root, "moe_intermediate_size", true, &hp->expert_ffn_dim, err)) ||
+        (st = get_int(path, root, "decoder_sparse_step", false, &step, err)))
+        return st;
+    if (hp->n_expert > ELM_MAX_EXPERTS)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: num_experts %d is more than %d", path,
+                          hp->n_expert, ELM_MAX_EXPERTS);
+    if (hp->n_expert_used > hp->n_expert)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: num_experts_per_tok %d is more than "
+                          "num_experts %d", path, hp->n_expert_used, hp->n_expert);
+    const cJSON *dense = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
+    if (step != 1 || (dense && !cJSON_IsNull(dense) &&
+                      (!cJSON_IsArray(dense) || cJSON_GetArraySize(dense) > 0)))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: dense layers (decoder_sparse_step %d, "
+                          "mlp_only_layers) are not supported: every layer must be sparse", path,
+                          step);
+    if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(root, "norm_topk_prob")))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: norm_topk_prob false is not supported "
+                          "(the chosen experts' weights are renormalised)", path);
+    return ELM_OK;
+}
+
 static elm_status parse_config(const char *path, const cJSON *root, elm_hf_config *c,
                                elm_error *err) {
     const cJSON *outer = root;
@@ -658,6 +690,7 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
     if (a->recurrent == ELM_LAYER_MAMBA2 && (st = read_granite(path, root, hp, err))) return st;
     if (a->recurrent == ELM_LAYER_DELTANET && (st = read_qwen35(path, root, outer, hp, err)))
         return st;
+    if (a->moe && (st = read_qwen3moe(path, root, hp, err))) return st;
     return ELM_OK;
 }
 

@@ -1,6 +1,7 @@
 /* Hugging Face folder writer (see hf_write.h): config.json with the family's keys and
  * model.safetensors (docs/formats.md, "safetensors": 8-byte header length, JSON header padded with
- * spaces to a multiple of 8, then the tensors back to back); an embedding model's
+ * spaces to a multiple of 8, then the tensors back to back; a stack of experts as one tensor per
+ * expert); an embedding model's
  * sentence-transformers modules (modules.json, pooling, Dense layers) beside them. */
 #include <errno.h>
 #include <math.h>
@@ -218,6 +219,15 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         for (int i = 0; i < 3; i++)
             cJSON_AddItemToArray(sections, cJSON_CreateNumber(hp->rope_sections[i]));
     }
+    if (a->moe) { /* Qwen3MoeConfig: every layer sparse, the top experts' weights renormalised */
+        cJSON_AddNumberToObject(c, "num_experts", hp->n_expert);
+        cJSON_AddNumberToObject(c, "num_experts_per_tok", hp->n_expert_used);
+        cJSON_AddNumberToObject(c, "moe_intermediate_size", hp->expert_ffn_dim);
+        cJSON_AddBoolToObject(c, "norm_topk_prob", true);
+        cJSON_AddNumberToObject(c, "decoder_sparse_step", 1);
+        cJSON_AddArrayToObject(c, "mlp_only_layers");
+        cJSON_AddBoolToObject(c, "attention_bias", false);
+    }
     elm_status st = a->swa_listed ? gemma4_config(c, m, dir, err) : ELM_OK;
     if (st) {
         cJSON_Delete(c);
@@ -254,6 +264,8 @@ typedef struct st_item {
     const elm_tensor *t;
     const elm_tensor *rows_after; /* written right after t's rows, one tensor with them */
     char name[ELM_NAME_MAX + 32];
+    bool expert;       /* one expert of a stack (elm_hf_expert_name): matrix `index` of t */
+    int64_t index;
     int heads;         /* > 0: q/k rows back to rotate-half */
     bool tiled;        /* a Gated DeltaNet's value heads back to grouped order (vheads) */
     elm_hf_vheads vheads;
@@ -295,6 +307,19 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
         const bool joined = a->hf_names == ELM_HF_NAMES_GRANITE && len > 14 &&
                             !strcmp(t->name + len - 14, ".ffn_up.weight");
         if (joined || t == m->dense_2 || t == m->dense_3) continue; /* Dense: write_modules */
+        if (elm_hf_expert_name(t->name, 0, it->name, sizeof it->name)) {
+            if (!dtype_name(t->type, AS_IS))
+                return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is %s; Hugging "
+                                  "Face checkpoints hold f32, f16 or bf16", path, t->name,
+                                  elm_type_get(t->type)->name);
+            for (int64_t e = 0; e < t->ne[2]; e++) { /* one tensor per expert */
+                it = &items[(*n_items)++];
+                *it = (st_item){.t = t, .expert = true, .index = e, .nbytes = t->nbytes /
+                                                                             (size_t)t->ne[2]};
+                elm_hf_expert_name(t->name, e, it->name, sizeof it->name);
+            }
+            continue;
+        }
         if (!elm_hf_name_of(m->hp.arch, t->name, it->name, sizeof it->name)) {
             if (t == m->rope_freqs || t == m->rope_long || t == m->rope_short)
                 continue; /* config.json */
@@ -336,6 +361,11 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
 static int hf_shape(const elm_arch *a, const st_item *it, int64_t shape[ELM_MAX_DIMS + 1]) {
     const elm_tensor *t = it->t;
     const elm_hf_shape kind = elm_hf_shape_of(a, t->name);
+    if (it->expert) {
+        shape[0] = t->ne[1];
+        shape[1] = t->ne[0];
+        return 2;
+    }
     if (kind == ELM_HF_SHAPE_FLAT) {
         shape[0] = n_values(t);
         return 1;
@@ -385,6 +415,7 @@ static char *header_json(const elm_arch *a, const st_item *items, int n, size_t 
 /* Tensor bytes as HF stores them, into buf or buf2 (room for it->nbytes each). */
 static const void *hf_bytes(const elm_model *m, const st_item *it, void *buf, void *buf2) {
     const elm_tensor *t = it->t;
+    if (it->expert) return (const char *)t->data + (size_t)it->index * it->nbytes;
     if (it->heads > 0) {
         elm_hf_permute_rows(buf, t->data, it->heads, m->hp.head_dim, t->nbytes / (size_t)t->ne[1],
                             false);
@@ -437,7 +468,12 @@ static elm_status write_items(const elm_model *m, const elm_arch *a, const char 
 
 static elm_status write_safetensors(const elm_model *m, const elm_arch *a, const char *path,
                                     elm_error *err) {
-    st_item *items = calloc((size_t)m->n_tensors + 1, sizeof *items);
+    size_t n_items = (size_t)m->n_tensors + 1;
+    char name[ELM_NAME_MAX + 32];
+    for (int32_t i = 0; i < m->n_tensors; i++) /* a stack of experts: one item each */
+        if (elm_hf_expert_name(m->tensors[i].name, 0, name, sizeof name))
+            n_items += (size_t)m->tensors[i].ne[2];
+    st_item *items = calloc(n_items, sizeof *items);
     if (!items) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
     int n = 0;
     elm_status st = plan_items(m, a, path, items, &n, err);
@@ -532,9 +568,6 @@ elm_status elm_hf_writable(const elm_model *m, const float *llama3, const char *
     if (!a)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for architecture "
                           "'%s'", dir, m->hp.arch);
-    if (a->moe)
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for the experts "
-                          "of architecture '%s' yet", dir, m->hp.arch);
     if (m->rope_freqs && !llama3 && !a->swa_listed)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: RoPE frequency factors without their "
                           "llama3 rope_scaling parameters", dir);

@@ -18,8 +18,8 @@
 elm_status elm_hf_write(const elm_model *m, const float *llama3, const char *dir, elm_error *err);
 
 /* The checks elm_hf_write makes before it writes anything (a family with an HF layout, the RoPE
- * parameters config.json needs; mixtures of experts have none yet: ELM_ERR_UNSUPPORTED), for a
- * caller that writes other files first. Errors name dir. */
+ * parameters config.json needs: ELM_ERR_UNSUPPORTED), for a caller that writes other files
+ * first. Errors name dir. */
 elm_status elm_hf_writable(const elm_model *m, const float *llama3, const char *dir,
                            elm_error *err);
 

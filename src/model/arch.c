@@ -68,10 +68,10 @@ static const elm_arch archs[] = {
      .ffn_norm = "post_attention_norm.weight",
      .hf = {{"qwen3_5_text", "Qwen3_5ForCausalLM"}, {"qwen3_5", "Qwen3_5ForConditionalGeneration"}},
      .tiny_vocab = "qwen35"},
-    /* Qwen3's attention with a mixture of experts for every FFN; its HF checkpoints (qwen3_moe,
-     * one tensor per expert) are not read yet */
+    /* Qwen3's attention with a mixture of experts for every FFN; its HF checkpoints hold one
+     * tensor per expert (mlp.experts.E.*_proj), stacked into GGUF's ffn_*_exps (formats/hf.c) */
     {.name = "qwen3moe", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qk_norm = true,
-     .moe = true, .tiny_vocab = "qwen2"},
+     .moe = true, .hf = {{"qwen3_moe", "Qwen3MoeForCausalLM"}}, .tiny_vocab = "qwen2"},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
