@@ -13,8 +13,8 @@
 #    file indexed before and now binary skips it and removes its chunks;
 #  - bad input, one line naming the file and the problem, the database left as it was: an
 #    unrelated SQLite file, another schema version, random bytes, an embedding model of another
-#    width (and one of the same width with other weights), an unreadable file (not as root: root
-#    reads it anyway), a question over the context; an index run killed midway.
+#    width (and one of the same width with other weights), an unreadable file (as root, run as user
+#    nobody: root reads it anyway), a question over the context; an index run killed midway.
 # usage: cli_index.sh EDGELM FIXTURES
 set -u
 bin=$1 fx=$2
@@ -224,14 +224,24 @@ long=$(printf 'Lily and the dog went to the park. %.0s' $(seq 20))
 expect_error "question over the context" "question: [0-9]* tokens, over the 16 the context of .*ge.gguf takes" \
     "$bin" search -d "$db" -q "$long" -c 16
 same "$db" "$tmp/keep.db" && ok || fail "the index changed on bad input"
+# an unreadable file: root reads files whatever their mode, so as root the run is user nobody's
+# (setpriv), on copies nobody may write
+as=()
+lk=$tmp
 if [ "$(id -u)" = 0 ]; then
-    echo "cli_index: unreadable-file check not run: root reads files whatever their mode" >&2
-else
-    cp "$docs/a.md" "$docs/locked.md" && chmod 000 "$docs/locked.md"
-    expect_error "unreadable file" "$docs/locked.md: cannot read: Permission denied" "$bin" index -o "$db" --add "$docs"
-    rm -f "$docs/locked.md"
-    same "$db" "$tmp/keep.db" && ok || fail "the index changed after an unreadable file"
+    as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+    lk=$tmp/nobody
+    mkdir -p "$lk" && cp -r "$docs" "$lk/docs" && cp "$db" "$lk/docs.db" && chmod -R a+rwX "$lk" &&
+        chmod a+x "$tmp"
 fi
+cp "$lk/docs/a.md" "$lk/docs/locked.md" 2>/dev/null || cp "$docs/a.md" "$lk/docs/locked.md"
+chmod 000 "$lk/docs/locked.md"
+[ "$lk" = "$tmp" ] && ldb=$db || ldb=$lk/docs.db
+cp "$ldb" "$tmp/locked-keep.db"
+expect_error "unreadable file" "$lk/docs/locked.md: cannot read: Permission denied" \
+    "${as[@]}" "$bin" index -o "$ldb" --add "$lk/docs"
+same "$ldb" "$tmp/locked-keep.db" && ok || fail "the index changed after an unreadable file"
+rm -f "$lk/docs/locked.md"
 
 # --- an index run killed midway leaves the database as it was
 mkdir -p "$tmp/more"
