@@ -37,23 +37,21 @@ test-release: build
 # the compiler (docs/building.md): cli_tsan builds its own ThreadSanitizer tree with `cc`,
 # cli_interop_arch and cli_embed_interop spend their minutes in llama.cpp under node,
 # cli_export_onnx in ONNX Runtime, cli_plan is arithmetic of sizes, cli_kquant_eval scores files
-# whose kernels cli_kquant checks, cli_python drives the same library through ctypes,
-# cli_hybrid_llamacpp runs the hybrid families through the encoders and recipe rules that
-# test_kquant_quantize (llama.cpp's recipe files byte for byte) and cli_kquant_interop check in
-# clang's build; those, the greedy goldens (test_generate, test_isa) and cli_quant_interop check
-# clang's numerics.
-CLANG_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_export_onnx|cli_plan|cli_kquant_eval|cli_python|cli_hybrid_llamacpp)$$
+# whose kernels cli_kquant checks, cli_python drives the same library through ctypes; the greedy
+# goldens (test_generate, test_isa), cli_kquant_interop, cli_quant_interop and
+# cli_hybrid_llamacpp check clang's numerics.
+CLANG_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_export_onnx|cli_plan|cli_kquant_eval|cli_python)$$
 test-clang: clang
 	@cd $(CLANG) && ctest --output-on-failure -j $(JOBS) -E '$(CLANG_SKIP)' -O ctest.log
 
 # The release suite under ASan+UBSan, but for tests whose sanitized minutes would repeat what
-# other tests check under it: cli_tsan builds its own tree; cli_interop_arch, cli_embed_interop,
-# cli_kquant_interop and cli_quant_interop spend their minutes in llama.cpp under node (every
+# other tests check under it: cli_tsan builds its own tree; cli_interop_arch, cli_embed_interop
+# and cli_kquant_interop spend their minutes in llama.cpp under node (every
 # family's loaders and forward pass run sanitized in cli_arch and cli_hybrid, the embeddings in
 # cli_embed, the k-quant kernels in cli_kquant and test_kquant_*, the quantizers in test_gptq,
 # test_awq and cli_quant_*); cli_hybrid_llamacpp quantizes 4 models to 11 recipes and scores them (16 minutes
 # sanitized: the codecs run under it in cli_kquant, test_kquant_*, the hybrids' in cli_hybrid).
-ASAN_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_kquant_interop|cli_quant_interop|cli_hybrid_llamacpp)$$
+ASAN_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_kquant_interop|cli_hybrid_llamacpp)$$
 test-asan: asan
 	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -E '$(ASAN_SKIP)' -O ctest.log
 
