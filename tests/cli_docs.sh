@@ -9,8 +9,8 @@
 #    best ones (a context one token short keeps one fewer), with a notice on stderr; a question
 #    that does not fit even alone is one error line;
 #  - hybrid, an index made with the tiny gemma-embedding model: the sources are `search`'s;
-#  - serve: the chat completion's edgelm.citations (and the final streamed chunk's) are the
-#    search's top k; a max_tokens that leaves room for two keeps the best two (the prompt tokens
+#  - serve: the chat completion's edgelm.citations (and the final streamed chunk's, and those of
+#    /v1/responses, plain and streamed) are the search's top k; /props says docs; a max_tokens that leaves room for two keeps the best two (the prompt tokens
 #    the chat counted); a prompt that cannot fit is a 400 naming messages; completions get none;
 #  - bad input, one line naming the file: a missing index, a corrupt one, an index whose
 #    embedding model is gone, --docs with --preset.
@@ -123,6 +123,21 @@ body='{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user",
 curl -sN -X POST -H 'Content-Type: application/json' --data-binary "${body%\}}, \"stream\": true}" \
     "$url/v1/chat/completions" >"$tmp/stream" && same_citations "$tmp/stream" "$tmp/search.json" && ok ||
     fail "serve --docs streamed citations: $(tail -c 400 "$tmp/stream")"
+# the Responses API carries them too (on the response, and on the streamed last event)
+rbody='{"input": [{"role": "user", "content": "'$q'"}], "max_output_tokens": 8, "temperature": 0}'
+[ "$(status_of POST /v1/responses "$rbody")" = 200 ] && same_citations "$tmp/body" "$tmp/search.json" && ok ||
+    fail "serve --docs /v1/responses citations: $(head -c 400 "$tmp/body")"
+curl -sN -X POST -H 'Content-Type: application/json' --data-binary "${rbody%\}}, \"stream\": true}" \
+    "$url/v1/responses" >"$tmp/rstream" &&
+    python3 - "$tmp/rstream" "$tmp/search.json" <<'EOF' && ok || fail "serve --docs streamed /v1/responses citations: $(tail -c 400 "$tmp/rstream")"
+import json, sys
+events = [json.loads(l[6:]) for l in open(sys.argv[1]).read().splitlines() if l.startswith("data: {")]
+done = [e for e in events if e["type"] in ("response.completed", "response.incomplete")]
+want = [{("index" if k == "rank" else k): v for k, v in r.items()} for r in json.load(open(sys.argv[2]))["results"]]
+assert len(done) == 1 and done[0]["response"]["edgelm"]["citations"] == want, done
+EOF
+[ "$(status_of GET /props)" = 200 ] && python3 -c 'import json, sys; assert json.load(open(sys.argv[1]))["docs"] is True' "$tmp/body" &&
+    ok || fail "/props does not say docs: $(head -c 300 "$tmp/body")"
 # max_tokens leaving room for the best two chunks' prompt (the chat's above: same template, no
 # system message of the request's) keeps those two
 body='{"messages": [{"role": "user", "content": "'$q'"}], "max_tokens": '$((1024 - two))', "temperature": 0}'

@@ -686,6 +686,7 @@ static enum MHD_Result props(srv_http *h, struct MHD_Connection *conn) {
     cJSON_AddStringToObject(o, "bos_token", token_text(v, v->bos_id));
     cJSON_AddStringToObject(o, "eos_token", token_text(v, v->eos_id));
     cJSON_AddStringToObject(o, "build_info", h->p.build_info ? h->p.build_info : "");
+    cJSON_AddBoolToObject(o, "docs", d->docs != NULL); /* edgelm's: chat answers from --docs */
     return send_json(conn, 200, o);
 }
 

@@ -226,9 +226,10 @@ static cJSON *call_item(const cJSON *tc, const char *status, bool with_arguments
 }
 
 /* The response object around `output`: status from the chat finish_reason (NULL: in progress),
- * usage from the chat usage (NULL: none yet). */
+ * usage from the chat usage (NULL: none yet), and edgelm's extension of the chat object (NULL:
+ * none; --docs: the citations) as it is. */
 static cJSON *response(const char *id, const char *model, double created, const char *finish,
-                       const cJSON *usage, cJSON *output) {
+                       const cJSON *usage, const cJSON *ext, cJSON *output) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "id", id);
     cJSON_AddStringToObject(r, "object", "response");
@@ -254,6 +255,7 @@ static cJSON *response(const char *id, const char *model, double created, const 
                                 "reasoning_tokens", 0);
         cJSON_AddNumberToObject(u, "total_tokens", in + out);
     }
+    if (ext) cJSON_AddItemToObject(r, "edgelm", cJSON_Duplicate(ext, true));
     return r;
 }
 
@@ -273,6 +275,7 @@ cJSON *srv_response_from_chat(const cJSON *completion, const char *id) {
                     cJSON_GetNumberValue(cJSON_GetObjectItem(completion, "created")),
                     cJSON_GetStringValue(cJSON_GetObjectItem(c, "finish_reason")),
                     cJSON_GetObjectItem(completion, "usage"),
+                    cJSON_GetObjectItem(completion, "edgelm"),
                     output_items(id, cJSON_GetStringValue(cJSON_GetObjectItem(m, "content")),
                                  cJSON_GetObjectItem(m, "tool_calls")));
 }
@@ -334,7 +337,7 @@ bool srv_resp_stream_chunk(srv_resp_stream *rs, const cJSON *chunk, cJSON *event
     if (!rs->started) {
         rs->started = true;
         cJSON_AddItemToObject(event(rs, events, "response.created"), "response",
-                              response(rs->id, rs->model, rs->created, NULL, NULL,
+                              response(rs->id, rs->model, rs->created, NULL, NULL, NULL,
                                        cJSON_CreateArray()));
     }
     if (delta && *delta) {
@@ -386,6 +389,7 @@ bool srv_resp_stream_chunk(srv_resp_stream *rs, const cJSON *chunk, cJSON *event
                           "response",
                           response(rs->id, rs->model, rs->created, finish,
                                    cJSON_GetObjectItem(chunk, "usage"),
+                                   cJSON_GetObjectItem(chunk, "edgelm"),
                                    output_items(rs->id, text, calls)));
     return !rs->text.oom;
 }
