@@ -13,7 +13,8 @@
 #    /v1/responses, plain and streamed) are the search's top k; /props says docs; a max_tokens that leaves room for two keeps the best two (the prompt tokens
 #    the chat counted); a prompt that cannot fit is a 400 naming messages; completions get none;
 #  - bad input, one line naming the file: a missing index, a corrupt one, an index whose
-#    embedding model is gone, --docs with --preset.
+#    embedding model is gone (chat and index --add), --docs with --preset; a question with no
+#    words (chat, search, and the server's 400 naming messages[0].content).
 # usage: cli_docs.sh EDGELM FIXTURES
 set -u
 bin=$1 fx=$2
@@ -145,6 +146,8 @@ body='{"messages": [{"role": "user", "content": "'$q'"}], "max_tokens": '$((1024
     python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["usage"]["prompt_tokens"] == int(sys.argv[3]), j["usage"]
 assert [c["chunk_id"] for c in j["edgelm"]["citations"]] == [r["chunk_id"] for r in json.load(open(sys.argv[2]))["results"][:2]]' \
     "$tmp/body" "$tmp/search.json" "$two" && ok || fail "serve: max_tokens $((1024 - two)) keeps the best 2: $(head -c 300 "$tmp/body")"
+expect_status "empty question" 400 '"message":"messages\[0\].content: question: no words to search for"' \
+    POST /v1/chat/completions '{"messages": [{"role": "user", "content": " ?! "}], "max_tokens": 4}'
 expect_status "prompt over the slot" 400 '"message":"messages: the prompt has [0-9]+ tokens without any document, but the context holds 1024 with 1000 of them kept for the reply"' \
     POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1000}'
 [ "$(status_of POST /v1/completions '{"prompt": "Lily", "max_tokens": 4}')" = 200 ] && ! grep -q '"edgelm"' "$tmp/body" && ok ||
@@ -162,7 +165,14 @@ expect_error "serve: corrupt index" "junk.db: not a readable edgelm index: file 
 cp "$ge" "$tmp/gone.gguf"
 "$bin" index -m "$tmp/gone.gguf" -o "$tmp/gone.db" "$docs/part0.md" >/dev/null 2>&1 || fail "index -m gone.gguf"
 rm -f "$tmp/gone.gguf"
-expect_error "embedding model gone" "gone.gguf" "$bin" chat -m "$model" --docs "$tmp/gone.db" <"$tmp/hi.txt"
+expect_error "embedding model gone" "gone.db: its embedding model .*gone.gguf (recorded when it was indexed) is missing" \
+    "$bin" chat -m "$model" --docs "$tmp/gone.db" <"$tmp/hi.txt"
+expect_error "embedding model gone: add" "gone.db: its embedding model .*gone.gguf (recorded when it was indexed) is missing" \
+    "$bin" index -o "$tmp/gone.db" --add "$docs/part0.md"
+# a question with no words would rank chunks at random
+printf '  ?!.\n' >"$tmp/blank.txt"
+expect_error "no words" "question: no words to search for" "$bin" chat -m "$model" --docs "$bm" <"$tmp/blank.txt"
+expect_error "search: no words" "question: no words to search for" "$bin" search -d "$bm" -q "?!"
 expect_error "docs and preset" "chat: --docs answers with the rag preset over its chunks: leave out --preset and --context" \
     "$bin" chat -m "$model" --docs "$bm" --preset rag --context "$tmp/hi.txt" <"$tmp/hi.txt"
 echo "$passed passed, $failed failed"

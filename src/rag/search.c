@@ -160,6 +160,9 @@ elm_status elm_retrieve(elm_index *ix, elm_context *c, const char *question, elm
     *out = NULL;
     *n_out = 0;
     if (k < 1) return elm_errorf(err, ELM_ERR_ARG, "search: k %d, want at least 1", k);
+    bool any = false; /* an empty or punctuation-only question would rank chunks at random */
+    for (const char *p = question; *p && !any; p++) any = word_byte((unsigned char)*p);
+    if (!any) return elm_errorf(err, ELM_ERR_ARG, "question: no words to search for");
     const bool vectors = mode != ELM_SEARCH_BM25, words = mode != ELM_SEARCH_VECTOR;
     if (vectors && !ix->dim)
         return elm_errorf(err, ELM_ERR_ARG, "%s: built without an embedding model: %s search needs "

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/fileio.h"
 #include "docs.h"
 
 bool cli_docs_open(cli_docs *d, const cli_docs_opts *o) {
@@ -15,6 +16,12 @@ bool cli_docs_open(cli_docs *d, const cli_docs_opts *o) {
     d->mode = o->mode ? *o->mode : vectors ? ELM_SEARCH_HYBRID : ELM_SEARCH_BM25;
     if (d->mode == ELM_SEARCH_BM25 || !vectors) return true; /* elm_retrieve says what is missing */
     const char *path = o->model ? o->model : elm_index_model_path(d->ix);
+    if (!o->model && !elm_file_exists(path)) {
+        cli_fail("%s: its embedding model %s (recorded when it was indexed) is missing: pass the "
+                 "same model with -m, or search with --mode bm25", o->db, path);
+        cli_docs_close(d);
+        return false;
+    }
     if (!(d->model = cli_load_model_to_run(path, o->tokenizer, false))) {
         cli_docs_close(d);
         return false;
