@@ -157,6 +157,8 @@ int srv_responses_to_chat(const char *body, size_t len, char **chat_body, char *
     else if (!input) rc = srv_bad(msg, cap, "input: required");
     else if (!cJSON_IsString(input) && !cJSON_IsArray(input))
         rc = srv_bad(msg, cap, "input: expected a string or an array of items");
+    else if (cJSON_IsArray(input) && !input->child)
+        rc = srv_bad(msg, cap, "input: an empty array (no message to answer)");
     if (!rc && instr) {
         cJSON *m = cJSON_CreateObject();
         cJSON_AddStringToObject(m, "role", "system");
