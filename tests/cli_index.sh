@@ -10,7 +10,8 @@
 #    fused score is the reciprocal-rank sum of the two lists;
 #  - --add of a changed file replaces its chunks (counts), of an unchanged one leaves it;
 #    --remove of a folder removes its files' chunks; an index without -m is BM25 only; --add of a
-#    file indexed before and now binary skips it and removes its chunks;
+#    file indexed before and now binary skips it and removes its chunks; --add of a folder drops
+#    the files under it deleted from disk;
 #  - bad input, one line naming the file and the problem, the database left as it was: an
 #    unrelated SQLite file, another schema version, random bytes, an embedding model of another
 #    width (and one of the same width with other weights), an unreadable file (as root, run as user
@@ -192,6 +193,18 @@ printf 'The quokka\0 binary now\n' >"$tmp/turned.md"
 j = json.load(open(sys.argv[1]))
 assert (j["files_skipped"], j["files_removed"], j["chunks_removed"]) == (1, 1, 1), j' "$tmp/turned.json" &&
     [ "$(chunks_of "$bm" '%/turned.md')" = 0 ] && ok || fail "a file turned binary keeps its chunks: $(cat "$tmp/turned.json")"
+
+# --- --add of a folder drops the indexed files under it that are gone from disk, not others
+mkdir -p "$tmp/sync"
+printf '# Kept\n\nThe otter keeps a pebble.\n' >"$tmp/sync/kept.md"
+printf '# Gone\n\nThe heron left at dawn.\n' >"$tmp/sync/gone.md"
+"$bin" index -o "$bm" --add "$tmp/sync" >/dev/null 2>&1 && rm "$tmp/sync/gone.md" &&
+    "$bin" index -o "$bm" --add "$tmp/sync" --json >"$tmp/sync.json" 2>/dev/null &&
+    py 'import json, sys
+j = json.load(open(sys.argv[1]))
+assert (j["files_removed"], j["chunks_removed"], j["files_unchanged"]) == (1, 1, 1), j' "$tmp/sync.json" &&
+    [ "$(chunks_of "$bm" '%/sync/gone.md')" = 0 ] && [ "$(chunks_of "$bm" '%/sync/kept.md')" = 1 ] &&
+    [ "$(chunks_of "$bm" '%/a.md')" != 0 ] && ok || fail "--add of a folder keeps a deleted file: $(cat "$tmp/sync.json")"
 
 # --- bad input: one line naming the file and the problem, the database as it was
 same() { cmp -s "$1" "$2"; }

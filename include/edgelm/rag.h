@@ -150,8 +150,9 @@ typedef void (*elm_index_progress_fn)(void *user, elm_index_event ev, const char
 /* Indexes the files at paths [n_paths] (folders walked, sorted, entries starting with '.' and
  * symbolic links to folders left out) into a writable ix: a file not indexed before, or whose
  * bytes changed, gets its chunks replaced; one with the same bytes is left; one that is not UTF-8
- * text (or holds a NUL byte) is skipped and reported through progress (may be NULL). Files are
- * stored under their absolute paths. c: a context of the index's embedding model (checked with
+ * text (or holds a NUL byte) is skipped and reported through progress (may be NULL), its chunks
+ * of an earlier run removed; an indexed file under a folder of paths that is no longer on disk
+ * is removed (stats->files_removed). Files are stored under their absolute paths. c: a context of the index's embedding model (checked with
  * elm_index_check_model) when the index has one, whose n_ctx (and for a non-causal model n_batch)
  * holds a chunk's tokens with BOS and EOS; NULL for a BM25-only index. Adds to *stats. Errors:
  * ELM_ERR_IO naming a path that cannot be read, ELM_ERR_ARG for a chunk over the context (naming

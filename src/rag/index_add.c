@@ -30,10 +30,8 @@ static void files_free(file_list *l) {
     free(l->v);
 }
 
-/* Adds path to l; an unreadable file fails here, before any file is indexed. */
-static elm_status push_file(file_list *l, const char *path, elm_error *err) {
-    if (access(path, R_OK) != 0)
-        return elm_errorf(err, ELM_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+/* Adds path to l. */
+static elm_status list_push(file_list *l, const char *path, elm_error *err) {
     if (l->n == l->cap) {
         const int32_t cap = l->cap ? l->cap * 2 : 64;
         char **v = realloc(l->v, sizeof *v * (size_t)cap);
@@ -44,6 +42,13 @@ static elm_status push_file(file_list *l, const char *path, elm_error *err) {
     if (!(l->v[l->n] = strdup(path))) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
     l->n++;
     return ELM_OK;
+}
+
+/* Adds file path to l; an unreadable file fails here, before any file is indexed. */
+static elm_status push_file(file_list *l, const char *path, elm_error *err) {
+    if (access(path, R_OK) != 0)
+        return elm_errorf(err, ELM_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    return list_push(l, path, err);
 }
 
 /* The regular files under folder dir, sorted by name, into l: entries starting with '.' and
@@ -207,6 +212,30 @@ static elm_status add_file(elm_index *ix, elm_context *c, const char *file, int6
     return ELM_OK;
 }
 
+/* Removes the indexed files under folder dir (absolute) that are no longer on disk: adding a
+ * folder brings the index in step with it. */
+static elm_status drop_gone(elm_index *ix, const char *dir, elm_index_stats *stats,
+                           elm_error *err) {
+    char prefix[4100];
+    snprintf(prefix, sizeof prefix, "%s/", strcmp(dir, "/") ? dir : "");
+    sqlite3_stmt *st;
+    elm_status s = elm_ix_prepare(ix, "SELECT path FROM files WHERE substr(path, 1, length(?1)) = ?1",
+                                  &st, err);
+    if (s) return s;
+    sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
+    file_list gone = {0};
+    struct stat sb;
+    while (!s && sqlite3_step(st) == SQLITE_ROW) {
+        const char *path = elm_ix_text(st, 0);
+        if (lstat(path, &sb) != 0 && errno == ENOENT) s = list_push(&gone, path, err);
+    }
+    sqlite3_finalize(st);
+    for (int32_t i = 0; i < gone.n && !s; i++)
+        s = delete_files(ix, gone.v[i], NULL, &stats->files_removed, &stats->chunks_removed, err);
+    files_free(&gone);
+    return s;
+}
+
 elm_status elm_index_add(elm_index *ix, elm_context *c, const char *const *paths, int32_t n_paths,
                          elm_index_progress_fn progress, void *user, elm_index_stats *stats,
                          elm_error *err) {
@@ -227,7 +256,9 @@ elm_status elm_index_add(elm_index *ix, elm_context *c, const char *const *paths
             s = elm_errorf(err, ELM_ERR_ARG, "%s: path too long", paths[i]);
         else if (stat(abs, &sb) != 0)
             s = elm_errorf(err, ELM_ERR_IO, "%s: %s", paths[i], strerror(errno));
-        else if (S_ISDIR(sb.st_mode)) s = walk(abs, &files, err);
+        else if (S_ISDIR(sb.st_mode)) {
+            if (!(s = walk(abs, &files, err))) s = drop_gone(ix, abs, stats, err);
+        }
         else if (S_ISREG(sb.st_mode)) s = push_file(&files, abs, err);
         else s = elm_errorf(err, ELM_ERR_ARG, "%s: not a file or a folder", paths[i]);
     }
