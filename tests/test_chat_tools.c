@@ -206,20 +206,27 @@ static void families_render(void) {
                                 {.role = "tool", .content = "sunny"}};
     const elm_chat_msg plain[] = {sys_msg, user_msg, {.role = "assistant", .content = " Sunny. "},
                                   {.role = "user", .content = "Thanks"}};
+    /* the answer after a result (Gemma 4 goes on in the turn of the call) */
+    const elm_chat_msg answer[] = {user_msg,
+                                   {.role = "assistant", .content = "", .tool_calls = one_call, .n_tool_calls = 1},
+                                   {.role = "tool", .content = "sunny"},
+                                   {.role = "assistant", .content = " Sunny. "},
+                                   {.role = "user", .content = "Thanks"}};
     const struct {
         const char *name;
         const elm_chat_msg *msgs;
         int n;
         bool tools;
     } cases[] = {{"tools", calls, 2, true}, {"calls", calls, 5, true}, {"nosystem", calls + 1, 4, true},
-                 {"onecall", one, 4, true}, {"plain", plain, 4, false}};
+                 {"onecall", one, 4, true}, {"plain", plain, 4, false}, {"answer", answer, 5, true}};
     const struct {
         elm_chat_template t;
         const char *cases; /* the names of those it is checked on */
     } fam[] = {{ELM_TEMPLATE_QWEN35, "tools calls nosystem onecall"},
                {ELM_TEMPLATE_GRANITE4, "tools calls nosystem onecall"},
                {ELM_TEMPLATE_LLAMA31, "tools onecall plain"},
-               {ELM_TEMPLATE_LLAMA32, "tools onecall plain"}};
+               {ELM_TEMPLATE_LLAMA32, "tools onecall plain"},
+               {ELM_TEMPLATE_GEMMA4, "tools calls nosystem onecall answer"}};
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             if (!strstr(fam[f].cases, cases[c].name)) continue;
@@ -299,6 +306,22 @@ static void families_parse(void) {
     const char *want_granite[] = {"now", "{}"};
     check_parse(ELM_TEMPLATE_GRANITE4, NULL, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n"
                 "</tool_call>", 1, want_granite, "");
+    /* Gemma 4: its value syntax, keys bare or quoted, None as null; a call without its close is
+     * cut short; one that does not read is an error */
+    const char *want_gemma[] = {"f", "{\"b\":true,\"n\":12,\"o\":{\"k\":[1,\"x<|\",null]},"
+                                "\"s\":\"a, {b}: \\\"c\\\"\\nd\"}", "g", "{}"};
+    check_parse(ELM_TEMPLATE_GEMMA4, tools, "Let me see.<|tool_call>call:f{b:true,n:12,"
+                "o:{<|\"|>k<|\"|>:[1,<|\"|>x<|<|\"|>,None]},s:<|\"|>a, {b}: \"c\"\nd<|\"|>}"
+                "<tool_call|><|tool_call>call:g{}<tool_call|>", 2, want_gemma, "Let me see.");
+    check_parse(ELM_TEMPLATE_GEMMA4_THINK, tools, "<|tool_call>call:f{s:<|\"|>ab", 0, NULL, "");
+    const char *bad_gemma[] = {"<|tool_call>call:f{s:}<tool_call|>", "<|tool_call>f{}<tool_call|>",
+                               "<|tool_call>call:{}<tool_call|>", "<|tool_call>call:f{a:1}x<tool_call|>",
+                               "<|tool_call>call:f[1]<tool_call|>", "<|tool_call>call:f{a:<|\"|>x}<tool_call|>"};
+    for (size_t i = 0; i < sizeof bad_gemma / sizeof *bad_gemma; i++)
+        CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_GEMMA4, tools, bad_gemma[i], &c, &err) ==
+                  ELM_ERR_FORMAT && strstr(err.msg, "call:NAME{ARGUMENTS}"),
+              "gemma4 bad call %zu: %s", i, err.msg);
+    CHECK(!strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_GEMMA4), "<|tool_call>"), "gemma4 opening");
     CHECK(!strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_LLAMA32), "{\"name\": \"") &&
               !strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_QWEN35), "<tool_call>") &&
               !elm_chat_tool_call_open(ELM_TEMPLATE_LLAMA3), "call openings");
@@ -360,8 +383,40 @@ static void families_grammar(void) {
     check_grammar(ELM_TEMPLATE_LLAMA31, tools, true, llama_lazy, 1, llama_good, 1);
     const char *granite_good[] = {"<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"};
     check_grammar(ELM_TEMPLATE_GRANITE4, tools, false, granite_good, 1, llama_good, 1);
+    /* Gemma 4: its value syntax, the keys in dictsort's order (Unit after days, before city's
+     * successor), strings raw up to the quote token, null as None */
+    static const char gemma_tools[] =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
+        "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}, \"days\": "
+        "{\"type\": \"integer\", \"minimum\": 1, \"maximum\": 7}, \"Unit\": {\"enum\": [\"C\", \"F\"]}, "
+        "\"tags\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"maxLength\": 3}}, "
+        "\"at\": {\"type\": [\"string\", \"null\"], \"format\": \"date\"}}, "
+        "\"required\": [\"city\"]}}}, {\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
+    const char *gemma_good[] = {
+        "<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>}<tool_call|>",
+        ("<|tool_call>call:get_weather{at:<|\"|>2026-02-28<|\"|>,city:<|\"|>New\n<|York <| \"|> <|\"<|\"|>,"
+         "days:7,tags:[<|\"|>ab<|\"|>,<|\"|><|\"|>],Unit:<|\"|>F<|\"|>}<tool_call|>"
+         "<|tool_call>call:now{k:[1,None]}<tool_call|>"),
+        "<|tool_call>call:get_weather{at:None,city:<|\"|><|\"|>}<tool_call|>"};
+    const char *gemma_wrong[] = {
+        "<|tool_call>call:get_weather{}<tool_call|>",
+        "<|tool_call>call:get_weather{city:<|\"|>P<|\"|>,days:8}<tool_call|>",
+        "<|tool_call>call:get_weather{Unit:<|\"|>F<|\"|>,city:<|\"|>P<|\"|>}<tool_call|>",
+        "<|tool_call>call:get_weather{city:<|\"|>P<|\"|>,tags:[<|\"|>abcd<|\"|>]}<tool_call|>",
+        "<|tool_call>call:get_weather{city:<|\"|>P<|\"|>,tags:[<|\"|>a<b<|\"|>]}<tool_call|>",
+        "<|tool_call>call:get_weather{\"city\": \"P\"}<tool_call|>",
+        "<|tool_call>call:get_weather{at:<|\"|>2026-02-30<|\"|>,city:<|\"|>P<|\"|>}<tool_call|>",
+        "<|tool_call>call:get_weather{city:<|\"|>P<|\"|> }<tool_call|>"};
+    check_grammar(ELM_TEMPLATE_GEMMA4, gemma_tools, false, gemma_good, 3, gemma_wrong, 8);
+    const char *gemma_lazy[] = {"call:now{}<tool_call|>"};
+    check_grammar(ELM_TEMPLATE_GEMMA4_THINK, gemma_tools, true, gemma_lazy, 1, gemma_good, 1);
     char *gbnf = NULL;
     elm_error err;
+    const char *colon_key = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+                            "{\"type\": \"object\", \"properties\": {\"a:b\": {}}}}}]";
+    CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_GEMMA4, colon_key, NULL, true, false, &gbnf, NULL, &err) ==
+              ELM_ERR_UNSUPPORTED && strstr(err.msg, "a:b") && strstr(err.msg, "tools[0]"),
+          "gemma4 key with a colon: %s", err.msg);
     const char *top_any = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
                           "{\"anyOf\": [{\"type\": \"object\"}]}}}]";
     CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_QWEN35, top_any, NULL, true, false, &gbnf, NULL, &err) ==

@@ -39,8 +39,6 @@ typedef struct tmpl_spec {
     const char *eot;                    /* end-of-turn token text, NULL: end-of-sequence */
     bool trim;                          /* message content | trim */
     reply_form reply;
-    bool reply_continues; /* Gemma 4: an assistant message right after another continues its turn
-                           * (no head of its own) */
     bool smollm3;        /* SmolLM3: metadata system block, reasoning mode (see smollm3_thinks) */
     bool no_think;       /* thinking off (Qwen3 enable_thinking false, /no_think; Gemma 4's
                           * default) */
@@ -77,7 +75,7 @@ typedef struct tmpl_spec {
     .bos = "<bos>", .sys_post = "<turn|>\n", .user_pre = GEMMA4_HEAD("user"),                     \
     .user_post = "<turn|>\n", .asst_pre = GEMMA4_HEAD("model"), .asst_post = "<turn|>\n",         \
     .end_no_gen = "", .eot = "<turn|>", .trim = true, .reply = REPLY_GEMMA4,                     \
-    .reply_continues = true
+    .tools = ELM_TOOLS_GEMMA4
 
 /* SmolLM3's system block: reasoning mode, then the custom instructions (the system message less
  * its /think and /no_think) or the default ones of the mode. */
@@ -256,7 +254,10 @@ const char *elm_chat_tool_template_names(void) {
 
 const char *elm_chat_tool_call_open(elm_chat_template t) {
     const elm_tool_syntax s = elm_chat_template_tool_syntax(t);
-    return s == ELM_TOOLS_NONE ? NULL : s == ELM_TOOLS_LLAMA ? "{\"name\": \"" : ELM_TOOL_CALL_OPEN;
+    return s == ELM_TOOLS_NONE     ? NULL
+           : s == ELM_TOOLS_LLAMA  ? "{\"name\": \""
+           : s == ELM_TOOLS_GEMMA4 ? ELM_GEMMA4_CALL_OPEN
+                                   : ELM_TOOL_CALL_OPEN;
 }
 
 const char *elm_chat_template_eot(elm_chat_template t) {
@@ -448,7 +449,8 @@ static void put_date(text *t, const char *date, bool tools) {
 /* The opening of a conversation: BOS text and, for families that have one, the system block (with
  * the family's default text where it writes one without a system message). */
 static void put_opening(text *t, const tmpl_spec *s, const char *system, const cJSON *tools) {
-    if (tools && s->tools != ELM_TOOLS_LLAMA) {
+    const bool gemma4 = tools && s->tools == ELM_TOOLS_GEMMA4; /* declarations in its block */
+    if (tools && s->tools != ELM_TOOLS_LLAMA && !gemma4) {
         put(t, s->bos);
         elm_tools_put_system(t, s->tools, system, tools);
         return;
@@ -459,11 +461,12 @@ static void put_opening(text *t, const tmpl_spec *s, const char *system, const c
     }
     put(t, s->bos);
     if (system && !*system && s->sys_if_text) system = NULL;
-    if (!system) system = s->sys_default;
+    if (!system) system = gemma4 ? "" : s->sys_default;
     if (system && s->sys_pre) {
         put(t, s->sys_pre);
         if (s->date) put_date(t, s->date, tools != NULL);
         put_content(t, s, system);
+        if (gemma4) elm_tools_put_gemma4_declarations(t, tools);
         put(t, s->sys_post);
     }
 }
@@ -481,6 +484,31 @@ static bool calls_follow_text(elm_tool_syntax syn, const char *content) {
     span answer = lstrip_nl(close ? whole(close + 8) : whole(content));
     if (syn == ELM_TOOLS_QWEN_XML) answer = trimmed(answer);
     return answer.e > answer.b;
+}
+
+/* Gemma 4's assistant message i: its calls, the results of the tool messages right after it
+ * (each named by the call at its place: the template resolves tool_call_id, which edgelm's
+ * messages do not carry), then its text. A message after another assistant's (tool messages
+ * between) continues that turn; one with results and no text leaves the turn open for the reply.
+ * Returns whether the message made calls (then the template writes no generation prompt). */
+static bool put_gemma4_reply(text *t, const tmpl_spec *s, const elm_chat_msg *msgs, int32_t first,
+                             int32_t i, int32_t n) {
+    const elm_chat_msg *m = &msgs[i];
+    int32_t j = i - 1;
+    while (j >= first && !strcmp(msgs[j].role, "tool")) j--;
+    if (j < first || strcmp(msgs[j].role, "assistant")) put(t, s->asst_pre);
+    elm_tools_put_calls(t, s->tools, m->tool_calls, m->n_tool_calls, false);
+    bool results = false;
+    for (int32_t k = i + 1; m->n_tool_calls > 0 && k < n && !strcmp(msgs[k].role, "tool"); k++) {
+        const int32_t c = k - i - 1;
+        elm_tools_put_gemma4_result(t, c < m->n_tool_calls ? m->tool_calls[c].name : "unknown",
+                                    msgs[k].content);
+        results = true;
+    }
+    put_reply(t, s, m->content, false, false, false);
+    if (m->n_tool_calls > 0 && !results) put(t, "<|tool_response>");
+    else if (!results || *m->content) put(t, s->asst_post);
+    return m->n_tool_calls > 0;
 }
 
 /* The messages' tool calls against template s: its syntax takes calls, each one's arguments a
@@ -537,8 +565,10 @@ static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t
         if (!strcmp(msgs[i].role, "user")) last_user = i;
         if (!strcmp(msgs[i].role, "assistant")) last_asst = i;
     }
+    bool turn_open = false; /* Gemma 4: the last message made calls, the model's turn goes on */
     for (int32_t i = first; i < n; i++) {
         const elm_chat_msg *m = &msgs[i];
+        if (strcmp(m->role, "tool")) turn_open = false;
         if (!strcmp(m->role, "user") && llama_tools) {
             elm_tools_put_llama_user(&t, tools, m->content);
             llama_tools = false;
@@ -550,9 +580,12 @@ static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t
             put(&t, s->asst_pre);
             elm_tools_put_calls(&t, s->tools, m->tool_calls, m->n_tool_calls, false);
             put(&t, s->asst_post);
+        } else if (!strcmp(m->role, "assistant") && s->tools == ELM_TOOLS_GEMMA4) {
+            turn_open = put_gemma4_reply(&t, s, msgs, first, i, n);
+        } else if (!strcmp(m->role, "tool") && s->tools == ELM_TOOLS_GEMMA4) {
+            /* written with the calls it answers (or, as the template does, not at all) */
         } else if (!strcmp(m->role, "assistant")) {
-            if (!s->reply_continues || i == first || strcmp(msgs[i - 1].role, "assistant"))
-                put_asst_open(&t, s, system, false);
+            put_asst_open(&t, s, system, false);
             put_reply(&t, s, m->content, i > last_user, i == n - 1, i == last_asst);
             elm_tools_put_calls(&t, s->tools, m->tool_calls, m->n_tool_calls,
                                 calls_follow_text(s->tools, m->content));
@@ -567,7 +600,7 @@ static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t
                               s->tools ? " or tool" : "");
         }
     }
-    if (add_generation_prompt) put_asst_open(&t, s, system, true);
+    if (add_generation_prompt && !turn_open) put_asst_open(&t, s, system, true);
     else put(&t, s->end_no_gen);
     return finish(&t, out, err);
 }

@@ -173,7 +173,8 @@ void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, co
         elm_sb_puts(t, "<|im_end|>\n");
         break;
     case ELM_TOOLS_NONE:
-    case ELM_TOOLS_LLAMA: break;
+    case ELM_TOOLS_LLAMA:
+    case ELM_TOOLS_GEMMA4: break;
     }
 }
 
@@ -223,6 +224,11 @@ void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *ca
                 elm_sb_puts(t, "\n</parameter>\n");
             }
             elm_sb_puts(t, "</function>\n" ELM_TOOL_CALL_CLOSE);
+            break;
+        case ELM_TOOLS_GEMMA4:
+            elm_sb_printf(t, ELM_GEMMA4_CALL_OPEN "call:%s", calls[i].name);
+            elm_put_gemma4_value(t, args, false);
+            elm_sb_puts(t, ELM_GEMMA4_CALL_CLOSE);
             break;
         case ELM_TOOLS_LLAMA:
             elm_sb_printf(t, "{\"name\": \"%s\", \"parameters\": ", calls[i].name);

@@ -25,7 +25,17 @@ typedef enum elm_tool_syntax {
     ELM_TOOLS_LLAMA,    /* Llama 3.1-3.3: the tools (json.dumps, indent 4) in the first user turn,
                          * a call the whole reply {"name": N, "parameters": A}, one at a time, the
                          * results "ipython" turns */
+    ELM_TOOLS_GEMMA4,   /* Gemma 4: <|tool>declaration:N{...}<tool|> in the system turn, each call
+                         * <|tool_call>call:N{k:V,...}<tool_call|> in Gemma's value syntax (keys
+                         * sorted and bare, strings between <|"|> tokens), the results
+                         * <|tool_response>response:N{value:V}<tool_response|> in the same turn */
 } elm_tool_syntax;
+
+/* Gemma 4's string quote (a token of its own, which no string may contain) and the tokens
+ * around a call */
+#define ELM_GEMMA4_QUOTE "<|\"|>"
+#define ELM_GEMMA4_CALL_OPEN "<|tool_call>"
+#define ELM_GEMMA4_CALL_CLOSE "<tool_call|>"
 
 /* The syntax of template t (ELM_TOOLS_NONE for a template without tools). In chat_template.c. */
 elm_tool_syntax elm_chat_template_tool_syntax(elm_chat_template t);
@@ -42,6 +52,23 @@ elm_status elm_tools_check(const cJSON *tools, const char *src, elm_error *err);
 /* The system turn with tools of syntax s (not ELM_TOOLS_LLAMA, whose system turn is the
  * template's own): the system text (NULL: no system message) and the tools. */
 void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, const cJSON *tools);
+
+/* Gemma 4's declarations of the tools, each <|tool>declaration:NAME{...}<tool|>, for the end of
+ * its system turn. */
+void elm_tools_put_gemma4_declarations(elm_sbuf *t, const cJSON *tools);
+
+/* Gemma 4's block of function name's result `content`. */
+void elm_tools_put_gemma4_result(elm_sbuf *t, const char *name, const char *content);
+
+/* Gemma 4's value syntax of v (its template's format_argument): strings between quote tokens,
+ * objects with their keys sorted (case-insensitively, as Jinja's dictsort) and quoted only when
+ * quote_keys, other values as Python's str writes them. */
+void elm_put_gemma4_value(elm_sbuf *t, const cJSON *v, bool quote_keys);
+
+/* A deep copy of v with every object's members in the order Gemma 4's template writes them
+ * (Jinja's dictsort: keys case-insensitively, ties in their order), for the grammar of its calls;
+ * NULL when out of memory. */
+cJSON *elm_gemma4_sorted_copy(const cJSON *v);
 
 /* Llama 3.1's first user turn with tools: the instructions, each tool, then `user` trimmed. */
 void elm_tools_put_llama_user(elm_sbuf *t, const cJSON *tools, const char *user);

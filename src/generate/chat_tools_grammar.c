@@ -35,17 +35,22 @@ static void put_prefixed(elm_sbuf *g, const char *gbnf, const char *prefix) {
     }
 }
 
-/* Translates schema (NULL: any object) into rules named PREFIX-..., PREFIX-root the value's;
+/* Translates schema (NULL: any object) into rules named PREFIX-..., PREFIX-root the value's, in
+ * syntax s's values (JSON, or Gemma 4's with the members sorted as its template sorts them);
  * errors name src. */
-static elm_status schema_rules(elm_sbuf *g, const cJSON *schema, const char *src,
-                               const char *prefix, elm_error *err) {
-    char *text = schema ? cJSON_PrintUnformatted(schema) : strdup("{\"type\": \"object\"}");
+static elm_status schema_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *schema,
+                               const char *src, const char *prefix, elm_error *err) {
+    const bool gemma4 = s == ELM_TOOLS_GEMMA4;
+    cJSON *sorted = gemma4 && schema ? elm_gemma4_sorted_copy(schema) : NULL;
+    const cJSON *x = gemma4 ? sorted : schema;
+    char *text = x ? cJSON_PrintUnformatted(x) : strdup("{\"type\": \"object\"}");
     char *gbnf = NULL;
-    elm_status st = text ? elm_json_schema_to_gbnf(text, strlen(text), src, &gbnf, err)
+    elm_status st = text ? js_schema_to_gbnf(text, strlen(text), src, gemma4, &gbnf, err)
                          : elm_errorf(err, ELM_ERR_NOMEM, "tools: out of memory");
     if (!st) put_prefixed(g, gbnf, prefix);
     free(gbnf);
     free(text);
+    cJSON_Delete(sorted);
     return st;
 }
 
@@ -61,23 +66,6 @@ static bool plain_string(const cJSON *s) {
         if (i == sizeof free_kw / sizeof free_kw[0]) return false;
     }
     return true;
-}
-
-/* The rules of Qwen3.5's parameter values as text: anything without "\n</parameter>", which
- * closes a value. After a newline, the xp-K rules have read K bytes of "</parameter>"; a value
- * may end part-way (xp-end) since the close itself follows. */
-static void put_xml_text_rules(elm_sbuf *g) {
-    static const char close[] = "</parameter>";
-    const int n = (int)sizeof close - 1;
-    elm_sb_puts(g, "xml-text ::= ( [^\\n] | \"\\n\"+ xp-0 )* xp-end?\n");
-    for (int k = 0; k < n; k++) {
-        elm_sb_printf(g, "xp-%d ::= [^%c\\n] | \"\\n\"+ xp-0", k, close[k]);
-        if (k + 1 < n) elm_sb_printf(g, " | \"%c\" xp-%d", close[k], k + 1);
-        elm_sb_puts(g, "\n");
-    }
-    elm_sb_puts(g, "xp-end ::= ( \"\\n\" ( \"\"");
-    for (int k = 1; k < n; k++) elm_sb_printf(g, " | \"%.*s\"", k, close);
-    elm_sb_puts(g, " ) )+\n");
 }
 
 /* One function's parameters in Qwen3.5's syntax, as rule PREFIX-params: the schema's properties
@@ -138,7 +126,7 @@ static elm_status xml_params(elm_sbuf *g, const cJSON *params, int i, const char
             snprintf(src, sizeof src, "tools[%d].function.parameters.properties.%s", i, p->string);
             snprintf(sub, sizeof sub, "%sp%d-", prefix, j);
             elm_sb_printf(&rules, " %sroot", sub);
-            st = schema_rules(&subs, s, src, sub, err);
+            st = schema_rules(&subs, ELM_TOOLS_QWEN_XML, s, src, sub, err);
             cJSON_Delete(s);
         }
         elm_sb_puts(&rules, " \"\\n</parameter>\\n\"\n");
@@ -174,12 +162,16 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
             js_put_literal(&alts, head); /* a name elm_tool_name_ok passed, ASCII */
             elm_sb_printf(&alts, " %sparams", prefix);
             st = xml_params(&rules, params, i, prefix, err);
+        } else if (s == ELM_TOOLS_GEMMA4) {
+            js_put_literal(&alts, name);
+            elm_sb_printf(&alts, " %sroot", prefix);
+            st = schema_rules(&rules, s, params, src, prefix, err);
         } else {
             snprintf(head, sizeof head, "%s\", \"%s\": ", name,
                      s == ELM_TOOLS_LLAMA ? "parameters" : "arguments");
             js_put_literal(&alts, head); /* a name elm_tool_name_ok passed, ASCII */
             elm_sb_printf(&alts, " %sroot \"}\"", prefix);
-            st = schema_rules(&rules, params, src, prefix, err);
+            st = schema_rules(&rules, s, params, src, prefix, err);
         }
     }
     if (!st && n == 0)
@@ -187,12 +179,13 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
                                                   : "tools: none given%s", only ? only : "");
     if (!st) {
         elm_sb_puts(g, s == ELM_TOOLS_QWEN_XML ? "call ::= \"<function=\" call-body \"</function>\"\n"
+                       : s == ELM_TOOLS_GEMMA4 ? "call ::= \"call:\" call-body\n"
                                                : "call ::= \"{\\\"name\\\": \\\"\" call-body\n");
         elm_sb_puts(g, "call-body ::=");
         elm_sb_put(g, alts.s, alts.len);
         elm_sb_puts(g, "\n");
         elm_sb_put(g, rules.s ? rules.s : "", rules.len);
-        if (s == ELM_TOOLS_QWEN_XML) put_xml_text_rules(g);
+        if (s == ELM_TOOLS_QWEN_XML) js_put_text_until(g, "xml-text", "\n</parameter>");
     }
     free(alts.s);
     free(rules.s);
@@ -214,6 +207,11 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
     elm_sbuf g = {0};
     if (!st && llama) /* the reply is the call: {"name": " opens it */
         elm_sb_puts(&g, lazy ? "root ::= call-body\n" : "root ::= call\n");
+    else if (!st && s == ELM_TOOLS_GEMMA4) /* the trigger is the whole opening */
+        elm_sb_printf(&g, "root ::= %s call \"" ELM_GEMMA4_CALL_CLOSE "\"%s\n",
+                      lazy ? "" : "\"" ELM_GEMMA4_CALL_OPEN "\"",
+                      parallel ? " ( \"" ELM_GEMMA4_CALL_OPEN "\" call \"" ELM_GEMMA4_CALL_CLOSE
+                                 "\" )*" : "");
     else if (!st)
         elm_sb_printf(&g, "root ::= %s call \"\\n" ELM_TOOL_CALL_CLOSE "\"%s\n",
                       lazy ? "\"\\n\"" : "\"" ELM_TOOL_CALL_OPEN "\\n\"",

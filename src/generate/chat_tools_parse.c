@@ -202,6 +202,103 @@ static elm_status parse_llama(const char *reply, elm_tool_calls *out, elm_error 
     return ELM_OK;
 }
 
+/* Gemma 4's value syntax (elm_put_gemma4_value) at *p, before end, read back as JSON, *p moved
+ * past it; NULL when it does not parse. Keys may be bare or quoted; Python's None is null. */
+static cJSON *gemma4_value(const char **p, const char *end, int depth) {
+    static const char quote[] = ELM_GEMMA4_QUOTE;
+    const size_t ql = sizeof quote - 1;
+    const char *s = *p;
+    cJSON *v = NULL;
+    if (depth > 64 || s >= end) return NULL;
+    if ((size_t)(end - s) >= ql && !memcmp(s, quote, ql)) {
+        const char *b = s + ql, *e = b;
+        while ((size_t)(end - e) >= ql && memcmp(e, quote, ql)) e++;
+        if ((size_t)(end - e) < ql) return NULL;
+        char *text = strndup(b, (size_t)(e - b));
+        v = text ? cJSON_CreateString(text) : NULL;
+        free(text);
+        *p = e + ql;
+        return v;
+    }
+    if (*s == '{' || *s == '[') {
+        const bool obj = *s == '{';
+        v = obj ? cJSON_CreateObject() : cJSON_CreateArray();
+        bool ok = v != NULL;
+        for (s++; ok && s < end && *s != (obj ? '}' : ']');) {
+            ok = false;
+            char *key = NULL;
+            if (obj) {
+                const char *k = s, *ke;
+                if ((size_t)(end - s) >= ql && !memcmp(s, quote, ql)) {
+                    k = s + ql;
+                    for (ke = k; (size_t)(end - ke) >= ql && memcmp(ke, quote, ql); ke++) {}
+                    s = (size_t)(end - ke) >= ql ? ke + ql : end;
+                } else {
+                    for (ke = k; ke < end && !strchr(":{}[],", *ke); ke++) {}
+                    s = ke;
+                }
+                if (s >= end || *s != ':' || !(key = strndup(k, (size_t)(ke - k)))) break;
+                s++;
+            }
+            cJSON *item = gemma4_value(&s, end, depth + 1);
+            const bool added = item && (obj ? cJSON_AddItemToObject(v, key, item)
+                                            : cJSON_AddItemToArray(v, item));
+            free(key);
+            if (!added) {
+                cJSON_Delete(item);
+                break;
+            }
+            if (s < end && *s == ',') s++;
+            else if (s >= end || *s != (obj ? '}' : ']')) break;
+            ok = true;
+        }
+        if (!ok || s >= end || *s != (obj ? '}' : ']')) {
+            cJSON_Delete(v);
+            return NULL;
+        }
+        *p = s + 1;
+        return v;
+    }
+    static const struct { const char *word; int type; } words[] = {
+        {"true", cJSON_True}, {"false", cJSON_False}, {"null", cJSON_NULL}, {"None", cJSON_NULL}};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++) {
+        const size_t n = strlen(words[i].word);
+        if ((size_t)(end - s) >= n && !memcmp(s, words[i].word, n)) {
+            *p = s + n;
+            return words[i].type == cJSON_True    ? cJSON_CreateTrue()
+                   : words[i].type == cJSON_False ? cJSON_CreateFalse()
+                                                  : cJSON_CreateNull();
+        }
+    }
+    char *e = NULL;
+    const double d = strtod(s, &e); /* the reply is NUL-terminated; the number ends before end */
+    if (e == s || e > end) return NULL;
+    *p = e;
+    return cJSON_CreateNumber(d);
+}
+
+/* Gemma 4's calls: <|tool_call>call:NAME{k:V,...}<tool_call|>, one after another */
+static elm_status parse_gemma4(const char *reply, elm_tool_calls *out, elm_error *err) {
+    for (const char *p = strstr(reply, ELM_GEMMA4_CALL_OPEN); p;
+         p = strstr(p, ELM_GEMMA4_CALL_OPEN)) {
+        p += strlen(ELM_GEMMA4_CALL_OPEN);
+        const char *close = strstr(p, ELM_GEMMA4_CALL_CLOSE);
+        if (!close) break; /* cut short */
+        const char *name = p + strlen("call:"), *brace = name;
+        while (brace < close && *brace != '{') brace++;
+        const char *q = brace;
+        cJSON *args = strncmp(p, "call:", 5) ? NULL : gemma4_value(&q, close, 0);
+        if (!cJSON_IsObject(args) || q != close || brace == name) {
+            cJSON_Delete(args);
+            return bad_call(out, err, "call:NAME{ARGUMENTS}");
+        }
+        const elm_status st = add_call(out, name, (size_t)(brace - name), args, err);
+        if (st) return st;
+        p = close + strlen(ELM_GEMMA4_CALL_CLOSE);
+    }
+    return ELM_OK;
+}
+
 elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, const char *reply,
                                      elm_tool_calls *out, elm_error *err) {
     memset(out, 0, sizeof *out);
@@ -209,9 +306,11 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
     if (s == ELM_TOOLS_NONE)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tool calls: template %s has none",
                           elm_chat_template_name(t));
-    if (!set_content(out, reply, s == ELM_TOOLS_LLAMA ? NULL : strstr(reply, ELM_TOOL_CALL_OPEN)))
+    if (!set_content(out, reply, s == ELM_TOOLS_LLAMA ? NULL
+                                                      : strstr(reply, elm_chat_tool_call_open(t))))
         return nomem(out, err);
     return s == ELM_TOOLS_LLAMA      ? parse_llama(reply, out, err)
            : s == ELM_TOOLS_QWEN_XML ? parse_xml(reply, tools, out, err)
+           : s == ELM_TOOLS_GEMMA4   ? parse_gemma4(reply, out, err)
                                      : parse_hermes(reply, out, err);
 }

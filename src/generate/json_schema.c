@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "edgelm/grammar.h"
+#include "generate/chat_tools.h"
 #include "generate/json_schema.h"
 
 #define MAX_DEPTH 64        /* schema nesting, $ref hops included */
@@ -185,10 +186,13 @@ static bool all_finite(const cJSON *v) {
     return true;
 }
 
-/* Appends the exact text of JSON value v (no whitespace) as a literal. */
+/* Appends the exact text of JSON value v (no whitespace; in Gemma 4's syntax under gemma4) as a
+ * literal. */
 static bool put_json(js_cx *c, elm_sbuf *b, const cJSON *v) {
     if (!all_finite(v)) return fail(c, ELM_ERR_UNSUPPORTED, "a number out of double range");
-    char *text = cJSON_PrintUnformatted(v);
+    elm_sbuf g = {0};
+    if (c->gemma4) elm_put_gemma4_value(&g, v, false);
+    char *text = c->gemma4 ? elm_sb_finish(&g) : cJSON_PrintUnformatted(v);
     if (!text) return oom(c);
     const bool ok = put_literal(c, b, text);
     free(text);
@@ -197,6 +201,12 @@ static bool put_json(js_cx *c, elm_sbuf *b, const cJSON *v) {
 
 /* Appends object key `key` as a JSON string (quoted, escaped), as a literal. */
 static bool put_key(js_cx *c, elm_sbuf *b, const char *key) {
+    if (c->gemma4) { /* bare: a key its parser reads back whole */
+        if (!*key || key[strcspn(key, ":{}[],<")])
+            return fail(c, ELM_ERR_UNSUPPORTED, "property name '%s': Gemma 4's call syntax "
+                        "writes keys bare, and this one holds one of :{}[],<", key);
+        return put_literal(c, b, key);
+    }
     cJSON *k = cJSON_CreateStringReference(key);
     if (!k) return oom(c);
     const bool ok = put_json(c, b, k);
@@ -621,6 +631,12 @@ static int64_t count_of(const cJSON *v, int64_t dflt) {
 }
 
 static const char *const QUOTE = " \"\\\"\"";
+static const char *const GEMMA4_QUOTE = " \"<|\\\"|>\"";
+
+/* Appends the quote that opens and closes strings. */
+static void put_quote(const js_cx *c, elm_sbuf *b) {
+    elm_sb_puts(b, c->gemma4 ? GEMMA4_QUOTE : QUOTE);
+}
 
 static bool put_string(js_cx *c, elm_sbuf *b, const cJSON *const *k) {
     const int64_t lo = count_of(k[KW_MINLEN], 0), hi = count_of(k[KW_MAXLEN], -1);
@@ -629,9 +645,9 @@ static bool put_string(js_cx *c, elm_sbuf *b, const cJSON *const *k) {
             return alone(c, k, ~(B(KW_MINLEN) | B(KW_MAXLEN)), "format");
         int f = 0;
         while (strcmp(formats[f].name, k[KW_FORMAT]->valuestring)) f++; /* checked: it is one */
-        elm_sb_puts(b, QUOTE);
+        put_quote(c, b);
         js_helper(c, b, formats[f].rule);
-        elm_sb_puts(b, QUOTE);
+        put_quote(c, b);
         return true;
     }
     if (!k[KW_MINLEN] && !k[KW_MAXLEN]) return js_helper(c, b, H_STRING), true;
@@ -640,12 +656,12 @@ static bool put_string(js_cx *c, elm_sbuf *b, const cJSON *const *k) {
                           JS_MAX_REPEAT);
     if (hi >= 0 && lo > hi)
         return js_fail_kw(c, "minLength", ELM_ERR_UNSUPPORTED, "minLength exceeds maxLength");
-    elm_sb_puts(b, QUOTE);
+    put_quote(c, b);
     if (hi != 0) {
         js_helper(c, NULL, H_CHAR);
         js_put_rep(c, b, "char", lo, hi > JS_MAX_REPEAT ? JS_MAX_REPEAT : hi); /* stricter */
     }
-    elm_sb_puts(b, QUOTE);
+    put_quote(c, b);
     return true;
 }
 
@@ -811,11 +827,12 @@ static bool put_object(js_cx *c, elm_sbuf *b, const cJSON *const *k, int32_t sel
     c->left = false; /* "{" is matched */
     if (!n_max) {
         char *v = compile_child(c, addl, "additionalProperties", NULL, self, "value");
-        js_helper(c, NULL, H_STRING);
+        const enum js_helper key = c->gemma4 ? H_KEY : H_STRING;
+        const char *k = js_helper_name(key);
+        js_helper(c, NULL, key);
         if (v)
-            elm_sb_printf(
-                b, " ( string ws \":\" ws%s ( ws \",\" ws string ws \":\" ws%s )* ws )? \"}\"", v,
-                v);
+            elm_sb_printf(b, " ( %s ws \":\" ws%s ( ws \",\" ws %s ws \":\" ws%s )* ws )? \"}\"",
+                          k, v, k, v);
         free(v);
         c->left = was_left;
         return !c->st;
@@ -997,6 +1014,11 @@ static char *assemble(js_cx *c) {
 
 elm_status elm_json_schema_to_gbnf(const char *schema, size_t len, const char *src, char **gbnf,
                                    elm_error *err) {
+    return js_schema_to_gbnf(schema, len, src, false, gbnf, err);
+}
+
+elm_status js_schema_to_gbnf(const char *schema, size_t len, const char *src, bool gemma4,
+                             char **gbnf, elm_error *err) {
     *gbnf = NULL;
     src = src ? src : "schema";
     const char *end = NULL;
@@ -1016,7 +1038,7 @@ elm_status elm_json_schema_to_gbnf(const char *schema, size_t len, const char *s
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: strings with \\u0000 are not supported",
                           src);
     }
-    js_cx c = {.root = root, .src = src, .err = err, .left = true};
+    js_cx c = {.root = root, .src = src, .err = err, .left = true, .gemma4 = gemma4};
     const int32_t r = new_rule(&c, "root");
     if (r >= 0 && grow(&c, &c.defs, &c.cap_defs, 0, sizeof *c.defs)) {
         c.defs[c.n_defs++] = (js_def){root, r, "#"};

@@ -19,7 +19,7 @@
 enum js_helper {
     H_WS, H_VALUE, H_OBJECT, H_ARRAY, H_STRING, H_CHAR, H_HEX, H_NUMBER, H_INTEGER, H_INT_PART,
     H_FRAC, H_FRAC_NZ, H_FRAC_ZERO, H_EXP, H_BOOLEAN, H_NULL, H_DATE, H_LEAP_YEAR, H_TIME,
-    H_DATE_TIME, H_UUID, N_HELPERS
+    H_DATE_TIME, H_UUID, H_KEY, N_HELPERS
 };
 
 typedef struct {
@@ -52,7 +52,20 @@ typedef struct js_cx {
     bool left;            /* nothing matched yet since cur_def's start */
     int depth;
     int64_t elems;        /* the repetitions' share of the parsed grammar's size */
+    bool gemma4;          /* values in Gemma 4's syntax for tool arguments (chat_tools.h), not
+                           * JSON: no whitespace, bare keys, strings between <|"|> tokens without
+                           * escapes, null as None */
 } js_cx;
+
+/* elm_json_schema_to_gbnf, in Gemma 4's value syntax when gemma4 (for its tool calls'
+ * arguments; the caller sorts the schema's properties as the template does). */
+elm_status js_schema_to_gbnf(const char *schema, size_t len, const char *src, bool gemma4,
+                             char **gbnf, elm_error *err);
+
+/* Appends rules NAME, NAME-1.., NAME-end: NAME matches any text that does not contain `close`
+ * (whose first byte occurs in it once) and may end with part of it, since close itself follows.
+ * For values written as raw text up to a closing mark (Gemma 4's strings, Qwen3.5's parameters). */
+void js_put_text_until(elm_sbuf *b, const char *name, const char *close);
 
 const char *js_helper_name(enum js_helper h);
 

@@ -54,18 +54,29 @@ static const char json_object_text[] =
 
 const char *elm_json_object_gbnf(void) { return json_object_text; }
 
+/* Gemma 4's forms of the helpers that differ (js_cx.gemma4): its strings are raw text between
+ * quote tokens (str-text: without the quote), keys of free-form objects bare */
+#define G4_QUOTE "\"<|\\\"|>\""
+#define G4_STRING_BODY G4_QUOTE " str-text " G4_QUOTE
+#define G4_OBJECT_BODY \
+    "\"{\" ( key \":\" value ( \",\" key \":\" value )* )? \"}\""
+
 #define B(i) (1u << (i))
 static const struct helper_rule {
     const char *name, *body;
-    uint32_t deps; /* the helpers its body names */
+    uint32_t deps;            /* the helpers its body names */
+    const char *gemma4_body;  /* in Gemma 4's syntax, when it differs */
+    uint32_t gemma4_deps;     /* and those that body names besides */
 } helpers[N_HELPERS] = {
-    [H_WS] = {"ws", WS_BODY, 0},
+    [H_WS] = {"ws", WS_BODY, 0, "\"\""},
     [H_VALUE] = {"value", VALUE_BODY,
                  B(H_OBJECT) | B(H_ARRAY) | B(H_STRING) | B(H_NUMBER) | B(H_BOOLEAN) | B(H_NULL)},
-    [H_OBJECT] = {"object", OBJECT_BODY, B(H_WS) | B(H_STRING) | B(H_VALUE)},
+    [H_OBJECT] = {"object", OBJECT_BODY, B(H_WS) | B(H_STRING) | B(H_VALUE), G4_OBJECT_BODY,
+                  B(H_KEY)},
     [H_ARRAY] = {"array", ARRAY_BODY, B(H_WS) | B(H_VALUE)},
-    [H_STRING] = {"string", STRING_BODY, B(H_CHAR)},
-    [H_CHAR] = {"char", CHAR_BODY, B(H_HEX)},
+    [H_STRING] = {"string", STRING_BODY, B(H_CHAR), G4_STRING_BODY},
+    /* Gemma 4's strings of a bounded length leave '<' out, which keeps the quote out */
+    [H_CHAR] = {"char", CHAR_BODY, B(H_HEX), "[^<]"},
     [H_HEX] = {"hex", HEX_BODY, 0},
     [H_NUMBER] = {"number", NUMBER_BODY, B(H_INT_PART) | B(H_FRAC) | B(H_EXP)},
     [H_INTEGER] = {"integer", "\"-\"? int-part", B(H_INT_PART)},
@@ -77,7 +88,7 @@ static const struct helper_rule {
     [H_FRAC_ZERO] = {"frac-zero", "\".\" \"0\"{1,16}", 0},
     [H_EXP] = {"exp", EXP_BODY, 0},
     [H_BOOLEAN] = {"boolean", BOOLEAN_BODY, 0},
-    [H_NULL] = {"null", NULL_BODY, 0},
+    [H_NULL] = {"null", NULL_BODY, 0, "\"None\""}, /* Gemma 4: Python's str(None) */
     /* format "date" as ajv-formats checks it: the days of each month, February 29 in leap years */
     [H_DATE] =
         {"date",
@@ -98,14 +109,18 @@ static const struct helper_rule {
          0},
     [H_DATE_TIME] = {"date-time", "date \"T\" time", B(H_DATE) | B(H_TIME)},
     [H_UUID] = {"uuid", "hex{8} \"-\" hex{4} \"-\" hex{4} \"-\" hex{4} \"-\" hex{12}", B(H_HEX)},
+    /* a free-form object's key: JSON's is a string (OBJECT_BODY names `string` itself), Gemma 4's
+     * bare, here a name (stricter than its parser) */
+    [H_KEY] = {"key", "string", B(H_STRING), "[a-zA-Z0-9_.$-]+", 0},
 };
 
 void js_helper(js_cx *c, elm_sbuf *b, enum js_helper h) {
     if (b) elm_sb_printf(b, " %s", helpers[h].name);
     if (c->helpers & B(h)) return;
     c->helpers |= B(h);
+    const uint32_t deps = helpers[h].deps | (c->gemma4 ? helpers[h].gemma4_deps : 0);
     for (int d = 0; d < N_HELPERS; d++)
-        if (helpers[h].deps & B(d)) js_helper(c, NULL, (enum js_helper)d);
+        if (deps & B(d)) js_helper(c, NULL, (enum js_helper)d);
 }
 
 void js_put_rep(js_cx *c, elm_sbuf *b, const char *atom, int64_t lo, int64_t hi) {
@@ -122,8 +137,56 @@ void js_put_rep(js_cx *c, elm_sbuf *b, const char *atom, int64_t lo, int64_t hi)
 const char *js_helper_name(enum js_helper h) { return helpers[h].name; }
 
 void js_put_helpers(const js_cx *c, elm_sbuf *out) {
-    for (int h = 0; h < N_HELPERS; h++)
-        if (c->helpers & B(h)) elm_sb_printf(out, "%s ::= %s\n", helpers[h].name, helpers[h].body);
+    for (int h = 0; h < N_HELPERS; h++) {
+        if (!(c->helpers & B(h))) continue;
+        const char *g4 = c->gemma4 ? helpers[h].gemma4_body : NULL;
+        elm_sb_printf(out, "%s ::= %s\n", helpers[h].name, g4 ? g4 : helpers[h].body);
+    }
+    if (c->gemma4 && c->helpers & B(H_STRING)) js_put_text_until(out, "str-text", "<|\"|>");
+}
+
+/* Appends byte ch as a member of a character class. */
+static void put_class_byte(elm_sbuf *b, char ch) {
+    if (ch == '\n') elm_sb_puts(b, "\\n");
+    else if (strchr("\\\"[]-^", ch)) elm_sb_printf(b, "\\%c", ch);
+    else elm_sb_put(b, &ch, 1);
+}
+
+/* The states of the text so far ending in close[0..k): NAME-k for 1 <= k < n. A byte that is not
+ * the next one of close (nor its first) goes back to the start; its first starts it again. */
+void js_put_text_until(elm_sbuf *b, const char *name, const char *close) {
+    const int n = (int)strlen(close);
+    const char p0[2] = {close[0], 0};
+    elm_sb_printf(b, "%s ::= ( [^", name);
+    put_class_byte(b, close[0]);
+    elm_sb_puts(b, "] |");
+    js_put_literal(b, p0);
+    elm_sb_printf(b, "+ %s-1 )* %s-end?\n", name, name);
+    for (int k = 1; k < n; k++) {
+        const char pk[2] = {close[k], 0};
+        elm_sb_printf(b, "%s-%d ::= [^", name, k);
+        put_class_byte(b, close[0]);
+        put_class_byte(b, close[k]);
+        elm_sb_puts(b, "] |");
+        js_put_literal(b, p0);
+        elm_sb_printf(b, "+ %s-1", name);
+        if (k + 1 < n) {
+            elm_sb_puts(b, " | ");
+            js_put_literal(b, pk);
+            elm_sb_printf(b, " %s-%d", name, k + 1);
+        }
+        elm_sb_puts(b, "\n");
+    }
+    elm_sb_printf(b, "%s-end ::= (", name);
+    js_put_literal(b, p0);
+    elm_sb_puts(b, " ( \"\"");
+    for (int k = 1; k < n - 1; k++) {
+        char part[64];
+        snprintf(part, sizeof part, "%.*s", k, close + 1);
+        elm_sb_puts(b, " | ");
+        js_put_literal(b, part);
+    }
+    elm_sb_puts(b, " ) )+\n");
 }
 
 /* ---- integer and number ranges ---- */

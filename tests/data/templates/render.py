@@ -32,29 +32,36 @@ SYSTEM = {"role": "system", "content": "You are helpful."}
 USER = {"role": "user", "content": "Weather in Paris?"}
 
 
-def call(name, args):
+def call(name, args, id):
     # arguments as an object: what llama.cpp hands templates that need objects, and what every
-    # template here renders alike from a string where it takes one
-    return {"type": "function", "function": {"name": name, "arguments": args}}
+    # template here renders alike from a string where it takes one; the ids (9 alphanumerics, as
+    # Mistral's templates require) tie results to calls where a template names a result's function
+    return {"type": "function", "id": id, "function": {"name": name, "arguments": args}}
 
 
 TWO_CALLS = {"role": "assistant", "content": "",
-             "tool_calls": [call("get_weather", {"city": "Paris", "days": 2, "t": 1.5}), call("now", {})]}
+             "tool_calls": [call("get_weather", {"city": "Paris", "days": 2, "t": 1.5}, "call00001"),
+                            call("now", {}, "call00002")]}
 ONE_CALL = {"role": "assistant", "content": "",
-            "tool_calls": [call("get_weather", {"city": "Paris\nFrance", "days": 2})]}
-RESULTS = [{"role": "tool", "content": "sunny"}, {"role": "tool", "content": "noon"}]
+            "tool_calls": [call("get_weather", {"city": "Paris\nFrance", "days": 2}, "call00001")]}
+RESULTS = [{"role": "tool", "tool_call_id": "call00001", "content": "sunny"},
+           {"role": "tool", "tool_call_id": "call00002", "content": "noon"}]
 CASES = {
     "tools": [SYSTEM, USER],
     "calls": [SYSTEM, USER, TWO_CALLS] + RESULTS,
     "nosystem": [USER, TWO_CALLS] + RESULTS,
     "onecall": [SYSTEM, USER, ONE_CALL, RESULTS[0]],
     "plain": [SYSTEM, USER, {"role": "assistant", "content": " Sunny. "}, {"role": "user", "content": "Thanks"}],
+    "answer": [USER, ONE_CALL, RESULTS[0], {"role": "assistant", "content": " Sunny. "},
+               {"role": "user", "content": "Thanks"}],
 }
+BOS = {"llama": "<|begin_of_text|>", "gemma": "<bos>"}
 TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
     "Qwen3.5-4B.jinja": ("qwen35", {}, ["tools", "calls", "nosystem", "onecall"]),
     "ibm-granite-granite-4.0.jinja": ("granite4", {}, ["tools", "calls", "nosystem", "onecall"]),
     "meta-llama-Llama-3.1-8B-Instruct.jinja": ("llama31", {}, ["tools", "onecall", "plain"]),
     "meta-llama-Llama-3.2-3B-Instruct.jinja": ("llama32", {}, ["tools", "onecall", "plain"]),
+    "google-gemma-4-31B-it.jinja": ("gemma4", {}, ["tools", "calls", "nosystem", "onecall", "answer"]),
 }
 
 
@@ -81,7 +88,7 @@ def main():
         for case in cases:
             tools = None if case == "plain" else TOOLS
             text = tmpl.render(messages=CASES[case], tools=tools, add_generation_prompt=True,
-                               bos_token="<|begin_of_text|>" if name.startswith("llama") else "",
+                               bos_token=BOS.get(name[:5], ""),
                                eos_token="", **extra)
             with open(os.path.join(OUT, f"{name}-{case}.txt"), "w", encoding="utf-8") as f:
                 f.write(text)
