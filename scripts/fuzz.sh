@@ -112,6 +112,9 @@ seeds() {
   put fuzz_chat_template "$t/msgs-hermes" 0e
   put fuzz_chat_template "$t/msgs-llama" 12
   put fuzz_chat_template "$t/msgs-llama" 93
+  # Gemma 4's (15): its value syntax, quoted and bare keys, a call cut short
+  printf '<|tool_call>call:f{a:<|"|>x<|<|"|>,b:[1,None,{<|"|>k<|"|>:true}]}<tool_call|><|tool_call>call:g{\0Hi\0\0{"b": [1, {"a": null}]}\0' >"$t/msgs-gemma4"
+  put fuzz_chat_template "$t/msgs-gemma4" 0f
   # imatrix: llama-imatrix's files (stories260K's names and shapes, and wide256's), and edgelm's
   put fuzz_imatrix "$st/reference-quants/llamacpp-imatrix-calib.gguf"
   put fuzz_imatrix "$fx/wide256/reference-quants/llamacpp-imatrix-calib.gguf"
@@ -132,7 +135,7 @@ seeds() {
   put fuzz_server_request "$t/completion-schema.json" 00
   # chat with tools on the templates that have them (first byte 2t+1: template t)
   printf '%s' '{"messages": [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]}, {"role": "tool", "tool_call_id": "a", "content": "Sunny"}, {"role": "user", "content": "And tomorrow?"}], "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1, "maximum": 7}, "unit": {"enum": ["C", "F"]}}, "required": ["city"]}}}], "tool_choice": "required", "parallel_tool_calls": false}' >"$t/chat-tools.json"
-  for k in 0d 19 1d 25 27; do put fuzz_server_request "$t/chat-tools.json" $k; done
+  for k in 0d 19 1d 1f 25 27; do put fuzz_server_request "$t/chat-tools.json" $k; done
   put fuzz_server_request "$t/completion-grammar.json" 00
   # grammars: the first byte cuts the input into the grammar and a text
   printf '%s' 'root ::= "{" ws pair ("," ws pair)* "}"

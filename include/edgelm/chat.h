@@ -112,7 +112,8 @@ elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_
 
 /* Whether template t renders tools and its replies' tool calls are parsed: qwen3 and
  * qwen3-no-think (<tool_call> JSON blocks), granite4 (the same), qwen35 and qwen35-no-think
- * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call). */
+ * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call), gemma4 and
+ * gemma4-think (<|tool_call>call:NAME{...}<tool_call|> in Gemma's own value syntax). */
 bool elm_chat_template_has_tools(elm_chat_template t);
 
 /* The names of the templates with tools, ", "-separated, for messages ("qwen3, qwen3-no-think,
@@ -142,8 +143,9 @@ typedef struct elm_tool_calls {
     elm_tool_call *calls;  /* [n]: name and arguments (compact JSON) malloc'd */
 } elm_tool_calls;
 
-/* The tool calls in `reply`, as template t's family writes them (every <tool_call> block to the
- * end, or Llama's {"name": ..., "parameters": ...}; a last call cut short is dropped). `tools`
+/* The tool calls in `reply`, as template t's family writes them (every <tool_call> or
+ * <|tool_call> block to the end, or Llama's {"name": ..., "parameters": ...}; a last call cut
+ * short is dropped; Gemma 4's values are read back into JSON, its None as null). `tools`
  * (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string parameter's
  * text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call does not
  * hold a name and an object of arguments, naming it; ELM_ERR_UNSUPPORTED for a template without
@@ -152,8 +154,8 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
                                      elm_tool_calls *out, elm_error *err);
 void elm_tool_calls_free(elm_tool_calls *c);
 
-/* The text a reply's first tool call opens with in template t ("<tool_call>", or Llama's
- * {"name": "); NULL for a template without tools. A stream holds back text that could begin it. */
+/* The text a reply's first tool call opens with in template t ("<tool_call>", Gemma 4's
+ * "<|tool_call>", or Llama's {"name": "); NULL for a template without tools. A stream holds back text that could begin it. */
 const char *elm_chat_tool_call_open(elm_chat_template t);
 
 /* How a reply may call the tools (OpenAI's tool_choice). */
