@@ -125,7 +125,7 @@ static const expected cases[] = {
      "Tell me a joke.<|end_of_text|>\n<|start_of_role|>assistant<|end_of_role|>Why did the "
      "chicken cross the road?<|end_of_text|>\n",
      ""},
-    /* microsoft/Phi-4-mini-instruct (PHI4_MINI_JINJA below): no newlines, unlike Phi-3 */
+    /* microsoft/Phi-4-mini-instruct: no newlines, unlike Phi-3 */
     {ELM_TEMPLATE_PHI4_MINI,
      "<|system|>You are a helpful assistant.<|end|><|user|>Hi there!<|end|><|assistant|>Hello! "
      "How can I help?<|end|><|user|>Tell me a joke.<|end|><|assistant|>",
@@ -469,8 +469,7 @@ static void thinking_families(void) {
  * prompt and several turns with the generation prompt (in cases[] for the families without a
  * thinking switch); no system message and an earlier reply with its reasoning, with the generation
  * prompt; the same finished by a reply with reasoning, without it. As the templates of
- * tests/data/templates (Phi-4-mini's: PHI4_MINI_JINJA) render them, written out by hand from the
- * Jinja. The replies reason as the model writes it: in a think block, or Gemma 4's thought
+ * tests/data/templates render them, written out by hand from the Jinja. The replies reason as the model writes it: in a think block, or Gemma 4's thought
  * channel. */
 #define R1 "<think>\nThe user greets.\n</think>\n\nHello! How can I help?"
 #define R2 "<think>\nA classic.\n</think>\n\nWhy did the chicken cross the road?"
@@ -568,14 +567,6 @@ static void three_conversations(void) {
     }
 }
 
-/* microsoft/Phi-4-mini-instruct's chat_template (tokenizer_config.json) */
-#define PHI4_MINI_JINJA                                                                           \
-    "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and "  \
-    "message['tools'] is not none %}{{ '<|' + message['role'] + '|>' + message['content'] + "      \
-    "'<|tool|>' + message['tools'] + '<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + "               \
-    "message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}{% endfor %}{% if "      \
-    "add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}"
-
 /* The templates as the models publish them (tests/data/templates, beside this file) are
  * recognised as their family's, and the new families' markers take no other family's template:
  * Qwen3's and SmolLM3's stay theirs, Granite 4.1's (no default system message) none. */
@@ -594,6 +585,7 @@ static void detection_published(void) {
         {"ibm-granite-granite-4.1.jinja", ELM_TEMPLATE_PLAIN},
         {"meta-llama-Llama-3.1-8B-Instruct.jinja", ELM_TEMPLATE_LLAMA31},
         {"meta-llama-Llama-3.2-3B-Instruct.jinja", ELM_TEMPLATE_LLAMA32},
+        {"microsoft-Phi-4-mini-instruct.jinja", ELM_TEMPLATE_PHI4_MINI},
     };
     const char *slash = strrchr(__FILE__, '/');
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {
@@ -613,8 +605,6 @@ static void detection_published(void) {
               d[i].want != ELM_TEMPLATE_PLAIN ? elm_chat_template_name(d[i].want) : "none");
         free(jinja);
     }
-    CHECK(elm_chat_template_detect(PHI4_MINI_JINJA) == ELM_TEMPLATE_PHI4_MINI, "phi4-mini: %s",
-          elm_chat_template_name(elm_chat_template_detect(PHI4_MINI_JINJA)));
 }
 
 int main(int argc, char **argv) {

@@ -226,7 +226,8 @@ static void families_render(void) {
                {ELM_TEMPLATE_GRANITE4, "tools calls nosystem onecall"},
                {ELM_TEMPLATE_LLAMA31, "tools onecall plain"},
                {ELM_TEMPLATE_LLAMA32, "tools onecall plain"},
-               {ELM_TEMPLATE_GEMMA4, "tools calls nosystem onecall answer"}};
+               {ELM_TEMPLATE_GEMMA4, "tools calls nosystem onecall answer"},
+               {ELM_TEMPLATE_PHI4_MINI, "tools calls nosystem onecall"}};
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             if (!strstr(fam[f].cases, cases[c].name)) continue;
@@ -322,6 +323,15 @@ static void families_parse(void) {
                   ELM_ERR_FORMAT && strstr(err.msg, "call:NAME{ARGUMENTS}"),
               "gemma4 bad call %zu: %s", i, err.msg);
     CHECK(!strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_GEMMA4), "<|tool_call>"), "gemma4 opening");
+    /* Phi-4-mini: a JSON list after functools; cut short, no call; complete and wrong, an error */
+    const char *want_phi[] = {"f", "{\"s\":\"x]\"}", "g", "{}"};
+    check_parse(ELM_TEMPLATE_PHI4_MINI, tools, "Checking. functools[{\"name\": \"f\", \"arguments\": "
+                "{\"s\": \"x]\"}}, {\"name\": \"g\", \"arguments\": {}}]", 2, want_phi, "Checking.");
+    check_parse(ELM_TEMPLATE_PHI4_MINI, tools, "functools[{\"name\": \"f\", \"argu", 0, NULL, "");
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_PHI4_MINI, tools, "functools[{\"name\": \"f\"}]",
+                                    &c, &err) == ELM_ERR_FORMAT, "phi4 call without arguments");
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_PHI4_MINI, tools, "functools[{\"name\" 1}]", &c,
+                                    &err) == ELM_ERR_FORMAT, "phi4 list that does not parse");
     CHECK(!strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_LLAMA32), "{\"name\": \"") &&
               !strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_QWEN35), "<tool_call>") &&
               !elm_chat_tool_call_open(ELM_TEMPLATE_LLAMA3), "call openings");
@@ -408,6 +418,12 @@ static void families_grammar(void) {
         "<|tool_call>call:get_weather{at:<|\"|>2026-02-30<|\"|>,city:<|\"|>P<|\"|>}<tool_call|>",
         "<|tool_call>call:get_weather{city:<|\"|>P<|\"|> }<tool_call|>"};
     check_grammar(ELM_TEMPLATE_GEMMA4, gemma_tools, false, gemma_good, 3, gemma_wrong, 8);
+    const char *phi_good[] = {"functools[{\"name\": \"now\", \"arguments\": {}}, {\"name\": "
+                              "\"get_weather\", \"arguments\": {\"city\": \"Paris\", \"days\": 3}}]"};
+    const char *phi_wrong[] = {"functools[{\"name\": \"now\", \"arguments\": {}}",
+                               "functools[{\"name\": \"get_weather\", \"arguments\": {\"days\": 3}}]",
+                               "[{\"name\": \"now\", \"arguments\": {}}]"};
+    check_grammar(ELM_TEMPLATE_PHI4_MINI, tools, false, phi_good, 1, phi_wrong, 3);
     const char *gemma_lazy[] = {"call:now{}<tool_call|>"};
     check_grammar(ELM_TEMPLATE_GEMMA4_THINK, gemma_tools, true, gemma_lazy, 1, gemma_good, 1);
     char *gbnf = NULL;

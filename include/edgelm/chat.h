@@ -113,7 +113,8 @@ elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_
 /* Whether template t renders tools and its replies' tool calls are parsed: qwen3 and
  * qwen3-no-think (<tool_call> JSON blocks), granite4 (the same), qwen35 and qwen35-no-think
  * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call), gemma4 and
- * gemma4-think (<|tool_call>call:NAME{...}<tool_call|> in Gemma's own value syntax). */
+ * gemma4-think (<|tool_call>call:NAME{...}<tool_call|> in Gemma's own value syntax), phi4-mini
+ * (functools[{"name": ..., "arguments": {...}}, ...]). */
 bool elm_chat_template_has_tools(elm_chat_template t);
 
 /* The names of the templates with tools, ", "-separated, for messages ("qwen3, qwen3-no-think,
@@ -155,7 +156,8 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
 void elm_tool_calls_free(elm_tool_calls *c);
 
 /* The text a reply's first tool call opens with in template t ("<tool_call>", Gemma 4's
- * "<|tool_call>", or Llama's {"name": "); NULL for a template without tools. A stream holds back text that could begin it. */
+ * "<|tool_call>", Phi-4-mini's "functools[", or Llama's {"name": "); NULL for a template without
+ * tools. A stream holds back text that could begin it. */
 const char *elm_chat_tool_call_open(elm_chat_template t);
 
 /* How a reply may call the tools (OpenAI's tool_choice). */

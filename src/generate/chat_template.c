@@ -178,7 +178,8 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
     /* Phi-4-mini: Phi-3's tokens without the newlines; its template names the tool-list tokens */
     [ELM_TEMPLATE_PHI4_MINI] = {.name = "phi4-mini", .sig = {"<|/tool|>", "<|end|>"}, .bos = "",
                                 ROLES(PHI_HEAD, "<|end|>"), .gen_prompt = PHI_HEAD("assistant"),
-                                .end_no_gen = "<|endoftext|>", .eot = "<|end|>"},
+                                .end_no_gen = "<|endoftext|>", .eot = "<|end|>",
+                                .tools = ELM_TOOLS_PHI4_MINI},
     /* Llama 3.1 and 3.3 date the system turn with a fixed day, 3.2 with today's (strftime_now) */
     [ELM_TEMPLATE_LLAMA31] = {.name = "llama31", .sig = {"<|start_header_id|>", "Cutting Knowledge"},
                               LLAMA31_BODY, .date = "26 Jul 2024"},
@@ -257,6 +258,7 @@ const char *elm_chat_tool_call_open(elm_chat_template t) {
     return s == ELM_TOOLS_NONE     ? NULL
            : s == ELM_TOOLS_LLAMA  ? "{\"name\": \""
            : s == ELM_TOOLS_GEMMA4 ? ELM_GEMMA4_CALL_OPEN
+           : s == ELM_TOOLS_PHI4_MINI ? ELM_PHI4_CALL_OPEN
                                    : ELM_TOOL_CALL_OPEN;
 }
 
@@ -449,8 +451,9 @@ static void put_date(text *t, const char *date, bool tools) {
 /* The opening of a conversation: BOS text and, for families that have one, the system block (with
  * the family's default text where it writes one without a system message). */
 static void put_opening(text *t, const tmpl_spec *s, const char *system, const cJSON *tools) {
-    const bool gemma4 = tools && s->tools == ELM_TOOLS_GEMMA4; /* declarations in its block */
-    if (tools && s->tools != ELM_TOOLS_LLAMA && !gemma4) {
+    /* Gemma 4 and Phi-4-mini write the tools at the end of their system block */
+    const bool in_block = tools && (s->tools == ELM_TOOLS_GEMMA4 || s->tools == ELM_TOOLS_PHI4_MINI);
+    if (tools && s->tools != ELM_TOOLS_LLAMA && !in_block) {
         put(t, s->bos);
         elm_tools_put_system(t, s->tools, system, tools);
         return;
@@ -461,12 +464,12 @@ static void put_opening(text *t, const tmpl_spec *s, const char *system, const c
     }
     put(t, s->bos);
     if (system && !*system && s->sys_if_text) system = NULL;
-    if (!system) system = gemma4 ? "" : s->sys_default;
+    if (!system) system = in_block ? "" : s->sys_default;
     if (system && s->sys_pre) {
         put(t, s->sys_pre);
         if (s->date) put_date(t, s->date, tools != NULL);
         put_content(t, s, system);
-        if (gemma4) elm_tools_put_gemma4_declarations(t, tools);
+        if (in_block) elm_tools_put_in_system(t, s->tools, tools);
         put(t, s->sys_post);
     }
 }
@@ -479,7 +482,7 @@ static elm_status finish(text *t, char **out, elm_error *err) {
 /* Whether an assistant message's calls follow text, as each template tests it: Qwen3 the answer
  * after any reasoning, Qwen3.5 the same trimmed, Granite the content as it is. */
 static bool calls_follow_text(elm_tool_syntax syn, const char *content) {
-    if (syn == ELM_TOOLS_GRANITE) return *content != '\0';
+    if (syn == ELM_TOOLS_GRANITE || syn == ELM_TOOLS_PHI4_MINI) return *content != '\0';
     const char *close = find_last(whole(content), "</think>");
     span answer = lstrip_nl(close ? whole(close + 8) : whole(content));
     if (syn == ELM_TOOLS_QWEN_XML) answer = trimmed(answer);

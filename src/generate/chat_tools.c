@@ -174,7 +174,21 @@ void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, co
         break;
     case ELM_TOOLS_NONE:
     case ELM_TOOLS_LLAMA:
-    case ELM_TOOLS_GEMMA4: break;
+    case ELM_TOOLS_GEMMA4:
+    case ELM_TOOLS_PHI4_MINI: break;
+    }
+}
+
+void elm_tools_put_in_system(elm_sbuf *t, elm_tool_syntax s, const cJSON *tools) {
+    if (s == ELM_TOOLS_GEMMA4) {
+        elm_tools_put_gemma4_declarations(t, tools);
+    } else if (s == ELM_TOOLS_PHI4_MINI) { /* the functions, as its model card lists them */
+        elm_sb_puts(t, "<|tool|>[");
+        for (const cJSON *tool = tools->child; tool; tool = tool->next) {
+            if (tool != tools->child) elm_sb_puts(t, ", ");
+            elm_put_py_json(t, cJSON_GetObjectItemCaseSensitive(tool, "function"), -1);
+        }
+        elm_sb_puts(t, "]<|/tool|>");
     }
 }
 
@@ -225,6 +239,12 @@ void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *ca
             }
             elm_sb_puts(t, "</function>\n" ELM_TOOL_CALL_CLOSE);
             break;
+        case ELM_TOOLS_PHI4_MINI:
+            elm_sb_puts(t, i > 0 ? ", " : after_text ? "\n" ELM_PHI4_CALL_OPEN : ELM_PHI4_CALL_OPEN);
+            elm_sb_printf(t, "{\"name\": \"%s\", \"arguments\": ", calls[i].name);
+            elm_put_py_json(t, args, -1);
+            elm_sb_puts(t, i == n - 1 ? "}]" : "}");
+            break;
         case ELM_TOOLS_GEMMA4:
             elm_sb_printf(t, ELM_GEMMA4_CALL_OPEN "call:%s", calls[i].name);
             elm_put_gemma4_value(t, args, false);
@@ -243,6 +263,12 @@ void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *ca
 
 void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, bool first,
                           bool last) {
+    if (s == ELM_TOOLS_PHI4_MINI) { /* its template's <|role|>content<|end|> */
+        elm_sb_puts(t, "<|tool|>");
+        elm_sb_puts(t, content);
+        elm_sb_puts(t, "<|end|>");
+        return;
+    }
     if (s == ELM_TOOLS_LLAMA) {
         /* the template tests `content is iterable`, which a string is: tojson */
         elm_sb_puts(t, "<|start_header_id|>ipython<|end_header_id|>\n\n");

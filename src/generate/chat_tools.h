@@ -29,7 +29,14 @@ typedef enum elm_tool_syntax {
                          * <|tool_call>call:N{k:V,...}<tool_call|> in Gemma's value syntax (keys
                          * sorted and bare, strings between <|"|> tokens), the results
                          * <|tool_response>response:N{value:V}<tool_response|> in the same turn */
+    ELM_TOOLS_PHI4_MINI, /* Phi-4-mini: the functions as one JSON list in <|tool|>..<|/tool|> at the
+                          * end of the system turn (its template's message['tools']), the calls
+                          * functools[{"name": N, "arguments": A}, ...] (as the parser Microsoft
+                          * wrote for vLLM reads them), the results <|tool|> turns */
 } elm_tool_syntax;
+
+/* What opens Phi-4-mini's calls */
+#define ELM_PHI4_CALL_OPEN "functools["
 
 /* Gemma 4's string quote (a token of its own, which no string may contain) and the tokens
  * around a call */
@@ -53,8 +60,11 @@ elm_status elm_tools_check(const cJSON *tools, const char *src, elm_error *err);
  * template's own): the system text (NULL: no system message) and the tools. */
 void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, const cJSON *tools);
 
-/* Gemma 4's declarations of the tools, each <|tool>declaration:NAME{...}<tool|>, for the end of
- * its system turn. */
+/* The tools of syntax s that go at the end of the system turn (Gemma 4's declarations, each
+ * <|tool>declaration:NAME{...}<tool|>; Phi-4-mini's list); nothing for the other syntaxes. */
+void elm_tools_put_in_system(elm_sbuf *t, elm_tool_syntax s, const cJSON *tools);
+
+/* Gemma 4's declarations of the tools (elm_tools_put_in_system). */
 void elm_tools_put_gemma4_declarations(elm_sbuf *t, const cJSON *tools);
 
 /* Gemma 4's block of function name's result `content`. */

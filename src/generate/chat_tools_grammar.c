@@ -207,6 +207,9 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
     elm_sbuf g = {0};
     if (!st && llama) /* the reply is the call: {"name": " opens it */
         elm_sb_puts(&g, lazy ? "root ::= call-body\n" : "root ::= call\n");
+    else if (!st && s == ELM_TOOLS_PHI4_MINI) /* a JSON list after the trigger */
+        elm_sb_printf(&g, "root ::= %s call%s \"]\"\n", lazy ? "" : "\"" ELM_PHI4_CALL_OPEN "\"",
+                      parallel ? " ( \", \" call )*" : "");
     else if (!st && s == ELM_TOOLS_GEMMA4) /* the trigger is the whole opening */
         elm_sb_printf(&g, "root ::= %s call \"" ELM_GEMMA4_CALL_CLOSE "\"%s\n",
                       lazy ? "" : "\"" ELM_GEMMA4_CALL_OPEN "\"",

@@ -299,6 +299,29 @@ static elm_status parse_gemma4(const char *reply, elm_tool_calls *out, elm_error
     return ELM_OK;
 }
 
+/* Phi-4-mini's calls: functools[{"name": ..., "arguments": {...}}, ...]; a list that does not
+ * parse is a call cut short unless it ends the reply with its "]" */
+static elm_status parse_phi4(const char *reply, elm_tool_calls *out, elm_error *err) {
+    const char *p = strstr(reply, ELM_PHI4_CALL_OPEN);
+    if (!p) return ELM_OK;
+    p += strlen(ELM_PHI4_CALL_OPEN) - 1; /* at "[" */
+    const char *end = NULL;
+    cJSON *list = cJSON_ParseWithOpts(p, &end, false);
+    if (!list) {
+        const char *e = p + strlen(p);
+        while (e > p && strchr(" \t\r\n", e[-1])) e--;
+        return e > p && e[-1] == ']' ? bad_call(out, err, "functools[{\"name\": N, \"arguments\": "
+                                                          "{...}}, ...]")
+                                     : ELM_OK;
+    }
+    elm_status st = cJSON_IsArray(list) ? ELM_OK
+                                        : bad_call(out, err, "functools[ and a list of calls");
+    while (!st && list->child)
+        st = add_json_call(out, cJSON_DetachItemViaPointer(list, list->child), "arguments", err);
+    cJSON_Delete(list);
+    return st;
+}
+
 elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, const char *reply,
                                      elm_tool_calls *out, elm_error *err) {
     memset(out, 0, sizeof *out);
@@ -312,5 +335,6 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
     return s == ELM_TOOLS_LLAMA      ? parse_llama(reply, out, err)
            : s == ELM_TOOLS_QWEN_XML ? parse_xml(reply, tools, out, err)
            : s == ELM_TOOLS_GEMMA4   ? parse_gemma4(reply, out, err)
+           : s == ELM_TOOLS_PHI4_MINI ? parse_phi4(reply, out, err)
                                      : parse_hermes(reply, out, err);
 }

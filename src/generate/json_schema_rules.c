@@ -64,19 +64,15 @@ const char *elm_json_object_gbnf(void) { return json_object_text; }
 #define B(i) (1u << (i))
 static const struct helper_rule {
     const char *name, *body;
-    uint32_t deps;            /* the helpers its body names */
-    const char *gemma4_body;  /* in Gemma 4's syntax, when it differs */
-    uint32_t gemma4_deps;     /* and those that body names besides */
+    uint32_t deps; /* the helpers its body names */
 } helpers[N_HELPERS] = {
-    [H_WS] = {"ws", WS_BODY, 0, "\"\""},
+    [H_WS] = {"ws", WS_BODY, 0},
     [H_VALUE] = {"value", VALUE_BODY,
                  B(H_OBJECT) | B(H_ARRAY) | B(H_STRING) | B(H_NUMBER) | B(H_BOOLEAN) | B(H_NULL)},
-    [H_OBJECT] = {"object", OBJECT_BODY, B(H_WS) | B(H_STRING) | B(H_VALUE), G4_OBJECT_BODY,
-                  B(H_KEY)},
+    [H_OBJECT] = {"object", OBJECT_BODY, B(H_WS) | B(H_STRING) | B(H_VALUE)},
     [H_ARRAY] = {"array", ARRAY_BODY, B(H_WS) | B(H_VALUE)},
-    [H_STRING] = {"string", STRING_BODY, B(H_CHAR), G4_STRING_BODY},
-    /* Gemma 4's strings of a bounded length leave '<' out, which keeps the quote out */
-    [H_CHAR] = {"char", CHAR_BODY, B(H_HEX), "[^<]"},
+    [H_STRING] = {"string", STRING_BODY, B(H_CHAR)},
+    [H_CHAR] = {"char", CHAR_BODY, B(H_HEX)},
     [H_HEX] = {"hex", HEX_BODY, 0},
     [H_NUMBER] = {"number", NUMBER_BODY, B(H_INT_PART) | B(H_FRAC) | B(H_EXP)},
     [H_INTEGER] = {"integer", "\"-\"? int-part", B(H_INT_PART)},
@@ -88,7 +84,7 @@ static const struct helper_rule {
     [H_FRAC_ZERO] = {"frac-zero", "\".\" \"0\"{1,16}", 0},
     [H_EXP] = {"exp", EXP_BODY, 0},
     [H_BOOLEAN] = {"boolean", BOOLEAN_BODY, 0},
-    [H_NULL] = {"null", NULL_BODY, 0, "\"None\""}, /* Gemma 4: Python's str(None) */
+    [H_NULL] = {"null", NULL_BODY, 0},
     /* format "date" as ajv-formats checks it: the days of each month, February 29 in leap years */
     [H_DATE] =
         {"date",
@@ -110,15 +106,30 @@ static const struct helper_rule {
     [H_DATE_TIME] = {"date-time", "date \"T\" time", B(H_DATE) | B(H_TIME)},
     [H_UUID] = {"uuid", "hex{8} \"-\" hex{4} \"-\" hex{4} \"-\" hex{4} \"-\" hex{12}", B(H_HEX)},
     /* a free-form object's key: JSON's is a string (OBJECT_BODY names `string` itself), Gemma 4's
-     * bare, here a name (stricter than its parser) */
-    [H_KEY] = {"key", "string", B(H_STRING), "[a-zA-Z0-9_.$-]+", 0},
+     * bare (below) */
+    [H_KEY] = {"key", "string", B(H_STRING)},
+};
+
+/* The helpers whose Gemma 4 form differs (js_cx.gemma4): its body, and the helpers it names
+ * besides the JSON form's */
+static const struct {
+    const char *body;
+    uint32_t deps;
+} gemma4_helpers[N_HELPERS] = {
+    [H_WS] = {"\"\"", 0},
+    [H_OBJECT] = {G4_OBJECT_BODY, B(H_KEY)},
+    [H_STRING] = {G4_STRING_BODY, 0},
+    /* strings of a bounded length leave '<' out, which keeps the quote out */
+    [H_CHAR] = {"[^<]", 0},
+    [H_NULL] = {"\"None\"", 0}, /* Python's str(None) */
+    [H_KEY] = {"[a-zA-Z0-9_.$-]+", 0}, /* a name: stricter than its parser */
 };
 
 void js_helper(js_cx *c, elm_sbuf *b, enum js_helper h) {
     if (b) elm_sb_printf(b, " %s", helpers[h].name);
     if (c->helpers & B(h)) return;
     c->helpers |= B(h);
-    const uint32_t deps = helpers[h].deps | (c->gemma4 ? helpers[h].gemma4_deps : 0);
+    const uint32_t deps = helpers[h].deps | (c->gemma4 ? gemma4_helpers[h].deps : 0);
     for (int d = 0; d < N_HELPERS; d++)
         if (deps & B(d)) js_helper(c, NULL, (enum js_helper)d);
 }
@@ -139,7 +150,7 @@ const char *js_helper_name(enum js_helper h) { return helpers[h].name; }
 void js_put_helpers(const js_cx *c, elm_sbuf *out) {
     for (int h = 0; h < N_HELPERS; h++) {
         if (!(c->helpers & B(h))) continue;
-        const char *g4 = c->gemma4 ? helpers[h].gemma4_body : NULL;
+        const char *g4 = c->gemma4 ? gemma4_helpers[h].body : NULL;
         elm_sb_printf(out, "%s ::= %s\n", helpers[h].name, g4 ? g4 : helpers[h].body);
     }
     if (c->gemma4 && c->helpers & B(H_STRING)) js_put_text_until(out, "str-text", "<|\"|>");

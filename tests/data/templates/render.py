@@ -62,7 +62,26 @@ TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
     "meta-llama-Llama-3.1-8B-Instruct.jinja": ("llama31", {}, ["tools", "onecall", "plain"]),
     "meta-llama-Llama-3.2-3B-Instruct.jinja": ("llama32", {}, ["tools", "onecall", "plain"]),
     "google-gemma-4-31B-it.jinja": ("gemma4", {}, ["tools", "calls", "nosystem", "onecall", "answer"]),
+    "microsoft-Phi-4-mini-instruct.jinja": ("phi4-mini", {}, ["tools", "calls", "nosystem", "onecall"]),
 }
+
+
+def phi4_mini_messages(messages, tools):
+    """Phi-4-mini's template takes the tools as the system message's "tools" text and writes only an
+    assistant message's content: the functions go there as one JSON list (its model card's form),
+    a system message with no text carries them when there is none, and the calls are written into
+    the content as functools[...] (the form the parser Microsoft wrote for vLLM reads)."""
+    out = [dict(m) for m in messages]
+    if tools:
+        if not out or out[0]["role"] != "system":
+            out.insert(0, {"role": "system", "content": ""})
+        out[0]["tools"] = json.dumps([t["function"] for t in tools], ensure_ascii=False)
+    for m in out:
+        if m.get("tool_calls"):
+            calls = ", ".join(json.dumps({"name": c["function"]["name"], "arguments": c["function"]["arguments"]},
+                                         ensure_ascii=False) for c in m["tool_calls"])
+            m["content"] = m["content"] + ("\n" if m["content"] else "") + "functools[" + calls + "]"
+    return out
 
 
 def raise_exception(msg):
@@ -87,7 +106,8 @@ def main():
             tmpl = env.from_string(f.read())
         for case in cases:
             tools = None if case == "plain" else TOOLS
-            text = tmpl.render(messages=CASES[case], tools=tools, add_generation_prompt=True,
+            messages = phi4_mini_messages(CASES[case], tools) if name == "phi4-mini" else CASES[case]
+            text = tmpl.render(messages=messages, tools=tools, add_generation_prompt=True,
                                bos_token=BOS.get(name[:5], ""),
                                eos_token="", **extra)
             with open(os.path.join(OUT, f"{name}-{case}.txt"), "w", encoding="utf-8") as f:
