@@ -112,7 +112,8 @@ elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_
 
 /* Whether template t renders tools and its replies' tool calls are parsed: qwen3 and
  * qwen3-no-think (<tool_call> JSON blocks), granite4 (the same), qwen35 and qwen35-no-think
- * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call). */
+ * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call), lfm2 and
+ * lfm25 (<|tool_call_start|>[name(key=value, ...)]<|tool_call_end|>, Python calls). */
 bool elm_chat_template_has_tools(elm_chat_template t);
 
 /* The names of the templates with tools, ", "-separated, for messages ("qwen3, qwen3-no-think,
@@ -137,13 +138,15 @@ bool elm_tool_name_ok(const char *name);
 
 /* A reply split into its text and its tool calls (elm_chat_parse_tool_calls). */
 typedef struct elm_tool_calls {
-    char *content;         /* the text before the first call, trailing whitespace trimmed */
+    char *content;         /* the text before the first call (LFM2: the text around its calls),
+                            * trailing whitespace trimmed */
     int32_t n;
     elm_tool_call *calls;  /* [n]: name and arguments (compact JSON) malloc'd */
 } elm_tool_calls;
 
 /* The tool calls in `reply`, as template t's family writes them (every <tool_call> block to the
- * end, or Llama's {"name": ..., "parameters": ...}; a last call cut short is dropped). `tools`
+ * end, Llama's {"name": ..., "parameters": ...}, or LFM2's lists of Python calls, each argument a
+ * Python literal read as JSON; a last call cut short is dropped). `tools`
  * (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string parameter's
  * text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call does not
  * hold a name and an object of arguments, naming it; ELM_ERR_UNSUPPORTED for a template without
@@ -152,8 +155,8 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
                                      elm_tool_calls *out, elm_error *err);
 void elm_tool_calls_free(elm_tool_calls *c);
 
-/* The text a reply's first tool call opens with in template t ("<tool_call>", or Llama's
- * {"name": "); NULL for a template without tools. A stream holds back text that could begin it. */
+/* The text a reply's first tool call opens with in template t ("<tool_call>", LFM2's
+ * "<|tool_call_start|>", or Llama's {"name": "); NULL for a template without tools. A stream holds back text that could begin it. */
 const char *elm_chat_tool_call_open(elm_chat_template t);
 
 /* The most ids elm_chat_tool_preserved_ids writes. */
