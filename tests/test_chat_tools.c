@@ -294,7 +294,10 @@ static void lfm2_parse(void) {
                          "<|tool_call_start|>[f(a=undefined)]<|tool_call_end|>",
                          "<|tool_call_start|>[f(a={1: 2})]<|tool_call_end|>",
                          "<|tool_call_start|>[f(a=\"x)]<|tool_call_end|>",
-                         "<|tool_call_start|>[]<|tool_call_end|>"};
+                         "<|tool_call_start|>[]<|tool_call_end|>",
+                         "<|tool_call_start|>[f(a=\"\\ud800\")]<|tool_call_end|>",
+                         "<|tool_call_start|>[f(a=\"\\x00\")]<|tool_call_end|>",
+                         "<|tool_call_start|>[f(a=1.2.3)]<|tool_call_end|>"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         elm_tool_calls c;
         elm_error err;
