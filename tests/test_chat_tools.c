@@ -373,8 +373,8 @@ static void check_grammar(elm_chat_template t, const char *tools, bool lazy, con
 static void lfm2_grammar(const char *tools) {
     const char *good[] = {
         "<|tool_call_start|>[get_weather(city=\"Paris\")]<|tool_call_end|>",
-        "<|tool_call_start|>[get_weather(city=\"New \\\"York\\\"\", days=7, unit=\"F\", tags=[\"a\", "
-        "\"bcd\"]), now(x=1, y=True, z=[None, {\"k\": False}])]<|tool_call_end|>",
+        ("<|tool_call_start|>[get_weather(city=\"New \\\"York\\\"\", days=7, unit=\"F\", tags=[\"a\", "
+         "\"bcd\"]), now(x=1, y=True, z=[None, {\"k\": False}])]<|tool_call_end|>"),
         "<|tool_call_start|>[get_weather(city=\"P\", unit=\"C\")]<|tool_call_end|>",
         "<|tool_call_start|>[now()]<|tool_call_end|>"};
     const char *wrong[] = {
