@@ -114,7 +114,8 @@ elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_
  * qwen3-no-think (<tool_call> JSON blocks), granite4 (the same), qwen35 and qwen35-no-think
  * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call), gemma4 and
  * gemma4-think (<|tool_call>call:NAME{...}<tool_call|> in Gemma's own value syntax), phi4-mini
- * (functools[{"name": ..., "arguments": {...}}, ...]). */
+ * (functools[{"name": ..., "arguments": {...}}, ...]), lfm2 and lfm25
+ * (<|tool_call_start|>[name(key=value, ...)]<|tool_call_end|>, Python calls). */
 bool elm_chat_template_has_tools(elm_chat_template t);
 
 /* The names of the templates with tools, ", "-separated, for messages ("qwen3, qwen3-no-think,
@@ -139,14 +140,16 @@ bool elm_tool_name_ok(const char *name);
 
 /* A reply split into its text and its tool calls (elm_chat_parse_tool_calls). */
 typedef struct elm_tool_calls {
-    char *content;         /* the text before the first call, trailing whitespace trimmed */
+    char *content;         /* the text before the first call (LFM2: the text around its calls),
+                            * trailing whitespace trimmed */
     int32_t n;
     elm_tool_call *calls;  /* [n]: name and arguments (compact JSON) malloc'd */
 } elm_tool_calls;
 
 /* The tool calls in `reply`, as template t's family writes them (every <tool_call> or
- * <|tool_call> block to the end, or Llama's {"name": ..., "parameters": ...}; a last call cut
- * short is dropped; Gemma 4's values are read back into JSON, its None as null). `tools`
+ * <|tool_call> block to the end, Llama's {"name": ..., "parameters": ...}, Phi-4-mini's
+ * functools[...] list, or LFM2's lists of Python calls; a last call cut short is dropped;
+ * Gemma 4's values and LFM2's Python literals are read back into JSON, None as null). `tools`
  * (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string parameter's
  * text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call does not
  * hold a name and an object of arguments, naming it; ELM_ERR_UNSUPPORTED for a template without
@@ -156,9 +159,23 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
 void elm_tool_calls_free(elm_tool_calls *c);
 
 /* The text a reply's first tool call opens with in template t ("<tool_call>", Gemma 4's
- * "<|tool_call>", Phi-4-mini's "functools[", or Llama's {"name": "); NULL for a template without
- * tools. A stream holds back text that could begin it. */
+ * "<|tool_call>", Phi-4-mini's "functools[", LFM2's "<|tool_call_start|>", or Llama's
+ * {"name": "); NULL for a template without tools. A stream holds back text that could begin it. */
 const char *elm_chat_tool_call_open(elm_chat_template t);
+
+/* The most ids elm_chat_tool_preserved_ids writes. */
+#define ELM_TOOL_PRESERVED_MAX 4
+
+/* The control tokens template t's tool calls are written with, as ids of vocabulary v (at most
+ * ELM_TOOL_PRESERVED_MAX into ids; returns how many): the texts of the family's call markers
+ * (LFM2's <|tool_call_start|>, a Hermes <tool_call> where a vocabulary makes it a control token)
+ * that v has as single control tokens; absent ones and those v writes as text anyway left out. A
+ * control token has no text (elm_token_to_bytes), so while a request has tools these are
+ * "preserved", as llama.cpp's preserved tokens: decoded as their text (elm_detok_preserve), so
+ * the reply holds the markers the parser and a stream's hold-back look for, and matched by their
+ * text in the grammar (elm_grammar_vocab_new_preserved), so a lazy matcher sees its trigger and
+ * the grammar can require the closing marker. 0 for a template without tools. */
+int32_t elm_chat_tool_preserved_ids(elm_chat_template t, const elm_vocab *v, int32_t *ids);
 
 /* How a reply may call the tools (OpenAI's tool_choice). */
 typedef enum elm_tool_mode {

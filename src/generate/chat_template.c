@@ -143,9 +143,9 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
                                        .think_pair = ELM_TEMPLATE_SMOLLM3},
     /* LFM2's template names its tool-list tokens, LFM2.5's its keep_past_thinking switch */
     [ELM_TEMPLATE_LFM2] = {.name = "lfm2", .sig = {"<|im_start|>", "<|tool_list_start|>"},
-                           LFM2_BODY},
+                           LFM2_BODY, .tools = ELM_TOOLS_LFM2},
     [ELM_TEMPLATE_LFM25] = {.name = "lfm25", .sig = {"<|im_start|>", "keep_past_thinking"},
-                            LFM2_BODY, .reply = REPLY_LFM25},
+                            LFM2_BODY, .reply = REPLY_LFM25, .tools = ELM_TOOLS_LFM25},
     /* Qwen3.5 trims every message, and its generation prompt opens the think block */
     [ELM_TEMPLATE_QWEN35] = {.name = "qwen35", .sig = {"enable_thinking", "<|vision_start|>"},
                              CHATML_BODY, .gen_prompt = CHATML_HEAD("assistant") "<think>\n",
@@ -253,13 +253,18 @@ const char *elm_chat_tool_template_names(void) {
     return elm_names_get(&names, fill_tool_names);
 }
 
+int32_t elm_chat_tool_preserved_ids(elm_chat_template t, const elm_vocab *v, int32_t *ids) {
+    const char *const *texts = elm_tools_marker_tokens(elm_chat_template_tool_syntax(t));
+    int32_t n = 0;
+    for (int i = 0; texts[i] && n < ELM_TOOL_PRESERVED_MAX; i++) {
+        const int32_t id = elm_chat_special_id(v, texts[i]);
+        if (id >= 0 && v->types[id] == ELM_TOKEN_CONTROL) ids[n++] = id;
+    }
+    return n;
+}
+
 const char *elm_chat_tool_call_open(elm_chat_template t) {
-    const elm_tool_syntax s = elm_chat_template_tool_syntax(t);
-    return s == ELM_TOOLS_NONE     ? NULL
-           : s == ELM_TOOLS_LLAMA  ? "{\"name\": \""
-           : s == ELM_TOOLS_GEMMA4 ? ELM_GEMMA4_CALL_OPEN
-           : s == ELM_TOOLS_PHI4_MINI ? ELM_PHI4_CALL_OPEN
-                                   : ELM_TOOL_CALL_OPEN;
+    return elm_tools_call_open(elm_chat_template_tool_syntax(t));
 }
 
 const char *elm_chat_template_eot(elm_chat_template t) {

@@ -186,13 +186,26 @@ static bool all_finite(const cJSON *v) {
     return true;
 }
 
-/* Appends the exact text of JSON value v (no whitespace; in Gemma 4's syntax under gemma4) as a
- * literal. */
+/* Whether v is an array or object with true, false or null somewhere inside. */
+static bool holds_literal(const cJSON *v) {
+    for (const cJSON *x = v->child; x; x = x->next)
+        if (cJSON_IsBool(x) || cJSON_IsNull(x) || holds_literal(x)) return true;
+    return false;
+}
+
+/* Appends the exact text of JSON value v (no whitespace) as a literal, in the dialect's spelling:
+ * Python's true, false and null (refused inside a container, which would be written as JSON), or
+ * Gemma 4's syntax. */
 static bool put_json(js_cx *c, elm_sbuf *b, const cJSON *v) {
     if (!all_finite(v)) return fail(c, ELM_ERR_UNSUPPORTED, "a number out of double range");
+    if (c->dialect == JS_PYTHON && (cJSON_IsBool(v) || cJSON_IsNull(v)))
+        return put_literal(c, b, cJSON_IsTrue(v) ? "True" : cJSON_IsFalse(v) ? "False" : "None");
+    if (c->dialect == JS_PYTHON && holds_literal(v))
+        return fail(c, ELM_ERR_UNSUPPORTED, "a value with true, false or null inside is not "
+                    "written as a Python literal");
     elm_sbuf g = {0};
-    if (c->gemma4) elm_put_gemma4_value(&g, v, false);
-    char *text = c->gemma4 ? elm_sb_finish(&g) : cJSON_PrintUnformatted(v);
+    if (c->dialect == JS_GEMMA4) elm_put_gemma4_value(&g, v, false);
+    char *text = c->dialect == JS_GEMMA4 ? elm_sb_finish(&g) : cJSON_PrintUnformatted(v);
     if (!text) return oom(c);
     const bool ok = put_literal(c, b, text);
     free(text);
@@ -201,7 +214,7 @@ static bool put_json(js_cx *c, elm_sbuf *b, const cJSON *v) {
 
 /* Appends object key `key` as a JSON string (quoted, escaped), as a literal. */
 static bool put_key(js_cx *c, elm_sbuf *b, const char *key) {
-    if (c->gemma4) { /* bare: a key its parser reads back whole */
+    if (c->dialect == JS_GEMMA4) { /* bare: a key its parser reads back whole */
         if (!*key || key[strcspn(key, ":{}[],<")])
             return fail(c, ELM_ERR_UNSUPPORTED, "property name '%s': Gemma 4's call syntax "
                         "writes keys bare, and this one holds one of :{}[],<", key);
@@ -635,7 +648,7 @@ static const char *const GEMMA4_QUOTE = " \"<|\\\"|>\"";
 
 /* Appends the quote that opens and closes strings. */
 static void put_quote(const js_cx *c, elm_sbuf *b) {
-    elm_sb_puts(b, c->gemma4 ? GEMMA4_QUOTE : QUOTE);
+    elm_sb_puts(b, c->dialect == JS_GEMMA4 ? GEMMA4_QUOTE : QUOTE);
 }
 
 static bool put_string(js_cx *c, elm_sbuf *b, const cJSON *const *k) {
@@ -827,7 +840,7 @@ static bool put_object(js_cx *c, elm_sbuf *b, const cJSON *const *k, int32_t sel
     c->left = false; /* "{" is matched */
     if (!n_max) {
         char *v = compile_child(c, addl, "additionalProperties", NULL, self, "value");
-        const enum js_helper key = c->gemma4 ? H_KEY : H_STRING;
+        const enum js_helper key = c->dialect == JS_GEMMA4 ? H_KEY : H_STRING;
         const char *k = js_helper_name(key);
         js_helper(c, NULL, key);
         if (v)
@@ -1014,10 +1027,10 @@ static char *assemble(js_cx *c) {
 
 elm_status elm_json_schema_to_gbnf(const char *schema, size_t len, const char *src, char **gbnf,
                                    elm_error *err) {
-    return js_schema_to_gbnf(schema, len, src, false, gbnf, err);
+    return js_schema_to_gbnf(schema, len, src, JS_JSON, gbnf, err);
 }
 
-elm_status js_schema_to_gbnf(const char *schema, size_t len, const char *src, bool gemma4,
+elm_status js_schema_to_gbnf(const char *schema, size_t len, const char *src, js_dialect d,
                              char **gbnf, elm_error *err) {
     *gbnf = NULL;
     src = src ? src : "schema";
@@ -1038,7 +1051,7 @@ elm_status js_schema_to_gbnf(const char *schema, size_t len, const char *src, bo
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: strings with \\u0000 are not supported",
                           src);
     }
-    js_cx c = {.root = root, .src = src, .err = err, .left = true, .gemma4 = gemma4};
+    js_cx c = {.root = root, .src = src, .err = err, .left = true, .dialect = d};
     const int32_t r = new_rule(&c, "root");
     if (r >= 0 && grow(&c, &c.defs, &c.cap_defs, 0, sizeof *c.defs)) {
         c.defs[c.n_defs++] = (js_def){root, r, "#"};

@@ -33,6 +33,15 @@ typedef struct {
     const char *ref;   /* the $ref text that first reached it, for messages */
 } js_def;
 
+/* How a translation writes values: JSON, or as a family's tool calls write their arguments. */
+typedef enum js_dialect {
+    JS_JSON = 0,
+    JS_PYTHON, /* Python literals (LFM2's calls): JSON but for True, False and None */
+    JS_GEMMA4, /* Gemma 4's calls (chat_tools.h): no whitespace, bare keys, strings between <|"|>
+                * tokens without escapes, booleans as JSON's, null as None */
+    N_DIALECTS
+} js_dialect;
+
 /* One translation. */
 typedef struct js_cx {
     const cJSON *root;
@@ -52,14 +61,14 @@ typedef struct js_cx {
     bool left;            /* nothing matched yet since cur_def's start */
     int depth;
     int64_t elems;        /* the repetitions' share of the parsed grammar's size */
-    bool gemma4;          /* values in Gemma 4's syntax for tool arguments (chat_tools.h), not
-                           * JSON: no whitespace, bare keys, strings between <|"|> tokens without
-                           * escapes, null as None */
+    js_dialect dialect;   /* how the values are written */
 } js_cx;
 
-/* elm_json_schema_to_gbnf, in Gemma 4's value syntax when gemma4 (for its tool calls'
- * arguments; the caller sorts the schema's properties as the template does). */
-elm_status js_schema_to_gbnf(const char *schema, size_t len, const char *src, bool gemma4,
+/* elm_json_schema_to_gbnf with the values written in dialect d, as a family's tool calls write
+ * them. Under JS_PYTHON a const or enum value that holds true, false or null inside an array or
+ * object is refused (ELM_ERR_UNSUPPORTED); under JS_GEMMA4 a property name its parser could not
+ * read back bare, and the caller sorts the schema's members as the template does. */
+elm_status js_schema_to_gbnf(const char *schema, size_t len, const char *src, js_dialect d,
                              char **gbnf, elm_error *err);
 
 /* Appends rules NAME, NAME-1.., NAME-end: NAME matches any text that does not contain `close`
@@ -72,7 +81,7 @@ const char *js_helper_name(enum js_helper h);
 /* Appends " NAME" of helper h to b (b may be NULL) and marks it, and those it names, used. */
 void js_helper(js_cx *c, elm_sbuf *b, enum js_helper h);
 
-/* Appends the helpers used, one "NAME ::= BODY" a line. */
+/* Appends the helpers used, one "NAME ::= BODY" a line, in the translation's dialect. */
 void js_put_helpers(const js_cx *c, elm_sbuf *out);
 
 /* Appends " ATOM" repeated lo..hi times (hi < 0: unbounded; lo, hi <= JS_MAX_REPEAT, hi != 0) in

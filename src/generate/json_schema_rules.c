@@ -54,8 +54,8 @@ static const char json_object_text[] =
 
 const char *elm_json_object_gbnf(void) { return json_object_text; }
 
-/* Gemma 4's forms of the helpers that differ (js_cx.gemma4): its strings are raw text between
- * quote tokens (str-text: without the quote), keys of free-form objects bare */
+/* Gemma 4's forms of helpers (dialect_helpers): its strings are raw text between quote tokens
+ * (str-text: without the quote), keys of free-form objects bare */
 #define G4_QUOTE "\"<|\\\"|>\""
 #define G4_STRING_BODY G4_QUOTE " str-text " G4_QUOTE
 #define G4_OBJECT_BODY \
@@ -110,26 +110,29 @@ static const struct helper_rule {
     [H_KEY] = {"key", "string", B(H_STRING)},
 };
 
-/* The helpers whose Gemma 4 form differs (js_cx.gemma4): its body, and the helpers it names
+/* The helpers whose form differs in a dialect (js_dialect): its body, and the helpers it names
  * besides the JSON form's */
 static const struct {
     const char *body;
     uint32_t deps;
-} gemma4_helpers[N_HELPERS] = {
-    [H_WS] = {"\"\"", 0},
-    [H_OBJECT] = {G4_OBJECT_BODY, B(H_KEY)},
-    [H_STRING] = {G4_STRING_BODY, 0},
-    /* strings of a bounded length leave '<' out, which keeps the quote out */
-    [H_CHAR] = {"[^<]", 0},
-    [H_NULL] = {"\"None\"", 0}, /* Python's str(None) */
-    [H_KEY] = {"[a-zA-Z0-9_.$-]+", 0}, /* a name: stricter than its parser */
+} dialect_helpers[N_DIALECTS][N_HELPERS] = {
+    [JS_PYTHON] = {[H_BOOLEAN] = {"\"True\" | \"False\"", 0}, [H_NULL] = {"\"None\"", 0}},
+    [JS_GEMMA4] = {
+        [H_WS] = {"\"\"", 0},
+        [H_OBJECT] = {G4_OBJECT_BODY, B(H_KEY)},
+        [H_STRING] = {G4_STRING_BODY, 0},
+        /* strings of a bounded length leave '<' out, which keeps the quote out */
+        [H_CHAR] = {"[^<]", 0},
+        [H_NULL] = {"\"None\"", 0},           /* Python's str(None) */
+        [H_KEY] = {"[a-zA-Z0-9_.$-]+", 0}, /* a name: stricter than its parser */
+    },
 };
 
 void js_helper(js_cx *c, elm_sbuf *b, enum js_helper h) {
     if (b) elm_sb_printf(b, " %s", helpers[h].name);
     if (c->helpers & B(h)) return;
     c->helpers |= B(h);
-    const uint32_t deps = helpers[h].deps | (c->gemma4 ? gemma4_helpers[h].deps : 0);
+    const uint32_t deps = helpers[h].deps | dialect_helpers[c->dialect][h].deps;
     for (int d = 0; d < N_HELPERS; d++)
         if (deps & B(d)) js_helper(c, NULL, (enum js_helper)d);
 }
@@ -150,10 +153,11 @@ const char *js_helper_name(enum js_helper h) { return helpers[h].name; }
 void js_put_helpers(const js_cx *c, elm_sbuf *out) {
     for (int h = 0; h < N_HELPERS; h++) {
         if (!(c->helpers & B(h))) continue;
-        const char *g4 = c->gemma4 ? gemma4_helpers[h].body : NULL;
-        elm_sb_printf(out, "%s ::= %s\n", helpers[h].name, g4 ? g4 : helpers[h].body);
+        const char *own = dialect_helpers[c->dialect][h].body;
+        elm_sb_printf(out, "%s ::= %s\n", helpers[h].name, own ? own : helpers[h].body);
     }
-    if (c->gemma4 && c->helpers & B(H_STRING)) js_put_text_until(out, "str-text", "<|\"|>");
+    if (c->dialect == JS_GEMMA4 && c->helpers & B(H_STRING))
+        js_put_text_until(out, "str-text", "<|\"|>");
 }
 
 /* Appends byte ch as a member of a character class. */

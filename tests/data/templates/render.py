@@ -55,7 +55,30 @@ CASES = {
     "answer": [USER, ONE_CALL, RESULTS[0], {"role": "assistant", "content": " Sunny. "},
                {"role": "user", "content": "Thanks"}],
 }
-BOS = {"llama": "<|begin_of_text|>", "gemma": "<bos>"}
+def py_literal(v):
+    """v as LFM2 writes an argument: json.dumps, but Python's True, False and None"""
+    if v is True or v is False or v is None:
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(py_literal(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(json.dumps(k, ensure_ascii=False) + ": " + py_literal(x)
+                               for k, x in v.items()) + "}"
+    return json.dumps(v, ensure_ascii=False)
+
+
+def lfm2_calls(message):
+    # LFM2's templates render no tool_calls: the model writes its calls into its reply, and a
+    # conversation sends them back there, so the calls go into the content as the model writes them
+    if not message.get("tool_calls"):
+        return message
+    calls = ", ".join(c["function"]["name"] + "(" + ", ".join(
+        f"{k}={py_literal(v)}" for k, v in c["function"]["arguments"].items()) + ")"
+                      for c in message["tool_calls"])
+    return {"role": message["role"],
+            "content": message["content"] + "<|tool_call_start|>[" + calls + "]<|tool_call_end|>"}
+
+
 TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
     "Qwen3.5-4B.jinja": ("qwen35", {}, ["tools", "calls", "nosystem", "onecall"]),
     "ibm-granite-granite-4.0.jinja": ("granite4", {}, ["tools", "calls", "nosystem", "onecall"]),
@@ -63,7 +86,11 @@ TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
     "meta-llama-Llama-3.2-3B-Instruct.jinja": ("llama32", {}, ["tools", "onecall", "plain"]),
     "google-gemma-4-31B-it.jinja": ("gemma4", {}, ["tools", "calls", "nosystem", "onecall", "answer"]),
     "microsoft-Phi-4-mini-instruct.jinja": ("phi4-mini", {}, ["tools", "calls", "nosystem", "onecall"]),
+    "LFM2-8B-A1B.jinja": ("lfm2", {}, ["tools", "calls", "nosystem", "onecall"]),
+    "LFM2.5-Instruct.jinja": ("lfm25", {}, ["tools", "calls", "nosystem", "onecall"]),
 }
+BOS = {"llama31": "<|begin_of_text|>", "llama32": "<|begin_of_text|>", "lfm2": "<|startoftext|>",
+       "lfm25": "<|startoftext|>", "gemma4": "<bos>"}
 
 
 def phi4_mini_messages(messages, tools):
@@ -106,10 +133,13 @@ def main():
             tmpl = env.from_string(f.read())
         for case in cases:
             tools = None if case == "plain" else TOOLS
-            messages = phi4_mini_messages(CASES[case], tools) if name == "phi4-mini" else CASES[case]
+            messages = CASES[case]
+            if name.startswith("lfm"):
+                messages = [lfm2_calls(m) for m in messages]
+            if name == "phi4-mini":
+                messages = phi4_mini_messages(messages, tools)
             text = tmpl.render(messages=messages, tools=tools, add_generation_prompt=True,
-                               bos_token=BOS.get(name[:5], ""),
-                               eos_token="", **extra)
+                               bos_token=BOS.get(name, ""), eos_token="", **extra)
             with open(os.path.join(OUT, f"{name}-{case}.txt"), "w", encoding="utf-8") as f:
                 f.write(text)
             print(f"{name}-{case}.txt: {len(text)} bytes", file=sys.stderr)
