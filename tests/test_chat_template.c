@@ -140,6 +140,14 @@ static const expected cases[] = {
      LLAMA31_HEAD "You are a helpful assistant.<|eot_id|>" LLAMA31_TURNS
      "<|start_header_id|>assistant<|end_header_id|>\n\nWhy did the chicken cross the road?<|eot_id|>",
      ""},
+    /* mistralai/Ministral-3-14B-Reasoning-2512 (tests/data/templates): messages as they are, no
+     * generation prompt */
+    {ELM_TEMPLATE_MINISTRAL3,
+     "<s>[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT][INST]Hi there![/INST]Hello! "
+     "How can I help?</s>[INST]Tell me a joke.[/INST]",
+     "<s>[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT][INST]Hi there![/INST]Hello! "
+     "How can I help?</s>[INST]Tell me a joke.[/INST]Why did the chicken cross the road?</s>",
+     ""},
     {ELM_TEMPLATE_PLAIN,
      "You are a helpful assistant.\n\nUser: Hi there!\nAssistant: Hello! How can I help?\nUser: "
      "Tell me a joke.\nAssistant:",
@@ -218,6 +226,16 @@ static void trimming(void) {
                  "user<|end_of_role|>  spaced out \n<|end_of_text|>\n<|start_of_role|>assistant"
                  "<|end_of_role|>",
                  "empty system");
+    /* Ministral 3 keeps messages as they are and writes an empty system message as an empty
+     * block, its default one without a system message */
+    check_render(ELM_TEMPLATE_MINISTRAL3, e, 2, true,
+                 "<s>[SYSTEM_PROMPT][/SYSTEM_PROMPT][INST]  spaced out \n[/INST]", "empty system");
+    char *def = NULL;
+    elm_chat_render(ELM_TEMPLATE_MINISTRAL3, e + 1, 1, true, &def, NULL);
+    CHECK(def && !strncmp(def, "<s>[SYSTEM_PROMPT]# HOW YOU SHOULD THINK AND ANSWER\n\nFirst", 58) &&
+              strstr(def, "self-contained response.[/SYSTEM_PROMPT][INST]"),
+          "ministral3 default system: [%s]", def ? def : "");
+    free(def);
     /* Qwen3.5 trims a reply and its reasoning, Qwen3 strips only the newlines around them */
     const elm_chat_msg r[] = {{.role = "user", .content = "Hi"}, {.role = "assistant", .content = " <think> Spaced. </think> Answer \n"}};
     check_render(ELM_TEMPLATE_QWEN35, r, 2, false,
@@ -594,6 +612,7 @@ static void detection_published(void) {
         {"ibm-granite-granite-4.1.jinja", ELM_TEMPLATE_PLAIN},
         {"meta-llama-Llama-3.1-8B-Instruct.jinja", ELM_TEMPLATE_LLAMA31},
         {"meta-llama-Llama-3.2-3B-Instruct.jinja", ELM_TEMPLATE_LLAMA32},
+        {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", ELM_TEMPLATE_MINISTRAL3},
     };
     const char *slash = strrchr(__FILE__, '/');
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {

@@ -219,7 +219,8 @@ static void families_render(void) {
     } fam[] = {{ELM_TEMPLATE_QWEN35, "tools calls nosystem onecall"},
                {ELM_TEMPLATE_GRANITE4, "tools calls nosystem onecall"},
                {ELM_TEMPLATE_LLAMA31, "tools onecall plain"},
-               {ELM_TEMPLATE_LLAMA32, "tools onecall plain"}};
+               {ELM_TEMPLATE_LLAMA32, "tools onecall plain"},
+               {ELM_TEMPLATE_MINISTRAL3, "tools calls nosystem onecall plain"}};
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             if (!strstr(fam[f].cases, cases[c].name)) continue;
@@ -299,6 +300,26 @@ static void families_parse(void) {
     const char *want_granite[] = {"now", "{}"};
     check_parse(ELM_TEMPLATE_GRANITE4, NULL, "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n"
                 "</tool_call>", 1, want_granite, "");
+    /* Mistral's calls one after another, a call id (Mistral Small 3.2's) skipped; the text
+     * before them (reasoning too) is the content */
+    const char *mistral = "[THINK]Weather.[/THINK]Checking.[TOOL_CALLS]get_weather[ARGS]{\"city\": "
+                          "\"Paris\", \"days\": 2}[TOOL_CALLS]now[CALL_ID]a1b2c3d4e[ARGS]{}";
+    const char *want_mistral[] = {"get_weather", "{\"city\":\"Paris\",\"days\":2}", "now", "{}"};
+    check_parse(ELM_TEMPLATE_MINISTRAL3, NULL, mistral, 2, want_mistral,
+                "[THINK]Weather.[/THINK]Checking.");
+    /* cut short: in the arguments, or before them */
+    check_parse(ELM_TEMPLATE_MINISTRAL3, NULL, "[TOOL_CALLS]now[ARGS]{}[TOOL_CALLS]get_weather[ARGS]"
+                "{\"city\": \"Pa", 1, want_mistral + 2, "");
+    check_parse(ELM_TEMPLATE_MINISTRAL3, NULL, "Hi[TOOL_CALLS]get_wea", 0, NULL, "Hi");
+    check_parse(ELM_TEMPLATE_MINISTRAL3, NULL, "Sunny today.", 0, NULL, "Sunny today.");
+    const char *bad_mistral[] = {"[TOOL_CALLS]now[ARGS][1]", "[TOOL_CALLS][ARGS]{}",
+                                 "[TOOL_CALLS]now[ARGS]{\"a\"[TOOL_CALLS]now[ARGS]{}",
+                                 "[TOOL_CALLS]now[TOOL_CALLS]now[ARGS]{}"};
+    for (size_t i = 0; i < sizeof bad_mistral / sizeof bad_mistral[0]; i++)
+        CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_MINISTRAL3, NULL, bad_mistral[i], &c, &err) ==
+                  ELM_ERR_FORMAT && strstr(err.msg, "tool call "), "mistral bad call %zu: %s", i,
+              err.msg);
+    CHECK(!strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_MINISTRAL3), "[TOOL_CALLS]"), "mistral open");
     CHECK(!strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_LLAMA32), "{\"name\": \"") &&
               !strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_QWEN35), "<tool_call>") &&
               !elm_chat_tool_call_open(ELM_TEMPLATE_LLAMA3), "call openings");
@@ -360,6 +381,18 @@ static void families_grammar(void) {
     check_grammar(ELM_TEMPLATE_LLAMA31, tools, true, llama_lazy, 1, llama_good, 1);
     const char *granite_good[] = {"<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"};
     check_grammar(ELM_TEMPLATE_GRANITE4, tools, false, granite_good, 1, llama_good, 1);
+    const char *mistral_good[] = {
+        "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"days\": 3, \"unit\": \"C\"}",
+        "[TOOL_CALLS]now[ARGS]{}[TOOL_CALLS]get_weather[ARGS]{\"city\":\"Rome\",\"tags\":[\"abc\"]}"};
+    const char *mistral_wrong[] = {"[TOOL_CALLS]get_weather[ARGS]{}",
+                                   "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"P\", \"days\": 8}",
+                                   "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"P\", \"tags\": [\"abcd\"]}",
+                                   "[TOOL_CALLS]nothing[ARGS]{}", "Hello[TOOL_CALLS]now[ARGS]{}",
+                                   "[TOOL_CALLS]now[ARGS]{}\n"};
+    check_grammar(ELM_TEMPLATE_MINISTRAL3, tools, false, mistral_good, 2, mistral_wrong, 6);
+    /* lazy: after the trigger [TOOL_CALLS], the name */
+    const char *mistral_lazy[] = {"now[ARGS]{}", "now[ARGS]{}[TOOL_CALLS]now[ARGS]{}"};
+    check_grammar(ELM_TEMPLATE_MINISTRAL3, tools, true, mistral_lazy, 2, mistral_good, 1);
     char *gbnf = NULL;
     elm_error err;
     const char *top_any = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "

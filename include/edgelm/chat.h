@@ -10,8 +10,8 @@
  * its text and a blank line open the first user turn; Gemma 3's template renders exactly this),
  * ChatML as OpenAI and Qwen use it, Qwen/Qwen3-0.6B and HuggingFaceTB/SmolLM3-3B (as llama.cpp's
  * models/templates has it: no date line), microsoft/Phi-4-mini-instruct, and LiquidAI's LFM2 and
- * LFM2.5, Qwen/Qwen3.5-4B, IBM Granite 4.0 and google/gemma-4-31B-it as tests/data/templates
- * holds them. Plain chat only: tools and documents are not rendered. */
+ * LFM2.5, Qwen/Qwen3.5-4B, IBM Granite 4.0, google/gemma-4-31B-it and
+ * mistralai/Ministral-3-14B-Reasoning-2512 as tests/data/templates holds them. Plain chat only: tools and documents are not rendered. */
 #ifndef EDGELM_CHAT_H
 #define EDGELM_CHAT_H
 
@@ -53,12 +53,14 @@ typedef enum elm_chat_template {
     ELM_TEMPLATE_LLAMA31,          /* Llama 3.1 and 3.3: Llama 3's turns, a system turn always,
                                     * dated 26 Jul 2024 */
     ELM_TEMPLATE_LLAMA32,          /* Llama 3.2: the same dated today (its strftime_now) */
+    ELM_TEMPLATE_MINISTRAL3,       /* Ministral 3: <s>[SYSTEM_PROMPT]..[/SYSTEM_PROMPT][INST]..[/INST]
+                                    * reply</s>, its default system prompt when none is given */
     ELM_TEMPLATE_COUNT
 } elm_chat_template;
 
 /* "plain", "llama2", "llama3", "chatml", "phi3", "gemma", "qwen3", "qwen3-no-think", "smollm3",
  * "smollm3-no-think", "lfm2", "lfm25", "qwen35", "qwen35-no-think", "granite4", "gemma4",
- * "gemma4-think", "phi4-mini", "llama31", "llama32". */
+ * "gemma4-think", "phi4-mini", "llama31", "llama32", "ministral3". */
 const char *elm_chat_template_name(elm_chat_template t);
 
 /* The names above, comma-separated, for messages: a static string, built once (thread-safe). */
@@ -112,7 +114,8 @@ elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_
 
 /* Whether template t renders tools and its replies' tool calls are parsed: qwen3 and
  * qwen3-no-think (<tool_call> JSON blocks), granite4 (the same), qwen35 and qwen35-no-think
- * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call). */
+ * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call), ministral3
+ * ([TOOL_CALLS]NAME[ARGS]{...}). */
 bool elm_chat_template_has_tools(elm_chat_template t);
 
 /* The names of the templates with tools, ", "-separated, for messages ("qwen3, qwen3-no-think,
@@ -143,7 +146,8 @@ typedef struct elm_tool_calls {
 } elm_tool_calls;
 
 /* The tool calls in `reply`, as template t's family writes them (every <tool_call> block to the
- * end, or Llama's {"name": ..., "parameters": ...}; a last call cut short is dropped). `tools`
+ * end, Llama's {"name": ..., "parameters": ...}, or each [TOOL_CALLS]NAME[ARGS]{...} of Mistral's;
+ * a last call cut short is dropped). `tools`
  * (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string parameter's
  * text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call does not
  * hold a name and an object of arguments, naming it; ELM_ERR_UNSUPPORTED for a template without
@@ -152,8 +156,9 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
                                      elm_tool_calls *out, elm_error *err);
 void elm_tool_calls_free(elm_tool_calls *c);
 
-/* The text a reply's first tool call opens with in template t ("<tool_call>", or Llama's
- * {"name": "); NULL for a template without tools. A stream holds back text that could begin it. */
+/* The text a reply's first tool call opens with in template t ("<tool_call>", Llama's
+ * {"name": ", or Mistral's "[TOOL_CALLS]"); NULL for a template without tools. A stream holds
+ * back text that could begin it. */
 const char *elm_chat_tool_call_open(elm_chat_template t);
 
 /* How a reply may call the tools (OpenAI's tool_choice). */

@@ -100,6 +100,16 @@ typedef struct tmpl_spec {
 #define SMOLLM3_NO_THINK_DEFAULT "You are a helpful AI assistant named SmolLM, trained by Hugging Face."
 #define EMPTY_THINK "<think>\n\n</think>\n"
 
+/* Ministral 3's system prompt when there is no system message (the Reasoning model's template) */
+#define MINISTRAL3_DEFAULT                                                                        \
+    "# HOW YOU SHOULD THINK AND ANSWER\n\nFirst draft your thinking process (inner monologue) "   \
+    "until you arrive at a response. Format your response using Markdown, and use LaTeX for any " \
+    "mathematical equations. Write both your thoughts and the response in the same language as "  \
+    "the input.\n\nYour thinking process must follow the template below:[THINK]Your thoughts "    \
+    "or/and draft, like working through an exercise on scratch paper. Be as casual and as long "   \
+    "as you want until you are confident to generate the response to the user.[/THINK]Here, "     \
+    "provide a self-contained response."
+
 static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
     [ELM_TEMPLATE_PLAIN] = {.name = "plain", .bos = "", .sys_pre = "", .sys_post = "\n\n",
                             .user_pre = "User: ", .user_post = "\n", .asst_pre = "Assistant: ",
@@ -186,16 +196,26 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
                               LLAMA31_BODY, .date = "26 Jul 2024"},
     [ELM_TEMPLATE_LLAMA32] = {.name = "llama32", .sig = {"<|start_header_id|>", "strftime_now"},
                               LLAMA31_BODY, .date = ""},
+    /* Ministral 3 (and the templates of its generation: [SYSTEM_PROMPT] and [ARGS]): messages as
+     * they are, no generation prompt (the prompt ends with [/INST]), the tools after the system
+     * block */
+    [ELM_TEMPLATE_MINISTRAL3] = {.name = "ministral3", .sig = {"[SYSTEM_PROMPT]", "[ARGS]"},
+                                 .bos = "<s>", .sys_pre = "[SYSTEM_PROMPT]",
+                                 .sys_post = "[/SYSTEM_PROMPT]", .sys_default = MINISTRAL3_DEFAULT,
+                                 .user_pre = "[INST]", .user_post = "[/INST]", .asst_pre = "",
+                                 .asst_post = "</s>", .gen_prompt = "", .end_no_gen = "",
+                                 .eot = "</s>", .tools = ELM_TOOLS_MISTRAL},
 };
 
 /* Detection order: the more specific markers first (Phi-3 and Llama 3 templates may also mention
  * tokens of other families in comments; ChatML's marker is the most widely borrowed, and of the
- * ChatML families' markers enable_thinking is the most shared). */
+ * ChatML families' markers enable_thinking is the most shared; Mistral's templates write Llama 2's
+ * [INST] too). */
 static const elm_chat_template detect_order[] = {
     ELM_TEMPLATE_LLAMA32,  ELM_TEMPLATE_LLAMA31,   ELM_TEMPLATE_LLAMA3,   ELM_TEMPLATE_PHI4_MINI, ELM_TEMPLATE_PHI3,   ELM_TEMPLATE_GEMMA4,
     ELM_TEMPLATE_GEMMA,    ELM_TEMPLATE_GRANITE4,  ELM_TEMPLATE_SMOLLM3, ELM_TEMPLATE_QWEN35,
     ELM_TEMPLATE_QWEN3,    ELM_TEMPLATE_LFM25,     ELM_TEMPLATE_LFM2,   ELM_TEMPLATE_CHATML,
-    ELM_TEMPLATE_LLAMA2};
+    ELM_TEMPLATE_MINISTRAL3, ELM_TEMPLATE_LLAMA2};
 
 const char *elm_chat_template_name(elm_chat_template t) {
     return (unsigned)t < ELM_TEMPLATE_COUNT ? specs[t].name : "unknown";
@@ -256,7 +276,10 @@ const char *elm_chat_tool_template_names(void) {
 
 const char *elm_chat_tool_call_open(elm_chat_template t) {
     const elm_tool_syntax s = elm_chat_template_tool_syntax(t);
-    return s == ELM_TOOLS_NONE ? NULL : s == ELM_TOOLS_LLAMA ? "{\"name\": \"" : ELM_TOOL_CALL_OPEN;
+    return s == ELM_TOOLS_NONE      ? NULL
+           : s == ELM_TOOLS_LLAMA   ? "{\"name\": \""
+           : s == ELM_TOOLS_MISTRAL ? ELM_MISTRAL_CALL_OPEN
+                                    : ELM_TOOL_CALL_OPEN;
 }
 
 const char *elm_chat_template_eot(elm_chat_template t) {
@@ -446,9 +469,10 @@ static void put_date(text *t, const char *date, bool tools) {
 }
 
 /* The opening of a conversation: BOS text and, for families that have one, the system block (with
- * the family's default text where it writes one without a system message). */
+ * the family's default text where it writes one without a system message); with tools, the
+ * system turn that holds them, or Mistral's tools block after the system block. */
 static void put_opening(text *t, const tmpl_spec *s, const char *system, const cJSON *tools) {
-    if (tools && s->tools != ELM_TOOLS_LLAMA) {
+    if (tools && s->tools != ELM_TOOLS_LLAMA && s->tools != ELM_TOOLS_MISTRAL) {
         put(t, s->bos);
         elm_tools_put_system(t, s->tools, system, tools);
         return;
@@ -466,6 +490,7 @@ static void put_opening(text *t, const tmpl_spec *s, const char *system, const c
         put_content(t, s, system);
         put(t, s->sys_post);
     }
+    if (tools) elm_tools_put_list(t, s->tools, tools);
 }
 
 static elm_status finish(text *t, char **out, elm_error *err) {

@@ -173,8 +173,16 @@ void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, co
         elm_sb_puts(t, "<|im_end|>\n");
         break;
     case ELM_TOOLS_NONE:
-    case ELM_TOOLS_LLAMA: break;
+    case ELM_TOOLS_LLAMA:
+    case ELM_TOOLS_MISTRAL: break;
     }
+}
+
+void elm_tools_put_list(elm_sbuf *t, elm_tool_syntax s, const cJSON *tools) {
+    if (s != ELM_TOOLS_MISTRAL) return;
+    elm_sb_puts(t, "[AVAILABLE_TOOLS]");
+    elm_put_py_json(t, tools, -1);
+    elm_sb_puts(t, "[/AVAILABLE_TOOLS]");
 }
 
 void elm_tools_put_llama_user(elm_sbuf *t, const cJSON *tools, const char *user) {
@@ -224,6 +232,10 @@ void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *ca
             }
             elm_sb_puts(t, "</function>\n" ELM_TOOL_CALL_CLOSE);
             break;
+        case ELM_TOOLS_MISTRAL:
+            elm_sb_printf(t, ELM_MISTRAL_CALL_OPEN "%s" ELM_MISTRAL_ARGS, calls[i].name);
+            elm_put_py_json(t, args, -1);
+            break;
         case ELM_TOOLS_LLAMA:
             elm_sb_printf(t, "{\"name\": \"%s\", \"parameters\": ", calls[i].name);
             elm_put_py_json(t, args, -1);
@@ -242,6 +254,12 @@ void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, b
         elm_sb_puts(t, "<|start_header_id|>ipython<|end_header_id|>\n\n");
         put_string(t, content);
         elm_sb_puts(t, "<|eot_id|>");
+        return;
+    }
+    if (s == ELM_TOOLS_MISTRAL) {
+        elm_sb_puts(t, "[TOOL_RESULTS]");
+        elm_sb_puts(t, content);
+        elm_sb_puts(t, "[/TOOL_RESULTS]");
         return;
     }
     const bool granite = s == ELM_TOOLS_GRANITE;

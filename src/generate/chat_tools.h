@@ -12,6 +12,9 @@
 /* The block that holds one call in the Hermes (Qwen3, Granite) and Qwen3.5 syntaxes */
 #define ELM_TOOL_CALL_OPEN "<tool_call>"
 #define ELM_TOOL_CALL_CLOSE "</tool_call>"
+/* Mistral's markers (control tokens in its vocabulary): each call is OPEN NAME ARGS {json} */
+#define ELM_MISTRAL_CALL_OPEN "[TOOL_CALLS]"
+#define ELM_MISTRAL_ARGS "[ARGS]"
 
 /* How a family's template writes tools and calls (each from reading its Jinja template). */
 typedef enum elm_tool_syntax {
@@ -25,6 +28,9 @@ typedef enum elm_tool_syntax {
     ELM_TOOLS_LLAMA,    /* Llama 3.1-3.3: the tools (json.dumps, indent 4) in the first user turn,
                          * a call the whole reply {"name": N, "parameters": A}, one at a time, the
                          * results "ipython" turns */
+    ELM_TOOLS_MISTRAL,  /* Ministral 3: [AVAILABLE_TOOLS]json.dumps(tools)[/AVAILABLE_TOOLS] after
+                         * the system block, each call [TOOL_CALLS]N[ARGS]A after the reply's text,
+                         * each result [TOOL_RESULTS]R[/TOOL_RESULTS] */
 } elm_tool_syntax;
 
 /* The syntax of template t (ELM_TOOLS_NONE for a template without tools). In chat_template.c. */
@@ -39,9 +45,13 @@ void elm_put_py_json(elm_sbuf *t, const cJSON *v, int indent);
  * field. */
 elm_status elm_tools_check(const cJSON *tools, const char *src, elm_error *err);
 
-/* The system turn with tools of syntax s (not ELM_TOOLS_LLAMA, whose system turn is the
- * template's own): the system text (NULL: no system message) and the tools. */
+/* The system turn with tools of syntax s (not ELM_TOOLS_LLAMA or ELM_TOOLS_MISTRAL, whose system
+ * turn is the template's own): the system text (NULL: no system message) and the tools. */
 void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, const cJSON *tools);
+
+/* The tools block of syntaxes that write it apart from the system turn (Mistral's); nothing for
+ * the others. */
+void elm_tools_put_list(elm_sbuf *t, elm_tool_syntax s, const cJSON *tools);
 
 /* Llama 3.1's first user turn with tools: the instructions, each tool, then `user` trimmed. */
 void elm_tools_put_llama_user(elm_sbuf *t, const cJSON *tools, const char *user);

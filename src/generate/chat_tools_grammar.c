@@ -152,8 +152,8 @@ static elm_status xml_params(elm_sbuf *g, const cJSON *params, int i, const char
 }
 
 /* The rule `call` of one call of the functions in tools (only the one named `only` when not NULL)
- * in syntax s, `call-body` the same after the call's opening ("<function=" or {"name": "), and
- * the rules they use. */
+ * in syntax s, `call-body` the same after the call's opening ("<function=", {"name": " or
+ * [TOOL_CALLS]), and the rules they use. */
 static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools, const char *only,
                              elm_error *err) {
     elm_sbuf alts = {0}, rules = {0};
@@ -175,10 +175,13 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
             elm_sb_printf(&alts, " %sparams", prefix);
             st = xml_params(&rules, params, i, prefix, err);
         } else {
-            snprintf(head, sizeof head, "%s\", \"%s\": ", name,
-                     s == ELM_TOOLS_LLAMA ? "parameters" : "arguments");
+            if (s == ELM_TOOLS_MISTRAL)
+                snprintf(head, sizeof head, "%s" ELM_MISTRAL_ARGS, name);
+            else
+                snprintf(head, sizeof head, "%s\", \"%s\": ", name,
+                         s == ELM_TOOLS_LLAMA ? "parameters" : "arguments");
             js_put_literal(&alts, head); /* a name elm_tool_name_ok passed, ASCII */
-            elm_sb_printf(&alts, " %sroot \"}\"", prefix);
+            elm_sb_printf(&alts, s == ELM_TOOLS_MISTRAL ? " %sroot" : " %sroot \"}\"", prefix);
             st = schema_rules(&rules, params, src, prefix, err);
         }
     }
@@ -186,8 +189,9 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
         st = elm_errorf(err, ELM_ERR_FORMAT, only ? "tool_choice: no tool named %s"
                                                   : "tools: none given%s", only ? only : "");
     if (!st) {
-        elm_sb_puts(g, s == ELM_TOOLS_QWEN_XML ? "call ::= \"<function=\" call-body \"</function>\"\n"
-                                               : "call ::= \"{\\\"name\\\": \\\"\" call-body\n");
+        elm_sb_puts(g, s == ELM_TOOLS_QWEN_XML  ? "call ::= \"<function=\" call-body \"</function>\"\n"
+                       : s == ELM_TOOLS_MISTRAL ? "call ::= \"" ELM_MISTRAL_CALL_OPEN "\" call-body\n"
+                                                : "call ::= \"{\\\"name\\\": \\\"\" call-body\n");
         elm_sb_puts(g, "call-body ::=");
         elm_sb_put(g, alts.s, alts.len);
         elm_sb_puts(g, "\n");
@@ -212,8 +216,9 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
     cJSON *arr = cJSON_Parse(tools);
     elm_status st = elm_tools_check(arr, "tools", err);
     elm_sbuf g = {0};
-    if (!st && llama) /* the reply is the call: {"name": " opens it */
-        elm_sb_puts(&g, lazy ? "root ::= call-body\n" : "root ::= call\n");
+    if (!st && (llama || s == ELM_TOOLS_MISTRAL)) /* the calls are the reply: nothing around them */
+        elm_sb_printf(&g, "root ::= %s%s\n", lazy ? "call-body" : "call",
+                      parallel && !llama ? " call*" : "");
     else if (!st)
         elm_sb_printf(&g, "root ::= %s call \"\\n" ELM_TOOL_CALL_CLOSE "\"%s\n",
                       lazy ? "\"\\n\"" : "\"" ELM_TOOL_CALL_OPEN "\\n\"",

@@ -202,6 +202,32 @@ static elm_status parse_llama(const char *reply, elm_tool_calls *out, elm_error 
     return ELM_OK;
 }
 
+/* Mistral's: [TOOL_CALLS]NAME[ARGS]{...} one after another, a call id ([CALL_ID]ID, which
+ * Mistral Small 3.2 writes) before [ARGS] skipped. A last call whose arguments do not parse is
+ * cut short; one followed by another call is an error. */
+static elm_status parse_mistral(const char *reply, elm_tool_calls *out, elm_error *err) {
+    const size_t open = strlen(ELM_MISTRAL_CALL_OPEN);
+    for (const char *p = strstr(reply, ELM_MISTRAL_CALL_OPEN); p;) {
+        const char *name = p + open, *args = strstr(name, ELM_MISTRAL_ARGS);
+        if (!args) return ELM_OK;
+        const char *next = strstr(name, ELM_MISTRAL_CALL_OPEN);
+        if (next && next < args) return bad_call(out, err, "NAME[ARGS]{...}");
+        const char *name_end = strstr(name, "[CALL_ID]");
+        if (!name_end || name_end > args) name_end = args;
+        const char *a = args + strlen(ELM_MISTRAL_ARGS), *end = NULL;
+        cJSON *j = cJSON_ParseWithOpts(a, &end, false);
+        if (!j && !next) return ELM_OK;
+        if (!cJSON_IsObject(j) || name_end == name) {
+            cJSON_Delete(j);
+            return bad_call(out, err, "NAME[ARGS] and an object of arguments");
+        }
+        const elm_status st = add_call(out, name, (size_t)(name_end - name), j, err);
+        if (st) return st;
+        p = strstr(end, ELM_MISTRAL_CALL_OPEN);
+    }
+    return ELM_OK;
+}
+
 elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, const char *reply,
                                      elm_tool_calls *out, elm_error *err) {
     memset(out, 0, sizeof *out);
@@ -209,9 +235,11 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
     if (s == ELM_TOOLS_NONE)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tool calls: template %s has none",
                           elm_chat_template_name(t));
-    if (!set_content(out, reply, s == ELM_TOOLS_LLAMA ? NULL : strstr(reply, ELM_TOOL_CALL_OPEN)))
+    const char *open = elm_chat_tool_call_open(t);
+    if (!set_content(out, reply, s == ELM_TOOLS_LLAMA ? NULL : strstr(reply, open)))
         return nomem(out, err);
     return s == ELM_TOOLS_LLAMA      ? parse_llama(reply, out, err)
            : s == ELM_TOOLS_QWEN_XML ? parse_xml(reply, tools, out, err)
+           : s == ELM_TOOLS_MISTRAL  ? parse_mistral(reply, out, err)
                                      : parse_hermes(reply, out, err);
 }

@@ -50,11 +50,15 @@ CASES = {
     "onecall": [SYSTEM, USER, ONE_CALL, RESULTS[0]],
     "plain": [SYSTEM, USER, {"role": "assistant", "content": " Sunny. "}, {"role": "user", "content": "Thanks"}],
 }
+LLAMA_BOS = {"bos_token": "<|begin_of_text|>"}
+MISTRAL_BOS_EOS = {"bos_token": "<s>", "eos_token": "</s>"}
 TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
     "Qwen3.5-4B.jinja": ("qwen35", {}, ["tools", "calls", "nosystem", "onecall"]),
     "ibm-granite-granite-4.0.jinja": ("granite4", {}, ["tools", "calls", "nosystem", "onecall"]),
-    "meta-llama-Llama-3.1-8B-Instruct.jinja": ("llama31", {}, ["tools", "onecall", "plain"]),
-    "meta-llama-Llama-3.2-3B-Instruct.jinja": ("llama32", {}, ["tools", "onecall", "plain"]),
+    "meta-llama-Llama-3.1-8B-Instruct.jinja": ("llama31", LLAMA_BOS, ["tools", "onecall", "plain"]),
+    "meta-llama-Llama-3.2-3B-Instruct.jinja": ("llama32", LLAMA_BOS, ["tools", "onecall", "plain"]),
+    "mistralai-Ministral-3-14B-Reasoning-2512.jinja":
+        ("ministral3", MISTRAL_BOS_EOS, ["tools", "calls", "nosystem", "onecall", "plain"]),
 }
 
 
@@ -80,9 +84,9 @@ def main():
             tmpl = env.from_string(f.read())
         for case in cases:
             tools = None if case == "plain" else TOOLS
+            variables = {"bos_token": "", "eos_token": "", **extra}  # BOS and EOS text if written
             text = tmpl.render(messages=CASES[case], tools=tools, add_generation_prompt=True,
-                               bos_token="<|begin_of_text|>" if name.startswith("llama") else "",
-                               eos_token="", **extra)
+                               **variables)
             with open(os.path.join(OUT, f"{name}-{case}.txt"), "w", encoding="utf-8") as f:
                 f.write(text)
             print(f"{name}-{case}.txt: {len(text)} bytes", file=sys.stderr)
