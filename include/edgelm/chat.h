@@ -161,6 +161,20 @@ void elm_tool_calls_free(elm_tool_calls *c);
  * back text that could begin it. */
 const char *elm_chat_tool_call_open(elm_chat_template t);
 
+/* The most ids elm_chat_tool_preserved_ids writes. */
+#define ELM_TOOL_PRESERVED_MAX 4
+
+/* The control tokens template t's tool calls are written with, as ids of vocabulary v (at most
+ * ELM_TOOL_PRESERVED_MAX into ids; returns how many): the texts of the family's call markers
+ * (LFM2's <|tool_call_start|>, a Hermes <tool_call> where a vocabulary makes it a control token)
+ * that v has as single control tokens; absent ones and those v writes as text anyway left out. A
+ * control token has no text (elm_token_to_bytes), so while a request has tools these are
+ * "preserved", as llama.cpp's preserved tokens: decoded as their text (elm_detok_preserve), so
+ * the reply holds the markers the parser and a stream's hold-back look for, and matched by their
+ * text in the grammar (elm_grammar_vocab_new_preserved), so a lazy matcher sees its trigger and
+ * the grammar can require the closing marker. 0 for a template without tools. */
+int32_t elm_chat_tool_preserved_ids(elm_chat_template t, const elm_vocab *v, int32_t *ids);
+
 /* How a reply may call the tools (OpenAI's tool_choice). */
 typedef enum elm_tool_mode {
     ELM_TOOL_CHOICE_NONE = 0,     /* text only (the tools, if any, are still in the prompt) */

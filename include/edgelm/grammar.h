@@ -61,6 +61,16 @@ int elm_grammar_match_text(const elm_grammar *g, const char *text, size_t len);
  * it. */
 elm_grammar_vocab *elm_grammar_vocab_new(const elm_vocab *v, const int32_t *end_ids,
                                          int32_t n_end);
+
+/* elm_grammar_vocab_new where the control tokens preserved [n_preserved] (-1 entries and other
+ * types ignored) have their pieces' text as bytes instead of none, so a grammar (and a lazy
+ * matcher's trigger) sees them as that text and can allow or require them: the vocabulary of a
+ * reply that may hold tool calls written with control tokens (elm_chat_tool_preserved_ids), whose
+ * detokenizer preserves the same ids (elm_detok_preserve). Other requests keep a vocabulary
+ * without them, where a control token is never text. NULL on allocation failure. */
+elm_grammar_vocab *elm_grammar_vocab_new_preserved(const elm_vocab *v, const int32_t *end_ids,
+                                                   int32_t n_end, const int32_t *preserved,
+                                                   int32_t n_preserved);
 void elm_grammar_vocab_free(elm_grammar_vocab *gv);
 
 /* A matcher at the start of grammar g over vocabulary gv (both must outlive it). NULL on
@@ -76,7 +86,8 @@ elm_status elm_grammar_matcher_set_trigger(elm_grammar_matcher *m, const char *t
                                            elm_error *err);
 
 /* Whether token id may come next: its bytes keep the text a prefix of a match, or it is an end
- * token and the text is a complete match. Tokens with no bytes (control tokens) never are. */
+ * token and the text is a complete match. Tokens with no bytes (control tokens not preserved)
+ * never are. */
 bool elm_grammar_allows(elm_grammar_matcher *m, int32_t id);
 
 /* Sets logits [n_vocab] of every token elm_grammar_allows refuses to -INFINITY. Returns the

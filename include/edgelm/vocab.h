@@ -105,9 +105,18 @@ typedef struct elm_detok {
     bool strip_leading_space; /* true while the first text piece has not been produced */
     unsigned char pending[8];
     int n_pending;
+    const int32_t *preserved; /* [n_preserved] control tokens written as their text, borrowed */
+    int32_t n_preserved;
 } elm_detok;
 
+/* Starts a decoder over v that preserves no token. */
 void elm_detok_init(elm_detok *d, const elm_vocab *v, bool strip_leading_space);
+
+/* Makes the control tokens ids [n] (borrowed: they must outlive the decoder) "preserved": each is
+ * decoded as its piece's text instead of nothing, as llama.cpp's preserved tokens (the control
+ * tokens a chat template's tool calls are written with, which a parser needs to see; see
+ * elm_chat_tool_preserved_ids). Ids of other types are decoded as ever. */
+void elm_detok_preserve(elm_detok *d, const int32_t *ids, int32_t n);
 
 /* Appends the text of token id to out (cap bytes, NUL-terminated when cap > 0); returns the
  * number of bytes written (excluding NUL). out needs room for the token's bytes + 8. */

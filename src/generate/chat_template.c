@@ -274,6 +274,16 @@ const char *elm_chat_tool_template_names(void) {
     return elm_names_get(&names, fill_tool_names);
 }
 
+int32_t elm_chat_tool_preserved_ids(elm_chat_template t, const elm_vocab *v, int32_t *ids) {
+    const char *const *texts = elm_tools_marker_tokens(elm_chat_template_tool_syntax(t));
+    int32_t n = 0;
+    for (int i = 0; texts[i] && n < ELM_TOOL_PRESERVED_MAX; i++) {
+        const int32_t id = elm_chat_special_id(v, texts[i]);
+        if (id >= 0 && v->types[id] == ELM_TOKEN_CONTROL) ids[n++] = id;
+    }
+    return n;
+}
+
 const char *elm_chat_tool_call_open(elm_chat_template t) {
     const elm_tool_syntax s = elm_chat_template_tool_syntax(t);
     return s == ELM_TOOLS_NONE      ? NULL

@@ -96,6 +96,19 @@ elm_status elm_tools_check(const cJSON *tools, const char *src, elm_error *err) 
     return ELM_OK;
 }
 
+const char *const *elm_tools_marker_tokens(elm_tool_syntax s) {
+    static const char *const tool_call[] = {ELM_TOOL_CALL_OPEN, ELM_TOOL_CALL_CLOSE, NULL};
+    static const char *const none[] = {NULL};
+    switch (s) {
+    case ELM_TOOLS_HERMES:
+    case ELM_TOOLS_GRANITE:
+    case ELM_TOOLS_QWEN_XML: return tool_call;
+    case ELM_TOOLS_NONE:
+    case ELM_TOOLS_LLAMA: break;
+    }
+    return none;
+}
+
 /* each tool on a line of its own, as the Hermes-style templates list them */
 static void put_tool_lines(elm_sbuf *t, const cJSON *tools) {
     for (const cJSON *tool = tools->child; tool; tool = tool->next) {

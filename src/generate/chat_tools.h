@@ -36,6 +36,10 @@ typedef enum elm_tool_syntax {
 /* The syntax of template t (ELM_TOOLS_NONE for a template without tools). In chat_template.c. */
 elm_tool_syntax elm_chat_template_tool_syntax(elm_chat_template t);
 
+/* The texts of the special tokens syntax s writes its calls with, NULL-terminated (none for
+ * ELM_TOOLS_NONE and Llama's bare JSON): what elm_chat_tool_preserved_ids looks up. */
+const char *const *elm_tools_marker_tokens(elm_tool_syntax s);
+
 /* v as json.dumps(v, ensure_ascii=False, indent=indent) writes it: indent < 0 for none (", " and
  * ": " separators), else one item a line, indented by `indent` spaces a level. Keys in order. */
 void elm_put_py_json(elm_sbuf *t, const cJSON *v, int indent);

@@ -392,10 +392,28 @@ static bool is_end(const elm_grammar_vocab *gv, int32_t id) {
     return false;
 }
 
-/* Every token's bytes by id (off), then the order of those that have any, end tokens left out
- * (they are allowed by the state, not by their text), sorted by their bytes. */
 elm_grammar_vocab *elm_grammar_vocab_new(const elm_vocab *v, const int32_t *end_ids,
                                          int32_t n_end) {
+    return elm_grammar_vocab_new_preserved(v, end_ids, n_end, NULL, 0);
+}
+
+/* The bytes of token id: its text (elm_token_to_bytes), or a preserved control token's piece. */
+static size_t token_bytes_of(const elm_vocab *v, int32_t id, const int32_t *preserved,
+                             int32_t n_preserved, unsigned char *out) {
+    for (int32_t k = 0; v->types[id] == ELM_TOKEN_CONTROL && k < n_preserved; k++) {
+        if (preserved[k] != id) continue;
+        const size_t len = v->piece_len[id];
+        if (len < MAX_TOKEN_BYTES) memcpy(out, v->pieces[id], len);
+        return len;
+    }
+    return elm_token_to_bytes(v, id, (char *)out, MAX_TOKEN_BYTES);
+}
+
+/* Every token's bytes by id (off), then the order of those that have any, end tokens left out
+ * (they are allowed by the state, not by their text), sorted by their bytes. */
+elm_grammar_vocab *elm_grammar_vocab_new_preserved(const elm_vocab *v, const int32_t *end_ids,
+                                                   int32_t n_end, const int32_t *preserved,
+                                                   int32_t n_preserved) {
     elm_grammar_vocab *gv = calloc(1, sizeof *gv);
     if (!gv) return NULL;
     const int32_t nv = v->n_tokens;
@@ -414,7 +432,7 @@ elm_grammar_vocab *elm_grammar_vocab_new(const elm_vocab *v, const int32_t *end_
     int64_t at = 0;
     for (int32_t i = 0; ok && i < nv; i++) {
         gv->off[i] = at;
-        size_t len = elm_token_to_bytes(v, i, (char *)tmp, MAX_TOKEN_BYTES);
+        size_t len = token_bytes_of(v, i, preserved, n_preserved, tmp);
         if (len >= MAX_TOKEN_BYTES || is_end(gv, i)) len = 0; /* never allowed as text */
         if (at + (int64_t)len > cap) {
             while (at + (int64_t)len > cap) cap *= 2;

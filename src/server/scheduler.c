@@ -63,6 +63,8 @@ struct srv_server {
     float *logits; /* [n_slots, n_vocab] */
     float *raw;    /* [n_vocab] a token's logits as the model gave them, for logprobs */
     elm_grammar_vocab *gv; /* the vocabulary's token bytes, for grammars (made at the first) */
+    elm_grammar_vocab *gv_tools; /* the same with the preserved tokens' text, for jobs with tool
+                                  * calls when the template has such tokens (made at the first) */
 };
 
 srv_job *srv_job_new(const int32_t *prompt, int32_t n_prompt, const srv_job_params *p) {
@@ -157,6 +159,22 @@ static int32_t common_prefix(const int32_t *a, int32_t na, const int32_t *b, int
     return i;
 }
 
+/* The token bytes job j's grammar is matched over, made at the first job that needs them: with
+ * tool calls and a template whose calls are written with control tokens, the vocabulary where
+ * those have their text (the job's detokenizer writes them so too); else the plain one, where a
+ * control token is never text. NULL when out of memory. */
+static const elm_grammar_vocab *grammar_vocab(srv_server *s, const srv_job *j) {
+    const int32_t ends[2] = {s->m->vocab.eos_id, s->p.eot_id};
+    if (j->p.tool_calls && s->p.n_preserved > 0) {
+        if (!s->gv_tools)
+            s->gv_tools = elm_grammar_vocab_new_preserved(&s->m->vocab, ends, 2, s->p.preserved,
+                                                          s->p.n_preserved);
+        return s->gv_tools;
+    }
+    if (!s->gv) s->gv = elm_grammar_vocab_new(&s->m->vocab, ends, 2);
+    return s->gv;
+}
+
 /* Under the lock: gives the queue's head jobs to idle slots. */
 static void assign(srv_server *s) {
     while (s->head) {
@@ -183,11 +201,8 @@ static void assign(srv_server *s) {
                                           best_len);
         elm_sampler_free(best->smp);
         best->smp = elm_sampler_new(&j->p.sampling, s->m->hp.n_vocab);
-        if (j->p.grammar && !s->gv) {
-            const int32_t ends[2] = {s->m->vocab.eos_id, s->p.eot_id};
-            s->gv = elm_grammar_vocab_new(&s->m->vocab, ends, 2);
-        }
-        if (j->p.grammar && s->gv) best->gm = elm_grammar_matcher_new(j->p.grammar, s->gv);
+        const elm_grammar_vocab *gv = j->p.grammar ? grammar_vocab(s, j) : NULL;
+        if (gv) best->gm = elm_grammar_matcher_new(j->p.grammar, gv);
         if (best->gm && j->p.trigger[0] &&
             elm_grammar_matcher_set_trigger(best->gm, j->p.trigger, NULL)) {
             elm_grammar_matcher_free(best->gm);
@@ -202,6 +217,7 @@ static void assign(srv_server *s) {
         best->n_past = best->n_fed = best_len;
         best->pending = -1;
         elm_detok_init(&best->dt, &s->m->vocab, false);
+        if (j->p.tool_calls) elm_detok_preserve(&best->dt, s->p.preserved, s->p.n_preserved);
         j->n_cached = best_len;
         j->slot = (int32_t)(best - s->slots);
         j->t_start = elm_now_ms();
@@ -458,6 +474,7 @@ void srv_free(srv_server *s) {
     }
     free(s->slots);
     elm_grammar_vocab_free(s->gv);
+    elm_grammar_vocab_free(s->gv_tools);
     free(s->b_tok);
     free(s->logits);
     free(s->raw);

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "edgelm/chat.h"
 #include "edgelm/context.h"
 #include "edgelm/grammar.h"
 #include "edgelm/sampler.h"
@@ -32,6 +33,10 @@ typedef struct srv_params {
     bool ggml_rounding;
     int32_t eot_id;       /* the chat template's end-of-turn token (-1: none): with EOS, what
                            * ends a reply held to a grammar */
+    int32_t preserved[ELM_TOOL_PRESERVED_MAX]; /* the template's tool-call control tokens
+                           * (elm_chat_tool_preserved_ids): a job with tool_calls decodes them as
+                           * text and its grammar sees them so */
+    int32_t n_preserved;
     srv_metrics *metrics; /* borrowed: counts prompts, tokens and latencies; NULL for none */
 } srv_params;
 

@@ -24,10 +24,11 @@ elm_status elm_server_start(const elm_model *m, const elm_server_params *p, elm_
     if (p->docs && p->docs_k < 1)
         return elm_errorf(err, ELM_ERR_ARG, "docs_k %d: want at least 1", (int)p->docs_k);
     const int32_t eot = elm_chat_special_id(&m->vocab, elm_chat_template_eot(p->tmpl));
-    const srv_params sp = {.n_slots = p->n_slots, .slot_ctx = p->slot_ctx, .n_batch = p->n_batch,
+    srv_params sp = {.n_slots = p->n_slots, .slot_ctx = p->slot_ctx, .n_batch = p->n_batch,
                            .n_queue = p->n_queue, .n_threads = p->n_threads, .type_k = p->type_k,
                            .type_v = p->type_v, .ggml_rounding = p->ggml_rounding,
                            .eot_id = eot, .metrics = e->metrics};
+    sp.n_preserved = elm_chat_tool_preserved_ids(p->tmpl, &m->vocab, sp.preserved);
     if (p->docs && !(e->docs = srv_docs_new(p->docs, p->docs_ctx, p->docs_mode, p->docs_k))) {
         srv_metrics_free(e->metrics);
         free(e);

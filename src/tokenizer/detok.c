@@ -4,7 +4,9 @@
  * Byte-fallback tokens can split one character over several tokens, so the streaming decoder holds
  * back an incomplete sequence (at most 3 bytes) until its last byte arrives. Ill-formed input is
  * replaced by U+FFFD, one per maximal ill-formed subpart (Unicode 15, section 3.9, "U+FFFD
- * Substitution of Maximal Subparts"). */
+ * Substitution of Maximal Subparts"). A decoder may preserve some control tokens: write their
+ * pieces as text where a token without bytes would write nothing (what a tool-call parser needs
+ * of the templates that open and close calls with control tokens). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,9 +156,28 @@ void elm_detok_init(elm_detok *d, const elm_vocab *v, bool strip_leading_space) 
     d->strip_leading_space = strip_leading_space;
 }
 
+void elm_detok_preserve(elm_detok *d, const int32_t *ids, int32_t n) {
+    d->preserved = ids;
+    d->n_preserved = n;
+}
+
+/* Whether d writes control token id as its text (elm_detok_preserve). */
+static bool preserved(const elm_detok *d, int32_t id) {
+    if (id < 0 || id >= d->vocab->n_tokens || d->vocab->types[id] != ELM_TOKEN_CONTROL) return false;
+    for (int32_t i = 0; i < d->n_preserved; i++)
+        if (d->preserved[i] == id) return true;
+    return false;
+}
+
 size_t elm_detok_push(elm_detok *d, int32_t id, char *out, size_t cap) {
     sink s = {out, cap, 0, false};
-    for_token_bytes(d->vocab, id, feed, &(feed_ctx){d, &s});
+    feed_ctx fc = {d, &s};
+    if (preserved(d, id)) { /* the piece is the token's text, as the template wrote it */
+        const unsigned char *p = (const unsigned char *)d->vocab->pieces[id];
+        for (uint32_t i = 0; i < d->vocab->piece_len[id]; i++) feed(&fc, p[i]);
+    } else {
+        for_token_bytes(d->vocab, id, feed, &fc);
+    }
     terminate(&s);
     return s.n;
 }

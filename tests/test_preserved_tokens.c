@@ -1,0 +1,136 @@
+/* Preserved control tokens: the tool-call markers a template writes as control tokens, looked up
+ * by text (elm_chat_tool_preserved_ids), decoded as their text (elm_detok_preserve) and seen as
+ * their text by a grammar's vocabulary (elm_grammar_vocab_new_preserved), so a lazy matcher's
+ * trigger fires on them and the grammar can require the closing one; without preserving (a
+ * request without tools) a control token stays without text, as before. The vocabulary is built
+ * here: the fixtures' vocabularies have no tool-call control tokens. */
+#include <string.h>
+
+#include "check.h"
+#include "edgelm/chat.h"
+#include "edgelm/grammar.h"
+
+enum { UNK, BOS, EOS, OPEN, CLOSE, EOT, X, Y, HI, N_TOKENS };
+
+/* A SentencePiece-style vocabulary whose Hermes markers and end of turn are control tokens. */
+static bool build_vocab(elm_vocab *v) {
+    static const char *const pieces[N_TOKENS] = {"<unk>", "<s>", "</s>", "<tool_call>",
+                                                 "</tool_call>", "<|im_end|>", "x", "y", "hi"};
+    static const int32_t types[N_TOKENS] = {ELM_TOKEN_UNKNOWN, ELM_TOKEN_CONTROL,
+                                            ELM_TOKEN_CONTROL, ELM_TOKEN_CONTROL,
+                                            ELM_TOKEN_CONTROL, ELM_TOKEN_CONTROL,
+                                            ELM_TOKEN_NORMAL,  ELM_TOKEN_NORMAL,
+                                            ELM_TOKEN_NORMAL};
+    elm_error err;
+    if (elm_vocab_alloc(v, N_TOKENS, true, &err)) return false;
+    for (int32_t i = 0; i < N_TOKENS; i++) {
+        if (elm_vocab_set_piece(v, i, pieces[i], strlen(pieces[i]), &err)) return false;
+        v->types[i] = types[i];
+    }
+    v->unk_id = UNK, v->bos_id = BOS, v->eos_id = EOS;
+    v->byte_fallback = false;
+    return elm_vocab_finalize(v, "test vocab", &err) == ELM_OK;
+}
+
+static void check_lookup(const elm_vocab *v) {
+    int32_t ids[ELM_TOOL_PRESERVED_MAX];
+    const int32_t n = elm_chat_tool_preserved_ids(ELM_TEMPLATE_QWEN3, v, ids);
+    CHECK(n == 2 && ids[0] == OPEN && ids[1] == CLOSE, "qwen3: %d ids", n);
+    CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_LLAMA31, v, ids) == 0, "llama31 has none");
+    CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_CHATML, v, ids) == 0, "chatml has no tools");
+}
+
+/* The text the decoder writes for ids [n], preserving `keep` [n_keep]. */
+static const char *decode(const elm_vocab *v, const int32_t *ids, int n, const int32_t *keep,
+                          int32_t n_keep) {
+    static char all[256];
+    char piece[64];
+    size_t len = 0;
+    elm_detok d;
+    elm_detok_init(&d, v, false);
+    if (keep) elm_detok_preserve(&d, keep, n_keep);
+    for (int i = 0; i < n; i++) {
+        const size_t k = elm_detok_push(&d, ids[i], piece, sizeof piece);
+        memcpy(all + len, piece, k);
+        len += k;
+    }
+    all[len] = '\0';
+    return all;
+}
+
+static void check_detok(const elm_vocab *v) {
+    const int32_t ids[] = {HI, OPEN, X, CLOSE, EOT};
+    const int32_t keep[] = {OPEN, CLOSE, HI}; /* HI is normal: preserving it changes nothing */
+    CHECK(!strcmp(decode(v, ids, 5, NULL, 0), "hix"), "without preserving: markers dropped");
+    CHECK(!strcmp(decode(v, ids, 5, keep, 3), "hi<tool_call>x</tool_call>"),
+          "preserved: markers as text, the end of turn still none (%s)", decode(v, ids, 5, keep, 3));
+    char buf[32];
+    CHECK(elm_token_to_bytes(v, OPEN, buf, sizeof buf) == 0, "token bytes stay empty");
+}
+
+/* A matcher of `root ::= "x" "</tool_call>"` lazy from "<tool_call>" over gv. */
+static elm_grammar_matcher *lazy_matcher(const elm_grammar *g, const elm_grammar_vocab *gv) {
+    elm_grammar_matcher *m = elm_grammar_matcher_new(g, gv);
+    CHECK(m && elm_grammar_matcher_set_trigger(m, "<tool_call>", NULL) == ELM_OK, "matcher");
+    return m;
+}
+
+static void check_grammar(const elm_vocab *v) {
+    const char *gbnf = "root ::= \"x\" \"</tool_call>\"";
+    elm_grammar *g = NULL;
+    elm_error err;
+    CHECK(elm_grammar_parse(gbnf, strlen(gbnf), "test", &g, &err) == ELM_OK, "parse");
+    const int32_t ends[] = {EOS, EOT}, keep[] = {OPEN, CLOSE, -1};
+    elm_grammar_vocab *plain = elm_grammar_vocab_new(v, ends, 2);
+    elm_grammar_vocab *tools = elm_grammar_vocab_new_preserved(v, ends, 2, keep, 3);
+    CHECK(g && plain && tools, "vocabularies");
+    if (!g || !plain || !tools) goto out;
+
+    /* without preserving, the opening token has no text: the trigger is never seen */
+    elm_grammar_matcher *m = lazy_matcher(g, plain);
+    CHECK(m && elm_grammar_accept(m, HI, &err) == ELM_OK && elm_grammar_accept(m, OPEN, &err) ==
+                                                                ELM_OK,
+          "plain: text and the opening");
+    CHECK(m && elm_grammar_allows(m, Y), "plain: still waiting after the opening token");
+    elm_grammar_matcher_free(m);
+    /* and an eager grammar can never allow the closing token */
+    m = elm_grammar_matcher_new(g, plain);
+    CHECK(m && elm_grammar_accept(m, X, &err) == ELM_OK && !elm_grammar_allows(m, CLOSE),
+          "plain: the closing token has no text to match");
+    elm_grammar_matcher_free(m);
+
+    /* preserved: the opening token fires the trigger, the grammar then holds the call */
+    m = lazy_matcher(g, tools);
+    CHECK(m && elm_grammar_allows(m, Y) && elm_grammar_accept(m, HI, &err) == ELM_OK,
+          "tools: text before the call");
+    CHECK(m && elm_grammar_accept(m, OPEN, &err) == ELM_OK, "tools: the opening token");
+    CHECK(m && !elm_grammar_allows(m, Y) && elm_grammar_allows(m, X), "tools: the grammar holds");
+    CHECK(m && elm_grammar_accept(m, X, &err) == ELM_OK, "tools: x");
+    CHECK(m && elm_grammar_allows(m, CLOSE) && !elm_grammar_allows(m, EOT) &&
+              !elm_grammar_allows(m, OPEN),
+          "tools: the closing token is required");
+    float logits[N_TOKENS] = {0};
+    CHECK(m && elm_grammar_mask(m, logits) == 1 && logits[CLOSE] == 0, "tools: mask");
+    CHECK(m && elm_grammar_accept(m, CLOSE, &err) == ELM_OK && elm_grammar_allows(m, EOT) &&
+              elm_grammar_done(m),
+          "tools: complete after the closing token");
+    elm_grammar_matcher_free(m);
+out:
+    elm_grammar_vocab_free(plain);
+    elm_grammar_vocab_free(tools);
+    elm_grammar_free(g);
+}
+
+int main(int argc, char **argv) {
+    check_init(argc, argv);
+    elm_vocab v;
+    if (!build_vocab(&v)) {
+        CHECK(0, "vocabulary");
+        return check_done();
+    }
+    check_lookup(&v);
+    check_detok(&v);
+    check_grammar(&v);
+    elm_vocab_free(&v);
+    return check_done();
+}
