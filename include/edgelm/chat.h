@@ -166,7 +166,8 @@ const char *elm_chat_tool_call_open(elm_chat_template t);
 
 /* The control tokens template t's tool calls are written with, as ids of vocabulary v (at most
  * ELM_TOOL_PRESERVED_MAX into ids; returns how many): the texts of the family's call markers
- * (LFM2's <|tool_call_start|>, a Hermes <tool_call> where a vocabulary makes it a control token)
+ * (LFM2's <|tool_call_start|>, Mistral's [TOOL_CALLS] and [ARGS], a Hermes <tool_call> where a
+ * vocabulary makes it a control token)
  * that v has as single control tokens; absent ones and those v writes as text anyway left out. A
  * control token has no text (elm_token_to_bytes), so while a request has tools these are
  * "preserved", as llama.cpp's preserved tokens: decoded as their text (elm_detok_preserve), so

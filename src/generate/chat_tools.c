@@ -98,11 +98,13 @@ elm_status elm_tools_check(const cJSON *tools, const char *src, elm_error *err) 
 
 const char *const *elm_tools_marker_tokens(elm_tool_syntax s) {
     static const char *const tool_call[] = {ELM_TOOL_CALL_OPEN, ELM_TOOL_CALL_CLOSE, NULL};
+    static const char *const mistral[] = {ELM_MISTRAL_CALL_OPEN, ELM_MISTRAL_ARGS, NULL};
     static const char *const none[] = {NULL};
     switch (s) {
     case ELM_TOOLS_HERMES:
     case ELM_TOOLS_GRANITE:
     case ELM_TOOLS_QWEN_XML: return tool_call;
+    case ELM_TOOLS_MISTRAL: return mistral;
     case ELM_TOOLS_NONE:
     case ELM_TOOLS_LLAMA: break;
     }
