@@ -6,6 +6,7 @@
  * detection by signature, on snippets and on the real templates; presets. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "core/fileio.h"
@@ -148,6 +149,13 @@ static const expected cases[] = {
      "<s>[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT][INST]Hi there![/INST]Hello! "
      "How can I help?</s>[INST]Tell me a joke.[/INST]Why did the chicken cross the road?</s>",
      ""},
+    /* mistralai/Mistral-Small-3.2-24B-Instruct-2506 (tests/data/templates): the same turns */
+    {ELM_TEMPLATE_MISTRAL_SMALL32,
+     "<s>[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT][INST]Hi there![/INST]Hello! "
+     "How can I help?</s>[INST]Tell me a joke.[/INST]",
+     "<s>[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT][INST]Hi there![/INST]Hello! "
+     "How can I help?</s>[INST]Tell me a joke.[/INST]Why did the chicken cross the road?</s>",
+     ""},
     {ELM_TEMPLATE_PLAIN,
      "You are a helpful assistant.\n\nUser: Hi there!\nAssistant: Hello! How can I help?\nUser: "
      "Tell me a joke.\nAssistant:",
@@ -235,6 +243,16 @@ static void trimming(void) {
     CHECK(def && !strncmp(def, "<s>[SYSTEM_PROMPT]# HOW YOU SHOULD THINK AND ANSWER\n\nFirst", 58) &&
               strstr(def, "self-contained response.[/SYSTEM_PROMPT][INST]"),
           "ministral3 default system: [%s]", def ? def : "");
+    free(def);
+    /* Mistral Small 3.2's default is dated today (strftime_now("%Y-%m-%d")) */
+    elm_chat_render(ELM_TEMPLATE_MISTRAL_SMALL32, e + 1, 1, true, &def, NULL);
+    char dated[64];
+    const time_t now = time(NULL);
+    struct tm tm;
+    strftime(dated, sizeof dated, "The current date is %Y-%m-%d.\n\nWhen", localtime_r(&now, &tm));
+    CHECK(def && !strncmp(def, "<s>[SYSTEM_PROMPT]You are Mistral Small 3, a Large", 50) &&
+              strstr(def, dated) && strstr(def, "at the moment.[/SYSTEM_PROMPT][INST]  spaced out \n[/INST]"),
+          "mistral-small32 default system: [%s]", def ? def : "");
     free(def);
     /* Qwen3.5 trims a reply and its reasoning, Qwen3 strips only the newlines around them */
     const elm_chat_msg r[] = {{.role = "user", .content = "Hi"}, {.role = "assistant", .content = " <think> Spaced. </think> Answer \n"}};
@@ -613,6 +631,7 @@ static void detection_published(void) {
         {"meta-llama-Llama-3.1-8B-Instruct.jinja", ELM_TEMPLATE_LLAMA31},
         {"meta-llama-Llama-3.2-3B-Instruct.jinja", ELM_TEMPLATE_LLAMA32},
         {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", ELM_TEMPLATE_MINISTRAL3},
+        {"Mistral-Small-3.2-24B-Instruct-2506.jinja", ELM_TEMPLATE_MISTRAL_SMALL32},
     };
     const char *slash = strrchr(__FILE__, '/');
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {

@@ -10,8 +10,9 @@
  * its text and a blank line open the first user turn; Gemma 3's template renders exactly this),
  * ChatML as OpenAI and Qwen use it, Qwen/Qwen3-0.6B and HuggingFaceTB/SmolLM3-3B (as llama.cpp's
  * models/templates has it: no date line), microsoft/Phi-4-mini-instruct, and LiquidAI's LFM2 and
- * LFM2.5, Qwen/Qwen3.5-4B, IBM Granite 4.0, google/gemma-4-31B-it and
- * mistralai/Ministral-3-14B-Reasoning-2512 as tests/data/templates holds them. Plain chat only: tools and documents are not rendered. */
+ * LFM2.5, Qwen/Qwen3.5-4B, IBM Granite 4.0, google/gemma-4-31B-it,
+ * mistralai/Ministral-3-14B-Reasoning-2512 and Mistral-Small-3.2-24B-Instruct-2506 as
+ * tests/data/templates holds them. Plain chat only: tools and documents are not rendered. */
 #ifndef EDGELM_CHAT_H
 #define EDGELM_CHAT_H
 
@@ -55,12 +56,15 @@ typedef enum elm_chat_template {
     ELM_TEMPLATE_LLAMA32,          /* Llama 3.2: the same dated today (its strftime_now) */
     ELM_TEMPLATE_MINISTRAL3,       /* Ministral 3: <s>[SYSTEM_PROMPT]..[/SYSTEM_PROMPT][INST]..[/INST]
                                     * reply</s>, its default system prompt when none is given */
+    ELM_TEMPLATE_MISTRAL_SMALL32,  /* Mistral Small 3.2: the same turns, its default system prompt
+                                    * dated today; tools before the last user message, calls and
+                                    * results with their 9-character ids */
     ELM_TEMPLATE_COUNT
 } elm_chat_template;
 
 /* "plain", "llama2", "llama3", "chatml", "phi3", "gemma", "qwen3", "qwen3-no-think", "smollm3",
  * "smollm3-no-think", "lfm2", "lfm25", "qwen35", "qwen35-no-think", "granite4", "gemma4",
- * "gemma4-think", "phi4-mini", "llama31", "llama32", "ministral3". */
+ * "gemma4-think", "phi4-mini", "llama31", "llama32", "ministral3", "mistral-small32". */
 const char *elm_chat_template_name(elm_chat_template t);
 
 /* The names above, comma-separated, for messages: a static string, built once (thread-safe). */
@@ -94,6 +98,8 @@ typedef struct elm_tool_call {
     const char *name;
     const char *arguments; /* JSON text of an object, written into the prompt as the family's
                             * template writes it (Python's json.dumps of the parsed object) */
+    const char *id;        /* OpenAI's tool_calls[i].id, or NULL: written by the templates that
+                            * write ids (mistral-small32: 9 characters, required) */
 } elm_tool_call;
 
 typedef struct elm_chat_msg {
@@ -102,20 +108,22 @@ typedef struct elm_chat_msg {
     const char *content; /* UTF-8 text */
     const elm_tool_call *tool_calls; /* an assistant message's calls [n_tool_calls], or NULL */
     int32_t n_tool_calls;
+    const char *tool_call_id; /* a "tool" message's tool_call_id, or NULL (as elm_tool_call.id) */
 } elm_chat_msg;
 
 /* Renders msgs [n] as the family does (content trimmed where the family trims it), followed by the
  * assistant's generation prompt when add_generation_prompt. *out is malloc'd (caller frees).
  * ELM_ERR_ARG for an unknown role or a system message that is not first; ELM_ERR_UNSUPPORTED for
  * tool calls on a template without tools, or more than one call in a message of Llama 3.1-3.3;
- * ELM_ERR_FORMAT for a call's arguments that are not a JSON object; ELM_ERR_NOMEM. */
+ * ELM_ERR_FORMAT for a call's arguments that are not a JSON object, or a call or tool message
+ * without the 9-character id Mistral Small 3.2's template requires; ELM_ERR_NOMEM. */
 elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_t n,
                            bool add_generation_prompt, char **out, elm_error *err);
 
 /* Whether template t renders tools and its replies' tool calls are parsed: qwen3 and
  * qwen3-no-think (<tool_call> JSON blocks), granite4 (the same), qwen35 and qwen35-no-think
  * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call), ministral3
- * ([TOOL_CALLS]NAME[ARGS]{...}). */
+ * ([TOOL_CALLS]NAME[ARGS]{...}) and mistral-small32 (the same with [CALL_ID]ID). */
 bool elm_chat_template_has_tools(elm_chat_template t);
 
 /* The names of the templates with tools, ", "-separated, for messages ("qwen3, qwen3-no-think,
@@ -155,6 +163,15 @@ typedef struct elm_tool_calls {
 elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, const char *reply,
                                      elm_tool_calls *out, elm_error *err);
 void elm_tool_calls_free(elm_tool_calls *c);
+
+/* The longest id elm_chat_tool_call_id writes, with its NUL. */
+#define ELM_TOOL_CALL_ID_MAX 96
+
+/* Writes into out [ELM_TOOL_CALL_ID_MAX] the id of call i of a reply (OpenAI's
+ * tool_calls[i].id), made from `tag` (unique to the reply, up to 64 bytes) in the form template
+ * t takes back: "call_TAG_I", or for templates that write ids of their own form (mistral-small32)
+ * 9 letters and digits hashed from both. */
+void elm_chat_tool_call_id(elm_chat_template t, const char *tag, int32_t i, char *out);
 
 /* The text a reply's first tool call opens with in template t ("<tool_call>", Llama's
  * {"name": ", or Mistral's "[TOOL_CALLS]"); NULL for a template without tools. A stream holds

@@ -99,12 +99,15 @@ elm_status elm_tools_check(const cJSON *tools, const char *src, elm_error *err) 
 const char *const *elm_tools_marker_tokens(elm_tool_syntax s) {
     static const char *const tool_call[] = {ELM_TOOL_CALL_OPEN, ELM_TOOL_CALL_CLOSE, NULL};
     static const char *const mistral[] = {ELM_MISTRAL_CALL_OPEN, ELM_MISTRAL_ARGS, NULL};
+    static const char *const mistral_ids[] = {ELM_MISTRAL_CALL_OPEN, ELM_MISTRAL_CALL_ID,
+                                              ELM_MISTRAL_ARGS, NULL};
     static const char *const none[] = {NULL};
     switch (s) {
     case ELM_TOOLS_HERMES:
     case ELM_TOOLS_GRANITE:
     case ELM_TOOLS_QWEN_XML: return tool_call;
     case ELM_TOOLS_MISTRAL: return mistral;
+    case ELM_TOOLS_MISTRAL_IDS: return mistral_ids;
     case ELM_TOOLS_NONE:
     case ELM_TOOLS_LLAMA: break;
     }
@@ -189,12 +192,13 @@ void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, co
         break;
     case ELM_TOOLS_NONE:
     case ELM_TOOLS_LLAMA:
-    case ELM_TOOLS_MISTRAL: break;
+    case ELM_TOOLS_MISTRAL:
+    case ELM_TOOLS_MISTRAL_IDS: break;
     }
 }
 
 void elm_tools_put_list(elm_sbuf *t, elm_tool_syntax s, const cJSON *tools) {
-    if (s != ELM_TOOLS_MISTRAL) return;
+    if (!elm_tools_is_mistral(s)) return;
     elm_sb_puts(t, "[AVAILABLE_TOOLS]");
     elm_put_py_json(t, tools, -1);
     elm_sb_puts(t, "[/AVAILABLE_TOOLS]");
@@ -248,7 +252,10 @@ void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *ca
             elm_sb_puts(t, "</function>\n" ELM_TOOL_CALL_CLOSE);
             break;
         case ELM_TOOLS_MISTRAL:
-            elm_sb_printf(t, ELM_MISTRAL_CALL_OPEN "%s" ELM_MISTRAL_ARGS, calls[i].name);
+        case ELM_TOOLS_MISTRAL_IDS:
+            elm_sb_printf(t, ELM_MISTRAL_CALL_OPEN "%s", calls[i].name);
+            if (s == ELM_TOOLS_MISTRAL_IDS) elm_sb_printf(t, ELM_MISTRAL_CALL_ID "%s", calls[i].id);
+            elm_sb_puts(t, ELM_MISTRAL_ARGS);
             elm_put_py_json(t, args, -1);
             break;
         case ELM_TOOLS_LLAMA:
@@ -262,8 +269,8 @@ void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *ca
     }
 }
 
-void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, bool first,
-                          bool last) {
+void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, const char *id,
+                          bool first, bool last) {
     if (s == ELM_TOOLS_LLAMA) {
         /* the template tests `content is iterable`, which a string is: tojson */
         elm_sb_puts(t, "<|start_header_id|>ipython<|end_header_id|>\n\n");
@@ -271,8 +278,9 @@ void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, b
         elm_sb_puts(t, "<|eot_id|>");
         return;
     }
-    if (s == ELM_TOOLS_MISTRAL) {
+    if (elm_tools_is_mistral(s)) {
         elm_sb_puts(t, "[TOOL_RESULTS]");
+        if (s == ELM_TOOLS_MISTRAL_IDS) elm_sb_printf(t, "%s[TOOL_CONTENT]", id);
         elm_sb_puts(t, content);
         elm_sb_puts(t, "[/TOOL_RESULTS]");
         return;

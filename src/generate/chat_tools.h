@@ -15,6 +15,9 @@
 /* Mistral's markers (control tokens in its vocabulary): each call is OPEN NAME ARGS {json} */
 #define ELM_MISTRAL_CALL_OPEN "[TOOL_CALLS]"
 #define ELM_MISTRAL_ARGS "[ARGS]"
+#define ELM_MISTRAL_CALL_ID "[CALL_ID]"
+/* The length of the call ids Mistral Small 3.2's template requires */
+#define ELM_MISTRAL_ID_LEN 9
 
 /* How a family's template writes tools and calls (each from reading its Jinja template). */
 typedef enum elm_tool_syntax {
@@ -31,7 +34,15 @@ typedef enum elm_tool_syntax {
     ELM_TOOLS_MISTRAL,  /* Ministral 3: [AVAILABLE_TOOLS]json.dumps(tools)[/AVAILABLE_TOOLS] after
                          * the system block, each call [TOOL_CALLS]N[ARGS]A after the reply's text,
                          * each result [TOOL_RESULTS]R[/TOOL_RESULTS] */
+    ELM_TOOLS_MISTRAL_IDS, /* Mistral Small 3.2: the tools block before the last user message,
+                            * a reply with calls only its calls [TOOL_CALLS]N[CALL_ID]ID[ARGS]A,
+                            * each result [TOOL_RESULTS]ID[TOOL_CONTENT]R[/TOOL_RESULTS] */
 } elm_tool_syntax;
+
+/* Whether s is one of Mistral's syntaxes ([TOOL_CALLS] calls, the tools in their own block). */
+static inline bool elm_tools_is_mistral(elm_tool_syntax s) {
+    return s == ELM_TOOLS_MISTRAL || s == ELM_TOOLS_MISTRAL_IDS;
+}
 
 /* The syntax of template t (ELM_TOOLS_NONE for a template without tools). In chat_template.c. */
 elm_tool_syntax elm_chat_template_tool_syntax(elm_chat_template t);
@@ -49,24 +60,26 @@ void elm_put_py_json(elm_sbuf *t, const cJSON *v, int indent);
  * field. */
 elm_status elm_tools_check(const cJSON *tools, const char *src, elm_error *err);
 
-/* The system turn with tools of syntax s (not ELM_TOOLS_LLAMA or ELM_TOOLS_MISTRAL, whose system
- * turn is the template's own): the system text (NULL: no system message) and the tools. */
+/* The system turn with tools of syntax s (not ELM_TOOLS_LLAMA or Mistral's, whose system turn
+ * is the template's own): the system text (NULL: no system message) and the tools. */
 void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, const cJSON *tools);
 
-/* The tools block of syntaxes that write it apart from the system turn (Mistral's); nothing for
- * the others. */
+/* The tools block of syntaxes that write it apart from the system turn (Mistral's, where the
+ * caller places it); nothing for the others. */
 void elm_tools_put_list(elm_sbuf *t, elm_tool_syntax s, const cJSON *tools);
 
 /* Llama 3.1's first user turn with tools: the instructions, each tool, then `user` trimmed. */
 void elm_tools_put_llama_user(elm_sbuf *t, const cJSON *tools, const char *user);
 
-/* An assistant message's calls [n] (their arguments JSON objects, checked by the caller); after
- * text (after_text), the separator the syntax writes between a reply's text and its calls. */
+/* An assistant message's calls [n] (their arguments JSON objects and, where the syntax writes
+ * them, their ids, checked by the caller); after text (after_text), the separator the syntax
+ * writes between a reply's text and its calls. */
 void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *calls, int32_t n,
                          bool after_text);
 
-/* A "tool" message's content; first and last: whether it opens or closes a run of them. */
-void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, bool first,
-                          bool last);
+/* A "tool" message's content and call id (checked by the caller where the syntax writes it);
+ * first and last: whether it opens or closes a run of them. */
+void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, const char *id,
+                          bool first, bool last);
 
 #endif

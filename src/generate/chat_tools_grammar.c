@@ -175,13 +175,17 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
             elm_sb_printf(&alts, " %sparams", prefix);
             st = xml_params(&rules, params, i, prefix, err);
         } else {
-            if (s == ELM_TOOLS_MISTRAL)
-                snprintf(head, sizeof head, "%s" ELM_MISTRAL_ARGS, name);
+            if (elm_tools_is_mistral(s))
+                snprintf(head, sizeof head, "%s", name);
             else
                 snprintf(head, sizeof head, "%s\", \"%s\": ", name,
                          s == ELM_TOOLS_LLAMA ? "parameters" : "arguments");
             js_put_literal(&alts, head); /* a name elm_tool_name_ok passed, ASCII */
-            elm_sb_printf(&alts, s == ELM_TOOLS_MISTRAL ? " %sroot" : " %sroot \"}\"", prefix);
+            /* Mistral Small 3.2's template writes a call id before the arguments: the model may */
+            if (s == ELM_TOOLS_MISTRAL_IDS)
+                elm_sb_puts(&alts, " ( \"" ELM_MISTRAL_CALL_ID "\" [a-zA-Z0-9]{9} )?");
+            if (elm_tools_is_mistral(s)) elm_sb_puts(&alts, " \"" ELM_MISTRAL_ARGS "\"");
+            elm_sb_printf(&alts, elm_tools_is_mistral(s) ? " %sroot" : " %sroot \"}\"", prefix);
             st = schema_rules(&rules, params, src, prefix, err);
         }
     }
@@ -190,7 +194,7 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
                                                   : "tools: none given%s", only ? only : "");
     if (!st) {
         elm_sb_puts(g, s == ELM_TOOLS_QWEN_XML  ? "call ::= \"<function=\" call-body \"</function>\"\n"
-                       : s == ELM_TOOLS_MISTRAL ? "call ::= \"" ELM_MISTRAL_CALL_OPEN "\" call-body\n"
+                       : elm_tools_is_mistral(s) ? "call ::= \"" ELM_MISTRAL_CALL_OPEN "\" call-body\n"
                                                 : "call ::= \"{\\\"name\\\": \\\"\" call-body\n");
         elm_sb_puts(g, "call-body ::=");
         elm_sb_put(g, alts.s, alts.len);
@@ -216,7 +220,7 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
     cJSON *arr = cJSON_Parse(tools);
     elm_status st = elm_tools_check(arr, "tools", err);
     elm_sbuf g = {0};
-    if (!st && (llama || s == ELM_TOOLS_MISTRAL)) /* the calls are the reply: nothing around them */
+    if (!st && (llama || elm_tools_is_mistral(s))) /* the calls are the reply: nothing around them */
         elm_sb_printf(&g, "root ::= %s%s\n", lazy ? "call-body" : "call",
                       parallel && !llama ? " call*" : "");
     else if (!st)

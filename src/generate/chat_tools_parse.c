@@ -240,6 +240,6 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
         return nomem(out, err);
     return s == ELM_TOOLS_LLAMA      ? parse_llama(reply, out, err)
            : s == ELM_TOOLS_QWEN_XML ? parse_xml(reply, tools, out, err)
-           : s == ELM_TOOLS_MISTRAL  ? parse_mistral(reply, out, err)
+           : elm_tools_is_mistral(s) ? parse_mistral(reply, out, err)
                                      : parse_hermes(reply, out, err);
 }

@@ -32,17 +32,20 @@ SYSTEM = {"role": "system", "content": "You are helpful."}
 USER = {"role": "user", "content": "Weather in Paris?"}
 
 
-def call(name, args):
+def call(name, args, id):
     # arguments as an object: what llama.cpp hands templates that need objects, and what every
-    # template here renders alike from a string where it takes one
-    return {"type": "function", "function": {"name": name, "arguments": args}}
+    # template here renders alike from a string where it takes one; ids of 9 characters, as
+    # Mistral Small 3.2's template requires (the others write none)
+    return {"type": "function", "id": id, "function": {"name": name, "arguments": args}}
 
 
 TWO_CALLS = {"role": "assistant", "content": "",
-             "tool_calls": [call("get_weather", {"city": "Paris", "days": 2, "t": 1.5}), call("now", {})]}
+             "tool_calls": [call("get_weather", {"city": "Paris", "days": 2, "t": 1.5}, "a1b2c3d4e"),
+                            call("now", {}, "f5g6h7i8j")]}
 ONE_CALL = {"role": "assistant", "content": "",
-            "tool_calls": [call("get_weather", {"city": "Paris\nFrance", "days": 2})]}
-RESULTS = [{"role": "tool", "content": "sunny"}, {"role": "tool", "content": "noon"}]
+            "tool_calls": [call("get_weather", {"city": "Paris\nFrance", "days": 2}, "a1b2c3d4e")]}
+RESULTS = [{"role": "tool", "content": "sunny", "tool_call_id": "a1b2c3d4e"},
+           {"role": "tool", "content": "noon", "tool_call_id": "f5g6h7i8j"}]
 CASES = {
     "tools": [SYSTEM, USER],
     "calls": [SYSTEM, USER, TWO_CALLS] + RESULTS,
@@ -59,6 +62,8 @@ TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
     "meta-llama-Llama-3.2-3B-Instruct.jinja": ("llama32", LLAMA_BOS, ["tools", "onecall", "plain"]),
     "mistralai-Ministral-3-14B-Reasoning-2512.jinja":
         ("ministral3", MISTRAL_BOS_EOS, ["tools", "calls", "nosystem", "onecall", "plain"]),
+    "Mistral-Small-3.2-24B-Instruct-2506.jinja":
+        ("mistral-small32", MISTRAL_BOS_EOS, ["tools", "calls", "nosystem", "onecall", "plain"]),
 }
 
 
