@@ -254,6 +254,24 @@ static void trimming(void) {
               strstr(def, dated) && strstr(def, "at the moment.[/SYSTEM_PROMPT][INST]  spaced out \n[/INST]"),
           "mistral-small32 default system: [%s]", def ? def : "");
     free(def);
+    /* Mistral Nemo (its template rendered by jinja2): the system message goes into the user
+     * message that ends the conversation, and nowhere when a reply ends it; turn by turn it stays
+     * in the first */
+    check_render(ELM_TEMPLATE_MISTRAL_NEMO, conv, 4, true,
+                 "<s>[INST]Hi there![/INST]Hello! How can I help?</s>[INST]You are a helpful "
+                 "assistant.\n\nTell me a joke.[/INST]", "system in the last user message");
+    check_render(ELM_TEMPLATE_MISTRAL_NEMO, conv, 5, false,
+                 "<s>[INST]Hi there![/INST]Hello! How can I help?</s>[INST]Tell me a joke.[/INST]"
+                 "Why did the chicken cross the road?</s>", "a reply last");
+    char *turn = NULL;
+    elm_chat_render_turn(ELM_TEMPLATE_MISTRAL_NEMO, conv[0].content, conv[1].content, true, &turn, NULL);
+    CHECK(turn && !strcmp(turn, "<s>[INST]You are a helpful assistant.\n\nHi there![/INST]"),
+          "mistral-nemo first turn: [%s]", turn ? turn : "");
+    free(turn);
+    elm_chat_render_turn(ELM_TEMPLATE_MISTRAL_NEMO, conv[0].content, conv[3].content, false, &turn, NULL);
+    CHECK(turn && !strcmp(turn, "</s>[INST]Tell me a joke.[/INST]"), "mistral-nemo later turn: [%s]",
+          turn ? turn : "");
+    free(turn);
     /* Qwen3.5 trims a reply and its reasoning, Qwen3 strips only the newlines around them */
     const elm_chat_msg r[] = {{.role = "user", .content = "Hi"}, {.role = "assistant", .content = " <think> Spaced. </think> Answer \n"}};
     check_render(ELM_TEMPLATE_QWEN35, r, 2, false,
@@ -632,6 +650,7 @@ static void detection_published(void) {
         {"meta-llama-Llama-3.2-3B-Instruct.jinja", ELM_TEMPLATE_LLAMA32},
         {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", ELM_TEMPLATE_MINISTRAL3},
         {"Mistral-Small-3.2-24B-Instruct-2506.jinja", ELM_TEMPLATE_MISTRAL_SMALL32},
+        {"mistralai-Mistral-Nemo-Instruct-2407.jinja", ELM_TEMPLATE_MISTRAL_NEMO},
     };
     const char *slash = strrchr(__FILE__, '/');
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {

@@ -224,7 +224,8 @@ static void families_render(void) {
                {ELM_TEMPLATE_LLAMA31, "tools onecall plain"},
                {ELM_TEMPLATE_LLAMA32, "tools onecall plain"},
                {ELM_TEMPLATE_MINISTRAL3, "tools calls nosystem onecall plain"},
-               {ELM_TEMPLATE_MISTRAL_SMALL32, "tools calls nosystem onecall plain"}};
+               {ELM_TEMPLATE_MISTRAL_SMALL32, "tools calls nosystem onecall plain"},
+               {ELM_TEMPLATE_MISTRAL_NEMO, "tools calls nosystem onecall plain"}};
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             if (!strstr(fam[f].cases, cases[c].name)) continue;
@@ -263,16 +264,19 @@ static void families_render(void) {
         {user_msg, {.role = "assistant", .content = "", .tool_calls = short_id, .n_tool_calls = 1}},
         {user_msg, {.role = "tool", .content = "noon"}},
         {user_msg, {.role = "tool", .content = "noon", .tool_call_id = "call_1"}}};
-    for (size_t i = 0; i < 4; i++)
-        CHECK(elm_chat_render_tools(ELM_TEMPLATE_MISTRAL_SMALL32, bad_ids[i], 2, tools_json, true,
-                                    &out, &err) == ELM_ERR_FORMAT && strstr(err.msg, "chat message 1") &&
-                  strstr(err.msg, "9 characters"), "mistral-small32 bad id %zu: %s", i, err.msg);
+    for (size_t i = 0; i < 8; i++)
+        CHECK(elm_chat_render_tools(i < 4 ? ELM_TEMPLATE_MISTRAL_SMALL32 : ELM_TEMPLATE_MISTRAL_NEMO,
+                                    bad_ids[i % 4], 2, tools_json, true, &out, &err) == ELM_ERR_FORMAT &&
+                  strstr(err.msg, "chat message 1") && strstr(err.msg, "9 characters"),
+              "bad id %zu: %s", i, err.msg);
     /* the ids a reply's calls get back: 9 letters and digits for it, call_TAG_I for others */
     char id[ELM_TOOL_CALL_ID_MAX], id2[ELM_TOOL_CALL_ID_MAX];
     elm_chat_tool_call_id(ELM_TEMPLATE_MISTRAL_SMALL32, "chatcmpl-abc", 0, id);
     elm_chat_tool_call_id(ELM_TEMPLATE_MISTRAL_SMALL32, "chatcmpl-abc", 1, id2);
     CHECK(strlen(id) == 9 && strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == 9 &&
               strcmp(id, id2), "mistral-small32 ids %s %s", id, id2);
+    elm_chat_tool_call_id(ELM_TEMPLATE_MISTRAL_NEMO, "chatcmpl-abc", 0, id2);
+    CHECK(strlen(id2) == 9, "mistral-nemo id %s", id2);
     elm_chat_tool_call_id(ELM_TEMPLATE_QWEN3, "abc", 2, id);
     CHECK(!strcmp(id, "call_abc_2"), "qwen3 id %s", id);
     const elm_tool_call bad_args[] = {{"now", "[1]", NULL}};
@@ -354,6 +358,16 @@ static void families_parse(void) {
               err.msg);
     check_parse(ELM_TEMPLATE_MISTRAL_SMALL32, NULL, mistral, 2, want_mistral,
                 "[THINK]Weather.[/THINK]Checking.");
+    /* Nemo's: one JSON list, an id the model writes ignored; cut short: no call */
+    check_parse(ELM_TEMPLATE_MISTRAL_NEMO, NULL, "Checking.[TOOL_CALLS][{\"name\": \"get_weather\", "
+                "\"arguments\": {\"city\": \"Paris\", \"days\": 2}, \"id\": \"a1b2c3d4e\"}, {\"name\": "
+                "\"now\", \"arguments\": {}}]", 2, want_mistral, "Checking.");
+    check_parse(ELM_TEMPLATE_MISTRAL_NEMO, NULL, "[TOOL_CALLS][{\"name\": \"now\", \"argu", 0, NULL, "");
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_MISTRAL_NEMO, NULL, "[TOOL_CALLS][{\"name\": \"now\"}]",
+                                    &c, &err) == ELM_ERR_FORMAT && strstr(err.msg, "tool call 0"),
+          "nemo bad call: %s", err.msg);
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_MISTRAL_NEMO, NULL, "[TOOL_CALLS]{\"name\": \"now\"}",
+                                    &c, &err) == ELM_ERR_FORMAT, "nemo not a list: %s", err.msg);
     CHECK(!strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_MINISTRAL3), "[TOOL_CALLS]") &&
               !strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_MISTRAL_SMALL32), "[TOOL_CALLS]"),
           "mistral open");
@@ -437,6 +451,18 @@ static void families_grammar(void) {
                                mistral_wrong[0]};
     check_grammar(ELM_TEMPLATE_MISTRAL_SMALL32, tools, false, ids_good, 3, ids_wrong, 3);
     check_grammar(ELM_TEMPLATE_MINISTRAL3, tools, false, NULL, 0, ids_good + 2, 1);
+    /* Nemo's: one JSON list, each call with an id or not */
+    const char *nemo_good[] = {
+        "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
+        "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}, \"id\": \"a1b2c3d4e\"}, {\"name\": "
+        "\"get_weather\", \"arguments\": {\"city\": \"Rome\", \"days\": 7}}]"};
+    const char *nemo_wrong[] = {
+        "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {}}]",
+        "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}, \"id\": \"a1\"}]",
+        "[TOOL_CALLS]{\"name\": \"now\", \"arguments\": {}}", mistral_good[0]};
+    check_grammar(ELM_TEMPLATE_MISTRAL_NEMO, tools, false, nemo_good, 2, nemo_wrong, 4);
+    const char *nemo_lazy[] = {"[{\"name\": \"now\", \"arguments\": {}}]"};
+    check_grammar(ELM_TEMPLATE_MISTRAL_NEMO, tools, true, nemo_lazy, 1, nemo_good, 1);
     char *gbnf = NULL;
     elm_error err;
     const char *top_any = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "

@@ -42,6 +42,10 @@ static void check_lookup(const elm_vocab *v) {
     CHECK(n == 2 && ids[0] == OPEN && ids[1] == CLOSE, "qwen3: %d ids", n);
     CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_MINISTRAL3, v, ids) == 2 && ids[0] == CALLS &&
               ids[1] == ARGS, "ministral3: [TOOL_CALLS] and [ARGS]");
+    CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_MISTRAL_SMALL32, v, ids) == 2 && ids[0] == CALLS &&
+              ids[1] == ARGS, "mistral-small32: [CALL_ID] is not in this vocabulary");
+    CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_MISTRAL_NEMO, v, ids) == 1 && ids[0] == CALLS,
+          "mistral-nemo: [TOOL_CALLS]");
     CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_LLAMA31, v, ids) == 0, "llama31 has none");
     CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_CHATML, v, ids) == 0, "chatml has no tools");
 }

@@ -11,8 +11,8 @@
  * ChatML as OpenAI and Qwen use it, Qwen/Qwen3-0.6B and HuggingFaceTB/SmolLM3-3B (as llama.cpp's
  * models/templates has it: no date line), microsoft/Phi-4-mini-instruct, and LiquidAI's LFM2 and
  * LFM2.5, Qwen/Qwen3.5-4B, IBM Granite 4.0, google/gemma-4-31B-it,
- * mistralai/Ministral-3-14B-Reasoning-2512 and Mistral-Small-3.2-24B-Instruct-2506 as
- * tests/data/templates holds them. Plain chat only: tools and documents are not rendered. */
+ * mistralai/Ministral-3-14B-Reasoning-2512, Mistral-Small-3.2-24B-Instruct-2506 and
+ * Mistral-Nemo-Instruct-2407 as tests/data/templates holds them. Plain chat only: tools and documents are not rendered. */
 #ifndef EDGELM_CHAT_H
 #define EDGELM_CHAT_H
 
@@ -59,12 +59,16 @@ typedef enum elm_chat_template {
     ELM_TEMPLATE_MISTRAL_SMALL32,  /* Mistral Small 3.2: the same turns, its default system prompt
                                     * dated today; tools before the last user message, calls and
                                     * results with their 9-character ids */
+    ELM_TEMPLATE_MISTRAL_NEMO,     /* Mistral Nemo: <s>[INST]..[/INST]reply</s>, the system message
+                                    * in the user message that ends the conversation; calls a JSON
+                                    * list after [TOOL_CALLS] */
     ELM_TEMPLATE_COUNT
 } elm_chat_template;
 
 /* "plain", "llama2", "llama3", "chatml", "phi3", "gemma", "qwen3", "qwen3-no-think", "smollm3",
  * "smollm3-no-think", "lfm2", "lfm25", "qwen35", "qwen35-no-think", "granite4", "gemma4",
- * "gemma4-think", "phi4-mini", "llama31", "llama32", "ministral3", "mistral-small32". */
+ * "gemma4-think", "phi4-mini", "llama31", "llama32", "ministral3", "mistral-small32",
+ * "mistral-nemo". */
 const char *elm_chat_template_name(elm_chat_template t);
 
 /* The names above, comma-separated, for messages: a static string, built once (thread-safe). */
@@ -99,7 +103,7 @@ typedef struct elm_tool_call {
     const char *arguments; /* JSON text of an object, written into the prompt as the family's
                             * template writes it (Python's json.dumps of the parsed object) */
     const char *id;        /* OpenAI's tool_calls[i].id, or NULL: written by the templates that
-                            * write ids (mistral-small32: 9 characters, required) */
+                            * write ids (mistral-small32, mistral-nemo: 9 characters, required) */
 } elm_tool_call;
 
 typedef struct elm_chat_msg {
@@ -116,14 +120,17 @@ typedef struct elm_chat_msg {
  * ELM_ERR_ARG for an unknown role or a system message that is not first; ELM_ERR_UNSUPPORTED for
  * tool calls on a template without tools, or more than one call in a message of Llama 3.1-3.3;
  * ELM_ERR_FORMAT for a call's arguments that are not a JSON object, or a call or tool message
- * without the 9-character id Mistral Small 3.2's template requires; ELM_ERR_NOMEM. */
+ * without the 9-character id Mistral Small 3.2's and Nemo's templates require; ELM_ERR_NOMEM.
+ * mistral-nemo writes the system message into the user message that ends the conversation (none
+ * when another message ends it), as its template does. */
 elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_t n,
                            bool add_generation_prompt, char **out, elm_error *err);
 
 /* Whether template t renders tools and its replies' tool calls are parsed: qwen3 and
  * qwen3-no-think (<tool_call> JSON blocks), granite4 (the same), qwen35 and qwen35-no-think
  * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call), ministral3
- * ([TOOL_CALLS]NAME[ARGS]{...}) and mistral-small32 (the same with [CALL_ID]ID). */
+ * ([TOOL_CALLS]NAME[ARGS]{...}), mistral-small32 (the same with [CALL_ID]ID) and mistral-nemo
+ * ([TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}]). */
 bool elm_chat_template_has_tools(elm_chat_template t);
 
 /* The names of the templates with tools, ", "-separated, for messages ("qwen3, qwen3-no-think,
@@ -169,8 +176,8 @@ void elm_tool_calls_free(elm_tool_calls *c);
 
 /* Writes into out [ELM_TOOL_CALL_ID_MAX] the id of call i of a reply (OpenAI's
  * tool_calls[i].id), made from `tag` (unique to the reply, up to 64 bytes) in the form template
- * t takes back: "call_TAG_I", or for templates that write ids of their own form (mistral-small32)
- * 9 letters and digits hashed from both. */
+ * t takes back: "call_TAG_I", or for templates that write ids of their own form (mistral-small32,
+ * mistral-nemo) 9 letters and digits hashed from both. */
 void elm_chat_tool_call_id(elm_chat_template t, const char *tag, int32_t i, char *out);
 
 /* The text a reply's first tool call opens with in template t ("<tool_call>", Llama's
@@ -230,7 +237,9 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
 /* The text one new user turn adds to a conversation, ending with the generation prompt: for the
  * first turn the opening (BOS text, system) and the user message; for a later one the close of the
  * previous assistant message and the user message. Concatenating the turns with the replies as
- * generated gives elm_chat_render of the same conversation. system may be NULL. *out malloc'd. */
+ * generated gives elm_chat_render of the same conversation, but for mistral-nemo, whose template
+ * moves the system message to the latest user message: its turns keep it in the first (which the
+ * cache holds). system may be NULL. *out malloc'd. */
 elm_status elm_chat_render_turn(elm_chat_template t, const char *system, const char *user,
                                 bool first, char **out, elm_error *err);
 

@@ -35,6 +35,8 @@ typedef struct tmpl_spec {
     bool sys_if_text;                   /* an empty system message counts as none (the template
                                          * tests the text, not the message) */
     const char *merge_pre, *merge_post;
+    bool merge_last;                    /* Mistral Nemo: merged into the user message that ends
+                                         * the conversation (none when another ends it) */
     const char *user_pre, *user_post;
     const char *asst_pre, *asst_post;   /* around a finished assistant message */
     const char *gen_prompt;             /* add_generation_prompt */
@@ -249,6 +251,15 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
                                       .sys_default = MISTRAL_SMALL32_DEFAULT,
                                       .sys_default_dated = MISTRAL_SMALL32_DEFAULT_DATED,
                                       .tools = ELM_TOOLS_MISTRAL_IDS},
+    /* Mistral Nemo (v3): no system block, the system message merged into the last message when
+     * that is a user's; its template writes the system message into "[INST]" without a space
+     * (Mistral 7B v0.3's with one) */
+    [ELM_TEMPLATE_MISTRAL_NEMO] = {.name = "mistral-nemo",
+                                   .sig = {"[TOOL_CALLS][", "\"[INST]\" + system_message"},
+                                   .bos = "<s>", .merge_pre = "", .merge_post = "\n\n",
+                                   .merge_last = true, .user_pre = "[INST]", .user_post = "[/INST]",
+                                   .asst_pre = "", .asst_post = "</s>", .gen_prompt = "",
+                                   .end_no_gen = "", .eot = "</s>", .tools = ELM_TOOLS_MISTRAL_V3},
 };
 
 /* Detection order: the more specific markers first (Phi-3 and Llama 3 templates may also mention
@@ -259,7 +270,8 @@ static const elm_chat_template detect_order[] = {
     ELM_TEMPLATE_LLAMA32,  ELM_TEMPLATE_LLAMA31,   ELM_TEMPLATE_LLAMA3,   ELM_TEMPLATE_PHI4_MINI, ELM_TEMPLATE_PHI3,   ELM_TEMPLATE_GEMMA4,
     ELM_TEMPLATE_GEMMA,    ELM_TEMPLATE_GRANITE4,  ELM_TEMPLATE_SMOLLM3, ELM_TEMPLATE_QWEN35,
     ELM_TEMPLATE_QWEN3,    ELM_TEMPLATE_LFM25,     ELM_TEMPLATE_LFM2,   ELM_TEMPLATE_CHATML,
-    ELM_TEMPLATE_MISTRAL_SMALL32, ELM_TEMPLATE_MINISTRAL3, ELM_TEMPLATE_LLAMA2};
+    ELM_TEMPLATE_MISTRAL_SMALL32, ELM_TEMPLATE_MINISTRAL3, ELM_TEMPLATE_MISTRAL_NEMO,
+    ELM_TEMPLATE_LLAMA2};
 
 const char *elm_chat_template_name(elm_chat_template t) {
     return (unsigned)t < ELM_TEMPLATE_COUNT ? specs[t].name : "unknown";
@@ -337,7 +349,7 @@ const char *elm_chat_tool_call_open(elm_chat_template t) {
 }
 
 void elm_chat_tool_call_id(elm_chat_template t, const char *tag, int32_t i, char *out) {
-    if (elm_chat_template_tool_syntax(t) != ELM_TOOLS_MISTRAL_IDS) {
+    if (!elm_tools_mistral_ids(elm_chat_template_tool_syntax(t))) {
         snprintf(out, ELM_TOOL_CALL_ID_MAX, "call_%.64s_%d", tag, (int)i);
         return;
     }
@@ -587,8 +599,8 @@ static bool calls_follow_text(elm_tool_syntax syn, const char *content) {
 }
 
 /* The messages' tool calls against template s: its syntax takes calls, each one's arguments a
- * JSON object, and the calls' and results' ids where it writes them (Mistral Small 3.2's template
- * raises on an id of another length). */
+ * JSON object, and the calls' and results' ids where it writes them (Mistral Small 3.2's and
+ * Nemo's templates raise on an id of another length). */
 static elm_status check_calls(const tmpl_spec *s, const elm_chat_msg *msgs, int32_t n,
                               elm_error *err) {
     for (int32_t i = 0; i < n; i++) {
@@ -599,13 +611,13 @@ static elm_status check_calls(const tmpl_spec *s, const elm_chat_msg *msgs, int3
             return elm_errorf(err, ELM_ERR_UNSUPPORTED, "chat message %d: template %s takes one "
                               "tool call a message", i, s->name);
         const char *id = msgs[i].tool_call_id;
-        if (s->tools == ELM_TOOLS_MISTRAL_IDS && !strcmp(msgs[i].role, "tool") &&
+        if (elm_tools_mistral_ids(s->tools) && !strcmp(msgs[i].role, "tool") &&
             (!id || strlen(id) != ELM_MISTRAL_ID_LEN))
             return elm_errorf(err, ELM_ERR_FORMAT, "chat message %d: tool_call_id: template %s "
                               "takes an id of %d characters", i, s->name, ELM_MISTRAL_ID_LEN);
         for (int32_t k = 0; k < msgs[i].n_tool_calls; k++) {
             id = msgs[i].tool_calls[k].id;
-            if (s->tools == ELM_TOOLS_MISTRAL_IDS && (!id || strlen(id) != ELM_MISTRAL_ID_LEN))
+            if (elm_tools_mistral_ids(s->tools) && (!id || strlen(id) != ELM_MISTRAL_ID_LEN))
                 return elm_errorf(err, ELM_ERR_FORMAT, "chat message %d: tool call %d: id: "
                                   "template %s takes an id of %d characters", i, k, s->name,
                                   ELM_MISTRAL_ID_LEN);
@@ -658,13 +670,15 @@ static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t
             elm_tools_put_llama_user(&t, tools, m->content);
             llama_tools = false;
         } else if (!strcmp(m->role, "user")) {
-            /* Mistral Small 3.2 writes the tools before the last user message */
-            if (tools && s->tools == ELM_TOOLS_MISTRAL_IDS && i == last_user)
+            /* Mistral Small 3.2 and Nemo write the tools before the last user message */
+            if (tools && (s->tools == ELM_TOOLS_MISTRAL_IDS || s->tools == ELM_TOOLS_MISTRAL_V3) &&
+                i == last_user)
                 elm_tools_put_list(&t, s->tools, tools);
-            put_user(&t, s, pending_system ? system : NULL, m->content);
+            const bool merge = s->merge_last ? i == n - 1 : pending_system;
+            put_user(&t, s, merge ? system : NULL, m->content);
             pending_system = false;
         } else if (!strcmp(m->role, "assistant") && m->n_tool_calls > 0 &&
-                   (s->tools == ELM_TOOLS_LLAMA || s->tools == ELM_TOOLS_MISTRAL_IDS)) {
+                   (s->tools == ELM_TOOLS_LLAMA || elm_tools_mistral_ids(s->tools))) {
             /* the calls in place of the content */
             put(&t, s->asst_pre);
             elm_tools_put_calls(&t, s->tools, m->tool_calls, m->n_tool_calls, false);

@@ -101,6 +101,7 @@ const char *const *elm_tools_marker_tokens(elm_tool_syntax s) {
     static const char *const mistral[] = {ELM_MISTRAL_CALL_OPEN, ELM_MISTRAL_ARGS, NULL};
     static const char *const mistral_ids[] = {ELM_MISTRAL_CALL_OPEN, ELM_MISTRAL_CALL_ID,
                                               ELM_MISTRAL_ARGS, NULL};
+    static const char *const mistral_v3[] = {ELM_MISTRAL_CALL_OPEN, NULL};
     static const char *const none[] = {NULL};
     switch (s) {
     case ELM_TOOLS_HERMES:
@@ -108,6 +109,7 @@ const char *const *elm_tools_marker_tokens(elm_tool_syntax s) {
     case ELM_TOOLS_QWEN_XML: return tool_call;
     case ELM_TOOLS_MISTRAL: return mistral;
     case ELM_TOOLS_MISTRAL_IDS: return mistral_ids;
+    case ELM_TOOLS_MISTRAL_V3: return mistral_v3;
     case ELM_TOOLS_NONE:
     case ELM_TOOLS_LLAMA: break;
     }
@@ -193,14 +195,40 @@ void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, co
     case ELM_TOOLS_NONE:
     case ELM_TOOLS_LLAMA:
     case ELM_TOOLS_MISTRAL:
-    case ELM_TOOLS_MISTRAL_IDS: break;
+    case ELM_TOOLS_MISTRAL_IDS:
+    case ELM_TOOLS_MISTRAL_V3: break;
+    }
+}
+
+/* Nemo's tools: each written key by key, a string value between quotes as it is (unescaped),
+ * others as JSON, the function's "return" left out */
+static void put_v3_tools(elm_sbuf *t, const cJSON *tools) {
+    for (const cJSON *tool = tools->child; tool; tool = tool->next) {
+        elm_sb_puts(t, tool == tools->child ? "{\"type\": \"function\", \"function\": {"
+                                            : ", {\"type\": \"function\", \"function\": {");
+        bool first = true;
+        for (const cJSON *kv = cJSON_GetObjectItemCaseSensitive(tool, "function")->child; kv;
+             kv = kv->next) {
+            if (!strcmp(kv->string, "return")) continue;
+            elm_sb_printf(t, "%s\"%s\": ", first ? "" : ", ", kv->string);
+            first = false;
+            if (cJSON_IsString(kv)) elm_sb_printf(t, "\"%s\"", kv->valuestring);
+            else elm_put_py_json(t, kv, -1);
+        }
+        elm_sb_puts(t, "}}");
     }
 }
 
 void elm_tools_put_list(elm_sbuf *t, elm_tool_syntax s, const cJSON *tools) {
     if (!elm_tools_is_mistral(s)) return;
     elm_sb_puts(t, "[AVAILABLE_TOOLS]");
-    elm_put_py_json(t, tools, -1);
+    if (s == ELM_TOOLS_MISTRAL_V3) {
+        elm_sb_puts(t, "[");
+        put_v3_tools(t, tools);
+        elm_sb_puts(t, "]");
+    } else {
+        elm_put_py_json(t, tools, -1);
+    }
     elm_sb_puts(t, "[/AVAILABLE_TOOLS]");
 }
 
@@ -258,6 +286,12 @@ void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *ca
             elm_sb_puts(t, ELM_MISTRAL_ARGS);
             elm_put_py_json(t, args, -1);
             break;
+        case ELM_TOOLS_MISTRAL_V3: /* json.dumps of the function, then its id */
+            elm_sb_puts(t, i == 0 ? ELM_MISTRAL_CALL_OPEN "[" : ", ");
+            elm_sb_printf(t, "{\"name\": \"%s\", \"arguments\": ", calls[i].name);
+            elm_put_py_json(t, args, -1);
+            elm_sb_printf(t, ", \"id\": \"%s\"}%s", calls[i].id, i == n - 1 ? "]" : "");
+            break;
         case ELM_TOOLS_LLAMA:
             elm_sb_printf(t, "{\"name\": \"%s\", \"parameters\": ", calls[i].name);
             elm_put_py_json(t, args, -1);
@@ -281,7 +315,9 @@ void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, c
     if (elm_tools_is_mistral(s)) {
         elm_sb_puts(t, "[TOOL_RESULTS]");
         if (s == ELM_TOOLS_MISTRAL_IDS) elm_sb_printf(t, "%s[TOOL_CONTENT]", id);
+        if (s == ELM_TOOLS_MISTRAL_V3) elm_sb_puts(t, "{\"content\": ");
         elm_sb_puts(t, content);
+        if (s == ELM_TOOLS_MISTRAL_V3) elm_sb_printf(t, ", \"call_id\": \"%s\"}", id);
         elm_sb_puts(t, "[/TOOL_RESULTS]");
         return;
     }

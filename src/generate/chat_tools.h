@@ -37,11 +37,22 @@ typedef enum elm_tool_syntax {
     ELM_TOOLS_MISTRAL_IDS, /* Mistral Small 3.2: the tools block before the last user message,
                             * a reply with calls only its calls [TOOL_CALLS]N[CALL_ID]ID[ARGS]A,
                             * each result [TOOL_RESULTS]ID[TOOL_CONTENT]R[/TOOL_RESULTS] */
+    ELM_TOOLS_MISTRAL_V3,  /* Mistral Nemo: the tools before the last user message, each
+                            * {"type": "function", "function": {...}} with string values unescaped,
+                            * a reply with calls only [TOOL_CALLS][{"name": N, "arguments": A,
+                            * "id": ID}, ...], each result
+                            * [TOOL_RESULTS]{"content": R, "call_id": "ID"}[/TOOL_RESULTS] */
 } elm_tool_syntax;
 
 /* Whether s is one of Mistral's syntaxes ([TOOL_CALLS] calls, the tools in their own block). */
 static inline bool elm_tools_is_mistral(elm_tool_syntax s) {
-    return s == ELM_TOOLS_MISTRAL || s == ELM_TOOLS_MISTRAL_IDS;
+    return s == ELM_TOOLS_MISTRAL || s == ELM_TOOLS_MISTRAL_IDS || s == ELM_TOOLS_MISTRAL_V3;
+}
+
+/* Whether s writes each call's id, of ELM_MISTRAL_ID_LEN characters, and a reply with calls as
+ * its calls only (Mistral Small 3.2's and Nemo's). */
+static inline bool elm_tools_mistral_ids(elm_tool_syntax s) {
+    return s == ELM_TOOLS_MISTRAL_IDS || s == ELM_TOOLS_MISTRAL_V3;
 }
 
 /* The syntax of template t (ELM_TOOLS_NONE for a template without tools). In chat_template.c. */

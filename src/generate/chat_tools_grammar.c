@@ -151,6 +151,11 @@ static elm_status xml_params(elm_sbuf *g, const cJSON *params, int i, const char
     return st;
 }
 
+/* Whether s writes a call as [TOOL_CALLS]NAME[ARGS]{...} (Ministral 3's, Mistral Small 3.2's) */
+static bool mistral_bare(elm_tool_syntax s) {
+    return s == ELM_TOOLS_MISTRAL || s == ELM_TOOLS_MISTRAL_IDS;
+}
+
 /* The rule `call` of one call of the functions in tools (only the one named `only` when not NULL)
  * in syntax s, `call-body` the same after the call's opening ("<function=", {"name": " or
  * [TOOL_CALLS]), and the rules they use. */
@@ -175,17 +180,21 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
             elm_sb_printf(&alts, " %sparams", prefix);
             st = xml_params(&rules, params, i, prefix, err);
         } else {
-            if (elm_tools_is_mistral(s))
+            const bool bare = mistral_bare(s); /* NAME[ARGS]{...}, not a JSON object */
+            if (bare)
                 snprintf(head, sizeof head, "%s", name);
             else
                 snprintf(head, sizeof head, "%s\", \"%s\": ", name,
                          s == ELM_TOOLS_LLAMA ? "parameters" : "arguments");
             js_put_literal(&alts, head); /* a name elm_tool_name_ok passed, ASCII */
-            /* Mistral Small 3.2's template writes a call id before the arguments: the model may */
+            /* Mistral Small 3.2's and Nemo's templates write call ids: the model may */
             if (s == ELM_TOOLS_MISTRAL_IDS)
                 elm_sb_puts(&alts, " ( \"" ELM_MISTRAL_CALL_ID "\" [a-zA-Z0-9]{9} )?");
-            if (elm_tools_is_mistral(s)) elm_sb_puts(&alts, " \"" ELM_MISTRAL_ARGS "\"");
-            elm_sb_printf(&alts, elm_tools_is_mistral(s) ? " %sroot" : " %sroot \"}\"", prefix);
+            if (bare) elm_sb_puts(&alts, " \"" ELM_MISTRAL_ARGS "\"");
+            elm_sb_printf(&alts, " %sroot", prefix);
+            if (s == ELM_TOOLS_MISTRAL_V3)
+                elm_sb_puts(&alts, " ( \", \\\"id\\\": \\\"\" [a-zA-Z0-9]{9} \"\\\"\" )?");
+            if (!bare) elm_sb_puts(&alts, " \"}\"");
             st = schema_rules(&rules, params, src, prefix, err);
         }
     }
@@ -194,7 +203,7 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
                                                   : "tools: none given%s", only ? only : "");
     if (!st) {
         elm_sb_puts(g, s == ELM_TOOLS_QWEN_XML  ? "call ::= \"<function=\" call-body \"</function>\"\n"
-                       : elm_tools_is_mistral(s) ? "call ::= \"" ELM_MISTRAL_CALL_OPEN "\" call-body\n"
+                       : mistral_bare(s)        ? "call ::= \"" ELM_MISTRAL_CALL_OPEN "\" call-body\n"
                                                 : "call ::= \"{\\\"name\\\": \\\"\" call-body\n");
         elm_sb_puts(g, "call-body ::=");
         elm_sb_put(g, alts.s, alts.len);
@@ -220,9 +229,12 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
     cJSON *arr = cJSON_Parse(tools);
     elm_status st = elm_tools_check(arr, "tools", err);
     elm_sbuf g = {0};
-    if (!st && (llama || elm_tools_is_mistral(s))) /* the calls are the reply: nothing around them */
+    if (!st && (llama || mistral_bare(s))) /* the calls are the reply: nothing around them */
         elm_sb_printf(&g, "root ::= %s%s\n", lazy ? "call-body" : "call",
                       parallel && !llama ? " call*" : "");
+    else if (!st && s == ELM_TOOLS_MISTRAL_V3) /* Nemo's: one JSON list after [TOOL_CALLS] */
+        elm_sb_printf(&g, "root ::= %s\"[\" call%s \"]\"\n",
+                      lazy ? "" : "\"" ELM_MISTRAL_CALL_OPEN "\" ", parallel ? " (\", \" call)*" : "");
     else if (!st)
         elm_sb_printf(&g, "root ::= %s call \"\\n" ELM_TOOL_CALL_CLOSE "\"%s\n",
                       lazy ? "\"\\n\"" : "\"" ELM_TOOL_CALL_OPEN "\\n\"",

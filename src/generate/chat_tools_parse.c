@@ -228,6 +228,19 @@ static elm_status parse_mistral(const char *reply, elm_tool_calls *out, elm_erro
     return ELM_OK;
 }
 
+/* Mistral Nemo's: [TOOL_CALLS] and a JSON list of {"name": ..., "arguments": {...}} (an "id" the
+ * model writes ignored); a list cut short is no call. */
+static elm_status parse_mistral_v3(const char *reply, elm_tool_calls *out, elm_error *err) {
+    const char *p = strstr(reply, ELM_MISTRAL_CALL_OPEN);
+    cJSON *list = p ? cJSON_ParseWithOpts(p + strlen(ELM_MISTRAL_CALL_OPEN), NULL, false) : NULL;
+    if (!list) return ELM_OK;
+    elm_status st = cJSON_IsArray(list) ? ELM_OK : bad_call(out, err, "a list of calls");
+    while (!st && list->child)
+        st = add_json_call(out, cJSON_DetachItemViaPointer(list, list->child), "arguments", err);
+    cJSON_Delete(list);
+    return st;
+}
+
 elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, const char *reply,
                                      elm_tool_calls *out, elm_error *err) {
     memset(out, 0, sizeof *out);
@@ -240,6 +253,7 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
         return nomem(out, err);
     return s == ELM_TOOLS_LLAMA      ? parse_llama(reply, out, err)
            : s == ELM_TOOLS_QWEN_XML ? parse_xml(reply, tools, out, err)
+           : s == ELM_TOOLS_MISTRAL_V3 ? parse_mistral_v3(reply, out, err)
            : elm_tools_is_mistral(s) ? parse_mistral(reply, out, err)
                                      : parse_hermes(reply, out, err);
 }

@@ -64,6 +64,8 @@ TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
         ("ministral3", MISTRAL_BOS_EOS, ["tools", "calls", "nosystem", "onecall", "plain"]),
     "Mistral-Small-3.2-24B-Instruct-2506.jinja":
         ("mistral-small32", MISTRAL_BOS_EOS, ["tools", "calls", "nosystem", "onecall", "plain"]),
+    "mistralai-Mistral-Nemo-Instruct-2407.jinja":
+        ("mistral-nemo", MISTRAL_BOS_EOS, ["tools", "calls", "nosystem", "onecall", "plain"]),
 }
 
 
