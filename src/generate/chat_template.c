@@ -598,9 +598,14 @@ static bool calls_follow_text(elm_tool_syntax syn, const char *content) {
     return answer.e > answer.b;
 }
 
+/* Whether id (NULL: none) is one template s can write: any where it writes none, else one of
+ * ELM_MISTRAL_ID_LEN characters (Mistral Small 3.2's and Nemo's templates raise on others). */
+static bool id_fits(const tmpl_spec *s, const char *id) {
+    return !elm_tools_mistral_ids(s->tools) || (id && strlen(id) == ELM_MISTRAL_ID_LEN);
+}
+
 /* The messages' tool calls against template s: its syntax takes calls, each one's arguments a
- * JSON object, and the calls' and results' ids where it writes them (Mistral Small 3.2's and
- * Nemo's templates raise on an id of another length). */
+ * JSON object, and the calls' and results' ids fit it (id_fits). */
 static elm_status check_calls(const tmpl_spec *s, const elm_chat_msg *msgs, int32_t n,
                               elm_error *err) {
     for (int32_t i = 0; i < n; i++) {
@@ -610,14 +615,11 @@ static elm_status check_calls(const tmpl_spec *s, const elm_chat_msg *msgs, int3
         if (msgs[i].n_tool_calls > 1 && s->tools == ELM_TOOLS_LLAMA)
             return elm_errorf(err, ELM_ERR_UNSUPPORTED, "chat message %d: template %s takes one "
                               "tool call a message", i, s->name);
-        const char *id = msgs[i].tool_call_id;
-        if (elm_tools_mistral_ids(s->tools) && !strcmp(msgs[i].role, "tool") &&
-            (!id || strlen(id) != ELM_MISTRAL_ID_LEN))
+        if (!strcmp(msgs[i].role, "tool") && !id_fits(s, msgs[i].tool_call_id))
             return elm_errorf(err, ELM_ERR_FORMAT, "chat message %d: tool_call_id: template %s "
                               "takes an id of %d characters", i, s->name, ELM_MISTRAL_ID_LEN);
         for (int32_t k = 0; k < msgs[i].n_tool_calls; k++) {
-            id = msgs[i].tool_calls[k].id;
-            if (elm_tools_mistral_ids(s->tools) && (!id || strlen(id) != ELM_MISTRAL_ID_LEN))
+            if (!id_fits(s, msgs[i].tool_calls[k].id))
                 return elm_errorf(err, ELM_ERR_FORMAT, "chat message %d: tool call %d: id: "
                                   "template %s takes an id of %d characters", i, k, s->name,
                                   ELM_MISTRAL_ID_LEN);
