@@ -223,6 +223,8 @@ static void families_render(void) {
                {ELM_TEMPLATE_GRANITE4, "tools calls nosystem onecall"},
                {ELM_TEMPLATE_LLAMA31, "tools onecall plain"},
                {ELM_TEMPLATE_LLAMA32, "tools onecall plain"},
+               {ELM_TEMPLATE_LFM2, "tools calls nosystem onecall"},
+               {ELM_TEMPLATE_LFM25, "tools calls nosystem onecall"},
                {ELM_TEMPLATE_MINISTRAL3, "tools calls nosystem onecall plain"},
                {ELM_TEMPLATE_MISTRAL_SMALL32, "tools calls nosystem onecall plain"},
                {ELM_TEMPLATE_MISTRAL_NEMO, "tools calls nosystem onecall plain"}};
@@ -301,6 +303,44 @@ static void check_parse(elm_chat_template t, const char *tools, const char *repl
     elm_tool_calls_free(&c);
 }
 
+/* LFM2's Python calls: literals into JSON, text around the block as content, a call cut short
+ * dropped, a malformed one an error. */
+static void lfm2_parse(void) {
+    const char *two[] = {"get_weather", "{\"city\":\"Paris\",\"days\":2}", "now", "{}"};
+    check_parse(ELM_TEMPLATE_LFM2, NULL, "Checking.<|tool_call_start|>[get_weather(city=\"Paris\", "
+                "days=2), now()]<|tool_call_end|> Done.", 2, two, "Checking. Done.");
+    /* the escapes decode to UTF-8; JSON-isms (true, \/, surrogate pairs) are read too */
+    const char *lit[] = {"f", "{\"s\":\"it's \xC3\xA9\\n\\\"\",\"n\":-12,\"x\":1500,\"b\":true,\"z\":null,"
+             "\"l\":[1,\"a\",[2,3]],\"d\":{\"k\":false,\"j\":[null]},\"e\":\"\xC3\xA9/"
+             "\xF0\x9F\x98\x80\",\"t\":true}"};
+    check_parse(ELM_TEMPLATE_LFM25, NULL, "<|tool_call_start|>[ f( s='it\\'s \\u00e9\\n\"' , n=-12, "
+                "x=1.5e3, b=True, z=None, l=[1, 'a', (2, 3)], d={'k': False, \"j\": [None]}, "
+                "e=\"\\xe9\\/\\ud83d\\ude00\", t=true,) ]<|tool_call_end|>", 1, lit, "");
+    /* cut short: inside the first call, or after a complete one */
+    check_parse(ELM_TEMPLATE_LFM2, NULL, "Sure.<|tool_call_start|>[get_weather(city=\"Par", 0, NULL,
+                "Sure.");
+    const char *first[] = {"now", "{}"};
+    check_parse(ELM_TEMPLATE_LFM2, NULL, "<|tool_call_start|>[now(), get_weather(city=Tr", 1, first,
+                "");
+    check_parse(ELM_TEMPLATE_LFM2, NULL, "<|tool_call_start|>[now(), get_weather(days=1", 1, first,
+                "");
+    check_parse(ELM_TEMPLATE_LFM2, NULL, "No calls here.", 0, NULL, "No calls here.");
+    const char *bad[] = {"<|tool_call_start|>[get_weather(\"Paris\")]<|tool_call_end|>",
+                         "<|tool_call_start|>get_weather(city=\"x\")<|tool_call_end|>",
+                         "<|tool_call_start|>[f(a=1) junk]<|tool_call_end|>",
+                         "<|tool_call_start|>[f(a=1, a=2)]<|tool_call_end|>",
+                         "<|tool_call_start|>[f(a=undefined)]<|tool_call_end|>",
+                         "<|tool_call_start|>[f(a={1: 2})]<|tool_call_end|>",
+                         "<|tool_call_start|>[f(a=\"x)]<|tool_call_end|>",
+                         "<|tool_call_start|>[]<|tool_call_end|>"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        elm_tool_calls c;
+        elm_error err;
+        CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_LFM2, NULL, bad[i], &c, &err) == ELM_ERR_FORMAT &&
+                  strstr(err.msg, "tool call "), "lfm2 malformed %s: %s", bad[i], err.msg);
+    }
+}
+
 static void families_parse(void) {
     static const char tools[] =
         "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
@@ -371,7 +411,9 @@ static void families_parse(void) {
     CHECK(!strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_MINISTRAL3), "[TOOL_CALLS]") &&
               !strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_MISTRAL_SMALL32), "[TOOL_CALLS]"),
           "mistral open");
+    lfm2_parse();
     CHECK(!strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_LLAMA32), "{\"name\": \"") &&
+              !strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_LFM25), "<|tool_call_start|>") &&
               !strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_QWEN35), "<tool_call>") &&
               !elm_chat_tool_call_open(ELM_TEMPLATE_LLAMA3), "call openings");
 }
@@ -393,6 +435,53 @@ static void check_grammar(elm_chat_template t, const char *tools, bool lazy, con
               elm_chat_template_name(t), wrong[i]);
     elm_grammar_free(g);
     free(gbnf);
+}
+
+/* LFM2's calls: keyword arguments in the schema's order, each a Python literal under its
+ * schema; what Python's syntax cannot say is refused. */
+static void lfm2_grammar(const char *tools) {
+    const char *good[] = {
+        "<|tool_call_start|>[get_weather(city=\"Paris\")]<|tool_call_end|>",
+        "<|tool_call_start|>[get_weather(city=\"New \\\"York\\\"\", days=7, unit=\"F\", tags=[\"a\", "
+        "\"bcd\"]), now(x=1, y=True, z=[None, {\"k\": False}])]<|tool_call_end|>",
+        "<|tool_call_start|>[get_weather(city=\"P\", unit=\"C\")]<|tool_call_end|>",
+        "<|tool_call_start|>[now()]<|tool_call_end|>"};
+    const char *wrong[] = {
+        "<|tool_call_start|>[get_weather()]<|tool_call_end|>",
+        "<|tool_call_start|>[get_weather(city=\"P\", days=8)]<|tool_call_end|>",
+        "<|tool_call_start|>[get_weather(city=\"P\", unit=\"K\")]<|tool_call_end|>",
+        "<|tool_call_start|>[get_weather(city=\"P\", tags=[\"abcd\"])]<|tool_call_end|>",
+        "<|tool_call_start|>[get_weather(days=2, city=\"P\")]<|tool_call_end|>",
+        "<|tool_call_start|>[get_weather(city=\"P\",)]<|tool_call_end|>",
+        "<|tool_call_start|>[now(y=true)]<|tool_call_end|>",
+        "<|tool_call_start|>[now()]",
+        "[now()]<|tool_call_end|>"};
+    check_grammar(ELM_TEMPLATE_LFM2, tools, false, good, 4, wrong, 9);
+    const char *lazy[] = {"[now(), now()]<|tool_call_end|>"};
+    check_grammar(ELM_TEMPLATE_LFM25, tools, true, lazy, 1, good, 1);
+    const char *flag = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+                       "{\"type\": \"object\", \"properties\": {\"on\": {\"type\": \"boolean\"}, "
+                       "\"c\": {\"const\": null}}, \"required\": [\"on\", \"c\"]}}}]";
+    const char *flag_good[] = {"<|tool_call_start|>[f(on=False, c=None)]<|tool_call_end|>"};
+    const char *flag_wrong[] = {"<|tool_call_start|>[f(on=false, c=None)]<|tool_call_end|>",
+                                "<|tool_call_start|>[f(on=True, c=null)]<|tool_call_end|>"};
+    check_grammar(ELM_TEMPLATE_LFM2, flag, false, flag_good, 1, flag_wrong, 2);
+    const char *refused[] = {
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
+        "\"object\", \"properties\": {\"a-b\": {\"type\": \"string\"}}}}}]",
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
+        "\"object\", \"properties\": {\"a\": {\"const\": [true]}}}}}]",
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
+        "\"array\"}}}]"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char *gbnf = NULL;
+        elm_error err;
+        CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_LFM2, refused[i], NULL, true, false, &gbnf, NULL,
+                                    &err) == ELM_ERR_UNSUPPORTED &&
+                  strstr(err.msg, "tools[0].function.parameters"),
+              "lfm2 refused %zu: %s", i, err.msg);
+        free(gbnf);
+    }
 }
 
 static void families_grammar(void) {
@@ -463,6 +552,7 @@ static void families_grammar(void) {
     check_grammar(ELM_TEMPLATE_MISTRAL_NEMO, tools, false, nemo_good, 2, nemo_wrong, 4);
     const char *nemo_lazy[] = {"[{\"name\": \"now\", \"arguments\": {}}]"};
     check_grammar(ELM_TEMPLATE_MISTRAL_NEMO, tools, true, nemo_lazy, 1, nemo_good, 1);
+    lfm2_grammar(tools);
     char *gbnf = NULL;
     elm_error err;
     const char *top_any = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "

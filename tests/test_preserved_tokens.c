@@ -3,7 +3,8 @@
  * their text by a grammar's vocabulary (elm_grammar_vocab_new_preserved), so a lazy matcher's
  * trigger fires on them and the grammar can require the closing one; without preserving (a
  * request without tools) a control token stays without text, as before. The vocabulary is built
- * here: the fixtures' vocabularies have no tool-call control tokens. */
+ * here: the fixtures' vocabularies have no tool-call control tokens. LFM2's calls go through it
+ * whole: grammar, decoded reply, parsed calls; Mistral's through the grammar and the decoder. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,20 +12,24 @@
 #include "edgelm/chat.h"
 #include "edgelm/grammar.h"
 
-enum { UNK, BOS, EOS, OPEN, CLOSE, EOT, X, Y, HI, CALLS, ARGS, NOW, BRACES, N_TOKENS };
+enum { UNK, BOS, EOS, OPEN, CLOSE, EOT, X, Y, HI, LFM2_OPEN, LFM2_CLOSE, NOW, CALLS, ARGS, NAME,
+       BRACES, N_TOKENS };
 
-/* A SentencePiece-style vocabulary whose Hermes markers and end of turn are control tokens. */
+/* A SentencePiece-style vocabulary whose Hermes and LFM2 markers and end of turn are control
+ * tokens. */
 static bool build_vocab(elm_vocab *v) {
     static const char *const pieces[N_TOKENS] = {"<unk>", "<s>", "</s>", "<tool_call>",
                                                  "</tool_call>", "<|im_end|>", "x", "y", "hi",
-                                                 "[TOOL_CALLS]", "[ARGS]", "now", "{}"};
+                                                 "<|tool_call_start|>", "<|tool_call_end|>",
+                                                 "[now()]", "[TOOL_CALLS]", "[ARGS]", "now", "{}"};
     static const int32_t types[N_TOKENS] = {ELM_TOKEN_UNKNOWN, ELM_TOKEN_CONTROL,
                                             ELM_TOKEN_CONTROL, ELM_TOKEN_CONTROL,
                                             ELM_TOKEN_CONTROL, ELM_TOKEN_CONTROL,
                                             ELM_TOKEN_NORMAL,  ELM_TOKEN_NORMAL,
                                             ELM_TOKEN_NORMAL,  ELM_TOKEN_CONTROL,
                                             ELM_TOKEN_CONTROL, ELM_TOKEN_NORMAL,
-                                            ELM_TOKEN_NORMAL};
+                                            ELM_TOKEN_CONTROL, ELM_TOKEN_CONTROL,
+                                            ELM_TOKEN_NORMAL,  ELM_TOKEN_NORMAL};
     elm_error err;
     if (elm_vocab_alloc(v, N_TOKENS, true, &err)) return false;
     for (int32_t i = 0; i < N_TOKENS; i++) {
@@ -40,6 +45,8 @@ static void check_lookup(const elm_vocab *v) {
     int32_t ids[ELM_TOOL_PRESERVED_MAX];
     const int32_t n = elm_chat_tool_preserved_ids(ELM_TEMPLATE_QWEN3, v, ids);
     CHECK(n == 2 && ids[0] == OPEN && ids[1] == CLOSE, "qwen3: %d ids", n);
+    CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_LFM2, v, ids) == 2 && ids[0] == LFM2_OPEN &&
+              ids[1] == LFM2_CLOSE, "lfm2");
     CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_MINISTRAL3, v, ids) == 2 && ids[0] == CALLS &&
               ids[1] == ARGS, "ministral3: [TOOL_CALLS] and [ARGS]");
     CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_MISTRAL_SMALL32, v, ids) == 2 && ids[0] == CALLS &&
@@ -131,6 +138,48 @@ out:
     elm_grammar_free(g);
 }
 
+/* LFM2's tool grammar, lazy as the server runs it, over the vocabulary with its markers preserved:
+ * text, the opening control token, the call, then only the closing control token, then the end. */
+static void check_lfm2_call(const elm_vocab *v) {
+    const char *tools = "[{\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
+    char *gbnf = NULL;
+    const char *trigger = NULL;
+    elm_grammar *g = NULL;
+    elm_error err;
+    CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_LFM2, tools, NULL, true, true, &gbnf, &trigger, &err) ==
+                  ELM_OK && elm_grammar_parse(gbnf, strlen(gbnf), "tools", &g, &err) == ELM_OK,
+          "lfm2 grammar: %s", err.msg);
+    int32_t keep[ELM_TOOL_PRESERVED_MAX];
+    const int32_t n_keep = elm_chat_tool_preserved_ids(ELM_TEMPLATE_LFM2, v, keep);
+    const int32_t ends[] = {EOS, EOT};
+    elm_grammar_vocab *gv = elm_grammar_vocab_new_preserved(v, ends, 2, keep, n_keep);
+    elm_grammar_matcher *m = g && gv ? elm_grammar_matcher_new(g, gv) : NULL;
+    CHECK(m && elm_grammar_matcher_set_trigger(m, trigger, &err) == ELM_OK, "lfm2 matcher");
+    const int32_t ids[] = {HI, LFM2_OPEN, NOW, LFM2_CLOSE};
+    for (int i = 0; m && i < 4; i++)
+        CHECK(elm_grammar_accept(m, ids[i], &err) == ELM_OK, "lfm2 token %d: %s", i, err.msg);
+    CHECK(m && elm_grammar_done(m) && elm_grammar_allows(m, EOT), "lfm2 call complete");
+    elm_grammar_matcher_free(m);
+    m = g && gv ? elm_grammar_matcher_new(g, gv) : NULL;
+    CHECK(m && elm_grammar_matcher_set_trigger(m, trigger, &err) == ELM_OK &&
+              elm_grammar_accept(m, LFM2_OPEN, &err) == ELM_OK &&
+              elm_grammar_accept(m, NOW, &err) == ELM_OK && !elm_grammar_allows(m, EOT) &&
+              !elm_grammar_allows(m, HI) && elm_grammar_allows(m, LFM2_CLOSE),
+          "lfm2: only the closing token after the call");
+    const int32_t reply[] = {HI, LFM2_OPEN, NOW, LFM2_CLOSE};
+    CHECK(!strcmp(decode(v, reply, 4, keep, n_keep), "hi<|tool_call_start|>[now()]<|tool_call_end|>"),
+          "lfm2 reply text");
+    elm_tool_calls c;
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_LFM2, tools, decode(v, reply, 4, keep, n_keep), &c,
+                                    &err) == ELM_OK && c.n == 1 && !strcmp(c.content, "hi"),
+          "lfm2 reply parsed: %s", err.msg);
+    elm_tool_calls_free(&c);
+    elm_grammar_matcher_free(m);
+    elm_grammar_vocab_free(gv);
+    elm_grammar_free(g);
+    free(gbnf);
+}
+
 /* Mistral's calls, written with two control tokens, under the tool grammar of ministral3 lazy
  * from its trigger: after text, [TOOL_CALLS] opens the call, [ARGS] is required after the name,
  * and the detokenizer writes the call for the parser. */
@@ -153,16 +202,16 @@ static void check_mistral(const elm_vocab *v) {
     if (m) {
         CHECK(elm_grammar_accept(m, HI, &err) == ELM_OK && elm_grammar_accept(m, CALLS, &err) == ELM_OK,
               "text, then [TOOL_CALLS]");
-        CHECK(elm_grammar_allows(m, NOW) && !elm_grammar_allows(m, ARGS) && !elm_grammar_allows(m, HI),
+        CHECK(elm_grammar_allows(m, NAME) && !elm_grammar_allows(m, ARGS) && !elm_grammar_allows(m, HI),
               "the name after the opening");
-        CHECK(elm_grammar_accept(m, NOW, &err) == ELM_OK && elm_grammar_allows(m, ARGS) &&
+        CHECK(elm_grammar_accept(m, NAME, &err) == ELM_OK && elm_grammar_allows(m, ARGS) &&
                   !elm_grammar_allows(m, BRACES) && !elm_grammar_allows(m, EOS),
               "[ARGS] required after the name");
         CHECK(elm_grammar_accept(m, ARGS, &err) == ELM_OK && elm_grammar_accept(m, BRACES, &err) == ELM_OK &&
                   elm_grammar_allows(m, EOS) && elm_grammar_allows(m, CALLS),
               "after the arguments: the end, or another call");
     }
-    const int32_t reply[] = {HI, CALLS, NOW, ARGS, BRACES};
+    const int32_t reply[] = {HI, CALLS, NAME, ARGS, BRACES};
     CHECK(!strcmp(decode(v, reply, 5, keep, n_keep), "hi[TOOL_CALLS]now[ARGS]{}"), "decoded: %s",
           decode(v, reply, 5, keep, n_keep));
     elm_grammar_matcher_free(m);
@@ -181,6 +230,7 @@ int main(int argc, char **argv) {
     check_lookup(&v);
     check_detok(&v);
     check_grammar(&v);
+    check_lfm2_call(&v);
     check_mistral(&v);
     elm_vocab_free(&v);
     return check_done();

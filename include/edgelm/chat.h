@@ -128,7 +128,8 @@ elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_
 
 /* Whether template t renders tools and its replies' tool calls are parsed: qwen3 and
  * qwen3-no-think (<tool_call> JSON blocks), granite4 (the same), qwen35 and qwen35-no-think
- * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call), ministral3
+ * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call), lfm2 and
+ * lfm25 (<|tool_call_start|>[name(key=value, ...)]<|tool_call_end|>, Python calls), ministral3
  * ([TOOL_CALLS]NAME[ARGS]{...}), mistral-small32 (the same with [CALL_ID]ID) and mistral-nemo
  * ([TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}]). */
 bool elm_chat_template_has_tools(elm_chat_template t);
@@ -155,14 +156,16 @@ bool elm_tool_name_ok(const char *name);
 
 /* A reply split into its text and its tool calls (elm_chat_parse_tool_calls). */
 typedef struct elm_tool_calls {
-    char *content;         /* the text before the first call, trailing whitespace trimmed */
+    char *content;         /* the text before the first call (LFM2: the text around its calls),
+                            * trailing whitespace trimmed */
     int32_t n;
     elm_tool_call *calls;  /* [n]: name and arguments (compact JSON) malloc'd */
 } elm_tool_calls;
 
 /* The tool calls in `reply`, as template t's family writes them (every <tool_call> block to the
- * end, Llama's {"name": ..., "parameters": ...}, or each [TOOL_CALLS]NAME[ARGS]{...} of Mistral's;
- * a last call cut short is dropped). `tools`
+ * end, Llama's {"name": ..., "parameters": ...}, LFM2's lists of Python calls, each argument a
+ * Python literal read as JSON, or each [TOOL_CALLS]NAME[ARGS]{...} of Mistral's; a last call cut
+ * short is dropped). `tools`
  * (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string parameter's
  * text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call does not
  * hold a name and an object of arguments, naming it; ELM_ERR_UNSUPPORTED for a template without
@@ -180,9 +183,9 @@ void elm_tool_calls_free(elm_tool_calls *c);
  * mistral-nemo) 9 letters and digits hashed from both. */
 void elm_chat_tool_call_id(elm_chat_template t, const char *tag, int32_t i, char *out);
 
-/* The text a reply's first tool call opens with in template t ("<tool_call>", Llama's
- * {"name": ", or Mistral's "[TOOL_CALLS]"); NULL for a template without tools. A stream holds
- * back text that could begin it. */
+/* The text a reply's first tool call opens with in template t ("<tool_call>", LFM2's
+ * "<|tool_call_start|>", Llama's {"name": ", or Mistral's "[TOOL_CALLS]"); NULL for a template
+ * without tools. A stream holds back text that could begin it. */
 const char *elm_chat_tool_call_open(elm_chat_template t);
 
 /* The most ids elm_chat_tool_preserved_ids writes. */

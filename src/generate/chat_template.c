@@ -198,9 +198,9 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
                                        .think_pair = ELM_TEMPLATE_SMOLLM3},
     /* LFM2's template names its tool-list tokens, LFM2.5's its keep_past_thinking switch */
     [ELM_TEMPLATE_LFM2] = {.name = "lfm2", .sig = {"<|im_start|>", "<|tool_list_start|>"},
-                           LFM2_BODY},
+                           LFM2_BODY, .tools = ELM_TOOLS_LFM2},
     [ELM_TEMPLATE_LFM25] = {.name = "lfm25", .sig = {"<|im_start|>", "keep_past_thinking"},
-                            LFM2_BODY, .reply = REPLY_LFM25},
+                            LFM2_BODY, .reply = REPLY_LFM25, .tools = ELM_TOOLS_LFM25},
     /* Qwen3.5 trims every message, and its generation prompt opens the think block */
     [ELM_TEMPLATE_QWEN35] = {.name = "qwen35", .sig = {"enable_thinking", "<|vision_start|>"},
                              CHATML_BODY, .gen_prompt = CHATML_HEAD("assistant") "<think>\n",
@@ -341,11 +341,7 @@ int32_t elm_chat_tool_preserved_ids(elm_chat_template t, const elm_vocab *v, int
 }
 
 const char *elm_chat_tool_call_open(elm_chat_template t) {
-    const elm_tool_syntax s = elm_chat_template_tool_syntax(t);
-    return s == ELM_TOOLS_NONE      ? NULL
-           : s == ELM_TOOLS_LLAMA   ? "{\"name\": \""
-           : elm_tools_is_mistral(s) ? ELM_MISTRAL_CALL_OPEN
-                                    : ELM_TOOL_CALL_OPEN;
+    return elm_tools_call_open(elm_chat_template_tool_syntax(t));
 }
 
 void elm_chat_tool_call_id(elm_chat_template t, const char *tag, int32_t i, char *out) {

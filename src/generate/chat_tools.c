@@ -43,10 +43,11 @@ static void put_newline(elm_sbuf *t, int indent, int level) {
     for (int i = 0; i < indent * level; i++) elm_sb_put(t, " ", 1);
 }
 
-static void put_json(elm_sbuf *t, const cJSON *v, int indent, int level) {
-    if (cJSON_IsNull(v)) elm_sb_puts(t, "null");
-    else if (cJSON_IsTrue(v)) elm_sb_puts(t, "true");
-    else if (cJSON_IsFalse(v)) elm_sb_puts(t, "false");
+/* v as json.dumps writes it, or with `py` as a Python literal (True, False, None). */
+static void put_json(elm_sbuf *t, const cJSON *v, int indent, int level, bool py) {
+    if (cJSON_IsNull(v)) elm_sb_puts(t, py ? "None" : "null");
+    else if (cJSON_IsTrue(v)) elm_sb_puts(t, py ? "True" : "true");
+    else if (cJSON_IsFalse(v)) elm_sb_puts(t, py ? "False" : "false");
     else if (cJSON_IsNumber(v)) put_number(t, v->valuedouble);
     else if (cJSON_IsString(v)) put_string(t, v->valuestring);
     else {
@@ -59,14 +60,16 @@ static void put_json(elm_sbuf *t, const cJSON *v, int indent, int level) {
                 put_string(t, c->string);
                 elm_sb_puts(t, ": ");
             }
-            put_json(t, c, indent, level + 1);
+            put_json(t, c, indent, level + 1, py);
         }
         if (indent >= 0 && v->child) put_newline(t, indent, level);
         elm_sb_puts(t, obj ? "}" : "]");
     }
 }
 
-void elm_put_py_json(elm_sbuf *t, const cJSON *v, int indent) { put_json(t, v, indent, 0); }
+void elm_put_py_json(elm_sbuf *t, const cJSON *v, int indent) { put_json(t, v, indent, 0, false); }
+
+void elm_put_py_literal(elm_sbuf *t, const cJSON *v) { put_json(t, v, -1, 0, true); }
 
 bool elm_tool_name_ok(const char *name) {
     const size_t n = strlen(name);
@@ -96,12 +99,29 @@ elm_status elm_tools_check(const cJSON *tools, const char *src, elm_error *err) 
     return ELM_OK;
 }
 
+const char *elm_tools_call_open(elm_tool_syntax s) {
+    switch (s) {
+    case ELM_TOOLS_HERMES:
+    case ELM_TOOLS_GRANITE:
+    case ELM_TOOLS_QWEN_XML: return ELM_TOOL_CALL_OPEN;
+    case ELM_TOOLS_LLAMA: return "{\"name\": \"";
+    case ELM_TOOLS_LFM2:
+    case ELM_TOOLS_LFM25: return ELM_LFM2_CALL_OPEN;
+    case ELM_TOOLS_MISTRAL:
+    case ELM_TOOLS_MISTRAL_IDS:
+    case ELM_TOOLS_MISTRAL_V3: return ELM_MISTRAL_CALL_OPEN;
+    case ELM_TOOLS_NONE: break;
+    }
+    return NULL;
+}
+
 const char *const *elm_tools_marker_tokens(elm_tool_syntax s) {
     static const char *const tool_call[] = {ELM_TOOL_CALL_OPEN, ELM_TOOL_CALL_CLOSE, NULL};
     static const char *const mistral[] = {ELM_MISTRAL_CALL_OPEN, ELM_MISTRAL_ARGS, NULL};
     static const char *const mistral_ids[] = {ELM_MISTRAL_CALL_OPEN, ELM_MISTRAL_CALL_ID,
                                               ELM_MISTRAL_ARGS, NULL};
     static const char *const mistral_v3[] = {ELM_MISTRAL_CALL_OPEN, NULL};
+    static const char *const lfm2[] = {ELM_LFM2_CALL_OPEN, ELM_LFM2_CALL_CLOSE, NULL};
     static const char *const none[] = {NULL};
     switch (s) {
     case ELM_TOOLS_HERMES:
@@ -110,6 +130,8 @@ const char *const *elm_tools_marker_tokens(elm_tool_syntax s) {
     case ELM_TOOLS_MISTRAL: return mistral;
     case ELM_TOOLS_MISTRAL_IDS: return mistral_ids;
     case ELM_TOOLS_MISTRAL_V3: return mistral_v3;
+    case ELM_TOOLS_LFM2:
+    case ELM_TOOLS_LFM25: return lfm2;
     case ELM_TOOLS_NONE:
     case ELM_TOOLS_LLAMA: break;
     }
@@ -192,6 +214,23 @@ void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, co
         }
         elm_sb_puts(t, "<|im_end|>\n");
         break;
+    case ELM_TOOLS_LFM2:
+    case ELM_TOOLS_LFM25: {
+        /* the tools as json.dumps each, ", " between, after the system text and a newline */
+        const bool lfm2 = s == ELM_TOOLS_LFM2;
+        elm_sb_puts(t, "<|im_start|>system\n");
+        if (system && *system) {
+            elm_sb_puts(t, system);
+            elm_sb_puts(t, "\n");
+        }
+        elm_sb_puts(t, lfm2 ? "List of tools: <|tool_list_start|>[" : "List of tools: [");
+        for (const cJSON *tool = tools->child; tool; tool = tool->next) {
+            if (tool != tools->child) elm_sb_puts(t, ", ");
+            elm_put_py_json(t, tool, -1);
+        }
+        elm_sb_puts(t, lfm2 ? "]<|tool_list_end|><|im_end|>\n" : "]<|im_end|>\n");
+        break;
+    }
     case ELM_TOOLS_NONE:
     case ELM_TOOLS_LLAMA:
     case ELM_TOOLS_MISTRAL:
@@ -256,8 +295,20 @@ static void put_py_str(elm_sbuf *t, const cJSON *v) {
     else elm_put_py_json(t, v, -1);
 }
 
+/* LFM2's call: NAME(KEY=VALUE, ...), each value a Python literal. */
+static void put_pycall(elm_sbuf *t, const char *name, const cJSON *args) {
+    elm_sb_printf(t, "%s(", name);
+    for (const cJSON *a = args ? args->child : NULL; a; a = a->next) {
+        elm_sb_printf(t, "%s%s=", a == args->child ? "" : ", ", a->string);
+        elm_put_py_literal(t, a);
+    }
+    elm_sb_puts(t, ")");
+}
+
 void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *calls, int32_t n,
                          bool after_text) {
+    const bool lfm2 = s == ELM_TOOLS_LFM2 || s == ELM_TOOLS_LFM25;
+    if (lfm2 && n > 0) elm_sb_puts(t, ELM_LFM2_CALL_OPEN "[");
     for (int32_t i = 0; i < n; i++) {
         cJSON *args = cJSON_Parse(calls[i].arguments);
         switch (s) {
@@ -297,10 +348,16 @@ void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *ca
             elm_put_py_json(t, args, -1);
             elm_sb_puts(t, "}");
             break;
+        case ELM_TOOLS_LFM2:
+        case ELM_TOOLS_LFM25:
+            if (i > 0) elm_sb_puts(t, ", ");
+            put_pycall(t, calls[i].name, args);
+            break;
         case ELM_TOOLS_NONE: break;
         }
         cJSON_Delete(args);
     }
+    if (lfm2 && n > 0) elm_sb_puts(t, "]" ELM_LFM2_CALL_CLOSE);
 }
 
 void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, const char *id,
@@ -319,6 +376,13 @@ void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, c
         elm_sb_puts(t, content);
         if (s == ELM_TOOLS_MISTRAL_V3) elm_sb_printf(t, ", \"call_id\": \"%s\"}", id);
         elm_sb_puts(t, "[/TOOL_RESULTS]");
+        return;
+    }
+    if (s == ELM_TOOLS_LFM2 || s == ELM_TOOLS_LFM25) { /* a turn each */
+        const bool lfm2 = s == ELM_TOOLS_LFM2;
+        elm_sb_puts(t, lfm2 ? "<|im_start|>tool\n<|tool_response_start|>" : "<|im_start|>tool\n");
+        elm_sb_puts(t, content);
+        elm_sb_puts(t, lfm2 ? "<|tool_response_end|><|im_end|>\n" : "<|im_end|>\n");
         return;
     }
     const bool granite = s == ELM_TOOLS_GRANITE;

@@ -19,6 +19,10 @@
 /* The length of the call ids Mistral Small 3.2's template requires */
 #define ELM_MISTRAL_ID_LEN 9
 
+/* The block that holds a reply's calls in LFM2's syntax (control tokens in LFM2's vocabulary) */
+#define ELM_LFM2_CALL_OPEN "<|tool_call_start|>"
+#define ELM_LFM2_CALL_CLOSE "<|tool_call_end|>"
+
 /* How a family's template writes tools and calls (each from reading its Jinja template). */
 typedef enum elm_tool_syntax {
     ELM_TOOLS_NONE = 0,
@@ -42,6 +46,15 @@ typedef enum elm_tool_syntax {
                             * a reply with calls only [TOOL_CALLS][{"name": N, "arguments": A,
                             * "id": ID}, ...], each result
                             * [TOOL_RESULTS]{"content": R, "call_id": "ID"}[/TOOL_RESULTS] */
+    ELM_TOOLS_LFM2,     /* LFM2: the tools as "List of tools: <|tool_list_start|>[JSON, ...]
+                         * <|tool_list_end|>" in the system turn, the calls a Python list of calls
+                         * <|tool_call_start|>[N(K=V, ...), ...]<|tool_call_end|> (V a Python
+                         * literal) in the assistant's text, each result a "tool" turn in
+                         * <|tool_response_start|> <|tool_response_end|>. The template renders no
+                         * tool_calls: the calls are written where the model wrote them, into the
+                         * content */
+    ELM_TOOLS_LFM25,    /* LFM2.5: LFM2's calls; the tools without the list tokens, each result a
+                         * "tool" turn of its text */
 } elm_tool_syntax;
 
 /* Whether s is one of Mistral's syntaxes ([TOOL_CALLS] calls, the tools in their own block). */
@@ -58,6 +71,9 @@ static inline bool elm_tools_mistral_ids(elm_tool_syntax s) {
 /* The syntax of template t (ELM_TOOLS_NONE for a template without tools). In chat_template.c. */
 elm_tool_syntax elm_chat_template_tool_syntax(elm_chat_template t);
 
+/* The text a reply's first call opens with in syntax s, NULL for ELM_TOOLS_NONE. */
+const char *elm_tools_call_open(elm_tool_syntax s);
+
 /* The texts of the special tokens syntax s writes its calls with, NULL-terminated (none for
  * ELM_TOOLS_NONE and Llama's bare JSON): what elm_chat_tool_preserved_ids looks up. */
 const char *const *elm_tools_marker_tokens(elm_tool_syntax s);
@@ -65,6 +81,27 @@ const char *const *elm_tools_marker_tokens(elm_tool_syntax s);
 /* v as json.dumps(v, ensure_ascii=False, indent=indent) writes it: indent < 0 for none (", " and
  * ": " separators), else one item a line, indented by `indent` spaces a level. Keys in order. */
 void elm_put_py_json(elm_sbuf *t, const cJSON *v, int indent);
+
+/* v as a Python literal, as LFM2's calls write an argument: json.dumps(v) but for True, False and
+ * None. */
+void elm_put_py_literal(elm_sbuf *t, const cJSON *v);
+
+/* Python call syntax (chat_tools_pycall.c): how a read of one call ended. */
+typedef enum elm_pycall_result {
+    ELM_PYCALL_OK,
+    ELM_PYCALL_SHORT, /* the text ends inside the call (a reply cut short) */
+    ELM_PYCALL_BAD,   /* not such a call */
+    ELM_PYCALL_NOMEM
+} elm_pycall_result;
+
+/* Reads one call NAME(KEY=VALUE, ...) from text [p, end), blanks allowed between its parts: NAME
+ * of [A-Za-z0-9_.-], keyword arguments only, each VALUE a Python literal (a string in ' or " with
+ * Python's escapes and JSON's, a number, True, False, None, a list, a tuple, a dict of string
+ * keys; JSON's true, false and null too). ELM_PYCALL_OK: *name [*name_len] points into the text,
+ * *args is the arguments as a JSON object (caller frees) and *next follows the ")";
+ * otherwise *args is NULL. */
+elm_pycall_result elm_pycall_read(const char *p, const char *end, const char **name,
+                                  size_t *name_len, cJSON **args, const char **next);
 
 /* ELM_OK when tools is an array of {"type": "function", "function": {"name": 1-64 of
  * [A-Za-z0-9_.-], "parameters": object or absent}}; else ELM_ERR_FORMAT naming src[i] and the

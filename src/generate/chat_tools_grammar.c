@@ -35,13 +35,13 @@ static void put_prefixed(elm_sbuf *g, const char *gbnf, const char *prefix) {
     }
 }
 
-/* Translates schema (NULL: any object) into rules named PREFIX-..., PREFIX-root the value's;
- * errors name src. */
+/* Translates schema (NULL: any object) into rules named PREFIX-..., PREFIX-root the value's,
+ * the values JSON or with `python` Python literals; errors name src. */
 static elm_status schema_rules(elm_sbuf *g, const cJSON *schema, const char *src,
-                               const char *prefix, elm_error *err) {
+                               const char *prefix, bool python, elm_error *err) {
     char *text = schema ? cJSON_PrintUnformatted(schema) : strdup("{\"type\": \"object\"}");
     char *gbnf = NULL;
-    elm_status st = text ? elm_json_schema_to_gbnf(text, strlen(text), src, &gbnf, err)
+    elm_status st = text ? js_schema_to_gbnf(text, strlen(text), src, python, &gbnf, err)
                          : elm_errorf(err, ELM_ERR_NOMEM, "tools: out of memory");
     if (!st) put_prefixed(g, gbnf, prefix);
     free(gbnf);
@@ -80,31 +80,58 @@ static void put_xml_text_rules(elm_sbuf *g) {
     elm_sb_puts(g, " ) )+\n");
 }
 
+/* ELM_OK when params (NULL: any) is an object schema of properties, what the syntaxes that write
+ * each argument on its own (`syntax`'s) take; else ELM_ERR_UNSUPPORTED naming it. */
+static elm_status check_object_params(const cJSON *params, int i, const char *syntax,
+                                      elm_error *err) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(params, "type");
+    if (params && (!cJSON_IsString(type) || strcmp(type->valuestring, "object") ||
+                   cJSON_GetObjectItemCaseSensitive(params, "anyOf") ||
+                   cJSON_GetObjectItemCaseSensitive(params, "oneOf") ||
+                   cJSON_GetObjectItemCaseSensitive(params, "$ref")))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tools[%d].function.parameters: the %s call "
+                          "syntax takes an object schema of properties", i, syntax);
+    return ELM_OK;
+}
+
+/* Whether property p of params is required. */
+static bool is_required(const cJSON *params, const cJSON *p) {
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required");
+    for (const cJSON *r = cJSON_IsArray(req) ? req->child : NULL; r; r = r->next)
+        if (cJSON_IsString(r) && !strcmp(r->valuestring, p->string)) return true;
+    return false;
+}
+
+/* The rules of property p's value (of function i's params) on its own, named SUB-..., SUB-root
+ * the value's, with the function's definitions for its references. */
+static elm_status property_rules(elm_sbuf *g, const cJSON *params, const cJSON *p, int i,
+                                 const char *sub, bool python, elm_error *err) {
+    cJSON *s = cJSON_Duplicate(p, true);
+    const cJSON *defs = cJSON_GetObjectItemCaseSensitive(params, "$defs");
+    if (s && cJSON_IsObject(s) && defs && !cJSON_GetObjectItemCaseSensitive(s, "$defs"))
+        cJSON_AddItemToObject(s, "$defs", cJSON_Duplicate(defs, true));
+    char src[400];
+    snprintf(src, sizeof src, "tools[%d].function.parameters.properties.%s", i, p->string);
+    const elm_status st = schema_rules(g, s, src, sub, python, err);
+    cJSON_Delete(s);
+    return st;
+}
+
 /* One function's parameters in Qwen3.5's syntax, as rule PREFIX-params: the schema's properties
  * in order, the required ones required, each value text (plain strings), one of an enum's strings,
  * or JSON under its schema. */
 static elm_status xml_params(elm_sbuf *g, const cJSON *params, int i, const char *prefix,
                              elm_error *err) {
     const cJSON *props = cJSON_GetObjectItemCaseSensitive(params, "properties");
-    const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required");
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(params, "type");
-    if (params && (!cJSON_IsString(type) || strcmp(type->valuestring, "object") ||
-                   cJSON_GetObjectItemCaseSensitive(params, "anyOf") ||
-                   cJSON_GetObjectItemCaseSensitive(params, "oneOf") ||
-                   cJSON_GetObjectItemCaseSensitive(params, "$ref")))
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tools[%d].function.parameters: the Qwen3.5 "
-                          "call syntax takes an object schema of properties", i);
+    elm_status st = check_object_params(params, i, "Qwen3.5", err);
+    if (st) return st;
     elm_sbuf rules = {0}, subs = {0};
     elm_sb_printf(g, "%sparams ::=", prefix);
     if (!props || !props->child) /* any parameters, their values text */
         elm_sb_puts(g, " ( \"<parameter=\" [a-zA-Z0-9_.-]+ \">\\n\" xml-text \"\\n</parameter>\\n\" )*");
     int j = 0;
-    elm_status st = ELM_OK;
     for (const cJSON *p = props ? props->child : NULL; p && !st; p = p->next, j++) {
-        bool required = false;
-        for (const cJSON *r = cJSON_IsArray(req) ? req->child : NULL; r; r = r->next)
-            required = required || (cJSON_IsString(r) && !strcmp(r->valuestring, p->string));
-        elm_sb_printf(g, " %sp%d%s", prefix, j, required ? "" : "?");
+        elm_sb_printf(g, " %sp%d%s", prefix, j, is_required(params, p) ? "" : "?");
         char sub[64];
         elm_sb_printf(&rules, "%sp%d ::= \"<parameter=\" ", prefix, j);
         if (!js_put_literal(&rules, p->string)) {
@@ -129,17 +156,9 @@ static elm_status xml_params(elm_sbuf *g, const cJSON *params, int i, const char
             }
             elm_sb_puts(&rules, " )");
         } else {
-            /* alone, with the function's definitions for its references */
-            cJSON *s = cJSON_Duplicate(p, true);
-            const cJSON *defs = cJSON_GetObjectItemCaseSensitive(params, "$defs");
-            if (s && cJSON_IsObject(s) && defs && !cJSON_GetObjectItemCaseSensitive(s, "$defs"))
-                cJSON_AddItemToObject(s, "$defs", cJSON_Duplicate(defs, true));
-            char src[400];
-            snprintf(src, sizeof src, "tools[%d].function.parameters.properties.%s", i, p->string);
             snprintf(sub, sizeof sub, "%sp%d-", prefix, j);
             elm_sb_printf(&rules, " %sroot", sub);
-            st = schema_rules(&subs, s, src, sub, err);
-            cJSON_Delete(s);
+            st = property_rules(&subs, params, p, i, sub, false, err);
         }
         elm_sb_puts(&rules, " \"\\n</parameter>\\n\"\n");
     }
@@ -156,6 +175,54 @@ static bool mistral_bare(elm_tool_syntax s) {
     return s == ELM_TOOLS_MISTRAL || s == ELM_TOOLS_MISTRAL_IDS;
 }
 
+/* Whether s is a Python name, which a keyword argument must be. */
+static bool py_name(const char *s) {
+    if (!*s || isdigit((unsigned char)*s)) return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_') return false;
+    return true;
+}
+
+/* One function's keyword arguments in LFM2's Python call syntax, as rule PREFIX-args: the
+ * schema's properties in order, ", " between those written, the required ones required, each
+ * value a Python literal under its schema (without properties: any names and values). Rules
+ * PREFIX-hJ are the arguments from property J on with none before, PREFIX-tJ the same after one. */
+static elm_status py_args(elm_sbuf *g, const cJSON *params, int i, const char *prefix,
+                          elm_error *err) {
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(params, "properties");
+    elm_status st = check_object_params(params, i, "LFM2", err);
+    if (st) return st;
+    char sub[64];
+    if (!props || !props->child) {
+        elm_sb_printf(g, "%sargs ::= ( %skw ( \", \" %skw )* )?\n%skw ::= [a-zA-Z_] [a-zA-Z0-9_]* "
+                      "\"=\" %sany-root\n", prefix, prefix, prefix, prefix, prefix);
+        cJSON *any = cJSON_CreateObject();
+        snprintf(sub, sizeof sub, "%sany-", prefix);
+        st = any ? schema_rules(g, any, "tools", sub, true, err)
+                 : elm_errorf(err, ELM_ERR_NOMEM, "tools: out of memory");
+        cJSON_Delete(any);
+        return st;
+    }
+    elm_sb_printf(g, "%sargs ::= %sh0\n", prefix, prefix);
+    int j = 0;
+    for (const cJSON *p = props->child; p && !st; p = p->next, j++) {
+        if (!py_name(p->string))
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tools[%d].function.parameters: property "
+                              "'%s' is no Python name, which LFM2's keyword arguments need", i,
+                              p->string);
+        const bool req = is_required(params, p);
+        elm_sb_printf(g, "%sa%d ::= \"%s=\" %sp%d-root\n", prefix, j, p->string, prefix, j);
+        elm_sb_printf(g, "%sh%d ::= %sa%d %st%d", prefix, j, prefix, j, prefix, j + 1);
+        elm_sb_printf(g, req ? "\n" : " | %sh%d\n", prefix, j + 1);
+        elm_sb_printf(g, req ? "%st%d ::= \", \" %sa%d %st%d\n" : "%st%d ::= ( \", \" %sa%d )? %st%d\n",
+                      prefix, j, prefix, j, prefix, j + 1);
+        snprintf(sub, sizeof sub, "%sp%d-", prefix, j);
+        st = property_rules(g, params, p, i, sub, true, err);
+    }
+    elm_sb_printf(g, "%sh%d ::= \"\"\n%st%d ::= \"\"\n", prefix, j, prefix, j);
+    return st;
+}
+
 /* The rule `call` of one call of the functions in tools (only the one named `only` when not NULL)
  * in syntax s, `call-body` the same after the call's opening ("<function=", {"name": " or
  * [TOOL_CALLS]), and the rules they use. */
@@ -163,6 +230,7 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
                              elm_error *err) {
     elm_sbuf alts = {0}, rules = {0};
     elm_status st = ELM_OK;
+    const bool lfm2 = s == ELM_TOOLS_LFM2 || s == ELM_TOOLS_LFM25;
     int i = 0, n = 0;
     for (const cJSON *tool = tools->child; tool && !st; tool = tool->next, i++) {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(tool, "function");
@@ -179,6 +247,11 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
             js_put_literal(&alts, head); /* a name elm_tool_name_ok passed, ASCII */
             elm_sb_printf(&alts, " %sparams", prefix);
             st = xml_params(&rules, params, i, prefix, err);
+        } else if (lfm2) {
+            snprintf(head, sizeof head, "%s(", name);
+            js_put_literal(&alts, head);
+            elm_sb_printf(&alts, " %sargs \")\"", prefix);
+            st = py_args(&rules, params, i, prefix, err);
         } else {
             const bool bare = mistral_bare(s); /* NAME[ARGS]{...}, not a JSON object */
             if (bare)
@@ -195,16 +268,17 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
             if (s == ELM_TOOLS_MISTRAL_V3)
                 elm_sb_puts(&alts, " ( \", \\\"id\\\": \\\"\" [a-zA-Z0-9]{9} \"\\\"\" )?");
             if (!bare) elm_sb_puts(&alts, " \"}\"");
-            st = schema_rules(&rules, params, src, prefix, err);
+            st = schema_rules(&rules, params, src, prefix, false, err);
         }
     }
     if (!st && n == 0)
         st = elm_errorf(err, ELM_ERR_FORMAT, only ? "tool_choice: no tool named %s"
                                                   : "tools: none given%s", only ? only : "");
     if (!st) {
-        elm_sb_puts(g, s == ELM_TOOLS_QWEN_XML  ? "call ::= \"<function=\" call-body \"</function>\"\n"
-                       : mistral_bare(s)        ? "call ::= \"" ELM_MISTRAL_CALL_OPEN "\" call-body\n"
-                                                : "call ::= \"{\\\"name\\\": \\\"\" call-body\n");
+        elm_sb_puts(g, s == ELM_TOOLS_QWEN_XML ? "call ::= \"<function=\" call-body \"</function>\"\n"
+                       : mistral_bare(s)       ? "call ::= \"" ELM_MISTRAL_CALL_OPEN "\" call-body\n"
+                       : lfm2                  ? "call ::= call-body\n"
+                                               : "call ::= \"{\\\"name\\\": \\\"\" call-body\n");
         elm_sb_puts(g, "call-body ::=");
         elm_sb_put(g, alts.s, alts.len);
         elm_sb_puts(g, "\n");
@@ -235,6 +309,9 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
     else if (!st && s == ELM_TOOLS_MISTRAL_V3) /* Nemo's: one JSON list after [TOOL_CALLS] */
         elm_sb_printf(&g, "root ::= %s\"[\" call%s \"]\"\n",
                       lazy ? "" : "\"" ELM_MISTRAL_CALL_OPEN "\" ", parallel ? " (\", \" call)*" : "");
+    else if (!st && (s == ELM_TOOLS_LFM2 || s == ELM_TOOLS_LFM25)) /* one list of calls */
+        elm_sb_printf(&g, "root ::= \"%s[\" call%s \"]" ELM_LFM2_CALL_CLOSE "\"\n",
+                      lazy ? "" : ELM_LFM2_CALL_OPEN, parallel ? " (\", \" call)*" : "");
     else if (!st)
         elm_sb_printf(&g, "root ::= %s call \"\\n" ELM_TOOL_CALL_CLOSE "\"%s\n",
                       lazy ? "\"\\n\"" : "\"" ELM_TOOL_CALL_OPEN "\\n\"",

@@ -1,6 +1,7 @@
 /* Tool calls parsed out of a reply, in the syntax of its template's family (chat.h,
- * elm_chat_parse_tool_calls). A last call cut short (max_tokens) is no call; a complete one that
- * does not hold a name and arguments is an error naming it. */
+ * elm_chat_parse_tool_calls; LFM2's Python calls are read by chat_tools_pycall.c). A last call
+ * cut short (max_tokens) is no call; a complete one that does not hold a name and arguments is an
+ * error naming it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,6 +185,63 @@ static elm_status parse_xml(const char *reply, const char *tools_json, elm_tool_
     return st;
 }
 
+/* One LFM2 block's list of calls, [p, end) after its opening: [N(K=V, ...), ...]. `closed`:
+ * the block's closing marker follows end; an open block (a reply cut short) ends at the first
+ * call cut short, which is dropped. */
+static elm_status parse_pycall_list(const char *p, const char *end, bool closed,
+                                    elm_tool_calls *out, elm_error *err) {
+    static const char expected[] = "[NAME(KEY=VALUE, ...), ...]";
+    p += strspn(p, " \t\r\n");
+    if (p >= end) return closed ? bad_call(out, err, expected) : ELM_OK;
+    if (*p++ != '[') return bad_call(out, err, expected);
+    for (int k = 0;; k++) {
+        p += strspn(p, " \t\r\n");
+        if (p < end && *p == ']' && k > 0) break; /* a trailing comma */
+        const char *name;
+        size_t len;
+        cJSON *args;
+        const elm_pycall_result r = elm_pycall_read(p, end, &name, &len, &args, &p);
+        if (r == ELM_PYCALL_NOMEM) return nomem(out, err);
+        if (r == ELM_PYCALL_SHORT && !closed) return ELM_OK;
+        if (r != ELM_PYCALL_OK) return bad_call(out, err, expected);
+        const elm_status st = add_call(out, name, len, args, err);
+        if (st) return st;
+        p += strspn(p, " \t\r\n");
+        if (p < end && *p == ',') p++;
+        else if (p < end && *p == ']') break;
+        else return p >= end && !closed ? ELM_OK : bad_call(out, err, expected);
+    }
+    p += 1 + strspn(p + 1, " \t\r\n");
+    return p >= end ? ELM_OK : bad_call(out, err, expected);
+}
+
+/* LFM2's blocks <|tool_call_start|>[...]<|tool_call_end|>, anywhere in the reply; the text around
+ * them is the content (the model may write text after its calls). */
+static elm_status parse_lfm2(const char *reply, elm_tool_calls *out, elm_error *err) {
+    static const size_t open_len = sizeof ELM_LFM2_CALL_OPEN - 1;
+    static const size_t close_len = sizeof ELM_LFM2_CALL_CLOSE - 1;
+    elm_sbuf text = {0};
+    elm_sb_put(&text, "", 0);
+    const char *p = reply;
+    for (const char *open; (open = strstr(p, ELM_LFM2_CALL_OPEN));) {
+        elm_sb_put(&text, p, (size_t)(open - p));
+        const char *body = open + open_len, *close = strstr(body, ELM_LFM2_CALL_CLOSE);
+        const elm_status st = parse_pycall_list(body, close ? close : body + strlen(body),
+                                                close != NULL, out, err);
+        if (st || !close) {
+            free(text.s);
+            return st;
+        }
+        p = close + close_len;
+    }
+    elm_sb_puts(&text, p);
+    char *content = elm_sb_finish(&text);
+    if (!content) return nomem(out, err);
+    const elm_status st = set_content(out, content, NULL) ? ELM_OK : nomem(out, err);
+    free(content);
+    return st;
+}
+
 /* Llama 3.1's: the reply is {"name": ..., "parameters": {...}} (one, or several separated by ";"
  * as the models sometimes write); text that does not parse is no call. */
 static elm_status parse_llama(const char *reply, elm_tool_calls *out, elm_error *err) {
@@ -248,12 +306,16 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
     if (s == ELM_TOOLS_NONE)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tool calls: template %s has none",
                           elm_chat_template_name(t));
-    const char *open = elm_chat_tool_call_open(t);
-    if (!set_content(out, reply, s == ELM_TOOLS_LLAMA ? NULL : strstr(reply, open)))
+    if (!set_content(out, reply, s == ELM_TOOLS_LLAMA ? NULL : strstr(reply, elm_tools_call_open(s))))
         return nomem(out, err);
-    return s == ELM_TOOLS_LLAMA      ? parse_llama(reply, out, err)
-           : s == ELM_TOOLS_QWEN_XML ? parse_xml(reply, tools, out, err)
-           : s == ELM_TOOLS_MISTRAL_V3 ? parse_mistral_v3(reply, out, err)
-           : elm_tools_is_mistral(s) ? parse_mistral(reply, out, err)
-                                     : parse_hermes(reply, out, err);
+    switch (s) {
+    case ELM_TOOLS_LLAMA: return parse_llama(reply, out, err);
+    case ELM_TOOLS_QWEN_XML: return parse_xml(reply, tools, out, err);
+    case ELM_TOOLS_LFM2:
+    case ELM_TOOLS_LFM25: return parse_lfm2(reply, out, err);
+    case ELM_TOOLS_MISTRAL:
+    case ELM_TOOLS_MISTRAL_IDS: return parse_mistral(reply, out, err);
+    case ELM_TOOLS_MISTRAL_V3: return parse_mistral_v3(reply, out, err);
+    default: return parse_hermes(reply, out, err);
+    }
 }

@@ -185,9 +185,22 @@ static bool all_finite(const cJSON *v) {
     return true;
 }
 
-/* Appends the exact text of JSON value v (no whitespace) as a literal. */
+/* Whether v is an array or object with true, false or null somewhere inside. */
+static bool holds_literal(const cJSON *v) {
+    for (const cJSON *x = v->child; x; x = x->next)
+        if (cJSON_IsBool(x) || cJSON_IsNull(x) || holds_literal(x)) return true;
+    return false;
+}
+
+/* Appends the exact text of JSON value v (no whitespace) as a literal; for Python literals, true,
+ * false and null as Python spells them, and refused inside a container (written as JSON there). */
 static bool put_json(js_cx *c, elm_sbuf *b, const cJSON *v) {
     if (!all_finite(v)) return fail(c, ELM_ERR_UNSUPPORTED, "a number out of double range");
+    if (c->python && (cJSON_IsBool(v) || cJSON_IsNull(v)))
+        return put_literal(c, b, cJSON_IsTrue(v) ? "True" : cJSON_IsFalse(v) ? "False" : "None");
+    if (c->python && holds_literal(v))
+        return fail(c, ELM_ERR_UNSUPPORTED, "a value with true, false or null inside is not "
+                    "written as a Python literal");
     char *text = cJSON_PrintUnformatted(v);
     if (!text) return oom(c);
     const bool ok = put_literal(c, b, text);
@@ -997,6 +1010,11 @@ static char *assemble(js_cx *c) {
 
 elm_status elm_json_schema_to_gbnf(const char *schema, size_t len, const char *src, char **gbnf,
                                    elm_error *err) {
+    return js_schema_to_gbnf(schema, len, src, false, gbnf, err);
+}
+
+elm_status js_schema_to_gbnf(const char *schema, size_t len, const char *src, bool python,
+                             char **gbnf, elm_error *err) {
     *gbnf = NULL;
     src = src ? src : "schema";
     const char *end = NULL;
@@ -1016,7 +1034,7 @@ elm_status elm_json_schema_to_gbnf(const char *schema, size_t len, const char *s
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: strings with \\u0000 are not supported",
                           src);
     }
-    js_cx c = {.root = root, .src = src, .err = err, .left = true};
+    js_cx c = {.root = root, .src = src, .err = err, .left = true, .python = python};
     const int32_t r = new_rule(&c, "root");
     if (r >= 0 && grow(&c, &c.defs, &c.cap_defs, 0, sizeof *c.defs)) {
         c.defs[c.n_defs++] = (js_def){root, r, "#"};

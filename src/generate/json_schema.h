@@ -52,14 +52,23 @@ typedef struct js_cx {
     bool left;            /* nothing matched yet since cur_def's start */
     int depth;
     int64_t elems;        /* the repetitions' share of the parsed grammar's size */
+    bool python;          /* values as Python literals (True, False, None), see js_schema_to_gbnf */
 } js_cx;
+
+/* elm_json_schema_to_gbnf, and with `python` the values written as Python literals, as a tool-call
+ * syntax of Python calls takes them (LFM2's): JSON but for True, False and None. A const or enum
+ * value that holds true, false or null inside an array or object is refused
+ * (ELM_ERR_UNSUPPORTED). */
+elm_status js_schema_to_gbnf(const char *schema, size_t len, const char *src, bool python,
+                             char **gbnf, elm_error *err);
 
 const char *js_helper_name(enum js_helper h);
 
 /* Appends " NAME" of helper h to b (b may be NULL) and marks it, and those it names, used. */
 void js_helper(js_cx *c, elm_sbuf *b, enum js_helper h);
 
-/* Appends the helpers used, one "NAME ::= BODY" a line. */
+/* Appends the helpers used, one "NAME ::= BODY" a line (boolean and null in Python's spelling
+ * for a translation to Python literals). */
 void js_put_helpers(const js_cx *c, elm_sbuf *out);
 
 /* Appends " ATOM" repeated lo..hi times (hi < 0: unbounded; lo, hi <= JS_MAX_REPEAT, hi != 0) in

@@ -122,8 +122,13 @@ void js_put_rep(js_cx *c, elm_sbuf *b, const char *atom, int64_t lo, int64_t hi)
 const char *js_helper_name(enum js_helper h) { return helpers[h].name; }
 
 void js_put_helpers(const js_cx *c, elm_sbuf *out) {
-    for (int h = 0; h < N_HELPERS; h++)
-        if (c->helpers & B(h)) elm_sb_printf(out, "%s ::= %s\n", helpers[h].name, helpers[h].body);
+    for (int h = 0; h < N_HELPERS; h++) {
+        if (!(c->helpers & B(h))) continue;
+        const char *body = helpers[h].body;
+        if (c->python && h == H_BOOLEAN) body = "\"True\" | \"False\"";
+        if (c->python && h == H_NULL) body = "\"None\"";
+        elm_sb_printf(out, "%s ::= %s\n", helpers[h].name, body);
+    }
 }
 
 /* ---- integer and number ranges ---- */

@@ -53,20 +53,48 @@ CASES = {
     "onecall": [SYSTEM, USER, ONE_CALL, RESULTS[0]],
     "plain": [SYSTEM, USER, {"role": "assistant", "content": " Sunny. "}, {"role": "user", "content": "Thanks"}],
 }
-LLAMA_BOS = {"bos_token": "<|begin_of_text|>"}
-MISTRAL_BOS_EOS = {"bos_token": "<s>", "eos_token": "</s>"}
+def py_literal(v):
+    """v as LFM2 writes an argument: json.dumps, but Python's True, False and None"""
+    if v is True or v is False or v is None:
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(py_literal(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(json.dumps(k, ensure_ascii=False) + ": " + py_literal(x)
+                               for k, x in v.items()) + "}"
+    return json.dumps(v, ensure_ascii=False)
+
+
+def lfm2_calls(message):
+    # LFM2's templates render no tool_calls: the model writes its calls into its reply, and a
+    # conversation sends them back there, so the calls go into the content as the model writes them
+    if not message.get("tool_calls"):
+        return message
+    calls = ", ".join(c["function"]["name"] + "(" + ", ".join(
+        f"{k}={py_literal(v)}" for k, v in c["function"]["arguments"].items()) + ")"
+                      for c in message["tool_calls"])
+    return {"role": message["role"],
+            "content": message["content"] + "<|tool_call_start|>[" + calls + "]<|tool_call_end|>"}
+
+
 TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
     "Qwen3.5-4B.jinja": ("qwen35", {}, ["tools", "calls", "nosystem", "onecall"]),
     "ibm-granite-granite-4.0.jinja": ("granite4", {}, ["tools", "calls", "nosystem", "onecall"]),
-    "meta-llama-Llama-3.1-8B-Instruct.jinja": ("llama31", LLAMA_BOS, ["tools", "onecall", "plain"]),
-    "meta-llama-Llama-3.2-3B-Instruct.jinja": ("llama32", LLAMA_BOS, ["tools", "onecall", "plain"]),
+    "meta-llama-Llama-3.1-8B-Instruct.jinja": ("llama31", {}, ["tools", "onecall", "plain"]),
+    "meta-llama-Llama-3.2-3B-Instruct.jinja": ("llama32", {}, ["tools", "onecall", "plain"]),
+    "LFM2-8B-A1B.jinja": ("lfm2", {}, ["tools", "calls", "nosystem", "onecall"]),
+    "LFM2.5-Instruct.jinja": ("lfm25", {}, ["tools", "calls", "nosystem", "onecall"]),
     "mistralai-Ministral-3-14B-Reasoning-2512.jinja":
-        ("ministral3", MISTRAL_BOS_EOS, ["tools", "calls", "nosystem", "onecall", "plain"]),
+        ("ministral3", {}, ["tools", "calls", "nosystem", "onecall", "plain"]),
     "Mistral-Small-3.2-24B-Instruct-2506.jinja":
-        ("mistral-small32", MISTRAL_BOS_EOS, ["tools", "calls", "nosystem", "onecall", "plain"]),
+        ("mistral-small32", {}, ["tools", "calls", "nosystem", "onecall", "plain"]),
     "mistralai-Mistral-Nemo-Instruct-2407.jinja":
-        ("mistral-nemo", MISTRAL_BOS_EOS, ["tools", "calls", "nosystem", "onecall", "plain"]),
+        ("mistral-nemo", {}, ["tools", "calls", "nosystem", "onecall", "plain"]),
 }
+BOS = {"llama31": "<|begin_of_text|>", "llama32": "<|begin_of_text|>", "lfm2": "<|startoftext|>",
+       "lfm25": "<|startoftext|>", "ministral3": "<s>", "mistral-small32": "<s>",
+       "mistral-nemo": "<s>"}
+EOS = {"ministral3": "</s>", "mistral-small32": "</s>", "mistral-nemo": "</s>"}  # where written
 
 
 def raise_exception(msg):
@@ -91,9 +119,11 @@ def main():
             tmpl = env.from_string(f.read())
         for case in cases:
             tools = None if case == "plain" else TOOLS
-            variables = {"bos_token": "", "eos_token": "", **extra}  # BOS and EOS text if written
-            text = tmpl.render(messages=CASES[case], tools=tools, add_generation_prompt=True,
-                               **variables)
+            messages = CASES[case]
+            if name.startswith("lfm"):
+                messages = [lfm2_calls(m) for m in messages]
+            text = tmpl.render(messages=messages, tools=tools, add_generation_prompt=True,
+                               bos_token=BOS.get(name, ""), eos_token=EOS.get(name, ""), **extra)
             with open(os.path.join(OUT, f"{name}-{case}.txt"), "w", encoding="utf-8") as f:
                 f.write(text)
             print(f"{name}-{case}.txt: {len(text)} bytes", file=sys.stderr)
