@@ -332,7 +332,10 @@ static void lfm2_parse(void) {
                          "<|tool_call_start|>[f(a=undefined)]<|tool_call_end|>",
                          "<|tool_call_start|>[f(a={1: 2})]<|tool_call_end|>",
                          "<|tool_call_start|>[f(a=\"x)]<|tool_call_end|>",
-                         "<|tool_call_start|>[]<|tool_call_end|>"};
+                         "<|tool_call_start|>[]<|tool_call_end|>",
+                         "<|tool_call_start|>[f(a=\"\\ud800\")]<|tool_call_end|>",
+                         "<|tool_call_start|>[f(a=\"\\x00\")]<|tool_call_end|>",
+                         "<|tool_call_start|>[f(a=1.2.3)]<|tool_call_end|>"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         elm_tool_calls c;
         elm_error err;
@@ -442,8 +445,8 @@ static void check_grammar(elm_chat_template t, const char *tools, bool lazy, con
 static void lfm2_grammar(const char *tools) {
     const char *good[] = {
         "<|tool_call_start|>[get_weather(city=\"Paris\")]<|tool_call_end|>",
-        "<|tool_call_start|>[get_weather(city=\"New \\\"York\\\"\", days=7, unit=\"F\", tags=[\"a\", "
-        "\"bcd\"]), now(x=1, y=True, z=[None, {\"k\": False}])]<|tool_call_end|>",
+        ("<|tool_call_start|>[get_weather(city=\"New \\\"York\\\"\", days=7, unit=\"F\", tags=[\"a\", "
+         "\"bcd\"]), now(x=1, y=True, z=[None, {\"k\": False}])]<|tool_call_end|>"),
         "<|tool_call_start|>[get_weather(city=\"P\", unit=\"C\")]<|tool_call_end|>",
         "<|tool_call_start|>[now()]<|tool_call_end|>"};
     const char *wrong[] = {

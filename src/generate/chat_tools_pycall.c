@@ -86,20 +86,19 @@ static long unicode_escape(reader *r) {
         if (lo < 0xDC00 || lo > 0xDFFF) return stop(r, ELM_PYCALL_BAD), -1;
         cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
     }
-    if (cp >= 0xD800 && cp < 0xE000) return stop(r, ELM_PYCALL_BAD), -1; /* a lone surrogate */
-    return cp;
+    return cp; /* a lone surrogate is refused by the caller */
 }
 
 /* The escape after a backslash into b; false on failure. Unknown escapes stay as written, as
  * Python keeps them. */
 static bool escape(reader *r, elm_sbuf *b) {
     if (r->p >= r->end) return stop(r, ELM_PYCALL_SHORT), false;
+    static const char in[] = "nrtbfv0\\'\"/", out[] = "\n\r\t\b\f\v\0\\'\"/";
     const char c = *r->p++;
-    const char *simple = strchr("nrtbfv0\\'\"/", c);
+    const char *simple = c ? strchr(in, c) : NULL;
     long cp;
-    if (simple && c) {
-        static const char out[] = "\n\r\t\b\f\v\0\\'\"/";
-        elm_sb_put(b, &out[simple - "nrtbfv0\\'\"/"], 1);
+    if (simple) {
+        elm_sb_put(b, &out[simple - in], 1);
         return true;
     }
     switch (c) {
@@ -109,7 +108,9 @@ static bool escape(reader *r, elm_sbuf *b) {
     case 'U': cp = hex(r, 8); break;
     default: elm_sb_put(b, (const char[]){'\\', c}, 2); return true;
     }
-    if (cp < 0 || cp > 0x10FFFF) return stop(r, cp < 0 ? r->fail : ELM_PYCALL_BAD), false;
+    if (cp < 0) return false;
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) /* not a character */
+        return stop(r, ELM_PYCALL_BAD), false;
     put_utf8(b, (unsigned long)cp);
     return true;
 }
@@ -128,10 +129,12 @@ static cJSON *string(reader *r) {
             elm_sb_put(&b, r->p++, 1);
         }
     cJSON *s = NULL;
-    if (r->fail == ELM_PYCALL_OK && r->p >= r->end) stop(r, ELM_PYCALL_SHORT);
-    else if (r->fail == ELM_PYCALL_OK && (b.oom || memchr(b.s, 0, b.len))) stop(r, ELM_PYCALL_BAD);
-    else if (r->fail == ELM_PYCALL_OK && !(s = cJSON_CreateString(b.s))) stop(r, ELM_PYCALL_NOMEM);
-    else r->p++;
+    if (r->fail == ELM_PYCALL_OK) {
+        if (r->p >= r->end) stop(r, ELM_PYCALL_SHORT);
+        else if (b.oom || memchr(b.s, 0, b.len)) stop(r, b.oom ? ELM_PYCALL_NOMEM : ELM_PYCALL_BAD);
+        else if (!(s = cJSON_CreateString(b.s))) stop(r, ELM_PYCALL_NOMEM);
+        else r->p++; /* the closing quote */
+    }
     free(b.s);
     return s;
 }
