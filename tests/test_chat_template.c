@@ -6,6 +6,7 @@
  * detection by signature, on snippets and on the real templates; presets. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "core/fileio.h"
@@ -140,6 +141,21 @@ static const expected cases[] = {
      LLAMA31_HEAD "You are a helpful assistant.<|eot_id|>" LLAMA31_TURNS
      "<|start_header_id|>assistant<|end_header_id|>\n\nWhy did the chicken cross the road?<|eot_id|>",
      ""},
+    /* mistralai/Ministral-3-14B-Reasoning-2512 (tests/data/templates): messages as they are, no
+     * generation prompt */
+    {ELM_TEMPLATE_MINISTRAL3,
+     "<s>[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT][INST]Hi there![/INST]Hello! "
+     "How can I help?</s>[INST]Tell me a joke.[/INST]",
+     "<s>[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT][INST]Hi there![/INST]Hello! "
+     "How can I help?</s>[INST]Tell me a joke.[/INST]Why did the chicken cross the road?</s>",
+     ""},
+    /* mistralai/Mistral-Small-3.2-24B-Instruct-2506 (tests/data/templates): the same turns */
+    {ELM_TEMPLATE_MISTRAL_SMALL32,
+     "<s>[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT][INST]Hi there![/INST]Hello! "
+     "How can I help?</s>[INST]Tell me a joke.[/INST]",
+     "<s>[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT][INST]Hi there![/INST]Hello! "
+     "How can I help?</s>[INST]Tell me a joke.[/INST]Why did the chicken cross the road?</s>",
+     ""},
     {ELM_TEMPLATE_PLAIN,
      "You are a helpful assistant.\n\nUser: Hi there!\nAssistant: Hello! How can I help?\nUser: "
      "Tell me a joke.\nAssistant:",
@@ -218,6 +234,44 @@ static void trimming(void) {
                  "user<|end_of_role|>  spaced out \n<|end_of_text|>\n<|start_of_role|>assistant"
                  "<|end_of_role|>",
                  "empty system");
+    /* Ministral 3 keeps messages as they are and writes an empty system message as an empty
+     * block, its default one without a system message */
+    check_render(ELM_TEMPLATE_MINISTRAL3, e, 2, true,
+                 "<s>[SYSTEM_PROMPT][/SYSTEM_PROMPT][INST]  spaced out \n[/INST]", "empty system");
+    char *def = NULL;
+    elm_chat_render(ELM_TEMPLATE_MINISTRAL3, e + 1, 1, true, &def, NULL);
+    CHECK(def && !strncmp(def, "<s>[SYSTEM_PROMPT]# HOW YOU SHOULD THINK AND ANSWER\n\nFirst", 58) &&
+              strstr(def, "self-contained response.[/SYSTEM_PROMPT][INST]"),
+          "ministral3 default system: [%s]", def ? def : "");
+    free(def);
+    /* Mistral Small 3.2's default is dated today (strftime_now("%Y-%m-%d")) */
+    elm_chat_render(ELM_TEMPLATE_MISTRAL_SMALL32, e + 1, 1, true, &def, NULL);
+    char dated[64];
+    const time_t now = time(NULL);
+    struct tm tm;
+    strftime(dated, sizeof dated, "The current date is %Y-%m-%d.\n\nWhen", localtime_r(&now, &tm));
+    CHECK(def && !strncmp(def, "<s>[SYSTEM_PROMPT]You are Mistral Small 3, a Large", 50) &&
+              strstr(def, dated) && strstr(def, "at the moment.[/SYSTEM_PROMPT][INST]  spaced out \n[/INST]"),
+          "mistral-small32 default system: [%s]", def ? def : "");
+    free(def);
+    /* Mistral Nemo (its template rendered by jinja2): the system message goes into the user
+     * message that ends the conversation, and nowhere when a reply ends it; turn by turn it stays
+     * in the first */
+    check_render(ELM_TEMPLATE_MISTRAL_NEMO, conv, 4, true,
+                 "<s>[INST]Hi there![/INST]Hello! How can I help?</s>[INST]You are a helpful "
+                 "assistant.\n\nTell me a joke.[/INST]", "system in the last user message");
+    check_render(ELM_TEMPLATE_MISTRAL_NEMO, conv, 5, false,
+                 "<s>[INST]Hi there![/INST]Hello! How can I help?</s>[INST]Tell me a joke.[/INST]"
+                 "Why did the chicken cross the road?</s>", "a reply last");
+    char *turn = NULL;
+    elm_chat_render_turn(ELM_TEMPLATE_MISTRAL_NEMO, conv[0].content, conv[1].content, true, &turn, NULL);
+    CHECK(turn && !strcmp(turn, "<s>[INST]You are a helpful assistant.\n\nHi there![/INST]"),
+          "mistral-nemo first turn: [%s]", turn ? turn : "");
+    free(turn);
+    elm_chat_render_turn(ELM_TEMPLATE_MISTRAL_NEMO, conv[0].content, conv[3].content, false, &turn, NULL);
+    CHECK(turn && !strcmp(turn, "</s>[INST]Tell me a joke.[/INST]"), "mistral-nemo later turn: [%s]",
+          turn ? turn : "");
+    free(turn);
     /* Qwen3.5 trims a reply and its reasoning, Qwen3 strips only the newlines around them */
     const elm_chat_msg r[] = {{.role = "user", .content = "Hi"}, {.role = "assistant", .content = " <think> Spaced. </think> Answer \n"}};
     check_render(ELM_TEMPLATE_QWEN35, r, 2, false,
@@ -586,6 +640,9 @@ static void detection_published(void) {
         {"meta-llama-Llama-3.1-8B-Instruct.jinja", ELM_TEMPLATE_LLAMA31},
         {"meta-llama-Llama-3.2-3B-Instruct.jinja", ELM_TEMPLATE_LLAMA32},
         {"microsoft-Phi-4-mini-instruct.jinja", ELM_TEMPLATE_PHI4_MINI},
+        {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", ELM_TEMPLATE_MINISTRAL3},
+        {"Mistral-Small-3.2-24B-Instruct-2506.jinja", ELM_TEMPLATE_MISTRAL_SMALL32},
+        {"mistralai-Mistral-Nemo-Instruct-2407.jinja", ELM_TEMPLATE_MISTRAL_NEMO},
     };
     const char *slash = strrchr(__FILE__, '/');
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {

@@ -43,7 +43,8 @@ static const char tools_json[] =
     "</tool_response><|im_end|>\n<|im_start|>assistant\n"
 
 static void tools_render(void) {
-    static const elm_tool_call calls[] = {{"get_weather", "{\"city\": \"Paris\"}"}, {"now", "{}"}};
+    static const elm_tool_call calls[] = {{"get_weather", "{\"city\": \"Paris\"}", NULL},
+                                          {"now", "{}", NULL}};
     static const elm_chat_msg m[] = {
         {.role = "system", .content = "You are helpful."},
         {.role = "user", .content = "Weather in Paris?"},
@@ -167,14 +168,14 @@ static void tools_grammar(void) {
 }
 
 /* The conversations of render.py, arguments as the JSON text clients send. */
-static const elm_tool_call two_calls[] = {{"get_weather", "{\"city\":\"Paris\",\"days\":2,\"t\":1.5}"},
-                                          {"now", "{}"}};
-static const elm_tool_call one_call[] = {{"get_weather", "{\"city\": \"Paris\\nFrance\", \"days\": 2}"}};
+static const elm_tool_call two_calls[] = {
+    {"get_weather", "{\"city\":\"Paris\",\"days\":2,\"t\":1.5}", "a1b2c3d4e"}, {"now", "{}", "f5g6h7i8j"}};
+static const elm_tool_call one_call[] = {{"get_weather", "{\"city\": \"Paris\\nFrance\", \"days\": 2}", "a1b2c3d4e"}};
 static const elm_chat_msg sys_msg = {.role = "system", .content = "You are helpful."};
 static const elm_chat_msg user_msg = {.role = "user", .content = "Weather in Paris?"};
 
-/* The golden NAME.txt of tests/data/prompts (malloc'd), the day render.py renders Llama 3.2 with
- * replaced by today's, as edgelm writes it; NULL when unreadable. */
+/* The golden NAME.txt of tests/data/prompts (malloc'd), the day render.py renders Llama 3.2 and
+ * Mistral Small 3.2 with replaced by today's, as edgelm writes it; NULL when unreadable. */
 static char *golden(const char *name) {
     const char *slash = strrchr(__FILE__, '/');
     char path[4096], *text = NULL;
@@ -186,13 +187,14 @@ static char *golden(const char *name) {
         CHECK(0, "%s", err.msg);
         return NULL;
     }
-    char *day = strstr(text, "05 Dec 2026");
-    if (day && !strncmp(name, "llama32", 7)) {
+    const bool llama = !strncmp(name, "llama32", 7);
+    char *day = strstr(text, llama ? "05 Dec 2026" : "2026-12-05");
+    if (day && (llama || !strncmp(name, "mistral-small32", 15))) {
         const time_t now = time(NULL);
         struct tm tm;
         char today[16];
-        strftime(today, sizeof today, "%d %b %Y", localtime_r(&now, &tm));
-        memcpy(day, today, 11); /* "DD Mon YYYY" is 11 bytes */
+        strftime(today, sizeof today, llama ? "%d %b %Y" : "%Y-%m-%d", localtime_r(&now, &tm));
+        memcpy(day, today, strlen(today)); /* "DD Mon YYYY", "YYYY-MM-DD": as long as the golden's */
     }
     return text;
 }
@@ -200,10 +202,11 @@ static char *golden(const char *name) {
 static void families_render(void) {
     const elm_chat_msg calls[] = {sys_msg, user_msg,
                                   {.role = "assistant", .content = "", .tool_calls = two_calls, .n_tool_calls = 2},
-                                  {.role = "tool", .content = "sunny"}, {.role = "tool", .content = "noon"}};
+                                  {.role = "tool", .content = "sunny", .tool_call_id = "a1b2c3d4e"},
+                                  {.role = "tool", .content = "noon", .tool_call_id = "f5g6h7i8j"}};
     const elm_chat_msg one[] = {sys_msg, user_msg,
                                 {.role = "assistant", .content = "", .tool_calls = one_call, .n_tool_calls = 1},
-                                {.role = "tool", .content = "sunny"}};
+                                {.role = "tool", .content = "sunny", .tool_call_id = "a1b2c3d4e"}};
     const elm_chat_msg plain[] = {sys_msg, user_msg, {.role = "assistant", .content = " Sunny. "},
                                   {.role = "user", .content = "Thanks"}};
     /* the answer after a result (Gemma 4 goes on in the turn of the call) */
@@ -229,7 +232,10 @@ static void families_render(void) {
                {ELM_TEMPLATE_GEMMA4, "tools calls nosystem onecall answer"},
                {ELM_TEMPLATE_PHI4_MINI, "tools calls nosystem onecall"},
                {ELM_TEMPLATE_LFM2, "tools calls nosystem onecall"},
-               {ELM_TEMPLATE_LFM25, "tools calls nosystem onecall"}};
+               {ELM_TEMPLATE_LFM25, "tools calls nosystem onecall"},
+               {ELM_TEMPLATE_MINISTRAL3, "tools calls nosystem onecall plain"},
+               {ELM_TEMPLATE_MISTRAL_SMALL32, "tools calls nosystem onecall plain"},
+               {ELM_TEMPLATE_MISTRAL_NEMO, "tools calls nosystem onecall plain"}};
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             if (!strstr(fam[f].cases, cases[c].name)) continue;
@@ -251,7 +257,39 @@ static void families_render(void) {
               ELM_ERR_UNSUPPORTED && strstr(err.msg, "one tool call"), "llama31 two calls: %s", err.msg);
     CHECK(elm_chat_render_tools(ELM_TEMPLATE_LLAMA31, calls, 1, tools_json, true, &out, &err) ==
               ELM_ERR_ARG && strstr(err.msg, "first user message"), "llama31 no user: %s", err.msg);
-    const elm_tool_call bad_args[] = {{"now", "[1]"}};
+    /* Mistral Small 3.2: the tools go before the last user message, and calls and results need
+     * their ids of 9 characters */
+    const elm_chat_msg later[] = {user_msg, {.role = "assistant", .content = "Where?"},
+                                  {.role = "user", .content = "Paris"}};
+    CHECK(elm_chat_render_tools(ELM_TEMPLATE_MISTRAL_SMALL32, later, 3, "[{\"type\": \"function\", "
+                                "\"function\": {\"name\": \"now\"}}]", true, &out, &err) == ELM_OK &&
+              strstr(out, "[INST]Weather in Paris?[/INST]Where?</s>[AVAILABLE_TOOLS][{\"type\": "
+                          "\"function\", \"function\": {\"name\": \"now\"}}][/AVAILABLE_TOOLS]"
+                          "[INST]Paris[/INST]") && !strstr(out, "[/AVAILABLE_TOOLS][INST]Weather"),
+          "mistral-small32 tools before the last user message: %s", out ? out : err.msg);
+    free(out);
+    const elm_tool_call no_id[] = {{"now", "{}", NULL}}, short_id[] = {{"now", "{}", "call_1"}};
+    const elm_chat_msg bad_ids[][2] = {
+        {user_msg, {.role = "assistant", .content = "", .tool_calls = no_id, .n_tool_calls = 1}},
+        {user_msg, {.role = "assistant", .content = "", .tool_calls = short_id, .n_tool_calls = 1}},
+        {user_msg, {.role = "tool", .content = "noon"}},
+        {user_msg, {.role = "tool", .content = "noon", .tool_call_id = "call_1"}}};
+    for (size_t i = 0; i < 8; i++)
+        CHECK(elm_chat_render_tools(i < 4 ? ELM_TEMPLATE_MISTRAL_SMALL32 : ELM_TEMPLATE_MISTRAL_NEMO,
+                                    bad_ids[i % 4], 2, tools_json, true, &out, &err) == ELM_ERR_FORMAT &&
+                  strstr(err.msg, "chat message 1") && strstr(err.msg, "9 characters"),
+              "bad id %zu: %s", i, err.msg);
+    /* the ids a reply's calls get back: 9 letters and digits for it, call_TAG_I for others */
+    char id[ELM_TOOL_CALL_ID_MAX], id2[ELM_TOOL_CALL_ID_MAX];
+    elm_chat_tool_call_id(ELM_TEMPLATE_MISTRAL_SMALL32, "chatcmpl-abc", 0, id);
+    elm_chat_tool_call_id(ELM_TEMPLATE_MISTRAL_SMALL32, "chatcmpl-abc", 1, id2);
+    CHECK(strlen(id) == 9 && strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == 9 &&
+              strcmp(id, id2), "mistral-small32 ids %s %s", id, id2);
+    elm_chat_tool_call_id(ELM_TEMPLATE_MISTRAL_NEMO, "chatcmpl-abc", 0, id2);
+    CHECK(strlen(id2) == 9, "mistral-nemo id %s", id2);
+    elm_chat_tool_call_id(ELM_TEMPLATE_QWEN3, "abc", 2, id);
+    CHECK(!strcmp(id, "call_abc_2"), "qwen3 id %s", id);
+    const elm_tool_call bad_args[] = {{"now", "[1]", NULL}};
     const elm_chat_msg bad[] = {user_msg, {.role = "assistant", .content = "", .tool_calls = bad_args,
                                            .n_tool_calls = 1}};
     CHECK(elm_chat_render_tools(ELM_TEMPLATE_QWEN35, bad, 2, tools_json, true, &out, &err) ==
@@ -375,6 +413,40 @@ static void families_parse(void) {
                                     &c, &err) == ELM_ERR_FORMAT, "phi4 call without arguments");
     CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_PHI4_MINI, tools, "functools[{\"name\" 1}]", &c,
                                     &err) == ELM_ERR_FORMAT, "phi4 list that does not parse");
+    /* Mistral's calls one after another, a call id (Mistral Small 3.2's) skipped; the text
+     * before them (reasoning too) is the content */
+    const char *mistral = "[THINK]Weather.[/THINK]Checking.[TOOL_CALLS]get_weather[ARGS]{\"city\": "
+                          "\"Paris\", \"days\": 2}[TOOL_CALLS]now[CALL_ID]a1b2c3d4e[ARGS]{}";
+    const char *want_mistral[] = {"get_weather", "{\"city\":\"Paris\",\"days\":2}", "now", "{}"};
+    check_parse(ELM_TEMPLATE_MINISTRAL3, NULL, mistral, 2, want_mistral,
+                "[THINK]Weather.[/THINK]Checking.");
+    /* cut short: in the arguments, or before them */
+    check_parse(ELM_TEMPLATE_MINISTRAL3, NULL, "[TOOL_CALLS]now[ARGS]{}[TOOL_CALLS]get_weather[ARGS]"
+                "{\"city\": \"Pa", 1, want_mistral + 2, "");
+    check_parse(ELM_TEMPLATE_MINISTRAL3, NULL, "Hi[TOOL_CALLS]get_wea", 0, NULL, "Hi");
+    check_parse(ELM_TEMPLATE_MINISTRAL3, NULL, "Sunny today.", 0, NULL, "Sunny today.");
+    const char *bad_mistral[] = {"[TOOL_CALLS]now[ARGS][1]", "[TOOL_CALLS][ARGS]{}",
+                                 "[TOOL_CALLS]now[ARGS]{\"a\"[TOOL_CALLS]now[ARGS]{}",
+                                 "[TOOL_CALLS]now[TOOL_CALLS]now[ARGS]{}"};
+    for (size_t i = 0; i < sizeof bad_mistral / sizeof bad_mistral[0]; i++)
+        CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_MINISTRAL3, NULL, bad_mistral[i], &c, &err) ==
+                  ELM_ERR_FORMAT && strstr(err.msg, "tool call "), "mistral bad call %zu: %s", i,
+              err.msg);
+    check_parse(ELM_TEMPLATE_MISTRAL_SMALL32, NULL, mistral, 2, want_mistral,
+                "[THINK]Weather.[/THINK]Checking.");
+    /* Nemo's: one JSON list, an id the model writes ignored; cut short: no call */
+    check_parse(ELM_TEMPLATE_MISTRAL_NEMO, NULL, "Checking.[TOOL_CALLS][{\"name\": \"get_weather\", "
+                "\"arguments\": {\"city\": \"Paris\", \"days\": 2}, \"id\": \"a1b2c3d4e\"}, {\"name\": "
+                "\"now\", \"arguments\": {}}]", 2, want_mistral, "Checking.");
+    check_parse(ELM_TEMPLATE_MISTRAL_NEMO, NULL, "[TOOL_CALLS][{\"name\": \"now\", \"argu", 0, NULL, "");
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_MISTRAL_NEMO, NULL, "[TOOL_CALLS][{\"name\": \"now\"}]",
+                                    &c, &err) == ELM_ERR_FORMAT && strstr(err.msg, "tool call 0"),
+          "nemo bad call: %s", err.msg);
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_MISTRAL_NEMO, NULL, "[TOOL_CALLS]{\"name\": \"now\"}",
+                                    &c, &err) == ELM_ERR_FORMAT, "nemo not a list: %s", err.msg);
+    CHECK(!strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_MINISTRAL3), "[TOOL_CALLS]") &&
+              !strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_MISTRAL_SMALL32), "[TOOL_CALLS]"),
+          "mistral open");
     lfm2_parse();
     CHECK(!strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_LLAMA32), "{\"name\": \"") &&
               !strcmp(elm_chat_tool_call_open(ELM_TEMPLATE_LFM25), "<|tool_call_start|>") &&
@@ -518,6 +590,37 @@ static void families_grammar(void) {
     check_grammar(ELM_TEMPLATE_PHI4_MINI, tools, false, phi_good, 1, phi_wrong, 3);
     const char *gemma_lazy[] = {"call:now{}<tool_call|>"};
     check_grammar(ELM_TEMPLATE_GEMMA4_THINK, gemma_tools, true, gemma_lazy, 1, gemma_good, 1);
+    const char *mistral_good[] = {
+        "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Paris\", \"days\": 3, \"unit\": \"C\"}",
+        "[TOOL_CALLS]now[ARGS]{}[TOOL_CALLS]get_weather[ARGS]{\"city\":\"Rome\",\"tags\":[\"abc\"]}"};
+    const char *mistral_wrong[] = {"[TOOL_CALLS]get_weather[ARGS]{}",
+                                   "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"P\", \"days\": 8}",
+                                   "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"P\", \"tags\": [\"abcd\"]}",
+                                   "[TOOL_CALLS]nothing[ARGS]{}", "Hello[TOOL_CALLS]now[ARGS]{}",
+                                   "[TOOL_CALLS]now[ARGS]{}\n"};
+    check_grammar(ELM_TEMPLATE_MINISTRAL3, tools, false, mistral_good, 2, mistral_wrong, 6);
+    /* lazy: after the trigger [TOOL_CALLS], the name */
+    const char *mistral_lazy[] = {"now[ARGS]{}", "now[ARGS]{}[TOOL_CALLS]now[ARGS]{}"};
+    check_grammar(ELM_TEMPLATE_MINISTRAL3, tools, true, mistral_lazy, 2, mistral_good, 1);
+    /* Mistral Small 3.2's template writes call ids: a call may hold one of 9 letters and digits */
+    const char *ids_good[] = {mistral_good[0], mistral_good[1],
+                              "[TOOL_CALLS]now[CALL_ID]a1b2c3d4e[ARGS]{}"};
+    const char *ids_wrong[] = {"[TOOL_CALLS]now[CALL_ID]a1b2[ARGS]{}", "[TOOL_CALLS]now[CALL_ID][ARGS]{}",
+                               mistral_wrong[0]};
+    check_grammar(ELM_TEMPLATE_MISTRAL_SMALL32, tools, false, ids_good, 3, ids_wrong, 3);
+    check_grammar(ELM_TEMPLATE_MINISTRAL3, tools, false, NULL, 0, ids_good + 2, 1);
+    /* Nemo's: one JSON list, each call with an id or not */
+    const char *nemo_good[] = {
+        "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
+        "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}, \"id\": \"a1b2c3d4e\"}, {\"name\": "
+        "\"get_weather\", \"arguments\": {\"city\": \"Rome\", \"days\": 7}}]"};
+    const char *nemo_wrong[] = {
+        "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {}}]",
+        "[TOOL_CALLS][{\"name\": \"now\", \"arguments\": {}, \"id\": \"a1\"}]",
+        "[TOOL_CALLS]{\"name\": \"now\", \"arguments\": {}}", mistral_good[0]};
+    check_grammar(ELM_TEMPLATE_MISTRAL_NEMO, tools, false, nemo_good, 2, nemo_wrong, 4);
+    const char *nemo_lazy[] = {"[{\"name\": \"now\", \"arguments\": {}}]"};
+    check_grammar(ELM_TEMPLATE_MISTRAL_NEMO, tools, true, nemo_lazy, 1, nemo_good, 1);
     lfm2_grammar(tools);
     char *gbnf = NULL;
     elm_error err;

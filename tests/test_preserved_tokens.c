@@ -4,7 +4,7 @@
  * trigger fires on them and the grammar can require the closing one; without preserving (a
  * request without tools) a control token stays without text, as before. The vocabulary is built
  * here: the fixtures' vocabularies have no tool-call control tokens. LFM2's calls go through it
- * whole: grammar, decoded reply, parsed calls. */
+ * whole: grammar, decoded reply, parsed calls; Mistral's through the grammar and the decoder. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +12,8 @@
 #include "edgelm/chat.h"
 #include "edgelm/grammar.h"
 
-enum { UNK, BOS, EOS, OPEN, CLOSE, EOT, X, Y, HI, LFM2_OPEN, LFM2_CLOSE, NOW, N_TOKENS };
+enum { UNK, BOS, EOS, OPEN, CLOSE, EOT, X, Y, HI, LFM2_OPEN, LFM2_CLOSE, NOW, CALLS, ARGS, NAME,
+       BRACES, N_TOKENS };
 
 /* A SentencePiece-style vocabulary whose Hermes and LFM2 markers and end of turn are control
  * tokens. */
@@ -20,13 +21,15 @@ static bool build_vocab(elm_vocab *v) {
     static const char *const pieces[N_TOKENS] = {"<unk>", "<s>", "</s>", "<tool_call>",
                                                  "</tool_call>", "<|im_end|>", "x", "y", "hi",
                                                  "<|tool_call_start|>", "<|tool_call_end|>",
-                                                 "[now()]"};
+                                                 "[now()]", "[TOOL_CALLS]", "[ARGS]", "now", "{}"};
     static const int32_t types[N_TOKENS] = {ELM_TOKEN_UNKNOWN, ELM_TOKEN_CONTROL,
                                             ELM_TOKEN_CONTROL, ELM_TOKEN_CONTROL,
                                             ELM_TOKEN_CONTROL, ELM_TOKEN_CONTROL,
                                             ELM_TOKEN_NORMAL,  ELM_TOKEN_NORMAL,
                                             ELM_TOKEN_NORMAL,  ELM_TOKEN_CONTROL,
-                                            ELM_TOKEN_CONTROL, ELM_TOKEN_NORMAL};
+                                            ELM_TOKEN_CONTROL, ELM_TOKEN_NORMAL,
+                                            ELM_TOKEN_CONTROL, ELM_TOKEN_CONTROL,
+                                            ELM_TOKEN_NORMAL,  ELM_TOKEN_NORMAL};
     elm_error err;
     if (elm_vocab_alloc(v, N_TOKENS, true, &err)) return false;
     for (int32_t i = 0; i < N_TOKENS; i++) {
@@ -44,6 +47,12 @@ static void check_lookup(const elm_vocab *v) {
     CHECK(n == 2 && ids[0] == OPEN && ids[1] == CLOSE, "qwen3: %d ids", n);
     CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_LFM2, v, ids) == 2 && ids[0] == LFM2_OPEN &&
               ids[1] == LFM2_CLOSE, "lfm2");
+    CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_MINISTRAL3, v, ids) == 2 && ids[0] == CALLS &&
+              ids[1] == ARGS, "ministral3: [TOOL_CALLS] and [ARGS]");
+    CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_MISTRAL_SMALL32, v, ids) == 2 && ids[0] == CALLS &&
+              ids[1] == ARGS, "mistral-small32: [CALL_ID] is not in this vocabulary");
+    CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_MISTRAL_NEMO, v, ids) == 1 && ids[0] == CALLS,
+          "mistral-nemo: [TOOL_CALLS]");
     CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_LLAMA31, v, ids) == 0, "llama31 has none");
     CHECK(elm_chat_tool_preserved_ids(ELM_TEMPLATE_CHATML, v, ids) == 0, "chatml has no tools");
 }
@@ -171,6 +180,46 @@ static void check_lfm2_call(const elm_vocab *v) {
     free(gbnf);
 }
 
+/* Mistral's calls, written with two control tokens, under the tool grammar of ministral3 lazy
+ * from its trigger: after text, [TOOL_CALLS] opens the call, [ARGS] is required after the name,
+ * and the detokenizer writes the call for the parser. */
+static void check_mistral(const elm_vocab *v) {
+    static const char tools[] = "[{\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
+    char *gbnf = NULL;
+    const char *trigger = NULL;
+    elm_grammar *g = NULL;
+    elm_error err;
+    CHECK(elm_chat_tool_grammar(ELM_TEMPLATE_MINISTRAL3, tools, NULL, true, true, &gbnf, &trigger,
+                                &err) == ELM_OK &&
+              elm_grammar_parse(gbnf, strlen(gbnf), "tools", &g, &err) == ELM_OK,
+          "ministral3 grammar: %s", err.msg);
+    int32_t keep[ELM_TOOL_PRESERVED_MAX];
+    const int32_t n_keep = elm_chat_tool_preserved_ids(ELM_TEMPLATE_MINISTRAL3, v, keep);
+    const int32_t ends[] = {EOS};
+    elm_grammar_vocab *gv = elm_grammar_vocab_new_preserved(v, ends, 1, keep, n_keep);
+    elm_grammar_matcher *m = g && gv ? elm_grammar_matcher_new(g, gv) : NULL;
+    CHECK(m && elm_grammar_matcher_set_trigger(m, trigger, &err) == ELM_OK, "matcher: %s", err.msg);
+    if (m) {
+        CHECK(elm_grammar_accept(m, HI, &err) == ELM_OK && elm_grammar_accept(m, CALLS, &err) == ELM_OK,
+              "text, then [TOOL_CALLS]");
+        CHECK(elm_grammar_allows(m, NAME) && !elm_grammar_allows(m, ARGS) && !elm_grammar_allows(m, HI),
+              "the name after the opening");
+        CHECK(elm_grammar_accept(m, NAME, &err) == ELM_OK && elm_grammar_allows(m, ARGS) &&
+                  !elm_grammar_allows(m, BRACES) && !elm_grammar_allows(m, EOS),
+              "[ARGS] required after the name");
+        CHECK(elm_grammar_accept(m, ARGS, &err) == ELM_OK && elm_grammar_accept(m, BRACES, &err) == ELM_OK &&
+                  elm_grammar_allows(m, EOS) && elm_grammar_allows(m, CALLS),
+              "after the arguments: the end, or another call");
+    }
+    const int32_t reply[] = {HI, CALLS, NAME, ARGS, BRACES};
+    CHECK(!strcmp(decode(v, reply, 5, keep, n_keep), "hi[TOOL_CALLS]now[ARGS]{}"), "decoded: %s",
+          decode(v, reply, 5, keep, n_keep));
+    elm_grammar_matcher_free(m);
+    elm_grammar_vocab_free(gv);
+    elm_grammar_free(g);
+    free(gbnf);
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     elm_vocab v;
@@ -182,6 +231,7 @@ int main(int argc, char **argv) {
     check_detok(&v);
     check_grammar(&v);
     check_lfm2_call(&v);
+    check_mistral(&v);
     elm_vocab_free(&v);
     return check_done();
 }

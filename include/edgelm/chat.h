@@ -10,8 +10,9 @@
  * its text and a blank line open the first user turn; Gemma 3's template renders exactly this),
  * ChatML as OpenAI and Qwen use it, Qwen/Qwen3-0.6B and HuggingFaceTB/SmolLM3-3B (as llama.cpp's
  * models/templates has it: no date line), microsoft/Phi-4-mini-instruct, and LiquidAI's LFM2 and
- * LFM2.5, Qwen/Qwen3.5-4B, IBM Granite 4.0 and google/gemma-4-31B-it as tests/data/templates
- * holds them. Plain chat only: tools and documents are not rendered. */
+ * LFM2.5, Qwen/Qwen3.5-4B, IBM Granite 4.0, google/gemma-4-31B-it,
+ * mistralai/Ministral-3-14B-Reasoning-2512, Mistral-Small-3.2-24B-Instruct-2506 and
+ * Mistral-Nemo-Instruct-2407 as tests/data/templates holds them. Plain chat only: tools and documents are not rendered. */
 #ifndef EDGELM_CHAT_H
 #define EDGELM_CHAT_H
 
@@ -53,12 +54,21 @@ typedef enum elm_chat_template {
     ELM_TEMPLATE_LLAMA31,          /* Llama 3.1 and 3.3: Llama 3's turns, a system turn always,
                                     * dated 26 Jul 2024 */
     ELM_TEMPLATE_LLAMA32,          /* Llama 3.2: the same dated today (its strftime_now) */
+    ELM_TEMPLATE_MINISTRAL3,       /* Ministral 3: <s>[SYSTEM_PROMPT]..[/SYSTEM_PROMPT][INST]..[/INST]
+                                    * reply</s>, its default system prompt when none is given */
+    ELM_TEMPLATE_MISTRAL_SMALL32,  /* Mistral Small 3.2: the same turns, its default system prompt
+                                    * dated today; tools before the last user message, calls and
+                                    * results with their 9-character ids */
+    ELM_TEMPLATE_MISTRAL_NEMO,     /* Mistral Nemo: <s>[INST]..[/INST]reply</s>, the system message
+                                    * in the user message that ends the conversation; calls a JSON
+                                    * list after [TOOL_CALLS] */
     ELM_TEMPLATE_COUNT
 } elm_chat_template;
 
 /* "plain", "llama2", "llama3", "chatml", "phi3", "gemma", "qwen3", "qwen3-no-think", "smollm3",
  * "smollm3-no-think", "lfm2", "lfm25", "qwen35", "qwen35-no-think", "granite4", "gemma4",
- * "gemma4-think", "phi4-mini", "llama31", "llama32". */
+ * "gemma4-think", "phi4-mini", "llama31", "llama32", "ministral3", "mistral-small32",
+ * "mistral-nemo". */
 const char *elm_chat_template_name(elm_chat_template t);
 
 /* The names above, comma-separated, for messages: a static string, built once (thread-safe). */
@@ -92,6 +102,8 @@ typedef struct elm_tool_call {
     const char *name;
     const char *arguments; /* JSON text of an object, written into the prompt as the family's
                             * template writes it (Python's json.dumps of the parsed object) */
+    const char *id;        /* OpenAI's tool_calls[i].id, or NULL: written by the templates that
+                            * write ids (mistral-small32, mistral-nemo: 9 characters, required) */
 } elm_tool_call;
 
 typedef struct elm_chat_msg {
@@ -100,13 +112,17 @@ typedef struct elm_chat_msg {
     const char *content; /* UTF-8 text */
     const elm_tool_call *tool_calls; /* an assistant message's calls [n_tool_calls], or NULL */
     int32_t n_tool_calls;
+    const char *tool_call_id; /* a "tool" message's tool_call_id, or NULL (as elm_tool_call.id) */
 } elm_chat_msg;
 
 /* Renders msgs [n] as the family does (content trimmed where the family trims it), followed by the
  * assistant's generation prompt when add_generation_prompt. *out is malloc'd (caller frees).
  * ELM_ERR_ARG for an unknown role or a system message that is not first; ELM_ERR_UNSUPPORTED for
  * tool calls on a template without tools, or more than one call in a message of Llama 3.1-3.3;
- * ELM_ERR_FORMAT for a call's arguments that are not a JSON object; ELM_ERR_NOMEM. */
+ * ELM_ERR_FORMAT for a call's arguments that are not a JSON object, or a call or tool message
+ * without the 9-character id Mistral Small 3.2's and Nemo's templates require; ELM_ERR_NOMEM.
+ * mistral-nemo writes the system message into the user message that ends the conversation (none
+ * when another message ends it), as its template does. */
 elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_t n,
                            bool add_generation_prompt, char **out, elm_error *err);
 
@@ -115,7 +131,9 @@ elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_
  * (<tool_call><function=...> XML blocks), llama31 and llama32 (the reply a JSON call), gemma4 and
  * gemma4-think (<|tool_call>call:NAME{...}<tool_call|> in Gemma's own value syntax), phi4-mini
  * (functools[{"name": ..., "arguments": {...}}, ...]), lfm2 and lfm25
- * (<|tool_call_start|>[name(key=value, ...)]<|tool_call_end|>, Python calls). */
+ * (<|tool_call_start|>[name(key=value, ...)]<|tool_call_end|>, Python calls), ministral3
+ * ([TOOL_CALLS]NAME[ARGS]{...}), mistral-small32 (the same with [CALL_ID]ID) and mistral-nemo
+ * ([TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}]). */
 bool elm_chat_template_has_tools(elm_chat_template t);
 
 /* The names of the templates with tools, ", "-separated, for messages ("qwen3, qwen3-no-think,
@@ -148,8 +166,9 @@ typedef struct elm_tool_calls {
 
 /* The tool calls in `reply`, as template t's family writes them (every <tool_call> or
  * <|tool_call> block to the end, Llama's {"name": ..., "parameters": ...}, Phi-4-mini's
- * functools[...] list, or LFM2's lists of Python calls; a last call cut short is dropped;
- * Gemma 4's values and LFM2's Python literals are read back into JSON, None as null). `tools`
+ * functools[...] and Mistral Nemo's [TOOL_CALLS][...] lists, each [TOOL_CALLS]NAME[ARGS]{...} of
+ * Mistral's, or LFM2's lists of Python calls; a last call cut short is dropped; Gemma 4's values
+ * and LFM2's Python literals are read back into JSON, None as null). `tools`
  * (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string parameter's
  * text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call does not
  * hold a name and an object of arguments, naming it; ELM_ERR_UNSUPPORTED for a template without
@@ -158,9 +177,19 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
                                      elm_tool_calls *out, elm_error *err);
 void elm_tool_calls_free(elm_tool_calls *c);
 
+/* The longest id elm_chat_tool_call_id writes, with its NUL. */
+#define ELM_TOOL_CALL_ID_MAX 96
+
+/* Writes into out [ELM_TOOL_CALL_ID_MAX] the id of call i of a reply (OpenAI's
+ * tool_calls[i].id), made from `tag` (unique to the reply, up to 64 bytes) in the form template
+ * t takes back: "call_TAG_I", or for templates that write ids of their own form (mistral-small32,
+ * mistral-nemo) 9 letters and digits hashed from both. */
+void elm_chat_tool_call_id(elm_chat_template t, const char *tag, int32_t i, char *out);
+
 /* The text a reply's first tool call opens with in template t ("<tool_call>", Gemma 4's
- * "<|tool_call>", Phi-4-mini's "functools[", LFM2's "<|tool_call_start|>", or Llama's
- * {"name": "); NULL for a template without tools. A stream holds back text that could begin it. */
+ * "<|tool_call>", Phi-4-mini's "functools[", LFM2's "<|tool_call_start|>", Mistral's
+ * "[TOOL_CALLS]", or Llama's {"name": "); NULL for a template without tools. A stream holds back
+ * text that could begin it. */
 const char *elm_chat_tool_call_open(elm_chat_template t);
 
 /* The most ids elm_chat_tool_preserved_ids writes. */
@@ -168,7 +197,8 @@ const char *elm_chat_tool_call_open(elm_chat_template t);
 
 /* The control tokens template t's tool calls are written with, as ids of vocabulary v (at most
  * ELM_TOOL_PRESERVED_MAX into ids; returns how many): the texts of the family's call markers
- * (LFM2's <|tool_call_start|>, a Hermes <tool_call> where a vocabulary makes it a control token)
+ * (LFM2's <|tool_call_start|>, Mistral's [TOOL_CALLS] and [ARGS], a Hermes <tool_call> where a
+ * vocabulary makes it a control token)
  * that v has as single control tokens; absent ones and those v writes as text anyway left out. A
  * control token has no text (elm_token_to_bytes), so while a request has tools these are
  * "preserved", as llama.cpp's preserved tokens: decoded as their text (elm_detok_preserve), so
@@ -214,7 +244,9 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
 /* The text one new user turn adds to a conversation, ending with the generation prompt: for the
  * first turn the opening (BOS text, system) and the user message; for a later one the close of the
  * previous assistant message and the user message. Concatenating the turns with the replies as
- * generated gives elm_chat_render of the same conversation. system may be NULL. *out malloc'd. */
+ * generated gives elm_chat_render of the same conversation, but for mistral-nemo, whose template
+ * moves the system message to the latest user message: its turns keep it in the first (which the
+ * cache holds). system may be NULL. *out malloc'd. */
 elm_status elm_chat_render_turn(elm_chat_template t, const char *system, const char *user,
                                 bool first, char **out, elm_error *err);
 

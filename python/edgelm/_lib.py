@@ -71,7 +71,7 @@ TokenCallback = CFUNCTYPE(c_int, POINTER(c_char), c_size_t, c_int32, c_void_p)
 class ToolCall(Structure):
     """elm_tool_call (chat.h)."""
 
-    _fields_ = [("name", c_char_p), ("arguments", c_char_p)]
+    _fields_ = [("name", c_char_p), ("arguments", c_char_p), ("id", c_char_p)]
 
 
 class ToolChoice(Structure):
@@ -84,7 +84,7 @@ class ChatMsg(Structure):
     """elm_chat_msg (chat.h)."""
 
     _fields_ = [("role", c_char_p), ("content", c_char_p), ("tool_calls", POINTER(ToolCall)),
-                ("n_tool_calls", c_int32)]
+                ("n_tool_calls", c_int32), ("tool_call_id", c_char_p)]
 
 
 class ToolCalls(Structure):
@@ -238,6 +238,7 @@ _PROTOTYPES = {
     "elm_chat_parse_tool_calls": (c_int, [c_int, c_char_p, c_char_p, POINTER(ToolCalls),
                                           POINTER(ElmError)]),
     "elm_tool_calls_free": (None, [POINTER(ToolCalls)]),
+    "elm_chat_tool_call_id": (None, [c_int, c_char_p, c_int32, c_char_p]),
     "elm_json_schema_to_gbnf": (c_int, [c_char_p, c_size_t, c_char_p, POINTER(c_void_p),
                                         POINTER(ElmError)]),
     "elm_json_object_gbnf": (c_char_p, []),

@@ -70,9 +70,9 @@ def _text(content: Any, where: str) -> str:
     raise ArgumentError(f"{where}.content: expected a string or a list of text parts", 5)
 
 
-def _calls(message: Mapping, where: str) -> List[Tuple[str, str]]:
-    """An assistant message's tool_calls as (name, arguments JSON text) pairs; arguments given as
-    a dict are written as JSON (OpenAI's are a string already)."""
+def _calls(message: Mapping, where: str) -> List[Tuple[str, str, Optional[str]]]:
+    """An assistant message's tool_calls as (name, arguments JSON text, id or None) triples;
+    arguments given as a dict are written as JSON (OpenAI's are a string already)."""
     calls = message.get("tool_calls") or []
     if not isinstance(calls, (list, tuple)):
         raise ArgumentError(f"{where}.tool_calls: expected a list", 5)
@@ -86,7 +86,10 @@ def _calls(message: Mapping, where: str) -> List[Tuple[str, str]]:
         if not isinstance(name, str) or not isinstance(args, str):
             raise ArgumentError(f'{where}.tool_calls[{j}].function: expected "name" and '
                                 '"arguments" (a JSON string)', 5)
-        out.append((name, args))
+        call_id = c.get("id")
+        if call_id is not None and not isinstance(call_id, str):
+            raise ArgumentError(f"{where}.tool_calls[{j}].id: expected a string", 5)
+        out.append((name, args, call_id))
     return out
 
 
@@ -105,10 +108,14 @@ def render(tmpl: int, messages: Sequence[Mapping], tools_json: Optional[str]) ->
         content = m.get("content")
         text = "" if content is None and calls else _text(content, where)
         c_calls = (_lib.ToolCall * max(len(calls), 1))(
-            *[_lib.ToolCall(n.encode(), a.encode()) for n, a in calls])
+            *[_lib.ToolCall(n.encode(), a.encode(), k.encode() if k else None) for n, a, k in calls])
         keep.append(c_calls)
+        call_id = m.get("tool_call_id")
+        if call_id is not None and not isinstance(call_id, str):
+            raise ArgumentError(f"{where}.tool_call_id: expected a string", 5)
         msgs[i] = _lib.ChatMsg(m["role"].encode(), text.encode("utf-8", "surrogatepass"),
-                               c_calls if calls else None, len(calls))
+                               c_calls if calls else None, len(calls),
+                               call_id.encode() if call_id else None)
     out, err = ctypes.c_void_p(), _lib.ElmError()
     status = _lib.lib().elm_chat_render_tools(
         tmpl, msgs, len(messages), tools_json.encode() if tools_json else None, True,
@@ -216,8 +223,12 @@ def parse_tool_calls(tmpl: int, tools_json: str, reply: str) -> Tuple[str, List[
     if status:
         return reply, []
     try:
-        tag = secrets.token_hex(6)
-        out = [{"id": f"call_{tag}_{i}", "type": "function",
+        tag, ids = secrets.token_hex(6).encode(), []
+        for i in range(calls.n):
+            buf = ctypes.create_string_buffer(96)  # ELM_TOOL_CALL_ID_MAX
+            lib.elm_chat_tool_call_id(tmpl, tag, i, buf)
+            ids.append(buf.value.decode())
+        out = [{"id": ids[i], "type": "function",
                 "function": {"name": calls.calls[i].name.decode("utf-8", "replace"),
                              "arguments": calls.calls[i].arguments.decode("utf-8", "replace")}}
                for i in range(calls.n)]

@@ -402,7 +402,8 @@ class Model:
         model's own Jinja template is recognised as (as `edgelm serve --template auto`).
         tools: OpenAI's [{"type": "function", "function": {"name", "description", "parameters":
         a JSON schema}}], written into the prompt as the template does (templates with tools:
-        qwen3, qwen3-no-think, qwen35, qwen35-no-think, granite4, llama31, llama32, lfm2, lfm25).
+        qwen3, qwen3-no-think, qwen35, qwen35-no-think, granite4, llama31, llama32, lfm2, lfm25,
+        ministral3, mistral-small32, mistral-nemo).
         tool_choice: "auto" (the model may write text or calls: a call, once opened, is held to
         the tools' schemas), "required" (calls only), {"type": "function", "function": {"name":
         N}} (a call of N only), "none" (no calls: the tools are still in the prompt); None:

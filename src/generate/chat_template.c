@@ -1,6 +1,7 @@
 /* Built-in chat templates (see chat.h): each family's published Jinja template written out as the
  * text around each message, so one renderer serves every family and a whole conversation is the
  * concatenation of its turns (which is what lets a chat prefill only a turn's new tokens). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -29,9 +30,13 @@ typedef struct tmpl_spec {
                                          * user message as merge_pre + system + merge_post + user */
     const char *sys_default;            /* the system block's text without a system message
                                          * (NULL: no block then) */
+    const char *sys_default_dated;      /* Mistral Small 3.2: the default text goes on with
+                                         * today's date (YYYY-MM-DD) and this */
     bool sys_if_text;                   /* an empty system message counts as none (the template
                                          * tests the text, not the message) */
     const char *merge_pre, *merge_post;
+    bool merge_last;                    /* Mistral Nemo: merged into the user message that ends
+                                         * the conversation (none when another ends it) */
     const char *user_pre, *user_post;
     const char *asst_pre, *asst_post;   /* around a finished assistant message */
     const char *gen_prompt;             /* add_generation_prompt */
@@ -63,6 +68,11 @@ typedef struct tmpl_spec {
     .bos = "<|begin_of_text|>", ROLES(LLAMA3_HEAD, "<|eot_id|>"), .sys_default = "",             \
     .gen_prompt = LLAMA3_HEAD("assistant"), .end_no_gen = "", .eot = "<|eot_id|>", .trim = true, \
     .tools = ELM_TOOLS_LLAMA
+/* Mistral's [SYSTEM_PROMPT] generation: BOS text, messages as they are, replies closed by EOS */
+#define MISTRAL_BODY                                                                              \
+    .bos = "<s>", .sys_pre = "[SYSTEM_PROMPT]", .sys_post = "[/SYSTEM_PROMPT]",                  \
+    .user_pre = "[INST]", .user_post = "[/INST]", .asst_pre = "", .asst_post = "</s>",           \
+    .gen_prompt = "", .end_no_gen = "", .eot = "</s>"
 #define CHATML_TURNS ROLES(CHATML_HEAD, "<|im_end|>\n"), .end_no_gen = "", .eot = "<|im_end|>"
 #define CHATML_BODY .bos = "", CHATML_TURNS
 /* LFM2: ChatML after BOS, with no system block for an empty system message */
@@ -97,6 +107,49 @@ typedef struct tmpl_spec {
     "the conclusion."
 #define SMOLLM3_NO_THINK_DEFAULT "You are a helpful AI assistant named SmolLM, trained by Hugging Face."
 #define EMPTY_THINK "<think>\n\n</think>\n"
+
+/* Mistral Small 3.2's system prompt when there is no system message: the text before today's date
+ * and the text after it */
+#define MISTRAL_SMALL32_DEFAULT                                                                   \
+    "You are Mistral Small 3, a Large Language Model (LLM) created by Mistral AI, a French "       \
+    "startup headquartered in Paris.\nYour knowledge base was last updated on 2023-10-01. "       \
+    "The current date is "
+#define MISTRAL_SMALL32_DEFAULT_DATED                                                             \
+    ".\n\nWhen you're not sure about some information or when the user's request requires "       \
+    "up-to-date or specific data, you must use the available tools to fetch the information. "     \
+    "Do not hesitate to use tools whenever they can provide a more accurate or complete response. "\
+    "If no relevant tools are available, then clearly state that you don't have the information "  \
+    "and avoid making up anything.\n\nIf the user's question is not clear, ambiguous, or does "    \
+    "not provide enough context for you to accurately answer the question, you do not try "         \
+    "to answer it right away and you rather ask the user to clarify their request (e.g. \"What "   \
+    "are some good restaurants around me?\" => \"Where are you?\" or \"When is the next flight " \
+    "to Tokyo\" => \"Where do you travel from?\").\nYou are always very attentive to dates, "     \
+    "and when asked about information at specific dates, you discard information that is at "       \
+    "another date.\nYou follow these instructions in all languages, and always respond to "        \
+    "the user in the language they use or request.\nNext sections describe the capabilities "      \
+    "that you have.\n\n# WEB BROWSING INSTRUCTIONS\n\nYou cannot perform any web search or "      \
+    "access internet to open URLs, links etc. If it seems like the user is expecting you to "       \
+    "do so, you clarify the situation and ask the user to copy paste the text directly in "         \
+    "the chat.\n\n# MULTI-MODAL INSTRUCTIONS\n\nYou have the ability to read images, but you "    \
+    "cannot generate images. You also cannot transcribe audio files or videos.\nYou cannot "       \
+    "read nor transcribe audio files or videos.\n\n# TOOL CALLING INSTRUCTIONS\n\nYou may "       \
+    "have access to tools that you can use to fetch information or perform actions. You must "      \
+    "use these tools in the following situations:\n\n1. When the request requires up-to-date "     \
+    "information.\n2. When the request requires specific data that you do not have in your "       \
+    "knowledge base.\n3. When the request involves actions that you cannot perform without "       \
+    "tools.\n\nAlways prioritize using tools to provide the most accurate and helpful response. "  \
+    "If tools are not available, inform the user that you cannot perform the requested action "    \
+    "at the moment."
+
+/* Ministral 3's system prompt when there is no system message (the Reasoning model's template) */
+#define MINISTRAL3_DEFAULT                                                                        \
+    "# HOW YOU SHOULD THINK AND ANSWER\n\nFirst draft your thinking process (inner monologue) "   \
+    "until you arrive at a response. Format your response using Markdown, and use LaTeX for any " \
+    "mathematical equations. Write both your thoughts and the response in the same language as "  \
+    "the input.\n\nYour thinking process must follow the template below:[THINK]Your thoughts "    \
+    "or/and draft, like working through an exercise on scratch paper. Be as casual and as long "   \
+    "as you want until you are confident to generate the response to the user.[/THINK]Here, "     \
+    "provide a self-contained response."
 
 static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
     [ELM_TEMPLATE_PLAIN] = {.name = "plain", .bos = "", .sys_pre = "", .sys_post = "\n\n",
@@ -185,15 +238,38 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
                               LLAMA31_BODY, .date = "26 Jul 2024"},
     [ELM_TEMPLATE_LLAMA32] = {.name = "llama32", .sig = {"<|start_header_id|>", "strftime_now"},
                               LLAMA31_BODY, .date = ""},
+    /* Ministral 3 (and the templates of its generation: [SYSTEM_PROMPT] and [ARGS]): messages as
+     * they are, no generation prompt (the prompt ends with [/INST]), the tools after the system
+     * block */
+    [ELM_TEMPLATE_MINISTRAL3] = {.name = "ministral3", .sig = {"[SYSTEM_PROMPT]", "[ARGS]"},
+                                 MISTRAL_BODY, .sys_default = MINISTRAL3_DEFAULT,
+                                 .tools = ELM_TOOLS_MISTRAL},
+    /* Mistral Small 3.2: the same turns; its template writes call ids ([CALL_ID]) */
+    [ELM_TEMPLATE_MISTRAL_SMALL32] = {.name = "mistral-small32",
+                                      .sig = {"[SYSTEM_PROMPT]", "[CALL_ID]"}, MISTRAL_BODY,
+                                      .sys_default = MISTRAL_SMALL32_DEFAULT,
+                                      .sys_default_dated = MISTRAL_SMALL32_DEFAULT_DATED,
+                                      .tools = ELM_TOOLS_MISTRAL_IDS},
+    /* Mistral Nemo (v3): no system block, the system message merged into the last message when
+     * that is a user's; its template writes the system message into "[INST]" without a space
+     * (Mistral 7B v0.3's with one) */
+    [ELM_TEMPLATE_MISTRAL_NEMO] = {.name = "mistral-nemo",
+                                   .sig = {"[TOOL_CALLS][", "\"[INST]\" + system_message"},
+                                   .bos = "<s>", .merge_pre = "", .merge_post = "\n\n",
+                                   .merge_last = true, .user_pre = "[INST]", .user_post = "[/INST]",
+                                   .asst_pre = "", .asst_post = "</s>", .gen_prompt = "",
+                                   .end_no_gen = "", .eot = "</s>", .tools = ELM_TOOLS_MISTRAL_V3},
 };
 
 /* Detection order: the more specific markers first (Phi-3 and Llama 3 templates may also mention
  * tokens of other families in comments; ChatML's marker is the most widely borrowed, and of the
- * ChatML families' markers enable_thinking is the most shared). */
+ * ChatML families' markers enable_thinking is the most shared; Mistral's templates write Llama 2's
+ * [INST] too). */
 static const elm_chat_template detect_order[] = {
     ELM_TEMPLATE_LLAMA32,  ELM_TEMPLATE_LLAMA31,   ELM_TEMPLATE_LLAMA3,   ELM_TEMPLATE_PHI4_MINI, ELM_TEMPLATE_PHI3,   ELM_TEMPLATE_GEMMA4,
     ELM_TEMPLATE_GEMMA,    ELM_TEMPLATE_GRANITE4,  ELM_TEMPLATE_SMOLLM3, ELM_TEMPLATE_QWEN35,
     ELM_TEMPLATE_QWEN3,    ELM_TEMPLATE_LFM25,     ELM_TEMPLATE_LFM2,   ELM_TEMPLATE_CHATML,
+    ELM_TEMPLATE_MISTRAL_SMALL32, ELM_TEMPLATE_MINISTRAL3, ELM_TEMPLATE_MISTRAL_NEMO,
     ELM_TEMPLATE_LLAMA2};
 
 const char *elm_chat_template_name(elm_chat_template t) {
@@ -265,6 +341,22 @@ int32_t elm_chat_tool_preserved_ids(elm_chat_template t, const elm_vocab *v, int
 
 const char *elm_chat_tool_call_open(elm_chat_template t) {
     return elm_tools_call_open(elm_chat_template_tool_syntax(t));
+}
+
+void elm_chat_tool_call_id(elm_chat_template t, const char *tag, int32_t i, char *out) {
+    if (!elm_tools_mistral_ids(elm_chat_template_tool_syntax(t))) {
+        snprintf(out, ELM_TOOL_CALL_ID_MAX, "call_%.64s_%d", tag, (int)i);
+        return;
+    }
+    /* FNV-1a of the tag and the index, written in base 62 */
+    static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    uint64_t h = 14695981039346656037u;
+    char idx[16];
+    snprintf(idx, sizeof idx, "_%d", (int)i);
+    for (const char *p = tag; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
+    for (const char *p = idx; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
+    for (int k = 0; k < ELM_MISTRAL_ID_LEN; k++, h /= 62) out[k] = digits[h % 62];
+    out[ELM_MISTRAL_ID_LEN] = '\0';
 }
 
 const char *elm_chat_template_eot(elm_chat_template t) {
@@ -438,27 +530,32 @@ static void put_reply(text *t, const tmpl_spec *s, const char *content, bool aft
     }
 }
 
+/* Today's date in strftime's format fmt (the templates' strftime_now: local time). */
+static void put_today(text *t, const char *fmt) {
+    char today[32];
+    const time_t now = time(NULL);
+    struct tm tm;
+    strftime(today, sizeof today, fmt, localtime_r(&now, &tm));
+    put(t, today);
+}
+
 /* Llama 3.1's date lines, and with tools the line that switches its tool use on. */
 static void put_date(text *t, const char *date, bool tools) {
     if (tools) put(t, "Environment: ipython\n");
     put(t, "Cutting Knowledge Date: December 2023\nToday Date: ");
-    char today[32];
-    if (!*date) {
-        const time_t now = time(NULL);
-        struct tm tm;
-        strftime(today, sizeof today, "%d %b %Y", localtime_r(&now, &tm));
-        date = today;
-    }
-    put(t, date);
+    if (*date) put(t, date);
+    else put_today(t, "%d %b %Y");
     put(t, "\n\n");
 }
 
 /* The opening of a conversation: BOS text and, for families that have one, the system block (with
- * the family's default text where it writes one without a system message). */
+ * the family's default text where it writes one without a system message); with tools, the
+ * system turn that holds them, or Mistral's tools block after the system block. */
 static void put_opening(text *t, const tmpl_spec *s, const char *system, const cJSON *tools) {
-    /* Gemma 4 and Phi-4-mini write the tools at the end of their system block */
+    /* Gemma 4 and Phi-4-mini write the tools at the end of their system block, Mistral's
+     * templates in a block of their own */
     const bool in_block = tools && (s->tools == ELM_TOOLS_GEMMA4 || s->tools == ELM_TOOLS_PHI4_MINI);
-    if (tools && s->tools != ELM_TOOLS_LLAMA && !in_block) {
+    if (tools && s->tools != ELM_TOOLS_LLAMA && !in_block && !elm_tools_is_mistral(s->tools)) {
         put(t, s->bos);
         elm_tools_put_system(t, s->tools, system, tools);
         return;
@@ -469,14 +566,20 @@ static void put_opening(text *t, const tmpl_spec *s, const char *system, const c
     }
     put(t, s->bos);
     if (system && !*system && s->sys_if_text) system = NULL;
+    const bool dated = !system && s->sys_default_dated;
     if (!system) system = in_block ? "" : s->sys_default;
     if (system && s->sys_pre) {
         put(t, s->sys_pre);
         if (s->date) put_date(t, s->date, tools != NULL);
         put_content(t, s, system);
+        if (dated) {
+            put_today(t, "%Y-%m-%d");
+            put(t, s->sys_default_dated);
+        }
         if (in_block) elm_tools_put_in_system(t, s->tools, tools);
         put(t, s->sys_post);
     }
+    if (tools && s->tools == ELM_TOOLS_MISTRAL) elm_tools_put_list(t, s->tools, tools);
 }
 
 static elm_status finish(text *t, char **out, elm_error *err) {
@@ -495,8 +598,8 @@ static bool calls_follow_text(elm_tool_syntax syn, const char *content) {
 }
 
 /* Gemma 4's assistant message i: its calls, the results of the tool messages right after it
- * (each named by the call at its place: the template resolves tool_call_id, which edgelm's
- * messages do not carry), then its text. A message after another assistant's (tool messages
+ * (each named by the call its tool_call_id names, "unknown" for none, or without an id by the
+ * call at its place), then its text. A message after another assistant's (tool messages
  * between) continues that turn; one with results and no text leaves the turn open for the reply.
  * Returns whether the message made calls (then the template writes no generation prompt). */
 static bool put_gemma4_reply(text *t, const tmpl_spec *s, const elm_chat_msg *msgs, int32_t first,
@@ -508,9 +611,11 @@ static bool put_gemma4_reply(text *t, const tmpl_spec *s, const elm_chat_msg *ms
     elm_tools_put_calls(t, s->tools, m->tool_calls, m->n_tool_calls, false);
     bool results = false;
     for (int32_t k = i + 1; m->n_tool_calls > 0 && k < n && !strcmp(msgs[k].role, "tool"); k++) {
-        const int32_t c = k - i - 1;
-        elm_tools_put_gemma4_result(t, c < m->n_tool_calls ? m->tool_calls[c].name : "unknown",
-                                    msgs[k].content);
+        const char *id = msgs[k].tool_call_id, *name = "unknown";
+        if (!id && k - i - 1 < m->n_tool_calls) name = m->tool_calls[k - i - 1].name;
+        for (int32_t c = 0; id && c < m->n_tool_calls; c++)
+            if (m->tool_calls[c].id && !strcmp(m->tool_calls[c].id, id)) name = m->tool_calls[c].name;
+        elm_tools_put_gemma4_result(t, name, msgs[k].content);
         results = true;
     }
     put_reply(t, s, m->content, false, false, false);
@@ -519,8 +624,14 @@ static bool put_gemma4_reply(text *t, const tmpl_spec *s, const elm_chat_msg *ms
     return m->n_tool_calls > 0;
 }
 
+/* Whether id (NULL: none) is one template s can write: any where it writes none, else one of
+ * ELM_MISTRAL_ID_LEN characters (Mistral Small 3.2's and Nemo's templates raise on others). */
+static bool id_fits(const tmpl_spec *s, const char *id) {
+    return !elm_tools_mistral_ids(s->tools) || (id && strlen(id) == ELM_MISTRAL_ID_LEN);
+}
+
 /* The messages' tool calls against template s: its syntax takes calls, each one's arguments a
- * JSON object. */
+ * JSON object, and the calls' and results' ids fit it (id_fits). */
 static elm_status check_calls(const tmpl_spec *s, const elm_chat_msg *msgs, int32_t n,
                               elm_error *err) {
     for (int32_t i = 0; i < n; i++) {
@@ -530,7 +641,14 @@ static elm_status check_calls(const tmpl_spec *s, const elm_chat_msg *msgs, int3
         if (msgs[i].n_tool_calls > 1 && s->tools == ELM_TOOLS_LLAMA)
             return elm_errorf(err, ELM_ERR_UNSUPPORTED, "chat message %d: template %s takes one "
                               "tool call a message", i, s->name);
+        if (!strcmp(msgs[i].role, "tool") && !id_fits(s, msgs[i].tool_call_id))
+            return elm_errorf(err, ELM_ERR_FORMAT, "chat message %d: tool_call_id: template %s "
+                              "takes an id of %d characters", i, s->name, ELM_MISTRAL_ID_LEN);
         for (int32_t k = 0; k < msgs[i].n_tool_calls; k++) {
+            if (!id_fits(s, msgs[i].tool_calls[k].id))
+                return elm_errorf(err, ELM_ERR_FORMAT, "chat message %d: tool call %d: id: "
+                                  "template %s takes an id of %d characters", i, k, s->name,
+                                  ELM_MISTRAL_ID_LEN);
             cJSON *a = cJSON_Parse(msgs[i].tool_calls[k].arguments);
             const bool ok = cJSON_IsObject(a);
             cJSON_Delete(a);
@@ -567,13 +685,14 @@ static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t
     put(&t, ""); /* an empty conversation renders as "" rather than NULL */
     put_opening(&t, s, system, tools);
     bool pending_system = system != NULL;
-    int32_t last_user = n - 1; /* Qwen3's last_query_index: no user message, no block */
-    int32_t last_asst = -1;
+    int32_t last_user = -1, last_asst = -1;
     for (int32_t i = first; i < n; i++) {
         if (!strcmp(msgs[i].role, "user")) last_user = i;
         if (!strcmp(msgs[i].role, "assistant")) last_asst = i;
     }
     bool turn_open = false; /* Gemma 4: the last message made calls, the model's turn goes on */
+    /* Qwen3's last_query_index: no user message, no block */
+    const int32_t last_query = last_user >= 0 ? last_user : n - 1;
     for (int32_t i = first; i < n; i++) {
         const elm_chat_msg *m = &msgs[i];
         if (strcmp(m->role, "tool")) turn_open = false;
@@ -581,10 +700,16 @@ static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t
             elm_tools_put_llama_user(&t, tools, m->content);
             llama_tools = false;
         } else if (!strcmp(m->role, "user")) {
-            put_user(&t, s, pending_system ? system : NULL, m->content);
+            /* Mistral Small 3.2 and Nemo write the tools before the last user message */
+            if (tools && (s->tools == ELM_TOOLS_MISTRAL_IDS || s->tools == ELM_TOOLS_MISTRAL_V3) &&
+                i == last_user)
+                elm_tools_put_list(&t, s->tools, tools);
+            const bool merge = s->merge_last ? i == n - 1 : pending_system;
+            put_user(&t, s, merge ? system : NULL, m->content);
             pending_system = false;
         } else if (!strcmp(m->role, "assistant") && m->n_tool_calls > 0 &&
-                   s->tools == ELM_TOOLS_LLAMA) { /* the call in place of the content */
+                   (s->tools == ELM_TOOLS_LLAMA || elm_tools_mistral_ids(s->tools))) {
+            /* the calls in place of the content */
             put(&t, s->asst_pre);
             elm_tools_put_calls(&t, s->tools, m->tool_calls, m->n_tool_calls, false);
             put(&t, s->asst_post);
@@ -594,12 +719,13 @@ static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t
             /* written with the calls it answers (or, as the template does, not at all) */
         } else if (!strcmp(m->role, "assistant")) {
             put_asst_open(&t, s, system, false);
-            put_reply(&t, s, m->content, i > last_user, i == n - 1, i == last_asst);
+            put_reply(&t, s, m->content, i > last_query, i == n - 1, i == last_asst);
             elm_tools_put_calls(&t, s->tools, m->tool_calls, m->n_tool_calls,
                                 calls_follow_text(s->tools, m->content));
             put(&t, s->asst_post);
         } else if (!strcmp(m->role, "tool") && s->tools) {
-            elm_tools_put_result(&t, s->tools, m->content, i == 0 || strcmp(msgs[i - 1].role, "tool"),
+            elm_tools_put_result(&t, s->tools, m->content, m->tool_call_id,
+                                 i == 0 || strcmp(msgs[i - 1].role, "tool"),
                                  i == n - 1 || strcmp(msgs[i + 1].role, "tool"));
         } else {
             free(t.s);

@@ -109,6 +109,9 @@ const char *elm_tools_call_open(elm_tool_syntax s) {
     case ELM_TOOLS_LFM25: return ELM_LFM2_CALL_OPEN;
     case ELM_TOOLS_GEMMA4: return ELM_GEMMA4_CALL_OPEN;
     case ELM_TOOLS_PHI4_MINI: return ELM_PHI4_CALL_OPEN;
+    case ELM_TOOLS_MISTRAL:
+    case ELM_TOOLS_MISTRAL_IDS:
+    case ELM_TOOLS_MISTRAL_V3: return ELM_MISTRAL_CALL_OPEN;
     case ELM_TOOLS_NONE: break;
     }
     return NULL;
@@ -116,6 +119,10 @@ const char *elm_tools_call_open(elm_tool_syntax s) {
 
 const char *const *elm_tools_marker_tokens(elm_tool_syntax s) {
     static const char *const tool_call[] = {ELM_TOOL_CALL_OPEN, ELM_TOOL_CALL_CLOSE, NULL};
+    static const char *const mistral[] = {ELM_MISTRAL_CALL_OPEN, ELM_MISTRAL_ARGS, NULL};
+    static const char *const mistral_ids[] = {ELM_MISTRAL_CALL_OPEN, ELM_MISTRAL_CALL_ID,
+                                              ELM_MISTRAL_ARGS, NULL};
+    static const char *const mistral_v3[] = {ELM_MISTRAL_CALL_OPEN, NULL};
     static const char *const lfm2[] = {ELM_LFM2_CALL_OPEN, ELM_LFM2_CALL_CLOSE, NULL};
     static const char *const gemma4[] = {ELM_GEMMA4_CALL_OPEN, ELM_GEMMA4_CALL_CLOSE,
                                          ELM_GEMMA4_QUOTE, NULL};
@@ -124,6 +131,9 @@ const char *const *elm_tools_marker_tokens(elm_tool_syntax s) {
     case ELM_TOOLS_HERMES:
     case ELM_TOOLS_GRANITE:
     case ELM_TOOLS_QWEN_XML: return tool_call;
+    case ELM_TOOLS_MISTRAL: return mistral;
+    case ELM_TOOLS_MISTRAL_IDS: return mistral_ids;
+    case ELM_TOOLS_MISTRAL_V3: return mistral_v3;
     case ELM_TOOLS_LFM2:
     case ELM_TOOLS_LFM25: return lfm2;
     case ELM_TOOLS_GEMMA4: return gemma4; /* user-defined tokens in its vocabulary: text already */
@@ -230,7 +240,10 @@ void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, co
     case ELM_TOOLS_NONE:
     case ELM_TOOLS_LLAMA:
     case ELM_TOOLS_GEMMA4:
-    case ELM_TOOLS_PHI4_MINI: break;
+    case ELM_TOOLS_PHI4_MINI:
+    case ELM_TOOLS_MISTRAL:
+    case ELM_TOOLS_MISTRAL_IDS:
+    case ELM_TOOLS_MISTRAL_V3: break;
     }
 }
 
@@ -245,6 +258,38 @@ void elm_tools_put_in_system(elm_sbuf *t, elm_tool_syntax s, const cJSON *tools)
         }
         elm_sb_puts(t, "]<|/tool|>");
     }
+}
+
+/* Nemo's tools: each written key by key, a string value between quotes as it is (unescaped),
+ * others as JSON, the function's "return" left out */
+static void put_v3_tools(elm_sbuf *t, const cJSON *tools) {
+    for (const cJSON *tool = tools->child; tool; tool = tool->next) {
+        elm_sb_puts(t, tool == tools->child ? "{\"type\": \"function\", \"function\": {"
+                                            : ", {\"type\": \"function\", \"function\": {");
+        bool first = true;
+        for (const cJSON *kv = cJSON_GetObjectItemCaseSensitive(tool, "function")->child; kv;
+             kv = kv->next) {
+            if (!strcmp(kv->string, "return")) continue;
+            elm_sb_printf(t, "%s\"%s\": ", first ? "" : ", ", kv->string);
+            first = false;
+            if (cJSON_IsString(kv)) elm_sb_printf(t, "\"%s\"", kv->valuestring);
+            else elm_put_py_json(t, kv, -1);
+        }
+        elm_sb_puts(t, "}}");
+    }
+}
+
+void elm_tools_put_list(elm_sbuf *t, elm_tool_syntax s, const cJSON *tools) {
+    if (!elm_tools_is_mistral(s)) return;
+    elm_sb_puts(t, "[AVAILABLE_TOOLS]");
+    if (s == ELM_TOOLS_MISTRAL_V3) {
+        elm_sb_puts(t, "[");
+        put_v3_tools(t, tools);
+        elm_sb_puts(t, "]");
+    } else {
+        elm_put_py_json(t, tools, -1);
+    }
+    elm_sb_puts(t, "[/AVAILABLE_TOOLS]");
 }
 
 void elm_tools_put_llama_user(elm_sbuf *t, const cJSON *tools, const char *user) {
@@ -281,6 +326,14 @@ static void put_pycall(elm_sbuf *t, const char *name, const cJSON *args) {
     elm_sb_puts(t, ")");
 }
 
+/* {"name": N, "arguments": A} as json.dumps writes a call, with its "id" after when with_id */
+static void put_json_call(elm_sbuf *t, const elm_tool_call *c, const cJSON *args, bool with_id) {
+    elm_sb_printf(t, "{\"name\": \"%s\", \"arguments\": ", c->name);
+    elm_put_py_json(t, args, -1);
+    if (with_id) elm_sb_printf(t, ", \"id\": \"%s\"", c->id);
+    elm_sb_puts(t, "}");
+}
+
 void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *calls, int32_t n,
                          bool after_text) {
     const bool lfm2 = s == ELM_TOOLS_LFM2 || s == ELM_TOOLS_LFM25;
@@ -308,14 +361,25 @@ void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *ca
             break;
         case ELM_TOOLS_PHI4_MINI:
             elm_sb_puts(t, i > 0 ? ", " : after_text ? "\n" ELM_PHI4_CALL_OPEN : ELM_PHI4_CALL_OPEN);
-            elm_sb_printf(t, "{\"name\": \"%s\", \"arguments\": ", calls[i].name);
-            elm_put_py_json(t, args, -1);
-            elm_sb_puts(t, i == n - 1 ? "}]" : "}");
+            put_json_call(t, &calls[i], args, false);
+            if (i == n - 1) elm_sb_puts(t, "]");
             break;
         case ELM_TOOLS_GEMMA4:
             elm_sb_printf(t, ELM_GEMMA4_CALL_OPEN "call:%s", calls[i].name);
             elm_put_gemma4_value(t, args, false);
             elm_sb_puts(t, ELM_GEMMA4_CALL_CLOSE);
+            break;
+        case ELM_TOOLS_MISTRAL:
+        case ELM_TOOLS_MISTRAL_IDS:
+            elm_sb_printf(t, ELM_MISTRAL_CALL_OPEN "%s", calls[i].name);
+            if (s == ELM_TOOLS_MISTRAL_IDS) elm_sb_printf(t, ELM_MISTRAL_CALL_ID "%s", calls[i].id);
+            elm_sb_puts(t, ELM_MISTRAL_ARGS);
+            elm_put_py_json(t, args, -1);
+            break;
+        case ELM_TOOLS_MISTRAL_V3: /* json.dumps of the function, then its id */
+            elm_sb_puts(t, i == 0 ? ELM_MISTRAL_CALL_OPEN "[" : ", ");
+            put_json_call(t, &calls[i], args, true);
+            if (i == n - 1) elm_sb_puts(t, "]");
             break;
         case ELM_TOOLS_LLAMA:
             elm_sb_printf(t, "{\"name\": \"%s\", \"parameters\": ", calls[i].name);
@@ -334,8 +398,8 @@ void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *ca
     if (lfm2 && n > 0) elm_sb_puts(t, "]" ELM_LFM2_CALL_CLOSE);
 }
 
-void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, bool first,
-                          bool last) {
+void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, const char *id,
+                          bool first, bool last) {
     if (s == ELM_TOOLS_PHI4_MINI) { /* its template's <|role|>content<|end|> */
         elm_sb_puts(t, "<|tool|>");
         elm_sb_puts(t, content);
@@ -347,6 +411,15 @@ void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, b
         elm_sb_puts(t, "<|start_header_id|>ipython<|end_header_id|>\n\n");
         put_string(t, content);
         elm_sb_puts(t, "<|eot_id|>");
+        return;
+    }
+    if (elm_tools_is_mistral(s)) {
+        elm_sb_puts(t, "[TOOL_RESULTS]");
+        if (s == ELM_TOOLS_MISTRAL_IDS) elm_sb_printf(t, "%s[TOOL_CONTENT]", id);
+        if (s == ELM_TOOLS_MISTRAL_V3) elm_sb_puts(t, "{\"content\": ");
+        elm_sb_puts(t, content);
+        if (s == ELM_TOOLS_MISTRAL_V3) elm_sb_printf(t, ", \"call_id\": \"%s\"}", id);
+        elm_sb_puts(t, "[/TOOL_RESULTS]");
         return;
     }
     if (s == ELM_TOOLS_LFM2 || s == ELM_TOOLS_LFM25) { /* a turn each */

@@ -12,6 +12,12 @@
 /* The block that holds one call in the Hermes (Qwen3, Granite) and Qwen3.5 syntaxes */
 #define ELM_TOOL_CALL_OPEN "<tool_call>"
 #define ELM_TOOL_CALL_CLOSE "</tool_call>"
+/* Mistral's markers (control tokens in its vocabulary): each call is OPEN NAME ARGS {json} */
+#define ELM_MISTRAL_CALL_OPEN "[TOOL_CALLS]"
+#define ELM_MISTRAL_ARGS "[ARGS]"
+#define ELM_MISTRAL_CALL_ID "[CALL_ID]"
+/* The length of the call ids Mistral Small 3.2's template requires */
+#define ELM_MISTRAL_ID_LEN 9
 
 /* The block that holds a reply's calls in LFM2's syntax (control tokens in LFM2's vocabulary) */
 #define ELM_LFM2_CALL_OPEN "<|tool_call_start|>"
@@ -37,6 +43,17 @@ typedef enum elm_tool_syntax {
                           * end of the system turn (its template's message['tools']), the calls
                           * functools[{"name": N, "arguments": A}, ...] (as the parser Microsoft
                           * wrote for vLLM reads them), the results <|tool|> turns */
+    ELM_TOOLS_MISTRAL,  /* Ministral 3: [AVAILABLE_TOOLS]json.dumps(tools)[/AVAILABLE_TOOLS] after
+                         * the system block, each call [TOOL_CALLS]N[ARGS]A after the reply's text,
+                         * each result [TOOL_RESULTS]R[/TOOL_RESULTS] */
+    ELM_TOOLS_MISTRAL_IDS, /* Mistral Small 3.2: the tools block before the last user message,
+                            * a reply with calls only its calls [TOOL_CALLS]N[CALL_ID]ID[ARGS]A,
+                            * each result [TOOL_RESULTS]ID[TOOL_CONTENT]R[/TOOL_RESULTS] */
+    ELM_TOOLS_MISTRAL_V3,  /* Mistral Nemo: the tools before the last user message, each
+                            * {"type": "function", "function": {...}} with string values unescaped,
+                            * a reply with calls only [TOOL_CALLS][{"name": N, "arguments": A,
+                            * "id": ID}, ...], each result
+                            * [TOOL_RESULTS]{"content": R, "call_id": "ID"}[/TOOL_RESULTS] */
     ELM_TOOLS_LFM2,     /* LFM2: the tools as "List of tools: <|tool_list_start|>[JSON, ...]
                          * <|tool_list_end|>" in the system turn, the calls a Python list of calls
                          * <|tool_call_start|>[N(K=V, ...), ...]<|tool_call_end|> (V a Python
@@ -56,6 +73,16 @@ typedef enum elm_tool_syntax {
 #define ELM_GEMMA4_QUOTE "<|\"|>"
 #define ELM_GEMMA4_CALL_OPEN "<|tool_call>"
 #define ELM_GEMMA4_CALL_CLOSE "<tool_call|>"
+/* Whether s is one of Mistral's syntaxes ([TOOL_CALLS] calls, the tools in their own block). */
+static inline bool elm_tools_is_mistral(elm_tool_syntax s) {
+    return s == ELM_TOOLS_MISTRAL || s == ELM_TOOLS_MISTRAL_IDS || s == ELM_TOOLS_MISTRAL_V3;
+}
+
+/* Whether s writes each call's id, of ELM_MISTRAL_ID_LEN characters, and a reply with calls as
+ * its calls only (Mistral Small 3.2's and Nemo's). */
+static inline bool elm_tools_mistral_ids(elm_tool_syntax s) {
+    return s == ELM_TOOLS_MISTRAL_IDS || s == ELM_TOOLS_MISTRAL_V3;
+}
 
 /* The syntax of template t (ELM_TOOLS_NONE for a template without tools). In chat_template.c. */
 elm_tool_syntax elm_chat_template_tool_syntax(elm_chat_template t);
@@ -97,8 +124,8 @@ elm_pycall_result elm_pycall_read(const char *p, const char *end, const char **n
  * field. */
 elm_status elm_tools_check(const cJSON *tools, const char *src, elm_error *err);
 
-/* The system turn with tools of syntax s (not ELM_TOOLS_LLAMA, whose system turn is the
- * template's own): the system text (NULL: no system message) and the tools. */
+/* The system turn with tools of syntax s (not ELM_TOOLS_LLAMA or Mistral's, whose system turn
+ * is the template's own): the system text (NULL: no system message) and the tools. */
 void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, const cJSON *tools);
 
 /* The tools of syntax s that go at the end of the system turn (Gemma 4's declarations, each
@@ -121,16 +148,22 @@ void elm_put_gemma4_value(elm_sbuf *t, const cJSON *v, bool quote_keys);
  * NULL when out of memory. */
 cJSON *elm_gemma4_sorted_copy(const cJSON *v);
 
+/* The tools block of syntaxes that write it apart from the system turn (Mistral's, where the
+ * caller places it); nothing for the others. */
+void elm_tools_put_list(elm_sbuf *t, elm_tool_syntax s, const cJSON *tools);
+
 /* Llama 3.1's first user turn with tools: the instructions, each tool, then `user` trimmed. */
 void elm_tools_put_llama_user(elm_sbuf *t, const cJSON *tools, const char *user);
 
-/* An assistant message's calls [n] (their arguments JSON objects, checked by the caller); after
- * text (after_text), the separator the syntax writes between a reply's text and its calls. */
+/* An assistant message's calls [n] (their arguments JSON objects and, where the syntax writes
+ * them, their ids, checked by the caller); after text (after_text), the separator the syntax
+ * writes between a reply's text and its calls. */
 void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *calls, int32_t n,
                          bool after_text);
 
-/* A "tool" message's content; first and last: whether it opens or closes a run of them. */
-void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, bool first,
-                          bool last);
+/* A "tool" message's content and call id (checked by the caller where the syntax writes it);
+ * first and last: whether it opens or closes a run of them. */
+void elm_tools_put_result(elm_sbuf *t, elm_tool_syntax s, const char *content, const char *id,
+                          bool first, bool last);
 
 #endif

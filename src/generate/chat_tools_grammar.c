@@ -159,6 +159,11 @@ static elm_status xml_params(elm_sbuf *g, const cJSON *params, int i, const char
     return st;
 }
 
+/* Whether s writes a call as [TOOL_CALLS]NAME[ARGS]{...} (Ministral 3's, Mistral Small 3.2's) */
+static bool mistral_bare(elm_tool_syntax s) {
+    return s == ELM_TOOLS_MISTRAL || s == ELM_TOOLS_MISTRAL_IDS;
+}
+
 /* Whether s is a Python name, which a keyword argument must be. */
 static bool py_name(const char *s) {
     if (!*s || isdigit((unsigned char)*s)) return false;
@@ -208,8 +213,8 @@ static elm_status py_args(elm_sbuf *g, const cJSON *params, int i, const char *p
 }
 
 /* The rule `call` of one call of the functions in tools (only the one named `only` when not NULL)
- * in syntax s, `call-body` the same after the call's opening ("<function=" or {"name": "), and
- * the rules they use. */
+ * in syntax s, `call-body` the same after the call's opening ("<function=", {"name": " or
+ * [TOOL_CALLS]), and the rules they use. */
 static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools, const char *only,
                              elm_error *err) {
     elm_sbuf alts = {0}, rules = {0};
@@ -241,10 +246,21 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
             elm_sb_printf(&alts, " %sargs \")\"", prefix);
             st = py_args(&rules, params, i, prefix, err);
         } else {
-            snprintf(head, sizeof head, "%s\", \"%s\": ", name,
-                     s == ELM_TOOLS_LLAMA ? "parameters" : "arguments");
+            const bool bare = mistral_bare(s); /* NAME[ARGS]{...}, not a JSON object */
+            if (bare)
+                snprintf(head, sizeof head, "%s", name);
+            else
+                snprintf(head, sizeof head, "%s\", \"%s\": ", name,
+                         s == ELM_TOOLS_LLAMA ? "parameters" : "arguments");
             js_put_literal(&alts, head); /* a name elm_tool_name_ok passed, ASCII */
-            elm_sb_printf(&alts, " %sroot \"}\"", prefix);
+            /* Mistral Small 3.2's and Nemo's templates write call ids: the model may */
+            if (s == ELM_TOOLS_MISTRAL_IDS)
+                elm_sb_puts(&alts, " ( \"" ELM_MISTRAL_CALL_ID "\" [a-zA-Z0-9]{9} )?");
+            if (bare) elm_sb_puts(&alts, " \"" ELM_MISTRAL_ARGS "\"");
+            elm_sb_printf(&alts, " %sroot", prefix);
+            if (s == ELM_TOOLS_MISTRAL_V3)
+                elm_sb_puts(&alts, " ( \", \\\"id\\\": \\\"\" [a-zA-Z0-9]{9} \"\\\"\" )?");
+            if (!bare) elm_sb_puts(&alts, " \"}\"");
             st = schema_rules(&rules, params, src, prefix, JS_JSON, err);
         }
     }
@@ -254,6 +270,7 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
     if (!st) {
         elm_sb_puts(g, s == ELM_TOOLS_QWEN_XML ? "call ::= \"<function=\" call-body \"</function>\"\n"
                        : s == ELM_TOOLS_GEMMA4 ? "call ::= \"call:\" call-body\n"
+                       : mistral_bare(s)       ? "call ::= \"" ELM_MISTRAL_CALL_OPEN "\" call-body\n"
                        : lfm2                  ? "call ::= call-body\n"
                                                : "call ::= \"{\\\"name\\\": \\\"\" call-body\n");
         elm_sb_puts(g, "call-body ::=");
@@ -280,12 +297,17 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
     cJSON *arr = cJSON_Parse(tools);
     elm_status st = elm_tools_check(arr, "tools", err);
     elm_sbuf g = {0};
-    if (!st && llama) /* the reply is the call: {"name": " opens it */
-        elm_sb_puts(&g, lazy ? "root ::= call-body\n" : "root ::= call\n");
-    else if (!st && s == ELM_TOOLS_PHI4_MINI) /* a JSON list after the trigger */
-        elm_sb_printf(&g, "root ::= %s call%s \"]\"\n", lazy ? "" : "\"" ELM_PHI4_CALL_OPEN "\"",
+    if (!st && (llama || mistral_bare(s))) /* the calls are the reply: nothing around them */
+        elm_sb_printf(&g, "root ::= %s%s\n", lazy ? "call-body" : "call",
+                      parallel && !llama ? " call*" : "");
+    else if (!st && (s == ELM_TOOLS_PHI4_MINI || s == ELM_TOOLS_MISTRAL_V3)) {
+        /* one JSON list after the opening (Phi-4-mini's ends with the list's "[") */
+        const char *open = elm_tools_call_open(s);
+        elm_sb_puts(&g, "root ::=");
+        if (!lazy) js_put_literal(&g, open);
+        elm_sb_printf(&g, "%s call%s \"]\"\n", open[strlen(open) - 1] == '[' ? "" : " \"[\"",
                       parallel ? " ( \", \" call )*" : "");
-    else if (!st && s == ELM_TOOLS_GEMMA4) /* the trigger is the whole opening */
+    } else if (!st && s == ELM_TOOLS_GEMMA4) /* the trigger is the whole opening */
         elm_sb_printf(&g, "root ::= %s call \"" ELM_GEMMA4_CALL_CLOSE "\"%s\n",
                       lazy ? "" : "\"" ELM_GEMMA4_CALL_OPEN "\"",
                       parallel ? " ( \"" ELM_GEMMA4_CALL_OPEN "\" call \"" ELM_GEMMA4_CALL_CLOSE

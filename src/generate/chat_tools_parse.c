@@ -357,23 +357,51 @@ static elm_status parse_gemma4(const char *reply, elm_tool_calls *out, elm_error
     return ELM_OK;
 }
 
-/* Phi-4-mini's calls: functools[{"name": ..., "arguments": {...}}, ...]; a list that does not
- * parse is a call cut short unless it ends the reply with its "]" */
-static elm_status parse_phi4(const char *reply, elm_tool_calls *out, elm_error *err) {
-    const char *p = strstr(reply, ELM_PHI4_CALL_OPEN);
+/* Mistral's: [TOOL_CALLS]NAME[ARGS]{...} one after another, a call id ([CALL_ID]ID, which
+ * Mistral Small 3.2 writes) before [ARGS] skipped. A last call whose arguments do not parse is
+ * cut short; one followed by another call is an error. */
+static elm_status parse_mistral(const char *reply, elm_tool_calls *out, elm_error *err) {
+    const size_t open = strlen(ELM_MISTRAL_CALL_OPEN);
+    for (const char *p = strstr(reply, ELM_MISTRAL_CALL_OPEN); p;) {
+        const char *name = p + open, *args = strstr(name, ELM_MISTRAL_ARGS);
+        if (!args) return ELM_OK;
+        const char *next = strstr(name, ELM_MISTRAL_CALL_OPEN);
+        if (next && next < args) return bad_call(out, err, "NAME[ARGS]{...}");
+        const char *name_end = strstr(name, "[CALL_ID]");
+        if (!name_end || name_end > args) name_end = args;
+        const char *a = args + strlen(ELM_MISTRAL_ARGS), *end = NULL;
+        cJSON *j = cJSON_ParseWithOpts(a, &end, false);
+        if (!j && !next) return ELM_OK;
+        if (!cJSON_IsObject(j) || name_end == name) {
+            cJSON_Delete(j);
+            return bad_call(out, err, "NAME[ARGS] and an object of arguments");
+        }
+        const elm_status st = add_call(out, name, (size_t)(name_end - name), j, err);
+        if (st) return st;
+        p = strstr(end, ELM_MISTRAL_CALL_OPEN);
+    }
+    return ELM_OK;
+}
+
+/* A JSON list of calls {"name": ..., "arguments": {...}} (an "id" the model writes ignored)
+ * after `open`, which may end with the list's "[": Phi-4-mini's functools[...], Mistral Nemo's
+ * [TOOL_CALLS][...]. A list that does not parse is a call cut short, unless it ends the reply
+ * with its "]" (then an error). */
+static elm_status parse_json_list(const char *reply, const char *open, elm_tool_calls *out,
+                                  elm_error *err) {
+    const char *p = strstr(reply, open);
     if (!p) return ELM_OK;
-    p += strlen(ELM_PHI4_CALL_OPEN) - 1; /* at "[" */
-    const char *end = NULL;
-    cJSON *list = cJSON_ParseWithOpts(p, &end, false);
+    p += strlen(open);
+    if (p[-1] == '[') p--;
+    cJSON *list = cJSON_ParseWithOpts(p, NULL, false);
     if (!list) {
         const char *e = p + strlen(p);
         while (e > p && strchr(" \t\r\n", e[-1])) e--;
-        return e > p && e[-1] == ']' ? bad_call(out, err, "functools[{\"name\": N, \"arguments\": "
-                                                          "{...}}, ...]")
+        return e > p && e[-1] == ']' ? bad_call(out, err, "a list of {\"name\": N, \"arguments\": "
+                                                          "{...}}")
                                      : ELM_OK;
     }
-    elm_status st = cJSON_IsArray(list) ? ELM_OK
-                                        : bad_call(out, err, "functools[ and a list of calls");
+    elm_status st = cJSON_IsArray(list) ? ELM_OK : bad_call(out, err, "a list of calls");
     while (!st && list->child)
         st = add_json_call(out, cJSON_DetachItemViaPointer(list, list->child), "arguments", err);
     cJSON_Delete(list);
@@ -393,9 +421,12 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
     case ELM_TOOLS_LLAMA: return parse_llama(reply, out, err);
     case ELM_TOOLS_QWEN_XML: return parse_xml(reply, tools, out, err);
     case ELM_TOOLS_GEMMA4: return parse_gemma4(reply, out, err);
-    case ELM_TOOLS_PHI4_MINI: return parse_phi4(reply, out, err);
+    case ELM_TOOLS_PHI4_MINI: return parse_json_list(reply, ELM_PHI4_CALL_OPEN, out, err);
     case ELM_TOOLS_LFM2:
     case ELM_TOOLS_LFM25: return parse_lfm2(reply, out, err);
+    case ELM_TOOLS_MISTRAL:
+    case ELM_TOOLS_MISTRAL_IDS: return parse_mistral(reply, out, err);
+    case ELM_TOOLS_MISTRAL_V3: return parse_json_list(reply, ELM_MISTRAL_CALL_OPEN, out, err);
     default: return parse_hermes(reply, out, err);
     }
 }

@@ -192,9 +192,10 @@ static cJSON *logprobs_json(srv_http *h, srv_job *job, bool chat, int32_t *sent,
 }
 
 /* Puts calls c into a choice made by choice(): "tool_calls" in its message or delta (ids from the
- * response's id), content null when the reply had no text, finish_reason "tool_calls" unless it
+ * response's id, in the form template tmpl takes back), content null when the reply had no text, finish_reason "tool_calls" unless it
  * ended otherwise than at a stop. */
-static void put_tool_calls(cJSON *c, bool delta, const elm_tool_calls *calls, const char *id) {
+static void put_tool_calls(cJSON *c, bool delta, const elm_tool_calls *calls, const char *id,
+                           elm_chat_template tmpl) {
     cJSON *m = cJSON_GetObjectItem(c, delta ? "delta" : "message");
     if (!delta) {
         cJSON_DeleteItemFromObject(m, "content");
@@ -204,8 +205,8 @@ static void put_tool_calls(cJSON *c, bool delta, const elm_tool_calls *calls, co
     cJSON *arr = cJSON_AddArrayToObject(m, "tool_calls");
     for (int32_t i = 0; i < calls->n; i++) {
         cJSON *tc = cJSON_CreateObject();
-        char call_id[80];
-        snprintf(call_id, sizeof call_id, "call_%s_%d", id, (int)i);
+        char call_id[ELM_TOOL_CALL_ID_MAX];
+        elm_chat_tool_call_id(tmpl, id, i, call_id); /* in the form the template takes back */
         if (delta) cJSON_AddNumberToObject(tc, "index", i);
         cJSON_AddStringToObject(tc, "id", call_id);
         cJSON_AddStringToObject(tc, "type", "function");
@@ -361,7 +362,7 @@ static bool choice_end(stream *st, stream_choice *c) {
         if (calls.n > 0) {
             if (strlen(calls.content) > c->content_sent)
                 cJSON_AddStringToObject(d, "content", calls.content + c->content_sent);
-            put_tool_calls(ch, true, &calls, st->id);
+            put_tool_calls(ch, true, &calls, st->id, st->h->def->tmpl);
         } else {
             cJSON_AddStringToObject(d, "content", c->reply.s + c->content_sent);
         }
@@ -461,7 +462,7 @@ static cJSON *whole_choice(srv_http *h, srv_job *job, const srv_request *r, cons
         (!r->chat || !r->job.tool_calls || reply_tool_calls(h, r->tools, text ? text : "", &calls))) {
         c = choice(r->chat, false, index, text ? text : "", res->finish_reason, true, lp);
         lp = NULL;
-        if (calls.n > 0) put_tool_calls(c, false, &calls, id);
+        if (calls.n > 0) put_tool_calls(c, false, &calls, id, h->def->tmpl);
     }
     cJSON_Delete(lp);
     elm_tool_calls_free(&calls);

@@ -17,7 +17,9 @@ int srv_message_tool_calls(const cJSON *e, int i, elm_tool_call **calls, int32_t
     if (k == 0) return 0;
     if (!(*calls = calloc((size_t)k, sizeof **calls))) return 500;
     for (int j = 0; j < k; j++) {
-        const cJSON *f = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(tc, j), "function");
+        const cJSON *call = cJSON_GetArrayItem(tc, j);
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(call, "function");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(call, "id");
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(f, "name");
         const cJSON *args = cJSON_GetObjectItemCaseSensitive(f, "arguments");
         if (!cJSON_IsString(name) || !cJSON_IsString(args)) {
@@ -26,7 +28,8 @@ int srv_message_tool_calls(const cJSON *e, int i, elm_tool_call **calls, int32_t
             return srv_bad(msg, cap, "messages[%d].tool_calls[%d].function: expected \"name\" "
                                      "and \"arguments\" (a JSON string)", i, j);
         }
-        (*calls)[j] = (elm_tool_call){.name = name->valuestring, .arguments = args->valuestring};
+        (*calls)[j] = (elm_tool_call){.name = name->valuestring, .arguments = args->valuestring,
+                                      .id = cJSON_GetStringValue(id)};
     }
     *n = k;
     return 0;

@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* with tools, the messages' texts as results and as a call's arguments (Qwen3's template) */
     static const char tools[] = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", "
                                 "\"parameters\": {\"type\": \"object\"}}}]";
-    const elm_tool_call call = {"f", msgs[n - 1].content};
+    const elm_tool_call call = {"f", msgs[n - 1].content, NULL};
     for (int32_t i = 1; i < n; i++) msgs[i].role = i % 3 == 2 ? "tool" : i % 3 ? "user" : "assistant";
     if (n > 3) msgs[3].tool_calls = &call, msgs[3].n_tool_calls = 1;
     if (elm_chat_render_tools(t, msgs, n, tools, true, &out, &err) == ELM_OK && !out) abort();

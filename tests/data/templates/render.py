@@ -34,18 +34,19 @@ USER = {"role": "user", "content": "Weather in Paris?"}
 
 def call(name, args, id):
     # arguments as an object: what llama.cpp hands templates that need objects, and what every
-    # template here renders alike from a string where it takes one; the ids (9 alphanumerics, as
-    # Mistral's templates require) tie results to calls where a template names a result's function
+    # template here renders alike from a string where it takes one; ids of 9 characters, as
+    # Mistral Small 3.2's template requires, which tie results to calls where a template names a
+    # result's function (Gemma 4's)
     return {"type": "function", "id": id, "function": {"name": name, "arguments": args}}
 
 
 TWO_CALLS = {"role": "assistant", "content": "",
-             "tool_calls": [call("get_weather", {"city": "Paris", "days": 2, "t": 1.5}, "call00001"),
-                            call("now", {}, "call00002")]}
+             "tool_calls": [call("get_weather", {"city": "Paris", "days": 2, "t": 1.5}, "a1b2c3d4e"),
+                            call("now", {}, "f5g6h7i8j")]}
 ONE_CALL = {"role": "assistant", "content": "",
-            "tool_calls": [call("get_weather", {"city": "Paris\nFrance", "days": 2}, "call00001")]}
-RESULTS = [{"role": "tool", "tool_call_id": "call00001", "content": "sunny"},
-           {"role": "tool", "tool_call_id": "call00002", "content": "noon"}]
+            "tool_calls": [call("get_weather", {"city": "Paris\nFrance", "days": 2}, "a1b2c3d4e")]}
+RESULTS = [{"role": "tool", "content": "sunny", "tool_call_id": "a1b2c3d4e"},
+           {"role": "tool", "content": "noon", "tool_call_id": "f5g6h7i8j"}]
 CASES = {
     "tools": [SYSTEM, USER],
     "calls": [SYSTEM, USER, TWO_CALLS] + RESULTS,
@@ -88,9 +89,17 @@ TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
     "microsoft-Phi-4-mini-instruct.jinja": ("phi4-mini", {}, ["tools", "calls", "nosystem", "onecall"]),
     "LFM2-8B-A1B.jinja": ("lfm2", {}, ["tools", "calls", "nosystem", "onecall"]),
     "LFM2.5-Instruct.jinja": ("lfm25", {}, ["tools", "calls", "nosystem", "onecall"]),
+    "mistralai-Ministral-3-14B-Reasoning-2512.jinja":
+        ("ministral3", {}, ["tools", "calls", "nosystem", "onecall", "plain"]),
+    "Mistral-Small-3.2-24B-Instruct-2506.jinja":
+        ("mistral-small32", {}, ["tools", "calls", "nosystem", "onecall", "plain"]),
+    "mistralai-Mistral-Nemo-Instruct-2407.jinja":
+        ("mistral-nemo", {}, ["tools", "calls", "nosystem", "onecall", "plain"]),
 }
 BOS = {"llama31": "<|begin_of_text|>", "llama32": "<|begin_of_text|>", "lfm2": "<|startoftext|>",
-       "lfm25": "<|startoftext|>", "gemma4": "<bos>"}
+       "lfm25": "<|startoftext|>", "ministral3": "<s>", "mistral-small32": "<s>",
+       "mistral-nemo": "<s>", "gemma4": "<bos>"}
+EOS = {"ministral3": "</s>", "mistral-small32": "</s>", "mistral-nemo": "</s>"}  # where written
 
 
 def phi4_mini_messages(messages, tools):
@@ -139,7 +148,7 @@ def main():
             if name == "phi4-mini":
                 messages = phi4_mini_messages(messages, tools)
             text = tmpl.render(messages=messages, tools=tools, add_generation_prompt=True,
-                               bos_token=BOS.get(name, ""), eos_token="", **extra)
+                               bos_token=BOS.get(name, ""), eos_token=EOS.get(name, ""), **extra)
             with open(os.path.join(OUT, f"{name}-{case}.txt"), "w", encoding="utf-8") as f:
                 f.write(text)
             print(f"{name}-{case}.txt: {len(text)} bytes", file=sys.stderr)
