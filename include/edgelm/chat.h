@@ -12,7 +12,8 @@
  * models/templates has it: no date line), microsoft/Phi-4-mini-instruct, and LiquidAI's LFM2 and
  * LFM2.5, Qwen/Qwen3.5-4B, IBM Granite 4.0, google/gemma-4-31B-it,
  * mistralai/Ministral-3-14B-Reasoning-2512, Mistral-Small-3.2-24B-Instruct-2506 and
- * Mistral-Nemo-Instruct-2407 as tests/data/templates holds them. Plain chat only: tools and documents are not rendered. */
+ * Mistral-Nemo-Instruct-2407 as tests/data/templates holds them. Plain chat only: tools and
+ * documents are not rendered. */
 #ifndef EDGELM_CHAT_H
 #define EDGELM_CHAT_H
 

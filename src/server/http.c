@@ -192,8 +192,8 @@ static cJSON *logprobs_json(srv_http *h, srv_job *job, bool chat, int32_t *sent,
 }
 
 /* Puts calls c into a choice made by choice(): "tool_calls" in its message or delta (ids from the
- * response's id, in the form template tmpl takes back), content null when the reply had no text, finish_reason "tool_calls" unless it
- * ended otherwise than at a stop. */
+ * response's id, in the form template tmpl takes back), content null when the reply had no
+ * text, finish_reason "tool_calls" unless it ended otherwise than at a stop. */
 static void put_tool_calls(cJSON *c, bool delta, const elm_tool_calls *calls, const char *id,
                            elm_chat_template tmpl) {
     cJSON *m = cJSON_GetObjectItem(c, delta ? "delta" : "message");
