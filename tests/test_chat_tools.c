@@ -90,11 +90,21 @@ static void tools_render(void) {
           "llama3 calls accepted");
     const char *bad[] = {"{}", "[1]", "[{\"type\": \"function\"}]",
                          "[{\"type\": \"function\", \"function\": {\"name\": \"a b\"}}]",
-                         "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": 3}}]"};
+                         "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": 3}}]",
+                         "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+                         "{\"properties\": [\"city\"]}}}]"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        CHECK(elm_chat_render_tools(ELM_TEMPLATE_QWEN3, m, 2, bad[i], true, &out, &err) ==
-                  ELM_ERR_FORMAT && !out && !strncmp(err.msg, "tools", 5),
-              "tools %s: %s", bad[i], err.msg);
+        for (int t = 0; t < ELM_TEMPLATE_COUNT; t++) { /* every syntax: tools are checked first */
+            if (!elm_chat_template_has_tools((elm_chat_template)t)) continue;
+            CHECK(elm_chat_render_tools((elm_chat_template)t, m + 1, 1, bad[i], true, &out, &err) ==
+                      ELM_ERR_FORMAT && !out && !strncmp(err.msg, "tools", 5),
+                  "%s tools %s: %s", elm_chat_template_name((elm_chat_template)t), bad[i], err.msg);
+            char *gbnf = NULL;
+            CHECK(elm_chat_tool_grammar((elm_chat_template)t, bad[i], NULL, true, false, &gbnf, NULL,
+                                        &err) == ELM_ERR_FORMAT && !gbnf,
+                  "%s grammar of tools %s: %s", elm_chat_template_name((elm_chat_template)t), bad[i],
+                  err.msg);
+        }
 }
 
 static void tools_parse(void) {

@@ -95,6 +95,11 @@ elm_status elm_tools_check(const cJSON *tools, const char *src, elm_error *err) 
         if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params))
             return elm_errorf(err, ELM_ERR_FORMAT,
                               "%s[%d].function.parameters: expected a JSON schema object", src, i);
+        /* the syntaxes that write each parameter on its own read them by name from here */
+        const cJSON *props = cJSON_GetObjectItemCaseSensitive(params, "properties");
+        if (props && !cJSON_IsObject(props))
+            return elm_errorf(err, ELM_ERR_FORMAT,
+                              "%s[%d].function.parameters.properties: expected an object", src, i);
     }
     return ELM_OK;
 }
