@@ -264,8 +264,10 @@ elm_status elm_chat_preset(const char *name, const char *from, const char *to, c
 typedef struct elm_chat_params {
     elm_chat_template tmpl;
     const char *system;          /* system prompt, or NULL (copied) */
-    elm_gen_params gen;          /* per reply: n_predict, sampling, context shift; n_keep 0 keeps
-                                  * the first turn's prompt (system and first message) on a shift */
+    elm_gen_params gen;          /* per reply: n_predict, sampling, context shift, grammar and
+                                  * preserved tokens (borrowed: must outlive the chat); n_keep 0
+                                  * keeps the first turn's prompt (system and first message) on a
+                                  * shift */
     const elm_spec_params *spec; /* speculative decoding, or NULL (borrowed: must outlive the chat) */
 } elm_chat_params;
 
