@@ -204,7 +204,8 @@ const char *elm_chat_tool_call_open(elm_chat_template t);
  * "preserved", as llama.cpp's preserved tokens: decoded as their text (elm_detok_preserve), so
  * the reply holds the markers the parser and a stream's hold-back look for, and matched by their
  * text in the grammar (elm_grammar_vocab_new_preserved), so a lazy matcher sees its trigger and
- * the grammar can require the closing marker. 0 for a template without tools. */
+ * the grammar can require the closing marker: elm_gen_params.preserved for generation with
+ * elm_chat_tool_grammar's grammar. 0 for a template without tools. */
 int32_t elm_chat_tool_preserved_ids(elm_chat_template t, const elm_vocab *v, int32_t *ids);
 
 /* How a reply may call the tools (OpenAI's tool_choice). */
