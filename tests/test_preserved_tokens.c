@@ -243,8 +243,10 @@ static int gather(const char *text, size_t len, int32_t id, void *user) {
     return 0;
 }
 
-/* Greedy elm_generate of n_predict tokens after BOS under gp into ids [*n] and text. */
-static void generate(elm_model *m, elm_gen_params *gp, int32_t *ids, int32_t *n, gen_text *text) {
+/* Greedy generation of n_predict tokens after BOS under gp, speculative with sp (NULL: plain
+ * elm_generate), into ids [*n] and text. */
+static void generate(elm_model *m, const elm_gen_params *gp, const elm_spec_params *sp,
+                     int32_t *ids, int32_t *n, gen_text *text) {
     elm_context *c = NULL;
     elm_context_params cp = {.n_ctx = 32};
     elm_gen_stats st;
@@ -253,18 +255,19 @@ static void generate(elm_model *m, elm_gen_params *gp, int32_t *ids, int32_t *n,
     *n = 0;
     *text = (gen_text){0};
     CHECK(elm_context_new(m, &cp, &c, &err) == ELM_OK &&
-              elm_generate(c, prompt, 1, gp, gather, text, ids, gp->n_predict, n, &st, &err) ==
-                  ELM_OK,
+              elm_generate_speculative(c, prompt, 1, gp, sp, gather, text, ids, gp->n_predict, n,
+                                       &st, NULL, &err) == ELM_OK,
           "generate: %s", err.msg);
     elm_context_free(c);
 }
 
-/* Through the library's generation (elm_generate, as the Python package and apps call it): a tiny
- * model on this vocabulary whose logits are all 0 (its output norm zeroed), so greedy draws the
- * lowest id allowed, LFM2's opening control token when the text is free. With the template's
- * preserved ids the lazy tool grammar sees its trigger in that token, then holds the call to its
- * closing token, and the text keeps both markers for the parser; without them (a request without
- * tools) the same token comes out as no text and the grammar never wakes. */
+/* Through the library's generation (elm_generate, as the Python package and apps call it, and
+ * speculative decoding): a tiny model on this vocabulary whose logits are all 0 (its output norm
+ * zeroed), so greedy draws the lowest id allowed, LFM2's opening control token when the text is
+ * free. With the template's preserved ids the lazy tool grammar sees its trigger in that token,
+ * then holds the call to its closing token, and the text keeps both markers for the parser;
+ * without them (a request without tools) the same token comes out as no text and the grammar
+ * never wakes. */
 static void check_generate(void) {
     const elm_synth_tiny o = {.arch = "llama",
                               .vocab_path = fixture("vocab/ggml-vocab-llama-spm.gguf"), .seed = 3};
@@ -294,7 +297,7 @@ static void check_generate(void) {
     gp.sampling.temp = 0;
     gp.preserved = keep;
     gp.n_preserved = elm_chat_tool_preserved_ids(ELM_TEMPLATE_LFM2, &m->vocab, keep);
-    generate(m, &gp, ids, &n, &text);
+    generate(m, &gp, NULL, ids, &n, &text);
     CHECK(n == 3 && ids[0] == LFM2_OPEN && ids[1] == NOW && ids[2] == LFM2_CLOSE,
           "tools: the trigger seen, the call held, then the end (%d tokens: %d %d %d)", n, ids[0],
           ids[1], ids[2]);
@@ -306,13 +309,19 @@ static void check_generate(void) {
     elm_tool_calls_free(&calls);
 
     gp.preserved = NULL, gp.n_preserved = 0; /* the same grammar, markers not preserved */
-    generate(m, &gp, ids, &n, &text);
+    generate(m, &gp, NULL, ids, &n, &text);
     CHECK(n == 8 && ids[1] == LFM2_OPEN && !strcmp(text.s, ""),
           "not preserved: the trigger never seen, no text (%d tokens: %s)", n, text.s);
     gp.grammar = NULL, gp.grammar_trigger = NULL; /* no tools: free text, control tokens silent */
-    generate(m, &gp, ids, &n, &text);
+    generate(m, &gp, NULL, ids, &n, &text);
     CHECK(n == 8 && ids[0] == LFM2_OPEN && ids[7] == LFM2_OPEN && !strcmp(text.s, ""),
           "without tools: %d tokens, text %s", n, text.s);
+    gp.preserved = keep; /* speculative decoding (no grammar) writes them as text too */
+    gp.n_preserved = elm_chat_tool_preserved_ids(ELM_TEMPLATE_LFM2, &m->vocab, keep);
+    const elm_spec_params lookup = {.lookup = 2};
+    generate(m, &gp, &lookup, ids, &n, &text);
+    CHECK(n == 8 && !strncmp(text.s, "<|tool_call_start|><|tool_call_start|>", 38),
+          "speculative, preserved: %d tokens, text %s", n, text.s);
 out:
     elm_grammar_free(g);
     free(gbnf);
