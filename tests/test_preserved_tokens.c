@@ -4,37 +4,46 @@
  * trigger fires on them and the grammar can require the closing one; without preserving (a
  * request without tools) a control token stays without text, as before. The vocabulary is built
  * here: the fixtures' vocabularies have no tool-call control tokens. LFM2's calls go through it
- * whole: grammar, decoded reply, parsed calls; Mistral's through the grammar and the decoder. */
+ * whole: grammar, decoded reply, parsed calls, and through elm_generate (elm_gen_params.preserved)
+ * on a tiny model given this vocabulary; Mistral's through the grammar and the decoder. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
 #include "edgelm/chat.h"
 #include "edgelm/grammar.h"
+#include "shapes/synth_tiny.h"
 
-enum { UNK, BOS, EOS, OPEN, CLOSE, EOT, X, Y, HI, LFM2_OPEN, LFM2_CLOSE, NOW, CALLS, ARGS, NAME,
+/* LFM2's opening marker first: a model whose logits are all equal draws it (check_generate) */
+enum { LFM2_OPEN, UNK, BOS, EOS, OPEN, CLOSE, EOT, X, Y, HI, LFM2_CLOSE, NOW, CALLS, ARGS, NAME,
        BRACES, N_TOKENS };
 
-/* A SentencePiece-style vocabulary whose Hermes and LFM2 markers and end of turn are control
- * tokens. */
-static bool build_vocab(elm_vocab *v) {
-    static const char *const pieces[N_TOKENS] = {"<unk>", "<s>", "</s>", "<tool_call>",
-                                                 "</tool_call>", "<|im_end|>", "x", "y", "hi",
-                                                 "<|tool_call_start|>", "<|tool_call_end|>",
-                                                 "[now()]", "[TOOL_CALLS]", "[ARGS]", "now", "{}"};
-    static const int32_t types[N_TOKENS] = {ELM_TOKEN_UNKNOWN, ELM_TOKEN_CONTROL,
-                                            ELM_TOKEN_CONTROL, ELM_TOKEN_CONTROL,
-                                            ELM_TOKEN_CONTROL, ELM_TOKEN_CONTROL,
-                                            ELM_TOKEN_NORMAL,  ELM_TOKEN_NORMAL,
-                                            ELM_TOKEN_NORMAL,  ELM_TOKEN_CONTROL,
-                                            ELM_TOKEN_CONTROL, ELM_TOKEN_NORMAL,
-                                            ELM_TOKEN_CONTROL, ELM_TOKEN_CONTROL,
-                                            ELM_TOKEN_NORMAL,  ELM_TOKEN_NORMAL};
+/* A SentencePiece-style vocabulary of n tokens (at least N_TOKENS) whose Hermes, LFM2 and Mistral
+ * markers and end of turn are control tokens; ids from N_TOKENS on are normal tokens "~ID", text
+ * no grammar here matches (room to stand in for a model's vocabulary). */
+static bool build_vocab(elm_vocab *v, int32_t n) {
+    static const char *const pieces[N_TOKENS] = {
+        [UNK] = "<unk>", [BOS] = "<s>", [EOS] = "</s>", [OPEN] = "<tool_call>",
+        [CLOSE] = "</tool_call>", [EOT] = "<|im_end|>", [X] = "x", [Y] = "y", [HI] = "hi",
+        [LFM2_OPEN] = "<|tool_call_start|>", [LFM2_CLOSE] = "<|tool_call_end|>", [NOW] = "[now()]",
+        [CALLS] = "[TOOL_CALLS]", [ARGS] = "[ARGS]", [NAME] = "now", [BRACES] = "{}"};
+    static const int32_t types[N_TOKENS] = {
+        [UNK] = ELM_TOKEN_UNKNOWN, [BOS] = ELM_TOKEN_CONTROL, [EOS] = ELM_TOKEN_CONTROL,
+        [OPEN] = ELM_TOKEN_CONTROL, [CLOSE] = ELM_TOKEN_CONTROL, [EOT] = ELM_TOKEN_CONTROL,
+        [X] = ELM_TOKEN_NORMAL, [Y] = ELM_TOKEN_NORMAL, [HI] = ELM_TOKEN_NORMAL,
+        [LFM2_OPEN] = ELM_TOKEN_CONTROL, [LFM2_CLOSE] = ELM_TOKEN_CONTROL, [NOW] = ELM_TOKEN_NORMAL,
+        [CALLS] = ELM_TOKEN_CONTROL, [ARGS] = ELM_TOKEN_CONTROL, [NAME] = ELM_TOKEN_NORMAL,
+        [BRACES] = ELM_TOKEN_NORMAL};
     elm_error err;
-    if (elm_vocab_alloc(v, N_TOKENS, true, &err)) return false;
-    for (int32_t i = 0; i < N_TOKENS; i++) {
-        if (elm_vocab_set_piece(v, i, pieces[i], strlen(pieces[i]), &err)) return false;
-        v->types[i] = types[i];
+    memset(v, 0, sizeof *v);
+    if (elm_vocab_alloc(v, n, true, &err)) return false;
+    for (int32_t i = 0; i < n; i++) {
+        char filler[16];
+        const char *piece = i < N_TOKENS ? pieces[i] : filler;
+        snprintf(filler, sizeof filler, "~%d", (int)i);
+        if (elm_vocab_set_piece(v, i, piece, strlen(piece), &err)) return false;
+        v->types[i] = i < N_TOKENS ? types[i] : ELM_TOKEN_NORMAL;
     }
     v->unk_id = UNK, v->bos_id = BOS, v->eos_id = EOS;
     v->byte_fallback = false;
@@ -220,10 +229,109 @@ static void check_mistral(const elm_vocab *v) {
     free(gbnf);
 }
 
+/* The text elm_generate writes, gathered by its callback. */
+typedef struct gen_text {
+    char s[256];
+    size_t n;
+} gen_text;
+
+static int gather(const char *text, size_t len, int32_t id, void *user) {
+    (void)id;
+    gen_text *t = user;
+    if (t->n + len < sizeof t->s) memcpy(t->s + t->n, text, len), t->n += len;
+    t->s[t->n] = '\0';
+    return 0;
+}
+
+/* Greedy generation of n_predict tokens after BOS under gp, speculative with sp (NULL: plain
+ * elm_generate), into ids [*n] and text. */
+static void generate(elm_model *m, const elm_gen_params *gp, const elm_spec_params *sp,
+                     int32_t *ids, int32_t *n, gen_text *text) {
+    elm_context *c = NULL;
+    elm_context_params cp = {.n_ctx = 32};
+    elm_gen_stats st;
+    elm_error err;
+    const int32_t prompt[] = {BOS};
+    *n = 0;
+    *text = (gen_text){0};
+    CHECK(elm_context_new(m, &cp, &c, &err) == ELM_OK &&
+              elm_generate_speculative(c, prompt, 1, gp, sp, gather, text, ids, gp->n_predict, n,
+                                       &st, NULL, &err) == ELM_OK,
+          "generate: %s", err.msg);
+    elm_context_free(c);
+}
+
+/* Through the library's generation (elm_generate, as the Python package and apps call it, and
+ * speculative decoding): a tiny model on this vocabulary whose logits are all 0 (its output norm
+ * zeroed), so greedy draws the lowest id allowed, LFM2's opening control token when the text is
+ * free. With the template's preserved ids the lazy tool grammar sees its trigger in that token,
+ * then holds the call to its closing token, and the text keeps both markers for the parser;
+ * without them (a request without tools) the same token comes out as no text and the grammar
+ * never wakes. */
+static void check_generate(void) {
+    const elm_synth_tiny o = {.arch = "llama",
+                              .vocab_path = fixture("vocab/ggml-vocab-llama-spm.gguf"), .seed = 3};
+    static const char tools[] = "[{\"type\": \"function\", \"function\": {\"name\": \"now\"}}]";
+    elm_model *m = NULL;
+    elm_grammar *g = NULL;
+    char *gbnf = NULL;
+    const char *trigger = NULL;
+    elm_error err;
+    if (elm_synth_tiny_model(&o, &m, NULL, &err)) {
+        CHECK(0, "tiny model: %s", err.msg);
+        return;
+    }
+    elm_vocab_free(&m->vocab);
+    const bool ok = build_vocab(&m->vocab, m->hp.n_vocab) &&
+                    elm_chat_tool_grammar(ELM_TEMPLATE_LFM2, tools, NULL, true, true, &gbnf,
+                                          &trigger, &err) == ELM_OK &&
+                    elm_grammar_parse(gbnf, strlen(gbnf), "tools", &g, &err) == ELM_OK;
+    CHECK(ok, "the model's vocabulary and the lfm2 grammar: %s", err.msg);
+    if (!ok) goto out;
+    memset(m->output_norm->data, 0, m->output_norm->nbytes);
+
+    int32_t keep[ELM_TOOL_PRESERVED_MAX], ids[8], n;
+    gen_text text;
+    elm_gen_params gp = {.n_predict = 8, .sampling = elm_sampler_defaults(), .grammar = g,
+                         .grammar_trigger = trigger};
+    gp.sampling.temp = 0;
+    gp.preserved = keep;
+    gp.n_preserved = elm_chat_tool_preserved_ids(ELM_TEMPLATE_LFM2, &m->vocab, keep);
+    generate(m, &gp, NULL, ids, &n, &text);
+    CHECK(n == 3 && ids[0] == LFM2_OPEN && ids[1] == NOW && ids[2] == LFM2_CLOSE,
+          "tools: the trigger seen, the call held, then the end (%d tokens: %d %d %d)", n, ids[0],
+          ids[1], ids[2]);
+    CHECK(!strcmp(text.s, "<|tool_call_start|>[now()]<|tool_call_end|>"), "tools: text %s", text.s);
+    elm_tool_calls calls;
+    CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_LFM2, tools, text.s, &calls, &err) == ELM_OK &&
+              calls.n == 1 && !strcmp(calls.calls[0].name, "now"),
+          "tools: the call parsed: %s", err.msg);
+    elm_tool_calls_free(&calls);
+
+    gp.preserved = NULL, gp.n_preserved = 0; /* the same grammar, markers not preserved */
+    generate(m, &gp, NULL, ids, &n, &text);
+    CHECK(n == 8 && ids[1] == LFM2_OPEN && !strcmp(text.s, ""),
+          "not preserved: the trigger never seen, no text (%d tokens: %s)", n, text.s);
+    gp.grammar = NULL, gp.grammar_trigger = NULL; /* no tools: free text, control tokens silent */
+    generate(m, &gp, NULL, ids, &n, &text);
+    CHECK(n == 8 && ids[0] == LFM2_OPEN && ids[7] == LFM2_OPEN && !strcmp(text.s, ""),
+          "without tools: %d tokens, text %s", n, text.s);
+    gp.preserved = keep; /* speculative decoding (no grammar) writes them as text too */
+    gp.n_preserved = elm_chat_tool_preserved_ids(ELM_TEMPLATE_LFM2, &m->vocab, keep);
+    const elm_spec_params lookup = {.lookup = 2};
+    generate(m, &gp, &lookup, ids, &n, &text);
+    CHECK(n == 8 && !strncmp(text.s, "<|tool_call_start|><|tool_call_start|>", 38),
+          "speculative, preserved: %d tokens, text %s", n, text.s);
+out:
+    elm_grammar_free(g);
+    free(gbnf);
+    elm_model_free(m);
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     elm_vocab v;
-    if (!build_vocab(&v)) {
+    if (!build_vocab(&v, N_TOKENS)) {
         CHECK(0, "vocabulary");
         return check_done();
     }
@@ -232,6 +340,7 @@ int main(int argc, char **argv) {
     check_grammar(&v);
     check_lfm2_call(&v);
     check_mistral(&v);
+    check_generate();
     elm_vocab_free(&v);
     return check_done();
 }

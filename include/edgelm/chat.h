@@ -205,7 +205,8 @@ const char *elm_chat_tool_call_open(elm_chat_template t);
  * "preserved", as llama.cpp's preserved tokens: decoded as their text (elm_detok_preserve), so
  * the reply holds the markers the parser and a stream's hold-back look for, and matched by their
  * text in the grammar (elm_grammar_vocab_new_preserved), so a lazy matcher sees its trigger and
- * the grammar can require the closing marker. 0 for a template without tools. */
+ * the grammar can require the closing marker: elm_gen_params.preserved for generation with
+ * elm_chat_tool_grammar's grammar. 0 for a template without tools. */
 int32_t elm_chat_tool_preserved_ids(elm_chat_template t, const elm_vocab *v, int32_t *ids);
 
 /* How a reply may call the tools (OpenAI's tool_choice). */
@@ -265,8 +266,10 @@ elm_status elm_chat_preset(const char *name, const char *from, const char *to, c
 typedef struct elm_chat_params {
     elm_chat_template tmpl;
     const char *system;          /* system prompt, or NULL (copied) */
-    elm_gen_params gen;          /* per reply: n_predict, sampling, context shift; n_keep 0 keeps
-                                  * the first turn's prompt (system and first message) on a shift */
+    elm_gen_params gen;          /* per reply: n_predict, sampling, context shift, grammar and
+                                  * preserved tokens (borrowed: must outlive the chat); n_keep 0
+                                  * keeps the first turn's prompt (system and first message) on a
+                                  * shift */
     const elm_spec_params *spec; /* speculative decoding, or NULL (borrowed: must outlive the chat) */
 } elm_chat_params;
 

@@ -29,14 +29,22 @@ typedef struct elm_gen_params {
     bool no_context_shift;
     /* NULL: free text. Else every token drawn keeps the text a prefix of a match of the grammar
      * (grammar.h), which ends only by an end token of grammar_vocab: that vocabulary (the
-     * model's, built once by the caller and shared) or, when NULL, one built for the call with
-     * the model's EOS as its end token. */
+     * model's, built once by the caller and shared, with the same preserved tokens as below) or,
+     * when NULL, one built for the call with the model's EOS as its end token and the preserved
+     * tokens' text (elm_grammar_vocab_new_preserved). */
     const elm_grammar *grammar;
     const elm_grammar_vocab *grammar_vocab;
     /* With a grammar: NULL holds the whole text to it; else the text is free until it contains
      * this (OpenAI's tool_choice "auto": elm_chat_tool_grammar's lazy trigger), the grammar
      * holding what follows (elm_grammar_matcher_set_trigger). */
     const char *grammar_trigger;
+    /* Control tokens [n_preserved] (borrowed, ids of the model's vocabulary) decoded as their text
+     * (elm_detok_preserve) and, in a grammar vocabulary built for the call, matched as it: the
+     * tool-call markers of a request with tools (elm_chat_tool_preserved_ids), so a lazy trigger
+     * written with one fires and the reply keeps them for the parser. NULL, 0: none, a control
+     * token has no text. */
+    const int32_t *preserved;
+    int32_t n_preserved;
 } elm_gen_params;
 
 typedef struct elm_gen_stats {

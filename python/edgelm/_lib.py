@@ -25,6 +25,8 @@ from .errors import Error, error_for
 
 # The soname of the C library this package is written against (cmake/shared_lib.cmake).
 SONAME = "libedgelm.so.0.1"
+# ELM_TOOL_PRESERVED_MAX (chat.h): the most ids elm_chat_tool_preserved_ids writes
+TOOL_PRESERVED_MAX = 4
 
 
 class ElmError(Structure):
@@ -53,7 +55,8 @@ class GenParams(Structure):
 
     _fields_ = [("n_predict", c_int32), ("ignore_eos", c_bool), ("sampling", SamplerParams),
                 ("n_keep", c_int32), ("no_context_shift", c_bool),
-                ("grammar", c_void_p), ("grammar_vocab", c_void_p), ("grammar_trigger", c_char_p)]
+                ("grammar", c_void_p), ("grammar_vocab", c_void_p), ("grammar_trigger", c_char_p),
+                ("preserved", POINTER(c_int32)), ("n_preserved", c_int32)]
 
 
 class GenStats(Structure):
@@ -229,6 +232,7 @@ _PROTOTYPES = {
     "elm_chat_tool_template_names": (c_char_p, []),
     "elm_chat_template_eot": (c_char_p, [c_int]),
     "elm_chat_special_id": (c_int32, [c_void_p, c_char_p]),
+    "elm_chat_tool_preserved_ids": (c_int32, [c_int, c_void_p, _I32P]),
     "elm_chat_render_tools": (c_int, [c_int, POINTER(ChatMsg), c_int32, c_char_p, c_bool,
                                       POINTER(c_void_p), POINTER(ElmError)]),
     "elm_tool_choice_parse": (c_int, [c_int, c_char_p, c_char_p, POINTER(ToolChoice),
@@ -245,7 +249,7 @@ _PROTOTYPES = {
     "elm_grammar_parse": (c_int, [c_char_p, c_size_t, c_char_p, POINTER(c_void_p),
                                   POINTER(ElmError)]),
     "elm_grammar_free": (None, [c_void_p]),
-    "elm_grammar_vocab_new": (c_void_p, [c_void_p, _I32P, c_int32]),
+    "elm_grammar_vocab_new_preserved": (c_void_p, [c_void_p, _I32P, c_int32, _I32P, c_int32]),
     "elm_grammar_vocab_free": (None, [c_void_p]),
     # embed.h
     "elm_embed_tokenize": (c_int, [c_void_p, c_char_p, c_size_t, POINTER(_I32P),

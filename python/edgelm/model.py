@@ -142,7 +142,9 @@ class Model:
         self._lib = _lib.lib()
         self._lock = threading.Lock()
         self._streaming = set()  # ids of the threads iterating a stream of this model
-        self._grammar_vocabs = {}  # end-of-turn id -> elm_grammar_vocab ending there (and at EOS)
+        # (end-of-turn id, preserved ids) -> elm_grammar_vocab ending there (and at EOS), those
+        # control tokens as their text
+        self._grammar_vocabs = {}
         self._ctx = None
         self._model = _load(path)
         try:
@@ -439,8 +441,12 @@ class Model:
             with self._use():
                 eot = self._lib.elm_chat_special_id(self._vocab(),
                                                     self._lib.elm_chat_template_eot(tmpl))
+                # a reply that may hold calls keeps the template's control-token markers as
+                # text, for the lazy trigger, the grammar and the parser (as the server does)
+                keep = self._preserved(tmpl) if mode != "none" else None
                 gp.grammar, gp.grammar_trigger = grammar, trigger
-                gp.grammar_vocab = self._grammar_vocab(eot) if grammar else None
+                gp.grammar_vocab = self._grammar_vocab(eot, keep) if grammar else None
+                gp.preserved, gp.n_preserved = keep, len(keep) if keep else 0
             out, _, stats = self._run(ids, gp, pieces.append, end_id=eot)
         ended = eot >= 0 and out and out[-1] == eot
         if ended:
@@ -458,16 +464,26 @@ class Model:
         """The elm_vocab of the model (held lock or not: it is read-only)."""
         return self._lib.elm_model_vocab(self._lib.edgelm_model_get(self._model))
 
-    def _grammar_vocab(self, eot: int) -> int:
-        """The elm_grammar_vocab whose end tokens are EOS and eot (-1: none), built once per eot
-        and kept until close (it sorts every token's bytes). Called with the lock held."""
-        gv = self._grammar_vocabs.get(eot)
+    def _preserved(self, tmpl: int) -> "Optional[ctypes.Array]":
+        """The control tokens template tmpl writes its tool calls with, as this vocabulary has
+        them (elm_chat_tool_preserved_ids), in a ctypes int32 array; None when there are none."""
+        ids = (ctypes.c_int32 * _lib.TOOL_PRESERVED_MAX)()
+        n = self._lib.elm_chat_tool_preserved_ids(tmpl, self._vocab(), ids)
+        return (ctypes.c_int32 * n)(*ids[:n]) if n else None
+
+    def _grammar_vocab(self, eot: int, keep: "Optional[ctypes.Array]") -> int:
+        """The elm_grammar_vocab whose end tokens are EOS and eot (-1: none) and where the control
+        tokens keep (None: none) have their text (elm_grammar_vocab_new_preserved), built once per
+        pair and kept until close (it sorts every token's bytes). Called with the lock held."""
+        key = (eot, tuple(keep) if keep else ())
+        gv = self._grammar_vocabs.get(key)
         if gv is None:
             ends = (ctypes.c_int32 * 2)(self.info["eos_id"], eot)
-            gv = self._lib.elm_grammar_vocab_new(self._vocab(), ends, 2)
+            gv = self._lib.elm_grammar_vocab_new_preserved(self._vocab(), ends, 2, keep,
+                                                           len(key[1]))
             if not gv:
                 raise error_for(4, "out of memory for the grammar's vocabulary")
-            self._grammar_vocabs[eot] = gv
+            self._grammar_vocabs[key] = gv
         return gv
 
     # ---- embeddings -----------------------------------------------------------------------------

@@ -21,7 +21,8 @@ struct elm_chat {
     elm_gen_params gen;
     const elm_spec_params *spec;
     int32_t eot_id;  /* the template's end-of-turn token, or -1 */
-    elm_grammar_vocab *gv; /* with gen.grammar: the vocabulary ending at EOS or end of turn */
+    elm_grammar_vocab *gv; /* with gen.grammar: the vocabulary ending at EOS or end of turn,
+                            * gen.preserved's tokens as their text */
     int32_t pending; /* last reply token not in the cache, or -1 */
     int32_t n_keep;  /* tokens a context shift keeps */
     bool keep_opening; /* n_keep is the opening's tokens (elm_chat_params.gen.n_keep 0) */
@@ -99,7 +100,8 @@ elm_status elm_chat_new(elm_context *c, const elm_chat_params *p, elm_chat **out
     ch->n_keep = p->gen.n_keep;
     if (p->gen.grammar && !p->gen.grammar_vocab) {
         const int32_t ends[2] = {ch->vocab->eos_id, ch->eot_id};
-        if (!(ch->gv = elm_grammar_vocab_new(ch->vocab, ends, 2))) {
+        if (!(ch->gv = elm_grammar_vocab_new_preserved(ch->vocab, ends, 2, p->gen.preserved,
+                                                       p->gen.n_preserved))) {
             elm_chat_free(ch);
             return elm_errorf(err, ELM_ERR_NOMEM, "chat: out of memory");
         }

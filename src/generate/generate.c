@@ -28,7 +28,9 @@ elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
     elm_sampler *s = elm_sampler_new(&p->sampling, n_vocab);
     elm_grammar_vocab *own_gv = NULL;
     elm_grammar_matcher *gm = NULL;
-    if (p->grammar && !p->grammar_vocab) own_gv = elm_grammar_vocab_new(&m->vocab, &m->vocab.eos_id, 1);
+    if (p->grammar && !p->grammar_vocab)
+        own_gv = elm_grammar_vocab_new_preserved(&m->vocab, &m->vocab.eos_id, 1, p->preserved,
+                                                 p->n_preserved);
     if (p->grammar && (p->grammar_vocab || own_gv))
         gm = elm_grammar_matcher_new(p->grammar, p->grammar_vocab ? p->grammar_vocab : own_gv);
     elm_status st = ELM_OK;
@@ -48,6 +50,7 @@ elm_status elm_generate(elm_context *c, const int32_t *prompt, int32_t n_prompt,
 
     elm_detok dt;
     elm_detok_init(&dt, &m->vocab, false); /* the continuation keeps its leading space */
+    elm_detok_preserve(&dt, p->preserved, p->n_preserved);
     char piece[512];
     double t_first = t_prefill;
     for (int32_t i = 0; i < p->n_predict; i++) {

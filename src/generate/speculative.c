@@ -339,6 +339,7 @@ elm_status elm_generate_speculative(elm_context *c, const int32_t *prompt, int32
         emitter e = {.p = p, .vocab = &m->vocab, .cb = cb, .user = user, .out_ids = out_ids,
                      .max_out = max_out, .n_out = n_out};
         elm_detok_init(&e.dt, &m->vocab, false);
+        elm_detok_preserve(&e.dt, p->preserved, p->n_preserved);
         st = run_loop(&r, prompt, n_prompt, &e, stats, ss, err);
     }
     elm_sampler_free(r.s);

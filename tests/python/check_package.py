@@ -228,6 +228,39 @@ with edgelm.Model(gguf, n_ctx=1024, n_threads=1) as model:
     raises(edgelm.ArgumentError, "content", model.chat, [{"role": "user", "content": b"\xff"}])
 check("chat" in edgelm.chat_templates()[3] and "qwen3" in edgelm.chat_templates(), "templates")
 
+# tool calls opened and closed with control tokens (LFM2's), preserved while a request has tools:
+# a tiny model on a vocabulary of the test's making, LFM2's markers its control tokens 0 and 1,
+# whose logits are all 0 (output norm zeroed), so greedy draws the lowest id allowed: the opening
+# marker, which fires "auto"'s lazy grammar, the call spelled in bytes, the closing marker, EOS
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import gguf_tensors  # noqa: E402
+import gguf_vocab  # noqa: E402
+
+V = gguf_vocab
+gguf_vocab.write(f"{tmp}/markers-vocab.gguf",
+                 [("<|tool_call_start|>", V.CONTROL), ("<|tool_call_end|>", V.CONTROL),
+                  ("<unk>", V.UNKNOWN), ("<s>", V.CONTROL), ("</s>", V.CONTROL)] +
+                 [(f"<0x{b:02X}>", V.BYTE) for b in range(256)], bos=3, eos=4, unk=2)
+markers = f"{tmp}/markers.gguf"
+subprocess.run([binary, "synth", "--arch", "llama", "--tiny", "--vocab",
+                f"{tmp}/markers-vocab.gguf", "-o", markers], check=True, capture_output=True)
+_, table = gguf_tensors.layout(markers)
+_, ne, _, off = next(t for t in table if t[0] == "output_norm.weight")
+with open(markers, "r+b") as f:
+    f.seek(off)
+    f.write(bytes(4 * ne[0]))  # F32 zeros
+now = [{"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}]
+ask = [{"role": "user", "content": "time?"}]
+with edgelm.Model(markers, n_ctx=1024, n_threads=1) as m:
+    r = m.chat(ask, tools=now, template="lfm2", temperature=0, max_tokens=16,
+               parallel_tool_calls=False)
+    check(r.ids[0] == 0 and r.ids[-1] == 1 and r.finish_reason == "tool_calls" and
+          [c["function"]["name"] for c in r.tool_calls] == ["now"],
+          f"lfm2 call between control tokens: {r.ids} {r.finish_reason} {r.tool_calls}")
+    r = m.chat(ask, template="lfm2", temperature=0, max_tokens=4)
+    check(r.ids == [0] * 4 and r.text == "" and not r.tool_calls,
+          f"without tools a control token has no text: {r.ids} {r.text!r}")
+
 # embeddings: the CLI's vectors bit for bit, of an embedding model (EmbeddingGemma's shape,
 # bidirectional, mean pooling, Dense projections) and of a generative one
 emb = f"{tmp}/gemma-embedding.gguf"
