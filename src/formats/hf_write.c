@@ -565,7 +565,7 @@ static elm_status write_modules(const elm_model *m, const elm_arch *a, const cha
 elm_status elm_hf_writable(const elm_model *m, const float *llama3, const char *dir,
                            elm_error *err) {
     const elm_arch *a = elm_arch_find(m->hp.arch);
-    if (!a)
+    if (!a || !a->hf[0].type) /* a family edgelm reads from GGUF only (lfm2moe) */
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for architecture "
                           "'%s'", dir, m->hp.arch);
     if (m->rope_freqs && !llama3 && !a->swa_listed)
