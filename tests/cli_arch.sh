@@ -12,9 +12,10 @@
 # vision tower's), and its context shift is refused in one line unless --swa-full keeps every
 # position. qwen3moe's refusals: GPTQ, AWQ and ONNX export; its HF copy runs as its GGUF, and an
 # expert missing from it or num_experts_per_tok above num_experts is one line naming the file.
-# lfm2moe (GGUF only): the same greedy tokens with the prompt prefilled at once and a token at a
-# time, its router and selection bias kept f32 by quantize, an expert stack missing from its
-# GGUF and `synth --hf` each one line naming the file (and the tensor).
+# lfm2moe: the same greedy tokens with the prompt prefilled at once and a token at a time, and
+# from its HF copy (Lfm2MoeForCausalLM); its router and selection bias kept f32 by quantize; an
+# expert stack missing from its GGUF, an expert missing from its safetensors and use_expert_bias
+# false each one line naming the file (and the tensor).
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -98,16 +99,23 @@ expect_error "qwen3moe top-k" \
     "moe-topk/config.json: num_experts_per_tok 9 is more than num_experts 8" \
     "$bin" run -m "$tmp/moe-topk" -p "Hi" -n 1
 
-# lfm2moe: greedy tokens by either prefill; the router and its bias f32 after quantize; a missing
-# expert stack and the HF layout it has not yet refused in one line
+# lfm2moe: greedy tokens by either prefill and from its HF copy; the router and its bias f32 after
+# quantize; a missing expert stack or expert, and a config without the expert bias, refused in
+# one line
 lm=$tmp/lfm2moe.gguf
-for b in 64 1; do
-    "$bin" run -m "$lm" -p "Once upon a time there was" -n 16 --temp 0 --ignore-eos -t 2 -b "$b" \
-        --json >"$tmp/lfm2moe-b$b.json" 2>"$tmp/err" || fail "lfm2moe: run -b $b: $(cat "$tmp/err")"
+"$bin" synth --arch lfm2moe --tiny -o "$tmp/lfm2moe-2.gguf" --hf "$tmp/lfm2moe-hf" \
+    --vocab "$fix/vocab/ggml-vocab-llama-spm.gguf" >/dev/null 2>"$tmp/err" ||
+    fail "lfm2moe: synth --hf: $(cat "$tmp/err")"
+for run in "$lm 64 b64" "$lm 1 b1" "$tmp/lfm2moe-hf 64 hf"; do
+    set -- $run
+    "$bin" run -m "$1" -p "Once upon a time there was" -n 16 --temp 0 --ignore-eos -t 2 -b "$2" \
+        --json >"$tmp/lfm2moe-$3.json" 2>"$tmp/err" || fail "lfm2moe: run $1 -b $2: $(cat "$tmp/err")"
 done
-[ "$(json_get "$tmp/lfm2moe-b64.json" 'd["generated_ids"]')" = \
-    "$(json_get "$tmp/lfm2moe-b1.json" 'd["generated_ids"]')" ] ||
-    fail "lfm2moe: greedy tokens differ between a whole-prompt and a token-at-a-time prefill"
+for other in b1 hf; do
+    [ "$(json_get "$tmp/lfm2moe-b64.json" 'd["generated_ids"]')" = \
+        "$(json_get "$tmp/lfm2moe-$other.json" 'd["generated_ids"]')" ] ||
+        fail "lfm2moe: greedy tokens of the GGUF's whole-prompt prefill differ from $other's"
+done
 "$bin" inspect -m "$tmp/lfm2moe-q4_0.gguf" >"$tmp/inspect.txt" 2>"$tmp/err" &&
     grep -q "blk.1.ffn_gate_inp.weight  *\[8, 64\]  *f32" "$tmp/inspect.txt" &&
     grep -q "blk.1.exp_probs_b.bias  *\[8\]  *f32" "$tmp/inspect.txt" ||
@@ -122,9 +130,22 @@ EOF
 expect_error "lfm2moe missing expert" \
     "lfm2moe-noexpert.gguf: missing tensor 'blk.2.ffn_up_exps.weight'" \
     "$bin" run -m "$tmp/lfm2moe-noexpert.gguf" -p "Hi" -n 1
-expect_error "lfm2moe hf" "lfm2moe-hf: no Hugging Face layout for architecture 'lfm2moe'" \
-    "$bin" synth --arch lfm2moe --tiny -o "$tmp/lfm2moe-2.gguf" --hf "$tmp/lfm2moe-hf" \
-    --vocab "$fix/vocab/ggml-vocab-llama-bpe.gguf"
+cp -r "$tmp/lfm2moe-hf" "$tmp/lfm2moe-noexpert" && cp -r "$tmp/lfm2moe-hf" "$tmp/lfm2moe-nobias"
+python3 - "$tmp/lfm2moe-noexpert/model.safetensors" "$tmp/lfm2moe-nobias/config.json" <<'EOF'
+import json, sys
+b = open(sys.argv[1], "rb").read()
+name = b'"model.layers.2.feed_forward.experts.7.w3.weight"'
+assert b.count(name) == 1
+open(sys.argv[1], "wb").write(b.replace(name, name[:-2] + b'x"'))
+c = json.load(open(sys.argv[2]))
+c["use_expert_bias"] = False
+json.dump(c, open(sys.argv[2], "w"))
+EOF
+expect_error "lfm2moe hf missing expert" \
+    "lfm2moe-noexpert/model.safetensors: missing tensor 'model.layers.2.feed_forward.experts.7.w3.weight'" \
+    "$bin" run -m "$tmp/lfm2moe-noexpert" -p "Hi" -n 1
+expect_error "lfm2moe hf expert bias" "lfm2moe-nobias/config.json: use_expert_bias false" \
+    "$bin" run -m "$tmp/lfm2moe-nobias" -p "Hi" -n 1
 
 # LongRoPE (Phi-3, synth --longrope): quantized, its factor tensors stay f32 with the original
 # context and attention factor, and the file runs with the short and the long factors

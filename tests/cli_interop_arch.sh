@@ -2,7 +2,7 @@
 # Interop test of every model family against llama.cpp: for llama, qwen2, qwen3, phi3 (and phi3
 # with LongRoPE), gemma, gemma3, gemma4, smollm3, the hybrids lfm2, granitehybrid and qwen35 and
 # the mixtures of experts qwen3moe and lfm2moe, a `synth --tiny` GGUF and its --hf copy
-# (qwen3moe's with one tensor per expert, Qwen3MoeForCausalLM's layout; lfm2moe has none yet)
+# (theirs with one tensor per expert, Qwen3MoeForCausalLM's and Lfm2MoeForCausalLM's layouts)
 # are run greedily for 16 tokens on 3
 # prompts by edgelm and by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1,
 # installed once by scripts/node-llama.sh; tests/interop/greedy.mjs). From the GGUF, with
@@ -39,7 +39,6 @@ for name in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybri
     models=("$gguf" "$tmp/$name-hf") hf_opts=(--hf "$tmp/$name-hf")
     case $name in
     phi3-longrope-*) ctx=${name##*-} synth_opts=(--longrope) ctx_opts=(-c "$ctx") ;;
-    lfm2moe) models=("$gguf") hf_opts=() ;; # no Hugging Face layout yet
     esac
     case $arch in
     llama | smollm3 | lfm2 | lfm2moe | granitehybrid) vocab=llama-bpe ;; qwen2 | qwen3 | qwen3moe) vocab=qwen2 ;; phi3) vocab=phi-3 ;;

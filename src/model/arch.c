@@ -77,7 +77,8 @@ static const elm_arch archs[] = {
     {.name = "lfm2moe", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qk_norm = true,
      .recurrent = ELM_LAYER_SHORTCONV, .out_norm = "token_embd_norm.weight",
      .hf_names = ELM_HF_NAMES_LFM2, .hf_tied_default = true, .moe = true,
-     .moe_gating = ELM_MOE_SIGMOID, .moe_bias = true, .tiny_vocab = "llama-bpe"},
+     .moe_gating = ELM_MOE_SIGMOID, .moe_bias = true,
+     .hf = {{"lfm2_moe", "Lfm2MoeForCausalLM"}}, .tiny_vocab = "llama-bpe"},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
