@@ -55,9 +55,10 @@ seeds() {
   t=$(mktemp -d -t edgelm-fuzz-seeds.XXXXXX)
   mkdir -p "$out/corpus"
   # GGUF: llama.cpp's q4_0 file, and tiny models of two families, of each hybrid, of Gemma 4 and
-  # of qwen3moe (per-layer keys, recurrent tensors, expert stacks; small inputs fuzz faster)
+  # of qwen3moe and lfm2moe (per-layer keys, recurrent tensors, expert stacks, dense leading
+  # layers, the router bias; small inputs fuzz faster)
   put fuzz_gguf "$st/reference-quants/llamacpp-q4_0-pure.gguf"
-  for arch in llama qwen2 lfm2 granitehybrid qwen35 gemma4 qwen3moe; do
+  for arch in llama qwen2 lfm2 granitehybrid qwen35 gemma4 qwen3moe lfm2moe; do
     "$cli" synth --arch $arch --tiny --vocab "$st/stories260K-f32.gguf" -o "$t/tiny-$arch.gguf" >/dev/null 2>&1 &&
       "$cli" quantize -m "$t/tiny-$arch.gguf" -o "$t/tiny-$arch-q4_0.gguf" --type q4_0 --pure >/dev/null 2>&1 &&
       put fuzz_gguf "$t/tiny-$arch-q4_0.gguf"
@@ -70,7 +71,7 @@ seeds() {
   # config.json (first byte odd) and tokenizer.json (even)
   put fuzz_hf_json "$st/hf-f32/config.json" 01
   put fuzz_hf_json "$st/hf-bf16-sharded/config.json" 01
-  for arch in lfm2 granitehybrid qwen35 gemma4; do
+  for arch in lfm2 granitehybrid qwen35 gemma4 lfm2moe; do
     "$cli" synth --arch $arch --tiny --vocab "$st/stories260K-f32.gguf" -o "$t/$arch.gguf" \
       --hf "$t/$arch-hf" >/dev/null 2>&1 && cp "$t/$arch-hf/config.json" "$t/$arch-config.json" &&
       put fuzz_hf_json "$t/$arch-config.json" 01 # a name of its own: seeds are named by file

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, gemma4, gemma-embedding, smollm3, lfm2, granitehybrid, qwen35, qwen3moe) on `synth --tiny` models: quantize
+# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, gemma4, gemma-embedding, smollm3, lfm2, granitehybrid, qwen35, qwen3moe, lfm2moe) on `synth --tiny` models: quantize
 # (q4_0, mixed policy) writes a GGUF of the same architecture that runs, perplexity and eval work on it
 # (Phi-3 with LongRoPE too, its factors kept, run at a short and a long context); and the
 # refusals are one clear line each: a GGUF of an unsupported architecture, an unknown
@@ -12,6 +12,10 @@
 # vision tower's), and its context shift is refused in one line unless --swa-full keeps every
 # position. qwen3moe's refusals: GPTQ, AWQ and ONNX export; its HF copy runs as its GGUF, and an
 # expert missing from it or num_experts_per_tok above num_experts is one line naming the file.
+# lfm2moe: the same greedy tokens with the prompt prefilled at once and a token at a time, and
+# from its HF copy (Lfm2MoeForCausalLM); its router and selection bias kept f32 by quantize; an
+# expert stack missing from its GGUF, an expert missing from its safetensors and use_expert_bias
+# false each one line naming the file (and the tensor).
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -24,9 +28,9 @@ json_get() {
 }
 
 head -c 1200 "$fix/stories260K/text/valid.txt" >"$tmp/text.txt"
-for arch in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 gemma-embedding smollm3 lfm2 granitehybrid qwen35 qwen3moe; do
+for arch in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 gemma-embedding smollm3 lfm2 granitehybrid qwen35 qwen3moe lfm2moe; do
     case $arch in
-    llama | smollm3 | lfm2 | granitehybrid) vocab=llama-spm ;; qwen2 | qwen3 | qwen3moe) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma | gemma3 | gemma4 | gemma-embedding) vocab=llama-spm ;;
+    llama | smollm3 | lfm2 | lfm2moe | granitehybrid) vocab=llama-spm ;; qwen2 | qwen3 | qwen3moe) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma | gemma3 | gemma4 | gemma-embedding) vocab=llama-spm ;;
     qwen35) vocab=qwen35 ;;
     esac
     f32=$tmp/$arch.gguf
@@ -94,6 +98,54 @@ expect_error "qwen3moe missing expert" \
 expect_error "qwen3moe top-k" \
     "moe-topk/config.json: num_experts_per_tok 9 is more than num_experts 8" \
     "$bin" run -m "$tmp/moe-topk" -p "Hi" -n 1
+
+# lfm2moe: greedy tokens by either prefill and from its HF copy; the router and its bias f32 after
+# quantize; a missing expert stack or expert, and a config without the expert bias, refused in
+# one line
+lm=$tmp/lfm2moe.gguf
+"$bin" synth --arch lfm2moe --tiny -o "$tmp/lfm2moe-2.gguf" --hf "$tmp/lfm2moe-hf" \
+    --vocab "$fix/vocab/ggml-vocab-llama-spm.gguf" >/dev/null 2>"$tmp/err" ||
+    fail "lfm2moe: synth --hf: $(cat "$tmp/err")"
+for run in "$lm 64 b64" "$lm 1 b1" "$tmp/lfm2moe-hf 64 hf"; do
+    set -- $run
+    "$bin" run -m "$1" -p "Once upon a time there was" -n 16 --temp 0 --ignore-eos -t 2 -b "$2" \
+        --json >"$tmp/lfm2moe-$3.json" 2>"$tmp/err" || fail "lfm2moe: run $1 -b $2: $(cat "$tmp/err")"
+done
+for other in b1 hf; do
+    [ "$(json_get "$tmp/lfm2moe-b64.json" 'd["generated_ids"]')" = \
+        "$(json_get "$tmp/lfm2moe-$other.json" 'd["generated_ids"]')" ] ||
+        fail "lfm2moe: greedy tokens of the GGUF's whole-prompt prefill differ from $other's"
+done
+"$bin" inspect -m "$tmp/lfm2moe-q4_0.gguf" >"$tmp/inspect.txt" 2>"$tmp/err" &&
+    grep -q "blk.1.ffn_gate_inp.weight  *\[8, 64\]  *f32" "$tmp/inspect.txt" &&
+    grep -q "blk.1.exp_probs_b.bias  *\[8\]  *f32" "$tmp/inspect.txt" ||
+    fail "lfm2moe: quantize did not keep the router and its bias f32: $(cat "$tmp/err")"
+python3 - "$lm" "$tmp/lfm2moe-noexpert.gguf" <<'EOF'
+import sys
+b = open(sys.argv[1], "rb").read()
+name = b"blk.2.ffn_up_exps.weight"
+assert b.count(name) == 1
+open(sys.argv[2], "wb").write(b.replace(name, b"blk.2.ffn_up_exps.weighx"))
+EOF
+expect_error "lfm2moe missing expert" \
+    "lfm2moe-noexpert.gguf: missing tensor 'blk.2.ffn_up_exps.weight'" \
+    "$bin" run -m "$tmp/lfm2moe-noexpert.gguf" -p "Hi" -n 1
+cp -r "$tmp/lfm2moe-hf" "$tmp/lfm2moe-noexpert" && cp -r "$tmp/lfm2moe-hf" "$tmp/lfm2moe-nobias"
+python3 - "$tmp/lfm2moe-noexpert/model.safetensors" "$tmp/lfm2moe-nobias/config.json" <<'EOF'
+import json, sys
+b = open(sys.argv[1], "rb").read()
+name = b'"model.layers.2.feed_forward.experts.7.w3.weight"'
+assert b.count(name) == 1
+open(sys.argv[1], "wb").write(b.replace(name, name[:-2] + b'x"'))
+c = json.load(open(sys.argv[2]))
+c["use_expert_bias"] = False
+json.dump(c, open(sys.argv[2], "w"))
+EOF
+expect_error "lfm2moe hf missing expert" \
+    "lfm2moe-noexpert/model.safetensors: missing tensor 'model.layers.2.feed_forward.experts.7.w3.weight'" \
+    "$bin" run -m "$tmp/lfm2moe-noexpert" -p "Hi" -n 1
+expect_error "lfm2moe hf expert bias" "lfm2moe-nobias/config.json: use_expert_bias false" \
+    "$bin" run -m "$tmp/lfm2moe-nobias" -p "Hi" -n 1
 
 # LongRoPE (Phi-3, synth --longrope): quantized, its factor tensors stay f32 with the original
 # context and attention factor, and the file runs with the short and the long factors

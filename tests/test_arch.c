@@ -629,7 +629,7 @@ static void test_table(void) {
         snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", elm_synth_tiny_vocab(name));
         CHECK(access(fixture(rel), R_OK) == 0, "%s: no vocabulary %s", name, rel);
     }
-    CHECK(n == 13, "%d families: %s", n, elm_arch_names());
+    CHECK(n == 14, "%d families: %s", n, elm_arch_names());
     CHECK(elm_arch_from_hf("mistral") == elm_arch_find("llama") && !elm_arch_find("mistral") &&
               elm_arch_from_hf("gemma3") == elm_arch_find("gemma3") &&
               !elm_arch_from_hf("mamba") && !elm_arch_hf_type("MambaForCausalLM"),
@@ -794,6 +794,17 @@ static void test_refusals(void) {
                         "every layer must be sparse");
     expect_config_error("qwen3moe", "{\"norm_topk_prob\": false}", ELM_ERR_UNSUPPORTED,
                         "norm_topk_prob false");
+    /* LFM2-MoE's: its dense layers counted, its expert bias, weights unscaled */
+    expect_config_error("lfm2moe", "{\"num_dense_layers\": null}", ELM_ERR_FORMAT,
+                        "missing required key 'num_dense_layers'");
+    expect_config_error("lfm2moe", "{\"num_dense_layers\": 4}", ELM_ERR_FORMAT,
+                        "num_dense_layers 4 is more than num_hidden_layers 3");
+    expect_config_error("lfm2moe", "{\"use_expert_bias\": false}", ELM_ERR_UNSUPPORTED,
+                        "use_expert_bias false");
+    expect_config_error("lfm2moe", "{\"routed_scaling_factor\": 2.5}", ELM_ERR_UNSUPPORTED,
+                        "routed_scaling_factor 2.5");
+    expect_config_error("lfm2moe", "{\"norm_topk_prob\": false}", ELM_ERR_UNSUPPORTED,
+                        "norm_topk_prob false");
     expect_config_error("llama", "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
                         ELM_ERR_UNSUPPORTED, "rope_scaling type 'yarn' is not supported");
     /* LongRoPE: its factor lists, one per rotated pair (8 of phi3's heads of 16), and the
@@ -875,6 +886,7 @@ int main(int argc, char **argv) {
         test_family("lfm2", "llama-bpe");
         test_family("granitehybrid", "llama-bpe");
         test_family("qwen35", "qwen35");
+        test_family("lfm2moe", "llama-bpe");
         test_tokenizer_json("llama-spm");
         test_tokenizer_json("phi-3");
         test_tokenizer_json("qwen2");

@@ -1,10 +1,12 @@
-/* Mixtures of experts (model/ffn_moe.c) on the synth --tiny qwen3moe model (8 experts, 2 per
- * token): its sizes and stacked experts survive GGUF; a prompt fed at once, token by token and
- * in chunks gives the same logits; a decoded token runs its 2 experts alone; the prompts of the
+/* Mixtures of experts (model/ffn_moe.c) on the synth --tiny qwen3moe and lfm2moe models (8
+ * experts, 2 per token; lfm2moe's first layer dense, its router a sigmoid with a selection bias):
+ * their sizes and stacked experts survive GGUF; a prompt fed at once, token by token and in
+ * chunks gives the same logits; a decoded token runs its 2 experts alone; the prompts of the
  * interop test against llama.cpp (tests/cli_interop_arch.sh) route to every expert of every
- * layer; and bad files are refused in one line naming the file: an expert count or top-k that
- * does not match the tensors, a router of the wrong shape, a file cut short in its last expert
- * stack. */
+ * expert layer; lfm2moe's bias picks the experts without weighing them; and bad files are
+ * refused in one line naming the file: an expert count or top-k that does not match the tensors,
+ * a router of the wrong shape, a file cut short in its last expert stack, lfm2moe's selection
+ * bias missing, a gating function edgelm does not run. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,30 +19,33 @@
 #include "shapes/synth_tiny.h"
 #include "tmpfiles.h"
 
-enum { CTX = 128, EXPERTS = 8, USED = 2 };
+enum { CTX = 128, EXPERTS = 8, USED = 2, MAX_LAYERS = 4 };
 
 static char *tmpdir;
 
-static elm_model *tiny(void) {
-    elm_synth_tiny o = {.arch = "qwen3moe",
-                        .vocab_path = fixture("vocab/ggml-vocab-qwen2.gguf"), .seed = 7};
+/* The synth --tiny model of arch with its interop vocabulary. */
+static elm_model *tiny(const char *arch, const char *vocab) {
+    char rel[96];
+    snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", vocab);
+    elm_synth_tiny o = {.arch = arch, .vocab_path = fixture(rel), .seed = 7};
     elm_model *m = NULL;
     elm_error err;
-    CHECK(elm_synth_tiny_model(&o, &m, NULL, &err) == ELM_OK, "synth: %s", err.msg);
+    CHECK(elm_synth_tiny_model(&o, &m, NULL, &err) == ELM_OK, "%s: synth: %s", arch, err.msg);
+    CHECK(!m || m->hp.n_layers <= MAX_LAYERS, "%s: %d layers", arch, m ? m->hp.n_layers : 0);
     return m;
 }
 
 /* Which experts of which layer a pass ran (the products' hook sees each expert's gate view). */
 typedef struct {
     const elm_model *m;
-    int runs[2][EXPERTS];
+    int runs[MAX_LAYERS][EXPERTS];
 } expert_count;
 
 static void count_expert(const elm_tensor *w, int layer, const float *x, int64_t n_tok,
                          void *user) {
     (void)x, (void)n_tok;
     expert_count *ec = user;
-    if (layer < 0 || layer > 1 || !strstr(w->name, "ffn_gate_exps")) return;
+    if (layer < 0 || layer >= MAX_LAYERS || !strstr(w->name, "ffn_gate_exps")) return;
     const elm_tensor *stack = ec->m->layers[layer].gate_exps;
     ec->runs[layer][((const char *)w->data - (const char *)stack->data) / w->nbytes]++;
 }
@@ -69,38 +74,48 @@ static float max_diff(const float *a, const float *b, size_t n) {
     return a && b ? d : INFINITY;
 }
 
-/* The tiny model's shapes, and the same tensors and logits from its GGUF. */
+/* The tiny model's shapes, and the same tensors, hyper-parameters and logits from its GGUF. */
 static void test_file(const elm_model *m) {
     const elm_hparams *hp = &m->hp;
-    const elm_layer *L = &m->layers[1];
+    const char *arch = hp->arch;
+    const bool lfm2 = !strcmp(arch, "lfm2moe");
+    const elm_layer *L = &m->layers[1], *L0 = &m->layers[0];
     CHECK(hp->n_expert == EXPERTS && hp->n_expert_used == USED && hp->expert_ffn_dim == 32 &&
               L->router && L->router->ne[1] == EXPERTS && L->gate_exps->ne[2] == EXPERTS &&
               L->down_exps->ne[0] == 32 && L->down_exps->ne[1] == hp->dim && !L->w_gate,
-          "qwen3moe: sizes or slots");
+          "%s: sizes or slots", arch);
+    /* lfm2moe: a dense first layer of the dense FFN size, a sigmoid router with its bias */
+    CHECK(lfm2 ? hp->n_dense_lead == 1 && hp->moe_gating == ELM_MOE_SIGMOID && !L0->router &&
+                     L0->w_gate && L0->w_gate->ne[1] == hp->ffn_dim && L->router_bias &&
+                     L->router_bias->ne[0] == EXPERTS
+               : hp->n_dense_lead == 0 && hp->moe_gating == ELM_MOE_SOFTMAX && L0->router &&
+                     !L->router_bias,
+          "%s: dense layers %d, gating %d", arch, hp->n_dense_lead, hp->moe_gating);
     const char *path = tmp_path(tmpdir, "moe.gguf");
     elm_model *g = NULL;
     elm_error err;
     CHECK(elm_gguf_write_model(m, path, &err) == ELM_OK &&
               elm_model_load(path, NULL, &g, &err) == ELM_OK,
-          "qwen3moe: GGUF: %s", err.msg);
+          "%s: GGUF: %s", arch, err.msg);
     if (!g) return;
     bool same = g->n_tensors == m->n_tensors && g->hp.n_expert == EXPERTS &&
-                g->hp.n_expert_used == USED && g->hp.expert_ffn_dim == 32;
+                g->hp.n_expert_used == USED && g->hp.expert_ffn_dim == 32 &&
+                g->hp.n_dense_lead == hp->n_dense_lead && g->hp.moe_gating == hp->moe_gating;
     for (int32_t i = 0; same && i < m->n_tensors; i++) {
         const elm_tensor *t = &m->tensors[i], *u = elm_model_find(g, t->name);
         same = u && u->n_dims == t->n_dims && !memcmp(u->ne, t->ne, sizeof t->ne) &&
                !memcmp(u->data, t->data, t->nbytes);
     }
-    CHECK(same, "qwen3moe: GGUF copy differs");
+    CHECK(same, "%s: GGUF copy differs", arch);
     const int32_t ids[4] = {12522, 5193, 264, 882};
     float *a = logits(m, ids, 4, 4, NULL), *b = logits(g, ids, 4, 4, NULL);
-    CHECK(a && b && !memcmp(a, b, 4 * sizeof *a * (size_t)hp->n_vocab), "qwen3moe: GGUF logits");
+    CHECK(a && b && !memcmp(a, b, 4 * sizeof *a * (size_t)hp->n_vocab), "%s: GGUF logits", arch);
     free(a), free(b);
     elm_model_free(g);
 }
 
 /* The interop test's prompts through the model, at once, a token at a time and in chunks of
- * 5: the same logits, and together they route to every expert of both layers. */
+ * 5: the same logits, and together they route to every expert of every expert layer. */
 static void test_routing(const elm_model *m) {
     static const char *prompts[] = {
         "Once upon a time", "The capital of France is",
@@ -121,25 +136,50 @@ static void test_routing(const elm_model *m) {
         float *all = logits(m, ids, (int)n, (int)n, &ec), *one = logits(m, ids, (int)n, 1, NULL),
               *five = logits(m, ids, (int)n, 5, NULL);
         const float d1 = max_diff(all, one, (size_t)n * V), d5 = max_diff(all, five, (size_t)n * V);
-        CHECK(d1 < 1e-4f && d5 < 1e-4f, "prompt %d: at once vs a token at a time %g, by 5 %g", i,
-              d1, d5);
+        CHECK(d1 < 1e-4f && d5 < 1e-4f, "%s: prompt %d: at once vs a token at a time %g, by 5 %g",
+              m->hp.arch, i, d1, d5);
         free(all), free(one), free(five), free(ids);
     }
-    for (int l = 0; l < 2; l++)
+    const int first = m->hp.n_dense_lead, n_layers = m->hp.n_layers;
+    for (int l = 0; l < n_layers; l++)
         for (int e = 0; e < EXPERTS; e++)
-            CHECK(ec.runs[l][e] > 0, "layer %d: expert %d never chosen by the prompts", l, e);
+            CHECK(l < first ? ec.runs[l][e] == 0 : ec.runs[l][e] > 0,
+                  "%s: layer %d: expert %d chosen %d times by the prompts", m->hp.arch, l, e,
+                  ec.runs[l][e]);
     /* one token: its 2 experts per layer, each once */
     expert_count one = {.m = m};
     const int32_t id = 882;
     free(logits(m, &id, 1, 1, &one));
-    for (int l = 0; l < 2; l++) {
+    for (int l = first; l < n_layers; l++) {
         int ran = 0, most = 0;
         for (int e = 0; e < EXPERTS; e++) {
             ran += one.runs[l][e] > 0;
             most = one.runs[l][e] > most ? one.runs[l][e] : most;
         }
-        CHECK(ran == USED && most == 1, "layer %d: a decoded token ran %d experts", l, ran);
+        CHECK(ran == USED && most == 1, "%s: layer %d: a decoded token ran %d experts",
+              m->hp.arch, l, ran);
     }
+}
+
+/* lfm2moe's selection bias picks the experts and leaves their weights to the sigmoid: a bias of
+ * +10 on experts 6 and 7 of layer 1 routes a token there, and +20 gives the same logits. */
+static void test_bias(const elm_model *m) {
+    float *b = m->layers[1].router_bias->data; /* synth's own F32 buffer */
+    float keep[EXPERTS];
+    memcpy(keep, b, sizeof keep);
+    const int32_t id = 882;
+    float *at[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        b[6] = b[7] = 10.0f * (float)(k + 1);
+        expert_count ec = {.m = m};
+        at[k] = logits(m, &id, 1, 1, &ec); /* the context decodes the bias it is made with */
+        CHECK(ec.runs[1][6] == 1 && ec.runs[1][7] == 1, "lfm2moe: bias %g: experts 6, 7 ran %d, %d",
+              b[6], ec.runs[1][6], ec.runs[1][7]);
+    }
+    CHECK(at[0] && at[1] && !memcmp(at[0], at[1], sizeof(float) * (size_t)m->hp.n_vocab),
+          "lfm2moe: the selection bias weighs the experts");
+    free(at[0]), free(at[1]);
+    memcpy(b, keep, sizeof keep);
 }
 
 /* m written with its hyper-parameters or router edited must load to an error naming the file
@@ -154,6 +194,17 @@ static void expect_error(elm_model *m, const char *want) {
           "expected '%s': %d %s", want, st, st ? err.msg : "loaded");
     elm_model_free(bad);
     unlink(path);
+}
+
+/* lfm2moe's own refusals: its layer 1 without the selection bias, an unknown gating function. */
+static void test_lfm2_refusals(elm_model *m) {
+    elm_tensor *bias = elm_model_find(m, "blk.1.exp_probs_b.bias");
+    memcpy(bias->name, "blk.1.exp_probs_x", 17); /* written under another name */
+    expect_error(m, "missing tensor 'blk.1.exp_probs_b.bias'");
+    memcpy(bias->name, "blk.1.exp_probs_b", 17);
+    m->hp.moe_gating = 3;
+    expect_error(m, "expert gating function 3");
+    m->hp.moe_gating = ELM_MOE_SIGMOID;
 }
 
 static void test_refusals(elm_model *m) {
@@ -191,13 +242,17 @@ static void test_refusals(elm_model *m) {
 int main(int argc, char **argv) {
     check_init(argc, argv);
     tmpdir = tmp_dir_new();
-    elm_model *m = tmpdir ? tiny() : NULL;
-    if (m) {
-        test_file(m);
-        test_routing(m);
-        test_refusals(m);
+    static const char *families[][2] = {{"qwen3moe", "qwen2"}, {"lfm2moe", "llama-bpe"}};
+    for (int f = 0; f < 2 && tmpdir; f++) {
+        elm_model *m = tiny(families[f][0], families[f][1]);
+        if (m) {
+            test_file(m);
+            test_routing(m);
+            if (f == 1) test_bias(m), test_lfm2_refusals(m);
+            test_refusals(m);
+        }
+        elm_model_free(m);
     }
-    elm_model_free(m);
     if (tmpdir) tmp_dir_remove(tmpdir);
     return check_done();
 }

@@ -5,7 +5,7 @@
  * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. Each architecture has its RoPE
  * form (hparams.rope_style) as llama.cpp runs it: interleaved for "llama" (the HF Llama loader
  * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3", "gemma", "gemma3",
- * "gemma4", "gemma-embedding", "qwen35" and "qwen3moe". Norm weights are stored as they multiply (Gemma's and Qwen3.5's GGUF
+ * "gemma4", "gemma-embedding", "qwen35", "qwen3moe" and "lfm2moe". Norm weights are stored as they multiply (Gemma's and Qwen3.5's GGUF
  * convention: HF's w + 1; Gemma 4's HF weights multiply as they are). */
 #ifndef EDGELM_MODEL_H
 #define EDGELM_MODEL_H
@@ -61,10 +61,14 @@ typedef enum elm_layer_kind {
     ELM_LAYER_KINDS
 } elm_layer_kind;
 
+/* How a mixture of experts' router turns its logits into probabilities (GGUF
+ * <arch>.expert_gating_func, llama.cpp's llama_expert_gating_func_type). */
+enum { ELM_MOE_SOFTMAX = 1, ELM_MOE_SIGMOID = 2 };
+
 typedef struct elm_hparams {
     char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
                             * "gemma3", "gemma4", "gemma-embedding", "smollm3", "lfm2",
-                            * "granitehybrid", "qwen35", "qwen3moe" */
+                            * "granitehybrid", "qwen35", "qwen3moe", "lfm2moe" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
@@ -162,11 +166,16 @@ typedef struct elm_hparams {
                             * those of an earlier layer (elm_layer_kv_src; Gemma 4 E2B: 20) */
     int32_t n_embd_per_layer; /* per-layer embeddings (Gemma 4's PLE): P values per layer and
                                * token (GGUF embedding_length_per_layer_input; E2B: 256), 0: none */
-    /* Mixtures of experts (model/arch.h: elm_arch.moe; Qwen3-30B-A3B: 128, 8, 768), else 0: */
+    /* Mixtures of experts (model/arch.h: elm_arch.moe; Qwen3-30B-A3B: 128, 8, 768;
+     * LFM2-8B-A1B: 32, 4, 1792), else 0: */
     int32_t n_expert;      /* experts per layer (GGUF expert_count) */
     int32_t n_expert_used; /* experts each token is routed to, top-k (expert_used_count) */
     int32_t expert_ffn_dim; /* an expert's FFN size (expert_feed_forward_length; absent: ffn_dim
                              * / n_expert_used, as llama.cpp takes it) */
+    int32_t n_dense_lead;  /* the first n_dense_lead layers have a dense FFN of ffn_dim, the
+                            * others experts (leading_dense_block_count; LFM2-8B-A1B: 2) */
+    int32_t moe_gating;    /* the router's probabilities from its logits, llama.cpp's numbers
+                            * (expert_gating_func): ELM_MOE_SOFTMAX or ELM_MOE_SIGMOID */
     /* Embedding models (include/edgelm/embed.h): */
     bool non_causal;       /* set by elm_model_bind from the family (EmbeddingGemma): every token
                             * attends to every position of its sequence in the batch, before and
@@ -210,6 +219,12 @@ static inline int32_t elm_layer_kv_heads(const elm_hparams *hp, int l) {
 static inline int32_t elm_layer_ffn_dim(const elm_hparams *hp, int l) {
     const int32_t n = hp->layer_ffn[hp->first_layer + l];
     return n > 0 ? n : hp->ffn_dim;
+}
+
+/* Whether layer l's FFN is a mixture of experts: a family's with experts, past its leading dense
+ * layers (hp.n_dense_lead). */
+static inline bool elm_layer_moe(const elm_hparams *hp, int l) {
+    return hp->n_expert > 0 && hp->first_layer + l >= hp->n_dense_lead;
 }
 
 /* The layer whose keys and values layer l attends over: l itself, or for one of the last
@@ -262,8 +277,9 @@ typedef struct elm_layer {
     /* A mixture-of-experts FFN (hp.n_expert > 0) in place of w_gate, w_up, w_down (NULL): the
      * router ffn_gate_inp [n_expert, dim], and the experts stacked, ggml ne {cols, rows,
      * n_expert}: ffn_gate_exps and ffn_up_exps {dim, expert_ffn_dim, n_expert}, ffn_down_exps
-     * {expert_ffn_dim, dim, n_expert}; expert e's matrix is rows [e·rows, (e + 1)·rows) */
-    elm_tensor *router, *gate_exps, *up_exps, *down_exps;
+     * {expert_ffn_dim, dim, n_expert}; expert e's matrix is rows [e·rows, (e + 1)·rows); the
+     * router's selection bias exp_probs_b [n_expert] (elm_arch.moe_bias), else NULL */
+    elm_tensor *router, *gate_exps, *up_exps, *down_exps, *router_bias;
 } elm_layer;
 
 /* Every tensor slot of L (norms, matrices, biases, kernels; the slots of kinds it is not too,

@@ -11,7 +11,8 @@
  * Qwen3.5) is read from under its prefix. Phi-3's fused qkv_proj and gate_up_proj stay fused
  * (attn_qkv, ffn_up); Granite's shared_mlp.input_linear [gate; up] is split (ffn_gate, ffn_up, in
  * place), and its Mamba-2 A, D, convolution and norm are F32 and reshaped as in GGUF; Qwen3-MoE's
- * experts, one tensor each, are copied into GGUF's three stacks per layer. Llama 3.1's
+ * and LFM2-MoE's experts, one tensor each, are copied into GGUF's three stacks per layer (none
+ * in LFM2-MoE's leading dense layers). Llama 3.1's
  * rope_scaling becomes the rope_freqs tensor, LongRoPE's the rope_factors_long/short tensors, and
  * Gemma 4's "proportional" RoPE of its global layers rope_freqs. Dtypes are kept (F32, F16, BF16)
  * but for biases and those. */
@@ -33,8 +34,8 @@
  * the layers with a cache of their own, when the model has per-layer embeddings, never
  * required). */
 enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, DENSE_FFN, MOE,
-       PRE_NORMS, POST_NORMS, DELTANET, PLE, LAYER_SCALE };
-enum { ANY_LAYER, ATTN_LAYER, REC_LAYER, KV_LAYER, PLE_LAYER, OPTIONAL };
+       MOE_BIAS, PRE_NORMS, POST_NORMS, DELTANET, PLE, LAYER_SCALE };
+enum { ANY_LAYER, ATTN_LAYER, REC_LAYER, KV_LAYER, PLE_LAYER, DENSE_LAYER, MOE_LAYER, OPTIONAL };
 
 /* HF names and their GGUF counterparts, by the family's naming (elm_arch.hf_names; ANY_NAMES:
  * every family's). */
@@ -77,7 +78,7 @@ static const struct { const char *hf, *gguf; int when, names, on; } layer_names[
     {"mlp.gate_up_proj.weight", "ffn_up.weight", FUSED_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
     {"mlp.down_proj.weight", "ffn_down.weight", DENSE_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
     /* Qwen3-MoE's router (its experts, one tensor each: add_expert) */
-    {"mlp.gate.weight", "ffn_gate_inp.weight", MOE, ELM_HF_NAMES_LLAMA, ANY_LAYER},
+    {"mlp.gate.weight", "ffn_gate_inp.weight", MOE, ELM_HF_NAMES_LLAMA, MOE_LAYER},
     /* Gemma 4: the per-layer embedding's gate, projection and norm; layer_scalar, a buffer */
     {"per_layer_input_gate.weight", "inp_gate.weight", PLE, ELM_HF_NAMES_LLAMA, PLE_LAYER},
     {"per_layer_projection.weight", "proj.weight", PLE, ELM_HF_NAMES_LLAMA, PLE_LAYER},
@@ -94,9 +95,12 @@ static const struct { const char *hf, *gguf; int when, names, on; } layer_names[
     {"conv.in_proj.weight", "shortconv.in_proj.weight", ALL, ELM_HF_NAMES_LFM2, REC_LAYER},
     {"conv.out_proj.weight", "shortconv.out_proj.weight", ALL, ELM_HF_NAMES_LFM2, REC_LAYER},
     {"ffn_norm.weight", "ffn_norm.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
-    {"feed_forward.w1.weight", "ffn_gate.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
-    {"feed_forward.w3.weight", "ffn_up.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
-    {"feed_forward.w2.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_LFM2, ANY_LAYER},
+    {"feed_forward.w1.weight", "ffn_gate.weight", ALL, ELM_HF_NAMES_LFM2, DENSE_LAYER},
+    {"feed_forward.w3.weight", "ffn_up.weight", ALL, ELM_HF_NAMES_LFM2, DENSE_LAYER},
+    {"feed_forward.w2.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_LFM2, DENSE_LAYER},
+    /* LFM2-MoE's router and its selection bias (its experts, one tensor each: add_expert) */
+    {"feed_forward.gate.weight", "ffn_gate_inp.weight", MOE, ELM_HF_NAMES_LFM2, MOE_LAYER},
+    {"feed_forward.expert_bias", "exp_probs_b.bias", MOE_BIAS, ELM_HF_NAMES_LFM2, MOE_LAYER},
     /* Granite 4.0-H (GraniteMoeHybridDecoderLayer): Llama's norms and o_proj, the dense FFN as
      * shared_mlp, whose input_linear is [gate; up] (add_tensor splits it, the writer joins it),
      * and the Mamba-2 mixer as mamba.* (add_tensor: A_log becomes A = -exp(A_log)) */
@@ -138,6 +142,7 @@ static bool needed(const elm_arch *a, int when, int names) {
     case FUSED_FFN: return a->fused_gate_up;
     case DENSE_FFN: return !a->moe;
     case MOE: return a->moe;
+    case MOE_BIAS: return a->moe_bias;
     case PRE_NORMS: return !a->post_norms;
     case POST_NORMS: return a->post_norms;
     case DELTANET: return a->recurrent == ELM_LAYER_DELTANET;
@@ -161,6 +166,8 @@ static bool in_layer(const elm_hparams *hp, int l, int on) {
     case ATTN_LAYER: return !elm_layer_recurrent(hp, l);
     case KV_LAYER: return !elm_layer_recurrent(hp, l) && elm_layer_kv_src(hp, l) == l;
     case PLE_LAYER: return hp->n_embd_per_layer > 0;
+    case DENSE_LAYER: return !elm_layer_moe(hp, l);
+    case MOE_LAYER: return elm_layer_moe(hp, l);
     default: return false;
     }
 }
@@ -241,6 +248,20 @@ bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap) {
 
 const char *const elm_hf_expert_kinds[ELM_HF_EXPERT_KINDS] = {"gate", "up", "down"};
 
+/* How a family's checkpoints name expert E's matrices of each kind (elm_hf_expert_kinds) after
+ * "model.layers.L." (elm_arch.hf_names): Qwen3-MoE's mlp.experts.E.{gate,up,down}_proj.weight,
+ * LFM2-MoE's feed_forward.experts.E.{w1,w3,w2}.weight. */
+static const struct { const char *under, *kinds[ELM_HF_EXPERT_KINDS]; } expert_names[] = {
+    [ELM_HF_NAMES_LLAMA] = {"mlp.experts.", {"gate_proj", "up_proj", "down_proj"}},
+    [ELM_HF_NAMES_LFM2] = {"feed_forward.experts.", {"w1", "w3", "w2"}},
+    [ELM_HF_NAMES_GRANITE] = {NULL, {NULL}}};
+
+/* The HF name of expert e of kind k in layer l of family a into out. */
+static void expert_hf_name(const elm_arch *a, long l, long e, int k, char *out, size_t cap) {
+    snprintf(out, cap, "model.layers.%ld.%s%ld.%s.weight", l, expert_names[a->hf_names].under, e,
+             expert_names[a->hf_names].kinds[k]);
+}
+
 /* The kind (elm_hf_expert_kinds) of GGUF stack `gguf` of experts, its block in *layer; -1 for
  * another tensor. */
 static int expert_stack(const char *gguf, long *layer) {
@@ -254,24 +275,33 @@ static int expert_stack(const char *gguf, long *layer) {
     return -1;
 }
 
-bool elm_hf_expert_name(const char *gguf, int64_t e, char *out, size_t cap) {
+bool elm_hf_expert_name(const char *arch, const char *gguf, int64_t e, char *out, size_t cap) {
+    const elm_arch *a = elm_arch_find(arch);
     long l;
     const int k = expert_stack(gguf, &l);
-    if (k < 0) return false;
-    snprintf(out, cap, "model.layers.%ld.mlp.experts.%lld.%s_proj.weight", l, (long long)e,
-             elm_hf_expert_kinds[k]);
+    if (!a || !a->moe || k < 0) return false;
+    expert_hf_name(a, l, (long)e, k, out, cap);
     return true;
 }
 
-/* Expert *e's tensor of kind (returned) in layer *layer for HF name hf; -1 for another tensor. */
-static int expert_of(const char *hf, long *layer, long *e) {
-    char kind[8];
+/* Expert *e's tensor of kind (returned) in layer *layer for HF name hf of family a (with
+ * experts); -1 for another tensor. */
+static int expert_of(const elm_arch *a, const char *hf, long *layer, long *e) {
+    const char *under = expert_names[a->hf_names].under;
     int used = 0;
-    if (sscanf(hf, "model.layers.%ld.mlp.experts.%ld.%7[a-z]_proj.weight%n", layer, e, kind,
-               &used) != 3 || hf[used] != '\0' || *layer < 0 || *e < 0)
+    if (sscanf(hf, "model.layers.%ld.%n", layer, &used) != 1 || used == 0 || *layer < 0 ||
+        strncmp(hf + used, under, strlen(under)) != 0)
         return -1;
-    for (int k = 0; k < ELM_HF_EXPERT_KINDS; k++)
-        if (!strcmp(kind, elm_hf_expert_kinds[k])) return k;
+    const char *p = hf + used + strlen(under);
+    char *end;
+    if (*p < '0' || *p > '9') return -1;
+    *e = strtol(p, &end, 10);
+    if (*end != '.' || *e < 0 || *e > INT32_MAX) return -1;
+    for (int k = 0; k < ELM_HF_EXPERT_KINDS; k++) {
+        const char *kind = expert_names[a->hf_names].kinds[k];
+        const size_t n = strlen(kind);
+        if (!strncmp(end + 1, kind, n) && !strcmp(end + 1 + n, ".weight")) return k;
+    }
     return -1;
 }
 
@@ -468,10 +498,10 @@ static elm_status add_gate_up(elm_model *m, const char *src, const elm_st_tensor
 static elm_status add_expert(elm_model *m, const char *src, const elm_st_tensor *t, long layer,
                              long e, int k, uint8_t *seen, elm_error *err) {
     const elm_hparams *hp = &m->hp;
-    if (layer >= hp->n_layers || e >= hp->n_expert)
+    if (layer >= hp->n_layers || e >= hp->n_expert || !elm_layer_moe(hp, (int)layer))
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is for layer %ld, expert %ld but "
-                          "config.json has %d layers of %d experts", src, t->name, layer, e,
-                          hp->n_layers, hp->n_expert);
+                          "config.json has %d layers (the first %d dense) of %d experts", src,
+                          t->name, layer, e, hp->n_layers, hp->n_dense_lead, hp->n_expert);
     const int64_t rows = k == 2 ? hp->dim : hp->expert_ffn_dim;
     const int64_t cols = k == 2 ? hp->expert_ffn_dim : hp->dim;
     if (t->n_dims != 2 || t->shape[0] != rows || t->shape[1] != cols)
@@ -508,7 +538,7 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
     const elm_arch *a = elm_arch_find(hp->arch);
     char name[ELM_NAME_MAX];
     long layer, e;
-    const int kind = a->moe ? expert_of(t->name, &layer, &e) : -1;
+    const int kind = a->moe ? expert_of(a, t->name, &layer, &e) : -1;
     if (kind >= 0) return add_expert(m, src, t, layer, e, kind, seen, err);
     if (!gguf_name(a, t->name, name, sizeof name, &layer)) return ELM_OK;
     if (layer >= hp->n_layers)
@@ -645,12 +675,13 @@ static elm_status check_complete(const elm_model *m, const char *src, const uint
                                   src, l, layer_names[i].hf);
         }
     const size_t E = (size_t)(a->moe ? m->hp.n_expert : 0);
-    for (size_t i = 0; i < (size_t)m->hp.n_layers * ELM_HF_EXPERT_KINDS * E; i++)
-        if (!seen[i])
-            return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor "
-                              "'model.layers.%zu.mlp.experts.%zu.%s_proj.weight'", src,
-                              i / E / ELM_HF_EXPERT_KINDS, i % E,
-                              elm_hf_expert_kinds[i / E % ELM_HF_EXPERT_KINDS]);
+    for (size_t i = 0; i < (size_t)m->hp.n_layers * ELM_HF_EXPERT_KINDS * E; i++) {
+        const long l = (long)(i / E / ELM_HF_EXPERT_KINDS);
+        if (seen[i] || !elm_layer_moe(&m->hp, (int)l)) continue; /* a dense layer has none */
+        char hf[ELM_NAME_MAX + 32];
+        expert_hf_name(a, l, (long)(i % E), (int)(i / E % ELM_HF_EXPERT_KINDS), hf, sizeof hf);
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor '%s'", src, hf);
+    }
     return ELM_OK;
 }
 

@@ -40,11 +40,13 @@ typedef struct elm_hf_config {
  * (hf_config.c: read_gemma4; layer_types and sliding_window required); a hybrid's layer_types
  * and its recurrent kind's keys (LFM2's conv_L_cache, block_*; Granite 4.0-H's mamba_*,
  * shared_intermediate_size, multipliers and position_embedding_type; Qwen3.5's linear_*,
- * rope_parameters); Qwen3-MoE's num_experts, num_experts_per_tok and moe_intermediate_size
- * (required; dense layers and norm_topk_prob false refused). model_type (or architectures[0])
+ * rope_parameters); Qwen3-MoE's and LFM2-MoE's num_experts, num_experts_per_tok and
+ * moe_intermediate_size (required; norm_topk_prob false refused; Qwen3-MoE's dense layers
+ * refused, LFM2-MoE's num_dense_layers required, use_expert_bias false and a
+ * routed_scaling_factor other than 1 refused). model_type (or architectures[0])
  * must be one of elm_arch_hf_names (llama, mistral, qwen2, qwen3, phi3, gemma, gemma3_text,
  * gemma3, gemma4_text, gemma4, smollm3, lfm2, granitemoehybrid, qwen3_5_text, qwen3_5,
- * qwen3_moe); another sets hp.arch to it and
+ * qwen3_moe, lfm2_moe); another sets hp.arch to it and
  * returns ELM_ERR_UNSUPPORTED, as do Llama's attention/MLP biases, an activation the family does
  * not use, Qwen2's use_sliding_window, and a rope_scaling other than none, "linear", "llama3" and
  * "longrope" ("su"). LongRoPE needs long_factor and short_factor of rope_dim / 2 numbers each
@@ -96,14 +98,15 @@ bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap);
 
 /* Which of a mixture of experts' three stacks (GGUF blk.N.ffn_{gate,up,down}_exps.weight, ne
  * {cols, rows, experts}) a Hugging Face checkpoint holds as one [rows, cols] tensor per expert,
- * model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight (Qwen3-MoE; llama.cpp's converter
- * stacks them in expert order). */
+ * model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight (Qwen3-MoE) or
+ * model.layers.N.feed_forward.experts.E.{w1,w3,w2}.weight (LFM2-MoE); llama.cpp's converter
+ * stacks them in expert order. */
 #define ELM_HF_EXPERT_KINDS 3
 extern const char *const elm_hf_expert_kinds[ELM_HF_EXPERT_KINDS]; /* "gate", "up", "down" */
 
-/* The HF name of expert e of GGUF stack `gguf` into out; false when gguf is no stack of
- * experts. */
-bool elm_hf_expert_name(const char *gguf, int64_t e, char *out, size_t cap);
+/* The HF name of expert e of GGUF stack `gguf` of family `arch` into out; false when gguf is no
+ * stack of experts (or arch no family with experts). */
+bool elm_hf_expert_name(const char *arch, const char *gguf, int64_t e, char *out, size_t cap);
 
 /* How GGUF tensor `gguf`'s shape differs in an HF checkpoint: a depthwise convolution kernel
  * [channels, taps] is stored [channels, 1, taps] (LFM2's shortconv.conv, Mamba-2's and Qwen3.5's

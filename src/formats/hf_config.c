@@ -610,15 +610,41 @@ static elm_status read_qwen35(const char *path, const cJSON *root, const cJSON *
     return ELM_OK;
 }
 
-/* Qwen3-MoE's keys (Qwen3MoeConfig), as llama.cpp's converter reads them: num_experts,
- * num_experts_per_tok (at most num_experts) and moe_intermediate_size, all required; every layer
- * sparse (decoder_sparse_step 1, mlp_only_layers empty) and the chosen experts' weights
- * renormalised (norm_topk_prob true), which is all the forward pass runs: anything else is
- * refused by key. */
-static elm_status read_qwen3moe(const char *path, const cJSON *root, elm_hparams *hp,
-                                elm_error *err) {
+/* LFM2-MoE's keys beyond Qwen3-MoE's (Lfm2MoeConfig), as llama.cpp's converter reads them:
+ * num_dense_layers (required), the expert bias (use_expert_bias true, which llama.cpp's graph
+ * needs) and no scaling of the weights (routed_scaling_factor 1, which llama.cpp does not apply):
+ * anything else is refused by key. */
+static elm_status read_lfm2moe(const char *path, const cJSON *root, elm_hparams *hp,
+                               elm_error *err) {
+    elm_status st;
+    float scale = 1.0f;
+    if ((st = get_int(path, root, "num_dense_layers", true, &hp->n_dense_lead, err)) ||
+        (st = get_float(path, root, "routed_scaling_factor", &scale, err)))
+        return st;
+    if (hp->n_dense_lead > hp->n_layers)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: num_dense_layers %d is more than "
+                          "num_hidden_layers %d", path, hp->n_dense_lead, hp->n_layers);
+    if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(root, "use_expert_bias")))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: use_expert_bias false is not supported "
+                          "(llama.cpp's lfm2moe has the bias)", path);
+    if (scale != 1.0f)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: routed_scaling_factor %g is not "
+                          "supported (llama.cpp's lfm2moe does not scale the weights)", path,
+                          scale);
+    return ELM_OK;
+}
+
+/* A mixture of experts' keys (Qwen3MoeConfig, Lfm2MoeConfig), as llama.cpp's converter reads
+ * them: num_experts, num_experts_per_tok (at most num_experts) and moe_intermediate_size, all
+ * required; the chosen experts' weights renormalised (norm_topk_prob true); Qwen3-MoE's every
+ * layer sparse (decoder_sparse_step 1, mlp_only_layers empty), LFM2-MoE's read_lfm2moe: which
+ * is all the forward pass runs, anything else refused by key. */
+static elm_status read_moe(const char *path, const cJSON *root, const elm_arch *a,
+                           elm_hparams *hp, elm_error *err) {
     elm_status st;
     int32_t step = 1;
+    if (a->recurrent == ELM_LAYER_SHORTCONV && (st = read_lfm2moe(path, root, hp, err)))
+        return st;
     if ((st = get_int(path, root, "num_experts", true, &hp->n_expert, err)) ||
         (st = get_int(path, root, "num_experts_per_tok", true, &hp->n_expert_used, err)) ||
         (st = get_int(path, root, "moe_intermediate_size", true, &hp->expert_ffn_dim, err)) ||
@@ -690,7 +716,7 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
     if (a->recurrent == ELM_LAYER_MAMBA2 && (st = read_granite(path, root, hp, err))) return st;
     if (a->recurrent == ELM_LAYER_DELTANET && (st = read_qwen35(path, root, outer, hp, err)))
         return st;
-    if (a->moe && (st = read_qwen3moe(path, root, hp, err))) return st;
+    if (a->moe && (st = read_moe(path, root, a, hp, err))) return st;
     return ELM_OK;
 }
 

@@ -162,10 +162,12 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         cJSON_AddNumberToObject(c, "conv_L_cache", hp->conv_l);
         cJSON_AddBoolToObject(c, "conv_bias", false);
         cJSON_AddNumberToObject(c, "norm_eps", hp->rms_eps);
-        cJSON_AddNumberToObject(c, "block_ff_dim", hp->ffn_dim);
-        cJSON_AddBoolToObject(c, "block_auto_adjust_ff_dim", false);
-        cJSON_AddNumberToObject(c, "block_multiple_of", 256);
-        cJSON_AddNullToObject(c, "block_ffn_dim_multiplier");
+        if (!a->moe) { /* Lfm2MoeConfig has intermediate_size alone */
+            cJSON_AddNumberToObject(c, "block_ff_dim", hp->ffn_dim);
+            cJSON_AddBoolToObject(c, "block_auto_adjust_ff_dim", false);
+            cJSON_AddNumberToObject(c, "block_multiple_of", 256);
+            cJSON_AddNullToObject(c, "block_ffn_dim_multiplier");
+        }
     }
     if (a->recurrent == ELM_LAYER_MAMBA2) { /* GraniteMoeHybridConfig, dense */
         if (hp->ssm_inner % hp->dim) {
@@ -219,11 +221,17 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         for (int i = 0; i < 3; i++)
             cJSON_AddItemToArray(sections, cJSON_CreateNumber(hp->rope_sections[i]));
     }
-    if (a->moe) { /* Qwen3MoeConfig: every layer sparse, the top experts' weights renormalised */
+    if (a->moe) { /* the top experts' weights renormalised */
         cJSON_AddNumberToObject(c, "num_experts", hp->n_expert);
         cJSON_AddNumberToObject(c, "num_experts_per_tok", hp->n_expert_used);
         cJSON_AddNumberToObject(c, "moe_intermediate_size", hp->expert_ffn_dim);
         cJSON_AddBoolToObject(c, "norm_topk_prob", true);
+    }
+    if (a->moe && a->recurrent == ELM_LAYER_SHORTCONV) { /* Lfm2MoeConfig: dense layers first */
+        cJSON_AddNumberToObject(c, "num_dense_layers", hp->n_dense_lead);
+        cJSON_AddBoolToObject(c, "use_expert_bias", a->moe_bias);
+        cJSON_AddNumberToObject(c, "routed_scaling_factor", 1.0);
+    } else if (a->moe) { /* Qwen3MoeConfig: every layer sparse */
         cJSON_AddNumberToObject(c, "decoder_sparse_step", 1);
         cJSON_AddArrayToObject(c, "mlp_only_layers");
         cJSON_AddBoolToObject(c, "attention_bias", false);
@@ -307,7 +315,7 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
         const bool joined = a->hf_names == ELM_HF_NAMES_GRANITE && len > 14 &&
                             !strcmp(t->name + len - 14, ".ffn_up.weight");
         if (joined || t == m->dense_2 || t == m->dense_3) continue; /* Dense: write_modules */
-        if (elm_hf_expert_name(t->name, 0, it->name, sizeof it->name)) {
+        if (elm_hf_expert_name(m->hp.arch, t->name, 0, it->name, sizeof it->name)) {
             if (!dtype_name(t->type, AS_IS))
                 return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is %s; Hugging "
                                   "Face checkpoints hold f32, f16 or bf16", path, t->name,
@@ -316,7 +324,7 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
                 it = &items[(*n_items)++];
                 *it = (st_item){.t = t, .expert = true, .index = e, .nbytes = t->nbytes /
                                                                              (size_t)t->ne[2]};
-                elm_hf_expert_name(t->name, e, it->name, sizeof it->name);
+                elm_hf_expert_name(m->hp.arch, t->name, e, it->name, sizeof it->name);
             }
             continue;
         }
@@ -471,7 +479,7 @@ static elm_status write_safetensors(const elm_model *m, const elm_arch *a, const
     size_t n_items = (size_t)m->n_tensors + 1;
     char name[ELM_NAME_MAX + 32];
     for (int32_t i = 0; i < m->n_tensors; i++) /* a stack of experts: one item each */
-        if (elm_hf_expert_name(m->tensors[i].name, 0, name, sizeof name))
+        if (elm_hf_expert_name(m->hp.arch, m->tensors[i].name, 0, name, sizeof name))
             n_items += (size_t)m->tensors[i].ne[2];
     st_item *items = calloc(n_items, sizeof *items);
     if (!items) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", path);
@@ -565,7 +573,7 @@ static elm_status write_modules(const elm_model *m, const elm_arch *a, const cha
 elm_status elm_hf_writable(const elm_model *m, const float *llama3, const char *dir,
                            elm_error *err) {
     const elm_arch *a = elm_arch_find(m->hp.arch);
-    if (!a)
+    if (!a || !a->hf[0].type) /* a family edgelm reads from GGUF only (lfm2moe) */
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for architecture "
                           "'%s'", dir, m->hp.arch);
     if (m->rope_freqs && !llama3 && !a->swa_listed)

@@ -72,6 +72,13 @@ static const elm_arch archs[] = {
      * tensor per expert (mlp.experts.E.*_proj), stacked into GGUF's ffn_*_exps (formats/hf.c) */
     {.name = "qwen3moe", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qk_norm = true,
      .moe = true, .hf = {{"qwen3_moe", "Qwen3MoeForCausalLM"}}, .tiny_vocab = "qwen2"},
+    /* LFM2's layers with a mixture of experts for the FFNs past the leading dense ones: a
+     * sigmoid router whose expert bias steers the choice only (LFM2-8B-A1B) */
+    {.name = "lfm2moe", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qk_norm = true,
+     .recurrent = ELM_LAYER_SHORTCONV, .out_norm = "token_embd_norm.weight",
+     .hf_names = ELM_HF_NAMES_LFM2, .hf_tied_default = true, .moe = true,
+     .moe_gating = ELM_MOE_SIGMOID, .moe_bias = true,
+     .hf = {{"lfm2_moe", "Lfm2MoeForCausalLM"}}, .tiny_vocab = "llama-bpe"},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -121,6 +128,16 @@ static void fill_hf_names(char *buf, size_t cap) {
         }
 }
 
+static void fill_moe_names(char *buf, size_t cap) {
+    for (size_t i = 0; i < N_ARCHS; i++)
+        if (archs[i].moe) elm_list_add(buf, cap, archs[i].name);
+}
+
+const char *elm_arch_moe_names(void) {
+    static elm_names names = ELM_NAMES_INIT;
+    return elm_names_get(&names, fill_moe_names);
+}
+
 const char *elm_arch_names(void) {
     static elm_names names = ELM_NAMES_INIT;
     return elm_names_get(&names, fill_names);
@@ -164,9 +181,11 @@ static void ffn_layout(const elm_arch *a, const elm_hparams *hp, int l, elm_tens
     char name[ELM_NAME_MAX];
     snprintf(name, sizeof name, "blk.%%d.%s", elm_arch_ffn_norm(a));
     spec(s, n, ELM_KIND_NORM, dim, 0, name, l);
-    if (a->moe) { /* in the order of llama.cpp's converter: router, then down, gate, up */
+    if (a->moe && elm_layer_moe(hp, l)) {
+        /* in the order of llama.cpp's converter: router, then down, gate, up */
         const int64_t E = hp->n_expert, eff = hp->expert_ffn_dim;
         spec(s, n, ELM_KIND_MATRIX, dim, E, "blk.%d.ffn_gate_inp.weight", l);
+        if (a->moe_bias) spec(s, n, ELM_KIND_BIAS, E, 0, "blk.%d.exp_probs_b.bias", l);
         spec(s, n, ELM_KIND_MATRIX, eff, dim, "blk.%d.ffn_down_exps.weight", l)->experts = E;
         spec(s, n, ELM_KIND_MATRIX, dim, eff, "blk.%d.ffn_gate_exps.weight", l)->experts = E;
         spec(s, n, ELM_KIND_MATRIX, dim, eff, "blk.%d.ffn_up_exps.weight", l)->experts = E;

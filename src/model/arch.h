@@ -83,10 +83,16 @@ typedef struct elm_arch {
     bool full_last_layer;    /* llama.cpp takes every token through the last layer (the others:
                               * the logits' rows alone from its attention output on) */
     float softcap;           /* the final logits' softcap when the file gives none (30), 0: none */
-    /* Every layer's FFN a mixture of experts (model/ffn_moe.c): a softmax router over
-     * hp.n_expert, the top hp.n_expert_used, their weights renormalised to sum 1 (Qwen3-MoE's
-     * norm_topk_prob, llama.cpp's build_moe_ffn with norm_w) */
+    /* Every layer's FFN past the file's leading dense ones (hp.n_dense_lead) a mixture of
+     * experts (model/ffn_moe.c): a router over hp.n_expert, the top hp.n_expert_used, their
+     * weights renormalised to sum 1 (Qwen3-MoE's and LFM2-MoE's norm_topk_prob, llama.cpp's
+     * build_moe_ffn with norm_w) */
     bool moe;
+    int moe_gating;          /* the router's function when the file names none, and the one
+                              * written (hp.moe_gating): 0 softmax (Qwen3-MoE, not written),
+                              * ELM_MOE_SIGMOID (LFM2-MoE) */
+    bool moe_bias;           /* blk.N.exp_probs_b.bias [n_expert] added to the probabilities to
+                              * choose the experts, not to weigh them (LFM2-MoE's expert_bias) */
     /* An embedding model's bidirectional attention (EmbeddingGemma, llama.cpp's
      * gemma-embedding: causal_attn false): every token of a sequence sees all of it, a window
      * symmetric around the token (LLAMA_SWA_TYPE_SYMMETRIC); hparams.non_causal */
@@ -112,6 +118,10 @@ const elm_arch *elm_arch_from_hf_class(const char *cls);
 /* The config.json model_type of HF class `cls` (architectures[0], "Qwen2ForCausalLM" -> "qwen2"),
  * or NULL for a class of no family edgelm runs. */
 const char *elm_arch_hf_type(const char *cls);
+
+/* The families with a mixture of experts ("qwen3moe, lfm2moe"), for messages: a static string,
+ * built once (thread-safe). */
+const char *elm_arch_moe_names(void);
 
 /* The model_types elm_arch_from_hf takes ("llama, mistral, qwen2, ..."), for messages: a static
  * string, built once (thread-safe). */

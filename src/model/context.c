@@ -211,6 +211,12 @@ static void alloc_moe(elm_context *c, bool *ok) {
     c->moe_slots = calloc(nb * k, sizeof *c->moe_slots);
     c->moe_first = calloc(E + 1, sizeof *c->moe_first);
     *ok = *ok && c->moe_ids && c->moe_slots && c->moe_first;
+    const elm_layer *layers = c->m->layers;
+    for (int l = 0; l < hp->n_layers && *ok; l++) {
+        if (!layers[l].router_bias) continue;
+        if (!c->moe_bias) c->moe_bias = alloc_f32((size_t)hp->n_layers * E, ok);
+        if (*ok) decode_vector(layers[l].router_bias, c->moe_bias + (size_t)l * E);
+    }
 }
 
 elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_context **out,
@@ -375,7 +381,7 @@ void elm_context_free(elm_context *c) {
                     c->rope_cs_swa, c->rope_ff, c->state_off, c->state, c->ckpt, c->mix,
                     c->seq_pos, c->ckpt_pos, c->runs, c->ones, c->out_scale, c->ple,
                     c->ple_row, c->ple_g, c->ple_norm, c->moe_probs, c->moe_ids, c->moe_w,
-                    c->moe_slots, c->moe_first, c->moe_x, c->moe_y};
+                    c->moe_slots, c->moe_first, c->moe_x, c->moe_y, c->moe_bias};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(c);
 }

@@ -115,6 +115,8 @@ struct elm_context {
     int32_t *moe_first;   /* [E + 1] where each expert's slots start in moe_slots */
     float *moe_x;         /* [n_batch, dim] an expert's tokens gathered, then its outputs */
     float *moe_y;         /* [n_batch · k, dim] each slot's weighted expert output */
+    float *moe_bias;      /* [n_layers, E] each layer's selection bias (elm_layer.router_bias),
+                           * decoded; NULL in a family without one */
 };
 
 /* Sequence seq's state of layer l. */

@@ -1,7 +1,10 @@
-/* The mixture-of-experts FFN (elm_arch.moe; Qwen3-MoE), as llama.cpp's build_moe_ffn runs it
- * with softmax gating and norm_w: per token, the router's logits, their softmax over the
- * experts, the top k, their probabilities divided by their sum; then
- * y = Σ_r w_r · Wdown_e·(silu(Wgate_e·x) ⊙ Wup_e·x) over the chosen experts e in rank order r.
+/* The mixture-of-experts FFN (elm_arch.moe; Qwen3-MoE, LFM2-MoE), as llama.cpp's build_moe_ffn
+ * runs it with norm_w: per token, the router's logits, their probabilities by the file's gating
+ * function (hp.moe_gating: a softmax over the experts, Qwen3-MoE's, or each one's sigmoid,
+ * LFM2-MoE's), the top k of the probabilities plus the layer's selection bias where it has one
+ * (exp_probs_b: it steers the choice, not the weights), their probabilities divided by their sum;
+ * then y = Σ_r w_r · Wdown_e·(silu(Wgate_e·x) ⊙ Wup_e·x) over the chosen experts e in rank
+ * order r.
  *
  * The batch's tokens are grouped by expert, so that each expert's matrices are read once per
  * batch, by the same row-split products as a dense FFN (forward_ops.h) over the expert's slice
@@ -23,10 +26,11 @@ static elm_tensor expert_view(const elm_tensor *t, int32_t e) {
     return v;
 }
 
-/* Token t's k experts of highest probability, most probable first (the lower index on ties),
- * and their probabilities divided by their sum (summed as ggml_sum_rows does, clamped to
- * llama.cpp's floor). Each chosen probability is then set to -inf in moe_probs. */
-static void route(elm_context *c, int32_t t) {
+/* Token t's k experts of highest probability plus bias[e] (bias NULL: none), most probable
+ * first (the lower index on ties), and their probabilities without the bias divided by their sum
+ * (summed as ggml_sum_rows does, clamped to llama.cpp's floor). Each chosen probability is then
+ * set to -inf in moe_probs. */
+static void route(elm_context *c, int32_t t, const float *bias) {
     const int32_t E = c->m->hp.n_expert, k = c->m->hp.n_expert_used;
     float *p = c->moe_probs + (size_t)t * E;
     int32_t *ids = c->moe_ids + (size_t)t * k;
@@ -34,8 +38,11 @@ static void route(elm_context *c, int32_t t) {
     double sum = 0;
     for (int32_t r = 0; r < k; r++) {
         int32_t best = 0;
-        for (int32_t e = 1; e < E; e++)
-            if (p[e] > p[best]) best = e;
+        float best_sel = bias ? p[0] + bias[0] : p[0];
+        for (int32_t e = 1; e < E; e++) {
+            const float sel = bias ? p[e] + bias[e] : p[e]; /* ggml_add's float sum */
+            if (sel > best_sel) best = e, best_sel = sel;
+        }
         ids[r] = best;
         w[r] = p[best];
         sum += w[r];
@@ -81,14 +88,25 @@ static void run_expert(elm_context *c, int l, int32_t e, int32_t cnt) {
     }
 }
 
+/* The E router logits p turned into probabilities in place by gating function g (hp.moe_gating):
+ * their softmax, or each one's sigmoid as ggml_vec_sigmoid_f32 computes it. */
+static void gate(elm_context *c, int32_t g, float *p, int32_t E) {
+    if (g == ELM_MOE_SOFTMAX) {
+        c->k->softmax(p, E);
+        return;
+    }
+    for (int32_t e = 0; e < E; e++) p[e] = 1.0f / (1.0f + expf(-p[e]));
+}
+
 void elm_ffn_moe(elm_context *c, int l, int32_t n, int32_t t0) {
     const elm_hparams *hp = &c->m->hp;
     const int32_t E = hp->n_expert, k = hp->n_expert_used;
     const int64_t dim = hp->dim;
+    const float *bias = c->m->layers[l].router_bias ? c->moe_bias + (size_t)l * E : NULL;
     elm_fw_matmul(c, l, c->m->layers[l].router, c->xb, n, t0, c->moe_probs);
     for (int32_t t = t0; t < n; t++) {
-        c->k->softmax(c->moe_probs + (size_t)t * E, E);
-        route(c, t);
+        gate(c, hp->moe_gating, c->moe_probs + (size_t)t * E, E);
+        route(c, t, bias);
     }
     group_by_expert(c, t0, n);
     for (int32_t e = 0; e < E; e++)

@@ -291,15 +291,18 @@ static elm_status bind_stack(elm_model *m, elm_tensor **slot, const char *name, 
     return ELM_OK;
 }
 
-/* Block l's mixture of experts (elm_arch.moe): the router and the three stacks of experts. */
-static elm_status bind_moe(elm_model *m, int l, elm_error *err) {
+/* Block l's mixture of experts (elm_arch.moe): the router, its selection bias (elm_arch.moe_bias)
+ * and the three stacks of experts. */
+static elm_status bind_moe(elm_model *m, const elm_arch *a, int l, elm_error *err) {
     const int64_t dim = m->hp.dim, E = m->hp.n_expert, ff = m->hp.expert_ffn_dim;
     elm_layer *L = &m->layers[l];
     char name[ELM_NAME_MAX];
 #define NAME(suffix) (snprintf(name, sizeof name, "blk.%d.%s", l, suffix), name)
     elm_status st;
-    L->w_gate = L->w_up = L->w_down = NULL;
+    L->w_gate = L->w_up = L->w_down = L->router_bias = NULL;
     if ((st = elm_model_bind_tensor(m, &L->router, NAME("ffn_gate_inp.weight"), dim, E, err)) ||
+        (a->moe_bias &&
+         (st = elm_model_bind_tensor(m, &L->router_bias, NAME("exp_probs_b.bias"), E, 0, err))) ||
         (st = bind_stack(m, &L->gate_exps, NAME("ffn_gate_exps.weight"), dim, ff, E, err)) ||
         (st = bind_stack(m, &L->up_exps, NAME("ffn_up_exps.weight"), dim, ff, E, err)) ||
         (st = bind_stack(m, &L->down_exps, NAME("ffn_down_exps.weight"), ff, dim, E, err)))
@@ -328,12 +331,12 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
     elm_tensor *fused;
     if (!a->moe && elm_model_find(m, NAME("ffn_gate_inp.weight")))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: mixture-of-experts layers (tensor '%s') "
-                          "in a '%s' model (edgelm runs them for qwen3moe)", m->path, name,
-                          a->name);
+                          "in a '%s' model (edgelm runs them for %s)", m->path, name, a->name,
+                          elm_arch_moe_names());
     if ((st = elm_model_bind_tensor(m, &L->attn_norm, NAME("attn_norm.weight"), dim, 0, err)) ||
         (st = elm_model_bind_tensor(m, &L->ffn_norm, NAME(elm_arch_ffn_norm(a)), dim, 0, err)))
         return st;
-    if (a->moe) st = bind_moe(m, l, err);
+    if (a->moe && elm_layer_moe(hp, l)) st = bind_moe(m, a, l, err);
     else if (!(st = elm_model_bind_tensor(m, &L->w_down, NAME("ffn_down.weight"), ff, dim, err)))
         st = bind_ffn(m, l, views, err);
     if (st) return st;
@@ -483,16 +486,27 @@ static elm_status check_layers(elm_model *m, const elm_arch *a, elm_error *err) 
     return ELM_OK;
 }
 
-/* A mixture of experts' sizes (elm_arch.moe): experts, those a token is routed to and an
- * expert's FFN size (llama.cpp's default: ffn_dim / n_expert_used), none in another family. */
+/* A mixture of experts' sizes (elm_arch.moe): experts, those a token is routed to, an expert's
+ * FFN size (llama.cpp's default: ffn_dim / n_expert_used), the leading dense layers and the
+ * router's function (the family's when the file names none); none in another family. */
 static elm_status check_experts(elm_model *m, const elm_arch *a, elm_error *err) {
     elm_hparams *hp = &m->hp;
     if (!a->moe) {
         if (hp->n_expert > 0)
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d experts in a '%s' model (edgelm runs "
-                              "them for qwen3moe)", m->path, hp->n_expert, a->name);
+                              "them for %s)", m->path, hp->n_expert, a->name,
+                              elm_arch_moe_names());
         return ELM_OK;
     }
+    if (hp->moe_gating == 0) hp->moe_gating = a->moe_gating ? a->moe_gating : ELM_MOE_SOFTMAX;
+    if (hp->moe_gating != ELM_MOE_SOFTMAX && hp->moe_gating != ELM_MOE_SIGMOID)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: expert gating function %d (%s."
+                          "expert_gating_func): edgelm runs %d (softmax) and %d (sigmoid)",
+                          m->path, hp->moe_gating, a->name, ELM_MOE_SOFTMAX, ELM_MOE_SIGMOID);
+    if (hp->n_dense_lead < 0 || hp->n_dense_lead > hp->n_layers)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d leading dense layers (%s."
+                          "leading_dense_block_count) of %d layers", m->path, hp->n_dense_lead,
+                          a->name, hp->n_layers);
     if (hp->expert_ffn_dim == 0 && hp->n_expert_used > 0)
         hp->expert_ffn_dim = hp->ffn_dim / hp->n_expert_used;
     if (hp->n_expert < 1 || hp->n_expert > ELM_MAX_EXPERTS || hp->n_expert_used < 1 ||
@@ -525,7 +539,8 @@ int elm_layer_slots(elm_layer *L, elm_tensor ***out) {
                           &L->ssm_conv_b, &L->ssm_dt_b, &L->ssm_a, &L->ssm_d, &L->ssm_norm,
                           &L->dn_z,      &L->dn_beta,     &L->dn_alpha,
                           &L->ple_gate,  &L->ple_proj,    &L->ple_post_norm, &L->out_scale,
-                          &L->router,    &L->gate_exps,   &L->up_exps,    &L->down_exps};
+                          &L->router,    &L->gate_exps,   &L->up_exps,    &L->down_exps,
+                          &L->router_bias};
     _Static_assert(sizeof all / sizeof all[0] <= ELM_LAYER_SLOTS, "ELM_LAYER_SLOTS");
     memcpy(out, all, sizeof all);
     return (int)(sizeof all / sizeof all[0]);

@@ -235,6 +235,8 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
         hp->n_expert = 8;
         hp->n_expert_used = 2;
         hp->expert_ffn_dim = TINY_FFN / 4 * scale;
+        /* LFM2-MoE: its first layer dense (the real models' first 2), experts in both kinds */
+        if (a->recurrent == ELM_LAYER_SHORTCONV) hp->n_dense_lead = 1;
     }
     rng r = {o->seed};
     st = add_tensors(m, a, &r, o->std > 0 ? o->std : 0.3, o->longrope, err);
