@@ -76,6 +76,16 @@ for spec in "qwen3.5-0.8b 752393024 18*(3*6144+16*128*128)" \
     check "$tmp/h.json" 'd["model"]["n_params"] == '"$params"' and all(r["peak_bytes"] == r["weight_bytes"] + r["kv_bytes"] + d["compute_bytes"] + d["state_bytes"] for r in d["rows"])' "plan --preset $name: parameters and peak"
     check "$tmp/h.json" '(d["state_bytes"] == 0) if '"$floats"' == 0 else (d["state_bytes"] >= 2 * 4 * '"$floats"' and d["state_bytes"] % (4 * '"$floats"') == 0)' "plan --preset $name: recurrent state"
 done
+# a mixture of experts: decode reads the routed experts only. Qwen3-30B-A3B: of each layer's
+# 3 stacks of 128 experts of 768 x 2048, 8 are read a token (3,353,032,704 of 30,532,122,624
+# parameters); the f16 row reads its weights but the embedding's other rows and the unrouted
+# experts' (2 bytes a parameter), and the KV cache
+"$bin" plan --preset qwen3-30b-a3b -c 4096 --json >"$tmp/moe.json" || fail "plan --preset qwen3-30b-a3b: exit status $?"
+check "$tmp/moe.json" 'd["model"]["n_params"] == 30532122624 and d["model"]["n_active_params"] == 3353032704' "plan --preset qwen3-30b-a3b: active parameters"
+check "$tmp/moe.json" 'all(r["read_bytes_per_token"] < r["weight_bytes"] * 0.2 for r in d["rows"]) and [r["read_bytes_per_token"] - r["weight_bytes"] for r in d["rows"] if r["weights"] == "f16"] == [-2 * (151936 - 1) * 2048 - 2 * (30532122624 - 3353032704) + d["kv_cache_bytes"]["f16"]]' "plan --preset qwen3-30b-a3b: read bytes a token"
+"$bin" plan --preset qwen3-30b-a3b >"$tmp/text" || fail "plan --preset qwen3-30b-a3b (text): exit status $?"
+grep -q "^experts: 128 a layer, 8 per token: 3.353 B parameters read a token$" "$tmp/text" ||
+    fail "plan text lacks the active parameters: $(cat "$tmp/text")"
 "$bin" plan --preset qwen3.5-2b >"$tmp/text" || fail "plan --preset qwen3.5-2b: exit status $?"
 grep -q "^recurrent state (one sequence, with its rollback checkpoints): [0-9.]* MiB$" "$tmp/text" ||
     fail "plan text lacks the recurrent state: $(cat "$tmp/text")"

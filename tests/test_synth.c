@@ -73,7 +73,8 @@ static void presets(void) {
                 {"qwen3.5-9b", 8953803264LL},
                 {"granite-4.0-h-micro", 3191396096LL},
                 {"gemma-4-e2b", 4647449891LL},
-                {"gemma-4-e4b", 7518069034LL}};
+                {"gemma-4-e4b", 7518069034LL},
+                {"qwen3-30b-a3b", 30532122624LL}};
     int n;
     const elm_synth_preset *all = elm_synth_presets(&n);
     CHECK(n == (int)(sizeof want / sizeof want[0]), "%d presets, %d checked", n,

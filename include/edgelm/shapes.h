@@ -38,6 +38,10 @@ typedef struct elm_synth_extra {
      * those layers' attn_k, attn_v and attn_k_norm, unused, and so do the preset's files. */
     int32_t kv_shared_from;
     bool double_wide_mlp; /* the FFN is 2 x ffn_dim from kv_shared_from on (use_double_wide_mlp) */
+    /* A mixture of experts (Qwen3-MoE): experts a layer (num_experts), those each token uses
+     * (num_experts_per_tok), an expert's FFN size (moe_intermediate_size) and the leading layers
+     * with a dense FFN of ffn_dim instead; n_expert 0: dense */
+    int32_t n_expert, n_expert_used, expert_ffn_dim, n_dense_lead;
 } elm_synth_extra;
 
 typedef struct elm_synth_preset {
@@ -158,6 +162,8 @@ typedef struct elm_plan_row {
 typedef struct elm_plan {
     int32_t n_ctx, n_batch, n_threads;
     int64_t n_params;
+    int64_t n_active_params; /* those decode reads a token: a mixture of experts' routed ones only
+                              * (hp.n_expert_used of each stack), else n_params */
     uint64_t kv_f16, kv_q8_0, kv_int8; /* KV cache at n_ctx: 2, 34/32 (ggml q8_0), 1 bytes */
     uint64_t kv_bytes;        /* the one the rows use (kv_cache_q8: kv_q8_0, else kv_f16) */
     uint64_t compute_bytes;   /* edgelm's activations for an n_batch batch, the attention scores

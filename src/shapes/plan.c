@@ -73,24 +73,29 @@ static uint64_t compute_bytes(const elm_hparams *hp, int32_t n_ctx, int32_t n_ba
            (uint64_t)n_threads * elm_matmul_scratch_bytes((int64_t)cols);
 }
 
-/* Bytes of m's tensors under policy p, of its token embedding and its row, and of the other
- * tables decode reads one row of per token (Gemma 4's per-layer embeddings), those rows left out. */
+/* Bytes of m's tensors under policy p, of its token embedding and its row, and those decode does
+ * not read each token: of the other tables it reads one row of (Gemma 4's per-layer embeddings),
+ * those rows left out, and of the experts a token is not routed to (all but hp.n_expert_used of
+ * each stack). */
 static elm_status weight_bytes(const elm_model *m, const elm_quant_policy *p,
                                elm_tensor_plan *plan, uint64_t *total, uint64_t *embd,
-                               uint64_t *embd_row, uint64_t *lookup, elm_error *err) {
+                               uint64_t *embd_row, uint64_t *unread, elm_error *err) {
     elm_status st = elm_quant_plan(m, p, plan, err);
     if (st) return st;
-    *total = *embd = *embd_row = *lookup = 0;
+    *total = *embd = *embd_row = *unread = 0;
     for (int32_t i = 0; i < m->n_tensors; i++) {
         const elm_tensor *t = &m->tensors[i];
         const uint64_t row = elm_row_bytes(plan[i].type, t->ne[0]);
-        const uint64_t bytes = row * (uint64_t)(t->ne[1] * t->ne[2] * t->ne[3]);
+        const uint64_t matrix = row * (uint64_t)t->ne[1];
+        const uint64_t bytes = matrix * (uint64_t)(t->ne[2] * t->ne[3]);
         *total += bytes;
         if (strcmp(t->name, "token_embd.weight") == 0) {
             *embd = bytes;
             *embd_row = row;
         }
-        if (t == m->ple_embd) *lookup = bytes - row;
+        if (t == m->ple_embd) *unread += bytes - row;
+        if (t->ne[2] > 1 && m->hp.n_expert_used < t->ne[2]) /* a stack of experts */
+            *unread += matrix * (uint64_t)(t->ne[2] - m->hp.n_expert_used);
     }
     return ELM_OK;
 }
@@ -108,7 +113,12 @@ elm_status elm_plan_make(const elm_model *m, int32_t n_ctx, int32_t n_batch, int
     out->n_ctx = n_ctx;
     out->n_batch = n_batch < n_ctx ? n_batch : n_ctx;
     out->n_threads = n_threads;
-    out->n_params = elm_model_params(m);
+    out->n_params = out->n_active_params = elm_model_params(m);
+    for (int32_t i = 0; i < m->n_tensors; i++) { /* the experts a token is not routed to */
+        const int64_t *ne = m->tensors[i].ne;
+        if (ne[2] > 1 && hp->n_expert_used < ne[2])
+            out->n_active_params -= ne[0] * ne[1] * (ne[2] - hp->n_expert_used);
+    }
     out->kv_f16 = elm_kv_cache_bytes(hp, n_ctx, ELM_TYPE_F16, ELM_TYPE_F16);
     out->kv_q8_0 = elm_kv_cache_bytes(hp, n_ctx, ELM_TYPE_Q8_0, ELM_TYPE_Q8_0);
     out->kv_int8 = out->kv_f16 / 2; /* one byte per element, as runtimes with int8 caches */
@@ -131,13 +141,14 @@ elm_status elm_plan_make(const elm_model *m, int32_t n_ctx, int32_t n_batch, int
                                    .sensitive_type = ELM_TYPE_Q8_0};
         if (r >= ELM_PLAN_FIRST_RECIPE)
             elm_quant_recipe_from_name(rows[r].label, &policy.recipe, &policy.type);
-        uint64_t embd, embd_row, lookup;
-        if ((st = weight_bytes(m, &policy, plan, &row->weight_bytes, &embd, &embd_row, &lookup,
+        uint64_t embd, embd_row, unread;
+        if ((st = weight_bytes(m, &policy, plan, &row->weight_bytes, &embd, &embd_row, &unread,
                                err)))
             break;
         snprintf(row->label, sizeof row->label, "%s", rows[r].label);
-        /* decode looks up one embedding row; a tied embedding is read whole as the output */
-        row->read_bytes = row->weight_bytes - (tied ? 0 : embd - embd_row) - lookup +
+        /* decode looks up one embedding row (a tied embedding is read whole as the output) and
+         * reads the experts the token is routed to */
+        row->read_bytes = row->weight_bytes - (tied ? 0 : embd - embd_row) - unread +
                           out->kv_bytes;
         row->peak_bytes = row->weight_bytes + out->kv_bytes + out->state_bytes + out->compute_bytes;
         row->tokens_per_s = bandwidth_gbs * 1e9 / (double)row->read_bytes;

@@ -106,6 +106,13 @@ static const elm_synth_preset presets[] = {
      .n_layers = 42, .n_heads = 8, .n_kv_heads = 2, .ffn_dim = 10240,
      .layers = "sssssa" "sssssa" "sssssa" "sssssa" "sssssa" "sssssa" "sssssa",
      .extra.kv_shared_from = 24},
+    /* every layer's FFN 128 experts of 768, 8 per token (about 3.3B of its 30.5B read a token);
+     * its dense intermediate_size (6144) belongs to no layer (mlp_only_layers is empty) */
+    {.name = "qwen3-30b-a3b", .source = "Qwen/Qwen3-30B-A3B", .arch = "qwen3moe",
+     .n_vocab = 151936, .dim = 2048, .n_layers = 48, .n_heads = 32, .n_kv_heads = 4,
+     .ffn_dim = 6144, .n_ctx_train = 40960, .rms_eps = 1e-6f, .rope_theta = 1000000.0f,
+     .head_dim = 128,
+     .extra = {.n_expert = 128, .n_expert_used = 8, .expert_ffn_dim = 768}},
 };
 
 /* Whether family a rotates part of a head by rope_freqs, as llama.cpp's converter writes Gemma
@@ -157,6 +164,8 @@ void elm_preset_hparams(const elm_synth_preset *p, elm_hparams *hp) {
     hp->embd_scale = x->embd_scale, hp->residual_scale = x->residual_scale;
     hp->attn_scale = x->attn_scale, hp->logit_scale = x->logit_scale;
     hp->no_rope = x->no_rope;
+    hp->n_expert = x->n_expert, hp->n_expert_used = x->n_expert_used;
+    hp->expert_ffn_dim = x->expert_ffn_dim, hp->n_dense_lead = x->n_dense_lead;
     if (p->n_ctx_orig > 0) {
         hp->n_ctx_orig = p->n_ctx_orig;
         hp->rope_attn_factor = elm_arch_longrope_attn_factor(p->n_ctx_train, p->n_ctx_orig);

@@ -85,6 +85,9 @@ static void print_text(const elm_model *m, const elm_plan *p, const char *dev, d
            "ffn %d, vocab %d%s\n", m->name[0] ? m->name : m->path, hp->arch, p->n_params / 1e9,
            hp->n_layers, hp->n_heads, hp->n_kv_heads, hp->head_dim, hp->dim, hp->ffn_dim,
            hp->n_vocab, elm_model_find(m, "output.weight") ? "" : ", tied output");
+    if (hp->n_expert > 0)
+        printf("experts: %d a layer, %d per token: %.3f B parameters read a token\n",
+               hp->n_expert, hp->n_expert_used, p->n_active_params / 1e9);
     printf("device: %s, %.1f GB/s, %.1f GiB RAM\n", dev, gbs, gib);
     printf("KV cache at %d tokens: f16 %.2f MiB, q8_0 %.2f MiB, int8 (1 byte) %.2f MiB\n",
            p->n_ctx, mib(p->kv_f16), mib(p->kv_q8_0), mib(p->kv_int8));
@@ -123,6 +126,7 @@ static int print_json(const elm_model *m, const elm_plan *p, const char *dev, do
     cJSON_AddStringToObject(jm, "name", m->name[0] ? m->name : m->path);
     cJSON_AddStringToObject(jm, "architecture", m->hp.arch);
     cJSON_AddNumberToObject(jm, "n_params", (double)p->n_params);
+    cJSON_AddNumberToObject(jm, "n_active_params", (double)p->n_active_params);
     cJSON_AddNumberToObject(jm, "n_layers", m->hp.n_layers);
     cJSON_AddNumberToObject(jm, "n_kv_heads", m->hp.n_kv_heads);
     cJSON_AddNumberToObject(jm, "head_dim", m->hp.head_dim);
