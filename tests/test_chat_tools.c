@@ -92,7 +92,9 @@ static void tools_render(void) {
                          "[{\"type\": \"function\", \"function\": {\"name\": \"a b\"}}]",
                          "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": 3}}]",
                          "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
-                         "{\"properties\": [\"city\"]}}}]"};
+                         "{\"properties\": [\"city\"]}}}]",
+                         "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}, "
+                         "{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         for (int t = 0; t < ELM_TEMPLATE_COUNT; t++) { /* every syntax: tools are checked first */
             if (!elm_chat_template_has_tools((elm_chat_template)t)) continue;
@@ -268,7 +270,7 @@ static void families_render(void) {
     CHECK(elm_chat_render_tools(ELM_TEMPLATE_LLAMA31, calls, 1, tools_json, true, &out, &err) ==
               ELM_ERR_ARG && strstr(err.msg, "first user message"), "llama31 no user: %s", err.msg);
     /* Mistral Small 3.2: the tools go before the last user message, and calls and results need
-     * their ids of 9 characters */
+     * their ids of 9 letters and digits */
     const elm_chat_msg later[] = {user_msg, {.role = "assistant", .content = "Where?"},
                                   {.role = "user", .content = "Paris"}};
     CHECK(elm_chat_render_tools(ELM_TEMPLATE_MISTRAL_SMALL32, later, 3, "[{\"type\": \"function\", "
@@ -278,16 +280,19 @@ static void families_render(void) {
                           "[INST]Paris[/INST]") && !strstr(out, "[/AVAILABLE_TOOLS][INST]Weather"),
           "mistral-small32 tools before the last user message: %s", out ? out : err.msg);
     free(out);
-    const elm_tool_call no_id[] = {{"now", "{}", NULL}}, short_id[] = {{"now", "{}", "call_1"}};
+    const elm_tool_call no_id[] = {{"now", "{}", NULL}}, short_id[] = {{"now", "{}", "call_1"}},
+                        odd_id[] = {{"now", "{}", "abcdefgh\n"}};
     const elm_chat_msg bad_ids[][2] = {
         {user_msg, {.role = "assistant", .content = "", .tool_calls = no_id, .n_tool_calls = 1}},
         {user_msg, {.role = "assistant", .content = "", .tool_calls = short_id, .n_tool_calls = 1}},
+        {user_msg, {.role = "assistant", .content = "", .tool_calls = odd_id, .n_tool_calls = 1}},
         {user_msg, {.role = "tool", .content = "noon"}},
-        {user_msg, {.role = "tool", .content = "noon", .tool_call_id = "call_1"}}};
-    for (size_t i = 0; i < 8; i++)
-        CHECK(elm_chat_render_tools(i < 4 ? ELM_TEMPLATE_MISTRAL_SMALL32 : ELM_TEMPLATE_MISTRAL_NEMO,
-                                    bad_ids[i % 4], 2, tools_json, true, &out, &err) == ELM_ERR_FORMAT &&
-                  strstr(err.msg, "chat message 1") && strstr(err.msg, "9 characters"),
+        {user_msg, {.role = "tool", .content = "noon", .tool_call_id = "call_1"}},
+        {user_msg, {.role = "tool", .content = "noon", .tool_call_id = "ab cd efg"}}};
+    for (size_t i = 0; i < 12; i++)
+        CHECK(elm_chat_render_tools(i < 6 ? ELM_TEMPLATE_MISTRAL_SMALL32 : ELM_TEMPLATE_MISTRAL_NEMO,
+                                    bad_ids[i % 6], 2, tools_json, true, &out, &err) == ELM_ERR_FORMAT &&
+                  strstr(err.msg, "chat message 1") && strstr(err.msg, "9 letters and digits"),
               "bad id %zu: %s", i, err.msg);
     /* the ids a reply's calls get back: 9 letters and digits for it, call_TAG_I for others */
     char id[ELM_TOOL_CALL_ID_MAX], id2[ELM_TOOL_CALL_ID_MAX];
@@ -419,6 +424,10 @@ static void families_parse(void) {
     check_parse(ELM_TEMPLATE_PHI4_MINI, tools, "Checking. functools[{\"name\": \"f\", \"arguments\": "
                 "{\"s\": \"x]\"}}, {\"name\": \"g\", \"arguments\": {}}]", 2, want_phi, "Checking.");
     check_parse(ELM_TEMPLATE_PHI4_MINI, tools, "functools[{\"name\": \"f\", \"argu", 0, NULL, "");
+    /* cut short after complete calls (max_tokens): those are kept */
+    check_parse(ELM_TEMPLATE_PHI4_MINI, tools, "Checking. functools[{\"name\": \"f\", \"arguments\": "
+                "{\"s\": \"x]\"}}, {\"name\": \"g\", \"arguments\": {}}, {\"name\": \"g\", \"argu", 2,
+                want_phi, "Checking.");
     CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_PHI4_MINI, tools, "functools[{\"name\": \"f\"}]",
                                     &c, &err) == ELM_ERR_FORMAT, "phi4 call without arguments");
     CHECK(elm_chat_parse_tool_calls(ELM_TEMPLATE_PHI4_MINI, tools, "functools[{\"name\" 1}]", &c,
@@ -598,6 +607,33 @@ static void families_grammar(void) {
                                "functools[{\"name\": \"get_weather\", \"arguments\": {\"days\": 3}}]",
                                "[{\"name\": \"now\", \"arguments\": {}}]"};
     check_grammar(ELM_TEMPLATE_PHI4_MINI, tools, false, phi_good, 1, phi_wrong, 3);
+    /* a function of no arguments (additionalProperties false): called with none in the
+     * syntaxes that write each argument alone; a required name they do not list is refused */
+    static const char none_tools[] =
+        "[{\"type\": \"function\", \"function\": {\"name\": \"ping\", \"parameters\": {\"type\": "
+        "\"object\", \"properties\": {}, \"additionalProperties\": false}}}]";
+    const char *lfm2_none[] = {"<|tool_call_start|>[ping()]<|tool_call_end|>"},
+               *lfm2_some[] = {"<|tool_call_start|>[ping(a=1)]<|tool_call_end|>"};
+    check_grammar(ELM_TEMPLATE_LFM2, none_tools, false, lfm2_none, 1, lfm2_some, 1);
+    const char *xml_none[] = {"<tool_call>\n<function=ping>\n</function>\n</tool_call>"},
+               *xml_some[] = {"<tool_call>\n<function=ping>\n<parameter=a>\n1\n</parameter>\n"
+                              "</function>\n</tool_call>"};
+    check_grammar(ELM_TEMPLATE_QWEN35, none_tools, false, xml_none, 1, xml_some, 1);
+    static const char *const bad_required[] = {
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
+        "\"object\", \"properties\": {\"a\": {}}, \"required\": \"a\"}}}]",
+        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"type\": "
+        "\"object\", \"properties\": {\"a\": {}}, \"required\": [\"zz\"]}}}]"};
+    for (int b = 0; b < 2; b++)
+        for (int t = 0; t < 2; t++) {
+            char *bad = NULL;
+            elm_error e2;
+            CHECK(elm_chat_tool_grammar(t ? ELM_TEMPLATE_LFM2 : ELM_TEMPLATE_QWEN35,
+                                        bad_required[b], NULL, true, false, &bad, NULL, &e2) !=
+                          ELM_OK && strstr(e2.msg, "tools[0].function.parameters.required"),
+                  "required %d on %d: %s", b, t, e2.msg);
+            free(bad);
+        }
     const char *gemma_lazy[] = {"call:now{}<tool_call|>"};
     check_grammar(ELM_TEMPLATE_GEMMA4_THINK, gemma_tools, true, gemma_lazy, 1, gemma_good, 1);
     const char *mistral_good[] = {

@@ -355,6 +355,11 @@ void elm_chat_tool_call_id(elm_chat_template t, const char *tag, int32_t i, char
     snprintf(idx, sizeof idx, "_%d", (int)i);
     for (const char *p = tag; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
     for (const char *p = idx; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211u;
+    h ^= h >> 33; /* mixed, so that every character varies (FNV's high bits barely do) */
+    h *= 0xff51afd7ed558ccdu;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53u;
+    h ^= h >> 33;
     for (int k = 0; k < ELM_MISTRAL_ID_LEN; k++, h /= 62) out[k] = digits[h % 62];
     out[ELM_MISTRAL_ID_LEN] = '\0';
 }
@@ -627,7 +632,9 @@ static bool put_gemma4_reply(text *t, const tmpl_spec *s, const elm_chat_msg *ms
 /* Whether id (NULL: none) is one template s can write: any where it writes none, else one of
  * ELM_MISTRAL_ID_LEN characters (Mistral Small 3.2's and Nemo's templates raise on others). */
 static bool id_fits(const tmpl_spec *s, const char *id) {
-    return !elm_tools_mistral_ids(s->tools) || (id && strlen(id) == ELM_MISTRAL_ID_LEN);
+    if (!elm_tools_mistral_ids(s->tools)) return true;
+    static const char alnum[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    return id && strlen(id) == ELM_MISTRAL_ID_LEN && strspn(id, alnum) == ELM_MISTRAL_ID_LEN;
 }
 
 /* The messages' tool calls against template s: its syntax takes calls, each one's arguments a
@@ -643,11 +650,11 @@ static elm_status check_calls(const tmpl_spec *s, const elm_chat_msg *msgs, int3
                               "tool call a message", i, s->name);
         if (!strcmp(msgs[i].role, "tool") && !id_fits(s, msgs[i].tool_call_id))
             return elm_errorf(err, ELM_ERR_FORMAT, "chat message %d: tool_call_id: template %s "
-                              "takes an id of %d characters", i, s->name, ELM_MISTRAL_ID_LEN);
+                              "takes an id of %d letters and digits", i, s->name, ELM_MISTRAL_ID_LEN);
         for (int32_t k = 0; k < msgs[i].n_tool_calls; k++) {
             if (!id_fits(s, msgs[i].tool_calls[k].id))
                 return elm_errorf(err, ELM_ERR_FORMAT, "chat message %d: tool call %d: id: "
-                                  "template %s takes an id of %d characters", i, k, s->name,
+                                  "template %s takes an id of %d letters and digits", i, k, s->name,
                                   ELM_MISTRAL_ID_LEN);
             cJSON *a = cJSON_Parse(msgs[i].tool_calls[k].arguments);
             const bool ok = cJSON_IsObject(a);

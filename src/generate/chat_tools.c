@@ -92,6 +92,13 @@ elm_status elm_tools_check(const cJSON *tools, const char *src, elm_error *err) 
         if (!cJSON_IsString(name) || !elm_tool_name_ok(name->valuestring))
             return elm_errorf(err, ELM_ERR_FORMAT,
                               "%s[%d].function.name: expected 1 to 64 of a-z A-Z 0-9 _ - .", src, i);
+        int k = 0; /* a call names its function: two of one name would be one */
+        for (const cJSON *u = tools->child; u != t; u = u->next, k++)
+            if (!strcmp(cJSON_GetObjectItemCaseSensitive(
+                            cJSON_GetObjectItemCaseSensitive(u, "function"), "name")->valuestring,
+                        name->valuestring))
+                return elm_errorf(err, ELM_ERR_FORMAT, "%s[%d].function.name: '%s' is also "
+                                  "%s[%d]'s", src, i, name->valuestring, src, k);
         if (params && !cJSON_IsNull(params) && !cJSON_IsObject(params))
             return elm_errorf(err, ELM_ERR_FORMAT,
                               "%s[%d].function.parameters: expected a JSON schema object", src, i);

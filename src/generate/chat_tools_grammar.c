@@ -80,6 +80,21 @@ static elm_status check_object_params(const cJSON *params, int i, const char *sy
                    cJSON_GetObjectItemCaseSensitive(params, "$ref")))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tools[%d].function.parameters: the %s call "
                           "syntax takes an object schema of properties", i, syntax);
+    /* the JSON translator, which checks the rest, sees each property alone: required here */
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required");
+    const cJSON *props = cJSON_GetObjectItemCaseSensitive(params, "properties");
+    if (req && !cJSON_IsArray(req))
+        return elm_errorf(err, ELM_ERR_FORMAT, "tools[%d].function.parameters.required: expected "
+                          "an array of strings", i);
+    for (const cJSON *r = req ? req->child : NULL; r; r = r->next) {
+        if (!cJSON_IsString(r))
+            return elm_errorf(err, ELM_ERR_FORMAT, "tools[%d].function.parameters.required: "
+                              "expected an array of strings", i);
+        if (!cJSON_GetObjectItemCaseSensitive(props, r->valuestring))
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tools[%d].function.parameters.required: "
+                              "'%s' is not in properties, and the %s call syntax writes only "
+                              "those", i, r->valuestring, syntax);
+    }
     return ELM_OK;
 }
 
@@ -116,7 +131,10 @@ static elm_status xml_params(elm_sbuf *g, const cJSON *params, int i, const char
     if (st) return st;
     elm_sbuf rules = {0}, subs = {0};
     elm_sb_printf(g, "%sparams ::=", prefix);
-    if (!props || !props->child) /* any parameters, their values text */
+    if ((!props || !props->child) && /* none */
+        cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(params, "additionalProperties")))
+        elm_sb_puts(g, " \"\"");
+    else if (!props || !props->child) /* any parameters, their values text */
         elm_sb_puts(g, " ( \"<parameter=\" [a-zA-Z0-9_.-]+ \">\\n\" xml-text \"\\n</parameter>\\n\" )*");
     int j = 0;
     for (const cJSON *p = props ? props->child : NULL; p && !st; p = p->next, j++) {
@@ -182,6 +200,11 @@ static elm_status py_args(elm_sbuf *g, const cJSON *params, int i, const char *p
     elm_status st = check_object_params(params, i, "LFM2", err);
     if (st) return st;
     char sub[64];
+    if ((!props || !props->child) &&
+        cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(params, "additionalProperties"))) {
+        elm_sb_printf(g, "%sargs ::= \"\"\n", prefix); /* no arguments: f() */
+        return ELM_OK;
+    }
     if (!props || !props->child) {
         elm_sb_printf(g, "%sargs ::= ( %skw ( \", \" %skw )* )?\n%skw ::= [a-zA-Z_] [a-zA-Z0-9_]* "
                       "\"=\" %sany-root\n", prefix, prefix, prefix, prefix, prefix);

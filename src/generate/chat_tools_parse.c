@@ -385,27 +385,36 @@ static elm_status parse_mistral(const char *reply, elm_tool_calls *out, elm_erro
 
 /* A JSON list of calls {"name": ..., "arguments": {...}} (an "id" the model writes ignored)
  * after `open`, which may end with the list's "[": Phi-4-mini's functools[...], Mistral Nemo's
- * [TOOL_CALLS][...]. A list that does not parse is a call cut short, unless it ends the reply
- * with its "]" (then an error). */
+ * [TOOL_CALLS][...]. Read call by call, so that a list cut short keeps its complete calls; a
+ * call that does not parse is cut short, unless the reply ends with the list's "]" (an error). */
 static elm_status parse_json_list(const char *reply, const char *open, elm_tool_calls *out,
                                   elm_error *err) {
     const char *p = strstr(reply, open);
     if (!p) return ELM_OK;
     p += strlen(open);
-    if (p[-1] == '[') p--;
-    cJSON *list = cJSON_ParseWithOpts(p, NULL, false);
-    if (!list) {
-        const char *e = p + strlen(p);
-        while (e > p && strchr(" \t\r\n", e[-1])) e--;
-        return e > p && e[-1] == ']' ? bad_call(out, err, "a list of {\"name\": N, \"arguments\": "
-                                                          "{...}}")
-                                     : ELM_OK;
+    if (p[-1] != '[') { /* the list's "[" after the opening */
+        p += strspn(p, " \t\r\n");
+        if (*p != '[') return *p ? bad_call(out, err, "a list of calls") : ELM_OK;
+        p++;
     }
-    elm_status st = cJSON_IsArray(list) ? ELM_OK : bad_call(out, err, "a list of calls");
-    while (!st && list->child)
-        st = add_json_call(out, cJSON_DetachItemViaPointer(list, list->child), "arguments", err);
-    cJSON_Delete(list);
-    return st;
+    for (;;) {
+        p += strspn(p, " \t\r\n");
+        if (*p == ']') return ELM_OK;
+        const char *end = NULL;
+        cJSON *j = cJSON_ParseWithOpts(p, &end, false);
+        if (!j) {
+            const char *e = p + strlen(p);
+            while (e > p && strchr(" \t\r\n", e[-1])) e--;
+            return e > p && e[-1] == ']' ? bad_call(out, err, "a list of {\"name\": N, "
+                                                              "\"arguments\": {...}}")
+                                         : ELM_OK;
+        }
+        const elm_status st = add_json_call(out, j, "arguments", err);
+        if (st) return st;
+        p = end + strspn(end, " \t\r\n");
+        if (*p != ',') return ELM_OK; /* "]", or the end of a list cut short */
+        p++;
+    }
 }
 
 elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, const char *reply,

@@ -27,6 +27,9 @@ typedef struct {
     int32_t line;
     prule *rules;
     int32_t n_rules, cap_rules;
+    int32_t *names;  /* [cap_names]: the named rules' indices by the hash of their name, -1 empty
+                      * (open addressing): a grammar of many tools has tens of thousands */
+    int32_t n_names, cap_names;
     int32_t current; /* the named rule being defined */
     gr_byteset *sets;
     int32_t n_sets, cap_sets;
@@ -74,6 +77,39 @@ static bool push_elems(parser *P, ivec *v, const int32_t *e, int32_t n) {
     return true;
 }
 
+static uint32_t name_hash(const char *name, size_t len) {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)name[i]) * 16777619u;
+    return h;
+}
+
+/* The slot of name [len] in P->names: the one holding its rule, or the empty one it would go in. */
+static int32_t *name_slot(parser *P, const char *name, size_t len) {
+    const uint32_t mask = (uint32_t)P->cap_names - 1;
+    for (uint32_t i = name_hash(name, len) & mask;; i = (i + 1) & mask) {
+        int32_t *slot = &P->names[i];
+        const char *n = *slot >= 0 ? P->rules[*slot].name : NULL;
+        if (*slot < 0 || (strlen(n) == len && !memcmp(n, name, len))) return slot;
+    }
+}
+
+/* Records named rule r in P->names, which is kept at most half full. */
+static bool index_name(parser *P, int32_t r) {
+    if (2 * (P->n_names + 1) > P->cap_names) {
+        const int32_t cap = P->cap_names ? P->cap_names * 2 : 256;
+        int32_t *old = P->names, old_cap = P->cap_names;
+        if (!(P->names = malloc(sizeof *P->names * (size_t)cap))) return P->names = old, oom(P);
+        P->cap_names = cap;
+        for (int32_t i = 0; i < cap; i++) P->names[i] = -1;
+        for (int32_t i = 0; i < old_cap; i++)
+            if (old[i] >= 0) *name_slot(P, P->rules[old[i]].name, strlen(P->rules[old[i]].name)) = old[i];
+        free(old);
+    }
+    *name_slot(P, P->rules[r].name, strlen(P->rules[r].name)) = r;
+    P->n_names++;
+    return true;
+}
+
 static int32_t new_rule(parser *P, const char *name, size_t len) {
     if (P->n_rules == P->cap_rules) {
         const int32_t cap = P->cap_rules ? P->cap_rules * 2 : 32;
@@ -89,14 +125,16 @@ static int32_t new_rule(parser *P, const char *name, size_t len) {
         r->name[len] = '\0';
         r->owner = P->n_rules;
     }
-    return P->n_rules++;
+    P->n_rules++;
+    if (name && !index_name(P, P->n_rules - 1)) return -1;
+    return P->n_rules - 1;
 }
 
 static int32_t rule_named(parser *P, const char *name, size_t len) {
-    for (int32_t i = 0; i < P->n_rules; i++)
-        if (P->rules[i].name && strlen(P->rules[i].name) == len &&
-            !memcmp(P->rules[i].name, name, len))
-            return i;
+    if (P->cap_names) {
+        const int32_t r = *name_slot(P, name, len);
+        if (r >= 0) return r;
+    }
     return new_rule(P, name, len);
 }
 
@@ -684,6 +722,7 @@ elm_status elm_grammar_parse(const char *text, size_t len, const char *src, elm_
         free(P.rules[r].body.v);
     }
     free(P.rules);
+    free(P.names);
     free(P.sets);
     if (!ok) {
         elm_grammar_free(g);

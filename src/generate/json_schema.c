@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_text.h"
 #include "edgelm/grammar.h"
 #include "generate/chat_tools.h"
 #include "generate/json_schema.h"
@@ -995,19 +996,6 @@ static bool compile(js_cx *c, const cJSON *s, int32_t r, elm_sbuf *ref) {
 
 /* ---- the translation ---- */
 
-/* Whether the JSON text has a \u0000 escape in a string: cJSON cuts strings there, so a key or a
- * value would not be the one ajv sees. */
-static bool has_nul_escape(const char *s, size_t n) {
-    bool in = false;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '"') in = !in;
-        else if (in && s[i] == '\\' && ++i < n && s[i] == 'u' && i + 4 < n &&
-                 !memcmp(s + i + 1, "0000", 4))
-            return true;
-    }
-    return false;
-}
-
 /* The rules, one a line, then the helpers used. */
 static char *assemble(js_cx *c) {
     elm_sbuf out = {0};
@@ -1046,7 +1034,7 @@ elm_status js_schema_to_gbnf(const char *schema, size_t len, const char *src, js
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: not JSON (at byte %lld)", src,
                           (long long)(end ? end - schema : 0));
     }
-    if (has_nul_escape(schema, len)) {
+    if (elm_json_has_nul_escape(schema, len)) {
         cJSON_Delete(root);
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: strings with \\u0000 are not supported",
                           src);

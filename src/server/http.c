@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -34,6 +35,7 @@ struct srv_http {
     srv_http_params p;
     int port;
     unsigned long next_id;
+    char run_tag[20]; /* this run's, in the tool calls' ids: unique past a restart and a choice */
     int inflight; /* requests between their first call and their completion (atomic) */
 };
 
@@ -191,11 +193,14 @@ static cJSON *logprobs_json(srv_http *h, srv_job *job, bool chat, int32_t *sent,
     return o;
 }
 
-/* Puts calls c into a choice made by choice(): "tool_calls" in its message or delta (ids from the
- * response's id, in the form template tmpl takes back), content null when the reply had no
- * text, finish_reason "tool_calls" unless it ended otherwise than at a stop. */
-static void put_tool_calls(cJSON *c, bool delta, const elm_tool_calls *calls, const char *id,
-                           elm_chat_template tmpl) {
+/* Puts calls c into choice `index` made by choice(): "tool_calls" in its message or delta (ids
+ * from the response's id, the server run and the choice, in the form the template takes back),
+ * content null when the reply had no text, finish_reason "tool_calls" unless it ended otherwise
+ * than at a stop. */
+static void put_tool_calls(const srv_http *h, cJSON *c, bool delta, const elm_tool_calls *calls,
+                           const char *id, int index) {
+    char tag[80];
+    snprintf(tag, sizeof tag, "%s-%s-%d", id, h->run_tag, index);
     cJSON *m = cJSON_GetObjectItem(c, delta ? "delta" : "message");
     if (!delta) {
         cJSON_DeleteItemFromObject(m, "content");
@@ -206,7 +211,7 @@ static void put_tool_calls(cJSON *c, bool delta, const elm_tool_calls *calls, co
     for (int32_t i = 0; i < calls->n; i++) {
         cJSON *tc = cJSON_CreateObject();
         char call_id[ELM_TOOL_CALL_ID_MAX];
-        elm_chat_tool_call_id(tmpl, id, i, call_id); /* in the form the template takes back */
+        elm_chat_tool_call_id(h->def->tmpl, tag, i, call_id);
         if (delta) cJSON_AddNumberToObject(tc, "index", i);
         cJSON_AddStringToObject(tc, "id", call_id);
         cJSON_AddStringToObject(tc, "type", "function");
@@ -362,7 +367,7 @@ static bool choice_end(stream *st, stream_choice *c) {
         if (calls.n > 0) {
             if (strlen(calls.content) > c->content_sent)
                 cJSON_AddStringToObject(d, "content", calls.content + c->content_sent);
-            put_tool_calls(ch, true, &calls, st->id, st->h->def->tmpl);
+            put_tool_calls(st->h, ch, true, &calls, st->id, (int)(c - st->ch));
         } else {
             cJSON_AddStringToObject(d, "content", c->reply.s + c->content_sent);
         }
@@ -462,7 +467,7 @@ static cJSON *whole_choice(srv_http *h, srv_job *job, const srv_request *r, cons
         (!r->chat || !r->job.tool_calls || reply_tool_calls(h, r->tools, text ? text : "", &calls))) {
         c = choice(r->chat, false, index, text ? text : "", res->finish_reason, true, lp);
         lp = NULL;
-        if (calls.n > 0) put_tool_calls(c, false, &calls, id, h->def->tmpl);
+        if (calls.n > 0) put_tool_calls(h, c, false, &calls, id, index);
     }
     cJSON_Delete(lp);
     elm_tool_calls_free(&calls);
@@ -821,6 +826,11 @@ elm_status srv_http_start(srv_server *s, const srv_defaults *d, const srv_http_p
         free(h);
         return elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
     }
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    snprintf(h->run_tag, sizeof h->run_tag, "%lx",
+             (unsigned long)now.tv_sec * 1000003ul ^ (unsigned long)now.tv_nsec ^
+                 (unsigned long)getpid() << 20);
     h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
                             (uint16_t)p->port, NULL, NULL, handle, h, MHD_OPTION_SOCK_ADDR, &addr,
                             MHD_OPTION_NOTIFY_COMPLETED, completed, h,

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/json_text.h"
 #include "edgelm/vocab.h"
 #include "server/constraint.h"
 #include "server/fields.h"
@@ -252,6 +253,10 @@ int srv_request_parse(const char *body, size_t len, bool chat, const srv_default
     msg[0] = '\0';
     cJSON *root = cJSON_ParseWithLength(body, len);
     if (!root) return srv_bad(msg, cap, "request body: invalid JSON");
+    if (elm_json_has_nul_escape(body, len)) {
+        cJSON_Delete(root);
+        return srv_bad(msg, cap, "request body: a string holds \\u0000, which is not supported");
+    }
     const int rc = parse(root, chat, d, r, msg, cap);
     cJSON_Delete(root);
     if (rc) {

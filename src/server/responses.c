@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "core/strbuf.h"
+#include "core/json_text.h"
 #include "server/fields.h"
 #include "server/responses.h"
 
@@ -143,6 +144,8 @@ static void text_format(const cJSON *in, cJSON *out) {
 
 int srv_responses_to_chat(const char *body, size_t len, char **chat_body, char *msg, size_t cap) {
     *chat_body = NULL;
+    if (elm_json_has_nul_escape(body, len))
+        return srv_bad(msg, cap, "request body: a string holds \\u0000, which is not supported");
     cJSON *in = cJSON_ParseWithLength(body, len);
     if (!in) return srv_bad(msg, cap, "request body: invalid JSON");
     cJSON *out = cJSON_CreateObject(), *msgs = cJSON_AddArrayToObject(out, "messages");
