@@ -96,6 +96,9 @@ static void check_errors(void) {
     bad("root ::= [a-", "unterminated character class");
     bad("root ::= [z-a]", "class range is reversed");
     bad("root ::= \"a\"{3,2}", "n < m");
+    bad("root ::= .+++ \"x\"", "a repetition of a repetition"); /* fuzz_grammar: a 37 s match */
+    bad("root ::= \"a\"* ?", "a repetition of a repetition");
+    bad("root ::= [a-z]{2}+", "a repetition of a repetition");
     bad("root ::= \"a\"{10001}", "over 10000");
     static char big[8192] = "root ::=";
     for (int i = 0; i < 450; i++) strcat(big, " \"a\"{10000}");

@@ -540,8 +540,13 @@ static bool parse_sequence(parser *P, int32_t rule, bool nested) {
                 ok = push_elems(P, &seq, (int32_t[]){GR_RULE(r)}, 1);
             }
             P->depth--;
+        } else if ((c == '*' || c == '+' || c == '?' || c == '{') && last == -2) {
+            /* x++ or x*? nests repetitions, whose ways to match the same text the matcher would
+             * have to follow all of (its time grows with them, exponentially) */
+            ok = fail(P, "a repetition of a repetition (write one operator, or a group)", NULL);
         } else if (c == '*' || c == '+' || c == '?' || c == '{') {
             ok = parse_repeat(P, &seq, last); /* the repeated atom still starts at `last` */
+            last = -2;
         } else {
             break;
         }
