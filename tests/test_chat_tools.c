@@ -405,8 +405,8 @@ static void families_parse(void) {
                 "</tool_call>", 1, want_granite, "");
     /* Gemma 4: its value syntax, keys bare or quoted, None as null; a call without its close is
      * cut short; one that does not read is an error */
-    const char *want_gemma[] = {"f", "{\"b\":true,\"n\":12,\"o\":{\"k\":[1,\"x<|\",null]},"
-                                "\"s\":\"a, {b}: \\\"c\\\"\\nd\"}", "g", "{}"};
+    const char *want_gemma[] = {"f", ("{\"b\":true,\"n\":12,\"o\":{\"k\":[1,\"x<|\",null]},"
+                                      "\"s\":\"a, {b}: \\\"c\\\"\\nd\"}"), "g", "{}"};
     check_parse(ELM_TEMPLATE_GEMMA4, tools, "Let me see.<|tool_call>call:f{b:true,n:12,"
                 "o:{<|\"|>k<|\"|>:[1,<|\"|>x<|<|\"|>,None]},s:<|\"|>a, {b}: \"c\"\nd<|\"|>}"
                 "<tool_call|><|tool_call>call:g{}<tool_call|>", 2, want_gemma, "Let me see.");
