@@ -216,6 +216,41 @@ static void bad_input(edgelm_model *m) {
     edgelm_index_free(ix); /* uncommitted: dropped */
 }
 
+/* An index with vectors whose recorded embedding model is gone: opened without a model, one line
+ * naming the index and the model (the CLI's words, elm_index_recorded_model). */
+static void recorded_model_gone(void) {
+    char gone[1100], vdb[1100], err[512];
+    snprintf(gone, sizeof gone, "%s/gone.gguf", dir);
+    snprintf(vdb, sizeof vdb, "%s/vectors.db", dir);
+    FILE *in = fopen(fixture(F32), "rb"), *out = fopen(gone, "wb");
+    char buf[65536];
+    size_t n;
+    bool copied = in && out;
+    while (copied && (n = fread(buf, 1, sizeof buf, in)) > 0) copied = fwrite(buf, 1, n, out) == n;
+    if (in) fclose(in);
+    if (out && fclose(out)) copied = false;
+    CHECK(copied, "copy the model to %s", gone);
+    edgelm_model *gm = NULL;
+    edgelm_index *ix = NULL;
+    const char *files[] = {a_txt};
+    const bool made = copied && edgelm_model_load(gone, &gm, err, sizeof err) == 0 &&
+                      edgelm_index_create(vdb, gm, 0, -1, &ix, err, sizeof err) == 0 &&
+                      edgelm_index_add(ix, files, 1, err, sizeof err) == 0 &&
+                      edgelm_index_commit(ix, err, sizeof err) == 0;
+    CHECK(made, "an index with vectors: %s", err);
+    edgelm_index_free(ix);
+    edgelm_model_free(gm);
+    unlink(gone);
+    ix = NULL;
+    if (made) {
+        const int st = edgelm_index_open(vdb, NULL, 0, &ix, err, sizeof err);
+        CHECK(st == ELM_ERR_IO && !ix && strstr(err, "vectors.db") && strstr(err, "gone.gguf") &&
+                  strstr(err, "recorded when it was indexed"), "model gone: %d %s", st, err);
+        edgelm_index_free(ix);
+    }
+    unlink(vdb);
+}
+
 static bool other_sqlite(const char *path) {
     sqlite3 *s = NULL;
     bool ok = sqlite3_open(path, &s) == SQLITE_OK &&
@@ -253,6 +288,7 @@ int main(int argc, char **argv) {
         if (m) answer(m);
         change();
         bad_input(m);
+        recorded_model_gone();
     }
     edgelm_model_free(m);
     const char *names[] = {a_txt, b_txt, db, junk, other_db};

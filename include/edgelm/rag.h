@@ -116,6 +116,12 @@ void elm_index_close(elm_index *ix);
 /* The embedding model an index was built with: its path as loaded, name and width, or NULL and
  * 0 for a BM25-only index. */
 const char *elm_index_model_path(const elm_index *ix);
+
+/* The embedding model ix records (*path; NULL for a BM25-only index), to load: ELM_ERR_IO naming
+ * the index and the model when that file is gone, `advice` (what the caller can do instead, "pass
+ * the same model with -m") ending the message. */
+elm_status elm_index_recorded_model(const elm_index *ix, const char *advice, const char **path,
+                                    elm_error *err);
 const char *elm_index_model_name(const elm_index *ix);
 int32_t elm_index_dim(const elm_index *ix);
 

@@ -27,7 +27,10 @@ static elm_status embedding(edgelm_index *h, const edgelm_model *m, bool check, 
         if (check && (st = elm_index_check_model(h->ix, m->m, err))) return st;
         h->model = m->m;
     } else if (elm_index_dim(h->ix) > 0) {
-        const char *path = elm_index_model_path(h->ix);
+        const char *path;
+        if ((st = elm_index_recorded_model(h->ix, "open the index with the same model, or search "
+                                           "with BM25", &path, err)))
+            return st;
         char msg[sizeof err->msg];
         if ((st = edgelm_model_load(path, &h->own, msg, sizeof msg)))
             return elm_errorf(err, st, "%s: its embedding model: %s", path, msg);

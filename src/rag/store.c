@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/fileio.h"
 #include "edgelm/embed.h"
 #include "edgelm/model.h"
 #include "rag/index_db.h"
@@ -274,6 +275,14 @@ void elm_index_close(elm_index *ix) {
 
 const char *elm_index_model_path(const elm_index *ix) { return ix->dim ? ix->model_path : NULL; }
 const char *elm_index_model_name(const elm_index *ix) { return ix->dim ? ix->model_name : NULL; }
+
+elm_status elm_index_recorded_model(const elm_index *ix, const char *advice, const char **path,
+                                    elm_error *err) {
+    *path = elm_index_model_path(ix);
+    if (!*path || elm_file_exists(*path)) return ELM_OK;
+    return elm_errorf(err, ELM_ERR_IO, "%s: its embedding model %s (recorded when it was indexed) "
+                      "is missing: %s", ix->path, *path, advice);
+}
 int32_t elm_index_dim(const elm_index *ix) { return ix->dim; }
 int32_t elm_index_chunk_tokens(const elm_index *ix) { return ix->max_tokens; }
 

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "core/fileio.h"
 #include "edgelm/rag.h"
 #include "opts.h"
 
@@ -59,10 +58,10 @@ static void progress(void *user, elm_index_event ev, const char *file, const cha
 
 /* The model to embed with: -m, or (adding to an index that has one) the index's. */
 static elm_model *embedding_model(const opts *o, const elm_index *ix) {
-    const char *path = o->model ? o->model : ix ? elm_index_model_path(ix) : NULL;
-    if (path && !o->model && !elm_file_exists(path)) {
-        cli_fail("%s: its embedding model %s (recorded when it was indexed) is missing: pass the "
-                 "same model with -m", o->db, path);
+    const char *path = o->model;
+    elm_error err;
+    if (!path && ix && elm_index_recorded_model(ix, "pass the same model with -m", &path, &err)) {
+        cli_fail("%s", err.msg);
         return NULL;
     }
     return path ? cli_load_model_to_run(path, o->tokenizer, false) : NULL;

@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "core/fileio.h"
 #include "docs.h"
 
 bool cli_docs_open(cli_docs *d, const cli_docs_opts *o) {
@@ -15,10 +14,10 @@ bool cli_docs_open(cli_docs *d, const cli_docs_opts *o) {
     const bool vectors = elm_index_dim(d->ix) > 0;
     d->mode = o->mode ? *o->mode : vectors ? ELM_SEARCH_HYBRID : ELM_SEARCH_BM25;
     if (d->mode == ELM_SEARCH_BM25 || !vectors) return true; /* elm_retrieve says what is missing */
-    const char *path = o->model ? o->model : elm_index_model_path(d->ix);
-    if (!o->model && !elm_file_exists(path)) {
-        cli_fail("%s: its embedding model %s (recorded when it was indexed) is missing: pass the "
-                 "same model with -m, or search with --mode bm25", o->db, path);
+    const char *path = o->model;
+    if (!path && elm_index_recorded_model(d->ix, "pass the same model with -m, or search with "
+                                          "--mode bm25", &path, &err)) {
+        cli_fail("%s", err.msg);
         cli_docs_close(d);
         return false;
     }
