@@ -150,6 +150,7 @@ expect_status "format" 400 'encoding_format: expected' POST /v1/embeddings '{"in
 expect_status "dimensions" 400 'dimensions: 65 out of range 1..64' POST /v1/embeddings '{"input": "a", "dimensions": 65}'
 expect_status "model" 400 'model: expected a string' POST /v1/embeddings '{"input": "a", "model": 1}'
 expect_status "not JSON" 400 'request body: invalid JSON' POST /v1/embeddings '{"input": '
+expect_status "NUL escape" 400 'request body: a string holds' POST /v1/embeddings '{"input": "a\u0000b"}'
 expect_status "GET" 405 'use POST' GET /v1/embeddings
 expect_status "completion after" 200 '"text_completion"' POST /v1/completions '{"prompt": "Once", "max_tokens": 4}'
 stop_server TERM

@@ -86,6 +86,10 @@ err='"error":\{"message":"[^"]*%s[^"]*","type":"invalid_request_error"'
 chat=/v1/chat/completions
 expect_status "invalid JSON" 400 "$(printf "$err" 'request body: invalid JSON')" POST $chat '{"messages": ['
 expect_status "not an object" 400 "$(printf "$err" 'request body')" POST $chat '[1,2]'
+expect_status "NUL escape" 400 "$(printf "$err" 'request body: a string holds')" POST $chat \
+    '{"messages":[{"role":"user","content":"a\u0000b"}]}'
+expect_status "responses NUL" 400 "$(printf "$err" 'request body: a string holds')" POST /v1/responses \
+    '{"input":"a\u0000b"}'
 expect_status "no messages" 400 "$(printf "$err" 'messages: required')" POST $chat '{"model":"x"}'
 expect_status "messages type" 400 "$(printf "$err" 'messages: expected an array')" POST $chat '{"messages":"hi"}'
 expect_status "bad role" 400 'messages\[0\].role: expected .*"type":"invalid_request_error"' POST $chat '{"messages":[{"role":"robot","content":"hi"}]}'

@@ -75,6 +75,7 @@ bad "tokenize with_pieces" 'with_pieces: expected true or false' /tokenize '{"co
 bad "tokenize add_special" 'add_special: expected true or false' /tokenize '{"content":"a","add_special":"yes"}'
 bad "tokenize array body" 'request body: expected a JSON object' /tokenize '["a"]'
 bad "tokenize not JSON" 'request body: invalid JSON' /tokenize '{"content":'
+bad "tokenize NUL escape" 'request body: a string holds' /tokenize '{"content":"a\u0000b"}'
 bad "detokenize no tokens" 'tokens: required' /detokenize '{"content":"a"}'
 bad "detokenize not array" 'tokens: expected an array' /detokenize '{"tokens":5}'
 bad "detokenize string id" 'tokens\[1\]: expected an integer' /detokenize '{"tokens":[1,"2"]}'

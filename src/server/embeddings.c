@@ -128,11 +128,11 @@ static int parse_fields(const parse *ps, const cJSON *root, int32_t dim) {
 int srv_embed_parse(const char *body, size_t len, const elm_vocab *v, int32_t dim,
                     int32_t max_tokens, srv_embed_request *r, char *msg, size_t cap) {
     memset(r, 0, sizeof *r);
-    cJSON *root = cJSON_ParseWithLength(body, len);
-    if (!root) return srv_bad(msg, cap, "request body: invalid JSON");
+    cJSON *root;
+    int rc = srv_parse_body(body, len, &root, msg, cap);
+    if (rc) return rc;
     const parse ps = {.v = v, .max_tokens = max_tokens, .r = r, .msg = msg, .cap = cap};
-    int rc = cJSON_IsObject(root) ? parse_fields(&ps, root, dim)
-                                  : srv_bad(msg, cap, "request body: expected a JSON object");
+    rc = parse_fields(&ps, root, dim);
     cJSON_Delete(root);
     if (rc) srv_embed_request_free(r);
     if (rc == 500) snprintf(msg, cap, "out of memory");

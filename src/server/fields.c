@@ -5,6 +5,8 @@
 
 #include "server/fields.h"
 
+#include "core/json_text.h"
+
 int srv_bad(char *msg, size_t cap, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -44,4 +46,18 @@ bool srv_boolean(const cJSON *o, const char *name, bool *out, char *msg, size_t 
     }
     *out = cJSON_IsTrue(f);
     return true;
+}
+
+int srv_parse_body(const char *body, size_t len, cJSON **root, char *msg, size_t cap) {
+    *root = NULL;
+    if (elm_json_has_nul_escape(body, len))
+        return srv_bad(msg, cap, "request body: a string holds \\u0000, which is not supported");
+    cJSON *r = cJSON_ParseWithLength(body, len);
+    if (!r) return srv_bad(msg, cap, "request body: invalid JSON");
+    if (!cJSON_IsObject(r)) {
+        cJSON_Delete(r);
+        return srv_bad(msg, cap, "request body: expected a JSON object");
+    }
+    *root = r;
+    return 0;
 }

@@ -10,7 +10,6 @@
 
 #include <cjson/cJSON.h>
 
-#include "core/json_text.h"
 #include "edgelm/vocab.h"
 #include "server/constraint.h"
 #include "server/fields.h"
@@ -178,7 +177,6 @@ static int tokens(const srv_defaults *d, const char *text, bool chat, srv_reques
 
 static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_request *r, char *msg,
                  size_t cap) {
-    if (!cJSON_IsObject(root)) return srv_bad(msg, cap, "request body: expected a JSON object");
     const cJSON *model = srv_field(root, "model");
     if (model && !cJSON_IsString(model)) return srv_bad(msg, cap, "model: expected a string");
     srv_job_params *jp = &r->job;
@@ -251,13 +249,10 @@ int srv_request_parse(const char *body, size_t len, bool chat, const srv_default
     memset(r, 0, sizeof *r);
     r->chat = chat;
     msg[0] = '\0';
-    cJSON *root = cJSON_ParseWithLength(body, len);
-    if (!root) return srv_bad(msg, cap, "request body: invalid JSON");
-    if (elm_json_has_nul_escape(body, len)) {
-        cJSON_Delete(root);
-        return srv_bad(msg, cap, "request body: a string holds \\u0000, which is not supported");
-    }
-    const int rc = parse(root, chat, d, r, msg, cap);
+    cJSON *root;
+    int rc = srv_parse_body(body, len, &root, msg, cap);
+    if (rc) return rc;
+    rc = parse(root, chat, d, r, msg, cap);
     cJSON_Delete(root);
     if (rc) {
         free(r->prompt);

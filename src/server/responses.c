@@ -5,7 +5,6 @@
 #include <time.h>
 
 #include "core/strbuf.h"
-#include "core/json_text.h"
 #include "server/fields.h"
 #include "server/responses.h"
 
@@ -144,15 +143,12 @@ static void text_format(const cJSON *in, cJSON *out) {
 
 int srv_responses_to_chat(const char *body, size_t len, char **chat_body, char *msg, size_t cap) {
     *chat_body = NULL;
-    if (elm_json_has_nul_escape(body, len))
-        return srv_bad(msg, cap, "request body: a string holds \\u0000, which is not supported");
-    cJSON *in = cJSON_ParseWithLength(body, len);
-    if (!in) return srv_bad(msg, cap, "request body: invalid JSON");
+    cJSON *in;
+    int rc = srv_parse_body(body, len, &in, msg, cap);
+    if (rc) return rc;
     cJSON *out = cJSON_CreateObject(), *msgs = cJSON_AddArrayToObject(out, "messages");
     const cJSON *input = srv_field(in, "input"), *instr = srv_field(in, "instructions");
-    int rc = 0;
-    if (!cJSON_IsObject(in)) rc = srv_bad(msg, cap, "request body: expected a JSON object");
-    else if (srv_field(in, "previous_response_id"))
+    if (srv_field(in, "previous_response_id"))
         rc = srv_bad(msg, cap, "previous_response_id: edgelm keeps no responses; send the whole "
                                "conversation as input");
     else if (instr && !cJSON_IsString(instr))

@@ -89,11 +89,10 @@ static int detokenize(const cJSON *root, const elm_vocab *v, cJSON **out, char *
 int srv_tokenize(const char *body, size_t len, bool detok, const elm_vocab *v, cJSON **out,
                  char *msg, size_t cap) {
     *out = NULL;
-    cJSON *root = cJSON_ParseWithLength(body, len);
-    if (!root) return srv_bad(msg, cap, "request body: invalid JSON");
-    int rc = !cJSON_IsObject(root) ? srv_bad(msg, cap, "request body: expected a JSON object")
-             : detok             ? detokenize(root, v, out, msg, cap)
-                                 : tokenize(root, v, out, msg, cap);
+    cJSON *root;
+    int rc = srv_parse_body(body, len, &root, msg, cap);
+    if (rc) return rc;
+    rc = detok ? detokenize(root, v, out, msg, cap) : tokenize(root, v, out, msg, cap);
     cJSON_Delete(root);
     if (!rc && !*out) rc = 500;
     if (rc) {
