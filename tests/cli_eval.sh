@@ -33,6 +33,29 @@ assert m["verdicts"] == {"ppl": "excellent", "similarity": "acceptable"}, m["ver
 assert d["prompts"] == 3 and d["n_predict"] == 16 and d["n_ctx"] == 128, d
 EOF
 
+# the baseline against itself with a quantized KV cache (the baseline's stays f32): what the
+# cache costs, more for q4_0 than for q8_0; the perplexity command takes the same options
+for t in q8_0 q4_0; do
+    "$bin" eval -m "$f32" --ref "$f32" "${common[@]}" --cache-type-k $t --cache-type-v $t --json \
+        2>/dev/null > "$tmp/kv-$t.json" || fail "eval --cache-type-k $t"
+done
+"$bin" perplexity -m "$f32" "${common[@]}" --cache-type-k q4_0 --cache-type-v q4_0 --json 2>/dev/null \
+    > "$tmp/ppl-q4.json" || fail "perplexity --cache-type-k q4_0"
+python3 - "$tmp/self.json" "$tmp/kv-q8_0.json" "$tmp/kv-q4_0.json" "$tmp/ppl-q4.json" <<'EOF' && ok || fail "KV cache types in eval"
+import json, sys
+base, q8, q4, ppl4 = (json.load(open(p)) for p in sys.argv[1:])
+assert base["cache_type_k"] == base["cache_type_v"] == "f32", base
+assert q8["cache_type_k"] == q8["cache_type_v"] == "q8_0" and q4["cache_type_v"] == "q4_0"
+m8, m4 = q8["models"][0], q4["models"][0]
+assert q8["baseline"]["ppl"] == q4["baseline"]["ppl"] == base["baseline"]["ppl"], "baseline moved"
+assert 0 < m8["kld_mean"] < m4["kld_mean"], (m8["kld_mean"], m4["kld_mean"])
+assert m8["top1_pct"] > 90 and abs(m8["ppl_change_pct"]) < 2, m8
+assert ppl4["ppl"] == m4["ppl"], (ppl4["ppl"], m4["ppl"])
+EOF
+"$bin" eval -m "$f32" --ref "$f32" "${common[@]}" --cache-type-k q4_0 2>/dev/null | head -1 |
+    grep -q "the models' KV cache q4_0/f32 (the baseline's f32)" && ok || fail "KV cache in the table's heading"
+expect_error "bad cache type" "--cache-type-v: invalid value 'q5_0'" "$bin" eval -m "$f32" --ref "$f32" "${common[@]}" --cache-type-v q5_0
+
 # two quantized files: JSON against the schema, SVG, Markdown, progress on stderr only
 "$bin" eval -m "$q8" -m "$q4" --ref "$f32" "${common[@]}" --prompts "$tmp/prompts.txt" -n 16 --json \
   --plot "$tmp/plot.svg" --markdown "$tmp/report.md" 2>"$tmp/progress.txt" > "$tmp/two.json"

@@ -299,8 +299,9 @@ static void generation(const elm_model *f32) {
     const char *prompts[] = {"Once upon a time", "Lily and Ben are twins", "Tom had a huge toy car"};
     elm_continuations c1, c2;
     elm_error err;
-    CHECK(elm_eval_continuations(f32, prompts, 3, 16, 2, &c1, &err) == ELM_OK, "%s", err.msg);
-    CHECK(elm_eval_continuations(f32, prompts, 3, 16, 1, &c2, &err) == ELM_OK, "%s", err.msg);
+    const elm_ppl_params t2 = {.n_threads = 2}, t1 = {.n_threads = 1};
+    CHECK(elm_eval_continuations(f32, prompts, 3, 16, &t2, &c1, &err) == ELM_OK, "%s", err.msg);
+    CHECK(elm_eval_continuations(f32, prompts, 3, 16, &t1, &c2, &err) == ELM_OK, "%s", err.msg);
     if (c1.n == 3 && c2.n == 3) {
         CHECK(strncmp(c1.texts[0], ", there was a little girl named Lily", 36) == 0, "greedy text '%s'", c1.texts[0]);
         CHECK(c1.n_tokens[0] == 16, "tokens %d", c1.n_tokens[0]);
@@ -313,7 +314,7 @@ static void generation(const elm_model *f32) {
     elm_continuations_free(&c1);
     elm_continuations_free(&c2);
     const char *empty[] = {""};
-    CHECK(elm_eval_continuations(f32, empty, 1, 4, 1, &c1, &err) == ELM_ERR_ARG, "empty prompt accepted");
+    CHECK(elm_eval_continuations(f32, empty, 1, 4, &t1, &c1, &err) == ELM_ERR_ARG, "empty prompt accepted");
     elm_continuations_free(&c1);
 
     /* hand-made continuations: one identical, one "hello" -> "help" (ratio 2*3/9, 4 characters) */

@@ -149,11 +149,12 @@ typedef struct elm_continuations {
 } elm_continuations;
 
 /* For each prompt (tokenized with BOS when the model adds one), generates up to n_predict tokens
- * greedily, stopping at EOS. ELM_ERR_ARG for an empty prompt or n_predict <= 0. Free with
- * elm_continuations_free (also after an error). */
+ * greedily, stopping at EOS, in a context of p's threads and KV cache types (p's n_ctx and
+ * n_batch are not used: the context is sized for the longest prompt). ELM_ERR_ARG for an empty
+ * prompt or n_predict <= 0. Free with elm_continuations_free (also after an error). */
 elm_status elm_eval_continuations(const elm_model *m, const char *const *prompts, int32_t n_prompts,
-                                  int32_t n_predict, int32_t n_threads, elm_continuations *out,
-                                  elm_error *err);
+                                  int32_t n_predict, const elm_ppl_params *p,
+                                  elm_continuations *out, elm_error *err);
 void elm_continuations_free(elm_continuations *c);
 
 typedef struct elm_gen_quality {
@@ -187,6 +188,7 @@ typedef struct elm_eval_report {
     int32_t n_ctx, chunks;
     int64_t scored_tokens;
     int32_t n_prompts, n_predict; /* 0 when no prompts were given */
+    elm_type type_k, type_v;      /* the models' KV cache (the baseline's is F32) */
     elm_eval_entry baseline;
     int32_t n_models;
     const elm_eval_entry *models; /* [n_models] */
@@ -233,6 +235,8 @@ typedef struct elm_eval_params {
     int32_t n_threads;          /* 0: all online cores */
     const char *tokenizer;      /* a llama2.c tokenizer.bin not beside the checkpoints, or NULL */
     bool mmap;                  /* map GGUF files instead of reading them into memory */
+    elm_type type_k, type_v;    /* the KV cache of the models under test (0: F32, as the
+                                 * baseline's always is): what a quantized cache costs */
 } elm_eval_params;
 
 typedef struct elm_eval_callbacks {

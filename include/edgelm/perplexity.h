@@ -17,6 +17,8 @@ typedef struct elm_ppl_params {
     int32_t n_ctx;     /* tokens per chunk (>= 4) */
     int32_t n_batch;   /* tokens per forward call (0 = n_ctx) */
     int32_t n_threads; /* 0: all online cores */
+    elm_type type_k, type_v; /* KV cache element types (elm_context_params): 0 is F32, the
+                              * default; F16, Q8_0 or Q4_0 measure what a smaller cache costs */
 } elm_ppl_params;
 
 typedef struct elm_ppl_result {

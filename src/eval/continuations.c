@@ -16,8 +16,8 @@ void elm_continuations_free(elm_continuations *c) {
 }
 
 elm_status elm_eval_continuations(const elm_model *m, const char *const *prompts, int32_t n_prompts,
-                                  int32_t n_predict, int32_t n_threads, elm_continuations *out,
-                                  elm_error *err) {
+                                  int32_t n_predict, const elm_ppl_params *p,
+                                  elm_continuations *out, elm_error *err) {
     memset(out, 0, sizeof *out);
     if (n_predict <= 0) return elm_errorf(err, ELM_ERR_ARG, "tokens to generate must be > 0 (got %d)", n_predict);
     if (n_prompts <= 0) return elm_errorf(err, ELM_ERR_ARG, "no prompts");
@@ -49,7 +49,9 @@ elm_status elm_eval_continuations(const elm_model *m, const char *const *prompts
         longest = n > longest ? n : longest;
     }
     if (!st) {
-        const elm_context_params cp = {.n_ctx = (int32_t)(longest + n_predict), .n_threads = n_threads};
+        const elm_context_params cp = {.n_ctx = (int32_t)(longest + n_predict),
+                                       .n_threads = p->n_threads, .type_k = p->type_k,
+                                       .type_v = p->type_v};
         st = elm_context_new(m, &cp, &c, err);
     }
     elm_gen_params gp = {.n_predict = n_predict, .sampling = elm_sampler_defaults()};

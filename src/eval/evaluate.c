@@ -122,10 +122,11 @@ static elm_status tokenize_text(const elm_eval_run *r, const elm_model *m, int32
 }
 
 static elm_status continuations(const elm_eval_run *r, const elm_model *m, const char *name,
-                                elm_continuations *out, elm_error *err) {
+                                const elm_ppl_params *pp, elm_continuations *out,
+                                elm_error *err) {
     note(r, name);
     const elm_status st = elm_eval_continuations(m, r->p->prompts, r->p->n_prompts,
-                                                 r->p->n_predict, r->p->n_threads, out, err);
+                                                 r->p->n_predict, pp, out, err);
     return st ? prefixed(err, st, m->path) : ELM_OK;
 }
 
@@ -157,7 +158,7 @@ static elm_status prepare_baseline(elm_eval_run *r, const elm_ppl_params *pp, el
         e->kld = (elm_kld_stats){.n = in->n_scored, .top1_pct = 100, .top5_overlap_pct = 100};
     }
     if (!st && p->n_prompts > 0) {
-        st = continuations(r, base, r->base.name, &r->ref_gen, err);
+        st = continuations(r, base, r->base.name, pp, &r->ref_gen, err);
         if (!st) st = elm_gen_quality_of(&r->ref_gen, &r->ref_gen, &r->base.gen, err);
         r->base.has_gen = !st;
     }
@@ -183,7 +184,7 @@ static elm_status evaluate_model(elm_eval_run *r, int32_t k, const elm_ppl_param
     e->size_mib = mib(disk_bytes(path, m));
     if (!st && r->p->n_prompts > 0) {
         elm_continuations gen;
-        st = continuations(r, m, e->name, &gen, err);
+        st = continuations(r, m, e->name, pp, &gen, err);
         if (!st) st = elm_gen_quality_of(&r->ref_gen, &gen, &e->gen, err);
         e->has_gen = !st;
         elm_continuations_free(&gen);
@@ -268,15 +269,19 @@ elm_status elm_evaluate(const elm_eval_params *p, const elm_eval_callbacks *cb,
                           "text", p->text, (size_t)(nul - r->text));
     const elm_ppl_params pp = {.n_ctx = p->n_ctx, .n_batch = p->n_batch,
                                .n_threads = p->n_threads};
+    elm_ppl_params pm = pp; /* the models under test: the baseline keeps the exact F32 cache */
+    pm.type_k = p->type_k;
+    pm.type_v = p->type_v;
     st = check_models(p, err);
     if (!st) st = prepare_baseline(r, &pp, err);
-    for (int32_t k = 0; k < p->n_models && !st; k++) st = evaluate_model(r, k, &pp, err);
+    for (int32_t k = 0; k < p->n_models && !st; k++) st = evaluate_model(r, k, &pm, err);
     if (st) return st;
     const elm_ref_info *in = &r->ref->info;
     r->report = (elm_eval_report){
         .text_path = p->text, .n_ctx = in->n_ctx, .chunks = in->n_chunks,
         .scored_tokens = in->n_scored, .n_prompts = p->n_prompts,
-        .n_predict = p->n_prompts ? p->n_predict : 0, .baseline = r->base,
+        .n_predict = p->n_prompts ? p->n_predict : 0, .type_k = p->type_k, .type_v = p->type_v,
+        .baseline = r->base,
         .n_models = p->n_models, .models = r->models};
     return ELM_OK;
 }

@@ -53,7 +53,8 @@ elm_status elm_eval_chunks(const elm_model *m, const int32_t *tokens, int64_t n_
                           (long long)n_tokens, 2 * n_ctx, n_ctx);
     if (m->vocab.bos_id < 0) return elm_errorf(err, ELM_ERR_ARG, "%s: model has no BOS token", m->path);
     elm_context *c = NULL;
-    elm_context_params cp = {.n_ctx = n_ctx, .n_batch = p->n_batch, .n_threads = p->n_threads};
+    elm_context_params cp = {.n_ctx = n_ctx, .n_batch = p->n_batch, .n_threads = p->n_threads,
+                             .type_k = p->type_k, .type_v = p->type_v};
     elm_status st = elm_context_new(m, &cp, &c, err);
     if (st) return st;
     const int32_t n_batch = elm_context_n_batch(c);

@@ -56,6 +56,8 @@ char *elm_report_json(const elm_eval_report *r) {
     cJSON_AddNumberToObject(o, "scored_tokens", (double)r->scored_tokens);
     cJSON_AddNumberToObject(o, "prompts", r->n_prompts);
     cJSON_AddNumberToObject(o, "n_predict", r->n_predict);
+    cJSON_AddStringToObject(o, "cache_type_k", elm_type_get(r->type_k)->name);
+    cJSON_AddStringToObject(o, "cache_type_v", elm_type_get(r->type_v)->name);
     cJSON *th = cJSON_AddObjectToObject(o, "thresholds");
     cJSON_AddNumberToObject(th, "ppl_change_pct", ELM_EVAL_PPL_EXCELLENT_PCT);
     cJSON_AddNumberToObject(th, "similarity", ELM_EVAL_SIM_ACCEPTABLE);

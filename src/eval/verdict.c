@@ -30,6 +30,9 @@ void eval_describe(elm_sbuf *b, const elm_eval_report *r) {
     if (r->n_prompts > 0)
         elm_sb_printf(b, "; %d prompts, up to %d greedy tokens each", r->n_prompts, r->n_predict);
     elm_sb_printf(b, "; baseline %s", r->baseline.name);
+    if (r->type_k != ELM_TYPE_F32 || r->type_v != ELM_TYPE_F32)
+        elm_sb_printf(b, "; the models' KV cache %s/%s (the baseline's f32)",
+                      elm_type_get(r->type_k)->name, elm_type_get(r->type_v)->name);
 }
 
 void eval_verdict_line(elm_sbuf *b, const elm_eval_report *r, const elm_eval_entry *e) {

@@ -20,6 +20,7 @@ typedef struct {
     long n_ctx, n_batch, n_predict, n_threads;
     bool json, mmap;
     elm_plot_y plot_y;
+    elm_type type_k, type_v;
 } eval_opts;
 
 /* ------------------------------------------------------------------------- helpers */
@@ -109,7 +110,7 @@ static int run_eval(const eval_opts *o) {
         .n_models = o->n_models, .text = o->file, .prompts = (const char *const *)prompts,
         .n_prompts = n_prompts, .n_ctx = (int32_t)o->n_ctx, .n_batch = (int32_t)o->n_batch,
         .n_predict = (int32_t)o->n_predict, .n_threads = (int32_t)o->n_threads,
-        .tokenizer = o->tokenizer, .mmap = o->mmap};
+        .tokenizer = o->tokenizer, .mmap = o->mmap, .type_k = o->type_k, .type_v = o->type_v};
     const elm_eval_callbacks cb = {.chunk = on_chunk, .note = on_note};
     elm_eval_run *run = NULL;
     elm_error err;
@@ -155,6 +156,7 @@ int cmd_eval(int argc, char **argv) {
         {"--plot", "FILE.svg", CLI_TEXT, &o.plot, 0, 0, "also write a plot of file size against KLD (or --plot-y ppl)", 0},
         {"--plot-y", "kld|ppl", CLI_CALL, &o.plot_y, 0, 0, "y axis of the plot (default kld)", take_plot_y},
         CLI_OPT_THREADS(&o.n_threads),
+        CLI_OPT_CACHE_TYPES(&o.type_k, &o.type_v),
         CLI_OPT_TOKENIZER(&o.tokenizer),
         {"--mmap", NULL, CLI_FLAG, &o.mmap, 0, 0, "map GGUF files instead of reading them into memory", 0},
         {0}};
@@ -162,7 +164,9 @@ int cmd_eval(int argc, char **argv) {
         "eval", "-m QUANT [-m QUANT2 ...] (--ref BASELINE | --ref-logits FILE) -f TEXT [options]",
         "Compares each quantized model with the baseline on the chunks `perplexity` scores and on\n"
         "greedy continuations of prompts; prints a table with verdicts (PPL change < 5%: excellent,\n"
-        "similarity > 90%: acceptable).",
+        "similarity > 90%: acceptable). --cache-type-k/-v set the KV cache of the models under\n"
+        "test, the baseline's staying f32: with -m the baseline's own file, the table measures\n"
+        "what a quantized cache costs.",
         CLI_TABLES(opts), NULL, NULL, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
     return check_opts(&o) ? 1 : run_eval(&o);

@@ -17,17 +17,19 @@ int cmd_perplexity(int argc, char **argv) {
     const char *model = NULL, *file = NULL, *tokenizer = NULL;
     long n_ctx = 512, n_batch = 0, n_threads = elm_online_cores();
     bool json = false, mmap = false;
+    elm_type type_k = ELM_TYPE_F32, type_v = ELM_TYPE_F32;
     const cli_opt opts[] = {
         CLI_OPT_MODEL(&model),
         {"-f, --file", "TEXT", CLI_TEXT, &file, 0, 0, "UTF-8 text to score (needs at least 2 x CTX tokens)", 0},
         {"-c, --ctx-size", "N", CLI_INT, &n_ctx, 4, 1 << 20, "tokens per chunk (default 512)", 0},
         {"-b, --batch-size", "N", CLI_INT, &n_batch, 1, 1 << 20, "tokens per forward pass (default CTX)", 0},
         CLI_OPT_THREADS(&n_threads),
+        CLI_OPT_CACHE_TYPES(&type_k, &type_v),
         CLI_OPT_TOKENIZER(&tokenizer),
         CLI_OPT_MMAP(&mmap),
         CLI_OPT_JSON(&json, "print ppl, ppl_stderr, n_ctx, chunks, scored_tokens, mean_nll"),
         {0}};
-    const cli_spec spec = {"perplexity", "-m MODEL -f TEXT [-c CTX] [-b BATCH] [-t N] [--json]",
+    const cli_spec spec = {"perplexity", "-m MODEL -f TEXT [-c CTX] [-b BATCH] [-t N] [--cache-type-k T] [--cache-type-v T] [--json]",
                            "Scores the second half of each CTX-token chunk of TEXT, as llama-perplexity does.",
                            CLI_TABLES(opts), NULL, NULL, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
@@ -41,7 +43,8 @@ int cmd_perplexity(int argc, char **argv) {
         free(text);
         return 1;
     }
-    elm_ppl_params p = {.n_ctx = (int32_t)n_ctx, .n_batch = (int32_t)n_batch, .n_threads = (int32_t)n_threads};
+    elm_ppl_params p = {.n_ctx = (int32_t)n_ctx, .n_batch = (int32_t)n_batch,
+                        .n_threads = (int32_t)n_threads, .type_k = type_k, .type_v = type_v};
     elm_ppl_result r;
     elm_error err;
     elm_error_clear(&err);

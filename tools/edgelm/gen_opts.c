@@ -16,12 +16,6 @@ void gen_opts_init(gen_opts *o) {
     o->gp.sampling = elm_sampler_defaults();
 }
 
-static bool cache_type(const char *opt, const char *v, void *dst) {
-    if (elm_kv_type_from_name(v, dst)) return true;
-    cli_fail("%s: invalid value '%s' (expected " ELM_KV_TYPE_NAMES ")", opt, v);
-    return false;
-}
-
 const cli_opt *gen_opts_table(gen_opts *o) {
     static cli_opt t[34];
     const cli_opt opts[] = {
@@ -37,8 +31,7 @@ const cli_opt *gen_opts_table(gen_opts *o) {
         {"--repeat-penalty", "X", CLI_FLOAT, &o->gp.sampling.repeat_penalty, 0.01, 100, "(default 1.0 = off)", 0},
         {"--repeat-last-n", "N", CLI_I32, &o->gp.sampling.repeat_last_n, 0, 1 << 20, "penalty window in tokens (default 64)", 0},
         {"--ignore-eos", NULL, CLI_FLAG, &o->gp.ignore_eos, 0, 0, "keep generating after the end-of-sequence token", 0},
-        {"--cache-type-k", "T", CLI_CALL, &o->type_k, 0, 0, "KV cache keys: f32 (default), f16, q8_0, q4_0", cache_type},
-        {"--cache-type-v", "T", CLI_CALL, &o->type_v, 0, 0, "KV cache values: f32 (default), f16, q8_0, q4_0", cache_type},
+        CLI_OPT_CACHE_TYPES(&o->type_k, &o->type_v),
         {"--keep", "N", CLI_INT, &o->keep, -1, 1 << 20, "tokens of the prompt kept when the full context shifts\n(default 0: BOS only; -1: the whole prompt)", 0},
         {"--no-context-shift", NULL, CLI_FLAG, &o->gp.no_context_shift, 0, 0, "stop when the context is full instead of shifting it", 0},
         {"--draft", "MODEL", CLI_TEXT, &o->draft, 0, 0, "speculative decoding with this smaller model (same vocab)", 0},

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "edgelm/context.h"
 
 /* Whether `a` is one of the ", "-separated spellings in names. */
 static bool matches(const char *names, const char *a) {
@@ -104,4 +105,10 @@ void cli_help(const cli_spec *s, FILE *f) {
             }
         }
     if (s->epilog) fprintf(f, "\n%s\n", s->epilog);
+}
+
+bool cli_kv_type(const char *opt, const char *value, void *dst) {
+    if (elm_kv_type_from_name(value, dst)) return true;
+    cli_fail("%s: invalid value '%s' (expected " ELM_KV_TYPE_NAMES ")", opt, value);
+    return false;
 }

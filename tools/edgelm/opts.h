@@ -41,6 +41,15 @@ typedef struct cli_opt {
      "map the GGUF file instead of reading it into memory: instant\nload, shared page cache, "   \
      "slower decode (4 KiB pages)", 0}
 
+/* --cache-type-k and --cache-type-v into two elm_type (context.h's KV cache types). */
+#define CLI_OPT_CACHE_TYPES(k, v)                                                                 \
+    {"--cache-type-k", "T", CLI_CALL, k, 0, 0, "KV cache keys: f32 (default), f16, q8_0, q4_0", cli_kv_type}, \
+    {"--cache-type-v", "T", CLI_CALL, v, 0, 0, "KV cache values: f32 (default), f16, q8_0, q4_0", cli_kv_type}
+
+/* CLI_CALL parser of a KV cache type name into the elm_type at dst; says what is wrong and
+ * returns false for another name. */
+bool cli_kv_type(const char *opt, const char *value, void *dst);
+
 /* The arguments that are not options, in order: v has room for the command's argc entries. */
 typedef struct cli_args {
     const char **v;
