@@ -629,7 +629,7 @@ static void test_table(void) {
         snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", elm_synth_tiny_vocab(name));
         CHECK(access(fixture(rel), R_OK) == 0, "%s: no vocabulary %s", name, rel);
     }
-    CHECK(n == 14, "%d families: %s", n, elm_arch_names());
+    CHECK(n == 15, "%d families: %s", n, elm_arch_names());
     CHECK(elm_arch_from_hf("mistral") == elm_arch_find("llama") && !elm_arch_find("mistral") &&
               elm_arch_from_hf("gemma3") == elm_arch_find("gemma3") &&
               !elm_arch_from_hf("mamba") && !elm_arch_hf_type("MambaForCausalLM"),
@@ -805,8 +805,15 @@ static void test_refusals(void) {
                         "routed_scaling_factor 2.5");
     expect_config_error("lfm2moe", "{\"norm_topk_prob\": false}", ELM_ERR_UNSUPPORTED,
                         "norm_topk_prob false");
+    expect_config_error("llama", "{\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 4}}",
+                        ELM_ERR_UNSUPPORTED, "rope_scaling type 'dynamic' is not supported");
+    /* YaRN needs the context it extends; llama.cpp reads no attention factor for it */
     expect_config_error("llama", "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
-                        ELM_ERR_UNSUPPORTED, "rope_scaling type 'yarn' is not supported");
+                        ELM_ERR_FORMAT, "missing required key 'original_max_position_embeddings'");
+    expect_config_error("llama",
+                        "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4, "
+                        "\"original_max_position_embeddings\": 512, \"attention_factor\": 2}}",
+                        ELM_ERR_UNSUPPORTED, "'attention_factor' is not supported");
     /* LongRoPE: its factor lists, one per rotated pair (8 of phi3's heads of 16), and the
      * original context are required */
     expect_config_error("phi3", "{\"rope_scaling\": {\"type\": \"longrope\", \"factor\": 4}}",
