@@ -725,8 +725,9 @@ static elm_status read_moe(const char *path, const cJSON *root, const elm_arch *
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: num_experts %d is more than %d", path,
                           hp->n_expert, ELM_MAX_EXPERTS);
     if (hp->n_expert_used > hp->n_expert)
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: num_experts_per_tok %d is more than "
-                          "num_experts %d", path, hp->n_expert_used, hp->n_expert);
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: num_experts_per_tok %d is more than %s %d",
+                          path, hp->n_expert_used,
+                          a->moe_biases ? "num_local_experts" : "num_experts", hp->n_expert);
     const cJSON *dense = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
     if (step != 1 || (dense && !cJSON_IsNull(dense) &&
                       (!cJSON_IsArray(dense) || cJSON_GetArraySize(dense) > 0)))

@@ -249,6 +249,8 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
         hp->expert_ffn_dim = TINY_FFN / 4 * scale;
         /* LFM2-MoE: its first layer dense (the real models' first 2), experts in both kinds */
         if (a->recurrent == ELM_LAYER_SHORTCONV) hp->n_dense_lead = 1;
+        /* gpt-oss: one intermediate_size, the experts' (its converter writes it for both) */
+        if (a->moe_biases) hp->ffn_dim = hp->expert_ffn_dim;
     }
     rng r = {o->seed};
     st = add_tensors(m, a, &r, o->std > 0 ? o->std : 0.3, o->longrope, err);
