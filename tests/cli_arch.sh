@@ -342,7 +342,7 @@ c = json.load(open(sys.argv[2]))
 c["num_experts_per_tok"] = c["experts_per_token"] = c["num_local_experts"] + 1
 json.dump(c, open(sys.argv[2], "w"))
 c = json.load(open(sys.argv[3]))  # the original checkpoint's experts
-c["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn"]}
+c["quantization_config"] = {"quant_method": "mxfp4"}
 json.dump(c, open(sys.argv[3], "w"))
 EOF
 # each bad copy: its name, the line's pattern, the model
