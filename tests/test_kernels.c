@@ -338,26 +338,35 @@ static void check_rope_cs(const elm_kernels *k) {
     float ff[D / 2], inv_freq[D / 2];
     for (int i = 0; i < D / 2; i++) ff[i] = 1.0f + 0.37f * (float)i;
     for (int32_t t = 0; t < NPOS; t++) pos[t] = t;
-    for (int scaled = 0; scaled < 2; scaled++) {
+    /* YaRN ×32 from 512 positions (betas 32, 1): the correction dimensions of 32 and 1 turns,
+     * 24·ln(512 / (2π·b)) / (2·ln 10000) = 1.22 and 5.73, floored and ceiled to pairs 1 and 6;
+     * pairs below keep their angle, pairs from 6 on are scaled, those between blended by
+     * ggml's ramp; cos and sin × 1 + 0.1·ln 32 */
+    const double yarn_lo = 1, yarn_hi = 6, yarn_mscale = 1 + 0.1 * log(32.0);
+    for (int scaled = 0; scaled < 3; scaled++) {
         elm_rope_freqs r;
-        const float scale = scaled ? 0.25f : 1.0f;
-        elm_rope_freqs_init(&r, D, 10000.0f, scale, scaled ? ff : NULL, inv_freq);
-        const double mscale = scaled ? 1.1547005 : 1.0;
+        const bool yarn = scaled == 2;
+        const float scale = yarn ? 1.0f / 32 : scaled ? 0.25f : 1.0f;
+        elm_rope_freqs_init(&r, D, 10000.0f, scale, scaled == 1 ? ff : NULL, inv_freq);
+        const double mscale = yarn ? yarn_mscale : scaled ? 1.1547005 : 1.0;
         CHECK(r.mscale == 1.0f, "%s: elm_rope_freqs_init's mscale %g", k->isa, r.mscale);
-        r.mscale = (float)mscale;
+        r.mscale = yarn ? 1.0f : (float)mscale;
+        if (yarn) elm_rope_freqs_yarn(&r, 512, 32.0f, 1.0f, inv_freq);
         k->rope_cs(&r, pos, NPOS, cs);
         double worst = 0;
         for (int32_t t = 0; t < NPOS; t++)
             for (int i = 0; i < D / 2; i++) {
+                const double ramp = 1 - fmin(1, fmax(0, (i - yarn_lo) / (yarn_hi - yarn_lo)));
                 const double angle =
-                    t * pow(10000.0, -2.0 * i / D) * scale / (scaled ? ff[i] : 1.0);
+                    t * pow(10000.0, -2.0 * i / D) *
+                    (yarn ? scale * (1 - ramp) + ramp : scale / (scaled ? ff[i] : 1.0));
                 const double tol = ((i + 2) * ldexp(fabs(angle), -24) + 1e-6) * mscale;
                 const double c = cos(angle) * (float)mscale, sn = sin(angle) * (float)mscale;
                 worst = fmax(worst, fmax(fabs(cs[t * D + 2 * i] - c),
                                          fabs(cs[t * D + 2 * i + 1] - sn)) / tol);
             }
         CHECK(worst <= 1.0, "%s rope_cs%s: off by %.2f of the tolerance", k->isa,
-              scaled ? " (scaled, divisors, mscale)" : "", worst);
+              yarn ? " (YaRN)" : scaled ? " (scaled, divisors, mscale)" : "", worst);
     }
 }
 
