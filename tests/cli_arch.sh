@@ -308,6 +308,26 @@ done
 [ "$(json_get "$tmp/go2.gguf.run.json" 'd["generated_ids"]')" = \
     "$(json_get "$tmp/go-hf.run.json" 'd["generated_ids"]')" ] ||
     fail "gpt-oss: the HF copy's greedy tokens differ from the GGUF's"
+# the checkpoints' dtype: every tensor BF16 (its sinks and biases too), the values cut to it
+cp -r "$tmp/go-hf" "$tmp/go-bf16"
+python3 - "$tmp/go-hf/model.safetensors" "$tmp/go-bf16/model.safetensors" <<'EOF'
+import array, json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack_from("<Q", b)[0]
+head, out = json.loads(b[8:8 + n]), bytearray()
+for name, t in head.items():
+    if name == "__metadata__":
+        continue
+    f32 = array.array("I", b[8 + n + t["data_offsets"][0]:8 + n + t["data_offsets"][1]])
+    t.update(dtype="BF16", data_offsets=[len(out), len(out) + 2 * len(f32)])
+    out += array.array("H", (x >> 16 for x in f32)).tobytes()
+text = json.dumps(head).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + out)
+EOF
+"$bin" run -m "$tmp/go-bf16" -p "Once upon a time" -n 16 --temp 0 --ignore-eos -t 2 --json \
+    >"$tmp/go-bf16.json" 2>"$tmp/err" && [ "$(json_get "$tmp/go-bf16.json" 'len(d["generated_ids"])')" = 16 ] ||
+    fail "gpt-oss: the BF16 HF copy does not run: $(cat "$tmp/err")"
 "$bin" inspect -m "$tmp/gpt-oss-q4_0.gguf" >"$tmp/inspect.txt" 2>"$tmp/err" &&
     grep -q "blk.1.attn_sinks.weight  *\[4\]  *f32" "$tmp/inspect.txt" &&
     grep -q "blk.1.ffn_gate_exps.bias  *\[8, 32\]  *f32" "$tmp/inspect.txt" ||

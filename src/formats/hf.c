@@ -563,7 +563,9 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
     size_t nbytes = t->nbytes;
     const size_t len = strlen(name);
     const bool plus_one = elm_hf_norm_plus_one(a, name), decay = elm_hf_decay(name);
-    const bool bias = len > 5 && strcmp(name + len - 5, ".bias") == 0;
+    /* biases, and gpt-oss's sinks (a logit a head), are F32 in GGUF */
+    const bool bias = (len > 5 && strcmp(name + len - 5, ".bias") == 0) ||
+                      ends_with(name, ".attn_sinks.weight");
     /* Mamba-2's tensors but its two products */
     const bool ssm_small = a->recurrent == ELM_LAYER_MAMBA2 && strstr(name, ".ssm_") &&
                            !strstr(name, ".ssm_in.") && !strstr(name, ".ssm_out.");
