@@ -135,9 +135,10 @@ const char *elm_arch_moe_names(void);
  * string, built once (thread-safe). */
 const char *elm_arch_hf_names(void);
 
-/* Fills hp's family defaults that files leave out: Gemma 3's local layers (with a window) are 5
- * of every 6, with RoPE base 10000 (Gemma 4's too), as llama.cpp assumes when its converter
- * writes neither. */
+/* Fills hp's family defaults that files leave out: the windowed layers' period (Gemma 3: 5 of
+ * every 6; gpt-oss: every other one from layer 0) and their own RoPE base (elm_arch.swa_theta:
+ * Gemma 3's and 4's 10000; gpt-oss's none), as llama.cpp assumes when its converter writes
+ * neither. */
 void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp);
 
 /* What a tensor of a family's layout holds (how synth fills it). */
