@@ -3,7 +3,7 @@
 # (q4_0, mixed policy) writes a GGUF of the same architecture that runs, perplexity and eval work on it
 # (Phi-3 with LongRoPE too, its factors kept, run at a short and a long context); and the
 # refusals are one clear line each: a GGUF of an unsupported architecture, an unknown
-# tokenizer.ggml.pre, an HF config with an unknown rope_scaling (yarn, dynamic), a Gemma 3
+# tokenizer.ggml.pre, an HF config with an unknown rope_scaling (proportional, dynamic), a Gemma 3
 # config without its sliding_window. Gemma 3 also loads as a multimodal checkpoint (config in
 # text_config with rope_parameters, tensors under language_model.) and runs as its plain copy;
 # so does Qwen3.5's (Qwen3_5ForConditionalGeneration: tensors under model.language_model., its
@@ -195,7 +195,7 @@ EOF
 expect_error "gpt-9" "tokenizer.ggml.pre 'gpt-9' is not supported" "$bin" tokenize -m "$tmp/pre.gguf" -p "Hi"
 
 # rope_scaling types the forward pass does not implement, in an HF config
-for case in "llama yarn" "phi3 dynamic"; do
+for case in "llama proportional" "phi3 dynamic"; do
     set -- $case
     dir=$tmp/$1-$2
     "$bin" synth --arch "$1" --tiny -o "$tmp/x.gguf" --hf "$dir" \
