@@ -261,16 +261,17 @@ enum { KV_PAD = 256 };
  * (sgemm), llamafile's tinyBLAS) over a cache whose row p holds position p, the rows before
  * pos0 masked; arguments as elm_kernels.attention. */
 static void attention_head(const float *q, const float *k, const float *v, size_t stride,
-                           int32_t n_pos, int32_t pos0, int head_dim, float scale, bool sgemm,
-                           float *scores, float *out) {
+                           int32_t n_pos, int32_t pos0, int head_dim, float scale, float sink,
+                           bool sgemm, float *scores, float *out) {
     /* kq (ggml_vec_dot_f32 over head_dim), then soft_max_ext: scaled, exp by v_expf, the sum of
-     * each 16 exps of the row (reduce16, from row 0: the masked ones 0) added in double, the row
-     * scaled by (float)(1/sum) */
+     * each 16 exps of the row (reduce16, from row 0: the masked ones 0) added in double, the
+     * sink's expf after them (-INFINITY: none, 0), the row scaled by (float)(1/sum) */
     float max = -INFINITY;
     for (int32_t p = 0; p < n_pos; p++) {
         scores[p] = vec_dot_f32(k + (size_t)p * stride, 1, q, 0, head_dim, head_dim) * scale;
         max = scores[p] > max ? scores[p] : max;
     }
+    max = sink > max ? sink : max;
     double sum = 0;
     for (int32_t b0 = pos0 / 16 * 16; b0 < pos0 + n_pos; b0 += 16) {
         float e[16] = {0};
@@ -278,6 +279,7 @@ static void attention_head(const float *q, const float *k, const float *v, size_
             e[i - b0] = scores[i - pos0] = v_expf(scores[i - pos0] - max);
         sum += (double)reduce16(e);
     }
+    sum += (double)expf(sink - max);
     const float inv = (float)(1.0 / sum);
     for (int32_t p = 0; p < n_pos; p++) scores[p] *= inv;
     /* kqv: V is cached transposed in llama.cpp, so each output dimension is one dot over the
@@ -290,11 +292,11 @@ static void attention_head(const float *q, const float *k, const float *v, size_
 
 /* llama.cpp computes each head of a GQA group on its own. */
 static void attention(const float *q, int n_q, const float *k, const float *v, size_t stride,
-                      int32_t n_pos, int32_t pos0, int head_dim, float scale, int32_t n_tok,
-                      float *scores, float *out) {
+                      int32_t n_pos, int32_t pos0, int head_dim, float scale,
+                      const float *sinks, int32_t n_tok, float *scores, float *out) {
     for (int i = 0; i < n_q; i++)
-        attention_head(q + i * head_dim, k, v, stride, n_pos, pos0, head_dim, scale, n_tok >= 2,
-                       scores, out + i * head_dim);
+        attention_head(q + i * head_dim, k, v, stride, n_pos, pos0, head_dim, scale,
+                       sinks ? sinks[i] : -INFINITY, n_tok >= 2, scores, out + i * head_dim);
 }
 
 /* out[i] = silu(g[i]) · u[i] as ggml_vec_swiglu_f32 with AVX-512 computes it. */
@@ -363,14 +365,20 @@ static void rope_neox(float *v, int n_heads, int head_dim, int rope_dim, const f
 }
 
 /* ggml's angles (ggml_rope_cache_init): pos · base^(-2i/d) as a running float product from pos,
- * then over the frequency divisor and times the scale, each rounded to float; cos and sin times
- * mscale (rope_yarn's, without YaRN's ramp: ext_factor 0). */
+ * then over the frequency divisor and times the scale, each rounded to float, blended with the
+ * unscaled angle by YaRN's ramp (rope_yarn, where r has an ext_factor); cos and sin times
+ * mscale (YaRN's magnitude in it already: elm_rope_freqs_yarn). */
 static void rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, float *cs) {
     const float step = powf(r->base, -2.0f / r->rope_dim);
     for (int32_t t = 0; t < n; t++, cs += r->rope_dim) {
         float theta = (float)pos[t];
         for (int i = 0; i < r->rope_dim / 2; i++) {
-            const float angle = r->scale * (theta / (r->ff ? r->ff[i] : 1.0f));
+            const float extrap = theta / (r->ff ? r->ff[i] : 1.0f);
+            float angle = r->scale * extrap;
+            if (r->ext_factor != 0) {
+                const float mix = elm_rope_yarn_ramp(r, i) * r->ext_factor;
+                angle = angle * (1 - mix) + extrap * mix;
+            }
             theta *= step;
             cs[2 * i] = cosf(angle) * r->mscale;
             cs[2 * i + 1] = sinf(angle) * r->mscale;
