@@ -63,6 +63,8 @@ typedef enum elm_chat_template {
     ELM_TEMPLATE_MISTRAL_NEMO,     /* Mistral Nemo: <s>[INST]..[/INST]reply</s>, the system message
                                     * in the user message that ends the conversation; calls a JSON
                                     * list after [TOOL_CALLS] */
+    ELM_TEMPLATE_GPT_OSS,          /* gpt-oss's harmony: <|start|>role<|message|>..<|end|>, replies
+                                    * in channels (analysis: reasoning, final: the answer) */
     ELM_TEMPLATE_COUNT
 } elm_chat_template;
 
@@ -163,6 +165,8 @@ typedef struct elm_tool_calls {
                             * trailing whitespace trimmed */
     int32_t n;
     elm_tool_call *calls;  /* [n]: name and arguments (compact JSON) malloc'd */
+    char *reasoning;       /* gpt-oss: the text of its analysis channel (malloc'd), NULL when
+                            * none; other families' reasoning stays in content */
 } elm_tool_calls;
 
 /* The tool calls in `reply`, as template t's family writes them (every <tool_call> or
@@ -194,7 +198,7 @@ void elm_chat_tool_call_id(elm_chat_template t, const char *tag, int32_t i, char
 const char *elm_chat_tool_call_open(elm_chat_template t);
 
 /* The most ids elm_chat_tool_preserved_ids writes. */
-#define ELM_TOOL_PRESERVED_MAX 4
+#define ELM_TOOL_PRESERVED_MAX 8
 
 /* The control tokens template t's tool calls are written with, as ids of vocabulary v (at most
  * ELM_TOOL_PRESERVED_MAX into ids; returns how many): the texts of the family's call markers

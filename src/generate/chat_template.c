@@ -259,6 +259,15 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
                                    .merge_last = true, .user_pre = "[INST]", .user_post = "[/INST]",
                                    .asst_pre = "", .asst_post = "</s>", .gen_prompt = "",
                                    .end_no_gen = "", .eot = "</s>", .tools = ELM_TOOLS_MISTRAL_V3},
+    /* gpt-oss: its system and developer messages are written apart (elm_harmony_put_opening),
+     * the rest by elm_harmony_put_messages; these fields serve a chat's turns. A call ends the
+     * reply (<|call|>) as the end of sequence (<|return|>) does. */
+    [ELM_TEMPLATE_GPT_OSS] = {.name = "gpt-oss", .sig = {"<|channel|>", "<|message|>"}, .bos = "",
+                              .sys_pre = "", .user_pre = "<|start|>user<|message|>",
+                              .user_post = "<|end|>",
+                              .asst_pre = "<|start|>assistant<|channel|>final<|message|>",
+                              .asst_post = "<|end|>", .gen_prompt = "<|start|>assistant",
+                              .end_no_gen = "", .eot = "<|call|>", .tools = ELM_TOOLS_HARMONY},
 };
 
 /* Detection order: the more specific markers first (Phi-3 and Llama 3 templates may also mention
@@ -266,7 +275,7 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
  * ChatML families' markers enable_thinking is the most shared; Mistral's templates write Llama 2's
  * [INST] too). */
 static const elm_chat_template detect_order[] = {
-    ELM_TEMPLATE_LLAMA32,  ELM_TEMPLATE_LLAMA31,   ELM_TEMPLATE_LLAMA3,   ELM_TEMPLATE_PHI4_MINI, ELM_TEMPLATE_PHI3,   ELM_TEMPLATE_GEMMA4,
+    ELM_TEMPLATE_GPT_OSS, ELM_TEMPLATE_LLAMA32,  ELM_TEMPLATE_LLAMA31,   ELM_TEMPLATE_LLAMA3,   ELM_TEMPLATE_PHI4_MINI, ELM_TEMPLATE_PHI3,   ELM_TEMPLATE_GEMMA4,
     ELM_TEMPLATE_GEMMA,    ELM_TEMPLATE_GRANITE4,  ELM_TEMPLATE_SMOLLM3, ELM_TEMPLATE_QWEN35,
     ELM_TEMPLATE_QWEN3,    ELM_TEMPLATE_LFM25,     ELM_TEMPLATE_LFM2,   ELM_TEMPLATE_CHATML,
     ELM_TEMPLATE_MISTRAL_SMALL32, ELM_TEMPLATE_MINISTRAL3, ELM_TEMPLATE_MISTRAL_NEMO,
@@ -535,12 +544,16 @@ static void put_reply(text *t, const tmpl_spec *s, const char *content, bool aft
     }
 }
 
-/* Today's date in strftime's format fmt (the templates' strftime_now: local time). */
-static void put_today(text *t, const char *fmt) {
-    char today[32];
+/* Today's date in strftime's format fmt into buf [cap] (the templates' strftime_now: local time). */
+static void format_today(char *buf, size_t cap, const char *fmt) {
     const time_t now = time(NULL);
     struct tm tm;
-    strftime(today, sizeof today, fmt, localtime_r(&now, &tm));
+    strftime(buf, cap, fmt, localtime_r(&now, &tm));
+}
+
+static void put_today(text *t, const char *fmt) {
+    char today[32];
+    format_today(today, sizeof today, fmt);
     put(t, today);
 }
 
@@ -560,6 +573,12 @@ static void put_opening(text *t, const tmpl_spec *s, const char *system, const c
     /* Gemma 4 and Phi-4-mini write the tools at the end of their system block, Mistral's
      * templates in a block of their own */
     const bool in_block = tools && (s->tools == ELM_TOOLS_GEMMA4 || s->tools == ELM_TOOLS_PHI4_MINI);
+    if (s->tools == ELM_TOOLS_HARMONY) {
+        char today[32];
+        format_today(today, sizeof today, "%Y-%m-%d");
+        elm_harmony_put_opening(t, system, tools, "medium", today);
+        return;
+    }
     if (tools && s->tools != ELM_TOOLS_LLAMA && !in_block && !elm_tools_is_mistral(s->tools)) {
         put(t, s->bos);
         elm_tools_put_system(t, s->tools, system, tools);
@@ -696,6 +715,13 @@ static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t
     for (int32_t i = first; i < n; i++) {
         if (!strcmp(msgs[i].role, "user")) last_user = i;
         if (!strcmp(msgs[i].role, "assistant")) last_asst = i;
+    }
+    if (s->tools == ELM_TOOLS_HARMONY) {
+        if ((st = elm_harmony_put_messages(&t, msgs, first, n, add_generation_prompt, err))) {
+            free(t.s);
+            return st;
+        }
+        return finish(&t, out, err);
     }
     bool turn_open = false; /* Gemma 4: the last message made calls, the model's turn goes on */
     /* Qwen3's last_query_index: no user message, no block */
