@@ -182,6 +182,18 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
                                      elm_tool_calls *out, elm_error *err);
 void elm_tool_calls_free(elm_tool_calls *c);
 
+/* Whether template t's replies are written in channels (gpt-oss's harmony: reasoning in the
+ * analysis channel, the answer in final): every reply is then read with
+ * elm_chat_parse_tool_calls, tools or not, for its content and its reasoning, and its channel
+ * markers must be decoded as their text (elm_chat_tool_preserved_ids). */
+bool elm_chat_template_channels(elm_chat_template t);
+
+/* How much of a reply being generated, text [len], elm_chat_parse_tool_calls can read as it
+ * stands without taking a marker cut short for text: all of it but for templates with channels
+ * (elm_chat_template_channels), there all but a channel marker begun at its end, and nothing
+ * while its first message header is incomplete. */
+size_t elm_chat_reply_settled(elm_chat_template t, const char *text, size_t len);
+
 /* The longest id elm_chat_tool_call_id writes, with its NUL. */
 #define ELM_TOOL_CALL_ID_MAX 96
 

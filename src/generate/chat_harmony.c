@@ -263,6 +263,27 @@ elm_status elm_harmony_put_messages(elm_sbuf *t, const elm_chat_msg *msgs, int32
 
 /* ---- reading a reply ---- */
 
+size_t elm_harmony_settled(const char *text, size_t len) {
+    static const char *const markers[] = {H_START, H_END, H_MESSAGE, H_CHANNEL, H_CONSTRAIN,
+                                          H_CALL, H_RETURN};
+    /* a reply opening with a header (<|channel|>..., or " to=functions.N" of a call) is not read
+     * before its first text begins */
+    const size_t k = len < 4 ? len : 4;
+    if (len > 0 && (text[0] == '<' || !memcmp(text, " to=", k)) &&
+        !memmem(text, len, H_MESSAGE, strlen(H_MESSAGE)))
+        return 0;
+    const char *lt = NULL;
+    for (size_t i = len; i > 0 && len - i < strlen(H_CONSTRAIN); i--)
+        if (text[i - 1] == '<') {
+            lt = text + i - 1;
+            break;
+        }
+    const size_t tail = lt ? len - (size_t)(lt - text) : 0;
+    for (size_t i = 0; lt && i < sizeof markers / sizeof markers[0]; i++)
+        if (tail < strlen(markers[i]) && !memcmp(lt, markers[i], tail)) return len - tail;
+    return len;
+}
+
 /* The first of the markers that end a message's text in [p, ...), or the end of the text. */
 static const char *body_end(const char *p) {
     static const char *const ends[] = {H_END, H_CALL, H_RETURN, H_START};

@@ -348,6 +348,14 @@ int32_t elm_chat_tool_preserved_ids(elm_chat_template t, const elm_vocab *v, int
     return n;
 }
 
+bool elm_chat_template_channels(elm_chat_template t) {
+    return elm_chat_template_tool_syntax(t) == ELM_TOOLS_HARMONY;
+}
+
+size_t elm_chat_reply_settled(elm_chat_template t, const char *text, size_t len) {
+    return elm_chat_template_channels(t) ? elm_harmony_settled(text, len) : len;
+}
+
 const char *elm_chat_tool_call_open(elm_chat_template t) {
     return elm_tools_call_open(elm_chat_template_tool_syntax(t));
 }

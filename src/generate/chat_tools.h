@@ -98,6 +98,9 @@ elm_status elm_harmony_put_messages(elm_sbuf *t, const elm_chat_msg *msgs, int32
  * object; ELM_ERR_NOMEM (out then holds what was read: elm_tool_calls_free). */
 elm_status elm_harmony_parse(const char *reply, elm_tool_calls *out, elm_error *err);
 
+/* elm_chat_reply_settled of a gpt-oss reply. In chat_harmony.c. */
+size_t elm_harmony_settled(const char *text, size_t len);
+
 /* Appends the call name [len] with arguments `args` (an object, taken over) to out; on
  * ELM_ERR_NOMEM out is freed. In chat_tools_parse.c. */
 elm_status elm_tool_calls_add(elm_tool_calls *out, const char *name, size_t len, cJSON *args,

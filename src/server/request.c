@@ -230,6 +230,7 @@ static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_reques
                                 : d->slot_ctx > 4 ? d->slot_ctx / 4 : 1;
         char *tools = NULL;
         rc = srv_tools_parse(root, d->tmpl, jp, &tools, msg, cap);
+        jp->channels = elm_chat_template_channels(d->tmpl);
         if (!rc) rc = chat_prompt(root, d, tools, n_reply, &text, &r->citations, msg, cap);
         if (!rc && jp->tool_calls) r->tools = tools;
         else free(tools);
