@@ -20,15 +20,6 @@ static const cJSON *item(const cJSON *o, const char *key) {
     return cJSON_GetObjectItemCaseSensitive(o, key);
 }
 
-/* Jinja's truth of v: absent, null, false, 0, "" and empty lists and objects are false. */
-static bool truthy(const cJSON *v) {
-    if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v)) return false;
-    if (cJSON_IsNumber(v)) return v->valuedouble != 0;
-    if (cJSON_IsString(v)) return v->valuestring[0] != '\0';
-    if (cJSON_IsArray(v) || cJSON_IsObject(v)) return v->child != NULL;
-    return true;
-}
-
 static bool is_type(const cJSON *spec, const char *type) {
     const cJSON *t = item(spec, "type");
     return cJSON_IsString(t) && !strcmp(t->valuestring, type);
@@ -63,7 +54,7 @@ static void put_ts_array(elm_sbuf *t, const cJSON *spec) {
     const cJSON *items = item(spec, "items");
     static const char *const simple[][2] = {{"string", "string[]"}, {"number", "number[]"},
                                             {"integer", "number[]"}, {"boolean", "boolean[]"}};
-    const char *direct = truthy(items) ? NULL : "any[]";
+    const char *direct = elm_jinja_truthy(items) ? NULL : "any[]";
     for (size_t i = 0; !direct && i < sizeof simple / sizeof simple[0]; i++)
         if (is_type(items, simple[i][0])) direct = simple[i][1];
     if (direct) {
@@ -81,7 +72,7 @@ static void put_ts_array(elm_sbuf *t, const cJSON *spec) {
         t->oom = t->oom || inner.oom;
         free(inner.s);
     }
-    if (truthy(item(spec, "nullable"))) elm_sb_puts(t, " | null");
+    if (elm_jinja_truthy(item(spec, "nullable"))) elm_sb_puts(t, " | null");
 }
 
 /* render_typescript_type: the TypeScript-like type of a JSON schema, with the template's own
@@ -96,13 +87,13 @@ static void put_ts_type(elm_sbuf *t, const cJSON *spec) {
             if (x != type->child) elm_sb_puts(t, " | ");
             put_str(t, x);
         }
-    } else if (truthy(one_of)) {
+    } else if (elm_jinja_truthy(one_of)) {
         /* (the template's has_object_variants is set inside its loop, so never seen: every
          * variant is written) */
         for (const cJSON *v = one_of->child; v; v = v->next) {
             put_ts_type(t, v);
             const cJSON *d = item(v, "description"), *def = item(v, "default");
-            if (truthy(d)) {
+            if (elm_jinja_truthy(d)) {
                 elm_sb_puts(t, "// ");
                 put_str(t, d);
             }
@@ -114,14 +105,14 @@ static void put_ts_type(elm_sbuf *t, const cJSON *spec) {
         }
     } else if (is_type(spec, "string")) {
         const cJSON *en = item(spec, "enum");
-        if (truthy(en)) {
+        if (elm_jinja_truthy(en)) {
             for (const cJSON *e = en->child; e; e = e->next) {
                 elm_sb_puts(t, e == en->child ? "\"" : "\" | \"");
                 put_str(t, e);
             }
             elm_sb_puts(t, "\"");
         } else {
-            elm_sb_puts(t, truthy(item(spec, "nullable")) ? "string | null" : "string");
+            elm_sb_puts(t, elm_jinja_truthy(item(spec, "nullable")) ? "string | null" : "string");
         }
     } else if (is_type(spec, "number") || is_type(spec, "integer")) {
         elm_sb_puts(t, "number");
@@ -129,7 +120,7 @@ static void put_ts_type(elm_sbuf *t, const cJSON *spec) {
         elm_sb_puts(t, "boolean");
     } else if (is_type(spec, "object")) {
         const cJSON *props = item(spec, "properties"), *req = item(spec, "required");
-        if (!truthy(props)) {
+        if (!elm_jinja_truthy(props)) {
             elm_sb_puts(t, "object");
             return;
         }
@@ -153,24 +144,24 @@ static void put_function(elm_sbuf *t, const cJSON *f) {
     elm_sb_puts(t, "// ");
     put_str(t, item(f, "description"));
     elm_sb_printf(t, "\ntype %s = ", item(f, "name")->valuestring);
-    if (!truthy(props)) {
+    if (!elm_jinja_truthy(props)) {
         elm_sb_puts(t, "() => any;\n\n");
         return;
     }
     elm_sb_puts(t, "(_: {\n");
     for (const cJSON *p = props->child; p; p = p->next) {
         const cJSON *d = item(p, "description"), *def = item(p, "default");
-        if (truthy(d)) {
+        if (elm_jinja_truthy(d)) {
             elm_sb_puts(t, "// ");
             put_str(t, d);
             elm_sb_puts(t, "\n");
         }
         elm_sb_printf(t, "%s%s: ", p->string, listed(req, p->string) ? "" : "?");
         put_ts_type(t, p);
-        if (def && truthy(item(p, "enum"))) {
+        if (def && elm_jinja_truthy(item(p, "enum"))) {
             elm_sb_puts(t, ", // default: ");
             put_str(t, def);
-        } else if (def && truthy(item(p, "oneOf"))) {
+        } else if (def && elm_jinja_truthy(item(p, "oneOf"))) {
             elm_sb_puts(t, "// default: ");
             put_str(t, def);
         } else if (def) {

@@ -71,6 +71,14 @@ void elm_put_py_json(elm_sbuf *t, const cJSON *v, int indent) { put_json(t, v, i
 
 void elm_put_py_literal(elm_sbuf *t, const cJSON *v) { put_json(t, v, -1, 0, true); }
 
+bool elm_jinja_truthy(const cJSON *v) {
+    if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v)) return false;
+    if (cJSON_IsNumber(v)) return v->valuedouble != 0;
+    if (cJSON_IsString(v)) return v->valuestring[0] != '\0';
+    if (cJSON_IsArray(v) || cJSON_IsObject(v)) return v->child != NULL;
+    return true;
+}
+
 bool elm_tool_name_ok(const char *name) {
     const size_t n = strlen(name);
     return n > 0 && n <= 64 &&

@@ -139,6 +139,10 @@ const char *const *elm_tools_marker_tokens(elm_tool_syntax s);
  * ": " separators), else one item a line, indented by `indent` spaces a level. Keys in order. */
 void elm_put_py_json(elm_sbuf *t, const cJSON *v, int indent);
 
+/* Jinja's truth of a value, as the templates test one: absent (NULL), null, false, 0, "", [] and
+ * {} are false. */
+bool elm_jinja_truthy(const cJSON *v);
+
 /* v as a Python literal, as LFM2's calls write an argument: json.dumps(v) but for True, False and
  * None. */
 void elm_put_py_literal(elm_sbuf *t, const cJSON *v);
