@@ -26,7 +26,7 @@ from .errors import Error, error_for
 # The soname of the C library this package is written against (cmake/shared_lib.cmake).
 SONAME = "libedgelm.so.0.1"
 # ELM_TOOL_PRESERVED_MAX (chat.h): the most ids elm_chat_tool_preserved_ids writes
-TOOL_PRESERVED_MAX = 4
+TOOL_PRESERVED_MAX = 8
 
 
 class ElmError(Structure):
@@ -93,7 +93,8 @@ class ChatMsg(Structure):
 class ToolCalls(Structure):
     """elm_tool_calls (chat.h)."""
 
-    _fields_ = [("content", c_char_p), ("n", c_int32), ("calls", POINTER(ToolCall))]
+    _fields_ = [("content", c_char_p), ("n", c_int32), ("calls", POINTER(ToolCall)),
+                ("reasoning", c_char_p)]
 
 
 class EmbedParams(Structure):
@@ -229,6 +230,7 @@ _PROTOTYPES = {
     "elm_chat_template_name": (c_char_p, [c_int]),
     "elm_chat_template_names": (c_char_p, []),
     "elm_chat_template_has_tools": (c_bool, [c_int]),
+    "elm_chat_template_channels": (c_bool, [c_int]),
     "elm_chat_tool_template_names": (c_char_p, []),
     "elm_chat_template_eot": (c_char_p, [c_int]),
     "elm_chat_special_id": (c_int32, [c_void_p, c_char_p]),

@@ -21,7 +21,9 @@ class ChatResult:
     it has none), its tool calls in OpenAI's shape ([{"id", "type": "function", "function":
     {"name", "arguments": a JSON string}}]), finish_reason ("stop": an end of turn or of sequence;
     "length": max_tokens reached; "tool_calls": the reply made calls), the generation's stats, the
-    generated ids (the end-of-turn token left out) and the template it was rendered with."""
+    generated ids (the end-of-turn token left out), the template it was rendered with and, for a
+    template whose replies come in channels (gpt-oss), the reasoning of its analysis channel (""
+    when none; the text is then its final channel's)."""
 
     text: str
     tool_calls: List[Dict[str, Any]]
@@ -29,6 +31,7 @@ class ChatResult:
     stats: "GenerationStats"  # noqa: F821 (model.py's; this module does not import it)
     ids: List[int] = field(repr=False)
     template: str = ""
+    reasoning: str = ""
 
     @property
     def message(self) -> Dict[str, Any]:
@@ -209,19 +212,20 @@ class Grammar:
             self.ptr = None
 
 
-def parse_tool_calls(tmpl: int, tools_json: str, reply: str) -> Tuple[str, List[Dict[str, Any]]]:
-    """(content, tool calls) of a reply (elm_chat_parse_tool_calls with the request's tools). A
-    reply whose calls do not parse (cut short by max_tokens) is all content, as the server reads
-    it."""
+def parse_tool_calls(tmpl: int, tools_json: Optional[str],
+                     reply: str) -> Tuple[str, List[Dict[str, Any]], str]:
+    """(content, tool calls, reasoning) of a reply (elm_chat_parse_tool_calls with the request's
+    tools, None for none; reasoning "" but for templates with channels). A reply whose calls do
+    not parse (cut short by max_tokens) is all content, as the server reads it."""
     calls, err = _lib.ToolCalls(), _lib.ElmError()
     lib = _lib.lib()
-    status = lib.elm_chat_parse_tool_calls(tmpl, tools_json.encode(),
+    status = lib.elm_chat_parse_tool_calls(tmpl, tools_json.encode() if tools_json else None,
                                            reply.encode("utf-8", "surrogatepass"),
                                            ctypes.byref(calls), ctypes.byref(err))
     if status == 4:
         raise error_for(status, err.msg)
     if status:
-        return reply, []
+        return reply, [], ""
     try:
         tag, ids = secrets.token_hex(6).encode(), []
         for i in range(calls.n):
@@ -232,6 +236,7 @@ def parse_tool_calls(tmpl: int, tools_json: str, reply: str) -> Tuple[str, List[
                 "function": {"name": calls.calls[i].name.decode("utf-8", "replace"),
                              "arguments": calls.calls[i].arguments.decode("utf-8", "replace")}}
                for i in range(calls.n)]
-        return (calls.content or b"").decode("utf-8", "replace"), out
+        return ((calls.content or b"").decode("utf-8", "replace"), out,
+                (calls.reasoning or b"").decode("utf-8", "replace"))
     finally:
         lib.elm_tool_calls_free(ctypes.byref(calls))

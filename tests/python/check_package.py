@@ -261,6 +261,32 @@ with edgelm.Model(markers, n_ctx=1024, n_threads=1) as m:
     check(r.ids == [0] * 4 and r.text == "" and not r.tool_calls,
           f"without tools a control token has no text: {r.ids} {r.text!r}")
 
+# gpt-oss's harmony markers as control tokens 0-4 of the same kind of model: a required call is
+# written with them (the lowest ids the grammar allows) and read back as the call
+gguf_vocab.write(f"{tmp}/harmony-vocab.gguf",
+                 [(t, V.CONTROL) for t in ("<|channel|>", "<|message|>", "<|start|>", "<|end|>",
+                                           "<|constrain|>")] +
+                 [("<unk>", V.UNKNOWN), ("<s>", V.CONTROL), ("</s>", V.CONTROL)] +
+                 [(f"<0x{b:02X}>", V.BYTE) for b in range(256)], bos=6, eos=7, unk=5)
+harmony = f"{tmp}/harmony.gguf"
+subprocess.run([binary, "synth", "--arch", "llama", "--tiny", "--vocab",
+                f"{tmp}/harmony-vocab.gguf", "-o", harmony], check=True, capture_output=True)
+_, table = gguf_tensors.layout(harmony)
+_, ne, _, off = next(t for t in table if t[0] == "output_norm.weight")
+with open(harmony, "r+b") as f:
+    f.seek(off)
+    f.write(bytes(4 * ne[0]))
+with edgelm.Model(harmony, n_ctx=2048, n_threads=1) as m:
+    # no arguments ({} with whitespace, bounded, which greedy takes): nothing else is lower
+    none = [{"type": "function", "function": {"name": "now", "parameters": {
+        "type": "object", "properties": {}, "additionalProperties": False}}}]
+    r = m.chat(ask, tools=none, tool_choice="required", template="gpt-oss", temperature=0,
+               max_tokens=256)
+    check(r.ids[0] == 0 and 4 in r.ids and 1 in r.ids and r.finish_reason == "tool_calls" and
+          [c["function"]["name"] for c in r.tool_calls] == ["now"] and r.text == "" and
+          r.reasoning == "", f"gpt-oss call in channels: {r.ids} {r.finish_reason} {r.tool_calls} "
+                             f"{r.text!r}")
+
 # embeddings: the CLI's vectors bit for bit, of an embedding model (EmbeddingGemma's shape,
 # bidirectional, mean pooling, Dense projections) and of a generative one
 emb = f"{tmp}/gemma-embedding.gguf"
