@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "edgelm/chat.h"
@@ -109,6 +110,16 @@ static void render(void) {
     CHECK(elm_chat_render_tools(ELM_TEMPLATE_GPT_OSS, orphan, 2, tools, true, &out, &err) ==
               ELM_ERR_ARG && strstr(err.msg, "chat message 1") && strstr(err.msg, "no assistant call"),
           "orphan result: %s", err.msg);
+    /* the day and the effort as given; an effort of another name refused */
+    struct tm day = {.tm_year = 101, .tm_mon = 1, .tm_mday = 3, .tm_hour = 12, .tm_isdst = -1};
+    const elm_chat_opts low = {.reasoning_effort = "low", .now = mktime(&day)};
+    CHECK(elm_chat_render_with(ELM_TEMPLATE_GPT_OSS, orphan, 1, NULL, true, &low, &out, &err) == ELM_OK &&
+              strstr(out, "Current date: 2001-02-03\n\nReasoning: low\n\n"), "day and effort: %s",
+          out ? out : err.msg);
+    free(out);
+    const elm_chat_opts odd = {.reasoning_effort = "max", .now = 0};
+    CHECK(elm_chat_render_with(ELM_TEMPLATE_GPT_OSS, orphan, 1, NULL, true, &odd, &out, &err) ==
+              ELM_ERR_ARG && strstr(err.msg, "reasoning_effort: 'max'"), "effort max: %s", err.msg);
     /* the template's detection and its reply's end */
     CHECK(elm_chat_template_detect("{{- \"<|start|>system<|message|>\" }}<|channel|>") ==
               ELM_TEMPLATE_GPT_OSS, "detect");

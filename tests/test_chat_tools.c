@@ -285,6 +285,14 @@ static void families_render(void) {
           "gpt-oss-schema:\n got [%s]\nwant [%s]", out ? out : err.msg, want ? want : "");
     free(out);
     free(want);
+    /* gpt-oss's reasoning effort (its template's reasoning_effort) */
+    const elm_chat_opts high = {.reasoning_effort = "high", .now = 0};
+    want = golden("gpt-oss-effort");
+    CHECK(elm_chat_render_with(ELM_TEMPLATE_GPT_OSS, calls, 2, tools_json, true, &high, &out, &err) ==
+              ELM_OK && want && !strcmp(out, want),
+          "gpt-oss-effort:\n got [%s]\nwant [%s]", out ? out : err.msg, want ? want : "");
+    free(out);
+    free(want);
     /* Llama 3.1 takes one call a message, and the tools need a first user message */
     CHECK(elm_chat_render_tools(ELM_TEMPLATE_LLAMA31, calls, 3, tools_json, true, &out, &err) ==
               ELM_ERR_UNSUPPORTED && strstr(err.msg, "one tool call"), "llama31 two calls: %s", err.msg);

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include "edgelm/generate.h"
 #include "edgelm/speculative.h"
 
@@ -154,6 +155,25 @@ const char *elm_chat_tool_template_names(void);
 elm_status elm_chat_render_tools(elm_chat_template t, const elm_chat_msg *msgs, int32_t n,
                                  const char *tools, bool add_generation_prompt, char **out,
                                  elm_error *err);
+
+/* What a rendering may set beyond the messages (elm_chat_render_with); zero for the defaults. */
+typedef struct elm_chat_opts {
+    const char *reasoning_effort; /* gpt-oss's "Reasoning:" line: "low", "medium" or "high"
+                                   * (OpenAI's reasoning_effort); NULL: medium, its default */
+    time_t now;                   /* the day the templates that date their prompt write (Llama
+                                   * 3.2, Mistral Small 3.2, gpt-oss: their strftime_now, local
+                                   * time); 0: today */
+} elm_chat_opts;
+
+/* elm_chat_render_tools with opts (NULL: the defaults). ELM_ERR_ARG for a reasoning effort other
+ * than low, medium or high (elm_chat_effort_check); elm_chat_render_tools' errors otherwise. */
+elm_status elm_chat_render_with(elm_chat_template t, const elm_chat_msg *msgs, int32_t n,
+                                const char *tools, bool add_generation_prompt,
+                                const elm_chat_opts *opts, char **out, elm_error *err);
+
+/* ELM_OK when effort is "low", "medium" or "high"; else ELM_ERR_ARG naming reasoning_effort and
+ * the value. */
+elm_status elm_chat_effort_check(const char *effort, elm_error *err);
 
 /* Whether name can be a tool's function name: 1 to 64 of A-Z a-z 0-9 _ - . (OpenAI's rule, which
  * also keeps names quoted in messages to one line). */

@@ -127,10 +127,19 @@ static int chat_prompt(const cJSON *root, const srv_defaults *d, const char *too
         }
     }
     elm_error err;
+    /* gpt-oss's reasoning effort (OpenAI's reasoning_effort; other templates have none to set) */
+    const cJSON *effort = srv_field(root, "reasoning_effort");
+    elm_chat_opts opts = {.reasoning_effort = NULL, .now = 0};
+    if (!rc && effort && !cJSON_IsString(effort))
+        rc = srv_bad(msg, cap, "reasoning_effort: expected \"low\", \"medium\" or \"high\"");
+    else if (!rc && effort && elm_chat_effort_check(effort->valuestring, &err))
+        rc = srv_bad(msg, cap, "%s", err.msg);
+    else if (effort)
+        opts.reasoning_effort = effort->valuestring;
     if (!rc && d->docs)
         rc = srv_docs_prompt(d->docs, &d->m->vocab, d->tmpl, m, n, tools, d->slot_ctx, n_reply,
                              text, citations, msg, cap);
-    else if (!rc && elm_chat_render_tools(d->tmpl, m, n, tools, true, text, &err))
+    else if (!rc && elm_chat_render_with(d->tmpl, m, n, tools, true, &opts, text, &err))
         rc = err.code == ELM_ERR_NOMEM ? 500 : srv_bad(msg, cap, "messages: %s", err.msg);
     for (int i = 0; owned && i < n; i++) free(owned[i]);
     for (int i = 0; calls && i < n; i++) free(calls[i]);

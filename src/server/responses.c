@@ -184,6 +184,7 @@ int srv_responses_to_chat(const char *body, size_t len, char **chat_body, char *
                                      "stream", "parallel_tool_calls", "repeat_penalty"};
         for (size_t k = 0; k < sizeof same / sizeof same[0]; k++) copy_field(in, same[k], out, same[k]);
         copy_field(in, "max_output_tokens", out, "max_tokens");
+        copy_field(srv_field(in, "reasoning"), "effort", out, "reasoning_effort");
         text_format(in, out);
         if (!(*chat_body = cJSON_PrintUnformatted(out))) rc = 500;
     }

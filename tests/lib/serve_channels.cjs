@@ -2,7 +2,8 @@
 // a reply held by a GBNF grammar to reasoning in the analysis channel, then an answer in final,
 // comes back as message.reasoning_content and message.content, without a marker in either;
 // streamed, the deltas' reasoning_content and content add up to the same; a reply without
-// channels (the model wrote none) is all content.
+// channels (the model wrote none) is all content. reasoning_effort (and the Responses API's
+// reasoning.effort) goes into the prompt: "medium" is the default's, "low" another; "max" a 400.
 // usage: node serve_channels.cjs NPM_DIR BASE_URL
 const t = require("./openai_check.cjs")(process.argv[2], process.argv[3]);
 const {client, check} = t;
@@ -25,6 +26,14 @@ t.run(async () => {
     chunks++;
   }
   check(thought === reasoning && content === answer && chunks > 3, `stream: '${thought}' '${content}' in ${chunks} chunks`);
+
+  const usage = async (extra) => (await client.chat.completions.create({...req, max_tokens: 1, grammar: 'root ::= "x"', ...extra})).usage.prompt_tokens;
+  const [byDefault, medium, low] = [await usage({}), await usage({reasoning_effort: "medium"}), await usage({reasoning_effort: "low"})];
+  check(byDefault === medium && low !== medium, `reasoning_effort: prompt tokens ${byDefault} ${medium} ${low}`);
+  const resp = await client.responses.create({model: "m", input: "Hi", max_output_tokens: 1, reasoning: {effort: "low"}});
+  check(resp.usage.input_tokens === low, `responses reasoning.effort: ${JSON.stringify(resp.usage)} vs ${low}`);
+  await t.refusals((extra) => client.chat.completions.create({...req, max_tokens: 1, ...extra}),
+                   [[{reasoning_effort: "max"}, /reasoning_effort: 'max'/], [{reasoning_effort: 3}, /reasoning_effort/]]);
 
   const plain = await client.chat.completions.create({...req, grammar: 'root ::= "Just text."'});
   check(plain.choices[0].message.content === "Just text." && plain.choices[0].message.reasoning_content === undefined,

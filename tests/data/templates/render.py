@@ -72,6 +72,7 @@ CASES = {
     "onecall": [SYSTEM, USER, ONE_CALL, RESULTS[0]],
     "plain": [SYSTEM, USER, {"role": "assistant", "content": " Sunny. "}, {"role": "user", "content": "Thanks"}],
     "schema": [USER],
+    "effort": [SYSTEM, USER],
     "answer": [USER, ONE_CALL, RESULTS[0], {"role": "assistant", "content": " Sunny. "},
                {"role": "user", "content": "Thanks"}],
 }
@@ -115,8 +116,9 @@ TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
     "mistralai-Mistral-Nemo-Instruct-2407.jinja":
         ("mistral-nemo", {}, ["tools", "calls", "nosystem", "onecall", "plain"]),
     # one call a message (the template writes a message's first call only)
-    "openai-gpt-oss-120b.jinja": ("gpt-oss", {}, ["tools", "onecall", "plain", "answer", "schema"]),
+    "openai-gpt-oss-120b.jinja": ("gpt-oss", {}, ["tools", "onecall", "plain", "answer", "schema", "effort"]),
 }
+CASE_VARIABLES = {"effort": {"reasoning_effort": "high"}}  # beyond the template's own
 BOS = {"llama31": "<|begin_of_text|>", "llama32": "<|begin_of_text|>", "lfm2": "<|startoftext|>",
        "lfm25": "<|startoftext|>", "ministral3": "<s>", "mistral-small32": "<s>",
        "mistral-nemo": "<s>", "gemma4": "<bos>"}
@@ -177,7 +179,8 @@ def main():
             if name == "gpt-oss" and tools:
                 tools = described(tools)
             text = tmpl.render(messages=messages, tools=tools, add_generation_prompt=True,
-                               bos_token=BOS.get(name, ""), eos_token=EOS.get(name, ""), **extra)
+                               bos_token=BOS.get(name, ""), eos_token=EOS.get(name, ""),
+                               **extra, **CASE_VARIABLES.get(case, {}))
             with open(os.path.join(OUT, f"{name}-{case}.txt"), "w", encoding="utf-8") as f:
                 f.write(text)
             print(f"{name}-{case}.txt: {len(text)} bytes", file=sys.stderr)
