@@ -29,7 +29,7 @@ static const cli_spec *chat_spec(chat_opts *o) {
         CLI_OPT_MODEL(&o->model),
         CLI_OPT_TOKENIZER(&o->tokenizer),
         {"--system", "TEXT", CLI_TEXT, &o->system, 0, 0, "system prompt", 0},
-        {"--template", "NAME", CLI_TEXT, &o->tmpl_name, 0, 0, "auto (default: from the model), llama2, llama3, chatml, phi3,\nphi4-mini, gemma, gemma4, gemma4-think, qwen3, qwen3-no-think,\nqwen35, qwen35-no-think, smollm3, smollm3-no-think, lfm2, lfm25,\ngranite4, llama31, llama32, ministral3, mistral-small32,\nmistral-nemo or plain", 0},
+        {"--template", "NAME", CLI_TEXT, &o->tmpl_name, 0, 0, "auto (default: from the model), llama2, llama3, chatml, phi3,\nphi4-mini, gemma, gemma4, gemma4-think, qwen3, qwen3-no-think,\nqwen35, qwen35-no-think, smollm3, smollm3-no-think, lfm2, lfm25,\ngranite4, llama31, llama32, ministral3, mistral-small32,\nmistral-nemo, gpt-oss or plain", 0},
         {"--think", "on|off", CLI_TEXT, &o->think, 0, 0, "thinking models (Qwen3, Qwen3.5, SmolLM3, Gemma 4): reason\nfirst (on; the default but for Gemma 4) or answer at once (off)", 0},
         {"--preset", "NAME", CLI_TEXT, &o->preset, 0, 0, "translate (with --from L --to L), code, or rag (with\n--context FILE: answers only from that text)", 0},
         {"--from", "LANG", CLI_TEXT, &o->from, 0, 0, "translate: source language", 0},
@@ -278,6 +278,12 @@ int cmd_chat(int argc, char **argv) {
     elm_error_clear(&err);
     o.gen.gp.n_keep = (int32_t)(o.gen.keep < 0 ? 0 : o.gen.keep); /* 0: the chat keeps its system turn */
     o.gen.gp.grammar = stack.grammar;
+    /* gpt-oss's replies show their channels: the markers as their text */
+    int32_t markers[ELM_TOOL_PRESERVED_MAX];
+    if (elm_chat_template_channels(tmpl)) {
+        o.gen.gp.n_preserved = elm_chat_tool_preserved_ids(tmpl, &m->vocab, markers);
+        o.gen.gp.preserved = markers;
+    }
     const elm_chat_params cp = {.tmpl = tmpl, .system = system, .gen = o.gen.gp,
                                 .spec = stack.speculative ? &stack.spec : NULL};
     if (elm_chat_new(stack.ctx, &cp, &chat, &err)) {
