@@ -12,7 +12,7 @@
  * models/templates has it: no date line), microsoft/Phi-4-mini-instruct, and LiquidAI's LFM2 and
  * LFM2.5, Qwen/Qwen3.5-4B, IBM Granite 4.0, google/gemma-4-31B-it,
  * mistralai/Ministral-3-14B-Reasoning-2512, Mistral-Small-3.2-24B-Instruct-2506 and
- * Mistral-Nemo-Instruct-2407 as tests/data/templates holds them. Plain chat only: tools and
+ * Mistral-Nemo-Instruct-2407, and OpenAI's gpt-oss (harmony) as tests/data/templates holds them. Plain chat only: tools and
  * documents are not rendered. */
 #ifndef EDGELM_CHAT_H
 #define EDGELM_CHAT_H
@@ -137,7 +137,8 @@ elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_
  * (functools[{"name": ..., "arguments": {...}}, ...]), lfm2 and lfm25
  * (<|tool_call_start|>[name(key=value, ...)]<|tool_call_end|>, Python calls), ministral3
  * ([TOOL_CALLS]NAME[ARGS]{...}), mistral-small32 (the same with [CALL_ID]ID) and mistral-nemo
- * ([TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}]). */
+ * ([TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}]), gpt-oss (<|channel|>commentary
+ * to=functions.NAME <|constrain|>json<|message|>{...}, one call a reply). */
 bool elm_chat_template_has_tools(elm_chat_template t);
 
 /* The names of the templates with tools, ", "-separated, for messages ("qwen3, qwen3-no-think,
@@ -192,7 +193,8 @@ typedef struct elm_tool_calls {
 /* The tool calls in `reply`, as template t's family writes them (every <tool_call> or
  * <|tool_call> block to the end, Llama's {"name": ..., "parameters": ...}, Phi-4-mini's
  * functools[...] and Mistral Nemo's [TOOL_CALLS][...] lists, each [TOOL_CALLS]NAME[ARGS]{...} of
- * Mistral's, or LFM2's lists of Python calls; a last call cut short is dropped; Gemma 4's values
+ * Mistral's, LFM2's lists of Python calls, or gpt-oss's messages to=functions.NAME, its analysis
+ * channel then read as `reasoning` and its final channel as content; a last call cut short is dropped; Gemma 4's values
  * and LFM2's Python literals are read back into JSON, None as null). `tools`
  * (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string parameter's
  * text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call does not
