@@ -310,7 +310,8 @@ static const char *header_word(const char *h, const char *e, const char *key, si
     return NULL;
 }
 
-elm_status elm_harmony_parse(const char *reply, elm_tool_calls *out, elm_error *err) {
+/* elm_harmony_parse, leaving what it read in out on an error. */
+static elm_status parse_messages(const char *reply, elm_tool_calls *out, elm_error *err) {
     const char *p = reply;
     /* text without any message header (a model that writes none): all of it the answer */
     if (!strstr(reply, H_MESSAGE)) return append(&out->content, reply, reply + strlen(reply))
@@ -352,4 +353,10 @@ elm_status elm_harmony_parse(const char *reply, elm_tool_calls *out, elm_error *
     if (!out->content && !(out->content = strdup("")))
         return elm_errorf(err, ELM_ERR_NOMEM, "reply: out of memory");
     return ELM_OK;
+}
+
+elm_status elm_harmony_parse(const char *reply, elm_tool_calls *out, elm_error *err) {
+    const elm_status st = parse_messages(reply, out, err);
+    if (st) elm_tool_calls_free(out);
+    return st;
 }

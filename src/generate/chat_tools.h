@@ -95,7 +95,7 @@ elm_status elm_harmony_put_messages(elm_sbuf *t, const elm_chat_msg *msgs, int32
  * out->reasoning, the final and other channels' as out->content, each message to=functions.NAME
  * a call (its text the arguments object; one cut short at the reply's end dropped). Text without
  * message headers is all content. ELM_ERR_FORMAT for a complete call whose arguments are not an
- * object; ELM_ERR_NOMEM (out then holds what was read: elm_tool_calls_free). */
+ * object; ELM_ERR_NOMEM (out is then freed, as on every error). */
 elm_status elm_harmony_parse(const char *reply, elm_tool_calls *out, elm_error *err);
 
 /* elm_chat_reply_settled of a gpt-oss reply. In chat_harmony.c. */
