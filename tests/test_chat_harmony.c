@@ -1,8 +1,9 @@
 /* gpt-oss's harmony replies (the prompts are checked against jinja2 in test_chat_tools): the
  * analysis channel read as reasoning, final as the answer, calls to=functions.NAME in both of the
  * header orders the model writes, a call cut short dropped, a bad one an error; the grammar of its
- * calls taking well-formed calls of the functions only; a tool result without a call refused; a
- * chat's turns concatenating to the rendered conversation. */
+ * calls taking well-formed calls of the functions only; a tool result without a call, or a call
+ * with both text and reasoning, refused; the day and the reasoning effort as given; a chat's turns
+ * concatenating to the rendered conversation. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,14 @@ static void render(void) {
     CHECK(elm_chat_render_tools(ELM_TEMPLATE_GPT_OSS, orphan, 2, tools, true, &out, &err) ==
               ELM_ERR_ARG && strstr(err.msg, "chat message 1") && strstr(err.msg, "no assistant call"),
           "orphan result: %s", err.msg);
+    /* a call's reasoning is its text or its reasoning, not both */
+    const elm_tool_call now[] = {{"now", "{}", NULL}};
+    const elm_chat_msg both[] = {{.role = "user", .content = "Hi"},
+                                 {.role = "assistant", .content = "Text.", .tool_calls = now,
+                                  .n_tool_calls = 1, .reasoning = "Thought."}};
+    CHECK(elm_chat_render_tools(ELM_TEMPLATE_GPT_OSS, both, 2, tools, true, &out, &err) ==
+              ELM_ERR_ARG && strstr(err.msg, "chat message 1: both content and reasoning"),
+          "content and reasoning: %s", err.msg);
     /* the day and the effort as given; an effort of another name refused */
     struct tm day = {.tm_year = 101, .tm_mon = 1, .tm_mday = 3, .tm_hour = 12, .tm_isdst = -1};
     const elm_chat_opts low = {.reasoning_effort = "low", .now = mktime(&day)};

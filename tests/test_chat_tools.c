@@ -285,6 +285,18 @@ static void families_render(void) {
           "gpt-oss-schema:\n got [%s]\nwant [%s]", out ? out : err.msg, want ? want : "");
     free(out);
     free(want);
+    /* gpt-oss's reasoning before a call (its template's "thinking") */
+    const elm_chat_msg thinking[] = {
+        user_msg,
+        {.role = "assistant", .content = "", .tool_calls = one_call, .n_tool_calls = 1,
+         .reasoning = "Paris: call get_weather."},
+        {.role = "tool", .content = "sunny", .tool_call_id = "a1b2c3d4e"}};
+    want = golden("gpt-oss-thinking");
+    CHECK(elm_chat_render_tools(ELM_TEMPLATE_GPT_OSS, thinking, 3, tools_json, true, &out, &err) ==
+              ELM_OK && want && !strcmp(out, want),
+          "gpt-oss-thinking:\n got [%s]\nwant [%s]", out ? out : err.msg, want ? want : "");
+    free(out);
+    free(want);
     /* gpt-oss's reasoning effort (its template's reasoning_effort) */
     const elm_chat_opts high = {.reasoning_effort = "high", .now = 0};
     want = golden("gpt-oss-effort");

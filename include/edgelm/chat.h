@@ -117,6 +117,9 @@ typedef struct elm_chat_msg {
     const elm_tool_call *tool_calls; /* an assistant message's calls [n_tool_calls], or NULL */
     int32_t n_tool_calls;
     const char *tool_call_id; /* a "tool" message's tool_call_id, or NULL (as elm_tool_call.id) */
+    const char *reasoning; /* an assistant message's reasoning (OpenAI-style servers'
+                            * reasoning_content), or NULL: written by templates with channels
+                            * (gpt-oss) before the message's calls, as its analysis channel */
 } elm_chat_msg;
 
 /* Renders msgs [n] as the family does (content trimmed where the family trims it), followed by the

@@ -87,7 +87,7 @@ class ChatMsg(Structure):
     """elm_chat_msg (chat.h)."""
 
     _fields_ = [("role", c_char_p), ("content", c_char_p), ("tool_calls", POINTER(ToolCall)),
-                ("n_tool_calls", c_int32), ("tool_call_id", c_char_p)]
+                ("n_tool_calls", c_int32), ("tool_call_id", c_char_p), ("reasoning", c_char_p)]
 
 
 class ToolCalls(Structure):

@@ -36,10 +36,13 @@ class ChatResult:
     @property
     def message(self) -> Dict[str, Any]:
         """The reply as an assistant message to append to the conversation for the next turn:
-        {"role": "assistant", "content": text or None, "tool_calls": [...] when there are}."""
+        {"role": "assistant", "content": text or None, "tool_calls": [...] when there are,
+        "reasoning_content": reasoning when there is (gpt-oss writes it back before the calls)}."""
         m: Dict[str, Any] = {"role": "assistant", "content": self.text or None}
         if self.tool_calls:
             m["tool_calls"] = self.tool_calls
+        if self.reasoning:
+            m["reasoning_content"] = self.reasoning
         return m
 
 
@@ -116,9 +119,13 @@ def render(tmpl: int, messages: Sequence[Mapping], tools_json: Optional[str]) ->
         call_id = m.get("tool_call_id")
         if call_id is not None and not isinstance(call_id, str):
             raise ArgumentError(f"{where}.tool_call_id: expected a string", 5)
+        reasoning = m.get("reasoning_content")
+        if reasoning is not None and not isinstance(reasoning, str):
+            raise ArgumentError(f"{where}.reasoning_content: expected a string", 5)
         msgs[i] = _lib.ChatMsg(m["role"].encode(), text.encode("utf-8", "surrogatepass"),
                                c_calls if calls else None, len(calls),
-                               call_id.encode() if call_id else None)
+                               call_id.encode() if call_id else None,
+                               reasoning.encode("utf-8", "surrogatepass") if reasoning else None)
     out, err = ctypes.c_void_p(), _lib.ElmError()
     status = _lib.lib().elm_chat_render_tools(
         tmpl, msgs, len(messages), tools_json.encode() if tools_json else None, True,

@@ -215,9 +215,13 @@ elm_status elm_harmony_put_messages(elm_sbuf *t, const elm_chat_msg *msgs, int32
             bool answered = false;
             for (int32_t k = i + 1; k < n; k++)
                 answered = answered || (!strcmp(msgs[k].role, "assistant") && !msgs[k].n_tool_calls);
-            if (*m->content && !answered)
+            const bool reasoned = m->reasoning && *m->reasoning;
+            if (*m->content && reasoned)
+                return elm_errorf(err, ELM_ERR_ARG, "chat message %d: both content and reasoning "
+                                  "with tool calls (the template takes one as the reasoning)", i);
+            if ((*m->content || reasoned) && !answered)
                 elm_sb_printf(t, H_START "assistant" H_CHANNEL "analysis" H_MESSAGE "%s" H_END,
-                              m->content);
+                              reasoned ? m->reasoning : m->content);
             /* the template writes one call a message: each call is a message of its own */
             for (int32_t c = 0; c < m->n_tool_calls; c++) {
                 elm_sb_printf(t, H_START "assistant to=functions.%s" H_CHANNEL "commentary json"
@@ -230,8 +234,12 @@ elm_status elm_harmony_put_messages(elm_sbuf *t, const elm_chat_msg *msgs, int32
             calls_msg = m;
             place = 0;
         } else if (!strcmp(m->role, "assistant")) {
+            const bool closing = i == n - 1 && !add_generation_prompt; /* (training only) */
+            if (closing && m->reasoning)
+                elm_sb_printf(t, H_START "assistant" H_CHANNEL "analysis" H_MESSAGE "%s" H_END,
+                              m->reasoning);
             elm_sb_printf(t, H_START "assistant" H_CHANNEL "final" H_MESSAGE "%s%s", m->content,
-                          i == n - 1 && !add_generation_prompt ? H_RETURN : H_END);
+                          closing ? H_RETURN : H_END);
             calls_msg = NULL;
         } else if (!strcmp(m->role, "tool") && calls_msg) {
             elm_sb_printf(t, H_START "functions.%s to=assistant" H_CHANNEL "commentary" H_MESSAGE,

@@ -83,8 +83,9 @@ void elm_harmony_put_opening(elm_sbuf *t, const char *system, const cJSON *tools
                              const char *effort, const char *date);
 
 /* gpt-oss's messages msgs [first, n) (no system message among them) and with
- * add_generation_prompt its generation prompt, as its template writes them: a reply's text
- * before calls as analysis (dropped once a later reply answers), each call a message of its own
+ * add_generation_prompt its generation prompt, as its template writes them: a reply's reasoning,
+ * or without one its text, before calls as analysis (dropped once a later reply answers; both
+ * given is ELM_ERR_ARG), the reasoning of a last reply without a generation prompt too, each call a message of its own
  * (the template writes one a message), each result named by the call its tool_call_id names
  * (else the one at its place). ELM_ERR_ARG naming the message for a tool result without a call
  * before it or an unknown role. */

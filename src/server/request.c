@@ -124,6 +124,7 @@ static int chat_prompt(const cJSON *root, const srv_defaults *d, const char *too
             else rc = content_text(content, i, &m[i].content, &owned[i], msg, cap);
             m[i].role = role->valuestring;
             m[i].tool_call_id = cJSON_GetStringValue(srv_field(e, "tool_call_id"));
+            m[i].reasoning = cJSON_GetStringValue(srv_field(e, "reasoning_content"));
         }
     }
     elm_error err;

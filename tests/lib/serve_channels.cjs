@@ -4,6 +4,7 @@
 // streamed, the deltas' reasoning_content and content add up to the same; a reply without
 // channels (the model wrote none) is all content. reasoning_effort (and the Responses API's
 // reasoning.effort) goes into the prompt: "medium" is the default's, "low" another; "max" a 400.
+// An assistant message's reasoning_content before its call goes back into the prompt.
 // usage: node serve_channels.cjs NPM_DIR BASE_URL
 const t = require("./openai_check.cjs")(process.argv[2], process.argv[3]);
 const {client, check} = t;
@@ -32,6 +33,13 @@ t.run(async () => {
   check(byDefault === medium && low !== medium, `reasoning_effort: prompt tokens ${byDefault} ${medium} ${low}`);
   const resp = await client.responses.create({model: "m", input: "Hi", max_output_tokens: 1, reasoning: {effort: "low"}});
   check(resp.usage.input_tokens === low, `responses reasoning.effort: ${JSON.stringify(resp.usage)} vs ${low}`);
+  const tools = [{type: "function", function: {name: "now", description: "The time", parameters: {type: "object", properties: {}}}}];
+  const called = [{role: "user", content: "Time?"},
+                  {role: "assistant", content: null, tool_calls: [{id: "c1", type: "function", function: {name: "now", arguments: "{}"}}]},
+                  {role: "tool", tool_call_id: "c1", content: "noon"}];
+  const plainCall = await usage({messages: called, tools, tool_choice: "none"});
+  const reasoned = called.map((m, i) => i === 1 ? {...m, reasoning_content: "I should call now."} : m);
+  check(await usage({messages: reasoned, tools, tool_choice: "none"}) > plainCall, "reasoning_content before a call");
   await t.refusals((extra) => client.chat.completions.create({...req, max_tokens: 1, ...extra}),
                    [[{reasoning_effort: "max"}, /reasoning_effort: 'max'/], [{reasoning_effort: 3}, /reasoning_effort/]]);
 

@@ -73,6 +73,8 @@ CASES = {
     "plain": [SYSTEM, USER, {"role": "assistant", "content": " Sunny. "}, {"role": "user", "content": "Thanks"}],
     "schema": [USER],
     "effort": [SYSTEM, USER],
+    # reasoning before a call (the "thinking" the template takes, reasoning_content in edgelm)
+    "thinking": [USER, {**ONE_CALL, "thinking": "Paris: call get_weather."}, RESULTS[0]],
     "answer": [USER, ONE_CALL, RESULTS[0], {"role": "assistant", "content": " Sunny. "},
                {"role": "user", "content": "Thanks"}],
 }
@@ -116,7 +118,7 @@ TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
     "mistralai-Mistral-Nemo-Instruct-2407.jinja":
         ("mistral-nemo", {}, ["tools", "calls", "nosystem", "onecall", "plain"]),
     # one call a message (the template writes a message's first call only)
-    "openai-gpt-oss-120b.jinja": ("gpt-oss", {}, ["tools", "onecall", "plain", "answer", "schema", "effort"]),
+    "openai-gpt-oss-120b.jinja": ("gpt-oss", {}, ["tools", "onecall", "plain", "answer", "schema", "effort", "thinking"]),
 }
 CASE_VARIABLES = {"effort": {"reasoning_effort": "high"}}  # beyond the template's own
 BOS = {"llama31": "<|begin_of_text|>", "llama32": "<|begin_of_text|>", "lfm2": "<|startoftext|>",
