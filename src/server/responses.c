@@ -33,11 +33,32 @@ static char *content_text(const cJSON *c) {
     return elm_sb_finish(&t);
 }
 
+/* Drops a last message that holds only reasoning (a reasoning item no call followed: the
+ * templates drop the reasoning before an answer). */
+static void drop_lone_reasoning(cJSON *msgs) {
+    cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
+    const cJSON *calls = cJSON_GetObjectItemCaseSensitive(last, "tool_calls");
+    if (calls && !calls->child) cJSON_Delete(cJSON_DetachItemViaPointer(msgs, last));
+}
+
 /* Input item i into the chat messages. */
 static int input_item(const cJSON *item, int i, cJSON *msgs, char *msg, size_t cap) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(item, "type");
     const char *t = cJSON_IsString(type) ? type->valuestring : "message";
     if (!cJSON_IsObject(item)) return srv_bad(msg, cap, "input[%d]: expected an object", i);
+    if (strcmp(t, "function_call")) drop_lone_reasoning(msgs);
+    if (!strcmp(t, "reasoning")) {
+        /* the calls that follow it take it as their reasoning_content */
+        char *text = content_text(cJSON_GetObjectItemCaseSensitive(item, "content"));
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", "assistant");
+        cJSON_AddNullToObject(m, "content");
+        cJSON_AddStringToObject(m, "reasoning_content", text ? text : "");
+        cJSON_AddArrayToObject(m, "tool_calls");
+        cJSON_AddItemToArray(msgs, m);
+        free(text);
+        return 0;
+    }
     if (!strcmp(t, "message")) {
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(item, "role");
         char *text = content_text(cJSON_GetObjectItemCaseSensitive(item, "content"));
@@ -94,8 +115,8 @@ static int input_item(const cJSON *item, int i, cJSON *msgs, char *msg, size_t c
         cJSON_AddItemToArray(msgs, m);
         return 0;
     }
-    return srv_bad(msg, cap, "input[%d].type: expected \"message\", \"function_call\" or "
-                             "\"function_call_output\"", i);
+    return srv_bad(msg, cap, "input[%d].type: expected \"message\", \"function_call\", "
+                             "\"function_call_output\" or \"reasoning\"", i);
 }
 
 /* Flat function tools ({"type": "function", "name", "description", "parameters"}) as chat's. */
@@ -178,10 +199,12 @@ int srv_responses_to_chat(const char *body, size_t len, char **chat_body, char *
     for (const cJSON *item = cJSON_IsArray(input) ? input->child : NULL; !rc && item;
          item = item->next, i++)
         rc = input_item(item, i, msgs, msg, cap);
+    drop_lone_reasoning(msgs);
     if (!rc) rc = tools(in, out, msg, cap);
     if (!rc) {
         static const char *same[] = {"model", "temperature", "top_p", "top_k", "min_p", "seed",
-                                     "stream", "parallel_tool_calls", "repeat_penalty"};
+                                     "stream", "parallel_tool_calls", "repeat_penalty",
+                                     "grammar"};
         for (size_t k = 0; k < sizeof same / sizeof same[0]; k++) copy_field(in, same[k], out, same[k]);
         copy_field(in, "max_output_tokens", out, "max_tokens");
         copy_field(srv_field(in, "reasoning"), "effort", out, "reasoning_effort");
@@ -265,9 +288,23 @@ static cJSON *response(const char *id, const char *model, double created, const 
     return r;
 }
 
-/* The items of a reply: its text (when any) and its calls. */
-static cJSON *output_items(const char *id, const char *text, const cJSON *calls) {
+/* The items of a reply: its reasoning (when any: gpt-oss's analysis channel), its text (when
+ * any) and its calls. */
+static cJSON *output_items(const char *id, const char *reasoning, const char *text,
+                           const cJSON *calls) {
     cJSON *out = cJSON_CreateArray();
+    if (reasoning && *reasoning) {
+        cJSON *r = cJSON_CreateObject(), *part = cJSON_CreateObject();
+        char item_id[96];
+        snprintf(item_id, sizeof item_id, "rs_%s", id);
+        cJSON_AddStringToObject(r, "type", "reasoning");
+        cJSON_AddStringToObject(r, "id", item_id);
+        cJSON_AddItemToObject(r, "summary", cJSON_CreateArray());
+        cJSON_AddStringToObject(part, "type", "reasoning_text");
+        cJSON_AddStringToObject(part, "text", reasoning);
+        cJSON_AddItemToArray(cJSON_AddArrayToObject(r, "content"), part);
+        cJSON_AddItemToArray(out, r);
+    }
     if (text && *text) cJSON_AddItemToArray(out, message_item(id, text, "completed"));
     const cJSON *tc;
     cJSON_ArrayForEach(tc, calls) cJSON_AddItemToArray(out, call_item(tc, "completed", true));
@@ -282,7 +319,8 @@ cJSON *srv_response_from_chat(const cJSON *completion, const char *id) {
                     cJSON_GetStringValue(cJSON_GetObjectItem(c, "finish_reason")),
                     cJSON_GetObjectItem(completion, "usage"),
                     cJSON_GetObjectItem(completion, "edgelm"),
-                    output_items(id, cJSON_GetStringValue(cJSON_GetObjectItem(m, "content")),
+                    output_items(id, cJSON_GetStringValue(cJSON_GetObjectItem(m, "reasoning_content")),
+                                 cJSON_GetStringValue(cJSON_GetObjectItem(m, "content")),
                                  cJSON_GetObjectItem(m, "tool_calls")));
 }
 
@@ -396,6 +434,6 @@ bool srv_resp_stream_chunk(srv_resp_stream *rs, const cJSON *chunk, cJSON *event
                           response(rs->id, rs->model, rs->created, finish,
                                    cJSON_GetObjectItem(chunk, "usage"),
                                    cJSON_GetObjectItem(chunk, "edgelm"),
-                                   output_items(rs->id, text, calls)));
+                                   output_items(rs->id, NULL, text, calls)));
     return !rs->text.oom;
 }

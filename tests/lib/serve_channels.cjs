@@ -4,7 +4,8 @@
 // streamed, the deltas' reasoning_content and content add up to the same; a reply without
 // channels (the model wrote none) is all content. reasoning_effort (and the Responses API's
 // reasoning.effort) goes into the prompt: "medium" is the default's, "low" another; "max" a 400.
-// An assistant message's reasoning_content before its call goes back into the prompt.
+// An assistant message's reasoning_content before its call goes back into the prompt; the Responses
+// API gives the reasoning as a reasoning item, and takes one back before a call.
 // usage: node serve_channels.cjs NPM_DIR BASE_URL
 const t = require("./openai_check.cjs")(process.argv[2], process.argv[3]);
 const {client, check} = t;
@@ -42,6 +43,24 @@ t.run(async () => {
   check(await usage({messages: reasoned, tools, tool_choice: "none"}) > plainCall, "reasoning_content before a call");
   await t.refusals((extra) => client.chat.completions.create({...req, max_tokens: 1, ...extra}),
                    [[{reasoning_effort: "max"}, /reasoning_effort: 'max'/], [{reasoning_effort: 3}, /reasoning_effort/]]);
+
+  // the Responses API: the reasoning as a reasoning item before the message
+  const rr = await client.responses.create({model: "m", input: "Hi", max_output_tokens: 200, temperature: 1, seed: 3, grammar});
+  const kinds = rr.output.map((o) => o.type);
+  check(kinds.join() === "reasoning,message" && rr.output[0].content[0].text === reasoning && rr.output_text === answer,
+        "responses reasoning item: " + JSON.stringify(rr.output));
+
+  // sent back, a reasoning item before a call goes into the prompt; one before an answer is dropped
+  const inputs = (items) => client.responses.create({model: "m", tools: [{type: "function", name: "now", parameters: {type: "object", properties: {}}}],
+                                                      tool_choice: "none", max_output_tokens: 1, input: items});
+  const think = {type: "reasoning", id: "rs_1", summary: [], content: [{type: "reasoning_text", text: "I should call now."}]};
+  const callItems = [{role: "user", content: "Time?"}, {type: "function_call", call_id: "c1", name: "now", arguments: "{}"},
+                     {type: "function_call_output", call_id: "c1", output: "noon"}];
+  const [bare, withThought] = [await inputs(callItems), await inputs([callItems[0], think, ...callItems.slice(1)])];
+  check(withThought.usage.input_tokens > bare.usage.input_tokens, `reasoning item: ${bare.usage.input_tokens} ${withThought.usage.input_tokens}`);
+  const answered = [{role: "user", content: "Hi"}, {role: "assistant", content: "Hello."}, {role: "user", content: "Bye"}];
+  const [a1, a2] = [await inputs(answered), await inputs([answered[0], think, ...answered.slice(1)])];
+  check(a1.usage.input_tokens === a2.usage.input_tokens, `reasoning before an answer: ${a1.usage.input_tokens} ${a2.usage.input_tokens}`);
 
   const plain = await client.chat.completions.create({...req, grammar: 'root ::= "Just text."'});
   check(plain.choices[0].message.content === "Just text." && plain.choices[0].message.reasoning_content === undefined,
