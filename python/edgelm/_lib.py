@@ -90,6 +90,12 @@ class ChatMsg(Structure):
                 ("n_tool_calls", c_int32), ("tool_call_id", c_char_p), ("reasoning", c_char_p)]
 
 
+class ChatOpts(Structure):
+    """elm_chat_opts (chat.h): reasoning effort (gpt-oss), the day (time_t, 0: today)."""
+
+    _fields_ = [("reasoning_effort", c_char_p), ("now", ctypes.c_int64)]
+
+
 class ToolCalls(Structure):
     """elm_tool_calls (chat.h)."""
 
@@ -235,8 +241,8 @@ _PROTOTYPES = {
     "elm_chat_template_eot": (c_char_p, [c_int]),
     "elm_chat_special_id": (c_int32, [c_void_p, c_char_p]),
     "elm_chat_tool_preserved_ids": (c_int32, [c_int, c_void_p, _I32P]),
-    "elm_chat_render_tools": (c_int, [c_int, POINTER(ChatMsg), c_int32, c_char_p, c_bool,
-                                      POINTER(c_void_p), POINTER(ElmError)]),
+    "elm_chat_render_with": (c_int, [c_int, POINTER(ChatMsg), c_int32, c_char_p, c_bool,
+                                     POINTER(ChatOpts), POINTER(c_void_p), POINTER(ElmError)]),
     "elm_tool_choice_parse": (c_int, [c_int, c_char_p, c_char_p, POINTER(ToolChoice),
                                       POINTER(ElmError)]),
     "elm_chat_tool_grammar": (c_int, [c_int, c_char_p, c_char_p, c_bool, c_bool,

@@ -99,10 +99,14 @@ def _calls(message: Mapping, where: str) -> List[Tuple[str, str, Optional[str]]]
     return out
 
 
-def render(tmpl: int, messages: Sequence[Mapping], tools_json: Optional[str]) -> str:
+def render(tmpl: int, messages: Sequence[Mapping], tools_json: Optional[str],
+           reasoning_effort: Optional[str] = None) -> str:
     """messages rendered by template tmpl with the generation prompt after them
-    (elm_chat_render_tools): the library's ArgumentError for an unknown role or a system message
-    that is not first, UnsupportedError for tools on a template without them."""
+    (elm_chat_render_with; reasoning_effort "low", "medium" or "high" for gpt-oss, None: its
+    default): the library's ArgumentError for an unknown role, a system message that is not
+    first or another effort, UnsupportedError for tools on a template without them."""
+    if reasoning_effort is not None and not isinstance(reasoning_effort, str):
+        raise ArgumentError("reasoning_effort: expected \"low\", \"medium\" or \"high\"", 5)
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence) or not messages:
         raise ArgumentError("messages: expected a non-empty list of {role, content} dicts", 5)
     keep, msgs = [], (_lib.ChatMsg * len(messages))()
@@ -127,11 +131,13 @@ def render(tmpl: int, messages: Sequence[Mapping], tools_json: Optional[str]) ->
                                call_id.encode() if call_id else None,
                                reasoning.encode("utf-8", "surrogatepass") if reasoning else None)
     out, err = ctypes.c_void_p(), _lib.ElmError()
-    status = _lib.lib().elm_chat_render_tools(
+    opts = _lib.ChatOpts(reasoning_effort.encode() if reasoning_effort else None, 0)
+    status = _lib.lib().elm_chat_render_with(
         tmpl, msgs, len(messages), tools_json.encode() if tools_json else None, True,
-        ctypes.byref(out), ctypes.byref(err))
+        ctypes.byref(opts), ctypes.byref(out), ctypes.byref(err))
     if status:
-        raise error_for(status, "messages: " + err.msg.decode("utf-8", "replace"))
+        msg = err.msg.decode("utf-8", "replace")
+        raise error_for(status, msg if msg.startswith("reasoning_effort") else "messages: " + msg)
     return _lib.take_string(out.value)
 
 

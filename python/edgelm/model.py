@@ -393,7 +393,8 @@ class Model:
              parallel_tool_calls: bool = True, response_format: Optional[Mapping[str, Any]] = None,
              template: Optional[str] = None, max_tokens: int = 256, temperature: float = 0.8,
              top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
-             repeat_penalty: float = 1.0, seed: Optional[int] = None) -> ChatResult:
+             repeat_penalty: float = 1.0, seed: Optional[int] = None,
+             reasoning_effort: Optional[str] = None) -> ChatResult:
         """A reply to messages, as `edgelm serve`'s /v1/chat/completions makes it.
 
         messages: OpenAI's shape, [{"role": "system" | "user" | "assistant" | "tool", "content":
@@ -414,6 +415,7 @@ class Model:
         response_format: {"type": "json_object"} or {"type": "json_schema", "json_schema":
         {"schema": S}}: the reply is JSON (valid under S); {"type": "text"} or None: free text.
         Sampling as generate (temperature 0: greedy), max_tokens the reply's most tokens.
+        reasoning_effort: "low", "medium" or "high", gpt-oss's (None: its default, medium).
 
         Returns a ChatResult: .text (content before any calls; gpt-oss: its final channel),
         .reasoning (gpt-oss: its analysis channel), .tool_calls (OpenAI's shape,
@@ -432,7 +434,7 @@ class Model:
         gp = self._gen_params(max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed,
                               False)
         # the prompt as the server tokenizes it: control tokens parsed, BOS in front when wanted
-        ids = self.tokenize(_chat.render(tmpl, messages, tools_json), add_special=False,
+        ids = self.tokenize(_chat.render(tmpl, messages, tools_json, reasoning_effort), add_special=False,
                             parse_special=True)
         bos = self.info["bos_id"]
         if self.info["add_bos"] and bos >= 0 and (not ids or ids[0] != bos):

@@ -284,8 +284,14 @@ with edgelm.Model(harmony, n_ctx=2048, n_threads=1) as m:
                max_tokens=256)
     check(r.ids[0] == 0 and 4 in r.ids and 1 in r.ids and r.finish_reason == "tool_calls" and
           [c["function"]["name"] for c in r.tool_calls] == ["now"] and r.text == "" and
-          r.reasoning == "", f"gpt-oss call in channels: {r.ids} {r.finish_reason} {r.tool_calls} "
-                             f"{r.text!r}")
+          r.reasoning == "" and
+          r.message == {"role": "assistant", "content": None, "tool_calls": r.tool_calls},
+          f"gpt-oss call in channels: {r.ids} {r.finish_reason} {r.tool_calls} {r.text!r}")
+    # its reasoning effort, as the server's reasoning_effort
+    r = m.chat(ask, template="gpt-oss", reasoning_effort="high", temperature=0, max_tokens=2)
+    check(len(r.ids) == 2, f"reasoning_effort high: {r.ids}")
+    raises(edgelm.ArgumentError, "reasoning_effort: 'max'", m.chat, ask, template="gpt-oss",
+           reasoning_effort="max")
 
 # embeddings: the CLI's vectors bit for bit, of an embedding model (EmbeddingGemma's shape,
 # bidirectional, mean pooling, Dense projections) and of a generative one
