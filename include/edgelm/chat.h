@@ -293,6 +293,11 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
 elm_status elm_chat_render_turn(elm_chat_template t, const char *system, const char *user,
                                 bool first, char **out, elm_error *err);
 
+/* elm_chat_render_turn with opts (NULL: the defaults; elm_chat_render_with's, the same errors). */
+elm_status elm_chat_render_turn_with(elm_chat_template t, const char *system, const char *user,
+                                     bool first, const elm_chat_opts *opts, char **out,
+                                     elm_error *err);
+
 /* System prompt and temperature of a preset for a common on-device task:
  *  "translate": translate each message from language `from` to `to`, output the translation only;
  *  "code": a programming assistant answering with code;
@@ -312,6 +317,8 @@ typedef struct elm_chat_params {
                                   * keeps the first turn's prompt (system and first message) on a
                                   * shift */
     const elm_spec_params *spec; /* speculative decoding, or NULL (borrowed: must outlive the chat) */
+    elm_chat_opts opts;          /* the turns' rendering (gpt-oss's reasoning effort, borrowed:
+                                  * must outlive the chat); zero for the defaults */
 } elm_chat_params;
 
 typedef struct elm_chat elm_chat;

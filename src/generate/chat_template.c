@@ -826,13 +826,22 @@ elm_status elm_chat_render_with(elm_chat_template tm, const elm_chat_msg *msgs, 
 
 elm_status elm_chat_render_turn(elm_chat_template tm, const char *system, const char *user,
                                 bool first, char **out, elm_error *err) {
+    return elm_chat_render_turn_with(tm, system, user, first, NULL, out, err);
+}
+
+elm_status elm_chat_render_turn_with(elm_chat_template tm, const char *system, const char *user,
+                                     bool first, const elm_chat_opts *opts, char **out,
+                                     elm_error *err) {
     *out = NULL;
+    if (!opts) opts = &no_opts;
+    if (opts->reasoning_effort && elm_chat_effort_check(opts->reasoning_effort, err))
+        return ELM_ERR_ARG;
     if ((unsigned)tm >= ELM_TEMPLATE_COUNT)
         return elm_errorf(err, ELM_ERR_ARG, "chat template %d unknown", (int)tm);
     const tmpl_spec *s = &specs[tm];
     text t = {0};
     put(&t, "");
-    if (first) put_opening(&t, s, system, NULL, &no_opts);
+    if (first) put_opening(&t, s, system, NULL, opts);
     else put(&t, s->asst_post);
     put_user(&t, s, first ? system : NULL, user);
     put_asst_open(&t, s, system, true);
