@@ -5,7 +5,8 @@
 // channels (the model wrote none) is all content. reasoning_effort (and the Responses API's
 // reasoning.effort) goes into the prompt: "medium" is the default's, "low" another; "max" a 400.
 // An assistant message's reasoning_content before its call goes back into the prompt; the Responses
-// API gives the reasoning as a reasoning item, and takes one back before a call.
+// API gives the reasoning as a reasoning item (streamed as reasoning_text deltas), and takes one
+// back before a call.
 // usage: node serve_channels.cjs NPM_DIR BASE_URL
 const t = require("./openai_check.cjs")(process.argv[2], process.argv[3]);
 const {client, check} = t;
@@ -49,6 +50,18 @@ t.run(async () => {
   const kinds = rr.output.map((o) => o.type);
   check(kinds.join() === "reasoning,message" && rr.output[0].content[0].text === reasoning && rr.output_text === answer,
         "responses reasoning item: " + JSON.stringify(rr.output));
+
+  // streamed: the reasoning item's text deltas at output 0, then the message's at output 1
+  const rs = await client.responses.create({model: "m", input: "Hi", max_output_tokens: 200, temperature: 1, seed: 3, grammar, stream: true});
+  let rText = "", mText = "", mIndex = -1, done = null;
+  for await (const e of rs) {
+    if (e.type === "response.reasoning_text.delta" && e.output_index === 0) rText += e.delta;
+    if (e.type === "response.output_text.delta") { mText += e.delta; mIndex = e.output_index; }
+    if (e.type === "response.completed") done = e.response;
+  }
+  check(rText === reasoning && mText === answer && mIndex === 1 && done &&
+        done.output.map((o) => o.type).join() === "reasoning,message" && done.output[0].content[0].text === reasoning,
+        `responses stream: '${rText}' '${mText}' ${mIndex} ${JSON.stringify(done && done.output)}`);
 
   // sent back, a reasoning item before a call goes into the prompt; one before an answer is dropped
   const inputs = (items) => client.responses.create({model: "m", tools: [{type: "function", name: "now", parameters: {type: "object", properties: {}}}],
