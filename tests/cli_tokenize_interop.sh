@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Tokenization against llama.cpp on vocabularies whose pre-tokenizer no fixture has: Qwen2's BPE
-# vocabulary (ggml-vocab-qwen2.gguf) relabelled with another tokenizer.ggml.pre
+# Tokenization against llama.cpp on vocabularies whose pre-tokenizer no fixture has: Qwen2's and
+# Llama 3's BPE vocabularies (ggml-vocab-qwen2.gguf, whose digits are single tokens, and
+# ggml-vocab-llama-bpe.gguf, which has tokens of up to 3 digits) relabelled with another
+# tokenizer.ggml.pre
 # (tests/lib/gguf_vocab.py set-pre), tokenized by `edgelm tokenize` and by llama.cpp
 # (node-llama-cpp@3.21.1's prebuilt CPU library, scripts/node-llama.sh; tests/interop/tokenize.mjs)
 # on text that tells pre-tokenizers apart (contractions, case runs, digit runs, CJK, accents,
 # punctuation, paths, newlines and spaces): the same ids for every text. gpt-4o is o200k's, the
 # pre-tokenizer of gpt-oss (o200k_harmony) and Llama 4. Each name must also cut some text
-# otherwise than qwen2's, so that a relabelled file ignored would fail. Skipped (exit 77, one
+# otherwise than the vocabulary's own pre-tokenizer, so that a relabelled file ignored would fail. Skipped (exit 77, one
 # line) when node is missing or npm cannot reach the registry.
 # usage: cli_tokenize_interop.sh EDGELM FIXTURES
 set -u
@@ -32,27 +34,29 @@ edgelm_ids() {
     echo "$out]"
 }
 
-base=$fx/vocab/ggml-vocab-qwen2.gguf
-qwen2=$(edgelm_ids "$base") || fail "qwen2: edgelm tokenize failed"
-for pre in gpt-4o; do
-    vocab=$tmp/vocab-$pre.gguf
-    python3 tests/lib/gguf_vocab.py set-pre "$base" "$vocab" "$pre" || { fail "$pre: set-pre"; continue; }
-    want=$(node tests/interop/tokenize.mjs "$pkg" "$vocab" "${texts[@]}" 2>"$tmp/node.err") ||
-        { fail "$pre: node-llama-cpp: $(tail -1 "$tmp/node.err")"; continue; }
-    got=$(edgelm_ids "$vocab") || { fail "$pre: edgelm tokenize failed"; continue; }
-    python3 - "$want" "$got" "$qwen2" "${texts[@]}" <<'EOF' && ok || fail "$pre: ids differ from llama.cpp's"
+for name in qwen2 llama-bpe; do
+    base=$fx/vocab/ggml-vocab-$name.gguf
+    own=$(edgelm_ids "$base") || { fail "$name: edgelm tokenize failed"; continue; }
+    for pre in gpt-4o; do
+        vocab=$tmp/vocab-$name-$pre.gguf
+        python3 tests/lib/gguf_vocab.py set-pre "$base" "$vocab" "$pre" || { fail "$name $pre: set-pre"; continue; }
+        want=$(node tests/interop/tokenize.mjs "$pkg" "$vocab" "${texts[@]}" 2>"$tmp/node.err") ||
+            { fail "$name $pre: node-llama-cpp: $(tail -1 "$tmp/node.err")"; continue; }
+        got=$(edgelm_ids "$vocab") || { fail "$name $pre: edgelm tokenize failed"; continue; }
+        python3 - "$want" "$got" "$own" "${texts[@]}" <<'EOF' && ok || fail "$name $pre: ids differ from llama.cpp's"
 import json, sys
-want, got, qwen2 = (json.loads(a) for a in sys.argv[1:4])
+want, got, own = (json.loads(a) for a in sys.argv[1:4])
 texts = sys.argv[4:]
 bad = [(t, w, g) for t, w, g in zip(texts, want, got) if w != g]
 for t, w, g in bad:
     print(f"  {t!r}: llama.cpp {w}, edgelm {g}", file=sys.stderr)
 if len(want) != len(texts) or len(got) != len(texts):
     sys.exit("  wrong number of results")
-if want == qwen2:
-    sys.exit("  every text cut as qwen2's pre-tokenizer cuts it: the relabelling had no effect")
+if want == own:
+    sys.exit("  every text cut as the vocabulary's own pre-tokenizer cuts it: the relabelling had no effect")
 sys.exit(1 if bad else 0)
 EOF
+    done
 done
 echo "cli_tokenize_interop: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
