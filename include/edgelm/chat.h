@@ -1,9 +1,9 @@
 /* Chat: the conversation templates of the common model families, and a multi-turn conversation
  * that lives in one context's KV cache, so each turn prefills only its own new tokens.
  *
- * Templates are built in (no Jinja interpreter): each family's published format is written out
- * as the pieces around system, user and assistant messages, and a model's own Jinja template
- * (GGUF tokenizer.chat_template, Hugging Face tokenizer_config.json "chat_template" or
+ * Templates are built in (no Jinja interpreter): each family's published format is written out as
+ * the pieces around system, user and assistant messages, and a model's own Jinja template (GGUF
+ * tokenizer.chat_template, Hugging Face tokenizer_config.json "chat_template" or
  * chat_template.jinja) is recognised by its signature. Sources: the chat_template of
  * meta-llama/Llama-2-7b-chat-hf, meta-llama/Meta-Llama-3-8B-Instruct,
  * microsoft/Phi-3-mini-4k-instruct, google/gemma-7b-it (with Gemma 3's rule for a system message:
@@ -12,8 +12,8 @@
  * models/templates has it: no date line), microsoft/Phi-4-mini-instruct, and LiquidAI's LFM2 and
  * LFM2.5, Qwen/Qwen3.5-4B, IBM Granite 4.0, google/gemma-4-31B-it,
  * mistralai/Ministral-3-14B-Reasoning-2512, Mistral-Small-3.2-24B-Instruct-2506 and
- * Mistral-Nemo-Instruct-2407, and OpenAI's gpt-oss (harmony) as tests/data/templates holds them. Plain chat only: tools and
- * documents are not rendered. */
+ * Mistral-Nemo-Instruct-2407, and OpenAI's gpt-oss (harmony) as tests/data/templates holds them.
+ * Plain chat only: tools and documents are not rendered. */
 #ifndef EDGELM_CHAT_H
 #define EDGELM_CHAT_H
 
@@ -197,12 +197,12 @@ typedef struct elm_tool_calls {
  * <|tool_call> block to the end, Llama's {"name": ..., "parameters": ...}, Phi-4-mini's
  * functools[...] and Mistral Nemo's [TOOL_CALLS][...] lists, each [TOOL_CALLS]NAME[ARGS]{...} of
  * Mistral's, LFM2's lists of Python calls, or gpt-oss's messages to=functions.NAME, its analysis
- * channel then read as `reasoning` and its final channel as content; a last call cut short is dropped; Gemma 4's values
- * and LFM2's Python literals are read back into JSON, None as null). `tools`
- * (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string parameter's
- * text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call does not
- * hold a name and an object of arguments, naming it; ELM_ERR_UNSUPPORTED for a template without
- * tools; ELM_ERR_NOMEM. Free with elm_tool_calls_free. */
+ * channel then read as `reasoning` and its final channel as content; a last call cut short is
+ * dropped; Gemma 4's values and LFM2's Python literals are read back into JSON, None as null).
+ * `tools` (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string
+ * parameter's text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call
+ * does not hold a name and an object of arguments, naming it; ELM_ERR_UNSUPPORTED for a template
+ * without tools; ELM_ERR_NOMEM. Free with elm_tool_calls_free. */
 elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, const char *reply,
                                      elm_tool_calls *out, elm_error *err);
 void elm_tool_calls_free(elm_tool_calls *c);

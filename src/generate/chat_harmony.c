@@ -126,7 +126,8 @@ static void put_ts_type(elm_sbuf *t, const cJSON *spec) {
         }
         elm_sb_puts(t, "{\n");
         for (const cJSON *p = props->child; p; p = p->next) {
-            elm_sb_printf(t, "%s%s: \n                ", p->string, listed(req, p->string) ? "" : "?");
+            elm_sb_printf(t, "%s%s: \n                ", p->string,
+                          listed(req, p->string) ? "" : "?");
             put_ts_type(t, p);
             if (p->next) elm_sb_puts(t, ", ");
         }
@@ -194,7 +195,8 @@ void elm_harmony_put_opening(elm_sbuf *t, const char *system, const cJSON *tools
 
 /* The name of the call a "tool" message answers: the one of the last calls its tool_call_id
  * names, else the one at its place among the results after them, else the last call. */
-static const char *result_name(const elm_chat_msg *calls_msg, const elm_chat_msg *m, int32_t place) {
+static const char *result_name(const elm_chat_msg *calls_msg, const elm_chat_msg *m,
+                               int32_t place) {
     for (int32_t c = 0; m->tool_call_id && c < calls_msg->n_tool_calls; c++)
         if (calls_msg->tool_calls[c].id && !strcmp(calls_msg->tool_calls[c].id, m->tool_call_id))
             return calls_msg->tool_calls[c].name;
@@ -214,7 +216,8 @@ elm_status elm_harmony_put_messages(elm_sbuf *t, const elm_chat_msg *msgs, int32
             /* its text is reasoning before the calls, dropped once a later reply answers */
             bool answered = false;
             for (int32_t k = i + 1; k < n; k++)
-                answered = answered || (!strcmp(msgs[k].role, "assistant") && !msgs[k].n_tool_calls);
+                answered = answered ||
+                           (!strcmp(msgs[k].role, "assistant") && !msgs[k].n_tool_calls);
             const bool reasoned = m->reasoning && *m->reasoning;
             if (*m->content && reasoned)
                 return elm_errorf(err, ELM_ERR_ARG, "chat message %d: both content and reasoning "
@@ -322,9 +325,10 @@ static const char *header_word(const char *h, const char *e, const char *key, si
 static elm_status parse_messages(const char *reply, elm_tool_calls *out, elm_error *err) {
     const char *p = reply;
     /* text without any message header (a model that writes none): all of it the answer */
-    if (!strstr(reply, H_MESSAGE)) return append(&out->content, reply, reply + strlen(reply))
-                                              ? ELM_OK
-                                              : elm_errorf(err, ELM_ERR_NOMEM, "reply: out of memory");
+    if (!strstr(reply, H_MESSAGE))
+        return append(&out->content, reply, reply + strlen(reply))
+                   ? ELM_OK
+                   : elm_errorf(err, ELM_ERR_NOMEM, "reply: out of memory");
     while (*p) {
         if (!strncmp(p, H_START, strlen(H_START))) p += strlen(H_START);
         const char *msg = strstr(p, H_MESSAGE);

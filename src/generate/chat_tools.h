@@ -83,12 +83,12 @@ void elm_harmony_put_opening(elm_sbuf *t, const char *system, const cJSON *tools
                              const char *effort, const char *date);
 
 /* gpt-oss's messages msgs [first, n) (no system message among them) and with
- * add_generation_prompt its generation prompt, as its template writes them: a reply's reasoning,
- * or without one its text, before calls as analysis (dropped once a later reply answers; both
- * given is ELM_ERR_ARG), the reasoning of a last reply without a generation prompt too, each call a message of its own
- * (the template writes one a message), each result named by the call its tool_call_id names
- * (else the one at its place). ELM_ERR_ARG naming the message for a tool result without a call
- * before it or an unknown role. */
+ * add_generation_prompt its generation prompt, as its template writes them: a reply's reasoning, or
+ * without one its text, before calls as analysis (dropped once a later reply answers; both given is
+ * ELM_ERR_ARG), the reasoning of a last reply without a generation prompt too, each call a message
+ * of its own (the template writes one a message), each result named by the call its tool_call_id
+ * names (else the one at its place). ELM_ERR_ARG naming the message for a tool result without a
+ * call before it or an unknown role. */
 elm_status elm_harmony_put_messages(elm_sbuf *t, const elm_chat_msg *msgs, int32_t first,
                                     int32_t n, bool add_generation_prompt, elm_error *err);
 

@@ -329,7 +329,8 @@ static cJSON *chunk(const stream *st, cJSON *c) {
 /* Adds to delta d what choice c's reply in channels, read (elm_chat_parse_tool_calls) as far as
  * it is settled, has beyond what was sent: "content" and "reasoning_content" (nothing when they
  * are empty). Returns the reading (*calls: caller frees); false when out of memory. */
-static bool read_channels(stream *st, stream_choice *c, bool whole, cJSON *d, elm_tool_calls *calls) {
+static bool read_channels(stream *st, stream_choice *c, bool whole, cJSON *d,
+                          elm_tool_calls *calls) {
     memset(calls, 0, sizeof *calls);
     elm_sb_put(&c->reply, "", 0);
     if (c->reply.oom) return false;
@@ -360,7 +361,8 @@ static bool channel_deltas(stream *st, stream_choice *c, bool whole) {
     elm_tool_calls calls;
     const bool ok = read_channels(st, c, whole, d, &calls);
     elm_tool_calls_free(&calls);
-    if (!ok || (!cJSON_GetObjectItem(d, "content") && !cJSON_GetObjectItem(d, "reasoning_content"))) {
+    const bool news = cJSON_GetObjectItem(d, "content") || cJSON_GetObjectItem(d, "reasoning_content");
+    if (!ok || !news) {
         cJSON_Delete(ch);
         return ok;
     }

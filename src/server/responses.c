@@ -314,7 +314,8 @@ static cJSON *reasoning_item(const char *id, const char *text, const char *statu
 static cJSON *output_items(const char *id, const char *reasoning, const char *text,
                            const cJSON *calls) {
     cJSON *out = cJSON_CreateArray();
-    if (reasoning && *reasoning) cJSON_AddItemToArray(out, reasoning_item(id, reasoning, "completed"));
+    if (reasoning && *reasoning)
+        cJSON_AddItemToArray(out, reasoning_item(id, reasoning, "completed"));
     if (text && *text) cJSON_AddItemToArray(out, message_item(id, text, "completed"));
     const cJSON *tc;
     cJSON_ArrayForEach(tc, calls) cJSON_AddItemToArray(out, call_item(tc, "completed", true));
@@ -329,7 +330,8 @@ cJSON *srv_response_from_chat(const cJSON *completion, const char *id) {
                     cJSON_GetStringValue(cJSON_GetObjectItem(c, "finish_reason")),
                     cJSON_GetObjectItem(completion, "usage"),
                     cJSON_GetObjectItem(completion, "edgelm"),
-                    output_items(id, cJSON_GetStringValue(cJSON_GetObjectItem(m, "reasoning_content")),
+                    output_items(id,
+                                 cJSON_GetStringValue(cJSON_GetObjectItem(m, "reasoning_content")),
                                  cJSON_GetStringValue(cJSON_GetObjectItem(m, "content")),
                                  cJSON_GetObjectItem(m, "tool_calls")));
 }

@@ -34,8 +34,8 @@ typedef struct srv_params {
     int32_t eot_id;       /* the chat template's end-of-turn token (-1: none): with EOS, what
                            * ends a reply held to a grammar */
     int32_t preserved[ELM_TOOL_PRESERVED_MAX]; /* the template's tool-call control tokens
-                           * (elm_chat_tool_preserved_ids): a job with tool_calls or channels decodes them as
-                           * text and its grammar sees them so */
+                           * (elm_chat_tool_preserved_ids): a job with tool_calls or channels
+                           * decodes them as text and its grammar sees them so */
     int32_t n_preserved;
     srv_metrics *metrics; /* borrowed: counts prompts, tokens and latencies; NULL for none */
 } srv_params;
