@@ -255,9 +255,8 @@ static void check_unpack(const char *isa, const elm_kq_kernels *kq) {
             random_blocks(t, src, 8 * N, &seed);
             int8_t q0[8 * N * ELM_QK], q1[8 * N * ELM_QK];
             float d0[8 * N], d1[8 * N];
-            const bool mx = t == ELM_TYPE_MXFP4;
-            (mx ? elm_kq_scalar.unpack_mxfp4 : elm_kq_scalar.unpack_iq4_nl)(src, 8 * N, q0, d0);
-            (mx ? kq->unpack_mxfp4 : kq->unpack_iq4_nl)(src, 8 * N, q1, d1);
+            elm_kq_scalar.unpack_grid32(t, src, 8 * N, q0, d0);
+            kq->unpack_grid32(t, src, 8 * N, q1, d1);
             CHECK(!memcmp(q0, q1, sizeof q0) && !memcmp(d0, d1, sizeof d0), "%s %s unpack", isa,
                   tt->name);
             continue;

@@ -110,18 +110,16 @@ static float sgemm_dot_f32(const float *xs, size_t stride, const float *y, int64
  * llama.cpp moves them to its CPU_REPACK buffer on AVX2): gemv/gemm_q4_b32_8x8_q8_0_lut_avx keep
  * one float per row and token and fuse each block in, acc = fma(Σq·x, d_w·d_x, acc). */
 static float dot_grid32(elm_type type, const uint8_t *w, elm_q8_row x, int64_t nb) {
-    const bool mx = type == ELM_TYPE_MXFP4;
-    const int8_t *grid = mx ? elm_mxfp4_grid : elm_iq4nl_grid;
-    const int off = mx ? 1 : 2, stride = mx ? ELM_MXFP4_BLOCK_BYTES : 18;
+    const elm_grid32_layout g = elm_grid32_layout_of(type);
     float acc = 0;
-    for (int64_t b = 0; b < nb; b++, w += stride) {
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *qs = w + g.block_bytes * b + g.qs_at;
         int32_t isum = 0;
         for (int l = 0; l < 16; l++) {
-            isum += grid[w[off + l] & 0x0f] * x.qs[ELM_QK * b + l];
-            isum += grid[w[off + l] >> 4] * x.qs[ELM_QK * b + l + 16];
+            isum += g.grid[qs[l] & 0x0f] * x.qs[ELM_QK * b + l];
+            isum += g.grid[qs[l] >> 4] * x.qs[ELM_QK * b + l + 16];
         }
-        const float dw = mx ? elm_e8m0_half(w[0]) : elm_load_f16(w);
-        acc = fmaf((float)isum, dw * x.d[b], acc);
+        acc = fmaf((float)isum, elm_grid32_scale(type, w, b) * x.d[b], acc);
     }
     return acc;
 }

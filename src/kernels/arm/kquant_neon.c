@@ -98,26 +98,16 @@ NEON_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int
     for (int i = 0; i < nx; i++) out[i] = dot1(w, x[i], n, mins);
 }
 
-/* n 32-weight blocks of 16 packed nibbles at src + off, `stride` bytes apart, looked up in grid
- * into q[32n]: weight j < 16 in the low nibble of byte j, the rest in the high nibbles. */
-NEON_FN static void unpack_grid(const uint8_t *src, int64_t n, int stride, int off,
-                                const int8_t *grid_values, int8_t *q) {
-    const int8x16_t grid = vld1q_s8(grid_values);
-    for (int64_t b = 0; b < n; b++, src += stride, q += ELM_QK) {
-        const uint8x16_t p = vld1q_u8(src + off);
+NEON_FN static void unpack_grid32(elm_type t, const uint8_t *src, int64_t n, int8_t *q,
+                                  float *d) {
+    const elm_grid32_layout g = elm_grid32_layout_of(t);
+    const int8x16_t grid = vld1q_s8(g.grid);
+    for (int64_t b = 0; b < n; b++, q += ELM_QK) {
+        d[b] = elm_grid32_scale(t, src, b);
+        const uint8x16_t p = vld1q_u8(src + g.block_bytes * b + g.qs_at);
         vst1q_s8(q, vqtbl1q_s8(grid, vandq_u8(p, vdupq_n_u8(0x0f))));
         vst1q_s8(q + 16, vqtbl1q_s8(grid, vshrq_n_u8(p, 4)));
     }
-}
-
-NEON_FN static void unpack_iq4_nl(const uint8_t *src, int64_t n, int8_t *q, float *d) {
-    for (int64_t b = 0; b < n; b++) d[b] = elm_load_f16(src + 18 * b);
-    unpack_grid(src, n, 18, 2, elm_iq4nl_grid, q);
-}
-
-NEON_FN static void unpack_mxfp4(const uint8_t *src, int64_t n, int8_t *q, float *d) {
-    for (int64_t b = 0; b < n; b++) d[b] = elm_e8m0_half(src[ELM_MXFP4_BLOCK_BYTES * b]);
-    unpack_grid(src, n, ELM_MXFP4_BLOCK_BYTES, 1, elm_mxfp4_grid, q);
 }
 
 NEON_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int64_t n) {
@@ -132,7 +122,6 @@ NEON_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, i
 
 const elm_kq_kernels elm_kq_neon = {.unpack = unpack,
                                     .dot = dot,
-                                    .unpack_iq4_nl = unpack_iq4_nl,
-                                    .dot_iq4_nl = dot_iq4_nl,
-                                    .unpack_mxfp4 = unpack_mxfp4};
+                                    .unpack_grid32 = unpack_grid32,
+                                    .dot_iq4_nl = dot_iq4_nl};
 #endif

@@ -600,29 +600,17 @@ KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, 
 #define KT_TOKENS 2
 #endif
 
-/* n 32-weight blocks of 16 packed nibbles at src + off, `stride` bytes apart, looked up in grid
- * (IQ4_NL's or MXFP4's: both keep weight j < 16 in the low nibble of byte j, the rest in the high
- * nibbles) into q[32n]. */
-KQ_INLINE void kq_unpack_grid(const uint8_t *src, int64_t n, int stride, int off,
-                              const int8_t *grid, int8_t *q) {
-    const __m256i g = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)grid));
-    for (int64_t b = 0; b < n; b++, src += stride, q += ELM_QK) {
-        const __m128i v = _mm_loadu_si128((const __m128i *)(src + off));
+KQ_FN static void unpack_grid32(elm_type t, const uint8_t *src, int64_t n, int8_t *q, float *d) {
+    const elm_grid32_layout g = elm_grid32_layout_of(t);
+    const __m256i grid = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)g.grid));
+    for (int64_t b = 0; b < n; b++, q += ELM_QK) {
+        d[b] = elm_grid32_scale(t, src, b);
+        const __m128i v = _mm_loadu_si128((const __m128i *)(src + g.block_bytes * b + g.qs_at));
         const __m256i idx = _mm256_and_si256(
             _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1),
             _mm256_set1_epi8(0x0f));
-        kq_store(q, _mm256_shuffle_epi8(g, idx));
+        kq_store(q, _mm256_shuffle_epi8(grid, idx));
     }
-}
-
-KQ_FN static void unpack_iq4_nl(const uint8_t *src, int64_t n, int8_t *q, float *d) {
-    for (int64_t b = 0; b < n; b++) d[b] = elm_load_f16(src + 18 * b);
-    kq_unpack_grid(src, n, 18, 2, elm_iq4nl_grid, q);
-}
-
-KQ_FN static void unpack_mxfp4(const uint8_t *src, int64_t n, int8_t *q, float *d) {
-    for (int64_t b = 0; b < n; b++) d[b] = elm_e8m0_half(src[ELM_MXFP4_BLOCK_BYTES * b]);
-    kq_unpack_grid(src, n, ELM_MXFP4_BLOCK_BYTES, 1, elm_mxfp4_grid, q);
 }
 
 /* One 32-weight grid block (its 16 packed bytes at qs, its scale dw) against the token's q8
@@ -701,10 +689,9 @@ KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int
 const elm_kq_kernels KQ_TABLE = {
     .unpack = unpack,
     .dot = dot,
-    .unpack_iq4_nl = unpack_iq4_nl,
+    .unpack_grid32 = unpack_grid32,
     .dot_iq4_nl = dot_iq4_nl,
     .row_iq4_nl = row_iq4_nl,
-    .unpack_mxfp4 = unpack_mxfp4,
     .row_mxfp4 = row_mxfp4,
     .dot_packed = dot_packed,
     .decode_rows = decode_rows,
