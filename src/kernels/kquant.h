@@ -96,7 +96,7 @@ typedef struct elm_kq_kernels {
     void (*dot)(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64_t n, bool mins,
                 float *out);
     /* IQ4_NL or MXFP4 (t): n 32-weight blocks at src as q[32n] (grid values) and d[n] (the
-     * blocks' scales, elm_grid32_scales). */
+     * blocks' scales, elm_grid32_scale). */
     void (*unpack_grid32)(elm_type t, const uint8_t *src, int64_t n, int8_t *q, float *d);
     /* Σ_b d[b]·(x.d[b]·Σ_i q[32b+i]·x.qs[32b+i]) over n blocks (of IQ4_NL or MXFP4). */
     float (*dot_iq4_nl)(const int8_t *q, const float *d, elm_q8_row x, int64_t n);
@@ -137,10 +137,10 @@ typedef struct elm_kq_kernels {
  * quantize_row_q8_K_ref, bit for bit). */
 void elm_quantize_q8_k(const float *x, int64_t cols, void *row);
 
-/* Rows [r0, r1) of a->y for k-quant/i-quant weights (kernels.h's matmul contract: a->xq holds q8
- * rows for IQ4_NL and MXFP4; for the 256-weight types it is NULL or holds a->n_tok q8_K rows of a->x,
- * elm_quantize_q8_k's, which callers splitting one product across threads quantize once for
- * all). scratch: elm_matmul_scratch_bytes(cols). */
+/* Rows [r0, r1) of a->y for k-quant/i-quant weights and MXFP4 (kernels.h's matmul contract:
+ * a->xq holds q8 rows for IQ4_NL and MXFP4; for the 256-weight types it is NULL or holds
+ * a->n_tok q8_K rows of a->x, elm_quantize_q8_k's, which callers splitting one product across
+ * threads quantize once for all). scratch: elm_matmul_scratch_bytes(cols). */
 void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0, int64_t r1,
                        void *scratch);
 

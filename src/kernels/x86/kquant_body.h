@@ -600,9 +600,14 @@ KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, 
 #define KT_TOKENS 2
 #endif
 
+/* The 16 grid values in both 128-bit lanes, for vpshufb lookups. */
+KQ_INLINE __m256i kq_grid_of(const int8_t *grid) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)grid));
+}
+
 KQ_FN static void unpack_grid32(elm_type t, const uint8_t *src, int64_t n, int8_t *q, float *d) {
     const elm_grid32_layout g = elm_grid32_layout_of(t);
-    const __m256i grid = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)g.grid));
+    const __m256i grid = kq_grid_of(g.grid);
     for (int64_t b = 0; b < n; b++, q += ELM_QK) {
         d[b] = elm_grid32_scale(t, src, b);
         const __m128i v = _mm_loadu_si128((const __m128i *)(src + g.block_bytes * b + g.qs_at));
@@ -633,10 +638,6 @@ KQ_INLINE __m256 kq_block_grid(const uint8_t *qs, __m256i grid, float dw, const 
         _mm256_madd_epi16(kq_pairs(_mm256_shuffle_epi8(grid, idx), xv), _mm256_set1_epi16(1));
 #endif
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * x->d[i]), acc);
-}
-
-KQ_INLINE __m256i kq_grid_of(const int8_t *grid) {
-    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)grid));
 }
 
 /* One IQ4_NL row of n blocks at src against one token, straight from the file's blocks. */
