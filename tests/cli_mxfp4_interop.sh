@@ -18,9 +18,10 @@ fix=$2
 . "$(dirname "$0")/lib/cli.sh"
 require_node_llama
 
-long="Once upon a time there was a little girl who lived in a village near the forest. Whenever \
-she went out, the little girl wore a red riding cloak, so everyone in the village called her"
-prompts=("Once upon a time" "The capital of France is" "$long")
+# the third prompt routes to every expert of both families (tests/test_moe.c)
+prompts=("Once upon a time" "The capital of France is"
+    "Once upon a time there was a little girl who lived in a village near the forest. Whenever \
+she went out, the little girl wore a red riding cloak, so everyone in the village called her")
 for name in qwen3moe-mxfp4 lfm2moe-mxfp4 qwen3moe-mxfp4_moe; do
     arch=${name%%-*} type=${name#*-}
     case $arch in lfm2moe) vocab=llama-bpe ;; qwen3moe) vocab=qwen2 ;; esac
@@ -38,21 +39,14 @@ for name in qwen3moe-mxfp4 lfm2moe-mxfp4 qwen3moe-mxfp4_moe; do
         "$bin" run -m "$gguf" -p "${prompts[$i]}" -n 16 --temp 0 --ignore-eos -t 2 --json \
             --ggml-rounding --logits 16 --logits-top 32 >"$tmp/out.json" 2>"$tmp/err" ||
             { fail "$name: run: $(cat "$tmp/err")"; continue; }
-        python3 - "$tmp/$name.ref.json" "$i" "$tmp/out.json" <<'EOF' || fail "$name: prompt $i: ids differ from llama.cpp's"
-import json, sys
-ref = json.load(open(sys.argv[1]))[int(sys.argv[2])]
-got = json.load(open(sys.argv[3]))
-same = got["prompt_ids"] == ref["prompt_ids"] and got["generated_ids"] == ref["generated_ids"]
-if not same:
-    print(f"  llama.cpp {ref['prompt_ids']} -> {ref['generated_ids']}\n"
-          f"  edgelm    {got['prompt_ids']} -> {got['generated_ids']}", file=sys.stderr)
-sys.exit(0 if same else 1)
-EOF
-        delta=$(python3 tests/lib/logit_delta.py "$tmp/$name.ref.json" "$i" "$tmp/out.json") ||
-            { fail "$name: prompt $i: no logits compared"; continue; }
-        [ "${INTEROP_VERBOSE:-0}" = 1 ] && echo "$name prompt $i: max |delta| rows: $delta"
-        python3 -c "import sys; d, rows = sys.argv[1].split(); sys.exit(not (float(d) <= 1e-3 and int(rows) == 16))" "$delta" ||
-            fail "$name: prompt $i: logits differ from llama.cpp's by $delta (max |delta|, rows; want <= 1e-3 over 16)"
+        # logit_delta.py checks the prompt ids and compares the rows of the common greedy path
+        read -r delta rows < <(python3 tests/lib/logit_delta.py "$tmp/$name.ref.json" "$i" \
+            "$tmp/out.json") || { fail "$name: prompt $i: no logits compared"; continue; }
+        [ "${INTEROP_VERBOSE:-0}" = 1 ] && echo "$name prompt $i: max |delta| $delta over $rows rows"
+        python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))[int(sys.argv[2])]["generated_ids"] != json.load(open(sys.argv[3]))["generated_ids"])' \
+            "$tmp/$name.ref.json" "$i" "$tmp/out.json" || fail "$name: prompt $i: greedy ids differ from llama.cpp's"
+        awk -v d="$delta" -v n="$rows" 'BEGIN { exit !(d <= 1e-3 && n == 16) }' ||
+            fail "$name: prompt $i: logits differ from llama.cpp's by $delta over $rows rows (want <= 1e-3 over 16)"
     done
 done
 
