@@ -381,7 +381,7 @@ static void test_file_traits(void) {
         {ELM_TYPE_Q3_K, 12, ELM_TYPE_Q4_0},   {ELM_TYPE_Q4_K, 15, ELM_TYPE_Q5_0},
         {ELM_TYPE_Q5_K, 17, ELM_TYPE_Q5_1},   {ELM_TYPE_Q6_K, 18, ELM_TYPE_Q8_0},
         {ELM_TYPE_IQ4_NL, 25, ELM_TYPE_F16},  {ELM_TYPE_IQ4_XS, 30, ELM_TYPE_IQ4_NL},
-        {ELM_TYPE_BF16, 32, ELM_TYPE_BF16}};
+        {ELM_TYPE_BF16, 32, ELM_TYPE_BF16},   {ELM_TYPE_MXFP4, 38, ELM_TYPE_F16}};
     int n_types = 0, n_listed = 0;
     for (uint32_t t = 0; t < ELM_TYPE_COUNT; t++) {
         const elm_type_traits *tt = elm_type_get(t);

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "codecs/codecs.h"
+#include "codecs/mxfp4.h"
 #include "core/half.h"
 #include "core/strbuf.h"
 #include "edgelm/types.h"
@@ -146,6 +147,11 @@ static const elm_type_traits traits[ELM_TYPE_COUNT] = {
                             elm_iq4_nl_from_float, 25, ELM_TYPE_F16), /* d qs */
     [ELM_TYPE_IQ4_XS] = ROW("iq4_xs", ELM_QK_K, 2 + 2 + 4 + 128, 4.25, elm_iq4_xs_to_float,
                             elm_iq4_xs_from_float, 30, ELM_TYPE_IQ4_NL), /* d scales_h scales_l qs */
+    /* file type 38: llama.cpp's one MXFP4 file type, MOSTLY_MXFP4_MOE */
+    [ELM_TYPE_MXFP4] = {.name = "mxfp4", .block_size = ELM_QK, .block_bytes = 1 + 16,
+                        .bits_per_weight = 4.25, .to_float = elm_mxfp4_to_float,
+                        .from_float = elm_mxfp4_from_float, .file_type = 38,
+                        .fallback = ELM_TYPE_F16, .bad_block = elm_mxfp4_bad_block}, /* e qs */
 };
 #undef ROW
 

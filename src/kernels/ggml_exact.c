@@ -9,6 +9,7 @@
 
 #include "core/half.h"
 #include "codecs/kquant_codec.h"
+#include "codecs/mxfp4.h"
 #include "kernels/kquant.h"
 
 /* Nearest integer, ties to even, of |v| < 2^22 (the float adder's rounding, as
@@ -105,18 +106,20 @@ static float sgemm_dot_f32(const float *xs, size_t stride, const float *y, int64
 #undef Y
 }
 
-/* IQ4_NL rows repacked 8 at a time (every product whose row count is a multiple of 8: llama.cpp
- * moves them to its CPU_REPACK buffer on AVX2): gemv/gemm_q4_b32_8x8_q8_0_lut_avx keep one float
- * per row and token and fuse each block in, acc = fma(Σq·x, d_w·d_x, acc). */
-static float dot_iq4_nl(const uint8_t *w, elm_q8_row x, int64_t nb) {
+/* IQ4_NL and MXFP4 rows repacked 8 at a time (every product whose row count is a multiple of 8:
+ * llama.cpp moves them to its CPU_REPACK buffer on AVX2): gemv/gemm_q4_b32_8x8_q8_0_lut_avx keep
+ * one float per row and token and fuse each block in, acc = fma(Σq·x, d_w·d_x, acc). */
+static float dot_grid32(elm_type type, const uint8_t *w, elm_q8_row x, int64_t nb) {
+    const elm_grid32_layout g = elm_grid32_layout_of(type);
     float acc = 0;
-    for (int64_t b = 0; b < nb; b++, w += 18) {
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *qs = w + g.block_bytes * b + g.qs_at;
         int32_t isum = 0;
         for (int l = 0; l < 16; l++) {
-            isum += elm_iq4nl_grid[w[2 + l] & 0x0f] * x.qs[ELM_QK * b + l];
-            isum += elm_iq4nl_grid[w[2 + l] >> 4] * x.qs[ELM_QK * b + l + 16];
+            isum += g.grid[qs[l] & 0x0f] * x.qs[ELM_QK * b + l];
+            isum += g.grid[qs[l] >> 4] * x.qs[ELM_QK * b + l + 16];
         }
-        acc = fmaf((float)isum, elm_load_f16(w) * x.d[b], acc);
+        acc = fmaf((float)isum, elm_grid32_scale(type, w, b) * x.d[b], acc);
     }
     return acc;
 }
@@ -189,7 +192,8 @@ static int repacked_piece(elm_type type, int64_t t, int64_t n_tok) {
  * for AVX2 with AVX-512). */
 static bool repacked(const elm_weights *w) {
     return w->rows % 8 == 0 &&
-           (w->type == ELM_TYPE_IQ4_NL || w->type == ELM_TYPE_Q4_K || w->type == ELM_TYPE_Q2_K);
+           (w->type == ELM_TYPE_IQ4_NL || w->type == ELM_TYPE_MXFP4 || w->type == ELM_TYPE_Q4_K ||
+            w->type == ELM_TYPE_Q2_K);
 }
 
 bool elm_ggml_matmul_has(const elm_weights *w) {
@@ -200,11 +204,12 @@ bool elm_ggml_matmul_has(const elm_weights *w) {
 void elm_ggml_matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     const int64_t cols = a->w.cols, rows = a->w.rows, first = a->out_first;
     const size_t row_bytes = elm_row_bytes(a->w.type, cols);
-    if (a->w.type == ELM_TYPE_IQ4_NL) {
+    if (a->w.type == ELM_TYPE_IQ4_NL || a->w.type == ELM_TYPE_MXFP4) {
         for (int64_t r = r0; r < r1; r++)
             for (int64_t t = 0; t < a->n_tok; t++)
-                a->y[t * rows + r] = dot_iq4_nl((const uint8_t *)a->w.data + (size_t)r * row_bytes,
-                                                elm_q8_at(a->xq, cols, t), cols / ELM_QK);
+                a->y[t * rows + r] =
+                    dot_grid32(a->w.type, (const uint8_t *)a->w.data + (size_t)r * row_bytes,
+                               elm_q8_at(a->xq, cols, t), cols / ELM_QK);
         return;
     }
     if (a->w.type == ELM_TYPE_F32) {

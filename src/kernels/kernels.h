@@ -45,10 +45,10 @@ static inline elm_q8_row elm_q8_at(const void *xq, int64_t cols, int64_t t) {
 }
 
 /* Whether products with weights of type t take q8 activations (xq in elm_matmul_args). IQ4_NL
- * does too (kernels/kquant.h); the 256-weight super-block types quantize their own. */
+ * and MXFP4 do too (kernels/kquant.h); the 256-weight super-block types quantize their own. */
 static inline bool elm_type_q8_act(elm_type t) {
     return t == ELM_TYPE_Q8_0 || t == ELM_TYPE_Q4_0 || t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_0 ||
-           t == ELM_TYPE_Q5_1 || t == ELM_TYPE_IQ4_NL;
+           t == ELM_TYPE_Q5_1 || t == ELM_TYPE_IQ4_NL || t == ELM_TYPE_MXFP4;
 }
 
 struct elm_kernels;

@@ -154,7 +154,7 @@ void elm_fw_matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
     /* the super-block types' q8_K rows, once for all threads, where no product needs q8 rows */
     pj.q8k = !pj.q8;
     for (int i = 0; i < n; i++)
-        if (!elm_type_kquant(w[i]->type) || w[i]->type == ELM_TYPE_IQ4_NL) pj.q8k = false;
+        if (!elm_type_kquant(w[i]->type) || elm_type_q8_act(w[i]->type)) pj.q8k = false;
     for (int i = 0; i < n && pj.q8k; i++) j.args[i].xq = c->xq;
     if (n_tok >= PREP_PARALLEL_TOKENS) elm_pool_run_shared(c->pool, prep_worker, &pj);
     else if (pj.q8 || pj.q8k || pj.xt || pj.round != ELM_TYPE_F32) prep_worker(&pj, 0, 1);

@@ -116,6 +116,12 @@ elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, i
     if (want != nbytes)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' has %zu bytes, %s shape needs %llu",
                           m->path, name, nbytes, tt->name, (unsigned long long)want);
+    const int64_t n_blocks = (int64_t)(count / (uint64_t)tt->block_size);
+    const int64_t bad = tt->bad_block && data ? tt->bad_block(data, n_blocks) : -1;
+    if (bad >= 0)
+        return elm_errorf(err, ELM_ERR_FORMAT,
+                          "%s: tensor '%s' block %lld has a bad %s scale (not a number)", m->path,
+                          name, (long long)bad, tt->name);
     if (elm_model_find(m, name))
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: duplicate tensor '%s'", m->path, name);
     if (!index_room(m->storage, m->tensors, m->n_tensors + 1))
