@@ -114,7 +114,7 @@ class TypeTraits(Structure):
 
     _fields_ = [("name", c_char_p), ("block_size", c_int), ("block_bytes", c_size_t),
                 ("bits_per_weight", c_double), ("to_float", c_void_p), ("from_float", c_void_p),
-                ("file_type", c_uint32), ("fallback", c_int)]
+                ("file_type", c_uint32), ("fallback", c_int), ("bad_block", c_void_p)]
 
 
 class TypeOverride(Structure):
@@ -201,7 +201,7 @@ class EvalParams(Structure):
                 ("models", POINTER(c_char_p)), ("n_models", c_int32), ("text", c_char_p),
                 ("prompts", POINTER(c_char_p)), ("n_prompts", c_int32), ("n_ctx", c_int32),
                 ("n_batch", c_int32), ("n_predict", c_int32), ("n_threads", c_int32),
-                ("tokenizer", c_char_p), ("mmap", c_bool)]
+                ("tokenizer", c_char_p), ("mmap", c_bool), ("type_k", c_int), ("type_v", c_int)]
 
 
 class EvalCallbacks(Structure):
@@ -270,6 +270,7 @@ _PROTOTYPES = {
     "elm_pooling_from_name": (c_bool, [c_char_p, POINTER(c_int)]),
     # quant.h, imatrix.h, types.h
     "elm_type_from_name": (c_bool, [c_char_p, POINTER(c_int)]),
+    "elm_kv_type_from_name": (c_bool, [c_char_p, POINTER(c_int)]),
     "elm_type_get": (POINTER(TypeTraits), [c_uint32]),
     "elm_type_names": (c_char_p, [c_bool]),
     "elm_quant_recipe_from_name": (c_bool, [c_char_p, POINTER(c_uint32), POINTER(c_int)]),

@@ -18,7 +18,8 @@ def evaluate(ref: Optional[Path], models: Union[Path, Sequence[Path]], text: Pat
              n_ctx: int = 512, n_batch: int = 0, prompts: Optional[Sequence[str]] = None,
              n_predict: int = 64, threads: int = 0, ref_logits: Optional[Path] = None,
              save_ref: Optional[Path] = None, svg: Optional[Path] = None, plot_y: str = "kld",
-             mmap: bool = False) -> Dict[str, Any]:
+             mmap: bool = False, cache_type_k: str = "f32",
+             cache_type_v: str = "f32") -> Dict[str, Any]:
     """evaluate(ref, models, text, n_ctx=512, ...) -> dict: `edgelm eval --json`.
 
     Compares each quantized model with the baseline on the chunks `edgelm perplexity` scores (KL
@@ -39,6 +40,10 @@ def evaluate(ref: Optional[Path], models: Union[Path, Sequence[Path]], text: Pat
       svg         also write a plot of file size against KLD (plot_y "ppl": perplexity), an
                   SVG file  (--plot, --plot-y)
       mmap        map GGUF files instead of reading them into memory  (--mmap)
+      cache_type_k, cache_type_v
+                  the KV cache of the models under test: "f32", "f16", "q8_0" or "q4_0";
+                  the baseline's stays f32 (the same file as ref measures the cache's cost)
+                  (--cache-type-k, --cache-type-v)
 
     Returns the report as a dict with the schema of docs/eval.schema.json: text, n_ctx, chunks,
     scored_tokens, prompts, n_predict, thresholds, baseline {name, path, size_mib, ppl, ...},
@@ -54,6 +59,12 @@ def evaluate(ref: Optional[Path], models: Union[Path, Sequence[Path]], text: Pat
         raise ArgumentError("prompts: expected a list of strings", 5)
     if plot_y not in ("kld", "ppl"):
         raise ArgumentError(f"plot_y: {plot_y!r} is not kld or ppl", 5)
+    kv = []
+    for what, name in (("cache_type_k", cache_type_k), ("cache_type_v", cache_type_v)):
+        t = ctypes.c_int()
+        if not isinstance(name, str) or not lib.elm_kv_type_from_name(name.encode(), ctypes.byref(t)):
+            raise ArgumentError(f"{what}: {name!r} is not f32, f16, q8_0 or q4_0", 5)
+        kv.append(t.value)
     paths = [_path(m, f"models[{i}]") for i, m in enumerate(models)]
     texts = [_encode(x, f"prompts[{i}]") for i, x in enumerate(prompts or [])]
     c_models = (ctypes.c_char_p * max(len(paths), 1))(*paths)
@@ -65,7 +76,7 @@ def evaluate(ref: Optional[Path], models: Union[Path, Sequence[Path]], text: Pat
         text=_path(text, "text"), prompts=c_prompts if texts else None, n_prompts=len(texts),
         n_ctx=_int32("n_ctx", n_ctx), n_batch=_int32("n_batch", n_batch),
         n_predict=_int32("n_predict", n_predict), n_threads=_int32("threads", threads),
-        mmap=mmap)
+        mmap=mmap, type_k=kv[0], type_v=kv[1])
     run, err = ctypes.c_void_p(), _lib.ElmError()
     try:
         status = lib.elm_evaluate(ctypes.byref(params), None, ctypes.byref(run), ctypes.byref(err))

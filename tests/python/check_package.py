@@ -344,6 +344,13 @@ check(open(svg).read().lstrip().startswith(("<svg", "<?xml")) and "</svg>" in op
 prompts = ["Once upon a time", "Lily and Ben"]
 r = edgelm.evaluate(gguf, [py_q], text, n_ctx=128, threads=1, prompts=prompts, n_predict=16)
 check(r["prompts"] == 2 and 0 <= r["models"][0]["similarity"] <= 1, f"prompts: {r['prompts']}")
+cli_kv = cli_json("eval", "--ref", gguf, "-m", gguf, "-f", text, "-c", "128", "-t", "1",
+                  "--cache-type-k", "q8_0", "--cache-type-v", "q4_0", "--json")
+r = edgelm.evaluate(gguf, gguf, text, n_ctx=128, threads=1, cache_type_k="q8_0", cache_type_v="q4_0")
+check(r["cache_type_k"] == "q8_0" and r["cache_type_v"] == "q4_0" and
+      r["models"][0]["kld_mean"] == cli_kv["models"][0]["kld_mean"] > 0,
+      f"evaluate with a quantized KV cache: {r['models'][0]['kld_mean']}")
+raises(edgelm.ArgumentError, "cache_type_k", edgelm.evaluate, gguf, gguf, text, cache_type_k="q5_0")
 
 # a progress callback that raises, and Ctrl-C, stop a quantization: the exception raised, no
 # file left (rtn, and gptq without resume: no checkpoint)
