@@ -20,6 +20,16 @@ void elm_q5_k_to_float(const void *src, float *dst, int64_t n);
 void elm_q6_k_to_float(const void *src, float *dst, int64_t n);
 void elm_iq4_nl_to_float(const void *src, float *dst, int64_t n);
 void elm_iq4_xs_to_float(const void *src, float *dst, int64_t n);
+/* the read-only sub-4-bit types: iquant_decode.c (iquant_codec.h) */
+void elm_iq2_xxs_to_float(const void *src, float *dst, int64_t n);
+void elm_iq2_xs_to_float(const void *src, float *dst, int64_t n);
+void elm_iq2_s_to_float(const void *src, float *dst, int64_t n);
+void elm_iq3_xxs_to_float(const void *src, float *dst, int64_t n);
+void elm_iq3_s_to_float(const void *src, float *dst, int64_t n);
+void elm_iq1_s_to_float(const void *src, float *dst, int64_t n);
+void elm_iq1_m_to_float(const void *src, float *dst, int64_t n);
+void elm_tq1_0_to_float(const void *src, float *dst, int64_t n);
+void elm_tq2_0_to_float(const void *src, float *dst, int64_t n);
 
 void elm_q8_0_from_float(const float *src, void *dst, int64_t n);
 void elm_q4_0_from_float(const float *src, void *dst, int64_t n);

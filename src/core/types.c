@@ -146,6 +146,25 @@ static const elm_type_traits traits[ELM_TYPE_COUNT] = {
                             elm_iq4_nl_from_float, 25, ELM_TYPE_F16), /* d qs */
     [ELM_TYPE_IQ4_XS] = ROW("iq4_xs", ELM_QK_K, 2 + 2 + 4 + 128, 4.25, elm_iq4_xs_to_float,
                             elm_iq4_xs_from_float, 30, ELM_TYPE_IQ4_NL), /* d scales_h scales_l qs */
+    /* sub-4-bit i-quants and ternary types, read only: iquant_decode.c */
+    [ELM_TYPE_IQ2_XXS] = ROW("iq2_xxs", ELM_QK_K, 2 + 64, 2.0625, elm_iq2_xxs_to_float, NULL, 19,
+                             ELM_TYPE_IQ4_NL), /* d qs */
+    [ELM_TYPE_IQ2_XS] = ROW("iq2_xs", ELM_QK_K, 2 + 64 + 8, 2.3125, elm_iq2_xs_to_float, NULL, 20,
+                            ELM_TYPE_IQ4_NL), /* d qs scales */
+    [ELM_TYPE_IQ2_S] = ROW("iq2_s", ELM_QK_K, 2 + 64 + 8 + 8, 2.5625, elm_iq2_s_to_float, NULL, 28,
+                           ELM_TYPE_IQ4_NL), /* d qs+signs qh scales */
+    [ELM_TYPE_IQ3_XXS] = ROW("iq3_xxs", ELM_QK_K, 2 + 96, 3.0625, elm_iq3_xxs_to_float, NULL, 23,
+                             ELM_TYPE_IQ4_NL), /* d qs scales_and_signs */
+    [ELM_TYPE_IQ3_S] = ROW("iq3_s", ELM_QK_K, 2 + 64 + 8 + 32 + 4, 3.4375, elm_iq3_s_to_float,
+                           NULL, 26, ELM_TYPE_IQ4_NL), /* d qs qh signs scales */
+    [ELM_TYPE_IQ1_S] = ROW("iq1_s", ELM_QK_K, 2 + 32 + 16, 1.5625, elm_iq1_s_to_float, NULL, 24,
+                           ELM_TYPE_IQ4_NL), /* d qs qh */
+    [ELM_TYPE_IQ1_M] = ROW("iq1_m", ELM_QK_K, 32 + 16 + 8, 1.75, elm_iq1_m_to_float, NULL, 31,
+                           ELM_TYPE_IQ4_NL), /* qs qh scales */
+    [ELM_TYPE_TQ1_0] = ROW("tq1_0", ELM_QK_K, 48 + 4 + 2, 1.6875, elm_tq1_0_to_float, NULL, 36,
+                           ELM_TYPE_Q4_0), /* qs qh d */
+    [ELM_TYPE_TQ2_0] = ROW("tq2_0", ELM_QK_K, 64 + 2, 2.0625, elm_tq2_0_to_float, NULL, 37,
+                           ELM_TYPE_Q4_0), /* qs d */
 };
 #undef ROW
 

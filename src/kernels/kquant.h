@@ -25,12 +25,14 @@
 #ifndef EDGELM_KERNELS_KQUANT_H
 #define EDGELM_KERNELS_KQUANT_H
 
+#include "codecs/iquant_codec.h"
 #include "kernels/kernels.h"
 
-/* Whether products with weights of type t go through elm_kquant_matmul. */
+/* Whether products with weights of type t go through elm_kquant_matmul (the sub-4-bit i-quants
+ * too, kernels/iquant.h). */
 static inline bool elm_type_kquant(elm_type t) {
     return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q3_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K ||
-           t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_IQ4_NL;
+           t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_IQ4_NL || elm_type_iquant(t);
 }
 
 /* One unpacked super-block (see above); 32-byte aligned for the SIMD loads. */
