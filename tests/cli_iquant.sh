@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The sub-4-bit i-quants and ternary types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,
+# TQ1_0, TQ2_0) on llama-quantize's blocks (tests/data/iquant/, scripts/iquant_reference.sh):
+# - tests/lib/iquant_decode.py, a decoder written from docs/kquants.md, decodes every block and
+#   the library's dequantization equals it bit for bit (through libedgelm's elm_type_get);
+# - a whole model runs with one of them: the F32 wide256 model with blk.0.attn_k.weight taken from
+#   each file loads, and its perplexity is the same on the scalar table and this CPU's (to 1e-6:
+#   the F32 products add in another order), and within 10% of the F32 model's (one 128x256 tensor
+#   of 21 changed).
+# The products against the dequantized weights are test_iquant_kernels'; llama.cpp's perplexity
+# of the whole reference files, and edgelm's, are in tests/data/iquant_llamacpp.json (a manual
+# check: llama-quantize is not in CI).
+# usage: cli_iquant.sh EDGELM FIXTURES
+set -u
+bin=$1 fx=$2
+. "$(dirname "$0")/lib/cli.sh"
+data=tests/data/iquant
+types="iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m tq1_0 tq2_0"
+f32=$fx/wide256/wide-f32.gguf
+[ -f "$f32" ] || skip "the wide256 fixtures are missing"
+
+lib=$(dirname "$bin")/libedgelm.so
+np_py=$(for p in python3 /usr/bin/python3; do "$p" -c 'import numpy' 2>/dev/null && echo "$p" && break; done)
+if [ -z "$np_py" ] || [ ! -f "$lib" ]; then
+    echo "cli_iquant: layout check not run (needs python3 with numpy and $lib)"
+else
+    files=()
+    for t in $types; do files+=("$data/$t.gguf"); done
+    PYTHONPATH=tests/lib "$np_py" tests/lib/iquant_decode.py "$lib" . "${files[@]}" >"$tmp/decode.out" 2>&1 &&
+        ok || fail "decoder from docs/kquants.md differs: $(cat "$tmp/decode.out")"
+fi
+
+text=$tmp/text.txt
+head -c 3000 "$fx/stories260K/text/valid.txt" >"$text"
+ppl() { python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["ppl"])' "$1"; }
+"$bin" perplexity -m "$f32" -f "$text" -c 128 -t 2 --json >"$tmp/f32.json" 2>"$tmp/err" ||
+    fail "perplexity of the F32 model: $(tail -1 "$tmp/err")"
+for t in $types; do
+    m=$tmp/$t.gguf
+    python3 tests/lib/gguf_splice.py "$f32" "$data/$t.gguf" "$m" blk.0.attn_k.weight ||
+        { fail "$t: could not splice"; continue; }
+    "$bin" inspect "$m" | grep -q "blk.0.attn_k.weight .* $t " && ok || fail "$t: inspect does not list it"
+    EDGELM_ISA=scalar "$bin" perplexity -m "$m" -f "$text" -c 128 -t 2 --json >"$tmp/s.json" 2>"$tmp/err" &&
+        "$bin" perplexity -m "$m" -f "$text" -c 128 -t 2 --json >"$tmp/b.json" 2>>"$tmp/err" ||
+        { fail "$t: perplexity failed: $(tail -1 "$tmp/err")"; continue; }
+    # the F32 products' float order differs between tables, so equal to 1e-6
+    near() { python3 -c 'import sys; a, b, r = map(float, sys.argv[1:]); sys.exit(not abs(a / b - 1) < r)' "$@"; }
+    near "$(ppl "$tmp/s.json")" "$(ppl "$tmp/b.json")" 1e-6 && ok ||
+        fail "$t: perplexity $(ppl "$tmp/b.json") on this CPU's table, $(ppl "$tmp/s.json") on the scalar one"
+    near "$(ppl "$tmp/s.json")" "$(ppl "$tmp/f32.json")" 0.1 && ok ||
+        fail "$t: perplexity $(ppl "$tmp/s.json"), the F32 model's $(ppl "$tmp/f32.json")"
+done
+
+echo "cli_iquant: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
