@@ -5,27 +5,9 @@ model has (tests/cli_iquant.sh puts llama-quantize's i-quant tensors into the F3
 The keys are copied unchanged; the data are laid out again on the file's alignment.
 
 Usage: gguf_splice.py BASE.gguf DONOR.gguf OUT.gguf TENSOR..."""
-import os
-import struct
 import sys
 
-from gguf_tensors import BLOCKS, Reader, layout
-
-
-def tensor_table_start(data):
-    """The offset of the tensor table (after the keys) and the file's alignment."""
-    r = Reader(data)
-    r.take("4s"), r.take("I")
-    r.take("Q")
-    n_kv = r.take("Q")
-    align = 32
-    for _ in range(n_kv):
-        key, t = r.string(), r.take("I")
-        if key == "general.alignment":
-            align = r.take("I")
-        else:
-            r.skip_value(t)
-    return r.p, align
+from gguf_tensors import BLOCKS, header, layout, write
 
 
 def nbytes(ne, t):
@@ -41,8 +23,8 @@ def main():
     data, table = layout(base)
     ddata, dtable = layout(donor)
     given = {name: (ne, t, off) for name, ne, t, off in dtable}
-    start, align = tensor_table_start(data)
-    infos, blobs, offset = [], [], 0
+    r, _, n_kv, align = header(data)
+    tensors = []
     for name, ne, t, off in table:
         src = data
         if name in names:
@@ -50,19 +32,9 @@ def main():
             if dne != ne:
                 sys.exit(f"{donor}: tensor {name} has shape {dne}, {base} has {ne}")
             src = ddata
-        raw = name.encode()
-        infos.append(struct.pack("<Q", len(raw)) + raw + struct.pack("<I", len(ne)) +
-                     b"".join(struct.pack("<Q", n) for n in ne) + struct.pack("<IQ", t, offset))
-        blob = src[off:off + nbytes(ne, t)]
-        blob += b"\0" * (-len(blob) % align)
-        blobs.append(blob)
-        offset += len(blob)
-    head = data[:start] + b"".join(infos)
-    head += b"\0" * (-len(head) % align)
-    tmp = out + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(head + b"".join(blobs))
-    os.replace(tmp, out)
+        tensors.append((name, ne, t, src[off:off + nbytes(ne, t)]))
+    # the keys' bytes follow the 24-byte header (magic, version, tensor and key counts)
+    write(out, data[24:r.p], n_kv, tensors, align)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ tensor by tensor (tests/cli_hybrid_recipes.sh).
 Usage: gguf_tensors.py FILE.gguf"""
 import hashlib
 import json
+import os
 import struct
 import sys
 
@@ -46,9 +47,9 @@ class Reader:
             self.p += SCALAR[t]
 
 
-def layout(path):
-    """The file's bytes and its tensor table: [(name, ne, ggml type, absolute data offset)]."""
-    r = Reader(open(path, "rb").read())
+def header(data, path="GGUF data"):
+    """A Reader past the file's keys, its tensor count, key count and alignment."""
+    r = Reader(data)
     if r.take("4s") != b"GGUF":
         sys.exit(f"{path}: not a GGUF file")
     r.take("I")
@@ -60,6 +61,12 @@ def layout(path):
             align = r.take("I")
         else:
             r.skip_value(t)
+    return r, n_tensors, n_kv, align
+
+
+def layout(path):
+    """The file's bytes and its tensor table: [(name, ne, ggml type, absolute data offset)]."""
+    r, n_tensors, _, align = header(open(path, "rb").read(), path)
     table = []
     for _ in range(n_tensors):
         name, n_dims = r.string(), r.take("I")
@@ -67,6 +74,24 @@ def layout(path):
         table.append((name, ne, r.take("I"), r.take("Q")))
     base = (r.p + align - 1) // align * align
     return r.d, [(name, ne, t, base + off) for name, ne, t, off in table]
+
+
+def write(path, keys, n_kv, tensors, align=32):
+    """A GGUF v3 file at path (written to a temporary name, then renamed): the n_kv keys as the
+    bytes `keys`, then tensors [(name, ne, ggml type, data bytes)], each on the alignment."""
+    infos, blobs, offset = [], [], 0
+    for name, ne, t, blob in tensors:
+        raw = name.encode()
+        infos.append(struct.pack("<Q", len(raw)) + raw + struct.pack("<I", len(ne)) +
+                     b"".join(struct.pack("<Q", n) for n in ne) + struct.pack("<IQ", t, offset))
+        blob = blob + b"\0" * (-len(blob) % align)
+        blobs.append(blob)
+        offset += len(blob)
+    head = struct.pack("<4sIQQ", b"GGUF", 3, len(tensors), n_kv) + keys + b"".join(infos)
+    head += b"\0" * (-len(head) % align)
+    with open(path + ".tmp", "wb") as f:
+        f.write(head + b"".join(blobs))
+    os.replace(path + ".tmp", path)
 
 
 def tensors(path):
