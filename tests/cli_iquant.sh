@@ -6,7 +6,8 @@
 # - a whole model runs with one of them: the F32 wide256 model with blk.0.attn_k.weight taken from
 #   each file loads, and its perplexity is the same on the scalar table and this CPU's (to 1e-6:
 #   the F32 products add in another order), and within 10% of the F32 model's (one 128x256 tensor
-#   of 21 changed).
+#   of 21 changed);
+# - a file cut inside an i-quant block ends in one error line naming the file and the tensor.
 # The products against the dequantized weights are test_iquant_kernels'; llama.cpp's perplexity
 # of the whole reference files, and edgelm's, are in tests/data/iquant_llamacpp.json (a manual
 # check: llama-quantize is not in CI).
@@ -50,6 +51,14 @@ for t in $types; do
     near "$(ppl "$tmp/s.json")" "$(ppl "$tmp/f32.json")" 0.1 && ok ||
         fail "$t: perplexity $(ppl "$tmp/s.json"), the F32 model's $(ppl "$tmp/f32.json")"
 done
+
+# a file cut inside an i-quant block: one line naming the file and the tensor
+m=$tmp/iq3_s.gguf
+at=$(PYTHONPATH=tests/lib python3 -c 'import sys; from gguf_tensors import layout
+print([o for n, _, _, o in layout(sys.argv[1])[1] if n == "blk.0.attn_k.weight"][0] + 50)' "$m")
+head -c "$at" "$m" >"$tmp/cut.gguf"
+expect_error "iq3_s cut" "$tmp/cut.gguf: tensor 'blk.0.attn_k.weight' .*past end of file" \
+    "$bin" inspect "$tmp/cut.gguf"
 
 echo "cli_iquant: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
