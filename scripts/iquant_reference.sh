@@ -38,7 +38,8 @@ for t in iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m tq1_0 tq2_0; do
         "${args[*]}" "$(stat -c %s "$tmp/$t.gguf")" "$(get "$tmp/$t.log" 'Mean PPL(Q)')" \
         "$(get "$tmp/$t.log" 'Mean    KLD')" >"$tmp/$t.json"
 done
-python3 - "$tmp" "$(get "$tmp/f32.log" 'Final estimate: PPL =')" >"$root/tests/data/iquant_llamacpp.json" <<'PY'
+base=$(grep -o 'Final estimate: PPL = [0-9.]*' "$tmp/f32.log" | grep -o '[0-9.]*$')
+python3 - "$tmp" "$base" >"$root/tests/data/iquant_llamacpp.json" <<'PY'
 import glob, json, os, sys
 tmp, base = sys.argv[1], float(sys.argv[2])
 files = {os.path.basename(p)[:-5]: json.load(open(p)) for p in sorted(glob.glob(f"{tmp}/*.json"))}
