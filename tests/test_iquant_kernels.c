@@ -1,11 +1,11 @@
 /* Products with the sub-4-bit i-quants and ternary types (kernels/iquant.h) on llama-quantize's
  * own blocks: tests/data/iquant/TYPE.gguf, cut by scripts/iquant_reference.sh from the wide256
  * reference files (blk.0.attn_k, 256 columns; the first 128 rows of blk.1.ffn_down, 768 columns).
- * For each tensor, at 1 and 7 tokens, every kernel table's matmul (scalar, the ISA tables this
- * CPU has, the ggml-rounding one) must equal the dot products of the dequantized weights (the
- * types table's to_float, which tests/cli_iquant.sh checks bit for bit) with the q8_K-rounded
- * activations, up to float rounding; and the tables, which all run these types through the
- * scalar pieces for now, must agree with the scalar one bit for bit. */
+ * For each tensor, at 1 and 7 tokens, the scalar table's matmul and the ggml-rounding one's
+ * (which sums the IQ2 and IQ3 types in llama.cpp's AVX2 lanes) must equal the dot products of the
+ * dequantized weights (the types table's to_float, which tests/cli_iquant.sh checks bit for bit)
+ * with the q8_K-rounded activations, up to float rounding; and the ISA tables this CPU has, which
+ * run these types through the scalar pieces for now, must agree with the scalar one bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,10 +24,10 @@ static float frand(unsigned *s) {
     return (float)((*s >> 8) & 0xffff) / 32768.0f - 1.0f;
 }
 
-/* The tables to compare: the scalar oracle first. */
+/* The tables to compare: the scalar oracle first, the ggml-rounding one last. */
 static int tables(const elm_kernels **out) {
     const elm_kernels *all[] = {elm_kernels_scalar(), elm_kernels_avx2(), elm_kernels_avx512(),
-                                elm_kernels_neon(), elm_kernels_best(), elm_kernels_ggml()};
+                                elm_kernels_neon(),   elm_kernels_best(), elm_kernels_ggml()};
     int n = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         if (all[i]) out[n++] = all[i];
@@ -62,7 +62,7 @@ static void check_tensor(const char *path, const elm_gguf_tensor *t, int n_tok) 
         /* cut where a thread split would */
         k[i]->matmul(&ai, 48, rows, scratch);
         k[i]->matmul(&ai, 0, 48, scratch);
-        if (i) {
+        if (i && i < nk - 1) {
             CHECK(!memcmp(y, y0, sizeof(float) * (size_t)(n_tok * rows)),
                   "%s %s, %d tokens: the %s table differs from the scalar one", path, t->name,
                   n_tok, k[i]->isa);
@@ -76,12 +76,12 @@ static void check_tensor(const char *path, const elm_gguf_tensor *t, int n_tok) 
                     ref += (double)w[r * cols + c] * xr[tk * cols + c];
                     mag += fabs((double)w[r * cols + c] * xr[tk * cols + c]);
                 }
-                worst = fmax(worst, fabs(y0[tk * rows + r] - ref) / (4e-7 * mag + 1e-12));
+                worst = fmax(worst, fabs(ai.y[tk * rows + r] - ref) / (4e-7 * mag + 1e-12));
                 largest = fmax(largest, fabs(ref));
             }
         CHECK(worst <= 1.0 && largest > 0,
-              "%s %s [%lld x %lld], %d tokens: scalar product off by %.2f of the tolerance", path,
-              t->name, (long long)rows, (long long)cols, n_tok, worst);
+              "%s %s [%lld x %lld], %d tokens: the %s product off by %.2f of the tolerance", path,
+              t->name, (long long)rows, (long long)cols, n_tok, k[i]->isa, worst);
     }
     free(w), free(x), free(xr), free(y0), free(y), free(row), free(scratch);
 }

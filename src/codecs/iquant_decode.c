@@ -155,8 +155,8 @@ static float iq1_m(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t *
                                      (w[3] & 0xf000)));
 }
 
-/* Trit n (0 the most significant) of a byte that holds a base-3 number scaled to 256/3^k: the
- * top digit of the byte times 3^n, kept to 8 bits (ggml's fixed-point unpacking). */
+/* Trit n (0 first), minus 1, of a TQ1_0 byte: the byte is a base-3 fraction of 256, so trit n is
+ * the top base-3 digit of byte·3^n kept to 8 bits (ggml's fixed-point unpacking). */
 static int8_t trit(uint8_t byte, int n) {
     static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
     return (int8_t)((((uint8_t)(byte * pow3[n])) * 3 >> 8) - 1);
