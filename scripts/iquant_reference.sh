@@ -19,8 +19,20 @@ trap 'rm -rf "$tmp"' EXIT
 w=$fix/wide256
 text=$fix/stories260K/text/valid.txt
 mkdir -p "$root/tests/data/iquant"
-"$lp" -m "$w/wide-f32.gguf" -f "$text" -c 256 -b 256 -t 2 --kl-divergence-base "$tmp/base.kld" \
-    >"$tmp/f32.log" 2>&1
+# perplexity LOG PATTERN ARGS...: llama-perplexity ARGS into LOG, again (3 tries) while LOG lacks
+# PATTERN: llama.cpp's logging thread can lose the last lines at exit on a busy machine
+perplexity() {
+    local log=$1 pattern=$2 try
+    shift 2
+    for try in 1 2 3; do
+        "$lp" "$@" >"$log" 2>&1
+        grep -q "$pattern" "$log" && return 0
+    done
+    echo "$log: no '$pattern' in llama-perplexity's output" >&2
+    exit 1
+}
+perplexity "$tmp/f32.log" 'Final estimate' -m "$w/wide-f32.gguf" -f "$text" -c 256 -b 256 -t 2 \
+    --kl-divergence-base "$tmp/base.kld"
 get() { grep -o "$2 *: *[0-9.]*" "$1" | head -1 | grep -o '[0-9.]*$'; }
 for t in iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m tq1_0 tq2_0; do
     ftype=${t^^}
@@ -32,13 +44,8 @@ for t in iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m tq1_0 tq2_0; do
     (cd "$fix" && "$lq" "${args[@]/OUT/$tmp/$t.gguf}") >"$tmp/$t.qlog" 2>&1
     python3 "$root/tests/lib/iquant_cut.py" "$tmp/$t.gguf" "$root/tests/data/iquant/$t.gguf" 128 \
         blk.0.attn_k.weight blk.1.ffn_down.weight
-    # llama.cpp's logging thread can lose the last lines at exit on a busy machine: run again
-    for try in 1 2 3; do
-        "$lp" -m "$tmp/$t.gguf" -f "$text" -c 256 -b 256 -t 2 --kl-divergence-base "$tmp/base.kld" \
-            --kl-divergence >"$tmp/$t.log" 2>&1
-        grep -q 'Mean    KLD' "$tmp/$t.log" && break
-        [ "$try" = 3 ] && { echo "$t: no figures in llama-perplexity's output" >&2; exit 1; }
-    done
+    perplexity "$tmp/$t.log" 'Mean    KLD' -m "$tmp/$t.gguf" -f "$text" -c 256 -b 256 -t 2 \
+        --kl-divergence-base "$tmp/base.kld" --kl-divergence
     printf '{"llama_quantize": "%s", "file_bytes": %s, "ppl": %s, "kld_mean": %s}\n' \
         "${args[*]}" "$(stat -c %s "$tmp/$t.gguf")" "$(get "$tmp/$t.log" 'Mean PPL(Q)')" \
         "$(get "$tmp/$t.log" 'Mean    KLD')" >"$tmp/$t.json"
