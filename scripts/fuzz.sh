@@ -63,6 +63,9 @@ seeds() {
       "$cli" quantize -m "$t/tiny-$arch.gguf" -o "$t/tiny-$arch-q4_0.gguf" --type q4_0 --pure >/dev/null 2>&1 &&
       put fuzz_gguf "$t/tiny-$arch-q4_0.gguf"
   done
+  # MXFP4 experts (the loader's scale check on every block)
+  "$cli" quantize -m "$t/tiny-qwen3moe.gguf" -o "$t/tiny-qwen3moe-mxfp4.gguf" --type mxfp4_moe >/dev/null 2>&1 &&
+    put fuzz_gguf "$t/tiny-qwen3moe-mxfp4.gguf"
   # safetensors: a single file, and index + first shard
   put fuzz_safetensors "$st/hf-bf16-sharded/model-00002-of-00002.safetensors"
   { cat "$st/hf-bf16-sharded/model.safetensors.index.json"; printf '\n--\n'

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Writes tests/data/hybrid_llamacpp.json, the reference of tests/cli_hybrid_llamacpp.sh, from
 # llama.cpp's own tools (node-llama-cpp 3.21.1's llama.cpp, built outside the repo; their paths are
-# arguments). For each hybrid family (and the mixture of experts qwen3moe: its 8-expert recipe
-# rules, its expert stacks quantized), its synth --tiny model at width 256 (stories260K's
+# arguments). For each hybrid family (and the mixtures of experts qwen3moe and lfm2moe: the
+# 8-expert recipe rules, the expert stacks quantized, mxfp4_moe), its synth --tiny model at width 256 (stories260K's
 # vocabulary, seed 3, weights N(0, 0.05²), Gemma 4's N(0, 0.02²): tests/lib/hybrid.sh):
 #   recipes: {recipe: {tensor: [ggml type, sha256]}} as llama-quantize wrote them;
 #   eval: llama-perplexity -c 128 on stories260K's valid.txt: the F32 model's PPL, and its Q4_K_M
@@ -17,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 . "$root/tests/lib/hybrid.sh"
 for arch in "$@"; do
     hybrid_tiny "$bin" "$fix" "$arch" "$tmp/$arch.gguf" >/dev/null
-    for r in $RECIPES; do
+    for r in $(recipes_of "$arch"); do
         "$lq" "$tmp/$arch.gguf" "$tmp/$arch-$r.gguf" "${r^^}" 2 >/dev/null 2>&1
         python3 "$root/tests/lib/gguf_tensors.py" "$tmp/$arch-$r.gguf" >"$tmp/$arch-$r.json"
     done
@@ -30,10 +30,12 @@ for arch in "$@"; do
         "$(ppl "$tmp/q.log" 'Mean PPL(base)')" "$(ppl "$tmp/q.log" 'Mean PPL(Q)')" \
         "$(ppl "$tmp/q.log" 'Mean    KLD')" >"$tmp/$arch-eval.json"
 done
-python3 - "$tmp" "$RECIPES" "$@" >"$root/tests/data/hybrid_llamacpp.json" <<'PY'
+for arch in "$@"; do recipes_of "$arch"; done >"$tmp/recipes"
+python3 - "$tmp" "$@" >"$root/tests/data/hybrid_llamacpp.json" <<'PY'
 import json, os, sys
-tmp, recipes, archs = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
-out = {a: {"recipes": {r: json.load(open(os.path.join(tmp, f"{a}-{r}.json"))) for r in recipes},
+tmp, archs = sys.argv[1], sys.argv[2:]
+recipes = dict(zip(archs, (line.split() for line in open(os.path.join(tmp, "recipes")))))
+out = {a: {"recipes": {r: json.load(open(os.path.join(tmp, f"{a}-{r}.json"))) for r in recipes[a]},
            "eval": json.load(open(os.path.join(tmp, f"{a}-eval.json")))} for a in archs}
 json.dump(out, sys.stdout, indent=1, sort_keys=True)
 print()

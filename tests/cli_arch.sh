@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, gemma4, gemma-embedding, smollm3, lfm2, granitehybrid, qwen35, qwen3moe, lfm2moe) on `synth --tiny` models: quantize
+# CLI test of the model families (llama, qwen2, qwen3, phi3, gemma, gemma3, gemma4, gemma-embedding, smollm3, lfm2, granitehybrid, qwen35, qwen3moe, lfm2moe, gpt-oss) on `synth --tiny` models: quantize
 # (q4_0, mixed policy) writes a GGUF of the same architecture that runs, perplexity and eval work on it
 # (Phi-3 with LongRoPE too, its factors kept, run at a short and a long context); and the
 # refusals are one clear line each: a GGUF of an unsupported architecture, an unknown
-# tokenizer.ggml.pre, an HF config with an unknown rope_scaling (yarn, dynamic), a Gemma 3
+# tokenizer.ggml.pre, an HF config with an unknown rope_scaling (proportional, dynamic), a Gemma 3
 # config without its sliding_window. Gemma 3 also loads as a multimodal checkpoint (config in
 # text_config with rope_parameters, tensors under language_model.) and runs as its plain copy;
 # so does Qwen3.5's (Qwen3_5ForConditionalGeneration: tensors under model.language_model., its
@@ -16,6 +16,11 @@
 # from its HF copy (Lfm2MoeForCausalLM); its router and selection bias kept f32 by quantize; an
 # expert stack missing from its GGUF, an expert missing from its safetensors and use_expert_bias
 # false each one line naming the file (and the tensor).
+# gpt-oss: its HF copy (GptOssForCausalLM: each layer's experts fused, gate and up interleaved)
+# gives the GGUF's first 16 greedy tokens; quantize keeps its sinks and biases f32; a top-k above
+# the experts (GGUF, config.json), an expert count the tensors do not have and a router of the
+# wrong shape are each one line naming the file, and so (for now) is the original checkpoint's
+# MXFP4 experts (quantization_config).
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -28,9 +33,9 @@ json_get() {
 }
 
 head -c 1200 "$fix/stories260K/text/valid.txt" >"$tmp/text.txt"
-for arch in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 gemma-embedding smollm3 lfm2 granitehybrid qwen35 qwen3moe lfm2moe; do
+for arch in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 gemma-embedding smollm3 lfm2 granitehybrid qwen35 qwen3moe lfm2moe gpt-oss; do
     case $arch in
-    llama | smollm3 | lfm2 | lfm2moe | granitehybrid) vocab=llama-spm ;; qwen2 | qwen3 | qwen3moe) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma | gemma3 | gemma4 | gemma-embedding) vocab=llama-spm ;;
+    llama | smollm3 | lfm2 | lfm2moe | granitehybrid | gpt-oss) vocab=llama-spm ;; qwen2 | qwen3 | qwen3moe) vocab=qwen2 ;; phi3) vocab=phi-3 ;; gemma | gemma3 | gemma4 | gemma-embedding) vocab=llama-spm ;;
     qwen35) vocab=qwen35 ;;
     esac
     f32=$tmp/$arch.gguf
@@ -190,7 +195,7 @@ EOF
 expect_error "gpt-9" "tokenizer.ggml.pre 'gpt-9' is not supported" "$bin" tokenize -m "$tmp/pre.gguf" -p "Hi"
 
 # rope_scaling types the forward pass does not implement, in an HF config
-for case in "llama yarn" "phi3 dynamic"; do
+for case in "llama proportional" "phi3 dynamic"; do
     set -- $case
     dir=$tmp/$1-$2
     "$bin" synth --arch "$1" --tiny -o "$tmp/x.gguf" --hf "$dir" \
@@ -288,6 +293,88 @@ expect_error "gemma4 context shift" "context shift: the sliding-window layers' K
 "$bin" run -m "$g4.gguf" -p "$long" -n 60 -c 128 --swa-full --temp 0 --ignore-eos -t 2 --json \
     >"$tmp/shift.json" 2>"$tmp/err" || fail "gemma4: context shift with --swa-full: $(cat "$tmp/err")"
 
+
+# gpt-oss: the HF copy's greedy tokens are the GGUF's; sinks and biases f32 after quantize; a top-k
+# or expert count the tensors do not have, and a router of the wrong shape, one line each
+go=$tmp/gpt-oss.gguf
+"$bin" synth --arch gpt-oss --tiny -o "$tmp/go2.gguf" --hf "$tmp/go-hf" \
+    --vocab "$fix/vocab/ggml-vocab-llama-spm.gguf" >/dev/null 2>"$tmp/err" ||
+    fail "gpt-oss: synth --hf: $(cat "$tmp/err")"
+for model in "$tmp/go2.gguf" "$tmp/go-hf"; do
+    "$bin" run -m "$model" -p "Once upon a time there was a little girl who" -n 16 --temp 0 \
+        --ignore-eos -t 2 --json >"$model.run.json" 2>"$tmp/err" ||
+        fail "gpt-oss: run $model: $(cat "$tmp/err")"
+done
+[ "$(json_get "$tmp/go2.gguf.run.json" 'd["generated_ids"]')" = \
+    "$(json_get "$tmp/go-hf.run.json" 'd["generated_ids"]')" ] ||
+    fail "gpt-oss: the HF copy's greedy tokens differ from the GGUF's"
+# the checkpoints' dtype: every tensor BF16 (its sinks and biases too), the values cut to it
+cp -r "$tmp/go-hf" "$tmp/go-bf16"
+python3 - "$tmp/go-hf/model.safetensors" "$tmp/go-bf16/model.safetensors" <<'EOF'
+import array, json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack_from("<Q", b)[0]
+head, out = json.loads(b[8:8 + n]), bytearray()
+for name, t in head.items():
+    if name == "__metadata__":
+        continue
+    f32 = array.array("I", b[8 + n + t["data_offsets"][0]:8 + n + t["data_offsets"][1]])
+    t.update(dtype="BF16", data_offsets=[len(out), len(out) + 2 * len(f32)])
+    out += array.array("H", (x >> 16 for x in f32)).tobytes()
+text = json.dumps(head).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + out)
+EOF
+"$bin" run -m "$tmp/go-bf16" -p "Once upon a time" -n 16 --temp 0 --ignore-eos -t 2 --json \
+    >"$tmp/go-bf16.json" 2>"$tmp/err" && [ "$(json_get "$tmp/go-bf16.json" 'len(d["generated_ids"])')" = 16 ] ||
+    fail "gpt-oss: the BF16 HF copy does not run: $(cat "$tmp/err")"
+"$bin" inspect -m "$tmp/gpt-oss-q4_0.gguf" >"$tmp/inspect.txt" 2>"$tmp/err" &&
+    grep -q "blk.1.attn_sinks.weight  *\[4\]  *f32" "$tmp/inspect.txt" &&
+    grep -q "blk.1.ffn_gate_exps.bias  *\[8, 32\]  *f32" "$tmp/inspect.txt" ||
+    fail "gpt-oss: quantize did not keep the sinks and expert biases f32: $(cat "$tmp/err")"
+python3 - "$go" "$tmp/go-topk.gguf" "$tmp/go-experts.gguf" <<'EOF'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+def patch(key, v, out):  # a u32 key's value
+    k = key.encode()
+    at = b.find(k) + len(k)
+    assert b.count(k) == 1 and struct.unpack_from("<I", b, at)[0] == 4
+    c = bytearray(b)
+    struct.pack_into("<I", c, at + 4, v)
+    open(out, "wb").write(c)
+patch("gpt-oss.expert_used_count", 9, sys.argv[2])
+patch("gpt-oss.expert_count", 4, sys.argv[3])
+EOF
+cp -r "$tmp/go-hf" "$tmp/go-router" && cp -r "$tmp/go-hf" "$tmp/go-topk" &&
+    cp -r "$tmp/go-hf" "$tmp/go-mxfp4"
+python3 - "$tmp/go-router/model.safetensors" "$tmp/go-topk/config.json" \
+    "$tmp/go-mxfp4/config.json" <<'EOF'
+import json, struct, sys
+p = sys.argv[1]
+b = open(p, "rb").read()
+n = struct.unpack_from("<Q", b)[0]
+h = json.loads(b[8:8 + n])
+h["model.layers.1.mlp.router.weight"]["shape"] = [64, 8]  # the same bytes, transposed
+t = json.dumps(h, separators=(",", ":")).encode()
+assert len(t) <= n
+open(p, "wb").write(b[:8] + t + b" " * (n - len(t)) + b[8 + n:])
+c = json.load(open(sys.argv[2]))
+c["num_experts_per_tok"] = c["experts_per_token"] = c["num_local_experts"] + 1
+json.dump(c, open(sys.argv[2], "w"))
+c = json.load(open(sys.argv[3]))  # the original checkpoint's experts
+c["quantization_config"] = {"quant_method": "mxfp4"}
+json.dump(c, open(sys.argv[3], "w"))
+EOF
+# each bad copy: its name, the line's pattern, the model
+while IFS='|' read -r name pattern model; do
+    expect_error "gpt-oss $name" "$pattern" "$bin" run -m "$tmp/$model" -p "Hi" -n 1
+done <<'EOF'
+top-k|go-topk.gguf: 8 experts (1..512), top 9 of them|go-topk.gguf
+expert count|go-experts.gguf: tensor 'blk.0.ffn_gate_inp.weight' has shape \[8, 64\], expected \[4, 64\]|go-experts.gguf
+router shape|go-router: tensor 'blk.1.ffn_gate_inp.weight' has shape \[64, 8\], expected \[8, 64\]|go-router
+HF top-k|go-topk/config.json: num_experts_per_tok 9 is more than num_local_experts 8|go-topk
+MXFP4|go-mxfp4/config.json: quantization_config 'mxfp4': the MXFP4 experts|go-mxfp4
+EOF
 
 [ "$failed" -eq 0 ] && echo "cli_arch: all passed"
 exit $((failed > 0))

@@ -55,6 +55,19 @@ out=$(printf 'Tell me a story about a cat.\nWhat did the cat do next?\n/stats\n'
 printf '%s' "$out" | grep -q 'template llama2 | context [0-9]*/512 | KV cache f32/f32' && ok || fail "chat stats fields: '$out'"
 [ ! -s "$tmp/err" ] && ok || fail "piped chat wrote to stderr: $(cat "$tmp/err")"
 
+# gpt-oss's harmony: the system text as the developer message's instructions, the user message,
+# the assistant's header (its vocabulary's markers would be kept as text in the reply)
+printf 'Hi\n' | "$bin" chat -t 1 -m "$model" --template gpt-oss --system "Be brief." --temp 0 -n 4 \
+    --verbose-prompt >/dev/null 2>"$tmp/err"
+grep -q '^Reasoning: medium$' "$tmp/err" &&
+    grep -q '^<|end|><|start|>user<|message|>Hi<|end|><|start|>assistant$' "$tmp/err" &&
+    grep -q '<|start|>developer<|message|># Instructions$' "$tmp/err" && ok ||
+    fail "gpt-oss chat prompt: $(cat "$tmp/err")"
+printf 'Hi\n' | "$bin" chat -t 1 -m "$model" --template gpt-oss --reasoning-effort high --temp 0 -n 4 \
+    --verbose-prompt >/dev/null 2>"$tmp/err"
+grep -q '^Reasoning: high$' "$tmp/err" && ok || fail "--reasoning-effort high: $(cat "$tmp/err")"
+expect_error "--reasoning-effort max" "--reasoning-effort: invalid value 'max' (expected low, medium" \
+    "$bin" chat -t 1 -m "$model" --template gpt-oss --reasoning-effort max
 # a session saved by one process continues in another with the same greedy reply
 a=$(printf 'Tell me a story about a cat.\n/save %s\nWhat did the cat do next?\n' "$tmp/s.session" |
     "$bin" chat -t 1 -m "$model" --template llama2 --temp 0 -n 24 2>/dev/null)

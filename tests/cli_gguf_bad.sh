@@ -75,5 +75,31 @@ expect_error "longrope length" \
     "lr-length.gguf: tensor 'rope_factors_long.weight' has shape \[1, 5\], expected \[1, 6\]" \
     "$BIN" run -m "$tmp/lr-length.gguf" -p "Hi" -n 1
 
+# MXFP4: --type mxfp4 --pure writes every matrix in it, and the file runs; a block whose E8M0
+# scale byte is 0xff (not a number) is refused naming the file, the tensor and the block;
+# mxfp4_moe on a model without experts is one line and writes nothing
+"$BIN" quantize -m "$MODEL" -o "$tmp/mx.gguf" --type mxfp4 --pure >/dev/null 2>"$tmp/err" ||
+    fail "quantize --type mxfp4 --pure: $(cat "$tmp/err")"
+"$BIN" inspect "$tmp/mx.gguf" | grep -q "blk.0.attn_q.weight  *\[64, 64\]  *mxfp4" ||
+    fail "inspect of the mxfp4 output"
+"$BIN" run -m "$tmp/mx.gguf" -p "Once upon a time" -n 8 >/dev/null 2>"$tmp/err" ||
+    fail "run of the mxfp4 file: $(cat "$tmp/err")"
+python3 - "$(dirname "$0")/lib" "$tmp/mx.gguf" "$tmp/mx-bad.gguf" <<'EOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+from gguf_tensors import layout
+data, table = layout(sys.argv[2])
+off = next(o for name, ne, t, o in table if name == "blk.1.ffn_up.weight" and t == 39)
+b = bytearray(data)
+b[off + 5 * 17] = 0xFF  # block 5's scale byte
+open(sys.argv[3], "wb").write(b)
+EOF
+expect_error "mxfp4 bad scale" \
+    "mx-bad.gguf: tensor 'blk.1.ffn_up.weight' block 5 has a bad mxfp4 scale" \
+    "$BIN" run -m "$tmp/mx-bad.gguf" -p "Hi" -n 1
+expect_error "mxfp4_moe without experts" "stories260K-f32.gguf: mxfp4_moe .* no experts" \
+    "$BIN" quantize -m "$MODEL" -o "$tmp/moe.gguf" --type mxfp4_moe
+[ -e "$tmp/moe.gguf" ] && fail "mxfp4_moe without experts left $tmp/moe.gguf"
+
 [ "$failed" -eq 0 ] && echo "cli_gguf_bad: all passed"
 exit $((failed > 0))

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The hybrid families (and the mixture of experts qwen3moe) against what llama.cpp's own tools
+# The hybrid families (and the mixtures of experts qwen3moe and lfm2moe) against what llama.cpp's own tools
 # (node-llama-cpp 3.21.1's llama.cpp) wrote and measured on the same files, recorded in tests/data/hybrid_llamacpp.json by
 # scripts/hybrid_golden.sh. On each family's synth --tiny model at width 256 (rows of whole
 # super-blocks):
 # - llama-quantize's recipes byte for byte: every tensor's type and bytes (which tensors stay f32,
 #   such as the convolution kernels and the router; how a recipe counts a hybrid's attention
-#   layers; the rules of a model of 8 experts and its 3-D expert stacks);
+#   layers; the rules of a model of 8 experts and its 3-D expert stacks; mxfp4_moe's MXFP4
+#   experts);
 # - `eval` agrees with llama-perplexity: PPL of the F32 and Q4_K_M files within 0.1%, the Q4_K_M
 #   file's mean KLD within 2%.
 # Usage: bash tests/cli_hybrid_llamacpp.sh EDGELM_BINARY FIXTURES_DIR
@@ -19,7 +20,7 @@ golden=$(dirname "$0")/data/hybrid_llamacpp.json
 for arch in $(python3 -c 'import json, sys; print(*json.load(open(sys.argv[1])))' "$golden"); do
     hybrid_tiny "$bin" "$fix" "$arch" "$tmp/$arch.gguf" >/dev/null 2>"$tmp/err" ||
         { fail "$arch: synth: $(cat "$tmp/err")"; continue; }
-    for r in $RECIPES; do
+    for r in $(recipes_of "$arch"); do
         "$bin" quantize -m "$tmp/$arch.gguf" -o "$tmp/$r.gguf" --type "$r" -t 2 >/dev/null \
             2>"$tmp/err" || { fail "$arch $r: quantize: $(tail -1 "$tmp/err")"; continue; }
         python3 tests/lib/gguf_tensors.py "$tmp/$r.gguf" >"$tmp/q.json"

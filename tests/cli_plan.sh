@@ -86,6 +86,15 @@ check "$tmp/moe.json" 'all(r["read_bytes_per_token"] < r["weight_bytes"] * 0.2 f
 "$bin" plan --preset qwen3-30b-a3b >"$tmp/text" || fail "plan --preset qwen3-30b-a3b (text): exit status $?"
 grep -q "^experts: 128 a layer, 8 per token: 3.353 B parameters read a token$" "$tmp/text" ||
     fail "plan text lacks the active parameters: $(cat "$tmp/text")"
+# gpt-oss-20b (openai/gpt-oss-20b's config.json): per layer q, k, v, o of 64 heads and 8 KV heads
+# of 64 over 2880 with their biases, 64 sinks, 2 norms, a router of 32 with its bias, 32 experts'
+# three 2880 x 2880 matrices and their biases; untied embeddings of 201088; a token reads 4 of the
+# 32 experts and their biases
+"$bin" plan --preset gpt-oss-20b -c 4096 --json >"$tmp/oss.json" || fail "plan --preset gpt-oss-20b: exit status $?"
+check "$tmp/oss.json" '(lambda d_, h, q, kv, E, ff, L, V: d["model"]["n_params"] == L * (h * (q + 2 * kv) + q * h + q + 2 * kv + h + 64 + 2 * h + (h + 1) * E + E * 3 * h * ff + E * (2 * ff + h)) + 2 * V * h + h and d["model"]["n_active_params"] == d["model"]["n_params"] - L * (E - 4) * (3 * h * ff + 2 * ff + h))(d, 2880, 64 * 64, 8 * 64, 32, 2880, 24, 201088)' "plan --preset gpt-oss-20b: parameters and active parameters"
+"$bin" plan --preset gpt-oss-20b >"$tmp/text" || fail "plan --preset gpt-oss-20b (text): exit status $?"
+grep -q "^experts: 32 a layer, 4 per token: 4.187 B parameters read a token$" "$tmp/text" ||
+    fail "plan text lacks gpt-oss-20b's active parameters: $(cat "$tmp/text")"
 "$bin" plan --preset qwen3.5-2b >"$tmp/text" || fail "plan --preset qwen3.5-2b: exit status $?"
 grep -q "^recurrent state (one sequence, with its rollback checkpoints): [0-9.]* MiB$" "$tmp/text" ||
     fail "plan text lacks the recurrent state: $(cat "$tmp/text")"

@@ -497,6 +497,41 @@ static void test_longrope(void) {
     }
 }
 
+/* YaRN on a family whose files do not usually say it (Qwen3): rope.scaling.type yarn with its
+ * factor, original context and betas survives GGUF, and runs other logits than no scaling and
+ * than linear scaling by the same factor (the ramp leaves the fast pairs unscaled). */
+static void test_yarn(void) {
+    elm_synth_tiny o = {.arch = "qwen3", .vocab_path = fixture("vocab/ggml-vocab-qwen2.gguf"),
+                        .seed = 5};
+    elm_model *m = NULL;
+    elm_error err;
+    CHECK(elm_synth_tiny_model(&o, &m, NULL, &err) == ELM_OK, "yarn: synth: %s", err.msg);
+    if (!m) return;
+    static const int32_t ids[6] = {1, 450, 7483, 310, 3444, 338};
+    const size_t n = 6 * (size_t)m->hp.n_vocab;
+    float *none = logits(m, ids, 6, 0);
+    m->hp.rope_freq_scale = 1.0f / 16;
+    float *linear = logits(m, ids, 6, 0);
+    m->hp.rope_yarn = true;
+    m->hp.n_ctx_orig = 512;
+    m->hp.yarn_beta_fast = 24.0f;
+    const char *gguf = tmp_path(tmpdir, "yarn.gguf");
+    CHECK(elm_gguf_write_model(m, gguf, &err) == ELM_OK, "yarn: gguf: %s", err.msg);
+    elm_model *g = load(gguf);
+    float *yarn = g ? logits(g, ids, 6, 0) : NULL;
+    CHECK(g && g->hp.rope_yarn && g->hp.rope_freq_scale == 1.0f / 16 &&
+              g->hp.n_ctx_orig == 512 && g->hp.yarn_beta_fast == 24.0f &&
+              g->hp.yarn_beta_slow == 1.0f,
+          "yarn: the GGUF copy's RoPE scaling");
+    CHECK(none && linear && yarn && memcmp(yarn, none, n * sizeof *yarn) != 0 &&
+              memcmp(yarn, linear, n * sizeof *yarn) != 0,
+          "yarn: logits as without scaling or with linear scaling");
+    free(none), free(linear), free(yarn);
+    elm_model_free(g);
+    elm_model_free(m);
+    unlink(gguf);
+}
+
 /* tokenizer.json written from a GGUF vocab tokenizes the vocab test strings the same way. */
 static void test_tokenizer_json(const char *vocab) {
     char rel[128];
@@ -629,7 +664,7 @@ static void test_table(void) {
         snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", elm_synth_tiny_vocab(name));
         CHECK(access(fixture(rel), R_OK) == 0, "%s: no vocabulary %s", name, rel);
     }
-    CHECK(n == 14, "%d families: %s", n, elm_arch_names());
+    CHECK(n == 15, "%d families: %s", n, elm_arch_names());
     CHECK(elm_arch_from_hf("mistral") == elm_arch_find("llama") && !elm_arch_find("mistral") &&
               elm_arch_from_hf("gemma3") == elm_arch_find("gemma3") &&
               !elm_arch_from_hf("mamba") && !elm_arch_hf_type("MambaForCausalLM"),
@@ -803,10 +838,23 @@ static void test_refusals(void) {
                         "use_expert_bias false");
     expect_config_error("lfm2moe", "{\"routed_scaling_factor\": 2.5}", ELM_ERR_UNSUPPORTED,
                         "routed_scaling_factor 2.5");
+    /* gpt-oss: llama.cpp's clamp and its fixed order of windowed and global layers */
+    expect_config_error("gpt-oss", "{\"swiglu_limit\": 10}", ELM_ERR_UNSUPPORTED,
+                        "swiglu_limit 10 is not supported");
+    expect_config_error("gpt-oss",
+                        "{\"layer_types\": [\"full_attention\", \"sliding_attention\"]}",
+                        ELM_ERR_UNSUPPORTED, "layer_types must make every 2th layer");
     expect_config_error("lfm2moe", "{\"norm_topk_prob\": false}", ELM_ERR_UNSUPPORTED,
                         "norm_topk_prob false");
+    expect_config_error("llama", "{\"rope_scaling\": {\"rope_type\": \"dynamic\", \"factor\": 4}}",
+                        ELM_ERR_UNSUPPORTED, "rope_scaling type 'dynamic' is not supported");
+    /* YaRN needs the context it extends; llama.cpp reads no attention factor for it */
     expect_config_error("llama", "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4}}",
-                        ELM_ERR_UNSUPPORTED, "rope_scaling type 'yarn' is not supported");
+                        ELM_ERR_FORMAT, "missing required key 'original_max_position_embeddings'");
+    expect_config_error("llama",
+                        "{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4, "
+                        "\"original_max_position_embeddings\": 512, \"attention_factor\": 2}}",
+                        ELM_ERR_UNSUPPORTED, "'attention_factor' is not supported");
     /* LongRoPE: its factor lists, one per rotated pair (8 of phi3's heads of 16), and the
      * original context are required */
     expect_config_error("phi3", "{\"rope_scaling\": {\"type\": \"longrope\", \"factor\": 4}}",
@@ -887,6 +935,8 @@ int main(int argc, char **argv) {
         test_family("granitehybrid", "llama-bpe");
         test_family("qwen35", "qwen35");
         test_family("lfm2moe", "llama-bpe");
+        test_family("gpt-oss", "llama-bpe");
+        test_yarn();
         test_tokenizer_json("llama-spm");
         test_tokenizer_json("phi-3");
         test_tokenizer_json("qwen2");
@@ -897,7 +947,8 @@ int main(int argc, char **argv) {
     }
     /* the HF folders hold files: remove them before the folder itself */
     const char *archs[] = {"llama", "qwen2", "qwen3", "phi3",   "gemma",         "gemma4",
-                           "gemma-embedding", "smollm3", "lfm2", "granitehybrid", "qwen35"};
+                           "gemma-embedding", "smollm3", "lfm2", "granitehybrid", "qwen35",
+                           "gpt-oss"};
     for (int i = 0; tmpdir && i < (int)(sizeof archs / sizeof archs[0]); i++) {
         char dir[600];
         snprintf(dir, sizeof dir, "%s/hf-%s", tmpdir, archs[i]);

@@ -643,6 +643,7 @@ static void detection_published(void) {
         {"mistralai-Ministral-3-14B-Reasoning-2512.jinja", ELM_TEMPLATE_MINISTRAL3},
         {"Mistral-Small-3.2-24B-Instruct-2506.jinja", ELM_TEMPLATE_MISTRAL_SMALL32},
         {"mistralai-Mistral-Nemo-Instruct-2407.jinja", ELM_TEMPLATE_MISTRAL_NEMO},
+        {"openai-gpt-oss-120b.jinja", ELM_TEMPLATE_GPT_OSS},
     };
     const char *slash = strrchr(__FILE__, '/');
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) {

@@ -187,7 +187,7 @@ static const elm_chat_msg sys_msg = {.role = "system", .content = "You are helpf
 static const elm_chat_msg user_msg = {.role = "user", .content = "Weather in Paris?"};
 
 /* The golden NAME.txt of tests/data/prompts (malloc'd), the day render.py renders Llama 3.2 and
- * Mistral Small 3.2 with replaced by today's, as edgelm writes it; NULL when unreadable. */
+ * Mistral Small 3.2 and gpt-oss with replaced by today's, as edgelm writes it; NULL when unreadable. */
 static char *golden(const char *name) {
     const char *slash = strrchr(__FILE__, '/');
     char path[4096], *text = NULL;
@@ -201,7 +201,7 @@ static char *golden(const char *name) {
     }
     const bool llama = !strncmp(name, "llama32", 7);
     char *day = strstr(text, llama ? "05 Dec 2026" : "2026-12-05");
-    if (day && (llama || !strncmp(name, "mistral-small32", 15))) {
+    if (day && (llama || !strncmp(name, "mistral-small32", 15) || !strncmp(name, "gpt-oss", 7))) {
         const time_t now = time(NULL);
         struct tm tm;
         char today[16];
@@ -247,7 +247,8 @@ static void families_render(void) {
                {ELM_TEMPLATE_LFM25, "tools calls nosystem onecall"},
                {ELM_TEMPLATE_MINISTRAL3, "tools calls nosystem onecall plain"},
                {ELM_TEMPLATE_MISTRAL_SMALL32, "tools calls nosystem onecall plain"},
-               {ELM_TEMPLATE_MISTRAL_NEMO, "tools calls nosystem onecall plain"}};
+               {ELM_TEMPLATE_MISTRAL_NEMO, "tools calls nosystem onecall plain"},
+               {ELM_TEMPLATE_GPT_OSS, "tools onecall plain answer"}};
     for (size_t f = 0; f < sizeof fam / sizeof fam[0]; f++)
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
             if (!strstr(fam[f].cases, cases[c].name)) continue;
@@ -262,9 +263,49 @@ static void families_render(void) {
             free(out);
             free(want);
         }
-    /* Llama 3.1 takes one call a message, and the tools need a first user message */
-    char *out = NULL;
+    /* gpt-oss's TypeScript-like types of every form of schema (render.py's SCHEMA_TOOLS) */
+    static const char schema_tools[] =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"description\": \"d\", \"parameters\": {\""
+    "type\": \"object\", \"required\": [\"a\", \"n\"], \"properties\": {\"a\": {\"type\": \"string\", \"des"
+    "cription\": \"the a\", \"enum\": [\"x\", \"y\"], \"default\": \"x\"}, \"b\": {\"type\": \"array\", \"ite"
+    "ms\": {\"type\": \"object\", \"required\": [\"p\"], \"properties\": {\"p\": {\"type\": \"integer\"}, "
+    "\"q\": {\"type\": \"array\", \"items\": {\"type\": \"string\"}}}}}, \"b2\": {\"type\": \"array\", \"ite"
+    "ms\": {\"type\": \"object\", \"properties\": {\"p\": {\"type\": \"integer\"}}}}, \"c\": {\"type\": [\""
+    "string\", \"null\"]}, \"d\": {\"oneOf\": [{\"type\": \"string\", \"description\": \"s\"}, {\"type\": "
+    "\"number\", \"default\": 1}]}, \"e\": {\"type\": \"object\"}, \"g\": {\"type\": \"boolean\", \"defaul"
+    "t\": false}, \"h\": {\"type\": \"string\", \"nullable\": true, \"default\": \"zz\"}, \"i\": {\"type\""
+    ": \"array\", \"nullable\": true}, \"j\": {\"type\": \"array\", \"items\": {\"type\": \"array\", \"ite"
+    "ms\": {\"type\": \"number\"}}}, \"k\": {\"description\": \"any thing\"}, \"n\": {\"type\": \"object\""
+    ", \"required\": [\"x\"], \"properties\": {\"x\": {\"type\": \"string\", \"enum\": [\"u\", \"v\"]}, \"y\""
+    ": {\"type\": \"integer\"}}}, \"o\": {\"oneOf\": [{\"type\": \"string\"}], \"default\": \"q\"}}}}}]";
+    char *out = NULL, *want = golden("gpt-oss-schema");
     elm_error err;
+    CHECK(elm_chat_render_tools(ELM_TEMPLATE_GPT_OSS, &user_msg, 1, schema_tools, true, &out, &err) ==
+              ELM_OK && want && !strcmp(out, want),
+          "gpt-oss-schema:\n got [%s]\nwant [%s]", out ? out : err.msg, want ? want : "");
+    free(out);
+    free(want);
+    /* gpt-oss's reasoning before a call (its template's "thinking") */
+    const elm_chat_msg thinking[] = {
+        user_msg,
+        {.role = "assistant", .content = "", .tool_calls = one_call, .n_tool_calls = 1,
+         .reasoning = "Paris: call get_weather."},
+        {.role = "tool", .content = "sunny", .tool_call_id = "a1b2c3d4e"}};
+    want = golden("gpt-oss-thinking");
+    CHECK(elm_chat_render_tools(ELM_TEMPLATE_GPT_OSS, thinking, 3, tools_json, true, &out, &err) ==
+              ELM_OK && want && !strcmp(out, want),
+          "gpt-oss-thinking:\n got [%s]\nwant [%s]", out ? out : err.msg, want ? want : "");
+    free(out);
+    free(want);
+    /* gpt-oss's reasoning effort (its template's reasoning_effort) */
+    const elm_chat_opts high = {.reasoning_effort = "high", .now = 0};
+    want = golden("gpt-oss-effort");
+    CHECK(elm_chat_render_with(ELM_TEMPLATE_GPT_OSS, calls, 2, tools_json, true, &high, &out, &err) ==
+              ELM_OK && want && !strcmp(out, want),
+          "gpt-oss-effort:\n got [%s]\nwant [%s]", out ? out : err.msg, want ? want : "");
+    free(out);
+    free(want);
+    /* Llama 3.1 takes one call a message, and the tools need a first user message */
     CHECK(elm_chat_render_tools(ELM_TEMPLATE_LLAMA31, calls, 3, tools_json, true, &out, &err) ==
               ELM_ERR_UNSUPPORTED && strstr(err.msg, "one tool call"), "llama31 two calls: %s", err.msg);
     CHECK(elm_chat_render_tools(ELM_TEMPLATE_LLAMA31, calls, 1, tools_json, true, &out, &err) ==

@@ -286,24 +286,35 @@ static void compare_elementwise(const elm_kernels *k, const elm_kernels *ref) {
     CHECK(worst < 1e-6f && b[18] == x[18], "%s rope: %g", k->isa, worst);
     /* attention: 1 and 3 heads of a group; head_dim 72 (a block of 64 dimensions and a tail), 128,
      * 256 and 512 (Gemma's, Gemma 4's global heads: the widest the x86 kernel takes), stride 520;
-     * 1, 37 and 70 positions (past blocks of 8 and 32) */
+     * 1, 37 and 70 positions (past blocks of 8 and 32); without and with sinks (gpt-oss) */
     enum { KV_STRIDE = 520 };
     static float kv[2][70 * KV_STRIDE], qs[3 * 512], oa[3 * 512], ob[3 * 512], scores[3 * 70];
     for (int i = 0; i < 70 * KV_STRIDE; i++) kv[0][i] = frand(&seed), kv[1][i] = frand(&seed);
     for (int i = 0; i < 3 * 512; i++) qs[i] = frand(&seed);
     static const int head_dims[] = {72, 128, 256, 512};
-    for (int h = 0; h < 4; h++)
+    static const float sink_logits[3] = {0.7f, -1.3f, 2.5f};
+    for (int h = 0; h < 8; h++)
         for (int n_q = 1; n_q <= 3; n_q += 2)
             for (int n_pos = 1; n_pos <= 70; n_pos = n_pos == 1 ? 37 : n_pos == 37 ? 70 : 71) {
-                const int hd = head_dims[h];
-                k->attention(qs, n_q, kv[0], kv[1], KV_STRIDE, n_pos, 0, hd, 0.12f, 1, scores, oa);
-                ref->attention(qs, n_q, kv[0], kv[1], KV_STRIDE, n_pos, 0, hd, 0.12f, 1, scores,
-                               ob);
+                const int hd = head_dims[h % 4];
+                const float *sinks = h >= 4 ? sink_logits : NULL;
+                k->attention(qs, n_q, kv[0], kv[1], KV_STRIDE, n_pos, 0, hd, 0.12f, sinks, 1,
+                             scores, oa);
+                ref->attention(qs, n_q, kv[0], kv[1], KV_STRIDE, n_pos, 0, hd, 0.12f, sinks, 1,
+                               scores, ob);
                 worst = 0;
                 for (int i = 0; i < n_q * hd; i++) worst = fmaxf(worst, fabsf(oa[i] - ob[i]));
-                CHECK(worst < 1e-5f, "%s attention head_dim %d, %d heads, n_pos %d: %g", k->isa,
-                      hd, n_q, n_pos, worst);
+                CHECK(worst < 1e-5f, "%s attention head_dim %d, %d heads, n_pos %d%s: %g",
+                      k->isa, hd, n_q, n_pos, sinks ? ", sinks" : "", worst);
             }
+    /* one position and a sink s: the value's share is 1 / (1 + e^(s - q·k·scale)) */
+    k->attention(qs, 1, kv[0], kv[1], KV_STRIDE, 1, 0, 72, 0.12f, sink_logits + 2, 1, scores, oa);
+    float qk = 0;
+    for (int d = 0; d < 72; d++) qk += qs[d] * kv[0][d];
+    const float share = 1.0f / (1.0f + expf(sink_logits[2] - qk * 0.12f));
+    worst = 0;
+    for (int d = 0; d < 72; d++) worst = fmaxf(worst, fabsf(oa[d] - kv[1][d] * share));
+    CHECK(worst < 1e-5f, "%s attention with a sink over one position: %g off", k->isa, worst);
 }
 
 static void check_transpose(const elm_kernels *k) {
@@ -327,26 +338,35 @@ static void check_rope_cs(const elm_kernels *k) {
     float ff[D / 2], inv_freq[D / 2];
     for (int i = 0; i < D / 2; i++) ff[i] = 1.0f + 0.37f * (float)i;
     for (int32_t t = 0; t < NPOS; t++) pos[t] = t;
-    for (int scaled = 0; scaled < 2; scaled++) {
+    /* YaRN ×32 from 512 positions (betas 32, 1): the correction dimensions of 32 and 1 turns,
+     * 24·ln(512 / (2π·b)) / (2·ln 10000) = 1.22 and 5.73, floored and ceiled to pairs 1 and 6;
+     * pairs below keep their angle, pairs from 6 on are scaled, those between blended by
+     * ggml's ramp; cos and sin × 1 + 0.1·ln 32 */
+    const double yarn_lo = 1, yarn_hi = 6, yarn_mscale = 1 + 0.1 * log(32.0);
+    for (int scaled = 0; scaled < 3; scaled++) {
         elm_rope_freqs r;
-        const float scale = scaled ? 0.25f : 1.0f;
-        elm_rope_freqs_init(&r, D, 10000.0f, scale, scaled ? ff : NULL, inv_freq);
-        const double mscale = scaled ? 1.1547005 : 1.0;
+        const bool yarn = scaled == 2;
+        const float scale = yarn ? 1.0f / 32 : scaled ? 0.25f : 1.0f;
+        elm_rope_freqs_init(&r, D, 10000.0f, scale, scaled == 1 ? ff : NULL, inv_freq);
+        const double mscale = yarn ? yarn_mscale : scaled ? 1.1547005 : 1.0;
         CHECK(r.mscale == 1.0f, "%s: elm_rope_freqs_init's mscale %g", k->isa, r.mscale);
-        r.mscale = (float)mscale;
+        r.mscale = yarn ? 1.0f : (float)mscale;
+        if (yarn) elm_rope_freqs_yarn(&r, 512, 32.0f, 1.0f, inv_freq);
         k->rope_cs(&r, pos, NPOS, cs);
         double worst = 0;
         for (int32_t t = 0; t < NPOS; t++)
             for (int i = 0; i < D / 2; i++) {
+                const double ramp = 1 - fmin(1, fmax(0, (i - yarn_lo) / (yarn_hi - yarn_lo)));
                 const double angle =
-                    t * pow(10000.0, -2.0 * i / D) * scale / (scaled ? ff[i] : 1.0);
+                    t * pow(10000.0, -2.0 * i / D) *
+                    (yarn ? scale * (1 - ramp) + ramp : scale / (scaled ? ff[i] : 1.0));
                 const double tol = ((i + 2) * ldexp(fabs(angle), -24) + 1e-6) * mscale;
                 const double c = cos(angle) * (float)mscale, sn = sin(angle) * (float)mscale;
                 worst = fmax(worst, fmax(fabs(cs[t * D + 2 * i] - c),
                                          fabs(cs[t * D + 2 * i + 1] - sn)) / tol);
             }
         CHECK(worst <= 1.0, "%s rope_cs%s: off by %.2f of the tolerance", k->isa,
-              scaled ? " (scaled, divisors, mscale)" : "", worst);
+              yarn ? " (YaRN)" : scaled ? " (scaled, divisors, mscale)" : "", worst);
     }
 }
 

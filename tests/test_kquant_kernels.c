@@ -10,7 +10,8 @@
  * - --ggml-rounding's products (kernels/ggml_exact.h, llama.cpp's float order) agree with the
  *   oracle to float rounding too, repacked shapes (rows a multiple of 8) and not, with all tokens
  *   in llama.cpp's product or only the last (its last layer).
- * Weights are random bytes (every bit pattern is a valid block) with sane f16 scales. */
+ * Weights are random bytes (every bit pattern is a valid block) with sane f16 scales (MXFP4: sane
+ * E8M0 scale bytes). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,9 @@ static unsigned rnd(unsigned *s) {
 
 static float frand(unsigned *s) { return (rnd(s) & 0xffff) / 32768.0f - 1.0f; }
 
-static const elm_type types[] = {ELM_TYPE_Q2_K, ELM_TYPE_Q3_K,   ELM_TYPE_Q4_K, ELM_TYPE_Q5_K,
-                                 ELM_TYPE_Q6_K, ELM_TYPE_IQ4_XS, ELM_TYPE_IQ4_NL};
+static const elm_type types[] = {ELM_TYPE_Q2_K,  ELM_TYPE_Q3_K,   ELM_TYPE_Q4_K,
+                                 ELM_TYPE_Q5_K,  ELM_TYPE_Q6_K,   ELM_TYPE_IQ4_XS,
+                                 ELM_TYPE_IQ4_NL, ELM_TYPE_MXFP4};
 
 /* Byte offsets of each type's f16 scales in a block (-1: none). */
 static void scale_fields(elm_type t, int off[2]) {
@@ -47,6 +49,10 @@ static void random_blocks(elm_type t, uint8_t *p, size_t n_blocks, unsigned *see
     int off[2];
     scale_fields(t, off);
     for (size_t i = 0; i < n_blocks * bb; i++) p[i] = (uint8_t)rnd(seed);
+    /* MXFP4's E8M0 scale byte: 2^-9 .. 2^-1 (half the scale), as in weights */
+    for (size_t b = 0; b < n_blocks && t == ELM_TYPE_MXFP4; b++)
+        p[b * bb] = (uint8_t)(119 + rnd(seed) % 9);
+    if (t == ELM_TYPE_MXFP4) return;
     for (size_t b = 0; b < n_blocks; b++)
         for (int k = 0; k < 2; k++) {
             if (off[k] < 0) continue;
@@ -108,7 +114,7 @@ static void problem_new(problem *p, elm_type t, int64_t cols, int64_t rows, int6
     for (int64_t t0 = 0; t0 < n_tok; t0++) {
         const float *xt = p->x + t0 * cols;
         float *o = p->xdq + t0 * cols;
-        if (t == ELM_TYPE_IQ4_NL) {
+        if (elm_type_q8_act(t)) {
             void *q = (char *)p->xq + t0 * elm_q8_row_bytes(cols);
             elm_scalar_quantize_q8(xt, cols, q);
             const elm_q8_row r = elm_q8_at(q, cols, 0);
@@ -130,7 +136,7 @@ static void problem_free(problem *p) {
 
 /* The 256-weight types quantize x themselves, or with given_q8k take xq's q8_K rows. */
 static void run(const elm_kernels *k, problem *p, int64_t n_tok, float *y, bool given_q8k) {
-    const bool xq = p->w.type == ELM_TYPE_IQ4_NL || given_q8k;
+    const bool xq = elm_type_q8_act(p->w.type) || given_q8k;
     const elm_matmul_args a = {.w = p->w, .x = p->x, .xq = xq ? p->xq : NULL, .n_tok = n_tok, .y = y};
     const int64_t cut = p->w.rows / 3 + 1;
     if (cut < p->w.rows) k->matmul(&a, cut, p->w.rows, p->scratch);
@@ -151,8 +157,8 @@ static void check_packed(const elm_kernels *k, problem *p, int64_t nt, bool give
     const int64_t rows = p->w.rows;
     void *packed = malloc(elm_row_bytes(p->w.type, p->w.cols) * (size_t)rows);
     k->pack(&p->w, packed);
-    /* IQ4_NL products always take the caller's q8 rows */
-    const bool xq = given_q8k || p->w.type == ELM_TYPE_IQ4_NL;
+    /* IQ4_NL and MXFP4 products always take the caller's q8 rows */
+    const bool xq = given_q8k || elm_type_q8_act(p->w.type);
     elm_matmul_args a = {.w = p->w, .x = p->x, .xq = xq ? p->xq : NULL, .n_tok = nt, .y = p->y};
     a.w.data = packed;
     a.w.packed_by = k;
@@ -211,7 +217,8 @@ static void check_ggml_products(elm_type t, int64_t cols, int64_t rows) {
     const elm_weights *w = &p.w;
     if (!elm_ggml_matmul_has(w)) {
         /* only the types llama.cpp repacks lack their unrepacked order (ggml_exact.h) */
-        const bool repackable = t == ELM_TYPE_IQ4_NL || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q2_K;
+        const bool repackable = t == ELM_TYPE_IQ4_NL || t == ELM_TYPE_MXFP4 ||
+                                t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q2_K;
         CHECK(repackable && rows % 8, "ggml %s [%lld x %lld]: no llama.cpp order",
               elm_type_get(t)->name, (long long)rows, (long long)cols);
         problem_free(&p);
@@ -244,14 +251,14 @@ static void check_unpack(const char *isa, const elm_kq_kernels *kq) {
         const elm_type t = types[i];
         const elm_type_traits *tt = elm_type_get(t);
         static uint8_t src[N * 210];
-        if (t == ELM_TYPE_IQ4_NL) {
+        if (elm_type_q8_act(t)) {
             random_blocks(t, src, 8 * N, &seed);
             int8_t q0[8 * N * ELM_QK], q1[8 * N * ELM_QK];
             float d0[8 * N], d1[8 * N];
-            elm_kq_scalar.unpack_iq4_nl(src, 8 * N, q0, d0);
-            kq->unpack_iq4_nl(src, 8 * N, q1, d1);
-            CHECK(!memcmp(q0, q1, sizeof q0) && !memcmp(d0, d1, sizeof d0), "%s iq4_nl unpack",
-                  isa);
+            elm_kq_scalar.unpack_grid32(t, src, 8 * N, q0, d0);
+            kq->unpack_grid32(t, src, 8 * N, q1, d1);
+            CHECK(!memcmp(q0, q1, sizeof q0) && !memcmp(d0, d1, sizeof d0), "%s %s unpack", isa,
+                  tt->name);
             continue;
         }
         random_blocks(t, src, N, &seed);

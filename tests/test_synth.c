@@ -74,7 +74,8 @@ static void presets(void) {
                 {"granite-4.0-h-micro", 3191396096LL},
                 {"gemma-4-e2b", 4647449891LL},
                 {"gemma-4-e4b", 7518069034LL},
-                {"qwen3-30b-a3b", 30532122624LL}};
+                {"qwen3-30b-a3b", 30532122624LL},
+                {"gpt-oss-20b", 20914757184LL}}; /* cli_plan.sh derives it from the config */
     int n;
     const elm_synth_preset *all = elm_synth_presets(&n);
     CHECK(n == (int)(sizeof want / sizeof want[0]), "%d presets, %d checked", n,

@@ -1,9 +1,9 @@
 /* Chat: the conversation templates of the common model families, and a multi-turn conversation
  * that lives in one context's KV cache, so each turn prefills only its own new tokens.
  *
- * Templates are built in (no Jinja interpreter): each family's published format is written out
- * as the pieces around system, user and assistant messages, and a model's own Jinja template
- * (GGUF tokenizer.chat_template, Hugging Face tokenizer_config.json "chat_template" or
+ * Templates are built in (no Jinja interpreter): each family's published format is written out as
+ * the pieces around system, user and assistant messages, and a model's own Jinja template (GGUF
+ * tokenizer.chat_template, Hugging Face tokenizer_config.json "chat_template" or
  * chat_template.jinja) is recognised by its signature. Sources: the chat_template of
  * meta-llama/Llama-2-7b-chat-hf, meta-llama/Meta-Llama-3-8B-Instruct,
  * microsoft/Phi-3-mini-4k-instruct, google/gemma-7b-it (with Gemma 3's rule for a system message:
@@ -12,13 +12,14 @@
  * models/templates has it: no date line), microsoft/Phi-4-mini-instruct, and LiquidAI's LFM2 and
  * LFM2.5, Qwen/Qwen3.5-4B, IBM Granite 4.0, google/gemma-4-31B-it,
  * mistralai/Ministral-3-14B-Reasoning-2512, Mistral-Small-3.2-24B-Instruct-2506 and
- * Mistral-Nemo-Instruct-2407 as tests/data/templates holds them. Plain chat only: tools and
- * documents are not rendered. */
+ * Mistral-Nemo-Instruct-2407, and OpenAI's gpt-oss (harmony) as tests/data/templates holds them.
+ * Plain chat only: tools and documents are not rendered. */
 #ifndef EDGELM_CHAT_H
 #define EDGELM_CHAT_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include "edgelm/generate.h"
 #include "edgelm/speculative.h"
 
@@ -63,6 +64,8 @@ typedef enum elm_chat_template {
     ELM_TEMPLATE_MISTRAL_NEMO,     /* Mistral Nemo: <s>[INST]..[/INST]reply</s>, the system message
                                     * in the user message that ends the conversation; calls a JSON
                                     * list after [TOOL_CALLS] */
+    ELM_TEMPLATE_GPT_OSS,          /* gpt-oss's harmony: <|start|>role<|message|>..<|end|>, replies
+                                    * in channels (analysis: reasoning, final: the answer) */
     ELM_TEMPLATE_COUNT
 } elm_chat_template;
 
@@ -114,6 +117,9 @@ typedef struct elm_chat_msg {
     const elm_tool_call *tool_calls; /* an assistant message's calls [n_tool_calls], or NULL */
     int32_t n_tool_calls;
     const char *tool_call_id; /* a "tool" message's tool_call_id, or NULL (as elm_tool_call.id) */
+    const char *reasoning; /* an assistant message's reasoning (OpenAI-style servers'
+                            * reasoning_content), or NULL: written by templates with channels
+                            * (gpt-oss) before the message's calls, as its analysis channel */
 } elm_chat_msg;
 
 /* Renders msgs [n] as the family does (content trimmed where the family trims it), followed by the
@@ -134,7 +140,8 @@ elm_status elm_chat_render(elm_chat_template t, const elm_chat_msg *msgs, int32_
  * (functools[{"name": ..., "arguments": {...}}, ...]), lfm2 and lfm25
  * (<|tool_call_start|>[name(key=value, ...)]<|tool_call_end|>, Python calls), ministral3
  * ([TOOL_CALLS]NAME[ARGS]{...}), mistral-small32 (the same with [CALL_ID]ID) and mistral-nemo
- * ([TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}]). */
+ * ([TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}]), gpt-oss (<|channel|>commentary
+ * to=functions.NAME <|constrain|>json<|message|>{...}, one call a reply). */
 bool elm_chat_template_has_tools(elm_chat_template t);
 
 /* The names of the templates with tools, ", "-separated, for messages ("qwen3, qwen3-no-think,
@@ -153,6 +160,25 @@ elm_status elm_chat_render_tools(elm_chat_template t, const elm_chat_msg *msgs, 
                                  const char *tools, bool add_generation_prompt, char **out,
                                  elm_error *err);
 
+/* What a rendering may set beyond the messages (elm_chat_render_with); zero for the defaults. */
+typedef struct elm_chat_opts {
+    const char *reasoning_effort; /* gpt-oss's "Reasoning:" line: "low", "medium" or "high"
+                                   * (OpenAI's reasoning_effort); NULL: medium, its default */
+    time_t now;                   /* the day the templates that date their prompt write (Llama
+                                   * 3.2, Mistral Small 3.2, gpt-oss: their strftime_now, local
+                                   * time); 0: today */
+} elm_chat_opts;
+
+/* elm_chat_render_tools with opts (NULL: the defaults). ELM_ERR_ARG for a reasoning effort other
+ * than low, medium or high (elm_chat_effort_check); elm_chat_render_tools' errors otherwise. */
+elm_status elm_chat_render_with(elm_chat_template t, const elm_chat_msg *msgs, int32_t n,
+                                const char *tools, bool add_generation_prompt,
+                                const elm_chat_opts *opts, char **out, elm_error *err);
+
+/* ELM_OK when effort is "low", "medium" or "high"; else ELM_ERR_ARG naming reasoning_effort and
+ * the value. */
+elm_status elm_chat_effort_check(const char *effort, elm_error *err);
+
 /* Whether name can be a tool's function name: 1 to 64 of A-Z a-z 0-9 _ - . (OpenAI's rule, which
  * also keeps names quoted in messages to one line). */
 bool elm_tool_name_ok(const char *name);
@@ -163,20 +189,35 @@ typedef struct elm_tool_calls {
                             * trailing whitespace trimmed */
     int32_t n;
     elm_tool_call *calls;  /* [n]: name and arguments (compact JSON) malloc'd */
+    char *reasoning;       /* gpt-oss: the text of its analysis channel (malloc'd), NULL when
+                            * none; other families' reasoning stays in content */
 } elm_tool_calls;
 
 /* The tool calls in `reply`, as template t's family writes them (every <tool_call> or
  * <|tool_call> block to the end, Llama's {"name": ..., "parameters": ...}, Phi-4-mini's
  * functools[...] and Mistral Nemo's [TOOL_CALLS][...] lists, each [TOOL_CALLS]NAME[ARGS]{...} of
- * Mistral's, or LFM2's lists of Python calls; a last call cut short is dropped; Gemma 4's values
- * and LFM2's Python literals are read back into JSON, None as null). `tools`
- * (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string parameter's
- * text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call does not
- * hold a name and an object of arguments, naming it; ELM_ERR_UNSUPPORTED for a template without
- * tools; ELM_ERR_NOMEM. Free with elm_tool_calls_free. */
+ * Mistral's, LFM2's lists of Python calls, or gpt-oss's messages to=functions.NAME, its analysis
+ * channel then read as `reasoning` and its final channel as content; a last call cut short is
+ * dropped; Gemma 4's values and LFM2's Python literals are read back into JSON, None as null).
+ * `tools` (the request's tools JSON, or NULL) types Qwen3.5's parameter values: a string
+ * parameter's text stays a string, others are read as JSON. ELM_ERR_FORMAT when a complete call
+ * does not hold a name and an object of arguments, naming it; ELM_ERR_UNSUPPORTED for a template
+ * without tools; ELM_ERR_NOMEM. Free with elm_tool_calls_free. */
 elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, const char *reply,
                                      elm_tool_calls *out, elm_error *err);
 void elm_tool_calls_free(elm_tool_calls *c);
+
+/* Whether template t's replies are written in channels (gpt-oss's harmony: reasoning in the
+ * analysis channel, the answer in final): every reply is then read with
+ * elm_chat_parse_tool_calls, tools or not, for its content and its reasoning, and its channel
+ * markers must be decoded as their text (elm_chat_tool_preserved_ids). */
+bool elm_chat_template_channels(elm_chat_template t);
+
+/* How much of a reply being generated, text [len], elm_chat_parse_tool_calls can read as it
+ * stands without taking a marker cut short for text: all of it but for templates with channels
+ * (elm_chat_template_channels), there all but a channel marker begun at its end, and nothing
+ * while its first message header is incomplete. */
+size_t elm_chat_reply_settled(elm_chat_template t, const char *text, size_t len);
 
 /* The longest id elm_chat_tool_call_id writes, with its NUL. */
 #define ELM_TOOL_CALL_ID_MAX 96
@@ -194,7 +235,7 @@ void elm_chat_tool_call_id(elm_chat_template t, const char *tag, int32_t i, char
 const char *elm_chat_tool_call_open(elm_chat_template t);
 
 /* The most ids elm_chat_tool_preserved_ids writes. */
-#define ELM_TOOL_PRESERVED_MAX 4
+#define ELM_TOOL_PRESERVED_MAX 8
 
 /* The control tokens template t's tool calls are written with, as ids of vocabulary v (at most
  * ELM_TOOL_PRESERVED_MAX into ids; returns how many): the texts of the family's call markers
@@ -252,6 +293,11 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
 elm_status elm_chat_render_turn(elm_chat_template t, const char *system, const char *user,
                                 bool first, char **out, elm_error *err);
 
+/* elm_chat_render_turn with opts (NULL: the defaults; elm_chat_render_with's, the same errors). */
+elm_status elm_chat_render_turn_with(elm_chat_template t, const char *system, const char *user,
+                                     bool first, const elm_chat_opts *opts, char **out,
+                                     elm_error *err);
+
 /* System prompt and temperature of a preset for a common on-device task:
  *  "translate": translate each message from language `from` to `to`, output the translation only;
  *  "code": a programming assistant answering with code;
@@ -271,6 +317,8 @@ typedef struct elm_chat_params {
                                   * keeps the first turn's prompt (system and first message) on a
                                   * shift */
     const elm_spec_params *spec; /* speculative decoding, or NULL (borrowed: must outlive the chat) */
+    elm_chat_opts opts;          /* the turns' rendering (gpt-oss's reasoning effort, borrowed:
+                                  * must outlive the chat); zero for the defaults */
 } elm_chat_params;
 
 typedef struct elm_chat elm_chat;

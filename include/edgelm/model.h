@@ -5,7 +5,7 @@
  * linear layer's weight W[out, in] (PyTorch) has ne = {in, out}. Each architecture has its RoPE
  * form (hparams.rope_style) as llama.cpp runs it: interleaved for "llama" (the HF Llama loader
  * permutes q/k rows into it), rotate-half (NEOX) for "qwen2", "qwen3", "phi3", "gemma", "gemma3",
- * "gemma4", "gemma-embedding", "qwen35", "qwen3moe" and "lfm2moe". Norm weights are stored as they multiply (Gemma's and Qwen3.5's GGUF
+ * "gemma4", "gemma-embedding", "qwen35", "qwen3moe", "lfm2moe" and "gpt-oss". Norm weights are stored as they multiply (Gemma's and Qwen3.5's GGUF
  * convention: HF's w + 1; Gemma 4's HF weights multiply as they are). */
 #ifndef EDGELM_MODEL_H
 #define EDGELM_MODEL_H
@@ -44,9 +44,14 @@ typedef struct elm_tensor {
  * (NEOX, rotate-half). */
 typedef enum elm_rope_style { ELM_ROPE_NORM = 0, ELM_ROPE_NEOX = 1 } elm_rope_style;
 
-/* Gate activation of the gated feed-forward block: SwiGLU (Llama, Qwen2, Phi-3) or GeGLU with
- * the tanh approximation of GELU (Gemma). */
-typedef enum elm_ffn_act { ELM_ACT_SILU = 0, ELM_ACT_GELU_TANH = 1 } elm_ffn_act;
+/* Gate activation of the gated feed-forward block: SwiGLU (Llama, Qwen2, Phi-3), GeGLU with
+ * the tanh approximation of GELU (Gemma), or gpt-oss's clamped SwiGLU (ggml_swiglu_oai, alpha
+ * 1.702, limit 7): min(g, 7)·sigmoid(1.702·min(g, 7)) · (clamp(u, -7, 7) + 1). */
+typedef enum elm_ffn_act {
+    ELM_ACT_SILU = 0,
+    ELM_ACT_GELU_TANH = 1,
+    ELM_ACT_SWIGLU_OAI = 2
+} elm_ffn_act;
 
 /* What mixes the tokens in a block (docs/ARCHITECTURE.md, "Layer kinds"): attention over the KV
  * cache, or a recurrent layer that keeps a fixed-size state per sequence instead. */
@@ -62,13 +67,16 @@ typedef enum elm_layer_kind {
 } elm_layer_kind;
 
 /* How a mixture of experts' router turns its logits into probabilities (GGUF
- * <arch>.expert_gating_func, llama.cpp's llama_expert_gating_func_type). */
-enum { ELM_MOE_SOFTMAX = 1, ELM_MOE_SIGMOID = 2 };
+ * <arch>.expert_gating_func, llama.cpp's llama_expert_gating_func_type): a softmax over the
+ * experts, each one's sigmoid (both then renormalised over the chosen), or the top k of the raw
+ * logits and a softmax over those k alone (SOFTMAX_WEIGHT, gpt-oss). */
+enum { ELM_MOE_SOFTMAX = 1, ELM_MOE_SIGMOID = 2, ELM_MOE_SOFTMAX_WEIGHT = 3 };
 
 typedef struct elm_hparams {
     char arch[32];         /* GGUF architecture: "llama", "qwen2", "qwen3", "phi3", "gemma",
                             * "gemma3", "gemma4", "gemma-embedding", "smollm3", "lfm2",
-                            * "granitehybrid", "qwen35", "qwen3moe", "lfm2moe" */
+                            * "granitehybrid", "qwen35", "qwen3moe", "lfm2moe",
+                            * "gpt-oss" */
     int32_t n_vocab;
     int32_t dim;           /* embedding length */
     int32_t n_layers;
@@ -107,6 +115,14 @@ typedef struct elm_hparams {
                              * config.json's rope_scaling.attention_factor, else, as llama.cpp's
                              * converter computes it, sqrt(1 + ln(s) / ln(n_ctx_orig)) for
                              * s = n_ctx_train / n_ctx_orig > 1). 0 until bound: 1 */
+    /* YaRN (Peng et al. 2023; GGUF rope.scaling.type "yarn", config.json rope_scaling
+     * rope_type "yarn"; gpt-oss): the angles of each pair blend the interpolated (×
+     * rope_freq_scale) and the original ones by ggml's ramp between the correction dimensions of
+     * beta_fast and beta_slow rotations over n_ctx_orig, and cos and sin scale by
+     * 1 + 0.1·ln(1 / rope_freq_scale), as llama.cpp runs it (ext_factor 1) */
+    bool rope_yarn;
+    float yarn_beta_fast;  /* rope.scaling.yarn_beta_fast; 0 until bound: 32 */
+    float yarn_beta_slow;  /* rope.scaling.yarn_beta_slow; 0 until bound: 1 */
     /* Interleaved local and global layers (Gemma 3); elm_model_bind fills the family's defaults: */
     int32_t swa_period;    /* > 0: only layers l with l % swa_period < swa_period - 1 use the
                             * window (Gemma 3: 6, every 6th layer global); 0: all (Mistral) */
@@ -280,12 +296,18 @@ typedef struct elm_layer {
      * {expert_ffn_dim, dim, n_expert}; expert e's matrix is rows [e·rows, (e + 1)·rows); the
      * router's selection bias exp_probs_b [n_expert] (elm_arch.moe_bias), else NULL */
     elm_tensor *router, *gate_exps, *up_exps, *down_exps, *router_bias;
+    /* gpt-oss's (model/arch.h: elm_arch.sinks, moe_biases), all F32, else NULL: the attention
+     * sinks attn_sinks [n_heads], one logit per head added to its softmax's denominator; the
+     * attention output's bias attn_output.bias [dim]; the router's bias ffn_gate_inp.bias
+     * [n_expert], added to its logits; the experts' biases ffn_{gate,up}_exps.bias
+     * [n_expert, expert_ffn_dim] and ffn_down_exps.bias [n_expert, dim] (ggml ne {ff, E}) */
+    elm_tensor *sinks, *bo, *router_b, *gate_exps_b, *up_exps_b, *down_exps_b;
 } elm_layer;
 
 /* Every tensor slot of L (norms, matrices, biases, kernels; the slots of kinds it is not too,
  * NULL), into out[] (room for ELM_LAYER_SLOTS); returns how many. The one list of a layer's
  * tensors, for code that maps them all (the quantizers' working copy). */
-#define ELM_LAYER_SLOTS 40
+#define ELM_LAYER_SLOTS 48
 int elm_layer_slots(elm_layer *L, elm_tensor ***out);
 
 /* The matrices layer L multiplies its activations by (weights of products, not norms or

@@ -193,7 +193,8 @@ typedef struct elm_quant_policy {
 } elm_quant_policy;
 
 /* llama-quantize's recipes: "q2_k", "q3_k_s", "q3_k_m" (or "q3_k"), "q3_k_l", "q4_k_s", "q4_k_m"
- * (or "q4_k"), "q5_k_s", "q5_k_m" (or "q5_k"), "q6_k", "iq4_nl", "iq4_xs" (case-insensitive):
+ * (or "q4_k"), "q5_k_s", "q5_k_m" (or "q5_k"), "q6_k", "iq4_nl", "iq4_xs", "mxfp4_moe" (a
+ * mixture of experts' expert tensors in MXFP4, the other matrices in Q8_0) (case-insensitive):
  * *ftype gets llama.cpp's file type (general.file_type) and *base the recipe's main tensor type.
  * false for any other name. */
 bool elm_quant_recipe_from_name(const char *name, uint32_t *ftype, elm_type *base);

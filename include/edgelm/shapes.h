@@ -42,6 +42,10 @@ typedef struct elm_synth_extra {
      * (num_experts_per_tok), an expert's FFN size (moe_intermediate_size) and the leading layers
      * with a dense FFN of ffn_dim instead; n_expert 0: dense */
     int32_t n_expert, n_expert_used, expert_ffn_dim, n_dense_lead;
+    /* YaRN RoPE (rope_scaling rope_type "yarn", gpt-oss): the context it extends,
+     * original_max_position_embeddings, by the factor rope_scale (beta_fast 32, beta_slow 1);
+     * 0: none */
+    int32_t yarn_orig;
 } elm_synth_extra;
 
 typedef struct elm_synth_preset {

@@ -38,10 +38,11 @@ typedef enum elm_type {
     ELM_TYPE_BF16 = 30,
     ELM_TYPE_TQ1_0 = 34,
     ELM_TYPE_TQ2_0 = 35,
-    ELM_TYPE_COUNT = 36 /* one past the largest id; not a type */
+    ELM_TYPE_MXFP4 = 39,
+    ELM_TYPE_COUNT = 40 /* one past the largest id; not a type */
 } elm_type;
 
-#define ELM_QK 32   /* weights per block of the legacy types (Q4_0 ... Q8_0) and IQ4_NL */
+#define ELM_QK 32   /* weights per block of the legacy types (Q4_0 ... Q8_0), IQ4_NL and MXFP4 */
 #define ELM_QK_K 256 /* weights per super-block of the k-quants and the i-quants but IQ4_NL */
 
 typedef struct elm_type_traits {
@@ -63,6 +64,10 @@ typedef struct elm_type_traits {
      * Q5_0, IQ4_XS -> IQ4_NL; F16 for the 32-weight types); F16 again when that one does not fit
      * either. The float types name themselves (block_size 1 fits every row). */
     elm_type fallback;
+    /* The index of the first of n_blocks blocks at src whose scale is not a number (MXFP4's E8M0
+     * byte 0xff), or -1; NULL for the types whose every scale decodes to a number. Loaders refuse
+     * a tensor with such a block. */
+    int64_t (*bad_block)(const void *src, int64_t n_blocks);
 } elm_type_traits;
 
 /* Traits of a supported type, or NULL for an id edgelm does not handle. */

@@ -26,7 +26,7 @@ from .errors import Error, error_for
 # The soname of the C library this package is written against (cmake/shared_lib.cmake).
 SONAME = "libedgelm.so.0.1"
 # ELM_TOOL_PRESERVED_MAX (chat.h): the most ids elm_chat_tool_preserved_ids writes
-TOOL_PRESERVED_MAX = 4
+TOOL_PRESERVED_MAX = 8
 
 
 class ElmError(Structure):
@@ -87,13 +87,20 @@ class ChatMsg(Structure):
     """elm_chat_msg (chat.h)."""
 
     _fields_ = [("role", c_char_p), ("content", c_char_p), ("tool_calls", POINTER(ToolCall)),
-                ("n_tool_calls", c_int32), ("tool_call_id", c_char_p)]
+                ("n_tool_calls", c_int32), ("tool_call_id", c_char_p), ("reasoning", c_char_p)]
+
+
+class ChatOpts(Structure):
+    """elm_chat_opts (chat.h): reasoning effort (gpt-oss), the day (time_t, 0: today)."""
+
+    _fields_ = [("reasoning_effort", c_char_p), ("now", ctypes.c_int64)]
 
 
 class ToolCalls(Structure):
     """elm_tool_calls (chat.h)."""
 
-    _fields_ = [("content", c_char_p), ("n", c_int32), ("calls", POINTER(ToolCall))]
+    _fields_ = [("content", c_char_p), ("n", c_int32), ("calls", POINTER(ToolCall)),
+                ("reasoning", c_char_p)]
 
 
 class EmbedParams(Structure):
@@ -229,12 +236,13 @@ _PROTOTYPES = {
     "elm_chat_template_name": (c_char_p, [c_int]),
     "elm_chat_template_names": (c_char_p, []),
     "elm_chat_template_has_tools": (c_bool, [c_int]),
+    "elm_chat_template_channels": (c_bool, [c_int]),
     "elm_chat_tool_template_names": (c_char_p, []),
     "elm_chat_template_eot": (c_char_p, [c_int]),
     "elm_chat_special_id": (c_int32, [c_void_p, c_char_p]),
     "elm_chat_tool_preserved_ids": (c_int32, [c_int, c_void_p, _I32P]),
-    "elm_chat_render_tools": (c_int, [c_int, POINTER(ChatMsg), c_int32, c_char_p, c_bool,
-                                      POINTER(c_void_p), POINTER(ElmError)]),
+    "elm_chat_render_with": (c_int, [c_int, POINTER(ChatMsg), c_int32, c_char_p, c_bool,
+                                     POINTER(ChatOpts), POINTER(c_void_p), POINTER(ElmError)]),
     "elm_tool_choice_parse": (c_int, [c_int, c_char_p, c_char_p, POINTER(ToolChoice),
                                       POINTER(ElmError)]),
     "elm_chat_tool_grammar": (c_int, [c_int, c_char_p, c_char_p, c_bool, c_bool,

@@ -21,7 +21,9 @@ class ChatResult:
     it has none), its tool calls in OpenAI's shape ([{"id", "type": "function", "function":
     {"name", "arguments": a JSON string}}]), finish_reason ("stop": an end of turn or of sequence;
     "length": max_tokens reached; "tool_calls": the reply made calls), the generation's stats, the
-    generated ids (the end-of-turn token left out) and the template it was rendered with."""
+    generated ids (the end-of-turn token left out), the template it was rendered with and, for a
+    template whose replies come in channels (gpt-oss), the reasoning of its analysis channel (""
+    when none; the text is then its final channel's)."""
 
     text: str
     tool_calls: List[Dict[str, Any]]
@@ -29,14 +31,18 @@ class ChatResult:
     stats: "GenerationStats"  # noqa: F821 (model.py's; this module does not import it)
     ids: List[int] = field(repr=False)
     template: str = ""
+    reasoning: str = ""
 
     @property
     def message(self) -> Dict[str, Any]:
         """The reply as an assistant message to append to the conversation for the next turn:
-        {"role": "assistant", "content": text or None, "tool_calls": [...] when there are}."""
+        {"role": "assistant", "content": text or None, "tool_calls": [...] when there are,
+        "reasoning_content": reasoning when there is (gpt-oss writes it back before the calls)}."""
         m: Dict[str, Any] = {"role": "assistant", "content": self.text or None}
         if self.tool_calls:
             m["tool_calls"] = self.tool_calls
+        if self.reasoning:
+            m["reasoning_content"] = self.reasoning
         return m
 
 
@@ -93,10 +99,14 @@ def _calls(message: Mapping, where: str) -> List[Tuple[str, str, Optional[str]]]
     return out
 
 
-def render(tmpl: int, messages: Sequence[Mapping], tools_json: Optional[str]) -> str:
+def render(tmpl: int, messages: Sequence[Mapping], tools_json: Optional[str],
+           reasoning_effort: Optional[str] = None) -> str:
     """messages rendered by template tmpl with the generation prompt after them
-    (elm_chat_render_tools): the library's ArgumentError for an unknown role or a system message
-    that is not first, UnsupportedError for tools on a template without them."""
+    (elm_chat_render_with; reasoning_effort "low", "medium" or "high" for gpt-oss, None: its
+    default): the library's ArgumentError for an unknown role, a system message that is not
+    first or another effort, UnsupportedError for tools on a template without them."""
+    if reasoning_effort is not None and not isinstance(reasoning_effort, str):
+        raise ArgumentError("reasoning_effort: expected \"low\", \"medium\" or \"high\"", 5)
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence) or not messages:
         raise ArgumentError("messages: expected a non-empty list of {role, content} dicts", 5)
     keep, msgs = [], (_lib.ChatMsg * len(messages))()
@@ -113,15 +123,21 @@ def render(tmpl: int, messages: Sequence[Mapping], tools_json: Optional[str]) ->
         call_id = m.get("tool_call_id")
         if call_id is not None and not isinstance(call_id, str):
             raise ArgumentError(f"{where}.tool_call_id: expected a string", 5)
+        reasoning = m.get("reasoning_content")
+        if reasoning is not None and not isinstance(reasoning, str):
+            raise ArgumentError(f"{where}.reasoning_content: expected a string", 5)
         msgs[i] = _lib.ChatMsg(m["role"].encode(), text.encode("utf-8", "surrogatepass"),
                                c_calls if calls else None, len(calls),
-                               call_id.encode() if call_id else None)
+                               call_id.encode() if call_id else None,
+                               reasoning.encode("utf-8", "surrogatepass") if reasoning else None)
     out, err = ctypes.c_void_p(), _lib.ElmError()
-    status = _lib.lib().elm_chat_render_tools(
+    opts = _lib.ChatOpts(reasoning_effort.encode() if reasoning_effort else None, 0)
+    status = _lib.lib().elm_chat_render_with(
         tmpl, msgs, len(messages), tools_json.encode() if tools_json else None, True,
-        ctypes.byref(out), ctypes.byref(err))
+        ctypes.byref(opts), ctypes.byref(out), ctypes.byref(err))
     if status:
-        raise error_for(status, "messages: " + err.msg.decode("utf-8", "replace"))
+        msg = err.msg.decode("utf-8", "replace")
+        raise error_for(status, msg if msg.startswith("reasoning_effort") else "messages: " + msg)
     return _lib.take_string(out.value)
 
 
@@ -209,19 +225,20 @@ class Grammar:
             self.ptr = None
 
 
-def parse_tool_calls(tmpl: int, tools_json: str, reply: str) -> Tuple[str, List[Dict[str, Any]]]:
-    """(content, tool calls) of a reply (elm_chat_parse_tool_calls with the request's tools). A
-    reply whose calls do not parse (cut short by max_tokens) is all content, as the server reads
-    it."""
+def parse_tool_calls(tmpl: int, tools_json: Optional[str],
+                     reply: str) -> Tuple[str, List[Dict[str, Any]], str]:
+    """(content, tool calls, reasoning) of a reply (elm_chat_parse_tool_calls with the request's
+    tools, None for none; reasoning "" but for templates with channels). A reply whose calls do
+    not parse (cut short by max_tokens) is all content, as the server reads it."""
     calls, err = _lib.ToolCalls(), _lib.ElmError()
     lib = _lib.lib()
-    status = lib.elm_chat_parse_tool_calls(tmpl, tools_json.encode(),
+    status = lib.elm_chat_parse_tool_calls(tmpl, tools_json.encode() if tools_json else None,
                                            reply.encode("utf-8", "surrogatepass"),
                                            ctypes.byref(calls), ctypes.byref(err))
     if status == 4:
         raise error_for(status, err.msg)
     if status:
-        return reply, []
+        return reply, [], ""
     try:
         tag, ids = secrets.token_hex(6).encode(), []
         for i in range(calls.n):
@@ -232,6 +249,7 @@ def parse_tool_calls(tmpl: int, tools_json: str, reply: str) -> Tuple[str, List[
                 "function": {"name": calls.calls[i].name.decode("utf-8", "replace"),
                              "arguments": calls.calls[i].arguments.decode("utf-8", "replace")}}
                for i in range(calls.n)]
-        return (calls.content or b"").decode("utf-8", "replace"), out
+        return ((calls.content or b"").decode("utf-8", "replace"), out,
+                (calls.reasoning or b"").decode("utf-8", "replace"))
     finally:
         lib.elm_tool_calls_free(ctypes.byref(calls))

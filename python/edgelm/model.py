@@ -393,7 +393,8 @@ class Model:
              parallel_tool_calls: bool = True, response_format: Optional[Mapping[str, Any]] = None,
              template: Optional[str] = None, max_tokens: int = 256, temperature: float = 0.8,
              top_k: int = 40, top_p: float = 0.95, min_p: float = 0.05,
-             repeat_penalty: float = 1.0, seed: Optional[int] = None) -> ChatResult:
+             repeat_penalty: float = 1.0, seed: Optional[int] = None,
+             reasoning_effort: Optional[str] = None) -> ChatResult:
         """A reply to messages, as `edgelm serve`'s /v1/chat/completions makes it.
 
         messages: OpenAI's shape, [{"role": "system" | "user" | "assistant" | "tool", "content":
@@ -405,7 +406,7 @@ class Model:
         tools: OpenAI's [{"type": "function", "function": {"name", "description", "parameters":
         a JSON schema}}], written into the prompt as the template does (templates with tools:
         qwen3, qwen3-no-think, qwen35, qwen35-no-think, granite4, llama31, llama32, lfm2, lfm25,
-        ministral3, mistral-small32, mistral-nemo).
+        ministral3, mistral-small32, mistral-nemo, gpt-oss).
         tool_choice: "auto" (the model may write text or calls: a call, once opened, is held to
         the tools' schemas), "required" (calls only), {"type": "function", "function": {"name":
         N}} (a call of N only), "none" (no calls: the tools are still in the prompt); None:
@@ -414,8 +415,10 @@ class Model:
         response_format: {"type": "json_object"} or {"type": "json_schema", "json_schema":
         {"schema": S}}: the reply is JSON (valid under S); {"type": "text"} or None: free text.
         Sampling as generate (temperature 0: greedy), max_tokens the reply's most tokens.
+        reasoning_effort: "low", "medium" or "high", gpt-oss's (None: its default, medium).
 
-        Returns a ChatResult: .text (content before any calls), .tool_calls (OpenAI's shape,
+        Returns a ChatResult: .text (content before any calls; gpt-oss: its final channel),
+        .reasoning (gpt-oss: its analysis channel), .tool_calls (OpenAI's shape,
         arguments a JSON string valid under the function's parameters), .finish_reason ("stop",
         "length", "tool_calls"), .stats, .ids, .message (the assistant message for the next turn).
         Ctrl-C stops it (KeyboardInterrupt). ArgumentError for malformed messages, tools,
@@ -431,7 +434,7 @@ class Model:
         gp = self._gen_params(max_tokens, temperature, top_k, top_p, min_p, repeat_penalty, seed,
                               False)
         # the prompt as the server tokenizes it: control tokens parsed, BOS in front when wanted
-        ids = self.tokenize(_chat.render(tmpl, messages, tools_json), add_special=False,
+        ids = self.tokenize(_chat.render(tmpl, messages, tools_json, reasoning_effort), add_special=False,
                             parse_special=True)
         bos = self.info["bos_id"]
         if self.info["add_bos"] and bos >= 0 and (not ids or ids[0] != bos):
@@ -441,9 +444,11 @@ class Model:
             with self._use():
                 eot = self._lib.elm_chat_special_id(self._vocab(),
                                                     self._lib.elm_chat_template_eot(tmpl))
-                # a reply that may hold calls keeps the template's control-token markers as
-                # text, for the lazy trigger, the grammar and the parser (as the server does)
-                keep = self._preserved(tmpl) if mode != "none" else None
+                # a reply that may hold calls, or is written in channels, keeps the template's
+                # control-token markers as text, for the lazy trigger, the grammar and the
+                # parser (as the server does)
+                channels = self._lib.elm_chat_template_channels(tmpl)
+                keep = self._preserved(tmpl) if mode != "none" or channels else None
                 gp.grammar, gp.grammar_trigger = grammar, trigger
                 gp.grammar_vocab = self._grammar_vocab(eot, keep) if grammar else None
                 gp.preserved, gp.n_preserved = keep, len(keep) if keep else 0
@@ -452,13 +457,13 @@ class Model:
         if ended:
             out.pop()
         finish = "stop" if ended or len(out) < max_tokens else "length"
-        text, calls = "".join(pieces), []
-        if mode != "none":
-            text, calls = _chat.parse_tool_calls(tmpl, tools_json, text)
+        text, calls, reasoning = "".join(pieces), [], ""
+        if mode != "none" or channels:
+            text, calls, reasoning = _chat.parse_tool_calls(tmpl, tools_json, text)
         if calls and finish == "stop":
             finish = "tool_calls"
         return ChatResult(text, calls, finish, stats, out,
-                          self._lib.elm_chat_template_name(tmpl).decode())
+                          self._lib.elm_chat_template_name(tmpl).decode(), reasoning)
 
     def _vocab(self) -> int:
         """The elm_vocab of the model (held lock or not: it is read-only)."""

@@ -2,7 +2,7 @@
  * type's block size, decoded from src or encoded into dst by round to nearest, bit-exact with
  * llama-quantize without an importance matrix. The ggml 32-weight types in legacy.c (layouts:
  * docs/formats.md, "ggml blocks"), the super-block types in kquant_decode.c and kquant_encode.c
- * (docs/kquants.md). */
+ * (docs/kquants.md), MXFP4 in mxfp4.c (codecs/mxfp4.h). */
 #ifndef EDGELM_CODECS_CODECS_H
 #define EDGELM_CODECS_CODECS_H
 
@@ -30,6 +30,7 @@ void elm_iq1_s_to_float(const void *src, float *dst, int64_t n);
 void elm_iq1_m_to_float(const void *src, float *dst, int64_t n);
 void elm_tq1_0_to_float(const void *src, float *dst, int64_t n);
 void elm_tq2_0_to_float(const void *src, float *dst, int64_t n);
+void elm_mxfp4_to_float(const void *src, float *dst, int64_t n);
 
 void elm_q8_0_from_float(const float *src, void *dst, int64_t n);
 void elm_q4_0_from_float(const float *src, void *dst, int64_t n);
@@ -43,5 +44,6 @@ void elm_q5_k_from_float(const float *src, void *dst, int64_t n);
 void elm_q6_k_from_float(const float *src, void *dst, int64_t n);
 void elm_iq4_nl_from_float(const float *src, void *dst, int64_t n);
 void elm_iq4_xs_from_float(const float *src, void *dst, int64_t n);
+void elm_mxfp4_from_float(const float *src, void *dst, int64_t n);
 
 #endif

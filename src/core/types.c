@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "codecs/codecs.h"
+#include "codecs/mxfp4.h"
 #include "core/half.h"
 #include "core/strbuf.h"
 #include "edgelm/types.h"
@@ -165,6 +166,11 @@ static const elm_type_traits traits[ELM_TYPE_COUNT] = {
                            ELM_TYPE_Q4_0), /* qs qh d */
     [ELM_TYPE_TQ2_0] = ROW("tq2_0", ELM_QK_K, 64 + 2, 2.0625, elm_tq2_0_to_float, NULL, 37,
                            ELM_TYPE_Q4_0), /* qs d */
+    /* file type 38: llama.cpp's one MXFP4 file type, MOSTLY_MXFP4_MOE */
+    [ELM_TYPE_MXFP4] = {.name = "mxfp4", .block_size = ELM_QK, .block_bytes = 1 + 16,
+                        .bits_per_weight = 4.25, .to_float = elm_mxfp4_to_float,
+                        .from_float = elm_mxfp4_from_float, .file_type = 38,
+                        .fallback = ELM_TYPE_F16, .bad_block = elm_mxfp4_bad_block}, /* e qs */
 };
 #undef ROW
 

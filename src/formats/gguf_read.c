@@ -365,10 +365,14 @@ static elm_status read_hparams(const elm_gguf *g, const elm_arch *a, elm_hparams
         (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, arch, "final_logit_softcapping"),
                                &hp->logit_softcap, err)) ||
         (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, arch, "rope.scaling.attn_factor"),
-                               &hp->rope_attn_factor, err)))
+                               &hp->rope_attn_factor, err)) ||
+        (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, arch, "rope.scaling.yarn_beta_fast"),
+                               &hp->yarn_beta_fast, err)) ||
+        (st = elm_gguf_get_f32(g, arch_key(k, sizeof k, arch, "rope.scaling.yarn_beta_slow"),
+                               &hp->yarn_beta_slow, err)))
         return st;
     if ((st = read_granite(g, a, hp, err))) return st;
-    /* RoPE scaling: none and linear run here; llama3's factors come as the rope_freqs tensor,
+    /* RoPE scaling: none, linear and yarn run here; llama3's factors come as the rope_freqs tensor,
      * LongRoPE's as rope_factors_long/short (the type is not written by llama.cpp's converter,
      * but "longrope" is one llama.cpp reads) */
     elm_gguf_str type;
@@ -376,7 +380,8 @@ static elm_status read_hparams(const elm_gguf *g, const elm_arch *a, elm_hparams
     if ((st = elm_gguf_get_str(g, arch_key(k, sizeof k, arch, "rope.scaling.type"), &type, &found,
                                err)))
         return st;
-    if (found && elm_gguf_str_is(type, "linear")) {
+    hp->rope_yarn = found && elm_gguf_str_is(type, "yarn");
+    if (found && (elm_gguf_str_is(type, "linear") || hp->rope_yarn)) {
         float factor = 1.0f;
         if ((st = elm_gguf_get_f32(g, arch_key(k, sizeof k, arch, "rope.scaling.factor"), &factor,
                                    err)))
@@ -387,8 +392,8 @@ static elm_status read_hparams(const elm_gguf *g, const elm_arch *a, elm_hparams
         hp->rope_freq_scale = 1.0f / factor;
     } else if (found && !elm_gguf_str_is(type, "none") && !elm_gguf_str_is(type, "longrope")) {
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: RoPE scaling '%.*s' is not supported (none, linear, llama3, "
-                          "longrope)",
+                          "%s: RoPE scaling '%.*s' is not supported (none, linear, yarn, "
+                          "llama3, longrope)",
                           g->path, (int)(type.len > 32 ? 32 : type.len), type.s);
     }
     return ELM_OK;

@@ -308,8 +308,9 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     }
     if (a) kv_gemma4(w, a, hp);
     if (hp->n_swa > 0) kv_arch_u32(w, arch, "attention.sliding_window", hp->n_swa);
-    /* Gemma 3's local layers: written when not llama.cpp's defaults (every 6th global, 10000) */
-    if (hp->swa_period > 0 && hp->swa_period != 6)
+    /* interleaved local layers: written when not llama.cpp's defaults for the family (Gemma 3:
+     * every 6th global, 10000; gpt-oss: every 2nd) */
+    if (hp->swa_period > 0 && hp->swa_period != (a && a->swa_period ? a->swa_period : 6))
         kv_arch_u32(w, arch, "attention.sliding_window_pattern", hp->swa_period);
     if (hp->rope_theta_swa > 0 && hp->rope_theta_swa != 10000.0f)
         kv_arch_f32(w, arch, "rope.freq_base_swa", hp->rope_theta_swa);
@@ -317,14 +318,20 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
     if (hp->logit_softcap > 0 || (a && a->softcap > 0))
         kv_arch_f32(w, arch, "final_logit_softcapping", hp->logit_softcap);
     if (a) kv_granite(w, a, hp);
-    if (hp->rope_freq_scale > 0 && hp->rope_freq_scale != 1.0f) {
+    /* YaRN as the converter writes config.json's rope_scaling: type, factor, original context
+     * and the betas */
+    if (hp->rope_yarn || (hp->rope_freq_scale > 0 && hp->rope_freq_scale != 1.0f)) {
         char k[128];
         snprintf(k, sizeof k, "%s.rope.scaling.type", arch);
-        elm_gguf_kv_str(w, k, "linear");
+        elm_gguf_kv_str(w, k, hp->rope_yarn ? "yarn" : "linear");
         kv_arch_f32(w, arch, "rope.scaling.factor", 1.0f / hp->rope_freq_scale);
     }
-    if (hp->n_ctx_orig > 0 && hp->n_ctx_orig != hp->n_ctx_train)
+    if (hp->n_ctx_orig > 0 && (hp->n_ctx_orig != hp->n_ctx_train || hp->rope_yarn))
         kv_arch_u32(w, arch, "rope.scaling.original_context_length", hp->n_ctx_orig);
+    if (hp->rope_yarn) {
+        kv_arch_f32(w, arch, "rope.scaling.yarn_beta_fast", hp->yarn_beta_fast);
+        kv_arch_f32(w, arch, "rope.scaling.yarn_beta_slow", hp->yarn_beta_slow);
+    }
     if (hp->rope_attn_factor > 0 && hp->rope_attn_factor != 1.0f)
         kv_arch_f32(w, arch, "rope.scaling.attn_factor", hp->rope_attn_factor);
     /* an embedding model's pooling and Dense projections, as llama.cpp's converter says them */

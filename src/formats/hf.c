@@ -34,7 +34,7 @@
  * the layers with a cache of their own, when the model has per-layer embeddings, never
  * required). */
 enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, DENSE_FFN, MOE,
-       MOE_BIAS, PRE_NORMS, POST_NORMS, DELTANET, PLE, LAYER_SCALE };
+       MOE_BIAS, MOE_FUSED, SINKS, PRE_NORMS, POST_NORMS, DELTANET, PLE, LAYER_SCALE };
 enum { ANY_LAYER, ATTN_LAYER, REC_LAYER, KV_LAYER, PLE_LAYER, DENSE_LAYER, MOE_LAYER, OPTIONAL };
 
 /* HF names and their GGUF counterparts, by the family's naming (elm_arch.hf_names; ANY_NAMES:
@@ -79,6 +79,14 @@ static const struct { const char *hf, *gguf; int when, names, on; } layer_names[
     {"mlp.down_proj.weight", "ffn_down.weight", DENSE_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
     /* Qwen3-MoE's router (its experts, one tensor each: add_expert) */
     {"mlp.gate.weight", "ffn_gate_inp.weight", MOE, ELM_HF_NAMES_LLAMA, MOE_LAYER},
+    /* gpt-oss: its router and biases, sinks, and the down projections' biases (its experts'
+     * matrices and gate/up biases, fused: elm_hf_add_fused) */
+    {"mlp.router.weight", "ffn_gate_inp.weight", MOE_FUSED, ELM_HF_NAMES_LLAMA, MOE_LAYER},
+    {"mlp.router.bias", "ffn_gate_inp.bias", MOE_FUSED, ELM_HF_NAMES_LLAMA, MOE_LAYER},
+    {"mlp.experts.down_proj_bias", "ffn_down_exps.bias", MOE_FUSED, ELM_HF_NAMES_LLAMA,
+     MOE_LAYER},
+    {"self_attn.o_proj.bias", "attn_output.bias", SINKS, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
+    {"self_attn.sinks", "attn_sinks.weight", SINKS, ELM_HF_NAMES_LLAMA, ATTN_LAYER},
     /* Gemma 4: the per-layer embedding's gate, projection and norm; layer_scalar, a buffer */
     {"per_layer_input_gate.weight", "inp_gate.weight", PLE, ELM_HF_NAMES_LLAMA, PLE_LAYER},
     {"per_layer_projection.weight", "proj.weight", PLE, ELM_HF_NAMES_LLAMA, PLE_LAYER},
@@ -141,7 +149,9 @@ static bool needed(const elm_arch *a, int when, int names) {
     case SPLIT_FFN: return !a->fused_gate_up && !a->moe;
     case FUSED_FFN: return a->fused_gate_up;
     case DENSE_FFN: return !a->moe;
-    case MOE: return a->moe;
+    case MOE: return a->moe && !a->moe_biases;
+    case MOE_FUSED: return a->moe_biases;
+    case SINKS: return a->sinks;
     case MOE_BIAS: return a->moe_bias;
     case PRE_NORMS: return !a->post_norms;
     case POST_NORMS: return a->post_norms;
@@ -279,7 +289,7 @@ bool elm_hf_expert_name(const char *arch, const char *gguf, int64_t e, char *out
     const elm_arch *a = elm_arch_find(arch);
     long l;
     const int k = expert_stack(gguf, &l);
-    if (!a || !a->moe || k < 0) return false;
+    if (!a || !a->moe || a->moe_biases || k < 0) return false; /* gpt-oss's: fused */
     expert_hf_name(a, l, (long)e, k, out, cap);
     return true;
 }
@@ -538,7 +548,9 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
     const elm_arch *a = elm_arch_find(hp->arch);
     char name[ELM_NAME_MAX];
     long layer, e;
-    const int kind = a->moe ? expert_of(a, t->name, &layer, &e) : -1;
+    const int fused = a->moe_biases ? elm_hf_fused_of(t->name, &layer) : -1;
+    if (fused >= 0) return elm_hf_add_fused(m, src, t, fused, layer, err);
+    const int kind = a->moe && !a->moe_biases ? expert_of(a, t->name, &layer, &e) : -1;
     if (kind >= 0) return add_expert(m, src, t, layer, e, kind, seen, err);
     if (!gguf_name(a, t->name, name, sizeof name, &layer)) return ELM_OK;
     if (layer >= hp->n_layers)
@@ -551,7 +563,9 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
     size_t nbytes = t->nbytes;
     const size_t len = strlen(name);
     const bool plus_one = elm_hf_norm_plus_one(a, name), decay = elm_hf_decay(name);
-    const bool bias = len > 5 && strcmp(name + len - 5, ".bias") == 0;
+    /* biases, and gpt-oss's sinks (a logit a head), are F32 in GGUF */
+    const bool bias = (len > 5 && strcmp(name + len - 5, ".bias") == 0) ||
+                      ends_with(name, ".attn_sinks.weight");
     /* Mamba-2's tensors but its two products */
     const bool ssm_small = a->recurrent == ELM_LAYER_MAMBA2 && strstr(name, ".ssm_") &&
                            !strstr(name, ".ssm_in.") && !strstr(name, ".ssm_out.");
@@ -674,7 +688,18 @@ static elm_status check_complete(const elm_model *m, const char *src, const uint
                 return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor 'model.layers.%d.%s'",
                                   src, l, layer_names[i].hf);
         }
-    const size_t E = (size_t)(a->moe ? m->hp.n_expert : 0);
+    /* gpt-oss's fused experts: each kind's first GGUF stack */
+    static const char *const fused_gguf[ELM_HF_FUSED_KINDS] = {
+        "ffn_gate_exps.weight", "ffn_gate_exps.bias", "ffn_down_exps.weight"};
+    for (int l = 0; a->moe_biases && l < m->hp.n_layers; l++)
+        for (int k = 0; k < ELM_HF_FUSED_KINDS; k++) {
+            snprintf(gguf, sizeof gguf, "blk.%d.%s", l, fused_gguf[k]);
+            if (!elm_model_find(m, gguf))
+                return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor "
+                                  "'model.layers.%d.mlp.experts.%s'", src, l,
+                                  elm_hf_fused_names[k]);
+        }
+    const size_t E = (size_t)(a->moe && !a->moe_biases ? m->hp.n_expert : 0);
     for (size_t i = 0; i < (size_t)m->hp.n_layers * ELM_HF_EXPERT_KINDS * E; i++) {
         const long l = (long)(i / E / ELM_HF_EXPERT_KINDS);
         if (seen[i] || !elm_layer_moe(&m->hp, (int)l)) continue; /* a dense layer has none */

@@ -108,6 +108,33 @@ extern const char *const elm_hf_expert_kinds[ELM_HF_EXPERT_KINDS]; /* "gate", "u
  * stack of experts (or arch no family with experts). */
 bool elm_hf_expert_name(const char *arch, const char *gguf, int64_t e, char *out, size_t cap);
 
+/* gpt-oss's experts (elm_arch.moe_biases), all of a layer's in one tensor of each kind
+ * (model.layers.N.mlp.experts.<kind>): gate_up_proj [E, dim, 2·ff] with gate and up in
+ * alternate columns, its bias gate_up_proj_bias [E, 2·ff] likewise, and down_proj [E, ff, dim],
+ * each expert's matrix transposed from GGUF's; down_proj_bias [E, dim] is GGUF's
+ * ffn_down_exps.bias as it is (a plain rename). */
+enum { ELM_HF_FUSED_GATE_UP, ELM_HF_FUSED_GATE_UP_BIAS, ELM_HF_FUSED_DOWN, ELM_HF_FUSED_KINDS };
+extern const char *const elm_hf_fused_names[ELM_HF_FUSED_KINDS]; /* "gate_up_proj", ... */
+
+/* The fused kind of HF tensor name hf, its layer in *layer; -1 for another name. */
+int elm_hf_fused_of(const char *hf, long *layer);
+
+/* Adds GGUF's stacks from fused HF tensor t of that kind in that layer (F32 biases, the
+ * matrices in t's type), owned by m; a shape not of config.json's sizes is an error naming
+ * src and the tensor. */
+struct elm_st_tensor; /* formats/safetensors.h */
+elm_status elm_hf_add_fused(elm_model *m, const char *src, const struct elm_st_tensor *t,
+                            int kind, long layer, elm_error *err);
+
+/* Between n experts' gate_up [n, rows, 2·ff] (gate and up in alternate columns: HF) and GGUF's
+ * gate and up [n, ff, rows] (fuse: into gate_up, else out of it); elements of elem bytes. */
+void elm_hf_gate_up(char *gate_up, char *gate, char *up, int64_t n, int64_t rows, int64_t ff,
+                    size_t elem, bool fuse);
+
+/* dst[e] = src[e]ᵀ for n matrices [rows, cols] of elements of elem bytes. */
+void elm_hf_transpose_experts(char *dst, const char *src, int64_t n, int64_t rows, int64_t cols,
+                              size_t elem);
+
 /* How GGUF tensor `gguf`'s shape differs in an HF checkpoint: a depthwise convolution kernel
  * [channels, taps] is stored [channels, 1, taps] (LFM2's shortconv.conv, Mamba-2's and Qwen3.5's
  * ssm_conv1d);

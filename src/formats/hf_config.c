@@ -170,8 +170,33 @@ static elm_status read_longrope(const char *path, const cJSON *rs, elm_hf_config
     return ELM_OK;
 }
 
-/* rope_scaling: null, "default", "linear" (factor), "llama3" (Llama 3.1) or "longrope" ("su",
- * read_longrope); anything else is refused by name rather than run with the wrong positions. */
+/* YaRN's rope_scaling (gpt-oss): factor and original_max_position_embeddings required,
+ * beta_fast and beta_slow (llama.cpp's 32 and 1 when absent); an attention factor is refused
+ * (llama.cpp reads none for these files). */
+static elm_status read_yarn(const char *path, const cJSON *rs, elm_hparams *hp, elm_error *err) {
+    float factor = 0;
+    elm_status st;
+    hp->yarn_beta_fast = 32.0f;
+    hp->yarn_beta_slow = 1.0f;
+    if ((st = get_float(path, rs, "factor", &factor, err)) ||
+        (st = get_int(path, rs, "original_max_position_embeddings", true, &hp->n_ctx_orig, err)) ||
+        (st = get_float(path, rs, "beta_fast", &hp->yarn_beta_fast, err)) ||
+        (st = get_float(path, rs, "beta_slow", &hp->yarn_beta_slow, err)))
+        return st;
+    if (!(factor >= 1 && factor <= 1024))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: rope_scaling yarn 'factor' %g out of range "
+                          "[1, 1024]", path, factor);
+    if (cJSON_GetObjectItemCaseSensitive(rs, "attention_factor"))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: rope_scaling yarn 'attention_factor' is "
+                          "not supported", path);
+    hp->rope_yarn = true;
+    hp->rope_freq_scale = 1.0f / factor;
+    return ELM_OK;
+}
+
+/* rope_scaling: null, "default", "linear" (factor), "llama3" (Llama 3.1), "yarn" (read_yarn) or
+ * "longrope" ("su", read_longrope); anything else is refused by name rather than run with the
+ * wrong positions. */
 static elm_status read_rope_scaling(const char *path, const cJSON *root, elm_hf_config *c,
                                     elm_error *err) {
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
@@ -184,13 +209,14 @@ static elm_status read_rope_scaling(const char *path, const cJSON *root, elm_hf_
     if (strcmp(name, "default") == 0) return ELM_OK;
     if (strcmp(name, "longrope") == 0 || strcmp(name, "su") == 0)
         return read_longrope(path, rs, c, err);
+    if (strcmp(name, "yarn") == 0) return read_yarn(path, rs, &c->hp, err);
     static const char *const keys[4] = {"factor", "low_freq_factor", "high_freq_factor",
                                         "original_max_position_embeddings"};
     float v[4] = {0, 0, 0, 0};
     bool llama3 = strcmp(name, "llama3") == 0;
     if (!llama3 && strcmp(name, "linear") != 0)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: rope_scaling type '%.32s' is not "
-                          "supported (linear, llama3, longrope)", path, name);
+                          "supported (linear, llama3, yarn, longrope)", path, name);
     for (int i = 0; i < (llama3 ? 4 : 1); i++) {
         const cJSON *it = cJSON_GetObjectItemCaseSensitive(rs, keys[i]);
         if (!cJSON_IsNumber(it) || !(it->valuedouble > 0 && it->valuedouble < 1e9))
@@ -634,6 +660,48 @@ static elm_status read_lfm2moe(const char *path, const cJSON *root, elm_hparams 
     return ELM_OK;
 }
 
+/* gpt-oss's keys (GptOssConfig): sliding_window (required) on the layers layer_types says,
+ * which must alternate from a windowed first layer (llama.cpp's fixed pattern); the experts
+ * num_local_experts of intermediate_size, num_experts_per_tok (or experts_per_token) of them a
+ * token; swiglu_limit 7 (llama.cpp's); its original MXFP4 experts (quantization_config) are
+ * refused until edgelm reads MXFP4. */
+static elm_status read_gpt_oss(const char *path, const cJSON *root, const elm_arch *a,
+                               elm_hparams *hp, elm_error *err) {
+    elm_status st;
+    float limit = 7.0f;
+    hp->n_expert_used = 0;
+    if ((st = get_int(path, root, "sliding_window", true, &hp->n_swa, err)) ||
+        (st = get_int(path, root, "num_local_experts", true, &hp->n_expert, err)) ||
+        (st = get_int(path, root, "experts_per_token", false, &hp->n_expert_used, err)) ||
+        (st = get_int(path, root, "num_experts_per_tok", !hp->n_expert_used, &hp->n_expert_used,
+                      err)) ||
+        (st = get_float(path, root, "swiglu_limit", &limit, err)))
+        return st;
+    hp->expert_ffn_dim = hp->ffn_dim;
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
+    const cJSON *method = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
+    if (q && !cJSON_IsNull(q))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: quantization_config '%.32s': the MXFP4 "
+                          "experts (*_blocks, *_scales) are not supported yet; use a BF16 "
+                          "checkpoint or a GGUF file", path,
+                          cJSON_IsString(method) ? method->valuestring : "?");
+    if (limit != 7.0f)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: swiglu_limit %g is not supported "
+                          "(llama.cpp's gpt-oss clamps at 7)", path, limit);
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    for (int l = 0; cJSON_IsArray(types) && l < cJSON_GetArraySize(types); l++) {
+        const cJSON *e = cJSON_GetArrayItem(types, l);
+        const bool global = (l + 1) % a->swa_period == 0;
+        if (!cJSON_IsString(e) ||
+            strcmp(e->valuestring, global ? "full_attention" : "sliding_attention") != 0)
+            return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: layer_types must make every %dth "
+                              "layer full_attention and the others sliding_attention", path,
+                              a->swa_period);
+    }
+    hp->swa_period = a->swa_period;
+    return ELM_OK;
+}
+
 /* A mixture of experts' keys (Qwen3MoeConfig, Lfm2MoeConfig), as llama.cpp's converter reads
  * them: num_experts, num_experts_per_tok (at most num_experts) and moe_intermediate_size, all
  * required; the chosen experts' weights renormalised (norm_topk_prob true); Qwen3-MoE's every
@@ -645,17 +713,21 @@ static elm_status read_moe(const char *path, const cJSON *root, const elm_arch *
     int32_t step = 1;
     if (a->recurrent == ELM_LAYER_SHORTCONV && (st = read_lfm2moe(path, root, hp, err)))
         return st;
-    if ((st = get_int(path, root, "num_experts", true, &hp->n_expert, err)) ||
-        (st = get_int(path, root, "num_experts_per_tok", true, &hp->n_expert_used, err)) ||
-        (st = get_int(path, root, "moe_intermediate_size", true, &hp->expert_ffn_dim, err)) ||
+    if (a->moe_biases ? (st = read_gpt_oss(path, root, a, hp, err))
+                      : ((st = get_int(path, root, "num_experts", true, &hp->n_expert, err)) ||
+                         (st = get_int(path, root, "num_experts_per_tok", true,
+                                       &hp->n_expert_used, err)) ||
+                         (st = get_int(path, root, "moe_intermediate_size", true,
+                                       &hp->expert_ffn_dim, err))) ||
         (st = get_int(path, root, "decoder_sparse_step", false, &step, err)))
         return st;
     if (hp->n_expert > ELM_MAX_EXPERTS)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: num_experts %d is more than %d", path,
                           hp->n_expert, ELM_MAX_EXPERTS);
     if (hp->n_expert_used > hp->n_expert)
-        return elm_errorf(err, ELM_ERR_FORMAT, "%s: num_experts_per_tok %d is more than "
-                          "num_experts %d", path, hp->n_expert_used, hp->n_expert);
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: num_experts_per_tok %d is more than %s %d",
+                          path, hp->n_expert_used,
+                          a->moe_biases ? "num_local_experts" : "num_experts", hp->n_expert);
     const cJSON *dense = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
     if (step != 1 || (dense && !cJSON_IsNull(dense) &&
                       (!cJSON_IsArray(dense) || cJSON_GetArraySize(dense) > 0)))
@@ -708,7 +780,7 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
         (st = get_int(path, root, "sliding_window", false, &hp->n_swa, err)))
         return st;
     if (a->nope_every && (st = check_nope(path, root, a, hp, err))) return st;
-    if (a->swa_period && (st = read_gemma3(path, root, a, hp, err))) return st;
+    if (a->swa_period && a->swa_theta && (st = read_gemma3(path, root, a, hp, err))) return st;
     if (a->swa_listed && (st = read_gemma4(path, root, a, c, err))) return st;
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
     hp->tied_output = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : a->hf_tied_default;

@@ -137,10 +137,17 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
     cJSON_AddBoolToObject(c, "tie_word_embeddings", hp->tied_output);
     cJSON_AddStringToObject(c, a->act == ELM_ACT_GELU_TANH ? "hidden_activation" : "hidden_act",
                             a->act == ELM_ACT_GELU_TANH ? "gelu_pytorch_tanh" : "silu");
-    if (a->qkv_bias) cJSON_AddBoolToObject(c, "use_sliding_window", false);
+    if (a->qkv_bias && !a->sinks) cJSON_AddBoolToObject(c, "use_sliding_window", false);
     if (hp->n_swa > 0) cJSON_AddNumberToObject(c, "sliding_window", hp->n_swa);
     if (a->non_causal) cJSON_AddBoolToObject(c, "use_bidirectional_attention", true);
-    if (a->swa_period) { /* Gemma 3 */
+    if (a->swa_period && !a->swa_theta) { /* gpt-oss: windowed and global in turn */
+        cJSON *types = cJSON_AddArrayToObject(c, "layer_types");
+        for (int l = 0; l < hp->n_layers; l++)
+            cJSON_AddItemToArray(types, cJSON_CreateString(elm_layer_swa(hp, l)
+                                                               ? "sliding_attention"
+                                                               : "full_attention"));
+    }
+    if (a->swa_period && a->swa_theta) { /* Gemma 3 */
         cJSON_AddNumberToObject(c, "sliding_window_pattern", hp->swa_period);
         cJSON_AddNumberToObject(c, "rope_local_base_freq", hp->rope_theta_swa);
         cJSON_AddNumberToObject(c, "query_pre_attn_scalar",
@@ -221,7 +228,13 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         for (int i = 0; i < 3; i++)
             cJSON_AddItemToArray(sections, cJSON_CreateNumber(hp->rope_sections[i]));
     }
-    if (a->moe) { /* the top experts' weights renormalised */
+    if (a->moe_biases) { /* GptOssConfig: experts of intermediate_size, biases everywhere */
+        cJSON_AddNumberToObject(c, "num_local_experts", hp->n_expert);
+        cJSON_AddNumberToObject(c, "num_experts_per_tok", hp->n_expert_used);
+        cJSON_AddNumberToObject(c, "experts_per_token", hp->n_expert_used);
+        cJSON_AddNumberToObject(c, "swiglu_limit", 7.0);
+        cJSON_AddBoolToObject(c, "attention_bias", true);
+    } else if (a->moe) { /* the top experts' weights renormalised */
         cJSON_AddNumberToObject(c, "num_experts", hp->n_expert);
         cJSON_AddNumberToObject(c, "num_experts_per_tok", hp->n_expert_used);
         cJSON_AddNumberToObject(c, "moe_intermediate_size", hp->expert_ffn_dim);
@@ -231,7 +244,7 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         cJSON_AddNumberToObject(c, "num_dense_layers", hp->n_dense_lead);
         cJSON_AddBoolToObject(c, "use_expert_bias", a->moe_bias);
         cJSON_AddNumberToObject(c, "routed_scaling_factor", 1.0);
-    } else if (a->moe) { /* Qwen3MoeConfig: every layer sparse */
+    } else if (a->moe && !a->moe_biases) { /* Qwen3MoeConfig: every layer sparse */
         cJSON_AddNumberToObject(c, "decoder_sparse_step", 1);
         cJSON_AddArrayToObject(c, "mlp_only_layers");
         cJSON_AddBoolToObject(c, "attention_bias", false);
@@ -253,6 +266,14 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         cJSON_AddNumberToObject(rs, "original_max_position_embeddings", llama3[3]);
     } else if (m->rope_long) {
         add_longrope(c, m);
+    } else if (hp->rope_yarn) {
+        cJSON *rs = cJSON_AddObjectToObject(c, "rope_scaling");
+        cJSON_AddStringToObject(rs, "rope_type", "yarn");
+        cJSON_AddNumberToObject(rs, "factor", 1.0 / hp->rope_freq_scale);
+        cJSON_AddNumberToObject(rs, "original_max_position_embeddings", hp->n_ctx_orig);
+        cJSON_AddNumberToObject(rs, "beta_fast", hp->yarn_beta_fast);
+        cJSON_AddNumberToObject(rs, "beta_slow", hp->yarn_beta_slow);
+        cJSON_AddBoolToObject(rs, "truncate", false);
     } else if (hp->rope_freq_scale != 1.0f) {
         cJSON *rs = cJSON_AddObjectToObject(c, "rope_scaling");
         cJSON_AddStringToObject(rs, "rope_type", "linear");
@@ -273,6 +294,9 @@ typedef struct st_item {
     const elm_tensor *rows_after; /* written right after t's rows, one tensor with them */
     char name[ELM_NAME_MAX + 32];
     bool expert;       /* one expert of a stack (elm_hf_expert_name): matrix `index` of t */
+    int fused;         /* gpt-oss's experts of a layer in one tensor: ELM_HF_FUSED_* + 1 (t the
+                        * gate's or down's stack, pair the up's), 0: none */
+    const elm_tensor *pair;
     int64_t index;
     int heads;         /* > 0: q/k rows back to rotate-half */
     bool tiled;        /* a Gated DeltaNet's value heads back to grouped order (vheads) */
@@ -303,6 +327,32 @@ static float a_log(float a) {
     return first;
 }
 
+/* gpt-oss's stack t as its checkpoints fuse it (hf_experts.c), into it: the gate's and its
+ * bias with the up's (it->pair), down's transposed; true for those and for the up stacks
+ * (it->fused 0: written with the gate's), false for another tensor. */
+static bool fused_item(const elm_model *m, const elm_tensor *t, st_item *it) {
+    static const char *const gguf[ELM_HF_FUSED_KINDS] = {"ffn_gate_exps.weight",
+                                                         "ffn_gate_exps.bias",
+                                                         "ffn_down_exps.weight"};
+    long l;
+    int used = 0;
+    char kind[24], up[ELM_NAME_MAX];
+    if (sscanf(t->name, "blk.%ld.%23s%n", &l, kind, &used) != 2 || t->name[used] != '\0')
+        return false;
+    if (!strcmp(kind, "ffn_up_exps.weight") || !strcmp(kind, "ffn_up_exps.bias")) return true;
+    for (int k = 0; k < ELM_HF_FUSED_KINDS; k++) {
+        if (strcmp(kind, gguf[k]) != 0) continue;
+        snprintf(up, sizeof up, "blk.%ld.ffn_up_exps.%s", l,
+                 k == ELM_HF_FUSED_GATE_UP_BIAS ? "bias" : "weight");
+        *it = (st_item){.t = t, .fused = k + 1, .pair = elm_model_find(m, up),
+                        .nbytes = k == ELM_HF_FUSED_DOWN ? t->nbytes : 2 * t->nbytes};
+        snprintf(it->name, sizeof it->name, "model.layers.%ld.mlp.experts.%s", l,
+                 elm_hf_fused_names[k]);
+        return it->fused == ELM_HF_FUSED_DOWN + 1 || it->pair;
+    }
+    return false;
+}
+
 static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *path,
                              st_item *items, int *n_items, elm_error *err) {
     *n_items = 0;
@@ -315,6 +365,14 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
         const bool joined = a->hf_names == ELM_HF_NAMES_GRANITE && len > 14 &&
                             !strcmp(t->name + len - 14, ".ffn_up.weight");
         if (joined || t == m->dense_2 || t == m->dense_3) continue; /* Dense: write_modules */
+        if (a->moe_biases && fused_item(m, t, it)) {
+            if (it->fused && !dtype_name(t->type, AS_IS))
+                return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is %s; Hugging "
+                                  "Face checkpoints hold f32, f16 or bf16", path, t->name,
+                                  elm_type_get(t->type)->name);
+            if (it->fused) (*n_items)++; /* the up stacks go with the gate's */
+            continue;
+        }
         if (elm_hf_expert_name(m->hp.arch, t->name, 0, it->name, sizeof it->name)) {
             if (!dtype_name(t->type, AS_IS))
                 return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is %s; Hugging "
@@ -374,6 +432,18 @@ static int hf_shape(const elm_arch *a, const st_item *it, int64_t shape[ELM_MAX_
         shape[1] = t->ne[0];
         return 2;
     }
+    if (it->fused == ELM_HF_FUSED_GATE_UP_BIAS + 1) { /* [E, 2·ff] */
+        shape[0] = t->ne[1];
+        shape[1] = 2 * t->ne[0];
+        return 2;
+    }
+    if (it->fused) { /* [E, dim, 2·ff] and [E, ff, dim] */
+        const bool down = it->fused == ELM_HF_FUSED_DOWN + 1;
+        shape[0] = t->ne[2];
+        shape[1] = t->ne[0];
+        shape[2] = down ? t->ne[1] : 2 * t->ne[1];
+        return 3;
+    }
     if (kind == ELM_HF_SHAPE_FLAT) {
         shape[0] = n_values(t);
         return 1;
@@ -424,6 +494,16 @@ static char *header_json(const elm_arch *a, const st_item *items, int n, size_t 
 static const void *hf_bytes(const elm_model *m, const st_item *it, void *buf, void *buf2) {
     const elm_tensor *t = it->t;
     if (it->expert) return (const char *)t->data + (size_t)it->index * it->nbytes;
+    if (it->fused) {
+        const size_t elem = elm_type_get(t->type)->block_bytes;
+        const int64_t n = t->n_dims == 3 ? t->ne[2] : t->ne[1];
+        if (it->fused == ELM_HF_FUSED_DOWN + 1)
+            elm_hf_transpose_experts(buf, t->data, n, t->ne[1], t->ne[0], elem);
+        else
+            elm_hf_gate_up(buf, t->data, it->pair->data, n, t->n_dims == 3 ? t->ne[0] : 1,
+                           t->n_dims == 3 ? t->ne[1] : t->ne[0], elem, true);
+        return buf;
+    }
     if (it->heads > 0) {
         elm_hf_permute_rows(buf, t->data, it->heads, m->hp.head_dim, t->nbytes / (size_t)t->ne[1],
                             false);

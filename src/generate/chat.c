@@ -20,6 +20,7 @@ struct elm_chat {
     char *system;
     elm_gen_params gen;
     const elm_spec_params *spec;
+    elm_chat_opts opts; /* the turns' rendering */
     int32_t eot_id;  /* the template's end-of-turn token, or -1 */
     elm_grammar_vocab *gv; /* with gen.grammar: the vocabulary ending at EOS or end of turn,
                             * gen.preserved's tokens as their text */
@@ -71,7 +72,8 @@ static elm_status count_opening(elm_chat *ch, elm_error *err) {
     char *opening = NULL;
     int32_t *ids = NULL;
     int64_t n = 0;
-    elm_status st = elm_chat_render_turn(ch->tmpl, ch->system, "", true, &opening, err);
+    elm_status st =
+        elm_chat_render_turn_with(ch->tmpl, ch->system, "", true, &ch->opts, &opening, err);
     if (!st) st = tokenize_turn(ch, opening, true, &ids, &n, err);
     free(opening);
     free(ids);
@@ -85,6 +87,8 @@ elm_status elm_chat_new(elm_context *c, const elm_chat_params *p, elm_chat **out
     if ((unsigned)p->tmpl >= ELM_TEMPLATE_COUNT)
         return elm_errorf(err, ELM_ERR_ARG, "chat template %d unknown", (int)p->tmpl);
     if (p->gen.n_predict <= 0) return elm_errorf(err, ELM_ERR_ARG, "n_predict must be > 0");
+    if (p->opts.reasoning_effort && elm_chat_effort_check(p->opts.reasoning_effort, err))
+        return ELM_ERR_ARG;
     elm_chat *ch = calloc(1, sizeof *ch);
     if (!ch || (p->system && !(ch->system = strdup(p->system)))) {
         free(ch);
@@ -95,6 +99,7 @@ elm_status elm_chat_new(elm_context *c, const elm_chat_params *p, elm_chat **out
     ch->tmpl = p->tmpl;
     ch->gen = p->gen;
     ch->spec = p->spec;
+    ch->opts = p->opts;
     ch->eot_id = elm_chat_special_id(ch->vocab, elm_chat_template_eot(p->tmpl));
     ch->pending = -1;
     ch->n_keep = p->gen.n_keep;
@@ -192,7 +197,8 @@ elm_status elm_chat_turn(elm_chat *ch, const char *user, elm_token_cb cb, void *
                          elm_gen_stats *stats, elm_error *err) {
     const bool first = at_start(ch);
     char *text = NULL;
-    elm_status st = elm_chat_render_turn(ch->tmpl, ch->system, user, first, &text, err);
+    elm_status st =
+        elm_chat_render_turn_with(ch->tmpl, ch->system, user, first, &ch->opts, &text, err);
     if (!st) st = run_turn(ch, text, first, cb, cb_user, stats, err);
     free(text);
     return st;

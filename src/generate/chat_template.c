@@ -259,6 +259,15 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
                                    .merge_last = true, .user_pre = "[INST]", .user_post = "[/INST]",
                                    .asst_pre = "", .asst_post = "</s>", .gen_prompt = "",
                                    .end_no_gen = "", .eot = "</s>", .tools = ELM_TOOLS_MISTRAL_V3},
+    /* gpt-oss: its system and developer messages are written apart (elm_harmony_put_opening),
+     * the rest by elm_harmony_put_messages; these fields serve a chat's turns. A call ends the
+     * reply (<|call|>) as the end of sequence (<|return|>) does. */
+    [ELM_TEMPLATE_GPT_OSS] = {.name = "gpt-oss", .sig = {"<|channel|>", "<|message|>"}, .bos = "",
+                              .sys_pre = "", .user_pre = "<|start|>user<|message|>",
+                              .user_post = "<|end|>",
+                              .asst_pre = "<|start|>assistant<|channel|>final<|message|>",
+                              .asst_post = "<|end|>", .gen_prompt = "<|start|>assistant",
+                              .end_no_gen = "", .eot = "<|call|>", .tools = ELM_TOOLS_HARMONY},
 };
 
 /* Detection order: the more specific markers first (Phi-3 and Llama 3 templates may also mention
@@ -266,7 +275,7 @@ static const tmpl_spec specs[ELM_TEMPLATE_COUNT] = {
  * ChatML families' markers enable_thinking is the most shared; Mistral's templates write Llama 2's
  * [INST] too). */
 static const elm_chat_template detect_order[] = {
-    ELM_TEMPLATE_LLAMA32,  ELM_TEMPLATE_LLAMA31,   ELM_TEMPLATE_LLAMA3,   ELM_TEMPLATE_PHI4_MINI, ELM_TEMPLATE_PHI3,   ELM_TEMPLATE_GEMMA4,
+    ELM_TEMPLATE_GPT_OSS, ELM_TEMPLATE_LLAMA32,  ELM_TEMPLATE_LLAMA31,   ELM_TEMPLATE_LLAMA3,   ELM_TEMPLATE_PHI4_MINI, ELM_TEMPLATE_PHI3,   ELM_TEMPLATE_GEMMA4,
     ELM_TEMPLATE_GEMMA,    ELM_TEMPLATE_GRANITE4,  ELM_TEMPLATE_SMOLLM3, ELM_TEMPLATE_QWEN35,
     ELM_TEMPLATE_QWEN3,    ELM_TEMPLATE_LFM25,     ELM_TEMPLATE_LFM2,   ELM_TEMPLATE_CHATML,
     ELM_TEMPLATE_MISTRAL_SMALL32, ELM_TEMPLATE_MINISTRAL3, ELM_TEMPLATE_MISTRAL_NEMO,
@@ -337,6 +346,14 @@ int32_t elm_chat_tool_preserved_ids(elm_chat_template t, const elm_vocab *v, int
         if (id >= 0 && v->types[id] == ELM_TOKEN_CONTROL) ids[n++] = id;
     }
     return n;
+}
+
+bool elm_chat_template_channels(elm_chat_template t) {
+    return elm_chat_template_tool_syntax(t) == ELM_TOOLS_HARMONY;
+}
+
+size_t elm_chat_reply_settled(elm_chat_template t, const char *text, size_t len) {
+    return elm_chat_template_channels(t) ? elm_harmony_settled(text, len) : len;
 }
 
 const char *elm_chat_tool_call_open(elm_chat_template t) {
@@ -535,31 +552,44 @@ static void put_reply(text *t, const tmpl_spec *s, const char *content, bool aft
     }
 }
 
-/* Today's date in strftime's format fmt (the templates' strftime_now: local time). */
-static void put_today(text *t, const char *fmt) {
-    char today[32];
-    const time_t now = time(NULL);
+/* The day of `now` (0: today) in strftime's format fmt into buf [cap] (the templates'
+ * strftime_now: local time). */
+static void format_today(char *buf, size_t cap, const char *fmt, time_t now) {
+    if (!now) now = time(NULL);
     struct tm tm;
-    strftime(today, sizeof today, fmt, localtime_r(&now, &tm));
+    strftime(buf, cap, fmt, localtime_r(&now, &tm));
+}
+
+static void put_today(text *t, const char *fmt, time_t now) {
+    char today[32];
+    format_today(today, sizeof today, fmt, now);
     put(t, today);
 }
 
 /* Llama 3.1's date lines, and with tools the line that switches its tool use on. */
-static void put_date(text *t, const char *date, bool tools) {
+static void put_date(text *t, const char *date, bool tools, time_t now) {
     if (tools) put(t, "Environment: ipython\n");
     put(t, "Cutting Knowledge Date: December 2023\nToday Date: ");
     if (*date) put(t, date);
-    else put_today(t, "%d %b %Y");
+    else put_today(t, "%d %b %Y", now);
     put(t, "\n\n");
 }
 
 /* The opening of a conversation: BOS text and, for families that have one, the system block (with
  * the family's default text where it writes one without a system message); with tools, the
  * system turn that holds them, or Mistral's tools block after the system block. */
-static void put_opening(text *t, const tmpl_spec *s, const char *system, const cJSON *tools) {
+static void put_opening(text *t, const tmpl_spec *s, const char *system, const cJSON *tools,
+                        const elm_chat_opts *o) {
     /* Gemma 4 and Phi-4-mini write the tools at the end of their system block, Mistral's
      * templates in a block of their own */
     const bool in_block = tools && (s->tools == ELM_TOOLS_GEMMA4 || s->tools == ELM_TOOLS_PHI4_MINI);
+    if (s->tools == ELM_TOOLS_HARMONY) {
+        char today[32];
+        format_today(today, sizeof today, "%Y-%m-%d", o->now);
+        elm_harmony_put_opening(t, system, tools,
+                                o->reasoning_effort ? o->reasoning_effort : "medium", today);
+        return;
+    }
     if (tools && s->tools != ELM_TOOLS_LLAMA && !in_block && !elm_tools_is_mistral(s->tools)) {
         put(t, s->bos);
         elm_tools_put_system(t, s->tools, system, tools);
@@ -575,10 +605,10 @@ static void put_opening(text *t, const tmpl_spec *s, const char *system, const c
     if (!system) system = in_block ? "" : s->sys_default;
     if (system && s->sys_pre) {
         put(t, s->sys_pre);
-        if (s->date) put_date(t, s->date, tools != NULL);
+        if (s->date) put_date(t, s->date, tools != NULL, o->now);
         put_content(t, s, system);
         if (dated) {
-            put_today(t, "%Y-%m-%d");
+            put_today(t, "%Y-%m-%d", o->now);
             put(t, s->sys_default_dated);
         }
         if (in_block) elm_tools_put_in_system(t, s->tools, tools);
@@ -669,8 +699,8 @@ static elm_status check_calls(const tmpl_spec *s, const elm_chat_msg *msgs, int3
 
 /* elm_chat_render with tools: a parsed array, or NULL. */
 static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t n,
-                         const cJSON *tools, bool add_generation_prompt, char **out,
-                         elm_error *err) {
+                         const cJSON *tools, bool add_generation_prompt, const elm_chat_opts *o,
+                         char **out, elm_error *err) {
     *out = NULL;
     if ((unsigned)tm >= ELM_TEMPLATE_COUNT)
         return elm_errorf(err, ELM_ERR_ARG, "chat template %d unknown", (int)tm);
@@ -690,12 +720,19 @@ static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t
                           "user message, and there is none after the system message", s->name);
     text t = {0};
     put(&t, ""); /* an empty conversation renders as "" rather than NULL */
-    put_opening(&t, s, system, tools);
+    put_opening(&t, s, system, tools, o);
     bool pending_system = system != NULL;
     int32_t last_user = -1, last_asst = -1;
     for (int32_t i = first; i < n; i++) {
         if (!strcmp(msgs[i].role, "user")) last_user = i;
         if (!strcmp(msgs[i].role, "assistant")) last_asst = i;
+    }
+    if (s->tools == ELM_TOOLS_HARMONY) {
+        if ((st = elm_harmony_put_messages(&t, msgs, first, n, add_generation_prompt, err))) {
+            free(t.s);
+            return st;
+        }
+        return finish(&t, out, err);
     }
     bool turn_open = false; /* Gemma 4: the last message made calls, the model's turn goes on */
     /* Qwen3's last_query_index: no user message, no block */
@@ -746,16 +783,35 @@ static elm_status render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t
     return finish(&t, out, err);
 }
 
+static const elm_chat_opts no_opts = {.reasoning_effort = NULL, .now = 0};
+
 elm_status elm_chat_render(elm_chat_template tm, const elm_chat_msg *msgs, int32_t n,
                            bool add_generation_prompt, char **out, elm_error *err) {
-    return render(tm, msgs, n, NULL, add_generation_prompt, out, err);
+    return render(tm, msgs, n, NULL, add_generation_prompt, &no_opts, out, err);
 }
 
 elm_status elm_chat_render_tools(elm_chat_template tm, const elm_chat_msg *msgs, int32_t n,
                                  const char *tools, bool add_generation_prompt, char **out,
                                  elm_error *err) {
+    return elm_chat_render_with(tm, msgs, n, tools, add_generation_prompt, &no_opts, out, err);
+}
+
+elm_status elm_chat_effort_check(const char *effort, elm_error *err) {
+    static const char *const efforts[] = {"low", "medium", "high"};
+    for (size_t i = 0; effort && i < sizeof efforts / sizeof efforts[0]; i++)
+        if (!strcmp(effort, efforts[i])) return ELM_OK;
+    return elm_errorf(err, ELM_ERR_ARG, "reasoning_effort: '%.32s' (expected low, medium or high)",
+                      effort ? effort : "(null)");
+}
+
+elm_status elm_chat_render_with(elm_chat_template tm, const elm_chat_msg *msgs, int32_t n,
+                                const char *tools, bool add_generation_prompt,
+                                const elm_chat_opts *opts, char **out, elm_error *err) {
     *out = NULL;
-    if (!tools) return render(tm, msgs, n, NULL, add_generation_prompt, out, err);
+    if (!opts) opts = &no_opts;
+    if (opts->reasoning_effort && elm_chat_effort_check(opts->reasoning_effort, err))
+        return ELM_ERR_ARG;
+    if (!tools) return render(tm, msgs, n, NULL, add_generation_prompt, opts, out, err);
     if (!elm_chat_template_has_tools(tm))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tools: template %s has no tool calls",
                           elm_chat_template_name(tm));
@@ -763,20 +819,29 @@ elm_status elm_chat_render_tools(elm_chat_template tm, const elm_chat_msg *msgs,
     elm_status st = elm_tools_check(arr, "tools", err);
     /* no tools is a prompt without them, as the template's `if tools` */
     if (!st) st = render(tm, msgs, n, cJSON_GetArraySize(arr) ? arr : NULL, add_generation_prompt,
-                         out, err);
+                         opts, out, err);
     cJSON_Delete(arr);
     return st;
 }
 
 elm_status elm_chat_render_turn(elm_chat_template tm, const char *system, const char *user,
                                 bool first, char **out, elm_error *err) {
+    return elm_chat_render_turn_with(tm, system, user, first, NULL, out, err);
+}
+
+elm_status elm_chat_render_turn_with(elm_chat_template tm, const char *system, const char *user,
+                                     bool first, const elm_chat_opts *opts, char **out,
+                                     elm_error *err) {
     *out = NULL;
+    if (!opts) opts = &no_opts;
+    if (opts->reasoning_effort && elm_chat_effort_check(opts->reasoning_effort, err))
+        return ELM_ERR_ARG;
     if ((unsigned)tm >= ELM_TEMPLATE_COUNT)
         return elm_errorf(err, ELM_ERR_ARG, "chat template %d unknown", (int)tm);
     const tmpl_spec *s = &specs[tm];
     text t = {0};
     put(&t, "");
-    if (first) put_opening(&t, s, system, NULL);
+    if (first) put_opening(&t, s, system, NULL, opts);
     else put(&t, s->asst_post);
     put_user(&t, s, first ? system : NULL, user);
     put_asst_open(&t, s, system, true);

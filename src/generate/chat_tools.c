@@ -71,6 +71,14 @@ void elm_put_py_json(elm_sbuf *t, const cJSON *v, int indent) { put_json(t, v, i
 
 void elm_put_py_literal(elm_sbuf *t, const cJSON *v) { put_json(t, v, -1, 0, true); }
 
+bool elm_jinja_truthy(const cJSON *v) {
+    if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v)) return false;
+    if (cJSON_IsNumber(v)) return v->valuedouble != 0;
+    if (cJSON_IsString(v)) return v->valuestring[0] != '\0';
+    if (cJSON_IsArray(v) || cJSON_IsObject(v)) return v->child != NULL;
+    return true;
+}
+
 bool elm_tool_name_ok(const char *name) {
     const size_t n = strlen(name);
     return n > 0 && n <= 64 &&
@@ -121,6 +129,7 @@ const char *elm_tools_call_open(elm_tool_syntax s) {
     case ELM_TOOLS_LFM25: return ELM_LFM2_CALL_OPEN;
     case ELM_TOOLS_GEMMA4: return ELM_GEMMA4_CALL_OPEN;
     case ELM_TOOLS_PHI4_MINI: return ELM_PHI4_CALL_OPEN;
+    case ELM_TOOLS_HARMONY: return ELM_HARMONY_CALL_OPEN;
     case ELM_TOOLS_MISTRAL:
     case ELM_TOOLS_MISTRAL_IDS:
     case ELM_TOOLS_MISTRAL_V3: return ELM_MISTRAL_CALL_OPEN;
@@ -138,6 +147,8 @@ const char *const *elm_tools_marker_tokens(elm_tool_syntax s) {
     static const char *const lfm2[] = {ELM_LFM2_CALL_OPEN, ELM_LFM2_CALL_CLOSE, NULL};
     static const char *const gemma4[] = {ELM_GEMMA4_CALL_OPEN, ELM_GEMMA4_CALL_CLOSE,
                                          ELM_GEMMA4_QUOTE, NULL};
+    static const char *const harmony[] = {"<|start|>", "<|channel|>", "<|message|>", "<|end|>",
+                                          "<|constrain|>", NULL};
     static const char *const none[] = {NULL};
     switch (s) {
     case ELM_TOOLS_HERMES:
@@ -148,6 +159,7 @@ const char *const *elm_tools_marker_tokens(elm_tool_syntax s) {
     case ELM_TOOLS_MISTRAL_V3: return mistral_v3;
     case ELM_TOOLS_LFM2:
     case ELM_TOOLS_LFM25: return lfm2;
+    case ELM_TOOLS_HARMONY: return harmony;
     case ELM_TOOLS_GEMMA4: return gemma4; /* user-defined tokens in its vocabulary: text already */
     case ELM_TOOLS_NONE:
     case ELM_TOOLS_LLAMA:
@@ -249,6 +261,7 @@ void elm_tools_put_system(elm_sbuf *t, elm_tool_syntax s, const char *system, co
         elm_sb_puts(t, lfm2 ? "]<|tool_list_end|><|im_end|>\n" : "]<|im_end|>\n");
         break;
     }
+    case ELM_TOOLS_HARMONY: /* chat_harmony.c writes its own */
     case ELM_TOOLS_NONE:
     case ELM_TOOLS_LLAMA:
     case ELM_TOOLS_GEMMA4:
@@ -403,6 +416,7 @@ void elm_tools_put_calls(elm_sbuf *t, elm_tool_syntax s, const elm_tool_call *ca
             if (i > 0) elm_sb_puts(t, ", ");
             put_pycall(t, calls[i].name, args);
             break;
+        case ELM_TOOLS_HARMONY: /* chat_harmony.c writes its own */
         case ELM_TOOLS_NONE: break;
         }
         cJSON_Delete(args);

@@ -63,7 +63,49 @@ typedef enum elm_tool_syntax {
                          * content */
     ELM_TOOLS_LFM25,    /* LFM2.5: LFM2's calls; the tools without the list tokens, each result a
                          * "tool" turn of its text */
+    ELM_TOOLS_HARMONY,  /* gpt-oss (chat_harmony.c): the tools as TypeScript-like types in
+                         * "namespace functions" in the developer message, each call a message
+                         * <|start|>assistant to=functions.N<|channel|>commentary json<|message|>A
+                         * <|call|> (the model also writes <|channel|>commentary to=functions.N
+                         * <|constrain|>json<|message|>A), each result
+                         * <|start|>functions.N to=assistant<|channel|>commentary<|message|>"R"
+                         * <|end|> */
 } elm_tool_syntax;
+
+/* What every harmony call has between its channel and its function's name */
+#define ELM_HARMONY_CALL_OPEN " to=functions."
+
+/* gpt-oss's system message (model identity, knowledge cutoff, date YYYY-MM-DD, reasoning effort
+ * low|medium|high, channels) and, when there is a system text or tools, its developer message
+ * (the text as its instructions, the tools as "namespace functions"), as OpenAI's template
+ * writes them. In chat_harmony.c. */
+void elm_harmony_put_opening(elm_sbuf *t, const char *system, const cJSON *tools,
+                             const char *effort, const char *date);
+
+/* gpt-oss's messages msgs [first, n) (no system message among them) and with
+ * add_generation_prompt its generation prompt, as its template writes them: a reply's reasoning, or
+ * without one its text, before calls as analysis (dropped once a later reply answers; both given is
+ * ELM_ERR_ARG), the reasoning of a last reply without a generation prompt too, each call a message
+ * of its own (the template writes one a message), each result named by the call its tool_call_id
+ * names (else the one at its place). ELM_ERR_ARG naming the message for a tool result without a
+ * call before it or an unknown role. */
+elm_status elm_harmony_put_messages(elm_sbuf *t, const elm_chat_msg *msgs, int32_t first,
+                                    int32_t n, bool add_generation_prompt, elm_error *err);
+
+/* A gpt-oss reply read into out (zeroed by the caller): the analysis channel's text as
+ * out->reasoning, the final and other channels' as out->content, each message to=functions.NAME
+ * a call (its text the arguments object; one cut short at the reply's end dropped). Text without
+ * message headers is all content. ELM_ERR_FORMAT for a complete call whose arguments are not an
+ * object; ELM_ERR_NOMEM (out is then freed, as on every error). */
+elm_status elm_harmony_parse(const char *reply, elm_tool_calls *out, elm_error *err);
+
+/* elm_chat_reply_settled of a gpt-oss reply. In chat_harmony.c. */
+size_t elm_harmony_settled(const char *text, size_t len);
+
+/* Appends the call name [len] with arguments `args` (an object, taken over) to out; on
+ * ELM_ERR_NOMEM out is freed. In chat_tools_parse.c. */
+elm_status elm_tool_calls_add(elm_tool_calls *out, const char *name, size_t len, cJSON *args,
+                              elm_error *err);
 
 /* What opens Phi-4-mini's calls */
 #define ELM_PHI4_CALL_OPEN "functools["
@@ -97,6 +139,10 @@ const char *const *elm_tools_marker_tokens(elm_tool_syntax s);
 /* v as json.dumps(v, ensure_ascii=False, indent=indent) writes it: indent < 0 for none (", " and
  * ": " separators), else one item a line, indented by `indent` spaces a level. Keys in order. */
 void elm_put_py_json(elm_sbuf *t, const cJSON *v, int indent);
+
+/* Jinja's truth of a value, as the templates test one: absent (NULL), null, false, 0, "", [] and
+ * {} are false. */
+bool elm_jinja_truthy(const cJSON *v);
 
 /* v as a Python literal, as LFM2's calls write an argument: json.dumps(v) but for True, False and
  * None. */

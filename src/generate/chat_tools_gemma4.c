@@ -10,15 +10,6 @@
 
 #include "generate/chat_tools.h"
 
-/* Jinja's truth of a value: absent, null, false, 0, "", [] and {} are false */
-static bool truthy(const cJSON *v) {
-    if (!v || cJSON_IsNull(v) || cJSON_IsFalse(v)) return false;
-    if (cJSON_IsNumber(v)) return v->valuedouble != 0;
-    if (cJSON_IsString(v)) return v->valuestring[0] != '\0';
-    if (cJSON_IsArray(v) || cJSON_IsObject(v)) return v->child != NULL;
-    return true;
-}
-
 /* a before b in Jinja's dictsort (case-insensitive; ties keep their order) */
 static int key_cmp(const char *a, const char *b) {
     for (;; a++, b++) {
@@ -217,7 +208,7 @@ static void put_params(elm_sbuf *t, const cJSON *props) {
         bool add = false;
         const cJSON *desc = cJSON_GetObjectItemCaseSensitive(v, "description");
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(v, "type");
-        if (truthy(desc)) {
+        if (elm_jinja_truthy(desc)) {
             elm_sb_puts(t, "description:");
             if (cJSON_IsString(desc)) put_quoted(t, desc->valuestring);
             else elm_put_gemma4_value(t, desc, true);
@@ -225,7 +216,7 @@ static void put_params(elm_sbuf *t, const cJSON *props) {
         }
         const cJSON *en = cJSON_GetObjectItemCaseSensitive(v, "enum");
         const cJSON *items = cJSON_GetObjectItemCaseSensitive(v, "items");
-        if (type_is(type, "STRING") && truthy(en)) {
+        if (type_is(type, "STRING") && elm_jinja_truthy(en)) {
             comma(t, &add);
             elm_sb_puts(t, "enum:");
             elm_put_gemma4_value(t, en, true);
@@ -233,7 +224,7 @@ static void put_params(elm_sbuf *t, const cJSON *props) {
             comma(t, &add);
             put_items(t, items);
         }
-        if (truthy(cJSON_GetObjectItemCaseSensitive(v, "nullable"))) {
+        if (elm_jinja_truthy(cJSON_GetObjectItemCaseSensitive(v, "nullable"))) {
             comma(t, &add);
             elm_sb_puts(t, "nullable:true");
         }
@@ -244,7 +235,7 @@ static void put_params(elm_sbuf *t, const cJSON *props) {
             put_params(t, cJSON_IsObject(p) ? p : v);
             elm_sb_puts(t, "}");
             const cJSON *req = cJSON_GetObjectItemCaseSensitive(v, "required");
-            if (truthy(req) && cJSON_IsArray(req)) {
+            if (elm_jinja_truthy(req) && cJSON_IsArray(req)) {
                 comma(t, &add);
                 put_required(t, req);
             }
@@ -266,21 +257,21 @@ void elm_tools_put_gemma4_declarations(elm_sbuf *t, const cJSON *tools) {
                       cJSON_GetObjectItemCaseSensitive(f, "name")->valuestring);
         if (cJSON_IsString(desc)) elm_sb_puts(t, desc->valuestring);
         elm_sb_puts(t, ELM_GEMMA4_QUOTE);
-        if (truthy(params)) {
+        if (elm_jinja_truthy(params)) {
             const cJSON *props = cJSON_GetObjectItemCaseSensitive(params, "properties");
             const cJSON *req = cJSON_GetObjectItemCaseSensitive(params, "required");
             const cJSON *type = cJSON_GetObjectItemCaseSensitive(params, "type");
             elm_sb_puts(t, ",parameters:{");
-            if (truthy(props) && cJSON_IsObject(props)) {
+            if (elm_jinja_truthy(props) && cJSON_IsObject(props)) {
                 elm_sb_puts(t, "properties:{");
                 put_params(t, props);
                 elm_sb_puts(t, "},");
             }
-            if (truthy(req) && cJSON_IsArray(req)) {
+            if (elm_jinja_truthy(req) && cJSON_IsArray(req)) {
                 put_required(t, req);
                 elm_sb_puts(t, ",");
             }
-            if (truthy(type)) { /* without a type the template leaves the block open */
+            if (elm_jinja_truthy(type)) { /* without a type the template leaves the block open */
                 elm_sb_puts(t, "type:" ELM_GEMMA4_QUOTE);
                 put_type_upper(t, type);
                 elm_sb_puts(t, ELM_GEMMA4_QUOTE "}");

@@ -263,6 +263,11 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
             js_put_literal(&alts, name);
             elm_sb_printf(&alts, " %sroot", prefix);
             st = schema_rules(&rules, params, src, prefix, JS_GEMMA4, err);
+        } else if (s == ELM_TOOLS_HARMONY) {
+            /* NAME, the rest of the header in either of the model's orders, the arguments */
+            js_put_literal(&alts, name);
+            elm_sb_printf(&alts, " harmony-header %sroot", prefix);
+            st = schema_rules(&rules, params, src, prefix, JS_JSON, err);
         } else if (lfm2) {
             snprintf(head, sizeof head, "%s(", name);
             js_put_literal(&alts, head);
@@ -295,6 +300,10 @@ static elm_status call_rules(elm_sbuf *g, elm_tool_syntax s, const cJSON *tools,
                        : s == ELM_TOOLS_GEMMA4 ? "call ::= \"call:\" call-body\n"
                        : mistral_bare(s)       ? "call ::= \"" ELM_MISTRAL_CALL_OPEN "\" call-body\n"
                        : lfm2                  ? "call ::= call-body\n"
+                       : s == ELM_TOOLS_HARMONY
+                           ? "call ::= call-body\nharmony-header ::= ( \" <|constrain|>json\" | "
+                             "\"<|channel|>commentary json\" | \"<|channel|>commentary "
+                             "<|constrain|>json\" ) \"<|message|>\"\n"
                                                : "call ::= \"{\\\"name\\\": \\\"\" call-body\n");
         elm_sb_puts(g, "call-body ::=");
         elm_sb_put(g, alts.s, alts.len);
@@ -335,6 +344,9 @@ elm_status elm_chat_tool_grammar(elm_chat_template t, const char *tools, const c
                       lazy ? "" : "\"" ELM_GEMMA4_CALL_OPEN "\"",
                       parallel ? " ( \"" ELM_GEMMA4_CALL_OPEN "\" call \"" ELM_GEMMA4_CALL_CLOSE
                                  "\" )*" : "");
+    else if (!st && s == ELM_TOOLS_HARMONY) /* one call a reply: <|call|> ends it */
+        elm_sb_printf(&g, "root ::= %scall\n",
+                      lazy ? "" : "\"<|channel|>commentary" ELM_HARMONY_CALL_OPEN "\" ");
     else if (!st && (s == ELM_TOOLS_LFM2 || s == ELM_TOOLS_LFM25)) /* one list of calls */
         elm_sb_printf(&g, "root ::= \"%s[\" call%s \"]" ELM_LFM2_CALL_CLOSE "\"\n",
                       lazy ? "" : ELM_LFM2_CALL_OPEN, parallel ? " (\", \" call)*" : "");

@@ -16,6 +16,7 @@ void elm_tool_calls_free(elm_tool_calls *c) {
     }
     free(c->calls);
     free(c->content);
+    free(c->reasoning);
     memset(c, 0, sizeof *c);
 }
 
@@ -38,9 +39,8 @@ static bool set_content(elm_tool_calls *out, const char *reply, const char *end)
     return (out->content = strndup(reply, keep)) != NULL;
 }
 
-/* Appends the call name [len] with arguments `args` (an object, taken over). */
-static elm_status add_call(elm_tool_calls *out, const char *name, size_t len, cJSON *args,
-                           elm_error *err) {
+elm_status elm_tool_calls_add(elm_tool_calls *out, const char *name, size_t len, cJSON *args,
+                              elm_error *err) {
     elm_tool_call *calls = realloc(out->calls, sizeof *calls * (size_t)(out->n + 1));
     if (calls) out->calls = calls;
     char *a = cJSON_PrintUnformatted(args), *nm = strndup(name, len);
@@ -62,7 +62,7 @@ static elm_status add_json_call(elm_tool_calls *out, cJSON *j, const char *key, 
     if (!args) args = cJSON_DetachItemFromObjectCaseSensitive(j, "arguments");
     elm_status st;
     if (cJSON_IsString(name) && cJSON_IsObject(args)) {
-        st = add_call(out, name->valuestring, strlen(name->valuestring), args, err);
+        st = elm_tool_calls_add(out, name->valuestring, strlen(name->valuestring), args, err);
     } else {
         char expected[64];
         snprintf(expected, sizeof expected, "{\"name\": string, \"%s\": object}", key);
@@ -164,7 +164,7 @@ static int parse_xml_call(const char *p, const char *end, const cJSON *tools, el
         free(k);
         q = strstr(vend, "</parameter>") + strlen("</parameter>");
     }
-    return add_call(out, name, (size_t)(gt - name), args, err);
+    return elm_tool_calls_add(out, name, (size_t)(gt - name), args, err);
 }
 
 static elm_status parse_xml(const char *reply, const char *tools_json, elm_tool_calls *out,
@@ -204,7 +204,7 @@ static elm_status parse_pycall_list(const char *p, const char *end, bool closed,
         if (r == ELM_PYCALL_NOMEM) return nomem(out, err);
         if (r == ELM_PYCALL_SHORT && !closed) return ELM_OK;
         if (r != ELM_PYCALL_OK) return bad_call(out, err, expected);
-        const elm_status st = add_call(out, name, len, args, err);
+        const elm_status st = elm_tool_calls_add(out, name, len, args, err);
         if (st) return st;
         p += strspn(p, " \t\r\n");
         if (p < end && *p == ',') p++;
@@ -350,7 +350,7 @@ static elm_status parse_gemma4(const char *reply, elm_tool_calls *out, elm_error
             cJSON_Delete(args);
             return bad_call(out, err, "call:NAME{ARGUMENTS}");
         }
-        const elm_status st = add_call(out, name, (size_t)(brace - name), args, err);
+        const elm_status st = elm_tool_calls_add(out, name, (size_t)(brace - name), args, err);
         if (st) return st;
         p = close + strlen(ELM_GEMMA4_CALL_CLOSE);
     }
@@ -376,7 +376,7 @@ static elm_status parse_mistral(const char *reply, elm_tool_calls *out, elm_erro
             cJSON_Delete(j);
             return bad_call(out, err, "NAME[ARGS] and an object of arguments");
         }
-        const elm_status st = add_call(out, name, (size_t)(name_end - name), j, err);
+        const elm_status st = elm_tool_calls_add(out, name, (size_t)(name_end - name), j, err);
         if (st) return st;
         p = strstr(end, ELM_MISTRAL_CALL_OPEN);
     }
@@ -424,6 +424,7 @@ elm_status elm_chat_parse_tool_calls(elm_chat_template t, const char *tools, con
     if (s == ELM_TOOLS_NONE)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "tool calls: template %s has none",
                           elm_chat_template_name(t));
+    if (s == ELM_TOOLS_HARMONY) return elm_harmony_parse(reply, out, err);
     if (!set_content(out, reply, s == ELM_TOOLS_LLAMA ? NULL : strstr(reply, elm_tools_call_open(s))))
         return nomem(out, err);
     switch (s) {

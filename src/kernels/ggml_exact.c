@@ -9,6 +9,7 @@
 
 #include "core/half.h"
 #include "codecs/kquant_codec.h"
+#include "codecs/mxfp4.h"
 #include "kernels/kquant.h"
 
 /* Nearest integer, ties to even, of |v| < 2^22 (the float adder's rounding, as
@@ -105,18 +106,20 @@ static float sgemm_dot_f32(const float *xs, size_t stride, const float *y, int64
 #undef Y
 }
 
-/* IQ4_NL rows repacked 8 at a time (every product whose row count is a multiple of 8: llama.cpp
- * moves them to its CPU_REPACK buffer on AVX2): gemv/gemm_q4_b32_8x8_q8_0_lut_avx keep one float
- * per row and token and fuse each block in, acc = fma(Σq·x, d_w·d_x, acc). */
-static float dot_iq4_nl(const uint8_t *w, elm_q8_row x, int64_t nb) {
+/* IQ4_NL and MXFP4 rows repacked 8 at a time (every product whose row count is a multiple of 8:
+ * llama.cpp moves them to its CPU_REPACK buffer on AVX2): gemv/gemm_q4_b32_8x8_q8_0_lut_avx keep
+ * one float per row and token and fuse each block in, acc = fma(Σq·x, d_w·d_x, acc). */
+static float dot_grid32(elm_type type, const uint8_t *w, elm_q8_row x, int64_t nb) {
+    const elm_grid32_layout g = elm_grid32_layout_of(type);
     float acc = 0;
-    for (int64_t b = 0; b < nb; b++, w += 18) {
+    for (int64_t b = 0; b < nb; b++) {
+        const uint8_t *qs = w + g.block_bytes * b + g.qs_at;
         int32_t isum = 0;
         for (int l = 0; l < 16; l++) {
-            isum += elm_iq4nl_grid[w[2 + l] & 0x0f] * x.qs[ELM_QK * b + l];
-            isum += elm_iq4nl_grid[w[2 + l] >> 4] * x.qs[ELM_QK * b + l + 16];
+            isum += g.grid[qs[l] & 0x0f] * x.qs[ELM_QK * b + l];
+            isum += g.grid[qs[l] >> 4] * x.qs[ELM_QK * b + l + 16];
         }
-        acc = fmaf((float)isum, elm_load_f16(w) * x.d[b], acc);
+        acc = fmaf((float)isum, elm_grid32_scale(type, w, b) * x.d[b], acc);
     }
     return acc;
 }
@@ -189,7 +192,8 @@ static int repacked_piece(elm_type type, int64_t t, int64_t n_tok) {
  * for AVX2 with AVX-512). */
 static bool repacked(const elm_weights *w) {
     return w->rows % 8 == 0 &&
-           (w->type == ELM_TYPE_IQ4_NL || w->type == ELM_TYPE_Q4_K || w->type == ELM_TYPE_Q2_K);
+           (w->type == ELM_TYPE_IQ4_NL || w->type == ELM_TYPE_MXFP4 || w->type == ELM_TYPE_Q4_K ||
+            w->type == ELM_TYPE_Q2_K);
 }
 
 /* The IQ2 and IQ3 types, whose AVX2 vec_dot sums in dot_lanes' lanes too (the IQ2 types' factor
@@ -209,11 +213,12 @@ bool elm_ggml_matmul_has(const elm_weights *w) {
 void elm_ggml_matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     const int64_t cols = a->w.cols, rows = a->w.rows, first = a->out_first;
     const size_t row_bytes = elm_row_bytes(a->w.type, cols);
-    if (a->w.type == ELM_TYPE_IQ4_NL) {
+    if (a->w.type == ELM_TYPE_IQ4_NL || a->w.type == ELM_TYPE_MXFP4) {
         for (int64_t r = r0; r < r1; r++)
             for (int64_t t = 0; t < a->n_tok; t++)
-                a->y[t * rows + r] = dot_iq4_nl((const uint8_t *)a->w.data + (size_t)r * row_bytes,
-                                                elm_q8_at(a->xq, cols, t), cols / ELM_QK);
+                a->y[t * rows + r] =
+                    dot_grid32(a->w.type, (const uint8_t *)a->w.data + (size_t)r * row_bytes,
+                               elm_q8_at(a->xq, cols, t), cols / ELM_QK);
         return;
     }
     if (a->w.type == ELM_TYPE_F32) {
@@ -270,16 +275,17 @@ enum { KV_PAD = 256 };
  * (sgemm), llamafile's tinyBLAS) over a cache whose row p holds position p, the rows before
  * pos0 masked; arguments as elm_kernels.attention. */
 static void attention_head(const float *q, const float *k, const float *v, size_t stride,
-                           int32_t n_pos, int32_t pos0, int head_dim, float scale, bool sgemm,
-                           float *scores, float *out) {
+                           int32_t n_pos, int32_t pos0, int head_dim, float scale, float sink,
+                           bool sgemm, float *scores, float *out) {
     /* kq (ggml_vec_dot_f32 over head_dim), then soft_max_ext: scaled, exp by v_expf, the sum of
-     * each 16 exps of the row (reduce16, from row 0: the masked ones 0) added in double, the row
-     * scaled by (float)(1/sum) */
+     * each 16 exps of the row (reduce16, from row 0: the masked ones 0) added in double, the
+     * sink's expf after them (-INFINITY: none, 0), the row scaled by (float)(1/sum) */
     float max = -INFINITY;
     for (int32_t p = 0; p < n_pos; p++) {
         scores[p] = vec_dot_f32(k + (size_t)p * stride, 1, q, 0, head_dim, head_dim) * scale;
         max = scores[p] > max ? scores[p] : max;
     }
+    max = sink > max ? sink : max;
     double sum = 0;
     for (int32_t b0 = pos0 / 16 * 16; b0 < pos0 + n_pos; b0 += 16) {
         float e[16] = {0};
@@ -287,6 +293,7 @@ static void attention_head(const float *q, const float *k, const float *v, size_
             e[i - b0] = scores[i - pos0] = v_expf(scores[i - pos0] - max);
         sum += (double)reduce16(e);
     }
+    sum += (double)expf(sink - max);
     const float inv = (float)(1.0 / sum);
     for (int32_t p = 0; p < n_pos; p++) scores[p] *= inv;
     /* kqv: V is cached transposed in llama.cpp, so each output dimension is one dot over the
@@ -299,11 +306,11 @@ static void attention_head(const float *q, const float *k, const float *v, size_
 
 /* llama.cpp computes each head of a GQA group on its own. */
 static void attention(const float *q, int n_q, const float *k, const float *v, size_t stride,
-                      int32_t n_pos, int32_t pos0, int head_dim, float scale, int32_t n_tok,
-                      float *scores, float *out) {
+                      int32_t n_pos, int32_t pos0, int head_dim, float scale,
+                      const float *sinks, int32_t n_tok, float *scores, float *out) {
     for (int i = 0; i < n_q; i++)
-        attention_head(q + i * head_dim, k, v, stride, n_pos, pos0, head_dim, scale, n_tok >= 2,
-                       scores, out + i * head_dim);
+        attention_head(q + i * head_dim, k, v, stride, n_pos, pos0, head_dim, scale,
+                       sinks ? sinks[i] : -INFINITY, n_tok >= 2, scores, out + i * head_dim);
 }
 
 /* out[i] = silu(g[i]) · u[i] as ggml_vec_swiglu_f32 with AVX-512 computes it. */
@@ -372,14 +379,20 @@ static void rope_neox(float *v, int n_heads, int head_dim, int rope_dim, const f
 }
 
 /* ggml's angles (ggml_rope_cache_init): pos · base^(-2i/d) as a running float product from pos,
- * then over the frequency divisor and times the scale, each rounded to float; cos and sin times
- * mscale (rope_yarn's, without YaRN's ramp: ext_factor 0). */
+ * then over the frequency divisor and times the scale, each rounded to float, blended with the
+ * unscaled angle by YaRN's ramp (rope_yarn, where r has an ext_factor); cos and sin times
+ * mscale (YaRN's magnitude in it already: elm_rope_freqs_yarn). */
 static void rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, float *cs) {
     const float step = powf(r->base, -2.0f / r->rope_dim);
     for (int32_t t = 0; t < n; t++, cs += r->rope_dim) {
         float theta = (float)pos[t];
         for (int i = 0; i < r->rope_dim / 2; i++) {
-            const float angle = r->scale * (theta / (r->ff ? r->ff[i] : 1.0f));
+            const float extrap = theta / (r->ff ? r->ff[i] : 1.0f);
+            float angle = r->scale * extrap;
+            if (r->ext_factor != 0) {
+                const float mix = elm_rope_yarn_ramp(r, i) * r->ext_factor;
+                angle = angle * (1 - mix) + extrap * mix;
+            }
             theta *= step;
             cs[2 * i] = cosf(angle) * r->mscale;
             cs[2 * i + 1] = sinf(angle) * r->mscale;

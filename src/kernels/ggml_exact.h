@@ -15,14 +15,14 @@
 #include "kernels/kernels.h"
 
 /* Whether elm_ggml_matmul computes products with weights w: F32, Q3_K, Q5_K, Q6_K, IQ4_XS, the
- * IQ2 and IQ3 types, and
- * IQ4_NL, Q4_K and Q2_K when their row count is a multiple of 8 (llama.cpp repacks those; the
- * others go through its vec_dot, whose order is not followed here). */
+ * IQ2 and IQ3 types, and IQ4_NL, MXFP4, Q4_K and Q2_K when their row count is a multiple of 8
+ * (llama.cpp repacks those; the others go through its vec_dot, whose order is not followed
+ * here). */
 bool elm_ggml_matmul_has(const elm_weights *w);
 
 /* Rows [r0, r1) of a->y as llama.cpp computes them (kernels.h's matmul contract, weights in the
- * file's layout; a->xq: q8 rows of elm_kernels_ggml()'s quantize_q8 for IQ4_NL, q8_K rows of
- * elm_quantize_q8_k or NULL for the 256-weight types). llama.cpp's product has the tokens
+ * file's layout; a->xq: q8 rows of elm_kernels_ggml()'s quantize_q8 for IQ4_NL and MXFP4, q8_K
+ * rows of elm_quantize_q8_k or NULL for the 256-weight types). llama.cpp's product has the tokens
  * [a->out_first, n_tok) (how many there are decides how some products add); the tokens before
  * are computed as well, in some order. scratch: elm_matmul_scratch_bytes(cols). */
 void elm_ggml_matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch);

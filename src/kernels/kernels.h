@@ -45,10 +45,10 @@ static inline elm_q8_row elm_q8_at(const void *xq, int64_t cols, int64_t t) {
 }
 
 /* Whether products with weights of type t take q8 activations (xq in elm_matmul_args). IQ4_NL
- * does too (kernels/kquant.h); the 256-weight super-block types quantize their own. */
+ * and MXFP4 do too (kernels/kquant.h); the 256-weight super-block types quantize their own. */
 static inline bool elm_type_q8_act(elm_type t) {
     return t == ELM_TYPE_Q8_0 || t == ELM_TYPE_Q4_0 || t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_0 ||
-           t == ELM_TYPE_Q5_1 || t == ELM_TYPE_IQ4_NL;
+           t == ELM_TYPE_Q5_1 || t == ELM_TYPE_IQ4_NL || t == ELM_TYPE_MXFP4;
 }
 
 struct elm_kernels;
@@ -106,12 +106,26 @@ typedef struct elm_rope_freqs {
     const float *inv_freq; /* [rope_dim / 2] base^(-2i/rope_dim) · scale / ff[i], in double
                             * rounded to float (elm_rope_freqs_init) */
     float mscale;          /* cos and sin × this (float product); 1 from elm_rope_freqs_init */
+    /* YaRN (elm_rope_freqs_yarn; 0 from elm_rope_freqs_init): pair i's angle is the scaled one
+     * blended with the unscaled by ggml's ramp(i) · ext_factor, the ramp falling from 1 to 0
+     * between the correction dimensions corr_lo and corr_hi */
+    float ext_factor, corr_lo, corr_hi;
 } elm_rope_freqs;
 
 /* Sets r's fields (mscale 1) and fills inv_freq[rope_dim / 2], which r then points at; ff may be
  * NULL. */
 void elm_rope_freqs_init(elm_rope_freqs *r, int rope_dim, float base, float scale,
                          const float *ff, float *inv_freq);
+
+/* Turns r (from elm_rope_freqs_init) into YaRN's as llama.cpp runs it (ext_factor 1): the
+ * correction dimensions of beta_fast and beta_slow rotations over n_ctx_orig positions
+ * (ggml_rope_yarn_corr_dims), inv_freq blended by the ramp, and mscale × 1 + 0.1·ln(1 / scale)
+ * (rope_yarn's magnitude). */
+void elm_rope_freqs_yarn(elm_rope_freqs *r, int32_t n_ctx_orig, float beta_fast, float beta_slow,
+                         float *inv_freq);
+
+/* ggml's rope_yarn_ramp: 1 below pair i = corr_lo, 0 from corr_hi on, linear between. */
+float elm_rope_yarn_ramp(const elm_rope_freqs *r, int i);
 
 typedef struct elm_kernels {
     const char *isa; /* the table's name: "scalar", "avx2", "avx512", "neon", "ggml-rounding" */
@@ -188,10 +202,12 @@ typedef struct elm_kernels {
      * together lets a kernel reuse each k and v row. n_tok (>= 1): how many tokens' attention
      * the caller computes in this pass, of which this is one; a table may add as a batched
      * product of that many tokens would (llama.cpp's does), and as one over a cache whose row p
-     * holds position p, the rows before pos0 masked (llama.cpp's windowed layers). */
+     * holds position p, the rows before pos0 masked (llama.cpp's windowed layers). sinks: NULL,
+     * or one logit per query head (gpt-oss's attention sinks, ggml_soft_max_add_sinks) that
+     * joins its softmax's denominator as a position without a value. */
     void (*attention)(const float *q, int n_q, const float *k, const float *v, size_t stride,
-                      int32_t n_pos, int32_t pos0, int head_dim, float scale, int32_t n_tok,
-                      float *scores, float *out);
+                      int32_t n_pos, int32_t pos0, int head_dim, float scale,
+                      const float *sinks, int32_t n_tok, float *scores, float *out);
 } elm_kernels;
 
 /* The table for this CPU: the widest one it supports, unless EDGELM_ISA names another (scalar,
@@ -223,7 +239,9 @@ void elm_scalar_geglu(float *out, const float *g, const float *u, int64_t n);
 void elm_scalar_rope_neox(float *v, int n_heads, int head_dim, int rope_dim, const float *cs);
 void elm_scalar_rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, float *cs);
 void elm_scalar_attention(const float *q, int n_q, const float *k, const float *v, size_t stride,
-                          int32_t n_pos, int32_t pos0, int head_dim, float scale, int32_t n_tok,
-                          float *scores, float *out);
+                          int32_t n_pos, int32_t pos0, int head_dim, float scale,
+                          const float *sinks, int32_t n_tok, float *scores, float *out);
+/* In-place softmax over n logits and one more, sink (-INFINITY: none), whose share is dropped. */
+void elm_scalar_softmax_sink(float *x, int64_t n, float sink);
 
 #endif

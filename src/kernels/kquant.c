@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codecs/kquant_codec.h"
+#include "codecs/mxfp4.h"
 #include "kernels/blocks.h"
 #include "kernels/iquant.h"
 #include "kernels/packed.h"
@@ -161,12 +162,14 @@ static void dot_scalar(const elm_kq_block *w0, const elm_q8k_row *xs, int nx, in
     }
 }
 
-static void unpack_iq4_nl_scalar(const uint8_t *src, int64_t n, int8_t *q, float *d) {
-    for (int64_t b = 0; b < n; b++, src += 18, q += ELM_QK) {
-        d[b] = elm_load_f16(src);
+static void unpack_grid32_scalar(elm_type t, const uint8_t *src, int64_t n, int8_t *q, float *d) {
+    const elm_grid32_layout g = elm_grid32_layout_of(t);
+    for (int64_t b = 0; b < n; b++, q += ELM_QK) {
+        const uint8_t *qs = src + g.block_bytes * b + g.qs_at;
+        d[b] = elm_grid32_scale(t, src, b);
         for (int l = 0; l < 16; l++) {
-            q[l] = elm_iq4nl_grid[src[2 + l] & 0x0f];
-            q[l + 16] = elm_iq4nl_grid[src[2 + l] >> 4];
+            q[l] = g.grid[qs[l] & 0x0f];
+            q[l + 16] = g.grid[qs[l] >> 4];
         }
     }
 }
@@ -183,24 +186,28 @@ static float dot_iq4_nl_scalar(const int8_t *q, const float *d, elm_q8_row x, in
 
 const elm_kq_kernels elm_kq_scalar = {.unpack = elm_kq_unpack_scalar,
                                       .dot = dot_scalar,
-                                      .unpack_iq4_nl = unpack_iq4_nl_scalar,
+                                      .unpack_grid32 = unpack_grid32_scalar,
                                       .dot_iq4_nl = dot_iq4_nl_scalar};
 
 
-static void matmul_iq4_nl(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0,
+/* IQ4_NL and MXFP4: rows straight from the file's blocks (row) for decode, else unpacked once
+ * (unpack_grid32) and dotted with each token. */
+static void matmul_grid32(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0,
                           int64_t r1, void *scratch) {
+    float (*row)(const uint8_t *, elm_q8_row, int64_t) =
+        a->w.type == ELM_TYPE_MXFP4 ? k->row_mxfp4 : k->row_iq4_nl;
     const int64_t cols = a->w.cols, rows = a->w.rows, nb = cols / ELM_QK;
     const size_t row_bytes = elm_row_bytes(a->w.type, cols);
     int8_t *q = scratch;
     float *d = (float *)(q + (cols + 63) / 64 * 64);
     for (int64_t r = r0; r < r1; r++) {
         const uint8_t *src = (const uint8_t *)a->w.data + (size_t)r * row_bytes;
-        if (k->row_iq4_nl && a->n_tok < GEMM_MIN_TOKENS) {
+        if (row && a->n_tok < GEMM_MIN_TOKENS) {
             for (int64_t t = 0; t < a->n_tok; t++)
-                a->y[t * rows + r] = k->row_iq4_nl(src, elm_q8_at(a->xq, cols, t), nb);
+                a->y[t * rows + r] = row(src, elm_q8_at(a->xq, cols, t), nb);
             continue;
         }
-        k->unpack_iq4_nl(src, nb, q, d);
+        k->unpack_grid32(a->w.type, src, nb, q, d);
         for (int64_t t = 0; t < a->n_tok; t++)
             a->y[t * rows + r] = k->dot_iq4_nl(q, d, elm_q8_at(a->xq, cols, t), nb);
     }
@@ -213,11 +220,12 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     const elm_kq_kernels kk = {
         .unpack = k->unpack ? k->unpack : s->unpack,
         .dot = k->dot ? k->dot : s->dot,
-        .unpack_iq4_nl = k->unpack_iq4_nl ? k->unpack_iq4_nl : s->unpack_iq4_nl,
+        .unpack_grid32 = k->unpack_grid32 ? k->unpack_grid32 : s->unpack_grid32,
         .dot_iq4_nl = k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl,
-        .row_iq4_nl = k->row_iq4_nl};
-    if (a->w.type == ELM_TYPE_IQ4_NL) {
-        matmul_iq4_nl(&kk, a, r0, r1, scratch);
+        .row_iq4_nl = k->row_iq4_nl,
+        .row_mxfp4 = k->row_mxfp4};
+    if (a->w.type == ELM_TYPE_IQ4_NL || a->w.type == ELM_TYPE_MXFP4) {
+        matmul_grid32(&kk, a, r0, r1, scratch);
         return;
     }
     const int64_t cols = a->w.cols, rows = a->w.rows, nsb = cols / ELM_QK_K;

@@ -1,11 +1,11 @@
-/* Products with ggml's super-block weight types (k-quants Q2_K..Q6_K, IQ4_XS) and IQ4_NL, in
- * integers as llama.cpp computes them.
+/* Products with ggml's super-block weight types (k-quants Q2_K..Q6_K, IQ4_XS) and the 32-weight
+ * grid types IQ4_NL and MXFP4, in integers as llama.cpp computes them.
  *
  * Activations: for the 256-weight types, q8_K rows (llama.cpp's block_q8_K scheme, here laid out
  * as arrays): per 256 values a float scale d = max/-127 with max the signed value of largest
  * magnitude, int8 quants q = round(x/d) (to nearest even, at most 127), and the int16 sums of
- * each 16 quants. IQ4_NL takes the q8 rows of the 32-weight types (kernels.h), as llama.cpp
- * pairs it with q8_0.
+ * each 16 quants. IQ4_NL and MXFP4 take the q8 rows of the 32-weight types (kernels.h), as
+ * llama.cpp pairs them with q8_0: a block is 32 grid values (int8) and one float scale.
  *
  * Weights: every super-block type is decoded ("unpacked") into one canonical form, so one integer
  * dot product serves all of them:
@@ -26,13 +26,36 @@
 #define EDGELM_KERNELS_KQUANT_H
 
 #include "codecs/iquant_codec.h"
+#include "codecs/kquant_codec.h"
+#include "codecs/mxfp4.h"
+#include "core/half.h"
 #include "kernels/kernels.h"
 
 /* Whether products with weights of type t go through elm_kquant_matmul (the sub-4-bit i-quants
  * too, kernels/iquant.h). */
 static inline bool elm_type_kquant(elm_type t) {
     return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q3_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K ||
-           t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_IQ4_NL || elm_type_iquant(t);
+           t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_IQ4_NL ||
+           t == ELM_TYPE_MXFP4 || elm_type_iquant(t);
+}
+
+/* Where the 32-weight grid types IQ4_NL and MXFP4 keep their parts: each block of block_bytes
+ * holds its scale, then at qs_at 16 bytes of 4-bit indices into grid (weight j < 16 the low
+ * nibble of byte j, the others the high nibbles). */
+typedef struct elm_grid32_layout {
+    const int8_t *grid;
+    int block_bytes, qs_at;
+} elm_grid32_layout;
+
+static inline elm_grid32_layout elm_grid32_layout_of(elm_type t) {
+    return t == ELM_TYPE_MXFP4 ? (elm_grid32_layout){elm_mxfp4_grid, ELM_MXFP4_BLOCK_BYTES, 1}
+                               : (elm_grid32_layout){elm_iq4nl_grid, 18, 2};
+}
+
+/* The scale of block b at src: IQ4_NL's f16 d, MXFP4's E8M0 byte halved (codecs/mxfp4.h). */
+static inline float elm_grid32_scale(elm_type t, const uint8_t *src, int64_t b) {
+    return t == ELM_TYPE_MXFP4 ? elm_e8m0_half(src[ELM_MXFP4_BLOCK_BYTES * b])
+                               : elm_load_f16(src + 18 * b);
 }
 
 /* One unpacked super-block (see above); 32-byte aligned for the SIMD loads. */
@@ -74,13 +97,16 @@ typedef struct elm_kq_kernels {
      * tokens (the weights are loaded once for all of them); mins: whether any m is non-zero. */
     void (*dot)(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64_t n, bool mins,
                 float *out);
-    /* IQ4_NL: n 32-weight blocks at src as q[32n] (grid values) and d[n]. */
-    void (*unpack_iq4_nl)(const uint8_t *src, int64_t n, int8_t *q, float *d);
-    /* Σ_b d[b]·(x.d[b]·Σ_i q[32b+i]·x.qs[32b+i]) over n blocks. */
+    /* IQ4_NL or MXFP4 (t): n 32-weight blocks at src as q[32n] (grid values) and d[n] (the
+     * blocks' scales, elm_grid32_scale). */
+    void (*unpack_grid32)(elm_type t, const uint8_t *src, int64_t n, int8_t *q, float *d);
+    /* Σ_b d[b]·(x.d[b]·Σ_i q[32b+i]·x.qs[32b+i]) over n blocks (of IQ4_NL or MXFP4). */
     float (*dot_iq4_nl)(const int8_t *q, const float *d, elm_q8_row x, int64_t n);
     /* The same from the n file blocks at src (18 bytes each) without unpacking: decode's
      * product, where a row meets fewer tokens than its unpacking costs. Optional. */
     float (*row_iq4_nl)(const uint8_t *src, elm_q8_row x, int64_t n);
+    /* As row_iq4_nl, for MXFP4's 17-byte blocks. Optional. */
+    float (*row_mxfp4)(const uint8_t *src, elm_q8_row x, int64_t n);
     /* As dot, but straight from nr <= 2 rows (row_bytes apart) of n packed super-blocks of type
      * t at src (as stored in the file), decoded in registers: no unpacked copy, the same
      * integers; out[4·r + i] for row r, token i. Optional; serves the types whose bit (1u << t)
@@ -113,10 +139,10 @@ typedef struct elm_kq_kernels {
  * quantize_row_q8_K_ref, bit for bit). */
 void elm_quantize_q8_k(const float *x, int64_t cols, void *row);
 
-/* Rows [r0, r1) of a->y for k-quant/i-quant weights (kernels.h's matmul contract: a->xq holds q8
- * rows for IQ4_NL; for the 256-weight types it is NULL or holds a->n_tok q8_K rows of a->x,
- * elm_quantize_q8_k's, which callers splitting one product across threads quantize once for
- * all). scratch: elm_matmul_scratch_bytes(cols). */
+/* Rows [r0, r1) of a->y for k-quant/i-quant weights and MXFP4 (kernels.h's matmul contract:
+ * a->xq holds q8 rows for IQ4_NL and MXFP4; for the 256-weight types it is NULL or holds
+ * a->n_tok q8_K rows of a->x, elm_quantize_q8_k's, which callers splitting one product across
+ * threads quantize once for all). scratch: elm_matmul_scratch_bytes(cols). */
 void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0, int64_t r1,
                        void *scratch);
 

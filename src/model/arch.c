@@ -25,15 +25,16 @@ static const elm_arch archs[] = {
      .norm_plus_one = true, .hf_tied_default = true, .hf = {{"gemma", "GemmaForCausalLM"}}},
     /* Gemma's conventions plus q/k norms, post-norms and local (windowed) layers, 5 of every 6 */
     {.name = "gemma3", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_GELU_TANH, .embd_scale = true,
-     .qk_norm = true, .post_norms = true, .swa_period = 6, .norm_plus_one = true,
-     .hf_tied_default = true,
+     .qk_norm = true, .post_norms = true, .swa_period = 6, .swa_theta = 10000.0f,
+     .norm_plus_one = true, .hf_tied_default = true,
      .hf = {{"gemma3_text", "Gemma3ForCausalLM"}, {"gemma3", "Gemma3ForConditionalGeneration"}}},
     /* EmbeddingGemma: Gemma 3's layout with bidirectional attention (symmetric windows), its
      * hidden states pooled (mean) and projected by dense_2, dense_3; HF: Gemma3TextModel, the
      * text model without the LM head, its tensors without the model. prefix */
     {.name = "gemma-embedding", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_GELU_TANH,
      .embd_scale = true, .qk_norm = true, .post_norms = true, .swa_period = 6,
-     .norm_plus_one = true, .hf_tied_default = true, .non_causal = true, .hf_bare = true,
+     .swa_theta = 10000.0f, .norm_plus_one = true, .hf_tied_default = true, .non_causal = true,
+     .hf_bare = true,
      .hf = {{"gemma3_text", "Gemma3TextModel"}}},
     /* Gemma 3's conventions (but HF norm weights as they multiply), its local layers listed one
      * by one with their own head size and RoPE (the global layers' partial by rope_freqs), the
@@ -42,7 +43,7 @@ static const elm_arch archs[] = {
     {.name = "gemma4", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_GELU_TANH, .embd_scale = true,
      .qk_norm = true, .post_norms = true, .swa_listed = true, .kv_shared = true, .ple = true,
      .layer_scale = true, .v_norm = true, .unit_attn_scale = true, .full_last_layer = true,
-     .softcap = 30.0f, .hf_tied_default = true,
+     .swa_theta = 10000.0f, .softcap = 30.0f, .hf_tied_default = true,
      .hf = {{"gemma4_text", "Gemma4ForCausalLM"}, {"gemma4", "Gemma4ForConditionalGeneration"}},
      .tiny_vocab = "gemma-4"},
     /* Llama's layout and RoPE pairing (llama.cpp's converter permutes it like Llama's) */
@@ -79,6 +80,14 @@ static const elm_arch archs[] = {
      .hf_names = ELM_HF_NAMES_LFM2, .hf_tied_default = true, .moe = true,
      .moe_gating = ELM_MOE_SIGMOID, .moe_bias = true,
      .hf = {{"lfm2_moe", "Lfm2MoeForCausalLM"}}, .tiny_vocab = "llama-bpe"},
+    /* OpenAI's gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE): q/k/v and output biases, attention
+     * sinks, windowed (128) and global layers in turn with one RoPE (YaRN in its files), the
+     * FFN's norm named post_attention_norm, every FFN experts with biases, routed by the top k
+     * logits and a softmax over them, gated by the clamped SwiGLU; no tied output */
+    {.name = "gpt-oss", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SWIGLU_OAI, .qkv_bias = true,
+     .swa_period = 2, .sinks = true, .moe = true, .moe_gating = ELM_MOE_SOFTMAX_WEIGHT,
+     .moe_biases = true, .ffn_norm = "post_attention_norm.weight",
+     .hf = {{"gpt_oss", "GptOssForCausalLM"}}, .tiny_vocab = "llama-bpe"},
 };
 #define N_ARCHS (sizeof archs / sizeof archs[0])
 
@@ -159,7 +168,7 @@ const char *elm_arch_ffn_norm(const elm_arch *a) {
 void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp) {
     if ((!a->swa_period && !a->swa_listed) || hp->n_swa <= 0) return;
     if (hp->swa_period == 0) hp->swa_period = a->swa_period;
-    if (hp->rope_theta_swa == 0) hp->rope_theta_swa = 10000.0f;
+    if (hp->rope_theta_swa == 0) hp->rope_theta_swa = a->swa_theta;
 }
 
 /* Appends a spec named fmt with the block number (global names have no %d: it goes unused). */
@@ -184,11 +193,16 @@ static void ffn_layout(const elm_arch *a, const elm_hparams *hp, int l, elm_tens
     if (a->moe && elm_layer_moe(hp, l)) {
         /* in the order of llama.cpp's converter: router, then down, gate, up */
         const int64_t E = hp->n_expert, eff = hp->expert_ffn_dim;
+        const bool b = a->moe_biases; /* each bias after its matrix */
         spec(s, n, ELM_KIND_MATRIX, dim, E, "blk.%d.ffn_gate_inp.weight", l);
+        if (b) spec(s, n, ELM_KIND_BIAS, E, 0, "blk.%d.ffn_gate_inp.bias", l);
         if (a->moe_bias) spec(s, n, ELM_KIND_BIAS, E, 0, "blk.%d.exp_probs_b.bias", l);
         spec(s, n, ELM_KIND_MATRIX, eff, dim, "blk.%d.ffn_down_exps.weight", l)->experts = E;
+        if (b) spec(s, n, ELM_KIND_BIAS, dim, E, "blk.%d.ffn_down_exps.bias", l);
         spec(s, n, ELM_KIND_MATRIX, dim, eff, "blk.%d.ffn_gate_exps.weight", l)->experts = E;
+        if (b) spec(s, n, ELM_KIND_BIAS, eff, E, "blk.%d.ffn_gate_exps.bias", l);
         spec(s, n, ELM_KIND_MATRIX, dim, eff, "blk.%d.ffn_up_exps.weight", l)->experts = E;
+        if (b) spec(s, n, ELM_KIND_BIAS, eff, E, "blk.%d.ffn_up_exps.bias", l);
     } else if (a->fused_gate_up) {
         spec(s, n, ELM_KIND_MATRIX, dim, 2 * ff, "blk.%d.ffn_up.weight", l);
         spec(s, n, ELM_KIND_MATRIX, ff, dim, "blk.%d.ffn_down.weight", l);
@@ -257,7 +271,7 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_l
                                  int32_t *n) {
     const elm_rope_tensors rope = x.rope;
     const int64_t dim = hp->dim, P = hp->n_embd_per_layer;
-    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 20 + 11) * sizeof *s);
+    elm_tensor_spec *s = malloc(((size_t)hp->n_layers * 26 + 11) * sizeof *s);
     *n = 0;
     if (!s) return NULL;
     spec(s, n, ELM_KIND_MATRIX, dim, hp->n_vocab, "token_embd.weight", 0);
@@ -308,6 +322,10 @@ elm_tensor_spec *elm_arch_layout(const elm_arch *a, const elm_hparams *hp, elm_l
             if (kv_weights) spec(s, n, ELM_KIND_NORM, hd, 0, "blk.%d.attn_k_norm.weight", l);
         }
         spec(s, n, ELM_KIND_MATRIX, q, dim, "blk.%d.attn_output.weight", l);
+        if (a->sinks) {
+            spec(s, n, ELM_KIND_BIAS, dim, 0, "blk.%d.attn_output.bias", l);
+            spec(s, n, ELM_KIND_BIAS, hp->n_heads, 0, "blk.%d.attn_sinks.weight", l);
+        }
         if (a->post_norms) spec(s, n, ELM_KIND_NORM, dim, 0, "blk.%d.post_attention_norm.weight", l);
         ffn_layout(a, hp, l, s, n);
         ple_layout(a, hp, l, s, n);

@@ -37,7 +37,11 @@ typedef struct elm_arch {
     bool qk_norm;            /* per-head RMSNorm of q and k before RoPE (Qwen3) */
     int nope_every;          /* every nope_every-th layer has no RoPE (SmolLM3: 4), 0: none */
     bool post_norms;         /* RMSNorm after attention and after the FFN too (Gemma 3) */
-    int swa_period;          /* with a window: every swa_period-th layer global (Gemma 3: 6) */
+    int swa_period;          /* with a window: every swa_period-th layer global (Gemma 3: 6;
+                              * gpt-oss: 2, layer 0 windowed) */
+    float swa_theta;         /* the windowed layers' own RoPE base, without scaling, when the file
+                              * gives none (Gemma 3, 4: 10000); 0: they rotate as the others
+                              * (gpt-oss) */
     bool fused_qkv;          /* one attn_qkv [q; k; v] projection (Phi-3) */
     bool fused_gate_up;      /* ffn_up holds [gate; up], no ffn_gate (Phi-3) */
     bool norm_plus_one;      /* HF norm weights w multiply as (1 + w); GGUF stores 1 + w (Gemma) */
@@ -93,6 +97,10 @@ typedef struct elm_arch {
                               * ELM_MOE_SIGMOID (LFM2-MoE) */
     bool moe_bias;           /* blk.N.exp_probs_b.bias [n_expert] added to the probabilities to
                               * choose the experts, not to weigh them (LFM2-MoE's expert_bias) */
+    bool moe_biases;         /* the router's logits and every expert's three products have biases
+                              * (gpt-oss: ffn_gate_inp.bias, ffn_{gate,up,down}_exps.bias) */
+    bool sinks;              /* attention sinks (blk.N.attn_sinks.weight [n_heads]) and a bias on
+                              * the attention output (attn_output.bias) (gpt-oss) */
     /* An embedding model's bidirectional attention (EmbeddingGemma, llama.cpp's
      * gemma-embedding: causal_attn false): every token of a sequence sees all of it, a window
      * symmetric around the token (LLAMA_SWA_TYPE_SYMMETRIC); hparams.non_causal */
@@ -127,9 +135,10 @@ const char *elm_arch_moe_names(void);
  * string, built once (thread-safe). */
 const char *elm_arch_hf_names(void);
 
-/* Fills hp's family defaults that files leave out: Gemma 3's local layers (with a window) are 5
- * of every 6, with RoPE base 10000 (Gemma 4's too), as llama.cpp assumes when its converter
- * writes neither. */
+/* Fills hp's family defaults that files leave out: the windowed layers' period (Gemma 3: 5 of
+ * every 6; gpt-oss: every other one from layer 0) and their own RoPE base (elm_arch.swa_theta:
+ * Gemma 3's and 4's 10000; gpt-oss's none), as llama.cpp assumes when its converter writes
+ * neither. */
 void elm_arch_swa_defaults(const elm_arch *a, elm_hparams *hp);
 
 /* What a tensor of a family's layout holds (how synth fills it). */

@@ -119,6 +119,16 @@ static bool mrope_turns(const elm_hparams *hp, int i) {
            (sector % 3 == 2 && sector < 3 * (int64_t)s[2]);
 }
 
+/* The attention factor llama.cpp's context gives ggml's YaRN RoPE for the file's attn_factor
+ * (llama_context: get_mscale(factor, 1), then its cancelling 1 / (1 + 0.1·ln factor), in float),
+ * which rope_yarn multiplies by 1 + 0.1·ln factor again (elm_rope_freqs_yarn). */
+static float yarn_attn_factor(float freq_scale, float attn_factor) {
+    const float factor = 1.0f / freq_scale;
+    float a = factor <= 1.0f ? 1.0f : 0.1f * logf(factor) + 1.0f;
+    a *= 1.0f / (1.0f + 0.1f * logf(factor));
+    return a * attn_factor;
+}
+
 /* The layers' RoPE frequency divisors into ff[rope_dim / 2]: the model's for this context
  * (factors: elm_model_rope_factors, else all 1), and an infinite one (no turn) for a pair that
  * does not turn (mrope_turns). Returns false when all are 1 (none needed). */
@@ -361,6 +371,11 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
                         rope_divisors(hp, rope_ff, c->rope_ff) ? c->rope_ff : NULL, c->inv_freq);
     const float mscale = hp->rope_attn_factor > 0 ? hp->rope_attn_factor : 1.0f; /* 0: unbound */
     c->rope.mscale = mscale;
+    if (hp->rope_yarn) {
+        c->rope.mscale = yarn_attn_factor(hp->rope_freq_scale, mscale);
+        elm_rope_freqs_yarn(&c->rope, hp->n_ctx_orig, hp->yarn_beta_fast, hp->yarn_beta_slow,
+                            c->inv_freq);
+    }
     /* windowed layers with their own base take no scaling (llama.cpp: rope_freq_scale_train_swa) */
     if (c->inv_freq_swa) {
         elm_rope_freqs_init(&c->rope_swa, rope_dim_swa, hp->rope_theta_swa, 1.0f, NULL,

@@ -1,10 +1,12 @@
-/* The mixture-of-experts FFN (elm_arch.moe; Qwen3-MoE, LFM2-MoE), as llama.cpp's build_moe_ffn
- * runs it with norm_w: per token, the router's logits, their probabilities by the file's gating
- * function (hp.moe_gating: a softmax over the experts, Qwen3-MoE's, or each one's sigmoid,
- * LFM2-MoE's), the top k of the probabilities plus the layer's selection bias where it has one
- * (exp_probs_b: it steers the choice, not the weights), their probabilities divided by their sum;
- * then y = Σ_r w_r · Wdown_e·(silu(Wgate_e·x) ⊙ Wup_e·x) over the chosen experts e in rank
- * order r.
+/* The mixture-of-experts FFN (elm_arch.moe; Qwen3-MoE, LFM2-MoE, gpt-oss), as llama.cpp's
+ * build_moe_ffn runs it: per token, the router's logits (plus its bias, gpt-oss's), their
+ * probabilities by the file's gating function (hp.moe_gating: a softmax over the experts,
+ * Qwen3-MoE's, or each one's sigmoid, LFM2-MoE's), the top k of the probabilities plus the
+ * layer's selection bias where it has one (exp_probs_b: it steers the choice, not the weights),
+ * their probabilities divided by their sum (norm_w); or (SOFTMAX_WEIGHT, gpt-oss) the top k of
+ * the logits, weighed by a softmax over those k; then
+ * y = Σ_r w_r · (Wdown_e·act(Wgate_e·x + bg_e, Wup_e·x + bu_e) + bd_e) over the chosen experts
+ * e in rank order r (the expert biases gpt-oss's, act the model's gate activation).
  *
  * The batch's tokens are grouped by expert, so that each expert's matrices are read once per
  * batch, by the same row-split products as a dense FFN (forward_ops.h) over the expert's slice
@@ -28,8 +30,8 @@ static elm_tensor expert_view(const elm_tensor *t, int32_t e) {
 
 /* Token t's k experts of highest probability plus bias[e] (bias NULL: none), most probable
  * first (the lower index on ties), and their probabilities without the bias divided by their sum
- * (summed as ggml_sum_rows does, clamped to llama.cpp's floor). Each chosen probability is then
- * set to -inf in moe_probs. */
+ * (summed as ggml_sum_rows does, clamped to llama.cpp's floor), or for SOFTMAX_WEIGHT their
+ * softmax (ggml_soft_max over the k). Each chosen probability is then set to -inf in moe_probs. */
 static void route(elm_context *c, int32_t t, const float *bias) {
     const int32_t E = c->m->hp.n_expert, k = c->m->hp.n_expert_used;
     float *p = c->moe_probs + (size_t)t * E;
@@ -48,6 +50,10 @@ static void route(elm_context *c, int32_t t, const float *bias) {
         sum += w[r];
         p[best] = -INFINITY;
     }
+    if (c->m->hp.moe_gating == ELM_MOE_SOFTMAX_WEIGHT) {
+        c->k->softmax(w, k);
+        return;
+    }
     const float s = (float)sum < 6.103515625e-5f ? 6.103515625e-5f : (float)sum;
     for (int32_t r = 0; r < k; r++) w[r] /= s;
 }
@@ -62,6 +68,15 @@ static void group_by_expert(elm_context *c, int32_t t0, int32_t n) {
     for (int32_t s = t0 * k; s < n * k; s++) c->moe_slots[first[c->moe_ids[s]]++] = s;
     for (int32_t e = E; e > 0; e--) first[e] = first[e - 1]; /* back to the starts */
     first[0] = 0;
+}
+
+/* y[i, j] += b[e, j] for cnt rows of n: expert e's bias (ggml_add_id; F32 [n_expert, n]), if
+ * any. */
+static void add_expert_bias(float *y, const elm_tensor *b, int32_t e, int32_t cnt, int64_t n) {
+    if (!b) return;
+    const float *be = (const float *)b->data + (size_t)e * n;
+    for (int32_t i = 0; i < cnt; i++)
+        for (int64_t j = 0; j < n; j++) y[(size_t)i * n + j] += be[j];
 }
 
 /* Expert e of layer l over its cnt slots (moe_slots from moe_first[e]): their tokens' normed
@@ -79,8 +94,11 @@ static void run_expert(elm_context *c, int l, int32_t e, int32_t cnt) {
     /* llama.cpp's mul_mat_id dots each row with each token alone, as a product of one token
      * would: out_first at the last token asks a table for that order (all outputs are kept) */
     elm_fw_matmul_group(c, l, 2, gate_up, gate_up_out, c->moe_x, cnt, cnt - 1);
-    c->k->swiglu(c->hg, c->hg, c->hu, (int64_t)cnt * ff);
+    add_expert_bias(c->hg, L->gate_exps_b, e, cnt, ff);
+    add_expert_bias(c->hu, L->up_exps_b, e, cnt, ff);
+    elm_fw_glu(c, c->hg, c->hu, (int64_t)cnt * ff);
     elm_fw_matmul(c, l, &down, c->hg, cnt, cnt - 1, c->moe_x);
+    add_expert_bias(c->moe_x, L->down_exps_b, e, cnt, dim);
     for (int32_t i = 0; i < cnt; i++) {
         const float w = c->moe_w[slots[i]], *x = c->moe_x + i * dim;
         float *y = c->moe_y + (size_t)slots[i] * dim;
@@ -88,24 +106,27 @@ static void run_expert(elm_context *c, int l, int32_t e, int32_t cnt) {
     }
 }
 
-/* The E router logits p turned into probabilities in place by gating function g (hp.moe_gating):
- * their softmax, or each one's sigmoid as ggml_vec_sigmoid_f32 computes it. */
-static void gate(elm_context *c, int32_t g, float *p, int32_t E) {
-    if (g == ELM_MOE_SOFTMAX) {
-        c->k->softmax(p, E);
-        return;
-    }
-    for (int32_t e = 0; e < E; e++) p[e] = 1.0f / (1.0f + expf(-p[e]));
+/* The E router logits p plus the router's bias b (NULL: none) turned into probabilities in place
+ * by gating function g (hp.moe_gating): their softmax, each one's sigmoid as
+ * ggml_vec_sigmoid_f32 computes it, or the logits themselves (SOFTMAX_WEIGHT: route weighs
+ * the chosen). */
+static void gate(elm_context *c, int32_t g, const float *b, float *p, int32_t E) {
+    for (int32_t e = 0; b && e < E; e++) p[e] += b[e];
+    if (g == ELM_MOE_SOFTMAX) c->k->softmax(p, E);
+    if (g == ELM_MOE_SIGMOID)
+        for (int32_t e = 0; e < E; e++) p[e] = 1.0f / (1.0f + expf(-p[e]));
 }
 
 void elm_ffn_moe(elm_context *c, int l, int32_t n, int32_t t0) {
     const elm_hparams *hp = &c->m->hp;
     const int32_t E = hp->n_expert, k = hp->n_expert_used;
     const int64_t dim = hp->dim;
-    const float *bias = c->m->layers[l].router_bias ? c->moe_bias + (size_t)l * E : NULL;
-    elm_fw_matmul(c, l, c->m->layers[l].router, c->xb, n, t0, c->moe_probs);
+    const elm_layer *L = &c->m->layers[l];
+    const float *bias = L->router_bias ? c->moe_bias + (size_t)l * E : NULL;
+    const float *logit_bias = L->router_b ? L->router_b->data : NULL;
+    elm_fw_matmul(c, l, L->router, c->xb, n, t0, c->moe_probs);
     for (int32_t t = t0; t < n; t++) {
-        gate(c, hp->moe_gating, c->moe_probs + (size_t)t * E, E);
+        gate(c, hp->moe_gating, logit_bias, c->moe_probs + (size_t)t * E, E);
         route(c, t, bias);
     }
     group_by_expert(c, t0, n);

@@ -154,7 +154,7 @@ void elm_fw_matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
     /* the super-block types' q8_K rows, once for all threads, where no product needs q8 rows */
     pj.q8k = !pj.q8;
     for (int i = 0; i < n; i++)
-        if (!elm_type_kquant(w[i]->type) || w[i]->type == ELM_TYPE_IQ4_NL) pj.q8k = false;
+        if (!elm_type_kquant(w[i]->type) || elm_type_q8_act(w[i]->type)) pj.q8k = false;
     for (int i = 0; i < n && pj.q8k; i++) j.args[i].xq = c->xq;
     if (n_tok >= PREP_PARALLEL_TOKENS) elm_pool_run_shared(c->pool, prep_worker, &pj);
     else if (pj.q8 || pj.q8k || pj.xt || pj.round != ELM_TYPE_F32) prep_worker(&pj, 0, 1);
@@ -242,6 +242,23 @@ static void per_layer_output(elm_context *c, int l, int32_t n, const float *post
         for (size_t i = 0; i < (size_t)n * m->hp.dim; i++) c->x[i] *= c->out_scale[l];
 }
 
+/* gpt-oss's clamped SwiGLU as ggml_swiglu_oai computes it (alpha 1.702, limit 7, in float). */
+static void swiglu_oai(float *out, const float *g, const float *u, int64_t n) {
+    const float alpha = 1.702f, limit = 7.0f;
+    for (int64_t i = 0; i < n; i++) {
+        const float x = fminf(g[i], limit), y = fminf(fmaxf(u[i], -limit), limit);
+        out[i] = x / (1.0f + expf(alpha * (-x))) * (y + 1.0f);
+    }
+}
+
+void elm_fw_glu(elm_context *c, float *g, const float *u, int64_t n) {
+    switch (c->m->hp.ffn_act) {
+    case ELM_ACT_SILU: c->k->swiglu(g, g, u, n); break;
+    case ELM_ACT_GELU_TANH: c->k->geglu(g, g, u, n); break;
+    case ELM_ACT_SWIGLU_OAI: swiglu_oai(g, g, u, n); break;
+    }
+}
+
 /* The gated FFN of layer l over the batch's n normed tokens c->xb, into c->xb (the caller keeps
  * the tokens [ffn_first, n)). */
 static void dense_ffn(elm_context *c, int l, int32_t n, int32_t ffn_first) {
@@ -251,8 +268,7 @@ static void dense_ffn(elm_context *c, int l, int32_t n, int32_t ffn_first) {
     float *gate_up_out[] = {c->hg, c->hu};
     elm_fw_matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n, ffn_first);
     const int64_t n_ff = (int64_t)n * elm_layer_ffn_dim(hp, l);
-    if (hp->ffn_act == ELM_ACT_SILU) c->k->swiglu(c->hg, c->hg, c->hu, n_ff);
-    else c->k->geglu(c->hg, c->hg, c->hu, n_ff);
+    elm_fw_glu(c, c->hg, c->hu, n_ff);
     elm_fw_matmul(c, l, L->w_down, c->hg, n, ffn_first, c->xb);
 }
 

@@ -14,6 +14,10 @@ void elm_fw_matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
 void elm_fw_matmul(elm_context *c, int layer, const elm_tensor *w, const float *x, int64_t n_tok,
                    int64_t out_first, float *y);
 
+/* g[i] = act(g[i]) · u[i] over n by the model's gate activation (hp.ffn_act): SwiGLU, GeGLU
+ * (the kernels') or gpt-oss's clamped SwiGLU. */
+void elm_fw_glu(elm_context *c, float *g, const float *u, int64_t n);
+
 /* The attention layer kind: mixes the batch's n normed tokens c->xb into c->xb (their keys and
  * values go into layer l's cache first). */
 void elm_layer_attention(elm_context *c, int l, int32_t n);

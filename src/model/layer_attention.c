@@ -1,5 +1,6 @@
 /* The attention layer kind (layer_kind.h): x += Wo·Attn(RoPE(Wq·n(x)), RoPE(Wk·n(x)), Wv·n(x))
- * over the KV cache, with what the families add (model/arch.h): q/k/v biases (Qwen2), per-head
+ * over the KV cache, with what the families add (model/arch.h): q/k/v biases (Qwen2), attention
+ * sinks and an output bias (gpt-oss), per-head
  * q/k RMSNorm (Qwen3, LFM2), layers without RoPE (SmolLM3), the RoPE pairing (NEOX), a head size
  * that is not dim / heads (q is n_heads·head_dim wide), RoPE on part of each head (Phi-3
  * variants, Qwen3.5), a sliding window (Mistral) or a ring of it (Gemma 3's local layers), an
@@ -23,6 +24,7 @@ typedef struct {
     int32_t t0;         /* the batch tokens [t0, t0 + n_tok) attend */
     int32_t base;       /* ring layers: the position at row 0 of k and v (else 0) */
     int32_t n_swa;      /* the layer's window, 0: none */
+    const float *sinks; /* the layer's attention sinks [n_heads], or NULL */
     bool ring;
     bool non_causal;    /* tokens see their sequence's later positions too (c->pos_end) */
     int32_t n_tok;       /* the tokens attending in this pass (elm_kernels.attention) */
@@ -63,7 +65,8 @@ static void attention_worker(void *arg, int ith, int nth) {
             const size_t first = (row + (size_t)(p0 - j->base)) * j->kv_dim + (size_t)kvh * hd;
             float *out = c->att + (size_t)t * q_dim + (size_t)h * hd;
             c->k->attention(q, group, j->k + first, j->v + first, j->kv_dim, p1 + 1 - p0, p0,
-                            hd, hp->attn_scale, j->n_tok, scores, out);
+                            hd, hp->attn_scale, j->sinks ? j->sinks + h : NULL, j->n_tok, scores,
+                            out);
         }
     }
 }
@@ -177,6 +180,7 @@ static void attend(elm_context *c, int l, int32_t t0, int32_t nt) {
                         .n_kv_heads = elm_layer_kv_heads(hp, l), .t0 = t0,
                         .n_swa = elm_layer_swa(hp, l) ? hp->n_swa : 0,
                         .ring = elm_kv_layer_ring(c, l), .non_causal = hp->non_causal,
+                        .sinks = c->m->layers[l].sinks ? c->m->layers[l].sinks->data : NULL,
                         .n_tok = nt};
     elm_pool_work_init(&aj.items, (long)nt * aj.n_kv_heads, elm_pool_size(c->pool));
     if (aj.ring) {
@@ -245,4 +249,5 @@ void elm_layer_attention(elm_context *c, int l, int32_t n) {
     }
     if (c->qg) apply_gate(c, n);
     elm_fw_matmul(c, l, L->wo, c->att, n, 0, c->xb);
+    add_bias(c->xb, L->bo, n, hp->dim);
 }

@@ -116,6 +116,12 @@ elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, i
     if (want != nbytes)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' has %zu bytes, %s shape needs %llu",
                           m->path, name, nbytes, tt->name, (unsigned long long)want);
+    const int64_t n_blocks = (int64_t)(count / (uint64_t)tt->block_size);
+    const int64_t bad = tt->bad_block && data ? tt->bad_block(data, n_blocks) : -1;
+    if (bad >= 0)
+        return elm_errorf(err, ELM_ERR_FORMAT,
+                          "%s: tensor '%s' block %lld has a bad %s scale (not a number)", m->path,
+                          name, (long long)bad, tt->name);
     if (elm_model_find(m, name))
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: duplicate tensor '%s'", m->path, name);
     if (!index_room(m->storage, m->tensors, m->n_tensors + 1))
@@ -204,16 +210,22 @@ static elm_tensor *row_view(elm_tensor *v, const elm_tensor *t, int64_t r0, int6
     return v;
 }
 
-/* 1-D F32 bias of n elements (GGUF keeps biases F32; the HF loader converts them), optional
- * unless required. */
-static elm_status bind_bias(elm_model *m, elm_tensor **slot, const char *name, int64_t n,
-                            bool required, elm_error *err) {
-    if (!required && !elm_model_find(m, name)) return ELM_OK;
-    elm_status st = elm_model_bind_tensor(m, slot, name, n, 0, err);
+/* An F32 tensor [rows, cols] (rows 0: a vector) the pass reads as floats: a bias or the
+ * attention sinks (GGUF keeps them F32; the HF loader converts them). */
+static elm_status bind_f32(elm_model *m, elm_tensor **slot, const char *name, int64_t cols,
+                           int64_t rows, elm_error *err) {
+    elm_status st = elm_model_bind_tensor(m, slot, name, cols, rows, err);
     if (!st && (*slot)->type != ELM_TYPE_F32)
         st = elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is %s, biases must be f32",
                         m->path, name, elm_type_get((*slot)->type)->name);
     return st;
+}
+
+/* 1-D F32 bias of n elements, optional unless required. */
+static elm_status bind_bias(elm_model *m, elm_tensor **slot, const char *name, int64_t n,
+                            bool required, elm_error *err) {
+    if (!required && !elm_model_find(m, name)) return ELM_OK;
+    return bind_f32(m, slot, name, n, 0, err);
 }
 
 /* Layer l's gate and up projections: ffn_gate + ffn_up, or a fused ffn_up [gate; up] (Phi-3) as
@@ -307,6 +319,13 @@ static elm_status bind_moe(elm_model *m, const elm_arch *a, int l, elm_error *er
         (st = bind_stack(m, &L->up_exps, NAME("ffn_up_exps.weight"), dim, ff, E, err)) ||
         (st = bind_stack(m, &L->down_exps, NAME("ffn_down_exps.weight"), ff, dim, E, err)))
         return st;
+    L->router_b = L->gate_exps_b = L->up_exps_b = L->down_exps_b = NULL;
+    if (a->moe_biases &&
+        ((st = bind_f32(m, &L->router_b, NAME("ffn_gate_inp.bias"), E, 0, err)) ||
+         (st = bind_f32(m, &L->gate_exps_b, NAME("ffn_gate_exps.bias"), ff, E, err)) ||
+         (st = bind_f32(m, &L->up_exps_b, NAME("ffn_up_exps.bias"), ff, E, err)) ||
+         (st = bind_f32(m, &L->down_exps_b, NAME("ffn_down_exps.bias"), dim, E, err))))
+        return st;
 #undef NAME
     return ELM_OK;
 }
@@ -351,6 +370,11 @@ static elm_status bind_layer(elm_model *m, const elm_arch *a, int l, elm_tensor 
     L->kind = elm_layer_recurrent(hp, l) ? a->recurrent : ELM_LAYER_ATTENTION;
     if (L->kind != ELM_LAYER_ATTENTION) return elm_layer_ops_of(L->kind)->bind(m, l, err);
     if ((st = elm_model_bind_tensor(m, &L->wo, NAME("attn_output.weight"), q, dim, err)))
+        return st;
+    L->sinks = L->bo = NULL;
+    if (a->sinks && ((st = bind_f32(m, &L->bo, NAME("attn_output.bias"), dim, 0, err)) ||
+                     (st = bind_f32(m, &L->sinks, NAME("attn_sinks.weight"), hp->n_heads, 0,
+                                    err))))
         return st;
     L->wk = L->wv = NULL;
     if (elm_model_find(m, NAME("attn_qkv.weight"))) {
@@ -406,6 +430,8 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
     if (hp->n_ctx_train <= 0) hp->n_ctx_train = 2048;
     if (hp->n_ctx_orig <= 0) hp->n_ctx_orig = hp->n_ctx_train; /* llama.cpp's n_ctx_orig_yarn */
     if (hp->rope_attn_factor == 0) hp->rope_attn_factor = 1.0f;
+    if (hp->yarn_beta_fast == 0) hp->yarn_beta_fast = 32.0f; /* llama.cpp's defaults */
+    if (hp->yarn_beta_slow == 0) hp->yarn_beta_slow = 1.0f;
     elm_arch_swa_defaults(a, hp);
     /* Gemma 3 27B scales by dim / heads, not its head size (llama.cpp, after gemma_pytorch) */
     if (hp->attn_scale == 0)
@@ -429,7 +455,9 @@ static elm_status check_hparams(elm_model *m, const elm_arch *a, elm_error *err)
         {"logit_scale", hp->logit_scale, 1e-6, 1e6},
         {"context_length", hp->n_ctx_train, 1, 1 << 24},
         {"original_context_length", hp->n_ctx_orig, 1, 1 << 24},
-        {"rope_attn_factor", hp->rope_attn_factor, 1e-3, 1e3}};
+        {"rope_attn_factor", hp->rope_attn_factor, 1e-3, 1e3},
+        {"yarn_beta_fast", hp->yarn_beta_fast, 1e-3, 1e6},
+        {"yarn_beta_slow", hp->yarn_beta_slow, 1e-3, 1e6}};
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (!(f[i].v >= f[i].lo && f[i].v <= f[i].hi))
             return elm_errorf(err, ELM_ERR_FORMAT,
@@ -499,10 +527,11 @@ static elm_status check_experts(elm_model *m, const elm_arch *a, elm_error *err)
         return ELM_OK;
     }
     if (hp->moe_gating == 0) hp->moe_gating = a->moe_gating ? a->moe_gating : ELM_MOE_SOFTMAX;
-    if (hp->moe_gating != ELM_MOE_SOFTMAX && hp->moe_gating != ELM_MOE_SIGMOID)
+    if (hp->moe_gating < ELM_MOE_SOFTMAX || hp->moe_gating > ELM_MOE_SOFTMAX_WEIGHT)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: expert gating function %d (%s."
-                          "expert_gating_func): edgelm runs %d (softmax) and %d (sigmoid)",
-                          m->path, hp->moe_gating, a->name, ELM_MOE_SOFTMAX, ELM_MOE_SIGMOID);
+                          "expert_gating_func): edgelm runs %d (softmax), %d (sigmoid) and %d "
+                          "(softmax of the chosen)", m->path, hp->moe_gating, a->name,
+                          ELM_MOE_SOFTMAX, ELM_MOE_SIGMOID, ELM_MOE_SOFTMAX_WEIGHT);
     if (hp->n_dense_lead < 0 || hp->n_dense_lead > hp->n_layers)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d leading dense layers (%s."
                           "leading_dense_block_count) of %d layers", m->path, hp->n_dense_lead,
@@ -540,7 +569,8 @@ int elm_layer_slots(elm_layer *L, elm_tensor ***out) {
                           &L->dn_z,      &L->dn_beta,     &L->dn_alpha,
                           &L->ple_gate,  &L->ple_proj,    &L->ple_post_norm, &L->out_scale,
                           &L->router,    &L->gate_exps,   &L->up_exps,    &L->down_exps,
-                          &L->router_bias};
+                          &L->router_bias, &L->sinks,     &L->bo,         &L->router_b,
+                          &L->gate_exps_b, &L->up_exps_b, &L->down_exps_b};
     _Static_assert(sizeof all / sizeof all[0] <= ELM_LAYER_SLOTS, "ELM_LAYER_SLOTS");
     memcpy(out, all, sizeof all);
     return (int)(sizeof all / sizeof all[0]);

@@ -7,7 +7,8 @@
  * Falcon or 70B special cases): the dense families', and a mixture of experts': ffn_down's layer
  * read from its name, and in a model of exactly 8 experts (Mixtral's rule, llama.cpp applies it
  * by the count) attn_k and attn_v at Q8_0 and attn_output at Q5_K in most recipes. The router
- * stays as it is (elm_recipe_keeps). */
+ * stays as it is (elm_recipe_keeps). MXFP4_MOE is a rule of its own: experts in MXFP4, the rest
+ * in Q8_0. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,8 @@
 /* llama.cpp's LLAMA_FTYPE_MOSTLY_* values */
 enum {
     FT_Q2_K = 10, FT_Q3_K_S = 11, FT_Q3_K_M = 12, FT_Q3_K_L = 13, FT_Q4_K_S = 14,
-    FT_Q4_K_M = 15, FT_Q5_K_S = 16, FT_Q5_K_M = 17, FT_Q6_K = 18, FT_IQ4_NL = 25, FT_IQ4_XS = 30
+    FT_Q4_K_M = 15, FT_Q5_K_S = 16, FT_Q5_K_M = 17, FT_Q6_K = 18, FT_IQ4_NL = 25, FT_IQ4_XS = 30,
+    FT_MXFP4_MOE = 38
 };
 
 static const struct { const char *name; uint32_t ftype; elm_type base; } recipes[] = {
@@ -29,6 +31,7 @@ static const struct { const char *name; uint32_t ftype; elm_type base; } recipes
     {"q5_k_s", FT_Q5_K_S, ELM_TYPE_Q5_K}, {"q5_k_m", FT_Q5_K_M, ELM_TYPE_Q5_K},
     {"q5_k", FT_Q5_K_M, ELM_TYPE_Q5_K},   {"q6_k", FT_Q6_K, ELM_TYPE_Q6_K},
     {"iq4_nl", FT_IQ4_NL, ELM_TYPE_IQ4_NL}, {"iq4_xs", FT_IQ4_XS, ELM_TYPE_IQ4_XS},
+    {"mxfp4_moe", FT_MXFP4_MOE, ELM_TYPE_MXFP4},
 };
 #define N_RECIPES (sizeof recipes / sizeof recipes[0])
 
@@ -99,8 +102,29 @@ static int by_layer_then_name(const void *a, const void *b) {
 /* the layers that get more bits: the first and last eighth, and every third in between */
 static bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
+/* MXFP4_MOE: the stacked experts (a third dimension over 1) in MXFP4, every other matrix, the
+ * output and the embedding included, in Q8_0; llama.cpp tests this ftype before the others'
+ * rules, so none of them apply. */
+static elm_status plan_mxfp4_moe(const elm_model *m, elm_tensor_plan *plan, elm_error *err) {
+    if (m->hp.n_expert <= 1)
+        return elm_errorf(err, ELM_ERR_ARG,
+                          "%s: mxfp4_moe puts a mixture of experts' expert tensors in MXFP4, and "
+                          "this model has no experts (use --type mxfp4 --pure, or another type)",
+                          m->path);
+    for (int32_t i = 0; i < m->n_tensors; i++) {
+        const elm_tensor *t = &m->tensors[i];
+        if (t->n_dims < 2 || elm_recipe_keeps(t->name)) continue;
+        const bool expert = t->ne[2] > 1;
+        plan[i].type = expert ? ELM_TYPE_MXFP4 : ELM_TYPE_Q8_0;
+        snprintf(plan[i].reason, sizeof plan[i].reason, "mxfp4_moe: %s",
+                 expert ? "experts" : "not an expert tensor: q8_0");
+    }
+    return ELM_OK;
+}
+
 elm_status elm_recipe_plan(const elm_model *m, uint32_t ft, bool with_imatrix,
                            elm_tensor_plan *plan, elm_error *err) {
+    if (ft == FT_MXFP4_MOE) return plan_mxfp4_moe(m, plan, err);
     elm_type base = ELM_TYPE_Q4_K;
     elm_quant_recipe_from_name(recipe_name(ft), &ft, &base);
     /* llama.cpp takes layer 0's: none for a hybrid whose first layer is recurrent (LFM2) */

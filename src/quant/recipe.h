@@ -7,7 +7,8 @@
 
 /* plan[i].type and .reason for every 2-D tensor of m under the recipe with llama.cpp file type
  * ftype (elm_quant_recipe_from_name), before fallbacks; with_imatrix as llama-quantize --imatrix.
- * 1-D entries are left alone. ELM_ERR_NOMEM. */
+ * 1-D entries are left alone. ELM_ERR_NOMEM; ELM_ERR_ARG for mxfp4_moe on a model without
+ * experts. */
 elm_status elm_recipe_plan(const elm_model *m, uint32_t ftype, bool with_imatrix,
                            elm_tensor_plan *plan, elm_error *err);
 

@@ -256,8 +256,10 @@ typedef struct stream_choice {
     bool role_sent, finished;
     size_t seen;         /* reply bytes taken from the job */
     int32_t lp_sent;     /* tokens whose log-probabilities were sent */
-    elm_sbuf reply;      /* with tools: the text so far */
-    size_t content_sent; /* with tools: bytes of it sent as content */
+    elm_sbuf reply;      /* with tools or channels: the text so far */
+    size_t content_sent; /* with tools: bytes of it sent as content; with channels: bytes of its
+                          * content (elm_tool_calls.content) sent */
+    size_t reasoning_sent; /* with channels: bytes of its reasoning sent */
 } stream_choice;
 
 /* A streamed request. Its choices' chunks go out in the order their text arrives, each ending
@@ -266,6 +268,8 @@ typedef struct stream {
     srv_http *h;
     conn_state *cs; /* its request's; read only while the response is being sent */
     bool chat, finished, logprobs;
+    bool channels;  /* the replies are in channels (elm_chat_template_channels): read as they
+                     * grow into content and reasoning deltas */
     char *tools;    /* the request's tools when the replies may end in tool calls (their text
                      * is then kept in `reply`), else NULL */
     char *citations; /* --docs: the chunks the prompt held (srv_request), on the last chunk */
@@ -322,10 +326,59 @@ static cJSON *chunk(const stream *st, cJSON *c) {
     return o;
 }
 
+/* Adds to delta d what choice c's reply in channels, read (elm_chat_parse_tool_calls) as far as
+ * it is settled, has beyond what was sent: "content" and "reasoning_content" (nothing when they
+ * are empty). Returns the reading (*calls: caller frees); false when out of memory. */
+static bool read_channels(stream *st, stream_choice *c, bool whole, cJSON *d,
+                          elm_tool_calls *calls) {
+    memset(calls, 0, sizeof *calls);
+    elm_sb_put(&c->reply, "", 0);
+    if (c->reply.oom) return false;
+    const size_t n = whole ? c->reply.len
+                           : elm_chat_reply_settled(st->h->def->tmpl, c->reply.s, c->reply.len);
+    char *settled = strndup(c->reply.s, n);
+    const bool ok = settled && reply_tool_calls(st->h, st->tools, settled, calls);
+    free(settled);
+    if (!ok) return false;
+    const char *content = calls->content ? calls->content : "";
+    const char *reasoning = calls->reasoning ? calls->reasoning : "";
+    if (strlen(content) > c->content_sent) {
+        cJSON_AddStringToObject(d, "content", content + c->content_sent);
+        c->content_sent = strlen(content);
+    }
+    if (strlen(reasoning) > c->reasoning_sent) {
+        cJSON_AddStringToObject(d, "reasoning_content", reasoning + c->reasoning_sent);
+        c->reasoning_sent = strlen(reasoning);
+    }
+    return true;
+}
+
+/* Sends what choice c's reply in channels has settled beyond what was sent, as one delta (none
+ * when there is nothing new). */
+static bool channel_deltas(stream *st, stream_choice *c, bool whole) {
+    cJSON *ch = choice(st->chat, true, (int)(c - st->ch), NULL, NULL, !c->role_sent, NULL);
+    cJSON *d = cJSON_GetObjectItem(ch, "delta");
+    elm_tool_calls calls;
+    const bool ok = read_channels(st, c, whole, d, &calls);
+    elm_tool_calls_free(&calls);
+    const bool news = cJSON_GetObjectItem(d, "content") || cJSON_GetObjectItem(d, "reasoning_content");
+    if (!ok || !news) {
+        cJSON_Delete(ch);
+        return ok;
+    }
+    c->role_sent = true;
+    return queue_event(st, chunk(st, ch));
+}
+
 /* Sends text [len] (taken) of choice c as a delta; with tools, only the part before where a call
  * could begin (the call goes out whole in the finish chunk). */
 static bool choice_text(stream *st, stream_choice *c, char *text, size_t len) {
     c->seen += len;
+    if (st->channels) {
+        elm_sb_put(&c->reply, text, len);
+        free(text);
+        return !c->reply.oom && channel_deltas(st, c, false);
+    }
     if (st->tools) {
         elm_sb_put(&c->reply, text, len);
         free(text);
@@ -356,7 +409,16 @@ static bool choice_end(stream *st, stream_choice *c) {
                        !c->role_sent, NULL);
     cJSON *o = chunk(st, ch);
     c->finished = true;
-    if (st->tools && c->reply.len > c->content_sent) {
+    if (st->channels) {
+        elm_tool_calls calls;
+        if (!read_channels(st, c, true, cJSON_GetObjectItem(ch, "delta"), &calls)) {
+            elm_tool_calls_free(&calls);
+            cJSON_Delete(o);
+            return false;
+        }
+        if (calls.n > 0) put_tool_calls(st->h, ch, true, &calls, st->id, (int)(c - st->ch));
+        elm_tool_calls_free(&calls);
+    } else if (st->tools && c->reply.len > c->content_sent) {
         elm_tool_calls calls;
         elm_sb_put(&c->reply, "", 0);
         if (c->reply.oom || !reply_tool_calls(st->h, st->tools, c->reply.s, &calls)) {
@@ -463,10 +525,16 @@ static cJSON *whole_choice(srv_http *h, srv_job *job, const srv_request *r, cons
     cJSON *lp = r->job.logprobs ? logprobs_json(h, job, r->chat, &lp_sent, len) : NULL;
     elm_tool_calls calls = {0};
     cJSON *c = NULL;
+    const bool read = r->chat && (r->job.tool_calls || r->job.channels);
     if ((!r->job.logprobs || lp) &&
-        (!r->chat || !r->job.tool_calls || reply_tool_calls(h, r->tools, text ? text : "", &calls))) {
-        c = choice(r->chat, false, index, text ? text : "", res->finish_reason, true, lp);
+        (!read || reply_tool_calls(h, r->tools, text ? text : "", &calls))) {
+        /* a reply in channels: its answer as the content (else the text, which did not parse) */
+        const char *content = r->job.channels && calls.content ? calls.content : text ? text : "";
+        c = choice(r->chat, false, index, content, res->finish_reason, true, lp);
         lp = NULL;
+        if (calls.reasoning)
+            cJSON_AddStringToObject(cJSON_GetObjectItem(c, "message"), "reasoning_content",
+                                    calls.reasoning);
         if (calls.n > 0) put_tool_calls(h, c, false, &calls, id, index);
     }
     cJSON_Delete(lp);
@@ -544,6 +612,7 @@ static enum MHD_Result completion(srv_http *h, struct MHD_Connection *conn, bool
         st->cs = cs;
         st->chat = chat;
         st->logprobs = r.job.logprobs;
+        st->channels = chat && r.job.channels;
         st->tools = r.tools; /* the stream's now (set for chat requests only) */
         r.tools = NULL;
         st->citations = r.citations;

@@ -123,13 +123,23 @@ static int chat_prompt(const cJSON *root, const srv_defaults *d, const char *too
             else rc = content_text(content, i, &m[i].content, &owned[i], msg, cap);
             m[i].role = role->valuestring;
             m[i].tool_call_id = cJSON_GetStringValue(srv_field(e, "tool_call_id"));
+            m[i].reasoning = cJSON_GetStringValue(srv_field(e, "reasoning_content"));
         }
     }
     elm_error err;
+    /* gpt-oss's reasoning effort (OpenAI's reasoning_effort; other templates have none to set) */
+    const cJSON *effort = srv_field(root, "reasoning_effort");
+    elm_chat_opts opts = {.reasoning_effort = NULL, .now = 0};
+    if (!rc && effort && !cJSON_IsString(effort))
+        rc = srv_bad(msg, cap, "reasoning_effort: expected \"low\", \"medium\" or \"high\"");
+    else if (!rc && effort && elm_chat_effort_check(effort->valuestring, &err))
+        rc = srv_bad(msg, cap, "%s", err.msg);
+    else if (effort)
+        opts.reasoning_effort = effort->valuestring;
     if (!rc && d->docs)
         rc = srv_docs_prompt(d->docs, &d->m->vocab, d->tmpl, m, n, tools, d->slot_ctx, n_reply,
                              text, citations, msg, cap);
-    else if (!rc && elm_chat_render_tools(d->tmpl, m, n, tools, true, text, &err))
+    else if (!rc && elm_chat_render_with(d->tmpl, m, n, tools, true, &opts, text, &err))
         rc = err.code == ELM_ERR_NOMEM ? 500 : srv_bad(msg, cap, "messages: %s", err.msg);
     for (int i = 0; owned && i < n; i++) free(owned[i]);
     for (int i = 0; calls && i < n; i++) free(calls[i]);
@@ -228,6 +238,7 @@ static int parse(const cJSON *root, bool chat, const srv_defaults *d, srv_reques
                                 : d->slot_ctx > 4 ? d->slot_ctx / 4 : 1;
         char *tools = NULL;
         rc = srv_tools_parse(root, d->tmpl, jp, &tools, msg, cap);
+        jp->channels = elm_chat_template_channels(d->tmpl);
         if (!rc) rc = chat_prompt(root, d, tools, n_reply, &text, &r->citations, msg, cap);
         if (!rc && jp->tool_calls) r->tools = tools;
         else free(tools);

@@ -32,11 +32,32 @@ static char *content_text(const cJSON *c) {
     return elm_sb_finish(&t);
 }
 
+/* Drops a last message that holds only reasoning (a reasoning item no call followed: the
+ * templates drop the reasoning before an answer). */
+static void drop_lone_reasoning(cJSON *msgs) {
+    cJSON *last = cJSON_GetArrayItem(msgs, cJSON_GetArraySize(msgs) - 1);
+    const cJSON *calls = cJSON_GetObjectItemCaseSensitive(last, "tool_calls");
+    if (calls && !calls->child) cJSON_Delete(cJSON_DetachItemViaPointer(msgs, last));
+}
+
 /* Input item i into the chat messages. */
 static int input_item(const cJSON *item, int i, cJSON *msgs, char *msg, size_t cap) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(item, "type");
     const char *t = cJSON_IsString(type) ? type->valuestring : "message";
     if (!cJSON_IsObject(item)) return srv_bad(msg, cap, "input[%d]: expected an object", i);
+    if (strcmp(t, "function_call")) drop_lone_reasoning(msgs);
+    if (!strcmp(t, "reasoning")) {
+        /* the calls that follow it take it as their reasoning_content */
+        char *text = content_text(cJSON_GetObjectItemCaseSensitive(item, "content"));
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "role", "assistant");
+        cJSON_AddNullToObject(m, "content");
+        cJSON_AddStringToObject(m, "reasoning_content", text ? text : "");
+        cJSON_AddArrayToObject(m, "tool_calls");
+        cJSON_AddItemToArray(msgs, m);
+        free(text);
+        return 0;
+    }
     if (!strcmp(t, "message")) {
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(item, "role");
         char *text = content_text(cJSON_GetObjectItemCaseSensitive(item, "content"));
@@ -93,8 +114,8 @@ static int input_item(const cJSON *item, int i, cJSON *msgs, char *msg, size_t c
         cJSON_AddItemToArray(msgs, m);
         return 0;
     }
-    return srv_bad(msg, cap, "input[%d].type: expected \"message\", \"function_call\" or "
-                             "\"function_call_output\"", i);
+    return srv_bad(msg, cap, "input[%d].type: expected \"message\", \"function_call\", "
+                             "\"function_call_output\" or \"reasoning\"", i);
 }
 
 /* Flat function tools ({"type": "function", "name", "description", "parameters"}) as chat's. */
@@ -174,12 +195,15 @@ int srv_responses_to_chat(const char *body, size_t len, char **chat_body, char *
     for (const cJSON *item = cJSON_IsArray(input) ? input->child : NULL; !rc && item;
          item = item->next, i++)
         rc = input_item(item, i, msgs, msg, cap);
+    drop_lone_reasoning(msgs);
     if (!rc) rc = tools(in, out, msg, cap);
     if (!rc) {
         static const char *same[] = {"model", "temperature", "top_p", "top_k", "min_p", "seed",
-                                     "stream", "parallel_tool_calls", "repeat_penalty"};
+                                     "stream", "parallel_tool_calls", "repeat_penalty",
+                                     "grammar"};
         for (size_t k = 0; k < sizeof same / sizeof same[0]; k++) copy_field(in, same[k], out, same[k]);
         copy_field(in, "max_output_tokens", out, "max_tokens");
+        copy_field(srv_field(in, "reasoning"), "effort", out, "reasoning_effort");
         text_format(in, out);
         if (!(*chat_body = cJSON_PrintUnformatted(out))) rc = 500;
     }
@@ -188,13 +212,19 @@ int srv_responses_to_chat(const char *body, size_t len, char **chat_body, char *
     return rc;
 }
 
+/* An output item {"type": type, "id": "PREFIX_ID"}. */
+static cJSON *new_item(const char *type, const char *prefix, const char *id) {
+    cJSON *o = cJSON_CreateObject();
+    char item_id[96];
+    snprintf(item_id, sizeof item_id, "%s_%s", prefix, id);
+    cJSON_AddStringToObject(o, "type", type);
+    cJSON_AddStringToObject(o, "id", item_id);
+    return o;
+}
+
 /* {"type": "message", ...} holding text, with `status`. */
 static cJSON *message_item(const char *id, const char *text, const char *status) {
-    cJSON *m = cJSON_CreateObject(), *content = cJSON_CreateArray();
-    char item_id[96];
-    snprintf(item_id, sizeof item_id, "msg_%s", id);
-    cJSON_AddStringToObject(m, "type", "message");
-    cJSON_AddStringToObject(m, "id", item_id);
+    cJSON *m = new_item("message", "msg", id), *content = cJSON_CreateArray();
     cJSON_AddStringToObject(m, "status", status);
     cJSON_AddStringToObject(m, "role", "assistant");
     if (text) {
@@ -260,9 +290,28 @@ static cJSON *response(const char *id, const char *model, double created, const 
     return r;
 }
 
-/* The items of a reply: its text (when any) and its calls. */
-static cJSON *output_items(const char *id, const char *text, const cJSON *calls) {
+/* {"type": "reasoning", ...} holding text (NULL: none yet), with `status`. */
+static cJSON *reasoning_item(const char *id, const char *text, const char *status) {
+    cJSON *r = new_item("reasoning", "rs", id), *content = cJSON_CreateArray();
+    cJSON_AddItemToObject(r, "summary", cJSON_CreateArray());
+    if (text) {
+        cJSON *part = cJSON_CreateObject();
+        cJSON_AddStringToObject(part, "type", "reasoning_text");
+        cJSON_AddStringToObject(part, "text", text);
+        cJSON_AddItemToArray(content, part);
+    }
+    cJSON_AddItemToObject(r, "content", content);
+    cJSON_AddStringToObject(r, "status", status);
+    return r;
+}
+
+/* The items of a reply: its reasoning (when any: gpt-oss's analysis channel), its text (when
+ * any) and its calls. */
+static cJSON *output_items(const char *id, const char *reasoning, const char *text,
+                           const cJSON *calls) {
     cJSON *out = cJSON_CreateArray();
+    if (reasoning && *reasoning)
+        cJSON_AddItemToArray(out, reasoning_item(id, reasoning, "completed"));
     if (text && *text) cJSON_AddItemToArray(out, message_item(id, text, "completed"));
     const cJSON *tc;
     cJSON_ArrayForEach(tc, calls) cJSON_AddItemToArray(out, call_item(tc, "completed", true));
@@ -277,7 +326,9 @@ cJSON *srv_response_from_chat(const cJSON *completion, const char *id) {
                     cJSON_GetStringValue(cJSON_GetObjectItem(c, "finish_reason")),
                     cJSON_GetObjectItem(completion, "usage"),
                     cJSON_GetObjectItem(completion, "edgelm"),
-                    output_items(id, cJSON_GetStringValue(cJSON_GetObjectItem(m, "content")),
+                    output_items(id,
+                                 cJSON_GetStringValue(cJSON_GetObjectItem(m, "reasoning_content")),
+                                 cJSON_GetStringValue(cJSON_GetObjectItem(m, "content")),
                                  cJSON_GetObjectItem(m, "tool_calls")));
 }
 
@@ -286,6 +337,8 @@ struct srv_resp_stream {
     double created;
     int seq;
     bool started, message_open;
+    bool reasoning_open; /* a reasoning item (output 0) is being streamed */
+    elm_sbuf reasoning;  /* its text so far */
     elm_sbuf text;
 };
 
@@ -301,6 +354,7 @@ srv_resp_stream *srv_resp_stream_new(const char *id, const char *model) {
 void srv_resp_stream_free(srv_resp_stream *rs) {
     if (!rs) return;
     free(rs->text.s);
+    free(rs->reasoning.s);
     free(rs);
 }
 
@@ -313,13 +367,32 @@ static cJSON *event(srv_resp_stream *rs, cJSON *events, const char *type) {
     return e;
 }
 
-/* The fields that place a text event: the message item, output 0, part 0. */
-static void at_text(srv_resp_stream *rs, cJSON *e) {
+/* The fields that place an event in part 0 of item PREFIX_ID, output `index`. */
+static void at_part(const srv_resp_stream *rs, cJSON *e, const char *prefix, int index) {
     char item_id[96];
-    snprintf(item_id, sizeof item_id, "msg_%s", rs->id);
+    snprintf(item_id, sizeof item_id, "%s_%s", prefix, rs->id);
     cJSON_AddStringToObject(e, "item_id", item_id);
-    cJSON_AddNumberToObject(e, "output_index", 0);
+    cJSON_AddNumberToObject(e, "output_index", index);
     cJSON_AddNumberToObject(e, "content_index", 0);
+}
+
+/* A text event's place: the message item, after the reasoning item when there is one. */
+static void at_text(srv_resp_stream *rs, cJSON *e) { at_part(rs, e, "msg", rs->reasoning.len > 0); }
+
+/* A reasoning event's place: the reasoning item, output 0. */
+static void at_reasoning(srv_resp_stream *rs, cJSON *e) { at_part(rs, e, "rs", 0); }
+
+/* Closes the reasoning item being streamed (its text done, the item done). */
+static void close_reasoning(srv_resp_stream *rs, cJSON *events) {
+    if (!rs->reasoning_open) return;
+    rs->reasoning_open = false;
+    const char *text = rs->reasoning.s ? rs->reasoning.s : "";
+    cJSON *e = event(rs, events, "response.reasoning_text.done");
+    at_reasoning(rs, e);
+    cJSON_AddStringToObject(e, "text", text);
+    e = event(rs, events, "response.output_item.done");
+    cJSON_AddNumberToObject(e, "output_index", 0);
+    cJSON_AddItemToObject(e, "item", reasoning_item(rs->id, text, "completed"));
 }
 
 static cJSON *text_part(const char *text) {
@@ -334,6 +407,7 @@ bool srv_resp_stream_chunk(srv_resp_stream *rs, const cJSON *chunk, cJSON *event
     const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(chunk, "choices"), 0);
     const cJSON *d = cJSON_GetObjectItem(c, "delta");
     const char *delta = cJSON_GetStringValue(cJSON_GetObjectItem(d, "content"));
+    const char *thought = cJSON_GetStringValue(cJSON_GetObjectItem(d, "reasoning_content"));
     const char *finish = cJSON_GetStringValue(cJSON_GetObjectItem(c, "finish_reason"));
     if (!rs->started) {
         rs->started = true;
@@ -341,11 +415,25 @@ bool srv_resp_stream_chunk(srv_resp_stream *rs, const cJSON *chunk, cJSON *event
                               response(rs->id, rs->model, rs->created, NULL, NULL, NULL,
                                        cJSON_CreateArray()));
     }
+    /* reasoning comes first (gpt-oss's analysis channel): its own item, output 0 */
+    if (thought && *thought && !rs->message_open) {
+        if (!rs->reasoning_open) {
+            rs->reasoning_open = true;
+            cJSON *e = event(rs, events, "response.output_item.added");
+            cJSON_AddNumberToObject(e, "output_index", 0);
+            cJSON_AddItemToObject(e, "item", reasoning_item(rs->id, NULL, "in_progress"));
+        }
+        elm_sb_puts(&rs->reasoning, thought);
+        cJSON *e = event(rs, events, "response.reasoning_text.delta");
+        at_reasoning(rs, e);
+        cJSON_AddStringToObject(e, "delta", thought);
+    }
+    if ((delta && *delta) || finish) close_reasoning(rs, events);
     if (delta && *delta) {
         if (!rs->message_open) {
             rs->message_open = true;
             cJSON *e = event(rs, events, "response.output_item.added");
-            cJSON_AddNumberToObject(e, "output_index", 0);
+            cJSON_AddNumberToObject(e, "output_index", rs->reasoning.len > 0);
             cJSON_AddItemToObject(e, "item", message_item(rs->id, NULL, "in_progress"));
             e = event(rs, events, "response.content_part.added");
             at_text(rs, e);
@@ -356,7 +444,7 @@ bool srv_resp_stream_chunk(srv_resp_stream *rs, const cJSON *chunk, cJSON *event
         at_text(rs, e);
         cJSON_AddStringToObject(e, "delta", delta);
     }
-    if (!finish) return !rs->text.oom;
+    if (!finish) return !rs->text.oom && !rs->reasoning.oom;
     const char *text = rs->text.s ? rs->text.s : "";
     if (rs->message_open) {
         cJSON *e = event(rs, events, "response.output_text.done");
@@ -366,11 +454,11 @@ bool srv_resp_stream_chunk(srv_resp_stream *rs, const cJSON *chunk, cJSON *event
         at_text(rs, e);
         cJSON_AddItemToObject(e, "part", text_part(text));
         e = event(rs, events, "response.output_item.done");
-        cJSON_AddNumberToObject(e, "output_index", 0);
+        cJSON_AddNumberToObject(e, "output_index", rs->reasoning.len > 0);
         cJSON_AddItemToObject(e, "item", message_item(rs->id, text, "completed"));
     }
     const cJSON *calls = cJSON_GetObjectItem(d, "tool_calls"), *tc;
-    int k = rs->message_open;
+    int k = (rs->reasoning.len > 0) + rs->message_open;
     cJSON_ArrayForEach(tc, calls) {
         cJSON *e = event(rs, events, "response.output_item.added");
         cJSON_AddNumberToObject(e, "output_index", k);
@@ -391,6 +479,6 @@ bool srv_resp_stream_chunk(srv_resp_stream *rs, const cJSON *chunk, cJSON *event
                           response(rs->id, rs->model, rs->created, finish,
                                    cJSON_GetObjectItem(chunk, "usage"),
                                    cJSON_GetObjectItem(chunk, "edgelm"),
-                                   output_items(rs->id, text, calls)));
-    return !rs->text.oom;
+                                   output_items(rs->id, rs->reasoning.s, text, calls)));
+    return !rs->text.oom && !rs->reasoning.oom;
 }

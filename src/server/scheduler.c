@@ -217,7 +217,8 @@ static void assign(srv_server *s) {
         best->n_past = best->n_fed = best_len;
         best->pending = -1;
         elm_detok_init(&best->dt, &s->m->vocab, false);
-        if (j->p.tool_calls) elm_detok_preserve(&best->dt, s->p.preserved, s->p.n_preserved);
+        if (j->p.tool_calls || j->p.channels)
+            elm_detok_preserve(&best->dt, s->p.preserved, s->p.n_preserved);
         j->n_cached = best_len;
         j->slot = (int32_t)(best - s->slots);
         j->t_start = elm_now_ms();

@@ -34,8 +34,8 @@ typedef struct srv_params {
     int32_t eot_id;       /* the chat template's end-of-turn token (-1: none): with EOS, what
                            * ends a reply held to a grammar */
     int32_t preserved[ELM_TOOL_PRESERVED_MAX]; /* the template's tool-call control tokens
-                           * (elm_chat_tool_preserved_ids): a job with tool_calls decodes them as
-                           * text and its grammar sees them so */
+                           * (elm_chat_tool_preserved_ids): a job with tool_calls or channels
+                           * decodes them as text and its grammar sees them so */
     int32_t n_preserved;
     srv_metrics *metrics; /* borrowed: counts prompts, tokens and latencies; NULL for none */
 } srv_params;
@@ -51,6 +51,8 @@ typedef struct srv_job_params {
     elm_grammar *grammar; /* the reply follows it (response_format, grammar), or NULL; owned by
                            * the job once srv_job_new is called */
     bool tool_calls;      /* the reply may hold tool calls (request tools) */
+    bool channels;        /* the reply is written in channels (elm_chat_template_channels): its
+                           * markers decoded as their text, tools or not */
     char trigger[32];     /* with the grammar: the text that starts it ("" from the start) */
     bool logprobs;        /* keep each token's log-probability ... */
     int32_t top_logprobs; /* ... and its most likely alternatives' (0..SRV_MAX_TOP_LOGPROBS) */

@@ -118,6 +118,8 @@ elm_status elm_plan_make(const elm_model *m, int32_t n_ctx, int32_t n_batch, int
         const int64_t *ne = m->tensors[i].ne;
         if (ne[2] > 1 && hp->n_expert_used < ne[2])
             out->n_active_params -= ne[0] * ne[1] * (ne[2] - hp->n_expert_used);
+        if (strstr(m->tensors[i].name, "_exps.bias") && hp->n_expert_used < ne[1])
+            out->n_active_params -= ne[0] * (ne[1] - hp->n_expert_used); /* gpt-oss's [E, n] */
     }
     out->kv_f16 = elm_kv_cache_bytes(hp, n_ctx, ELM_TYPE_F16, ELM_TYPE_F16);
     out->kv_q8_0 = elm_kv_cache_bytes(hp, n_ctx, ELM_TYPE_Q8_0, ELM_TYPE_Q8_0);

@@ -113,6 +113,16 @@ static const elm_synth_preset presets[] = {
      .ffn_dim = 6144, .n_ctx_train = 40960, .rms_eps = 1e-6f, .rope_theta = 1000000.0f,
      .head_dim = 128,
      .extra = {.n_expert = 128, .n_expert_used = 8, .expert_ffn_dim = 768}},
+    /* openai/gpt-oss-20b's config.json: 24 layers of 64 heads of 64 (q wider than the 2880
+     * hidden) on 8 KV heads, windowed (sliding_window 128) and global in turn (layer_types), 32
+     * experts of intermediate_size 2880 (the dense size llama.cpp's converter writes too), 4 per
+     * token (num_experts_per_tok), YaRN ×32 from 4096 (rope_scaling), base 150000, untied; its
+     * experts are MXFP4 in the checkpoint, float here */
+    {.name = "gpt-oss-20b", .source = "openai/gpt-oss-20b", .arch = "gpt-oss",
+     .n_vocab = 201088, .dim = 2880, .n_layers = 24, .n_heads = 64, .n_kv_heads = 8,
+     .ffn_dim = 2880, .n_ctx_train = 131072, .rms_eps = 1e-5f, .rope_theta = 150000.0f,
+     .head_dim = 64, .n_swa = 128, .rope_scale = 32.0f,
+     .extra = {.n_expert = 32, .n_expert_used = 4, .expert_ffn_dim = 2880, .yarn_orig = 4096}},
 };
 
 /* Whether family a rotates part of a head by rope_freqs, as llama.cpp's converter writes Gemma
@@ -166,6 +176,12 @@ void elm_preset_hparams(const elm_synth_preset *p, elm_hparams *hp) {
     hp->no_rope = x->no_rope;
     hp->n_expert = x->n_expert, hp->n_expert_used = x->n_expert_used;
     hp->expert_ffn_dim = x->expert_ffn_dim, hp->n_dense_lead = x->n_dense_lead;
+    if (x->yarn_orig > 0) {
+        hp->rope_yarn = true;
+        hp->n_ctx_orig = x->yarn_orig;
+        hp->yarn_beta_fast = 32.0f;
+        hp->yarn_beta_slow = 1.0f;
+    }
     if (p->n_ctx_orig > 0) {
         hp->n_ctx_orig = p->n_ctx_orig;
         hp->rope_attn_factor = elm_arch_longrope_attn_factor(p->n_ctx_train, p->n_ctx_orig);

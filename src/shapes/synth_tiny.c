@@ -208,8 +208,20 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
         hp->rms_eps = 1e-6f;
         hp->rope_theta = 10000000.0f;
     }
-    if (a->swa_period) { /* Gemma 3 4B's RoPE (base 1e6, linear ×8 on global layers only) */
-        hp->n_swa = TINY_WINDOW;
+    if (a->swa_period) hp->n_swa = TINY_WINDOW;
+    if (a->sinks) { /* gpt-oss-20b's RoPE (base 150000, YaRN ×32 from 4096: over a tiny head, the
+                     * ramp falls from pair 2 to 5) and its own output matrix */
+        hp->rope_theta = 150000.0f;
+        hp->rope_yarn = true;
+        hp->rope_freq_scale = 1.0f / 32;
+        hp->n_ctx_orig = 4096;
+        hp->n_ctx_train = 131072;
+        hp->yarn_beta_fast = 32.0f;
+        hp->yarn_beta_slow = 1.0f;
+        hp->tied_output = false;
+    }
+    if (a->swa_period && a->swa_theta) { /* Gemma 3 4B's RoPE (base 1e6, linear ×8 on global
+                                          * layers only) */
         hp->rope_theta = 1000000.0f;
         hp->rope_freq_scale = 0.125f;
     }
@@ -237,6 +249,8 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
         hp->expert_ffn_dim = TINY_FFN / 4 * scale;
         /* LFM2-MoE: its first layer dense (the real models' first 2), experts in both kinds */
         if (a->recurrent == ELM_LAYER_SHORTCONV) hp->n_dense_lead = 1;
+        /* gpt-oss: one intermediate_size, the experts' (its converter writes it for both) */
+        if (a->moe_biases) hp->ffn_dim = hp->expert_ffn_dim;
     }
     rng r = {o->seed};
     st = add_tensors(m, a, &r, o->std > 0 ? o->std : 0.3, o->longrope, err);

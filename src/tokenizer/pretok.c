@@ -2,7 +2,8 @@
  *
  * The patterns are those the models' own Hugging Face tokenizers declare (GPT-2's ByteLevel
  * default; the Split patterns of Llama 3's, Qwen2's and Qwen3.5's tokenizer.json; StarCoder's
- * Digits; DeepSeek-Coder's five Splits), and Gemma 4's cut at newline runs as llama.cpp makes it;
+ * Digits; DeepSeek-Coder's five Splits; o200k's, gpt-oss's and GPT-4o's, which keeps case runs and
+ * contractions together), and Gemma 4's cut at newline runs as llama.cpp makes it;
  * the GGUF names and their aliases are llama.cpp's tokenizer.ggml.pre values. PCRE2 runs them with UTF and Unicode
  * properties (\p{L}, \p{N}, Unicode \s), and with PCRE2_MATCH_INVALID_UTF so that text which is
  * not valid UTF-8 is still split (its bad bytes never match) instead of being refused. */
@@ -34,6 +35,13 @@ static const struct {
     {"refact", {"\\p{N}", GPT2_REGEX}},
     {"deepseek-coder", {"[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+",
                         "[\\x{4E00}-\\x{9FA5}\\x{0800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+", "\\p{N}"}},
+    /* o200k (gpt-oss's o200k_harmony): a word is a run of capitals then of small letters (marks
+     * and other letters either), with its contraction; PCRE2 runs the tokenizer.json pattern that
+     * llama.cpp rewrites for its own regex engine */
+    {"gpt-4o", {"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+                "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+                "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?"
+                "[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}},
     /* Gemma 4 (SentencePiece-style BPE on raw UTF-8): only runs of newlines are cut apart */
     {"gemma4", {"[^\\n]+|[\\n]+"}},
 };
@@ -46,6 +54,7 @@ static const struct {
     {"llama-v3", "llama-bpe"}, {"falcon3", "llama-bpe"}, {"pixtral", "llama-bpe"},
     {"deepseek-r1-qwen", "qwen2"}, {"megrez", "qwen2"}, {"command-r", "refact"},
     {"starcoder", "refact"},  {"smollm", "refact"},
+    {"llama4", "gpt-4o"},
 };
 
 struct elm_pretok {
@@ -62,9 +71,9 @@ const char *elm_pretok_canonical(const char *name) {
 }
 
 const char *elm_pretok_names(void) {
-    return "gpt-2, llama-bpe, qwen2, qwen35, refact, deepseek-coder, gemma4 (aliases phi-2, mpt, "
-           "llama3, llama-v3, falcon3, pixtral, deepseek-r1-qwen, megrez, command-r, starcoder, "
-           "smollm)";
+    return "gpt-2, llama-bpe, qwen2, qwen35, refact, deepseek-coder, gpt-4o, gemma4 (aliases "
+           "phi-2, mpt, llama3, llama-v3, falcon3, pixtral, deepseek-r1-qwen, megrez, command-r, "
+           "starcoder, smollm, llama4)";
 }
 
 int elm_pretok_patterns(const char *name, const char *const **patterns) {

@@ -1,5 +1,6 @@
 /* libFuzzer harness: chat-template rendering of arbitrary message text, with and without tools,
- * and the parsing of tool calls out of arbitrary text. The input is split at NUL
+ * and the parsing of tool calls out of arbitrary text (and how much of it is settled, for
+ * templates with channels). The input is split at NUL
  * bytes into a system prompt and messages (alternately user and assistant); the first byte picks
  * the template and whether a generation prompt follows. Also renders one turn at a time, and
  * detects a template from the whole input taken as a Jinja text. */
@@ -37,6 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     out = NULL;
     elm_tool_calls calls;
     if (elm_chat_parse_tool_calls(t, tools, msgs[0].content, &calls, &err) == ELM_OK) elm_tool_calls_free(&calls);
+    if (elm_chat_reply_settled(t, msgs[0].content, strlen(msgs[0].content)) > strlen(msgs[0].content))
+        abort();
     if (elm_chat_render_turn(t, msgs[0].content, n > 1 ? msgs[1].content : "", n < 3, &out, &err) ==
             ELM_OK && !out)
         abort();

@@ -72,6 +72,6 @@ t.run(async () => {
   await t.refusals((extra) => client.responses.create({model: "m", input: "x", max_output_tokens: 4, ...extra}),
                    [[{previous_response_id: "resp_1"}, /previous_response_id/],
                     [{tools: [{type: "web_search"}]}, /tools\[0\]\.type/],
-                    [{input: [{type: "reasoning", summary: []}]}, /input\[0\]\.type/],
+                    [{input: [{type: "web_search_call", id: "ws_1"}]}, /input\[0\]\.type/],
                     [{input: []}, /input: an empty array/]]);
 });

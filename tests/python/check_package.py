@@ -237,18 +237,29 @@ import gguf_tensors  # noqa: E402
 import gguf_vocab  # noqa: E402
 
 V = gguf_vocab
-gguf_vocab.write(f"{tmp}/markers-vocab.gguf",
-                 [("<|tool_call_start|>", V.CONTROL), ("<|tool_call_end|>", V.CONTROL),
-                  ("<unk>", V.UNKNOWN), ("<s>", V.CONTROL), ("</s>", V.CONTROL)] +
-                 [(f"<0x{b:02X}>", V.BYTE) for b in range(256)], bos=3, eos=4, unk=2)
-markers = f"{tmp}/markers.gguf"
-subprocess.run([binary, "synth", "--arch", "llama", "--tiny", "--vocab",
-                f"{tmp}/markers-vocab.gguf", "-o", markers], check=True, capture_output=True)
-_, table = gguf_tensors.layout(markers)
-_, ne, _, off = next(t for t in table if t[0] == "output_norm.weight")
-with open(markers, "r+b") as f:
-    f.seek(off)
-    f.write(bytes(4 * ne[0]))  # F32 zeros
+
+
+def flat_model(name, controls):
+    """A tiny llama model on a vocabulary of the control tokens `controls` (ids 0..), <unk>, <s>,
+    </s> and the 256 bytes, whose logits are all 0 (output norm zeroed): greedy draws the lowest
+    id allowed."""
+    k = len(controls)
+    gguf_vocab.write(f"{tmp}/{name}-vocab.gguf",
+                     [(t, V.CONTROL) for t in controls] +
+                     [("<unk>", V.UNKNOWN), ("<s>", V.CONTROL), ("</s>", V.CONTROL)] +
+                     [(f"<0x{b:02X}>", V.BYTE) for b in range(256)], bos=k + 1, eos=k + 2, unk=k)
+    path = f"{tmp}/{name}.gguf"
+    subprocess.run([binary, "synth", "--arch", "llama", "--tiny", "--vocab",
+                    f"{tmp}/{name}-vocab.gguf", "-o", path], check=True, capture_output=True)
+    _, table = gguf_tensors.layout(path)
+    _, ne, _, off = next(t for t in table if t[0] == "output_norm.weight")
+    with open(path, "r+b") as f:
+        f.seek(off)
+        f.write(bytes(4 * ne[0]))  # F32 zeros
+    return path
+
+
+markers = flat_model("markers", ["<|tool_call_start|>", "<|tool_call_end|>"])
 now = [{"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}]
 ask = [{"role": "user", "content": "time?"}]
 with edgelm.Model(markers, n_ctx=1024, n_threads=1) as m:
@@ -260,6 +271,27 @@ with edgelm.Model(markers, n_ctx=1024, n_threads=1) as m:
     r = m.chat(ask, template="lfm2", temperature=0, max_tokens=4)
     check(r.ids == [0] * 4 and r.text == "" and not r.tool_calls,
           f"without tools a control token has no text: {r.ids} {r.text!r}")
+
+# gpt-oss's harmony markers as control tokens 0-4 of the same kind of model: a required call is
+# written with them (the lowest ids the grammar allows) and read back as the call
+harmony = flat_model("harmony", ["<|channel|>", "<|message|>", "<|start|>", "<|end|>",
+                                "<|constrain|>"])
+with edgelm.Model(harmony, n_ctx=2048, n_threads=1) as m:
+    # no arguments ({} with whitespace, bounded, which greedy takes): nothing else is lower
+    none = [{"type": "function", "function": {"name": "now", "parameters": {
+        "type": "object", "properties": {}, "additionalProperties": False}}}]
+    r = m.chat(ask, tools=none, tool_choice="required", template="gpt-oss", temperature=0,
+               max_tokens=256)
+    check(r.ids[0] == 0 and 4 in r.ids and 1 in r.ids and r.finish_reason == "tool_calls" and
+          [c["function"]["name"] for c in r.tool_calls] == ["now"] and r.text == "" and
+          r.reasoning == "" and
+          r.message == {"role": "assistant", "content": None, "tool_calls": r.tool_calls},
+          f"gpt-oss call in channels: {r.ids} {r.finish_reason} {r.tool_calls} {r.text!r}")
+    # its reasoning effort, as the server's reasoning_effort
+    r = m.chat(ask, template="gpt-oss", reasoning_effort="high", temperature=0, max_tokens=2)
+    check(len(r.ids) == 2, f"reasoning_effort high: {r.ids}")
+    raises(edgelm.ArgumentError, "reasoning_effort: 'max'", m.chat, ask, template="gpt-oss",
+           reasoning_effort="max")
 
 # embeddings: the CLI's vectors bit for bit, of an embedding model (EmbeddingGemma's shape,
 # bidirectional, mean pooling, Dense projections) and of a generative one

@@ -14,7 +14,7 @@
 
 typedef struct chat_opts {
     const char *model, *system, *tmpl_name, *think, *preset, *from, *to, *context_file, *tokenizer;
-    const char *docs;
+    const char *docs, *effort;
     long docs_k;
     bool verbose_prompt;
     gen_opts gen;
@@ -29,8 +29,9 @@ static const cli_spec *chat_spec(chat_opts *o) {
         CLI_OPT_MODEL(&o->model),
         CLI_OPT_TOKENIZER(&o->tokenizer),
         {"--system", "TEXT", CLI_TEXT, &o->system, 0, 0, "system prompt", 0},
-        {"--template", "NAME", CLI_TEXT, &o->tmpl_name, 0, 0, "auto (default: from the model), llama2, llama3, chatml, phi3,\nphi4-mini, gemma, gemma4, gemma4-think, qwen3, qwen3-no-think,\nqwen35, qwen35-no-think, smollm3, smollm3-no-think, lfm2, lfm25,\ngranite4, llama31, llama32, ministral3, mistral-small32,\nmistral-nemo or plain", 0},
+        {"--template", "NAME", CLI_TEXT, &o->tmpl_name, 0, 0, "auto (default: from the model), llama2, llama3, chatml, phi3,\nphi4-mini, gemma, gemma4, gemma4-think, qwen3, qwen3-no-think,\nqwen35, qwen35-no-think, smollm3, smollm3-no-think, lfm2, lfm25,\ngranite4, llama31, llama32, ministral3, mistral-small32,\nmistral-nemo, gpt-oss or plain", 0},
         {"--think", "on|off", CLI_TEXT, &o->think, 0, 0, "thinking models (Qwen3, Qwen3.5, SmolLM3, Gemma 4): reason\nfirst (on; the default but for Gemma 4) or answer at once (off)", 0},
+        {"--reasoning-effort", "low|medium|high", CLI_TEXT, &o->effort, 0, 0, "gpt-oss: how much it reasons (default medium)", 0},
         {"--preset", "NAME", CLI_TEXT, &o->preset, 0, 0, "translate (with --from L --to L), code, or rag (with\n--context FILE: answers only from that text)", 0},
         {"--from", "LANG", CLI_TEXT, &o->from, 0, 0, "translate: source language", 0},
         {"--to", "LANG", CLI_TEXT, &o->to, 0, 0, "translate: target language", 0},
@@ -67,6 +68,7 @@ typedef struct chat_cli {
     const cli_spec *spec;   /* for /help */
     const char *model;      /* the path, for messages */
     const char *system;     /* the system prompt (--verbose-prompt renders turns with it) */
+    elm_chat_opts opts;     /* --reasoning-effort */
     bool verbose;           /* --verbose-prompt */
     const chat_docs *docs;  /* --docs, or NULL */
 } chat_cli;
@@ -178,7 +180,7 @@ static bool turn(chat_cli *s, const char *line) {
     if (s->verbose) {
         char *text = NULL;
         const bool first = elm_context_n_past(s->stack->ctx) == 0;
-        if (!elm_chat_render_turn(s->tmpl, s->system, line, first, &text, &err))
+        if (!elm_chat_render_turn_with(s->tmpl, s->system, line, first, &s->opts, &text, &err))
             chat_print_prompt(text, NULL);
         free(text);
     }
@@ -238,6 +240,10 @@ int cmd_chat(int argc, char **argv) {
     if (strcmp(o.tmpl_name, "auto") != 0 && !elm_chat_template_parse(o.tmpl_name, &tmpl))
         return cli_fail("--template: invalid value '%s' (expected auto, %s)", o.tmpl_name,
                         elm_chat_template_names());
+    elm_error effort_err;
+    if (o.effort && elm_chat_effort_check(o.effort, &effort_err))
+        return cli_fail("--reasoning-effort: invalid value '%s' (expected low, medium or high)",
+                        o.effort);
     if (o.think && strcmp(o.think, "on") != 0 && strcmp(o.think, "off") != 0)
         return cli_fail("--think: invalid value '%s' (expected on or off)", o.think);
     if (o.docs && (o.preset || o.context_file))
@@ -278,15 +284,23 @@ int cmd_chat(int argc, char **argv) {
     elm_error_clear(&err);
     o.gen.gp.n_keep = (int32_t)(o.gen.keep < 0 ? 0 : o.gen.keep); /* 0: the chat keeps its system turn */
     o.gen.gp.grammar = stack.grammar;
+    /* gpt-oss's replies show their channels: the markers as their text */
+    int32_t markers[ELM_TOOL_PRESERVED_MAX];
+    if (elm_chat_template_channels(tmpl)) {
+        o.gen.gp.n_preserved = elm_chat_tool_preserved_ids(tmpl, &m->vocab, markers);
+        o.gen.gp.preserved = markers;
+    }
+    const elm_chat_opts ropts = {.reasoning_effort = o.effort, .now = 0};
     const elm_chat_params cp = {.tmpl = tmpl, .system = system, .gen = o.gen.gp,
-                                .spec = stack.speculative ? &stack.spec : NULL};
+                                .spec = stack.speculative ? &stack.spec : NULL, .opts = ropts};
     if (elm_chat_new(stack.ctx, &cp, &chat, &err)) {
         cli_fail("%s: %s", model, err.msg);
         goto done;
     }
     docs.tmpl = tmpl;
     chat_cli s = {.chat = chat, .stack = &stack, .tmpl = tmpl, .speculative = stack.speculative,
-                  .spec = spec, .model = model, .system = system, .verbose = o.verbose_prompt,
+                  .spec = spec, .model = model, .system = system, .opts = ropts,
+                  .verbose = o.verbose_prompt,
                   .docs = o.docs ? &docs : NULL};
     rc = repl(&s);
 done:

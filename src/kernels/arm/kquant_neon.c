@@ -8,6 +8,7 @@
 #include <arm_neon.h>
 
 #include "codecs/kquant_codec.h"
+#include "codecs/mxfp4.h"
 #include "kernels/blocks.h"
 #include "kernels/targets.h"
 
@@ -97,11 +98,13 @@ NEON_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int
     for (int i = 0; i < nx; i++) out[i] = dot1(w, x[i], n, mins);
 }
 
-NEON_FN static void unpack_iq4_nl(const uint8_t *src, int64_t n, int8_t *q, float *d) {
-    const int8x16_t grid = vld1q_s8(elm_iq4nl_grid);
-    for (int64_t b = 0; b < n; b++, src += 18, q += ELM_QK) {
-        d[b] = elm_load_f16(src);
-        const uint8x16_t p = vld1q_u8(src + 2);
+NEON_FN static void unpack_grid32(elm_type t, const uint8_t *src, int64_t n, int8_t *q,
+                                  float *d) {
+    const elm_grid32_layout g = elm_grid32_layout_of(t);
+    const int8x16_t grid = vld1q_s8(g.grid);
+    for (int64_t b = 0; b < n; b++, q += ELM_QK) {
+        d[b] = elm_grid32_scale(t, src, b);
+        const uint8x16_t p = vld1q_u8(src + g.block_bytes * b + g.qs_at);
         vst1q_s8(q, vqtbl1q_s8(grid, vandq_u8(p, vdupq_n_u8(0x0f))));
         vst1q_s8(q + 16, vqtbl1q_s8(grid, vshrq_n_u8(p, 4)));
     }
@@ -117,6 +120,8 @@ NEON_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, i
     return acc;
 }
 
-const elm_kq_kernels elm_kq_neon = {
-    .unpack = unpack, .dot = dot, .unpack_iq4_nl = unpack_iq4_nl, .dot_iq4_nl = dot_iq4_nl};
+const elm_kq_kernels elm_kq_neon = {.unpack = unpack,
+                                    .dot = dot,
+                                    .unpack_grid32 = unpack_grid32,
+                                    .dot_iq4_nl = dot_iq4_nl};
 #endif

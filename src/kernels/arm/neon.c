@@ -83,9 +83,10 @@ NEON_INLINE float32x4_t exp4(float32x4_t x) {
     return vmulq_f32(p, vreinterpretq_f32_s32(e));
 }
 
-NEON_FN static void softmax(float *x, int64_t n) {
-    float max = x[0];
-    for (int64_t i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
+/* The softmax of x[0..n) and one more logit, sink (-INFINITY: none), whose share is dropped. */
+NEON_FN static void softmax_sink(float *x, int64_t n, float sink) {
+    float max = sink;
+    for (int64_t i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
     int64_t i = 0;
     float32x4_t sv = vdupq_n_f32(0);
     for (; i + 4 <= n; i += 4) {
@@ -93,7 +94,7 @@ NEON_FN static void softmax(float *x, int64_t n) {
         vst1q_f32(x + i, e);
         sv = vaddq_f32(sv, e);
     }
-    double sum = vaddvq_f32(sv);
+    double sum = vaddvq_f32(sv) + (double)expf(sink - max);
     for (; i < n; i++) {
         x[i] = expf(x[i] - max);
         sum += x[i];
@@ -101,6 +102,8 @@ NEON_FN static void softmax(float *x, int64_t n) {
     const float inv = (float)(1.0 / sum);
     for (i = 0; i < n; i++) x[i] *= inv;
 }
+
+NEON_FN static void softmax(float *x, int64_t n) { softmax_sink(x, n, -INFINITY); }
 
 NEON_FN static void swiglu(float *out, const float *g, const float *u, int64_t n) {
     int64_t i = 0;
@@ -125,11 +128,11 @@ NEON_FN static void rmsnorm(float *out, const float *x, const float *w, int64_t 
 }
 
 NEON_FN static void attention_head(const float *q, const float *k, const float *v, size_t stride,
-                                   int32_t n_pos, int head_dim, float scale, float *scores,
-                                   float *out) {
+                                   int32_t n_pos, int head_dim, float scale, float sink,
+                                   float *scores, float *out) {
     for (int32_t p = 0; p < n_pos; p++)
         scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
-    softmax(scores, n_pos);
+    softmax_sink(scores, n_pos, sink);
     int d = 0;
     for (; d + 16 <= head_dim; d += 16) {
         float32x4_t o0 = vdupq_n_f32(0), o1 = vdupq_n_f32(0), o2 = vdupq_n_f32(0),
@@ -153,12 +156,13 @@ NEON_FN static void attention_head(const float *q, const float *k, const float *
 
 NEON_FN static void attention(const float *q, int n_q, const float *k, const float *v,
                               size_t stride, int32_t n_pos, int32_t pos0, int head_dim,
-                              float scale, int32_t n_tok, float *scores, float *out) {
+                              float scale, const float *sinks, int32_t n_tok, float *scores,
+                              float *out) {
     (void)n_tok;
     (void)pos0;
     for (int i = 0; i < n_q; i++)
-        attention_head(q + i * head_dim, k, v, stride, n_pos, head_dim, scale, scores,
-                       out + i * head_dim);
+        attention_head(q + i * head_dim, k, v, stride, n_pos, head_dim, scale,
+                       sinks ? sinks[i] : -INFINITY, scores, out + i * head_dim);
 }
 
 /* ---- q8 activations ---- */

@@ -95,10 +95,10 @@ void elm_scalar_rmsnorm(float *out, const float *x, const float *w, int64_t n, f
     for (int64_t i = 0; i < n; i++) out[i] = x[i] * scale * w[i];
 }
 
-void elm_scalar_softmax(float *x, int64_t n) {
-    float max = x[0];
-    for (int64_t i = 1; i < n; i++) max = x[i] > max ? x[i] : max;
-    double sum = 0;
+void elm_scalar_softmax_sink(float *x, int64_t n, float sink) {
+    float max = sink;
+    for (int64_t i = 0; i < n; i++) max = x[i] > max ? x[i] : max;
+    double sum = expf(sink - max); /* 0 without a sink */
     for (int64_t i = 0; i < n; i++) {
         x[i] = expf(x[i] - max);
         sum += x[i];
@@ -106,6 +106,8 @@ void elm_scalar_softmax(float *x, int64_t n) {
     const float inv = (float)(1.0 / sum);
     for (int64_t i = 0; i < n; i++) x[i] *= inv;
 }
+
+void elm_scalar_softmax(float *x, int64_t n) { elm_scalar_softmax_sink(x, n, -INFINITY); }
 
 void elm_scalar_swiglu(float *out, const float *g, const float *u, int64_t n) {
     for (int64_t i = 0; i < n; i++) out[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
@@ -142,9 +144,36 @@ void elm_scalar_rope_neox(float *v, int n_heads, int head_dim, int rope_dim, con
 
 void elm_rope_freqs_init(elm_rope_freqs *r, int rope_dim, float base, float scale,
                          const float *ff, float *inv_freq) {
-    *r = (elm_rope_freqs){rope_dim, base, scale, ff, inv_freq, 1.0f};
+    *r = (elm_rope_freqs){rope_dim, base, scale, ff, inv_freq, 1.0f, 0, 0, 0};
     for (int i = 0; i < rope_dim / 2; i++)
         inv_freq[i] = (float)(pow(base, -2.0 * i / rope_dim) * scale / (ff ? ff[i] : 1.0f));
+}
+
+/* The dimension at which n_rot rotations fit in n_ctx_orig positions (ggml_rope_yarn_corr_dim,
+ * in float as ggml computes it). */
+static float yarn_corr_dim(int n_dims, int32_t n_ctx_orig, float n_rot, float base) {
+    return (float)n_dims * logf((float)n_ctx_orig / (n_rot * 2 * (float)M_PI)) /
+           (2 * logf(base));
+}
+
+float elm_rope_yarn_ramp(const elm_rope_freqs *r, int i) {
+    const float y = ((float)i - r->corr_lo) / fmaxf(0.001f, r->corr_hi - r->corr_lo);
+    return 1 - fminf(1, fmaxf(0, y));
+}
+
+void elm_rope_freqs_yarn(elm_rope_freqs *r, int32_t n_ctx_orig, float beta_fast, float beta_slow,
+                         float *inv_freq) {
+    const int n = r->rope_dim;
+    r->ext_factor = 1.0f;
+    r->corr_lo = fmaxf(0, floorf(yarn_corr_dim(n, n_ctx_orig, beta_fast, r->base)));
+    r->corr_hi = fminf((float)(n - 1), ceilf(yarn_corr_dim(n, n_ctx_orig, beta_slow, r->base)));
+    r->mscale *= 1.0f + 0.1f * logf(1.0f / r->scale);
+    r->inv_freq = inv_freq;
+    for (int i = 0; i < n / 2; i++) {
+        const double ramp = elm_rope_yarn_ramp(r, i) * r->ext_factor;
+        inv_freq[i] = (float)(pow(r->base, -2.0 * i / n) / (r->ff ? r->ff[i] : 1.0f) *
+                              (r->scale * (1 - ramp) + ramp));
+    }
 }
 
 void elm_scalar_rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, float *cs) {
@@ -157,14 +186,14 @@ void elm_scalar_rope_cs(const elm_rope_freqs *r, const int32_t *pos, int32_t n, 
 }
 
 void elm_scalar_attention(const float *q, int n_q, const float *k, const float *v, size_t stride,
-                          int32_t n_pos, int32_t pos0, int head_dim, float scale, int32_t n_tok,
-                          float *scores, float *out) {
+                          int32_t n_pos, int32_t pos0, int head_dim, float scale,
+                          const float *sinks, int32_t n_tok, float *scores, float *out) {
     (void)n_tok;
     (void)pos0;
     for (int i = 0; i < n_q; i++, q += head_dim, out += head_dim) {
         for (int32_t p = 0; p < n_pos; p++)
             scores[p] = dot_f32(q, k + (size_t)p * stride, head_dim) * scale;
-        elm_scalar_softmax(scores, n_pos);
+        elm_scalar_softmax_sink(scores, n_pos, sinks ? sinks[i] : -INFINITY);
         for (int d = 0; d < head_dim; d++) out[d] = 0;
         for (int32_t p = 0; p < n_pos; p++) {
             const float *vp = v + (size_t)p * stride;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "codecs/kquant_codec.h"
+#include "codecs/mxfp4.h"
 #include "kernels/blocks.h"
 #include "kernels/kquant.h"
 #include "kernels/packed.h"
@@ -599,26 +600,34 @@ KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, 
 #define KT_TOKENS 2
 #endif
 
-KQ_FN static void unpack_iq4_nl(const uint8_t *src, int64_t n, int8_t *q, float *d) {
-    for (int64_t b = 0; b < n; b++, src += 18, q += ELM_QK) {
-        d[b] = elm_load_f16(src);
-        __m256i lo, hi;
-        kq_grid(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(src + 2))), &lo, &hi);
-        kq_store(q, _mm256_permute2x128_si256(lo, hi, 0x20));
+/* The 16 grid values in both 128-bit lanes, for vpshufb lookups. */
+KQ_INLINE __m256i kq_grid_of(const int8_t *grid) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)grid));
+}
+
+KQ_FN static void unpack_grid32(elm_type t, const uint8_t *src, int64_t n, int8_t *q, float *d) {
+    const elm_grid32_layout g = elm_grid32_layout_of(t);
+    const __m256i grid = kq_grid_of(g.grid);
+    for (int64_t b = 0; b < n; b++, q += ELM_QK) {
+        d[b] = elm_grid32_scale(t, src, b);
+        const __m128i v = _mm_loadu_si128((const __m128i *)(src + g.block_bytes * b + g.qs_at));
+        const __m256i idx = _mm256_and_si256(
+            _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1),
+            _mm256_set1_epi8(0x0f));
+        kq_store(q, _mm256_shuffle_epi8(grid, idx));
     }
 }
 
-/* IQ4_NL's block b against the token's q8 block b, added to acc: 32 grid lookups of the block's
- * nibbles (low then high, in weight order), and with VNNI one vpdpbusd of the values + 128
- * (unsigned), the 128·Σx taken off in the lanes' start values; without, the sign moved onto the
- * activations (kq_pairs). */
-KQ_INLINE __m256 kq_block_iq4_nl(const uint8_t *b, const elm_q8_row *x, int64_t i, __m256 acc) {
-    const __m128i v = _mm_loadu_si128((const __m128i *)(b + 2));
+/* One 32-weight grid block (its 16 packed bytes at qs, its scale dw) against the token's q8
+ * block i, added to acc: 32 grid lookups of the block's nibbles (low then high, in weight
+ * order), and with VNNI one vpdpbusd of the values + 128 (unsigned), the 128·Σx taken off in the
+ * lanes' start values; without, the sign moved onto the activations (kq_pairs). */
+KQ_INLINE __m256 kq_block_grid(const uint8_t *qs, __m256i grid, float dw, const elm_q8_row *x,
+                               int64_t i, __m256 acc) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)qs);
     const __m256i idx = _mm256_and_si256(
         _mm256_inserti128_si256(_mm256_castsi128_si256(v), _mm_srli_epi16(v, 4), 1),
         _mm256_set1_epi8(0x0f));
-    const __m256i grid =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid));
     const __m256i xv = kq_load(x->qs + i * ELM_QK);
 #ifdef KQ_VNNI
     const __m256i dot = _mm256_dpbusd_epi32(
@@ -628,19 +637,35 @@ KQ_INLINE __m256 kq_block_iq4_nl(const uint8_t *b, const elm_q8_row *x, int64_t 
     const __m256i dot =
         _mm256_madd_epi16(kq_pairs(_mm256_shuffle_epi8(grid, idx), xv), _mm256_set1_epi16(1));
 #endif
-    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(kq_f16(b) * x->d[i]), acc);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), _mm256_set1_ps(dw * x->d[i]), acc);
 }
 
 /* One IQ4_NL row of n blocks at src against one token, straight from the file's blocks. */
 KQ_FN static float row_iq4_nl(const uint8_t *src, elm_q8_row x, int64_t n) {
+    const __m256i grid = kq_grid_of(elm_iq4nl_grid);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= n; b += 2, src += 36) {
         _mm_prefetch((const char *)src + ELM_PREFETCH_AHEAD, _MM_HINT_T0);
-        acc0 = kq_block_iq4_nl(src, &x, b, acc0);
-        acc1 = kq_block_iq4_nl(src + 18, &x, b + 1, acc1);
+        acc0 = kq_block_grid(src + 2, grid, kq_f16(src), &x, b, acc0);
+        acc1 = kq_block_grid(src + 20, grid, kq_f16(src + 18), &x, b + 1, acc1);
     }
-    if (b < n) acc0 = kq_block_iq4_nl(src, &x, b, acc0);
+    if (b < n) acc0 = kq_block_grid(src + 2, grid, kq_f16(src), &x, b, acc0);
+    return hsum256(_mm256_add_ps(acc0, acc1));
+}
+
+/* The same for an MXFP4 row (17-byte blocks: the E8M0 scale byte, then the nibbles). */
+KQ_FN static float row_mxfp4(const uint8_t *src, elm_q8_row x, int64_t n) {
+    const __m256i grid = kq_grid_of(elm_mxfp4_grid);
+    const int bb = ELM_MXFP4_BLOCK_BYTES;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    int64_t b = 0;
+    for (; b + 2 <= n; b += 2, src += 2 * bb) {
+        _mm_prefetch((const char *)src + ELM_PREFETCH_AHEAD, _MM_HINT_T0);
+        acc0 = kq_block_grid(src + 1, grid, elm_e8m0_half(src[0]), &x, b, acc0);
+        acc1 = kq_block_grid(src + bb + 1, grid, elm_e8m0_half(src[bb]), &x, b + 1, acc1);
+    }
+    if (b < n) acc0 = kq_block_grid(src + 1, grid, elm_e8m0_half(src[0]), &x, b, acc0);
     return hsum256(_mm256_add_ps(acc0, acc1));
 }
 
@@ -665,9 +690,10 @@ KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int
 const elm_kq_kernels KQ_TABLE = {
     .unpack = unpack,
     .dot = dot,
-    .unpack_iq4_nl = unpack_iq4_nl,
+    .unpack_grid32 = unpack_grid32,
     .dot_iq4_nl = dot_iq4_nl,
     .row_iq4_nl = row_iq4_nl,
+    .row_mxfp4 = row_mxfp4,
     .dot_packed = dot_packed,
     .decode_rows = decode_rows,
     .packed_types =

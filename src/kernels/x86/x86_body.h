@@ -390,8 +390,9 @@ X86_FN static void rmsnorm(float *out, const float *x, const float *w, int64_t n
     for (; i < n; i++) out[i] = x[i] * scale * w[i];
 }
 
-X86_FN static void softmax(float *x, int64_t n) {
-    __m256 mv = _mm256_set1_ps(-INFINITY);
+/* The softmax of x[0..n) and one more logit, sink (-INFINITY: none), whose share is dropped. */
+X86_FN static void softmax_sink(float *x, int64_t n, float sink) {
+    __m256 mv = _mm256_set1_ps(sink);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(x + i));
     float max = hmax256(mv);
@@ -403,7 +404,7 @@ X86_FN static void softmax(float *x, int64_t n) {
         _mm256_storeu_ps(x + i, e);
         sv = _mm256_add_ps(sv, e);
     }
-    double sum = hsum256(sv);
+    double sum = hsum256(sv) + (double)expf(sink - max);
     for (; i < n; i++) {
         x[i] = expf(x[i] - max);
         sum += x[i];
@@ -413,6 +414,8 @@ X86_FN static void softmax(float *x, int64_t n) {
         _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
     for (; i < n; i++) x[i] *= (float)(1.0 / sum);
 }
+
+X86_FN static void softmax(float *x, int64_t n) { softmax_sink(x, n, -INFINITY); }
 
 X86_FN static void swiglu(float *out, const float *g, const float *u, int64_t n) {
     int64_t i = 0;
@@ -495,10 +498,11 @@ enum { ATT_K_BLOCK = 8, ATT_V_BLOCK = 32 };
  * global 512); other sizes take the scalar oracle. */
 X86_FN static void attention(const float *q, int n_q, const float *k, const float *v,
                              size_t stride, int32_t n_pos, int32_t pos0, int head_dim,
-                             float scale, int32_t n_tok, float *scores, float *out) {
+                             float scale, const float *sinks, int32_t n_tok, float *scores,
+                             float *out) {
     if (head_dim % 8 || head_dim > 512) {
-        elm_scalar_attention(q, n_q, k, v, stride, n_pos, pos0, head_dim, scale, n_tok, scores,
-                             out);
+        elm_scalar_attention(q, n_q, k, v, stride, n_pos, pos0, head_dim, scale, sinks, n_tok,
+                             scores, out);
         return;
     }
     const int n8 = head_dim / 8;
@@ -517,7 +521,7 @@ X86_FN static void attention(const float *q, int n_q, const float *k, const floa
             _mm_storeu_ps(si + r, _mm_mul_ps(dot4_q(qi, k + (size_t)r * stride, stride, n8),
                                              _mm_set1_ps(scale)));
         for (; r < n_pos; r++) si[r] = dot_f32(qi, k + (size_t)r * stride, head_dim) * scale;
-        softmax(si, n_pos);
+        softmax_sink(si, n_pos, sinks ? sinks[i] : -INFINITY);
     }
     for (int32_t p0 = 0; p0 < n_pos; p0 += ATT_V_BLOCK) {
         const int32_t p1 = n_pos - p0 < ATT_V_BLOCK ? n_pos : p0 + ATT_V_BLOCK;

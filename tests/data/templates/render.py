@@ -28,6 +28,24 @@ TOOLS = [
             "t": {"type": "number", "minimum": 0.5}}, "required": ["city"]}}},
     {"type": "function", "function": {"name": "now", "parameters": {"type": "object", "properties": {}}}},
 ]
+# every form of gpt-oss's TypeScript-like rendering of a schema (its "schema" case)
+SCHEMA_TOOLS = [{"type": "function", "function": {
+    "name": "f", "description": "d", "parameters": {"type": "object", "required": ["a", "n"], "properties": {
+        "a": {"type": "string", "description": "the a", "enum": ["x", "y"], "default": "x"},
+        "b": {"type": "array", "items": {"type": "object", "required": ["p"], "properties": {
+            "p": {"type": "integer"}, "q": {"type": "array", "items": {"type": "string"}}}}},
+        "b2": {"type": "array", "items": {"type": "object", "properties": {"p": {"type": "integer"}}}},
+        "c": {"type": ["string", "null"]},
+        "d": {"oneOf": [{"type": "string", "description": "s"}, {"type": "number", "default": 1}]},
+        "e": {"type": "object"},
+        "g": {"type": "boolean", "default": False},
+        "h": {"type": "string", "nullable": True, "default": "zz"},
+        "i": {"type": "array", "nullable": True},
+        "j": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}},
+        "k": {"description": "any thing"},
+        "n": {"type": "object", "required": ["x"], "properties": {"x": {"type": "string", "enum": ["u", "v"]},
+                                                                    "y": {"type": "integer"}}},
+        "o": {"oneOf": [{"type": "string"}], "default": "q"}}}}}]
 SYSTEM = {"role": "system", "content": "You are helpful."}
 USER = {"role": "user", "content": "Weather in Paris?"}
 
@@ -53,6 +71,10 @@ CASES = {
     "nosystem": [USER, TWO_CALLS] + RESULTS,
     "onecall": [SYSTEM, USER, ONE_CALL, RESULTS[0]],
     "plain": [SYSTEM, USER, {"role": "assistant", "content": " Sunny. "}, {"role": "user", "content": "Thanks"}],
+    "schema": [USER],
+    "effort": [SYSTEM, USER],
+    # reasoning before a call (the "thinking" the template takes, reasoning_content in edgelm)
+    "thinking": [USER, {**ONE_CALL, "thinking": "Paris: call get_weather."}, RESULTS[0]],
     "answer": [USER, ONE_CALL, RESULTS[0], {"role": "assistant", "content": " Sunny. "},
                {"role": "user", "content": "Thanks"}],
 }
@@ -95,7 +117,10 @@ TEMPLATES = {  # file: (name in edgelm, extra variables, cases)
         ("mistral-small32", {}, ["tools", "calls", "nosystem", "onecall", "plain"]),
     "mistralai-Mistral-Nemo-Instruct-2407.jinja":
         ("mistral-nemo", {}, ["tools", "calls", "nosystem", "onecall", "plain"]),
+    # one call a message (the template writes a message's first call only)
+    "openai-gpt-oss-120b.jinja": ("gpt-oss", {}, ["tools", "onecall", "plain", "answer", "schema", "effort", "thinking"]),
 }
+CASE_VARIABLES = {"effort": {"reasoning_effort": "high"}}  # beyond the template's own
 BOS = {"llama31": "<|begin_of_text|>", "llama32": "<|begin_of_text|>", "lfm2": "<|startoftext|>",
        "lfm25": "<|startoftext|>", "ministral3": "<s>", "mistral-small32": "<s>",
        "mistral-nemo": "<s>", "gemma4": "<bos>"}
@@ -120,6 +145,12 @@ def phi4_mini_messages(messages, tools):
     return out
 
 
+def described(tools):
+    """gpt-oss's template adds "// " + description for each tool, an error in jinja2 for a tool
+    without one: rendered with an empty one, which is what edgelm writes then."""
+    return [{**t, "function": {"description": "", **t["function"]}} for t in tools]
+
+
 def raise_exception(msg):
     raise jinja2.exceptions.TemplateError(msg)
 
@@ -141,14 +172,17 @@ def main():
         with open(os.path.join(HERE, file), encoding="utf-8") as f:
             tmpl = env.from_string(f.read())
         for case in cases:
-            tools = None if case == "plain" else TOOLS
+            tools = None if case == "plain" else SCHEMA_TOOLS if case == "schema" else TOOLS
             messages = CASES[case]
             if name.startswith("lfm"):
                 messages = [lfm2_calls(m) for m in messages]
             if name == "phi4-mini":
                 messages = phi4_mini_messages(messages, tools)
+            if name == "gpt-oss" and tools:
+                tools = described(tools)
             text = tmpl.render(messages=messages, tools=tools, add_generation_prompt=True,
-                               bos_token=BOS.get(name, ""), eos_token=EOS.get(name, ""), **extra)
+                               bos_token=BOS.get(name, ""), eos_token=EOS.get(name, ""),
+                               **extra, **CASE_VARIABLES.get(case, {}))
             with open(os.path.join(OUT, f"{name}-{case}.txt"), "w", encoding="utf-8") as f:
                 f.write(text)
             print(f"{name}-{case}.txt: {len(text)} bytes", file=sys.stderr)

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# MXFP4's products against llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1,
+# scripts/node-llama.sh; tests/interop/greedy.mjs): the mixtures of experts qwen3moe and lfm2moe
+# (`synth --tiny`, 8 experts) quantized by edgelm with every matrix in MXFP4 (`--type mxfp4
+# --pure`: attention, dense and expert products all MXFP4), and qwen3moe by the mxfp4_moe recipe
+# (experts MXFP4, the rest Q8_0), run greedily for 16 tokens on 3 prompts, the third long enough
+# to route to each expert (tests/test_moe.c). With --ggml-rounding the prompt and generated ids
+# must equal llama.cpp's and the logits be within 1e-3 of its along the path
+# (tests/lib/logit_delta.py; measured: about 1e-7 for the MXFP4 files, 2e-6 for mxfp4_moe). That
+# llama.cpp reads edgelm's files at all is part of the check. lfm2moe's mxfp4_moe file is left
+# out: its Q8_0 prefill products on the long prompt follow llama.cpp's tinyBLAS order, which
+# --ggml-rounding does not, so its logits differ there by about 0.1 with or without MXFP4.
+# Skipped (exit 77) when node is missing or npm cannot reach the registry.
+# Usage: bash tests/cli_mxfp4_interop.sh EDGELM_BINARY FIXTURES_DIR
+set -u
+bin=$1
+fix=$2
+. "$(dirname "$0")/lib/cli.sh"
+require_node_llama
+
+# the third prompt routes to every expert of both families (tests/test_moe.c)
+prompts=("Once upon a time" "The capital of France is"
+    "Once upon a time there was a little girl who lived in a village near the forest. Whenever \
+she went out, the little girl wore a red riding cloak, so everyone in the village called her")
+for name in qwen3moe-mxfp4 lfm2moe-mxfp4 qwen3moe-mxfp4_moe; do
+    arch=${name%%-*} type=${name#*-}
+    case $arch in lfm2moe) vocab=llama-bpe ;; qwen3moe) vocab=qwen2 ;; esac
+    pure=()
+    [ "$type" = mxfp4 ] && pure=(--pure)
+    "$bin" synth --arch "$arch" --tiny -o "$tmp/$arch.gguf" \
+        --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" -s 7 >/dev/null 2>"$tmp/err" ||
+        { fail "$name: synth: $(cat "$tmp/err")"; continue; }
+    gguf=$tmp/$name.gguf
+    "$bin" quantize -m "$tmp/$arch.gguf" -o "$gguf" --type "$type" "${pure[@]}" >/dev/null \
+        2>"$tmp/err" || { fail "$name: quantize: $(tail -1 "$tmp/err")"; continue; }
+    GREEDY_TOP=8 GREEDY_CTX=256 greedy_ref "$gguf" 16 "${prompts[@]}" >"$tmp/$name.ref.json" \
+        2>"$tmp/err" || { fail "$name: llama.cpp: $(tail -3 "$tmp/err")"; continue; }
+    for i in 0 1 2; do
+        "$bin" run -m "$gguf" -p "${prompts[$i]}" -n 16 --temp 0 --ignore-eos -t 2 --json \
+            --ggml-rounding --logits 16 --logits-top 32 >"$tmp/out.json" 2>"$tmp/err" ||
+            { fail "$name: run: $(cat "$tmp/err")"; continue; }
+        # logit_delta.py checks the prompt ids and compares the rows of the common greedy path
+        read -r delta rows < <(python3 tests/lib/logit_delta.py "$tmp/$name.ref.json" "$i" \
+            "$tmp/out.json") || { fail "$name: prompt $i: no logits compared"; continue; }
+        [ "${INTEROP_VERBOSE:-0}" = 1 ] && echo "$name prompt $i: max |delta| $delta over $rows rows"
+        python3 -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))[int(sys.argv[2])]["generated_ids"] != json.load(open(sys.argv[3]))["generated_ids"])' \
+            "$tmp/$name.ref.json" "$i" "$tmp/out.json" || fail "$name: prompt $i: greedy ids differ from llama.cpp's"
+        awk -v d="$delta" -v n="$rows" 'BEGIN { exit !(d <= 1e-3 && n == 16) }' ||
+            fail "$name: prompt $i: logits differ from llama.cpp's by $delta over $rows rows (want <= 1e-3 over 16)"
+    done
+done
+
+[ "$failed" -eq 0 ] && echo "cli_mxfp4_interop: all passed"
+exit $((failed > 0))
