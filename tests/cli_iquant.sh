@@ -7,7 +7,8 @@
 #   each file loads, and its perplexity is the same on the scalar table and this CPU's (to 1e-6:
 #   the F32 products add in another order), and within 10% of the F32 model's (one 128x256 tensor
 #   of 21 changed);
-# - a file cut inside an i-quant block ends in one error line naming the file and the tensor.
+# - a file cut inside an i-quant block, or with a block whose f16 scale is NaN or infinite, ends
+#   in one error line naming the file and the tensor.
 # The products against the dequantized weights are test_iquant_kernels'; llama.cpp's perplexity
 # of the whole reference files, and edgelm's, are in tests/data/iquant_llamacpp.json (a manual
 # check: llama-quantize is not in CI).
@@ -63,6 +64,28 @@ print([o for n, _, _, o in layout(sys.argv[1])[1] if n == "blk.0.attn_k.weight"]
 head -c "$at" "$m" >"$tmp/cut.gguf"
 expect_error "iq3_s cut" "$tmp/cut.gguf: tensor 'blk.0.attn_k.weight' .*past end of file" \
     "$bin" inspect "$tmp/cut.gguf"
+
+# a block whose f16 scale is infinite (IQ3_S's d field) or NaN (IQ1_M's, in the top nibbles of its
+# scale words): refused at load, as llama.cpp's row validation does, naming the file, tensor, block
+for t in iq3_s iq1_m; do
+    PYTHONPATH=tests/lib python3 - "$tmp/$t.gguf" "$tmp/$t-bad.gguf" "$t" <<'PY' || fail "$t: could not patch"
+import struct, sys
+from gguf_tensors import layout
+data, table = layout(sys.argv[1])
+b = bytearray(data)
+at = [o for n, _, _, o in table if n == "blk.0.attn_k.weight"][0]
+if sys.argv[3] == "iq3_s":
+    struct.pack_into("<H", b, at + 3 * 110, 0x7C00)  # block 3: d = +inf
+else:  # block 3: the scale nibbles of 0x7E00 (NaN): 0x7 in word 3's top nibble, 0xE in word 2's
+    o = at + 3 * 56 + 48
+    for k, nib in enumerate((0x0, 0x0, 0xE, 0x7)):
+        w = struct.unpack_from("<H", b, o + 2 * k)[0]
+        struct.pack_into("<H", b, o + 2 * k, (w & 0x0FFF) | nib << 12)
+open(sys.argv[2], "wb").write(b)
+PY
+    expect_error "$t bad scale" "$tmp/$t-bad.gguf: tensor 'blk.0.attn_k.weight' block 3 has a bad $t scale" \
+        "$bin" run -m "$tmp/$t-bad.gguf" -p hi -n 1
+done
 
 echo "cli_iquant: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

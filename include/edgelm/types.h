@@ -65,8 +65,9 @@ typedef struct elm_type_traits {
      * either. The float types name themselves (block_size 1 fits every row). */
     elm_type fallback;
     /* The index of the first of n_blocks blocks at src whose scale is not a number (MXFP4's E8M0
-     * byte 0xff), or -1; NULL for the types whose every scale decodes to a number. Loaders refuse
-     * a tensor with such a block. */
+     * byte 0xff; the sub-4-bit i-quants' f16 scale NaN or infinite, as llama.cpp's row validation
+     * refuses), or -1; NULL for the types not checked. Loaders refuse a tensor with such a
+     * block. */
     int64_t (*bad_block)(const void *src, int64_t n_blocks);
 } elm_type_traits;
 

@@ -5,6 +5,7 @@
  * 1/8 and IQ1's ±1/8 shift only move exponents. Blocks are read as bytes (little-endian fields).
  * No field can be out of range: every index addresses its whole grid, and TQ1_0's bytes above
  * 242 (no 5-trit value) decode as ggml decodes them, to the trits of their top digits. */
+#include <math.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -140,6 +141,14 @@ static void iq1_s(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t *q
     }
 }
 
+/* IQ1_M's f16 super-block scale, kept in the top nibbles of its four scale words. */
+static float iq1_m_scale(const uint8_t *b) {
+    unsigned w[4];
+    for (int i = 0; i < 4; i++) w[i] = load16(b + 48 + 2 * i);
+    return elm_f16_to_f32((uint16_t)(w[0] >> 12 | (w[1] >> 8 & 0xf0) | (w[2] >> 4 & 0xf00) |
+                                     (w[3] & 0xf000)));
+}
+
 /* IQ1_M, 56 bytes, no stored f16: u8 qs[32] (grid index low bits), u8 qh[16] (per 8 weights a
  * nibble: 3 high index bits and the shift's sign at bit 3), u16 scales[4]: a 3-bit scale per 16
  * weights (bits 3k..3k+2 of word k/4), the f16 super-block scale in the four top nibbles. */
@@ -151,8 +160,7 @@ static float iq1_m(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t *
         const unsigned nib = (b[32 + i / 2] >> 4 * (i % 2)) & 15;
         iq1_point(G, b[i] | (nib & 7) << 8, nib & 8, q + 8 * i);
     }
-    return elm_f16_to_f32((uint16_t)(w[0] >> 12 | (w[1] >> 8 & 0xf0) | (w[2] >> 4 & 0xf00) |
-                                     (w[3] & 0xf000)));
+    return iq1_m_scale(b);
 }
 
 /* Trit n (0 first), minus 1, of a TQ1_0 byte: the byte is a base-3 fraction of 256, so trit n is
@@ -205,9 +213,26 @@ static void iquant_to_float(elm_type t, const uint8_t *b, float *y, int64_t n) {
     }
 }
 
+/* The first of n blocks whose f16 scale is NaN or infinite (llama.cpp's row validation refuses
+ * them), or -1. */
+static int64_t iquant_bad_block(elm_type t, const uint8_t *b, int64_t n) {
+    const size_t bytes = elm_type_get(t)->block_bytes;
+    for (int64_t i = 0; i < n; i++, b += bytes) {
+        const float d = t == ELM_TYPE_IQ1_M ? iq1_m_scale(b)
+                                            : elm_load_f16(b + (t == ELM_TYPE_TQ1_0   ? 52
+                                                                : t == ELM_TYPE_TQ2_0 ? 64
+                                                                                      : 0));
+        if (!isfinite(d)) return i;
+    }
+    return -1;
+}
+
 #define TO_FLOAT(name, type)                                                                       \
     void elm_##name##_to_float(const void *src, float *dst, int64_t n) {                           \
         iquant_to_float(type, src, dst, n);                                                        \
+    }                                                                                              \
+    int64_t elm_##name##_bad_block(const void *src, int64_t n_blocks) {                            \
+        return iquant_bad_block(type, src, n_blocks);                                              \
     }
 TO_FLOAT(iq2_xxs, ELM_TYPE_IQ2_XXS)
 TO_FLOAT(iq2_xs, ELM_TYPE_IQ2_XS)
