@@ -451,8 +451,12 @@ static void test_tensors(void) {
     /* a k-quant on 64-weight rows: the 256-weight super-block does not fit */
     expect_fail("type q4_K", patch32("q4k.gguf", L.t_type_at[0], 12), ELM_ERR_FORMAT,
                 "tensor 'token_embd.weight' row of 64 is not a multiple of the q4_k block size 256");
-    expect_fail("type iq2_xxs", patch32("iq2.gguf", L.t_type_at[0], 16), ELM_ERR_UNSUPPORTED,
-                "tensor 'token_embd.weight' has unsupported tensor type 16");
+    expect_fail("type q8_1", patch32("q81.gguf", L.t_type_at[0], 9), ELM_ERR_UNSUPPORTED,
+                "tensor 'token_embd.weight' has unsupported tensor type 9");
+    /* an i-quant on 64-weight rows */
+    expect_fail("type iq2_xxs", patch32("iq2.gguf", L.t_type_at[0], 16), ELM_ERR_FORMAT,
+                "tensor 'token_embd.weight' row of 64 is not a multiple of the iq2_xxs block size "
+                "256");
     expect_fail("type 99", patch32("t99.gguf", L.t_type_at[2], 99), ELM_ERR_UNSUPPORTED,
                 "tensor 'output.weight' has unsupported tensor type 99");
     expect_fail("name length past EOF", patch64("tname.gguf", L.t_at[0], orig_size),

@@ -339,18 +339,23 @@ static void test_names(void) {
     CHECK(elm_type_from_name("bf16", &t) && t == ELM_TYPE_BF16, "bf16");
     CHECK(elm_type_from_name("q4_k", &t) && t == ELM_TYPE_Q4_K, "q4_k");
     CHECK(!elm_type_from_name("q4_k_m", &t), "a recipe is not a type");
-    CHECK(!elm_type_from_name("iq2_xxs", &t), "iq2_xxs is not supported");
+    CHECK(!elm_type_from_name("q8_1", &t), "q8_1 is not supported");
+    CHECK(elm_type_from_name("IQ2_XXS", &t) && t == ELM_TYPE_IQ2_XXS, "IQ2_XXS");
     CHECK(!elm_type_from_name("", &t), "empty name");
     CHECK(elm_row_bytes(ELM_TYPE_Q4_0, 64) == 36, "q4_0 row of 64");
     CHECK(elm_row_bytes(ELM_TYPE_Q8_0, 4096) == 4352, "q8_0 row of 4096");
     CHECK(elm_row_bytes(ELM_TYPE_Q4_0, 172) == 0, "q4_0 row of 172 is not whole blocks");
     CHECK(elm_row_bytes(ELM_TYPE_F16, 172) == 344, "f16 row of 172");
     CHECK(elm_row_bytes(ELM_TYPE_F32, 0) == 0, "empty row");
-    CHECK(elm_type_get(16) == NULL && elm_type_get(9) == NULL && elm_type_get(1000) == NULL,
+    CHECK(elm_type_get(15) == NULL && elm_type_get(9) == NULL && elm_type_get(1000) == NULL,
           "unsupported ids give NULL");
     const struct { elm_type t; size_t bytes; double bpw; } g[] = {
         {ELM_TYPE_Q8_0, 34, 8.5}, {ELM_TYPE_Q4_0, 18, 4.5}, {ELM_TYPE_Q4_1, 20, 5.0},
         {ELM_TYPE_Q5_0, 22, 5.5}, {ELM_TYPE_Q5_1, 24, 6.0}, {ELM_TYPE_BF16, 2, 16.0},
+        /* the sub-4-bit types (ggml-common.h's block sizes) */
+        {ELM_TYPE_IQ2_XXS, 66, 2.0625}, {ELM_TYPE_IQ2_XS, 74, 2.3125}, {ELM_TYPE_IQ2_S, 82, 2.5625},
+        {ELM_TYPE_IQ3_XXS, 98, 3.0625}, {ELM_TYPE_IQ3_S, 110, 3.4375}, {ELM_TYPE_IQ1_S, 50, 1.5625},
+        {ELM_TYPE_IQ1_M, 56, 1.75},     {ELM_TYPE_TQ1_0, 54, 1.6875},  {ELM_TYPE_TQ2_0, 66, 2.0625},
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
         const elm_type_traits *tt = elm_type_get(g[i].t);
@@ -381,7 +386,12 @@ static void test_file_traits(void) {
         {ELM_TYPE_Q3_K, 12, ELM_TYPE_Q4_0},   {ELM_TYPE_Q4_K, 15, ELM_TYPE_Q5_0},
         {ELM_TYPE_Q5_K, 17, ELM_TYPE_Q5_1},   {ELM_TYPE_Q6_K, 18, ELM_TYPE_Q8_0},
         {ELM_TYPE_IQ4_NL, 25, ELM_TYPE_F16},  {ELM_TYPE_IQ4_XS, 30, ELM_TYPE_IQ4_NL},
-        {ELM_TYPE_BF16, 32, ELM_TYPE_BF16},   {ELM_TYPE_MXFP4, 38, ELM_TYPE_F16}};
+        {ELM_TYPE_BF16, 32, ELM_TYPE_BF16},   {ELM_TYPE_MXFP4, 38, ELM_TYPE_F16},
+        {ELM_TYPE_IQ2_XXS, 19, ELM_TYPE_IQ4_NL}, {ELM_TYPE_IQ2_XS, 20, ELM_TYPE_IQ4_NL},
+        {ELM_TYPE_IQ3_XXS, 23, ELM_TYPE_IQ4_NL}, {ELM_TYPE_IQ1_S, 24, ELM_TYPE_IQ4_NL},
+        {ELM_TYPE_IQ3_S, 26, ELM_TYPE_IQ4_NL},   {ELM_TYPE_IQ2_S, 28, ELM_TYPE_IQ4_NL},
+        {ELM_TYPE_IQ1_M, 31, ELM_TYPE_IQ4_NL},   {ELM_TYPE_TQ1_0, 36, ELM_TYPE_Q4_0},
+        {ELM_TYPE_TQ2_0, 37, ELM_TYPE_Q4_0}};
     int n_types = 0, n_listed = 0;
     for (uint32_t t = 0; t < ELM_TYPE_COUNT; t++) {
         const elm_type_traits *tt = elm_type_get(t);

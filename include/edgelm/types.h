@@ -26,15 +26,24 @@ typedef enum elm_type {
     ELM_TYPE_Q4_K = 12,
     ELM_TYPE_Q5_K = 13,
     ELM_TYPE_Q6_K = 14,
+    ELM_TYPE_IQ2_XXS = 16,
+    ELM_TYPE_IQ2_XS = 17,
+    ELM_TYPE_IQ3_XXS = 18,
+    ELM_TYPE_IQ1_S = 19,
     ELM_TYPE_IQ4_NL = 20,
+    ELM_TYPE_IQ3_S = 21,
+    ELM_TYPE_IQ2_S = 22,
     ELM_TYPE_IQ4_XS = 23,
+    ELM_TYPE_IQ1_M = 29,
     ELM_TYPE_BF16 = 30,
+    ELM_TYPE_TQ1_0 = 34,
+    ELM_TYPE_TQ2_0 = 35,
     ELM_TYPE_MXFP4 = 39,
     ELM_TYPE_COUNT = 40 /* one past the largest id; not a type */
 } elm_type;
 
 #define ELM_QK 32   /* weights per block of the legacy types (Q4_0 ... Q8_0), IQ4_NL and MXFP4 */
-#define ELM_QK_K 256 /* weights per super-block of the k-quants and IQ4_XS */
+#define ELM_QK_K 256 /* weights per super-block of the k-quants and the i-quants but IQ4_NL */
 
 typedef struct elm_type_traits {
     const char *name;    /* "f32", "q4_0", ... as llama.cpp spells them */
@@ -56,8 +65,9 @@ typedef struct elm_type_traits {
      * either. The float types name themselves (block_size 1 fits every row). */
     elm_type fallback;
     /* The index of the first of n_blocks blocks at src whose scale is not a number (MXFP4's E8M0
-     * byte 0xff), or -1; NULL for the types whose every scale decodes to a number. Loaders refuse
-     * a tensor with such a block. */
+     * byte 0xff; the sub-4-bit i-quants' f16 scale NaN or infinite, as llama.cpp's row validation
+     * refuses), or -1; NULL for the types not checked. Loaders refuse a tensor with such a
+     * block. */
     int64_t (*bad_block)(const void *src, int64_t n_blocks);
 } elm_type_traits;
 

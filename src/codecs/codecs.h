@@ -20,6 +20,26 @@ void elm_q5_k_to_float(const void *src, float *dst, int64_t n);
 void elm_q6_k_to_float(const void *src, float *dst, int64_t n);
 void elm_iq4_nl_to_float(const void *src, float *dst, int64_t n);
 void elm_iq4_xs_to_float(const void *src, float *dst, int64_t n);
+/* the read-only sub-4-bit types: iquant_decode.c (iquant_codec.h) */
+void elm_iq2_xxs_to_float(const void *src, float *dst, int64_t n);
+void elm_iq2_xs_to_float(const void *src, float *dst, int64_t n);
+void elm_iq2_s_to_float(const void *src, float *dst, int64_t n);
+void elm_iq3_xxs_to_float(const void *src, float *dst, int64_t n);
+void elm_iq3_s_to_float(const void *src, float *dst, int64_t n);
+void elm_iq1_s_to_float(const void *src, float *dst, int64_t n);
+void elm_iq1_m_to_float(const void *src, float *dst, int64_t n);
+void elm_tq1_0_to_float(const void *src, float *dst, int64_t n);
+void elm_tq2_0_to_float(const void *src, float *dst, int64_t n);
+/* their traits' bad_block: the first block whose f16 scale is NaN or infinite, or -1 */
+int64_t elm_iq2_xxs_bad_block(const void *src, int64_t n_blocks);
+int64_t elm_iq2_xs_bad_block(const void *src, int64_t n_blocks);
+int64_t elm_iq2_s_bad_block(const void *src, int64_t n_blocks);
+int64_t elm_iq3_xxs_bad_block(const void *src, int64_t n_blocks);
+int64_t elm_iq3_s_bad_block(const void *src, int64_t n_blocks);
+int64_t elm_iq1_s_bad_block(const void *src, int64_t n_blocks);
+int64_t elm_iq1_m_bad_block(const void *src, int64_t n_blocks);
+int64_t elm_tq1_0_bad_block(const void *src, int64_t n_blocks);
+int64_t elm_tq2_0_bad_block(const void *src, int64_t n_blocks);
 void elm_mxfp4_to_float(const void *src, float *dst, int64_t n);
 
 void elm_q8_0_from_float(const float *src, void *dst, int64_t n);

@@ -131,8 +131,8 @@ static int lane_of(int j) {
     return (j % 32) / 4;
 }
 
-/* ggml_vec_dot_{q3_K,q5_K,q6_K,iq4_xs}_q8_K (AVX2): per super-block, lane sums as above of
- * sc·q·x (Q6_K: its unsigned codes 0..63, less 32·Σ sc·bsum per lane, groups 2k and 2k+1 in
+/* ggml_vec_dot_{q3_K,q5_K,q6_K,iq4_xs,iq2_*,iq3_*}_q8_K (AVX2): per super-block, lane sums as
+ * above of sc·q·x (Q6_K: its unsigned codes 0..63, less 32·Σ sc·bsum per lane, groups 2k and 2k+1 in
  * lane k: madd_epi16 of bsums and scales), acc_k = fma(d, lane_k, acc_k) with d = x.d·d_w, then
  * hsum8. Q5_K's mins go to one float beside, summs = fma(-x.d·dmin, Σ m·bsum, summs) (quants.c
  * is C in GNU mode: the zen4 library has a vfmadd231ss there), added after the lanes. */
@@ -196,9 +196,18 @@ static bool repacked(const elm_weights *w) {
             w->type == ELM_TYPE_Q2_K);
 }
 
+/* The IQ2 and IQ3 types, whose AVX2 vec_dot sums in dot_lanes' lanes too (the IQ2 types' factor
+ * 1/8, IQ3_XXS's 1/4, applied to the hsum there, is folded into the unpacked d here: a power of
+ * two, so the same bits; checked against llama.cpp's library on tests/data/iquant). IQ1 and TQ
+ * sum otherwise and go through the wrapped table's order. */
+static bool lanes_iquant(elm_type t) {
+    return t == ELM_TYPE_IQ2_XXS || t == ELM_TYPE_IQ2_XS || t == ELM_TYPE_IQ2_S ||
+           t == ELM_TYPE_IQ3_XXS || t == ELM_TYPE_IQ3_S;
+}
+
 bool elm_ggml_matmul_has(const elm_weights *w) {
     return repacked(w) || w->type == ELM_TYPE_F32 || w->type == ELM_TYPE_Q3_K || w->type == ELM_TYPE_Q5_K ||
-           w->type == ELM_TYPE_Q6_K || w->type == ELM_TYPE_IQ4_XS;
+           w->type == ELM_TYPE_Q6_K || w->type == ELM_TYPE_IQ4_XS || lanes_iquant(w->type);
 }
 
 void elm_ggml_matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {

@@ -14,9 +14,10 @@
 
 #include "kernels/kernels.h"
 
-/* Whether elm_ggml_matmul computes products with weights w: F32, Q3_K, Q5_K, Q6_K, IQ4_XS, and
- * IQ4_NL, MXFP4, Q4_K and Q2_K when their row count is a multiple of 8 (llama.cpp repacks those;
- * the others go through its vec_dot, whose order is not followed here). */
+/* Whether elm_ggml_matmul computes products with weights w: F32, Q3_K, Q5_K, Q6_K, IQ4_XS, the
+ * IQ2 and IQ3 types, and IQ4_NL, MXFP4, Q4_K and Q2_K when their row count is a multiple of 8
+ * (llama.cpp repacks those; the others go through its vec_dot, whose order is not followed
+ * here). */
 bool elm_ggml_matmul_has(const elm_weights *w);
 
 /* Rows [r0, r1) of a->y as llama.cpp computes them (kernels.h's matmul contract, weights in the

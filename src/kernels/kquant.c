@@ -8,6 +8,7 @@
 #include "codecs/kquant_codec.h"
 #include "codecs/mxfp4.h"
 #include "kernels/blocks.h"
+#include "kernels/iquant.h"
 #include "kernels/packed.h"
 
 /* Tokens quantized per pass: their q8_K rows, 16 unpacked weight rows and gemm16's tile (about
@@ -124,6 +125,10 @@ static void unpack_iq4_xs(const uint8_t *b, elm_kq_block *o) {
 }
 
 void elm_kq_unpack_scalar(elm_type t, const uint8_t *src, int64_t n, elm_kq_block *out) {
+    if (elm_type_iquant(t)) {
+        elm_iq_unpack(t, src, n, out);
+        return;
+    }
     const size_t bb = elm_type_get(t)->block_bytes;
     for (int64_t i = 0; i < n; i++, src += bb, out++) switch (t) {
         case ELM_TYPE_Q2_K: unpack_q2_k(src, out); break;
@@ -211,6 +216,7 @@ static void matmul_grid32(const elm_kq_kernels *k, const elm_matmul_args *a, int
 void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0, int64_t r1,
                        void *scratch) {
     const elm_kq_kernels *s = &elm_kq_scalar;
+    if (elm_type_iquant(a->w.type)) k = s; /* no SIMD pieces for them yet (iquant.h) */
     const elm_kq_kernels kk = {
         .unpack = k->unpack ? k->unpack : s->unpack,
         .dot = k->dot ? k->dot : s->dot,

@@ -25,16 +25,18 @@
 #ifndef EDGELM_KERNELS_KQUANT_H
 #define EDGELM_KERNELS_KQUANT_H
 
+#include "codecs/iquant_codec.h"
 #include "codecs/kquant_codec.h"
 #include "codecs/mxfp4.h"
 #include "core/half.h"
 #include "kernels/kernels.h"
 
-/* Whether products with weights of type t go through elm_kquant_matmul. */
+/* Whether products with weights of type t go through elm_kquant_matmul (the sub-4-bit i-quants
+ * too, kernels/iquant.h). */
 static inline bool elm_type_kquant(elm_type t) {
     return t == ELM_TYPE_Q2_K || t == ELM_TYPE_Q3_K || t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K ||
            t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_IQ4_NL ||
-           t == ELM_TYPE_MXFP4;
+           t == ELM_TYPE_MXFP4 || elm_type_iquant(t);
 }
 
 /* Where the 32-weight grid types IQ4_NL and MXFP4 keep their parts: each block of block_bytes

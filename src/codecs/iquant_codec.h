@@ -1,0 +1,46 @@
+/* ggml's sub-4-bit super-block types: the lattice-codebook i-quants IQ1_S, IQ1_M, IQ2_XXS,
+ * IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (Kawrakow's i-quants in llama.cpp) and the ternary TQ1_0, TQ2_0
+ * (for BitNet b1.58 models, Ma et al. 2024). edgelm reads and runs them; it does not
+ * write them yet. Layouts and codebooks: docs/kquants.md, "Sub-4-bit i-quants". */
+#ifndef EDGELM_CODECS_IQUANT_CODEC_H
+#define EDGELM_CODECS_IQUANT_CODEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "edgelm/types.h"
+
+/* Whether t is one of the nine types above. */
+static inline bool elm_type_iquant(elm_type t) {
+    return t == ELM_TYPE_IQ2_XXS || t == ELM_TYPE_IQ2_XS || t == ELM_TYPE_IQ2_S ||
+           t == ELM_TYPE_IQ3_XXS || t == ELM_TYPE_IQ3_S || t == ELM_TYPE_IQ1_S ||
+           t == ELM_TYPE_IQ1_M || t == ELM_TYPE_TQ1_0 || t == ELM_TYPE_TQ2_0;
+}
+
+/* The grid points as stored (iquant_grids.c, written by scripts/iquant_grids.py): one 16-bit code
+ * per point of per-coordinate level indices, coordinate c in bits [b·c, b·c + b) (b = 2 for the
+ * 8-coordinate IQ2 and IQ1 grids, 3 for the 4-coordinate IQ3 grids). */
+extern const uint16_t elm_iq2xxs_codes[256], elm_iq2xs_codes[512], elm_iq2s_codes[1024];
+extern const uint16_t elm_iq3xxs_codes[256], elm_iq3s_codes[512], elm_iq1s_codes[2048];
+
+/* The codebooks expanded to one byte per coordinate: the IQ2 grids' magnitudes (8, 25 or 43),
+ * the IQ3 grids' magnitudes (IQ3_XXS 4..52 step 8 and 62; IQ3_S the odd 1..15), IQ1's signed
+ * -1, 0, +1; and ksigns, the 7-bit sign codes completed to 8 sign bits of even parity. */
+typedef struct elm_iq_grids {
+    uint8_t iq2xxs[256][8], iq2xs[512][8], iq2s[1024][8];
+    uint8_t iq3xxs[256][4], iq3s[512][4];
+    int8_t iq1s[2048][8];
+    uint8_t ksigns[128];
+} elm_iq_grids;
+
+/* The expanded codebooks, built at the first call (thread-safe); never NULL. */
+const elm_iq_grids *elm_iq_grids_get(void);
+
+/* One block of type t (elm_type_iquant) in integers: weight j = (d·sc[j/16])·q[j] in float, the
+ * products rounded in that order, which gives ggml's dequantize_row_* bits. d is the f16 scale
+ * times the type's fixed factor (1/8 for IQ2 and IQ1, 1/4 for IQ3_XXS, 1 for IQ3_S and TQ);
+ * sc the odd sub-block scale (1 for TQ); q the signed grid value (IQ1: 8·g ± 1, its ±1/8 shift
+ * folded in; TQ: the trit or 2-bit code minus 1). |q| <= 62, 1 <= sc <= 31. */
+void elm_iquant_ints(elm_type t, const uint8_t *block, float *d, int8_t sc[16], int8_t q[256]);
+
+#endif
