@@ -13,8 +13,8 @@ elm_model *elm_model_new(const char *path, const char *format, elm_error *err);
 /* Adds a tensor (name copied, data borrowed from storage the model owns). Validates n_dims in
  * [1,4], every ne >= 1, the element count and byte size against overflow and against `type`
  * (ne[0] a multiple of the block size); nbytes must equal the computed size; a type with a
- * bad_block trait (MXFP4) must have no block whose scale is not a number (the error names the
- * tensor and the first such block). */
+ * bad_block trait (MXFP4, the sub-4-bit i-quants) must have no block whose scale is not finite
+ * (the error names the tensor and the first such block). */
 elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, int n_dims,
                                 const int64_t *ne, void *data, size_t nbytes, elm_error *err);
 
