@@ -16,14 +16,19 @@
 const char *const elm_hf_fused_names[ELM_HF_FUSED_KINDS] = {"gate_up_proj", "gate_up_proj_bias",
                                                             "down_proj"};
 
-int elm_hf_fused_of(const char *hf, long *layer) {
+/* The index in names[n] of what follows model.layers.N.mlp.experts. in hf (N in *layer), or -1. */
+static int experts_kind(const char *hf, long *layer, const char *const *names, int n) {
     int used = 0;
     if (sscanf(hf, "model.layers.%ld.mlp.experts.%n", layer, &used) != 1 || used == 0 ||
         *layer < 0)
         return -1;
-    for (int k = 0; k < ELM_HF_FUSED_KINDS; k++)
-        if (!strcmp(hf + used, elm_hf_fused_names[k])) return k;
+    for (int k = 0; k < n; k++)
+        if (!strcmp(hf + used, names[k])) return k;
     return -1;
+}
+
+int elm_hf_fused_of(const char *hf, long *layer) {
+    return experts_kind(hf, layer, elm_hf_fused_names, ELM_HF_FUSED_KINDS);
 }
 
 /* One element of elem bytes (2 or 4) from src[i] to dst[o]. */
@@ -122,13 +127,7 @@ const char *const elm_hf_mxfp4_names[ELM_HF_MXFP4_PARTS] = {
     "gate_up_proj_blocks", "gate_up_proj_scales", "down_proj_blocks", "down_proj_scales"};
 
 int elm_hf_mxfp4_of(const char *hf, long *layer) {
-    int used = 0;
-    if (sscanf(hf, "model.layers.%ld.mlp.experts.%n", layer, &used) != 1 || used == 0 ||
-        *layer < 0)
-        return -1;
-    for (int k = 0; k < ELM_HF_MXFP4_PARTS; k++)
-        if (!strcmp(hf + used, elm_hf_mxfp4_names[k])) return k;
-    return -1;
+    return experts_kind(hf, layer, elm_hf_mxfp4_names, ELM_HF_MXFP4_PARTS);
 }
 
 /* ggml's 16 code bytes from a checkpoint's: there weight n is nibble n (low nibble first, byte
