@@ -7,7 +7,7 @@
 # GGUF's (through quantize, which keeps an MXFP4 tensor's bytes) and its first 16 greedy tokens
 # the GGUF's. Bad input, each one line naming the file and the tensor: a scales tensor of the
 # wrong shape, a blocks tensor of the wrong dtype, a scale byte 0xff, a blocks tensor without its
-# scales.
+# scales. A GGUF's 0xff scale is refused read into memory and not scanned for with --mmap.
 # Usage: bash tests/cli_hf_mxfp4.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -76,6 +76,23 @@ blocks dtype|hf-blocks-dtype/model.safetensors: tensor 'model.layers.0.mlp.exper
 scale 0xff|hf-scale-ff/model.safetensors: tensor 'model.layers.0.mlp.experts.gate_up_proj_scales' scale 0 is 0xff|hf-scale-ff
 missing scales|hf-lone/model.safetensors: missing tensor 'model.layers.1.mlp.experts.down_proj_scales'|hf-lone
 LINES
+
+# a GGUF's 0xff scale: refused when the file is read into memory; with --mmap not scanned for
+# (the scan would read every page of a file maybe larger than RAM), so the file runs
+python3 - "$lib" "$tmp/ref.gguf" "$tmp/ref-ff.gguf" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from gguf_tensors import layout
+data, table = layout(sys.argv[2])
+off = next(o for name, ne, t, o in table if name == "blk.1.ffn_down_exps.weight")
+b = bytearray(data)
+b[off + 3 * 17] = 0xFF  # block 3's scale byte
+open(sys.argv[3], "wb").write(b)
+PY
+expect_error "gguf scale 0xff" "ref-ff.gguf: tensor 'blk.1.ffn_down_exps.weight' block 3 has a bad mxfp4 scale" \
+    "$bin" run -m "$tmp/ref-ff.gguf" -p "Hi" -n 1
+"$bin" run -m "$tmp/ref-ff.gguf" --mmap -p "Hi" -n 1 >/dev/null 2>"$tmp/err" && ok ||
+    fail "run --mmap of a file with a 0xff scale: $(cat "$tmp/err")"
 
 [ "$failed" -eq 0 ] && echo "cli_hf_mxfp4: all passed"
 exit $((failed > 0))
