@@ -7,7 +7,7 @@
 # GGUF's (through quantize, which keeps an MXFP4 tensor's bytes) and its first 16 greedy tokens
 # the GGUF's. Bad input, each one line naming the file and the tensor: a scales tensor of the
 # wrong shape, a blocks tensor of the wrong dtype, a scale byte 0xff, a blocks tensor without its
-# scales. A GGUF's 0xff scale is refused read into memory and not scanned for with --mmap.
+# scales, a U8 tensor outside the experts. A GGUF's 0xff scale is refused read into memory and not scanned for with --mmap.
 # Usage: bash tests/cli_hf_mxfp4.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -22,7 +22,7 @@ vocab=$fix/vocab/ggml-vocab-llama-spm.gguf
 mx=(--type f32 --pure --tensor-type 'blk.*.ffn_*_exps.weight=mxfp4')
 "$bin" quantize -m "$tmp/go.gguf" -o "$tmp/ref.gguf" "${mx[@]}" >/dev/null 2>"$tmp/err" ||
     fail "quantize the experts to mxfp4: $(cat "$tmp/err")"
-for variant in "" scales-shape blocks-dtype scale-ff; do
+for variant in "" scales-shape blocks-dtype scale-ff router-u8; do
     dir=$tmp/hf-${variant:-mxfp4}
     cp -r "$tmp/hf" "$dir"
     python3 "$lib/hf_mxfp4.py" "$tmp/ref.gguf" "$dir" $variant 2>"$tmp/err" ||
@@ -75,6 +75,7 @@ scales shape|hf-scales-shape/model.safetensors: tensor 'model.layers.0.mlp.exper
 blocks dtype|hf-blocks-dtype/model.safetensors: tensor 'model.layers.0.mlp.experts.down_proj_blocks' is f16, MXFP4 blocks are U8|hf-blocks-dtype
 scale 0xff|hf-scale-ff/model.safetensors: tensor 'model.layers.0.mlp.experts.gate_up_proj_scales' scale 0 is 0xff|hf-scale-ff
 missing scales|hf-lone/model.safetensors: missing tensor 'model.layers.1.mlp.experts.down_proj_scales'|hf-lone
+U8 elsewhere|hf-router-u8/model.safetensors: tensor 'model.layers.0.mlp.router.weight' is U8 (only gpt-oss's MXFP4 experts|hf-router-u8
 LINES
 
 # a GGUF's 0xff scale: refused when the file is read into memory; with --mmap not scanned for

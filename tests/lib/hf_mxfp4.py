@@ -10,7 +10,8 @@ the inverse of llama.cpp's converter (conversion/gpt_oss.py, repack_mxfp4), ther
 block is nibble n, low nibble first; in ggml weight j < 16 is the low nibble of byte j and weight
 j + 16 its high nibble. config.json gains quantization_config {"quant_method": "mxfp4"}.
 BREAK makes one bad-input case of layer 0: scales-shape (gate_up_proj_scales one row short),
-blocks-dtype (down_proj_blocks declared F16 over the same bytes), scale-ff (a scale byte 0xff).
+blocks-dtype (down_proj_blocks declared F16 over the same bytes), scale-ff (a scale byte 0xff),
+router-u8 (a tensor outside the experts declared U8 over the same bytes).
 """
 import json
 import os
@@ -70,6 +71,9 @@ def main():
         if name.endswith(".mlp.experts.gate_up_proj") or name.endswith(".mlp.experts.down_proj"):
             continue
         b, en = e["data_offsets"]
+        if brk == "router-u8" and name == "model.layers.0.mlp.router.weight":
+            put(name, "U8", [en - b], body[b:en])
+            continue
         put(name, e["dtype"], e["shape"], body[b:en])
     layer = 0
     while f"blk.{layer}.ffn_gate_exps.weight" in stacks:
