@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Writes tests/data/hybrid_llamacpp.json, the reference of tests/cli_hybrid_llamacpp.sh, from
 # llama.cpp's own tools (node-llama-cpp 3.21.1's llama.cpp, built outside the repo; their paths are
-# arguments). For each hybrid family (and the mixtures of experts qwen3moe and lfm2moe: the
+# arguments). For each hybrid family (and the mixtures of experts qwen3moe, lfm2moe and gpt-oss: the
 # 8-expert recipe rules, the expert stacks quantized, mxfp4_moe), its synth --tiny model at width 256 (stories260K's
 # vocabulary, seed 3, weights N(0, 0.05²), Gemma 4's N(0, 0.02²): tests/lib/hybrid.sh):
 #   recipes: {recipe: {tensor: [ggml type, sha256]}} as llama-quantize wrote them;
 #   eval: llama-perplexity -c 128 on stories260K's valid.txt: the F32 model's PPL, and its Q4_K_M
 #         file's PPL and mean KLD against the F32 logits.
+# The families named are (re)written; the file's other families are kept as they are (each takes
+# minutes of llama-perplexity on 2 cores), so a family is added without re-measuring the others.
 # Usage: bash scripts/hybrid_golden.sh EDGELM LLAMA_QUANTIZE LLAMA_PERPLEXITY FIXTURES_DIR ARCH...
 set -eu
 bin=$1 lq=$2 lp=$3 fix=$4
@@ -31,12 +33,16 @@ for arch in "$@"; do
         "$(ppl "$tmp/q.log" 'Mean    KLD')" >"$tmp/$arch-eval.json"
 done
 for arch in "$@"; do recipes_of "$arch"; done >"$tmp/recipes"
-python3 - "$tmp" "$@" >"$root/tests/data/hybrid_llamacpp.json" <<'PY'
+golden=$root/tests/data/hybrid_llamacpp.json
+python3 - "$tmp" "$golden" "$@" >"$golden.tmp" <<'PY'
 import json, os, sys
-tmp, archs = sys.argv[1], sys.argv[2:]
+tmp, golden, archs = sys.argv[1], sys.argv[2], sys.argv[3:]
 recipes = dict(zip(archs, (line.split() for line in open(os.path.join(tmp, "recipes")))))
-out = {a: {"recipes": {r: json.load(open(os.path.join(tmp, f"{a}-{r}.json"))) for r in recipes[a]},
-           "eval": json.load(open(os.path.join(tmp, f"{a}-eval.json")))} for a in archs}
+out = json.load(open(golden)) if os.path.exists(golden) else {}
+out.update({a: {"recipes": {r: json.load(open(os.path.join(tmp, f"{a}-{r}.json")))
+                            for r in recipes[a]},
+                "eval": json.load(open(os.path.join(tmp, f"{a}-eval.json")))} for a in archs})
 json.dump(out, sys.stdout, indent=1, sort_keys=True)
 print()
 PY
+mv "$golden.tmp" "$golden"

@@ -18,9 +18,9 @@
 # false each one line naming the file (and the tensor).
 # gpt-oss: its HF copy (GptOssForCausalLM: each layer's experts fused, gate and up interleaved)
 # gives the GGUF's first 16 greedy tokens; quantize keeps its sinks and biases f32; a top-k above
-# the experts (GGUF, config.json), an expert count the tensors do not have and a router of the
-# wrong shape are each one line naming the file, and so (for now) is the original checkpoint's
-# MXFP4 experts (quantization_config).
+# the experts (GGUF, config.json), an expert count the tensors do not have, a router of the
+# wrong shape and a quantization_config other than mxfp4 are each one line naming the file (the
+# original checkpoint's MXFP4 experts: cli_hf_mxfp4.sh).
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -361,8 +361,8 @@ open(p, "wb").write(b[:8] + t + b" " * (n - len(t)) + b[8 + n:])
 c = json.load(open(sys.argv[2]))
 c["num_experts_per_tok"] = c["experts_per_token"] = c["num_local_experts"] + 1
 json.dump(c, open(sys.argv[2], "w"))
-c = json.load(open(sys.argv[3]))  # the original checkpoint's experts
-c["quantization_config"] = {"quant_method": "mxfp4"}
+c = json.load(open(sys.argv[3]))  # a quantization other than the original checkpoint's
+c["quantization_config"] = {"quant_method": "bitsandbytes"}
 json.dump(c, open(sys.argv[3], "w"))
 EOF
 # each bad copy: its name, the line's pattern, the model
@@ -373,7 +373,7 @@ top-k|go-topk.gguf: 8 experts (1..512), top 9 of them|go-topk.gguf
 expert count|go-experts.gguf: tensor 'blk.0.ffn_gate_inp.weight' has shape \[8, 64\], expected \[4, 64\]|go-experts.gguf
 router shape|go-router: tensor 'blk.1.ffn_gate_inp.weight' has shape \[64, 8\], expected \[8, 64\]|go-router
 HF top-k|go-topk/config.json: num_experts_per_tok 9 is more than num_local_experts 8|go-topk
-MXFP4|go-mxfp4/config.json: quantization_config 'mxfp4': the MXFP4 experts|go-mxfp4
+quantization|go-mxfp4/config.json: quantization_config's quant_method 'bitsandbytes' is not supported|go-mxfp4
 EOF
 
 [ "$failed" -eq 0 ] && echo "cli_arch: all passed"

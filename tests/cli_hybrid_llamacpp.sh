@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hybrid families (and the mixtures of experts qwen3moe and lfm2moe) against what llama.cpp's own tools
+# The hybrid families (and the mixtures of experts qwen3moe, lfm2moe and gpt-oss) against what llama.cpp's own tools
 # (node-llama-cpp 3.21.1's llama.cpp) wrote and measured on the same files, recorded in tests/data/hybrid_llamacpp.json by
 # scripts/hybrid_golden.sh. On each family's synth --tiny model at width 256 (rows of whole
 # super-blocks):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MXFP4's products against llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1,
-# scripts/node-llama.sh; tests/interop/greedy.mjs): the mixtures of experts qwen3moe and lfm2moe
-# (`synth --tiny`, 8 experts) quantized by edgelm with every matrix in MXFP4 (`--type mxfp4
+# scripts/node-llama.sh; tests/interop/greedy.mjs): the mixtures of experts qwen3moe, lfm2moe and
+# gpt-oss (`synth --tiny`, 8 experts) quantized by edgelm with every matrix in MXFP4 (`--type mxfp4
 # --pure`: attention, dense and expert products all MXFP4), and qwen3moe by the mxfp4_moe recipe
 # (experts MXFP4, the rest Q8_0), run greedily for 16 tokens on 3 prompts, the third long enough
 # to route to each expert (tests/test_moe.c). With --ggml-rounding the prompt and generated ids
@@ -9,7 +9,9 @@
 # (tests/lib/logit_delta.py; measured: about 1e-7 for the MXFP4 files, 2e-6 for mxfp4_moe). That
 # llama.cpp reads edgelm's files at all is part of the check. lfm2moe's mxfp4_moe file is left
 # out: its Q8_0 prefill products on the long prompt follow llama.cpp's tinyBLAS order, which
-# --ggml-rounding does not, so its logits differ there by about 0.1 with or without MXFP4.
+# --ggml-rounding does not, so its logits differ there by about 0.1 with or without MXFP4; so is
+# gpt-oss's (measured with llama-spm's vocabulary: the same ids, logits within 3e-6 on the first and
+# third prompts but 2.5e-3 on the second, not investigated), whose MXFP4 file agrees within 1.3e-7.
 # Skipped (exit 77) when node is missing or npm cannot reach the registry.
 # Usage: bash tests/cli_mxfp4_interop.sh EDGELM_BINARY FIXTURES_DIR
 set -u
@@ -22,9 +24,9 @@ require_node_llama
 prompts=("Once upon a time" "The capital of France is"
     "Once upon a time there was a little girl who lived in a village near the forest. Whenever \
 she went out, the little girl wore a red riding cloak, so everyone in the village called her")
-for name in qwen3moe-mxfp4 lfm2moe-mxfp4 qwen3moe-mxfp4_moe; do
-    arch=${name%%-*} type=${name#*-}
-    case $arch in lfm2moe) vocab=llama-bpe ;; qwen3moe) vocab=qwen2 ;; esac
+for name in qwen3moe-mxfp4 lfm2moe-mxfp4 gpt-oss-mxfp4 qwen3moe-mxfp4_moe; do
+    arch=${name%-*} type=${name##*-}
+    case $arch in lfm2moe | gpt-oss) vocab=llama-bpe ;; qwen3moe) vocab=qwen2 ;; esac
     pure=()
     [ "$type" = mxfp4 ] && pure=(--pure)
     "$bin" synth --arch "$arch" --tiny -o "$tmp/$arch.gguf" \

@@ -420,7 +420,9 @@ elm_status elm_load_gguf(elm_model *m, const char *path, bool in_memory, elm_err
     elm_status st = in_memory ? elm_read_file_huge(path, &addr, &size, err)
                               : elm_map_file(path, &addr, &size, err);
     if (st) return st;
-    if (addr && (st = elm_model_own_mapping(m, addr, size, err))) return st;
+    if (addr && (st = in_memory ? elm_model_own_mapping(m, addr, size, err)
+                                : elm_model_own_file_mapping(m, addr, size, err)))
+        return st;
     elm_gguf g;
     if ((st = elm_gguf_open(&g, path, addr, size, err))) goto done;
 

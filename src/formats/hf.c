@@ -550,6 +550,8 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
     long layer, e;
     const int fused = a->moe_biases ? elm_hf_fused_of(t->name, &layer) : -1;
     if (fused >= 0) return elm_hf_add_fused(m, src, t, fused, layer, err);
+    const int part = a->moe_biases ? elm_hf_mxfp4_of(t->name, &layer) : -1;
+    if (part >= 0) return elm_hf_add_mxfp4(m, src, t, part, layer, seen, err);
     const int kind = a->moe && !a->moe_biases ? expert_of(a, t->name, &layer, &e) : -1;
     if (kind >= 0) return add_expert(m, src, t, layer, e, kind, seen, err);
     if (!gguf_name(a, t->name, name, sizeof name, &layer)) return ELM_OK;
@@ -557,6 +559,9 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is for layer %ld but config.json "
                           "has %d layers", src, t->name, layer, hp->n_layers);
     if (hp->tied_output && strcmp(name, "output.weight") == 0) return ELM_OK;
+    if (t->type == ELM_ST_U8)
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is U8 (only gpt-oss's MXFP4 "
+                          "experts, *_blocks and *_scales, may be)", src, t->name);
     void *data;
     elm_status st;
     elm_type type = t->type;
@@ -699,6 +704,15 @@ static elm_status check_complete(const elm_model *m, const char *src, const uint
                                   "'model.layers.%d.mlp.experts.%s'", src, l,
                                   elm_hf_fused_names[k]);
         }
+    /* the original checkpoint's MXFP4 experts: both parts of each matrix (elm_hf_add_mxfp4) */
+    for (int l = 0; a->moe_biases && l < m->hp.n_layers; l++)
+        for (int k = 0; k < ELM_HF_MXFP4_PARTS; k++) {
+            const uint8_t *p = &seen[(size_t)l * ELM_HF_MXFP4_PARTS + (size_t)(k & ~1)];
+            if ((p[0] || p[1]) && !seen[(size_t)l * ELM_HF_MXFP4_PARTS + (size_t)k])
+                return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor "
+                                  "'model.layers.%d.mlp.experts.%s'", src, l,
+                                  elm_hf_mxfp4_names[k]);
+        }
     const size_t E = (size_t)(a->moe && !a->moe_biases ? m->hp.n_expert : 0);
     for (size_t i = 0; i < (size_t)m->hp.n_layers * ELM_HF_EXPERT_KINDS * E; i++) {
         const long l = (long)(i / E / ELM_HF_EXPERT_KINDS);
@@ -735,8 +749,8 @@ static elm_status read_dense(elm_model *m, const char *dir, const char *sub, con
     if ((st = open_shard(m, path, &f, err))) return st;
     const elm_st_tensor *t = elm_st_find(&f, "linear.weight");
     void *data = NULL;
-    if (!t || t->n_dims != 2)
-        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: no 2-D tensor 'linear.weight'", path);
+    if (!t || t->n_dims != 2 || t->type == ELM_ST_U8)
+        st = elm_errorf(err, ELM_ERR_FORMAT, "%s: no 2-D float tensor 'linear.weight'", path);
     else if (!(st = aligned_data(m, path, t, &data, err))) {
         const int64_t ne[2] = {t->shape[1], t->shape[0]};
         st = elm_model_add_tensor(m, name, t->type, 2, ne, data, t->nbytes, err);
@@ -897,8 +911,10 @@ elm_status elm_load_hf(elm_model *m, const char *dir, elm_error *err) {
     if ((st = join(weights, sizeof weights, dir, "model.safetensors", err))) return st;
     /* which experts each layer's stacks have (add_expert) */
     const elm_arch *a = elm_arch_find(m->hp.arch);
-    const size_t n_seen = a && a->moe ? (size_t)m->hp.n_layers * ELM_HF_EXPERT_KINDS *
-                                            (size_t)m->hp.n_expert : 0;
+    const size_t n_seen = !a || !a->moe ? 0
+                          : a->moe_biases ? (size_t)m->hp.n_layers * ELM_HF_MXFP4_PARTS
+                                          : (size_t)m->hp.n_layers * ELM_HF_EXPERT_KINDS *
+                                                (size_t)m->hp.n_expert;
     uint8_t *seen = calloc(n_seen + 1, 1);
     if (!seen) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", dir);
     if (elm_file_exists(weights)) {

@@ -126,6 +126,28 @@ struct elm_st_tensor; /* formats/safetensors.h */
 elm_status elm_hf_add_fused(elm_model *m, const char *src, const struct elm_st_tensor *t,
                             int kind, long layer, elm_error *err);
 
+/* gpt-oss's original checkpoint (config.json's quantization_config {"quant_method": "mxfp4"})
+ * holds each expert matrix as U8 MXFP4 in two parts, model.layers.N.mlp.experts.<part>:
+ * gate_up_proj_blocks [E, 2·ff, dim/32, 16] (16 code bytes a block of 32 weights, weight n the
+ * n-th nibble, low nibble first) with gate_up_proj_scales [E, 2·ff, dim/32] (E8M0 bytes), gate
+ * and up in alternate rows; down_proj_blocks [E, dim, ff/32, 16] with down_proj_scales. */
+enum { ELM_HF_MXFP4_GATE_UP_BLOCKS, ELM_HF_MXFP4_GATE_UP_SCALES, ELM_HF_MXFP4_DOWN_BLOCKS,
+       ELM_HF_MXFP4_DOWN_SCALES, ELM_HF_MXFP4_PARTS };
+extern const char *const elm_hf_mxfp4_names[ELM_HF_MXFP4_PARTS]; /* "gate_up_proj_blocks", ... */
+
+/* The MXFP4 part of HF tensor name hf, its layer in *layer; -1 for another name. */
+int elm_hf_mxfp4_of(const char *hf, long *layer);
+
+/* Fills GGUF's MXFP4 stacks blk.N.ffn_{gate,up,down}_exps.weight ([cols, rows, E], added zeroed
+ * by whichever part comes first, owned by m) with part `part` of layer `layer` from U8 tensor t:
+ * the scale bytes as they are, the codes reordered to ggml's nibble order, gate and up
+ * de-interleaved, as llama.cpp's converter (conversion/gpt_oss.py, repack_mxfp4) writes them.
+ * seen[layer·ELM_HF_MXFP4_PARTS + part] marks the part read. Errors name src and the tensor: a
+ * dtype other than U8, a shape not of config.json's sizes, a scale byte 0xff (E8M0's NaN), a part
+ * read twice, a stack the checkpoint also holds unquantized. */
+elm_status elm_hf_add_mxfp4(elm_model *m, const char *src, const struct elm_st_tensor *t,
+                            int part, long layer, uint8_t *seen, elm_error *err);
+
 /* Between n experts' gate_up [n, rows, 2·ff] (gate and up in alternate columns: HF) and GGUF's
  * gate and up [n, ff, rows] (fuse: into gate_up, else out of it); elements of elem bytes. */
 void elm_hf_gate_up(char *gate_up, char *gate, char *up, int64_t n, int64_t rows, int64_t ff,

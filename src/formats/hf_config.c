@@ -663,8 +663,8 @@ static elm_status read_lfm2moe(const char *path, const cJSON *root, elm_hparams 
 /* gpt-oss's keys (GptOssConfig): sliding_window (required) on the layers layer_types says,
  * which must alternate from a windowed first layer (llama.cpp's fixed pattern); the experts
  * num_local_experts of intermediate_size, num_experts_per_tok (or experts_per_token) of them a
- * token; swiglu_limit 7 (llama.cpp's); its original MXFP4 experts (quantization_config) are
- * refused until edgelm reads MXFP4. */
+ * token; swiglu_limit 7 (llama.cpp's); quantization_config's quant_method, when present, mxfp4
+ * (the original checkpoint's experts, which the tensors' U8 *_blocks and *_scales tell). */
 static elm_status read_gpt_oss(const char *path, const cJSON *root, const elm_arch *a,
                                elm_hparams *hp, elm_error *err) {
     elm_status st;
@@ -680,10 +680,10 @@ static elm_status read_gpt_oss(const char *path, const cJSON *root, const elm_ar
     hp->expert_ffn_dim = hp->ffn_dim;
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
     const cJSON *method = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
-    if (q && !cJSON_IsNull(q))
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: quantization_config '%.32s': the MXFP4 "
-                          "experts (*_blocks, *_scales) are not supported yet; use a BF16 "
-                          "checkpoint or a GGUF file", path,
+    if (q && !cJSON_IsNull(q) &&
+        !(cJSON_IsString(method) && strcmp(method->valuestring, "mxfp4") == 0))
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: quantization_config's quant_method "
+                          "'%.32s' is not supported (gpt-oss's mxfp4 is)", path,
                           cJSON_IsString(method) ? method->valuestring : "?");
     if (limit != 7.0f)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: swiglu_limit %g is not supported "

@@ -10,7 +10,8 @@
 #include "formats/ranges.h"
 
 static const struct { const char *name; elm_type type; size_t size; } st_dtypes[] = {
-    {"F32", ELM_TYPE_F32, 4}, {"F16", ELM_TYPE_F16, 2}, {"BF16", ELM_TYPE_BF16, 2}};
+    {"F32", ELM_TYPE_F32, 4}, {"F16", ELM_TYPE_F16, 2}, {"BF16", ELM_TYPE_BF16, 2},
+    {"U8", ELM_ST_U8, 1}};
 
 static int cmp_name(const void *a, const void *b) {
     return strcmp(((const elm_st_tensor *)a)->name, ((const elm_st_tensor *)b)->name);
@@ -37,7 +38,7 @@ static elm_status parse_entry(const elm_st_file *f, const cJSON *e, uint64_t buf
         }
     if (!esize)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED,
-                          "%s: tensor '%s' has dtype %.16s (F32, F16 and BF16 are supported)", p, n,
+                          "%s: tensor '%s' has dtype %.16s (F32, F16, BF16 and U8 are supported)", p, n,
                           dt->valuestring);
     int nd = cJSON_GetArraySize(shape);
     if (nd < 1 || nd > ELM_MAX_DIMS)

@@ -11,9 +11,13 @@
 #include "edgelm/error.h"
 #include "edgelm/model.h"
 
+/* elm_st_tensor.type of a U8 tensor: bytes with no ggml type of their own (the MXFP4 blocks and
+ * scales of gpt-oss's original checkpoint, which the HF loader repacks). */
+#define ELM_ST_U8 ELM_TYPE_COUNT
+
 typedef struct elm_st_tensor {
     char *name;                   /* owned copy of the JSON key */
-    elm_type type;                /* F32, F16 or BF16 */
+    elm_type type;                /* F32, F16, BF16 or ELM_ST_U8 */
     int n_dims;                   /* 1..4 */
     int64_t shape[ELM_MAX_DIMS];  /* as stored (PyTorch order): shape[n_dims-1] is contiguous */
     uint64_t begin, end;          /* byte range relative to the data buffer */
@@ -35,7 +39,7 @@ typedef struct elm_st_file {
 /* Maps and validates `path`. On failure nothing is left open and f is zeroed. Errors name the file
  * (and the tensor): ELM_ERR_IO (missing/unreadable), ELM_ERR_FORMAT ("header longer than the
  * file", "offsets disagree with dtype x shape", overlapping ranges, bad JSON),
- * ELM_ERR_UNSUPPORTED (a dtype other than F32/F16/BF16). */
+ * ELM_ERR_UNSUPPORTED (a dtype other than F32/F16/BF16/U8). */
 elm_status elm_st_open(elm_st_file *f, const char *path, elm_error *err);
 
 /* Tensor by exact name (binary search), or NULL. */

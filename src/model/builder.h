@@ -14,13 +14,17 @@ elm_model *elm_model_new(const char *path, const char *format, elm_error *err);
  * [1,4], every ne >= 1, the element count and byte size against overflow and against `type`
  * (ne[0] a multiple of the block size); nbytes must equal the computed size; a type with a
  * bad_block trait (MXFP4, the sub-4-bit i-quants) must have no block whose scale is not finite
- * (the error names the tensor and the first such block). */
+ * (the error names the tensor and the first such block), checked unless data lies in a file
+ * mapping (elm_model_own_file_mapping), whose pages the scan would all read. */
 elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, int n_dims,
                                 const int64_t *ne, void *data, size_t nbytes, elm_error *err);
 
 /* Hands a malloc'd buffer or an mmap to the model, freed by elm_model_free. */
 elm_status elm_model_own_buffer(elm_model *m, void *buf, elm_error *err);
 elm_status elm_model_own_mapping(elm_model *m, void *addr, size_t len, elm_error *err);
+/* Hands a mapping of the model file itself (--mmap: its pages read on first touch) to the model;
+ * tensors in it skip elm_model_add_tensor's bad_block scan. */
+elm_status elm_model_own_file_mapping(elm_model *m, void *addr, size_t len, elm_error *err);
 
 /* After tensors and hparams are set: validates hparams (positive sizes, heads dividing dim when
  * head_dim is not given, n_heads % n_kv_heads == 0, an architecture of elm_arch_find), sets the

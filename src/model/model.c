@@ -16,7 +16,9 @@
 
 struct elm_model_storage {
     int n, cap;
-    struct { void *addr; size_t len; } *items; /* len 0: malloc'd buffer; else mmap */
+    /* len 0: malloc'd buffer; else mmap; file: a mapping of the file itself, whose pages are
+     * read on first touch (elm_model_own_file_mapping) */
+    struct { void *addr; size_t len; bool file; } *items;
     elm_tensor *views; /* [n_layers * 5]: row views of fused tensors (see bind_layer) */
     /* Tensor names, open-addressed by FNV-1a: slot values are tensor index + 1 (0: empty),
      * index_cap a power of two at least twice n_tensors, so adding and finding stay O(1) for
@@ -38,7 +40,7 @@ elm_model *elm_model_new(const char *path, const char *format, elm_error *err) {
     return m;
 }
 
-static elm_status storage_push(elm_model *m, void *addr, size_t len, elm_error *err) {
+static elm_status storage_push(elm_model *m, void *addr, size_t len, bool file, elm_error *err) {
     elm_model_storage *s = m->storage;
     if (s->n == s->cap) {
         int cap = s->cap ? s->cap * 2 : 8;
@@ -49,20 +51,37 @@ static elm_status storage_push(elm_model *m, void *addr, size_t len, elm_error *
     }
     s->items[s->n].addr = addr;
     s->items[s->n].len = len;
+    s->items[s->n].file = file;
     s->n++;
     return ELM_OK;
 }
 
 elm_status elm_model_own_buffer(elm_model *m, void *buf, elm_error *err) {
-    elm_status st = storage_push(m, buf, 0, err);
+    elm_status st = storage_push(m, buf, 0, false, err);
     if (st) free(buf);
     return st;
 }
 
 elm_status elm_model_own_mapping(elm_model *m, void *addr, size_t len, elm_error *err) {
-    elm_status st = storage_push(m, addr, len, err);
+    elm_status st = storage_push(m, addr, len, false, err);
     if (st) elm_unmap(addr, len);
     return st;
+}
+
+elm_status elm_model_own_file_mapping(elm_model *m, void *addr, size_t len, elm_error *err) {
+    elm_status st = storage_push(m, addr, len, true, err);
+    if (st) elm_unmap(addr, len);
+    return st;
+}
+
+/* Whether data lies in a mapping of the file itself (pages not read yet). */
+static bool in_file_mapping(const elm_model_storage *s, const void *data) {
+    for (int i = 0; i < s->n; i++) {
+        const char *a = s->items[i].addr;
+        if (s->items[i].file && (const char *)data >= a && (const char *)data < a + s->items[i].len)
+            return true;
+    }
+    return false;
 }
 
 static uint64_t name_hash(const char *name) {
@@ -117,7 +136,11 @@ elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, i
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' has %zu bytes, %s shape needs %llu",
                           m->path, name, nbytes, tt->name, (unsigned long long)want);
     const int64_t n_blocks = (int64_t)(count / (uint64_t)tt->block_size);
-    const int64_t bad = tt->bad_block && data ? tt->bad_block(data, n_blocks) : -1;
+    /* a scan reads every block: in a file mapping (--mmap) that would read the whole file at
+     * load, which a model larger than RAM cannot afford, so there the scales are trusted (a 0xff
+     * one decodes to 2^127: wrong outputs, never a fault); memory read in is scanned */
+    const bool scan = tt->bad_block && data && !in_file_mapping(m->storage, data);
+    const int64_t bad = scan ? tt->bad_block(data, n_blocks) : -1;
     if (bad >= 0)
         return elm_errorf(err, ELM_ERR_FORMAT,
                           "%s: tensor '%s' block %lld has a bad %s scale (not a finite number)", m->path,

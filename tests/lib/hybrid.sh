@@ -2,7 +2,7 @@
 # checked on (tests/cli_hybrid_llamacpp.sh): the recipes, the text, and the model.
 RECIPES="q2_k q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k iq4_nl iq4_xs q8_0"
 # the mixtures of experts, which get mxfp4_moe (experts in MXFP4, the rest Q8_0) as well
-MOE_FAMILIES="qwen3moe lfm2moe"
+MOE_FAMILIES="qwen3moe lfm2moe gpt-oss"
 
 # recipes_of ARCH: the recipes checked on the family
 recipes_of() {
