@@ -97,6 +97,14 @@ EOF
 expect_error "mxfp4 bad scale" \
     "mx-bad.gguf: tensor 'blk.1.ffn_up.weight' block 5 has a bad mxfp4 scale" \
     "$BIN" run -m "$tmp/mx-bad.gguf" -p "Hi" -n 1
+# quantize maps its input (whose scales the loader does not scan): the conversion names the block
+# in its one error line, after the progress and warnings of the tensors before it; nothing written
+"$BIN" quantize -m "$tmp/mx-bad.gguf" -o "$tmp/requant.gguf" --type q8_0 >/dev/null 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 1 ] && [ "$(grep '^edgelm: ' "$tmp/err" | grep -vc '^edgelm: warning: ')" -eq 1 ] &&
+    tail -n 1 "$tmp/err" | grep -q "^edgelm: .*mx-bad.gguf: tensor 'blk.1.ffn_up.weight' block 5 has a bad mxfp4 scale" ||
+    fail "quantize of a bad mxfp4 scale: status $rc, $(tail -n 1 "$tmp/err")"
+[ -e "$tmp/requant.gguf" ] && fail "quantize of a bad mxfp4 scale left $tmp/requant.gguf"
 expect_error "mxfp4_moe without experts" "stories260K-f32.gguf: mxfp4_moe .* no experts" \
     "$BIN" quantize -m "$MODEL" -o "$tmp/moe.gguf" --type mxfp4_moe
 [ -e "$tmp/moe.gguf" ] && fail "mxfp4_moe without experts left $tmp/moe.gguf"

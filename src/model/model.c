@@ -143,8 +143,8 @@ elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, i
     const int64_t bad = scan ? tt->bad_block(data, n_blocks) : -1;
     if (bad >= 0)
         return elm_errorf(err, ELM_ERR_FORMAT,
-                          "%s: tensor '%s' block %lld has a bad %s scale (not a finite number)", m->path,
-                          name, (long long)bad, tt->name);
+                          "%s: tensor '%s' block %lld has a bad %s scale (not a finite number)",
+                          m->path, name, (long long)bad, tt->name);
     if (elm_model_find(m, name))
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: duplicate tensor '%s'", m->path, name);
     if (!index_room(m->storage, m->tensors, m->n_tensors + 1))

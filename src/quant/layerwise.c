@@ -56,8 +56,15 @@ static void warn(const qctx *q, const char *fmt, ...) {
     q->cb->warn(msg, q->cb->user);
 }
 
-elm_status elm_check_finite(const elm_model *m, const elm_tensor *t, int64_t row, const float *x,
-                            elm_error *err) {
+elm_status elm_check_row(const elm_model *m, const elm_tensor *t, int64_t row, const void *raw,
+                         const float *x, elm_error *err) {
+    const elm_type_traits *tt = elm_type_get(t->type);
+    const int64_t per_row = t->ne[0] / tt->block_size;
+    const int64_t bad = tt->bad_block ? tt->bad_block(raw, per_row) : -1;
+    if (bad >= 0)
+        return elm_errorf(err, ELM_ERR_FORMAT,
+                          "%s: tensor '%s' block %lld has a bad %s scale (not a finite number)",
+                          m->path, t->name, (long long)(row * per_row + bad), tt->name);
     for (int64_t j = 0; j < t->ne[0]; j++)
         if (!isfinite(x[j]))
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' holds %s at row %lld, column %lld",
@@ -97,9 +104,9 @@ static elm_status materialize(elm_qrun *r, elm_tensor *t, elm_error *err) {
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory for a float copy of '%s'",
                           r->src->path, in->name);
     for (int64_t row = 0; row < rows; row++) {
-        elm_type_get(in->type)->to_float((const uint8_t *)in->data + (size_t)row * row_bytes,
-                                         x + row * cols, cols);
-        elm_status st = elm_check_finite(r->src, in, row, x + row * cols, err);
+        const uint8_t *raw = (const uint8_t *)in->data + (size_t)row * row_bytes;
+        elm_type_get(in->type)->to_float(raw, x + row * cols, cols);
+        elm_status st = elm_check_row(r->src, in, row, raw, x + row * cols, err);
         if (st) {
             free(x);
             return st;

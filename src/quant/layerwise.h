@@ -63,9 +63,11 @@ void elm_qrun_free(elm_qrun *r);
 elm_status elm_quant_progress(const elm_quantize_callbacks *cb, int32_t done, int32_t total,
                               const char *what, elm_error *err);
 
-/* Checks a decoded row of tensor t for NaN and infinities: ELM_ERR_FORMAT naming the model
- * file, the tensor, the row and the column. */
-elm_status elm_check_finite(const elm_model *m, const elm_tensor *t, int64_t row, const float *x,
-                            elm_error *err);
+/* Checks row `row` of tensor t: its encoded blocks at raw for a bad scale (the type's bad_block:
+ * the loader skips that scan in a mapped file, which a quantization reads whole anyway), then
+ * its decoded values x for NaN and infinities. ELM_ERR_FORMAT naming the model file, the tensor
+ * and the block, or the row and the column. */
+elm_status elm_check_row(const elm_model *m, const elm_tensor *t, int64_t row, const void *raw,
+                         const float *x, elm_error *err);
 
 #endif

@@ -48,7 +48,7 @@ typedef struct conv_job {
     uint8_t *dst;
     const float *qw; /* importance weights, or NULL */
     elm_pool_work work;
-    atomic_llong bad; /* lowest row seen holding a NaN or an infinity; rows when none */
+    atomic_llong bad; /* lowest row seen with a bad scale, a NaN or an infinity; rows when none */
 } conv_job;
 
 /* Rows per claim: enough work per claim (a 2048-wide row is some 10-100 µs of search) that the
@@ -64,8 +64,9 @@ static void conv_rows(void *arg, int ith, int nth) {
     while (elm_pool_work_claim(&c->work, ith, CONV_CHUNK, &lo, &hi)) {
         for (long r = lo; r < hi; r++) {
             if (r >= atomic_load_explicit(&c->bad, memory_order_relaxed)) return;
-            c->src_tt->to_float((const uint8_t *)c->in->data + (size_t)r * c->src_row, row, cols);
-            if (elm_check_finite(c->j->m, c->in, r, row, NULL)) {
+            const uint8_t *raw = (const uint8_t *)c->in->data + (size_t)r * c->src_row;
+            c->src_tt->to_float(raw, row, cols);
+            if (elm_check_row(c->j->m, c->in, r, raw, row, NULL)) {
                 long long cur = atomic_load(&c->bad);
                 while (r < cur && !atomic_compare_exchange_weak(&c->bad, &cur, r)) {}
                 return;
@@ -95,8 +96,9 @@ static elm_status convert(wjob *j, const elm_tensor *in, const elm_tensor *t, ui
     /* the first bad row, as a serial run names it: each home range is claimed in row order and
      * its thread stops only at a row past the lowest bad one seen, so every row before `bad` was
      * read and found finite */
-    c.src_tt->to_float((const uint8_t *)in->data + (size_t)bad * c.src_row, j->row, in->ne[0]);
-    return elm_check_finite(j->m, in, bad, j->row, err);
+    const uint8_t *raw = (const uint8_t *)in->data + (size_t)bad * c.src_row;
+    c.src_tt->to_float(raw, j->row, in->ne[0]);
+    return elm_check_row(j->m, in, bad, raw, j->row, err);
 }
 
 /* Tensor k of the output (file order, described by t) made final and written: a calibrated run
