@@ -47,6 +47,7 @@ structs = {"ElmError": "elm_error", "ContextParams": "elm_context_params",
            "QuantPolicy": "elm_quant_policy", "QuantParams": "elm_quant_params",
            "QuantCallbacks": "elm_quantize_callbacks", "QuantSummary": "elm_quantize_summary",
            "QuantTensorInfo": "elm_quant_tensor_info", "QuantReport": "elm_quant_report",
+           "QuantExpertFallback": "elm_quant_expert_fallback",
            "CalibSet": "elm_calib_set", "Imatrix": "elm_imatrix", "EvalParams": "elm_eval_params",
            "EvalCallbacks": "elm_eval_callbacks"}
 headers = ["context", "generate", "chat", "embed", "quant", "eval"]

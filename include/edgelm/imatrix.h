@@ -45,7 +45,8 @@ const elm_imatrix_entry *elm_imatrix_find(const elm_imatrix *im, const char *nam
  * (1 where a matrix saw no token), n values into out. */
 void elm_imatrix_weights(const elm_imatrix_entry *e, float *out);
 
-/* Every entry of im names a 2-D tensor of m with as many input columns as the entry has values,
+/* Every entry of im names a 2-D tensor of m with as many input columns as the entry has values
+ * (an expert stack: its columns times its experts),
  * its sums are finite and >= 0 and its counts >= 0; else ELM_ERR_FORMAT naming `path` (the imatrix
  * file) and the tensor. */
 elm_status elm_imatrix_check(const elm_imatrix *im, const elm_model *m, const char *path,
@@ -54,7 +55,10 @@ elm_status elm_imatrix_check(const elm_imatrix *im, const elm_model *m, const ch
 /* llama-imatrix's computation: tokens (the text with its BOS) cut into n_tokens / n_ctx chunks of
  * n_ctx tokens, each run from an empty KV cache with its first token replaced by BOS (when the
  * vocab adds one); for every linear weight of the blocks ("blk.*"), Σ x² of each input column over
- * all tokens and the token count. dataset names the text in the file. n_threads as elsewhere;
+ * all tokens and the token count; for a mixture of experts' stacks (ffn_{gate,up,down}_exps), per
+ * expert: the sums [n_expert, n_in] and counts [n_expert] over the tokens routed to it (an expert
+ * no token reached keeps zeros, as llama-imatrix writes it; the router, ffn_gate_inp, is a 2-D
+ * weight like the others). dataset names the text in the file. n_threads as elsewhere;
  * progress (may be NULL) is called after each chunk with done of total chunks.
  * ELM_ERR_ARG when there are fewer than 2·n_ctx tokens or n_ctx exceeds the model's context;
  * the forward pass's errors; ELM_ERR_NOMEM. Free with elm_imatrix_free. */

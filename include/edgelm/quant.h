@@ -264,11 +264,26 @@ typedef struct elm_quant_tensor_info {
                           * weights are zeroed; more than half dead: a warning names the tensor) */
 } elm_quant_tensor_info;
 
+/* An expert of a mixture of experts that GPTQ or AWQ did not calibrate: the router sent it fewer
+ * calibration tokens than twice its matrix's input width (too few for a stable Hessian), so its
+ * matrix was rounded by the importance-weighted rule (the type's imatrix encoder, weighted by the
+ * mean square of the inputs it did see; by 1 when it saw none, as llama-quantize weighs an expert
+ * without counts). */
+typedef struct elm_quant_expert_fallback {
+    char name[ELM_NAME_MAX]; /* the stack, e.g. "blk.3.ffn_down_exps.weight" */
+    int32_t expert;
+    int64_t tokens;          /* calibration tokens routed to it */
+    int64_t needed;          /* the fewest it is calibrated from: 2 · the stack's input width */
+} elm_quant_expert_fallback;
+
 typedef struct elm_quant_report {
     elm_quantize_summary summary;
     int32_t n_tensors;
     elm_quant_tensor_info *tensors; /* [n_tensors], file order; free with elm_quant_report_free */
     int32_t n_damp_raised;          /* GPTQ layers whose damping had to be raised */
+    int32_t n_expert_fallback;      /* experts rounded for want of tokens (GPTQ, AWQ; a resumed
+                                     * run: of the blocks it ran) */
+    elm_quant_expert_fallback *expert_fallback; /* [n_expert_fallback], by block, stack, expert */
 } elm_quant_report;
 
 void elm_quant_report_free(elm_quant_report *r);

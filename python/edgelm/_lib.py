@@ -170,11 +170,20 @@ class QuantTensorInfo(Structure):
                 ("dead_inputs", c_int64)]
 
 
+class QuantExpertFallback(Structure):
+    """elm_quant_expert_fallback (quant.h; ELM_NAME_MAX 96)."""
+
+    _fields_ = [("name", c_char * 96), ("expert", c_int32), ("tokens", c_int64),
+                ("needed", c_int64)]
+
+
 class QuantReport(Structure):
     """elm_quant_report (quant.h)."""
 
     _fields_ = [("summary", QuantSummary), ("n_tensors", c_int32),
-                ("tensors", POINTER(QuantTensorInfo)), ("n_damp_raised", c_int32)]
+                ("tensors", POINTER(QuantTensorInfo)), ("n_damp_raised", c_int32),
+                ("n_expert_fallback", c_int32),
+                ("expert_fallback", POINTER(QuantExpertFallback))]
 
 
 class CalibSet(Structure):

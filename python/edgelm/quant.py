@@ -82,7 +82,8 @@ def quantize(src: Path, dst: Path, type: str, method: str = "rtn", calib: Option
 
     Returns what `edgelm quantize --json` prints: method, type, pure, bits_per_weight,
     file_bytes, tensor_bytes, compression, seconds, peak_rss_mib, peak_anon_mib, n_fallback,
-    (gptq/awq) calib_samples, calib_tokens, (gptq) damp_raised, tensors [{name, type, reason,
+    (gptq/awq) calib_samples, calib_tokens, expert_fallback [{name, expert, tokens, needed}],
+    (gptq) damp_raised, tensors [{name, type, reason,
     (gptq/awq) out_err_before, out_err_after, (gptq) damp, dead_inputs}], and warnings (the
     lines the CLI prints as warnings and notes: fallbacks, raised damping, resuming).
     Raises FileError (a missing model, calib or imatrix file, naming it; dst not writable),
@@ -178,6 +179,9 @@ def _summary(method: str, p: "_lib.QuantParams", calib: "_lib.CalibSet",
          "n_fallback": s.n_fallback}
     if method != "rtn":
         d["calib_samples"], d["calib_tokens"] = calib.n, calib.n_tokens
+        d["expert_fallback"] = [
+            {"name": f.name.decode(), "expert": f.expert, "tokens": f.tokens, "needed": f.needed}
+            for f in (r.expert_fallback[i] for i in range(r.n_expert_fallback))]
     if method == "gptq":
         d["damp_raised"] = r.n_damp_raised
     tensors = []

@@ -10,9 +10,24 @@
 #include "edgelm/context.h"
 #include "quant/capture.h"
 
-elm_status elm_act_stats_init(elm_act_stats *s, const elm_tensor *key, bool hessian, elm_error *err) {
+const elm_tensor *elm_expert_of(const elm_layer *L, const elm_tensor *w, int32_t *expert) {
+    const elm_tensor *stacks[3] = {L->gate_exps, L->up_exps, L->down_exps};
+    const uintptr_t p = (uintptr_t)w->data;
+    for (int k = 0; k < 3; k++) {
+        const elm_tensor *s = stacks[k];
+        const uintptr_t lo = s ? (uintptr_t)s->data : 0;
+        if (!s || w == s || !w->nbytes || p < lo || p >= lo + s->nbytes) continue;
+        *expert = (int32_t)((p - lo) / w->nbytes);
+        return s;
+    }
+    return NULL;
+}
+
+elm_status elm_act_stats_init(elm_act_stats *s, const elm_tensor *key, int32_t expert,
+                              bool hessian, elm_error *err) {
     memset(s, 0, sizeof *s);
     s->key = key;
+    s->expert = expert;
     s->cols = key->ne[0];
     s->lo = INFINITY;
     s->hi = -INFINITY;
@@ -35,16 +50,19 @@ void elm_act_stats_free(elm_act_stats *s) {
 }
 
 typedef struct capture {
+    const elm_model *view; /* the layers run: the hook's layer index is into view->layers */
     elm_act_stats *stats;
     int32_t n_stats;
 } capture;
 
 static void on_matmul(const elm_tensor *w, int layer, const float *x, int64_t n_tok, void *user) {
     capture *c = user;
-    (void)layer; /* the view's index: keys are found by pointer */
+    int32_t e = -1;
+    const elm_tensor *stack = layer >= 0 ? elm_expert_of(&c->view->layers[layer], w, &e) : NULL;
+    const elm_tensor *key = stack ? stack : w;
     for (int32_t k = 0; k < c->n_stats; k++) {
         elm_act_stats *s = &c->stats[k];
-        if (s->key != w) continue;
+        if (s->key != key || s->expert != e) continue;
         const int64_t cols = s->cols;
         for (int64_t t = 0; t < n_tok; t++)
             for (int64_t j = 0; j < cols; j++) {
@@ -80,7 +98,7 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
     view.hp.first_layer = m->hp.first_layer + first; /* NoPE and windowed layers go by index */
     int32_t n_ctx = 1;
     for (int32_t i = 0; i < cs->n; i++) n_ctx = cs->n_ids[i] > n_ctx ? cs->n_ids[i] : n_ctx;
-    capture c = {stats, n_stats};
+    capture c = {&view, stats, n_stats};
     float *logits = with_output ? malloc(sizeof(float) * (size_t)n_ctx * (size_t)m->hp.n_vocab) : NULL;
     elm_context *ctx = NULL;
     elm_status st = ELM_OK;
@@ -101,6 +119,7 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
     for (int32_t k = 0; k < n_stats && !st; k++) {
         elm_act_stats *s = &stats[k];
         const int64_t n = s->cols;
+        if (!s->key) continue;
         bool finite = true;
         for (int64_t j = 0; j < n; j++) {
             finite &= isfinite(s->abs_max[j]) && (!s->h || isfinite(s->h[j * n + j]));
@@ -111,7 +130,7 @@ elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool
             st = elm_errorf(err, ELM_ERR_FORMAT,
                             "%s: non-finite activations at the input of '%s' (weights too large?)",
                             m->path, s->key->name);
-        else if (s->n_rows == 0 && cs->n > 0)
+        else if (s->n_rows == 0 && cs->n > 0 && s->expert < 0)
             st = elm_errorf(err, ELM_ERR_ARG, "%s: the forward pass never reached '%s'", m->path,
                             s->key->name);
     }

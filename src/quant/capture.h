@@ -8,9 +8,17 @@
 #include "edgelm/model.h"
 #include "edgelm/quant.h"
 
+/* The expert stack of layer L that the matmul hook's weight w is a 2-D view of (model/ffn_moe.c
+ * runs expert e of ffn_{gate,up,down}_exps over rows [e·rows, (e + 1)·rows) of the stack, under
+ * the stack's name), with the expert's index in *expert; NULL for any other weight (a dense
+ * product, the router). */
+const elm_tensor *elm_expert_of(const elm_layer *L, const elm_tensor *w, int32_t *expert);
+
 /* Statistics of the input x [cols] of the linear `key` (and of every linear sharing its input). */
 typedef struct elm_act_stats {
-    const elm_tensor *key; /* tensor of the model being run whose matmul input is observed */
+    const elm_tensor *key; /* tensor of the model being run whose matmul input is observed (an
+                            * expert stack: its expert `expert`'s products only); NULL: none */
+    int32_t expert;        /* the expert of the stack key, -1 for a dense product */
     int64_t cols;
     int64_t n_rows;        /* input vectors seen (tokens) */
     float *h;              /* [cols, cols] H = 2·Σ x xᵀ, summed in float32 (as the GPTQ and AWQ
@@ -21,8 +29,11 @@ typedef struct elm_act_stats {
 } elm_act_stats;
 
 /* Allocates zeroed statistics for key's input (key->ne[0] columns), with the cols² Hessian only
- * when hessian (GPTQ); the ranges alone cost O(cols). ELM_ERR_NOMEM. */
-elm_status elm_act_stats_init(elm_act_stats *s, const elm_tensor *key, bool hessian, elm_error *err);
+ * when hessian (GPTQ); the ranges alone cost O(cols). expert: -1 for a dense product, else the
+ * expert of the stack key whose inputs (the tokens the router sends to it) are observed.
+ * ELM_ERR_NOMEM. */
+elm_status elm_act_stats_init(elm_act_stats *s, const elm_tensor *key, int32_t expert,
+                              bool hessian, elm_error *err);
 void elm_act_stats_free(elm_act_stats *s);
 
 /* Runs every calibration sequence of cs (each from an empty KV cache at position 0, one batch)
@@ -32,8 +43,9 @@ void elm_act_stats_free(elm_act_stats *s);
  * (n_stats may be 0). The sequences start from x_in, or from their token embeddings when x_in is
  * NULL; when x_out is non-NULL it receives the states after the last layer run. x_in and x_out
  * hold [Σ n_ids, dim] floats, the samples' [n_ids[i], dim] states one after another; x_out may be
- * x_in (advanced in place). On return abs_mean is the mean and h symmetric. ELM_ERR_ARG for a
- * layer range outside m or a key whose product never ran, ELM_ERR_FORMAT naming the key when an
+ * x_in (advanced in place). On return abs_mean is the mean and h symmetric. Stats with a NULL
+ * key are skipped, and an expert the router never chose keeps n_rows 0. ELM_ERR_ARG for a
+ * layer range outside m or a dense key whose product never ran, ELM_ERR_FORMAT naming the key when an
  * input holds a NaN or infinity; the forward pass's errors; ELM_ERR_NOMEM. */
 elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool with_output,
                        const elm_calib_set *cs, int32_t n_threads, const float *x_in,

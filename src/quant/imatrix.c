@@ -174,8 +174,9 @@ elm_status elm_imatrix_check(const elm_imatrix *im, const elm_model *m, const ch
                               e->name, m->path);
         if (t->n_dims < 2 || e->n != t->ne[0] * t->ne[2] * t->ne[3])
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' has %lld importance values, "
-                              "the model's rows have %lld weights", path, e->name,
-                              (long long)e->n, (long long)t->ne[0]);
+                              "the model's rows have %lld weights%s", path, e->name,
+                              (long long)e->n, (long long)t->ne[0],
+                              t->n_dims > 2 ? " in each matrix of the stack" : "");
         for (int64_t j = 0; j < e->n; j++)
             if (!isfinite(e->sum2[j]) || e->sum2[j] < 0)
                 return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s': value %lld is %g", path,

@@ -25,28 +25,23 @@
 #include "quant/errfig.h"
 #include "quant/gptq.h"
 #include "quant/layerwise.h"
+#include "quant/layerwise_ops.h"
 
 /* Block-scale candidates GPTQ tries (grid.h): 1 = the RTN rule. */
 #define GPTQ_CLIP 10
 
-typedef struct qctx {
-    elm_qrun *r;
-    const elm_quant_params *p;
-    const elm_tensor_plan *plan;
-    const elm_quantize_callbacks *cb;
-    float *x; /* [Σ calib n_ids, dim] each sample's hidden states at the current block's input */
-} qctx;
+typedef elm_lw_ctx qctx;
 
 static int64_t rows_of(const elm_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 static int32_t idx(const elm_qrun *r, const elm_tensor *t) { return (int32_t)(t - r->tensors); }
 static float *wdata(const elm_tensor *t) { return t->data; }
 
-static bool grid_of(const qctx *q, const elm_tensor *t, elm_grid *g) {
+bool elm_lw_grid_of(const qctx *q, const elm_tensor *t, elm_grid *g) {
     return elm_grid_of(q->plan[idx(q->r, t)].type, g);
 }
+#define grid_of elm_lw_grid_of
 
-static void warn(const qctx *q, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(const qctx *q, const char *fmt, ...) {
+void elm_lw_warn(const qctx *q, const char *fmt, ...) {
     if (!q->cb || !q->cb->warn) return;
     char msg[512];
     va_list ap;
@@ -55,6 +50,7 @@ static void warn(const qctx *q, const char *fmt, ...) {
     va_end(ap);
     q->cb->warn(msg, q->cb->user);
 }
+#define warn elm_lw_warn
 
 elm_status elm_check_row(const elm_model *m, const elm_tensor *t, int64_t row, const void *raw,
                          const float *x, elm_error *err) {
@@ -141,7 +137,8 @@ static elm_status work_init(elm_qrun *r, const elm_model *m, elm_error *err) {
     r->layers = calloc((size_t)m->hp.n_layers, sizeof *r->layers);
     r->bytes = calloc(n ? (size_t)n : 1, sizeof *r->bytes);
     r->info = calloc(n ? (size_t)n : 1, sizeof *r->info);
-    if (!r->tensors || !r->layers || !r->bytes || !r->info)
+    r->quads = calloc(n ? (size_t)n : 1, sizeof *r->quads);
+    if (!r->tensors || !r->layers || !r->bytes || !r->info || !r->quads)
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
     for (int32_t i = 0; i < n; i++) {
         r->tensors[i] = m->tensors[i];
@@ -180,6 +177,8 @@ void elm_qrun_free(elm_qrun *r) {
     free(r->layers);
     free(r->bytes);
     free(r->info);
+    free(r->quads);
+    free(r->fallback);
     free(r->final_stage);
     free(r->x);
     elm_ckpt_close(r->ckpt, false);
@@ -209,17 +208,38 @@ static elm_status emit_rtn(qctx *q, elm_tensor *t, elm_error *err) {
     return ELM_OK;
 }
 
-/* Packs codes/params chosen by GPTQ or AWQ; the working copy takes their values. */
-static elm_status emit_codes(qctx *q, elm_tensor *t, const elm_grid *g, const int8_t *codes,
-                             const elm_block_params *params, const float *values, elm_error *err) {
-    const int64_t rows = rows_of(t), cols = t->ne[0], nblk = cols / g->block;
+elm_tensor elm_lw_slice(const elm_tensor *t, int32_t e) {
+    elm_tensor v = *t;
+    if (e < 0) return v;
+    v.n_dims = 2;
+    v.ne[2] = v.ne[3] = 1;
+    v.nbytes = sizeof(float) * (size_t)(t->ne[0] * t->ne[1]);
+    v.data = wdata(t) + (size_t)e * (size_t)(t->ne[0] * t->ne[1]);
+    return v;
+}
+
+uint8_t *elm_lw_bytes(qctx *q, const elm_tensor *t, int32_t e, size_t *offset) {
+    const int32_t i = idx(q->r, t);
+    const size_t rb = elm_row_bytes(q->plan[i].type, t->ne[0]);
+    if (!q->r->bytes[i]) q->r->bytes[i] = malloc(rb * (size_t)rows_of(t));
+    *offset = e < 0 ? 0 : rb * (size_t)(e * t->ne[1]);
+    return q->r->bytes[i];
+}
+
+/* Packs codes/params chosen by GPTQ or AWQ for linear (t, e); the working copy takes their
+ * values. */
+static elm_status emit_codes(qctx *q, elm_tensor *t, int32_t e, const elm_grid *g,
+                             const int8_t *codes, const elm_block_params *params,
+                             const float *values, elm_error *err) {
+    const elm_tensor v = elm_lw_slice(t, e);
+    const int64_t rows = rows_of(&v), cols = t->ne[0], nblk = cols / g->block;
     const size_t bb = elm_type_get((uint32_t)g->type)->block_bytes;
-    uint8_t *b = malloc(bb * (size_t)(rows * nblk));
+    size_t off;
+    uint8_t *b = elm_lw_bytes(q, t, e, &off);
     if (!b) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory encoding '%s'", t->name);
     for (int64_t k = 0; k < rows * nblk; k++)
-        elm_grid_pack(g, &params[k], codes + k * g->block, b + k * bb);
-    memcpy(t->data, values, sizeof(float) * (size_t)(rows * cols));
-    q->r->bytes[idx(q->r, t)] = b;
+        elm_grid_pack(g, &params[k], codes + k * g->block, b + off + k * bb);
+    memcpy(v.data, values, sizeof(float) * (size_t)(rows * cols));
     return ELM_OK;
 }
 
@@ -252,23 +272,27 @@ static elm_status lin_alloc(lin_buf *b, int64_t rows, int64_t cols, const char *
     return elm_errorf(err, ELM_ERR_NOMEM, "out of memory quantizing '%s'", name);
 }
 
-/* The error figures of linear i: relative output errors of round-to-nearest and of the method's
- * values, on the sampled rows whose original weights and errors b->es holds. */
+/* The error figures of tensor i: relative output errors of round-to-nearest and of the method's
+ * values, on the sampled rows whose original weights and errors b->es holds; a stack's summed
+ * over its experts' (each on its own inputs). */
 static void set_errors(qctx *q, int32_t i, lin_buf *b, const float *H) {
-    double quad[3];
+    double quad[3], *sum = q->r->quads[i];
     elm_err_sample_quads(&b->es, H, quad);
-    q->r->info[i].err_before = quad[0] > 0 ? quad[1] / quad[0] : 0;
-    q->r->info[i].err_after = quad[0] > 0 ? quad[2] / quad[0] : 0;
+    for (int k = 0; k < 3; k++) sum[k] += quad[k];
+    q->r->info[i].err_before = sum[0] > 0 ? sum[1] / sum[0] : 0;
+    q->r->info[i].err_after = sum[0] > 0 ? sum[2] / sum[0] : 0;
 }
 
 /* ---------------------------------------------------------------------------- GPTQ */
 
-static elm_status gptq_linear(qctx *q, elm_tensor *t, const elm_act_stats *s, elm_error *err) {
+elm_status elm_lw_gptq_linear(qctx *q, elm_tensor *t, int32_t e, const elm_act_stats *s,
+                              elm_error *err) {
     elm_grid g;
     grid_of(q, t, &g);
     const int32_t i = idx(q->r, t);
-    const int64_t rows = rows_of(t), cols = t->ne[0];
-    const float *w = wdata(t);
+    const elm_tensor v = elm_lw_slice(t, e);
+    const int64_t rows = rows_of(&v), cols = t->ne[0];
+    const float *w = wdata(&v);
     lin_buf b;
     elm_status st = lin_alloc(&b, rows, cols, t->name, err);
     if (st) return st;
@@ -281,19 +305,20 @@ static elm_status gptq_linear(qctx *q, elm_tensor *t, const elm_act_stats *s, el
     if (!st) {
         elm_err_sample_values(&b.es, b.values, NULL, NULL);
         set_errors(q, i, &b, s->h);
-        q->r->info[i].damp = res.damp;
-        q->r->info[i].dead_inputs = res.dead;
+        /* a stack's: its experts' highest */
+        if (res.damp > q->r->info[i].damp) q->r->info[i].damp = res.damp;
+        if (res.dead > q->r->info[i].dead_inputs) q->r->info[i].dead_inputs = res.dead;
         /* a layer calibration (nearly) never reaches is quantized almost blind */
         if (2 * res.dead > cols)
-            warn(q, "%s: %lld of %lld input channels never active in calibration (zeroed): "
-                 "calibrate with text that reaches this layer", t->name, (long long)res.dead,
-                 (long long)cols);
+            warn(q, "%s%s: %lld of %lld input channels never active in calibration (zeroed): "
+                 "calibrate with text that reaches this layer", t->name, e < 0 ? "" : " (an expert)",
+                 (long long)res.dead, (long long)cols);
         if (res.raised) {
             q->r->n_damp_raised++;
             warn(q, "%s: input Hessian not positive definite with damping %g: raised to %g",
                  t->name, o.damp, res.damp);
         }
-        st = emit_codes(q, t, &g, b.codes, b.params, b.values, err);
+        st = emit_codes(q, t, e, &g, b.codes, b.params, b.values, err);
     }
     lin_free(&b);
     return st;
@@ -301,7 +326,8 @@ static elm_status gptq_linear(qctx *q, elm_tensor *t, const elm_act_stats *s, el
 
 /* The four input groups of block l: the mixing's input products (q/k/v; a short convolution's
  * in_proj; a Gated DeltaNet's qkv and z, its β and α products of a few rows left to the block's
- * rounding), its output product (o; out_proj; ssm_out), gate/up, down. */
+ * rounding), its output product (o; out_proj; ssm_out), gate/up, down; a mixture of experts'
+ * FFN: its router alone, and no fourth (the experts are layerwise_moe.c's). */
 typedef struct group {
     elm_tensor *m[3];
     int n;
@@ -318,8 +344,8 @@ static void layer_groups(const elm_layer *L, group g[4]) {
         g[0] = (group){{L->wq, L->wk, L->wv}, 3};
         g[1] = (group){{L->wo}, 1};
     }
-    g[2] = (group){{L->w_gate, L->w_up}, 2};
-    g[3] = (group){{L->w_down}, 1};
+    g[2] = elm_lw_moe(L) ? (group){{L->router}, 1} : (group){{L->w_gate, L->w_up}, 2};
+    g[3] = elm_lw_moe(L) ? (group){{NULL}, 0} : (group){{L->w_down}, 1};
 }
 
 static bool group_has_grid(const qctx *q, const group *gr) {
@@ -330,63 +356,86 @@ static bool group_has_grid(const qctx *q, const group *gr) {
 }
 
 /* A block with no block-type linear needs no calibration pass: its linears are rounded. */
-static bool rounded_only(qctx *q, const group groups[4], elm_status *st, elm_error *err) {
+static bool rounded_only(qctx *q, const elm_layer *L, const group groups[4], elm_status *st,
+                         elm_error *err) {
     for (int gi = 0; gi < 4; gi++)
         if (group_has_grid(q, &groups[gi])) return false;
+    if (elm_lw_moe(L) && elm_lw_moe_has_grid(q, L)) return false;
     *st = ELM_OK;
     for (int gi = 0; gi < 4 && !*st; gi++)
         for (int k = 0; k < groups[gi].n && !*st; k++) *st = emit_rtn(q, groups[gi].m[k], err);
     return true;
 }
 
-/* The statistics of block l's four inputs: block l alone, still float, run from the states. */
-static elm_status capture_block(const qctx *q, int l, elm_act_stats s[4], elm_error *err) {
-    return elm_capture(&q->r->work, l, 1, false, q->p->calib, q->p->n_threads, q->x, NULL, s, 4,
-                       err);
+/* Statistics of block l's inputs, *s [*n_s] (free with stats_free): the four groups' at s[0..3]
+ * (a group without linears: none, key NULL), then a mixture of experts' per expert
+ * (elm_lw_moe_stats_init); block l alone, still float, run from the states. */
+static elm_status capture_block(const qctx *q, int l, const group groups[4], elm_act_stats **s,
+                                int32_t *n_s, elm_error *err) {
+    const elm_layer *L = &q->r->layers[l];
+    const int32_t n_expert = elm_lw_moe(L) ? q->r->work.hp.n_expert : 0;
+    *n_s = 4 + 2 * n_expert;
+    elm_act_stats *a = *s = calloc((size_t)*n_s, sizeof *a);
+    if (!a) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory for calibration statistics");
+    elm_status st = ELM_OK;
+    for (int gi = 0; gi < 4 && !st; gi++)
+        if (groups[gi].n) st = elm_act_stats_init(&a[gi], groups[gi].m[0], -1, true, err);
+    if (!st && n_expert) st = elm_lw_moe_stats_init(L, n_expert, a + 4, err);
+    if (!st)
+        st = elm_capture(&q->r->work, l, 1, false, q->p->calib, q->p->n_threads, q->x, NULL, a,
+                         *n_s, err);
+    return st;
+}
+
+static void stats_free(elm_act_stats *s, int32_t n) {
+    for (int32_t k = 0; s && k < n; k++) elm_act_stats_free(&s[k]);
+    free(s);
 }
 
 static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
+    elm_layer *L = &q->r->layers[l];
     group groups[4];
-    layer_groups(&q->r->layers[l], groups);
-    elm_act_stats s[4] = {{0}};
+    layer_groups(L, groups);
+    elm_act_stats *s = NULL;
+    int32_t n_s = 0;
     elm_status st = ELM_OK;
-    if (rounded_only(q, groups, &st, err)) return st;
-    for (int gi = 0; gi < 4 && !st; gi++) st = elm_act_stats_init(&s[gi], groups[gi].m[0], true, err);
-    if (!st) st = capture_block(q, l, s, err);
+    if (rounded_only(q, L, groups, &st, err)) return st;
+    st = capture_block(q, l, groups, &s, &n_s, err);
     for (int gi = 0; gi < 4 && !st; gi++)
         for (int k = 0; k < groups[gi].n && !st; k++) {
             elm_grid g;
-            st = grid_of(q, groups[gi].m[k], &g) ? gptq_linear(q, groups[gi].m[k], &s[gi], err)
-                                                : emit_rtn(q, groups[gi].m[k], err);
+            elm_tensor *t = groups[gi].m[k];
+            st = grid_of(q, t, &g) ? elm_lw_gptq_linear(q, t, -1, &s[gi], err) : emit_rtn(q, t, err);
         }
-    for (int gi = 0; gi < 4; gi++) elm_act_stats_free(&s[gi]);
+    if (!st && elm_lw_moe(L)) st = elm_lw_moe_quantize(q, L, s + 4, err);
+    stats_free(s, n_s);
     return st;
 }
 
 /* ----------------------------------------------------------------------------- AWQ */
 
-static void scale_cols(elm_tensor *t, const double *s) {
+void elm_lw_scale_cols(elm_tensor *t, const double *s) {
     const int64_t rows = rows_of(t), cols = t->ne[0];
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) wdata(t)[r * cols + c] = (float)(wdata(t)[r * cols + c] * s[c]);
 }
 
-/* Divides row r (or element r of a norm vector) by s[r]. */
-static void unscale_rows(elm_tensor *t, const double *s) {
+void elm_lw_unscale_rows(elm_tensor *t, const double *s) {
     const int64_t rows = t->n_dims < 2 ? t->ne[0] : rows_of(t), cols = t->n_dims < 2 ? 1 : t->ne[0];
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < cols; c++) wdata(t)[r * cols + c] = (float)(wdata(t)[r * cols + c] / s[r]);
 }
 
-/* Clips and quantizes the scaled linear t whose original weights were w0 and whose effective
- * original-coordinate weights are values * rs[row] / cs[col]; H is its input Hessian before
- * scaling. */
-static elm_status awq_linear(qctx *q, elm_tensor *t, const float *w0, const float *H,
+#define scale_cols elm_lw_scale_cols
+#define unscale_rows elm_lw_unscale_rows
+
+elm_status elm_lw_awq_linear(qctx *q, elm_tensor *t, int32_t e, const float *w0, const float *H,
                              const double *cs, const double *rs, elm_error *err) {
     elm_grid g;
     grid_of(q, t, &g);
     const int32_t i = idx(q->r, t);
-    const int64_t rows = rows_of(t), cols = t->ne[0];
+    const elm_tensor v = elm_lw_slice(t, e);
+    const int64_t rows = rows_of(&v), cols = t->ne[0];
     lin_buf b;
     elm_status st = lin_alloc(&b, rows, cols, t->name, err);
     float *hs = st ? NULL : malloc(sizeof(float) * (size_t)cols * ELM_QK);
@@ -394,12 +443,13 @@ static elm_status awq_linear(qctx *q, elm_tensor *t, const float *w0, const floa
     if (!st) {
         elm_err_sample_weights(&b.es, g.type, w0);
         elm_awq_diag_blocks(H, cols, cs, hs);
-        st = elm_awq_clip_quantize(&g, wdata(t), rows, cols, hs, q->p->n_threads, b.codes, b.params, b.values, err);
+        st = elm_awq_clip_quantize(&g, wdata(&v), rows, cols, hs, q->p->n_threads, b.codes,
+                                   b.params, b.values, err);
     }
     if (!st) {
         elm_err_sample_values(&b.es, b.values, rs, cs);
         set_errors(q, i, &b, H);
-        st = emit_codes(q, t, &g, b.codes, b.params, b.values, err);
+        st = emit_codes(q, t, e, &g, b.codes, b.params, b.values, err);
     }
     free(hs);
     lin_free(&b);
@@ -432,16 +482,18 @@ static elm_status awq_search_group(qctx *q, const group *gr, const elm_act_stats
 static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     elm_layer *L = &q->r->layers[l];
     const elm_hparams *hp = &q->r->work.hp;
+    const bool moe = elm_lw_moe(L);
     group groups[4];
     layer_groups(L, groups);
-    elm_act_stats s[4] = {{0}};
+    elm_act_stats *s = NULL;
+    int32_t n_s = 0;
     double *scale[4] = {0}, *tied = NULL, *kv_scale = NULL;
     float *w0[4][3] = {{0}};
     elm_status st = ELM_OK;
-    if (rounded_only(q, groups, &st, err)) return st;
+    if (rounded_only(q, L, groups, &st, err)) return st;
+    st = capture_block(q, l, groups, &s, &n_s, err);
     for (int gi = 0; gi < 4 && !st; gi++) {
-        st = elm_act_stats_init(&s[gi], groups[gi].m[0], true, err);
-        if (!st && !(scale[gi] = malloc(sizeof(double) * (size_t)s[gi].cols)))
+        if (!(scale[gi] = malloc(sizeof(double) * (size_t)(s[gi].cols ? s[gi].cols : 1))))
             st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for AWQ scales");
         for (int k = 0; k < groups[gi].n && !st; k++) {
             const elm_tensor *t = groups[gi].m[k];
@@ -457,12 +509,14 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     if (!st && (!(tied = malloc(sizeof(double) * (size_t)s[1].cols)) ||
                 !(kv_scale = malloc(sizeof(double) * (size_t)kv_dim))))
         st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory for AWQ scales");
-    if (!st) st = capture_block(q, l, s, err);
     for (int gi = 0; gi < 4 && !st; gi++) {
         for (int64_t j = 0; j < s[gi].cols; j++) scale[gi][j] = 1;
         /* Mamba-2's out_proj keeps scales of 1: its input's weights are the gated norm's
-         * [groups, width], which the working copy holds as the file's bytes */
-        if (!group_has_grid(q, &groups[gi]) || (gi == 1 && L->kind == ELM_LAYER_MAMBA2)) continue;
+         * [groups, width], which the working copy holds as the file's bytes; so does a router,
+         * whose input is every expert's too (layerwise_moe.c) */
+        if (!group_has_grid(q, &groups[gi]) || (gi == 1 && L->kind == ELM_LAYER_MAMBA2) ||
+            (gi == 2 && moe))
+            continue;
         const double *am = s[gi].abs_mean;
         if (gi == 1 && L->kind == ELM_LAYER_ATTENTION) {
             tie_heads(hp, am, tied);
@@ -483,9 +537,11 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
         if (L->bv) unscale_rows(L->bv, kv_scale);
         scale_cols(groups[1].m[0], scale[1]);
         unscale_rows(L->ffn_norm, scale[2]);
-        for (int k = 0; k < 2; k++) scale_cols(groups[2].m[k], scale[2]);
-        unscale_rows(L->w_up, scale[3]);
-        scale_cols(L->w_down, scale[3]);
+        for (int k = 0; k < groups[2].n; k++) scale_cols(groups[2].m[k], scale[2]);
+        if (!moe) {
+            unscale_rows(L->w_up, scale[3]);
+            scale_cols(L->w_down, scale[3]);
+        }
     }
     for (int gi = 0; gi < 4 && !st; gi++)
         for (int k = 0; k < groups[gi].n && !st; k++) {
@@ -494,11 +550,12 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
                                : t == L->w_up                      ? scale[3]
                                                                    : NULL;
             elm_grid g;
-            st = grid_of(q, t, &g) ? awq_linear(q, t, w0[gi][k], s[gi].h, scale[gi], rs, err)
+            st = grid_of(q, t, &g) ? elm_lw_awq_linear(q, t, -1, w0[gi][k], s[gi].h, scale[gi], rs, err)
                                    : emit_rtn(q, t, err);
         }
+    if (!st && moe) st = elm_lw_moe_quantize(q, L, s + 4, err);
+    stats_free(s, n_s);
     for (int gi = 0; gi < 4; gi++) {
-        elm_act_stats_free(&s[gi]);
         free(scale[gi]);
         for (int k = 0; k < 3; k++) free(w0[gi][k]);
     }
@@ -517,12 +574,12 @@ static elm_status output_stage(qctx *q, elm_error *err) {
     if (!grid_of(q, out, &g)) return emit_rtn(q, out, err);
     elm_act_stats s = {0};
     elm_status st = materialize(r, out, err);
-    if (!st) st = elm_act_stats_init(&s, out, true, err);
+    if (!st) st = elm_act_stats_init(&s, out, -1, true, err);
     if (!st)
         st = elm_capture(&r->work, r->work.hp.n_layers, 0, true, q->p->calib, q->p->n_threads, q->x,
                          NULL, &s, 1, err);
     if (!st && q->p->method == ELM_QUANT_GPTQ) {
-        st = gptq_linear(q, out, &s, err);
+        st = elm_lw_gptq_linear(q, out, -1, &s, err);
     } else if (!st) {
         double *scale = malloc(sizeof(double) * (size_t)s.cols);
         float *w0 = malloc(out->nbytes);
@@ -535,7 +592,7 @@ static elm_status output_stage(qctx *q, elm_error *err) {
         if (!st) {
             unscale_rows(r->work.output_norm, scale);
             scale_cols(out, scale);
-            st = awq_linear(q, out, w0, s.h, scale, NULL, err);
+            st = elm_lw_awq_linear(q, out, -1, w0, s.h, scale, NULL, err);
         }
         free(scale);
         free(w0);
@@ -577,11 +634,6 @@ elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
     r->cb = cb;
     if (!params->calib || params->calib->n <= 0)
         return elm_errorf(err, ELM_ERR_ARG, "%s needs calibration samples (--calib)",
-                          elm_quant_method_name(params->method));
-    /* the experts' calibration (each from the tokens routed to it) is not written yet */
-    if (m->hp.n_expert > 0)
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: %s does not calibrate mixtures of "
-                          "experts yet (use --method rtn)", m->path,
                           elm_quant_method_name(params->method));
     /* AWQ's scales fold into the products before a group; a DeltaNet's output product comes
      * after a per-head RMSNorm, which no scale passes */

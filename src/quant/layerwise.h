@@ -18,6 +18,9 @@ typedef struct elm_qrun {
     uint8_t **bytes;       /* [n] the encoded tensor in its planned type; NULL for 1-D tensors,
                             * which are written from work */
     elm_quant_tensor_info *info; /* [n] */
+    double (*quads)[3];    /* [n] the error figures' sums (errfig.h) so far: a stack's experts' */
+    elm_quant_expert_fallback *fallback; /* [n_fallback] experts rounded for want of tokens */
+    int32_t n_fallback, cap_fallback;
     int32_t n_damp_raised;
     bool keep_work;        /* keep every matrix's float values (tests); else each block's are
                             * dropped when it is done, as their bytes are final */

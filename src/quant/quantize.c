@@ -33,7 +33,8 @@ typedef struct wjob {
     float *row;                   /* [threads][widest row]: each thread's decoded row */
     int64_t widest;
     const elm_imatrix *imatrix;   /* or NULL */
-    float *qw;                    /* [widest row]: importance weights of the current tensor */
+    float *qw;                    /* [widest row × matrices]: importance weights of the current
+                                   * tensor, one row of them per matrix (expert) */
     uint8_t *buf;                 /* [cap] the bytes of a tensor produced here, not by the run */
     size_t cap;
 } wjob;
@@ -72,7 +73,9 @@ static void conv_rows(void *arg, int ith, int nth) {
                 return;
             }
             uint8_t *out = c->dst + (size_t)r * c->dst_row;
-            if (c->qw) elm_encode_row(c->t->type, row, out, c->t->ne[0], c->qw);
+            /* an expert's rows take its own slice, as llama-quantize's imatrix_for_row */
+            if (c->qw) elm_encode_row(c->t->type, row, out, c->t->ne[0],
+                                      c->qw + (r / c->in->ne[1]) * cols);
             else c->dst_tt->from_float(row, out, c->t->ne[0]);
         }
     }
@@ -83,8 +86,8 @@ static elm_status convert(wjob *j, const elm_tensor *in, const elm_tensor *t, ui
                           elm_error *err) {
     const int64_t rows = in->ne[1] * in->ne[2] * in->ne[3];
     const elm_imatrix_entry *e = j->imatrix ? elm_imatrix_find(j->imatrix, t->name) : NULL;
-    if (e && e->n != in->ne[0]) e = NULL; /* (3-D weights, which edgelm does not have) */
-    if (e) elm_imatrix_weights(e, j->qw); /* 2-D: one weight per column */
+    if (e && e->n != in->ne[0] * in->ne[2] * in->ne[3]) e = NULL; /* (checked by the caller) */
+    if (e) elm_imatrix_weights(e, j->qw); /* one weight per column of each matrix */
     conv_job c = {.j = j, .in = in, .t = t, .src_tt = elm_type_get(in->type),
                   .dst_tt = elm_type_get(t->type), .src_row = elm_row_bytes(in->type, in->ne[0]),
                   .dst_row = elm_row_bytes(t->type, t->ne[0]), .dst = dst, .qw = e ? j->qw : NULL};
@@ -149,6 +152,7 @@ static elm_status put_tensor(wjob *j, elm_gguf_writer *w, int32_t k, const elm_t
 
 void elm_quant_report_free(elm_quant_report *r) {
     free(r->tensors);
+    free(r->expert_fallback);
     memset(r, 0, sizeof *r);
 }
 
@@ -159,6 +163,12 @@ static elm_status fill_report(const elm_model *m, const elm_tensor_plan *plan, c
     if (!rep->tensors) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
     rep->n_tensors = m->n_tensors;
     rep->n_damp_raised = run->n_damp_raised;
+    if (run->n_fallback) {
+        rep->expert_fallback = malloc(sizeof *rep->expert_fallback * (size_t)run->n_fallback);
+        if (!rep->expert_fallback) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
+        memcpy(rep->expert_fallback, run->fallback, sizeof *run->fallback * (size_t)run->n_fallback);
+        rep->n_expert_fallback = run->n_fallback;
+    }
     for (int32_t k = 0; k < m->n_tensors; k++) {
         const int32_t i = order ? order[k] : k; /* file order */
         elm_quant_tensor_info *t = &rep->tensors[k];
@@ -212,7 +222,7 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
                 if (run.final_stage[i] == s) order[k++] = i;
         job.order = order;
     }
-    int64_t widest = 1;
+    int64_t widest = 1, widest_qw = 1;
     for (int32_t i = 0; i < n && !st; i++) {
         const elm_tensor *in = &m->tensors[i];
         elm_tensor *t = &out[i];
@@ -221,6 +231,7 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
         t->type = plan[i].type;
         t->nbytes = elm_row_bytes(t->type, t->ne[0]) * (size_t)(t->ne[1] * t->ne[2] * t->ne[3]);
         if (in->ne[0] > widest) widest = in->ne[0];
+        if (in->ne[0] * in->ne[2] * in->ne[3] > widest_qw) widest_qw = in->ne[0] * in->ne[2] * in->ne[3];
         sum.n_fallback += plan[i].type != plan[i].wanted;
         sum.n_params += in->ne[0] * in->ne[1] * in->ne[2] * in->ne[3];
         sum.bytes_in += in->nbytes;
@@ -232,7 +243,7 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
     if (!st) st = elm_pool_new(nth, &job.pool, err);
     job.widest = widest;
     if (!st && (!(job.row = malloc((size_t)widest * (size_t)nth * sizeof(float))) ||
-                !(job.qw = malloc((size_t)widest * sizeof(float)))))
+                !(job.qw = malloc((size_t)widest_qw * sizeof(float)))))
         st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
     for (int32_t k = 0; order && outw && k < n && !st; k++) outw[k] = out[order[k]];
     elm_gguf_writer *w = NULL;

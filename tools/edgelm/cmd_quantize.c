@@ -83,6 +83,18 @@ static int print_json(const elm_quant_params *p, const elm_quant_report *r) {
         }
         cJSON_AddItemToArray(arr, e);
     }
+    if (p->method != ELM_QUANT_RTN) {
+        cJSON *fb = cJSON_AddArrayToObject(o, "expert_fallback");
+        for (int32_t i = 0; i < r->n_expert_fallback; i++) {
+            const elm_quant_expert_fallback *f = &r->expert_fallback[i];
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "name", f->name);
+            cJSON_AddNumberToObject(e, "expert", f->expert);
+            cJSON_AddNumberToObject(e, "tokens", (double)f->tokens);
+            cJSON_AddNumberToObject(e, "needed", (double)f->needed);
+            cJSON_AddItemToArray(fb, e);
+        }
+    }
     return cli_print_json(o, "quantize");
 }
 
@@ -177,9 +189,17 @@ static bool params_of(const quant_opts *o, elm_quant_params *p) {
     return true;
 }
 
-/* The closing line on stdout. */
+/* The closing line on stdout, after a line for each expert GPTQ or AWQ rounded for want of
+ * calibration tokens. */
 static void print_summary(const quant_opts *o, const elm_quant_params *p,
-                          const elm_quantize_summary *s) {
+                          const elm_quant_report *r) {
+    const elm_quantize_summary *s = &r->summary;
+    for (int32_t i = 0; i < r->n_expert_fallback; i++) {
+        const elm_quant_expert_fallback *f = &r->expert_fallback[i];
+        printf("%s expert %d: %lld calibration tokens (fewer than %lld): importance-weighted "
+               "rounding, not %s\n", f->name, f->expert, (long long)f->tokens,
+               (long long)f->needed, o->method_name);
+    }
     printf("%s: %s %s%s, %d tensors (%d fell back to f16): %.2f bits/weight, %.2f MiB -> "
            "%.2f MiB (%.2fx smaller), file %llu bytes, %.2f s, peak RSS %.1f MiB "
            "(anonymous %.1f MiB)\n",
@@ -244,7 +264,7 @@ int cmd_quantize(int argc, char **argv) {
     if (o.json) {
         rc = print_json(&p, &r);
     } else {
-        print_summary(&o, &p, &r.summary);
+        print_summary(&o, &p, &r);
         rc = 0;
     }
     elm_quant_report_free(&r);
