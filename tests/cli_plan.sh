@@ -122,6 +122,15 @@ for m in gptq awq; do
     check "$tmp/q-$m.json" 'd["block_bytes"] == 4 * (4 * 4096**2 + 3 * 4096 * 11008) < d["peak_anon_bytes"] <= 6 * 2**30' "plan --quantize $m: one block's float32 matrices < peak <= 6 GiB"
     check "$tmp/q-$m.json" 'd["seconds"] >= 32 * d["seconds_per_block"] > 0 and abs(d["forward_flop"] - 32 * 4 * 8192 * (4 * 4096**2 + 3 * 4096 * 11008) - 2 * 8192 * 32000 * 4096) < 1e9' "plan --quantize $m: time and calibration passes"
 done
+# a mixture of experts: every expert's float32 matrices and Hessians in the block, a token's pass
+# through its 8 experts of 128 only (qwen3-30b-a3b: attention 2048 -> 32 x 128 / 4 x 128, router
+# 128 x 2048, experts 3 x 2048 x 768)
+"$bin" plan --preset qwen3-30b-a3b --quantize gptq -t 1 --calib-samples 16 --seq-len 512 --json \
+    >"$tmp/qmoe.json" || fail "plan --quantize qwen3-30b-a3b: exit status $?"
+check "$tmp/qmoe.json" 'd["block_bytes"] == 4 * (2 * 2048 * 4096 + 2 * 2048 * 512 + 128 * 2048 + 128 * 3 * 2048 * 768) < d["peak_anon_bytes"] - 4 * 128 * (2048**2 + 768**2)' "plan --quantize qwen3-30b-a3b: the experts' matrices and Hessians"
+check "$tmp/qmoe.json" 'abs(d["forward_flop"] - 48 * 4 * 8192 * (2 * 2048 * 4096 + 2 * 2048 * 512 + 128 * 2048 + 8 * 3 * 2048 * 768) - 2 * 8192 * 151936 * 2048) < 1e9' "plan --quantize qwen3-30b-a3b: passes through the chosen experts"
+"$bin" plan --preset qwen3-30b-a3b --quantize awq -t 1 | grep -q "^mixture of experts: 128 experts per block, 8 per token: each calibrated on about 4096 tokens" ||
+    fail "plan --quantize qwen3-30b-a3b: no experts line"
 "$bin" plan --preset llama-2-13b --quantize gptq -t 1 --calib-samples 16 --json >"$tmp/q13.json" ||
     fail "plan --quantize 13b: exit status $?"
 check "$tmp/q13.json" 'd["peak_anon_bytes"] <= 8 * 2**30' "plan --quantize: 13B within 8 GiB"

@@ -78,7 +78,8 @@ static double scratch_bytes(elm_quant_method method, lin l) {
            (double)sizeof(elm_block_params) * 256 * l.cols / ELM_QK * ELM_AWQ_CLIP;
 }
 
-/* GEMM flops, scalar weight visits and Hessian (float32 SYRK) flops of one linear. */
+/* GEMM flops, scalar weight visits and Hessian (float32 SYRK) flops of one linear whose input
+ * saw n_tokens. */
 static void linear_cost(elm_quant_method method, lin l, int64_t n_tokens, double *gemm,
                         double *scalar) {
     const double r = (double)l.rows, n = (double)l.cols;
@@ -96,6 +97,66 @@ static void linear_cost(elm_quant_method method, lin l, int64_t n_tokens, double
     }
 }
 
+/* The work and memory of one block. */
+typedef struct block_cost {
+    double gemm, scalar, syrk, forward; /* flops, weight visits */
+    double params;                      /* matrix weights held in float32 */
+    double hessians, widest;            /* bytes: its input Hessians, the widest linear's scratch */
+} block_cost;
+
+/* Block cost of a dense FFN's block (n_expert 0) or a mixture of experts' (layerwise_moe.c): its
+ * router, and each of n_expert experts' three matrices calibrated on the tokens routed to it (on
+ * average k of n_expert of them), whose Hessians are all held; a token's calibration passes run
+ * its k experts only. */
+static block_cost block_of(const elm_hparams *hp, elm_quant_method method, int64_t n_tokens,
+                           bool moe) {
+    const int64_t d = hp->dim, qd = (int64_t)hp->n_heads * hp->head_dim,
+                  kvd = (int64_t)hp->n_kv_heads * hp->head_dim;
+    const int64_t E = moe ? hp->n_expert : 0, k = hp->n_expert_used, fe = hp->expert_ffn_dim;
+    const int64_t f = hp->ffn_dim, per_expert = E ? n_tokens * k / E : 0;
+    block_cost c = {0};
+    const lin mixing[4] = {{qd, d}, {kvd, d}, {kvd, d}, {d, qd}};
+    const lin dense[3] = {{f, d}, {f, d}, {d, f}}, experts[3] = {{fe, d}, {fe, d}, {d, fe}};
+    const lin router = {E, d};
+    double active = 0; /* weights a token's pass reads */
+    for (int i = 0; i < 4 + 3; i++) {
+        const bool ffn = i >= 4;
+        const lin l = !ffn ? mixing[i] : E ? experts[i - 4] : dense[i - 4];
+        const int64_t n = ffn && E ? E : 1; /* copies of it: one per expert */
+        double g = 0, s = 0;
+        linear_cost(method, l, ffn && E ? per_expert : n_tokens, &g, &s);
+        c.gemm += n * g;
+        c.scalar += n * s;
+        c.params += (double)n * l.rows * l.cols;
+        active += (double)(ffn && E ? k : 1) * l.rows * l.cols;
+        const double sc = scratch_bytes(method, l);
+        c.widest = sc > c.widest ? sc : c.widest;
+    }
+    const double T = (double)n_tokens;
+    /* the input groups' Hessians: q/k/v, o, then gate/up and down (or the router, and each
+     * expert's two, each token summed into its k experts') */
+    const double w2[2] = {(double)d * d, (double)qd * qd};
+    c.syrk = T * (w2[0] + w2[1]);
+    c.hessians = 4 * (w2[0] + w2[1]);
+    if (E) {
+        linear_cost(method, router, n_tokens, &c.gemm, &c.scalar);
+        c.params += (double)router.rows * router.cols;
+        active += (double)router.rows * router.cols;
+        c.syrk += T * d * d + T * k * ((double)d * d + (double)fe * fe);
+        c.hessians += 4.0 * d * d + 4.0 * E * ((double)d * d + (double)fe * fe);
+    } else {
+        c.syrk += T * ((double)d * d + (double)f * f);
+        c.hessians += 4.0 * ((double)d * d + (double)f * f);
+    }
+    if (method == ELM_QUANT_AWQ) {
+        /* the scale search: 20 candidates over each group's linears */
+        c.gemm += ELM_AWQ_GRID * 2.0 * c.params * ELM_QK;
+        c.scalar += ELM_AWQ_GRID * c.params / GPTQ_CLIP;
+    }
+    c.forward = 2 * 2 * active * T; /* two passes per block */
+    return c;
+}
+
 elm_status elm_quant_estimate_run(const elm_model *m, const elm_quant_params *p, int32_t n_samples,
                                   int32_t seq_len, const elm_quant_rates *rates,
                                   elm_quant_estimate *out, elm_error *err) {
@@ -109,8 +170,6 @@ elm_status elm_quant_estimate_run(const elm_model *m, const elm_quant_params *p,
     const elm_hparams *hp = &m->hp;
     const int64_t d = hp->dim, f = hp->ffn_dim, qd = (int64_t)hp->n_heads * hp->head_dim,
                   kvd = (int64_t)hp->n_kv_heads * hp->head_dim, v = hp->n_vocab;
-    const lin lins[7] = {{qd, d}, {kvd, d}, {kvd, d}, {d, qd}, {f, d}, {f, d}, {d, f}};
-    const int64_t widths[4] = {d, qd, d, f};
     elm_tensor_plan *plan = calloc(m->n_tensors ? (size_t)m->n_tensors : 1, sizeof *plan);
     if (!plan) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", m->path);
     elm_status st = elm_quant_plan(m, &p->policy, plan, err);
@@ -124,32 +183,28 @@ elm_status elm_quant_estimate_run(const elm_model *m, const elm_quant_params *p,
     const int threads = p->n_threads > 0 ? p->n_threads : elm_online_cores();
     const double T = (double)n_tokens;
 
-    /* one block */
-    double gemm = 0, scalar = 0, syrk = 0, block_params = 0, widest = 0, hessians = 0;
-    for (int k = 0; k < 7; k++) {
-        linear_cost(p->method, lins[k], n_tokens, &gemm, &scalar);
-        block_params += (double)lins[k].rows * lins[k].cols;
-        const double s = scratch_bytes(p->method, lins[k]);
-        widest = s > widest ? s : widest;
-    }
-    for (int g = 0; g < 4; g++) {
-        syrk += T * (double)widths[g] * widths[g];
-        hessians += 4.0 * widths[g] * widths[g];
-    }
-    if (p->method == ELM_QUANT_AWQ) {
-        /* the scale search: 20 candidates over each group's linears */
-        gemm += ELM_AWQ_GRID * 2.0 * block_params * ELM_QK;
-        scalar += ELM_AWQ_GRID * block_params / GPTQ_CLIP;
-    }
-    const double forward = 2 * 2 * block_params * T; /* two passes per block */
+    /* the blocks: a mixture of experts' past its leading dense ones */
     const double gflops = rates->gemm_gflops * 1e9;
-    /* the scalar walk splits its rows over the threads */
-    out->seconds_per_block = (gemm + forward + syrk) / gflops +
-                             scalar * rates->scalar_ns * 1e-9 / threads;
-    out->gemm_flop = gemm * hp->n_layers;
-    out->forward_flop = forward * hp->n_layers;
-    out->syrk_flop = syrk * hp->n_layers;
-    out->scalar_weights = scalar * hp->n_layers;
+    double blk_seconds = 0, block_params = 0, block_stage = 0;
+    for (int l = 0; l < hp->n_layers; l++) {
+        const block_cost c = block_of(hp, p->method, n_tokens, elm_layer_moe(hp, l));
+        /* the scalar walk splits its rows over the threads */
+        const double sec = (c.gemm + c.forward + c.syrk) / gflops +
+                           c.scalar * rates->scalar_ns * 1e-9 / threads;
+        out->seconds += sec;
+        blk_seconds = sec > blk_seconds ? sec : blk_seconds;
+        out->gemm_flop += c.gemm;
+        out->forward_flop += c.forward;
+        out->syrk_flop += c.syrk;
+        out->scalar_weights += c.scalar;
+        block_params = c.params > block_params ? c.params : block_params;
+        /* the block's float32 matrices (AWQ keeps the unscaled ones too), its Hessians, the
+         * widest linear's scratch */
+        const double stage = 4 * c.params * (p->method == ELM_QUANT_AWQ ? 2 : 1) + c.hessians +
+                             c.widest;
+        block_stage = stage > block_stage ? stage : block_stage;
+    }
+    out->seconds_per_block = blk_seconds;
 
     /* the output projection, when it is calibrated */
     double out_seconds = 0, out_stage = 0;
@@ -164,13 +219,10 @@ elm_status elm_quant_estimate_run(const elm_model *m, const elm_quant_params *p,
         out->scalar_weights += s;
         out_stage = 4.0 * v * d + 4.0 * d * d + scratch_bytes(p->method, (lin){v, d});
     }
-    out->seconds = out->seconds_per_block * hp->n_layers + out_seconds;
+    out->seconds += out_seconds;
 
-    /* memory: the block's float32 matrices (AWQ keeps the unscaled ones too), its Hessians, the
-     * widest linear's scratch; at the output stage its float32 copy, Hessian and scratch; both
-     * with the calibration states and the float32 embedding */
-    const double blk = 4 * block_params * (p->method == ELM_QUANT_AWQ ? 2 : 1);
-    const double block_stage = blk + hessians + widest;
+    /* memory: the widest block stage (above), or at the output stage its float32 copy, Hessian
+     * and scratch; both with the calibration states and the float32 embedding */
     /* ... and the forward pass's activations of one sequence, plus thread stacks and BLAS
      * buffers (16 MiB) */
     const double common = 4 * T * d + 4.0 * v * d + 4.0 * seq_len * (4 * d + 2 * qd + 4 * kvd + 2 * f) + (16 << 20);

@@ -208,6 +208,11 @@ static int plan_quantize(const opts *o, const elm_model *m) {
            e.gemm_flop / 1e12, e.forward_flop / 1e12, e.syrk_flop / 1e12);
     printf("peak anonymous memory %.2f GiB (one block's float32 matrices %.2f GiB); the source is "
            "mapped, read block by block\n", e.peak_anon_bytes / gib, e.block_bytes / gib);
+    if (m->hp.n_expert > 0)
+        printf("mixture of experts: %d experts per block, %d per token: each calibrated on about "
+               "%lld tokens, its Hessians held with the block's\n", m->hp.n_expert,
+               m->hp.n_expert_used,
+               (long long)(e.n_tokens * m->hp.n_expert_used / m->hp.n_expert));
     printf("time %.0f s (%.1f min; %.1f s per block)\n", e.seconds, e.seconds / 60,
            e.seconds_per_block);
     return 0;
