@@ -75,15 +75,17 @@ static int64_t block_bytes(elm_layer *L) {
     elm_tensor **slots[ELM_LAYER_SLOTS];
     const int n = elm_layer_slots(L, slots);
     int64_t b = 0;
-    for (int k = 0; k < n; k++) b += *slots[k] && (*slots[k])->n_dims >= 2 ? f32_bytes(*slots[k]) : 0;
+    for (int k = 0; k < n; k++)
+        if (*slots[k] && (*slots[k])->n_dims >= 2) b += f32_bytes(*slots[k]);
     return b;
 }
 
 /* The working copy of a GPTQ run over synth --tiny qwen3moe holds one block's matrices at a
  * time, its expert stacks among them. */
 static void moe_blocks(const elm_calib_set *cs) {
-    elm_synth_tiny o = {.arch = "qwen3moe", .vocab_path = fixture("stories260K/stories260K-f32.gguf"),
-                        .seed = 3, .std = 0.05f, .width = 256};
+    elm_synth_tiny o = {.arch = "qwen3moe",
+                        .vocab_path = fixture("stories260K/stories260K-f32.gguf"), .seed = 3,
+                        .std = 0.05f, .width = 256};
     elm_model *m = NULL;
     elm_error err;
     if (elm_synth_tiny_model(&o, &m, NULL, &err) != ELM_OK) {

@@ -41,7 +41,8 @@ elm_status ox_act_measure(const elm_model *m, const elm_calib_set *cs, int32_t n
     out->keys[n - 1] = m->output;
     elm_status st = ELM_OK;
     int32_t ready = 0;
-    for (; ready < n && !st; ready++) st = elm_act_stats_init(&s[ready], out->keys[ready], -1, false, err);
+    for (; ready < n && !st; ready++)
+        st = elm_act_stats_init(&s[ready], out->keys[ready], -1, false, err);
     if (!st) st = elm_capture(m, 0, m->hp.n_layers, true, cs, n_threads, NULL, NULL, s, n, err);
     const double qmax = ldexp(1.0, bits) - 1;
     for (int32_t i = 0; i < n && !st; i++) {

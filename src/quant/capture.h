@@ -45,8 +45,8 @@ void elm_act_stats_free(elm_act_stats *s);
  * hold [Σ n_ids, dim] floats, the samples' [n_ids[i], dim] states one after another; x_out may be
  * x_in (advanced in place). On return abs_mean is the mean and h symmetric. Stats with a NULL
  * key are skipped, and an expert the router never chose keeps n_rows 0. ELM_ERR_ARG for a
- * layer range outside m or a dense key whose product never ran, ELM_ERR_FORMAT naming the key when an
- * input holds a NaN or infinity; the forward pass's errors; ELM_ERR_NOMEM. */
+ * layer range outside m or a dense key whose product never ran, ELM_ERR_FORMAT naming the key
+ * when an input holds a NaN or infinity; the forward pass's errors; ELM_ERR_NOMEM. */
 elm_status elm_capture(const elm_model *m, int32_t first, int32_t n_layers, bool with_output,
                        const elm_calib_set *cs, int32_t n_threads, const float *x_in,
                        float *x_out, elm_act_stats *stats, int32_t n_stats, elm_error *err);

@@ -311,8 +311,8 @@ elm_status elm_lw_gptq_linear(qctx *q, elm_tensor *t, int32_t e, const elm_act_s
         /* a layer calibration (nearly) never reaches is quantized almost blind */
         if (2 * res.dead > cols)
             warn(q, "%s%s: %lld of %lld input channels never active in calibration (zeroed): "
-                 "calibrate with text that reaches this layer", t->name, e < 0 ? "" : " (an expert)",
-                 (long long)res.dead, (long long)cols);
+                 "calibrate with text that reaches this layer", t->name,
+                 e < 0 ? "" : " (an expert)", (long long)res.dead, (long long)cols);
         if (res.raised) {
             q->r->n_damp_raised++;
             warn(q, "%s: input Hessian not positive definite with damping %g: raised to %g",
@@ -405,7 +405,8 @@ static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
         for (int k = 0; k < groups[gi].n && !st; k++) {
             elm_grid g;
             elm_tensor *t = groups[gi].m[k];
-            st = grid_of(q, t, &g) ? elm_lw_gptq_linear(q, t, -1, &s[gi], err) : emit_rtn(q, t, err);
+            st = grid_of(q, t, &g) ? elm_lw_gptq_linear(q, t, -1, &s[gi], err)
+                                   : emit_rtn(q, t, err);
         }
     if (!st && elm_lw_moe(L)) st = elm_lw_moe_quantize(q, L, s + 4, err);
     stats_free(s, n_s);
@@ -550,8 +551,9 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
                                : t == L->w_up                      ? scale[3]
                                                                    : NULL;
             elm_grid g;
-            st = grid_of(q, t, &g) ? elm_lw_awq_linear(q, t, -1, w0[gi][k], s[gi].h, scale[gi], rs, err)
-                                   : emit_rtn(q, t, err);
+            st = grid_of(q, t, &g)
+                     ? elm_lw_awq_linear(q, t, -1, w0[gi][k], s[gi].h, scale[gi], rs, err)
+                     : emit_rtn(q, t, err);
         }
     if (!st && moe) st = elm_lw_moe_quantize(q, L, s + 4, err);
     stats_free(s, n_s);

@@ -166,7 +166,8 @@ static elm_status fill_report(const elm_model *m, const elm_tensor_plan *plan, c
     if (run->n_fallback) {
         rep->expert_fallback = malloc(sizeof *rep->expert_fallback * (size_t)run->n_fallback);
         if (!rep->expert_fallback) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
-        memcpy(rep->expert_fallback, run->fallback, sizeof *run->fallback * (size_t)run->n_fallback);
+        memcpy(rep->expert_fallback, run->fallback,
+               sizeof *run->fallback * (size_t)run->n_fallback);
         rep->n_expert_fallback = run->n_fallback;
     }
     for (int32_t k = 0; k < m->n_tensors; k++) {
@@ -231,7 +232,8 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
         t->type = plan[i].type;
         t->nbytes = elm_row_bytes(t->type, t->ne[0]) * (size_t)(t->ne[1] * t->ne[2] * t->ne[3]);
         if (in->ne[0] > widest) widest = in->ne[0];
-        if (in->ne[0] * in->ne[2] * in->ne[3] > widest_qw) widest_qw = in->ne[0] * in->ne[2] * in->ne[3];
+        const int64_t n_qw = in->ne[0] * in->ne[2] * in->ne[3]; /* a row's per matrix */
+        if (n_qw > widest_qw) widest_qw = n_qw;
         sum.n_fallback += plan[i].type != plan[i].wanted;
         sum.n_params += in->ne[0] * in->ne[1] * in->ne[2] * in->ne[3];
         sum.bytes_in += in->nbytes;
