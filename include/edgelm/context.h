@@ -99,8 +99,11 @@ elm_type elm_context_type_k(const elm_context *c);
 elm_type elm_context_type_v(const elm_context *c);
 
 /* Observer of every linear layer's input, called before the product with the weight w, the layer
- * index (-1 for the output projection) and its input x [n_tok, w->ne[0]] f32. Activation capture
- * for calibration (AWQ, GPTQ) hooks in here instead of re-implementing the forward pass. */
+ * index (-1 for the output projection) and its input x [n_tok, w->ne[0]] f32. An expert of a
+ * mixture of experts runs over the tokens routed to it with w a 2-D view of its matrix in the
+ * stack (the stack's name, data at its expert's rows; not in the model's tensor list). Activation
+ * capture for calibration (AWQ, GPTQ) and importance matrices hook in here instead of
+ * re-implementing the forward pass. */
 typedef void (*elm_matmul_hook)(const elm_tensor *w, int layer, const float *x, int64_t n_tok,
                                 void *user);
 
