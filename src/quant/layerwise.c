@@ -39,7 +39,6 @@ static float *wdata(const elm_tensor *t) { return t->data; }
 bool elm_lw_grid_of(const qctx *q, const elm_tensor *t, elm_grid *g) {
     return elm_grid_of(q->plan[idx(q->r, t)].type, g);
 }
-#define grid_of elm_lw_grid_of
 
 void elm_lw_warn(const qctx *q, const char *fmt, ...) {
     if (!q->cb || !q->cb->warn) return;
@@ -50,7 +49,6 @@ void elm_lw_warn(const qctx *q, const char *fmt, ...) {
     va_end(ap);
     q->cb->warn(msg, q->cb->user);
 }
-#define warn elm_lw_warn
 
 elm_status elm_check_row(const elm_model *m, const elm_tensor *t, int64_t row, const void *raw,
                          const float *x, elm_error *err) {
@@ -288,7 +286,7 @@ static void set_errors(qctx *q, int32_t i, lin_buf *b, const float *H) {
 elm_status elm_lw_gptq_linear(qctx *q, elm_tensor *t, int32_t e, const elm_act_stats *s,
                               elm_error *err) {
     elm_grid g;
-    grid_of(q, t, &g);
+    elm_lw_grid_of(q, t, &g);
     const int32_t i = idx(q->r, t);
     const elm_tensor v = elm_lw_slice(t, e);
     const int64_t rows = rows_of(&v), cols = t->ne[0];
@@ -310,13 +308,13 @@ elm_status elm_lw_gptq_linear(qctx *q, elm_tensor *t, int32_t e, const elm_act_s
         if (res.dead > q->r->info[i].dead_inputs) q->r->info[i].dead_inputs = res.dead;
         /* a layer calibration (nearly) never reaches is quantized almost blind */
         if (2 * res.dead > cols)
-            warn(q, "%s%s: %lld of %lld input channels never active in calibration (zeroed): "
-                 "calibrate with text that reaches this layer", t->name,
-                 e < 0 ? "" : " (an expert)", (long long)res.dead, (long long)cols);
+            elm_lw_warn(q, "%s%s: %lld of %lld input channels never active in calibration "
+                        "(zeroed): calibrate with text that reaches this layer", t->name,
+                        e < 0 ? "" : " (an expert)", (long long)res.dead, (long long)cols);
         if (res.raised) {
             q->r->n_damp_raised++;
-            warn(q, "%s: input Hessian not positive definite with damping %g: raised to %g",
-                 t->name, o.damp, res.damp);
+            elm_lw_warn(q, "%s: input Hessian not positive definite with damping %g: raised "
+                        "to %g", t->name, o.damp, res.damp);
         }
         st = emit_codes(q, t, e, &g, b.codes, b.params, b.values, err);
     }
@@ -351,7 +349,7 @@ static void layer_groups(const elm_layer *L, group g[4]) {
 static bool group_has_grid(const qctx *q, const group *gr) {
     elm_grid g;
     for (int k = 0; k < gr->n; k++)
-        if (grid_of(q, gr->m[k], &g)) return true;
+        if (elm_lw_grid_of(q, gr->m[k], &g)) return true;
     return false;
 }
 
@@ -405,8 +403,8 @@ static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
         for (int k = 0; k < groups[gi].n && !st; k++) {
             elm_grid g;
             elm_tensor *t = groups[gi].m[k];
-            st = grid_of(q, t, &g) ? elm_lw_gptq_linear(q, t, -1, &s[gi], err)
-                                   : emit_rtn(q, t, err);
+            st = elm_lw_grid_of(q, t, &g) ? elm_lw_gptq_linear(q, t, -1, &s[gi], err)
+                                          : emit_rtn(q, t, err);
         }
     if (!st && elm_lw_moe(L)) st = elm_lw_moe_quantize(q, L, s + 4, err);
     stats_free(s, n_s);
@@ -427,13 +425,11 @@ void elm_lw_unscale_rows(elm_tensor *t, const double *s) {
         for (int64_t c = 0; c < cols; c++) wdata(t)[r * cols + c] = (float)(wdata(t)[r * cols + c] / s[r]);
 }
 
-#define scale_cols elm_lw_scale_cols
-#define unscale_rows elm_lw_unscale_rows
 
 elm_status elm_lw_awq_linear(qctx *q, elm_tensor *t, int32_t e, const float *w0, const float *H,
                              const double *cs, const double *rs, elm_error *err) {
     elm_grid g;
-    grid_of(q, t, &g);
+    elm_lw_grid_of(q, t, &g);
     const int32_t i = idx(q->r, t);
     const elm_tensor v = elm_lw_slice(t, e);
     const int64_t rows = rows_of(&v), cols = t->ne[0];
@@ -475,7 +471,7 @@ static elm_status awq_search_group(qctx *q, const group *gr, const elm_act_stats
     elm_grid grids[3];
     for (int k = 0; k < gr->n; k++)
         lin[k] = (elm_awq_linear){wdata(gr->m[k]), rows_of(gr->m[k]),
-                                  grid_of(q, gr->m[k], &grids[k]) ? &grids[k] : NULL};
+                                  elm_lw_grid_of(q, gr->m[k], &grids[k]) ? &grids[k] : NULL};
     double alpha;
     return elm_awq_search(lin, gr->n, s->cols, s->h, abs_mean, q->p->n_threads, scale, &alpha, err);
 }
@@ -527,21 +523,22 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     }
     if (!st) {
         /* fold: the float model computes the same function with the scaled weights */
-        unscale_rows(L->attn_norm, scale[0]);
-        for (int k = 0; k < groups[0].n; k++) scale_cols(groups[0].m[k], scale[0]);
+        elm_lw_unscale_rows(L->attn_norm, scale[0]);
+        for (int k = 0; k < groups[0].n; k++) elm_lw_scale_cols(groups[0].m[k], scale[0]);
         for (int64_t c = 0; c < kv_dim; c++) {
             const int hd = hp->head_dim, kvh = (int)(c / hd), i = (int)(c % hd);
             kv_scale[c] = conv ? (c / hp->dim == 1 ? scale[1][c % hp->dim] : 1.0)
                                : scale[1][(int64_t)kvh * (hp->n_heads / hp->n_kv_heads) * hd + i];
         }
-        if (L->kind != ELM_LAYER_MAMBA2) unscale_rows(conv ? L->conv_in : L->wv, kv_scale);
-        if (L->bv) unscale_rows(L->bv, kv_scale);
-        scale_cols(groups[1].m[0], scale[1]);
-        unscale_rows(L->ffn_norm, scale[2]);
-        for (int k = 0; k < groups[2].n; k++) scale_cols(groups[2].m[k], scale[2]);
+        if (L->kind != ELM_LAYER_MAMBA2)
+            elm_lw_unscale_rows(conv ? L->conv_in : L->wv, kv_scale);
+        if (L->bv) elm_lw_unscale_rows(L->bv, kv_scale);
+        elm_lw_scale_cols(groups[1].m[0], scale[1]);
+        elm_lw_unscale_rows(L->ffn_norm, scale[2]);
+        for (int k = 0; k < groups[2].n; k++) elm_lw_scale_cols(groups[2].m[k], scale[2]);
         if (!moe) {
-            unscale_rows(L->w_up, scale[3]);
-            scale_cols(L->w_down, scale[3]);
+            elm_lw_unscale_rows(L->w_up, scale[3]);
+            elm_lw_scale_cols(L->w_down, scale[3]);
         }
     }
     for (int gi = 0; gi < 4 && !st; gi++)
@@ -551,7 +548,7 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
                                : t == L->w_up                      ? scale[3]
                                                                    : NULL;
             elm_grid g;
-            st = grid_of(q, t, &g)
+            st = elm_lw_grid_of(q, t, &g)
                      ? elm_lw_awq_linear(q, t, -1, w0[gi][k], s[gi].h, scale[gi], rs, err)
                      : emit_rtn(q, t, err);
         }
@@ -573,7 +570,7 @@ static elm_status output_stage(qctx *q, elm_error *err) {
     elm_tensor *out = r->work.output;
     elm_grid g;
     if (out == r->work.tok_embd) return ELM_OK; /* tied: quantized as the embedding */
-    if (!grid_of(q, out, &g)) return emit_rtn(q, out, err);
+    if (!elm_lw_grid_of(q, out, &g)) return emit_rtn(q, out, err);
     elm_act_stats s = {0};
     elm_status st = materialize(r, out, err);
     if (!st) st = elm_act_stats_init(&s, out, -1, true, err);
@@ -592,8 +589,8 @@ static elm_status output_stage(qctx *q, elm_error *err) {
             st = awq_search_group(q, &gr, &s, s.abs_mean, scale, err);
         }
         if (!st) {
-            unscale_rows(r->work.output_norm, scale);
-            scale_cols(out, scale);
+            elm_lw_unscale_rows(r->work.output_norm, scale);
+            elm_lw_scale_cols(out, scale);
             st = elm_lw_awq_linear(q, out, -1, w0, s.h, scale, NULL, err);
         }
         free(scale);
