@@ -107,6 +107,16 @@ static bool index_room(elm_model_storage *s, const elm_tensor *tensors, int32_t 
     return true;
 }
 
+elm_status elm_check_block_scales(const char *path, const char *name, elm_type t, const void *data,
+                                  int64_t n_blocks, int64_t first, elm_error *err) {
+    const elm_type_traits *tt = elm_type_get(t);
+    const int64_t bad = tt && tt->bad_block ? tt->bad_block(data, n_blocks) : -1;
+    if (bad < 0) return ELM_OK;
+    return elm_errorf(err, ELM_ERR_FORMAT,
+                      "%s: tensor '%s' block %lld has a bad %s scale (not a finite number)", path,
+                      name, (long long)(first + bad), tt->name);
+}
+
 elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, int n_dims,
                                 const int64_t *ne, void *data, size_t nbytes, elm_error *err) {
     const elm_type_traits *tt = elm_type_get(type);
@@ -139,12 +149,10 @@ elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, i
     /* a scan reads every block: in a file mapping (--mmap) that would read the whole file at
      * load, which a model larger than RAM cannot afford, so there the scales are trusted (a 0xff
      * one decodes to 2^127: wrong outputs, never a fault); memory read in is scanned */
-    const bool scan = tt->bad_block && data && !in_file_mapping(m->storage, data);
-    const int64_t bad = scan ? tt->bad_block(data, n_blocks) : -1;
-    if (bad >= 0)
-        return elm_errorf(err, ELM_ERR_FORMAT,
-                          "%s: tensor '%s' block %lld has a bad %s scale (not a finite number)",
-                          m->path, name, (long long)bad, tt->name);
+    if (data && !in_file_mapping(m->storage, data)) {
+        elm_status st = elm_check_block_scales(m->path, name, type, data, n_blocks, 0, err);
+        if (st) return st;
+    }
     if (elm_model_find(m, name))
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: duplicate tensor '%s'", m->path, name);
     if (!index_room(m->storage, m->tensors, m->n_tensors + 1))
