@@ -10,13 +10,14 @@
  * neighbours (weighted distance), and the trial with the best least-squares fit kept, then refit
  * once at its own scale. The neighbour lists are llama.cpp's (iq2xs_init_impl, iq3xs_init_impl):
  * for every code off the grid, the grid points at its one to three smallest squared distances,
- * nearest first and by index within a distance, built here once from edgelm's codebooks
- * (iquant_grids.c). Float operations follow the reference order term by term (no FMA
+ * nearest first and by index within a distance, built here from edgelm's codebooks
+ * (iquant_grids.c) at each type's first use. Float operations follow the reference order term by term (no FMA
  * contraction: the build's -ffp-contract=off), since the chosen points depend on every rounding. */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -56,8 +57,10 @@ static lattice lats[N_LAT] = {
     [LAT_IQ3XXS] = {elm_iq3xxs_codes, 256, 4, 3, 8, 2, pos3xxs, map3[0], nb3xxs, NB_IQ3XXS},
     [LAT_IQ3S] = {elm_iq3s_codes, 512, 4, 3, 8, 3, pos3s, map3[1], nb3s, NB_IQ3S},
 };
-static pthread_once_t lats_once = PTHREAD_ONCE_INIT;
-static bool lats_ok;
+/* each lattice built at its type's first use: double-checked under one lock */
+static atomic_bool lats_built[N_LAT];
+static bool lats_ok[N_LAT];
+static pthread_mutex_t lats_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Fills lt's points, map and lists; false if the lists would not fit (other codebooks). Only
  * codes whose levels are all below lt->levels get a list: the search never rounds to others. */
@@ -102,9 +105,17 @@ static bool build(lattice *lt) {
     return true;
 }
 
-static void build_all(void) {
-    lats_ok = true;
-    for (int l = 0; l < N_LAT; l++) lats_ok &= build(&lats[l]);
+/* Lattice l, built on first use (thread-safe); NULL if its lists did not fit. */
+static const lattice *lattice_get(int l) {
+    if (!atomic_load_explicit(&lats_built[l], memory_order_acquire)) {
+        pthread_mutex_lock(&lats_lock);
+        if (!atomic_load_explicit(&lats_built[l], memory_order_relaxed)) {
+            lats_ok[l] = build(&lats[l]);
+            atomic_store_explicit(&lats_built[l], true, memory_order_release);
+        }
+        pthread_mutex_unlock(&lats_lock);
+    }
+    return lats_ok[l] ? &lats[l] : NULL;
 }
 
 /* Grid index of the listed neighbour nearest to x (weights w, the points scaled by `scale`), the
@@ -387,12 +398,12 @@ bool elm_iquant_grid_encode(elm_type type, const float *x, void *dst, int64_t n,
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
         if (kinds[k].type == type) kd = &kinds[k];
     if (!kd || (!qw && (type == ELM_TYPE_IQ2_XXS || type == ELM_TYPE_IQ2_XS))) return false;
-    pthread_once(&lats_once, build_all);
-    if (!lats_ok) return false;
+    const lattice *lt = lattice_get(kd->lat);
+    if (!lt) return false;
     const size_t bytes = elm_type_get((uint32_t)type)->block_bytes;
     uint8_t *y = dst;
     for (int64_t i = 0; i < n / ELM_QK_K; i++)
-        encode_block(kd, &lats[kd->lat], x + ELM_QK_K * i, qw ? qw + ELM_QK_K * i : NULL,
+        encode_block(kd, lt, x + ELM_QK_K * i, qw ? qw + ELM_QK_K * i : NULL,
                      y + bytes * (size_t)i, bytes);
     return true;
 }
