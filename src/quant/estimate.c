@@ -105,9 +105,9 @@ typedef struct block_cost {
 } block_cost;
 
 /* Block cost of a dense FFN's block (n_expert 0) or a mixture of experts' (layerwise_moe.c): its
- * router, and each of n_expert experts' three matrices calibrated on the tokens routed to it (on
- * average k of n_expert of them), whose Hessians are all held; a token's calibration passes run
- * its k experts only. */
+ * router (and shared expert), and each of n_expert experts' three matrices calibrated on the
+ * tokens routed to it (on average k of n_expert of them), whose Hessians are all held; a token's
+ * calibration passes run its k experts only. */
 static block_cost block_of(const elm_hparams *hp, elm_quant_method method, int64_t n_tokens,
                            bool moe) {
     const int64_t d = hp->dim, qd = (int64_t)hp->n_heads * hp->head_dim,
@@ -139,9 +139,16 @@ static block_cost block_of(const elm_hparams *hp, elm_quant_method method, int64
     c.syrk = T * (w2[0] + w2[1]);
     c.hessians = 4 * (w2[0] + w2[1]);
     if (E) {
-        linear_cost(method, router, n_tokens, &c.gemm, &c.scalar);
-        c.params += (double)router.rows * router.cols;
-        active += (double)router.rows * router.cols;
+        /* the router, and a shared expert's three matrices, run for every token */
+        const int64_t sf = hp->shexp_ffn_dim;
+        const lin every[4] = {router, {sf, d}, {sf, d}, {d, sf}};
+        for (int i = 0; i < (sf > 0 ? 4 : 1); i++) {
+            linear_cost(method, every[i], n_tokens, &c.gemm, &c.scalar);
+            c.params += (double)every[i].rows * every[i].cols;
+            active += (double)every[i].rows * every[i].cols;
+        }
+        c.syrk += T * (double)sf * sf;
+        c.hessians += 4.0 * sf * sf;
         c.syrk += T * d * d + T * k * ((double)d * d + (double)fe * fe);
         c.hessians += 4.0 * d * d + 4.0 * E * ((double)d * d + (double)fe * fe);
     } else {

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "edgelm/system.h"
+#include "model/builder.h"
 #include "quant/awq.h"
 #include "quant/capture.h"
 #include "quant/checkpoint.h"
@@ -52,13 +53,9 @@ void elm_lw_warn(const qctx *q, const char *fmt, ...) {
 
 elm_status elm_check_row(const elm_model *m, const elm_tensor *t, int64_t row, const void *raw,
                          const float *x, elm_error *err) {
-    const elm_type_traits *tt = elm_type_get(t->type);
-    const int64_t per_row = t->ne[0] / tt->block_size;
-    const int64_t bad = tt->bad_block ? tt->bad_block(raw, per_row) : -1;
-    if (bad >= 0)
-        return elm_errorf(err, ELM_ERR_FORMAT,
-                          "%s: tensor '%s' block %lld has a bad %s scale (not a finite number)",
-                          m->path, t->name, (long long)(row * per_row + bad), tt->name);
+    const int64_t per_row = t->ne[0] / elm_type_get(t->type)->block_size;
+    elm_status st = elm_check_block_scales(m->path, t->name, t->type, raw, per_row, row * per_row, err);
+    if (st) return st;
     for (int64_t j = 0; j < t->ne[0]; j++)
         if (!isfinite(x[j]))
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' holds %s at row %lld, column %lld",
@@ -325,7 +322,8 @@ elm_status elm_lw_gptq_linear(qctx *q, elm_tensor *t, int32_t e, const elm_act_s
 /* The four input groups of block l: the mixing's input products (q/k/v; a short convolution's
  * in_proj; a Gated DeltaNet's qkv and z, its β and α products of a few rows left to the block's
  * rounding), its output product (o; out_proj; ssm_out), gate/up, down; a mixture of experts'
- * FFN: its router alone, and no fourth (the experts are layerwise_moe.c's). */
+ * FFN: its router (with its shared expert's gate/up), and its shared expert's down (the experts
+ * are layerwise_moe.c's). */
 typedef struct group {
     elm_tensor *m[3];
     int n;
@@ -342,8 +340,16 @@ static void layer_groups(const elm_layer *L, group g[4]) {
         g[0] = (group){{L->wq, L->wk, L->wv}, 3};
         g[1] = (group){{L->wo}, 1};
     }
-    g[2] = elm_lw_moe(L) ? (group){{L->router}, 1} : (group){{L->w_gate, L->w_up}, 2};
-    g[3] = elm_lw_moe(L) ? (group){{NULL}, 0} : (group){{L->w_down}, 1};
+    if (!elm_lw_moe(L)) {
+        g[2] = (group){{L->w_gate, L->w_up}, 2};
+        g[3] = (group){{L->w_down}, 1};
+    } else if (L->shexp_up) { /* Qwen3.5-MoE's gate of it, a row, is left to the rounding */
+        g[2] = (group){{L->router, L->shexp_gate, L->shexp_up}, 3};
+        g[3] = (group){{L->shexp_down}, 1};
+    } else {
+        g[2] = (group){{L->router}, 1};
+        g[3] = (group){{NULL}, 0};
+    }
 }
 
 static bool group_has_grid(const qctx *q, const group *gr) {
@@ -480,6 +486,7 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     elm_layer *L = &q->r->layers[l];
     const elm_hparams *hp = &q->r->work.hp;
     const bool moe = elm_lw_moe(L);
+    elm_tensor *up = moe ? L->shexp_up : L->w_up; /* the rows down's scales fold into */
     group groups[4];
     layer_groups(L, groups);
     elm_act_stats *s = NULL;
@@ -536,16 +543,16 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
         elm_lw_scale_cols(groups[1].m[0], scale[1]);
         elm_lw_unscale_rows(L->ffn_norm, scale[2]);
         for (int k = 0; k < groups[2].n; k++) elm_lw_scale_cols(groups[2].m[k], scale[2]);
-        if (!moe) {
-            elm_lw_unscale_rows(L->w_up, scale[3]);
-            elm_lw_scale_cols(L->w_down, scale[3]);
+        if (up) {
+            elm_lw_unscale_rows(up, scale[3]);
+            elm_lw_scale_cols(groups[3].m[0], scale[3]);
         }
     }
     for (int gi = 0; gi < 4 && !st; gi++)
         for (int k = 0; k < groups[gi].n && !st; k++) {
             elm_tensor *t = groups[gi].m[k];
             const double *rs = t == L->wv || (conv && t == L->conv_in) ? kv_scale
-                               : t == L->w_up                      ? scale[3]
+                               : up && t == up                     ? scale[3]
                                                                    : NULL;
             elm_grid g;
             st = elm_lw_grid_of(q, t, &g)
