@@ -45,8 +45,8 @@ const elm_imatrix_entry *elm_imatrix_find(const elm_imatrix *im, const char *nam
  * (1 where a matrix saw no token), n values into out. */
 void elm_imatrix_weights(const elm_imatrix_entry *e, float *out);
 
-/* Every entry of im names a 2-D tensor of m with as many input columns as the entry has values
- * (an expert stack: its columns times its experts),
+/* Every entry of im names a tensor of m with as many input columns as the entry has values (an
+ * expert stack: its columns times its experts; a one-row weight may be stored 1-D),
  * its sums are finite and >= 0 and its counts >= 0; else ELM_ERR_FORMAT naming `path` (the imatrix
  * file) and the tensor. */
 elm_status elm_imatrix_check(const elm_imatrix *im, const elm_model *m, const char *path,

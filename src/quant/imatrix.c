@@ -172,7 +172,8 @@ elm_status elm_imatrix_check(const elm_imatrix *im, const elm_model *m, const ch
         if (!t)
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is not in the model %s", path,
                               e->name, m->path);
-        if (t->n_dims < 2 || e->n != t->ne[0] * t->ne[2] * t->ne[3])
+        /* a weight of one row may be stored 1-D (Qwen3.5-MoE's ffn_gate_inp_shexp) */
+        if (e->n != t->ne[0] * t->ne[2] * t->ne[3])
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' has %lld importance values, "
                               "the model's rows have %lld weights%s", path, e->name,
                               (long long)e->n, (long long)t->ne[0],

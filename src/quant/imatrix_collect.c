@@ -35,9 +35,9 @@ static void on_matmul(const elm_tensor *w, int layer, const float *x, int64_t n_
     c->count[i][e] += n_tok;
 }
 
-static bool collected(const elm_tensor *t) {
-    return (t->n_dims == 2 || t->n_dims == 3) && !strncmp(t->name, "blk.", 4);
-}
+/* The blocks' tensors: those the hook sees as weights get entries (a one-row weight too, such as
+ * Qwen3.5-MoE's ffn_gate_inp_shexp, stored 1-D). */
+static bool collected(const elm_tensor *t) { return !strncmp(t->name, "blk.", 4); }
 
 /* Whether any matrix of tensor i saw a token. */
 static bool seen(const collector *c, int32_t i) {
