@@ -55,5 +55,11 @@ void elm_q6_k_from_float(const float *src, void *dst, int64_t n);
 void elm_iq4_nl_from_float(const float *src, void *dst, int64_t n);
 void elm_iq4_xs_from_float(const float *src, void *dst, int64_t n);
 void elm_mxfp4_from_float(const float *src, void *dst, int64_t n);
+/* the sub-4-bit types written so far: IQ1_S and IQ1_M without importance (elm_iq1_s_encode),
+ * TQ1_0 and TQ2_0 (ternary_encode.c) */
+void elm_iq1_s_from_float(const float *src, void *dst, int64_t n);
+void elm_iq1_m_from_float(const float *src, void *dst, int64_t n);
+void elm_tq1_0_from_float(const float *src, void *dst, int64_t n);
+void elm_tq2_0_from_float(const float *src, void *dst, int64_t n);
 
 #endif

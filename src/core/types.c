@@ -158,10 +158,17 @@ static const elm_type_traits traits[ELM_TYPE_COUNT] = {
     IQ(iq2_s, IQ2_S, 2 + 64 + 8 + 8, 2.5625, 28, ELM_TYPE_IQ4_NL),    /* d qs+signs qh scales */
     IQ(iq3_xxs, IQ3_XXS, 2 + 96, 3.0625, 23, ELM_TYPE_IQ4_NL),        /* d qs scales_and_signs */
     IQ(iq3_s, IQ3_S, 2 + 64 + 8 + 32 + 4, 3.4375, 26, ELM_TYPE_IQ4_NL), /* d qs qh signs scales */
-    IQ(iq1_s, IQ1_S, 2 + 32 + 16, 1.5625, 24, ELM_TYPE_IQ4_NL),       /* d qs qh */
-    IQ(iq1_m, IQ1_M, 32 + 16 + 8, 1.75, 31, ELM_TYPE_IQ4_NL),         /* qs qh scales */
-    IQ(tq1_0, TQ1_0, 48 + 4 + 2, 1.6875, 36, ELM_TYPE_Q4_0),          /* qs qh d */
-    IQ(tq2_0, TQ2_0, 64 + 2, 2.0625, 37, ELM_TYPE_Q4_0),              /* qs d */
+    /* and written (iquant_encode_iq1.c, ternary_encode.c) */
+#define IQW(nm, type, bytes, bpw, ftype, fb)                                                       \
+    [ELM_TYPE_##type] = {.name = #nm, .block_size = ELM_QK_K, .block_bytes = bytes,                \
+                         .bits_per_weight = bpw, .to_float = elm_##nm##_to_float,                  \
+                         .from_float = elm_##nm##_from_float, .file_type = ftype, .fallback = fb,  \
+                         .bad_block = elm_##nm##_bad_block}
+    IQW(iq1_s, IQ1_S, 2 + 32 + 16, 1.5625, 24, ELM_TYPE_IQ4_NL),       /* d qs qh */
+    IQW(iq1_m, IQ1_M, 32 + 16 + 8, 1.75, 31, ELM_TYPE_IQ4_NL),         /* qs qh scales */
+    IQW(tq1_0, TQ1_0, 48 + 4 + 2, 1.6875, 36, ELM_TYPE_Q4_0),          /* qs qh d */
+    IQW(tq2_0, TQ2_0, 64 + 2, 2.0625, 37, ELM_TYPE_Q4_0),              /* qs d */
+#undef IQW
 #undef IQ
     /* file type 38: llama.cpp's one MXFP4 file type, MOSTLY_MXFP4_MOE */
     [ELM_TYPE_MXFP4] = {.name = "mxfp4", .block_size = ELM_QK, .block_bytes = 1 + 16,

@@ -20,6 +20,7 @@
 #include "formats/gguf_write.h"
 #include "quant/checkpoint.h"
 #include "quant/layerwise.h"
+#include "quant/recipe.h"
 
 typedef struct wjob {
     const elm_model *m;           /* the input model (names, error messages) */
@@ -152,6 +153,36 @@ void elm_quant_report_free(elm_quant_report *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* Every planned type is one edgelm writes (a recipe may choose one it only reads), and every
+ * tensor llama-quantize would stop at without importance data has an imatrix entry
+ * (elm_recipe_needs_imatrix): else one error naming the tensor and the type. */
+static elm_status check_plan(const elm_model *m, const elm_quant_params *p,
+                             const elm_tensor_plan *plan, elm_error *err) {
+    const uint32_t ftype = p->policy.recipe ? p->policy.recipe : elm_file_type_of(p->policy.type);
+    for (int32_t i = 0; i < m->n_tensors; i++) {
+        const elm_tensor *t = &m->tensors[i];
+        const elm_type_traits *tt = elm_type_get((uint32_t)plan[i].type);
+        if (t->n_dims < 2 || elm_recipe_keeps(t->name)) continue;
+        if (!tt->from_float)
+            return elm_errorf(err, ELM_ERR_ARG, "%s: tensor '%s' would be %s (%s), which edgelm "
+                              "reads but does not write yet", m->path, t->name, tt->name,
+                              plan[i].reason);
+        if (p->method != ELM_QUANT_RTN || !elm_recipe_needs_imatrix(t->name, plan[i].type, ftype))
+            continue;
+        if (!p->imatrix)
+            return elm_errorf(err, ELM_ERR_ARG,
+                              "%s: %s needs an importance matrix (--imatrix FILE), as "
+                              "llama-quantize requires (tensor '%s')",
+                              m->path, tt->name, t->name);
+        if (!elm_imatrix_find(p->imatrix, t->name))
+            return elm_errorf(err, ELM_ERR_ARG,
+                              "%s: no importance data for tensor '%s', which %s needs "
+                              "(llama-quantize stops there)",
+                              p->imatrix_path ? p->imatrix_path : "imatrix", t->name, tt->name);
+    }
+    return ELM_OK;
+}
+
 /* Report of a run: the plan's types and reasons, and the calibrated errors when there are. */
 static elm_status fill_report(const elm_model *m, const elm_tensor_plan *plan, const elm_qrun *run,
                               const int32_t *order, elm_quant_report *rep, elm_error *err) {
@@ -196,6 +227,7 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
         st = elm_imatrix_check(params->imatrix, m,
                                params->imatrix_path ? params->imatrix_path : "imatrix", err);
     if (!st) st = elm_quant_plan(m, &policy, plan, err);
+    if (!st) st = check_plan(m, params, plan, err);
     int32_t *order = NULL;
     elm_tensor *outw = out;
     if (!st && params->method != ELM_QUANT_RTN) {
