@@ -172,8 +172,8 @@ static elm_status check_plan(const elm_model *m, const elm_quant_params *p,
         if (!p->imatrix)
             return elm_errorf(err, ELM_ERR_ARG,
                               "%s: %s needs an importance matrix (--imatrix FILE), as "
-                              "llama-quantize requires (tensor '%s')",
-                              m->path, tt->name, t->name);
+                              "llama-quantize requires (tensor '%s', %s)",
+                              m->path, tt->name, t->name, plan[i].reason);
         if (!elm_imatrix_find(p->imatrix, t->name))
             return elm_errorf(err, ELM_ERR_ARG,
                               "%s: no importance data for tensor '%s', which %s needs "
