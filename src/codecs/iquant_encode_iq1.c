@@ -127,26 +127,61 @@ static int by_value(const void *a, const void *b) {
     return l < r ? -1 : l > r ? 1 : 0;
 }
 
-/* x[n] ascending, with their positions; libc's qsort on 8-byte pairs, as the reference sorts, so
- * equal values keep the same order */
-static void rank(const float *x, int n, ranked *out) {
-    for (int j = 0; j < n; j++) out[j] = (ranked){x[j], j};
-    qsort(out, (size_t)n, sizeof *out, by_value);
-}
-
-/* levels of a split: ranks below i1 at 0 (-1), below i2 at 1 (0), the rest 2 (+1) */
-static void split_levels(const ranked *r, int n, int i1, int i2, int8_t *L) {
-    for (int j = 0; j < n; j++) L[r[j].i] = (int8_t)(j < i1 ? 0 : j < i2 ? 1 : 2);
-}
-
-static const float x_plus[3] = {-1 + 0.125f, 0.125f, 1 + 0.125f};
-static const float x_minus[3] = {-1 - 0.125f, -0.125f, 1 - 0.125f};
-
 static float max_abs(const float *x, int n) {
     float m = fabsf(x[0]);
     for (int i = 1; i < n; i++) m = m > fabsf(x[i]) ? m : fabsf(x[i]);
     return m;
 }
+
+/* x[n] ascending, with their positions, and *max the largest |x|; false (nothing sorted) when
+ * that is below eps, a sub-block left at zero. libc's qsort on 8-byte pairs, as the reference
+ * sorts, so equal values keep the same order. */
+static bool rank(const float *x, int n, float eps, ranked *out, float *max) {
+    *max = max_abs(x, n);
+    if (*max < eps) return false;
+    for (int j = 0; j < n; j++) out[j] = (ranked){x[j], j};
+    qsort(out, (size_t)n, sizeof *out, by_value);
+    return true;
+}
+
+/* The best split so far: cut points, shift choice k, its scale and score sumqx²/sumq2 */
+typedef struct split {
+    float best, scale;
+    int i1, i2, k;
+} split;
+
+/* takes the split (i1, i2, k) when its least-squares fit scores better */
+static void consider(split *b, float sumqx, float sumq2, int i1, int i2, int k) {
+    if (sumq2 > 0 && sumqx * sumqx > b->best * sumq2) {
+        b->scale = sumqx / sumq2;
+        b->best = b->scale * sumqx;
+        b->i1 = i1;
+        b->i2 = i2;
+        b->k = k;
+    }
+}
+
+/* The levels of split b: ranks below i1 at 0 (-1), below i2 at 1 (0), the rest 2 (+1), mirrored
+ * when its scale is negative (which the caller then makes positive, mirroring the shifts too) */
+static void split_levels(const ranked *r, int n, const split *b, int8_t *L) {
+    for (int j = 0; j < n; j++) {
+        const int l = j < b->i1 ? 0 : j < b->i2 ? 1 : 2;
+        L[r[j].i] = (int8_t)(b->scale < 0 ? 2 - l : l);
+    }
+}
+
+/* Groups of 8 of sub-block x with levels L moved onto the grid (index[k]) at *scale, level values
+ * xs[k] for group k; the scale refitted when a group moved */
+static void snap_groups(const int8_t *L, const float *x, const float *w, int n_groups,
+                        const float *const *xs, float *scale, uint16_t *index) {
+    bool on_grid = true;
+    for (int k = 0; k < n_groups; k++)
+        index[k] = snap_group(L + 8 * k, x + 8 * k, w + 8 * k, *scale, xs[k], &on_grid);
+    if (!on_grid) refit(x, w, n_groups, index, xs, scale);
+}
+
+static const float x_plus[3] = {-1 + 0.125f, 0.125f, 1 + 0.125f};
+static const float x_minus[3] = {-1 - 0.125f, -0.125f, 1 - 0.125f};
 
 /* σ², twice the mean square of the super-block's 256 weights */
 static float sigma2_of(const float *x) {
@@ -175,50 +210,36 @@ static void iq1_s_block(const float *xbl, const float *qw, uint8_t *y) {
         for (int i = 0; i < 32; i++) w[i] = qw[32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
         scales[ib] = 0;
         shifts[ib] = 1;
-        const float max = max_abs(xb, 32);
-        if (max < 1e-12f) continue;
         ranked r[32];
-        rank(xb, 32, r);
+        float max;
+        if (!rank(xb, 32, 1e-12f, r, &max)) continue;
         float sx[33], sw[33];
         sx[0] = sw[0] = 0;
         for (int j = 0; j < 32; j++) {
             sx[j + 1] = sx[j] + w[r[j].i] * xb[r[j].i];
             sw[j + 1] = sw[j] + w[r[j].i];
         }
-        float best = -FLT_MAX, scale = max;
-        int b1 = -1, b2 = -1, shift = 0;
+        split b = {.best = -FLT_MAX, .scale = max, .i1 = -1, .i2 = -1, .k = 0};
         for (int i1 = 0; i1 <= 32; i1++)
             for (int i2 = i1; i2 <= 32; i2++)
-                for (int s = 1; s >= -1; s -= 2) {
+                for (int s = 1; s >= -1; s -= 2) { /* the shift: +1/8, then -1/8 */
                     const float *v = s == 1 ? x_plus : x_minus;
                     const float sumqx = (sx[i1] - sx[0]) * v[0] + (sx[i2] - sx[i1]) * v[1] +
                                         (sx[32] - sx[i2]) * v[2];
                     const float sumq2 = (sw[i1] - sw[0]) * v[0] * v[0] +
                                         (sw[i2] - sw[i1]) * v[1] * v[1] +
                                         (sw[32] - sw[i2]) * v[2] * v[2];
-                    if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-                        scale = sumqx / sumq2;
-                        best = scale * sumqx;
-                        b1 = i1;
-                        b2 = i2;
-                        shift = s;
-                    }
+                    consider(&b, sumqx, sumq2, i1, i2, s);
                 }
-        if (b1 < 0) continue;
+        if (b.i1 < 0) continue;
         int8_t L[32];
-        split_levels(r, 32, b1, b2, L);
-        if (scale < 0) {
-            for (int j = 0; j < 32; j++) L[j] = (int8_t)(2 - L[j]);
-            scale = -scale;
-            shift = -shift;
-        }
+        split_levels(r, 32, &b, L);
+        float scale = fabsf(b.scale);
+        const int shift = b.scale < 0 ? -b.k : b.k;
         const float *xx = shift == 1 ? x_plus : x_minus;
         const float *const xs[4] = {xx, xx, xx, xx};
         uint16_t index[4];
-        bool on_grid = true;
-        for (int k = 0; k < 4; k++)
-            index[k] = snap_group(L + 8 * k, xb + 8 * k, w + 8 * k, scale, xx, &on_grid);
-        if (!on_grid) refit(xb, w, 4, index, xs, &scale);
+        snap_groups(L, xb, w, 4, xs, &scale, index);
         for (int k = 0; k < 4; k++) {
             y[2 + 4 * ib + k] = (uint8_t)index[k];
             qh[ib] |= (uint16_t)((index[k] >> 8) << (3 * k));
@@ -272,12 +293,10 @@ static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
         iq1_m_weights(xb, qw ? qw + 16 * ib : NULL, sigma2, w);
         scales[ib] = 0;
         shifts[ib] = 0;
-        const float max = max_abs(xb, 16);
-        if (max < 1e-7f) continue;
         ranked r[16];
-        rank(xb, 16, r);
-        float best = -FLT_MAX, scale = max;
-        int b1 = -1, b2 = -1, bk = -1;
+        float max;
+        if (!rank(xb, 16, 1e-7f, r, &max)) continue;
+        split b = {.best = -FLT_MAX, .scale = max, .i1 = -1, .i2 = -1, .k = -1};
         for (int i1 = 0; i1 <= 16; i1++)
             for (int i2 = i1; i2 <= 16; i2++) {
                 float sumqx[4] = {0}, sumq2[4] = {0};
@@ -289,29 +308,16 @@ static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
                         sumq2[k] += w[i] * v * v;
                     }
                 }
-                for (int k = 0; k < 4; k++)
-                    if (sumq2[k] > 0 && sumqx[k] * sumqx[k] > best * sumq2[k]) {
-                        scale = sumqx[k] / sumq2[k];
-                        best = scale * sumqx[k];
-                        b1 = i1;
-                        b2 = i2;
-                        bk = k;
-                    }
+                for (int k = 0; k < 4; k++) consider(&b, sumqx[k], sumq2[k], i1, i2, k);
             }
-        if (b1 < 0) continue;
+        if (b.i1 < 0) continue;
         int8_t L[16];
-        split_levels(r, 16, b1, b2, L);
-        if (scale < 0) {
-            for (int j = 0; j < 16; j++) L[j] = (int8_t)(2 - L[j]);
-            scale = -scale;
-            bk = 3 - bk;
-        }
+        split_levels(r, 16, &b, L);
+        float scale = fabsf(b.scale);
+        const int bk = b.scale < 0 ? 3 - b.k : b.k; /* both halves' shifts mirrored */
         const float *const xs[2] = {half_levels(bk, 0), half_levels(bk, 1)};
         uint16_t index[2];
-        bool on_grid = true;
-        for (int k = 0; k < 2; k++)
-            index[k] = snap_group(L + 8 * k, xb + 8 * k, w + 8 * k, scale, xs[k], &on_grid);
-        if (!on_grid) refit(xb, w, 2, index, xs, &scale);
+        snap_groups(L, xb, w, 2, xs, &scale, index);
         y[2 * ib] = (uint8_t)index[0];
         y[2 * ib + 1] = (uint8_t)index[1];
         y[32 + ib] = (uint8_t)((index[0] >> 8) | ((index[1] >> 8) << 4));
