@@ -12,7 +12,7 @@ bin=$1 fix=$2
 . "$(dirname "$0")/lib/cli.sh"
 golden=$(dirname "$0")/data/iquant_recipes.json
 [ -f "$fix/wide256/wide-f32.gguf" ] && [ -f "$fix/stories260K/stories260K-f32.gguf" ] ||
-    { echo "cli_iquant_recipes: skipped (the wide256 or stories260K fixtures are missing)"; exit 0; }
+    skip "the wide256 or stories260K fixtures are missing"
 writable=$("$bin" quantize --help | sed -n 's/^types: *//p')
 [ -n "$writable" ] || fail "no 'types:' line in quantize --help"
 : >"$tmp/skipped"

@@ -12,7 +12,7 @@ bin=$1 fix=$2
 . "$(dirname "$0")/lib/cli.sh"
 wide=$fix/wide256/wide-f32.gguf
 im=$fix/wide256/reference-quants/llamacpp-imatrix-calib.gguf
-[ -f "$wide" ] && [ -f "$im" ] || { echo "cli_iquant_write: skipped (the wide256 fixtures are missing)"; exit 0; }
+[ -f "$wide" ] && [ -f "$im" ] || skip "the wide256 fixtures are missing"
 data=tests/data/iquant
 
 # sample FILE OUT: the tensors and rows tests/data/iquant keeps
