@@ -57,7 +57,10 @@ static void build_lattice(void) {
         for (int j = 0, r = p; j < 8; j++, r /= 3) lv[j] = r % 3;
         for (int g = 0; g < 2048; g++) {
             d2[g] = 0;
-            for (int j = 0; j < 8; j++) d2[g] += (grid_levels[g][j] - lv[j]) * (grid_levels[g][j] - lv[j]);
+            for (int j = 0; j < 8; j++) {
+                const int dl = grid_levels[g][j] - lv[j];
+                d2[g] += dl * dl;
+            }
         }
         const int count_slot = slot++;
         pattern_at[p] = -(count_slot + 1);
@@ -267,7 +270,9 @@ void elm_iq1_s_encode(const float *x, void *dst, int64_t n, const float *qw) {
         iq1_s_block(x + ELM_QK_K * i, qw ? qw + ELM_QK_K * i : ones, (uint8_t *)dst + 50 * i);
 }
 
-void elm_iq1_s_from_float(const float *x, void *dst, int64_t n) { elm_iq1_s_encode(x, dst, n, NULL); }
+void elm_iq1_s_from_float(const float *x, void *dst, int64_t n) {
+    elm_iq1_s_encode(x, dst, n, NULL);
+}
 
 /* ---- IQ1_M: qs[32] (grid index low bytes), qh[16] (per 16: each group's 3 high index bits and
  * its shift's sign, bits 3 and 7), scales[8] (four 16-bit words: 3-bit multipliers of 4
@@ -350,7 +355,8 @@ static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
     }
     if (sumq2 > 0) d = sumqx / sumq2;
     const uint16_t h = elm_f32_to_f16(d * 1.1125f); /* llama.cpp's fudge factor */
-    for (int i = 0; i < 4; i++) put16(y + 48 + 2 * i, sc[i] | (uint16_t)(((h >> (4 * i)) & 0xf) << 12));
+    for (int i = 0; i < 4; i++)
+        put16(y + 48 + 2 * i, sc[i] | (uint16_t)(((h >> (4 * i)) & 0xf) << 12));
 }
 
 void elm_iq1_m_encode(const float *x, void *dst, int64_t n, const float *qw) {
@@ -359,4 +365,6 @@ void elm_iq1_m_encode(const float *x, void *dst, int64_t n, const float *qw) {
         iq1_m_block(x + ELM_QK_K * i, qw ? qw + ELM_QK_K * i : NULL, (uint8_t *)dst + 56 * i);
 }
 
-void elm_iq1_m_from_float(const float *x, void *dst, int64_t n) { elm_iq1_m_encode(x, dst, n, NULL); }
+void elm_iq1_m_from_float(const float *x, void *dst, int64_t n) {
+    elm_iq1_m_encode(x, dst, n, NULL);
+}

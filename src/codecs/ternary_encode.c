@@ -36,7 +36,8 @@ static uint8_t pack_trits(const float *x, int stride, int k, float id) {
 }
 
 /* TQ1_0 block: qs[48] (five trits per byte: bytes 0-31 over weights 0-159, 32 apart; bytes 32-47
- * over weights 160-239, 16 apart), qh[4] (four trits per byte over weights 240-255, 4 apart), f16 d */
+ * over weights 160-239, 16 apart), qh[4] (four trits per byte over weights 240-255, 4 apart),
+ * f16 d */
 void elm_tq1_0_from_float(const float *x, void *dst, int64_t n) {
     for (uint8_t *b = dst; n > 0; n -= ELM_QK_K, x += ELM_QK_K, b += 54) {
         float id;
