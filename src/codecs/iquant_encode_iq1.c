@@ -264,10 +264,18 @@ static void iq1_s_block(const float *xbl, const float *qw, uint8_t *y) {
     for (int ib = 0; ib < 8; ib++) put16(y + 34 + 2 * ib, qh[ib]);
 }
 
-void elm_iq1_s_encode(const float *x, void *dst, int64_t n, const float *qw) {
+/* n weights as super-blocks of `bytes` by `block`, super-block i weighted by qw + 256·i, or
+ * by `fixed` (NULL: none) when qw is NULL */
+static void encode_blocks(void (*block)(const float *, const float *, uint8_t *), size_t bytes,
+                          const float *x, void *dst, int64_t n, const float *qw,
+                          const float *fixed) {
     pthread_once(&lattice_once, build_lattice);
     for (int64_t i = 0; i < n / ELM_QK_K; i++)
-        iq1_s_block(x + ELM_QK_K * i, qw ? qw + ELM_QK_K * i : ones, (uint8_t *)dst + 50 * i);
+        block(x + ELM_QK_K * i, qw ? qw + ELM_QK_K * i : fixed, (uint8_t *)dst + bytes * i);
+}
+
+void elm_iq1_s_encode(const float *x, void *dst, int64_t n, const float *qw) {
+    encode_blocks(iq1_s_block, 50, x, dst, n, qw, ones);
 }
 
 void elm_iq1_s_from_float(const float *x, void *dst, int64_t n) {
@@ -360,9 +368,7 @@ static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
 }
 
 void elm_iq1_m_encode(const float *x, void *dst, int64_t n, const float *qw) {
-    pthread_once(&lattice_once, build_lattice);
-    for (int64_t i = 0; i < n / ELM_QK_K; i++)
-        iq1_m_block(x + ELM_QK_K * i, qw ? qw + ELM_QK_K * i : NULL, (uint8_t *)dst + 56 * i);
+    encode_blocks(iq1_m_block, 56, x, dst, n, qw, NULL);
 }
 
 void elm_iq1_m_from_float(const float *x, void *dst, int64_t n) {
