@@ -3,8 +3,8 @@
  * llama-quantize wrote with the model's imatrix (tests/data/iquant_recipes.json,
  * scripts/iquant_recipes_golden.sh), on wide256 (whole super-blocks: the recipes' own rules, such
  * as IQ2_XXS attn_output in iq1_s and IQ2_S attn_q in iq3_xxs) and stories260K (rows of 64 and
- * 172: the fallbacks to IQ4_NL, Q4_0, Q5_0, Q8_0 and F16). The bytes of the tensors edgelm writes
- * are tests/cli_iquant_recipes.sh's. */
+ * 172: the fallbacks to IQ4_NL, Q4_0, Q5_0, Q8_0 and F16). The bytes of every tensor are
+ * tests/cli_iquant_recipes.sh's. */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>

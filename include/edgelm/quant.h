@@ -218,9 +218,8 @@ typedef struct elm_tensor_plan {
  * at sensitive_type unless pure, other 2-D tensors at type; overrides after that; and a type whose
  * block does not divide the rows falls back as llama-quantize does (Q2_K, Q3_K, TQ1_0, TQ2_0 ->
  * Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS and the sub-4-bit i-quants -> IQ4_NL;
- * then F16). plan has m->n_tensors entries. ELM_ERR_ARG naming the type when `type` (but for a
- * recipe), sensitive_type or an override's is not writable; a recipe may choose a type edgelm
- * only reads, which elm_quantize refuses naming the tensor. */
+ * then F16). plan has m->n_tensors entries. ELM_ERR_ARG naming the type when one is not
+ * writable. */
 elm_status elm_quant_plan(const elm_model *m, const elm_quant_policy *p, elm_tensor_plan *plan,
                           elm_error *err);
 

@@ -20,7 +20,7 @@ void elm_q5_k_to_float(const void *src, float *dst, int64_t n);
 void elm_q6_k_to_float(const void *src, float *dst, int64_t n);
 void elm_iq4_nl_to_float(const void *src, float *dst, int64_t n);
 void elm_iq4_xs_to_float(const void *src, float *dst, int64_t n);
-/* the read-only sub-4-bit types: iquant_decode.c (iquant_codec.h) */
+/* the sub-4-bit types: iquant_decode.c (iquant_codec.h) */
 void elm_iq2_xxs_to_float(const void *src, float *dst, int64_t n);
 void elm_iq2_xs_to_float(const void *src, float *dst, int64_t n);
 void elm_iq2_s_to_float(const void *src, float *dst, int64_t n);
@@ -55,9 +55,11 @@ void elm_q6_k_from_float(const float *src, void *dst, int64_t n);
 void elm_iq4_nl_from_float(const float *src, void *dst, int64_t n);
 void elm_iq4_xs_from_float(const float *src, void *dst, int64_t n);
 void elm_mxfp4_from_float(const float *src, void *dst, int64_t n);
-/* the sub-4-bit types written so far: IQ1_S and IQ1_M without importance (elm_iq1_s_encode),
- * TQ1_0 and TQ2_0 (ternary_encode.c) */
-void elm_iq1_s_from_float(const float *src, void *dst, int64_t n);
+/* the sub-4-bit types that llama.cpp writes without an importance matrix: IQ2_S, IQ3_XXS, IQ3_S
+ * (iquant_encode_grid.c), IQ1_M (iquant_encode_iq1.c), TQ1_0, TQ2_0 (ternary_encode.c) */
+void elm_iq2_s_from_float(const float *src, void *dst, int64_t n);
+void elm_iq3_xxs_from_float(const float *src, void *dst, int64_t n);
+void elm_iq3_s_from_float(const float *src, void *dst, int64_t n);
 void elm_iq1_m_from_float(const float *src, void *dst, int64_t n);
 void elm_tq1_0_from_float(const float *src, void *dst, int64_t n);
 void elm_tq2_0_from_float(const float *src, void *dst, int64_t n);

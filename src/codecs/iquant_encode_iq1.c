@@ -35,10 +35,8 @@ static int32_t pattern_at[N_PATTERNS]; /* grid index, or -(slot + 1) of its neig
 static uint16_t neighbours[N_NEIGHBOUR_SLOTS];
 static uint8_t grid_levels[2048][8];
 static pthread_once_t lattice_once = PTHREAD_ONCE_INIT;
-static float ones[ELM_QK_K]; /* IQ1_S's importance where none is given */
 
 static void build_lattice(void) {
-    for (int i = 0; i < ELM_QK_K; i++) ones[i] = 1.0f;
     static bool on_grid[N_PATTERNS];
     for (int g = 0; g < 2048; g++) {
         int p = 0;
@@ -265,21 +263,16 @@ static void iq1_s_block(const float *xbl, const float *qw, uint8_t *y) {
 }
 
 /* n weights as super-blocks of `bytes` by `block`, super-block i weighted by qw + 256·i, or
- * by `fixed` (NULL: none) when qw is NULL */
+ * by none when qw is NULL */
 static void encode_blocks(void (*block)(const float *, const float *, uint8_t *), size_t bytes,
-                          const float *x, void *dst, int64_t n, const float *qw,
-                          const float *fixed) {
+                          const float *x, void *dst, int64_t n, const float *qw) {
     pthread_once(&lattice_once, build_lattice);
     for (int64_t i = 0; i < n / ELM_QK_K; i++)
-        block(x + ELM_QK_K * i, qw ? qw + ELM_QK_K * i : fixed, (uint8_t *)dst + bytes * i);
+        block(x + ELM_QK_K * i, qw ? qw + ELM_QK_K * i : NULL, (uint8_t *)dst + bytes * i);
 }
 
 void elm_iq1_s_encode(const float *x, void *dst, int64_t n, const float *qw) {
-    encode_blocks(iq1_s_block, 50, x, dst, n, qw, ones);
-}
-
-void elm_iq1_s_from_float(const float *x, void *dst, int64_t n) {
-    elm_iq1_s_encode(x, dst, n, NULL);
+    if (qw) encode_blocks(iq1_s_block, 50, x, dst, n, qw);
 }
 
 /* ---- IQ1_M: qs[32] (grid index low bytes), qh[16] (per 16: each group's 3 high index bits and
@@ -368,7 +361,7 @@ static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
 }
 
 void elm_iq1_m_encode(const float *x, void *dst, int64_t n, const float *qw) {
-    encode_blocks(iq1_m_block, 56, x, dst, n, qw, NULL);
+    encode_blocks(iq1_m_block, 56, x, dst, n, qw);
 }
 
 void elm_iq1_m_from_float(const float *x, void *dst, int64_t n) {

@@ -153,32 +153,30 @@ void elm_quant_report_free(elm_quant_report *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* Every planned type is one edgelm writes (a recipe may choose one it only reads), and every
- * tensor llama-quantize would stop at without importance data has an imatrix entry
- * (elm_recipe_needs_imatrix): else one error naming the tensor and the type. */
-static elm_status check_plan(const elm_model *m, const elm_quant_params *p,
-                             const elm_tensor_plan *plan, elm_error *err) {
+/* llama-quantize's refusal: every tensor it would stop at without importance data
+ * (elm_recipe_needs_imatrix) has an imatrix entry, else one error naming the type (no imatrix) or
+ * the tensor (not covered). Only round-to-nearest takes the importances: GPTQ and AWQ write such a
+ * type without, so they are refused it as a run without an imatrix is. */
+static elm_status check_importances(const elm_model *m, const elm_quant_params *p,
+                                    const elm_tensor_plan *plan, elm_error *err) {
     const uint32_t ftype = p->policy.recipe ? p->policy.recipe : elm_file_type_of(p->policy.type);
+    const elm_imatrix *im = p->method == ELM_QUANT_RTN ? p->imatrix : NULL;
     for (int32_t i = 0; i < m->n_tensors; i++) {
         const elm_tensor *t = &m->tensors[i];
-        const elm_type_traits *tt = elm_type_get((uint32_t)plan[i].type);
-        if (t->n_dims < 2 || elm_recipe_keeps(t->name)) continue;
-        if (!tt->from_float)
-            return elm_errorf(err, ELM_ERR_ARG, "%s: tensor '%s' would be %s (%s), which edgelm "
-                              "reads but does not write yet", m->path, t->name, tt->name,
-                              plan[i].reason);
-        if (p->method != ELM_QUANT_RTN || !elm_recipe_needs_imatrix(t->name, plan[i].type, ftype))
+        if (t->n_dims < 2 || elm_recipe_keeps(t->name) ||
+            !elm_recipe_needs_imatrix(t->name, plan[i].type, ftype))
             continue;
-        if (!p->imatrix)
+        const char *type = elm_type_get((uint32_t)plan[i].type)->name;
+        if (!im)
             return elm_errorf(err, ELM_ERR_ARG,
                               "%s: %s needs an importance matrix (--imatrix FILE), as "
                               "llama-quantize requires (tensor '%s', %s)",
-                              m->path, tt->name, t->name, plan[i].reason);
-        if (!elm_imatrix_find(p->imatrix, t->name))
+                              m->path, type, t->name, plan[i].reason);
+        if (!elm_imatrix_find(im, t->name))
             return elm_errorf(err, ELM_ERR_ARG,
-                              "%s: no importance data for tensor '%s', which %s needs "
-                              "(llama-quantize stops there)",
-                              p->imatrix_path ? p->imatrix_path : "imatrix", t->name, tt->name);
+                              "%s: no importances for tensor '%s', which %s needs "
+                              "(llama-quantize aborts there)",
+                              p->imatrix_path ? p->imatrix_path : "imatrix", t->name, type);
     }
     return ELM_OK;
 }
@@ -227,7 +225,7 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
         st = elm_imatrix_check(params->imatrix, m,
                                params->imatrix_path ? params->imatrix_path : "imatrix", err);
     if (!st) st = elm_quant_plan(m, &policy, plan, err);
-    if (!st) st = check_plan(m, params, plan, err);
+    if (!st) st = check_importances(m, params, plan, err);
     int32_t *order = NULL;
     elm_tensor *outw = out;
     if (!st && params->method != ELM_QUANT_RTN) {

@@ -334,9 +334,8 @@ bool elm_recipe_keeps(const char *name) {
 }
 
 bool elm_recipe_needs_imatrix(const char *name, elm_type type, uint32_t ftype) {
-    if (type == ELM_TYPE_IQ1_S || type == ELM_TYPE_IQ2_XXS || type == ELM_TYPE_IQ2_XS) return true;
+    const elm_type_traits *tt = elm_type_get((uint32_t)type);
     const category c = category_of(name);
-    if (c == C_OUTPUT || c == C_TOKEN_EMBD) return false;
-    return type == ELM_TYPE_IQ1_M || type == ELM_TYPE_IQ2_S || type == ELM_TYPE_IQ3_XXS ||
-           (type == ELM_TYPE_Q2_K && ftype == FT_Q2_K_S);
+    if ((c == C_OUTPUT || c == C_TOKEN_EMBD) && tt->from_float) return false;
+    return tt->needs_imatrix || (type == ELM_TYPE_Q2_K && ftype == FT_Q2_K_S);
 }
