@@ -194,7 +194,9 @@ typedef struct elm_quant_policy {
 
 /* llama-quantize's recipes: "q2_k", "q3_k_s", "q3_k_m" (or "q3_k"), "q3_k_l", "q4_k_s", "q4_k_m"
  * (or "q4_k"), "q5_k_s", "q5_k_m" (or "q5_k"), "q6_k", "iq4_nl", "iq4_xs", "mxfp4_moe" (a
- * mixture of experts' expert tensors in MXFP4, the other matrices in Q8_0) (case-insensitive):
+ * mixture of experts' expert tensors in MXFP4, the other matrices in Q8_0), and the sub-4-bit
+ * "q2_k_s", "iq1_s", "iq1_m", "iq2_xxs", "iq2_xs", "iq2_s", "iq2_m", "iq3_xxs", "iq3_xs", "iq3_s",
+ * "iq3_m" (case-insensitive):
  * *ftype gets llama.cpp's file type (general.file_type) and *base the recipe's main tensor type.
  * false for any other name. */
 bool elm_quant_recipe_from_name(const char *name, uint32_t *ftype, elm_type *base);
@@ -214,9 +216,10 @@ typedef struct elm_tensor_plan {
 /* The type of every tensor of m: 1-D tensors (norms) F32; with a recipe (not pure) llama.cpp's
  * choice for each tensor (src/quant/recipe.c); else the token embedding and the output projection
  * at sensitive_type unless pure, other 2-D tensors at type; overrides after that; and a type whose
- * block does not divide the rows falls back as llama-quantize does (Q2_K, Q3_K -> Q4_0, Q4_K ->
- * Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS -> IQ4_NL; then F16). plan has m->n_tensors entries.
- * ELM_ERR_ARG naming the type when one is not writable. */
+ * block does not divide the rows falls back as llama-quantize does (Q2_K, Q3_K, TQ1_0, TQ2_0 ->
+ * Q4_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, IQ4_XS and the sub-4-bit i-quants -> IQ4_NL;
+ * then F16). plan has m->n_tensors entries. ELM_ERR_ARG naming the type when one is not
+ * writable. */
 elm_status elm_quant_plan(const elm_model *m, const elm_quant_policy *p, elm_tensor_plan *plan,
                           elm_error *err);
 

@@ -70,9 +70,11 @@ typedef struct elm_type_traits {
      * block. */
     int64_t (*bad_block)(const void *src, int64_t n_blocks);
     /* Whether llama-quantize writes this type only with an importance matrix (its
-     * tensor_requires_imatrix: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS), but for the token embedding and
-     * output, which it encodes without one where the type's encoder can. from_float is NULL for
-     * a type whose encoder cannot (IQ2_XXS, IQ2_XS): it is written from importances only. */
+     * tensor_requires_imatrix: IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS), but for the token
+     * embedding and output, which it encodes without one where the type's encoder can
+     * (elm_recipe_needs_imatrix, src/quant/recipe.c, applies the rule per tensor). from_float is
+     * NULL for a type whose encoder cannot (IQ1_S, IQ2_XXS, IQ2_XS): it is written from
+     * importances only. */
     bool needs_imatrix;
 } elm_type_traits;
 

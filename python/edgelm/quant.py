@@ -77,8 +77,8 @@ def quantize(src: Path, dst: Path, type: str, method: str = "rtn", calib: Option
                       is raised here, with no file left at dst. Ctrl-C stops it the same way
                       (KeyboardInterrupt) at the next tensor or block.
 
-    types:   f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq2_xxs, iq2_xs, iq3_xxs, iq4_nl, iq3_s, iq2_s, iq4_xs, bf16, mxfp4
-    recipes: q2_k, q3_k_s, q3_k_m, q3_k, q3_k_l, q4_k_s, q4_k_m, q4_k, q5_k_s, q5_k_m, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4_moe
+    types:   f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq2_xxs, iq2_xs, iq3_xxs, iq1_s, iq4_nl, iq3_s, iq2_s, iq4_xs, iq1_m, bf16, tq1_0, tq2_0, mxfp4
+    recipes: q2_k, q3_k_s, q3_k_m, q3_k, q3_k_l, q4_k_s, q4_k_m, q4_k, q5_k_s, q5_k_m, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4_moe, q2_k_s, iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s, iq2_m, iq3_xxs, iq3_xs, iq3_s, iq3_m
 
     Returns what `edgelm quantize --json` prints: method, type, pure, bits_per_weight,
     file_bytes, tensor_bytes, compression, seconds, peak_rss_mib, peak_anon_mib, n_fallback,
@@ -88,7 +88,9 @@ def quantize(src: Path, dst: Path, type: str, method: str = "rtn", calib: Option
     lines the CLI prints as warnings and notes: fallbacks, raised damping, resuming).
     Raises FileError (a missing model, calib or imatrix file, naming it; dst not writable),
     FormatError, UnsupportedError, ArgumentError (an unknown type or method, gptq/awq without
-    calib, an imatrix that does not match the model) with the library's message."""
+    calib, an imatrix that does not match the model, a type llama-quantize writes only with an
+    importance matrix without one, a recipe type edgelm does not write yet) with the library's
+    message."""
     lib = _lib.lib()
     p = _lib.QuantParams(damp=damp, act_order=act_order, n_threads=_int32("threads", threads))
     recipe, base = ctypes.c_uint32(), ctypes.c_int()

@@ -55,9 +55,13 @@ void elm_q6_k_from_float(const float *src, void *dst, int64_t n);
 void elm_iq4_nl_from_float(const float *src, void *dst, int64_t n);
 void elm_iq4_xs_from_float(const float *src, void *dst, int64_t n);
 void elm_mxfp4_from_float(const float *src, void *dst, int64_t n);
-/* the lattice i-quants that llama.cpp writes without an importance matrix (iquant_encode_grid.c) */
+/* the sub-4-bit types that llama.cpp writes without an importance matrix: IQ2_S, IQ3_XXS, IQ3_S
+ * (iquant_encode_grid.c), IQ1_M (iquant_encode_iq1.c), TQ1_0, TQ2_0 (ternary_encode.c) */
 void elm_iq2_s_from_float(const float *src, void *dst, int64_t n);
 void elm_iq3_xxs_from_float(const float *src, void *dst, int64_t n);
 void elm_iq3_s_from_float(const float *src, void *dst, int64_t n);
+void elm_iq1_m_from_float(const float *src, void *dst, int64_t n);
+void elm_tq1_0_from_float(const float *src, void *dst, int64_t n);
+void elm_tq2_0_from_float(const float *src, void *dst, int64_t n);
 
 #endif

@@ -1,7 +1,8 @@
 /* ggml's sub-4-bit super-block types: the lattice-codebook i-quants IQ1_S, IQ1_M, IQ2_XXS,
  * IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (Kawrakow's i-quants in llama.cpp) and the ternary TQ1_0, TQ2_0
- * (for BitNet b1.58 models, Ma et al. 2024). edgelm reads and runs them, and writes the
- * lattice-codebook IQ2 and IQ3 types (iquant_encode_grid.c). Layouts and codebooks:
+ * (for BitNet b1.58 models, Ma et al. 2024). edgelm reads and runs them, and writes them: the
+ * IQ2 and IQ3 types (iquant_encode_grid.c), IQ1_S, IQ1_M (iquant_encode_iq1.c), TQ1_0 and TQ2_0
+ * (ternary_encode.c). Layouts and codebooks:
  * docs/kquants.md, "Sub-4-bit i-quants". */
 #ifndef EDGELM_CODECS_IQUANT_CODEC_H
 #define EDGELM_CODECS_IQUANT_CODEC_H
@@ -50,5 +51,12 @@ void elm_iquant_ints(elm_type t, const uint8_t *block, float *d, int8_t sc[16], 
  * IQ3_S only; llama.cpp has no IQ2_XXS or IQ2_XS encoder without). Returns false, writing
  * nothing, for another type or a NULL qw that the type needs. */
 bool elm_iquant_grid_encode(elm_type type, const float *x, void *dst, int64_t n, const float *qw);
+
+/* n weights x (a multiple of 256) as IQ1_S or IQ1_M blocks into dst, weighted by the per-weight
+ * importances qw[n] as llama.cpp's quantize_iq1_s and quantize_iq1_m do (bit-exact). qw NULL:
+ * IQ1_M weighs each weight by x², as llama.cpp does for a tensor without importance; IQ1_S, which
+ * llama.cpp never encodes without (its trait has no from_float), writes nothing. */
+void elm_iq1_s_encode(const float *x, void *dst, int64_t n, const float *qw);
+void elm_iq1_m_encode(const float *x, void *dst, int64_t n, const float *qw);
 
 #endif

@@ -83,6 +83,8 @@ void elm_encode_row(elm_type type, const float *x, void *dst, int64_t n, const f
     case ELM_TYPE_IQ2_S:
     case ELM_TYPE_IQ3_XXS:
     case ELM_TYPE_IQ3_S: elm_iquant_grid_encode(type, x, dst, n, qw); return;
+    case ELM_TYPE_IQ1_S: elm_iq1_s_encode(x, dst, n, qw); return;
+    case ELM_TYPE_IQ1_M: elm_iq1_m_encode(x, dst, n, qw); return;
     default: elm_type_get((uint32_t)type)->from_float(x, dst, n); return;
     }
 }

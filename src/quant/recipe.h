@@ -23,4 +23,11 @@ bool elm_recipe_keeps(const char *name);
  * Q6_K -> Q8_0, IQ4_XS -> IQ4_NL) when that one's does, else F16. */
 elm_type elm_type_fallback(elm_type type, int64_t ne0);
 
+/* Whether llama-quantize stops without importance data for 2-D tensor `name` written as `type` in
+ * a file of llama.cpp file type `ftype` (its tensor_requires_imatrix): a type whose trait has
+ * needs_imatrix (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS), and Q2_K in a Q2_K_S file; never
+ * the token embedding or the output, but where the type has no encoder without importances
+ * (from_float NULL: IQ1_S, IQ2_XXS, IQ2_XS; llama-quantize aborts in the encoder there). */
+bool elm_recipe_needs_imatrix(const char *name, elm_type type, uint32_t ftype);
+
 #endif

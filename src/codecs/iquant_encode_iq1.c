@@ -1,0 +1,369 @@
+/* The IQ1_S and IQ1_M encoders (iquant_codec.h), bit-exact with llama.cpp's quantize_iq1_s and
+ * quantize_iq1_m (ggml-quants.c, Kawrakow's 1.5- and 1.75-bit i-quants). Every sub-block (32
+ * weights in IQ1_S, 16 in IQ1_M) is coded as trits t in {-1, 0, 1} shifted by ±1/8 toward one
+ * side, x ≈ s·(t ± 1/8); its eight-weight groups must be points of the 2048-point IQ1 grid.
+ *
+ * Per sub-block: with three levels the best split is found exhaustively. The weights are sorted,
+ * and every pair of cut points (i1 <= i2) assigns the lowest i1 to -1, the next ones to 0, the rest
+ * to +1; the least-squares scale of each split, under both shifts (IQ1_M: the shift of each half
+ * on its own, four combinations), scores sumqx²/sumq2, and the best wins. A group whose trits are
+ * not a grid point moves to the nearest of its listed neighbours under the weighted error at that
+ * scale, and the scale is refitted. The super-block then stores one f16 scale and 3-bit odd
+ * multipliers 2l+1 of it per sub-block. Float operations follow the reference's order term by
+ * term (the build does not contract them into FMAs), so the bytes are llama-quantize's.
+ *
+ * The weighted error uses w = qw·sqrt(σ² + x²), σ² twice the block's mean x²; IQ1_M without
+ * importance (llama-quantize's token embedding and output) uses w = x². */
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codecs/iquant_codec.h"
+#include "codecs/quant_search.h"
+
+/* ---- the grid's neighbourhoods ---- */
+
+/* Trit patterns of eight weights (levels 0, 1, 2 for -1, 0, +1) as base-3 numbers, weight j the
+ * digit of 3^j. 4513 of the 6561 are off the grid; each has as neighbours the grid points at its
+ * three smallest distinct squared distances, ordered by distance then index (llama.cpp's
+ * iq2xs_init_impl with nwant 3): 327721 in all, stored after a count per pattern. */
+enum { N_PATTERNS = 6561, N_NEIGHBOUR_SLOTS = 4513 + 327721 };
+
+static int32_t pattern_at[N_PATTERNS]; /* grid index, or -(slot + 1) of its neighbour count */
+static uint16_t neighbours[N_NEIGHBOUR_SLOTS];
+static uint8_t grid_levels[2048][8];
+static pthread_once_t lattice_once = PTHREAD_ONCE_INIT;
+
+static void build_lattice(void) {
+    static bool on_grid[N_PATTERNS];
+    for (int g = 0; g < 2048; g++) {
+        int p = 0;
+        for (int j = 7; j >= 0; j--) {
+            grid_levels[g][j] = (uint8_t)((elm_iq1s_codes[g] >> (2 * j)) & 3);
+            p = 3 * p + grid_levels[g][j];
+        }
+        pattern_at[p] = g;
+        on_grid[p] = true;
+    }
+    static int d2[2048];
+    int slot = 0;
+    for (int p = 0; p < N_PATTERNS; p++) {
+        if (on_grid[p]) continue;
+        int lv[8];
+        for (int j = 0, r = p; j < 8; j++, r /= 3) lv[j] = r % 3;
+        for (int g = 0; g < 2048; g++) {
+            d2[g] = 0;
+            for (int j = 0; j < 8; j++) {
+                const int dl = grid_levels[g][j] - lv[j];
+                d2[g] += dl * dl;
+            }
+        }
+        const int count_slot = slot++;
+        pattern_at[p] = -(count_slot + 1);
+        int below = -1; /* distances up to `below` are taken */
+        for (int want = 0; want < 3; want++) {
+            int next = INT32_MAX;
+            for (int g = 0; g < 2048; g++)
+                if (d2[g] > below && d2[g] < next) next = d2[g];
+            if (next == INT32_MAX) break;
+            for (int g = 0; g < 2048 && slot < N_NEIGHBOUR_SLOTS; g++)
+                if (d2[g] == next) neighbours[slot++] = (uint16_t)g;
+            below = next;
+        }
+        neighbours[count_slot] = (uint16_t)(slot - count_slot - 1);
+    }
+}
+
+/* The grid point for eight weights x at scale `scale` with level values xx[3], their levels L
+ * (0..2): the pattern itself when it is on the grid, else the neighbour of least Σ w·(scale·q - x)²
+ * (the first listed of equal ones). Sets *on_grid. */
+static uint16_t snap_group(const int8_t *L, const float *x, const float *w, float scale,
+                           const float *xx, bool *on_grid) {
+    int p = 0;
+    for (int j = 7; j >= 0; j--) p = 3 * p + L[j];
+    if (pattern_at[p] >= 0) return (uint16_t)pattern_at[p];
+    *on_grid = false;
+    const uint16_t *nb = neighbours + (-pattern_at[p] - 1);
+    float best = FLT_MAX;
+    uint16_t best_g = nb[1];
+    for (int k = 1; k <= nb[0]; k++) {
+        float d2 = 0;
+        for (int j = 0; j < 8; j++) {
+            const float diff = scale * xx[grid_levels[nb[k]][j]] - x[j];
+            d2 += w[j] * diff * diff;
+        }
+        if (d2 < best) {
+            best = d2;
+            best_g = nb[k];
+        }
+    }
+    return best_g;
+}
+
+/* The least-squares scale of groups x (8 each, group k with level values xx[k]) coded as grid
+ * points index[k], replacing *scale when positive */
+static void refit(const float *x, const float *w, int n_groups, const uint16_t *index,
+                  const float *const *xx, float *scale) {
+    float sumqx = 0, sumq2 = 0;
+    for (int k = 0; k < n_groups; k++)
+        for (int j = 0; j < 8; j++) {
+            const float q = xx[k][grid_levels[index[k]][j]];
+            sumqx += w[8 * k + j] * q * x[8 * k + j];
+            sumq2 += w[8 * k + j] * q * q;
+        }
+    if (sumqx > 0 && sumq2 > 0) *scale = sumqx / sumq2;
+}
+
+/* ---- sorting a sub-block ---- */
+
+typedef struct ranked {
+    float x;
+    int32_t i;
+} ranked;
+
+static int by_value(const void *a, const void *b) {
+    const float l = ((const ranked *)a)->x, r = ((const ranked *)b)->x;
+    return l < r ? -1 : l > r ? 1 : 0;
+}
+
+static float max_abs(const float *x, int n) {
+    float m = fabsf(x[0]);
+    for (int i = 1; i < n; i++) m = m > fabsf(x[i]) ? m : fabsf(x[i]);
+    return m;
+}
+
+/* x[n] ascending, with their positions, and *max the largest |x|; false (nothing sorted) when
+ * that is below eps, a sub-block left at zero. libc's qsort on 8-byte pairs, as the reference
+ * sorts, so equal values keep the same order. */
+static bool rank(const float *x, int n, float eps, ranked *out, float *max) {
+    *max = max_abs(x, n);
+    if (*max < eps) return false;
+    for (int j = 0; j < n; j++) out[j] = (ranked){x[j], j};
+    qsort(out, (size_t)n, sizeof *out, by_value);
+    return true;
+}
+
+/* The best split so far: cut points, shift choice k, its scale and score sumqx²/sumq2 */
+typedef struct split {
+    float best, scale;
+    int i1, i2, k;
+} split;
+
+/* takes the split (i1, i2, k) when its least-squares fit scores better */
+static void consider(split *b, float sumqx, float sumq2, int i1, int i2, int k) {
+    if (sumq2 > 0 && sumqx * sumqx > b->best * sumq2) {
+        b->scale = sumqx / sumq2;
+        b->best = b->scale * sumqx;
+        b->i1 = i1;
+        b->i2 = i2;
+        b->k = k;
+    }
+}
+
+/* The levels of split b: ranks below i1 at 0 (-1), below i2 at 1 (0), the rest 2 (+1), mirrored
+ * when its scale is negative (which the caller then makes positive, mirroring the shifts too) */
+static void split_levels(const ranked *r, int n, const split *b, int8_t *L) {
+    for (int j = 0; j < n; j++) {
+        const int l = j < b->i1 ? 0 : j < b->i2 ? 1 : 2;
+        L[r[j].i] = (int8_t)(b->scale < 0 ? 2 - l : l);
+    }
+}
+
+/* Groups of 8 of sub-block x with levels L moved onto the grid (index[k]) at *scale, level values
+ * xs[k] for group k; the scale refitted when a group moved */
+static void snap_groups(const int8_t *L, const float *x, const float *w, int n_groups,
+                        const float *const *xs, float *scale, uint16_t *index) {
+    bool on_grid = true;
+    for (int k = 0; k < n_groups; k++)
+        index[k] = snap_group(L + 8 * k, x + 8 * k, w + 8 * k, *scale, xs[k], &on_grid);
+    if (!on_grid) refit(x, w, n_groups, index, xs, scale);
+}
+
+static const float x_plus[3] = {-1 + 0.125f, 0.125f, 1 + 0.125f};
+static const float x_minus[3] = {-1 - 0.125f, -0.125f, 1 - 0.125f};
+
+/* σ², twice the mean square of the super-block's 256 weights */
+static float sigma2_of(const float *x) {
+    float s = 0;
+    for (int i = 0; i < ELM_QK_K; i++) s += x[i] * x[i];
+    return 2 * s / ELM_QK_K;
+}
+
+static void put16(uint8_t *p, unsigned v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+/* ---- IQ1_S: f16 d, qs[32] (grid index low bytes), qh[8] (per 32: 3 high index bits per group,
+ * the 3-bit multiplier in bits 12-14, the shift's sign in bit 15) ---- */
+
+static void iq1_s_block(const float *xbl, const float *qw, uint8_t *y) {
+    memset(y, 0, 50);
+    uint16_t qh[8] = {0};
+    float scales[8], max_scale = 0;
+    int shifts[8];
+    const float sigma2 = sigma2_of(xbl);
+    for (int ib = 0; ib < 8; ib++) {
+        const float *xb = xbl + 32 * ib;
+        float w[32];
+        for (int i = 0; i < 32; i++) w[i] = qw[32 * ib + i] * sqrtf(sigma2 + xb[i] * xb[i]);
+        scales[ib] = 0;
+        shifts[ib] = 1;
+        ranked r[32];
+        float max;
+        if (!rank(xb, 32, 1e-12f, r, &max)) continue;
+        float sx[33], sw[33];
+        sx[0] = sw[0] = 0;
+        for (int j = 0; j < 32; j++) {
+            sx[j + 1] = sx[j] + w[r[j].i] * xb[r[j].i];
+            sw[j + 1] = sw[j] + w[r[j].i];
+        }
+        split b = {.best = -FLT_MAX, .scale = max, .i1 = -1, .i2 = -1, .k = 0};
+        for (int i1 = 0; i1 <= 32; i1++)
+            for (int i2 = i1; i2 <= 32; i2++)
+                for (int s = 1; s >= -1; s -= 2) { /* the shift: +1/8, then -1/8 */
+                    const float *v = s == 1 ? x_plus : x_minus;
+                    const float sumqx = (sx[i1] - sx[0]) * v[0] + (sx[i2] - sx[i1]) * v[1] +
+                                        (sx[32] - sx[i2]) * v[2];
+                    const float sumq2 = (sw[i1] - sw[0]) * v[0] * v[0] +
+                                        (sw[i2] - sw[i1]) * v[1] * v[1] +
+                                        (sw[32] - sw[i2]) * v[2] * v[2];
+                    consider(&b, sumqx, sumq2, i1, i2, s);
+                }
+        if (b.i1 < 0) continue;
+        int8_t L[32];
+        split_levels(r, 32, &b, L);
+        float scale = fabsf(b.scale);
+        const int shift = b.scale < 0 ? -b.k : b.k;
+        const float *xx = shift == 1 ? x_plus : x_minus;
+        const float *const xs[4] = {xx, xx, xx, xx};
+        uint16_t index[4];
+        snap_groups(L, xb, w, 4, xs, &scale, index);
+        for (int k = 0; k < 4; k++) {
+            y[2 + 4 * ib + k] = (uint8_t)index[k];
+            qh[ib] |= (uint16_t)((index[k] >> 8) << (3 * k));
+        }
+        scales[ib] = scale;
+        shifts[ib] = shift;
+        max_scale = max_scale > scale ? max_scale : scale;
+    }
+    if (max_scale) {
+        const float d = max_scale / 15;
+        put16(y, elm_f32_to_f16(d * 1.125f)); /* llama.cpp's fudge factor */
+        const float id = 1 / d;
+        for (int ib = 0; ib < 8; ib++) {
+            int l = elm_nearest_int(0.5f * (id * scales[ib] - 1));
+            l = l < 0 ? 0 : l > 7 ? 7 : l;
+            qh[ib] |= (uint16_t)((l | (shifts[ib] == -1 ? 8 : 0)) << 12);
+        }
+    }
+    for (int ib = 0; ib < 8; ib++) put16(y + 34 + 2 * ib, qh[ib]);
+}
+
+/* n weights as super-blocks of `bytes` by `block`, super-block i weighted by qw + 256·i, or
+ * by none when qw is NULL */
+static void encode_blocks(void (*block)(const float *, const float *, uint8_t *), size_t bytes,
+                          const float *x, void *dst, int64_t n, const float *qw) {
+    pthread_once(&lattice_once, build_lattice);
+    for (int64_t i = 0; i < n / ELM_QK_K; i++)
+        block(x + ELM_QK_K * i, qw ? qw + ELM_QK_K * i : NULL, (uint8_t *)dst + bytes * i);
+}
+
+void elm_iq1_s_encode(const float *x, void *dst, int64_t n, const float *qw) {
+    if (qw) encode_blocks(iq1_s_block, 50, x, dst, n, qw);
+}
+
+/* ---- IQ1_M: qs[32] (grid index low bytes), qh[16] (per 16: each group's 3 high index bits and
+ * its shift's sign, bits 3 and 7), scales[8] (four 16-bit words: 3-bit multipliers of 4
+ * sub-blocks each, the f16 scale's nibbles in their top 4 bits) ---- */
+
+/* sub-block weights: importance as IQ1_S's, or x² without */
+static void iq1_m_weights(const float *xb, const float *qw, float sigma2, float *w) {
+    for (int i = 0; i < 16; i++) w[i] = qw ? qw[i] * sqrtf(sigma2 + xb[i] * xb[i]) : xb[i] * xb[i];
+}
+
+/* shifts k of the two halves: bit 1 the first's, bit 0 the second's (set: minus) */
+static const float *half_levels(int k, int half) {
+    return ((half == 0 ? k >> 1 : k) & 1) ? x_minus : x_plus;
+}
+
+static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
+    memset(y, 0, 56);
+    float scales[16], max_scale = 0, w[16];
+    int shifts[16];
+    const float sigma2 = sigma2_of(xbl);
+    for (int ib = 0; ib < 16; ib++) {
+        const float *xb = xbl + 16 * ib;
+        iq1_m_weights(xb, qw ? qw + 16 * ib : NULL, sigma2, w);
+        scales[ib] = 0;
+        shifts[ib] = 0;
+        ranked r[16];
+        float max;
+        if (!rank(xb, 16, 1e-7f, r, &max)) continue;
+        split b = {.best = -FLT_MAX, .scale = max, .i1 = -1, .i2 = -1, .k = -1};
+        for (int i1 = 0; i1 <= 16; i1++)
+            for (int i2 = i1; i2 <= 16; i2++) {
+                float sumqx[4] = {0}, sumq2[4] = {0};
+                for (int j = 0; j < 16; j++) {
+                    const int i = r[j].i, lv = j < i1 ? 0 : j < i2 ? 1 : 2;
+                    for (int k = 0; k < 4; k++) {
+                        const float v = half_levels(k, i >= 8)[lv];
+                        sumqx[k] += w[i] * v * xb[i];
+                        sumq2[k] += w[i] * v * v;
+                    }
+                }
+                for (int k = 0; k < 4; k++) consider(&b, sumqx[k], sumq2[k], i1, i2, k);
+            }
+        if (b.i1 < 0) continue;
+        int8_t L[16];
+        split_levels(r, 16, &b, L);
+        float scale = fabsf(b.scale);
+        const int bk = b.scale < 0 ? 3 - b.k : b.k; /* both halves' shifts mirrored */
+        const float *const xs[2] = {half_levels(bk, 0), half_levels(bk, 1)};
+        uint16_t index[2];
+        snap_groups(L, xb, w, 2, xs, &scale, index);
+        y[2 * ib] = (uint8_t)index[0];
+        y[2 * ib + 1] = (uint8_t)index[1];
+        y[32 + ib] = (uint8_t)((index[0] >> 8) | ((index[1] >> 8) << 4));
+        scales[ib] = scale;
+        shifts[ib] = bk;
+        max_scale = max_scale > scale ? max_scale : scale;
+    }
+    if (!max_scale) return;
+    /* the multipliers, then the super-block scale refitted to them over the whole block */
+    uint16_t sc[4] = {0};
+    float d = max_scale / 15;
+    const float id = 1 / d;
+    float sumqx = 0, sumq2 = 0;
+    for (int ib = 0; ib < 16; ib++) {
+        int l = elm_nearest_int(0.5f * (id * scales[ib] - 1));
+        l = l < 0 ? 0 : l > 7 ? 7 : l;
+        sc[ib / 4] |= (uint16_t)(l << (3 * (ib % 4)));
+        y[32 + ib] |= (uint8_t)((shifts[ib] & 1 ? 0x80 : 0) | (shifts[ib] & 2 ? 0x08 : 0));
+        const float *xb = xbl + 16 * ib;
+        iq1_m_weights(xb, qw ? qw + 16 * ib : NULL, sigma2, w);
+        for (int k = 0; k < 2; k++) {
+            const float *xx = half_levels(shifts[ib], k);
+            const int g = y[2 * ib + k] | ((y[32 + ib] >> (4 * k)) & 7) << 8;
+            for (int j = 0; j < 8; j++) {
+                const float q = xx[grid_levels[g][j]] * (float)(2 * l + 1);
+                sumqx += w[8 * k + j] * q * xb[8 * k + j];
+                sumq2 += w[8 * k + j] * q * q;
+            }
+        }
+    }
+    if (sumq2 > 0) d = sumqx / sumq2;
+    const uint16_t h = elm_f32_to_f16(d * 1.1125f); /* llama.cpp's fudge factor */
+    for (int i = 0; i < 4; i++)
+        put16(y + 48 + 2 * i, sc[i] | (uint16_t)(((h >> (4 * i)) & 0xf) << 12));
+}
+
+void elm_iq1_m_encode(const float *x, void *dst, int64_t n, const float *qw) {
+    encode_blocks(iq1_m_block, 56, x, dst, n, qw);
+}
+
+void elm_iq1_m_from_float(const float *x, void *dst, int64_t n) {
+    elm_iq1_m_encode(x, dst, n, NULL);
+}
