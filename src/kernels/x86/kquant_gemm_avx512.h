@@ -20,7 +20,10 @@ typedef struct kq_tile_sb {
 _Static_assert(sizeof(kq_tile_sb) == ELM_KQ_TILE_SB_BYTES, "tile layout");
 
 KQ_INLINE int kq_offset(elm_type t) {
-    return t == ELM_TYPE_Q3_K ? 4 : t == ELM_TYPE_Q6_K ? 32 : t == ELM_TYPE_IQ4_XS ? 128 : 0;
+    return t == ELM_TYPE_Q3_K                             ? 4
+           : t == ELM_TYPE_Q6_K                           ? 32
+           : t == ELM_TYPE_IQ4_XS || elm_type_iquant(t) ? 128
+                                                          : 0;
 }
 
 
