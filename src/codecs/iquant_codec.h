@@ -43,9 +43,9 @@ const elm_iq_grids *elm_iq_grids_get(void);
  * folded in; TQ: the trit or 2-bit code minus 1). |q| <= 62, 1 <= sc <= 31. */
 void elm_iquant_ints(elm_type t, const uint8_t *block, float *d, int8_t sc[16], int8_t q[256]);
 
-/* elm_iquant_ints in two parts: the scales d and sc (which SIMD unpacking shares), and the grid
- * values q (the scalar oracle of kernels/iquant.h's SIMD unpacking). */
+/* elm_iquant_ints in two parts: the scales d and sc, and the grid values q from the codebooks G
+ * (elm_iq_grids_get()), the scalar oracle of the SIMD unpacking (kernels/iquant.h). */
 void elm_iquant_scales(elm_type t, const uint8_t *block, float *d, int8_t sc[16]);
-void elm_iquant_values(elm_type t, const uint8_t *block, int8_t q[256]);
+void elm_iquant_values(elm_type t, const elm_iq_grids *G, const uint8_t *block, int8_t q[256]);
 
 #endif

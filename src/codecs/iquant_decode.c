@@ -215,8 +215,7 @@ void elm_iquant_scales(elm_type t, const uint8_t *b, float *d, int8_t sc[16]) {
     }
 }
 
-void elm_iquant_values(elm_type t, const uint8_t *b, int8_t q[256]) {
-    const elm_iq_grids *G = elm_iq_grids_get();
+void elm_iquant_values(elm_type t, const elm_iq_grids *G, const uint8_t *b, int8_t q[256]) {
     switch (t) {
     case ELM_TYPE_IQ2_XXS: iq2_xxs(G, b, q); break;
     case ELM_TYPE_IQ2_XS: iq2_xs(G, b, q); break;
@@ -232,7 +231,7 @@ void elm_iquant_values(elm_type t, const uint8_t *b, int8_t q[256]) {
 
 void elm_iquant_ints(elm_type t, const uint8_t *b, float *d, int8_t sc[16], int8_t q[256]) {
     elm_iquant_scales(t, b, d, sc);
-    elm_iquant_values(t, b, q);
+    elm_iquant_values(t, elm_iq_grids_get(), b, q);
 }
 
 static void iquant_to_float(elm_type t, const uint8_t *b, float *y, int64_t n) {

@@ -6,6 +6,7 @@
  * base-3 digits by byte multiplies (vmul mod 256, then the top digit of ·3 by a widening
  * multiply). The scalar oracle is elm_iquant_values; the scales are elm_iquant_scales. */
 #include "codecs/iquant_codec.h"
+#include "kernels/iquant.h"
 
 NEON_INLINE uint32_t iq_u32(const void *p) {
     uint32_t v;
@@ -94,8 +95,9 @@ NEON_INLINE void unpack_tq2_0(const uint8_t *b, int8_t *q) {
         }
 }
 
-/* The grid values q of one block of type t (elm_iquant_values' bytes). */
-NEON_INLINE void iq_values(elm_type t, const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
+/* The grid values q of one block of type t (elm_iquant_values' bytes), for
+ * elm_iq_unpack_with. */
+NEON_FN static void iq_values(elm_type t, const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
     switch (t) {
     case ELM_TYPE_IQ2_XXS:
         for (int ib = 0; ib < 8; ib++) {
@@ -173,18 +175,3 @@ NEON_INLINE void iq_values(elm_type t, const elm_iq_grids *G, const uint8_t *b, 
     }
 }
 
-NEON_FN static void unpack_iq(elm_type t, const uint8_t *src, int64_t n, elm_kq_block *out) {
-    const elm_iq_grids *G = elm_iq_grids_get();
-    const size_t bb = elm_type_get(t)->block_bytes;
-    for (int64_t i = 0; i < n; i++, src += bb, out++) {
-        int8_t sc[16];
-        elm_iquant_scales(t, src, &out->d, sc);
-        out->dmin = 0;
-        const int8x16_t s = vld1q_s8(sc);
-        vst1q_s16(out->sc, vmovl_s8(vget_low_s8(s)));
-        vst1q_s16(out->sc + 8, vmovl_s8(vget_high_s8(s)));
-        vst1q_s16(out->m, vdupq_n_s16(0));
-        vst1q_s16(out->m + 8, vdupq_n_s16(0));
-        iq_values(t, G, src, out->q);
-    }
-}

@@ -64,7 +64,7 @@ NEON_FN static void unpack(elm_type t, const uint8_t *src, int64_t n, elm_kq_blo
         for (int64_t i = 0; i < n; i++) unpack_q4_k(src + i * bb, out + i);
     else if (t == ELM_TYPE_Q6_K)
         for (int64_t i = 0; i < n; i++) unpack_q6_k(src + i * bb, out + i);
-    else if (elm_type_iquant(t)) unpack_iq(t, src, n, out);
+    else if (elm_type_iquant(t)) elm_iq_unpack_with(iq_values, t, src, n, out);
     else elm_kq_unpack_scalar(t, src, n, out);
 }
 

@@ -11,6 +11,7 @@
  * bit fields (TQ2_0) or base-3 digits taken by 16-bit multiplies (TQ1_0). The scales are the
  * codec's own (elm_iquant_scales). */
 #include "codecs/iquant_codec.h"
+#include "kernels/iquant.h"
 
 KQ_INLINE uint64_t iq_u64(const void *p) {
     uint64_t v;
@@ -100,8 +101,9 @@ KQ_INLINE void unpack_tq2_0(const uint8_t *b, int8_t *q) {
     }
 }
 
-/* The grid values q of one block of type t (elm_iquant_values' bytes). */
-KQ_INLINE void iq_values(elm_type t, const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
+/* The grid values q of one block of type t (elm_iquant_values' bytes), for
+ * elm_iq_unpack_with. */
+KQ_FN static void iq_values(elm_type t, const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
     switch (t) {
     case ELM_TYPE_IQ2_XXS:
         for (int ib = 0; ib < 8; ib++) {
@@ -180,16 +182,3 @@ KQ_INLINE void iq_values(elm_type t, const elm_iq_grids *G, const uint8_t *b, in
     }
 }
 
-KQ_FN static void unpack_iq(elm_type t, const uint8_t *src, int64_t n, elm_kq_block *out) {
-    const elm_iq_grids *G = elm_iq_grids_get();
-    const size_t bb = elm_type_get(t)->block_bytes;
-    for (int64_t i = 0; i < n; i++, src += bb, out++) {
-        int8_t sc[16];
-        elm_iquant_scales(t, src, &out->d, sc);
-        out->dmin = 0;
-        _mm256_store_si256((__m256i *)out->sc,
-                           _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)));
-        _mm256_store_si256((__m256i *)out->m, _mm256_setzero_si256());
-        iq_values(t, G, src, out->q);
-    }
-}

@@ -151,7 +151,7 @@ KQ_INLINE void unpack_iq4_xs(const uint8_t *b, elm_kq_block *o) {
 KQ_FN static void unpack(elm_type t, const uint8_t *src, int64_t n, elm_kq_block *out) {
     const size_t bb = elm_type_get(t)->block_bytes;
     if (elm_type_iquant(t)) {
-        unpack_iq(t, src, n, out);
+        elm_iq_unpack_with(iq_values, t, src, n, out);
         return;
     }
     switch (t) {
