@@ -5,7 +5,8 @@
  *   KQ_TABLE  the name of the elm_kq_kernels table to define
  *
  * Unpacking turns each super-block's bit fields into bytes with shifts, masks and (for the
- * non-linear grid) one table lookup per 32 weights. The dot products use maddubs, which wants
+ * non-linear grid) one table lookup per 32 weights; the sub-4-bit i-quants load grid points by
+ * index instead (iquant_unpack.h). The dot products use maddubs, which wants
  * unsigned × signed bytes: the sign of each weight moves onto the activation (|q|·sign(x, q)),
  * exact since |q| and |x| are at most 127, so a pair of products stays below 2^15. The pair
  * sums are then multiplied by the 16-weight group's scale with madd. */
