@@ -3,7 +3,11 @@
 # outside the repo; their paths are arguments), for the sub-4-bit types edgelm reads:
 #   tests/data/iquant/TYPE.gguf: llama-quantize's file of the wide256 model in TYPE, cut by
 #     tests/lib/iquant_cut.py to blk.0.attn_k.weight and the first 128 rows of
-#     blk.1.ffn_down.weight (test_iquant_kernels, cli_iquant);
+#     blk.1.ffn_down.weight (test_iquant_kernels, cli_iquant, cli_iquant_write);
+#   tests/data/iquant/iq3_xxs-embd.gguf: the first 128 rows of token_embd.weight and output.weight
+#     of the IQ3_XXS file, which llama-quantize encodes without importances (cli_iquant_write);
+#   tests/data/iquant/iq3_s-noimatrix.gguf: the IQ3_S file's cut, made without --imatrix
+#     (cli_iquant_write);
 #   tests/data/iquant_llamacpp.json: for each whole file, its llama-quantize arguments, bytes, and
 #     llama-perplexity -c 256 on stories260K's valid.txt: PPL and mean KLD against the F32 model.
 # Each file is `llama-quantize --pure --imatrix` with wide256's importance matrix. The IQ1_S and
@@ -44,12 +48,18 @@ for t in iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m tq1_0 tq2_0; do
     (cd "$fix" && "$lq" "${args[@]/OUT/$tmp/$t.gguf}") >"$tmp/$t.qlog" 2>&1
     python3 "$root/tests/lib/iquant_cut.py" "$tmp/$t.gguf" "$root/tests/data/iquant/$t.gguf" 128 \
         blk.0.attn_k.weight blk.1.ffn_down.weight
+    [ "$t" = iq3_xxs ] && python3 "$root/tests/lib/iquant_cut.py" "$tmp/$t.gguf" \
+        "$root/tests/data/iquant/iq3_xxs-embd.gguf" 128 token_embd.weight output.weight
     perplexity "$tmp/$t.log" 'Mean    KLD' -m "$tmp/$t.gguf" -f "$text" -c 256 -b 256 -t 2 \
         --kl-divergence-base "$tmp/base.kld" --kl-divergence
     printf '{"llama_quantize": "%s", "file_bytes": %s, "ppl": %s, "kld_mean": %s}\n' \
         "${args[*]}" "$(stat -c %s "$tmp/$t.gguf")" "$(get "$tmp/$t.log" 'Mean PPL(Q)')" \
         "$(get "$tmp/$t.log" 'Mean    KLD')" >"$tmp/$t.json"
 done
+(cd "$fix" && "$lq" --pure wide256/wide-f32.gguf "$tmp/iq3_s-noimatrix.gguf" IQ3_S 2) \
+    >"$tmp/iq3_s-noimatrix.qlog" 2>&1
+python3 "$root/tests/lib/iquant_cut.py" "$tmp/iq3_s-noimatrix.gguf" \
+    "$root/tests/data/iquant/iq3_s-noimatrix.gguf" 128 blk.0.attn_k.weight blk.1.ffn_down.weight
 base=$(grep -o 'Final estimate: PPL = [0-9.]*' "$tmp/f32.log" | grep -o '[0-9.]*$')
 python3 - "$tmp" "$base" >"$root/tests/data/iquant_llamacpp.json" <<'PY'
 import glob, json, os, sys

@@ -152,6 +152,17 @@ expect_error "lfm2moe hf missing expert" \
 expect_error "lfm2moe hf expert bias" "lfm2moe-nobias/config.json: use_expert_bias false" \
     "$bin" run -m "$tmp/lfm2moe-nobias" -p "Hi" -n 1
 
+# the hybrids' experts (qwen35moe; granitehybrid with synth --experts) come from GGUF: --experts
+# names the family it fits, and Granite's experts get no HF folder (nothing written)
+expect_error "synth --experts qwen3" "--experts is for a family whose experts are optional" \
+    "$bin" synth --arch qwen3 --tiny --experts -o "$tmp/x.gguf" \
+    --vocab "$fix/vocab/ggml-vocab-qwen2.gguf"
+expect_error "granitehybrid --experts --hf" "gx-hf: no Hugging Face layout for granitehybrid's experts" \
+    "$bin" synth --arch granitehybrid --tiny --experts -o "$tmp/gx.gguf" --hf "$tmp/gx-hf" \
+    --vocab "$fix/vocab/ggml-vocab-llama-bpe.gguf"
+[ ! -e "$tmp/gx.gguf" ] && [ ! -e "$tmp/gx-hf" ] && [ ! -e "$tmp/x.gguf" ] ||
+    fail "synth --experts refusals left files"
+
 # LongRoPE (Phi-3, synth --longrope): quantized, its factor tensors stay f32 with the original
 # context and attention factor, and the file runs with the short and the long factors
 "$bin" synth --arch phi3 --tiny --longrope -o "$tmp/lr.gguf" \

@@ -3,7 +3,8 @@
 # with LongRoPE), gemma, gemma3, gemma4, smollm3, the hybrids lfm2, granitehybrid and qwen35 and
 # the mixtures of experts qwen3moe, lfm2moe and gpt-oss, a `synth --tiny` GGUF and its --hf copy
 # (theirs with one tensor per expert, Qwen3MoeForCausalLM's and Lfm2MoeForCausalLM's layouts;
-# gpt-oss's with each layer's experts fused, GptOssForCausalLM's BF16 layout)
+# gpt-oss's with each layer's experts fused, GptOssForCausalLM's BF16 layout), and the hybrids
+# with experts and a shared expert, qwen35moe and granitehybrid (synth --experts), from GGUF only
 # are run greedily for 16 tokens on 3
 # prompts by edgelm and by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1,
 # installed once by scripts/node-llama.sh; tests/interop/greedy.mjs). From the GGUF, with
@@ -14,8 +15,9 @@
 # ring of 48 rows; so is Gemma 4's (with its own tokenizer, ggml-vocab-gemma-4: 40 tokens + 16),
 # whose last 3 layers read the caches of layers 3 and 4; the hybrids' third prompt is that long
 # prompt too, longer than any conv kernel
-# or recurrent chunk, so their state crosses a prefill and 16 decode steps; so is qwen3moe's and
-# lfm2moe's and gpt-oss's, whose prompts route to each of their 8 experts in every expert layer
+# or recurrent chunk, so their state crosses a prefill and 16 decode steps; so is qwen3moe's,
+# lfm2moe's, gpt-oss's and the hybrids' with experts, whose prompts route to each of their 8
+# experts in every expert layer
 # (tests/test_moe.c counts them; lfm2moe's by its sigmoid router and selection bias, gpt-oss's by
 # the top logits of its biased router); gpt-oss's windowed layer 0 sees 16 positions (its
 # attention sinks, biases and YaRN RoPE in every layer), so the long prompt crosses it. Phi-3 with LongRoPE
@@ -35,20 +37,23 @@ require_node_llama
 long="Once upon a time there was a little girl who lived in a village near the forest. Whenever \
 she went out, the little girl wore a red riding cloak, so everyone in the village called her"
 for name in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybrid qwen35 qwen3moe \
-    lfm2moe gpt-oss phi3-longrope-512 phi3-longrope-1024; do
-    arch=${name%-longrope-*}
+    lfm2moe gpt-oss qwen35moe granitehybrid-experts phi3-longrope-512 phi3-longrope-1024; do
+    arch=${name%-longrope-*} arch=${arch%-experts}
     ctx=256 synth_opts=() ctx_opts=()
     gguf=$tmp/$name.gguf
     models=("$gguf" "$tmp/$name-hf") hf_opts=(--hf "$tmp/$name-hf")
     case $name in
     phi3-longrope-*) ctx=${name##*-} synth_opts=(--longrope) ctx_opts=(-c "$ctx") ;;
+    # the hybrids' experts: from GGUF only
+    qwen35moe | *-experts) models=("$gguf") hf_opts=() ;;&
+    *-experts) synth_opts=(--experts) ;;
     esac
     case $arch in
     llama | smollm3 | lfm2 | lfm2moe | granitehybrid | gpt-oss) vocab=llama-bpe ;; qwen2 | qwen3 | qwen3moe) vocab=qwen2 ;; phi3) vocab=phi-3 ;;
-    gemma | gemma3) vocab=llama-spm ;; gemma4) vocab=gemma-4 ;; qwen35) vocab=qwen35 ;;
+    gemma | gemma3) vocab=llama-spm ;; gemma4) vocab=gemma-4 ;; qwen35 | qwen35moe) vocab=qwen35 ;;
     esac
     prompts=("Once upon a time" "The capital of France is" $'def fib(n):\n    return')
-    case $arch in gemma3 | gemma4 | lfm2 | lfm2moe | granitehybrid | qwen35 | qwen3moe | gpt-oss) prompts[2]=$long ;; esac
+    case $arch in gemma3 | gemma4 | lfm2 | lfm2moe | granitehybrid | qwen35 | qwen35moe | qwen3moe | gpt-oss) prompts[2]=$long ;; esac
     "$bin" synth --arch "$arch" --tiny "${synth_opts[@]}" -o "$gguf" "${hf_opts[@]}" \
         --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" -s 7 >/dev/null 2>"$tmp/err" ||
         { fail "$name: synth: $(cat "$tmp/err")"; continue; }

@@ -95,6 +95,13 @@ check "$tmp/oss.json" '(lambda d_, h, q, kv, E, ff, L, V: d["model"]["n_params"]
 "$bin" plan --preset gpt-oss-20b >"$tmp/text" || fail "plan --preset gpt-oss-20b (text): exit status $?"
 grep -q "^experts: 32 a layer, 4 per token: 4.187 B parameters read a token$" "$tmp/text" ||
     fail "plan text lacks gpt-oss-20b's active parameters: $(cat "$tmp/text")"
+# Granite-4.0-H-Tiny: per layer 64 experts' three 512 x 1536 matrices, a router of 64, a shared
+# expert's three 1024 x 1536, 2 norms; 36 Mamba-2 layers (in_proj to x, z of 3072, B and C of 128,
+# dt of 48 heads; a conv of 4 taps and its bias over 3328 channels; dt bias, A, D; a norm of 3072;
+# out_proj), 4 attention layers (q, o 1536 x 1536; k, v 512 x 1536); tied embeddings of 100352;
+# a token reads 6 of the 64 experts and the recurrent state holds the micro's per-layer floats
+"$bin" plan --preset granite-4.0-h-tiny -c 4096 --json >"$tmp/tiny.json" || fail "plan --preset granite-4.0-h-tiny: exit status $?"
+check "$tmp/tiny.json" '(lambda h, L, E, ff, sff, V, inner, cw: d["model"]["n_params"] == L * (E * 3 * h * ff + h * E + 3 * h * sff + 2 * h) + 36 * (h * (inner + cw + 48) + 5 * cw + 3 * 48 + inner + inner * h) + 4 * (2 * h * h + 2 * h * 512) + V * h + h and d["model"]["n_active_params"] == d["model"]["n_params"] - L * (E - 6) * 3 * h * ff and d["state_bytes"] % (4 * 36 * (3 * cw + inner * 128)) == 0)(1536, 40, 64, 512, 1024, 100352, 3072, 3072 + 256)' "plan --preset granite-4.0-h-tiny: parameters, active parameters, state"
 "$bin" plan --preset qwen3.5-2b >"$tmp/text" || fail "plan --preset qwen3.5-2b: exit status $?"
 grep -q "^recurrent state (one sequence, with its rollback checkpoints): [0-9.]* MiB$" "$tmp/text" ||
     fail "plan text lacks the recurrent state: $(cat "$tmp/text")"

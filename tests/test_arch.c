@@ -664,7 +664,7 @@ static void test_table(void) {
         snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", elm_synth_tiny_vocab(name));
         CHECK(access(fixture(rel), R_OK) == 0, "%s: no vocabulary %s", name, rel);
     }
-    CHECK(n == 15, "%d families: %s", n, elm_arch_names());
+    CHECK(n == 16, "%d families: %s", n, elm_arch_names());
     CHECK(elm_arch_from_hf("mistral") == elm_arch_find("llama") && !elm_arch_find("mistral") &&
               elm_arch_from_hf("gemma3") == elm_arch_find("gemma3") &&
               !elm_arch_from_hf("mamba") && !elm_arch_hf_type("MambaForCausalLM"),

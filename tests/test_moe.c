@@ -1,6 +1,7 @@
-/* Mixtures of experts (model/ffn_moe.c) on the synth --tiny qwen3moe, lfm2moe and gpt-oss models
- * (8 experts, 2 per token; lfm2moe's first layer dense, its router a sigmoid with a selection
- * bias; gpt-oss's router biased, the chosen weighed by a softmax over their logits):
+/* Mixtures of experts (model/ffn_moe.c) on the synth --tiny qwen3moe, lfm2moe, gpt-oss, qwen35moe
+ * and granitehybrid --experts models (8 experts, 2 per token; lfm2moe's first layer dense, its
+ * router a sigmoid with a selection bias; gpt-oss's router biased, the chosen weighed by a
+ * softmax over their logits; the hybrids' shared expert, Qwen3.5-MoE's gated):
  * their sizes and stacked experts survive GGUF; a prompt fed at once, token by token and in
  * chunks gives the same logits; a decoded token runs its 2 experts alone; the prompts of the
  * interop test against llama.cpp (tests/cli_interop_arch.sh) route to every expert of every
@@ -8,7 +9,8 @@
  * picks them and its softmax over the chosen ignores a shift common to them; and bad files are
  * refused in one line naming the file: an expert count or top-k that does not match the tensors,
  * a router of the wrong shape, a file cut short in its last expert stack, lfm2moe's selection
- * bias missing, a gating function edgelm does not run. */
+ * bias missing, a gating function edgelm does not run, a shared expert of another size than the
+ * file says, Qwen3.5-MoE's shared expert gate missing. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +27,12 @@ enum { CTX = 128, EXPERTS = 8, USED = 2, MAX_LAYERS = 4 };
 
 static char *tmpdir;
 
-/* The synth --tiny model of arch with its interop vocabulary. */
+/* The synth --tiny model of arch with its interop vocabulary (granitehybrid: --experts). */
 static elm_model *tiny(const char *arch, const char *vocab) {
     char rel[96];
     snprintf(rel, sizeof rel, "vocab/ggml-vocab-%s.gguf", vocab);
-    elm_synth_tiny o = {.arch = arch, .vocab_path = fixture(rel), .seed = 7};
+    elm_synth_tiny o = {.arch = arch, .vocab_path = fixture(rel), .seed = 7,
+                        .experts = !strcmp(arch, "granitehybrid")};
     elm_model *m = NULL;
     elm_error err;
     CHECK(elm_synth_tiny_model(&o, &m, NULL, &err) == ELM_OK, "%s: synth: %s", arch, err.msg);
@@ -96,6 +99,15 @@ static void test_file(const elm_model *m) {
                                 L->sinks && L->bo
                           : !L->router_b),
           "%s: dense layers %d, gating %d", arch, hp->n_dense_lead, hp->moe_gating);
+    /* the hybrids' shared expert: Granite's twice an expert, Qwen3.5-MoE's an expert's, gated */
+    const bool granite = !strcmp(arch, "granitehybrid"), q35 = !strcmp(arch, "qwen35moe");
+    const int32_t sff = granite ? 64 : q35 ? 32 : 0;
+    CHECK(hp->shexp_ffn_dim == sff &&
+              (sff ? L->shexp_gate && L->shexp_up && L->shexp_down &&
+                         L->shexp_down->ne[0] == sff && L->shexp_gate->ne[1] == sff
+                   : !L->shexp_down) &&
+              !L->shexp_gate_inp == !q35,
+          "%s: shared expert of %d", arch, hp->shexp_ffn_dim);
     const char *path = tmp_path(tmpdir, "moe.gguf");
     elm_model *g = NULL;
     elm_error err;
@@ -111,7 +123,7 @@ static void test_file(const elm_model *m) {
         same = u && u->n_dims == t->n_dims && !memcmp(u->ne, t->ne, sizeof t->ne) &&
                !memcmp(u->data, t->data, t->nbytes);
     }
-    CHECK(same, "%s: GGUF copy differs", arch);
+    CHECK(same && g->hp.shexp_ffn_dim == hp->shexp_ffn_dim, "%s: GGUF copy differs", arch);
     const int32_t ids[4] = {12522, 5193, 264, 882};
     float *a = logits(m, ids, 4, 4, NULL), *b = logits(g, ids, 4, 4, NULL);
     CHECK(a && b && !memcmp(a, b, 4 * sizeof *a * (size_t)hp->n_vocab), "%s: GGUF logits", arch);
@@ -143,7 +155,10 @@ static void test_routing(const elm_model *m) {
         const float d1 = max_diff(all, one, (size_t)n * V), d5 = max_diff(all, five, (size_t)n * V);
         /* gpt-oss's YaRN magnitude (q and k × 1.35: scores × 1.8) and the clamped SwiGLU's u + 1
          * carry the products' rounding further (its 40-token prompt: 1.2e-4 at logits of 13) */
-        const float tol = m->hp.rope_yarn ? 2e-4f : 1e-4f;
+        const bool scans =
+            !strcmp(m->hp.arch, "qwen35moe") || !strcmp(m->hp.arch, "granitehybrid");
+        /* the chunked scans of DeltaNet and Mamba-2 layers sum otherwise (test_hybrid's 1e-3) */
+        const float tol = scans ? 1e-3f : m->hp.rope_yarn ? 2e-4f : 1e-4f;
         CHECK(d1 < tol && d5 < tol, "%s: prompt %d: at once vs a token at a time %g, by 5 %g",
               m->hp.arch, i, d1, d5);
         free(all), free(one), free(five), free(ids);
@@ -218,6 +233,18 @@ static void test_lfm2_refusals(elm_model *m) {
     m->hp.moe_gating = ELM_MOE_SIGMOID;
 }
 
+/* The shared expert's refusals: a size the tensors do not have, Qwen3.5-MoE's gate missing. */
+static void test_shared_refusals(elm_model *m) {
+    m->hp.shexp_ffn_dim *= 2;
+    expect_error(m, "ffn_gate_shexp.weight");
+    m->hp.shexp_ffn_dim /= 2;
+    elm_tensor *gate = elm_model_find(m, "blk.1.ffn_gate_inp_shexp.weight");
+    if (!gate) return;
+    gate->name[5] = 'X'; /* written under another name */
+    expect_error(m, "missing tensor 'blk.1.ffn_gate_inp_shexp.weight'");
+    gate->name[5] = 'f';
+}
+
 static void test_refusals(elm_model *m) {
     m->hp.n_expert = 4; /* the stacks hold 8 */
     expect_error(m, "ffn_gate_inp.weight");
@@ -225,9 +252,11 @@ static void test_refusals(elm_model *m) {
     m->hp.n_expert_used = 9;
     expect_error(m, "top 9");
     m->hp.n_expert_used = USED;
-    m->hp.expert_ffn_dim = 16;
+    /* Granite's experts are feed_forward_length wide (its converter's key) */
+    int32_t *eff = strcmp(m->hp.arch, "granitehybrid") ? &m->hp.expert_ffn_dim : &m->hp.ffn_dim;
+    *eff = 16;
     expect_error(m, "ffn_gate_exps.weight");
-    m->hp.expert_ffn_dim = 32;
+    *eff = 32;
     elm_tensor *router = elm_model_find(m, "blk.1.ffn_gate_inp.weight");
     router->ne[0] /= 2, router->ne[1] *= 2; /* the same bytes as [16, 32] */
     expect_error(m, "blk.1.ffn_gate_inp.weight");
@@ -253,15 +282,17 @@ static void test_refusals(elm_model *m) {
 int main(int argc, char **argv) {
     check_init(argc, argv);
     tmpdir = tmp_dir_new();
-    static const char *families[][2] = {
-        {"qwen3moe", "qwen2"}, {"lfm2moe", "llama-bpe"}, {"gpt-oss", "llama-bpe"}};
-    for (int f = 0; f < 3 && tmpdir; f++) {
+    static const char *families[][2] = {{"qwen3moe", "qwen2"},       {"lfm2moe", "llama-bpe"},
+                                        {"gpt-oss", "llama-bpe"},     {"qwen35moe", "qwen35"},
+                                        {"granitehybrid", "llama-bpe"}};
+    for (int f = 0; f < 5 && tmpdir; f++) {
         elm_model *m = tiny(families[f][0], families[f][1]);
         if (m) {
             test_file(m);
             test_routing(m);
-            if (f >= 1) test_bias(m);
+            if (f == 1 || f == 2) test_bias(m);
             if (f == 1) test_lfm2_refusals(m);
+            if (f >= 3) test_shared_refusals(m);
             test_refusals(m);
         }
         elm_model_free(m);

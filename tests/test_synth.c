@@ -75,7 +75,8 @@ static void presets(void) {
                 {"gemma-4-e2b", 4647449891LL},
                 {"gemma-4-e4b", 7518069034LL},
                 {"qwen3-30b-a3b", 30532122624LL},
-                {"gpt-oss-20b", 20914757184LL}}; /* cli_plan.sh derives it from the config */
+                {"gpt-oss-20b", 20914757184LL},         /* cli_plan.sh derives these two */
+                {"granite-4.0-h-tiny", 6939037248LL}}; /* from their config.json */
     int n;
     const elm_synth_preset *all = elm_synth_presets(&n);
     CHECK(n == (int)(sizeof want / sizeof want[0]), "%d presets, %d checked", n,

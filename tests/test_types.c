@@ -398,7 +398,7 @@ static void test_file_traits(void) {
         if (!tt) continue;
         n_types++;
         n_listed += listed(elm_type_names(false), tt->name) &&
-                    listed(elm_type_names(true), tt->name) == (tt->from_float != NULL);
+                    listed(elm_type_names(true), tt->name) == elm_type_writable((elm_type)t);
     }
     CHECK(n_types == (int)(sizeof g / sizeof g[0]) && n_listed == n_types,
           "%d types, %d listed right: '%s' / '%s'", n_types, n_listed, elm_type_names(false),

@@ -192,6 +192,9 @@ typedef struct elm_hparams {
                             * others experts (leading_dense_block_count; LFM2-8B-A1B: 2) */
     int32_t moe_gating;    /* the router's probabilities from its logits, llama.cpp's numbers
                             * (expert_gating_func): ELM_MOE_SOFTMAX or ELM_MOE_SIGMOID */
+    int32_t shexp_ffn_dim; /* the shared expert's FFN size, run for every token beside the
+                            * routed ones (expert_shared_feed_forward_length; Granite-4.0-H-Tiny:
+                            * 1024), 0: none (elm_arch.moe_shared: ffn_dim when absent) */
     /* Embedding models (include/edgelm/embed.h): */
     bool non_causal;       /* set by elm_model_bind from the family (EmbeddingGemma): every token
                             * attends to every position of its sequence in the batch, before and
@@ -302,18 +305,23 @@ typedef struct elm_layer {
      * [n_expert], added to its logits; the experts' biases ffn_{gate,up}_exps.bias
      * [n_expert, expert_ffn_dim] and ffn_down_exps.bias [n_expert, dim] (ggml ne {ff, E}) */
     elm_tensor *sinks, *bo, *router_b, *gate_exps_b, *up_exps_b, *down_exps_b;
+    /* A mixture of experts' shared expert (hp.shexp_ffn_dim > 0), else NULL: ffn_gate_shexp and
+     * ffn_up_shexp [shexp_ffn_dim, dim], ffn_down_shexp [dim, shexp_ffn_dim]; Qwen3.5-MoE's gate
+     * ffn_gate_inp_shexp [1, dim] (its output's sigmoid weighs the shared expert's), or NULL */
+    elm_tensor *shexp_gate, *shexp_up, *shexp_down, *shexp_gate_inp;
 } elm_layer;
 
 /* Every tensor slot of L (norms, matrices, biases, kernels; the slots of kinds it is not too,
  * NULL), into out[] (room for ELM_LAYER_SLOTS); returns how many. The one list of a layer's
  * tensors, for code that maps them all (the quantizers' working copy). */
-#define ELM_LAYER_SLOTS 48
+#define ELM_LAYER_SLOTS 52
 int elm_layer_slots(elm_layer *L, elm_tensor ***out);
 
 /* The matrices layer L multiplies its activations by (weights of products, not norms or
  * kernels), into out[] (room for ELM_LAYER_MATRICES); returns how many. A mixture of experts'
- * router and stacks are not among them: its FFN (model/ffn_moe.c) runs them over 2-D views. */
-#define ELM_LAYER_MATRICES 16
+ * router and stacks (and Qwen3.5-MoE's shared expert gate) are not among them: its FFN
+ * (model/ffn_moe.c) runs them over 2-D views. */
+#define ELM_LAYER_MATRICES 17
 int elm_layer_matrices(const elm_layer *L, const elm_tensor **out);
 
 typedef struct elm_model_storage elm_model_storage; /* private: mappings and owned buffers */

@@ -42,6 +42,7 @@ typedef struct elm_synth_extra {
      * (num_experts_per_tok), an expert's FFN size (moe_intermediate_size) and the leading layers
      * with a dense FFN of ffn_dim instead; n_expert 0: dense */
     int32_t n_expert, n_expert_used, expert_ffn_dim, n_dense_lead;
+    int32_t shexp_ffn_dim; /* a shared expert's FFN size (shared_intermediate_size), 0: none */
     /* YaRN RoPE (rope_scaling rope_type "yarn", gpt-oss): the context it extends,
      * original_max_position_embeddings, by the factor rope_scale (beta_fast 32, beta_slow 1);
      * 0: none */
@@ -110,6 +111,8 @@ typedef struct elm_synth_tiny {
     int32_t pooling;        /* the pooling_type written (embed.h's elm_pooling: 1 mean, 2 cls,
                              * 3 last), making an embedding model of it; 0: the family's (mean
                              * for gemma-embedding, none for the others) */
+    bool experts;           /* a family whose experts are optional (granitehybrid): its
+                             * mixture-of-experts form with a shared expert (Granite-4.0-H-Tiny's) */
 } elm_synth_tiny;
 
 /* Writes the tiny model of o (see elm_synth_tiny_model in src/shapes/synth_tiny.h for its shapes)

@@ -69,16 +69,25 @@ typedef struct elm_type_traits {
      * refuses), or -1; NULL for the types not checked. Loaders refuse a tensor with such a
      * block. */
     int64_t (*bad_block)(const void *src, int64_t n_blocks);
+    /* Whether llama-quantize writes this type only with an importance matrix (its
+     * tensor_requires_imatrix: IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS), but for the token embedding and
+     * output, which it encodes without one where the type's encoder can. from_float is NULL for
+     * a type whose encoder cannot (IQ2_XXS, IQ2_XS): it is written from importances only. */
+    bool needs_imatrix;
 } elm_type_traits;
 
 /* Traits of a supported type, or NULL for an id edgelm does not handle. */
 const elm_type_traits *elm_type_get(uint32_t type);
 
+/* Whether edgelm writes `type`: it has a from_float, or it is written from an importance matrix
+ * only (needs_imatrix; quantize refuses it without one). */
+bool elm_type_writable(elm_type type);
+
 /* Parses "q4_0", "f16", ... (case-insensitive); returns false if unknown. */
 bool elm_type_from_name(const char *name, elm_type *out);
 
 /* The names of the types edgelm reads ("f32, f16, q4_0, ...", by id), or with `writable` those it
- * also writes (from_float set), for messages. A static string, built once (thread-safe). */
+ * also writes (elm_type_writable), for messages. A static string, built once (thread-safe). */
 const char *elm_type_names(bool writable);
 
 /* Bytes of a row of n elements, or 0 if n is not a multiple of the block size. */

@@ -114,7 +114,8 @@ class TypeTraits(Structure):
 
     _fields_ = [("name", c_char_p), ("block_size", c_int), ("block_bytes", c_size_t),
                 ("bits_per_weight", c_double), ("to_float", c_void_p), ("from_float", c_void_p),
-                ("file_type", c_uint32), ("fallback", c_int), ("bad_block", c_void_p)]
+                ("file_type", c_uint32), ("fallback", c_int), ("bad_block", c_void_p),
+                ("needs_imatrix", c_bool)]
 
 
 class TypeOverride(Structure):
@@ -273,6 +274,7 @@ _PROTOTYPES = {
     "elm_kv_type_from_name": (c_bool, [c_char_p, POINTER(c_int)]),
     "elm_type_get": (POINTER(TypeTraits), [c_uint32]),
     "elm_type_names": (c_char_p, [c_bool]),
+    "elm_type_writable": (c_bool, [c_int]),
     "elm_quant_recipe_from_name": (c_bool, [c_char_p, POINTER(c_uint32), POINTER(c_int)]),
     "elm_quant_recipe_names": (c_char_p, []),
     "elm_quant_method_from_name": (c_bool, [c_char_p, POINTER(c_int)]),

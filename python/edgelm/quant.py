@@ -23,7 +23,7 @@ def _type(name: str, what: str) -> int:
     """The elm_type a writable type's name stands for; ArgumentError listing them otherwise."""
     lib, t = _lib.lib(), ctypes.c_int()
     if (not isinstance(name, str) or not lib.elm_type_from_name(name.encode(), ctypes.byref(t))
-            or not lib.elm_type_get(t.value).contents.from_float):
+            or not lib.elm_type_writable(t.value)):
         raise ArgumentError(f"{what}: unknown type {name!r} (use a type: "
                             f"{lib.elm_type_names(True).decode()}; or a recipe: "
                             f"{lib.elm_quant_recipe_names().decode()})", 5)
@@ -77,7 +77,7 @@ def quantize(src: Path, dst: Path, type: str, method: str = "rtn", calib: Option
                       is raised here, with no file left at dst. Ctrl-C stops it the same way
                       (KeyboardInterrupt) at the next tensor or block.
 
-    types:   f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, bf16, mxfp4
+    types:   f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq2_xxs, iq2_xs, iq3_xxs, iq4_nl, iq3_s, iq2_s, iq4_xs, bf16, mxfp4
     recipes: q2_k, q3_k_s, q3_k_m, q3_k, q3_k_l, q4_k_s, q4_k_m, q4_k, q5_k_s, q5_k_m, q5_k, q6_k, iq4_nl, iq4_xs, mxfp4_moe
 
     Returns what `edgelm quantize --json` prints: method, type, pure, bits_per_weight,

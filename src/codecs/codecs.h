@@ -20,7 +20,7 @@ void elm_q5_k_to_float(const void *src, float *dst, int64_t n);
 void elm_q6_k_to_float(const void *src, float *dst, int64_t n);
 void elm_iq4_nl_to_float(const void *src, float *dst, int64_t n);
 void elm_iq4_xs_to_float(const void *src, float *dst, int64_t n);
-/* the read-only sub-4-bit types: iquant_decode.c (iquant_codec.h) */
+/* the sub-4-bit types: iquant_decode.c (iquant_codec.h) */
 void elm_iq2_xxs_to_float(const void *src, float *dst, int64_t n);
 void elm_iq2_xs_to_float(const void *src, float *dst, int64_t n);
 void elm_iq2_s_to_float(const void *src, float *dst, int64_t n);
@@ -55,5 +55,9 @@ void elm_q6_k_from_float(const float *src, void *dst, int64_t n);
 void elm_iq4_nl_from_float(const float *src, void *dst, int64_t n);
 void elm_iq4_xs_from_float(const float *src, void *dst, int64_t n);
 void elm_mxfp4_from_float(const float *src, void *dst, int64_t n);
+/* the lattice i-quants that llama.cpp writes without an importance matrix (iquant_encode_grid.c) */
+void elm_iq2_s_from_float(const float *src, void *dst, int64_t n);
+void elm_iq3_xxs_from_float(const float *src, void *dst, int64_t n);
+void elm_iq3_s_from_float(const float *src, void *dst, int64_t n);
 
 #endif

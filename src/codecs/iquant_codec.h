@@ -1,7 +1,8 @@
 /* ggml's sub-4-bit super-block types: the lattice-codebook i-quants IQ1_S, IQ1_M, IQ2_XXS,
  * IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (Kawrakow's i-quants in llama.cpp) and the ternary TQ1_0, TQ2_0
- * (for BitNet b1.58 models, Ma et al. 2024). edgelm reads and runs them; it does not
- * write them yet. Layouts and codebooks: docs/kquants.md, "Sub-4-bit i-quants". */
+ * (for BitNet b1.58 models, Ma et al. 2024). edgelm reads and runs them, and writes the
+ * lattice-codebook IQ2 and IQ3 types (iquant_encode_grid.c). Layouts and codebooks:
+ * docs/kquants.md, "Sub-4-bit i-quants". */
 #ifndef EDGELM_CODECS_IQUANT_CODEC_H
 #define EDGELM_CODECS_IQUANT_CODEC_H
 
@@ -47,5 +48,12 @@ void elm_iquant_ints(elm_type t, const uint8_t *block, float *d, int8_t sc[16], 
  * (elm_iq_grids_get()), the scalar oracle of the SIMD unpacking (kernels/iquant.h). */
 void elm_iquant_scales(elm_type t, const uint8_t *block, float *d, int8_t sc[16]);
 void elm_iquant_values(elm_type t, const elm_iq_grids *G, const uint8_t *block, int8_t q[256]);
+
+/* Encodes n weights x (a multiple of 256) of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS or IQ3_S into dst
+ * as llama-quantize does (ggml's quantize_iq2_xxs .. quantize_iq3_s), with the per-weight
+ * importances qw[n] (llama.cpp's quant_weights), or without them (qw NULL: IQ2_S, IQ3_XXS and
+ * IQ3_S only; llama.cpp has no IQ2_XXS or IQ2_XS encoder without). Returns false, writing
+ * nothing, for another type or a NULL qw that the type needs. */
+bool elm_iquant_grid_encode(elm_type type, const float *x, void *dst, int64_t n, const float *qw);
 
 #endif

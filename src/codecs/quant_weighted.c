@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codecs/encode.h"
+#include "codecs/iquant_codec.h"
 #include "codecs/kquant_codec.h"
 #include "codecs/quant_search.h"
 
@@ -77,6 +78,11 @@ void elm_encode_row(elm_type type, const float *x, void *dst, int64_t n, const f
     case ELM_TYPE_Q6_K:
     case ELM_TYPE_IQ4_NL:
     case ELM_TYPE_IQ4_XS: elm_kquant_encode(type, x, dst, n, qw); return;
+    case ELM_TYPE_IQ2_XXS:
+    case ELM_TYPE_IQ2_XS:
+    case ELM_TYPE_IQ2_S:
+    case ELM_TYPE_IQ3_XXS:
+    case ELM_TYPE_IQ3_S: elm_iquant_grid_encode(type, x, dst, n, qw); return;
     default: elm_type_get((uint32_t)type)->from_float(x, dst, n); return;
     }
 }

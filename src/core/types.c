@@ -147,22 +147,28 @@ static const elm_type_traits traits[ELM_TYPE_COUNT] = {
                             elm_iq4_nl_from_float, 25, ELM_TYPE_F16), /* d qs */
     [ELM_TYPE_IQ4_XS] = ROW("iq4_xs", ELM_QK_K, 2 + 2 + 4 + 128, 4.25, elm_iq4_xs_to_float,
                             elm_iq4_xs_from_float, 30, ELM_TYPE_IQ4_NL), /* d scales_h scales_l qs */
-    /* sub-4-bit i-quants and ternary types, read only (iquant_decode.c), refused at load when a
-     * block's f16 scale is NaN or infinite */
-#define IQ(nm, type, bytes, bpw, ftype, fb)                                                        \
+    /* sub-4-bit i-quants and ternary types (iquant_decode.c), refused at load when a block's
+     * f16 scale is NaN or infinite; IQ2 and IQ3 written by iquant_encode_grid.c, from importances
+     * only where llama.cpp has no encoder without (from_float NULL) */
+#define IQW(nm, type, bytes, bpw, ftype, fb, from, imat)                                           \
     [ELM_TYPE_##type] = {.name = #nm, .block_size = ELM_QK_K, .block_bytes = bytes,                \
                          .bits_per_weight = bpw, .to_float = elm_##nm##_to_float,                  \
-                         .file_type = ftype, .fallback = fb, .bad_block = elm_##nm##_bad_block}
-    IQ(iq2_xxs, IQ2_XXS, 2 + 64, 2.0625, 19, ELM_TYPE_IQ4_NL),        /* d qs */
-    IQ(iq2_xs, IQ2_XS, 2 + 64 + 8, 2.3125, 20, ELM_TYPE_IQ4_NL),      /* d qs scales */
-    IQ(iq2_s, IQ2_S, 2 + 64 + 8 + 8, 2.5625, 28, ELM_TYPE_IQ4_NL),    /* d qs+signs qh scales */
-    IQ(iq3_xxs, IQ3_XXS, 2 + 96, 3.0625, 23, ELM_TYPE_IQ4_NL),        /* d qs scales_and_signs */
-    IQ(iq3_s, IQ3_S, 2 + 64 + 8 + 32 + 4, 3.4375, 26, ELM_TYPE_IQ4_NL), /* d qs qh signs scales */
+                         .from_float = from, .file_type = ftype, .fallback = fb,                   \
+                         .bad_block = elm_##nm##_bad_block, .needs_imatrix = imat}
+#define IQ(nm, type, bytes, bpw, ftype, fb) IQW(nm, type, bytes, bpw, ftype, fb, NULL, false)
+    /* d qs | d qs scales | d qs+signs qh scales | d qs scales_and_signs | d qs qh signs scales */
+    IQW(iq2_xxs, IQ2_XXS, 2 + 64, 2.0625, 19, ELM_TYPE_IQ4_NL, NULL, true),
+    IQW(iq2_xs, IQ2_XS, 2 + 64 + 8, 2.3125, 20, ELM_TYPE_IQ4_NL, NULL, true),
+    IQW(iq2_s, IQ2_S, 2 + 64 + 8 + 8, 2.5625, 28, ELM_TYPE_IQ4_NL, elm_iq2_s_from_float, true),
+    IQW(iq3_xxs, IQ3_XXS, 2 + 96, 3.0625, 23, ELM_TYPE_IQ4_NL, elm_iq3_xxs_from_float, true),
+    IQW(iq3_s, IQ3_S, 2 + 64 + 8 + 32 + 4, 3.4375, 26, ELM_TYPE_IQ4_NL, elm_iq3_s_from_float,
+        false),
     IQ(iq1_s, IQ1_S, 2 + 32 + 16, 1.5625, 24, ELM_TYPE_IQ4_NL),       /* d qs qh */
     IQ(iq1_m, IQ1_M, 32 + 16 + 8, 1.75, 31, ELM_TYPE_IQ4_NL),         /* qs qh scales */
     IQ(tq1_0, TQ1_0, 48 + 4 + 2, 1.6875, 36, ELM_TYPE_Q4_0),          /* qs qh d */
     IQ(tq2_0, TQ2_0, 64 + 2, 2.0625, 37, ELM_TYPE_Q4_0),              /* qs d */
 #undef IQ
+#undef IQW
     /* file type 38: llama.cpp's one MXFP4 file type, MOSTLY_MXFP4_MOE */
     [ELM_TYPE_MXFP4] = {.name = "mxfp4", .block_size = ELM_QK, .block_bytes = 1 + 16,
                         .bits_per_weight = 4.25, .to_float = elm_mxfp4_to_float,
@@ -188,12 +194,17 @@ bool elm_type_from_name(const char *name, elm_type *out) {
 
 static void fill_names(char *buf, size_t cap, bool writable) {
     for (uint32_t t = 0; t < ELM_TYPE_COUNT; t++)
-        if (traits[t].name && (!writable || traits[t].from_float))
+        if (traits[t].name && (!writable || elm_type_writable((elm_type)t)))
             elm_list_add(buf, cap, traits[t].name);
 }
 
 static void fill_read(char *buf, size_t cap) { fill_names(buf, cap, false); }
 static void fill_write(char *buf, size_t cap) { fill_names(buf, cap, true); }
+
+bool elm_type_writable(elm_type type) {
+    const elm_type_traits *tt = elm_type_get((uint32_t)type);
+    return tt && (tt->from_float || tt->needs_imatrix);
+}
 
 const char *elm_type_names(bool writable) {
     static elm_names read = ELM_NAMES_INIT, write = ELM_NAMES_INIT;

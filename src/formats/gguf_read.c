@@ -322,6 +322,7 @@ static elm_status read_hparams(const elm_gguf *g, const elm_arch *a, elm_hparams
         {"expert_count", &hp->n_expert, false},
         {"expert_used_count", &hp->n_expert_used, false},
         {"expert_feed_forward_length", &hp->expert_ffn_dim, false},
+        {"expert_shared_feed_forward_length", &hp->shexp_ffn_dim, false},
         {"leading_dense_block_count", &hp->n_dense_lead, false},
         {"expert_gating_func", &hp->moe_gating, false},
         {"pooling_type", &hp->pooling, false},

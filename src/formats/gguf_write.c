@@ -280,6 +280,8 @@ static void kv_model(elm_gguf_writer *w, const elm_model *m, uint32_t file_type)
         kv_arch_u32(w, arch, "expert_count", hp->n_expert);
         kv_arch_u32(w, arch, "expert_used_count", hp->n_expert_used);
         kv_arch_u32(w, arch, "expert_feed_forward_length", hp->expert_ffn_dim);
+        if (hp->shexp_ffn_dim > 0)
+            kv_arch_u32(w, arch, "expert_shared_feed_forward_length", hp->shexp_ffn_dim);
         /* what LFM2-MoE's converter writes beyond Qwen3-MoE's */
         if (hp->n_dense_lead > 0)
             kv_arch_u32(w, arch, "leading_dense_block_count", hp->n_dense_lead);

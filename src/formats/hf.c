@@ -146,10 +146,10 @@ static bool needed(const elm_arch *a, int when, int names) {
     case FUSED_QKV: return a->fused_qkv;
     case QKV_BIAS: return a->qkv_bias;
     case QK_NORM: return a->qk_norm;
-    case SPLIT_FFN: return !a->fused_gate_up && !a->moe;
+    case SPLIT_FFN: return !a->fused_gate_up && !elm_arch_hf_moe(a);
     case FUSED_FFN: return a->fused_gate_up;
-    case DENSE_FFN: return !a->moe;
-    case MOE: return a->moe && !a->moe_biases;
+    case DENSE_FFN: return !elm_arch_hf_moe(a);
+    case MOE: return elm_arch_hf_moe(a) && !a->moe_biases;
     case MOE_FUSED: return a->moe_biases;
     case SINKS: return a->sinks;
     case MOE_BIAS: return a->moe_bias;
@@ -289,7 +289,8 @@ bool elm_hf_expert_name(const char *arch, const char *gguf, int64_t e, char *out
     const elm_arch *a = elm_arch_find(arch);
     long l;
     const int k = expert_stack(gguf, &l);
-    if (!a || !a->moe || a->moe_biases || k < 0) return false; /* gpt-oss's: fused */
+    /* gpt-oss's are fused */
+    if (!a || !elm_arch_hf_moe(a) || a->moe_biases || k < 0) return false;
     expert_hf_name(a, l, (long)e, k, out, cap);
     return true;
 }
@@ -552,7 +553,8 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
     if (fused >= 0) return elm_hf_add_fused(m, src, t, fused, layer, err);
     const int part = a->moe_biases ? elm_hf_mxfp4_of(t->name, &layer) : -1;
     if (part >= 0) return elm_hf_add_mxfp4(m, src, t, part, layer, seen, err);
-    const int kind = a->moe && !a->moe_biases ? expert_of(a, t->name, &layer, &e) : -1;
+    const int kind =
+        elm_arch_hf_moe(a) && !a->moe_biases ? expert_of(a, t->name, &layer, &e) : -1;
     if (kind >= 0) return add_expert(m, src, t, layer, e, kind, seen, err);
     if (!gguf_name(a, t->name, name, sizeof name, &layer)) return ELM_OK;
     if (layer >= hp->n_layers)
@@ -713,7 +715,7 @@ static elm_status check_complete(const elm_model *m, const char *src, const uint
                                   "'model.layers.%d.mlp.experts.%s'", src, l,
                                   elm_hf_mxfp4_names[k]);
         }
-    const size_t E = (size_t)(a->moe && !a->moe_biases ? m->hp.n_expert : 0);
+    const size_t E = (size_t)(elm_arch_hf_moe(a) && !a->moe_biases ? m->hp.n_expert : 0);
     for (size_t i = 0; i < (size_t)m->hp.n_layers * ELM_HF_EXPERT_KINDS * E; i++) {
         const long l = (long)(i / E / ELM_HF_EXPERT_KINDS);
         if (seen[i] || !elm_layer_moe(&m->hp, (int)l)) continue; /* a dense layer has none */
@@ -911,7 +913,7 @@ elm_status elm_load_hf(elm_model *m, const char *dir, elm_error *err) {
     if ((st = join(weights, sizeof weights, dir, "model.safetensors", err))) return st;
     /* which experts each layer's stacks have (add_expert) */
     const elm_arch *a = elm_arch_find(m->hp.arch);
-    const size_t n_seen = !a || !a->moe ? 0
+    const size_t n_seen = !a || !elm_arch_hf_moe(a) ? 0
                           : a->moe_biases ? (size_t)m->hp.n_layers * ELM_HF_MXFP4_PARTS
                                           : (size_t)m->hp.n_layers * ELM_HF_EXPERT_KINDS *
                                                 (size_t)m->hp.n_expert;

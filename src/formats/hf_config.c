@@ -520,8 +520,8 @@ static elm_status read_granite(const char *path, const cJSON *root, elm_hparams 
     const cJSON *experts = cJSON_GetObjectItemCaseSensitive(root, "num_local_experts");
     if (cJSON_IsNumber(experts) && experts->valuedouble > 0)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: num_local_experts %g: Granite's mixture "
-                          "of experts is not supported (its dense models are)", path,
-                          experts->valuedouble);
+                          "of experts is read from GGUF only (its dense models from here too)",
+                          path, experts->valuedouble);
     const cJSON *conv_bias = cJSON_GetObjectItemCaseSensitive(root, "mamba_conv_bias");
     if (get_true(root, "mamba_proj_bias") || cJSON_IsFalse(conv_bias))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: mamba_proj_bias true or mamba_conv_bias "
@@ -788,7 +788,7 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
     if (a->recurrent == ELM_LAYER_MAMBA2 && (st = read_granite(path, root, hp, err))) return st;
     if (a->recurrent == ELM_LAYER_DELTANET && (st = read_qwen35(path, root, outer, hp, err)))
         return st;
-    if (a->moe && (st = read_moe(path, root, a, hp, err))) return st;
+    if (elm_arch_hf_moe(a) && (st = read_moe(path, root, a, hp, err))) return st;
     return ELM_OK;
 }
 

@@ -169,7 +169,7 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         cJSON_AddNumberToObject(c, "conv_L_cache", hp->conv_l);
         cJSON_AddBoolToObject(c, "conv_bias", false);
         cJSON_AddNumberToObject(c, "norm_eps", hp->rms_eps);
-        if (!a->moe) { /* Lfm2MoeConfig has intermediate_size alone */
+        if (!elm_arch_hf_moe(a)) { /* Lfm2MoeConfig has intermediate_size alone */
             cJSON_AddNumberToObject(c, "block_ff_dim", hp->ffn_dim);
             cJSON_AddBoolToObject(c, "block_auto_adjust_ff_dim", false);
             cJSON_AddNumberToObject(c, "block_multiple_of", 256);
@@ -234,17 +234,18 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         cJSON_AddNumberToObject(c, "experts_per_token", hp->n_expert_used);
         cJSON_AddNumberToObject(c, "swiglu_limit", 7.0);
         cJSON_AddBoolToObject(c, "attention_bias", true);
-    } else if (a->moe) { /* the top experts' weights renormalised */
+    } else if (elm_arch_hf_moe(a)) { /* the top experts' weights renormalised */
         cJSON_AddNumberToObject(c, "num_experts", hp->n_expert);
         cJSON_AddNumberToObject(c, "num_experts_per_tok", hp->n_expert_used);
         cJSON_AddNumberToObject(c, "moe_intermediate_size", hp->expert_ffn_dim);
         cJSON_AddBoolToObject(c, "norm_topk_prob", true);
     }
-    if (a->moe && a->recurrent == ELM_LAYER_SHORTCONV) { /* Lfm2MoeConfig: dense layers first */
+    /* Lfm2MoeConfig: dense layers first */
+    if (elm_arch_hf_moe(a) && a->recurrent == ELM_LAYER_SHORTCONV) {
         cJSON_AddNumberToObject(c, "num_dense_layers", hp->n_dense_lead);
         cJSON_AddBoolToObject(c, "use_expert_bias", a->moe_bias);
         cJSON_AddNumberToObject(c, "routed_scaling_factor", 1.0);
-    } else if (a->moe && !a->moe_biases) { /* Qwen3MoeConfig: every layer sparse */
+    } else if (elm_arch_hf_moe(a) && !a->moe_biases) { /* Qwen3MoeConfig: every layer sparse */
         cJSON_AddNumberToObject(c, "decoder_sparse_step", 1);
         cJSON_AddArrayToObject(c, "mlp_only_layers");
         cJSON_AddBoolToObject(c, "attention_bias", false);
@@ -656,6 +657,9 @@ elm_status elm_hf_writable(const elm_model *m, const float *llama3, const char *
     if (!a || !a->hf[0].type) /* a family edgelm reads from GGUF only (lfm2moe) */
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for architecture "
                           "'%s'", dir, m->hp.arch);
+    if (a->moe_optional && m->hp.n_expert > 0)
+        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for %s's experts "
+                          "(edgelm reads them from GGUF)", dir, m->hp.arch);
     if (m->rope_freqs && !llama3 && !a->swa_listed)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: RoPE frequency factors without their "
                           "llama3 rope_scaling parameters", dir);

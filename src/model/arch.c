@@ -55,10 +55,12 @@ static const elm_arch archs[] = {
      .recurrent = ELM_LAYER_SHORTCONV, .out_norm = "token_embd_norm.weight",
      .hf_names = ELM_HF_NAMES_LFM2, .hf_tied_default = true,
      .hf = {{"lfm2", "Lfm2ForCausalLM"}}, .tiny_vocab = "llama-bpe"},
-    /* Granite 4.0-H (dense): Mamba-2 layers beside GQA layers, Granite's multipliers, RoPE as
-     * Llama's unless the file turns it off (its converter does for the hybrids) */
+    /* Granite 4.0-H: Mamba-2 layers beside GQA layers, Granite's multipliers, RoPE as Llama's
+     * unless the file turns it off (its converter does for the hybrids); dense FFNs (micro) or a
+     * softmax-routed mixture of experts with a shared expert (tiny, small) */
     {.name = "granitehybrid", .rope = ELM_ROPE_NORM, .act = ELM_ACT_SILU, .hf_permute_qk = true,
-     .multipliers = true, .rope_switch = true, .recurrent = ELM_LAYER_MAMBA2,
+     .multipliers = true, .rope_switch = true, .recurrent = ELM_LAYER_MAMBA2, .moe = true,
+     .moe_optional = true,
      .hf_names = ELM_HF_NAMES_GRANITE,
      .hf = {{"granitemoehybrid", "GraniteMoeHybridForCausalLM"}}, .tiny_vocab = "llama-bpe"},
     /* Gated DeltaNet layers beside gated GQA layers (every 4th) with q/k norms and a quarter of
@@ -68,6 +70,12 @@ static const elm_arch archs[] = {
      .norm_plus_one = true, .attn_gate = true, .recurrent = ELM_LAYER_DELTANET, .attn_every = 4,
      .ffn_norm = "post_attention_norm.weight",
      .hf = {{"qwen3_5_text", "Qwen3_5ForCausalLM"}, {"qwen3_5", "Qwen3_5ForConditionalGeneration"}},
+     .tiny_vocab = "qwen35"},
+    /* Qwen3.5's layers with a mixture of experts for every FFN and a sigmoid-gated shared
+     * expert (Qwen3.5-35B-A3B); from GGUF only */
+    {.name = "qwen35moe", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qk_norm = true,
+     .norm_plus_one = true, .attn_gate = true, .recurrent = ELM_LAYER_DELTANET, .attn_every = 4,
+     .ffn_norm = "post_attention_norm.weight", .moe = true, .shexp_gated = true,
      .tiny_vocab = "qwen35"},
     /* Qwen3's attention with a mixture of experts for every FFN; its HF checkpoints hold one
      * tensor per expert (mlp.experts.E.*_proj), stacked into GGUF's ffn_*_exps (formats/hf.c) */
@@ -203,6 +211,15 @@ static void ffn_layout(const elm_arch *a, const elm_hparams *hp, int l, elm_tens
         if (b) spec(s, n, ELM_KIND_BIAS, eff, E, "blk.%d.ffn_gate_exps.bias", l);
         spec(s, n, ELM_KIND_MATRIX, dim, eff, "blk.%d.ffn_up_exps.weight", l)->experts = E;
         if (b) spec(s, n, ELM_KIND_BIAS, eff, E, "blk.%d.ffn_up_exps.bias", l);
+        /* then the shared expert, in the order of Qwen3.5-MoE's and Granite's converters */
+        const int64_t sff = hp->shexp_ffn_dim;
+        if (a->shexp_gated)
+            spec(s, n, ELM_KIND_BIAS, dim, 0, "blk.%d.ffn_gate_inp_shexp.weight", l);
+        if (sff > 0) {
+            spec(s, n, ELM_KIND_MATRIX, dim, sff, "blk.%d.ffn_gate_shexp.weight", l);
+            spec(s, n, ELM_KIND_MATRIX, dim, sff, "blk.%d.ffn_up_shexp.weight", l);
+            spec(s, n, ELM_KIND_MATRIX, sff, dim, "blk.%d.ffn_down_shexp.weight", l);
+        }
     } else if (a->fused_gate_up) {
         spec(s, n, ELM_KIND_MATRIX, dim, 2 * ff, "blk.%d.ffn_up.weight", l);
         spec(s, n, ELM_KIND_MATRIX, ff, dim, "blk.%d.ffn_down.weight", l);

@@ -99,6 +99,12 @@ typedef struct elm_arch {
                               * choose the experts, not to weigh them (LFM2-MoE's expert_bias) */
     bool moe_biases;         /* the router's logits and every expert's three products have biases
                               * (gpt-oss: ffn_gate_inp.bias, ffn_{gate,up,down}_exps.bias) */
+    bool moe_optional;       /* experts only where the file counts them (hp.n_expert > 0), dense
+                              * FFNs otherwise (Granite 4.0-H: micro dense, tiny with experts) */
+    bool shexp_gated;        /* a shared expert in every mixture (its size ffn_dim when the file
+                              * gives none) whose output is weighed by the sigmoid of
+                              * ffn_gate_inp_shexp·x (Qwen3.5-MoE); other families have one where
+                              * the file gives its size (hp.shexp_ffn_dim, Granite 4.0-H) */
     bool sinks;              /* attention sinks (blk.N.attn_sinks.weight [n_heads]) and a bias on
                               * the attention output (attn_output.bias) (gpt-oss) */
     /* An embedding model's bidirectional attention (EmbeddingGemma, llama.cpp's
@@ -106,6 +112,12 @@ typedef struct elm_arch {
      * symmetric around the token (LLAMA_SWA_TYPE_SYMMETRIC); hparams.non_causal */
     bool non_causal;
 } elm_arch;
+
+/* Whether family a's Hugging Face folders hold experts (read and written): the families whose
+ * experts are not optional (Granite 4.0-H's are read from GGUF only). */
+static inline bool elm_arch_hf_moe(const elm_arch *a) {
+    return a->moe && !a->moe_optional;
+}
 
 /* The GGUF name of family a's final norm, and of a block's FFN norm without its "blk.N.". */
 const char *elm_arch_out_norm(const elm_arch *a);

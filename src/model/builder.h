@@ -19,6 +19,12 @@ elm_model *elm_model_new(const char *path, const char *format, elm_error *err);
 elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, int n_dims,
                                 const int64_t *ne, void *data, size_t nbytes, elm_error *err);
 
+/* Checks n_blocks blocks of type t at data (a type with a bad_block trait; others pass) for a
+ * scale that is not a finite number. ELM_ERR_FORMAT "PATH: tensor 'NAME' block K has a bad TYPE
+ * scale", K counted from first (the data's first block in the tensor). */
+elm_status elm_check_block_scales(const char *path, const char *name, elm_type t, const void *data,
+                                  int64_t n_blocks, int64_t first, elm_error *err);
+
 /* Hands a malloc'd buffer or an mmap to the model, freed by elm_model_free. */
 elm_status elm_model_own_buffer(elm_model *m, void *buf, elm_error *err);
 elm_status elm_model_own_mapping(elm_model *m, void *addr, size_t len, elm_error *err);

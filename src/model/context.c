@@ -278,8 +278,9 @@ elm_status elm_context_new(const elm_model *m, const elm_context_params *p, elm_
     }
     c->head_dim = head_dim;
     const size_t q_dim = (size_t)hp->n_heads * (size_t)head_dim;
-    /* the FFN's hidden size: the dense one, or an expert's */
-    const int64_t ffn = hp->expert_ffn_dim > hp->ffn_dim ? hp->expert_ffn_dim : hp->ffn_dim;
+    /* the FFN's hidden size: the dense one, an expert's or the shared expert's */
+    int64_t ffn = hp->expert_ffn_dim > hp->ffn_dim ? hp->expert_ffn_dim : hp->ffn_dim;
+    if (hp->shexp_ffn_dim > ffn) ffn = hp->shexp_ffn_dim;
     int64_t max_cols = hp->dim > ffn ? hp->dim : ffn;
     if ((int64_t)q_dim > max_cols) max_cols = (int64_t)q_dim;
     max_cols = max_matrix_cols(m, max_cols); /* a recurrent kind's (a DeltaNet's value width) */

@@ -113,7 +113,8 @@ struct elm_context {
     float *moe_w;         /* [n_batch, k] their weights */
     int32_t *moe_slots;   /* [n_batch · k] the slots t·k + r grouped by expert */
     int32_t *moe_first;   /* [E + 1] where each expert's slots start in moe_slots */
-    float *moe_x;         /* [n_batch, dim] an expert's tokens gathered, then its outputs */
+    float *moe_x;         /* [n_batch, dim] an expert's tokens gathered, then its outputs; then
+                           * the shared expert's outputs */
     float *moe_y;         /* [n_batch · k, dim] each slot's weighted expert output */
     float *moe_bias;      /* [n_layers, E] each layer's selection bias (elm_layer.router_bias),
                            * decoded; NULL in a family without one */

@@ -6,7 +6,9 @@
  * their probabilities divided by their sum (norm_w); or (SOFTMAX_WEIGHT, gpt-oss) the top k of
  * the logits, weighed by a softmax over those k; then
  * y = Σ_r w_r · (Wdown_e·act(Wgate_e·x + bg_e, Wup_e·x + bu_e) + bd_e) over the chosen experts
- * e in rank order r (the expert biases gpt-oss's, act the model's gate activation).
+ * e in rank order r (the expert biases gpt-oss's, act the model's gate activation), plus a
+ * shared expert's dense FFN where the layer has one (Granite 4.0-H), weighed by a sigmoid gate
+ * (Qwen3.5-MoE).
  *
  * The batch's tokens are grouped by expert, so that each expert's matrices are read once per
  * batch, by the same row-split products as a dense FFN (forward_ops.h) over the expert's slice
@@ -117,6 +119,26 @@ static void gate(elm_context *c, int32_t g, const float *b, float *p, int32_t E)
         for (int32_t e = 0; e < E; e++) p[e] = 1.0f / (1.0f + expf(-p[e]));
 }
 
+/* The shared expert of layer l over the n normed tokens c->xb, into c->moe_x, weighed by
+ * sigmoid(ffn_gate_inp_shexp·x) where the family gates it (Qwen3.5-MoE), as llama.cpp's
+ * build_ffn and ggml_sigmoid (the tokens [t0, n) kept). */
+static void shared_expert(elm_context *c, int l, int32_t n, int32_t t0) {
+    const elm_layer *L = &c->m->layers[l];
+    const int64_t dim = c->m->hp.dim;
+    const elm_tensor *gate_up[] = {L->shexp_gate, L->shexp_up};
+    float *gate_up_out[] = {c->hg, c->hu};
+    elm_fw_matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n, t0);
+    elm_fw_glu(c, c->hg, c->hu, (int64_t)n * c->m->hp.shexp_ffn_dim);
+    elm_fw_matmul(c, l, L->shexp_down, c->hg, n, t0, c->moe_x);
+    if (!L->shexp_gate_inp) return;
+    float *g = c->moe_probs; /* free once the tokens are routed: one logit per token here */
+    elm_fw_matmul(c, l, L->shexp_gate_inp, c->xb, n, t0, g);
+    for (int32_t t = t0; t < n; t++) {
+        const float w = 1.0f / (1.0f + expf(-g[t]));
+        for (int64_t d = 0; d < dim; d++) c->moe_x[(size_t)t * dim + d] *= w;
+    }
+}
+
 void elm_ffn_moe(elm_context *c, int l, int32_t n, int32_t t0) {
     const elm_hparams *hp = &c->m->hp;
     const int32_t E = hp->n_expert, k = hp->n_expert_used;
@@ -133,8 +155,9 @@ void elm_ffn_moe(elm_context *c, int l, int32_t n, int32_t t0) {
     for (int32_t e = 0; e < E; e++)
         if (c->moe_first[e + 1] > c->moe_first[e])
             run_expert(c, l, e, c->moe_first[e + 1] - c->moe_first[e]);
-    /* the slots added in rank order, as llama.cpp's graph adds its views; the tokens the caller
-     * drops, 0 */
+    if (L->shexp_down) shared_expert(c, l, n, t0);
+    /* the slots added in rank order, as llama.cpp's graph adds its views, then the shared
+     * expert's output; the tokens the caller drops, 0 */
     memset(c->xb, 0, sizeof(float) * (size_t)t0 * dim);
     for (int32_t t = t0; t < n; t++) {
         float *y = c->xb + (size_t)t * dim;
@@ -143,5 +166,7 @@ void elm_ffn_moe(elm_context *c, int l, int32_t n, int32_t t0) {
             const float *s = c->moe_y + ((size_t)t * k + r) * dim;
             for (int64_t d = 0; d < dim; d++) y[d] += s[d];
         }
+        if (L->shexp_down)
+            for (int64_t d = 0; d < dim; d++) y[d] += c->moe_x[(size_t)t * dim + d];
     }
 }

@@ -107,6 +107,16 @@ static bool index_room(elm_model_storage *s, const elm_tensor *tensors, int32_t 
     return true;
 }
 
+elm_status elm_check_block_scales(const char *path, const char *name, elm_type t, const void *data,
+                                  int64_t n_blocks, int64_t first, elm_error *err) {
+    const elm_type_traits *tt = elm_type_get(t);
+    const int64_t bad = tt && tt->bad_block ? tt->bad_block(data, n_blocks) : -1;
+    if (bad < 0) return ELM_OK;
+    return elm_errorf(err, ELM_ERR_FORMAT,
+                      "%s: tensor '%s' block %lld has a bad %s scale (not a finite number)", path,
+                      name, (long long)(first + bad), tt->name);
+}
+
 elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, int n_dims,
                                 const int64_t *ne, void *data, size_t nbytes, elm_error *err) {
     const elm_type_traits *tt = elm_type_get(type);
@@ -139,12 +149,10 @@ elm_status elm_model_add_tensor(elm_model *m, const char *name, elm_type type, i
     /* a scan reads every block: in a file mapping (--mmap) that would read the whole file at
      * load, which a model larger than RAM cannot afford, so there the scales are trusted (a 0xff
      * one decodes to 2^127: wrong outputs, never a fault); memory read in is scanned */
-    const bool scan = tt->bad_block && data && !in_file_mapping(m->storage, data);
-    const int64_t bad = scan ? tt->bad_block(data, n_blocks) : -1;
-    if (bad >= 0)
-        return elm_errorf(err, ELM_ERR_FORMAT,
-                          "%s: tensor '%s' block %lld has a bad %s scale (not a finite number)",
-                          m->path, name, (long long)bad, tt->name);
+    if (data && !in_file_mapping(m->storage, data)) {
+        elm_status st = elm_check_block_scales(m->path, name, type, data, n_blocks, 0, err);
+        if (st) return st;
+    }
     if (elm_model_find(m, name))
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: duplicate tensor '%s'", m->path, name);
     if (!index_room(m->storage, m->tensors, m->n_tensors + 1))
@@ -341,6 +349,18 @@ static elm_status bind_moe(elm_model *m, const elm_arch *a, int l, elm_error *er
         (st = bind_stack(m, &L->gate_exps, NAME("ffn_gate_exps.weight"), dim, ff, E, err)) ||
         (st = bind_stack(m, &L->up_exps, NAME("ffn_up_exps.weight"), dim, ff, E, err)) ||
         (st = bind_stack(m, &L->down_exps, NAME("ffn_down_exps.weight"), ff, dim, E, err)))
+        return st;
+    L->shexp_gate = L->shexp_up = L->shexp_down = L->shexp_gate_inp = NULL;
+    const int64_t sff = m->hp.shexp_ffn_dim;
+    if (sff > 0 &&
+        ((st = elm_model_bind_tensor(m, &L->shexp_gate, NAME("ffn_gate_shexp.weight"), dim, sff,
+                                     err)) ||
+         (st = elm_model_bind_tensor(m, &L->shexp_up, NAME("ffn_up_shexp.weight"), dim, sff,
+                                     err)) ||
+         (st = elm_model_bind_tensor(m, &L->shexp_down, NAME("ffn_down_shexp.weight"), sff, dim,
+                                     err)) ||
+         (a->shexp_gated &&
+          (st = bind_f32(m, &L->shexp_gate_inp, NAME("ffn_gate_inp_shexp.weight"), dim, 0, err)))))
         return st;
     L->router_b = L->gate_exps_b = L->up_exps_b = L->down_exps_b = NULL;
     if (a->moe_biases &&
@@ -542,7 +562,7 @@ static elm_status check_layers(elm_model *m, const elm_arch *a, elm_error *err) 
  * router's function (the family's when the file names none); none in another family. */
 static elm_status check_experts(elm_model *m, const elm_arch *a, elm_error *err) {
     elm_hparams *hp = &m->hp;
-    if (!a->moe) {
+    if (!a->moe || (a->moe_optional && hp->n_expert == 0)) {
         if (hp->n_expert > 0)
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: %d experts in a '%s' model (edgelm runs "
                               "them for %s)", m->path, hp->n_expert, a->name,
@@ -561,6 +581,14 @@ static elm_status check_experts(elm_model *m, const elm_arch *a, elm_error *err)
                           a->name, hp->n_layers);
     if (hp->expert_ffn_dim == 0 && hp->n_expert_used > 0)
         hp->expert_ffn_dim = hp->ffn_dim / hp->n_expert_used;
+    /* Granite's converter writes the experts' size as feed_forward_length, which llama.cpp
+     * takes for them whatever else the file says */
+    if (a->moe_optional) hp->expert_ffn_dim = hp->ffn_dim;
+    if (a->shexp_gated && hp->shexp_ffn_dim == 0) hp->shexp_ffn_dim = hp->ffn_dim;
+    if (hp->shexp_ffn_dim < 0 || hp->shexp_ffn_dim > (1 << 20))
+        return elm_errorf(err, ELM_ERR_FORMAT, "%s: shared expert FFN size %d (%s."
+                          "expert_shared_feed_forward_length): invalid", m->path,
+                          hp->shexp_ffn_dim, a->name);
     if (hp->n_expert < 1 || hp->n_expert > ELM_MAX_EXPERTS || hp->n_expert_used < 1 ||
         hp->n_expert_used > hp->n_expert || hp->expert_ffn_dim < 1 ||
         hp->expert_ffn_dim > (1 << 20))
@@ -593,7 +621,8 @@ int elm_layer_slots(elm_layer *L, elm_tensor ***out) {
                           &L->ple_gate,  &L->ple_proj,    &L->ple_post_norm, &L->out_scale,
                           &L->router,    &L->gate_exps,   &L->up_exps,    &L->down_exps,
                           &L->router_bias, &L->sinks,     &L->bo,         &L->router_b,
-                          &L->gate_exps_b, &L->up_exps_b, &L->down_exps_b};
+                          &L->gate_exps_b, &L->up_exps_b, &L->down_exps_b, &L->shexp_gate,
+                          &L->shexp_up,  &L->shexp_down,  &L->shexp_gate_inp};
     _Static_assert(sizeof all / sizeof all[0] <= ELM_LAYER_SLOTS, "ELM_LAYER_SLOTS");
     memcpy(out, all, sizeof all);
     return (int)(sizeof all / sizeof all[0]);
@@ -603,7 +632,8 @@ int elm_layer_matrices(const elm_layer *L, const elm_tensor **out) {
     const elm_tensor *all[] = {L->wq,       L->wk,       L->wv,         L->wo,
                                L->w_gate,   L->w_up,     L->w_down,     L->conv_in,
                                L->conv_out, L->dn_z,     L->dn_beta,    L->dn_alpha,
-                               L->ple_gate, L->ple_proj};
+                               L->ple_gate, L->ple_proj, L->shexp_gate, L->shexp_up,
+                               L->shexp_down};
     _Static_assert(sizeof all / sizeof all[0] <= ELM_LAYER_MATRICES, "ELM_LAYER_MATRICES");
     int n = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

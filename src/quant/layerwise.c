@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "edgelm/system.h"
+#include "model/builder.h"
 #include "quant/awq.h"
 #include "quant/capture.h"
 #include "quant/checkpoint.h"
@@ -58,13 +59,9 @@ static void warn(const qctx *q, const char *fmt, ...) {
 
 elm_status elm_check_row(const elm_model *m, const elm_tensor *t, int64_t row, const void *raw,
                          const float *x, elm_error *err) {
-    const elm_type_traits *tt = elm_type_get(t->type);
-    const int64_t per_row = t->ne[0] / tt->block_size;
-    const int64_t bad = tt->bad_block ? tt->bad_block(raw, per_row) : -1;
-    if (bad >= 0)
-        return elm_errorf(err, ELM_ERR_FORMAT,
-                          "%s: tensor '%s' block %lld has a bad %s scale (not a finite number)",
-                          m->path, t->name, (long long)(row * per_row + bad), tt->name);
+    const int64_t per_row = t->ne[0] / elm_type_get(t->type)->block_size;
+    elm_status st = elm_check_block_scales(m->path, t->name, t->type, raw, per_row, row * per_row, err);
+    if (st) return st;
     for (int64_t j = 0; j < t->ne[0]; j++)
         if (!isfinite(x[j]))
             return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' holds %s at row %lld, column %lld",

@@ -16,18 +16,13 @@ static bool matches(const char *pattern, const char *name) {
     return fnmatch(with, name, 0) == 0;
 }
 
-static bool writable(elm_type t) {
-    const elm_type_traits *tt = elm_type_get((uint32_t)t);
-    return tt && tt->from_float;
-}
-
 elm_status elm_quant_plan(const elm_model *m, const elm_quant_policy *p, elm_tensor_plan *plan,
                           elm_error *err) {
-    if (!writable(p->type) || (!p->pure && !writable(p->sensitive_type)))
+    if (!elm_type_writable(p->type) || (!p->pure && !elm_type_writable(p->sensitive_type)))
         return elm_errorf(err, ELM_ERR_ARG, "%s: unsupported target type %d", m->path,
-                          (int)(writable(p->type) ? p->sensitive_type : p->type));
+                          (int)(elm_type_writable(p->type) ? p->sensitive_type : p->type));
     for (int32_t k = 0; k < p->n_overrides; k++)
-        if (!writable(p->overrides[k].type))
+        if (!elm_type_writable(p->overrides[k].type))
             return elm_errorf(err, ELM_ERR_ARG, "override '%s': unsupported type %d",
                               p->overrides[k].pattern, (int)p->overrides[k].type);
     const elm_type_traits *target = elm_type_get((uint32_t)p->type);

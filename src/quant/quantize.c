@@ -101,6 +101,28 @@ static elm_status convert(wjob *j, const elm_tensor *in, const elm_tensor *t, ui
     return elm_check_row(j->m, in, bad, raw, j->row, err);
 }
 
+/* llama-quantize's rule for the types written from an importance matrix (needs_imatrix): each
+ * tensor takes its importances, but the token embedding and output, which are encoded without
+ * where the type's encoder can (llama-quantize aborts in the encoder where it cannot). */
+static elm_status check_importances(const elm_model *m, const elm_tensor_plan *plan,
+                                    const elm_imatrix *im, const char *im_path, elm_error *err) {
+    for (int32_t i = 0; i < m->n_tensors; i++) {
+        const elm_tensor *t = &m->tensors[i];
+        const elm_type_traits *tt = elm_type_get((uint32_t)plan[i].type);
+        const bool embd_or_output =
+            !strcmp(t->name, "token_embd.weight") || !strcmp(t->name, "output.weight");
+        if (!tt->needs_imatrix || (embd_or_output && tt->from_float)) continue;
+        const elm_imatrix_entry *e = im ? elm_imatrix_find(im, t->name) : NULL;
+        if (e && e->n == t->ne[0]) continue;
+        if (!im)
+            return elm_errorf(err, ELM_ERR_ARG, "%s: %s needs an importance matrix (an imatrix "
+                              "file), as llama-quantize does", m->path, tt->name);
+        return elm_errorf(err, ELM_ERR_ARG, "%s: no importances for tensor '%s', which %s needs "
+                          "(llama-quantize aborts there)", im_path, t->name, tt->name);
+    }
+    return ELM_OK;
+}
+
 /* Tensor k of the output (file order, described by t) made final and written: a calibrated run
  * goes on until it is, then its bytes are written from the run (and freed) or the checkpoint;
  * the rest are converted here. */
@@ -196,6 +218,9 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
         st = elm_imatrix_check(params->imatrix, m,
                                params->imatrix_path ? params->imatrix_path : "imatrix", err);
     if (!st) st = elm_quant_plan(m, &policy, plan, err);
+    if (!st)
+        st = check_importances(m, plan, params->imatrix,
+                               params->imatrix_path ? params->imatrix_path : "imatrix", err);
     int32_t *order = NULL;
     elm_tensor *outw = out;
     if (!st && params->method != ELM_QUANT_RTN) {

@@ -95,6 +95,21 @@ static const elm_synth_preset presets[] = {
      .extra = {.ssm_inner = 4096, .ssm_state = 128, .ssm_heads = 64, .ssm_groups = 1,
                .embd_scale = 12.0f, .residual_scale = 0.22f, .attn_scale = 0.015625f,
                .logit_scale = 8.0f, .no_rope = true}},
+    /* Granite-4.0-H-Micro's layout at 1536 (12 heads of 128 on 4 KV heads; Mamba-2 d_inner 3072
+     * in 48 heads of 64), every FFN 64 experts of 512 (intermediate_size, which llama.cpp's
+     * converter writes as feed_forward_length), 6 per token, beside a shared expert of 1024;
+     * tied embeddings of 100352. Unconfirmed: read from a copy of its config.json quoted in a
+     * third party's tests (the official file not seen); the multipliers are the micro's (they
+     * leave the shapes as they are) */
+    {.name = "granite-4.0-h-tiny", .source = "ibm-granite/granite-4.0-h-tiny",
+     .arch = "granitehybrid", .n_vocab = 100352, .dim = 1536, .n_layers = 40, .n_heads = 12,
+     .n_kv_heads = 4, .ffn_dim = 512, .n_ctx_train = 131072, .rms_eps = 1e-5f,
+     .rope_theta = 10000.0f, .tied = true,
+     .layers = "rrrrrarrrr" "rrrrrarrrr" "rrrrrarrrr" "rrrrrarrrr", .conv_l = 4,
+     .extra = {.ssm_inner = 3072, .ssm_state = 128, .ssm_heads = 48, .ssm_groups = 1,
+               .embd_scale = 12.0f, .residual_scale = 0.22f, .attn_scale = 0.015625f,
+               .logit_scale = 8.0f, .no_rope = true, .n_expert = 64, .n_expert_used = 6,
+               .expert_ffn_dim = 512, .shexp_ffn_dim = 1024}},
     /* Gemma 4's text model (no vision or audio encoder): 4 windowed layers to 1 global one, the
      * last 20 reading the KV of layers 13 and 14, their FFN doubled (use_double_wide_mlp) */
     {.name = "gemma-4-e2b", .source = "google/gemma-4-E2B", GEMMA4_SHARED, .dim = 1536,
@@ -176,6 +191,7 @@ void elm_preset_hparams(const elm_synth_preset *p, elm_hparams *hp) {
     hp->no_rope = x->no_rope;
     hp->n_expert = x->n_expert, hp->n_expert_used = x->n_expert_used;
     hp->expert_ffn_dim = x->expert_ffn_dim, hp->n_dense_lead = x->n_dense_lead;
+    hp->shexp_ffn_dim = x->shexp_ffn_dim;
     if (x->yarn_orig > 0) {
         hp->rope_yarn = true;
         hp->n_ctx_orig = x->yarn_orig;

@@ -243,14 +243,23 @@ elm_status elm_synth_tiny_model(const elm_synth_tiny *o, elm_model **out, float 
         hp->rope_attn_factor = elm_arch_longrope_attn_factor(hp->n_ctx_train, hp->n_ctx_orig);
     }
     if (a->swa_listed) tiny_gemma4(hp);
-    if (a->moe) { /* 8 experts of 32 (a quarter of the dense FFN), 2 per token */
+    if (o->experts && !a->moe_optional) {
+        elm_model_free(m);
+        return elm_errorf(err, ELM_ERR_ARG, "synth: --experts is for a family whose experts are "
+                          "optional (granitehybrid), not %s", a->name);
+    }
+    if (a->moe && (!a->moe_optional || o->experts)) {
+        /* 8 experts of 32 (a quarter of the dense FFN), 2 per token */
         hp->n_expert = 8;
         hp->n_expert_used = 2;
         hp->expert_ffn_dim = TINY_FFN / 4 * scale;
+        /* a shared expert: an expert's size (Qwen3.5-35B-A3B's), twice it (Granite-4.0-H-Tiny's) */
+        if (a->shexp_gated) hp->shexp_ffn_dim = hp->expert_ffn_dim;
+        if (a->moe_optional) hp->shexp_ffn_dim = 2 * hp->expert_ffn_dim;
+        /* gpt-oss, Granite: one intermediate_size, the experts' (their converters write it) */
+        if (a->moe_biases || a->moe_optional) hp->ffn_dim = hp->expert_ffn_dim;
         /* LFM2-MoE: its first layer dense (the real models' first 2), experts in both kinds */
         if (a->recurrent == ELM_LAYER_SHORTCONV) hp->n_dense_lead = 1;
-        /* gpt-oss: one intermediate_size, the experts' (its converter writes it for both) */
-        if (a->moe_biases) hp->ffn_dim = hp->expert_ffn_dim;
     }
     rng r = {o->seed};
     st = add_tensors(m, a, &r, o->std > 0 ? o->std : 0.3, o->longrope, err);

@@ -44,7 +44,7 @@ static void on_note(const char *msg, void *user) {
 
 /* A type a tensor can be written in (--type takes the k-quant names as recipes first). */
 static bool parse_type(const char *name, elm_type *out) {
-    return elm_type_from_name(name, out) && elm_type_get(*out)->from_float;
+    return elm_type_from_name(name, out) && elm_type_writable(*out);
 }
 
 static int print_json(const elm_quant_params *p, const elm_quant_report *r) {

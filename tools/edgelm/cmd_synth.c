@@ -37,7 +37,8 @@ static void on_progress(void *user, int32_t done, int32_t total) {
 }
 
 static int synth_tiny(const char *arch, const char *vocab, const char *out, const char *hf,
-                      long seed, float std, long width, bool longrope, const char *pooling) {
+                      long seed, float std, long width, bool longrope, const char *pooling,
+                      bool experts) {
     char vocab_path[512];
     if (!vocab) {
         snprintf(vocab_path, sizeof vocab_path, "../shared/fixtures/vocab/ggml-vocab-%s.gguf",
@@ -48,22 +49,23 @@ static int synth_tiny(const char *arch, const char *vocab, const char *out, cons
     if (pooling && !elm_pooling_from_name(pooling, &pool))
         return cli_fail("synth: --pooling: '%s' is not mean, cls or last", pooling);
     elm_synth_tiny o = {.arch = arch, .vocab_path = vocab, .seed = (uint64_t)seed, .std = std,
-                        .width = (int32_t)width, .longrope = longrope, .pooling = (int32_t)pool};
+                        .width = (int32_t)width, .longrope = longrope, .pooling = (int32_t)pool,
+                        .experts = experts};
     int64_t n_params;
     int32_t n_vocab;
     elm_error err;
     elm_error_clear(&err);
     if (elm_synth_tiny_write(&o, out, hf, &n_params, &n_vocab, &err)) return cli_fail("%s", err.msg);
-    printf("%s: tiny %s%s, %lld parameters, %d-token vocabulary%s%s\n", out, arch,
-           longrope ? " with LongRoPE" : "", (long long)n_params, n_vocab, hf ? ", and " : "",
-           hf ? hf : "");
+    printf("%s: tiny %s%s%s, %lld parameters, %d-token vocabulary%s%s\n", out, arch,
+           longrope ? " with LongRoPE" : "", experts ? " with experts" : "", (long long)n_params,
+           n_vocab, hf ? ", and " : "", hf ? hf : "");
     return 0;
 }
 
 int cmd_synth(int argc, char **argv) {
     const char *preset = NULL, *type_name = NULL, *out = NULL;
     const char *arch = NULL, *hf = NULL, *vocab = NULL, *pooling = NULL;
-    bool tiny = false, longrope = false;
+    bool tiny = false, longrope = false, experts = false;
     float std = 0.3f;
     long width = 0;
     long seed = 1, layers = 0;
@@ -82,21 +84,22 @@ int cmd_synth(int argc, char **argv) {
         {"--std", "X", CLI_FLOAT, &std, 0.001, 10, "--tiny: weight standard deviation (default 0.3)", 0},
         {"--width", "N", CLI_INT, &width, 64, 1024, "--tiny: embedding width, a multiple of 64 (default 64; heads\nand FFN grow with it: 256 gives rows of whole k-quant super-blocks)", 0},
         {"--longrope", NULL, CLI_FLAG, &longrope, 0, 0, "--tiny --arch phi3: Phi-4-mini's RoPE in small: LongRoPE factors\n(long != short) for a context of 4096 extended from 512, on 12 of\neach head's 16 dimensions (edgelm runs the long ones above -c 512)", 0},
+        {"--experts", NULL, CLI_FLAG, &experts, 0, 0, "--tiny --arch granitehybrid: its mixture-of-experts form (Granite-4.0-H-Tiny's):\n8 experts, 2 per token, and a shared expert", 0},
         {"--pooling", "P", CLI_TEXT, &pooling, 0, 0, "--tiny: an embedding model's pooling_type, mean, cls or last\n(gemma-embedding: mean by default; edgelm embed)", 0},
         {0}};
     const cli_spec spec = {
         "synth", "--preset NAME --type TYPE -o OUT.gguf [-s SEED] [--layers N]\n"
         "       edgelm synth --arch A --tiny -o OUT.gguf [--hf DIR] [--vocab VOCAB.gguf] [--longrope]\n"
-        "                    [--pooling mean|cls|last]",
+        "                    [--pooling mean|cls|last] [--experts]",
         "Writes a model of random weights (noise, for speed and memory measurement only) with the exact\n"
         "tensor shapes, vocabulary size and tied/untied output of a real model. Every matrix, embedding\n"
         "and output too, is TYPE (as llama-quantize --pure); norms and biases are f32.",
         CLI_TABLES(opts), epilog(), NULL, NULL};
     CLI_PARSE_OR_RETURN(&spec, argc, argv);
-    if (arch || tiny || longrope || pooling) {
+    if (arch || tiny || longrope || pooling || experts) {
         if (!arch || !tiny || !out || preset)
             return cli_fail("synth: a tiny model needs --arch A --tiny -o OUT.gguf (no --preset)");
-        return synth_tiny(arch, vocab, out, hf, seed, std, width, longrope, pooling);
+        return synth_tiny(arch, vocab, out, hf, seed, std, width, longrope, pooling, experts);
     }
     if (!preset || !type_name || !out)
         return cli_fail("synth: --preset, --type and -o are required (try 'edgelm synth --help')");

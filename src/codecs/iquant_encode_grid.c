@@ -1,0 +1,421 @@
+/* Encoders of the lattice-codebook i-quants IQ2_XXS, IQ2_XS, IQ2_S (8 weights per E8-lattice grid
+ * point) and IQ3_XXS, IQ3_S (4 weights per D4 point), bit-exact with llama-quantize (llama.cpp's
+ * ggml-quants.c, quantize_row_iq2_xxs_impl and its siblings; Kawrakow's i-quants). Layouts and
+ * codebooks: docs/kquants.md, "Sub-4-bit i-quants".
+ *
+ * Each sub-block (16 or 32 weights, one 4-bit scale) is searched the same way: signs are split off
+ * (the *_XXS and IQ2_XS types store 7 of every 8 and flip the least important weight to make
+ * the count even), the magnitudes are rounded to the odd levels 2l+1 at 13 to 31 trial scales,
+ * each group of 8 (or 4) levels that is not a grid point replaced by the nearest of its listed
+ * neighbours (weighted distance), and the trial with the best least-squares fit kept, then refit
+ * once at its own scale. The neighbour lists are llama.cpp's (iq2xs_init_impl, iq3xs_init_impl):
+ * for every code off the grid, the grid points at its one to three smallest squared distances,
+ * nearest first and by index within a distance, built here from edgelm's codebooks
+ * (iquant_grids.c) at each type's first use. Float operations follow the reference order term by term (no FMA
+ * contraction: the build's -ffp-contract=off), since the chosen points depend on every rounding. */
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "codecs/codecs.h"
+#include "codecs/iquant_codec.h"
+#include "codecs/quant_search.h"
+#include "core/half.h"
+
+/* ---- the grids with their neighbour lists ---- */
+
+enum { LAT_IQ2XXS, LAT_IQ2XS, LAT_IQ2S, LAT_IQ3XXS, LAT_IQ3S, N_LAT };
+
+/* Codes of 8 coordinates of 2 bits below level 3 are < 0xAAAB; of 4 of 3 bits, < 4096. The list
+ * lengths (a count, then the points) are what these codebooks give; build() checks them. */
+enum { IQ2_MAP = 0xAAAB, IQ3_MAP = 4096 };
+enum { NB_IQ2XXS = 119462, NB_IQ2XS = 187770, NB_IQ2S = 50253, NB_IQ3XXS = 22825, NB_IQ3S = 28317 };
+
+typedef struct lattice {
+    const uint16_t *codes; /* the grid points' level codes (iquant_codec.h) */
+    int n, dim, bits;      /* points, coordinates per point, bits per coordinate in a code */
+    int levels;            /* levels 0..levels-1 the search rounds to (kMaxQ in llama.cpp) */
+    int nwant;             /* distances whose points a neighbour list holds */
+    int8_t (*pos)[8];      /* [n] each point's coordinates 2l+1 */
+    int32_t *map;          /* code -> grid index, or -1 - the offset of its list in nb */
+    uint16_t *nb;          /* the lists: a count, then grid indices */
+    int nb_cap;
+} lattice;
+
+static int8_t pos2xxs[256][8], pos2xs[512][8], pos2s[1024][8], pos3xxs[256][8], pos3s[512][8];
+static int32_t map2[3][IQ2_MAP], map3[2][IQ3_MAP];
+static uint16_t nb2xxs[NB_IQ2XXS], nb2xs[NB_IQ2XS], nb2s[NB_IQ2S], nb3xxs[NB_IQ3XXS], nb3s[NB_IQ3S];
+
+static lattice lats[N_LAT] = {
+    [LAT_IQ2XXS] = {elm_iq2xxs_codes, 256, 8, 2, 3, 2, pos2xxs, map2[0], nb2xxs, NB_IQ2XXS},
+    [LAT_IQ2XS] = {elm_iq2xs_codes, 512, 8, 2, 3, 2, pos2xs, map2[1], nb2xs, NB_IQ2XS},
+    [LAT_IQ2S] = {elm_iq2s_codes, 1024, 8, 2, 3, 1, pos2s, map2[2], nb2s, NB_IQ2S},
+    [LAT_IQ3XXS] = {elm_iq3xxs_codes, 256, 4, 3, 8, 2, pos3xxs, map3[0], nb3xxs, NB_IQ3XXS},
+    [LAT_IQ3S] = {elm_iq3s_codes, 512, 4, 3, 8, 3, pos3s, map3[1], nb3s, NB_IQ3S},
+};
+/* each lattice built at its type's first use: double-checked under one lock */
+static atomic_bool lats_built[N_LAT];
+static bool lats_ok[N_LAT];
+static pthread_mutex_t lats_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Fills lt's points, map and lists; false if the lists would not fit (other codebooks). Only
+ * codes whose levels are all below lt->levels get a list: the search never rounds to others. */
+static bool build(lattice *lt) {
+    const int mask = (1 << lt->bits) - 1, size = lt->dim == 8 ? IQ2_MAP : IQ3_MAP;
+    for (int k = 0; k < lt->n; k++)
+        for (int i = 0; i < lt->dim; i++)
+            lt->pos[k][i] = (int8_t)(2 * (lt->codes[k] >> (lt->bits * i) & mask) + 1);
+    for (int u = 0; u < size; u++) lt->map[u] = -1;
+    for (int k = 0; k < lt->n; k++) lt->map[lt->codes[k]] = k;
+    int used = 0, d2[1024];
+    for (int u = 0; u < size; u++) {
+        bool searched = lt->map[u] < 0;
+        for (int i = 0; i < lt->dim; i++) searched &= (u >> (lt->bits * i) & mask) < lt->levels;
+        if (!searched) continue;
+        for (int k = 0; k < lt->n; k++) {
+            int s = 0;
+            for (int i = 0; i < lt->dim; i++) {
+                const int d = lt->pos[k][i] - (2 * (u >> (lt->bits * i) & mask) + 1);
+                s += d * d;
+            }
+            d2[k] = s;
+        }
+        if (used == lt->nb_cap) return false;
+        const int start = used++;
+        /* the nwant smallest distances in turn, each distance's points by index */
+        for (int w = 0, prev = -1; w < lt->nwant; w++) {
+            int next = INT_MAX;
+            for (int k = 0; k < lt->n; k++)
+                if (d2[k] > prev && d2[k] < next) next = d2[k];
+            if (next == INT_MAX) break;
+            for (int k = 0; k < lt->n; k++)
+                if (d2[k] == next) {
+                    if (used == lt->nb_cap) return false;
+                    lt->nb[used++] = (uint16_t)k;
+                }
+            prev = next;
+        }
+        lt->nb[start] = (uint16_t)(used - start - 1);
+        lt->map[u] = -1 - start;
+    }
+    return true;
+}
+
+/* Lattice l, built on first use (thread-safe); NULL if its lists did not fit. */
+static const lattice *lattice_get(int l) {
+    if (!atomic_load_explicit(&lats_built[l], memory_order_acquire)) {
+        pthread_mutex_lock(&lats_lock);
+        if (!atomic_load_explicit(&lats_built[l], memory_order_relaxed)) {
+            lats_ok[l] = build(&lats[l]);
+            atomic_store_explicit(&lats_built[l], true, memory_order_release);
+        }
+        pthread_mutex_unlock(&lats_lock);
+    }
+    return lats_ok[l] ? &lats[l] : NULL;
+}
+
+/* Grid index of the listed neighbour nearest to x (weights w, the points scaled by `scale`), the
+ * first in list order on ties; its levels into L. */
+static int nearest_listed(const lattice *lt, const uint16_t *list, const float *x, const float *w,
+                          float scale, int8_t *L) {
+    float best = FLT_MAX;
+    int g = list[1];
+    for (int j = 1; j <= list[0]; j++) {
+        const int8_t *p = lt->pos[list[j]];
+        float d2 = 0;
+        for (int i = 0; i < lt->dim; i++) {
+            const float diff = scale * p[i] - x[i];
+            d2 += w[i] * diff * diff;
+        }
+        if (d2 < best) {
+            best = d2;
+            g = list[j];
+        }
+    }
+    for (int i = 0; i < lt->dim; i++) L[i] = (int8_t)((lt->pos[g][i] - 1) / 2);
+    return g;
+}
+
+/* Grid index for the levels of x rounded at inverse scale id into L: the point itself when the
+ * rounding lands on the grid, else its nearest listed neighbour at `scale`; *on whether it did. */
+static int round_group(const lattice *lt, const float *x, const float *waux, float id, float scale,
+                       int8_t *L, bool *on) {
+    int u = 0;
+    for (int i = 0; i < lt->dim; i++) {
+        int l = elm_nearest_int(0.5f * (id * x[i] - 1));
+        l = l < 0 ? 0 : l > lt->levels - 1 ? lt->levels - 1 : l;
+        L[i] = (int8_t)l;
+        u |= l << (lt->bits * i);
+    }
+    const int g = lt->map[u];
+    *on = g >= 0;
+    return g >= 0 ? g : nearest_listed(lt, lt->nb - g - 1, x, waux, scale, L);
+}
+
+/* ---- the sub-block search ---- */
+
+/* After the trial scales, which groups are rounded again at the best fit's scale: all (IQ2_XXS),
+ * those off the grid (IQ2_XS, IQ2_S, IQ3_XXS), or all when any is off (IQ3_S). */
+typedef enum { REFIT_ALL, REFIT_OFF, REFIT_ANY_OFF } refit_mode;
+
+typedef struct iq_kind {
+    elm_type type;
+    int lat, sub;       /* lattice, weights per sub-block */
+    int steps;          /* trial inverse scales (2·levels - 1 + is·step)/max, |is| <= steps */
+    float step, eps;    /* eps: the largest magnitude below which a sub-block is all zeros */
+    bool twice_sigma;   /* σ² = 2·Σx²/256 in the weights, else Σx²/256 */
+    bool parity;        /* 7 sign bits stored per 8 weights, the count of minus signs even */
+    bool qp_start;      /* the trials around make_qp_quants' scale, not the largest magnitude */
+    bool sigma_no_qw;   /* without importances w = σ²/4 + x² (IQ2_S), else x² */
+    refit_mode refit;
+    float fudge;        /* the stored d is max_scale/31 times this */
+} iq_kind;
+
+/* IQ3_S's zero test is max == 0: for magnitudes, max < the smallest subnormal. */
+static const iq_kind kinds[] = {
+    {ELM_TYPE_IQ2_XXS, LAT_IQ2XXS, 32, 6, 0.1f, 1e-15f, false, true, true, false, REFIT_ALL, 1.f},
+    {ELM_TYPE_IQ2_XS, LAT_IQ2XS, 16, 9, 0.1f, 1e-15f, false, true, false, false, REFIT_OFF, 1.f},
+    {ELM_TYPE_IQ2_S, LAT_IQ2S, 16, 9, 0.1f, 1e-8f, true, false, false, true, REFIT_OFF, 0.9875f},
+    {ELM_TYPE_IQ3_XXS, LAT_IQ3XXS, 32, 15, 0.2f, 1e-8f, true, true, false, false, REFIT_OFF,
+     1.0125f},
+    {ELM_TYPE_IQ3_S, LAT_IQ3S, 32, 9, 0.2f, 0x1p-149f, true, false, false, false, REFIT_ANY_OFF,
+     1.033f},
+};
+
+/* Σ w·x·q and Σ w·q² over n weights at levels L (q = 2L + 1). */
+static void fit(int n, const float *w, const float *x, const int8_t *L, float *sqx, float *sq2) {
+    float sumqx = 0, sumq2 = 0;
+    for (int i = 0; i < n; i++) {
+        const float q = 2 * L[i] + 1;
+        sumqx += w[i] * x[i] * q;
+        sumq2 += w[i] * q * q;
+    }
+    *sqx = sumqx;
+    *sq2 = sumq2;
+}
+
+/* One sub-block xb[kd->sub] with importances qw (or NULL): its grid indices g[sub/dim] and sign
+ * bytes signs[sub/8]; returns false for a sub-block written as zeros (nothing packed), else
+ * true with its scale (>= 0) in *scale. */
+static bool search(const iq_kind *kd, const lattice *lt, const float *xb, const float *qw,
+                   float sigma2, uint16_t *g, uint8_t *signs, float *scale_out) {
+    const int n = kd->sub, ng = n / lt->dim, kmax = lt->levels;
+    float weight[32], waux[32], xval[32] = {0}; /* (all set below: zeroed for the compiler) */
+    int8_t L[32], Laux[32];
+    uint16_t gaux[8];
+    bool on[8], onaux[8];
+    for (int i = 0; i < n; i++)
+        weight[i] = qw ? qw[i] * sqrtf(sigma2 + xb[i] * xb[i])
+                       : kd->sigma_no_qw ? 0.25f * sigma2 + xb[i] * xb[i] : xb[i] * xb[i];
+    for (int i = 0; i < n; i++) waux[i] = sqrtf(weight[i]);
+    for (int k = 0; k < n / 8; k++) {
+        const float *x8 = xb + 8 * k;
+        float *v8 = xval + 8 * k;
+        int nflip = 0;
+        unsigned s = 0;
+        for (int i = 0; i < 8; i++) {
+            if (x8[i] >= 0) {
+                v8[i] = x8[i];
+            } else {
+                v8[i] = -x8[i];
+                nflip++;
+                s |= 1u << i;
+            }
+        }
+        if (kd->parity && nflip % 2) {
+            /* the least important weight takes the wrong sign */
+            int imin = 0;
+            float min = weight[8 * k] * x8[0] * x8[0];
+            for (int i = 1; i < 8; i++) {
+                const float ax = weight[8 * k + i] * x8[i] * x8[i];
+                if (ax < min) min = ax, imin = i;
+            }
+            v8[imin] = -v8[imin];
+            s ^= 1u << imin;
+        }
+        signs[k] = (uint8_t)(kd->parity ? s & 127 : s);
+    }
+    float max = xval[0];
+    for (int i = 1; i < n; i++) max = max > xval[i] ? max : xval[i];
+    if (max < kd->eps) return false;
+    float scale = max / (2 * kmax - 1), top = max;
+    if (kd->qp_start) {
+        scale = elm_make_qp_quants(n, kmax + 1, xval, (uint8_t *)L, weight);
+        top = scale * kmax;
+        if (top <= 0) return false;
+    }
+    memset(L, 0, sizeof L);
+    for (int k = 0; k < ng; k++) g[k] = 0, on[k] = kd->refit != REFIT_ANY_OFF;
+    float best = 0;
+    for (int is = -kd->steps; is <= kd->steps; is++) {
+        const float id = (2 * kmax - 1 + is * kd->step) / top, this_scale = 1 / id;
+        for (int k = 0; k < ng; k++)
+            gaux[k] = (uint16_t)round_group(lt, xval + lt->dim * k, waux + lt->dim * k, id,
+                                            this_scale, Laux + lt->dim * k, &onaux[k]);
+        float sumqx, sumq2;
+        fit(n, weight, xval, Laux, &sumqx, &sumq2);
+        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+            scale = sumqx / sumq2;
+            best = scale * sumqx;
+            memcpy(L, Laux, (size_t)n);
+            memcpy(g, gaux, sizeof(uint16_t) * (size_t)ng);
+            memcpy(on, onaux, sizeof(bool) * (size_t)ng);
+        }
+    }
+    int n_off = 0;
+    for (int k = 0; k < ng; k++) n_off += !on[k];
+    if (scale > 0 && (kd->refit == REFIT_ALL || n_off > 0)) {
+        const float id = 1 / scale;
+        for (int k = 0; k < ng; k++) {
+            bool dummy;
+            if (kd->refit == REFIT_OFF && on[k]) continue;
+            g[k] = (uint16_t)round_group(lt, xval + lt->dim * k, waux + lt->dim * k, id, scale,
+                                         L + lt->dim * k, &dummy);
+        }
+        float sumqx, sumq2;
+        fit(n, weight, xval, L, &sumqx, &sumq2);
+        if (sumq2 > 0) scale = sumqx / sumq2;
+    }
+    if (scale < 0) {
+        /* (a negative fit; llama.cpp keeps the scale positive and flips the signs) */
+        scale = -scale;
+        for (int k = 0; k < n / 8; k++)
+            signs[k] = (uint8_t)(kd->parity ? ~signs[k] & 127 : ~signs[k]);
+    }
+    *scale_out = scale;
+    return true;
+}
+
+/* ---- blocks ---- */
+
+static void put32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* The 4-bit code of a sub-block scale, against the super-block's d = max_scale/31. */
+static unsigned scale_code(float id, float scale) {
+    const int l = elm_nearest_int(0.5f * (id * scale - 1));
+    return (unsigned)(l < 0 ? 0 : l > 15 ? 15 : l);
+}
+
+/* Seven sign bits per byte of four bytes into one word. */
+static uint32_t signs28(const uint8_t *s) {
+    return (uint32_t)s[0] | (uint32_t)s[1] << 7 | (uint32_t)s[2] << 14 | (uint32_t)s[3] << 21;
+}
+
+static void encode_block(const iq_kind *kd, const lattice *lt, const float *x, const float *qw,
+                         uint8_t *y, size_t bytes) {
+    const int nsub = ELM_QK_K / kd->sub, gps = kd->sub / lt->dim;
+    float scales[16], max_scale = 0, sumx2 = 0;
+    uint16_t g[16][8];
+    uint8_t signs[16][4];
+    bool packed[16];
+    for (int i = 0; i < ELM_QK_K; i++) sumx2 += x[i] * x[i];
+    const float sigma2 = kd->twice_sigma ? 2 * sumx2 / ELM_QK_K : sumx2 / ELM_QK_K;
+    for (int ib = 0; ib < nsub; ib++) {
+        scales[ib] = 0;
+        packed[ib] = search(kd, lt, x + kd->sub * ib, qw ? qw + kd->sub * ib : NULL, sigma2, g[ib],
+                            signs[ib], &scales[ib]);
+        max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
+    }
+    memset(y, 0, bytes);
+    /* IQ2_XXS, IQ2_XS and IQ3_XXS gather their codes aside and write none for an all-zero
+     * super-block; IQ2_S and IQ3_S write them in place, before knowing */
+    const bool in_place = kd->type == ELM_TYPE_IQ2_S || kd->type == ELM_TYPE_IQ3_S;
+    if (!max_scale && !in_place) return;
+    const float d = max_scale / 31, id = 1 / d;
+    if (max_scale) elm_store_f16(y, d * kd->fudge);
+    uint8_t *qs = y + 2;
+    switch (kd->type) {
+    case ELM_TYPE_IQ2_XXS: /* per 32: four grid bytes, then 4×7 sign bits and the scale */
+        for (int ib = 0; ib < nsub; ib++) {
+            if (packed[ib])
+                put32(qs + 8 * ib, (uint32_t)g[ib][0] | (uint32_t)g[ib][1] << 8 |
+                                       (uint32_t)g[ib][2] << 16 | (uint32_t)g[ib][3] << 24);
+            put32(qs + 8 * ib + 4, (packed[ib] ? signs28(signs[ib]) : 0) |
+                                       (uint32_t)scale_code(id, scales[ib]) << 28);
+        }
+        return;
+    case ELM_TYPE_IQ2_XS: /* per 16: two 16-bit words of 9-bit grid index and 7 sign bits */
+        for (int ib = 0; ib < nsub; ib++) {
+            for (int k = 0; k < 2 && packed[ib]; k++) {
+                const unsigned v = g[ib][k] | (unsigned)signs[ib][k] << 9;
+                qs[4 * ib + 2 * k] = (uint8_t)v;
+                qs[4 * ib + 2 * k + 1] = (uint8_t)(v >> 8);
+            }
+            y[66 + ib / 2] |= (uint8_t)(scale_code(id, scales[ib]) << 4 * (ib % 2));
+        }
+        return;
+    case ELM_TYPE_IQ2_S: /* grid low bytes, sign bytes, 2 high bits per point, scales */
+        for (int ib = 0; ib < nsub; ib++) {
+            for (int k = 0; k < 2 && packed[ib]; k++) {
+                const int i8 = 2 * ib + k;
+                qs[i8] = (uint8_t)g[ib][k];
+                y[66 + i8 / 4] |= (uint8_t)((g[ib][k] >> 8) << 2 * (i8 % 4));
+                qs[32 + i8] = signs[ib][k];
+            }
+            if (max_scale) y[74 + ib / 2] |= (uint8_t)(scale_code(id, scales[ib]) << 4 * (ib % 2));
+        }
+        return;
+    case ELM_TYPE_IQ3_XXS: /* 64 grid bytes, then per 32: 4×7 sign bits and the scale */
+        for (int ib = 0; ib < nsub; ib++) {
+            for (int k = 0; k < 8 && packed[ib]; k++) qs[8 * ib + k] = (uint8_t)g[ib][k];
+            put32(qs + 64 + 4 * ib, (packed[ib] ? signs28(signs[ib]) : 0) |
+                                        (uint32_t)scale_code(id, scales[ib]) << 28);
+        }
+        return;
+    case ELM_TYPE_IQ3_S: {
+        /* grid low bytes, a high bit per point, sign bytes, scales. llama.cpp moves on in qs and
+         * signs only past a sub-block it packs, so those of an all-zero sub-block go to the next
+         * one's place (the high bits stay in place) */
+        uint8_t *q = qs, *qh = y + 66, *sg = y + 74;
+        for (int ib = 0; ib < nsub; ib++) {
+            if (!packed[ib]) continue;
+            for (int k = 0; k < gps; k++) {
+                q[k] = (uint8_t)g[ib][k];
+                qh[(ib * gps + k) / 8] |= (uint8_t)((g[ib][k] >> 8) << ((ib * gps + k) % 8));
+            }
+            memcpy(sg, signs[ib], 4);
+            q += gps;
+            sg += 4;
+        }
+        for (int ib = 0; ib < nsub && max_scale; ib += 2)
+            y[106 + ib / 2] = (uint8_t)(scale_code(id, scales[ib]) |
+                                        scale_code(id, scales[ib + 1]) << 4);
+        return;
+    }
+    default: return;
+    }
+}
+
+bool elm_iquant_grid_encode(elm_type type, const float *x, void *dst, int64_t n,
+                            const float *qw) {
+    const iq_kind *kd = NULL;
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        if (kinds[k].type == type) kd = &kinds[k];
+    if (!kd || (!qw && (type == ELM_TYPE_IQ2_XXS || type == ELM_TYPE_IQ2_XS))) return false;
+    const lattice *lt = lattice_get(kd->lat);
+    if (!lt) return false;
+    const size_t bytes = elm_type_get((uint32_t)type)->block_bytes;
+    uint8_t *y = dst;
+    for (int64_t i = 0; i < n / ELM_QK_K; i++)
+        encode_block(kd, lt, x + ELM_QK_K * i, qw ? qw + ELM_QK_K * i : NULL,
+                     y + bytes * (size_t)i, bytes);
+    return true;
+}
+
+void elm_iq2_s_from_float(const float *src, void *dst, int64_t n) {
+    elm_iquant_grid_encode(ELM_TYPE_IQ2_S, src, dst, n, NULL);
+}
+
+void elm_iq3_xxs_from_float(const float *src, void *dst, int64_t n) {
+    elm_iquant_grid_encode(ELM_TYPE_IQ3_XXS, src, dst, n, NULL);
+}
+
+void elm_iq3_s_from_float(const float *src, void *dst, int64_t n) {
+    elm_iquant_grid_encode(ELM_TYPE_IQ3_S, src, dst, n, NULL);
+}
