@@ -44,7 +44,7 @@ fi
 
 set -e
 jobs=$(nproc 2>/dev/null || echo 2)
-tests='test_kernels test_kquant_kernels test_generate test_isa'
+tests='test_kernels test_kquant_kernels test_iquant_kernels test_generate test_isa'
 cmake -S . -B "$build" -DCMAKE_TOOLCHAIN_FILE="$PWD/cmake/aarch64.cmake" -DCMAKE_BUILD_TYPE=Release \
   -DEDGELM_SHARED="$shared" >/dev/null
 cmake --build "$build" -j "$jobs" --target $tests edgelm_jni -- --no-print-directory >/dev/null
@@ -56,7 +56,7 @@ cmake --build "$build-clang" -j "$jobs" -- --no-print-directory >/dev/null
 retry=(--timeout 300 --repeat until-pass:2)
 echo "edgelm: ARM64, gcc" >&2
 (cd "$build" && ctest --output-on-failure -O ctest.log -j "$jobs" "${retry[@]}" \
-  -R '^(test_kernels|test_kquant_kernels|test_generate|test_isa|test_isa_neon|jni_bridge)$')
+  -R '^(test_kernels|test_kquant_kernels|test_iquant_kernels|test_generate|test_isa|test_isa_neon|jni_bridge)$')
 # qemu's default CPU (max) has FEAT_BF16, so the NEON table there takes BF16 by BFDOT; a Cortex-A76
 # (dot product, no BF16) runs the table's float path for it
 echo "edgelm: ARM64, gcc, QEMU_CPU=cortex-a76 (NEON without BF16)" >&2

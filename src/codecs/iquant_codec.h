@@ -45,6 +45,11 @@ const elm_iq_grids *elm_iq_grids_get(void);
  * folded in; TQ: the trit or 2-bit code minus 1). |q| <= 62, 1 <= sc <= 31. */
 void elm_iquant_ints(elm_type t, const uint8_t *block, float *d, int8_t sc[16], int8_t q[256]);
 
+/* elm_iquant_ints in two parts: the scales d and sc, and the grid values q from the codebooks G
+ * (elm_iq_grids_get()), the scalar oracle of the SIMD unpacking (kernels/iquant.h). */
+void elm_iquant_scales(elm_type t, const uint8_t *block, float *d, int8_t sc[16]);
+void elm_iquant_values(elm_type t, const elm_iq_grids *G, const uint8_t *block, int8_t q[256]);
+
 /* Encodes n weights x (a multiple of 256) of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS or IQ3_S into dst
  * as llama-quantize does (ggml's quantize_iq2_xxs .. quantize_iq3_s), with the per-weight
  * importances qw[n] (llama.cpp's quant_weights), or without them (qw NULL: IQ2_S, IQ3_XXS and

@@ -61,11 +61,10 @@ static void signed8(const uint8_t *g, unsigned signs, int8_t *q) {
 
 /* IQ2_XXS, 66 bytes: f16 d, then per 32 weights 8 bytes: four grid indices (one byte each, 8
  * weights each) and a u32 of four 7-bit sign codes (bits 7l..7l+6) and the scale (bits 28-31). */
-static void iq2_xxs(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t *q) {
+static void iq2_xxs(const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
     for (int ib = 0; ib < 8; ib++) {
         const uint8_t *p = b + 2 + 8 * ib;
         const uint32_t aux = load32(p + 4);
-        sc[2 * ib] = sc[2 * ib + 1] = (int8_t)(2 * (aux >> 28) + 1);
         for (int l = 0; l < 4; l++)
             signed8(G->iq2xxs[p[l]], G->ksigns[(aux >> 7 * l) & 127], q + 32 * ib + 8 * l);
     }
@@ -73,8 +72,7 @@ static void iq2_xxs(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t 
 
 /* IQ2_XS, 74 bytes: f16 d, u16 qs[32] (9-bit grid index, 7-bit sign code per 8 weights), u8
  * scales[8] (a 4-bit scale per 16 weights, low nibble first). */
-static void iq2_xs(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t *q) {
-    for (int k = 0; k < 16; k++) sc[k] = (int8_t)(2 * ((b[66 + k / 2] >> 4 * (k % 2)) & 15) + 1);
+static void iq2_xs(const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
     for (int i = 0; i < 32; i++) {
         const unsigned v = load16(b + 2 + 2 * i);
         signed8(G->iq2xs[v & 511], G->ksigns[v >> 9], q + 8 * i);
@@ -83,8 +81,7 @@ static void iq2_xs(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t *
 
 /* IQ2_S, 82 bytes: f16 d, u8 qs[32] (grid index low bits), u8 signs[32] (one explicit sign byte
  * per 8 weights), u8 qh[8] (2 high index bits per 8 weights), u8 scales[8] as IQ2_XS. */
-static void iq2_s(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t *q) {
-    for (int k = 0; k < 16; k++) sc[k] = (int8_t)(2 * ((b[74 + k / 2] >> 4 * (k % 2)) & 15) + 1);
+static void iq2_s(const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
     for (int i = 0; i < 32; i++) {
         const unsigned idx = b[2 + i] | ((b[66 + i / 4] >> 2 * (i % 4)) & 3) << 8;
         signed8(G->iq2s[idx], b[34 + i], q + 8 * i);
@@ -93,10 +90,9 @@ static void iq2_s(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t *q
 
 /* IQ3_XXS, 98 bytes: f16 d, u8 qs[64] (grid index per 4 weights), then per 32 weights a u32 of
  * four 7-bit sign codes and the scale (bits 28-31), as IQ2_XXS. */
-static void iq3_xxs(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t *q) {
+static void iq3_xxs(const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
     for (int ib = 0; ib < 8; ib++) {
         const uint32_t aux = load32(b + 66 + 4 * ib);
-        sc[2 * ib] = sc[2 * ib + 1] = (int8_t)(2 * (aux >> 28) + 1);
         for (int l = 0; l < 4; l++) {
             uint8_t g[8];
             memcpy(g, G->iq3xxs[b[2 + 8 * ib + 2 * l]], 4);
@@ -109,9 +105,8 @@ static void iq3_xxs(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t 
 /* IQ3_S, 110 bytes: f16 d, u8 qs[64] (grid index low bits per 4 weights), u8 qh[8] (the ninth
  * index bits, one byte per 32 weights), u8 signs[32] (explicit), u8 scales[4] (a 4-bit scale
  * per 32 weights, low nibble first). */
-static void iq3_s(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t *q) {
+static void iq3_s(const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
     for (int ib = 0; ib < 8; ib++) {
-        sc[2 * ib] = sc[2 * ib + 1] = (int8_t)(2 * ((b[106 + ib / 2] >> 4 * (ib % 2)) & 15) + 1);
         for (int l = 0; l < 4; l++) {
             uint8_t g[8];
             for (int h = 0; h < 2; h++) {
@@ -131,10 +126,9 @@ static void iq1_point(const elm_iq_grids *G, unsigned idx, bool minus, int8_t *q
 /* IQ1_S, 50 bytes: f16 d, u8 qs[32] (grid index low bits per 8 weights), u16 qh[8] per 32
  * weights: 3 high index bits for each of its four 8-weight groups (bits 3l..3l+2), the scale
  * (bits 12-14) and the shift's sign (bit 15). */
-static void iq1_s(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t *q) {
+static void iq1_s(const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
     for (int ib = 0; ib < 8; ib++) {
         const unsigned h = load16(b + 34 + 2 * ib);
-        sc[2 * ib] = sc[2 * ib + 1] = (int8_t)(2 * ((h >> 12) & 7) + 1);
         for (int l = 0; l < 4; l++)
             iq1_point(G, b[2 + 4 * ib + l] | ((h >> 3 * l) & 7) << 8, h & 0x8000,
                       q + 32 * ib + 8 * l);
@@ -152,15 +146,11 @@ static float iq1_m_scale(const uint8_t *b) {
 /* IQ1_M, 56 bytes, no stored f16: u8 qs[32] (grid index low bits), u8 qh[16] (per 8 weights a
  * nibble: 3 high index bits and the shift's sign at bit 3), u16 scales[4]: a 3-bit scale per 16
  * weights (bits 3k..3k+2 of word k/4), the f16 super-block scale in the four top nibbles. */
-static float iq1_m(const elm_iq_grids *G, const uint8_t *b, int8_t *sc, int8_t *q) {
-    unsigned w[4];
-    for (int i = 0; i < 4; i++) w[i] = load16(b + 48 + 2 * i);
-    for (int k = 0; k < 16; k++) sc[k] = (int8_t)(2 * ((w[k / 4] >> 3 * (k % 4)) & 7) + 1);
+static void iq1_m(const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
     for (int i = 0; i < 32; i++) {
         const unsigned nib = (b[32 + i / 2] >> 4 * (i % 2)) & 15;
         iq1_point(G, b[i] | (nib & 7) << 8, nib & 8, q + 8 * i);
     }
-    return iq1_m_scale(b);
 }
 
 /* Trit n (0 first), minus 1, of a TQ1_0 byte: the byte is a base-3 fraction of 256, so trit n is
@@ -188,19 +178,61 @@ static void tq2_0(const uint8_t *b, int8_t *q) {
         q[w] = (int8_t)(((b[32 * (w / 128) + w % 32] >> 2 * (w % 128 / 32)) & 3) - 1);
 }
 
-void elm_iquant_ints(elm_type t, const uint8_t *b, float *d, int8_t sc[16], int8_t q[256]) {
-    const elm_iq_grids *G = elm_iq_grids_get();
-    switch (t) {
-    case ELM_TYPE_IQ2_XXS: *d = elm_load_f16(b) * 0.125f, iq2_xxs(G, b, sc, q); break;
-    case ELM_TYPE_IQ2_XS: *d = elm_load_f16(b) * 0.125f, iq2_xs(G, b, sc, q); break;
-    case ELM_TYPE_IQ2_S: *d = elm_load_f16(b) * 0.125f, iq2_s(G, b, sc, q); break;
-    case ELM_TYPE_IQ3_XXS: *d = elm_load_f16(b) * 0.25f, iq3_xxs(G, b, sc, q); break;
-    case ELM_TYPE_IQ3_S: *d = elm_load_f16(b), iq3_s(G, b, sc, q); break;
-    case ELM_TYPE_IQ1_S: *d = elm_load_f16(b) * 0.125f, iq1_s(G, b, sc, q); break;
-    case ELM_TYPE_IQ1_M: *d = iq1_m(G, b, sc, q) * 0.125f; break;
-    case ELM_TYPE_TQ1_0: *d = elm_load_f16(b + 52), memset(sc, 1, 16), tq1_0(b, q); break;
-    default: *d = elm_load_f16(b + 64), memset(sc, 1, 16), tq2_0(b, q); break;
+/* sc[k] = 2·f_k + 1 for the 4-bit fields f of the scale bytes s (low nibble first), one field
+ * per `per` 16-weight groups. */
+static void nibble_scales(const uint8_t *s, int per, int8_t sc[16]) {
+    for (int k = 0; k < 16; k++) {
+        const int j = k / per;
+        sc[k] = (int8_t)(2 * ((s[j / 2] >> 4 * (j % 2)) & 15) + 1);
     }
+}
+
+/* sc[2ib] = sc[2ib+1] = 2·f + 1 for the 3- or 4-bit field f at bit `at` of 32-weight group ib's
+ * scale word at b + stride·ib (a u32 for a stride of 4 or more, else a u16). */
+static void word_scales(const uint8_t *b, int stride, int at, unsigned mask, int8_t sc[16]) {
+    for (int ib = 0; ib < 8; ib++) {
+        const uint8_t *w = b + stride * ib;
+        const uint32_t v = stride >= 4 ? load32(w) : load16(w);
+        sc[2 * ib] = sc[2 * ib + 1] = (int8_t)(2 * ((v >> at) & mask) + 1);
+    }
+}
+
+void elm_iquant_scales(elm_type t, const uint8_t *b, float *d, int8_t sc[16]) {
+    switch (t) {
+    case ELM_TYPE_IQ2_XXS: *d = elm_load_f16(b) * 0.125f, word_scales(b + 6, 8, 28, 15, sc); break;
+    case ELM_TYPE_IQ2_XS: *d = elm_load_f16(b) * 0.125f, nibble_scales(b + 66, 1, sc); break;
+    case ELM_TYPE_IQ2_S: *d = elm_load_f16(b) * 0.125f, nibble_scales(b + 74, 1, sc); break;
+    case ELM_TYPE_IQ3_XXS: *d = elm_load_f16(b) * 0.25f, word_scales(b + 66, 4, 28, 15, sc); break;
+    case ELM_TYPE_IQ3_S: *d = elm_load_f16(b), nibble_scales(b + 106, 2, sc); break;
+    case ELM_TYPE_IQ1_S: *d = elm_load_f16(b) * 0.125f, word_scales(b + 34, 2, 12, 7, sc); break;
+    case ELM_TYPE_IQ1_M: {
+        *d = iq1_m_scale(b) * 0.125f;
+        for (int k = 0; k < 16; k++)
+            sc[k] = (int8_t)(2 * ((load16(b + 48 + 2 * (k / 4)) >> 3 * (k % 4)) & 7) + 1);
+        break;
+    }
+    case ELM_TYPE_TQ1_0: *d = elm_load_f16(b + 52), memset(sc, 1, 16); break;
+    default: *d = elm_load_f16(b + 64), memset(sc, 1, 16); break;
+    }
+}
+
+void elm_iquant_values(elm_type t, const elm_iq_grids *G, const uint8_t *b, int8_t q[256]) {
+    switch (t) {
+    case ELM_TYPE_IQ2_XXS: iq2_xxs(G, b, q); break;
+    case ELM_TYPE_IQ2_XS: iq2_xs(G, b, q); break;
+    case ELM_TYPE_IQ2_S: iq2_s(G, b, q); break;
+    case ELM_TYPE_IQ3_XXS: iq3_xxs(G, b, q); break;
+    case ELM_TYPE_IQ3_S: iq3_s(G, b, q); break;
+    case ELM_TYPE_IQ1_S: iq1_s(G, b, q); break;
+    case ELM_TYPE_IQ1_M: iq1_m(G, b, q); break;
+    case ELM_TYPE_TQ1_0: tq1_0(b, q); break;
+    default: tq2_0(b, q); break;
+    }
+}
+
+void elm_iquant_ints(elm_type t, const uint8_t *b, float *d, int8_t sc[16], int8_t q[256]) {
+    elm_iquant_scales(t, b, d, sc);
+    elm_iquant_values(t, elm_iq_grids_get(), b, q);
 }
 
 static void iquant_to_float(elm_type t, const uint8_t *b, float *y, int64_t n) {

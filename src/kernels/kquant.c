@@ -216,7 +216,6 @@ static void matmul_grid32(const elm_kq_kernels *k, const elm_matmul_args *a, int
 void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0, int64_t r1,
                        void *scratch) {
     const elm_kq_kernels *s = &elm_kq_scalar;
-    if (elm_type_iquant(a->w.type)) k = s; /* no SIMD pieces for them yet (iquant.h) */
     const elm_kq_kernels kk = {
         .unpack = k->unpack ? k->unpack : s->unpack,
         .dot = k->dot ? k->dot : s->dot,

@@ -109,11 +109,11 @@ typedef struct elm_kq_kernels {
     float (*row_mxfp4)(const uint8_t *src, elm_q8_row x, int64_t n);
     /* As dot, but straight from nr <= 2 rows (row_bytes apart) of n packed super-blocks of type
      * t at src (as stored in the file), decoded in registers: no unpacked copy, the same
-     * integers; out[4·r + i] for row r, token i. Optional; serves the types whose bit (1u << t)
+     * integers; out[4·r + i] for row r, token i. Optional; serves the types whose bit (1ull << t)
      * is set in packed_types, the others go through unpack and dot. */
     void (*dot_packed)(elm_type t, const uint8_t *src, size_t row_bytes, int nr,
                        const elm_q8k_row *x, int nx, int64_t n, float *out);
-    uint32_t packed_types;
+    uint64_t packed_types; /* 64 bits: type ids go up to 39 */
     /* Decode, optional, for the packed_types: y[r] = row r · x for r < n_rows rows (row_bytes
      * apart) of n packed super-blocks at src, the float result above in any float order. */
     void (*decode_rows)(elm_type t, const uint8_t *src, size_t row_bytes, int64_t n_rows,
@@ -123,7 +123,7 @@ typedef struct elm_kq_kernels {
      * rows at xq; scratch: ELM_KQ_TILE_SB_BYTES per 256 columns, 64-byte aligned. */
     void (*gemm16)(elm_type t, const elm_kq_block *blk, int n_rows, int64_t cols, const void *xq,
                    int64_t nt, float *y, int64_t ldy, void *scratch);
-    uint32_t gemm16_types; /* the types (bit 1u << t) gemm16 serves */
+    uint64_t gemm16_types; /* the types (bit 1ull << t) gemm16 serves */
     /* Packed Q4_K (packed.h's q4_kx16, for the tables that pack it), every token count: gemm.h's
      * elm_tile_q8_fn over one tile of nb super-blocks, with q8_K rows at xq (elm_q8k_at(xq,
      * 256·nb, t)), up to tile_q4_k_tokens tokens a call; the float result above per row. */

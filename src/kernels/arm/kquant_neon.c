@@ -1,17 +1,19 @@
 /* The k-quant/i-quant pieces of kernels/kquant.h for ARM64 NEON with the dot-product extension:
  * sdot multiplies the signed unpacked weights by the signed q8_K activations directly, four
  * products into each int32 lane, one 16-weight group per instruction; the group's scale then
- * multiplies the four lanes. Unpacking is the scalar oracle's except for the common types. */
+ * multiplies the four lanes. Unpacking is in NEON for Q4_K, Q6_K and the sub-4-bit i-quants
+ * (iquant_unpack.h), the scalar oracle's for the other types. */
 #include "kernels/kquant.h"
 
 #if defined(__aarch64__) && defined(__GNUC__) && defined(__linux__)
 #include <arm_neon.h>
+#include <string.h>
 
 #include "codecs/kquant_codec.h"
 #include "codecs/mxfp4.h"
 #include "kernels/blocks.h"
 #include "kernels/targets.h"
-
+#include "kernels/arm/iquant_unpack.h"
 
 NEON_INLINE void unpack_q4_k(const uint8_t *b, elm_kq_block *o) {
     o->d = elm_load_f16(b), o->dmin = elm_load_f16(b + 2);
@@ -62,6 +64,7 @@ NEON_FN static void unpack(elm_type t, const uint8_t *src, int64_t n, elm_kq_blo
         for (int64_t i = 0; i < n; i++) unpack_q4_k(src + i * bb, out + i);
     else if (t == ELM_TYPE_Q6_K)
         for (int64_t i = 0; i < n; i++) unpack_q6_k(src + i * bb, out + i);
+    else if (elm_type_iquant(t)) elm_iq_unpack_with(iq_values, t, src, n, out);
     else elm_kq_unpack_scalar(t, src, n, out);
 }
 

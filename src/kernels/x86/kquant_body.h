@@ -5,7 +5,8 @@
  *   KQ_TABLE  the name of the elm_kq_kernels table to define
  *
  * Unpacking turns each super-block's bit fields into bytes with shifts, masks and (for the
- * non-linear grid) one table lookup per 32 weights. The dot products use maddubs, which wants
+ * non-linear grid) one table lookup per 32 weights; the sub-4-bit i-quants load grid points by
+ * index instead (iquant_unpack.h). The dot products use maddubs, which wants
  * unsigned × signed bytes: the sign of each weight moves onto the activation (|q|·sign(x, q)),
  * exact since |q| and |x| are at most 127, so a pair of products stays below 2^15. The pair
  * sums are then multiplied by the 16-weight group's scale with madd. */
@@ -146,8 +147,14 @@ KQ_INLINE void unpack_iq4_xs(const uint8_t *b, elm_kq_block *o) {
     }
 }
 
+#include "kernels/x86/iquant_unpack.h"
+
 KQ_FN static void unpack(elm_type t, const uint8_t *src, int64_t n, elm_kq_block *out) {
     const size_t bb = elm_type_get(t)->block_bytes;
+    if (elm_type_iquant(t)) {
+        elm_iq_unpack_with(iq_values, t, src, n, out);
+        return;
+    }
     switch (t) {
     case ELM_TYPE_Q2_K:
         for (int64_t i = 0; i < n; i++) unpack_q2_k(src + i * bb, out + i);
@@ -682,7 +689,7 @@ KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int
 #ifdef KQ_TILES
 #include "kernels/x86/kquant_gemm_avx512.h"
 #include "kernels/x86/kquant_tile_avx512.h"
-#define KQ_GEMM16_TYPES 0xffffffffu
+#define KQ_GEMM16_TYPES (~0ull)
 #else
 #include "kernels/x86/kquant_gemm_avx2.h"
 #endif
@@ -697,7 +704,8 @@ const elm_kq_kernels KQ_TABLE = {
     .dot_packed = dot_packed,
     .decode_rows = decode_rows,
     .packed_types =
-        1u << ELM_TYPE_Q4_K | 1u << ELM_TYPE_Q5_K | 1u << ELM_TYPE_Q6_K | 1u << ELM_TYPE_IQ4_XS,
+        1ull << ELM_TYPE_Q4_K | 1ull << ELM_TYPE_Q5_K | 1ull << ELM_TYPE_Q6_K |
+        1ull << ELM_TYPE_IQ4_XS,
     .gemm16 = gemm16,
     .gemm16_types = KQ_GEMM16_TYPES,
     .tile_q4_k = tile_q4_kx16,

@@ -130,5 +130,10 @@ KQ_FN static void gemm16(elm_type t, const elm_kq_block *blk, int n_rows, int64_
 }
 #undef KQ2_TILE_NX
 
-/* The types gemm16 takes here: the others are faster straight from the file (dot_packed). */
-#define KQ_GEMM16_TYPES (1u << ELM_TYPE_IQ4_XS | 1u << ELM_TYPE_Q2_K | 1u << ELM_TYPE_Q3_K)
+/* The types gemm16 takes here: the others are faster straight from the file (dot_packed). The
+ * sub-4-bit i-quants (|q| <= 62, sc <= 31) keep a pair's products within maddubs' int16. */
+#define KQ_GEMM16_TYPES                                                                        \
+    (1ull << ELM_TYPE_IQ4_XS | 1ull << ELM_TYPE_Q2_K | 1ull << ELM_TYPE_Q3_K |                     \
+     1ull << ELM_TYPE_IQ2_XXS | 1ull << ELM_TYPE_IQ2_XS | 1ull << ELM_TYPE_IQ2_S |                 \
+     1ull << ELM_TYPE_IQ3_XXS | 1ull << ELM_TYPE_IQ3_S | 1ull << ELM_TYPE_IQ1_S |                  \
+     1ull << ELM_TYPE_IQ1_M | 1ull << ELM_TYPE_TQ1_0 | 1ull << ELM_TYPE_TQ2_0)

@@ -2,9 +2,10 @@
  * 16 weight rows at a time, one row per 32-bit lane, as gemm.c's tiles for the 32-weight types.
  *
  * The rows' unpacked blocks (elm_kq_block) are repacked into a tile: per super-block, the codes as
- * unsigned bytes u = q + o (o = 4 for Q3_K, 32 for Q6_K, 128 for IQ4_XS, else 0) with lane r of
- * vector k holding row r's columns 4k..4k+3; per 16-weight group the rows' scales as int32; and
- * per pair of groups int16 pairs of the correction weights (the mins m, or o·sc). Then vpdpbusd
+ * unsigned bytes u = q + o (o = 4 for Q3_K, 32 for Q6_K, 128 for IQ4_XS and the sub-4-bit
+ * i-quants, else 0) with lane r of vector k holding row r's columns 4k..4k+3; per 16-weight group
+ * the rows' scales as int32; and per pair of groups int16 pairs of the correction weights (the
+ * mins m, or o·sc). Then vpdpbusd
  * multiplies a vector of codes by 4 broadcast activation bytes: 64 products per instruction,
  * with nothing to sign-correct, and the exact integers of the oracle:
  *   Σ_g sc[g]·Σ q·x = Σ_g sc[g]·Σ u·x - Σ_g o·sc[g]·bsum[g],
@@ -20,7 +21,10 @@ typedef struct kq_tile_sb {
 _Static_assert(sizeof(kq_tile_sb) == ELM_KQ_TILE_SB_BYTES, "tile layout");
 
 KQ_INLINE int kq_offset(elm_type t) {
-    return t == ELM_TYPE_Q3_K ? 4 : t == ELM_TYPE_Q6_K ? 32 : t == ELM_TYPE_IQ4_XS ? 128 : 0;
+    return t == ELM_TYPE_Q3_K                             ? 4
+           : t == ELM_TYPE_Q6_K                           ? 32
+           : t == ELM_TYPE_IQ4_XS || elm_type_iquant(t) ? 128
+                                                          : 0;
 }
 
 

@@ -1,0 +1,184 @@
+/* The sub-4-bit i-quants and ternary types unpacked into the canonical super-block (kquant.h,
+ * iquant.h) in 256-bit vectors; part of kquant_body.h (the same KQ_FN and includes), so compiled
+ * for the AVX2 and the AVX-512 tables. Layouts: docs/kquants.md, "Sub-4-bit i-quants"; the scalar
+ * oracle is elm_iquant_values, whose bytes these give (tests/test_iquant_kernels.c).
+ *
+ * The lattice types build each 32 weights from grid points: four 8-byte points (IQ2, IQ1) or
+ * eight 4-byte points (IQ3) loaded by index from the expanded codebooks (elm_iq_grids) into one
+ * vector; then the signs, one byte per 8 weights (from the ksigns table for the 7-bit codes),
+ * are spread to the weights' bytes, tested against each byte's bit and applied as (g ^ m) - m.
+ * IQ1's values are 8·g ± 1 (vpsignb of 8 by g, plus the group's shift). The ternary types are
+ * bit fields (TQ2_0) or base-3 digits taken by 16-bit multiplies (TQ1_0). The scales are the
+ * codec's own (elm_iquant_scales). */
+#include "codecs/iquant_codec.h"
+#include "kernels/iquant.h"
+
+KQ_INLINE uint64_t iq_u64(const void *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+KQ_INLINE uint32_t iq_u32(const void *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* Four 8-byte grid points, weights 0-7, 8-15, 16-23, 24-31. */
+KQ_INLINE __m256i iq_points8(const void *grid, unsigned i0, unsigned i1, unsigned i2,
+                             unsigned i3) {
+    const uint8_t *g = grid;
+    return _mm256_set_epi64x((long long)iq_u64(g + 8 * i3), (long long)iq_u64(g + 8 * i2),
+                             (long long)iq_u64(g + 8 * i1), (long long)iq_u64(g + 8 * i0));
+}
+
+/* Magnitudes g of 32 weights negated where bit j of sign byte k (of `signs`) is set, for weight
+ * 8k + j. */
+KQ_INLINE __m256i iq_signed(__m256i g, uint32_t signs) {
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                            2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bits = _mm256_set1_epi64x(0x8040201008040201ll);
+    const __m256i s = _mm256_shuffle_epi8(_mm256_set1_epi32((int)signs), spread);
+    const __m256i m = _mm256_cmpeq_epi8(_mm256_and_si256(s, bits), bits);
+    return _mm256_sub_epi8(_mm256_xor_si256(g, m), m);
+}
+
+/* The four sign bytes of the 7-bit codes at bits 0, 7, 14, 21 of aux. */
+KQ_INLINE uint32_t iq_ksigns4(const uint8_t *ksigns, uint32_t aux) {
+    return (uint32_t)ksigns[aux & 127] | (uint32_t)ksigns[(aux >> 7) & 127] << 8 |
+           (uint32_t)ksigns[(aux >> 14) & 127] << 16 | (uint32_t)ksigns[(aux >> 21) & 127] << 24;
+}
+
+/* IQ1's 32 weights 8·g + shift from four grid points, shifts: a byte (1 or -1) per weight. */
+KQ_INLINE __m256i iq1_values(__m256i g, __m256i shifts) {
+    return _mm256_add_epi8(_mm256_sign_epi8(_mm256_set1_epi8(8), g), shifts);
+}
+
+/* The shift bytes of one 8-weight group: -1 when minus, else +1. */
+KQ_INLINE long long iq1_shift(bool minus) {
+    return minus ? -1ll : 0x0101010101010101ll;
+}
+
+/* Trit n of 16 bytes widened to 16-bit lanes x, minus 1 (n by lane, through pow = 3^n): the top
+ * base-3 digit of (x·3^n mod 256), as iquant_decode.c's trit. */
+KQ_INLINE __m256i tq1_trits(__m256i x, __m256i pow) {
+    const __m256i v = _mm256_and_si256(_mm256_mullo_epi16(x, pow), _mm256_set1_epi16(0xff));
+    return _mm256_sub_epi16(_mm256_srli_epi16(_mm256_mullo_epi16(v, _mm256_set1_epi16(3)), 8),
+                            _mm256_set1_epi16(1));
+}
+
+/* 16 int16 lanes to 16 bytes. */
+KQ_INLINE __m128i tq1_narrow(__m256i t) {
+    return _mm_packs_epi16(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
+}
+
+KQ_INLINE void unpack_tq1_0(const uint8_t *b, int8_t *q) {
+    static const int16_t pow3[5] = {1, 3, 9, 27, 81};
+    const __m256i x0 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)b));
+    const __m256i x1 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(b + 16)));
+    const __m256i x2 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(b + 32)));
+    for (int n = 0; n < 5; n++) {
+        const __m256i p = _mm256_set1_epi16(pow3[n]);
+        _mm_storeu_si128((__m128i *)(q + 32 * n), tq1_narrow(tq1_trits(x0, p)));
+        _mm_storeu_si128((__m128i *)(q + 32 * n + 16), tq1_narrow(tq1_trits(x1, p)));
+        _mm_storeu_si128((__m128i *)(q + 160 + 16 * n), tq1_narrow(tq1_trits(x2, p)));
+    }
+    /* qh: lane 4n + m is byte m's trit n */
+    const __m256i xh = _mm256_cvtepu8_epi16(_mm_shuffle_epi8(
+        _mm_cvtsi32_si128((int)iq_u32(b + 48)),
+        _mm_setr_epi8(0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3)));
+    const __m256i ph = _mm256_setr_epi16(1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27);
+    _mm_storeu_si128((__m128i *)(q + 240), tq1_narrow(tq1_trits(xh, ph)));
+}
+
+KQ_INLINE void unpack_tq2_0(const uint8_t *b, int8_t *q) {
+    const __m256i one = _mm256_set1_epi8(1);
+    for (int h = 0; h < 2; h++) {
+        const __m256i v = kq_load(b + 32 * h);
+        for (int k = 0; k < 4; k++)
+            kq_store(q + 128 * h + 32 * k, _mm256_sub_epi8(kq_bits(v, 2 * k, 3), one));
+    }
+}
+
+/* The grid values q of one block of type t (elm_iquant_values' bytes), for
+ * elm_iq_unpack_with. */
+KQ_FN static void iq_values(elm_type t, const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
+    switch (t) {
+    case ELM_TYPE_IQ2_XXS:
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *p = b + 2 + 8 * ib;
+            const __m256i g = iq_points8(G->iq2xxs, p[0], p[1], p[2], p[3]);
+            kq_store(q + 32 * ib, iq_signed(g, iq_ksigns4(G->ksigns, iq_u32(p + 4))));
+        }
+        break;
+    case ELM_TYPE_IQ2_XS:
+        for (int ib = 0; ib < 8; ib++) {
+            const uint64_t v = iq_u64(b + 2 + 8 * ib); /* four u16: 9-bit index, 7-bit signs */
+            const __m256i g = iq_points8(G->iq2xs, v & 511, (v >> 16) & 511, (v >> 32) & 511,
+                                         (v >> 48) & 511);
+            const uint32_t s = (uint32_t)G->ksigns[(v >> 9) & 127] |
+                               (uint32_t)G->ksigns[(v >> 25) & 127] << 8 |
+                               (uint32_t)G->ksigns[(v >> 41) & 127] << 16 |
+                               (uint32_t)G->ksigns[v >> 57] << 24;
+            kq_store(q + 32 * ib, iq_signed(g, s));
+        }
+        break;
+    case ELM_TYPE_IQ2_S:
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *p = b + 2 + 4 * ib;
+            const unsigned h = b[66 + ib];
+            const __m256i g = iq_points8(G->iq2s, p[0] | (h & 3) << 8, p[1] | (h & 12) << 6,
+                                         p[2] | (h & 48) << 4, p[3] | (h & 192) << 2);
+            kq_store(q + 32 * ib, iq_signed(g, iq_u32(b + 34 + 4 * ib)));
+        }
+        break;
+    case ELM_TYPE_IQ3_XXS:
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *p = b + 2 + 8 * ib;
+            const uint8_t(*g)[4] = G->iq3xxs;
+            const __m256i v = _mm256_setr_epi32(
+                (int)iq_u32(g[p[0]]), (int)iq_u32(g[p[1]]), (int)iq_u32(g[p[2]]),
+                (int)iq_u32(g[p[3]]), (int)iq_u32(g[p[4]]), (int)iq_u32(g[p[5]]),
+                (int)iq_u32(g[p[6]]), (int)iq_u32(g[p[7]]));
+            kq_store(q + 32 * ib, iq_signed(v, iq_ksigns4(G->ksigns, iq_u32(b + 66 + 4 * ib))));
+        }
+        break;
+    case ELM_TYPE_IQ3_S:
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *p = b + 2 + 8 * ib;
+            const unsigned h = b[66 + ib];
+            const uint8_t(*g)[4] = G->iq3s;
+            const __m256i v = _mm256_setr_epi32(
+                (int)iq_u32(g[p[0] | (h & 1) << 8]), (int)iq_u32(g[p[1] | (h & 2) << 7]),
+                (int)iq_u32(g[p[2] | (h & 4) << 6]), (int)iq_u32(g[p[3] | (h & 8) << 5]),
+                (int)iq_u32(g[p[4] | (h & 16) << 4]), (int)iq_u32(g[p[5] | (h & 32) << 3]),
+                (int)iq_u32(g[p[6] | (h & 64) << 2]), (int)iq_u32(g[p[7] | (h & 128) << 1]));
+            kq_store(q + 32 * ib, iq_signed(v, iq_u32(b + 74 + 4 * ib)));
+        }
+        break;
+    case ELM_TYPE_IQ1_S:
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *p = b + 2 + 4 * ib;
+            const unsigned h = (unsigned)b[34 + 2 * ib] | (unsigned)b[35 + 2 * ib] << 8;
+            const __m256i g = iq_points8(G->iq1s, p[0] | (h & 7) << 8, p[1] | (h & 0x38) << 5,
+                                         p[2] | (h & 0x1c0) << 2, p[3] | (h & 0xe00) >> 1);
+            kq_store(q + 32 * ib, iq1_values(g, _mm256_set1_epi64x(iq1_shift(h & 0x8000))));
+        }
+        break;
+    case ELM_TYPE_IQ1_M:
+        for (int ib = 0; ib < 8; ib++) {
+            const uint8_t *p = b + 4 * ib;
+            const unsigned h0 = b[32 + 2 * ib], h1 = b[33 + 2 * ib];
+            const __m256i g = iq_points8(G->iq1s, p[0] | (h0 & 7) << 8, p[1] | (h0 & 0x70) << 4,
+                                         p[2] | (h1 & 7) << 8, p[3] | (h1 & 0x70) << 4);
+            const __m256i shifts = _mm256_set_epi64x(iq1_shift(h1 & 0x80), iq1_shift(h1 & 8),
+                                                     iq1_shift(h0 & 0x80), iq1_shift(h0 & 8));
+            kq_store(q + 32 * ib, iq1_values(g, shifts));
+        }
+        break;
+    case ELM_TYPE_TQ1_0: unpack_tq1_0(b, q); break;
+    default: unpack_tq2_0(b, q); break;
+    }
+}
+
