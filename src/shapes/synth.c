@@ -34,6 +34,17 @@
     .rope_theta = 1000000.0f, .tied = true, .head_dim = 512, .rope_dim = 128, .n_swa = 512,    \
     .extra.head_dim_swa = 256, .extra.n_embd_per_layer = 256
 
+/* What Granite 4.0-H's micro and tiny share: 100352 tokens, 131072 positions, 40 layers, Mamba-2
+ * but at 5, 15, 25, 35 (attention without positions), kernels of 4 taps, a state of 128 in one
+ * group, tied embeddings, the micro's multipliers */
+#define GRANITE4H_SHARED                                                                        \
+    .arch = "granitehybrid", .n_vocab = 100352, .n_layers = 40, .n_ctx_train = 131072,         \
+    .rms_eps = 1e-5f, .rope_theta = 10000.0f, .tied = true, .conv_l = 4,                        \
+    .layers = "rrrrrarrrr" "rrrrrarrrr" "rrrrrarrrr" "rrrrrarrrr"
+#define GRANITE4H_EXTRA                                                                         \
+    .ssm_state = 128, .ssm_groups = 1, .embd_scale = 12.0f, .residual_scale = 0.22f,            \
+    .attn_scale = 0.015625f, .logit_scale = 8.0f, .no_rope = true
+
 /* name, Hugging Face source, arch, n_vocab, dim, n_layers, n_heads, n_kv_heads, ffn_dim,
  * n_ctx_train, rms_eps, rope_theta, tied, llama3_rope, head_dim, n_swa, rope_dim, rope_scale,
  * layers, conv_l, n_ctx_orig, extra (elm_synth_preset); the rows of the newer families name
@@ -87,29 +98,19 @@ static const elm_synth_preset presets[] = {
      * d_inner 4096 in 64 heads of 64, d_state 128 in 1 group. Unconfirmed: eps 1e-5 (its h-350m
      * sibling's) and the RoPE base 10000 (unused); NoPE from a granite4_h fixture and AWS's
      * listing, the official config.json's key not seen */
-    {.name = "granite-4.0-h-micro", .source = "ibm-granite/granite-4.0-h-micro",
-     .arch = "granitehybrid", .n_vocab = 100352, .dim = 2048, .n_layers = 40, .n_heads = 32,
-     .n_kv_heads = 8, .ffn_dim = 8192, .n_ctx_train = 131072, .rms_eps = 1e-5f,
-     .rope_theta = 10000.0f, .tied = true,
-     .layers = "rrrrrarrrr" "rrrrrarrrr" "rrrrrarrrr" "rrrrrarrrr", .conv_l = 4,
-     .extra = {.ssm_inner = 4096, .ssm_state = 128, .ssm_heads = 64, .ssm_groups = 1,
-               .embd_scale = 12.0f, .residual_scale = 0.22f, .attn_scale = 0.015625f,
-               .logit_scale = 8.0f, .no_rope = true}},
+    {.name = "granite-4.0-h-micro", .source = "ibm-granite/granite-4.0-h-micro", GRANITE4H_SHARED,
+     .dim = 2048, .n_heads = 32, .n_kv_heads = 8, .ffn_dim = 8192,
+     .extra = {GRANITE4H_EXTRA, .ssm_inner = 4096, .ssm_heads = 64}},
     /* Granite-4.0-H-Micro's layout at 1536 (12 heads of 128 on 4 KV heads; Mamba-2 d_inner 3072
      * in 48 heads of 64), every FFN 64 experts of 512 (intermediate_size, which llama.cpp's
      * converter writes as feed_forward_length), 6 per token, beside a shared expert of 1024;
      * tied embeddings of 100352. Unconfirmed: read from a copy of its config.json quoted in a
      * third party's tests (the official file not seen); the multipliers are the micro's (they
      * leave the shapes as they are) */
-    {.name = "granite-4.0-h-tiny", .source = "ibm-granite/granite-4.0-h-tiny",
-     .arch = "granitehybrid", .n_vocab = 100352, .dim = 1536, .n_layers = 40, .n_heads = 12,
-     .n_kv_heads = 4, .ffn_dim = 512, .n_ctx_train = 131072, .rms_eps = 1e-5f,
-     .rope_theta = 10000.0f, .tied = true,
-     .layers = "rrrrrarrrr" "rrrrrarrrr" "rrrrrarrrr" "rrrrrarrrr", .conv_l = 4,
-     .extra = {.ssm_inner = 3072, .ssm_state = 128, .ssm_heads = 48, .ssm_groups = 1,
-               .embd_scale = 12.0f, .residual_scale = 0.22f, .attn_scale = 0.015625f,
-               .logit_scale = 8.0f, .no_rope = true, .n_expert = 64, .n_expert_used = 6,
-               .expert_ffn_dim = 512, .shexp_ffn_dim = 1024}},
+    {.name = "granite-4.0-h-tiny", .source = "ibm-granite/granite-4.0-h-tiny", GRANITE4H_SHARED,
+     .dim = 1536, .n_heads = 12, .n_kv_heads = 4, .ffn_dim = 512,
+     .extra = {GRANITE4H_EXTRA, .ssm_inner = 3072, .ssm_heads = 48, .n_expert = 64,
+               .n_expert_used = 6, .expert_ffn_dim = 512, .shexp_ffn_dim = 1024}},
     /* Gemma 4's text model (no vision or audio encoder): 4 windowed layers to 1 global one, the
      * last 20 reading the KV of layers 13 and 14, their FFN doubled (use_double_wide_mlp) */
     {.name = "gemma-4-e2b", .source = "google/gemma-4-E2B", GEMMA4_SHARED, .dim = 1536,
