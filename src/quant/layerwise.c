@@ -330,11 +330,11 @@ typedef struct group {
 } group;
 
 static void layer_groups(const elm_layer *L, group g[4]) {
-    if (L->kind != ELM_LAYER_ATTENTION) {
-        g[0] = (group){{L->conv_in}, 1};
-        g[1] = (group){{L->conv_out}, 1};
-    } else if (L->kind == ELM_LAYER_DELTANET) {
+    if (L->kind == ELM_LAYER_DELTANET) { /* its output gate reads the block's input too */
         g[0] = (group){{L->conv_in, L->dn_z}, 2};
+        g[1] = (group){{L->conv_out}, 1};
+    } else if (L->kind != ELM_LAYER_ATTENTION) {
+        g[0] = (group){{L->conv_in}, 1};
         g[1] = (group){{L->conv_out}, 1};
     } else {
         g[0] = (group){{L->wq, L->wk, L->wv}, 3};
