@@ -37,10 +37,11 @@ test-release: build
 # the compiler (docs/building.md): cli_tsan builds its own ThreadSanitizer tree with `cc`,
 # cli_interop_arch and cli_embed_interop spend their minutes in llama.cpp under node,
 # cli_export_onnx in ONNX Runtime, cli_plan is arithmetic of sizes, cli_kquant_eval scores files
-# whose kernels cli_kquant checks, cli_python drives the same library through ctypes; the greedy
-# goldens (test_generate, test_isa), cli_kquant_interop, cli_quant_interop and
-# cli_hybrid_llamacpp check clang's numerics.
-CLANG_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_export_onnx|cli_plan|cli_kquant_eval|cli_python)$$
+# whose kernels cli_kquant checks, cli_python drives the same library through ctypes,
+# cli_hybrid_llamacpp's encoders and recipe rules are checked against llama.cpp's files in
+# test_kquant_quantize, cli_iquant_recipes and cli_kquant_interop; the greedy goldens (test_generate,
+# test_isa), cli_kquant_interop and cli_quant_interop check clang's numerics.
+CLANG_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_export_onnx|cli_plan|cli_kquant_eval|cli_python|cli_hybrid_llamacpp)$$
 test-clang: clang
 	@cd $(CLANG) && ctest --output-on-failure -j $(JOBS) -E '$(CLANG_SKIP)' -O ctest.log
 
@@ -50,8 +51,10 @@ test-clang: clang
 # family's loaders and forward pass run sanitized in cli_arch and cli_hybrid, the embeddings in
 # cli_embed, the k-quant kernels in cli_kquant and test_kquant_*, the quantizers in test_gptq,
 # test_awq and cli_quant_*); cli_hybrid_llamacpp quantizes 4 models to 11 recipes and scores them (16 minutes
-# sanitized: the codecs run under it in cli_kquant, test_kquant_*, the hybrids' in cli_hybrid).
-ASAN_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_kquant_interop|cli_hybrid_llamacpp)$$
+# sanitized: the codecs run under it in cli_kquant, test_kquant_*, the hybrids' in cli_hybrid);
+# cli_iquant_recipes writes 22 files whose encoders run sanitized in cli_iquant_write and whose
+# rules in test_iquant_recipes.
+ASAN_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_kquant_interop|cli_hybrid_llamacpp|cli_iquant_recipes)$$
 test-asan: asan
 	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -E '$(ASAN_SKIP)' -O ctest.log
 
