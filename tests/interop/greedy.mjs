@@ -2,10 +2,7 @@
 // interop tests: prints one JSON array of {prompt, prompt_ids, generated_ids, top}, top[i] being
 // llama.cpp's 4 most probable [id, probability] pairs at generated step i (so a test can tell a
 // near-tie, which rounding decides, from a real difference). GREEDY_TOP=N keeps N pairs instead
-// (tests/lib/logit_delta.py turns them into logit differences: log(p_i / p_top) = l_i - l_top),
-// taken from a top-N sampler stage: their softmax is over those N only, so the ratios are the
-// full softmax's but not the values, and llama.cpp no longer builds a probability for each of a
-// 150k vocabulary at every step (40% of this script's time on Qwen2's vocabulary).
+// (tests/lib/logit_delta.py turns them into logit differences: log(p_i / p_top) = l_i - l_top).
 // GREEDY_CTX=N sets the context size (default 256; llama.cpp pads it to a multiple of 256), which
 // picks LongRoPE's factors (long above the original context): run edgelm with the same -c.
 // Usage: node greedy.mjs NODE_LLAMA_CPP_DIR MODEL.gguf N_PREDICT PROMPT...
@@ -45,27 +42,11 @@ for (const prompt of prompts) {
     const bos = model.tokens.shouldPrependBosToken && model.tokens.bos != null ? [model.tokens.bos] : [];
     const promptIds = bos.concat(Array.from(model.tokenize(prompt, false)));
     const generated = [], top = [];
-    if (process.env.GREEDY_TOP) {
-        // one token a call, chosen here as greedy sampling would (the first most probable id)
-        let next = promptIds;
-        while (generated.length < nPredict) {
-            let best;
-            for await (const step of sequence.evaluateWithMetadata(next, {probabilities: true},
-                                                                   {temperature: 1, topK: nTop, topP: 1, minP: 0})) {
-                best = mostProbable(step.probabilities, nTop);
-                break;
-            }
-            generated.push(best[0][0]);
-            top.push(best);
-            next = [best[0][0]];
-        }
-    } else {
-        for await (const step of sequence.evaluateWithMetadata(promptIds, {probabilities: true},
-                                                               {temperature: 0})) {
-            generated.push(step.token);
-            top.push(mostProbable(step.probabilities, nTop));
-            if (generated.length >= nPredict) break;
-        }
+    for await (const step of sequence.evaluateWithMetadata(promptIds, {probabilities: true},
+                                                           {temperature: 0})) {
+        generated.push(step.token);
+        top.push(mostProbable(step.probabilities, nTop));
+        if (generated.length >= nPredict) break;
     }
     results.push({prompt, prompt_ids: promptIds, generated_ids: generated, top});
     await context.dispose();
