@@ -21,6 +21,9 @@
 # the experts (GGUF, config.json), an expert count the tensors do not have, a router of the
 # wrong shape and a quantization_config other than mxfp4 are each one line naming the file (the
 # original checkpoint's MXFP4 experts: cli_hf_mxfp4.sh).
+# The hybrids' experts, qwen35moe and granitehybrid (synth --experts): their HF copies (experts
+# packed, [gate; up] per expert) give the GGUF's first 16 greedy tokens, and a packed expert
+# tensor of the wrong shape is one line naming the file and the tensor.
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -145,16 +148,46 @@ expect_error "lfm2moe hf missing expert" \
 expect_error "lfm2moe hf expert bias" "lfm2moe-nobias/config.json: use_expert_bias false" \
     "$bin" run -m "$tmp/lfm2moe-nobias" -p "Hi" -n 1
 
-# the hybrids' experts (qwen35moe; granitehybrid with synth --experts) come from GGUF: --experts
-# names the family it fits, and Granite's experts get no HF folder (nothing written)
+# the hybrids' experts (qwen35moe; granitehybrid with synth --experts): their HF copies
+# (Qwen3_5MoeForCausalLM, GraniteMoeHybridForCausalLM: each layer's experts packed, [gate; up] per
+# expert, beside a router and a shared expert) give the GGUF's first 16 greedy tokens; a packed
+# expert tensor of a shape config.json does not give is one line naming the file and the tensor;
+# --experts names the family it fits (nothing written)
 expect_error "synth --experts qwen3" "--experts is for a family whose experts are optional" \
     "$bin" synth --arch qwen3 --tiny --experts -o "$tmp/x.gguf" \
     --vocab "$fix/vocab/ggml-vocab-qwen2.gguf"
-expect_error "granitehybrid --experts --hf" "gx-hf: no Hugging Face layout for granitehybrid's experts" \
-    "$bin" synth --arch granitehybrid --tiny --experts -o "$tmp/gx.gguf" --hf "$tmp/gx-hf" \
-    --vocab "$fix/vocab/ggml-vocab-llama-bpe.gguf"
-[ ! -e "$tmp/gx.gguf" ] && [ ! -e "$tmp/gx-hf" ] && [ ! -e "$tmp/x.gguf" ] ||
-    fail "synth --experts refusals left files"
+[ ! -e "$tmp/x.gguf" ] || fail "synth --experts qwen3 left a file"
+for case in "qwen35moe model.layers.1.mlp.experts.gate_up_proj" \
+    "granitehybrid-experts model.layers.2.block_sparse_moe.output_linear.weight"; do
+    set -- $case
+    arch=${1%-experts} opts=()
+    [ "$arch" = "$1" ] || opts=(--experts)
+    "$bin" synth --arch "$arch" "${opts[@]}" --tiny -o "$tmp/$1.gguf" --hf "$tmp/$1-hf" \
+        --vocab "$fix/stories260K/stories260K-f32.gguf" >/dev/null 2>"$tmp/err" ||
+        { fail "$1: synth --hf: $(cat "$tmp/err")"; continue; }
+    for model in "$tmp/$1.gguf" "$tmp/$1-hf"; do
+        "$bin" run -m "$model" -p "Once upon a time" -n 16 --temp 0 --ignore-eos -t 2 --json \
+            >"$model.run.json" 2>"$tmp/err" || fail "$1: run $model: $(cat "$tmp/err")"
+    done
+    [ -s "$tmp/$1-hf.run.json" ] && [ "$(json_get "$tmp/$1.gguf.run.json" 'd["generated_ids"]')" = \
+        "$(json_get "$tmp/$1-hf.run.json" 'd["generated_ids"]')" ] ||
+        fail "$1: the HF copy's greedy tokens differ from the GGUF's"
+    cp -r "$tmp/$1-hf" "$tmp/$1-shape"
+    python3 - "$tmp/$1-shape/model.safetensors" "$2" <<'EOF'
+import json, struct, sys
+# half the experts, twice the rows: the same bytes in a shape config.json does not give
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+shape = header[sys.argv[2]]["shape"]
+header[sys.argv[2]]["shape"] = [shape[0] // 2, shape[1] * 2, shape[2]]
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+EOF
+    expect_error "$1 hf expert shape" "$1-shape/model.safetensors: tensor '$2' has 3 dimensions \[4, " \
+        "$bin" run -m "$tmp/$1-shape" -p "Hi" -n 1
+done
 
 # LongRoPE (Phi-3, synth --longrope): quantized, its factor tensors stay f32 with the original
 # context and attention factor, and the file runs with the short and the long factors
