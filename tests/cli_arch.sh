@@ -7,7 +7,8 @@
 # config without its sliding_window. Gemma 3 also loads as a multimodal checkpoint (config in
 # text_config with rope_parameters, tensors under language_model.) and runs as its plain copy;
 # so does Qwen3.5's (Qwen3_5ForConditionalGeneration: tensors under model.language_model., its
-# tie_word_embeddings outside text_config, a vision tower and an MTP block ignored).
+# tie_word_embeddings outside text_config, a vision tower and an MTP block ignored), and
+# Qwen3.5-MoE's (Qwen3_5MoeForConditionalGeneration).
 # and Gemma 4 (Gemma4ForConditionalGeneration, tensors under model.language_model. beside a
 # vision tower's), and its context shift is refused in one line unless --swa-full keeps every
 # position. qwen3moe's refusals: GPTQ, AWQ and ONNX export; its HF copy runs as its GGUF, and an
@@ -292,23 +293,28 @@ expect_error "gemma3 without sliding_window" "config.json: missing required key 
     "$bin" run -m "$tmp/g3-nowindow" -p "Hi" -n 1
 same_logits gemma3 "$g3" "$tmp/g3-mm"
 
-# Qwen3.5's multimodal layout (Qwen3_5ForConditionalGeneration: tensors under
-# model.language_model., tie_word_embeddings outside text_config, a vision tower and an MTP block)
+# Qwen3.5's and Qwen3.5-MoE's multimodal layouts (Qwen3_5ForConditionalGeneration,
+# Qwen3_5MoeForConditionalGeneration: tensors under model.language_model., tie_word_embeddings
+# outside text_config, a vision tower and an MTP block, the MoE's with its own packed experts)
 q35=$tmp/qwen35-hf
 hf_tiny qwen35 qwen35 "$q35"
-cp -r "$q35" "$tmp/q35-mm"
-python3 - "$tmp/q35-mm/config.json" <<'EOF'
+for case in "qwen35 $q35 Qwen3_5 qwen3_5 mtp.fc.weight" \
+    "qwen35moe $tmp/qwen35moe-hf Qwen3_5Moe qwen3_5_moe mtp.layers.0.mlp.experts.gate_up_proj"; do
+    set -- $case
+    cp -r "$2" "$tmp/$1-mm"
+    python3 - "$tmp/$1-mm/config.json" "$3" "$4" <<'EOF'
 import json, sys
 text = json.load(open(sys.argv[1]))
 tie = text.pop("tie_word_embeddings")
-text["model_type"] = "qwen3_5_text"
-json.dump({"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
+text["model_type"] = sys.argv[3] + "_text"
+json.dump({"architectures": [sys.argv[2] + "ForConditionalGeneration"], "model_type": sys.argv[3],
            "text_config": text, "vision_config": {"depth": 1}, "tie_word_embeddings": tie},
           open(sys.argv[1], "w"))
 EOF
-python3 tests/lib/hf_multimodal.py "$tmp/q35-mm" model. model.language_model. \
-    model.visual.patch_embed.proj.weight mtp.fc.weight
-same_logits qwen35 "$q35" "$tmp/q35-mm"
+    python3 tests/lib/hf_multimodal.py "$tmp/$1-mm" model. model.language_model. \
+        model.visual.patch_embed.proj.weight "$5"
+    same_logits "$1" "$2" "$tmp/$1-mm"
+done
 
 # Gemma 4: Gemma4ForConditionalGeneration's layout runs as the plain copy; context shift
 g4=$tmp/gemma4-hf

@@ -577,7 +577,7 @@ static elm_status add_gate_up(elm_model *m, const char *src, const elm_st_tensor
     elm_status st = ELM_OK;
     char *halves[2];
     if (E == 1) {
-        st = aligned_data(m, src, t, &data, err);
+        if ((st = aligned_data(m, src, t, &data, err))) return st;
         halves[0] = data;
         halves[1] = halves[0] + half;
     } else {
