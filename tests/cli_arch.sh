@@ -24,7 +24,8 @@
 # original checkpoint's MXFP4 experts: cli_hf_mxfp4.sh).
 # The hybrids' experts, qwen35moe and granitehybrid (synth --experts): their HF copies (experts
 # packed, [gate; up] per expert) give the GGUF's first 16 greedy tokens, and a packed expert
-# tensor of the wrong shape is one line naming the file and the tensor.
+# tensor of the wrong shape is one line naming the file and the tensor; Qwen3.5-MoE's experts one
+# tensor each run alike, one of them missing named with its file.
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -315,6 +316,53 @@ EOF
         model.visual.patch_embed.proj.weight "$5"
     same_logits "$1" "$2" "$tmp/$1-mm"
 done
+
+# Qwen3.5-MoE's experts one tensor each (mlp.experts.E.{gate,up,down}_proj.weight, which
+# llama.cpp's converter reads too) run as the packed ones; one of them missing is one line naming
+# the file and the tensor
+cp -r "$tmp/qwen35moe-hf" "$tmp/q35moe-each"
+python3 - "$tmp/q35moe-each/model.safetensors" <<'EOF'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header, body = json.loads(data[8:8 + n]), data[8 + n:]
+out, blobs, size = {"__metadata__": header.pop("__metadata__", {})}, [], 0
+def add(name, dtype, shape, blob):
+    global size
+    out[name] = {"dtype": dtype, "shape": shape, "data_offsets": [size, size + len(blob)]}
+    blobs.append(blob)
+    size += len(blob)
+for name, t in header.items():
+    blob = body[t["data_offsets"][0]:t["data_offsets"][1]]
+    stem, _, kind = name.rpartition(".")
+    if not stem.endswith(".mlp.experts"):
+        add(name, t["dtype"], t["shape"], blob)
+        continue
+    E, rows, cols = t["shape"]
+    per = len(blob) // E
+    for e in range(E):
+        m = blob[e * per:(e + 1) * per]
+        if kind == "down_proj":
+            add(f"{stem}.{e}.down_proj.weight", t["dtype"], [rows, cols], m)
+        else:  # [gate; up]
+            add(f"{stem}.{e}.gate_proj.weight", t["dtype"], [rows // 2, cols], m[:per // 2])
+            add(f"{stem}.{e}.up_proj.weight", t["dtype"], [rows // 2, cols], m[per // 2:])
+text = json.dumps(out).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+EOF
+same_logits "qwen35moe one tensor per expert" "$tmp/qwen35moe-hf" "$tmp/q35moe-each"
+cp -r "$tmp/q35moe-each" "$tmp/q35moe-noexpert"
+python3 - "$tmp/q35moe-noexpert/model.safetensors" <<'EOF'
+import sys
+data = open(sys.argv[1], "rb").read()
+name = b'"model.layers.1.mlp.experts.7.up_proj.weight"'
+assert data.count(name) == 1
+open(sys.argv[1], "wb").write(data.replace(name, name[:-2] + b'X"'))  # same length: unknown
+EOF
+expect_error "qwen35moe missing expert" \
+    "q35moe-noexpert/model.safetensors: missing tensor 'model.layers.1.mlp.experts.7.up_proj.weight'" \
+    "$bin" run -m "$tmp/q35moe-noexpert" -p "Hi" -n 1
 
 # Gemma 4: Gemma4ForConditionalGeneration's layout runs as the plain copy; context shift
 g4=$tmp/gemma4-hf
