@@ -292,8 +292,10 @@ int cmd_quantize(int argc, char **argv) {
             goto done;
         }
         p.calib = &calib;
-        fprintf(stderr, "edgelm: %s calibration: %d samples, %lld tokens from %s\n",
-                p.method != ELM_QUANT_RTN ? o.method_name : "size budget", calib.n, (long long)calib.n_tokens, o.calib_path);
+        /* (a size budget's alone is in --json, so that a refused budget gets one line) */
+        if (p.method != ELM_QUANT_RTN)
+            fprintf(stderr, "edgelm: %s calibration: %d samples, %lld tokens from %s\n",
+                    o.method_name, calib.n, (long long)calib.n_tokens, o.calib_path);
     } else if (o.calib_path) {
         fprintf(stderr, "edgelm: warning: --calib is only used by gptq, awq and a size budget\n");
     }
