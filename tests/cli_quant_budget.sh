@@ -11,12 +11,10 @@
 #   --calib, --target-bpw above F16's 16, an unknown candidate.
 # Usage: bash tests/cli_quant_budget.sh EDGELM_BINARY FIXTURES_DIR
 set -u
-bin=$1
-fix=$2
+bin=$1 fix=$2
 . "$(dirname "$0")/lib/cli.sh"
-s=$fix/stories260K
+s=$fix/stories260K golden=$fix/stories260K/golden/quant_reference.json
 f32=$s/stories260K-f32.gguf
-golden=$s/golden/quant_reference.json
 [ -f "$f32" ] && [ -f "$golden" ] || skip "the stories260K fixtures are missing"
 sanitized=false
 grep -q '^EDGELM_SANITIZE:BOOL=ON' "$(dirname "$bin")/CMakeCache.txt" 2>/dev/null && sanitized=true
