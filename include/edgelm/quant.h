@@ -254,7 +254,7 @@ typedef struct elm_quant_params {
                                  * against the source and these options); without one, start over */
     /* A size budget (src/quant/budget.c): when target_bytes or target_bpw is set (> 0), every
      * token embedding, output projection and block linear gets the candidate type that minimises
-     * the predicted total output error with the tensor data (the sum of every tensor's bytes, as
+     * the predicted total KL divergence with the tensor data (the sum of every tensor's bytes, as
      * summary.bytes_out: not the GGUF header, metadata or alignment padding) at most target_bytes,
      * or target_bpw · weights / 8 bytes. Needs calib; the plan's other tensors keep their types. */
     uint64_t target_bytes;
@@ -274,10 +274,9 @@ typedef struct elm_quant_tensor_info {
     double damp; /* GPTQ: the damping that factored (raised from params.damp when needed), else 0 */
     int64_t dead_inputs; /* GPTQ: input channels that were 0 on every calibration token (their
                           * weights are zeroed; more than half dead: a warning names the tensor) */
-    double predicted_cost; /* size budget: the tensor's predicted output error at its chosen
-                            * type, Σ‖(W - Ŵ)x‖² over the calibration tokens by round to nearest
-                            * (the embedding: Σ‖e - ê‖² over the tokens' rows); -1 where the
-                            * budget did not choose the type */
+    double predicted_cost; /* size budget: the tensor's predicted share of the mean KL
+                            * divergence per token at its chosen type, by round to nearest
+                            * (src/quant/budget.h); -1 where the budget did not choose the type */
 } elm_quant_tensor_info;
 
 /* An expert of a mixture of experts that GPTQ or AWQ did not calibrate: the router sent it fewer
