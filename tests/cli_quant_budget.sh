@@ -7,7 +7,8 @@
 #   chosen tensor reported with its predicted cost, and the mean KLD on valid.txt (n_ctx 256) at
 #   most 0.0103, 0.65x llama.cpp's 0.0158 (issue 40's bar). A sanitizer build measures on a few
 #   short samples and leaves out the KLD (numerics, not memory);
-# - --target-bpw 7 with three candidates: 7 bits per weight or just under, types mixed;
+# - --target-bpw 7 with three candidates: 7 bits per weight or just under, types mixed, a
+#   --tensor-type override kept;
 # - bad input gets one line and no file: a budget below the smallest file the candidates give, no
 #   --calib, --target-bpw above F16's 16, an unknown candidate.
 # Usage: bash tests/cli_quant_budget.sh EDGELM_BINARY FIXTURES_DIR
@@ -65,13 +66,16 @@ fi
 # --target-bpw: bits per weight of the whole file's tensors, on a few short samples (its sizes,
 # not its accuracy)
 if "$bin" quantize -m "$f32" -o "$tmp/bpw.gguf" --target-bpw 7 --candidates q4_0,q5_0,q8_0 \
-    --calib "$s/text/calib.txt" --calib-samples 4 --seq-len 32 --json >"$tmp/bpw.json" 2>"$tmp/err"; then
+    --tensor-type 'blk.0.attn_q=q4_1' --calib "$s/text/calib.txt" --calib-samples 4 \
+    --seq-len 32 --json >"$tmp/bpw.json" 2>"$tmp/err"; then
     python3 - "$tmp/bpw.json" <<'PY' && ok || fail "--target-bpw 7"
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert 6.9 < d["bits_per_weight"] <= 7, d["bits_per_weight"]
 chosen = {t["type"] for t in d["tensors"] if "predicted_cost" in t}
 assert chosen <= {"q4_0", "q5_0", "q8_0"} and len(chosen) >= 2, chosen
+q = next(t for t in d["tensors"] if t["name"] == "blk.0.attn_q.weight")
+assert q["type"] == "q4_1" and "predicted_cost" not in q, q
 PY
 else
     fail "quantize --target-bpw: $(tail -1 "$tmp/err")"

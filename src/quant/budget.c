@@ -17,9 +17,10 @@
 
 enum { MENU_MAX = 16 };
 
-/* Calibration samples the end-to-end KLD is measured on (the first ones): each tensor costs a
- * pass of the blocks after it over them. */
-enum { KLD_SAMPLES = 32 };
+/* Calibration samples the end-to-end KLD is measured on (the first ones), and their tokens (the
+ * first ones: a causal model's states there do not depend on the rest): each tensor costs a pass
+ * of the blocks after it over them, whose attention grows with the square of their length. */
+enum { KLD_SAMPLES = 32, KLD_TOKENS = 128 };
 
 int32_t elm_budget_default(bool with_imatrix, elm_type out[16]) {
     static const elm_type base[] = {
@@ -92,12 +93,15 @@ static void options_of(budget *b, const elm_tensor *t, const elm_type *menu, int
     }
 }
 
-/* Marks tensor t (of m) as one the budget chooses for, when it is a 2-D weight with options. */
-static void add(budget *b, const elm_tensor *t, const elm_type *menu, int32_t n_menu,
-                uint32_t ftype) {
+/* Marks tensor t (of m) as one the budget chooses for, when it is a 2-D weight with options
+ * that no --tensor-type override fixes (policy.c's reason for one: "override '...'"). */
+static void add(budget *b, const elm_tensor *t, const elm_tensor_plan *plan,
+                const elm_type *menu, int32_t n_menu, uint32_t ftype) {
     if (!t || t->n_dims < 2 || t->ne[2] * t->ne[3] != 1 || elm_recipe_keeps(t->name)) return;
     const int32_t i = (int32_t)(t - b->m->tensors);
-    if (i < 0 || i >= b->m->n_tensors || b->slot[i] >= 0) return;
+    if (i < 0 || i >= b->m->n_tensors || b->slot[i] >= 0 ||
+        !strncmp(plan[i].reason, "override '", 10))
+        return;
     choice *c = &b->c[b->n_c];
     c->tensor = i;
     options_of(b, t, menu, n_menu, ftype, c);
@@ -140,7 +144,11 @@ static elm_status linear_costs(budget *b, const elm_tensor *t, const float *H, e
     return ELM_OK;
 }
 
-/* The embedding's costs: Σ_v (count_v + 1)·‖e_v - ê_v‖² over its rows. */
+/* Embedding rows whose rounding is measured: every stride-th, at most about this many (the
+ * costs' ratios between types are what count; a large vocabulary's rows are many). */
+enum { EMBD_ROWS = 4096 };
+
+/* The embedding's costs: Σ_v (count_v + 1)·‖e_v - ê_v‖² over its sampled rows. */
 static elm_status embedding_costs(budget *b, const elm_tensor *t, elm_error *err) {
     const int32_t i = (int32_t)(t - b->m->tensors);
     if (b->slot[i] < 0) return ELM_OK;
@@ -159,7 +167,7 @@ static elm_status embedding_costs(budget *b, const elm_tensor *t, elm_error *err
     for (int32_t k = 0; !st && k < c->n; k++) {
         const elm_type_traits *tt = elm_type_get((uint32_t)c->opt[k].type);
         double sum = 0;
-        for (int64_t v = 0; v < rows; v++) {
+        for (int64_t v = 0; v < rows; v += (rows + EMBD_ROWS - 1) / EMBD_ROWS) {
             const float *w = b->w + v * cols;
             elm_encode_row(c->opt[k].type, w, enc, cols, qw);
             tt->to_float(enc, row, cols);
@@ -175,14 +183,28 @@ static elm_status embedding_costs(budget *b, const elm_tensor *t, elm_error *err
     return st;
 }
 
-/* Log-softmax of logits [n] in place. */
-static void log_softmax(float *z, int64_t n) {
-    float mx = z[0];
-    for (int64_t j = 1; j < n; j++) mx = z[j] > mx ? z[j] : mx;
+/* log Σ_j exp(z[j]) of z [n], and with e non-NULL e[j] = exp(z[j] - max z) and *mx the max. */
+static double log_sum_exp(const float *z, int64_t n, float *e, float *mx) {
+    float m = z[0];
+    for (int64_t j = 1; j < n; j++) m = z[j] > m ? z[j] : m;
     double sum = 0;
-    for (int64_t j = 0; j < n; j++) sum += exp((double)(z[j] - mx));
-    const float lse = mx + (float)log(sum);
-    for (int64_t j = 0; j < n; j++) z[j] -= lse;
+    for (int64_t j = 0; j < n; j++) {
+        const float x = expf(z[j] - m);
+        if (e) e[j] = x;
+        sum += x;
+    }
+    if (mx) *mx = m;
+    return m + log(sum);
+}
+
+/* KL(p_r ‖ p_q) of the softmaxes of logits r and q [n]; e [n] scratch. */
+static double kl_logits(const float *r, const float *q, int64_t n, float *e) {
+    float mr;
+    const double lse_r = log_sum_exp(r, n, e, &mr), lse_q = log_sum_exp(q, n, NULL, NULL);
+    const double sum = exp(lse_r - mr); /* Σ e */
+    double k = 0;
+    for (int64_t j = 0; j < n; j++) k += (double)e[j] * ((double)r[j] - (double)q[j]);
+    return k / sum - lse_r + lse_q;
 }
 
 /* Model pm's layers first.. (all: from the tokens; else from the float states x at block first's
@@ -203,38 +225,36 @@ static elm_status kld_from(budget *b, const elm_model *pm, int first, const floa
     ref.hp.first_layer = m->hp.first_layer + m->hp.n_layers;
     int32_t n_ctx = 1;
     for (int32_t i = 0; i < n_s; i++) n_ctx = cs->n_ids[i] > n_ctx ? cs->n_ids[i] : n_ctx;
+    if (n_ctx > KLD_TOKENS) n_ctx = KLD_TOKENS;
     elm_context_params cp = {.n_ctx = n_ctx, .n_batch = n_ctx, .n_threads = b->p->n_threads};
     elm_context *cq = NULL, *cr = NULL;
     float *lq = malloc(sizeof(float) * (size_t)n_ctx * (size_t)V);
     float *lr = malloc(sizeof(float) * (size_t)n_ctx * (size_t)V);
-    elm_status st = lq && lr ? ELM_OK : elm_errorf(err, ELM_ERR_NOMEM, "out of memory for logits");
+    float *e = malloc(sizeof(float) * (size_t)V);
+    elm_status st = lq && lr && e ? ELM_OK
+                    : elm_errorf(err, ELM_ERR_NOMEM, "out of memory for logits");
     if (!st) st = elm_context_new(&view, &cp, &cq, err);
     if (!st) st = elm_context_new(&ref, &cp, &cr, err);
     double sum = 0;
     int64_t n_tok = 0;
     size_t off = 0;
     for (int32_t i = 0; i < n_s && !st; i++) {
-        const int32_t n = cs->n_ids[i];
+        const int32_t n = cs->n_ids[i] < KLD_TOKENS ? cs->n_ids[i] : KLD_TOKENS;
         elm_context_reset(cq);
         elm_context_reset(cr);
         st = elm_forward_hidden(cq, first ? NULL : cs->ids[i], first ? x + off : NULL, n, NULL,
                                 lq, true, err);
         if (!st) st = elm_forward_hidden(cr, NULL, b->x_last + off, n, NULL, lr, true, err);
-        for (int32_t t = 0; t < n && !st; t++) {
-            float *q = lq + (size_t)t * (size_t)V, *r = lr + (size_t)t * (size_t)V;
-            log_softmax(q, V);
-            log_softmax(r, V);
-            double k = 0;
-            for (int64_t j = 0; j < V; j++) k += exp((double)r[j]) * (double)(r[j] - q[j]);
-            sum += k;
-        }
+        for (int32_t t = 0; t < n && !st; t++)
+            sum += kl_logits(lr + (size_t)t * (size_t)V, lq + (size_t)t * (size_t)V, V, e);
         n_tok += n;
-        off += (size_t)n * (size_t)m->hp.dim;
+        off += (size_t)cs->n_ids[i] * (size_t)m->hp.dim;
     }
     elm_context_free(cq);
     elm_context_free(cr);
     free(lq);
     free(lr);
+    free(e);
     *kld = n_tok ? sum / (double)n_tok : 0;
     return st;
 }
@@ -481,14 +501,14 @@ elm_status elm_quant_budget(const elm_model *m, const elm_quant_params *p, elm_t
     const uint32_t ftype = p->policy.recipe ? p->policy.recipe : elm_file_type_of(p->policy.type);
     for (int32_t i = 0; !st && i < n; i++) b.slot[i] = -1;
     if (!st) {
-        add(&b, m->tok_embd, menu, n_menu, ftype);
-        add(&b, m->output, menu, n_menu, ftype);
+        add(&b, m->tok_embd, plan, menu, n_menu, ftype);
+        add(&b, m->output, plan, menu, n_menu, ftype);
     }
     for (int l = 0; !st && l < m->hp.n_layers; l++) {
         elm_lw_group g[4];
         elm_lw_layer_groups(&m->layers[l], g);
         for (int gi = 0; gi < 4; gi++)
-            for (int k = 0; k < g[gi].n; k++) add(&b, g[gi].m[k], menu, n_menu, ftype);
+            for (int k = 0; k < g[gi].n; k++) add(&b, g[gi].m[k], plan, menu, n_menu, ftype);
     }
     /* the smallest file: the fixed tensors and every other at its smallest candidate */
     uint64_t least = 0;

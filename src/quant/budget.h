@@ -8,15 +8,16 @@
 
 /* Rewrites plan [m->n_tensors] (elm_quant_plan's, for p's policy) under p's budget. The tensors
  * it chooses for are the token embedding, the output projection and every block's linears
- * (layerwise_ops.h's groups) whose rows some candidate's block divides; every other tensor keeps
- * its planned type and its bytes count against the budget as they are.
+ * (layerwise_ops.h's groups) whose rows some candidate's block divides and that no --tensor-type
+ * override fixes; every other tensor keeps its planned type and its bytes count against the
+ * budget as they are.
  *
  * Sensitivity: the float model runs over p->calib one block at a time (elm_capture, the input
  * Hessian H = 2·Σ x xᵀ of each group of linears, as GPTQ gathers it), and the error of linear W
  * at type T is its output error Σ_tokens ‖(W - Ŵ_T)x‖² = ½·Σ_r e_rᵀ H e_r, Ŵ_T its round-to-
  * nearest values (weighted by p->imatrix where it has the tensor), from a sample of the rows
- * (errfig.h) scaled to all of them; the embedding's is Σ_v (count_v + 1)·‖e_v - ê_v‖² over its
- * rows v, count_v the calibration tokens of id v. Those give the ratios between a tensor's
+ * (errfig.h) scaled to all of them; the embedding's is Σ_v (count_v + 1)·‖e_v - ê_v‖² over every
+ * stride-th row v (at most about 4096), count_v the calibration tokens of id v. Those give the ratios between a tensor's
  * types; the scale between tensors is the mean KL divergence per token of the model with the
  * tensor alone at its smallest candidate, run from the float states at its block's input
  * through the blocks after it over the first calibration samples, against the float model's
