@@ -55,7 +55,8 @@ typedef struct choice {
 
 typedef struct budget {
     const elm_model *m;
-    float *x_last;  /* [Σ KLD samples' tokens, dim] the float model's states after its last block */
+    float *x_last;  /* [Σ KLD samples' tokens, dim] the float model's states after its last
+                     * block */
     const elm_quant_params *p;
     choice *c;      /* [n_c] */
     int32_t n_c;
@@ -482,11 +483,12 @@ elm_status elm_quant_budget(const elm_model *m, const elm_quant_params *p, elm_t
             return elm_errorf(err, ELM_ERR_ARG, "--candidates: 1 to %d types", MENU_MAX);
         memcpy(menu, p->candidates, sizeof *menu * (size_t)n_menu);
     }
-    for (int32_t k = 0; k < n_menu; k++)
+    for (int32_t k = 0; k < n_menu; k++) {
+        const elm_type_traits *tt = elm_type_get((uint32_t)menu[k]);
         if (!elm_type_writable(menu[k]))
             return elm_errorf(err, ELM_ERR_ARG, "--candidates: type %s is not writable",
-                              elm_type_get((uint32_t)menu[k]) ? elm_type_get((uint32_t)menu[k])->name
-                                                              : "?");
+                              tt ? tt->name : "?");
+    }
     openblas_set_num_threads(p->n_threads > 0 ? p->n_threads : elm_online_cores());
     int64_t widest = 1;
     for (int32_t i = 0; i < n; i++) {

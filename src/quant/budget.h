@@ -16,13 +16,14 @@
  * Hessian H = 2·Σ x xᵀ of each group of linears, as GPTQ gathers it), and the error of linear W
  * at type T is its output error Σ_tokens ‖(W - Ŵ_T)x‖² = ½·Σ_r e_rᵀ H e_r, Ŵ_T its round-to-
  * nearest values (weighted by p->imatrix where it has the tensor), from a sample of the rows
- * (errfig.h) scaled to all of them; the embedding's is Σ_v (count_v + 1)·‖e_v - ê_v‖² over every
- * stride-th row v (at most about 4096), count_v the calibration tokens of id v. Those give the ratios between a tensor's
- * types; the scale between tensors is the mean KL divergence per token of the model with the
- * tensor alone at its smallest candidate, run from the float states at its block's input
- * through the blocks after it over the first calibration samples, against the float model's
- * output. Cost(T) = KLD · err(T) / err(smallest). Only the states (all samples at one block, and
- * the float model's last states of the KLD samples) and one block's Hessians are held.
+ * (errfig.h) scaled to all of them; the embedding's is Σ_v (count_v + 1)·‖e_v - ê_v‖² over
+ * every stride-th row v (at most about 4096), count_v the calibration tokens of id v. Those give
+ * the ratios between a tensor's types; the scale between tensors is the mean KL divergence per
+ * token of the model with the tensor alone at its smallest candidate, run from the float states
+ * at its block's input through the blocks after it over the first tokens of the first
+ * calibration samples, against the float model's output. Cost(T) = KLD · err(T) / err(smallest).
+ * Only the states (all samples' at one block, and the float model's last ones of the KLD
+ * samples) and one block's Hessians are held.
  *
  * Choice: each tensor's (bytes, cost) points reduced to their lower convex hull; from every tensor
  * at its smallest point, the step of best cost saved per byte added that still fits is taken

@@ -139,7 +139,8 @@ static bool set_candidates(const char *opt, const char *v, void *dst) {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", v);
     o->n_cand = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (o->n_cand == MAX_CANDIDATES)
             return !cli_fail("--candidates: at most %d types", MAX_CANDIDATES);
         if (!parse_type(tok, &o->cand[o->n_cand]))
