@@ -218,6 +218,19 @@ static elm_status fill_report(const elm_model *m, const elm_tensor_plan *plan, c
     return ELM_OK;
 }
 
+/* The type of the most weights of the 2-D tensors: a budget's file is labelled by it. */
+static elm_type main_type(const elm_model *m, const elm_tensor_plan *plan) {
+    int64_t weights[ELM_TYPE_COUNT] = {0};
+    elm_type best = ELM_TYPE_F32;
+    for (int32_t i = 0; i < m->n_tensors; i++) {
+        const elm_tensor *t = &m->tensors[i];
+        if (t->n_dims < 2 || (uint32_t)plan[i].type >= ELM_TYPE_COUNT) continue;
+        weights[plan[i].type] += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        if (weights[plan[i].type] > weights[best]) best = plan[i].type;
+    }
+    return best;
+}
+
 elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
                            const char *out_path, const elm_quantize_callbacks *cb,
                            elm_quant_report *report, elm_error *err) {
@@ -289,10 +302,9 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
         st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
     for (int32_t k = 0; order && outw && k < n && !st; k++) outw[k] = out[order[k]];
     elm_gguf_writer *w = NULL;
-    if (!st)
-        st = elm_gguf_begin_model(out_path, m, outw, n,
-                                  policy.recipe ? policy.recipe : elm_file_type_of(policy.type), &w,
-                                  err);
+    const uint32_t ftype = cost ? elm_file_type_of(main_type(m, plan))
+                           : policy.recipe ? policy.recipe : elm_file_type_of(policy.type);
+    if (!st) st = elm_gguf_begin_model(out_path, m, outw, n, ftype, &w, err);
     for (int32_t k = 0; k < n && !st; k++) st = put_tensor(&job, w, k, &outw[k], err);
     /* before the file is made whole, so that a callback asking to stop still leaves none */
     if (!st && !job.per_tensor_progress)

@@ -254,9 +254,9 @@ static void print_summary(const quant_opts *o, const elm_quant_params *p,
     printf("%s: %s %s%s%s, %d tensors (%d fell back to f16): %.2f bits/weight, %.2f MiB -> "
            "%.2f MiB (%.2fx smaller), tensor data %llu bytes, file %llu bytes, %.2f s, peak RSS "
            "%.1f MiB (anonymous %.1f MiB)\n",
-           o->out, o->method_name,
+           o->out, o->method_name, budget ? "under a size budget, the other matrices " : "",
            p->policy.recipe && !o->pure ? o->type_name : elm_type_get(p->policy.type)->name,
-           o->pure ? " --pure" : "", budget ? " under a size budget" : "",
+           o->pure ? " --pure" : "",
            s->n_tensors, s->n_fallback, s->bits_per_weight, s->bytes_in / 1048576.0,
            s->bytes_out / 1048576.0, s->ratio, (unsigned long long)s->bytes_out,
            (unsigned long long)s->file_bytes, s->seconds,
