@@ -32,6 +32,7 @@
 #define GPTQ_CLIP 10
 
 typedef elm_lw_ctx qctx;
+typedef elm_lw_group group;
 
 static int64_t rows_of(const elm_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 static int32_t idx(const elm_qrun *r, const elm_tensor *t) { return (int32_t)(t - r->tensors); }
@@ -291,7 +292,7 @@ elm_status elm_lw_gptq_linear(qctx *q, elm_tensor *t, int32_t e, const elm_act_s
     lin_buf b;
     elm_status st = lin_alloc(&b, rows, cols, t->name, err);
     if (st) return st;
-    elm_err_sample_weights(&b.es, g.type, w);
+    elm_err_sample_weights(&b.es, g.type, w, NULL);
     memcpy(b.W, w, sizeof(float) * (size_t)(rows * cols));
     const elm_gptq_opts o = {q->p->damp > 0 ? q->p->damp : 0.01, q->p->act_order, GPTQ_CLIP,
                              q->p->n_threads, s->n_rows};
@@ -324,12 +325,7 @@ elm_status elm_lw_gptq_linear(qctx *q, elm_tensor *t, int32_t e, const elm_act_s
  * rounding), its output product (o; out_proj; ssm_out), gate/up, down; a mixture of experts'
  * FFN: its router (with its shared expert's gate/up), and its shared expert's down (the experts
  * are layerwise_moe.c's). */
-typedef struct group {
-    elm_tensor *m[3];
-    int n;
-} group;
-
-static void layer_groups(const elm_layer *L, group g[4]) {
+void elm_lw_layer_groups(const elm_layer *L, group g[4]) {
     if (L->kind == ELM_LAYER_DELTANET) { /* its output gate reads the block's input too */
         g[0] = (group){{L->conv_in, L->dn_z}, 2};
         g[1] = (group){{L->conv_out}, 1};
@@ -399,7 +395,7 @@ static void stats_free(elm_act_stats *s, int32_t n) {
 static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
     elm_layer *L = &q->r->layers[l];
     group groups[4];
-    layer_groups(L, groups);
+    elm_lw_layer_groups(L, groups);
     elm_act_stats *s = NULL;
     int32_t n_s = 0;
     elm_status st = ELM_OK;
@@ -444,7 +440,7 @@ elm_status elm_lw_awq_linear(qctx *q, elm_tensor *t, int32_t e, const float *w0,
     float *hs = st ? NULL : malloc(sizeof(float) * (size_t)cols * ELM_QK);
     if (!st && !hs) st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory quantizing '%s'", t->name);
     if (!st) {
-        elm_err_sample_weights(&b.es, g.type, w0);
+        elm_err_sample_weights(&b.es, g.type, w0, NULL);
         elm_awq_diag_blocks(H, cols, cs, hs);
         st = elm_awq_clip_quantize(&g, wdata(&v), rows, cols, hs, q->p->n_threads, b.codes,
                                    b.params, b.values, err);
@@ -488,7 +484,7 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     const bool moe = elm_lw_moe(L);
     elm_tensor *up = moe ? L->shexp_up : L->w_up; /* the rows down's scales fold into */
     group groups[4];
-    layer_groups(L, groups);
+    elm_lw_layer_groups(L, groups);
     elm_act_stats *s = NULL;
     int32_t n_s = 0;
     double *scale[4] = {0}, *tied = NULL, *kv_scale = NULL;
