@@ -39,9 +39,10 @@ test-release: build
 # cli_export_onnx in ONNX Runtime, cli_plan is arithmetic of sizes, cli_kquant_eval scores files
 # whose kernels cli_kquant checks, cli_python drives the same library through ctypes,
 # cli_hybrid_llamacpp's encoders and recipe rules are checked against llama.cpp's files in
-# test_kquant_quantize, cli_iquant_recipes and cli_kquant_interop; the greedy goldens (test_generate,
+# test_kquant_quantize, cli_iquant_recipes and cli_kquant_interop, cli_quant_budget_wide256 measures
+# KLD bars of the budget that cli_quant_budget runs; the greedy goldens (test_generate,
 # test_isa), cli_kquant_interop and cli_quant_interop check clang's numerics.
-CLANG_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_export_onnx|cli_plan|cli_kquant_eval|cli_python|cli_hybrid_llamacpp)$$
+CLANG_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_export_onnx|cli_plan|cli_kquant_eval|cli_python|cli_hybrid_llamacpp|cli_quant_budget_wide256)$$
 test-clang: clang
 	@cd $(CLANG) && ctest --output-on-failure -j $(JOBS) -E '$(CLANG_SKIP)' -O ctest.log
 
@@ -53,8 +54,9 @@ test-clang: clang
 # test_awq and cli_quant_*); cli_hybrid_llamacpp quantizes 4 models to 11 recipes and scores them (16 minutes
 # sanitized: the codecs run under it in cli_kquant, test_kquant_*, the hybrids' in cli_hybrid);
 # cli_iquant_recipes writes 22 files whose encoders run sanitized in cli_iquant_write and whose
-# rules in test_iquant_recipes.
-ASAN_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_kquant_interop|cli_hybrid_llamacpp|cli_iquant_recipes)$$
+# rules in test_iquant_recipes; cli_quant_budget_wide256 measures KLD bars of the budget that
+# cli_quant_budget runs sanitized.
+ASAN_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_kquant_interop|cli_hybrid_llamacpp|cli_iquant_recipes|cli_quant_budget_wide256)$$
 test-asan: asan
 	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -E '$(ASAN_SKIP)' -O ctest.log
 

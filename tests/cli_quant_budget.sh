@@ -15,6 +15,7 @@
 set -u
 bin=$1 fix=$2
 . "$(dirname "$0")/lib/cli.sh"
+. "$(dirname "$0")/lib/budget.sh"
 s=$fix/stories260K golden=$fix/stories260K/golden/quant_reference.json
 f32=$s/stories260K-f32.gguf
 [ -f "$f32" ] && [ -f "$golden" ] || skip "the stories260K fixtures are missing"
@@ -24,12 +25,7 @@ calib=(--calib "$s/text/calib.txt")
 $sanitized && calib+=(--calib-samples 8 --seq-len 64)
 
 ref_bytes=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["files"]["q4_k_m-imat"]["file_bytes"])' "$golden")
-"$bin" quantize -m "$f32" -o "$tmp/q8.gguf" --type q8_0 --json >"$tmp/q8.json" 2>"$tmp/err" ||
-    fail "q8_0: $(tail -1 "$tmp/err")"
-target=$(python3 -c '
-import json, sys
-d = json.load(open(sys.argv[1]))
-print(int(sys.argv[2]) - (d["file_bytes"] - d["tensor_bytes"]) - 32 * len(d["tensors"]))' "$tmp/q8.json" "$ref_bytes")
+target=$(budget_target "$bin" "$f32" "$ref_bytes") || fail "the budget's target"
 
 if "$bin" quantize -m "$f32" -o "$tmp/b.gguf" --method gptq --target-size "$target" "${calib[@]}" \
     -t 2 --json >"$tmp/b.json" 2>"$tmp/err"; then
