@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "codecs/encode.h"
 #include "quant/grid.h"
 #include "quant/layerwise.h"
 #include "quant_eval.h"
@@ -102,6 +103,58 @@ static void test_grid(void) {
         /* the importance-weighted search is a real candidate: it wins some blocks */
         CHECK(weighted > 0 || block_types[t] == ELM_TYPE_Q8_0, "%s: the weighted search never "
               "chosen", tt->name);
+    }
+}
+
+/* The lattice i-quants' group grids: the scales of the importance-weighted encoder, each group's
+ * codes chosen at them (elm_grid_code_group) pack into bytes the types table decodes to exactly
+ * elm_grid_value, and at the same scales the chosen points err less in sum (diag-weighted) than
+ * the encoder's own. */
+static void test_group_grid(void) {
+    static const elm_type types[] = {ELM_TYPE_IQ2_XXS, ELM_TYPE_IQ2_XS, ELM_TYPE_IQ2_S,
+                                     ELM_TYPE_IQ3_XXS, ELM_TYPE_IQ3_S};
+    uint32_t seed = 23;
+    float x[ELM_QK_K], h[ELM_QK_K], back[ELM_QK_K], enc[ELM_QK_K];
+    int8_t codes[ELM_QK_K];
+    uint8_t block[256];
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const elm_type_traits *tt = elm_type_get((uint32_t)types[t]);
+        elm_grid g;
+        if (!elm_grid_of(types[t], &g) || g.group < 4 || g.block != ELM_QK_K) {
+            CHECK(0, "%s: no group grid", tt->name);
+            continue;
+        }
+        int bad = 0;
+        double err_group = 0, err_enc = 0;
+        for (int rep = 0; rep < 32; rep++) {
+            for (int j = 0; j < ELM_QK_K; j++) {
+                seed = seed * 1664525u + 1013904223u;
+                const float u = (float)(seed >> 8) / 16777216.0f - 0.5f;
+                seed = seed * 1664525u + 1013904223u;
+                const float v = (float)(seed >> 8) / 16777216.0f + 0.05f;
+                x[j] = 0.02f * u / v;
+                h[j] = powf(10.0f, 2.0f * (float)(seed >> 8) / 16777216.0f);
+            }
+            elm_block_params p;
+            CHECK(elm_grid_candidates(&g, x, h, 10, &p) == 1, "%s: one candidate", tt->name);
+            for (int j = 0; j < ELM_QK_K; j += g.group)
+                elm_grid_code_group(&g, &p, j, x + j, h + j, codes + j);
+            elm_grid_pack(&g, &p, codes, block);
+            tt->to_float(block, back, ELM_QK_K);
+            elm_encode_row(types[t], x, block, ELM_QK_K, h);
+            tt->to_float(block, enc, ELM_QK_K);
+            for (int j = 0; j < ELM_QK_K; j++) {
+                const float v = elm_grid_value(&g, &p, j, codes[j]);
+                bad += memcmp(&v, &back[j], sizeof v) != 0;
+                err_group += h[j] * (double)(x[j] - v) * (x[j] - v);
+                err_enc += h[j] * (double)(x[j] - enc[j]) * (x[j] - enc[j]);
+            }
+        }
+        CHECK(bad == 0, "%s: %d weights decode to other values than the grid's", tt->name, bad);
+        CHECK(err_group < err_enc, "%s: the groups' points err %.4g, the encoder's %.4g",
+              tt->name, err_group, err_enc);
+        printf("%s group grid: weighted error %.4g (the encoder's %.4g)\n", tt->name, err_group,
+               err_enc);
     }
 }
 
@@ -236,6 +289,7 @@ int main(int argc, char **argv) {
     fclose(f);
     dir = tmp_dir_new();
     test_grid();
+    test_group_grid();
     elm_model *s = load("stories260K/stories260K-f32.gguf"), *w = load("wide256/wide-f32.gguf");
     elm_calib_set small, cs;
     elm_error err;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codecs/encode.h"
 #include "quant/errfig.h"
 
 bool elm_err_sample_init(elm_err_sample *e, int64_t rows, int64_t cols) {
@@ -30,7 +31,7 @@ void elm_err_sample_free(elm_err_sample *e) {
     memset(e, 0, sizeof *e);
 }
 
-void elm_err_sample_weights(elm_err_sample *e, elm_type type, const float *w) {
+void elm_err_sample_weights(elm_err_sample *e, elm_type type, const float *w, const float *qw) {
     const elm_type_traits *tt = elm_type_get((uint32_t)type);
     const int64_t cols = e->cols;
     uint8_t *enc = (uint8_t *)e->panel; /* a row's blocks fit in cols floats */
@@ -38,7 +39,7 @@ void elm_err_sample_weights(elm_err_sample *e, elm_type type, const float *w) {
         const float *src = w + k * e->stride * cols;
         float *orig = e->S + k * cols, *rtn = e->S + (e->n + k) * cols;
         memcpy(orig, src, sizeof(float) * (size_t)cols);
-        tt->from_float(src, enc, cols);
+        elm_encode_row(type, src, enc, cols, tt->from_float ? NULL : qw);
         tt->to_float(enc, e->row, cols);
         for (int64_t j = 0; j < cols; j++) rtn[j] = src[j] - e->row[j];
     }

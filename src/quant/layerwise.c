@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codecs/encode.h"
+#include "edgelm/imatrix.h"
 #include "edgelm/system.h"
 #include "model/builder.h"
 #include "quant/awq.h"
@@ -38,7 +40,9 @@ static int32_t idx(const elm_qrun *r, const elm_tensor *t) { return (int32_t)(t 
 static float *wdata(const elm_tensor *t) { return t->data; }
 
 bool elm_lw_grid_of(const qctx *q, const elm_tensor *t, elm_grid *g) {
-    return elm_grid_of(q->plan[idx(q->r, t)].type, g);
+    /* AWQ's searches round weight by weight (elm_grid_values): not the group grids */
+    return elm_grid_of(q->plan[idx(q->r, t)].type, g) &&
+           (g->group == 1 || q->p->method == ELM_QUANT_GPTQ);
 }
 
 void elm_lw_warn(const qctx *q, const char *fmt, ...) {
@@ -193,12 +197,25 @@ static elm_status emit_rtn(qctx *q, elm_tensor *t, elm_error *err) {
     const elm_type_traits *tt = elm_type_get((uint32_t)type);
     const int64_t rows = rows_of(t), cols = t->ne[0];
     const size_t rb = elm_row_bytes(type, cols);
+    /* a type written only from importances (elm_quantize let it through with the imatrix's) */
+    const elm_imatrix_entry *ie =
+        !tt->from_float && q->p->imatrix ? elm_imatrix_find(q->p->imatrix, t->name) : NULL;
+    if (!tt->from_float && (!ie || ie->n != cols * t->ne[2] * t->ne[3]))
+        return elm_errorf(err, ELM_ERR_ARG, "'%s': %s needs importances (--imatrix) here",
+                          t->name, tt->name);
     uint8_t *b = malloc(rb * (size_t)rows);
-    if (!b) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory encoding '%s'", t->name);
+    float *qw = ie ? malloc(sizeof(float) * (size_t)ie->n) : NULL;
+    if (!b || (ie && !qw)) {
+        free(b);
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory encoding '%s'", t->name);
+    }
+    if (ie) elm_imatrix_weights(ie, qw);
     for (int64_t r = 0; r < rows; r++) {
-        tt->from_float(wdata(t) + r * cols, b + (size_t)r * rb, cols);
+        elm_encode_row(type, wdata(t) + r * cols, b + (size_t)r * rb, cols,
+                       qw ? qw + r / t->ne[1] * cols : NULL);
         tt->to_float(b + (size_t)r * rb, wdata(t) + r * cols, cols);
     }
+    free(qw);
     q->r->bytes[i] = b;
     return ELM_OK;
 }
@@ -291,7 +308,15 @@ elm_status elm_lw_gptq_linear(qctx *q, elm_tensor *t, int32_t e, const elm_act_s
     lin_buf b;
     elm_status st = lin_alloc(&b, rows, cols, t->name, err);
     if (st) return st;
-    elm_err_sample_weights(&b.es, g.type, w);
+    /* the baseline of a type written only from importances: diag(H)'s */
+    float *dh = malloc(sizeof(float) * (size_t)cols);
+    if (!dh) {
+        lin_free(&b);
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory quantizing '%s'", t->name);
+    }
+    for (int64_t j = 0; j < cols; j++) dh[j] = s->h[j * cols + j];
+    elm_err_sample_weights(&b.es, g.type, w, dh);
+    free(dh);
     memcpy(b.W, w, sizeof(float) * (size_t)(rows * cols));
     const elm_gptq_opts o = {q->p->damp > 0 ? q->p->damp : 0.01, q->p->act_order, GPTQ_CLIP,
                              q->p->n_threads, s->n_rows};
@@ -350,6 +375,18 @@ static void layer_groups(const elm_layer *L, group g[4]) {
         g[2] = (group){{L->router}, 1};
         g[3] = (group){{NULL}, 0};
     }
+}
+
+bool elm_lw_gptq_reaches(const elm_model *m, const elm_tensor *t) {
+    if (t == m->output && m->output != m->tok_embd) return true;
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        group g[4];
+        layer_groups(&m->layers[l], g);
+        for (int gi = 0; gi < 4; gi++)
+            for (int k = 0; k < g[gi].n; k++)
+                if (g[gi].m[k] == t) return true;
+    }
+    return false;
 }
 
 static bool group_has_grid(const qctx *q, const group *gr) {
@@ -444,7 +481,7 @@ elm_status elm_lw_awq_linear(qctx *q, elm_tensor *t, int32_t e, const float *w0,
     float *hs = st ? NULL : malloc(sizeof(float) * (size_t)cols * ELM_QK);
     if (!st && !hs) st = elm_errorf(err, ELM_ERR_NOMEM, "out of memory quantizing '%s'", t->name);
     if (!st) {
-        elm_err_sample_weights(&b.es, g.type, w0);
+        elm_err_sample_weights(&b.es, g.type, w0, NULL);
         elm_awq_diag_blocks(H, cols, cs, hs);
         st = elm_awq_clip_quantize(&g, wdata(&v), rows, cols, hs, q->p->n_threads, b.codes,
                                    b.params, b.values, err);
