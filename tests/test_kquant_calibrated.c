@@ -10,7 +10,9 @@
  *    llama.cpp's imatrix Q4_K_M in no more bytes (golden/quant_reference.json);
  *  - wide256 (256-wide rows: Q4_K, Q6_K), recipe q4_k_m: GPTQ and AWQ no worse than llama.cpp's
  *    imatrix Q4_K_M; the figures of tests/data/quant_kld.json plus its margin bound all three;
- *  - no hidden state on wide256 for every super-block type and IQ4_NL, both methods: the bytes
+ *  - the group grids of the lattice i-quants (test_group_grid);
+ *  - no hidden state on wide256 for every super-block type, IQ4_NL, IQ2_S, IQ3_XXS and TQ2_0
+ *    (GPTQ; AWQ on Q3_K): the bytes
  *    decode to the values the later layers were calibrated on, and GPTQ lowers every layer's
  *    output error below round-to-nearest's.
  * Sanitizer builds shrink calibration and evaluation and check the KLDs against round-to-nearest
@@ -54,7 +56,8 @@ static bool quantize(const elm_model *m, const elm_quant_params *p, const char *
 
 static const elm_type block_types[] = {
     ELM_TYPE_Q4_0, ELM_TYPE_Q4_1, ELM_TYPE_Q5_0, ELM_TYPE_Q5_1, ELM_TYPE_Q8_0, ELM_TYPE_Q2_K,
-    ELM_TYPE_Q3_K, ELM_TYPE_Q4_K, ELM_TYPE_Q5_K, ELM_TYPE_Q6_K, ELM_TYPE_IQ4_NL, ELM_TYPE_IQ4_XS};
+    ELM_TYPE_Q3_K, ELM_TYPE_Q4_K, ELM_TYPE_Q5_K, ELM_TYPE_Q6_K, ELM_TYPE_IQ4_NL, ELM_TYPE_IQ4_XS,
+    ELM_TYPE_TQ1_0, ELM_TYPE_TQ2_0};
 
 static void test_grid(void) {
     uint32_t seed = 17;
@@ -100,9 +103,11 @@ static void test_grid(void) {
         CHECK(bad == 0, "%s: %d weights decode to other values than the grid's", tt->name, bad);
         CHECK(worse == 0, "%s: the chosen parameters err more than RTN's in %d blocks", tt->name,
               worse);
-        /* the importance-weighted search is a real candidate: it wins some blocks */
-        CHECK(weighted > 0 || block_types[t] == ELM_TYPE_Q8_0, "%s: the weighted search never "
-              "chosen", tt->name);
+        /* the importance-weighted search is a real candidate: it wins some blocks (Q8_0 and
+         * the ternary types have none) */
+        CHECK(weighted > 0 || block_types[t] == ELM_TYPE_Q8_0 || block_types[t] == ELM_TYPE_TQ1_0 ||
+                  block_types[t] == ELM_TYPE_TQ2_0,
+              "%s: the weighted search never chosen", tt->name);
     }
 }
 
@@ -241,8 +246,10 @@ static void test_wide_q4_k_m(const elm_model *m, const qe_base *b, const elm_cal
 /* ------------------------------------------------------------------- no hidden state */
 
 static void test_no_hidden_state(const elm_model *m, const elm_calib_set *cs) {
-    const elm_type kq[] = {ELM_TYPE_Q2_K, ELM_TYPE_Q3_K, ELM_TYPE_Q4_K, ELM_TYPE_Q5_K,
-                           ELM_TYPE_Q6_K, ELM_TYPE_IQ4_NL, ELM_TYPE_IQ4_XS};
+    const elm_type kq[] = {ELM_TYPE_Q2_K,   ELM_TYPE_Q3_K,   ELM_TYPE_Q4_K,
+                           ELM_TYPE_Q5_K,   ELM_TYPE_Q6_K,   ELM_TYPE_IQ4_NL,
+                           ELM_TYPE_IQ4_XS, ELM_TYPE_IQ2_S,  ELM_TYPE_IQ3_XXS,
+                           ELM_TYPE_TQ2_0};
     elm_tensor_plan *plan = calloc((size_t)m->n_tensors, sizeof *plan);
     float *dec = malloc(sizeof(float) * 768 * 512);
     for (size_t t = 0; plan && dec && t < sizeof kq / sizeof kq[0]; t++)

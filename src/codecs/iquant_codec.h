@@ -74,6 +74,10 @@ int elm_iquant_group(elm_type type);
 void elm_iquant_nearest(elm_type type, const float *x, const float *w, float step, int8_t *q);
 bool elm_iquant_put(elm_type type, float d, const int8_t sc[16], const int8_t q[256], void *dst);
 
+/* One TQ1_0 or TQ2_0 block from its scale d (f16-representable) and the 256 weights' trits
+ * t + 1 in {0, 1, 2}, as llama.cpp lays them out: it decodes to d·t. */
+void elm_tq_put(elm_type type, float d, const uint8_t t[256], void *dst);
+
 /* n weights x (a multiple of 256) as IQ1_S or IQ1_M blocks into dst, weighted by the per-weight
  * importances qw[n] as llama.cpp's quantize_iq1_s and quantize_iq1_m do (bit-exact). qw NULL:
  * IQ1_M weighs each weight by x², as llama.cpp does for a tensor without importance; IQ1_S, which

@@ -26,6 +26,10 @@ bool elm_grid_of(elm_type type, elm_grid *g) {
     case ELM_TYPE_Q6_K: *g = (elm_grid){type, ELM_QK_K, 16, 0, 63, 32, false, true, NULL, 1}; return true;
     case ELM_TYPE_IQ4_NL: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 15, 0, false, true, nl, 1}; return true;
     case ELM_TYPE_IQ4_XS: *g = (elm_grid){type, ELM_QK_K, 32, 0, 15, 0, false, true, nl, 1}; return true;
+    case ELM_TYPE_TQ1_0:
+    case ELM_TYPE_TQ2_0: /* d·(q - 1), sc[0] = 1: the trits */
+        *g = (elm_grid){type, ELM_QK_K, ELM_QK_K, 0, 2, 1, false, true, NULL, 1};
+        return true;
     case ELM_TYPE_IQ2_XXS:
     case ELM_TYPE_IQ2_XS:
     case ELM_TYPE_IQ2_S:
@@ -94,6 +98,18 @@ int elm_grid_candidates(const elm_grid *g, const float *x, const float *h, int n
         out[0] = encoder_params(g, x, h);
         return 1;
     }
+    if (g->type == ELM_TYPE_TQ1_0 || g->type == ELM_TYPE_TQ2_0) {
+        /* the RTN rule (d = max|x|), then d shrunk by 0.85 each: a ternary grid's best step lies
+         * far inside the range of heavy-tailed weights */
+        float amax = 0;
+        for (int j = 0; j < ELM_QK_K; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+        for (float d = amax; n < ELM_GRID_MAX_CANDIDATES - 1 && (n == 0 || n_clip > 1); d *= 0.85f) {
+            out[n] = (elm_block_params){0};
+            out[n].k.d = elm_round_f16(d);
+            out[n++].k.sc[0] = 1;
+        }
+        return n;
+    }
     if (g->kq) out[n++] = encoder_params(g, x, NULL);
     else
         for (int i = 0; i < n_clip; i++) out[n++] = elm_grid_params(g, x, 1.0f - 0.05f * (float)i);
@@ -122,6 +138,10 @@ void elm_grid_pack(const elm_grid *g, const elm_block_params *p, const int8_t *c
     uint8_t *b = block;
     if (g->group > 1) {
         elm_iquant_put(g->type, p->k.d, p->k.sc, codes, block);
+        return;
+    }
+    if (g->type == ELM_TYPE_TQ1_0 || g->type == ELM_TYPE_TQ2_0) {
+        elm_tq_put(g->type, p->k.d, (const uint8_t *)codes, block);
         return;
     }
     if (g->kq) {

@@ -45,8 +45,9 @@ typedef struct elm_block_params {
 /* Most candidates elm_grid_candidates gives: the n_clip of the legacy rule, plus one. */
 #define ELM_GRID_MAX_CANDIDATES 16
 
-/* The grid of a block type (the legacy types, Q2_K..Q6_K, IQ4_NL, IQ4_XS, the lattice i-quants);
- * false for the others (float types, IQ1, TQ). */
+/* The grid of a block type (the legacy types, Q2_K..Q6_K, IQ4_NL, IQ4_XS, the lattice i-quants,
+ * TQ1_0 and TQ2_0: codes 0..2 for the trits -1..1 under one step per 256 weights); false for the
+ * others (float types, IQ1). */
 bool elm_grid_of(elm_type type, elm_grid *g);
 
 /* Legacy types: block parameters from the 32 weights x by the round-to-nearest rule of the type,
@@ -63,7 +64,8 @@ elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip);
  * search of the type (elm_encode_row with h as quant_weights; on stories260K's GPTQ q4_0 it
  * lowers KLD from 0.0696 to 0.0656). 1 <= n_clip < ELM_GRID_MAX_CANDIDATES. Group grids: one,
  * the scales of llama-quantize's encoder of the type weighted by h (h required for IQ2_XXS and
- * IQ2_XS, which have no encoder without). */
+ * IQ2_XS, which have no encoder without). TQ1_0, TQ2_0: the RTN step max|x|, and with
+ * n_clip > 1 that step times 0.85^i for i < ELM_GRID_MAX_CANDIDATES - 1. */
 int elm_grid_candidates(const elm_grid *g, const float *x, const float *h, int n_clip,
                         elm_block_params *out);
 
