@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "codecs/encode.h"
+#include "codecs/iquant_codec.h"
 #include "edgelm/imatrix.h"
 #include "edgelm/system.h"
 #include "model/builder.h"
@@ -40,9 +41,10 @@ static int32_t idx(const elm_qrun *r, const elm_tensor *t) { return (int32_t)(t 
 static float *wdata(const elm_tensor *t) { return t->data; }
 
 bool elm_lw_grid_of(const qctx *q, const elm_tensor *t, elm_grid *g) {
-    /* AWQ's searches round weight by weight (elm_grid_values): not the group grids */
-    return elm_grid_of(q->plan[idx(q->r, t)].type, g) &&
-           (g->group == 1 || q->p->method == ELM_QUANT_GPTQ);
+    /* GPTQ's alone for the sub-4-bit types: AWQ's searches round weight by weight
+     * (elm_grid_values), which the group grids do not, and were not measured on the ternary */
+    const elm_type type = q->plan[idx(q->r, t)].type;
+    return elm_grid_of(type, g) && (q->p->method == ELM_QUANT_GPTQ || !elm_type_iquant(type));
 }
 
 void elm_lw_warn(const qctx *q, const char *fmt, ...) {
@@ -186,8 +188,10 @@ void elm_qrun_free(elm_qrun *r) {
 
 /* ------------------------------------------------------------------- writing results */
 
-/* Rounds tensor t of the working copy to its planned type by the types table (RTN): keeps the
- * bytes, and the working copy takes the decoded values. 1-D tensors are written from the copy. */
+/* Rounds tensor t of the working copy to its planned type by the types table (RTN; a type
+ * llama-quantize weights by importances, by its weighted encoder with the imatrix's when given):
+ * keeps the bytes, and the working copy takes the decoded values. 1-D tensors are written from
+ * the copy. ELM_ERR_ARG naming t for a type written only from importances without them. */
 static elm_status emit_rtn(qctx *q, elm_tensor *t, elm_error *err) {
     const int32_t i = idx(q->r, t);
     if (t->n_dims < 2 || q->r->bytes[i]) return ELM_OK;
@@ -197,10 +201,12 @@ static elm_status emit_rtn(qctx *q, elm_tensor *t, elm_error *err) {
     const elm_type_traits *tt = elm_type_get((uint32_t)type);
     const int64_t rows = rows_of(t), cols = t->ne[0];
     const size_t rb = elm_row_bytes(type, cols);
-    /* a type written only from importances (elm_quantize let it through with the imatrix's) */
+    /* a type that llama-quantize writes from importances, with the imatrix's when it has them
+     * (elm_quantize let one written only from importances through only with them) */
     const elm_imatrix_entry *ie =
-        !tt->from_float && q->p->imatrix ? elm_imatrix_find(q->p->imatrix, t->name) : NULL;
-    if (!tt->from_float && (!ie || ie->n != cols * t->ne[2] * t->ne[3]))
+        tt->needs_imatrix && q->p->imatrix ? elm_imatrix_find(q->p->imatrix, t->name) : NULL;
+    if (ie && ie->n != cols * t->ne[2] * t->ne[3]) ie = NULL;
+    if (!tt->from_float && !ie)
         return elm_errorf(err, ELM_ERR_ARG, "'%s': %s needs importances (--imatrix) here",
                           t->name, tt->name);
     uint8_t *b = malloc(rb * (size_t)rows);
