@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPTQ into the sub-4-bit types (src/quant/gptq.c; grid.h's group grids for the lattice i-quants,
 # the ternary grids): on the wide256 model, `quantize --method gptq --type T --pure` for T =
-# iq2_xs, iq3_s (the lattice codebooks) and tq2_0 (ternary), with llama-quantize's arguments
+# iq2_xs, iq3_s, iq1_m (the lattice codebooks) and tq2_0 (ternary), with llama-quantize's arguments
 # (the IQ2 types keep the token embedding and output at q8_0):
 # - needs no --imatrix (the Hessian's diagonal is the importance; round-to-nearest IQ2_XS is
 #   refused without one: cli_iquant_write);
@@ -31,7 +31,7 @@ head -n 200 "$valid" >"$tmp/valid.txt"
 # llama-quantize's arguments (scripts/iquant_reference.sh): the IQ2 types keep the token
 # embedding and output at q8_0, which the imatrix does not cover
 keep() { case $1 in iq2_*) echo "--tensor-type token_embd=q8_0 --tensor-type output=q8_0" ;; esac; }
-types="iq2_xs iq3_s tq2_0"
+types="iq2_xs iq3_s iq1_m tq2_0"
 models=()
 for t in $types; do
     # shellcheck disable=SC2046

@@ -116,8 +116,9 @@ static void test_grid(void) {
  * elm_grid_value, and at the same scales the chosen points err less in sum (diag-weighted) than
  * the encoder's own. */
 static void test_group_grid(void) {
-    static const elm_type types[] = {ELM_TYPE_IQ2_XXS, ELM_TYPE_IQ2_XS, ELM_TYPE_IQ2_S,
-                                     ELM_TYPE_IQ3_XXS, ELM_TYPE_IQ3_S};
+    static const elm_type types[] = {ELM_TYPE_IQ1_S,   ELM_TYPE_IQ1_M,   ELM_TYPE_IQ2_XXS,
+                                     ELM_TYPE_IQ2_XS,  ELM_TYPE_IQ2_S,   ELM_TYPE_IQ3_XXS,
+                                     ELM_TYPE_IQ3_S};
     uint32_t seed = 23;
     float x[ELM_QK_K], h[ELM_QK_K], back[ELM_QK_K], enc[ELM_QK_K];
     int8_t codes[ELM_QK_K];

@@ -60,8 +60,8 @@ bool elm_iquant_grid_encode(elm_type type, const float *x, void *dst, int64_t n,
 /* The pieces of elm_iquant_grid_encode that GPTQ (quant/grid.h) drives one group at a time, for
  * IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S:
  * - elm_iquant_group: the weights whose codes are chosen together, 8 (a sign group: the types
- *   storing 7 sign bits of even parity, and IQ2_S's 8-weight points) or 4 (IQ3_S's points); 0
- *   for another type.
+ *   storing 7 sign bits of even parity, and IQ2_S's 8-weight points; IQ1_S's and IQ1_M's points)
+ *   or 4 (IQ3_S's points); 0 for another type.
  * - elm_iquant_nearest: the signed grid values q[group] (elm_iquant_ints' q) for the weights x
  *   at the fixed step (d·sc of their sub-block): signs split off as the encoder does (with
  *   parity, the weight of least w·x² takes the wrong sign), then of every grid point the one of
@@ -73,6 +73,15 @@ bool elm_iquant_grid_encode(elm_type type, const float *x, void *dst, int64_t n,
 int elm_iquant_group(elm_type type);
 void elm_iquant_nearest(elm_type type, const float *x, const float *w, float step, int8_t *q);
 bool elm_iquant_put(elm_type type, float d, const int8_t sc[16], const int8_t q[256], void *dst);
+
+/* The IQ1 counterparts (iquant_encode_iq1.c): elm_iq1_nearest gives the values q[8] = 8·t ± 1
+ * (elm_iquant_ints' q) of the grid point t and shift of least Σ w·(x - step·q)² (w NULL: 1), the
+ * shift fixed to `shift` (+1 or -1: IQ1_S's one per 32 weights) or either (0: IQ1_M's per 8);
+ * elm_iq1_put packs an IQ1_S or IQ1_M block from d and sc[16] as elm_iquant_scales reads them and
+ * such q[256] (false, the block unusable, for q off the grid, or IQ1_S shifts that differ within
+ * 32 weights). */
+void elm_iq1_nearest(const float *x, const float *w, float step, int shift, int8_t q[8]);
+bool elm_iq1_put(elm_type type, float d, const int8_t sc[16], const int8_t q[256], void *dst);
 
 /* One TQ1_0 or TQ2_0 block from its scale d (f16-representable) and the 256 weights' trits
  * t + 1 in {0, 1, 2}, as llama.cpp lays them out: it decodes to d·t. */

@@ -454,6 +454,7 @@ static const uint8_t *magnitudes(const iq_kind *kd) {
 }
 
 int elm_iquant_group(elm_type type) {
+    if (type == ELM_TYPE_IQ1_S || type == ELM_TYPE_IQ1_M) return 8;
     const iq_kind *kd = kind_of(type);
     if (!kd) return 0;
     return kd->parity ? 8 : lats[kd->lat].dim;

@@ -30,6 +30,8 @@ bool elm_grid_of(elm_type type, elm_grid *g) {
     case ELM_TYPE_TQ2_0: /* d·(q - 1), sc[0] = 1: the trits */
         *g = (elm_grid){type, ELM_QK_K, ELM_QK_K, 0, 2, 1, false, true, NULL, 1};
         return true;
+    case ELM_TYPE_IQ1_S:
+    case ELM_TYPE_IQ1_M:
     case ELM_TYPE_IQ2_XXS:
     case ELM_TYPE_IQ2_XS:
     case ELM_TYPE_IQ2_S:
@@ -82,6 +84,11 @@ static elm_block_params encoder_params(const elm_grid *g, const float *x, const 
     elm_encode_row(g->type, x, b, g->block, qw);
     if (g->group > 1) {
         elm_iquant_scales(g->type, b, &p.k.d, p.k.sc);
+        if (g->type == ELM_TYPE_IQ1_S) { /* its shift per 32 weights, set: -1/8 */
+            int8_t q[ELM_QK_K];
+            elm_iquant_values(g->type, elm_iq_grids_get(), b, q);
+            for (int k = 0; k < 16; k++) p.k.mn[k] = ((q[16 * k] % 8) + 8) % 8 == 7;
+        }
     } else if (g->kq) {
         elm_kquant_get_scales(g->type, b, &p.k);
     } else {
@@ -120,7 +127,10 @@ int elm_grid_candidates(const elm_grid *g, const float *x, const float *h, int n
 
 void elm_grid_code_group(const elm_grid *g, const elm_block_params *p, int j, const float *x,
                          const float *h, int8_t *codes) {
-    elm_iquant_nearest(g->type, x, h, p->k.d * (float)p->k.sc[j / g->sub], codes);
+    const float step = p->k.d * (float)p->k.sc[j / g->sub];
+    if (g->type == ELM_TYPE_IQ1_S) elm_iq1_nearest(x, h, step, p->k.mn[j / 16] ? -1 : 1, codes);
+    else if (g->type == ELM_TYPE_IQ1_M) elm_iq1_nearest(x, h, step, 0, codes);
+    else elm_iquant_nearest(g->type, x, h, step, codes);
 }
 
 int elm_grid_code_kq(const elm_grid *g, const elm_block_params *p, int j, float x) {
@@ -136,6 +146,10 @@ int elm_grid_code_kq(const elm_grid *g, const elm_block_params *p, int j, float 
 
 void elm_grid_pack(const elm_grid *g, const elm_block_params *p, const int8_t *codes, void *block) {
     uint8_t *b = block;
+    if (g->type == ELM_TYPE_IQ1_S || g->type == ELM_TYPE_IQ1_M) {
+        elm_iq1_put(g->type, p->k.d, p->k.sc, codes, block);
+        return;
+    }
     if (g->group > 1) {
         elm_iquant_put(g->type, p->k.d, p->k.sc, codes, block);
         return;

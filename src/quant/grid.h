@@ -9,10 +9,11 @@
  * the super-block types (Q2_K..Q6_K, IQ4_XS), whose sub-blocks of 16 or 32 weights each have an
  * integer scale (and min) under the block's f16 scales.
  *
- * The lattice i-quants IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S (codecs/iquant_codec.h) are
- * kq grids of 256 weights whose codes are signed grid values (|q| <= 62, value = d·sc·q, sc per
- * 16 weights) chosen a group of 8 or 4 at a time (a point of the codebook with its signs):
- * elm_grid_code_group, never elm_grid_code. */
+ * The lattice i-quants IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S
+ * (codecs/iquant_codec.h) are kq grids of 256 weights whose codes are signed grid values
+ * (|q| <= 62, value = d·sc·q, sc per 16 weights) chosen a group of 8 or 4 at a time (a point of
+ * the codebook with its signs, or IQ1's with its shift): elm_grid_code_group, never
+ * elm_grid_code. IQ1_S's shift per 32 weights is a parameter (mn[k] set: -1/8, per 16). */
 #ifndef EDGELM_QUANT_GRID_H
 #define EDGELM_QUANT_GRID_H
 
@@ -47,7 +48,7 @@ typedef struct elm_block_params {
 
 /* The grid of a block type (the legacy types, Q2_K..Q6_K, IQ4_NL, IQ4_XS, the lattice i-quants,
  * TQ1_0 and TQ2_0: codes 0..2 for the trits -1..1 under one step per 256 weights); false for the
- * others (float types, IQ1). */
+ * others (float types, MXFP4). */
 bool elm_grid_of(elm_type type, elm_grid *g);
 
 /* Legacy types: block parameters from the 32 weights x by the round-to-nearest rule of the type,
@@ -63,9 +64,10 @@ elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip);
  * n_clip > 1, one more for every type but Q8_0: the scales of llama.cpp's importance-weighted
  * search of the type (elm_encode_row with h as quant_weights; on stories260K's GPTQ q4_0 it
  * lowers KLD from 0.0696 to 0.0656). 1 <= n_clip < ELM_GRID_MAX_CANDIDATES. Group grids: one,
- * the scales of llama-quantize's encoder of the type weighted by h (h required for IQ2_XXS and
- * IQ2_XS, which have no encoder without). TQ1_0, TQ2_0: the RTN step max|x|, and with
- * n_clip > 1 that step times 0.85^i for i < ELM_GRID_MAX_CANDIDATES - 1. */
+ * the scales of llama-quantize's encoder of the type weighted by h (h required for IQ1_S,
+ * IQ2_XXS and IQ2_XS, which have no encoder without; IQ1_S's shifts too). TQ1_0, TQ2_0: the
+ * RTN step max|x|, and with n_clip > 1 that step times 0.85^i for i < ELM_GRID_MAX_CANDIDATES
+ * - 1. */
 int elm_grid_candidates(const elm_grid *g, const float *x, const float *h, int n_clip,
                         elm_block_params *out);
 
