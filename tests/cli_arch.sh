@@ -7,7 +7,8 @@
 # config without its sliding_window. Gemma 3 also loads as a multimodal checkpoint (config in
 # text_config with rope_parameters, tensors under language_model.) and runs as its plain copy;
 # so does Qwen3.5's (Qwen3_5ForConditionalGeneration: tensors under model.language_model., its
-# tie_word_embeddings outside text_config, a vision tower and an MTP block ignored).
+# tie_word_embeddings outside text_config, a vision tower and an MTP block ignored), and
+# Qwen3.5-MoE's (Qwen3_5MoeForConditionalGeneration).
 # and Gemma 4 (Gemma4ForConditionalGeneration, tensors under model.language_model. beside a
 # vision tower's), and its context shift is refused in one line unless --swa-full keeps every
 # position. qwen3moe's refusals: GPTQ, AWQ and ONNX export; its HF copy runs as its GGUF, and an
@@ -21,6 +22,10 @@
 # the experts (GGUF, config.json), an expert count the tensors do not have, a router of the
 # wrong shape and a quantization_config other than mxfp4 are each one line naming the file (the
 # original checkpoint's MXFP4 experts: cli_hf_mxfp4.sh).
+# The hybrids' experts, qwen35moe and granitehybrid (synth --experts): their HF copies (experts
+# packed, [gate; up] per expert) give the GGUF's first 16 greedy tokens, and a packed expert
+# tensor of the wrong shape is one line naming the file and the tensor; Qwen3.5-MoE's experts one
+# tensor each run alike, one of them missing named with its file.
 # Usage: bash tests/cli_arch.sh EDGELM_BINARY FIXTURES_DIR
 set -u
 bin=$1
@@ -145,16 +150,46 @@ expect_error "lfm2moe hf missing expert" \
 expect_error "lfm2moe hf expert bias" "lfm2moe-nobias/config.json: use_expert_bias false" \
     "$bin" run -m "$tmp/lfm2moe-nobias" -p "Hi" -n 1
 
-# the hybrids' experts (qwen35moe; granitehybrid with synth --experts) come from GGUF: --experts
-# names the family it fits, and Granite's experts get no HF folder (nothing written)
+# the hybrids' experts (qwen35moe; granitehybrid with synth --experts): their HF copies
+# (Qwen3_5MoeForCausalLM, GraniteMoeHybridForCausalLM: each layer's experts packed, [gate; up] per
+# expert, beside a router and a shared expert) give the GGUF's first 16 greedy tokens; a packed
+# expert tensor of a shape config.json does not give is one line naming the file and the tensor;
+# --experts names the family it fits (nothing written)
 expect_error "synth --experts qwen3" "--experts is for a family whose experts are optional" \
     "$bin" synth --arch qwen3 --tiny --experts -o "$tmp/x.gguf" \
     --vocab "$fix/vocab/ggml-vocab-qwen2.gguf"
-expect_error "granitehybrid --experts --hf" "gx-hf: no Hugging Face layout for granitehybrid's experts" \
-    "$bin" synth --arch granitehybrid --tiny --experts -o "$tmp/gx.gguf" --hf "$tmp/gx-hf" \
-    --vocab "$fix/vocab/ggml-vocab-llama-bpe.gguf"
-[ ! -e "$tmp/gx.gguf" ] && [ ! -e "$tmp/gx-hf" ] && [ ! -e "$tmp/x.gguf" ] ||
-    fail "synth --experts refusals left files"
+[ ! -e "$tmp/x.gguf" ] || fail "synth --experts qwen3 left a file"
+for case in "qwen35moe model.layers.1.mlp.experts.gate_up_proj" \
+    "granitehybrid-experts model.layers.2.block_sparse_moe.output_linear.weight"; do
+    set -- $case
+    arch=${1%-experts} opts=()
+    [ "$arch" = "$1" ] || opts=(--experts)
+    "$bin" synth --arch "$arch" "${opts[@]}" --tiny -o "$tmp/$1.gguf" --hf "$tmp/$1-hf" \
+        --vocab "$fix/stories260K/stories260K-f32.gguf" >/dev/null 2>"$tmp/err" ||
+        { fail "$1: synth --hf: $(cat "$tmp/err")"; continue; }
+    for model in "$tmp/$1.gguf" "$tmp/$1-hf"; do
+        "$bin" run -m "$model" -p "Once upon a time" -n 16 --temp 0 --ignore-eos -t 2 --json \
+            >"$model.run.json" 2>"$tmp/err" || fail "$1: run $model: $(cat "$tmp/err")"
+    done
+    [ -s "$tmp/$1-hf.run.json" ] && [ "$(json_get "$tmp/$1.gguf.run.json" 'd["generated_ids"]')" = \
+        "$(json_get "$tmp/$1-hf.run.json" 'd["generated_ids"]')" ] ||
+        fail "$1: the HF copy's greedy tokens differ from the GGUF's"
+    cp -r "$tmp/$1-hf" "$tmp/$1-shape"
+    python3 - "$tmp/$1-shape/model.safetensors" "$2" <<'EOF'
+import json, struct, sys
+# half the experts, twice the rows: the same bytes in a shape config.json does not give
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header = json.loads(data[8:8 + n])
+shape = header[sys.argv[2]]["shape"]
+header[sys.argv[2]]["shape"] = [shape[0] // 2, shape[1] * 2, shape[2]]
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(text)) + text + data[8 + n:])
+EOF
+    expect_error "$1 hf expert shape" "$1-shape/model.safetensors: tensor '$2' has 3 dimensions \[4, " \
+        "$bin" run -m "$tmp/$1-shape" -p "Hi" -n 1
+done
 
 # LongRoPE (Phi-3, synth --longrope): quantized, its factor tensors stay f32 with the original
 # context and attention factor, and the file runs with the short and the long factors
@@ -259,23 +294,75 @@ expect_error "gemma3 without sliding_window" "config.json: missing required key 
     "$bin" run -m "$tmp/g3-nowindow" -p "Hi" -n 1
 same_logits gemma3 "$g3" "$tmp/g3-mm"
 
-# Qwen3.5's multimodal layout (Qwen3_5ForConditionalGeneration: tensors under
-# model.language_model., tie_word_embeddings outside text_config, a vision tower and an MTP block)
+# Qwen3.5's and Qwen3.5-MoE's multimodal layouts (Qwen3_5ForConditionalGeneration,
+# Qwen3_5MoeForConditionalGeneration: tensors under model.language_model., tie_word_embeddings
+# outside text_config, a vision tower and an MTP block, the MoE's with its own packed experts)
 q35=$tmp/qwen35-hf
 hf_tiny qwen35 qwen35 "$q35"
-cp -r "$q35" "$tmp/q35-mm"
-python3 - "$tmp/q35-mm/config.json" <<'EOF'
+for case in "qwen35 $q35 Qwen3_5 qwen3_5 mtp.fc.weight" \
+    "qwen35moe $tmp/qwen35moe-hf Qwen3_5Moe qwen3_5_moe mtp.layers.0.mlp.experts.gate_up_proj"; do
+    set -- $case
+    cp -r "$2" "$tmp/$1-mm"
+    python3 - "$tmp/$1-mm/config.json" "$3" "$4" <<'EOF'
 import json, sys
 text = json.load(open(sys.argv[1]))
 tie = text.pop("tie_word_embeddings")
-text["model_type"] = "qwen3_5_text"
-json.dump({"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
+text["model_type"] = sys.argv[3] + "_text"
+json.dump({"architectures": [sys.argv[2] + "ForConditionalGeneration"], "model_type": sys.argv[3],
            "text_config": text, "vision_config": {"depth": 1}, "tie_word_embeddings": tie},
           open(sys.argv[1], "w"))
 EOF
-python3 tests/lib/hf_multimodal.py "$tmp/q35-mm" model. model.language_model. \
-    model.visual.patch_embed.proj.weight mtp.fc.weight
-same_logits qwen35 "$q35" "$tmp/q35-mm"
+    python3 tests/lib/hf_multimodal.py "$tmp/$1-mm" model. model.language_model. \
+        model.visual.patch_embed.proj.weight "$5"
+    same_logits "$1" "$2" "$tmp/$1-mm"
+done
+
+# Qwen3.5-MoE's experts one tensor each (mlp.experts.E.{gate,up,down}_proj.weight, which
+# llama.cpp's converter reads too) run as the packed ones; one of them missing is one line naming
+# the file and the tensor
+cp -r "$tmp/qwen35moe-hf" "$tmp/q35moe-each"
+python3 - "$tmp/q35moe-each/model.safetensors" <<'EOF'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+header, body = json.loads(data[8:8 + n]), data[8 + n:]
+out, blobs, size = {"__metadata__": header.pop("__metadata__", {})}, [], 0
+def add(name, dtype, shape, blob):
+    global size
+    out[name] = {"dtype": dtype, "shape": shape, "data_offsets": [size, size + len(blob)]}
+    blobs.append(blob)
+    size += len(blob)
+for name, t in header.items():
+    blob = body[t["data_offsets"][0]:t["data_offsets"][1]]
+    stem, _, kind = name.rpartition(".")
+    if not stem.endswith(".mlp.experts"):
+        add(name, t["dtype"], t["shape"], blob)
+        continue
+    E, rows, cols = t["shape"]
+    per = len(blob) // E
+    for e in range(E):
+        m = blob[e * per:(e + 1) * per]
+        if kind == "down_proj":
+            add(f"{stem}.{e}.down_proj.weight", t["dtype"], [rows, cols], m)
+        else:  # [gate; up]
+            add(f"{stem}.{e}.gate_proj.weight", t["dtype"], [rows // 2, cols], m[:per // 2])
+            add(f"{stem}.{e}.up_proj.weight", t["dtype"], [rows // 2, cols], m[per // 2:])
+text = json.dumps(out).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+EOF
+same_logits "qwen35moe one tensor per expert" "$tmp/qwen35moe-hf" "$tmp/q35moe-each"
+cp -r "$tmp/q35moe-each" "$tmp/q35moe-noexpert"
+python3 - "$tmp/q35moe-noexpert/model.safetensors" <<'EOF'
+import sys
+data = open(sys.argv[1], "rb").read()
+name = b'"model.layers.1.mlp.experts.7.up_proj.weight"'
+assert data.count(name) == 1
+open(sys.argv[1], "wb").write(data.replace(name, name[:-2] + b'X"'))  # same length: unknown
+EOF
+expect_error "qwen35moe missing expert" \
+    "q35moe-noexpert/model.safetensors: missing tensor 'model.layers.1.mlp.experts.7.up_proj.weight'" \
+    "$bin" run -m "$tmp/q35moe-noexpert" -p "Hi" -n 1
 
 # Gemma 4: Gemma4ForConditionalGeneration's layout runs as the plain copy; context shift
 g4=$tmp/gemma4-hf

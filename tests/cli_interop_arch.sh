@@ -4,7 +4,8 @@
 # the mixtures of experts qwen3moe, lfm2moe and gpt-oss, a `synth --tiny` GGUF and its --hf copy
 # (theirs with one tensor per expert, Qwen3MoeForCausalLM's and Lfm2MoeForCausalLM's layouts;
 # gpt-oss's with each layer's experts fused, GptOssForCausalLM's BF16 layout), and the hybrids
-# with experts and a shared expert, qwen35moe and granitehybrid (synth --experts), from GGUF only
+# with experts and a shared expert, qwen35moe and granitehybrid (synth --experts; theirs with
+# each layer's experts packed, Qwen3_5MoeForCausalLM's and GraniteMoeHybridForCausalLM's layouts)
 # are run greedily for 16 tokens on 3
 # prompts by edgelm and by llama.cpp's prebuilt CPU library from npm (node-llama-cpp@3.21.1,
 # installed once by scripts/node-llama.sh; tests/interop/greedy.mjs). From the GGUF, with
@@ -44,8 +45,6 @@ for name in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybri
     models=("$gguf" "$tmp/$name-hf") hf_opts=(--hf "$tmp/$name-hf")
     case $name in
     phi3-longrope-*) ctx=${name##*-} synth_opts=(--longrope) ctx_opts=(-c "$ctx") ;;
-    # the hybrids' experts: from GGUF only
-    qwen35moe | *-experts) models=("$gguf") hf_opts=() ;;&
     *-experts) synth_opts=(--experts) ;;
     esac
     case $arch in

@@ -775,8 +775,8 @@ static void test_refusals(void) {
         elm_model_free(m);
     }
     tmp_dir_remove(strdup(dir));
-    /* Granite 4.0-H's: which layers are Mamba-2, its sizes; experts (not yet), a convolution
-     * without bias (llama.cpp's graph adds it) */
+    /* Granite 4.0-H's: which layers are Mamba-2, its sizes; a top-k above its experts, a
+     * convolution without bias (llama.cpp's graph adds it) */
     expect_config_error("granitehybrid", "{\"layer_types\": null}", ELM_ERR_FORMAT,
                         "key 'layer_types' missing");
     expect_config_error("granitehybrid", "{\"layer_types\": [\"mamba\", \"conv\", \"mamba\"]}",
@@ -785,8 +785,11 @@ static void test_refusals(void) {
                         "missing required key 'mamba_d_state'");
     expect_config_error("granitehybrid", "{\"mamba_d_head\": 32}", ELM_ERR_FORMAT,
                         "mamba_expand 2 × hidden_size 64 is not mamba_n_heads 8 × mamba_d_head 32");
-    expect_config_error("granitehybrid", "{\"num_local_experts\": 64}", ELM_ERR_UNSUPPORTED,
-                        "mixture of experts");
+    expect_config_error("granitehybrid", "{\"num_local_experts\": 8, \"num_experts_per_tok\": 9}",
+                        ELM_ERR_FORMAT, "num_experts_per_tok 9 is more than num_local_experts 8");
+    /* Qwen3.5-MoE's shared expert, whose size its configs give (not intermediate_size) */
+    expect_config_error("qwen35moe", "{\"shared_expert_intermediate_size\": null}", ELM_ERR_FORMAT,
+                        "missing required key 'shared_expert_intermediate_size'");
     expect_config_error("granitehybrid", "{\"mamba_conv_bias\": false}", ELM_ERR_UNSUPPORTED,
                         "mamba_conv_bias");
     expect_config_error("granitehybrid", "{\"position_embedding_type\": \"alibi\"}",

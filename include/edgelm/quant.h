@@ -252,6 +252,15 @@ typedef struct elm_quant_params {
                                  * written; NULL: none */
     bool resume;                /* continue from the checkpoint when it holds blocks (validated
                                  * against the source and these options); without one, start over */
+    /* A size budget (src/quant/budget.c): when target_bytes or target_bpw is set (> 0), every
+     * token embedding, output projection and block linear gets the candidate type that minimises
+     * the predicted total KL divergence with the tensor data (the sum of every tensor's bytes, as
+     * summary.bytes_out: not the GGUF header, metadata or alignment padding) at most target_bytes,
+     * or target_bpw · weights / 8 bytes. Needs calib; the plan's other tensors keep their types. */
+    uint64_t target_bytes;
+    double target_bpw;
+    const elm_type *candidates; /* [n_candidates] the budget's menu; NULL: elm_budget_default */
+    int32_t n_candidates;
 } elm_quant_params;
 
 typedef struct elm_quant_tensor_info {
@@ -265,6 +274,9 @@ typedef struct elm_quant_tensor_info {
     double damp; /* GPTQ: the damping that factored (raised from params.damp when needed), else 0 */
     int64_t dead_inputs; /* GPTQ: input channels that were 0 on every calibration token (their
                           * weights are zeroed; more than half dead: a warning names the tensor) */
+    double predicted_cost; /* size budget: the tensor's predicted share of the mean KL
+                            * divergence per token at its chosen type, by round to nearest
+                            * (src/quant/budget.h); -1 where the budget did not choose the type */
 } elm_quant_tensor_info;
 
 /* An expert of a mixture of experts that GPTQ or AWQ did not calibrate: the router sent it fewer
@@ -309,6 +321,14 @@ void elm_quant_report_free(elm_quant_report *r);
 elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
                            const char *out_path, const elm_quantize_callbacks *cb,
                            elm_quant_report *report, elm_error *err);
+
+/* ---------------------------------------------------------------------------- size budget */
+
+/* The budget's default menu of candidate types: q2_k, q3_k, q4_k, q5_k, q6_k, q8_0, then the
+ * 32-weight q4_0, q4_1, q5_0, q5_1, iq4_nl and iq4_xs (for rows whose width no 256-weight block
+ * divides), and with_imatrix iq2_xs and iq3_s too. Writes at most 16 types to out and returns
+ * how many. */
+int32_t elm_budget_default(bool with_imatrix, elm_type out[16]);
 
 /* ---------------------------------------------------------------------------- estimates */
 

@@ -138,7 +138,9 @@ class QuantParams(Structure):
     _fields_ = [("policy", QuantPolicy), ("method", c_int), ("calib", c_void_p),
                 ("damp", c_double), ("act_order", c_bool), ("n_threads", c_int32),
                 ("imatrix", c_void_p), ("imatrix_path", c_char_p), ("checkpoint", c_char_p),
-                ("resume", c_bool)]
+                ("resume", c_bool), ("target_bytes", c_uint64),
+                ("target_bpw", c_double), ("candidates", POINTER(c_int)),
+                ("n_candidates", c_int32)]
 
 
 # elm_quantize_progress_fn: (done, total, tensor, user) -> non-zero stops the run.
@@ -168,7 +170,7 @@ class QuantTensorInfo(Structure):
 
     _fields_ = [("name", c_char * 96), ("type", c_int), ("reason", c_char * 80),
                 ("err_before", c_double), ("err_after", c_double), ("damp", c_double),
-                ("dead_inputs", c_int64)]
+                ("dead_inputs", c_int64), ("predicted_cost", c_double)]
 
 
 class QuantExpertFallback(Structure):

@@ -3,7 +3,7 @@ elm_quantize, with RTN, GPTQ and AWQ, llama-quantize's recipes and importance ma
 
 import ctypes
 import os
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence
 
 from . import _lib
 from .errors import ArgumentError, error_for
@@ -39,7 +39,8 @@ def quantize(src: Path, dst: Path, type: str, method: str = "rtn", calib: Option
              damp: float = 0.01, act_order: bool = False, pure: bool = False,
              keep_sensitive: Optional[str] = None,
              tensor_types: Optional[Mapping[str, str]] = None, threads: int = 0,
-             resume: bool = False,
+             resume: bool = False, target_size: int = 0, target_bpw: float = 0.0,
+             candidates: Optional[Sequence[str]] = None,
              progress: Optional[Callable[[int, int, str], Any]] = None) -> Dict[str, Any]:
     """quantize(src, dst, type, method="rtn", calib=None, ...) -> dict: `edgelm quantize`.
 
@@ -72,6 +73,14 @@ def quantize(src: Path, dst: Path, type: str, method: str = "rtn", calib: Option
       resume          gptq/awq: keep a checkpoint dst + ".ckpt" after each block (deleted on
                       success) and continue from it when an interrupted run left one  (--resume;
                       without it no checkpoint is written, so a run that fails leaves no file)
+      target_size     size budget: each matrix's type chosen from its measured sensitivity
+                      (needs calib) so that the tensor data (the sum of the tensors' bytes; not
+                      the GGUF header and metadata) are at most this many bytes  (--target-size)
+      target_bpw      size budget as bits per weight: tensor data at most
+                      target_bpw * weights / 8 bytes (at most 16)  (--target-bpw)
+      candidates      the budget's types, e.g. ["q4_0", "q5_0", "q8_0"] (default: q2_k .. q6_k,
+                      q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, iq4_xs; with imatrix also iq2_xs,
+                      iq3_s)  (--candidates)
       progress        progress(done, total, name) after each tensor (rtn) or block (gptq/awq:
                       "blk.N", "output", "written"); an exception it raises stops the run and
                       is raised here, with no file left at dst. Ctrl-C stops it the same way
@@ -82,8 +91,9 @@ def quantize(src: Path, dst: Path, type: str, method: str = "rtn", calib: Option
 
     Returns what `edgelm quantize --json` prints: method, type, pure, bits_per_weight,
     file_bytes, tensor_bytes, compression, seconds, peak_rss_mib, peak_anon_mib, n_fallback,
-    (gptq/awq) calib_samples, calib_tokens, expert_fallback [{name, expert, tokens, needed}],
-    (gptq) damp_raised, tensors [{name, type, reason,
+    (a budget) target_bytes, target_bpw, (gptq/awq/a budget) calib_samples, calib_tokens,
+    (gptq/awq) expert_fallback [{name, expert, tokens, needed}],
+    (gptq) damp_raised, tensors [{name, type, reason, (a budget) predicted_cost,
     (gptq/awq) out_err_before, out_err_after, (gptq) damp, dead_inputs}], and warnings (the
     lines the CLI prints as warnings and notes: fallbacks, raised damping, resuming).
     Raises FileError (a missing model, calib or imatrix file, naming it; dst not writable),
@@ -112,6 +122,17 @@ def quantize(src: Path, dst: Path, type: str, method: str = "rtn", calib: Option
         raise ArgumentError(f"method {method} needs calibration text (calib=FILE)", 5)
     if imatrix is not None and method != "rtn":
         raise ArgumentError("imatrix is used by method rtn only", 5)
+    budget = bool(target_size) or target_bpw > 0
+    if budget and calib is None:
+        raise ArgumentError("a size budget measures each tensor on calibration text: give "
+                            "calib=FILE", 5)
+    if target_size and target_bpw > 0:
+        raise ArgumentError("give target_size or target_bpw, not both", 5)
+    p.target_bytes, p.target_bpw = int(target_size), float(target_bpw)
+    menu = [_type(c, "candidates") for c in (candidates or [])]
+    menu_arr = (ctypes.c_int * max(len(menu), 1))(*menu)
+    if menu:
+        p.candidates, p.n_candidates = menu_arr, len(menu)
     patterns = list((tensor_types or {}).items())
     overrides = (_lib.TypeOverride * max(len(patterns), 1))(
         *[_lib.TypeOverride(k.encode(), _type(v, f"tensor_types[{k!r}]")) for k, v in patterns])
@@ -146,7 +167,7 @@ def quantize(src: Path, dst: Path, type: str, method: str = "rtn", calib: Option
             if lib.elm_imatrix_load(path, ctypes.byref(im), ctypes.byref(err)):
                 raise error_for(err.code, err.msg)
             p.imatrix, p.imatrix_path = ctypes.addressof(im), path
-        if method != "rtn":
+        if method != "rtn" or budget:
             if lib.elm_calib_load(lib.elm_model_vocab(model), _path(calib, "calib"),
                                   _int32("seq_len", seq_len), _int32("calib_samples", calib_samples),
                                   ctypes.byref(calib_set), ctypes.byref(err)):
@@ -179,8 +200,11 @@ def _summary(method: str, p: "_lib.QuantParams", calib: "_lib.CalibSet",
          "tensor_bytes": s.bytes_out, "compression": s.ratio, "seconds": s.seconds,
          "peak_rss_mib": s.peak_rss / 1048576.0, "peak_anon_mib": s.peak_anon / 1048576.0,
          "n_fallback": s.n_fallback}
-    if method != "rtn":
+    if p.target_bytes or p.target_bpw > 0:
+        d["target_bytes"], d["target_bpw"] = p.target_bytes, p.target_bpw
+    if p.calib:
         d["calib_samples"], d["calib_tokens"] = calib.n, calib.n_tokens
+    if method != "rtn":
         d["expert_fallback"] = [
             {"name": f.name.decode(), "expert": f.expert, "tokens": f.tokens, "needed": f.needed}
             for f in (r.expert_fallback[i] for i in range(r.n_expert_fallback))]
@@ -190,6 +214,8 @@ def _summary(method: str, p: "_lib.QuantParams", calib: "_lib.CalibSet",
     for i in range(r.n_tensors):
         t = r.tensors[i]
         e = {"name": t.name.decode(), "type": _type_name(t.type), "reason": t.reason.decode()}
+        if t.predicted_cost >= 0:
+            e["predicted_cost"] = t.predicted_cost
         if t.err_before >= 0:
             e["out_err_before"], e["out_err_after"] = t.err_before, t.err_after
         if t.damp > 0:

@@ -10,9 +10,11 @@
  * heads go from grouped to tiled order. A multimodal checkpoint's language model (Gemma 3 4B,
  * Qwen3.5) is read from under its prefix. Phi-3's fused qkv_proj and gate_up_proj stay fused
  * (attn_qkv, ffn_up); Granite's shared_mlp.input_linear [gate; up] is split (ffn_gate, ffn_up, in
- * place), and its Mamba-2 A, D, convolution and norm are F32 and reshaped as in GGUF; Qwen3-MoE's
- * and LFM2-MoE's experts, one tensor each, are copied into GGUF's three stacks per layer (none
- * in LFM2-MoE's leading dense layers). Llama 3.1's
+ * place; with experts the shared expert's ffn_gate_shexp, ffn_up_shexp), and its Mamba-2 A, D,
+ * convolution and norm are F32 and reshaped as in GGUF; Qwen3-MoE's and LFM2-MoE's experts, one
+ * tensor each, are copied into GGUF's three stacks per layer (none in LFM2-MoE's leading dense
+ * layers); Qwen3.5-MoE's and Granite's, packed ([gate; up] per expert, and down), have their
+ * gate and up halves copied apart, down mapped as it is. Llama 3.1's
  * rope_scaling becomes the rope_freqs tensor, LongRoPE's the rope_factors_long/short tensors, and
  * Gemma 4's "proportional" RoPE of its global layers rope_freqs. Dtypes are kept (F32, F16, BF16)
  * but for biases and those. */
@@ -33,8 +35,9 @@
 /* Which families have a tensor (see needed), and in which layers (on: of a hybrid's kinds, of
  * the layers with a cache of their own, when the model has per-layer embeddings, never
  * required). */
-enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, DENSE_FFN, MOE,
-       MOE_BIAS, MOE_FUSED, SINKS, PRE_NORMS, POST_NORMS, DELTANET, PLE, LAYER_SCALE };
+enum { ALL, SPLIT_QKV, FUSED_QKV, QKV_BIAS, QK_NORM, SPLIT_FFN, FUSED_FFN, MOE, MOE_BIAS,
+       MOE_FUSED, MOE_PACKED, SHEXP_GATED, SINKS, PRE_NORMS, POST_NORMS, DELTANET, PLE,
+       LAYER_SCALE };
 enum { ANY_LAYER, ATTN_LAYER, REC_LAYER, KV_LAYER, PLE_LAYER, DENSE_LAYER, MOE_LAYER, OPTIONAL };
 
 /* HF names and their GGUF counterparts, by the family's naming (elm_arch.hf_names; ANY_NAMES:
@@ -73,12 +76,25 @@ static const struct { const char *hf, *gguf; int when, names, on; } layer_names[
      ANY_LAYER},
     {"post_feedforward_layernorm.weight", "post_ffw_norm.weight", POST_NORMS, ELM_HF_NAMES_LLAMA,
      ANY_LAYER},
-    {"mlp.gate_proj.weight", "ffn_gate.weight", SPLIT_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
-    {"mlp.up_proj.weight", "ffn_up.weight", SPLIT_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
-    {"mlp.gate_up_proj.weight", "ffn_up.weight", FUSED_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
-    {"mlp.down_proj.weight", "ffn_down.weight", DENSE_FFN, ELM_HF_NAMES_LLAMA, ANY_LAYER},
-    /* Qwen3-MoE's router (its experts, one tensor each: add_expert) */
+    {"mlp.gate_proj.weight", "ffn_gate.weight", SPLIT_FFN, ELM_HF_NAMES_LLAMA, DENSE_LAYER},
+    {"mlp.up_proj.weight", "ffn_up.weight", SPLIT_FFN, ELM_HF_NAMES_LLAMA, DENSE_LAYER},
+    {"mlp.gate_up_proj.weight", "ffn_up.weight", FUSED_FFN, ELM_HF_NAMES_LLAMA, DENSE_LAYER},
+    {"mlp.down_proj.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_LLAMA, DENSE_LAYER},
+    /* Qwen3-MoE's and Qwen3.5-MoE's router (Qwen3-MoE's experts, one tensor each: add_expert) */
     {"mlp.gate.weight", "ffn_gate_inp.weight", MOE, ELM_HF_NAMES_LLAMA, MOE_LAYER},
+    /* Qwen3.5-MoE's experts packed (gate_up_proj [E, 2·ff, dim], [gate; up] per expert: add_gate_up)
+     * and its shared expert, weighed by sigmoid(shared_expert_gate·x) */
+    {"mlp.experts.gate_up_proj", "ffn_gate_exps.weight", MOE_PACKED, ELM_HF_NAMES_LLAMA,
+     MOE_LAYER},
+    {"mlp.experts.down_proj", "ffn_down_exps.weight", MOE_PACKED, ELM_HF_NAMES_LLAMA, MOE_LAYER},
+    {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight", SHEXP_GATED,
+     ELM_HF_NAMES_LLAMA, MOE_LAYER},
+    {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight", SHEXP_GATED, ELM_HF_NAMES_LLAMA,
+     MOE_LAYER},
+    {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight", SHEXP_GATED,
+     ELM_HF_NAMES_LLAMA, MOE_LAYER},
+    {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight", SHEXP_GATED,
+     ELM_HF_NAMES_LLAMA, MOE_LAYER},
     /* gpt-oss: its router and biases, sinks, and the down projections' biases (its experts'
      * matrices and gate/up biases, fused: elm_hf_add_fused) */
     {"mlp.router.weight", "ffn_gate_inp.weight", MOE_FUSED, ELM_HF_NAMES_LLAMA, MOE_LAYER},
@@ -110,13 +126,25 @@ static const struct { const char *hf, *gguf; int when, names, on; } layer_names[
     {"feed_forward.gate.weight", "ffn_gate_inp.weight", MOE, ELM_HF_NAMES_LFM2, MOE_LAYER},
     {"feed_forward.expert_bias", "exp_probs_b.bias", MOE_BIAS, ELM_HF_NAMES_LFM2, MOE_LAYER},
     /* Granite 4.0-H (GraniteMoeHybridDecoderLayer): Llama's norms and o_proj, the dense FFN as
-     * shared_mlp, whose input_linear is [gate; up] (add_tensor splits it, the writer joins it),
-     * and the Mamba-2 mixer as mamba.* (add_tensor: A_log becomes A = -exp(A_log)) */
+     * shared_mlp, whose input_linear is [gate; up] (add_gate_up splits it, the writer joins it),
+     * the shared expert when the model has experts, which are packed as Qwen3.5-MoE's (under
+     * block_sparse_moe, with its router), and the Mamba-2 mixer as mamba.* (add_tensor: A_log
+     * becomes A = -exp(A_log)) */
     {"input_layernorm.weight", "attn_norm.weight", ALL, ELM_HF_NAMES_GRANITE, ANY_LAYER},
     {"self_attn.o_proj.weight", "attn_output.weight", ALL, ELM_HF_NAMES_GRANITE, ATTN_LAYER},
     {"post_attention_layernorm.weight", "ffn_norm.weight", ALL, ELM_HF_NAMES_GRANITE, ANY_LAYER},
-    {"shared_mlp.input_linear.weight", "ffn_gate.weight", ALL, ELM_HF_NAMES_GRANITE, ANY_LAYER},
-    {"shared_mlp.output_linear.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_GRANITE, ANY_LAYER},
+    {"shared_mlp.input_linear.weight", "ffn_gate.weight", ALL, ELM_HF_NAMES_GRANITE, DENSE_LAYER},
+    {"shared_mlp.output_linear.weight", "ffn_down.weight", ALL, ELM_HF_NAMES_GRANITE, DENSE_LAYER},
+    {"shared_mlp.input_linear.weight", "ffn_gate_shexp.weight", ALL, ELM_HF_NAMES_GRANITE,
+     MOE_LAYER},
+    {"shared_mlp.output_linear.weight", "ffn_down_shexp.weight", ALL, ELM_HF_NAMES_GRANITE,
+     MOE_LAYER},
+    {"block_sparse_moe.router.layer.weight", "ffn_gate_inp.weight", ALL, ELM_HF_NAMES_GRANITE,
+     MOE_LAYER},
+    {"block_sparse_moe.input_linear.weight", "ffn_gate_exps.weight", MOE_PACKED,
+     ELM_HF_NAMES_GRANITE, MOE_LAYER},
+    {"block_sparse_moe.output_linear.weight", "ffn_down_exps.weight", MOE_PACKED,
+     ELM_HF_NAMES_GRANITE, MOE_LAYER},
     {"mamba.in_proj.weight", "ssm_in.weight", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
     {"mamba.conv1d.weight", "ssm_conv1d.weight", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
     {"mamba.conv1d.bias", "ssm_conv1d.bias", ALL, ELM_HF_NAMES_GRANITE, REC_LAYER},
@@ -146,11 +174,12 @@ static bool needed(const elm_arch *a, int when, int names) {
     case FUSED_QKV: return a->fused_qkv;
     case QKV_BIAS: return a->qkv_bias;
     case QK_NORM: return a->qk_norm;
-    case SPLIT_FFN: return !a->fused_gate_up && !elm_arch_hf_moe(a);
+    case SPLIT_FFN: return !a->fused_gate_up;
     case FUSED_FFN: return a->fused_gate_up;
-    case DENSE_FFN: return !elm_arch_hf_moe(a);
-    case MOE: return elm_arch_hf_moe(a) && !a->moe_biases;
+    case MOE: return a->moe && !a->moe_biases;
     case MOE_FUSED: return a->moe_biases;
+    case MOE_PACKED: return a->hf_packed_experts;
+    case SHEXP_GATED: return a->shexp_gated;
     case SINKS: return a->sinks;
     case MOE_BIAS: return a->moe_bias;
     case PRE_NORMS: return !a->post_norms;
@@ -189,9 +218,11 @@ static elm_status join(char *out, size_t cap, const char *dir, const char *name,
 }
 
 /* GGUF name of an HF tensor of family a into out; *layer is its block (-1 for global tensors).
- * Returns false for names that are not part of the family's layout (e.g. rotary_emb.inv_freq),
- * which are ignored. */
-static bool gguf_name(const elm_arch *a, const char *hf, char *out, size_t cap, long *layer) {
+ * A name whose tensor differs by the layer's FFN (Granite's shared_mlp: the dense FFN, or the
+ * shared expert beside experts) is read as hp's layer has it. Returns false for names that are
+ * not part of the family's layout (e.g. rotary_emb.inv_freq), which are ignored. */
+static bool gguf_name(const elm_arch *a, const elm_hparams *hp, const char *hf, char *out,
+                      size_t cap, long *layer) {
     *layer = -1;
     /* a multimodal checkpoint's language model (Gemma 3 4B: either transformers' naming); the
      * vision tower's tensors match nothing and are ignored */
@@ -225,13 +256,16 @@ static bool gguf_name(const elm_arch *a, const char *hf, char *out, size_t cap, 
     if (*p < '0' || *p > '9') return false;
     long l = strtol(p, &end, 10);
     if (*end != '.' || l > INT32_MAX) return false;
-    for (size_t i = 0; i < N_LAYER_NAMES; i++)
+    for (size_t i = 0; i < N_LAYER_NAMES; i++) {
+        const int on = layer_names[i].on;
+        if ((on == DENSE_LAYER || on == MOE_LAYER) && !in_layer(hp, (int)l, on)) continue;
         if (needed(a, layer_names[i].when, layer_names[i].names) &&
             strcmp(end + 1, layer_names[i].hf) == 0) {
             snprintf(out, cap, "blk.%ld.%s", l, row_gguf(a, i));
             *layer = l;
             return true;
         }
+    }
     return false;
 }
 
@@ -259,8 +293,9 @@ bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap) {
 const char *const elm_hf_expert_kinds[ELM_HF_EXPERT_KINDS] = {"gate", "up", "down"};
 
 /* How a family's checkpoints name expert E's matrices of each kind (elm_hf_expert_kinds) after
- * "model.layers.L." (elm_arch.hf_names): Qwen3-MoE's mlp.experts.E.{gate,up,down}_proj.weight,
- * LFM2-MoE's feed_forward.experts.E.{w1,w3,w2}.weight. */
+ * "model.layers.L." (elm_arch.hf_names): Qwen3-MoE's mlp.experts.E.{gate,up,down}_proj.weight
+ * (Qwen3.5-MoE's too, as llama.cpp's converter reads them, though its checkpoints pack them),
+ * LFM2-MoE's feed_forward.experts.E.{w1,w3,w2}.weight; Granite's none (packed only). */
 static const struct { const char *under, *kinds[ELM_HF_EXPERT_KINDS]; } expert_names[] = {
     [ELM_HF_NAMES_LLAMA] = {"mlp.experts.", {"gate_proj", "up_proj", "down_proj"}},
     [ELM_HF_NAMES_LFM2] = {"feed_forward.experts.", {"w1", "w3", "w2"}},
@@ -289,8 +324,8 @@ bool elm_hf_expert_name(const char *arch, const char *gguf, int64_t e, char *out
     const elm_arch *a = elm_arch_find(arch);
     long l;
     const int k = expert_stack(gguf, &l);
-    /* gpt-oss's are fused */
-    if (!a || !elm_arch_hf_moe(a) || a->moe_biases || k < 0) return false;
+    /* gpt-oss's are fused, the others packed */
+    if (!a || !a->moe || a->moe_biases || a->hf_packed_experts || k < 0) return false;
     expert_hf_name(a, l, (long)e, k, out, cap);
     return true;
 }
@@ -300,7 +335,7 @@ bool elm_hf_expert_name(const char *arch, const char *gguf, int64_t e, char *out
 static int expert_of(const elm_arch *a, const char *hf, long *layer, long *e) {
     const char *under = expert_names[a->hf_names].under;
     int used = 0;
-    if (sscanf(hf, "model.layers.%ld.%n", layer, &used) != 1 || used == 0 || *layer < 0 ||
+    if (!under || sscanf(hf, "model.layers.%ld.%n", layer, &used) != 1 || used == 0 || *layer < 0 ||
         strncmp(hf + used, under, strlen(under)) != 0)
         return -1;
     const char *p = hf + used + strlen(under);
@@ -452,9 +487,31 @@ static elm_status aligned_data(elm_model *m, const char *src, const elm_st_tenso
     return elm_model_own_buffer(m, copy, err);
 }
 
+elm_hf_joined elm_hf_joined_of(const elm_arch *a, const char *gguf, char *other, size_t cap) {
+    static const struct { const char *gate, *up; bool packed; } pairs[] = {
+        {".ffn_gate.weight", ".ffn_up.weight", false},
+        {".ffn_gate_shexp.weight", ".ffn_up_shexp.weight", false},
+        {".ffn_gate_exps.weight", ".ffn_up_exps.weight", true}};
+    const size_t len = strlen(gguf);
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        if (pairs[i].packed ? !a->hf_packed_experts : a->hf_names != ELM_HF_NAMES_GRANITE)
+            continue;
+        for (int up = 0; up < 2; up++) {
+            const char *have = up ? pairs[i].up : pairs[i].gate, *want = up ? pairs[i].gate
+                                                                          : pairs[i].up;
+            const size_t n = strlen(have);
+            if (len <= n || strcmp(gguf + len - n, have) != 0) continue;
+            snprintf(other, cap, "%.*s%s", (int)(len - n), gguf, want);
+            return up ? ELM_HF_JOINED_UP : ELM_HF_JOINED_GATE;
+        }
+    }
+    return ELM_HF_JOINED_NONE;
+}
+
 elm_hf_shape elm_hf_shape_of(const elm_arch *a, const char *gguf) {
     if (strstr(gguf, ".shortconv.conv.") || strstr(gguf, ".ssm_conv1d.weight"))
         return ELM_HF_SHAPE_CONV;
+    if (ends_with(gguf, ".ffn_gate_inp_shexp.weight")) return ELM_HF_SHAPE_ROW;
     if (a->recurrent == ELM_LAYER_MAMBA2 &&
         (ends_with(gguf, ".ssm_a") || ends_with(gguf, ".ssm_d") || strstr(gguf, ".ssm_norm.")))
         return ELM_HF_SHAPE_FLAT;
@@ -472,6 +529,8 @@ static int gguf_shape(const elm_arch *a, const elm_hparams *hp, const char *name
     if (shape == ELM_HF_SHAPE_CONV && n_dims == 3 && ne[1] == 1) {
         ne[1] = ne[2];
         n_dims = 2;
+    } else if (shape == ELM_HF_SHAPE_ROW && n_dims == 2 && ne[1] == 1) {
+        n_dims = 1;
     } else if (shape == ELM_HF_SHAPE_FLAT && n_dims == 1) {
         const int64_t rows = strstr(name, ".ssm_norm.") ? hp->ssm_groups : ne[0];
         if (rows > 0 && ne[0] % rows == 0) {
@@ -483,22 +542,57 @@ static int gguf_shape(const elm_arch *a, const elm_hparams *hp, const char *name
     return n_dims;
 }
 
-/* Granite's shared_mlp.input_linear [gate; up], renamed ffn_gate, as the two tensors ffn_gate
- * and ffn_up of layer `layer` (halves of its rows, in place), as llama.cpp's converter splits it. */
-static elm_status add_gate_up(elm_model *m, const char *src, const elm_st_tensor *t, long layer,
-                              elm_error *err) {
-    if (t->n_dims != 2 || t->shape[0] % 2)
+/* Whether packed experts' tensor t, renamed `gguf` (ffn_gate_exps for [gate; up], else
+ * ffn_down_exps), has config.json's shape: [experts, 2·ff, dim] or [experts, dim, ff]. */
+static elm_status check_packed(const elm_hparams *hp, const char *src, const elm_st_tensor *t,
+                               const char *gguf, elm_error *err) {
+    const bool down = strstr(gguf, ".ffn_down_exps.") != NULL;
+    const int64_t E = hp->n_expert, ff = hp->expert_ffn_dim, dim = hp->dim;
+    const int64_t want[3] = {E, down ? dim : 2 * ff, down ? ff : dim};
+    if (t->n_dims == 3 && t->shape[0] == want[0] && t->shape[1] == want[1] &&
+        t->shape[2] == want[2])
+        return ELM_OK;
+    return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' has %d dimensions [%lld, %lld, ...], "
+                      "expected [%lld, %lld, %lld] (config.json's experts, %shidden_size%s)",
+                      src, t->name, t->n_dims, (long long)t->shape[0],
+                      (long long)(t->n_dims > 1 ? t->shape[1] : 0), (long long)want[0],
+                      (long long)want[1], (long long)want[2], down ? "" : "2 × their size, ",
+                      down ? ", their size" : "");
+}
+
+/* A [gate; up] tensor t renamed `gate` (elm_hf_joined_of: Granite's shared_mlp.input_linear;
+ * packed experts, [gate; up] per expert) as the two GGUF tensors, gate and up: a matrix's halves
+ * in place, a stack's copied apart, as llama.cpp's converter splits them. */
+static elm_status add_gate_up(elm_model *m, const char *src, const elm_st_tensor *t,
+                              const char *gate, elm_error *err) {
+    const int n = t->n_dims;
+    if ((n != 2 && n != 3) || t->shape[n - 2] % 2)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is not [gate; up] rows", src,
                           t->name);
+    char up[ELM_NAME_MAX];
+    elm_hf_joined_of(elm_arch_find(m->hp.arch), gate, up, sizeof up);
+    const int64_t E = n == 3 ? t->shape[0] : 1, ne[3] = {t->shape[n - 1], t->shape[n - 2] / 2, E};
+    const size_t half = t->nbytes / (size_t)E / 2;
     void *data = NULL;
-    elm_status st = aligned_data(m, src, t, &data, err);
-    const int64_t ne[2] = {t->shape[1], t->shape[0] / 2};
-    char name[ELM_NAME_MAX];
-    for (int half = 0; half < 2 && !st; half++) {
-        snprintf(name, sizeof name, "blk.%ld.%s", layer, half ? "ffn_up.weight" : "ffn_gate.weight");
-        st = elm_model_add_tensor(m, name, t->type, 2, ne, (char *)data + half * t->nbytes / 2,
-                                  t->nbytes / 2, err);
+    elm_status st = ELM_OK;
+    char *halves[2];
+    if (E == 1) {
+        if ((st = aligned_data(m, src, t, &data, err))) return st;
+        halves[0] = data;
+        halves[1] = halves[0] + half;
+    } else {
+        halves[0] = malloc(t->nbytes);
+        if (!halves[0]) return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", src);
+        st = elm_model_own_buffer(m, halves[0], err);
+        halves[1] = halves[0] + t->nbytes / 2;
+        for (int64_t e = 0; e < E && !st; e++)
+            for (int k = 0; k < 2; k++)
+                memcpy(halves[k] + (size_t)e * half, (const char *)t->data + (size_t)(2 * e + k) *
+                                                                            half, half);
     }
+    for (int k = 0; k < 2 && !st; k++)
+        st = elm_model_add_tensor(m, k ? up : gate, t->type, n, ne, halves[k], half * (size_t)E,
+                                  err);
     return st;
 }
 
@@ -553,10 +647,9 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
     if (fused >= 0) return elm_hf_add_fused(m, src, t, fused, layer, err);
     const int part = a->moe_biases ? elm_hf_mxfp4_of(t->name, &layer) : -1;
     if (part >= 0) return elm_hf_add_mxfp4(m, src, t, part, layer, seen, err);
-    const int kind =
-        elm_arch_hf_moe(a) && !a->moe_biases ? expert_of(a, t->name, &layer, &e) : -1;
+    const int kind = a->moe && !a->moe_biases ? expert_of(a, t->name, &layer, &e) : -1;
     if (kind >= 0) return add_expert(m, src, t, layer, e, kind, seen, err);
-    if (!gguf_name(a, t->name, name, sizeof name, &layer)) return ELM_OK;
+    if (!gguf_name(a, hp, t->name, name, sizeof name, &layer)) return ELM_OK;
     if (layer >= hp->n_layers)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: tensor '%s' is for layer %ld but config.json "
                           "has %d layers", src, t->name, layer, hp->n_layers);
@@ -570,14 +663,20 @@ static elm_status add_tensor(elm_model *m, const char *src, const elm_st_tensor 
     size_t nbytes = t->nbytes;
     const size_t len = strlen(name);
     const bool plus_one = elm_hf_norm_plus_one(a, name), decay = elm_hf_decay(name);
-    /* biases, and gpt-oss's sinks (a logit a head), are F32 in GGUF */
+    /* biases, gpt-oss's sinks (a logit a head) and Qwen3.5-MoE's shared expert gate are F32 in
+     * GGUF */
     const bool bias = (len > 5 && strcmp(name + len - 5, ".bias") == 0) ||
-                      ends_with(name, ".attn_sinks.weight");
+                      ends_with(name, ".attn_sinks.weight") ||
+                      ends_with(name, ".ffn_gate_inp_shexp.weight");
     /* Mamba-2's tensors but its two products */
     const bool ssm_small = a->recurrent == ELM_LAYER_MAMBA2 && strstr(name, ".ssm_") &&
                            !strstr(name, ".ssm_in.") && !strstr(name, ".ssm_out.");
-    if (a->hf_names == ELM_HF_NAMES_GRANITE && strstr(name, ".ffn_gate.weight"))
-        return add_gate_up(m, src, t, layer, err);
+    if (a->hf_packed_experts && strstr(name, "_exps.weight") &&
+        (st = check_packed(hp, src, t, name, err)))
+        return st;
+    char up[ELM_NAME_MAX];
+    if (elm_hf_joined_of(a, name, up, sizeof up) == ELM_HF_JOINED_GATE)
+        return add_gate_up(m, src, t, name, err);
     if (a->hf_permute_qk && layer >= 0 && strstr(name, ".attn_q.weight"))
         st = unpermute(m, src, t, hp->n_heads, &data, err);
     else if (a->hf_permute_qk && layer >= 0 && strstr(name, ".attn_k.weight"))
@@ -715,10 +814,14 @@ static elm_status check_complete(const elm_model *m, const char *src, const uint
                                   "'model.layers.%d.mlp.experts.%s'", src, l,
                                   elm_hf_mxfp4_names[k]);
         }
-    const size_t E = (size_t)(elm_arch_hf_moe(a) && !a->moe_biases ? m->hp.n_expert : 0);
+    /* one tensor per expert: each of a stack's (a packed family's stacks, none of whose experts
+     * came one by one, were checked whole above) */
+    const size_t E = (size_t)(a->moe && !a->moe_biases ? m->hp.n_expert : 0);
     for (size_t i = 0; i < (size_t)m->hp.n_layers * ELM_HF_EXPERT_KINDS * E; i++) {
         const long l = (long)(i / E / ELM_HF_EXPERT_KINDS);
         if (seen[i] || !elm_layer_moe(&m->hp, (int)l)) continue; /* a dense layer has none */
+        const uint8_t *stack = &seen[i - i % E];
+        if (a->hf_packed_experts && !memchr(stack, 1, E)) continue;
         char hf[ELM_NAME_MAX + 32];
         expert_hf_name(a, l, (long)(i % E), (int)(i / E % ELM_HF_EXPERT_KINDS), hf, sizeof hf);
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: missing tensor '%s'", src, hf);
@@ -913,7 +1016,7 @@ elm_status elm_load_hf(elm_model *m, const char *dir, elm_error *err) {
     if ((st = join(weights, sizeof weights, dir, "model.safetensors", err))) return st;
     /* which experts each layer's stacks have (add_expert) */
     const elm_arch *a = elm_arch_find(m->hp.arch);
-    const size_t n_seen = !a || !elm_arch_hf_moe(a) ? 0
+    const size_t n_seen = !a || !a->moe ? 0
                           : a->moe_biases ? (size_t)m->hp.n_layers * ELM_HF_MXFP4_PARTS
                                           : (size_t)m->hp.n_layers * ELM_HF_EXPERT_KINDS *
                                                 (size_t)m->hp.n_expert;

@@ -105,8 +105,18 @@ bool elm_hf_name_of(const char *arch, const char *gguf, char *out, size_t cap);
 extern const char *const elm_hf_expert_kinds[ELM_HF_EXPERT_KINDS]; /* "gate", "up", "down" */
 
 /* The HF name of expert e of GGUF stack `gguf` of family `arch` into out; false when gguf is no
- * stack of experts (or arch no family with experts). */
+ * stack of experts (or arch no family that writes one tensor per expert). */
 bool elm_hf_expert_name(const char *arch, const char *gguf, int64_t e, char *out, size_t cap);
+
+/* What an HF checkpoint of family a holds with GGUF tensor `gguf` in one tensor, [gate; up]
+ * (rows of the gate's, then the up's; per expert in a stack): ELM_HF_JOINED_GATE for the gate
+ * (Granite's ffn_gate and ffn_gate_shexp, shared_mlp.input_linear; the packed experts'
+ * ffn_gate_exps, elm_arch.hf_packed_experts), its up's name in other; ELM_HF_JOINED_UP for that
+ * up, its gate's name in other; ELM_HF_JOINED_NONE for another tensor. */
+typedef enum { ELM_HF_JOINED_NONE, ELM_HF_JOINED_GATE, ELM_HF_JOINED_UP } elm_hf_joined;
+struct elm_arch; /* model/arch.h */
+elm_hf_joined elm_hf_joined_of(const struct elm_arch *a, const char *gguf, char *other,
+                               size_t cap);
 
 /* gpt-oss's experts (elm_arch.moe_biases), all of a layer's in one tensor of each kind
  * (model.layers.N.mlp.experts.<kind>): gate_up_proj [E, dim, 2·ff] with gate and up in
@@ -161,9 +171,9 @@ void elm_hf_transpose_experts(char *dst, const char *src, int64_t n, int64_t row
  * [channels, taps] is stored [channels, 1, taps] (LFM2's shortconv.conv, Mamba-2's and Qwen3.5's
  * ssm_conv1d);
  * Mamba-2's A and D [heads, 1] and norm [groups, inner / groups] are stored flat, as llama.cpp's
- * converter reshapes them. */
-struct elm_arch; /* model/arch.h */
-typedef enum { ELM_HF_SHAPE_SAME, ELM_HF_SHAPE_CONV, ELM_HF_SHAPE_FLAT } elm_hf_shape;
+ * converter reshapes them; Qwen3.5-MoE's shared expert gate, a vector [dim] in GGUF, is one row
+ * [1, dim] (ELM_HF_SHAPE_ROW: mlp.shared_expert_gate, an nn.Linear to one output). */
+typedef enum { ELM_HF_SHAPE_SAME, ELM_HF_SHAPE_CONV, ELM_HF_SHAPE_FLAT, ELM_HF_SHAPE_ROW } elm_hf_shape;
 elm_hf_shape elm_hf_shape_of(const struct elm_arch *a, const char *gguf);
 
 /* Whether GGUF tensor `gguf` of family a holds norm weights stored 1 + w, HF's w (Gemma,

@@ -502,10 +502,10 @@ static elm_status read_original_context(const char *path, const cJSON *root, elm
 /* Granite 4.0-H's keys (GraniteMoeHybridConfig), as llama.cpp's converter reads them:
  * layer_types ("mamba" or "attention" per layer); the Mamba-2 sizes mamba_d_conv, mamba_expand ·
  * hidden_size (the inner size), mamba_d_state, mamba_n_heads (mamba_d_head, when given, times the
- * heads must be the inner size) and mamba_n_groups; the dense FFN's shared_intermediate_size; the
+ * heads must be the inner size) and mamba_n_groups; the
  * multipliers embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling; and
  * position_embedding_type "rope" or "nope" (absent: nope). head_dim is ignored, as the converter
- * does: the heads are hidden_size / num_attention_heads. Experts (num_local_experts), projection
+ * does: the heads are hidden_size / num_attention_heads. Its FFN: read_granite_moe. Projection
  * biases (mamba_proj_bias) and a convolution without bias (mamba_conv_bias false, which
  * llama.cpp's graph cannot run) are refused. */
 static elm_status read_granite(const char *path, const cJSON *root, elm_hparams *hp,
@@ -517,11 +517,6 @@ static elm_status read_granite(const char *path, const cJSON *root, elm_hparams 
     if (!types)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: key 'layer_types' missing (Granite 4.0-H)",
                           path);
-    const cJSON *experts = cJSON_GetObjectItemCaseSensitive(root, "num_local_experts");
-    if (cJSON_IsNumber(experts) && experts->valuedouble > 0)
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: num_local_experts %g: Granite's mixture "
-                          "of experts is read from GGUF only (its dense models from here too)",
-                          path, experts->valuedouble);
     const cJSON *conv_bias = cJSON_GetObjectItemCaseSensitive(root, "mamba_conv_bias");
     if (get_true(root, "mamba_proj_bias") || cJSON_IsFalse(conv_bias))
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: mamba_proj_bias true or mamba_conv_bias "
@@ -533,7 +528,6 @@ static elm_status read_granite(const char *path, const cJSON *root, elm_hparams 
         (st = get_int(path, root, "mamba_n_heads", true, &hp->ssm_heads, err)) ||
         (st = get_int(path, root, "mamba_n_groups", true, &hp->ssm_groups, err)) ||
         (st = get_int(path, root, "mamba_d_head", false, &d_head, err)) ||
-        (st = get_int(path, root, "shared_intermediate_size", false, &hp->ffn_dim, err)) ||
         (st = get_float(path, root, "embedding_multiplier", &hp->embd_scale, err)) ||
         (st = get_float(path, root, "residual_multiplier", &hp->residual_scale, err)) ||
         (st = get_float(path, root, "attention_multiplier", &hp->attn_scale, err)) ||
@@ -702,23 +696,54 @@ static elm_status read_gpt_oss(const char *path, const cJSON *root, const elm_ar
     return ELM_OK;
 }
 
-/* A mixture of experts' keys (Qwen3MoeConfig, Lfm2MoeConfig), as llama.cpp's converter reads
- * them: num_experts, num_experts_per_tok (at most num_experts) and moe_intermediate_size, all
- * required; the chosen experts' weights renormalised (norm_topk_prob true); Qwen3-MoE's every
- * layer sparse (decoder_sparse_step 1, mlp_only_layers empty), LFM2-MoE's read_lfm2moe: which
- * is all the forward pass runs, anything else refused by key. */
+/* Granite 4.0-H's FFN keys (GraniteMoeHybridConfig), as llama.cpp's converter reads them:
+ * without experts (num_local_experts absent or 0) a dense FFN of shared_intermediate_size; with
+ * them, num_experts_per_tok, each expert of intermediate_size and the shared expert (shared_mlp,
+ * which every layer has) of shared_intermediate_size, required. */
+static elm_status read_granite_moe(const char *path, const cJSON *root, elm_hparams *hp,
+                                   elm_error *err) {
+    int32_t shared = 0;
+    elm_status st;
+    if ((st = get_count(path, root, "num_local_experts", &hp->n_expert, err)) ||
+        (st = get_int(path, root, "shared_intermediate_size", hp->n_expert > 0, &shared, err)))
+        return st;
+    if (hp->n_expert == 0) {
+        if (shared) hp->ffn_dim = shared;
+        return ELM_OK;
+    }
+    hp->expert_ffn_dim = hp->ffn_dim;
+    hp->shexp_ffn_dim = shared;
+    return get_int(path, root, "num_experts_per_tok", true, &hp->n_expert_used, err);
+}
+
+/* A mixture of experts' keys (Qwen3MoeConfig, Qwen3_5MoeTextConfig, Lfm2MoeConfig), as
+ * llama.cpp's converter reads them: num_experts, num_experts_per_tok (at most num_experts) and
+ * moe_intermediate_size, all required, and Qwen3.5-MoE's shared_expert_intermediate_size
+ * (required; intermediate_size, which its configs lack, the shared expert's when absent); the
+ * chosen experts' weights renormalised (norm_topk_prob true); every layer sparse
+ * (decoder_sparse_step 1, mlp_only_layers empty), but LFM2-MoE's read_lfm2moe; gpt-oss's
+ * read_gpt_oss, Granite's read_granite_moe: which is all the forward pass runs, anything else
+ * refused by key. */
 static elm_status read_moe(const char *path, const cJSON *root, const elm_arch *a,
                            elm_hparams *hp, elm_error *err) {
     elm_status st;
     int32_t step = 1;
     if (a->recurrent == ELM_LAYER_SHORTCONV && (st = read_lfm2moe(path, root, hp, err)))
         return st;
-    if (a->moe_biases ? (st = read_gpt_oss(path, root, a, hp, err))
-                      : ((st = get_int(path, root, "num_experts", true, &hp->n_expert, err)) ||
-                         (st = get_int(path, root, "num_experts_per_tok", true,
-                                       &hp->n_expert_used, err)) ||
-                         (st = get_int(path, root, "moe_intermediate_size", true,
-                                       &hp->expert_ffn_dim, err))) ||
+    if (a->moe_biases)
+        st = read_gpt_oss(path, root, a, hp, err);
+    else if (a->moe_optional)
+        st = read_granite_moe(path, root, hp, err);
+    else if (!(st = get_int(path, root, "num_experts", true, &hp->n_expert, err)) &&
+             !(st = get_int(path, root, "num_experts_per_tok", true, &hp->n_expert_used, err)) &&
+             !(st = get_int(path, root, "moe_intermediate_size", true, &hp->expert_ffn_dim,
+                            err)) &&
+             a->shexp_gated &&
+             !(st = get_int(path, root, "shared_expert_intermediate_size", true,
+                            &hp->shexp_ffn_dim, err)) &&
+             hp->ffn_dim == 0)
+        hp->ffn_dim = hp->shexp_ffn_dim;
+    if (st || hp->n_expert == 0 ||
         (st = get_int(path, root, "decoder_sparse_step", false, &step, err)))
         return st;
     if (hp->n_expert > ELM_MAX_EXPERTS)
@@ -727,7 +752,8 @@ static elm_status read_moe(const char *path, const cJSON *root, const elm_arch *
     if (hp->n_expert_used > hp->n_expert)
         return elm_errorf(err, ELM_ERR_FORMAT, "%s: num_experts_per_tok %d is more than %s %d",
                           path, hp->n_expert_used,
-                          a->moe_biases ? "num_local_experts" : "num_experts", hp->n_expert);
+                          a->moe_biases || a->moe_optional ? "num_local_experts" : "num_experts",
+                          hp->n_expert);
     const cJSON *dense = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers");
     if (step != 1 || (dense && !cJSON_IsNull(dense) &&
                       (!cJSON_IsArray(dense) || cJSON_GetArraySize(dense) > 0)))
@@ -751,8 +777,10 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
     if ((st = check_arch(path, root, cJSON_IsObject(text) ? text : root, hp, &a, err))) return st;
     if (cJSON_IsObject(text)) root = text;
     if ((st = get_int(path, root, "hidden_size", true, &hp->dim, err)) ||
-        (st = get_int(path, root, "intermediate_size", a->recurrent != ELM_LAYER_SHORTCONV,
-                      &hp->ffn_dim, err)) ||
+        /* LFM2's block_ff_dim stands for it; Qwen3.5-MoE's configs have none (read_moe) */
+        (st = get_int(path, root, "intermediate_size",
+                      a->recurrent != ELM_LAYER_SHORTCONV && !a->shexp_gated, &hp->ffn_dim,
+                      err)) ||
         (st = get_int(path, root, "num_hidden_layers", true, &hp->n_layers, err)) ||
         (st = get_int(path, root, "num_attention_heads", true, &hp->n_heads, err)) ||
         (st = get_int(path, root, "vocab_size", true, &hp->n_vocab, err)))
@@ -788,7 +816,7 @@ static elm_status parse_config(const char *path, const cJSON *root, elm_hf_confi
     if (a->recurrent == ELM_LAYER_MAMBA2 && (st = read_granite(path, root, hp, err))) return st;
     if (a->recurrent == ELM_LAYER_DELTANET && (st = read_qwen35(path, root, outer, hp, err)))
         return st;
-    if (elm_arch_hf_moe(a) && (st = read_moe(path, root, a, hp, err))) return st;
+    if (a->moe && (st = read_moe(path, root, a, hp, err))) return st;
     return ELM_OK;
 }
 

@@ -169,14 +169,14 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         cJSON_AddNumberToObject(c, "conv_L_cache", hp->conv_l);
         cJSON_AddBoolToObject(c, "conv_bias", false);
         cJSON_AddNumberToObject(c, "norm_eps", hp->rms_eps);
-        if (!elm_arch_hf_moe(a)) { /* Lfm2MoeConfig has intermediate_size alone */
+        if (!a->moe) { /* Lfm2MoeConfig has intermediate_size alone */
             cJSON_AddNumberToObject(c, "block_ff_dim", hp->ffn_dim);
             cJSON_AddBoolToObject(c, "block_auto_adjust_ff_dim", false);
             cJSON_AddNumberToObject(c, "block_multiple_of", 256);
             cJSON_AddNullToObject(c, "block_ffn_dim_multiplier");
         }
     }
-    if (a->recurrent == ELM_LAYER_MAMBA2) { /* GraniteMoeHybridConfig, dense */
+    if (a->recurrent == ELM_LAYER_MAMBA2) { /* GraniteMoeHybridConfig */
         if (hp->ssm_inner % hp->dim) {
             cJSON_Delete(c);
             return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: inner size %d is no multiple of "
@@ -195,9 +195,11 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         cJSON_AddNumberToObject(c, "mamba_n_groups", hp->ssm_groups);
         cJSON_AddBoolToObject(c, "mamba_conv_bias", true);
         cJSON_AddBoolToObject(c, "mamba_proj_bias", false);
-        cJSON_AddNumberToObject(c, "shared_intermediate_size", hp->ffn_dim);
-        cJSON_AddNumberToObject(c, "num_local_experts", 0);
-        cJSON_AddNumberToObject(c, "num_experts_per_tok", 0);
+        /* the dense FFN, or beside experts (of intermediate_size) the shared expert */
+        cJSON_AddNumberToObject(c, "shared_intermediate_size",
+                                hp->n_expert > 0 ? hp->shexp_ffn_dim : hp->ffn_dim);
+        cJSON_AddNumberToObject(c, "num_local_experts", hp->n_expert);
+        cJSON_AddNumberToObject(c, "num_experts_per_tok", hp->n_expert_used);
         cJSON_AddBoolToObject(c, "attention_bias", false);
     }
     if (a->multipliers) {
@@ -234,18 +236,23 @@ static elm_status write_config(const elm_model *m, const elm_arch *a, const floa
         cJSON_AddNumberToObject(c, "experts_per_token", hp->n_expert_used);
         cJSON_AddNumberToObject(c, "swiglu_limit", 7.0);
         cJSON_AddBoolToObject(c, "attention_bias", true);
-    } else if (elm_arch_hf_moe(a)) { /* the top experts' weights renormalised */
+    } else if (a->moe && !a->moe_optional) { /* the top experts' weights renormalised */
         cJSON_AddNumberToObject(c, "num_experts", hp->n_expert);
         cJSON_AddNumberToObject(c, "num_experts_per_tok", hp->n_expert_used);
         cJSON_AddNumberToObject(c, "moe_intermediate_size", hp->expert_ffn_dim);
         cJSON_AddBoolToObject(c, "norm_topk_prob", true);
     }
+    if (a->shexp_gated) { /* Qwen3_5MoeTextConfig: a shared expert's size, no intermediate_size */
+        cJSON_AddNumberToObject(c, "shared_expert_intermediate_size", hp->shexp_ffn_dim);
+        cJSON_DeleteItemFromObjectCaseSensitive(c, "intermediate_size");
+    }
     /* Lfm2MoeConfig: dense layers first */
-    if (elm_arch_hf_moe(a) && a->recurrent == ELM_LAYER_SHORTCONV) {
+    if (a->moe && a->recurrent == ELM_LAYER_SHORTCONV) {
         cJSON_AddNumberToObject(c, "num_dense_layers", hp->n_dense_lead);
         cJSON_AddBoolToObject(c, "use_expert_bias", a->moe_bias);
         cJSON_AddNumberToObject(c, "routed_scaling_factor", 1.0);
-    } else if (elm_arch_hf_moe(a) && !a->moe_biases) { /* Qwen3MoeConfig: every layer sparse */
+    } else if (a->moe && a->recurrent == ELM_LAYER_ATTENTION && !a->moe_biases) {
+        /* Qwen3MoeConfig: every layer sparse */
         cJSON_AddNumberToObject(c, "decoder_sparse_step", 1);
         cJSON_AddArrayToObject(c, "mlp_only_layers");
         cJSON_AddBoolToObject(c, "attention_bias", false);
@@ -361,11 +368,12 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
         const elm_tensor *t = &m->tensors[i];
         st_item *it = &items[*n_items];
         memset(it, 0, sizeof *it);
-        const size_t len = strlen(t->name);
-        /* Granite's ffn_up goes after ffn_gate's rows, as shared_mlp.input_linear */
-        const bool joined = a->hf_names == ELM_HF_NAMES_GRANITE && len > 14 &&
-                            !strcmp(t->name + len - 14, ".ffn_up.weight");
-        if (joined || t == m->dense_2 || t == m->dense_3) continue; /* Dense: write_modules */
+        /* an up written after its gate's rows (Granite's shared_mlp.input_linear, packed
+         * experts) */
+        char other[ELM_NAME_MAX];
+        const elm_hf_joined joined = elm_hf_joined_of(a, t->name, other, sizeof other);
+        if (joined == ELM_HF_JOINED_UP || t == m->dense_2 || t == m->dense_3)
+            continue; /* Dense: write_modules */
         if (a->moe_biases && fused_item(m, t, it)) {
             if (it->fused && !dtype_name(t->type, AS_IS))
                 return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' is %s; Hugging "
@@ -400,15 +408,13 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
                    : elm_hf_decay(t->name)          ? A_LOG
                                                     : AS_IS;
         it->tiled = elm_hf_value_heads(&m->hp, t->name, &it->vheads);
-        if (a->hf_names == ELM_HF_NAMES_GRANITE && strstr(t->name, ".ffn_gate.weight")) {
-            char up[ELM_NAME_MAX];
-            snprintf(up, sizeof up, "%.*s.ffn_up.weight", (int)(len - 16), t->name);
-            it->rows_after = elm_model_find(m, up);
+        if (joined == ELM_HF_JOINED_GATE) {
+            it->rows_after = elm_model_find(m, other);
             if (!it->rows_after || it->rows_after->type != t->type ||
-                it->rows_after->ne[0] != t->ne[0])
-                return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' has no ffn_up of "
-                                  "its type and width to make shared_mlp.input_linear with", path,
-                                  t->name);
+                it->rows_after->ne[0] != t->ne[0] || it->rows_after->ne[2] != t->ne[2])
+                return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: tensor '%s' has no '%s' of its "
+                                  "type and shape to make '%s' with", path, t->name, other,
+                                  it->name);
         }
         if (a->hf_permute_qk && strstr(t->name, ".attn_q.weight")) it->heads = m->hp.n_heads;
         if (a->hf_permute_qk && strstr(t->name, ".attn_k.weight")) it->heads = m->hp.n_kv_heads;
@@ -424,7 +430,8 @@ static elm_status plan_items(const elm_model *m, const elm_arch *a, const char *
 }
 
 /* The PyTorch shape of item it into shape (rows first), its dimensions returned: t's shape
- * reversed, with the rows after it (Granite's [gate; up]), reshaped as elm_hf_shape_of says. */
+ * reversed, with the rows after it ([gate; up]: each matrix's rows, then its up's), reshaped as
+ * elm_hf_shape_of says. */
 static int hf_shape(const elm_arch *a, const st_item *it, int64_t shape[ELM_MAX_DIMS + 1]) {
     const elm_tensor *t = it->t;
     const elm_hf_shape kind = elm_hf_shape_of(a, t->name);
@@ -448,6 +455,11 @@ static int hf_shape(const elm_arch *a, const st_item *it, int64_t shape[ELM_MAX_
     if (kind == ELM_HF_SHAPE_FLAT) {
         shape[0] = n_values(t);
         return 1;
+    }
+    if (kind == ELM_HF_SHAPE_ROW) {
+        shape[0] = 1;
+        shape[1] = n_values(t);
+        return 2;
     }
     int n = 0;
     for (int d = t->n_dims - 1; d >= 0; d--) {
@@ -510,9 +522,14 @@ static const void *hf_bytes(const elm_model *m, const st_item *it, void *buf, vo
                             false);
         return buf;
     }
-    if (it->rows_after) {
-        memcpy(buf, t->data, t->nbytes);
-        memcpy((char *)buf + t->nbytes, it->rows_after->data, it->rows_after->nbytes);
+    if (it->rows_after) { /* per matrix (of a stack): its rows, then the up's */
+        const int64_t n = t->ne[2];
+        const size_t g = t->nbytes / (size_t)n, u = it->rows_after->nbytes / (size_t)n;
+        for (int64_t e = 0; e < n; e++) {
+            memcpy((char *)buf + (size_t)e * (g + u), (const char *)t->data + (size_t)e * g, g);
+            memcpy((char *)buf + (size_t)e * (g + u) + g,
+                   (const char *)it->rows_after->data + (size_t)e * u, u);
+        }
         return buf;
     }
     const void *data = t->data;
@@ -654,12 +671,9 @@ static elm_status write_modules(const elm_model *m, const elm_arch *a, const cha
 elm_status elm_hf_writable(const elm_model *m, const float *llama3, const char *dir,
                            elm_error *err) {
     const elm_arch *a = elm_arch_find(m->hp.arch);
-    if (!a || !a->hf[0].type) /* a family edgelm reads from GGUF only (lfm2moe) */
+    if (!a)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for architecture "
                           "'%s'", dir, m->hp.arch);
-    if (a->moe_optional && m->hp.n_expert > 0)
-        return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: no Hugging Face layout for %s's experts "
-                          "(edgelm reads them from GGUF)", dir, m->hp.arch);
     if (m->rope_freqs && !llama3 && !a->swa_listed)
         return elm_errorf(err, ELM_ERR_UNSUPPORTED, "%s: RoPE frequency factors without their "
                           "llama3 rope_scaling parameters", dir);

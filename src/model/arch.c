@@ -60,7 +60,7 @@ static const elm_arch archs[] = {
      * softmax-routed mixture of experts with a shared expert (tiny, small) */
     {.name = "granitehybrid", .rope = ELM_ROPE_NORM, .act = ELM_ACT_SILU, .hf_permute_qk = true,
      .multipliers = true, .rope_switch = true, .recurrent = ELM_LAYER_MAMBA2, .moe = true,
-     .moe_optional = true,
+     .moe_optional = true, .hf_packed_experts = true,
      .hf_names = ELM_HF_NAMES_GRANITE,
      .hf = {{"granitemoehybrid", "GraniteMoeHybridForCausalLM"}}, .tiny_vocab = "llama-bpe"},
     /* Gated DeltaNet layers beside gated GQA layers (every 4th) with q/k norms and a quarter of
@@ -72,10 +72,13 @@ static const elm_arch archs[] = {
      .hf = {{"qwen3_5_text", "Qwen3_5ForCausalLM"}, {"qwen3_5", "Qwen3_5ForConditionalGeneration"}},
      .tiny_vocab = "qwen35"},
     /* Qwen3.5's layers with a mixture of experts for every FFN and a sigmoid-gated shared
-     * expert (Qwen3.5-35B-A3B); from GGUF only */
+     * expert (Qwen3.5-35B-A3B); its checkpoints pack each layer's experts (mlp.experts.*) */
     {.name = "qwen35moe", .rope = ELM_ROPE_NEOX, .act = ELM_ACT_SILU, .qk_norm = true,
      .norm_plus_one = true, .attn_gate = true, .recurrent = ELM_LAYER_DELTANET, .attn_every = 4,
      .ffn_norm = "post_attention_norm.weight", .moe = true, .shexp_gated = true,
+     .hf_packed_experts = true,
+     .hf = {{"qwen3_5_moe_text", "Qwen3_5MoeForCausalLM"},
+            {"qwen3_5_moe", "Qwen3_5MoeForConditionalGeneration"}},
      .tiny_vocab = "qwen35"},
     /* Qwen3's attention with a mixture of experts for every FFN; its HF checkpoints hold one
      * tensor per expert (mlp.experts.E.*_proj), stacked into GGUF's ffn_*_exps (formats/hf.c) */

@@ -99,8 +99,14 @@ typedef struct elm_arch {
                               * choose the experts, not to weigh them (LFM2-MoE's expert_bias) */
     bool moe_biases;         /* the router's logits and every expert's three products have biases
                               * (gpt-oss: ffn_gate_inp.bias, ffn_{gate,up,down}_exps.bias) */
-    bool moe_optional;       /* experts only where the file counts them (hp.n_expert > 0), dense
-                              * FFNs otherwise (Granite 4.0-H: micro dense, tiny with experts) */
+    bool moe_optional;       /* experts only where the file counts them (hp.n_expert > 0; GGUF
+                              * expert_count, config.json num_local_experts), dense FFNs otherwise
+                              * (Granite 4.0-H: micro dense, tiny with experts) */
+    bool hf_packed_experts;  /* its HF checkpoints pack a layer's experts in two 3-D tensors,
+                              * [gate; up] per expert [E, 2·ff, dim] and down [E, dim, ff]
+                              * (Qwen3.5-MoE's mlp.experts.gate_up_proj and down_proj, Granite's
+                              * block_sparse_moe.input_linear and output_linear); else one tensor
+                              * per expert (Qwen3-MoE, LFM2-MoE), or gpt-oss's own (moe_biases) */
     bool shexp_gated;        /* a shared expert in every mixture (its size ffn_dim when the file
                               * gives none) whose output is weighed by the sigmoid of
                               * ffn_gate_inp_shexp·x (Qwen3.5-MoE); other families have one where
@@ -112,12 +118,6 @@ typedef struct elm_arch {
      * symmetric around the token (LLAMA_SWA_TYPE_SYMMETRIC); hparams.non_causal */
     bool non_causal;
 } elm_arch;
-
-/* Whether family a's Hugging Face folders hold experts (read and written): the families whose
- * experts are not optional (Granite 4.0-H's are read from GGUF only). */
-static inline bool elm_arch_hf_moe(const elm_arch *a) {
-    return a->moe && !a->moe_optional;
-}
 
 /* The GGUF name of family a's final norm, and of a block's FFN norm without its "blk.N.". */
 const char *elm_arch_out_norm(const elm_arch *a);

@@ -125,11 +125,8 @@ static void gate(elm_context *c, int32_t g, const float *b, float *p, int32_t E)
 static void shared_expert(elm_context *c, int l, int32_t n, int32_t t0) {
     const elm_layer *L = &c->m->layers[l];
     const int64_t dim = c->m->hp.dim;
-    const elm_tensor *gate_up[] = {L->shexp_gate, L->shexp_up};
-    float *gate_up_out[] = {c->hg, c->hu};
-    elm_fw_matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n, t0);
-    elm_fw_glu(c, c->hg, c->hu, (int64_t)n * c->m->hp.shexp_ffn_dim);
-    elm_fw_matmul(c, l, L->shexp_down, c->hg, n, t0, c->moe_x);
+    elm_fw_gated_ffn(c, l, L->shexp_gate, L->shexp_up, L->shexp_down, c->m->hp.shexp_ffn_dim, n,
+                     t0, c->moe_x);
     if (!L->shexp_gate_inp) return;
     float *g = c->moe_probs; /* free once the tokens are routed: one logit per token here */
     elm_fw_matmul(c, l, L->shexp_gate_inp, c->xb, n, t0, g);

@@ -259,17 +259,13 @@ void elm_fw_glu(elm_context *c, float *g, const float *u, int64_t n) {
     }
 }
 
-/* The gated FFN of layer l over the batch's n normed tokens c->xb, into c->xb (the caller keeps
- * the tokens [ffn_first, n)). */
-static void dense_ffn(elm_context *c, int l, int32_t n, int32_t ffn_first) {
-    const elm_hparams *hp = &c->m->hp;
-    const elm_layer *L = &c->m->layers[l];
-    const elm_tensor *gate_up[] = {L->w_gate, L->w_up};
+void elm_fw_gated_ffn(elm_context *c, int l, const elm_tensor *gate, const elm_tensor *up,
+                      const elm_tensor *down, int64_t n_ff, int32_t n, int32_t t0, float *out) {
+    const elm_tensor *gate_up[] = {gate, up};
     float *gate_up_out[] = {c->hg, c->hu};
-    elm_fw_matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n, ffn_first);
-    const int64_t n_ff = (int64_t)n * elm_layer_ffn_dim(hp, l);
-    elm_fw_glu(c, c->hg, c->hu, n_ff);
-    elm_fw_matmul(c, l, L->w_down, c->hg, n, ffn_first, c->xb);
+    elm_fw_matmul_group(c, l, 2, gate_up, gate_up_out, c->xb, n, t0);
+    elm_fw_glu(c, c->hg, c->hu, (int64_t)n * n_ff);
+    elm_fw_matmul(c, l, down, c->hg, n, t0, out);
 }
 
 /* Layer l for the batch's n tokens, of which the caller keeps the FFN outputs of the tokens
@@ -290,7 +286,9 @@ static void layer_forward(elm_context *c, int l, int32_t n, int32_t ffn_first) {
 
     rmsnorm_rows(c, c->xb, c->x, norm + dim, n);
     if (L->router) elm_ffn_moe(c, l, n, ffn_first);
-    else dense_ffn(c, l, n, ffn_first);
+    else
+        elm_fw_gated_ffn(c, l, L->w_gate, L->w_up, L->w_down, elm_layer_ffn_dim(hp, l), n,
+                         ffn_first, c->xb);
     residual_add(c, c->xb, post ? norm + 3 * dim : NULL, n);
     if (c->ple || c->out_scale) per_layer_output(c, l, n, c->n_norms == 5 ? norm + 4 * dim : NULL);
 }

@@ -18,6 +18,12 @@ void elm_fw_matmul(elm_context *c, int layer, const elm_tensor *w, const float *
  * (the kernels') or gpt-oss's clamped SwiGLU. */
 void elm_fw_glu(elm_context *c, float *g, const float *u, int64_t n);
 
+/* out[n, dim] = down · glu(gate·x, up·x) over layer l's n normed tokens x = c->xb, the FFN n_ff
+ * wide (a block's dense FFN, a shared expert); c->hg and c->hu hold the [n, n_ff] products; the
+ * caller keeps the tokens [t0, n) (elm_matmul_args.out_first). out may be c->xb. */
+void elm_fw_gated_ffn(elm_context *c, int l, const elm_tensor *gate, const elm_tensor *up,
+                      const elm_tensor *down, int64_t n_ff, int32_t n, int32_t t0, float *out);
+
 /* The attention layer kind: mixes the batch's n normed tokens c->xb into c->xb (their keys and
  * values go into layer l's cache first). */
 void elm_layer_attention(elm_context *c, int l, int32_t n);

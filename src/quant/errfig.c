@@ -39,7 +39,7 @@ void elm_err_sample_weights(elm_err_sample *e, elm_type type, const float *w, co
         const float *src = w + k * e->stride * cols;
         float *orig = e->S + k * cols, *rtn = e->S + (e->n + k) * cols;
         memcpy(orig, src, sizeof(float) * (size_t)cols);
-        elm_encode_row(type, src, enc, cols, tt->from_float ? NULL : qw);
+        elm_encode_row(type, src, enc, cols, qw);
         tt->to_float(enc, e->row, cols);
         for (int64_t j = 0; j < cols; j++) rtn[j] = src[j] - e->row[j];
     }

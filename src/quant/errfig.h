@@ -25,8 +25,8 @@ bool elm_err_sample_init(elm_err_sample *e, int64_t rows, int64_t cols);
 void elm_err_sample_free(elm_err_sample *e);
 
 /* Takes the sampled rows of the original weights w [rows, cols] and their round-to-nearest error
- * at `type` (the types table's from_float/to_float; a type without from_float, which encodes
- * only from importances, by its importance-weighted encoder with qw [cols], not NULL then). */
+ * at `type`: the types table's from_float, or with importances qw [cols] (may be NULL) the
+ * type's weighted encoder (elm_encode_row), then to_float. */
 void elm_err_sample_weights(elm_err_sample *e, elm_type type, const float *w, const float *qw);
 
 /* Takes the method's error: original weight minus values[r, c] · rs[r] / cs[c] (rs, cs NULL for

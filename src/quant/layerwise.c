@@ -35,6 +35,7 @@
 #define GPTQ_CLIP 10
 
 typedef elm_lw_ctx qctx;
+typedef elm_lw_group group;
 
 static int64_t rows_of(const elm_tensor *t) { return t->ne[1] * t->ne[2] * t->ne[3]; }
 static int32_t idx(const elm_qrun *r, const elm_tensor *t) { return (int32_t)(t - r->tensors); }
@@ -314,14 +315,14 @@ elm_status elm_lw_gptq_linear(qctx *q, elm_tensor *t, int32_t e, const elm_act_s
     lin_buf b;
     elm_status st = lin_alloc(&b, rows, cols, t->name, err);
     if (st) return st;
-    /* the baseline of a type written only from importances: diag(H)'s */
+    /* the baseline of a type written only from importances: diag(H)'s; the others' unweighted */
     float *dh = malloc(sizeof(float) * (size_t)cols);
     if (!dh) {
         lin_free(&b);
         return elm_errorf(err, ELM_ERR_NOMEM, "out of memory quantizing '%s'", t->name);
     }
     for (int64_t j = 0; j < cols; j++) dh[j] = s->h[j * cols + j];
-    elm_err_sample_weights(&b.es, g.type, w, dh);
+    elm_err_sample_weights(&b.es, g.type, w, elm_type_get((uint32_t)g.type)->from_float ? NULL : dh);
     free(dh);
     memcpy(b.W, w, sizeof(float) * (size_t)(rows * cols));
     const elm_gptq_opts o = {q->p->damp > 0 ? q->p->damp : 0.01, q->p->act_order, GPTQ_CLIP,
@@ -355,12 +356,7 @@ elm_status elm_lw_gptq_linear(qctx *q, elm_tensor *t, int32_t e, const elm_act_s
  * rounding), its output product (o; out_proj; ssm_out), gate/up, down; a mixture of experts'
  * FFN: its router (with its shared expert's gate/up), and its shared expert's down (the experts
  * are layerwise_moe.c's). */
-typedef struct group {
-    elm_tensor *m[3];
-    int n;
-} group;
-
-static void layer_groups(const elm_layer *L, group g[4]) {
+void elm_lw_layer_groups(const elm_layer *L, group g[4]) {
     if (L->kind == ELM_LAYER_DELTANET) { /* its output gate reads the block's input too */
         g[0] = (group){{L->conv_in, L->dn_z}, 2};
         g[1] = (group){{L->conv_out}, 1};
@@ -387,7 +383,7 @@ bool elm_lw_gptq_reaches(const elm_model *m, const elm_tensor *t) {
     if (t == m->output && m->output != m->tok_embd) return true;
     for (int l = 0; l < m->hp.n_layers; l++) {
         group g[4];
-        layer_groups(&m->layers[l], g);
+        elm_lw_layer_groups(&m->layers[l], g);
         for (int gi = 0; gi < 4; gi++)
             for (int k = 0; k < g[gi].n; k++)
                 if (g[gi].m[k] == t) return true;
@@ -442,7 +438,7 @@ static void stats_free(elm_act_stats *s, int32_t n) {
 static elm_status gptq_layer(qctx *q, int l, elm_error *err) {
     elm_layer *L = &q->r->layers[l];
     group groups[4];
-    layer_groups(L, groups);
+    elm_lw_layer_groups(L, groups);
     elm_act_stats *s = NULL;
     int32_t n_s = 0;
     elm_status st = ELM_OK;
@@ -531,7 +527,7 @@ static elm_status awq_layer(qctx *q, int l, elm_error *err) {
     const bool moe = elm_lw_moe(L);
     elm_tensor *up = moe ? L->shexp_up : L->w_up; /* the rows down's scales fold into */
     group groups[4];
-    layer_groups(L, groups);
+    elm_lw_layer_groups(L, groups);
     elm_act_stats *s = NULL;
     int32_t n_s = 0;
     double *scale[4] = {0}, *tied = NULL, *kv_scale = NULL;

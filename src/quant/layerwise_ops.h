@@ -20,6 +20,16 @@ typedef struct elm_lw_ctx {
     float *x; /* [Σ calib n_ids, dim] each sample's hidden states at the current block's input */
 } elm_lw_ctx;
 
+/* A group of linears of a block that read the same input (their capture statistics are one). */
+typedef struct elm_lw_group {
+    elm_tensor *m[3];
+    int n;
+} elm_lw_group;
+
+/* The four input groups of block L (layerwise.c): the mixing's input products, its output
+ * product, the FFN's gate/up (a mixture of experts': its router and shared expert), its down. */
+void elm_lw_layer_groups(const elm_layer *L, elm_lw_group g[4]);
+
 /* The grid of t's planned type (false: not a block type, rounded by the types table). */
 bool elm_lw_grid_of(const elm_lw_ctx *q, const elm_tensor *t, elm_grid *g);
 

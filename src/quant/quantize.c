@@ -18,6 +18,7 @@
 #include "edgelm/quant.h"
 #include "edgelm/system.h"
 #include "formats/gguf_write.h"
+#include "quant/budget.h"
 #include "quant/checkpoint.h"
 #include "quant/grid.h"
 #include "quant/layerwise.h"
@@ -191,9 +192,11 @@ static elm_status check_importances(const elm_model *m, const elm_quant_params *
     return ELM_OK;
 }
 
-/* Report of a run: the plan's types and reasons, and the calibrated errors when there are. */
+/* Report of a run: the plan's types and reasons, the calibrated errors when there are, and the
+ * budget's predicted costs (cost, or NULL without a budget). */
 static elm_status fill_report(const elm_model *m, const elm_tensor_plan *plan, const elm_qrun *run,
-                              const int32_t *order, elm_quant_report *rep, elm_error *err) {
+                              const int32_t *order, const double *cost, elm_quant_report *rep,
+                              elm_error *err) {
     rep->tensors = calloc(m->n_tensors ? (size_t)m->n_tensors : 1, sizeof *rep->tensors);
     if (!rep->tensors) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory");
     rep->n_tensors = m->n_tensors;
@@ -210,14 +213,28 @@ static elm_status fill_report(const elm_model *m, const elm_tensor_plan *plan, c
         elm_quant_tensor_info *t = &rep->tensors[k];
         if (run->info) {
             *t = run->info[i];
-            continue;
+        } else {
+            snprintf(t->name, sizeof t->name, "%s", m->tensors[i].name);
+            t->type = plan[i].type;
+            snprintf(t->reason, sizeof t->reason, "%s", plan[i].reason);
+            t->err_before = t->err_after = -1;
         }
-        snprintf(t->name, sizeof t->name, "%s", m->tensors[i].name);
-        t->type = plan[i].type;
-        snprintf(t->reason, sizeof t->reason, "%s", plan[i].reason);
-        t->err_before = t->err_after = -1;
+        t->predicted_cost = cost ? cost[i] : -1;
     }
     return ELM_OK;
+}
+
+/* The type of the most weights of the 2-D tensors: a budget's file is labelled by it. */
+static elm_type main_type(const elm_model *m, const elm_tensor_plan *plan) {
+    int64_t weights[ELM_TYPE_COUNT] = {0};
+    elm_type best = ELM_TYPE_F32;
+    for (int32_t i = 0; i < m->n_tensors; i++) {
+        const elm_tensor *t = &m->tensors[i];
+        if (t->n_dims < 2 || (uint32_t)plan[i].type >= ELM_TYPE_COUNT) continue;
+        weights[plan[i].type] += t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3];
+        if (weights[plan[i].type] > weights[best]) best = plan[i].type;
+    }
+    return best;
 }
 
 elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
@@ -242,6 +259,12 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
         st = elm_imatrix_check(params->imatrix, m,
                                params->imatrix_path ? params->imatrix_path : "imatrix", err);
     if (!st) st = elm_quant_plan(m, &policy, plan, err);
+    double *cost = NULL;
+    if (!st && (params->target_bytes || params->target_bpw > 0)) {
+        if (!(cost = malloc(sizeof *cost * (n ? (size_t)n : 1))))
+            st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
+        if (!st) st = elm_quant_budget(m, params, plan, cost, err);
+    }
     if (!st) st = check_importances(m, params, plan, err);
     int32_t *order = NULL;
     elm_tensor *outw = out;
@@ -285,10 +308,9 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
         st = elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory", out_path);
     for (int32_t k = 0; order && outw && k < n && !st; k++) outw[k] = out[order[k]];
     elm_gguf_writer *w = NULL;
-    if (!st)
-        st = elm_gguf_begin_model(out_path, m, outw, n,
-                                  policy.recipe ? policy.recipe : elm_file_type_of(policy.type), &w,
-                                  err);
+    const uint32_t ftype = cost ? elm_file_type_of(main_type(m, plan))
+                           : policy.recipe ? policy.recipe : elm_file_type_of(policy.type);
+    if (!st) st = elm_gguf_begin_model(out_path, m, outw, n, ftype, &w, err);
     for (int32_t k = 0; k < n && !st; k++) st = put_tensor(&job, w, k, &outw[k], err);
     /* before the file is made whole, so that a callback asking to stop still leaves none */
     if (!st && !job.per_tensor_progress)
@@ -300,7 +322,7 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
         elm_ckpt_close(run.ckpt, true);
         run.ckpt = NULL;
     }
-    if (!st && report) st = fill_report(m, plan, &run, order, report, err);
+    if (!st && report) st = fill_report(m, plan, &run, order, cost, report, err);
     elm_pool_free(job.pool);
     free(job.row);
     free(job.qw);
@@ -310,6 +332,7 @@ elm_status elm_quantize(const elm_model *m, const elm_quant_params *params,
     free(order);
     free(out);
     free(plan);
+    free(cost);
     const elm_mem_usage mu = elm_mem_sampler_stop(mem);
     if (st) {
         if (report) elm_quant_report_free(report);

@@ -404,13 +404,32 @@ raises(edgelm.ArgumentError, "need at least", edgelm.evaluate, gguf, py_q, calib
 raises(edgelm.ArgumentError, "too small", edgelm.evaluate, gguf, py_q, text, n_ctx=2)
 check(not glob.glob(f"{tmp}/x.gguf*"), "a file left by a failed quantize")
 
+# a size budget (a few short samples): the CLI's file byte for byte, its choices and costs
+cli_b, py_b = f"{tmp}/cli-budget.gguf", f"{tmp}/py-budget.gguf"
+budget_args = ["--target-bpw", "7", "--candidates", "q4_0,q5_0,q8_0", "--calib", calib,
+               "--calib-samples", "4", "--seq-len", "32", "-t", "1"]
+want = cli_json("quantize", "-m", gguf, "-o", cli_b, *budget_args, "--json")
+got = edgelm.quantize(gguf, py_b, type="q8_0", target_bpw=7, candidates=["q4_0", "q5_0", "q8_0"],
+                      calib=calib, calib_samples=4, seq_len=32, threads=1)
+check(open(cli_b, "rb").read() == open(py_b, "rb").read(), "budget: not the CLI's file")
+# (cJSON prints a double in 15 digits where that reads back within its epsilon)
+check([(t["name"], t["type"], "predicted_cost" in t) for t in got["tensors"]] ==
+      [(t["name"], t["type"], "predicted_cost" in t) for t in want["tensors"]] and
+      all(abs(a.get("predicted_cost", 0) - b.get("predicted_cost", 0)) <=
+          1e-12 * abs(b.get("predicted_cost", 0)) for a, b in zip(got["tensors"], want["tensors"]))
+      and got["target_bpw"] == want["target_bpw"] == 7 and
+      any("predicted_cost" in t for t in got["tensors"]), "budget: not the CLI's report")
+raises(edgelm.ArgumentError, "give calib=FILE", edgelm.quantize, gguf, f"{tmp}/x.gguf",
+       type="q8_0", target_size=300000)
+
 # help(edgelm.quantize) reads like `edgelm quantize --help`: its lists are the CLI's
 cli_help = subprocess.run([binary, "quantize", "--help"], capture_output=True, text=True).stdout
 doc = inspect.getdoc(edgelm.quantize)
 for line in (ln for ln in cli_help.splitlines() if ln.startswith(("types:", "recipes:"))):
     check(line in doc, f"quantize's docstring lacks the CLI's '{line}'")
 for option in ("--calib", "--seq-len", "--imatrix", "--damp", "--act-order", "--pure",
-               "--keep-sensitive", "--tensor-type", "--resume"):
+               "--keep-sensitive", "--tensor-type", "--resume", "--target-size", "--target-bpw",
+               "--candidates"):
     check(f"({option}" in doc or f"{option})" in doc or f"({option};" in doc,
           f"quantize's docstring lacks {option}")
 

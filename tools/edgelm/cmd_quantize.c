@@ -61,7 +61,11 @@ static int print_json(const elm_quant_params *p, const elm_quant_report *r) {
     cJSON_AddNumberToObject(o, "peak_rss_mib", (double)s->peak_rss / 1048576.0);
     cJSON_AddNumberToObject(o, "peak_anon_mib", (double)s->peak_anon / 1048576.0);
     cJSON_AddNumberToObject(o, "n_fallback", s->n_fallback);
-    if (p->method != ELM_QUANT_RTN) {
+    if (p->target_bytes || p->target_bpw > 0) {
+        cJSON_AddNumberToObject(o, "target_bytes", (double)p->target_bytes);
+        cJSON_AddNumberToObject(o, "target_bpw", p->target_bpw);
+    }
+    if (p->calib) {
         cJSON_AddNumberToObject(o, "calib_samples", p->calib->n);
         cJSON_AddNumberToObject(o, "calib_tokens", (double)p->calib->n_tokens);
     }
@@ -77,6 +81,7 @@ static int print_json(const elm_quant_params *p, const elm_quant_report *r) {
             cJSON_AddNumberToObject(e, "out_err_before", t->err_before);
             cJSON_AddNumberToObject(e, "out_err_after", t->err_after);
         }
+        if (t->predicted_cost >= 0) cJSON_AddNumberToObject(e, "predicted_cost", t->predicted_cost);
         if (t->damp > 0) {
             cJSON_AddNumberToObject(e, "damp", t->damp);
             cJSON_AddNumberToObject(e, "dead_inputs", (double)t->dead_inputs);
@@ -99,12 +104,15 @@ static int print_json(const elm_quant_params *p, const elm_quant_report *r) {
 }
 
 #define MAX_OVERRIDES 64
+#define MAX_CANDIDATES 16
 
 typedef struct quant_opts {
     const char *in, *out, *type_name, *tok, *method_name, *calib_path, *sensitive_name;
     const char *imatrix_path;
-    long calib_samples, seq_len, threads;
-    double damp;
+    long calib_samples, seq_len, threads, target_size;
+    double damp, target_bpw;
+    elm_type cand[MAX_CANDIDATES];
+    int n_cand;
     bool act_order, pure, json, resume;
     elm_type_override ov[MAX_OVERRIDES];
     int n_ov;
@@ -122,6 +130,25 @@ static bool add_override(const char *opt, const char *v, void *dst) {
     *eq = '\0'; /* the pattern is the argument up to '=' */
     o->ov[o->n_ov++].pattern = v;
     return true;
+}
+
+/* --candidates a,b,c: the size budget's menu. */
+static bool set_candidates(const char *opt, const char *v, void *dst) {
+    (void)opt;
+    quant_opts *o = dst;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    o->n_cand = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (o->n_cand == MAX_CANDIDATES)
+            return !cli_fail("--candidates: at most %d types", MAX_CANDIDATES);
+        if (!parse_type(tok, &o->cand[o->n_cand]))
+            return !cli_fail("--candidates '%s': unknown type '%s' (use: %s)", v, tok,
+                             elm_type_names(true));
+        o->n_cand++;
+    }
+    return o->n_cand ? true : !cli_fail("--candidates: no type given");
 }
 
 static int parse(quant_opts *o, int argc, char **argv) {
@@ -142,31 +169,50 @@ static int parse(quant_opts *o, int argc, char **argv) {
         {"--pure", NULL, CLI_FLAG, &o->pure, 0, 0, "every matrix at TYPE (no sensitive-tensor rule)", 0},
         {"--keep-sensitive", "TYPE", CLI_TEXT, &o->sensitive_name, 0, 0, "type of token embedding and output (default q8_0; f16)", 0},
         {"--tensor-type", "PAT=TYPE", CLI_CALL, o, 0, 0, "type for tensors matching the glob PAT, e.g.\n'blk.*.ffn_down=q8_0' (repeatable; the last match wins)", add_override},
+        {"--target-size", "BYTES", CLI_INT, &o->target_size, 1, 9.2e18, "size budget: choose each matrix's type from its measured\nsensitivity (needs --calib) so that the tensor data (the sum\nof the tensors' bytes; not the GGUF header and metadata)\nare at most BYTES", 0},
+        {"--target-bpw", "X", CLI_DOUBLE, &o->target_bpw, 1e-3, 1e3, "size budget as bits per weight: tensor data at most\nX * weights / 8 bytes (X <= 16)", 0},
+        {"--candidates", "T,T,...", CLI_CALL, o, 0, 0, "the budget's types (default q2_k,q3_k,q4_k,q5_k,q6_k,\nq8_0,q4_0,q4_1,q5_0,q5_1,iq4_nl,iq4_xs; with --imatrix\nalso iq2_xs,iq3_s); a matrix takes those its rows fit", set_candidates},
         {"-t, --threads", "N", CLI_INT, &o->threads, 1, 512, "threads for the calibration passes, GPTQ's linear\nalgebra and RTN's rows (default: all cores)", 0},
         {"--resume", NULL, CLI_FLAG, &o->resume, 0, 0, "gptq/awq: continue an interrupted run from its checkpoint\nOUT.ckpt (written after each block, deleted on success)", 0},
         CLI_OPT_JSON(&o->json, "print one JSON object: method, type, bits_per_weight,\nfile_bytes, seconds, peak_rss_mib, peak_anon_mib, and per\ntensor type, reason, error"),
         CLI_OPT_TOKENIZER(&o->tok),
         {0}};
     const cli_spec spec = {
-        "quantize", "-m MODEL -o OUT.gguf --type TYPE [--method rtn|gptq|awq] [--calib FILE] [options]",
+        "quantize", "-m MODEL -o OUT.gguf --type TYPE | --target-size BYTES | --target-bpw X [--method rtn|gptq|awq] [--calib FILE] [options]",
         "Writes MODEL as GGUF in ggml's standard block types. Default policy: token embedding\n"
         "and output projection at q8_0, norms f32, every other matrix at TYPE; matrices whose\n"
         "rows are not a multiple of 32 fall back to f16. --pure puts every matrix at TYPE (with\n"
         "--method rtn: the bytes llama-quantize --pure writes). A k-quant or i-quant name\n"
         "without --pure is llama-quantize's recipe of that name: each tensor's type by its\n"
-        "rules (q4_k_m: the file llama-quantize Q4_K_M writes).",
+        "rules (q4_k_m: the file llama-quantize Q4_K_M writes). With --target-size or\n"
+        "--target-bpw, the token embedding, output and block matrices take the candidate\n"
+        "types whose predicted output error on --calib is least within the budget (the\n"
+        "other tensors keep TYPE's policy, q8_0 by default).",
         CLI_TABLES(opts), lists, NULL, NULL};
     const int r = cli_parse(&spec, argc, argv);
     if (r) return r;
-    if (!o->in || !o->out || !o->type_name)
-        return cli_fail("quantize: -m MODEL, -o OUT and --type TYPE are required (try --help)");
+    const bool budget = o->target_size || o->target_bpw > 0;
+    if (!o->in || !o->out || (!o->type_name && !budget))
+        return cli_fail("quantize: -m MODEL, -o OUT and --type TYPE (or a size budget, "
+                        "--target-size / --target-bpw) are required (try --help)");
+    if (o->target_size && o->target_bpw > 0)
+        return cli_fail("quantize: give --target-size or --target-bpw, not both");
+    if (budget && !o->calib_path)
+        return cli_fail("quantize: a size budget measures each tensor on calibration text: "
+                        "give --calib FILE");
+    if (o->n_cand && !budget)
+        return cli_fail("quantize: --candidates is the menu of a size budget (--target-size or "
+                        "--target-bpw)");
+    if (!o->type_name) o->type_name = "q8_0";
     return 0;
 }
 
 /* The library's parameters from the options; prints the problem and returns false. */
 static bool params_of(const quant_opts *o, elm_quant_params *p) {
     *p = (elm_quant_params){.damp = o->damp, .act_order = o->act_order,
-                            .n_threads = (int32_t)o->threads};
+                            .n_threads = (int32_t)o->threads,
+                            .target_bytes = (uint64_t)o->target_size, .target_bpw = o->target_bpw,
+                            .candidates = o->n_cand ? o->cand : NULL, .n_candidates = o->n_cand};
     if (!elm_quant_recipe_from_name(o->type_name, &p->policy.recipe, &p->policy.type) &&
         !parse_type(o->type_name, &p->policy.type))
         return !cli_fail("quantize: unknown --type '%s' (use a type: %s; or a recipe: %s)",
@@ -194,20 +240,26 @@ static bool params_of(const quant_opts *o, elm_quant_params *p) {
 static void print_summary(const quant_opts *o, const elm_quant_params *p,
                           const elm_quant_report *r) {
     const elm_quantize_summary *s = &r->summary;
+    for (int32_t i = 0; i < r->n_tensors; i++)
+        if (r->tensors[i].predicted_cost >= 0)
+            printf("%-32s %-7s predicted cost %.6g\n", r->tensors[i].name,
+                   elm_type_get(r->tensors[i].type)->name, r->tensors[i].predicted_cost);
     for (int32_t i = 0; i < r->n_expert_fallback; i++) {
         const elm_quant_expert_fallback *f = &r->expert_fallback[i];
         printf("%s expert %d: %lld calibration tokens (fewer than %lld): importance-weighted "
                "rounding, not %s\n", f->name, f->expert, (long long)f->tokens,
                (long long)f->needed, o->method_name);
     }
-    printf("%s: %s %s%s, %d tensors (%d fell back to f16): %.2f bits/weight, %.2f MiB -> "
-           "%.2f MiB (%.2fx smaller), file %llu bytes, %.2f s, peak RSS %.1f MiB "
-           "(anonymous %.1f MiB)\n",
-           o->out, o->method_name,
+    const bool budget = p->target_bytes || p->target_bpw > 0;
+    printf("%s: %s %s%s%s, %d tensors (%d fell back to f16): %.2f bits/weight, %.2f MiB -> "
+           "%.2f MiB (%.2fx smaller), tensor data %llu bytes, file %llu bytes, %.2f s, peak RSS "
+           "%.1f MiB (anonymous %.1f MiB)\n",
+           o->out, o->method_name, budget ? "under a size budget, the other matrices " : "",
            p->policy.recipe && !o->pure ? o->type_name : elm_type_get(p->policy.type)->name,
            o->pure ? " --pure" : "",
            s->n_tensors, s->n_fallback, s->bits_per_weight, s->bytes_in / 1048576.0,
-           s->bytes_out / 1048576.0, s->ratio, (unsigned long long)s->file_bytes, s->seconds,
+           s->bytes_out / 1048576.0, s->ratio, (unsigned long long)s->bytes_out,
+           (unsigned long long)s->file_bytes, s->seconds,
            (double)s->peak_rss / 1048576.0, (double)s->peak_anon / 1048576.0);
 }
 
@@ -234,17 +286,19 @@ int cmd_quantize(int argc, char **argv) {
         p.imatrix_path = o.imatrix_path;
     }
     bar b = {.tty = isatty(STDERR_FILENO), .t0_ms = elm_now_ms()};
-    if (p.method != ELM_QUANT_RTN) {
+    if (p.method != ELM_QUANT_RTN || p.target_bytes || p.target_bpw > 0) {
         if (elm_calib_load(&m->vocab, o.calib_path, (int32_t)o.seq_len, (int32_t)o.calib_samples,
                            &calib, &err)) {
             cli_fail("%s", err.msg);
             goto done;
         }
         p.calib = &calib;
-        fprintf(stderr, "edgelm: %s calibration: %d samples, %lld tokens from %s\n",
-                o.method_name, calib.n, (long long)calib.n_tokens, o.calib_path);
+        /* (a size budget's alone is in --json, so that a refused budget gets one line) */
+        if (p.method != ELM_QUANT_RTN)
+            fprintf(stderr, "edgelm: %s calibration: %d samples, %lld tokens from %s\n",
+                    o.method_name, calib.n, (long long)calib.n_tokens, o.calib_path);
     } else if (o.calib_path) {
-        fprintf(stderr, "edgelm: warning: --calib is only used by gptq and awq\n");
+        fprintf(stderr, "edgelm: warning: --calib is only used by gptq, awq and a size budget\n");
     }
     char ckpt[1100];
     if (p.method != ELM_QUANT_RTN) {
