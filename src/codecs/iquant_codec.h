@@ -75,8 +75,8 @@ void elm_iquant_nearest(elm_type type, const float *x, const float *w, float ste
 bool elm_iquant_put(elm_type type, float d, const int8_t sc[16], const int8_t q[256], void *dst);
 
 /* The IQ1 counterparts (iquant_encode_iq1.c): elm_iq1_nearest gives the values q[8] = 8·t ± 1
- * (elm_iquant_ints' q) of the grid point t and shift of least Σ w·(x - step·q)² (w NULL: 1), the
- * shift fixed to `shift` (+1 or -1: IQ1_S's one per 32 weights) or either (0: IQ1_M's per 8);
+ * (elm_iquant_ints' q) of the grid point t and shift of least Σ w·(x - step·q)² (w NULL: 1),
+ * the shift fixed to `shift` (+1 or -1: IQ1_S's one per 32 weights) or either (0: IQ1_M's per 8);
  * elm_iq1_put packs an IQ1_S or IQ1_M block from d and sc[16] as elm_iquant_scales reads them and
  * such q[256] (false, the block unusable, for q off the grid, or IQ1_S shifts that differ within
  * 32 weights). */

@@ -326,7 +326,8 @@ static void pack_block(const iq_kind *kd, const lattice *lt, const unsigned code
             if (packed[ib])
                 put32(qs + 8 * ib, (uint32_t)g[ib][0] | (uint32_t)g[ib][1] << 8 |
                                        (uint32_t)g[ib][2] << 16 | (uint32_t)g[ib][3] << 24);
-            put32(qs + 8 * ib + 4, (packed[ib] ? signs28(signs[ib]) : 0) | (uint32_t)code[ib] << 28);
+            put32(qs + 8 * ib + 4,
+                  (packed[ib] ? signs28(signs[ib]) : 0) | (uint32_t)code[ib] << 28);
         }
         return;
     case ELM_TYPE_IQ2_XS: /* per 16: two 16-bit words of 9-bit grid index and 7 sign bits */
@@ -353,7 +354,8 @@ static void pack_block(const iq_kind *kd, const lattice *lt, const unsigned code
     case ELM_TYPE_IQ3_XXS: /* 64 grid bytes, then per 32: 4×7 sign bits and the scale */
         for (int ib = 0; ib < nsub; ib++) {
             for (int k = 0; k < 8 && packed[ib]; k++) qs[8 * ib + k] = (uint8_t)g[ib][k];
-            put32(qs + 64 + 4 * ib, (packed[ib] ? signs28(signs[ib]) : 0) | (uint32_t)code[ib] << 28);
+            put32(qs + 64 + 4 * ib,
+                  (packed[ib] ? signs28(signs[ib]) : 0) | (uint32_t)code[ib] << 28);
         }
         return;
     case ELM_TYPE_IQ3_S: {
@@ -371,7 +373,8 @@ static void pack_block(const iq_kind *kd, const lattice *lt, const unsigned code
             q += gps;
             sg += 4;
         }
-        for (int ib = 0; ib < nsub; ib += 2) y[106 + ib / 2] = (uint8_t)(code[ib] | code[ib + 1] << 4);
+        for (int ib = 0; ib < nsub; ib += 2)
+            y[106 + ib / 2] = (uint8_t)(code[ib] | code[ib + 1] << 4);
         return;
     }
     default: return;
