@@ -10,7 +10,9 @@
  *    llama.cpp's imatrix Q4_K_M in no more bytes (golden/quant_reference.json);
  *  - wide256 (256-wide rows: Q4_K, Q6_K), recipe q4_k_m: GPTQ and AWQ no worse than llama.cpp's
  *    imatrix Q4_K_M; the figures of tests/data/quant_kld.json plus its margin bound all three;
- *  - no hidden state on wide256 for every super-block type and IQ4_NL, both methods: the bytes
+ *  - the group grids of the lattice i-quants (test_group_grid);
+ *  - no hidden state on wide256 for every super-block type, IQ4_NL, IQ2_S, IQ3_XXS and TQ2_0
+ *    (GPTQ; AWQ on Q3_K): the bytes
  *    decode to the values the later layers were calibrated on, and GPTQ lowers every layer's
  *    output error below round-to-nearest's.
  * Sanitizer builds shrink calibration and evaluation and check the KLDs against round-to-nearest
@@ -21,6 +23,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "codecs/encode.h"
 #include "quant/grid.h"
 #include "quant/layerwise.h"
 #include "quant_eval.h"
@@ -53,7 +56,8 @@ static bool quantize(const elm_model *m, const elm_quant_params *p, const char *
 
 static const elm_type block_types[] = {
     ELM_TYPE_Q4_0, ELM_TYPE_Q4_1, ELM_TYPE_Q5_0, ELM_TYPE_Q5_1, ELM_TYPE_Q8_0, ELM_TYPE_Q2_K,
-    ELM_TYPE_Q3_K, ELM_TYPE_Q4_K, ELM_TYPE_Q5_K, ELM_TYPE_Q6_K, ELM_TYPE_IQ4_NL, ELM_TYPE_IQ4_XS};
+    ELM_TYPE_Q3_K, ELM_TYPE_Q4_K, ELM_TYPE_Q5_K, ELM_TYPE_Q6_K, ELM_TYPE_IQ4_NL, ELM_TYPE_IQ4_XS,
+    ELM_TYPE_TQ1_0, ELM_TYPE_TQ2_0};
 
 static void test_grid(void) {
     uint32_t seed = 17;
@@ -99,9 +103,64 @@ static void test_grid(void) {
         CHECK(bad == 0, "%s: %d weights decode to other values than the grid's", tt->name, bad);
         CHECK(worse == 0, "%s: the chosen parameters err more than RTN's in %d blocks", tt->name,
               worse);
-        /* the importance-weighted search is a real candidate: it wins some blocks */
-        CHECK(weighted > 0 || block_types[t] == ELM_TYPE_Q8_0, "%s: the weighted search never "
-              "chosen", tt->name);
+        /* the importance-weighted search is a real candidate: it wins some blocks (Q8_0 and
+         * the ternary types have none) */
+        CHECK(weighted > 0 || block_types[t] == ELM_TYPE_Q8_0 || block_types[t] == ELM_TYPE_TQ1_0 ||
+                  block_types[t] == ELM_TYPE_TQ2_0,
+              "%s: the weighted search never chosen", tt->name);
+    }
+}
+
+/* The lattice i-quants' group grids: the scales of the importance-weighted encoder, each group's
+ * codes chosen at them (elm_grid_code_group) pack into bytes the types table decodes to exactly
+ * elm_grid_value, and at the same scales the chosen points err less in sum (diag-weighted) than
+ * the encoder's own. */
+static void test_group_grid(void) {
+    static const elm_type types[] = {ELM_TYPE_IQ1_S,   ELM_TYPE_IQ1_M,   ELM_TYPE_IQ2_XXS,
+                                     ELM_TYPE_IQ2_XS,  ELM_TYPE_IQ2_S,   ELM_TYPE_IQ3_XXS,
+                                     ELM_TYPE_IQ3_S};
+    uint32_t seed = 23;
+    float x[ELM_QK_K], h[ELM_QK_K], back[ELM_QK_K], enc[ELM_QK_K];
+    int8_t codes[ELM_QK_K];
+    uint8_t block[256];
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        const elm_type_traits *tt = elm_type_get((uint32_t)types[t]);
+        elm_grid g;
+        if (!elm_grid_of(types[t], &g) || g.group < 4 || g.block != ELM_QK_K) {
+            CHECK(0, "%s: no group grid", tt->name);
+            continue;
+        }
+        int bad = 0;
+        double err_group = 0, err_enc = 0;
+        for (int rep = 0; rep < 32; rep++) {
+            for (int j = 0; j < ELM_QK_K; j++) {
+                seed = seed * 1664525u + 1013904223u;
+                const float u = (float)(seed >> 8) / 16777216.0f - 0.5f;
+                seed = seed * 1664525u + 1013904223u;
+                const float v = (float)(seed >> 8) / 16777216.0f + 0.05f;
+                x[j] = 0.02f * u / v;
+                h[j] = powf(10.0f, 2.0f * (float)(seed >> 8) / 16777216.0f);
+            }
+            elm_block_params p;
+            CHECK(elm_grid_candidates(&g, x, h, 10, &p) == 1, "%s: one candidate", tt->name);
+            for (int j = 0; j < ELM_QK_K; j += g.group)
+                elm_grid_code_group(&g, &p, j, x + j, h + j, codes + j);
+            elm_grid_pack(&g, &p, codes, block);
+            tt->to_float(block, back, ELM_QK_K);
+            elm_encode_row(types[t], x, block, ELM_QK_K, h);
+            tt->to_float(block, enc, ELM_QK_K);
+            for (int j = 0; j < ELM_QK_K; j++) {
+                const float v = elm_grid_value(&g, &p, j, codes[j]);
+                bad += memcmp(&v, &back[j], sizeof v) != 0;
+                err_group += h[j] * (double)(x[j] - v) * (x[j] - v);
+                err_enc += h[j] * (double)(x[j] - enc[j]) * (x[j] - enc[j]);
+            }
+        }
+        CHECK(bad == 0, "%s: %d weights decode to other values than the grid's", tt->name, bad);
+        CHECK(err_group < err_enc, "%s: the groups' points err %.4g, the encoder's %.4g",
+              tt->name, err_group, err_enc);
+        printf("%s group grid: weighted error %.4g (the encoder's %.4g)\n", tt->name, err_group,
+               err_enc);
     }
 }
 
@@ -188,8 +247,10 @@ static void test_wide_q4_k_m(const elm_model *m, const qe_base *b, const elm_cal
 /* ------------------------------------------------------------------- no hidden state */
 
 static void test_no_hidden_state(const elm_model *m, const elm_calib_set *cs) {
-    const elm_type kq[] = {ELM_TYPE_Q2_K, ELM_TYPE_Q3_K, ELM_TYPE_Q4_K, ELM_TYPE_Q5_K,
-                           ELM_TYPE_Q6_K, ELM_TYPE_IQ4_NL, ELM_TYPE_IQ4_XS};
+    const elm_type kq[] = {ELM_TYPE_Q2_K,   ELM_TYPE_Q3_K,   ELM_TYPE_Q4_K,
+                           ELM_TYPE_Q5_K,   ELM_TYPE_Q6_K,   ELM_TYPE_IQ4_NL,
+                           ELM_TYPE_IQ4_XS, ELM_TYPE_IQ2_S,  ELM_TYPE_IQ3_XXS,
+                           ELM_TYPE_TQ2_0};
     elm_tensor_plan *plan = calloc((size_t)m->n_tensors, sizeof *plan);
     float *dec = malloc(sizeof(float) * 768 * 512);
     for (size_t t = 0; plan && dec && t < sizeof kq / sizeof kq[0]; t++)
@@ -236,6 +297,7 @@ int main(int argc, char **argv) {
     fclose(f);
     dir = tmp_dir_new();
     test_grid();
+    test_group_grid();
     elm_model *s = load("stories260K/stories260K-f32.gguf"), *w = load("wide256/wide-f32.gguf");
     elm_calib_set small, cs;
     elm_error err;

@@ -57,6 +57,36 @@ void elm_iquant_values(elm_type t, const elm_iq_grids *G, const uint8_t *block, 
  * nothing, for another type or a NULL qw that the type needs. */
 bool elm_iquant_grid_encode(elm_type type, const float *x, void *dst, int64_t n, const float *qw);
 
+/* The pieces of elm_iquant_grid_encode that GPTQ (quant/grid.h) drives one group at a time, for
+ * IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S:
+ * - elm_iquant_group: the weights whose codes are chosen together, 8 (a sign group: the types
+ *   storing 7 sign bits of even parity, and IQ2_S's 8-weight points; IQ1_S's and IQ1_M's points)
+ *   or 4 (IQ3_S's points); 0 for another type.
+ * - elm_iquant_nearest: the signed grid values q[group] (elm_iquant_ints' q) for the weights x
+ *   at the fixed step (d·sc of their sub-block): signs split off as the encoder does (with
+ *   parity, the weight of least w·x² takes the wrong sign), then of every grid point the one of
+ *   least Σ w·(step·|q| - |x|)² over each point's coordinates (w NULL: 1).
+ * - elm_iquant_put: one block from d and sc[16] as elm_iquant_scales reads them (d an f16 value
+ *   times the type's factor, sc odd, 1..31, equal within a sub-block) and q[256] as
+ *   elm_iquant_nearest gives them; false (nothing written) for q off the codebook or another
+ *   type. It decodes to (d·sc[j/16])·q[j]. */
+int elm_iquant_group(elm_type type);
+void elm_iquant_nearest(elm_type type, const float *x, const float *w, float step, int8_t *q);
+bool elm_iquant_put(elm_type type, float d, const int8_t sc[16], const int8_t q[256], void *dst);
+
+/* The IQ1 counterparts (iquant_encode_iq1.c): elm_iq1_nearest gives the values q[8] = 8·t ± 1
+ * (elm_iquant_ints' q) of the grid point t and shift of least Σ w·(x - step·q)² (w NULL: 1),
+ * the shift fixed to `shift` (+1 or -1: IQ1_S's one per 32 weights) or either (0: IQ1_M's per 8);
+ * elm_iq1_put packs an IQ1_S or IQ1_M block from d and sc[16] as elm_iquant_scales reads them and
+ * such q[256] (false, the block unusable, for q off the grid, or IQ1_S shifts that differ within
+ * 32 weights). */
+void elm_iq1_nearest(const float *x, const float *w, float step, int shift, int8_t q[8]);
+bool elm_iq1_put(elm_type type, float d, const int8_t sc[16], const int8_t q[256], void *dst);
+
+/* One TQ1_0 or TQ2_0 block from its scale d (f16-representable) and the 256 weights' trits
+ * t + 1 in {0, 1, 2}, as llama.cpp lays them out: it decodes to d·t. */
+void elm_tq_put(elm_type type, float d, const uint8_t t[256], void *dst);
+
 /* n weights x (a multiple of 256) as IQ1_S or IQ1_M blocks into dst, weighted by the per-weight
  * importances qw[n] as llama.cpp's quantize_iq1_s and quantize_iq1_m do (bit-exact). qw NULL:
  * IQ1_M weighs each weight by x², as llama.cpp does for a tensor without importance; IQ1_S, which

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codecs/codecs.h"
@@ -198,6 +199,34 @@ static void fit(int n, const float *w, const float *x, const int8_t *L, float *s
     *sq2 = sumq2;
 }
 
+/* The magnitudes v[n] of the weights x[n] and their sign bits (bit i set: x[i] < 0). With
+ * parity (7 sign bits stored per 8), an odd count of minus signs is made even by giving the
+ * weight of least weight·x² the wrong sign: its v is then -|x|. */
+static unsigned split_signs(const float *x, const float *weight, int n, bool parity, float *v) {
+    int nflip = 0;
+    unsigned s = 0;
+    for (int i = 0; i < n; i++) {
+        if (x[i] >= 0) {
+            v[i] = x[i];
+        } else {
+            v[i] = -x[i];
+            nflip++;
+            s |= 1u << i;
+        }
+    }
+    if (parity && nflip % 2) {
+        int imin = 0;
+        float min = weight[0] * x[0] * x[0];
+        for (int i = 1; i < n; i++) {
+            const float ax = weight[i] * x[i] * x[i];
+            if (ax < min) min = ax, imin = i;
+        }
+        v[imin] = -v[imin];
+        s ^= 1u << imin;
+    }
+    return s;
+}
+
 /* One sub-block xb[kd->sub] with importances qw (or NULL): its grid indices g[sub/dim] and sign
  * bytes signs[sub/8]; returns false for a sub-block written as zeros (nothing packed), else
  * true with its scale (>= 0) in *scale. */
@@ -213,30 +242,7 @@ static bool search(const iq_kind *kd, const lattice *lt, const float *xb, const 
                        : kd->sigma_no_qw ? 0.25f * sigma2 + xb[i] * xb[i] : xb[i] * xb[i];
     for (int i = 0; i < n; i++) waux[i] = sqrtf(weight[i]);
     for (int k = 0; k < n / 8; k++) {
-        const float *x8 = xb + 8 * k;
-        float *v8 = xval + 8 * k;
-        int nflip = 0;
-        unsigned s = 0;
-        for (int i = 0; i < 8; i++) {
-            if (x8[i] >= 0) {
-                v8[i] = x8[i];
-            } else {
-                v8[i] = -x8[i];
-                nflip++;
-                s |= 1u << i;
-            }
-        }
-        if (kd->parity && nflip % 2) {
-            /* the least important weight takes the wrong sign */
-            int imin = 0;
-            float min = weight[8 * k] * x8[0] * x8[0];
-            for (int i = 1; i < 8; i++) {
-                const float ax = weight[8 * k + i] * x8[i] * x8[i];
-                if (ax < min) min = ax, imin = i;
-            }
-            v8[imin] = -v8[imin];
-            s ^= 1u << imin;
-        }
+        const unsigned s = split_signs(xb + 8 * k, weight + 8 * k, 8, kd->parity, xval + 8 * k);
         signs[k] = (uint8_t)(kd->parity ? s & 127 : s);
     }
     float max = xval[0];
@@ -307,28 +313,12 @@ static uint32_t signs28(const uint8_t *s) {
     return (uint32_t)s[0] | (uint32_t)s[1] << 7 | (uint32_t)s[2] << 14 | (uint32_t)s[3] << 21;
 }
 
-static void encode_block(const iq_kind *kd, const lattice *lt, const float *x, const float *qw,
-                         uint8_t *y, size_t bytes) {
+/* Writes the grid indices g, sign bytes and 4-bit scale codes of a block's sub-blocks into y
+ * (zeroed, its f16 d already stored); a sub-block not `packed` keeps its zeros. */
+static void pack_block(const iq_kind *kd, const lattice *lt, const unsigned code[16],
+                       const uint16_t g[16][8], const uint8_t signs[16][4], const bool packed[16],
+                       uint8_t *y) {
     const int nsub = ELM_QK_K / kd->sub, gps = kd->sub / lt->dim;
-    float scales[16], max_scale = 0, sumx2 = 0;
-    uint16_t g[16][8];
-    uint8_t signs[16][4];
-    bool packed[16];
-    for (int i = 0; i < ELM_QK_K; i++) sumx2 += x[i] * x[i];
-    const float sigma2 = kd->twice_sigma ? 2 * sumx2 / ELM_QK_K : sumx2 / ELM_QK_K;
-    for (int ib = 0; ib < nsub; ib++) {
-        scales[ib] = 0;
-        packed[ib] = search(kd, lt, x + kd->sub * ib, qw ? qw + kd->sub * ib : NULL, sigma2, g[ib],
-                            signs[ib], &scales[ib]);
-        max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
-    }
-    memset(y, 0, bytes);
-    /* IQ2_XXS, IQ2_XS and IQ3_XXS gather their codes aside and write none for an all-zero
-     * super-block; IQ2_S and IQ3_S write them in place, before knowing */
-    const bool in_place = kd->type == ELM_TYPE_IQ2_S || kd->type == ELM_TYPE_IQ3_S;
-    if (!max_scale && !in_place) return;
-    const float d = max_scale / 31, id = 1 / d;
-    if (max_scale) elm_store_f16(y, d * kd->fudge);
     uint8_t *qs = y + 2;
     switch (kd->type) {
     case ELM_TYPE_IQ2_XXS: /* per 32: four grid bytes, then 4×7 sign bits and the scale */
@@ -336,8 +326,8 @@ static void encode_block(const iq_kind *kd, const lattice *lt, const float *x, c
             if (packed[ib])
                 put32(qs + 8 * ib, (uint32_t)g[ib][0] | (uint32_t)g[ib][1] << 8 |
                                        (uint32_t)g[ib][2] << 16 | (uint32_t)g[ib][3] << 24);
-            put32(qs + 8 * ib + 4, (packed[ib] ? signs28(signs[ib]) : 0) |
-                                       (uint32_t)scale_code(id, scales[ib]) << 28);
+            put32(qs + 8 * ib + 4,
+                  (packed[ib] ? signs28(signs[ib]) : 0) | (uint32_t)code[ib] << 28);
         }
         return;
     case ELM_TYPE_IQ2_XS: /* per 16: two 16-bit words of 9-bit grid index and 7 sign bits */
@@ -347,7 +337,7 @@ static void encode_block(const iq_kind *kd, const lattice *lt, const float *x, c
                 qs[4 * ib + 2 * k] = (uint8_t)v;
                 qs[4 * ib + 2 * k + 1] = (uint8_t)(v >> 8);
             }
-            y[66 + ib / 2] |= (uint8_t)(scale_code(id, scales[ib]) << 4 * (ib % 2));
+            y[66 + ib / 2] |= (uint8_t)(code[ib] << 4 * (ib % 2));
         }
         return;
     case ELM_TYPE_IQ2_S: /* grid low bytes, sign bytes, 2 high bits per point, scales */
@@ -358,14 +348,14 @@ static void encode_block(const iq_kind *kd, const lattice *lt, const float *x, c
                 y[66 + i8 / 4] |= (uint8_t)((g[ib][k] >> 8) << 2 * (i8 % 4));
                 qs[32 + i8] = signs[ib][k];
             }
-            if (max_scale) y[74 + ib / 2] |= (uint8_t)(scale_code(id, scales[ib]) << 4 * (ib % 2));
+            y[74 + ib / 2] |= (uint8_t)(code[ib] << 4 * (ib % 2));
         }
         return;
     case ELM_TYPE_IQ3_XXS: /* 64 grid bytes, then per 32: 4×7 sign bits and the scale */
         for (int ib = 0; ib < nsub; ib++) {
             for (int k = 0; k < 8 && packed[ib]; k++) qs[8 * ib + k] = (uint8_t)g[ib][k];
-            put32(qs + 64 + 4 * ib, (packed[ib] ? signs28(signs[ib]) : 0) |
-                                        (uint32_t)scale_code(id, scales[ib]) << 28);
+            put32(qs + 64 + 4 * ib,
+                  (packed[ib] ? signs28(signs[ib]) : 0) | (uint32_t)code[ib] << 28);
         }
         return;
     case ELM_TYPE_IQ3_S: {
@@ -383,20 +373,52 @@ static void encode_block(const iq_kind *kd, const lattice *lt, const float *x, c
             q += gps;
             sg += 4;
         }
-        for (int ib = 0; ib < nsub && max_scale; ib += 2)
-            y[106 + ib / 2] = (uint8_t)(scale_code(id, scales[ib]) |
-                                        scale_code(id, scales[ib + 1]) << 4);
+        for (int ib = 0; ib < nsub; ib += 2)
+            y[106 + ib / 2] = (uint8_t)(code[ib] | code[ib + 1] << 4);
         return;
     }
     default: return;
     }
 }
 
+static void encode_block(const iq_kind *kd, const lattice *lt, const float *x, const float *qw,
+                         uint8_t *y, size_t bytes) {
+    const int nsub = ELM_QK_K / kd->sub;
+    float scales[16], max_scale = 0, sumx2 = 0;
+    uint16_t g[16][8];
+    uint8_t signs[16][4];
+    bool packed[16];
+    unsigned code[16] = {0};
+    for (int i = 0; i < ELM_QK_K; i++) sumx2 += x[i] * x[i];
+    const float sigma2 = kd->twice_sigma ? 2 * sumx2 / ELM_QK_K : sumx2 / ELM_QK_K;
+    for (int ib = 0; ib < nsub; ib++) {
+        scales[ib] = 0;
+        packed[ib] = search(kd, lt, x + kd->sub * ib, qw ? qw + kd->sub * ib : NULL, sigma2, g[ib],
+                            signs[ib], &scales[ib]);
+        max_scale = max_scale > scales[ib] ? max_scale : scales[ib];
+    }
+    memset(y, 0, bytes);
+    /* IQ2_XXS, IQ2_XS and IQ3_XXS gather their codes aside and write none for an all-zero
+     * super-block; IQ2_S and IQ3_S write them in place, before knowing (with zero scales) */
+    const bool in_place = kd->type == ELM_TYPE_IQ2_S || kd->type == ELM_TYPE_IQ3_S;
+    if (!max_scale && !in_place) return;
+    if (max_scale) {
+        const float d = max_scale / 31, id = 1 / d;
+        elm_store_f16(y, d * kd->fudge);
+        for (int ib = 0; ib < nsub; ib++) code[ib] = scale_code(id, scales[ib]);
+    }
+    pack_block(kd, lt, code, g, signs, packed, y);
+}
+
+static const iq_kind *kind_of(elm_type type) {
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+        if (kinds[k].type == type) return &kinds[k];
+    return NULL;
+}
+
 bool elm_iquant_grid_encode(elm_type type, const float *x, void *dst, int64_t n,
                             const float *qw) {
-    const iq_kind *kd = NULL;
-    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
-        if (kinds[k].type == type) kd = &kinds[k];
+    const iq_kind *kd = kind_of(type);
     if (!kd || (!qw && (type == ELM_TYPE_IQ2_XXS || type == ELM_TYPE_IQ2_XS))) return false;
     const lattice *lt = lattice_get(kd->lat);
     if (!lt) return false;
@@ -418,4 +440,116 @@ void elm_iq3_xxs_from_float(const float *src, void *dst, int64_t n) {
 
 void elm_iq3_s_from_float(const float *src, void *dst, int64_t n) {
     elm_iquant_grid_encode(ELM_TYPE_IQ3_S, src, dst, n, NULL);
+}
+
+/* ---- one group at a given step (GPTQ) ---- */
+
+/* The decoded magnitudes of kd's lattice points, dim bytes per point (iquant_codec.h). */
+static const uint8_t *magnitudes(const iq_kind *kd) {
+    const elm_iq_grids *G = elm_iq_grids_get();
+    switch (kd->lat) {
+    case LAT_IQ2XXS: return G->iq2xxs[0];
+    case LAT_IQ2XS: return G->iq2xs[0];
+    case LAT_IQ2S: return G->iq2s[0];
+    case LAT_IQ3XXS: return G->iq3xxs[0];
+    default: return G->iq3s[0];
+    }
+}
+
+int elm_iquant_group(elm_type type) {
+    if (type == ELM_TYPE_IQ1_S || type == ELM_TYPE_IQ1_M) return 8;
+    const iq_kind *kd = kind_of(type);
+    if (!kd) return 0;
+    return kd->parity ? 8 : lats[kd->lat].dim;
+}
+
+/* The magnitudes of magnitudes(kd) as floats by coordinate, [dim][points]: the distances to
+ * every point then vectorize over the points. Built at the first call (thread-safe). */
+static float mag_t[N_LAT][8 * 1024];
+static pthread_once_t mag_t_once = PTHREAD_ONCE_INIT;
+
+static void mag_t_build(void) {
+    for (size_t l = 0; l < sizeof kinds / sizeof kinds[0]; l++) {
+        const lattice *lt = &lats[kinds[l].lat];
+        const uint8_t *mag = magnitudes(&kinds[l]);
+        for (int k = 0; k < lt->n; k++)
+            for (int i = 0; i < lt->dim; i++)
+                mag_t[kinds[l].lat][i * lt->n + k] = mag[k * lt->dim + i];
+    }
+}
+
+void elm_iquant_nearest(elm_type type, const float *x, const float *w, float step, int8_t *q) {
+    const iq_kind *kd = kind_of(type);
+    const lattice *lt = &lats[kd->lat];
+    const uint8_t *mag = magnitudes(kd);
+    const int n = elm_iquant_group(type);
+    float v[8], ones[8] = {1, 1, 1, 1, 1, 1, 1, 1}, d2[1024];
+    if (!w) w = ones;
+    pthread_once(&mag_t_once, mag_t_build);
+    const float *mt = mag_t[kd->lat];
+    const unsigned s = split_signs(x, w, n, kd->parity, v);
+    /* every point, as the error feedback moves the weights anywhere: at most 1024 of 8 */
+    for (int k0 = 0; k0 < n; k0 += lt->dim) {
+        for (int k = 0; k < lt->n; k++) d2[k] = 0;
+        for (int i = 0; i < lt->dim; i++) {
+            const float *m = mt + i * lt->n, vi = v[k0 + i], wi = w[k0 + i];
+            for (int k = 0; k < lt->n; k++) {
+                const float diff = step * m[k] - vi;
+                d2[k] += wi * diff * diff;
+            }
+        }
+        int best = 0;
+        for (int k = 1; k < lt->n; k++)
+            if (d2[k] < d2[best]) best = k;
+        for (int i = 0; i < lt->dim; i++) {
+            const int a = mag[(size_t)best * (size_t)lt->dim + (size_t)i];
+            q[k0 + i] = (int8_t)(s >> (k0 + i) & 1 ? -a : a);
+        }
+    }
+}
+
+bool elm_iquant_put(elm_type type, float d, const int8_t sc[16], const int8_t q[256], void *dst) {
+    const iq_kind *kd = kind_of(type);
+    const lattice *lt = kd ? lattice_get(kd->lat) : NULL;
+    if (!lt) return false;
+    const uint8_t *mag = magnitudes(kd);
+    const int nsub = ELM_QK_K / kd->sub, gps = kd->sub / lt->dim, mask = (1 << lt->bits) - 1;
+    /* a magnitude's level index, from the codebook itself */
+    int8_t level[64];
+    memset(level, -1, sizeof level);
+    for (int k = 0; k < lt->n; k++)
+        for (int i = 0; i < lt->dim; i++)
+            level[mag[k * lt->dim + i]] = (int8_t)(lt->codes[k] >> (lt->bits * i) & mask);
+    uint16_t g[16][8];
+    uint8_t signs[16][4];
+    bool packed[16];
+    unsigned code[16];
+    for (int ib = 0; ib < nsub; ib++) {
+        const int8_t *qb = q + kd->sub * ib;
+        packed[ib] = true;
+        code[ib] = (unsigned)(sc[kd->sub * ib / 16] - 1) / 2;
+        for (int k = 0; k < gps; k++) {
+            int u = 0;
+            for (int i = 0; i < lt->dim; i++) {
+                const int a = abs(qb[lt->dim * k + i]);
+                if (a >= 64 || level[a] < 0) return false;
+                u |= level[a] << (lt->bits * i);
+            }
+            if (lt->map[u] < 0 || lt->codes[lt->map[u]] != u) return false;
+            g[ib][k] = (uint16_t)lt->map[u];
+        }
+        for (int k = 0; k < kd->sub / 8; k++) {
+            unsigned s = 0;
+            for (int i = 0; i < 8; i++) s |= (unsigned)(qb[8 * k + i] < 0) << i;
+            signs[ib][k] = (uint8_t)(kd->parity ? s & 127 : s);
+        }
+    }
+    const size_t bytes = elm_type_get((uint32_t)type)->block_bytes;
+    uint8_t *y = dst;
+    memset(y, 0, bytes);
+    /* d is the f16 value times a power of two (elm_iquant_scales) */
+    const float unit = type == ELM_TYPE_IQ3_S ? 1.0f : type == ELM_TYPE_IQ3_XXS ? 0.25f : 0.125f;
+    elm_store_f16(y, d / unit);
+    pack_block(kd, lt, code, g, signs, packed, y);
+    return true;
 }

@@ -367,3 +367,88 @@ void elm_iq1_m_encode(const float *x, void *dst, int64_t n, const float *qw) {
 void elm_iq1_m_from_float(const float *x, void *dst, int64_t n) {
     elm_iq1_m_encode(x, dst, n, NULL);
 }
+
+/* ---- one group at a given step (GPTQ) ---- */
+
+/* The grid's levels -1, 0, 1 as floats by coordinate, [8][2048]: the distances to every point
+ * then vectorize over the points. */
+static float levels_t[8][2048];
+static pthread_once_t levels_t_once = PTHREAD_ONCE_INIT;
+
+static void levels_t_build(void) {
+    for (int g = 0; g < 2048; g++)
+        for (int j = 0; j < 8; j++) levels_t[j][g] = (float)grid_levels[g][j] - 1;
+}
+
+void elm_iq1_nearest(const float *x, const float *w, float step, int shift, int8_t q[8]) {
+    pthread_once(&lattice_once, build_lattice);
+    pthread_once(&levels_t_once, levels_t_build);
+    static const float ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    if (!w) w = ones;
+    float d2[2048], best_d2 = FLT_MAX;
+    int best = 0, best_s = shift ? shift : 1;
+    for (int s = 1; s >= -1; s -= 2) {
+        if (shift && s != shift) continue;
+        for (int g = 0; g < 2048; g++) d2[g] = 0;
+        const float a = 8 * step, b = (float)s * step;
+        for (int j = 0; j < 8; j++) {
+            const float *m = levels_t[j], c = b - x[j], wj = w[j];
+            for (int g = 0; g < 2048; g++) {
+                const float diff = a * m[g] + c;
+                d2[g] += wj * diff * diff;
+            }
+        }
+        for (int g = 0; g < 2048; g++)
+            if (d2[g] < best_d2) best_d2 = d2[g], best = g, best_s = s;
+    }
+    for (int j = 0; j < 8; j++) q[j] = (int8_t)(8 * (grid_levels[best][j] - 1) + best_s);
+}
+
+/* Group i's grid index and shift (set: -1/8) from its values q[8] = 8·t ± 1; false off the
+ * grid. */
+static bool iq1_group(const int8_t *q, int *index, bool *minus) {
+    *minus = ((q[0] % 8) + 8) % 8 == 7;
+    const int s = *minus ? -1 : 1;
+    int p = 0;
+    for (int j = 7; j >= 0; j--) {
+        const int t = q[j] - s;
+        if (t % 8 || t < -8 || t > 8) return false;
+        p = 3 * p + t / 8 + 1;
+    }
+    *index = pattern_at[p];
+    return *index >= 0;
+}
+
+bool elm_iq1_put(elm_type type, float d, const int8_t sc[16], const int8_t q[256], void *dst) {
+    pthread_once(&lattice_once, build_lattice);
+    uint8_t *y = dst;
+    int index[32];
+    bool minus[32];
+    for (int i = 0; i < 32; i++)
+        if (!iq1_group(q + 8 * i, &index[i], &minus[i])) return false;
+    const uint16_t h = elm_f32_to_f16(d / 0.125f);
+    if (type == ELM_TYPE_IQ1_S) {
+        memset(y, 0, 50);
+        put16(y, h);
+        for (int ib = 0; ib < 8; ib++) {
+            unsigned qh = (unsigned)(sc[2 * ib] - 1) / 2 << 12 | (minus[4 * ib] ? 0x8000u : 0);
+            for (int k = 0; k < 4; k++) {
+                if (minus[4 * ib + k] != minus[4 * ib]) return false; /* one shift per 32 */
+                y[2 + 4 * ib + k] = (uint8_t)index[4 * ib + k];
+                qh |= (unsigned)(index[4 * ib + k] >> 8) << (3 * k);
+            }
+            put16(y + 34 + 2 * ib, qh);
+        }
+        return true;
+    }
+    if (type != ELM_TYPE_IQ1_M) return false;
+    memset(y, 0, 56);
+    unsigned words[4] = {0};
+    for (int i = 0; i < 32; i++) {
+        y[i] = (uint8_t)index[i];
+        y[32 + i / 2] |= (uint8_t)(((index[i] >> 8) | (minus[i] ? 8 : 0)) << (4 * (i % 2)));
+    }
+    for (int k = 0; k < 16; k++) words[k / 4] |= (unsigned)(sc[k] - 1) / 2 << (3 * (k % 4));
+    for (int i = 0; i < 4; i++) put16(y + 48 + 2 * i, words[i] | ((h >> (4 * i)) & 0xfu) << 12);
+    return true;
+}

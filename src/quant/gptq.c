@@ -82,6 +82,7 @@ typedef struct walk {
     int8_t *codes;
     elm_block_params *params;
     int64_t rows, n;
+    bool act_order; /* o->act_order where the grid allows it */
 } walk;
 
 /* Columns [i1, i2) of rows [r0, r1): codes, values and the scaled errors Err [rows of the range,
@@ -97,9 +98,14 @@ static void walk_cols(const walk *k, int64_t r0, int64_t r1, int64_t i1, int64_t
             elm_block_params *p = &k->params[r * nblk + col / k->g->block];
             /* a super-block's scales come from all its columns as the batches before this one
              * left them: it starts a batch (ELM_QK_K is a multiple of GPTQ_BLOCK) */
-            if (!k->o->act_order && j == 0)
+            if (!k->act_order && j == 0)
                 *p = elm_grid_best_params(k->g, w + i, k->dh + i, k->o->n_clip);
-            const int c = elm_grid_code(k->g, p, j, w[i]);
+            /* a group grid's codes for the group this column starts, from the weights as the
+             * errors of the columns before it left them (its columns are consecutive: no
+             * act_order); each of its columns' errors then moves the rest of the group too */
+            if (k->g->group > 1 && j % k->g->group == 0)
+                elm_grid_code_group(k->g, p, j, w + i, k->dh + i, k->codes + r * n + col);
+            const int c = k->g->group > 1 ? k->codes[r * n + col] : elm_grid_code(k->g, p, j, w[i]);
             const float v = elm_grid_value(k->g, p, j, c);
             k->codes[r * n + col] = (int8_t)c;
             k->q[r * n + col] = v;
@@ -173,7 +179,9 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
         dhf[j] = (float)dh[j];
         perm[j] = j;
     }
-    if (o->act_order) {
+    /* a group grid's groups are runs of consecutive columns, which a permutation would split */
+    const bool act_order = o->act_order && g->group == 1;
+    if (act_order) {
         for (int64_t r = 0; r < rows; r++)
             for (int64_t b = 0; b < nblk; b++)
                 params[r * nblk + b] = elm_grid_best_params(g, W + r * n + b * g->block,
@@ -216,7 +224,7 @@ elm_status elm_gptq(const elm_grid *g, const char *name, float *W, int64_t rows,
         res->raised++;
     }
 
-    walk k = {g, o, perm, dhf, Vt, Wp, Err, q, codes, params, rows, n};
+    walk k = {g, o, perm, dhf, Vt, Wp, Err, q, codes, params, rows, n, act_order};
     const int blas_threads = openblas_get_num_threads();
     openblas_set_num_threads(1);
     elm_pool_run(pool, walk_rows, &k);

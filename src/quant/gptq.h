@@ -10,7 +10,8 @@
 
 typedef struct elm_gptq_opts {
     double damp;    /* λ = damp · mean(diag H) added to the diagonal (paper: 1%) */
-    bool act_order; /* columns by descending diag H; block scales fixed beforehand */
+    bool act_order; /* columns by descending diag H; block scales fixed beforehand (not for
+                     * group grids, whose groups are consecutive columns) */
     int n_clip;     /* n_clip of elm_grid_best_params (1 = the RTN rule) */
     int n_threads;  /* threads for the column walk of a batch (rows split); BLAS has its own */
     int64_t n_inputs; /* input vectors H was summed from (0: unknown): fewer than the columns
@@ -38,7 +39,10 @@ typedef struct elm_gptq_result {
  * elm_grid_candidates (n_clip shrunk ranges, or the type's reference encoder, and its
  * importance-weighted search with diag(H) as the importance) the one with the least
  * diag(H)-weighted rounding error is taken; each column is then rounded to the nearest code under
- * those fixed parameters. When H itself is not positive definite
+ * those fixed parameters; a group grid's (the lattice i-quants) g->group columns at once when
+ * the pass reaches the first of them: the codebook point (and signs) nearest, weighted by
+ * diag(H), to the weights as the errors fed forward so far left them, each of its columns'
+ * errors then fed forward in turn as for single columns. When H itself is not positive definite
  * (rank-deficient: fewer independent inputs than columns) the damping starts 10x higher, and when
  * a factorization of the damped H fails it is raised x10 and redone (up to 10 times).
  * Writes codes [rows, cols] and params [rows, cols/g->block] in the original column order, and q

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "codecs/encode.h"
+#include "codecs/iquant_codec.h"
 #include "core/half.h"
 #include "codecs/quant_search.h"
 #include "quant/grid.h"
@@ -13,18 +14,31 @@
 bool elm_grid_of(elm_type type, elm_grid *g) {
     const int8_t *nl = elm_iq4nl_grid;
     switch (type) {
-    case ELM_TYPE_Q8_0: *g = (elm_grid){type, ELM_QK, ELM_QK, -127, 127, 0, false, false, NULL}; return true;
-    case ELM_TYPE_Q4_0: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 15, 8, false, false, NULL}; return true;
-    case ELM_TYPE_Q5_0: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 31, 16, false, false, NULL}; return true;
-    case ELM_TYPE_Q4_1: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 15, 0, true, false, NULL}; return true;
-    case ELM_TYPE_Q5_1: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 31, 0, true, false, NULL}; return true;
-    case ELM_TYPE_Q2_K: *g = (elm_grid){type, ELM_QK_K, 16, 0, 3, 0, true, true, NULL}; return true;
-    case ELM_TYPE_Q3_K: *g = (elm_grid){type, ELM_QK_K, 16, 0, 7, 4, false, true, NULL}; return true;
-    case ELM_TYPE_Q4_K: *g = (elm_grid){type, ELM_QK_K, 32, 0, 15, 0, true, true, NULL}; return true;
-    case ELM_TYPE_Q5_K: *g = (elm_grid){type, ELM_QK_K, 32, 0, 31, 0, true, true, NULL}; return true;
-    case ELM_TYPE_Q6_K: *g = (elm_grid){type, ELM_QK_K, 16, 0, 63, 32, false, true, NULL}; return true;
-    case ELM_TYPE_IQ4_NL: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 15, 0, false, true, nl}; return true;
-    case ELM_TYPE_IQ4_XS: *g = (elm_grid){type, ELM_QK_K, 32, 0, 15, 0, false, true, nl}; return true;
+    case ELM_TYPE_Q8_0: *g = (elm_grid){type, ELM_QK, ELM_QK, -127, 127, 0, false, false, NULL, 1}; return true;
+    case ELM_TYPE_Q4_0: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 15, 8, false, false, NULL, 1}; return true;
+    case ELM_TYPE_Q5_0: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 31, 16, false, false, NULL, 1}; return true;
+    case ELM_TYPE_Q4_1: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 15, 0, true, false, NULL, 1}; return true;
+    case ELM_TYPE_Q5_1: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 31, 0, true, false, NULL, 1}; return true;
+    case ELM_TYPE_Q2_K: *g = (elm_grid){type, ELM_QK_K, 16, 0, 3, 0, true, true, NULL, 1}; return true;
+    case ELM_TYPE_Q3_K: *g = (elm_grid){type, ELM_QK_K, 16, 0, 7, 4, false, true, NULL, 1}; return true;
+    case ELM_TYPE_Q4_K: *g = (elm_grid){type, ELM_QK_K, 32, 0, 15, 0, true, true, NULL, 1}; return true;
+    case ELM_TYPE_Q5_K: *g = (elm_grid){type, ELM_QK_K, 32, 0, 31, 0, true, true, NULL, 1}; return true;
+    case ELM_TYPE_Q6_K: *g = (elm_grid){type, ELM_QK_K, 16, 0, 63, 32, false, true, NULL, 1}; return true;
+    case ELM_TYPE_IQ4_NL: *g = (elm_grid){type, ELM_QK, ELM_QK, 0, 15, 0, false, true, nl, 1}; return true;
+    case ELM_TYPE_IQ4_XS: *g = (elm_grid){type, ELM_QK_K, 32, 0, 15, 0, false, true, nl, 1}; return true;
+    case ELM_TYPE_TQ1_0:
+    case ELM_TYPE_TQ2_0: /* d·(q - 1), sc[0] = 1: the trits */
+        *g = (elm_grid){type, ELM_QK_K, ELM_QK_K, 0, 2, 1, false, true, NULL, 1};
+        return true;
+    case ELM_TYPE_IQ1_S:
+    case ELM_TYPE_IQ1_M:
+    case ELM_TYPE_IQ2_XXS:
+    case ELM_TYPE_IQ2_XS:
+    case ELM_TYPE_IQ2_S:
+    case ELM_TYPE_IQ3_XXS:
+    case ELM_TYPE_IQ3_S:
+        *g = (elm_grid){type, ELM_QK_K, 16, -62, 62, 0, false, true, NULL, elm_iquant_group(type)};
+        return true;
     default: return false;
     }
 }
@@ -68,7 +82,14 @@ static elm_block_params encoder_params(const elm_grid *g, const float *x, const 
     uint8_t b[256];
     elm_block_params p = {0};
     elm_encode_row(g->type, x, b, g->block, qw);
-    if (g->kq) {
+    if (g->group > 1) {
+        elm_iquant_scales(g->type, b, &p.k.d, p.k.sc);
+        if (g->type == ELM_TYPE_IQ1_S) { /* its shift per 32 weights, set: -1/8 */
+            int8_t q[ELM_QK_K];
+            elm_iquant_values(g->type, elm_iq_grids_get(), b, q);
+            for (int k = 0; k < 16; k++) p.k.mn[k] = ((q[16 * k] % 8) + 8) % 8 == 7;
+        }
+    } else if (g->kq) {
         elm_kquant_get_scales(g->type, b, &p.k);
     } else {
         p.d = elm_load_f16(b);
@@ -80,12 +101,36 @@ static elm_block_params encoder_params(const elm_grid *g, const float *x, const 
 int elm_grid_candidates(const elm_grid *g, const float *x, const float *h, int n_clip,
                         elm_block_params *out) {
     int n = 0;
+    if (g->group > 1) {
+        out[0] = encoder_params(g, x, h);
+        return 1;
+    }
+    if (g->type == ELM_TYPE_TQ1_0 || g->type == ELM_TYPE_TQ2_0) {
+        /* the RTN rule (d = max|x|), then d shrunk by 0.85 each: a ternary grid's best step lies
+         * far inside the range of heavy-tailed weights */
+        float amax = 0;
+        for (int j = 0; j < ELM_QK_K; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+        for (float d = amax; n < ELM_GRID_MAX_CANDIDATES - 1 && (n == 0 || n_clip > 1); d *= 0.85f) {
+            out[n] = (elm_block_params){0};
+            out[n].k.d = elm_round_f16(d);
+            out[n++].k.sc[0] = 1;
+        }
+        return n;
+    }
     if (g->kq) out[n++] = encoder_params(g, x, NULL);
     else
         for (int i = 0; i < n_clip; i++) out[n++] = elm_grid_params(g, x, 1.0f - 0.05f * (float)i);
     if (h && n_clip > 1 && g->type != ELM_TYPE_Q8_0) /* (Q8_0 has no weighted search) */
         out[n++] = encoder_params(g, x, h);
     return n;
+}
+
+void elm_grid_code_group(const elm_grid *g, const elm_block_params *p, int j, const float *x,
+                         const float *h, int8_t *codes) {
+    const float step = p->k.d * (float)p->k.sc[j / g->sub];
+    if (g->type == ELM_TYPE_IQ1_S) elm_iq1_nearest(x, h, step, p->k.mn[j / 16] ? -1 : 1, codes);
+    else if (g->type == ELM_TYPE_IQ1_M) elm_iq1_nearest(x, h, step, 0, codes);
+    else elm_iquant_nearest(g->type, x, h, step, codes);
 }
 
 int elm_grid_code_kq(const elm_grid *g, const elm_block_params *p, int j, float x) {
@@ -101,6 +146,18 @@ int elm_grid_code_kq(const elm_grid *g, const elm_block_params *p, int j, float 
 
 void elm_grid_pack(const elm_grid *g, const elm_block_params *p, const int8_t *codes, void *block) {
     uint8_t *b = block;
+    if (g->type == ELM_TYPE_IQ1_S || g->type == ELM_TYPE_IQ1_M) {
+        elm_iq1_put(g->type, p->k.d, p->k.sc, codes, block);
+        return;
+    }
+    if (g->group > 1) {
+        elm_iquant_put(g->type, p->k.d, p->k.sc, codes, block);
+        return;
+    }
+    if (g->type == ELM_TYPE_TQ1_0 || g->type == ELM_TYPE_TQ2_0) {
+        elm_tq_put(g->type, p->k.d, (const uint8_t *)codes, block);
+        return;
+    }
     if (g->kq) {
         uint8_t L[ELM_QK_K];
         for (int j = 0; j < g->block; j++) L[j] = (uint8_t)codes[j];

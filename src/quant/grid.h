@@ -7,7 +7,13 @@
  *
  * A block is 32 weights for the legacy types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) and IQ4_NL, 256 for
  * the super-block types (Q2_K..Q6_K, IQ4_XS), whose sub-blocks of 16 or 32 weights each have an
- * integer scale (and min) under the block's f16 scales. */
+ * integer scale (and min) under the block's f16 scales.
+ *
+ * The lattice i-quants IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S
+ * (codecs/iquant_codec.h) are kq grids of 256 weights whose codes are signed grid values
+ * (|q| <= 62, value = d·sc·q, sc per 16 weights) chosen a group of 8 or 4 at a time (a point of
+ * the codebook with its signs, or IQ1's with its shift): elm_grid_code_group, never
+ * elm_grid_code. IQ1_S's shift per 32 weights is a parameter (mn[k] set: -1/8, per 16). */
 #ifndef EDGELM_QUANT_GRID_H
 #define EDGELM_QUANT_GRID_H
 
@@ -26,6 +32,8 @@ typedef struct elm_grid {
     bool asym;            /* a min per block (Q4_1, Q5_1) or sub-block (Q2_K, Q4_K, Q5_K) */
     bool kq;              /* parameters are elm_kquant_scales: the super-block types and IQ4_NL */
     const int8_t *levels; /* IQ4_NL, IQ4_XS: value = step·levels[q] */
+    int group;            /* weights one code choice covers: 1, or the lattice i-quants' 8 or 4
+                           * (elm_grid_code_group) */
 } elm_grid;
 
 /* The parameters of one block, as stored (f16 scales already rounded): d and m for the legacy
@@ -38,8 +46,9 @@ typedef struct elm_block_params {
 /* Most candidates elm_grid_candidates gives: the n_clip of the legacy rule, plus one. */
 #define ELM_GRID_MAX_CANDIDATES 16
 
-/* The grid of a block type (the legacy types, Q2_K..Q6_K, IQ4_NL, IQ4_XS); false for the others
- * (float types). */
+/* The grid of a block type (the legacy types, Q2_K..Q6_K, IQ4_NL, IQ4_XS, the lattice i-quants,
+ * TQ1_0 and TQ2_0: codes 0..2 for the trits -1..1 under one step per 256 weights); false for the
+ * others (float types, MXFP4). */
 bool elm_grid_of(elm_type type, elm_grid *g);
 
 /* Legacy types: block parameters from the 32 weights x by the round-to-nearest rule of the type,
@@ -54,9 +63,19 @@ elm_block_params elm_grid_params(const elm_grid *g, const float *x, float clip);
  * scales (llama-quantize without an importance matrix). With importances h [g->block] and
  * n_clip > 1, one more for every type but Q8_0: the scales of llama.cpp's importance-weighted
  * search of the type (elm_encode_row with h as quant_weights; on stories260K's GPTQ q4_0 it
- * lowers KLD from 0.0696 to 0.0656). 1 <= n_clip < ELM_GRID_MAX_CANDIDATES. */
+ * lowers KLD from 0.0696 to 0.0656). 1 <= n_clip < ELM_GRID_MAX_CANDIDATES. Group grids: one,
+ * the scales of llama-quantize's encoder of the type weighted by h (h required for IQ1_S,
+ * IQ2_XXS and IQ2_XS, which have no encoder without; IQ1_S's shifts too). TQ1_0, TQ2_0: the
+ * RTN step max|x|, and with n_clip > 1 that step times 0.85^i for i < ELM_GRID_MAX_CANDIDATES
+ * - 1. */
 int elm_grid_candidates(const elm_grid *g, const float *x, const float *h, int n_clip,
                         elm_block_params *out);
+
+/* Group grids (g->group > 1): the codes of the g->group weights x starting at weight j of the
+ * block (j a multiple of g->group) under the parameters p, of least Σ h·(x - value)² (h NULL:
+ * 1) among the codebook's points and the signs the type can store (elm_iquant_nearest). */
+void elm_grid_code_group(const elm_grid *g, const elm_block_params *p, int j, const float *x,
+                         const float *h, int8_t *codes);
 
 /* The kq types' part of elm_grid_code. */
 int elm_grid_code_kq(const elm_grid *g, const elm_block_params *p, int j, float x);

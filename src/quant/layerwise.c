@@ -18,6 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codecs/encode.h"
+#include "codecs/iquant_codec.h"
+#include "edgelm/imatrix.h"
 #include "edgelm/system.h"
 #include "model/builder.h"
 #include "quant/awq.h"
@@ -39,7 +42,10 @@ static int32_t idx(const elm_qrun *r, const elm_tensor *t) { return (int32_t)(t 
 static float *wdata(const elm_tensor *t) { return t->data; }
 
 bool elm_lw_grid_of(const qctx *q, const elm_tensor *t, elm_grid *g) {
-    return elm_grid_of(q->plan[idx(q->r, t)].type, g);
+    /* GPTQ's alone for the sub-4-bit types: AWQ's searches round weight by weight
+     * (elm_grid_values), which the group grids do not, and were not measured on the ternary */
+    const elm_type type = q->plan[idx(q->r, t)].type;
+    return elm_grid_of(type, g) && (q->p->method == ELM_QUANT_GPTQ || !elm_type_iquant(type));
 }
 
 void elm_lw_warn(const qctx *q, const char *fmt, ...) {
@@ -183,8 +189,10 @@ void elm_qrun_free(elm_qrun *r) {
 
 /* ------------------------------------------------------------------- writing results */
 
-/* Rounds tensor t of the working copy to its planned type by the types table (RTN): keeps the
- * bytes, and the working copy takes the decoded values. 1-D tensors are written from the copy. */
+/* Rounds tensor t of the working copy to its planned type by the types table (RTN; a type
+ * llama-quantize weights by importances, by its weighted encoder with the imatrix's when given):
+ * keeps the bytes, and the working copy takes the decoded values. 1-D tensors are written from
+ * the copy. ELM_ERR_ARG naming t for a type written only from importances without them. */
 static elm_status emit_rtn(qctx *q, elm_tensor *t, elm_error *err) {
     const int32_t i = idx(q->r, t);
     if (t->n_dims < 2 || q->r->bytes[i]) return ELM_OK;
@@ -194,12 +202,27 @@ static elm_status emit_rtn(qctx *q, elm_tensor *t, elm_error *err) {
     const elm_type_traits *tt = elm_type_get((uint32_t)type);
     const int64_t rows = rows_of(t), cols = t->ne[0];
     const size_t rb = elm_row_bytes(type, cols);
+    /* a type that llama-quantize writes from importances, with the imatrix's when it has them
+     * (elm_quantize let one written only from importances through only with them) */
+    const elm_imatrix_entry *ie =
+        tt->needs_imatrix && q->p->imatrix ? elm_imatrix_find(q->p->imatrix, t->name) : NULL;
+    if (ie && ie->n != cols * t->ne[2] * t->ne[3]) ie = NULL;
+    if (!tt->from_float && !ie)
+        return elm_errorf(err, ELM_ERR_ARG, "'%s': %s needs importances (--imatrix) here",
+                          t->name, tt->name);
     uint8_t *b = malloc(rb * (size_t)rows);
-    if (!b) return elm_errorf(err, ELM_ERR_NOMEM, "out of memory encoding '%s'", t->name);
+    float *qw = ie ? malloc(sizeof(float) * (size_t)ie->n) : NULL;
+    if (!b || (ie && !qw)) {
+        free(b);
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory encoding '%s'", t->name);
+    }
+    if (ie) elm_imatrix_weights(ie, qw);
     for (int64_t r = 0; r < rows; r++) {
-        tt->from_float(wdata(t) + r * cols, b + (size_t)r * rb, cols);
+        elm_encode_row(type, wdata(t) + r * cols, b + (size_t)r * rb, cols,
+                       qw ? qw + r / t->ne[1] * cols : NULL);
         tt->to_float(b + (size_t)r * rb, wdata(t) + r * cols, cols);
     }
+    free(qw);
     q->r->bytes[i] = b;
     return ELM_OK;
 }
@@ -292,7 +315,15 @@ elm_status elm_lw_gptq_linear(qctx *q, elm_tensor *t, int32_t e, const elm_act_s
     lin_buf b;
     elm_status st = lin_alloc(&b, rows, cols, t->name, err);
     if (st) return st;
-    elm_err_sample_weights(&b.es, g.type, w, NULL);
+    /* the baseline of a type written only from importances: diag(H)'s; the others' unweighted */
+    float *dh = malloc(sizeof(float) * (size_t)cols);
+    if (!dh) {
+        lin_free(&b);
+        return elm_errorf(err, ELM_ERR_NOMEM, "out of memory quantizing '%s'", t->name);
+    }
+    for (int64_t j = 0; j < cols; j++) dh[j] = s->h[j * cols + j];
+    elm_err_sample_weights(&b.es, g.type, w, elm_type_get((uint32_t)g.type)->from_float ? NULL : dh);
+    free(dh);
     memcpy(b.W, w, sizeof(float) * (size_t)(rows * cols));
     const elm_gptq_opts o = {q->p->damp > 0 ? q->p->damp : 0.01, q->p->act_order, GPTQ_CLIP,
                              q->p->n_threads, s->n_rows};
@@ -346,6 +377,18 @@ void elm_lw_layer_groups(const elm_layer *L, group g[4]) {
         g[2] = (group){{L->router}, 1};
         g[3] = (group){{NULL}, 0};
     }
+}
+
+bool elm_lw_gptq_reaches(const elm_model *m, const elm_tensor *t) {
+    if (t == m->output && m->output != m->tok_embd) return true;
+    for (int l = 0; l < m->hp.n_layers; l++) {
+        group g[4];
+        elm_lw_layer_groups(&m->layers[l], g);
+        for (int gi = 0; gi < 4; gi++)
+            for (int k = 0; k < g[gi].n; k++)
+                if (g[gi].m[k] == t) return true;
+    }
+    return false;
 }
 
 static bool group_has_grid(const qctx *q, const group *gr) {

@@ -61,6 +61,11 @@ elm_status elm_qrun_start(const elm_model *m, const elm_quant_params *params,
 elm_status elm_qrun_step(elm_qrun *r, elm_error *err);
 void elm_qrun_free(elm_qrun *r);
 
+/* Whether GPTQ quantizes tensor t of m by the error feedback when it has a grid type (grid.h):
+ * the products of a block's four input groups (not a mixture's experts, which fall back to
+ * rounding when few tokens reach them) and an untied output; the rest it rounds. */
+bool elm_lw_gptq_reaches(const elm_model *m, const elm_tensor *t);
+
 /* cb->progress(done, total, what) when there is one; ELM_ERR_ARG naming `what` when it asks to
  * stop (elm_quantize_progress_fn). */
 elm_status elm_quant_progress(const elm_quantize_callbacks *cb, int32_t done, int32_t total,

@@ -20,6 +20,7 @@
 #include "formats/gguf_write.h"
 #include "quant/budget.h"
 #include "quant/checkpoint.h"
+#include "quant/grid.h"
 #include "quant/layerwise.h"
 #include "quant/recipe.h"
 
@@ -160,16 +161,21 @@ void elm_quant_report_free(elm_quant_report *r) {
 
 /* llama-quantize's refusal: every tensor it would stop at without importance data
  * (elm_recipe_needs_imatrix) has an imatrix entry, else one error naming the type (no imatrix) or
- * the tensor (not covered). Only round-to-nearest takes the importances: GPTQ and AWQ write such a
- * type without, so they are refused it as a run without an imatrix is. */
+ * the tensor (not covered). GPTQ needs none for the tensors it quantizes into a grid type: its
+ * input Hessian's diagonal gives the importances (elm_lw_gptq_reaches); those it rounds (the
+ * token embedding) take the imatrix's as round-to-nearest does. AWQ rounds such a type by the
+ * types table, which takes no importances, so it is refused it as a run without an imatrix is. */
 static elm_status check_importances(const elm_model *m, const elm_quant_params *p,
                                     const elm_tensor_plan *plan, elm_error *err) {
     const uint32_t ftype = p->policy.recipe ? p->policy.recipe : elm_file_type_of(p->policy.type);
-    const elm_imatrix *im = p->method == ELM_QUANT_RTN ? p->imatrix : NULL;
+    const elm_imatrix *im = p->method == ELM_QUANT_AWQ ? NULL : p->imatrix;
     for (int32_t i = 0; i < m->n_tensors; i++) {
         const elm_tensor *t = &m->tensors[i];
+        elm_grid g;
         if (t->n_dims < 2 || elm_recipe_keeps(t->name) ||
-            !elm_recipe_needs_imatrix(t->name, plan[i].type, ftype))
+            !elm_recipe_needs_imatrix(t->name, plan[i].type, ftype) ||
+            (p->method == ELM_QUANT_GPTQ && elm_grid_of(plan[i].type, &g) &&
+             elm_lw_gptq_reaches(m, t)))
             continue;
         const char *type = elm_type_get((uint32_t)plan[i].type)->name;
         if (!im)
