@@ -9,7 +9,7 @@
 #   TQ2_0 ignores as llama-quantize does), which eval runs;
 # - is closer to the F32 model than that file (mean KLD by `eval`, n_ctx 256, on the first 200
 #   lines of stories260K's valid.txt; 32 calibration samples of 256 tokens; not in a sanitizer
-#   build, where only the writing is checked);
+#   build, where only the writing is checked, on 4 samples of 64 tokens);
 # - a token embedding that GPTQ only rounds still needs the importances llama-quantize needs:
 #   IQ2_XS without --tensor-type and --imatrix, one line naming the tensor, no output.
 # docs/bench.md has the figures of every type with the whole calibration and valid.txt.
@@ -25,7 +25,10 @@ sanitized=false
 grep -q '^EDGELM_SANITIZE:BOOL=ON' "$(dirname "$bin")/CMakeCache.txt" 2>/dev/null && sanitized=true
 
 # a small calibration and the first lines of valid.txt keep the test short
-"$bin" calib -m "$f32" --source "$fx/stories260K/text/calib.txt:1" -n 32 --seq-len 256 --seed 1 \
+# (a sanitizer build, which checks the writing only, calibrates on 4 samples of 64 tokens)
+n_calib=32 calib_len=256
+$sanitized && n_calib=4 calib_len=64
+"$bin" calib -m "$f32" --source "$fx/stories260K/text/calib.txt:1" -n $n_calib --seq-len $calib_len --seed 1 \
     -o "$tmp/calib.jsonl" >/dev/null 2>"$tmp/err" || fail "calib: $(tail -1 "$tmp/err")"
 head -n 200 "$valid" >"$tmp/valid.txt"
 # llama-quantize's arguments (scripts/iquant_reference.sh): the IQ2 types keep the token
