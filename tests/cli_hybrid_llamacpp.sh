@@ -20,37 +20,39 @@ golden=$(dirname "$0")/data/hybrid_llamacpp.json
 for arch in $(python3 -c 'import json, sys; print(*json.load(open(sys.argv[1])))' "$golden"); do
     hybrid_tiny "$bin" "$fix" "$arch" "$tmp/$arch.gguf" >/dev/null 2>"$tmp/err" ||
         { fail "$arch: synth: $(cat "$tmp/err")"; continue; }
+    written=()
     for r in $(recipes_of "$arch"); do
         "$bin" quantize -m "$tmp/$arch.gguf" -o "$tmp/$r.gguf" --type "$r" -t 2 >/dev/null \
-            2>"$tmp/err" || { fail "$arch $r: quantize: $(tail -1 "$tmp/err")"; continue; }
-        python3 tests/lib/gguf_tensors.py "$tmp/$r.gguf" >"$tmp/q.json"
-        python3 - "$golden" "$arch" "$r" "$tmp/q.json" <<'PY' || fail "$arch $r differs from llama-quantize"
-import json, sys
-want = json.load(open(sys.argv[1]))[sys.argv[2]]["recipes"][sys.argv[3]]
-got = json.load(open(sys.argv[4]))
-bad = [n for n in want if got.get(n) != want[n]] + [n for n in got if n not in want]
-for n in bad[:5]:
-    print(f"  {n}: llama-quantize {want.get(n, ['-'])[0]}, edgelm {got.get(n, ['-'])[0]}",
-          file=sys.stderr)
-sys.exit(1 if bad else 0)
-PY
+            2>"$tmp/err" && written+=("$r") || fail "$arch $r: quantize: $(tail -1 "$tmp/err")"
     done
     "$bin" eval --ref "$tmp/$arch.gguf" -m "$tmp/q4_k_m.gguf" -f "$fix/$EVAL_TEXT" -c 128 -t 2 \
         --json >"$tmp/eval.json" 2>"$tmp/err" || { fail "$arch: eval: $(tail -1 "$tmp/err")"; continue; }
-    python3 - "$golden" "$arch" "$tmp/eval.json" <<'PY' || fail "$arch: eval differs from llama-perplexity"
+    # one interpreter a family: each recipe's tensors against llama-quantize's, then the eval
+    PYTHONPATH=tests/lib python3 - "$golden" "$arch" "$tmp" "$tmp/eval.json" "${written[@]}" <<'PY' ||
 import json, sys
-ref = json.load(open(sys.argv[1]))[sys.argv[2]]["eval"]
-d = json.load(open(sys.argv[3]))
-q = d["models"][0]
-got = {"ppl_f32": q["ref_ppl"], "ppl_q4_k_m": q["ppl"], "kld_q4_k_m": q["kld_mean"]}
+from gguf_tensors import tensors
+golden, arch, tmp, eval_json, recipes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
+ref = json.load(open(golden))[arch]
 ok = True
+for r in recipes:
+    want, got = ref["recipes"][r], tensors(f"{tmp}/{r}.gguf")
+    bad = [n for n in want if got.get(n) != want[n]] + [n for n in got if n not in want]
+    if bad:
+        print(f"{arch} {r} differs from llama-quantize:", file=sys.stderr)
+    for n in bad[:5]:
+        print(f"  {n}: llama-quantize {want.get(n, ['-'])[0]}, edgelm {got.get(n, ['-'])[0]}",
+              file=sys.stderr)
+    ok &= not bad
+q = json.load(open(eval_json))["models"][0]
+got = {"ppl_f32": q["ref_ppl"], "ppl_q4_k_m": q["ppl"], "kld_q4_k_m": q["kld_mean"]}
 for k, tol in (("ppl_f32", 1e-3), ("ppl_q4_k_m", 1e-3), ("kld_q4_k_m", 0.02)):
-    rel = abs(got[k] / ref[k] - 1)
-    print(f"  {sys.argv[2]} {k}: edgelm {got[k]:.6g}, llama.cpp {ref[k]:.6g} ({rel:.2e})",
+    rel = abs(got[k] / ref["eval"][k] - 1)
+    print(f"  {arch} {k}: edgelm {got[k]:.6g}, llama.cpp {ref['eval'][k]:.6g} ({rel:.2e})",
           file=sys.stderr)
     ok &= rel <= tol
 sys.exit(0 if ok else 1)
 PY
+        fail "$arch: recipes or eval differ from llama.cpp's (above)"
 done
 
 [ "$failed" -eq 0 ] && echo "cli_hybrid_llamacpp: all passed"

@@ -37,14 +37,15 @@ require_node_llama
 
 long="Once upon a time there was a little girl who lived in a village near the forest. Whenever \
 she went out, the little girl wore a red riding cloak, so everyone in the village called her"
-for name in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybrid qwen35 qwen3moe \
-    lfm2moe gpt-oss qwen35moe granitehybrid-experts phi3-longrope-512 phi3-longrope-1024; do
-    arch=${name%-longrope-*} arch=${arch%-experts}
+names=(llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybrid qwen35 qwen3moe lfm2moe
+    gpt-oss qwen35moe granitehybrid-experts phi3-longrope-512 phi3-longrope-1024)
+
+# family NAME: sets arch, vocab, prompts, ctx, synth_opts and ctx_opts of a name of the list
+family() {
+    arch=${1%-longrope-*} arch=${arch%-experts}
     ctx=256 synth_opts=() ctx_opts=()
-    gguf=$tmp/$name.gguf
-    models=("$gguf" "$tmp/$name-hf") hf_opts=(--hf "$tmp/$name-hf")
-    case $name in
-    phi3-longrope-*) ctx=${name##*-} synth_opts=(--longrope) ctx_opts=(-c "$ctx") ;;
+    case $1 in
+    phi3-longrope-*) ctx=${1##*-} synth_opts=(--longrope) ctx_opts=(-c "$ctx") ;;
     *-experts) synth_opts=(--experts) ;;
     esac
     case $arch in
@@ -53,48 +54,16 @@ for name in llama qwen2 qwen3 phi3 gemma gemma3 gemma4 smollm3 lfm2 granitehybri
     esac
     prompts=("Once upon a time" "The capital of France is" $'def fib(n):\n    return')
     case $arch in gemma3 | gemma4 | lfm2 | lfm2moe | granitehybrid | qwen35 | qwen35moe | qwen3moe | gpt-oss) prompts[2]=$long ;; esac
-    "$bin" synth --arch "$arch" --tiny "${synth_opts[@]}" -o "$gguf" "${hf_opts[@]}" \
+}
+
+# Every model first, so that llama.cpp runs them all in one process (greedy_prefetch).
+for name in "${names[@]}"; do
+    family "$name"
+    "$bin" synth --arch "$arch" --tiny "${synth_opts[@]}" -o "$tmp/$name.gguf" --hf "$tmp/$name-hf" \
         --vocab "$fix/vocab/ggml-vocab-$vocab.gguf" -s 7 >/dev/null 2>"$tmp/err" ||
         { fail "$name: synth: $(cat "$tmp/err")"; continue; }
-    GREEDY_TOP=8 GREEDY_CTX=$ctx greedy_ref "$gguf" 16 "${prompts[@]}" \
-        >"$tmp/$name.ref.json" 2>"$tmp/err" || { fail "$name: llama.cpp: $(tail -3 "$tmp/err")"; continue; }
-    for i in 0 1 2; do
-        for model in "${models[@]}"; do
-            opts=("${ctx_opts[@]}")
-            [ "$model" = "$gguf" ] && opts+=(--ggml-rounding --logits 16 --logits-top 32)
-            "$bin" run -m "$model" -p "${prompts[$i]}" -n 16 --temp 0 --ignore-eos -t 2 --json \
-                "${opts[@]}" >"$tmp/out.json" 2>"$tmp/err" ||
-                { fail "$name: run $model: $(cat "$tmp/err")"; continue; }
-            python3 - "$tmp/$name.ref.json" "$i" "$tmp/out.json" <<'EOF' || fail "$name: $model: prompt $i differs from llama.cpp"
-import json, sys
-ref = json.load(open(sys.argv[1]))[int(sys.argv[2])]
-got = json.load(open(sys.argv[3]))
-same = got["prompt_ids"] == ref["prompt_ids"] and got["generated_ids"] == ref["generated_ids"]
-if not same:
-    print(f"  prompt {ref['prompt']!r}\n  llama.cpp {ref['prompt_ids']} -> {ref['generated_ids']}\n"
-          f"  edgelm    {got['prompt_ids']} -> {got['generated_ids']}", file=sys.stderr)
-sys.exit(0 if same else 1)
-EOF
-            [ "$model" = "$gguf" ] || continue
-            delta=$(python3 tests/lib/logit_delta.py "$tmp/$name.ref.json" "$i" "$tmp/out.json") ||
-                { fail "$name: prompt $i: no logits compared"; continue; }
-            [ "${INTEROP_VERBOSE:-0}" = 1 ] && echo "$name prompt $i: max |delta| rows: $delta"
-            python3 -c "import sys; d, rows = sys.argv[1].split(); sys.exit(not (float(d) <= 1e-3 and int(rows) == 16))" "$delta" ||
-                fail "$name: prompt $i: logits differ from llama.cpp's by $delta (max |delta|, rows; want <= 1e-3 over 16)"
-        done
-    done
+    GREEDY_TOP=8 GREEDY_CTX=$ctx greedy_queue "$tmp/$name.gguf" 16 "${prompts[@]}"
 done
-
-# the two context sizes ran different factors: llama.cpp's own continuations differ
-if [ -s "$tmp/phi3-longrope-512.ref.json" ] && [ -s "$tmp/phi3-longrope-1024.ref.json" ]; then
-    python3 -c '
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:])
-sys.exit(not any(x["generated_ids"] != y["generated_ids"] for x, y in zip(a, b)))
-' "$tmp/phi3-longrope-512.ref.json" "$tmp/phi3-longrope-1024.ref.json" ||
-        fail "phi3-longrope: llama.cpp continues alike at 512 and 1024 tokens of context (short and long factors)"
-fi
-
 # Qwen3.5 with rope.dimension_sections 2, 2, 0, 0 over its 4 rotated pairs: pair 2 is in the fourth
 # stream (ggml_mrope_cache_init), still for text
 if [ -f "$tmp/qwen35.gguf" ]; then
@@ -106,15 +75,47 @@ assert struct.unpack_from("<IIQ", b, at) == (9, 5, 4)  # an array of 4 int32
 struct.pack_into("<4i", b, at + 16, 2, 2, 0, 0)
 open(sys.argv[2], "wb").write(b)
 EOF
-    GREEDY_TOP=8 greedy_ref "$tmp/still.gguf" 16 "$long" \
-        >"$tmp/still.ref.json" 2>"$tmp/err" || fail "qwen35 sections: llama.cpp: $(tail -3 "$tmp/err")"
-    "$bin" run -m "$tmp/still.gguf" -p "$long" -n 16 --temp 0 --ignore-eos -t 2 --json \
-        --ggml-rounding --logits 16 --logits-top 32 >"$tmp/out.json" 2>"$tmp/err" ||
-        fail "qwen35 sections: run: $(cat "$tmp/err")"
-    delta=$(python3 tests/lib/logit_delta.py "$tmp/still.ref.json" 0 "$tmp/out.json")
-    [ "${INTEROP_VERBOSE:-0}" = 1 ] && echo "qwen35 sections 2, 2, 0, 0: max |delta| rows: $delta"
-    python3 -c "import sys; d, rows = sys.argv[1].split(); sys.exit(not (float(d) <= 1e-3 and int(rows) == 16))" "$delta" ||
-        fail "qwen35: sections 2, 2, 0, 0: logits differ from llama.cpp's by $delta (max |delta|, rows)"
+    GREEDY_TOP=8 GREEDY_CTX=256 greedy_queue "$tmp/still.gguf" 16 "$long"
+fi
+greedy_prefetch
+
+for name in "${names[@]}" still; do
+    [ -f "$tmp/$name.gguf" ] || continue
+    if [ "$name" = still ]; then
+        ctx=256 prompts=("$long") ctx_opts=() models=("$tmp/still.gguf")
+    else
+        family "$name"
+        models=("$tmp/$name.gguf" "$tmp/$name-hf")
+    fi
+    GREEDY_TOP=8 GREEDY_CTX=$ctx greedy_ref "$tmp/$name.gguf" 16 "${prompts[@]}" \
+        >"$tmp/$name.ref.json" 2>"$tmp/err" || { fail "$name: llama.cpp: $(tail -3 "$tmp/err")"; continue; }
+    runs=()
+    for model in "${models[@]}"; do
+        [ "$model" = "$tmp/$name-hf" ] && runs+=(--tokens)
+        for i in "${!prompts[@]}"; do
+            opts=("${ctx_opts[@]}")
+            [ "$model" = "$tmp/$name.gguf" ] && opts+=(--ggml-rounding --logits 16 --logits-top 32)
+            out=$tmp/$name.$i.${model##*/}.json
+            if "$bin" run -m "$model" -p "${prompts[$i]}" -n 16 --temp 0 --ignore-eos -t 2 --json \
+                "${opts[@]}" >"$out" 2>"$tmp/err"; then
+                runs+=("$out")
+            else
+                fail "$name: run $model: $(cat "$tmp/err")"
+            fi
+        done
+    done
+    python3 tests/lib/logit_delta.py --agree 1e-3 "$tmp/$name.ref.json" "${runs[@]}" 2>"$tmp/err" ||
+        fail "$name differs from llama.cpp: $(cat "$tmp/err")"
+done
+
+# the two context sizes ran different factors: llama.cpp's own continuations differ
+if [ -s "$tmp/phi3-longrope-512.ref.json" ] && [ -s "$tmp/phi3-longrope-1024.ref.json" ]; then
+    python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+sys.exit(not any(x["generated_ids"] != y["generated_ids"] for x, y in zip(a, b)))
+' "$tmp/phi3-longrope-512.ref.json" "$tmp/phi3-longrope-1024.ref.json" ||
+        fail "phi3-longrope: llama.cpp continues alike at 512 and 1024 tokens of context (short and long factors)"
 fi
 
 [ "$failed" -eq 0 ] && echo "cli_interop_arch: all passed"

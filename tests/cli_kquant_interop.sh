@@ -50,6 +50,8 @@ mapfile -d '' prompts < <(python3 -c 'import json, sys
 print("\0".join(c["prompt"] for c in json.load(open(sys.argv[1]))["cases"][:4]), end="\0")' \
     "$fix/stories260K/golden/greedy.json")
 [ "${#prompts[@]}" -eq 4 ] || fail "expected 4 fixture prompts, got ${#prompts[@]}"
+for f in "${FILES[@]}"; do GREEDY_TOP=16 greedy_queue "$f" 8 "${prompts[@]}"; done
+greedy_prefetch
 for f in "${FILES[@]}"; do
     name=$(basename "$f" .gguf)
     GREEDY_TOP=16 greedy_ref "$f" 8 "${prompts[@]}" \

@@ -10,20 +10,13 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The searches' lane loops are written for the compiler to vectorize. On x86 Linux (glibc: the
- * clones need its ifuncs) they are also built for AVX2 and AVX-512, the widest the CPU has picked
- * at load, where the baseline build's SSE2 gives 4 lanes; -ffp-contract=off keeps each lane's
- * operations those of the scalar code, so every version writes the same bytes. Elsewhere (ARM64:
- * NEON is the baseline) one version. */
-/* GCC only: clang 14 leaves the resolver of a clone called from another file undefined (the
- * fuzzers' build failed to link). Not under TSan or ASan: they instrument the resolver, which the
- * dynamic loader runs before their runtime is set up (test_api crashed at load under TSan). */
-#if defined(__x86_64__) && defined(__linux__) && !defined(__ANDROID__) && !defined(__clang__) && \
-    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
-#define ELM_SEARCH_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define ELM_SEARCH_CLONES
-#endif
+#include "core/clones.h"
+
+/* The searches' lane loops are written for the compiler to vectorize. On x86 Linux they are also
+ * built for AVX2 and AVX-512 (core/clones.h), where the baseline build's SSE2 gives 4 lanes;
+ * -ffp-contract=off keeps each lane's operations those of the scalar code, so every version
+ * writes the same bytes. */
+#define ELM_SEARCH_CLONES ELM_CLONES("avx512f", "avx2", "default")
 
 /* Amax below which a group counts as all zeros. */
 #define ELM_GROUP_EPS 1e-15f

@@ -7,10 +7,16 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "core/clones.h"
 #include "core/half.h"
 #include "codecs/kquant_codec.h"
 #include "codecs/mxfp4.h"
 #include "kernels/kquant.h"
+
+/* fmaf is one instruction only in code built for FMA: the baseline x86-64 build calls libm's, a
+ * call per product (3/4 of a tiny model's --ggml-rounding run). The loops that fuse are also built
+ * for x86-64-v3 (core/clones.h); fmaf is exact either way, so both versions give the same floats. */
+#define FUSED ELM_CLONES("arch=x86-64-v3", "default")
 
 /* Nearest integer, ties to even, of |v| < 2^22 (the float adder's rounding, as
  * _mm256_round_ps(_MM_ROUND_NEAREST) and ggml's nearest_int). */
@@ -59,6 +65,14 @@ static float reduce16(const float a[16]) {
     return (q[0] + q[2]) + (q[1] + q[3]);
 }
 
+/* acc[j][l] += x[(16j + l)·stride]·y[16j + l], fused, for j < 4 and l < 16. */
+static inline __attribute__((always_inline)) void fused_run64(float acc[4][16], const float *x,
+                                                              size_t stride, const float *y) {
+    for (int j = 0; j < 4; j++)
+        for (int l = 0; l < 16; l++)
+            acc[j][l] = fmaf(x[(size_t)(16 * j + l) * stride], y[16 * j + l], acc[j][l]);
+}
+
 /* ggml_vec_dot_f32 with AVX-512 over n values, of which those [off, off + n_real) are given,
  * x[i] = xs[(i - off)·stride] and y[i - off], and the others are zeros (a KV length padded as
  * llama.cpp pads it, and the rows its mask leaves out before a window): four accumulators of 16
@@ -66,15 +80,25 @@ static float reduce16(const float a[16]) {
  * 0 += 2, 1 += 3, 0 += 1 and reduce16; then the leftovers in order as gcc vectorized that loop
  * in the zen4 library: by 16 and then by 8, products rounded before they are added, the last
  * fewer than 8 fused (vfmadd231ss). */
-static float vec_dot_f32(const float *xs, size_t stride, const float *y, int64_t off,
+FUSED static float vec_dot_f32(const float *xs, size_t stride, const float *y, int64_t off,
                          int64_t n_real, int64_t n) {
     const int64_t np = n & ~(int64_t)63, end = off + n_real;
 #define GIVEN(i) ((i) >= off && (i) < end)
 #define X(i) xs[(size_t)((i) - off) * stride]
 #define Y(i) y[(i) - off]
     float acc[4][16] = {{0}};
-    for (int64_t i = off; i < end && i < np; i++)
-        acc[i / 16 % 4][i % 16] = fmaf(X(i), Y(i), acc[i / 16 % 4][i % 16]);
+    const int64_t fused_end = end < np ? end : np;
+    int64_t f = off;
+    for (; f < fused_end && f % 64; f++)
+        acc[f / 16 % 4][f % 16] = fmaf(X(f), Y(f), acc[f / 16 % 4][f % 16]);
+    /* whole runs of 64, the same lanes in loops the compiler vectorizes (contiguous rows apart) */
+    for (; f + 64 <= fused_end; f += 64)
+        if (stride == 1)
+            fused_run64(acc, &X(f), 1, &Y(f));
+        else
+            fused_run64(acc, &X(f), stride, &Y(f));
+    for (; f < fused_end; f++)
+        acc[f / 16 % 4][f % 16] = fmaf(X(f), Y(f), acc[f / 16 % 4][f % 16]);
     for (int l = 0; l < 16; l++) {
         acc[0][l] += acc[2][l];
         acc[1][l] += acc[3][l];
@@ -96,7 +120,7 @@ static float vec_dot_f32(const float *xs, size_t stride, const float *y, int64_t
 /* llamafile's tinyBLAS<16, __m512> (F32 products of 2 or more columns) over the values
  * [off, off + n_real) of a vector as vec_dot_f32's: one accumulator of 16 lanes per output,
  * value i into lane i mod 16, fused; then reduce16. */
-static float sgemm_dot_f32(const float *xs, size_t stride, const float *y, int64_t off,
+FUSED static float sgemm_dot_f32(const float *xs, size_t stride, const float *y, int64_t off,
                            int64_t n_real) {
     float acc[16] = {0};
     for (int64_t i = off; i < off + n_real; i++) acc[i % 16] = fmaf(X(i), Y(i), acc[i % 16]);
@@ -109,7 +133,7 @@ static float sgemm_dot_f32(const float *xs, size_t stride, const float *y, int64
 /* IQ4_NL and MXFP4 rows repacked 8 at a time (every product whose row count is a multiple of 8:
  * llama.cpp moves them to its CPU_REPACK buffer on AVX2): gemv/gemm_q4_b32_8x8_q8_0_lut_avx keep
  * one float per row and token and fuse each block in, acc = fma(Σq·x, d_w·d_x, acc). */
-static float dot_grid32(elm_type type, const uint8_t *w, elm_q8_row x, int64_t nb) {
+FUSED static float dot_grid32(elm_type type, const uint8_t *w, elm_q8_row x, int64_t nb) {
     const elm_grid32_layout g = elm_grid32_layout_of(type);
     float acc = 0;
     for (int64_t b = 0; b < nb; b++) {
@@ -136,7 +160,7 @@ static int lane_of(int j) {
  * lane k: madd_epi16 of bsums and scales), acc_k = fma(d, lane_k, acc_k) with d = x.d·d_w, then
  * hsum8. Q5_K's mins go to one float beside, summs = fma(-x.d·dmin, Σ m·bsum, summs) (quants.c
  * is C in GNU mode: the zen4 library has a vfmadd231ss there), added after the lanes. */
-static float dot_lanes(elm_type t, const elm_kq_block *w, elm_q8k_row x, int64_t nsb) {
+FUSED static float dot_lanes(elm_type t, const elm_kq_block *w, elm_q8k_row x, int64_t nsb) {
     float acc[8] = {0}, summs = 0;
     const int off = t == ELM_TYPE_Q6_K ? 32 : 0;
     for (int64_t s = 0; s < nsb; s++, w++) {
@@ -163,7 +187,7 @@ static float dot_lanes(elm_type t, const elm_kq_block *w, elm_q8k_row x, int64_t
  * acc = fma(isum, d_w·x.d, acc) and accm = fma(msum, dmin_w·x.d, accm) piece by piece, then
  * acc - accm. The pieces: a super-block in gemv; in gemm, the span of its inner loop (128
  * values for Q2_K, 64 for Q4_K). */
-static float dot_repacked(const elm_kq_block *w, elm_q8k_row x, int64_t nsb, int piece) {
+FUSED static float dot_repacked(const elm_kq_block *w, elm_q8k_row x, int64_t nsb, int piece) {
     float acc = 0, accm = 0;
     for (int64_t s = 0; s < nsb; s++, w++)
         for (int p0 = 0; p0 < ELM_QK_K; p0 += piece) {
@@ -274,7 +298,7 @@ enum { KV_PAD = 256 };
  * ggml_vec_dot_f32, soft_max_ext, kqv by ggml_vec_dot_f32 or, for 2 or more tokens in the batch
  * (sgemm), llamafile's tinyBLAS) over a cache whose row p holds position p, the rows before
  * pos0 masked; arguments as elm_kernels.attention. */
-static void attention_head(const float *q, const float *k, const float *v, size_t stride,
+FUSED static void attention_head(const float *q, const float *k, const float *v, size_t stride,
                            int32_t n_pos, int32_t pos0, int head_dim, float scale, float sink,
                            bool sgemm, float *scores, float *out) {
     /* kq (ggml_vec_dot_f32 over head_dim), then soft_max_ext: scaled, exp by v_expf, the sum of
@@ -360,7 +384,7 @@ static void rotate(float *p0, float *p1, float c, float s) {
     *p1 = fmaf(x0, s, x1 * c);
 }
 
-static void rope_pairs(float *v, int n_heads, int head_dim, int rope_dim, const float *cs,
+FUSED static void rope_pairs(float *v, int n_heads, int head_dim, int rope_dim, const float *cs,
                        bool neox) {
     const int half = rope_dim / 2;
     for (int h = 0; h < n_heads; h++)

@@ -6,19 +6,21 @@
 // GREEDY_CTX=N sets the context size (default 256; llama.cpp pads it to a multiple of 256), which
 // picks LongRoPE's factors (long above the original context): run edgelm with the same -c.
 // Usage: node greedy.mjs NODE_LLAMA_CPP_DIR MODEL.gguf N_PREDICT PROMPT...
+//        node greedy.mjs NODE_LLAMA_CPP_DIR --jobs FILE
+// The second form runs many models in one process (the library and its backends loaded once, a
+// few seconds saved a model): FILE holds one JSON object a line, {out, model, n_predict, prompts,
+// top, ctx} (top and ctx as GREEDY_TOP and GREEDY_CTX, null for their defaults), and each job's
+// array is written to its out (through out.tmp, renamed). A job that fails is reported on stderr
+// and the next one runs; the exit status is 1 if any failed.
 // The KV cache is kept in F32 and flash attention off (its CPU kernel rounds to F16) so that
 // llama.cpp and edgelm differ only in the order of float additions.
-import {pathToFileURL} from "node:url";
+import fs from "node:fs";
 import path from "node:path";
+import {pathToFileURL} from "node:url";
 
-const [pkgDir, modelPath, nPredictArg, ...prompts] = process.argv.slice(2);
+const [pkgDir, ...rest] = process.argv.slice(2);
 const {getLlama} = await import(pathToFileURL(path.join(pkgDir, "dist", "index.js")).href);
 const llama = await getLlama({gpu: false, build: "never", logLevel: "error"});
-const model = await llama.loadModel({modelPath});
-const nPredict = Number(nPredictArg);
-const nTop = Number(process.env.GREEDY_TOP || 4);
-const nCtx = Number(process.env.GREEDY_CTX || 256);
-const results = [];
 
 // the k most probable [id, probability] pairs of a Map over the whole vocabulary, most probable
 // first, ties in vocabulary order: one pass, where sorting 100k+ entries at each step took seconds
@@ -33,24 +35,48 @@ function mostProbable(probabilities, k) {
     return best;
 }
 
-for (const prompt of prompts) {
-    const context = await model.createContext({
-        contextSize: nCtx, batchSize: 256, sequences: 1, threads: 1, flashAttention: false,
-        experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
-    });
-    const sequence = context.getSequence();
-    const bos = model.tokens.shouldPrependBosToken && model.tokens.bos != null ? [model.tokens.bos] : [];
-    const promptIds = bos.concat(Array.from(model.tokenize(prompt, false)));
-    const generated = [], top = [];
-    for await (const step of sequence.evaluateWithMetadata(promptIds, {probabilities: true},
-                                                           {temperature: 0})) {
-        generated.push(step.token);
-        top.push(mostProbable(step.probabilities, nTop));
-        if (generated.length >= nPredict) break;
+async function greedy(job) {
+    const model = await llama.loadModel({modelPath: job.model});
+    const nTop = Number(job.top || 4), nCtx = Number(job.ctx || 256);
+    const results = [];
+    for (const prompt of job.prompts) {
+        const context = await model.createContext({
+            contextSize: nCtx, batchSize: 256, sequences: 1, threads: 1, flashAttention: false,
+            experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+        });
+        const sequence = context.getSequence();
+        const bos = model.tokens.shouldPrependBosToken && model.tokens.bos != null ? [model.tokens.bos] : [];
+        const promptIds = bos.concat(Array.from(model.tokenize(prompt, false)));
+        const generated = [], top = [];
+        for await (const step of sequence.evaluateWithMetadata(promptIds, {probabilities: true},
+                                                               {temperature: 0})) {
+            generated.push(step.token);
+            top.push(mostProbable(step.probabilities, nTop));
+            if (generated.length >= job.n_predict) break;
+        }
+        results.push({prompt, prompt_ids: promptIds, generated_ids: generated, top});
+        await context.dispose();
     }
-    results.push({prompt, prompt_ids: promptIds, generated_ids: generated, top});
-    await context.dispose();
+    await model.dispose();
+    return JSON.stringify(results);
 }
-console.log(JSON.stringify(results));
-await model.dispose();
+
+if (rest[0] === "--jobs") {
+    let failures = 0;
+    for (const line of fs.readFileSync(rest[1], "utf8").split("\n").filter(Boolean)) {
+        const job = JSON.parse(line);
+        try {
+            fs.writeFileSync(job.out + ".tmp", (await greedy(job)) + "\n");
+            fs.renameSync(job.out + ".tmp", job.out);
+        } catch (e) {
+            console.error(`${job.model}: ${e.message}`);
+            failures++;
+        }
+    }
+    process.exitCode = failures ? 1 : 0;
+} else {
+    const [model, nPredict, ...prompts] = rest;
+    console.log(await greedy({model, n_predict: Number(nPredict), prompts,
+                              top: process.env.GREEDY_TOP, ctx: process.env.GREEDY_CTX}));
+}
 await llama.dispose();

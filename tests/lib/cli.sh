@@ -79,9 +79,9 @@ npm_install() {
     [ "$rc" -eq 0 ] || { echo "FAIL: $2 install: $(cat "$tmp/npm.err")" >&2; exit 1; }
 }
 
-# require_node_llama: npm_dir of the shared install of llama.cpp's prebuilt CPU library
-# (node-llama-cpp, scripts/node-llama.sh).
-require_node_llama() { npm_install node-llama.sh node-llama-cpp; }
+# require_node_llama: npm_dir of the shared install of llama.cpp's prebuilt CPU library and npm_pkg,
+# its package folder (node-llama-cpp, scripts/node-llama.sh).
+require_node_llama() { npm_install node-llama.sh node-llama-cpp && npm_pkg=$npm_dir/node_modules/node-llama-cpp; }
 
 # require_npm_clients: npm_dir of the server tests' Node packages (openai, ajv;
 # scripts/npm-clients.sh).
@@ -94,13 +94,44 @@ require_npm_clients() { npm_install npm-clients.sh npm; }
 # library variant). The clang and ASan runs of make test find the release run's: the model bytes
 # decide, so a file a compiler quantizes otherwise is run again. After require_node_llama.
 greedy_ref() {
-    local pkg=$npm_dir/node_modules/node-llama-cpp dir=$npm_dir/greedy-cache key
-    key=$({ sha256sum tests/interop/greedy.mjs "$pkg/package.json" "$1" | cut -d' ' -f1
+    local out
+    out=$(greedy_file "$@") || return 1
+    if [ ! -s "$out" ]; then
+        mkdir -p "${out%/*}" && node tests/interop/greedy.mjs "$npm_pkg" "$@" >"$out.$$" &&
+            mv "$out.$$" "$out" || { rm -f "$out.$$"; return 1; }
+    fi
+    cat "$out"
+}
+
+# greedy_file MODEL.gguf N_PREDICT PROMPT...: the cache file of greedy_ref's output.
+greedy_file() {
+    local key
+    key=$({ sha256sum tests/interop/greedy.mjs "$npm_pkg/package.json" "$1" | cut -d' ' -f1
         printf '%s\0' "${GREEDY_TOP-}" "${GREEDY_CTX-}" "${@:2}"
         grep -m1 '^flags' /proc/cpuinfo; } | sha256sum | cut -c1-40) || return 1
-    if [ ! -s "$dir/$key.json" ]; then
-        mkdir -p "$dir" && node tests/interop/greedy.mjs "$pkg" "$@" >"$dir/$key.json.$$" &&
-            mv "$dir/$key.json.$$" "$dir/$key.json" || { rm -f "$dir/$key.json.$$"; return 1; }
+    echo "$npm_dir/greedy-cache/$key.json"
+}
+
+# greedy_queue MODEL.gguf N_PREDICT PROMPT... (GREEDY_TOP, GREEDY_CTX as greedy_ref's): queues the
+# job for greedy_prefetch unless its output is cached.
+greedy_queue() {
+    local out
+    out=$(greedy_file "$@") || return 1
+    [ -s "$out" ] || python3 -c 'import json, os, sys
+print(json.dumps({"out": sys.argv[1], "model": sys.argv[2], "n_predict": int(sys.argv[3]),
+                  "prompts": sys.argv[4:], "top": os.environ.get("GREEDY_TOP"),
+                  "ctx": os.environ.get("GREEDY_CTX")}))' "$out" "$@" >>"$tmp/greedy.jobs"
+}
+
+# greedy_prefetch: runs the queued jobs in one node process, which loads llama.cpp's library and
+# backends once instead of once a model (~1.5 s of CPU each). A job that fails there is left to
+# greedy_ref, which runs it alone and reports its error.
+greedy_prefetch() {
+    [ -s "$tmp/greedy.jobs" ] || return 0
+    mkdir -p "$npm_dir/greedy-cache" &&
+        node tests/interop/greedy.mjs "$npm_pkg" --jobs "$tmp/greedy.jobs" >/dev/null 2>&1
+    rm -f "$tmp/greedy.jobs"
+}
     fi
     cat "$dir/$key.json"
 }

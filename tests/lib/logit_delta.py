@@ -13,18 +13,24 @@ llama.cpp's N most probable tokens (those with p > 0), then the number of rows c
 --per-row: each row's largest |delta| instead, space-separated, one line). Exits 1
 when the prompts' token ids differ, no row could be compared, or one of llama.cpp's tokens is not
 among edgelm's K.
+
+usage: python3 logit_delta.py --agree MAX REF.json EDGELM_0.json ... [--tokens EDGELM_0.json ...]
+  Checks whole runs at once (one interpreter for a family's prompts): EDGELM_i.json is edgelm's
+  run of REF.json's prompt i, with the same prompt and generated ids as llama.cpp's, and (before
+  --tokens) logits within MAX of llama.cpp's over every generated row. One line on stderr per run
+  that fails; exits 1 if any.
 """
 import json
 import math
 import sys
 
 
-def main():
-    ref = json.load(open(sys.argv[1]))[int(sys.argv[2])]
-    got = json.load(open(sys.argv[3]))
+def row_deltas(ref, got):
+    """Each row's largest |delta| along the common greedy path, or None (said on stderr) when the
+    prompts differ or a token of llama.cpp's is missing from edgelm's rows."""
     if ref["prompt_ids"] != got["prompt_ids"]:
         print(f"prompt ids differ: llama.cpp {ref['prompt_ids']} edgelm {got['prompt_ids']}", file=sys.stderr)
-        return 1
+        return None
     per_row = []
     for step, (top, logits) in enumerate(zip(ref["top"], got.get("logits", []))):
         if step > 0 and ref["generated_ids"][step - 1] != got["generated_ids"][step - 1]:
@@ -38,11 +44,43 @@ def main():
                 if isinstance(logits, dict) and (token not in logits or top_id not in logits):
                     print(f"step {step}: llama.cpp's token {token} is not among edgelm's "
                           f"{len(logits)} largest", file=sys.stderr)
-                    return 1
+                    return None
                 theirs = math.log(p / top_p)
                 ours = logits[token] - logits[top_id]
                 worst = max(worst, abs(ours - theirs))
         per_row.append(worst)
+    return per_row
+
+
+def agree(argv):
+    limit, ref = float(argv[0]), json.load(open(argv[1]))
+    runs = argv[2:]
+    tokens_from = runs.index("--tokens") if "--tokens" in runs else len(runs)
+    bad = 0
+    for k, path in enumerate(r for r in runs if r != "--tokens"):
+        i = k % len(ref)
+        got, want = json.load(open(path)), ref[i]
+        name = f"{path}: prompt {want['prompt']!r}"
+        if (got["prompt_ids"], got["generated_ids"]) != (want["prompt_ids"], want["generated_ids"]):
+            print(f"{name}: llama.cpp {want['prompt_ids']} -> {want['generated_ids']}, "
+                  f"edgelm {got['prompt_ids']} -> {got['generated_ids']}", file=sys.stderr)
+            bad += 1
+        elif k < tokens_from:
+            rows = row_deltas(want, got)
+            if rows is None or len(rows) != len(want["generated_ids"]) or max(rows) > limit:
+                worst = "-" if not rows else f"{max(rows):.3g} over {len(rows)} rows"
+                print(f"{name}: logits differ from llama.cpp's by {worst} (max |delta|; want "
+                      f"<= {limit:g} over {len(want['generated_ids'])})", file=sys.stderr)
+                bad += 1
+    return 1 if bad else 0
+
+
+def main():
+    if sys.argv[1] == "--agree":
+        return agree(sys.argv[2:])
+    per_row = row_deltas(json.load(open(sys.argv[1]))[int(sys.argv[2])], json.load(open(sys.argv[3])))
+    if per_row is None:
+        return 1
     if not per_row:
         print("no logit rows to compare (run edgelm with --json --logits N)", file=sys.stderr)
         return 1
