@@ -145,7 +145,8 @@ static const elm_synth_preset presets[] = {
      * routed by a sigmoid with an expert bias. Unconfirmed: the official config.json was not
      * read; the keys are those of a fine-tune's copy (huggingface.co/Ba2han/augment-multi-ft2,
      * Lfm2MoeForCausalLM, base LiquidAI/LFM2-8B-A1B), which agree with transformers'
-     * Lfm2MoeConfig defaults and the model card (8.3B parameters, 1.5B active) */
+     * Lfm2MoeConfig defaults and the model card (8.3B parameters, 1.5B active); its Q4_K_M
+     * file is 3.6 MB (the tokenizer) below LiquidAI's LFM2-8B-A1B-Q4_K_M.gguf */
     {.name = "lfm2-8b-a1b", .source = "LiquidAI/LFM2-8B-A1B", .arch = "lfm2moe",
      .n_vocab = 65536, .dim = 2048, .n_layers = 24, .n_heads = 32, .n_kv_heads = 8,
      .ffn_dim = 7168, .n_ctx_train = 128000, .rms_eps = 1e-5f, .rope_theta = 1000000.0f,
