@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # CLI checks of `edgelm bench`, `edgelm synth` and `edgelm inspect --system`: bench's --json
-# fields and their consistency, --markdown and text output, -t lists, --membw for 1..N threads,
-# EDGELM_ISA reaching the reports, synth's --help warning, and bad arguments ending in one "edgelm: ..."
-# line with exit status 1. (Writing real-size models is left to test_synth's small presets: a 1B
-# file takes seconds and 600 MB.)
+# fields and their consistency (an MoE's bytes a token: its routed experts only), --markdown and
+# text output, -t lists, --membw for 1..N threads, EDGELM_ISA reaching the reports, synth's
+# --help warning, and bad arguments ending in one "edgelm: ..." line with exit status 1.
+# (Writing real-size models is left to test_synth's small presets: a 1B file takes seconds and
+# 600 MB.)
 # usage: cli_bench.sh EDGELM FIXTURES
 set -u
 bin=$1 fx=$2
@@ -26,6 +27,21 @@ assert 1_000_000 < d["model_bytes"] < 1_200_000, d["model_bytes"]  # the F32 fix
 assert abs(d["decode_gbps"] - d["decode_bytes_per_token"] * d["tg_tps"] / 1e9) < 1e-6 * d["decode_gbps"] + 1e-12, d
 assert d["isa"] in ("scalar", "avx2", "avx512", "neon"), d["isa"]
 ' && ok || fail "bench --json"
+
+# a mixture of experts (synth --tiny qwen3moe: 8 experts, 2 a token): decode reads 2 of each
+# stack's 8 experts, so the bytes a token reads leave out 6/8 of every *_exps stack
+"$bin" synth --arch qwen3moe --tiny -o "$tmp/moe.gguf" >/dev/null 2>&1 &&
+    "$bin" inspect "$tmp/moe.gguf" --json >"$tmp/moe-inspect.json" &&
+    "$bin" bench -m "$tmp/moe.gguf" -p 4 -n 2 -r 1 -t 2 --membw-mib 8 --json >"$tmp/moe-bench.json" &&
+    python3 - "$tmp/moe-inspect.json" "$tmp/moe-bench.json" <<'EOF' && ok || fail "bench --json: an MoE's bytes a token"
+import json, sys
+i, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+stacks = [t for t in i["tensors"] if t["name"].endswith("_exps.weight")]
+assert len(stacks) == 3 * i["hparams"]["n_layers"] and all(t["shape"][0] == 8 for t in stacks), stacks
+untied = 0 if i["hparams"]["tied_output"] else next(t["bytes"] for t in i["tensors"] if t["name"] == "token_embd.weight")
+want = i["total_bytes"] - untied - sum(t["bytes"] * 6 // 8 for t in stacks)
+assert b["decode_bytes_per_token"] == want, (b["decode_bytes_per_token"], want)
+EOF
 
 EDGELM_ISA=scalar "$bin" bench "${small[@]}" --json | python3 -c '
 import json, sys

@@ -102,6 +102,17 @@ grep -q "^experts: 32 a layer, 4 per token: 4.187 B parameters read a token$" "$
 # a token reads 6 of the 64 experts and the recurrent state holds the micro's per-layer floats
 "$bin" plan --preset granite-4.0-h-tiny -c 4096 --json >"$tmp/tiny.json" || fail "plan --preset granite-4.0-h-tiny: exit status $?"
 check "$tmp/tiny.json" '(lambda h, L, E, ff, sff, V, inner, cw: d["model"]["n_params"] == L * (E * 3 * h * ff + h * E + 3 * h * sff + 2 * h) + 36 * (h * (inner + cw + 48) + 5 * cw + 3 * 48 + inner + inner * h) + 4 * (2 * h * h + 2 * h * 512) + V * h + h and d["model"]["n_active_params"] == d["model"]["n_params"] - L * (E - 6) * 3 * h * ff and d["state_bytes"] % (4 * 36 * (3 * cw + inner * 128)) == 0)(1536, 40, 64, 512, 1024, 100352, 3072, 3072 + 256)' "plan --preset granite-4.0-h-tiny: parameters, active parameters, state"
+# LFM2-8B-A1B (layer_types, num_dense_layers, moe_intermediate_size of its config.json): 18 short-conv
+# layers (in_proj to 3 x 2048, a conv of 3 taps, out_proj), 6 attention layers (q, o 2048 x 2048;
+# k, v 512 x 2048; q and k norms of 64), 2 norms a layer; the first 2 FFNs dense of 7168, the other
+# 22 a router of 32 with its expert bias and 32 experts' three 1792 x 2048; tied embeddings of
+# 65536; a token reads 4 of the 32 experts (tied: the embedding whole, as the output); the state
+# holds 2 of 3 conv inputs of 2048 a conv layer
+"$bin" plan --preset lfm2-8b-a1b -c 4096 --json >"$tmp/lfm.json" || fail "plan --preset lfm2-8b-a1b: exit status $?"
+check "$tmp/lfm.json" '(lambda h, L, Ld, E, k, ff, eff, V, conv, att, kv: d["model"]["n_params"] == V * h + h + L * 2 * h + conv * (4 * h * h + 3 * h) + att * (2 * h * h + 2 * h * kv + 2 * 64) + Ld * 3 * h * ff + (L - Ld) * (E * 3 * h * eff + h * E + E) and d["model"]["n_active_params"] == d["model"]["n_params"] - (L - Ld) * (E - k) * 3 * h * eff and [r["read_bytes_per_token"] - r["weight_bytes"] for r in d["rows"] if r["weights"] == "f16"] == [-2 * (L - Ld) * (E - k) * 3 * h * eff + d["kv_cache_bytes"]["f16"]] and d["state_bytes"] % (4 * conv * 2 * h) == 0 and d["state_bytes"] >= 2 * 4 * conv * 2 * h)(2048, 24, 2, 32, 4, 7168, 1792, 65536, 18, 6, 512)' "plan --preset lfm2-8b-a1b: parameters, active parameters, read bytes a token, state"
+"$bin" plan --preset lfm2-8b-a1b >"$tmp/text" || fail "plan --preset lfm2-8b-a1b (text): exit status $?"
+grep -q "^experts: 32 a layer, 4 per token: 1.558 B parameters read a token$" "$tmp/text" ||
+    fail "plan text lacks lfm2-8b-a1b's active parameters: $(cat "$tmp/text")"
 "$bin" plan --preset qwen3.5-2b >"$tmp/text" || fail "plan --preset qwen3.5-2b: exit status $?"
 grep -q "^recurrent state (one sequence, with its rollback checkpoints): [0-9.]* MiB$" "$tmp/text" ||
     fail "plan text lacks the recurrent state: $(cat "$tmp/text")"

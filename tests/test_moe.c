@@ -3,7 +3,8 @@
  * router a sigmoid with a selection bias; gpt-oss's router biased, the chosen weighed by a
  * softmax over their logits; the hybrids' shared expert, Qwen3.5-MoE's gated):
  * their sizes and stacked experts survive GGUF; a prompt fed at once, token by token and in
- * chunks gives the same logits; a decoded token runs its 2 experts alone; the prompts of the
+ * chunks gives the same logits; a decoded token runs its 2 experts alone; the server's decode
+ * step of 4 sequences gives each one's logits and runs an expert once for all its slots; the prompts of the
  * interop test against llama.cpp (tests/cli_interop_arch.sh) route to every expert of every
  * expert layer; lfm2moe's bias picks the experts without weighing them, gpt-oss's router bias
  * picks them and its softmax over the chosen ignores a shift common to them; and bad files are
@@ -184,6 +185,58 @@ static void test_routing(const elm_model *m) {
     }
 }
 
+/* The server's decode step (server/scheduler.c): one elm_forward_seqs pass over the next token
+ * of 4 sequences, each in its own quarter of the cache (a hybrid's own recurrent state, a
+ * windowed model's every position): each sequence's logits are those it gives alone, and in each
+ * pass an expert runs once for all the slots routed to it (its matrices read once a step), so
+ * the passes run fewer experts than their slots (4 tokens x 2 each a layer). */
+static void test_served_step(const elm_model *m) {
+    enum { SEQS = 4, STEPS = 6 };
+    static const int32_t ids[SEQS][STEPS] = {{12522, 5193, 264, 882, 311, 1917},
+                                             {791, 6864, 315, 9822, 374, 12366},
+                                             {9906, 1070, 13, 358, 1097, 264},
+                                             {3923, 574, 1139, 279, 2035, 30}};
+    const size_t V = (size_t)m->hp.n_vocab;
+    const char *arch = m->hp.arch;
+    float *alone[SEQS], *lg = malloc(sizeof(float) * SEQS * V);
+    for (int s = 0; s < SEQS; s++) alone[s] = logits(m, ids[s], STEPS, 1, NULL);
+    elm_context *c = NULL;
+    elm_error err;
+    const elm_context_params p = {.n_ctx = CTX, .n_batch = SEQS, .n_threads = 2,
+                                  .n_seq = SEQS, .swa_full = true};
+    elm_status st = lg ? elm_context_new(m, &p, &c, &err) : ELM_ERR_NOMEM;
+    CHECK(st == ELM_OK, "%s: context of %d sequences: %s", arch, SEQS, st ? err.msg : "");
+    expert_count ec = {.m = m};
+    if (!st) elm_context_set_hook(c, count_expert, &ec);
+    float worst = 0;
+    int runs = 0, slots = 0, most = 0;
+    for (int t = 0; !st && t < STEPS; t++) {
+        int32_t tok[SEQS], pos[SEQS], row0[SEQS], out[SEQS];
+        for (int s = 0; s < SEQS; s++)
+            tok[s] = ids[s][t], pos[s] = t, row0[s] = s * (CTX / SEQS), out[s] = s;
+        memset(ec.runs, 0, sizeof ec.runs);
+        st = elm_forward_seqs(c, tok, pos, row0, SEQS, out, SEQS, lg, &err);
+        CHECK(st == ELM_OK, "%s: step %d: %s", arch, t, st ? err.msg : "");
+        for (int s = 0; !st && s < SEQS; s++)
+            worst = fmaxf(worst, max_diff(lg + s * V, alone[s] + (size_t)t * V, V));
+        for (int l = m->hp.n_dense_lead; l < m->hp.n_layers; l++, slots += SEQS * USED)
+            for (int e = 0; e < EXPERTS; e++) {
+                runs += ec.runs[l][e];
+                most = ec.runs[l][e] > most ? ec.runs[l][e] : most;
+            }
+    }
+    /* test_routing's tolerances: the hybrids' chunked scans, gpt-oss's YaRN */
+    const bool scans = !strcmp(arch, "qwen35moe") || !strcmp(arch, "granitehybrid");
+    const float tol = scans ? 1e-3f : m->hp.rope_yarn ? 2e-4f : 1e-4f;
+    CHECK(!st && worst < tol, "%s: 4 sequences in one pass vs each alone: max |delta| %g", arch,
+          worst);
+    CHECK(!st && most == 1 && runs < slots, "%s: %d expert runs for %d slots (an expert at most "
+          "%d times a pass)", arch, runs, slots, most);
+    elm_context_free(c);
+    for (int s = 0; s < SEQS; s++) free(alone[s]);
+    free(lg);
+}
+
 /* lfm2moe's selection bias picks the experts and leaves their weights to the sigmoid, and
  * gpt-oss's router bias picks them and its softmax over the chosen two ignores a shift they share:
  * a bias of +10 on experts 6 and 7 of layer 1 routes a token there, and +20 gives the same
@@ -290,6 +343,7 @@ int main(int argc, char **argv) {
         if (m) {
             test_file(m);
             test_routing(m);
+            test_served_step(m);
             if (f == 1 || f == 2) test_bias(m);
             if (f == 1) test_lfm2_refusals(m);
             if (f >= 3) test_shared_refusals(m);

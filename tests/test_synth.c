@@ -2,6 +2,8 @@
  * real models), and a small custom preset written to disk loads back with the tensor list,
  * types, tied/untied output, biases and metadata a real file of that architecture has, and runs. */
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -9,6 +11,7 @@
 #include "check.h"
 #include "edgelm/context.h"
 #include "edgelm/shapes.h"
+#include "formats/gguf_parse.h"
 
 /* Parameters of a preset's model: the tensors synth writes and plan counts (its family's layout,
  * model/arch.h) but the RoPE vectors a converter computes from config.json (rope_freqs,
@@ -75,8 +78,9 @@ static void presets(void) {
                 {"gemma-4-e2b", 4647449891LL},
                 {"gemma-4-e4b", 7518069034LL},
                 {"qwen3-30b-a3b", 30532122624LL},
-                {"gpt-oss-20b", 20914757184LL},         /* cli_plan.sh derives these two */
-                {"granite-4.0-h-tiny", 6939037248LL}}; /* from their config.json */
+                {"gpt-oss-20b", 20914757184LL},         /* cli_plan.sh derives these three */
+                {"granite-4.0-h-tiny", 6939037248LL},  /* from their config.json */
+                {"lfm2-8b-a1b", 8339930560LL}};
     int n;
     const elm_synth_preset *all = elm_synth_presets(&n);
     CHECK(n == (int)(sizeof want / sizeof want[0]), "%d presets, %d checked", n,
@@ -360,6 +364,55 @@ static void small_granite(void) {
     unlink(path);
 }
 
+/* The integer under key in the GGUF file at path, -1 when absent or unreadable. */
+static int64_t gguf_int(const char *path, const char *key) {
+    FILE *f = fopen(path, "rb");
+    long size = f && fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    char *buf = size > 0 ? malloc((size_t)size) : NULL;
+    const bool read = buf && fseek(f, 0, SEEK_SET) == 0 && fread(buf, 1, (size_t)size, f) == (size_t)size;
+    if (f) fclose(f);
+    int64_t v = -1;
+    elm_gguf g;
+    elm_error err;
+    if (read && elm_gguf_open(&g, path, buf, (size_t)size, &err) == ELM_OK)
+        elm_gguf_get_int(&g, key, 0, INT32_MAX, &v, &err);
+    if (read) elm_gguf_close(&g);
+    free(buf);
+    return v;
+}
+
+/* LFM2-MoE's columns in small (lfm2-8b-a1b's): short-conv layers and one attention layer, the
+ * first 2 FFNs dense, the others 8 experts of 32, 2 a token, under a sigmoid router with its
+ * selection bias; the file names the router's function and the dense layers, as llama.cpp's
+ * converter writes them (its loader refuses a file without lfm2moe.expert_gating_func). */
+static void small_lfm2moe(void) {
+    const elm_synth_preset p = {
+        .name = "tiny-lfm2moe", .source = "test", .arch = "lfm2moe", .n_vocab = 300, .dim = 64,
+        .n_layers = 4, .n_heads = 4, .n_kv_heads = 2, .ffn_dim = 96, .n_ctx_train = 256,
+        .rms_eps = 1e-5f, .rope_theta = 1e6f, .tied = true, .layers = "rrar", .conv_l = 3,
+        .extra = {.n_expert = 8, .n_expert_used = 2, .expert_ffn_dim = 32, .n_dense_lead = 2}};
+    const char *path = tmp_path("tiny-lfm2moe.gguf");
+    elm_model *m = write_and_load(&p, ELM_TYPE_F16, path);
+    if (!m) return;
+    CHECK(gguf_int(path, "lfm2moe.expert_gating_func") == ELM_MOE_SIGMOID &&
+              gguf_int(path, "lfm2moe.leading_dense_block_count") == 2 &&
+              gguf_int(path, "lfm2moe.expert_count") == 8 &&
+              gguf_int(path, "lfm2moe.expert_feed_forward_length") == 32,
+          "lfm2moe keys: gating %lld, dense %lld",
+          (long long)gguf_int(path, "lfm2moe.expert_gating_func"),
+          (long long)gguf_int(path, "lfm2moe.leading_dense_block_count"));
+    const elm_layer *dense = &m->layers[1], *moe = &m->layers[3];
+    CHECK(dense->w_gate && dense->w_gate->ne[1] == 96 && !dense->router && moe->router &&
+              moe->router_bias && !moe->w_gate && moe->gate_exps->ne[1] == 32 &&
+              moe->gate_exps->ne[2] == 8 && m->hp.n_expert_used == 2,
+          "lfm2moe: dense FFNs, then experts");
+    /* per short-conv layer: the convolution's last 2 inputs of dim */
+    state_planned(&p, m, 3 * 2 * 64);
+    runs(m, 32, 20);
+    elm_model_free(m);
+    unlink(path);
+}
+
 /* Gemma 4's columns in small: windowed layers listed ('s', heads of 16) and global ones (heads of
  * 32, a quarter rotated by rope_freqs), the last 3 layers reading the KV of layers 3 and 4 yet
  * carrying their own k and v (unused), their FFN doubled, per-layer embeddings; cut to its first
@@ -421,6 +474,7 @@ int main(int argc, char **argv) {
     small_phi4();
     small_qwen35();
     small_granite();
+    small_lfm2moe();
     small_gemma4();
     /* shapes that do not fit the type are refused and leave no file */
     const elm_synth_preset odd = {"odd", "test", "llama", 300,   48,   1,    4,

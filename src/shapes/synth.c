@@ -139,6 +139,19 @@ static const elm_synth_preset presets[] = {
      .ffn_dim = 2880, .n_ctx_train = 131072, .rms_eps = 1e-5f, .rope_theta = 150000.0f,
      .head_dim = 64, .n_swa = 128, .rope_scale = 32.0f,
      .extra = {.n_expert = 32, .n_expert_used = 4, .expert_ffn_dim = 2880, .yarn_orig = 4096}},
+    /* LFM2's short-conv layers with attention at 2, 6, 10, 14, 18, 21 (layer_types: 18 conv, 6
+     * attention, as the model card says); the first 2 FFNs dense of 7168 (num_dense_layers,
+     * intermediate_size), the other 22 32 experts of 1792 (moe_intermediate_size), 4 per token,
+     * routed by a sigmoid with an expert bias. Unconfirmed: the official config.json was not
+     * read; the keys are those of a fine-tune's copy (huggingface.co/Ba2han/augment-multi-ft2,
+     * Lfm2MoeForCausalLM, base LiquidAI/LFM2-8B-A1B), which agree with transformers'
+     * Lfm2MoeConfig defaults and the model card (8.3B parameters, 1.5B active); its Q4_K_M
+     * file is 3.6 MB (the tokenizer) below LiquidAI's LFM2-8B-A1B-Q4_K_M.gguf */
+    {.name = "lfm2-8b-a1b", .source = "LiquidAI/LFM2-8B-A1B", .arch = "lfm2moe",
+     .n_vocab = 65536, .dim = 2048, .n_layers = 24, .n_heads = 32, .n_kv_heads = 8,
+     .ffn_dim = 7168, .n_ctx_train = 128000, .rms_eps = 1e-5f, .rope_theta = 1000000.0f,
+     .tied = true, .layers = "rrarrrarrrarrrarrrarrarr", .conv_l = 3,
+     .extra = {.n_expert = 32, .n_expert_used = 4, .expert_ffn_dim = 1792, .n_dense_lead = 2}},
 };
 
 /* Whether family a rotates part of a head by rope_freqs, as llama.cpp's converter writes Gemma
@@ -193,6 +206,8 @@ void elm_preset_hparams(const elm_synth_preset *p, elm_hparams *hp) {
     hp->n_expert = x->n_expert, hp->n_expert_used = x->n_expert_used;
     hp->expert_ffn_dim = x->expert_ffn_dim, hp->n_dense_lead = x->n_dense_lead;
     hp->shexp_ffn_dim = x->shexp_ffn_dim;
+    /* the family's router, which llama.cpp's loader wants named (lfm2moe.expert_gating_func) */
+    if (x->n_expert > 0 && a) hp->moe_gating = a->moe_gating;
     if (x->yarn_orig > 0) {
         hp->rope_yarn = true;
         hp->n_ctx_orig = x->yarn_orig;

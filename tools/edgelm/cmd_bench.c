@@ -42,11 +42,16 @@ typedef struct {
 
 /* Bytes of weights one decoded token reads: every tensor but the embedding tables, of which only
  * a row is read (unless the token embedding is also the output projection; Gemma 4's per-layer
- * embeddings). The KV cache is left out. */
+ * embeddings), and but the experts it is not routed to (all but hp.n_expert_used of each stack,
+ * as plan counts them). The KV cache is left out. */
 static size_t decode_bytes(const elm_model *m) {
     size_t b = elm_model_bytes(m);
     if (m->output != m->tok_embd) b -= m->tok_embd->nbytes;
     if (m->ple_embd) b -= m->ple_embd->nbytes;
+    const int64_t E = m->hp.n_expert, k = m->hp.n_expert_used;
+    for (int32_t i = 0; E > k && i < m->n_tensors; i++)
+        if (m->tensors[i].ne[2] == E)
+            b -= m->tensors[i].nbytes / (size_t)E * (size_t)(E - k);
     return b;
 }
 
