@@ -25,8 +25,6 @@ f32=$fx/wide256/wide-f32.gguf
 # have to be preloaded; the release and clang trees run it)
 lib=$(dirname "$bin")/libedgelm.so
 np_py=$(for p in python3 /usr/bin/python3; do "$p" -c 'import numpy' 2>/dev/null && echo "$p" && break; done)
-sanitized=false
-grep -q '^EDGELM_SANITIZE:BOOL=ON' "$(dirname "$bin")/CMakeCache.txt" 2>/dev/null && sanitized=true
 if $sanitized; then
     echo "cli_iquant: layout check not run in a sanitizer build"
 elif [ -z "$np_py" ] || [ ! -f "$lib" ]; then

@@ -21,8 +21,6 @@ f32=$fx/wide256/wide-f32.gguf
 im=$fx/wide256/reference-quants/llamacpp-imatrix-calib.gguf
 valid=$fx/stories260K/text/valid.txt
 [ -f "$f32" ] && [ -f "$im" ] && [ -f "$valid" ] || skip "the wide256 fixtures are missing"
-sanitized=false
-grep -q '^EDGELM_SANITIZE:BOOL=ON' "$(dirname "$bin")/CMakeCache.txt" 2>/dev/null && sanitized=true
 
 # a small calibration and the first lines of valid.txt keep the test short
 # (a sanitizer build, which checks the writing only, calibrates on 4 samples of 64 tokens)

@@ -16,7 +16,7 @@ bin=$1
 fix=$2
 lib=$(cd "$(dirname "$bin")" && pwd)/libedgelm.so
 . "$(dirname "$0")/lib/cli.sh"
-grep -q '^EDGELM_SANITIZE:BOOL=ON' "$(dirname "$bin")/CMakeCache.txt" 2>/dev/null &&
+! $sanitized ||
   skip "sanitizer build: libedgelm.so would need libasan preloaded into python3"
 python3 -m venv "$tmp/venv" >"$tmp/venv.log" 2>&1 || skip "python3 -m venv failed (apt-get install python3-venv): $(tail -1 "$tmp/venv.log")"
 

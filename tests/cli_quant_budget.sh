@@ -19,8 +19,6 @@ bin=$1 fix=$2
 s=$fix/stories260K golden=$fix/stories260K/golden/quant_reference.json
 f32=$s/stories260K-f32.gguf
 [ -f "$f32" ] && [ -f "$golden" ] || skip "the stories260K fixtures are missing"
-sanitized=false
-grep -q '^EDGELM_SANITIZE:BOOL=ON' "$(dirname "$bin")/CMakeCache.txt" 2>/dev/null && sanitized=true
 calib=(--calib "$s/text/calib.txt")
 $sanitized && calib+=(--calib-samples 8 --seq-len 64)
 

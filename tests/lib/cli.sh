@@ -9,6 +9,11 @@ trap 'rm -rf "$tmp"' EXIT
 passed=0
 failed=0
 
+# sanitized: true when $bin is a sanitizer build's (the CMakeCache.txt beside it), where a test
+# keeps its memory checks and may leave figures to the release run, or shrink its inputs.
+sanitized=false
+grep -q '^EDGELM_SANITIZE:BOOL=ON' "$(dirname "${bin:-.}")/CMakeCache.txt" 2>/dev/null && sanitized=true
+
 # python3, resolved once to the interpreter itself: a version manager's shim (pyenv's is a bash
 # script) costs ~0.4 s a call, and the interop tests call python3 a few hundred times. Exported to
 # the scripts a test runs.
