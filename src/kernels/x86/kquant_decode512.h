@@ -83,6 +83,19 @@ KQ_INLINE void kq512_codes(const elm_type t, const uint8_t *b, __m512i c[4]) {
         }
         break;
     }
+    case ELM_TYPE_TQ2_0: {
+        /* weight 128h + 32k + l is bits 2k, 2k+1 of byte 32h + l: c_j's halves take k = 2(j%2)
+         * and k + 1 of h = j/2 */
+        for (int j = 0; j < 4; j++) {
+            const __m512i v =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 32 * (j / 2))));
+            const int k = 2 * (j % 2);
+            const __m512i sh = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * k)),
+                                                  _mm256_set1_epi16((short)(2 * k + 2)), 1);
+            c[j] = _mm512_and_si512(_mm512_srlv_epi16(v, sh), _mm512_set1_epi8(3));
+        }
+        break;
+    }
     default: { /* IQ4_XS: sub-block j's 16 bytes give weights 32j+l (low nibble), 32j+16+l (high) */
         /* the grid values + 128 (unsigned, for vpdpbusd): their sign bit flipped */
         const __m512i grid = _mm512_xor_si512(
@@ -102,6 +115,57 @@ KQ_INLINE void kq512_codes(const elm_type t, const uint8_t *b, __m512i c[4]) {
     }
 }
 
+/* Whether kq512_row serves type t (the others take the 256-bit row). */
+KQ_INLINE bool kq512_serves(elm_type t) {
+    return t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K || t == ELM_TYPE_Q6_K ||
+           t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_IQ2_XS || t == ELM_TYPE_IQ3_XXS ||
+           t == ELM_TYPE_IQ3_S || t == ELM_TYPE_TQ2_0;
+}
+
+/* The lattice i-quants' four vectors of block b (IQ2_XS, IQ3_XXS, IQ3_S): the grid points'
+ * magnitudes of weights 64j..64j+63 in c[j], gathered by index from the expanded codebooks G,
+ * and in neg[j] bit i set where weight 64j + i is negative. The 7-bit sign codes become sign
+ * bytes through ksigns, all 128 entries looked up at once by vpermi2b. */
+KQ_INLINE void kq512_lattice(const elm_type t, const elm_iq_grids *G, const uint8_t *b,
+                             __m512i c[4], __mmask64 neg[4]) {
+    uint64_t signs[4];
+    if (t == ELM_TYPE_IQ3_S) {
+        memcpy(signs, b + 74, 32);
+        for (int j = 0; j < 4; j++) {
+            /* index i: byte i of the 16 at 2 + 16j, bit 8 from bit i of the u16 at 66 + 2j */
+            uint16_t h;
+            memcpy(&h, b + 66 + 2 * j, 2);
+            const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 2 + 16 * j)));
+            const __m512i idx = _mm512_mask_or_epi32(lo, (__mmask16)h, lo, _mm512_set1_epi32(256));
+            c[j] = _mm512_i32gather_epi32(idx, G->iq3s, 4);
+        }
+    } else {
+        const __m512i ks0 = _mm512_loadu_si512(G->ksigns), ks1 = _mm512_loadu_si512(G->ksigns + 64);
+        __m256i codes;
+        if (t == ELM_TYPE_IQ2_XS) {
+            /* 32 u16 at 2: a 9-bit index and a 7-bit sign code per 8 weights */
+            codes = _mm512_cvtepi16_epi8(_mm512_srli_epi16(_mm512_loadu_si512(b + 2), 9));
+            for (int j = 0; j < 4; j++) {
+                const __m128i v = _mm_loadu_si128((const __m128i *)(b + 2 + 16 * j));
+                c[j] = _mm512_i64gather_epi64(
+                    _mm512_cvtepu16_epi64(_mm_and_si128(v, _mm_set1_epi16(511))), G->iq2xs, 8);
+            }
+        } else { /* IQ3_XXS: 64 index bytes at 2, a u32 per 32 weights at 66 with 4 sign codes at
+                  * bits 0, 7, 14, 21 */
+            const __m256i ctrl = _mm256_set1_epi64x(0x352e2720150e0700ll); /* bits 0, 7, .. 53 */
+            codes = _mm256_multishift_epi64_epi8(ctrl, _mm256_loadu_si256((const __m256i *)(b + 66)));
+            for (int j = 0; j < 4; j++)
+                c[j] = _mm512_i32gather_epi32(
+                    _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 2 + 16 * j))),
+                    G->iq3xxs, 4);
+        }
+        _mm256_storeu_si256((__m256i *)signs,
+                            _mm512_castsi512_si256(_mm512_permutex2var_epi8(
+                                ks0, _mm512_castsi256_si512(codes), ks1)));
+    }
+    for (int j = 0; j < 4; j++) neg[j] = (__mmask64)signs[j];
+}
+
 KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_row *x, int64_t n) {
     const size_t bb = elm_type_get(t)->block_bytes;
     const bool mins = t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
@@ -114,8 +178,12 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
                                                                        7, 6, 5, 4, 3, 2, 1, 0),
                                                       2));
     }
+    /* the lattice types: magnitudes as codes, their signs moved onto the activations */
+    const bool lattice = t == ELM_TYPE_IQ2_XS || t == ELM_TYPE_IQ3_XXS || t == ELM_TYPE_IQ3_S;
+    const elm_iq_grids *G = lattice ? elm_iq_grids_get() : NULL;
     __m512 acc = _mm512_setzero_ps();
     __m256 acc_m = _mm256_setzero_ps();
+    float acc_exact = 0;
     for (int64_t s = 0; s < n; s++, src += bb) {
         elm_prefetch_span(src + ELM_PREFETCH_AHEAD, bb);
         kq_scales sm;
@@ -123,7 +191,9 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
         packed_scales(t, src, &sm, &d, &dmin);
         const __m256i sc16 = _mm256_load_si256((const __m256i *)sm.sc);
         __m512i c[4];
-        kq512_codes(t, src, c);
+        __mmask64 neg[4] = {0, 0, 0, 0};
+        if (lattice) kq512_lattice(t, G, src, c, neg);
+        else kq512_codes(t, src, c);
         const int8_t *xq = x->qs + s * ELM_QK_K;
         __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
         /* IQ4_XS: codes up to 241 would overflow maddubs' int16 pairs, so vpdpbusd's int32
@@ -131,7 +201,9 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
         const __m512i sc32 =
             t == ELM_TYPE_IQ4_XS ? _mm512_cvtepi16_epi32(sc16) : _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {
-            const __m512i xv = _mm512_loadu_si512(xq + 64 * j);
+            __m512i xv = _mm512_loadu_si512(xq + 64 * j);
+            if (lattice) /* |x| <= 127: the negation is exact */
+                xv = _mm512_mask_sub_epi8(xv, neg[j], _mm512_setzero_si512(), xv);
             if (t == ELM_TYPE_IQ4_XS) {
                 const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[j], xv);
                 const __m512i scv = _mm512_permutexvar_epi32(idx32[j], sc32);
@@ -143,16 +215,22 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
         }
         __m512i sum = _mm512_add_epi32(isum[0], isum[1]);
         const __m256i bsum = _mm256_loadu_si256((const __m256i *)(x->bsum + 16 * s));
-        /* the codes' offsets: 32 (Q6_K) or 128 (IQ4_XS) times Σ_g sc[g]·bsum[g] */
-        if (t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS)
+        /* the codes' offsets: 32 (Q6_K), 128 (IQ4_XS) or 1 (TQ2_0) times Σ_g sc[g]·bsum[g] */
+        if (t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_TQ2_0)
             sum = _mm512_sub_epi32(sum, _mm512_zextsi256_si512(_mm256_slli_epi32(
-                                            _mm256_madd_epi16(sc16, bsum), t == ELM_TYPE_Q6_K ? 5 : 7)));
+                                            _mm256_madd_epi16(sc16, bsum),
+                                            t == ELM_TYPE_Q6_K ? 5 : t == ELM_TYPE_IQ4_XS ? 7 : 0)));
         const float xd = x->d[s];
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * xd), acc);
+        /* TQ2_0's lanes hold sums of the codes (0..2), far larger than the ternary values' sum
+         * they leave after the offset: their float rounding would swamp it, so the block's exact
+         * integer goes into float alone, as in the oracle */
+        if (t == ELM_TYPE_TQ2_0) acc_exact += d * xd * (float)_mm512_reduce_add_epi32(sum);
+        else acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * xd), acc);
         if (mins)
             acc_m = _mm256_fmadd_ps(
                 _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm.m), bsum)),
                 _mm256_set1_ps(dmin * xd), acc_m);
     }
+    if (t == ELM_TYPE_TQ2_0) return acc_exact;
     return _mm512_reduce_add_ps(acc) - (mins ? hsum256(acc_m) : 0.0f);
 }
