@@ -122,48 +122,83 @@ KQ_INLINE bool kq512_serves(elm_type t) {
            t == ELM_TYPE_IQ3_S || t == ELM_TYPE_TQ2_0;
 }
 
+/* 64 bytes of the 256-byte table tab, by the 64 bytes of idx: vpermi2b takes 7 index bits
+ * (two 64-byte halves), the eighth picks between two such lookups. */
+KQ_INLINE __m512i kq512_lut256(const uint8_t *tab, __m512i idx) {
+    const __m512i a =
+        _mm512_permutex2var_epi8(_mm512_loadu_si512(tab), idx, _mm512_loadu_si512(tab + 64));
+    const __m512i b = _mm512_permutex2var_epi8(_mm512_loadu_si512(tab + 128), idx,
+                                               _mm512_loadu_si512(tab + 192));
+    return _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), a, b);
+}
+
+/* The same in a 512-byte table, bit 8 of index i being bit i of hi. */
+KQ_INLINE __m512i kq512_lut512(const uint8_t *tab, __m512i idx, __mmask64 hi) {
+    return _mm512_mask_blend_epi8(hi, kq512_lut256(tab, idx), kq512_lut256(tab + 256, idx));
+}
+
+/* Where byte k of c_j's codes comes from (vpermi2b over the codes' low bytes, then 64 + their
+ * high bytes), for j = 0 (the others add a point count per vector): IQ3's point i (weights
+ * 4i..4i+3) its code in bytes 4i, 4i + 1; IQ2's point i (8i..8i+7) in bytes 8i, 8i + 1. */
+static const uint8_t kq512_iq3_pick[64] = {0, 64, 0, 0, 1, 65, 1, 1, 2, 66, 2, 2, 3, 67, 3, 3, 4, 68, 4, 4, 5, 69, 5, 5, 6, 70, 6, 6, 7, 71, 7, 7, 8, 72, 8, 8, 9, 73, 9, 9, 10, 74, 10, 10, 11, 75, 11, 11, 12, 76, 12, 12, 13, 77, 13, 13, 14, 78, 14, 14, 15, 79, 15, 15};
+static const uint8_t kq512_iq2_pick[64] = {0, 64, 0, 0, 0, 0, 0, 0, 1, 65, 1, 1, 1, 1, 1, 1, 2, 66, 2, 2, 2, 2, 2, 2, 3, 67, 3, 3, 3, 3, 3, 3, 4, 68, 4, 4, 4, 4, 4, 4, 5, 69, 5, 5, 5, 5, 5, 5, 6, 70, 6, 6, 6, 6, 6, 6, 7, 71, 7, 7, 7, 7, 7, 7};
+
 /* The lattice i-quants' four vectors of block b (IQ2_XS, IQ3_XXS, IQ3_S): the grid points'
- * magnitudes of weights 64j..64j+63 in c[j], gathered by index from the expanded codebooks G,
- * and in neg[j] bit i set where weight 64j + i is negative. The 7-bit sign codes become sign
- * bytes through ksigns, all 128 entries looked up at once by vpermi2b. */
+ * magnitudes of weights 64j..64j+63 in c[j], and in neg[j] bit i set where weight 64j + i is
+ * negative. No gathers (which took most of the time): the block's 64 (IQ2_XS: 32) point
+ * indices look up their codes' low and high bytes in G's split tables at once (kq512_lut*),
+ * then each vector places its points' two code bytes with one vpermi2b, cuts out the level
+ * indices (2 or 3 bits per coordinate) with vpmultishiftqb and a mask, and turns them into
+ * magnitudes with vpshufb. The 7-bit sign codes become sign bytes through ksigns, all 128
+ * entries looked up at once by vpermi2b. */
 KQ_INLINE void kq512_lattice(const elm_type t, const elm_iq_grids *G, const uint8_t *b,
                              __m512i c[4], __mmask64 neg[4]) {
+    const bool iq2 = t == ELM_TYPE_IQ2_XS;
     uint64_t signs[4];
+    __m512i lo, hi;
     if (t == ELM_TYPE_IQ3_S) {
+        /* index i: byte i of the 64 at 2, bit 8 from bit i of the 64 at 66 */
         memcpy(signs, b + 74, 32);
-        for (int j = 0; j < 4; j++) {
-            /* index i: byte i of the 16 at 2 + 16j, bit 8 from bit i of the u16 at 66 + 2j */
-            uint16_t h;
-            memcpy(&h, b + 66 + 2 * j, 2);
-            const __m512i lo = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 2 + 16 * j)));
-            const __m512i idx = _mm512_mask_or_epi32(lo, (__mmask16)h, lo, _mm512_set1_epi32(256));
-            c[j] = _mm512_i32gather_epi32(idx, G->iq3s, 4);
-        }
+        uint64_t h;
+        memcpy(&h, b + 66, 8);
+        const __m512i idx = _mm512_loadu_si512(b + 2);
+        lo = kq512_lut512(G->iq3s_lo, idx, h), hi = kq512_lut512(G->iq3s_hi, idx, h);
     } else {
         const __m512i ks0 = _mm512_loadu_si512(G->ksigns), ks1 = _mm512_loadu_si512(G->ksigns + 64);
         __m256i codes;
-        if (t == ELM_TYPE_IQ2_XS) {
+        if (iq2) {
             /* 32 u16 at 2: a 9-bit index and a 7-bit sign code per 8 weights */
-            codes = _mm512_cvtepi16_epi8(_mm512_srli_epi16(_mm512_loadu_si512(b + 2), 9));
-            for (int j = 0; j < 4; j++) {
-                const __m128i v = _mm_loadu_si128((const __m128i *)(b + 2 + 16 * j));
-                c[j] = _mm512_i64gather_epi64(
-                    _mm512_cvtepu16_epi64(_mm_and_si128(v, _mm_set1_epi16(511))), G->iq2xs, 8);
-            }
+            const __m512i v = _mm512_loadu_si512(b + 2);
+            codes = _mm512_cvtepi16_epi8(_mm512_srli_epi16(v, 9));
+            const __m512i idx = _mm512_castsi256_si512(_mm512_cvtepi16_epi8(v));
+            const __mmask64 h = _mm512_test_epi16_mask(v, _mm512_set1_epi16(0x100));
+            lo = kq512_lut512(G->iq2xs_lo, idx, h), hi = kq512_lut512(G->iq2xs_hi, idx, h);
         } else { /* IQ3_XXS: 64 index bytes at 2, a u32 per 32 weights at 66 with 4 sign codes at
                   * bits 0, 7, 14, 21 */
             const __m256i ctrl = _mm256_set1_epi64x(0x352e2720150e0700ll); /* bits 0, 7, .. 53 */
             codes = _mm256_multishift_epi64_epi8(ctrl, _mm256_loadu_si256((const __m256i *)(b + 66)));
-            for (int j = 0; j < 4; j++)
-                c[j] = _mm512_i32gather_epi32(
-                    _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(b + 2 + 16 * j))),
-                    G->iq3xxs, 4);
+            const __m512i idx = _mm512_loadu_si512(b + 2);
+            lo = kq512_lut256(G->iq3xxs_lo, idx), hi = kq512_lut256(G->iq3xxs_hi, idx);
         }
         _mm256_storeu_si256((__m256i *)signs,
                             _mm512_castsi512_si256(_mm512_permutex2var_epi8(
                                 ks0, _mm512_castsi256_si512(codes), ks1)));
     }
-    for (int j = 0; j < 4; j++) neg[j] = (__mmask64)signs[j];
+    /* the level indices' bit offsets in each 64-bit lane (two IQ3 codes or one IQ2 code) */
+    const __m512i ctrl = _mm512_set1_epi64(iq2 ? 0x0e0c0a0806040200ll : 0x2926232009060300ll);
+    const __m512i mask = _mm512_set1_epi8(iq2 ? 3 : 7);
+    const __m512i levels = _mm512_broadcast_i32x4(
+        iq2 ? _mm_setr_epi8(8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        : t == ELM_TYPE_IQ3_S ? _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)
+                              : _mm_setr_epi8(4, 12, 20, 28, 36, 44, 52, 62, 0, 0, 0, 0, 0, 0, 0, 0));
+    const __m512i pick = _mm512_loadu_si512(iq2 ? kq512_iq2_pick : kq512_iq3_pick);
+    for (int j = 0; j < 4; j++) {
+        const __m512i at = _mm512_add_epi8(pick, _mm512_set1_epi8((char)((iq2 ? 8 : 16) * j)));
+        const __m512i code = _mm512_permutex2var_epi8(lo, at, hi);
+        c[j] = _mm512_shuffle_epi8(levels,
+                                   _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, code), mask));
+        neg[j] = (__mmask64)signs[j];
+    }
 }
 
 KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_row *x, int64_t n) {
