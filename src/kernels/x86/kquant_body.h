@@ -235,6 +235,7 @@ KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64
 /* The scales (spread to one int16 per 16 weights, as in elm_kq_block) and mins of a block. */
 typedef struct kq_scales {
     int16_t sc[16], m[16];
+    uint32_t signs[8]; /* the i-quants' sign bytes (iq_block_signs), where packed_chunk wants them */
 } __attribute__((aligned(32))) kq_scales;
 
 /* An f16 field through F16C (elm_load_f16 calls out of line). */
@@ -328,8 +329,10 @@ KQ_INLINE __m256i kq_shift(__m256i x, int n) {
     return n >= 0 ? _mm256_slli_epi16(x, n) : _mm256_srli_epi16(x, -n);
 }
 
-/* The 32 codes of chunk c (weights 32c..32c+31) of block b; G: the i-quants' codebooks. */
-KQ_INLINE __m256i packed_chunk(elm_type t, const elm_iq_grids *G, const uint8_t *b, int c) {
+/* The 32 codes of chunk c (weights 32c..32c+31) of block b; G: the i-quants' codebooks, sm the
+ * block's packed_scales (and signs). */
+KQ_INLINE __m256i packed_chunk(elm_type t, const elm_iq_grids *G, const uint8_t *b,
+                               const kq_scales *sm, int c) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     switch (t) {
     case ELM_TYPE_Q4_K: {
@@ -362,7 +365,7 @@ KQ_INLINE __m256i packed_chunk(elm_type t, const elm_iq_grids *G, const uint8_t 
                      : _mm256_permute2x128_si256(lo, hi, 0x20);
     }
     case ELM_TYPE_TQ2_0: return tq2_codes(b, c); /* unsigned; the offset of 1 comes off later */
-    default: return iq_chunk(t, G, b, c);
+    default: return iq_chunk(t, G, b, sm->signs, c);
     }
 }
 
@@ -415,6 +418,7 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
         for (int r = 0; r < nr; r++) {
             elm_prefetch_span(src + r * row_bytes + ELM_PREFETCH_AHEAD, bb);
             packed_scales(t, src + r * row_bytes, &sm[r], &d[r], &dmin[r]);
+            if (iq_coded_signs(t)) iq_block_signs(t, src + r * row_bytes, sm[r].signs);
         }
         __m256i a[2][4], a2[2][4];
         for (int r = 0; r < nr; r++)
@@ -426,7 +430,7 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
                 int32_t sc;
                 memcpy(&sc, sm[r].sc + 2 * c, 4);
                 scv[r] = _mm256_shuffle_epi8(_mm256_set1_epi32(sc), spread);
-                q[r] = packed_chunk(t, G, src + r * row_bytes, c);
+                q[r] = packed_chunk(t, G, src + r * row_bytes, &sm[r], c);
                 if (packed_signed(t)) aq[r] = _mm256_abs_epi8(q[r]);
             }
             for (int i = 0; i < nx; i++) {
