@@ -227,9 +227,10 @@ KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64
 
 /* ---- products straight from the packed super-blocks (decode and prefill of the common types) ----
  * Each 32-weight chunk is decoded in registers and dotted with up to 4 tokens; nothing is stored.
- * Q4_K, Q5_K and Q6_K codes are unsigned, so maddubs takes them as they are (no sign transfer);
- * Q6_K's offset of 32 is taken out in integers afterwards as 32·Σ_g sc[g]·bsum[g]. IQ4_XS's grid
- * values are signed and go through kq_pairs. The integers are the oracle's (kquant.h), and so,
+ * Q4_K, Q5_K, Q6_K and TQ2_0 codes are unsigned, so maddubs takes them as they are (no sign
+ * transfer); Q6_K's offset of 32 (TQ2_0's of 1) is taken out in integers afterwards as
+ * 32·Σ_g sc[g]·bsum[g]. IQ4_XS's grid values and the other sub-4-bit i-quants' (iq_chunk, from
+ * iquant_unpack.h) are signed and go through kq_pairs. The integers are the oracle's (kquant.h), and so,
  * summed per block and scaled in the oracle's float order, are the results. */
 
 /* The scales (spread to one int16 per 16 weights, as in elm_kq_block) and mins of a block. */
@@ -407,7 +408,10 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
      * block (the oracle's order, kept for the wider tiles, where lanes would not fit the
      * registers); single-thread decode out of cache 10-25% faster on Zen 4 (Q4_K, Q6_K,
      * IQ4_XS) */
-    const bool lanes = nr * nx <= 2 && t != ELM_TYPE_TQ2_0; /* TQ2_0: kq512_row says why */
+    /* not TQ2_0: its lanes hold sums of the codes (0..2), far larger than the ternary result left
+     * after the offset, whose float rounding would swamp it; its blocks' exact integers go into
+     * float one by one, as in the oracle */
+    const bool lanes = nr * nx <= 2 && t != ELM_TYPE_TQ2_0;
     float acc[2][4] = {{0}};
     __m256 lane_acc[2][4];
     for (int r = 0; r < nr; r++)
