@@ -1,15 +1,17 @@
 /* Products with the sub-4-bit i-quants and ternary types (kernels/iquant.h) on llama-quantize's
  * own blocks: tests/data/iquant/TYPE.gguf, cut by scripts/iquant_reference.sh from the wide256
  * reference files (blk.0.attn_k, 256 columns; the first 128 rows of blk.1.ffn_down, 768 columns).
- * For each tensor, at 1 token (decode), 7 and 20 tokens (prefill: the SIMD tables' 16-row tiles
- * from 4 tokens on), the scalar table's matmul and the ggml-rounding one's (which sums the IQ2
+ * For each tensor, at 1 token (decode: the SIMD tables' row kernels straight from the file's
+ * blocks), 2 and 3 tokens (their two-row tiles of those blocks), 7 and 20 tokens (prefill: the
+ * 16-row tiles from 4 tokens on), the scalar table's matmul and the ggml-rounding one's (which sums the IQ2
  * and IQ3 types in llama.cpp's AVX2 lanes) must equal the dot products of the dequantized
  * weights (the types table's to_float, which tests/cli_iquant.sh checks bit for bit) with the
  * q8_K-rounded activations, up to float rounding; the ISA tables this CPU has (SIMD unpacking,
  * dot products and tiles: the same integers, summed in another float order) must agree with the
  * scalar one to 2e-6 of the products' magnitude. Each SIMD table's unpacking must give the
  * oracle's canonical blocks byte for byte, on these blocks and on random bytes (every index,
- * sign and scale bit pattern). */
+ * sign and scale bit pattern); the products too are checked on random blocks (their f16 scales
+ * kept finite), which reach the grid indices and sign codes the encoder never writes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@
 static const char *const files[] = {"iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s",
                                     "iq1_s",   "iq1_m",  "tq1_0", "tq2_0"};
 
-static const int tokens[] = {1, 7, 20};
+static const int tokens[] = {1, 2, 3, 7, 20};
 
 /* The SIMD tables' kquant pieces built for this machine and present on this CPU. */
 static int simd_pieces(const elm_kq_kernels **out, const char **isa) {
@@ -64,17 +66,34 @@ static void check_unpack_blocks(elm_type t, const uint8_t *src, int64_t n, const
     free(b0), free(b1);
 }
 
-/* The tensor's own blocks, then as many random ones. */
-static void check_unpack(const elm_gguf_tensor *t) {
-    const int64_t n = t->ne[0] * t->ne[1] / ELM_QK_K;
-    const size_t bytes = elm_type_get(t->type)->block_bytes * (size_t)n;
-    check_unpack_blocks(t->type, t->data, n, t->name);
-    uint8_t *r = malloc(bytes);
-    unsigned seed = 12345u + (unsigned)t->type;
-    for (size_t i = 0; i < bytes; i++) {
+/* n random blocks of type t; seed: the random sequence's. */
+static uint8_t *random_blocks(elm_type t, int64_t n, unsigned seed) {
+    const size_t bb = elm_type_get(t)->block_bytes;
+    uint8_t *r = malloc(bb * (size_t)n);
+    for (size_t i = 0; i < bb * (size_t)n; i++) {
         seed = seed * 1103515245u + 12345u;
         r[i] = (uint8_t)(seed >> 16);
     }
+    return r;
+}
+
+/* Clears bit 14 of each block's f16 scale (its exponent's top bit), so that the scale is finite
+ * (|d| < 2) and the products comparable: IQ1_M keeps that bit at bit 14 of its u16 at byte 54
+ * (the top nibbles of the four u16 at 48..55 form its scale). */
+static void tame_scales(elm_type t, uint8_t *p, int64_t n) {
+    const size_t bb = elm_type_get(t)->block_bytes;
+    const size_t at = t == ELM_TYPE_IQ1_M   ? 55
+                      : t == ELM_TYPE_TQ1_0 ? 53
+                      : t == ELM_TYPE_TQ2_0 ? 65
+                                            : 1; /* the high byte of the f16 at 0, 52 or 64 */
+    for (int64_t b = 0; b < n; b++) p[bb * (size_t)b + at] &= (uint8_t)~0x40;
+}
+
+/* The tensor's own blocks, then as many random ones. */
+static void check_unpack(const elm_gguf_tensor *t) {
+    const int64_t n = t->ne[0] * t->ne[1] / ELM_QK_K;
+    uint8_t *r = random_blocks(t->type, n, 12345u + (unsigned)t->type);
+    check_unpack_blocks(t->type, t->data, n, t->name);
     check_unpack_blocks(t->type, r, n, "random blocks");
     free(r);
 }
@@ -153,6 +172,18 @@ static void check_tensor(const char *path, const elm_gguf_tensor *t, int n_tok) 
     free(w), free(x), free(xr), free(y0), free(y), free(row), free(scratch);
 }
 
+/* The products of a random 64 × 512 matrix of type t (check_tensor's tests). */
+static void check_random(elm_type t) {
+    elm_gguf_tensor r = {.n_dims = 2, .ne = {512, 64, 1, 1}, .type = t};
+    snprintf(r.name, sizeof r.name, "random %s blocks", elm_type_get(t)->name);
+    uint8_t *blocks = random_blocks(t, 64 * 2, 777u + (unsigned)t);
+    tame_scales(t, blocks, 64 * 2);
+    r.data = blocks;
+    for (size_t k = 0; k < sizeof tokens / sizeof tokens[0]; k++)
+        check_tensor("random blocks", &r, tokens[k]);
+    free(blocks);
+}
+
 static int check_file(const char *name) {
     char path[256];
     snprintf(path, sizeof path, "tests/data/iquant/%s.gguf", name);
@@ -176,6 +207,7 @@ static int check_file(const char *name) {
             for (size_t k = 0; k < sizeof tokens / sizeof tokens[0]; k++)
                 check_tensor(path, t, tokens[k]);
             check_unpack(t);
+            if (!n) check_random(t->type);
             n++;
         }
     } else

@@ -27,12 +27,16 @@ extern const uint16_t elm_iq3xxs_codes[256], elm_iq3s_codes[512], elm_iq1s_codes
 
 /* The codebooks expanded to one byte per coordinate: the IQ2 grids' magnitudes (8, 25 or 43),
  * the IQ3 grids' magnitudes (IQ3_XXS 4..52 step 8 and 62; IQ3_S the odd 1..15), IQ1's signed
- * -1, 0, +1; and ksigns, the 7-bit sign codes completed to 8 sign bits of even parity. */
+ * -1, 0, +1; and ksigns, the 7-bit sign codes completed to 8 sign bits of even parity. Also
+ * the stored codes of IQ2_XS, IQ3_XXS and IQ3_S split into their low and high bytes (*_lo,
+ * *_hi), tables for byte lookups by index (vpermi2b), which kernels expand to levels. */
 typedef struct elm_iq_grids {
     uint8_t iq2xxs[256][8], iq2xs[512][8], iq2s[1024][8];
     uint8_t iq3xxs[256][4], iq3s[512][4];
     int8_t iq1s[2048][8];
     uint8_t ksigns[128];
+    uint8_t iq2xs_lo[512], iq2xs_hi[512], iq3xxs_lo[256], iq3xxs_hi[256];
+    uint8_t iq3s_lo[512], iq3s_hi[512];
 } elm_iq_grids;
 
 /* The expanded codebooks, built at the first call (thread-safe); never NULL. */

@@ -25,6 +25,10 @@ static void expand(const uint16_t *codes, int n, int n_coord, int bits, const in
             out[i * n_coord + c] = levels[(codes[i] >> (bits * c)) & ((1 << bits) - 1)];
 }
 
+static void split(const uint16_t *codes, int n, uint8_t *lo, uint8_t *hi) {
+    for (int i = 0; i < n; i++) lo[i] = (uint8_t)codes[i], hi[i] = (uint8_t)(codes[i] >> 8);
+}
+
 static void build_grids(void) {
     static const int8_t iq2[3] = {8, 25, 43}, iq1[3] = {-1, 0, 1};
     static const int8_t iq3xxs[8] = {4, 12, 20, 28, 36, 44, 52, 62};
@@ -37,6 +41,9 @@ static void build_grids(void) {
     expand(elm_iq1s_codes, 2048, 8, 2, iq1, &grids.iq1s[0][0]);
     /* 7 stored sign bits; the eighth makes the count of minus signs even */
     for (int i = 0; i < 128; i++) grids.ksigns[i] = (uint8_t)(i | (__builtin_parity(i) << 7));
+    split(elm_iq2xs_codes, 512, grids.iq2xs_lo, grids.iq2xs_hi);
+    split(elm_iq3xxs_codes, 256, grids.iq3xxs_lo, grids.iq3xxs_hi);
+    split(elm_iq3s_codes, 512, grids.iq3s_lo, grids.iq3s_hi);
 }
 
 const elm_iq_grids *elm_iq_grids_get(void) {

@@ -4,7 +4,9 @@
  * float result d·x.d·isum, which equals ggml's once its factors 1/8 and 1/4 (folded into d here)
  * and IQ1's ±1/8 shift (folded into q) are taken out, since those only move exponents. This is
  * the scalar unpacking (the oracle); the SIMD tables unpack in vectors (x86/iquant_unpack.h,
- * arm/iquant_unpack.h) and run the blocks through their own dot products and gemm16 tiles. */
+ * arm/iquant_unpack.h) and run the blocks through their gemm16 tiles and (NEON) dot products;
+ * the x86 tables' decode builds the same vectors chunk by chunk straight into its dot products
+ * (dot_packed, decode_rows), all types but TQ1_0. */
 #ifndef EDGELM_KERNELS_IQUANT_H
 #define EDGELM_KERNELS_IQUANT_H
 

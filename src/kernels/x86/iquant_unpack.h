@@ -5,8 +5,10 @@
  *
  * The lattice types build each 32 weights from grid points: four 8-byte points (IQ2, IQ1) or
  * eight 4-byte points (IQ3) loaded by index from the expanded codebooks (elm_iq_grids) into one
- * vector; then the signs, one byte per 8 weights (from the ksigns table for the 7-bit codes),
- * are spread to the weights' bytes, tested against each byte's bit and applied as (g ^ m) - m.
+ * vector; then the signs, one byte per 8 weights (the 7-bit codes completed as ksigns does, a
+ * block's 32 at once: iq_block_signs), are spread to the weights' bytes, tested against each
+ * byte's bit and applied as (g ^ m) - m. Decode takes these vectors one 32-weight chunk at a
+ * time (iq_chunk) straight into its dot products (kquant_body.h's dot_packed).
  * IQ1's values are 8·g ± 1 (vpsignb of 8 by g, plus the group's shift). The ternary types are
  * bit fields (TQ2_0) or base-3 digits taken by 16-bit multiplies (TQ1_0). The scales are the
  * codec's own (elm_iquant_scales). */
@@ -42,12 +44,6 @@ KQ_INLINE __m256i iq_signed(__m256i g, uint32_t signs) {
     const __m256i s = _mm256_shuffle_epi8(_mm256_set1_epi32((int)signs), spread);
     const __m256i m = _mm256_cmpeq_epi8(_mm256_and_si256(s, bits), bits);
     return _mm256_sub_epi8(_mm256_xor_si256(g, m), m);
-}
-
-/* The four sign bytes of the 7-bit codes at bits 0, 7, 14, 21 of aux. */
-KQ_INLINE uint32_t iq_ksigns4(const uint8_t *ksigns, uint32_t aux) {
-    return (uint32_t)ksigns[aux & 127] | (uint32_t)ksigns[(aux >> 7) & 127] << 8 |
-           (uint32_t)ksigns[(aux >> 14) & 127] << 16 | (uint32_t)ksigns[(aux >> 21) & 127] << 24;
 }
 
 /* IQ1's 32 weights 8·g + shift from four grid points, shifts: a byte (1 or -1) per weight. */
@@ -92,93 +88,137 @@ KQ_INLINE void unpack_tq1_0(const uint8_t *b, int8_t *q) {
     _mm_storeu_si128((__m128i *)(q + 240), tq1_narrow(tq1_trits(xh, ph)));
 }
 
-KQ_INLINE void unpack_tq2_0(const uint8_t *b, int8_t *q) {
-    const __m256i one = _mm256_set1_epi8(1);
-    for (int h = 0; h < 2; h++) {
-        const __m256i v = kq_load(b + 32 * h);
-        for (int k = 0; k < 4; k++)
-            kq_store(q + 128 * h + 32 * k, _mm256_sub_epi8(kq_bits(v, 2 * k, 3), one));
+/* Sign bytes of 32 7-bit codes c (one a byte, bit 7 clear): bit 7 set where the code has an odd
+ * count of set bits (ksigns' even parity), from the parities of its nibbles by vpshufb. */
+KQ_INLINE __m256i iq_ksigns32(__m256i c) {
+    const __m256i par = _mm256_broadcastsi128_si256(_mm_setr_epi8(
+        0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0));
+    return _mm256_or_si256(
+        c, _mm256_xor_si256(_mm256_shuffle_epi8(par, _mm256_and_si256(c, _mm256_set1_epi8(0x0f))),
+                            _mm256_shuffle_epi8(par, kq_bits(c, 4, 0x0f))));
+}
+
+/* Whether type t's signs are 7-bit codes that iq_block_signs reads. */
+KQ_INLINE bool iq_coded_signs(elm_type t) {
+    return t == ELM_TYPE_IQ2_XXS || t == ELM_TYPE_IQ2_XS || t == ELM_TYPE_IQ3_XXS;
+}
+
+/* The sign bytes of block b's 32 groups of 8 weights (byte k: group k; s[c] those of weights
+ * 32c..32c+31), all at once instead of a ksigns lookup per group: the codes are bits 9-15 of
+ * IQ2_XS's u16 at 2, bits 0, 7, 14, 21 of IQ3_XXS's u32 at 66 and of IQ2_XXS's at 6 + 8c. */
+KQ_INLINE void iq_block_signs(const elm_type t, const uint8_t *b, uint32_t s[8]) {
+    __m256i c;
+    if (t == ELM_TYPE_IQ2_XS) {
+        const __m256i lo = _mm256_srli_epi16(kq_load(b + 2), 9);
+        const __m256i hi = _mm256_srli_epi16(kq_load(b + 34), 9);
+        c = _mm256_permute4x64_epi64(_mm256_packus_epi16(lo, hi), 0xd8);
+    } else {
+        __m256i w;
+        if (t == ELM_TYPE_IQ3_XXS) w = kq_load(b + 66);
+        else /* IQ2_XXS: the odd words of 64 bytes at 2 */
+            w = _mm256_permute4x64_epi64(
+                _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(kq_load(b + 2)),
+                                                      _mm256_castsi256_ps(kq_load(b + 34)),
+                                                      _MM_SHUFFLE(3, 1, 3, 1))),
+                0xd8);
+        /* code k (bits 7k..7k+6) to byte k */
+        c = _mm256_or_si256(
+            _mm256_or_si256(_mm256_and_si256(w, _mm256_set1_epi32(0x7f)),
+                            _mm256_and_si256(_mm256_slli_epi32(w, 1), _mm256_set1_epi32(0x7f00))),
+            _mm256_or_si256(
+                _mm256_and_si256(_mm256_slli_epi32(w, 2), _mm256_set1_epi32(0x7f0000)),
+                _mm256_and_si256(_mm256_slli_epi32(w, 3), _mm256_set1_epi32(0x7f000000))));
+    }
+    _mm256_storeu_si256((__m256i *)s, iq_ksigns32(c));
+}
+
+/* TQ2_0's 2-bit codes (trit + 1, 0..2) of weights 32c..32c+31: bits 2k of byte 32h + l hold
+ * weight 128h + 32k + l. */
+KQ_INLINE __m256i tq2_codes(const uint8_t *b, int c) {
+    return kq_bits(kq_load(b + 32 * (c / 4)), 2 * (c % 4), 3);
+}
+
+/* The signed grid values of weights 32c..32c+31 of one block of type t (not TQ1_0): the bytes
+ * elm_iquant_values gives there. signs: iq_block_signs' of the block, for iq_coded_signs(t). */
+KQ_INLINE __m256i iq_chunk(const elm_type t, const elm_iq_grids *G, const uint8_t *b,
+                           const uint32_t *signs, int c) {
+    switch (t) {
+    case ELM_TYPE_IQ2_XXS: {
+        const uint8_t *p = b + 2 + 8 * c;
+        return iq_signed(iq_points8(G->iq2xxs, p[0], p[1], p[2], p[3]), signs[c]);
+    }
+    case ELM_TYPE_IQ2_XS: {
+        const uint64_t v = iq_u64(b + 2 + 8 * c); /* four u16: 9-bit index, 7-bit signs */
+        const __m256i g = iq_points8(G->iq2xs, v & 511, (v >> 16) & 511, (v >> 32) & 511,
+                                     (v >> 48) & 511);
+        return iq_signed(g, signs[c]);
+    }
+    case ELM_TYPE_IQ2_S: {
+        const uint8_t *p = b + 2 + 4 * c;
+        const unsigned h = b[66 + c];
+        const __m256i g = iq_points8(G->iq2s, p[0] | (h & 3) << 8, p[1] | (h & 12) << 6,
+                                     p[2] | (h & 48) << 4, p[3] | (h & 192) << 2);
+        return iq_signed(g, iq_u32(b + 34 + 4 * c));
+    }
+    case ELM_TYPE_IQ3_XXS: {
+        const uint8_t *p = b + 2 + 8 * c;
+        const uint8_t(*g)[4] = G->iq3xxs;
+        const __m256i v = _mm256_setr_epi32(
+            (int)iq_u32(g[p[0]]), (int)iq_u32(g[p[1]]), (int)iq_u32(g[p[2]]),
+            (int)iq_u32(g[p[3]]), (int)iq_u32(g[p[4]]), (int)iq_u32(g[p[5]]),
+            (int)iq_u32(g[p[6]]), (int)iq_u32(g[p[7]]));
+        return iq_signed(v, signs[c]);
+    }
+    case ELM_TYPE_IQ3_S: {
+        const uint8_t *p = b + 2 + 8 * c;
+        const unsigned h = b[66 + c];
+        const uint8_t(*g)[4] = G->iq3s;
+        const __m256i v = _mm256_setr_epi32(
+            (int)iq_u32(g[p[0] | (h & 1) << 8]), (int)iq_u32(g[p[1] | (h & 2) << 7]),
+            (int)iq_u32(g[p[2] | (h & 4) << 6]), (int)iq_u32(g[p[3] | (h & 8) << 5]),
+            (int)iq_u32(g[p[4] | (h & 16) << 4]), (int)iq_u32(g[p[5] | (h & 32) << 3]),
+            (int)iq_u32(g[p[6] | (h & 64) << 2]), (int)iq_u32(g[p[7] | (h & 128) << 1]));
+        return iq_signed(v, iq_u32(b + 74 + 4 * c));
+    }
+    case ELM_TYPE_IQ1_S: {
+        const uint8_t *p = b + 2 + 4 * c;
+        const unsigned h = (unsigned)b[34 + 2 * c] | (unsigned)b[35 + 2 * c] << 8;
+        const __m256i g = iq_points8(G->iq1s, p[0] | (h & 7) << 8, p[1] | (h & 0x38) << 5,
+                                     p[2] | (h & 0x1c0) << 2, p[3] | (h & 0xe00) >> 1);
+        return iq1_values(g, _mm256_set1_epi64x(iq1_shift(h & 0x8000)));
+    }
+    case ELM_TYPE_IQ1_M: {
+        const uint8_t *p = b + 4 * c;
+        const unsigned h0 = b[32 + 2 * c], h1 = b[33 + 2 * c];
+        const __m256i g = iq_points8(G->iq1s, p[0] | (h0 & 7) << 8, p[1] | (h0 & 0x70) << 4,
+                                     p[2] | (h1 & 7) << 8, p[3] | (h1 & 0x70) << 4);
+        const __m256i shifts = _mm256_set_epi64x(iq1_shift(h1 & 0x80), iq1_shift(h1 & 8),
+                                                 iq1_shift(h0 & 0x80), iq1_shift(h0 & 8));
+        return iq1_values(g, shifts);
+    }
+    default: return _mm256_sub_epi8(tq2_codes(b, c), _mm256_set1_epi8(1));
     }
 }
 
 /* The grid values q of one block of type t (elm_iquant_values' bytes), for
  * elm_iq_unpack_with. */
 KQ_FN static void iq_values(elm_type t, const elm_iq_grids *G, const uint8_t *b, int8_t *q) {
+    uint32_t signs[8];
+    if (iq_coded_signs(t)) iq_block_signs(t, b, signs);
+/* iq_chunk with the type a constant */
+#define IQ_VALUES(T)                                                                         \
+    for (int c = 0; c < 8; c++) kq_store(q + 32 * c, iq_chunk(T, G, b, signs, c));           \
+    break;
     switch (t) {
-    case ELM_TYPE_IQ2_XXS:
-        for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *p = b + 2 + 8 * ib;
-            const __m256i g = iq_points8(G->iq2xxs, p[0], p[1], p[2], p[3]);
-            kq_store(q + 32 * ib, iq_signed(g, iq_ksigns4(G->ksigns, iq_u32(p + 4))));
-        }
-        break;
-    case ELM_TYPE_IQ2_XS:
-        for (int ib = 0; ib < 8; ib++) {
-            const uint64_t v = iq_u64(b + 2 + 8 * ib); /* four u16: 9-bit index, 7-bit signs */
-            const __m256i g = iq_points8(G->iq2xs, v & 511, (v >> 16) & 511, (v >> 32) & 511,
-                                         (v >> 48) & 511);
-            const uint32_t s = (uint32_t)G->ksigns[(v >> 9) & 127] |
-                               (uint32_t)G->ksigns[(v >> 25) & 127] << 8 |
-                               (uint32_t)G->ksigns[(v >> 41) & 127] << 16 |
-                               (uint32_t)G->ksigns[v >> 57] << 24;
-            kq_store(q + 32 * ib, iq_signed(g, s));
-        }
-        break;
-    case ELM_TYPE_IQ2_S:
-        for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *p = b + 2 + 4 * ib;
-            const unsigned h = b[66 + ib];
-            const __m256i g = iq_points8(G->iq2s, p[0] | (h & 3) << 8, p[1] | (h & 12) << 6,
-                                         p[2] | (h & 48) << 4, p[3] | (h & 192) << 2);
-            kq_store(q + 32 * ib, iq_signed(g, iq_u32(b + 34 + 4 * ib)));
-        }
-        break;
-    case ELM_TYPE_IQ3_XXS:
-        for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *p = b + 2 + 8 * ib;
-            const uint8_t(*g)[4] = G->iq3xxs;
-            const __m256i v = _mm256_setr_epi32(
-                (int)iq_u32(g[p[0]]), (int)iq_u32(g[p[1]]), (int)iq_u32(g[p[2]]),
-                (int)iq_u32(g[p[3]]), (int)iq_u32(g[p[4]]), (int)iq_u32(g[p[5]]),
-                (int)iq_u32(g[p[6]]), (int)iq_u32(g[p[7]]));
-            kq_store(q + 32 * ib, iq_signed(v, iq_ksigns4(G->ksigns, iq_u32(b + 66 + 4 * ib))));
-        }
-        break;
-    case ELM_TYPE_IQ3_S:
-        for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *p = b + 2 + 8 * ib;
-            const unsigned h = b[66 + ib];
-            const uint8_t(*g)[4] = G->iq3s;
-            const __m256i v = _mm256_setr_epi32(
-                (int)iq_u32(g[p[0] | (h & 1) << 8]), (int)iq_u32(g[p[1] | (h & 2) << 7]),
-                (int)iq_u32(g[p[2] | (h & 4) << 6]), (int)iq_u32(g[p[3] | (h & 8) << 5]),
-                (int)iq_u32(g[p[4] | (h & 16) << 4]), (int)iq_u32(g[p[5] | (h & 32) << 3]),
-                (int)iq_u32(g[p[6] | (h & 64) << 2]), (int)iq_u32(g[p[7] | (h & 128) << 1]));
-            kq_store(q + 32 * ib, iq_signed(v, iq_u32(b + 74 + 4 * ib)));
-        }
-        break;
-    case ELM_TYPE_IQ1_S:
-        for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *p = b + 2 + 4 * ib;
-            const unsigned h = (unsigned)b[34 + 2 * ib] | (unsigned)b[35 + 2 * ib] << 8;
-            const __m256i g = iq_points8(G->iq1s, p[0] | (h & 7) << 8, p[1] | (h & 0x38) << 5,
-                                         p[2] | (h & 0x1c0) << 2, p[3] | (h & 0xe00) >> 1);
-            kq_store(q + 32 * ib, iq1_values(g, _mm256_set1_epi64x(iq1_shift(h & 0x8000))));
-        }
-        break;
-    case ELM_TYPE_IQ1_M:
-        for (int ib = 0; ib < 8; ib++) {
-            const uint8_t *p = b + 4 * ib;
-            const unsigned h0 = b[32 + 2 * ib], h1 = b[33 + 2 * ib];
-            const __m256i g = iq_points8(G->iq1s, p[0] | (h0 & 7) << 8, p[1] | (h0 & 0x70) << 4,
-                                         p[2] | (h1 & 7) << 8, p[3] | (h1 & 0x70) << 4);
-            const __m256i shifts = _mm256_set_epi64x(iq1_shift(h1 & 0x80), iq1_shift(h1 & 8),
-                                                     iq1_shift(h0 & 0x80), iq1_shift(h0 & 8));
-            kq_store(q + 32 * ib, iq1_values(g, shifts));
-        }
-        break;
+    case ELM_TYPE_IQ2_XXS: IQ_VALUES(ELM_TYPE_IQ2_XXS)
+    case ELM_TYPE_IQ2_XS: IQ_VALUES(ELM_TYPE_IQ2_XS)
+    case ELM_TYPE_IQ2_S: IQ_VALUES(ELM_TYPE_IQ2_S)
+    case ELM_TYPE_IQ3_XXS: IQ_VALUES(ELM_TYPE_IQ3_XXS)
+    case ELM_TYPE_IQ3_S: IQ_VALUES(ELM_TYPE_IQ3_S)
+    case ELM_TYPE_IQ1_S: IQ_VALUES(ELM_TYPE_IQ1_S)
+    case ELM_TYPE_IQ1_M: IQ_VALUES(ELM_TYPE_IQ1_M)
     case ELM_TYPE_TQ1_0: unpack_tq1_0(b, q); break;
-    default: unpack_tq2_0(b, q); break;
+    default: IQ_VALUES(ELM_TYPE_TQ2_0)
     }
+#undef IQ_VALUES
 }
-

@@ -227,14 +227,16 @@ KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64
 
 /* ---- products straight from the packed super-blocks (decode and prefill of the common types) ----
  * Each 32-weight chunk is decoded in registers and dotted with up to 4 tokens; nothing is stored.
- * Q4_K, Q5_K and Q6_K codes are unsigned, so maddubs takes them as they are (no sign transfer);
- * Q6_K's offset of 32 is taken out in integers afterwards as 32·Σ_g sc[g]·bsum[g]. IQ4_XS's grid
- * values are signed and go through kq_pairs. The integers are the oracle's (kquant.h), and so,
+ * Q4_K, Q5_K, Q6_K and TQ2_0 codes are unsigned, so maddubs takes them as they are (no sign
+ * transfer); Q6_K's offset of 32 (TQ2_0's of 1) is taken out in integers afterwards as
+ * 32·Σ_g sc[g]·bsum[g]. IQ4_XS's grid values and the other sub-4-bit i-quants' (iq_chunk, from
+ * iquant_unpack.h) are signed and go through kq_pairs. The integers are the oracle's (kquant.h), and so,
  * summed per block and scaled in the oracle's float order, are the results. */
 
 /* The scales (spread to one int16 per 16 weights, as in elm_kq_block) and mins of a block. */
 typedef struct kq_scales {
     int16_t sc[16], m[16];
+    uint32_t signs[8]; /* the i-quants' sign bytes (iq_block_signs), where packed_chunk wants them */
 } __attribute__((aligned(32))) kq_scales;
 
 /* An f16 field through F16C (elm_load_f16 calls out of line). */
@@ -242,6 +244,18 @@ KQ_INLINE float kq_f16(const uint8_t *p) {
     uint16_t h;
     memcpy(&h, p, 2);
     return _cvtsh_ss(h);
+}
+
+/* The i-quants' odd scales 2·f + 1 of 16 byte fields f, widened into sc. */
+KQ_INLINE void iq_odd_scales(__m128i f, int16_t *sc) {
+    const __m256i w = _mm256_cvtepu8_epi16(f);
+    _mm256_store_si256((__m256i *)sc, _mm256_add_epi16(_mm256_add_epi16(w, w), _mm256_set1_epi16(1)));
+}
+
+/* The nibbles of the 8 bytes in the low half of l, low one first: 16 bytes. */
+KQ_INLINE __m128i iq_nibbles(__m128i l) {
+    const __m128i m4 = _mm_set1_epi8(0x0f);
+    return _mm_unpacklo_epi8(_mm_and_si128(l, m4), _mm_and_si128(_mm_srli_epi16(l, 4), m4));
 }
 
 KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *d, float *dmin) {
@@ -256,8 +270,8 @@ KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *
         _mm256_store_si256((__m256i *)s->sc,
                            _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192))));
         break;
-    default: { /* IQ4_XS: 4 low bits of sub-block j at nibble j of b[4..7], 2 high bits at bits
-                * 2j of the u16 at b[2] */
+    case ELM_TYPE_IQ4_XS: { /* 4 low bits of sub-block j at nibble j of b[4..7], 2 high bits at
+                             * bits 2j of the u16 at b[2] */
         *d = kq_f16(b), *dmin = 0;
         uint32_t lo;
         uint16_t sh;
@@ -277,6 +291,37 @@ KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *
                                             _mm256_set1_epi16(32)));
         break;
     }
+    /* the sub-4-bit i-quants: elm_iquant_scales' d (the f16 times a power of two) and sc */
+    case ELM_TYPE_IQ2_XS: /* a nibble per 16 weights */
+        *d = kq_f16(b) * 0.125f, *dmin = 0;
+        iq_odd_scales(iq_nibbles(_mm_loadl_epi64((const __m128i *)(b + 66))), s->sc);
+        break;
+    case ELM_TYPE_IQ3_S: { /* a nibble per 32 weights */
+        *d = kq_f16(b), *dmin = 0;
+        const __m128i f = iq_nibbles(_mm_cvtsi32_si128((int)iq_u32(b + 106)));
+        iq_odd_scales(_mm_unpacklo_epi8(f, f), s->sc);
+        break;
+    }
+    case ELM_TYPE_IQ3_XXS: { /* bits 28-31 of each 32 weights' u32 at b + 66, both its int16 */
+        *d = kq_f16(b) * 0.25f, *dmin = 0;
+        __m256i f = _mm256_srli_epi32(kq_load(b + 66), 28);
+        f = _mm256_or_si256(f, _mm256_slli_epi32(f, 16));
+        _mm256_store_si256((__m256i *)s->sc,
+                           _mm256_add_epi16(_mm256_add_epi16(f, f), _mm256_set1_epi16(1)));
+        break;
+    }
+    case ELM_TYPE_TQ2_0:
+        *d = kq_f16(b + 64), *dmin = 0;
+        _mm256_store_si256((__m256i *)s->sc, _mm256_set1_epi16(1));
+        break;
+    default: { /* the other i-quants: the codec's own scales */
+        int8_t sc[16];
+        elm_iquant_scales(t, b, d, sc);
+        *dmin = 0;
+        _mm256_store_si256((__m256i *)s->sc,
+                           _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)sc)));
+        break;
+    }
     }
 }
 
@@ -285,8 +330,10 @@ KQ_INLINE __m256i kq_shift(__m256i x, int n) {
     return n >= 0 ? _mm256_slli_epi16(x, n) : _mm256_srli_epi16(x, -n);
 }
 
-/* The 32 codes of chunk c (weights 32c..32c+31) of block b. */
-KQ_INLINE __m256i packed_chunk(elm_type t, const uint8_t *b, int c) {
+/* The 32 codes of chunk c (weights 32c..32c+31) of block b; G: the i-quants' codebooks, sm the
+ * block's packed_scales (and signs). */
+KQ_INLINE __m256i packed_chunk(elm_type t, const elm_iq_grids *G, const uint8_t *b,
+                               const kq_scales *sm, int c) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     switch (t) {
     case ELM_TYPE_Q4_K: {
@@ -310,15 +357,28 @@ KQ_INLINE __m256i packed_chunk(elm_type t, const uint8_t *b, int c) {
             _mm256_and_si256(kq_shift(kq_load(b + 128 + 32 * h), 4 - 2 * k), _mm256_set1_epi8(0x30));
         return _mm256_or_si256(lo, hi);
     }
-    default: { /* IQ4_XS: sub-block c's 16 bytes, low nibbles then high nibbles; the load, masks
-                * and lookups of sub-blocks c and c ^ 1 are the same expressions, computed once
-                * for both when unrolled */
+    case ELM_TYPE_IQ4_XS: { /* sub-block c's 16 bytes, low nibbles then high nibbles; the load,
+                             * masks and lookups of sub-blocks c and c ^ 1 are the same
+                             * expressions, computed once for both when unrolled */
         __m256i lo, hi;
         kq_grid(kq_load(b + 8 + 32 * (c / 2)), &lo, &hi);
         return c % 2 ? _mm256_permute2x128_si256(lo, hi, 0x31)
                      : _mm256_permute2x128_si256(lo, hi, 0x20);
     }
+    case ELM_TYPE_TQ2_0: return tq2_codes(b, c); /* unsigned; the offset of 1 comes off later */
+    default: return iq_chunk(t, G, b, sm->signs, c);
     }
+}
+
+/* Whether packed_chunk's codes for type t are signed (through kq_pairs' sign transfer). */
+KQ_INLINE bool packed_signed(elm_type t) {
+    return t == ELM_TYPE_IQ4_XS || (elm_type_iquant(t) && t != ELM_TYPE_TQ2_0);
+}
+
+/* The offset packed_chunk's codes carry over the values, as a left shift of 1 (0: none): Q6_K's
+ * 32, TQ2_0's 1; taken out of a block's integers as offset·Σ_g sc[g]·bsum[g]. */
+KQ_INLINE int packed_offset_shift(elm_type t) {
+    return t == ELM_TYPE_Q6_K ? 5 : t == ELM_TYPE_TQ2_0 ? 0 : -1;
 }
 
 /* a + the int16 pairs of p times the int16 scales s, summed in pairs into int32 lanes. */
@@ -338,6 +398,8 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
                                             3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
     const size_t bb = elm_type_get(t)->block_bytes;
     const bool mins = t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
+    const elm_iq_grids *G = elm_type_iquant(t) ? elm_iq_grids_get() : NULL;
+    const int off = packed_offset_shift(t);
     /* with fewer than 4 sums in flight, two per pair (even and odd chunks), so that the
      * multiply-adds (5 cycles each with VNNI) do not wait on each other */
     const bool split = nr * nx < 4;
@@ -346,7 +408,10 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
      * block (the oracle's order, kept for the wider tiles, where lanes would not fit the
      * registers); single-thread decode out of cache 10-25% faster on Zen 4 (Q4_K, Q6_K,
      * IQ4_XS) */
-    const bool lanes = nr * nx <= 2;
+    /* not TQ2_0: its lanes hold sums of the codes (0..2), far larger than the ternary result left
+     * after the offset, whose float rounding would swamp it; its blocks' exact integers go into
+     * float one by one, as in the oracle */
+    const bool lanes = nr * nx <= 2 && t != ELM_TYPE_TQ2_0;
     float acc[2][4] = {{0}};
     __m256 lane_acc[2][4];
     for (int r = 0; r < nr; r++)
@@ -357,6 +422,7 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
         for (int r = 0; r < nr; r++) {
             elm_prefetch_span(src + r * row_bytes + ELM_PREFETCH_AHEAD, bb);
             packed_scales(t, src + r * row_bytes, &sm[r], &d[r], &dmin[r]);
+            if (iq_coded_signs(t)) iq_block_signs(t, src + r * row_bytes, sm[r].signs);
         }
         __m256i a[2][4], a2[2][4];
         for (int r = 0; r < nr; r++)
@@ -368,15 +434,15 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
                 int32_t sc;
                 memcpy(&sc, sm[r].sc + 2 * c, 4);
                 scv[r] = _mm256_shuffle_epi8(_mm256_set1_epi32(sc), spread);
-                q[r] = packed_chunk(t, src + r * row_bytes, c);
-                if (t == ELM_TYPE_IQ4_XS) aq[r] = _mm256_abs_epi8(q[r]);
+                q[r] = packed_chunk(t, G, src + r * row_bytes, &sm[r], c);
+                if (packed_signed(t)) aq[r] = _mm256_abs_epi8(q[r]);
             }
             for (int i = 0; i < nx; i++) {
                 const __m256i xv = kq_load(x[i].qs + s * ELM_QK_K + 32 * c);
                 for (int r = 0; r < nr; r++) {
                     __m256i *ac = split && c % 2 ? &a2[r][i] : &a[r][i];
                     const __m256i p =
-                        t == ELM_TYPE_IQ4_XS ? _mm256_maddubs_epi16(aq[r], _mm256_sign_epi8(xv, q[r]))
+                        packed_signed(t) ? _mm256_maddubs_epi16(aq[r], _mm256_sign_epi8(xv, q[r]))
                                              : _mm256_maddubs_epi16(q[r], xv);
                     *ac = kq_scaled_add(*ac, p, scv[r]);
                 }
@@ -387,11 +453,11 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
             const __m256i bsum = kq_load(x[i].bsum + 16 * s);
             for (int r = 0; r < nr; r++) {
                 __m256i ai = split ? _mm256_add_epi32(a[r][i], a2[r][i]) : a[r][i];
-                if (t == ELM_TYPE_Q6_K) /* the codes' offset: 32·Σ_g sc[g]·bsum[g] */
+                if (off >= 0) /* the codes' offset */
                     ai = _mm256_sub_epi32(
                         ai, _mm256_slli_epi32(
                                 _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].sc), bsum),
-                                5));
+                                off));
                 const __m256i mi =
                     mins ? _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].m), bsum)
                          : _mm256_setzero_si256();
@@ -428,46 +494,57 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
         KQ_PACKED_NX(T, 2)                                                                   \
     }
 
+/* The types dot_packed and decode_rows serve (packed_types), as X(T): all 256-weight types but
+ * Q2_K, Q3_K and TQ1_0, whose unpacking stays the cheaper path. */
+#define KQ_DIRECT_TYPES(X)                                                                   \
+    X(ELM_TYPE_Q4_K) X(ELM_TYPE_Q5_K) X(ELM_TYPE_Q6_K) X(ELM_TYPE_IQ4_XS) X(ELM_TYPE_IQ2_XXS)  \
+    X(ELM_TYPE_IQ2_XS) X(ELM_TYPE_IQ2_S) X(ELM_TYPE_IQ3_XXS) X(ELM_TYPE_IQ3_S)               \
+    X(ELM_TYPE_IQ1_S) X(ELM_TYPE_IQ1_M) X(ELM_TYPE_TQ2_0)
+
 KQ_FN static void dot_packed(elm_type t, const uint8_t *src, size_t row_bytes, int nr,
                              const elm_q8k_row *x, int nx, int64_t n, float *out) {
+#define KQ_PACKED_CASE(T)                                                                    \
+    case T: KQ_PACKED_TYPE(T) break;
     switch (t) {
-    case ELM_TYPE_Q4_K: KQ_PACKED_TYPE(ELM_TYPE_Q4_K) break;
-    case ELM_TYPE_Q5_K: KQ_PACKED_TYPE(ELM_TYPE_Q5_K) break;
-    case ELM_TYPE_Q6_K: KQ_PACKED_TYPE(ELM_TYPE_Q6_K) break;
-    default: KQ_PACKED_TYPE(ELM_TYPE_IQ4_XS) break;
+        KQ_DIRECT_TYPES(KQ_PACKED_CASE)
+    default: break;
     }
+#undef KQ_PACKED_CASE
 }
 #undef KQ_PACKED_NX
 #undef KQ_PACKED_TYPE
 
 /* Decode: one token against n_rows rows, the loop over rows here so that the row kernel's
  * constants are set up once per call, not once per row (a TinyLlama row is 8 super-blocks). */
-#ifdef KQ_DECODE512
-#include "kernels/x86/kquant_decode512.h"
-#define KQ_ROW kq512_row
-#else
 KQ_INLINE float kq256_row(const elm_type t, const uint8_t *src, const elm_q8k_row *x, int64_t n) {
     float out[4];
     dot_packed_n(t, src, 0, 1, x, 1, n, out);
     return out[0];
 }
-#define KQ_ROW kq256_row
+#ifdef KQ_DECODE512
+#include "kernels/x86/kquant_decode512.h"
 #endif
 
-#define KQ_ROWS(T)                                                                           \
-    for (int64_t r = 0; r < n_rows; r++) y[r] = KQ_ROW(T, src + (size_t)r * row_bytes, &x, n);
+/* One row against one token: the 512-bit row where the table has it for type t. */
+KQ_INLINE float kq_row(const elm_type t, const uint8_t *src, const elm_q8k_row *x, int64_t n) {
+#ifdef KQ_DECODE512
+    if (kq512_serves(t)) return kq512_row(t, src, x, n);
+#endif
+    return kq256_row(t, src, x, n);
+}
 
 KQ_FN static void decode_rows(elm_type t, const uint8_t *src, size_t row_bytes, int64_t n_rows,
                               elm_q8k_row x, int64_t n, float *y) {
+#define KQ_ROWS_CASE(T)                                                                      \
+    case T:                                                                                  \
+        for (int64_t r = 0; r < n_rows; r++) y[r] = kq_row(T, src + (size_t)r * row_bytes, &x, n); \
+        break;
     switch (t) {
-    case ELM_TYPE_Q4_K: KQ_ROWS(ELM_TYPE_Q4_K) break;
-    case ELM_TYPE_Q5_K: KQ_ROWS(ELM_TYPE_Q5_K) break;
-    case ELM_TYPE_Q6_K: KQ_ROWS(ELM_TYPE_Q6_K) break;
-    default: KQ_ROWS(ELM_TYPE_IQ4_XS) break;
+        KQ_DIRECT_TYPES(KQ_ROWS_CASE)
+    default: break;
     }
+#undef KQ_ROWS_CASE
 }
-#undef KQ_ROWS
-#undef KQ_ROW
 
 #ifndef KQ_TILES
 /* ---- packed Q4_K (packed.h, q4_kx16) for the AVX2 table ----
@@ -703,9 +780,9 @@ const elm_kq_kernels KQ_TABLE = {
     .row_mxfp4 = row_mxfp4,
     .dot_packed = dot_packed,
     .decode_rows = decode_rows,
-    .packed_types =
-        1ull << ELM_TYPE_Q4_K | 1ull << ELM_TYPE_Q5_K | 1ull << ELM_TYPE_Q6_K |
-        1ull << ELM_TYPE_IQ4_XS,
+#define KQ_TYPE_BIT(T) | 1ull << T
+    .packed_types = 0 KQ_DIRECT_TYPES(KQ_TYPE_BIT),
+#undef KQ_TYPE_BIT
     .gemm16 = gemm16,
     .gemm16_types = KQ_GEMM16_TYPES,
     .tile_q4_k = tile_q4_kx16,

@@ -83,6 +83,19 @@ KQ_INLINE void kq512_codes(const elm_type t, const uint8_t *b, __m512i c[4]) {
         }
         break;
     }
+    case ELM_TYPE_TQ2_0: {
+        /* weight 128h + 32k + l is bits 2k, 2k+1 of byte 32h + l: c_j's halves take k = 2(j%2)
+         * and k + 1 of h = j/2 */
+        for (int j = 0; j < 4; j++) {
+            const __m512i v =
+                _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(b + 32 * (j / 2))));
+            const int k = 2 * (j % 2);
+            const __m512i sh = _mm512_inserti64x4(_mm512_set1_epi16((short)(2 * k)),
+                                                  _mm256_set1_epi16((short)(2 * k + 2)), 1);
+            c[j] = _mm512_and_si512(_mm512_srlv_epi16(v, sh), _mm512_set1_epi8(3));
+        }
+        break;
+    }
     default: { /* IQ4_XS: sub-block j's 16 bytes give weights 32j+l (low nibble), 32j+16+l (high) */
         /* the grid values + 128 (unsigned, for vpdpbusd): their sign bit flipped */
         const __m512i grid = _mm512_xor_si512(
@@ -102,6 +115,92 @@ KQ_INLINE void kq512_codes(const elm_type t, const uint8_t *b, __m512i c[4]) {
     }
 }
 
+/* Whether kq512_row serves type t (the others take the 256-bit row). */
+KQ_INLINE bool kq512_serves(elm_type t) {
+    return t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K || t == ELM_TYPE_Q6_K ||
+           t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_IQ2_XS || t == ELM_TYPE_IQ3_XXS ||
+           t == ELM_TYPE_IQ3_S || t == ELM_TYPE_TQ2_0;
+}
+
+/* 64 bytes of the 256-byte table tab, by the 64 bytes of idx: vpermi2b takes 7 index bits
+ * (two 64-byte halves), the eighth picks between two such lookups. */
+KQ_INLINE __m512i kq512_lut256(const uint8_t *tab, __m512i idx) {
+    const __m512i a =
+        _mm512_permutex2var_epi8(_mm512_loadu_si512(tab), idx, _mm512_loadu_si512(tab + 64));
+    const __m512i b = _mm512_permutex2var_epi8(_mm512_loadu_si512(tab + 128), idx,
+                                               _mm512_loadu_si512(tab + 192));
+    return _mm512_mask_blend_epi8(_mm512_movepi8_mask(idx), a, b);
+}
+
+/* The same in a 512-byte table, bit 8 of index i being bit i of hi. */
+KQ_INLINE __m512i kq512_lut512(const uint8_t *tab, __m512i idx, __mmask64 hi) {
+    return _mm512_mask_blend_epi8(hi, kq512_lut256(tab, idx), kq512_lut256(tab + 256, idx));
+}
+
+/* Where byte k of c_j's codes comes from (vpermi2b over the codes' low bytes, then 64 + their
+ * high bytes), for j = 0 (the others add a point count per vector): IQ3's point i (weights
+ * 4i..4i+3) its code in bytes 4i, 4i + 1; IQ2's point i (8i..8i+7) in bytes 8i, 8i + 1. */
+static const uint8_t kq512_iq3_pick[64] = {0, 64, 0, 0, 1, 65, 1, 1, 2, 66, 2, 2, 3, 67, 3, 3, 4, 68, 4, 4, 5, 69, 5, 5, 6, 70, 6, 6, 7, 71, 7, 7, 8, 72, 8, 8, 9, 73, 9, 9, 10, 74, 10, 10, 11, 75, 11, 11, 12, 76, 12, 12, 13, 77, 13, 13, 14, 78, 14, 14, 15, 79, 15, 15};
+static const uint8_t kq512_iq2_pick[64] = {0, 64, 0, 0, 0, 0, 0, 0, 1, 65, 1, 1, 1, 1, 1, 1, 2, 66, 2, 2, 2, 2, 2, 2, 3, 67, 3, 3, 3, 3, 3, 3, 4, 68, 4, 4, 4, 4, 4, 4, 5, 69, 5, 5, 5, 5, 5, 5, 6, 70, 6, 6, 6, 6, 6, 6, 7, 71, 7, 7, 7, 7, 7, 7};
+
+/* The lattice i-quants' four vectors of block b (IQ2_XS, IQ3_XXS, IQ3_S): the grid points'
+ * magnitudes of weights 64j..64j+63 in c[j], and in neg[j] bit i set where weight 64j + i is
+ * negative. No gathers (which took most of the time): the block's 64 (IQ2_XS: 32) point
+ * indices look up their codes' low and high bytes in G's split tables at once (kq512_lut*),
+ * then each vector places its points' two code bytes with one vpermi2b, cuts out the level
+ * indices (2 or 3 bits per coordinate) with vpmultishiftqb and a mask, and turns them into
+ * magnitudes with vpshufb. The 7-bit sign codes become sign bytes through ksigns, all 128
+ * entries looked up at once by vpermi2b. */
+KQ_INLINE void kq512_lattice(const elm_type t, const elm_iq_grids *G, const uint8_t *b,
+                             __m512i c[4], __mmask64 neg[4]) {
+    const bool iq2 = t == ELM_TYPE_IQ2_XS;
+    uint64_t signs[4];
+    __m512i lo, hi;
+    if (t == ELM_TYPE_IQ3_S) {
+        /* index i: byte i of the 64 at 2, bit 8 from bit i of the 64 at 66 */
+        memcpy(signs, b + 74, 32);
+        uint64_t h;
+        memcpy(&h, b + 66, 8);
+        const __m512i idx = _mm512_loadu_si512(b + 2);
+        lo = kq512_lut512(G->iq3s_lo, idx, h), hi = kq512_lut512(G->iq3s_hi, idx, h);
+    } else {
+        const __m512i ks0 = _mm512_loadu_si512(G->ksigns), ks1 = _mm512_loadu_si512(G->ksigns + 64);
+        __m256i codes;
+        if (iq2) {
+            /* 32 u16 at 2: a 9-bit index and a 7-bit sign code per 8 weights */
+            const __m512i v = _mm512_loadu_si512(b + 2);
+            codes = _mm512_cvtepi16_epi8(_mm512_srli_epi16(v, 9));
+            const __m512i idx = _mm512_castsi256_si512(_mm512_cvtepi16_epi8(v));
+            const __mmask64 h = _mm512_test_epi16_mask(v, _mm512_set1_epi16(0x100));
+            lo = kq512_lut512(G->iq2xs_lo, idx, h), hi = kq512_lut512(G->iq2xs_hi, idx, h);
+        } else { /* IQ3_XXS: 64 index bytes at 2, a u32 per 32 weights at 66 with 4 sign codes at
+                  * bits 0, 7, 14, 21 */
+            const __m256i ctrl = _mm256_set1_epi64x(0x352e2720150e0700ll); /* bits 0, 7, .. 53 */
+            codes = _mm256_multishift_epi64_epi8(ctrl, _mm256_loadu_si256((const __m256i *)(b + 66)));
+            const __m512i idx = _mm512_loadu_si512(b + 2);
+            lo = kq512_lut256(G->iq3xxs_lo, idx), hi = kq512_lut256(G->iq3xxs_hi, idx);
+        }
+        _mm256_storeu_si256((__m256i *)signs,
+                            _mm512_castsi512_si256(_mm512_permutex2var_epi8(
+                                ks0, _mm512_castsi256_si512(codes), ks1)));
+    }
+    /* the level indices' bit offsets in each 64-bit lane (two IQ3 codes or one IQ2 code) */
+    const __m512i ctrl = _mm512_set1_epi64(iq2 ? 0x0e0c0a0806040200ll : 0x2926232009060300ll);
+    const __m512i mask = _mm512_set1_epi8(iq2 ? 3 : 7);
+    const __m512i levels = _mm512_broadcast_i32x4(
+        iq2 ? _mm_setr_epi8(8, 25, 43, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        : t == ELM_TYPE_IQ3_S ? _mm_setr_epi8(1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0)
+                              : _mm_setr_epi8(4, 12, 20, 28, 36, 44, 52, 62, 0, 0, 0, 0, 0, 0, 0, 0));
+    const __m512i pick = _mm512_loadu_si512(iq2 ? kq512_iq2_pick : kq512_iq3_pick);
+    for (int j = 0; j < 4; j++) {
+        const __m512i at = _mm512_add_epi8(pick, _mm512_set1_epi8((char)((iq2 ? 8 : 16) * j)));
+        const __m512i code = _mm512_permutex2var_epi8(lo, at, hi);
+        c[j] = _mm512_shuffle_epi8(levels,
+                                   _mm512_and_si512(_mm512_multishift_epi64_epi8(ctrl, code), mask));
+        neg[j] = (__mmask64)signs[j];
+    }
+}
+
 KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_row *x, int64_t n) {
     const size_t bb = elm_type_get(t)->block_bytes;
     const bool mins = t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
@@ -114,8 +213,12 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
                                                                        7, 6, 5, 4, 3, 2, 1, 0),
                                                       2));
     }
+    /* the lattice types: magnitudes as codes, their signs moved onto the activations */
+    const bool lattice = t == ELM_TYPE_IQ2_XS || t == ELM_TYPE_IQ3_XXS || t == ELM_TYPE_IQ3_S;
+    const elm_iq_grids *G = lattice ? elm_iq_grids_get() : NULL;
     __m512 acc = _mm512_setzero_ps();
     __m256 acc_m = _mm256_setzero_ps();
+    float acc_exact = 0;
     for (int64_t s = 0; s < n; s++, src += bb) {
         elm_prefetch_span(src + ELM_PREFETCH_AHEAD, bb);
         kq_scales sm;
@@ -123,7 +226,9 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
         packed_scales(t, src, &sm, &d, &dmin);
         const __m256i sc16 = _mm256_load_si256((const __m256i *)sm.sc);
         __m512i c[4];
-        kq512_codes(t, src, c);
+        __mmask64 neg[4] = {0, 0, 0, 0};
+        if (lattice) kq512_lattice(t, G, src, c, neg);
+        else kq512_codes(t, src, c);
         const int8_t *xq = x->qs + s * ELM_QK_K;
         __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
         /* IQ4_XS: codes up to 241 would overflow maddubs' int16 pairs, so vpdpbusd's int32
@@ -131,7 +236,9 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
         const __m512i sc32 =
             t == ELM_TYPE_IQ4_XS ? _mm512_cvtepi16_epi32(sc16) : _mm512_setzero_si512();
         for (int j = 0; j < 4; j++) {
-            const __m512i xv = _mm512_loadu_si512(xq + 64 * j);
+            __m512i xv = _mm512_loadu_si512(xq + 64 * j);
+            if (lattice) /* |x| <= 127: the negation is exact */
+                xv = _mm512_mask_sub_epi8(xv, neg[j], _mm512_setzero_si512(), xv);
             if (t == ELM_TYPE_IQ4_XS) {
                 const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[j], xv);
                 const __m512i scv = _mm512_permutexvar_epi32(idx32[j], sc32);
@@ -143,16 +250,22 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
         }
         __m512i sum = _mm512_add_epi32(isum[0], isum[1]);
         const __m256i bsum = _mm256_loadu_si256((const __m256i *)(x->bsum + 16 * s));
-        /* the codes' offsets: 32 (Q6_K) or 128 (IQ4_XS) times Σ_g sc[g]·bsum[g] */
-        if (t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS)
+        /* the codes' offsets: 32 (Q6_K), 128 (IQ4_XS) or 1 (TQ2_0) times Σ_g sc[g]·bsum[g] */
+        if (t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_TQ2_0)
             sum = _mm512_sub_epi32(sum, _mm512_zextsi256_si512(_mm256_slli_epi32(
-                                            _mm256_madd_epi16(sc16, bsum), t == ELM_TYPE_Q6_K ? 5 : 7)));
+                                            _mm256_madd_epi16(sc16, bsum),
+                                            t == ELM_TYPE_Q6_K ? 5 : t == ELM_TYPE_IQ4_XS ? 7 : 0)));
         const float xd = x->d[s];
-        acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * xd), acc);
+        /* TQ2_0's lanes hold sums of the codes (0..2), far larger than the ternary values' sum
+         * they leave after the offset: their float rounding would swamp it, so the block's exact
+         * integer goes into float alone, as in the oracle */
+        if (t == ELM_TYPE_TQ2_0) acc_exact += d * xd * (float)_mm512_reduce_add_epi32(sum);
+        else acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * xd), acc);
         if (mins)
             acc_m = _mm256_fmadd_ps(
                 _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm.m), bsum)),
                 _mm256_set1_ps(dmin * xd), acc_m);
     }
+    if (t == ELM_TYPE_TQ2_0) return acc_exact;
     return _mm512_reduce_add_ps(acc) - (mins ? hsum256(acc_m) : 0.0f);
 }
