@@ -289,6 +289,11 @@ static const float *half_levels(int k, int half) {
     return ((half == 0 ? k >> 1 : k) & 1) ? x_minus : x_plus;
 }
 
+/* a[k] += b[k], k < 8 */
+static inline void add8(float *a, const float *b) {
+    for (int k = 0; k < 8; k++) a[k] += b[k];
+}
+
 static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
     memset(y, 0, 56);
     float scales[16], max_scale = 0, w[16];
@@ -302,20 +307,33 @@ static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
         ranked r[16];
         float max;
         if (!rank(xb, 16, 1e-7f, r, &max)) continue;
-        split b = {.best = -FLT_MAX, .scale = max, .i1 = -1, .i2 = -1, .k = -1};
-        for (int i1 = 0; i1 <= 16; i1++)
-            for (int i2 = i1; i2 <= 16; i2++) {
-                float sumqx[4] = {0}, sumq2[4] = {0};
-                for (int j = 0; j < 16; j++) {
-                    const int i = r[j].i, lv = j < i1 ? 0 : j < i2 ? 1 : 2;
-                    for (int k = 0; k < 4; k++) {
-                        const float v = half_levels(k, i >= 8)[lv];
-                        sumqx[k] += w[i] * v * xb[i];
-                        sumq2[k] += w[i] * v * v;
-                    }
+        /* term[lv][j]: rank j's terms at level lv, sumqx's of the four shift choices, then
+         * sumq2's. Each split's sums add them from rank 0 up, as the reference does; the sums
+         * below i1, and below i2 for a given i1, are the same for every split sharing them, so
+         * they are carried over rather than added again (the same additions in the same order) */
+        float term[3][16][8];
+        for (int j = 0; j < 16; j++)
+            for (int lv = 0; lv < 3; lv++)
+                for (int k = 0; k < 4; k++) {
+                    const int i = r[j].i;
+                    const float v = half_levels(k, i >= 8)[lv];
+                    term[lv][j][k] = w[i] * v * xb[i];
+                    term[lv][j][4 + k] = w[i] * v * v;
                 }
-                for (int k = 0; k < 4; k++) consider(&b, sumqx[k], sumq2[k], i1, i2, k);
+        split b = {.best = -FLT_MAX, .scale = max, .i1 = -1, .i2 = -1, .k = -1};
+        float below_i1[8] = {0};
+        for (int i1 = 0; i1 <= 16; i1++) {
+            float below_i2[8];
+            memcpy(below_i2, below_i1, sizeof below_i2);
+            for (int i2 = i1; i2 <= 16; i2++) {
+                float sum[8];
+                memcpy(sum, below_i2, sizeof sum);
+                for (int j = i2; j < 16; j++) add8(sum, term[2][j]);
+                for (int k = 0; k < 4; k++) consider(&b, sum[k], sum[4 + k], i1, i2, k);
+                if (i2 < 16) add8(below_i2, term[1][i2]);
             }
+            if (i1 < 16) add8(below_i1, term[0][i1]);
+        }
         if (b.i1 < 0) continue;
         int8_t L[16];
         split_levels(r, 16, &b, L);
