@@ -38,8 +38,8 @@
 enum { LAT_IQ2XXS, LAT_IQ2XS, LAT_IQ2S, LAT_IQ3XXS, LAT_IQ3S, N_LAT };
 
 /* Codes of 8 coordinates of 2 bits below level 3 are < 0xAAAB; of 4 of 3 bits, < 4096. The list
- * lengths (a count, then the points padded to NB_LANES) are what these codebooks give; build()
- * checks them. */
+ * lengths (a count, then the points padded to ELM_NB_LANES) are what these codebooks give;
+ * build() checks them. */
 enum { IQ2_MAP = 0xAAAB, IQ3_MAP = 4096 };
 enum { NB_IQ2XXS = 141665, NB_IQ2XS = 209425, NB_IQ2S = 74601, NB_IQ3XXS = 38144, NB_IQ3S = 40040 };
 
@@ -56,8 +56,8 @@ typedef struct lattice {
     int nb_cap;
 } lattice;
 
-/* The most points a grid has, so the most a list can hold; lists are padded to NB_LANES points. */
-enum { NB_MAX = 1024, NB_LANES = 8 };
+/* The most points a grid has, so the most a (padded) list can hold. */
+enum { NB_MAX = 1024 };
 
 static int8_t pos2xxs[256][8], pos2xs[512][8], pos2s[1024][8], pos3xxs[256][8], pos3s[512][8];
 static int32_t map2[3][IQ2_MAP], map3[2][IQ3_MAP];
@@ -117,7 +117,7 @@ static bool build(lattice *lt) {
             prev = next;
         }
         /* padded to lanes of 8 with copies of the last point, which never win a tie */
-        while ((used - start - 1) % NB_LANES) {
+        while ((used - start - 1) % ELM_NB_LANES) {
             if (used == lt->nb_cap) return false;
             lt->nb[used] = lt->nb[used - 1];
             used++;
@@ -166,20 +166,8 @@ static inline int nearest_listed(const lattice *lt, int start, const float *x, c
             d2[j] += wi * diff * diff;
         }
     }
-    /* the first strictly below FLT_MAX of the least distance: the least by lanes (NaN never
-     * taken), then its first place */
-    float lane[NB_LANES], best = FLT_MAX;
-    for (int k = 0; k < NB_LANES; k++) lane[k] = FLT_MAX;
-    for (int j = 0; j < n; j += NB_LANES)
-        for (int k = 0; k < NB_LANES; k++) lane[k] = d2[j + k] < lane[k] ? d2[j + k] : lane[k];
-    for (int k = 0; k < NB_LANES; k++) best = lane[k] < best ? lane[k] : best;
-    int g = list[1];
-    if (best < FLT_MAX)
-        for (int j = 0;; j++)
-            if (d2[j] == best) {
-                g = list[j + 1];
-                break;
-            }
+    const int j = elm_first_least(d2, n);
+    const int g = list[j < 0 ? 1 : j + 1];
     for (int i = 0; i < lt->dim; i++) L[i] = (int8_t)((lt->pos[g][i] - 1) / 2);
     return g;
 }

@@ -28,8 +28,9 @@
 /* Trit patterns of eight weights (levels 0, 1, 2 for -1, 0, +1) as base-3 numbers, weight j the
  * digit of 3^j. 4513 of the 6561 are off the grid; each has as neighbours the grid points at its
  * three smallest distinct squared distances, ordered by distance then index (llama.cpp's
- * iq2xs_init_impl with nwant 3): 327721 in all, stored after a count per pattern. */
-enum { N_PATTERNS = 6561, N_NEIGHBOUR_SLOTS = 4513 + 327721 };
+ * iq2xs_init_impl with nwant 3): 327721 in all, stored after a count per pattern, each list
+ * padded to a multiple of ELM_NB_LANES with copies of its last point (which never win a tie). */
+enum { N_PATTERNS = 6561, N_NEIGHBOUR_SLOTS = 4513 * ELM_NB_LANES + 327721, N_NB_MAX = 2048 };
 
 static int32_t pattern_at[N_PATTERNS]; /* grid index, or -(slot + 1) of its neighbour count */
 static uint16_t neighbours[N_NEIGHBOUR_SLOTS];
@@ -72,34 +73,45 @@ static void build_lattice(void) {
                 if (d2[g] == next) neighbours[slot++] = (uint16_t)g;
             below = next;
         }
+        while ((slot - count_slot - 1) % ELM_NB_LANES && slot < N_NEIGHBOUR_SLOTS) {
+            neighbours[slot] = neighbours[slot - 1];
+            slot++;
+        }
         neighbours[count_slot] = (uint16_t)(slot - count_slot - 1);
     }
 }
 
 /* The grid point for eight weights x at scale `scale` with level values xx[3], their levels L
  * (0..2): the pattern itself when it is on the grid, else the neighbour of least Σ w·(scale·q - x)²
- * (the first listed of equal ones). Sets *on_grid. */
-static uint16_t snap_group(const int8_t *L, const float *x, const float *w, float scale,
-                           const float *xx, bool *on_grid) {
+ * (the first listed of equal ones). Sets *on_grid. A weight's term takes one of three values,
+ * one per level, computed once; each neighbour's sum adds its terms in the weights' order, the
+ * neighbours side by side (their levels from the codebook's 2-bit codes, which stay in cache). */
+ELM_SEARCH_CLONES static uint16_t snap_group(const int8_t *L, const float *x, const float *w,
+                                             float scale, const float *xx, bool *on_grid) {
     int p = 0;
     for (int j = 7; j >= 0; j--) p = 3 * p + L[j];
     if (pattern_at[p] >= 0) return (uint16_t)pattern_at[p];
     *on_grid = false;
-    const uint16_t *nb = neighbours + (-pattern_at[p] - 1);
-    float best = FLT_MAX;
-    uint16_t best_g = nb[1];
-    for (int k = 1; k <= nb[0]; k++) {
-        float d2 = 0;
-        for (int j = 0; j < 8; j++) {
-            const float diff = scale * xx[grid_levels[nb[k]][j]] - x[j];
-            d2 += w[j] * diff * diff;
+    const int slot = -pattern_at[p] - 1, n = neighbours[slot];
+    const uint16_t *nb = neighbours + slot + 1;
+    uint16_t code[N_NB_MAX];
+    for (int k = 0; k < n; k++) code[k] = elm_iq1s_codes[nb[k]];
+    float d2[N_NB_MAX];
+    for (int j = 0; j < 8; j++) {
+        float e[3];
+        for (int l = 0; l < 3; l++) {
+            const float diff = scale * xx[l] - x[j];
+            e[l] = w[j] * diff * diff;
         }
-        if (d2 < best) {
-            best = d2;
-            best_g = nb[k];
+        /* (the first term stored, not added to 0: a zero's sign aside, which no test sees) */
+        for (int k = 0; k < n; k++) {
+            const int l = code[k] >> (2 * j) & 3;
+            const float term = l == 0 ? e[0] : l == 1 ? e[1] : e[2];
+            d2[k] = j ? d2[k] + term : term;
         }
     }
-    return best_g;
+    const int k = elm_first_least(d2, n);
+    return nb[k < 0 ? 0 : k];
 }
 
 /* The least-squares scale of groups x (8 each, group k with level values xx[k]) coded as grid
