@@ -17,7 +17,6 @@
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "codecs/iquant_codec.h"
@@ -135,11 +134,6 @@ typedef struct ranked {
     int32_t i;
 } ranked;
 
-static int by_value(const void *a, const void *b) {
-    const float l = ((const ranked *)a)->x, r = ((const ranked *)b)->x;
-    return l < r ? -1 : l > r ? 1 : 0;
-}
-
 static float max_abs(const float *x, int n) {
     float m = fabsf(x[0]);
     for (int i = 1; i < n; i++) m = m > fabsf(x[i]) ? m : fabsf(x[i]);
@@ -147,13 +141,17 @@ static float max_abs(const float *x, int n) {
 }
 
 /* x[n] ascending, with their positions, and *max the largest |x|; false (nothing sorted) when
- * that is below eps, a sub-block left at zero. libc's qsort on 8-byte pairs, as the reference
- * sorts, so equal values keep the same order. */
+ * that is below eps, a sub-block left at zero. Equal values (0 and -0 too) keep their order: the
+ * reference's qsort is glibc's, a merge sort, stable for these sizes. An insertion sort, stable
+ * too, gives the same order without a call per comparison. */
 static bool rank(const float *x, int n, float eps, ranked *out, float *max) {
     *max = max_abs(x, n);
     if (*max < eps) return false;
-    for (int j = 0; j < n; j++) out[j] = (ranked){x[j], j};
-    qsort(out, (size_t)n, sizeof *out, by_value);
+    for (int j = 0; j < n; j++) {
+        int i = j;
+        for (; i > 0 && x[j] < out[i - 1].x; i--) out[i] = out[i - 1];
+        out[i] = (ranked){x[j], j};
+    }
     return true;
 }
 
@@ -211,7 +209,7 @@ static void put16(uint8_t *p, unsigned v) {
 /* ---- IQ1_S: f16 d, qs[32] (grid index low bytes), qh[8] (per 32: 3 high index bits per group,
  * the 3-bit multiplier in bits 12-14, the shift's sign in bit 15) ---- */
 
-static void iq1_s_block(const float *xbl, const float *qw, uint8_t *y) {
+ELM_SEARCH_CLONES static void iq1_s_block(const float *xbl, const float *qw, uint8_t *y) {
     memset(y, 0, 50);
     uint16_t qh[8] = {0};
     float scales[8], max_scale = 0;
@@ -233,17 +231,23 @@ static void iq1_s_block(const float *xbl, const float *qw, uint8_t *y) {
             sw[j + 1] = sw[j] + w[r[j].i];
         }
         split b = {.best = -FLT_MAX, .scale = max, .i1 = -1, .i2 = -1, .k = 0};
-        for (int i1 = 0; i1 <= 32; i1++)
-            for (int i2 = i1; i2 <= 32; i2++)
-                for (int s = 1; s >= -1; s -= 2) { /* the shift: +1/8, then -1/8 */
-                    const float *v = s == 1 ? x_plus : x_minus;
-                    const float sumqx = (sx[i1] - sx[0]) * v[0] + (sx[i2] - sx[i1]) * v[1] +
-                                        (sx[32] - sx[i2]) * v[2];
-                    const float sumq2 = (sw[i1] - sw[0]) * v[0] * v[0] +
-                                        (sw[i2] - sw[i1]) * v[1] * v[1] +
-                                        (sw[32] - sw[i2]) * v[2] * v[2];
-                    consider(&b, sumqx, sumq2, i1, i2, s);
+        for (int i1 = 0; i1 <= 32; i1++) {
+            /* the sums of every i2 and shift (+1/8, then -1/8) side by side, then weighed in
+             * the reference's order */
+            float qx[2][33], q2[2][33];
+            for (int h = 0; h < 2; h++) {
+                const float *v = h == 0 ? x_plus : x_minus;
+                for (int i2 = i1; i2 <= 32; i2++) {
+                    qx[h][i2] = (sx[i1] - sx[0]) * v[0] + (sx[i2] - sx[i1]) * v[1] +
+                                (sx[32] - sx[i2]) * v[2];
+                    q2[h][i2] = (sw[i1] - sw[0]) * v[0] * v[0] + (sw[i2] - sw[i1]) * v[1] * v[1] +
+                                (sw[32] - sw[i2]) * v[2] * v[2];
                 }
+            }
+            for (int i2 = i1; i2 <= 32; i2++)
+                for (int h = 0; h < 2; h++)
+                    consider(&b, qx[h][i2], q2[h][i2], i1, i2, h == 0 ? 1 : -1);
+        }
         if (b.i1 < 0) continue;
         int8_t L[32];
         split_levels(r, 32, &b, L);
@@ -306,7 +310,7 @@ static inline void add8(float *a, const float *b) {
     for (int k = 0; k < 8; k++) a[k] += b[k];
 }
 
-static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
+ELM_SEARCH_CLONES static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
     memset(y, 0, 56);
     float scales[16], max_scale = 0, w[16];
     int shifts[16];
