@@ -15,10 +15,10 @@
  * contraction: the build's -ffp-contract=off), since the chosen points depend on every rounding.
  *
  * Speed: nearly all the time goes to the neighbour lists' distances (tens of points per list, at
- * every trial scale). Each list's coordinates are also kept transposed, coordinate by coordinate,
- * so that the distances to all its points are lanes of one loop the compiler vectorizes, each
- * lane summing its terms in the reference's order; the sub-block search is built for AVX2 and
- * AVX-512 as the scale searches are (quant_search.h). */
+ * every trial scale). The distances to all a list's points are lanes of one loop the compiler
+ * vectorizes, each lane summing its terms in the reference's order, the points' coordinates taken
+ * from their level codes (a small table that stays in cache); the sub-block search is built for
+ * AVX2 and AVX-512 as the scale searches are (quant_search.h). */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -51,8 +51,6 @@ typedef struct lattice {
     int8_t (*pos)[8];      /* [n] each point's coordinates 2l+1 */
     int32_t *map;          /* code -> grid index, or -1 - the offset of its list in nb */
     uint16_t *nb;          /* the lists: a count, then grid indices */
-    int8_t *nbpos;         /* [dim·nb_cap] the list at nb + s, of count c: its points'
-                            * coordinates 2l+1 from nbpos + dim·(s + 1), c per coordinate */
     int nb_cap;
 } lattice;
 
@@ -62,17 +60,13 @@ enum { NB_MAX = 1024 };
 static int8_t pos2xxs[256][8], pos2xs[512][8], pos2s[1024][8], pos3xxs[256][8], pos3s[512][8];
 static int32_t map2[3][IQ2_MAP], map3[2][IQ3_MAP];
 static uint16_t nb2xxs[NB_IQ2XXS], nb2xs[NB_IQ2XS], nb2s[NB_IQ2S], nb3xxs[NB_IQ3XXS], nb3s[NB_IQ3S];
-static int8_t nbp2xxs[8 * NB_IQ2XXS], nbp2xs[8 * NB_IQ2XS], nbp2s[8 * NB_IQ2S],
-    nbp3xxs[4 * NB_IQ3XXS], nbp3s[4 * NB_IQ3S];
 
 static lattice lats[N_LAT] = {
-    [LAT_IQ2XXS] = {elm_iq2xxs_codes, 256, 8, 2, 3, 2, pos2xxs, map2[0], nb2xxs, nbp2xxs,
-                    NB_IQ2XXS},
-    [LAT_IQ2XS] = {elm_iq2xs_codes, 512, 8, 2, 3, 2, pos2xs, map2[1], nb2xs, nbp2xs, NB_IQ2XS},
-    [LAT_IQ2S] = {elm_iq2s_codes, 1024, 8, 2, 3, 1, pos2s, map2[2], nb2s, nbp2s, NB_IQ2S},
-    [LAT_IQ3XXS] = {elm_iq3xxs_codes, 256, 4, 3, 8, 2, pos3xxs, map3[0], nb3xxs, nbp3xxs,
-                    NB_IQ3XXS},
-    [LAT_IQ3S] = {elm_iq3s_codes, 512, 4, 3, 8, 3, pos3s, map3[1], nb3s, nbp3s, NB_IQ3S},
+    [LAT_IQ2XXS] = {elm_iq2xxs_codes, 256, 8, 2, 3, 2, pos2xxs, map2[0], nb2xxs, NB_IQ2XXS},
+    [LAT_IQ2XS] = {elm_iq2xs_codes, 512, 8, 2, 3, 2, pos2xs, map2[1], nb2xs, NB_IQ2XS},
+    [LAT_IQ2S] = {elm_iq2s_codes, 1024, 8, 2, 3, 1, pos2s, map2[2], nb2s, NB_IQ2S},
+    [LAT_IQ3XXS] = {elm_iq3xxs_codes, 256, 4, 3, 8, 2, pos3xxs, map3[0], nb3xxs, NB_IQ3XXS},
+    [LAT_IQ3S] = {elm_iq3s_codes, 512, 4, 3, 8, 3, pos3s, map3[1], nb3s, NB_IQ3S},
 };
 /* each lattice built at its type's first use: double-checked under one lock */
 static atomic_bool lats_built[N_LAT];
@@ -122,12 +116,8 @@ static bool build(lattice *lt) {
             lt->nb[used] = lt->nb[used - 1];
             used++;
         }
-        const int count = used - start - 1;
-        lt->nb[start] = (uint16_t)count;
+        lt->nb[start] = (uint16_t)(used - start - 1);
         lt->map[u] = -1 - start;
-        int8_t *t = lt->nbpos + lt->dim * (start + 1);
-        for (int i = 0; i < lt->dim; i++)
-            for (int j = 0; j < count; j++) t[i * count + j] = lt->pos[lt->nb[start + 1 + j]][i];
     }
     return true;
 }
@@ -148,22 +138,22 @@ static const lattice *lattice_get(int l) {
 /* Grid index of the neighbour nearest to x (weights w, the points scaled by `scale`) in the list
  * at nb + start, the first in list order on ties; its levels into L. The distances of all the
  * list's points are lanes of the inner loop, each summed over the coordinates in order. */
-static inline int nearest_listed(const lattice *lt, int start, const float *x, const float *w,
-                                 float scale, int8_t *L) {
+static inline __attribute__((always_inline)) int
+nearest_listed(const lattice *lt, int start, const float *x, const float *w, float scale,
+               int8_t *L) {
     const uint16_t *list = lt->nb + start;
     const int n = list[0];
-    const int8_t *t = lt->nbpos + lt->dim * (start + 1);
+    const int mask = (1 << lt->bits) - 1;
+    uint16_t code[NB_MAX];
     float d2[NB_MAX];
-    for (int j = 0; j < n; j++) {
-        const float diff = scale * t[j] - x[0];
-        d2[j] = w[0] * diff * diff; /* (0 + the term: a zero's sign aside, which no test sees) */
-    }
-    for (int i = 1; i < lt->dim; i++) {
-        const int8_t *p = t + i * n;
+    for (int j = 0; j < n; j++) code[j] = lt->codes[list[j + 1]];
+    for (int i = 0; i < lt->dim; i++) {
         const float xi = x[i], wi = w[i];
+        const int sh = lt->bits * i;
         for (int j = 0; j < n; j++) {
-            const float diff = scale * p[j] - xi;
-            d2[j] += wi * diff * diff;
+            const float diff = scale * (2 * (code[j] >> sh & mask) + 1) - xi;
+            /* (the first term stored, not added to 0: a zero's sign aside, which no test sees) */
+            d2[j] = i ? d2[j] + wi * diff * diff : wi * diff * diff;
         }
     }
     const int j = elm_first_least(d2, n);
@@ -174,8 +164,9 @@ static inline int nearest_listed(const lattice *lt, int start, const float *x, c
 
 /* Grid index for the levels of x rounded at inverse scale id into L: the point itself when the
  * rounding lands on the grid, else its nearest listed neighbour at `scale`; *on whether it did. */
-static inline int round_group(const lattice *lt, const float *x, const float *waux, float id, float scale,
-                       int8_t *L, bool *on) {
+static inline __attribute__((always_inline)) int
+round_group(const lattice *lt, const float *x, const float *waux, float id, float scale, int8_t *L,
+            bool *on) {
     int u = 0;
     for (int i = 0; i < lt->dim; i++) {
         int l = elm_nearest_int(0.5f * (id * x[i] - 1));
@@ -261,8 +252,9 @@ static unsigned split_signs(const float *x, const float *weight, int n, bool par
 /* One sub-block xb[kd->sub] with importances qw (or NULL): its grid indices g[sub/dim] and sign
  * bytes signs[sub/8]; returns false for a sub-block written as zeros (nothing packed), else
  * true with its scale (>= 0) in *scale. */
-ELM_SEARCH_CLONES static bool search(const iq_kind *kd, const lattice *lt, const float *xb, const float *qw,
-                   float sigma2, uint16_t *g, uint8_t *signs, float *scale_out) {
+ELM_SEARCH_CLONES static bool search(const iq_kind *kd, const lattice *lt, const float *xb,
+                                     const float *qw, float sigma2, uint16_t *g, uint8_t *signs,
+                                     float *scale_out) {
     const int n = kd->sub, ng = n / lt->dim, kmax = lt->levels;
     float weight[32], waux[32], xval[32] = {0}; /* (all set below: zeroed for the compiler) */
     int8_t L[32], Laux[32];
