@@ -14,11 +14,11 @@
  * (iquant_grids.c) at each type's first use. Float operations follow the reference order term by term (no FMA
  * contraction: the build's -ffp-contract=off), since the chosen points depend on every rounding.
  *
- * Speed: nearly all the time goes to the neighbour lists' distances (tens of points per list, at
- * every trial scale). The distances to all a list's points are lanes of one loop the compiler
- * vectorizes, each lane summing its terms in the reference's order, the points' coordinates taken
- * from their level codes (a small table that stays in cache); the sub-block search is built for
- * AVX2 and AVX-512 as the scale searches are (quant_search.h). */
+ * Speed: nearly all the time goes to the neighbour lists' distances (tens of points per IQ2
+ * list, at every trial scale). The distances to all an IQ2 list's points are lanes of one loop
+ * the compiler vectorizes, each lane summing its terms in the reference's order, the points'
+ * coordinates taken from their level codes (a small table that stays in cache); the sub-block
+ * search is built for AVX2 and AVX-512 as the scale searches are (quant_search.h). */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -41,13 +41,15 @@ enum { LAT_IQ2XXS, LAT_IQ2XS, LAT_IQ2S, LAT_IQ3XXS, LAT_IQ3S, N_LAT };
  * lengths (a count, then the points padded to ELM_NB_LANES) are what these codebooks give;
  * build() checks them. */
 enum { IQ2_MAP = 0xAAAB, IQ3_MAP = 4096 };
-enum { NB_IQ2XXS = 141665, NB_IQ2XS = 209425, NB_IQ2S = 74601, NB_IQ3XXS = 38144, NB_IQ3S = 40040 };
+enum { NB_IQ2XXS = 141665, NB_IQ2XS = 209425, NB_IQ2S = 74601, NB_IQ3XXS = 22825, NB_IQ3S = 28317 };
 
 typedef struct lattice {
     const uint16_t *codes; /* the grid points' level codes (iquant_codec.h) */
     int n, dim, bits;      /* points, coordinates per point, bits per coordinate in a code */
     int levels;            /* levels 0..levels-1 the search rounds to (kMaxQ in llama.cpp) */
     int nwant;             /* distances whose points a neighbour list holds */
+    int lanes;             /* lists padded to a multiple: ELM_NB_LANES, searched side by side,
+                            * or 1 (IQ3's lists of a few points, searched one by one) */
     int8_t (*pos)[8];      /* [n] each point's coordinates 2l+1 */
     int32_t *map;          /* code -> grid index, or -1 - the offset of its list in nb */
     uint16_t *nb;          /* the lists: a count, then grid indices */
@@ -62,11 +64,13 @@ static int32_t map2[3][IQ2_MAP], map3[2][IQ3_MAP];
 static uint16_t nb2xxs[NB_IQ2XXS], nb2xs[NB_IQ2XS], nb2s[NB_IQ2S], nb3xxs[NB_IQ3XXS], nb3s[NB_IQ3S];
 
 static lattice lats[N_LAT] = {
-    [LAT_IQ2XXS] = {elm_iq2xxs_codes, 256, 8, 2, 3, 2, pos2xxs, map2[0], nb2xxs, NB_IQ2XXS},
-    [LAT_IQ2XS] = {elm_iq2xs_codes, 512, 8, 2, 3, 2, pos2xs, map2[1], nb2xs, NB_IQ2XS},
-    [LAT_IQ2S] = {elm_iq2s_codes, 1024, 8, 2, 3, 1, pos2s, map2[2], nb2s, NB_IQ2S},
-    [LAT_IQ3XXS] = {elm_iq3xxs_codes, 256, 4, 3, 8, 2, pos3xxs, map3[0], nb3xxs, NB_IQ3XXS},
-    [LAT_IQ3S] = {elm_iq3s_codes, 512, 4, 3, 8, 3, pos3s, map3[1], nb3s, NB_IQ3S},
+    [LAT_IQ2XXS] = {elm_iq2xxs_codes, 256, 8, 2, 3, 2, ELM_NB_LANES, pos2xxs, map2[0], nb2xxs,
+                    NB_IQ2XXS},
+    [LAT_IQ2XS] = {elm_iq2xs_codes, 512, 8, 2, 3, 2, ELM_NB_LANES, pos2xs, map2[1], nb2xs,
+                   NB_IQ2XS},
+    [LAT_IQ2S] = {elm_iq2s_codes, 1024, 8, 2, 3, 1, ELM_NB_LANES, pos2s, map2[2], nb2s, NB_IQ2S},
+    [LAT_IQ3XXS] = {elm_iq3xxs_codes, 256, 4, 3, 8, 2, 1, pos3xxs, map3[0], nb3xxs, NB_IQ3XXS},
+    [LAT_IQ3S] = {elm_iq3s_codes, 512, 4, 3, 8, 3, 1, pos3s, map3[1], nb3s, NB_IQ3S},
 };
 /* each lattice built at its type's first use: double-checked under one lock */
 static atomic_bool lats_built[N_LAT];
@@ -111,7 +115,7 @@ static bool build(lattice *lt) {
             prev = next;
         }
         /* padded to lanes of 8 with copies of the last point, which never win a tie */
-        while ((used - start - 1) % ELM_NB_LANES) {
+        while ((used - start - 1) % lt->lanes) {
             if (used == lt->nb_cap) return false;
             lt->nb[used] = lt->nb[used - 1];
             used++;
@@ -136,28 +140,45 @@ static const lattice *lattice_get(int l) {
 }
 
 /* Grid index of the neighbour nearest to x (weights w, the points scaled by `scale`) in the list
- * at nb + start, the first in list order on ties; its levels into L. The distances of all the
- * list's points are lanes of the inner loop, each summed over the coordinates in order. */
+ * at nb + start, the first in list order on ties; its levels into L. Lists padded to lanes: the
+ * distances of all the list's points are lanes of the inner loop, each summed over the
+ * coordinates in order. IQ3's lists of a few points: the reference's loop, one point at a time
+ * (lanes cost more than they save there). */
 static inline __attribute__((always_inline)) int
 nearest_listed(const lattice *lt, int start, const float *x, const float *w, float scale,
                int8_t *L) {
     const uint16_t *list = lt->nb + start;
     const int n = list[0];
-    const int mask = (1 << lt->bits) - 1;
-    uint16_t code[NB_MAX];
-    float d2[NB_MAX];
-    for (int j = 0; j < n; j++) code[j] = lt->codes[list[j + 1]];
-    for (int i = 0; i < lt->dim; i++) {
-        const float xi = x[i], wi = w[i];
-        const int sh = lt->bits * i;
-        for (int j = 0; j < n; j++) {
-            const float diff = scale * (2 * (code[j] >> sh & mask) + 1) - xi;
-            /* (the first term stored, not added to 0: a zero's sign aside, which no test sees) */
-            d2[j] = i ? d2[j] + wi * diff * diff : wi * diff * diff;
+    int g = list[1];
+    if (lt->lanes == 1) {
+        float best = FLT_MAX;
+        for (int j = 1; j <= n; j++) {
+            const int8_t *p = lt->pos[list[j]];
+            float d2 = 0;
+            for (int i = 0; i < lt->dim; i++) {
+                const float diff = scale * p[i] - x[i];
+                d2 += w[i] * diff * diff;
+            }
+            if (d2 < best) best = d2, g = list[j];
         }
+    } else {
+        const int mask = (1 << lt->bits) - 1;
+        uint16_t code[NB_MAX];
+        float d2[NB_MAX];
+        for (int j = 0; j < n; j++) code[j] = lt->codes[list[j + 1]];
+        for (int i = 0; i < lt->dim; i++) {
+            const float xi = x[i], wi = w[i];
+            const int sh = lt->bits * i;
+            for (int j = 0; j < n; j++) {
+                const float diff = scale * (2 * (code[j] >> sh & mask) + 1) - xi;
+                /* (the first term stored, not added to 0: a zero's sign aside, which no test
+                 * sees) */
+                d2[j] = i ? d2[j] + wi * diff * diff : wi * diff * diff;
+            }
+        }
+        const int j = elm_first_least(d2, n);
+        if (j >= 0) g = list[j + 1];
     }
-    const int j = elm_first_least(d2, n);
-    const int g = list[j < 0 ? 1 : j + 1];
     for (int i = 0; i < lt->dim; i++) L[i] = (int8_t)((lt->pos[g][i] - 1) / 2);
     return g;
 }
