@@ -12,7 +12,13 @@
  * for every code off the grid, the grid points at its one to three smallest squared distances,
  * nearest first and by index within a distance, built here from edgelm's codebooks
  * (iquant_grids.c) at each type's first use. Float operations follow the reference order term by term (no FMA
- * contraction: the build's -ffp-contract=off), since the chosen points depend on every rounding. */
+ * contraction: the build's -ffp-contract=off), since the chosen points depend on every rounding.
+ *
+ * Speed: nearly all the time goes to the neighbour lists' distances (tens of points per IQ2
+ * list, at every trial scale). The distances to all an IQ2 list's points are lanes of one loop
+ * the compiler vectorizes, each lane summing its terms in the reference's order, the points'
+ * coordinates taken from their level codes (a small table that stays in cache); the sub-block
+ * search is built for AVX2 and AVX-512 as the scale searches are (quant_search.h). */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -32,31 +38,39 @@
 enum { LAT_IQ2XXS, LAT_IQ2XS, LAT_IQ2S, LAT_IQ3XXS, LAT_IQ3S, N_LAT };
 
 /* Codes of 8 coordinates of 2 bits below level 3 are < 0xAAAB; of 4 of 3 bits, < 4096. The list
- * lengths (a count, then the points) are what these codebooks give; build() checks them. */
+ * lengths (a count, then the points padded to ELM_NB_LANES) are what these codebooks give;
+ * build() checks them. */
 enum { IQ2_MAP = 0xAAAB, IQ3_MAP = 4096 };
-enum { NB_IQ2XXS = 119462, NB_IQ2XS = 187770, NB_IQ2S = 50253, NB_IQ3XXS = 22825, NB_IQ3S = 28317 };
+enum { NB_IQ2XXS = 141665, NB_IQ2XS = 209425, NB_IQ2S = 74601, NB_IQ3XXS = 22825, NB_IQ3S = 28317 };
 
 typedef struct lattice {
     const uint16_t *codes; /* the grid points' level codes (iquant_codec.h) */
     int n, dim, bits;      /* points, coordinates per point, bits per coordinate in a code */
     int levels;            /* levels 0..levels-1 the search rounds to (kMaxQ in llama.cpp) */
     int nwant;             /* distances whose points a neighbour list holds */
+    int lanes;             /* lists padded to a multiple: ELM_NB_LANES, searched side by side,
+                            * or 1 (IQ3's lists of a few points, searched one by one) */
     int8_t (*pos)[8];      /* [n] each point's coordinates 2l+1 */
     int32_t *map;          /* code -> grid index, or -1 - the offset of its list in nb */
     uint16_t *nb;          /* the lists: a count, then grid indices */
     int nb_cap;
 } lattice;
 
+/* The most points a grid has, so the most a (padded) list can hold. */
+enum { NB_MAX = 1024 };
+
 static int8_t pos2xxs[256][8], pos2xs[512][8], pos2s[1024][8], pos3xxs[256][8], pos3s[512][8];
 static int32_t map2[3][IQ2_MAP], map3[2][IQ3_MAP];
 static uint16_t nb2xxs[NB_IQ2XXS], nb2xs[NB_IQ2XS], nb2s[NB_IQ2S], nb3xxs[NB_IQ3XXS], nb3s[NB_IQ3S];
 
 static lattice lats[N_LAT] = {
-    [LAT_IQ2XXS] = {elm_iq2xxs_codes, 256, 8, 2, 3, 2, pos2xxs, map2[0], nb2xxs, NB_IQ2XXS},
-    [LAT_IQ2XS] = {elm_iq2xs_codes, 512, 8, 2, 3, 2, pos2xs, map2[1], nb2xs, NB_IQ2XS},
-    [LAT_IQ2S] = {elm_iq2s_codes, 1024, 8, 2, 3, 1, pos2s, map2[2], nb2s, NB_IQ2S},
-    [LAT_IQ3XXS] = {elm_iq3xxs_codes, 256, 4, 3, 8, 2, pos3xxs, map3[0], nb3xxs, NB_IQ3XXS},
-    [LAT_IQ3S] = {elm_iq3s_codes, 512, 4, 3, 8, 3, pos3s, map3[1], nb3s, NB_IQ3S},
+    [LAT_IQ2XXS] = {elm_iq2xxs_codes, 256, 8, 2, 3, 2, ELM_NB_LANES, pos2xxs, map2[0], nb2xxs,
+                    NB_IQ2XXS},
+    [LAT_IQ2XS] = {elm_iq2xs_codes, 512, 8, 2, 3, 2, ELM_NB_LANES, pos2xs, map2[1], nb2xs,
+                   NB_IQ2XS},
+    [LAT_IQ2S] = {elm_iq2s_codes, 1024, 8, 2, 3, 1, ELM_NB_LANES, pos2s, map2[2], nb2s, NB_IQ2S},
+    [LAT_IQ3XXS] = {elm_iq3xxs_codes, 256, 4, 3, 8, 2, 1, pos3xxs, map3[0], nb3xxs, NB_IQ3XXS},
+    [LAT_IQ3S] = {elm_iq3s_codes, 512, 4, 3, 8, 3, 1, pos3s, map3[1], nb3s, NB_IQ3S},
 };
 /* each lattice built at its type's first use: double-checked under one lock */
 static atomic_bool lats_built[N_LAT];
@@ -100,6 +114,12 @@ static bool build(lattice *lt) {
                 }
             prev = next;
         }
+        /* padded to lanes of 8 with copies of the last point, which never win a tie */
+        while ((used - start - 1) % lt->lanes) {
+            if (used == lt->nb_cap) return false;
+            lt->nb[used] = lt->nb[used - 1];
+            used++;
+        }
         lt->nb[start] = (uint16_t)(used - start - 1);
         lt->map[u] = -1 - start;
     }
@@ -119,23 +139,45 @@ static const lattice *lattice_get(int l) {
     return lats_ok[l] ? &lats[l] : NULL;
 }
 
-/* Grid index of the listed neighbour nearest to x (weights w, the points scaled by `scale`), the
- * first in list order on ties; its levels into L. */
-static int nearest_listed(const lattice *lt, const uint16_t *list, const float *x, const float *w,
-                          float scale, int8_t *L) {
-    float best = FLT_MAX;
+/* Grid index of the neighbour nearest to x (weights w, the points scaled by `scale`) in the list
+ * at nb + start, the first in list order on ties; its levels into L. Lists padded to lanes: the
+ * distances of all the list's points are lanes of the inner loop, each summed over the
+ * coordinates in order. IQ3's lists of a few points: the reference's loop, one point at a time
+ * (lanes cost more than they save there). */
+static inline __attribute__((always_inline)) int
+nearest_listed(const lattice *lt, int start, const float *x, const float *w, float scale,
+               int8_t *L) {
+    const uint16_t *list = lt->nb + start;
+    const int n = list[0];
     int g = list[1];
-    for (int j = 1; j <= list[0]; j++) {
-        const int8_t *p = lt->pos[list[j]];
-        float d2 = 0;
+    if (lt->lanes == 1) {
+        float best = FLT_MAX;
+        for (int j = 1; j <= n; j++) {
+            const int8_t *p = lt->pos[list[j]];
+            float d2 = 0;
+            for (int i = 0; i < lt->dim; i++) {
+                const float diff = scale * p[i] - x[i];
+                d2 += w[i] * diff * diff;
+            }
+            if (d2 < best) best = d2, g = list[j];
+        }
+    } else {
+        const int mask = (1 << lt->bits) - 1;
+        uint16_t code[NB_MAX];
+        float d2[NB_MAX];
+        for (int j = 0; j < n; j++) code[j] = lt->codes[list[j + 1]];
         for (int i = 0; i < lt->dim; i++) {
-            const float diff = scale * p[i] - x[i];
-            d2 += w[i] * diff * diff;
+            const float xi = x[i], wi = w[i];
+            const int sh = lt->bits * i;
+            for (int j = 0; j < n; j++) {
+                const float diff = scale * (2 * (code[j] >> sh & mask) + 1) - xi;
+                /* (the first term stored, not added to 0: a zero's sign aside, which no test
+                 * sees) */
+                d2[j] = i ? d2[j] + wi * diff * diff : wi * diff * diff;
+            }
         }
-        if (d2 < best) {
-            best = d2;
-            g = list[j];
-        }
+        const int j = elm_first_least(d2, n);
+        if (j >= 0) g = list[j + 1];
     }
     for (int i = 0; i < lt->dim; i++) L[i] = (int8_t)((lt->pos[g][i] - 1) / 2);
     return g;
@@ -143,8 +185,9 @@ static int nearest_listed(const lattice *lt, const uint16_t *list, const float *
 
 /* Grid index for the levels of x rounded at inverse scale id into L: the point itself when the
  * rounding lands on the grid, else its nearest listed neighbour at `scale`; *on whether it did. */
-static int round_group(const lattice *lt, const float *x, const float *waux, float id, float scale,
-                       int8_t *L, bool *on) {
+static inline __attribute__((always_inline)) int
+round_group(const lattice *lt, const float *x, const float *waux, float id, float scale, int8_t *L,
+            bool *on) {
     int u = 0;
     for (int i = 0; i < lt->dim; i++) {
         int l = elm_nearest_int(0.5f * (id * x[i] - 1));
@@ -154,7 +197,7 @@ static int round_group(const lattice *lt, const float *x, const float *waux, flo
     }
     const int g = lt->map[u];
     *on = g >= 0;
-    return g >= 0 ? g : nearest_listed(lt, lt->nb - g - 1, x, waux, scale, L);
+    return g >= 0 ? g : nearest_listed(lt, -g - 1, x, waux, scale, L);
 }
 
 /* ---- the sub-block search ---- */
@@ -230,8 +273,9 @@ static unsigned split_signs(const float *x, const float *weight, int n, bool par
 /* One sub-block xb[kd->sub] with importances qw (or NULL): its grid indices g[sub/dim] and sign
  * bytes signs[sub/8]; returns false for a sub-block written as zeros (nothing packed), else
  * true with its scale (>= 0) in *scale. */
-static bool search(const iq_kind *kd, const lattice *lt, const float *xb, const float *qw,
-                   float sigma2, uint16_t *g, uint8_t *signs, float *scale_out) {
+ELM_SEARCH_CLONES static bool search(const iq_kind *kd, const lattice *lt, const float *xb,
+                                     const float *qw, float sigma2, uint16_t *g, uint8_t *signs,
+                                     float *scale_out) {
     const int n = kd->sub, ng = n / lt->dim, kmax = lt->levels;
     float weight[32], waux[32], xval[32] = {0}; /* (all set below: zeroed for the compiler) */
     int8_t L[32], Laux[32];

@@ -17,7 +17,6 @@
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "codecs/iquant_codec.h"
@@ -28,8 +27,9 @@
 /* Trit patterns of eight weights (levels 0, 1, 2 for -1, 0, +1) as base-3 numbers, weight j the
  * digit of 3^j. 4513 of the 6561 are off the grid; each has as neighbours the grid points at its
  * three smallest distinct squared distances, ordered by distance then index (llama.cpp's
- * iq2xs_init_impl with nwant 3): 327721 in all, stored after a count per pattern. */
-enum { N_PATTERNS = 6561, N_NEIGHBOUR_SLOTS = 4513 + 327721 };
+ * iq2xs_init_impl with nwant 3): 327721 in all, stored after a count per pattern, each list
+ * padded to a multiple of ELM_NB_LANES with copies of its last point (which never win a tie). */
+enum { N_PATTERNS = 6561, N_NEIGHBOUR_SLOTS = 4513 * ELM_NB_LANES + 327721, N_NB_MAX = 2048 };
 
 static int32_t pattern_at[N_PATTERNS]; /* grid index, or -(slot + 1) of its neighbour count */
 static uint16_t neighbours[N_NEIGHBOUR_SLOTS];
@@ -72,34 +72,45 @@ static void build_lattice(void) {
                 if (d2[g] == next) neighbours[slot++] = (uint16_t)g;
             below = next;
         }
+        while ((slot - count_slot - 1) % ELM_NB_LANES && slot < N_NEIGHBOUR_SLOTS) {
+            neighbours[slot] = neighbours[slot - 1];
+            slot++;
+        }
         neighbours[count_slot] = (uint16_t)(slot - count_slot - 1);
     }
 }
 
 /* The grid point for eight weights x at scale `scale` with level values xx[3], their levels L
  * (0..2): the pattern itself when it is on the grid, else the neighbour of least Σ w·(scale·q - x)²
- * (the first listed of equal ones). Sets *on_grid. */
-static uint16_t snap_group(const int8_t *L, const float *x, const float *w, float scale,
-                           const float *xx, bool *on_grid) {
+ * (the first listed of equal ones). Sets *on_grid. A weight's term takes one of three values,
+ * one per level, computed once; each neighbour's sum adds its terms in the weights' order, the
+ * neighbours side by side (their levels from the codebook's 2-bit codes, which stay in cache). */
+ELM_SEARCH_CLONES static uint16_t snap_group(const int8_t *L, const float *x, const float *w,
+                                             float scale, const float *xx, bool *on_grid) {
     int p = 0;
     for (int j = 7; j >= 0; j--) p = 3 * p + L[j];
     if (pattern_at[p] >= 0) return (uint16_t)pattern_at[p];
     *on_grid = false;
-    const uint16_t *nb = neighbours + (-pattern_at[p] - 1);
-    float best = FLT_MAX;
-    uint16_t best_g = nb[1];
-    for (int k = 1; k <= nb[0]; k++) {
-        float d2 = 0;
-        for (int j = 0; j < 8; j++) {
-            const float diff = scale * xx[grid_levels[nb[k]][j]] - x[j];
-            d2 += w[j] * diff * diff;
+    const int slot = -pattern_at[p] - 1, n = neighbours[slot];
+    const uint16_t *nb = neighbours + slot + 1;
+    uint16_t code[N_NB_MAX];
+    for (int k = 0; k < n; k++) code[k] = elm_iq1s_codes[nb[k]];
+    float d2[N_NB_MAX];
+    for (int j = 0; j < 8; j++) {
+        float e[3];
+        for (int l = 0; l < 3; l++) {
+            const float diff = scale * xx[l] - x[j];
+            e[l] = w[j] * diff * diff;
         }
-        if (d2 < best) {
-            best = d2;
-            best_g = nb[k];
+        /* (the first term stored, not added to 0: a zero's sign aside, which no test sees) */
+        for (int k = 0; k < n; k++) {
+            const int l = code[k] >> (2 * j) & 3;
+            const float term = l == 0 ? e[0] : l == 1 ? e[1] : e[2];
+            d2[k] = j ? d2[k] + term : term;
         }
     }
-    return best_g;
+    const int k = elm_first_least(d2, n);
+    return nb[k < 0 ? 0 : k];
 }
 
 /* The least-squares scale of groups x (8 each, group k with level values xx[k]) coded as grid
@@ -123,11 +134,6 @@ typedef struct ranked {
     int32_t i;
 } ranked;
 
-static int by_value(const void *a, const void *b) {
-    const float l = ((const ranked *)a)->x, r = ((const ranked *)b)->x;
-    return l < r ? -1 : l > r ? 1 : 0;
-}
-
 static float max_abs(const float *x, int n) {
     float m = fabsf(x[0]);
     for (int i = 1; i < n; i++) m = m > fabsf(x[i]) ? m : fabsf(x[i]);
@@ -135,13 +141,17 @@ static float max_abs(const float *x, int n) {
 }
 
 /* x[n] ascending, with their positions, and *max the largest |x|; false (nothing sorted) when
- * that is below eps, a sub-block left at zero. libc's qsort on 8-byte pairs, as the reference
- * sorts, so equal values keep the same order. */
+ * that is below eps, a sub-block left at zero. Equal values (0 and -0 too) keep their order: the
+ * reference's qsort is glibc's, a merge sort, stable for these sizes. An insertion sort, stable
+ * too, gives the same order without a call per comparison. */
 static bool rank(const float *x, int n, float eps, ranked *out, float *max) {
     *max = max_abs(x, n);
     if (*max < eps) return false;
-    for (int j = 0; j < n; j++) out[j] = (ranked){x[j], j};
-    qsort(out, (size_t)n, sizeof *out, by_value);
+    for (int j = 0; j < n; j++) {
+        int i = j;
+        for (; i > 0 && x[j] < out[i - 1].x; i--) out[i] = out[i - 1];
+        out[i] = (ranked){x[j], j};
+    }
     return true;
 }
 
@@ -199,7 +209,7 @@ static void put16(uint8_t *p, unsigned v) {
 /* ---- IQ1_S: f16 d, qs[32] (grid index low bytes), qh[8] (per 32: 3 high index bits per group,
  * the 3-bit multiplier in bits 12-14, the shift's sign in bit 15) ---- */
 
-static void iq1_s_block(const float *xbl, const float *qw, uint8_t *y) {
+ELM_SEARCH_CLONES static void iq1_s_block(const float *xbl, const float *qw, uint8_t *y) {
     memset(y, 0, 50);
     uint16_t qh[8] = {0};
     float scales[8], max_scale = 0;
@@ -221,17 +231,23 @@ static void iq1_s_block(const float *xbl, const float *qw, uint8_t *y) {
             sw[j + 1] = sw[j] + w[r[j].i];
         }
         split b = {.best = -FLT_MAX, .scale = max, .i1 = -1, .i2 = -1, .k = 0};
-        for (int i1 = 0; i1 <= 32; i1++)
-            for (int i2 = i1; i2 <= 32; i2++)
-                for (int s = 1; s >= -1; s -= 2) { /* the shift: +1/8, then -1/8 */
-                    const float *v = s == 1 ? x_plus : x_minus;
-                    const float sumqx = (sx[i1] - sx[0]) * v[0] + (sx[i2] - sx[i1]) * v[1] +
-                                        (sx[32] - sx[i2]) * v[2];
-                    const float sumq2 = (sw[i1] - sw[0]) * v[0] * v[0] +
-                                        (sw[i2] - sw[i1]) * v[1] * v[1] +
-                                        (sw[32] - sw[i2]) * v[2] * v[2];
-                    consider(&b, sumqx, sumq2, i1, i2, s);
+        for (int i1 = 0; i1 <= 32; i1++) {
+            /* the sums of every i2 and shift (+1/8, then -1/8) side by side, then weighed in
+             * the reference's order */
+            float qx[2][33], q2[2][33];
+            for (int h = 0; h < 2; h++) {
+                const float *v = h == 0 ? x_plus : x_minus;
+                for (int i2 = i1; i2 <= 32; i2++) {
+                    qx[h][i2] = (sx[i1] - sx[0]) * v[0] + (sx[i2] - sx[i1]) * v[1] +
+                                (sx[32] - sx[i2]) * v[2];
+                    q2[h][i2] = (sw[i1] - sw[0]) * v[0] * v[0] + (sw[i2] - sw[i1]) * v[1] * v[1] +
+                                (sw[32] - sw[i2]) * v[2] * v[2];
                 }
+            }
+            for (int i2 = i1; i2 <= 32; i2++)
+                for (int h = 0; h < 2; h++)
+                    consider(&b, qx[h][i2], q2[h][i2], i1, i2, h == 0 ? 1 : -1);
+        }
         if (b.i1 < 0) continue;
         int8_t L[32];
         split_levels(r, 32, &b, L);
@@ -289,7 +305,12 @@ static const float *half_levels(int k, int half) {
     return ((half == 0 ? k >> 1 : k) & 1) ? x_minus : x_plus;
 }
 
-static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
+/* a[k] += b[k], k < 8 */
+static inline void add8(float *a, const float *b) {
+    for (int k = 0; k < 8; k++) a[k] += b[k];
+}
+
+ELM_SEARCH_CLONES static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
     memset(y, 0, 56);
     float scales[16], max_scale = 0, w[16];
     int shifts[16];
@@ -302,20 +323,33 @@ static void iq1_m_block(const float *xbl, const float *qw, uint8_t *y) {
         ranked r[16];
         float max;
         if (!rank(xb, 16, 1e-7f, r, &max)) continue;
-        split b = {.best = -FLT_MAX, .scale = max, .i1 = -1, .i2 = -1, .k = -1};
-        for (int i1 = 0; i1 <= 16; i1++)
-            for (int i2 = i1; i2 <= 16; i2++) {
-                float sumqx[4] = {0}, sumq2[4] = {0};
-                for (int j = 0; j < 16; j++) {
-                    const int i = r[j].i, lv = j < i1 ? 0 : j < i2 ? 1 : 2;
-                    for (int k = 0; k < 4; k++) {
-                        const float v = half_levels(k, i >= 8)[lv];
-                        sumqx[k] += w[i] * v * xb[i];
-                        sumq2[k] += w[i] * v * v;
-                    }
+        /* term[lv][j]: rank j's terms at level lv, sumqx's of the four shift choices, then
+         * sumq2's. Each split's sums add them from rank 0 up, as the reference does; the sums
+         * below i1, and below i2 for a given i1, are the same for every split sharing them, so
+         * they are carried over rather than added again (the same additions in the same order) */
+        float term[3][16][8];
+        for (int j = 0; j < 16; j++)
+            for (int lv = 0; lv < 3; lv++)
+                for (int k = 0; k < 4; k++) {
+                    const int i = r[j].i;
+                    const float v = half_levels(k, i >= 8)[lv];
+                    term[lv][j][k] = w[i] * v * xb[i];
+                    term[lv][j][4 + k] = w[i] * v * v;
                 }
-                for (int k = 0; k < 4; k++) consider(&b, sumqx[k], sumq2[k], i1, i2, k);
+        split b = {.best = -FLT_MAX, .scale = max, .i1 = -1, .i2 = -1, .k = -1};
+        float below_i1[8] = {0};
+        for (int i1 = 0; i1 <= 16; i1++) {
+            float below_i2[8];
+            memcpy(below_i2, below_i1, sizeof below_i2);
+            for (int i2 = i1; i2 <= 16; i2++) {
+                float sum[8];
+                memcpy(sum, below_i2, sizeof sum);
+                for (int j = i2; j < 16; j++) add8(sum, term[2][j]);
+                for (int k = 0; k < 4; k++) consider(&b, sum[k], sum[4 + k], i1, i2, k);
+                if (i2 < 16) add8(below_i2, term[1][i2]);
             }
+            if (i1 < 16) add8(below_i1, term[0][i1]);
+        }
         if (b.i1 < 0) continue;
         int8_t L[16];
         split_levels(r, 16, &b, L);

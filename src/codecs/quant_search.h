@@ -31,6 +31,25 @@ static inline int elm_nearest_int(float v) {
     return (i & 0x007fffff) - 0x00400000;
 }
 
+/* Lanes of the neighbour-list searches of the lattice i-quants: lists are padded to a multiple. */
+enum { ELM_NB_LANES = 8 };
+
+/* The place of the first d[j] strictly below FLT_MAX and every earlier d (a sequential scan's
+ * `if (d[j] < best)` from best = FLT_MAX), or -1 when none is; n a multiple of ELM_NB_LANES. The
+ * least by lanes, in a loop the compiler vectorizes, then its first place: the same answer for
+ * any floats, NaN included (never taken); +0 and -0 tie, as in the scan. */
+static inline int elm_first_least(const float *d, int n) {
+    float lane[ELM_NB_LANES], best = 3.40282347e38f;
+    for (int k = 0; k < ELM_NB_LANES; k++) lane[k] = best;
+    for (int j = 0; j < n; j += ELM_NB_LANES)
+        for (int k = 0; k < ELM_NB_LANES; k++) lane[k] = d[j + k] < lane[k] ? d[j + k] : lane[k];
+    for (int k = 0; k < ELM_NB_LANES; k++) best = lane[k] < best ? lane[k] : best;
+    if (!(best < 3.40282347e38f)) return -1;
+    int j = 0;
+    while (d[j] != best) j++;
+    return j;
+}
+
 /* Symmetric codes L[i] = l + nmax, l in [-nmax, nmax-1], for n values x, with the scale that
  * minimises Σ w·(x - scale·l)², w = qw[i] (or x² when qw is NULL), over 19 candidate inverse
  * scales (nmax + 0.1·k)/-max, k = -9..9; n <= 32. Returns the scale (0 for an all-zero group). */
