@@ -52,8 +52,10 @@ test-clang: clang
 # sanitized: the codecs run under it in cli_kquant, test_kquant_*, the hybrids' in cli_hybrid);
 # cli_iquant_recipes writes 22 files whose encoders run sanitized in cli_iquant_write and whose
 # rules in test_iquant_recipes; cli_quant_budget_wide256 measures KLD bars of the budget that
-# cli_quant_budget runs sanitized.
-ASAN_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_kquant_interop|cli_hybrid_llamacpp|cli_iquant_recipes|cli_quant_budget_wide256)$$
+# cli_quant_budget runs sanitized; cli_mxfp4_interop runs MXFP4 files in llama.cpp under node (the
+# codec sanitized in test_mxfp4, its kernels in test_kquant_kernels, the families in cli_arch and
+# cli_hf_mxfp4).
+ASAN_SKIP ?= ^(cli_tsan|cli_interop_arch|cli_embed_interop|cli_kquant_interop|cli_hybrid_llamacpp|cli_iquant_recipes|cli_quant_budget_wide256|cli_mxfp4_interop)$$
 test-asan: asan
 	@cd $(ASAN) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS) -E '$(ASAN_SKIP)' -O ctest.log
 

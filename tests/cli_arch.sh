@@ -38,7 +38,7 @@ json_get() {
 }
 
 # 4 chunks of 64 tokens; 2 in a sanitizer build, where perplexity and eval over 152k- and
-# 262k-entry vocabularies took two thirds of the test (their numbers: the release run)
+# 262k-entry vocabularies are slow (qwen3's: 6 of its 9 s of CPU; their numbers: the release run)
 text_bytes=1200
 $sanitized && text_bytes=600
 head -c $text_bytes "$fix/stories260K/text/valid.txt" >"$tmp/text.txt"
