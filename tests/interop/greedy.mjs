@@ -10,7 +10,7 @@
 // The second form runs many models in one process (the library and its backends loaded once, a
 // few seconds saved a model): FILE holds one JSON object a line, {out, model, n_predict, prompts,
 // top, ctx} (top and ctx as GREEDY_TOP and GREEDY_CTX, null for their defaults), and each job's
-// array is written to its out (through out.tmp, renamed). A job that fails is reported on stderr
+// array is written to its out (through out.PID, renamed). A job that fails is reported on stderr
 // and the next one runs; the exit status is 1 if any failed.
 // The KV cache is kept in F32 and flash attention off (its CPU kernel rounds to F16) so that
 // llama.cpp and edgelm differ only in the order of float additions.
@@ -66,8 +66,9 @@ if (rest[0] === "--jobs") {
     for (const line of fs.readFileSync(rest[1], "utf8").split("\n").filter(Boolean)) {
         const job = JSON.parse(line);
         try {
-            fs.writeFileSync(job.out + ".tmp", (await greedy(job)) + "\n");
-            fs.renameSync(job.out + ".tmp", job.out);
+            const tmp = `${job.out}.${process.pid}`; // two tests may fetch the same reference
+            fs.writeFileSync(tmp, (await greedy(job)) + "\n");
+            fs.renameSync(tmp, job.out);
         } catch (e) {
             console.error(`${job.model}: ${e.message}`);
             failures++;

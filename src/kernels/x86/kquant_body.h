@@ -375,7 +375,7 @@ KQ_INLINE bool packed_signed(elm_type t) {
     return t == ELM_TYPE_IQ4_XS || (elm_type_iquant(t) && t != ELM_TYPE_TQ2_0);
 }
 
-/* The offset packed_chunk's codes carry over the values, as a left shift of 1 (0: none): Q6_K's
+/* The offset packed_chunk's codes carry over the values, as a left shift of 1 (-1: none): Q6_K's
  * 32, TQ2_0's 1; taken out of a block's integers as offset·Σ_g sc[g]·bsum[g]. */
 KQ_INLINE int packed_offset_shift(elm_type t) {
     return t == ELM_TYPE_Q6_K ? 5 : t == ELM_TYPE_TQ2_0 ? 0 : -1;
