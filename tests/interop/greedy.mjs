@@ -39,11 +39,13 @@ async function greedy(job) {
     const model = await llama.loadModel({modelPath: job.model});
     const nTop = Number(job.top || 4), nCtx = Number(job.ctx || 256);
     const results = [];
+    // one context for all prompts (creating one costs more than a tiny model's prompt); each
+    // prompt gets a fresh sequence, whose KV cache and recurrent state start empty
+    const context = await model.createContext({
+        contextSize: nCtx, batchSize: 256, sequences: 1, threads: 1, flashAttention: false,
+        experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
+    });
     for (const prompt of job.prompts) {
-        const context = await model.createContext({
-            contextSize: nCtx, batchSize: 256, sequences: 1, threads: 1, flashAttention: false,
-            experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
-        });
         const sequence = context.getSequence();
         const bos = model.tokens.shouldPrependBosToken && model.tokens.bos != null ? [model.tokens.bos] : [];
         const promptIds = bos.concat(Array.from(model.tokenize(prompt, false)));
@@ -55,8 +57,9 @@ async function greedy(job) {
             if (generated.length >= job.n_predict) break;
         }
         results.push({prompt, prompt_ids: promptIds, generated_ids: generated, top});
-        await context.dispose();
+        sequence.dispose();
     }
+    await context.dispose();
     await model.dispose();
     return JSON.stringify(results);
 }
