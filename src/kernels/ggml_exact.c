@@ -444,9 +444,9 @@ static void build_ggml_kernels(void) {
         .isa = "ggml-rounding", .dot_f32 = wrapped->dot_f32, .quantize_q8 = quantize_q8,
         .transpose16 = wrapped->transpose16, .matmul = matmul,
         .bf16_act_tokens = wrapped->bf16_act_tokens, .pair16 = wrapped->pair16,
-        .round_float_act = true, .rmsnorm = rmsnorm, .softmax = wrapped->softmax,
-        .swiglu = swiglu, .geglu = geglu, .rope_cs = rope_cs, .rope = rope,
-        .rope_neox = rope_neox, .attention = attention,
+        .round_float_act = true, .fused_conv = true, .rmsnorm = rmsnorm,
+        .softmax = wrapped->softmax, .swiglu = swiglu, .geglu = geglu, .rope_cs = rope_cs,
+        .rope = rope, .rope_neox = rope_neox, .attention = attention,
     };
 }
 
