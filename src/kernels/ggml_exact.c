@@ -117,7 +117,17 @@ FUSED static float vec_dot_f32(const float *xs, size_t stride, const float *y, i
     return sum;
 }
 
-/* llamafile's tinyBLAS<16, __m512> (F32 products of 2 or more columns) over the values
+/* ggml_vec_dot_f16 with AVX-512 and no AVX512-FP16 (the zen4 library) over x[0, n) and y: the
+ * values converted to float, the lanes of vec_dot_f32 over the first n rounded down to 64, then
+ * the others' products added in double (ggml_float), the sum rounded to float last. */
+static float vec_dot_f16(const float *x, const float *y, int64_t n) {
+    const int64_t np = n & ~(int64_t)63;
+    double sum = vec_dot_f32(x, 1, y, 0, np, np);
+    for (int64_t i = np; i < n; i++) sum += (double)(x[i] * y[i]);
+    return (float)sum;
+}
+
+/* llamafile's tinyBLAS<16, __m512> (F32 and F16 products of 2 or more columns) over the values
  * [off, off + n_real) of a vector as vec_dot_f32's: one accumulator of 16 lanes per output,
  * value i into lane i mod 16, fused; then reduce16. */
 FUSED static float sgemm_dot_f32(const float *xs, size_t stride, const float *y, int64_t off,
@@ -230,7 +240,8 @@ static bool lanes_iquant(elm_type t) {
 }
 
 bool elm_ggml_matmul_has(const elm_weights *w) {
-    return repacked(w) || w->type == ELM_TYPE_F32 || w->type == ELM_TYPE_Q3_K || w->type == ELM_TYPE_Q5_K ||
+    return repacked(w) || w->type == ELM_TYPE_F32 || w->type == ELM_TYPE_F16 ||
+           w->type == ELM_TYPE_Q3_K || w->type == ELM_TYPE_Q5_K ||
            w->type == ELM_TYPE_Q6_K || w->type == ELM_TYPE_IQ4_XS || lanes_iquant(w->type);
 }
 
@@ -245,16 +256,27 @@ void elm_ggml_matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scr
                                elm_q8_at(a->xq, cols, t), cols / ELM_QK);
         return;
     }
-    if (a->w.type == ELM_TYPE_F32) {
+    if (a->w.type == ELM_TYPE_F32 || a->w.type == ELM_TYPE_F16) {
         /* llamafile's tinyBLAS takes products of 2 or more tokens when its tiles fit (cols a
-         * multiple of 16, rows of 4), ggml_vec_dot_f32 the others */
+         * multiple of 16, rows of 4), ggml_vec_dot_f32 or _f16 the others. An F16 row is
+         * converted into scratch; x holds f16 values already (round_float_act), as the F16
+         * copy of the activations ggml takes. */
+        const bool f16 = a->w.type == ELM_TYPE_F16;
         const bool sgemm = a->n_tok - first >= 2 && cols % 16 == 0 && rows % 4 == 0;
-        for (int64_t r = r0; r < r1; r++)
-            for (int64_t t = 0; t < a->n_tok; t++) {
-                const float *w = (const float *)a->w.data + (size_t)r * (size_t)cols;
-                a->y[t * rows + r] = sgemm ? sgemm_dot_f32(w, 1, a->x + t * cols, 0, cols)
-                                           : vec_dot_f32(w, 1, a->x + t * cols, 0, cols, cols);
+        for (int64_t r = r0; r < r1; r++) {
+            const float *w = (const float *)a->w.data + (size_t)r * (size_t)cols;
+            if (f16) {
+                const uint8_t *row = (const uint8_t *)a->w.data + (size_t)r * row_bytes;
+                elm_type_get(ELM_TYPE_F16)->to_float(row, scratch, cols);
+                w = scratch;
             }
+            for (int64_t t = 0; t < a->n_tok; t++) {
+                const float *x = a->x + t * cols;
+                a->y[t * rows + r] = sgemm ? sgemm_dot_f32(w, 1, x, 0, cols)
+                                     : f16 ? vec_dot_f16(w, x, cols)
+                                           : vec_dot_f32(w, 1, x, 0, cols, cols);
+            }
+        }
         return;
     }
     const int64_t nsb = cols / ELM_QK_K;
@@ -444,9 +466,9 @@ static void build_ggml_kernels(void) {
         .isa = "ggml-rounding", .dot_f32 = wrapped->dot_f32, .quantize_q8 = quantize_q8,
         .transpose16 = wrapped->transpose16, .matmul = matmul,
         .bf16_act_tokens = wrapped->bf16_act_tokens, .pair16 = wrapped->pair16,
-        .round_float_act = true, .rmsnorm = rmsnorm, .softmax = wrapped->softmax,
-        .swiglu = swiglu, .geglu = geglu, .rope_cs = rope_cs, .rope = rope,
-        .rope_neox = rope_neox, .attention = attention,
+        .round_float_act = true, .fused_conv = true, .rmsnorm = rmsnorm,
+        .softmax = wrapped->softmax, .swiglu = swiglu, .geglu = geglu, .rope_cs = rope_cs,
+        .rope = rope, .rope_neox = rope_neox, .attention = attention,
     };
 }
 

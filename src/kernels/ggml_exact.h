@@ -14,8 +14,8 @@
 
 #include "kernels/kernels.h"
 
-/* Whether elm_ggml_matmul computes products with weights w: F32, Q3_K, Q5_K, Q6_K, IQ4_XS, the
- * IQ2 and IQ3 types, and IQ4_NL, MXFP4, Q4_K and Q2_K when their row count is a multiple of 8
+/* Whether elm_ggml_matmul computes products with weights w: F32, F16, Q3_K, Q5_K, Q6_K, IQ4_XS,
+ * the IQ2 and IQ3 types, and IQ4_NL, MXFP4, Q4_K and Q2_K when their row count is a multiple of 8
  * (llama.cpp repacks those; the others go through its vec_dot, whose order is not followed
  * here). */
 bool elm_ggml_matmul_has(const elm_weights *w);

@@ -167,6 +167,12 @@ typedef struct elm_kernels {
      * activations to the weights' type before its dot products. false: float activations. */
     bool round_float_act;
 
+    /* Whether the causal convolutions of the recurrent layers (elm_causal_conv) fuse each tap's
+     * multiply-add (fmaf), as llama.cpp's ssm_conv does where its compiler contracts the loop
+     * (gcc for x86 with FMA, as node-llama-cpp's AVX2 and AVX-512 libraries are built). false:
+     * the product rounded, then added. */
+    bool fused_conv;
+
     /* out[i] = x[i] / sqrt(mean(x²) + eps) · w[i] over n (RMSNorm, Zhang & Sennrich 2019). */
     void (*rmsnorm)(float *out, const float *x, const float *w, int64_t n, float eps);
 

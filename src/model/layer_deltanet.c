@@ -186,7 +186,7 @@ static void conv_worker(void *arg, int ith, int nth) {
                 float *state = elm_seq_state(c, r->seq, j->l) + ch0 * (size_t)(d->taps - 1);
                 elm_causal_conv(j->b.qkv + (size_t)r->t0 * d->channels + ch0,
                                 (size_t)d->channels, r->n, d->S, d->taps,
-                                j->b.kernel + ch0 * (size_t)d->taps, state);
+                                j->b.kernel + ch0 * (size_t)d->taps, state, c->k->fused_conv);
             }
             for (int32_t t = 0; t < j->n; t++) {
                 float *x = j->b.qkv + (size_t)t * d->channels + ch0;

@@ -9,10 +9,11 @@
  *
  * Source: llama.cpp's build_mamba2_layer and its CPU ssm_conv and ssm_scan (ggml-cpu/ops.cpp),
  * whose order this follows: the scan is sequential over time, token by token, in prefill as in
- * decode (parallel over heads, the convolution over channels); the taps are summed in order, and
- * the terms of C·s go into 64 partial sums added as its AVX-512 build adds them. SiLU is the
- * kernels' (swiglu with a factor 1), row by row as ggml applies it, so that --ggml-rounding rounds
- * it as llama.cpp does; the sums differ from llama.cpp's fused ones in the last bits only. */
+ * decode (parallel over heads, the convolution over channels); the taps are summed in order
+ * (fused as llama.cpp's where the kernel table says so: elm_kernels.fused_conv), and the terms of
+ * C·s go into 64 partial sums added as its AVX-512 build adds them. SiLU is the kernels' (swiglu
+ * with a factor 1), row by row as ggml applies it, so that --ggml-rounding rounds it as llama.cpp
+ * does; the scan's sums differ from llama.cpp's fused ones in the last bits only. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,6 +112,7 @@ static void conv_channels(const mamba_job *j, int64_t c0, int64_t c1) {
     const int64_t stride = in_dim(hp), ch0 = hp->ssm_inner;
     const int K = hp->conv_l, S = K - 1;
     const float *w = j->L->conv_kernel->data, *bias = j->L->ssm_conv_b->data;
+    const bool fused = j->c->k->fused_conv;
     float win[64]; /* a channel's last K inputs, oldest first */
     for (int r = 0; r < j->n_runs; r++) {
         const elm_seq_run *run = &j->runs[r];
@@ -123,7 +125,8 @@ static void conv_channels(const mamba_job *j, int64_t c0, int64_t c1) {
                 float *v = j->zx + (size_t)t * stride + ch0 + ch;
                 win[S] = *v;
                 float sum = 0.0f;
-                for (int k = 0; k < K; k++) sum += win[k] * wc[k];
+                for (int k = 0; k < K; k++)
+                    sum = fused ? fmaf(win[k], wc[k], sum) : sum + win[k] * wc[k];
                 *v = sum + bias[ch];
                 memmove(win, win + 1, sizeof(float) * (size_t)S);
             }
