@@ -37,10 +37,10 @@ extern const elm_layer_ops elm_layer_shortconv;
 extern const elm_layer_ops elm_layer_mamba2;
 extern const elm_layer_ops elm_layer_deltanet;
 
-/* The causal depthwise convolution of one run of n tokens, in place (layer_shortconv.c; the
- * DeltaNet's too): channel ch of token t, x[t·stride + ch], becomes Σ_k win[k]·w[ch·taps + k]
- * over its window of its last taps inputs, oldest first, the first taps - 1 of them from state
- * [channels, taps - 1], which then holds the run's last ones. The taps are summed in order in
+/* The causal depthwise convolution of one run of n tokens, in place (layer_shortconv.c; Mamba-2's
+ * and the DeltaNet's too): channel ch of token t, x[t·stride + ch], becomes
+ * Σ_k win[k]·w[ch·taps + k] over its window of its last taps inputs, oldest first, the first
+ * taps - 1 of them from state [channels, taps - 1], which then holds the run's last ones. The taps are summed in order in
  * float, as ggml's ssm_conv does, each multiply-add fused where fused (elm_kernels.fused_conv);
  * 2 <= taps <= 64. */
 void elm_causal_conv(float *x, size_t stride, int32_t n, int channels, int taps, const float *w,

@@ -112,26 +112,13 @@ static void conv_channels(const mamba_job *j, int64_t c0, int64_t c1) {
     const int64_t stride = in_dim(hp), ch0 = hp->ssm_inner;
     const int K = hp->conv_l, S = K - 1;
     const float *w = j->L->conv_kernel->data, *bias = j->L->ssm_conv_b->data;
-    const bool fused = j->c->k->fused_conv;
-    float win[64]; /* a channel's last K inputs, oldest first */
     for (int r = 0; r < j->n_runs; r++) {
         const elm_seq_run *run = &j->runs[r];
-        float *state = elm_seq_state(j->c, run->seq, j->l);
-        for (int64_t ch = c0; ch < c1; ch++) {
-            float *s = state + ch * S;
-            const float *wc = w + ch * K;
-            memcpy(win, s, sizeof(float) * (size_t)S);
-            for (int32_t t = run->t0; t < run->t0 + run->n; t++) {
-                float *v = j->zx + (size_t)t * stride + ch0 + ch;
-                win[S] = *v;
-                float sum = 0.0f;
-                for (int k = 0; k < K; k++)
-                    sum = fused ? fmaf(win[k], wc[k], sum) : sum + win[k] * wc[k];
-                *v = sum + bias[ch];
-                memmove(win, win + 1, sizeof(float) * (size_t)S);
-            }
-            memcpy(s, win, sizeof(float) * (size_t)S);
-        }
+        float *x = j->zx + (size_t)run->t0 * stride + ch0;
+        elm_causal_conv(x + c0, (size_t)stride, run->n, (int)(c1 - c0), K, w + c0 * K,
+                        elm_seq_state(j->c, run->seq, j->l) + c0 * S, j->c->k->fused_conv);
+        for (int32_t t = 0; t < run->n; t++)
+            for (int64_t ch = c0; ch < c1; ch++) x[(size_t)t * stride + ch] += bias[ch];
     }
     for (int32_t t = 0; t < j->n; t++) {
         float *v = j->zx + (size_t)t * stride + ch0 + c0;
