@@ -4,7 +4,9 @@
  * thread on N threads at once. A model's decode reads at most min(memory, N × the kernel's rate);
  * these say which of the two holds it back.
  *
- *   make build; EDGELM_ISA=avx2 build/kernel_rate [-t N] [TYPE...]      (default: -t 2, the types below)
+ *   make build; EDGELM_ISA=avx2 build/kernel_rate [-t N] [--file-layout] [TYPE...]
+ *   (default: -t 2, the types below; --file-layout: never packed, as a mixture of experts' stacks
+ *   are read in place from the file)
  *
  * Weights are random bytes (the kernels' speed does not depend on the values: a NaN scale costs
  * what any float does), packed where the table packs that type, as a model's are at load; the
@@ -35,13 +37,13 @@ static double now(void) {
 
 /* A rows × cols matrix of type t with one token's activations, ready for k->matmul. */
 static void job_new(job *j, const elm_kernels *k, elm_type t, int64_t rows, int64_t cols,
-                    unsigned seed) {
+                    unsigned seed, bool packs) {
     const size_t bytes = elm_row_bytes(t, cols) * (size_t)rows, alloc = (bytes + 4095) / 4096 * 4096;
     uint8_t *w = aligned_alloc(4096, alloc);
     for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
     elm_weights wt = {t, w, rows, cols, NULL};
     j->weights = w;
-    if (k->packs && k->packs(t, rows, cols)) {
+    if (packs && k->packs && k->packs(t, rows, cols)) {
         void *p = aligned_alloc(4096, alloc);
         k->pack(&wt, p);
         memcpy(w, p, bytes);
@@ -101,7 +103,13 @@ static double rate(job *jobs, int n) {
 int main(int argc, char **argv) {
     static const char *defaults[] = {"q4_k", "q5_k", "q6_k", "iq4_xs", "iq4_nl", "q4_0", "q8_0"};
     int threads = 2, first = 1;
-    if (argc > 2 && !strcmp(argv[1], "-t")) threads = atoi(argv[2]), first = 3;
+    bool packs = true;
+    for (;;) {
+        if (argc > first + 1 && !strcmp(argv[first], "-t"))
+            threads = atoi(argv[first + 1]), first += 2;
+        else if (argc > first && !strcmp(argv[first], "--file-layout")) packs = false, first++;
+        else break;
+    }
     if (threads < 1 || threads > 64) {
         fprintf(stderr, "kernel_rate: -t takes 1 to 64 threads\n");
         return 2;
@@ -123,12 +131,15 @@ int main(int argc, char **argv) {
         }
         const int64_t big_rows = (64 << 20) / (int64_t)elm_row_bytes(t, cols) / 16 * 16;
         job small, big[64];
-        job_new(&small, k, t, 256, cols, 1);
+        job_new(&small, k, t, 256, cols, 1, packs);
         small.reps = 500;
-        for (int i = 0; i < threads; i++) job_new(&big[i], k, t, big_rows, cols, 2 + (unsigned)i);
+        for (int i = 0; i < threads; i++)
+            job_new(&big[i], k, t, big_rows, cols, 2 + (unsigned)i, packs);
         for (int i = 0; i < threads; i++) big[i].reps = 4;
         const double l2 = rate(&small, 1), one = rate(big, 1), all = rate(big, threads);
-        printf("| %s | %s | %.1f GB/s | %.1f GB/s | %.1f GB/s |\n", name, k->isa, l2, one, all);
+        const bool packed = packs && k->packs && k->packs(t, 256, cols);
+        printf("| %s%s | %s | %.1f GB/s | %.1f GB/s | %.1f GB/s |\n", name,
+               packed ? " (packed)" : "", k->isa, l2, one, all);
         job_free(&small);
         for (int i = 0; i < threads; i++) job_free(&big[i]);
     }

@@ -108,6 +108,44 @@ static void run_expert(elm_context *c, int l, int32_t e, int32_t cnt) {
     }
 }
 
+/* Token t's k chosen experts of layer l (one token routed: a decode step) as two pool jobs
+ * instead of two a expert: the k gate and up products, which share the token's input, then
+ * the k down products, each over its own row of c->hg; the same floats as run_expert. */
+static void run_token(elm_context *c, int l, int32_t t) {
+    const elm_layer *L = &c->m->layers[l];
+    const int64_t dim = c->m->hp.dim, ff = c->m->hp.expert_ffn_dim;
+    const int32_t k = c->m->hp.n_expert_used;
+    elm_tensor views[3][ELM_FW_MAX_GROUP / 2];
+    const elm_tensor *gate_up[ELM_FW_MAX_GROUP] = {0}, *down[ELM_FW_MAX_GROUP / 2] = {0};
+    float *gate_up_out[ELM_FW_MAX_GROUP] = {0}, *down_out[ELM_FW_MAX_GROUP / 2] = {0};
+    for (int32_t r = 0; r < k; r++) {
+        const int32_t e = c->moe_ids[(size_t)t * k + r];
+        views[0][r] = expert_view(L->gate_exps, e);
+        views[1][r] = expert_view(L->up_exps, e);
+        views[2][r] = expert_view(L->down_exps, e);
+        gate_up[2 * r] = &views[0][r];
+        gate_up[2 * r + 1] = &views[1][r];
+        down[r] = &views[2][r];
+        gate_up_out[2 * r] = c->hg + r * ff;
+        gate_up_out[2 * r + 1] = c->hu + r * ff;
+        down_out[r] = c->moe_y + ((size_t)t * k + r) * dim;
+    }
+    elm_fw_matmul_group(c, l, 2 * k, gate_up, gate_up_out, c->xb + (size_t)t * dim, 1, 0);
+    for (int32_t r = 0; r < k; r++) {
+        const int32_t e = c->moe_ids[(size_t)t * k + r];
+        add_expert_bias(c->hg + r * ff, L->gate_exps_b, e, 1, ff);
+        add_expert_bias(c->hu + r * ff, L->up_exps_b, e, 1, ff);
+    }
+    elm_fw_glu(c, c->hg, c->hu, (int64_t)k * ff);
+    elm_fw_matmul_rows(c, l, k, down, down_out, c->hg);
+    for (int32_t r = 0; r < k; r++) {
+        float *y = down_out[r];
+        add_expert_bias(y, L->down_exps_b, c->moe_ids[(size_t)t * k + r], 1, dim);
+        const float w = c->moe_w[(size_t)t * k + r];
+        for (int64_t d = 0; d < dim; d++) y[d] *= w;
+    }
+}
+
 /* The E router logits p plus the router's bias b (NULL: none) turned into probabilities in place
  * by gating function g (hp.moe_gating): their softmax, each one's sigmoid as
  * ggml_vec_sigmoid_f32 computes it, or the logits themselves (SOFTMAX_WEIGHT: route weighs
@@ -148,10 +186,14 @@ void elm_ffn_moe(elm_context *c, int l, int32_t n, int32_t t0) {
         gate(c, hp->moe_gating, logit_bias, c->moe_probs + (size_t)t * E, E);
         route(c, t, bias);
     }
-    group_by_expert(c, t0, n);
-    for (int32_t e = 0; e < E; e++)
-        if (c->moe_first[e + 1] > c->moe_first[e])
-            run_expert(c, l, e, c->moe_first[e + 1] - c->moe_first[e]);
+    if (n - t0 == 1 && 2 * k <= ELM_FW_MAX_GROUP && k <= c->n_batch) {
+        run_token(c, l, t0);
+    } else {
+        group_by_expert(c, t0, n);
+        for (int32_t e = 0; e < E; e++)
+            if (c->moe_first[e + 1] > c->moe_first[e])
+                run_expert(c, l, e, c->moe_first[e + 1] - c->moe_first[e]);
+    }
     if (L->shexp_down) shared_expert(c, l, n, t0);
     /* the slots added in rank order, as llama.cpp's graph adds its views, then the shared
      * expert's output; the tokens the caller drops, 0 */

@@ -23,13 +23,13 @@
 #include "model/layer_kind.h"
 
 /* CHUNK_TILES: 256 rows, four prefill panels (gemm.c); smaller chunks measured slower in decode */
-enum { MAX_GROUP = 4, PREP_PARALLEL_TOKENS = 8, CHUNK_TILES = 16 };
+enum { PREP_PARALLEL_TOKENS = 8, CHUNK_TILES = 16 };
 
 typedef struct {
     elm_context *c;
     int n;                           /* products in the group */
-    elm_matmul_args args[MAX_GROUP]; /* same x, xq and n_tok */
-    long first_unit[MAX_GROUP + 1];  /* prefix sums of tiles of ELM_TILE_ROWS rows */
+    elm_matmul_args args[ELM_FW_MAX_GROUP];
+    long first_unit[ELM_FW_MAX_GROUP + 1];  /* prefix sums of tiles of ELM_TILE_ROWS rows */
     elm_pool_work tiles;             /* the tiles of all products, claimed by the threads */
 } matmul_job;
 
@@ -115,39 +115,47 @@ static elm_type act_round(const elm_context *c, const elm_tensor *w) {
                : ELM_TYPE_F32;
 }
 
-void elm_fw_matmul_group(elm_context *c, int layer, int n, const elm_tensor *const *w,
-                         float *const *y, const float *x, int64_t n_tok, int64_t out_first) {
+/* The group's products over x ([n_tok, cols]); row_each: product i reads row i of x alone (one
+ * token, n_tok = n), its input prepared with the others' as one n-row batch. */
+static void run_group(elm_context *c, int layer, int n, const elm_tensor *const *w,
+                      float *const *y, const float *x, int64_t n_tok, int64_t out_first,
+                      bool row_each) {
     /* float products share xt and xr, so they go out together only when rounded alike */
     for (int i = 1; i < n; i++)
         if (!elm_type_q8_act(w[i]->type) && !elm_type_q8_act(w[0]->type) &&
             act_round(c, w[i]) != act_round(c, w[0])) {
             for (int k = 0; k < n; k++)
-                elm_fw_matmul_group(c, layer, 1, &w[k], &y[k], x, n_tok, out_first);
+                run_group(c, layer, 1, &w[k], &y[k], row_each ? x + k * w[k]->ne[0] : x,
+                          row_each ? 1 : n_tok, out_first, false);
             return;
         }
     matmul_job j = {.c = c, .n = n};
     prep_job pj = {.c = c, .x = x, .n_tok = n_tok, .cols = w[0]->ne[0], .round = ELM_TYPE_F32};
     elm_pool_work_init(&pj.tokens, (long)n_tok, elm_pool_size(c->pool));
     elm_pool_work_init(&pj.chunks, (long)((n_tok + 15) / 16), elm_pool_size(c->pool));
+    const int64_t tok = row_each ? 1 : n_tok; /* each product's tokens */
     for (int i = 0; i < n; i++) {
-        if (c->hook) c->hook(w[i], layer, x, n_tok, c->hook_user);
+        const int64_t row = row_each ? i : 0;
+        const float *xi = x + row * pj.cols;
+        if (c->hook) c->hook(w[i], layer, xi, tok, c->hook_user);
         const bool q8 = elm_type_q8_act(w[i]->type);
         /* only float weights read the transposed chunks; the super-block types take q8_K rows
          * (pj.q8k below) */
         const bool flt = elm_type_get(w[i]->type)->block_size == 1;
-        const bool xt = flt && c->xt && n_tok >= ELM_XT_MIN_TOKENS;
+        const bool xt = flt && c->xt && tok >= ELM_XT_MIN_TOKENS;
         /* the table rounds BF16 products' input to BF16 pairs: once here for the group */
         const bool xp = xt && c->xp && w[i]->type == ELM_TYPE_BF16 && w[i]->ne[0] % 2 == 0 &&
-                        n_tok >= c->k->bf16_act_tokens;
+                        tok >= c->k->bf16_act_tokens;
         if (!q8) pj.round = act_round(c, w[i]);
-        const float *xf = !q8 && pj.round != ELM_TYPE_F32 ? c->xr : x;
+        const float *xf = !q8 && pj.round != ELM_TYPE_F32 ? c->xr + row * pj.cols : xi;
         pj.q8 |= q8;
         pj.xt |= xt;
         pj.xp |= xp;
         const elm_weights wi = {w[i]->type, w[i]->data, w[i]->ne[1], w[i]->ne[0], w[i]->packed_by};
         j.args[i] = (elm_matmul_args){.w = wi, .x = xf, .xq = q8 ? c->xq : NULL,
                                       .xt = xt ? c->xt : NULL, .xp = xp ? c->xp : NULL,
-                                      .n_tok = n_tok, .y = y[i], .out_first = out_first};
+                                      .n_tok = tok, .y = y[i],
+                                      .out_first = row_each ? 0 : out_first};
         j.first_unit[i + 1] =
             j.first_unit[i] + (long)((w[i]->ne[1] + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
     }
@@ -155,11 +163,24 @@ void elm_fw_matmul_group(elm_context *c, int layer, int n, const elm_tensor *con
     pj.q8k = !pj.q8;
     for (int i = 0; i < n; i++)
         if (!elm_type_kquant(w[i]->type) || elm_type_q8_act(w[i]->type)) pj.q8k = false;
-    for (int i = 0; i < n && pj.q8k; i++) j.args[i].xq = c->xq;
+    const size_t q8_row = pj.q8k ? elm_q8k_row_bytes(pj.cols) : elm_q8_row_bytes(pj.cols);
+    for (int i = 0; i < n; i++)
+        if (j.args[i].xq || pj.q8k)
+            j.args[i].xq = (char *)c->xq + (row_each ? (size_t)i * q8_row : 0);
     if (n_tok >= PREP_PARALLEL_TOKENS) elm_pool_run_shared(c->pool, prep_worker, &pj);
     else if (pj.q8 || pj.q8k || pj.xt || pj.round != ELM_TYPE_F32) prep_worker(&pj, 0, 1);
     elm_pool_work_init(&j.tiles, j.first_unit[n], elm_pool_size(c->pool));
     elm_pool_run_shared(c->pool, matmul_worker, &j);
+}
+
+void elm_fw_matmul_group(elm_context *c, int layer, int n, const elm_tensor *const *w,
+                         float *const *y, const float *x, int64_t n_tok, int64_t out_first) {
+    run_group(c, layer, n, w, y, x, n_tok, out_first, false);
+}
+
+void elm_fw_matmul_rows(elm_context *c, int layer, int n, const elm_tensor *const *w,
+                        float *const *y, const float *x) {
+    run_group(c, layer, n, w, y, x, n, 0, true);
 }
 
 void elm_fw_matmul(elm_context *c, int layer, const elm_tensor *w, const float *x, int64_t n_tok,

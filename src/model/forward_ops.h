@@ -5,14 +5,25 @@
 
 #include "model/context_state.h"
 
-/* Y_i[n_tok, rows_i] = X[n_tok, cols] · W_iᵀ for the n (<= 4) weights w of layer `layer` (-1:
- * the output), which share their input x; the caller keeps the tokens [out_first, n_tok) of each
- * y_i (elm_matmul_args.out_first). Split over the pool by weight rows, so that each weight row
- * is read once whatever n_tok; runs the context's matmul hook first (calibration). */
+/* The most products one pool job runs (elm_fw_matmul_group, elm_fw_matmul_rows): a decoded
+ * token's gate and up products of 8 experts (Qwen3-MoE). */
+#define ELM_FW_MAX_GROUP 16
+
+/* Y_i[n_tok, rows_i] = X[n_tok, cols] · W_iᵀ for the n (<= ELM_FW_MAX_GROUP) weights w of layer
+ * `layer` (-1: the output), which share their input x; the caller keeps the tokens
+ * [out_first, n_tok) of each y_i (elm_matmul_args.out_first). Split over the pool by weight
+ * rows, so that each weight row is read once whatever n_tok; runs the context's matmul hook
+ * first (calibration). */
 void elm_fw_matmul_group(elm_context *c, int layer, int n, const elm_tensor *const *w,
                          float *const *y, const float *x, int64_t n_tok, int64_t out_first);
 void elm_fw_matmul(elm_context *c, int layer, const elm_tensor *w, const float *x, int64_t n_tok,
                    int64_t out_first, float *y);
+
+/* y_i[rows_i] = W_i · x_i for n (<= ELM_FW_MAX_GROUP, <= the context's batch) products of one
+ * token each, x_i being row i of x ([n, cols], every W_i cols wide): a decoded token's experts'
+ * down products as one pool job. The same floats as n elm_fw_matmul calls of one token. */
+void elm_fw_matmul_rows(elm_context *c, int layer, int n, const elm_tensor *const *w,
+                        float *const *y, const float *x);
 
 /* g[i] = act(g[i]) · u[i] over n by the model's gate activation (hp.ffn_act): SwiGLU, GeGLU
  * (the kernels') or gpt-oss's clamped SwiGLU. */
