@@ -41,6 +41,10 @@ static void job_new(job *j, const elm_kernels *k, elm_type t, int64_t rows, int6
     const size_t bytes = elm_row_bytes(t, cols) * (size_t)rows, alloc = (bytes + 4095) / 4096 * 4096;
     uint8_t *w = aligned_alloc(4096, alloc);
     for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
+    /* MXFP4's E8M0 scales near 1 (random bytes give subnormal and infinite products, which cost
+     * more than a model's) */
+    if (t == ELM_TYPE_MXFP4)
+        for (size_t i = 0; i < bytes; i += ELM_MXFP4_BLOCK_BYTES) w[i] = (uint8_t)(120 + w[i] % 8);
     elm_weights wt = {t, w, rows, cols, NULL};
     j->weights = w;
     if (packs && k->packs && k->packs(t, rows, cols)) {

@@ -14,11 +14,12 @@ llama.cpp's N most probable tokens (those with p > 0), then the number of rows c
 when the prompts' token ids differ, no row could be compared, or one of llama.cpp's tokens is not
 among edgelm's K.
 
-usage: python3 logit_delta.py --agree MAX REF.json EDGELM_0.json ... [--tokens EDGELM_0.json ...]
+usage: python3 logit_delta.py --agree MAX REF.json EDGELM_0.json ... [--tokens EDGELM_j.json ...]
   Checks whole runs at once (one interpreter for a family's prompts): EDGELM_i.json is edgelm's
   run of REF.json's prompt i, with the same prompt and generated ids as llama.cpp's, and (before
-  --tokens) logits within MAX of llama.cpp's over every generated row. One line on stderr per run
-  that fails; exits 1 if any.
+  --tokens) logits within MAX of llama.cpp's over every generated row. The m runs after --tokens
+  are of REF.json's last m prompts, in order, and checked for their ids only. One line on stderr
+  per run that fails; exits 1 if any.
 """
 import json
 import math
@@ -56,9 +57,10 @@ def agree(argv):
     limit, ref = float(argv[0]), json.load(open(argv[1]))
     runs = argv[2:]
     tokens_from = runs.index("--tokens") if "--tokens" in runs else len(runs)
+    n_tokens = len(runs) - tokens_from - 1 if tokens_from < len(runs) else 0
     bad = 0
     for k, path in enumerate(r for r in runs if r != "--tokens"):
-        i = k % len(ref)
+        i = k % len(ref) if k < tokens_from else len(ref) - n_tokens + (k - tokens_from)
         got, want = json.load(open(path)), ref[i]
         name = f"{path}: prompt {want['prompt']!r}"
         if (got["prompt_ids"], got["generated_ids"]) != (want["prompt_ids"], want["generated_ids"]):

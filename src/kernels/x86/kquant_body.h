@@ -741,6 +741,10 @@ KQ_FN static float row_iq4_nl(const uint8_t *src, elm_q8_row x, int64_t n) {
 /* The same for an MXFP4 row (17-byte blocks: the E8M0 scale byte, then the nibbles). */
 KQ_FN static float row_mxfp4(const uint8_t *src, elm_q8_row x, int64_t n) {
     const __m256i grid = kq_grid_of(elm_mxfp4_grid);
+#ifdef KQ_DECODE512
+    (void)grid;
+    return kq512_row_mxfp4(src, &x, n);
+#endif
     const int bb = ELM_MXFP4_BLOCK_BYTES;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t b = 0;
