@@ -55,6 +55,7 @@ typedef struct lattice {
                             * side by side, or 1 (IQ3's lists of a few points, searched for
                             * several trial scales side by side: trials_d4) */
     int8_t (*pos)[8];      /* [n] each point's coordinates 2l+1 */
+    float (*posf)[4];      /* the same as floats, for the 4-coordinate (IQ3) grids; else NULL */
     int32_t *map;          /* code -> grid index, or -1 - the offset of its list in nb */
     uint16_t *nb;          /* the lists: a count, then grid indices */
     int nb_cap;
@@ -64,17 +65,20 @@ typedef struct lattice {
 enum { NB_MAX = 1024 };
 
 static int8_t pos2xxs[256][8], pos2xs[512][8], pos2s[1024][8], pos3xxs[256][8], pos3s[512][8];
+static float posf3xxs[256][4], posf3s[512][4];
 static int32_t map2[3][IQ2_MAP], map3[2][IQ3_MAP];
 static uint16_t nb2xxs[NB_IQ2XXS], nb2xs[NB_IQ2XS], nb2s[NB_IQ2S], nb3xxs[NB_IQ3XXS], nb3s[NB_IQ3S];
 
 static lattice lats[N_LAT] = {
-    [LAT_IQ2XXS] = {elm_iq2xxs_codes, 256, 8, 2, 3, 2, ELM_NB_LANES, pos2xxs, map2[0], nb2xxs,
-                    NB_IQ2XXS},
-    [LAT_IQ2XS] = {elm_iq2xs_codes, 512, 8, 2, 3, 2, ELM_NB_LANES, pos2xs, map2[1], nb2xs,
+    [LAT_IQ2XXS] = {elm_iq2xxs_codes, 256, 8, 2, 3, 2, ELM_NB_LANES, pos2xxs, NULL, map2[0],
+                    nb2xxs, NB_IQ2XXS},
+    [LAT_IQ2XS] = {elm_iq2xs_codes, 512, 8, 2, 3, 2, ELM_NB_LANES, pos2xs, NULL, map2[1], nb2xs,
                    NB_IQ2XS},
-    [LAT_IQ2S] = {elm_iq2s_codes, 1024, 8, 2, 3, 1, ELM_NB_LANES, pos2s, map2[2], nb2s, NB_IQ2S},
-    [LAT_IQ3XXS] = {elm_iq3xxs_codes, 256, 4, 3, 8, 2, 1, pos3xxs, map3[0], nb3xxs, NB_IQ3XXS},
-    [LAT_IQ3S] = {elm_iq3s_codes, 512, 4, 3, 8, 3, 1, pos3s, map3[1], nb3s, NB_IQ3S},
+    [LAT_IQ2S] = {elm_iq2s_codes, 1024, 8, 2, 3, 1, ELM_NB_LANES, pos2s, NULL, map2[2], nb2s,
+                  NB_IQ2S},
+    [LAT_IQ3XXS] = {elm_iq3xxs_codes, 256, 4, 3, 8, 2, 1, pos3xxs, posf3xxs, map3[0], nb3xxs,
+                    NB_IQ3XXS},
+    [LAT_IQ3S] = {elm_iq3s_codes, 512, 4, 3, 8, 3, 1, pos3s, posf3s, map3[1], nb3s, NB_IQ3S},
 };
 /* each lattice built at its type's first use: double-checked under one lock */
 static atomic_bool lats_built[N_LAT];
@@ -88,6 +92,8 @@ static bool build(lattice *lt) {
     for (int k = 0; k < lt->n; k++)
         for (int i = 0; i < lt->dim; i++)
             lt->pos[k][i] = (int8_t)(2 * (lt->codes[k] >> (lt->bits * i) & mask) + 1);
+    for (int k = 0; k < lt->n && lt->posf; k++)
+        for (int i = 0; i < 4; i++) lt->posf[k][i] = lt->pos[k][i];
     for (int u = 0; u < size; u++) lt->map[u] = -1;
     for (int k = 0; k < lt->n; k++) lt->map[lt->codes[k]] = k;
     int used = 0, d2[1024];
@@ -298,19 +304,20 @@ static inline float select_bits(bool c, float a, float b) {
 
 /* The nearest point of `list` to the group x (weights w) at the scales sc of trials t0..t1-1
  * (list order on ties): its levels into lv[0..3][t]. Each lane adds its terms in the order of
- * nearest_listed's one-point-at-a-time loop. */
+ * nearest_listed's one-point-at-a-time loop, the point's coordinates read as floats (posf).
+ * (GCC vectorizes this form; a table of the scaled levels, or the first term stored instead of
+ * added to 0, left it scalar and twice as slow.) */
 static inline __attribute__((always_inline)) void
 nearest_run(const lattice *lt, const uint16_t *list, int t0, int t1, const float *x,
             const float *w, const float *sc, int8_t lv[][TRIALS]) {
     const int n = list[0];
     for (int w0 = t0; w0 < t1; w0 += LANES3) {
         float best[LANES3];
-        int32_t bcode[LANES3];
-        for (int k = 0; k < LANES3; k++) best[k] = FLT_MAX, bcode[k] = lt->codes[list[1]];
+        int32_t bg[LANES3];
+        for (int k = 0; k < LANES3; k++) best[k] = FLT_MAX, bg[k] = list[1];
         for (int j = 1; j <= n; j++) {
-            const int32_t c = lt->codes[list[j]];
-            float p[4];
-            for (int i = 0; i < 4; i++) p[i] = (float)(2 * (c >> 3 * i & 7) + 1);
+            const int32_t c = list[j];
+            const float *p = lt->posf[c];
             for (int k = 0; k < LANES3; k++) {
                 const float s = sc[w0 + k];
                 float d2 = 0;
@@ -320,11 +327,11 @@ nearest_run(const lattice *lt, const uint16_t *list, int t0, int t1, const float
                 }
                 const bool less = d2 < best[k];
                 best[k] = select_bits(less, d2, best[k]);
-                bcode[k] = less ? c : bcode[k];
+                bg[k] = less ? c : bg[k];
             }
         }
         for (int k = 0; k < LANES3 && w0 + k < t1; k++)
-            for (int i = 0; i < 4; i++) lv[i][w0 + k] = (int8_t)(bcode[k] >> 3 * i & 7);
+            for (int i = 0; i < 4; i++) lv[i][w0 + k] = (int8_t)(lt->pos[bg[k]][i] >> 1);
     }
 }
 
