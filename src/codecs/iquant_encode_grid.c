@@ -17,8 +17,11 @@
  * Speed: nearly all the time goes to the neighbour lists' distances (tens of points per IQ2
  * list, at every trial scale). The distances to all an IQ2 list's points are lanes of one loop
  * the compiler vectorizes, each lane summing its terms in the reference's order, the points'
- * coordinates taken from their level codes (a small table that stays in cache); the sub-block
- * search is built for AVX2 and AVX-512 as the scale searches are (quant_search.h). */
+ * coordinates taken from their level codes (a small table that stays in cache). IQ3's lists hold
+ * a few points, so there the trial scales are the lanes instead (trials_d4): every trial's
+ * rounding and fit side by side, and each group's list searched once for the run of trials at
+ * which it rounds to the same code. The sub-block search is built for AVX2 and AVX-512 as the
+ * scale searches are (quant_search.h). */
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -48,9 +51,11 @@ typedef struct lattice {
     int n, dim, bits;      /* points, coordinates per point, bits per coordinate in a code */
     int levels;            /* levels 0..levels-1 the search rounds to (kMaxQ in llama.cpp) */
     int nwant;             /* distances whose points a neighbour list holds */
-    int lanes;             /* lists padded to a multiple: ELM_NB_LANES, searched side by side,
-                            * or 1 (IQ3's lists of a few points, searched one by one) */
+    int lanes;             /* lists padded to a multiple: ELM_NB_LANES, their points searched
+                            * side by side, or 1 (IQ3's lists of a few points, searched for
+                            * several trial scales side by side: trials_d4) */
     int8_t (*pos)[8];      /* [n] each point's coordinates 2l+1 */
+    float (*posf)[4];      /* the same as floats, for the 4-coordinate (IQ3) grids; else NULL */
     int32_t *map;          /* code -> grid index, or -1 - the offset of its list in nb */
     uint16_t *nb;          /* the lists: a count, then grid indices */
     int nb_cap;
@@ -60,17 +65,20 @@ typedef struct lattice {
 enum { NB_MAX = 1024 };
 
 static int8_t pos2xxs[256][8], pos2xs[512][8], pos2s[1024][8], pos3xxs[256][8], pos3s[512][8];
+static float posf3xxs[256][4], posf3s[512][4];
 static int32_t map2[3][IQ2_MAP], map3[2][IQ3_MAP];
 static uint16_t nb2xxs[NB_IQ2XXS], nb2xs[NB_IQ2XS], nb2s[NB_IQ2S], nb3xxs[NB_IQ3XXS], nb3s[NB_IQ3S];
 
 static lattice lats[N_LAT] = {
-    [LAT_IQ2XXS] = {elm_iq2xxs_codes, 256, 8, 2, 3, 2, ELM_NB_LANES, pos2xxs, map2[0], nb2xxs,
-                    NB_IQ2XXS},
-    [LAT_IQ2XS] = {elm_iq2xs_codes, 512, 8, 2, 3, 2, ELM_NB_LANES, pos2xs, map2[1], nb2xs,
+    [LAT_IQ2XXS] = {elm_iq2xxs_codes, 256, 8, 2, 3, 2, ELM_NB_LANES, pos2xxs, NULL, map2[0],
+                    nb2xxs, NB_IQ2XXS},
+    [LAT_IQ2XS] = {elm_iq2xs_codes, 512, 8, 2, 3, 2, ELM_NB_LANES, pos2xs, NULL, map2[1], nb2xs,
                    NB_IQ2XS},
-    [LAT_IQ2S] = {elm_iq2s_codes, 1024, 8, 2, 3, 1, ELM_NB_LANES, pos2s, map2[2], nb2s, NB_IQ2S},
-    [LAT_IQ3XXS] = {elm_iq3xxs_codes, 256, 4, 3, 8, 2, 1, pos3xxs, map3[0], nb3xxs, NB_IQ3XXS},
-    [LAT_IQ3S] = {elm_iq3s_codes, 512, 4, 3, 8, 3, 1, pos3s, map3[1], nb3s, NB_IQ3S},
+    [LAT_IQ2S] = {elm_iq2s_codes, 1024, 8, 2, 3, 1, ELM_NB_LANES, pos2s, NULL, map2[2], nb2s,
+                  NB_IQ2S},
+    [LAT_IQ3XXS] = {elm_iq3xxs_codes, 256, 4, 3, 8, 2, 1, pos3xxs, posf3xxs, map3[0], nb3xxs,
+                    NB_IQ3XXS},
+    [LAT_IQ3S] = {elm_iq3s_codes, 512, 4, 3, 8, 3, 1, pos3s, posf3s, map3[1], nb3s, NB_IQ3S},
 };
 /* each lattice built at its type's first use: double-checked under one lock */
 static atomic_bool lats_built[N_LAT];
@@ -84,6 +92,8 @@ static bool build(lattice *lt) {
     for (int k = 0; k < lt->n; k++)
         for (int i = 0; i < lt->dim; i++)
             lt->pos[k][i] = (int8_t)(2 * (lt->codes[k] >> (lt->bits * i) & mask) + 1);
+    for (int k = 0; k < lt->n && lt->posf; k++)
+        for (int i = 0; i < 4; i++) lt->posf[k][i] = lt->pos[k][i];
     for (int u = 0; u < size; u++) lt->map[u] = -1;
     for (int k = 0; k < lt->n; k++) lt->map[lt->codes[k]] = k;
     int used = 0, d2[1024];
@@ -143,7 +153,8 @@ static const lattice *lattice_get(int l) {
  * at nb + start, the first in list order on ties; its levels into L. Lists padded to lanes: the
  * distances of all the list's points are lanes of the inner loop, each summed over the
  * coordinates in order. IQ3's lists of a few points: the reference's loop, one point at a time
- * (lanes cost more than they save there). */
+ * (lanes of points cost more than they save there; this is IQ3's refit, its trials go through
+ * nearest_run). */
 static inline __attribute__((always_inline)) int
 nearest_listed(const lattice *lt, int start, const float *x, const float *w, float scale,
                int8_t *L) {
@@ -270,6 +281,122 @@ static unsigned split_signs(const float *x, const float *weight, int n, bool par
     return s;
 }
 
+/* ---- IQ3: the trial scales side by side ---- */
+
+/* IQ3's sub-blocks are 8 groups of 4 weights (D4 points, 3-bit levels) with at most 31 trial
+ * scales (IQ3_XXS). The trials are lanes: each weight's levels at every trial side by side, and
+ * each group's neighbour search over the run of consecutive trials at which it rounds to the same
+ * off-grid code, 8 trials at a time. On tl1's weights nearly 9 groups in 10 round off the grid,
+ * in runs of about 5 trials (4 to 6 runs per group), lists of 5 to 7 points on average. */
+enum { TRIALS = 32, LANES3 = 8 };
+
+/* a if c, else b: by its bits, since GCC makes `best[k] = c ? a : best[k]` in a vectorized loop a
+ * masked store, whose value the next step's load waits for */
+static inline float select_bits(bool c, float a, float b) {
+    uint32_t ua, ub;
+    memcpy(&ua, &a, 4);
+    memcpy(&ub, &b, 4);
+    const uint32_t m = -(uint32_t)c, r = (ua & m) | (ub & ~m);
+    float f;
+    memcpy(&f, &r, 4);
+    return f;
+}
+
+/* The nearest point of `list` to the group x (weights w) at the scales sc of trials t0..t1-1
+ * (list order on ties): its levels into lv[0..3][t]. Each lane adds its terms in the order of
+ * nearest_listed's one-point-at-a-time loop, the point's coordinates read as floats (posf).
+ * (GCC vectorizes this form; a table of the scaled levels, or the first term stored instead of
+ * added to 0, left it scalar and twice as slow.) */
+static inline __attribute__((always_inline)) void
+nearest_run(const lattice *lt, const uint16_t *list, int t0, int t1, const float *x,
+            const float *w, const float *sc, int8_t lv[][TRIALS]) {
+    const int n = list[0];
+    for (int w0 = t0; w0 < t1; w0 += LANES3) {
+        float best[LANES3];
+        int32_t bg[LANES3];
+        for (int k = 0; k < LANES3; k++) best[k] = FLT_MAX, bg[k] = list[1];
+        for (int j = 1; j <= n; j++) {
+            const int32_t c = list[j];
+            const float *p = lt->posf[c];
+            for (int k = 0; k < LANES3; k++) {
+                const float s = sc[w0 + k];
+                float d2 = 0;
+                for (int i = 0; i < 4; i++) {
+                    const float diff = s * p[i] - x[i];
+                    d2 += w[i] * diff * diff;
+                }
+                const bool less = d2 < best[k];
+                best[k] = select_bits(less, d2, best[k]);
+                bg[k] = less ? c : bg[k];
+            }
+        }
+        for (int k = 0; k < LANES3 && w0 + k < t1; k++)
+            for (int i = 0; i < 4; i++) lv[i][w0 + k] = (int8_t)(lt->pos[bg[k]][i] >> 1);
+    }
+}
+
+/* The trial scales of an IQ3 sub-block (magnitudes xval, largest top): the best fit's levels into
+ * L, its groups' grid indices into g and whether each was on the grid into on, its scale into
+ * *scale; all left as they are when no trial fits. The same choices as the one-trial-at-a-time
+ * loop of search(): each trial's rounding, neighbours and sums are its own lane's. */
+static inline __attribute__((always_inline)) void
+trials_d4(const iq_kind *kd, const lattice *lt, const float *xval, const float *weight,
+          const float *waux, float top, int8_t *L, uint16_t *g, bool *on, float *scale) {
+    const int nt = 2 * kd->steps + 1, kmax = lt->levels;
+    /* the lanes past the last trial repeat it; its runs read up to LANES3 - 1 past it */
+    float id[TRIALS + LANES3], sc[TRIALS + LANES3];
+    for (int t = 0; t < TRIALS + LANES3; t++) {
+        const int is = (t < nt ? t : nt - 1) - kd->steps;
+        id[t] = (2 * kmax - 1 + is * kd->step) / top;
+        sc[t] = 1 / id[t];
+    }
+    int8_t lv[32][TRIALS];
+    for (int i = 0; i < 32; i++)
+        for (int t = 0; t < TRIALS; t++) {
+            const int l = elm_nearest_int(0.5f * (id[t] * xval[i] - 1));
+            lv[i][t] = (int8_t)(l < 0 ? 0 : l > kmax - 1 ? kmax - 1 : l);
+        }
+    /* each group's code at each trial; its neighbours, run by run */
+    int16_t u[8][TRIALS];
+    for (int grp = 0; grp < 8; grp++)
+        for (int t = 0; t < TRIALS; t++)
+            u[grp][t] = (int16_t)(lv[4 * grp][t] | lv[4 * grp + 1][t] << 3 |
+                                  lv[4 * grp + 2][t] << 6 | lv[4 * grp + 3][t] << 9);
+    for (int grp = 0; grp < 8; grp++)
+        for (int t0 = 0, t1; t0 < nt; t0 = t1) {
+            for (t1 = t0 + 1; t1 < nt && u[grp][t1] == u[grp][t0];) t1++;
+            const int m = lt->map[u[grp][t0]];
+            if (m < 0)
+                nearest_run(lt, lt->nb - m - 1, t0, t1, xval + 4 * grp, waux + 4 * grp, sc,
+                            lv + 4 * grp);
+        }
+    /* each trial's fit */
+    float sumqx[TRIALS] = {0}, sumq2[TRIALS] = {0};
+    for (int i = 0; i < 32; i++) {
+        const float wx = weight[i] * xval[i], wi = weight[i];
+        for (int t = 0; t < TRIALS; t++) {
+            const float q = 2 * lv[i][t] + 1;
+            sumqx[t] += wx * q;
+            sumq2[t] += wi * q * q;
+        }
+    }
+    float best = 0;
+    int tbest = -1;
+    for (int t = 0; t < nt; t++)
+        if (sumq2[t] > 0 && sumqx[t] * sumqx[t] > best * sumq2[t]) {
+            *scale = sumqx[t] / sumq2[t];
+            best = *scale * sumqx[t];
+            tbest = t;
+        }
+    if (tbest < 0) return;
+    for (int i = 0; i < 32; i++) L[i] = lv[i][tbest];
+    for (int grp = 0; grp < 8; grp++) {
+        on[grp] = lt->map[u[grp][tbest]] >= 0;
+        g[grp] = (uint16_t)lt->map[L[4 * grp] | L[4 * grp + 1] << 3 | L[4 * grp + 2] << 6 |
+                                   L[4 * grp + 3] << 9];
+    }
+}
+
 /* One sub-block xb[kd->sub] with importances qw (or NULL): its grid indices g[sub/dim] and sign
  * bytes signs[sub/8]; returns false for a sub-block written as zeros (nothing packed), else
  * true with its scale (>= 0) in *scale. */
@@ -300,20 +427,24 @@ ELM_SEARCH_CLONES static bool search(const iq_kind *kd, const lattice *lt, const
     }
     memset(L, 0, sizeof L);
     for (int k = 0; k < ng; k++) g[k] = 0, on[k] = kd->refit != REFIT_ANY_OFF;
-    float best = 0;
-    for (int is = -kd->steps; is <= kd->steps; is++) {
-        const float id = (2 * kmax - 1 + is * kd->step) / top, this_scale = 1 / id;
-        for (int k = 0; k < ng; k++)
-            gaux[k] = (uint16_t)round_group(lt, xval + lt->dim * k, waux + lt->dim * k, id,
-                                            this_scale, Laux + lt->dim * k, &onaux[k]);
-        float sumqx, sumq2;
-        fit(n, weight, xval, Laux, &sumqx, &sumq2);
-        if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
-            scale = sumqx / sumq2;
-            best = scale * sumqx;
-            memcpy(L, Laux, (size_t)n);
-            memcpy(g, gaux, sizeof(uint16_t) * (size_t)ng);
-            memcpy(on, onaux, sizeof(bool) * (size_t)ng);
+    if (lt->lanes == 1) {
+        trials_d4(kd, lt, xval, weight, waux, top, L, g, on, &scale);
+    } else {
+        float best = 0;
+        for (int is = -kd->steps; is <= kd->steps; is++) {
+            const float id = (2 * kmax - 1 + is * kd->step) / top, this_scale = 1 / id;
+            for (int k = 0; k < ng; k++)
+                gaux[k] = (uint16_t)round_group(lt, xval + lt->dim * k, waux + lt->dim * k, id,
+                                                this_scale, Laux + lt->dim * k, &onaux[k]);
+            float sumqx, sumq2;
+            fit(n, weight, xval, Laux, &sumqx, &sumq2);
+            if (sumq2 > 0 && sumqx * sumqx > best * sumq2) {
+                scale = sumqx / sumq2;
+                best = scale * sumqx;
+                memcpy(L, Laux, (size_t)n);
+                memcpy(g, gaux, sizeof(uint16_t) * (size_t)ng);
+                memcpy(on, onaux, sizeof(bool) * (size_t)ng);
+            }
         }
     }
     int n_off = 0;
