@@ -69,18 +69,25 @@ KQ_INLINE void unpack_q3_k(const uint8_t *b, elm_kq_block *o) {
     }
 }
 
-/* Q4_K/Q5_K's eight 6-bit scales and mins from their 12 bytes (elm_kquant_scale_min) four at a
- * time in 32-bit words, each widened to two 16-weight groups. */
+/* Q4_K/Q5_K's eight 6-bit scales and eight mins from their 12 bytes at s (elm_kquant_scale_min)
+ * as 16 bytes in one register, the scales in 0-7 and the mins in 8-15, never through memory
+ * (16 bytes are read: the last 4 are the block's next field). ((u >> 6) & 3) << 4 of each byte
+ * is (u >> 2) & 0x30 of its 32-bit word. */
+KQ_INLINE __m128i kq_scale_min(const uint8_t *s) {
+    const __m128i v = _mm_loadu_si128((const __m128i *)s); /* u0 u1 u2 - */
+    const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x3f)); /* scales 0-3, mins 0-3 */
+    const __m128i u2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 2, 2)),
+                                      _mm_setr_epi32(0, 4, 0, 0));
+    const __m128i hi = _mm_or_si128(_mm_and_si128(u2, _mm_set1_epi8(0x0f)),
+                                    _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi8(0x30)));
+    return _mm_unpacklo_epi32(lo, hi); /* sc_lo sc_hi m_lo m_hi */
+}
+
+/* The same widened to two 16-weight groups each: sc16[g] = scale g/2, m16[g] = min g/2. */
 KQ_INLINE void unpack_scale_min(const uint8_t *s, int16_t *sc16, int16_t *m16) {
-    uint32_t u[3];
-    memcpy(u, s, 12);
-    const uint32_t sc_lo = u[0] & 0x3f3f3f3f, m_lo = u[1] & 0x3f3f3f3f;
-    const uint32_t sc_hi = (u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4;
-    const uint32_t m_hi = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4;
-    const __m128i sc = _mm_set_epi32(0, 0, (int)sc_hi, (int)sc_lo);
-    const __m128i m = _mm_set_epi32(0, 0, (int)m_hi, (int)m_lo);
-    _mm256_store_si256((__m256i *)sc16, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(sc, sc)));
-    _mm256_store_si256((__m256i *)m16, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m, m)));
+    const __m128i v = kq_scale_min(s);
+    _mm256_store_si256((__m256i *)sc16, _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(v, v)));
+    _mm256_store_si256((__m256i *)m16, _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v)));
 }
 
 KQ_INLINE void unpack_q45_k(const uint8_t *b, elm_kq_block *o, bool five) {
@@ -740,11 +747,10 @@ KQ_FN static float row_iq4_nl(const uint8_t *src, elm_q8_row x, int64_t n) {
 
 /* The same for an MXFP4 row (17-byte blocks: the E8M0 scale byte, then the nibbles). */
 KQ_FN static float row_mxfp4(const uint8_t *src, elm_q8_row x, int64_t n) {
-    const __m256i grid = kq_grid_of(elm_mxfp4_grid);
 #ifdef KQ_DECODE512
-    (void)grid;
     return kq512_row_mxfp4(src, &x, n);
-#endif
+#else
+    const __m256i grid = kq_grid_of(elm_mxfp4_grid);
     const int bb = ELM_MXFP4_BLOCK_BYTES;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t b = 0;
@@ -755,6 +761,7 @@ KQ_FN static float row_mxfp4(const uint8_t *src, elm_q8_row x, int64_t n) {
     }
     if (b < n) acc0 = kq_block_grid(src + 1, grid, elm_e8m0_half(src[0]), &x, b, acc0);
     return hsum256(_mm256_add_ps(acc0, acc1));
+#endif
 }
 
 KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int64_t n) {

@@ -115,20 +115,6 @@ KQ_INLINE void kq512_codes(const elm_type t, const uint8_t *b, __m512i c[4]) {
     }
 }
 
-/* Q4_K/Q5_K's eight 6-bit scales and eight mins from their 12 bytes at s (elm_kquant_scale_min)
- * as 16 int16, the scales in lanes 0-7 and the mins in 8-15: unpack_scale_min's words in one
- * 128-bit register instead of through the stack (16 bytes are read, the last 4 the block's
- * next field). ((u >> 6) & 3) << 4 of each byte is (u >> 2) & 0x30 of its 32-bit word. */
-KQ_INLINE __m256i kq512_scale_min(const uint8_t *s) {
-    const __m128i v = _mm_loadu_si128((const __m128i *)s); /* u0 u1 u2 - */
-    const __m128i lo = _mm_and_si128(v, _mm_set1_epi8(0x3f)); /* scales 0-3, mins 0-3 */
-    const __m128i u2 = _mm_srlv_epi32(_mm_shuffle_epi32(v, _MM_SHUFFLE(2, 2, 2, 2)),
-                                      _mm_setr_epi32(0, 4, 0, 0));
-    const __m128i hi = _mm_or_si128(_mm_and_si128(u2, _mm_set1_epi8(0x0f)),
-                                    _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi8(0x30)));
-    return _mm256_cvtepu8_epi16(_mm_unpacklo_epi32(lo, hi)); /* sc_lo sc_hi m_lo m_hi */
-}
-
 /* Whether kq512_row serves type t (the others take the 256-bit row). */
 KQ_INLINE bool kq512_serves(elm_type t) {
     return t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K || t == ELM_TYPE_Q6_K ||
@@ -245,7 +231,7 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
         __m256i sc16, m16 = _mm256_setzero_si256();
         if (mins) {
             /* the groups' scales and mins, each twice (two 16-weight groups a sub-block) */
-            const __m256i sm8 = kq512_scale_min(src + 4);
+            const __m256i sm8 = _mm256_cvtepu8_epi16(kq_scale_min(src + 4));
             d = kq_f16(src), dmin = kq_f16(src + 2);
             sc16 = _mm256_permutexvar_epi16(dup_lo, sm8);
             m16 = _mm256_permutexvar_epi16(dup_hi, sm8);
