@@ -1,8 +1,10 @@
 // Greedy continuation of prompts by llama.cpp (node-llama-cpp's prebuilt CPU library), for the
 // interop tests: prints one JSON array of {prompt, prompt_ids, generated_ids, top}, top[i] being
-// llama.cpp's 4 most probable [id, probability] pairs at generated step i (so a test can tell a
-// near-tie, which rounding decides, from a real difference). GREEDY_TOP=N keeps N pairs instead
-// (tests/lib/logit_delta.py turns them into logit differences: log(p_i / p_top) = l_i - l_top).
+// llama.cpp's 4 most probable [id, probability] pairs at generated step i, the probabilities a
+// softmax over those 4 logits (so a test can tell a near-tie, which rounding decides, from a real
+// difference; a gap between two of them is no smaller than over the whole vocabulary).
+// GREEDY_TOP=N keeps N pairs instead (tests/lib/logit_delta.py turns them into logit
+// differences: log(p_i / p_top) = l_i - l_top).
 // GREEDY_CTX=N sets the context size (default 256; llama.cpp pads it to a multiple of 256), which
 // picks LongRoPE's factors (long above the original context): run edgelm with the same -c.
 // Usage: node greedy.mjs NODE_LLAMA_CPP_DIR MODEL.gguf N_PREDICT PROMPT...
@@ -22,18 +24,10 @@ const [pkgDir, ...rest] = process.argv.slice(2);
 const {getLlama} = await import(pathToFileURL(path.join(pkgDir, "dist", "index.js")).href);
 const llama = await getLlama({gpu: false, build: "never", logLevel: "error"});
 
-// the k most probable [id, probability] pairs of a Map over the whole vocabulary, most probable
-// first, ties in vocabulary order: one pass, where sorting 100k+ entries at each step took seconds
-function mostProbable(probabilities, k) {
-    const best = [];
-    for (const [id, p] of probabilities) {
-        if (best.length === k && p <= best[k - 1][1]) continue;
-        let i = Math.min(best.length, k - 1);
-        for (; i > 0 && best[i - 1][1] < p; i--) best[i] = best[i - 1];
-        best[i] = [id, p];
-    }
-    return best;
-}
+// the [id, probability] pairs of the sampler's Map, most probable first, ties to the lower id (as
+// llama.cpp's greedy sampler, which keeps the first of equal logits in vocabulary order)
+const mostProbable = (probabilities) =>
+    Array.from(probabilities).sort((x, y) => y[1] - x[1] || x[0] - y[0]);
 
 async function greedy(job) {
     const model = await llama.loadModel({modelPath: job.model});
@@ -45,19 +39,29 @@ async function greedy(job) {
         contextSize: nCtx, batchSize: 256, sequences: 1, threads: 1, flashAttention: false,
         experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32",
     });
+    // llama.cpp's top-k sampler keeps the nTop largest logits, sorted, so the library's softmax
+    // (the probabilities it returns) runs over nTop tokens instead of the whole vocabulary: ~100 ms
+    // a step at 150k tokens, most of the reference's time. The ratios p_i / p_top, all that
+    // logit_delta.py reads, are the same; the next token is the most probable one (greedy, ties to
+    // the lower id), fed back by hand, since the sampler's own pick would be a random one of them.
+    const next = {probabilities: true,
+                  options: {temperature: 1, topK: nTop, topP: 1, minP: 0, seed: 0}};
     for (const prompt of job.prompts) {
         const sequence = context.getSequence();
         const bos = model.tokens.shouldPrependBosToken && model.tokens.bos != null ? [model.tokens.bos] : [];
         const promptIds = bos.concat(Array.from(model.tokenize(prompt, false)));
         const generated = [], top = [];
-        for await (const step of sequence.evaluateWithMetadata(promptIds, {probabilities: true},
-                                                               {temperature: 0})) {
-            generated.push(step.token);
-            top.push(mostProbable(step.probabilities, nTop));
-            if (generated.length >= job.n_predict) break;
+        let input = promptIds.slice(0, -1).concat([[promptIds.at(-1), {generateNext: next}]]);
+        while (generated.length < job.n_predict) {
+            const out = (await sequence.controlledEvaluate(input))[input.length - 1];
+            const best = mostProbable(out.next.probabilities);
+            generated.push(best[0][0]);
+            top.push(best);
+            input = [[best[0][0], {generateNext: next}]];
         }
         results.push({prompt, prompt_ids: promptIds, generated_ids: generated, top});
         sequence.dispose();
+        await new Promise(setImmediate); // the sequence id is reclaimed asynchronously
     }
     await context.dispose();
     await model.dispose();

@@ -1,7 +1,7 @@
 """Logit-level agreement of edgelm with llama.cpp, for the interop tests.
 
-node-llama-cpp exposes llama.cpp's next-token distribution as probabilities (a float32 softmax of the
-raw logits when sampling is greedy), not the logits themselves; softmax loses only a per-row shift,
+node-llama-cpp exposes llama.cpp's next-token distribution as probabilities (greedy.mjs: a float32
+softmax of the N largest raw logits), not the logits themselves; softmax loses only a per-row shift,
 so log(p_i / p_top) = l_i - l_top is compared with edgelm's logits taken the same way.
 
 usage: python3 logit_delta.py REF.json INDEX EDGELM.json [--per-row]
