@@ -54,7 +54,12 @@ async function greedy(job) {
         let input = promptIds.slice(0, -1).concat([[promptIds.at(-1), {generateNext: next}]]);
         while (generated.length < job.n_predict) {
             const out = (await sequence.controlledEvaluate(input))[input.length - 1];
-            const best = mostProbable(out.next.probabilities);
+            const best = mostProbable(out?.next?.probabilities ?? []);
+            // the library returns no probabilities when its sampler selects no token (an empty
+            // top-16 was seen once, 2026-12-05, with evaluateWithMetadata): the job fails, and
+            // greedy_ref runs it again alone, rather than a short reference being written
+            if (best.length < nTop)
+                throw new Error(`${prompt}: step ${generated.length}: ${best.length} tokens`);
             generated.push(best[0][0]);
             top.push(best);
             input = [[best[0][0], {generateNext: next}]];
