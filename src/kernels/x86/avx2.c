@@ -83,33 +83,39 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
     }
 }
 
-/* Packed Q4_0, Q4_1, Q5_0 and Q5_1 (packed.h, q*x16). A tile is two halves of 8 rows, a 32-bit
- * lane each; one or two tokens take both halves block by block (one pass over the tile: a pass
- * per half had the tile read from memory by the first and from L2 by the second, the memory idle
- * meanwhile), three or four one half at a time, so that its eight code vectors, four tokens'
+/* Packed Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (packed.h, q*x16). A tile is two halves of 8 rows, a
+ * 32-bit lane each; one or two tokens take both halves block by block (one pass over the tile: a
+ * pass per half had the tile read from memory by the first and from L2 by the second, the memory
+ * idle meanwhile), three or four one half at a time, so that its eight code vectors, four tokens'
  * accumulators and the temporaries fit the 16 registers. The codes are unsigned (0..31), so
  * maddubs takes them as they are (the tiles of signed weights need abs and sign first); four pair
- * sums of a row stay within 4·2·31·127 < 2^15 and add up in 16 bits (eight for 4-bit codes)
- * before a madd. The integers and the float steps are tile_q8_256_n's, so a prefill keeps its
- * bits. */
+ * sums of a row stay within 4·2·31·127 < 2^15 and add up in 16 bits (eight for 4-bit codes) before
+ * a madd. IQ4_NL's grid values + 128 (1..241) would overflow those sums, so each is split into its
+ * two hex digits, u = 16·a + b, two vpshufb lookups of the 4-bit code: the a and b codes sum as
+ * 4-bit codes do and Σu·x = 16·Σa·x + Σb·x (the zero point 128 comes off as for Q4_0's 8). The
+ * integers and the float steps are tile_q8_256_n's, so a prefill keeps its bits. */
+#define QX16_PAIRS(v, i) _mm256_maddubs_epi16(v[i], _mm256_set1_epi32(i32_at(qs + 4 * (i))))
+/* Σ over a block of the codes v (0..31) times its q8 values qs, per row (32-bit lanes). */
+X86_INLINE __m256i qx16_sum(const __m256i v[ELM_QK / 4], const int8_t *qs, const bool five) {
+    const __m256i one = _mm256_set1_epi16(1);
+    __m256i lo = QX16_PAIRS(v, 0), hi = QX16_PAIRS(v, 4);
+    for (int i = 1; i < 4; i++) {
+        lo = _mm256_add_epi16(lo, QX16_PAIRS(v, i));
+        hi = _mm256_add_epi16(hi, QX16_PAIRS(v, i + 4));
+    }
+    return five ? _mm256_add_epi32(_mm256_madd_epi16(lo, one), _mm256_madd_epi16(hi, one))
+                : _mm256_madd_epi16(_mm256_add_epi16(lo, hi), one);
+}
 #define QX16_FOR_TOKENS(op) op(0) op(1) op(2) op(3)
 #define QX16_INIT(k)                                                                               \
     __m256 acc##k##0 = _mm256_setzero_ps(), acc##k##1 = acc##k##0;                                 \
     const elm_q8_row x##k = elm_q8_at(xq, nb * ELM_QK, nt > k ? k : 0);
-#define QX16_PAIRS(k, i) _mm256_maddubs_epi16(w[i], _mm256_set1_epi32(i32_at(qs + 4 * (i))))
 #define QX16_DOT(k, h)                                                                             \
     if (nt > k) {                                                                                  \
         const int8_t *qs = x##k.qs + b * ELM_QK;                                                   \
-        __m256i lo = QX16_PAIRS(k, 0), hi = QX16_PAIRS(k, 4);                                      \
-        for (int i = 1; i < 4; i++) {                                                              \
-            lo = _mm256_add_epi16(lo, QX16_PAIRS(k, i));                                           \
-            hi = _mm256_add_epi16(hi, QX16_PAIRS(k, i + 4));                                       \
-        }                                                                                          \
-        const __m256i one = _mm256_set1_epi16(1);                                                  \
-        __m256i sum = five ? _mm256_add_epi32(_mm256_madd_epi16(lo, one),                          \
-                                              _mm256_madd_epi16(hi, one))                          \
-                           : _mm256_madd_epi16(_mm256_add_epi16(lo, hi), one);                     \
-        const int zero_point = five ? 16 : 8;                                                      \
+        __m256i sum = qx16_sum(w, qs, five);                                                       \
+        if (nl) sum = _mm256_add_epi32(sum, _mm256_slli_epi32(qx16_sum(wa, qs, false), 4));        \
+        const int zero_point = nl ? 128 : five ? 16 : 8;                                           \
         if (!asym) sum = _mm256_add_epi32(sum, _mm256_set1_epi32(-zero_point * x##k.sum[b]));      \
         acc##k##h = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),                                       \
                                     _mm256_mul_ps(d, _mm256_set1_ps(x##k.d[b])), acc##k##h);       \
@@ -136,6 +142,12 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
             w[6] = _mm256_or_si256(w[6], _mm256_and_si256(_mm256_srli_epi16(q, 2), bit4));         \
             w[7] = _mm256_or_si256(w[7], _mm256_and_si256(_mm256_srli_epi16(q, 3), bit4));         \
         }                                                                                          \
+        __m256i wa[ELM_QK / 4];                                                                    \
+        if (nl)                                                                                    \
+            for (int j = 0; j < ELM_QK / 4; j++) {                                                 \
+                wa[j] = _mm256_shuffle_epi8(grid_a, w[j]);                                         \
+                w[j] = _mm256_shuffle_epi8(grid_b, w[j]);                                          \
+            }                                                                                      \
         const uint8_t *dm = tile + d_at + 16 * hh;                                                 \
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dm));                   \
         const __m256 m = asym ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dm + 32)))       \
@@ -154,9 +166,15 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
  * for r < n_rows, counted from the first row taken. */
 X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, const void *xq,
                        float *y, int64_t ldy, int n_rows, const int nt, const bool asym,
-                       const bool five) {
+                       const bool five, const bool nl) {
     QX16_FOR_TOKENS(QX16_INIT)
     const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
+    /* IQ4_NL's grid values + 128 (sign bits flipped), their high and low hex digits */
+    const __m256i grid = _mm256_xor_si256(
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid)),
+        _mm256_set1_epi8((char)0x80));
+    const __m256i grid_a = _mm256_and_si256(_mm256_srli_epi16(grid, 4), low4),
+                  grid_b = _mm256_and_si256(grid, low4);
     const size_t d_at = elm_qx16_d_at(five), bytes = elm_qx16_bytes(asym, five);
     const uint8_t *pf = tile + ELM_PREFETCH_AHEAD;
     const size_t pf_step = nh == 2 ? bytes : bytes / 2;
@@ -175,15 +193,26 @@ X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, 
 #undef QX16_HALF
 #undef QX16_STORE
 
-X86_INLINE void tile_qx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
-                          int64_t ldy, int n_rows, const bool asym, const bool five) {
-    if (n_tok == 1) qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 1, asym, five);
-    else if (n_tok == 2) qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 2, asym, five);
+X86_INLINE void tile_qx16_nl(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                             float *y, int64_t ldy, int n_rows, const bool asym, const bool five,
+                             const bool nl) {
+    if (n_tok == 1) qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 1, asym, five, nl);
+    else if (n_tok == 2) qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 2, asym, five, nl);
     else for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
         const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
-        if (n_tok == 3) qx16_n(tile, h, 1, nb, xq, y + 8 * h, ldy, nr, 3, asym, five);
-        else qx16_n(tile, h, 1, nb, xq, y + 8 * h, ldy, nr, 4, asym, five);
+        if (n_tok == 3) qx16_n(tile, h, 1, nb, xq, y + 8 * h, ldy, nr, 3, asym, five, nl);
+        else qx16_n(tile, h, 1, nb, xq, y + 8 * h, ldy, nr, 4, asym, five, nl);
     }
+}
+
+X86_INLINE void tile_qx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
+                          int64_t ldy, int n_rows, const bool asym, const bool five) {
+    tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, false);
+}
+
+X86_FN static void tile_iq4_nlx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                                  float *y, int64_t ldy, int n_rows) {
+    tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, false, false, true);
 }
 
 X86_QX16_KERNELS
@@ -291,7 +320,9 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
                                               .repack_f32 = repack_f32_256};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->w.packed_by && !elm_type_kquant(a->w.type))
+    if (a->w.packed_by && a->w.type == ELM_TYPE_IQ4_NL)
+        elm_packed_q4q5x16_matmul(tile_iq4_nlx16, 4, a, r0, r1);
+    else if (a->w.packed_by && !elm_type_kquant(a->w.type))
         elm_packed_q4q5x16_matmul(tile_qx16_for(a->w.type), 4, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
@@ -304,7 +335,7 @@ static const elm_kernels avx2_kernels = {
     .transpose16 = elm_transpose_x16,
     .quantize_q8 = quantize_q8,
     .matmul = matmul,
-    .packs = elm_packs_x16,
+    .packs = elm_packs_x16_nl,
     .pack = elm_pack_x16,
     .rmsnorm = rmsnorm,
     .softmax = softmax,
