@@ -205,16 +205,6 @@ X86_INLINE void tile_qx16_nl(const uint8_t *tile, int64_t nb, const void *xq, in
     }
 }
 
-X86_INLINE void tile_qx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
-                          int64_t ldy, int n_rows, const bool asym, const bool five) {
-    tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, false);
-}
-
-X86_FN static void tile_iq4_nlx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                                  float *y, int64_t ldy, int n_rows) {
-    tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, false, false, true);
-}
-
 X86_QX16_KERNELS
 
 /* Up to 6 tokens of 16 rows: 12 accumulators, 2 weight vectors and a broadcast in the 16
@@ -320,9 +310,7 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
                                               .repack_f32 = repack_f32_256};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->w.packed_by && a->w.type == ELM_TYPE_IQ4_NL)
-        elm_packed_q4q5x16_matmul(tile_iq4_nlx16, 4, a, r0, r1);
-    else if (a->w.packed_by && !elm_type_kquant(a->w.type))
+    if (a->w.packed_by && (a->w.type == ELM_TYPE_IQ4_NL || !elm_type_kquant(a->w.type)))
         elm_packed_q4q5x16_matmul(tile_qx16_for(a->w.type), 4, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);

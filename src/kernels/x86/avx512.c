@@ -179,16 +179,6 @@ X86_INLINE void tile_qx16_nl(const uint8_t *tile, int64_t nb, const void *xq, in
     }
 }
 
-X86_INLINE void tile_qx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
-                          int64_t ldy, int n_rows, const bool asym, const bool five) {
-    tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, false);
-}
-
-X86_FN static void tile_iq4_nlx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                                  float *y, int64_t ldy, int n_rows) {
-    tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, false, false, true);
-}
-
 X86_QX16_KERNELS
 
 /* All 16 tokens of the chunk (the padding ones are zeros), only n_tok stored: one weight vector
@@ -527,9 +517,7 @@ static const elm_gemm_kernels gemm_kernels_bf16 = GEMM_512(&elm_gemm_bf16_avx512
 
 X86_INLINE void matmul_with(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0,
                             int64_t r1, void *scratch) {
-    if (a->w.packed_by && a->w.type == ELM_TYPE_IQ4_NL)
-        elm_packed_q4q5x16_matmul(tile_iq4_nlx16, Q8_TOKENS, a, r0, r1);
-    else if (a->w.packed_by && !elm_type_kquant(a->w.type))
+    if (a->w.packed_by && (a->w.type == ELM_TYPE_IQ4_NL || !elm_type_kquant(a->w.type)))
         elm_packed_q4q5x16_matmul(tile_qx16_for(a->w.type), Q8_TOKENS, a, r0, r1);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx512, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(g, a, r0, r1, scratch);
