@@ -57,16 +57,19 @@ void elm_q8_0_from_float(const float *src, void *dst, int64_t n) {
     uint8_t *b = dst;
     for (int64_t i = 0; i < n / ELM_QK; i++, b += 34, src += ELM_QK) {
         float amax = 0;
-        /* fmaxf and roundf, written out: on x86-64's baseline (no SSE4.1 round) both are libm
-         * calls, a third of a Q8_0 file's encoding. The comparison skips NaN as fmaxf does. */
-        for (int j = 0; j < ELM_QK; j++) amax = fabsf(src[j]) > amax ? fabsf(src[j]) : amax;
+        /* fmaxf and roundf written out: on x86-64's baseline (no SSE4.1 round) both are libm
+         * calls, about half of this encoder's time. The comparison skips NaN as fmaxf does. */
+        for (int j = 0; j < ELM_QK; j++) {
+            const float a = fabsf(src[j]);
+            amax = a > amax ? a : amax;
+        }
         float d = amax / 127.0f;
         float id = d != 0 ? 1.0f / d : 0.0f;
         elm_store_f16(b, d);
         for (int j = 0; j < ELM_QK; j++) {
-            /* roundf(x) (half away from zero) for |x| < 127: x + the float just below 1/2,
-             * truncated: the same q as roundf gave on all 2^32 floats, NaN and inf included. |x * id| <= 127
-             * for finite input; NaN/inf input is pinned, not overflowed */
+            /* roundf(x), half away from zero, as x + the float just below 1/2 truncated: the
+             * same q on all 2^32 floats, NaN and inf included. |x| <= 127 for finite input;
+             * NaN/inf input is pinned, not overflowed */
             const float x = src[j] * id, t = x + copysignf(0.49999997f, x);
             int8_t q = t >= 127 ? 127 : t <= -127 ? -127 : t == t ? (int8_t)(int)t : 0;
             b[2 + j] = (uint8_t)q;
