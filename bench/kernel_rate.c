@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "kernels/kernels.h"
@@ -38,8 +39,10 @@ static double now(void) {
 /* A rows × cols matrix of type t with one token's activations, ready for k->matmul. */
 static void job_new(job *j, const elm_kernels *k, elm_type t, int64_t rows, int64_t cols,
                     unsigned seed, bool packs) {
-    const size_t bytes = elm_row_bytes(t, cols) * (size_t)rows, alloc = (bytes + 4095) / 4096 * 4096;
-    uint8_t *w = aligned_alloc(4096, alloc);
+    const size_t huge = (size_t)2 << 20, bytes = elm_row_bytes(t, cols) * (size_t)rows;
+    const size_t alloc = (bytes + huge - 1) / huge * huge;
+    uint8_t *w = aligned_alloc(huge, alloc);
+    madvise(w, alloc, MADV_HUGEPAGE); /* as a model's weights are read at load (core/fileio.h) */
     for (size_t i = 0; i < bytes; i++) w[i] = (uint8_t)((seed = seed * 1103515245u + 12345u) >> 16);
     /* MXFP4's E8M0 scales near 1 (random bytes give subnormal and infinite products, which cost
      * more than a model's) */

@@ -7,8 +7,9 @@
  * eight 4-byte points (IQ3) loaded by index from the expanded codebooks (elm_iq_grids) into one
  * vector; then the signs, one byte per 8 weights (the 7-bit codes completed as ksigns does, a
  * block's 32 at once: iq_block_signs), are spread to the weights' bytes, tested against each
- * byte's bit and applied as (g ^ m) - m. Decode takes these vectors one 32-weight chunk at a
- * time (iq_chunk) straight into its dot products (kquant_body.h's dot_packed).
+ * byte's bit and applied as (g ^ m) - m (iq_chunk). Decode takes the magnitudes and the mask one
+ * 32-weight chunk at a time (iq_points, iq_sign_mask) straight into its dot products
+ * (kquant_body.h's dot_packed), which put the signs on the activations instead.
  * IQ1's values are 8·g ± 1 (vpsignb of 8 by g, plus the group's shift). The ternary types are
  * bit fields (TQ2_0) or base-3 digits taken by 16-bit multiplies (TQ1_0). The scales are the
  * codec's own (elm_iquant_scales). */
@@ -35,14 +36,19 @@ KQ_INLINE __m256i iq_points8(const void *grid, unsigned i0, unsigned i1, unsigne
                              (long long)iq_u64(g + 8 * i1), (long long)iq_u64(g + 8 * i0));
 }
 
-/* Magnitudes g of 32 weights negated where bit j of sign byte k (of `signs`) is set, for weight
- * 8k + j. */
-KQ_INLINE __m256i iq_signed(__m256i g, uint32_t signs) {
+/* 0xff in the bytes of the 32 weights whose sign bit is set (bit j of sign byte k of `signs`
+ * for weight 8k + j), 0 elsewhere. */
+KQ_INLINE __m256i iq_sign_mask(uint32_t signs) {
     const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
                                             2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
     const __m256i bits = _mm256_set1_epi64x(0x8040201008040201ll);
     const __m256i s = _mm256_shuffle_epi8(_mm256_set1_epi32((int)signs), spread);
-    const __m256i m = _mm256_cmpeq_epi8(_mm256_and_si256(s, bits), bits);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(s, bits), bits);
+}
+
+/* Magnitudes g of 32 weights negated where iq_sign_mask(signs) is set. */
+KQ_INLINE __m256i iq_signed(__m256i g, uint32_t signs) {
+    const __m256i m = iq_sign_mask(signs);
     return _mm256_sub_epi8(_mm256_xor_si256(g, m), m);
 }
 
@@ -138,48 +144,68 @@ KQ_INLINE __m256i tq2_codes(const uint8_t *b, int c) {
     return kq_bits(kq_load(b + 32 * (c / 4)), 2 * (c % 4), 3);
 }
 
-/* The signed grid values of weights 32c..32c+31 of one block of type t (not TQ1_0): the bytes
- * elm_iquant_values gives there. signs: iq_block_signs' of the block, for iq_coded_signs(t). */
-KQ_INLINE __m256i iq_chunk(const elm_type t, const elm_iq_grids *G, const uint8_t *b,
-                           const uint32_t *signs, int c) {
+/* Whether type t's values are grid magnitudes (0..62) with a sign bit per weight: the lattice
+ * types, whose products take the signs onto the activations instead (iq_points). */
+KQ_INLINE bool iq_sign_bits(elm_type t) {
+    return t == ELM_TYPE_IQ2_XXS || t == ELM_TYPE_IQ2_XS || t == ELM_TYPE_IQ2_S ||
+           t == ELM_TYPE_IQ3_XXS || t == ELM_TYPE_IQ3_S;
+}
+
+/* The grid magnitudes of weights 32c..32c+31 of one block of a lattice type t (iq_sign_bits),
+ * and in *sw their sign bits (bit j of byte k for weight 8k + j). signs: iq_block_signs' of the
+ * block, for iq_coded_signs(t). */
+KQ_INLINE __m256i iq_points(const elm_type t, const elm_iq_grids *G, const uint8_t *b,
+                            const uint32_t *signs, int c, uint32_t *sw) {
     switch (t) {
     case ELM_TYPE_IQ2_XXS: {
         const uint8_t *p = b + 2 + 8 * c;
-        return iq_signed(iq_points8(G->iq2xxs, p[0], p[1], p[2], p[3]), signs[c]);
+        *sw = signs[c];
+        return iq_points8(G->iq2xxs, p[0], p[1], p[2], p[3]);
     }
     case ELM_TYPE_IQ2_XS: {
         const uint64_t v = iq_u64(b + 2 + 8 * c); /* four u16: 9-bit index, 7-bit signs */
-        const __m256i g = iq_points8(G->iq2xs, v & 511, (v >> 16) & 511, (v >> 32) & 511,
-                                     (v >> 48) & 511);
-        return iq_signed(g, signs[c]);
+        *sw = signs[c];
+        return iq_points8(G->iq2xs, v & 511, (v >> 16) & 511, (v >> 32) & 511, (v >> 48) & 511);
     }
     case ELM_TYPE_IQ2_S: {
         const uint8_t *p = b + 2 + 4 * c;
         const unsigned h = b[66 + c];
-        const __m256i g = iq_points8(G->iq2s, p[0] | (h & 3) << 8, p[1] | (h & 12) << 6,
-                                     p[2] | (h & 48) << 4, p[3] | (h & 192) << 2);
-        return iq_signed(g, iq_u32(b + 34 + 4 * c));
+        *sw = iq_u32(b + 34 + 4 * c);
+        return iq_points8(G->iq2s, p[0] | (h & 3) << 8, p[1] | (h & 12) << 6,
+                          p[2] | (h & 48) << 4, p[3] | (h & 192) << 2);
     }
     case ELM_TYPE_IQ3_XXS: {
         const uint8_t *p = b + 2 + 8 * c;
         const uint8_t(*g)[4] = G->iq3xxs;
-        const __m256i v = _mm256_setr_epi32(
-            (int)iq_u32(g[p[0]]), (int)iq_u32(g[p[1]]), (int)iq_u32(g[p[2]]),
-            (int)iq_u32(g[p[3]]), (int)iq_u32(g[p[4]]), (int)iq_u32(g[p[5]]),
-            (int)iq_u32(g[p[6]]), (int)iq_u32(g[p[7]]));
-        return iq_signed(v, signs[c]);
+        *sw = signs[c];
+        return _mm256_setr_epi32((int)iq_u32(g[p[0]]), (int)iq_u32(g[p[1]]), (int)iq_u32(g[p[2]]),
+                                 (int)iq_u32(g[p[3]]), (int)iq_u32(g[p[4]]), (int)iq_u32(g[p[5]]),
+                                 (int)iq_u32(g[p[6]]), (int)iq_u32(g[p[7]]));
     }
-    case ELM_TYPE_IQ3_S: {
+    default: { /* IQ3_S */
         const uint8_t *p = b + 2 + 8 * c;
         const unsigned h = b[66 + c];
         const uint8_t(*g)[4] = G->iq3s;
-        const __m256i v = _mm256_setr_epi32(
+        *sw = iq_u32(b + 74 + 4 * c);
+        return _mm256_setr_epi32(
             (int)iq_u32(g[p[0] | (h & 1) << 8]), (int)iq_u32(g[p[1] | (h & 2) << 7]),
             (int)iq_u32(g[p[2] | (h & 4) << 6]), (int)iq_u32(g[p[3] | (h & 8) << 5]),
             (int)iq_u32(g[p[4] | (h & 16) << 4]), (int)iq_u32(g[p[5] | (h & 32) << 3]),
             (int)iq_u32(g[p[6] | (h & 64) << 2]), (int)iq_u32(g[p[7] | (h & 128) << 1]));
-        return iq_signed(v, iq_u32(b + 74 + 4 * c));
     }
+    }
+}
+
+/* The signed grid values of weights 32c..32c+31 of one block of type t (not TQ1_0): the bytes
+ * elm_iquant_values gives there. signs: iq_block_signs' of the block, for iq_coded_signs(t). */
+KQ_INLINE __m256i iq_chunk(const elm_type t, const elm_iq_grids *G, const uint8_t *b,
+                           const uint32_t *signs, int c) {
+    if (iq_sign_bits(t)) {
+        uint32_t sw;
+        const __m256i g = iq_points(t, G, b, signs, c, &sw);
+        return iq_signed(g, sw);
+    }
+    switch (t) {
     case ELM_TYPE_IQ1_S: {
         const uint8_t *p = b + 2 + 4 * c;
         const unsigned h = (unsigned)b[34 + 2 * c] | (unsigned)b[35 + 2 * c] << 8;
