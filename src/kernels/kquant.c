@@ -13,8 +13,11 @@
 
 /* Tokens quantized per pass: their q8_K rows, 16 unpacked weight rows and gemm16's tile (about
  * 72 + 22 + 23 bytes per column) fit the scratch of elm_matmul_scratch_bytes (320 bytes per
- * column). From GEMM_MIN_TOKENS tokens on, a table's gemm16 takes the product. */
-enum { TOKEN_CHUNK = 64, GEMM_MIN_TOKENS = 4 };
+ * column). With the caller's q8_K rows nothing is quantized here, and a pass takes
+ * XQ_TOKEN_CHUNK tokens (their rows about 280 bytes per column, still within L2 beside a tile):
+ * each pass unpacks and repacks the rows again, which at 64 tokens took 18% of an AVX-512
+ * IQ3_S prefill. From GEMM_MIN_TOKENS tokens on, a table's gemm16 takes the product. */
+enum { TOKEN_CHUNK = 64, XQ_TOKEN_CHUNK = 256, GEMM_MIN_TOKENS = 4 };
 
 void elm_quantize_q8_k(const float *x, int64_t cols, void *row) {
     const int64_t nsb = cols / ELM_QK_K;
@@ -239,8 +242,9 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     uint8_t *tile = (uint8_t *)(blk + (tiles ? 16 : 1) * nsb);
     tile += (64 - (uintptr_t)tile % 64) % 64;
     uint8_t *own = tile + (tiles ? (size_t)nsb * ELM_KQ_TILE_SB_BYTES : 0);
-    for (int64_t t0 = 0; t0 < a->n_tok; t0 += TOKEN_CHUNK) {
-        const int64_t nt = a->n_tok - t0 < TOKEN_CHUNK ? a->n_tok - t0 : TOKEN_CHUNK;
+    const int64_t chunk = a->xq ? XQ_TOKEN_CHUNK : TOKEN_CHUNK;
+    for (int64_t t0 = 0; t0 < a->n_tok; t0 += chunk) {
+        const int64_t nt = a->n_tok - t0 < chunk ? a->n_tok - t0 : chunk;
         /* the caller's q8_K rows, or the chunk's quantized here */
         const uint8_t *xq = a->xq ? (const uint8_t *)a->xq + (size_t)t0 * xrow : own;
         if (!a->xq)
