@@ -9,12 +9,16 @@
  * unsigned × signed bytes, so the codes go in as one of (kq2_codes):
  * - Q2_K's, unsigned already (0..3), its mins m the correction weights: Σ_g m[g]·bsum[g] comes
  *   off in float, scaled by dmin, as in the oracle;
- * - u = q + 64 for Q3_K and the sub-4-bit i-quants (|q| <= 62, so u <= 126 and a pair's products
- *   stay within maddubs' int16 against any activation byte), the correction weights 64·sc:
+ * - u = q + 64 for the lattice i-quants (|q| <= 62, so u <= 126 and a pair's products stay
+ *   within maddubs' int16 against any activation byte), the correction weights 64·sc:
  *   Σ_g sc[g]·Σ q·x = Σ_g sc[g]·Σ u·x - Σ_g 64·sc[g]·bsum[g], exact in int32;
+ * - u = q + 16 for the types with small codes (Q3_K, IQ1_S, IQ1_M, TQ1_0, TQ2_0: |q| <= 9), whose
+ *   pairs (within 2·25·128) a group's four vectors sum in int16 before one madd by the scales,
+ *   as Q2_K's do (kq2_group_sums);
  * - IQ4_XS's signed grid values (up to 127 in size), whose absolute value is taken once a vector
  *   and whose signs go onto each token's activations (vpsignb): one step more a token and a
- *   vector than the unsigned codes (which measured 10-35% faster prefill, 2026-12-06).
+ *   vector than the unsigned codes (which measured 10-35% faster prefill, 2026-12-06; the int16
+ *   group sums 2-7% more for TQ2_0).
  * A vector of codes is loaded once for up to 4 tokens; madd by the scale pairs sums each row's
  * pair products times its group's scale into the row's lane: the oracle's integers.
  * llama.cpp's AVX2 build does the same for the i-quants (iqp.cpp: 8-row int8 panels, 4 tokens);
@@ -23,16 +27,36 @@
 typedef struct kq_tile2_sb {
     uint32_t q[64][16];
     int32_t sc[16][16]; /* int16 pairs (sc, sc) of group g for row r */
-    int32_t c[8][16];   /* int16 pairs (m[2h], m[2h+1]) */
+    int32_t c[8][16];   /* int16 pairs of correction weights of groups 2h, 2h + 1 */
     float d[16], e[16];
 } kq_tile2_sb;
 _Static_assert(sizeof(kq_tile2_sb) == ELM_KQ_TILE_SB_BYTES, "tile layout");
 
 
 /* How type t's codes go into the tile (above). */
-enum { KQ2_SIGNED, KQ2_MINS, KQ2_OFFSET };
+enum { KQ2_SIGNED, KQ2_MINS, KQ2_OFFSET, KQ2_SMALL };
 KQ_INLINE int kq2_codes(elm_type t) {
-    return t == ELM_TYPE_IQ4_XS ? KQ2_SIGNED : elm_kq_has_mins(t) ? KQ2_MINS : KQ2_OFFSET;
+    switch (t) {
+    case ELM_TYPE_IQ4_XS: return KQ2_SIGNED;
+    case ELM_TYPE_Q2_K: return KQ2_MINS;
+    case ELM_TYPE_Q3_K:
+    case ELM_TYPE_IQ1_S:
+    case ELM_TYPE_IQ1_M:
+    case ELM_TYPE_TQ1_0:
+    case ELM_TYPE_TQ2_0: return KQ2_SMALL;
+    default: return KQ2_OFFSET;
+    }
+}
+
+/* The offset added to type t's codes in the tile (above), 0 for none. */
+KQ_INLINE int kq2_offset(int codes) {
+    return codes == KQ2_OFFSET ? 64 : codes == KQ2_SMALL ? 16 : 0;
+}
+
+/* Whether a group's four code vectors sum their maddubs pairs in int16 before one madd by the
+ * scales: the unsigned codes up to 31 (pairs within 2·31·128, four of them within 2^15). */
+KQ_INLINE bool kq2_group_sums(int codes) {
+    return codes == KQ2_MINS || codes == KQ2_SMALL;
 }
 
 /* The tile of n_rows <= 16 rows of nsb blocks each, row after row at blk (rows past n_rows are
@@ -40,7 +64,7 @@ KQ_INLINE int kq2_codes(elm_type t) {
 KQ_FN static void kq2_repack(elm_type t, const elm_kq_block *blk, int n_rows, int64_t nsb,
                              kq_tile2_sb *tile) {
     const int codes = kq2_codes(t);
-    const uint32_t o = codes == KQ2_OFFSET ? 0x40404040u : 0; /* 64 in each byte, or none */
+    const uint32_t o = (uint32_t)kq2_offset(codes) * 0x01010101u; /* in each byte */
     if (n_rows < 16) memset(tile, 0, (size_t)nsb * sizeof *tile);
     for (int r = 0; r < n_rows; r++)
         for (int64_t s = 0; s < nsb; s++) {
@@ -49,15 +73,15 @@ KQ_FN static void kq2_repack(elm_type t, const elm_kq_block *blk, int n_rows, in
             for (int k = 0; k < 64; k++) {
                 uint32_t v;
                 memcpy(&v, b->q + 4 * k, 4);
-                /* + 64 in each byte without carries into the next: the low 7 bits of each
-                 * byte + 64 stay below 256, and the top bit goes back in by xor */
+                /* + the offset in each byte without carries into the next: the low 7 bits of
+                 * each byte + 64 stay below 256, and the top bit goes back in by xor */
                 ts->q[k][r] = ((v & 0x7f7f7f7fu) + o) ^ (v & 0x80808080u);
             }
             for (int g = 0; g < 16; g++)
                 ts->sc[g][r] = (int32_t)((uint32_t)(uint16_t)b->sc[g] * 0x10001u);
             for (int h = 0; h < 8; h++) {
                 const int16_t *c = codes == KQ2_MINS ? b->m : b->sc;
-                const int f = codes == KQ2_OFFSET ? 64 : codes == KQ2_MINS ? 1 : 0;
+                const int f = codes == KQ2_MINS ? 1 : kq2_offset(codes);
                 ts->c[h][r] = (int32_t)((uint32_t)(uint16_t)(f * c[2 * h]) |
                                         (uint32_t)(uint16_t)(f * c[2 * h + 1]) << 16);
             }
@@ -70,10 +94,14 @@ KQ_FN static void kq2_repack(elm_type t, const elm_kq_block *blk, int n_rows, in
 #define KQ2_FOR_4(op) op(0) op(1) op(2) op(3)
 #define KQ2_ACC(i) __m256 acc##i = _mm256_setzero_ps();
 #define KQ2_ZERO(i) __m256i isum##i = _mm256_setzero_si256(), corr##i = isum##i;
+#define KQ2_PART_ZERO(i) __m256i part##i = _mm256_setzero_si256();
+#define KQ2_PART_SCALE(i)                                                                          \
+    if (nx > i) isum##i = _mm256_add_epi32(isum##i, _mm256_madd_epi16(part##i, sc));
 #define KQ2_DOT(i)                                                                                 \
     if (nx > i) {                                                                                  \
         const __m256i xb = kq_bcast32(x[i].qs + s * ELM_QK_K + 4 * k);                             \
-        isum##i = _mm256_add_epi32(                                                                \
+        if (kq2_group_sums(codes)) part##i = _mm256_add_epi16(part##i, _mm256_maddubs_epi16(w, xb)); \
+        else isum##i = _mm256_add_epi32(                                                           \
             isum##i, _mm256_madd_epi16(codes == KQ2_SIGNED                                         \
                                            ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xb, w))     \
                                            : _mm256_maddubs_epi16(w, xb),                          \
@@ -86,7 +114,7 @@ KQ_FN static void kq2_repack(elm_type t, const elm_kq_block *blk, int n_rows, in
 #define KQ2_FLOAT(i)                                                                               \
     if (nx > i) {                                                                                  \
         const __m256 xd = _mm256_set1_ps(x[i].d[s]);                                               \
-        if (codes == KQ2_OFFSET) isum##i = _mm256_sub_epi32(isum##i, corr##i);                     \
+        if (kq2_offset(codes)) isum##i = _mm256_sub_epi32(isum##i, corr##i);                       \
         acc##i = _mm256_fmadd_ps(_mm256_mul_ps(d, xd), _mm256_cvtepi32_ps(isum##i), acc##i);       \
         if (codes == KQ2_MINS)                                                                     \
             acc##i = _mm256_fnmadd_ps(_mm256_mul_ps(e, xd), _mm256_cvtepi32_ps(corr##i), acc##i);  \
@@ -109,11 +137,13 @@ KQ_INLINE void kq2_tile_dot(const int codes, const kq_tile2_sb *tile, int half, 
         KQ2_FOR_4(KQ2_ZERO)
         for (int g = 0; g < 16; g++) {
             const __m256i sc = kq_load(o->sc[g] + 8 * half);
+            KQ2_FOR_4(KQ2_PART_ZERO)
             for (int k = 4 * g; k < 4 * g + 4; k++) {
                 const __m256i w = kq_load(o->q[k] + 8 * half);
                 const __m256i aw = codes == KQ2_SIGNED ? _mm256_abs_epi8(w) : w;
                 KQ2_FOR_4(KQ2_DOT)
             }
+            if (kq2_group_sums(codes)) KQ2_FOR_4(KQ2_PART_SCALE)
         }
         for (int h = 0; codes != KQ2_SIGNED && h < 8; h++) {
             const __m256i c = kq_load(o->c[h] + 8 * half);
@@ -127,6 +157,8 @@ KQ_INLINE void kq2_tile_dot(const int codes, const kq_tile2_sb *tile, int half, 
 #undef KQ2_FOR_4
 #undef KQ2_ACC
 #undef KQ2_ZERO
+#undef KQ2_PART_ZERO
+#undef KQ2_PART_SCALE
 #undef KQ2_DOT
 #undef KQ2_CORR
 #undef KQ2_FLOAT
@@ -155,6 +187,7 @@ KQ_FN static void gemm16(elm_type t, const elm_kq_block *blk, int n_rows, int64_
             switch (kq2_codes(t)) {
             case KQ2_SIGNED: KQ2_TILE_NX(KQ2_SIGNED) break;
             case KQ2_MINS: KQ2_TILE_NX(KQ2_MINS) break;
+            case KQ2_SMALL: KQ2_TILE_NX(KQ2_SMALL) break;
             default: KQ2_TILE_NX(KQ2_OFFSET) break;
             }
         }
