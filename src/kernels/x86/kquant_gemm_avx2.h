@@ -65,6 +65,7 @@ KQ_FN static void kq2_repack(elm_type t, const elm_kq_block *blk, int n_rows, in
                              kq_tile2_sb *tile) {
     const int codes = kq2_codes(t);
     const uint32_t o = (uint32_t)kq2_offset(codes) * 0x01010101u; /* in each byte */
+    const int f = codes == KQ2_MINS ? 1 : kq2_offset(codes); /* the correction weights' factor */
     if (n_rows < 16) memset(tile, 0, (size_t)nsb * sizeof *tile);
     for (int r = 0; r < n_rows; r++)
         for (int64_t s = 0; s < nsb; s++) {
@@ -74,14 +75,13 @@ KQ_FN static void kq2_repack(elm_type t, const elm_kq_block *blk, int n_rows, in
                 uint32_t v;
                 memcpy(&v, b->q + 4 * k, 4);
                 /* + the offset in each byte without carries into the next: the low 7 bits of
-                 * each byte + 64 stay below 256, and the top bit goes back in by xor */
+                 * each byte + at most 64 stay below 256, and the top bit goes back in by xor */
                 ts->q[k][r] = ((v & 0x7f7f7f7fu) + o) ^ (v & 0x80808080u);
             }
             for (int g = 0; g < 16; g++)
                 ts->sc[g][r] = (int32_t)((uint32_t)(uint16_t)b->sc[g] * 0x10001u);
             for (int h = 0; h < 8; h++) {
                 const int16_t *c = codes == KQ2_MINS ? b->m : b->sc;
-                const int f = codes == KQ2_MINS ? 1 : kq2_offset(codes);
                 ts->c[h][r] = (int32_t)((uint32_t)(uint16_t)(f * c[2 * h]) |
                                         (uint32_t)(uint16_t)(f * c[2 * h + 1]) << 16);
             }
@@ -100,12 +100,10 @@ KQ_FN static void kq2_repack(elm_type t, const elm_kq_block *blk, int n_rows, in
 #define KQ2_DOT(i)                                                                                 \
     if (nx > i) {                                                                                  \
         const __m256i xb = kq_bcast32(x[i].qs + s * ELM_QK_K + 4 * k);                             \
-        if (kq2_group_sums(codes)) part##i = _mm256_add_epi16(part##i, _mm256_maddubs_epi16(w, xb)); \
-        else isum##i = _mm256_add_epi32(                                                           \
-            isum##i, _mm256_madd_epi16(codes == KQ2_SIGNED                                         \
-                                           ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xb, w))     \
-                                           : _mm256_maddubs_epi16(w, xb),                          \
-                                       sc));                                                       \
+        const __m256i p = codes == KQ2_SIGNED ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xb, w))  \
+                                              : _mm256_maddubs_epi16(w, xb);                       \
+        if (kq2_group_sums(codes)) part##i = _mm256_add_epi16(part##i, p);                         \
+        else isum##i = _mm256_add_epi32(isum##i, _mm256_madd_epi16(p, sc));                        \
     }
 #define KQ2_CORR(i)                                                                                \
     if (nx > i)                                                                                    \
