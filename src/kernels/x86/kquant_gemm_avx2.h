@@ -9,8 +9,8 @@
  * unsigned × signed bytes, so the codes go in as one of (kq2_codes):
  * - Q2_K's, unsigned already (0..3), its mins m the correction weights: Σ_g m[g]·bsum[g] comes
  *   off in float, scaled by dmin, as in the oracle;
- * - u = q + 64 for the lattice i-quants but IQ3_S (|q| <= 62, so u <= 126 and a pair's products stay
- *   within maddubs' int16 against any activation byte), the correction weights 64·sc:
+ * - u = q + 64 for the lattice i-quants but IQ3_S (|q| <= 62, so u <= 126 and a pair's products
+ *   stay within maddubs' int16 against any activation byte), the correction weights 64·sc:
  *   Σ_g sc[g]·Σ q·x = Σ_g sc[g]·Σ u·x - Σ_g 64·sc[g]·bsum[g], exact in int32;
  * - u = q + 16 for the types with small codes (Q3_K, IQ1_S, IQ1_M: |q| <= 9; IQ3_S, whose grid
  *   values are 1, 3, ..., 15), whose pairs (within 2·31·127) a group's four vectors sum in int16
