@@ -8,13 +8,23 @@
 
 #include "core/half.h"
 #include "edgelm/types.h"
+#include "kernels/kquant.h"
 
-/* 32 weights of one block of type t (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) at b: q[32], scale d and
- * offset m (0 for the symmetric types, whose zero point is folded into q). */
+/* 32 weights of one block of type t (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) at b: q[32],
+ * scale d and offset m (0 for the symmetric and grid types, whose zero point is folded into q). */
 static inline void elm_block_unpack(elm_type t, const uint8_t *b, int8_t q[ELM_QK], float *d,
                                     float *m) {
-    *d = elm_load_f16(b);
     *m = 0;
+    if (elm_type_grid32(t)) {
+        const elm_grid32_layout g = elm_grid32_layout_of(t);
+        *d = elm_grid32_scale(t, b, 0);
+        for (int j = 0; j < ELM_QK / 2; j++) {
+            q[j] = g.grid[b[g.qs_at + j] & 0x0f];
+            q[j + 16] = g.grid[b[g.qs_at + j] >> 4];
+        }
+        return;
+    }
+    *d = elm_load_f16(b);
     if (t == ELM_TYPE_Q8_0) {
         memcpy(q, b + 2, ELM_QK);
         return;

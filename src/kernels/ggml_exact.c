@@ -248,7 +248,7 @@ bool elm_ggml_matmul_has(const elm_weights *w) {
 void elm_ggml_matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     const int64_t cols = a->w.cols, rows = a->w.rows, first = a->out_first;
     const size_t row_bytes = elm_row_bytes(a->w.type, cols);
-    if (a->w.type == ELM_TYPE_IQ4_NL || a->w.type == ELM_TYPE_MXFP4) {
+    if (elm_type_grid32(a->w.type)) {
         for (int64_t r = r0; r < r1; r++)
             for (int64_t t = 0; t < a->n_tok; t++)
                 a->y[t * rows + r] =

@@ -194,7 +194,8 @@ const elm_kq_kernels elm_kq_scalar = {.unpack = elm_kq_unpack_scalar,
 
 
 /* IQ4_NL and MXFP4: rows straight from the file's blocks (row) for decode, else unpacked once
- * (unpack_grid32) and dotted with each token. */
+ * (unpack_grid32) and dotted with each token (the x86 tables send prefill to gemm.c's tiles
+ * instead: 3.9x the AVX-512 prefill of a 4-layer gpt-oss-20b, 1.4x AVX2). */
 static void matmul_grid32(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0,
                           int64_t r1, void *scratch) {
     float (*row)(const uint8_t *, elm_q8_row, int64_t) =
@@ -226,7 +227,7 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
         .dot_iq4_nl = k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl,
         .row_iq4_nl = k->row_iq4_nl,
         .row_mxfp4 = k->row_mxfp4};
-    if (a->w.type == ELM_TYPE_IQ4_NL || a->w.type == ELM_TYPE_MXFP4) {
+    if (elm_type_grid32(a->w.type)) {
         matmul_grid32(&kk, a, r0, r1, scratch);
         return;
     }

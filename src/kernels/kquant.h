@@ -39,6 +39,11 @@ static inline bool elm_type_kquant(elm_type t) {
            t == ELM_TYPE_MXFP4 || elm_type_iquant(t);
 }
 
+/* Whether t is one of the 32-weight grid types, IQ4_NL and MXFP4. */
+static inline bool elm_type_grid32(elm_type t) {
+    return t == ELM_TYPE_IQ4_NL || t == ELM_TYPE_MXFP4;
+}
+
 /* Where the 32-weight grid types IQ4_NL and MXFP4 keep their parts: each block of block_bytes
  * holds its scale, then at qs_at 16 bytes of 4-bit indices into grid (weight j < 16 the low
  * nibble of byte j, the others the high nibbles). */

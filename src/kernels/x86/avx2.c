@@ -312,6 +312,8 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (a->w.packed_by && (a->w.type == ELM_TYPE_IQ4_NL || !elm_type_kquant(a->w.type)))
         elm_packed_q4q5x16_matmul(tile_qx16_for(a->w.type), 4, a, r0, r1);
+    else if (a->n_tok >= GEMM_MIN_TOKENS && elm_type_grid32(a->w.type))
+        elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else matvec(a, r0, r1, row_dot_256(a->w.type));

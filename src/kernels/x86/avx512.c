@@ -389,8 +389,14 @@ X86_FN static void matvec_512(const elm_matmul_args *a, int64_t r0, int64_t r1, 
 
 /* One block's 32 weights as signed bytes in natural order (blocks.h's q), with d and m. */
 X86_INLINE __m256i block_signed(elm_type t, const uint8_t *b, float *d, float *m) {
-    *d = f16_at(b);
     *m = 0;
+    if (elm_type_grid32(t)) { /* the codes' grid values by one lookup */
+        const elm_grid32_layout g = elm_grid32_layout_of(t);
+        *d = elm_grid32_scale(t, b, 0);
+        const __m256i grid = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)g.grid));
+        return _mm256_shuffle_epi8(grid, load_nibbles(b + g.qs_at));
+    }
+    *d = f16_at(b);
     switch (t) {
     case ELM_TYPE_Q8_0: return _mm256_loadu_si256((const __m256i *)(b + 2));
     case ELM_TYPE_Q4_0: return _mm256_sub_epi8(load_nibbles(b + 2), _mm256_set1_epi8(8));
@@ -519,6 +525,8 @@ X86_INLINE void matmul_with(const elm_gemm_kernels *g, const elm_matmul_args *a,
                             int64_t r1, void *scratch) {
     if (a->w.packed_by && (a->w.type == ELM_TYPE_IQ4_NL || !elm_type_kquant(a->w.type)))
         elm_packed_q4q5x16_matmul(tile_qx16_for(a->w.type), Q8_TOKENS, a, r0, r1);
+    else if (a->n_tok >= GEMM_MIN_TOKENS && elm_type_grid32(a->w.type))
+        elm_gemm(g, a, r0, r1, scratch);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx512, a, r0, r1, scratch);
     else if (a->n_tok >= GEMM_MIN_TOKENS) elm_gemm(g, a, r0, r1, scratch);
     else matvec_512(a, r0, r1, scratch);
