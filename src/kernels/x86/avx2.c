@@ -297,6 +297,34 @@ X86_FN static void repack_f32_256(const elm_weights *w, int64_t r0, int n_rows, 
     if (c0 < cols) elm_repack_f32_cols(w, r0, n_rows, c0, tile); /* the last cols % 8 */
 }
 
+/* 16 rows of one block, each 8 dwords of 4 weights, become the tile's 8 vectors of one dword per
+ * row, a half of 8 rows at a time through transpose8: the scalar repacking (elm_repack_q8_tile)
+ * took more time than the tiles' products in an MXFP4 expert's prefill, whose rows are repacked
+ * for only the tokens routed to the expert. */
+X86_FN static void repack_q8_256(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile) {
+    const elm_type t = w->type;
+    const int64_t nb = w->cols / ELM_QK;
+    const size_t bb = elm_type_get(t)->block_bytes, row_bytes = (size_t)nb * bb;
+    const uint8_t *base = (const uint8_t *)w->data + (size_t)r0 * row_bytes;
+    for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES) {
+        float d[16], m[16];
+        for (int h = 0; h < 2; h++) {
+            __m256 v[8];
+            for (int i = 0; i < 8; i++) {
+                const int r = 8 * h + i;
+                d[r] = m[r] = 0;
+                v[i] = _mm256_castsi256_ps(
+                    r < n_rows ? block_signed(t, base + (size_t)r * row_bytes + b * bb, &d[r], &m[r])
+                               : _mm256_setzero_si256());
+            }
+            transpose8(v);
+            for (int k = 0; k < 8; k++) _mm256_store_ps((float *)(tile + 64 * k + 32 * h), v[k]);
+        }
+        memcpy(tile + ELM_TILE_ROWS * ELM_QK, d, sizeof d);
+        memcpy(tile + ELM_TILE_ROWS * ELM_QK + 64, m, sizeof m);
+    }
+}
+
 /* Below this many tokens the decode kernels beat repacking into tiles. */
 enum { GEMM_MIN_TOKENS = 4 };
 
@@ -307,6 +335,7 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
                                               .f32 = tile_f32_256,
                                               .f32_tokens = 6,
                                               .f32_kc = 128,
+                                              .repack_q8 = repack_q8_256,
                                               .repack_f32 = repack_f32_256};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {

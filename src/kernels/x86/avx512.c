@@ -387,29 +387,6 @@ X86_FN static void matvec_512(const elm_matmul_args *a, int64_t r0, int64_t r1, 
 
 /* ---- repacking for the tiles (gemm.h) ---- */
 
-/* One block's 32 weights as signed bytes in natural order (blocks.h's q), with d and m. */
-X86_INLINE __m256i block_signed(elm_type t, const uint8_t *b, float *d, float *m) {
-    *m = 0;
-    if (elm_type_grid32(t)) { /* the codes' grid values by one lookup */
-        const elm_grid32_layout g = elm_grid32_layout_of(t);
-        *d = elm_grid32_scale(t, b, 0);
-        const __m256i grid = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)g.grid));
-        return _mm256_shuffle_epi8(grid, load_nibbles(b + g.qs_at));
-    }
-    *d = f16_at(b);
-    switch (t) {
-    case ELM_TYPE_Q8_0: return _mm256_loadu_si256((const __m256i *)(b + 2));
-    case ELM_TYPE_Q4_0: return _mm256_sub_epi8(load_nibbles(b + 2), _mm256_set1_epi8(8));
-    case ELM_TYPE_Q4_1: *m = f16_at(b + 2); return load_nibbles(b + 4);
-    case ELM_TYPE_Q5_0:
-        return _mm256_sub_epi8(_mm256_or_si256(load_nibbles(b + 6), load_fifth_bits(b + 2)),
-                               _mm256_set1_epi8(16));
-    default:
-        *m = f16_at(b + 2);
-        return _mm256_or_si256(load_nibbles(b + 8), load_fifth_bits(b + 4));
-    }
-}
-
 /* 16 rows of one block, each 8 dwords of 4 weights, become the tile's 8 vectors of one dword per
  * row: a 16x8 transpose in three rounds of two-source permutes (rows in pairs, then the four
  * dwords of two row quads, then the two dwords of two row octets). */
