@@ -312,10 +312,10 @@ X86_FN static void repack_q8_256(const elm_weights *w, int64_t r0, int n_rows, u
             __m256 v[8];
             for (int i = 0; i < 8; i++) {
                 const int r = 8 * h + i;
+                const uint8_t *blk = base + (size_t)r * row_bytes + b * bb;
                 d[r] = m[r] = 0;
-                v[i] = _mm256_castsi256_ps(
-                    r < n_rows ? block_signed(t, base + (size_t)r * row_bytes + b * bb, &d[r], &m[r])
-                               : _mm256_setzero_si256());
+                v[i] = _mm256_castsi256_ps(r < n_rows ? block_signed(t, blk, &d[r], &m[r])
+                                                      : _mm256_setzero_si256());
             }
             transpose8(v);
             for (int k = 0; k < 8; k++) _mm256_store_ps((float *)(tile + 64 * k + 32 * h), v[k]);
