@@ -10,6 +10,11 @@
 #include "edgelm/types.h"
 #include "kernels/kquant.h"
 
+/* Whether every q of type t's blocks (below) is within ±15 (Q4_0, Q4_1, Q5_0; MXFP4's ±12). */
+static inline bool elm_block_small_codes(elm_type t) {
+    return t == ELM_TYPE_Q4_0 || t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_0 || t == ELM_TYPE_MXFP4;
+}
+
 /* 32 weights of one block of type t (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4) at b: q[32],
  * scale d and offset m (0 for the symmetric and grid types, whose zero point is folded into q). */
 static inline void elm_block_unpack(elm_type t, const uint8_t *b, int8_t q[ELM_QK], float *d,

@@ -65,21 +65,31 @@ void elm_repack_f32_tile(const elm_weights *w, int64_t r0, int n_rows, float *ti
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* The codes of a tile of nb blocks + 16 (gemm.h's q8_small). */
+static void offset_codes(uint8_t *tile, int64_t nb) {
+    for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES)
+        for (int i = 0; i < ELM_TILE_ROWS * ELM_QK; i++) tile[i] = (uint8_t)(tile[i] + 16);
+}
+
 static void gemm_q8(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0, int64_t r1,
                     uint8_t *panel) {
     const int64_t rows = a->w.rows, nb = a->w.cols / ELM_QK;
     const size_t tile_bytes = (size_t)nb * ELM_TILE_Q8_BYTES;
+    const bool small = g->q8_small && elm_block_small_codes(a->w.type);
+    const elm_tile_q8_fn tile_fn = small ? g->q8_small : g->q8;
     for (int64_t p0 = r0; p0 < r1; p0 += PANEL_TILES * ELM_TILE_ROWS) {
         const int64_t np = min64(PANEL_TILES * ELM_TILE_ROWS, r1 - p0);
         const int n_tiles = (int)((np + ELM_TILE_ROWS - 1) / ELM_TILE_ROWS);
         const elm_repack_q8_fn repack = g->repack_q8 ? g->repack_q8 : elm_repack_q8_tile;
-        for (int i = 0; i < n_tiles; i++)
+        for (int i = 0; i < n_tiles; i++) {
             repack(&a->w, p0 + i * ELM_TILE_ROWS, (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS),
                    panel + i * tile_bytes);
+            if (small) offset_codes(panel + i * tile_bytes, nb);
+        }
         for (int64_t t0 = 0; t0 < a->n_tok; t0 += g->q8_tokens) {
             const int nt = (int)min64(g->q8_tokens, a->n_tok - t0);
             for (int i = 0; i < n_tiles; i++)
-                g->q8(panel + i * tile_bytes, nb,
+                tile_fn(panel + i * tile_bytes, nb,
                       (const char *)a->xq + t0 * elm_q8_row_bytes(a->w.cols), nt,
                       a->y + t0 * rows + p0 + i * ELM_TILE_ROWS, rows,
                       (int)min64(ELM_TILE_ROWS, np - i * ELM_TILE_ROWS));

@@ -86,6 +86,9 @@ void elm_pair_bf16_neon(const float *xt, int64_t cols, uint32_t *xp);
 typedef struct elm_gemm_kernels {
     elm_tile_q8_fn q8;
     int q8_tokens; /* most tokens per q8 call */
+    /* As q8, for the tiles of the types with 5-bit codes (elm_block_small_codes) repacked with
+     * u = q + 16 in place of q (unsigned, 1..31); or NULL: those go by q8 too. */
+    elm_tile_q8_fn q8_small;
     elm_tile_f32_fn f32;
     int f32_tokens;               /* most tokens per f32 call */
     int f32_kc;                   /* columns per block of float products (elm_gemm), 0: all */

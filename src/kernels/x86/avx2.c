@@ -63,10 +63,8 @@ X86_INLINE void tile_q8_half(const uint8_t *tile, int h, int64_t nb, const elm_q
     }
     Q8_FOR_4_TOKENS(Q8_STORE)
 }
-#undef Q8_FOR_4_TOKENS
 #undef Q8_DOT
 #undef Q8_ACC
-#undef Q8_STORE
 
 X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
                                int64_t ldy, int n_rows) {
@@ -79,6 +77,65 @@ X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, 
         case 2: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 2); break;
         case 3: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 3); break;
         default: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 4); break;
+        }
+    }
+}
+
+/* The tiles of 5-bit codes u = q + 16 (gemm.h's q8_small: 1..31, unsigned): maddubs takes them
+ * as they are, four vectors' pair sums stay within 4·2·31·127 < 2^15 in 16 bits before a madd,
+ * and the 16 comes off as 16·Σx.qs: no abs or sign step and two madds a block and token where
+ * the signed tiles take eight. The integers and float steps are tile_q8_half's (the same bits). */
+#define Q8S_DOT(t)                                                                                 \
+    if (nt > t) {                                                                                  \
+        const __m256i p =                                                                          \
+            _mm256_maddubs_epi16(w, _mm256_set1_epi32(i32_at(x[t].qs + b * ELM_QK + 4 * k)));     \
+        if (k < 4) lo##t = k ? _mm256_add_epi16(lo##t, p) : p;                                     \
+        else hi##t = k > 4 ? _mm256_add_epi16(hi##t, p) : p;                                       \
+    }
+#define Q8S_ACC(t)                                                                                 \
+    if (nt > t) {                                                                                  \
+        __m256i s = _mm256_add_epi32(_mm256_madd_epi16(lo##t, one), _mm256_madd_epi16(hi##t, one)); \
+        s = _mm256_sub_epi32(s, _mm256_set1_epi32(16 * x[t].sum[b]));                             \
+        const __m256 sc = _mm256_mul_ps(dh, _mm256_set1_ps(x[t].d[b]));                            \
+        acc##t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc##t);                               \
+        acc##t = _mm256_fmadd_ps(mh, _mm256_set1_ps(x[t].s[b]), acc##t);                           \
+    }
+
+X86_INLINE void tile_q8s_half(const uint8_t *tile, int h, int64_t nb, const elm_q8_row *x,
+                              float *y, int64_t ldy, int n_rows, const int nt) {
+    const __m256i one = _mm256_set1_epi16(1);
+    __m256 acc0, acc1, acc2, acc3;
+    acc0 = acc1 = acc2 = acc3 = _mm256_setzero_ps();
+    for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES) {
+        __m256i lo0, lo1, lo2, lo3, hi0, hi1, hi2, hi3;
+        lo0 = lo1 = lo2 = lo3 = hi0 = hi1 = hi2 = hi3 = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int k = 0; k < ELM_QK / 4; k++) {
+            const __m256i w = _mm256_load_si256((const __m256i *)(tile + 64 * k + 32 * h));
+            Q8_FOR_4_TOKENS(Q8S_DOT)
+        }
+        const float *dm = (const float *)(tile + ELM_TILE_ROWS * ELM_QK);
+        const __m256 dh = _mm256_loadu_ps(dm + 8 * h), mh = _mm256_loadu_ps(dm + 16 + 8 * h);
+        Q8_FOR_4_TOKENS(Q8S_ACC)
+    }
+    Q8_FOR_4_TOKENS(Q8_STORE)
+}
+#undef Q8_FOR_4_TOKENS
+#undef Q8_STORE
+#undef Q8S_DOT
+#undef Q8S_ACC
+
+X86_FN static void tile_q8s_256(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                                float *y, int64_t ldy, int n_rows) {
+    elm_q8_row x[4];
+    for (int t = 0; t < n_tok && t < 4; t++) x[t] = elm_q8_at(xq, nb * ELM_QK, t);
+    for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
+        const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
+        switch (n_tok) {
+        case 1: tile_q8s_half(tile, h, nb, x, y + 8 * h, ldy, nr, 1); break;
+        case 2: tile_q8s_half(tile, h, nb, x, y + 8 * h, ldy, nr, 2); break;
+        case 3: tile_q8s_half(tile, h, nb, x, y + 8 * h, ldy, nr, 3); break;
+        default: tile_q8s_half(tile, h, nb, x, y + 8 * h, ldy, nr, 4); break;
         }
     }
 }
@@ -332,6 +389,7 @@ enum { GEMM_MIN_TOKENS = 4 };
  * of a tile 3 times per chunk of 16 tokens */
 static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
                                               .q8_tokens = 4,
+                                              .q8_small = tile_q8s_256,
                                               .f32 = tile_f32_256,
                                               .f32_tokens = 6,
                                               .f32_kc = 128,
