@@ -25,15 +25,25 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
  * weights, so each product moves the sign to the activations as decode's Q8_0 does. One half of
  * 8 rows at a time for up to 4 tokens, with named accumulators (ELM_FOR_6_TOKENS): a weight
  * vector is loaded and its absolute value taken once for all the tokens, where a pass per token
- * over both halves redid both per token. */
+ * over both halves redid both per token. The tiles of 5-bit codes u = q + 16 (small: gemm.h's
+ * q8_small, 1..31, unsigned) skip the abs and sign steps: maddubs takes them as they are, four
+ * vectors' pair sums stay within 4·2·31·127 < 2^15 in 16 bits before a madd, and the 16 comes off
+ * as 16·Σx.qs, two madds a block and token where the signed tiles take eight. Both sum the same
+ * integers. */
 #define Q8_FOR_4_TOKENS(op) op(0) op(1) op(2) op(3)
 #define Q8_DOT(t)                                                                                  \
     if (nt > t) {                                                                                  \
         const __m256i a = _mm256_set1_epi32(i32_at(x[t].qs + b * ELM_QK + 4 * k));                 \
-        s##t = dot_u8s8(s##t, aw, _mm256_sign_epi8(a, w));                                         \
+        if (!small) s##t = dot_u8s8(s##t, aw, _mm256_sign_epi8(a, w));                             \
+        else if (k < 4) lo##t = _mm256_add_epi16(lo##t, _mm256_maddubs_epi16(w, a));              \
+        else hi##t = _mm256_add_epi16(hi##t, _mm256_maddubs_epi16(w, a));                          \
     }
 #define Q8_ACC(t)                                                                                  \
     if (nt > t) {                                                                                  \
+        if (small)                                                                                 \
+            s##t = _mm256_sub_epi32(                                                               \
+                _mm256_add_epi32(_mm256_madd_epi16(lo##t, one), _mm256_madd_epi16(hi##t, one)),    \
+                _mm256_set1_epi32(16 * x[t].sum[b]));                                              \
         const __m256 sc = _mm256_mul_ps(dh, _mm256_set1_ps(x[t].d[b]));                            \
         acc##t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s##t), sc, acc##t);                            \
         acc##t = _mm256_fmadd_ps(mh, _mm256_set1_ps(x[t].s[b]), acc##t);                           \
@@ -46,15 +56,17 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
     }
 
 X86_INLINE void tile_q8_half(const uint8_t *tile, int h, int64_t nb, const elm_q8_row *x, float *y,
-                             int64_t ldy, int n_rows, const int nt) {
+                             int64_t ldy, int n_rows, const int nt, const bool small) {
+    const __m256i one = _mm256_set1_epi16(1);
     __m256 acc0, acc1, acc2, acc3;
     acc0 = acc1 = acc2 = acc3 = _mm256_setzero_ps();
     for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES) {
-        __m256i s0, s1, s2, s3;
-        s0 = s1 = s2 = s3 = _mm256_setzero_si256();
+        __m256i s0, s1, s2, s3, lo0, lo1, lo2, lo3, hi0, hi1, hi2, hi3;
+        s0 = s1 = s2 = s3 = lo0 = lo1 = lo2 = lo3 = hi0 = hi1 = hi2 = hi3 = _mm256_setzero_si256();
+#pragma GCC unroll 8
         for (int k = 0; k < ELM_QK / 4; k++) {
             const __m256i w = _mm256_load_si256((const __m256i *)(tile + 64 * k + 32 * h));
-            const __m256i aw = _mm256_abs_epi8(w);
+            const __m256i aw = small ? w : _mm256_abs_epi8(w);
             Q8_FOR_4_TOKENS(Q8_DOT)
         }
         const float *dm = (const float *)(tile + ELM_TILE_ROWS * ELM_QK);
@@ -63,81 +75,34 @@ X86_INLINE void tile_q8_half(const uint8_t *tile, int h, int64_t nb, const elm_q
     }
     Q8_FOR_4_TOKENS(Q8_STORE)
 }
+#undef Q8_FOR_4_TOKENS
 #undef Q8_DOT
 #undef Q8_ACC
+#undef Q8_STORE
+
+X86_INLINE void tile_q8_n(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
+                          int64_t ldy, int n_rows, const bool small) {
+    elm_q8_row x[4];
+    for (int t = 0; t < n_tok && t < 4; t++) x[t] = elm_q8_at(xq, nb * ELM_QK, t);
+    for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
+        const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
+        switch (n_tok) {
+        case 1: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 1, small); break;
+        case 2: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 2, small); break;
+        case 3: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 3, small); break;
+        default: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 4, small); break;
+        }
+    }
+}
 
 X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
                                int64_t ldy, int n_rows) {
-    elm_q8_row x[4];
-    for (int t = 0; t < n_tok && t < 4; t++) x[t] = elm_q8_at(xq, nb * ELM_QK, t);
-    for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
-        const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
-        switch (n_tok) {
-        case 1: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 1); break;
-        case 2: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 2); break;
-        case 3: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 3); break;
-        default: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 4); break;
-        }
-    }
+    tile_q8_n(tile, nb, xq, n_tok, y, ldy, n_rows, false);
 }
-
-/* The tiles of 5-bit codes u = q + 16 (gemm.h's q8_small: 1..31, unsigned): maddubs takes them
- * as they are, four vectors' pair sums stay within 4·2·31·127 < 2^15 in 16 bits before a madd,
- * and the 16 comes off as 16·Σx.qs: no abs or sign step and two madds a block and token where
- * the signed tiles take eight. The integers and float steps are tile_q8_half's (the same bits). */
-#define Q8S_DOT(t)                                                                                 \
-    if (nt > t) {                                                                                  \
-        const __m256i p =                                                                          \
-            _mm256_maddubs_epi16(w, _mm256_set1_epi32(i32_at(x[t].qs + b * ELM_QK + 4 * k)));     \
-        if (k < 4) lo##t = k ? _mm256_add_epi16(lo##t, p) : p;                                     \
-        else hi##t = k > 4 ? _mm256_add_epi16(hi##t, p) : p;                                       \
-    }
-#define Q8S_ACC(t)                                                                                 \
-    if (nt > t) {                                                                                  \
-        __m256i s = _mm256_add_epi32(_mm256_madd_epi16(lo##t, one), _mm256_madd_epi16(hi##t, one)); \
-        s = _mm256_sub_epi32(s, _mm256_set1_epi32(16 * x[t].sum[b]));                             \
-        const __m256 sc = _mm256_mul_ps(dh, _mm256_set1_ps(x[t].d[b]));                            \
-        acc##t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, acc##t);                               \
-        acc##t = _mm256_fmadd_ps(mh, _mm256_set1_ps(x[t].s[b]), acc##t);                           \
-    }
-
-X86_INLINE void tile_q8s_half(const uint8_t *tile, int h, int64_t nb, const elm_q8_row *x,
-                              float *y, int64_t ldy, int n_rows, const int nt) {
-    const __m256i one = _mm256_set1_epi16(1);
-    __m256 acc0, acc1, acc2, acc3;
-    acc0 = acc1 = acc2 = acc3 = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES) {
-        __m256i lo0, lo1, lo2, lo3, hi0, hi1, hi2, hi3;
-        lo0 = lo1 = lo2 = lo3 = hi0 = hi1 = hi2 = hi3 = _mm256_setzero_si256();
-#pragma GCC unroll 8
-        for (int k = 0; k < ELM_QK / 4; k++) {
-            const __m256i w = _mm256_load_si256((const __m256i *)(tile + 64 * k + 32 * h));
-            Q8_FOR_4_TOKENS(Q8S_DOT)
-        }
-        const float *dm = (const float *)(tile + ELM_TILE_ROWS * ELM_QK);
-        const __m256 dh = _mm256_loadu_ps(dm + 8 * h), mh = _mm256_loadu_ps(dm + 16 + 8 * h);
-        Q8_FOR_4_TOKENS(Q8S_ACC)
-    }
-    Q8_FOR_4_TOKENS(Q8_STORE)
-}
-#undef Q8_FOR_4_TOKENS
-#undef Q8_STORE
-#undef Q8S_DOT
-#undef Q8S_ACC
 
 X86_FN static void tile_q8s_256(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
                                 float *y, int64_t ldy, int n_rows) {
-    elm_q8_row x[4];
-    for (int t = 0; t < n_tok && t < 4; t++) x[t] = elm_q8_at(xq, nb * ELM_QK, t);
-    for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
-        const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
-        switch (n_tok) {
-        case 1: tile_q8s_half(tile, h, nb, x, y + 8 * h, ldy, nr, 1); break;
-        case 2: tile_q8s_half(tile, h, nb, x, y + 8 * h, ldy, nr, 2); break;
-        case 3: tile_q8s_half(tile, h, nb, x, y + 8 * h, ldy, nr, 3); break;
-        default: tile_q8s_half(tile, h, nb, x, y + 8 * h, ldy, nr, 4); break;
-        }
-    }
+    tile_q8_n(tile, nb, xq, n_tok, y, ldy, n_rows, true);
 }
 
 /* Packed Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (packed.h, q*x16). A tile is two halves of 8 rows, a
