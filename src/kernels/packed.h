@@ -49,16 +49,21 @@ static inline size_t elm_qx16_d_at(bool five) { return ELM_QX16_QH + (five ? 64 
 /* How far ahead the x86 decode and tile loops prefetch the weights they stream: 2 KiB, into the
  * next row or tile at a row's (tile's) end. Rows dotted from the file's layout (Q8_0, F16, BF16,
  * Q5_K, Q6_K, IQ4_XS; the AVX-512 4/5-bit rows of a mapped file), the q*x16 tiles at every token
- * count and the Q4_K tiles (one 2.3 KiB super-block ahead) all do. On a 2-core Intel Xeon with AVX-512 and AMX (2026-12-02,
- * TinyLlama-shaped files, tg32 `-t 1,2`, two alternating rounds of each) the hardware
- * prefetcher alone left the memory idle: Q8_0 13.2 → 24.2 tok/s at `-t 2`, IQ4_XS 13.1 → 34.1,
- * Q5_K_M 14.8 → 30.8, F16 11.8 → 13.3, BF16 11.0 → 13.1, AVX-512 Q4_0 31-34 → 42-45 and Q5_1
- * 27 → 33 (AVX2 Q5_1 23 → 31), all-Q4_K 35-37 → 39-40; 1 KiB and 4 KiB ahead were slower than 2
- * KiB for each kind. Earlier, on AMD: the q*x16 kernels at 4 KiB had gained 15-30% at 4 tokens
- * (Zen 4) and Q4_0's one-token AVX2 decode 54-62 → 70-71 tok/s (Zen 5), where Zen 4 had
- * measured it 10-25% slower; the Q4_K tiles at 9 KiB gained 20-60% on Zen 5. */
+ * count and the Q4_K tiles (four 2.3 KiB super-blocks ahead) all do. On a 2-core Intel Xeon with
+ * AVX-512 and AMX (2026-12-02, TinyLlama-shaped files, tg32 `-t 1,2`, two alternating rounds of
+ * each) the hardware prefetcher alone left the memory idle: Q8_0 13.2 → 24.2 tok/s at `-t 2`,
+ * IQ4_XS 13.1 → 34.1, Q5_K_M 14.8 → 30.8, F16 11.8 → 13.3, BF16 11.0 → 13.1, AVX-512 Q4_0 31-34 →
+ * 42-45 and Q5_1 27 → 33 (AVX2 Q5_1 23 → 31), all-Q4_K 35-37 → 39-40; 1 KiB and 4 KiB ahead were
+ * slower than 2 KiB for each kind. Earlier, on AMD: the q*x16 kernels at 4 KiB had gained 15-30%
+ * at 4 tokens (Zen 4) and Q4_0's one-token AVX2 decode 54-62 → 70-71 tok/s (Zen 5), where Zen 4
+ * had measured it 10-25% slower; the Q4_K tiles at 9 KiB gained 20-60% on Zen 5. */
 #define ELM_PREFETCH_AHEAD 2048
-#define ELM_Q4_KX16_PREFETCH ELM_Q4_KX16_BYTES
+#define ELM_Q4_KX16_PREFETCH (4 * ELM_Q4_KX16_BYTES)
+
+/* Prefetches the cache line of p into L1 (a hint, as elm_prefetch_span). */
+static inline void elm_prefetch_line(const uint8_t *p) {
+    __builtin_prefetch(p, 0, 3);
+}
 
 /* Prefetches the cache lines of [p, p + bytes) into L1 (a hint: addresses past the end of a
  * buffer do not fault). */

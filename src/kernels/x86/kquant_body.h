@@ -572,7 +572,11 @@ KQ_FN static void decode_rows(elm_type t, const uint8_t *src, size_t row_bytes, 
  * The codes are unsigned (0..15), so maddubs takes them as they are, and a sub-block's eight
  * pair sums stay within 8·2·15·127 < 2^15 in 16 bits before one madd by its scale (an int16
  * pair, both halves the scale); the mins' Σ m·bsum is a madd of each min, paired alike, with two
- * adjacent 16-weight sums. The integers are the oracle's; the float steps are fused. */
+ * adjacent 16-weight sums. The integers are the oracle's; the float steps are fused.
+ * The first half prefetches the super-block ELM_Q4_KX16_PREFETCH ahead a line per vector it
+ * reads, not all 36 lines at once: the burst filled the miss buffers and stalled the core (16%
+ * of the kernel's samples on the prefetches; LFM2-1.2B AVX2 decode, Zen 5, 2 threads, 2026-12-07:
+ * 53-59 -> 63-67 tok/s, alternating). */
 
 /* Byte k of every 32-bit lane of v as an int32 (pair: as two int16, both that byte). */
 KQ_INLINE __m256i kq_byte_lanes(__m256i v, int k, bool pair) {
@@ -648,10 +652,12 @@ KQ_INLINE void half_q4_kx16_n(const uint8_t *tile, int half, int64_t s0, int64_t
             KH_FOR_TOKENS(KH_PAIR_ZERO)
 #pragma GCC unroll 8
             for (int e = 0; e < 8; e++) {
+                if (half == 0) elm_prefetch_line(tile + ELM_Q4_KX16_PREFETCH + 64 * (8 * p + e));
                 const __m256i w = kq_load(h + 64 * (8 * p + e));
                 const __m256i wl = _mm256_and_si256(w, low4), wh = kq_bits(w, 4, 0x0f);
                 KH_FOR_TOKENS(KH_DOT)
             }
+            if (half == 0) elm_prefetch_line(tile + ELM_Q4_KX16_PREFETCH + 2048 + 64 * p);
             const int k = 2 * (p % 2);
             const __m256i sa = kq_byte_lanes(p < 2 ? sc0 : sc1, k, true);
             const __m256i sb = kq_byte_lanes(p < 2 ? sc0 : sc1, k + 1, true);
@@ -683,8 +689,6 @@ KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, 
                          {_mm256_setzero_ps(), _mm256_setzero_ps()}};
     for (int64_t s0 = 0; s0 < nb; s0 += KH_CHUNK) {
         const int64_t s1 = s0 + KH_CHUNK < nb ? s0 + KH_CHUNK : nb;
-        elm_prefetch_span(tile + s0 * ELM_Q4_KX16_BYTES + ELM_Q4_KX16_PREFETCH,
-                          (size_t)(s1 - s0) * ELM_Q4_KX16_BYTES);
         for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
             if (n_tok == 1) half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], 1);
             else half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], 2);
