@@ -574,9 +574,9 @@ KQ_FN static void decode_rows(elm_type t, const uint8_t *src, size_t row_bytes, 
  * pair, both halves the scale); the mins' Σ m·bsum is a madd of each min, paired alike, with two
  * adjacent 16-weight sums. The integers are the oracle's; the float steps are fused.
  * The first half prefetches the super-block ELM_Q4_KX16_PREFETCH ahead a line per vector it
- * reads, not all 36 lines at once: the burst filled the miss buffers and stalled the core (16%
- * of the kernel's samples on the prefetches; LFM2-1.2B AVX2 decode, Zen 5, 2 threads, 2026-12-07:
- * 53-59 -> 63-67 tok/s, alternating). */
+ * reads, not two super-blocks' 72 lines at once: the burst filled the miss buffers and stalled
+ * the core (16% of the kernel's samples on the prefetches; LFM2-1.2B AVX2 decode, Zen 5, 2
+ * threads, 2026-12-07: 53-57 -> 63-65 tok/s, alternating). */
 
 /* Byte k of every 32-bit lane of v as an int32 (pair: as two int16, both that byte). */
 KQ_INLINE __m256i kq_byte_lanes(__m256i v, int k, bool pair) {
