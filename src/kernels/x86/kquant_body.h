@@ -247,7 +247,7 @@ KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64
 /* The scales (spread to one int16 per 16 weights, as in elm_kq_block) and mins of a block. */
 typedef struct kq_scales {
     int16_t sc[16], m[16];
-    uint32_t signs[8]; /* the i-quants' sign bytes (iq_block_signs), where packed_chunk wants them */
+    iq_side side; /* the lattice i-quants' signs and indices, where packed_chunk wants them */
 } __attribute__((aligned(32))) kq_scales;
 
 /* An f16 field through F16C (elm_load_f16 calls out of line). */
@@ -342,7 +342,7 @@ KQ_INLINE __m256i kq_shift(__m256i x, int n) {
 }
 
 /* The 32 codes of chunk c (weights 32c..32c+31) of block b; G: the i-quants' codebooks, sm the
- * block's packed_scales (and signs). */
+ * block's packed_scales (and iq_block_side). */
 KQ_INLINE __m256i packed_chunk(elm_type t, const elm_iq_grids *G, const uint8_t *b,
                                const kq_scales *sm, int c) {
     const __m256i m4 = _mm256_set1_epi8(0x0f);
@@ -377,7 +377,7 @@ KQ_INLINE __m256i packed_chunk(elm_type t, const elm_iq_grids *G, const uint8_t 
                      : _mm256_permute2x128_si256(lo, hi, 0x20);
     }
     case ELM_TYPE_TQ2_0: return tq2_codes(b, c); /* unsigned; the offset of 1 comes off later */
-    default: return iq_chunk(t, G, b, sm->signs, c);
+    default: return iq_chunk(t, G, b, &sm->side, c);
     }
 }
 
@@ -412,8 +412,13 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
     const elm_iq_grids *G = elm_type_iquant(t) ? elm_iq_grids_get() : NULL;
     const int off = packed_offset_shift(t);
     /* with fewer than 4 sums in flight, two per pair (even and odd chunks), so that the
-     * multiply-adds (5 cycles each with VNNI) do not wait on each other */
+     * multiply-adds (5 cycles each with VNNI) do not wait on each other; without VNNI the chain
+     * is a 1-cycle add, and the second sum only took a register (gcc spilled it) */
+#ifdef KQ_VNNI
     const bool split = nr * nx < 4;
+#else
+    const bool split = false;
+#endif
     /* decode (one or two row-token pairs): each block's integers go into float lanes with one
      * multiply-add, summed once per row, instead of a horizontal sum and a serial float chain per
      * block (the oracle's order, kept for the wider tiles, where lanes would not fit the
@@ -433,7 +438,7 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
         for (int r = 0; r < nr; r++) {
             elm_prefetch_span(src + r * row_bytes + ELM_PREFETCH_AHEAD, bb);
             packed_scales(t, src + r * row_bytes, &sm[r], &d[r], &dmin[r]);
-            if (iq_coded_signs(t)) iq_block_signs(t, src + r * row_bytes, sm[r].signs);
+            if (iq_sign_bits(t)) iq_block_side(t, src + r * row_bytes, &sm[r].side);
         }
         __m256i a[2][4], a2[2][4];
         for (int r = 0; r < nr; r++)
@@ -447,7 +452,7 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
                 scv[r] = _mm256_shuffle_epi8(_mm256_set1_epi32(sc), spread);
                 if (iq_sign_bits(t)) { /* magnitudes aq, the signs ±1 in q for the activations */
                     uint32_t sw;
-                    aq[r] = iq_points(t, G, src + r * row_bytes, sm[r].signs, c, &sw);
+                    aq[r] = iq_points(t, G, src + r * row_bytes, &sm[r].side, c, &sw);
                     q[r] = _mm256_or_si256(iq_sign_mask(sw), _mm256_set1_epi8(1));
                     continue;
                 }
@@ -457,11 +462,11 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
             for (int i = 0; i < nx; i++) {
                 const __m256i xv = kq_load(x[i].qs + s * ELM_QK_K + 32 * c);
                 for (int r = 0; r < nr; r++) {
-                    __m256i *ac = split && c % 2 ? &a2[r][i] : &a[r][i];
                     const __m256i p =
                         packed_signed(t) ? _mm256_maddubs_epi16(aq[r], _mm256_sign_epi8(xv, q[r]))
                                              : _mm256_maddubs_epi16(q[r], xv);
-                    *ac = kq_scaled_add(*ac, p, scv[r]);
+                    if (split && c % 2) a2[r][i] = kq_scaled_add(a2[r][i], p, scv[r]);
+                    else a[r][i] = kq_scaled_add(a[r][i], p, scv[r]);
                 }
             }
         }
@@ -479,11 +484,12 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
                     mins ? _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].m), bsum)
                          : _mm256_setzero_si256();
                 if (lanes) {
-                    __m256 *v = &lane_acc[r][i];
-                    *v = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ai), _mm256_set1_ps(d[r] * xd), *v);
+                    lane_acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ai),
+                                                     _mm256_set1_ps(d[r] * xd), lane_acc[r][i]);
                     if (mins)
-                        *v = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mi), _mm256_set1_ps(dmin[r] * xd),
-                                              *v);
+                        lane_acc[r][i] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mi),
+                                                          _mm256_set1_ps(dmin[r] * xd),
+                                                          lane_acc[r][i]);
                     continue;
                 }
                 /* the block's exact integers, then the oracle's float steps in its order */
