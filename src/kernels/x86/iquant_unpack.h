@@ -109,6 +109,16 @@ KQ_INLINE bool iq_coded_signs(elm_type t) {
     return t == ELM_TYPE_IQ2_XXS || t == ELM_TYPE_IQ2_XS || t == ELM_TYPE_IQ3_XXS;
 }
 
+/* IQ2_XXS's second u32 of each 8-byte group (at b + 6 + 8c: 4 scale bits, 4 sign codes), the
+ * odd words of the 64 bytes at b + 2, in order. */
+KQ_INLINE __m256i iq2xxs_words(const uint8_t *b) {
+    return _mm256_permute4x64_epi64(
+        _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(kq_load(b + 2)),
+                                              _mm256_castsi256_ps(kq_load(b + 34)),
+                                              _MM_SHUFFLE(3, 1, 3, 1))),
+        0xd8);
+}
+
 /* The sign bytes of block b's 32 groups of 8 weights (byte k: group k; s[c] those of weights
  * 32c..32c+31), all at once instead of a ksigns lookup per group: the codes are bits 9-15 of
  * IQ2_XS's u16 at 2, bits 0, 7, 14, 21 of IQ3_XXS's u32 at 66 and of IQ2_XXS's at 6 + 8c. */
@@ -119,14 +129,7 @@ KQ_INLINE void iq_block_signs(const elm_type t, const uint8_t *b, uint32_t s[8])
         const __m256i hi = _mm256_srli_epi16(kq_load(b + 34), 9);
         c = _mm256_permute4x64_epi64(_mm256_packus_epi16(lo, hi), 0xd8);
     } else {
-        __m256i w;
-        if (t == ELM_TYPE_IQ3_XXS) w = kq_load(b + 66);
-        else /* IQ2_XXS: the odd words of 64 bytes at 2 */
-            w = _mm256_permute4x64_epi64(
-                _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(kq_load(b + 2)),
-                                                      _mm256_castsi256_ps(kq_load(b + 34)),
-                                                      _MM_SHUFFLE(3, 1, 3, 1))),
-                0xd8);
+        const __m256i w = t == ELM_TYPE_IQ3_XXS ? kq_load(b + 66) : iq2xxs_words(b);
         /* code k (bits 7k..7k+6) to byte k */
         c = _mm256_or_si256(
             _mm256_or_si256(_mm256_and_si256(w, _mm256_set1_epi32(0x7f)),

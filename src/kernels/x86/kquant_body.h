@@ -303,9 +303,12 @@ KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *
         break;
     }
     /* the sub-4-bit i-quants: elm_iquant_scales' d (the f16 times a power of two) and sc */
-    case ELM_TYPE_IQ2_XS: /* a nibble per 16 weights */
+    case ELM_TYPE_IQ2_XS: /* a nibble per 16 weights, at 66 (IQ2_S: 74) */
+    case ELM_TYPE_IQ2_S:
         *d = kq_f16(b) * 0.125f, *dmin = 0;
-        iq_odd_scales(iq_nibbles(_mm_loadl_epi64((const __m128i *)(b + 66))), s->sc);
+        iq_odd_scales(
+            iq_nibbles(_mm_loadl_epi64((const __m128i *)(b + (t == ELM_TYPE_IQ2_S ? 74 : 66)))),
+            s->sc);
         break;
     case ELM_TYPE_IQ3_S: { /* a nibble per 32 weights */
         *d = kq_f16(b), *dmin = 0;
@@ -313,9 +316,12 @@ KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *
         iq_odd_scales(_mm_unpacklo_epi8(f, f), s->sc);
         break;
     }
-    case ELM_TYPE_IQ3_XXS: { /* bits 28-31 of each 32 weights' u32 at b + 66, both its int16 */
-        *d = kq_f16(b) * 0.25f, *dmin = 0;
-        __m256i f = _mm256_srli_epi32(kq_load(b + 66), 28);
+    case ELM_TYPE_IQ2_XXS: /* bits 28-31 of each 32 weights' u32 (at b + 66; IQ2_XXS: b + 6 + 8c),
+                            * both its int16 */
+    case ELM_TYPE_IQ3_XXS: {
+        *d = kq_f16(b) * (t == ELM_TYPE_IQ3_XXS ? 0.25f : 0.125f), *dmin = 0;
+        const __m256i w = t == ELM_TYPE_IQ3_XXS ? kq_load(b + 66) : iq2xxs_words(b);
+        __m256i f = _mm256_srli_epi32(w, 28);
         f = _mm256_or_si256(f, _mm256_slli_epi32(f, 16));
         _mm256_store_si256((__m256i *)s->sc,
                            _mm256_add_epi16(_mm256_add_epi16(f, f), _mm256_set1_epi16(1)));
