@@ -157,7 +157,6 @@ KQ_INLINE void iq3s_block_index(const uint8_t *b, uint16_t idx[64]) {
     }
 }
 
-
 /* What the chunks of one lattice block share, computed once a block (iq_block_side): the sign
  * bytes of the types with 7-bit sign codes and IQ3_S's grid indices. */
 typedef struct iq_side {
