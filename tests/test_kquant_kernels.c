@@ -284,9 +284,10 @@ int main(int argc, char **argv) {
         printf("%s: checking\n", names[i]);
         for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
             const int64_t unit = elm_type_get(types[ti])->block_size;
-            /* the last two: whole tiles of 16 rows, which a table may pack */
-            const int64_t shapes[][2] = {{unit, 1}, {3 * unit, 17}, {9 * unit, 5}, {unit, 16},
-                                         {3 * unit, 48}};
+            /* 14 units: a 2-block tail after whole 4-block steps; the last two: whole tiles of
+             * 16 rows, which a table may pack */
+            const int64_t shapes[][2] = {{unit, 1},  {3 * unit, 17}, {9 * unit, 5},
+                                         {14 * unit, 9}, {unit, 16}, {3 * unit, 48}};
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
                 check_products(tables[i], types[ti], shapes[s][0], shapes[s][1]);
         }

@@ -198,20 +198,24 @@ const elm_kq_kernels elm_kq_scalar = {.unpack = elm_kq_unpack_scalar,
  * instead: 3.9x the AVX-512 prefill of a 4-layer gpt-oss-20b, 1.4x AVX2). */
 static void matmul_grid32(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0,
                           int64_t r1, void *scratch) {
-    float (*row)(const uint8_t *, elm_q8_row, int64_t) =
-        a->w.type == ELM_TYPE_MXFP4 ? k->row_mxfp4 : k->row_iq4_nl;
+    void (*rows_of)(const uint8_t *, size_t, int64_t, elm_q8_row, int64_t, float *) =
+        a->w.type == ELM_TYPE_MXFP4 ? k->rows_mxfp4 : k->rows_iq4_nl;
     const int64_t cols = a->w.cols, rows = a->w.rows, nb = cols / ELM_QK;
     const size_t row_bytes = elm_row_bytes(a->w.type, cols);
+    const uint8_t *w = a->w.data;
+    if (rows_of && a->n_tok < GEMM_MIN_TOKENS) {
+        /* with more than one token, 16 rows at a time stay in cache for all of them */
+        const int64_t chunk = a->n_tok > 1 ? 16 : r1 - r0;
+        for (int64_t r = r0; r < r1; r += chunk)
+            for (int64_t t = 0; t < a->n_tok; t++)
+                rows_of(w + (size_t)r * row_bytes, row_bytes, r1 - r < chunk ? r1 - r : chunk,
+                        elm_q8_at(a->xq, cols, t), nb, a->y + t * rows + r);
+        return;
+    }
     int8_t *q = scratch;
     float *d = (float *)(q + (cols + 63) / 64 * 64);
     for (int64_t r = r0; r < r1; r++) {
-        const uint8_t *src = (const uint8_t *)a->w.data + (size_t)r * row_bytes;
-        if (row && a->n_tok < GEMM_MIN_TOKENS) {
-            for (int64_t t = 0; t < a->n_tok; t++)
-                a->y[t * rows + r] = row(src, elm_q8_at(a->xq, cols, t), nb);
-            continue;
-        }
-        k->unpack_grid32(a->w.type, src, nb, q, d);
+        k->unpack_grid32(a->w.type, w + (size_t)r * row_bytes, nb, q, d);
         for (int64_t t = 0; t < a->n_tok; t++)
             a->y[t * rows + r] = k->dot_iq4_nl(q, d, elm_q8_at(a->xq, cols, t), nb);
     }
@@ -225,8 +229,8 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
         .dot = k->dot ? k->dot : s->dot,
         .unpack_grid32 = k->unpack_grid32 ? k->unpack_grid32 : s->unpack_grid32,
         .dot_iq4_nl = k->dot_iq4_nl ? k->dot_iq4_nl : s->dot_iq4_nl,
-        .row_iq4_nl = k->row_iq4_nl,
-        .row_mxfp4 = k->row_mxfp4};
+        .rows_iq4_nl = k->rows_iq4_nl,
+        .rows_mxfp4 = k->rows_mxfp4};
     if (elm_type_grid32(a->w.type)) {
         matmul_grid32(&kk, a, r0, r1, scratch);
         return;

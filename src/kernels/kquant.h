@@ -107,11 +107,14 @@ typedef struct elm_kq_kernels {
     void (*unpack_grid32)(elm_type t, const uint8_t *src, int64_t n, int8_t *q, float *d);
     /* Σ_b d[b]·(x.d[b]·Σ_i q[32b+i]·x.qs[32b+i]) over n blocks (of IQ4_NL or MXFP4). */
     float (*dot_iq4_nl)(const int8_t *q, const float *d, elm_q8_row x, int64_t n);
-    /* The same from the n file blocks at src (18 bytes each) without unpacking: decode's
-     * product, where a row meets fewer tokens than its unpacking costs. Optional. */
-    float (*row_iq4_nl)(const uint8_t *src, elm_q8_row x, int64_t n);
-    /* As row_iq4_nl, for MXFP4's 17-byte blocks. Optional. */
-    float (*row_mxfp4)(const uint8_t *src, elm_q8_row x, int64_t n);
+    /* The same straight from the file's blocks (18 bytes each), without unpacking: y[r] = row r
+     * · x for r < n_rows rows of n blocks, row_bytes apart from src. Decode's product, where a
+     * row meets fewer tokens than its unpacking costs. Optional. */
+    void (*rows_iq4_nl)(const uint8_t *src, size_t row_bytes, int64_t n_rows, elm_q8_row x,
+                        int64_t n, float *y);
+    /* As rows_iq4_nl, for MXFP4's 17-byte blocks. Optional. */
+    void (*rows_mxfp4)(const uint8_t *src, size_t row_bytes, int64_t n_rows, elm_q8_row x,
+                       int64_t n, float *y);
     /* As dot, but straight from nr <= 2 rows (row_bytes apart) of n packed super-blocks of type
      * t at src (as stored in the file), decoded in registers: no unpacked copy, the same
      * integers; out[4·r + i] for row r, token i. Optional; serves the types whose bit (1ull << t)

@@ -758,35 +758,39 @@ KQ_INLINE __m256 kq_block_grid(const uint8_t *qs, __m256i grid, float dw, const 
 }
 
 /* One IQ4_NL row of n blocks at src against one token, straight from the file's blocks. */
-KQ_FN static float row_iq4_nl(const uint8_t *src, elm_q8_row x, int64_t n) {
+KQ_INLINE float row_iq4_nl(const uint8_t *src, const elm_q8_row *x, int64_t n) {
     const __m256i grid = kq_grid_of(elm_iq4nl_grid);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= n; b += 2, src += 36) {
         _mm_prefetch((const char *)src + ELM_PREFETCH_AHEAD, _MM_HINT_T0);
-        acc0 = kq_block_grid(src + 2, grid, kq_f16(src), &x, b, acc0);
-        acc1 = kq_block_grid(src + 20, grid, kq_f16(src + 18), &x, b + 1, acc1);
+        acc0 = kq_block_grid(src + 2, grid, kq_f16(src), x, b, acc0);
+        acc1 = kq_block_grid(src + 20, grid, kq_f16(src + 18), x, b + 1, acc1);
     }
-    if (b < n) acc0 = kq_block_grid(src + 2, grid, kq_f16(src), &x, b, acc0);
+    if (b < n) acc0 = kq_block_grid(src + 2, grid, kq_f16(src), x, b, acc0);
     return hsum256(_mm256_add_ps(acc0, acc1));
 }
 
-/* The same for an MXFP4 row (17-byte blocks: the E8M0 scale byte, then the nibbles). */
-KQ_FN static float row_mxfp4(const uint8_t *src, elm_q8_row x, int64_t n) {
+KQ_FN static void rows_iq4_nl(const uint8_t *src, size_t row_bytes, int64_t n_rows, elm_q8_row x,
+                              int64_t n, float *y) {
+    for (int64_t r = 0; r < n_rows; r++) y[r] = row_iq4_nl(src + row_bytes * r, &x, n);
+}
+
+#ifndef KQ_DECODE512
+#include "kernels/x86/mxfp4_avx2.h"
+#endif
+
+/* The same for MXFP4 rows (17-byte blocks: the E8M0 scale byte, then the nibbles), four at a
+ * time. */
+KQ_FN static void rows_mxfp4(const uint8_t *src, size_t row_bytes, int64_t n_rows, elm_q8_row x,
+                             int64_t n, float *y) {
 #ifdef KQ_DECODE512
-    return kq512_row_mxfp4(src, &x, n);
+    kq512_rows_mxfp4(src, row_bytes, n_rows, &x, n, y);
 #else
-    const __m256i grid = kq_grid_of(elm_mxfp4_grid);
-    const int bb = ELM_MXFP4_BLOCK_BYTES;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 2 <= n; b += 2, src += 2 * bb) {
-        _mm_prefetch((const char *)src + ELM_PREFETCH_AHEAD, _MM_HINT_T0);
-        acc0 = kq_block_grid(src + 1, grid, elm_e8m0_half(src[0]), &x, b, acc0);
-        acc1 = kq_block_grid(src + bb + 1, grid, elm_e8m0_half(src[bb]), &x, b + 1, acc1);
-    }
-    if (b < n) acc0 = kq_block_grid(src + 1, grid, elm_e8m0_half(src[0]), &x, b, acc0);
-    return hsum256(_mm256_add_ps(acc0, acc1));
+    int64_t r = 0;
+    for (; r + 4 <= n_rows; r += 4)
+        kq_mxfp4_rows_of(src + row_bytes * r, row_bytes, 4, &x, n, y + r);
+    for (; r < n_rows; r++) kq_mxfp4_rows_of(src + row_bytes * r, row_bytes, 1, &x, n, y + r);
 #endif
 }
 
@@ -813,8 +817,8 @@ const elm_kq_kernels KQ_TABLE = {
     .dot = dot,
     .unpack_grid32 = unpack_grid32,
     .dot_iq4_nl = dot_iq4_nl,
-    .row_iq4_nl = row_iq4_nl,
-    .row_mxfp4 = row_mxfp4,
+    .rows_iq4_nl = rows_iq4_nl,
+    .rows_mxfp4 = rows_mxfp4,
     .dot_packed = dot_packed,
     .decode_rows = decode_rows,
 #define KQ_TYPE_BIT(T) | 1ull << T
