@@ -1,5 +1,6 @@
-/* One weight row of Q4_K, Q5_K, Q6_K or IQ4_XS against one token in 512-bit vectors: the AVX-512
- * table's decode step (kquant_body.h's decode_rows, row by row). Not a header to include
+/* One weight row of Q4_K, Q5_K, Q6_K or IQ4_XS (and the other types of kq512_serves) against one
+ * token in 512-bit vectors: the AVX-512 table's decode step (kquant_body.h's decode_rows, row by
+ * row); and MXFP4's rows, four at a time (rows_mxfp4, at the end). Not a header to include
  * elsewhere: kquant_body.h includes it after packed_scales.
  *
  * Why its own loop: at 2 threads each core has to turn about 29 GB/s of weights into products to
