@@ -55,7 +55,7 @@ KQ_INLINE __m256i kq_mxfp4_pair(const uint8_t *src, bool two, const kq_mxfp4_x *
 
 /* elm_e8m0_half(e) for every byte e, as a table (its float bits: the subnormal 2^21 << e below
  * e = 2, else (e - 1) << 23; 255, the NaN, never reaches a kernel: loading refuses it). */
-#define KQ_E8M0_HALF(e) ((e) < 2 ? UINT32_C(0x00200000) << (e) : (uint32_t)((e) - 1) << 23)
+#define KQ_E8M0_HALF(e) ((e) < 2 ? UINT32_C(0x00200000) << ((e) & 1) : (uint32_t)((e) - 1) << 23)
 #define KQ_E8M0_4(e) KQ_E8M0_HALF(e), KQ_E8M0_HALF(e + 1), KQ_E8M0_HALF(e + 2), KQ_E8M0_HALF(e + 3)
 #define KQ_E8M0_16(e) KQ_E8M0_4(e), KQ_E8M0_4(e + 4), KQ_E8M0_4(e + 8), KQ_E8M0_4(e + 12)
 #define KQ_E8M0_64(e) KQ_E8M0_16(e), KQ_E8M0_16(e + 16), KQ_E8M0_16(e + 32), KQ_E8M0_16(e + 48)
