@@ -20,6 +20,7 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 }
 
 #include "kernels/x86/x86_body.h"
+#include "kernels/x86/transpose.h"
 
 /* Prefill micro-kernels (gemm.h): a tile's 16 rows are two vectors of 8. The tile holds signed
  * weights, so each product moves the sign to the activations as decode's Q8_0 does. One half of
@@ -275,27 +276,6 @@ X86_INLINE void tile_f32_256_n(const float *tile, int64_t cols, const float *xt,
 X86_FN static void tile_f32_256(const float *tile, int64_t cols, const float *xt, int n_tok,
                                 float *y, int64_t ldy, int n_rows, bool add) {
     ELM_CALL_6_TOKENS(n_tok, tile_f32_256_n, tile, cols, xt, y, ldy, n_rows, add)
-}
-
-/* An 8x8 transpose of float lanes (unpack pairs, then quads, then swap 128-bit halves). */
-X86_INLINE void transpose8(__m256 v[8]) {
-    __m256 a[8], b[8];
-    for (int i = 0; i < 8; i += 2) {
-        a[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);
-        a[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4)
-        for (int j = 0; j < 2; j++) {
-            b[i + j] = _mm256_shuffle_ps(a[i + j], a[i + j + 2], 0x44);
-            b[i + j + 2] = _mm256_shuffle_ps(a[i + j], a[i + j + 2], 0xee);
-        }
-    /* b[0..3]: columns 0, 2, 1, 3 of rows 0-3 in the low halves, columns 4, 6, 5, 7 in the high
-     * ones; b[4..7] the same of rows 4-7 */
-    static const int order[4] = {0, 2, 1, 3};
-    for (int k = 0; k < 4; k++) {
-        v[k] = _mm256_permute2f128_ps(b[order[k]], b[4 + order[k]], 0x20);
-        v[k + 4] = _mm256_permute2f128_ps(b[order[k]], b[4 + order[k]], 0x31);
-    }
 }
 
 /* 16 rows of float weights, 8 columns of 8 rows at a time (F16 through F16C), through

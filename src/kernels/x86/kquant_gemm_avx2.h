@@ -9,12 +9,16 @@
  * unsigned × signed bytes, so the codes go in as one of (kq2_codes):
  * - Q2_K's, unsigned already (0..3), its mins m the correction weights: Σ_g m[g]·bsum[g] comes
  *   off in float, scaled by dmin, as in the oracle;
- * - u = q + 64 for the lattice i-quants but IQ3_S (|q| <= 62, so u <= 126 and a pair's products
- *   stay within maddubs' int16 against any activation byte), the correction weights 64·sc:
- *   Σ_g sc[g]·Σ q·x = Σ_g sc[g]·Σ u·x - Σ_g 64·sc[g]·bsum[g], exact in int32;
+ * - u = q + 64 for the IQ2 types (|q| <= 43, so u <= 107 and a pair's products stay within
+ *   maddubs' int16 against any activation byte), the correction weights 64·sc:
+ *   Σ_g sc[g]·Σ q·x = Σ_g sc[g]·Σ u·x - Σ_g 64·sc[g]·bsum[g], exact in int32; their odd grid
+ *   values (8, 25, 43) leave no room to sum two vectors' pairs, so each takes a madd;
+ * - u = q/2 + 32 for IQ3_XXS, whose grid values are even (|q| <= 62, so 1 <= u <= 63): two
+ *   vectors' pairs (each within 2·63·127) sum in int16 before one madd by the scales doubled,
+ *   Σ q·x = 2·Σ u·x - 64·bsum, the correction weights 64·sc as above;
  * - u = q + 16 for the types with small codes (Q3_K, IQ1_S, IQ1_M: |q| <= 9; IQ3_S, whose grid
  *   values are 1, 3, ..., 15), whose pairs (within 2·31·127) a group's four vectors sum in int16
- *   before one madd by the scales, as Q2_K's do (kq2_sum_groups);
+ *   before one madd by the scales, as Q2_K's do (kq2_sum_vectors);
  * - u = q + 1 for the ternary types (TQ1_0, TQ2_0: one scale a block, every sc 1), whose pairs
  *   (within 2·2·127, q8_K's bytes being within ±127) all 64 vectors of a block sum in int16
  *   (64·508 < 2^15) before one madd by ones; the offset comes off as Σ bsum of the block;
@@ -23,7 +27,11 @@
  *   vector than the unsigned codes (which measured 10-35% faster prefill, 2026-12-06; TQ2_0's
  *   block sums in place of its group sums, with the unrolled loop below, 138 -> 177-201 tok/s).
  * A vector of codes is loaded once for up to 4 tokens; madd by the scale pairs sums each row's
- * pair products times its group's scale into the row's lane: the oracle's integers.
+ * pair products times its group's scale into the row's lane: the oracle's integers. What a
+ * vector and token costs is its vector operations: on Zen 5 the multiplies and the adds share
+ * about 2.6 of them a cycle (measured: maddubs alone 2, with adds 2.65), and maddubs, madd and
+ * the add into the sum are 3 for the IQ2 codes, 2.5 for IQ3_XXS's halved ones and 2.3 for the
+ * small codes (gemm16 alone, one thread: 25, 31 and 33 multiply-adds a cycle, 2026-12-07).
  * llama.cpp's AVX2 build does the same for the i-quants (iqp.cpp: 8-row int8 panels, 4 tokens);
  * IQ4_XS prefill from the file's layout (dot_packed, 2 rows by 4 tokens) ran at 0.64× of it. */
 
@@ -37,10 +45,11 @@ _Static_assert(sizeof(kq_tile2_sb) == ELM_KQ_TILE_SB_BYTES, "tile layout");
 
 
 /* How type t's codes go into the tile (above). */
-enum { KQ2_SIGNED, KQ2_MINS, KQ2_OFFSET, KQ2_SMALL, KQ2_TERNARY };
+enum { KQ2_SIGNED, KQ2_MINS, KQ2_OFFSET, KQ2_HALVED, KQ2_SMALL, KQ2_TERNARY };
 KQ_INLINE int kq2_codes(elm_type t) {
     switch (t) {
     case ELM_TYPE_IQ4_XS: return KQ2_SIGNED;
+    case ELM_TYPE_IQ3_XXS: return KQ2_HALVED;
     case ELM_TYPE_Q2_K: return KQ2_MINS;
     case ELM_TYPE_Q3_K:
     case ELM_TYPE_IQ1_S:
@@ -54,37 +63,64 @@ KQ_INLINE int kq2_codes(elm_type t) {
 
 /* The offset added to type t's codes in the tile (above), 0 for none. */
 KQ_INLINE int kq2_offset(int codes) {
-    return codes == KQ2_OFFSET ? 64 : codes == KQ2_SMALL ? 16 : codes == KQ2_TERNARY ? 1 : 0;
+    return codes == KQ2_OFFSET || codes == KQ2_HALVED ? 64
+           : codes == KQ2_SMALL                       ? 16
+           : codes == KQ2_TERNARY                     ? 1
+                                                      : 0;
 }
 
-/* How many 16-weight groups' code vectors sum their maddubs pairs in int16 before one madd by
- * the scales (0: none, each vector's pairs go through madd): one group for the unsigned codes up
- * to 31 (pairs within 2·31·128, four of them within 2^15), the whole block for the ternary ones. */
-KQ_INLINE int kq2_sum_groups(int codes) {
-    return codes == KQ2_TERNARY ? 16 : codes == KQ2_MINS || codes == KQ2_SMALL ? 1 : 0;
+/* How many code vectors in a row sum their maddubs pairs in int16 before one madd by the scales:
+ * one (each vector's pairs go through madd) for the codes up to 127, two for IQ3_XXS's halved
+ * ones (above), a group's four for the unsigned codes up to 31 (pairs within 2·31·128, four of
+ * them within 2^15), the whole block's 64 for the ternary ones. */
+KQ_INLINE int kq2_sum_vectors(int codes) {
+    return codes == KQ2_TERNARY                      ? 64
+           : codes == KQ2_MINS || codes == KQ2_SMALL ? 4
+           : codes == KQ2_HALVED                     ? 2
+                                                     : 1;
 }
+
+#include "kernels/x86/transpose.h"
 
 /* The tile of n_rows <= 16 rows of nsb blocks each, row after row at blk (rows past n_rows are
- * zeros; their results are never stored). */
+ * zeros; their results are never stored). The codes go in 8 rows by 8 lanes at a time, through
+ * transpose8: one row's u32 after another, they had been 4% of an IQ2_XS gemm16. */
 KQ_FN static void kq2_repack(elm_type t, const elm_kq_block *blk, int n_rows, int64_t nsb,
                              kq_tile2_sb *tile) {
     const int codes = kq2_codes(t);
-    const uint32_t o = (uint32_t)kq2_offset(codes) * 0x01010101u; /* in each byte */
+    /* the offset in each byte (IQ3_XXS's 32 on its halved codes: 2·32 off the values) */
+    const __m256i o = _mm256_set1_epi8((char)(codes == KQ2_HALVED ? 32 : kq2_offset(codes)));
+    const __m256i low7 = _mm256_set1_epi8(0x7f);
     const int f = codes == KQ2_MINS ? 1 : kq2_offset(codes); /* the correction weights' factor */
     if (n_rows < 16) memset(tile, 0, (size_t)nsb * sizeof *tile);
+    for (int64_t s = 0; s < nsb; s++)
+        for (int h = 0; 8 * h < n_rows; h++)
+            for (int k = 0; k < 64; k += 8) {
+                __m256 v[8];
+                for (int i = 0; i < 8; i++) {
+                    const int r = 8 * h + i;
+                    if (r >= n_rows) {
+                        v[i] = _mm256_setzero_ps();
+                        continue;
+                    }
+                    __m256i q = kq_load(blk[r * nsb + s].q + 4 * k);
+                    /* q/2 in each byte: shifted right, each byte's top bit kept */
+                    if (codes == KQ2_HALVED)
+                        q = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 1), low7),
+                                            _mm256_andnot_si256(low7, q));
+                    v[i] = _mm256_castsi256_ps(_mm256_add_epi8(q, o));
+                }
+                transpose8(v);
+                for (int j = 0; j < 8; j++)
+                    _mm256_store_ps((float *)(tile[s].q[k + j] + 8 * h), v[j]);
+            }
+    const unsigned sc_factor = codes == KQ2_HALVED ? 2 : 1;
     for (int r = 0; r < n_rows; r++)
         for (int64_t s = 0; s < nsb; s++) {
             const elm_kq_block *b = blk + r * nsb + s;
             kq_tile2_sb *ts = tile + s;
-            for (int k = 0; k < 64; k++) {
-                uint32_t v;
-                memcpy(&v, b->q + 4 * k, 4);
-                /* + the offset in each byte without carries into the next: the low 7 bits of
-                 * each byte + at most 64 stay below 256, and the top bit goes back in by xor */
-                ts->q[k][r] = ((v & 0x7f7f7f7fu) + o) ^ (v & 0x80808080u);
-            }
             for (int g = 0; g < 16; g++)
-                ts->sc[g][r] = (int32_t)((uint32_t)(uint16_t)b->sc[g] * 0x10001u);
+                ts->sc[g][r] = (int32_t)((uint16_t)(sc_factor * b->sc[g]) * 0x10001u);
             for (int h = 0; h < 8; h++) {
                 const int16_t *c = codes == KQ2_MINS ? b->m : b->sc;
                 ts->c[h][r] = (int32_t)((uint32_t)(uint16_t)(f * c[2 * h]) |
@@ -94,13 +130,46 @@ KQ_FN static void kq2_repack(elm_type t, const elm_kq_block *blk, int n_rows, in
         }
 }
 
-
 /* Σ of a block's 16 bsum fields: its activations' sum. */
 KQ_INLINE int32_t kq2_bsum_block(const int16_t *bsum) {
     __m256i v = _mm256_madd_epi16(kq_load(bsum), _mm256_set1_epi16(1));
     __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     h = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4e));
     return _mm_cvtsi128_si32(_mm_add_epi32(h, _mm_shuffle_epi32(h, 0xb1)));
+}
+
+/* maddubs of a vector of codes w (|w| for the signed ones, with w's signs on the activations)
+ * and the 4 activations at x, broadcast to the 8 rows: int16 pair sums per row. */
+KQ_INLINE __m256i kq2_mul(const int codes, __m256i w, __m256i aw, const int8_t *x) {
+    const __m256i xb = kq_bcast32(x);
+    return codes == KQ2_SIGNED ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xb, w))
+                               : _mm256_maddubs_epi16(w, xb);
+}
+
+/* isum + one token's products with a group's four code vectors (its 16 activations at x) times
+ * the group's scales sc, the pairs of kq2_sum_vectors(codes) vectors summed in int16 first. A
+ * group, token after token, is one expression: gcc's reassociated sums over the rolled loops
+ * went to the stack (IQ3_S's gemm16 alone, one thread: 26 -> 32 multiply-adds a cycle on Zen 5,
+ * 2026-12-07). */
+KQ_INLINE __m256i kq2_group(const int codes, const __m256i *w, const __m256i *aw, __m256i sc,
+                            const int8_t *x, __m256i isum) {
+    const __m256i p0 = kq2_mul(codes, w[0], aw[0], x), p1 = kq2_mul(codes, w[1], aw[1], x + 4);
+    const __m256i p2 = kq2_mul(codes, w[2], aw[2], x + 8), p3 = kq2_mul(codes, w[3], aw[3], x + 12);
+    switch (kq2_sum_vectors(codes)) {
+    case 1:
+        return _mm256_add_epi32(
+            isum, _mm256_add_epi32(
+                      _mm256_add_epi32(_mm256_madd_epi16(p0, sc), _mm256_madd_epi16(p1, sc)),
+                      _mm256_add_epi32(_mm256_madd_epi16(p2, sc), _mm256_madd_epi16(p3, sc))));
+    case 2:
+        return _mm256_add_epi32(
+            isum, _mm256_add_epi32(_mm256_madd_epi16(_mm256_add_epi16(p0, p1), sc),
+                                   _mm256_madd_epi16(_mm256_add_epi16(p2, p3), sc)));
+    default:
+        return _mm256_add_epi32(
+            isum, _mm256_madd_epi16(
+                      _mm256_add_epi16(_mm256_add_epi16(p0, p1), _mm256_add_epi16(p2, p3)), sc));
+    }
 }
 
 /* Token i's sums, named (as ELM_FOR_6_TOKENS): arrays of them went to the stack. */
@@ -111,13 +180,10 @@ KQ_INLINE int32_t kq2_bsum_block(const int16_t *bsum) {
 #define KQ2_PART_SCALE(i)                                                                          \
     if (nx > i) isum##i = _mm256_add_epi32(isum##i, _mm256_madd_epi16(part##i, sc));
 #define KQ2_DOT(i)                                                                                 \
-    if (nx > i) {                                                                                  \
-        const __m256i xb = kq_bcast32(x[i].qs + s * ELM_QK_K + 4 * k);                             \
-        const __m256i p = codes == KQ2_SIGNED ? _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xb, w))  \
-                                              : _mm256_maddubs_epi16(w, xb);                       \
-        if (kq2_sum_groups(codes)) part##i = _mm256_add_epi16(part##i, p);                         \
-        else isum##i = _mm256_add_epi32(isum##i, _mm256_madd_epi16(p, sc));                        \
-    }
+    if (nx > i)                                                                                    \
+        part##i = _mm256_add_epi16(part##i, kq2_mul(codes, w, w, x[i].qs + s * ELM_QK_K + 4 * k));
+#define KQ2_GROUP(i)                                                                               \
+    if (nx > i) isum##i = kq2_group(codes, w, aw, sc, x[i].qs + s * ELM_QK_K + 16 * g, isum##i);
 #define KQ2_CORR(i)                                                                                \
     if (nx > i)                                                                                    \
         corr##i = _mm256_add_epi32(                                                                \
@@ -148,22 +214,26 @@ KQ_INLINE void kq2_tile_dot(const int codes, const kq_tile2_sb *tile, int half, 
     for (int64_t s = 0; s < nsb; s++) {
         const kq_tile2_sb *o = tile + s;
         KQ2_FOR_4(KQ2_ZERO)
-        const int span = codes == KQ2_TERNARY ? 16 : 1; /* groups a scale vector serves */
-        for (int g = 0; g < 16; g += span) {
-            const __m256i sc =
-                codes == KQ2_TERNARY ? _mm256_set1_epi16(1) : kq_load(o->sc[g] + 8 * half);
+        if (codes == KQ2_TERNARY) { /* every pair of the block summed in int16 */
+            const __m256i sc = _mm256_set1_epi16(1);
             KQ2_FOR_4(KQ2_PART_ZERO)
-            /* gcc kept this loop rolled, with its sums copied between registers each step:
-             * unrolled, AVX2 prefill of IQ3_S +15-20% (2026-12-06) */
+            /* rolled, gcc copied the sums between registers each step */
 #pragma GCC unroll 4
-            for (int k = 4 * g; k < 4 * (g + span); k++) {
+            for (int k = 0; k < 64; k++) {
                 const __m256i w = kq_load(o->q[k] + 8 * half);
-                const __m256i aw = codes == KQ2_SIGNED ? _mm256_abs_epi8(w) : w;
                 KQ2_FOR_4(KQ2_DOT)
             }
-            if (kq2_sum_groups(codes)) {
-                KQ2_FOR_4(KQ2_PART_SCALE)
+            KQ2_FOR_4(KQ2_PART_SCALE)
+        }
+        for (int g = 0; codes != KQ2_TERNARY && g < 16; g++) {
+            /* a group's four vectors, loaded once for the tokens */
+            const __m256i sc = kq_load(o->sc[g] + 8 * half);
+            __m256i w[4], aw[4];
+            for (int j = 0; j < 4; j++) {
+                w[j] = kq_load(o->q[4 * g + j] + 8 * half);
+                aw[j] = codes == KQ2_SIGNED ? _mm256_abs_epi8(w[j]) : w[j];
             }
+            KQ2_FOR_4(KQ2_GROUP)
         }
         if (codes == KQ2_TERNARY) {
             KQ2_FOR_4(KQ2_CORR_BLOCK)
@@ -183,6 +253,7 @@ KQ_INLINE void kq2_tile_dot(const int codes, const kq_tile2_sb *tile, int half, 
 #undef KQ2_PART_ZERO
 #undef KQ2_PART_SCALE
 #undef KQ2_DOT
+#undef KQ2_GROUP
 #undef KQ2_CORR
 #undef KQ2_CORR_BLOCK
 #undef KQ2_FLOAT
@@ -211,6 +282,7 @@ KQ_FN static void gemm16(elm_type t, const elm_kq_block *blk, int n_rows, int64_
             switch (kq2_codes(t)) {
             case KQ2_SIGNED: KQ2_TILE_NX(KQ2_SIGNED) break;
             case KQ2_MINS: KQ2_TILE_NX(KQ2_MINS) break;
+            case KQ2_HALVED: KQ2_TILE_NX(KQ2_HALVED) break;
             case KQ2_SMALL: KQ2_TILE_NX(KQ2_SMALL) break;
             case KQ2_TERNARY: KQ2_TILE_NX(KQ2_TERNARY) break;
             default: KQ2_TILE_NX(KQ2_OFFSET) break;
