@@ -2,9 +2,11 @@
  * per core, apart from a model: GB/s of weights for a matrix that stays in L2 (256 × 2048, the
  * kernel's own rate), one that streams from memory (64 MiB, one thread), and one such matrix per
  * thread on N threads at once. A model's decode reads at most min(memory, N × the kernel's rate);
- * these say which of the two holds it back.
+ * these say which of the two holds it back. With --prefill, the same L2 matrix against 256
+ * tokens at once on one thread instead, in billions of multiply-adds a second: prefill's kernels,
+ * whose rate is arithmetic's.
  *
- *   make build; EDGELM_ISA=avx2 build/kernel_rate [-t N] [--file-layout] [TYPE...]
+ *   make build; EDGELM_ISA=avx2 build/kernel_rate [-t N] [--file-layout] [--prefill] [TYPE...]
  *   (default: -t 2, the types below; --file-layout: never packed, as a mixture of experts' stacks
  *   are read in place from the file)
  *
@@ -36,9 +38,9 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* A rows × cols matrix of type t with one token's activations, ready for k->matmul. */
+/* A rows × cols matrix of type t with n_tok tokens' activations, ready for k->matmul. */
 static void job_new(job *j, const elm_kernels *k, elm_type t, int64_t rows, int64_t cols,
-                    unsigned seed, bool packs) {
+                    int64_t n_tok, unsigned seed, bool packs) {
     const size_t huge = (size_t)2 << 20, bytes = elm_row_bytes(t, cols) * (size_t)rows;
     const size_t alloc = (bytes + huge - 1) / huge * huge;
     uint8_t *w = aligned_alloc(huge, alloc);
@@ -57,16 +59,18 @@ static void job_new(job *j, const elm_kernels *k, elm_type t, int64_t rows, int6
         free(p);
         wt.packed_by = k;
     }
-    float *x = malloc(sizeof(float) * (size_t)cols);
-    for (int64_t i = 0; i < cols; i++) x[i] = (float)(i % 13) * 0.1f - 0.6f;
-    j->xq = aligned_alloc(64, elm_q8k_row_bytes(cols) + elm_q8_row_bytes(cols));
-    if (elm_type_q8_act(t)) k->quantize_q8(x, cols, j->xq);
-    else elm_quantize_q8_k(x, cols, j->xq);
+    float *x = malloc(sizeof(float) * (size_t)(cols * n_tok));
+    for (int64_t i = 0; i < cols * n_tok; i++) x[i] = (float)(i % 13) * 0.1f - 0.6f;
+    const size_t q8 = elm_q8_row_bytes(cols), q8k = elm_q8k_row_bytes(cols);
+    j->xq = aligned_alloc(64, (size_t)n_tok * (q8k + q8));
+    for (int64_t i = 0; i < n_tok; i++)
+        if (elm_type_q8_act(t)) k->quantize_q8(x + i * cols, cols, (uint8_t *)j->xq + i * q8);
+        else elm_quantize_q8_k(x + i * cols, cols, (uint8_t *)j->xq + i * q8k);
     j->x = x;
-    j->y = malloc(sizeof(float) * (size_t)rows);
+    j->y = malloc(sizeof(float) * (size_t)(rows * n_tok));
     j->scratch = aligned_alloc(64, (elm_matmul_scratch_bytes(cols) + 63) / 64 * 64);
     j->k = k;
-    j->a = (elm_matmul_args){.w = wt, .x = x, .xq = j->xq, .n_tok = 1, .y = j->y};
+    j->a = (elm_matmul_args){.w = wt, .x = x, .xq = j->xq, .n_tok = n_tok, .y = j->y};
 }
 
 static void job_free(job *j) {
@@ -82,8 +86,9 @@ static void *run(void *arg) {
     return NULL;
 }
 
-/* Best GB/s of n jobs run at once (n = 1: on this thread). */
-static double rate(job *jobs, int n) {
+/* Best GB/s of weights (per_token: billions of multiply-adds a second) of n jobs run at once
+ * (n = 1: on this thread). */
+static double rate(job *jobs, int n, bool per_token) {
     double best = 0;
     for (int trial = 0; trial < 7; trial++) {
         pthread_barrier_t start;
@@ -98,8 +103,10 @@ static double rate(job *jobs, int n) {
         }
         double bytes = 0, slowest = 0;
         for (int i = 0; i < n; i++) {
-            bytes += (double)elm_row_bytes(jobs[i].a.w.type, jobs[i].a.w.cols) *
-                     (double)jobs[i].a.w.rows * jobs[i].reps;
+            const elm_weights *w = &jobs[i].a.w;
+            bytes += (per_token ? (double)w->cols * (double)jobs[i].a.n_tok
+                                : (double)elm_row_bytes(w->type, w->cols)) *
+                     (double)w->rows * jobs[i].reps;
             slowest = jobs[i].seconds > slowest ? jobs[i].seconds : slowest;
         }
         best = bytes / slowest / 1e9 > best ? bytes / slowest / 1e9 : best;
@@ -110,11 +117,12 @@ static double rate(job *jobs, int n) {
 int main(int argc, char **argv) {
     static const char *defaults[] = {"q4_k", "q5_k", "q6_k", "iq4_xs", "iq4_nl", "q4_0", "q8_0"};
     int threads = 2, first = 1;
-    bool packs = true;
+    bool packs = true, prefill = false;
     for (;;) {
         if (argc > first + 1 && !strcmp(argv[first], "-t"))
             threads = atoi(argv[first + 1]), first += 2;
         else if (argc > first && !strcmp(argv[first], "--file-layout")) packs = false, first++;
+        else if (argc > first && !strcmp(argv[first], "--prefill")) prefill = true, first++;
         else break;
     }
     if (threads < 1 || threads > 64) {
@@ -124,8 +132,12 @@ int main(int argc, char **argv) {
     const int n_types = argc > first ? argc - first : (int)(sizeof defaults / sizeof *defaults);
     const elm_kernels *k = elm_kernels_best();
     const int64_t cols = 2048;
-    printf("| type | kernels | L2, 1 thread | memory, 1 thread | memory, %d threads |\n", threads);
-    printf("|---|---|---:|---:|---:|\n");
+    if (prefill) printf("| type | kernels | 256 tokens, L2, 1 thread |\n|---|---|---:|\n");
+    else {
+        printf("| type | kernels | L2, 1 thread | memory, 1 thread | memory, %d threads |\n",
+               threads);
+        printf("|---|---|---:|---:|---:|\n");
+    }
     for (int ti = 0; ti < n_types; ti++) {
         const char *name = argc > first ? argv[first + ti] : defaults[ti];
         elm_type t = ELM_TYPE_COUNT;
@@ -136,15 +148,24 @@ int main(int argc, char **argv) {
             fprintf(stderr, "kernel_rate: unknown block type '%s'\n", name);
             return 2;
         }
-        const int64_t big_rows = (64 << 20) / (int64_t)elm_row_bytes(t, cols) / 16 * 16;
+        const bool packed = packs && k->packs && k->packs(t, 256, cols);
         job small, big[64];
-        job_new(&small, k, t, 256, cols, 1, packs);
+        if (prefill) {
+            job_new(&small, k, t, 256, cols, 256, 1, packs);
+            small.reps = 3;
+            printf("| %s%s | %s | %.1f G multiply-adds/s |\n", name, packed ? " (packed)" : "",
+                   k->isa, rate(&small, 1, true));
+            job_free(&small);
+            continue;
+        }
+        const int64_t big_rows = (64 << 20) / (int64_t)elm_row_bytes(t, cols) / 16 * 16;
+        job_new(&small, k, t, 256, cols, 1, 1, packs);
         small.reps = 500;
         for (int i = 0; i < threads; i++)
-            job_new(&big[i], k, t, big_rows, cols, 2 + (unsigned)i, packs);
+            job_new(&big[i], k, t, big_rows, cols, 1, 2 + (unsigned)i, packs);
         for (int i = 0; i < threads; i++) big[i].reps = 4;
-        const double l2 = rate(&small, 1), one = rate(big, 1), all = rate(big, threads);
-        const bool packed = packs && k->packs && k->packs(t, 256, cols);
+        const double l2 = rate(&small, 1, false), one = rate(big, 1, false);
+        const double all = rate(big, threads, false);
         printf("| %s%s | %s | %.1f GB/s | %.1f GB/s | %.1f GB/s |\n", name,
                packed ? " (packed)" : "", k->isa, l2, one, all);
         job_free(&small);
