@@ -1,14 +1,16 @@
-/* Prefill products of the 256-weight types in AVX2 (part of kquant_avx2.c) for the types without
- * a straight-from-the-file tile (IQ4_XS, Q2_K, Q3_K, the sub-4-bit i-quants): 16 weight rows at a
- * time, two halves of 8 rows with one row per 32-bit lane, as kquant_gemm_avx512.h but without
- * vpdpbusd.
+/* Prefill products of every 256-weight type in AVX2 (part of kquant_avx2.c) but weights packed at
+ * load (a dense model's Q4_K: the table's tile_q4_k): 16 weight rows at a time, two halves of 8
+ * rows with one row per 32-bit lane, as kquant_gemm_avx512.h but without vpdpbusd.
  *
  * The rows' unpacked blocks (elm_kq_block) are repacked into a tile per super-block: the codes,
  * with lane r of vector k holding row r's columns 4k..4k+3; per 16-weight group the rows' scales
  * as int16 pairs (sc, sc); per pair of groups int16 pairs of correction weights. maddubs wants
  * unsigned × signed bytes, so the codes go in as one of (kq2_codes):
- * - Q2_K's, unsigned already (0..3), its mins m the correction weights: Σ_g m[g]·bsum[g] comes
- *   off in float, scaled by dmin, as in the oracle;
+ * - Q2_K's, Q4_K's and Q5_K's, unsigned already (0..3, 0..15, 0..31: a group's four vectors'
+ *   pairs, each within 2·31·127, sum in int16), their mins m the correction weights:
+ *   Σ_g m[g]·bsum[g] comes off in float, scaled by dmin, as in the oracle;
+ * - u = q + 32 for Q6_K (-32 <= q <= 31, so u <= 63): two vectors' pairs sum in int16, the
+ *   correction weights 32·sc;
  * - u = q + 64 for the IQ2 types (|q| <= 43, so u <= 107 and a pair's products stay within
  *   maddubs' int16 against any activation byte), the correction weights 64·sc:
  *   Σ_g sc[g]·Σ q·x = Σ_g sc[g]·Σ u·x - Σ_g 64·sc[g]·bsum[g], exact in int32; their odd grid
@@ -45,12 +47,15 @@ _Static_assert(sizeof(kq_tile2_sb) == ELM_KQ_TILE_SB_BYTES, "tile layout");
 
 
 /* How type t's codes go into the tile (above). */
-enum { KQ2_SIGNED, KQ2_MINS, KQ2_OFFSET, KQ2_HALVED, KQ2_SMALL, KQ2_TERNARY };
+enum { KQ2_SIGNED, KQ2_MINS, KQ2_OFFSET, KQ2_HALVED, KQ2_WIDE, KQ2_SMALL, KQ2_TERNARY };
 KQ_INLINE int kq2_codes(elm_type t) {
     switch (t) {
     case ELM_TYPE_IQ4_XS: return KQ2_SIGNED;
     case ELM_TYPE_IQ3_XXS: return KQ2_HALVED;
-    case ELM_TYPE_Q2_K: return KQ2_MINS;
+    case ELM_TYPE_Q2_K:
+    case ELM_TYPE_Q4_K:
+    case ELM_TYPE_Q5_K: return KQ2_MINS;
+    case ELM_TYPE_Q6_K: return KQ2_WIDE;
     case ELM_TYPE_Q3_K:
     case ELM_TYPE_IQ1_S:
     case ELM_TYPE_IQ1_M:
@@ -64,6 +69,7 @@ KQ_INLINE int kq2_codes(elm_type t) {
 /* The offset added to type t's codes in the tile (above), 0 for none. */
 KQ_INLINE int kq2_offset(int codes) {
     return codes == KQ2_OFFSET || codes == KQ2_HALVED ? 64
+           : codes == KQ2_WIDE                        ? 32
            : codes == KQ2_SMALL                       ? 16
            : codes == KQ2_TERNARY                     ? 1
                                                       : 0;
@@ -76,7 +82,7 @@ KQ_INLINE int kq2_offset(int codes) {
 KQ_INLINE int kq2_sum_vectors(int codes) {
     return codes == KQ2_TERNARY                      ? 64
            : codes == KQ2_MINS || codes == KQ2_SMALL ? 4
-           : codes == KQ2_HALVED                     ? 2
+           : codes == KQ2_HALVED || codes == KQ2_WIDE ? 2
                                                      : 1;
 }
 
@@ -283,6 +289,7 @@ KQ_FN static void gemm16(elm_type t, const elm_kq_block *blk, int n_rows, int64_
             case KQ2_SIGNED: KQ2_TILE_NX(KQ2_SIGNED) break;
             case KQ2_MINS: KQ2_TILE_NX(KQ2_MINS) break;
             case KQ2_HALVED: KQ2_TILE_NX(KQ2_HALVED) break;
+            case KQ2_WIDE: KQ2_TILE_NX(KQ2_WIDE) break;
             case KQ2_SMALL: KQ2_TILE_NX(KQ2_SMALL) break;
             case KQ2_TERNARY: KQ2_TILE_NX(KQ2_TERNARY) break;
             default: KQ2_TILE_NX(KQ2_OFFSET) break;
@@ -292,10 +299,14 @@ KQ_FN static void gemm16(elm_type t, const elm_kq_block *blk, int n_rows, int64_
 }
 #undef KQ2_TILE_NX
 
-/* The types gemm16 takes here: the others are faster straight from the file (dot_packed). The
- * sub-4-bit i-quants (|q| <= 62, sc <= 31) keep a pair's products within maddubs' int16. */
+/* The types gemm16 takes here: all of them. The k-quants had gone through dot_packed, 2 rows by
+ * 4 tokens from the file's blocks; since the tile's loop was reworked it is 2.1-2.4x that
+ * (`kernel_rate --prefill --file-layout`, 2026-12-07: Q4_K 49 -> 118, Q5_K 47 -> 117, Q6_K 53 ->
+ * 111 G multiply-adds/s): the experts' stacks of a mixture, which are never packed, and the Q5_K
+ * and Q6_K weights of a dense model. */
 #define KQ_GEMM16_TYPES                                                                        \
     (1ull << ELM_TYPE_IQ4_XS | 1ull << ELM_TYPE_Q2_K | 1ull << ELM_TYPE_Q3_K |                     \
+     1ull << ELM_TYPE_Q4_K | 1ull << ELM_TYPE_Q5_K | 1ull << ELM_TYPE_Q6_K |                       \
      1ull << ELM_TYPE_IQ2_XXS | 1ull << ELM_TYPE_IQ2_XS | 1ull << ELM_TYPE_IQ2_S |                 \
      1ull << ELM_TYPE_IQ3_XXS | 1ull << ELM_TYPE_IQ3_S | 1ull << ELM_TYPE_IQ1_S |                  \
      1ull << ELM_TYPE_IQ1_M | 1ull << ELM_TYPE_TQ1_0 | 1ull << ELM_TYPE_TQ2_0)
