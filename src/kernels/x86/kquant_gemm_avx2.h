@@ -66,7 +66,8 @@ KQ_INLINE int kq2_codes(elm_type t) {
     }
 }
 
-/* The offset added to type t's codes in the tile (above), 0 for none. */
+/* The offset of type t's codes over its values in the tile (above), 0 for none: u = q + offset,
+ * and 2·u = q + 64 for IQ3_XXS's halved codes; the correction weights are offset·sc. */
 KQ_INLINE int kq2_offset(int codes) {
     return codes == KQ2_OFFSET || codes == KQ2_HALVED ? 64
            : codes == KQ2_WIDE                        ? 32
@@ -76,9 +77,9 @@ KQ_INLINE int kq2_offset(int codes) {
 }
 
 /* How many code vectors in a row sum their maddubs pairs in int16 before one madd by the scales:
- * one (each vector's pairs go through madd) for the codes up to 127, two for IQ3_XXS's halved
- * ones (above), a group's four for the unsigned codes up to 31 (pairs within 2·31·128, four of
- * them within 2^15), the whole block's 64 for the ternary ones. */
+ * one (each vector's pairs go through madd) for the codes up to 127, two for those up to 63
+ * (IQ3_XXS's halved ones, Q6_K's), a group's four for the unsigned codes up to 31 (pairs within
+ * 2·31·128, four of them within 2^15), the whole block's 64 for the ternary ones. */
 KQ_INLINE int kq2_sum_vectors(int codes) {
     return codes == KQ2_TERNARY                      ? 64
            : codes == KQ2_MINS || codes == KQ2_SMALL ? 4
