@@ -232,7 +232,7 @@ KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64
     }
 }
 
-/* ---- products straight from the packed super-blocks (decode and prefill of the common types) ----
+/* ---- products straight from the packed super-blocks (decode, and products of under 4 tokens) ----
  * Each 32-weight chunk is decoded in registers and dotted with up to 4 tokens; nothing is stored.
  * Q4_K, Q5_K, Q6_K and TQ2_0 codes are unsigned, so maddubs takes them as they are (no sign
  * transfer); Q6_K's offset of 32 (TQ2_0's of 1) is taken out in integers afterwards as
