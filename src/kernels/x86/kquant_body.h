@@ -247,6 +247,7 @@ KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64
 /* The scales (spread to one int16 per 16 weights, as in elm_kq_block) and mins of a block. */
 typedef struct kq_scales {
     int16_t sc[16], m[16];
+    __m256i sm8; /* Q4_K/Q5_K: kq_scale_min's 8 scales and 8 mins (bytes 0-15) in both lanes */
     iq_side side; /* the lattice i-quants' signs and indices, where packed_chunk wants them */
 } __attribute__((aligned(32))) kq_scales;
 
@@ -272,10 +273,13 @@ KQ_INLINE __m128i iq_nibbles(__m128i l) {
 KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *d, float *dmin) {
     switch (t) {
     case ELM_TYPE_Q4_K:
-    case ELM_TYPE_Q5_K:
+    case ELM_TYPE_Q5_K: { /* no sc: kq_chunk_scale takes the scales from sm8 */
         *d = kq_f16(b), *dmin = kq_f16(b + 2);
-        unpack_scale_min(b + 4, s->sc, s->m);
+        const __m128i v = kq_scale_min(b + 4);
+        s->sm8 = _mm256_broadcastsi128_si256(v);
+        _mm256_store_si256((__m256i *)s->m, _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v)));
         break;
+    }
     case ELM_TYPE_Q6_K:
         *d = kq_f16(b + 208), *dmin = 0;
         _mm256_store_si256((__m256i *)s->sc,
@@ -387,6 +391,20 @@ KQ_INLINE __m256i packed_chunk(elm_type t, const elm_iq_grids *G, const uint8_t 
     }
 }
 
+/* The scales of chunk c's two 16-weight groups as int16, the first group's in the low lane:
+ * Q4_K's and Q5_K's (one per 32 weights) by one byte shuffle of sm8 (the 256-bit decode spent
+ * three vector steps a chunk on them when they went through sc), the others' from sc. */
+KQ_INLINE __m256i kq_chunk_scale(elm_type t, const kq_scales *sm, int c) {
+    if (t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K)
+        return _mm256_shuffle_epi8(sm->sm8, _mm256_set1_epi16((short)(0xff00 | c)));
+    /* byte pairs (0,1) of the scale pair in the low lane, (2,3) in the high lane */
+    const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
+                                            3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
+    int32_t sc;
+    memcpy(&sc, sm->sc + 2 * c, 4);
+    return _mm256_shuffle_epi8(_mm256_set1_epi32(sc), spread);
+}
+
 /* Whether packed_chunk's codes for type t are signed (through kq_pairs' sign transfer). */
 KQ_INLINE bool packed_signed(elm_type t) {
     return t == ELM_TYPE_IQ4_XS || (elm_type_iquant(t) && t != ELM_TYPE_TQ2_0);
@@ -411,8 +429,6 @@ KQ_INLINE __m256i kq_scaled_add(__m256i a, __m256i p, __m256i s) {
  * decoded once for all tokens and each chunk of activations loaded once for both rows. */
 KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_bytes, const int nr,
                             const elm_q8k_row *x, const int nx, int64_t n, float *out) {
-    const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
-                                            3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
     const size_t bb = elm_type_get(t)->block_bytes;
     const bool mins = t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
     const elm_iq_grids *G = elm_type_iquant(t) ? elm_iq_grids_get() : NULL;
@@ -453,9 +469,7 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
         for (int c = 0; c < 8; c++) {
             __m256i q[2], aq[2], scv[2];
             for (int r = 0; r < nr; r++) {
-                int32_t sc;
-                memcpy(&sc, sm[r].sc + 2 * c, 4);
-                scv[r] = _mm256_shuffle_epi8(_mm256_set1_epi32(sc), spread);
+                scv[r] = kq_chunk_scale(t, &sm[r], c);
                 if (iq_sign_bits(t)) { /* magnitudes aq, the signs ±1 in q for the activations */
                     uint32_t sw;
                     aq[r] = iq_points(t, G, src + r * row_bytes, &sm[r].side, c, &sw);

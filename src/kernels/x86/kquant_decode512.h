@@ -10,7 +10,8 @@
  * 64j..64j+63, built with masks, per-lane shifts, lane shuffles and, for IQ4_XS, a grid lookup),
  * each against 64 activations: maddubs (pair sums in int16) and one vpdpwssd by its 16-weight
  * groups' scales, spread over the int16 lanes by one vpermw (lane i of c_j's pairs is group
- * 4j + i/8); IQ4_XS's grid values + 128 would overflow those pairs, so vpdpbusd and vpmulld.
+ * 4j + i/8; Q4_K's and Q5_K's, one per 32 weights, by one vpshufb); IQ4_XS's grid values
+ * + 128 would overflow those pairs, so vpdpbusd and vpmulld.
  * The integers are the oracle's per super-block (kquant.h); the float steps are one fused
  * multiply-add per super-block into 16 float lanes, as the 256-bit decode's lanes. */
 
@@ -205,12 +206,14 @@ KQ_INLINE void kq512_lattice(const elm_type t, const elm_iq_grids *G, const uint
 KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_row *x, int64_t n) {
     const size_t bb = elm_type_get(t)->block_bytes;
     const bool mins = t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
-    const __m256i dup_lo = _mm256_srli_epi16(
-        _mm256_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 1);
-    const __m256i dup_hi = _mm256_add_epi16(dup_lo, _mm256_set1_epi16(8));
-    __m512i idx[4], idx32[4];
+    __m512i idx[4], idx32[4], sub_idx[4];
     for (int j = 0; j < 4; j++) {
         idx[j] = kq512_scale_index(j);
+        /* Q4_K/Q5_K: c_j's 128-bit lanes 0-1 are sub-block 2j, lanes 2-3 sub-block 2j + 1; each
+         * int16 lane takes that scale byte, zero-extended (index 0xff picks a zero) */
+        sub_idx[j] =
+            _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16((short)(0xff00 | 2 * j)),
+                                    _mm512_set1_epi16((short)(0xff00 | (2 * j + 1))));
         /* int32 lane i of c_j's vpdpbusd sums: group 4j + i/4 */
         idx32[j] = _mm512_add_epi32(_mm512_set1_epi32(4 * j),
                                     _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8,
@@ -229,13 +232,15 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
     for (int64_t s = 0; s < n; s++, src += bb) {
         kq_scales sm;
         float d, dmin;
-        __m256i sc16, m16 = _mm256_setzero_si256();
+        __m256i sc16 = _mm256_setzero_si256(), m16 = _mm256_setzero_si256();
+        __m512i sm8 = _mm512_setzero_si512();
         if (mins) {
-            /* the groups' scales and mins, each twice (two 16-weight groups a sub-block) */
-            const __m256i sm8 = _mm256_cvtepu8_epi16(kq_scale_min(src + 4));
+            /* the sub-blocks' scales (bytes 0-7) in every 128-bit lane, for sub_idx's byte
+             * shuffles; the mins each twice (two 16-weight groups a sub-block) */
+            const __m128i v = kq_scale_min(src + 4);
             d = kq_f16(src), dmin = kq_f16(src + 2);
-            sc16 = _mm256_permutexvar_epi16(dup_lo, sm8);
-            m16 = _mm256_permutexvar_epi16(dup_hi, sm8);
+            sm8 = _mm512_broadcast_i32x4(v);
+            m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v));
         } else {
             packed_scales(t, src, &sm, &d, &dmin);
             sc16 = _mm256_load_si256((const __m256i *)sm.sc);
@@ -259,7 +264,9 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
                 const __m512i scv = _mm512_permutexvar_epi32(idx32[j], sc32);
                 isum[j % 2] = _mm512_add_epi32(isum[j % 2], _mm512_mullo_epi32(p, scv));
             } else {
-                const __m512i scv = _mm512_permutexvar_epi16(idx[j], _mm512_castsi256_si512(sc16));
+                const __m512i scv =
+                    mins ? _mm512_shuffle_epi8(sm8, sub_idx[j])
+                         : _mm512_permutexvar_epi16(idx[j], _mm512_castsi256_si512(sc16));
                 isum[j % 2] = _mm512_dpwssd_epi32(isum[j % 2], _mm512_maddubs_epi16(c[j], xv), scv);
             }
         }
