@@ -787,7 +787,11 @@ KQ_INLINE float row_iq4_nl(const uint8_t *src, const elm_q8_row *x, int64_t n) {
 
 KQ_FN static void rows_iq4_nl(const uint8_t *src, size_t row_bytes, int64_t n_rows, elm_q8_row x,
                               int64_t n, float *y) {
+#ifdef KQ_DECODE512
+    kq512_grid32_rows(ELM_TYPE_IQ4_NL, src, row_bytes, n_rows, &x, n, y);
+#else
     for (int64_t r = 0; r < n_rows; r++) y[r] = row_iq4_nl(src + row_bytes * r, &x, n);
+#endif
 }
 
 #ifndef KQ_DECODE512
@@ -799,7 +803,7 @@ KQ_FN static void rows_iq4_nl(const uint8_t *src, size_t row_bytes, int64_t n_ro
 KQ_FN static void rows_mxfp4(const uint8_t *src, size_t row_bytes, int64_t n_rows, elm_q8_row x,
                              int64_t n, float *y) {
 #ifdef KQ_DECODE512
-    kq512_rows_mxfp4(src, row_bytes, n_rows, &x, n, y);
+    kq512_grid32_rows(ELM_TYPE_MXFP4, src, row_bytes, n_rows, &x, n, y);
 #else
     int64_t r = 0;
     for (; r + 4 <= n_rows; r += 4)

@@ -1,6 +1,7 @@
 /* One weight row of Q4_K, Q5_K, Q6_K or IQ4_XS (and the other types of kq512_serves) against one
  * token in 512-bit vectors: the AVX-512 table's decode step (kquant_body.h's decode_rows, row by
- * row); and MXFP4's rows, four at a time (rows_mxfp4, at the end). Not a header to include
+ * row); and the rows of MXFP4 and IQ4_NL, four at a time (rows_mxfp4 and rows_iq4_nl, at the
+ * end). Not a header to include
  * elsewhere: kquant_body.h includes it after packed_scales.
  *
  * Why its own loop: at 2 threads each core has to turn about 29 GB/s of weights into products to
@@ -291,15 +292,20 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
     return _mm512_reduce_add_ps(acc) - (mins ? hsum256(acc_m) : 0.0f);
 }
 
-/* Where four MXFP4 blocks' bytes go (17 bytes each: the E8M0 scale, 16 bytes of nibbles; at
- * 0..67 of two 64-byte registers, vpermi2b: 64 + i is byte i of the second): [0] gathers the
- * 64 nibble bytes, block after block; [1] and [2] gather the activations (128 bytes in two
+/* Where four blocks' bytes of a 32-weight grid type go (MXFP4's 17 bytes each, the E8M0 scale
+ * and 16 bytes of nibbles; IQ4_NL's 18, the f16 scale and the nibbles; at 0..71 of two 64-byte
+ * registers, vpermi2b: 64 + i is byte i of the second): [0] and [1] gather MXFP4's and IQ4_NL's
+ * 64 nibble bytes, block after block; [2] and [3] gather the activations (128 bytes in two
  * registers) the low and the high nibbles multiply: each block's first and last 16. */
-static const uint8_t kq512_mxfp4_pick[3][64] = {
+static const uint8_t kq512_grid32_pick[4][64] = {
     {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
      18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33,
      35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50,
      52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67},
+    {2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
+     20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35,
+     38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53,
+     56, 57, 58, 59, 60, 61, 62, 63, 64, 65, 66, 67, 68, 69, 70, 71},
     {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
      32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
      64, 65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79,
@@ -309,16 +315,16 @@ static const uint8_t kq512_mxfp4_pick[3][64] = {
      80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90, 91, 92, 93, 94, 95,
      112, 113, 114, 115, 116, 117, 118, 119, 120, 121, 122, 123, 124, 125, 126, 127}};
 
-/* A token's activations for blocks b..b + m - 1 (m 1..4) of MXFP4 rows (kq512_mxfp4_step):
- * gathered to match the nibbles (kq512_mxfp4_pick[1], [2]), -128·Σx (the grid's offset, a
+/* A token's activations for blocks b..b + m - 1 (m 1..4) of grid32 rows (kq512_grid32_step):
+ * gathered to match the nibbles (kq512_grid32_pick[2], [3]), -128·Σx (the grid's offset, a
  * quarter in each of a block's four int32 lanes) and the scales (four lanes a block); zeros for
  * missing blocks. */
 typedef struct {
     __m512i lo, hi, off;
     __m512 d;
-} kq512_mxfp4_x;
+} kq512_grid32_x;
 
-KQ_INLINE kq512_mxfp4_x kq512_mxfp4_x_at(const elm_q8_row *x, int64_t b, int m) {
+KQ_INLINE kq512_grid32_x kq512_grid32_x_at(const elm_q8_row *x, int64_t b, int m) {
     /* int32 lane i belongs to block i/4 */
     const __m512i quad = _mm512_srli_epi32(
         _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 2);
@@ -329,74 +335,93 @@ KQ_INLINE kq512_mxfp4_x kq512_mxfp4_x_at(const elm_q8_row *x, int64_t b, int m) 
     const __mmask8 blocks = (__mmask8)((1u << m) - 1);
     const __m512i sum = _mm512_permutexvar_epi32(
         quad, _mm512_castsi128_si512(_mm_maskz_loadu_epi32(blocks, x->sum + b)));
-    return (kq512_mxfp4_x){
-        .lo = _mm512_permutex2var_epi8(xa, _mm512_loadu_si512(kq512_mxfp4_pick[1]), xb),
-        .hi = _mm512_permutex2var_epi8(xa, _mm512_loadu_si512(kq512_mxfp4_pick[2]), xb),
+    return (kq512_grid32_x){
+        .lo = _mm512_permutex2var_epi8(xa, _mm512_loadu_si512(kq512_grid32_pick[2]), xb),
+        .hi = _mm512_permutex2var_epi8(xa, _mm512_loadu_si512(kq512_grid32_pick[3]), xb),
         .off = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sum, 5)),
         .d = _mm512_permutexvar_ps(quad,
                                    _mm512_castps128_ps512(_mm_maskz_loadu_ps(blocks, x->d + b)))};
 }
 
-/* m blocks (1..4) of one MXFP4 row at src against xv, added to acc: the nibbles gathered
- * (kq512_mxfp4_pick[0]) and looked up in the grid + 128 (unsigned, for vpdpbusd), each block's
- * int32 sum times its activation scale scaled by the E8M0 exponent (vscalefps: exact, as
- * elm_e8m0_half's product is). Missing blocks read zeros. */
-KQ_INLINE __m512 kq512_mxfp4_step(const uint8_t *src, int m, const kq512_mxfp4_x *xv,
-                                  __m512 acc) {
-    const int bb = ELM_MXFP4_BLOCK_BYTES;
-    const __m512i grid = _mm512_broadcast_i32x4(_mm_xor_si128(
-        _mm_loadu_si128((const __m128i *)elm_mxfp4_grid), _mm_set1_epi8((char)0x80)));
+/* m blocks (1..4) of one row of grid32 type t at src against xv, added to acc: the nibbles
+ * gathered (kq512_grid32_pick[0] or [1]) and looked up in the grid + 128 (unsigned, for
+ * vpdpbusd), each block's int32 sum times its activation scale times its own: MXFP4's E8M0
+ * exponent by vscalefps (exact, as elm_e8m0_half's product is), IQ4_NL's f16 (word 9k of the
+ * four blocks' bytes, k the block, spread by one vpermw and converted). Missing blocks read
+ * zeros. */
+KQ_INLINE __m512 kq512_grid32_step(const elm_type t, const uint8_t *src, int m,
+                                   const kq512_grid32_x *xv, __m512 acc) {
+    const elm_grid32_layout g = elm_grid32_layout_of(t);
+    const int bb = g.block_bytes;
+    const bool mxfp4 = t == ELM_TYPE_MXFP4;
+    const __m512i grid = _mm512_broadcast_i32x4(
+        _mm_xor_si128(_mm_loadu_si128((const __m128i *)g.grid), _mm_set1_epi8((char)0x80)));
     const __m512i m4 = _mm512_set1_epi8(0x0f);
-    /* block k's scale byte (at 17k) is byte k of 128-bit lane k: into that lane's four dwords */
-    const __m512i scale_at = _mm512_set_epi32(
-        0x80808003, 0x80808003, 0x80808003, 0x80808003, 0x80808002, 0x80808002, 0x80808002,
-        0x80808002, 0x80808001, 0x80808001, 0x80808001, 0x80808001, 0x80808000, 0x80808000,
-        0x80808000, 0x80808000);
     const __m512i r0 = _mm512_maskz_loadu_epi8(m == 4 ? ~0ull : (1ull << (bb * m)) - 1, src);
-    const __m512i r1 = _mm512_maskz_loadu_epi8(m == 4 ? 0xf : 0, src + 64); /* 64..67 */
-    const __m512i q = _mm512_permutex2var_epi8(r0, _mm512_loadu_si512(kq512_mxfp4_pick[0]), r1);
+    /* bytes 64..67 (MXFP4) or 64..71 (IQ4_NL) */
+    const __m512i r1 =
+        _mm512_maskz_loadu_epi8(m == 4 ? (1ull << (4 * bb - 64)) - 1 : 0, src + 64);
+    const __m512i q =
+        _mm512_permutex2var_epi8(r0, _mm512_loadu_si512(kq512_grid32_pick[mxfp4 ? 0 : 1]), r1);
     const __m512i wlo = _mm512_shuffle_epi8(grid, _mm512_and_si512(q, m4));
     const __m512i whi = _mm512_shuffle_epi8(grid, _mm512_and_si512(_mm512_srli_epi16(q, 4), m4));
     const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(xv->off, wlo, xv->lo), whi, xv->hi);
-    const __m512i e = _mm512_shuffle_epi8(r0, scale_at);
-    const __m512 s =
-        _mm512_scalef_ps(xv->d, _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(128))));
+    __m512 s;
+    if (mxfp4) {
+        /* block k's scale byte (at 17k) is byte k of 128-bit lane k: into that lane's dwords */
+        const __m512i scale_at = _mm512_set_epi32(
+            0x80808003, 0x80808003, 0x80808003, 0x80808003, 0x80808002, 0x80808002, 0x80808002,
+            0x80808002, 0x80808001, 0x80808001, 0x80808001, 0x80808001, 0x80808000, 0x80808000,
+            0x80808000, 0x80808000);
+        const __m512i e = _mm512_shuffle_epi8(r0, scale_at);
+        s = _mm512_scalef_ps(xv->d,
+                             _mm512_cvtepi32_ps(_mm512_sub_epi32(e, _mm512_set1_epi32(128))));
+    } else {
+        const __m256i f16_at =
+            _mm256_setr_epi16(0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27);
+        const __m256i h = _mm512_castsi512_si256(
+            _mm512_permutexvar_epi16(_mm512_castsi256_si512(f16_at), r0));
+        s = _mm512_mul_ps(xv->d, _mm512_cvtph_ps(h));
+    }
     return _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), s, acc);
 }
 
-/* R (1..4) MXFP4 rows of n blocks (row_bytes apart from src) against one token into y[R], four
- * blocks (68 bytes a row) a step: the activations gathered once a step for the R rows. Each
- * step prefetches its share of the R rows two groups on: with four streams a page, the
- * hardware's prefetcher alone left one thread at 18-21 GB/s from memory (27-33 with this). */
-KQ_INLINE void kq512_mxfp4_rows_of(const uint8_t *src, size_t row_bytes, const int R,
-                                   const elm_q8_row *x, int64_t n, float *y) {
-    const int bb = ELM_MXFP4_BLOCK_BYTES;
+/* R (1..4) rows of grid32 type t, n blocks each (row_bytes apart from src), against one token
+ * into y[R], four blocks (68 or 72 bytes a row) a step: the activations gathered once a step
+ * for the R rows. Each step prefetches its share of the R rows two groups on: with four
+ * streams a page, the hardware's prefetcher alone left one thread at 18-21 GB/s from memory
+ * (MXFP4; 27-33 with this). */
+KQ_INLINE void kq512_grid32_rows_of(const elm_type t, const uint8_t *src, size_t row_bytes,
+                                    const int R, const elm_q8_row *x, int64_t n, float *y) {
+    const int bb = elm_grid32_layout_of(t).block_bytes;
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
                      _mm512_setzero_ps()};
     int64_t b = 0;
     for (; b + 4 <= n; b += 4) {
-        const kq512_mxfp4_x xv = kq512_mxfp4_x_at(x, b, 4);
+        const kq512_grid32_x xv = kq512_grid32_x_at(x, b, 4);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
-            acc[r] = kq512_mxfp4_step(src + row_bytes * (size_t)r + bb * b, 4, &xv, acc[r]);
+            acc[r] = kq512_grid32_step(t, src + row_bytes * (size_t)r + bb * b, 4, &xv, acc[r]);
         elm_prefetch_span(src + 2 * row_bytes * (size_t)R + (size_t)(R * bb) * b, 4 * R * bb);
     }
     if (b < n) {
         const int m = (int)(n - b);
-        const kq512_mxfp4_x xv = kq512_mxfp4_x_at(x, b, m);
+        const kq512_grid32_x xv = kq512_grid32_x_at(x, b, m);
 #pragma GCC unroll 4
         for (int r = 0; r < R; r++)
-            acc[r] = kq512_mxfp4_step(src + row_bytes * (size_t)r + bb * b, m, &xv, acc[r]);
+            acc[r] = kq512_grid32_step(t, src + row_bytes * (size_t)r + bb * b, m, &xv, acc[r]);
     }
 #pragma GCC unroll 4
     for (int r = 0; r < R; r++) y[r] = _mm512_reduce_add_ps(acc[r]);
 }
 
-/* n_rows MXFP4 rows of n blocks against one token into y[n_rows], four rows at a time. */
-KQ_INLINE void kq512_rows_mxfp4(const uint8_t *src, size_t row_bytes, int64_t n_rows,
-                                const elm_q8_row *x, int64_t n, float *y) {
+/* n_rows rows of grid32 type t, n blocks each, against one token into y[n_rows], four rows at
+ * a time. */
+KQ_INLINE void kq512_grid32_rows(const elm_type t, const uint8_t *src, size_t row_bytes,
+                                 int64_t n_rows, const elm_q8_row *x, int64_t n, float *y) {
     int64_t r = 0;
     for (; r + 4 <= n_rows; r += 4)
-        kq512_mxfp4_rows_of(src + row_bytes * r, row_bytes, 4, x, n, y + r);
-    for (; r < n_rows; r++) kq512_mxfp4_rows_of(src + row_bytes * r, row_bytes, 1, x, n, y + r);
+        kq512_grid32_rows_of(t, src + row_bytes * r, row_bytes, 4, x, n, y + r);
+    for (; r < n_rows; r++)
+        kq512_grid32_rows_of(t, src + row_bytes * r, row_bytes, 1, x, n, y + r);
 }
