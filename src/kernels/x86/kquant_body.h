@@ -244,9 +244,10 @@ KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64
  * IQ3_S 4.3 -> 4.7, IQ3_XXS 5.1 -> 5.5 GB/s). The integers are the oracle's (kquant.h), and so,
  * summed per block and scaled in the oracle's float order, are the results. */
 
-/* The scales (spread to one int16 per 16 weights, as in elm_kq_block) and mins of a block. */
+/* A block's scales: spread to one int16 per 16 weights in sc (as in elm_kq_block), or Q4_K's and
+ * Q5_K's scale and min bytes in sm8. */
 typedef struct kq_scales {
-    int16_t sc[16], m[16];
+    int16_t sc[16];
     __m256i sm8; /* Q4_K/Q5_K: kq_scale_min's 8 scales and 8 mins (bytes 0-15) in both lanes */
     iq_side side; /* the lattice i-quants' signs and indices, where packed_chunk wants them */
 } __attribute__((aligned(32))) kq_scales;
@@ -273,11 +274,10 @@ KQ_INLINE __m128i iq_nibbles(__m128i l) {
 KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *d, float *dmin) {
     switch (t) {
     case ELM_TYPE_Q4_K:
-    case ELM_TYPE_Q5_K: { /* no sc: kq_chunk_scale takes the scales from sm8 */
+    case ELM_TYPE_Q5_K: { /* no sc, m: kq_chunk_scale and kq_mins take them from sm8 */
         *d = kq_f16(b), *dmin = kq_f16(b + 2);
         const __m128i v = kq_scale_min(b + 4);
         s->sm8 = _mm256_broadcastsi128_si256(v);
-        _mm256_store_si256((__m256i *)s->m, _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v)));
         break;
     }
     case ELM_TYPE_Q6_K:
@@ -405,6 +405,14 @@ KQ_INLINE __m256i kq_chunk_scale(elm_type t, const kq_scales *sm, int c) {
     return _mm256_shuffle_epi8(_mm256_set1_epi32(sc), spread);
 }
 
+/* Q4_K's and Q5_K's mins, each as the int16 of both its 16-weight groups (the low lane mins 0-3,
+ * the high lane 4-7), by one byte shuffle of sm8. */
+KQ_INLINE __m256i kq_mins(const kq_scales *sm) {
+    return _mm256_shuffle_epi8(sm->sm8, _mm256_setr_epi8(8, -1, 8, -1, 9, -1, 9, -1, 10, -1, 10, -1,
+                                                         11, -1, 11, -1, 12, -1, 12, -1, 13, -1, 13,
+                                                         -1, 14, -1, 14, -1, 15, -1, 15, -1));
+}
+
 /* Whether packed_chunk's codes for type t are signed (through kq_pairs' sign transfer). */
 KQ_INLINE bool packed_signed(elm_type t) {
     return t == ELM_TYPE_IQ4_XS || (elm_type_iquant(t) && t != ELM_TYPE_TQ2_0);
@@ -501,15 +509,24 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
                                 _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].sc), bsum),
                                 off));
                 const __m256i mi =
-                    mins ? _mm256_madd_epi16(_mm256_load_si256((const __m256i *)sm[r].m), bsum)
+                    mins ? _mm256_madd_epi16(kq_mins(&sm[r]), bsum)
                          : _mm256_setzero_si256();
+                if (lanes && mins) { /* d and dmin (the block's first 4 bytes) in one step */
+                    uint32_t dd;
+                    memcpy(&dd, src + r * row_bytes, 4);
+                    const __m256 f = _mm256_castps128_ps256(_mm_mul_ps(
+                        _mm_cvtph_ps(_mm_cvtsi32_si128((int)dd)), _mm_set1_ps(xd)));
+                    lane_acc[r][i] = _mm256_fmadd_ps(
+                        _mm256_cvtepi32_ps(ai), _mm256_permutevar8x32_ps(f, _mm256_setzero_si256()),
+                        lane_acc[r][i]);
+                    lane_acc[r][i] = _mm256_fnmadd_ps(
+                        _mm256_cvtepi32_ps(mi),
+                        _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(1)), lane_acc[r][i]);
+                    continue;
+                }
                 if (lanes) {
                     lane_acc[r][i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ai),
                                                      _mm256_set1_ps(d[r] * xd), lane_acc[r][i]);
-                    if (mins)
-                        lane_acc[r][i] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(mi),
-                                                          _mm256_set1_ps(dmin[r] * xd),
-                                                          lane_acc[r][i]);
                     continue;
                 }
                 /* the block's exact integers, then the oracle's float steps in its order */
