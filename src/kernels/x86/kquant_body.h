@@ -413,6 +413,14 @@ KQ_INLINE __m256i kq_mins(const kq_scales *sm) {
                                                          -1, 14, -1, 14, -1, 15, -1, 15, -1));
 }
 
+/* Q4_K's and Q5_K's d and dmin (the block's first 4 bytes at b) times xd, in lanes 0 and 1: one
+ * F16C conversion for both. */
+KQ_INLINE __m128 kq_d_dmin(const uint8_t *b, float xd) {
+    uint32_t dd;
+    memcpy(&dd, b, 4);
+    return _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)dd)), _mm_set1_ps(xd));
+}
+
 /* Whether packed_chunk's codes for type t are signed (through kq_pairs' sign transfer). */
 KQ_INLINE bool packed_signed(elm_type t) {
     return t == ELM_TYPE_IQ4_XS || (elm_type_iquant(t) && t != ELM_TYPE_TQ2_0);
@@ -511,11 +519,8 @@ KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_byt
                 const __m256i mi =
                     mins ? _mm256_madd_epi16(kq_mins(&sm[r]), bsum)
                          : _mm256_setzero_si256();
-                if (lanes && mins) { /* d and dmin (the block's first 4 bytes) in one step */
-                    uint32_t dd;
-                    memcpy(&dd, src + r * row_bytes, 4);
-                    const __m256 f = _mm256_castps128_ps256(_mm_mul_ps(
-                        _mm_cvtph_ps(_mm_cvtsi32_si128((int)dd)), _mm_set1_ps(xd)));
+                if (lanes && mins) {
+                    const __m256 f = _mm256_castps128_ps256(kq_d_dmin(src + r * row_bytes, xd));
                     lane_acc[r][i] = _mm256_fmadd_ps(
                         _mm256_cvtepi32_ps(ai), _mm256_permutevar8x32_ps(f, _mm256_setzero_si256()),
                         lane_acc[r][i]);

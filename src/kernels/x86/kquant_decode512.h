@@ -233,19 +233,13 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
     for (int64_t s = 0; s < n; s++, src += bb) {
         kq_scales sm;
         float d, dmin;
-        __m256i sc16 = _mm256_setzero_si256(), m16 = _mm256_setzero_si256();
+        __m256i sc16 = _mm256_setzero_si256();
         __m512i sm8 = _mm512_setzero_si512();
-        if (mins) {
-            /* the sub-blocks' scales (bytes 0-7) in every 128-bit lane, for sub_idx's byte
-             * shuffles; the mins each twice (two 16-weight groups a sub-block) */
-            const __m128i v = kq_scale_min(src + 4);
-            d = kq_f16(src), dmin = kq_f16(src + 2);
-            sm8 = _mm512_broadcast_i32x4(v);
-            m16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(v, v));
-        } else {
-            packed_scales(t, src, &sm, &d, &dmin);
-            sc16 = _mm256_load_si256((const __m256i *)sm.sc);
-        }
+        packed_scales(t, src, &sm, &d, &dmin);
+        /* Q4_K, Q5_K: the sub-blocks' scales (bytes 0-7) in every 128-bit lane, for sub_idx's
+         * byte shuffles */
+        if (mins) sm8 = _mm512_broadcast_i64x4(sm.sm8);
+        else sc16 = _mm256_load_si256((const __m256i *)sm.sc);
         __m512i c[4];
         __mmask64 neg[4] = {0, 0, 0, 0};
         if (lattice) kq512_lattice(t, G, src, c, neg);
@@ -283,10 +277,12 @@ KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_ro
          * they leave after the offset: their float rounding would swamp it, so the block's exact
          * integer goes into float alone, as in the oracle */
         if (t == ELM_TYPE_TQ2_0) acc_exact += d * xd * (float)_mm512_reduce_add_epi32(sum);
-        else acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * xd), acc);
-        if (mins)
-            acc_m = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(m16, bsum)),
-                                    _mm256_set1_ps(dmin * xd), acc_m);
+        else if (mins) {
+            const __m128 f = kq_d_dmin(src, xd);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_broadcastss_ps(f), acc);
+            acc_m = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(kq_mins(&sm), bsum)),
+                                    _mm256_broadcastss_ps(_mm_movehdup_ps(f)), acc_m);
+        } else acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * xd), acc);
     }
     if (t == ELM_TYPE_TQ2_0) return acc_exact;
     return _mm512_reduce_add_ps(acc) - (mins ? hsum256(acc_m) : 0.0f);
