@@ -244,11 +244,14 @@ KQ_FN static void dot(const elm_kq_block *w, const elm_q8k_row *x, int nx, int64
  * IQ3_S 4.3 -> 4.7, IQ3_XXS 5.1 -> 5.5 GB/s). The integers are the oracle's (kquant.h), and so,
  * summed per block and scaled in the oracle's float order, are the results. */
 
-/* A block's scales: spread to one int16 per 16 weights in sc (as in elm_kq_block), or Q4_K's and
- * Q5_K's scale and min bytes in sm8. */
+/* A block's scales: spread to one int16 per 16 weights in sc (as in elm_kq_block), and laid out
+ * for kq_chunk_scale's one shuffle in sm8. */
 typedef struct kq_scales {
     int16_t sc[16];
-    __m256i sm8; /* Q4_K/Q5_K: kq_scale_min's 8 scales and 8 mins (bytes 0-15) in both lanes */
+    /* Q4_K/Q5_K: kq_scale_min's 8 scales and 8 mins (bytes 0-15) in both lanes; IQ4_XS: its 8
+     * sub-blocks' scales as int16 in both lanes; Q6_K: its even groups' scales as int16 in the
+     * low lane, the odd groups' in the high lane */
+    __m256i sm8;
     iq_side side; /* the lattice i-quants' signs and indices, where packed_chunk wants them */
 } __attribute__((aligned(32))) kq_scales;
 
@@ -280,11 +283,15 @@ KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *
         s->sm8 = _mm256_broadcastsi128_si256(v);
         break;
     }
-    case ELM_TYPE_Q6_K:
+    case ELM_TYPE_Q6_K: { /* in sm8 the even groups' scales in the low lane, the odd groups' in
+                           * the high lane, for kq_chunk_scale */
         *d = kq_f16(b + 208), *dmin = 0;
-        _mm256_store_si256((__m256i *)s->sc,
-                           _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192))));
+        const __m128i raw = _mm_loadu_si128((const __m128i *)(b + 192));
+        _mm256_store_si256((__m256i *)s->sc, _mm256_cvtepi8_epi16(raw));
+        s->sm8 = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(
+            raw, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
         break;
+    }
     case ELM_TYPE_IQ4_XS: { /* 4 low bits of sub-block j at nibble j of b[4..7], 2 high bits at
                              * bits 2j of the u16 at b[2] */
         *d = kq_f16(b), *dmin = 0;
@@ -301,9 +308,12 @@ KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *
         const __m128i ls = _mm_or_si128(
             _mm_unpacklo_epi8(_mm_and_si128(l, m4), _mm_and_si128(_mm_srli_epi16(l, 4), m4)),
             _mm_slli_epi16(_mm_cvtsi64_si128((long long)h), 4));
-        _mm256_store_si256((__m256i *)s->sc,
-                           _mm256_sub_epi16(_mm256_cvtepu8_epi16(_mm_unpacklo_epi8(ls, ls)),
-                                            _mm256_set1_epi16(32)));
+        /* sub-block j's scale in int16 lane j, in both lanes of sm8 (kq_chunk_scale) and twice
+         * in sc (the 512-bit rows) */
+        const __m128i s16 = _mm_sub_epi16(_mm_cvtepu8_epi16(ls), _mm_set1_epi16(32));
+        s->sm8 = _mm256_broadcastsi128_si256(s16);
+        _mm256_store_si256((__m256i *)s->sc, _mm256_set_m128i(_mm_unpackhi_epi16(s16, s16),
+                                                              _mm_unpacklo_epi16(s16, s16)));
         break;
     }
     /* the sub-4-bit i-quants: elm_iquant_scales' d (the f16 times a power of two) and sc */
@@ -392,11 +402,14 @@ KQ_INLINE __m256i packed_chunk(elm_type t, const elm_iq_grids *G, const uint8_t 
 }
 
 /* The scales of chunk c's two 16-weight groups as int16, the first group's in the low lane:
- * Q4_K's and Q5_K's (one per 32 weights) by one byte shuffle of sm8 (the 256-bit decode spent
- * three vector steps a chunk on them when they went through sc), the others' from sc. */
+ * Q4_K's, Q5_K's, IQ4_XS's and Q6_K's by one byte shuffle of sm8 (the 256-bit decode spent three
+ * vector steps a chunk on them when they went through sc: gcc took each 4-byte reload from the
+ * stored vector), the others' from sc. */
 KQ_INLINE __m256i kq_chunk_scale(elm_type t, const kq_scales *sm, int c) {
     if (t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K)
         return _mm256_shuffle_epi8(sm->sm8, _mm256_set1_epi16((short)(0xff00 | c)));
+    if (t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_Q6_K) /* int16 lane c of sm8's lanes */
+        return _mm256_shuffle_epi8(sm->sm8, _mm256_set1_epi16((short)((2 * c + 1) << 8 | 2 * c)));
     /* byte pairs (0,1) of the scale pair in the low lane, (2,3) in the high lane */
     const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
                                             3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3);
