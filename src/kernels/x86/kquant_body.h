@@ -262,10 +262,14 @@ KQ_INLINE float kq_f16(const uint8_t *p) {
     return _cvtsh_ss(h);
 }
 
-/* The i-quants' odd scales 2·f + 1 of 16 byte fields f, widened into sc. */
+/* The i-quants' odd scales 2·f + 1 of 16 int16 fields f. */
+KQ_INLINE __m256i iq_odd16(__m256i f) {
+    return _mm256_add_epi16(_mm256_add_epi16(f, f), _mm256_set1_epi16(1));
+}
+
+/* The same of 16 byte fields f, widened into sc. */
 KQ_INLINE void iq_odd_scales(__m128i f, int16_t *sc) {
-    const __m256i w = _mm256_cvtepu8_epi16(f);
-    _mm256_store_si256((__m256i *)sc, _mm256_add_epi16(_mm256_add_epi16(w, w), _mm256_set1_epi16(1)));
+    _mm256_store_si256((__m256i *)sc, iq_odd16(_mm256_cvtepu8_epi16(f)));
 }
 
 /* The nibbles of the 8 bytes in the low half of l, low one first: 16 bytes. */
@@ -317,17 +321,21 @@ KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *
         break;
     }
     /* the sub-4-bit i-quants: elm_iquant_scales' d (the f16 times a power of two) and sc */
-    case ELM_TYPE_IQ2_XS: /* a nibble per 16 weights, at 66 (IQ2_S: 74) */
-    case ELM_TYPE_IQ2_S:
+    case ELM_TYPE_IQ2_XS: /* a nibble per 16 weights, at 66 (IQ2_S: 74); sm8 as Q6_K's */
+    case ELM_TYPE_IQ2_S: {
         *d = kq_f16(b) * 0.125f, *dmin = 0;
-        iq_odd_scales(
-            iq_nibbles(_mm_loadl_epi64((const __m128i *)(b + (t == ELM_TYPE_IQ2_S ? 74 : 66)))),
-            s->sc);
+        const __m128i f =
+            iq_nibbles(_mm_loadl_epi64((const __m128i *)(b + (t == ELM_TYPE_IQ2_S ? 74 : 66))));
+        iq_odd_scales(f, s->sc);
+        s->sm8 = iq_odd16(_mm256_cvtepu8_epi16(_mm_shuffle_epi8(
+            f, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15))));
         break;
-    case ELM_TYPE_IQ3_S: { /* a nibble per 32 weights */
+    }
+    case ELM_TYPE_IQ3_S: { /* a nibble per 32 weights; sm8 as IQ4_XS's */
         *d = kq_f16(b), *dmin = 0;
         const __m128i f = iq_nibbles(_mm_cvtsi32_si128((int)iq_u32(b + 106)));
         iq_odd_scales(_mm_unpacklo_epi8(f, f), s->sc);
+        s->sm8 = iq_odd16(_mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(f)));
         break;
     }
     case ELM_TYPE_IQ2_XXS: /* bits 28-31 of each 32 weights' u32 (at b + 66; IQ2_XXS: b + 6 + 8c),
@@ -336,9 +344,14 @@ KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *
         *d = kq_f16(b) * (t == ELM_TYPE_IQ3_XXS ? 0.25f : 0.125f), *dmin = 0;
         const __m256i w = t == ELM_TYPE_IQ3_XXS ? kq_load(b + 66) : iq2xxs_words(b);
         __m256i f = _mm256_srli_epi32(w, 28);
-        f = _mm256_or_si256(f, _mm256_slli_epi32(f, 16));
-        _mm256_store_si256((__m256i *)s->sc,
-                           _mm256_add_epi16(_mm256_add_epi16(f, f), _mm256_set1_epi16(1)));
+        f = iq_odd16(_mm256_or_si256(f, _mm256_slli_epi32(f, 16)));
+        _mm256_store_si256((__m256i *)s->sc, f);
+        /* sm8 as IQ4_XS's: the low int16 of each 32-bit lane, lanes 0-3 then 4-7, in both */
+        s->sm8 = _mm256_permute4x64_epi64(
+            _mm256_shuffle_epi8(f, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1,
+                                                    -1, -1, 0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1,
+                                                    -1, -1, -1, -1, -1)),
+            _MM_SHUFFLE(2, 0, 2, 0));
         break;
     }
     case ELM_TYPE_TQ2_0:
@@ -408,7 +421,9 @@ KQ_INLINE __m256i packed_chunk(elm_type t, const elm_iq_grids *G, const uint8_t 
 KQ_INLINE __m256i kq_chunk_scale(elm_type t, const kq_scales *sm, int c) {
     if (t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K)
         return _mm256_shuffle_epi8(sm->sm8, _mm256_set1_epi16((short)(0xff00 | c)));
-    if (t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_Q6_K) /* int16 lane c of sm8's lanes */
+    if (t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ2_XS ||
+        t == ELM_TYPE_IQ2_S || t == ELM_TYPE_IQ3_S || t == ELM_TYPE_IQ2_XXS ||
+        t == ELM_TYPE_IQ3_XXS) /* int16 lane c of sm8's lanes */
         return _mm256_shuffle_epi8(sm->sm8, _mm256_set1_epi16((short)((2 * c + 1) << 8 | 2 * c)));
     /* byte pairs (0,1) of the scale pair in the low lane, (2,3) in the high lane */
     const __m256i spread = _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2,
