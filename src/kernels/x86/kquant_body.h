@@ -347,11 +347,10 @@ KQ_INLINE void packed_scales(elm_type t, const uint8_t *b, kq_scales *s, float *
         f = iq_odd16(_mm256_or_si256(f, _mm256_slli_epi32(f, 16)));
         _mm256_store_si256((__m256i *)s->sc, f);
         /* sm8 as IQ4_XS's: the low int16 of each 32-bit lane, lanes 0-3 then 4-7, in both */
-        s->sm8 = _mm256_permute4x64_epi64(
-            _mm256_shuffle_epi8(f, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1,
-                                                    -1, -1, 0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1,
-                                                    -1, -1, -1, -1, -1)),
-            _MM_SHUFFLE(2, 0, 2, 0));
+        const __m256i low16 = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1,
+                                               -1, -1, 0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1,
+                                               -1, -1, -1, -1);
+        s->sm8 = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(f, low16), _MM_SHUFFLE(2, 0, 2, 0));
         break;
     }
     case ELM_TYPE_TQ2_0:
