@@ -6,9 +6,11 @@
  * tokens at once on one thread instead, in billions of multiply-adds a second: prefill's kernels,
  * whose rate is arithmetic's.
  *
- *   make build; EDGELM_ISA=avx2 build/kernel_rate [-t N] [--file-layout] [--prefill] [TYPE...]
- *   (default: -t 2, the types below; --file-layout: never packed, as a mixture of experts' stacks
- *   are read in place from the file)
+ *   make build; EDGELM_ISA=avx2 build/kernel_rate [-t N] [--cols N] [--file-layout] [--prefill]
+ *                                                 [TYPE...]
+ *   (default: -t 2, 2048 columns, the types below; --file-layout: never packed, as a mixture of
+ *   experts' stacks are read in place from the file; --cols 768: Qwen3-30B-A3B's expert down
+ *   rows, 3 super-blocks each)
  *
  * Weights are random bytes (the kernels' speed does not depend on the values: a NaN scale costs
  * what any float does), packed where the table packs that type, as a model's are at load; the
@@ -117,10 +119,13 @@ static double rate(job *jobs, int n, bool per_token) {
 int main(int argc, char **argv) {
     static const char *defaults[] = {"q4_k", "q5_k", "q6_k", "iq4_xs", "iq4_nl", "q4_0", "q8_0"};
     int threads = 2, first = 1;
+    int64_t cols = 2048;
     bool packs = true, prefill = false;
     for (;;) {
         if (argc > first + 1 && !strcmp(argv[first], "-t"))
             threads = atoi(argv[first + 1]), first += 2;
+        else if (argc > first + 1 && !strcmp(argv[first], "--cols"))
+            cols = atoll(argv[first + 1]), first += 2;
         else if (argc > first && !strcmp(argv[first], "--file-layout")) packs = false, first++;
         else if (argc > first && !strcmp(argv[first], "--prefill")) prefill = true, first++;
         else break;
@@ -129,9 +134,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "kernel_rate: -t takes 1 to 64 threads\n");
         return 2;
     }
+    if (cols < 256 || cols > (1 << 16) || cols % 256) {
+        fprintf(stderr, "kernel_rate: --cols takes a multiple of 256 from 256 to 65536\n");
+        return 2;
+    }
     const int n_types = argc > first ? argc - first : (int)(sizeof defaults / sizeof *defaults);
     const elm_kernels *k = elm_kernels_best();
-    const int64_t cols = 2048;
     if (prefill) printf("| type | kernels | 256 tokens, L2, 1 thread |\n|---|---|---:|\n");
     else {
         printf("| type | kernels | L2, 1 thread | memory, 1 thread | memory, %d threads |\n",

@@ -468,11 +468,13 @@ KQ_INLINE __m256i kq_scaled_add(__m256i a, __m256i p, __m256i s) {
 #endif
 }
 
-/* A tile of nr <= 2 weight rows (row_bytes apart) by nx <= 4 tokens: each chunk of codes is
- * decoded once for all tokens and each chunk of activations loaded once for both rows. */
+/* A tile of nr <= 2 weight rows (row_bytes apart, n super-blocks each) by nx <= 4 tokens: each
+ * chunk of codes is decoded once for all tokens and each chunk of activations loaded once for
+ * both rows. */
 KQ_INLINE void dot_packed_n(const elm_type t, const uint8_t *src, size_t row_bytes, const int nr,
                             const elm_q8k_row *x, const int nx, int64_t n, float *out) {
-    const size_t bb = elm_type_get(t)->block_bytes;
+    /* not elm_type_get's: a call a row, which also spilled the vector constants around it */
+    const size_t bb = row_bytes / (size_t)n;
     const bool mins = t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
     const elm_iq_grids *G = elm_type_iquant(t) ? elm_iq_grids_get() : NULL;
     const int off = packed_offset_shift(t);
@@ -608,29 +610,33 @@ KQ_FN static void dot_packed(elm_type t, const uint8_t *src, size_t row_bytes, i
 
 /* Decode: one token against n_rows rows, the loop over rows here so that the row kernel's
  * constants are set up once per call, not once per row (a TinyLlama row is 8 super-blocks). */
-KQ_INLINE float kq256_row(const elm_type t, const uint8_t *src, const elm_q8k_row *x, int64_t n) {
+KQ_INLINE float kq256_row(const elm_type t, const uint8_t *src, size_t row_bytes,
+                          const elm_q8k_row *x, int64_t n) {
     float out[4];
-    dot_packed_n(t, src, 0, 1, x, 1, n, out);
+    dot_packed_n(t, src, row_bytes, 1, x, 1, n, out);
     return out[0];
 }
 #ifdef KQ_DECODE512
 #include "kernels/x86/kquant_decode512.h"
 #endif
 
-/* One row against one token: the 512-bit row where the table has it for type t. */
-KQ_INLINE float kq_row(const elm_type t, const uint8_t *src, const elm_q8k_row *x, int64_t n) {
+/* n_rows rows against one token: the 512-bit rows where the table has them for type t. */
+KQ_INLINE void kq_rows(const elm_type t, const uint8_t *src, size_t row_bytes, int64_t n_rows,
+                       const elm_q8k_row *x, int64_t n, float *y) {
 #ifdef KQ_DECODE512
-    if (kq512_serves(t)) return kq512_row(t, src, x, n);
+    if (kq512_serves(t)) {
+        kq512_rows(t, src, row_bytes, n_rows, x, n, y);
+        return;
+    }
 #endif
-    return kq256_row(t, src, x, n);
+    for (int64_t r = 0; r < n_rows; r++)
+        y[r] = kq256_row(t, src + (size_t)r * row_bytes, row_bytes, x, n);
 }
 
 KQ_FN static void decode_rows(elm_type t, const uint8_t *src, size_t row_bytes, int64_t n_rows,
                               elm_q8k_row x, int64_t n, float *y) {
 #define KQ_ROWS_CASE(T)                                                                      \
-    case T:                                                                                  \
-        for (int64_t r = 0; r < n_rows; r++) y[r] = kq_row(T, src + (size_t)r * row_bytes, &x, n); \
-        break;
+    case T: kq_rows(T, src, row_bytes, n_rows, &x, n, y); break;
     switch (t) {
         KQ_DIRECT_TYPES(KQ_ROWS_CASE)
     default: break;

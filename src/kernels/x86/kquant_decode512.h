@@ -1,8 +1,8 @@
-/* One weight row of Q4_K, Q5_K, Q6_K or IQ4_XS (and the other types of kq512_serves) against one
- * token in 512-bit vectors: the AVX-512 table's decode step (kquant_body.h's decode_rows, row by
- * row); and the rows of MXFP4 and IQ4_NL, four at a time (rows_mxfp4 and rows_iq4_nl, at the
- * end). Not a header to include
- * elsewhere: kquant_body.h includes it after packed_scales.
+/* Weight rows of Q4_K, Q5_K, Q6_K or IQ4_XS (and the other types of kq512_serves) against one
+ * token in 512-bit vectors, four at a time: the AVX-512 table's decode step (kquant_body.h's
+ * decode_rows, kq512_rows); and the rows of MXFP4 and IQ4_NL, four at a time too (rows_mxfp4
+ * and rows_iq4_nl, at the end). Not a header to include elsewhere: kquant_body.h includes it
+ * after packed_scales.
  *
  * Why its own loop: at 2 threads each core has to turn about 29 GB/s of weights into products to
  * keep up with this machine's memory (AMD Zen 5, `bench --membw` 58 GB/s), 15-23 cycles per
@@ -118,7 +118,7 @@ KQ_INLINE void kq512_codes(const elm_type t, const uint8_t *b, __m512i c[4]) {
     }
 }
 
-/* Whether kq512_row serves type t (the others take the 256-bit row). */
+/* Whether kq512_rows serves type t (the others take the 256-bit row). */
 KQ_INLINE bool kq512_serves(elm_type t) {
     return t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K || t == ELM_TYPE_Q6_K ||
            t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_IQ2_XS || t == ELM_TYPE_IQ3_XXS ||
@@ -204,88 +204,161 @@ KQ_INLINE void kq512_lattice(const elm_type t, const elm_iq_grids *G, const uint
     }
 }
 
-KQ_INLINE float kq512_row(const elm_type t, const uint8_t *src, const elm_q8k_row *x, int64_t n) {
-    const size_t bb = elm_type_get(t)->block_bytes;
-    const bool mins = t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
+/* The constants of kq512_block, set up once per call of kq512_rows. */
+typedef struct {
     __m512i idx[4], idx32[4], sub_idx[4];
+    const elm_iq_grids *G;
+} kq512_consts;
+
+KQ_INLINE kq512_consts kq512_consts_of(const elm_type t) {
+    kq512_consts k;
     for (int j = 0; j < 4; j++) {
-        idx[j] = kq512_scale_index(j);
+        k.idx[j] = kq512_scale_index(j);
         /* Q4_K/Q5_K: c_j's 128-bit lanes 0-1 are sub-block 2j, lanes 2-3 sub-block 2j + 1; each
          * int16 lane takes that scale byte, zero-extended (index 0xff picks a zero) */
-        sub_idx[j] =
+        k.sub_idx[j] =
             _mm512_mask_blend_epi16(0xffff0000u, _mm512_set1_epi16((short)(0xff00 | 2 * j)),
                                     _mm512_set1_epi16((short)(0xff00 | (2 * j + 1))));
         /* int32 lane i of c_j's vpdpbusd sums: group 4j + i/4 */
-        idx32[j] = _mm512_add_epi32(_mm512_set1_epi32(4 * j),
-                                    _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8,
-                                                                       7, 6, 5, 4, 3, 2, 1, 0),
-                                                      2));
+        k.idx32[j] = _mm512_add_epi32(_mm512_set1_epi32(4 * j),
+                                      _mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9,
+                                                                         8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                                        2));
     }
+    k.G = t == ELM_TYPE_IQ2_XS || t == ELM_TYPE_IQ3_XXS || t == ELM_TYPE_IQ3_S ? elm_iq_grids_get()
+                                                                              : NULL;
+    return k;
+}
+
+/* A row's sums so far: 16 float lanes; Q4_K/Q5_K's mins apart (8 lanes, subtracted at the end);
+ * TQ2_0's exact sum of its blocks. */
+typedef struct {
+    __m512 acc;
+    __m256 acc_m;
+    float exact;
+} kq512_acc;
+
+/* Super-block s of one row (its bytes at src) against token x, into a. */
+KQ_INLINE void kq512_block(const elm_type t, const kq512_consts *k, const uint8_t *src,
+                           const elm_q8k_row *x, int64_t s, kq512_acc *a) {
+    const bool mins = t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K;
     /* the lattice types: magnitudes as codes, their signs moved onto the activations */
     const bool lattice = t == ELM_TYPE_IQ2_XS || t == ELM_TYPE_IQ3_XXS || t == ELM_TYPE_IQ3_S;
-    const elm_iq_grids *G = lattice ? elm_iq_grids_get() : NULL;
-    __m512 acc = _mm512_setzero_ps();
-    __m256 acc_m = _mm256_setzero_ps();
-    float acc_exact = 0;
-    /* no software prefetch: rows stream in order, and the hardware's prefetcher alone read
-     * more (kernel_rate --file-layout, 2 threads from memory, Zen 5: Q4_K 45-49 -> 50-57 GB/s,
-     * Q6_K 38-55 -> 60-67) */
-    for (int64_t s = 0; s < n; s++, src += bb) {
-        kq_scales sm;
-        float d, dmin;
-        __m256i sc16 = _mm256_setzero_si256();
-        __m512i sm8 = _mm512_setzero_si512();
-        packed_scales(t, src, &sm, &d, &dmin);
-        /* Q4_K, Q5_K: the sub-blocks' scales (bytes 0-7) in every 128-bit lane, for sub_idx's
-         * byte shuffles */
-        if (mins) sm8 = _mm512_broadcast_i64x4(sm.sm8);
-        else sc16 = _mm256_load_si256((const __m256i *)sm.sc);
-        __m512i c[4];
-        __mmask64 neg[4] = {0, 0, 0, 0};
-        if (lattice) kq512_lattice(t, G, src, c, neg);
-        else kq512_codes(t, src, c);
-        const int8_t *xq = x->qs + s * ELM_QK_K;
-        __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-        /* IQ4_XS: codes up to 241 would overflow maddubs' int16 pairs, so vpdpbusd's int32
-         * sums of 4 products, times their group's scale in int32 */
-        const __m512i sc32 =
-            t == ELM_TYPE_IQ4_XS ? _mm512_cvtepi16_epi32(sc16) : _mm512_setzero_si512();
-        for (int j = 0; j < 4; j++) {
-            __m512i xv = _mm512_loadu_si512(xq + 64 * j);
-            if (lattice) /* |x| <= 127: the negation is exact */
-                xv = _mm512_mask_sub_epi8(xv, neg[j], _mm512_setzero_si512(), xv);
-            if (t == ELM_TYPE_IQ4_XS) {
-                const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[j], xv);
-                const __m512i scv = _mm512_permutexvar_epi32(idx32[j], sc32);
-                isum[j % 2] = _mm512_add_epi32(isum[j % 2], _mm512_mullo_epi32(p, scv));
-            } else {
-                const __m512i scv =
-                    mins ? _mm512_shuffle_epi8(sm8, sub_idx[j])
-                         : _mm512_permutexvar_epi16(idx[j], _mm512_castsi256_si512(sc16));
-                isum[j % 2] = _mm512_dpwssd_epi32(isum[j % 2], _mm512_maddubs_epi16(c[j], xv), scv);
-            }
+    kq_scales sm;
+    float d, dmin;
+    __m256i sc16 = _mm256_setzero_si256();
+    __m512i sm8 = _mm512_setzero_si512();
+    packed_scales(t, src, &sm, &d, &dmin);
+    /* Q4_K, Q5_K: the sub-blocks' scales (bytes 0-7) in every 128-bit lane, for sub_idx's byte
+     * shuffles */
+    if (mins) sm8 = _mm512_broadcast_i64x4(sm.sm8);
+    else sc16 = _mm256_load_si256((const __m256i *)sm.sc);
+    __m512i c[4];
+    __mmask64 neg[4] = {0, 0, 0, 0};
+    if (lattice) kq512_lattice(t, k->G, src, c, neg);
+    else kq512_codes(t, src, c);
+    const int8_t *xq = x->qs + s * ELM_QK_K;
+    __m512i isum[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    /* IQ4_XS: codes up to 241 would overflow maddubs' int16 pairs, so vpdpbusd's int32 sums of
+     * 4 products, times their group's scale in int32 */
+    const __m512i sc32 =
+        t == ELM_TYPE_IQ4_XS ? _mm512_cvtepi16_epi32(sc16) : _mm512_setzero_si512();
+    for (int j = 0; j < 4; j++) {
+        __m512i xv = _mm512_loadu_si512(xq + 64 * j);
+        if (lattice) /* |x| <= 127: the negation is exact */
+            xv = _mm512_mask_sub_epi8(xv, neg[j], _mm512_setzero_si512(), xv);
+        if (t == ELM_TYPE_IQ4_XS) {
+            const __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[j], xv);
+            const __m512i scv = _mm512_permutexvar_epi32(k->idx32[j], sc32);
+            isum[j % 2] = _mm512_add_epi32(isum[j % 2], _mm512_mullo_epi32(p, scv));
+        } else {
+            const __m512i scv =
+                mins ? _mm512_shuffle_epi8(sm8, k->sub_idx[j])
+                     : _mm512_permutexvar_epi16(k->idx[j], _mm512_castsi256_si512(sc16));
+            isum[j % 2] = _mm512_dpwssd_epi32(isum[j % 2], _mm512_maddubs_epi16(c[j], xv), scv);
         }
-        __m512i sum = _mm512_add_epi32(isum[0], isum[1]);
-        const __m256i bsum = _mm256_loadu_si256((const __m256i *)(x->bsum + 16 * s));
-        /* the codes' offsets: 32 (Q6_K), 128 (IQ4_XS) or 1 (TQ2_0) times Σ_g sc[g]·bsum[g] */
-        if (t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_TQ2_0)
-            sum = _mm512_sub_epi32(sum, _mm512_zextsi256_si512(_mm256_slli_epi32(
-                                            _mm256_madd_epi16(sc16, bsum),
-                                            t == ELM_TYPE_Q6_K ? 5 : t == ELM_TYPE_IQ4_XS ? 7 : 0)));
-        const float xd = x->d[s];
-        /* TQ2_0's lanes hold sums of the codes (0..2), far larger than the ternary values' sum
-         * they leave after the offset: their float rounding would swamp it, so the block's exact
-         * integer goes into float alone, as in the oracle */
-        if (t == ELM_TYPE_TQ2_0) acc_exact += d * xd * (float)_mm512_reduce_add_epi32(sum);
-        else if (mins) {
-            const __m128 f = kq_d_dmin(src, xd);
-            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_broadcastss_ps(f), acc);
-            acc_m = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(kq_mins(&sm), bsum)),
-                                    _mm256_broadcastss_ps(_mm_movehdup_ps(f)), acc_m);
-        } else acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * xd), acc);
     }
-    if (t == ELM_TYPE_TQ2_0) return acc_exact;
-    return _mm512_reduce_add_ps(acc) - (mins ? hsum256(acc_m) : 0.0f);
+    __m512i sum = _mm512_add_epi32(isum[0], isum[1]);
+    const __m256i bsum = _mm256_loadu_si256((const __m256i *)(x->bsum + 16 * s));
+    /* the codes' offsets: 32 (Q6_K), 128 (IQ4_XS) or 1 (TQ2_0) times Σ_g sc[g]·bsum[g] */
+    if (t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS || t == ELM_TYPE_TQ2_0)
+        sum = _mm512_sub_epi32(sum, _mm512_zextsi256_si512(_mm256_slli_epi32(
+                                        _mm256_madd_epi16(sc16, bsum),
+                                        t == ELM_TYPE_Q6_K ? 5 : t == ELM_TYPE_IQ4_XS ? 7 : 0)));
+    const float xd = x->d[s];
+    /* TQ2_0's lanes hold sums of the codes (0..2), far larger than the ternary values' sum they
+     * leave after the offset: their float rounding would swamp it, so the block's exact integer
+     * goes into float alone, as in the oracle */
+    if (t == ELM_TYPE_TQ2_0) a->exact += d * xd * (float)_mm512_reduce_add_epi32(sum);
+    else if (mins) {
+        const __m128 f = kq_d_dmin(src, xd);
+        a->acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_broadcastss_ps(f), a->acc);
+        a->acc_m = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(kq_mins(&sm), bsum)),
+                                   _mm256_broadcastss_ps(_mm_movehdup_ps(f)), a->acc_m);
+    } else a->acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(d * xd), a->acc);
+}
+
+/* The sums of a[0..3]'s 16 lanes, in lanes 0..3: one tree for the four (12 operations, where
+ * four _mm512_reduce_add_ps take 32). */
+KQ_INLINE __m128 kq512_hsum4(const __m512 a[4]) {
+    /* 128-bit lanes 0-1: a[0]'s halves added, 2-3: a[1]'s (s23: a[2]'s, a[3]'s) */
+    const __m512 s01 = _mm512_add_ps(_mm512_shuffle_f32x4(a[0], a[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                     _mm512_shuffle_f32x4(a[0], a[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 s23 = _mm512_add_ps(_mm512_shuffle_f32x4(a[2], a[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                     _mm512_shuffle_f32x4(a[2], a[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    /* 128-bit lane r: four partial sums of a[r] */
+    __m512 v = _mm512_add_ps(_mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+    v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+    const __m512i firsts = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    return _mm512_castps512_ps128(_mm512_permutexvar_ps(firsts, v));
+}
+
+/* R (1..4) rows of type t (row_bytes apart from src), n super-blocks each, against token x into
+ * y[R], a super-block of each row in turn: the token's activations are loaded once for the R,
+ * and their sums reduced together (kq512_hsum4), which a row of 3 super-blocks (Qwen3-30B-A3B's
+ * expert down rows) otherwise spends a sixth of its time on (kernel_rate --file-layout --cols
+ * 768, one thread out of L2, Zen 5: Q4_K 28 -> 35 GB/s, Q6_K 49 -> 58). Each step prefetches
+ * its share of the group two on: with four streams a page the hardware's prefetcher alone left
+ * one thread at 13-15 GB/s from memory (Q6_K; 32-36 before, and with this). */
+KQ_INLINE void kq512_rows_of(const elm_type t, const kq512_consts *k, const uint8_t *src,
+                             size_t row_bytes, const int R, const elm_q8k_row *x, int64_t n,
+                             float *y) {
+    const size_t bb = row_bytes / (size_t)n;
+    kq512_acc a[4];
+    for (int r = 0; r < 4; r++)
+        a[r] = (kq512_acc){_mm512_setzero_ps(), _mm256_setzero_ps(), 0.0f};
+    for (int64_t s = 0; s < n; s++) {
+#pragma GCC unroll 4
+        for (int r = 0; r < R; r++)
+            kq512_block(t, k, src + row_bytes * (size_t)r + bb * (size_t)s, x, s, &a[r]);
+        if (R > 1)
+            elm_prefetch_span(src + 2 * row_bytes * (size_t)R + (size_t)R * bb * (size_t)s,
+                              (size_t)R * bb);
+    }
+    if (t == ELM_TYPE_TQ2_0) {
+        for (int r = 0; r < R; r++) y[r] = a[r].exact;
+        return;
+    }
+    __m512 v[4];
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; r++)
+        v[r] = _mm512_sub_ps(a[r].acc, _mm512_zextps256_ps512(a[r].acc_m));
+    if (R == 4) _mm_storeu_ps(y, kq512_hsum4(v));
+    else
+        for (int r = 0; r < R; r++) y[r] = _mm512_reduce_add_ps(v[r]);
+}
+
+/* n_rows rows of type t (one of kq512_serves), n super-blocks each, against one token into
+ * y[n_rows], four rows at a time. */
+KQ_INLINE void kq512_rows(const elm_type t, const uint8_t *src, size_t row_bytes, int64_t n_rows,
+                          const elm_q8k_row *x, int64_t n, float *y) {
+    const kq512_consts k = kq512_consts_of(t);
+    int64_t r = 0;
+    for (; r + 4 <= n_rows; r += 4)
+        kq512_rows_of(t, &k, src + row_bytes * r, row_bytes, 4, x, n, y + r);
+    for (; r < n_rows; r++) kq512_rows_of(t, &k, src + row_bytes * r, row_bytes, 1, x, n, y + r);
 }
 
 /* Where four blocks' bytes of a 32-weight grid type go (MXFP4's 17 bytes each, the E8M0 scale
