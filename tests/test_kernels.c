@@ -1,6 +1,7 @@
 /* Every kernel table this CPU has agrees with the scalar oracle, and the oracle with plain float
  * arithmetic:
- * - q8 activation blocks are bit-identical across tables;
+ * - q8 and q8_K activation blocks are bit-identical across tables (q8_K's with a zero block, a
+ *   largest magnitude of both signs, halves of the grid, NaN and infinity);
  * - matmul for every weight type on odd shapes (1 row, rows not a multiple of the SIMD width or
  *   of the 16-row tiles, K not a multiple of 256, 1 column and long odd rows for float types),
  *   for 1..21 tokens (decode kernels and prefill tiles, partial token chunks), on row ranges
@@ -19,6 +20,7 @@
 #include "check.h"
 #include "kernels/gemm.h"
 #include "kernels/kernels.h"
+#include "kernels/kquant.h"
 
 static float frand(unsigned *s) {
     *s = *s * 1103515245u + 12345u;
@@ -242,6 +244,36 @@ static void check_quantize(const elm_kernels *k) {
     free(a), free(b);
 }
 
+static void check_quantize_q8_k(const elm_kernels *k) {
+    enum { SB = 8, N = 256 * SB };
+    float x[N];
+    unsigned seed = 5;
+    for (int i = 0; i < N; i++) x[i] = frand(&seed) * (float)(1 + i / 256) * (i < 256 ? 1e-3f : 1);
+    for (int i = 256; i < 512; i++) x[i] = 0; /* a zero super-block */
+    /* the first of the largest magnitudes is negative; in the next block iscale is -1, and the
+     * halves round to even; in the last the two largest share a vector (the first maps to -127) */
+    x[600] = -9.0f, x[700] = 9.0f;
+    x[800] = 127.0f, x[801] = 0.5f, x[802] = -1.5f;
+    x[1900] = 200.0f, x[1902] = -200.0f;
+    /* the oracle's products with NaN are 0; with an infinity iscale is -0 */
+    x[1100] = NAN;
+    x[1400] = INFINITY;
+    x[1700] = -INFINITY, x[1701] = NAN;
+    const size_t bytes = elm_q8k_row_bytes(N);
+    char *a = calloc(1, bytes), *b = calloc(1, bytes);
+    elm_quantize_q8_k(x, N, a);
+    k->quantize_q8_k(x, N, b);
+    CHECK(memcmp(a, b, bytes) == 0, "%s quantize_q8_k differs from the oracle", k->isa);
+    /* and on 256 columns alone, the block of the two largest magnitudes: the first maps to -127 */
+    k->quantize_q8_k(x + 512, 256, b);
+    elm_quantize_q8_k(x + 512, 256, a);
+    const elm_q8k_row q = elm_q8k_at(a, 256, 0);
+    CHECK(memcmp(a, b, elm_q8k_row_bytes(256)) == 0 && q.qs[600 - 512] == -127 &&
+              q.qs[700 - 512] == 127,
+          "%s quantize_q8_k of one super-block", k->isa);
+    free(a), free(b);
+}
+
 static void compare_elementwise(const elm_kernels *k, const elm_kernels *ref) {
     enum { N = 203 };
     float x[N], w[N], a[N], b[N];
@@ -372,6 +404,7 @@ static void check_rope_cs(const elm_kernels *k) {
 
 static void check_table(const elm_kernels *k) {
     check_quantize(k);
+    check_quantize_q8_k(k);
     check_transpose(k);
     check_rope_cs(k);
     compare_elementwise(k, elm_kernels_scalar());

@@ -464,6 +464,7 @@ static void build_ggml_kernels(void) {
     wrapped = elm_kernels_best();
     ggml_kernels = (elm_kernels){
         .isa = "ggml-rounding", .dot_f32 = wrapped->dot_f32, .quantize_q8 = quantize_q8,
+        .quantize_q8_k = wrapped->quantize_q8_k,
         .transpose16 = wrapped->transpose16, .matmul = matmul,
         .bf16_act_tokens = wrapped->bf16_act_tokens, .pair16 = wrapped->pair16,
         .round_float_act = true, .fused_conv = true, .rmsnorm = rmsnorm,

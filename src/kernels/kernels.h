@@ -136,6 +136,9 @@ typedef struct elm_kernels {
     /* Quantizes one token's cols floats (a multiple of 32) into a q8 row at `row` (see
      * elm_q8_row; elm_q8_row_bytes(cols) bytes, 4-byte aligned). Bit-identical across tables. */
     void (*quantize_q8)(const float *x, int64_t cols, void *row);
+    /* The same into a q8_K row (kquant.h's elm_q8k_row; cols a multiple of 256,
+     * elm_q8k_row_bytes(cols) bytes): elm_quantize_q8_k's bytes in every table. */
+    void (*quantize_q8_k)(const float *x, int64_t cols, void *row);
 
     /* xt[16c + t] = x[t·ldx + c] for t < n_tok (at most 16; zeros up to 16), c < cols: one
      * chunk of elm_matmul_args.xt. */

@@ -92,7 +92,7 @@ static void prep_worker(void *arg, int ith, int nth) {
     while ((j->q8 || j->q8k) && elm_pool_work_claim(&j->tokens, ith, 4, &t0, &t1))
         for (long t = t0; t < t1; t++) {
             void *row = (char *)c->xq + t * row_bytes;
-            if (j->q8k) elm_quantize_q8_k(j->x + t * j->cols, j->cols, row);
+            if (j->q8k) c->k->quantize_q8_k(j->x + t * j->cols, j->cols, row);
             else c->k->quantize_q8(j->x + t * j->cols, j->cols, row);
         }
     while ((j->xt || round) && elm_pool_work_claim(&j->chunks, ith, 1, &t0, &t1)) {

@@ -196,6 +196,53 @@ NEON_FN static void quantize_q8(const float *x, int64_t cols, void *row) {
     }
 }
 
+/* A q8_K row: elm_quantize_q8_k's bytes (llama.cpp's quantize_row_q8_K_ref). vcvtnq rounds
+ * iscale·x to nearest even, as the oracle's float adder does; a super-block with a NaN or an
+ * infinity, whose products that trick turns into 0, goes to the oracle. */
+NEON_FN static void quantize_q8_k(const float *x, int64_t cols, void *row) {
+    const int64_t nsb = cols / ELM_QK_K;
+    int8_t *qs = row;
+    float *d = (float *)(qs + cols);
+    int16_t *bsum = (int16_t *)(d + nsb);
+    const float32x4_t inf = vdupq_n_f32(INFINITY);
+    for (int64_t s = 0; s < nsb; s++, x += ELM_QK_K, qs += ELM_QK_K, bsum += ELM_QK_K / 16) {
+        float32x4_t amax = vdupq_n_f32(0);
+        uint32x4_t finite = vdupq_n_u32(~0u);
+        for (int j = 0; j < ELM_QK_K; j += 4) {
+            const float32x4_t a = vabsq_f32(vld1q_f32(x + j));
+            amax = vmaxq_f32(amax, a);
+            finite = vandq_u32(finite, vcltq_f32(a, inf)); /* false for NaN and ±inf */
+        }
+        const float am = vmaxvq_f32(amax);
+        if (am == 0 || vminvq_u32(finite) == 0) {
+            uint8_t one[ELM_QK_K + 4 + ELM_QK_K / 8];
+            elm_quantize_q8_k(x, ELM_QK_K, one);
+            memcpy(qs, one, ELM_QK_K);
+            memcpy(&d[s], one + ELM_QK_K, 4);
+            memcpy(bsum, one + ELM_QK_K + 4, ELM_QK_K / 8);
+            continue;
+        }
+        /* the first value of largest magnitude */
+        float max = 0;
+        for (int j = 0; j < ELM_QK_K && max == 0; j += 4)
+            if (vmaxvq_u32(vceqq_f32(vabsq_f32(vld1q_f32(x + j)), vdupq_n_f32(am))))
+                for (int i = 3; i >= 0; i--)
+                    if (fabsf(x[j + i]) == am) max = x[j + i];
+        const float iscale = -127.0f / max;
+        for (int g = 0; g < ELM_QK_K / 16; g++) {
+            int32x4_t q[4];
+            for (int k = 0; k < 4; k++)
+                q[k] = vcvtnq_s32_f32(vmulq_n_f32(vld1q_f32(x + 16 * g + 4 * k), iscale));
+            bsum[g] = (int16_t)vaddvq_s32(vaddq_s32(vaddq_s32(q[0], q[1]), vaddq_s32(q[2], q[3])));
+            /* |q| <= 127: the narrowing is exact */
+            const int16x8_t h0 = vcombine_s16(vmovn_s32(q[0]), vmovn_s32(q[1]));
+            const int16x8_t h1 = vcombine_s16(vmovn_s32(q[2]), vmovn_s32(q[3]));
+            vst1q_s8(qs + 16 * g, vcombine_s8(vmovn_s16(h0), vmovn_s16(h1)));
+        }
+        d[s] = 1 / iscale;
+    }
+}
+
 /* ---- block weights · q8 activations (decode) ---- */
 
 /* A block's f16 scale: one fcvt (ARMv8 base). elm_f16_to_f32 is a call, which in the block loops
@@ -420,7 +467,8 @@ NEON_FN static void matmul_bf16(const elm_matmul_args *a, int64_t r0, int64_t r1
 #define NEON_KERNELS(matmul_fn, bf16_tokens, pair)                                                 \
     {                                                                                              \
         .isa = "neon", .dot_f32 = dot_f32, .transpose16 = elm_transpose_x16,                       \
-        .quantize_q8 = quantize_q8, .matmul = matmul_fn, .bf16_act_tokens = bf16_tokens,           \
+        .quantize_q8 = quantize_q8, .quantize_q8_k = quantize_q8_k, .matmul = matmul_fn,           \
+        .bf16_act_tokens = bf16_tokens,                                                            \
         .pair16 = pair, .rmsnorm = rmsnorm, .softmax = softmax, .swiglu = swiglu,                  \
         .geglu = elm_scalar_geglu, .rope_cs = elm_scalar_rope_cs, .rope = elm_scalar_rope,        \
         .rope_neox = elm_scalar_rope_neox, .attention = attention,                                 \

@@ -207,6 +207,7 @@ static const elm_kernels scalar_kernels = {
     .dot_f32 = dot_f32,
     .transpose16 = elm_transpose_x16,
     .quantize_q8 = elm_scalar_quantize_q8,
+    .quantize_q8_k = elm_quantize_q8_k,
     .matmul = matmul,
     .rmsnorm = elm_scalar_rmsnorm,
     .softmax = elm_scalar_softmax,

@@ -356,6 +356,7 @@ static const elm_kernels avx2_kernels = {
     .dot_f32 = dot_f32,
     .transpose16 = elm_transpose_x16,
     .quantize_q8 = quantize_q8,
+    .quantize_q8_k = quantize_q8_k,
     .matmul = matmul,
     .packs = elm_packs_x16_nl,
     .pack = elm_pack_x16,

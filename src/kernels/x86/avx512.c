@@ -521,8 +521,9 @@ X86_FN static void matmul_bf16(const elm_matmul_args *a, int64_t r0, int64_t r1,
 #define AVX512_KERNELS(matmul_fn, bf16_tokens, pair)                                               \
     {                                                                                              \
         .isa = "avx512", .dot_f32 = dot_f32, .transpose16 = transpose_x_512,                       \
-        .quantize_q8 = quantize_q8, .matmul = matmul_fn, .packs = elm_packs_x16_nl,                \
-        .pack = elm_pack_x16, .bf16_act_tokens = bf16_tokens, .pair16 = pair,                      \
+        .quantize_q8 = quantize_q8, .quantize_q8_k = quantize_q8_k, .matmul = matmul_fn,           \
+        .packs = elm_packs_x16_nl, .pack = elm_pack_x16, .bf16_act_tokens = bf16_tokens,           \
+        .pair16 = pair,                                                                            \
         .rmsnorm = rmsnorm, .softmax = softmax, .swiglu = swiglu, .geglu = geglu,       \
         .rope_cs = elm_scalar_rope_cs, .rope = elm_scalar_rope, .rope_neox = elm_scalar_rope_neox, \
         .attention = attention,                                                                    \

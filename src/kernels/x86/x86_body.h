@@ -219,6 +219,76 @@ X86_FN static void quantize_q8(const float *x, int64_t cols, void *row) {
     }
 }
 
+/* The int32 sums of s[0..7]'s 8 lanes each, in lanes 0..7. */
+X86_INLINE __m256i hsum8x8_epi32(const __m256i s[8]) {
+    const __m256i a =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(s[0], s[1]), _mm256_hadd_epi32(s[2], s[3]));
+    const __m256i b =
+        _mm256_hadd_epi32(_mm256_hadd_epi32(s[4], s[5]), _mm256_hadd_epi32(s[6], s[7]));
+    /* a's low lane: the low halves' sums of s[0..3], its high lane their high halves' */
+    return _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                            _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+/* A q8_K row: elm_quantize_q8_k's bytes (llama.cpp's quantize_row_q8_K_ref). Its rounding is
+ * the float adder's round to nearest even of iscale·x, which vcvtps2dq does alike; a super-block
+ * with a NaN or an infinity, whose products that trick turns into 0, goes to the oracle. */
+X86_FN static void quantize_q8_k(const float *x, int64_t cols, void *row) {
+    const int64_t nsb = cols / ELM_QK_K;
+    int8_t *qs = row;
+    float *d = (float *)(qs + cols);
+    int16_t *bsum = (int16_t *)(d + nsb);
+    const __m256 sign = _mm256_set1_ps(-0.0f), inf = _mm256_set1_ps(INFINITY);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for (int64_t s = 0; s < nsb; s++, x += ELM_QK_K, qs += ELM_QK_K, bsum += ELM_QK_K / 16) {
+        __m256 amax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+        for (int j = 0; j < ELM_QK_K; j += 8) {
+            const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j));
+            amax = _mm256_max_ps(a, amax); /* a NaN left out, as the oracle's > does */
+            bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));
+        }
+        const float am = hmax256(amax);
+        if (am == 0 || _mm256_movemask_ps(bad)) {
+            uint8_t one[ELM_QK_K + 4 + ELM_QK_K / 8];
+            elm_quantize_q8_k(x, ELM_QK_K, one);
+            memcpy(qs, one, ELM_QK_K);
+            memcpy(&d[s], one + ELM_QK_K, 4);
+            memcpy(bsum, one + ELM_QK_K + 4, ELM_QK_K / 8);
+            continue;
+        }
+        /* the first value of largest magnitude */
+        float max = 0;
+        for (int j = 0; j < ELM_QK_K; j += 8) {
+            const int eq = _mm256_movemask_ps(_mm256_cmp_ps(
+                _mm256_andnot_ps(sign, _mm256_loadu_ps(x + j)), _mm256_set1_ps(am), _CMP_EQ_OQ));
+            if (eq) {
+                max = x[j + __builtin_ctz((unsigned)eq)];
+                break;
+            }
+        }
+        const float iscale = -127.0f / max;
+        const __m256 is = _mm256_set1_ps(iscale);
+        __m256i gsum[16];
+        for (int k = 0; k < ELM_QK_K / 32; k++) {
+            __m256i q[4];
+            /* |iscale·x| <= 127 within an ulp: no clamp */
+            for (int i = 0; i < 4; i++)
+                q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(is, _mm256_loadu_ps(x + 32 * k + 8 * i)));
+            gsum[2 * k] = _mm256_add_epi32(q[0], q[1]);
+            gsum[2 * k + 1] = _mm256_add_epi32(q[2], q[3]);
+            /* the packs interleave 128-bit lanes; the permutation restores element order */
+            const __m256i p8 = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
+                                                  _mm256_packs_epi32(q[2], q[3]));
+            _mm256_storeu_si256((__m256i *)(qs + 32 * k), _mm256_permutevar8x32_epi32(p8, order));
+        }
+        /* at most 16·127 in magnitude: the int16 packing is exact */
+        const __m256i b16 = _mm256_packs_epi32(hsum8x8_epi32(gsum), hsum8x8_epi32(gsum + 8));
+        _mm256_storeu_si256((__m256i *)bsum,
+                            _mm256_permute4x64_epi64(b16, _MM_SHUFFLE(3, 1, 2, 0)));
+        d[s] = 1 / iscale;
+    }
+}
+
 /* ---- block weights · q8 activations (decode) ---- */
 
 /* 16 bytes of nibbles -> 32 bytes: low nibbles (weights 0..15), then high (16..31). */
