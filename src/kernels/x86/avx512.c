@@ -31,7 +31,6 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 }
 
 #include "kernels/x86/x86_body.h"
-#include "kernels/x86/q8_0_rows512.h"
 #include "kernels/x86/vnni512.h"
 #include "kernels/x86/tile512.h"
 
@@ -351,19 +350,12 @@ X86_INLINE void row_nibbles_nt(const uint8_t *w, const group_act *a, const elm_q
 #undef ROW_NIBBLES_FLAGS
 }
 
-/* Few tokens: the 4/5-bit types through the group kernel; Q8_0 decode four rows at a time
- * (q8_0_rows512.h), with more tokens, and float types through x86_body.h, whose 256-bit F16
- * loop also streams faster on Zen 4 than a 512-bit one. */
+/* Few tokens: the 4/5-bit types through the group kernel; Q8_0 (32 contiguous quants a block,
+ * measured faster 256 bits at a time) and float types through x86_body.h, whose 256-bit F16 loop
+ * also streams faster on Zen 4 than a 512-bit one. */
 X86_FN static void matvec_512(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     const elm_weights *w = &a->w;
     const elm_type t = w->type;
-    if (t == ELM_TYPE_Q8_0 && a->n_tok == 1) {
-        const size_t row_bytes = elm_row_bytes(t, w->cols);
-        const elm_q8_row x = elm_q8_at(a->xq, w->cols, 0);
-        rows_q8_0((const uint8_t *)w->data + (size_t)r0 * row_bytes, row_bytes, r1 - r0, &x,
-                  w->cols / ELM_QK, a->y + r0);
-        return;
-    }
     if (!elm_type_q8_act(t) || t == ELM_TYPE_Q8_0) {
         matvec(a, r0, r1, row_dot_256(t));
         return;
