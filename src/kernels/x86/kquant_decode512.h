@@ -1,8 +1,8 @@
 /* Weight rows of Q4_K, Q5_K, Q6_K or IQ4_XS (and the other types of kq512_serves) against one
- * token in 512-bit vectors, four at a time: the AVX-512 table's decode step (kquant_body.h's
- * decode_rows, kq512_rows); and the rows of MXFP4 and IQ4_NL, four at a time too (rows_mxfp4
- * and rows_iq4_nl, at the end). Not a header to include elsewhere: kquant_body.h includes it
- * after packed_scales.
+ * token in 512-bit vectors, reduced four at a time: the AVX-512 table's decode step
+ * (kquant_body.h's decode_rows, kq512_rows); and the rows of MXFP4 and IQ4_NL, four at a time
+ * (rows_mxfp4 and rows_iq4_nl, at the end). Not a header to include elsewhere: kquant_body.h
+ * includes it after packed_scales.
  *
  * Why its own loop: at 2 threads each core has to turn about 29 GB/s of weights into products to
  * keep up with this machine's memory (AMD Zen 5, `bench --membw` 58 GB/s), 15-23 cycles per
@@ -316,12 +316,13 @@ KQ_INLINE __m128 kq512_hsum4(const __m512 a[4]) {
 }
 
 /* R (1..4) rows of type t (row_bytes apart from src), n super-blocks each, against token x into
- * y[R], a super-block of each row in turn: the token's activations are loaded once for the R,
- * and their sums reduced together (kq512_hsum4), which a row of 3 super-blocks (Qwen3-30B-A3B's
- * expert down rows) otherwise spends a sixth of its time on (kernel_rate --file-layout --cols
- * 768, one thread out of L2, Zen 5: Q4_K 28 -> 35 GB/s, Q6_K 49 -> 58). Each step prefetches
- * its share of the group two on: with four streams a page the hardware's prefetcher alone left
- * one thread at 13-15 GB/s from memory (Q6_K; 32-36 before, and with this). */
+ * y[R], one row after another, their sums reduced together (kq512_hsum4), which a row of 3
+ * super-blocks (Qwen3-30B-A3B's expert down rows) otherwise spends a sixth of its time on
+ * (kernel_rate --file-layout --cols 768, Zen 5, one thread out of L2: Q4_K 29 -> 36 GB/s, Q6_K
+ * 52 -> 58; two from memory: Q4_K 54 -> 62). A super-block of each row in turn instead, the
+ * activations loaded once for the four, was as fast out of L2 but read 15-20% slower in a
+ * model's decode (TinyLlama Q6_K, 59 -> 48-52 tok/s), even with the group two on prefetched:
+ * the prefetcher follows one stream a page, not four. */
 KQ_INLINE void kq512_rows_of(const elm_type t, const kq512_consts *k, const uint8_t *src,
                              size_t row_bytes, const int R, const elm_q8k_row *x, int64_t n,
                              float *y) {
@@ -329,14 +330,9 @@ KQ_INLINE void kq512_rows_of(const elm_type t, const kq512_consts *k, const uint
     kq512_acc a[4];
     for (int r = 0; r < 4; r++)
         a[r] = (kq512_acc){_mm512_setzero_ps(), _mm256_setzero_ps(), 0.0f};
-    for (int64_t s = 0; s < n; s++) {
-#pragma GCC unroll 4
-        for (int r = 0; r < R; r++)
+    for (int r = 0; r < R; r++)
+        for (int64_t s = 0; s < n; s++)
             kq512_block(t, k, src + row_bytes * (size_t)r + bb * (size_t)s, x, s, &a[r]);
-        if (R > 1)
-            elm_prefetch_span(src + 2 * row_bytes * (size_t)R + (size_t)R * bb * (size_t)s,
-                              (size_t)R * bb);
-    }
     if (t == ELM_TYPE_TQ2_0) {
         for (int r = 0; r < R; r++) y[r] = a[r].exact;
         return;
