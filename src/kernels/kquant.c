@@ -19,44 +19,48 @@
  * IQ3_S prefill. From GEMM_MIN_TOKENS tokens on, a table's gemm16 takes the product. */
 enum { TOKEN_CHUNK = 64, XQ_TOKEN_CHUNK = 256, GEMM_MIN_TOKENS = 4 };
 
+void elm_quantize_q8_k_block(const float *x, int8_t *qs, float *d, int16_t *bsum) {
+    /* the first value of largest magnitude, found in two passes that vectorize */
+    float amax = 0, max = 0;
+    for (int j = 0; j < ELM_QK_K; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+    for (int j = 0; j < ELM_QK_K; j++)
+        if (fabsf(x[j]) == amax) {
+            max = x[j];
+            break;
+        }
+    if (amax == 0) {
+        *d = 0;
+        memset(qs, 0, ELM_QK_K);
+        memset(bsum, 0, ELM_QK_K / 16 * sizeof *bsum);
+        return;
+    }
+    /* -127/max: the largest value maps to -127 whatever its sign, so |q| <= 127 */
+    const float iscale = -127.0f / max;
+    for (int j = 0; j < ELM_QK_K; j++) {
+        /* round to nearest even through the float adder (|v| < 2^22), as ggml's nearest_int:
+         * inline and vectorizable, unlike lrintf */
+        const float f = iscale * x[j] + 12582912.0f;
+        int32_t v;
+        memcpy(&v, &f, 4);
+        v = (v & 0x007fffff) - 0x00400000;
+        qs[j] = (int8_t)(v > 127 ? 127 : v);
+    }
+    for (int g = 0; g < ELM_QK_K / 16; g++) {
+        int sum = 0;
+        for (int i = 0; i < 16; i++) sum += qs[16 * g + i];
+        bsum[g] = (int16_t)sum;
+    }
+    *d = 1 / iscale;
+}
+
 void elm_quantize_q8_k(const float *x, int64_t cols, void *row) {
     const int64_t nsb = cols / ELM_QK_K;
     int8_t *qs = row;
     float *d = (float *)(qs + cols);
     int16_t *bsum = (int16_t *)(d + nsb);
-    for (int64_t s = 0; s < nsb; s++, x += ELM_QK_K, qs += ELM_QK_K, bsum += ELM_QK_K / 16) {
-        /* the first value of largest magnitude, found in two passes that vectorize */
-        float amax = 0, max = 0;
-        for (int j = 0; j < ELM_QK_K; j++) amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
-        for (int j = 0; j < ELM_QK_K; j++)
-            if (fabsf(x[j]) == amax) {
-                max = x[j];
-                break;
-            }
-        if (amax == 0) {
-            d[s] = 0;
-            memset(qs, 0, ELM_QK_K);
-            memset(bsum, 0, ELM_QK_K / 16 * sizeof *bsum);
-            continue;
-        }
-        /* -127/max: the largest value maps to -127 whatever its sign, so |q| <= 127 */
-        const float iscale = -127.0f / max;
-        for (int j = 0; j < ELM_QK_K; j++) {
-            /* round to nearest even through the float adder (|v| < 2^22), as ggml's nearest_int:
-             * inline and vectorizable, unlike lrintf */
-            const float f = iscale * x[j] + 12582912.0f;
-            int32_t v;
-            memcpy(&v, &f, 4);
-            v = (v & 0x007fffff) - 0x00400000;
-            qs[j] = (int8_t)(v > 127 ? 127 : v);
-        }
-        for (int g = 0; g < ELM_QK_K / 16; g++) {
-            int sum = 0;
-            for (int i = 0; i < 16; i++) sum += qs[16 * g + i];
-            bsum[g] = (int16_t)sum;
-        }
-        d[s] = 1 / iscale;
-    }
+    for (int64_t s = 0; s < nsb; s++)
+        elm_quantize_q8_k_block(x + s * ELM_QK_K, qs + s * ELM_QK_K, d + s,
+                                bsum + s * (ELM_QK_K / 16));
 }
 
 /* ---- scalar unpacking (layouts: src/codecs/kquant_decode.c, docs/kquants.md) ---- */

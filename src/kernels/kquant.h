@@ -147,6 +147,10 @@ typedef struct elm_kq_kernels {
  * quantize_row_q8_K_ref, bit for bit). */
 void elm_quantize_q8_k(const float *x, int64_t cols, void *row);
 
+/* The same for one super-block of 256 floats at x, into its parts of a row: qs[256], d,
+ * bsum[16]. */
+void elm_quantize_q8_k_block(const float *x, int8_t *qs, float *d, int16_t *bsum);
+
 /* Rows [r0, r1) of a->y for k-quant/i-quant weights and MXFP4 (kernels.h's matmul contract:
  * a->xq holds q8 rows for IQ4_NL and MXFP4; for the 256-weight types it is NULL or holds
  * a->n_tok q8_K rows of a->x, elm_quantize_q8_k's, which callers splitting one product across

@@ -249,11 +249,7 @@ X86_FN static void quantize_q8_k(const float *x, int64_t cols, void *row) {
         }
         const float am = hmax256(amax);
         if (am == 0 || _mm256_movemask_ps(bad)) {
-            uint8_t one[ELM_QK_K + 4 + ELM_QK_K / 8];
-            elm_quantize_q8_k(x, ELM_QK_K, one);
-            memcpy(qs, one, ELM_QK_K);
-            memcpy(&d[s], one + ELM_QK_K, 4);
-            memcpy(bsum, one + ELM_QK_K + 4, ELM_QK_K / 8);
+            elm_quantize_q8_k_block(x, qs, &d[s], bsum);
             continue;
         }
         /* the first value of largest magnitude */
