@@ -7,14 +7,22 @@
  *    ELM_ERR_UNSUPPORTED, naming the file, both tables and the way out, and runs the mapped file;
  *  - so does a context of the AVX-512 table for a model the AVX2 table packed (EDGELM_ISA at
  *    load), where the CPU has both: only the table that packed a matrix reads its layout.
+ *  - a mixture of experts read into memory has its stacks packed expert by expert (each expert's
+ *    view a packed matrix), with the mapped file's logits up to the tiles' float order, and
+ *    ggml_rounding refuses it naming a stack: the synth --tiny qwen3moe at width 256, quantized
+ *    --pure q4_k (its gate and up stacks Q4_K, its down stack, 128 wide, falls back to Q5_0)
+ *    with its attention at Q8_0, which no table packs.
  * Skipped where this CPU's table packs nothing (the scalar and NEON tables). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "edgelm/context.h"
+#include "edgelm/quant.h"
 #include "kernels/kernels.h"
+#include "shapes/synth_tiny.h"
 
 static elm_model *load(const char *path, bool in_memory) {
     elm_model *m = NULL;
@@ -56,6 +64,53 @@ static float *logits(const elm_model *m, bool ggml_rounding, elm_status *st, elm
     return y;
 }
 
+/* Largest |a[i] - b[i]| over the logits of the 6 tokens above; infinity when either is NULL. */
+static double worst_diff(const float *a, const float *b, const elm_model *m) {
+    double worst = a && b ? 0 : INFINITY;
+    for (size_t i = 0; a && b && i < 6 * (size_t)m->hp.n_vocab; i++)
+        worst = fmax(worst, fabs((double)a[i] - b[i]));
+    return worst;
+}
+
+static void test_experts(const elm_kernels *best) {
+    elm_synth_tiny o = {.arch = "qwen3moe", .seed = 7, .width = 256,
+                        .vocab_path = fixture("vocab/ggml-vocab-llama-spm.gguf")};
+    elm_model *f32 = NULL;
+    elm_error err;
+    char *dir = check_tmp_dir(), path_buf[1024];
+    const char *path = dir ? path_buf : NULL;
+    if (dir) snprintf(path_buf, sizeof path_buf, "%s/moe-q4_k.gguf", dir);
+    /* attention at Q8_0, which no table packs: the stacks are then what a refusal must find */
+    const elm_type_override q8_attn = {"blk.*.attn_*", ELM_TYPE_Q8_0};
+    const elm_quant_params p = {
+        .policy = {.type = ELM_TYPE_Q4_K, .pure = true, .overrides = &q8_attn, .n_overrides = 1},
+        .n_threads = 2};
+    elm_status st = path ? elm_synth_tiny_model(&o, &f32, NULL, &err) : ELM_ERR_IO;
+    if (!st) st = elm_quantize(f32, &p, path, NULL, NULL, &err);
+    CHECK(st == ELM_OK, "tiny qwen3moe at q4_k: %s", st ? err.msg : "");
+    elm_model *in = st ? NULL : load(path, true), *mapped = st ? NULL : load(path, false);
+    for (int l = 0; in && mapped && l < in->hp.n_layers; l++) {
+        const elm_layer *L = &in->layers[l], *M = &mapped->layers[l];
+        CHECK(L->gate_exps->type == ELM_TYPE_Q4_K && L->down_exps->type == ELM_TYPE_Q5_0 &&
+                  L->gate_exps->packed_by == best && L->up_exps->packed_by == best &&
+                  L->down_exps->packed_by == best,
+              "layer %d: stacks of types %d/%d not packed by %s", l, L->gate_exps->type,
+              L->down_exps->type, best->isa);
+        CHECK(!M->gate_exps->packed_by && !M->down_exps->packed_by,
+              "layer %d: a mapped file's stacks are packed", l);
+    }
+    float *y_in = in ? logits(in, false, &st, &err) : NULL;
+    float *y_map = mapped ? logits(mapped, false, &st, &err) : NULL;
+    const double worst = in ? worst_diff(y_in, y_map, in) : INFINITY;
+    CHECK(worst < 1e-4, "experts: packed and mapped logits differ by %g", worst);
+    float *refused = in ? logits(in, true, &st, &err) : NULL;
+    CHECK(in && !refused && st == ELM_ERR_UNSUPPORTED && strstr(err.msg, "exps"),
+          "ggml_rounding ran experts packed by %s (%d): %s", best->isa, st, err.msg);
+    free(y_in), free(y_map), free(refused);
+    elm_model_free(in), elm_model_free(mapped), elm_model_free(f32);
+    if (dir) unlink(path), rmdir(dir), free(dir);
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     const elm_kernels *best = elm_kernels_best();
@@ -73,11 +128,8 @@ int main(int argc, char **argv) {
     elm_status st;
     elm_error err;
     float *y_in = logits(in, false, &st, &err), *y_map = logits(mapped, false, &st, &err);
-    const size_t n = 6 * (size_t)in->hp.n_vocab;
-    double worst = 0;
-    for (size_t i = 0; y_in && y_map && i < n; i++)
-        worst = fmax(worst, fabs((double)y_in[i] - y_map[i]));
-    CHECK(y_in && y_map && worst < 1e-4, "packed and mapped logits differ by %g", worst);
+    const double worst = worst_diff(y_in, y_map, in);
+    CHECK(worst < 1e-4, "packed and mapped logits differ by %g", worst);
 
     float *refused = logits(in, true, &st, &err);
     CHECK(!refused && st == ELM_ERR_UNSUPPORTED, "ggml_rounding ran weights packed by %s (%d)",
@@ -103,5 +155,6 @@ int main(int argc, char **argv) {
     free(y_in), free(y_map), free(refused), free(y_ggml);
     elm_model_free(in);
     elm_model_free(mapped);
+    test_experts(best);
     return check_done();
 }

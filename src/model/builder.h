@@ -47,9 +47,10 @@ elm_status elm_model_bind_tensor(elm_model *m, elm_tensor **slot, const char *na
 
 /* After binding, for a model whose tensors lie in writable memory it owns: lays out the layers'
  * matrices (and an untied output) of the types k packs in k's layout, in place, and marks them
- * packed by k (elm_tensor.packed_by: only a context of k's kernels runs them). Tensors that fused
- * row views point into are left as they are. ELM_ERR_NOMEM when a matrix's temporary copy cannot
- * be allocated (the model is then unchanged from that matrix on). */
+ * packed by k (elm_tensor.packed_by: only a context of k's kernels runs them); a stack of
+ * experts' matrices expert by expert, so that each expert's view is packed alike. Tensors that
+ * fused row views point into are left as they are. ELM_ERR_NOMEM when a matrix's temporary copy
+ * cannot be allocated (the model is then unchanged from that matrix on). */
 elm_status elm_model_pack(elm_model *m, const elm_kernels *k, elm_error *err);
 
 #endif

@@ -633,7 +633,7 @@ int elm_layer_matrices(const elm_layer *L, const elm_tensor **out) {
                                L->w_gate,   L->w_up,     L->w_down,     L->conv_in,
                                L->conv_out, L->dn_z,     L->dn_beta,    L->dn_alpha,
                                L->ple_gate, L->ple_proj, L->shexp_gate, L->shexp_up,
-                               L->shexp_down};
+                               L->shexp_down, L->gate_exps, L->up_exps, L->down_exps};
     _Static_assert(sizeof all / sizeof all[0] <= ELM_LAYER_MATRICES, "ELM_LAYER_MATRICES");
     int n = 0;
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)

@@ -23,17 +23,23 @@ static bool viewed(const elm_model *m, const elm_tensor *t) {
     return false;
 }
 
+/* Packs t (a matrix, or a stack of experts' matrices {cols, rows, n}: each expert's rows alone,
+ * so that a view of one expert's rows is a packed matrix too) in place, through a copy of one
+ * matrix's bytes. */
 static elm_status pack_one(const elm_model *m, const elm_kernels *k, elm_tensor *t,
                            elm_error *err) {
     if (!t || t->packed_by || !own_tensor(m, t) || !k->packs(t->type, t->ne[1], t->ne[0]) ||
         viewed(m, t))
         return ELM_OK;
-    void *copy = malloc(t->nbytes);
+    const size_t bytes = (size_t)t->ne[1] * elm_row_bytes(t->type, t->ne[0]);
+    void *copy = malloc(bytes);
     if (!copy)
         return elm_errorf(err, ELM_ERR_NOMEM, "%s: out of memory packing tensor '%s'", m->path,
                           t->name);
-    memcpy(copy, t->data, t->nbytes);
-    k->pack(&(elm_weights){t->type, copy, t->ne[1], t->ne[0], NULL}, t->data);
+    for (size_t off = 0; off + bytes <= t->nbytes; off += bytes) {
+        memcpy(copy, (char *)t->data + off, bytes);
+        k->pack(&(elm_weights){t->type, copy, t->ne[1], t->ne[0], NULL}, (char *)t->data + off);
+    }
     free(copy);
     t->packed_by = k;
     return ELM_OK;
