@@ -320,8 +320,8 @@ int elm_layer_slots(elm_layer *L, elm_tensor ***out);
 /* The matrices layer L multiplies its activations by (weights of products, not norms or
  * kernels), into out[] (room for ELM_LAYER_MATRICES); returns how many. A mixture of experts'
  * stacks are among them, each ne {cols, rows, n_expert}: n_expert matrices one after another,
- * which its FFN (model/ffn_moe.c) runs over 2-D views; its router (and Qwen3.5-MoE's shared
- * expert gate), F32 vectors' products of the FFN's own, are not. */
+ * which its FFN (model/ffn_moe.c) runs over 2-D views; its router and Qwen3.5-MoE's shared
+ * expert gate (F32) are not. */
 #define ELM_LAYER_MATRICES 20
 int elm_layer_matrices(const elm_layer *L, const elm_tensor **out);
 
