@@ -6,12 +6,15 @@
  *  - a context of another table (ggml_rounding, which packs nothing) refuses it with
  *    ELM_ERR_UNSUPPORTED, naming the file, both tables and the way out, and runs the mapped file;
  *  - so does a context of the AVX-512 table for a model the AVX2 table packed (EDGELM_ISA at
- *    load), where the CPU has both: only the table that packed a matrix reads its layout.
+ *    load), where the AVX-512 table is this run's: only the table that packed a matrix reads its
+ *    layout.
  *  - a mixture of experts read into memory has its stacks packed expert by expert (each expert's
  *    view a packed matrix), with the mapped file's logits up to the tiles' float order, and
  *    ggml_rounding refuses it naming a stack: the synth --tiny qwen3moe at width 256, quantized
  *    --pure q4_k (its gate and up stacks Q4_K, its down stack, 128 wide, falls back to Q5_0)
- *    with its attention at Q8_0, which no table packs.
+ *    with its attention at Q6_K, which no table packs;
+ *  - a Q8_0 file's layer matrices are packed too (q8_0x16), with the mapped file's logits up to
+ *    the tiles' float order.
  * Skipped where this CPU's table packs nothing (the scalar and NEON tables). */
 #include <math.h>
 #include <stdlib.h>
@@ -80,10 +83,10 @@ static void test_experts(const elm_kernels *best) {
     char *dir = check_tmp_dir(), path_buf[1024];
     const char *path = dir ? path_buf : NULL;
     if (dir) snprintf(path_buf, sizeof path_buf, "%s/moe-q4_k.gguf", dir);
-    /* attention at Q8_0, which no table packs: the stacks are then what a refusal must find */
-    const elm_type_override q8_attn = {"blk.*.attn_*", ELM_TYPE_Q8_0};
+    /* attention at Q6_K, which no table packs: the stacks are then what a refusal must find */
+    const elm_type_override q6_attn = {"blk.*.attn_*", ELM_TYPE_Q6_K};
     const elm_quant_params p = {
-        .policy = {.type = ELM_TYPE_Q4_K, .pure = true, .overrides = &q8_attn, .n_overrides = 1},
+        .policy = {.type = ELM_TYPE_Q4_K, .pure = true, .overrides = &q6_attn, .n_overrides = 1},
         .n_threads = 2};
     elm_status st = path ? elm_synth_tiny_model(&o, &f32, NULL, &err) : ELM_ERR_IO;
     if (!st) st = elm_quantize(f32, &p, path, NULL, NULL, &err);
@@ -111,25 +114,38 @@ static void test_experts(const elm_kernels *best) {
     if (dir) unlink(path), rmdir(dir), free(dir);
 }
 
+/* path read into memory (*in: every layer matrix packed by best) and mapped (*mapped: none), and
+ * the logits of the two (*y_in, *y_map) within 1e-4. False when either does not load. */
+static bool packed_like_mapped(const char *path, const elm_kernels *best, elm_model **in,
+                               elm_model **mapped, float **y_in, float **y_map) {
+    *in = load(path, true), *mapped = load(path, false);
+    *y_in = *y_map = NULL;
+    if (!*in || !*mapped) return false;
+    bool by_best, none;
+    const int n_packed = count_packed(*in, best, &by_best);
+    CHECK(n_packed == 7 * (*in)->hp.n_layers && by_best, "%s: %d of %d matrices packed, by %s: %d",
+          path, n_packed, 7 * (*in)->hp.n_layers, best->isa, by_best);
+    CHECK(count_packed(*mapped, best, &none) == 0, "%s: a mapped file's matrices are packed", path);
+    elm_status st;
+    elm_error err;
+    *y_in = logits(*in, false, &st, &err), *y_map = logits(*mapped, false, &st, &err);
+    const double worst = worst_diff(*y_in, *y_map, *in);
+    CHECK(worst < 1e-4, "%s: packed and mapped logits differ by %g", path, worst);
+    return true;
+}
+
 int main(int argc, char **argv) {
     check_init(argc, argv);
     const elm_kernels *best = elm_kernels_best();
     const char *path = fixture("wide256/reference-quants/llamacpp-q4_0-pure.gguf");
     if (!best->packs || !best->packs(ELM_TYPE_Q4_0, 256, 256))
         return check_skip("this CPU's kernel table packs no Q4_0 matrix");
-    elm_model *in = load(path, true), *mapped = load(path, false);
-    if (!in || !mapped) return check_done();
-    bool by_best, none;
-    const int n_packed = count_packed(in, best, &by_best);
-    CHECK(n_packed == 7 * in->hp.n_layers && by_best, "%d of %d matrices packed, by %s: %d",
-          n_packed, 7 * in->hp.n_layers, best->isa, by_best);
-    CHECK(count_packed(mapped, best, &none) == 0, "a mapped file's matrices are packed");
-
+    elm_model *in, *mapped;
+    float *y_in, *y_map;
+    const bool loaded = packed_like_mapped(path, best, &in, &mapped, &y_in, &y_map);
     elm_status st;
     elm_error err;
-    float *y_in = logits(in, false, &st, &err), *y_map = logits(mapped, false, &st, &err);
-    const double worst = worst_diff(y_in, y_map, in);
-    CHECK(worst < 1e-4, "packed and mapped logits differ by %g", worst);
+    if (!loaded) return check_done();
 
     float *refused = logits(in, true, &st, &err);
     CHECK(!refused && st == ELM_ERR_UNSUPPORTED, "ggml_rounding ran weights packed by %s (%d)",
@@ -141,10 +157,14 @@ int main(int argc, char **argv) {
     float *y_ggml = logits(mapped, true, &st, &err);
     CHECK(y_ggml && st == ELM_OK, "ggml_rounding on the mapped file: %s", err.msg);
 
-    if (elm_kernels_avx2() && elm_kernels_avx512()) {
+    if (elm_kernels_avx2() && best == elm_kernels_avx512()) {
+        /* this run's own EDGELM_ISA, if any, is put back for the checks after this one */
+        char *isa = getenv("EDGELM_ISA") ? strdup(getenv("EDGELM_ISA")) : NULL;
         setenv("EDGELM_ISA", "avx2", 1);
         elm_model *other = load(path, true);
-        unsetenv("EDGELM_ISA");
+        if (isa) setenv("EDGELM_ISA", isa, 1);
+        else unsetenv("EDGELM_ISA");
+        free(isa);
         float *y = other ? logits(other, false, &st, &err) : NULL;
         CHECK(other && !y && st == ELM_ERR_UNSUPPORTED && strstr(err.msg, "avx2") &&
                   strstr(err.msg, "avx512"),
@@ -155,6 +175,10 @@ int main(int argc, char **argv) {
     free(y_in), free(y_map), free(refused), free(y_ggml);
     elm_model_free(in);
     elm_model_free(mapped);
+    packed_like_mapped(fixture("wide256/reference-quants/llamacpp-q8_0-pure.gguf"), best, &in,
+                       &mapped, &y_in, &y_map);
+    free(y_in), free(y_map);
+    elm_model_free(in), elm_model_free(mapped);
     test_experts(best);
     return check_done();
 }

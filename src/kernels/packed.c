@@ -3,8 +3,9 @@
 
 #include <string.h>
 
-bool elm_packs_q4q5x16(elm_type t, int64_t rows, int64_t cols) {
-    return (t == ELM_TYPE_Q4_0 || t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_0 || t == ELM_TYPE_Q5_1) &&
+bool elm_packs_qx16(elm_type t, int64_t rows, int64_t cols) {
+    return (t == ELM_TYPE_Q4_0 || t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_0 || t == ELM_TYPE_Q5_1 ||
+            t == ELM_TYPE_Q8_0) &&
            rows > 0 && rows % ELM_TILE_ROWS == 0 && cols > 0 && cols % ELM_QK == 0;
 }
 
@@ -45,10 +46,19 @@ static void put_q4q5(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
     if (asym) memcpy(o + d_out + 32 + 2 * r, blk + 2, 2);
 }
 
-void elm_pack_q4q5x16(const elm_weights *w, void *out) {
+static void put_q8_0(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
+    (void)t;
+    for (int j = 0; j < ELM_QK / 4; j++)
+        memcpy(o + (j * ELM_TILE_ROWS + r) * 4, blk + 2 + 4 * j, 4);
+    memcpy(o + ELM_Q8_0X16_D + 2 * r, blk, 2);
+}
+
+void elm_pack_qx16(const elm_weights *w, void *out) {
     const bool asym = w->type == ELM_TYPE_Q4_1 || w->type == ELM_TYPE_Q5_1;
     const bool five = w->type == ELM_TYPE_Q5_0 || w->type == ELM_TYPE_Q5_1;
-    pack_tiles(w, elm_type_get(w->type)->block_bytes, elm_qx16_bytes(asym, five), put_q4q5, out);
+    const size_t block = elm_type_get(w->type)->block_bytes;
+    if (w->type == ELM_TYPE_Q8_0) pack_tiles(w, block, ELM_Q8_0X16_BYTES, put_q8_0, out);
+    else pack_tiles(w, block, elm_qx16_bytes(asym, five), put_q4q5, out);
 }
 
 bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols) {
@@ -70,18 +80,18 @@ void elm_pack_q4_kx16(const elm_weights *w, void *out) {
 }
 
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols) {
-    return elm_packs_q4q5x16(t, rows, cols) || elm_packs_q4_kx16(t, rows, cols);
+    return elm_packs_qx16(t, rows, cols) || elm_packs_q4_kx16(t, rows, cols);
 }
 
 bool elm_packs_x16_nl(elm_type t, int64_t rows, int64_t cols) {
     /* IQ4_NL's blocks are Q4_0's bytes */
     return elm_packs_x16(t, rows, cols) ||
-           (t == ELM_TYPE_IQ4_NL && elm_packs_q4q5x16(ELM_TYPE_Q4_0, rows, cols));
+           (t == ELM_TYPE_IQ4_NL && elm_packs_qx16(ELM_TYPE_Q4_0, rows, cols));
 }
 
 void elm_pack_x16(const elm_weights *w, void *out) {
     if (w->type == ELM_TYPE_Q4_K) elm_pack_q4_kx16(w, out);
-    else elm_pack_q4q5x16(w, out);
+    else elm_pack_qx16(w, out);
 }
 
 void elm_packed_matmul(elm_tile_q8_fn tile, int max_tokens, const void *data, int64_t rows,
@@ -100,8 +110,8 @@ void elm_packed_matmul(elm_tile_q8_fn tile, int max_tokens, const void *data, in
     }
 }
 
-void elm_packed_q4q5x16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
-                               int64_t r0, int64_t r1) {
+void elm_packed_qx16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
+                            int64_t r0, int64_t r1) {
     const int64_t nb = a->w.cols / ELM_QK;
     const size_t tile_bytes = (size_t)nb * ELM_TILE_ROWS * elm_type_get(a->w.type)->block_bytes;
     elm_packed_matmul(tile, max_tokens, a->w.data, a->w.rows, nb, tile_bytes,

@@ -19,7 +19,13 @@
  * layout takes exactly the file's bytes (16 rows × B per block), so a matrix is packed in place.
  * Only matrices of a multiple of 16 rows are packed. IQ4_NL's blocks are Q4_0's bytes (a scale
  * and 16 bytes of nibbles), so "iq4_nlx16" is q4_0x16's layout, its nibbles indices into the grid
- * (the AVX-512 table's, which looks them up with one vpshufb per vector).
+ * (the tiles look them up with vpshufb).
+ *
+ * Q8_0 by 16 rows ("q8_0x16"): per tile and block, 544 bytes (16 × 34) at (i·nb + b)·544:
+ *   int8 qs[8][16][4]   qs[j][r][e] = row r's weight 4j + e (the file's signed quants)
+ *   f16  d[16]          row r's block scale
+ * The codes lie as in the tiles a prefill repacks (gemm.h's ELM_TILE_Q8_BYTES, whose scales are
+ * floats), so one micro-kernel serves both.
  *
  * Q4_K by 16 rows ("q4_kx16", the AVX-512 table's): per tile of rows [16i, 16i + 16) and
  * super-block s (256 columns) of each, 2304 bytes at (i·nsb + s)·2304, nsb = cols / 256:
@@ -45,6 +51,8 @@ static inline size_t elm_qx16_bytes(bool asym, bool five) {
 #define ELM_QX16_QH 256
 static inline size_t elm_qx16_d_at(bool five) { return ELM_QX16_QH + (five ? 64 : 0); }
 #define ELM_Q4_KX16_BYTES (ELM_TILE_ROWS * 144)
+#define ELM_Q8_0X16_BYTES (ELM_TILE_ROWS * 34)
+#define ELM_Q8_0X16_D (ELM_TILE_ROWS * ELM_QK)
 
 /* How far ahead the x86 decode and tile loops prefetch the weights they stream: 2 KiB, into the
  * next row or tile at a row's (tile's) end. Rows dotted from the file's layout (Q8_0, F16, BF16,
@@ -71,13 +79,13 @@ static inline void elm_prefetch_span(const uint8_t *p, size_t bytes) {
     for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + o, 0, 3);
 }
 
-/* Whether elm_pack_q4q5x16 lays out a rows × cols matrix of type t (Q4_0, Q4_1, Q5_0 or Q5_1,
+/* Whether elm_pack_qx16 lays out a rows × cols matrix of type t (Q4_0, Q4_1, Q5_0, Q5_1 or Q8_0,
  * rows a multiple of 16). */
-bool elm_packs_q4q5x16(elm_type t, int64_t rows, int64_t cols);
+bool elm_packs_qx16(elm_type t, int64_t rows, int64_t cols);
 
 /* Writes w (one of those types, row-major, not packed) in its q*x16 layout to out (as many bytes
  * as w's data, not overlapping it). */
-void elm_pack_q4q5x16(const elm_weights *w, void *out);
+void elm_pack_qx16(const elm_weights *w, void *out);
 
 /* Whether elm_pack_q4_kx16 lays out a rows × cols matrix of type t (Q4_K, rows a multiple of 16). */
 bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols);
@@ -86,9 +94,8 @@ bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols);
  * not overlapping it). */
 void elm_pack_q4_kx16(const elm_weights *w, void *out);
 
-/* The 32-weight types and Q4_K by 16 rows, the x86 tables' packs and pack (kernels.h); the
- * AVX-512 table's packs, elm_packs_x16_nl, takes IQ4_NL too (its tiles look up the grid; AVX2's
- * maddubs could not take the grid values + 128 without overflowing its int16 pairs). */
+/* The 32-weight types and Q4_K by 16 rows, the x86 tables' packs and pack (kernels.h);
+ * elm_packs_x16_nl takes IQ4_NL too, for tables whose tiles look up its grid. */
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols);
 bool elm_packs_x16_nl(elm_type t, int64_t rows, int64_t cols);
 void elm_pack_x16(const elm_weights *w, void *out);
@@ -103,9 +110,9 @@ void elm_packed_matmul(elm_tile_q8_fn tile, int max_tokens, const void *data, in
                        int64_t nb, size_t tile_bytes, const void *xq, size_t x_row, int64_t n_tok,
                        float *y, int64_t r0, int64_t r1);
 
-/* elm_packed_matmul for packed Q4_0, Q4_1, Q5_0, Q5_1 or IQ4_NL weights (a->xq: q8 rows; the
- * tile argument a micro-kernel of a->w.type's q*x16 tiles). */
-void elm_packed_q4q5x16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
+/* elm_packed_matmul for packed Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL or Q8_0 weights (a->xq: q8 rows;
+ * the tile argument a micro-kernel of a->w.type's q*x16 tiles). */
+void elm_packed_qx16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
                                int64_t r0, int64_t r1);
 
 #endif

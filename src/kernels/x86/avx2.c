@@ -24,86 +24,126 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 
 /* Prefill micro-kernels (gemm.h): a tile's 16 rows are two vectors of 8. The tile holds signed
  * weights, so each product moves the sign to the activations as decode's Q8_0 does. One half of
- * 8 rows at a time for up to 4 tokens, with named accumulators (ELM_FOR_6_TOKENS): a weight
- * vector is loaded and its absolute value taken once for all the tokens, where a pass per token
- * over both halves redid both per token. The tiles of 5-bit codes u = q + 16 (small: gemm.h's
- * q8_small, 1..31, unsigned) skip the abs and sign steps: maddubs takes them as they are, four
- * vectors' pair sums stay within 4·2·31·127 < 2^15 in 16 bits before a madd, and the 16 comes off
- * as 16·Σx.qs, two madds a block and token where the signed tiles take eight. Both sum the same
- * integers. */
-#define Q8_FOR_4_TOKENS(op) op(0) op(1) op(2) op(3)
-#define Q8_DOT(t)                                                                                  \
+ * 8 rows at a time for 3 or 4 tokens, both halves block by block for 1 or 2 (one pass over a tile
+ * streamed from memory), with named accumulators (ELM_FOR_6_TOKENS): a weight vector is loaded and
+ * its absolute value taken once for all the tokens, where a pass per token over both halves redid
+ * both per token. The tiles of 5-bit codes u = q + 16 (small: gemm.h's q8_small, 1..31,
+ * unsigned) skip the abs and sign steps: maddubs takes them as they are, four vectors' pair sums
+ * stay within 4·2·31·127 < 2^15 in 16 bits before a madd, and the 16 comes off as 16·Σx.qs, two
+ * madds a block and token where the signed tiles take eight. Both sum the same integers. Q8_0's
+ * packed q8_0x16 tiles (packed.h) hold the codes as the repacked ones do, with f16 scales and no
+ * offsets, and are prefetched as they stream: the same integers and float steps. */
+#define Q8_FOR_TOKENS(op, h) op(0, h) op(1, h) op(2, h) op(3, h)
+#define Q8_INIT(t, h) __m256 acc##t##h = _mm256_setzero_ps();
+#define Q8_ZERO(t, h)                                                                              \
+    __m256i s##t##h, lo##t##h, hi##t##h;                                                           \
+    s##t##h = lo##t##h = hi##t##h = _mm256_setzero_si256();
+#define Q8_DOT(t, h)                                                                               \
     if (nt > t) {                                                                                  \
         const __m256i a = _mm256_set1_epi32(i32_at(x[t].qs + b * ELM_QK + 4 * k));                 \
-        if (!small) s##t = dot_u8s8(s##t, aw, _mm256_sign_epi8(a, w));                             \
-        else if (k < 4) lo##t = _mm256_add_epi16(lo##t, _mm256_maddubs_epi16(w, a));              \
-        else hi##t = _mm256_add_epi16(hi##t, _mm256_maddubs_epi16(w, a));                          \
+        if (!small) s##t##h = dot_u8s8(s##t##h, aw##h, _mm256_sign_epi8(a, w##h));                 \
+        else if (k < 4) lo##t##h = _mm256_add_epi16(lo##t##h, _mm256_maddubs_epi16(w##h, a));     \
+        else hi##t##h = _mm256_add_epi16(hi##t##h, _mm256_maddubs_epi16(w##h, a));                 \
     }
-#define Q8_ACC(t)                                                                                  \
+#define Q8_ACC(t, h)                                                                               \
     if (nt > t) {                                                                                  \
         if (small)                                                                                 \
-            s##t = _mm256_sub_epi32(                                                               \
-                _mm256_add_epi32(_mm256_madd_epi16(lo##t, one), _mm256_madd_epi16(hi##t, one)),    \
-                _mm256_set1_epi32(16 * x[t].sum[b]));                                              \
-        const __m256 sc = _mm256_mul_ps(dh, _mm256_set1_ps(x[t].d[b]));                            \
-        acc##t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s##t), sc, acc##t);                            \
-        acc##t = _mm256_fmadd_ps(mh, _mm256_set1_ps(x[t].s[b]), acc##t);                           \
+            s##t##h = _mm256_sub_epi32(_mm256_add_epi32(_mm256_madd_epi16(lo##t##h, one),          \
+                                                        _mm256_madd_epi16(hi##t##h, one)),         \
+                                       _mm256_set1_epi32(16 * x[t].sum[b]));                       \
+        const __m256 sc = _mm256_mul_ps(d##h, _mm256_set1_ps(x[t].d[b]));                          \
+        acc##t##h = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s##t##h), sc, acc##t##h);                   \
+        if (!packed) acc##t##h = _mm256_fmadd_ps(m##h, _mm256_set1_ps(x[t].s[b]), acc##t##h);      \
     }
-#define Q8_STORE(t)                                                                                \
-    if (nt > t) {                                                                                  \
+#define Q8_STORE(t, h)                                                                             \
+    if (nt > t && 8 * h < n_rows) {                                                                \
+        const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;                                    \
         float out[8];                                                                              \
-        _mm256_storeu_ps(out, acc##t);                                                             \
-        memcpy(y + t * ldy, out, sizeof(float) * (size_t)n_rows);                                  \
+        _mm256_storeu_ps(out, acc##t##h);                                                          \
+        memcpy(y + t * ldy + 8 * h, out, sizeof(float) * (size_t)nr);                              \
     }
+/* half h's weight vector k (w##h, aw##h) and the block's scales (d##h, m##h) */
+#define Q8_LOAD(h)                                                                                 \
+    const __m256i w##h = _mm256_loadu_si256((const __m256i *)(tile + 64 * k + 32 * (half + h)));   \
+    const __m256i aw##h = small ? w##h : _mm256_abs_epi8(w##h);
+#define Q8_SCALES(h)                                                                               \
+    const __m256 d##h =                                                                            \
+        packed ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dm + 16 * (half + h))))        \
+               : _mm256_loadu_ps((const float *)dm + 8 * (half + h));                              \
+    const __m256 m##h = packed ? _mm256_setzero_ps()                                               \
+                               : _mm256_loadu_ps((const float *)dm + 16 + 8 * (half + h));
 
-X86_INLINE void tile_q8_half(const uint8_t *tile, int h, int64_t nb, const elm_q8_row *x, float *y,
-                             int64_t ldy, int n_rows, const int nt, const bool small) {
+/* Rows [8·half, 8·half + 8) of the tile (nh 1) or all 16 (nh 2, half 0, for at most 2 tokens):
+ * y[t·ldy + r] for r < n_rows, counted from the first row taken. */
+X86_INLINE void tile_q8_rows(const uint8_t *tile, int half, const int nh, int64_t nb,
+                             const elm_q8_row *x, float *y, int64_t ldy, int n_rows, const int nt,
+                             const bool small, const bool packed) {
     const __m256i one = _mm256_set1_epi16(1);
-    __m256 acc0, acc1, acc2, acc3;
-    acc0 = acc1 = acc2 = acc3 = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES) {
-        __m256i s0, s1, s2, s3, lo0, lo1, lo2, lo3, hi0, hi1, hi2, hi3;
-        s0 = s1 = s2 = s3 = lo0 = lo1 = lo2 = lo3 = hi0 = hi1 = hi2 = hi3 = _mm256_setzero_si256();
+    Q8_FOR_TOKENS(Q8_INIT, 0)
+    Q8_FOR_TOKENS(Q8_INIT, 1)
+    const size_t bytes = packed ? ELM_Q8_0X16_BYTES : ELM_TILE_Q8_BYTES;
+    const size_t pf_step = nh == 2 ? bytes : bytes / 2;
+    const uint8_t *pf = tile + ELM_PREFETCH_AHEAD;
+    for (int64_t b = 0; b < nb; b++, tile += bytes) {
+        for (; packed && pf < tile + ELM_PREFETCH_AHEAD + pf_step; pf += 64)
+            _mm_prefetch((const char *)pf, _MM_HINT_T0);
+        Q8_FOR_TOKENS(Q8_ZERO, 0)
+        Q8_FOR_TOKENS(Q8_ZERO, 1)
 #pragma GCC unroll 8
         for (int k = 0; k < ELM_QK / 4; k++) {
-            const __m256i w = _mm256_load_si256((const __m256i *)(tile + 64 * k + 32 * h));
-            const __m256i aw = small ? w : _mm256_abs_epi8(w);
-            Q8_FOR_4_TOKENS(Q8_DOT)
+            Q8_LOAD(0)
+            Q8_FOR_TOKENS(Q8_DOT, 0)
+            if (nh == 2) {
+                Q8_LOAD(1)
+                Q8_FOR_TOKENS(Q8_DOT, 1)
+            }
         }
-        const float *dm = (const float *)(tile + ELM_TILE_ROWS * ELM_QK);
-        const __m256 dh = _mm256_loadu_ps(dm + 8 * h), mh = _mm256_loadu_ps(dm + 16 + 8 * h);
-        Q8_FOR_4_TOKENS(Q8_ACC)
+        const uint8_t *dm = tile + ELM_TILE_ROWS * ELM_QK;
+        Q8_SCALES(0)
+        Q8_FOR_TOKENS(Q8_ACC, 0)
+        if (nh == 2) {
+            Q8_SCALES(1)
+            Q8_FOR_TOKENS(Q8_ACC, 1)
+        }
     }
-    Q8_FOR_4_TOKENS(Q8_STORE)
+    Q8_FOR_TOKENS(Q8_STORE, 0)
+    if (nh == 2) Q8_FOR_TOKENS(Q8_STORE, 1)
 }
-#undef Q8_FOR_4_TOKENS
+#undef Q8_FOR_TOKENS
+#undef Q8_INIT
+#undef Q8_ZERO
 #undef Q8_DOT
 #undef Q8_ACC
 #undef Q8_STORE
+#undef Q8_LOAD
+#undef Q8_SCALES
 
 X86_INLINE void tile_q8_n(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
-                          int64_t ldy, int n_rows, const bool small) {
+                          int64_t ldy, int n_rows, const bool small, const bool packed) {
     elm_q8_row x[4];
     for (int t = 0; t < n_tok && t < 4; t++) x[t] = elm_q8_at(xq, nb * ELM_QK, t);
-    for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
+    if (n_tok == 1) tile_q8_rows(tile, 0, 2, nb, x, y, ldy, n_rows, 1, small, packed);
+    else if (n_tok == 2) tile_q8_rows(tile, 0, 2, nb, x, y, ldy, n_rows, 2, small, packed);
+    else for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
         const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
-        switch (n_tok) {
-        case 1: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 1, small); break;
-        case 2: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 2, small); break;
-        case 3: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 3, small); break;
-        default: tile_q8_half(tile, h, nb, x, y + 8 * h, ldy, nr, 4, small); break;
-        }
+        if (n_tok == 3) tile_q8_rows(tile, h, 1, nb, x, y + 8 * h, ldy, nr, 3, small, packed);
+        else tile_q8_rows(tile, h, 1, nb, x, y + 8 * h, ldy, nr, 4, small, packed);
     }
 }
 
 X86_FN static void tile_q8_256(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
                                int64_t ldy, int n_rows) {
-    tile_q8_n(tile, nb, xq, n_tok, y, ldy, n_rows, false);
+    tile_q8_n(tile, nb, xq, n_tok, y, ldy, n_rows, false, false);
 }
 
 X86_FN static void tile_q8s_256(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
                                 float *y, int64_t ldy, int n_rows) {
-    tile_q8_n(tile, nb, xq, n_tok, y, ldy, n_rows, true);
+    tile_q8_n(tile, nb, xq, n_tok, y, ldy, n_rows, true, false);
+}
+
+X86_FN static void tile_q8_0x16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                                float *y, int64_t ldy, int n_rows) {
+    tile_q8_n(tile, nb, xq, n_tok, y, ldy, n_rows, false, true);
 }
 
 /* Packed Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (packed.h, q*x16). A tile is two halves of 8 rows, a
@@ -343,7 +383,7 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (a->w.packed_by && (a->w.type == ELM_TYPE_IQ4_NL || !elm_type_kquant(a->w.type)))
-        elm_packed_q4q5x16_matmul(tile_qx16_for(a->w.type), 4, a, r0, r1);
+        elm_packed_qx16_matmul(tile_qx16_for(a->w.type), 4, a, r0, r1);
     else if (a->n_tok >= GEMM_MIN_TOKENS && elm_type_grid32(a->w.type))
         elm_gemm(&gemm_kernels, a, r0, r1, scratch);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx2, a, r0, r1, scratch);

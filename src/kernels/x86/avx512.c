@@ -7,8 +7,8 @@
  * out the quants, the fifth bits and the f16 scales, a few instructions per block where extracting
  * them one block at a time costs a dozen; the activations are laid out once per call in the order
  * the quants come out. The zero point of the unsigned codes is taken off in integers by starting
- * vpdpbusd's sums at -(o/4)·Σx.qs per lane. Q8_0, float types and odd block counts use
- * x86_body.h, with vpdpbusd as its integer step.
+ * vpdpbusd's sums at -(o/4)·Σx.qs per lane. Q8_0 rows of a mapped file, float types and odd
+ * block counts use x86_body.h, with vpdpbusd as its integer step.
  *
  * Prefill has 512-bit micro-kernels where a vector holds one column of all 16 rows of a tile: the
  * weights of a block are loaded once and multiplied with each token's activations broadcast from
@@ -41,9 +41,12 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 enum { Q8_TOKENS = 8, F32_TOKENS = 16, GEMM_MIN_TOKENS = 5 };
 
 /* The tile's signed weights become unsigned by adding 128 (xor 0x80), vpdpbusd's operand order;
- * the 128·Σx.qs this adds is taken back in integers: y = d·x.d·(dot - 128·x.sum) + m·x.s. */
+ * the 128·Σx.qs this adds is taken back in integers: y = d·x.d·(dot - 128·x.sum) + m·x.s. The
+ * tiles a prefill repacks (gemm.h: float d and m) and Q8_0's packed q8_0x16 tiles (packed.h: f16
+ * d, no m, streamed from memory with a prefetch ahead) hold the codes alike and sum the same
+ * integers in the same float steps, so a prefill keeps its bits either way. */
 X86_INLINE void tile_q8_512_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
-                              int64_t ldy, int n_rows, const int nt) {
+                              int64_t ldy, int n_rows, const int nt, const bool packed) {
     __m512 acc[Q8_TOKENS];
     elm_q8_row x[Q8_TOKENS];
     for (int t = 0; t < nt; t++) {
@@ -51,12 +54,18 @@ X86_INLINE void tile_q8_512_n(const uint8_t *tile, int64_t nb, const void *xq, f
         x[t] = elm_q8_at(xq, nb * ELM_QK, t);
     }
     const __m512i flip = _mm512_set1_epi8((char)0x80);
-    for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES) {
+    const size_t bytes = packed ? ELM_Q8_0X16_BYTES : ELM_TILE_Q8_BYTES;
+    const uint8_t *pf = tile + ELM_PREFETCH_AHEAD;
+    for (int64_t b = 0; b < nb; b++, tile += bytes) {
+        for (; packed && pf < tile + ELM_PREFETCH_AHEAD + bytes; pf += 64)
+            _mm_prefetch((const char *)pf, _MM_HINT_T0);
         __m512i w[ELM_QK / 4];
         for (int k = 0; k < ELM_QK / 4; k++)
-            w[k] = _mm512_xor_si512(_mm512_load_si512(tile + 64 * k), flip);
-        const __m512 d = _mm512_load_ps(tile + ELM_TILE_ROWS * ELM_QK);
-        const __m512 m = _mm512_load_ps(tile + ELM_TILE_ROWS * ELM_QK + 64);
+            w[k] = _mm512_xor_si512(_mm512_loadu_si512(tile + 64 * k), flip);
+        const uint8_t *dm = tile + ELM_TILE_ROWS * ELM_QK;
+        const __m512 d = packed ? _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)dm))
+                                : _mm512_load_ps(dm);
+        const __m512 m = packed ? _mm512_setzero_ps() : _mm512_load_ps(dm + 64);
         for (int t = 0; t < nt; t++) {
             const int8_t *qs = x[t].qs + b * ELM_QK;
             __m512i sum = _mm512_set1_epi32(-128 * x[t].sum[b]);
@@ -64,25 +73,35 @@ X86_INLINE void tile_q8_512_n(const uint8_t *tile, int64_t nb, const void *xq, f
                 sum = _mm512_dpbusd_epi32(sum, w[k], _mm512_set1_epi32(i32_at(qs + 4 * k)));
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
                                      _mm512_mul_ps(d, _mm512_set1_ps(x[t].d[b])), acc[t]);
-            acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(x[t].s[b]), acc[t]);
+            if (!packed) acc[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(x[t].s[b]), acc[t]);
         }
     }
     const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
     for (int t = 0; t < nt; t++) _mm512_mask_storeu_ps(y + t * ldy, keep, acc[t]);
 }
 
+X86_INLINE void tile_q8_512_any(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                                float *y, int64_t ldy, int n_rows, const bool packed) {
+    switch (n_tok) {
+    case 1: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 1, packed); break;
+    case 2: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 2, packed); break;
+    case 3: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 3, packed); break;
+    case 4: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 4, packed); break;
+    case 5: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 5, packed); break;
+    case 6: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 6, packed); break;
+    case 7: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 7, packed); break;
+    default: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 8, packed); break;
+    }
+}
+
 X86_FN static void tile_q8_512(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
                                int64_t ldy, int n_rows) {
-    switch (n_tok) {
-    case 1: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 1); break;
-    case 2: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 2); break;
-    case 3: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 3); break;
-    case 4: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 4); break;
-    case 5: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 5); break;
-    case 6: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 6); break;
-    case 7: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 7); break;
-    default: tile_q8_512_n(tile, nb, xq, y, ldy, n_rows, 8); break;
-    }
+    tile_q8_512_any(tile, nb, xq, n_tok, y, ldy, n_rows, false);
+}
+
+X86_FN static void tile_q8_0x16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                                float *y, int64_t ldy, int n_rows) {
+    tile_q8_512_any(tile, nb, xq, n_tok, y, ldy, n_rows, true);
 }
 
 /* Packed Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (packed.h, q*x16): a block's four vectors of the tile,
@@ -501,7 +520,7 @@ static const elm_gemm_kernels gemm_kernels_bf16 = GEMM_512(&elm_gemm_bf16_avx512
 X86_INLINE void matmul_with(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0,
                             int64_t r1, void *scratch) {
     if (a->w.packed_by && (a->w.type == ELM_TYPE_IQ4_NL || !elm_type_kquant(a->w.type)))
-        elm_packed_q4q5x16_matmul(tile_qx16_for(a->w.type), Q8_TOKENS, a, r0, r1);
+        elm_packed_qx16_matmul(tile_qx16_for(a->w.type), Q8_TOKENS, a, r0, r1);
     else if (a->n_tok >= GEMM_MIN_TOKENS && elm_type_grid32(a->w.type))
         elm_gemm(g, a, r0, r1, scratch);
     else if (elm_type_kquant(a->w.type)) elm_kquant_matmul(&elm_kq_avx512, a, r0, r1, scratch);

@@ -19,9 +19,10 @@
 
 #define X86_INLINE X86_FN static inline __attribute__((always_inline))
 
-/* The packed 32-weight types' micro-kernels (packed.h's q*x16), one per type over the including
- * file's tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, nl), and
- * tile_qx16_for(type): expanded by each table after its tile_qx16_nl. */
+/* The packed 32-weight types' micro-kernels (packed.h's q*x16), one per 4/5-bit type over the
+ * including file's tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, nl), and
+ * tile_qx16_for(type), Q8_0's the including file's tile_q8_0x16: expanded by each table after
+ * both. */
 #define X86_QX16_KERNEL(name, asym, five, nl)                                                      \
     X86_FN static void name(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,  \
                             int64_t ldy, int n_rows) {                                             \
@@ -36,7 +37,8 @@
     static elm_tile_q8_fn tile_qx16_for(elm_type t) {                                              \
         return t == ELM_TYPE_Q4_0 ? tile_q4_0x16 : t == ELM_TYPE_Q4_1 ? tile_q4_1x16               \
                : t == ELM_TYPE_Q5_0 ? tile_q5_0x16 : t == ELM_TYPE_Q5_1 ? tile_q5_1x16             \
-               : tile_iq4_nlx16;                                                                   \
+               : t == ELM_TYPE_Q8_0 ? tile_q8_0x16                                                 \
+                                    : tile_iq4_nlx16;                                              \
     }
 
 /* ---- helpers ---- */
