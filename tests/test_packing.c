@@ -10,9 +10,9 @@
  *    layout.
  *  - a mixture of experts read into memory has its stacks packed expert by expert (each expert's
  *    view a packed matrix), with the mapped file's logits up to the tiles' float order, and
- *    ggml_rounding refuses it naming a stack: the synth --tiny qwen3moe at width 256, quantized
- *    --pure q4_k (its gate and up stacks Q4_K, its down stack, 128 wide, falls back to Q5_0)
- *    with its attention at Q6_K, which no table packs;
+ *    ggml_rounding refuses it: the synth --tiny qwen3moe at width 256, quantized --pure q4_k
+ *    with its attention at Q6_K, which no table packs (the refusal names a stack), and the
+ *    synth --tiny gpt-oss at width 256 by llama-quantize's mxfp4_moe (MXFP4 stacks);
  *  - a Q8_0 file's layer matrices are packed too (q8_0x16), with the mapped file's logits up to
  *    the tiles' float order.
  * Skipped where this CPU's table packs nothing (the scalar and NEON tables). */
@@ -75,43 +75,57 @@ static double worst_diff(const float *a, const float *b, const elm_model *m) {
     return worst;
 }
 
-static void test_experts(const elm_kernels *best) {
-    elm_synth_tiny o = {.arch = "qwen3moe", .seed = 7, .width = 256,
+/* A tiny mixture of experts of family arch at width 256, quantized by policy, read into memory
+ * and mapped: its stacks (the gate's of type stack_type) packed by best, the logits alike, and
+ * ggml_rounding refused naming a packed tensor (one whose name has `named` in it). */
+static void check_experts(const elm_kernels *best, const char *arch, float std,
+                          const elm_quant_policy *policy, elm_type stack_type, const char *named) {
+    elm_synth_tiny o = {.arch = arch, .seed = 7, .width = 256, .std = std,
                         .vocab_path = fixture("vocab/ggml-vocab-llama-spm.gguf")};
     elm_model *f32 = NULL;
     elm_error err;
     char *dir = check_tmp_dir(), path_buf[1024];
     const char *path = dir ? path_buf : NULL;
-    if (dir) snprintf(path_buf, sizeof path_buf, "%s/moe-q4_k.gguf", dir);
-    /* attention at Q6_K, which no table packs: the stacks are then what a refusal must find */
-    const elm_type_override q6_attn = {"blk.*.attn_*", ELM_TYPE_Q6_K};
-    const elm_quant_params p = {
-        .policy = {.type = ELM_TYPE_Q4_K, .pure = true, .overrides = &q6_attn, .n_overrides = 1},
-        .n_threads = 2};
+    if (dir) snprintf(path_buf, sizeof path_buf, "%s/moe.gguf", dir);
+    const elm_quant_params p = {.policy = *policy, .n_threads = 2};
     elm_status st = path ? elm_synth_tiny_model(&o, &f32, NULL, &err) : ELM_ERR_IO;
     if (!st) st = elm_quantize(f32, &p, path, NULL, NULL, &err);
-    CHECK(st == ELM_OK, "tiny qwen3moe at q4_k: %s", st ? err.msg : "");
+    CHECK(st == ELM_OK, "tiny %s: %s", arch, st ? err.msg : "");
     elm_model *in = st ? NULL : load(path, true), *mapped = st ? NULL : load(path, false);
     for (int l = 0; in && mapped && l < in->hp.n_layers; l++) {
         const elm_layer *L = &in->layers[l], *M = &mapped->layers[l];
-        CHECK(L->gate_exps->type == ELM_TYPE_Q4_K && L->down_exps->type == ELM_TYPE_Q5_0 &&
-                  L->gate_exps->packed_by == best && L->up_exps->packed_by == best &&
-                  L->down_exps->packed_by == best,
-              "layer %d: stacks of types %d/%d not packed by %s", l, L->gate_exps->type,
+        CHECK(L->gate_exps->type == stack_type && L->gate_exps->packed_by == best &&
+                  L->up_exps->packed_by == best && L->down_exps->packed_by == best,
+              "%s layer %d: stacks of types %d/%d not packed by %s", arch, l, L->gate_exps->type,
               L->down_exps->type, best->isa);
         CHECK(!M->gate_exps->packed_by && !M->down_exps->packed_by,
-              "layer %d: a mapped file's stacks are packed", l);
+              "%s layer %d: a mapped file's stacks are packed", arch, l);
     }
     float *y_in = in ? logits(in, false, &st, &err) : NULL;
     float *y_map = mapped ? logits(mapped, false, &st, &err) : NULL;
     const double worst = in ? worst_diff(y_in, y_map, in) : INFINITY;
-    CHECK(worst < 1e-4, "experts: packed and mapped logits differ by %g", worst);
+    CHECK(worst < 1e-4, "%s experts: packed and mapped logits differ by %g", arch, worst);
     float *refused = in ? logits(in, true, &st, &err) : NULL;
-    CHECK(in && !refused && st == ELM_ERR_UNSUPPORTED && strstr(err.msg, "exps"),
-          "ggml_rounding ran experts packed by %s (%d): %s", best->isa, st, err.msg);
+    CHECK(in && !refused && st == ELM_ERR_UNSUPPORTED && strstr(err.msg, named),
+          "ggml_rounding ran %s packed by %s (%d): %s", arch, best->isa, st, err.msg);
     free(y_in), free(y_map), free(refused);
     elm_model_free(in), elm_model_free(mapped), elm_model_free(f32);
     if (dir) unlink(path), rmdir(dir), free(dir);
+}
+
+static void test_experts(const elm_kernels *best) {
+    /* --pure q4_k (the down stack, 128 wide, falls back to Q5_0) with attention at Q6_K, which no
+     * table packs: the stacks are then what a refusal must find */
+    const elm_type_override q6_attn = {"blk.*.attn_*", ELM_TYPE_Q6_K};
+    const elm_quant_policy q4_k = {
+        .type = ELM_TYPE_Q4_K, .pure = true, .overrides = &q6_attn, .n_overrides = 1};
+    check_experts(best, "qwen3moe", 0, &q4_k, ELM_TYPE_Q4_K, "exps");
+    /* llama-quantize's mxfp4_moe: MXFP4 stacks, the other matrices Q8_0 (packed too). Weights
+     * of std 0.1: at the default 0.3 this tiny gpt-oss's attention turns the rows' and the tiles'
+     * float orders (1e-6 apart in every product) into logits 0.2 apart */
+    elm_quant_policy mxfp4 = {.pure = false};
+    CHECK(elm_quant_recipe_from_name("mxfp4_moe", &mxfp4.recipe, &mxfp4.type), "mxfp4_moe");
+    check_experts(best, "gpt-oss", 0.1f, &mxfp4, ELM_TYPE_MXFP4, "weight");
 }
 
 /* path read into memory (*in: every layer matrix packed by best) and mapped (*mapped: none), and

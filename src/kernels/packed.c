@@ -53,11 +53,18 @@ static void put_q8_0(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
     memcpy(o + ELM_Q8_0X16_D + 2 * r, blk, 2);
 }
 
+static void put_mxfp4(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
+    (void)t;
+    for (int j = 0; j < 4; j++) memcpy(o + (j * ELM_TILE_ROWS + r) * 4, blk + 1 + 4 * j, 4);
+    o[ELM_MXFP4X16_E + r] = blk[0];
+}
+
 void elm_pack_qx16(const elm_weights *w, void *out) {
     const bool asym = w->type == ELM_TYPE_Q4_1 || w->type == ELM_TYPE_Q5_1;
     const bool five = w->type == ELM_TYPE_Q5_0 || w->type == ELM_TYPE_Q5_1;
     const size_t block = elm_type_get(w->type)->block_bytes;
     if (w->type == ELM_TYPE_Q8_0) pack_tiles(w, block, ELM_Q8_0X16_BYTES, put_q8_0, out);
+    else if (w->type == ELM_TYPE_MXFP4) pack_tiles(w, block, ELM_MXFP4X16_BYTES, put_mxfp4, out);
     else pack_tiles(w, block, elm_qx16_bytes(asym, five), put_q4q5, out);
 }
 
@@ -84,9 +91,10 @@ bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols) {
 }
 
 bool elm_packs_x16_nl(elm_type t, int64_t rows, int64_t cols) {
-    /* IQ4_NL's blocks are Q4_0's bytes */
+    /* IQ4_NL's and MXFP4's blocks are Q4_0's nibbles and a scale */
     return elm_packs_x16(t, rows, cols) ||
-           (t == ELM_TYPE_IQ4_NL && elm_packs_qx16(ELM_TYPE_Q4_0, rows, cols));
+           ((t == ELM_TYPE_IQ4_NL || t == ELM_TYPE_MXFP4) &&
+            elm_packs_qx16(ELM_TYPE_Q4_0, rows, cols));
 }
 
 void elm_pack_x16(const elm_weights *w, void *out) {

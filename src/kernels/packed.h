@@ -27,6 +27,10 @@
  * The codes lie as in the tiles a prefill repacks (gemm.h's ELM_TILE_Q8_BYTES, whose scales are
  * floats), so one micro-kernel serves both.
  *
+ * MXFP4 by 16 rows ("mxfp4x16"): per tile and block, 272 bytes (16 × 17): q4_0x16's qs[4][16][4]
+ * of the block's 16 bytes of nibbles (indices into elm_mxfp4_grid), then uint8 e[16], row r's
+ * E8M0 scale byte (the weight is grid value · 2^(e - 128), elm_e8m0_half).
+ *
  * Q4_K by 16 rows ("q4_kx16", the AVX-512 table's): per tile of rows [16i, 16i + 16) and
  * super-block s (256 columns) of each, 2304 bytes at (i·nsb + s)·2304, nsb = cols / 256:
  *   uint8 qs[32][16][4]  qs[8p + e][r][k] = byte 32p + 4e + k of row r's 128 code bytes: the low
@@ -53,6 +57,8 @@ static inline size_t elm_qx16_d_at(bool five) { return ELM_QX16_QH + (five ? 64 
 #define ELM_Q4_KX16_BYTES (ELM_TILE_ROWS * 144)
 #define ELM_Q8_0X16_BYTES (ELM_TILE_ROWS * 34)
 #define ELM_Q8_0X16_D (ELM_TILE_ROWS * ELM_QK)
+#define ELM_MXFP4X16_BYTES (ELM_TILE_ROWS * 17)
+#define ELM_MXFP4X16_E ELM_QX16_QH
 
 /* How far ahead the x86 decode and tile loops prefetch the weights they stream: 2 KiB, into the
  * next row or tile at a row's (tile's) end. Rows dotted from the file's layout (Q8_0, F16, BF16,
@@ -95,7 +101,8 @@ bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols);
 void elm_pack_q4_kx16(const elm_weights *w, void *out);
 
 /* The 32-weight types and Q4_K by 16 rows, the x86 tables' packs and pack (kernels.h);
- * elm_packs_x16_nl takes IQ4_NL too, for tables whose tiles look up its grid. */
+ * elm_packs_x16_nl takes the grid types IQ4_NL and MXFP4 too, for tables whose tiles look up
+ * their grids. */
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols);
 bool elm_packs_x16_nl(elm_type t, int64_t rows, int64_t cols);
 void elm_pack_x16(const elm_weights *w, void *out);
@@ -110,8 +117,8 @@ void elm_packed_matmul(elm_tile_q8_fn tile, int max_tokens, const void *data, in
                        int64_t nb, size_t tile_bytes, const void *xq, size_t x_row, int64_t n_tok,
                        float *y, int64_t r0, int64_t r1);
 
-/* elm_packed_matmul for packed Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL or Q8_0 weights (a->xq: q8 rows;
- * the tile argument a micro-kernel of a->w.type's q*x16 tiles). */
+/* elm_packed_matmul for packed Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4 or Q8_0 weights (a->xq: q8
+ * rows; the tile argument a micro-kernel of a->w.type's q*x16 tiles). */
 void elm_packed_qx16_matmul(elm_tile_q8_fn tile, int max_tokens, const elm_matmul_args *a,
                                int64_t r0, int64_t r1);
 

@@ -12,7 +12,8 @@
  *
  * The batch's tokens are grouped by expert, so that each expert's matrices are read once per
  * batch, by the same row-split products as a dense FFN (forward_ops.h) over the expert's slice
- * of the stacked tensors (its rows, in the file's layout: the stacks are never packed). Decode
+ * of the stacked tensors (its rows: in the file's layout when mapped, packed like the other
+ * matrices, expert by expert, when read into memory, model/pack.c). Decode
  * reads the k chosen experts only. */
 #include <math.h>
 #include <string.h>

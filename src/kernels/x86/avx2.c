@@ -146,18 +146,29 @@ X86_FN static void tile_q8_0x16(const uint8_t *tile, int64_t nb, const void *xq,
     tile_q8_n(tile, nb, xq, n_tok, y, ldy, n_rows, false, true);
 }
 
-/* Packed Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (packed.h, q*x16). A tile is two halves of 8 rows, a
- * 32-bit lane each; one or two tokens take both halves block by block (one pass over the tile: a
- * pass per half had the tile read from memory by the first and from L2 by the second, the memory
- * idle meanwhile), three or four one half at a time, so that its eight code vectors, four tokens'
- * accumulators and the temporaries fit the 16 registers. The codes are unsigned (0..31), so
+/* Packed Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and MXFP4 (packed.h, q*x16). A tile is two halves of 8
+ * rows, a 32-bit lane each; one or two tokens take both halves block by block (one pass over the
+ * tile: a pass per half had the tile read from memory by the first and from L2 by the second, the
+ * memory idle meanwhile), three or four one half at a time, so that its eight code vectors, four
+ * tokens' accumulators and the temporaries fit the 16 registers. The codes are unsigned (0..31), so
  * maddubs takes them as they are (the tiles of signed weights need abs and sign first); four pair
  * sums of a row stay within 4·2·31·127 < 2^15 and add up in 16 bits (eight for 4-bit codes) before
  * a madd. IQ4_NL's grid values + 128 (1..241) would overflow those sums, so each is split into its
  * two hex digits, u = 16·a + b, two vpshufb lookups of the 4-bit code: the a and b codes sum as
- * 4-bit codes do and Σu·x = 16·Σa·x + Σb·x (the zero point 128 comes off as for Q4_0's 8). The
- * integers and the float steps are tile_q8_256_n's, so a prefill keeps its bits. */
+ * 4-bit codes do and Σu·x = 16·Σa·x + Σb·x (the zero point 128 comes off as for Q4_0's 8).
+ * MXFP4's grid values + 16 (4..28) are codes as Q5_0's are, and its scales 2^(e - 128) are built
+ * from the E8M0 bytes' bits. The integers and the float steps are tile_q8_256_n's, so a prefill
+ * keeps its bits. */
 #define QX16_PAIRS(v, i) _mm256_maddubs_epi16(v[i], _mm256_set1_epi32(i32_at(qs + 4 * (i))))
+/* elm_e8m0_half of the 8 E8M0 bytes at e, 2^(e - 128), as float bits: (e - 1) << 23, below
+ * e = 2 the subnormal 2^21 << e. */
+X86_INLINE __m256 e8m0_half8(const uint8_t *e) {
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)e));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(v, _mm256_set1_epi32(1)), 23);
+    const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), v);
+    return _mm256_castsi256_ps(
+        _mm256_blendv_epi8(normal, subnormal, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), v)));
+}
 /* Σ over a block of the codes v (0..31) times its q8 values qs, per row (32-bit lanes). */
 X86_INLINE __m256i qx16_sum(const __m256i v[ELM_QK / 4], const int8_t *qs, const bool five) {
     const __m256i one = _mm256_set1_epi16(1);
@@ -176,9 +187,10 @@ X86_INLINE __m256i qx16_sum(const __m256i v[ELM_QK / 4], const int8_t *qs, const
 #define QX16_DOT(k, h)                                                                             \
     if (nt > k) {                                                                                  \
         const int8_t *qs = x##k.qs + b * ELM_QK;                                                   \
-        __m256i sum = qx16_sum(w, qs, five);                                                       \
-        if (nl) sum = _mm256_add_epi32(sum, _mm256_slli_epi32(qx16_sum(wa, qs, false), 4));        \
-        const int zero_point = nl ? 128 : five ? 16 : 8;                                           \
+        __m256i sum = qx16_sum(w, qs, wide);                                                       \
+        if (grid == QX16_IQ4_NL)                                                                   \
+            sum = _mm256_add_epi32(sum, _mm256_slli_epi32(qx16_sum(wa, qs, false), 4));            \
+        const int zero_point = grid == QX16_IQ4_NL ? 128 : wide ? 16 : 8;                          \
         if (!asym) sum = _mm256_add_epi32(sum, _mm256_set1_epi32(-zero_point * x##k.sum[b]));      \
         acc##k##h = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),                                       \
                                     _mm256_mul_ps(d, _mm256_set1_ps(x##k.d[b])), acc##k##h);       \
@@ -206,13 +218,17 @@ X86_INLINE __m256i qx16_sum(const __m256i v[ELM_QK / 4], const int8_t *qs, const
             w[7] = _mm256_or_si256(w[7], _mm256_and_si256(_mm256_srli_epi16(q, 3), bit4));         \
         }                                                                                          \
         __m256i wa[ELM_QK / 4];                                                                    \
-        if (nl)                                                                                    \
+        if (grid == QX16_IQ4_NL)                                                                   \
             for (int j = 0; j < ELM_QK / 4; j++) {                                                 \
                 wa[j] = _mm256_shuffle_epi8(grid_a, w[j]);                                         \
                 w[j] = _mm256_shuffle_epi8(grid_b, w[j]);                                          \
             }                                                                                      \
+        if (grid == QX16_MXFP4)                                                                    \
+            for (int j = 0; j < ELM_QK / 4; j++) w[j] = _mm256_shuffle_epi8(mx_plus16, w[j]);      \
         const uint8_t *dm = tile + d_at + 16 * hh;                                                 \
-        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dm));                   \
+        const __m256 d = grid == QX16_MXFP4                                                        \
+                             ? e8m0_half8(tile + d_at + 8 * hh)                                    \
+                             : _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)dm));              \
         const __m256 m = asym ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(dm + 32)))       \
                               : _mm256_setzero_ps();                                               \
         QX16_DOT(0, h) QX16_DOT(1, h) QX16_DOT(2, h) QX16_DOT(3, h)                                \
@@ -229,16 +245,21 @@ X86_INLINE __m256i qx16_sum(const __m256i v[ELM_QK / 4], const int8_t *qs, const
  * for r < n_rows, counted from the first row taken. */
 X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, const void *xq,
                        float *y, int64_t ldy, int n_rows, const int nt, const bool asym,
-                       const bool five, const bool nl) {
+                       const bool five, const int grid) {
     QX16_FOR_TOKENS(QX16_INIT)
+    const bool wide = five || grid == QX16_MXFP4; /* codes up to 31 */
     const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
     /* IQ4_NL's grid values + 128 (sign bits flipped), their high and low hex digits */
-    const __m256i grid = _mm256_xor_si256(
+    const __m256i nl_plus128 = _mm256_xor_si256(
         _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid)),
         _mm256_set1_epi8((char)0x80));
-    const __m256i grid_a = _mm256_and_si256(_mm256_srli_epi16(grid, 4), low4),
-                  grid_b = _mm256_and_si256(grid, low4);
-    const size_t d_at = elm_qx16_d_at(five), bytes = elm_qx16_bytes(asym, five);
+    const __m256i grid_a = _mm256_and_si256(_mm256_srli_epi16(nl_plus128, 4), low4),
+                  grid_b = _mm256_and_si256(nl_plus128, low4);
+    /* MXFP4's (at most 12 in magnitude) + 16: 4..28, codes as Q5_0's */
+    const __m256i mx_plus16 = _mm256_add_epi8(
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_mxfp4_grid)),
+        _mm256_set1_epi8(16));
+    const size_t d_at = qx16_scales_at(five, grid), bytes = qx16_tile_bytes(asym, five, grid);
     const uint8_t *pf = tile + ELM_PREFETCH_AHEAD;
     const size_t pf_step = nh == 2 ? bytes : bytes / 2;
     for (int64_t b = 0; b < nb; b++, tile += bytes) {
@@ -258,13 +279,13 @@ X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, 
 
 X86_INLINE void tile_qx16_nl(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
                              float *y, int64_t ldy, int n_rows, const bool asym, const bool five,
-                             const bool nl) {
-    if (n_tok == 1) qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 1, asym, five, nl);
-    else if (n_tok == 2) qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 2, asym, five, nl);
+                             const int grid) {
+    if (n_tok == 1) qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 1, asym, five, grid);
+    else if (n_tok == 2) qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 2, asym, five, grid);
     else for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
         const int nr = n_rows - 8 * h < 8 ? n_rows - 8 * h : 8;
-        if (n_tok == 3) qx16_n(tile, h, 1, nb, xq, y + 8 * h, ldy, nr, 3, asym, five, nl);
-        else qx16_n(tile, h, 1, nb, xq, y + 8 * h, ldy, nr, 4, asym, five, nl);
+        if (n_tok == 3) qx16_n(tile, h, 1, nb, xq, y + 8 * h, ldy, nr, 3, asym, five, grid);
+        else qx16_n(tile, h, 1, nb, xq, y + 8 * h, ldy, nr, 4, asym, five, grid);
     }
 }
 
@@ -382,7 +403,7 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
                                               .repack_f32 = repack_f32_256};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->w.packed_by && (a->w.type == ELM_TYPE_IQ4_NL || !elm_type_kquant(a->w.type)))
+    if (a->w.packed_by && (elm_type_grid32(a->w.type) || !elm_type_kquant(a->w.type)))
         elm_packed_qx16_matmul(tile_qx16_for(a->w.type), 4, a, r0, r1);
     else if (a->n_tok >= GEMM_MIN_TOKENS && elm_type_grid32(a->w.type))
         elm_gemm(&gemm_kernels, a, r0, r1, scratch);

@@ -104,13 +104,15 @@ X86_FN static void tile_q8_0x16(const uint8_t *tile, int64_t nb, const void *xq,
     tile_q8_512_any(tile, nb, xq, n_tok, y, ldy, n_rows, true);
 }
 
-/* Packed Q4_0, Q4_1, Q5_0, Q5_1 and IQ4_NL (packed.h, q*x16): a block's four vectors of the tile,
- * masked and shifted, are the eight vectors of unsigned low nibbles; for Q5_0 and Q5_1 one shift
- * of the qh vector and a ternary-logic merge add each one's fifth bits, for IQ4_NL one vpshufb
- * turns them into its grid values + 128 (unsigned, at most 241). The zero point (8, 16, 128) of
- * the symmetric types comes off in integers (the sum starts at -8·Σx.qs, -16·Σx.qs or
- * -128·Σx.qs), the offset m of the others as m·x.s. The integer sums are tile_q8_512_n's and so are the float steps, so a
- * prefill gives the same bits whether its weights are packed or not. */
+/* Packed Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and MXFP4 (packed.h, q*x16): a block's four vectors of
+ * the tile, masked and shifted, are the eight vectors of unsigned low nibbles; for Q5_0 and Q5_1
+ * one shift of the qh vector and a ternary-logic merge add each one's fifth bits, for IQ4_NL and
+ * MXFP4 one vpshufb turns them into the grid's values + 128 (unsigned, at most 241). The zero
+ * point (8, 16, 128) of the symmetric types comes off in integers (the sum starts at -8·Σx.qs,
+ * -16·Σx.qs or -128·Σx.qs), the offset m of the others as m·x.s. MXFP4's scales 2^(e - 128)
+ * come from its E8M0 bytes by vscalefps (exact, subnormals too). The integer sums are
+ * tile_q8_512_n's and so are the float steps, so a prefill gives the same bits whether its
+ * weights are packed or not. */
 
 /* Token k's accumulator and activation pointers, named (acc##k) rather than in arrays: as in
  * gemm.h's ELM_FOR_6_TOKENS, gcc kept an array of accumulators on the stack, a store after every
@@ -123,7 +125,7 @@ X86_FN static void tile_q8_0x16(const uint8_t *tile, int64_t nb, const void *xq,
     if (nt > k) {                                                                                  \
         const int8_t *qs = x##k.qs + b * ELM_QK;                                                   \
         __m512i sum = asym ? _mm512_setzero_si512()                                                \
-                           : _mm512_set1_epi32(-(nl ? 128 : five ? 16 : 8) * x##k.sum[b]);         \
+                           : _mm512_set1_epi32(-(grid ? 128 : five ? 16 : 8) * x##k.sum[b]);       \
         for (int i = 0; i < ELM_QK / 4; i++)                                                       \
             sum = dpbusd_bcast(sum, w[i], qs + 4 * i);                                             \
         acc##k = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),                                          \
@@ -133,19 +135,27 @@ X86_FN static void tile_q8_0x16(const uint8_t *tile, int64_t nb, const void *xq,
 #define QX16_STORE(k)                                                                              \
     if (nt > k) _mm512_mask_storeu_ps(y + k * ldy, keep, acc##k);
 
+/* elm_e8m0_half of the 16 E8M0 bytes at e, 2^(e - 128), by vscalefps */
+X86_INLINE __m512 e8m0_half16(const uint8_t *e) {
+    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)e));
+    return _mm512_scalef_ps(_mm512_set1_ps(1.0f),
+                            _mm512_cvtepi32_ps(_mm512_sub_epi32(v, _mm512_set1_epi32(128))));
+}
+
 /* w |= the bits of q that bit4 selects (bit4 ? q : w, bitwise) */
 #define QX16_FIFTH(w, q) _mm512_ternarylogic_epi32(w, q, bit4, 0xd8)
 
 X86_INLINE void tile_qx16_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
                             int64_t ldy, int n_rows, const int nt, const bool asym,
-                            const bool five, const bool nl) {
+                            const bool five, const int grid) {
     QX16_FOR_TOKENS(QX16_INIT)
     const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
-    /* IQ4_NL's grid values + 128: their sign bits flipped */
-    const __m512i grid =
-        _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid)),
+    /* the grid's values + 128: their sign bits flipped */
+    const int8_t *values = grid == QX16_MXFP4 ? elm_mxfp4_grid : elm_iq4nl_grid;
+    const __m512i plus128 =
+        _mm512_xor_si512(_mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)values)),
                          _mm512_set1_epi8((char)0x80));
-    const size_t d_at = elm_qx16_d_at(five), bytes = elm_qx16_bytes(asym, five);
+    const size_t d_at = qx16_scales_at(five, grid), bytes = qx16_tile_bytes(asym, five, grid);
     const uint8_t *pf = tile + ELM_PREFETCH_AHEAD;
     for (int64_t b = 0; b < nb; b++, tile += bytes) {
         for (; pf < tile + ELM_PREFETCH_AHEAD + bytes; pf += 64)
@@ -167,9 +177,11 @@ X86_INLINE void tile_qx16_n(const uint8_t *tile, int64_t nb, const void *xq, flo
             w[6] = QX16_FIFTH(w[6], _mm512_srli_epi16(q, 2));
             w[7] = QX16_FIFTH(w[7], _mm512_srli_epi16(q, 3));
         }
-        if (nl)
-            for (int j = 0; j < ELM_QK / 4; j++) w[j] = _mm512_shuffle_epi8(grid, w[j]);
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + d_at)));
+        if (grid)
+            for (int j = 0; j < ELM_QK / 4; j++) w[j] = _mm512_shuffle_epi8(plus128, w[j]);
+        const __m512 d = grid == QX16_MXFP4
+                             ? e8m0_half16(tile + d_at)
+                             : _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + d_at)));
         const __m256i *mp = (const __m256i *)(tile + d_at + 32);
         const __m512 m = asym ? _mm512_cvtph_ps(_mm256_loadu_si256(mp)) : _mm512_setzero_ps();
         QX16_FOR_TOKENS(QX16_DOT)
@@ -185,16 +197,16 @@ X86_INLINE void tile_qx16_n(const uint8_t *tile, int64_t nb, const void *xq, flo
 
 X86_INLINE void tile_qx16_nl(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
                              float *y, int64_t ldy, int n_rows, const bool asym, const bool five,
-                             const bool nl) {
+                             const int grid) {
     switch (n_tok) {
-    case 1: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 1, asym, five, nl); break;
-    case 2: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 2, asym, five, nl); break;
-    case 3: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 3, asym, five, nl); break;
-    case 4: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 4, asym, five, nl); break;
-    case 5: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 5, asym, five, nl); break;
-    case 6: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 6, asym, five, nl); break;
-    case 7: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 7, asym, five, nl); break;
-    default: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 8, asym, five, nl); break;
+    case 1: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 1, asym, five, grid); break;
+    case 2: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 2, asym, five, grid); break;
+    case 3: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 3, asym, five, grid); break;
+    case 4: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 4, asym, five, grid); break;
+    case 5: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 5, asym, five, grid); break;
+    case 6: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 6, asym, five, grid); break;
+    case 7: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 7, asym, five, grid); break;
+    default: tile_qx16_n(tile, nb, xq, y, ldy, n_rows, 8, asym, five, grid); break;
     }
 }
 
@@ -519,7 +531,7 @@ static const elm_gemm_kernels gemm_kernels_bf16 = GEMM_512(&elm_gemm_bf16_avx512
 
 X86_INLINE void matmul_with(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0,
                             int64_t r1, void *scratch) {
-    if (a->w.packed_by && (a->w.type == ELM_TYPE_IQ4_NL || !elm_type_kquant(a->w.type)))
+    if (a->w.packed_by && (elm_type_grid32(a->w.type) || !elm_type_kquant(a->w.type)))
         elm_packed_qx16_matmul(tile_qx16_for(a->w.type), Q8_TOKENS, a, r0, r1);
     else if (a->n_tok >= GEMM_MIN_TOKENS && elm_type_grid32(a->w.type))
         elm_gemm(g, a, r0, r1, scratch);

@@ -303,8 +303,8 @@ KQ_FN static void gemm16(elm_type t, const elm_kq_block *blk, int n_rows, int64_
 /* The types gemm16 takes here: all of them. The k-quants had gone through dot_packed, 2 rows by
  * 4 tokens from the file's blocks; since the tile's loop was reworked it is 2.1-2.4x that
  * (`kernel_rate --prefill --file-layout`, 2026-12-07: Q4_K 49 -> 118, Q5_K 47 -> 117, Q6_K 53 ->
- * 111 G multiply-adds/s): the experts' stacks of a mixture, which are never packed, and the Q5_K
- * and Q6_K weights of a dense model. */
+ * 111 G multiply-adds/s): the Q5_K and Q6_K weights of a dense model, and a mapped file's Q4_K
+ * (a mixture's experts' stacks among them). */
 #define KQ_GEMM16_TYPES                                                                        \
     (1ull << ELM_TYPE_IQ4_XS | 1ull << ELM_TYPE_Q2_K | 1ull << ELM_TYPE_Q3_K |                     \
      1ull << ELM_TYPE_Q4_K | 1ull << ELM_TYPE_Q5_K | 1ull << ELM_TYPE_Q6_K |                       \

@@ -19,27 +19,41 @@
 
 #define X86_INLINE X86_FN static inline __attribute__((always_inline))
 
+/* What a q*x16 tile's 4-bit codes are (tile_qx16_nl's grid): offsets from the zero point (the
+ * codes of Q4_0 ... Q5_1), or indices into IQ4_NL's or MXFP4's grid. */
+enum { QX16_CODES, QX16_IQ4_NL, QX16_MXFP4 };
+
 /* The packed 32-weight types' micro-kernels (packed.h's q*x16), one per 4/5-bit type over the
- * including file's tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, nl), and
+ * including file's tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, grid), and
  * tile_qx16_for(type), Q8_0's the including file's tile_q8_0x16: expanded by each table after
  * both. */
-#define X86_QX16_KERNEL(name, asym, five, nl)                                                      \
+#define X86_QX16_KERNEL(name, asym, five, grid)                                                    \
     X86_FN static void name(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,  \
                             int64_t ldy, int n_rows) {                                             \
-        tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, nl);                         \
+        tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, grid);                       \
     }
 #define X86_QX16_KERNELS                                                                           \
-    X86_QX16_KERNEL(tile_q4_0x16, false, false, false)                                             \
-    X86_QX16_KERNEL(tile_q4_1x16, true, false, false)                                              \
-    X86_QX16_KERNEL(tile_q5_0x16, false, true, false)                                              \
-    X86_QX16_KERNEL(tile_q5_1x16, true, true, false)                                               \
-    X86_QX16_KERNEL(tile_iq4_nlx16, false, false, true)                                            \
+    X86_QX16_KERNEL(tile_q4_0x16, false, false, QX16_CODES)                                        \
+    X86_QX16_KERNEL(tile_q4_1x16, true, false, QX16_CODES)                                         \
+    X86_QX16_KERNEL(tile_q5_0x16, false, true, QX16_CODES)                                         \
+    X86_QX16_KERNEL(tile_q5_1x16, true, true, QX16_CODES)                                          \
+    X86_QX16_KERNEL(tile_iq4_nlx16, false, false, QX16_IQ4_NL)                                     \
+    X86_QX16_KERNEL(tile_mxfp4x16, false, false, QX16_MXFP4)                                       \
     static elm_tile_q8_fn tile_qx16_for(elm_type t) {                                              \
         return t == ELM_TYPE_Q4_0 ? tile_q4_0x16 : t == ELM_TYPE_Q4_1 ? tile_q4_1x16               \
                : t == ELM_TYPE_Q5_0 ? tile_q5_0x16 : t == ELM_TYPE_Q5_1 ? tile_q5_1x16             \
-               : t == ELM_TYPE_Q8_0 ? tile_q8_0x16                                                 \
-                                    : tile_iq4_nlx16;                                              \
+               : t == ELM_TYPE_Q8_0  ? tile_q8_0x16                                                \
+               : t == ELM_TYPE_MXFP4 ? tile_mxfp4x16                                               \
+                                     : tile_iq4_nlx16;                                             \
     }
+
+/* A q*x16 tile's bytes per block and where its scales lie. */
+X86_INLINE size_t qx16_tile_bytes(bool asym, bool five, int grid) {
+    return grid == QX16_MXFP4 ? ELM_MXFP4X16_BYTES : elm_qx16_bytes(asym, five);
+}
+X86_INLINE size_t qx16_scales_at(bool five, int grid) {
+    return grid == QX16_MXFP4 ? ELM_MXFP4X16_E : elm_qx16_d_at(five);
+}
 
 /* ---- helpers ---- */
 
