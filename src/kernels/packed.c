@@ -87,12 +87,8 @@ void elm_pack_q4_kx16(const elm_weights *w, void *out) {
 }
 
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols) {
-    return elm_packs_qx16(t, rows, cols) || elm_packs_q4_kx16(t, rows, cols);
-}
-
-bool elm_packs_x16_nl(elm_type t, int64_t rows, int64_t cols) {
     /* IQ4_NL's and MXFP4's blocks are Q4_0's nibbles and a scale */
-    return elm_packs_x16(t, rows, cols) ||
+    return elm_packs_qx16(t, rows, cols) || elm_packs_q4_kx16(t, rows, cols) ||
            ((t == ELM_TYPE_IQ4_NL || t == ELM_TYPE_MXFP4) &&
             elm_packs_qx16(ELM_TYPE_Q4_0, rows, cols));
 }

@@ -100,11 +100,9 @@ bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols);
  * not overlapping it). */
 void elm_pack_q4_kx16(const elm_weights *w, void *out);
 
-/* The 32-weight types and Q4_K by 16 rows, the x86 tables' packs and pack (kernels.h);
- * elm_packs_x16_nl takes the grid types IQ4_NL and MXFP4 too, for tables whose tiles look up
- * their grids. */
+/* The 32-weight types (the grid types IQ4_NL and MXFP4 among them) and Q4_K by 16 rows, the
+ * x86 tables' packs and pack (kernels.h). */
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols);
-bool elm_packs_x16_nl(elm_type t, int64_t rows, int64_t cols);
 void elm_pack_x16(const elm_weights *w, void *out);
 
 /* A product over packed tiles: rows [r0, r1) (r0 a multiple of 16) of y[n_tok][rows], the tile

@@ -277,7 +277,7 @@ X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, 
 #undef QX16_HALF
 #undef QX16_STORE
 
-X86_INLINE void tile_qx16_nl(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+X86_INLINE void tile_qx16_of(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
                              float *y, int64_t ldy, int n_rows, const bool asym, const bool five,
                              const int grid) {
     if (n_tok == 1) qx16_n(tile, 0, 2, nb, xq, y, ldy, n_rows, 1, asym, five, grid);
@@ -419,7 +419,7 @@ static const elm_kernels avx2_kernels = {
     .quantize_q8 = quantize_q8,
     .quantize_q8_k = quantize_q8_k,
     .matmul = matmul,
-    .packs = elm_packs_x16_nl,
+    .packs = elm_packs_x16,
     .pack = elm_pack_x16,
     .rmsnorm = rmsnorm,
     .softmax = softmax,

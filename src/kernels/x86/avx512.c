@@ -195,7 +195,7 @@ X86_INLINE void tile_qx16_n(const uint8_t *tile, int64_t nb, const void *xq, flo
 #undef QX16_STORE
 #undef QX16_FIFTH
 
-X86_INLINE void tile_qx16_nl(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+X86_INLINE void tile_qx16_of(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
                              float *y, int64_t ldy, int n_rows, const bool asym, const bool five,
                              const int grid) {
     switch (n_tok) {
@@ -553,7 +553,7 @@ X86_FN static void matmul_bf16(const elm_matmul_args *a, int64_t r0, int64_t r1,
     {                                                                                              \
         .isa = "avx512", .dot_f32 = dot_f32, .transpose16 = transpose_x_512,                       \
         .quantize_q8 = quantize_q8, .quantize_q8_k = quantize_q8_k, .matmul = matmul_fn,           \
-        .packs = elm_packs_x16_nl, .pack = elm_pack_x16, .bf16_act_tokens = bf16_tokens,           \
+        .packs = elm_packs_x16, .pack = elm_pack_x16, .bf16_act_tokens = bf16_tokens,              \
         .pair16 = pair,                                                                            \
         .rmsnorm = rmsnorm, .softmax = softmax, .swiglu = swiglu, .geglu = geglu,       \
         .rope_cs = elm_scalar_rope_cs, .rope = elm_scalar_rope, .rope_neox = elm_scalar_rope_neox, \

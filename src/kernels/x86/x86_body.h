@@ -19,18 +19,18 @@
 
 #define X86_INLINE X86_FN static inline __attribute__((always_inline))
 
-/* What a q*x16 tile's 4-bit codes are (tile_qx16_nl's grid): offsets from the zero point (the
+/* What a q*x16 tile's 4-bit codes are (tile_qx16_of's grid): offsets from the zero point (the
  * codes of Q4_0 ... Q5_1), or indices into IQ4_NL's or MXFP4's grid. */
 enum { QX16_CODES, QX16_IQ4_NL, QX16_MXFP4 };
 
 /* The packed 32-weight types' micro-kernels (packed.h's q*x16), one per 4/5-bit type over the
- * including file's tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, grid), and
+ * including file's tile_qx16_of(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, grid), and
  * tile_qx16_for(type), Q8_0's the including file's tile_q8_0x16: expanded by each table after
  * both. */
 #define X86_QX16_KERNEL(name, asym, five, grid)                                                    \
     X86_FN static void name(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,  \
                             int64_t ldy, int n_rows) {                                             \
-        tile_qx16_nl(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, grid);                       \
+        tile_qx16_of(tile, nb, xq, n_tok, y, ldy, n_rows, asym, five, grid);                       \
     }
 #define X86_QX16_KERNELS                                                                           \
     X86_QX16_KERNEL(tile_q4_0x16, false, false, QX16_CODES)                                        \
