@@ -105,6 +105,12 @@ void elm_pack_q4_kx16(const elm_weights *w, void *out);
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols);
 void elm_pack_x16(const elm_weights *w, void *out);
 
+/* Whether w lies in a q*x16 layout: packed, and not Q4_K (the one q4_kx16 type). The x86 tables
+ * send such products to elm_packed_qx16_matmul. */
+static inline bool elm_packed_as_qx16(const elm_weights *w) {
+    return w->packed_by && w->type != ELM_TYPE_Q4_K;
+}
+
 /* A product over packed tiles: rows [r0, r1) (r0 a multiple of 16) of y[n_tok][rows], the tile
  * of rows [16i, 16i + 16) at data + i·tile_bytes, nb column blocks in each, the activations of
  * token t x_row bytes apart from xq. A table's micro-kernel takes one tile and up to max_tokens

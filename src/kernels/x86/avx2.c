@@ -403,7 +403,7 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
                                               .repack_f32 = repack_f32_256};
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (a->w.packed_by && (elm_type_grid32(a->w.type) || !elm_type_kquant(a->w.type)))
+    if (elm_packed_as_qx16(&a->w))
         elm_packed_qx16_matmul(tile_qx16_for(a->w.type), 4, a, r0, r1);
     else if (a->n_tok >= GEMM_MIN_TOKENS && elm_type_grid32(a->w.type))
         elm_gemm(&gemm_kernels, a, r0, r1, scratch);

@@ -531,7 +531,7 @@ static const elm_gemm_kernels gemm_kernels_bf16 = GEMM_512(&elm_gemm_bf16_avx512
 
 X86_INLINE void matmul_with(const elm_gemm_kernels *g, const elm_matmul_args *a, int64_t r0,
                             int64_t r1, void *scratch) {
-    if (a->w.packed_by && (elm_type_grid32(a->w.type) || !elm_type_kquant(a->w.type)))
+    if (elm_packed_as_qx16(&a->w))
         elm_packed_qx16_matmul(tile_qx16_for(a->w.type), Q8_TOKENS, a, r0, r1);
     else if (a->n_tok >= GEMM_MIN_TOKENS && elm_type_grid32(a->w.type))
         elm_gemm(g, a, r0, r1, scratch);
