@@ -13,8 +13,8 @@
  *    ggml_rounding refuses it: the synth --tiny qwen3moe at width 256, quantized --pure q4_k
  *    with its attention at Q6_K, which no table packs (the refusal names a stack), and the
  *    synth --tiny gpt-oss at width 256 by llama-quantize's mxfp4_moe (MXFP4 stacks);
- *  - a Q8_0 file's layer matrices are packed too (q8_0x16), with the mapped file's logits up to
- *    the tiles' float order.
+ *  - a Q8_0 file's and an IQ4_XS file's layer matrices are packed too (q8_0x16, iq4_xsx16), with
+ *    the mapped file's logits up to the tiles' float order.
  * Skipped where this CPU's table packs nothing (the scalar and NEON tables). */
 #include <math.h>
 #include <stdlib.h>
@@ -189,10 +189,13 @@ int main(int argc, char **argv) {
     free(y_in), free(y_map), free(refused), free(y_ggml);
     elm_model_free(in);
     elm_model_free(mapped);
-    packed_like_mapped(fixture("wide256/reference-quants/llamacpp-q8_0-pure.gguf"), best, &in,
-                       &mapped, &y_in, &y_map);
-    free(y_in), free(y_map);
-    elm_model_free(in), elm_model_free(mapped);
+    static const char *const others[] = {"wide256/reference-quants/llamacpp-q8_0-pure.gguf",
+                                         "wide256/reference-quants/llamacpp-iq4_xs-pure.gguf"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        packed_like_mapped(fixture(others[i]), best, &in, &mapped, &y_in, &y_map);
+        free(y_in), free(y_map);
+        elm_model_free(in), elm_model_free(mapped);
+    }
     test_experts(best);
     return check_done();
 }

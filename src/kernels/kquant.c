@@ -225,6 +225,21 @@ static void matmul_grid32(const elm_kq_kernels *k, const elm_matmul_args *a, int
     }
 }
 
+/* Row r of w (row_bytes in the file's layout) unpacked, from the tiles where w is packed. */
+static void unpack_row(const elm_kq_kernels *k, const elm_weights *w, int64_t r, size_t row_bytes,
+                       elm_kq_block *out) {
+    const int64_t nsb = w->cols / ELM_QK_K;
+    if (!w->packed_by) {
+        k->unpack(w->type, (const uint8_t *)w->data + (size_t)r * row_bytes, nsb, out);
+        return;
+    }
+    uint8_t block[144]; /* Q4_K's, the larger of the two packed types */
+    for (int64_t s = 0; s < nsb; s++) {
+        elm_kx16_block(w, r, s, block);
+        k->unpack(w->type, block, 1, out + s);
+    }
+}
+
 void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_t r0, int64_t r1,
                        void *scratch) {
     const elm_kq_kernels *s = &elm_kq_scalar;
@@ -246,7 +261,8 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
     const bool direct = k->dot_packed && (k->packed_types >> a->w.type & 1);
     /* scratch: the unpacked rows (16 of them with gemm16), gemm16's tile, the q8_K chunk */
     const bool tiles =
-        k->gemm16 && (k->gemm16_types >> a->w.type & 1) && a->n_tok >= GEMM_MIN_TOKENS;
+        k->gemm16 && (k->gemm16_types >> a->w.type & 1) && a->n_tok >= GEMM_MIN_TOKENS &&
+        (!a->w.packed_by || (k->gemm16_packed_types >> a->w.type & 1));
     elm_kq_block *blk = scratch;
     uint8_t *tile = (uint8_t *)(blk + (tiles ? 16 : 1) * nsb);
     tile += (64 - (uintptr_t)tile % 64) % 64;
@@ -259,18 +275,18 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
         if (!a->xq)
             for (int64_t t = 0; t < nt; t++)
                 elm_quantize_q8_k(a->x + (t0 + t) * cols, cols, own + t * xrow);
-        if (a->w.packed_by) {
-            elm_packed_matmul(k->tile_q4_k, k->tile_q4_k_tokens, a->w.data, rows, nsb,
-                              (size_t)nsb * ELM_Q4_KX16_BYTES, xq, xrow, nt, a->y + t0 * rows, r0,
-                              r1);
+        if (a->w.packed_by && !tiles) {
+            elm_packed_matmul(a->w.type == ELM_TYPE_IQ4_XS ? k->tile_iq4_xs : k->tile_q4_k,
+                              k->tile_kx16_tokens, a->w.data, rows, nsb,
+                              (size_t)nsb * ELM_TILE_ROWS * elm_type_get(a->w.type)->block_bytes,
+                              xq, xrow, nt, a->y + t0 * rows, r0, r1);
             continue;
         }
         if (tiles) {
             for (int64_t r = r0; r < r1; r += 16) {
                 const int n_rows = r1 - r < 16 ? (int)(r1 - r) : 16;
                 for (int i = 0; i < n_rows; i++)
-                    kk.unpack(a->w.type, (const uint8_t *)a->w.data + (size_t)(r + i) * row_bytes,
-                              nsb, blk + i * nsb);
+                    unpack_row(&kk, &a->w, r + i, row_bytes, blk + i * nsb);
                 k->gemm16(a->w.type, blk, n_rows, cols, xq, nt, a->y + t0 * rows + r, rows, tile);
             }
             continue;

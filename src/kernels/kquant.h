@@ -20,8 +20,8 @@
  * tables without gemm16 take the rows one or two at a time, 4 tokens per pass (dot_packed from
  * the file's bytes where the table has it, else a row unpacked once per chunk and dot); prefill
  * with gemm16 unpacks 16 rows and runs every token of the chunk over their repacked tile. Weights
- * packed at load (elm_weights.packed_by, Q4_K only) go through the table's tile_q4_k for every
- * token count. */
+ * packed at load (elm_weights.packed_by: Q4_K, IQ4_XS) go through the table's tile_q4_k or
+ * tile_iq4_xs for every token count. */
 #ifndef EDGELM_KERNELS_KQUANT_H
 #define EDGELM_KERNELS_KQUANT_H
 
@@ -29,6 +29,7 @@
 #include "codecs/kquant_codec.h"
 #include "codecs/mxfp4.h"
 #include "core/half.h"
+#include "kernels/gemm.h"
 #include "kernels/kernels.h"
 
 /* Whether products with weights of type t go through elm_kquant_matmul (the sub-4-bit i-quants
@@ -132,12 +133,16 @@ typedef struct elm_kq_kernels {
     void (*gemm16)(elm_type t, const elm_kq_block *blk, int n_rows, int64_t cols, const void *xq,
                    int64_t nt, float *y, int64_t ldy, void *scratch);
     uint64_t gemm16_types; /* the types (bit 1ull << t) gemm16 serves */
-    /* Packed Q4_K (packed.h's q4_kx16, for the tables that pack it), every token count: gemm.h's
-     * elm_tile_q8_fn over one tile of nb super-blocks, with q8_K rows at xq (elm_q8k_at(xq,
-     * 256·nb, t)), up to tile_q4_k_tokens tokens a call; the float result above per row. */
-    void (*tile_q4_k)(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
-                      int64_t ldy, int n_rows);
-    int tile_q4_k_tokens;
+    /* Packed Q4_K and IQ4_XS (packed.h's q4_kx16 and iq4_xsx16, for the tables that pack them),
+     * every token count: gemm.h's elm_tile_q8_fn over one tile of nb super-blocks, with q8_K
+     * rows at xq (elm_q8k_at(xq, 256·nb, t)), up to tile_kx16_tokens tokens a call; the float
+     * result above per row. */
+    elm_tile_q8_fn tile_q4_k, tile_iq4_xs;
+    int tile_kx16_tokens;
+    /* The packed types (bit 1ull << t) whose products of 4 tokens or more go through gemm16
+     * instead, on rows read back from the tiles (elm_kx16_block): where the micro-kernel's
+     * lookups on every pass over a tile cost more than gemm16's once per chunk of tokens. */
+    uint64_t gemm16_packed_types;
 } elm_kq_kernels;
 
 /* Scratch bytes of gemm16's repacked tile per super-block of its 16 rows. */

@@ -68,33 +68,61 @@ void elm_pack_qx16(const elm_weights *w, void *out) {
     else pack_tiles(w, block, elm_qx16_bytes(asym, five), put_q4q5, out);
 }
 
-bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols) {
-    return t == ELM_TYPE_Q4_K && rows > 0 && rows % ELM_TILE_ROWS == 0 && cols > 0 &&
-           cols % ELM_QK_K == 0;
+bool elm_packs_kx16(elm_type t, int64_t rows, int64_t cols) {
+    return (t == ELM_TYPE_Q4_K || t == ELM_TYPE_IQ4_XS) && rows > 0 &&
+           rows % ELM_TILE_ROWS == 0 && cols > 0 && cols % ELM_QK_K == 0;
 }
 
-static void put_q4_k(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
-    (void)t;
-    enum { QS = 16, SM = 4 };
-    for (int v = 0; v < 32; v++) memcpy(o + (v * ELM_TILE_ROWS + r) * 4, blk + QS + 4 * v, 4);
-    for (int v = 0; v < 3; v++) memcpy(o + 2048 + (v * ELM_TILE_ROWS + r) * 4, blk + SM + 4 * v, 4);
-    memcpy(o + 2240 + 2 * r, blk, 2);
-    memcpy(o + 2272 + 2 * r, blk + 2, 2);
+/* Copies n bytes from a block's field to its place in a tile (put) or back. */
+static void move_field(uint8_t *in_tile, uint8_t *in_block, size_t n, bool put) {
+    if (put) memcpy(in_tile, in_block, n);
+    else memcpy(in_block, in_tile, n);
 }
 
-void elm_pack_q4_kx16(const elm_weights *w, void *out) {
-    pack_tiles(w, 144, ELM_Q4_KX16_BYTES, put_q4_k, out);
+/* Row r's fields of a Q4_K or IQ4_XS super-block between its file block blk and the tile o
+ * (packed.h's q4_kx16 and iq4_xsx16): one description of both layouts for packing and reading
+ * back. */
+static void kx16_fields(uint8_t *o, uint8_t *blk, int r, elm_type t, bool put) {
+    const bool q4_k = t == ELM_TYPE_Q4_K;
+    uint8_t *qs = blk + (q4_k ? 16 : 8);
+    for (int v = 0; v < 32; v++) move_field(o + (v * ELM_TILE_ROWS + r) * 4, qs + 4 * v, 4, put);
+    if (q4_k) { /* d, dmin, 12 bytes of 6-bit scales and mins */
+        for (int v = 0; v < 3; v++)
+            move_field(o + 2048 + (v * ELM_TILE_ROWS + r) * 4, blk + 4 + 4 * v, 4, put);
+        move_field(o + 2240 + 2 * r, blk, 2, put);
+        move_field(o + 2272 + 2 * r, blk + 2, 2, put);
+        return;
+    } /* d, scales_h, scales_l[4] */
+    move_field(o + ELM_IQ4_XSX16_SL + 4 * r, blk + 4, 4, put);
+    move_field(o + ELM_IQ4_XSX16_SH + 2 * r, blk + 2, 2, put);
+    move_field(o + ELM_IQ4_XSX16_D + 2 * r, blk, 2, put);
+}
+
+static void put_kx16(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
+    kx16_fields(o, (uint8_t *)blk, r, t, true); /* only read */
+}
+
+void elm_kx16_block(const elm_weights *w, int64_t r, int64_t s, uint8_t *block) {
+    const size_t tile = ELM_TILE_ROWS * elm_type_get(w->type)->block_bytes;
+    const size_t at = (size_t)(r / ELM_TILE_ROWS * (w->cols / ELM_QK_K) + s) * tile;
+    kx16_fields((uint8_t *)w->data + at, block, (int)(r % ELM_TILE_ROWS), w->type,
+                false); /* only read */
+}
+
+void elm_pack_kx16(const elm_weights *w, void *out) {
+    const size_t block = elm_type_get(w->type)->block_bytes;
+    pack_tiles(w, block, ELM_TILE_ROWS * block, put_kx16, out);
 }
 
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols) {
     /* IQ4_NL's and MXFP4's blocks are Q4_0's nibbles and a scale */
-    return elm_packs_qx16(t, rows, cols) || elm_packs_q4_kx16(t, rows, cols) ||
+    return elm_packs_qx16(t, rows, cols) || elm_packs_kx16(t, rows, cols) ||
            ((t == ELM_TYPE_IQ4_NL || t == ELM_TYPE_MXFP4) &&
             elm_packs_qx16(ELM_TYPE_Q4_0, rows, cols));
 }
 
 void elm_pack_x16(const elm_weights *w, void *out) {
-    if (w->type == ELM_TYPE_Q4_K) elm_pack_q4_kx16(w, out);
+    if (elm_type_get(w->type)->block_size == ELM_QK_K) elm_pack_kx16(w, out);
     else elm_pack_qx16(w, out);
 }
 

@@ -41,7 +41,16 @@
  * Again the file's bytes, interleaved by 32-bit words: vector 8p + e, masked and shifted, holds
  * four codes of sub-blocks 2p and 2p + 1 of the 16 rows, for vpdpbusd against four broadcast
  * activation bytes; the three vectors of sm decode into every row's scales and mins with a few
- * shifts and masks (docs/kquants.md has the 12-byte packing). */
+ * shifts and masks (docs/kquants.md has the 12-byte packing).
+ *
+ * IQ4_XS by 16 rows ("iq4_xsx16"): per tile and super-block, 2176 bytes at (i·nsb + s)·2176:
+ *   uint8  qs[32][16][4]  qs[4j + e][r][k] = byte 16j + 4e + k of row r's 128 code bytes: the low
+ *                         nibble indexes weight 32j + 4e + k, the high nibble weight
+ *                         32j + 16 + 4e + k (both of sub-block j), into IQ4_NL's grid
+ *   uint8  sl[16][4]      row r's scales_l: the low 4 bits of sub-block j's scale at bit 4j
+ *   uint16 sh[16]         row r's scales_h: the high 2 bits of sub-block j's at bit 2j
+ *   f16    d[16]
+ * Sub-block j's scale is (those 6 bits) - 32; again the file's bytes, interleaved by rows. */
 #ifndef EDGELM_KERNELS_PACKED_H
 #define EDGELM_KERNELS_PACKED_H
 
@@ -59,20 +68,26 @@ static inline size_t elm_qx16_d_at(bool five) { return ELM_QX16_QH + (five ? 64 
 #define ELM_Q8_0X16_D (ELM_TILE_ROWS * ELM_QK)
 #define ELM_MXFP4X16_BYTES (ELM_TILE_ROWS * 17)
 #define ELM_MXFP4X16_E ELM_QX16_QH
+#define ELM_IQ4_XSX16_BYTES (ELM_TILE_ROWS * 136)
+#define ELM_IQ4_XSX16_SL 2048
+#define ELM_IQ4_XSX16_SH 2112
+#define ELM_IQ4_XSX16_D 2144
 
 /* How far ahead the x86 decode and tile loops prefetch the weights they stream: 2 KiB, into the
  * next row or tile at a row's (tile's) end. Rows dotted from the file's layout (Q8_0, F16, BF16,
  * Q5_K, Q6_K, IQ4_XS; the AVX-512 4/5-bit rows of a mapped file), the q*x16 tiles at every token
- * count and the Q4_K tiles (four 2.3 KiB super-blocks ahead) all do. On a 2-core Intel Xeon with
- * AVX-512 and AMX (2026-12-02, TinyLlama-shaped files, tg32 `-t 1,2`, two alternating rounds of
- * each) the hardware prefetcher alone left the memory idle: Q8_0 13.2 → 24.2 tok/s at `-t 2`,
- * IQ4_XS 13.1 → 34.1, Q5_K_M 14.8 → 30.8, F16 11.8 → 13.3, BF16 11.0 → 13.1, AVX-512 Q4_0 31-34 →
- * 42-45 and Q5_1 27 → 33 (AVX2 Q5_1 23 → 31), all-Q4_K 35-37 → 39-40; 1 KiB and 4 KiB ahead were
- * slower than 2 KiB for each kind. Earlier, on AMD: the q*x16 kernels at 4 KiB had gained 15-30%
- * at 4 tokens (Zen 4) and Q4_0's one-token AVX2 decode 54-62 → 70-71 tok/s (Zen 5), where Zen 4
- * had measured it 10-25% slower; the Q4_K tiles at 9 KiB gained 20-60% on Zen 5. */
+ * count and the Q4_K and IQ4_XS tiles (four 2.3 or 2.1 KiB super-blocks ahead) all do. On a 2-core
+ * Intel Xeon with AVX-512 and AMX (2026-12-02, TinyLlama-shaped files, tg32 `-t 1,2`, two
+ * alternating rounds of each) the hardware prefetcher alone left the memory idle: Q8_0 13.2 → 24.2
+ * tok/s at `-t 2`, IQ4_XS 13.1 → 34.1, Q5_K_M 14.8 → 30.8, F16 11.8 → 13.3, BF16 11.0 → 13.1,
+ * AVX-512 Q4_0 31-34 → 42-45 and Q5_1 27 → 33 (AVX2 Q5_1 23 → 31), all-Q4_K 35-37 → 39-40; 1 KiB
+ * and 4 KiB ahead were slower than 2 KiB for each kind. Earlier, on AMD: the q*x16 kernels at 4
+ * KiB had gained 15-30% at 4 tokens (Zen 4) and Q4_0's one-token AVX2 decode 54-62 → 70-71 tok/s
+ * (Zen 5), where Zen 4 had measured it 10-25% slower; the Q4_K tiles at 9 KiB gained 20-60% on Zen
+ * 5. */
 #define ELM_PREFETCH_AHEAD 2048
 #define ELM_Q4_KX16_PREFETCH (4 * ELM_Q4_KX16_BYTES)
+#define ELM_IQ4_XSX16_PREFETCH (4 * ELM_IQ4_XSX16_BYTES)
 
 /* Prefetches the cache line of p into L1 (a hint, as elm_prefetch_span). */
 static inline void elm_prefetch_line(const uint8_t *p) {
@@ -93,22 +108,27 @@ bool elm_packs_qx16(elm_type t, int64_t rows, int64_t cols);
  * as w's data, not overlapping it). */
 void elm_pack_qx16(const elm_weights *w, void *out);
 
-/* Whether elm_pack_q4_kx16 lays out a rows × cols matrix of type t (Q4_K, rows a multiple of 16). */
-bool elm_packs_q4_kx16(elm_type t, int64_t rows, int64_t cols);
+/* Whether elm_pack_kx16 lays out a rows × cols matrix of type t (Q4_K or IQ4_XS, rows a multiple
+ * of 16). */
+bool elm_packs_kx16(elm_type t, int64_t rows, int64_t cols);
 
-/* Writes w (Q4_K, row-major, not packed) in the q4_kx16 layout to out (as many bytes as w's data,
- * not overlapping it). */
-void elm_pack_q4_kx16(const elm_weights *w, void *out);
+/* Writes w (Q4_K or IQ4_XS, row-major, not packed) in the q4_kx16 or iq4_xsx16 layout to out (as
+ * many bytes as w's data, not overlapping it). */
+void elm_pack_kx16(const elm_weights *w, void *out);
 
-/* The 32-weight types (the grid types IQ4_NL and MXFP4 among them) and Q4_K by 16 rows, the
- * x86 tables' packs and pack (kernels.h). */
+/* The file's bytes of super-block s of row r of w (packed by elm_pack_kx16) into block (144 bytes
+ * for Q4_K, 136 for IQ4_XS): the layout read back. */
+void elm_kx16_block(const elm_weights *w, int64_t r, int64_t s, uint8_t *block);
+
+/* The 32-weight types (the grid types IQ4_NL and MXFP4 among them), Q4_K and IQ4_XS by 16 rows,
+ * the x86 tables' packs and pack (kernels.h). */
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols);
 void elm_pack_x16(const elm_weights *w, void *out);
 
-/* Whether w lies in a q*x16 layout: packed, and not Q4_K (the one q4_kx16 type). The x86 tables
- * send such products to elm_packed_qx16_matmul. */
+/* Whether w lies in a q*x16 layout: packed, and of a 32-weight type (Q4_K and IQ4_XS have their
+ * own). The x86 tables send such products to elm_packed_qx16_matmul. */
 static inline bool elm_packed_as_qx16(const elm_weights *w) {
-    return w->packed_by && w->type != ELM_TYPE_Q4_K;
+    return w->packed_by && elm_type_get(w->type)->block_size == ELM_QK;
 }
 
 /* A product over packed tiles: rows [r0, r1) (r0 a multiple of 16) of y[n_tok][rows], the tile

@@ -1,6 +1,7 @@
-/* Prefill products of every 256-weight type in AVX2 (part of kquant_avx2.c) but weights packed at
- * load (a dense model's Q4_K: the table's tile_q4_k): 16 weight rows at a time, two halves of 8
- * rows with one row per 32-bit lane, as kquant_gemm_avx512.h but without vpdpbusd.
+/* Prefill products of every 256-weight type in AVX2 (part of kquant_avx2.c) but Q4_K packed at
+ * load (the table's tile_q4_k; IQ4_XS packed at load comes here, its rows read back from the
+ * tiles): 16 weight rows at a time, two halves of 8 rows with one row per 32-bit lane, as
+ * kquant_gemm_avx512.h but without vpdpbusd.
  *
  * The rows' unpacked blocks (elm_kq_block) are repacked into a tile per super-block: the codes,
  * with lane r of vector k holding row r's columns 4k..4k+3; per 16-weight group the rows' scales

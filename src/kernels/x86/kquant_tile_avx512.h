@@ -1,5 +1,6 @@
-/* Packed Q4_K (packed.h, q4_kx16) in AVX-512 (part of kquant_avx512.c): one micro-kernel for every
- * token count, decode included, over 16 rows at a time, one row per 32-bit lane.
+/* Packed Q4_K and IQ4_XS (packed.h, q4_kx16 and iq4_xsx16) in AVX-512 (part of kquant_avx512.c):
+ * one micro-kernel each for every token count, decode included, over 16 rows at a time, one row
+ * per 32-bit lane.
  *
  * Per super-block: the three vectors of 6-bit fields decode into every row's eight scales and
  * mins (the shifts and masks of unpack_scale_min, on 16 rows at once); each code vector, masked
@@ -90,23 +91,114 @@ KQ_INLINE void tile_q4_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, f
     const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
     KT_FOR_TOKENS(KT_STORE)
 }
-#undef KT_FOR_TOKENS
 #undef KT_INIT
 #undef KT_ZERO
 #undef KT_PAIR_ZERO
 #undef KT_DOT
 #undef KT_SCALE
 #undef KT_FINISH
+
+/* Packed IQ4_XS (packed.h, iq4_xsx16), as Q4_K's above: each code vector, masked and shifted,
+ * gives four codes of one sub-block from each nibble, looked up in the grid + 128 (1..241, for
+ * vpdpbusd's unsigned bytes) with one vpshufb; a sub-block's int32 sums start from -128 times
+ * its activations' sum (its two 16-weight sums) and, times the sub-block's scale (vpmulld), add
+ * up to the oracle's exact isum. */
+#define KX_FOR_TOKENS(op) op(0) op(1) op(2) op(3)
+#define KX_INIT(k)                                                                                 \
+    __m512 acc##k = _mm512_setzero_ps();                                                           \
+    const elm_q8k_row x##k = elm_q8k_at(xq, nb * ELM_QK_K, nt > k ? k : 0);
+#define KX_ZERO(k) __m512i isum##k = _mm512_setzero_si512();
+#define KX_SUB_INIT(k)                                                                             \
+    __m512i p##k = _mm512_setzero_si512();                                                         \
+    if (nt > k) {                                                                                  \
+        const int16_t *bs = x##k.bsum + 16 * s + 2 * j;                                            \
+        p##k = _mm512_set1_epi32(-128 * (bs[0] + bs[1]));                                          \
+    }
+#define KX_DOT(k)                                                                                  \
+    if (nt > k) {                                                                                  \
+        const int8_t *q = x##k.qs + s * ELM_QK_K + 32 * j + 4 * e;                                 \
+        p##k = dpbusd_bcast(dpbusd_bcast(p##k, wl, q), wh, q + 16);                                \
+    }
+#define KX_SCALE(k)                                                                                \
+    if (nt > k) isum##k = _mm512_add_epi32(isum##k, _mm512_mullo_epi32(p##k, sc));
+#define KX_FINISH(k)                                                                               \
+    if (nt > k)                                                                                    \
+        acc##k = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum##k),                                      \
+                                 _mm512_mul_ps(d, _mm512_set1_ps(x##k.d[s])), acc##k);
+
+KQ_INLINE void tile_iq4_xsx16_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
+                                int64_t ldy, int n_rows, const int nt) {
+    KX_FOR_TOKENS(KX_INIT)
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    const __m512i grid = _mm512_xor_si512(
+        _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid)),
+        _mm512_set1_epi8((char)0x80));
+    for (int64_t s = 0; s < nb; s++, tile += ELM_IQ4_XSX16_BYTES) {
+        elm_prefetch_span(tile + ELM_IQ4_XSX16_PREFETCH, ELM_IQ4_XSX16_BYTES);
+        const __m512i sl = _mm512_loadu_si512(tile + ELM_IQ4_XSX16_SL);
+        const __m512i sh4 = _mm512_slli_epi32(
+            _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(tile + ELM_IQ4_XSX16_SH))),
+            4);
+        KX_FOR_TOKENS(KX_ZERO)
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            KX_FOR_TOKENS(KX_SUB_INIT)
+#pragma GCC unroll 4
+            for (int e = 0; e < 4; e++) {
+                const __m512i w = _mm512_loadu_si512(tile + 64 * (4 * j + e));
+                const __m512i wl = _mm512_shuffle_epi8(grid, _mm512_and_si512(w, low4));
+                const __m512i wh =
+                    _mm512_shuffle_epi8(grid, _mm512_and_si512(_mm512_srli_epi16(w, 4), low4));
+                KX_FOR_TOKENS(KX_DOT)
+            }
+            /* sub-block j's scale of each row: its 6 bits - 32 */
+            const __m512i sc = _mm512_sub_epi32(
+                _mm512_or_si512(
+                    _mm512_and_si512(_mm512_srli_epi32(sl, 4 * j), _mm512_set1_epi32(0x0f)),
+                    _mm512_and_si512(_mm512_srli_epi32(sh4, 2 * j), _mm512_set1_epi32(0x30))),
+                _mm512_set1_epi32(32));
+            KX_FOR_TOKENS(KX_SCALE)
+        }
+        const __m512 d =
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + ELM_IQ4_XSX16_D)));
+        KX_FOR_TOKENS(KX_FINISH)
+    }
+    const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
+    KT_FOR_TOKENS(KT_STORE)
+}
+#undef KX_FOR_TOKENS
+#undef KX_INIT
+#undef KX_ZERO
+#undef KX_SUB_INIT
+#undef KX_DOT
+#undef KX_SCALE
+#undef KX_FINISH
+#undef KT_FOR_TOKENS
 #undef KT_STORE
 
 #define KT_TOKENS 4
 
+/* A tile of Q4_K (or, iq4, IQ4_XS) for n_tok <= 4 tokens. */
+KQ_INLINE void tile_kx16_of(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
+                            int64_t ldy, int n_rows, const bool iq4) {
+#define KT_CALL(n)                                                                                 \
+    if (iq4) tile_iq4_xsx16_n(tile, nb, xq, y, ldy, n_rows, n);                                    \
+    else tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, n);
+    switch (n_tok) {
+    case 1: KT_CALL(1) break;
+    case 2: KT_CALL(2) break;
+    case 3: KT_CALL(3) break;
+    default: KT_CALL(4) break;
+    }
+#undef KT_CALL
+}
+
 KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
                                float *y, int64_t ldy, int n_rows) {
-    switch (n_tok) {
-    case 1: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 1); break;
-    case 2: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 2); break;
-    case 3: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 3); break;
-    default: tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, 4); break;
-    }
+    tile_kx16_of(tile, nb, xq, n_tok, y, ldy, n_rows, false);
+}
+
+KQ_FN static void tile_iq4_xsx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
+                                 float *y, int64_t ldy, int n_rows) {
+    tile_kx16_of(tile, nb, xq, n_tok, y, ldy, n_rows, true);
 }
