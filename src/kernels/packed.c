@@ -26,12 +26,23 @@ static void pack_tiles(const elm_weights *w, size_t block, size_t tile, put_row_
     }
 }
 
+/* Copies n bytes from a block's field to its place in a tile (put) or back. */
+static void move_field(uint8_t *in_tile, uint8_t *in_block, size_t n, bool put) {
+    if (put) memcpy(in_tile, in_block, n);
+    else memcpy(in_block, in_tile, n);
+}
+
+/* n 32-bit words of row r at blk, interleaved with the other rows' in the tile at o. */
+static void move_words(uint8_t *o, uint8_t *blk, int n, int r, bool put) {
+    for (int v = 0; v < n; v++) move_field(o + (v * ELM_TILE_ROWS + r) * 4, blk + 4 * v, 4, put);
+}
+
 static void put_q4q5(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
     const bool asym = t == ELM_TYPE_Q4_1 || t == ELM_TYPE_Q5_1;
     const bool five = t == ELM_TYPE_Q5_0 || t == ELM_TYPE_Q5_1;
     const size_t m_at = 2 + (asym ? 2 : 0), qs_at = m_at + (five ? 4 : 0); /* in a file block */
     const size_t d_out = elm_qx16_d_at(five);
-    for (int j = 0; j < 4; j++) memcpy(o + (j * ELM_TILE_ROWS + r) * 4, blk + qs_at + 4 * j, 4);
+    move_words(o, (uint8_t *)blk + qs_at, 4, r, true); /* only read */
     if (five) {
         const uint8_t *h = blk + m_at;
         const uint32_t qh = (uint32_t)h[0] | (uint32_t)h[1] << 8 | (uint32_t)h[2] << 16 |
@@ -48,14 +59,13 @@ static void put_q4q5(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
 
 static void put_q8_0(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
     (void)t;
-    for (int j = 0; j < ELM_QK / 4; j++)
-        memcpy(o + (j * ELM_TILE_ROWS + r) * 4, blk + 2 + 4 * j, 4);
+    move_words(o, (uint8_t *)blk + 2, ELM_QK / 4, r, true); /* only read */
     memcpy(o + ELM_Q8_0X16_D + 2 * r, blk, 2);
 }
 
 static void put_mxfp4(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
     (void)t;
-    for (int j = 0; j < 4; j++) memcpy(o + (j * ELM_TILE_ROWS + r) * 4, blk + 1 + 4 * j, 4);
+    move_words(o, (uint8_t *)blk + 1, 4, r, true); /* only read */
     o[ELM_MXFP4X16_E + r] = blk[0];
 }
 
@@ -69,26 +79,25 @@ void elm_pack_qx16(const elm_weights *w, void *out) {
 }
 
 bool elm_packs_kx16(elm_type t, int64_t rows, int64_t cols) {
-    return (t == ELM_TYPE_Q4_K || t == ELM_TYPE_IQ4_XS) && rows > 0 &&
+    return (t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS) && rows > 0 &&
            rows % ELM_TILE_ROWS == 0 && cols > 0 && cols % ELM_QK_K == 0;
 }
 
-/* Copies n bytes from a block's field to its place in a tile (put) or back. */
-static void move_field(uint8_t *in_tile, uint8_t *in_block, size_t n, bool put) {
-    if (put) memcpy(in_tile, in_block, n);
-    else memcpy(in_block, in_tile, n);
-}
-
-/* Row r's fields of a Q4_K or IQ4_XS super-block between its file block blk and the tile o
- * (packed.h's q4_kx16 and iq4_xsx16): one description of both layouts for packing and reading
- * back. */
+/* Row r's fields of a Q4_K, Q6_K or IQ4_XS super-block between its file block blk and the tile o
+ * (packed.h's q4_kx16, q6_kx16 and iq4_xsx16): one description of the layouts for packing and
+ * reading back. */
 static void kx16_fields(uint8_t *o, uint8_t *blk, int r, elm_type t, bool put) {
     const bool q4_k = t == ELM_TYPE_Q4_K;
-    uint8_t *qs = blk + (q4_k ? 16 : 8);
-    for (int v = 0; v < 32; v++) move_field(o + (v * ELM_TILE_ROWS + r) * 4, qs + 4 * v, 4, put);
+    if (t == ELM_TYPE_Q6_K) { /* ql[128], qh[64], scales[16], d */
+        move_words(o, blk, 32, r, put);
+        move_words(o + ELM_Q6_KX16_QH, blk + 128, 16, r, put);
+        move_words(o + ELM_Q6_KX16_SC, blk + 192, 4, r, put);
+        move_field(o + ELM_Q6_KX16_D + 2 * r, blk + 208, 2, put);
+        return;
+    }
+    move_words(o, blk + (q4_k ? 16 : 8), 32, r, put);
     if (q4_k) { /* d, dmin, 12 bytes of 6-bit scales and mins */
-        for (int v = 0; v < 3; v++)
-            move_field(o + 2048 + (v * ELM_TILE_ROWS + r) * 4, blk + 4 + 4 * v, 4, put);
+        move_words(o + 2048, blk + 4, 3, r, put);
         move_field(o + 2240 + 2 * r, blk, 2, put);
         move_field(o + 2272 + 2 * r, blk + 2, 2, put);
         return;

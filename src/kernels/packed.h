@@ -50,7 +50,16 @@
  *   uint8  sl[16][4]      row r's scales_l: the low 4 bits of sub-block j's scale at bit 4j
  *   uint16 sh[16]         row r's scales_h: the high 2 bits of sub-block j's at bit 2j
  *   f16    d[16]
- * Sub-block j's scale is (those 6 bits) - 32; again the file's bytes, interleaved by rows. */
+ * Sub-block j's scale is (those 6 bits) - 32; again the file's bytes, interleaved by rows.
+ *
+ * Q6_K by 16 rows ("q6_kx16"): per tile and super-block, 3360 bytes at (i·nsb + s)·3360:
+ *   uint8 ql[32][16][4]  ql[v][r][k] = byte 4v + k of row r's 128 bytes of low 4 bits
+ *   uint8 qh[16][16][4]  qh[u][r][k] = byte 4u + k of row r's 64 bytes of high 2 bits
+ *   int8  sc[4][16][4]   sc[w][r][k] = row r's scale of 16-weight group 4w + k
+ *   f16   d[16]
+ * The file's bit places are kept: for h < 2, m < 8 and k < 4, the codes u = q + 32 of weights
+ * 128h + 32·c + 4m + k (c < 4) are the low (c = 0, 1) or high (c = 2, 3) nibbles of ql vector
+ * 16h + 8·(c % 2) + m with bits 2c, 2c + 1 of qh vector 8h + m above them. */
 #ifndef EDGELM_KERNELS_PACKED_H
 #define EDGELM_KERNELS_PACKED_H
 
@@ -72,6 +81,10 @@ static inline size_t elm_qx16_d_at(bool five) { return ELM_QX16_QH + (five ? 64 
 #define ELM_IQ4_XSX16_SL 2048
 #define ELM_IQ4_XSX16_SH 2112
 #define ELM_IQ4_XSX16_D 2144
+#define ELM_Q6_KX16_BYTES (ELM_TILE_ROWS * 210)
+#define ELM_Q6_KX16_QH 2048
+#define ELM_Q6_KX16_SC 3072
+#define ELM_Q6_KX16_D 3328
 
 /* How far ahead the x86 decode and tile loops prefetch the weights they stream: 2 KiB, into the
  * next row or tile at a row's (tile's) end. Rows dotted from the file's layout (Q8_0, F16, BF16,
@@ -88,6 +101,7 @@ static inline size_t elm_qx16_d_at(bool five) { return ELM_QX16_QH + (five ? 64 
 #define ELM_PREFETCH_AHEAD 2048
 #define ELM_Q4_KX16_PREFETCH (4 * ELM_Q4_KX16_BYTES)
 #define ELM_IQ4_XSX16_PREFETCH (4 * ELM_IQ4_XSX16_BYTES)
+#define ELM_Q6_KX16_PREFETCH (4 * ELM_Q6_KX16_BYTES)
 
 /* Prefetches the cache line of p into L1 (a hint, as elm_prefetch_span). */
 static inline void elm_prefetch_line(const uint8_t *p) {
@@ -108,25 +122,25 @@ bool elm_packs_qx16(elm_type t, int64_t rows, int64_t cols);
  * as w's data, not overlapping it). */
 void elm_pack_qx16(const elm_weights *w, void *out);
 
-/* Whether elm_pack_kx16 lays out a rows × cols matrix of type t (Q4_K or IQ4_XS, rows a multiple
- * of 16). */
+/* Whether elm_pack_kx16 lays out a rows × cols matrix of type t (Q4_K, Q6_K or IQ4_XS, rows a
+ * multiple of 16). */
 bool elm_packs_kx16(elm_type t, int64_t rows, int64_t cols);
 
-/* Writes w (Q4_K or IQ4_XS, row-major, not packed) in the q4_kx16 or iq4_xsx16 layout to out (as
- * many bytes as w's data, not overlapping it). */
+/* Writes w (Q4_K, Q6_K or IQ4_XS, row-major, not packed) in the q4_kx16, q6_kx16 or iq4_xsx16
+ * layout to out (as many bytes as w's data, not overlapping it). */
 void elm_pack_kx16(const elm_weights *w, void *out);
 
 /* The file's bytes of super-block s of row r of w (packed by elm_pack_kx16) into block (144 bytes
- * for Q4_K, 136 for IQ4_XS): the layout read back. */
+ * for Q4_K, 210 for Q6_K, 136 for IQ4_XS): the layout read back. */
 void elm_kx16_block(const elm_weights *w, int64_t r, int64_t s, uint8_t *block);
 
-/* The 32-weight types (the grid types IQ4_NL and MXFP4 among them), Q4_K and IQ4_XS by 16 rows,
- * the x86 tables' packs and pack (kernels.h). */
+/* The 32-weight types (the grid types IQ4_NL and MXFP4 among them), Q4_K, Q6_K and IQ4_XS by 16
+ * rows, the x86 tables' packs and pack (kernels.h). */
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols);
 void elm_pack_x16(const elm_weights *w, void *out);
 
-/* Whether w lies in a q*x16 layout: packed, and of a 32-weight type (Q4_K and IQ4_XS have their
- * own). The x86 tables send such products to elm_packed_qx16_matmul. */
+/* Whether w lies in a q*x16 layout: packed, and of a 32-weight type (the 256-weight types have
+ * their own). The x86 tables send such products to elm_packed_qx16_matmul. */
 static inline bool elm_packed_as_qx16(const elm_weights *w) {
     return w->packed_by && elm_type_get(w->type)->block_size == ELM_QK;
 }

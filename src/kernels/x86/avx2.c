@@ -402,6 +402,14 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
                                               .repack_q8 = repack_q8_256,
                                               .repack_f32 = repack_f32_256};
 
+/* What this table packs: the x86 layouts but Q6_K's, whose 8-row tile read slower than its rows
+ * from the file in a model's decode (TinyLlama-shaped Q6_K, Zen 5, 2026-12-07, alternating: 1
+ * thread 30-33 against 36-38 tok/s, 2 threads 36-58 against 55-69; the AVX-512 table's 16-row
+ * one 77 against 70). */
+static bool packs(elm_type t, int64_t rows, int64_t cols) {
+    return t != ELM_TYPE_Q6_K && elm_packs_x16(t, rows, cols);
+}
+
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     if (elm_packed_as_qx16(&a->w))
         elm_packed_qx16_matmul(tile_qx16_for(a->w.type), 4, a, r0, r1);
@@ -419,7 +427,7 @@ static const elm_kernels avx2_kernels = {
     .quantize_q8 = quantize_q8,
     .quantize_q8_k = quantize_q8_k,
     .matmul = matmul,
-    .packs = elm_packs_x16,
+    .packs = packs,
     .pack = elm_pack_x16,
     .rmsnorm = rmsnorm,
     .softmax = softmax,

@@ -224,20 +224,25 @@ KQ_INLINE void half_iq4_xsx16_n(const uint8_t *tile, int half, int64_t s0, int64
 
 enum { KH_CHUNK = 2 };
 
-/* A whole tile (Q4_K's or, iq4, IQ4_XS's) for n_tok <= 2 tokens, the halves taking turns. */
+/* A whole tile of Q4_K or IQ4_XS (t) for n_tok <= 2 tokens, the halves taking turns. */
 KQ_INLINE void tile_kx16_of(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
-                            int64_t ldy, int n_rows, const bool iq4) {
+                            int64_t ldy, int n_rows, const elm_type t) {
     __m256 accs[2][2] = {{_mm256_setzero_ps(), _mm256_setzero_ps()},
                          {_mm256_setzero_ps(), _mm256_setzero_ps()}};
+#define KH_CALL(n)                                                                                 \
+    if (t == ELM_TYPE_IQ4_XS) half_iq4_xsx16_n(tile, h, s0, s1, nb, xq, accs[h], n);               \
+    else half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], n);
     for (int64_t s0 = 0; s0 < nb; s0 += KH_CHUNK) {
         const int64_t s1 = s0 + KH_CHUNK < nb ? s0 + KH_CHUNK : nb;
         for (int h = 0; h < 2 && 8 * h < n_rows; h++) {
-            if (iq4 && n_tok == 1) half_iq4_xsx16_n(tile, h, s0, s1, nb, xq, accs[h], 1);
-            else if (iq4) half_iq4_xsx16_n(tile, h, s0, s1, nb, xq, accs[h], 2);
-            else if (n_tok == 1) half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], 1);
-            else half_q4_kx16_n(tile, h, s0, s1, nb, xq, accs[h], 2);
+            if (n_tok == 1) {
+                KH_CALL(1)
+            } else {
+                KH_CALL(2)
+            }
         }
     }
+#undef KH_CALL
     for (int h = 0; h < 2 && 8 * h < n_rows; h++)
         for (int t = 0; t < n_tok; t++) {
             float o[8];
@@ -245,16 +250,6 @@ KQ_INLINE void tile_kx16_of(const uint8_t *tile, int64_t nb, const void *xq, int
             memcpy(y + t * ldy + 8 * h, o,
                    sizeof(float) * (size_t)(n_rows - 8 * h < 8 ? n_rows - 8 * h : 8));
         }
-}
-
-KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                               float *y, int64_t ldy, int n_rows) {
-    tile_kx16_of(tile, nb, xq, n_tok, y, ldy, n_rows, false);
-}
-
-KQ_FN static void tile_iq4_xsx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                                 float *y, int64_t ldy, int n_rows) {
-    tile_kx16_of(tile, nb, xq, n_tok, y, ldy, n_rows, true);
 }
 #define KT_TOKENS 2
 /* IQ4_XS prefill: its tiles' lookups, on every pass of two tokens, made it 0.68x gemm16's (pp256,

@@ -1,6 +1,6 @@
-/* Packed Q4_K and IQ4_XS (packed.h, q4_kx16 and iq4_xsx16) in AVX-512 (part of kquant_avx512.c):
- * one micro-kernel each for every token count, decode included, over 16 rows at a time, one row
- * per 32-bit lane.
+/* Packed Q4_K, IQ4_XS and Q6_K (packed.h, q4_kx16, iq4_xsx16 and q6_kx16) in AVX-512 (part of
+ * kquant_avx512.c): one micro-kernel each for every token count, decode included, over 16 rows
+ * at a time, one row per 32-bit lane.
  *
  * Per super-block: the three vectors of 6-bit fields decode into every row's eight scales and
  * mins (the shifts and masks of unpack_scale_min, on 16 rows at once); each code vector, masked
@@ -166,6 +166,92 @@ KQ_INLINE void tile_iq4_xsx16_n(const uint8_t *tile, int64_t nb, const void *xq,
     const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
     KT_FOR_TOKENS(KT_STORE)
 }
+/* Packed Q6_K (packed.h, q6_kx16): per super-block half h and m < 8, one ql vector of each
+ * parity and one qh vector give the codes u = q + 32 (0..63) of four 32-weight runs, four
+ * codes of 16 rows each, for vpdpbusd against four broadcast activation bytes; a 16-weight
+ * group's int32 sums start from -32 times its activations' sum and, times its scale (the
+ * int8 sign-extended, vpmulld), add up to the oracle's exact isum. */
+#define K6_GROUP(k, c)                                                                          \
+    __m512i p##c##k = _mm512_setzero_si512();                                                      \
+    if (nt > k) p##c##k = _mm512_set1_epi32(-32 * bs##k[2 * c]);
+#define K6_INIT(k)                                                                                 \
+    const int16_t *bs##k = x##k.bsum + 16 * s + 8 * h + mh;                                        \
+    K6_GROUP(k, 0) K6_GROUP(k, 1) K6_GROUP(k, 2) K6_GROUP(k, 3)
+#define K6_DOT(k)                                                                                  \
+    if (nt > k) {                                                                                  \
+        const int8_t *q = x##k.qs + s * ELM_QK_K + 128 * h + 4 * m;                                \
+        p0##k = dpbusd_bcast(p0##k, c0, q), p1##k = dpbusd_bcast(p1##k, c1, q + 32);               \
+        p2##k = dpbusd_bcast(p2##k, c2, q + 64), p3##k = dpbusd_bcast(p3##k, c3, q + 96);          \
+    }
+#define K6_SCALE(k)                                                                                \
+    if (nt > k)                                                                                    \
+        isum##k = _mm512_add_epi32(                                                                \
+            isum##k, _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(p0##k, s0),             \
+                                                       _mm512_mullo_epi32(p1##k, s1)),            \
+                                      _mm512_add_epi32(_mm512_mullo_epi32(p2##k, s2),             \
+                                                       _mm512_mullo_epi32(p3##k, s3))));
+
+/* Byte b of every 32-bit lane of v, sign-extended to int32. */
+KQ_INLINE __m512i kt_sbyte(__m512i v, int b) {
+    const int z = 0x808080; /* 0x80: a zero byte; byte b goes to the top and shifts back down */
+    return _mm512_srai_epi32(_mm512_shuffle_epi8(v, _mm512_set4_epi32((12 + b) << 24 | z,
+                                                                      (8 + b) << 24 | z,
+                                                                      (4 + b) << 24 | z,
+                                                                      b << 24 | z)),
+                             24);
+}
+
+KQ_INLINE void tile_q6_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
+                              int64_t ldy, int n_rows, const int nt) {
+    KX_FOR_TOKENS(KX_INIT)
+    const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
+    for (int64_t s = 0; s < nb; s++, tile += ELM_Q6_KX16_BYTES) {
+        elm_prefetch_span(tile + ELM_Q6_KX16_PREFETCH, ELM_Q6_KX16_BYTES);
+        KX_FOR_TOKENS(KX_ZERO)
+        __m512i sc[4];
+        for (int w = 0; w < 4; w++) sc[w] = _mm512_loadu_si512(tile + ELM_Q6_KX16_SC + 64 * w);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; h++)
+#pragma GCC unroll 2
+            for (int mh = 0; mh < 2; mh++) {
+                KX_FOR_TOKENS(K6_INIT)
+#pragma GCC unroll 4
+                for (int m = 4 * mh; m < 4 * mh + 4; m++) {
+                    const uint8_t *t = tile + 64 * (16 * h + m);
+                    const __m512i la = _mm512_loadu_si512(t), lb = _mm512_loadu_si512(t + 512);
+                    const __m512i qh =
+                        _mm512_loadu_si512(tile + ELM_Q6_KX16_QH + 64 * (8 * h + m));
+                    const __m512i c0 = _mm512_or_si512(
+                        _mm512_and_si512(la, low4),
+                        _mm512_and_si512(_mm512_slli_epi16(qh, 4), bits45));
+                    const __m512i c1 = _mm512_or_si512(
+                        _mm512_and_si512(lb, low4),
+                        _mm512_and_si512(_mm512_slli_epi16(qh, 2), bits45));
+                    const __m512i c2 = _mm512_or_si512(
+                        _mm512_and_si512(_mm512_srli_epi16(la, 4), low4),
+                        _mm512_and_si512(qh, bits45));
+                    const __m512i c3 = _mm512_or_si512(
+                        _mm512_and_si512(_mm512_srli_epi16(lb, 4), low4),
+                        _mm512_and_si512(_mm512_srli_epi16(qh, 2), bits45));
+                    KX_FOR_TOKENS(K6_DOT)
+                }
+                /* group 8h + 2c + mh's scales, c < 4 */
+                const __m512i s0 = kt_sbyte(sc[2 * h], mh), s1 = kt_sbyte(sc[2 * h], 2 + mh);
+                const __m512i s2 = kt_sbyte(sc[2 * h + 1], mh);
+                const __m512i s3 = kt_sbyte(sc[2 * h + 1], 2 + mh);
+                KX_FOR_TOKENS(K6_SCALE)
+            }
+        const __m512 d =
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + ELM_Q6_KX16_D)));
+        KX_FOR_TOKENS(KX_FINISH)
+    }
+    const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
+    KT_FOR_TOKENS(KT_STORE)
+}
+#undef K6_GROUP
+#undef K6_INIT
+#undef K6_DOT
+#undef K6_SCALE
 #undef KX_FOR_TOKENS
 #undef KX_INIT
 #undef KX_ZERO
@@ -178,11 +264,12 @@ KQ_INLINE void tile_iq4_xsx16_n(const uint8_t *tile, int64_t nb, const void *xq,
 
 #define KT_TOKENS 4
 
-/* A tile of Q4_K (or, iq4, IQ4_XS) for n_tok <= 4 tokens. */
+/* A tile of Q4_K, Q6_K or IQ4_XS (t) for n_tok <= 4 tokens. */
 KQ_INLINE void tile_kx16_of(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
-                            int64_t ldy, int n_rows, const bool iq4) {
+                            int64_t ldy, int n_rows, const elm_type t) {
 #define KT_CALL(n)                                                                                 \
-    if (iq4) tile_iq4_xsx16_n(tile, nb, xq, y, ldy, n_rows, n);                                    \
+    if (t == ELM_TYPE_IQ4_XS) tile_iq4_xsx16_n(tile, nb, xq, y, ldy, n_rows, n);                   \
+    else if (t == ELM_TYPE_Q6_K) tile_q6_kx16_n(tile, nb, xq, y, ldy, n_rows, n);                  \
     else tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, n);
     switch (n_tok) {
     case 1: KT_CALL(1) break;
@@ -191,14 +278,4 @@ KQ_INLINE void tile_kx16_of(const uint8_t *tile, int64_t nb, const void *xq, int
     default: KT_CALL(4) break;
     }
 #undef KT_CALL
-}
-
-KQ_FN static void tile_q4_kx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                               float *y, int64_t ldy, int n_rows) {
-    tile_kx16_of(tile, nb, xq, n_tok, y, ldy, n_rows, false);
-}
-
-KQ_FN static void tile_iq4_xsx16(const uint8_t *tile, int64_t nb, const void *xq, int n_tok,
-                                 float *y, int64_t ldy, int n_rows) {
-    tile_kx16_of(tile, nb, xq, n_tok, y, ldy, n_rows, true);
 }
