@@ -11,11 +11,11 @@
  *  - a mixture of experts read into memory has its stacks packed expert by expert (each expert's
  *    view a packed matrix), with the mapped file's logits up to the tiles' float order, and
  *    ggml_rounding refuses it: the synth --tiny qwen3moe at width 256, quantized --pure q4_k
- *    with its attention at Q5_K, which no table packs (the refusal names a stack), and the
+ *    with its attention at Q3_K, which no table packs (the refusal names a stack), and the
  *    synth --tiny gpt-oss at width 256 by llama-quantize's mxfp4_moe (MXFP4 stacks);
- *  - a Q8_0, an IQ4_XS and (where the table packs it) a Q6_K file's layer matrices are packed
- *    too (q8_0x16, iq4_xsx16, q6_kx16), with the mapped file's logits up to the tiles' float
- *    order.
+ *  - Q8_0, IQ4_XS and (where the table packs them) Q5_K and Q6_K files' layer matrices are
+ *    packed too (q8_0x16, iq4_xsx16, q5_kx16, q6_kx16), with the mapped file's logits up to the
+ *    tiles' float order.
  * Skipped where this CPU's table packs nothing (the scalar and NEON tables). */
 #include <math.h>
 #include <stdlib.h>
@@ -115,13 +115,12 @@ static void check_experts(const elm_kernels *best, const char *arch, float std,
 }
 
 static void test_experts(const elm_kernels *best) {
-    /* --pure q4_k (the down stack, 128 wide, falls back to Q5_0) with attention at Q5_K, which no
-     * table packs: the stacks are then what a refusal must find. Weights of std 0.1, as gpt-oss's
-     * below: at 0.3 with this attention the float orders' 1e-6 became logits 0.19 apart */
-    const elm_type_override q5_attn = {"blk.*.attn_*", ELM_TYPE_Q5_K};
+    /* --pure q4_k (the down stack, 128 wide, falls back to Q5_0) with attention at Q3_K, which no
+     * table packs: the stacks are then what a refusal must find */
+    const elm_type_override q3_attn = {"blk.*.attn_*", ELM_TYPE_Q3_K};
     const elm_quant_policy q4_k = {
-        .type = ELM_TYPE_Q4_K, .pure = true, .overrides = &q5_attn, .n_overrides = 1};
-    check_experts(best, "qwen3moe", 0.1f, &q4_k, ELM_TYPE_Q4_K, "exps");
+        .type = ELM_TYPE_Q4_K, .pure = true, .overrides = &q3_attn, .n_overrides = 1};
+    check_experts(best, "qwen3moe", 0, &q4_k, ELM_TYPE_Q4_K, "exps");
     /* llama-quantize's mxfp4_moe: MXFP4 stacks, the other matrices Q8_0 (packed too). Weights
      * of std 0.1: at the default 0.3 this tiny gpt-oss's attention turns the rows' and the tiles'
      * float orders (1e-6 apart in every product) into logits 0.2 apart */
@@ -196,9 +195,10 @@ int main(int argc, char **argv) {
         elm_type type;
     } others[] = {{"wide256/reference-quants/llamacpp-q8_0-pure.gguf", ELM_TYPE_Q8_0},
                   {"wide256/reference-quants/llamacpp-iq4_xs-pure.gguf", ELM_TYPE_IQ4_XS},
+                  {"wide256/reference-quants/llamacpp-q5_k-pure.gguf", ELM_TYPE_Q5_K},
                   {"wide256/reference-quants/llamacpp-q6_k-pure.gguf", ELM_TYPE_Q6_K}};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
-        if (!best->packs(others[i].type, 256, 256)) continue; /* Q6_K: the AVX-512 table's */
+        if (!best->packs(others[i].type, 256, 256)) continue; /* Q5_K, Q6_K: AVX-512's */
         packed_like_mapped(fixture(others[i].path), best, &in, &mapped, &y_in, &y_map);
         free(y_in), free(y_map);
         elm_model_free(in), elm_model_free(mapped);

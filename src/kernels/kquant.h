@@ -20,8 +20,8 @@
  * tables without gemm16 take the rows one or two at a time, 4 tokens per pass (dot_packed from
  * the file's bytes where the table has it, else a row unpacked once per chunk and dot); prefill
  * with gemm16 unpacks 16 rows and runs every token of the chunk over their repacked tile. Weights
- * packed at load (elm_weights.packed_by: Q4_K, Q6_K, IQ4_XS) go through the table's tile_q4_k,
- * tile_q6_k or tile_iq4_xs. */
+ * packed at load (elm_weights.packed_by: Q4_K, Q5_K, Q6_K, IQ4_XS) go through the table's
+ * tile_kx16 micro-kernels. */
 #ifndef EDGELM_KERNELS_KQUANT_H
 #define EDGELM_KERNELS_KQUANT_H
 
@@ -133,11 +133,12 @@ typedef struct elm_kq_kernels {
     void (*gemm16)(elm_type t, const elm_kq_block *blk, int n_rows, int64_t cols, const void *xq,
                    int64_t nt, float *y, int64_t ldy, void *scratch);
     uint64_t gemm16_types; /* the types (bit 1ull << t) gemm16 serves */
-    /* Packed Q4_K, Q6_K and IQ4_XS (packed.h's q4_kx16, q6_kx16 and iq4_xsx16, for the tables
-     * that pack them; NULL for a type the table does not pack), every token count: gemm.h's
-     * elm_tile_q8_fn over one tile of nb super-blocks, with q8_K rows at xq (elm_q8k_at(xq,
-     * 256·nb, t)), up to tile_kx16_tokens tokens a call; the float result above per row. */
-    elm_tile_q8_fn tile_q4_k, tile_q6_k, tile_iq4_xs;
+    /* The micro-kernel of packed type t (packed.h's q4_kx16, q5_kx16, q6_kx16 and iq4_xsx16, for
+     * the tables that pack them; NULL for a type the table does not pack), every token count:
+     * gemm.h's elm_tile_q8_fn over one tile of nb super-blocks, with q8_K rows at xq
+     * (elm_q8k_at(xq, 256·nb, t)), up to tile_kx16_tokens tokens a call; the float result above
+     * per row. */
+    elm_tile_q8_fn (*tile_kx16)(elm_type t);
     int tile_kx16_tokens;
     /* The packed types (bit 1ull << t) whose products of 4 tokens or more go through gemm16
      * instead, on rows read back from the tiles (elm_kx16_block): where the micro-kernel's

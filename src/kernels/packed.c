@@ -79,15 +79,17 @@ void elm_pack_qx16(const elm_weights *w, void *out) {
 }
 
 bool elm_packs_kx16(elm_type t, int64_t rows, int64_t cols) {
-    return (t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q6_K || t == ELM_TYPE_IQ4_XS) && rows > 0 &&
+    return (t == ELM_TYPE_Q4_K || t == ELM_TYPE_Q5_K || t == ELM_TYPE_Q6_K ||
+            t == ELM_TYPE_IQ4_XS) &&
+           rows > 0 &&
            rows % ELM_TILE_ROWS == 0 && cols > 0 && cols % ELM_QK_K == 0;
 }
 
-/* Row r's fields of a Q4_K, Q6_K or IQ4_XS super-block between its file block blk and the tile o
- * (packed.h's q4_kx16, q6_kx16 and iq4_xsx16): one description of the layouts for packing and
- * reading back. */
+/* Row r's fields of a Q4_K, Q5_K, Q6_K or IQ4_XS super-block between its file block blk and the
+ * tile o (packed.h's q4_kx16, q5_kx16, q6_kx16 and iq4_xsx16): one description of the layouts for
+ * packing and reading back. */
 static void kx16_fields(uint8_t *o, uint8_t *blk, int r, elm_type t, bool put) {
-    const bool q4_k = t == ELM_TYPE_Q4_K;
+    const bool five = t == ELM_TYPE_Q5_K, q4_k = t == ELM_TYPE_Q4_K || five;
     if (t == ELM_TYPE_Q6_K) { /* ql[128], qh[64], scales[16], d */
         move_words(o, blk, 32, r, put);
         move_words(o + ELM_Q6_KX16_QH, blk + 128, 16, r, put);
@@ -95,11 +97,13 @@ static void kx16_fields(uint8_t *o, uint8_t *blk, int r, elm_type t, bool put) {
         move_field(o + ELM_Q6_KX16_D + 2 * r, blk + 208, 2, put);
         return;
     }
-    move_words(o, blk + (q4_k ? 16 : 8), 32, r, put);
-    if (q4_k) { /* d, dmin, 12 bytes of 6-bit scales and mins */
-        move_words(o + 2048, blk + 4, 3, r, put);
-        move_field(o + 2240 + 2 * r, blk, 2, put);
-        move_field(o + 2272 + 2 * r, blk + 2, 2, put);
+    move_words(o, blk + (five ? 48 : q4_k ? 16 : 8), 32, r, put);
+    if (q4_k) { /* d, dmin, 12 bytes of 6-bit scales and mins, Q5_K's qh[32] */
+        const size_t sm = elm_kx16_sm_at(five);
+        if (five) move_words(o + ELM_Q5_KX16_QH, blk + 16, 8, r, put);
+        move_words(o + sm, blk + 4, 3, r, put);
+        move_field(o + sm + 192 + 2 * r, blk, 2, put);
+        move_field(o + sm + 224 + 2 * r, blk + 2, 2, put);
         return;
     } /* d, scales_h, scales_l[4] */
     move_field(o + ELM_IQ4_XSX16_SL + 4 * r, blk + 4, 4, put);

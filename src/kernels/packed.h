@@ -43,6 +43,14 @@
  * activation bytes; the three vectors of sm decode into every row's scales and mins with a few
  * shifts and masks (docs/kquants.md has the 12-byte packing).
  *
+ * Q5_K by 16 rows ("q5_kx16"): 2816 bytes per tile and super-block, q4_kx16's fields with the
+ * fifth bits between the codes and the scales:
+ *   uint8 qs[32][16][4]  as Q4_K's
+ *   uint8 qh[8][16][4]   qh[e][r][k] = byte 4e + k of row r's 32 bytes of fifth bits: bit 2p of
+ *                        weight 64p + 4e + k's, bit 2p + 1 of weight 64p + 32 + 4e + k's
+ *   uint8 sm[3][16][4]   at 2560, as Q4_K's
+ *   f16   d[16], dmin[16]  at 2752, 2784
+ *
  * IQ4_XS by 16 rows ("iq4_xsx16"): per tile and super-block, 2176 bytes at (i·nsb + s)·2176:
  *   uint8  qs[32][16][4]  qs[4j + e][r][k] = byte 16j + 4e + k of row r's 128 code bytes: the low
  *                         nibble indexes weight 32j + 4e + k, the high nibble weight
@@ -73,6 +81,11 @@ static inline size_t elm_qx16_bytes(bool asym, bool five) {
 #define ELM_QX16_QH 256
 static inline size_t elm_qx16_d_at(bool five) { return ELM_QX16_QH + (five ? 64 : 0); }
 #define ELM_Q4_KX16_BYTES (ELM_TILE_ROWS * 144)
+#define ELM_Q5_KX16_BYTES (ELM_TILE_ROWS * 176)
+/* q4_kx16's and q5_kx16's fields: Q5_K's fifth bits after the codes, then the 6-bit scales and
+ * mins, d and dmin */
+#define ELM_Q5_KX16_QH 2048
+static inline size_t elm_kx16_sm_at(bool five) { return five ? 2560 : 2048; }
 #define ELM_Q8_0X16_BYTES (ELM_TILE_ROWS * 34)
 #define ELM_Q8_0X16_D (ELM_TILE_ROWS * ELM_QK)
 #define ELM_MXFP4X16_BYTES (ELM_TILE_ROWS * 17)
@@ -100,6 +113,7 @@ static inline size_t elm_qx16_d_at(bool five) { return ELM_QX16_QH + (five ? 64 
  * 5. */
 #define ELM_PREFETCH_AHEAD 2048
 #define ELM_Q4_KX16_PREFETCH (4 * ELM_Q4_KX16_BYTES)
+#define ELM_Q5_KX16_PREFETCH (4 * ELM_Q5_KX16_BYTES)
 #define ELM_IQ4_XSX16_PREFETCH (4 * ELM_IQ4_XSX16_BYTES)
 #define ELM_Q6_KX16_PREFETCH (4 * ELM_Q6_KX16_BYTES)
 
@@ -122,20 +136,20 @@ bool elm_packs_qx16(elm_type t, int64_t rows, int64_t cols);
  * as w's data, not overlapping it). */
 void elm_pack_qx16(const elm_weights *w, void *out);
 
-/* Whether elm_pack_kx16 lays out a rows × cols matrix of type t (Q4_K, Q6_K or IQ4_XS, rows a
- * multiple of 16). */
+/* Whether elm_pack_kx16 lays out a rows × cols matrix of type t (Q4_K, Q5_K, Q6_K or IQ4_XS,
+ * rows a multiple of 16). */
 bool elm_packs_kx16(elm_type t, int64_t rows, int64_t cols);
 
-/* Writes w (Q4_K, Q6_K or IQ4_XS, row-major, not packed) in the q4_kx16, q6_kx16 or iq4_xsx16
- * layout to out (as many bytes as w's data, not overlapping it). */
+/* Writes w (Q4_K, Q5_K, Q6_K or IQ4_XS, row-major, not packed) in the q4_kx16, q5_kx16, q6_kx16
+ * or iq4_xsx16 layout to out (as many bytes as w's data, not overlapping it). */
 void elm_pack_kx16(const elm_weights *w, void *out);
 
 /* The file's bytes of super-block s of row r of w (packed by elm_pack_kx16) into block (144 bytes
- * for Q4_K, 210 for Q6_K, 136 for IQ4_XS): the layout read back. */
+ * for Q4_K, 176 for Q5_K, 210 for Q6_K, 136 for IQ4_XS): the layout read back. */
 void elm_kx16_block(const elm_weights *w, int64_t r, int64_t s, uint8_t *block);
 
-/* The 32-weight types (the grid types IQ4_NL and MXFP4 among them), Q4_K, Q6_K and IQ4_XS by 16
- * rows, the x86 tables' packs and pack (kernels.h). */
+/* The 32-weight types (the grid types IQ4_NL and MXFP4 among them), Q4_K, Q5_K, Q6_K and IQ4_XS
+ * by 16 rows, the x86 tables' packs and pack (kernels.h). */
 bool elm_packs_x16(elm_type t, int64_t rows, int64_t cols);
 void elm_pack_x16(const elm_weights *w, void *out);
 

@@ -402,12 +402,13 @@ static const elm_gemm_kernels gemm_kernels = {.q8 = tile_q8_256,
                                               .repack_q8 = repack_q8_256,
                                               .repack_f32 = repack_f32_256};
 
-/* What this table packs: the x86 layouts but Q6_K's, whose 8-row tile read slower than its rows
- * from the file in a model's decode (TinyLlama-shaped Q6_K, Zen 5, 2026-12-07, alternating: 1
- * thread 30-33 against 36-38 tok/s, 2 threads 36-58 against 55-69; the AVX-512 table's 16-row
- * one 77 against 70). */
+/* What this table packs: the x86 layouts but Q5_K's and Q6_K's, whose 8-row tiles (tried) read
+ * slower than their rows from the file in a model's decode while the VM's neighbours held the
+ * memory at 45-50 GB/s, though faster alone out of L2 (TinyLlama-shaped files, Zen 5, 2 threads,
+ * 2026-12-07, alternating: Q6_K 36-58 against 55-69 tok/s, Q5_K_M 46-47 against 63-72; at 70+
+ * GB/s Q5_K_M 73 against 72). */
 static bool packs(elm_type t, int64_t rows, int64_t cols) {
-    return t != ELM_TYPE_Q6_K && elm_packs_x16(t, rows, cols);
+    return t != ELM_TYPE_Q5_K && t != ELM_TYPE_Q6_K && elm_packs_x16(t, rows, cols);
 }
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {

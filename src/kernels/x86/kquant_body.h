@@ -742,7 +742,6 @@ KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int
 /* Q6_K prefill: its tiles' code assembly on every pass of four tokens made it 0.8x gemm16's
  * (pp256, TinyLlama-shaped Q6_K, Zen 5, 2 threads, 2026-12-07: 284-287 against 357 tok/s) */
 #define KQ_GEMM16_PACKED_TYPES (1ull << ELM_TYPE_Q6_K)
-#define KQ_TILE_Q6_K tile_q6_kx16
 #else
 #include "kernels/x86/kquant_tile_avx2.h"
 #include "kernels/x86/kquant_gemm_avx2.h"
@@ -755,13 +754,25 @@ KQ_FN static float dot_iq4_nl(const int8_t *q, const float *d, elm_q8_row x, int
         tile_kx16_of(tile, nb, xq, n_tok, y, ldy, n_rows, type);                                   \
     }
 KQ_KX16_KERNEL(tile_q4_kx16, ELM_TYPE_Q4_K)
-#ifdef KQ_TILES
+KQ_KX16_KERNEL(tile_iq4_xsx16, ELM_TYPE_IQ4_XS)
+#ifdef KQ_TILES /* the AVX2 table packs neither (avx2.c's packs) */
+KQ_KX16_KERNEL(tile_q5_kx16, ELM_TYPE_Q5_K)
 KQ_KX16_KERNEL(tile_q6_kx16, ELM_TYPE_Q6_K)
+#define KQ_TILE_Q5_K tile_q5_kx16
+#define KQ_TILE_Q6_K tile_q6_kx16
 #else
+#define KQ_TILE_Q5_K NULL
 #define KQ_TILE_Q6_K NULL
 #endif
-KQ_KX16_KERNEL(tile_iq4_xsx16, ELM_TYPE_IQ4_XS)
 #undef KQ_KX16_KERNEL
+
+static elm_tile_q8_fn tile_kx16(elm_type t) {
+    return t == ELM_TYPE_Q4_K     ? tile_q4_kx16
+           : t == ELM_TYPE_IQ4_XS ? tile_iq4_xsx16
+           : t == ELM_TYPE_Q5_K   ? KQ_TILE_Q5_K
+           : t == ELM_TYPE_Q6_K   ? KQ_TILE_Q6_K
+                                  : NULL;
+}
 
 const elm_kq_kernels KQ_TABLE = {
     .unpack = unpack,
@@ -777,8 +788,6 @@ const elm_kq_kernels KQ_TABLE = {
 #undef KQ_TYPE_BIT
     .gemm16 = gemm16,
     .gemm16_types = KQ_GEMM16_TYPES,
-    .tile_q4_k = tile_q4_kx16,
-    .tile_q6_k = KQ_TILE_Q6_K,
-    .tile_iq4_xs = tile_iq4_xsx16,
+    .tile_kx16 = tile_kx16,
     .tile_kx16_tokens = KT_TOKENS,
     .gemm16_packed_types = KQ_GEMM16_PACKED_TYPES};

@@ -1,5 +1,5 @@
 /* Prefill products of every 256-weight type in AVX2 (part of kquant_avx2.c) but Q4_K packed at
- * load (the table's tile_q4_k; IQ4_XS packed at load comes here, its rows read back from the
+ * load (the table's tile_kx16; IQ4_XS packed at load comes here, its rows read back from the
  * tiles): 16 weight rows at a time, two halves of 8 rows with one row per 32-bit lane, as
  * kquant_gemm_avx512.h but without vpdpbusd.
  *

@@ -1,6 +1,6 @@
-/* Packed Q4_K, IQ4_XS and Q6_K (packed.h, q4_kx16, iq4_xsx16 and q6_kx16) in AVX-512 (part of
- * kquant_avx512.c): one micro-kernel each for every token count, decode included, over 16 rows
- * at a time, one row per 32-bit lane.
+/* Packed Q4_K, Q5_K, IQ4_XS and Q6_K (packed.h's q4_kx16, q5_kx16, iq4_xsx16 and q6_kx16) in
+ * AVX-512 (part of kquant_avx512.c): one micro-kernel each for every token count, decode included,
+ * over 16 rows at a time, one row per 32-bit lane.
  *
  * Per super-block: the three vectors of 6-bit fields decode into every row's eight scales and
  * mins (the shifts and masks of unpack_scale_min, on 16 rows at once); each code vector, masked
@@ -8,7 +8,8 @@
  * bytes broadcast from memory; a sub-block's sums times its scale (vpmulld) add up to the
  * oracle's exact isum, and the mins' Σ m·bsum comes from vpdpwssd with each min as an int16
  * pair against two adjacent 16-weight sums. Only the float steps differ from the oracle: one
- * fused multiply-add each. */
+ * fused multiply-add each. Q5_K's tile is Q4_K's with the fifth bits or-ed into the codes
+ * (0..31), each shifted to bit 4 from its qh vector. */
 #include "kernels/x86/vnni512.h"
 
 /* Byte k of every 32-bit lane of v, as an int32 (pair: as two int16, both that byte). */
@@ -49,16 +50,25 @@ KQ_INLINE __m512i kt_byte(__m512i v, int k, bool pair) {
 #define KT_STORE(k)                                                                                \
     if (nt > k) _mm512_mask_storeu_ps(y + k * ldy, keep, acc##k);
 
-KQ_INLINE void tile_q4_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
-                              int64_t ldy, int n_rows, const int nt) {
+/* The fifth bits of weights 64p + 4e + k (low nibbles) and 64p + 32 + 4e + k (high) from qh
+ * vector e (packed.h's q5_kx16), at bit 4 of each byte. */
+KQ_INLINE __m512i kt_bit4(__m512i qh, int bit) {
+    const __m512i v = bit <= 4 ? _mm512_slli_epi16(qh, 4 - bit) : _mm512_srli_epi16(qh, bit - 4);
+    return _mm512_and_si512(v, _mm512_set1_epi8(0x10));
+}
+
+/* Q4_K's tile, or (five) Q5_K's. */
+KQ_INLINE void tile_q45_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, float *y,
+                               int64_t ldy, int n_rows, const int nt, const bool five) {
     KT_FOR_TOKENS(KT_INIT)
     const __m512i low4 = _mm512_set1_epi8(0x0f), low6 = _mm512_set1_epi8(0x3f);
     const __m512i two = _mm512_set1_epi8(0x03);
-    for (int64_t s = 0; s < nb; s++, tile += ELM_Q4_KX16_BYTES) {
-        elm_prefetch_span(tile + ELM_Q4_KX16_PREFETCH, ELM_Q4_KX16_BYTES);
+    const size_t bytes = five ? ELM_Q5_KX16_BYTES : ELM_Q4_KX16_BYTES, sm = elm_kx16_sm_at(five);
+    for (int64_t s = 0; s < nb; s++, tile += bytes) {
+        elm_prefetch_span(tile + 4 * bytes, bytes);
         /* unpack_scale_min's words, 16 rows at once: scales 0-3, mins 0-3, scales 4-7, mins 4-7 */
-        const __m512i u0 = _mm512_loadu_si512(tile + 2048), u1 = _mm512_loadu_si512(tile + 2112);
-        const __m512i u2 = _mm512_loadu_si512(tile + 2176);
+        const __m512i u0 = _mm512_loadu_si512(tile + sm), u1 = _mm512_loadu_si512(tile + sm + 64);
+        const __m512i u2 = _mm512_loadu_si512(tile + sm + 128);
         const __m512i sc[2] = {
             _mm512_and_si512(u0, low6),
             _mm512_or_si512(_mm512_and_si512(u2, low4),
@@ -70,8 +80,13 @@ KQ_INLINE void tile_q4_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, f
 #pragma GCC unroll 8
             for (int e = 0; e < 8; e++) {
                 const __m512i w = _mm512_loadu_si512(tile + 64 * (8 * p + e));
-                const __m512i wl = _mm512_and_si512(w, low4);
-                const __m512i wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+                __m512i wl = _mm512_and_si512(w, low4);
+                __m512i wh = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+                if (five) {
+                    const __m512i qh = _mm512_loadu_si512(tile + ELM_Q5_KX16_QH + 64 * e);
+                    wl = _mm512_or_si512(wl, kt_bit4(qh, 2 * p));
+                    wh = _mm512_or_si512(wh, kt_bit4(qh, 2 * p + 1));
+                }
                 KT_FOR_TOKENS(KT_DOT)
             }
             const __m512i sa = kt_byte(sc[p / 2], 2 * (p % 2), false);
@@ -84,8 +99,9 @@ KQ_INLINE void tile_q4_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, f
                             _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(u1, 6), two), 4))};
         __m512i mp[8];
         for (int j = 0; j < 8; j++) mp[j] = kt_byte(m[j / 4], j % 4, true);
-        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + 2240)));
-        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + 2272)));
+        const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + sm + 192)));
+        const __m512 dmin =
+            _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(tile + sm + 224)));
         KT_FOR_TOKENS(KT_FINISH)
     }
     const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
@@ -264,13 +280,13 @@ KQ_INLINE void tile_q6_kx16_n(const uint8_t *tile, int64_t nb, const void *xq, f
 
 #define KT_TOKENS 4
 
-/* A tile of Q4_K, Q6_K or IQ4_XS (t) for n_tok <= 4 tokens. */
+/* A tile of Q4_K, Q5_K, Q6_K or IQ4_XS (t) for n_tok <= 4 tokens. */
 KQ_INLINE void tile_kx16_of(const uint8_t *tile, int64_t nb, const void *xq, int n_tok, float *y,
                             int64_t ldy, int n_rows, const elm_type t) {
 #define KT_CALL(n)                                                                                 \
     if (t == ELM_TYPE_IQ4_XS) tile_iq4_xsx16_n(tile, nb, xq, y, ldy, n_rows, n);                   \
     else if (t == ELM_TYPE_Q6_K) tile_q6_kx16_n(tile, nb, xq, y, ldy, n_rows, n);                  \
-    else tile_q4_kx16_n(tile, nb, xq, y, ldy, n_rows, n);
+    else tile_q45_kx16_n(tile, nb, xq, y, ldy, n_rows, n, t == ELM_TYPE_Q5_K);
     switch (n_tok) {
     case 1: KT_CALL(1) break;
     case 2: KT_CALL(2) break;
