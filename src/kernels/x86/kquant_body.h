@@ -758,20 +758,19 @@ KQ_KX16_KERNEL(tile_iq4_xsx16, ELM_TYPE_IQ4_XS)
 #ifdef KQ_TILES /* the AVX2 table packs neither (avx2.c's packs) */
 KQ_KX16_KERNEL(tile_q5_kx16, ELM_TYPE_Q5_K)
 KQ_KX16_KERNEL(tile_q6_kx16, ELM_TYPE_Q6_K)
-#define KQ_TILE_Q5_K tile_q5_kx16
-#define KQ_TILE_Q6_K tile_q6_kx16
-#else
-#define KQ_TILE_Q5_K NULL
-#define KQ_TILE_Q6_K NULL
 #endif
 #undef KQ_KX16_KERNEL
 
 static elm_tile_q8_fn tile_kx16(elm_type t) {
-    return t == ELM_TYPE_Q4_K     ? tile_q4_kx16
-           : t == ELM_TYPE_IQ4_XS ? tile_iq4_xsx16
-           : t == ELM_TYPE_Q5_K   ? KQ_TILE_Q5_K
-           : t == ELM_TYPE_Q6_K   ? KQ_TILE_Q6_K
-                                  : NULL;
+    switch (t) {
+    case ELM_TYPE_Q4_K: return tile_q4_kx16;
+    case ELM_TYPE_IQ4_XS: return tile_iq4_xsx16;
+#ifdef KQ_TILES
+    case ELM_TYPE_Q5_K: return tile_q5_kx16;
+    case ELM_TYPE_Q6_K: return tile_q6_kx16;
+#endif
+    default: return NULL;
+    }
 }
 
 const elm_kq_kernels KQ_TABLE = {
