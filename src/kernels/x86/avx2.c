@@ -360,6 +360,35 @@ X86_FN static void repack_f32_256(const elm_weights *w, int64_t r0, int n_rows, 
     if (c0 < cols) elm_repack_f32_cols(w, r0, n_rows, c0, tile); /* the last cols % 8 */
 }
 
+/* The q8 tiles of rows [r0, r0 + 16) of w, IQ4_NL packed at load (packed.h's iq4_nlx16: r0 a
+ * multiple of 16): each vector of nibbles, 8 rows' words, gives two words of grid values by
+ * vpshufb, the tile's codes already in place. */
+X86_FN static void repack_q8_iq4_nlx16(const elm_weights *w, int64_t r0, uint8_t *tile) {
+    const int64_t nb = w->cols / ELM_QK;
+    const size_t bytes = elm_qx16_bytes(false, false);
+    const uint8_t *src = (const uint8_t *)w->data + (size_t)(r0 / ELM_TILE_ROWS * nb) * bytes;
+    const __m256i grid =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid));
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    for (int64_t b = 0; b < nb; b++, src += bytes, tile += ELM_TILE_Q8_BYTES) {
+        for (int j = 0; j < 4; j++)
+            for (int h = 0; h < 2; h++) {
+                const __m256i v = _mm256_loadu_si256((const __m256i *)(src + 64 * j + 32 * h));
+                const __m256i lo = _mm256_shuffle_epi8(grid, _mm256_and_si256(v, low4));
+                const __m256i hi =
+                    _mm256_shuffle_epi8(grid, _mm256_and_si256(_mm256_srli_epi16(v, 4), low4));
+                _mm256_storeu_si256((__m256i *)(tile + 64 * j + 32 * h), lo);
+                _mm256_storeu_si256((__m256i *)(tile + 64 * (j + 4) + 32 * h), hi);
+            }
+        const uint8_t *d = src + elm_qx16_d_at(false);
+        _mm256_storeu_ps((float *)(tile + ELM_TILE_ROWS * ELM_QK),
+                         _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)d)));
+        _mm256_storeu_ps((float *)(tile + ELM_TILE_ROWS * ELM_QK + 32),
+                         _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + 16))));
+        memset(tile + ELM_TILE_ROWS * ELM_QK + 64, 0, 64);
+    }
+}
+
 /* 16 rows of one block, each 8 dwords of 4 weights, become the tile's 8 vectors of one dword per
  * row, a half of 8 rows at a time through transpose8: the scalar repacking (elm_repack_q8_tile)
  * took more time than the tiles' products in an MXFP4 expert's prefill, whose rows are repacked
@@ -367,6 +396,10 @@ X86_FN static void repack_f32_256(const elm_weights *w, int64_t r0, int n_rows, 
 X86_FN static void repack_q8_256(const elm_weights *w, int64_t r0, int n_rows, uint8_t *tile) {
     const elm_type t = w->type;
     const int64_t nb = w->cols / ELM_QK;
+    if (w->packed_by) { /* IQ4_NL packed at load (matmul) */
+        repack_q8_iq4_nlx16(w, r0, tile);
+        return;
+    }
     const size_t bb = elm_type_get(t)->block_bytes, row_bytes = (size_t)nb * bb;
     const uint8_t *base = (const uint8_t *)w->data + (size_t)r0 * row_bytes;
     for (int64_t b = 0; b < nb; b++, tile += ELM_TILE_Q8_BYTES) {
@@ -412,7 +445,11 @@ static bool packs(elm_type t, int64_t rows, int64_t cols) {
 }
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
-    if (elm_packed_as_qx16(&a->w))
+    /* IQ4_NL's prefill repacks its tiles into the q8 tiles (repack_q8_iq4_nlx16): the q*x16
+     * tile's two lookups and two maddubs a vector on every pass made it 0.8x (pp256, TinyLlama
+     * shapes, Zen 5, 2 threads, 2026-12-08: 121 against 150 tok/s from the file's layout) */
+    const bool nl_prefill = a->w.type == ELM_TYPE_IQ4_NL && a->n_tok >= GEMM_MIN_TOKENS;
+    if (elm_packed_as_qx16(&a->w) && !nl_prefill)
         elm_packed_qx16_matmul(tile_qx16_for(a->w.type), 4, a, r0, r1);
     else if (a->n_tok >= GEMM_MIN_TOKENS && elm_type_grid32(a->w.type))
         elm_gemm(&gemm_kernels, a, r0, r1, scratch);
