@@ -276,8 +276,7 @@ void elm_kquant_matmul(const elm_kq_kernels *k, const elm_matmul_args *a, int64_
             for (int64_t t = 0; t < nt; t++)
                 elm_quantize_q8_k(a->x + (t0 + t) * cols, cols, own + t * xrow);
         if (a->w.packed_by && !tiles) {
-            elm_packed_matmul(k->tile_kx16(a->w.type),
-                              k->tile_kx16_tokens, a->w.data, rows, nsb,
+            elm_packed_matmul(k->tile_kx16(a->w.type), k->tile_kx16_tokens, a->w.data, rows, nsb,
                               (size_t)nsb * ELM_TILE_ROWS * elm_type_get(a->w.type)->block_bytes,
                               xq, xrow, nt, a->y + t0 * rows, r0, r1);
             continue;

@@ -142,7 +142,8 @@ typedef struct elm_kq_kernels {
     int tile_kx16_tokens;
     /* The packed types (bit 1ull << t) whose products of 4 tokens or more go through gemm16
      * instead, on rows read back from the tiles (elm_kx16_block): where the micro-kernel's
-     * lookups on every pass over a tile cost more than gemm16's once per chunk of tokens. */
+     * decoding of the codes on every pass over a tile costs more than gemm16's, once per chunk
+     * of tokens. */
     uint64_t gemm16_packed_types;
 } elm_kq_kernels;
 

@@ -182,12 +182,13 @@ KQ_INLINE void tile_iq4_xsx16_n(const uint8_t *tile, int64_t nb, const void *xq,
     const __mmask16 keep = (__mmask16)((1u << n_rows) - 1);
     KT_FOR_TOKENS(KT_STORE)
 }
+
 /* Packed Q6_K (packed.h, q6_kx16): per super-block half h and m < 8, one ql vector of each
  * parity and one qh vector give the codes u = q + 32 (0..63) of four 32-weight runs, four
  * codes of 16 rows each, for vpdpbusd against four broadcast activation bytes; a 16-weight
  * group's int32 sums start from -32 times its activations' sum and, times its scale (the
  * int8 sign-extended, vpmulld), add up to the oracle's exact isum. */
-#define K6_GROUP(k, c)                                                                          \
+#define K6_GROUP(k, c)                                                                             \
     __m512i p##c##k = _mm512_setzero_si512();                                                      \
     if (nt > k) p##c##k = _mm512_set1_epi32(-32 * bs##k[2 * c]);
 #define K6_INIT(k)                                                                                 \
