@@ -233,10 +233,12 @@ static void unpack_row(const elm_kq_kernels *k, const elm_weights *w, int64_t r,
         k->unpack(w->type, (const uint8_t *)w->data + (size_t)r * row_bytes, nsb, out);
         return;
     }
-    uint8_t block[210]; /* Q6_K's, the largest of the packed types */
-    for (int64_t s = 0; s < nsb; s++) {
-        elm_kx16_block(w, r, s, block);
-        k->unpack(w->type, block, 1, out + s);
+    enum { RUN = 16 };
+    uint8_t blocks[RUN * 210]; /* Q6_K's, the largest of the packed types */
+    for (int64_t s = 0; s < nsb; s += RUN) {
+        const int n = nsb - s < RUN ? (int)(nsb - s) : RUN;
+        elm_kx16_blocks(w, r, s, n, blocks);
+        k->unpack(w->type, blocks, n, out + s);
     }
 }
 

@@ -141,7 +141,7 @@ typedef struct elm_kq_kernels {
     elm_tile_q8_fn (*tile_kx16)(elm_type t);
     int tile_kx16_tokens;
     /* The packed types (bit 1ull << t) whose products of 4 tokens or more go through gemm16
-     * instead, on rows read back from the tiles (elm_kx16_block): where the micro-kernel's
+     * instead, on rows read back from the tiles (elm_kx16_blocks): where the micro-kernel's
      * decoding of the codes on every pass over a tile costs more than gemm16's, once per chunk
      * of tokens. */
     uint64_t gemm16_packed_types;

@@ -115,11 +115,12 @@ static void put_kx16(uint8_t *o, const uint8_t *blk, int r, elm_type t) {
     kx16_fields(o, (uint8_t *)blk, r, t, true); /* only read */
 }
 
-void elm_kx16_block(const elm_weights *w, int64_t r, int64_t s, uint8_t *block) {
-    const size_t tile = ELM_TILE_ROWS * elm_type_get(w->type)->block_bytes;
-    const size_t at = (size_t)(r / ELM_TILE_ROWS * (w->cols / ELM_QK_K) + s) * tile;
-    kx16_fields((uint8_t *)w->data + at, block, (int)(r % ELM_TILE_ROWS), w->type,
-                false); /* only read */
+void elm_kx16_blocks(const elm_weights *w, int64_t r, int64_t s0, int n, uint8_t *blocks) {
+    const size_t block = elm_type_get(w->type)->block_bytes, tile = ELM_TILE_ROWS * block;
+    const int64_t at = r / ELM_TILE_ROWS * (w->cols / ELM_QK_K) + s0; /* the tile's index */
+    uint8_t *o = (uint8_t *)w->data + (size_t)at * tile;
+    for (int i = 0; i < n; i++, o += tile, blocks += block)
+        kx16_fields(o, blocks, (int)(r % ELM_TILE_ROWS), w->type, false); /* only read */
 }
 
 void elm_pack_kx16(const elm_weights *w, void *out) {

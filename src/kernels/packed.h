@@ -144,9 +144,10 @@ bool elm_packs_kx16(elm_type t, int64_t rows, int64_t cols);
  * or iq4_xsx16 layout to out (as many bytes as w's data, not overlapping it). */
 void elm_pack_kx16(const elm_weights *w, void *out);
 
-/* The file's bytes of super-block s of row r of w (packed by elm_pack_kx16) into block (144 bytes
- * for Q4_K, 176 for Q5_K, 210 for Q6_K, 136 for IQ4_XS): the layout read back. */
-void elm_kx16_block(const elm_weights *w, int64_t r, int64_t s, uint8_t *block);
+/* The file's bytes of super-blocks [s0, s0 + n) of row r of w (packed by elm_pack_kx16) into
+ * blocks, one after another (144 bytes each for Q4_K, 176 for Q5_K, 210 for Q6_K, 136 for
+ * IQ4_XS): the layout read back. */
+void elm_kx16_blocks(const elm_weights *w, int64_t r, int64_t s0, int n, uint8_t *blocks);
 
 /* The 32-weight types (the grid types IQ4_NL and MXFP4 among them), Q4_K, Q5_K, Q6_K and IQ4_XS
  * by 16 rows, the x86 tables' packs and pack (kernels.h). */

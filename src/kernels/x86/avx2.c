@@ -20,6 +20,7 @@ X86_FN static inline __m256i dot_u8s8(__m256i acc, __m256i u, __m256i s) {
 }
 
 #include "kernels/x86/x86_body.h"
+#include "kernels/x86/iq4nl_avx2.h"
 #include "kernels/x86/transpose.h"
 
 /* Prefill micro-kernels (gemm.h): a tile's 16 rows are two vectors of 8. The tile holds signed
@@ -249,12 +250,8 @@ X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, 
     QX16_FOR_TOKENS(QX16_INIT)
     const bool wide = five || grid == QX16_MXFP4; /* codes up to 31 */
     const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
-    /* IQ4_NL's grid values + 128 (sign bits flipped), their high and low hex digits */
-    const __m256i nl_plus128 = _mm256_xor_si256(
-        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid)),
-        _mm256_set1_epi8((char)0x80));
-    const __m256i grid_a = _mm256_and_si256(_mm256_srli_epi16(nl_plus128, 4), low4),
-                  grid_b = _mm256_and_si256(nl_plus128, low4);
+    __m256i grid_a, grid_b; /* IQ4_NL's */
+    iq4nl_hex_digits(&grid_a, &grid_b);
     /* MXFP4's (at most 12 in magnitude) + 16: 4..28, codes as Q5_0's */
     const __m256i mx_plus16 = _mm256_add_epi8(
         _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_mxfp4_grid)),

@@ -1,6 +1,7 @@
 /* Packed Q4_K and IQ4_XS (packed.h, q4_kx16 and iq4_xsx16) in AVX2 (part of kquant_avx2.c): the
  * AVX2 table's micro-kernels for every token count, decode included, over 16 rows as two halves
  * of 8, one row per 32-bit lane (kquant_tile_avx512.h is the AVX-512 table's). */
+#include "kernels/x86/iq4nl_avx2.h"
 
 /* ---- Q4_K ----
  * One half of a tile (8 rows, a 32-bit lane each) at a time, up to 2 tokens, so that a pair of
@@ -122,7 +123,7 @@ KQ_INLINE void half_q4_kx16_n(const uint8_t *tile, int half, int64_t s0, int64_t
 /* ---- IQ4_XS ----
  * The same halves, turns and prefetches as Q4_K's. Its grid values + 128 (1..241) would overflow
  * maddubs' int16 pairs, so each is split into its two hex digits, u = 16·a + b, two vpshufb
- * lookups of the 4-bit code (avx2.c's IQ4_NL tiles do the same): a sub-block's eight pair sums
+ * lookups of the 4-bit code (iq4nl_avx2.h, as avx2.c's IQ4_NL tiles): a sub-block's eight pair sums
  * of the a codes, and of the b codes, stay within 8·2·15·127 < 2^15 in 16 bits, and one madd of
  * each by the sub-block's scale sc (16·sc for the a sums) gives Σ sc·u·x in int32. The offset
  * comes off as 128·sc times the sub-block's two 16-weight activation sums (a madd with the
@@ -165,11 +166,8 @@ KQ_INLINE void half_iq4_xsx16_n(const uint8_t *tile, int half, int64_t s0, int64
                                 const void *xq, __m256 accs[2], const int nt) {
     KX_FOR_TOKENS(KX_INIT)
     const __m256i low4 = _mm256_set1_epi8(0x0f);
-    /* the grid values + 128 (sign bits flipped), their high and low hex digits */
-    const __m256i u = _mm256_xor_si256(
-        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid)),
-        _mm256_set1_epi8((char)0x80));
-    const __m256i grid_a = kq_bits(u, 4, 0x0f), grid_b = _mm256_and_si256(u, low4);
+    __m256i grid_a, grid_b;
+    iq4nl_hex_digits(&grid_a, &grid_b);
     tile += s0 * ELM_IQ4_XSX16_BYTES;
     for (int64_t s = s0; s < s1; s++, tile += ELM_IQ4_XSX16_BYTES) {
         const uint8_t *h = tile + 32 * half;
