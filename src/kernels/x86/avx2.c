@@ -154,9 +154,9 @@ X86_FN static void tile_q8_0x16(const uint8_t *tile, int64_t nb, const void *xq,
  * tokens' accumulators and the temporaries fit the 16 registers. The codes are unsigned (0..31), so
  * maddubs takes them as they are (the tiles of signed weights need abs and sign first); four pair
  * sums of a row stay within 4·2·31·127 < 2^15 and add up in 16 bits (eight for 4-bit codes) before
- * a madd. IQ4_NL's grid values + 128 (1..241) would overflow those sums, so each is split into its
- * two hex digits, u = 16·a + b, two vpshufb lookups of the 4-bit code: the a and b codes sum as
- * 4-bit codes do and Σu·x = 16·Σa·x + Σb·x (the zero point 128 comes off as for Q4_0's 8).
+ * a madd. IQ4_NL's grid values + 128 (1..241) would overflow those sums, so each is split as
+ * g + 139 = 16·v + r(v) (iq4nl_avx2.h): the codes v sum as Q4_0's do, the residues r (0..26, one
+ * vpshufb) as 5-bit codes, and the zero point 139 comes off as Q4_0's 8 does.
  * MXFP4's grid values + 16 (4..28) are codes as Q5_0's are, and its scales 2^(e - 128) are built
  * from the E8M0 bytes' bits. The integers and the float steps are tile_q8_256_n's, so a prefill
  * keeps its bits. */
@@ -190,8 +190,8 @@ X86_INLINE __m256i qx16_sum(const __m256i v[ELM_QK / 4], const int8_t *qs, const
         const int8_t *qs = x##k.qs + b * ELM_QK;                                                   \
         __m256i sum = qx16_sum(w, qs, wide);                                                       \
         if (grid == QX16_IQ4_NL)                                                                   \
-            sum = _mm256_add_epi32(sum, _mm256_slli_epi32(qx16_sum(wa, qs, false), 4));            \
-        const int zero_point = grid == QX16_IQ4_NL ? 128 : wide ? 16 : 8;                          \
+            sum = _mm256_add_epi32(_mm256_slli_epi32(sum, 4), qx16_sum(wr, qs, true));             \
+        const int zero_point = grid == QX16_IQ4_NL ? IQ4NL_SPLIT_ZERO : wide ? 16 : 8;             \
         if (!asym) sum = _mm256_add_epi32(sum, _mm256_set1_epi32(-zero_point * x##k.sum[b]));      \
         acc##k##h = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),                                       \
                                     _mm256_mul_ps(d, _mm256_set1_ps(x##k.d[b])), acc##k##h);       \
@@ -218,12 +218,9 @@ X86_INLINE __m256i qx16_sum(const __m256i v[ELM_QK / 4], const int8_t *qs, const
             w[6] = _mm256_or_si256(w[6], _mm256_and_si256(_mm256_srli_epi16(q, 2), bit4));         \
             w[7] = _mm256_or_si256(w[7], _mm256_and_si256(_mm256_srli_epi16(q, 3), bit4));         \
         }                                                                                          \
-        __m256i wa[ELM_QK / 4];                                                                    \
+        __m256i wr[ELM_QK / 4];                                                                    \
         if (grid == QX16_IQ4_NL)                                                                   \
-            for (int j = 0; j < ELM_QK / 4; j++) {                                                 \
-                wa[j] = _mm256_shuffle_epi8(grid_a, w[j]);                                         \
-                w[j] = _mm256_shuffle_epi8(grid_b, w[j]);                                          \
-            }                                                                                      \
+            for (int j = 0; j < ELM_QK / 4; j++) wr[j] = _mm256_shuffle_epi8(residues, w[j]);      \
         if (grid == QX16_MXFP4)                                                                    \
             for (int j = 0; j < ELM_QK / 4; j++) w[j] = _mm256_shuffle_epi8(mx_plus16, w[j]);      \
         const uint8_t *dm = tile + d_at + 16 * hh;                                                 \
@@ -250,8 +247,7 @@ X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, 
     QX16_FOR_TOKENS(QX16_INIT)
     const bool wide = five || grid == QX16_MXFP4; /* codes up to 31 */
     const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
-    __m256i grid_a, grid_b; /* IQ4_NL's */
-    iq4nl_hex_digits(&grid_a, &grid_b);
+    const __m256i residues = iq4nl_residues(); /* IQ4_NL's */
     /* MXFP4's (at most 12 in magnitude) + 16: 4..28, codes as Q5_0's */
     const __m256i mx_plus16 = _mm256_add_epi8(
         _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_mxfp4_grid)),

@@ -2,20 +2,26 @@
  * kquant_tile_avx2.h's IQ4_XS ones). Not a header to include elsewhere: the including file
  * includes <immintrin.h> and codecs/iquant_codec.h and defines X86_INLINE.
  *
- * The grid values + 128 (1..241, unsigned for maddubs) would overflow its int16 pair sums, so each
- * is split into its two hex digits, u = 16·a + b: a tile looks both up from a 4-bit code with
- * vpshufb and sums Σu·x = 16·Σa·x + Σb·x. */
+ * maddubs takes one operand unsigned, and the grid values + 128 (1..241) would overflow its
+ * int16 pair sums. So each value g is split with the 4-bit code v itself as the high digit,
+ * g + IQ4NL_SPLIT_ZERO = 16·v + r(v), r(v) in 0..26 (g - 16·v spans -139..-113 over the grid):
+ * a tile sums Σv·x as Q4_0's codes, looks r up with one vpshufb, and Σ(g + 139)·x = 16·Σv·x +
+ * Σr·x. Four pair sums of r stay within 4·2·26·127 < 2^15. (The split into two hex digits of
+ * g + 128, which it replaced, took two lookups.) */
 #ifndef EDGELM_KERNELS_X86_IQ4NL_AVX2_H
 #define EDGELM_KERNELS_X86_IQ4NL_AVX2_H
 
-/* The high (*a) and low (*b) hex digits of the 16 grid values + 128, in both 128-bit lanes. */
-X86_INLINE void iq4nl_hex_digits(__m256i *a, __m256i *b) {
-    const __m256i low4 = _mm256_set1_epi8(0x0f);
-    const __m256i u = _mm256_xor_si256( /* + 128: the sign bits flipped */
-        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid)),
-        _mm256_set1_epi8((char)0x80));
-    *a = _mm256_and_si256(_mm256_srli_epi16(u, 4), low4);
-    *b = _mm256_and_si256(u, low4);
+enum { IQ4NL_SPLIT_ZERO = 139 };
+
+/* The 16 residues r(v) in both 128-bit lanes, for vpshufb. */
+X86_INLINE __m256i iq4nl_residues(void) {
+    const __m256i g =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid));
+    const __m256i v16 = _mm256_broadcastsi128_si256(_mm_setr_epi8(
+        0, 16, 32, 48, 64, 80, 96, 112, (char)128, (char)144, (char)160, (char)176, (char)192,
+        (char)208, (char)224, (char)240));
+    /* bytewise mod 256, exact as every r(v) fits 0..255 */
+    return _mm256_sub_epi8(_mm256_add_epi8(g, _mm256_set1_epi8((char)IQ4NL_SPLIT_ZERO)), v16);
 }
 
 #endif

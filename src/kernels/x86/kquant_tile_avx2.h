@@ -121,41 +121,46 @@ KQ_INLINE void half_q4_kx16_n(const uint8_t *tile, int half, int64_t s0, int64_t
 #undef KH_STORE
 
 /* ---- IQ4_XS ----
- * The same halves, turns and prefetches as Q4_K's. Its grid values + 128 (1..241) would overflow
- * maddubs' int16 pairs, so each is split into its two hex digits, u = 16·a + b, two vpshufb
- * lookups of the 4-bit code (iq4nl_avx2.h, as avx2.c's IQ4_NL tiles): a sub-block's eight pair sums
- * of the a codes, and of the b codes, stay within 8·2·15·127 < 2^15 in 16 bits, and one madd of
- * each by the sub-block's scale sc (16·sc for the a sums) gives Σ sc·u·x in int32. The offset
- * comes off as 128·sc times the sub-block's two 16-weight activation sums (a madd with the
- * bsum pair). The integers are the oracle's (Σ sc·q·x, q the grid value); the float step is
- * fused. */
+ * The same halves, turns and prefetches as Q4_K's. Its grid values g would not fit maddubs'
+ * unsigned operand, so each is split as g + 139 = 16·v + r(v) (iq4nl_avx2.h, as avx2.c's IQ4_NL
+ * tiles), v the 4-bit code itself and r(v) in 0..26 looked up by one vpshufb: a sub-block's eight
+ * pair sums of the codes stay within 8·2·15·127 < 2^15 in 16 bits and go through one madd by 16·sc;
+ * the residues' through a madd by sc every four pair sums (4·2·26·127 < 2^15). That gives
+ * Σ sc·(g + 139)·x in int32; the offset comes off as 139·sc times the sub-block's two 16-weight
+ * activation sums (a madd with the bsum pair). The integers are the oracle's (Σ sc·g·x); the
+ * float step is fused. */
 #define KX_FOR_TOKENS(op) op(0) op(1)
 #define KX_INIT(k)                                                                                 \
     __m256 acc##k = accs[k];                                                                       \
     const elm_q8k_row x##k = elm_q8k_at(xq, nb * ELM_QK_K, nt > k ? k : 0);
 #define KX_ZERO(k) __m256i isum##k = _mm256_setzero_si256(), osum##k = isum##k;
 #define KX_SUB_ZERO(k) __m256i a##k = _mm256_setzero_si256(), b##k = a##k;
+#define KX_RESIDUES(k)                                                                             \
+    if (nt > k) {                                                                                  \
+        isum##k = _mm256_add_epi32(isum##k, _mm256_madd_epi16(b##k, sc));                          \
+        b##k = _mm256_setzero_si256();                                                             \
+    }
 #define KX_DOT(k)                                                                                  \
     if (nt > k) {                                                                                  \
         const int8_t *q = x##k.qs + s * ELM_QK_K + 32 * j + 4 * e;                                 \
         const __m256i xl = kq_bcast32(q), xh = kq_bcast32(q + 16);                                 \
-        a##k = _mm256_add_epi16(a##k, _mm256_add_epi16(_mm256_maddubs_epi16(al, xl),               \
-                                                       _mm256_maddubs_epi16(ah, xh)));             \
-        b##k = _mm256_add_epi16(b##k, _mm256_add_epi16(_mm256_maddubs_epi16(bl, xl),               \
-                                                       _mm256_maddubs_epi16(bh, xh)));             \
+        a##k = _mm256_add_epi16(a##k, _mm256_add_epi16(_mm256_maddubs_epi16(cl, xl),               \
+                                                       _mm256_maddubs_epi16(ch, xh)));             \
+        b##k = _mm256_add_epi16(b##k, _mm256_add_epi16(_mm256_maddubs_epi16(rl, xl),               \
+                                                       _mm256_maddubs_epi16(rh, xh)));             \
         __asm__("" : "+x"(a##k), "+x"(b##k));                                                      \
     }
 #define KX_SCALE(k)                                                                                \
     if (nt > k) {                                                                                  \
-        isum##k = _mm256_add_epi32(isum##k, _mm256_add_epi32(_mm256_madd_epi16(a##k, sc16),        \
-                                                             _mm256_madd_epi16(b##k, sc)));        \
+        isum##k = _mm256_add_epi32(isum##k, _mm256_madd_epi16(a##k, sc16));                        \
         osum##k = _mm256_add_epi32(                                                                \
             osum##k, _mm256_madd_epi16(sc, kq_bcast32(x##k.bsum + 16 * s + 2 * j)));               \
         __asm__("" : "+x"(isum##k), "+x"(osum##k));                                                \
     }
 #define KX_FINISH(k)                                                                               \
     if (nt > k) {                                                                                  \
-        const __m256i v = _mm256_sub_epi32(isum##k, _mm256_slli_epi32(osum##k, 7));                \
+        const __m256i v = _mm256_sub_epi32(                                                        \
+            isum##k, _mm256_mullo_epi32(osum##k, _mm256_set1_epi32(IQ4NL_SPLIT_ZERO)));            \
         const __m256 dx = _mm256_mul_ps(d, _mm256_set1_ps(x##k.d[s]));                             \
         acc##k = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), dx, acc##k);                               \
     }
@@ -166,8 +171,7 @@ KQ_INLINE void half_iq4_xsx16_n(const uint8_t *tile, int half, int64_t s0, int64
                                 const void *xq, __m256 accs[2], const int nt) {
     KX_FOR_TOKENS(KX_INIT)
     const __m256i low4 = _mm256_set1_epi8(0x0f);
-    __m256i grid_a, grid_b;
-    iq4nl_hex_digits(&grid_a, &grid_b);
+    const __m256i residues = iq4nl_residues();
     tile += s0 * ELM_IQ4_XSX16_BYTES;
     for (int64_t s = s0; s < s1; s++, tile += ELM_IQ4_XSX16_BYTES) {
         const uint8_t *h = tile + 32 * half;
@@ -179,18 +183,6 @@ KQ_INLINE void half_iq4_xsx16_n(const uint8_t *tile, int half, int64_t s0, int64
         KX_FOR_TOKENS(KX_ZERO)
 #pragma GCC unroll 8
         for (int j = 0; j < 8; j++) {
-            KX_FOR_TOKENS(KX_SUB_ZERO)
-#pragma GCC unroll 4
-            for (int e = 0; e < 4; e++) {
-                if (half == 0) elm_prefetch_line(tile + ELM_IQ4_XSX16_PREFETCH + 64 * (4 * j + e));
-                const __m256i w = kq_load(h + 64 * (4 * j + e));
-                const __m256i cl = _mm256_and_si256(w, low4), ch = kq_bits(w, 4, 0x0f);
-                const __m256i al = _mm256_shuffle_epi8(grid_a, cl);
-                const __m256i bl = _mm256_shuffle_epi8(grid_b, cl);
-                const __m256i ah = _mm256_shuffle_epi8(grid_a, ch);
-                const __m256i bh = _mm256_shuffle_epi8(grid_b, ch);
-                KX_FOR_TOKENS(KX_DOT)
-            }
             /* sub-block j's scale of each row, - 32, as an int16 pair (and 16 times it) */
             const __m256i ls = _mm256_or_si256(
                 _mm256_and_si256(_mm256_srli_epi32(sl, 4 * j), _mm256_set1_epi32(0x0f)),
@@ -199,6 +191,17 @@ KQ_INLINE void half_iq4_xsx16_n(const uint8_t *tile, int half, int64_t s0, int64
             const __m256i sc = _mm256_or_si256(_mm256_and_si256(s32, _mm256_set1_epi32(0xffff)),
                                                _mm256_slli_epi32(s32, 16));
             const __m256i sc16 = _mm256_slli_epi16(sc, 4);
+            KX_FOR_TOKENS(KX_SUB_ZERO)
+#pragma GCC unroll 4
+            for (int e = 0; e < 4; e++) {
+                if (half == 0) elm_prefetch_line(tile + ELM_IQ4_XSX16_PREFETCH + 64 * (4 * j + e));
+                const __m256i w = kq_load(h + 64 * (4 * j + e));
+                const __m256i cl = _mm256_and_si256(w, low4), ch = kq_bits(w, 4, 0x0f);
+                const __m256i rl = _mm256_shuffle_epi8(residues, cl);
+                const __m256i rh = _mm256_shuffle_epi8(residues, ch);
+                KX_FOR_TOKENS(KX_DOT)
+                if (e % 2 == 1) KX_FOR_TOKENS(KX_RESIDUES)
+            }
             KX_FOR_TOKENS(KX_SCALE)
         }
         if (half == 0) {
@@ -215,6 +218,7 @@ KQ_INLINE void half_iq4_xsx16_n(const uint8_t *tile, int half, int64_t s0, int64
 #undef KX_INIT
 #undef KX_ZERO
 #undef KX_SUB_ZERO
+#undef KX_RESIDUES
 #undef KX_DOT
 #undef KX_SCALE
 #undef KX_FINISH
