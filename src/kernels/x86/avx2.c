@@ -181,6 +181,26 @@ X86_INLINE __m256i qx16_sum(const __m256i v[ELM_QK / 4], const int8_t *qs, const
     return five ? _mm256_add_epi32(_mm256_madd_epi16(lo, one), _mm256_madd_epi16(hi, one))
                 : _mm256_madd_epi16(_mm256_add_epi16(lo, hi), one);
 }
+/* IQ4_NL's Σ(g + 139)·x over a block for one token, from its codes v (0..15): the residues
+ * looked up as their pair sums are taken. With more tokens the tile looks them up once into
+ * eight vectors beside the codes' eight, which for one token only spilled. */
+X86_INLINE __m256i qx16_sum_iq4nl(const __m256i v[ELM_QK / 4], const __m256i residues,
+                                  const int8_t *qs) {
+    const __m256i one = _mm256_set1_epi16(1);
+    __m256i c = _mm256_setzero_si256(), rlo = c, rhi = c;
+    for (int i = 0; i < 4; i++) {
+        const __m256i xl = _mm256_set1_epi32(i32_at(qs + 4 * i));
+        const __m256i xh = _mm256_set1_epi32(i32_at(qs + 4 * (i + 4)));
+        c = _mm256_add_epi16(c, _mm256_add_epi16(_mm256_maddubs_epi16(v[i], xl),
+                                                 _mm256_maddubs_epi16(v[i + 4], xh)));
+        rlo = _mm256_add_epi16(rlo, _mm256_maddubs_epi16(_mm256_shuffle_epi8(residues, v[i]), xl));
+        rhi = _mm256_add_epi16(rhi,
+                               _mm256_maddubs_epi16(_mm256_shuffle_epi8(residues, v[i + 4]), xh));
+    }
+    return _mm256_add_epi32(_mm256_slli_epi32(_mm256_madd_epi16(c, one), 4),
+                            _mm256_add_epi32(_mm256_madd_epi16(rlo, one),
+                                             _mm256_madd_epi16(rhi, one)));
+}
 #define QX16_FOR_TOKENS(op) op(0) op(1) op(2) op(3)
 #define QX16_INIT(k)                                                                               \
     __m256 acc##k##0 = _mm256_setzero_ps(), acc##k##1 = acc##k##0;                                 \
@@ -188,9 +208,12 @@ X86_INLINE __m256i qx16_sum(const __m256i v[ELM_QK / 4], const int8_t *qs, const
 #define QX16_DOT(k, h)                                                                             \
     if (nt > k) {                                                                                  \
         const int8_t *qs = x##k.qs + b * ELM_QK;                                                   \
-        __m256i sum = qx16_sum(w, qs, wide);                                                       \
-        if (grid == QX16_IQ4_NL)                                                                   \
-            sum = _mm256_add_epi32(_mm256_slli_epi32(sum, 4), qx16_sum(wr, qs, true));             \
+        __m256i sum;                                                                               \
+        if (grid == QX16_IQ4_NL && nt == 1) sum = qx16_sum_iq4nl(w, residues, qs);                 \
+        else if (grid == QX16_IQ4_NL)                                                              \
+            sum = _mm256_add_epi32(_mm256_slli_epi32(qx16_sum(w, qs, false), 4),                   \
+                                   qx16_sum(wr, qs, true));                                        \
+        else sum = qx16_sum(w, qs, wide);                                                          \
         const int zero_point = grid == QX16_IQ4_NL ? IQ4NL_SPLIT_ZERO : wide ? 16 : 8;             \
         if (!asym) sum = _mm256_add_epi32(sum, _mm256_set1_epi32(-zero_point * x##k.sum[b]));      \
         acc##k##h = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum),                                       \
@@ -219,7 +242,7 @@ X86_INLINE __m256i qx16_sum(const __m256i v[ELM_QK / 4], const int8_t *qs, const
             w[7] = _mm256_or_si256(w[7], _mm256_and_si256(_mm256_srli_epi16(q, 3), bit4));         \
         }                                                                                          \
         __m256i wr[ELM_QK / 4];                                                                    \
-        if (grid == QX16_IQ4_NL)                                                                   \
+        if (grid == QX16_IQ4_NL && nt > 1)                                                         \
             for (int j = 0; j < ELM_QK / 4; j++) wr[j] = _mm256_shuffle_epi8(residues, w[j]);      \
         if (grid == QX16_MXFP4)                                                                    \
             for (int j = 0; j < ELM_QK / 4; j++) w[j] = _mm256_shuffle_epi8(mx_plus16, w[j]);      \
