@@ -181,25 +181,26 @@ X86_INLINE __m256i qx16_sum(const __m256i v[ELM_QK / 4], const int8_t *qs, const
     return five ? _mm256_add_epi32(_mm256_madd_epi16(lo, one), _mm256_madd_epi16(hi, one))
                 : _mm256_madd_epi16(_mm256_add_epi16(lo, hi), one);
 }
-/* IQ4_NL's Σ(g + 139)·x over a block for one token, from its codes v (0..15): the residues
- * looked up as their pair sums are taken. With more tokens the tile looks them up once into
- * eight vectors beside the codes' eight, which for one token only spilled. */
-X86_INLINE __m256i qx16_sum_iq4nl(const __m256i v[ELM_QK / 4], const __m256i residues,
-                                  const int8_t *qs) {
+/* Σ over a block of (lut[v] + 16·v)·x (codes) or lut[v]·x for one token, from the codes v
+ * (0..15), lut a grid of values up to 31 looked up as their pair sums are taken: with more tokens
+ * the tile looks the codes up once, into vectors that for one token only spilled beside the codes
+ * (IQ4_NL with codes: its residues; MXFP4: its grid + 16). Summing both in one loop, not as two
+ * sums, is what lets the two halves of a tile overlap (IQ4_NL 27 against 34 GB/s). */
+X86_INLINE __m256i qx16_sum_lut(const __m256i v[ELM_QK / 4], const __m256i lut, const int8_t *qs,
+                                const bool codes) {
     const __m256i one = _mm256_set1_epi16(1);
-    __m256i c = _mm256_setzero_si256(), rlo = c, rhi = c;
+    __m256i c = _mm256_setzero_si256(), lo = c, hi = c;
     for (int i = 0; i < 4; i++) {
         const __m256i xl = _mm256_set1_epi32(i32_at(qs + 4 * i));
         const __m256i xh = _mm256_set1_epi32(i32_at(qs + 4 * (i + 4)));
-        c = _mm256_add_epi16(c, _mm256_add_epi16(_mm256_maddubs_epi16(v[i], xl),
-                                                 _mm256_maddubs_epi16(v[i + 4], xh)));
-        rlo = _mm256_add_epi16(rlo, _mm256_maddubs_epi16(_mm256_shuffle_epi8(residues, v[i]), xl));
-        rhi = _mm256_add_epi16(rhi,
-                               _mm256_maddubs_epi16(_mm256_shuffle_epi8(residues, v[i + 4]), xh));
+        if (codes)
+            c = _mm256_add_epi16(c, _mm256_add_epi16(_mm256_maddubs_epi16(v[i], xl),
+                                                     _mm256_maddubs_epi16(v[i + 4], xh)));
+        lo = _mm256_add_epi16(lo, _mm256_maddubs_epi16(_mm256_shuffle_epi8(lut, v[i]), xl));
+        hi = _mm256_add_epi16(hi, _mm256_maddubs_epi16(_mm256_shuffle_epi8(lut, v[i + 4]), xh));
     }
-    return _mm256_add_epi32(_mm256_slli_epi32(_mm256_madd_epi16(c, one), 4),
-                            _mm256_add_epi32(_mm256_madd_epi16(rlo, one),
-                                             _mm256_madd_epi16(rhi, one)));
+    const __m256i sum = _mm256_add_epi32(_mm256_madd_epi16(lo, one), _mm256_madd_epi16(hi, one));
+    return codes ? _mm256_add_epi32(_mm256_slli_epi32(_mm256_madd_epi16(c, one), 4), sum) : sum;
 }
 #define QX16_FOR_TOKENS(op) op(0) op(1) op(2) op(3)
 #define QX16_INIT(k)                                                                               \
@@ -209,7 +210,8 @@ X86_INLINE __m256i qx16_sum_iq4nl(const __m256i v[ELM_QK / 4], const __m256i res
     if (nt > k) {                                                                                  \
         const int8_t *qs = x##k.qs + b * ELM_QK;                                                   \
         __m256i sum;                                                                               \
-        if (grid == QX16_IQ4_NL && nt == 1) sum = qx16_sum_iq4nl(w, residues, qs);                 \
+        if (grid == QX16_MXFP4 && nt == 1) sum = qx16_sum_lut(w, mx_plus16, qs, false);            \
+        else if (grid == QX16_IQ4_NL && nt == 1) sum = qx16_sum_lut(w, residues, qs, true);        \
         else if (grid == QX16_IQ4_NL)                                                              \
             sum = _mm256_add_epi32(_mm256_slli_epi32(qx16_sum(w, qs, false), 4),                   \
                                    qx16_sum(wr, qs, true));                                        \
@@ -244,7 +246,7 @@ X86_INLINE __m256i qx16_sum_iq4nl(const __m256i v[ELM_QK / 4], const __m256i res
         __m256i wr[ELM_QK / 4];                                                                    \
         if (grid == QX16_IQ4_NL && nt > 1)                                                         \
             for (int j = 0; j < ELM_QK / 4; j++) wr[j] = _mm256_shuffle_epi8(residues, w[j]);      \
-        if (grid == QX16_MXFP4)                                                                    \
+        if (grid == QX16_MXFP4 && nt > 1)                                                          \
             for (int j = 0; j < ELM_QK / 4; j++) w[j] = _mm256_shuffle_epi8(mx_plus16, w[j]);      \
         const uint8_t *dm = tile + d_at + 16 * hh;                                                 \
         const __m256 d = grid == QX16_MXFP4                                                        \
