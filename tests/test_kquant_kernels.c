@@ -104,7 +104,9 @@ static void problem_new(problem *p, elm_type t, int64_t cols, int64_t rows, int6
     p->x = malloc(sizeof(float) * cols * n_tok);
     p->xdq = malloc(sizeof(float) * cols * n_tok);
     for (int64_t i = 0; i < cols * n_tok; i++) p->x[i] = frand(&seed) * (i % 7 ? 1.0f : 4.0f);
-    for (int64_t i = 0; i < (cols < 256 ? cols : 256); i++) p->x[i] = 0; /* a zero block */
+    /* a zero block, in the second token's row: the first stays whole for the one-token checks
+     * (the decode paths), which a zero first row left unchecked where cols <= 256 */
+    for (int64_t i = 0; i < (cols < 256 ? cols : 256) && n_tok > 1; i++) p->x[cols + i] = 0;
     p->xq = aligned_alloc(64, elm_q8_row_bytes(cols) * n_tok + 64);
     p->y_ref = malloc(sizeof(float) * rows * n_tok);
     p->y = malloc(sizeof(float) * rows * n_tok);

@@ -464,7 +464,7 @@ static bool packs(elm_type t, int64_t rows, int64_t cols) {
 
 X86_FN static void matmul(const elm_matmul_args *a, int64_t r0, int64_t r1, void *scratch) {
     /* IQ4_NL's prefill repacks its tiles into the q8 tiles (repack_q8_iq4_nlx16): the q*x16
-     * tile's two lookups and two maddubs a vector on every pass made it 0.8x (pp256, TinyLlama
+     * tile's lookups on every pass (then two a vector) made it 0.8x (pp256, TinyLlama
      * shapes, Zen 5, 2 threads, 2026-12-08: 121 against 150 tok/s from the file's layout) */
     const bool nl_prefill = a->w.type == ELM_TYPE_IQ4_NL && a->n_tok >= GEMM_MIN_TOKENS;
     if (elm_packed_as_qx16(&a->w) && !nl_prefill)
