@@ -274,9 +274,7 @@ X86_INLINE void qx16_n(const uint8_t *tile, int half, const int nh, int64_t nb, 
     const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
     const __m256i residues = iq4nl_residues(); /* IQ4_NL's */
     /* MXFP4's (at most 12 in magnitude) + 16: 4..28, codes as Q5_0's */
-    const __m256i mx_plus16 = _mm256_add_epi8(
-        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_mxfp4_grid)),
-        _mm256_set1_epi8(16));
+    const __m256i mx_plus16 = _mm256_add_epi8(grid_lanes(elm_mxfp4_grid), _mm256_set1_epi8(16));
     const size_t d_at = qx16_scales_at(five, grid), bytes = qx16_tile_bytes(asym, five, grid);
     const uint8_t *pf = tile + ELM_PREFETCH_AHEAD;
     const size_t pf_step = nh == 2 ? bytes : bytes / 2;
@@ -385,8 +383,7 @@ X86_FN static void repack_q8_iq4_nlx16(const elm_weights *w, int64_t r0, uint8_t
     const int64_t nb = w->cols / ELM_QK;
     const size_t bytes = elm_qx16_bytes(false, false);
     const uint8_t *src = (const uint8_t *)w->data + (size_t)(r0 / ELM_TILE_ROWS * nb) * bytes;
-    const __m256i grid =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid));
+    const __m256i grid = grid_lanes(elm_iq4nl_grid);
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < nb; b++, src += bytes, tile += ELM_TILE_Q8_BYTES) {
         for (int j = 0; j < 4; j++)

@@ -15,8 +15,7 @@ enum { IQ4NL_SPLIT_ZERO = 139 };
 
 /* The 16 residues r(v) in both 128-bit lanes, for vpshufb. */
 X86_INLINE __m256i iq4nl_residues(void) {
-    const __m256i g =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid));
+    const __m256i g = grid_lanes(elm_iq4nl_grid);
     const __m256i v16 = _mm256_broadcastsi128_si256(_mm_setr_epi8(
         0, 16, 32, 48, 64, 80, 96, 112, (char)128, (char)144, (char)160, (char)176, (char)192,
         (char)208, (char)224, (char)240));

@@ -21,6 +21,7 @@
 #define KQ_INLINE KQ_FN static inline __attribute__((always_inline))
 
 #define X86_INLINE KQ_INLINE
+#include "kernels/x86/grid_lanes.h"
 #include "kernels/x86/reduce.h"
 
 KQ_INLINE __m256i kq_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
@@ -131,8 +132,7 @@ KQ_INLINE void unpack_q6_k(const uint8_t *b, elm_kq_block *o) {
 
 /* The grid lookups of 32 packed bytes: low nibbles and high nibbles, in byte order. */
 KQ_INLINE void kq_grid(__m256i packed, __m256i *lo, __m256i *hi) {
-    const __m256i grid =
-        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_iq4nl_grid));
+    const __m256i grid = grid_lanes(elm_iq4nl_grid);
     *lo = _mm256_shuffle_epi8(grid, _mm256_and_si256(packed, _mm256_set1_epi8(0x0f)));
     *hi = _mm256_shuffle_epi8(grid, kq_bits(packed, 4, 0x0f));
 }
@@ -644,14 +644,9 @@ KQ_FN static void decode_rows(elm_type t, const uint8_t *src, size_t row_bytes, 
 #undef KQ_ROWS_CASE
 }
 
-/* The 16 grid values in both 128-bit lanes, for vpshufb lookups. */
-KQ_INLINE __m256i kq_grid_of(const int8_t *grid) {
-    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)grid));
-}
-
 KQ_FN static void unpack_grid32(elm_type t, const uint8_t *src, int64_t n, int8_t *q, float *d) {
     const elm_grid32_layout g = elm_grid32_layout_of(t);
-    const __m256i grid = kq_grid_of(g.grid);
+    const __m256i grid = grid_lanes(g.grid);
     for (int64_t b = 0; b < n; b++, q += ELM_QK) {
         d[b] = elm_grid32_scale(t, src, b);
         const __m128i v = _mm_loadu_si128((const __m128i *)(src + g.block_bytes * b + g.qs_at));
@@ -686,7 +681,7 @@ KQ_INLINE __m256 kq_block_grid(const uint8_t *qs, __m256i grid, float dw, const 
 
 /* One IQ4_NL row of n blocks at src against one token, straight from the file's blocks. */
 KQ_INLINE float row_iq4_nl(const uint8_t *src, const elm_q8_row *x, int64_t n) {
-    const __m256i grid = kq_grid_of(elm_iq4nl_grid);
+    const __m256i grid = grid_lanes(elm_iq4nl_grid);
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= n; b += 2, src += 36) {

@@ -37,9 +37,7 @@ KQ_INLINE kq_mxfp4_x kq_mxfp4_x_at(const elm_q8_row *x, int64_t b, bool two) {
 
 /* The int32 sums of blocks b, b + 1 of one row (src: block b) against xv, four lanes a block. */
 KQ_INLINE __m256i kq_mxfp4_pair(const uint8_t *src, bool two, const kq_mxfp4_x *xv) {
-    const __m256i grid = _mm256_add_epi8(
-        _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)elm_mxfp4_grid)),
-        _mm256_set1_epi8(16));
+    const __m256i grid = _mm256_add_epi8(grid_lanes(elm_mxfp4_grid), _mm256_set1_epi8(16));
     const __m256i m4 = _mm256_set1_epi8(0x0f);
     const __m256i v = _mm256_inserti128_si256(
         _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(src + 1))),

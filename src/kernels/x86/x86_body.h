@@ -57,6 +57,7 @@ X86_INLINE size_t qx16_scales_at(bool five, int grid) {
 
 /* ---- helpers ---- */
 
+#include "kernels/x86/grid_lanes.h"
 #include "kernels/x86/reduce.h"
 
 X86_INLINE float f16_at(const uint8_t *p) {
